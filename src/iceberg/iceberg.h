@@ -1,0 +1,644 @@
+/*-------------------------------------------------------------------------
+ *
+ * iceberg.h
+ *	  The Iceberg model layer of tms: table metadata, manifest lists,
+ *	  manifests, the reachable-file walk and the table metrics the policy
+ *	  DSL reads.
+ *
+ * This is the one public header of src/iceberg/.  The layer is plain C99:
+ * no PostgreSQL headers, no libcurl.  Bytes come in through an
+ * IcebergFileIO that the caller supplies (src/io/ provides S3; this layer
+ * provides a local-file implementation for tests and tools).  Every
+ * function reports failure as a value: it returns false (or -1) and fills
+ * the caller's IcebergError.  Nothing here aborts, exits or longjmps, and
+ * every allocation is freed on every path.
+ *
+ * Reading model, in short (doc/iceberg-io.md has the long form):
+ *	- metadata.json is read whole, with a size cap, gzip detected by its
+ *	  magic bytes and inflated with a cap as well;
+ *	- manifest lists and manifests are Avro object container files read as
+ *	  a stream of blocks: memory is bounded by one (decompressed) block
+ *	  plus the decode plan built once from the writer schema;
+ *	- fields are matched by Iceberg field id, with a fallback to the field
+ *	  name for writers that omit ids.
+ *
+ * Conventions of this API:
+ *	- bool functions return true on success; on false, *err is filled;
+ *	- "next" functions return 1 (an item), 0 (end of stream) or -1 (error);
+ *	- pointers inside returned items are borrowed: valid until the next
+ *	  call on the same reader, or until the owning object is freed;
+ *	- int64_t fields use -1 for "absent/unknown" where noted.
+ *
+ * src/iceberg/iceberg.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_ICEBERG_H
+#define TMS_ICEBERG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------
+ */
+
+typedef enum IcebergErrorCode
+{
+	ICEBERG_OK = 0,
+	ICEBERG_ERR_MALFORMED,		/* input violates JSON / Avro / Iceberg rules */
+	ICEBERG_ERR_UNSUPPORTED,	/* well-formed but uses a feature we lack
+								 * (zstd metadata, unknown codec, format v4) */
+	ICEBERG_ERR_IO,				/* the IcebergFileIO callback failed */
+	ICEBERG_ERR_NOT_FOUND,		/* a snapshot id / ref / spec is not in the
+								 * metadata */
+	ICEBERG_ERR_LIMIT,			/* a size or count limit was exceeded */
+	ICEBERG_ERR_OUT_OF_MEMORY,	/* malloc failed */
+	ICEBERG_ERR_CANCELLED,		/* interrupted() or a callback asked to stop */
+	ICEBERG_ERR_INVALID_ARGUMENT	/* the caller passed something wrong */
+} IcebergErrorCode;
+
+/*
+ * An error value.  "message" is a lowercase one-line primary message in
+ * PostgreSQL style ("invalid avro block count in manifest"); "detail" is
+ * a full sentence naming the offending file and value, or empty.  Neither
+ * ever contains credentials (this layer never sees any).
+ */
+typedef struct IcebergError
+{
+	IcebergErrorCode code;
+	char		message[256];
+	char		detail[512];
+} IcebergError;
+
+/* Resets *err to ICEBERG_OK with empty texts. */
+extern void iceberg_error_clear(IcebergError *err);
+
+/* A short constant name for a code, e.g. "malformed", for logs and tests. */
+extern const char *iceberg_error_code_name(IcebergErrorCode code);
+
+/* ------------------------------------------------------------------------
+ * Limits
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * Caps that keep a corrupt or hostile file from causing a huge
+ * allocation.  Exceeding one is ICEBERG_ERR_LIMIT.  A zero field means
+ * "use the default" (shown in brackets).
+ */
+typedef struct IcebergLimits
+{
+	int64_t		max_metadata_bytes; /* metadata.json, after inflate [256 MiB] */
+	int64_t		max_header_bytes;	/* Avro file header incl. schema [16 MiB] */
+	int64_t		max_block_bytes;	/* one Avro block, compressed or not
+									 * [64 MiB] */
+	int64_t		max_block_items;	/* objects in one Avro block [16 Mi] */
+	int64_t		max_string_bytes;	/* one string / bytes value [16 MiB] */
+	int64_t		max_collection_items;	/* items in one JSON array / Avro
+										 * array or map [16 Mi] */
+} IcebergLimits;
+
+/* Fills *limits with the defaults above. */
+extern void iceberg_limits_default(IcebergLimits *limits);
+
+/* ------------------------------------------------------------------------
+ * Input: the file reading interface the caller supplies
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * Sequential reading of one object by path.  Paths are passed exactly as
+ * they appear in Iceberg metadata (s3://…, s3a://…, file:/…, relative
+ * ones); resolving them is the implementation's job.
+ *
+ * open:	 start reading "path"; return an opaque non-NULL handle, or NULL
+ *			 with *err filled (code ICEBERG_ERR_IO, detail naming the path).
+ *			 *size_out receives the object size if known cheaply, else -1.
+ * read:	 copy up to "len" bytes into "buf"; return the number copied,
+ *			 0 at end of object, -1 with *err filled on failure.  Short reads
+ *			 are fine.  This layer asks for chunks of about 1 MiB.
+ * close:	 release the handle (never fails, always called once per
+ *			 successful open).
+ * interrupted: optional; polled between Avro blocks and between files.
+ *			 Returning true ends the operation with ICEBERG_ERR_CANCELLED.
+ *			 (The PostgreSQL side checks its interrupt flags here; it must
+ *			 not ereport from inside.)
+ * limits:	 optional; NULL means iceberg_limits_default().
+ */
+typedef struct IcebergFileIO
+{
+	void	   *arg;
+	void	   *(*open) (void *arg, const char *path, int64_t *size_out,
+						 IcebergError *err);
+	int64_t		(*read) (void *arg, void *handle, void *buf, size_t len,
+						 IcebergError *err);
+	void		(*close) (void *arg, void *handle);
+	bool		(*interrupted) (void *arg);
+	const IcebergLimits *limits;
+} IcebergFileIO;
+
+/*
+ * The local-file implementation.  It accepts plain paths, "file:/abs",
+ * "file:///abs" and "file://host/rest" (the latter read as the relative
+ * path "host/rest", which is what some local writers produce).  Before
+ * that, the first matching prefix mapping rewrites the path: a path that
+ * starts with maps[i].from has that prefix replaced by maps[i].to (tests
+ * map "s3a://hyperparam-iceberg/spark/bunnies" to a fixture folder).
+ * The IcebergLocalFS must outlive the IcebergFileIO.
+ */
+#define ICEBERG_LOCAL_MAX_MAPS 8
+typedef struct IcebergLocalFS
+{
+	int			nmaps;
+	struct
+	{
+		const char *from;
+		const char *to;
+	}			maps[ICEBERG_LOCAL_MAX_MAPS];
+} IcebergLocalFS;
+
+/* Fills *io with the local implementation over *fs (fs may be NULL). */
+extern void iceberg_local_fileio(IcebergFileIO *io, IcebergLocalFS *fs);
+
+/*
+ * An in-memory implementation: every path opens the same buffer.  For the
+ * fuzzer and for callers that already hold a file's bytes.  "buf" must
+ * outlive the IcebergFileIO.
+ */
+typedef struct IcebergMemoryFile
+{
+	const void *data;
+	size_t		len;
+} IcebergMemoryFile;
+extern void iceberg_memory_fileio(IcebergFileIO *io, IcebergMemoryFile *buf);
+
+/*
+ * Reads a whole object into a malloc'ed buffer (NUL-terminated for
+ * convenience; *len_out excludes the NUL), refusing more than max_bytes
+ * (ICEBERG_ERR_LIMIT).  The caller frees *data_out with free().
+ */
+extern bool iceberg_read_all(const IcebergFileIO *io, const char *path,
+							 int64_t max_bytes, char **data_out,
+							 size_t *len_out, IcebergError *err);
+
+/* ------------------------------------------------------------------------
+ * Table metadata (metadata.json)
+ * ------------------------------------------------------------------------
+ */
+
+typedef struct IcebergKeyValue
+{
+	char	   *key;
+	char	   *value;
+} IcebergKeyValue;
+
+typedef struct IcebergPartitionField
+{
+	int32_t		source_id;		/* first of source-ids for multi-arg
+								 * transforms */
+	int32_t		field_id;		/* v1 without ids: 1000 + position */
+	char	   *name;
+	char	   *transform;		/* "identity", "bucket[16]", "day", "void", … */
+} IcebergPartitionField;
+
+typedef struct IcebergPartitionSpec
+{
+	int32_t		spec_id;
+	int			nfields;		/* 0 = unpartitioned */
+	IcebergPartitionField *fields;
+} IcebergPartitionSpec;
+
+typedef struct IcebergSnapshot
+{
+	int64_t		snapshot_id;
+	int64_t		parent_snapshot_id; /* -1: no parent */
+	int64_t		sequence_number;	/* 0 for v1 */
+	int64_t		timestamp_ms;
+	char	   *manifest_list;	/* NULL when the v1 inline list is used */
+	int			nmanifests;		/* v1 inline "manifests" (paths) */
+	char	  **manifests;
+	int32_t		schema_id;		/* -1: absent */
+	char	   *operation;		/* summary "operation", or NULL */
+	int			nsummary;
+	IcebergKeyValue *summary;	/* every summary entry, operation included */
+	int64_t		first_row_id;	/* v3; -1: absent */
+	int64_t		added_rows;		/* v3; -1: absent */
+} IcebergSnapshot;
+
+typedef enum IcebergRefType
+{
+	ICEBERG_REF_BRANCH,
+	ICEBERG_REF_TAG
+} IcebergRefType;
+
+typedef struct IcebergRef
+{
+	char	   *name;
+	IcebergRefType type;
+	int64_t		snapshot_id;
+	int32_t		min_snapshots_to_keep;	/* -1: absent */
+	int64_t		max_snapshot_age_ms;	/* -1: absent */
+	int64_t		max_ref_age_ms; /* -1: absent */
+} IcebergRef;
+
+typedef struct IcebergSnapshotLogEntry
+{
+	int64_t		timestamp_ms;
+	int64_t		snapshot_id;
+} IcebergSnapshotLogEntry;
+
+typedef struct IcebergMetadataLogEntry
+{
+	int64_t		timestamp_ms;
+	char	   *metadata_file;
+} IcebergMetadataLogEntry;
+
+/* A "statistics" (Puffin) or "partition-statistics" entry. */
+typedef struct IcebergStatisticsFile
+{
+	int64_t		snapshot_id;
+	char	   *path;
+	int64_t		file_size_in_bytes;
+	int64_t		file_footer_size_in_bytes;	/* -1 for partition statistics */
+} IcebergStatisticsFile;
+
+typedef struct IcebergTableMetadata
+{
+	int			format_version; /* 1, 2 or 3 */
+	char	   *table_uuid;		/* NULL only in v1 files without one */
+	char	   *location;
+	int64_t		last_updated_ms;
+	int64_t		last_sequence_number;	/* 0 for v1 */
+	int32_t		last_column_id;
+	int32_t		current_schema_id;
+	int			nschemas;
+	int32_t		default_spec_id;
+	int32_t		last_partition_id;	/* -1: absent (v1) */
+	int64_t		next_row_id;	/* v3; -1: absent */
+	int64_t		current_snapshot_id;	/* -1: no current snapshot */
+
+	int			nproperties;
+	IcebergKeyValue *properties;
+	int			nspecs;
+	IcebergPartitionSpec *specs;
+	int			nsnapshots;
+	IcebergSnapshot *snapshots; /* in file order */
+	int			nrefs;
+	IcebergRef *refs;			/* includes a synthesized "main" when the
+								 * file has a current snapshot but no refs */
+	int			nsnapshot_log;
+	IcebergSnapshotLogEntry *snapshot_log;
+	int			nmetadata_log;
+	IcebergMetadataLogEntry *metadata_log;
+	int			nstatistics;
+	IcebergStatisticsFile *statistics;
+	int			npartition_statistics;
+	IcebergStatisticsFile *partition_statistics;
+} IcebergTableMetadata;
+
+/*
+ * Parses metadata.json from memory.  gzip input (magic 1f 8b) is inflated
+ * with the max_metadata_bytes cap; zstd input is ICEBERG_ERR_UNSUPPORTED.
+ * Accepts format versions 1-3 (higher: ICEBERG_ERR_UNSUPPORTED); fields a
+ * version requires must be present with the right JSON types, otherwise
+ * ICEBERG_ERR_MALFORMED.  "limits" may be NULL.  On success the caller
+ * owns *out and frees it with iceberg_metadata_free().
+ */
+extern bool iceberg_metadata_parse(const void *data, size_t len,
+								   const IcebergLimits *limits,
+								   IcebergTableMetadata **out,
+								   IcebergError *err);
+
+/* Reads "path" through io (capped) and parses it as above. */
+extern bool iceberg_metadata_read(const IcebergFileIO *io, const char *path,
+								  IcebergTableMetadata **out,
+								  IcebergError *err);
+
+/* Frees metadata; NULL is fine. */
+extern void iceberg_metadata_free(IcebergTableMetadata *md);
+
+/* Lookups: NULL when absent.  Linear scans (these lists are short). */
+extern const IcebergSnapshot *iceberg_metadata_snapshot(const IcebergTableMetadata *md,
+														int64_t snapshot_id);
+extern const IcebergSnapshot *iceberg_metadata_current_snapshot(const IcebergTableMetadata *md);
+extern const IcebergPartitionSpec *iceberg_metadata_spec(const IcebergTableMetadata *md,
+														 int32_t spec_id);
+extern const IcebergRef *iceberg_metadata_ref(const IcebergTableMetadata *md,
+											  const char *name);
+extern const char *iceberg_metadata_property(const IcebergTableMetadata *md,
+											 const char *key);
+
+/* ------------------------------------------------------------------------
+ * Manifest lists
+ * ------------------------------------------------------------------------
+ */
+
+#define ICEBERG_MANIFEST_CONTENT_DATA		0
+#define ICEBERG_MANIFEST_CONTENT_DELETES	1
+
+/*
+ * One manifest_file record.  Counts are -1 when the writer left them null
+ * (v1).  For a v1 snapshot with an inline "manifests" array only
+ * manifest_path is known: manifest_length is -1, partition_spec_id is -1
+ * (the manifest header then supplies it), sequence numbers are 0.
+ */
+typedef struct IcebergManifestFile
+{
+	const char *manifest_path;
+	int64_t		manifest_length;
+	int32_t		partition_spec_id;
+	int32_t		content;		/* ICEBERG_MANIFEST_CONTENT_* */
+	int64_t		sequence_number;	/* 0 for v1 */
+	int64_t		min_sequence_number;	/* 0 for v1 */
+	int64_t		added_snapshot_id;	/* -1 when unknown (inline v1) */
+	int32_t		added_files_count;
+	int32_t		existing_files_count;
+	int32_t		deleted_files_count;
+	int64_t		added_rows_count;
+	int64_t		existing_rows_count;
+	int64_t		deleted_rows_count;
+	int32_t		npartition_summaries;	/* -1: null */
+	int64_t		first_row_id;	/* v3; -1: absent */
+} IcebergManifestFile;
+
+typedef struct IcebergManifestListReader IcebergManifestListReader;
+
+/*
+ * Opens the manifest list of "snap" (or, for a v1 snapshot with inline
+ * "manifests", an iterator over those paths).  md gives the format
+ * version used for defaults.  Close with iceberg_manifest_list_close().
+ */
+extern bool iceberg_manifest_list_open(const IcebergFileIO *io,
+									   const IcebergTableMetadata *md,
+									   const IcebergSnapshot *snap,
+									   IcebergManifestListReader **out,
+									   IcebergError *err);
+
+/* Opens a manifest list file by path, without table metadata. */
+extern bool iceberg_manifest_list_open_path(const IcebergFileIO *io,
+											const char *path,
+											IcebergManifestListReader **out,
+											IcebergError *err);
+
+/*
+ * Next record: 1 and *out set (borrowed until the next call), 0 at the
+ * end, -1 on error.
+ */
+extern int	iceberg_manifest_list_next(IcebergManifestListReader *r,
+									   const IcebergManifestFile **out,
+									   IcebergError *err);
+
+/* Format version from the file header (or inferred from field ids). */
+extern int	iceberg_manifest_list_format_version(const IcebergManifestListReader *r);
+
+/* Closes; NULL is fine. */
+extern void iceberg_manifest_list_close(IcebergManifestListReader *r);
+
+/* ------------------------------------------------------------------------
+ * Manifests
+ * ------------------------------------------------------------------------
+ */
+
+#define ICEBERG_STATUS_EXISTING		0
+#define ICEBERG_STATUS_ADDED		1
+#define ICEBERG_STATUS_DELETED		2
+
+#define ICEBERG_CONTENT_DATA				0
+#define ICEBERG_CONTENT_POSITION_DELETES	1
+#define ICEBERG_CONTENT_EQUALITY_DELETES	2
+
+/*
+ * One manifest_entry with its data_file, after inheritance: snapshot_id
+ * from the manifest list's added_snapshot_id when null; sequence numbers
+ * from the manifest list's sequence_number when null and status is ADDED
+ * (or when the table is v1: 0).  A null sequence number that cannot be
+ * inherited stays -1.
+ *
+ * partition is a canonical JSON array of the partition values in spec
+ * field order (ints/longs as numbers, strings quoted, null, booleans,
+ * floats by their exact decimal form, bytes/fixed/decimal as "0x…" hex
+ * strings), e.g. [3,19000] or ["a",null].  Two files are in the same
+ * partition iff spec_id and partition text are equal; partition_hash
+ * hashes both.  Only filled when ICEBERG_READ_PARTITION was requested,
+ * else partition is "" and the hash is 0.
+ */
+typedef struct IcebergManifestEntry
+{
+	int32_t		status;			/* ICEBERG_STATUS_* */
+	int64_t		snapshot_id;
+	int64_t		sequence_number;	/* data sequence number */
+	int64_t		file_sequence_number;
+	int32_t		content;		/* ICEBERG_CONTENT_* */
+	const char *file_path;
+	const char *file_format;
+	int32_t		spec_id;
+	const char *partition;
+	size_t		partition_len;
+	uint64_t	partition_hash;
+	int64_t		record_count;
+	int64_t		file_size_in_bytes;
+	int			nequality_ids;
+	const int32_t *equality_ids;
+	const char *referenced_data_file;	/* NULL when absent */
+	int64_t		first_row_id;	/* -1: absent */
+	int64_t		content_offset; /* v3 DVs; -1: absent */
+	int64_t		content_size_in_bytes;	/* -1: absent */
+} IcebergManifestEntry;
+
+/* Flags for iceberg_manifest_open() */
+#define ICEBERG_READ_PARTITION		0x01	/* fill partition / hash */
+
+typedef struct IcebergManifestReader IcebergManifestReader;
+
+/*
+ * Opens the manifest "mf" (a record from its manifest list; its path,
+ * spec id, sequence number and snapshot id drive inheritance).
+ * format_version is the table's.  Memory is bounded by one Avro block.
+ */
+extern bool iceberg_manifest_open(const IcebergFileIO *io,
+								  const IcebergManifestFile *mf,
+								  int format_version, unsigned flags,
+								  IcebergManifestReader **out,
+								  IcebergError *err);
+
+/* Next entry: 1 / 0 (end) / -1 (error); *out borrowed until next call. */
+extern int	iceberg_manifest_next(IcebergManifestReader *r,
+								  const IcebergManifestEntry **out,
+								  IcebergError *err);
+
+/* Header facts: spec id (-1 if unknown), "data"/"deletes" as 0/1. */
+extern int32_t iceberg_manifest_spec_id(const IcebergManifestReader *r);
+extern int32_t iceberg_manifest_content(const IcebergManifestReader *r);
+
+/* Bytes read from storage and inflated so far (for benchmarks). */
+extern void iceberg_manifest_byte_counts(const IcebergManifestReader *r,
+										 int64_t *compressed,
+										 int64_t *inflated);
+
+/* Closes; NULL is fine. */
+extern void iceberg_manifest_close(IcebergManifestReader *r);
+
+/* ------------------------------------------------------------------------
+ * Reachability walk
+ * ------------------------------------------------------------------------
+ */
+
+typedef enum IcebergFileKind
+{
+	ICEBERG_FILE_METADATA,		/* metadata.json: current and metadata-log */
+	ICEBERG_FILE_MANIFEST_LIST,
+	ICEBERG_FILE_MANIFEST,
+	ICEBERG_FILE_DATA,
+	ICEBERG_FILE_POSITION_DELETES,
+	ICEBERG_FILE_EQUALITY_DELETES,
+	ICEBERG_FILE_STATISTICS,
+	ICEBERG_FILE_PARTITION_STATISTICS
+} IcebergFileKind;
+
+/* "data", "manifest-list", … */
+extern const char *iceberg_file_kind_name(IcebergFileKind kind);
+
+typedef struct IcebergWalkFile
+{
+	IcebergFileKind kind;
+	const char *path;
+	int64_t		size;			/* bytes, -1 when unknown */
+	int64_t		snapshot_id;	/* snapshot through which it was reached,
+								 * -1 for metadata files */
+	int32_t		status;			/* manifest entry status for content files,
+								 * -1 otherwise */
+} IcebergWalkFile;
+
+/*
+ * Called once per reached file.  Return true to continue; false stops the
+ * walk, which then fails with ICEBERG_ERR_CANCELLED unless the callback
+ * filled *err with its own error.
+ */
+typedef bool (*IcebergWalkCallback) (void *arg, const IcebergWalkFile *file,
+									 IcebergError *err);
+
+#define ICEBERG_WALK_METADATA_FILES		0x01	/* metadata_location +
+												 * metadata-log */
+#define ICEBERG_WALK_MANIFEST_LISTS		0x02
+#define ICEBERG_WALK_MANIFESTS			0x04
+#define ICEBERG_WALK_CONTENT_FILES		0x08	/* data + delete files */
+#define ICEBERG_WALK_STATISTICS			0x10	/* statistics + partition
+												 * statistics */
+#define ICEBERG_WALK_INCLUDE_DELETED	0x20	/* also entries with status
+												 * DELETED (purge: yes;
+												 * expire: no) */
+#define ICEBERG_WALK_ALL				0x1f	/* everything live */
+#define ICEBERG_WALK_PURGE				0x3f	/* everything the table ever
+												 * still references */
+
+/*
+ * Streams every file that the given snapshots reference.  snapshot_ids /
+ * nsnapshot_ids select the snapshots; nsnapshot_ids < 0 means all
+ * snapshots in md.  metadata_location (may be NULL) is the path of the
+ * metadata file md was read from, reported as a METADATA file together
+ * with the metadata-log entries.  Manifests are deduplicated by path
+ * across snapshots (a hash set: the only memory that grows with the
+ * table, ~ manifests × path length); content files are reported once per
+ * manifest entry, so a data file carried in two distinct manifests is
+ * reported twice (callers that delete are idempotent; callers that count
+ * must dedup themselves).  Statistics files are reported for the selected
+ * snapshots only.
+ */
+extern bool iceberg_walk(const IcebergFileIO *io,
+						 const IcebergTableMetadata *md,
+						 const char *metadata_location,
+						 const int64_t *snapshot_ids, int nsnapshot_ids,
+						 unsigned flags,
+						 IcebergWalkCallback callback, void *callback_arg,
+						 IcebergError *err);
+
+/* ------------------------------------------------------------------------
+ * Table metrics (the policy DSL's variables)
+ * ------------------------------------------------------------------------
+ */
+
+/* What a DSL expression needs; each level includes the ones before it. */
+typedef enum IcebergMetricsLevel
+{
+	ICEBERG_METRICS_METADATA = 0,	/* snapshots, oldestSnapshotAge,
+									 * timeSinceLastUpdate */
+	ICEBERG_METRICS_MANIFEST_LIST = 1,	/* + manifests */
+	ICEBERG_METRICS_MANIFESTS = 2,	/* + file counts, sizes, records,
+									 * avgDataFileSize */
+	ICEBERG_METRICS_DELETES = 3 /* + dataFilesWith*Deletes */
+} IcebergMetricsLevel;
+
+/*
+ * Every DSL variable, for the current snapshot.  Fields above the
+ * computed level are 0.
+ */
+typedef struct IcebergTableMetrics
+{
+	IcebergMetricsLevel level;	/* the level actually computed */
+
+	/* metadata */
+	int64_t		snapshots;
+	int64_t		oldest_snapshot_age_ms; /* 0 without snapshots */
+	int64_t		time_since_last_update_ms;
+
+	/* manifest list */
+	int64_t		manifests;		/* data + delete manifests */
+
+	/* manifests (live entries: status EXISTING or ADDED) */
+	int64_t		data_files;
+	int64_t		data_files_size;
+	int64_t		data_records;
+	int64_t		equality_delete_files;
+	int64_t		equality_delete_files_size;
+	int64_t		equality_delete_records;
+	int64_t		position_delete_files;
+	int64_t		position_delete_files_size;
+	int64_t		position_delete_records;
+	double		avg_data_file_size; /* 0 for an empty table */
+
+	/* delete matching */
+	int64_t		data_files_with_deletes;
+	int64_t		data_files_with_position_deletes;
+	int64_t		data_files_with_equality_deletes;
+} IcebergTableMetrics;
+
+/* One live data file of the current snapshot, for countDataFiles(). */
+typedef struct IcebergDataFileInfo
+{
+	const char *path;
+	int64_t		size;
+	int64_t		records;
+	bool		has_deletes;	/* only meaningful at level DELETES */
+	bool		has_position_deletes;
+	bool		has_equality_deletes;
+} IcebergDataFileInfo;
+
+/* Return true to continue, false to stop (the computation then fails
+ * with ICEBERG_ERR_CANCELLED unless *err was filled). */
+typedef bool (*IcebergDataFileCallback) (void *arg,
+										 const IcebergDataFileInfo *file,
+										 IcebergError *err);
+
+/*
+ * Computes the metrics up to "level" for md's current snapshot, loading
+ * nothing beyond that level.  now_ms is the evaluation time (ms since the
+ * epoch) for the age variables.  When file_callback is not NULL it is
+ * called for every live data file (level is raised to at least
+ * MANIFESTS); at level DELETES its has_* flags are exact.
+ *
+ * Memory: levels up to MANIFESTS stream with one Avro block; DELETES
+ * keeps an index of the live delete files (grouped by partition), which
+ * grows with the number of delete files, not data files.
+ */
+extern bool iceberg_table_metrics(const IcebergFileIO *io,
+								  const IcebergTableMetadata *md,
+								  IcebergMetricsLevel level, int64_t now_ms,
+								  IcebergDataFileCallback file_callback,
+								  void *file_callback_arg,
+								  IcebergTableMetrics *out,
+								  IcebergError *err);
+
+#endif							/* TMS_ICEBERG_H */
