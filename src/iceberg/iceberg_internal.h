@@ -1,0 +1,154 @@
+/*-------------------------------------------------------------------------
+ *
+ * iceberg_internal.h
+ *	  Declarations shared by the files of src/iceberg/ and nothing else.
+ *
+ * Not part of the layer's interface: other layers include iceberg.h only.
+ *
+ * src/iceberg/iceberg_internal.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_ICEBERG_INTERNAL_H
+#define TMS_ICEBERG_INTERNAL_H
+
+#include "iceberg/iceberg.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ICEBERG_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define ICEBERG_LIKELY(x) __builtin_expect(!!(x), 1)
+#define ICEBERG_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define ICEBERG_PRINTF(f, a)
+#define ICEBERG_LIKELY(x) (x)
+#define ICEBERG_UNLIKELY(x) (x)
+#endif
+
+/* Size of the chunks requested from IcebergFileIO.read. */
+#define ICEBERG_READ_CHUNK	(1024 * 1024)
+
+/* Fills err: code, message (printf format), no detail. Returns false. */
+extern bool iceberg_set_error(IcebergError *err, IcebergErrorCode code,
+							  const char *fmt,...) ICEBERG_PRINTF(3, 4);
+
+/* Sets err->detail (printf format), keeping code and message. */
+extern void iceberg_set_detail(IcebergError *err, const char *fmt,...)
+			ICEBERG_PRINTF(2, 3);
+
+/* The effective limits of an io (defaults when io or io->limits is NULL). */
+extern void iceberg_effective_limits(const IcebergLimits *in,
+									 IcebergLimits *out);
+
+/* True when io has an interrupted() hook that reports an interrupt. */
+extern bool iceberg_check_interrupt(const IcebergFileIO *io,
+									IcebergError *err);
+
+/* strdup that reports ICEBERG_ERR_OUT_OF_MEMORY. NULL in gives NULL. */
+extern char *iceberg_strdup(const char *s, IcebergError *err);
+
+/* 64-bit FNV-1a over bytes, continuing from "h" (start: ICEBERG_HASH_INIT) */
+#define ICEBERG_HASH_INIT UINT64_C(14695981039346656037)
+extern uint64_t iceberg_hash_bytes(uint64_t h, const void *data, size_t len);
+
+/*
+ * A growable byte buffer.  append functions return false only on
+ * allocation failure or when the buffer would exceed "cap" (0: no cap).
+ */
+typedef struct IcebergBuf
+{
+	char	   *data;
+	size_t		len;
+	size_t		alloc;
+} IcebergBuf;
+
+extern bool iceberg_buf_reserve(IcebergBuf *b, size_t extra);
+extern bool iceberg_buf_append(IcebergBuf *b, const void *data, size_t len);
+extern void iceberg_buf_free(IcebergBuf *b);
+
+/*
+ * A set of strings (manifest paths in the walk, referenced data files in
+ * the delete index).  Open addressing, keys copied.
+ */
+typedef struct IcebergStringSet
+{
+	char	  **slots;
+	uint64_t   *hashes;
+	size_t		nslots;
+	size_t		count;
+} IcebergStringSet;
+
+/* Inserts key; *added tells whether it was new. False on OOM. */
+extern bool iceberg_string_set_add(IcebergStringSet *set, const char *key,
+								   bool *added);
+extern void iceberg_string_set_free(IcebergStringSet *set);
+
+/* ---- Avro object container reader (avro.c) ---- */
+
+/* What a leaf of the decode plan stores. */
+typedef enum AvroSlotKind
+{
+	AVRO_SLOT_LONG,				/* int or long */
+	AVRO_SLOT_STRING,			/* string or bytes, NUL-terminated copy */
+	AVRO_SLOT_INT_ARRAY,		/* array<int> */
+	AVRO_SLOT_PARTITION,		/* record, rendered as canonical JSON */
+	AVRO_SLOT_COUNT_ARRAY		/* array<anything>: item count only */
+} AvroSlotKind;
+
+/*
+ * The reader's view of the fields it wants: matched against the writer
+ * schema by field id, else by name or alternate name.
+ */
+typedef struct AvroTarget
+{
+	int32_t		field_id;
+	const char *name;
+	const char *alt_name;		/* older spelling, or NULL */
+	AvroSlotKind kind;
+	int			slot;			/* index into AvroValues, or -1 for a
+								 * record with children */
+	const struct AvroTarget *children;	/* for nested records */
+	int			nchildren;
+} AvroTarget;
+
+#define AVRO_MAX_SLOTS 32
+
+typedef struct AvroValue
+{
+	bool		present;		/* false: field absent or null */
+	int64_t		l;
+	const char *s;				/* STRING / PARTITION text, NUL-terminated */
+	size_t		slen;
+	const int32_t *ints;		/* INT_ARRAY */
+	int			nints;
+} AvroValue;
+
+typedef struct AvroReader AvroReader;
+
+/*
+ * Opens an Avro object container file through io, reads its header and
+ * compiles the decode plan for "targets" (a record's fields).  "what" is
+ * used in error messages ("manifest list", "manifest").
+ */
+extern bool avro_reader_open(const IcebergFileIO *io, const char *path,
+							 const char *what, const AvroTarget *targets,
+							 int ntargets, AvroReader **out,
+							 IcebergError *err);
+
+/*
+ * Decodes the next record into values[0..AVRO_MAX_SLOTS): 1 / 0 / -1.
+ * Strings point into reader-owned memory valid until the next call.
+ */
+extern int	avro_reader_next(AvroReader *r, AvroValue *values,
+							 IcebergError *err);
+
+/* The header's user metadata value for key (NUL-terminated) or NULL. */
+extern const char *avro_reader_meta(const AvroReader *r, const char *key);
+
+/* True when the writer schema has a field (at top level) with this id. */
+extern bool avro_reader_has_field_id(const AvroReader *r, int32_t field_id);
+
+extern void avro_reader_byte_counts(const AvroReader *r, int64_t *compressed,
+									int64_t *inflated);
+extern void avro_reader_close(AvroReader *r);
+
+#endif							/* TMS_ICEBERG_INTERNAL_H */
