@@ -1,0 +1,1174 @@
+#!/usr/bin/python3
+"""
+server.py -- an Iceberg REST catalog for the tms tests.
+
+No released Iceberg REST catalog can be installed on the test machines, so
+this is a small one that follows ../../../shared/spec/iceberg-rest-catalog-open-api.yaml
+for everything it serves.  Table pointers live in PostgreSQL in the layout of
+Iceberg's JdbcCatalog (schema version V1: iceberg_tables with iceberg_type,
+iceberg_namespace_properties), metadata files go to file:// or s3:// storage.
+
+    /usr/bin/python3 test/catalog/server.py --port PORT --dsn DSN \\
+        --warehouse URI [--catalog-name NAME] [--token-credential ID:SECRET]
+        [--token-ttl SECONDS] [--static-token TOKEN] [--admin-token TOKEN]
+        [--s3-endpoint URL --s3-access-key-id ID --s3-secret-access-key KEY
+         --s3-region REGION] [--file-root DIR]
+
+It listens on 127.0.0.1 only, prints "catalog listening on http://127.0.0.1:PORT"
+on stdout once it accepts connections, and exits cleanly on SIGTERM/SIGINT.
+
+Served (prefix = the catalog name, advertised as overrides.prefix; requests
+without a prefix are accepted too):
+  GET  /v1/config                      POST /v1/oauth/tokens
+  GET/POST /v1/{p}/namespaces          GET/HEAD/DELETE /v1/{p}/namespaces/{ns}
+  POST /v1/{p}/namespaces/{ns}/properties
+  GET/POST /v1/{p}/namespaces/{ns}/tables
+  GET/HEAD/POST/DELETE /v1/{p}/namespaces/{ns}/tables/{t}
+  POST /v1/{p}/namespaces/{ns}/register     POST /v1/{p}/tables/rename
+  POST /v1/{p}/namespaces/{ns}/tables/{t}/metrics (accepted, ignored)
+  POST /v1/{p}/transactions/commit
+
+Test-only admin endpoints (outside /v1; open unless --admin-token is given,
+then they need the header "X-Admin-Token: TOKEN"):
+  POST   /admin/faults    {"match": {"method": "GET", "path_regex": "..."},
+                           "count": N, "action": "status|hang|malformed|close",
+                           "status": 503, "seconds": 5, "body": "...",
+                           "headers": {...}}   -> {"id": n}
+  GET    /admin/faults    the armed faults
+  DELETE /admin/faults    disarm all
+  GET    /admin/requests  {"requests": [...], "counts": {"METHOD path": {"status": n}}}
+                          (?path_regex= filters)
+  DELETE /admin/requests  reset the log and counters
+  POST   /admin/expire-tokens   make every issued token expire now
+"""
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import re
+import secrets
+import signal
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import psycopg2  # noqa: E402
+import psycopg2.errorcodes  # noqa: E402
+
+import storage as storage_mod  # noqa: E402
+import tablemeta  # noqa: E402
+from tablemeta import CatalogError, bad_request  # noqa: E402
+
+ENDPOINTS = [
+    "GET /v1/{prefix}/namespaces",
+    "POST /v1/{prefix}/namespaces",
+    "GET /v1/{prefix}/namespaces/{namespace}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}",
+    "POST /v1/{prefix}/namespaces/{namespace}/properties",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/register",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+    "POST /v1/{prefix}/tables/rename",
+    "POST /v1/{prefix}/transactions/commit",
+]
+
+DEFAULT_PAGE_SIZE = 100
+
+
+def not_found(type_, msg):
+    return CatalogError(404, type_, msg)
+
+
+def no_such_namespace(ns):
+    return not_found("NoSuchNamespaceException",
+                     "Namespace does not exist: %s" % ".".join(ns))
+
+
+def no_such_table(ns, name):
+    return not_found("NoSuchTableException",
+                     "Table does not exist: %s.%s" % (".".join(ns), name))
+
+
+def db_message(e):
+    """The database's own message for a psycopg2 error."""
+    diag = getattr(e, "diag", None)
+    if diag is not None and diag.message_primary:
+        return diag.message_primary
+    return str(e).strip()
+
+
+# ---------------------------------------------------------------------------
+# PostgreSQL: the JdbcCatalog layout
+# ---------------------------------------------------------------------------
+
+class Database:
+    """Table pointers and namespace properties in PostgreSQL, in the tables
+    and columns Iceberg's JdbcCatalog uses (JdbcUtil, schema version V1).
+
+    Connections come from a small pool; every method runs one transaction."""
+
+    def __init__(self, dsn, catalog_name):
+        self.dsn = dsn
+        self.catalog = catalog_name
+        self.pool = []
+        self.lock = threading.Lock()
+        self.ensure_schema()
+
+    def _get(self):
+        with self.lock:
+            if self.pool:
+                return self.pool.pop()
+        return psycopg2.connect(self.dsn)
+
+    def _put(self, conn):
+        if conn.closed:
+            return
+        with self.lock:
+            if len(self.pool) < 8:
+                self.pool.append(conn)
+                return
+        conn.close()
+
+    def run(self, fn):
+        """Run fn(cursor) in one transaction and return its result."""
+        conn = self._get()
+        try:
+            with conn:
+                with conn.cursor() as cur:
+                    result = fn(cur)
+            self._put(conn)
+            return result
+        except psycopg2.OperationalError:
+            conn.close()
+            raise
+        except Exception:
+            self._put(conn)
+            raise
+
+    def ensure_schema(self):
+        """Create iceberg_tables and iceberg_namespace_properties if missing
+        (JdbcCatalog's DDL, V0 then the V1 iceberg_type column)."""
+        def ddl(cur):
+            cur.execute("SELECT pg_advisory_xact_lock(7346118)")
+            cur.execute("SELECT to_regclass('iceberg_tables')")
+            if cur.fetchone()[0] is None:
+                cur.execute(
+                    "CREATE TABLE iceberg_tables("
+                    "catalog_name VARCHAR(255) NOT NULL,"
+                    "table_namespace VARCHAR(255) NOT NULL,"
+                    "table_name VARCHAR(255) NOT NULL,"
+                    "metadata_location VARCHAR(1000),"
+                    "previous_metadata_location VARCHAR(1000),"
+                    "PRIMARY KEY (catalog_name, table_namespace, table_name))")
+            cur.execute(
+                "SELECT 1 FROM pg_attribute WHERE attrelid = 'iceberg_tables'::regclass"
+                " AND attname = 'iceberg_type' AND NOT attisdropped")
+            if cur.fetchone() is None:
+                cur.execute("ALTER TABLE iceberg_tables ADD COLUMN iceberg_type VARCHAR(5)")
+            cur.execute("SELECT to_regclass('iceberg_namespace_properties')")
+            if cur.fetchone()[0] is None:
+                cur.execute(
+                    "CREATE TABLE iceberg_namespace_properties("
+                    "catalog_name VARCHAR(255) NOT NULL,"
+                    "namespace VARCHAR(255) NOT NULL,"
+                    "property_key VARCHAR(255),"
+                    "property_value VARCHAR(1000),"
+                    "PRIMARY KEY (catalog_name, namespace, property_key))")
+        self.run(ddl)
+
+    # -- namespaces -----------------------------------------------------------
+
+    @staticmethod
+    def _like_prefix(ns_str):
+        return ns_str.replace("!", "!!").replace("%", "!%").replace("_", "!_") + ".%"
+
+    def all_namespaces(self):
+        """Every namespace string known (from properties and from tables)."""
+        def q(cur):
+            cur.execute("SELECT DISTINCT namespace FROM iceberg_namespace_properties"
+                        " WHERE catalog_name = %s"
+                        " UNION SELECT DISTINCT table_namespace FROM iceberg_tables"
+                        " WHERE catalog_name = %s", (self.catalog, self.catalog))
+            return [r[0] for r in cur.fetchall()]
+        return self.run(q)
+
+    def namespace_exists(self, ns_str):
+        """JdbcCatalog's rule: the namespace or one below it appears in the
+        properties table or in a table's namespace."""
+        like = self._like_prefix(ns_str)
+
+        def q(cur):
+            cur.execute("SELECT 1 FROM iceberg_namespace_properties WHERE catalog_name = %s"
+                        " AND (namespace = %s OR namespace LIKE %s ESCAPE '!') LIMIT 1",
+                        (self.catalog, ns_str, like))
+            if cur.fetchone():
+                return True
+            cur.execute("SELECT 1 FROM iceberg_tables WHERE catalog_name = %s"
+                        " AND (table_namespace = %s OR table_namespace LIKE %s ESCAPE '!') LIMIT 1",
+                        (self.catalog, ns_str, like))
+            return cur.fetchone() is not None
+        return self.run(q)
+
+    def namespace_properties(self, ns_str):
+        def q(cur):
+            cur.execute("SELECT property_key, property_value FROM iceberg_namespace_properties"
+                        " WHERE catalog_name = %s AND namespace = %s",
+                        (self.catalog, ns_str))
+            return {k: v for k, v in cur.fetchall()}
+        return self.run(q)
+
+    def create_namespace(self, ns_str, props):
+        """Insert the namespace's properties ({"exists": "true"} when there
+        are none, as JdbcCatalog does)."""
+        props = props or {"exists": "true"}
+
+        def q(cur):
+            for k, v in props.items():
+                cur.execute("INSERT INTO iceberg_namespace_properties"
+                            " (catalog_name, namespace, property_key, property_value)"
+                            " VALUES (%s, %s, %s, %s)", (self.catalog, ns_str, k, v))
+        self.run(q)
+
+    def update_namespace(self, ns_str, updates, removals):
+        """Set and remove properties; return (updated, removed, missing)."""
+        def q(cur):
+            cur.execute("SELECT property_key FROM iceberg_namespace_properties"
+                        " WHERE catalog_name = %s AND namespace = %s FOR UPDATE",
+                        (self.catalog, ns_str))
+            have = {r[0] for r in cur.fetchall()}
+            removed = [k for k in removals if k in have]
+            missing = [k for k in removals if k not in have]
+            for k in removed:
+                cur.execute("DELETE FROM iceberg_namespace_properties WHERE catalog_name = %s"
+                            " AND namespace = %s AND property_key = %s",
+                            (self.catalog, ns_str, k))
+            for k, v in updates.items():
+                cur.execute("INSERT INTO iceberg_namespace_properties"
+                            " (catalog_name, namespace, property_key, property_value)"
+                            " VALUES (%s, %s, %s, %s) ON CONFLICT (catalog_name, namespace,"
+                            " property_key) DO UPDATE SET property_value = EXCLUDED.property_value",
+                            (self.catalog, ns_str, k, v))
+            return sorted(updates), removed, missing
+        return self.run(q)
+
+    def drop_namespace(self, ns_str):
+        def q(cur):
+            cur.execute("DELETE FROM iceberg_namespace_properties"
+                        " WHERE catalog_name = %s AND namespace = %s", (self.catalog, ns_str))
+        self.run(q)
+
+    # -- tables ---------------------------------------------------------------
+
+    def list_tables(self, ns_str):
+        def q(cur):
+            cur.execute("SELECT table_name FROM iceberg_tables WHERE catalog_name = %s"
+                        " AND table_namespace = %s AND (iceberg_type = 'TABLE'"
+                        " OR iceberg_type IS NULL) ORDER BY table_name",
+                        (self.catalog, ns_str))
+            return [r[0] for r in cur.fetchall()]
+        return self.run(q)
+
+    def get_table(self, ns_str, name):
+        """Return (metadata_location, previous_metadata_location) or None."""
+        def q(cur):
+            cur.execute("SELECT metadata_location, previous_metadata_location"
+                        " FROM iceberg_tables WHERE catalog_name = %s AND table_namespace = %s"
+                        " AND table_name = %s AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)",
+                        (self.catalog, ns_str, name))
+            return cur.fetchone()
+        return self.run(q)
+
+    def insert_table(self, ns_str, name, location):
+        """Insert a pointer (JdbcCatalog's create commit).  A unique violation
+        becomes 409 AlreadyExistsException; any other database error (a
+        trigger refusing the row, say) 409 with the database's message."""
+        def q(cur):
+            cur.execute("INSERT INTO iceberg_tables (catalog_name, table_namespace, table_name,"
+                        " metadata_location, previous_metadata_location, iceberg_type)"
+                        " VALUES (%s, %s, %s, %s, NULL, 'TABLE')",
+                        (self.catalog, ns_str, name, location))
+        try:
+            self.run(q)
+        except psycopg2.Error as e:
+            if e.pgcode == psycopg2.errorcodes.UNIQUE_VIOLATION:
+                raise CatalogError(409, "AlreadyExistsException",
+                                   "Table already exists: %s.%s" % (ns_str, name))
+            if isinstance(e, psycopg2.OperationalError):
+                raise
+            raise CatalogError(409, "CommitFailedException", db_message(e))
+
+    def swap_pointer(self, ns_str, name, old, new):
+        """Compare-and-swap the metadata location (JdbcCatalog's commit):
+        409 when another commit won or when the database refuses."""
+        def q(cur):
+            cur.execute("UPDATE iceberg_tables SET metadata_location = %s,"
+                        " previous_metadata_location = %s WHERE catalog_name = %s"
+                        " AND table_namespace = %s AND table_name = %s AND metadata_location = %s"
+                        " AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)",
+                        (new, old, self.catalog, ns_str, name, old))
+            return cur.rowcount
+        try:
+            n = self.run(q)
+        except psycopg2.Error as e:
+            if isinstance(e, psycopg2.OperationalError):
+                raise
+            raise CatalogError(409, "CommitFailedException", db_message(e))
+        if n != 1:
+            raise CatalogError(409, "CommitFailedException",
+                               "Cannot commit %s.%s: metadata location %s has changed"
+                               % (ns_str, name, old))
+
+    def drop_table(self, ns_str, name):
+        def q(cur):
+            cur.execute("DELETE FROM iceberg_tables WHERE catalog_name = %s"
+                        " AND table_namespace = %s AND table_name = %s"
+                        " AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)",
+                        (self.catalog, ns_str, name))
+            return cur.rowcount
+        return self.run(q)
+
+    def rename_table(self, src_ns, src, dst_ns, dst):
+        def q(cur):
+            cur.execute("UPDATE iceberg_tables SET table_namespace = %s, table_name = %s"
+                        " WHERE catalog_name = %s AND table_namespace = %s AND table_name = %s"
+                        " AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)",
+                        (dst_ns, dst, self.catalog, src_ns, src))
+            return cur.rowcount
+        try:
+            return self.run(q)
+        except psycopg2.Error as e:
+            if e.pgcode == psycopg2.errorcodes.UNIQUE_VIOLATION:
+                raise CatalogError(409, "AlreadyExistsException",
+                                   "Table already exists: %s.%s" % (dst_ns, dst))
+            if isinstance(e, psycopg2.OperationalError):
+                raise
+            raise CatalogError(409, "CommitFailedException", db_message(e))
+
+
+# ---------------------------------------------------------------------------
+# faults, request log, tokens
+# ---------------------------------------------------------------------------
+
+class Faults:
+    """Armed faults: each matches method + path regex and fires count times."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.items = []
+        self.next_id = 1
+
+    def add(self, spec):
+        action = spec.get("action", "status")
+        if action not in ("status", "hang", "malformed", "close"):
+            raise bad_request("unknown fault action %r" % action)
+        match = spec.get("match") or {}
+        item = {
+            "id": self.next_id,
+            "method": (match.get("method") or "").upper() or None,
+            "path_regex": match.get("path_regex") or ".*",
+            "count": int(spec.get("count", 1)),
+            "action": action,
+            "status": int(spec.get("status", 503)),
+            "seconds": float(spec.get("seconds", 5)),
+            "body": spec.get("body"),
+            "headers": spec.get("headers") or {},
+        }
+        re.compile(item["path_regex"])
+        with self.lock:
+            self.next_id += 1
+            self.items.append(item)
+        return item["id"]
+
+    def take(self, method, path):
+        """Return the first armed fault matching and use one of its firings."""
+        with self.lock:
+            for f in self.items:
+                if f["count"] <= 0:
+                    continue
+                if f["method"] and f["method"] != method:
+                    continue
+                if not re.search(f["path_regex"], path):
+                    continue
+                f["count"] -= 1
+                return dict(f)
+        return None
+
+    def clear(self):
+        with self.lock:
+            self.items = []
+
+    def list(self):
+        with self.lock:
+            return [dict(f) for f in self.items if f["count"] > 0]
+
+
+class RequestLog:
+    """Every non-admin request: method, path, query, status, fault."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.entries = []
+        self.seq = 0
+
+    def add(self, method, path, query, status, fault, headers):
+        with self.lock:
+            self.seq += 1
+            self.entries.append({
+                "seq": self.seq, "time": time.time(), "method": method,
+                "path": path, "query": query, "status": status, "fault": fault,
+                "if_none_match": headers.get("If-None-Match"),
+                "authorization": "present" if headers.get("Authorization") else None,
+            })
+
+    def snapshot(self, path_regex=None):
+        with self.lock:
+            entries = [dict(e) for e in self.entries
+                       if not path_regex or re.search(path_regex, e["path"])]
+        counts = {}
+        for e in entries:
+            key = "%s %s" % (e["method"], e["path"])
+            by = counts.setdefault(key, {})
+            by[str(e["status"])] = by.get(str(e["status"]), 0) + 1
+        return {"requests": entries, "counts": counts, "total": len(entries)}
+
+    def reset(self):
+        with self.lock:
+            self.entries = []
+
+
+class Tokens:
+    """OAuth2 client-credentials tokens with an expiry, plus a static token."""
+
+    def __init__(self, credential, ttl, static_token):
+        self.client_id = self.secret = None
+        if credential:
+            if ":" not in credential:
+                raise SystemExit("--token-credential must be ID:SECRET")
+            self.client_id, self.secret = credential.split(":", 1)
+        self.ttl = ttl
+        self.static = static_token
+        self.issued = {}
+        self.lock = threading.Lock()
+
+    @property
+    def enabled(self):
+        return bool(self.client_id or self.static)
+
+    def issue(self):
+        token = secrets.token_urlsafe(24)
+        with self.lock:
+            self.issued[token] = time.time() + self.ttl
+        return token
+
+    def valid(self, token):
+        if self.static and secrets.compare_digest(token, self.static):
+            return True
+        with self.lock:
+            exp = self.issued.get(token)
+        return exp is not None and exp > time.time()
+
+    def expire_all(self):
+        with self.lock:
+            for k in self.issued:
+                self.issued[k] = 0
+
+
+# ---------------------------------------------------------------------------
+# the catalog
+# ---------------------------------------------------------------------------
+
+class Catalog:
+    """Catalog operations over Database and Storage; each method returns a
+    (status, body-or-None, extra-headers) triple or raises CatalogError."""
+
+    def __init__(self, args):
+        self.name = args.catalog_name
+        self.warehouse = args.warehouse.rstrip("/")
+        self.db = Database(args.dsn, self.name)
+        s3 = None
+        if args.s3_endpoint:
+            s3 = storage_mod.S3Config(args.s3_endpoint, args.s3_access_key_id,
+                                      args.s3_secret_access_key, args.s3_region)
+        self.s3 = s3
+        self.storage = storage_mod.Storage(s3=s3, file_root=args.file_root)
+        self.separator = "\x1f"
+
+    # -- helpers ----------------------------------------------------------------
+
+    def parse_namespace(self, text):
+        """A namespace path segment (already percent-decoded) to its levels."""
+        levels = text.split(self.separator)
+        if any(not lv for lv in levels):
+            raise bad_request("invalid namespace %r" % text)
+        return levels
+
+    @staticmethod
+    def ns_str(levels):
+        for lv in levels:
+            if "." in lv:
+                raise bad_request("namespace level %r contains '.', which the JDBC layout "
+                                  "uses as its separator" % lv)
+        return ".".join(levels)
+
+    def require_namespace(self, levels):
+        if not self.db.namespace_exists(self.ns_str(levels)):
+            raise no_such_namespace(levels)
+
+    @staticmethod
+    def paginate(items, query, key=lambda x: x):
+        """Apply pageToken/pageSize: with neither, everything and no token;
+        otherwise pages of pageSize (default 100) with next-page-token."""
+        token = query.get("pageToken")
+        size = query.get("pageSize")
+        if token is None and size is None:
+            return items, None, False
+        try:
+            size = int(size) if size is not None else DEFAULT_PAGE_SIZE
+        except ValueError:
+            raise bad_request("pageSize must be an integer")
+        if size < 1:
+            raise bad_request("pageSize must be at least 1")
+        start = 0
+        if token:
+            try:
+                after = base64.urlsafe_b64decode(token.encode()).decode()
+            except Exception:
+                raise bad_request("invalid pageToken %r" % token)
+            start = len([i for i in items if key(i) <= after])
+        page = items[start:start + size]
+        more = start + size < len(items)
+        nxt = None
+        if more:
+            nxt = base64.urlsafe_b64encode(key(page[-1]).encode()).decode()
+        return page, nxt, True
+
+    def storage_config(self, location):
+        """LoadTableResult.config for a table: S3 client settings when the
+        table lives in S3 and the server knows the endpoint."""
+        if self.s3 is None or not location or not storage_mod.is_s3(location):
+            return {}
+        return {
+            "s3.endpoint": self.s3.endpoint,
+            "s3.access-key-id": self.s3.access_key_id,
+            "s3.secret-access-key": self.s3.secret_access_key,
+            "s3.path-style-access": "true",
+            "client.region": self.s3.region,
+        }
+
+    @staticmethod
+    def etag(location, mode):
+        return '"%s"' % hashlib.sha256(("%s|%s" % (location, mode)).encode()).hexdigest()[:40]
+
+    def load_result(self, location, meta, mode="all"):
+        body_meta = meta
+        if mode == "refs":
+            body_meta = dict(meta)
+            body_meta["snapshots"] = tablemeta.snapshots_for_refs(meta)
+        body = {"metadata-location": location, "metadata": body_meta,
+                "config": self.storage_config(meta.get("location"))}
+        headers = {"ETag": self.etag(location, mode)} if location else {}
+        return body, headers
+
+    def read_meta(self, location):
+        try:
+            return tablemeta.read_metadata(self.storage, location)
+        except storage_mod.NotFound:
+            raise CatalogError(500, "NotFoundException",
+                               "metadata file is missing: %s" % location)
+        except storage_mod.StorageError as e:
+            raise CatalogError(500, "RuntimeIOException", str(e))
+
+    def write_meta(self, meta, location):
+        try:
+            self.storage.write(location, tablemeta.serialize_metadata(meta, location))
+        except storage_mod.StorageError as e:
+            raise CatalogError(500, "RuntimeIOException",
+                               "cannot write %s: %s" % (location, e))
+
+    def table_pointer(self, levels, name):
+        row = self.db.get_table(self.ns_str(levels), name)
+        if row is None:
+            raise no_such_table(levels, name)
+        return row[0]
+
+    # -- config -----------------------------------------------------------------
+
+    def config(self, query):
+        wh = query.get("warehouse")
+        if wh and wh not in (self.name, self.warehouse, self.warehouse + "/"):
+            raise not_found("NoSuchWarehouseException",
+                            "Warehouse does not exist: %s" % wh)
+        return 200, {
+            "defaults": {"warehouse": self.warehouse},
+            "overrides": {"prefix": self.name, "warehouse": self.warehouse},
+            "endpoints": ENDPOINTS,
+        }, {}
+
+    # -- namespaces -------------------------------------------------------------
+
+    def list_namespaces(self, query):
+        parent = query.get("parent") or ""
+        plevels = self.parse_namespace(parent) if parent else []
+        if plevels and not self.db.namespace_exists(self.ns_str(plevels)):
+            raise no_such_namespace(plevels)
+        children = set()
+        for ns in self.db.all_namespaces():
+            lv = ns.split(".")
+            if len(lv) > len(plevels) and lv[:len(plevels)] == plevels:
+                children.add(tuple(lv[:len(plevels) + 1]))
+        items = sorted(children)
+        page, nxt, paged = self.paginate(items, query, key=lambda t: "\x1f".join(t))
+        body = {"namespaces": [list(t) for t in page]}
+        if paged:
+            body["next-page-token"] = nxt
+        return 200, body, {}
+
+    def create_namespace(self, body):
+        levels = body.get("namespace")
+        if not isinstance(levels, list) or not levels or not all(isinstance(x, str) and x for x in levels):
+            raise bad_request("namespace must be a non-empty list of strings")
+        props = body.get("properties") or {}
+        s = self.ns_str(levels)
+        if self.db.namespace_exists(s):
+            raise CatalogError(409, "AlreadyExistsException",
+                               "Namespace already exists: %s" % s)
+        try:
+            self.db.create_namespace(s, props)
+        except psycopg2.Error as e:
+            if isinstance(e, psycopg2.OperationalError):
+                raise
+            raise CatalogError(409, "AlreadyExistsException", db_message(e))
+        return 200, {"namespace": levels, "properties": props}, {}
+
+    def load_namespace(self, levels):
+        self.require_namespace(levels)
+        return 200, {"namespace": levels,
+                     "properties": self.db.namespace_properties(self.ns_str(levels))}, {}
+
+    def namespace_exists(self, levels):
+        self.require_namespace(levels)
+        return 204, None, {}
+
+    def drop_namespace(self, levels):
+        s = self.ns_str(levels)
+        self.require_namespace(levels)
+        if self.db.list_tables(s) or any(n.startswith(s + ".") for n in self.db.all_namespaces()):
+            raise CatalogError(409, "NamespaceNotEmptyException",
+                               "Namespace %s is not empty" % s)
+        self.db.drop_namespace(s)
+        return 204, None, {}
+
+    def update_namespace(self, levels, body):
+        self.require_namespace(levels)
+        updates = body.get("updates") or {}
+        removals = body.get("removals") or []
+        both = sorted(set(updates) & set(removals))
+        if both:
+            raise CatalogError(422, "UnprocessableEntityException",
+                               "Properties present in both updates and removals: %s"
+                               % ", ".join(both))
+        updated, removed, missing = self.db.update_namespace(self.ns_str(levels), updates, removals)
+        return 200, {"updated": updated, "removed": removed, "missing": missing or None}, {}
+
+    # -- tables -----------------------------------------------------------------
+
+    def list_tables(self, levels, query):
+        self.require_namespace(levels)
+        names = self.db.list_tables(self.ns_str(levels))
+        page, nxt, paged = self.paginate(names, query)
+        body = {"identifiers": [{"namespace": levels, "name": n} for n in page]}
+        if paged:
+            body["next-page-token"] = nxt
+        return 200, body, {}
+
+    def default_location(self, levels, name):
+        props = self.db.namespace_properties(self.ns_str(levels))
+        if props.get("location"):
+            return props["location"].rstrip("/") + "/" + name
+        return "%s/%s/%s" % (self.warehouse, "/".join(levels), name)
+
+    def create_table(self, levels, body):
+        self.require_namespace(levels)
+        name = body.get("name")
+        if not name or "schema" not in body:
+            raise bad_request("CreateTableRequest needs name and schema")
+        s = self.ns_str(levels)
+        if self.db.get_table(s, name) is not None:
+            raise CatalogError(409, "AlreadyExistsException",
+                               "Table already exists: %s.%s" % (s, name))
+        location = (body.get("location") or self.default_location(levels, name)).rstrip("/")
+        meta = tablemeta.new_table_metadata(body, location)
+        if body.get("stage-create"):
+            result, _ = self.load_result(None, meta)
+            return 200, result, {}
+        mloc = tablemeta.next_metadata_location(meta, None)
+        self.write_meta(meta, mloc)
+        try:
+            self.db.insert_table(s, name, mloc)
+        except CatalogError:
+            self.storage.delete(mloc)
+            raise
+        result, headers = self.load_result(mloc, meta)
+        return 200, result, headers
+
+    def register_table(self, levels, body):
+        self.require_namespace(levels)
+        name = body.get("name")
+        mloc = body.get("metadata-location")
+        if not name or not mloc:
+            raise bad_request("RegisterTableRequest needs name and metadata-location")
+        try:
+            meta = tablemeta.read_metadata(self.storage, mloc)
+        except storage_mod.NotFound:
+            raise bad_request("metadata file does not exist: %s" % mloc)
+        except storage_mod.StorageError as e:
+            raise bad_request("cannot read metadata file %s: %s" % (mloc, e))
+        s = self.ns_str(levels)
+        existing = self.db.get_table(s, name)
+        if existing is not None:
+            if not body.get("overwrite"):
+                raise CatalogError(409, "AlreadyExistsException",
+                                   "Table already exists: %s.%s" % (s, name))
+            self.db.swap_pointer(s, name, existing[0], mloc)
+        else:
+            self.db.insert_table(s, name, mloc)
+        result, headers = self.load_result(mloc, meta)
+        return 200, result, headers
+
+    def load_table(self, levels, name, query, headers):
+        mode = query.get("snapshots") or "all"
+        if mode not in ("all", "refs"):
+            raise bad_request("snapshots must be all or refs, not %r" % mode)
+        mloc = self.table_pointer(levels, name)
+        tag = self.etag(mloc, mode)
+        inm = headers.get("If-None-Match")
+        if inm:
+            wanted = [t.strip() for t in inm.split(",")]
+            norm = [t[2:] if t.startswith("W/") else t for t in wanted]
+            if "*" in norm or tag in norm or tag.strip('"') in norm:
+                return 304, None, {"ETag": tag}
+        meta = self.read_meta(mloc)
+        result, hdrs = self.load_result(mloc, meta, mode)
+        return 200, result, hdrs
+
+    def table_exists(self, levels, name):
+        self.table_pointer(levels, name)
+        return 204, None, {}
+
+    def commit_table(self, levels, name, body):
+        reqs = body.get("requirements")
+        updates = body.get("updates")
+        if not isinstance(reqs, list) or not isinstance(updates, list):
+            raise bad_request("CommitTableRequest needs requirements and updates lists")
+        s = self.ns_str(levels)
+        row = self.db.get_table(s, name)
+        if row is None:
+            if not any(r.get("type") == "assert-create" for r in reqs):
+                raise no_such_table(levels, name)
+            self.require_namespace(levels)
+            tablemeta.check_requirements(None, reqs)
+            base, base_loc = tablemeta.empty_metadata(), None
+        else:
+            base_loc = row[0]
+            base = self.read_meta(base_loc)
+            tablemeta.check_requirements(base, reqs)
+        meta = tablemeta.apply_updates(base, updates, base_loc)
+        if base_loc is None:
+            if not meta.get("location"):
+                meta["location"] = self.default_location(levels, name)
+            if meta.get("current-schema-id", -1) < 0 or not meta.get("schemas"):
+                raise bad_request("a create transaction must add and set a schema")
+            for k, d in (("default-spec-id", {"spec-id": 0, "fields": []}),
+                         ("default-sort-order-id", {"order-id": 0, "fields": []})):
+                if meta.get(k, -1) < 0:
+                    coll = "partition-specs" if k == "default-spec-id" else "sort-orders"
+                    meta[coll] = meta.get(coll) or [d]
+                    meta[k] = 0
+        elif meta == base:
+            return 200, {"metadata-location": base_loc, "metadata": base}, {
+                "ETag": self.etag(base_loc, "all")}
+        mloc = tablemeta.next_metadata_location(meta, base_loc)
+        self.write_meta(meta, mloc)
+        try:
+            if base_loc is None:
+                self.db.insert_table(s, name, mloc)
+            else:
+                self.db.swap_pointer(s, name, base_loc, mloc)
+        except CatalogError:
+            self.storage.delete(mloc)
+            raise
+        return 200, {"metadata-location": mloc, "metadata": meta}, {
+            "ETag": self.etag(mloc, "all")}
+
+    def commit_transaction(self, body):
+        changes = body.get("table-changes")
+        if not isinstance(changes, list):
+            raise bad_request("CommitTransactionRequest needs table-changes")
+        # Not atomic across tables: each change is committed in order; the
+        # test world uses single-table transactions only.
+        for ch in changes:
+            ident = ch.get("identifier") or {}
+            self.commit_table(ident.get("namespace") or [], ident.get("name"), ch)
+        return 204, None, {}
+
+    def drop_table(self, levels, name, query):
+        s = self.ns_str(levels)
+        mloc = self.table_pointer(levels, name)
+        purge = (query.get("purgeRequested") or "false").lower() == "true"
+        meta = None
+        if purge:
+            meta = self.read_meta(mloc)
+        if self.db.drop_table(s, name) != 1:
+            raise no_such_table(levels, name)
+        if purge:
+            for uri in tablemeta.reachable_files(self.storage, meta, mloc):
+                try:
+                    self.storage.delete(uri)
+                except storage_mod.StorageError:
+                    pass
+        return 204, None, {}
+
+    def rename_table(self, body):
+        src = body.get("source") or {}
+        dst = body.get("destination") or {}
+        if not src.get("name") or not dst.get("name"):
+            raise bad_request("RenameTableRequest needs source and destination")
+        src_ns, dst_ns = src.get("namespace") or [], dst.get("namespace") or []
+        self.table_pointer(src_ns, src["name"])
+        self.require_namespace(dst_ns)
+        if self.db.get_table(self.ns_str(dst_ns), dst["name"]) is not None:
+            raise CatalogError(409, "AlreadyExistsException",
+                               "Table already exists: %s.%s" % (self.ns_str(dst_ns), dst["name"]))
+        if self.db.rename_table(self.ns_str(src_ns), src["name"],
+                                self.ns_str(dst_ns), dst["name"]) != 1:
+            raise no_such_table(src_ns, src["name"])
+        return 204, None, {}
+
+
+# ---------------------------------------------------------------------------
+# HTTP
+# ---------------------------------------------------------------------------
+
+class Handler(BaseHTTPRequestHandler):
+    """Routes one request; the server object carries catalog, faults, log,
+    tokens and the admin token."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "tms-test-catalog/1"
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("catalog: %s\n" % (fmt % args))
+
+    # -- plumbing ---------------------------------------------------------------
+
+    def _body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def _json_body(self, raw):
+        if not raw:
+            return {}
+        try:
+            v = json.loads(raw)
+        except ValueError as e:
+            raise bad_request("Malformed request: %s" % e)
+        if not isinstance(v, dict):
+            raise bad_request("Malformed request: body must be a JSON object")
+        return v
+
+    def _send(self, status, body=None, headers=None, content_type="application/json"):
+        data = b""
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        if status != 304 and status != 204:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)) if status not in (204, 304) or data else "0")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if data and self.command != "HEAD":
+            self.wfile.write(data)
+        self._status = status
+
+    def _error(self, status, type_, message):
+        self._send(status, {"error": {"message": message, "type": type_, "code": status}})
+
+    def _handle(self):
+        self._status = None
+        parts = urllib.parse.urlsplit(self.path)
+        path = parts.path
+        query = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
+        if path.startswith("/admin/"):
+            return self._admin(path, query)
+        fault = self.server.faults.take(self.command, path)
+        try:
+            if fault and self._fault(fault):
+                return
+            self._route(path, query)
+        except CatalogError as e:
+            self._error(e.status, e.type, e.message)
+        except psycopg2.Error as e:
+            self._error(503, "ServiceUnavailableException", "database error: %s" % db_message(e))
+        except Exception as e:  # a bug: still answer with the error model
+            import traceback
+            traceback.print_exc()
+            self._error(500, "InternalServerError", "%s: %s" % (type(e).__name__, e))
+        finally:
+            self.server.log.add(self.command, path, parts.query, self._status,
+                                fault["action"] if fault else None, self.headers)
+
+    def _fault(self, f):
+        """Carry out a fault; True when the request is finished."""
+        if f["action"] == "close":
+            self._status = "closed"
+            self.close_connection = True
+            try:
+                self.connection.shutdown(2)
+            except OSError:
+                pass
+            return True
+        if f["action"] == "hang":
+            time.sleep(f["seconds"])
+            return False
+        if f["action"] == "malformed":
+            body = f["body"] if f["body"] is not None else '{"metadata": {"format-version": 2, "table-uuid": '
+            self._send(f["status"] if f["status"] < 300 else 200, body.encode(), f["headers"])
+            return True
+        body = f["body"]
+        if body is None:
+            body = json.dumps({"error": {"message": "injected fault", "type":
+                                         "ServiceFailureException" if f["status"] >= 500
+                                         else "InjectedFaultException", "code": f["status"]}})
+        self._send(f["status"], body.encode(), f["headers"])
+        return True
+
+    def _auth_ok(self):
+        tokens = self.server.tokens
+        if not tokens.enabled:
+            return True
+        h = self.headers.get("Authorization") or ""
+        if not h.startswith("Bearer "):
+            self._error(401, "NotAuthorizedException", "Not authorized: missing bearer token")
+            return False
+        if not tokens.valid(h[7:].strip()):
+            self._error(401, "NotAuthorizedException",
+                        "Not authorized: the bearer token is invalid or expired")
+            return False
+        return True
+
+    def _token(self, raw):
+        tokens = self.server.tokens
+        form = dict(urllib.parse.parse_qsl(raw.decode("utf-8", "replace")))
+
+        def oauth_error(status, err, desc):
+            self._send(status, {"error": err, "error_description": desc})
+
+        grant = form.get("grant_type")
+        if not tokens.client_id:
+            return oauth_error(400, "unsupported_grant_type",
+                               "this catalog issues no tokens (no --token-credential)")
+        if grant == "client_credentials":
+            cid, sec = form.get("client_id"), form.get("client_secret")
+            basic = self.headers.get("Authorization") or ""
+            if basic.startswith("Basic "):
+                try:
+                    cid, sec = base64.b64decode(basic[6:]).decode().split(":", 1)
+                except Exception:
+                    return oauth_error(400, "invalid_request", "bad Basic credentials")
+            if cid != tokens.client_id or sec != tokens.secret:
+                return oauth_error(401, "invalid_client", "wrong client id or secret")
+        elif grant == "urn:ietf:params:oauth:grant-type:token-exchange":
+            subject = form.get("subject_token") or ""
+            if not tokens.valid(subject):
+                return oauth_error(401, "invalid_grant", "subject token is invalid or expired")
+        else:
+            return oauth_error(400, "unsupported_grant_type",
+                               "unsupported grant_type %r" % grant)
+        self._send(200, {"access_token": tokens.issue(), "token_type": "bearer",
+                         "expires_in": int(tokens.ttl),
+                         "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})
+
+    def _route(self, path, query):
+        cat = self.server.catalog
+        m = self.command
+        raw = self._body() if m in ("POST", "PUT") else b""
+        if path == "/v1/oauth/tokens" and m == "POST":
+            return self._token(raw)
+        if not path.startswith("/v1/"):
+            raise not_found("NotFoundException", "no such route: %s %s" % (m, path))
+        if not self._auth_ok():
+            return
+        segs = [urllib.parse.unquote(s) for s in path[4:].split("/")]
+        if segs == ["config"]:
+            if m != "GET":
+                raise CatalogError(405, "MethodNotAllowedException", "use GET")
+            return self._send(*self._ret(cat.config(query)))
+        if len(segs) > 1 and segs[0] == cat.name:
+            segs = segs[1:]
+        elif segs[0] not in ("namespaces", "tables", "transactions"):
+            raise not_found("NoSuchWarehouseException",
+                            "unknown prefix %r (this catalog's prefix is %r)" % (segs[0], cat.name))
+        r = None
+        n = len(segs)
+        if segs[0] == "namespaces":
+            if n == 1:
+                if m == "GET":
+                    r = cat.list_namespaces(query)
+                elif m == "POST":
+                    r = cat.create_namespace(self._json_body(raw))
+            else:
+                ns = cat.parse_namespace(segs[1])
+                if n == 2:
+                    r = {"GET": lambda: cat.load_namespace(ns),
+                         "HEAD": lambda: cat.namespace_exists(ns),
+                         "DELETE": lambda: cat.drop_namespace(ns)}.get(m, lambda: None)()
+                elif n == 3 and segs[2] == "properties" and m == "POST":
+                    r = cat.update_namespace(ns, self._json_body(raw))
+                elif n == 3 and segs[2] == "register" and m == "POST":
+                    r = cat.register_table(ns, self._json_body(raw))
+                elif n == 3 and segs[2] == "tables":
+                    if m == "GET":
+                        r = cat.list_tables(ns, query)
+                    elif m == "POST":
+                        r = cat.create_table(ns, self._json_body(raw))
+                elif n == 4 and segs[2] == "tables":
+                    t = segs[3]
+                    if m == "GET":
+                        r = cat.load_table(ns, t, query, self.headers)
+                    elif m == "HEAD":
+                        r = cat.table_exists(ns, t)
+                    elif m == "POST":
+                        r = cat.commit_table(ns, t, self._json_body(raw))
+                    elif m == "DELETE":
+                        r = cat.drop_table(ns, t, query)
+                elif n == 5 and segs[2] == "tables" and segs[4] == "metrics" and m == "POST":
+                    cat.table_pointer(ns, segs[3])
+                    r = (204, None, {})
+        elif segs == ["tables", "rename"] and m == "POST":
+            r = cat.rename_table(self._json_body(raw))
+        elif segs == ["transactions", "commit"] and m == "POST":
+            r = cat.commit_transaction(self._json_body(raw))
+        if r is None:
+            raise CatalogError(406 if n >= 1 else 404, "UnsupportedOperationException",
+                               "not supported by the test catalog: %s %s" % (m, path))
+        self._send(*self._ret(r))
+
+    @staticmethod
+    def _ret(r):
+        status, body, headers = r
+        return status, body, headers
+
+    def _admin(self, path, query):
+        tok = self.server.admin_token
+        if tok and self.headers.get("X-Admin-Token") != tok:
+            return self._error(403, "ForbiddenException", "admin token required")
+        raw = self._body() if self.command in ("POST", "PUT") else b""
+        try:
+            if path == "/admin/faults":
+                if self.command == "POST":
+                    fid = self.server.faults.add(self._json_body(raw))
+                    return self._send(200, {"id": fid})
+                if self.command == "DELETE":
+                    self.server.faults.clear()
+                    return self._send(204)
+                if self.command == "GET":
+                    return self._send(200, {"faults": self.server.faults.list()})
+            if path == "/admin/requests":
+                if self.command == "GET":
+                    return self._send(200, self.server.log.snapshot(query.get("path_regex")))
+                if self.command == "DELETE":
+                    self.server.log.reset()
+                    return self._send(204)
+            if path == "/admin/expire-tokens" and self.command == "POST":
+                self.server.tokens.expire_all()
+                return self._send(204)
+            self._error(404, "NotFoundException", "no such admin route")
+        except CatalogError as e:
+            self._error(e.status, e.type, e.message)
+        except re.error as e:
+            self._error(400, "BadRequestException", "bad path_regex: %s" % e)
+
+    def do_GET(self):
+        self._handle()
+
+    def do_POST(self):
+        self._handle()
+
+    def do_DELETE(self):
+        self._handle()
+
+    def do_HEAD(self):
+        self._handle()
+
+    def do_PUT(self):
+        self._handle()
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description="Iceberg REST catalog for the tms tests")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--dsn", required=True, help="libpq connection string of the pointer database")
+    p.add_argument("--warehouse", required=True, help="file:///dir or s3://bucket/prefix")
+    p.add_argument("--catalog-name", default="tms_test",
+                   help="catalog_name in the JDBC tables and the REST prefix")
+    p.add_argument("--token-credential", help="ID:SECRET accepted by POST /v1/oauth/tokens")
+    p.add_argument("--token-ttl", type=float, default=3600, help="token lifetime in seconds")
+    p.add_argument("--static-token", help="a bearer token that is always valid")
+    p.add_argument("--admin-token", help="require X-Admin-Token on /admin/*")
+    p.add_argument("--s3-endpoint")
+    p.add_argument("--s3-access-key-id", default="S3RVER")
+    p.add_argument("--s3-secret-access-key", default="S3RVER")
+    p.add_argument("--s3-region", default="us-east-1")
+    p.add_argument("--file-root", default=None,
+                   help="directory that relative and file://host/... paths resolve against "
+                        "(default: the current directory)")
+    p.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv if argv is not None else sys.argv[1:])
+    if storage_mod.is_s3(args.warehouse) and not args.s3_endpoint:
+        raise SystemExit("an s3:// warehouse needs --s3-endpoint")
+    server = Server(("127.0.0.1", args.port), Handler)
+    server.catalog = Catalog(args)
+    server.faults = Faults()
+    server.log = RequestLog()
+    server.tokens = Tokens(args.token_credential, args.token_ttl, args.static_token)
+    server.admin_token = args.admin_token
+    server.verbose = args.verbose
+
+    def stop(signum, frame):
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print("catalog listening on http://127.0.0.1:%d" % server.server_address[1], flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

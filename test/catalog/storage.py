@@ -1,0 +1,302 @@
+"""
+storage.py -- file:// and s3:// object access for the tms test world.
+
+The test REST catalog and the synthetic table writer both need to read, write
+and delete files either on the local file system or in an S3 server (s3rver in
+the tests).  This module offers one small interface, Storage, over both:
+
+    st = Storage(s3=S3Config(endpoint, key_id, secret, region), file_root=DIR)
+    st.write(uri, data); st.read(uri); st.delete(uri); st.exists(uri)
+
+URIs understood:
+  * file:///abs/path                 -- an absolute local path
+  * /abs/path                        -- same
+  * relative/path, ./relative/path   -- resolved against file_root (real
+                                        writers produced such paths; see
+                                        ../../shared/fixtures/iceberg/README.md)
+  * file://host/rest                 -- "host" is taken as the first path
+                                        component relative to file_root (the
+                                        odd PyIceberg form file://data/...)
+  * s3://bucket/key, s3a://..., s3n://...  -- path-style requests to the
+                                        configured endpoint, SigV4 signed
+
+Only the Python standard library is used.  S3 requests are signed with AWS
+Signature Version 4 (header-based, UNSIGNED-PAYLOAD is never used: the body's
+SHA-256 is always sent in x-amz-content-sha256, which s3rver requires).
+"""
+
+import datetime
+import hashlib
+import hmac
+import http.client
+import os
+import urllib.parse
+import xml.etree.ElementTree as ET
+
+S3_SCHEMES = ("s3", "s3a", "s3n")
+
+
+class StorageError(Exception):
+    """An I/O failure on a file or object; .status carries the HTTP status
+    for S3 (404 for a missing key), None for local files."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+class NotFound(StorageError):
+    """The file or object does not exist."""
+
+
+class S3Config:
+    """Where and how to reach S3: endpoint URL (http://127.0.0.1:PORT),
+    access key id, secret access key and region."""
+
+    def __init__(self, endpoint, access_key_id="S3RVER",
+                 secret_access_key="S3RVER", region="us-east-1"):
+        self.endpoint = endpoint.rstrip("/")
+        self.access_key_id = access_key_id
+        self.secret_access_key = secret_access_key
+        self.region = region
+
+
+def is_s3(uri):
+    """True when uri names an S3 object (s3://, s3a://, s3n://)."""
+    return urllib.parse.urlsplit(uri).scheme in S3_SCHEMES
+
+
+def split_s3(uri):
+    """Split s3://bucket/key into (bucket, key)."""
+    parts = urllib.parse.urlsplit(uri)
+    return parts.netloc, parts.path.lstrip("/")
+
+
+# ---------------------------------------------------------------------------
+# AWS Signature Version 4
+# ---------------------------------------------------------------------------
+
+def _uri_encode(text, encode_slash):
+    """Percent-encode as SigV4 wants: every byte except A-Z a-z 0-9 - _ . ~
+    (and '/' when encode_slash is false)."""
+    safe = "-_.~" if encode_slash else "-_.~/"
+    return urllib.parse.quote(text, safe=safe)
+
+
+def sigv4_headers(method, url, headers, payload, access_key_id,
+                  secret_access_key, region, service="s3", now=None,
+                  content_sha256_header=True):
+    """Return a copy of headers with x-amz-date, x-amz-content-sha256 and
+    Authorization added for an AWS SigV4 request.
+
+    url is the full request URL (its query is canonicalised: parameters are
+    sorted by encoded name then value, and encoded the AWS way); payload is
+    the request body as bytes.  now (a UTC datetime) and
+    content_sha256_header=False (as in AWS's generic test suite, which does
+    not sign that S3-specific header) are for tests."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    amz_date = now.strftime("%Y%m%dT%H%M%SZ")
+    date = now.strftime("%Y%m%d")
+    parts = urllib.parse.urlsplit(url)
+    payload_hash = hashlib.sha256(payload or b"").hexdigest()
+
+    out = dict(headers)
+    out["host"] = parts.netloc
+    out["x-amz-date"] = amz_date
+    if content_sha256_header:
+        out["x-amz-content-sha256"] = payload_hash
+
+    canonical_uri = _uri_encode(urllib.parse.unquote(parts.path or "/"), False)
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    canonical_query = "&".join(
+        "%s=%s" % (k, v) for k, v in sorted(
+            (_uri_encode(k, True), _uri_encode(v, True)) for k, v in query))
+    lowered = {}
+    for k, v in out.items():
+        lowered[k.lower().strip()] = " ".join(str(v).strip().split())
+    signed = sorted(lowered)
+    canonical_headers = "".join("%s:%s\n" % (k, lowered[k]) for k in signed)
+    signed_headers = ";".join(signed)
+    canonical_request = "\n".join([method, canonical_uri, canonical_query,
+                                   canonical_headers, signed_headers,
+                                   payload_hash])
+    scope = "%s/%s/%s/aws4_request" % (date, region, service)
+    string_to_sign = "\n".join([
+        "AWS4-HMAC-SHA256", amz_date, scope,
+        hashlib.sha256(canonical_request.encode()).hexdigest()])
+
+    def _hmac(key, msg):
+        return hmac.new(key, msg.encode(), hashlib.sha256).digest()
+
+    k = _hmac(("AWS4" + secret_access_key).encode(), date)
+    k = _hmac(k, region)
+    k = _hmac(k, service)
+    k = _hmac(k, "aws4_request")
+    signature = hmac.new(k, string_to_sign.encode(), hashlib.sha256).hexdigest()
+    out["Authorization"] = (
+        "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s"
+        % (access_key_id, scope, signed_headers, signature))
+    return out
+
+
+class S3Client:
+    """A minimal path-style S3 client: get, put, delete, head, list (V2) and
+    create bucket.  One HTTP connection per call (simple and thread-safe)."""
+
+    def __init__(self, config, timeout=30):
+        self.config = config
+        self.timeout = timeout
+        parts = urllib.parse.urlsplit(config.endpoint)
+        self.host = parts.hostname
+        self.port = parts.port or 80
+
+    def request(self, method, bucket, key="", query="", body=b"",
+                headers=None):
+        """Send one signed request; return (status, headers dict, body)."""
+        path = "/" + bucket
+        if key:
+            path += "/" + urllib.parse.quote(key, safe="/-_.~")
+        url = self.config.endpoint + path + ("?" + query if query else "")
+        hdrs = sigv4_headers(method, url, headers or {}, body,
+                             self.config.access_key_id,
+                             self.config.secret_access_key,
+                             self.config.region)
+        hdrs["Content-Length"] = str(len(body))
+        conn = http.client.HTTPConnection(self.host, self.port,
+                                          timeout=self.timeout)
+        try:
+            conn.request(method, path + ("?" + query if query else ""),
+                         body=body, headers=hdrs)
+            resp = conn.getresponse()
+            data = resp.read()
+            return resp.status, dict(resp.getheaders()), data
+        finally:
+            conn.close()
+
+    def _check(self, status, data, what):
+        if status == 404:
+            raise NotFound("%s: not found" % what, 404)
+        if status >= 300:
+            raise StorageError("%s: HTTP %d: %s" % (
+                what, status, data[:300].decode("utf-8", "replace")), status)
+
+    def get(self, bucket, key):
+        """Return the object's bytes; NotFound when missing."""
+        status, _, data = self.request("GET", bucket, key)
+        self._check(status, data, "s3://%s/%s" % (bucket, key))
+        return data
+
+    def put(self, bucket, key, data):
+        """Store data under bucket/key."""
+        status, _, body = self.request("PUT", bucket, key, body=data)
+        self._check(status, body, "s3://%s/%s" % (bucket, key))
+
+    def delete(self, bucket, key):
+        """Delete bucket/key (S3 reports success for missing keys too)."""
+        status, _, body = self.request("DELETE", bucket, key)
+        self._check(status, body, "s3://%s/%s" % (bucket, key))
+
+    def head(self, bucket, key):
+        """True when bucket/key exists."""
+        status, _, _ = self.request("HEAD", bucket, key)
+        if status == 404:
+            return False
+        if status >= 300:
+            raise StorageError("HEAD s3://%s/%s: HTTP %d" % (bucket, key, status),
+                               status)
+        return True
+
+    def create_bucket(self, bucket):
+        """Create a bucket; an existing one is fine."""
+        status, _, body = self.request("PUT", bucket)
+        if status >= 300 and b"BucketAlreadyOwnedByYou" not in body \
+                and b"BucketAlreadyExists" not in body:
+            self._check(status, body, "s3://%s" % bucket)
+
+    def list(self, bucket, prefix=""):
+        """Return every key under prefix (ListObjectsV2, all pages)."""
+        keys = []
+        token = None
+        while True:
+            q = [("list-type", "2"), ("prefix", prefix)]
+            if token:
+                q.append(("continuation-token", token))
+            query = urllib.parse.urlencode(q, quote_via=urllib.parse.quote)
+            status, _, body = self.request("GET", bucket, query=query)
+            self._check(status, body, "list s3://%s/%s" % (bucket, prefix))
+            root = ET.fromstring(body)
+            ns = root.tag[:root.tag.index("}") + 1] if root.tag.startswith("{") else ""
+            for c in root.findall(ns + "Contents"):
+                keys.append(c.find(ns + "Key").text)
+            trunc = root.find(ns + "IsTruncated")
+            if trunc is not None and trunc.text == "true":
+                token = root.find(ns + "NextContinuationToken").text
+            else:
+                return keys
+
+
+class Storage:
+    """file:// and s3:// behind one interface (see the module comment)."""
+
+    def __init__(self, s3=None, file_root=None):
+        self.s3 = S3Client(s3) if s3 else None
+        self.file_root = os.path.abspath(file_root or os.getcwd())
+
+    def local_path(self, uri):
+        """Map a non-S3 URI to a local path (see the module comment for the
+        rules on relative and authority-bearing file:// URIs)."""
+        parts = urllib.parse.urlsplit(uri)
+        if parts.scheme == "file":
+            path = urllib.parse.unquote(parts.path)
+            if parts.netloc and parts.netloc != "localhost":
+                return os.path.join(self.file_root, parts.netloc,
+                                    path.lstrip("/"))
+            return path
+        if parts.scheme:
+            raise StorageError("unsupported URI scheme in %r" % uri)
+        if uri.startswith("/"):
+            return uri
+        return os.path.normpath(os.path.join(self.file_root, uri))
+
+    def _s3(self, uri):
+        if self.s3 is None:
+            raise StorageError("no S3 endpoint configured for %r" % uri)
+        return split_s3(uri)
+
+    def read(self, uri):
+        """Return the bytes of uri; NotFound when missing."""
+        if is_s3(uri):
+            return self.s3.get(*self._s3(uri))
+        try:
+            with open(self.local_path(uri), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            raise NotFound("%s: not found" % uri)
+        except OSError as e:
+            raise StorageError("%s: %s" % (uri, e))
+
+    def write(self, uri, data):
+        """Create or replace uri with data (creating local directories)."""
+        if is_s3(uri):
+            return self.s3.put(*self._s3(uri), data)
+        path = self.local_path(uri)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + ".tmp-%d" % os.getpid()
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+
+    def delete(self, uri):
+        """Delete uri; a missing file is not an error (as with S3)."""
+        if is_s3(uri):
+            return self.s3.delete(*self._s3(uri))
+        try:
+            os.unlink(self.local_path(uri))
+        except FileNotFoundError:
+            pass
+
+    def exists(self, uri):
+        """True when uri exists."""
+        if is_s3(uri):
+            return self.s3.head(*self._s3(uri))
+        return os.path.exists(self.local_path(uri))

@@ -1,0 +1,545 @@
+"""
+world.py -- start and stop the tms test world from Python.
+
+Tests (and people at a Python prompt) import this module to get:
+
+  free_port()                      a free TCP port on 127.0.0.1
+  S3Server(port=None, directory=None, buckets=[...])
+                                   s3rver from test/node on 127.0.0.1;
+                                   .endpoint, .access_key_id, .secret_access_key,
+                                   .region, .client() (an S3Client), .stop()
+  CatalogServer(dsn, warehouse, port=None, credential=None, ...)
+                                   test/catalog/server.py; .uri, .prefix,
+                                   .fault(...), .clear_faults(), .requests(),
+                                   .reset_requests(), .token(), .request(...),
+                                   .stop()
+  ThrowawayPostgres()              a private PostgreSQL 15 cluster for use
+                                   until test/conftest.py's `pg` fixture is
+                                   available; .dsn(dbname), .psql(sql, dbname),
+                                   .stop()
+  load_real_fixtures(catalog, s3=None, file_root=...)
+                                   copy every real table of
+                                   ../shared/fixtures/iceberg into storage and
+                                   register it; returns {table: how it resolved}
+
+Every process is a child of this interpreter: .stop() ends it (SIGTERM, then
+SIGKILL after a grace period), and an atexit hook stops whatever is still
+running.  Readiness is awaited by reading the ready line each server prints;
+nothing sleeps for a fixed time.  All servers listen on 127.0.0.1 only.
+"""
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+TEST_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(TEST_DIR)
+NODE_DIR = os.path.join(TEST_DIR, "node")
+CATALOG_DIR = os.path.join(TEST_DIR, "catalog")
+FIXTURES_DIR = os.path.join(TEST_DIR, "fixtures")
+SHARED_FIXTURES = os.path.normpath(os.path.join(REPO, "..", "shared", "fixtures", "iceberg"))
+PYTHON = "/usr/bin/python3"
+
+for _d in (CATALOG_DIR, FIXTURES_DIR):
+    if _d not in sys.path:
+        sys.path.insert(0, _d)
+
+import storage as storage_mod  # noqa: E402
+
+_live = []
+_live_lock = threading.Lock()
+
+
+def _stop_all():
+    with _live_lock:
+        procs = list(reversed(_live))
+    for p in procs:
+        p.stop()
+
+
+def _register(obj):
+    """Remember obj so the atexit hook stops it (obj.stop() is idempotent)."""
+    with _live_lock:
+        _live.append(obj)
+
+
+def _forget(obj):
+    with _live_lock:
+        if obj in _live:
+            _live.remove(obj)
+
+
+atexit.register(_stop_all)
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def node_modules():
+    """Path of test/node/node_modules; raises with the install hint if absent."""
+    path = os.path.join(NODE_DIR, "node_modules")
+    if not os.path.isdir(os.path.join(path, "s3rver")):
+        raise RuntimeError("test/node/node_modules is missing: run "
+                           "npm ci --prefix test/node --no-audit --no-fund")
+    return path
+
+
+class _Child:
+    """A child process whose stdout is drained by a thread; start() waits
+    until a line containing `ready` appears (or the process dies)."""
+
+    def __init__(self, argv, ready, timeout=30, cwd=None, env=None, name="child"):
+        self.argv = argv
+        self.name = name
+        self.lines = []
+        self._ready = threading.Event()
+        self._ready_text = ready
+        self.ready_line = None
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=cwd, env=env,
+                                     start_new_session=True)
+        with _live_lock:
+            _live.append(self)
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+        if not self._ready.wait(timeout) or self.ready_line is None:
+            out = "".join(self.lines[-40:])
+            self.stop()
+            raise RuntimeError("%s did not become ready (exit %s):\n%s"
+                               % (name, self.proc.poll(), out))
+
+    def _drain(self):
+        for raw in self.proc.stdout:
+            line = raw.decode("utf-8", "replace")
+            self.lines.append(line)
+            if len(self.lines) > 2000:
+                del self.lines[:1000]
+            if self.ready_line is None and self._ready_text in line:
+                self.ready_line = line.strip()
+                self._ready.set()
+        self._ready.set()
+
+    def output(self):
+        """What the process printed so far (the last lines)."""
+        return "".join(self.lines)
+
+    def stop(self, grace=10):
+        """SIGTERM, wait up to grace seconds, then SIGKILL."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait()
+        with _live_lock:
+            if self in _live:
+                _live.remove(self)
+
+
+# ---------------------------------------------------------------------------
+# s3rver
+# ---------------------------------------------------------------------------
+
+class S3Server:
+    """s3rver (npm, pinned in test/node) on 127.0.0.1.
+
+    buckets are created at start (--configure-bucket); directory defaults to
+    a fresh temporary directory removed on stop().  Credentials are s3rver's
+    fixed S3RVER/S3RVER."""
+
+    access_key_id = "S3RVER"
+    secret_access_key = "S3RVER"
+    region = "us-east-1"
+
+    def __init__(self, port=None, directory=None, buckets=(), timeout=30):
+        self._own_dir = directory is None
+        self.directory = directory or tempfile.mkdtemp(prefix="tms-s3rver-")
+        self.port = port or 0
+        argv = ["node", os.path.join(node_modules(), "s3rver", "bin", "s3rver.js"),
+                "--directory", self.directory, "--address", "127.0.0.1",
+                "--port", str(self.port), "--silent", "--no-vhost-buckets"]
+        for b in buckets:
+            argv += ["--configure-bucket", b]
+        self.child = _Child(argv, "S3rver listening on", timeout, name="s3rver")
+        _register(self)
+        self.port = int(self.child.ready_line.rsplit(":", 1)[1])
+        self.endpoint = "http://127.0.0.1:%d" % self.port
+
+    def config(self):
+        """An S3Config for storage.Storage / the catalog."""
+        return storage_mod.S3Config(self.endpoint, self.access_key_id,
+                                    self.secret_access_key, self.region)
+
+    def client(self):
+        """A SigV4-signing S3Client for this server."""
+        return storage_mod.S3Client(self.config())
+
+    def create_bucket(self, name):
+        self.client().create_bucket(name)
+
+    def stop(self):
+        self.child.stop()
+        if self._own_dir:
+            shutil.rmtree(self.directory, ignore_errors=True)
+        _forget(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+# ---------------------------------------------------------------------------
+# the REST catalog
+# ---------------------------------------------------------------------------
+
+class CatalogError(Exception):
+    """A non-2xx answer from CatalogServer.request(): .status, .body."""
+
+    def __init__(self, status, body, headers=None):
+        super().__init__("HTTP %s: %s" % (status, body))
+        self.status = status
+        self.body = body
+        self.headers = headers or {}
+
+
+class CatalogServer:
+    """test/catalog/server.py as a child process.
+
+    dsn names the pointer database; warehouse is file:///... or s3://...;
+    s3 is an S3Server (or S3Config) the catalog writes through and vends;
+    credential "ID:SECRET" turns on OAuth2; static_token adds a fixed bearer
+    token; file_root is where relative paths resolve."""
+
+    def __init__(self, dsn, warehouse, port=None, credential=None, token_ttl=None,
+                 static_token=None, catalog_name="tms_test", s3=None, file_root=None,
+                 admin_token=None, verbose=False, timeout=30):
+        self.port = port or free_port()
+        self.catalog_name = catalog_name
+        self.prefix = catalog_name
+        self.credential = credential
+        self.static_token = static_token
+        self.admin_token = admin_token
+        self.warehouse = warehouse
+        self.file_root = file_root
+        argv = [PYTHON, os.path.join(CATALOG_DIR, "server.py"), "--port", str(self.port),
+                "--dsn", dsn, "--warehouse", warehouse, "--catalog-name", catalog_name]
+        if credential:
+            argv += ["--token-credential", credential]
+        if token_ttl is not None:
+            argv += ["--token-ttl", str(token_ttl)]
+        if static_token:
+            argv += ["--static-token", static_token]
+        if admin_token:
+            argv += ["--admin-token", admin_token]
+        if s3 is not None:
+            cfg = s3.config() if hasattr(s3, "config") else s3
+            argv += ["--s3-endpoint", cfg.endpoint, "--s3-access-key-id", cfg.access_key_id,
+                     "--s3-secret-access-key", cfg.secret_access_key,
+                     "--s3-region", cfg.region]
+        self.s3 = s3
+        if file_root:
+            argv += ["--file-root", file_root]
+        if verbose:
+            argv.append("--verbose")
+        self.child = _Child(argv, "catalog listening on", timeout, name="catalog")
+        self.uri = "http://127.0.0.1:%d" % self.port
+        self._token = None
+
+    # -- HTTP helpers -----------------------------------------------------------
+
+    def token(self, fresh=False):
+        """A bearer token: the static one, or one from /v1/oauth/tokens."""
+        if self.static_token and not self.credential:
+            return self.static_token
+        if not self.credential:
+            return None
+        if self._token is None or fresh:
+            cid, sec = self.credential.split(":", 1)
+            st, body, _ = self.raw("POST", "/v1/oauth/tokens", form={
+                "grant_type": "client_credentials", "client_id": cid,
+                "client_secret": sec, "scope": "catalog"})
+            if st != 200:
+                raise CatalogError(st, body)
+            self._token = body["access_token"]
+        return self._token
+
+    def raw(self, method, path, body=None, headers=None, form=None, timeout=30, auth=None):
+        """One HTTP request; returns (status, parsed JSON or text or None, headers).
+
+        auth: None -> use token() when the server needs one; False -> none;
+        a string -> that bearer token."""
+        hdrs = dict(headers or {})
+        data = None
+        if form is not None:
+            data = urllib.parse.urlencode(form).encode()
+            hdrs["Content-Type"] = "application/x-www-form-urlencoded"
+        elif body is not None:
+            data = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        if auth is None and path.startswith("/v1/") and path != "/v1/oauth/tokens":
+            tok = self.token()
+            if tok:
+                hdrs["Authorization"] = "Bearer " + tok
+        elif isinstance(auth, str):
+            hdrs["Authorization"] = "Bearer " + auth
+        req = urllib.request.Request(self.uri + path, data=data, headers=hdrs, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                status, text, rh = r.status, r.read(), dict(r.headers)
+        except urllib.error.HTTPError as e:
+            status, text, rh = e.code, e.read(), dict(e.headers)
+        try:
+            parsed = json.loads(text) if text else None
+        except ValueError:
+            parsed = text.decode("utf-8", "replace")
+        return status, parsed, rh
+
+    def request(self, method, path, body=None, headers=None, expect=None, **kw):
+        """raw() that raises CatalogError unless the status is expected
+        (default: any 2xx or 304).  path may omit "/v1/{prefix}": a path
+        starting with "namespaces" or "tables" gets it prepended."""
+        if not path.startswith("/"):
+            path = "/v1/%s/%s" % (self.prefix, path)
+        st, parsed, rh = self.raw(method, path, body, headers, **kw)
+        ok = (st == expect) if expect is not None else (200 <= st < 300 or st == 304)
+        if not ok:
+            raise CatalogError(st, parsed, rh)
+        return parsed
+
+    def _admin(self, method, path, body=None):
+        hdrs = {"X-Admin-Token": self.admin_token} if self.admin_token else {}
+        st, parsed, _ = self.raw(method, path, body, hdrs, auth=False)
+        if st >= 300:
+            raise CatalogError(st, parsed)
+        return parsed
+
+    def fault(self, path_regex, action="status", count=1, method=None, status=503,
+              seconds=5, body=None, headers=None):
+        """Arm a fault for the next `count` requests matching method and
+        path_regex (see server.py); returns its id."""
+        spec = {"match": {"path_regex": path_regex}, "count": count, "action": action,
+                "status": status, "seconds": seconds}
+        if method:
+            spec["match"]["method"] = method
+        if body is not None:
+            spec["body"] = body
+        if headers:
+            spec["headers"] = headers
+        return self._admin("POST", "/admin/faults", spec)["id"]
+
+    def clear_faults(self):
+        self._admin("DELETE", "/admin/faults")
+
+    def requests(self, path_regex=None):
+        """The request log: {"requests": [...], "counts": {...}, "total": n}."""
+        q = "?" + urllib.parse.urlencode({"path_regex": path_regex}) if path_regex else ""
+        return self._admin("GET", "/admin/requests" + q)
+
+    def reset_requests(self):
+        self._admin("DELETE", "/admin/requests")
+
+    def expire_tokens(self):
+        self._admin("POST", "/admin/expire-tokens")
+
+    # -- catalog helpers --------------------------------------------------------
+
+    def create_namespace(self, *levels, properties=None):
+        st, body, _ = self.raw("POST", "/v1/%s/namespaces" % self.prefix,
+                               {"namespace": list(levels), "properties": properties or {}})
+        if st not in (200, 409):
+            raise CatalogError(st, body)
+        return body
+
+    def register(self, namespace, name, metadata_location, overwrite=False):
+        """Register a table (creating its namespace if needed)."""
+        levels = [namespace] if isinstance(namespace, str) else list(namespace)
+        self.create_namespace(*levels)
+        return self.request("POST", "namespaces/%s/register" % "\x1f".join(levels),
+                            {"name": name, "metadata-location": metadata_location,
+                             "overwrite": overwrite})
+
+    def load_table(self, namespace, name, **kw):
+        levels = [namespace] if isinstance(namespace, str) else list(namespace)
+        return self.request("GET", "namespaces/%s/tables/%s" % (
+            urllib.parse.quote("\x1f".join(levels)), urllib.parse.quote(name)), **kw)
+
+    def stop(self):
+        self.child.stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+# ---------------------------------------------------------------------------
+# PostgreSQL until the lead's `pg` fixture exists
+# ---------------------------------------------------------------------------
+
+class ThrowawayPostgres:
+    """A private PostgreSQL 15 cluster (initdb as postgres, Unix socket and
+    127.0.0.1 only), removed on stop().  Only for use while test/conftest.py
+    does not provide the `pg` fixture."""
+
+    BIN = "/usr/lib/postgresql/15/bin"
+
+    def __init__(self, port=None):
+        self.port = port or free_port()
+        self.base = tempfile.mkdtemp(prefix="tms-world-pg-")
+        os.chmod(self.base, 0o755)
+        self.data = os.path.join(self.base, "data")
+        self.host = os.path.join(self.base, "sock")
+        as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if os.geteuid() == 0:
+            subprocess.run(["install", "-d", "-o", "postgres", self.data, self.host], check=True)
+        else:
+            os.makedirs(self.data)
+            os.makedirs(self.host)
+        subprocess.run(as_pg + [self.BIN + "/initdb", "-D", self.data, "-U", "postgres",
+                                "--auth=trust", "-E", "UTF8", "--no-sync"],
+                       check=True, cwd="/tmp", stdout=subprocess.DEVNULL)
+        argv = as_pg + [self.BIN + "/postgres", "-D", self.data, "-p", str(self.port),
+                        "-k", self.host, "-c", "listen_addresses=127.0.0.1",
+                        "-c", "fsync=off", "-c", "log_min_messages=log"]
+        self.child = _Child(argv, "ready to accept connections", 60, cwd="/tmp",
+                            name="postgres")
+        _register(self)
+
+    def dsn(self, dbname="postgres"):
+        return "host=%s port=%d user=postgres dbname=%s" % (self.host, self.port, dbname)
+
+    def psql(self, sql, dbname="postgres"):
+        r = subprocess.run(["/usr/bin/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1",
+                            self.dsn(dbname), "-c", sql], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr)
+        return r.stdout
+
+    def stop(self):
+        self.child.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
+        _forget(self)
+
+
+def ensure_database(psql, dbname):
+    """CREATE DATABASE dbname unless it exists (psql: a callable(sql, dbname))."""
+    have = psql("SELECT 1 FROM pg_database WHERE datname = '%s'" % dbname, dbname="postgres")
+    if not have.strip():
+        psql("CREATE DATABASE %s" % dbname, dbname="postgres")
+
+
+# ---------------------------------------------------------------------------
+# the real fixture tables
+# ---------------------------------------------------------------------------
+
+# table folder -> (current metadata file, path prefix written in the metadata)
+REAL_TABLES = {
+    "spark-v2-mor-posdeletes": ("metadata/v5.metadata.json",
+                                "s3a://hyperparam-iceberg/spark/bunnies"),
+    "spark-v2-partitioned-bucket-identity": ("metadata/v3.metadata.json",
+                                             "s3a://hyperparam-iceberg/spark/rename_column"),
+    "java-v2-partitioned-eqdeletes": (
+        "metadata/v6.metadata.json",
+        "data/persistent/equality_deletes/warehouse/mydb/mytable_partitioned"),
+    "pyiceberg-v1-overwrite": (
+        "metadata/00003-8d01e4aa-d143-49c9-898e-b5e477577b70.metadata.json",
+        "data/persistent/iceberg_v1_repro/repro/merch_v1"),
+    "pyiceberg-v2-partitioned-nullcodec": (
+        "metadata/00002-0e059d4b-e5e8-41af-a763-76cbf3a3d0bc.metadata.json",
+        "file://data/persistent/map_stats/default.db/map_stats"),
+    "spark-v1-gzip-metadata": ("metadata/v2.gz.metadata.json", "lineitem_iceberg_gz"),
+    "spark-v1-legacy-manifests-field": (
+        "metadata/v2.metadata.json",
+        "data/persistent/iceberg_v1_deprecated/default/legacy_v1"),
+}
+
+REAL_NAMESPACE = "real"
+
+
+def table_name_for(folder):
+    """The catalog table name of a fixture folder (dashes -> underscores)."""
+    return folder.replace("-", "_")
+
+
+def load_real_fixtures(catalog, s3=None, file_root=None, namespace=REAL_NAMESPACE,
+                       source=SHARED_FIXTURES):
+    """Put every real table of ../shared/fixtures/iceberg into storage and
+    register it in catalog under `namespace`.
+
+    * s3a://bucket/prefix tables are uploaded to s3 (an S3Server) under the
+      same bucket and keys (the bucket is created if needed); the registered
+      metadata location is the original s3a:// URI.  Skipped if s3 is None.
+    * relative and file://data/... tables are copied below file_root so that
+      their prefix, taken relative to file_root, names the copy; the catalog
+      must have been started with the same file_root (CatalogServer(...,
+      file_root=...)).  The registered metadata location is the absolute
+      file:// URI of the copy's metadata file.
+
+    Returns {table name: {"folder", "metadata_location", "prefix", "storage"
+    ("s3" or "file"), "resolves_to" (bucket/key prefix or local directory),
+    "format_version"}}."""
+    if file_root is None:
+        file_root = catalog.file_root
+    result = {}
+    for folder, (meta_rel, prefix) in sorted(REAL_TABLES.items()):
+        src = os.path.join(source, folder)
+        name = table_name_for(folder)
+        files = []
+        for dirpath, _, names in os.walk(src):
+            for n in names:
+                if n == "PROVENANCE.md":
+                    continue
+                full = os.path.join(dirpath, n)
+                files.append((os.path.relpath(full, src), full))
+        if prefix.startswith("s3a://"):
+            if s3 is None:
+                continue
+            bucket, key_prefix = storage_mod.split_s3(prefix)
+            client = s3.client()
+            client.create_bucket(bucket)
+            for rel, full in files:
+                with open(full, "rb") as f:
+                    client.put(bucket, key_prefix + "/" + rel, f.read())
+            mloc = prefix + "/" + meta_rel
+            info = {"storage": "s3", "resolves_to": "s3://%s/%s/" % (bucket, key_prefix)}
+        else:
+            if file_root is None:
+                raise ValueError("file_root is needed for tables with relative paths")
+            rel_prefix = prefix[len("file://"):] if prefix.startswith("file://") else prefix
+            dest = os.path.join(file_root, rel_prefix)
+            for rel, full in files:
+                os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+                shutil.copyfile(full, os.path.join(dest, rel))
+            mloc = "file://" + os.path.join(dest, meta_rel)
+            info = {"storage": "file", "resolves_to": dest + "/"}
+        catalog.register(namespace, name, mloc)
+        loaded = catalog.load_table(namespace, name)
+        info.update({"folder": folder, "metadata_location": mloc, "prefix": prefix,
+                     "format_version": loaded["metadata"]["format-version"]})
+        result[name] = info
+    return result
