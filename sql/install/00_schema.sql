@@ -1,0 +1,10 @@
+-- tms: Apache Iceberg table maintenance from inside PostgreSQL.
+-- The schema "tms" is created by CREATE EXTENSION (tms.control: schema = tms).
+
+\echo Use "CREATE EXTENSION tms" to load this file. \quit
+
+COMMENT ON SCHEMA tms IS 'Apache Iceberg table maintenance (tms extension)';
+
+-- Everyone may look into the schema; each object grants its own privileges
+-- (the pure functions to everyone, views and actions to chosen roles).
+GRANT USAGE ON SCHEMA tms TO PUBLIC;

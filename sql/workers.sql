@@ -1,0 +1,52 @@
+-- The tms processes: settings, the tms.workers view, pg_stat_activity,
+-- and tms.enabled switching them idle without a restart.
+CREATE EXTENSION IF NOT EXISTS tms;
+
+-- Await a condition on tms.workers for at most 30 seconds.
+CREATE FUNCTION pg_temp.await_workers(cond text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE ok boolean;
+BEGIN
+    FOR i IN 1..600 LOOP
+        EXECUTE 'SELECT ' || cond || ' FROM tms.workers' INTO ok;
+        IF ok THEN RETURN true; END IF;
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+    RETURN false;
+END $$;
+
+SELECT name, setting, unit, context, vartype
+  FROM pg_settings WHERE name LIKE 'tms.%' ORDER BY name;
+
+-- the prefix is reserved: a typo is an error, not a silent placeholder
+SET tms.max_worker = 3;
+
+-- one launcher, one supervisor for this database, tms.max_workers workers
+SELECT pg_temp.await_workers($$count(*) FILTER (WHERE state = 'idle') = 6$$);
+SELECT role, database, worker_number, state, current_task IS NULL AS no_task,
+       started_at <= now() AS started
+  FROM tms.workers;
+
+-- each is visible in pg_stat_activity with what it is
+SELECT a.backend_type, a.application_name, w.role
+  FROM tms.workers w JOIN pg_stat_activity a USING (pid)
+ ORDER BY 1, 2;
+
+-- tms.enabled = off: the workers stay up but idle, without a restart
+ALTER SYSTEM SET tms.enabled = off;
+SELECT pg_reload_conf();
+SELECT pg_temp.await_workers($$count(*) FILTER (WHERE state = 'disabled') = 5$$);
+SELECT role, state FROM tms.workers WHERE role <> 'launcher' ORDER BY 1, 2;
+ALTER SYSTEM RESET tms.enabled;
+SELECT pg_reload_conf();
+SELECT pg_temp.await_workers($$count(*) FILTER (WHERE state = 'idle') = 6$$);
+
+-- monitoring roles can read the view; other roles cannot
+CREATE ROLE tms_test_monitor IN ROLE pg_monitor;
+CREATE ROLE tms_test_nobody;
+SET ROLE tms_test_monitor;
+SELECT count(*) AS seen FROM tms.workers;
+SET ROLE tms_test_nobody;
+SELECT count(*) AS seen FROM tms.workers;
+RESET ROLE;
+DROP ROLE tms_test_monitor, tms_test_nobody;

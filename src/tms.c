@@ -1,0 +1,106 @@
+/*-------------------------------------------------------------------------
+ *
+ * tms.c
+ *	  Library entry point: settings, shared memory and the launcher.
+ *
+ * _PG_init defines every tms.* setting in one place so that each one has
+ * one description, one unit and one deliberate context:
+ *
+ *	PGC_POSTMASTER	sizes shared memory or the process tree
+ *	PGC_SIGHUP		read by the workers; changed with pg_reload_conf()
+ *
+ * When loaded through shared_preload_libraries it also reserves shared
+ * memory and registers the launcher background worker.  Loaded later (the
+ * first call of a SQL function in a backend), it defines the settings and
+ * nothing else, which is enough for the pure functions.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+#include "tms.h"
+#include "worker/worker.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+char	   *tms_database_name = NULL;
+bool		tms_enabled = true;
+int			tms_max_workers = 4;
+int			tms_naptime_ms = 1000;
+
+bool		tms_preloaded = false;
+
+/*
+ * Define the settings, and when preloaded, shared memory and the launcher.
+ */
+void
+_PG_init(void)
+{
+	DefineCustomStringVariable("tms.database_name",
+							   gettext_noop("Databases in which tms runs its workers."),
+							   gettext_noop("A comma-separated list; each database gets one supervisor "
+											"and a pool of tms.max_workers workers."),
+							   &tms_database_name,
+							   "postgres",
+							   PGC_POSTMASTER,
+							   GUC_LIST_INPUT | GUC_SUPERUSER_ONLY,
+							   NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("tms.enabled",
+							 gettext_noop("Lets the tms workers claim and run work."),
+							 gettext_noop("When off, the workers stay connected but idle."),
+							 &tms_enabled,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tms.max_workers",
+							gettext_noop("Number of pool workers per tms database."),
+							NULL,
+							&tms_max_workers,
+							4, 0, 64,
+							PGC_POSTMASTER,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tms.naptime",
+							gettext_noop("How long an idle tms worker sleeps between polls."),
+							NULL,
+							&tms_naptime_ms,
+							1000, 10, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("tms");
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	tms_preloaded = true;
+	tms_shmem_register();
+	tms_register_launcher();
+}
+
+/*
+ * Raise an error unless tms was preloaded; for functions that talk to the
+ * workers or read their shared memory.
+ */
+void
+tms_require_preload(const char *feature)
+{
+	if (!tms_preloaded || TmsSharedState == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s requires tms to be loaded via \"shared_preload_libraries\"",
+						feature),
+				 errhint("Add \"tms\" to \"shared_preload_libraries\" in postgresql.conf "
+						 "and restart the server.")));
+}

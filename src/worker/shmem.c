@@ -1,0 +1,279 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.c
+ *	  Shared memory of the tms processes: one slot per running process.
+ *
+ * The slot array is sized at server start for one launcher and, for every
+ * database in tms.database_name, one supervisor and tms.max_workers pool
+ * workers (both settings are PGC_POSTMASTER for that reason).  A process
+ * takes its slot once connected and gives it back in an on_shmem_exit
+ * callback.  Slot allocation holds TmsShared->lock exclusively; the fields
+ * of a slot are guarded by its spinlock, written only by its owner and read
+ * by anyone (the tms.workers view, the launcher and supervisors looking for
+ * missing processes).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/varlena.h"
+
+#include "tms.h"
+#include "worker/worker.h"
+
+TmsShared  *TmsSharedState = NULL;
+TmsSlot    *MyTmsSlot = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+static void tms_shmem_request(void);
+static void tms_shmem_startup(void);
+static void tms_slot_release(int code, Datum arg);
+
+/*
+ * Number of databases named in tms.database_name (at least one, so that a
+ * malformed list still leaves room for the launcher's complaint).
+ */
+int
+tms_database_count(void)
+{
+	char	   *raw;
+	List	   *names;
+	int			n;
+
+	if (tms_database_name == NULL)
+		return 1;
+	raw = pstrdup(tms_database_name);
+	if (!SplitIdentifierString(raw, ',', &names))
+		n = 1;
+	else
+		n = Max(list_length(names), 1);
+	list_free(names);
+	pfree(raw);
+	return n;
+}
+
+static int
+tms_slot_count(void)
+{
+	return 1 + tms_database_count() * (1 + tms_max_workers);
+}
+
+static Size
+tms_shmem_size(void)
+{
+	return add_size(offsetof(TmsShared, slots),
+					mul_size(tms_slot_count(), sizeof(TmsSlot)));
+}
+
+/*
+ * Install the hooks that reserve and initialise shared memory; called from
+ * _PG_init while preloading.
+ */
+void
+tms_shmem_register(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = tms_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = tms_shmem_startup;
+}
+
+static void
+tms_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(tms_shmem_size());
+	RequestNamedLWLockTranche("tms", 1);
+}
+
+static void
+tms_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	TmsSharedState = ShmemInitStruct("tms", tms_shmem_size(), &found);
+	if (!found)
+	{
+		int			n = tms_slot_count();
+
+		memset(TmsSharedState, 0, tms_shmem_size());
+		TmsSharedState->lock = &(GetNamedLWLockTranche("tms"))->lock;
+		TmsSharedState->nslots = n;
+		for (int i = 0; i < n; i++)
+			SpinLockInit(&TmsSharedState->slots[i].mutex);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * Take a free slot for this process, unless another live process already
+ * holds the same (role, database, index); returns NULL in that case, and
+ * the caller should exit quietly: a duplicate was started by a race between
+ * a restarted parent and a still-running child.
+ *
+ * Raises an error if no slot is free, which cannot happen while the slot
+ * count follows the settings.
+ */
+TmsSlot *
+tms_slot_acquire(TmsRole role, Oid dboid, int index)
+{
+	TmsSlot    *free_slot = NULL;
+	TimestampTz now = GetCurrentTimestamp();
+
+	Assert(TmsSharedState != NULL && MyTmsSlot == NULL);
+
+	LWLockAcquire(TmsSharedState->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < TmsSharedState->nslots; i++)
+	{
+		TmsSlot    *slot = &TmsSharedState->slots[i];
+
+		if (slot->role == TMS_ROLE_NONE)
+		{
+			if (free_slot == NULL)
+				free_slot = slot;
+		}
+		else if (slot->role == role && slot->dboid == dboid &&
+				 slot->index == index)
+		{
+			LWLockRelease(TmsSharedState->lock);
+			return NULL;
+		}
+	}
+	if (free_slot == NULL)
+	{
+		LWLockRelease(TmsSharedState->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no free tms worker slot"),
+				 errdetail("All %d slots are in use.", TmsSharedState->nslots)));
+	}
+
+	SpinLockAcquire(&free_slot->mutex);
+	free_slot->role = role;
+	free_slot->pid = MyProcPid;
+	free_slot->dboid = dboid;
+	free_slot->index = index;
+	free_slot->state = TMS_STATE_STARTING;
+	free_slot->started_at = now;
+	free_slot->state_since = now;
+	free_slot->task[0] = '\0';
+	SpinLockRelease(&free_slot->mutex);
+	LWLockRelease(TmsSharedState->lock);
+
+	MyTmsSlot = free_slot;
+	on_shmem_exit(tms_slot_release, (Datum) 0);
+	return free_slot;
+}
+
+static void
+tms_slot_release(int code, Datum arg)
+{
+	TmsSlot    *slot = MyTmsSlot;
+
+	if (slot == NULL)
+		return;
+	LWLockAcquire(TmsSharedState->lock, LW_EXCLUSIVE);
+	SpinLockAcquire(&slot->mutex);
+	slot->role = TMS_ROLE_NONE;
+	slot->pid = 0;
+	slot->dboid = InvalidOid;
+	slot->task[0] = '\0';
+	SpinLockRelease(&slot->mutex);
+	LWLockRelease(TmsSharedState->lock);
+	MyTmsSlot = NULL;
+}
+
+/*
+ * Is a process of this (role, database, index) running?
+ */
+bool
+tms_slot_in_use(TmsRole role, Oid dboid, int index)
+{
+	bool		found = false;
+
+	LWLockAcquire(TmsSharedState->lock, LW_SHARED);
+	for (int i = 0; i < TmsSharedState->nslots && !found; i++)
+	{
+		TmsSlot    *slot = &TmsSharedState->slots[i];
+
+		SpinLockAcquire(&slot->mutex);
+		found = (slot->role == role && slot->dboid == dboid &&
+				 slot->index == index);
+		SpinLockRelease(&slot->mutex);
+	}
+	LWLockRelease(TmsSharedState->lock);
+	return found;
+}
+
+/*
+ * Publish this process's state and current task (NULL: none).  Cheap
+ * enough to call on every loop iteration; the timestamp moves only when the
+ * state or the task changes.
+ */
+void
+tms_slot_set_state(TmsState state, const char *task)
+{
+	TmsSlot    *slot = MyTmsSlot;
+	const char *t = task ? task : "";
+
+	if (slot == NULL)
+		return;
+	SpinLockAcquire(&slot->mutex);
+	if (slot->state != state || strncmp(slot->task, t, TMS_TASK_DESC_LEN) != 0)
+	{
+		slot->state = state;
+		strlcpy(slot->task, t, TMS_TASK_DESC_LEN);
+		slot->state_since = GetCurrentTimestamp();
+	}
+	SpinLockRelease(&slot->mutex);
+}
+
+const char *
+tms_role_name(TmsRole role)
+{
+	switch (role)
+	{
+		case TMS_ROLE_LAUNCHER:
+			return "launcher";
+		case TMS_ROLE_SUPERVISOR:
+			return "supervisor";
+		case TMS_ROLE_WORKER:
+			return "worker";
+		case TMS_ROLE_NONE:
+			break;
+	}
+	return "none";
+}
+
+const char *
+tms_state_name(TmsState state)
+{
+	switch (state)
+	{
+		case TMS_STATE_STARTING:
+			return "starting";
+		case TMS_STATE_IDLE:
+			return "idle";
+		case TMS_STATE_RUNNING:
+			return "running";
+		case TMS_STATE_DISABLED:
+			return "disabled";
+		case TMS_STATE_STANDBY:
+			return "standby";
+		case TMS_STATE_NO_EXTENSION:
+			return "waiting for extension";
+	}
+	return "unknown";
+}

@@ -1,0 +1,233 @@
+#!/usr/bin/python3
+"""Throwaway PostgreSQL 15 clusters for tests, benchmarks and the demo.
+
+One implementation used three ways:
+
+* from Python (test/conftest.py and integration tests):
+      c = Cluster(datadir, preload=("tms", "pg_cron")); c.init(); c.start()
+* from shell scripts (test/run-tests.sh, scripts/demo.sh):
+      test/pgcluster.py start --dir DIR [--port N] [--preload tms,pg_cron] [--set k=v ...]
+      test/pgcluster.py stop --dir DIR
+  `start` prints shell assignments (PGHOST=... PGPORT=...) for eval.
+
+initdb and postgres refuse to run as root, so when run as root every server
+command runs as the `postgres` user through runuser, from /tmp.  The server
+listens on a Unix socket in the data directory's parent only
+(listen_addresses = ''), never on a network address.
+"""
+
+import argparse
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+BINDIR = subprocess.run(["pg_config", "--bindir"], capture_output=True,
+                        text=True, check=True).stdout.strip()
+PG_USER = "postgres"
+
+
+def _as_server_user(cmd):
+    if os.geteuid() == 0:
+        return ["runuser", "-u", PG_USER, "--"] + cmd
+    return cmd
+
+
+def _chown_to_server_user(path):
+    if os.geteuid() == 0:
+        pw = pwd.getpwnam(PG_USER)
+        os.chown(path, pw.pw_uid, pw.pw_gid)
+
+
+def free_port():
+    """A TCP port number nobody listens on now (used only to name sockets)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """A PostgreSQL cluster in `datadir`, socket in `datadir`/../sock."""
+
+    def __init__(self, datadir, port=None, preload=("tms", "pg_cron"),
+                 dbname="tms_regress", settings=None):
+        self.datadir = os.path.abspath(datadir)
+        self.root = os.path.dirname(self.datadir)
+        self.host = os.path.join(self.root, "sock")
+        self.logfile = os.path.join(self.root, "postgres.log")
+        self.port = port or free_port()
+        self.preload = tuple(preload)
+        self.dbname = dbname
+        self.settings = dict(settings or {})
+
+    # -- lifecycle -------------------------------------------------------
+
+    def init(self):
+        """initdb and write the configuration; the directory must not exist."""
+        for d in (self.root, self.host):
+            os.makedirs(d, exist_ok=True)
+            os.chmod(d, 0o755)
+            _chown_to_server_user(d)
+        subprocess.run(_as_server_user(
+            [os.path.join(BINDIR, "initdb"), "-D", self.datadir, "-A", "trust",
+             "-U", PG_USER, "--no-sync", "-E", "UTF8", "--locale=C"]),
+            cwd="/tmp", check=True, stdout=subprocess.DEVNULL)
+        conf = {
+            "listen_addresses": "''",
+            "unix_socket_directories": "'%s'" % self.host,
+            "port": str(self.port),
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "max_worker_processes": "32",
+            "max_connections": "100",
+            "log_line_prefix": "'%m [%p] %b %a: '",
+            "log_min_messages": "info",
+            "restart_after_crash": "on",
+        }
+        if self.preload:
+            conf["shared_preload_libraries"] = "'%s'" % ",".join(self.preload)
+        if "tms" in self.preload:
+            conf["tms.database_name"] = "'%s'" % self.dbname
+            conf["tms.naptime"] = "'200ms'"
+        if "pg_cron" in self.preload:
+            conf["cron.database_name"] = "'%s'" % self.dbname
+            conf["cron.host"] = "'%s'" % self.host
+        conf.update(self.settings)
+        with open(os.path.join(self.datadir, "postgresql.conf"), "a") as f:
+            f.write("\n# written by test/pgcluster.py\n")
+            for k, v in conf.items():
+                f.write("%s = %s\n" % (k, v))
+
+    def start(self):
+        subprocess.run(_as_server_user(
+            [os.path.join(BINDIR, "pg_ctl"), "-D", self.datadir, "-l",
+             self.logfile, "-w", "-t", "60", "start"]),
+            cwd="/tmp", check=True, stdout=subprocess.DEVNULL)
+
+    def stop(self, mode="fast"):
+        if not os.path.exists(os.path.join(self.datadir, "postmaster.pid")):
+            return
+        subprocess.run(_as_server_user(
+            [os.path.join(BINDIR, "pg_ctl"), "-D", self.datadir, "-m", mode,
+             "-w", "-t", "60", "stop"]),
+            cwd="/tmp", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def restart(self):
+        self.stop()
+        self.start()
+
+    def destroy(self):
+        self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def postmaster_pid(self):
+        with open(os.path.join(self.datadir, "postmaster.pid")) as f:
+            return int(f.readline())
+
+    # -- access ----------------------------------------------------------
+
+    def dsn(self, dbname=None):
+        return "host=%s port=%d dbname=%s user=%s" % (
+            self.host, self.port, dbname or self.dbname, PG_USER)
+
+    def env(self):
+        return {"PGHOST": self.host, "PGPORT": str(self.port), "PGUSER": PG_USER}
+
+    def psql(self, sql, dbname=None, check=True):
+        """Run sql through psql -X -A -t; return stdout."""
+        r = subprocess.run(
+            ["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d",
+             dbname or self.dbname, "-c", sql],
+            env=dict(os.environ, **self.env()), capture_output=True, text=True)
+        if check and r.returncode != 0:
+            raise RuntimeError("psql failed: %s" % r.stderr.strip())
+        return r.stdout.strip()
+
+    def create_database(self, dbname=None):
+        name = dbname or self.dbname
+        if self.psql("SELECT 1 FROM pg_database WHERE datname = '%s'" % name,
+                     dbname="postgres") != "1":
+            self.psql('CREATE DATABASE "%s"' % name, dbname="postgres")
+
+    def connect(self, dbname=None, autocommit=True):
+        import psycopg2
+        conn = psycopg2.connect(self.dsn(dbname))
+        conn.autocommit = autocommit
+        return conn
+
+    def log_tail(self, lines=80):
+        try:
+            with open(self.logfile, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return "(no server log)"
+
+
+def wait_for(predicate, timeout=30.0, interval=0.05, what="condition"):
+    """Poll predicate() until it returns a true value; return that value.
+
+    For conditions no notification exists for (a process restarted by the
+    postmaster, a row written by a worker).  Raises TimeoutError with `what`.
+    """
+    deadline = time.monotonic() + timeout
+    last_exc = None
+    while time.monotonic() < deadline:
+        try:
+            v = predicate()
+            if v:
+                return v
+        except Exception as e:  # the server may be restarting
+            last_exc = e
+        time.sleep(interval)
+    raise TimeoutError("timed out after %.0fs waiting for %s%s" % (
+        timeout, what, " (last error: %s)" % last_exc if last_exc else ""))
+
+
+def _main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", choices=["start", "stop", "logtail"])
+    ap.add_argument("--dir", required=True, help="cluster root directory")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--preload", default="tms,pg_cron")
+    ap.add_argument("--dbname", default="tms_regress")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="extra postgresql.conf setting (value as written)")
+    a = ap.parse_args()
+
+    datadir = os.path.join(os.path.abspath(a.dir), "data")
+    if a.command == "stop":
+        Cluster(datadir).stop()
+        return
+    if a.command == "logtail":
+        print(Cluster(datadir).log_tail())
+        return
+
+    settings = dict(s.split("=", 1) for s in a.set)
+    preload = [p for p in a.preload.split(",") if p]
+    c = Cluster(datadir, port=a.port or None, preload=preload,
+                dbname=a.dbname, settings=settings)
+    if os.path.exists(os.path.join(datadir, "PG_VERSION")):
+        # reuse: read the port it was created with
+        with open(os.path.join(datadir, "postgresql.conf")) as f:
+            for line in f:
+                if line.startswith("port = "):
+                    c.port = int(line.split("=")[1])
+    else:
+        c.init()
+    c.start()
+    c.create_database()
+    print("PGHOST=%s" % c.host)
+    print("PGPORT=%d" % c.port)
+    print("PGUSER=%s" % PG_USER)
+    print("TMS_PGLOG=%s" % c.logfile)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.exit(_main())

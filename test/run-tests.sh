@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# make test: install what is missing, build, start a throwaway PostgreSQL 15
+# with tms and pg_cron preloaded, then run every test:
+#
+#   1. plain-C unit drivers           (make unit)
+#   2. pg_regress                     (make installcheck, sql/ + expected/)
+#   3. integration tests              (pytest test/integration)
+#
+# Every server started here or by a test is stopped on exit, also on
+# failure; on failure the regression diffs and the server log tail are
+# printed.  Exit status: non-zero if any stage failed.
+#
+# Environment: TMS_TEST_ROOT (default: a new directory under /tmp),
+# PYTEST_ARGS (extra pytest arguments, e.g. "-k workers").
+set -uo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+
+bash scripts/install-deps.sh || exit 1
+make -s || exit 1
+make -s install >/dev/null || exit 1
+
+root=${TMS_TEST_ROOT:-$(mktemp -d /tmp/tms-test.XXXXXX)}
+chmod 755 "$root"
+
+cleanup() {
+  /usr/bin/python3 test/pgcluster.py stop --dir "$root/pg" >/dev/null 2>&1
+  # anything a test left behind in its process group
+  pkill -TERM -f "$root" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+failed=()
+
+echo "== unit tests (make unit)"
+make -s unit || failed+=(unit)
+
+echo "== starting PostgreSQL for pg_regress in $root/pg"
+if ! env_lines=$(/usr/bin/python3 test/pgcluster.py start --dir "$root/pg"); then
+  echo "could not start PostgreSQL"; cat "$root/pg/postgres.log" 2>/dev/null | tail -50
+  exit 1
+fi
+eval "export $env_lines"
+export PGHOST PGPORT PGUSER
+
+echo "== pg_regress (make installcheck)"
+rm -f regression.diffs regression.out
+if ! make -s installcheck; then
+  failed+=(pg_regress)
+  echo "---- regression.diffs ----"
+  cat regression.diffs 2>/dev/null
+  echo "---- server log (tail) ----"
+  tail -n 80 "$TMS_PGLOG"
+fi
+
+echo "== integration tests (pytest)"
+# The integration tests share this cluster (fixture "pg") and start their
+# own ones where they need to crash or reconfigure a server.
+export TMS_TEST_ROOT="$root"
+/usr/bin/python3 -m pytest -p no:cacheprovider -ra test/integration ${PYTEST_ARGS:-}
+rc=$?
+if [ $rc -eq 5 ]; then
+  echo "pytest collected no tests"
+  failed+=(pytest-empty)
+elif [ $rc -ne 0 ]; then
+  failed+=(pytest)
+  echo "---- server log (tail) ----"
+  tail -n 80 "$TMS_PGLOG"
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "all test stages passed"
