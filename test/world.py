@@ -338,11 +338,11 @@ class CatalogServer:
         return parsed
 
     def fault(self, path_regex, action="status", count=1, method=None, status=503,
-              seconds=5, body=None, headers=None):
+              seconds=5, body=None, headers=None, at="request"):
         """Arm a fault for the next `count` requests matching method and
         path_regex (see server.py); returns its id."""
         spec = {"match": {"path_regex": path_regex}, "count": count, "action": action,
-                "status": status, "seconds": seconds}
+                "status": status, "seconds": seconds, "at": at}
         if method:
             spec["match"]["method"] = method
         if body is not None:

@@ -33,7 +33,14 @@ then they need the header "X-Admin-Token: TOKEN"):
   POST   /admin/faults    {"match": {"method": "GET", "path_regex": "..."},
                            "count": N, "action": "status|hang|malformed|close",
                            "status": 503, "seconds": 5, "body": "...",
-                           "headers": {...}}   -> {"id": n}
+                           "headers": {...}, "at": "request"}   -> {"id": n}
+                          status: answer with that status and body (default:
+                          the error model); hang: sleep `seconds`, then serve
+                          normally; malformed: 200 with a truncated JSON body
+                          (or `body`); close: close the connection unanswered.
+                          "at": "pointer-swap" (hang only) fires inside a
+                          commit, after the new metadata file is written and
+                          before the compare-and-swap UPDATE.
   GET    /admin/faults    the armed faults
   DELETE /admin/faults    disarm all
   GET    /admin/requests  {"requests": [...], "counts": {"METHOD path": {"status": n}}}
@@ -384,18 +391,25 @@ class Faults:
             "seconds": float(spec.get("seconds", 5)),
             "body": spec.get("body"),
             "headers": spec.get("headers") or {},
+            "at": spec.get("at") or "request",
         }
+        if item["at"] not in ("request", "pointer-swap"):
+            raise bad_request("fault 'at' must be request or pointer-swap")
+        if item["at"] == "pointer-swap" and action != "hang":
+            raise bad_request("only hang faults can fire at pointer-swap")
         re.compile(item["path_regex"])
         with self.lock:
             self.next_id += 1
             self.items.append(item)
         return item["id"]
 
-    def take(self, method, path):
-        """Return the first armed fault matching and use one of its firings."""
+    def take(self, method, path, at="request"):
+        """Return the first armed fault matching and use one of its firings.
+        at is "request" (on arrival) or "pointer-swap" (in a commit, after the
+        new metadata file is written, just before the compare-and-swap)."""
         with self.lock:
             for f in self.items:
-                if f["count"] <= 0:
+                if f["count"] <= 0 or f["at"] != at:
                     continue
                 if f["method"] and f["method"] != method:
                     continue
@@ -504,6 +518,8 @@ class Catalog:
         self.s3 = s3
         self.storage = storage_mod.Storage(s3=s3, file_root=args.file_root)
         self.separator = "\x1f"
+        self.faults = None
+        self.current = threading.local()
 
     # -- helpers ----------------------------------------------------------------
 
@@ -801,6 +817,7 @@ class Catalog:
                 "ETag": self.etag(base_loc, "all")}
         mloc = tablemeta.next_metadata_location(meta, base_loc)
         self.write_meta(meta, mloc)
+        self.pointer_swap_hook()
         try:
             if base_loc is None:
                 self.db.insert_table(s, name, mloc)
@@ -811,6 +828,16 @@ class Catalog:
             raise
         return 200, {"metadata-location": mloc, "metadata": meta}, {
             "ETag": self.etag(mloc, "all")}
+
+    def pointer_swap_hook(self):
+        """Fire a hang fault armed with "at": "pointer-swap" (tests use it to
+        make two commits race for the same pointer)."""
+        if self.faults is None:
+            return
+        f = self.faults.take(getattr(self.current, "method", None),
+                             getattr(self.current, "path", ""), at="pointer-swap")
+        if f:
+            time.sleep(f["seconds"])
 
     def commit_transaction(self, body):
         changes = body.get("table-changes")
@@ -915,6 +942,8 @@ class Handler(BaseHTTPRequestHandler):
         if path.startswith("/admin/"):
             return self._admin(path, query)
         fault = self.server.faults.take(self.command, path)
+        self.server.catalog.current.method = self.command
+        self.server.catalog.current.path = path
         try:
             if fault and self._fault(fault):
                 return
@@ -1152,6 +1181,7 @@ def main(argv=None):
     server = Server(("127.0.0.1", args.port), Handler)
     server.catalog = Catalog(args)
     server.faults = Faults()
+    server.catalog.faults = server.faults
     server.log = RequestLog()
     server.tokens = Tokens(args.token_credential, args.token_ttl, args.static_token)
     server.admin_token = args.admin_token
