@@ -125,6 +125,12 @@ class Cluster:
         self.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def running(self):
+        r = subprocess.run(_as_server_user(
+            [os.path.join(BINDIR, "pg_ctl"), "-D", self.datadir, "status"]),
+            cwd="/tmp", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return r.returncode == 0
+
     def postmaster_pid(self):
         with open(os.path.join(self.datadir, "postmaster.pid")) as f:
             return int(f.readline())
@@ -220,7 +226,10 @@ def _main():
                     c.port = int(line.split("=")[1])
     else:
         c.init()
-    c.start()
+    if c.running():
+        c.restart()             # picks up a freshly installed library
+    else:
+        c.start()
     c.create_database()
     print("PGHOST=%s" % c.host)
     print("PGPORT=%d" % c.port)
