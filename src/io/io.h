@@ -35,6 +35,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "iceberg/iceberg.h"
+
 /* How often a blocked operation checks the interrupt callback. */
 #define IO_POLL_INTERVAL_MS 50
 
@@ -427,5 +429,31 @@ extern int	io_catalog_commit_table(IoCatalog *cat, const char *ns,
 
 /* Drop cached table state (ETag, metadata) of one table or all (ns NULL). */
 extern void io_catalog_forget(IoCatalog *cat, const char *ns, const char *table);
+
+/* ----------------------------------------------------------------
+ * IcebergFileIO over IoStorage (src/iceberg reads through this)
+ * ----------------------------------------------------------------
+ */
+
+/* Bytes fetched per ranged read. */
+#define IO_FILEIO_CHUNK ((uint64_t) 8 * 1024 * 1024)
+
+typedef struct IoFileIO
+{
+	IoStorage  *storage;		/* borrowed */
+	IoInterruptFn interrupted;
+	void	   *interrupt_arg;
+	IoError		last_error;		/* the storage error behind an ICEBERG_ERR_IO */
+	uint64_t	bytes_read;
+} IoFileIO;
+
+/*
+ * Fill *out with an IcebergFileIO reading through storage (s3:// and
+ * absolute file paths).  fio holds the state and must outlive *out; it
+ * owns nothing (storage stays the caller's).
+ */
+extern void io_fileio_init(IoFileIO *fio, IoStorage *storage,
+						   IoInterruptFn interrupted, void *interrupt_arg,
+						   IcebergFileIO *out);
 
 #endif							/* TMS_IO_H */

@@ -24,6 +24,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+
 #include <jansson.h>
 
 #include "io/io.h"
@@ -523,10 +528,357 @@ test_sigv4_suite(void)
 	CHECK(ok == total && total == 2 * n, "sigv4 suite has failures");
 }
 
+/* ----------------------------------------------------------------
+ * URIs
+ * ----------------------------------------------------------------
+ */
+static void
+test_uri_parse(void)
+{
+	IoParsedUri u;
+	IoError		err;
+	struct
+	{
+		const char *uri;
+		int			ok;
+		IoUriScheme scheme;
+		const char *bucket;
+		const char *path;
+	}			cases[] = {
+		{"s3://bucket/a/b.parquet", 1, IO_URI_S3, "bucket", "a/b.parquet"},
+		{"s3a://bucket/a/", 1, IO_URI_S3, "bucket", "a/"},
+		{"s3n://b", 1, IO_URI_S3, "b", ""},
+		{"S3://b/k", 1, IO_URI_S3, "b", "k"},
+		{"s3:///key", 0, 0, NULL, NULL},
+		{"file:///tmp/x", 1, IO_URI_FILE, NULL, "/tmp/x"},
+		{"file:/tmp/x", 1, IO_URI_FILE, NULL, "/tmp/x"},
+		{"file://localhost/tmp/x", 1, IO_URI_FILE, NULL, "/tmp/x"},
+		{"file://otherhost/tmp/x", 0, 0, NULL, NULL},
+		{"/var/data/f", 1, IO_URI_FILE, NULL, "/var/data/f"},
+		{"relative/path", 0, 0, NULL, NULL},
+		{"gs://bucket/x", 0, 0, NULL, NULL},
+		{"", 0, 0, NULL, NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		int			rc = io_uri_parse(cases[i].uri, &u, &err);
+
+		if (!cases[i].ok)
+		{
+			CHECK(rc != 0 && err.code == IO_ERR_INVALID_ARGUMENT,
+				  "uri \"%s\" should be rejected", cases[i].uri);
+			continue;
+		}
+		CHECK(rc == 0, "uri \"%s\" rejected: %s", cases[i].uri, err.message);
+		if (rc != 0)
+			continue;
+		CHECK(u.scheme == cases[i].scheme, "uri \"%s\": scheme", cases[i].uri);
+		CHECK((cases[i].bucket == NULL && u.bucket == NULL) ||
+			  (cases[i].bucket && u.bucket && strcmp(cases[i].bucket, u.bucket) == 0),
+			  "uri \"%s\": bucket %s", cases[i].uri, u.bucket ? u.bucket : "(null)");
+		CHECK(strcmp(cases[i].path, u.path) == 0, "uri \"%s\": path %s", cases[i].uri, u.path);
+		io_uri_free(&u);
+	}
+
+	{
+		char	   *e = io_uri_encode("a b/c~d+e\xe1\x88\xb4", 12, true);
+
+		CHECK(e && strcmp(e, "a%20b/c~d%2Be%E1%88%B4") == 0, "uri encode: %s", e ? e : "(null)");
+		free(e);
+		e = io_uri_encode("a/b", 3, false);
+		CHECK(e && strcmp(e, "a%2Fb") == 0, "uri encode without slash: %s", e ? e : "(null)");
+		free(e);
+	}
+}
+
+/* ----------------------------------------------------------------
+ * XML
+ * ----------------------------------------------------------------
+ */
+static void
+test_xml(void)
+{
+	IoError		err;
+	const char *list =
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		"<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+		"<Name>bucket</Name><IsTruncated>true</IsTruncated>"
+		"<Contents><Key>a&amp;b/&lt;c&gt; &#233;&#x4E2D;</Key><Size>12</Size></Contents>"
+		"<!-- comment --><Contents><Key><![CDATA[x<y]]></Key><Size>0</Size></Contents>"
+		"<NextContinuationToken>tok==</NextContinuationToken><Empty/></ListBucketResult>\n";
+	IoXmlNode  *doc = io_xml_parse(list, strlen(list), &err);
+	const IoXmlNode *c;
+	int			n = 0;
+
+	CHECK(doc != NULL, "list result parses: %s", doc ? "" : err.message);
+	if (doc != NULL)
+	{
+		CHECK(strcmp(doc->name, "ListBucketResult") == 0, "root name");
+		CHECK(strcmp(io_xml_child_text(doc, "IsTruncated"), "true") == 0, "IsTruncated");
+		CHECK(strcmp(io_xml_child_text(doc, "NextContinuationToken"), "tok==") == 0, "token");
+		CHECK(io_xml_child(doc, "Empty") != NULL &&
+			  strcmp(io_xml_child_text(doc, "Empty"), "") == 0, "empty element");
+		for (c = doc->children; c; c = c->next)
+			if (strcmp(c->name, "Contents") == 0)
+			{
+				const char *k = io_xml_child_text(c, "Key");
+
+				if (n == 0)
+					CHECK(strcmp(k, "a&b/<c> \xc3\xa9\xe4\xb8\xad") == 0, "entities decoded: %s", k);
+				else
+					CHECK(strcmp(k, "x<y") == 0, "cdata: %s", k);
+				n++;
+			}
+		CHECK(n == 2, "two Contents, got %d", n);
+		io_xml_free(doc);
+	}
+
+	{
+		const char *del =
+			"<DeleteResult><Deleted><Key>k1</Key></Deleted>"
+			"<Error><Key>k2</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+			"</DeleteResult>";
+
+		doc = io_xml_parse(del, strlen(del), &err);
+		CHECK(doc != NULL, "delete result parses");
+		if (doc)
+		{
+			const IoXmlNode *e = io_xml_child(doc, "Error");
+
+			CHECK(e && strcmp(io_xml_child_text(e, "Code"), "AccessDenied") == 0, "error code");
+			CHECK(strcmp(io_xml_child_text(io_xml_child(doc, "Deleted"), "Key"), "k1") == 0, "deleted key");
+			io_xml_free(doc);
+		}
+	}
+
+	{
+		const char *bad[] = {
+			"",
+			"   ",
+			"<a>",
+			"<a></b>",
+			"<a><b></a></b>",
+			"<a>&unknown;</a>",
+			"<a>&#0;</a>",
+			"<a>&#x110000;</a>",
+			"<a>&amp</a>",
+			"<a x=1></a>",
+			"<a x=\"1></a>",
+			"<!DOCTYPE a [<!ENTITY e \"x\">]><a>&e;</a>",
+			"<a></a><b></b>",
+			"text<a></a>",
+			"<a><!-- unterminated </a>",
+			"<a><![CDATA[ unterminated </a>",
+			"<>",
+			"<a/ >",
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		{
+			doc = io_xml_parse(bad[i], strlen(bad[i]), &err);
+			CHECK(doc == NULL && err.code == IO_ERR_PROTOCOL,
+				  "malformed xml #%zu \"%s\" must fail", i, bad[i]);
+			io_xml_free(doc);
+		}
+	}
+
+	{
+		/* deep nesting is refused, not a stack overflow */
+		char	   *deep = malloc(200 * 7 + 1);
+		size_t		len = 0;
+
+		for (int i = 0; i < 200; i++)
+			len += (size_t) sprintf(deep + len, "<a>");
+		for (int i = 0; i < 200; i++)
+			len += (size_t) sprintf(deep + len, "</a>");
+		doc = io_xml_parse(deep, len, &err);
+		CHECK(doc == NULL, "deep nesting refused");
+		io_xml_free(doc);
+		free(deep);
+	}
+}
+
+/* ----------------------------------------------------------------
+ * Local file storage
+ * ----------------------------------------------------------------
+ */
+static int
+count_cb(void *arg, const IoObjectInfo *obj)
+{
+	int		   *n = arg;
+
+	(void) obj;
+	(*n)++;
+	return 0;
+}
+
+static void
+test_file_storage(void)
+{
+	char		dir[] = "/tmp/io_test_XXXXXX";
+	IoStorageConfig cfg;
+	IoStorage  *st;
+	IoError		err;
+	IoBuffer	buf;
+	char		uri[256];
+	uint64_t	size = 0;
+	int			n = 0;
+
+	if (mkdtemp(dir) == NULL)
+	{
+		CHECK(0, "mkdtemp");
+		return;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	st = io_storage_create(&cfg, &err);
+	CHECK(st != NULL, "storage create");
+	if (st == NULL)
+		return;
+	snprintf(uri, sizeof(uri), "file://%s/a/b/c.txt", dir);
+	CHECK(io_storage_write(st, uri, "hello world", 11, &err) == 0, "write: %s", err.message);
+	CHECK(io_storage_read(st, uri, 6, 5, &buf, &err) == 0 && buf.len == 5 &&
+		  memcmp(buf.data, "world", 5) == 0, "ranged read");
+	io_buffer_free(&buf);
+	CHECK(io_storage_read(st, uri, 0, 0, &buf, &err) == 0 && buf.len == 11, "full read");
+	io_buffer_free(&buf);
+	CHECK(io_storage_read(st, uri, 20, 5, &buf, &err) == 0 && buf.len == 0, "read past end");
+	io_buffer_free(&buf);
+	CHECK(io_storage_size(st, uri, &size, &err) == 0 && size == 11, "size");
+	snprintf(uri, sizeof(uri), "%s/a/d.txt", dir);
+	CHECK(io_storage_write(st, uri, "x", 1, &err) == 0, "write plain path");
+	snprintf(uri, sizeof(uri), "file://%s/a", dir);
+	CHECK(io_storage_list(st, uri, count_cb, &n, &err) == 0 && n == 2, "list finds 2, got %d", n);
+	{
+		char		u1[256],
+					u2[256],
+					u3[256];
+		const char *uris[3] = {u1, u2, u3};
+		IoDeleteResult res[3];
+
+		snprintf(u1, sizeof(u1), "file://%s/a/b/c.txt", dir);
+		snprintf(u2, sizeof(u2), "%s/a/missing", dir);
+		snprintf(u3, sizeof(u3), "relative/x");
+		CHECK(io_storage_delete(st, uris, 3, res, &err) == 0, "delete");
+		CHECK(res[0].deleted && res[1].deleted && !res[2].deleted,
+			  "delete results (missing = ok, relative refused)");
+		CHECK(io_storage_read(st, u1, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_NOT_FOUND,
+			  "deleted file is gone");
+	}
+	n = 0;
+	snprintf(uri, sizeof(uri), "file://%s/nonexistent", dir);
+	CHECK(io_storage_list(st, uri, count_cb, &n, &err) == 0 && n == 0, "list of missing dir is empty");
+	io_storage_free(st);
+	{
+		char		cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			printf("warning: could not remove %s\n", dir);
+	}
+}
+
+/* ----------------------------------------------------------------
+ * HTTP timeouts and interrupts against a socket that never answers
+ * ----------------------------------------------------------------
+ */
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+typedef struct Deadline
+{
+	int64_t		at;
+	int			calls;
+} Deadline;
+
+static int
+interrupt_after(void *arg)
+{
+	Deadline   *d = arg;
+
+	d->calls++;
+	return now_ms() >= d->at;
+}
+
+static void
+test_http_interrupts(void)
+{
+	int			lsock = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in addr;
+	socklen_t	alen = sizeof(addr);
+	char		uri[128];
+	IoCatalogConfig cfg;
+	IoCatalog  *cat;
+	IoError		err;
+	Deadline	d;
+	int64_t		t0,
+				el;
+
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (lsock < 0 || bind(lsock, (struct sockaddr *) &addr, sizeof(addr)) != 0 ||
+		listen(lsock, 16) != 0 || getsockname(lsock, (struct sockaddr *) &addr, &alen) != 0)
+	{
+		CHECK(0, "cannot open a listening socket");
+		return;
+	}
+	/* the kernel completes connections; nobody ever answers */
+	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d", ntohs(addr.sin_port));
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.uri = uri;
+	cfg.http.retries = 0;
+	cfg.http.request_timeout_ms = 600;
+	t0 = now_ms();
+	cat = io_catalog_open(&cfg, &err);
+	el = now_ms() - t0;
+	CHECK(cat == NULL && err.code == IO_ERR_TIMEOUT, "hang ends in a timeout (%s)", err.message);
+	CHECK(el >= 550 && el < 1500, "timeout after ~600 ms, took %lld ms", (long long) el);
+	printf("hang with 600 ms timeout ended after %lld ms\n", (long long) el);
+
+	cfg.http.request_timeout_ms = 30000;
+	d.at = now_ms() + 300;
+	d.calls = 0;
+	cfg.http.interrupted = interrupt_after;
+	cfg.http.interrupt_arg = &d;
+	t0 = now_ms();
+	cat = io_catalog_open(&cfg, &err);
+	el = now_ms() - t0;
+	CHECK(cat == NULL && err.code == IO_ERR_INTERRUPTED, "interrupt ends the request (%s)", err.message);
+	CHECK(el >= 290 && el < 300 + 2 * IO_POLL_INTERVAL_MS + 50,
+		  "interrupted within a poll interval: %lld ms", (long long) el);
+	printf("interrupt requested at 300 ms, request ended after %lld ms (%d checks)\n",
+		   (long long) el, d.calls);
+	close(lsock);
+
+	/* a port nobody listens on: connection refused, quickly, no retry delay */
+	cfg.http.interrupted = NULL;
+	cfg.http.retries = 0;
+	t0 = now_ms();
+	cat = io_catalog_open(&cfg, &err);
+	el = now_ms() - t0;
+	CHECK(cat == NULL && err.code == IO_ERR_CONNECT, "refused connection: %s", err.message);
+	CHECK(el < 1000, "refused connection fails fast: %lld ms", (long long) el);
+
+	io_http_shutdown();
+}
+
 int
 main(void)
 {
+	srandom((unsigned) time(NULL));
 	test_sigv4_suite();
+	test_uri_parse();
+	test_xml();
+	test_file_storage();
+	test_http_interrupts();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;
 }

@@ -1,0 +1,552 @@
+/*-------------------------------------------------------------------------
+ *
+ * http.c
+ *		The HTTP core of the io layer over libcurl.
+ *
+ * One multi handle and one easy handle per process are kept for the
+ * process's life: connections (and TLS sessions, DNS entries) are reused
+ * from request to request.  Every transfer runs through curl_multi with
+ * curl_multi_poll() waking at least every IO_POLL_INTERVAL_MS, so the
+ * caller's interrupt callback is checked during DNS resolution (the
+ * threaded resolver), connect, TLS and transfer alike; an interrupted
+ * request ends within one poll interval.
+ *
+ * Requests marked idempotent are retried on connection failures and on
+ * 429/500/502/503/504 with exponential backoff and jitter, up to the
+ * configured count; a timeout is never retried (the timeout is the
+ * caller's budget), and non-idempotent requests (commits) never are.
+ * Redirects are not followed (they would carry credentials elsewhere),
+ * only http and https are allowed, TLS peers and host names are verified.
+ *
+ * No callback here calls back into the caller except the interrupt check,
+ * and nothing longjmps: the callbacks only copy bytes into buffers.
+ *
+ * src/io/http.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+#include "io_int.h"
+
+#define IO_DEFAULT_CONNECT_TIMEOUT_MS	10000
+#define IO_DEFAULT_REQUEST_TIMEOUT_MS	60000
+#define IO_DEFAULT_RETRIES				2
+#define IO_DEFAULT_RETRY_BASE_MS		200
+#define IO_DEFAULT_MAX_RESPONSE			((size_t) 256 * 1024 * 1024)
+#define IO_MAX_BACKOFF_MS				5000
+#define IO_MAX_HEADER_BYTES				(256 * 1024)
+
+static bool curl_initialised = false;
+static CURLM *proc_multi = NULL;
+static CURL *proc_easy = NULL;
+static bool proc_busy = false;
+
+/* State the libcurl callbacks write into. */
+typedef struct Transfer
+{
+	IoStrBuf	body;
+	size_t		max_body;
+	bool		too_large;
+	IoStringList headers;
+	size_t		header_bytes;
+	bool		header_oom;
+} Transfer;
+
+/* Fill in defaults for zero/negative fields. */
+void
+io_http_options_resolve(const IoHttpOptions *in, IoHttpOptions *out)
+{
+	if (in != NULL)
+		*out = *in;
+	else
+		memset(out, 0, sizeof(*out));
+	if (out->connect_timeout_ms <= 0)
+		out->connect_timeout_ms = IO_DEFAULT_CONNECT_TIMEOUT_MS;
+	if (out->request_timeout_ms <= 0)
+		out->request_timeout_ms = IO_DEFAULT_REQUEST_TIMEOUT_MS;
+	if (out->retries < 0)
+		out->retries = IO_DEFAULT_RETRIES;
+	if (out->retry_base_ms <= 0)
+		out->retry_base_ms = IO_DEFAULT_RETRY_BASE_MS;
+	if (out->max_response_bytes == 0)
+		out->max_response_bytes = IO_DEFAULT_MAX_RESPONSE;
+}
+
+/* libcurl write callback: append to the body unless over the cap. */
+static size_t
+write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	Transfer   *t = userdata;
+	size_t		n = size * nmemb;
+
+	if (t->body.len + n > t->max_body)
+	{
+		t->too_large = true;
+		return 0;				/* makes libcurl fail with CURLE_WRITE_ERROR */
+	}
+	io_sb_append(&t->body, ptr, n);
+	if (t->body.oom)
+		return 0;
+	return n;
+}
+
+/*
+ * libcurl header callback: keep "name: value" lines of the final
+ * response (a new status line starts over, e.g. after 100 Continue).
+ */
+static size_t
+header_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	Transfer   *t = userdata;
+	size_t		n = size * nmemb;
+	size_t		len = n;
+	char	  **items;
+
+	while (len > 0 && (ptr[len - 1] == '\n' || ptr[len - 1] == '\r'))
+		len--;
+	if (len >= 5 && strncmp(ptr, "HTTP/", 5) == 0)
+	{
+		io_string_list_free(&t->headers);
+		t->header_bytes = 0;
+		return n;
+	}
+	if (len == 0)
+		return n;
+	t->header_bytes += len;
+	if (t->header_bytes > IO_MAX_HEADER_BYTES)
+		return n;				/* ignore absurd header volumes */
+	items = realloc(t->headers.items, (t->headers.n + 1) * sizeof(char *));
+	if (items == NULL)
+	{
+		t->header_oom = true;
+		return 0;
+	}
+	t->headers.items = items;
+	items[t->headers.n] = io_strndup(ptr, len);
+	if (items[t->headers.n] == NULL)
+	{
+		t->header_oom = true;
+		return 0;
+	}
+	t->headers.n++;
+	return n;
+}
+
+/* Value of a response header, case-insensitive; borrowed, or NULL. */
+const char *
+io_http_header(const IoHttpResponse *resp, const char *name, size_t *len)
+{
+	size_t		nlen = strlen(name);
+	size_t		i;
+
+	for (i = 0; i < resp->headers.n; i++)
+	{
+		const char *h = resp->headers.items[i];
+
+		if (strncasecmp(h, name, nlen) == 0 && h[nlen] == ':')
+		{
+			const char *v = h + nlen + 1;
+			size_t		vlen;
+
+			while (*v == ' ' || *v == '\t')
+				v++;
+			vlen = strlen(v);
+			while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+				vlen--;
+			if (len)
+				*len = vlen;
+			return v;
+		}
+	}
+	return NULL;
+}
+
+void
+io_http_response_free(IoHttpResponse *resp)
+{
+	if (resp == NULL)
+		return;
+	free(resp->body);
+	io_string_list_free(&resp->headers);
+	memset(resp, 0, sizeof(*resp));
+}
+
+/*
+ * Write "scheme://host[:port]/path" of url into buf, without user info or
+ * query string, for messages.
+ */
+static void
+url_for_message(const char *url, char *buf, size_t size)
+{
+	const char *scheme_end = strstr(url, "://");
+	const char *host = scheme_end ? scheme_end + 3 : url;
+	const char *at;
+	const char *slash = strchr(host, '/');
+	const char *q;
+	size_t		n;
+
+	at = strchr(host, '@');
+	if (at != NULL && (slash == NULL || at < slash))
+		host = at + 1;
+	q = strpbrk(host, "?#");
+	n = q ? (size_t) (q - host) : strlen(host);
+	if (scheme_end != NULL)
+		snprintf(buf, size, "%.*s://%.*s", (int) (scheme_end - url), url, (int) n, host);
+	else
+		snprintf(buf, size, "%.*s", (int) n, host);
+}
+
+/* Create the per-process handles on first use. */
+static bool
+ensure_global(void)
+{
+	if (!curl_initialised)
+	{
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+			return false;
+		curl_initialised = true;
+	}
+	if (proc_multi == NULL)
+		proc_multi = curl_multi_init();
+	if (proc_easy == NULL)
+		proc_easy = curl_easy_init();
+	return proc_multi != NULL && proc_easy != NULL;
+}
+
+/* Release the cached handles and libcurl's global state. */
+void
+io_http_shutdown(void)
+{
+	if (proc_busy)
+		return;
+	if (proc_easy != NULL)
+		curl_easy_cleanup(proc_easy);
+	if (proc_multi != NULL)
+		curl_multi_cleanup(proc_multi);
+	proc_easy = NULL;
+	proc_multi = NULL;
+	if (curl_initialised)
+		curl_global_cleanup();
+	curl_initialised = false;
+}
+
+/* Map a libcurl result to an error code. */
+static IoErrorCode
+map_curl_code(CURLcode rc)
+{
+	switch (rc)
+	{
+		case CURLE_OPERATION_TIMEDOUT:
+			return IO_ERR_TIMEOUT;
+		case CURLE_COULDNT_RESOLVE_HOST:
+		case CURLE_COULDNT_RESOLVE_PROXY:
+		case CURLE_COULDNT_CONNECT:
+		case CURLE_SEND_ERROR:
+		case CURLE_RECV_ERROR:
+		case CURLE_GOT_NOTHING:
+		case CURLE_PARTIAL_FILE:
+		case CURLE_HTTP2:
+		case CURLE_HTTP2_STREAM:
+			return IO_ERR_CONNECT;
+		case CURLE_SSL_CONNECT_ERROR:
+		case CURLE_PEER_FAILED_VERIFICATION:
+		case CURLE_SSL_CERTPROBLEM:
+		case CURLE_SSL_CIPHER:
+		case CURLE_SSL_CACERT_BADFILE:
+		case CURLE_SSL_ISSUER_ERROR:
+		case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+		case CURLE_SSL_INVALIDCERTSTATUS:
+		case CURLE_SSL_CRL_BADFILE:
+			return IO_ERR_TLS;
+		case CURLE_OUT_OF_MEMORY:
+			return IO_ERR_OUT_OF_MEMORY;
+		case CURLE_URL_MALFORMAT:
+		case CURLE_UNSUPPORTED_PROTOCOL:
+			return IO_ERR_INVALID_ARGUMENT;
+		case CURLE_WEIRD_SERVER_REPLY:
+		case CURLE_BAD_CONTENT_ENCODING:
+			return IO_ERR_PROTOCOL;
+		default:
+			return IO_ERR_CONNECT;
+	}
+}
+
+/*
+ * One attempt: run the transfer on (multi, easy) and fill resp.  Returns
+ * 0 with a response, -1 with *err.
+ */
+static int
+perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
+			 const IoHttpRequest *req, IoHttpResponse *resp, IoError *err)
+{
+	Transfer	t;
+	struct curl_slist *hdrs = NULL;
+	char		errbuf[CURL_ERROR_SIZE];
+	char		where[256];
+	CURLcode	rc = CURLE_OK;
+	CURLMcode	mc;
+	int			running = 1;
+	bool		interrupted = false;
+	bool		added = false;
+	size_t		i;
+	long		request_size = 0;
+
+	memset(&t, 0, sizeof(t));
+	io_sb_init(&t.body);
+	t.max_body = opt->max_response_bytes;
+	errbuf[0] = '\0';
+	url_for_message(req->url, where, sizeof(where));
+
+	curl_easy_reset(easy);
+	for (i = 0; i < req->nheaders; i++)
+	{
+		struct curl_slist *n = curl_slist_append(hdrs, req->headers[i]);
+
+		if (n == NULL)
+		{
+			curl_slist_free_all(hdrs);
+			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		}
+		hdrs = n;
+	}
+	/* never send "Expect: 100-continue": one round trip less */
+	{
+		struct curl_slist *n = curl_slist_append(hdrs, "Expect:");
+
+		if (n == NULL)
+		{
+			curl_slist_free_all(hdrs);
+			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		}
+		hdrs = n;
+	}
+
+	curl_easy_setopt(easy, CURLOPT_URL, req->url);
+	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, opt->connect_timeout_ms);
+	curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, opt->request_timeout_ms);
+	curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (opt->ca_file != NULL)
+		curl_easy_setopt(easy, CURLOPT_CAINFO, opt->ca_file);
+	if (opt->ca_path != NULL)
+		curl_easy_setopt(easy, CURLOPT_CAPATH, opt->ca_path);
+	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
+	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
+	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(easy, CURLOPT_USERAGENT, "tms/0.1");
+	curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+
+	if (strcmp(req->method, "GET") == 0)
+		curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+	else if (strcmp(req->method, "HEAD") == 0)
+		curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+	else
+	{
+		curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, req->method);
+		if (req->body != NULL || strcmp(req->method, "POST") == 0 ||
+			strcmp(req->method, "PUT") == 0)
+		{
+			curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
+							 (curl_off_t) req->body_len);
+			curl_easy_setopt(easy, CURLOPT_POSTFIELDS,
+							 req->body ? req->body : "");
+		}
+	}
+
+	mc = curl_multi_add_handle(multi, easy);
+	if (mc != CURLM_OK)
+	{
+		curl_slist_free_all(hdrs);
+		io_sb_free(&t.body);
+		return io_set_error(err, IO_ERR_INTERNAL, 0,
+							"could not start request to %s: %s", where,
+							curl_multi_strerror(mc));
+	}
+	added = true;
+
+	while (running)
+	{
+		mc = curl_multi_perform(multi, &running);
+		if (mc != CURLM_OK)
+			break;
+		if (!running)
+			break;
+		if (opt->interrupted != NULL && opt->interrupted(opt->interrupt_arg))
+		{
+			interrupted = true;
+			break;
+		}
+		mc = curl_multi_poll(multi, NULL, 0, IO_POLL_INTERVAL_MS, NULL);
+		if (mc != CURLM_OK)
+			break;
+		if (opt->interrupted != NULL && opt->interrupted(opt->interrupt_arg))
+		{
+			interrupted = true;
+			break;
+		}
+	}
+
+	if (!interrupted && mc == CURLM_OK)
+	{
+		CURLMsg    *msg;
+		int			left;
+
+		rc = CURLE_GOT_NOTHING;
+		while ((msg = curl_multi_info_read(multi, &left)) != NULL)
+			if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy)
+				rc = msg->data.result;
+	}
+	curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
+	resp->sent = request_size > 0;
+	if (added)
+		curl_multi_remove_handle(multi, easy);
+	curl_slist_free_all(hdrs);
+	/* the error buffer lives on this stack frame: detach it */
+	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, NULL);
+
+	if (interrupted)
+	{
+		io_sb_free(&t.body);
+		io_string_list_free(&t.headers);
+		return io_set_error(err, IO_ERR_INTERRUPTED, 0,
+							"request to %s interrupted", where);
+	}
+	if (mc != CURLM_OK)
+	{
+		io_sb_free(&t.body);
+		io_string_list_free(&t.headers);
+		return io_set_error(err, IO_ERR_INTERNAL, 0, "request to %s failed: %s",
+							where, curl_multi_strerror(mc));
+	}
+	if (rc != CURLE_OK)
+	{
+		IoErrorCode code = map_curl_code(rc);
+
+		io_sb_free(&t.body);
+		io_string_list_free(&t.headers);
+		if (t.too_large)
+			return io_set_error(err, IO_ERR_TOO_LARGE, 0,
+								"response from %s exceeds %zu bytes", where,
+								opt->max_response_bytes);
+		if (t.body.oom || t.header_oom)
+			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0,
+								"out of memory reading response from %s", where);
+		if (code == IO_ERR_TIMEOUT)
+			return io_set_error(err, code, 0,
+								"request to %s timed out: %s", where,
+								errbuf[0] ? errbuf : curl_easy_strerror(rc));
+		return io_set_error(err, code, 0, "could not reach %s: %s", where,
+							errbuf[0] ? errbuf : curl_easy_strerror(rc));
+	}
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp->status);
+	if (t.body.data == NULL)
+		io_sb_puts(&t.body, "");
+	resp->body_len = t.body.len;
+	resp->body = io_sb_steal(&t.body);
+	resp->headers = t.headers;
+	if (resp->body == NULL)
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	return 0;
+}
+
+static bool
+retryable_status(long status)
+{
+	return status == 429 || status == 500 || status == 502 ||
+		status == 503 || status == 504;
+}
+
+/* See io_int.h. */
+int
+io_http_perform(const IoHttpOptions *options, const IoHttpRequest *req,
+				IoHttpResponse *resp, IoError *err)
+{
+	IoHttpOptions opt;
+	CURLM	   *multi;
+	CURL	   *easy;
+	bool		own = false;
+	int			attempt;
+	int			rc = -1;
+
+	io_http_options_resolve(options, &opt);
+	memset(resp, 0, sizeof(*resp));
+	if (!ensure_global())
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0,
+							"could not initialise libcurl");
+	if (proc_busy)
+	{
+		/* re-entered (should not happen): use private handles */
+		multi = curl_multi_init();
+		easy = curl_easy_init();
+		own = true;
+		if (multi == NULL || easy == NULL)
+		{
+			if (easy)
+				curl_easy_cleanup(easy);
+			if (multi)
+				curl_multi_cleanup(multi);
+			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0,
+								"could not initialise libcurl");
+		}
+	}
+	else
+	{
+		multi = proc_multi;
+		easy = proc_easy;
+		proc_busy = true;
+	}
+
+	for (attempt = 0;; attempt++)
+	{
+		bool		retry = false;
+
+		io_http_response_free(resp);
+		io_error_clear(err);
+		rc = perform_once(multi, easy, &opt, req, resp, err);
+		if (attempt >= opt.retries || !req->idempotent)
+			break;
+		if (rc != 0)
+			retry = (err->code == IO_ERR_CONNECT);
+		else
+			retry = retryable_status(resp->status);
+		if (!retry)
+			break;
+		/* backoff: base * 2^attempt, capped, plus up to 50% jitter */
+		{
+			long		delay = opt.retry_base_ms;
+			int			k;
+
+			for (k = 0; k < attempt && delay < IO_MAX_BACKOFF_MS; k++)
+				delay *= 2;
+			if (delay > IO_MAX_BACKOFF_MS)
+				delay = IO_MAX_BACKOFF_MS;
+			delay += (long) (random() % (delay / 2 + 1));
+			if (io_sleep_ms(&opt, delay, err) != 0)
+			{
+				io_http_response_free(resp);
+				rc = -1;
+				break;
+			}
+		}
+	}
+
+	if (own)
+	{
+		curl_easy_cleanup(easy);
+		curl_multi_cleanup(multi);
+	}
+	else
+		proc_busy = false;
+	return rc;
+}

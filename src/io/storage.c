@@ -1,0 +1,1352 @@
+/*-------------------------------------------------------------------------
+ *
+ * storage.c
+ *		Object storage: local files (file:// URIs and absolute paths) and
+ *		S3 (s3://, s3a://, s3n://) over the HTTP core with SigV4 signing.
+ *
+ * S3 requests are signed for service "s3" with single URI encoding, no
+ * path normalisation and the payload's sha256 in x-amz-content-sha256
+ * (signed).  The object key is encoded once with RFC 3986 rules, which
+ * makes the wire path its own canonical form.  Addressing is path style
+ * ("endpoint/bucket/key") or virtual host ("bucket.endpoint/key"); by
+ * default path style when a custom endpoint is configured and virtual
+ * host on AWS (path style for bucket names with dots).
+ *
+ * Listing uses ListObjectsV2 with continuation tokens; deletion uses
+ * DeleteObjects with up to 1000 keys per request, a Content-MD5 header
+ * (required by AWS, ignored by s3rver), and reports every key's outcome.
+ *
+ * src/io/storage.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "io_int.h"
+
+#define S3_DELETE_BATCH 1000
+
+struct IoStorage
+{
+	char	   *endpoint;		/* scheme://host[:port][/base], no trailing / */
+	char	   *region;
+	int			path_style;
+	char	   *access_key_id;
+	char	   *secret_access_key;
+	char	   *session_token;
+	IoHttpOptions http;
+};
+
+/* ----------------------------------------------------------------
+ * URIs
+ * ----------------------------------------------------------------
+ */
+
+void
+io_uri_free(IoParsedUri *uri)
+{
+	if (uri == NULL)
+		return;
+	free(uri->bucket);
+	free(uri->path);
+	uri->bucket = NULL;
+	uri->path = NULL;
+}
+
+/*
+ * Parse a storage URI (see io.h).  S3 URIs need a bucket; the key may be
+ * empty (a bucket-wide prefix).  File URIs and plain paths must be
+ * absolute: "file:///a", "file:/a", "file://localhost/a", "/a".
+ */
+int
+io_uri_parse(const char *uri, IoParsedUri *out, IoError *err)
+{
+	const char *rest = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (uri == NULL || uri[0] == '\0')
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "empty storage location");
+	if (strncasecmp(uri, "s3://", 5) == 0)
+		rest = uri + 5;
+	else if (strncasecmp(uri, "s3a://", 6) == 0 || strncasecmp(uri, "s3n://", 6) == 0)
+		rest = uri + 6;
+	if (rest != NULL)
+	{
+		const char *slash = strchr(rest, '/');
+		size_t		blen = slash ? (size_t) (slash - rest) : strlen(rest);
+
+		if (blen == 0 || blen > 255)
+			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+								"invalid S3 location \"%s\": missing bucket", uri);
+		out->scheme = IO_URI_S3;
+		out->bucket = io_strndup(rest, blen);
+		out->path = io_strdup(slash ? slash + 1 : "");
+	}
+	else if (strncmp(uri, "file:", 5) == 0)
+	{
+		const char *p = uri + 5;
+
+		if (strncmp(p, "//", 2) == 0)
+		{
+			p += 2;
+			if (strncmp(p, "localhost/", 10) == 0)
+				p += 9;
+			else if (*p != '/')
+				return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+									"invalid file location \"%s\": only local absolute paths are supported",
+									uri);
+		}
+		if (*p != '/')
+			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+								"invalid file location \"%s\": path is not absolute", uri);
+		out->scheme = IO_URI_FILE;
+		out->path = io_strdup(p);
+	}
+	else if (uri[0] == '/')
+	{
+		out->scheme = IO_URI_FILE;
+		out->path = io_strdup(uri);
+	}
+	else
+	{
+		const char *colon = strstr(uri, "://");
+
+		if (colon != NULL)
+			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+								"unsupported storage scheme in \"%s\"", uri);
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+							"invalid storage location \"%s\": path is not absolute", uri);
+	}
+	if (out->path == NULL || (out->scheme == IO_URI_S3 && out->bucket == NULL))
+	{
+		io_uri_free(out);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	return 0;
+}
+
+/* The scheme prefix of uri ("s3a://") for building listing results. */
+static size_t
+uri_scheme_len(const char *uri)
+{
+	const char *p = strstr(uri, "://");
+
+	return p ? (size_t) (p - uri) + 3 : 0;
+}
+
+/* ----------------------------------------------------------------
+ * Handle
+ * ----------------------------------------------------------------
+ */
+
+IoStorage *
+io_storage_create(const IoStorageConfig *cfg, IoError *err)
+{
+	IoStorage  *st = calloc(1, sizeof(IoStorage));
+
+	if (st == NULL)
+	{
+		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return NULL;
+	}
+	if (cfg->s3_endpoint != NULL && cfg->s3_endpoint[0] != '\0')
+	{
+		size_t		n = strlen(cfg->s3_endpoint);
+
+		if (strncmp(cfg->s3_endpoint, "http://", 7) != 0 &&
+			strncmp(cfg->s3_endpoint, "https://", 8) != 0)
+		{
+			free(st);
+			io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+						 "invalid S3 endpoint \"%s\": must start with http:// or https://",
+						 cfg->s3_endpoint);
+			return NULL;
+		}
+		while (n > 0 && cfg->s3_endpoint[n - 1] == '/')
+			n--;
+		st->endpoint = io_strndup(cfg->s3_endpoint, n);
+	}
+	st->region = io_strdup(cfg->s3_region && cfg->s3_region[0] ? cfg->s3_region : "us-east-1");
+	st->path_style = cfg->s3_path_style;
+	st->access_key_id = io_strdup(cfg->s3_access_key_id);
+	st->secret_access_key = io_strdup(cfg->s3_secret_access_key);
+	st->session_token = io_strdup(cfg->s3_session_token);
+	st->http = cfg->http;
+	st->http.ca_file = NULL;
+	st->http.ca_path = NULL;
+	if (st->region == NULL ||
+		(cfg->s3_access_key_id && st->access_key_id == NULL) ||
+		(cfg->s3_secret_access_key && st->secret_access_key == NULL) ||
+		(cfg->s3_session_token && st->session_token == NULL))
+	{
+		io_storage_free(st);
+		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return NULL;
+	}
+	return st;
+}
+
+/* Free the handle; secrets are wiped first. */
+void
+io_storage_free(IoStorage *st)
+{
+	if (st == NULL)
+		return;
+	if (st->secret_access_key)
+		memset(st->secret_access_key, 0, strlen(st->secret_access_key));
+	if (st->session_token)
+		memset(st->session_token, 0, strlen(st->session_token));
+	free(st->endpoint);
+	free(st->region);
+	free(st->access_key_id);
+	free(st->secret_access_key);
+	free(st->session_token);
+	free(st);
+}
+
+void
+io_buffer_free(IoBuffer *buf)
+{
+	if (buf == NULL)
+		return;
+	free(buf->data);
+	buf->data = NULL;
+	buf->len = 0;
+}
+
+/* Apply vended properties (see io.h). */
+void
+io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n)
+{
+	size_t		i;
+
+	for (i = 0; i < n; i++)
+	{
+		const char *k = kv[i].key;
+		const char *v = kv[i].value;
+
+		if (k == NULL || v == NULL)
+			continue;
+		if (strcmp(k, "s3.access-key-id") == 0)
+			cfg->s3_access_key_id = v;
+		else if (strcmp(k, "s3.secret-access-key") == 0)
+			cfg->s3_secret_access_key = v;
+		else if (strcmp(k, "s3.session-token") == 0)
+			cfg->s3_session_token = v;
+		else if (strcmp(k, "client.region") == 0 || strcmp(k, "s3.region") == 0)
+			cfg->s3_region = v;
+		else if (strcmp(k, "s3.endpoint") == 0)
+			cfg->s3_endpoint = v;
+		else if (strcmp(k, "s3.path-style-access") == 0)
+			cfg->s3_path_style = strcasecmp(v, "true") == 0 ? 1 : 0;
+	}
+}
+
+/* ----------------------------------------------------------------
+ * Local files
+ * ----------------------------------------------------------------
+ */
+
+static int
+file_error(IoError *err, const char *op, const char *path, int e)
+{
+	return io_set_error(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE, 0,
+						"could not %s file \"%s\": %s", op, path, strerror(e));
+}
+
+static int
+file_read(const char *path, uint64_t offset, uint64_t len, IoBuffer *out,
+		  size_t cap, IoError *err)
+{
+	int			fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat stbuf;
+	uint64_t	want;
+	size_t		got = 0;
+
+	if (fd < 0)
+		return file_error(err, "open", path, errno);
+	if (fstat(fd, &stbuf) != 0)
+	{
+		int			e = errno;
+
+		close(fd);
+		return file_error(err, "stat", path, e);
+	}
+	if (!S_ISREG(stbuf.st_mode))
+	{
+		close(fd);
+		return io_set_error(err, IO_ERR_STORAGE, 0, "\"%s\" is not a regular file", path);
+	}
+	want = (offset >= (uint64_t) stbuf.st_size) ? 0 : (uint64_t) stbuf.st_size - offset;
+	if (len > 0 && len < want)
+		want = len;
+	if (want > cap)
+	{
+		close(fd);
+		return io_set_error(err, IO_ERR_TOO_LARGE, 0,
+							"read of %llu bytes from \"%s\" exceeds the limit of %zu bytes",
+							(unsigned long long) want, path, cap);
+	}
+	out->data = malloc((size_t) want + 1);
+	if (out->data == NULL)
+	{
+		close(fd);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	while (got < want)
+	{
+		ssize_t		r = pread(fd, out->data + got, (size_t) want - got, (off_t) (offset + got));
+
+		if (r < 0)
+		{
+			int			e = errno;
+
+			if (e == EINTR)
+				continue;
+			close(fd);
+			io_buffer_free(out);
+			return file_error(err, "read", path, e);
+		}
+		if (r == 0)
+			break;
+		got += (size_t) r;
+	}
+	close(fd);
+	out->data[got] = '\0';
+	out->len = got;
+	return 0;
+}
+
+/* mkdir -p for the parent directories of path. */
+static int
+make_parents(const char *path, IoError *err)
+{
+	char	   *copy = io_strdup(path);
+	char	   *p;
+
+	if (copy == NULL)
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	for (p = copy + 1; *p; p++)
+	{
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(copy, 0777) != 0 && errno != EEXIST)
+		{
+			int			e = errno;
+
+			file_error(err, "create directory", copy, e);
+			free(copy);
+			return -1;
+		}
+		*p = '/';
+	}
+	free(copy);
+	return 0;
+}
+
+/* Write atomically: a temporary file in the same directory, then rename. */
+static int
+file_write(const char *path, const void *data, size_t len, IoError *err)
+{
+	IoStrBuf	tmp;
+	int			fd;
+	size_t		done = 0;
+
+	if (make_parents(path, err) != 0)
+		return -1;
+	io_sb_init(&tmp);
+	io_sb_printf(&tmp, "%s.tms-tmp-%ld", path, (long) getpid());
+	if (tmp.oom)
+	{
+		io_sb_free(&tmp);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0)
+	{
+		int			e = errno;
+
+		file_error(err, "create", tmp.data, e);
+		io_sb_free(&tmp);
+		return -1;
+	}
+	while (done < len)
+	{
+		ssize_t		w = write(fd, (const char *) data + done, len - done);
+
+		if (w < 0)
+		{
+			int			e = errno;
+
+			if (e == EINTR)
+				continue;
+			close(fd);
+			unlink(tmp.data);
+			file_error(err, "write", tmp.data, e);
+			io_sb_free(&tmp);
+			return -1;
+		}
+		done += (size_t) w;
+	}
+	if (fsync(fd) != 0 || close(fd) != 0)
+	{
+		int			e = errno;
+
+		unlink(tmp.data);
+		file_error(err, "write", tmp.data, e);
+		io_sb_free(&tmp);
+		return -1;
+	}
+	if (rename(tmp.data, path) != 0)
+	{
+		int			e = errno;
+
+		unlink(tmp.data);
+		file_error(err, "rename", tmp.data, e);
+		io_sb_free(&tmp);
+		return -1;
+	}
+	io_sb_free(&tmp);
+	return 0;
+}
+
+/* Recursive listing below dir; uri_prefix + relative path is reported. */
+static int
+file_list_dir(IoStrBuf *path, size_t uri_cut, const char *uri_prefix,
+			  IoListFn fn, void *arg, const IoHttpOptions *http,
+			  int *stopped, IoError *err)
+{
+	DIR		   *d = opendir(path->data);
+	struct dirent *de;
+	size_t		base = path->len;
+	int			rc = 0;
+
+	if (d == NULL)
+	{
+		if (errno == ENOENT || errno == ENOTDIR)
+			return 0;			/* nothing under a missing prefix */
+		return file_error(err, "open directory", path->data, errno);
+	}
+	while (rc == 0 && !*stopped && (de = readdir(d)) != NULL)
+	{
+		struct stat stbuf;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (http->interrupted && http->interrupted(http->interrupt_arg))
+		{
+			rc = io_set_error(err, IO_ERR_INTERRUPTED, 0, "listing interrupted");
+			break;
+		}
+		path->len = base;
+		if (base == 0 || path->data[base - 1] != '/')
+			io_sb_putc(path, '/');
+		io_sb_puts(path, de->d_name);
+		if (path->oom)
+		{
+			rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			break;
+		}
+		if (lstat(path->data, &stbuf) != 0)
+		{
+			if (errno == ENOENT)
+				continue;		/* removed meanwhile */
+			rc = file_error(err, "stat", path->data, errno);
+			break;
+		}
+		if (S_ISDIR(stbuf.st_mode))
+			rc = file_list_dir(path, uri_cut, uri_prefix, fn, arg, http, stopped, err);
+		else if (S_ISREG(stbuf.st_mode))
+		{
+			IoStrBuf	uri;
+			IoObjectInfo info;
+
+			io_sb_init(&uri);
+			io_sb_puts(&uri, uri_prefix);
+			io_sb_puts(&uri, path->data + uri_cut);
+			if (uri.oom)
+			{
+				rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+				break;
+			}
+			info.uri = uri.data;
+			info.size = (uint64_t) stbuf.st_size;
+			info.mtime = (int64_t) stbuf.st_mtime;
+			if (fn(arg, &info) != 0)
+				*stopped = 1;
+			io_sb_free(&uri);
+		}
+	}
+	closedir(d);
+	path->len = base;
+	if (path->data)
+		path->data[base] = '\0';
+	return rc;
+}
+
+/* ----------------------------------------------------------------
+ * S3
+ * ----------------------------------------------------------------
+ */
+
+/* Split "scheme://host[:port][/base]" of the endpoint. */
+static void
+split_endpoint(const char *endpoint, const char **scheme_end,
+			   const char **host, size_t *host_len, const char **base)
+{
+	const char *h = strstr(endpoint, "://") + 3;
+	const char *slash = strchr(h, '/');
+
+	*scheme_end = h;
+	*host = h;
+	*host_len = slash ? (size_t) (slash - h) : strlen(h);
+	*base = slash ? slash : "";
+}
+
+/*
+ * Build the URL, Host header value and wire path of a request for
+ * bucket/key.  All outputs malloc'd.
+ */
+static int
+s3_target(IoStorage *st, const char *bucket, const char *key,
+		  char **url, char **host, char **wire_path, IoError *err)
+{
+	IoStrBuf	u,
+				h,
+				p;
+	char	   *ekey = io_uri_encode(key ? key : "", key ? strlen(key) : 0, true);
+	bool		path_style;
+
+	if (ekey == NULL)
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	path_style = st->path_style == 1 ||
+		(st->path_style < 0 && (st->endpoint != NULL || strchr(bucket, '.') != NULL));
+	io_sb_init(&u);
+	io_sb_init(&h);
+	io_sb_init(&p);
+	if (st->endpoint != NULL)
+	{
+		const char *scheme_end,
+				   *hp,
+				   *base;
+		size_t		hlen;
+
+		split_endpoint(st->endpoint, &scheme_end, &hp, &hlen, &base);
+		if (path_style)
+			io_sb_append(&h, hp, hlen);
+		else
+			io_sb_printf(&h, "%s.%.*s", bucket, (int) hlen, hp);
+		io_sb_puts(&p, base);
+		if (path_style)
+			io_sb_printf(&p, "/%s", bucket);
+		io_sb_printf(&p, "/%s", ekey);
+		io_sb_append(&u, st->endpoint, (size_t) (scheme_end - st->endpoint));
+	}
+	else
+	{
+		if (path_style)
+			io_sb_printf(&h, "s3.%s.amazonaws.com", st->region);
+		else
+			io_sb_printf(&h, "%s.s3.%s.amazonaws.com", bucket, st->region);
+		if (path_style)
+			io_sb_printf(&p, "/%s", bucket);
+		io_sb_printf(&p, "/%s", ekey);
+		io_sb_puts(&u, "https://");
+	}
+	free(ekey);
+	io_sb_puts(&u, h.data ? h.data : "");
+	io_sb_puts(&u, p.data ? p.data : "/");
+	if (u.oom || h.oom || p.oom)
+	{
+		io_sb_free(&u);
+		io_sb_free(&h);
+		io_sb_free(&p);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	*url = io_sb_steal(&u);
+	*host = io_sb_steal(&h);
+	*wire_path = io_sb_steal(&p);
+	return 0;
+}
+
+/*
+ * Send one signed S3 request.  query is the raw (already encoded) query
+ * or NULL; extra headers are signed too.  Returns 0 with a response of
+ * any status, -1 with *err.
+ */
+static int
+s3_request(IoStorage *st, const char *method, const char *bucket,
+		   const char *key, const char *query, const IoHeader *extra,
+		   size_t nextra, const void *body, size_t body_len,
+		   IoHttpResponse *resp, IoError *err)
+{
+	char	   *url = NULL,
+			   *host = NULL,
+			   *wire = NULL;
+	char		payload_hash[65];
+	char		amz_date[17];
+	IoHeader	hdrs[8];
+	size_t		nh = 0,
+				i;
+	IoSigV4Input in;
+	IoSigV4Output out;
+	char	   *lines[16];
+	size_t		nlines = 0;
+	IoStrBuf	full_url;
+	IoHttpRequest req;
+	int			rc = -1;
+
+	memset(&out, 0, sizeof(out));
+	memset(resp, 0, sizeof(*resp));
+	if (s3_target(st, bucket, key, &url, &host, &wire, err) != 0)
+		return -1;
+	io_sha256_hex(body ? body : "", body ? body_len : 0, payload_hash);
+	io_amz_date(time(NULL), amz_date);
+
+	hdrs[nh].name = "host";
+	hdrs[nh++].value = host;
+	for (i = 0; i < nextra && nh < 8; i++)
+		hdrs[nh++] = extra[i];
+
+	io_sb_init(&full_url);
+	io_sb_puts(&full_url, url);
+	if (query != NULL && query[0] != '\0')
+		io_sb_printf(&full_url, "?%s", query);
+
+	if (st->access_key_id != NULL && st->secret_access_key != NULL)
+	{
+		memset(&in, 0, sizeof(in));
+		in.method = method;
+		in.path = wire;
+		in.query = query;
+		in.headers = hdrs;
+		in.nheaders = nh;
+		in.payload_hash = payload_hash;
+		in.access_key_id = st->access_key_id;
+		in.secret_access_key = st->secret_access_key;
+		in.session_token = st->session_token;
+		in.region = st->region;
+		in.service = "s3";
+		in.amz_date = amz_date;
+		in.normalize_path = false;
+		in.double_encode_path = false;
+		in.sign_session_token = true;
+		in.add_content_sha256 = true;
+		if (io_sigv4_sign(&in, &out, err) != 0)
+			goto done;
+	}
+
+	/* header lines for libcurl */
+	for (i = 0; i < nh; i++)
+	{
+		IoStrBuf	l;
+
+		io_sb_init(&l);
+		io_sb_printf(&l, "%s: %s", i == 0 ? "Host" : hdrs[i].name, hdrs[i].value);
+		lines[nlines++] = io_sb_steal(&l);
+	}
+	if (out.nadd_headers > 0)
+	{
+		for (i = 0; i < out.nadd_headers && nlines < 16; i++)
+		{
+			IoStrBuf	l;
+
+			io_sb_init(&l);
+			io_sb_printf(&l, "%s: %s", out.add_headers[i].key, out.add_headers[i].value);
+			lines[nlines++] = io_sb_steal(&l);
+		}
+	}
+	else
+	{
+		IoStrBuf	l;
+
+		io_sb_init(&l);
+		io_sb_printf(&l, "x-amz-content-sha256: %s", payload_hash);
+		lines[nlines++] = io_sb_steal(&l);
+	}
+	for (i = 0; i < nlines; i++)
+		if (lines[i] == NULL)
+		{
+			io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			goto done;
+		}
+	if (full_url.oom)
+	{
+		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		goto done;
+	}
+
+	memset(&req, 0, sizeof(req));
+	req.method = method;
+	req.url = full_url.data;
+	req.headers = (const char *const *) lines;
+	req.nheaders = nlines;
+	req.body = body;
+	req.body_len = body_len;
+	req.idempotent = true;		/* every S3 call we make is idempotent */
+	req.what = "S3";
+	rc = io_http_perform(&st->http, &req, resp, err);
+
+done:
+	for (i = 0; i < nlines; i++)
+	{
+		/* lines carry the signature and maybe the token: wipe them */
+		if (lines[i])
+			memset(lines[i], 0, strlen(lines[i]));
+		free(lines[i]);
+	}
+	io_sigv4_free(&out);
+	io_sb_free(&full_url);
+	free(url);
+	free(host);
+	free(wire);
+	return rc;
+}
+
+/*
+ * Turn a non-2xx S3 response into *err: the S3 error document's Code and
+ * Message go to the detail.
+ */
+static int
+s3_status_error(const IoHttpResponse *resp, const char *what,
+				const char *bucket, const char *key, IoError *err)
+{
+	IoErrorCode code;
+	IoXmlNode  *doc = NULL;
+	IoError		xerr;
+	const char *s3code = NULL;
+	const char *s3msg = NULL;
+
+	switch (resp->status)
+	{
+		case 400:
+			code = IO_ERR_BAD_REQUEST;
+			break;
+		case 401:
+			code = IO_ERR_UNAUTHORIZED;
+			break;
+		case 403:
+			code = IO_ERR_FORBIDDEN;
+			break;
+		case 404:
+			code = IO_ERR_NOT_FOUND;
+			break;
+		case 429:
+		case 503:
+			code = IO_ERR_UNAVAILABLE;
+			break;
+		default:
+			code = resp->status >= 500 ? IO_ERR_SERVER : IO_ERR_STORAGE;
+			break;
+	}
+	io_set_error(err, code, resp->status, "could not %s \"s3://%s/%s\": HTTP status %ld",
+				 what, bucket, key ? key : "", resp->status);
+	if (resp->body_len > 0)
+		doc = io_xml_parse(resp->body, resp->body_len, &xerr);
+	if (doc != NULL)
+	{
+		s3code = io_xml_child_text(doc, "Code");
+		s3msg = io_xml_child_text(doc, "Message");
+	}
+	if (s3code != NULL || s3msg != NULL)
+	{
+		char		d[sizeof(err->detail)];
+
+		snprintf(d, sizeof(d), "%s%s%s", s3code ? s3code : "",
+				 (s3code && s3msg) ? ": " : "", s3msg ? s3msg : "");
+		io_set_detail(err, d, strlen(d));
+	}
+	io_xml_free(doc);
+	return -1;
+}
+
+static int
+s3_read(IoStorage *st, const IoParsedUri *u, uint64_t offset, uint64_t len,
+		IoBuffer *out, IoError *err)
+{
+	IoHttpResponse resp;
+	char		range[80];
+	IoHeader	h;
+	size_t		nh = 0;
+
+	if (offset > 0 || len > 0)
+	{
+		if (len > 0)
+			snprintf(range, sizeof(range), "bytes=%llu-%llu",
+					 (unsigned long long) offset,
+					 (unsigned long long) (offset + len - 1));
+		else
+			snprintf(range, sizeof(range), "bytes=%llu-", (unsigned long long) offset);
+		h.name = "range";
+		h.value = range;
+		nh = 1;
+	}
+	if (s3_request(st, "GET", u->bucket, u->path, NULL, &h, nh, NULL, 0, &resp, err) != 0)
+	{
+		io_http_response_free(&resp);
+		return -1;
+	}
+	if (resp.status == 416)
+	{
+		/* offset at or past the end: an empty read */
+		io_http_response_free(&resp);
+		out->data = io_strdup("");
+		out->len = 0;
+		return out->data ? 0 : io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	if (resp.status != 200 && resp.status != 206)
+	{
+		s3_status_error(&resp, "read", u->bucket, u->path, err);
+		io_http_response_free(&resp);
+		return -1;
+	}
+	if (resp.status == 200 && nh > 0)
+	{
+		/* server ignored the range: cut it out ourselves */
+		size_t		from = offset < resp.body_len ? (size_t) offset : resp.body_len;
+		size_t		n = resp.body_len - from;
+
+		if (len > 0 && len < n)
+			n = (size_t) len;
+		memmove(resp.body, resp.body + from, n);
+		resp.body[n] = '\0';
+		resp.body_len = n;
+	}
+	out->data = resp.body;
+	out->len = resp.body_len;
+	resp.body = NULL;
+	io_http_response_free(&resp);
+	return 0;
+}
+
+/* Parse S3 time "2024-01-02T03:04:05.000Z" to epoch seconds (0 if bad). */
+static int64_t
+parse_s3_time(const char *s)
+{
+	struct tm	tm;
+
+	if (s == NULL)
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+			   &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t) timegm(&tm);
+}
+
+static int
+s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
+		IoListFn fn, void *arg, IoError *err)
+{
+	char	   *token = NULL;
+	size_t		scheme_len = uri_scheme_len(prefix_uri);
+	int			rc = 0;
+	bool		stop = false;
+
+	do
+	{
+		IoStrBuf	q;
+		IoHttpResponse resp;
+		IoXmlNode  *doc;
+		const IoXmlNode *c;
+		const char *truncated;
+		const char *next;
+		char	   *ep = io_uri_encode(u->path, strlen(u->path), false);
+
+		io_sb_init(&q);
+		io_sb_printf(&q, "list-type=2&max-keys=1000&prefix=%s", ep ? ep : "");
+		free(ep);
+		if (token != NULL)
+		{
+			char	   *et = io_uri_encode(token, strlen(token), false);
+
+			io_sb_printf(&q, "&continuation-token=%s", et ? et : "");
+			if (et == NULL)
+				q.oom = true;
+			free(et);
+		}
+		if (q.oom || ep == NULL)
+		{
+			io_sb_free(&q);
+			rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			break;
+		}
+		rc = s3_request(st, "GET", u->bucket, "", q.data, NULL, 0, NULL, 0, &resp, err);
+		io_sb_free(&q);
+		if (rc != 0)
+		{
+			io_http_response_free(&resp);
+			break;
+		}
+		if (resp.status != 200)
+		{
+			rc = s3_status_error(&resp, "list", u->bucket, u->path, err);
+			io_http_response_free(&resp);
+			break;
+		}
+		doc = io_xml_parse(resp.body, resp.body_len, err);
+		io_http_response_free(&resp);
+		if (doc == NULL)
+		{
+			rc = -1;
+			break;
+		}
+		if (strcmp(doc->name, "ListBucketResult") != 0)
+		{
+			io_xml_free(doc);
+			rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
+							  "unexpected S3 listing response: root element \"%s\"",
+							  doc->name);
+			break;
+		}
+		for (c = doc->children; c != NULL && !stop; c = c->next)
+		{
+			IoStrBuf	uri;
+			IoObjectInfo info;
+			const char *key;
+			const char *size;
+
+			if (strcmp(c->name, "Contents") != 0)
+				continue;
+			key = io_xml_child_text(c, "Key");
+			size = io_xml_child_text(c, "Size");
+			if (key == NULL)
+			{
+				rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
+								  "malformed S3 listing: an entry has no Key");
+				break;
+			}
+			io_sb_init(&uri);
+			io_sb_append(&uri, prefix_uri, scheme_len);
+			io_sb_printf(&uri, "%s/%s", u->bucket, key);
+			if (uri.oom)
+			{
+				rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+				break;
+			}
+			info.uri = uri.data;
+			info.size = size ? strtoull(size, NULL, 10) : 0;
+			info.mtime = parse_s3_time(io_xml_child_text(c, "LastModified"));
+			if (fn(arg, &info) != 0)
+				stop = true;
+			io_sb_free(&uri);
+		}
+		truncated = io_xml_child_text(doc, "IsTruncated");
+		next = io_xml_child_text(doc, "NextContinuationToken");
+		free(token);
+		token = NULL;
+		if (rc == 0 && !stop && truncated != NULL && strcmp(truncated, "true") == 0)
+		{
+			if (next == NULL || next[0] == '\0')
+				rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
+								  "malformed S3 listing: truncated without a continuation token");
+			else
+			{
+				token = io_strdup(next);
+				if (token == NULL)
+					rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			}
+		}
+		io_xml_free(doc);
+		if (st->http.interrupted && token != NULL &&
+			st->http.interrupted(st->http.interrupt_arg))
+			rc = io_set_error(err, IO_ERR_INTERRUPTED, 0, "listing interrupted");
+	} while (rc == 0 && token != NULL);
+	free(token);
+	return rc;
+}
+
+/* Escape text for an XML element body. */
+static void
+xml_escape(IoStrBuf *sb, const char *s)
+{
+	for (; *s; s++)
+	{
+		switch (*s)
+		{
+			case '<':
+				io_sb_puts(sb, "&lt;");
+				break;
+			case '>':
+				io_sb_puts(sb, "&gt;");
+				break;
+			case '&':
+				io_sb_puts(sb, "&amp;");
+				break;
+			case '"':
+				io_sb_puts(sb, "&quot;");
+				break;
+			case '\'':
+				io_sb_puts(sb, "&apos;");
+				break;
+			default:
+				if ((unsigned char) *s < 0x20 && *s != '\t' && *s != '\n' && *s != '\r')
+					io_sb_printf(sb, "&#%d;", (unsigned char) *s);
+				else
+					io_sb_putc(sb, *s);
+		}
+	}
+}
+
+/*
+ * One DeleteObjects request for keys[idx[0..n)] of one bucket; fills
+ * results[idx[i]].
+ */
+static int
+s3_delete_batch(IoStorage *st, const char *bucket, IoParsedUri *parsed,
+				const size_t *idx, size_t n, IoDeleteResult *results,
+				IoError *err)
+{
+	IoStrBuf	body;
+	unsigned char md5[16];
+	char		md5b64[32];
+	IoHeader	h[2];
+	IoHttpResponse resp;
+	IoXmlNode  *doc;
+	const IoXmlNode *c;
+	size_t		i;
+	bool	   *done;
+	int			rc = 0;
+
+	io_sb_init(&body);
+	io_sb_puts(&body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+			   "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>false</Quiet>");
+	for (i = 0; i < n; i++)
+	{
+		io_sb_puts(&body, "<Object><Key>");
+		xml_escape(&body, parsed[idx[i]].path);
+		io_sb_puts(&body, "</Key></Object>");
+	}
+	io_sb_puts(&body, "</Delete>");
+	if (body.oom)
+	{
+		io_sb_free(&body);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	if (EVP_Digest(body.data, body.len, md5, NULL, EVP_md5(), NULL) != 1)
+	{
+		io_sb_free(&body);
+		return io_set_error(err, IO_ERR_INTERNAL, 0, "could not compute MD5");
+	}
+	EVP_EncodeBlock((unsigned char *) md5b64, md5, 16);
+	h[0].name = "content-md5";
+	h[0].value = md5b64;
+	h[1].name = "content-type";
+	h[1].value = "application/xml";
+
+	rc = s3_request(st, "POST", bucket, "", "delete=", h, 2, body.data, body.len,
+					&resp, err);
+	io_sb_free(&body);
+	if (rc != 0)
+	{
+		io_http_response_free(&resp);
+		return -1;
+	}
+	if (resp.status != 200)
+	{
+		s3_status_error(&resp, "delete objects in", bucket, "", err);
+		io_http_response_free(&resp);
+		return -1;
+	}
+	doc = io_xml_parse(resp.body, resp.body_len, err);
+	io_http_response_free(&resp);
+	if (doc == NULL)
+		return -1;
+	if (strcmp(doc->name, "DeleteResult") != 0)
+	{
+		io_set_error(err, IO_ERR_PROTOCOL, 200,
+					 "unexpected S3 delete response: root element \"%s\"", doc->name);
+		io_xml_free(doc);
+		return -1;
+	}
+	done = calloc(n ? n : 1, sizeof(bool));
+	if (done == NULL)
+	{
+		io_xml_free(doc);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	for (c = doc->children; c != NULL; c = c->next)
+	{
+		bool		is_deleted = strcmp(c->name, "Deleted") == 0;
+		const char *key;
+
+		if (!is_deleted && strcmp(c->name, "Error") != 0)
+			continue;
+		key = io_xml_child_text(c, "Key");
+		if (key == NULL)
+			continue;
+		for (i = 0; i < n; i++)
+		{
+			IoDeleteResult *r = &results[idx[i]];
+
+			if (done[i] || strcmp(parsed[idx[i]].path, key) != 0)
+				continue;
+			done[i] = true;
+			if (is_deleted)
+			{
+				r->deleted = true;
+				r->code[0] = '\0';
+				r->message[0] = '\0';
+			}
+			else
+			{
+				const char *code = io_xml_child_text(c, "Code");
+				const char *msg = io_xml_child_text(c, "Message");
+
+				/* a key that is already gone is what we wanted */
+				r->deleted = code != NULL && strcmp(code, "NoSuchKey") == 0;
+				snprintf(r->code, sizeof(r->code), "%s", code ? code : "Unknown");
+				snprintf(r->message, sizeof(r->message), "%s", msg ? msg : "");
+			}
+			break;
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (!done[i])
+		{
+			IoDeleteResult *r = &results[idx[i]];
+
+			r->deleted = false;
+			snprintf(r->code, sizeof(r->code), "NoResult");
+			snprintf(r->message, sizeof(r->message),
+					 "the server's delete result does not mention this key");
+		}
+	free(done);
+	io_xml_free(doc);
+	return 0;
+}
+
+/* ----------------------------------------------------------------
+ * Entry points
+ * ----------------------------------------------------------------
+ */
+
+int
+io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
+				uint64_t len, IoBuffer *out, IoError *err)
+{
+	IoParsedUri u;
+	IoHttpOptions opt;
+	int			rc;
+
+	out->data = NULL;
+	out->len = 0;
+	if (io_uri_parse(uri, &u, err) != 0)
+		return -1;
+	io_http_options_resolve(&st->http, &opt);
+	if (u.scheme == IO_URI_FILE)
+		rc = file_read(u.path, offset, len, out, opt.max_response_bytes, err);
+	else
+		rc = s3_read(st, &u, offset, len, out, err);
+	io_uri_free(&u);
+	return rc;
+}
+
+int
+io_storage_size(IoStorage *st, const char *uri, uint64_t *size, IoError *err)
+{
+	IoParsedUri u;
+	int			rc = 0;
+
+	if (io_uri_parse(uri, &u, err) != 0)
+		return -1;
+	if (u.scheme == IO_URI_FILE)
+	{
+		struct stat stbuf;
+
+		if (stat(u.path, &stbuf) != 0)
+			rc = file_error(err, "stat", u.path, errno);
+		else
+			*size = (uint64_t) stbuf.st_size;
+	}
+	else
+	{
+		IoHttpResponse resp;
+
+		rc = s3_request(st, "HEAD", u.bucket, u.path, NULL, NULL, 0, NULL, 0, &resp, err);
+		if (rc == 0 && resp.status != 200)
+			rc = s3_status_error(&resp, "stat", u.bucket, u.path, err);
+		else if (rc == 0)
+		{
+			const char *cl = io_http_header(&resp, "content-length", NULL);
+
+			if (cl == NULL)
+				rc = io_set_error(err, IO_ERR_PROTOCOL, resp.status,
+								  "S3 HEAD response has no Content-Length");
+			else
+				*size = strtoull(cl, NULL, 10);
+		}
+		io_http_response_free(&resp);
+	}
+	io_uri_free(&u);
+	return rc;
+}
+
+int
+io_storage_write(IoStorage *st, const char *uri, const void *data, size_t len,
+				 IoError *err)
+{
+	IoParsedUri u;
+	int			rc;
+
+	if (io_uri_parse(uri, &u, err) != 0)
+		return -1;
+	if (u.scheme == IO_URI_FILE)
+		rc = file_write(u.path, data, len, err);
+	else if (u.path[0] == '\0')
+		rc = io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+						  "invalid S3 location \"%s\": missing key", uri);
+	else
+	{
+		IoHttpResponse resp;
+		IoHeader	h = {"content-type", "application/octet-stream"};
+
+		rc = s3_request(st, "PUT", u.bucket, u.path, NULL, &h, 1, data ? data : "", len,
+						&resp, err);
+		if (rc == 0 && resp.status != 200 && resp.status != 201 && resp.status != 204)
+			rc = s3_status_error(&resp, "write", u.bucket, u.path, err);
+		io_http_response_free(&resp);
+	}
+	io_uri_free(&u);
+	return rc;
+}
+
+int
+io_storage_list(IoStorage *st, const char *prefix, IoListFn fn, void *arg,
+				IoError *err)
+{
+	IoParsedUri u;
+	int			rc;
+
+	if (io_uri_parse(prefix, &u, err) != 0)
+		return -1;
+	if (u.scheme == IO_URI_FILE)
+	{
+		IoStrBuf	path;
+		IoHttpOptions opt;
+		int			stopped = 0;
+		size_t		plen = strlen(u.path);
+		size_t		ulen = strlen(prefix);
+
+		io_http_options_resolve(&st->http, &opt);
+		/* report children as prefix + the part of the path below u.path */
+		while (plen > 1 && u.path[plen - 1] == '/')
+			plen--;
+		while (ulen > 1 && prefix[ulen - 1] == '/')
+			ulen--;
+		if (plen <= 1)
+		{
+			io_uri_free(&u);
+			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+								"refusing to list the root directory");
+		}
+		io_sb_init(&path);
+		io_sb_append(&path, u.path, plen);
+		{
+			char	   *up = io_strndup(prefix, ulen);
+
+			if (up == NULL || path.oom)
+				rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			else
+				rc = file_list_dir(&path, plen, up, fn, arg, &opt, &stopped, err);
+			free(up);
+		}
+		io_sb_free(&path);
+	}
+	else
+		rc = s3_list(st, &u, prefix, fn, arg, err);
+	io_uri_free(&u);
+	return rc;
+}
+
+int
+io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
+				  IoDeleteResult *results, IoError *err)
+{
+	IoParsedUri *parsed;
+	size_t	   *idx;
+	bool	   *taken;
+	size_t		i;
+	int			rc = 0;
+
+	if (n == 0)
+		return 0;
+	parsed = calloc(n, sizeof(IoParsedUri));
+	idx = calloc(n, sizeof(size_t));
+	taken = calloc(n, sizeof(bool));
+	if (parsed == NULL || idx == NULL || taken == NULL)
+	{
+		free(parsed);
+		free(idx);
+		free(taken);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	for (i = 0; i < n; i++)
+	{
+		IoError		perr;
+
+		memset(&results[i], 0, sizeof(IoDeleteResult));
+		if (io_uri_parse(uris[i], &parsed[i], &perr) != 0)
+		{
+			taken[i] = true;
+			snprintf(results[i].code, sizeof(results[i].code), "InvalidLocation");
+			snprintf(results[i].message, sizeof(results[i].message), "%.255s", perr.message);
+			continue;
+		}
+		if (parsed[i].scheme == IO_URI_FILE)
+		{
+			taken[i] = true;
+			if (unlink(parsed[i].path) == 0 || errno == ENOENT)
+				results[i].deleted = true;
+			else
+			{
+				int			e = errno;
+
+				snprintf(results[i].code, sizeof(results[i].code), "errno %d", e);
+				snprintf(results[i].message, sizeof(results[i].message), "%s", strerror(e));
+			}
+		}
+		else if (parsed[i].path[0] == '\0')
+		{
+			taken[i] = true;
+			snprintf(results[i].code, sizeof(results[i].code), "InvalidLocation");
+			snprintf(results[i].message, sizeof(results[i].message), "missing key");
+		}
+	}
+	/* S3: batches of up to 1000 keys of the same bucket, in input order */
+	for (i = 0; i < n && rc == 0; i++)
+	{
+		size_t		nb = 0,
+					j;
+
+		if (taken[i])
+			continue;
+		for (j = i; j < n && nb < S3_DELETE_BATCH; j++)
+			if (!taken[j] && strcmp(parsed[j].bucket, parsed[i].bucket) == 0)
+			{
+				idx[nb++] = j;
+				taken[j] = true;
+			}
+		rc = s3_delete_batch(st, parsed[i].bucket, parsed, idx, nb, results, err);
+	}
+	for (i = 0; i < n; i++)
+		io_uri_free(&parsed[i]);
+	free(parsed);
+	free(idx);
+	free(taken);
+	return rc;
+}
