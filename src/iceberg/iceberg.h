@@ -641,4 +641,57 @@ extern bool iceberg_table_metrics(const IcebergFileIO *io,
 								  IcebergTableMetrics *out,
 								  IcebergError *err);
 
+/*
+ * The same file stream, pulled instead of pushed (the DSL's
+ * countDataFiles() pulls batches).  Opening reads the manifest list and,
+ * with match_deletes, every delete manifest to build the delete index;
+ * next() then streams the data manifests: 1 with *out set (borrowed until
+ * the next call), 0 at the end, -1 on error.  Memory as for
+ * iceberg_table_metrics().  md must outlive the iterator.
+ */
+typedef struct IcebergDataFileIter IcebergDataFileIter;
+
+extern bool iceberg_data_files_open(const IcebergFileIO *io,
+									const IcebergTableMetadata *md,
+									bool match_deletes,
+									IcebergDataFileIter **out,
+									IcebergError *err);
+extern int	iceberg_data_files_next(IcebergDataFileIter *it,
+									const IcebergDataFileInfo **out,
+									IcebergError *err);
+/* The error that ended the stream (code ICEBERG_OK if none). */
+extern const IcebergError *iceberg_data_files_error(const IcebergDataFileIter *it);
+extern void iceberg_data_files_close(IcebergDataFileIter *it);
+
+/* ------------------------------------------------------------------------
+ * Adapters to the policy DSL (src/dsl/dsl.h); only the types are shared,
+ * so this layer links without the DSL.
+ * ------------------------------------------------------------------------
+ */
+struct dsl_metrics;
+struct dsl_properties;
+struct dsl_file_source;
+
+/*
+ * Fills *out with every variable computed at m->level (and sets its
+ * "present" bits); variables above that level stay absent, so dsl_eval()
+ * reports DSL_MISSING_METRIC instead of reading a 0 that was never
+ * measured.
+ */
+extern void iceberg_metrics_to_dsl(const IcebergTableMetrics *m,
+								   struct dsl_metrics *out);
+
+/* property(name, default) lookups over md's properties (md outlives it). */
+extern void iceberg_dsl_properties(const IcebergTableMetadata *md,
+								   struct dsl_properties *out);
+
+/*
+ * A dsl_file_source that pulls batches from "it".  When next() fails it
+ * returns -1 and iceberg_data_files_error(it) says why.  The batch buffer
+ * belongs to the iterator and is freed by iceberg_data_files_close().
+ */
+extern bool iceberg_data_files_dsl_source(IcebergDataFileIter *it,
+										  struct dsl_file_source *out,
+										  IcebergError *err);
+
 #endif							/* TMS_ICEBERG_H */

@@ -151,4 +151,7 @@ extern void avro_reader_byte_counts(const AvroReader *r, int64_t *compressed,
 									int64_t *inflated);
 extern void avro_reader_close(AvroReader *r);
 
+/* Where iceberg_dsl.c keeps its batch buffer inside an iterator. */
+extern void **iceberg_data_files_adapter_slot(IcebergDataFileIter *it);
+
 #endif							/* TMS_ICEBERG_INTERNAL_H */
