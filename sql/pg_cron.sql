@@ -3,7 +3,17 @@
 CREATE EXTENSION IF NOT EXISTS tms;
 CREATE EXTENSION IF NOT EXISTS pg_cron;
 
-SELECT count(*) = 1 AS both_launchers_run
+-- pg_cron's launcher may still be retrying its first connection (the test
+-- database was created after the server started): await it, 30 s at most
+DO $$
+BEGIN
+    FOR i IN 1..600 LOOP
+        EXIT WHEN EXISTS (SELECT FROM pg_stat_activity
+                           WHERE backend_type = 'pg_cron launcher');
+        PERFORM pg_sleep(0.05);
+    END LOOP;
+END $$;
+SELECT count(*) = 1 AS cron_launcher_runs
   FROM pg_stat_activity WHERE backend_type = 'pg_cron launcher';
 SELECT count(*) = 1 AS tms_launcher_runs
   FROM pg_stat_activity WHERE backend_type = 'tms launcher';

@@ -42,16 +42,6 @@ bool		tms_preloaded = false;
 void
 _PG_init(void)
 {
-	DefineCustomStringVariable("tms.database_name",
-							   gettext_noop("Databases in which tms runs its workers."),
-							   gettext_noop("A comma-separated list; each database gets one supervisor "
-											"and a pool of tms.max_workers workers."),
-							   &tms_database_name,
-							   "postgres",
-							   PGC_POSTMASTER,
-							   GUC_LIST_INPUT | GUC_SUPERUSER_ONLY,
-							   NULL, NULL, NULL);
-
 	DefineCustomBoolVariable("tms.enabled",
 							 gettext_noop("Lets the tms workers claim and run work."),
 							 gettext_noop("When off, the workers stay connected but idle."),
@@ -61,15 +51,6 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
-	DefineCustomIntVariable("tms.max_workers",
-							gettext_noop("Number of pool workers per tms database."),
-							NULL,
-							&tms_max_workers,
-							4, 0, 64,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
-
 	DefineCustomIntVariable("tms.naptime",
 							gettext_noop("How long an idle tms worker sleeps between polls."),
 							NULL,
@@ -78,6 +59,33 @@ _PG_init(void)
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+
+	/*
+	 * Settings that size shared memory or the process tree exist only when
+	 * preloading: PostgreSQL refuses to define PGC_POSTMASTER settings after
+	 * startup, and without preloading there is nothing for them to size.
+	 */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		DefineCustomStringVariable("tms.database_name",
+								   gettext_noop("Databases in which tms runs its workers."),
+								   gettext_noop("A comma-separated list; each database gets one supervisor "
+												"and a pool of tms.max_workers workers."),
+								   &tms_database_name,
+								   "postgres",
+								   PGC_POSTMASTER,
+								   GUC_LIST_INPUT,
+								   NULL, NULL, NULL);
+
+		DefineCustomIntVariable("tms.max_workers",
+								gettext_noop("Number of pool workers per tms database."),
+								NULL,
+								&tms_max_workers,
+								4, 0, 64,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
+	}
 
 	MarkGUCPrefixReserved("tms");
 

@@ -64,7 +64,8 @@ def test_sigterm_worker_is_replaced(cluster):
     with conn.cursor() as cur:
         cur.execute("SELECT 1")
         assert cur.fetchone() == (1,)
-    assert "terminating background worker \"tms worker 2" in c.log_tail(200)
+    assert ('background worker "tms worker" (PID %d) exited with exit code 1'
+            % victim) in c.log_tail(200)
 
 
 def test_sigterm_supervisor_and_launcher_are_replaced(cluster):
