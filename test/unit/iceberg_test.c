@@ -1,0 +1,1380 @@
+/*-------------------------------------------------------------------------
+ *
+ * iceberg_test.c
+ *	  Unit tests of src/iceberg/ without a server: every real fixture
+ *	  table and standalone file under ../shared/fixtures/iceberg (counts
+ *	  from each PROVENANCE.md), table metrics with delete matching, the
+ *	  reachable-file walk, the DSL adapters, and malformed input of every
+ *	  kind (truncation at every length, flipped bytes, wrong magic, bad
+ *	  sync, absurd counts, bad JSON, missing fields).
+ *
+ * Built by "make unit" with the files of src/iceberg/.  The fixtures are
+ * taken from $ICEBERG_FIXTURES, else ../shared/fixtures/iceberg relative
+ * to the repository top (where the test runs).  The last line printed is
+ * "N passed, M failed"; the exit status is non-zero when M > 0.
+ *
+ * test/unit/iceberg_test.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsl/dsl.h"
+#include "iceberg/iceberg.h"
+
+static int	npassed;
+static int	nfailed;
+static const char *fixtures;
+
+#define CHECK(cond, ...) \
+	do { \
+		if (cond) \
+			npassed++; \
+		else \
+		{ \
+			nfailed++; \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__); \
+			printf("\n"); \
+		} \
+	} while (0)
+
+/* Path of a fixture file in a static buffer (one at a time). */
+static const char *
+fx(const char *rel)
+{
+	static char buf[2][1024];
+	static int	which;
+
+	which ^= 1;
+	snprintf(buf[which], sizeof(buf[which]), "%s/%s", fixtures, rel);
+	return buf[which];
+}
+
+/* Read a whole fixture file; NULL on failure. */
+static unsigned char *
+slurp(const char *path, size_t *len)
+{
+	FILE	   *f = fopen(path, "rb");
+	unsigned char *buf;
+	long		n;
+
+	*len = 0;
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t) n + 1);
+	if (buf == NULL || fread(buf, 1, (size_t) n, f) != (size_t) n)
+	{
+		free(buf);
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	*len = (size_t) n;
+	return buf;
+}
+
+/* ---------------------------------------------------------------------
+ * Standalone metadata files
+ * ---------------------------------------------------------------------
+ */
+
+static void
+test_standalone_metadata(void)
+{
+	static const struct
+	{
+		const char *file;
+		IcebergErrorCode expect;
+		int			fv;
+		int			nsnapshots;
+	}			cases[] = {
+		{"apache-iceberg/TableMetadataPartitionStatisticsFiles.json", ICEBERG_OK, 2, 1},
+		{"apache-iceberg/TableMetadataStatisticsFiles.json", ICEBERG_OK, 2, 1},
+		{"apache-iceberg/TableMetadataUnsupportedVersion.json", ICEBERG_ERR_UNSUPPORTED, 0, 0},
+		{"apache-iceberg/TableMetadataV1MissingSchemaType.json", ICEBERG_ERR_MALFORMED, 0, 0},
+		{"apache-iceberg/TableMetadataV1Valid.json", ICEBERG_OK, 1, 0},
+		{"apache-iceberg/TableMetadataV2CurrentSchemaNotFound.json", ICEBERG_ERR_MALFORMED, 0, 0},
+		{"apache-iceberg/TableMetadataV2MissingLastPartitionId.json", ICEBERG_ERR_MALFORMED, 0, 0},
+		{"apache-iceberg/TableMetadataV2MissingPartitionSpecs.json", ICEBERG_ERR_MALFORMED, 0, 0},
+		{"apache-iceberg/TableMetadataV2MissingSchemas.json", ICEBERG_ERR_MALFORMED, 0, 0},
+		{"apache-iceberg/TableMetadataV2MissingSortOrder.json", ICEBERG_ERR_MALFORMED, 0, 0},
+		{"apache-iceberg/TableMetadataV2Valid.json", ICEBERG_OK, 2, 2},
+		{"apache-iceberg/TableMetadataV2ValidMinimal.json", ICEBERG_OK, 2, 0},
+		{"apache-iceberg/TableMetadataV3ValidMinimal.json", ICEBERG_OK, 3, 0},
+		{"iceberg-go/TableMetadataV2Valid.zstd.metadata.json", ICEBERG_ERR_UNSUPPORTED, 0, 0},
+		{"iceberg-go/TableMetadataV2ValidMinimal.json", ICEBERG_OK, 2, 0},
+		{"iceberg-go/TableMetadataV3WithPartitionStatistics.json", ICEBERG_OK, 3, 2},
+		{"iceberg-rust/TableMetadataUnsupportedVersion.json", ICEBERG_ERR_MALFORMED, 0, 0},
+		{"iceberg-rust/TableMetadataV1Compat.json", ICEBERG_OK, 1, 1},
+		{"iceberg-rust/TableMetadataV1NoValidSchema.json", ICEBERG_ERR_MALFORMED, 0, 0},
+		{"iceberg-rust/TableMetadataV1PartitionSpecsWithoutDefaultId.json", ICEBERG_OK, 1, 0},
+		{"iceberg-rust/TableMetadataV1SchemasWithoutCurrentId.json", ICEBERG_OK, 1, 0},
+		{"iceberg-rust/TableMetadataV2CurrentSchemaNotFound.json", ICEBERG_ERR_MALFORMED, 0, 0},
+		{"iceberg-rust/TableMetadataV3ValidEncryption.json", ICEBERG_OK, 3, 1},
+		{"iceberg-rust/avro_schema_manifest_entry.json", ICEBERG_ERR_MALFORMED, 0, 0},
+		{"iceberg-rust/avro_schema_manifest_file_v1.json", ICEBERG_ERR_MALFORMED, 0, 0},
+		{"iceberg-rust/avro_schema_manifest_file_v2.json", ICEBERG_ERR_MALFORMED, 0, 0},
+		/* templates: structurally valid JSON metadata with {{ }} strings */
+		{"iceberg-rust/example_empty_table_metadata_v2.json", ICEBERG_OK, 2, 0},
+		{"iceberg-rust/example_table_metadata_v2.json", ICEBERG_OK, 2, 2},
+		{"iceberg-rust/example_table_metadata_v2_deep_history.json", ICEBERG_OK, 2, 5},
+		{"iceberg-rust/example_table_metadata_v2_partition_evolution.json", ICEBERG_OK, 2, 3},
+	};
+	IcebergFileIO io;
+	size_t		i;
+
+	iceberg_local_fileio(&io, NULL);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		char		rel[512];
+		IcebergTableMetadata *md = NULL;
+		IcebergError err;
+		bool		ok;
+
+		snprintf(rel, sizeof(rel), "standalone-metadata/%s", cases[i].file);
+		ok = iceberg_metadata_read(&io, fx(rel), &md, &err);
+		if (cases[i].expect == ICEBERG_OK)
+		{
+			CHECK(ok, "%s should parse: %s (%s)", cases[i].file, err.message, err.detail);
+			if (ok)
+			{
+				CHECK(md->format_version == cases[i].fv, "%s: format version %d",
+					  cases[i].file, md->format_version);
+				CHECK(md->nsnapshots == cases[i].nsnapshots, "%s: %d snapshots",
+					  cases[i].file, md->nsnapshots);
+			}
+		}
+		else
+		{
+			CHECK(!ok && err.code == cases[i].expect && md == NULL,
+				  "%s should fail with %s, got %s: %s", cases[i].file,
+				  iceberg_error_code_name(cases[i].expect),
+				  ok ? "success" : iceberg_error_code_name(err.code), err.message);
+			CHECK(ok || err.message[0] != '\0', "%s: empty error message", cases[i].file);
+		}
+		iceberg_metadata_free(md);
+	}
+}
+
+/* Details of specific standalone files. */
+static void
+test_metadata_details(void)
+{
+	IcebergFileIO io;
+	IcebergTableMetadata *md;
+	IcebergError err;
+
+	iceberg_local_fileio(&io, NULL);
+
+	if (iceberg_metadata_read(&io, fx("standalone-metadata/apache-iceberg/TableMetadataV2Valid.json"),
+							  &md, &err))
+	{
+		const IcebergRef *main_ref = iceberg_metadata_ref(md, "main");
+
+		CHECK(md->current_snapshot_id == INT64_C(3055729675574597004), "current snapshot");
+		CHECK(md->last_sequence_number == 34, "last-sequence-number %lld",
+			  (long long) md->last_sequence_number);
+		CHECK(md->current_schema_id == 1 && md->nschemas == 2, "schemas");
+		CHECK(md->nspecs == 1 && md->specs[0].nfields == 1 &&
+			  md->specs[0].fields[0].field_id == 1000 &&
+			  strcmp(md->specs[0].fields[0].transform, "identity") == 0, "spec");
+		CHECK(main_ref != NULL && main_ref->snapshot_id == md->current_snapshot_id &&
+			  main_ref->type == ICEBERG_REF_BRANCH, "synthesized main ref");
+		CHECK(md->snapshots[1].parent_snapshot_id == md->snapshots[0].snapshot_id,
+			  "parent id");
+		CHECK(md->snapshots[0].parent_snapshot_id == -1, "no parent");
+		CHECK(md->snapshots[1].sequence_number == 1 &&
+			  strcmp(md->snapshots[1].manifest_list, "s3://a/b/2.avro") == 0,
+			  "snapshot 2");
+		CHECK(md->snapshots[0].operation != NULL &&
+			  strcmp(md->snapshots[0].operation, "append") == 0, "operation");
+		CHECK(md->nsnapshot_log == 2 && md->nmetadata_log == 0, "logs %d %d",
+			  md->nsnapshot_log, md->nmetadata_log);
+		iceberg_metadata_free(md);
+	}
+	else
+		CHECK(false, "TableMetadataV2Valid: %s", err.message);
+
+	if (iceberg_metadata_read(&io, fx("standalone-metadata/apache-iceberg/TableMetadataStatisticsFiles.json"),
+							  &md, &err))
+	{
+		CHECK(md->nstatistics == 1 && md->statistics[0].file_size_in_bytes > 0 &&
+			  md->statistics[0].file_footer_size_in_bytes > 0 &&
+			  strcmp(md->statistics[0].path, "s3://a/b/stats.puffin") == 0 &&
+			  md->statistics[0].file_size_in_bytes == 413,
+			  "statistics file %d", md->nstatistics);
+		iceberg_metadata_free(md);
+	}
+	else
+		CHECK(false, "TableMetadataStatisticsFiles: %s", err.message);
+
+	if (iceberg_metadata_read(&io, fx("standalone-metadata/apache-iceberg/TableMetadataPartitionStatisticsFiles.json"),
+							  &md, &err))
+	{
+		CHECK(md->npartition_statistics == 1 &&
+			  md->partition_statistics[0].file_footer_size_in_bytes == -1,
+			  "partition statistics %d", md->npartition_statistics);
+		iceberg_metadata_free(md);
+	}
+	else
+		CHECK(false, "TableMetadataPartitionStatisticsFiles: %s", err.message);
+
+	if (iceberg_metadata_read(&io, fx("standalone-metadata/iceberg-rust/TableMetadataV1PartitionSpecsWithoutDefaultId.json"),
+							  &md, &err))
+	{
+		CHECK(md->default_spec_id == 2, "default spec id falls back to the largest: %d",
+			  md->default_spec_id);
+		iceberg_metadata_free(md);
+	}
+	else
+		CHECK(false, "V1PartitionSpecsWithoutDefaultId: %s", err.message);
+
+	if (iceberg_metadata_read(&io, fx("standalone-metadata/iceberg-rust/TableMetadataV1Compat.json"),
+							  &md, &err))
+	{
+		CHECK(md->nstatistics == 0 || md->statistics != NULL, "v1 compat statistics");
+		CHECK(md->nmetadata_log == 1, "v1 compat metadata log %d", md->nmetadata_log);
+		iceberg_metadata_free(md);
+	}
+	else
+		CHECK(false, "V1Compat: %s", err.message);
+
+	if (iceberg_metadata_read(&io, fx("standalone-metadata/iceberg-go/TableMetadataV3WithPartitionStatistics.json"),
+							  &md, &err))
+	{
+		CHECK(md->next_row_id >= 0, "v3 next-row-id");
+		CHECK(md->npartition_statistics >= 1, "v3 partition statistics");
+		iceberg_metadata_free(md);
+	}
+	else
+		CHECK(false, "V3WithPartitionStatistics: %s", err.message);
+}
+
+/* Malformed JSON and hand-made metadata. */
+static void
+test_metadata_malformed(void)
+{
+	static const struct
+	{
+		const char *json;
+		IcebergErrorCode code;
+	}			cases[] = {
+		{"", ICEBERG_ERR_MALFORMED},
+		{"{", ICEBERG_ERR_MALFORMED},
+		{"[]", ICEBERG_ERR_MALFORMED},
+		{"null", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": \"2\"}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 4}", ICEBERG_ERR_UNSUPPORTED},
+		{"{\"format-version\": 1, \"location\": 5}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"last-updated-ms\": 1, \"last-column-id\": 1,"
+			" \"schema\": {\"type\": \"struct\", \"fields\": []}, \"partition-spec\": [],"
+		" \"snapshots\": {}}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"last-updated-ms\": 1, \"last-column-id\": 1,"
+			" \"schema\": {\"type\": \"struct\", \"fields\": []}, \"partition-spec\": [],"
+		" \"current-snapshot-id\": 7, \"snapshots\": []}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"last-updated-ms\": 1, \"last-column-id\": 1,"
+			" \"schema\": {\"type\": \"struct\", \"fields\": []}, \"partition-spec\": [],"
+		" \"snapshots\": [{\"snapshot-id\": 1, \"timestamp-ms\": 2}]}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"last-updated-ms\": 1, \"last-column-id\": 1,"
+			" \"schema\": {\"type\": \"struct\", \"fields\": []}, \"partition-spec\": [],"
+		" \"refs\": {\"main\": {\"snapshot-id\": 1, \"type\": \"trunk\"}}}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"last-updated-ms\": 1, \"last-column-id\": 99999999999,"
+			" \"schema\": {\"type\": \"struct\", \"fields\": []}, \"partition-spec\": []}",
+		ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 99999999999999999999999}", ICEBERG_ERR_MALFORMED},
+	};
+	const char *minimal_v1 =
+	"{\"format-version\": 1, \"location\": \"x\", \"last-updated-ms\": 1, \"last-column-id\": 1,"
+	" \"schema\": {\"type\": \"struct\", \"fields\": []}, \"partition-spec\": [],"
+	" \"snapshots\": [{\"snapshot-id\": 1, \"timestamp-ms\": 2, \"manifests\": [\"a\", \"b\"]}],"
+	" \"current-snapshot-id\": 1}";
+	IcebergLimits limits;
+	IcebergTableMetadata *md;
+	IcebergError err;
+	size_t		i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		bool		ok = iceberg_metadata_parse(cases[i].json, strlen(cases[i].json),
+												NULL, &md, &err);
+
+		CHECK(!ok && err.code == cases[i].code, "case %zu should fail with %s, got %s",
+			  i, iceberg_error_code_name(cases[i].code),
+			  ok ? "success" : iceberg_error_code_name(err.code));
+		if (ok)
+			iceberg_metadata_free(md);
+	}
+	CHECK(iceberg_metadata_parse(minimal_v1, strlen(minimal_v1), NULL, &md, &err),
+		  "minimal v1: %s", err.message);
+	if (err.code == ICEBERG_OK)
+	{
+		CHECK(md->nsnapshots == 1 && md->snapshots[0].nmanifests == 2 &&
+			  md->snapshots[0].manifest_list == NULL, "inline manifests");
+		iceberg_metadata_free(md);
+	}
+
+	/* limits: too large, too many elements */
+	memset(&limits, 0, sizeof(limits));
+	limits.max_metadata_bytes = 10;
+	CHECK(!iceberg_metadata_parse(minimal_v1, strlen(minimal_v1), &limits, &md, &err) &&
+		  err.code == ICEBERG_ERR_LIMIT, "size limit");
+	memset(&limits, 0, sizeof(limits));
+	limits.max_collection_items = 1;
+	CHECK(!iceberg_metadata_parse(minimal_v1, strlen(minimal_v1), &limits, &md, &err) &&
+		  err.code == ICEBERG_ERR_LIMIT, "collection limit: %s",
+		  iceberg_error_code_name(err.code));
+
+	/* a gzip bomb is capped */
+	{
+		size_t		len;
+		unsigned char *gz = slurp(fx("spark-v1-gzip-metadata/metadata/v2.gz.metadata.json"), &len);
+
+		CHECK(gz != NULL, "read gzip fixture");
+		if (gz != NULL)
+		{
+			memset(&limits, 0, sizeof(limits));
+			limits.max_metadata_bytes = 100;
+			CHECK(!iceberg_metadata_parse(gz, len, &limits, &md, &err) &&
+				  err.code == ICEBERG_ERR_LIMIT, "inflate cap");
+			/* truncated gzip */
+			CHECK(!iceberg_metadata_parse(gz, len / 2, NULL, &md, &err) &&
+				  err.code == ICEBERG_ERR_MALFORMED, "truncated gzip: %s",
+				  iceberg_error_code_name(err.code));
+			free(gz);
+		}
+	}
+
+	/* missing file: I/O error */
+	{
+		IcebergFileIO io;
+
+		iceberg_local_fileio(&io, NULL);
+		CHECK(!iceberg_metadata_read(&io, "/nonexistent/metadata.json", &md, &err) &&
+			  err.code == ICEBERG_ERR_IO, "missing file");
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Real fixture tables
+ * ---------------------------------------------------------------------
+ */
+
+typedef struct TableCase
+{
+	const char *folder;
+	const char *prefix;
+	const char *metadata;		/* current metadata, relative to folder */
+	int			format_version;
+	int			snapshots;
+	int			manifests;		/* distinct, all snapshots */
+	int			data_files;		/* distinct, all snapshots */
+	int			pos_files;
+	int			eq_files;
+	int			deleted_entries;	/* status DELETED, all manifests */
+	/* current snapshot metrics */
+	int64_t		cur_manifests;
+	int64_t		cur_data_files;
+	int64_t		cur_data_size;
+	int64_t		cur_data_records;
+	int64_t		cur_pos_files;
+	int64_t		cur_eq_files;
+	int64_t		with_deletes;
+	int64_t		with_pos;
+	int64_t		with_eq;
+} TableCase;
+
+static const TableCase tables[] = {
+	{"spark-v2-mor-posdeletes", "s3a://hyperparam-iceberg/spark/bunnies",
+		"metadata/v5.metadata.json", 2, 3, 4, 2, 1, 0, 1,
+	3, 1, 3560, 20, 1, 0, 0, 0, 0},
+	{"spark-v2-partitioned-bucket-identity", "s3a://hyperparam-iceberg/spark/rename_column",
+		"metadata/v3.metadata.json", 2, 1, 1, 3, 0, 0, 0,
+	1, 3, 1353 + 1368 + 1430, 4, 0, 0, 0, 0, 0},
+	{"java-v2-partitioned-eqdeletes",
+		"data/persistent/equality_deletes/warehouse/mydb/mytable_partitioned",
+		"metadata/v6.metadata.json", 2, 5, 5, 6, 0, 3, 0,
+	5, 6, 892 * 5 + 891, 6, 0, 3, 3, 0, 3},
+	{"pyiceberg-v1-overwrite", "data/persistent/iceberg_v1_repro/repro/merch_v1",
+		"metadata/00003-8d01e4aa-d143-49c9-898e-b5e477577b70.metadata.json", 1, 3, 4, 4, 0, 0, 2,
+	2, 2, 2640, 4, 0, 0, 0, 0, 0},
+	{"pyiceberg-v2-partitioned-nullcodec",
+		"file://data/persistent/map_stats/default.db/map_stats",
+		"metadata/00002-0e059d4b-e5e8-41af-a763-76cbf3a3d0bc.metadata.json", 2, 2, 2, 2, 0, 0, 0,
+	2, 2, 4520, 2, 0, 0, 0, 0, 0},
+	{"spark-v1-gzip-metadata", "lineitem_iceberg_gz",
+		"metadata/v2.gz.metadata.json", 1, 1, 1, 1, 0, 0, 0,
+	1, 1, 2558520, 111968, 0, 0, 0, 0, 0},
+	{"spark-v1-legacy-manifests-field",
+		"data/persistent/iceberg_v1_deprecated/default/legacy_v1",
+		"metadata/v2.metadata.json", 1, 1, 1, 2, 0, 0, 0,
+	1, 2, 935 + 878, 3, 0, 0, 0, 0, 0},
+};
+
+/* Counting walk callback: distinct paths per kind. */
+typedef struct WalkCount
+{
+	int			n[8];
+	int			deleted;
+	char	   *seen[256];
+	int			nseen;
+	bool		missing_file;
+	const IcebergFileIO *io;
+} WalkCount;
+
+static bool
+count_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
+{
+	WalkCount  *wc = arg;
+	int			i;
+	char		key[1100];
+
+	(void) err;
+	if (f->status == ICEBERG_STATUS_DELETED)
+		wc->deleted++;
+	snprintf(key, sizeof(key), "%d:%s", (int) f->kind, f->path);
+	for (i = 0; i < wc->nseen; i++)
+		if (strcmp(wc->seen[i], key) == 0)
+			return true;
+	if (wc->nseen < 256)
+		wc->seen[wc->nseen++] = strdup(key);
+	wc->n[f->kind]++;
+	/* every reached file exists once the prefix is mapped */
+	if (wc->io != NULL && f->kind != ICEBERG_FILE_METADATA)
+	{
+		IcebergError e2;
+		char	   *data;
+		size_t		len;
+
+		if (!iceberg_read_all(wc->io, f->path, INT64_C(1) << 30, &data, &len, &e2))
+		{
+			printf("  missing: %s (%s)\n", f->path, e2.message);
+			wc->missing_file = true;
+		}
+		else
+		{
+			if (f->size >= 0 && (int64_t) len != f->size)
+			{
+				printf("  size mismatch: %s %zu != %lld\n", f->path, len,
+					   (long long) f->size);
+				wc->missing_file = true;
+			}
+			free(data);
+		}
+	}
+	return true;
+}
+
+static void
+free_walk_count(WalkCount *wc)
+{
+	int			i;
+
+	for (i = 0; i < wc->nseen; i++)
+		free(wc->seen[i]);
+}
+
+/* countDataFiles-style callback. */
+typedef struct FileTally
+{
+	int64_t		n,
+				size,
+				with_deletes;
+} FileTally;
+
+static bool
+tally_cb(void *arg, const IcebergDataFileInfo *f, IcebergError *err)
+{
+	FileTally  *t = arg;
+
+	(void) err;
+	t->n++;
+	t->size += f->size;
+	if (f->has_deletes)
+		t->with_deletes++;
+	return true;
+}
+
+static void
+test_fixture_table(const TableCase *tc)
+{
+	IcebergLocalFS fs;
+	IcebergFileIO io;
+	IcebergTableMetadata *md;
+	IcebergError err;
+	char		folder[1024];
+	char		mdpath[1200];
+	WalkCount	wc;
+	IcebergTableMetrics m;
+	FileTally	tally;
+
+	snprintf(folder, sizeof(folder), "%s/%s", fixtures, tc->folder);
+	memset(&fs, 0, sizeof(fs));
+	fs.nmaps = 1;
+	fs.maps[0].from = tc->prefix;
+	fs.maps[0].to = folder;
+	iceberg_local_fileio(&io, &fs);
+	snprintf(mdpath, sizeof(mdpath), "%s/%s", folder, tc->metadata);
+	if (!iceberg_metadata_read(&io, mdpath, &md, &err))
+	{
+		CHECK(false, "%s: metadata: %s (%s)", tc->folder, err.message, err.detail);
+		return;
+	}
+	CHECK(md->format_version == tc->format_version, "%s: format version %d",
+		  tc->folder, md->format_version);
+	CHECK(md->nsnapshots == tc->snapshots, "%s: %d snapshots", tc->folder,
+		  md->nsnapshots);
+
+	/* everything, deleted entries included: PROVENANCE counts */
+	memset(&wc, 0, sizeof(wc));
+	wc.io = &io;
+	CHECK(iceberg_walk(&io, md, mdpath, NULL, -1, ICEBERG_WALK_PURGE, count_cb, &wc, &err),
+		  "%s: walk: %s (%s)", tc->folder, err.message, err.detail);
+	CHECK(wc.n[ICEBERG_FILE_MANIFEST] == tc->manifests, "%s: %d manifests",
+		  tc->folder, wc.n[ICEBERG_FILE_MANIFEST]);
+	CHECK(wc.n[ICEBERG_FILE_DATA] == tc->data_files, "%s: %d data files",
+		  tc->folder, wc.n[ICEBERG_FILE_DATA]);
+	CHECK(wc.n[ICEBERG_FILE_POSITION_DELETES] == tc->pos_files,
+		  "%s: %d position delete files", tc->folder, wc.n[ICEBERG_FILE_POSITION_DELETES]);
+	CHECK(wc.n[ICEBERG_FILE_EQUALITY_DELETES] == tc->eq_files,
+		  "%s: %d equality delete files", tc->folder, wc.n[ICEBERG_FILE_EQUALITY_DELETES]);
+	CHECK(wc.deleted == tc->deleted_entries, "%s: %d DELETED entries", tc->folder,
+		  wc.deleted);
+	CHECK(wc.n[ICEBERG_FILE_METADATA] == 1 + md->nmetadata_log, "%s: metadata files",
+		  tc->folder);
+	CHECK(wc.n[ICEBERG_FILE_MANIFEST_LIST] ==
+		  (md->snapshots[0].manifest_list ? tc->snapshots : 0),
+		  "%s: %d manifest lists", tc->folder, wc.n[ICEBERG_FILE_MANIFEST_LIST]);
+	CHECK(!wc.missing_file, "%s: every reached file exists with its size", tc->folder);
+	free_walk_count(&wc);
+
+	/* live entries only: no DELETED status reported */
+	memset(&wc, 0, sizeof(wc));
+	CHECK(iceberg_walk(&io, md, NULL, NULL, -1, ICEBERG_WALK_ALL, count_cb, &wc, &err),
+		  "%s: live walk: %s", tc->folder, err.message);
+	CHECK(wc.deleted == 0, "%s: live walk reports no DELETED entries", tc->folder);
+	free_walk_count(&wc);
+
+	/* metrics at every level */
+	CHECK(iceberg_table_metrics(&io, md, ICEBERG_METRICS_METADATA,
+								md->last_updated_ms + 1000, NULL, NULL, &m, &err),
+		  "%s: metadata metrics", tc->folder);
+	CHECK(m.snapshots == tc->snapshots && m.time_since_last_update_ms == 1000 &&
+		  m.manifests == 0 && m.data_files == 0, "%s: metadata level", tc->folder);
+	CHECK(iceberg_table_metrics(&io, md, ICEBERG_METRICS_MANIFEST_LIST, 0, NULL,
+								NULL, &m, &err) && m.manifests == tc->cur_manifests &&
+		  m.data_files == 0,
+		  "%s: manifests %lld", tc->folder, (long long) m.manifests);
+	CHECK(iceberg_table_metrics(&io, md, ICEBERG_METRICS_MANIFESTS, 0, NULL, NULL,
+								&m, &err), "%s: manifests level: %s", tc->folder, err.message);
+	CHECK(m.data_files == tc->cur_data_files && m.data_files_size == tc->cur_data_size &&
+		  m.data_records == tc->cur_data_records, "%s: data %lld / %lld / %lld",
+		  tc->folder, (long long) m.data_files, (long long) m.data_files_size,
+		  (long long) m.data_records);
+	CHECK(m.position_delete_files == tc->cur_pos_files &&
+		  m.equality_delete_files == tc->cur_eq_files, "%s: deletes %lld / %lld",
+		  tc->folder, (long long) m.position_delete_files,
+		  (long long) m.equality_delete_files);
+	CHECK(m.avg_data_file_size * (double) m.data_files == (double) m.data_files_size,
+		  "%s: avgDataFileSize", tc->folder);
+	CHECK(m.data_files_with_deletes == 0, "%s: no matching below DELETES", tc->folder);
+	memset(&tally, 0, sizeof(tally));
+	CHECK(iceberg_table_metrics(&io, md, ICEBERG_METRICS_DELETES, 0, tally_cb, &tally,
+								&m, &err), "%s: deletes level: %s", tc->folder, err.message);
+	CHECK(m.data_files_with_deletes == tc->with_deletes &&
+		  m.data_files_with_position_deletes == tc->with_pos &&
+		  m.data_files_with_equality_deletes == tc->with_eq,
+		  "%s: with deletes %lld / pos %lld / eq %lld", tc->folder,
+		  (long long) m.data_files_with_deletes,
+		  (long long) m.data_files_with_position_deletes,
+		  (long long) m.data_files_with_equality_deletes);
+	CHECK(tally.n == tc->cur_data_files && tally.size == tc->cur_data_size &&
+		  tally.with_deletes == tc->with_deletes, "%s: file stream", tc->folder);
+
+	/* the pull stream agrees */
+	{
+		IcebergDataFileIter *it;
+		const IcebergDataFileInfo *f;
+		int64_t		n = 0,
+					wd = 0;
+		int			rc = -1;
+
+		if (iceberg_data_files_open(&io, md, true, &it, &err))
+		{
+			while ((rc = iceberg_data_files_next(it, &f, &err)) == 1)
+			{
+				n++;
+				wd += f->has_deletes;
+			}
+			iceberg_data_files_close(it);
+		}
+		CHECK(rc == 0 && n == tc->cur_data_files && wd == tc->with_deletes,
+			  "%s: pull stream %lld files", tc->folder, (long long) n);
+	}
+	iceberg_metadata_free(md);
+}
+
+/* Extra per-table facts the counts do not cover. */
+static void
+test_fixture_details(void)
+{
+	IcebergLocalFS fs;
+	IcebergFileIO io;
+	IcebergTableMetadata *md;
+	IcebergError err;
+	IcebergManifestListReader *lr;
+	const IcebergManifestFile *mf;
+	IcebergManifestReader *mr;
+	const IcebergManifestEntry *e;
+	char		folder[1024];
+
+	/* bucket/identity partitions with a null, rendered canonically */
+	snprintf(folder, sizeof(folder), "%s/spark-v2-partitioned-bucket-identity", fixtures);
+	memset(&fs, 0, sizeof(fs));
+	fs.nmaps = 1;
+	fs.maps[0].from = "s3a://hyperparam-iceberg/spark/rename_column";
+	fs.maps[0].to = folder;
+	iceberg_local_fileio(&io, &fs);
+	if (iceberg_metadata_read(&io, "s3a://hyperparam-iceberg/spark/rename_column/metadata/v3.metadata.json",
+							  &md, &err))
+	{
+		int			found = 0;
+
+		CHECK(md->specs[0].nfields == 2 &&
+			  strcmp(md->specs[0].fields[0].transform, "bucket[4]") == 0, "bucket spec");
+		if (iceberg_manifest_list_open(&io, md, iceberg_metadata_current_snapshot(md), &lr, &err))
+		{
+			if (iceberg_manifest_list_next(lr, &mf, &err) == 1 &&
+				iceberg_manifest_open(&io, mf, 2, ICEBERG_READ_PARTITION, &mr, &err))
+			{
+				while (iceberg_manifest_next(mr, &e, &err) == 1)
+				{
+					if (strcmp(e->partition, "[3,null]") == 0 && strstr(e->file_path, "date=null"))
+						found++;
+					if (strcmp(e->partition, "[2,18994]") == 0 && strstr(e->file_path, "2022-01-02"))
+						found++;
+					if (strcmp(e->partition, "[0,18993]") == 0 && strstr(e->file_path, "2022-01-01"))
+						found++;
+					CHECK(e->partition_hash != 0 && e->spec_id == 0, "partition hash");
+				}
+				iceberg_manifest_close(mr);
+			}
+			iceberg_manifest_list_close(lr);
+		}
+		CHECK(found == 3, "partition tuples with a null: %d of 3", found);
+		iceberg_metadata_free(md);
+	}
+	else
+		CHECK(false, "bucket-identity metadata: %s", err.message);
+
+	/* equality ids, including the two-column key */
+	snprintf(folder, sizeof(folder), "%s/java-v2-partitioned-eqdeletes", fixtures);
+	fs.maps[0].from = "data/persistent/equality_deletes/warehouse/mydb/mytable_partitioned";
+	fs.maps[0].to = folder;
+	if (iceberg_metadata_read(&io, fx("java-v2-partitioned-eqdeletes/metadata/v6.metadata.json"),
+							  &md, &err))
+	{
+		int			two = 0,
+					one = 0;
+
+		if (iceberg_manifest_list_open(&io, md, iceberg_metadata_current_snapshot(md), &lr, &err))
+		{
+			while (iceberg_manifest_list_next(lr, &mf, &err) == 1)
+			{
+				if (mf->content != ICEBERG_MANIFEST_CONTENT_DELETES)
+					continue;
+				if (!iceberg_manifest_open(&io, mf, 2, 0, &mr, &err))
+					continue;
+				CHECK(iceberg_manifest_content(mr) == ICEBERG_MANIFEST_CONTENT_DELETES,
+					  "delete manifest header");
+				while (iceberg_manifest_next(mr, &e, &err) == 1)
+				{
+					CHECK(e->content == ICEBERG_CONTENT_EQUALITY_DELETES, "eq content");
+					if (e->nequality_ids == 2 && e->equality_ids[0] == 2 &&
+						e->equality_ids[1] == 1)
+						two++;
+					if (e->nequality_ids == 1 && e->equality_ids[0] == 2)
+						one++;
+					CHECK(e->sequence_number == mf->sequence_number,
+						  "inherited sequence number");
+				}
+				iceberg_manifest_close(mr);
+			}
+			iceberg_manifest_list_close(lr);
+		}
+		CHECK(two == 1 && one == 2, "equality ids [2,1] x1 and [2] x2: %d %d", two, one);
+		iceberg_metadata_free(md);
+	}
+	else
+		CHECK(false, "eqdeletes metadata: %s", err.message);
+
+	/* v1 inline manifests: spec id from the manifest header */
+	snprintf(folder, sizeof(folder), "%s/spark-v1-legacy-manifests-field", fixtures);
+	fs.maps[0].from = "data/persistent/iceberg_v1_deprecated/default/legacy_v1";
+	fs.maps[0].to = folder;
+	if (iceberg_metadata_read(&io, fx("spark-v1-legacy-manifests-field/metadata/v2.metadata.json"),
+							  &md, &err))
+	{
+		const IcebergSnapshot *s = iceberg_metadata_current_snapshot(md);
+
+		CHECK(s != NULL && s->manifest_list == NULL && s->nmanifests == 1,
+			  "inline manifests field");
+		if (s != NULL && iceberg_manifest_list_open(&io, md, s, &lr, &err))
+		{
+			CHECK(iceberg_manifest_list_format_version(lr) == 1, "inline list is v1");
+			if (iceberg_manifest_list_next(lr, &mf, &err) == 1)
+			{
+				CHECK(mf->manifest_length == -1 && mf->partition_spec_id == -1,
+					  "inline manifest has only a path");
+				if (iceberg_manifest_open(&io, mf, 1, ICEBERG_READ_PARTITION, &mr, &err))
+				{
+					CHECK(iceberg_manifest_spec_id(mr) == 0, "spec id from header");
+					CHECK(iceberg_manifest_next(mr, &e, &err) == 1 &&
+						  strcmp(e->partition, "[\"alpha\"]") == 0 &&
+						  e->sequence_number == 0, "v1 entry defaults");
+					iceberg_manifest_close(mr);
+				}
+			}
+			CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 0, "one inline manifest");
+			iceberg_manifest_list_close(lr);
+		}
+		iceberg_metadata_free(md);
+	}
+	else
+		CHECK(false, "legacy metadata: %s", err.message);
+}
+
+/* ---------------------------------------------------------------------
+ * Standalone manifest lists
+ * ---------------------------------------------------------------------
+ */
+
+static void
+test_standalone_avro(void)
+{
+	IcebergFileIO io;
+	IcebergManifestListReader *lr;
+	const IcebergManifestFile *mf;
+	IcebergError err;
+	IcebergManifestFile v1copy;
+	char		path1[1024];
+	int			n;
+
+	iceberg_local_fileio(&io, NULL);
+
+	/* DuckDB v3: no format-version key, null codec, a delete manifest */
+	if (iceberg_manifest_list_open_path(&io, fx("standalone-avro/duckdb_v3_manifest_list.avro"),
+										&lr, &err))
+	{
+		CHECK(iceberg_manifest_list_format_version(lr) == 3,
+			  "duckdb list inferred v3: %d", iceberg_manifest_list_format_version(lr));
+		n = 0;
+		while (iceberg_manifest_list_next(lr, &mf, &err) == 1)
+		{
+			if (n == 0)
+				CHECK(mf->content == 0 && mf->sequence_number == 1 && mf->first_row_id == 0 &&
+					  strncmp(mf->manifest_path, "s3://warehouse/wh/db/logs/metadata/", 35) == 0 &&
+					  mf->npartition_summaries == -1,
+					  "duckdb entry 1: content %d seq %lld frid %lld parts %d", mf->content,
+					  (long long) mf->sequence_number, (long long) mf->first_row_id,
+					  mf->npartition_summaries);
+			if (n == 1)
+				CHECK(mf->content == 1 && mf->sequence_number == 2,
+					  "duckdb entry 2: content %d seq %lld frid %lld", mf->content,
+					  (long long) mf->sequence_number, (long long) mf->first_row_id);
+			n++;
+		}
+		CHECK(n == 2 && err.code == ICEBERG_OK, "duckdb list has 2 entries: %d", n);
+		iceberg_manifest_list_close(lr);
+	}
+	else
+		CHECK(false, "duckdb list: %s (%s)", err.message, err.detail);
+
+	/* old and new field names resolve to the same ids */
+	memset(&v1copy, 0, sizeof(v1copy));
+	path1[0] = '\0';
+	if (iceberg_manifest_list_open_path(&io, fx("standalone-avro/manifest-list-v2-1.avro"),
+										&lr, &err))
+	{
+		CHECK(iceberg_manifest_list_format_version(lr) == 2, "v2-1 is v2");
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 1, "v2-1 entry");
+		if (mf != NULL)
+		{
+			v1copy = *mf;
+			snprintf(path1, sizeof(path1), "%s", mf->manifest_path);
+			CHECK(strncmp(mf->manifest_path, "iceberg-warehouse/people/metadata/", 34) == 0,
+				  "v2-1 path %s", mf->manifest_path);
+			CHECK(mf->added_files_count >= 0 && mf->existing_files_count >= 0 &&
+				  mf->deleted_files_count >= 0,
+				  "old names (added_data_files_count...) matched by id: %d %d %d",
+				  mf->added_files_count, mf->existing_files_count, mf->deleted_files_count);
+		}
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 0, "v2-1 has one entry");
+		iceberg_manifest_list_close(lr);
+	}
+	else
+		CHECK(false, "v2-1: %s", err.message);
+	if (iceberg_manifest_list_open_path(&io, fx("standalone-avro/manifest-list-v2-2.avro"),
+										&lr, &err))
+	{
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 1, "v2-2 entry");
+		if (mf != NULL)
+		{
+			CHECK(strncmp(mf->manifest_path, "iceberg-warehouse_2/people/", 27) == 0,
+				  "v2-2 path");
+			CHECK(mf->added_files_count == v1copy.added_files_count &&
+				  mf->existing_files_count == v1copy.existing_files_count &&
+				  mf->deleted_files_count == v1copy.deleted_files_count &&
+				  mf->added_rows_count == v1copy.added_rows_count &&
+				  mf->added_files_count >= 0,
+				  "new names give the same counts as old names: %d vs %d",
+				  mf->added_files_count, v1copy.added_files_count);
+		}
+		iceberg_manifest_list_close(lr);
+	}
+	else
+		CHECK(false, "v2-2: %s", err.message);
+}
+
+/* ---------------------------------------------------------------------
+ * Malformed Avro
+ * ---------------------------------------------------------------------
+ */
+
+/* Read every entry of a manifest (kind 1) or manifest list (kind 0). */
+static int
+read_avro_buffer(const void *data, size_t len, int kind, IcebergError *err,
+				 int *nentries)
+{
+	IcebergMemoryFile mem;
+	IcebergFileIO io;
+	int			rc = -1;
+
+	mem.data = data;
+	mem.len = len;
+	iceberg_memory_fileio(&io, &mem);
+	*nentries = 0;
+	if (kind == 0)
+	{
+		IcebergManifestListReader *lr;
+		const IcebergManifestFile *mf;
+
+		if (!iceberg_manifest_list_open_path(&io, "mem", &lr, err))
+			return -1;
+		while ((rc = iceberg_manifest_list_next(lr, &mf, err)) == 1)
+			(*nentries)++;
+		iceberg_manifest_list_close(lr);
+	}
+	else
+	{
+		IcebergManifestFile mf;
+		IcebergManifestReader *mr;
+		const IcebergManifestEntry *e;
+
+		memset(&mf, 0, sizeof(mf));
+		mf.manifest_path = "mem";
+		mf.partition_spec_id = -1;
+		mf.sequence_number = 1;
+		if (!iceberg_manifest_open(&io, &mf, 2, ICEBERG_READ_PARTITION, &mr, err))
+			return -1;
+		while ((rc = iceberg_manifest_next(mr, &e, err)) == 1)
+			(*nentries)++;
+		iceberg_manifest_close(mr);
+	}
+	return rc;
+}
+
+static void
+test_truncation_and_corruption(const char *rel, int kind)
+{
+	size_t		len,
+				cut,
+				i;
+	unsigned char *data = slurp(fx(rel), &len);
+	IcebergError err;
+	int			full,
+				n,
+				bad = 0,
+				crashfree = 0;
+
+	if (data == NULL)
+	{
+		CHECK(false, "read %s", rel);
+		return;
+	}
+	CHECK(read_avro_buffer(data, len, kind, &err, &full) == 0 && full > 0,
+		  "%s reads whole: %s", rel, err.message);
+	for (cut = 0; cut < len; cut++)
+	{
+		unsigned char *copy = malloc(cut + 1);	/* exact size for ASan */
+
+		memcpy(copy, data, cut);
+		if (read_avro_buffer(copy, cut, kind, &err, &n) == 0)
+		{
+			if (n >= full)
+				bad++;
+		}
+		else if (err.code != ICEBERG_ERR_MALFORMED)
+			bad++;
+		free(copy);
+	}
+	CHECK(bad == 0, "%s: every truncation is a malformed error (%d not)", rel, bad);
+
+	/* flip every byte: an error or a result, never a crash */
+	for (i = 0; i < len; i++)
+	{
+		unsigned char *copy = malloc(len);
+
+		memcpy(copy, data, len);
+		copy[i] ^= 0xff;
+		(void) read_avro_buffer(copy, len, kind, &err, &n);
+		crashfree++;
+		free(copy);
+	}
+	CHECK(crashfree == (int) len, "%s: byte flips", rel);
+	free(data);
+}
+
+/* Varint writer for hand-made Avro files. */
+static size_t
+put_long(unsigned char *p, int64_t v)
+{
+	uint64_t	z = ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
+	size_t		n = 0;
+
+	while (z >= 0x80)
+	{
+		p[n++] = (unsigned char) (z | 0x80);
+		z >>= 7;
+	}
+	p[n++] = (unsigned char) z;
+	return n;
+}
+
+static size_t
+put_str(unsigned char *p, const char *s)
+{
+	size_t		n = put_long(p, (int64_t) strlen(s));
+
+	memcpy(p + n, s, strlen(s));
+	return n + strlen(s);
+}
+
+static const unsigned char sync16[16] = "0123456789abcdef";
+
+/* Write an Avro header with the given schema and codec. */
+static size_t
+put_header(unsigned char *p, const char *schema, const char *codec)
+{
+	size_t		n = 0;
+
+	memcpy(p, "Obj\x01", 4);
+	n = 4;
+	n += put_long(p + n, 2);
+	n += put_str(p + n, "avro.schema");
+	n += put_str(p + n, schema);
+	n += put_str(p + n, "avro.codec");
+	n += put_str(p + n, codec);
+	n += put_long(p + n, 0);
+	memcpy(p + n, sync16, 16);
+	return n + 16;
+}
+
+/* A manifest_file schema without field ids and with old names. */
+static const char *list_schema_noids =
+"{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":["
+"{\"name\":\"manifest_path\",\"type\":\"string\"},"
+"{\"name\":\"manifest_length\",\"type\":\"long\"},"
+"{\"name\":\"partition_spec_id\",\"type\":\"int\"},"
+"{\"name\":\"added_snapshot_id\",\"type\":[\"null\",\"long\"]},"
+"{\"name\":\"added_data_files_count\",\"type\":[\"null\",\"int\"]},"
+"{\"name\":\"extra\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\",\"name\":\"z\",\"fields\":[{\"name\":\"n\",\"type\":\"null\"}]}}}"
+"]}";
+
+/* Encode one record of list_schema_noids; extra_count items. */
+static size_t
+put_list_record(unsigned char *p, const char *path, int64_t extra_count)
+{
+	size_t		n = 0;
+
+	n += put_str(p + n, path);
+	n += put_long(p + n, 1234);
+	n += put_long(p + n, 0);
+	n += put_long(p + n, 1);	/* union branch long */
+	n += put_long(p + n, 42);
+	n += put_long(p + n, 1);	/* union branch int */
+	n += put_long(p + n, 7);
+	if (extra_count != 0)
+		n += put_long(p + n, extra_count);
+	n += put_long(p + n, 0);
+	return n;
+}
+
+/* Wrap records as one block. */
+static size_t
+put_block(unsigned char *p, const unsigned char *rec, size_t reclen, int64_t count)
+{
+	size_t		n = 0;
+
+	n += put_long(p + n, count);
+	n += put_long(p + n, (int64_t) reclen);
+	memcpy(p + n, rec, reclen);
+	n += reclen;
+	memcpy(p + n, sync16, 16);
+	return n + 16;
+}
+
+/* Snappy-encode as literals only, with the Avro CRC-32 trailer. */
+static size_t
+put_snappy(unsigned char *p, const unsigned char *in, size_t len)
+{
+	extern unsigned long crc32(unsigned long, const unsigned char *, unsigned int);
+	size_t		n = 0;
+	size_t		pos = 0;
+	uint64_t	v = len;
+	unsigned long crc;
+
+	while (v >= 0x80)
+	{
+		p[n++] = (unsigned char) (v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (unsigned char) v;
+	while (pos < len)
+	{
+		size_t		chunk = len - pos > 200 ? 200 : len - pos;
+
+		if (chunk <= 60)
+			p[n++] = (unsigned char) ((chunk - 1) << 2);
+		else
+		{
+			p[n++] = 60 << 2;
+			p[n++] = (unsigned char) (chunk - 1);
+		}
+		memcpy(p + n, in + pos, chunk);
+		n += chunk;
+		pos += chunk;
+	}
+	crc = crc32(0L, in, (unsigned int) len);
+	p[n++] = (unsigned char) (crc >> 24);
+	p[n++] = (unsigned char) (crc >> 16);
+	p[n++] = (unsigned char) (crc >> 8);
+	p[n++] = (unsigned char) crc;
+	return n;
+}
+
+static void
+test_handmade_avro(void)
+{
+	unsigned char *file = malloc(1 << 20);
+	unsigned char rec[4096];
+	unsigned char comp[8192];
+	size_t		n,
+				r,
+				c;
+	int			cnt;
+	IcebergError err;
+	IcebergManifestListReader *lr;
+	IcebergMemoryFile mem;
+	IcebergFileIO io;
+	const IcebergManifestFile *mf;
+	int			i;
+
+	/* name fallback without field ids, two records, one block */
+	n = put_header(file, list_schema_noids, "null");
+	r = put_list_record(rec, "a.avro", 3);
+	r += put_list_record(rec + r, "b.avro", 0);
+	n += put_block(file + n, rec, r, 2);
+	mem.data = file;
+	mem.len = n;
+	iceberg_memory_fileio(&io, &mem);
+	if (iceberg_manifest_list_open_path(&io, "mem", &lr, &err))
+	{
+		CHECK(iceberg_manifest_list_format_version(lr) == 1, "no ids, no content: v1");
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 1 &&
+			  strcmp(mf->manifest_path, "a.avro") == 0 && mf->manifest_length == 1234 &&
+			  mf->added_snapshot_id == 42 && mf->added_files_count == 7 &&
+			  mf->content == 0 && mf->sequence_number == 0 && mf->added_rows_count == -1,
+			  "name fallback record");
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 1 &&
+			  strcmp(mf->manifest_path, "b.avro") == 0, "second record");
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 0, "end");
+		iceberg_manifest_list_close(lr);
+	}
+	else
+		CHECK(false, "hand-made list: %s (%s)", err.message, err.detail);
+
+	/* the same as snappy */
+	n = put_header(file, list_schema_noids, "snappy");
+	c = put_snappy(comp, rec, r);
+	n += put_block(file + n, comp, c, 2);
+	CHECK(read_avro_buffer(file, n, 0, &err, &cnt) == 0 && cnt == 2,
+		  "snappy block: %s", err.message);
+	comp[c - 1] ^= 1;			/* CRC */
+	n = put_header(file, list_schema_noids, "snappy");
+	n += put_block(file + n, comp, c, 2);
+	CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 && err.code == ICEBERG_ERR_MALFORMED,
+		  "snappy checksum");
+
+	/* unsupported codec */
+	n = put_header(file, list_schema_noids, "zstandard");
+	n += put_block(file + n, rec, r, 2);
+	CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 &&
+		  err.code == ICEBERG_ERR_UNSUPPORTED, "zstandard codec unsupported");
+
+	/* wrong magic */
+	n = put_header(file, list_schema_noids, "null");
+	n += put_block(file + n, rec, r, 2);
+	file[3] = 2;
+	CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 && err.code == ICEBERG_ERR_MALFORMED &&
+		  strstr(err.message, "magic") != NULL, "wrong magic: %s", err.message);
+	file[3] = 1;
+
+	/* bad sync */
+	file[n - 1] ^= 1;
+	CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 && strstr(err.message, "sync") != NULL,
+		  "bad sync: %s", err.message);
+	file[n - 1] ^= 1;
+
+	/* block claims more objects than it holds */
+	n = put_header(file, list_schema_noids, "null");
+	n += put_block(file + n, rec, r, 3);
+	CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 && err.code == ICEBERG_ERR_MALFORMED,
+		  "object count > objects");
+	/* block with trailing bytes */
+	n = put_header(file, list_schema_noids, "null");
+	n += put_block(file + n, rec, r, 1);
+	CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 && err.code == ICEBERG_ERR_MALFORMED,
+		  "object count < objects");
+
+	/* absurd counts: block objects, block size, array items, string length */
+	{
+		int64_t		absurd[] = {INT64_C(1) << 40, INT64_MAX, -1};
+		unsigned char *p;
+
+		for (i = 0; i < 3; i++)
+		{
+			n = put_header(file, list_schema_noids, "null");
+			n += put_long(file + n, absurd[i]);
+			n += put_long(file + n, 10);
+			memset(file + n, 0, 26);
+			n += 26;
+			CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 &&
+				  (err.code == ICEBERG_ERR_LIMIT || err.code == ICEBERG_ERR_MALFORMED),
+				  "absurd block count %d", i);
+			n = put_header(file, list_schema_noids, "null");
+			n += put_long(file + n, 1);
+			n += put_long(file + n, absurd[i]);
+			memset(file + n, 0, 26);
+			n += 26;
+			CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 &&
+				  (err.code == ICEBERG_ERR_LIMIT || err.code == ICEBERG_ERR_MALFORMED),
+				  "absurd block size %d", i);
+			/* array of zero-size records with a huge count */
+			r = put_list_record(rec, "a.avro", absurd[i] == -1 ? -5 : absurd[i]);
+			n = put_header(file, list_schema_noids, "null");
+			n += put_block(file + n, rec, r, 1);
+			CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 &&
+				  err.code == ICEBERG_ERR_MALFORMED, "absurd array count %d", i);
+			/* string length */
+			p = rec;
+			r = put_long(p, absurd[i]);
+			memcpy(p + r, "abc", 3);
+			r += 3;
+			n = put_header(file, list_schema_noids, "null");
+			n += put_block(file + n, rec, r, 1);
+			CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 &&
+				  err.code == ICEBERG_ERR_MALFORMED, "absurd string length %d", i);
+		}
+	}
+
+	/* schemas that are not what we need */
+	{
+		const char *schemas[] = {
+			"not json",
+			"[\"null\",\"string\"]",
+			"{\"type\":\"record\",\"name\":\"x\",\"fields\":[{\"name\":\"manifest_path\",\"type\":\"long\"}]}",
+			"{\"type\":\"record\",\"name\":\"x\",\"fields\":[{\"name\":\"a\",\"type\":\"nosuchtype\"}]}",
+			"{\"type\":\"record\",\"name\":\"x\",\"fields\":[{\"name\":\"a\",\"type\":\"x\"}]}",
+			"{\"type\":\"record\",\"name\":\"x\",\"fields\":[{\"name\":\"a\",\"type\":{\"type\":\"fixed\",\"name\":\"f\",\"size\":-1}}]}",
+		};
+
+		for (i = 0; i < (int) (sizeof(schemas) / sizeof(schemas[0])); i++)
+		{
+			n = put_header(file, schemas[i], "null");
+			CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 &&
+				  err.code == ICEBERG_ERR_MALFORMED, "bad schema %d: %s", i,
+				  iceberg_error_code_name(err.code));
+		}
+	}
+	/* required field missing */
+	{
+		const char *schema = "{\"type\":\"record\",\"name\":\"x\",\"fields\":[{\"name\":\"manifest_path\",\"type\":\"string\"}]}";
+
+		n = put_header(file, schema, "null");
+		r = put_str(rec, "p");
+		n += put_block(file + n, rec, r, 1);
+		CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 &&
+			  err.code == ICEBERG_ERR_MALFORMED, "missing required fields");
+	}
+	/* limits are honoured */
+	{
+		IcebergLimits lim;
+
+		memset(&lim, 0, sizeof(lim));
+		lim.max_block_bytes = 8;
+		n = put_header(file, list_schema_noids, "null");
+		r = put_list_record(rec, "a.avro", 0);
+		n += put_block(file + n, rec, r, 1);
+		mem.data = file;
+		mem.len = n;
+		iceberg_memory_fileio(&io, &mem);
+		io.limits = &lim;
+		CHECK(!iceberg_manifest_list_open_path(&io, "mem", &lr, &err) ||
+			  (iceberg_manifest_list_next(lr, &mf, &err) < 0 && err.code == ICEBERG_ERR_LIMIT &&
+			   (iceberg_manifest_list_close(lr), true)),
+			  "block size limit");
+	}
+	free(file);
+}
+
+/* ---------------------------------------------------------------------
+ * Walk selection, cancellation, DSL adapters
+ * ---------------------------------------------------------------------
+ */
+
+static bool
+stop_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
+{
+	int		   *n = arg;
+
+	(void) f;
+	(void) err;
+	return ++(*n) < 3;
+}
+
+static bool
+interrupted_now(void *arg)
+{
+	(void) arg;
+	return true;
+}
+
+static void
+test_walk_and_adapters(void)
+{
+	IcebergLocalFS fs;
+	IcebergFileIO io;
+	IcebergTableMetadata *md;
+	IcebergError err;
+	char		folder[1024];
+	WalkCount	wc;
+	int64_t		first;
+	int			n = 0;
+
+	snprintf(folder, sizeof(folder), "%s/pyiceberg-v1-overwrite", fixtures);
+	memset(&fs, 0, sizeof(fs));
+	fs.nmaps = 1;
+	fs.maps[0].from = "data/persistent/iceberg_v1_repro/repro/merch_v1";
+	fs.maps[0].to = folder;
+	iceberg_local_fileio(&io, &fs);
+	if (!iceberg_metadata_read(&io, fx("pyiceberg-v1-overwrite/metadata/00003-8d01e4aa-d143-49c9-898e-b5e477577b70.metadata.json"),
+							   &md, &err))
+	{
+		CHECK(false, "pyiceberg metadata: %s", err.message);
+		return;
+	}
+	/* one snapshot only */
+	first = md->snapshots[0].snapshot_id;
+	memset(&wc, 0, sizeof(wc));
+	CHECK(iceberg_walk(&io, md, NULL, &first, 1, ICEBERG_WALK_ALL, count_cb, &wc, &err),
+		  "walk one snapshot");
+	CHECK(wc.n[ICEBERG_FILE_MANIFEST_LIST] == 1 && wc.n[ICEBERG_FILE_MANIFEST] == 1 &&
+		  wc.n[ICEBERG_FILE_DATA] == 1 && wc.n[ICEBERG_FILE_METADATA] == md->nmetadata_log,
+		  "first snapshot: 1 list, 1 manifest, 1 data file");
+	free_walk_count(&wc);
+	/* unknown snapshot */
+	first = 12345;
+	CHECK(!iceberg_walk(&io, md, NULL, &first, 1, ICEBERG_WALK_ALL, count_cb, &wc, &err) &&
+		  err.code == ICEBERG_ERR_NOT_FOUND, "unknown snapshot");
+	/* the callback stops the walk */
+	CHECK(!iceberg_walk(&io, md, NULL, NULL, -1, ICEBERG_WALK_ALL, stop_cb, &n, &err) &&
+		  err.code == ICEBERG_ERR_CANCELLED && n == 3, "callback stop");
+	/* interrupts */
+	io.interrupted = interrupted_now;
+	{
+		IcebergTableMetrics m;
+
+		CHECK(!iceberg_table_metrics(&io, md, ICEBERG_METRICS_MANIFESTS, 0, NULL, NULL, &m, &err) &&
+			  err.code == ICEBERG_ERR_CANCELLED, "interrupted metrics: %s",
+			  iceberg_error_code_name(err.code));
+	}
+	io.interrupted = NULL;
+
+	/* DSL adapters */
+	{
+		IcebergTableMetrics m;
+		dsl_metrics dm;
+		dsl_properties props;
+		dsl_file_source src;
+		IcebergDataFileIter *it;
+		const dsl_file *files;
+		size_t		nfiles;
+		int64_t		total = 0;
+
+		CHECK(iceberg_table_metrics(&io, md, ICEBERG_METRICS_MANIFEST_LIST, 0, NULL, NULL, &m, &err),
+			  "manifest list metrics");
+		iceberg_metrics_to_dsl(&m, &dm);
+		CHECK((dm.present & DSL_VAR_BIT(DSL_VAR_MANIFESTS)) && dm.manifests == 2 &&
+			  !(dm.present & DSL_VAR_BIT(DSL_VAR_DATA_FILES)) && dm.snapshots == 3,
+			  "dsl metrics at manifest-list level");
+		CHECK(iceberg_table_metrics(&io, md, ICEBERG_METRICS_DELETES, 0, NULL, NULL, &m, &err),
+			  "deletes metrics");
+		iceberg_metrics_to_dsl(&m, &dm);
+		CHECK(dm.present == (UINT32_C(1) << DSL_VAR_COUNT) - 1 && dm.data_files == 2 &&
+			  dm.avg_data_file_size == 1320.0, "dsl metrics complete");
+		iceberg_dsl_properties(md, &props);
+		CHECK(props.get(props.arg, "no.such.property") == NULL, "dsl property missing");
+		if (iceberg_data_files_open(&io, md, true, &it, &err))
+		{
+			CHECK(iceberg_data_files_dsl_source(it, &src, &err), "dsl source");
+			while (src.next(src.arg, &files, &nfiles) == 1)
+				total += (int64_t) nfiles;
+			CHECK(total == 2, "dsl file source yields 2 files: %lld", (long long) total);
+			iceberg_data_files_close(it);
+		}
+	}
+	iceberg_metadata_free(md);
+}
+
+int
+main(void)
+{
+	size_t		i;
+
+	fixtures = getenv("ICEBERG_FIXTURES");
+	if (fixtures == NULL)
+		fixtures = "../shared/fixtures/iceberg";
+
+	test_standalone_metadata();
+	test_metadata_details();
+	test_metadata_malformed();
+	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		test_fixture_table(&tables[i]);
+	test_fixture_details();
+	test_standalone_avro();
+	test_handmade_avro();
+	test_walk_and_adapters();
+	test_truncation_and_corruption("standalone-avro/duckdb_v3_manifest_list.avro", 0);
+	test_truncation_and_corruption("standalone-avro/manifest-list-v2-1.avro", 0);
+	test_truncation_and_corruption("spark-v2-partitioned-bucket-identity/metadata/abf62b15-903b-40b6-9e6b-26bcdceac9b3-m0.avro", 1);
+	test_truncation_and_corruption("pyiceberg-v2-partitioned-nullcodec/metadata/8574bca8-244f-4667-965a-03a41a3e4e0e-m0.avro", 1);
+
+	printf("%d passed, %d failed\n", npassed, nfailed);
+	return nfailed > 0 ? 1 : 0;
+}
