@@ -443,11 +443,14 @@ perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
 			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0,
 								"out of memory reading response from %s", where);
 		if (code == IO_ERR_TIMEOUT)
-			return io_set_error(err, code, 0,
-								"request to %s timed out: %s", where,
-								errbuf[0] ? errbuf : curl_easy_strerror(rc));
-		return io_set_error(err, code, 0, "could not reach %s: %s", where,
-							errbuf[0] ? errbuf : curl_easy_strerror(rc));
+			io_set_error(err, code, 0, "request to %s timed out", where);
+		else
+			io_set_error(err, code, 0, "could not reach %s: %s", where,
+						 curl_easy_strerror(rc));
+		/* libcurl's own text (with timings) goes to the detail */
+		if (errbuf[0] != '\0')
+			io_set_detail(err, errbuf, strlen(errbuf));
+		return -1;
 	}
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp->status);
 	if (t.body.data == NULL)
