@@ -253,6 +253,10 @@ fill_position(dsl_error *err, const char *src, int32_t len, int32_t off)
 	x[n] = '\0';
 }
 
+static void *error_at(parser *ps, dsl_error_kind kind, int32_t off,
+					  const char *hint, const char *fmt,...)
+			__attribute__((format(printf, 5, 6)));
+
 /*
  * Record an error at byte offset off (only the first error counts) and
  * return NULL, so callers can "return error_at(...)".
@@ -1371,6 +1375,9 @@ parse_primary(parser *ps)
 				return NULL;
 			if ((n = parse_expr(ps)) == NULL)
 				return NULL;
+			/* the parentheses belong to the node's text in explanations */
+			n->offset = t.offset;
+			n->length = ps->tok.offset + 1 - t.offset;
 			if (!expect_rparen(ps, t.offset, "the \"(\""))
 				return NULL;
 			ps->nesting--;

@@ -26,6 +26,8 @@ typedef struct outbuf
 	size_t		len;			/* length the full text needs */
 } outbuf;
 
+static void out(outbuf *o, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+
 /* Append formatted text, snprintf-style (counting what does not fit). */
 static void
 out(outbuf *o, const char *fmt,...)
@@ -152,7 +154,8 @@ is_binding(const dsl_explain_node *e)
 
 /*
  * Collect the bindings below node i (not i itself), in source order, as
- * ", a = 1, b = 2"; stops descending at bindings and lambda bodies.
+ * " where a = 1, b = 2"; does not descend into bindings, except into
+ * countDataFiles() for the values its lambda computed once per call.
  */
 static void
 out_where(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i,
@@ -161,8 +164,6 @@ out_where(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i,
 	const dsl_explain_node *e = &nodes[i];
 	int32_t		kids[2] = {e->left, e->right};
 
-	if (e->kind == DSL_KIND_COUNT)
-		return;
 	for (int k = 0; k < 2; k++)
 	{
 		int32_t		c = kids[k];
@@ -174,9 +175,11 @@ out_where(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i,
 			out(o, "%s", *first ? " where " : ", ");
 			*first = false;
 			out_binding(o, src, nodes, c);
+			/* values computed once inside a lambda are worth showing too */
+			if (nodes[c].kind != DSL_KIND_COUNT)
+				continue;
 		}
-		else
-			out_where(o, src, nodes, c, first);
+		out_where(o, src, nodes, c, first);
 	}
 }
 
@@ -212,7 +215,7 @@ out_line(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i)
 			out(o, " (%s ", e->op);
 			out_text(o, src, r);
 			out(o, " is %s)", e->value.b ? "true" : "false");
-			if (!is_binding(l))
+			if (!is_binding(l) || l->kind == DSL_KIND_COUNT)
 				out_where(o, src, nodes, e->left, &first);
 		}
 		else

@@ -744,7 +744,7 @@ test_explain(void)
 	add_file(20, 1, false, false);
 	setm(DSL_VAR_DATA_FILES, 2);
 	run("countDataFiles(f -> f.size < property('target', 15)) / dataFiles > 0.4", &r, text, sizeof(text));
-	CHECK(strstr(text, "= 0.5 (> 0.4 is true) where countDataFiles(f -> f.size < property('target', 15)) = 1 (of 2 data files), dataFiles = 2") != NULL,
+	CHECK(strstr(text, "= 0.5 (> 0.4 is true) where countDataFiles(f -> f.size < property('target', 15)) = 1 (of 2 data files), property('target', 15) = 15 (default: no such table property), dataFiles = 2") != NULL,
 		  "explain 4: [%s]", text);
 	run("!property('maintenance.disabled', false) AND snapshots >= 0", &r, text, sizeof(text));
 	CHECK(strstr(text, "!property('maintenance.disabled', false) = true where property('maintenance.disabled', false) = false (default: no such table property)") != NULL,

@@ -1,0 +1,714 @@
+/*-------------------------------------------------------------------------
+ *
+ * dsl_sql.c
+ *	  SQL functions over the policy condition language (src/dsl/):
+ *	  tms.dsl_check(), tms.dsl_eval() and tms.dsl_explain().
+ *
+ * They are pure functions of their arguments and work without
+ * shared_preload_libraries.  Metrics, properties and data files come in as
+ * jsonb, read with PostgreSQL's jsonb API:
+ *
+ *	metrics		{"dataFiles": 80, "avgDataFileSize": 220200960.5, ...}
+ *				keys are DSL variable names; unknown keys are ignored (so
+ *				richer objects can be passed as they are); LONG variables
+ *				take integers, avgDataFileSize any number; null = absent.
+ *	properties	{"write.target-file-size-bytes": "536870912", ...}
+ *				string values, as Iceberg stores them; numbers and booleans
+ *				are taken by their JSON text; null = absent.
+ *	files		[{"size": 1048576, "records": 10, "hasDeletes": false,
+ *				  "hasPositionDeletes": false, "hasEqualityDeletes": false}]
+ *				size and records are required when the condition reads
+ *				them; absent booleans are false, except that an absent
+ *				hasDeletes is hasPositionDeletes OR hasEqualityDeletes.
+ *
+ * A compile error raises ERRCODE_SYNTAX_ERROR or ERRCODE_DATATYPE_MISMATCH
+ * (ERRCODE_STATEMENT_TOO_COMPLEX / ERRCODE_PROGRAM_LIMIT_EXCEEDED for the
+ * limits) with the caret excerpt in DETAIL; a division by zero or an
+ * overflow makes the condition false, as the language says.
+ *
+ * The compiled program lives in CurrentMemoryContext (the library is given
+ * palloc-based allocation that returns NULL instead of raising), so an
+ * error anywhere leaks nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+
+#include "dsl/dsl.h"
+
+PG_FUNCTION_INFO_V1(tms_dsl_check);
+PG_FUNCTION_INFO_V1(tms_dsl_eval);
+PG_FUNCTION_INFO_V1(tms_dsl_explain);
+
+/* ---------------------------------------------------------------------
+ * Compiling
+ * ---------------------------------------------------------------------
+ */
+
+static void *
+dsl_palloc(void *arg, size_t size)
+{
+	return palloc_extended(size, MCXT_ALLOC_NO_OOM);
+}
+
+static void
+dsl_pfree(void *arg, void *ptr)
+{
+	pfree(ptr);
+}
+
+static const dsl_allocator pg_allocator = {dsl_palloc, dsl_pfree, NULL};
+
+/* The SQLSTATE for a compile error kind. */
+static int
+error_code(dsl_error_kind kind)
+{
+	switch (kind)
+	{
+		case DSL_ERROR_TYPE:
+			return ERRCODE_DATATYPE_MISMATCH;
+		case DSL_ERROR_TOO_COMPLEX:
+			return ERRCODE_STATEMENT_TOO_COMPLEX;
+		case DSL_ERROR_TOO_LONG:
+			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+		case DSL_ERROR_OUT_OF_MEMORY:
+			return ERRCODE_OUT_OF_MEMORY;
+		default:
+			return ERRCODE_SYNTAX_ERROR;
+	}
+}
+
+/* 1-based character position of byte offset off, in the database encoding. */
+static int
+char_position(const char *src, int len, int off)
+{
+	if (off > len)
+		off = len;
+	return pg_mbstrlen_with_len(src, off) + 1;
+}
+
+/*
+ * Compile a text condition; returns NULL with *err set when it does not
+ * compile (the caller decides whether to raise).
+ */
+static dsl_program *
+compile_text(text *t, dsl_error *err)
+{
+	return dsl_compile(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &pg_allocator, err);
+}
+
+/* Compile a text condition or raise its compile error. */
+static dsl_program *
+compile_or_raise(text *t)
+{
+	dsl_error	err;
+	dsl_program *p = compile_text(t, &err);
+
+	if (p == NULL)
+		ereport(ERROR,
+				(errcode(error_code(err.kind)),
+				 errmsg("invalid policy condition: %s", err.message),
+				 err.kind == DSL_ERROR_TOO_LONG ? 0 :
+				 errdetail("At line %d, column %d:\n%s",
+						   err.line, err.column, err.excerpt),
+				 err.hint[0] ? errhint("%s", err.hint) : 0));
+	return p;
+}
+
+/* ---------------------------------------------------------------------
+ * jsonb inputs
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * An integer JSON number as int64, or false (not an integer, out of range).
+ * "1.0" counts as an integer, "1.5" does not.
+ */
+static bool
+jsonb_int64(const JsonbValue *v, int64 *out)
+{
+	char	   *s,
+			   *end;
+	long long	l;
+
+	if (v->type != jbvNumeric)
+		return false;
+	s = numeric_normalize(v->val.numeric);
+	errno = 0;
+	l = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0' || end == s)
+		return false;
+	*out = (int64) l;
+	return true;
+}
+
+static const char *
+jsonb_type_name(const JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			return "null";
+		case jbvString:
+			return "a string";
+		case jbvNumeric:
+			return "a number";
+		case jbvBool:
+			return "a boolean";
+		default:
+			return "an array or object";
+	}
+}
+
+/* Read the metrics object into m. */
+static void
+read_metrics(Jsonb *jb, dsl_metrics *m)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int			var = -1;
+
+	memset(m, 0, sizeof(*m));
+	if (!JB_ROOT_IS_OBJECT(jb))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("metrics must be a jsonb object"),
+				 errhint("Pass the table metrics keyed by variable name, for example '{\"dataFiles\": 80}'.")));
+	it = JsonbIteratorInit(&jb->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+			var = dsl_var_lookup(v.val.string.val, v.val.string.len);
+		else if (tok == WJB_VALUE && var >= 0 && v.type != jbvNull)
+		{
+			const char *name = dsl_var_name(var);
+
+			if (dsl_var_type(var) == DSL_DOUBLE)
+			{
+				double		d;
+
+				if (v.type != jbvNumeric)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("metric \"%s\" must be a number", name),
+							 errdetail("The value is %s.", jsonb_type_name(&v))));
+				d = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+													   NumericGetDatum(v.val.numeric)));
+				dsl_metrics_set(m, var, 0, d);
+			}
+			else
+			{
+				int64		l;
+
+				if (!jsonb_int64(&v, &l))
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("metric \"%s\" must be an integer of type LONG", name),
+							 v.type == jbvNumeric ?
+							 errdetail("The value %s is not an integer in the range of a 64-bit integer.",
+									   numeric_normalize(v.val.numeric)) :
+							 errdetail("The value is %s.", jsonb_type_name(&v))));
+				dsl_metrics_set(m, var, l, 0.0);
+			}
+		}
+	}
+}
+
+/* Raise when the program reads a metric that m lacks. */
+static void
+check_metrics(const dsl_program *p, const dsl_metrics *m)
+{
+	uint32		missing = dsl_program_variables(p) & ~m->present;
+
+	for (int v = 0; v < DSL_VAR_COUNT; v++)
+		if (missing & DSL_VAR_BIT(v))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("metric \"%s\" is missing", dsl_var_name(v)),
+					 errdetail("The condition reads \"%s\", but the metrics object has no value for it.",
+							   dsl_var_name(v)),
+					 errhint("Add it to the metrics argument, for example '{\"%s\": 0}'.",
+							 dsl_var_name(v))));
+}
+
+typedef struct prop_table
+{
+	int			n;
+	char	  **names;
+	char	  **values;
+} prop_table;
+
+/* dsl_properties.get: linear search (tables have few properties). */
+static const char *
+prop_get(void *arg, const char *name)
+{
+	prop_table *t = arg;
+
+	for (int i = 0; i < t->n; i++)
+		if (strcmp(t->names[i], name) == 0)
+			return t->values[i];
+	return NULL;
+}
+
+/* Read the properties object (NULL: none). */
+static void
+read_properties(Jsonb *jb, prop_table *t)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+	int			cap;
+
+	t->n = 0;
+	t->names = t->values = NULL;
+	if (jb == NULL)
+		return;
+	if (!JB_ROOT_IS_OBJECT(jb))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("properties must be a jsonb object"),
+				 errhint("Pass the table properties as strings, for example '{\"write.target-file-size-bytes\": \"536870912\"}'.")));
+	cap = Max(JB_ROOT_COUNT(jb), 1);
+	t->names = palloc(sizeof(char *) * cap);
+	t->values = palloc(sizeof(char *) * cap);
+	it = JsonbIteratorInit(&jb->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		char	   *value;
+
+		if (tok == WJB_KEY)
+		{
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+			continue;
+		}
+		if (tok != WJB_VALUE)
+			continue;
+		switch (v.type)
+		{
+			case jbvNull:
+				continue;
+			case jbvString:
+				value = pnstrdup(v.val.string.val, v.val.string.len);
+				break;
+			case jbvNumeric:
+				value = numeric_normalize(v.val.numeric);
+				break;
+			case jbvBool:
+				value = pstrdup(v.val.boolean ? "true" : "false");
+				break;
+			default:
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("property \"%s\" must be a string", key),
+						 errdetail("The value is %s.", jsonb_type_name(&v))));
+		}
+		t->names[t->n] = key;
+		t->values[t->n] = value;
+		t->n++;
+	}
+}
+
+typedef struct file_array
+{
+	dsl_file   *files;
+	size_t		n;
+	bool		done;
+} file_array;
+
+/* dsl_file_source.next: the whole array as one batch. */
+static int
+files_next(void *arg, const dsl_file **files, size_t *nfiles)
+{
+	file_array *a = arg;
+
+	if (a->done)
+		return 0;
+	a->done = true;
+	*files = a->files;
+	*nfiles = a->n;
+	return 1;
+}
+
+/* Look up key in a file object; NULL if absent or null. */
+static JsonbValue *
+file_field(JsonbContainer *obj, const char *key, JsonbValue *buf)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(obj, key, strlen(key), buf);
+
+	return v && v->type != jbvNull ? v : NULL;
+}
+
+/* A boolean field of file number i; absent -> *present = false. */
+static bool
+file_bool(JsonbContainer *obj, const char *key, size_t i, bool *present)
+{
+	JsonbValue	buf;
+	JsonbValue *v = file_field(obj, key, &buf);
+
+	*present = v != NULL;
+	if (v == NULL)
+		return false;
+	if (v->type != jbvBool)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" of data file %zu must be a boolean", key, i + 1),
+				 errdetail("The value is %s.", jsonb_type_name(v))));
+	return v->val.boolean;
+}
+
+/* A LONG field of file number i; absent and needed -> error. */
+static int64
+file_long(JsonbContainer *obj, const char *key, size_t i, bool needed)
+{
+	JsonbValue	buf;
+	JsonbValue *v = file_field(obj, key, &buf);
+	int64		l;
+
+	if (v == NULL)
+	{
+		if (needed)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("data file %zu has no \"%s\"", i + 1, key),
+					 errdetail("The condition reads f.%s.", key)));
+		return 0;
+	}
+	if (!jsonb_int64(v, &l))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("\"%s\" of data file %zu must be an integer", key, i + 1),
+				 errdetail("The value is %s.", jsonb_type_name(v))));
+	return l;
+}
+
+/* Read the files array. */
+static void
+read_files(Jsonb *jb, uint32 fields, file_array *a)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	MemoryContext tmp,
+				old;
+	size_t		cap;
+
+	a->n = 0;
+	a->done = false;
+	if (!JB_ROOT_IS_ARRAY(jb) || JB_ROOT_IS_SCALAR(jb))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("files must be a jsonb array"),
+				 errhint("Pass one object per data file, for example '[{\"size\": 1048576, \"records\": 10}]'.")));
+	cap = Max(JB_ROOT_COUNT(jb), 1);
+	if (cap > MaxAllocSize / sizeof(dsl_file))
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many data files: %zu", cap)));
+	a->files = palloc(sizeof(dsl_file) * cap);
+	tmp = AllocSetContextCreate(CurrentMemoryContext, "tms dsl files",
+								ALLOCSET_SMALL_SIZES);
+	it = JsonbIteratorInit(&jb->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		JsonbContainer *obj;
+		dsl_file   *f;
+		bool		has_pos,
+					has_eq,
+					has_any;
+
+		if (tok != WJB_ELEM)
+			continue;
+		if (v.type != jbvBinary || !JsonContainerIsObject(v.val.binary.data))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("data file %zu must be a jsonb object", a->n + 1),
+					 errdetail("The value is %s.", jsonb_type_name(&v))));
+		obj = v.val.binary.data;
+		f = &a->files[a->n];
+		old = MemoryContextSwitchTo(tmp);
+		f->size = file_long(obj, "size", a->n, fields & DSL_FIELD_BIT(DSL_FIELD_SIZE));
+		f->records = file_long(obj, "records", a->n, fields & DSL_FIELD_BIT(DSL_FIELD_RECORDS));
+		f->has_position_deletes = file_bool(obj, "hasPositionDeletes", a->n, &has_pos);
+		f->has_equality_deletes = file_bool(obj, "hasEqualityDeletes", a->n, &has_eq);
+		f->has_deletes = file_bool(obj, "hasDeletes", a->n, &has_any);
+		if (!has_any)
+			f->has_deletes = f->has_position_deletes || f->has_equality_deletes;
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(tmp);
+		a->n++;
+	}
+	MemoryContextDelete(tmp);
+}
+
+/*
+ * Everything one evaluation needs, read from the function's arguments.
+ * Returns false when expr or metrics is NULL (the function returns NULL).
+ */
+typedef struct eval_args
+{
+	dsl_program *p;
+	dsl_metrics metrics;
+	prop_table	props;
+	dsl_properties properties;
+	file_array	files;
+	dsl_file_source source;
+	dsl_input	input;
+} eval_args;
+
+static bool
+read_eval_args(FunctionCallInfo fcinfo, eval_args *a)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		return false;
+	a->p = compile_or_raise(PG_GETARG_TEXT_PP(0));
+	read_metrics(PG_GETARG_JSONB_P(1), &a->metrics);
+	check_metrics(a->p, &a->metrics);
+	read_properties(PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &a->props);
+	a->properties.get = prop_get;
+	a->properties.arg = &a->props;
+	a->input.metrics = &a->metrics;
+	a->input.properties = &a->properties;
+	a->input.files = NULL;
+	if (dsl_program_uses_files(a->p))
+	{
+		if (PG_ARGISNULL(3))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the condition needs the list of data files"),
+					 errdetail("It calls countDataFiles(), but the files argument is null."),
+					 errhint("Pass a jsonb array with one object per data file, for example '[{\"size\": 1048576, \"records\": 10}]'.")));
+		read_files(PG_GETARG_JSONB_P(3), dsl_program_fields(a->p), &a->files);
+		a->source.next = files_next;
+		a->source.arg = &a->files;
+		a->input.files = &a->source;
+	}
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * SQL functions
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * tms.dsl_check(expr text) -> (ok, type, needs, error, position, uses_files,
+ * variables, hint).  Never raises for a compile error.
+ */
+Datum
+tms_dsl_check(PG_FUNCTION_ARGS)
+{
+	text	   *t = PG_GETARG_TEXT_PP(0);
+	TupleDesc	tupdesc;
+	Datum		values[8];
+	bool		nulls[8];
+	dsl_error	err;
+	dsl_program *p;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	tupdesc = BlessTupleDesc(tupdesc);
+	memset(nulls, true, sizeof(nulls));
+
+	p = compile_text(t, &err);
+	if (p)
+	{
+		uint32		vars = dsl_program_variables(p);
+		Datum		names[DSL_VAR_COUNT];
+		int			n = 0;
+
+		for (int v = 0; v < DSL_VAR_COUNT; v++)
+			if (vars & DSL_VAR_BIT(v))
+				names[n++] = CStringGetTextDatum(dsl_var_name(v));
+		values[0] = BoolGetDatum(true);
+		values[1] = CStringGetTextDatum(dsl_type_name(DSL_BOOLEAN));
+		values[2] = CStringGetTextDatum(dsl_needs_name(dsl_program_needs(p)));
+		values[5] = BoolGetDatum(dsl_program_uses_files(p));
+		values[6] = PointerGetDatum(construct_array(names, n, TEXTOID, -1, false,
+													TYPALIGN_INT));
+		nulls[0] = nulls[1] = nulls[2] = nulls[5] = nulls[6] = false;
+		dsl_free(p);
+	}
+	else
+	{
+		if (err.kind == DSL_ERROR_OUT_OF_MEMORY)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+		values[0] = BoolGetDatum(false);
+		nulls[0] = false;
+		if (err.has_type)
+		{
+			values[1] = CStringGetTextDatum(dsl_type_name(err.type));
+			nulls[1] = false;
+		}
+		values[3] = CStringGetTextDatum(err.message);
+		values[4] = Int32GetDatum(char_position(VARDATA_ANY(t),
+												VARSIZE_ANY_EXHDR(t), err.offset));
+		nulls[3] = nulls[4] = false;
+		if (err.hint[0])
+		{
+			values[7] = CStringGetTextDatum(err.hint);
+			nulls[7] = false;
+		}
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * tms.dsl_eval(expr, metrics, properties, files) -> boolean.  A division
+ * by zero or an overflow makes the condition false.
+ */
+Datum
+tms_dsl_eval(PG_FUNCTION_ARGS)
+{
+	eval_args	a;
+	bool		result;
+
+	if (!read_eval_args(fcinfo, &a))
+		PG_RETURN_NULL();
+	(void) dsl_eval(a.p, &a.input, &result);
+	dsl_free(a.p);
+	PG_RETURN_BOOL(result);
+}
+
+static const char *
+kind_name(dsl_node_kind k)
+{
+	static const char *const names[] = {
+		"literal", "variable", "field", "unary", "arithmetic",
+		"comparison", "logical", "function", "property", "count"
+	};
+
+	return (unsigned) k < lengthof(names) ? names[k] : "?";
+}
+
+static const char *
+state_name(dsl_node_state s)
+{
+	switch (s)
+	{
+		case DSL_NODE_EVALUATED:
+			return "evaluated";
+		case DSL_NODE_FAILED:
+			return "failed";
+		case DSL_NODE_PER_FILE:
+			return "per_file";
+		default:
+			return "not_evaluated";
+	}
+}
+
+/* Append a node's value as JSON. */
+static void
+append_value(StringInfo b, const dsl_explain_node *e)
+{
+	switch (e->type)
+	{
+		case DSL_BOOLEAN:
+			appendStringInfoString(b, e->value.b ? "true" : "false");
+			break;
+		case DSL_LONG:
+			appendStringInfo(b, INT64_FORMAT, e->value.l);
+			break;
+		case DSL_DOUBLE:
+			appendStringInfoString(b, float8out_internal(e->value.d));
+			break;
+		case DSL_STRING:
+			escape_json(b, e->value.s ? e->value.s : "");
+			break;
+	}
+}
+
+/*
+ * tms.dsl_explain(expr, metrics, properties, files) -> jsonb:
+ * {"result", "outcome", "text", "nodes": [...]}, nodes in pre-order with
+ * "id" and "parent" (null for the whole condition).
+ */
+Datum
+tms_dsl_explain(PG_FUNCTION_ARGS)
+{
+	eval_args	a;
+	bool		result;
+	dsl_outcome outcome;
+	dsl_explain_node *nodes;
+	int32		n;
+	StringInfoData b;
+	const char *src;
+	size_t		len;
+	char	   *text;
+
+	if (!read_eval_args(fcinfo, &a))
+		PG_RETURN_NULL();
+	n = dsl_explain_count(a.p);
+	nodes = palloc0(sizeof(dsl_explain_node) * (n + 1));
+	outcome = dsl_explain(a.p, &a.input, &result, nodes);
+	len = dsl_explain_text(a.p, nodes, result, outcome, NULL, 0);
+	text = palloc(len + 1);
+	dsl_explain_text(a.p, nodes, result, outcome, text, len + 1);
+	src = dsl_program_source(a.p);
+
+	initStringInfo(&b);
+	appendStringInfo(&b, "{\"result\": %s, \"outcome\": ", result ? "true" : "false");
+	escape_json(&b, dsl_outcome_name(outcome));
+	appendStringInfoString(&b, ", \"text\": ");
+	escape_json(&b, text);
+	appendStringInfoString(&b, ", \"nodes\": [");
+	for (int32 i = 0; i < n; i++)
+	{
+		const dsl_explain_node *e = &nodes[i];
+		char	   *expr = pnstrdup(src + e->offset, e->length);
+
+		appendStringInfo(&b, "%s{\"id\": %d, \"parent\": ", i ? ", " : "", i);
+		if (e->parent < 0)
+			appendStringInfoString(&b, "null");
+		else
+			appendStringInfo(&b, "%d", e->parent);
+		appendStringInfoString(&b, ", \"expr\": ");
+		escape_json(&b, expr);
+		appendStringInfo(&b, ", \"kind\": \"%s\", \"type\": \"%s\"",
+						 kind_name(e->kind), dsl_type_name(e->type));
+		if (e->op && e->op[0])
+		{
+			appendStringInfoString(&b, ", \"op\": ");
+			escape_json(&b, e->op);
+		}
+		appendStringInfo(&b, ", \"state\": \"%s\"", state_name(e->state));
+		if (e->state == DSL_NODE_EVALUATED)
+		{
+			appendStringInfoString(&b, ", \"value\": ");
+			append_value(&b, e);
+		}
+		else if (e->state == DSL_NODE_FAILED)
+			appendStringInfo(&b, ", \"outcome\": \"%s\"", dsl_outcome_name(e->outcome));
+		if (e->kind == DSL_KIND_PROPERTY && e->state == DSL_NODE_EVALUATED)
+		{
+			appendStringInfo(&b, ", \"from\": \"%s\"", e->property_found ? "table" : "default");
+			if (e->raw)
+			{
+				appendStringInfoString(&b, ", \"raw\": ");
+				escape_json(&b, e->raw);
+			}
+		}
+		if (e->kind == DSL_KIND_COUNT && e->state != DSL_NODE_NOT_EVALUATED)
+			appendStringInfo(&b, ", \"files\": " INT64_FORMAT, e->files);
+		appendStringInfoChar(&b, '}');
+		pfree(expr);
+	}
+	appendStringInfoString(&b, "]}");
+	dsl_free(a.p);
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(b.data)));
+}
