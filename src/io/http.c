@@ -346,6 +346,13 @@ perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
 	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(easy, CURLOPT_USERAGENT, "tms/0.1");
 	curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+	/*
+	 * A request that must not be repeated gets a connection of its own:
+	 * libcurl silently resends a request whose reused connection turns out
+	 * dead, which is fine for a GET and wrong for a commit.
+	 */
+	if (!req->idempotent)
+		curl_easy_setopt(easy, CURLOPT_FRESH_CONNECT, 1L);
 
 	if (strcmp(req->method, "GET") == 0)
 		curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);

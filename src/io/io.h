@@ -337,6 +337,7 @@ typedef struct IoCatalogConfig
 	const char *token;			/* static bearer token or NULL */
 	const char *oauth2_server_uri;	/* NULL: <uri>/v1/oauth/tokens */
 	const char *scope;			/* NULL: "catalog" */
+	int			page_size;		/* > 0: pageSize sent with listings */
 	IoHttpOptions http;
 } IoCatalogConfig;
 

@@ -54,6 +54,7 @@ struct IoCatalog
 	char	   *scope;
 	char	   *ca_file;
 	char	   *ca_path;
+	int			page_size;
 	IoHttpOptions http;
 
 	char	   *token;			/* current bearer token */
@@ -619,6 +620,41 @@ append_encoded(IoStrBuf *sb, const char *s)
  * ----------------------------------------------------------------
  */
 
+/* Set one merged property (replacing an earlier value). */
+static int
+props_set(IoCatalog *cat, const char *key, const char *value)
+{
+	size_t		i;
+	char	   *nv = io_strdup(value);
+	IoKeyValue *np;
+
+	if (nv == NULL)
+		return -1;
+	for (i = 0; i < cat->nprops; i++)
+		if (strcmp(cat->props[i].key, key) == 0)
+		{
+			wipe_free(cat->props[i].value);
+			cat->props[i].value = nv;
+			return 0;
+		}
+	np = realloc(cat->props, (cat->nprops + 1) * sizeof(IoKeyValue));
+	if (np == NULL)
+	{
+		free(nv);
+		return -1;
+	}
+	cat->props = np;
+	cat->props[cat->nprops].key = io_strdup(key);
+	cat->props[cat->nprops].value = nv;
+	if (cat->props[cat->nprops].key == NULL)
+	{
+		free(nv);
+		return -1;
+	}
+	cat->nprops++;
+	return 0;
+}
+
 /* Merge one JSON object of string properties into cat->props. */
 static int
 merge_props(IoCatalog *cat, json_t *obj)
@@ -630,42 +666,8 @@ merge_props(IoCatalog *cat, json_t *obj)
 		return 0;
 	json_object_foreach(obj, k, v)
 	{
-		const char *sv = json_string_value(v);
-		size_t		i;
-		char	   *nv;
-
-		if (sv == NULL)
-			continue;
-		nv = io_strdup(sv);
-		if (nv == NULL)
+		if (json_is_string(v) && props_set(cat, k, json_string_value(v)) != 0)
 			return -1;
-		for (i = 0; i < cat->nprops; i++)
-			if (strcmp(cat->props[i].key, k) == 0)
-				break;
-		if (i < cat->nprops)
-		{
-			wipe_free(cat->props[i].value);
-			cat->props[i].value = nv;
-		}
-		else
-		{
-			IoKeyValue *np = realloc(cat->props, (cat->nprops + 1) * sizeof(IoKeyValue));
-
-			if (np == NULL)
-			{
-				free(nv);
-				return -1;
-			}
-			cat->props = np;
-			cat->props[cat->nprops].key = io_strdup(k);
-			cat->props[cat->nprops].value = nv;
-			if (cat->props[cat->nprops].key == NULL)
-			{
-				free(nv);
-				return -1;
-			}
-			cat->nprops++;
-		}
 	}
 	return 0;
 }
@@ -676,7 +678,6 @@ handshake(IoCatalog *cat, IoError *err)
 	IoStrBuf	path;
 	IoHttpResponse resp;
 	json_t	   *doc;
-	json_t	   *client;
 	json_t	   *eps;
 	const char *prefix;
 	int			rc;
@@ -707,23 +708,17 @@ handshake(IoCatalog *cat, IoError *err)
 	io_http_response_free(&resp);
 	if (doc == NULL)
 		return -1;
-	client = json_object();
-	if (client == NULL)
-	{
-		json_decref(doc);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-	}
-	if (cat->warehouse != NULL)
-		json_object_set_new(client, "warehouse", json_string(cat->warehouse));
+	/*
+	 * defaults < client properties < overrides.  (No json_object() here:
+	 * inside the server that name resolves to PostgreSQL's own function.)
+	 */
 	if (merge_props(cat, json_object_get(doc, "defaults")) != 0 ||
-		merge_props(cat, client) != 0 ||
+		(cat->warehouse != NULL && props_set(cat, "warehouse", cat->warehouse) != 0) ||
 		merge_props(cat, json_object_get(doc, "overrides")) != 0)
 	{
-		json_decref(client);
 		json_decref(doc);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	}
-	json_decref(client);
 	eps = json_object_get(doc, "endpoints");
 	if (json_is_array(eps))
 	{
@@ -810,6 +805,7 @@ io_catalog_open(const IoCatalogConfig *cfg, IoError *err)
 	cat->scope = io_strdup(cfg->scope);
 	cat->ca_file = io_strdup(cfg->http.ca_file);
 	cat->ca_path = io_strdup(cfg->http.ca_path);
+	cat->page_size = cfg->page_size;
 	if (cfg->credential != NULL)
 	{
 		const char *colon = strchr(cfg->credential, ':');
@@ -909,6 +905,8 @@ io_catalog_list_namespaces(IoCatalog *cat, const char *parent,
 		io_sb_puts(&path, "namespaces?pageToken=");
 		if (page)
 			append_encoded(&path, page);
+		if (cat->page_size > 0)
+			io_sb_printf(&path, "&pageSize=%d", cat->page_size);
 		if (parent != NULL && parent[0] != '\0')
 		{
 			io_sb_puts(&path, "&parent=");
@@ -1041,6 +1039,8 @@ io_catalog_list_tables(IoCatalog *cat, const char *ns, IoTableList *out,
 		io_sb_puts(&path, "/tables?pageToken=");
 		if (page)
 			append_encoded(&path, page);
+		if (cat->page_size > 0)
+			io_sb_printf(&path, "&pageSize=%d", cat->page_size);
 		free(page);
 		page = NULL;
 		if (path.oom)

@@ -36,6 +36,7 @@ typedef struct TmsCatalogConn
 	IoCatalog  *catalog;
 	IoStorageConfig storage;	/* strings malloc'd, owned here */
 	IoHttpOptions http;
+	char	   *relative_root;	/* relative_path_root, or NULL */
 	int			nallowed;		/* allowed_locations */
 	char	  **allowed;
 	bool		valid;

@@ -51,6 +51,7 @@ typedef enum OptKind
 	OPT_INT,
 	OPT_BOOL,
 	OPT_LOCATIONS,				/* comma list of storage URIs */
+	OPT_ABSPATH,				/* absolute directory */
 	OPT_CREDENTIAL,				/* id:secret */
 	OPT_SECRET
 } OptKind;
@@ -71,12 +72,14 @@ static const TmsOption tms_options[] = {
 	{"connect_timeout", OPT_SERVER, OPT_MS},
 	{"request_timeout", OPT_SERVER, OPT_MS},
 	{"retries", OPT_SERVER, OPT_INT},
+	{"page_size", OPT_SERVER, OPT_INT},
 	{"ca_file", OPT_SERVER, OPT_TEXT},
 	{"ca_path", OPT_SERVER, OPT_TEXT},
 	{"s3_endpoint", OPT_SERVER, OPT_URL},
 	{"s3_region", OPT_SERVER, OPT_TEXT},
 	{"s3_path_style", OPT_SERVER, OPT_BOOL},
 	{"allowed_locations", OPT_SERVER, OPT_LOCATIONS},
+	{"relative_path_root", OPT_SERVER, OPT_ABSPATH},
 	{"credential", OPT_MAPPING, OPT_CREDENTIAL},
 	{"token", OPT_MAPPING, OPT_SECRET},
 	{"s3_access_key_id", OPT_MAPPING, OPT_TEXT},
@@ -329,13 +332,23 @@ tms_iceberg_fdw_validator(PG_FUNCTION_ARGS)
 				(void) parse_ms_option(o->name, value);
 				break;
 			case OPT_INT:
-				(void) parse_int_option(o->name, value, 0, 10);
+				if (strcmp(o->name, "page_size") == 0)
+					(void) parse_int_option(o->name, value, 1, 100000);
+				else
+					(void) parse_int_option(o->name, value, 0, 10);
 				break;
 			case OPT_BOOL:
 				(void) parse_bool_option(o->name, value);
 				break;
 			case OPT_LOCATIONS:
 				(void) parse_locations(o->name, value);
+				break;
+			case OPT_ABSPATH:
+				if (value[0] != '/')
+					ereport(ERROR,
+							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+							 errmsg("invalid value for option \"%s\"", o->name),
+							 errdetail("\"%s\" is not an absolute path.", value)));
 				break;
 			case OPT_CREDENTIAL:
 				{
@@ -556,6 +569,7 @@ conn_free(TmsCatalogConn *c)
 		explicit_bzero((char *) c->storage.s3_session_token,
 					   strlen(c->storage.s3_session_token));
 	free((char *) c->storage.s3_session_token);
+	free(c->relative_root);
 	free((char *) c->http.ca_file);
 	free((char *) c->http.ca_path);
 	for (i = 0; i < c->nallowed; i++)
@@ -618,6 +632,7 @@ conn_fill(TmsCatalogConn *c, ForeignServer *server, UserMapping *um)
 		c->http.request_timeout_ms = parse_ms_option("request_timeout", v);
 	if ((v = opt_value(server->options, "retries")) != NULL)
 		c->http.retries = parse_int_option("retries", v, 0, 10);
+	c->relative_root = xstrdup(opt_value(server->options, "relative_path_root"));
 	c->http.ca_file = xstrdup(opt_value(server->options, "ca_file"));
 	c->http.ca_path = xstrdup(opt_value(server->options, "ca_path"));
 	c->http.interrupted = tms_io_interrupted;
@@ -741,6 +756,9 @@ tms_catalog_connect(const char *server_name)
 	cfg.credential = opt_value(um->options, "credential");
 	cfg.token = opt_value(um->options, "token");
 	cfg.http = c->http;
+	if (opt_value(server->options, "page_size") != NULL)
+		cfg.page_size = parse_int_option("page_size",
+										 opt_value(server->options, "page_size"), 1, 100000);
 	if (cfg.uri == NULL)
 	{
 		conn_free(c);

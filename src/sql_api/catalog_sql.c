@@ -118,6 +118,7 @@ iceberg_interrupted(void *arg)
  */
 typedef struct TmsFileIO
 {
+	const char *relative_root;	/* NULL: relative paths stay relative */
 	IcebergFileIO s3;
 	IoFileIO	s3state;
 	IcebergFileIO local;
@@ -140,22 +141,58 @@ pick_io(TmsFileIO *t, const char *path)
 	return &t->local;
 }
 
+/*
+ * The path relative_root/rel for a relative path ("a/b", "file://a/b",
+ * "file:a/b"), malloc'd; NULL when path is not relative or there is no
+ * root.
+ */
+static char *
+resolve_relative(const TmsFileIO *t, const char *path)
+{
+	const char *rel = NULL;
+	char	   *r;
+	size_t		n;
+
+	if (t->relative_root == NULL)
+		return NULL;
+	if (strncmp(path, "file://", 7) == 0 && path[7] != '/')
+		rel = path + 7;
+	else if (strncmp(path, "file:", 5) == 0 && path[5] != '/')
+		rel = path + 5;
+	else if (path[0] != '/' && strstr(path, "://") == NULL)
+		rel = path;
+	if (rel == NULL)
+		return NULL;
+	while (rel[0] == '.' && rel[1] == '/')
+		rel += 2;
+	n = strlen(t->relative_root) + strlen(rel) + 2;
+	r = malloc(n);
+	if (r != NULL)
+		snprintf(r, n, "%s/%s", t->relative_root, rel);
+	return r;
+}
+
 static void *
 tfio_open(void *arg, const char *path, int64_t *size_out, IcebergError *err)
 {
 	TmsFileIO  *t = arg;
 	const IcebergFileIO *impl = pick_io(t, path);
 	TmsFileHandle *fh = malloc(sizeof(TmsFileHandle));
+	char	   *resolved = NULL;
 
+	if (impl == &t->local)
+		resolved = resolve_relative(t, path);
 	if (fh == NULL)
 	{
+		free(resolved);
 		err->code = ICEBERG_ERR_OUT_OF_MEMORY;
 		snprintf(err->message, sizeof(err->message), "out of memory");
 		err->detail[0] = '\0';
 		return NULL;
 	}
 	fh->impl = impl;
-	fh->h = impl->open(impl->arg, path, size_out, err);
+	fh->h = impl->open(impl->arg, resolved ? resolved : path, size_out, err);
+	free(resolved);
 	if (fh->h == NULL)
 	{
 		free(fh);
@@ -184,9 +221,11 @@ tfio_close(void *arg, void *handle)
 }
 
 static void
-tms_fileio_init(TmsFileIO *t, IoStorage *storage, IcebergFileIO *out)
+tms_fileio_init(TmsFileIO *t, TmsCatalogConn *conn, IoStorage *storage,
+				IcebergFileIO *out)
 {
 	memset(t, 0, sizeof(*t));
+	t->relative_root = conn->relative_root;
 	io_fileio_init(&t->s3state, storage, tms_io_interrupted, NULL, &t->s3);
 	iceberg_local_fileio(&t->local, &t->localfs);
 	memset(out, 0, sizeof(*out));
@@ -567,7 +606,7 @@ tms_table_files(PG_FUNCTION_ARGS)
 		if (snap != NULL)
 		{
 			storage = tms_catalog_storage(conn, &t);
-			tms_fileio_init(tio, storage, &fio);
+			tms_fileio_init(tio, conn, storage, &fio);
 			if (!iceberg_manifest_list_open(&fio, md, snap,
 											(IcebergManifestListReader **) &mlr, &err))
 				raise_iceberg(&err, tio);
@@ -683,7 +722,7 @@ tms_table_metrics(PG_FUNCTION_ARGS)
 		load_table(conn, ns, table, &t);
 		md = parse_metadata(&t);
 		storage = tms_catalog_storage(conn, &t);
-		tms_fileio_init(tio, storage, &fio);
+		tms_fileio_init(tio, conn, storage, &fio);
 		if (!iceberg_table_metrics(&fio, md, level,
 								   (int64_t) (GetCurrentTimestamp() / 1000 +
 											  (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000),

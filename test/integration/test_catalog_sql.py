@@ -1,0 +1,392 @@
+"""
+test_catalog_sql.py -- tms's catalog functions against the test world's
+REST catalog (test/catalog/server.py) and s3rver: listings, load with
+ETag/304, OAuth2 with token refresh, injected faults (500s, hangs,
+malformed bodies), query cancel during a hanging request, and the counts
+of every real fixture table through tms.table_metrics / tms.table_files.
+
+Run: /usr/bin/python3 -m pytest test/integration/test_catalog_sql.py
+"""
+
+import os
+import sys
+import threading
+import time
+import uuid
+
+import psycopg2
+import psycopg2.errorcodes
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import world  # noqa: E402
+
+# ../shared/fixtures/iceberg/README.md and each table's PROVENANCE.md:
+# snapshots in the current metadata, and the distinct data / position-delete
+# / equality-delete files over all snapshots.
+PROVENANCE = {
+    "spark_v2_mor_posdeletes": dict(snapshots=3, data=2, pos=1, eq=0),
+    "spark_v2_partitioned_bucket_identity": dict(snapshots=1, data=3, pos=0, eq=0),
+    "java_v2_partitioned_eqdeletes": dict(snapshots=5, data=6, pos=0, eq=3),
+    "pyiceberg_v1_overwrite": dict(snapshots=3, data=4, pos=0, eq=0),
+    "pyiceberg_v2_partitioned_nullcodec": dict(snapshots=2, data=2, pos=0, eq=0),
+    "spark_v1_gzip_metadata": dict(snapshots=1, data=1, pos=0, eq=0),
+    "spark_v1_legacy_manifests_field": dict(snapshots=1, data=2, pos=0, eq=0),
+}
+EXPECTED = PROVENANCE
+
+
+def connect(pg):
+    conn = psycopg2.connect(pg.dsn())
+    conn.autocommit = True
+    return conn
+
+
+def make_server(pg, uri, file_root=None, mapping="", **options):
+    """CREATE SERVER (a fresh name) for uri with a user mapping for the
+    connecting role; returns the server name."""
+    name = "cat_%s" % uuid.uuid4().hex[:10]
+    opts = {"uri": uri, "retries": "0", "request_timeout": "5s", "connect_timeout": "2s"}
+    if file_root:
+        opts["relative_path_root"] = file_root
+    opts.update(options)
+    with connect(pg) as conn, conn.cursor() as cur:
+        cur.execute("CREATE EXTENSION IF NOT EXISTS tms")
+        cur.execute("CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (%s)" % (
+            name, ", ".join("%s %s" % (k, quote(v)) for k, v in opts.items())))
+        cur.execute("CREATE USER MAPPING FOR CURRENT_USER SERVER %s %s" % (
+            name, "OPTIONS (%s)" % mapping if mapping else ""))
+    return name
+
+
+def quote(v):
+    return "'" + v.replace("'", "''") + "'"
+
+
+def query(pg, sql, args=None, conn=None):
+    own = conn is None
+    conn = conn or connect(pg)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql, args)
+            return cur.fetchall() if cur.description else None
+    finally:
+        if own:
+            conn.close()
+
+
+def expect_error(pg, sql, args=None, conn=None):
+    with pytest.raises(psycopg2.Error) as ei:
+        query(pg, sql, args, conn)
+    return ei.value
+
+
+def readable_by_server(root):
+    """The server runs as another user: let it read the file warehouse
+    (tempfile.mkdtemp makes 0700 directories)."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, 0o755)
+        for f in filenames:
+            os.chmod(os.path.join(dirpath, f), 0o644)
+
+
+@pytest.fixture(scope="module")
+def srv(pg, catalog, real_tables, file_root):
+    readable_by_server(file_root)
+    return make_server(pg, catalog.uri, file_root)
+
+
+# ---------------------------------------------------------------------------
+# listings, metadata, ETag
+# ---------------------------------------------------------------------------
+
+def test_list_namespaces_and_tables(pg, srv):
+    nss = [r[0] for r in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (srv,))]
+    assert "real" in nss
+    tables = query(pg, "SELECT table_name FROM tms.list_tables(%s, 'real') ORDER BY 1", (srv,))
+    assert [t[0] for t in tables] == sorted(EXPECTED)
+    everywhere = query(pg, "SELECT namespace, table_name FROM tms.list_tables(%s)", (srv,))
+    assert {("real", t) for t in EXPECTED} <= set(everywhere)
+
+
+def test_list_pagination(pg, catalog, real_tables, file_root):
+    """With page_size 3, seven tables take three pages; tms follows
+    next-page-token to the end."""
+    ns = "paged_%s" % uuid.uuid4().hex[:6]
+    loc = real_tables["spark_v1_gzip_metadata"]["metadata_location"]
+    for i in range(7):
+        catalog.register(ns, "t%02d" % i, loc)
+    name = make_server(pg, catalog.uri, file_root, page_size="3")
+    catalog.reset_requests()
+    rows = query(pg, "SELECT table_name FROM tms.list_tables(%s, %s) ORDER BY 1", (name, ns))
+    assert [r[0] for r in rows] == ["t%02d" % i for i in range(7)]
+    pages = catalog.requests(r"/namespaces/%s/tables$" % ns)["requests"]
+    assert len(pages) == 3, pages
+    assert all("pageSize=3" in p["query"] for p in pages)
+
+
+def test_catalog_config_hides_nothing_secret_and_has_prefix(pg, srv, catalog):
+    rows = dict(query(pg, "SELECT key, value FROM tms.catalog_config(%s)"
+                      " WHERE key NOT LIKE '(endpoint)'", (srv,)))
+    assert rows["(prefix)"] == catalog.prefix
+    assert "warehouse" in rows
+
+
+def test_table_metadata_and_etag_304(pg, srv, catalog):
+    conn = connect(pg)
+    try:
+        catalog.reset_requests()
+        md = query(pg, "SELECT tms.table_metadata(%s, 'real', 'spark_v2_mor_posdeletes')",
+                   (srv,), conn)[0][0]
+        assert md["format-version"] == 2
+        md2 = query(pg, "SELECT tms.table_metadata(%s, 'real', 'spark_v2_mor_posdeletes')",
+                    (srv,), conn)[0][0]
+        assert md2 == md
+        loads = [r for r in catalog.requests(r"/tables/spark_v2_mor_posdeletes$")["requests"]
+                 if r["method"] == "GET"]
+        assert [r["status"] for r in loads] == [200, 304]
+        assert loads[0]["if_none_match"] is None and loads[1]["if_none_match"]
+    finally:
+        conn.close()
+
+
+def test_missing_table_and_namespace(pg, srv):
+    e = expect_error(pg, "SELECT tms.table_metadata(%s, 'real', 'no_such_table')", (srv,))
+    assert e.pgcode == psycopg2.errorcodes.UNDEFINED_TABLE
+    assert "NoSuchTable" in (e.diag.message_detail or "")
+    e = expect_error(pg, "SELECT * FROM tms.list_tables(%s, 'no_such_ns')", (srv,))
+    assert e.pgcode == psycopg2.errorcodes.INVALID_SCHEMA_NAME
+
+
+def test_snapshots(pg, srv):
+    rows = query(pg, "SELECT snapshot_id, is_current, summary ->> 'operation' IS NOT NULL"
+                 " FROM tms.table_snapshots(%s, 'real', 'java_v2_partitioned_eqdeletes')",
+                 (srv,))
+    assert len(rows) == 5
+    assert sum(1 for r in rows if r[1]) == 1
+
+
+# ---------------------------------------------------------------------------
+# every real fixture table: counts through the SQL surface
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(PROVENANCE))
+def test_real_table_counts(pg, srv, catalog, s3, file_root, name):
+    """The current snapshot's live files agree with the test world's own
+    (Python) manifest reader; over all snapshots, the distinct files are
+    the PROVENANCE counts."""
+    from test_world_fixtures import current_counts
+    import storage
+
+    exp = PROVENANCE[name]
+    m = query(pg, "SELECT tms.table_metrics(%s, 'real', %s)", (srv, name))[0][0]
+    assert m["level"] == "deletes"
+    assert m["snapshots"] == exp["snapshots"]
+    meta = catalog.load_table("real", name)["metadata"]
+    theirs = current_counts(storage.Storage(s3=s3.config(), file_root=file_root), meta)
+    assert (m["dataFiles"], m["positionDeleteFiles"], m["equalityDeleteFiles"]) == (
+        theirs["data_files"], theirs["position_delete_files"],
+        theirs["equality_delete_files"]), (m, theirs)
+
+    files = query(pg, "SELECT content, count(*), sum(record_count), sum(file_size_in_bytes)"
+                  " FROM tms.table_files(%s, 'real', %s) GROUP BY 1", (srv, name))
+    by = {r[0]: r for r in files}
+    assert by.get("data", (None, 0))[1] == m["dataFiles"]
+    assert by.get("position_deletes", (None, 0))[1] == m["positionDeleteFiles"]
+    assert by.get("equality_deletes", (None, 0))[1] == m["equalityDeleteFiles"]
+    if m["dataFiles"]:
+        assert by["data"][2] == m["dataRecords"]
+        assert by["data"][3] == m["dataFilesSize"]
+
+    every = query(pg, "SELECT f.content, count(DISTINCT f.file_path)"
+                  " FROM tms.table_snapshots(%s, 'real', %s) s,"
+                  " LATERAL tms.table_files(%s, 'real', %s, s.snapshot_id) f GROUP BY 1",
+                  (srv, name, srv, name))
+    every = dict(every)
+    assert (every.get("data", 0), every.get("position_deletes", 0),
+            every.get("equality_deletes", 0)) == (exp["data"], exp["pos"], exp["eq"])
+
+
+def test_metrics_levels_load_only_what_is_asked(pg, srv):
+    m = query(pg, "SELECT tms.table_metrics(%s, 'real', 'spark_v2_mor_posdeletes',"
+              " 'metadata')", (srv,))[0][0]
+    assert m["level"] == "metadata" and "dataFiles" not in m and m["snapshots"] == 3
+    m = query(pg, "SELECT tms.table_metrics(%s, 'real', 'spark_v2_mor_posdeletes',"
+              " 'manifest_list')", (srv,))[0][0]
+    assert m["level"] == "manifest_list" and m["manifests"] >= 1
+
+
+def test_table_files_of_an_older_snapshot(pg, srv):
+    snaps = query(pg, "SELECT snapshot_id FROM tms.table_snapshots(%s, 'real',"
+                  " 'java_v2_partitioned_eqdeletes') ORDER BY sequence_number", (srv,))
+    first = snaps[0][0]
+    n = query(pg, "SELECT count(*) FROM tms.table_files(%s, 'real',"
+              " 'java_v2_partitioned_eqdeletes', %s)", (srv, first))[0][0]
+    assert n >= 1
+    e = expect_error(pg, "SELECT * FROM tms.table_files(%s, 'real',"
+                     " 'java_v2_partitioned_eqdeletes', 42)", (srv,))
+    assert e.pgcode == psycopg2.errorcodes.UNDEFINED_OBJECT
+
+
+# ---------------------------------------------------------------------------
+# authentication
+# ---------------------------------------------------------------------------
+
+def test_oauth_refresh_after_401(pg, make_catalog):
+    cat = make_catalog(credential="tms-client:tms-secret")
+    cat.create_namespace("auth_ns")
+    name = make_server(pg, cat.uri, mapping="credential 'tms-client:tms-secret'")
+    conn = connect(pg)
+    try:
+        assert ("auth_ns",) in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
+        cat.reset_requests()
+        cat.expire_tokens()
+        assert ("auth_ns",) in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
+        log = [(r["method"], r["path"], r["status"]) for r in cat.requests()["requests"]]
+        ns_path = "/v1/%s/namespaces" % cat.prefix
+        assert log == [("GET", ns_path, 401), ("POST", "/v1/oauth/tokens", 200),
+                       ("GET", ns_path, 200)], log
+    finally:
+        conn.close()
+
+
+def test_wrong_secret_is_an_authorization_error(pg, make_catalog):
+    cat = make_catalog(credential="tms-client:tms-secret")
+    name = make_server(pg, cat.uri, mapping="credential 'tms-client:wrong-s3cret'")
+    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    assert e.pgcode == psycopg2.errorcodes.INVALID_AUTHORIZATION_SPECIFICATION
+    text = "%s %s %s" % (e.diag.message_primary, e.diag.message_detail, e.diag.message_hint)
+    assert "wrong-s3cret" not in text
+
+
+def test_static_token(pg, make_catalog):
+    cat = make_catalog(static_token="fixed-token-123")
+    cat.create_namespace("tok_ns")
+    ok = make_server(pg, cat.uri, mapping="token 'fixed-token-123'")
+    assert ("tok_ns",) in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (ok,))
+    none = make_server(pg, cat.uri)
+    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (none,))
+    assert e.pgcode == psycopg2.errorcodes.INVALID_AUTHORIZATION_SPECIFICATION
+
+
+# ---------------------------------------------------------------------------
+# faults
+# ---------------------------------------------------------------------------
+
+@pytest.fixture
+def fault_catalog(make_catalog):
+    cat = make_catalog()
+    cat.create_namespace("f_ns")
+    return cat
+
+
+def test_catalog_500_is_a_clean_error(pg, fault_catalog):
+    name = make_server(pg, fault_catalog.uri)
+    query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))      # connect + cache
+    fault_catalog.fault(r"/namespaces$", status=500, count=1, method="GET")
+    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    assert e.pgcode == "HV000"
+    assert "ServiceFailureException: injected fault" in e.diag.message_detail
+    assert "500" in e.diag.message_primary
+
+
+def test_catalog_503_retried_when_retries_allowed(pg, fault_catalog):
+    name = make_server(pg, fault_catalog.uri, retries="2")
+    query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    fault_catalog.reset_requests()
+    fault_catalog.fault(r"/namespaces$", status=503, count=2, method="GET")
+    assert ("f_ns",) in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    statuses = [r["status"] for r in fault_catalog.requests(r"/namespaces$")["requests"]]
+    assert statuses == [503, 503, 200]
+
+
+def test_hang_ends_at_the_request_timeout(pg, fault_catalog):
+    name = make_server(pg, fault_catalog.uri, request_timeout="1s")
+    query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    fault_catalog.fault(r"/namespaces$", action="hang", seconds=20, method="GET")
+    t0 = time.monotonic()
+    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    elapsed = time.monotonic() - t0
+    assert e.pgcode == psycopg2.errorcodes.CONNECTION_FAILURE
+    assert "timed out" in e.diag.message_primary
+    assert 0.9 < elapsed < 2.5, elapsed
+
+
+def test_malformed_body(pg, fault_catalog):
+    name = make_server(pg, fault_catalog.uri)
+    query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    fault_catalog.fault(r"/namespaces$", action="malformed", method="GET")
+    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    assert e.pgcode == psycopg2.errorcodes.PROTOCOL_VIOLATION
+    fault_catalog.fault(r"/namespaces$", action="malformed", body='{"namespaces": [[1]]}',
+                        method="GET")
+    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    assert e.pgcode == psycopg2.errorcodes.PROTOCOL_VIOLATION
+
+
+def test_connection_closed(pg, fault_catalog):
+    name = make_server(pg, fault_catalog.uri)
+    query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    # libcurl retries once by itself when a reused connection turns out dead
+    fault_catalog.fault(r"/namespaces$", action="close", method="GET", count=2)
+    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    assert e.pgcode == psycopg2.errorcodes.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION
+
+
+def test_cancel_during_a_hanging_request(pg, fault_catalog):
+    name = make_server(pg, fault_catalog.uri, request_timeout="60s")
+    conn = connect(pg)
+    try:
+        query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
+        pid = query(pg, "SELECT pg_backend_pid()", conn=conn)[0][0]
+        fault_catalog.fault(r"/namespaces$", action="hang", seconds=30, method="GET")
+        result = {}
+
+        def run():
+            t0 = time.monotonic()
+            try:
+                query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
+            except psycopg2.Error as e:
+                result["error"] = e
+            result["ended"] = time.monotonic()
+            result["started"] = t0
+
+        th = threading.Thread(target=run)
+        th.start()
+        time.sleep(0.7)
+        cancel_at = time.monotonic()
+        assert query(pg, "SELECT pg_cancel_backend(%s)", (pid,))[0][0]
+        th.join(10)
+        assert not th.is_alive()
+        assert result["error"].pgcode == psycopg2.errorcodes.QUERY_CANCELED
+        assert result["ended"] - cancel_at < 1.0, result["ended"] - cancel_at
+        # the backend is still usable, the cached connection too
+        fault_catalog.clear_faults()
+        assert ("f_ns",) in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
+    finally:
+        conn.close()
+
+
+def test_dead_port_fails_fast(pg):
+    name = make_server(pg, "http://127.0.0.1:%d" % world.free_port())
+    t0 = time.monotonic()
+    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    assert e.pgcode == psycopg2.errorcodes.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION
+    assert time.monotonic() - t0 < 2
+
+
+def test_alter_server_takes_effect(pg, fault_catalog):
+    """A cached connection is dropped when the server's options change."""
+    name = make_server(pg, fault_catalog.uri, request_timeout="30s")
+    conn = connect(pg)
+    try:
+        query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
+        query(pg, "ALTER SERVER %s OPTIONS (SET request_timeout '1s')" % name)
+        fault_catalog.fault(r"/namespaces$", action="hang", seconds=10, method="GET")
+        t0 = time.monotonic()
+        e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
+        assert e.pgcode == psycopg2.errorcodes.CONNECTION_FAILURE
+        assert time.monotonic() - t0 < 2.5
+    finally:
+        conn.close()
