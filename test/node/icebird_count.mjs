@@ -1,0 +1,136 @@
+// icebird_count.mjs -- read an Iceberg table with icebird (an independent
+// JavaScript reader) and print what it found, as JSON.
+//
+//   node test/node/icebird_count.mjs --metadata URI [--s3-endpoint URL]
+//        [--file-root DIR] [--read-rows]
+//
+// URI is the table's metadata JSON (file:///..., /abs, s3://, s3a://).
+// icebird fetches everything with fetch(); this script installs a fetch that
+//   * sends https://BUCKET.s3.amazonaws.com/KEY (icebird's rewrite of s3://
+//     and s3a://) to --s3-endpoint as path-style http://ENDPOINT/BUCKET/KEY
+//     (s3rver allows anonymous GET),
+//   * serves file:///abs, /abs, file://host/rest and relative paths from the
+//     local disk (relative ones and file://host/... against --file-root),
+//     with Range support for hyparquet.
+// The metadata file is read here (gzip too) and handed to icebird's
+// icebergManifests(), which walks the current snapshot's manifest list and
+// manifests.  Output: manifests, live data / position-delete / equality-
+// delete entries, deleted entries, the live data files' record total and,
+// with --read-rows, the row count icebergRead() returns (needs real Parquet).
+
+import { readFileSync, statSync } from 'node:fs'
+import { gunzipSync } from 'node:zlib'
+import path from 'node:path'
+import { icebergManifests, icebergRead } from 'icebird'
+
+function parseArgs(argv) {
+  const out = { readRows: false }
+  for (let i = 2; i < argv.length; i++) {
+    const a = argv[i]
+    if (a === '--metadata') out.metadata = argv[++i]
+    else if (a === '--s3-endpoint') out.s3 = argv[++i].replace(/\/$/, '')
+    else if (a === '--file-root') out.fileRoot = argv[++i]
+    else if (a === '--read-rows') out.readRows = true
+    else throw new Error(`unknown argument ${a}`)
+  }
+  if (!out.metadata) throw new Error('--metadata is required')
+  out.fileRoot = out.fileRoot || process.cwd()
+  return out
+}
+
+const args = parseArgs(process.argv)
+const realFetch = globalThis.fetch
+
+// Map a non-S3 URI to a local path (same rules as test/catalog/storage.py).
+function localPath(uri) {
+  if (uri.startsWith('file://')) {
+    const rest = uri.slice('file://'.length)
+    if (rest.startsWith('/')) return decodeURIComponent(rest)
+    return path.join(args.fileRoot, decodeURIComponent(rest))
+  }
+  if (uri.startsWith('/')) return uri
+  return path.join(args.fileRoot, uri)
+}
+
+function s3Url(uri) {
+  const m = /^https:\/\/([^./]+)\.s3\.amazonaws\.com(\/.*)$/.exec(uri)
+  if (m) return `${args.s3}/${m[1]}${m[2]}`
+  const n = /^s3a?:\/\/([^/]+)(\/.*)$/.exec(uri)
+  if (n) return `${args.s3}/${n[1]}${n[2]}`
+  return null
+}
+
+globalThis.fetch = async (input, init = {}) => {
+  const uri = typeof input === 'string' ? input : input.url
+  const s3 = s3Url(uri)
+  if (s3) {
+    if (!args.s3) throw new Error(`no --s3-endpoint for ${uri}`)
+    return realFetch(s3, init)
+  }
+  if (/^https?:\/\//.test(uri)) return realFetch(input, init)
+  const file = localPath(uri)
+  let size
+  try {
+    size = statSync(file).size
+  } catch {
+    return new Response('not found', { status: 404, statusText: 'Not Found' })
+  }
+  if ((init.method || 'GET') === 'HEAD') {
+    return new Response(null, { status: 200, headers: { 'content-length': String(size) } })
+  }
+  const data = readFileSync(file)
+  const headers = init.headers instanceof Headers ? Object.fromEntries(init.headers) : (init.headers || {})
+  const range = headers.Range || headers.range
+  if (range) {
+    const m = /bytes=(\d*)-(\d*)/.exec(range)
+    let start = m[1] === '' ? size - Number(m[2]) : Number(m[1])
+    let end = m[1] === '' ? size - 1 : (m[2] === '' ? size - 1 : Number(m[2]))
+    start = Math.max(0, start)
+    end = Math.min(size - 1, end)
+    return new Response(data.subarray(start, end + 1), {
+      status: 206,
+      headers: { 'content-length': String(end - start + 1),
+        'content-range': `bytes ${start}-${end}/${size}` },
+    })
+  }
+  return new Response(data, { status: 200, headers: { 'content-length': String(size) } })
+}
+
+async function main() {
+  const res = await globalThis.fetch(args.metadata)
+  if (!res.ok) throw new Error(`cannot read ${args.metadata}: ${res.status}`)
+  let bytes = Buffer.from(await res.arrayBuffer())
+  if (bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = gunzipSync(bytes)
+  const metadata = JSON.parse(bytes.toString('utf8'))
+  const manifests = await icebergManifests(metadata)
+  const out = {
+    format_version: metadata['format-version'],
+    manifests: manifests.length,
+    data_files: 0,
+    position_delete_files: 0,
+    equality_delete_files: 0,
+    deleted_entries: 0,
+    records: 0,
+  }
+  for (const { entries } of manifests) {
+    for (const e of entries) {
+      if (e.status === 2) { out.deleted_entries++; continue }
+      const content = Number(e.data_file.content ?? 0)
+      if (content === 0) {
+        out.data_files++
+        out.records += Number(e.data_file.record_count)
+      } else if (content === 1) out.position_delete_files++
+      else if (content === 2) out.equality_delete_files++
+    }
+  }
+  if (args.readRows) {
+    const rows = await icebergRead({ tableUrl: metadata.location, metadata })
+    out.rows = rows.length
+  }
+  process.stdout.write(JSON.stringify(out) + '\n')
+}
+
+main().catch(err => {
+  process.stderr.write(`icebird_count: ${err.stack || err}\n`)
+  process.exit(1)
+})
