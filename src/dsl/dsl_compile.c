@@ -1558,7 +1558,10 @@ mirror(int ck)
 	}
 }
 
-/* Fuse numeric comparisons of two leaves (or a leaf and a constant). */
+/*
+ * Fuse numeric comparisons of two leaves, of a leaf and a constant, or of
+ * an expression and a constant.
+ */
 static void
 fuse(dsl_node *n)
 {
@@ -1593,7 +1596,15 @@ fuse(dsl_node *n)
 		ck = mirror(ck);
 	}
 	if (!leaf(a, &n->abase, &n->aoff))
+	{
+		if (b->constant && a == n->a)
+		{
+			/* expression against a constant: one call less */
+			n->op = (uint8_t) ((is_l ? OP_CMPE_L : OP_CMPE_D) + ck);
+			n->k = b->k;
+		}
 		return;
+	}
 	if (b->constant)
 	{
 		n->op = (uint8_t) ((is_l ? OP_CMPK_L : OP_CMPK_D) + ck);

@@ -367,6 +367,8 @@ ev_b(const dsl_node *n, ectx *c)
 			CMP_CASES(OP_CMPK_D, double, LOAD_D(c, n->abase, n->aoff), n->k.d)
 			CMP_CASES(OP_CMPX_L, int64_t, LOAD_L(c, n->abase, n->aoff), LOAD_L(c, n->bbase, n->boff))
 			CMP_CASES(OP_CMPX_D, double, LOAD_D(c, n->abase, n->aoff), LOAD_D(c, n->bbase, n->boff))
+			CMP_CASES(OP_CMPE_L, int64_t, ev_l(n->a, c), n->k.l)
+			CMP_CASES(OP_CMPE_D, double, ev_d(n->a, c), n->k.d)
 			CMP_CASES(OP_CMP_LL, int64_t, ev_l(n->a, c), ev_l(n->b, c))
 			CMP_CASES(OP_CMP_DD, double, ev_d(n->a, c), ev_d(n->b, c))
 			CMP_CASES(OP_CMP_BB, bool, ev_b(n->a, c), ev_b(n->b, c))
@@ -626,71 +628,174 @@ gev(const dsl_node *n, ectx *c)
  * ---------------------------------------------------------------------
  */
 
-/* The six loops counting files whose LONG field at off compares to k. */
-#define COUNT_LOOP(OP) \
-	for (size_t i_ = 0; i_ < n; i_++) \
-		cnt += (*(const int64_t *) ((const char *) &files[i_] + off) OP k);
+/*
+ * A lambda predicate that is a conjunction of simple per-file tests runs as
+ * a tight loop without the tree.  Each test is "the file's value at off,
+ * shifted and masked, lies in [lo, lo + span]", possibly negated: every
+ * comparison of a LONG field with a value fixed for the pass (a constant,
+ * a metric, a hoisted value) is such a range, and so is a BOOLEAN field
+ * (read as a byte out of the 8-byte word that holds it; the mask drops the
+ * neighbouring bytes and the struct padding).
+ */
+typedef struct fterm
+{
+	uint32_t	off;			/* 8-byte word offset in dsl_file */
+	uint32_t	shift;
+	uint64_t	mask;
+	uint64_t	lo;
+	uint64_t	span;
+	uint64_t	neg;			/* 1: the test is negated */
+} fterm;
+
+#define MAX_FTERMS 4
+
+/* Set t to the range test "field ck k" (!= is a negated range). */
+static void
+range_term(fterm *t, int ck, int64_t k)
+{
+	int64_t		lo = INT64_MIN,
+				hi = INT64_MAX;
+	bool		never = false;
+
+	switch (ck)
+	{
+		case CMP_EQ:
+		case CMP_NE:
+			lo = hi = k;
+			break;
+		case CMP_LT:
+			never = k == INT64_MIN;
+			hi = never ? hi : k - 1;
+			break;
+		case CMP_LE:
+			hi = k;
+			break;
+		case CMP_GT:
+			never = k == INT64_MAX;
+			lo = never ? lo : k + 1;
+			break;
+		default:
+			lo = k;
+			break;
+	}
+	t->lo = (uint64_t) lo;
+	t->span = (uint64_t) hi - (uint64_t) lo;
+	t->neg ^= (uint64_t) (never || ck == CMP_NE);
+}
+
+/* Describe n as a per-file test; false if it is not one. */
+static bool
+make_term(const dsl_node *n, const ectx *c, fterm *t, bool negate)
+{
+	static const int mirrored[CMP__N] = {CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE};
+	int			op = n->op;
+	int			ck;
+	uint32_t	off;
+	int64_t		k;
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+	return false;
+#endif
+	t->neg = negate;
+	if (op == OP_NOT)
+		return make_term(n->a, c, t, !negate);
+	if (op == OP_FIELD_B)
+	{
+		t->off = n->aoff & ~UINT32_C(7);
+		t->shift = (n->aoff & 7) * 8;
+		t->mask = 0xFF;
+		t->lo = 1;
+		t->span = 0;
+		return true;
+	}
+	if (op >= OP_CMPK_L && op < OP_CMPK_L + CMP__N && n->abase == BASE_FILE)
+	{
+		ck = op - OP_CMPK_L;
+		off = n->aoff;
+		k = n->k.l;
+	}
+	else if (op >= OP_CMPX_L && op < OP_CMPX_L + CMP__N &&
+			 (n->abase == BASE_FILE) != (n->bbase == BASE_FILE))
+	{
+		ck = op - OP_CMPX_L;
+		if (n->abase == BASE_FILE)
+		{
+			off = n->aoff;
+			k = LOAD_L(c, n->bbase, n->boff);
+		}
+		else
+		{
+			off = n->boff;
+			k = LOAD_L(c, n->abase, n->aoff);
+			ck = mirrored[ck];
+		}
+	}
+	else
+		return false;
+	if (off % 8 != 0)
+		return false;
+	t->off = off;
+	t->shift = 0;
+	t->mask = ~UINT64_C(0);
+	range_term(t, ck, k);
+	return true;
+}
+
+/* Flatten an AND tree of per-file tests into terms; false if it is not one. */
+static bool
+collect_terms(const dsl_node *n, const ectx *c, fterm *terms, int *nterms)
+{
+	if (n->op == OP_AND)
+		return collect_terms(n->a, c, terms, nterms) &&
+			collect_terms(n->b, c, terms, nterms);
+	if (*nterms >= MAX_FTERMS)
+		return false;
+	return make_term(n, c, &terms[(*nterms)++], false);
+}
+
+static inline uint64_t
+test_term(const fterm *t, const char *f)
+{
+	uint64_t	w;
+
+	memcpy(&w, f + t->off, sizeof(w));
+	w = (w >> t->shift) & t->mask;
+	return (uint64_t) (w - t->lo <= t->span) ^ t->neg;
+}
 
 /*
- * Count the files of a batch for which body holds, with the fast evaluator.
- * A comparison of a field with a value that does not change during the
- * pass runs as a tight loop.
+ * Count the files of a batch for which body holds, with the fast evaluator
+ * (a tight loop when body is a conjunction of simple tests).
  */
 static int64_t
 count_batch(const dsl_node *body, const dsl_file *files, size_t n, ectx *c)
 {
 	int64_t		cnt = 0;
-	int			op = body->op;
-	int			ck = -1;
-	uint32_t	off = 0;
-	int64_t		k = 0;
+	fterm		t[MAX_FTERMS];
+	int			nt = 0;
 
-	if (op >= OP_CMPK_L && op < OP_CMPK_L + CMP__N && body->abase == BASE_FILE)
+	if (collect_terms(body, c, t, &nt))
 	{
-		ck = op - OP_CMPK_L;
-		off = body->aoff;
-		k = body->k.l;
-	}
-	else if (op >= OP_CMPX_L && op < OP_CMPX_L + CMP__N &&
-			 (body->abase == BASE_FILE) != (body->bbase == BASE_FILE))
-	{
-		static const int mirrored[CMP__N] = {CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE};
+		const char *f = (const char *) files;
+		fterm		t0 = t[0],
+					t1 = t[nt > 1 ? 1 : 0];
 
-		ck = op - OP_CMPX_L;
-		if (body->abase == BASE_FILE)
-		{
-			off = body->aoff;
-			k = LOAD_L(c, body->bbase, body->boff);
-		}
+		if (nt == 1)
+			for (size_t i = 0; i < n; i++, f += sizeof(dsl_file))
+				cnt += (int64_t) test_term(&t0, f);
+		else if (nt == 2)
+			for (size_t i = 0; i < n; i++, f += sizeof(dsl_file))
+				cnt += (int64_t) (test_term(&t0, f) & test_term(&t1, f));
 		else
-		{
-			off = body->boff;
-			k = LOAD_L(c, body->abase, body->aoff);
-			ck = mirrored[ck];
-		}
-	}
-	switch (ck)
-	{
-		case CMP_EQ:
-			COUNT_LOOP(==);
-			return cnt;
-		case CMP_NE:
-			COUNT_LOOP(!=);
-			return cnt;
-		case CMP_LT:
-			COUNT_LOOP(<);
-			return cnt;
-		case CMP_LE:
-			COUNT_LOOP(<=);
-			return cnt;
-		case CMP_GT:
-			COUNT_LOOP(>);
-			return cnt;
-		case CMP_GE:
-			COUNT_LOOP(>=);
-			return cnt;
-		default:
-			break;
+			for (size_t i = 0; i < n; i++, f += sizeof(dsl_file))
+			{
+				uint64_t	ok = 1;
+
+				for (int k = 0; k < nt; k++)
+					ok &= test_term(&t[k], f);
+				cnt += (int64_t) ok;
+			}
+		return cnt;
 	}
 	for (size_t i = 0; i < n; i++)
 	{

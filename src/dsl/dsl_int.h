@@ -10,7 +10,8 @@
  *	- op: what the fast evaluator (dsl_eval.c) executes.  It is fully
  *	  specialised by type (ADD_LL, CMP_LT_DD, ...), comparisons of two
  *	  leaves are fused into one node that loads both operands directly
- *	  (CMPX_*), and lambda sub-expressions that do not depend on the file
+ *	  (CMPK_*, CMPX_*), a comparison with a constant keeps the constant in
+ *	  the node (CMPE_*), and lambda sub-expressions that do not depend on the file
  *	  are "hoisted": their op becomes SLOT_*, a read of a value computed once
  *	  per countDataFiles() pass.
  *	- gop: the plain typed operator, before fusing and hoisting.  The
@@ -67,8 +68,11 @@ typedef enum dsl_op
 	/* fused: leaf against leaf */
 	OP_CMPX_L = OP_CMPK_D + CMP__N,
 	OP_CMPX_D = OP_CMPX_L + CMP__N,
+	/* fused: any expression (child a) against a constant in k */
+	OP_CMPE_L = OP_CMPX_D + CMP__N,
+	OP_CMPE_D = OP_CMPE_L + CMP__N,
 	/* functions */
-	OP_PROP_B = OP_CMPX_D + CMP__N, OP_PROP_L, OP_PROP_D, OP_PROP_S,
+	OP_PROP_B = OP_CMPE_D + CMP__N, OP_PROP_L, OP_PROP_D, OP_PROP_S,
 	OP_COUNT
 } dsl_op;
 

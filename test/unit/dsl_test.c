@@ -521,6 +521,15 @@ test_lambdas(void)
 	setm(DSL_VAR_MANIFESTS, 0);
 	expect("countDataFiles(f -> f.size > 1000000 AND f.size / manifests > 1) == 0", true);
 	expect_outcome("countDataFiles(f -> f.size > 0 AND f.size / manifests > 1) == 0", DSL_DIVISION_BY_ZERO);
+	/* conjunctions of per-file tests (the tight loop) against the tree */
+	expect("countDataFiles(f -> f.size != 2048 AND !f.hasDeletes) == 1", true);
+	expect("countDataFiles(f -> !f.hasPositionDeletes AND f.records >= 0 AND f.size <= 2048 AND 1 <= f.size) == 2", true);
+	expect("countDataFiles(f -> f.size > 1024 AND f.records == 0 AND !f.hasEqualityDeletes AND f.size < 4096 AND true) == 1", true);
+	expect("countDataFiles(f -> f.size < -9223372036854775807 - 1) == 0", true);
+	expect("countDataFiles(f -> f.size > 9223372036854775807) == 0", true);
+	expect("countDataFiles(f -> f.size >= -9223372036854775807 - 1 AND f.size <= 9223372036854775807) == 3", true);
+	expect("countDataFiles(f -> f.size == (dataFiles - 1) * 1024 AND f.hasDeletes == false) == 1", true);
+	expect("countDataFiles(f -> dataFiles < f.records) == 0 AND countDataFiles(f -> 1 < f.records) == 1", true);
 	/* empty stream */
 	nfiles = 0;
 	expect("countDataFiles(f -> true) == 0", true);
