@@ -78,6 +78,8 @@ typedef struct PlanNode
 	bool		wanted;			/* this subtree stores something */
 	int32_t		size;			/* fixed: byte size; enum: symbol count */
 	int64_t		min_size;		/* minimum encoded size in bytes */
+	int32_t		nvarints;		/* > 0: encoded as exactly this many varints
+								 * (int, long, enum, records of those) */
 	int			nchildren;
 	struct PlanNode **children; /* record fields, union branches, or the
 								 * array item / map value as [0] */
@@ -205,6 +207,26 @@ skip_varint(Cur *c)
 	return false;
 }
 
+/*
+ * Skip n varints: count the bytes that end one.  Overlong varints are not
+ * diagnosed here; the values are not used.
+ */
+static inline bool
+skip_varints(Cur *c, int64_t n)
+{
+	const uint8_t *p = c->p;
+	const uint8_t *end = c->end;
+
+	while (n > 0)
+	{
+		if (ICEBERG_UNLIKELY(p >= end))
+			return false;
+		n -= !(*p++ & 0x80);
+	}
+	c->p = p;
+	return true;
+}
+
 /* Skip n bytes. */
 static inline bool
 skip_bytes(Cur *c, int64_t n)
@@ -282,6 +304,13 @@ skip_collection(const PlanNode *n, Cur *c, int64_t coll_cap, bool is_map)
 			c->p += bsize;
 			continue;
 		}
+		if (!is_map && item->nvarints > 0)
+		{
+			/* arrays of ints or of {key: int, value: long}: a tight loop */
+			if (!skip_varints(c, count * item->nvarints))
+				return false;
+			continue;
+		}
 		for (i = 0; i < count; i++)
 		{
 			if (is_map)
@@ -304,6 +333,8 @@ skip_node(const PlanNode *n, Cur *c, int64_t coll_cap)
 	int64_t		v;
 	int			i;
 
+	if (n->nvarints > 0)
+		return skip_varints(c, n->nvarints);
 	switch (n->type)
 	{
 		case AT_NULL:
@@ -586,7 +617,11 @@ decode_node(AvroReader *r, const PlanNode *n, Cur *c, AvroValue *values,
 	int			i;
 
 	if (!n->wanted)
+	{
+		if (n->nvarints > 0)
+			return skip_varints(c, n->nvarints);
 		return skip_node(n, c, r->coll_cap);
+	}
 
 	if (n->slot >= 0)
 	{
@@ -650,7 +685,8 @@ decode_node(AvroReader *r, const PlanNode *n, Cur *c, AvroValue *values,
 						*oom = true;
 						return false;
 					}
-					r->iofs[n->slot] = r->scratch.len;
+					if (n->kind == AVRO_SLOT_INT_ARRAY)
+						r->iofs[n->slot] = r->scratch.len;
 					for (;;)
 					{
 						int64_t		count,
@@ -689,7 +725,7 @@ decode_node(AvroReader *r, const PlanNode *n, Cur *c, AvroValue *values,
 							total++;
 						}
 					}
-					out->nints = total;
+					out->nints = n->kind == AVRO_SLOT_INT_ARRAY ? total : 0;
 					out->l = total;
 					out->present = true;
 					return true;
@@ -974,6 +1010,16 @@ compile_record(Compiler *cc, json_t *def, const AvroTarget *targets,
 		if (child->wanted)
 			n->wanted = true;
 	}
+	/* a record of nothing but varints is skipped as a run of varints */
+	for (i = 0; i < (size_t) n->nchildren; i++)
+	{
+		if (n->children[i]->nvarints <= 0 || n->nvarints > 1000000)
+		{
+			n->nvarints = 0;
+			break;
+		}
+		n->nvarints += n->children[i]->nvarints;
+	}
 	return n;
 }
 
@@ -1003,6 +1049,8 @@ compile(Compiler *cc, json_t *schema, const AvroTarget *leaf,
 			if (n == NULL)
 				return NULL;
 			n->min_size = prim_min_size(n->type);
+			if (n->type == AT_INT || n->type == AT_LONG)
+				n->nvarints = 1;
 		}
 		else
 		{
@@ -1073,6 +1121,8 @@ compile(Compiler *cc, json_t *schema, const AvroTarget *leaf,
 			if (n == NULL)
 				return NULL;
 			n->min_size = prim_min_size(n->type);
+			if (n->type == AT_INT || n->type == AT_LONG)
+				n->nvarints = 1;
 		}
 		else if (strcmp(type, "record") == 0 || strcmp(type, "error") == 0)
 		{
@@ -1104,6 +1154,7 @@ compile(Compiler *cc, json_t *schema, const AvroTarget *leaf,
 				return NULL;
 			n->size = (int32_t) json_array_size(syms);
 			n->min_size = 1;
+			n->nvarints = 1;
 		}
 		else if (strcmp(type, "fixed") == 0)
 		{
@@ -1828,9 +1879,9 @@ avro_reader_next(AvroReader *r, AvroValue *values, IcebergError *err)
 
 		if (!v->present)
 			continue;
-		if (r->sofs[i] != SIZE_MAX)
+		if (r->sofs[i] != SIZE_MAX && r->scratch.data != NULL)
 			v->s = r->scratch.data + r->sofs[i];
-		if (r->iofs[i] != SIZE_MAX && v->nints > 0)
+		if (r->iofs[i] != SIZE_MAX && v->nints > 0 && r->scratch.data != NULL)
 			v->ints = (const int32_t *) (r->scratch.data + r->iofs[i]);
 	}
 	return 1;
