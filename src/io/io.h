@@ -204,6 +204,7 @@ typedef struct IoStorageConfig
 	const char *s3_access_key_id;
 	const char *s3_secret_access_key;
 	const char *s3_session_token;
+	int			s3_list_page_size;	/* ListObjectsV2 max-keys; 0: 1000 */
 	IoHttpOptions http;
 } IoStorageConfig;
 

@@ -45,6 +45,7 @@ struct IoStorage
 	char	   *access_key_id;
 	char	   *secret_access_key;
 	char	   *session_token;
+	int			list_page_size;
 	IoHttpOptions http;
 };
 
@@ -179,6 +180,8 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 	}
 	st->region = io_strdup(cfg->s3_region && cfg->s3_region[0] ? cfg->s3_region : "us-east-1");
 	st->path_style = cfg->s3_path_style;
+	st->list_page_size = cfg->s3_list_page_size > 0 && cfg->s3_list_page_size <= 1000 ?
+		cfg->s3_list_page_size : 1000;
 	st->access_key_id = io_strdup(cfg->s3_access_key_id);
 	st->secret_access_key = io_strdup(cfg->s3_secret_access_key);
 	st->session_token = io_strdup(cfg->s3_session_token);
@@ -551,7 +554,8 @@ s3_target(IoStorage *st, const char *bucket, const char *key,
 		io_sb_puts(&p, base);
 		if (path_style)
 			io_sb_printf(&p, "/%s", bucket);
-		io_sb_printf(&p, "/%s", ekey);
+		if (!path_style || ekey[0] != '\0')
+			io_sb_printf(&p, "/%s", ekey);
 		io_sb_append(&u, st->endpoint, (size_t) (scheme_end - st->endpoint));
 	}
 	else
@@ -562,7 +566,8 @@ s3_target(IoStorage *st, const char *bucket, const char *key,
 			io_sb_printf(&h, "%s.s3.%s.amazonaws.com", bucket, st->region);
 		if (path_style)
 			io_sb_printf(&p, "/%s", bucket);
-		io_sb_printf(&p, "/%s", ekey);
+		if (!path_style || ekey[0] != '\0')
+			io_sb_printf(&p, "/%s", ekey);
 		io_sb_puts(&u, "https://");
 	}
 	free(ekey);
@@ -868,7 +873,8 @@ s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 		char	   *ep = io_uri_encode(u->path, strlen(u->path), false);
 
 		io_sb_init(&q);
-		io_sb_printf(&q, "list-type=2&max-keys=1000&prefix=%s", ep ? ep : "");
+		io_sb_printf(&q, "list-type=2&max-keys=%d&prefix=%s", st->list_page_size,
+					 ep ? ep : "");
 		free(ep);
 		if (token != NULL)
 		{

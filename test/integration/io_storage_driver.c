@@ -1,0 +1,204 @@
+/*-------------------------------------------------------------------------
+ *
+ * io_storage_driver.c
+ *		A command-line driver of src/io's storage layer for the storage
+ *		integration tests (test/integration/test_storage_s3.py), which
+ *		compile it with the files of src/io/ and run it against s3rver and
+ *		against a checking fake S3.
+ *
+ *	io_storage_driver [options] COMMAND ARGS...
+ *	  options: -e ENDPOINT  -r REGION  -k KEY_ID  -s SECRET  -t SESSION_TOKEN
+ *			   -p PATH_STYLE(0|1)  -l LIST_PAGE_SIZE  -T REQUEST_TIMEOUT_MS
+ *	  put URI FILE            store FILE's bytes ("-": stdin)
+ *	  get URI [OFFSET LEN]    object bytes (a range) to stdout
+ *	  size URI                the size
+ *	  list PREFIX             "uri<TAB>size" per object
+ *	  delete URI...           "uri<TAB>deleted|failed<TAB>code<TAB>message"
+ *	  delete-from FILE        as delete, URIs one per line in FILE
+ *
+ * On failure: "error<TAB>code name<TAB>http status<TAB>message<TAB>detail" on
+ * stderr and exit status 2.
+ *
+ * test/integration/io_storage_driver.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io/io.h"
+
+static int
+fail(const IoError *err)
+{
+	fprintf(stderr, "error\t%s\t%ld\t%s\t%s\n", io_error_code_name(err->code),
+			err->http_status, err->message, err->detail);
+	return 2;
+}
+
+static int
+print_obj(void *arg, const IoObjectInfo *obj)
+{
+	(void) arg;
+	printf("%s\t%llu\n", obj->uri, (unsigned long long) obj->size);
+	return 0;
+}
+
+static char *
+slurp(FILE *f, size_t *len)
+{
+	size_t		cap = 65536,
+				n = 0,
+				r;
+	char	   *buf = malloc(cap);
+
+	while (buf && (r = fread(buf + n, 1, cap - n, f)) > 0)
+	{
+		n += r;
+		if (n == cap)
+			buf = realloc(buf, cap *= 2);
+	}
+	*len = n;
+	return buf;
+}
+
+static int
+do_delete(IoStorage *st, char **uris, size_t n)
+{
+	IoDeleteResult *res = calloc(n ? n : 1, sizeof(IoDeleteResult));
+	IoError		err;
+	int			rc = 0;
+
+	if (io_storage_delete(st, (const char *const *) uris, n, res, &err) != 0)
+		rc = fail(&err);
+	for (size_t i = 0; i < n; i++)
+		printf("%s\t%s\t%s\t%s\n", uris[i], res[i].deleted ? "deleted" : "failed",
+			   res[i].code, res[i].message);
+	free(res);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	IoStorageConfig cfg;
+	IoStorage  *st;
+	IoError		err;
+	int			c;
+	int			rc = 0;
+	const char *cmd;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.s3_path_style = -1;
+	cfg.http.retries = 0;
+	while ((c = getopt(argc, argv, "e:r:k:s:t:p:l:T:")) != -1)
+	{
+		switch (c)
+		{
+			case 'e':
+				cfg.s3_endpoint = optarg;
+				break;
+			case 'r':
+				cfg.s3_region = optarg;
+				break;
+			case 'k':
+				cfg.s3_access_key_id = optarg;
+				break;
+			case 's':
+				cfg.s3_secret_access_key = optarg;
+				break;
+			case 't':
+				cfg.s3_session_token = optarg;
+				break;
+			case 'p':
+				cfg.s3_path_style = atoi(optarg);
+				break;
+			case 'l':
+				cfg.s3_list_page_size = atoi(optarg);
+				break;
+			case 'T':
+				cfg.http.request_timeout_ms = atol(optarg);
+				break;
+			default:
+				return 64;
+		}
+	}
+	if (optind >= argc)
+		return 64;
+	cmd = argv[optind++];
+	st = io_storage_create(&cfg, &err);
+	if (st == NULL)
+		return fail(&err);
+
+	if (strcmp(cmd, "put") == 0 && optind + 2 == argc)
+	{
+		FILE	   *f = strcmp(argv[optind + 1], "-") == 0 ? stdin : fopen(argv[optind + 1], "rb");
+		size_t		len = 0;
+		char	   *data = f ? slurp(f, &len) : NULL;
+
+		if (data == NULL)
+			rc = 66;
+		else if (io_storage_write(st, argv[optind], data, len, &err) != 0)
+			rc = fail(&err);
+		free(data);
+		if (f && f != stdin)
+			fclose(f);
+	}
+	else if (strcmp(cmd, "get") == 0 && (optind + 1 == argc || optind + 3 == argc))
+	{
+		IoBuffer	buf;
+		uint64_t	off = optind + 3 == argc ? strtoull(argv[optind + 1], NULL, 10) : 0;
+		uint64_t	len = optind + 3 == argc ? strtoull(argv[optind + 2], NULL, 10) : 0;
+
+		if (io_storage_read(st, argv[optind], off, len, &buf, &err) != 0)
+			rc = fail(&err);
+		else
+		{
+			fwrite(buf.data, 1, buf.len, stdout);
+			io_buffer_free(&buf);
+		}
+	}
+	else if (strcmp(cmd, "size") == 0 && optind + 1 == argc)
+	{
+		uint64_t	size;
+
+		if (io_storage_size(st, argv[optind], &size, &err) != 0)
+			rc = fail(&err);
+		else
+			printf("%llu\n", (unsigned long long) size);
+	}
+	else if (strcmp(cmd, "list") == 0 && optind + 1 == argc)
+	{
+		if (io_storage_list(st, argv[optind], print_obj, NULL, &err) != 0)
+			rc = fail(&err);
+	}
+	else if (strcmp(cmd, "delete") == 0)
+		rc = do_delete(st, argv + optind, (size_t) (argc - optind));
+	else if (strcmp(cmd, "delete-from") == 0 && optind + 1 == argc)
+	{
+		FILE	   *f = fopen(argv[optind], "r");
+		char	  **uris = NULL;
+		size_t		n = 0;
+		char		line[4096];
+
+		while (f && fgets(line, sizeof(line), f))
+		{
+			line[strcspn(line, "\n")] = '\0';
+			uris = realloc(uris, (n + 1) * sizeof(char *));
+			uris[n++] = strdup(line);
+		}
+		if (f)
+			fclose(f);
+		rc = do_delete(st, uris, n);
+		for (size_t i = 0; i < n; i++)
+			free(uris[i]);
+		free(uris);
+	}
+	else
+		rc = 64;
+	io_storage_free(st);
+	io_http_shutdown();
+	return rc;
+}
