@@ -378,7 +378,7 @@ class CatalogServer:
         """Register a table (creating its namespace if needed)."""
         levels = [namespace] if isinstance(namespace, str) else list(namespace)
         self.create_namespace(*levels)
-        return self.request("POST", "namespaces/%s/register" % "\x1f".join(levels),
+        return self.request("POST", "namespaces/%s/register" % urllib.parse.quote("\x1f".join(levels)),
                             {"name": name, "metadata-location": metadata_location,
                              "overwrite": overwrite})
 
