@@ -40,6 +40,11 @@ include $(PGXS)
 # the include to take effect.
 CONTRIB_TESTDB = tms_regress
 
+# PGXS tracks no header dependencies: rebuild every object when any header
+# changes (a stale struct layout in one object is a memory corruption).
+HEADERS = $(wildcard src/*.h src/*/*.h)
+$(OBJS): $(HEADERS)
+
 $(DATA_built): $(INSTALL_PARTS) tms.control
 	@{ echo '-- Generated from sql/install/*.sql by the Makefile; edit those files.'; \
 	   for f in $(INSTALL_PARTS); do printf '\n-- %s\n' "$$f"; cat "$$f"; done; } > $@
