@@ -22,6 +22,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "sched/sched.h"
 #include "tms.h"
 #include "worker/worker.h"
 
@@ -33,6 +34,14 @@ char	   *tms_database_name = NULL;
 bool		tms_enabled = true;
 int			tms_max_workers = 4;
 int			tms_naptime_ms = 1000;
+
+int			tms_heartbeat_interval_ms = 5000;
+int			tms_missed_heartbeats_limit = 6;
+int			tms_expand_concurrency = 4;
+int			tms_cron_concurrency = 8;
+int			tms_commit_concurrency = 4;
+int			tms_retry_delay_ms = 5000;
+int			tms_retry_delay_max_ms = 3600 * 1000;
 
 bool		tms_preloaded = false;
 
@@ -56,6 +65,71 @@ _PG_init(void)
 							NULL,
 							&tms_naptime_ms,
 							1000, 10, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tms.heartbeat_interval",
+							gettext_noop("How often supervisors renew the heartbeat of running tasks."),
+							NULL,
+							&tms_heartbeat_interval_ms,
+							5000, 100, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tms.missed_heartbeats_limit",
+							gettext_noop("Missed heartbeats after which a task's lease is released."),
+							gettext_noop("A lease is dead when its heartbeat is older than "
+										 "tms.heartbeat_interval times this."),
+							&tms_missed_heartbeats_limit,
+							6, 2, 1000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tms.expand_concurrency",
+							gettext_noop("Maximum policy-expand tasks running at once."),
+							NULL,
+							&tms_expand_concurrency,
+							4, 1, 1000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tms.cron_concurrency",
+							gettext_noop("Maximum cron-job tasks running at once."),
+							NULL,
+							&tms_cron_concurrency,
+							8, 1, 1000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tms.commit_concurrency",
+							gettext_noop("Maximum commit-job tasks running at once."),
+							NULL,
+							&tms_commit_concurrency,
+							4, 1, 1000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tms.retry_delay",
+							gettext_noop("Delay before the first retry of a failed task."),
+							gettext_noop("Each further consecutive failure doubles it, up to "
+										 "tms.retry_delay_max."),
+							&tms_retry_delay_ms,
+							5000, 0, 24 * 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tms.retry_delay_max",
+							gettext_noop("Longest delay between retries of a failing task."),
+							NULL,
+							&tms_retry_delay_max_ms,
+							3600 * 1000, 0, 24 * 3600 * 1000,
 							PGC_SIGHUP,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);

@@ -130,3 +130,35 @@ tms_start_dynamic_worker(const char *function_name, const char *type,
 	}
 	return true;
 }
+
+/*
+ * Run fn(arg) and recover from an error it raises, as a backend recovers
+ * between queries: report it, abort the transaction, forget the error.
+ * Returns false if fn raised an error.  FATAL errors (SIGTERM) still end
+ * the process.  Memory allocated by fn in the caller's context stays; the
+ * caller resets its loop context.
+ */
+bool
+tms_run_guarded(void (*fn) (void *arg), void *arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool ok = true;
+
+	PG_TRY();
+	{
+		fn(arg);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		/* SPI and snapshots are cleaned up by the abort */
+		MemoryContextSwitchTo(cxt);
+		pgstat_report_activity(STATE_IDLE, NULL);
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
+}

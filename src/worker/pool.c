@@ -3,22 +3,100 @@
  * pool.c
  *	  A tms pool worker: claims one task at a time and runs it.
  *
- * The worker sleeps tms.naptime between polls and wakes early when its
- * latch is set.  It does nothing while tms.enabled is off, while the
- * server is in recovery, or while its database lacks the extension.
+ * Each pass: in one short transaction, claim the best due task (see
+ * src/sched/sched.c) and commit; publish the lease so the supervisor keeps
+ * its heartbeat; execute and settle it in a second transaction.  After a
+ * task the worker looks for the next one at once; with nothing due it
+ * sleeps tms.naptime, or less when tms.schedule_task() wakes it.  It does
+ * nothing while tms.enabled is off, while the server is in recovery, or
+ * while its database lacks the extension.
+ *
+ * An error outside a handler (a handler's own errors fail its task) is
+ * reported and the pass is abandoned; the worker carries on after a nap.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "access/xlog.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
+#include "sched/sched.h"
 #include "tms.h"
 #include "worker/worker.h"
+
+typedef struct PoolPass
+{
+	bool		worked;			/* a task was claimed and run */
+	bool		no_extension;
+} PoolPass;
+
+/*
+ * One pass: claim and, if something was claimed, execute.
+ */
+static void
+pool_pass(void *arg)
+{
+	PoolPass   *pass = (PoolPass *) arg;
+	SchedTask	task;
+	bool		claimed = false;
+	char	   *picked_by = sched_claimant_name();
+	ErrorData  *error = NULL;
+	SchedOutcome outcome;
+
+	pass->worked = false;
+	pass->no_extension = false;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (!OidIsValid(get_extension_oid("tms", true)))
+	{
+		pass->no_extension = true;
+		CommitTransactionCommand();
+		return;
+	}
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING, "tms: claiming a task");
+	claimed = sched_claim(picked_by, NULL, &task);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	if (!claimed)
+		return;
+
+	pass->worked = true;
+	sched_publish_lease(&task);
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	pgstat_report_activity(STATE_RUNNING,
+						   psprintf("tms: task %s/%s", task.kind, task.instance));
+	outcome = sched_execute(&task, &error);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	sched_clear_lease();
+
+	if (outcome == SCHED_FAILED)
+		ereport(LOG,
+				(errmsg("task \"%s\" instance \"%s\" failed: %s",
+						task.kind, task.instance, error->message),
+				 errdetail("It is retried after a backoff (consecutive failures: %d).",
+						   task.consecutive_failures + 1)));
+}
 
 /*
  * Entry point of a pool worker; bgw_extra holds the database OID and the
@@ -29,6 +107,7 @@ tms_worker_main(Datum main_arg)
 {
 	TmsWorkerExtra extra;
 	char		appname[NAMEDATALEN];
+	MemoryContext pass_cxt;
 
 	memcpy(&extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
 
@@ -40,17 +119,38 @@ tms_worker_main(Datum main_arg)
 	if (tms_slot_acquire(TMS_ROLE_WORKER, extra.dboid, extra.index) == NULL)
 		proc_exit(0);			/* this worker number is already running */
 
+	pass_cxt = AllocSetContextCreate(TopMemoryContext, "tms worker pass",
+									 ALLOCSET_DEFAULT_SIZES);
+
 	for (;;)
 	{
+		PoolPass	pass = {false, false};
+
 		if (RecoveryInProgress())
 			tms_slot_set_state(TMS_STATE_STANDBY, NULL);
 		else if (!tms_enabled)
 			tms_slot_set_state(TMS_STATE_DISABLED, NULL);
-		else if (!tms_extension_present())
-			tms_slot_set_state(TMS_STATE_NO_EXTENSION, NULL);
 		else
-			tms_slot_set_state(TMS_STATE_IDLE, NULL);
+		{
+			MemoryContext old = MemoryContextSwitchTo(pass_cxt);
 
+			tms_slot_set_state(TMS_STATE_IDLE, NULL);
+			(void) tms_run_guarded(pool_pass, &pass);
+			sched_clear_lease();
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(pass_cxt);
+
+			if (pass.no_extension)
+				tms_slot_set_state(TMS_STATE_NO_EXTENSION, NULL);
+			else
+				tms_slot_set_state(TMS_STATE_IDLE, NULL);
+			if (pass.worked)
+			{
+				CHECK_FOR_INTERRUPTS();
+				tms_worker_handle_reload();
+				continue;		/* look for the next task at once */
+			}
+		}
 		tms_wait(tms_naptime_ms, PG_WAIT_EXTENSION);
 	}
 }

@@ -29,12 +29,14 @@
 TmsShared  *TmsSharedState = NULL;
 TmsSlot    *MyTmsSlot = NULL;
 
+static bool exit_callback_registered = false;
+
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 static void tms_shmem_request(void);
 static void tms_shmem_startup(void);
-static void tms_slot_release(int code, Datum arg);
+static void tms_slot_release_at_exit(int code, Datum arg);
 
 /*
  * Number of databases named in tms.database_name (at least one, so that a
@@ -62,7 +64,7 @@ tms_database_count(void)
 static int
 tms_slot_count(void)
 {
-	return 1 + tms_database_count() * (1 + tms_max_workers);
+	return 1 + tms_database_count() * (1 + tms_max_workers) + TMS_SESSION_SLOTS;
 }
 
 static Size
@@ -123,8 +125,9 @@ tms_shmem_startup(void)
  * the caller should exit quietly: a duplicate was started by a race between
  * a restarted parent and a still-running child.
  *
- * Raises an error if no slot is free, which cannot happen while the slot
- * count follows the settings.
+ * When no slot is free, a session (TMS_ROLE_SESSION) gets NULL too: it then
+ * runs without heartbeat renewal.  For the background workers it raises an
+ * error, which cannot happen while the slot count follows the settings.
  */
 TmsSlot *
 tms_slot_acquire(TmsRole role, Oid dboid, int index)
@@ -154,6 +157,8 @@ tms_slot_acquire(TmsRole role, Oid dboid, int index)
 	if (free_slot == NULL)
 	{
 		LWLockRelease(TmsSharedState->lock);
+		if (role == TMS_ROLE_SESSION)
+			return NULL;
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no free tms worker slot"),
@@ -169,16 +174,27 @@ tms_slot_acquire(TmsRole role, Oid dboid, int index)
 	free_slot->started_at = now;
 	free_slot->state_since = now;
 	free_slot->task[0] = '\0';
+	free_slot->latch = MyLatch;
+	memset(&free_slot->lease, 0, sizeof(TmsLease));
 	SpinLockRelease(&free_slot->mutex);
 	LWLockRelease(TmsSharedState->lock);
 
 	MyTmsSlot = free_slot;
-	on_shmem_exit(tms_slot_release, (Datum) 0);
+	if (!exit_callback_registered)
+	{
+		on_shmem_exit(tms_slot_release_at_exit, (Datum) 0);
+		exit_callback_registered = true;
+	}
 	return free_slot;
 }
 
-static void
-tms_slot_release(int code, Datum arg)
+/*
+ * Give this process's slot back, if it holds one.  Background workers keep
+ * theirs until exit; a backend running tms.run_pending() releases it when
+ * the call ends.
+ */
+void
+tms_slot_release(void)
 {
 	TmsSlot    *slot = MyTmsSlot;
 
@@ -190,9 +206,41 @@ tms_slot_release(int code, Datum arg)
 	slot->pid = 0;
 	slot->dboid = InvalidOid;
 	slot->task[0] = '\0';
+	slot->latch = NULL;
+	memset(&slot->lease, 0, sizeof(TmsLease));
 	SpinLockRelease(&slot->mutex);
 	LWLockRelease(TmsSharedState->lock);
 	MyTmsSlot = NULL;
+}
+
+static void
+tms_slot_release_at_exit(int code, Datum arg)
+{
+	tms_slot_release();
+}
+
+/*
+ * Set the latch of every idle pool worker of a database, so that newly due
+ * work is claimed without waiting for tms.naptime.
+ */
+void
+tms_wake_workers(Oid dboid)
+{
+	if (TmsSharedState == NULL)
+		return;
+	for (int i = 0; i < TmsSharedState->nslots; i++)
+	{
+		TmsSlot    *slot = &TmsSharedState->slots[i];
+		Latch	   *latch = NULL;
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->role == TMS_ROLE_WORKER && slot->dboid == dboid &&
+			slot->state == TMS_STATE_IDLE)
+			latch = slot->latch;
+		SpinLockRelease(&slot->mutex);
+		if (latch)
+			SetLatch(latch);
+	}
 }
 
 /*
@@ -251,6 +299,8 @@ tms_role_name(TmsRole role)
 			return "supervisor";
 		case TMS_ROLE_WORKER:
 			return "worker";
+		case TMS_ROLE_SESSION:
+			return "session";
 		case TMS_ROLE_NONE:
 			break;
 	}

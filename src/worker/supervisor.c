@@ -6,12 +6,14 @@
  * One supervisor runs in each database of tms.database_name.  It starts
  * tms.max_workers pool workers as dynamic background workers that report
  * to it, and starts again any that exits, at most once per second per
- * worker number.  Later parts of tms hang the periodic database-wide duties
- * here (lease renewal, the evaluation cycle); they must stay short and
- * never hold a transaction open across network waits.
+ * worker number.
  *
- * With tms.enabled = off the supervisor keeps its pool but does no work of
- * its own; on a server in recovery it does nothing.
+ * Every tms.heartbeat_interval it renews the heartbeat of each lease held
+ * by the workers and run_pending sessions of its database, and releases
+ * dead leases (src/sched/sched.c).  These duties go on with tms.enabled =
+ * off, so that the tasks running when it was turned off keep their leases;
+ * on a server in recovery the supervisor does nothing.  Its periodic work
+ * must stay short and never hold a transaction open across network waits.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +21,8 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -26,8 +30,10 @@
 #include "commands/dbcommands.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "sched/sched.h"
 #include "tms.h"
 #include "worker/worker.h"
 
@@ -40,6 +46,32 @@ typedef struct PoolMember
 } PoolMember;
 
 static void supervisor_ensure_pool(PoolMember *pool, const char *dbname);
+static void supervisor_beat(void *arg);
+
+/*
+ * Renew heartbeats and release dead leases, in one short transaction.
+ */
+static void
+supervisor_beat(void *arg)
+{
+	bool	   *no_extension = (bool *) arg;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	*no_extension = !OidIsValid(get_extension_oid("tms", true));
+	if (!*no_extension)
+	{
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, "tms: renewing heartbeats");
+		(void) sched_renew_heartbeats();
+		sched_maintain();
+		SPI_finish();
+		PopActiveSnapshot();
+	}
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
 
 /*
  * Entry point of a supervisor; bgw_extra holds the database OID.
@@ -50,6 +82,9 @@ tms_supervisor_main(Datum main_arg)
 	TmsWorkerExtra extra;
 	PoolMember *pool;
 	char	   *dbname;
+	MemoryContext beat_cxt;
+	TimestampTz next_beat = 0;
+	bool		no_extension = true;
 
 	memcpy(&extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
 
@@ -67,21 +102,38 @@ tms_supervisor_main(Datum main_arg)
 	pool = MemoryContextAllocZero(TopMemoryContext,
 								  sizeof(PoolMember) * Max(tms_max_workers, 1));
 
+	beat_cxt = AllocSetContextCreate(TopMemoryContext, "tms supervisor beat",
+									 ALLOCSET_DEFAULT_SIZES);
+
 	for (;;)
 	{
+		long		timeout = Min(tms_naptime_ms, 1000);
+
 		if (RecoveryInProgress())
 			tms_slot_set_state(TMS_STATE_STANDBY, NULL);
 		else
 		{
+			TimestampTz now = GetCurrentTimestamp();
+
 			supervisor_ensure_pool(pool, dbname);
-			if (!tms_enabled)
-				tms_slot_set_state(TMS_STATE_DISABLED, NULL);
-			else if (!tms_extension_present())
+			if (now >= next_beat || no_extension)
+			{
+				MemoryContext old = MemoryContextSwitchTo(beat_cxt);
+
+				(void) tms_run_guarded(supervisor_beat, &no_extension);
+				MemoryContextSwitchTo(old);
+				MemoryContextReset(beat_cxt);
+				next_beat = TimestampTzPlusMilliseconds(now, tms_heartbeat_interval_ms);
+			}
+			if (no_extension)
 				tms_slot_set_state(TMS_STATE_NO_EXTENSION, NULL);
+			else if (!tms_enabled)
+				tms_slot_set_state(TMS_STATE_DISABLED, NULL);
 			else
 				tms_slot_set_state(TMS_STATE_IDLE, NULL);
+			timeout = Min(timeout, Max(1, (next_beat - now) / 1000));
 		}
-		tms_wait(Min(tms_naptime_ms, 1000), PG_WAIT_EXTENSION);
+		tms_wait(timeout, PG_WAIT_EXTENSION);
 	}
 }
 

@@ -29,6 +29,7 @@
 
 #include "datatype/timestamp.h"
 #include "postmaster/bgworker.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/spin.h"
 
@@ -38,7 +39,8 @@ typedef enum TmsRole
 	TMS_ROLE_NONE = 0,
 	TMS_ROLE_LAUNCHER,
 	TMS_ROLE_SUPERVISOR,
-	TMS_ROLE_WORKER
+	TMS_ROLE_WORKER,
+	TMS_ROLE_SESSION			/* a backend inside CALL tms.run_pending() */
 } TmsRole;
 
 /* what it is doing; shown in tms.workers.state */
@@ -53,6 +55,27 @@ typedef enum TmsState
 } TmsState;
 
 #define TMS_TASK_DESC_LEN 128
+#define TMS_KIND_LEN 64
+#define TMS_INSTANCE_LEN 1024
+
+/* slots for backends running CALL tms.run_pending(), per server */
+#define TMS_SESSION_SLOTS 16
+
+/*
+ * A lease on one row of tms.scheduled_tasks, published by the process that
+ * holds it so that its supervisor can renew the heartbeat.  The supervisor
+ * writes heartbeat (the value it last wrote, for its compare-and-swap) and
+ * lost; the holder writes the rest.
+ */
+typedef struct TmsLease
+{
+	bool		active;
+	bool		lost;			/* the heartbeat CAS found the lease gone */
+	int64		version;
+	TimestampTz heartbeat;
+	char		kind[TMS_KIND_LEN];
+	char		instance[TMS_INSTANCE_LEN];
+} TmsLease;
 
 typedef struct TmsSlot
 {
@@ -65,6 +88,8 @@ typedef struct TmsSlot
 	TimestampTz started_at;
 	TimestampTz state_since;
 	char		task[TMS_TASK_DESC_LEN];	/* current task, "" if none */
+	Latch	   *latch;			/* the owner's latch, to wake it */
+	TmsLease	lease;
 } TmsSlot;
 
 typedef struct TmsShared
@@ -84,6 +109,8 @@ extern TmsSlot *MyTmsSlot;
 extern void tms_shmem_register(void);
 extern int	tms_database_count(void);
 extern TmsSlot *tms_slot_acquire(TmsRole role, Oid dboid, int index);
+extern void tms_slot_release(void);
+extern void tms_wake_workers(Oid dboid);
 extern bool tms_slot_in_use(TmsRole role, Oid dboid, int index);
 extern void tms_slot_set_state(TmsState state, const char *task);
 extern const char *tms_role_name(TmsRole role);
@@ -106,6 +133,7 @@ extern void tms_worker_setup_signals(void);
 extern void tms_worker_handle_reload(void);
 extern int	tms_wait(long timeout_ms, uint32 wait_event_info);
 extern bool tms_extension_present(void);
+extern bool tms_run_guarded(void (*fn) (void *arg), void *arg);
 extern bool tms_start_dynamic_worker(const char *function_name,
 									 const char *type, const char *name,
 									 const TmsWorkerExtra *extra,

@@ -1,0 +1,179 @@
+-- Scheduler core: db-scheduler's scheduled_tasks, task kinds with
+-- concurrency caps, and the views an operator reads.
+--
+-- Claiming, heartbeats and completion are done by C code (src/sched/)
+-- shared by the background workers and CALL tms.run_pending(); the
+-- statements it runs are documented there.
+
+-- What kinds of task exist and how many of each may run at once.
+CREATE TABLE tms.task_kinds (
+    kind            text PRIMARY KEY
+                    CHECK (kind ~ '^[a-z][a-z0-9_-]*$' AND length(kind) <= 63),
+    handler         regprocedure,   -- NULL: a built-in kind run by C code
+    max_concurrency integer NOT NULL CHECK (max_concurrency BETWEEN 1 AND 1000),
+    builtin         boolean NOT NULL DEFAULT false,
+    registered_by   name NOT NULL DEFAULT current_user,
+    registered_at   timestamptz NOT NULL DEFAULT now(),
+    CHECK (builtin = (handler IS NULL))
+);
+
+COMMENT ON TABLE tms.task_kinds IS
+    'task kinds: built-in (C) or a SQL procedure handler(task_instance text, task_data jsonb), with a per-kind concurrency cap';
+
+-- One row per running-slot of each kind.  A claim takes a free slot with
+-- FOR UPDATE SKIP LOCKED and writes its task into it, so a cap holds across
+-- every worker and every CALL tms.run_pending() without serialising claims.
+CREATE TABLE tms.task_slots (
+    kind            text NOT NULL REFERENCES tms.task_kinds ON DELETE CASCADE,
+    slot            integer NOT NULL,
+    task_instance   text,           -- NULL: free
+    since           timestamptz,    -- when it was taken
+    PRIMARY KEY (kind, slot),
+    CHECK ((task_instance IS NULL) = (since IS NULL))
+);
+
+-- db-scheduler's table (task_name is the kind), plus priority, last_error
+-- and the claimant's pid.
+CREATE TABLE tms.scheduled_tasks (
+    task_name            text NOT NULL REFERENCES tms.task_kinds (kind),
+    task_instance        text NOT NULL CHECK (length(task_instance) BETWEEN 1 AND 1000),
+    task_data            jsonb,
+    execution_time       timestamptz NOT NULL,
+    picked               boolean NOT NULL DEFAULT false,
+    picked_by            text,
+    picked_pid           integer,
+    last_success         timestamptz,
+    last_failure         timestamptz,
+    consecutive_failures integer NOT NULL DEFAULT 0,
+    last_heartbeat       timestamptz,
+    version              bigint NOT NULL DEFAULT 1,
+    priority             integer NOT NULL DEFAULT 0,
+    last_error           text,
+    PRIMARY KEY (task_name, task_instance),
+    CHECK (picked = (picked_by IS NOT NULL)),
+    CHECK (NOT picked OR last_heartbeat IS NOT NULL)
+);
+
+-- the claim: due, unpicked rows in priority then due-time order
+CREATE INDEX scheduled_tasks_due_idx ON tms.scheduled_tasks
+    (priority DESC, execution_time) WHERE NOT picked;
+-- dead-lease recovery: picked rows by heartbeat
+CREATE INDEX scheduled_tasks_picked_idx ON tms.scheduled_tasks
+    (last_heartbeat) WHERE picked;
+
+COMMENT ON TABLE tms.scheduled_tasks IS
+    'db-scheduler task rows; claimed by tms workers and CALL tms.run_pending()';
+
+ALTER TABLE tms.scheduled_tasks SET (fillfactor = 70);
+ALTER TABLE tms.task_slots SET (fillfactor = 50);
+
+SELECT pg_catalog.pg_extension_config_dump('tms.task_kinds', 'WHERE NOT builtin');
+SELECT pg_catalog.pg_extension_config_dump('tms.scheduled_tasks', '');
+
+-- The built-in kinds of the seed's three pools; their caps follow the
+-- settings tms.expand_concurrency, tms.cron_concurrency and
+-- tms.commit_concurrency (synchronised by the supervisor).
+INSERT INTO tms.task_kinds (kind, handler, max_concurrency, builtin) VALUES
+    ('policy-expand', NULL, 4, true),
+    ('cron-job', NULL, 8, true),
+    ('commit-job', NULL, 4, true);
+INSERT INTO tms.task_slots (kind, slot)
+    SELECT kind, s FROM tms.task_kinds, generate_series(1, max_concurrency) s;
+
+-- register_task_kind(kind, handler, max_concurrency): a kind whose tasks
+-- run the SQL procedure handler(task_instance text, task_data jsonb).
+CREATE FUNCTION tms.register_task_kind(kind text, handler regprocedure,
+                                       max_concurrency integer DEFAULT 1)
+RETURNS void
+LANGUAGE c VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'tms_register_task_kind';
+
+COMMENT ON FUNCTION tms.register_task_kind(text, regprocedure, integer) IS
+    'register or update a task kind run by a SQL procedure (superuser only)';
+
+CREATE FUNCTION tms.unregister_task_kind(kind text)
+RETURNS void
+LANGUAGE c VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'tms_unregister_task_kind';
+
+-- schedule_task: insert a task, or reschedule an existing one (new data and
+-- due time).  A task that is running keeps running; the new due time is
+-- its next run.
+CREATE FUNCTION tms.schedule_task(kind text, instance text,
+                                  data jsonb DEFAULT NULL,
+                                  run_at timestamptz DEFAULT now(),
+                                  priority integer DEFAULT 0)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_schedule_task';
+
+CREATE FUNCTION tms.cancel_task(kind text, instance text)
+RETURNS boolean
+LANGUAGE c VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'tms_cancel_task';
+
+-- run_pending: the claim-execute loop in the calling session, for
+-- deployments driven by pg_cron.  Commits between tasks; returns how many
+-- tasks it executed and how many of them failed.
+CREATE PROCEDURE tms.run_pending(max_tasks integer DEFAULT 100,
+                                 kinds text[] DEFAULT NULL,
+                                 INOUT executed integer DEFAULT NULL,
+                                 INOUT failed integer DEFAULT NULL)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'tms_run_pending';
+
+-- run_task: execute one given task now, whether due or not; fails cleanly,
+-- changing nothing, while another executor holds a live lease on it.
+CREATE PROCEDURE tms.run_task(kind text, instance text,
+                              INOUT executed integer DEFAULT NULL,
+                              INOUT failed integer DEFAULT NULL)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'tms_run_task';
+
+REVOKE ALL ON FUNCTION tms.register_task_kind(text, regprocedure, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tms.unregister_task_kind(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tms.schedule_task(text, text, jsonb, timestamptz, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tms.cancel_task(text, text) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE tms.run_pending(integer, text[], integer, integer) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE tms.run_task(text, text, integer, integer) FROM PUBLIC;
+
+-- What an operator asks: what is due, what runs (who, heartbeat age), what
+-- keeps failing.
+CREATE VIEW tms.tasks AS
+    SELECT t.task_name AS kind,
+           t.task_instance AS instance,
+           CASE
+               WHEN t.picked THEN 'running'
+               WHEN t.consecutive_failures > 0 THEN 'failing'
+               WHEN t.execution_time <= now() THEN 'due'
+               ELSE 'scheduled'
+           END AS state,
+           t.execution_time AS due_at,
+           t.priority,
+           t.picked_by,
+           t.picked_pid AS owner_pid,
+           CASE WHEN t.picked THEN now() - t.last_heartbeat END AS heartbeat_age,
+           t.consecutive_failures,
+           t.last_success,
+           t.last_failure,
+           t.last_error,
+           t.task_data AS data
+      FROM tms.scheduled_tasks t;
+
+COMMENT ON VIEW tms.tasks IS 'scheduled tasks with their state: due, scheduled, running, failing';
+
+CREATE VIEW tms.task_counts AS
+    SELECT k.kind,
+           k.max_concurrency,
+           count(t.*) FILTER (WHERE t.picked) AS running,
+           count(t.*) FILTER (WHERE NOT t.picked AND t.execution_time <= now()) AS due,
+           count(t.*) FILTER (WHERE NOT t.picked AND t.execution_time > now()) AS scheduled,
+           count(t.*) FILTER (WHERE t.consecutive_failures > 0) AS failing,
+           min(t.execution_time) FILTER (WHERE NOT t.picked) AS next_due
+      FROM tms.task_kinds k
+      LEFT JOIN tms.scheduled_tasks t ON t.task_name = k.kind
+     GROUP BY k.kind, k.max_concurrency;
+
+COMMENT ON VIEW tms.task_counts IS 'tasks per kind and state';
+
+GRANT SELECT ON tms.tasks, tms.task_counts TO pg_monitor;

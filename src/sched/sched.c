@@ -1,0 +1,778 @@
+/*-------------------------------------------------------------------------
+ *
+ * sched.c
+ *	  Claim, execute and settle rows of tms.scheduled_tasks.
+ *
+ * The life of a task:
+ *
+ *	 claim		one statement: lock the best due, unpicked row of a kind with
+ *				a free slot (FOR UPDATE SKIP LOCKED), take a free slot of its
+ *				kind (the same), mark the row picked and bump its version.
+ *				Committed at once.
+ *	 execute	the handler runs in a subtransaction of a new transaction:
+ *				a SQL procedure handler(task_instance, task_data), or a
+ *				built-in C handler.
+ *	 settle		in the same subtransaction, conditional on the claimed
+ *				version: delete the row (or, if the handler rescheduled it,
+ *				unpick it) and free the slot.  If the condition fails the
+ *				lease was lost: the subtransaction is rolled back, so the
+ *				handler's work is not written either.  If the handler
+ *				failed, its subtransaction is rolled back and the failure
+ *				is recorded (backoff, consecutive_failures, last_error),
+ *				again conditional on the version.
+ *
+ * A SQL handler's work and the task's completion therefore commit
+ * together or not at all.  Built-in handlers do work outside the database
+ * (network, storage); they call sched_check_lease() between steps and must
+ * be idempotent, as a task whose lease expires is run again.
+ *
+ * Heartbeats: the claimant publishes its lease in its shared slot
+ * (sched_publish_lease); its supervisor renews last_heartbeat with a
+ * compare-and-swap on the value it last wrote (sched_renew_heartbeats).
+ * When the swap finds the lease gone it sets the slot's lost flag and the
+ * claimant's latch; sched_check_lease() then raises an error.  Leases whose
+ * heartbeat is older than tms.heartbeat_interval * tms.missed_heartbeats_limit
+ * are released by sched_maintain() for others to claim.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/spin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "sched/sched.h"
+#include "tms.h"
+#include "worker/worker.h"
+
+/* ---------------------------------------------------------------------
+ * Built-in kinds
+ * --------------------------------------------------------------------- */
+
+#define MAX_BUILTINS 16
+
+typedef struct BuiltinKind
+{
+	const char *kind;
+	SchedHandler handler;
+} BuiltinKind;
+
+static BuiltinKind builtins[MAX_BUILTINS];
+static int	nbuiltins = 0;
+
+/*
+ * Make a C handler the executor of a built-in kind (a row of tms.task_kinds
+ * with builtin = true); called from _PG_init of the module that owns it.
+ */
+void
+sched_register_builtin(const char *kind, SchedHandler handler)
+{
+	if (nbuiltins >= MAX_BUILTINS)
+		elog(ERROR, "too many built-in task kinds");
+	builtins[nbuiltins].kind = kind;
+	builtins[nbuiltins].handler = handler;
+	nbuiltins++;
+}
+
+static SchedHandler
+builtin_handler(const char *kind)
+{
+	for (int i = 0; i < nbuiltins; i++)
+		if (strcmp(builtins[i].kind, kind) == 0)
+			return builtins[i].handler;
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * Statements
+ * --------------------------------------------------------------------- */
+
+/*
+ * The claim.  $1 kinds filter (NULL: any), $2 picked_by, $3 picked_pid.
+ *
+ * The free-slot EXISTS test in "cand" is a cheap filter from the snapshot;
+ * the slot is really taken by the locking sub-select in "slot", whose
+ * EvalPlanQual recheck of "task_instance IS NULL" keeps two concurrent
+ * claims from taking one slot.  If the candidate's kind turns out to be
+ * full, nothing is claimed and the caller polls again later.
+ */
+static const char *claim_sql =
+"WITH cand AS ("
+"  SELECT t.task_name, t.task_instance"
+"    FROM tms.scheduled_tasks t"
+"   WHERE NOT t.picked"
+"     AND t.execution_time <= now()"
+"     AND ($1::text[] IS NULL OR t.task_name = ANY ($1))"
+"     AND EXISTS (SELECT 1 FROM tms.task_slots s"
+"                  WHERE s.kind = t.task_name AND s.task_instance IS NULL)"
+"   ORDER BY t.priority DESC, t.execution_time"
+"   LIMIT 1"
+"     FOR UPDATE OF t SKIP LOCKED"
+"), slot AS ("
+"  UPDATE tms.task_slots s"
+"     SET task_instance = cand.task_instance, since = now()"
+"    FROM cand"
+"   WHERE (s.kind, s.slot) = (SELECT f.kind, f.slot FROM tms.task_slots f"
+"                              WHERE f.kind = cand.task_name"
+"                                AND f.task_instance IS NULL"
+"                              LIMIT 1 FOR UPDATE SKIP LOCKED)"
+"  RETURNING s.kind, s.task_instance"
+")"
+" UPDATE tms.scheduled_tasks t"
+"    SET picked = true, picked_by = $2, picked_pid = $3,"
+"        last_heartbeat = now(), version = t.version + 1"
+"   FROM slot"
+"  WHERE t.task_name = slot.kind AND t.task_instance = slot.task_instance"
+" RETURNING t.task_name, t.task_instance, t.task_data::text, t.version,"
+"           t.last_heartbeat, t.execution_time, t.consecutive_failures";
+
+/*
+ * Claim of a named task (tms.run_task).  $1 kind, $2 instance, $3
+ * picked_by, $4 picked_pid, $5 dead-lease age.  Takes over a lease whose
+ * heartbeat is dead; the caller has checked that the row exists and is not
+ * held by a live lease, under the row lock taken by lock_given_sql.
+ */
+static const char *lock_given_sql =
+"SELECT picked, picked_by, now() - last_heartbeat < $3::interval AS live,"
+"       (SELECT max_concurrency FROM tms.task_kinds WHERE kind = $1) AS cap"
+"  FROM tms.scheduled_tasks"
+" WHERE task_name = $1 AND task_instance = $2"
+"   FOR UPDATE";
+
+static const char *claim_given_sql =
+"WITH freed AS ("
+"  UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
+"   WHERE kind = $1 AND task_instance = $2"
+"  RETURNING slot"
+"), slot AS ("
+"  UPDATE tms.task_slots s SET task_instance = $2, since = now()"
+"   WHERE (s.kind, s.slot) = (SELECT f.kind, f.slot FROM tms.task_slots f"
+"                              WHERE f.kind = $1 AND"
+"                                    (f.task_instance IS NULL OR"
+"                                     f.slot IN (SELECT slot FROM freed))"
+"                              ORDER BY f.slot"
+"                              LIMIT 1 FOR UPDATE SKIP LOCKED)"
+"  RETURNING s.kind"
+")"
+" UPDATE tms.scheduled_tasks t"
+"    SET picked = true, picked_by = $3, picked_pid = $4,"
+"        last_heartbeat = now(), version = t.version + 1"
+"   FROM slot"
+"  WHERE t.task_name = $1 AND t.task_instance = $2"
+" RETURNING t.task_name, t.task_instance, t.task_data::text, t.version,"
+"           t.last_heartbeat, t.execution_time, t.consecutive_failures";
+
+/*
+ * Completion: a one-shot task is deleted; a task its handler rescheduled
+ * (a new execution_time) is unpicked and kept.  $1 kind, $2 instance,
+ * $3 version, $4 execution_time at the claim.
+ */
+static const char *complete_delete_sql =
+"DELETE FROM tms.scheduled_tasks"
+" WHERE task_name = $1 AND task_instance = $2 AND version = $3"
+"   AND execution_time = $4";
+
+static const char *complete_keep_sql =
+"UPDATE tms.scheduled_tasks"
+"   SET picked = false, picked_by = NULL, picked_pid = NULL,"
+"       last_heartbeat = NULL, last_success = now(),"
+"       consecutive_failures = 0, last_error = NULL, version = version + 1"
+" WHERE task_name = $1 AND task_instance = $2 AND version = $3";
+
+/*
+ * Failure: unpick with a backoff.  $1 kind, $2 instance, $3 version,
+ * $4 error text, $5 base delay (ms), $6 maximum delay (ms).
+ */
+static const char *fail_sql =
+"UPDATE tms.scheduled_tasks"
+"   SET picked = false, picked_by = NULL, picked_pid = NULL,"
+"       last_heartbeat = NULL, last_failure = now(),"
+"       consecutive_failures = consecutive_failures + 1, last_error = $4,"
+"       execution_time = now() + make_interval(secs =>"
+"           least($6::float8, $5::float8 * power(2, least(consecutive_failures, 30))) / 1000.0),"
+"       version = version + 1"
+" WHERE task_name = $1 AND task_instance = $2 AND version = $3";
+
+static const char *release_slot_sql =
+"UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
+" WHERE kind = $1 AND task_instance = $2";
+
+/*
+ * Dead-lease recovery: $1 the age after which a heartbeat is dead.
+ */
+static const char *recover_sql =
+"WITH dead AS ("
+"  UPDATE tms.scheduled_tasks"
+"     SET picked = false, picked_by = NULL, picked_pid = NULL,"
+"         last_heartbeat = NULL, version = version + 1"
+"   WHERE picked AND last_heartbeat < now() - $1::interval"
+"  RETURNING task_name, task_instance"
+"), freed AS ("
+"  UPDATE tms.task_slots s SET task_instance = NULL, since = NULL"
+"    FROM dead"
+"   WHERE s.kind = dead.task_name AND s.task_instance = dead.task_instance"
+")"
+" SELECT task_name, task_instance FROM dead";
+
+/*
+ * Slot upkeep: caps of built-in kinds follow their settings; each kind has
+ * exactly slots 1..max_concurrency (extra slots go once free); a slot held
+ * for over a minute by a task that is not picked (deleted by hand) is
+ * freed.  The minute keeps this clear of claims in flight, which write the
+ * slot and the task in one transaction.
+ */
+static const char *sync_caps_sql =
+"UPDATE tms.task_kinds k"
+"   SET max_concurrency = c.cap"
+"  FROM (VALUES ('policy-expand', $1::int), ('cron-job', $2::int),"
+"               ('commit-job', $3::int)) c(kind, cap)"
+" WHERE k.builtin AND k.kind = c.kind AND k.max_concurrency <> c.cap";
+
+static const char *sync_slots_sql =
+"WITH added AS ("
+"  INSERT INTO tms.task_slots (kind, slot)"
+"  SELECT k.kind, g.slot"
+"    FROM tms.task_kinds k, generate_series(1, k.max_concurrency) g(slot)"
+"  ON CONFLICT DO NOTHING"
+"), removed AS ("
+"  DELETE FROM tms.task_slots s USING tms.task_kinds k"
+"   WHERE s.kind = k.kind AND s.slot > k.max_concurrency"
+"     AND s.task_instance IS NULL"
+")"
+" UPDATE tms.task_slots s SET task_instance = NULL, since = NULL"
+"  WHERE s.task_instance IS NOT NULL AND s.since < now() - interval '1 minute'"
+"    AND NOT EXISTS (SELECT 1 FROM tms.scheduled_tasks t"
+"                     WHERE t.task_name = s.kind"
+"                       AND t.task_instance = s.task_instance AND t.picked)";
+
+static const char *heartbeat_sql =
+"UPDATE tms.scheduled_tasks SET last_heartbeat = now()"
+" WHERE task_name = $1 AND task_instance = $2 AND version = $3"
+"   AND picked AND last_heartbeat = $4"
+" RETURNING last_heartbeat";
+
+static const char *handler_sql =
+"SELECT handler::oid FROM tms.task_kinds WHERE kind = $1";
+
+/* ---------------------------------------------------------------------
+ * Helpers
+ * --------------------------------------------------------------------- */
+
+static char *
+interval_text(int64 ms)
+{
+	return psprintf("%lld milliseconds", (long long) ms);
+}
+
+static int64
+dead_lease_ms(void)
+{
+	return (int64) tms_heartbeat_interval_ms * tms_missed_heartbeats_limit;
+}
+
+/*
+ * Copy the claimed row out of SPI's result into the caller's context.
+ */
+static void
+read_claimed(SchedTask *task, MemoryContext cxt)
+{
+	HeapTuple	tup = SPI_tuptable->vals[0];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	bool		isnull;
+	char	   *data;
+
+	task->kind = SPI_getvalue(tup, desc, 1);
+	task->instance = SPI_getvalue(tup, desc, 2);
+	data = SPI_getvalue(tup, desc, 3);
+	task->data = data;
+	task->version = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+	task->heartbeat = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+	task->execution_time = DatumGetTimestampTz(SPI_getbinval(tup, desc, 6, &isnull));
+	task->consecutive_failures = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
+	task->handler = InvalidOid;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * How this process names itself in picked_by.
+ */
+char *
+sched_claimant_name(void)
+{
+	if (MyTmsSlot != NULL && MyTmsSlot->role == TMS_ROLE_WORKER)
+		return psprintf("tms worker %d (pid %d)", MyTmsSlot->index, MyProcPid);
+	return psprintf("session (pid %d)", MyProcPid);
+}
+
+/* ---------------------------------------------------------------------
+ * Claiming
+ * --------------------------------------------------------------------- */
+
+/*
+ * Release dead leases and keep the slots in shape.  Called by supervisors
+ * every heartbeat interval and by run_pending before it claims.
+ */
+void
+sched_maintain(void)
+{
+	Oid			cap_types[3] = {INT4OID, INT4OID, INT4OID};
+	Datum		caps[3];
+	Oid			recover_types[1] = {TEXTOID};
+	Datum		recover_args[1];
+	int			rc;
+
+	caps[0] = Int32GetDatum(tms_expand_concurrency);
+	caps[1] = Int32GetDatum(tms_cron_concurrency);
+	caps[2] = Int32GetDatum(tms_commit_concurrency);
+	rc = SPI_execute_with_args(sync_caps_sql, 3, cap_types, caps, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "could not update the caps of built-in task kinds: %s",
+			 SPI_result_code_string(rc));
+	rc = SPI_execute(sync_slots_sql, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "could not synchronise task slots: %s",
+			 SPI_result_code_string(rc));
+
+	recover_args[0] = CStringGetTextDatum(interval_text(dead_lease_ms()));
+	rc = SPI_execute_with_args(recover_sql, 1, recover_types, recover_args,
+							   NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not recover dead leases: %s",
+			 SPI_result_code_string(rc));
+	for (uint64 i = 0; i < SPI_processed; i++)
+		ereport(LOG,
+				(errmsg("released the lease on task \"%s\" instance \"%s\": no heartbeat for %d ms",
+						SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
+						SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2),
+						(int) dead_lease_ms())));
+}
+
+/*
+ * Claim the best due task of the given kinds (NULL: any) that has a free
+ * slot.  Returns false when there is none.  The caller commits right after.
+ */
+bool
+sched_claim(const char *picked_by, ArrayType *kinds, SchedTask *task)
+{
+	Oid			types[3] = {TEXTARRAYOID, TEXTOID, INT4OID};
+	Datum		args[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	MemoryContext cxt = CurrentMemoryContext;
+	int			rc;
+
+	if (kinds)
+		args[0] = PointerGetDatum(kinds);
+	else
+		nulls[0] = 'n';
+	args[1] = CStringGetTextDatum(picked_by);
+	args[2] = Int32GetDatum(MyProcPid);
+
+	rc = SPI_execute_with_args(claim_sql, 3, types, args, nulls, false, 0);
+	if (rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not claim a task: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
+	read_claimed(task, cxt);
+	return true;
+}
+
+/*
+ * Claim the named task whether due or not, for tms.run_task.  Raises an
+ * error, and changes nothing, if the task does not exist, if a live lease
+ * holds it (the HUDI-7503 rule: two executions of one plan never run at
+ * once), or if its kind has no free slot.  A lease whose heartbeat is dead
+ * is taken over.
+ */
+void
+sched_claim_given(const char *kind, const char *instance,
+				  const char *picked_by, SchedTask *task)
+{
+	Oid			lock_types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		lock_args[3];
+	Oid			types[4] = {TEXTOID, TEXTOID, TEXTOID, INT4OID};
+	Datum		args[4];
+	MemoryContext cxt = CurrentMemoryContext;
+	bool		isnull;
+	int			rc;
+
+	lock_args[0] = CStringGetTextDatum(kind);
+	lock_args[1] = CStringGetTextDatum(instance);
+	lock_args[2] = CStringGetTextDatum(interval_text(dead_lease_ms()));
+	rc = SPI_execute_with_args(lock_given_sql, 3, lock_types, lock_args,
+							   NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not lock task: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("task \"%s\" instance \"%s\" does not exist", kind, instance)));
+
+	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+	{
+		bool		live = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+													  SPI_tuptable->tupdesc, 3, &isnull));
+
+		if (!isnull && live)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("task \"%s\" instance \"%s\" is being executed by %s",
+							kind, instance,
+							SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2)),
+					 errdetail("Its lease has a live heartbeat; two executions of one task never run at once."),
+					 errhint("Wait for it to finish, or for its lease to expire if its executor died.")));
+	}
+
+	args[0] = lock_args[0];
+	args[1] = lock_args[1];
+	args[2] = CStringGetTextDatum(picked_by);
+	args[3] = Int32GetDatum(MyProcPid);
+	rc = SPI_execute_with_args(claim_given_sql, 4, types, args, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not claim task: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no free slot for task kind \"%s\"", kind),
+				 errdetail("All slots of the kind are held by running tasks."),
+				 errhint("Raise the kind's max_concurrency or retry later.")));
+	read_claimed(task, cxt);
+}
+
+/* ---------------------------------------------------------------------
+ * Executing and settling
+ * --------------------------------------------------------------------- */
+
+static Oid
+lookup_handler(const char *kind)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1];
+	bool		isnull;
+	Datum		d;
+	int			rc;
+
+	args[0] = CStringGetTextDatum(kind);
+	rc = SPI_execute_with_args(handler_sql, 1, types, args, NULL, true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("task kind \"%s\" is not registered", kind)));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? InvalidOid : DatumGetObjectId(d);
+}
+
+/*
+ * Run the handler: CALL the SQL procedure, or the built-in C function.
+ */
+static void
+run_handler(SchedTask *task)
+{
+	Oid			handler = lookup_handler(task->kind);
+
+	if (OidIsValid(handler))
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+		Datum		args[2];
+		char		nulls[2] = {' ', ' '};
+		char	   *sql;
+		int			rc;
+
+		sql = psprintf("CALL %s.%s($1, $2::jsonb)",
+					   quote_identifier(get_namespace_name(get_func_namespace(handler))),
+					   quote_identifier(get_func_name(handler)));
+		args[0] = CStringGetTextDatum(task->instance);
+		if (task->data)
+			args[1] = CStringGetTextDatum(task->data);
+		else
+			nulls[1] = 'n';
+		rc = SPI_execute_with_args(sql, 2, types, args, nulls, false, 0);
+		if (rc < 0)
+			elog(ERROR, "could not call the handler of task kind \"%s\": %s",
+				 task->kind, SPI_result_code_string(rc));
+	}
+	else
+	{
+		SchedHandler fn = builtin_handler(task->kind);
+
+		if (fn == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("built-in task kind \"%s\" has no handler in this version of tms",
+							task->kind)));
+		fn(task);
+	}
+}
+
+static void
+release_slot(SchedTask *task)
+{
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		args[2];
+	int			rc;
+
+	args[0] = CStringGetTextDatum(task->kind);
+	args[1] = CStringGetTextDatum(task->instance);
+	rc = SPI_execute_with_args(release_slot_sql, 2, types, args, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "could not release task slot: %s", SPI_result_code_string(rc));
+}
+
+/*
+ * Settle a completed task, conditional on the claimed version.  Returns
+ * false if the lease was lost.
+ */
+static bool
+settle_done(SchedTask *task)
+{
+	Oid			types[4] = {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID};
+	Datum		args[4];
+	int			rc;
+
+	args[0] = CStringGetTextDatum(task->kind);
+	args[1] = CStringGetTextDatum(task->instance);
+	args[2] = Int64GetDatum(task->version);
+	args[3] = TimestampTzGetDatum(task->execution_time);
+
+	rc = SPI_execute_with_args(complete_delete_sql, 4, types, args, NULL, false, 0);
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "could not complete task: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+	{
+		rc = SPI_execute_with_args(complete_keep_sql, 3, types, args, NULL, false, 0);
+		if (rc != SPI_OK_UPDATE)
+			elog(ERROR, "could not complete task: %s", SPI_result_code_string(rc));
+		if (SPI_processed == 0)
+			return false;
+	}
+	release_slot(task);
+	return true;
+}
+
+/*
+ * Record a failure with backoff, conditional on the claimed version.
+ * Returns false if the lease was lost.
+ */
+static bool
+settle_failed(SchedTask *task, const char *error)
+{
+	Oid			types[6] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, INT4OID, INT4OID};
+	Datum		args[6];
+	int			rc;
+
+	args[0] = CStringGetTextDatum(task->kind);
+	args[1] = CStringGetTextDatum(task->instance);
+	args[2] = Int64GetDatum(task->version);
+	args[3] = CStringGetTextDatum(error);
+	args[4] = Int32GetDatum(tms_retry_delay_ms);
+	args[5] = Int32GetDatum(tms_retry_delay_max_ms);
+	rc = SPI_execute_with_args(fail_sql, 6, types, args, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "could not record task failure: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
+	release_slot(task);
+	return true;
+}
+
+/*
+ * Execute a claimed task and settle it; see the file header.  Must be
+ * called in a transaction with SPI connected; the caller commits.  When the
+ * handler failed, *error is its error (in the caller's memory context);
+ * after committing, the caller should re-raise a query cancel
+ * (ERRCODE_QUERY_CANCELED) so that an interactive CALL stops.
+ */
+SchedOutcome
+sched_execute(SchedTask *task, ErrorData **error)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile SchedOutcome outcome = SCHED_DONE;
+	ErrorData  *volatile edata = NULL;
+
+	*error = NULL;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		run_handler(task);
+		if (settle_done(task))
+		{
+			ReleaseCurrentSubTransaction();
+			outcome = SCHED_DONE;
+		}
+		else
+		{
+			/* our lease is gone: the handler's work must not be written */
+			RollbackAndReleaseCurrentSubTransaction();
+			outcome = SCHED_LEASE_LOST;
+		}
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		outcome = SCHED_FAILED;
+	}
+	PG_END_TRY();
+
+	if (outcome == SCHED_LEASE_LOST)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("lost the lease on task \"%s\" instance \"%s\"; its work was rolled back",
+						task->kind, task->instance),
+				 errdetail("The task row no longer has version " INT64_FORMAT ".",
+						   task->version)));
+		return outcome;
+	}
+	if (outcome == SCHED_DONE)
+		return outcome;
+
+	*error = edata;
+	if (!settle_failed(task, edata->detail
+					   ? psprintf("%s (%s)", edata->message, edata->detail)
+					   : edata->message))
+		outcome = SCHED_LEASE_LOST;
+	return outcome;
+}
+
+/*
+ * For built-in handlers: raise an error if the supervisor found this
+ * process's lease gone.  Call between steps of long work.
+ */
+void
+sched_check_lease(void)
+{
+	bool		lost = false;
+
+	CHECK_FOR_INTERRUPTS();
+	if (MyTmsSlot == NULL)
+		return;
+	SpinLockAcquire(&MyTmsSlot->mutex);
+	lost = MyTmsSlot->lease.active && MyTmsSlot->lease.lost;
+	SpinLockRelease(&MyTmsSlot->mutex);
+	if (lost)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("lost the lease on the running task"),
+				 errdetail("Another executor has taken it over.")));
+}
+
+/* ---------------------------------------------------------------------
+ * Heartbeats
+ * --------------------------------------------------------------------- */
+
+/*
+ * Publish the lease of a committed claim in this process's slot, so that
+ * its supervisor keeps it alive.  No-op without a slot (no preloading).
+ */
+void
+sched_publish_lease(const SchedTask *task)
+{
+	TmsSlot    *slot = MyTmsSlot;
+
+	if (slot == NULL)
+		return;
+	SpinLockAcquire(&slot->mutex);
+	slot->lease.active = true;
+	slot->lease.lost = false;
+	slot->lease.version = task->version;
+	slot->lease.heartbeat = task->heartbeat;
+	strlcpy(slot->lease.kind, task->kind, TMS_KIND_LEN);
+	strlcpy(slot->lease.instance, task->instance, TMS_INSTANCE_LEN);
+	snprintf(slot->task, TMS_TASK_DESC_LEN, "%s/%s", task->kind, task->instance);
+	slot->state = TMS_STATE_RUNNING;
+	slot->state_since = GetCurrentTimestamp();
+	SpinLockRelease(&slot->mutex);
+}
+
+void
+sched_clear_lease(void)
+{
+	TmsSlot    *slot = MyTmsSlot;
+
+	if (slot == NULL)
+		return;
+	SpinLockAcquire(&slot->mutex);
+	slot->lease.active = false;
+	slot->lease.lost = false;
+	slot->task[0] = '\0';
+	SpinLockRelease(&slot->mutex);
+}
+
+/*
+ * Renew the heartbeat of every lease held in this supervisor's database,
+ * each with a compare-and-swap on the value last written.  A lease found
+ * gone is flagged lost and its holder woken.  Returns the number renewed.
+ * Runs in the supervisor's transaction; each statement touches one row.
+ */
+int
+sched_renew_heartbeats(void)
+{
+	Oid			types[4] = {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID};
+	int			renewed = 0;
+
+	for (int i = 0; i < TmsSharedState->nslots; i++)
+	{
+		TmsSlot    *slot = &TmsSharedState->slots[i];
+		TmsLease	lease;
+		Datum		args[4];
+		bool		isnull;
+		int			rc;
+
+		SpinLockAcquire(&slot->mutex);
+		if (slot->dboid != MyDatabaseId || !slot->lease.active || slot->lease.lost ||
+			(slot->role != TMS_ROLE_WORKER && slot->role != TMS_ROLE_SESSION))
+		{
+			SpinLockRelease(&slot->mutex);
+			continue;
+		}
+		memcpy(&lease, &slot->lease, sizeof(lease));
+		SpinLockRelease(&slot->mutex);
+
+		args[0] = CStringGetTextDatum(lease.kind);
+		args[1] = CStringGetTextDatum(lease.instance);
+		args[2] = Int64GetDatum(lease.version);
+		args[3] = TimestampTzGetDatum(lease.heartbeat);
+		rc = SPI_execute_with_args(heartbeat_sql, 4, types, args, NULL, false, 0);
+		if (rc != SPI_OK_UPDATE_RETURNING)
+			elog(ERROR, "could not renew heartbeat: %s", SPI_result_code_string(rc));
+
+		SpinLockAcquire(&slot->mutex);
+		/* the holder may have moved on meanwhile: only touch the same lease */
+		if (slot->lease.active && slot->lease.version == lease.version &&
+			strcmp(slot->lease.instance, lease.instance) == 0 &&
+			strcmp(slot->lease.kind, lease.kind) == 0)
+		{
+			if (SPI_processed == 1)
+			{
+				slot->lease.heartbeat = DatumGetTimestampTz(
+					SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+				renewed++;
+			}
+			else
+			{
+				slot->lease.lost = true;
+				if (slot->latch)
+					SetLatch(slot->latch);
+			}
+		}
+		SpinLockRelease(&slot->mutex);
+	}
+	return renewed;
+}
