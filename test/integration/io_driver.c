@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * io_storage_driver.c
- *		A command-line driver of src/io's storage layer for the storage
- *		integration tests (test/integration/test_storage_s3.py), which
- *		compile it with the files of src/io/ and run it against s3rver and
- *		against a checking fake S3.
+ * io_driver.c
+ *		A command-line driver of src/io for the integration tests
+ *		(test/integration/test_storage_s3.py, test_catalog_commit.py), which
+ *		compile it with the files of src/io/ and run it against s3rver, a
+ *		checking fake S3 and the test catalog.
  *
- *	io_storage_driver [options] COMMAND ARGS...
+ *	io_driver [options] COMMAND ARGS...
  *	  options: -e ENDPOINT  -r REGION  -k KEY_ID  -s SECRET  -t SESSION_TOKEN
  *			   -p PATH_STYLE(0|1)  -l LIST_PAGE_SIZE  -T REQUEST_TIMEOUT_MS
  *	  put URI FILE            store FILE's bytes ("-": stdin)
@@ -15,11 +15,14 @@
  *	  list PREFIX             "uri<TAB>size" per object
  *	  delete URI...           "uri<TAB>deleted|failed<TAB>code<TAB>message"
  *	  delete-from FILE        as delete, URIs one per line in FILE
+ *	  catalog-load CATALOG_URI NS TABLE            "location<TAB>etag"
+ *	  catalog-commit CATALOG_URI NS TABLE BODYFILE "location" of the new metadata
+ *	  catalog-drop CATALOG_URI NS TABLE PURGE(0|1)
  *
  * On failure: "error<TAB>code name<TAB>http status<TAB>message<TAB>detail" on
  * stderr and exit status 2.
  *
- * test/integration/io_storage_driver.c
+ * test/integration/io_driver.c
  *
  *-------------------------------------------------------------------------
  */
@@ -80,6 +83,71 @@ do_delete(IoStorage *st, char **uris, size_t n)
 	return rc;
 }
 
+/* Catalog commands: open the catalog at uri (no auth) and run cmd. */
+static int
+do_catalog(const char *cmd, char **args, int nargs, long timeout_ms)
+{
+	IoCatalogConfig cfg;
+	IoCatalog  *cat;
+	IoError		err;
+	IoLoadedTable t;
+	int			rc = 0;
+
+	if (nargs < 3)
+		return 64;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.uri = args[0];
+	cfg.http.retries = 0;
+	cfg.http.request_timeout_ms = timeout_ms;
+	cat = io_catalog_open(&cfg, &err);
+	if (cat == NULL)
+		return fail(&err);
+	if (strcmp(cmd, "catalog-load") == 0)
+	{
+		if (io_catalog_load_table(cat, args[1], args[2], &t, &err) != 0)
+			rc = fail(&err);
+		else
+		{
+			printf("%s\t%s\n", t.metadata_location ? t.metadata_location : "",
+				   t.etag ? t.etag : "");
+			io_loaded_table_free(&t);
+		}
+	}
+	else if (strcmp(cmd, "catalog-commit") == 0 && nargs == 4)
+	{
+		FILE	   *f = fopen(args[3], "rb");
+		size_t		len = 0;
+		char	   *body = f ? slurp(f, &len) : NULL;
+
+		if (f)
+			fclose(f);
+		if (body == NULL)
+			rc = 66;
+		else
+		{
+			body = realloc(body, len + 1);
+			body[len] = '\0';
+			if (io_catalog_commit_table(cat, args[1], args[2], body, &t, &err) != 0)
+				rc = fail(&err);
+			else
+			{
+				printf("%s\n", t.metadata_location ? t.metadata_location : "");
+				io_loaded_table_free(&t);
+			}
+			free(body);
+		}
+	}
+	else if (strcmp(cmd, "catalog-drop") == 0 && nargs == 4)
+	{
+		if (io_catalog_drop_table(cat, args[1], args[2], atoi(args[3]) != 0, &err) != 0)
+			rc = fail(&err);
+	}
+	else
+		rc = 64;
+	io_catalog_free(cat);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -128,6 +196,12 @@ main(int argc, char **argv)
 	if (optind >= argc)
 		return 64;
 	cmd = argv[optind++];
+	if (strncmp(cmd, "catalog-", 8) == 0)
+	{
+		rc = do_catalog(cmd, argv + optind, argc - optind, cfg.http.request_timeout_ms);
+		io_http_shutdown();
+		return rc;
+	}
 	st = io_storage_create(&cfg, &err);
 	if (st == NULL)
 		return fail(&err);

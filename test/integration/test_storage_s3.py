@@ -1,6 +1,6 @@
 """
 test_storage_s3.py -- src/io's storage layer (through the command-line
-driver io_storage_driver.c) against s3rver and against a fake S3 that
+driver io_driver.c) against s3rver and against a fake S3 that
 checks every SigV4 signature and Content-MD5 and answers DeleteObjects
 with per-key errors; plus local file storage.
 
@@ -38,11 +38,11 @@ REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 
 @pytest.fixture(scope="session")
 def driver():
-    out = os.path.join(tempfile.mkdtemp(prefix="tms-io-driver-"), "io_storage_driver")
+    out = os.path.join(tempfile.mkdtemp(prefix="tms-io-driver-"), "io_driver")
     srcs = sorted(glob.glob(os.path.join(REPO, "src", "io", "*.c")))
     subprocess.run(["gcc", "-std=gnu99", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
                     "-I", os.path.join(REPO, "src"), "-o", out,
-                    os.path.join(HERE, "io_storage_driver.c")] + srcs +
+                    os.path.join(HERE, "io_driver.c")] + srcs +
                    ["-lcurl", "-ljansson", "-lssl", "-lcrypto", "-lz"], check=True)
     return out
 
