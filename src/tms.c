@@ -22,6 +22,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "ops/ops.h"
 #include "sched/sched.h"
 #include "tms.h"
 #include "worker/worker.h"
@@ -160,6 +161,14 @@ _PG_init(void)
 								0,
 								NULL, NULL, NULL);
 	}
+
+	/* the seed's three pools; their executors come with the policy engine */
+	sched_register_builtin("policy-expand", NULL, &tms_expand_concurrency);
+	sched_register_builtin("cron-job", NULL, &tms_cron_concurrency);
+	sched_register_builtin("commit-job", NULL, &tms_commit_concurrency);
+
+	/* each area of src/ops declares its settings and built-in kinds */
+	tms_ops_init();
 
 	MarkGUCPrefixReserved("tms");
 

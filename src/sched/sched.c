@@ -62,23 +62,27 @@
 typedef struct BuiltinKind
 {
 	const char *kind;
-	SchedHandler handler;
+	SchedHandler handler;		/* NULL: no executor in this version */
+	int		   *cap;			/* the setting holding its max_concurrency */
 } BuiltinKind;
 
 static BuiltinKind builtins[MAX_BUILTINS];
 static int	nbuiltins = 0;
 
 /*
- * Make a C handler the executor of a built-in kind (a row of tms.task_kinds
- * with builtin = true); called from _PG_init of the module that owns it.
+ * Declare a built-in kind (a row of tms.task_kinds with builtin = true,
+ * created by the extension script): its C handler, and the integer setting
+ * its concurrency cap follows.  Called from _PG_init, through the init
+ * function of the module that owns the kind.
  */
 void
-sched_register_builtin(const char *kind, SchedHandler handler)
+sched_register_builtin(const char *kind, SchedHandler handler, int *cap)
 {
 	if (nbuiltins >= MAX_BUILTINS)
 		elog(ERROR, "too many built-in task kinds");
 	builtins[nbuiltins].kind = kind;
 	builtins[nbuiltins].handler = handler;
+	builtins[nbuiltins].cap = cap;
 	nbuiltins++;
 }
 
@@ -232,8 +236,7 @@ static const char *recover_sql =
 static const char *sync_caps_sql =
 "UPDATE tms.task_kinds k"
 "   SET max_concurrency = c.cap"
-"  FROM (VALUES ('policy-expand', $1::int), ('cron-job', $2::int),"
-"               ('commit-job', $3::int)) c(kind, cap)"
+"  FROM unnest($1::text[], $2::int[]) c(kind, cap)"
 " WHERE k.builtin AND k.kind = c.kind AND k.max_concurrency <> c.cap";
 
 static const char *sync_slots_sql =
@@ -324,16 +327,24 @@ sched_claimant_name(void)
 void
 sched_maintain(void)
 {
-	Oid			cap_types[3] = {INT4OID, INT4OID, INT4OID};
-	Datum		caps[3];
+	Oid			cap_types[2] = {TEXTARRAYOID, INT4ARRAYOID};
+	Datum		caps[2];
+	Datum		kind_datums[MAX_BUILTINS];
+	Datum		cap_datums[MAX_BUILTINS];
 	Oid			recover_types[1] = {TEXTOID};
 	Datum		recover_args[1];
 	int			rc;
 
-	caps[0] = Int32GetDatum(tms_expand_concurrency);
-	caps[1] = Int32GetDatum(tms_cron_concurrency);
-	caps[2] = Int32GetDatum(tms_commit_concurrency);
-	rc = SPI_execute_with_args(sync_caps_sql, 3, cap_types, caps, NULL, false, 0);
+	for (int i = 0; i < nbuiltins; i++)
+	{
+		kind_datums[i] = CStringGetTextDatum(builtins[i].kind);
+		cap_datums[i] = Int32GetDatum(*builtins[i].cap);
+	}
+	caps[0] = PointerGetDatum(construct_array(kind_datums, nbuiltins, TEXTOID,
+											  -1, false, TYPALIGN_INT));
+	caps[1] = PointerGetDatum(construct_array(cap_datums, nbuiltins, INT4OID,
+											  4, true, TYPALIGN_INT));
+	rc = SPI_execute_with_args(sync_caps_sql, 2, cap_types, caps, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "could not update the caps of built-in task kinds: %s",
 			 SPI_result_code_string(rc));

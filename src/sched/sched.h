@@ -59,7 +59,7 @@ typedef enum SchedOutcome
 /* A built-in kind's C handler; raises an error to fail the task. */
 typedef void (*SchedHandler) (SchedTask *task);
 
-extern void sched_register_builtin(const char *kind, SchedHandler handler);
+extern void sched_register_builtin(const char *kind, SchedHandler handler, int *cap);
 
 extern void sched_maintain(void);
 extern bool sched_claim(const char *picked_by, ArrayType *kinds, SchedTask *task);

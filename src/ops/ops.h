@@ -1,0 +1,23 @@
+/*-------------------------------------------------------------------------
+ *
+ * ops.h
+ *	  What claimed tasks do: the operations of tms (src/ops/).
+ *
+ * Each area of src/ops has an init function, called once from _PG_init
+ * through tms_ops_init(), that defines its settings (tms.<area>_*) and
+ * declares its built-in task kinds with sched_register_builtin().  Init
+ * functions run in every process that loads tms, preloaded or not, so they
+ * must only define things: no shared memory, no catalog access.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_OPS_H
+#define TMS_OPS_H
+
+extern void tms_ops_init(void);
+
+/* one per area; see the files named after them */
+extern void tms_purge_init(void);	/* purge.c: async purge of dropped tables */
+extern void tms_policy_init(void);	/* policy.c: policies and the evaluation cycle */
+
+#endif							/* TMS_OPS_H */
