@@ -1,6 +1,8 @@
 -- pg_cron and tms live in the same database and server, and pg_cron can
 -- drive tms: a scheduled job that calls into tms is accepted and listed.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tms;
+RESET client_min_messages;
 CREATE EXTENSION IF NOT EXISTS pg_cron;
 
 -- pg_cron's launcher may still be retrying its first connection (the test

@@ -2,7 +2,9 @@
 -- the session procedures.  The pool workers would race with this test for
 -- due tasks, so they are switched off while it runs (tms.enabled = off);
 -- the integration tests cover workers and sessions together.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tms;
+RESET client_min_messages;
 \set VERBOSITY default
 \set SHOW_CONTEXT never
 

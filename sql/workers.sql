@@ -1,6 +1,8 @@
 -- The tms processes: settings, the tms.workers view, pg_stat_activity,
 -- and tms.enabled switching them idle without a restart.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tms;
+RESET client_min_messages;
 
 -- Await a condition on tms.workers for at most 30 seconds.
 CREATE FUNCTION pg_temp.await_workers(cond text) RETURNS boolean
@@ -16,7 +18,9 @@ BEGIN
 END $$;
 
 SELECT name, setting, unit, context, vartype
-  FROM pg_settings WHERE name LIKE 'tms.%' ORDER BY name;
+  FROM pg_settings
+ WHERE name IN ('tms.database_name', 'tms.enabled', 'tms.max_workers', 'tms.naptime')
+ ORDER BY name;
 
 -- the prefix is reserved: a typo is an error, not a silent placeholder
 SET tms.max_worker = 3;
