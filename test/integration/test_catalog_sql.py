@@ -360,6 +360,7 @@ def test_cancel_during_a_hanging_request(pg, fault_catalog):
         th.join(10)
         assert not th.is_alive()
         assert result["error"].pgcode == psycopg2.errorcodes.QUERY_CANCELED
+        print("cancel took %.0f ms" % ((result["ended"] - cancel_at) * 1000))
         assert result["ended"] - cancel_at < 1.0, result["ended"] - cancel_at
         # the backend is still usable, the cached connection too
         fault_catalog.clear_faults()
