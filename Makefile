@@ -45,6 +45,15 @@ CONTRIB_TESTDB = tms_regress
 HEADERS = $(wildcard src/*.h src/*/*.h)
 $(OBJS): $(HEADERS)
 
+# A call from tms.so to jansson's json_object() would bind at run time to
+# PostgreSQL's json_object() in the postgres executable (src/tms_json.h).
+all: check-symbols
+.PHONY: check-symbols
+check-symbols: $(shlib)
+	@if nm -D --undefined-only $(shlib) | grep -qw json_object; then \
+	    echo "error: $(shlib) calls json_object(); use tms_json_object_new() (src/tms_json.h)" >&2; \
+	    rm -f $(shlib); exit 1; fi
+
 $(DATA_built): $(INSTALL_PARTS) tms.control
 	@{ echo '-- Generated from sql/install/*.sql by the Makefile; edit those files.'; \
 	   for f in $(INSTALL_PARTS); do printf '\n-- %s\n' "$$f"; cat "$$f"; done; } > $@

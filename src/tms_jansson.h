@@ -12,6 +12,8 @@
  * read once, here, with PostgreSQL's json_object renamed to
  * pg_fmgr_json_object, and jansson's names stay jansson's.
  *
+ * It also brings tms_json.h: never call json_object() from tms.so.
+ *
  * Prefer not to need it: keep jansson work in the plain-C layers and hand
  * the PostgreSQL side plain strings and structs.
  *
@@ -29,6 +31,6 @@
 #include "utils/fmgrprotos.h"
 #undef json_object
 
-#include <jansson.h>
+#include "tms_json.h"
 
 #endif							/* TMS_JANSSON_H */
