@@ -26,6 +26,26 @@
  * (network, storage); they call sched_check_lease() between steps and must
  * be idempotent, as a task whose lease expires is run again.
  *
+ * Detached built-in kinds (sched_register_detached) are for handlers whose
+ * work is long and outside the database, like a purge deleting a million
+ * files: no transaction may stay open meanwhile.  sched_execute() then
+ * runs the handler with no transaction of its own open; the handler does
+ * its database work in short transactions through sched_step(), and the
+ * task is settled in one more.  The handler's writes are not rolled back
+ * with a lost lease, so it makes them conditional on the task's version
+ * itself.  Two callers, two ways of making a transaction:
+ *
+ *	 pool worker	sched_execute() is called with no transaction open;
+ *					each step starts and commits its own.
+ *	 session		(CALL tms.run_pending / tms.run_task) sched_execute() is
+ *					called in the idle transaction that SPI_commit() left,
+ *					with the procedure's non-atomic SPI connection current
+ *					and no snapshot held; each step connects SPI, takes a
+ *					snapshot, and ends with SPI_commit().
+ *
+ * Between steps neither holds a snapshot or an xid, so nothing holds back
+ * vacuum or locks while the handler waits on the network.
+ *
  * Heartbeats: the claimant publishes its lease in its shared slot
  * (sched_publish_lease); its supervisor renews last_heartbeat with a
  * compare-and-swap on the value it last wrote (sched_renew_heartbeats).
@@ -47,6 +67,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "sched/sched.h"
@@ -63,6 +84,7 @@ typedef struct BuiltinKind
 {
 	const char *kind;
 	SchedHandler handler;		/* NULL: no executor in this version */
+	SchedDetachedHandler detached;	/* or this: runs outside transactions */
 	int		   *cap;			/* the setting holding its max_concurrency */
 } BuiltinKind;
 
@@ -82,8 +104,20 @@ sched_register_builtin(const char *kind, SchedHandler handler, int *cap)
 		elog(ERROR, "too many built-in task kinds");
 	builtins[nbuiltins].kind = kind;
 	builtins[nbuiltins].handler = handler;
+	builtins[nbuiltins].detached = NULL;
 	builtins[nbuiltins].cap = cap;
 	nbuiltins++;
+}
+
+/*
+ * Declare a detached built-in kind: like sched_register_builtin(), but its
+ * handler runs outside any transaction (see the file header).
+ */
+void
+sched_register_detached(const char *kind, SchedDetachedHandler handler, int *cap)
+{
+	sched_register_builtin(kind, NULL, cap);
+	builtins[nbuiltins - 1].detached = handler;
 }
 
 static SchedHandler
@@ -93,6 +127,26 @@ builtin_handler(const char *kind)
 		if (strcmp(builtins[i].kind, kind) == 0)
 			return builtins[i].handler;
 	return NULL;
+}
+
+static SchedDetachedHandler
+detached_handler(const char *kind)
+{
+	for (int i = 0; i < nbuiltins; i++)
+		if (strcmp(builtins[i].kind, kind) == 0)
+			return builtins[i].detached;
+	return NULL;
+}
+
+/*
+ * Is kind a detached built-in kind?  Its tasks are executed by
+ * sched_execute() without a transaction around it (pool workers) or in an
+ * idle one (sessions).
+ */
+bool
+sched_kind_detached(const char *kind)
+{
+	return detached_handler(kind) != NULL;
 }
 
 /* ---------------------------------------------------------------------
@@ -594,6 +648,135 @@ settle_failed(SchedTask *task, const char *error)
 	return true;
 }
 
+/* ---------------------------------------------------------------------
+ * Detached kinds
+ * --------------------------------------------------------------------- */
+
+/*
+ * Run fn(arg) in a short transaction of its own, with SPI connected and a
+ * snapshot pushed, and commit it.  For detached handlers (see the file
+ * header for the two ways).  An error fn raises propagates with the
+ * transaction aborted by whoever catches it (the pool worker's guard, or
+ * the end of the CALL).  The caller's memory context is current again on
+ * return; what fn allocates in it survives the commit.
+ */
+void
+sched_step(void (*fn) (void *arg), void *arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	if (IsTransactionState())
+	{
+		/* session: inside a non-atomic procedure, between its commits */
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		MemoryContextSwitchTo(cxt);
+		fn(arg);
+		PopActiveSnapshot();
+		SPI_finish();
+		SPI_commit();
+	}
+	else
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		MemoryContextSwitchTo(cxt);
+		fn(arg);
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	MemoryContextSwitchTo(cxt);
+}
+
+/*
+ * For detached handlers: has the supervisor found this process's lease
+ * gone?  Unlike sched_check_lease() this raises nothing.
+ */
+bool
+sched_lease_lost(void)
+{
+	bool		lost;
+
+	if (MyTmsSlot == NULL)
+		return false;
+	SpinLockAcquire(&MyTmsSlot->mutex);
+	lost = MyTmsSlot->lease.active && MyTmsSlot->lease.lost;
+	SpinLockRelease(&MyTmsSlot->mutex);
+	return lost;
+}
+
+typedef struct DetachedSettle
+{
+	SchedTask  *task;
+	const char *error;			/* NULL: completed */
+	bool		settled;		/* false: the lease was lost */
+} DetachedSettle;
+
+static void
+settle_detached_step(void *arg)
+{
+	DetachedSettle *s = (DetachedSettle *) arg;
+
+	if (s->error == NULL)
+		s->settled = settle_done(s->task);
+	else
+		s->settled = settle_failed(s->task, s->error);
+}
+
+/*
+ * Execute a task of a detached kind: run its handler outside transactions,
+ * then settle the task in a step of its own, conditional on the claimed
+ * version.  A failure is returned in *error as an ErrorData (in the
+ * caller's memory context) like a failure of an ordinary handler.
+ */
+static SchedOutcome
+execute_detached(SchedTask *task, ErrorData **error)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	SchedDetachedHandler fn = detached_handler(task->kind);
+	char	   *message = NULL;
+	SchedOutcome outcome;
+	DetachedSettle settle;
+
+	outcome = fn(task, &message);
+	MemoryContextSwitchTo(cxt);
+	if (outcome != SCHED_LEASE_LOST)
+	{
+		if (outcome == SCHED_FAILED && message == NULL)
+			message = pstrdup("task failed");
+		settle.task = task;
+		settle.error = outcome == SCHED_FAILED ? message : NULL;
+		settle.settled = false;
+		sched_step(settle_detached_step, &settle);
+		if (!settle.settled)
+			outcome = SCHED_LEASE_LOST;
+	}
+	if (outcome == SCHED_LEASE_LOST)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("lost the lease on task \"%s\" instance \"%s\"; it stopped without settling",
+						task->kind, task->instance),
+				 errdetail("The task row no longer has version " INT64_FORMAT ".",
+						   task->version)));
+		return outcome;
+	}
+	if (outcome == SCHED_FAILED)
+	{
+		ErrorData  *e = palloc0(sizeof(ErrorData));
+
+		e->elevel = ERROR;
+		e->sqlerrcode = ERRCODE_EXTERNAL_ROUTINE_EXCEPTION;
+		e->message = message;
+		e->assoc_context = cxt;
+		*error = e;
+	}
+	return outcome;
+}
+
 /*
  * Execute a claimed task and settle it; see the file header.  Must be
  * called in a transaction with SPI connected; the caller commits.  When the
@@ -610,6 +793,8 @@ sched_execute(SchedTask *task, ErrorData **error)
 	ErrorData  *volatile edata = NULL;
 
 	*error = NULL;
+	if (sched_kind_detached(task->kind))
+		return execute_detached(task, error);
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();

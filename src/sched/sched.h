@@ -59,7 +59,24 @@ typedef enum SchedOutcome
 /* A built-in kind's C handler; raises an error to fail the task. */
 typedef void (*SchedHandler) (SchedTask *task);
 
+/*
+ * A detached built-in handler: it runs with no transaction of its own
+ * open, does its network and storage work outside any transaction and its
+ * database work in short steps (sched_step).  It returns SCHED_DONE,
+ * SCHED_FAILED with *error set to a palloc'd message (the task is then
+ * retried after a backoff), or SCHED_LEASE_LOST when it found its lease
+ * gone (nothing is written).  It should report expected failures this way
+ * rather than raise them: an error it raises ends the executor's pass and
+ * the task is reclaimed once its lease expires.
+ */
+typedef SchedOutcome (*SchedDetachedHandler) (SchedTask *task, char **error);
+
 extern void sched_register_builtin(const char *kind, SchedHandler handler, int *cap);
+extern void sched_register_detached(const char *kind, SchedDetachedHandler handler,
+									int *cap);
+extern bool sched_kind_detached(const char *kind);
+extern void sched_step(void (*fn) (void *arg), void *arg);
+extern bool sched_lease_lost(void);
 
 extern void sched_maintain(void);
 extern bool sched_claim(const char *picked_by, ArrayType *kinds, SchedTask *task);

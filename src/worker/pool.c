@@ -5,7 +5,8 @@
  *
  * Each pass: in one short transaction, claim the best due task (see
  * src/sched/sched.c) and commit; publish the lease so the supervisor keeps
- * its heartbeat; execute and settle it in a second transaction.  After a
+ * its heartbeat; execute and settle it in a second transaction (a detached
+ * kind's handler makes its own short transactions instead).  After a
  * task the worker looks for the next one at once; with nothing due it
  * sleeps tms.naptime, or less when tms.schedule_task() wakes it.  It does
  * nothing while tms.enabled is off, while the server is in recovery, or
@@ -46,6 +47,7 @@ static void
 pool_pass(void *arg)
 {
 	PoolPass   *pass = (PoolPass *) arg;
+	MemoryContext pass_cxt = CurrentMemoryContext;
 	SchedTask	task;
 	bool		claimed = false;
 	char	   *picked_by = sched_claimant_name();
@@ -66,6 +68,8 @@ pool_pass(void *arg)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "tms: claiming a task");
+	/* the claimed task must outlive SPI's context and the transaction */
+	MemoryContextSwitchTo(pass_cxt);
 	claimed = sched_claim(picked_by, NULL, &task);
 	SPI_finish();
 	PopActiveSnapshot();
@@ -77,16 +81,30 @@ pool_pass(void *arg)
 	pass->worked = true;
 	sched_publish_lease(&task);
 
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	pgstat_report_activity(STATE_RUNNING,
-						   psprintf("tms: task %s/%s", task.kind, task.instance));
-	outcome = sched_execute(&task, &error);
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	if (sched_kind_detached(task.kind))
+	{
+		/* its handler makes its own short transactions (sched.c) */
+		MemoryContextSwitchTo(pass_cxt);
+		pgstat_report_activity(STATE_RUNNING,
+							   psprintf("tms: task %s/%s", task.kind, task.instance));
+		outcome = sched_execute(&task, &error);
+	}
+	else
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING,
+							   psprintf("tms: task %s/%s", task.kind, task.instance));
+		/* the error, if any, must outlive SPI's context */
+		MemoryContextSwitchTo(pass_cxt);
+		outcome = sched_execute(&task, &error);
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	MemoryContextSwitchTo(pass_cxt);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	sched_clear_lease();
 
