@@ -1,0 +1,232 @@
+-- Async purge of dropped Iceberg tables (seed 003; doc/purge.md).
+--
+-- tms.purge_table() drops a table from its catalog without purge and
+-- records a job here; the job's task (kind "purge", instance = job id) is
+-- run by the pool workers or CALL tms.run_pending(), which re-read the
+-- metadata and delete every reachable file in bulk batches (src/ops/purge.c).
+
+CREATE TABLE tms.iceberg_cleanup_job (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    server            name NOT NULL,        -- the tms_iceberg foreign server
+    namespace         text NOT NULL,        -- levels joined by '.'
+    table_name        text NOT NULL,
+    table_uuid        text,
+    table_location    text NOT NULL,        -- nothing outside it is deleted
+    metadata_location text NOT NULL,
+    -- non-secret storage settings in effect at enqueue time: endpoint,
+    -- region, path_style, and where credentials come from
+    storage           jsonb NOT NULL DEFAULT '{}',
+    state             text NOT NULL DEFAULT 'PENDING'
+                      CHECK (state IN ('PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED')),
+    attempts          integer NOT NULL DEFAULT 0,
+    last_error        text,
+    heartbeat_at      timestamptz,          -- last progress written by a worker
+    created_by        name NOT NULL DEFAULT current_user,
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    updated_at        timestamptz NOT NULL DEFAULT now(),
+    started_at        timestamptz,
+    finished_at       timestamptz,
+    -- progress and outcome (counts of the latest attempt)
+    phase             text,                 -- content, manifests, lists, metadata
+    files_deleted     bigint NOT NULL DEFAULT 0,    -- includes not-found
+    bytes_freed       bigint NOT NULL DEFAULT 0,    -- declared sizes where known
+    files_skipped     bigint NOT NULL DEFAULT 0,    -- outside location/allowed roots
+    skipped_example   text,
+    files_kept        bigint NOT NULL DEFAULT 0,    -- gc.enabled=false data files
+    files_unreadable  bigint NOT NULL DEFAULT 0,    -- manifests/lists already gone
+    delete_requests   bigint NOT NULL DEFAULT 0,
+    CHECK ((state IN ('SUCCEEDED', 'FAILED')) = (finished_at IS NOT NULL))
+);
+
+COMMENT ON TABLE tms.iceberg_cleanup_job IS
+    'async purge jobs of dropped Iceberg tables: PENDING -> RUNNING -> SUCCEEDED | FAILED';
+
+CREATE INDEX iceberg_cleanup_job_state_idx ON tms.iceberg_cleanup_job (state, updated_at);
+-- the tombstone: at most one active job per identifier, found by one probe
+CREATE UNIQUE INDEX iceberg_cleanup_job_active_idx ON tms.iceberg_cleanup_job
+    (server, namespace, table_name) WHERE state IN ('PENDING', 'RUNNING');
+CREATE INDEX iceberg_cleanup_job_object_idx ON tms.iceberg_cleanup_job
+    (server, namespace, table_name, id);
+
+-- Storage credentials a catalog vended at enqueue time, for the workers;
+-- readable by the extension owner only, deleted when the job ends.
+CREATE TABLE tms.iceberg_cleanup_credentials (
+    job_id      bigint PRIMARY KEY REFERENCES tms.iceberg_cleanup_job ON DELETE CASCADE,
+    config      jsonb NOT NULL,     -- the vended key/values (secrets included)
+    expires_at  timestamptz         -- from s3.session-token-expires-at-ms, if given
+);
+
+REVOKE ALL ON tms.iceberg_cleanup_job, tms.iceberg_cleanup_credentials FROM PUBLIC;
+
+SELECT pg_catalog.pg_extension_config_dump('tms.iceberg_cleanup_job', '');
+
+-- The built-in task kind; its cap follows tms.purge_concurrency.
+INSERT INTO tms.task_kinds (kind, handler, max_concurrency, builtin)
+    VALUES ('purge', NULL, 2, true);
+INSERT INTO tms.task_slots (kind, slot)
+    SELECT 'purge', s FROM generate_series(1, 2) s;
+
+-- purge_table: drop now, delete every file in the background.  Returns
+-- the job id.
+CREATE FUNCTION tms.purge_table(server name, namespace text, table_name text)
+RETURNS bigint
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_purge_table';
+
+COMMENT ON FUNCTION tms.purge_table(name, text, text) IS
+    'drop an Iceberg table from its catalog and delete its files asynchronously; returns the job id';
+
+-- drop_table: the synchronous catalog drop (purge => true: the catalog
+-- deletes the files before answering).
+CREATE FUNCTION tms.drop_table(server name, namespace text, table_name text,
+                               purge boolean DEFAULT false)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_drop_table';
+
+COMMENT ON FUNCTION tms.drop_table(name, text, text, boolean) IS
+    'drop an Iceberg table through its catalog, synchronously (purge => true: the catalog deletes its files)';
+
+-- What an operator reads.
+CREATE VIEW tms.purge_jobs AS
+    SELECT j.id, j.server, j.namespace, j.table_name, j.state, j.phase,
+           j.attempts, j.last_error,
+           j.files_deleted, j.bytes_freed, j.files_skipped, j.skipped_example,
+           j.files_kept, j.files_unreadable, j.delete_requests,
+           j.created_by, j.created_at, j.started_at, j.finished_at, j.updated_at,
+           t.picked_by AS running_on,
+           CASE WHEN t.picked THEN now() - t.last_heartbeat END AS heartbeat_age,
+           CASE WHEN NOT t.picked THEN t.execution_time END AS next_attempt_at,
+           j.table_location, j.metadata_location, j.table_uuid
+      FROM tms.iceberg_cleanup_job j
+      LEFT JOIN tms.scheduled_tasks t
+        ON t.task_name = 'purge' AND t.task_instance = j.id::text;
+
+COMMENT ON VIEW tms.purge_jobs IS 'async purge jobs with their progress and lease';
+
+CREATE VIEW tms.purge_job_counts AS
+    SELECT count(*) FILTER (WHERE state = 'PENDING') AS pending,
+           count(*) FILTER (WHERE state = 'RUNNING') AS running,
+           count(*) FILTER (WHERE state = 'SUCCEEDED') AS succeeded,
+           count(*) FILTER (WHERE state = 'FAILED') AS failed,
+           now() - min(created_at) FILTER (WHERE state = 'PENDING') AS oldest_pending_age,
+           coalesce(sum(files_deleted), 0) AS files_deleted,
+           coalesce(sum(bytes_freed), 0) AS bytes_freed,
+           coalesce(sum(files_skipped), 0) AS files_skipped
+      FROM tms.iceberg_cleanup_job;
+
+COMMENT ON VIEW tms.purge_job_counts IS 'purge jobs per state, backlog age, files deleted and bytes freed';
+
+GRANT SELECT ON tms.purge_jobs, tms.purge_job_counts TO pg_monitor;
+
+-- purge_status: the latest job of an identifier, and whether it still
+-- blocks re-creating the name (the tombstone).
+CREATE FUNCTION tms.purge_status(server name, namespace text, table_name text)
+RETURNS TABLE (job_id bigint, state text, blocks_recreate boolean, attempts integer,
+               last_error text, files_deleted bigint, created_at timestamptz,
+               finished_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT j.id, j.state, j.state IN ('PENDING', 'RUNNING'), j.attempts,
+           j.last_error, j.files_deleted, j.created_at, j.finished_at
+      FROM tms.iceberg_cleanup_job j
+     WHERE j.server = $1 AND j.namespace = $2 AND j.table_name = $3
+     ORDER BY (j.state IN ('PENDING', 'RUNNING')) DESC, j.id DESC
+     LIMIT 1
+$$;
+
+COMMENT ON FUNCTION tms.purge_status(name, text, text) IS
+    'latest purge job of a table identifier; blocks_recreate while it is PENDING or RUNNING';
+
+-- retry_purge: re-drive a FAILED job from scratch.
+CREATE FUNCTION tms.retry_purge(job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j tms.iceberg_cleanup_job;
+BEGIN
+    SELECT * INTO j FROM tms.iceberg_cleanup_job WHERE id = job_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'undefined_object',
+            MESSAGE = format('purge job %s does not exist', job_id);
+    END IF;
+    IF j.state <> 'FAILED' THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('purge job %s is %s, not FAILED', job_id, j.state),
+            HINT = 'Only a FAILED job can be retried; a PENDING or RUNNING one is retried by the workers.';
+    END IF;
+    UPDATE tms.iceberg_cleanup_job
+       SET state = 'PENDING', attempts = 0, finished_at = NULL, phase = NULL,
+           last_error = 'retried by ' || session_user || ' after: ' || coalesce(j.last_error, ''),
+           updated_at = now()
+     WHERE id = job_id;
+    PERFORM tms.schedule_task('purge', job_id::text);
+END
+$$;
+
+COMMENT ON FUNCTION tms.retry_purge(bigint) IS 're-drive a FAILED purge job';
+REVOKE ALL ON FUNCTION tms.retry_purge(bigint) FROM PUBLIC;
+
+-- prune_purge_jobs: delete SUCCEEDED and FAILED rows older than
+-- tms.purge_retention (also done by the workers after each job).
+CREATE FUNCTION tms.prune_purge_jobs()
+RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH gone AS (
+        DELETE FROM tms.iceberg_cleanup_job
+         WHERE state IN ('SUCCEEDED', 'FAILED')
+           AND finished_at < now() -
+               coalesce(current_setting('tms.purge_retention', true), '30d')::interval
+        RETURNING 1)
+    SELECT count(*) FROM gone
+$$;
+
+REVOKE ALL ON FUNCTION tms.prune_purge_jobs() FROM PUBLIC;
+
+-- The tombstone for catalogs whose pointers live in this database in the
+-- Iceberg JDBC layout: attach to their iceberg_tables table with
+--   CREATE TRIGGER tms_tombstone BEFORE INSERT ON iceberg_tables
+--     FOR EACH ROW EXECUTE FUNCTION tms.refuse_purging_tables('server' [, 'catalog_name']);
+-- It refuses a pointer row (create, register) for an identifier whose
+-- purge job of that tms server is PENDING or RUNNING.
+CREATE FUNCTION tms.refuse_purging_tables()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r jsonb := to_jsonb(NEW);
+    j record;
+BEGIN
+    IF TG_NARGS < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'tms.refuse_purging_tables() needs the tms server name as trigger argument',
+            HINT = 'CREATE TRIGGER ... EXECUTE FUNCTION tms.refuse_purging_tables(''server'').';
+    END IF;
+    IF TG_NARGS >= 2 AND r ->> 'catalog_name' IS DISTINCT FROM TG_ARGV[1] THEN
+        RETURN NEW;
+    END IF;
+    IF upper(coalesce(r ->> 'iceberg_type', 'TABLE')) <> 'TABLE' THEN
+        RETURN NEW;
+    END IF;
+    SELECT id, state INTO j FROM tms.iceberg_cleanup_job
+     WHERE server = TG_ARGV[0] AND namespace = r ->> 'table_namespace'
+       AND table_name = r ->> 'table_name' AND state IN ('PENDING', 'RUNNING');
+    IF FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_in_use',
+            MESSAGE = format('table %s.%s is being purged by tms purge job %s (%s)',
+                             r ->> 'table_namespace', r ->> 'table_name', j.id, j.state),
+            DETAIL = 'Its files are still being deleted; the name is free again when the job has SUCCEEDED or FAILED.',
+            HINT = format('SELECT * FROM tms.purge_jobs WHERE id = %s;', j.id);
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+COMMENT ON FUNCTION tms.refuse_purging_tables() IS
+    'trigger for a JDBC-layout iceberg_tables table: refuses re-creating a table whose purge is active';
