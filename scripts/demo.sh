@@ -9,7 +9,19 @@ top=$(pwd)
 demo="${TMS_DEMO_DIR:-/tmp/tms-demo}"
 PY=/usr/bin/python3
 
+stop_world() {
+  if [ -f "$demo/world.pid" ]; then
+    kill -TERM "$(cat "$demo/world.pid")" 2>/dev/null || true
+    for _ in $(seq 1 100); do
+      kill -0 "$(cat "$demo/world.pid")" 2>/dev/null || break
+      sleep 0.1
+    done
+    rm -f "$demo/world.pid" "$demo/world.json"
+  fi
+}
+
 stop() {
+  stop_world
   if [ -d "$demo/pg" ]; then
     $PY test/pgcluster.py stop --dir "$demo/pg"
     echo "demo stopped (its files stay in $demo; rm -rf it to start afresh)"
@@ -29,11 +41,40 @@ make -s install >/dev/null
 
 mkdir -p "$demo"
 chmod 755 "$demo"
-eval "export $($PY test/pgcluster.py start --dir "$demo/pg" --dbname tms)"
+eval "$($PY test/pgcluster.py start --dir "$demo/pg" --dbname tms)"
+export PGHOST PGPORT PGUSER
 
 psql() { command psql -X -v ON_ERROR_STOP=1 -d tms "$@"; }
 psql -qc "CREATE EXTENSION IF NOT EXISTS tms"
 psql -qc "CREATE EXTENSION IF NOT EXISTS pg_cron"
+
+# The test world: s3rver and the REST catalog with the real fixture tables,
+# running in the background until make demo-stop.
+stop_world
+command psql -X -q -d postgres -c "DROP DATABASE IF EXISTS iceberg_catalog" \
+  -c "CREATE DATABASE iceberg_catalog"
+rm -rf "$demo/world"; mkdir -p "$demo/world"
+nohup $PY scripts/demo_world.py --dir "$demo/world" \
+  --dsn "host=$PGHOST port=$PGPORT dbname=iceberg_catalog user=postgres" \
+  > "$demo/world.log" 2>&1 &
+echo $! > "$demo/world.pid"
+for _ in $(seq 1 600); do
+  [ -f "$demo/world/world.json" ] && break
+  kill -0 "$(cat "$demo/world.pid")" 2>/dev/null || { cat "$demo/world.log"; exit 1; }
+  sleep 0.1
+done
+[ -f "$demo/world/world.json" ] || { echo "the test world did not start"; cat "$demo/world.log"; exit 1; }
+catalog_uri=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['catalog_uri'])" "$demo/world/world.json")
+s3_endpoint=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['s3_endpoint'])" "$demo/world/world.json")
+psql -q <<SQL
+DROP SERVER IF EXISTS demo CASCADE;
+CREATE SERVER demo FOREIGN DATA WRAPPER tms_iceberg
+    OPTIONS (uri '$catalog_uri', s3_endpoint '$s3_endpoint', s3_path_style 'true',
+             relative_path_root '$demo/world/files',
+             allowed_locations 's3://hyperparam-iceberg/, file://$demo/world/files/');
+CREATE USER MAPPING FOR CURRENT_USER SERVER demo
+    OPTIONS (s3_access_key_id 'S3RVER', s3_secret_access_key 'S3RVER');
+SQL
 
 echo
 echo "== tms processes (tms.workers)"
@@ -48,10 +89,35 @@ psql -c "SELECT pid, backend_type, application_name FROM pg_stat_activity WHERE 
 echo "== tms settings"
 psql -c "SELECT name, setting, unit, context FROM pg_settings WHERE name LIKE 'tms.%' ORDER BY 1"
 
+echo "== Iceberg tables in the demo catalog (real tables written by Spark, Iceberg Java, PyIceberg)"
+psql -c "SELECT * FROM tms.list_tables('demo')"
+echo "== what a policy condition sees: metrics of real.spark_v2_mor_posdeletes (S3, merge-on-read)"
+psql -c "SELECT key, value FROM jsonb_each(tms.table_metrics('demo', 'real', 'spark_v2_mor_posdeletes')) ORDER BY 1"
+echo "== a condition, checked and explained against those metrics"
+psql -c "SELECT ok, type, needs FROM tms.dsl_check('positionDeleteFiles > 0 AND (dataFiles > 10 OR snapshots > 2)')"
+psql -c "SELECT tms.dsl_explain('positionDeleteFiles > 0 AND (dataFiles > 10 OR snapshots > 2)',
+                               tms.table_metrics('demo', 'real', 'spark_v2_mor_posdeletes'))->>'text' AS explanation"
+echo "== the scheduler: a task kind, three tasks, run by the pool workers"
+psql -q <<'SQL'
+CREATE TABLE IF NOT EXISTS demo_runs (instance text, by_pid int DEFAULT pg_backend_pid(), at timestamptz DEFAULT now());
+CREATE OR REPLACE PROCEDURE demo_hello(i text, d jsonb) LANGUAGE sql
+    AS $$ INSERT INTO demo_runs (instance) VALUES (i) $$;
+SELECT tms.register_task_kind('demo-hello', 'demo_hello(text,jsonb)', 2);
+SELECT tms.schedule_task('demo-hello', 'task-' || g, jsonb_build_object('n', g)) FROM generate_series(1, 3) g;
+SQL
+for _ in $(seq 1 100); do
+  [ "$(psql -Atc "SELECT count(*) FROM tms.scheduled_tasks WHERE task_name = 'demo-hello'")" = 0 ] && break
+  sleep 0.1
+done
+psql -c "SELECT r.instance, a.backend_type, a.application_name FROM demo_runs r LEFT JOIN pg_stat_activity a ON a.pid = r.by_pid ORDER BY r.at DESC LIMIT 3"
+
 cat <<MSG
 
 The demo is running.
   connect:  psql -h $PGHOST -p $PGPORT -U postgres tms
-  log:      $demo/pg/postgres.log
+  try:      SELECT * FROM tms.table_files('demo', 'real', 'java_v2_partitioned_eqdeletes');
+            SELECT * FROM tms.tasks;  SELECT * FROM tms.workers;
+  catalog:  $catalog_uri (REST), s3: $s3_endpoint (s3rver)
+  logs:     $demo/pg/postgres.log, $demo/world.log
   stop:     make demo-stop
 MSG

@@ -41,7 +41,7 @@ if ! env_lines=$(/usr/bin/python3 test/pgcluster.py start --dir "$root/pg"); the
   echo "could not start PostgreSQL"; cat "$root/pg/postgres.log" 2>/dev/null | tail -50
   exit 1
 fi
-eval "export $env_lines"
+eval "$env_lines"
 export PGHOST PGPORT PGUSER
 
 echo "== pg_regress (make installcheck)"

@@ -1,0 +1,61 @@
+#!/usr/bin/python3
+"""The demo's test world: s3rver and the Iceberg REST catalog test server,
+with every real fixture table registered, kept running until SIGTERM.
+
+    scripts/demo_world.py --dir DIR --dsn DSN
+
+Writes DIR/world.json ({"catalog_uri", "s3_endpoint", "tables"}) once
+everything is up, then waits; SIGTERM stops the servers it started.  Both
+listen on 127.0.0.1 only.  Started in the background by scripts/demo.sh.
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "test"))
+
+import world  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", required=True)
+    ap.add_argument("--dsn", required=True, help="database for the catalog's pointers")
+    a = ap.parse_args()
+
+    files = os.path.join(a.dir, "files")
+    os.makedirs(files, exist_ok=True)
+    os.chmod(files, 0o755)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+
+    s3 = world.S3Server(directory=os.path.join(a.dir, "s3"))
+    catalog = world.CatalogServer(a.dsn, "file://" + os.path.join(files, "warehouse"),
+                                  s3=s3, file_root=files, catalog_name="demo")
+    try:
+        catalog.create_namespace(world.REAL_NAMESPACE)
+        tables = world.load_real_fixtures(catalog, s3=s3, file_root=files)
+        # the server process (postgres) reads the file tables too
+        for root, dirs, names in os.walk(files):
+            for d in dirs:
+                os.chmod(os.path.join(root, d), 0o755)
+            for n in names:
+                os.chmod(os.path.join(root, n), 0o644)
+        with open(os.path.join(a.dir, "world.json.tmp"), "w") as f:
+            json.dump({"catalog_uri": catalog.uri, "s3_endpoint": s3.endpoint,
+                       "file_root": files, "tables": sorted(tables)}, f)
+        os.rename(os.path.join(a.dir, "world.json.tmp"), os.path.join(a.dir, "world.json"))
+        stop.wait()
+    finally:
+        catalog.stop()
+        s3.stop()
+
+
+if __name__ == "__main__":
+    main()
