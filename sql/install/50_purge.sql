@@ -218,7 +218,8 @@ BEGIN
      WHERE server = TG_ARGV[0] AND namespace = r ->> 'table_namespace'
        AND table_name = r ->> 'table_name' AND state IN ('PENDING', 'RUNNING');
     IF FOUND THEN
-        RAISE EXCEPTION USING ERRCODE = 'object_in_use',
+        -- an integrity violation: a JDBC catalog reports it as a conflict
+        RAISE EXCEPTION USING ERRCODE = 'integrity_constraint_violation',
             MESSAGE = format('table %s.%s is being purged by tms purge job %s (%s)',
                              r ->> 'table_namespace', r ->> 'table_name', j.id, j.state),
             DETAIL = 'Its files are still being deleted; the name is free again when the job has SUCCEEDED or FAILED.',

@@ -579,6 +579,8 @@ step_begin(void *arg)
 	args[1] = CStringGetTextDatum(run->task->instance);
 	args[2] = Int64GetDatum(run->task->version);
 	rc = SPI_execute_with_args(job_sql, 1, types, args, NULL, true, 1);
+	/* SPI leaves its own context current: what we keep goes to the run's */
+	MemoryContextSwitchTo(run->cxt);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read purge job: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -613,6 +615,7 @@ step_begin(void *arg)
 		rc = SPI_execute_with_args("SELECT key, value FROM tms.iceberg_cleanup_credentials,"
 								   " jsonb_each_text(config) WHERE job_id = $1",
 								   1, types, args, NULL, true, 0);
+		MemoryContextSwitchTo(run->cxt);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "could not read purge credentials: %s", SPI_result_code_string(rc));
 		run->nvended = (int) SPI_processed;
@@ -625,6 +628,7 @@ step_begin(void *arg)
 	}
 
 	rc = SPI_execute_with_args(start_sql, 3, types, args, NULL, false, 0);
+	MemoryContextSwitchTo(run->cxt);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not start purge job: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -709,6 +713,8 @@ static const char *finish_sql =
 "       state = CASE WHEN $12 IS NULL THEN 'SUCCEEDED'"
 "                    WHEN $13 OR attempts + 1 >= $14 THEN 'FAILED'"
 "                    ELSE 'PENDING' END,"
+"       finished_at = CASE WHEN $12 IS NULL OR $13 OR attempts + 1 >= $14"
+"                          THEN now() END,"
 "       heartbeat_at = now(), updated_at = now()"
 " WHERE id = $1 AND state = 'RUNNING' AND" LEASE_HELD
 " RETURNING state";
@@ -746,6 +752,7 @@ step_finish(void *arg)
 	args[13] = Int32GetDatum(tms_purge_max_attempts);
 	args[14] = Int32GetDatum(tms_purge_retention_s);
 	rc = SPI_execute_with_args(finish_sql, 14, types, args, nulls, false, 0);
+	MemoryContextSwitchTo(f->run->cxt);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not record the end of a purge attempt: %s",
 			 SPI_result_code_string(rc));
@@ -756,10 +763,6 @@ step_finish(void *arg)
 		return;
 
 	/* the job ended: its captured credentials go, old rows are pruned */
-	rc = SPI_execute_with_args("UPDATE tms.iceberg_cleanup_job SET finished_at = now()"
-							   " WHERE id = $1", 1, types, args, NULL, false, 0);
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "could not finish purge job: %s", SPI_result_code_string(rc));
 	rc = SPI_execute_with_args("DELETE FROM tms.iceberg_cleanup_credentials WHERE job_id = $1",
 							   1, types, args, NULL, false, 0);
 	if (rc != SPI_OK_DELETE)
@@ -1019,7 +1022,13 @@ queue_file(PurgeRun *run, int level, const char *path, int64 size)
 		MemoryContextSwitchTo(old);
 		run->skipped++;
 		if (run->skipped_example == NULL)
-			run->skipped_example = MemoryContextStrdup(run->cxt, path);
+			run->skipped_example =
+				MemoryContextStrdup(run->cxt,
+									psprintf("%s (%s)", path,
+											 c == NULL ? "cannot be resolved" :
+											 !purge_path_under(c, run->location)
+											 ? "outside the table location"
+											 : "outside the allowed_locations"));
 		return true;
 	}
 	if (q->uris == NULL)

@@ -156,11 +156,13 @@ sched_kind_detached(const char *kind)
 /*
  * The claim.  $1 kinds filter (NULL: any), $2 picked_by, $3 picked_pid.
  *
- * The free-slot EXISTS test in "cand" is a cheap filter from the snapshot;
- * the slot is really taken by the locking sub-select in "slot", whose
- * EvalPlanQual recheck of "task_instance IS NULL" keeps two concurrent
- * claims from taking one slot.  If the candidate's kind turns out to be
- * full, nothing is claimed and the caller polls again later.
+ * "cand" locks the best due row of a kind with a free slot; "free" locks
+ * one free slot of that kind.  Both are SKIP LOCKED, and both CTEs are
+ * evaluated once.  The free-slot EXISTS test in "cand" is only a filter
+ * from the snapshot: the slot is really taken by "free", whose
+ * EvalPlanQual recheck of "task_instance IS NULL" on a row another claim
+ * has just filled keeps two claims off one slot.  If the candidate's kind
+ * turns out to be full, nothing is claimed and the caller polls again.
  */
 static const char *claim_sql =
 "WITH cand AS ("
@@ -174,14 +176,17 @@ static const char *claim_sql =
 "   ORDER BY t.priority DESC, t.execution_time"
 "   LIMIT 1"
 "     FOR UPDATE OF t SKIP LOCKED"
+"), free AS ("
+"  SELECT f.kind, f.slot"
+"    FROM tms.task_slots f, cand"
+"   WHERE f.kind = cand.task_name AND f.task_instance IS NULL"
+"   LIMIT 1"
+"     FOR UPDATE OF f SKIP LOCKED"
 "), slot AS ("
 "  UPDATE tms.task_slots s"
 "     SET task_instance = cand.task_instance, since = now()"
-"    FROM cand"
-"   WHERE (s.kind, s.slot) = (SELECT f.kind, f.slot FROM tms.task_slots f"
-"                              WHERE f.kind = cand.task_name"
-"                                AND f.task_instance IS NULL"
-"                              LIMIT 1 FOR UPDATE SKIP LOCKED)"
+"    FROM free, cand"
+"   WHERE s.kind = free.kind AND s.slot = free.slot"
 "  RETURNING s.kind, s.task_instance"
 ")"
 " UPDATE tms.scheduled_tasks t"
@@ -206,18 +211,15 @@ static const char *lock_given_sql =
 "   FOR UPDATE";
 
 static const char *claim_given_sql =
-"WITH freed AS ("
-"  UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
-"   WHERE kind = $1 AND task_instance = $2"
-"  RETURNING slot"
+"WITH free AS ("
+"  SELECT f.kind, f.slot FROM tms.task_slots f"
+"   WHERE f.kind = $1 AND f.task_instance IS NULL"
+"   ORDER BY f.slot"
+"   LIMIT 1 FOR UPDATE SKIP LOCKED"
 "), slot AS ("
 "  UPDATE tms.task_slots s SET task_instance = $2, since = now()"
-"   WHERE (s.kind, s.slot) = (SELECT f.kind, f.slot FROM tms.task_slots f"
-"                              WHERE f.kind = $1 AND"
-"                                    (f.task_instance IS NULL OR"
-"                                     f.slot IN (SELECT slot FROM freed))"
-"                              ORDER BY f.slot"
-"                              LIMIT 1 FOR UPDATE SKIP LOCKED)"
+"    FROM free"
+"   WHERE s.kind = free.kind AND s.slot = free.slot"
 "  RETURNING s.kind"
 ")"
 " UPDATE tms.scheduled_tasks t"
@@ -496,6 +498,12 @@ sched_claim_given(const char *kind, const char *instance,
 					 errhint("Wait for it to finish, or for its lease to expire if its executor died.")));
 	}
 
+	/* a dead lease being taken over gives its slot back first */
+	rc = SPI_execute_with_args(release_slot_sql, 2, lock_types, lock_args,
+							   NULL, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "could not release task slot: %s", SPI_result_code_string(rc));
+
 	args[0] = lock_args[0];
 	args[1] = lock_args[1];
 	args[2] = CStringGetTextDatum(picked_by);
@@ -657,8 +665,10 @@ settle_failed(SchedTask *task, const char *error)
  * snapshot pushed, and commit it.  For detached handlers (see the file
  * header for the two ways).  An error fn raises propagates with the
  * transaction aborted by whoever catches it (the pool worker's guard, or
- * the end of the CALL).  The caller's memory context is current again on
- * return; what fn allocates in it survives the commit.
+ * the end of the CALL).  fn starts in the caller's memory context, which
+ * is current again on return; mind that every SPI call leaves SPI's own
+ * context current, so fn must switch back before allocating what is to
+ * survive the step.
  */
 void
 sched_step(void (*fn) (void *arg), void *arg)

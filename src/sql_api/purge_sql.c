@@ -8,10 +8,12 @@
  * that a failure at any point leaves either the table in its catalog and
  * no job, or the table dropped and its job committed:
  *
- *	 1. checks that need no network: the server allows deleting somewhere
- *		(allowed_locations), no active job holds the identifier;
- *	 2. load the table through the catalog (404: an error, no job), and
- *		check that its location lies under an allowed location;
+ *	 1. a check that needs no network: the server allows deleting
+ *		somewhere (allowed_locations);
+ *	 2. load the table through the catalog (404: an error, no job; so a
+ *		second call for a purged name finds nothing), check that no active
+ *		job holds the identifier and that the table's location lies under
+ *		an allowed location;
  *	 3. insert the job, its captured credentials and its task, in the
  *		caller's transaction (a concurrent purge of the same identifier
  *		waits on the unique index of active jobs, then fails here);
@@ -199,6 +201,33 @@ check_no_active_job(const char *server, const char *ns, const char *table)
 				 errhint("See tms.purge_jobs; the name is free again when the job has ended.")));
 }
 
+/*
+ * Connect SPI and check_no_active_job() as the extension owner (the user
+ * is restored); on error, free the loaded table first.
+ */
+static pg_noinline void
+check_active_freeing(IoLoadedTable *t, const char *server, const char *ns,
+					 const char *table)
+{
+	Oid			save_uid;
+	int			save_sec;
+
+	GetUserIdAndSecContext(&save_uid, &save_sec);
+	PG_TRY();
+	{
+		SPI_connect();
+		become_owner();
+		check_no_active_job(server, ns, table);
+		SetUserIdAndSecContext(save_uid, save_sec);
+	}
+	PG_CATCH();
+	{
+		io_loaded_table_free(t);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
 /* Insert the job, its credentials and its task; returns the job id. */
 static int64
 insert_job(const Enqueue *e)
@@ -370,6 +399,7 @@ tms_purge_table(PG_FUNCTION_ARGS)
 	int64		id;
 	Oid			save_uid;
 	int			save_sec;
+	MemoryContext fn_cxt = CurrentMemoryContext;
 
 	if (ns[0] == '\0' || table[0] == '\0')
 		ereport(ERROR,
@@ -377,18 +407,17 @@ tms_purge_table(PG_FUNCTION_ARGS)
 				 errmsg("namespace and table name must not be empty")));
 	check_server_allows(server, &allowed, &relative_root);
 
-	SPI_connect();
-	GetUserIdAndSecContext(&save_uid, &save_sec);
-	become_owner();
-	check_no_active_job(server, ns, table);
-	SetUserIdAndSecContext(save_uid, save_sec);
-
 	conn = tms_catalog_connect(server);
 	ns_io = tms_namespace_to_io(ns);
 	memset(&t, 0, sizeof(t));
 	memset(&e, 0, sizeof(e));
 	if (io_catalog_load_table(conn->catalog, ns_io, table, &t, &err) != 0)
-		tms_io_ereport(&err);
+		tms_io_ereport(&err);	/* 404: a clear error, no job */
+
+	GetUserIdAndSecContext(&save_uid, &save_sec);
+	check_active_freeing(&t, server, ns, table);
+	/* SPI leaves its own context current; ours outlives SPI_finish */
+	MemoryContextSwitchTo(fn_cxt);
 	PG_TRY();
 	{
 		CHECK_FOR_INTERRUPTS();

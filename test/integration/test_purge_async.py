@@ -1,0 +1,433 @@
+"""
+test_purge_async.py -- tms.purge_table() end to end: the catalog entry goes
+at once, the workers delete every reachable file (file:// and s3rver, real
+fixture tables and synthetic ones) and nothing else; retries, FAILED at the
+limit, crash recovery, one executor per job, no transaction held while
+deleting, the tombstone (409 through the test catalog), latency.
+
+The module runs its own cluster (short heartbeat, retry and lease times)
+whose database also holds the test catalog's JDBC pointer tables, so the
+tombstone trigger can be attached to them.
+
+Run: /usr/bin/python3 -m pytest test/integration/test_purge_async.py
+"""
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import psycopg2
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "catalog"))
+
+import world  # noqa: E402
+from pgcluster import Cluster, wait_for  # noqa: E402
+
+SYNTH = os.path.join(world.FIXTURES_DIR, "synth.py")
+SETTINGS = {
+    "tms.naptime": "'50ms'",
+    "tms.heartbeat_interval": "'200ms'",
+    "tms.missed_heartbeats_limit": "5",      # a lease is dead after 1 s
+    "tms.retry_delay": "'100ms'",
+    "tms.retry_delay_max": "'400ms'",
+    "tms.purge_max_attempts": "3",
+}
+PG_UID = pwd.getpwnam("postgres").pw_uid
+
+
+# ---------------------------------------------------------------------------
+# the world
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def env():
+    root = tempfile.mkdtemp(prefix="tms-purge-", dir="/tmp")
+    os.chmod(root, 0o755)
+    c = Cluster(os.path.join(root, "pg", "data"), settings=SETTINGS)
+    c.init()
+    c.start()
+    c.create_database()
+    c.psql("CREATE EXTENSION tms")
+    file_root = os.path.join(root, "files")
+    os.makedirs(file_root)
+    s3 = world.S3Server(buckets=["warehouse"])
+    cat = world.CatalogServer(c.dsn(), "file://%s/wh" % file_root,
+                              catalog_name="purge_%s" % uuid.uuid4().hex[:6],
+                              s3=s3, file_root=file_root)
+    real = world.load_real_fixtures(cat, s3=s3, file_root=file_root)
+    give_to_server(file_root)
+    srv = "purgecat"
+    c.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+                uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
+                allowed_locations 'file://%s/, s3://warehouse/, s3://hyperparam-iceberg/');
+              CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
+           % (srv, cat.uri, file_root, file_root, srv))
+    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
+                            " AND state = 'idle'") == "4", what="the pool")
+    yield dict(pg=c, s3=s3, catalog=cat, file_root=file_root, server=srv, real=real,
+               root=root)
+    cat.stop()
+    s3.stop()
+    c.destroy()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def give_to_server(path):
+    """Files the tests write belong to root; the server deletes them."""
+    for d, dirs, files in os.walk(path):
+        os.chown(d, PG_UID, -1)
+        os.chmod(d, 0o755)
+        for f in files:
+            os.chown(os.path.join(d, f), PG_UID, -1)
+
+
+def synth(*args):
+    r = subprocess.run([world.PYTHON, SYNTH, "--list-files"] + list(args),
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def q(env, sql, args=None):
+    conn = env["pg"].connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql, args)
+            return cur.fetchall() if cur.description else None
+    finally:
+        conn.close()
+
+
+def purge(env, ns, name):
+    t0 = time.monotonic()
+    job = q(env, "SELECT tms.purge_table(%s, %s, %s)", (env["server"], ns, name))[0][0]
+    return job, time.monotonic() - t0
+
+
+def job_row(env, job):
+    rows = q(env, "SELECT state, attempts, last_error, files_deleted, files_skipped,"
+             " skipped_example, bytes_freed FROM tms.purge_jobs WHERE id = %s", (job,))
+    return rows[0] if rows else None
+
+
+def wait_state(env, job, states=("SUCCEEDED",), timeout=60):
+    wait_for(lambda: job_row(env, job)[0] in states, timeout=timeout,
+             what="job %s to reach %s (now %r)" % (job, states, q(env, "SELECT * FROM tms.purge_jobs WHERE id = %s", (job,))))
+    return job_row(env, job)
+
+
+def file_table(env, *args):
+    loc = os.path.join(env["file_root"], "t", uuid.uuid4().hex)
+    out = synth("--out", loc, *args)
+    give_to_server(loc)
+    name = "t_%s" % uuid.uuid4().hex[:8]
+    env["catalog"].register("ns", name, out["metadata_location"])
+    return loc, name, out
+
+
+def local(uri):
+    return uri[len("file://"):] if uri.startswith("file://") else uri
+
+
+def set_conf(env, **kv):
+    for k, v in kv.items():
+        if v is None:
+            env["pg"].psql("ALTER SYSTEM RESET tms.%s" % k)
+        else:
+            env["pg"].psql("ALTER SYSTEM SET tms.%s = '%s'" % (k, v))
+    env["pg"].psql("SELECT pg_reload_conf()")
+    time.sleep(0.3)
+
+
+# ---------------------------------------------------------------------------
+# deleting exactly the table's files
+# ---------------------------------------------------------------------------
+
+def test_file_table_purged_neighbours_kept(env):
+    loc, name, out = file_table(env, "--snapshots", "3", "--data-files", "9",
+                                "--files-per-manifest", "2", "--pos-deletes", "2",
+                                "--eq-deletes", "1", "--partitioned", "--stats-files", "2")
+    files = [local(f) for f in out["files"]]
+    # a neighbour inside the location, a neighbour table sharing the prefix,
+    # and a file outside the location that the metadata does not reach
+    inside = os.path.join(loc, "data", "not-in-the-table.parquet")
+    sibling = loc + "_sibling"
+    os.makedirs(sibling)
+    sibling_file = os.path.join(sibling, "data.parquet")
+    for p in (inside, sibling_file):
+        with open(p, "w") as f:
+            f.write("keep")
+    give_to_server(loc)
+    give_to_server(sibling)
+    assert all(os.path.exists(p) for p in files)
+
+    job, took = purge(env, "ns", name)
+    status, _, _ = env["catalog"].raw("GET", "/v1/%s/namespaces/ns/tables/%s"
+                                      % (env["catalog"].prefix, name))
+    assert status == 404                    # gone from the catalog at once
+    row = wait_state(env, job)
+    left = [p for p in files if os.path.exists(p)]
+    assert not left, q(env, "SELECT files_skipped, skipped_example, table_location, files_deleted FROM tms.purge_jobs WHERE id = %s", (job,))
+    assert os.path.exists(inside) and os.path.exists(sibling_file)
+    assert row[3] >= len(files) and row[4] == 0, row
+    assert row[6] > 0                       # bytes freed
+    print("purge_table returned in %.1f ms" % (took * 1000))
+
+
+def test_s3_table_purged_credentials_captured_then_deleted(env):
+    s3, cat = env["s3"], env["catalog"]
+    prefix = "tbl/%s" % uuid.uuid4().hex
+    out = synth("--out", "s3://warehouse/" + prefix, "--snapshots", "2", "--data-files", "7",
+                "--files-per-manifest", "3", "--s3-endpoint", s3.endpoint)
+    client = s3.client()
+    client.put("warehouse", prefix + "/data/neighbour.parquet", b"keep me")
+    client.put("warehouse", prefix + "x/data/sibling.parquet", b"keep me too")
+    name = "s3_%s" % uuid.uuid4().hex[:8]
+    cat.register("ns", name, out["metadata_location"])
+    set_conf(env, enabled="off")
+    try:
+        job, _ = purge(env, "ns", name)
+        storage = q(env, "SELECT storage FROM tms.iceberg_cleanup_job WHERE id = %s", (job,))[0][0]
+        assert storage["credentials"] == "vended at enqueue"
+        assert "S3RVER" not in json.dumps(storage)          # no secret in the job row
+        assert q(env, "SELECT count(*) FROM tms.iceberg_cleanup_credentials"
+                 " WHERE job_id = %s", (job,))[0][0] == 1
+    finally:
+        set_conf(env, enabled=None)
+    wait_state(env, job)
+    assert client.list("warehouse", prefix) == [prefix + "/data/neighbour.parquet",
+                                                prefix + "x/data/sibling.parquet"]
+    assert q(env, "SELECT count(*) FROM tms.iceberg_cleanup_credentials"
+             " WHERE job_id = %s", (job,))[0][0] == 0
+
+
+@pytest.mark.parametrize("name", ["spark_v2_mor_posdeletes",
+                                  "spark_v2_partitioned_bucket_identity",
+                                  "java_v2_partitioned_eqdeletes",
+                                  "pyiceberg_v1_overwrite",
+                                  "pyiceberg_v2_partitioned_nullcodec",
+                                  "spark_v1_gzip_metadata",
+                                  "spark_v1_legacy_manifests_field"])
+def test_real_fixture_table(env, name):
+    """Every file Java's dropTableData would delete (the test world's own
+    walk) is gone; every other file of the fixture's tree is still there."""
+    import storage as storage_mod
+    import tablemeta
+
+    info = env["real"][name]
+    st = storage_mod.Storage(s3=env["s3"].config(), file_root=env["file_root"])
+    meta = env["catalog"].load_table(world.REAL_NAMESPACE, name)["metadata"]
+    reach = tablemeta.reachable_files(st, meta, info["metadata_location"])
+    present = [p for p in reach if st.exists(p)]
+    assert present
+
+    def tree():
+        if info["storage"] == "s3":
+            bucket, key = storage_mod.split_s3(info["resolves_to"])
+            return {"s3://%s/%s" % (bucket, k) for k in env["s3"].client().list(bucket, key)}
+        return {os.path.join(d, f) for d, _, fs in os.walk(info["resolves_to"]) for f in fs}
+
+    def resolved(p):
+        if p.startswith(("s3://", "s3a://", "s3n://")):
+            return "s3://" + p.split("://", 1)[1]
+        return st.local_path(p)
+
+    before = tree()
+    job, _ = purge(env, world.REAL_NAMESPACE, name)
+    row = wait_state(env, job)
+    assert [p for p in present if st.exists(p)] == [], row
+    expected_left = before - {resolved(p) for p in reach}
+    assert tree() == expected_left
+
+
+def test_missing_table_is_an_error_and_no_job(env):
+    loc, name, out = file_table(env, "--data-files", "2")
+    job, _ = purge(env, "ns", name)
+    with pytest.raises(psycopg2.Error) as ei:
+        purge(env, "ns", name)
+    assert ei.value.pgcode == "42P01"        # undefined_table: 404 from the catalog
+    assert q(env, "SELECT count(*) FROM tms.iceberg_cleanup_job WHERE table_name = %s",
+             (name,))[0][0] == 1
+    with pytest.raises(psycopg2.Error) as ei:
+        purge(env, "ns", "never_existed")
+    assert ei.value.pgcode == "42P01"
+    wait_state(env, job)
+
+
+def test_drop_table_synchronous_purge(env):
+    loc, name, out = file_table(env, "--data-files", "3")
+    q(env, "SELECT tms.drop_table(%s, 'ns', %s, purge => true)", (env["server"], name))
+    # the catalog itself deleted the files before answering
+    assert not [f for f in out["files"] if os.path.exists(local(f))]
+
+
+# ---------------------------------------------------------------------------
+# failures
+# ---------------------------------------------------------------------------
+
+def test_failing_storage_retries_then_fails_and_tombstone_lifts(env):
+    loc, name, out = file_table(env, "--data-files", "4")
+    # a data directory the server may not write to: every unlink fails
+    data = os.path.join(loc, "data")
+    for d, _, fs in os.walk(data):
+        os.chown(d, 0, -1)
+    job, _ = purge(env, "ns", name)
+    wait_for(lambda: (job_row(env, job)[1] or 0) >= 1, timeout=30, what="a failed attempt")
+    row = job_row(env, job)
+    assert row[0] in ("PENDING", "RUNNING", "FAILED")
+    assert "could not delete" in row[2] and "Permission denied" in row[2], row
+    row = wait_state(env, job, ("FAILED",))
+    assert row[1] == 3, row                 # tms.purge_max_attempts
+    # the metadata survived (it goes last), so the table could be recovered
+    assert os.path.exists(local(out["metadata_location"]))
+    st = q(env, "SELECT state, blocks_recreate FROM tms.purge_status(%s, 'ns', %s)",
+           (env["server"], name))
+    assert st == [("FAILED", False)]
+    # an operator fixes the storage and re-drives the job
+    give_to_server(loc)
+    q(env, "SELECT tms.retry_purge(%s)", (job,))
+    wait_state(env, job)
+    assert not [f for f in out["files"] if os.path.exists(local(f))]
+
+
+def test_corrupt_metadata_fails_at_once(env):
+    loc, name, out = file_table(env, "--data-files", "2")
+    set_conf(env, enabled="off")
+    try:
+        job, _ = purge(env, "ns", name)
+        with open(local(out["metadata_location"]), "w") as f:
+            f.write("{ not json")
+    finally:
+        set_conf(env, enabled=None)
+    row = wait_state(env, job, ("FAILED",))
+    assert row[1] == 1 and "metadata" in row[2], row
+    assert all(os.path.exists(local(f)) for f in out["files"])
+
+
+# ---------------------------------------------------------------------------
+# the tombstone
+# ---------------------------------------------------------------------------
+
+def test_tombstone_refuses_recreate_with_409_until_done(env):
+    cat = env["catalog"]
+    pg = env["pg"]
+    pg.psql("CREATE TRIGGER tms_tombstone BEFORE INSERT ON public.iceberg_tables"
+            " FOR EACH ROW EXECUTE FUNCTION tms.refuse_purging_tables('%s', '%s')"
+            % (env["server"], cat.catalog_name))
+    try:
+        loc, name, out = file_table(env, "--data-files", "3")
+        set_conf(env, enabled="off")
+        try:
+            job, _ = purge(env, "ns", name)
+            assert q(env, "SELECT blocks_recreate FROM tms.purge_status(%s, 'ns', %s)",
+                     (env["server"], name)) == [(True,)]
+            copy = os.path.join(env["file_root"], "copy-%s.metadata.json" % name)
+            shutil.copyfile(local(out["metadata_location"]), copy)
+            status, body, _ = cat.raw("POST", "/v1/%s/namespaces/ns/register" % cat.prefix,
+                                      {"name": name, "metadata-location": "file://" + copy})
+            assert status == 409, body
+            msg = (body if isinstance(body, dict) else json.loads(body))["error"]["message"]
+            assert "purge job %d" % job in msg, msg
+        finally:
+            set_conf(env, enabled=None)
+        wait_state(env, job)
+        status, body, _ = cat.raw("POST", "/v1/%s/namespaces/ns/register" % cat.prefix,
+                                  {"name": name, "metadata-location": "file://" + copy})
+        assert status == 200, body
+    finally:
+        pg.psql("DROP TRIGGER tms_tombstone ON public.iceberg_tables")
+
+
+# ---------------------------------------------------------------------------
+# leases, crashes, transactions
+# ---------------------------------------------------------------------------
+
+def slow_table(env, files=1500):
+    loc, name, out = file_table(env, "--data-files", str(files), "--files-per-manifest", "100")
+    return loc, name, out
+
+
+def test_one_executor_and_no_transaction_held(env):
+    loc, name, out = slow_table(env)
+    set_conf(env, purge_delete_batch_size=50, purge_batch_pause="100ms")
+    try:
+        job, _ = purge(env, "ns", name)
+        wait_for(lambda: q(env, "SELECT running_on IS NOT NULL AND files_deleted > 0"
+                           " FROM tms.purge_jobs WHERE id = %s", (job,))[0][0],
+                 what="the job to run")
+        # a second executor fails cleanly and changes nothing (HUDI-7503)
+        conn = env["pg"].connect()
+        try:
+            with conn.cursor() as cur, pytest.raises(psycopg2.Error) as ei:
+                cur.execute("CALL tms.run_task('purge', %s)", (str(job),))
+            assert "is being executed by" in str(ei.value)
+        finally:
+            conn.close()
+        # while it deletes, the worker holds no transaction for long and no xmin
+        pid = q(env, "SELECT picked_pid FROM tms.scheduled_tasks WHERE task_name = 'purge'"
+                " AND task_instance = %s", (str(job),))[0][0]
+        samples = []
+        for _ in range(20):
+            samples += q(env, "SELECT backend_xmin IS NULL, coalesce(now() - xact_start"
+                         " < interval '1 second', true) FROM pg_stat_activity WHERE pid = %s",
+                         (pid,))
+            time.sleep(0.05)
+        assert samples and all(short for _, short in samples), samples
+        assert any(no_xmin for no_xmin, _ in samples), samples
+    finally:
+        set_conf(env, purge_delete_batch_size=None, purge_batch_pause=None)
+    row = wait_state(env, job, timeout=120)
+    assert row[1] == 0, row                 # one attempt, never run twice
+    assert not [f for f in out["files"] if os.path.exists(local(f))]
+
+
+# ---------------------------------------------------------------------------
+# latency and observability
+# ---------------------------------------------------------------------------
+
+def test_drop_to_return_latency_and_counts(env):
+    tables = [file_table(env, "--data-files", "2") for _ in range(15)]
+    times = []
+    for _, name, _ in tables:
+        _, took = purge(env, "ns", name)
+        times.append(took * 1000)
+    times.sort()
+    p99 = times[-1]
+    print("purge_table latency ms: median %.1f max %.1f" % (times[len(times) // 2], p99))
+    assert p99 < 1000                       # the 50 ms target is measured by bench/
+    counts = q(env, "SELECT pending + running + succeeded + failed, files_deleted > 0,"
+               " bytes_freed > 0 FROM tms.purge_job_counts")[0]
+    assert counts[0] >= 15 and counts[1] and counts[2]
+
+
+# last: the crash restarts the server under the catalog's connection
+
+def test_sigkill_mid_purge_resumes_and_finishes(env):
+    loc, name, out = slow_table(env)
+    set_conf(env, purge_delete_batch_size=50, purge_batch_pause="100ms")
+    try:
+        job, _ = purge(env, "ns", name)
+        wait_for(lambda: q(env, "SELECT files_deleted > 100 FROM tms.purge_jobs WHERE id = %s",
+                           (job,))[0][0], timeout=60, what="progress")
+        pid = q(env, "SELECT picked_pid FROM tms.scheduled_tasks WHERE task_name = 'purge'"
+                " AND task_instance = %s", (str(job),))[0][0]
+        os.kill(pid, signal.SIGKILL)         # PostgreSQL crash-restarts
+        time.sleep(1)
+        wait_for(lambda: env["pg"].psql("SELECT 1", check=False) == "1", timeout=60,
+                 what="the restart")
+        assert any(os.path.exists(local(f)) for f in out["files"])
+    finally:
+        set_conf(env, purge_delete_batch_size=None, purge_batch_pause=None)
+    row = wait_state(env, job, timeout=120)
+    assert row[1] == 1, row                 # the killed run counts as one attempt
+    assert not [f for f in out["files"] if os.path.exists(local(f))]
