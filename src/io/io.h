@@ -414,6 +414,18 @@ extern int	io_catalog_load_table(IoCatalog *cat, const char *ns,
 								  IoError *err);
 extern void io_loaded_table_free(IoLoadedTable *t);
 
+/*
+ * Load a table the caller has seen as version known_etag (NULL: like
+ * io_catalog_load_table).  Sends If-None-Match with it; a 304 sets
+ * not_modified and, unless the handle's cache holds that version,
+ * leaves metadata_json and metadata_location NULL (etag is set).  Lets a
+ * caller that keeps ETags itself (tms.tables) check many tables for
+ * changes with one request each, beyond the handle's cache.
+ */
+extern int	io_catalog_load_table_etag(IoCatalog *cat, const char *ns,
+									   const char *table, const char *known_etag,
+									   IoLoadedTable *out, IoError *err);
+
 /* Drop a table; purge asks the catalog to delete its files too. */
 extern int	io_catalog_drop_table(IoCatalog *cat, const char *ns,
 								  const char *table, bool purge, IoError *err);

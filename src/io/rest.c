@@ -1311,6 +1311,14 @@ int
 io_catalog_load_table(IoCatalog *cat, const char *ns, const char *table,
 					  IoLoadedTable *out, IoError *err)
 {
+	return io_catalog_load_table_etag(cat, ns, table, NULL, out, err);
+}
+
+int
+io_catalog_load_table_etag(IoCatalog *cat, const char *ns, const char *table,
+						   const char *known_etag, IoLoadedTable *out,
+						   IoError *err)
+{
 	IoStrBuf	path;
 	IoStrBuf	inm;
 	IoHttpResponse resp;
@@ -1329,8 +1337,13 @@ io_catalog_load_table(IoCatalog *cat, const char *ns, const char *table,
 	io_sb_init(&inm);
 	table_path(cat, &path, ns, table);
 	io_sb_puts(&path, "?snapshots=all");
+	if (cached != NULL && known_etag != NULL &&
+		strcmp(cached->etag, known_etag) != 0)
+		cached = NULL;			/* the caller knows another version */
 	if (cached != NULL)
 		io_sb_printf(&inm, "If-None-Match: %s", cached->etag);
+	else if (known_etag != NULL)
+		io_sb_printf(&inm, "If-None-Match: %s", known_etag);
 	if (path.oom || inm.oom)
 	{
 		io_sb_free(&path);
@@ -1342,8 +1355,8 @@ io_catalog_load_table(IoCatalog *cat, const char *ns, const char *table,
 
 		extra[0] = "X-Iceberg-Access-Delegation: vended-credentials";
 		extra[1] = inm.data;
-		rc = cat_request(cat, "GET", path.data, NULL, extra, cached ? 2 : 1,
-						 true, &resp, err);
+		rc = cat_request(cat, "GET", path.data, NULL, extra,
+						 (cached || known_etag) ? 2 : 1, true, &resp, err);
 	}
 	io_sb_free(&path);
 	io_sb_free(&inm);
@@ -1358,6 +1371,16 @@ io_catalog_load_table(IoCatalog *cat, const char *ns, const char *table,
 		if (loaded_copy(&cached->table, out) != 0)
 			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 		out->not_modified = true;
+		return 0;
+	}
+	if (resp.status == 304 && known_etag != NULL)
+	{
+		/* unchanged since the caller's version; no cached body */
+		io_http_response_free(&resp);
+		out->not_modified = true;
+		out->etag = io_strdup(known_etag);
+		if (out->etag == NULL)
+			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 		return 0;
 	}
 	if (resp.status != 200)

@@ -61,6 +61,24 @@ extern int	tms_io_interrupted(void *arg);
 extern IoStorage *tms_catalog_storage(TmsCatalogConn *conn,
 									  const IoLoadedTable *table);
 
+/*
+ * An IcebergFileIO for a loaded table's files: s3:// s3a:// s3n:// paths go
+ * to the io layer's S3 reader over storage, everything else to the local
+ * reader (relative paths resolved under the server's relative_path_root).
+ * *t holds the state and must outlive *out; storage stays the caller's.
+ */
+typedef struct TmsFileIO
+{
+	const char *relative_root;	/* NULL: relative paths stay relative */
+	IcebergFileIO s3;
+	IoFileIO	s3state;
+	IcebergFileIO local;
+	IcebergLocalFS localfs;
+} TmsFileIO;
+
+extern void tms_fileio_init(TmsFileIO *t, TmsCatalogConn *conn,
+							IoStorage *storage, IcebergFileIO *out);
+
 /* SQLSTATE for an io error code. */
 extern int	tms_io_sqlstate(IoErrorCode code);
 

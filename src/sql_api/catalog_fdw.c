@@ -545,7 +545,12 @@ int
 tms_io_interrupted(void *arg)
 {
 	(void) arg;
-	return InterruptPending ? 1 : 0;
+	/*
+	 * Only a cancel or termination ends a request: InterruptPending alone is
+	 * also set by benign interrupts (the idle statistics timeout fires 10 s
+	 * after the session's last idle time, during a long statement).
+	 */
+	return (QueryCancelPending || ProcDiePending) ? 1 : 0;
 }
 
 /* Free everything a connection owns (malloc'd). */

@@ -107,7 +107,7 @@ load_table(TmsCatalogConn *conn, const char *ns, const char *table,
 static bool
 iceberg_interrupted(void *arg)
 {
-	return InterruptPending;
+	return QueryCancelPending || ProcDiePending;	/* see tms_io_interrupted */
 }
 
 /*
@@ -116,15 +116,6 @@ iceberg_interrupted(void *arg)
  * knows the relative and "file://host/x" paths of old local writers).
  * Handles are malloc'd wrappers: no palloc inside callbacks.
  */
-typedef struct TmsFileIO
-{
-	const char *relative_root;	/* NULL: relative paths stay relative */
-	IcebergFileIO s3;
-	IoFileIO	s3state;
-	IcebergFileIO local;
-	IcebergLocalFS localfs;
-} TmsFileIO;
-
 typedef struct TmsFileHandle
 {
 	const IcebergFileIO *impl;
@@ -220,7 +211,7 @@ tfio_close(void *arg, void *handle)
 	free(fh);
 }
 
-static void
+void
 tms_fileio_init(TmsFileIO *t, TmsCatalogConn *conn, IoStorage *storage,
 				IcebergFileIO *out)
 {
