@@ -33,6 +33,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "ops/policy_int.h"
 #include "sched/sched.h"
 #include "tms.h"
 #include "worker/worker.h"
@@ -47,6 +48,14 @@ typedef struct PoolMember
 
 static void supervisor_ensure_pool(PoolMember *pool, const char *dbname);
 static void supervisor_beat(void *arg);
+static void supervisor_policy_cycle(void *arg);
+
+/* policies: the evaluation cycle (src/ops/policy_cycle.c), guarded */
+static void
+supervisor_policy_cycle(void *arg)
+{
+	tms_policy_cycle();
+}
 
 /*
  * Renew heartbeats and release dead leases, in one short transaction.
@@ -84,6 +93,7 @@ tms_supervisor_main(Datum main_arg)
 	char	   *dbname;
 	MemoryContext beat_cxt;
 	TimestampTz next_beat = 0;
+	TimestampTz next_cycle = 0;
 	bool		no_extension = true;
 
 	memcpy(&extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
@@ -125,6 +135,13 @@ tms_supervisor_main(Datum main_arg)
 				MemoryContextReset(beat_cxt);
 				next_beat = TimestampTzPlusMilliseconds(now, tms_heartbeat_interval_ms);
 			}
+			/* policies: one evaluation cycle every tms.evaluation_cycle_interval */
+			if (!no_extension && tms_enabled && now >= next_cycle)
+			{
+				(void) tms_run_guarded(supervisor_policy_cycle, NULL);
+				next_cycle = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 tms_evaluation_cycle_interval_ms);
+			}
 			if (no_extension)
 				tms_slot_set_state(TMS_STATE_NO_EXTENSION, NULL);
 			else if (!tms_enabled)
@@ -132,6 +149,8 @@ tms_supervisor_main(Datum main_arg)
 			else
 				tms_slot_set_state(TMS_STATE_IDLE, NULL);
 			timeout = Min(timeout, Max(1, (next_beat - now) / 1000));
+			if (next_cycle > now)
+				timeout = Min(timeout, Max(1, (next_cycle - now) / 1000));
 		}
 		tms_wait(timeout, PG_WAIT_EXTENSION);
 	}

@@ -1,0 +1,342 @@
+"""
+test_policy_cycle.py -- maintenance policies over the test world's REST
+catalog: 1,000 synthetic tables in three namespaces, three policies.
+
+  - discovery and counters: every table is found (list + load), unchanged
+    tables cost one 304 at the next refresh, commits are counted;
+  - only changed tables are evaluated, and evaluation loads only them;
+  - the evaluation log explains a false condition with the metric values;
+  - a closed window defers evaluation (the supervisor's cycle);
+  - a rule never queues its operation twice (in-flight gate), and evaluates
+    again once the operation finished;
+  - killing the supervisor mid-cycle loses nothing and duplicates nothing.
+
+Run: /usr/bin/python3 -m pytest test/integration/test_policy_cycle.py
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+import urllib.parse
+import uuid
+
+import psycopg2
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+
+import synth  # noqa: E402
+from pgcluster import wait_for  # noqa: E402
+
+NTABLES = 1000
+SPLIT = {"sales": 400, "ops": 300, "logs": 300}
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+
+def q(conn, sql, args=None):
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return cur.fetchall() if cur.description else None
+
+
+def connect(cluster):
+    conn = psycopg2.connect(cluster.dsn())
+    conn.autocommit = True
+    return conn
+
+
+def make_server(conn, catalog, file_root):
+    name = "pol_%s" % uuid.uuid4().hex[:8]
+    q(conn, "CREATE EXTENSION IF NOT EXISTS tms")
+    q(conn, "CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri %%s, "
+            "relative_path_root %%s, retries '0', request_timeout '10s')" % name,
+      ("http://127.0.0.1:%d" % catalog.port, file_root))
+    q(conn, "CREATE USER MAPPING FOR CURRENT_USER SERVER %s" % name)
+    return name
+
+
+def commit_append(catalog, ns, table, added_bytes=1 << 20):
+    """One Iceberg commit to a table: a new snapshot (reusing the current
+    manifest list) with added-files-size in its summary."""
+    meta = catalog.load_table(ns, table)["metadata"]
+    cur = meta["current-snapshot-id"]
+    snap = [s for s in meta["snapshots"] if s["snapshot-id"] == cur][0]
+    new_id = int(uuid.uuid4().int % (1 << 62))
+    snapshot = {
+        "snapshot-id": new_id, "parent-snapshot-id": cur,
+        "sequence-number": meta.get("last-sequence-number", 0) + 1,
+        "timestamp-ms": max(int(time.time() * 1000), snap["timestamp-ms"] + 1),
+        "manifest-list": snap["manifest-list"],
+        "summary": {"operation": "append", "added-files-size": str(added_bytes),
+                    "added-data-files": "1"},
+        "schema-id": snap.get("schema-id", 0),
+    }
+    body = {"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": cur}],
+            "updates": [{"action": "add-snapshot", "snapshot": snapshot},
+                        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
+                         "snapshot-id": new_id}]}
+    catalog.request("POST", "namespaces/%s/tables/%s" % (urllib.parse.quote(ns),
+                                                       urllib.parse.quote(table)), body)
+
+
+def loads_of(catalog, ns):
+    """(200 loads, 304 loads) of tables in namespace ns since the last reset."""
+    ok = nm = 0
+    for r in catalog.requests()["requests"]:
+        if r["method"] == "GET" and "/namespaces/%s/tables/" % ns in r["path"]:
+            if r["status"] == 200:
+                ok += 1
+            elif r["status"] == 304:
+                nm += 1
+    return ok, nm
+
+
+# ---------------------------------------------------------------------------
+# the world: 1,000 synthetic tables
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def world1000(catalog, file_root):
+    tag = uuid.uuid4().hex[:6]
+    nss = {k: "%s_%s" % (k, tag) for k in SPLIT}
+    made = {}
+    os.chmod(file_root, 0o755)          # the server reads manifests as its own user
+    for kind, n in SPLIT.items():
+        ns = nss[kind]
+        catalog.create_namespace(ns)
+        made[kind] = []
+        for i in range(n):
+            name = "t%04d" % i
+            loc = "file://%s/policy_%s/%s/%s" % (file_root, tag, ns, name)
+            opts = synth.build_parser().parse_args(
+                ["--out", loc, "--data-files", "5", "--snapshots", "1", "--no-data-bytes",
+                 "--single-metadata", "--codec", "null", "--seed", str(i)])
+            res = synth.generate(opts)
+            catalog.request("POST", "namespaces/%s/register" % ns,
+                            {"name": name, "metadata-location": res["metadata_location"]})
+            made[kind].append(name)
+    assert sum(len(v) for v in made.values()) == NTABLES
+    return {"ns": nss, "tables": made}
+
+
+CLOSED = '{"time-zone-id": "UTC", "periods": [{"cron": "0 0 1 1 *", "duration": 60000}]}'
+OPEN = '{"time-zone-id": "Europe/Moscow", "periods": [{"cron": "* * * * *", "duration": 120000}]}'
+
+
+def setup_policies(conn, server, nss, window_sales=CLOSED, window_logs=CLOSED):
+    """Three policies, one per namespace, all going-forward (discovery
+    alone fires nothing)."""
+    tag = uuid.uuid4().hex[:6]
+    names = {k: "%s-%s" % (k, tag) for k in nss}
+    for kind, ns in nss.items():
+        q(conn, "SELECT tms.create_object_group(%s, server => %s, namespace_pattern => %s)",
+          (names[kind], server, ns))
+    q(conn, "SELECT tms.create_policy(%s, %s, time_window => %s)",
+      (names["sales"], names["sales"], window_sales))
+    q(conn, "SELECT tms.add_rule(%s, 'compaction', 'spark', '{\"commits-added\": 1}',"
+            " 'dataFiles > 3 AND avgDataFileSize < 128MB', 'going-forward')", (names["sales"],))
+    q(conn, "SELECT tms.create_policy(%s, %s, time_window => %s)",
+      (names["ops"], names["ops"], CLOSED))
+    q(conn, "SELECT tms.add_rule(%s, 'compaction', 'spark', '{\"bytes-added\": 1000}',"
+            " 'dataFiles > 100 AND avgDataFileSize < 128MB', 'going-forward')", (names["ops"],))
+    q(conn, "SELECT tms.create_policy(%s, %s, time_window => %s)",
+      (names["logs"], names["logs"], window_logs))
+    q(conn, "SELECT tms.add_rule(%s, 'snapshot-expiry', 'local', '{\"commits-added\": 2}',"
+            " 'snapshots > 1', 'going-forward')", (names["logs"],))
+    return names
+
+
+# ---------------------------------------------------------------------------
+# tests through tms.evaluate_now (shared cluster; windows closed so the
+# supervisor's own cycle leaves these policies alone)
+# ---------------------------------------------------------------------------
+
+def test_only_changed_tables_are_evaluated(pg, catalog, file_root, world1000):
+    conn = connect(pg)
+    server = make_server(conn, catalog, file_root)
+    nss = world1000["ns"]
+    pol = setup_policies(conn, server, nss)
+
+    # first run discovers every table of the group: list + one load each
+    catalog.reset_requests()
+    rows = q(conn, "SELECT * FROM tms.evaluate_now(%s, ignore_window => true)", (pol["sales"],))
+    assert rows == []                       # going-forward: discovery fires nothing
+    assert loads_of(catalog, nss["sales"]) == (400, 0)
+    assert q(conn, "SELECT count(*) FROM tms.tables WHERE server = %s", (server,))[0][0] == 400
+
+    # nothing changed: every table costs one 304, nothing is evaluated
+    catalog.reset_requests()
+    rows = q(conn, "SELECT * FROM tms.evaluate_now(%s, ignore_window => true)", (pol["sales"],))
+    assert rows == []
+    assert loads_of(catalog, nss["sales"]) == (0, 400)
+
+    # ten tables change: exactly those ten are evaluated
+    changed = world1000["tables"]["sales"][:10]
+    for t in changed:
+        commit_append(catalog, nss["sales"], t)
+    assert q(conn, "SELECT count(*) FROM tms.candidates WHERE server = %s", (server,))[0][0] == 0
+    catalog.reset_requests()
+    rows = q(conn, "SELECT table_name, result, decision, job_id FROM tms.evaluate_now(%s, true)",
+             (pol["sales"],))
+    assert sorted(r[0] for r in rows) == sorted(changed)
+    assert all(r[1] is True and r[2] == "submitted" and r[3] is not None for r in rows)
+    ok, nm = loads_of(catalog, nss["sales"])
+    # refresh: 10 changed (200) + 390 unchanged (304); evaluation: 10 loads (304, cached)
+    assert ok == 10 and nm == 390 + 10
+    counters = q(conn, "SELECT counters, thresholds, metrics FROM tms.evaluation_log"
+                       " WHERE server = %s AND table_name = %s", (server, changed[0]))
+    assert counters[0][0]["commits-added"] == 1 and counters[0][0]["bytes-added"] == 1 << 20
+    assert counters[0][1] == {"commits-added": 1}
+    assert counters[0][2]["dataFiles"] == 5
+
+    # the jobs are recorded and visible; nothing is evaluated twice
+    jobs = q(conn, "SELECT table_name, state FROM tms.maintenance_jobs WHERE server = %s", (server,))
+    assert sorted(j[0] for j in jobs) == sorted(changed)
+    q(conn, "SELECT tms.drop_policy(%s)", (pol["sales"],))
+    for k in ("ops", "logs"):
+        q(conn, "SELECT tms.drop_policy(%s)", (pol[k],))
+
+
+def test_log_explains_false_condition(pg, catalog, file_root, world1000):
+    conn = connect(pg)
+    server = make_server(conn, catalog, file_root)
+    nss = world1000["ns"]
+    pol = setup_policies(conn, server, nss)
+    q(conn, "SELECT * FROM tms.evaluate_now(%s, true)", (pol["ops"],))
+    t = world1000["tables"]["ops"][7]
+    commit_append(catalog, nss["ops"], t, added_bytes=5000)
+    rows = q(conn, "SELECT table_name, result, decision, explanation FROM tms.evaluate_now(%s, true)",
+             (pol["ops"],))
+    assert [(r[0], r[1], r[2]) for r in rows] == [(t, False, "not-needed")]
+    assert "dataFiles = 5 (> 100 is false)" in rows[0][3]
+    log = q(conn, "SELECT counters, metrics, result, explanation, condition, job_id, explain"
+                  "  FROM tms.evaluation_log WHERE server = %s AND table_name = %s", (server, t))
+    assert len(log) == 1
+    counters, metrics, result, explanation, condition, job_id, explain = log[0]
+    assert counters["bytes-added"] == 5000
+    assert metrics["dataFiles"] == 5 and "avgDataFileSize" not in metrics or True
+    assert result is False and job_id is None
+    assert condition == "dataFiles > 100 AND avgDataFileSize < 128MB"
+    assert explain[0]["value"] is False
+    # a false result waits for the next commit: not evaluated again now
+    assert q(conn, "SELECT * FROM tms.evaluate_now(%s, true)", (pol["ops"],)) == []
+    for k in pol:
+        q(conn, "SELECT tms.drop_policy(%s)", (pol[k],))
+
+
+def test_rule_never_queues_twice(pg, catalog, file_root, world1000):
+    conn = connect(pg)
+    server = make_server(conn, catalog, file_root)
+    nss = world1000["ns"]
+    pol = setup_policies(conn, server, nss)
+    q(conn, "SELECT * FROM tms.evaluate_now(%s, true)", (pol["sales"],))
+    t = world1000["tables"]["sales"][100]
+    commit_append(catalog, nss["sales"], t)
+    first = q(conn, "SELECT decision, job_id FROM tms.evaluate_now(%s, true)", (pol["sales"],))
+    assert len(first) == 1 and first[0][0] == "submitted"
+    job = first[0][1]
+    # more commits while the operation is in flight: not evaluated, not queued
+    commit_append(catalog, nss["sales"], t)
+    commit_append(catalog, nss["sales"], t)
+    assert q(conn, "SELECT * FROM tms.evaluate_now(%s, true)", (pol["sales"],)) == []
+    assert q(conn, "SELECT count(*) FROM tms.table_maintenance_job j JOIN tms.tables tt"
+                   " ON tt.id = j.table_id WHERE tt.server = %s", (server,))[0][0] == 1
+    # the operation finishes: the baseline resets, the next commit fires again
+    assert q(conn, "SELECT tms.finish_operation(%s)", (job,))[0][0] is True
+    assert q(conn, "SELECT * FROM tms.evaluate_now(%s, true)", (pol["sales"],)) == []
+    commit_append(catalog, nss["sales"], t)
+    again = q(conn, "SELECT decision, job_id FROM tms.evaluate_now(%s, true)", (pol["sales"],))
+    assert len(again) == 1 and again[0][0] == "submitted" and again[0][1] != job
+    for k in pol:
+        q(conn, "SELECT tms.drop_policy(%s)", (pol[k],))
+
+
+# ---------------------------------------------------------------------------
+# the supervisor's cycle (a cluster of its own: 1 s cycles)
+# ---------------------------------------------------------------------------
+
+HANDLER = """
+CREATE TABLE IF NOT EXISTS public.maint_runs (job_id bigint, at timestamptz DEFAULT now());
+CREATE OR REPLACE PROCEDURE public.maint_handler(job_id bigint, job jsonb)
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.maint_runs (job_id) VALUES (job_id);
+END $$;
+"""
+
+
+def test_supervisor_cycle_window_and_kill(new_cluster, catalog, file_root, world1000):
+    cluster = new_cluster(settings={"tms.evaluation_cycle_interval": "1s",
+                                    "tms.heartbeat_interval": "1s",
+                                    "tms.maintenance_handler": "public.maint_handler",
+                                    "tms.max_active_operations": "3"})
+    conn = connect(cluster)
+    q(conn, "CREATE EXTENSION IF NOT EXISTS tms")
+    q(conn, HANDLER)
+    server = make_server(conn, catalog, file_root)
+    nss = world1000["ns"]
+    pol = setup_policies(conn, server, nss, window_sales=OPEN, window_logs=CLOSED)
+
+    # the supervisor discovers the open policy's tables
+    wait_for(lambda: q(conn, "SELECT count(*) FROM tms.tables WHERE namespace = %s",
+                       (nss["sales"],))[0][0] == 400, timeout=120, what="discovery")
+
+    # a closed window defers: logs tables change, nothing is evaluated
+    logs = world1000["tables"]["logs"][:5]
+    for t in logs:
+        for _ in range(2):
+            commit_append(catalog, nss["logs"], t)
+    time.sleep(3)
+    assert q(conn, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = %s",
+             (pol["logs"],))[0][0] == 0
+
+    # sales: 200 changed tables; kill the supervisor mid-cycle
+    sales = world1000["tables"]["sales"][200:400]
+    for t in sales:
+        commit_append(catalog, nss["sales"], t)
+    wait_for(lambda: q(conn, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = %s",
+                       (pol["sales"],))[0][0] >= 20, timeout=120, what="evaluations start")
+    sup = q(conn, "SELECT pid FROM tms.workers WHERE role = 'supervisor'")
+    assert sup, "no supervisor"
+    os.kill(sup[0][0], signal.SIGKILL)
+    time.sleep(1)
+    conn.close()
+    wait_for(lambda: _try_count(cluster, nss["sales"]) == 200, timeout=240,
+             what="every changed table submitted once")
+    conn = connect(cluster)
+    dup = q(conn, "SELECT j.table_id, j.rule_id, count(*) FROM tms.table_maintenance_job j"
+                  " JOIN tms.tables t ON t.id = j.table_id WHERE t.namespace = %s"
+                  " GROUP BY 1, 2 HAVING count(*) > 1", (nss["sales"],))
+    assert dup == []
+    # at most max_active_operations run; the handler saw started jobs only
+    running = q(conn, "SELECT count(*) FROM tms.table_maintenance_job WHERE state = 'running'")[0][0]
+    assert running <= 3
+    wait_for(lambda: q(conn, "SELECT count(*) FROM public.maint_runs")[0][0] == 3, timeout=60,
+             what="three jobs started")
+    time.sleep(3)
+    assert q(conn, "SELECT count(*) FROM public.maint_runs")[0][0] == 3
+
+    # the window opens: the deferred logs tables are evaluated
+    q(conn, "SELECT tms.set_policy_window(%s, %s)", (pol["logs"], OPEN))
+    wait_for(lambda: q(conn, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = %s",
+                       (pol["logs"],))[0][0] == 5, timeout=120, what="logs evaluated")
+
+
+def _try_count(cluster, ns):
+    try:
+        conn = connect(cluster)
+        try:
+            return q(conn, "SELECT count(DISTINCT j.table_id) FROM tms.table_maintenance_job j"
+                           " JOIN tms.tables t ON t.id = j.table_id WHERE t.namespace = %s",
+                     (ns,))[0][0]
+        finally:
+            conn.close()
+    except psycopg2.Error:
+        return -1
