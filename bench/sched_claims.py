@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""Claims per second of the tms scheduler against the raw SKIP LOCKED loop.
+
+Usage: bench/sched_claims.py [--tasks N] [--workers 1,2,4]
+
+For each worker count, a throwaway cluster (tms.max_workers = W) runs N
+tasks of a kind whose handler does nothing; the figure is N divided by the
+time from switching the pool on to the last task gone.  Each task costs the
+full life: claim transaction, handler in a subtransaction, completion.
+
+The baseline is the physical limit of the same pattern without tms: pgbench
+with W clients on a table of the same shape, each transaction pair being
+a claim (SELECT ... FOR UPDATE SKIP LOCKED; UPDATE picked) and a completion
+(DELETE), the minimum any lease-based scheduler must do per task.
+
+Everything runs on a Unix socket; each run is bounded by --tasks and a
+timeout, and every cluster is destroyed at the end.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test"))
+from pgcluster import Cluster, wait_for  # noqa: E402
+
+RAW_TABLE = """
+CREATE TABLE raw_tasks (LIKE tms.scheduled_tasks INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
+ALTER TABLE raw_tasks DROP CONSTRAINT IF EXISTS scheduled_tasks_task_name_fkey;
+ALTER TABLE raw_tasks ADD PRIMARY KEY (task_name, task_instance);
+CREATE INDEX ON raw_tasks (priority DESC, execution_time) WHERE NOT picked;
+ALTER TABLE raw_tasks SET (fillfactor = 70);
+"""
+
+RAW_SCRIPT = r"""
+BEGIN;
+SELECT task_name AS k, task_instance AS i FROM raw_tasks
+ WHERE NOT picked AND execution_time <= now()
+ ORDER BY priority DESC, execution_time LIMIT 1 FOR UPDATE SKIP LOCKED \gset
+UPDATE raw_tasks SET picked = true, picked_by = 'pgbench', last_heartbeat = now(),
+       version = version + 1 WHERE task_name = :'k' AND task_instance = :'i';
+COMMIT;
+DELETE FROM raw_tasks WHERE task_name = :'k' AND task_instance = :'i';
+"""
+
+
+def run_tms(root, workers, ntasks):
+    c = Cluster(os.path.join(tempfile.mkdtemp(prefix="tms-%d." % workers, dir=root), "data"),
+                settings={"tms.max_workers": str(workers), "tms.naptime": "'10ms'",
+                          "max_connections": "50"})
+    c.init()
+    c.start()
+    try:
+        c.create_database()
+        c.psql("CREATE EXTENSION tms")
+        c.psql("CREATE PROCEDURE noop(i text, d jsonb) LANGUAGE sql AS $$ SELECT 1 $$")
+        c.psql("SELECT tms.register_task_kind('noop', 'noop(text,jsonb)', 1000)")
+        c.psql("ALTER SYSTEM SET tms.enabled = off")
+        c.psql("SELECT pg_reload_conf()")
+        wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker' "
+                                "AND state = 'disabled'") == str(workers),
+                 what="the pool to pause")
+        c.psql("SELECT tms.schedule_task('noop', 't' || g) FROM generate_series(1, %d) g" % ntasks)
+        c.psql("VACUUM ANALYZE tms.scheduled_tasks")
+        t0 = time.monotonic()
+        c.psql("ALTER SYSTEM RESET tms.enabled")
+        c.psql("SELECT pg_reload_conf()")
+        wait_for(lambda: c.psql("SELECT count(*) FROM tms.scheduled_tasks") == "0",
+                 timeout=600, interval=0.02, what="the tasks")
+        return ntasks / (time.monotonic() - t0)
+    finally:
+        c.destroy()
+
+
+def run_raw(root, clients, ntasks):
+    c = Cluster(os.path.join(tempfile.mkdtemp(prefix="raw-%d." % clients, dir=root), "data"),
+                preload=("tms",), settings={"tms.max_workers": "0", "max_connections": "50"})
+    c.init()
+    c.start()
+    try:
+        c.create_database()
+        c.psql("CREATE EXTENSION tms")
+        c.psql(RAW_TABLE)
+        c.psql("INSERT INTO raw_tasks (task_name, task_instance, execution_time) "
+               "SELECT 'noop', 't' || g, now() FROM generate_series(1, %d) g" % ntasks)
+        c.psql("VACUUM ANALYZE raw_tasks")
+        script = os.path.join(c.root, "claim.sql")
+        with open(script, "w") as f:
+            f.write(RAW_SCRIPT)
+        per_client = ntasks // clients
+        t0 = time.monotonic()
+        subprocess.run(["pgbench", "-n", "-f", script, "-c", str(clients), "-j", str(clients),
+                        "-t", str(per_client), c.dbname],
+                       env=dict(os.environ, **c.env()), check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        elapsed = time.monotonic() - t0
+        left = int(c.psql("SELECT count(*) FROM raw_tasks"))
+        return (ntasks - left) / elapsed
+    finally:
+        c.destroy()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tasks", type=int, default=20000)
+    ap.add_argument("--workers", default="1,2,4")
+    a = ap.parse_args()
+    root = tempfile.mkdtemp(prefix="tms-bench-sched.", dir="/tmp")
+    os.chmod(root, 0o755)
+    print("tasks per run: %d; machine: %d cores" % (a.tasks, os.cpu_count()))
+    print("%-8s %14s %14s %7s" % ("workers", "tms claims/s", "raw claims/s", "ratio"))
+    for w in (int(x) for x in a.workers.split(",")):
+        tms = run_tms(root, w, a.tasks)
+        raw = run_raw(root, w, a.tasks)
+        print("%-8d %14.0f %14.0f %6.0f%%" % (w, tms, raw, 100.0 * tms / raw))
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
