@@ -1,0 +1,68 @@
+-- purge: SQL-level validation and errors (no catalog needed)
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS tms;
+RESET client_min_messages;
+\set VERBOSITY default
+\set SHOW_CONTEXT never
+
+-- the kind is built in and detached; its cap follows tms.purge_concurrency
+SELECT kind, builtin, max_concurrency FROM tms.task_kinds WHERE kind = 'purge';
+SHOW tms.purge_delete_batch_size;
+SHOW tms.purge_max_attempts;
+SHOW tms.purge_retention;
+
+-- arguments
+SELECT tms.purge_table(NULL, 'ns', 't');
+SELECT tms.purge_table('no_such_server', 'ns', 't');
+SELECT tms.purge_table('purge_regress', '', 't');
+
+-- a server without allowed_locations: refused before any network call
+CREATE SERVER purge_regress FOREIGN DATA WRAPPER tms_iceberg
+    OPTIONS (uri 'http://127.0.0.1:9');
+SELECT tms.purge_table('purge_regress', 'ns', 't');
+\echo :LAST_ERROR_SQLSTATE
+
+-- observability with no jobs
+SELECT pending, running, succeeded, failed, oldest_pending_age, files_deleted
+  FROM tms.purge_job_counts;
+SELECT * FROM tms.purge_status('purge_regress', 'ns', 't');
+
+-- retry of a job that does not exist, or is not FAILED
+ALTER TABLE tms.iceberg_cleanup_job ALTER COLUMN id RESTART WITH 1000;
+SELECT tms.retry_purge(-1);
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location, metadata_location)
+    VALUES ('purge_regress', 'ns', 't', '/nowhere/t', '/nowhere/t/metadata/v1.metadata.json');
+SELECT blocks_recreate, state FROM tms.purge_status('purge_regress', 'ns', 't');
+SELECT tms.retry_purge(id) FROM tms.iceberg_cleanup_job WHERE server = 'purge_regress';
+\echo :LAST_ERROR_SQLSTATE
+
+-- one active job per identifier
+INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location, metadata_location)
+    VALUES ('purge_regress', 'ns', 't', '/nowhere/t', '/nowhere/t/metadata/v1.metadata.json');
+\echo :LAST_ERROR_SQLSTATE
+
+-- the tombstone trigger on a JDBC-layout pointer table
+CREATE TEMP TABLE iceberg_tables (catalog_name varchar(255), table_namespace varchar(255),
+    table_name varchar(255), metadata_location varchar(1000),
+    previous_metadata_location varchar(1000), iceberg_type varchar(5));
+CREATE TRIGGER no_args BEFORE INSERT ON iceberg_tables
+    FOR EACH ROW EXECUTE FUNCTION tms.refuse_purging_tables();
+INSERT INTO iceberg_tables VALUES ('c', 'ns', 'other', 'x', NULL, 'TABLE');
+DROP TRIGGER no_args ON iceberg_tables;
+CREATE TRIGGER tombstone BEFORE INSERT ON iceberg_tables
+    FOR EACH ROW EXECUTE FUNCTION tms.refuse_purging_tables('purge_regress');
+INSERT INTO iceberg_tables VALUES ('c', 'ns', 'other', 'x', NULL, 'TABLE');
+INSERT INTO iceberg_tables VALUES ('c', 'ns', 't', 'x', NULL, 'TABLE');
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO iceberg_tables VALUES ('c', 'ns', 't', 'x', NULL, 'VIEW');
+UPDATE tms.iceberg_cleanup_job SET state = 'FAILED', finished_at = now()
+ WHERE server = 'purge_regress';
+INSERT INTO iceberg_tables VALUES ('c', 'ns2', 't', 'x', NULL, 'TABLE');
+INSERT INTO iceberg_tables VALUES ('c', 'ns', 't', 'y', NULL, 'TABLE');
+SELECT count(*) FROM iceberg_tables;
+
+-- clean up
+DELETE FROM tms.iceberg_cleanup_job WHERE server = 'purge_regress';
+DROP TABLE iceberg_tables;
+DROP SERVER purge_regress;
