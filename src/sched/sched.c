@@ -195,7 +195,8 @@ static const char *claim_sql =
 "   FROM slot"
 "  WHERE t.task_name = slot.kind AND t.task_instance = slot.task_instance"
 " RETURNING t.task_name, t.task_instance, t.task_data::text, t.version,"
-"           t.last_heartbeat, t.execution_time, t.consecutive_failures";
+"           t.last_heartbeat, t.execution_time, t.consecutive_failures,"
+"           (SELECT k.handler::oid FROM tms.task_kinds k WHERE k.kind = t.task_name)";
 
 /*
  * Claim of a named task (tms.run_task).  $1 kind, $2 instance, $3
@@ -228,38 +229,62 @@ static const char *claim_given_sql =
 "   FROM slot"
 "  WHERE t.task_name = $1 AND t.task_instance = $2"
 " RETURNING t.task_name, t.task_instance, t.task_data::text, t.version,"
-"           t.last_heartbeat, t.execution_time, t.consecutive_failures";
+"           t.last_heartbeat, t.execution_time, t.consecutive_failures,"
+"           (SELECT k.handler::oid FROM tms.task_kinds k WHERE k.kind = t.task_name)";
 
 /*
  * Completion: a one-shot task is deleted; a task its handler rescheduled
- * (a new execution_time) is unpicked and kept.  $1 kind, $2 instance,
- * $3 version, $4 execution_time at the claim.
+ * (a new execution_time) is unpicked and kept.  Either frees the slot in
+ * the same statement and returns how many task rows it settled (0: the
+ * lease was lost).  $1 kind, $2 instance, $3 version, $4 execution_time at
+ * the claim.
  */
 static const char *complete_delete_sql =
-"DELETE FROM tms.scheduled_tasks"
-" WHERE task_name = $1 AND task_instance = $2 AND version = $3"
-"   AND execution_time = $4";
+"WITH done AS ("
+"  DELETE FROM tms.scheduled_tasks"
+"   WHERE task_name = $1 AND task_instance = $2 AND version = $3"
+"     AND execution_time = $4"
+"  RETURNING 1"
+"), freed AS ("
+"  UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
+"   WHERE kind = $1 AND task_instance = $2 AND EXISTS (SELECT 1 FROM done)"
+")"
+" SELECT count(*) FROM done";
 
 static const char *complete_keep_sql =
-"UPDATE tms.scheduled_tasks"
-"   SET picked = false, picked_by = NULL, picked_pid = NULL,"
-"       last_heartbeat = NULL, last_success = now(),"
-"       consecutive_failures = 0, last_error = NULL, version = version + 1"
-" WHERE task_name = $1 AND task_instance = $2 AND version = $3";
+"WITH done AS ("
+"  UPDATE tms.scheduled_tasks"
+"     SET picked = false, picked_by = NULL, picked_pid = NULL,"
+"         last_heartbeat = NULL, last_success = now(),"
+"         consecutive_failures = 0, last_error = NULL, version = version + 1"
+"   WHERE task_name = $1 AND task_instance = $2 AND version = $3"
+"  RETURNING 1"
+"), freed AS ("
+"  UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
+"   WHERE kind = $1 AND task_instance = $2 AND EXISTS (SELECT 1 FROM done)"
+")"
+" SELECT count(*) FROM done";
 
 /*
  * Failure: unpick with a backoff.  $1 kind, $2 instance, $3 version,
  * $4 error text, $5 base delay (ms), $6 maximum delay (ms).
  */
 static const char *fail_sql =
-"UPDATE tms.scheduled_tasks"
-"   SET picked = false, picked_by = NULL, picked_pid = NULL,"
-"       last_heartbeat = NULL, last_failure = now(),"
-"       consecutive_failures = consecutive_failures + 1, last_error = $4,"
-"       execution_time = now() + make_interval(secs =>"
-"           least($6::float8, $5::float8 * power(2, least(consecutive_failures, 30))) / 1000.0),"
-"       version = version + 1"
-" WHERE task_name = $1 AND task_instance = $2 AND version = $3";
+"WITH done AS ("
+"  UPDATE tms.scheduled_tasks"
+"     SET picked = false, picked_by = NULL, picked_pid = NULL,"
+"         last_heartbeat = NULL, last_failure = now(),"
+"         consecutive_failures = consecutive_failures + 1, last_error = $4,"
+"         execution_time = now() + make_interval(secs =>"
+"             least($6::float8, $5::float8 * power(2, least(consecutive_failures, 30))) / 1000.0),"
+"         version = version + 1"
+"   WHERE task_name = $1 AND task_instance = $2 AND version = $3"
+"  RETURNING 1"
+"), freed AS ("
+"  UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
+"   WHERE kind = $1 AND task_instance = $2 AND EXISTS (SELECT 1 FROM done)"
+")"
+" SELECT count(*) FROM done";
 
 static const char *release_slot_sql =
 "UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
@@ -318,9 +343,6 @@ static const char *heartbeat_sql =
 "   AND picked AND last_heartbeat = $4"
 " RETURNING last_heartbeat";
 
-static const char *handler_sql =
-"SELECT handler::oid FROM tms.task_kinds WHERE kind = $1";
-
 /* ---------------------------------------------------------------------
  * Helpers
  * --------------------------------------------------------------------- */
@@ -329,6 +351,31 @@ static char *
 interval_text(int64 ms)
 {
 	return psprintf("%lld milliseconds", (long long) ms);
+}
+
+/*
+ * Execute one of the statements above through a plan prepared once per
+ * process and kept (SPI_keepplan): the claim and settle statements run for
+ * every task, and parsing and planning them each time would cost more than
+ * running them.  Plans are revalidated by the plan cache when the tables
+ * change (an extension re-created, say).
+ */
+static int
+exec_cached(SPIPlanPtr *plan, const char *sql, int nargs, Oid *types,
+			Datum *args, const char *nulls, bool read_only)
+{
+	if (*plan == NULL)
+	{
+		SPIPlanPtr	p = SPI_prepare(sql, nargs, types);
+
+		if (p == NULL)
+			elog(ERROR, "could not prepare scheduler statement: %s",
+				 SPI_result_code_string(SPI_result));
+		if (SPI_keepplan(p) != 0)
+			elog(ERROR, "could not keep scheduler statement");
+		*plan = p;
+	}
+	return SPI_execute_plan(*plan, args, nulls, read_only, 0);
 }
 
 static int64
@@ -347,6 +394,7 @@ read_claimed(SchedTask *task, MemoryContext cxt)
 	TupleDesc	desc = SPI_tuptable->tupdesc;
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	bool		isnull;
+	Datum		d;
 	char	   *data;
 
 	task->kind = SPI_getvalue(tup, desc, 1);
@@ -357,7 +405,8 @@ read_claimed(SchedTask *task, MemoryContext cxt)
 	task->heartbeat = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
 	task->execution_time = DatumGetTimestampTz(SPI_getbinval(tup, desc, 6, &isnull));
 	task->consecutive_failures = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
-	task->handler = InvalidOid;
+	d = SPI_getbinval(tup, desc, 8, &isnull);
+	task->handler = isnull ? InvalidOid : DatumGetObjectId(d);
 	MemoryContextSwitchTo(old);
 }
 
@@ -430,6 +479,7 @@ sched_maintain(void)
 bool
 sched_claim(const char *picked_by, ArrayType *kinds, SchedTask *task)
 {
+	static SPIPlanPtr plan = NULL;
 	Oid			types[3] = {TEXTARRAYOID, TEXTOID, INT4OID};
 	Datum		args[3];
 	char		nulls[3] = {' ', ' ', ' '};
@@ -443,7 +493,7 @@ sched_claim(const char *picked_by, ArrayType *kinds, SchedTask *task)
 	args[1] = CStringGetTextDatum(picked_by);
 	args[2] = Int32GetDatum(MyProcPid);
 
-	rc = SPI_execute_with_args(claim_sql, 3, types, args, nulls, false, 0);
+	rc = exec_cached(&plan, claim_sql, 3, types, args, nulls, false);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not claim a task: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -524,50 +574,69 @@ sched_claim_given(const char *kind, const char *instance,
  * Executing and settling
  * --------------------------------------------------------------------- */
 
-static Oid
-lookup_handler(const char *kind)
-{
-	Oid			types[1] = {TEXTOID};
-	Datum		args[1];
-	bool		isnull;
-	Datum		d;
-	int			rc;
-
-	args[0] = CStringGetTextDatum(kind);
-	rc = SPI_execute_with_args(handler_sql, 1, types, args, NULL, true, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("task kind \"%s\" is not registered", kind)));
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? InvalidOid : DatumGetObjectId(d);
-}
-
 /*
  * Run the handler: CALL the SQL procedure, or the built-in C function.
  */
 static void
 run_handler(SchedTask *task)
 {
-	Oid			handler = lookup_handler(task->kind);
+	Oid			handler = task->handler;
 
 	if (OidIsValid(handler))
 	{
+		static struct
+		{
+			Oid			handler;
+			SPIPlanPtr	plan;
+		}			calls[16];
+		static int	ncalls = 0;
+		SPIPlanPtr *plan = NULL;
 		Oid			types[2] = {TEXTOID, TEXTOID};
 		Datum		args[2];
 		char		nulls[2] = {' ', ' '};
-		char	   *sql;
+		char	   *sql = NULL;
 		int			rc;
 
-		sql = psprintf("CALL %s.%s($1, $2::jsonb)",
-					   quote_identifier(get_namespace_name(get_func_namespace(handler))),
-					   quote_identifier(get_func_name(handler)));
+		/* one prepared CALL per handler; the oldest is replaced when full */
+		for (int i = 0; i < ncalls && plan == NULL; i++)
+			if (calls[i].handler == handler)
+				plan = &calls[i].plan;
+		if (plan == NULL)
+		{
+			int			i;
+
+			if (ncalls < (int) lengthof(calls))
+				i = ncalls++;
+			else
+			{
+				i = 0;
+				if (calls[0].plan)
+					SPI_freeplan(calls[0].plan);
+			}
+			calls[i].handler = handler;
+			calls[i].plan = NULL;
+			plan = &calls[i].plan;
+		}
+		if (*plan == NULL)
+		{
+			char	   *name = get_func_name(handler);
+
+			if (name == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_FUNCTION),
+						 errmsg("the handler procedure of task kind \"%s\" no longer exists",
+								task->kind),
+						 errhint("Register the kind again with tms.register_task_kind().")));
+			sql = psprintf("CALL %s.%s($1, $2::jsonb)",
+						   quote_identifier(get_namespace_name(get_func_namespace(handler))),
+						   quote_identifier(name));
+		}
 		args[0] = CStringGetTextDatum(task->instance);
 		if (task->data)
 			args[1] = CStringGetTextDatum(task->data);
 		else
 			nulls[1] = 'n';
-		rc = SPI_execute_with_args(sql, 2, types, args, nulls, false, 0);
+		rc = exec_cached(plan, sql, 2, types, args, nulls, false);
 		if (rc < 0)
 			elog(ERROR, "could not call the handler of task kind \"%s\": %s",
 				 task->kind, SPI_result_code_string(rc));
@@ -585,18 +654,18 @@ run_handler(SchedTask *task)
 	}
 }
 
-static void
-release_slot(SchedTask *task)
+/*
+ * The count returned by a settle statement.
+ */
+static int64
+settled_count(int rc)
 {
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		args[2];
-	int			rc;
+	bool		isnull;
 
-	args[0] = CStringGetTextDatum(task->kind);
-	args[1] = CStringGetTextDatum(task->instance);
-	rc = SPI_execute_with_args(release_slot_sql, 2, types, args, NULL, false, 0);
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "could not release task slot: %s", SPI_result_code_string(rc));
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not settle task: %s", SPI_result_code_string(rc));
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+									   1, &isnull));
 }
 
 /*
@@ -606,28 +675,21 @@ release_slot(SchedTask *task)
 static bool
 settle_done(SchedTask *task)
 {
+	static SPIPlanPtr delete_plan = NULL;
+	static SPIPlanPtr keep_plan = NULL;
 	Oid			types[4] = {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID};
 	Datum		args[4];
-	int			rc;
 
 	args[0] = CStringGetTextDatum(task->kind);
 	args[1] = CStringGetTextDatum(task->instance);
 	args[2] = Int64GetDatum(task->version);
 	args[3] = TimestampTzGetDatum(task->execution_time);
 
-	rc = SPI_execute_with_args(complete_delete_sql, 4, types, args, NULL, false, 0);
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "could not complete task: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-	{
-		rc = SPI_execute_with_args(complete_keep_sql, 3, types, args, NULL, false, 0);
-		if (rc != SPI_OK_UPDATE)
-			elog(ERROR, "could not complete task: %s", SPI_result_code_string(rc));
-		if (SPI_processed == 0)
-			return false;
-	}
-	release_slot(task);
-	return true;
+	if (settled_count(exec_cached(&delete_plan, complete_delete_sql, 4, types,
+								  args, NULL, false)) > 0)
+		return true;
+	return settled_count(exec_cached(&keep_plan, complete_keep_sql, 3, types,
+									 args, NULL, false)) > 0;
 }
 
 /*
@@ -637,9 +699,9 @@ settle_done(SchedTask *task)
 static bool
 settle_failed(SchedTask *task, const char *error)
 {
+	static SPIPlanPtr plan = NULL;
 	Oid			types[6] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, INT4OID, INT4OID};
 	Datum		args[6];
-	int			rc;
 
 	args[0] = CStringGetTextDatum(task->kind);
 	args[1] = CStringGetTextDatum(task->instance);
@@ -647,13 +709,8 @@ settle_failed(SchedTask *task, const char *error)
 	args[3] = CStringGetTextDatum(error);
 	args[4] = Int32GetDatum(tms_retry_delay_ms);
 	args[5] = Int32GetDatum(tms_retry_delay_max_ms);
-	rc = SPI_execute_with_args(fail_sql, 6, types, args, NULL, false, 0);
-	if (rc != SPI_OK_UPDATE)
-		elog(ERROR, "could not record task failure: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		return false;
-	release_slot(task);
-	return true;
+	return settled_count(exec_cached(&plan, fail_sql, 6, types, args, NULL,
+									 false)) > 0;
 }
 
 /* ---------------------------------------------------------------------
@@ -930,6 +987,7 @@ sched_clear_lease(void)
 int
 sched_renew_heartbeats(void)
 {
+	static SPIPlanPtr heartbeat_plan = NULL;
 	Oid			types[4] = {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID};
 	int			renewed = 0;
 
@@ -955,7 +1013,7 @@ sched_renew_heartbeats(void)
 		args[1] = CStringGetTextDatum(lease.instance);
 		args[2] = Int64GetDatum(lease.version);
 		args[3] = TimestampTzGetDatum(lease.heartbeat);
-		rc = SPI_execute_with_args(heartbeat_sql, 4, types, args, NULL, false, 0);
+		rc = exec_cached(&heartbeat_plan, heartbeat_sql, 4, types, args, NULL, false);
 		if (rc != SPI_OK_UPDATE_RETURNING)
 			elog(ERROR, "could not renew heartbeat: %s", SPI_result_code_string(rc));
 
