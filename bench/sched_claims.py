@@ -37,13 +37,15 @@ ALTER TABLE raw_tasks SET (fillfactor = 70);
 
 RAW_SCRIPT = r"""
 BEGIN;
-SELECT task_name AS k, task_instance AS i FROM raw_tasks
- WHERE NOT picked AND execution_time <= now()
- ORDER BY priority DESC, execution_time LIMIT 1 FOR UPDATE SKIP LOCKED \gset
-UPDATE raw_tasks SET picked = true, picked_by = 'pgbench', last_heartbeat = now(),
-       version = version + 1 WHERE task_name = :'k' AND task_instance = :'i';
+WITH c AS (SELECT task_name, task_instance FROM raw_tasks
+            WHERE NOT picked AND execution_time <= now()
+            ORDER BY priority DESC, execution_time LIMIT 1 FOR UPDATE SKIP LOCKED)
+UPDATE raw_tasks r SET picked = true, picked_by = 'pgbench', last_heartbeat = now(),
+       version = r.version + 1
+  FROM c WHERE r.task_name = c.task_name AND r.task_instance = c.task_instance
+RETURNING r.task_instance AS i \gset
 COMMIT;
-DELETE FROM raw_tasks WHERE task_name = :'k' AND task_instance = :'i';
+DELETE FROM raw_tasks WHERE task_name = 'noop' AND task_instance = ':i';
 """
 
 
