@@ -1,6 +1,8 @@
 -- The tms_iceberg foreign-data wrapper: option validation, user mappings,
 -- privileges, and a clean error from a catalog that is not there.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tms;
+RESET client_min_messages;
 \set VERBOSITY default
 \set SHOW_CONTEXT never
 

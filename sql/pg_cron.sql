@@ -13,6 +13,7 @@ BEGIN
         EXIT WHEN EXISTS (SELECT FROM pg_stat_activity
                            WHERE backend_type = 'pg_cron launcher');
         PERFORM pg_sleep(0.05);
+        PERFORM pg_stat_clear_snapshot();  -- activity is cached per transaction
     END LOOP;
 END $$;
 SELECT count(*) = 1 AS cron_launcher_runs
