@@ -1066,8 +1066,8 @@ REVOKE ALL ON FUNCTION tms.prune_evaluation_log(integer) FROM PUBLIC;
 
 -- One evaluation cycle for one policy, now: refresh its tables, find its
 -- candidates, evaluate, log, submit.  Returns one row per evaluation.
--- ignore_window evaluates even when the policy's window is closed.
-CREATE FUNCTION tms.evaluate_now(policy text, ignore_window boolean DEFAULT false)
+-- force evaluates even an inactive policy or one whose window is closed.
+CREATE FUNCTION tms.evaluate_now(policy text, force boolean DEFAULT false)
 RETURNS TABLE (rule_id bigint, operation text, namespace text, table_name text,
                result boolean, decision text, job_id bigint, explanation text)
 LANGUAGE c VOLATILE

@@ -3,7 +3,8 @@
  * policy_cycle.c
  *	  The evaluation cycle of maintenance policies.
  *
- * For each active policy whose window is open (doc/policies.md):
+ * For each active policy (doc/policies.md); steps 3-5 only while its
+ * window is open:
  *
  *	1. connect to the group's catalog as the policy owner (its user
  *	   mapping; USAGE on the server is checked by the connection);
@@ -83,6 +84,7 @@ typedef struct PolicyRow
 	char	   *server;
 	int32		group_id;
 	bool		window_open;
+	bool		active;
 } PolicyRow;
 
 typedef struct Candidate
@@ -1108,10 +1110,12 @@ rule_program(List **progs, const Candidate *cand)
 }
 
 /*
- * Run the cycle's steps for one policy (its window is open or ignored).
+ * Run the cycle's steps for one policy.  With evaluate false (its window
+ * is closed) only the group's tables are refreshed: activity is counted
+ * all the time, the window only defers evaluation and execution.
  */
 static void
-run_policy(CycleCtx *c, const PolicyRow *p)
+run_policy(CycleCtx *c, const PolicyRow *p, bool evaluate)
 {
 	TmsCatalogConn *conn;
 	List	   *cands = NIL;
@@ -1131,6 +1135,8 @@ run_policy(CycleCtx *c, const PolicyRow *p)
 		refresh_group(c, p, conn);
 		c->refreshed = lappend_int(c->refreshed, p->group_id);
 	}
+	if (!evaluate)
+		return;
 
 	/* 3. candidates: one indexed query, no Iceberg I/O */
 	db_begin(c);
@@ -1227,7 +1233,7 @@ load_policies(CycleCtx *c, const char *only)
 	else
 		nulls[0] = 'n';
 	db_exec("SELECT p.id, p.name, p.owner::oid, g.server::text, g.id,"
-			"       tms.window_open(p.time_window, now())"
+			"       tms.window_open(p.time_window, now()), p.active"
 			"  FROM tms.maintenance_policies p"
 			"  JOIN tms.object_groups g ON g.id = p.group_id"
 			" WHERE ($1::text IS NULL AND p.active) OR p.name = $1"
@@ -1244,6 +1250,7 @@ load_policies(CycleCtx *c, const char *only)
 		p->server = col_str(i, 4, c->cxt);
 		p->group_id = (int32) col_int64(i, 5, 0);
 		p->window_open = col_int64(i, 6, 0) != 0;
+		p->active = col_int64(i, 7, 0) != 0;
 		old = MemoryContextSwitchTo(c->cxt);
 		out = lappend(out, p);
 		MemoryContextSwitchTo(old);
@@ -1263,7 +1270,7 @@ policy_step(void *arg)
 {
 	PolicyStep *s = arg;
 
-	run_policy(s->c, s->p);
+	run_policy(s->c, s->p, s->p->window_open);
 }
 
 /* Guarded step: prune the evaluation log in batches of 1000 rows. */
@@ -1329,8 +1336,8 @@ tms_policy_cycle(void)
 
 		s.c = &c;
 		s.p = lfirst(lc);
-		if (!s.p->window_open || !tms_enabled)
-			continue;
+		if (!tms_enabled)
+			break;
 		if (!tms_run_guarded(policy_step, &s))
 			MemoryContextSwitchTo(cxt);
 	}
@@ -1345,7 +1352,7 @@ tms_policy_cycle(void)
  * transaction.
  */
 void
-tms_policy_evaluate_now(const char *policy, bool ignore_window,
+tms_policy_evaluate_now(const char *policy, bool force,
 						Tuplestorestate *tupstore, TupleDesc desc)
 {
 	CycleCtx	c;
@@ -1367,12 +1374,19 @@ tms_policy_evaluate_now(const char *policy, bool ignore_window,
 				 errmsg("policy \"%s\" does not exist", policy),
 				 errhint("See SELECT name FROM tms.policies.")));
 	p = linitial(policies);
-	if (!p->window_open && !ignore_window)
+	if (!force && !p->active)
+	{
+		ereport(NOTICE,
+				(errmsg("policy \"%s\" is not active; nothing evaluated", policy),
+				 errhint("Pass force => true to evaluate it anyway.")));
+		return;
+	}
+	if (!force && !p->window_open)
 	{
 		ereport(NOTICE,
 				(errmsg("the time window of policy \"%s\" is closed; nothing evaluated", policy),
-				 errhint("Pass ignore_window => true to evaluate now anyway.")));
+				 errhint("Pass force => true to evaluate it anyway.")));
 		return;
 	}
-	run_policy(&c, p);
+	run_policy(&c, p, true);
 }

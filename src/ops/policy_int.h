@@ -50,7 +50,7 @@ extern void tms_policy_cycle(void);
  * One cycle for one policy inside the caller's transaction; one row per
  * evaluation into tupstore (tms.evaluate_now's columns).
  */
-extern void tms_policy_evaluate_now(const char *policy, bool ignore_window,
+extern void tms_policy_evaluate_now(const char *policy, bool force,
 									Tuplestorestate *tupstore, TupleDesc desc);
 
 #endif							/* TMS_POLICY_INT_H */

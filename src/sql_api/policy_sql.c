@@ -285,7 +285,7 @@ tms_policy_compile_condition(PG_FUNCTION_ARGS)
 }
 
 /*
- * tms.evaluate_now(policy, ignore_window) -> one row per evaluation.
+ * tms.evaluate_now(policy, force) -> one row per evaluation.
  * Runs inside the caller's transaction (an interactive tool: unlike the
  * supervisor's cycle it holds its transaction across the catalog calls).
  */
@@ -294,7 +294,7 @@ tms_evaluate_now(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *policy;
-	bool		ignore_window = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
+	bool		force = PG_ARGISNULL(1) ? false : PG_GETARG_BOOL(1);
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -302,7 +302,7 @@ tms_evaluate_now(PG_FUNCTION_ARGS)
 				 errmsg("policy name must not be null")));
 	policy = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	InitMaterializedSRF(fcinfo, 0);
-	tms_policy_evaluate_now(policy, ignore_window, rsinfo->setResult,
+	tms_policy_evaluate_now(policy, force, rsinfo->setResult,
 							rsinfo->setDesc);
 	return (Datum) 0;
 }

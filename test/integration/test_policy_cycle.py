@@ -130,50 +130,51 @@ CLOSED = '{"time-zone-id": "UTC", "periods": [{"cron": "0 0 1 1 *", "duration": 
 OPEN = '{"time-zone-id": "Europe/Moscow", "periods": [{"cron": "* * * * *", "duration": 120000}]}'
 
 
-def setup_policies(conn, server, nss, window_sales=CLOSED, window_logs=CLOSED):
+def setup_policies(conn, server, nss, window_sales=CLOSED, window_logs=CLOSED, active=True):
     """Three policies, one per namespace, all going-forward (discovery
-    alone fires nothing)."""
+    alone fires nothing).  Inactive ones are left alone by the
+    supervisor and run only through tms.evaluate_now(force => true)."""
     tag = uuid.uuid4().hex[:6]
     names = {k: "%s-%s" % (k, tag) for k in nss}
     for kind, ns in nss.items():
         q(conn, "SELECT tms.create_object_group(%s, server => %s, namespace_pattern => %s)",
           (names[kind], server, ns))
-    q(conn, "SELECT tms.create_policy(%s, %s, time_window => %s)",
-      (names["sales"], names["sales"], window_sales))
+    q(conn, "SELECT tms.create_policy(%s, %s, time_window => %s, active => %s)",
+      (names["sales"], names["sales"], window_sales, active))
     q(conn, "SELECT tms.add_rule(%s, 'compaction', 'spark', '{\"commits-added\": 1}',"
             " 'dataFiles > 3 AND avgDataFileSize < 128MB', 'going-forward')", (names["sales"],))
-    q(conn, "SELECT tms.create_policy(%s, %s, time_window => %s)",
-      (names["ops"], names["ops"], CLOSED))
+    q(conn, "SELECT tms.create_policy(%s, %s, time_window => %s, active => %s)",
+      (names["ops"], names["ops"], CLOSED, active))
     q(conn, "SELECT tms.add_rule(%s, 'compaction', 'spark', '{\"bytes-added\": 1000}',"
             " 'dataFiles > 100 AND avgDataFileSize < 128MB', 'going-forward')", (names["ops"],))
-    q(conn, "SELECT tms.create_policy(%s, %s, time_window => %s)",
-      (names["logs"], names["logs"], window_logs))
+    q(conn, "SELECT tms.create_policy(%s, %s, time_window => %s, active => %s)",
+      (names["logs"], names["logs"], window_logs, active))
     q(conn, "SELECT tms.add_rule(%s, 'snapshot-expiry', 'local', '{\"commits-added\": 2}',"
             " 'snapshots > 1', 'going-forward')", (names["logs"],))
     return names
 
 
 # ---------------------------------------------------------------------------
-# tests through tms.evaluate_now (shared cluster; windows closed so the
-# supervisor's own cycle leaves these policies alone)
+# tests through tms.evaluate_now (shared cluster; the policies are inactive
+# so that the supervisor's own cycle leaves them alone)
 # ---------------------------------------------------------------------------
 
 def test_only_changed_tables_are_evaluated(pg, catalog, file_root, world1000):
     conn = connect(pg)
     server = make_server(conn, catalog, file_root)
     nss = world1000["ns"]
-    pol = setup_policies(conn, server, nss)
+    pol = setup_policies(conn, server, nss, active=False)
 
     # first run discovers every table of the group: list + one load each
     catalog.reset_requests()
-    rows = q(conn, "SELECT * FROM tms.evaluate_now(%s, ignore_window => true)", (pol["sales"],))
+    rows = q(conn, "SELECT * FROM tms.evaluate_now(%s, force => true)", (pol["sales"],))
     assert rows == []                       # going-forward: discovery fires nothing
     assert loads_of(catalog, nss["sales"]) == (400, 0)
     assert q(conn, "SELECT count(*) FROM tms.tables WHERE server = %s", (server,))[0][0] == 400
 
     # nothing changed: every table costs one 304, nothing is evaluated
     catalog.reset_requests()
-    rows = q(conn, "SELECT * FROM tms.evaluate_now(%s, ignore_window => true)", (pol["sales"],))
+    rows = q(conn, "SELECT * FROM tms.evaluate_now(%s, force => true)", (pol["sales"],))
     assert rows == []
     assert loads_of(catalog, nss["sales"]) == (0, 400)
 
@@ -208,7 +209,7 @@ def test_log_explains_false_condition(pg, catalog, file_root, world1000):
     conn = connect(pg)
     server = make_server(conn, catalog, file_root)
     nss = world1000["ns"]
-    pol = setup_policies(conn, server, nss)
+    pol = setup_policies(conn, server, nss, active=False)
     q(conn, "SELECT * FROM tms.evaluate_now(%s, true)", (pol["ops"],))
     t = world1000["tables"]["ops"][7]
     commit_append(catalog, nss["ops"], t, added_bytes=5000)
@@ -235,7 +236,7 @@ def test_rule_never_queues_twice(pg, catalog, file_root, world1000):
     conn = connect(pg)
     server = make_server(conn, catalog, file_root)
     nss = world1000["ns"]
-    pol = setup_policies(conn, server, nss)
+    pol = setup_policies(conn, server, nss, active=False)
     q(conn, "SELECT * FROM tms.evaluate_now(%s, true)", (pol["sales"],))
     t = world1000["tables"]["sales"][100]
     commit_append(catalog, nss["sales"], t)
@@ -275,7 +276,7 @@ END $$;
 def test_supervisor_cycle_window_and_kill(new_cluster, catalog, file_root, world1000):
     cluster = new_cluster(settings={"tms.evaluation_cycle_interval": "1s",
                                     "tms.heartbeat_interval": "1s",
-                                    "tms.maintenance_handler": "public.maint_handler",
+                                    "tms.maintenance_handler": "'public.maint_handler'",
                                     "tms.max_active_operations": "3"})
     conn = connect(cluster)
     q(conn, "CREATE EXTENSION IF NOT EXISTS tms")
@@ -284,9 +285,10 @@ def test_supervisor_cycle_window_and_kill(new_cluster, catalog, file_root, world
     nss = world1000["ns"]
     pol = setup_policies(conn, server, nss, window_sales=OPEN, window_logs=CLOSED)
 
-    # the supervisor discovers the open policy's tables
-    wait_for(lambda: q(conn, "SELECT count(*) FROM tms.tables WHERE namespace = %s",
-                       (nss["sales"],))[0][0] == 400, timeout=120, what="discovery")
+    # the supervisor discovers the tables of every active policy, windows
+    # open or not (activity is counted all the time)
+    wait_for(lambda: q(conn, "SELECT count(*) FROM tms.tables WHERE server = %s",
+                       (server,))[0][0] == NTABLES, timeout=120, what="discovery")
 
     # a closed window defers: logs tables change, nothing is evaluated
     logs = world1000["tables"]["logs"][:5]
