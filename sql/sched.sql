@@ -110,6 +110,21 @@ UPDATE tms.scheduled_tasks SET last_heartbeat = now() - interval '1 hour'
 CALL tms.run_task('rec', 'busy');
 SELECT count(*) AS runs FROM sched_runs;
 
+-- a handler that reschedules its own task keeps it, for the new due time
+CREATE PROCEDURE sched_again(instance text, data jsonb) LANGUAGE sql AS $$
+    INSERT INTO sched_runs (instance, data) VALUES (instance, data);
+    SELECT tms.schedule_task('again', instance, '{"round": 2}', now() + interval '1 hour');
+$$;
+SELECT tms.register_task_kind('again', 'sched_again(text,jsonb)', 1);
+SELECT tms.schedule_task('again', 'a1', '{"round": 1}', now() + interval '1 day');
+CALL tms.run_task('again', 'a1');
+SELECT state, data, due_at BETWEEN now() + interval '59 minutes' AND now() + interval '61 minutes' AS in_an_hour,
+       last_success IS NOT NULL AS succeeded, picked_by
+  FROM tms.tasks WHERE kind = 'again';
+SELECT count(*) AS free_slots FROM tms.task_slots WHERE kind = 'again' AND task_instance IS NULL;
+SELECT tms.unregister_task_kind('again');
+DROP PROCEDURE sched_again;
+
 -- cancelling
 SELECT tms.cancel_task('rec', 'fails');
 SELECT tms.cancel_task('rec', 'fails');
