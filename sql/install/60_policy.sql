@@ -1143,8 +1143,10 @@ CREATE VIEW tms.maintenance_jobs AS
 
 COMMENT ON VIEW tms.maintenance_jobs IS 'maintenance runs submitted by policies; finished_at null: in flight';
 
-GRANT SELECT ON tms.policies, tms.rules, tms.candidates, tms.evaluation_log,
-                tms.maintenance_jobs, tms.tables TO pg_monitor;
+-- policy content holds no credentials: everyone may read policies and rules
+GRANT SELECT ON tms.policies, tms.rules TO PUBLIC;
+GRANT SELECT ON tms.candidates, tms.evaluation_log, tms.maintenance_jobs,
+                tms.tables TO pg_monitor;
 
 REVOKE ALL ON FUNCTION tms._caller(), tms._compile_condition(text),
                        tms._attach(bigint, bigint), tms._table_dropped(bigint),
