@@ -269,14 +269,42 @@ COMMENT ON FUNCTION tms.window_open(jsonb, timestamptz) IS
 
 GRANT EXECUTE ON FUNCTION tms.window_open(jsonb, timestamptz) TO PUBLIC;
 
--- Baseline values for a new (rule, table) pair.  catch-up: zero counters,
--- time counted from the table's first known commit; going-forward: the
--- table's current counters, time from now.
+-- Baseline values for new (rule, table) pairs: of one rule (table_filter
+-- NULL) or of one table (rule_filter NULL).  catch-up: zero counters, time
+-- counted from the table's first known commit; going-forward: the table's
+-- current counters, time from now.  Two statements, so that each uses its
+-- index (a table joining is the common case: one row of tms.tables).
 CREATE FUNCTION tms._attach(rule_filter bigint, table_filter bigint)
 RETURNS bigint
-LANGUAGE sql
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
 AS $$
-    WITH ins AS (
+DECLARE
+    n bigint;
+BEGIN
+    IF table_filter IS NOT NULL THEN
+        INSERT INTO tms.rule_baselines AS b
+               (rule_id, table_id, base_commits, base_bytes, since,
+                due_commits, due_bytes, due_at, triggered)
+        SELECT r.id, t.id, x.c, x.b, x.s,
+               x.c + r.commits_threshold, x.b + r.bytes_threshold,
+               x.s + make_interval(secs => r.time_threshold_ms / 1000.0),
+               (t.commits >= x.c + r.commits_threshold) IS TRUE
+                 OR (t.bytes_added >= x.b + r.bytes_threshold) IS TRUE
+          FROM tms.tables t
+          JOIN tms.object_groups g ON g.server = t.server
+          JOIN tms.maintenance_policies p ON p.group_id = g.id
+          JOIN tms.maintenance_rules r ON r.policy_id = p.id
+          CROSS JOIN LATERAL (
+              SELECT CASE WHEN r.baseline_mode = 'catch-up' THEN 0 ELSE t.commits END AS c,
+                     CASE WHEN r.baseline_mode = 'catch-up' THEN 0 ELSE t.bytes_added END AS b,
+                     CASE WHEN r.baseline_mode = 'catch-up'
+                          THEN least(coalesce(t.first_commit_at, now()), now())
+                          ELSE now() END AS s) x
+         WHERE t.id = table_filter AND tms._in_group(g, t)
+           AND (rule_filter IS NULL OR r.id = rule_filter)
+        ON CONFLICT DO NOTHING;
+    ELSE
         INSERT INTO tms.rule_baselines AS b
                (rule_id, table_id, base_commits, base_bytes, since,
                 due_commits, due_bytes, due_at, triggered)
@@ -288,18 +316,19 @@ AS $$
           FROM tms.maintenance_rules r
           JOIN tms.maintenance_policies p ON p.id = r.policy_id
           JOIN tms.object_groups g ON g.id = p.group_id
-          JOIN tms.tables t ON tms._in_group(g, t)
+          JOIN tms.tables t ON t.server = g.server AND tms._in_group(g, t)
           CROSS JOIN LATERAL (
               SELECT CASE WHEN r.baseline_mode = 'catch-up' THEN 0 ELSE t.commits END AS c,
                      CASE WHEN r.baseline_mode = 'catch-up' THEN 0 ELSE t.bytes_added END AS b,
                      CASE WHEN r.baseline_mode = 'catch-up'
                           THEN least(coalesce(t.first_commit_at, now()), now())
                           ELSE now() END AS s) x
-         WHERE (rule_filter IS NULL OR r.id = rule_filter)
-           AND (table_filter IS NULL OR t.id = table_filter)
-        ON CONFLICT DO NOTHING
-        RETURNING 1)
-    SELECT count(*) FROM ins
+         WHERE r.id = rule_filter
+        ON CONFLICT DO NOTHING;
+    END IF;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
 $$;
 
 -- Record what the supervisor observed of a table: upsert tms.tables with

@@ -45,6 +45,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "utils/builtins.h"
 #include "common/hashfn.h"
 #include "utils/hsearch.h"
@@ -1123,6 +1124,13 @@ run_policy(CycleCtx *c, const PolicyRow *p, bool evaluate)
 	ListCell   *lc;
 	Oid			types[1] = {INT4OID};
 	Datum		values[1];
+	instr_time	t0,
+				t1,
+				t2,
+				t3;
+	uint64		req0,
+				req1,
+				req2;
 
 	/* 1. connect as the owner */
 	db_begin(c);
@@ -1130,15 +1138,19 @@ run_policy(CycleCtx *c, const PolicyRow *p, bool evaluate)
 	db_end(c);
 
 	/* 2. refresh the group's tables, once per cycle */
+	INSTR_TIME_SET_CURRENT(t0);
+	req0 = io_catalog_request_count(conn->catalog);
 	if (!list_member_int(c->refreshed, p->group_id))
 	{
 		refresh_group(c, p, conn);
 		c->refreshed = lappend_int(c->refreshed, p->group_id);
 	}
+	req1 = io_catalog_request_count(conn->catalog);
 	if (!evaluate)
 		return;
 
 	/* 3. candidates: one indexed query, no Iceberg I/O */
+	INSTR_TIME_SET_CURRENT(t1);
 	db_begin(c);
 	values[0] = Int32GetDatum(p->id);
 	db_exec("SELECT b.rule_id, b.table_id, t.namespace, t.table_name, r.operation,"
@@ -1171,6 +1183,7 @@ run_policy(CycleCtx *c, const PolicyRow *p, bool evaluate)
 		MemoryContextSwitchTo(old);
 	}
 	db_end(c);
+	INSTR_TIME_SET_CURRENT(t2);
 
 	/* 4-5. evaluate each candidate, record, submit */
 	foreach(lc, cands)
@@ -1214,9 +1227,16 @@ run_policy(CycleCtx *c, const PolicyRow *p, bool evaluate)
 			tuplestore_putvalues(c->tupstore, c->desc, row, isnull);
 		}
 	}
-	if (cands != NIL)
-		elog(DEBUG1, "tms: policy \"%s\" evaluated %d candidates", p->name,
-			 list_length(cands));
+	INSTR_TIME_SET_CURRENT(t3);
+	req2 = io_catalog_request_count(conn->catalog);
+	INSTR_TIME_SUBTRACT(t3, t2);
+	INSTR_TIME_SUBTRACT(t2, t1);
+	INSTR_TIME_SUBTRACT(t1, t0);
+	elog(DEBUG1, "tms: policy \"%s\": refresh %.1f ms (%llu catalog requests),"
+		 " candidate query %.3f ms (%d candidates), evaluation %.1f ms (%llu catalog requests)",
+		 p->name, INSTR_TIME_GET_MILLISEC(t1), (unsigned long long) (req1 - req0),
+		 INSTR_TIME_GET_MILLISEC(t2), list_length(cands),
+		 INSTR_TIME_GET_MILLISEC(t3), (unsigned long long) (req2 - req1));
 }
 
 /* Read the policies to run (inside a database step), into c->cxt. */
