@@ -877,6 +877,67 @@ join_levels(json_t *arr, bool *malformed)
 	return io_sb_steal(&sb);
 }
 
+/*
+ * Fetch one page of a listing: GET path (the caller built it, and it is
+ * freed here), check the status, parse, and find the array under key.
+ * Returns the document, which the caller json_decrefs and *array borrows
+ * from; *next is a malloc'd copy of the next-page-token, or NULL on the
+ * last page.  Returns NULL with err set on any failure.
+ */
+static json_t *
+list_page(IoCatalog *cat, IoStrBuf *path, const char *what, const char *key,
+		  json_t **array, char **next, IoError *err)
+{
+	IoHttpResponse resp;
+	json_t	   *doc;
+	json_t	   *token;
+
+	*next = NULL;
+	if (path->oom)
+	{
+		io_sb_free(path);
+		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return NULL;
+	}
+	if (cat_request(cat, "GET", path->data, NULL, NULL, 0, true, &resp, err) != 0)
+	{
+		io_sb_free(path);
+		io_http_response_free(&resp);
+		return NULL;
+	}
+	io_sb_free(path);
+	if (resp.status != 200)
+	{
+		status_error(&resp, CALL_NAMESPACE, what, err);
+		io_http_response_free(&resp);
+		return NULL;
+	}
+	doc = parse_body(&resp, what, err);
+	io_http_response_free(&resp);
+	if (doc == NULL)
+		return NULL;
+	*array = json_object_get(doc, key);
+	if (!json_is_array(*array))
+	{
+		json_decref(doc);
+		io_set_error(err, IO_ERR_PROTOCOL, 200,
+					 "malformed %s response: \"%s\" is not an array", what, key);
+		return NULL;
+	}
+	token = json_object_get(doc, "next-page-token");
+	if (json_is_string(token) && json_string_value(token)[0] != '\0')
+	{
+		*next = io_strdup(json_string_value(token));
+		if (*next == NULL)
+		{
+			json_decref(doc);
+			io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return NULL;
+		}
+	}
+	return doc;
+}
+
 int
 io_catalog_list_namespaces(IoCatalog *cat, const char *parent,
 						   IoStringList *out, IoError *err)
@@ -893,10 +954,9 @@ io_catalog_list_namespaces(IoCatalog *cat, const char *parent,
 	do
 	{
 		IoStrBuf	path;
-		IoHttpResponse resp;
 		json_t	   *doc;
 		json_t	   *nss;
-		json_t	   *next;
+		char	   *next;
 		size_t		i;
 		json_t	   *e;
 
@@ -914,33 +974,10 @@ io_catalog_list_namespaces(IoCatalog *cat, const char *parent,
 		}
 		free(page);
 		page = NULL;
-		if (path.oom)
-			goto oom;
-		if (cat_request(cat, "GET", path.data, NULL, NULL, 0, true, &resp, err) != 0)
-		{
-			io_sb_free(&path);
-			io_http_response_free(&resp);
-			goto fail;
-		}
-		io_sb_free(&path);
-		if (resp.status != 200)
-		{
-			status_error(&resp, CALL_NAMESPACE, "list namespaces", err);
-			io_http_response_free(&resp);
-			goto fail;
-		}
-		doc = parse_body(&resp, "list namespaces", err);
-		io_http_response_free(&resp);
+		doc = list_page(cat, &path, "list namespaces", "namespaces", &nss, &next, err);
 		if (doc == NULL)
 			goto fail;
-		nss = json_object_get(doc, "namespaces");
-		if (!json_is_array(nss))
-		{
-			json_decref(doc);
-			io_set_error(err, IO_ERR_PROTOCOL, 200,
-						 "malformed list namespaces response: \"namespaces\" is not an array");
-			goto fail;
-		}
+		page = next;			/* freed at "fail" if this page goes wrong */
 		json_array_foreach(nss, i, e)
 		{
 			bool		bad;
@@ -972,16 +1009,6 @@ io_catalog_list_namespaces(IoCatalog *cat, const char *parent,
 				out->items = ni;
 			}
 			out->items[out->n++] = ns;
-		}
-		next = json_object_get(doc, "next-page-token");
-		if (json_is_string(next) && json_string_value(next)[0] != '\0')
-		{
-			page = io_strdup(json_string_value(next));
-			if (page == NULL)
-			{
-				json_decref(doc);
-				goto oom;
-			}
 		}
 		json_decref(doc);
 		if (++pages > MAX_PAGES)
@@ -1026,10 +1053,9 @@ io_catalog_list_tables(IoCatalog *cat, const char *ns, IoTableList *out,
 	do
 	{
 		IoStrBuf	path;
-		IoHttpResponse resp;
 		json_t	   *doc;
 		json_t	   *ids;
-		json_t	   *next;
+		char	   *next;
 		size_t		i;
 		json_t	   *e;
 
@@ -1043,33 +1069,10 @@ io_catalog_list_tables(IoCatalog *cat, const char *ns, IoTableList *out,
 			io_sb_printf(&path, "&pageSize=%d", cat->page_size);
 		free(page);
 		page = NULL;
-		if (path.oom)
-			goto oom;
-		if (cat_request(cat, "GET", path.data, NULL, NULL, 0, true, &resp, err) != 0)
-		{
-			io_sb_free(&path);
-			io_http_response_free(&resp);
-			goto fail;
-		}
-		io_sb_free(&path);
-		if (resp.status != 200)
-		{
-			status_error(&resp, CALL_NAMESPACE, "list tables", err);
-			io_http_response_free(&resp);
-			goto fail;
-		}
-		doc = parse_body(&resp, "list tables", err);
-		io_http_response_free(&resp);
+		doc = list_page(cat, &path, "list tables", "identifiers", &ids, &next, err);
 		if (doc == NULL)
 			goto fail;
-		ids = json_object_get(doc, "identifiers");
-		if (!json_is_array(ids))
-		{
-			json_decref(doc);
-			io_set_error(err, IO_ERR_PROTOCOL, 200,
-						 "malformed list tables response: \"identifiers\" is not an array");
-			goto fail;
-		}
+		page = next;			/* freed at "fail" if this page goes wrong */
 		json_array_foreach(ids, i, e)
 		{
 			bool		bad;
@@ -1106,16 +1109,6 @@ io_catalog_list_tables(IoCatalog *cat, const char *ns, IoTableList *out,
 			out->items[out->n].name = io_strdup(name);
 			out->n++;
 			if (out->items[out->n - 1].name == NULL)
-			{
-				json_decref(doc);
-				goto oom;
-			}
-		}
-		next = json_object_get(doc, "next-page-token");
-		if (json_is_string(next) && json_string_value(next)[0] != '\0')
-		{
-			page = io_strdup(json_string_value(next));
-			if (page == NULL)
 			{
 				json_decref(doc);
 				goto oom;
