@@ -893,6 +893,9 @@ class Handler(BaseHTTPRequestHandler):
     tokens and the admin token."""
 
     protocol_version = "HTTP/1.1"
+    # head and body go out in two writes; with Nagle's algorithm the body
+    # waits for the client's delayed ACK (~40 ms per response)
+    disable_nagle_algorithm = True
     server_version = "tms-test-catalog/1"
 
     def log_message(self, fmt, *args):
