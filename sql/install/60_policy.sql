@@ -173,7 +173,7 @@ CREATE TABLE tms.rule_baselines (
 CREATE INDEX rule_baselines_triggered_idx ON tms.rule_baselines (rule_id)
     WHERE triggered AND pending_job IS NULL;
 CREATE INDEX rule_baselines_due_idx ON tms.rule_baselines (rule_id, due_at)
-    WHERE pending_job IS NULL;
+    WHERE pending_job IS NULL AND due_at IS NOT NULL;   -- rules with time-elapsed only
 CREATE INDEX rule_baselines_table_idx ON tms.rule_baselines (table_id);
 
 -- Every condition evaluation.  Self-contained: names and configuration are
@@ -278,6 +278,7 @@ CREATE FUNCTION tms._attach(rule_filter bigint, table_filter bigint)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan  -- tms.tables grows during a discovery
 AS $$
 DECLARE
     n bigint;
@@ -346,6 +347,7 @@ CREATE FUNCTION tms.observe_table(server name, namespace text, table_name text,
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan  -- tms.tables grows during a discovery
 AS $$
 DECLARE
     tid bigint;

@@ -165,6 +165,28 @@ db_end(CycleCtx *c)
 	MemoryContextSwitchTo(c->cxt);
 }
 
+/*
+ * The supervisor's cycle in progress, for cycle_tick() deep inside the
+ * refresh walk; NULL otherwise.
+ */
+static CycleCtx *tick_ctx = NULL;
+
+/*
+ * Between two network calls: in the supervisor, renew the lease heartbeats
+ * when due (an empty database step does it), so that refreshing a large
+ * group never lets the leases of running tasks expire.
+ */
+static void
+cycle_tick(void)
+{
+	if (tick_ctx != NULL && tick_ctx->own_xact &&
+		GetCurrentTimestamp() >= tick_ctx->next_beat)
+	{
+		db_begin(tick_ctx);
+		db_end(tick_ctx);
+	}
+}
+
 /* Run a statement; elog on failure. */
 static void
 db_exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
@@ -474,6 +496,7 @@ refresh_one(TmsCatalogConn *conn, HTAB *known, const char *ns_io, const char *ns
 	KnownTable *k;
 	int			rc;
 
+	cycle_tick();
 	k = hash_search(known, &key, HASH_FIND, NULL);
 	pfree(key);
 	if (k)
@@ -1346,6 +1369,7 @@ tms_policy_cycle(void)
 	c.next_beat = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											  tms_heartbeat_interval_ms);
 
+	tick_ctx = &c;
 	db_begin(&c);
 	policies = load_policies(&c, NULL);
 	db_end(&c);
@@ -1362,6 +1386,7 @@ tms_policy_cycle(void)
 			MemoryContextSwitchTo(cxt);
 	}
 	(void) tms_run_guarded(prune_step, &c);
+	tick_ctx = NULL;
 	pgstat_report_activity(STATE_IDLE, NULL);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(cxt);
