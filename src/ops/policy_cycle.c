@@ -358,7 +358,7 @@ connect_as_owner(const PolicyRow *p)
 	return conn;
 }
 
-/* Raise an ERROR from an io error, unless the caller should skip it. */
+/* Raise an io error (rc != 0) as an ERROR; then service interrupts. */
 static void
 io_check(int rc, const IoError *err)
 {

@@ -283,6 +283,16 @@ def test_supervisor_cycle_window_and_kill(new_cluster, catalog, file_root, world
     q(conn, HANDLER)
     server = make_server(conn, catalog, file_root)
     nss = world1000["ns"]
+    # first (lowest id): a policy whose owner has USAGE on the server but no
+    # user mapping; it fails every cycle, and the others still run
+    q(conn, "CREATE ROLE pol_nomap")
+    q(conn, "GRANT USAGE ON FOREIGN SERVER %s TO pol_nomap" % server)
+    q(conn, "SELECT tms.create_object_group('nomap', server => %s, namespace_pattern => %s)",
+      (server, nss["logs"]))
+    q(conn, "SET ROLE pol_nomap")
+    q(conn, "SELECT tms.create_policy('nomap', 'nomap')")
+    q(conn, "SELECT tms.add_rule('nomap', 'snapshot-expiry', 'local', '{\"time-elapsed\": 1}')")
+    q(conn, "RESET ROLE")
     pol = setup_policies(conn, server, nss, window_sales=OPEN, window_logs=CLOSED)
 
     # the supervisor discovers the tables of every active policy, windows
@@ -303,11 +313,18 @@ def test_supervisor_cycle_window_and_kill(new_cluster, catalog, file_root, world
     sales = world1000["tables"]["sales"][200:400]
     for t in sales:
         commit_append(catalog, nss["sales"], t)
+    # slow every load of the namespace (50 ms) so that the kill lands mid-evaluation
+    catalog.fault(r"/namespaces/%s/tables/t" % nss["sales"], action="hang", seconds=0.05,
+                  count=100000, method="GET")
     wait_for(lambda: q(conn, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = %s",
                        (pol["sales"],))[0][0] >= 20, timeout=120, what="evaluations start")
+    evaluated_before_kill = q(conn, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = %s",
+                              (pol["sales"],))[0][0]
     sup = q(conn, "SELECT pid FROM tms.workers WHERE role = 'supervisor'")
     assert sup, "no supervisor"
     os.kill(sup[0][0], signal.SIGKILL)
+    assert evaluated_before_kill < 200, "the cycle was not interrupted"
+    catalog.clear_faults()
     time.sleep(1)
     conn.close()
     wait_for(lambda: _try_count(cluster, nss["sales"]) == 200, timeout=240,
@@ -329,6 +346,18 @@ def test_supervisor_cycle_window_and_kill(new_cluster, catalog, file_root, world
     q(conn, "SELECT tms.set_policy_window(%s, %s)", (pol["logs"], OPEN))
     wait_for(lambda: q(conn, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = %s",
                        (pol["logs"],))[0][0] == 5, timeout=120, what="logs evaluated")
+
+    # the policy without a user mapping never evaluated anything, and said why
+    assert q(conn, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = 'nomap'")[0][0] == 0
+    assert 'user mapping not found for role "pol_nomap"' in cluster.log_tail(2000)
+
+    # retention: rows older than tms.evaluation_log_retention go at the next cycle
+    q(conn, "INSERT INTO tms.evaluation_log (evaluated_at, thresholds, condition, counters,"
+            " outcome, decision) VALUES (now() - interval '15 days', '{}', 'true', '{}', 'ok',"
+            " 'not-needed')")
+    wait_for(lambda: q(conn, "SELECT count(*) FROM tms.evaluation_log"
+                             " WHERE evaluated_at < now() - interval '14 days'")[0][0] == 0,
+             timeout=30, what="old log rows pruned")
 
 
 def _try_count(cluster, ns):
