@@ -94,25 +94,8 @@ def main():
         files = os.path.join(root, "files")
         os.makedirs(files)
         os.chmod(files, 0o755)
-        # the test server, with TCP_NODELAY: without it every 200 response
-        # (headers and body in two writes) waits ~40 ms for a delayed ACK
-        wrap = os.path.join(root, "nodelay")
-        os.makedirs(wrap)
-        with open(os.path.join(wrap, "server.py"), "w") as f:
-            f.write("import importlib.util, sys\n"
-                    "spec = importlib.util.spec_from_file_location('tms_catalog_server', %r)\n"
-                    "m = importlib.util.module_from_spec(spec)\n"
-                    "sys.path.insert(0, %r)\n"
-                    "spec.loader.exec_module(m)\n"
-                    "m.Handler.disable_nagle_algorithm = True\n"
-                    "sys.exit(m.main())\n"
-                    % (os.path.join(world.CATALOG_DIR, "server.py"), world.CATALOG_DIR))
-        real_dir, world.CATALOG_DIR = world.CATALOG_DIR, wrap
-        try:
-            catalog = world.CatalogServer(cluster.dsn("iceberg_catalog"), "file://%s/wh" % files,
-                                          catalog_name="bench", file_root=files)
-        finally:
-            world.CATALOG_DIR = real_dir
+        catalog = world.CatalogServer(cluster.dsn("iceberg_catalog"), "file://%s/wh" % files,
+                                      catalog_name="bench", file_root=files)
 
         # one synthetic table, and a version of it with one more commit
         loc = "file://%s/base" % files
