@@ -20,6 +20,7 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/builtins.h"
 #include "utils/guc.h"
 
 #include "ops/ops.h"
@@ -194,4 +195,24 @@ tms_require_preload(const char *feature)
 						feature),
 				 errhint("Add \"tms\" to \"shared_preload_libraries\" in postgresql.conf "
 						 "and restart the server.")));
+}
+
+char *
+tms_arg_text(FunctionCallInfo fcinfo, int n, const char *what)
+{
+	if (PG_ARGISNULL(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+	return text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+char *
+tms_arg_name(FunctionCallInfo fcinfo, int n, const char *what)
+{
+	if (PG_ARGISNULL(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+	return pstrdup(NameStr(*PG_GETARG_NAME(n)));
 }

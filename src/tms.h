@@ -19,6 +19,8 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
+
 /* GUC variables (src/tms.c) */
 extern char *tms_database_name;
 extern bool tms_enabled;
@@ -33,5 +35,13 @@ extern bool tms_preloaded;
  * naming the calling feature.
  */
 extern void tms_require_preload(const char *feature);
+
+/*
+ * Argument n of a SQL function as a palloc'd C string, raising
+ * ERRCODE_NULL_VALUE_NOT_ALLOWED ("<what> must not be null") when it is
+ * NULL: for functions that cannot be STRICT because other arguments may be.
+ */
+extern char *tms_arg_text(FunctionCallInfo fcinfo, int n, const char *what);
+extern char *tms_arg_name(FunctionCallInfo fcinfo, int n, const char *what);
 
 #endif							/* TMS_H */

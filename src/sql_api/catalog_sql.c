@@ -34,6 +34,7 @@
 #include "utils/timestamp.h"
 
 #include "sql_api/catalog_conn.h"
+#include "tms.h"
 
 PG_FUNCTION_INFO_V1(tms_catalog_config);
 PG_FUNCTION_INFO_V1(tms_list_namespaces);
@@ -50,26 +51,6 @@ PG_FUNCTION_INFO_V1(tms_table_metrics);
  * Helpers
  * ----------------------------------------------------------------
  */
-
-static char *
-arg_text(FunctionCallInfo fcinfo, int n, const char *what)
-{
-	if (PG_ARGISNULL(n))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
-	return text_to_cstring(PG_GETARG_TEXT_PP(n));
-}
-
-static char *
-arg_name(FunctionCallInfo fcinfo, int n)
-{
-	if (PG_ARGISNULL(n))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("server name must not be null")));
-	return pstrdup(NameStr(*PG_GETARG_NAME(n)));
-}
 
 static Datum
 jsonb_from_cstring(const char *s)
@@ -273,7 +254,7 @@ Datum
 tms_catalog_config(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *server = arg_name(fcinfo, 0);
+	char	   *server = tms_arg_name(fcinfo, 0, "server name");
 	TmsCatalogConn *conn;
 	const IoKeyValue *props;
 	const IoStringList *eps;
@@ -340,7 +321,7 @@ Datum
 tms_list_namespaces(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *server = arg_name(fcinfo, 0);
+	char	   *server = tms_arg_name(fcinfo, 0, "server name");
 	char	   *parent = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
 	TmsCatalogConn *conn;
 	List	   *nss;
@@ -419,7 +400,7 @@ Datum
 tms_list_tables(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *server = arg_name(fcinfo, 0);
+	char	   *server = tms_arg_name(fcinfo, 0, "server name");
 	TmsCatalogConn *conn;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -439,9 +420,9 @@ tms_list_tables(PG_FUNCTION_ARGS)
 Datum
 tms_table_metadata(PG_FUNCTION_ARGS)
 {
-	char	   *server = arg_name(fcinfo, 0);
-	char	   *ns = arg_text(fcinfo, 1, "namespace");
-	char	   *table = arg_text(fcinfo, 2, "table name");
+	char	   *server = tms_arg_name(fcinfo, 0, "server name");
+	char	   *ns = tms_arg_text(fcinfo, 1, "namespace");
+	char	   *table = tms_arg_text(fcinfo, 2, "table name");
 	TmsCatalogConn *conn = tms_catalog_connect(server);
 	IoLoadedTable t;
 	char	   *volatile json = NULL;
@@ -468,9 +449,9 @@ Datum
 tms_table_snapshots(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *server = arg_name(fcinfo, 0);
-	char	   *ns = arg_text(fcinfo, 1, "namespace");
-	char	   *table = arg_text(fcinfo, 2, "table name");
+	char	   *server = tms_arg_name(fcinfo, 0, "server name");
+	char	   *ns = tms_arg_text(fcinfo, 1, "namespace");
+	char	   *table = tms_arg_text(fcinfo, 2, "table name");
 	TmsCatalogConn *conn;
 	IoLoadedTable t;
 	IcebergTableMetadata *volatile md = NULL;
@@ -558,9 +539,9 @@ Datum
 tms_table_files(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *server = arg_name(fcinfo, 0);
-	char	   *ns = arg_text(fcinfo, 1, "namespace");
-	char	   *table = arg_text(fcinfo, 2, "table name");
+	char	   *server = tms_arg_name(fcinfo, 0, "server name");
+	char	   *ns = tms_arg_text(fcinfo, 1, "namespace");
+	char	   *table = tms_arg_text(fcinfo, 2, "table name");
 	bool		have_snapshot = !PG_ARGISNULL(3);
 	int64		snapshot_id = have_snapshot ? PG_GETARG_INT64(3) : 0;
 	TmsCatalogConn *conn;
@@ -673,9 +654,9 @@ tms_table_files(PG_FUNCTION_ARGS)
 Datum
 tms_table_metrics(PG_FUNCTION_ARGS)
 {
-	char	   *server = arg_name(fcinfo, 0);
-	char	   *ns = arg_text(fcinfo, 1, "namespace");
-	char	   *table = arg_text(fcinfo, 2, "table name");
+	char	   *server = tms_arg_name(fcinfo, 0, "server name");
+	char	   *ns = tms_arg_text(fcinfo, 1, "namespace");
+	char	   *table = tms_arg_text(fcinfo, 2, "table name");
 	char	   *level_name = PG_ARGISNULL(3) ? "auto" : text_to_cstring(PG_GETARG_TEXT_PP(3));
 	IcebergMetricsLevel level;
 	TmsCatalogConn *conn;

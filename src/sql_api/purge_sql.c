@@ -53,6 +53,7 @@
 
 #include "ops/purge.h"
 #include "sql_api/catalog_conn.h"
+#include "tms.h"
 
 PG_FUNCTION_INFO_V1(tms_purge_table);
 PG_FUNCTION_INFO_V1(tms_drop_table);
@@ -61,26 +62,6 @@ PG_FUNCTION_INFO_V1(tms_drop_table);
  * Helpers
  * ----------------------------------------------------------------
  */
-
-static char *
-arg_text(FunctionCallInfo fcinfo, int n, const char *what)
-{
-	if (PG_ARGISNULL(n))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
-	return text_to_cstring(PG_GETARG_TEXT_PP(n));
-}
-
-static char *
-arg_server(FunctionCallInfo fcinfo, int n)
-{
-	if (PG_ARGISNULL(n))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("server name must not be null")));
-	return pstrdup(NameStr(*PG_GETARG_NAME(n)));
-}
 
 static void
 become_owner(void)
@@ -381,9 +362,9 @@ check_server_allows(const char *server_name, List **allowed, char **relative_roo
 Datum
 tms_purge_table(PG_FUNCTION_ARGS)
 {
-	char	   *server = arg_server(fcinfo, 0);
-	char	   *ns = arg_text(fcinfo, 1, "namespace");
-	char	   *table = arg_text(fcinfo, 2, "table name");
+	char	   *server = tms_arg_name(fcinfo, 0, "server name");
+	char	   *ns = tms_arg_text(fcinfo, 1, "namespace");
+	char	   *table = tms_arg_text(fcinfo, 2, "table name");
 	char	   *ns_io;
 	List	   *allowed;
 	char	   *relative_root;
@@ -508,9 +489,9 @@ tms_purge_table(PG_FUNCTION_ARGS)
 Datum
 tms_drop_table(PG_FUNCTION_ARGS)
 {
-	char	   *server = arg_server(fcinfo, 0);
-	char	   *ns = arg_text(fcinfo, 1, "namespace");
-	char	   *table = arg_text(fcinfo, 2, "table name");
+	char	   *server = tms_arg_name(fcinfo, 0, "server name");
+	char	   *ns = tms_arg_text(fcinfo, 1, "namespace");
+	char	   *table = tms_arg_text(fcinfo, 2, "table name");
 	bool		purge = PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3);
 	TmsCatalogConn *conn = tms_catalog_connect(server);
 	char	   *ns_io = tms_namespace_to_io(ns);
