@@ -55,6 +55,9 @@ typedef struct Transfer
 	IoStringList headers;
 	size_t		header_bytes;
 	bool		header_oom;
+	struct curl_slist *hdrs;	/* request headers, freed after the transfer */
+	char		errbuf[CURL_ERROR_SIZE];
+	char		where[256];		/* URL for messages */
 } Transfer;
 
 /* Fill in defaults for zero/negative fields. */
@@ -277,35 +280,31 @@ map_curl_code(CURLcode rc)
 }
 
 /*
- * One attempt: run the transfer on (multi, easy) and fill resp.  Returns
- * 0 with a response, -1 with *err.
+ * Prepare easy for req: reset it, then set the URL, the headers (built
+ * into t->hdrs), timeouts, TLS checks and the callbacks writing into *t.
+ * *t must stay at the same address until transfer_finish or
+ * transfer_discard (libcurl keeps pointers to it and to t->errbuf).  The
+ * URL and the headers are copied; a request body must outlive the
+ * transfer.  Returns 0, or -1 with *err (nothing left to free).
  */
 static int
-perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
-			 const IoHttpRequest *req, IoHttpResponse *resp, IoError *err)
+transfer_setup(CURL *easy, const IoHttpOptions *opt, const IoHttpRequest *req,
+			   Transfer *t, IoError *err)
 {
-	Transfer	t;
 	struct curl_slist *hdrs = NULL;
-	char		errbuf[CURL_ERROR_SIZE];
-	char		where[256];
-	CURLcode	rc = CURLE_OK;
-	CURLMcode	mc;
-	int			running = 1;
-	bool		interrupted = false;
-	bool		added = false;
 	size_t		i;
-	long		request_size = 0;
 
-	memset(&t, 0, sizeof(t));
-	io_sb_init(&t.body);
-	t.max_body = opt->max_response_bytes;
-	errbuf[0] = '\0';
-	url_for_message(req->url, where, sizeof(where));
+	memset(t, 0, sizeof(*t));
+	io_sb_init(&t->body);
+	t->max_body = opt->max_response_bytes;
+	url_for_message(req->url, t->where, sizeof(t->where));
 
 	curl_easy_reset(easy);
-	for (i = 0; i < req->nheaders; i++)
+	for (i = 0; i <= req->nheaders; i++)
 	{
-		struct curl_slist *n = curl_slist_append(hdrs, req->headers[i]);
+		/* last: never send "Expect: 100-continue", one round trip less */
+		struct curl_slist *n = curl_slist_append(hdrs, i < req->nheaders ?
+												 req->headers[i] : "Expect:");
 
 		if (n == NULL)
 		{
@@ -314,17 +313,7 @@ perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
 		}
 		hdrs = n;
 	}
-	/* never send "Expect: 100-continue": one round trip less */
-	{
-		struct curl_slist *n = curl_slist_append(hdrs, "Expect:");
-
-		if (n == NULL)
-		{
-			curl_slist_free_all(hdrs);
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-		}
-		hdrs = n;
-	}
+	t->hdrs = hdrs;
 
 	curl_easy_setopt(easy, CURLOPT_URL, req->url);
 	curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
@@ -340,10 +329,10 @@ perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
 		curl_easy_setopt(easy, CURLOPT_CAPATH, opt->ca_path);
 	curl_easy_setopt(easy, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, write_cb);
-	curl_easy_setopt(easy, CURLOPT_WRITEDATA, &t);
+	curl_easy_setopt(easy, CURLOPT_WRITEDATA, t);
 	curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, header_cb);
-	curl_easy_setopt(easy, CURLOPT_HEADERDATA, &t);
-	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(easy, CURLOPT_HEADERDATA, t);
+	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t->errbuf);
 	curl_easy_setopt(easy, CURLOPT_USERAGENT, "tms/0.1");
 	curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
 	/*
@@ -370,17 +359,102 @@ perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
 							 req->body ? req->body : "");
 		}
 	}
+	return 0;
+}
 
+/*
+ * Release what transfer_setup attached to easy and *t, without a result
+ * (the transfer was abandoned).  easy must no longer be in a multi handle.
+ */
+static void
+transfer_discard(CURL *easy, Transfer *t)
+{
+	curl_slist_free_all(t->hdrs);
+	t->hdrs = NULL;
+	/* the error buffer lives in *t: detach it */
+	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, NULL);
+	io_sb_free(&t->body);
+	io_string_list_free(&t->headers);
+}
+
+/*
+ * Turn a finished transfer (libcurl result rc; easy already removed from
+ * its multi handle) into *resp, or into *err.  Releases *t either way.
+ * Returns 0 with a response, -1 with *err.
+ */
+static int
+transfer_finish(CURL *easy, const IoHttpOptions *opt, Transfer *t, CURLcode rc,
+				IoHttpResponse *resp, IoError *err)
+{
+	long		request_size = 0;
+
+	curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
+	resp->sent = request_size > 0;
+	curl_slist_free_all(t->hdrs);
+	t->hdrs = NULL;
+	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, NULL);
+	if (rc != CURLE_OK)
+	{
+		IoErrorCode code = map_curl_code(rc);
+
+		io_sb_free(&t->body);
+		io_string_list_free(&t->headers);
+		if (t->too_large)
+			return io_set_error(err, IO_ERR_TOO_LARGE, 0,
+								"response from %s exceeds %zu bytes", t->where,
+								opt->max_response_bytes);
+		if (t->body.oom || t->header_oom)
+			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0,
+								"out of memory reading response from %s", t->where);
+		if (code == IO_ERR_TIMEOUT)
+			io_set_error(err, code, 0, "request to %s timed out", t->where);
+		else
+			io_set_error(err, code, 0, "could not reach %s: %s", t->where,
+						 curl_easy_strerror(rc));
+		/* libcurl's own text (with timings) goes to the detail */
+		if (t->errbuf[0] != '\0')
+			io_set_detail(err, t->errbuf, strlen(t->errbuf));
+		return -1;
+	}
+	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp->status);
+	if (t->body.data == NULL)
+		io_sb_puts(&t->body, "");
+	resp->body_len = t->body.len;
+	resp->body = io_sb_steal(&t->body);
+	resp->headers = t->headers;
+	memset(&t->headers, 0, sizeof(t->headers));
+	if (resp->body == NULL)
+	{
+		io_http_response_free(resp);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	return 0;
+}
+
+/*
+ * One attempt: run the transfer on (multi, easy) and fill resp.  Returns
+ * 0 with a response, -1 with *err.
+ */
+static int
+perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
+			 const IoHttpRequest *req, IoHttpResponse *resp, IoError *err)
+{
+	Transfer	t;
+	CURLcode	rc = CURLE_OK;
+	CURLMcode	mc;
+	int			running = 1;
+	bool		interrupted = false;
+
+	if (transfer_setup(easy, opt, req, &t, err) != 0)
+		return -1;
 	mc = curl_multi_add_handle(multi, easy);
 	if (mc != CURLM_OK)
 	{
-		curl_slist_free_all(hdrs);
-		io_sb_free(&t.body);
+		transfer_discard(easy, &t);
 		return io_set_error(err, IO_ERR_INTERNAL, 0,
-							"could not start request to %s: %s", where,
+							"could not start request to %s: %s", t.where,
 							curl_multi_strerror(mc));
 	}
-	added = true;
 
 	while (running)
 	{
@@ -414,67 +488,51 @@ perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
 			if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy)
 				rc = msg->data.result;
 	}
-	curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
-	resp->sent = request_size > 0;
-	if (added)
-		curl_multi_remove_handle(multi, easy);
-	curl_slist_free_all(hdrs);
-	/* the error buffer lives on this stack frame: detach it */
-	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, NULL);
+	curl_multi_remove_handle(multi, easy);
+	/* a commit interrupted after it was sent has an unknown outcome */
+	{
+		long		request_size = 0;
+
+		curl_easy_getinfo(easy, CURLINFO_REQUEST_SIZE, &request_size);
+		resp->sent = request_size > 0;
+	}
 
 	if (interrupted)
 	{
-		io_sb_free(&t.body);
-		io_string_list_free(&t.headers);
+		transfer_discard(easy, &t);
 		return io_set_error(err, IO_ERR_INTERRUPTED, 0,
-							"request to %s interrupted", where);
+							"request to %s interrupted", t.where);
 	}
 	if (mc != CURLM_OK)
 	{
-		io_sb_free(&t.body);
-		io_string_list_free(&t.headers);
+		transfer_discard(easy, &t);
 		return io_set_error(err, IO_ERR_INTERNAL, 0, "request to %s failed: %s",
-							where, curl_multi_strerror(mc));
+							t.where, curl_multi_strerror(mc));
 	}
-	if (rc != CURLE_OK)
-	{
-		IoErrorCode code = map_curl_code(rc);
-
-		io_sb_free(&t.body);
-		io_string_list_free(&t.headers);
-		if (t.too_large)
-			return io_set_error(err, IO_ERR_TOO_LARGE, 0,
-								"response from %s exceeds %zu bytes", where,
-								opt->max_response_bytes);
-		if (t.body.oom || t.header_oom)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0,
-								"out of memory reading response from %s", where);
-		if (code == IO_ERR_TIMEOUT)
-			io_set_error(err, code, 0, "request to %s timed out", where);
-		else
-			io_set_error(err, code, 0, "could not reach %s: %s", where,
-						 curl_easy_strerror(rc));
-		/* libcurl's own text (with timings) goes to the detail */
-		if (errbuf[0] != '\0')
-			io_set_detail(err, errbuf, strlen(errbuf));
-		return -1;
-	}
-	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp->status);
-	if (t.body.data == NULL)
-		io_sb_puts(&t.body, "");
-	resp->body_len = t.body.len;
-	resp->body = io_sb_steal(&t.body);
-	resp->headers = t.headers;
-	if (resp->body == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-	return 0;
+	return transfer_finish(easy, opt, &t, rc, resp, err);
 }
 
-static bool
-retryable_status(long status)
+/* See io_int.h. */
+bool
+io_http_retryable_status(long status)
 {
 	return status == 429 || status == 500 || status == 502 ||
 		status == 503 || status == 504;
+}
+
+/* See io_int.h. */
+long
+io_http_backoff_ms(const IoHttpOptions *opt, int attempt)
+{
+	long		delay = opt->retry_base_ms;
+	int			k;
+
+	/* base * 2^attempt, capped, plus up to 50% jitter */
+	for (k = 0; k < attempt && delay < IO_MAX_BACKOFF_MS; k++)
+		delay *= 2;
+	if (delay > IO_MAX_BACKOFF_MS)
+		delay = IO_MAX_BACKOFF_MS;
+	return delay + (long) (random() % (delay / 2 + 1));
 }
 
 /* See io_int.h. */
@@ -529,25 +587,14 @@ io_http_perform(const IoHttpOptions *options, const IoHttpRequest *req,
 		if (rc != 0)
 			retry = (err->code == IO_ERR_CONNECT);
 		else
-			retry = retryable_status(resp->status);
+			retry = io_http_retryable_status(resp->status);
 		if (!retry)
 			break;
-		/* backoff: base * 2^attempt, capped, plus up to 50% jitter */
+		if (io_sleep_ms(&opt, io_http_backoff_ms(&opt, attempt), err) != 0)
 		{
-			long		delay = opt.retry_base_ms;
-			int			k;
-
-			for (k = 0; k < attempt && delay < IO_MAX_BACKOFF_MS; k++)
-				delay *= 2;
-			if (delay > IO_MAX_BACKOFF_MS)
-				delay = IO_MAX_BACKOFF_MS;
-			delay += (long) (random() % (delay / 2 + 1));
-			if (io_sleep_ms(&opt, delay, err) != 0)
-			{
-				io_http_response_free(resp);
-				rc = -1;
-				break;
-			}
+			io_http_response_free(resp);
+			rc = -1;
+			break;
 		}
 	}
 
@@ -559,4 +606,179 @@ io_http_perform(const IoHttpOptions *options, const IoHttpRequest *req,
 	else
 		proc_busy = false;
 	return rc;
+}
+
+/* ----------------------------------------------------------------
+ * Batches: several transfers at once on one multi handle
+ * ----------------------------------------------------------------
+ */
+
+typedef struct BatchSlot
+{
+	CURL	   *easy;			/* reused from transfer to transfer */
+	Transfer	t;
+	bool		busy;			/* in the multi handle */
+} BatchSlot;
+
+struct IoHttpBatch
+{
+	IoHttpOptions opt;
+	CURLM	   *multi;
+	int			nslots;
+	BatchSlot  *slots;
+};
+
+/* See io_int.h. */
+IoHttpBatch *
+io_http_batch_create(const IoHttpOptions *options, int nslots, IoError *err)
+{
+	IoHttpBatch *b;
+	int			i;
+
+	if (nslots < 1)
+	{
+		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+					 "a batch needs at least one transfer slot");
+		return NULL;
+	}
+	if (!ensure_global())
+	{
+		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "could not initialise libcurl");
+		return NULL;
+	}
+	b = calloc(1, sizeof(IoHttpBatch));
+	if (b == NULL)
+		goto oom;
+	io_http_options_resolve(options, &b->opt);
+	b->nslots = nslots;
+	b->slots = calloc(nslots, sizeof(BatchSlot));
+	b->multi = curl_multi_init();
+	if (b->slots == NULL || b->multi == NULL)
+		goto oom;
+	/* every slot may hold a connection of its own, kept alive across transfers */
+	curl_multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, (long) nslots);
+	for (i = 0; i < nslots; i++)
+	{
+		b->slots[i].easy = curl_easy_init();
+		if (b->slots[i].easy == NULL)
+			goto oom;
+	}
+	return b;
+oom:
+	io_http_batch_free(b);
+	io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	return NULL;
+}
+
+/* See io_int.h. */
+void
+io_http_batch_free(IoHttpBatch *b)
+{
+	int			i;
+
+	if (b == NULL)
+		return;
+	for (i = 0; b->slots != NULL && i < b->nslots; i++)
+	{
+		BatchSlot  *s = &b->slots[i];
+
+		if (s->easy == NULL)
+			continue;
+		if (s->busy)
+		{
+			curl_multi_remove_handle(b->multi, s->easy);
+			transfer_discard(s->easy, &s->t);
+		}
+		curl_easy_cleanup(s->easy);
+	}
+	if (b->multi != NULL)
+		curl_multi_cleanup(b->multi);
+	free(b->slots);
+	free(b);
+}
+
+/* See io_int.h. */
+int
+io_http_batch_start(IoHttpBatch *b, int slot, const IoHttpRequest *req,
+					IoError *err)
+{
+	BatchSlot  *s;
+	CURLMcode	mc;
+
+	if (slot < 0 || slot >= b->nslots || b->slots[slot].busy)
+		return io_set_error(err, IO_ERR_INTERNAL, 0,
+							"transfer slot %d is not free", slot);
+	s = &b->slots[slot];
+	if (transfer_setup(s->easy, &b->opt, req, &s->t, err) != 0)
+		return -1;
+	curl_easy_setopt(s->easy, CURLOPT_PRIVATE, (char *) s);
+	mc = curl_multi_add_handle(b->multi, s->easy);
+	if (mc != CURLM_OK)
+	{
+		transfer_discard(s->easy, &s->t);
+		return io_set_error(err, IO_ERR_INTERNAL, 0,
+							"could not start request to %s: %s", s->t.where,
+							curl_multi_strerror(mc));
+	}
+	s->busy = true;
+	return 0;
+}
+
+/* true when the interrupt callback asks to stop */
+static bool
+batch_interrupted(IoHttpBatch *b)
+{
+	return b->opt.interrupted != NULL && b->opt.interrupted(b->opt.interrupt_arg);
+}
+
+/* See io_int.h. */
+int
+io_http_batch_wait(IoHttpBatch *b, long timeout_ms, IoError *err)
+{
+	CURLMcode	mc;
+	int			running;
+
+	if (timeout_ms < 0 || timeout_ms > IO_POLL_INTERVAL_MS)
+		timeout_ms = IO_POLL_INTERVAL_MS;
+	if (batch_interrupted(b))
+		return io_set_error(err, IO_ERR_INTERRUPTED, 0, "requests interrupted");
+	mc = curl_multi_poll(b->multi, NULL, 0, (int) timeout_ms, NULL);
+	if (mc == CURLM_OK)
+		mc = curl_multi_perform(b->multi, &running);
+	if (mc != CURLM_OK)
+		return io_set_error(err, IO_ERR_INTERNAL, 0, "requests failed: %s",
+							curl_multi_strerror(mc));
+	if (batch_interrupted(b))
+		return io_set_error(err, IO_ERR_INTERRUPTED, 0, "requests interrupted");
+	return 0;
+}
+
+/* See io_int.h. */
+bool
+io_http_batch_done(IoHttpBatch *b, int *slot, int *rc, IoHttpResponse *resp,
+				   IoError *err)
+{
+	CURLMsg    *msg;
+	int			left;
+
+	while ((msg = curl_multi_info_read(b->multi, &left)) != NULL)
+	{
+		BatchSlot  *s = NULL;
+		CURLcode	result = msg->data.result;
+		CURL	   *easy = msg->easy_handle;
+
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **) &s);
+		if (s == NULL || !s->busy)
+			continue;
+		curl_multi_remove_handle(b->multi, easy);
+		s->busy = false;
+		memset(resp, 0, sizeof(*resp));
+		io_error_clear(err);
+		*slot = (int) (s - b->slots);
+		*rc = transfer_finish(easy, &b->opt, &s->t, result, resp, err);
+		return true;
+	}
+	return false;
 }

@@ -98,6 +98,56 @@ extern void io_http_response_free(IoHttpResponse *resp);
 extern const char *io_http_header(const IoHttpResponse *resp, const char *name,
 								  size_t *len);
 
+/* Is an HTTP status worth retrying (429, 500, 502, 503, 504)? */
+extern bool io_http_retryable_status(long status);
+
+/* Backoff before retry attempt+1: base * 2^attempt, capped, with jitter. */
+extern long io_http_backoff_ms(const IoHttpOptions *opt, int attempt);
+
+/*
+ * A batch: up to nslots transfers in flight at once on one multi handle of
+ * its own, each slot with an easy handle reused from transfer to transfer
+ * (connections are kept alive and reused across them).  No retries here:
+ * the caller decides per request.  The usage is
+ *
+ *		b = io_http_batch_create(opt, n, err);
+ *		loop:
+ *			io_http_batch_start(b, free_slot, req, err);	(any number)
+ *			io_http_batch_wait(b, timeout, err);	(-1: interrupted, stop)
+ *			while (io_http_batch_done(b, &slot, &rc, &resp, &rerr))
+ *				... slot is free again; free resp ...
+ *		io_http_batch_free(b);	(abandons transfers still in flight)
+ *
+ * Everything runs in the caller's thread: libcurl's callbacks only copy
+ * bytes, and the interrupt callback of opt is polled in every wait.
+ */
+typedef struct IoHttpBatch IoHttpBatch;
+
+extern IoHttpBatch *io_http_batch_create(const IoHttpOptions *opt, int nslots,
+										 IoError *err);
+extern void io_http_batch_free(IoHttpBatch *b);
+
+/*
+ * Start req in a free slot.  The URL and headers are copied; a body must
+ * outlive the transfer.  Returns 0, or -1 with *err.
+ */
+extern int	io_http_batch_start(IoHttpBatch *b, int slot, const IoHttpRequest *req,
+								IoError *err);
+
+/*
+ * Wait up to timeout_ms (at most IO_POLL_INTERVAL_MS) for network
+ * activity and advance the transfers.  Returns 0, or -1 with *err when
+ * interrupted (IO_ERR_INTERRUPTED) or libcurl failed as a whole.
+ */
+extern int	io_http_batch_wait(IoHttpBatch *b, long timeout_ms, IoError *err);
+
+/*
+ * Hand back one finished transfer, if any: true with *slot (now free) and
+ * *rc (0: *resp holds a response to free; -1: *err says why not).
+ */
+extern bool io_http_batch_done(IoHttpBatch *b, int *slot, int *rc,
+							   IoHttpResponse *resp, IoError *err);
+
 /* Options with defaults filled in. */
 extern void io_http_options_resolve(const IoHttpOptions *in, IoHttpOptions *out);
 
