@@ -426,6 +426,52 @@ extern int	io_catalog_load_table_etag(IoCatalog *cat, const char *ns,
 									   const char *table, const char *known_etag,
 									   IoLoadedTable *out, IoError *err);
 
+/* One load of a batch (io_catalog_load_tables_etag). */
+typedef struct IoLoadRequest
+{
+	const char *ns;				/* levels joined by IO_NS_SEP */
+	const char *table;
+	const char *known_etag;		/* NULL: unconditional */
+} IoLoadRequest;
+
+/*
+ * Receives the result of reqs[index] as soon as it arrived: t (a 200, or a
+ * 304 as io_catalog_load_table_etag describes it) or err (this request's
+ * failure; err->code IO_ERR_NO_SUCH_TABLE for a vanished table).  Exactly
+ * one of t and err is non-NULL.  Called from the calling thread between
+ * two polls, never from inside libcurl, with no transfer blocked on it.
+ * *t is freed when the callback returns unless the callback takes it
+ * (copy the struct, then zero *t).  The callback must not longjmp (inside
+ * PostgreSQL: catch errors with PG_TRY and return non-zero).  Return
+ * non-zero to stop the batch.
+ */
+typedef int (*IoLoadResultFn) (void *arg, size_t index, IoLoadedTable *t,
+							   const IoError *err);
+
+/*
+ * Load n tables with up to `concurrency` requests in flight at once on one
+ * libcurl multi handle (one easy handle per slot, reused; connections kept
+ * alive), each like io_catalog_load_table_etag: one GET, If-None-Match
+ * with known_etag (or the handle's cached copy), handed to fn as it
+ * completes.  Only the bodies of the requests in flight are held.
+ *
+ * Each request is retried like a single load (transport failures and
+ * 429/5xx with backoff, never a timeout); one request's failure goes to fn
+ * and does not stop the others.  The OAuth token is fetched once before
+ * the first request; after a 401 it is refreshed once for the batch and
+ * each request answered 401 is retried once.  The interrupt callback is
+ * polled at least every IO_POLL_INTERVAL_MS.
+ *
+ * Returns 0 when every request's result went to fn; -1 with *err when the
+ * batch stopped early: interrupted (IO_ERR_INTERRUPTED, also when fn asked
+ * to stop), or the token could not be fetched.  Requests not delivered by
+ * then are abandoned.
+ */
+extern int	io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs,
+										size_t n, int concurrency,
+										IoLoadResultFn fn, void *arg,
+										IoError *err);
+
 /* Drop a table; purge asks the catalog to delete its files too. */
 extern int	io_catalog_drop_table(IoCatalog *cat, const char *ns,
 								  const char *table, bool purge, IoError *err);

@@ -59,6 +59,7 @@ struct IoCatalog
 
 	char	   *token;			/* current bearer token */
 	int64_t		token_expires_ms;	/* monotonic; 0 = no known expiry */
+	uint64_t	token_fetches;	/* tokens fetched so far */
 
 	IoKeyValue *props;
 	size_t		nprops;
@@ -469,6 +470,7 @@ fetch_token(IoCatalog *cat, IoError *err)
 	}
 	wipe_free(cat->token);
 	cat->token = io_strdup(tok);
+	cat->token_fetches++;
 	exp = json_object_get(doc, "expires_in");
 	cat->token_expires_ms = json_is_integer(exp) && json_integer_value(exp) > 0 ?
 		io_now_ms() + (int64_t) json_integer_value(exp) * 1000 : 0;
@@ -1307,93 +1309,105 @@ io_catalog_load_table(IoCatalog *cat, const char *ns, const char *table,
 	return io_catalog_load_table_etag(cat, ns, table, NULL, out, err);
 }
 
-int
-io_catalog_load_table_etag(IoCatalog *cat, const char *ns, const char *table,
-						   const char *known_etag, IoLoadedTable *out,
-						   IoError *err)
+/*
+ * Path ("v1/.../tables/t?snapshots=all") and If-None-Match header (NULL
+ * when unconditional) of a load: the handle's cached ETag when its copy is
+ * the version the caller knows (or the caller knows none), else
+ * known_etag.  Both malloc'd.  Returns 0, or -1 with *err.
+ */
+static int
+load_request(IoCatalog *cat, const char *ns, const char *table,
+			 const char *known_etag, char **path, char **inm, IoError *err)
 {
-	IoStrBuf	path;
-	IoStrBuf	inm;
-	IoHttpResponse resp;
+	IoStrBuf	p;
+	IoStrBuf	h;
 	TableCacheEntry *cached;
-	json_t	   *doc;
-	const char *etag;
-	size_t		etag_len;
-	int			rc;
 
-	memset(out, 0, sizeof(*out));
+	*path = *inm = NULL;
 	if (ns == NULL || ns[0] == '\0' || table == NULL || table[0] == '\0')
 		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
 							"namespace and table name must not be empty");
 	cached = cache_find(cat, ns, table);
-	io_sb_init(&path);
-	io_sb_init(&inm);
-	table_path(cat, &path, ns, table);
-	io_sb_puts(&path, "?snapshots=all");
 	if (cached != NULL && known_etag != NULL &&
 		strcmp(cached->etag, known_etag) != 0)
 		cached = NULL;			/* the caller knows another version */
+	io_sb_init(&p);
+	io_sb_init(&h);
+	table_path(cat, &p, ns, table);
+	io_sb_puts(&p, "?snapshots=all");
 	if (cached != NULL)
-		io_sb_printf(&inm, "If-None-Match: %s", cached->etag);
+		io_sb_printf(&h, "If-None-Match: %s", cached->etag);
 	else if (known_etag != NULL)
-		io_sb_printf(&inm, "If-None-Match: %s", known_etag);
-	if (path.oom || inm.oom)
+		io_sb_printf(&h, "If-None-Match: %s", known_etag);
+	if (p.oom || h.oom)
 	{
-		io_sb_free(&path);
-		io_sb_free(&inm);
+		io_sb_free(&p);
+		io_sb_free(&h);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	}
-	{
-		const char *extra[2];
+	*path = io_sb_steal(&p);
+	*inm = h.len > 0 ? io_sb_steal(&h) : NULL;
+	io_sb_free(&h);
+	return 0;
+}
 
-		extra[0] = "X-Iceberg-Access-Delegation: vended-credentials";
-		extra[1] = inm.data;
-		rc = cat_request(cat, "GET", path.data, NULL, extra,
-						 (cached || known_etag) ? 2 : 1, true, &resp, err);
-	}
-	io_sb_free(&path);
-	io_sb_free(&inm);
-	if (rc != 0)
+/*
+ * Turn the response to a load into *out (see io_catalog_load_table_etag);
+ * inm is the If-None-Match header that was sent (NULL: none).  Returns 0,
+ * or -1 with *err.  resp stays the caller's.
+ */
+static int
+load_response(IoCatalog *cat, const char *ns, const char *table,
+			  const char *known_etag, const char *inm,
+			  const IoHttpResponse *resp, IoLoadedTable *out, IoError *err)
+{
+	TableCacheEntry *cached;
+	json_t	   *doc;
+	const char *etag;
+	size_t		etag_len;
+
+	memset(out, 0, sizeof(*out));
+	if (resp->status == 304 && inm != NULL)
 	{
-		io_http_response_free(&resp);
-		return -1;
+		const char *sent = inm + strlen("If-None-Match: ");
+
+		cached = cache_find(cat, ns, table);
+		if (cached != NULL && strcmp(cached->etag, sent) == 0)
+		{
+			if (loaded_copy(&cached->table, out) != 0)
+				return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			out->not_modified = true;
+			return 0;
+		}
+		if (known_etag != NULL && strcmp(known_etag, sent) == 0)
+		{
+			/* unchanged since the caller's version; no cached body */
+			out->not_modified = true;
+			out->etag = io_strdup(known_etag);
+			if (out->etag == NULL)
+				return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return 0;
+		}
 	}
-	if (resp.status == 304 && cached != NULL)
+	if (resp->status != 200)
 	{
-		io_http_response_free(&resp);
-		if (loaded_copy(&cached->table, out) != 0)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-		out->not_modified = true;
-		return 0;
-	}
-	if (resp.status == 304 && known_etag != NULL)
-	{
-		/* unchanged since the caller's version; no cached body */
-		io_http_response_free(&resp);
-		out->not_modified = true;
-		out->etag = io_strdup(known_etag);
-		if (out->etag == NULL)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-		return 0;
-	}
-	if (resp.status != 200)
-	{
-		if (resp.status == 404)
+		if (resp->status == 404)
 			io_catalog_forget(cat, ns, table);
-		status_error(&resp, CALL_TABLE, "load table", err);
-		io_http_response_free(&resp);
-		return -1;
+		return status_error(resp, CALL_TABLE, "load table", err);
 	}
-	doc = parse_body(&resp, "load table", err);
+	doc = parse_body(resp, "load table", err);
 	if (doc == NULL)
-	{
-		io_http_response_free(&resp);
 		return -1;
-	}
-	etag = io_http_header(&resp, "etag", &etag_len);
+	etag = io_http_header(resp, "etag", &etag_len);
 	if (etag != NULL && etag_len > 0)
+	{
 		out->etag = io_strndup(etag, etag_len);
-	io_http_response_free(&resp);
+		if (out->etag == NULL)
+		{
+			json_decref(doc);
+			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		}
+	}
 	if (parse_load_result(doc, out, "load table", err) != 0)
 	{
 		json_decref(doc);
@@ -1403,6 +1417,282 @@ io_catalog_load_table_etag(IoCatalog *cat, const char *ns, const char *table,
 	json_decref(doc);
 	cache_store(cat, ns, table, out);
 	return 0;
+}
+
+int
+io_catalog_load_table_etag(IoCatalog *cat, const char *ns, const char *table,
+						   const char *known_etag, IoLoadedTable *out,
+						   IoError *err)
+{
+	IoHttpResponse resp;
+	char	   *path;
+	char	   *inm;
+	const char *extra[2];
+	int			rc;
+
+	memset(out, 0, sizeof(*out));
+	if (load_request(cat, ns, table, known_etag, &path, &inm, err) != 0)
+		return -1;
+	extra[0] = "X-Iceberg-Access-Delegation: vended-credentials";
+	extra[1] = inm;
+	rc = cat_request(cat, "GET", path, NULL, extra, inm ? 2 : 1, true, &resp, err);
+	free(path);
+	if (rc == 0)
+		rc = load_response(cat, ns, table, known_etag, inm, &resp, out, err);
+	free(inm);
+	io_http_response_free(&resp);
+	return rc;
+}
+
+/* ----------------------------------------------------------------
+ * Many loads at once
+ * ----------------------------------------------------------------
+ */
+
+/* One transfer slot of a batch of loads. */
+typedef struct LoadSlot
+{
+	bool		used;			/* holds a request (in flight or waiting) */
+	bool		in_flight;
+	size_t		idx;			/* index into the requests */
+	int			attempt;		/* transport/5xx retries so far */
+	bool		auth_retried;	/* retried once after a 401 */
+	uint64_t	token_gen;		/* cat->token_fetches when sent */
+	int64_t		ready_ms;		/* waiting: backoff ends */
+	char	   *path;
+	char	   *inm;
+} LoadSlot;
+
+/* Send the slot's request (a new attempt).  Returns 0 or -1 with *err. */
+static int
+load_slot_send(IoCatalog *cat, IoHttpBatch *b, int i, LoadSlot *s, IoError *err)
+{
+	const char *headers[4];
+	size_t		nh = 0;
+	IoStrBuf	url;
+	IoStrBuf	auth;
+	IoHttpRequest req;
+	int			rc;
+
+	if (ensure_token(cat, err) != 0)
+		return -1;
+	io_sb_init(&url);
+	io_sb_init(&auth);
+	io_sb_printf(&url, "%s/%s", cat->uri, s->path);
+	headers[nh++] = "Accept: application/json";
+	if (cat->token != NULL || cat->static_token != NULL)
+	{
+		io_sb_printf(&auth, "Authorization: Bearer %s",
+					 cat->token ? cat->token : cat->static_token);
+		headers[nh++] = auth.data;
+	}
+	headers[nh++] = "X-Iceberg-Access-Delegation: vended-credentials";
+	if (s->inm != NULL)
+		headers[nh++] = s->inm;
+	if (url.oom || auth.oom)
+		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	else
+	{
+		memset(&req, 0, sizeof(req));
+		req.method = "GET";
+		req.url = url.data;
+		req.headers = headers;
+		req.nheaders = nh;
+		req.idempotent = true;
+		req.what = "catalog";
+		rc = io_http_batch_start(b, i, &req, err);
+	}
+	if (auth.data)
+		memset(auth.data, 0, auth.len);
+	io_sb_free(&auth);
+	io_sb_free(&url);
+	if (rc == 0)
+	{
+		cat->requests++;
+		s->in_flight = true;
+		s->token_gen = cat->token_fetches;
+	}
+	return rc;
+}
+
+/* Release a slot's request. */
+static void
+load_slot_clear(LoadSlot *s)
+{
+	free(s->path);
+	free(s->inm);
+	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * A request of the batch finished (rc 0: resp; -1: *rerr).  Decide: retry
+ * (returns 1, the slot stays used), or deliver the result to fn (returns
+ * 0, the slot is cleared), or stop the batch (-1 with *err: the callback
+ * asked to, or the token could not be refreshed).  *refreshed tells
+ * whether the batch already fetched a new token after a 401.
+ */
+static int
+load_slot_finished(IoCatalog *cat, const IoLoadRequest *reqs, LoadSlot *s,
+				   int rc, IoHttpResponse *resp, IoError *rerr,
+				   const IoHttpOptions *opt, bool *refreshed, IoLoadResultFn fn,
+				   void *arg, IoError *err)
+{
+	const IoLoadRequest *r = &reqs[s->idx];
+	IoLoadedTable t;
+	int			stop;
+
+	s->in_flight = false;
+	if (rc == 0 && resp->status == 401 && cat->client_id != NULL && !s->auth_retried &&
+		(s->token_gen != cat->token_fetches || !*refreshed))
+	{
+		/*
+		 * Token revoked or expired early: one new token for the batch (a
+		 * request sent with an older token than the current one is just
+		 * sent again).
+		 */
+		if (s->token_gen == cat->token_fetches)
+		{
+			wipe_free(cat->token);
+			cat->token = NULL;
+			*refreshed = true;
+			if (fetch_token(cat, err) != 0)
+				return -1;
+		}
+		s->auth_retried = true;
+		s->ready_ms = 0;
+		return 1;
+	}
+	if (s->attempt < opt->retries &&
+		((rc != 0 && rerr->code == IO_ERR_CONNECT) ||
+		 (rc == 0 && io_http_retryable_status(resp->status))))
+	{
+		s->ready_ms = io_now_ms() + io_http_backoff_ms(opt, s->attempt);
+		s->attempt++;
+		return 1;
+	}
+	memset(&t, 0, sizeof(t));
+	if (rc == 0)
+		rc = load_response(cat, r->ns, r->table, r->known_etag, s->inm, resp,
+						   &t, rerr);
+	stop = fn(arg, s->idx, rc == 0 ? &t : NULL, rc == 0 ? NULL : rerr);
+	io_loaded_table_free(&t);
+	load_slot_clear(s);
+	if (stop)
+		return io_set_error(err, IO_ERR_INTERRUPTED, 0,
+							"loading tables stopped by the caller");
+	return 0;
+}
+
+/* See io.h. */
+int
+io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs, size_t n,
+							int concurrency, IoLoadResultFn fn, void *arg,
+							IoError *err)
+{
+	IoHttpOptions opt;
+	IoHttpBatch *b;
+	LoadSlot   *slots;
+	size_t		next = 0;
+	size_t		done = 0;
+	bool		refreshed = false;
+	int			nslots;
+	int			rc = 0;
+	int			i;
+
+	io_error_clear(err);
+	if (n == 0)
+		return 0;
+	if (concurrency < 1)
+		concurrency = 1;
+	nslots = (size_t) concurrency < n ? concurrency : (int) n;
+	io_http_options_resolve(&cat->http, &opt);
+	/* one token for the whole batch, fetched before the first request */
+	if (ensure_token(cat, err) != 0)
+		return -1;
+	b = io_http_batch_create(&cat->http, nslots, err);
+	if (b == NULL)
+		return -1;
+	slots = calloc(nslots, sizeof(LoadSlot));
+	if (slots == NULL)
+	{
+		io_http_batch_free(b);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+
+	while (done < n)
+	{
+		int64_t		now = io_now_ms();
+		long		timeout = IO_POLL_INTERVAL_MS;
+		int			slot;
+		int			trc;
+		IoHttpResponse resp;
+		IoError		rerr;
+
+		/* start what is ready: new requests into free slots, retries due */
+		for (i = 0; i < nslots && rc == 0; i++)
+		{
+			LoadSlot   *s = &slots[i];
+
+			if (!s->used && next < n)
+			{
+				const IoLoadRequest *r = &reqs[next];
+
+				s->used = true;
+				s->idx = next++;
+				if (load_request(cat, r->ns, r->table, r->known_etag,
+								 &s->path, &s->inm, &rerr) != 0)
+				{
+					/* a bad request fails alone */
+					int			stop = fn(arg, s->idx, NULL, &rerr);
+
+					load_slot_clear(s);
+					done++;
+					if (stop)
+						rc = io_set_error(err, IO_ERR_INTERRUPTED, 0,
+										  "loading tables stopped by the caller");
+					i--;		/* this slot is free again */
+					continue;
+				}
+				s->ready_ms = 0;
+			}
+			if (s->used && !s->in_flight)
+			{
+				if (s->ready_ms <= now)
+					rc = load_slot_send(cat, b, i, s, err);
+				else if (s->ready_ms - now < timeout)
+					timeout = (long) (s->ready_ms - now);
+			}
+		}
+		if (rc != 0 || done >= n)
+			break;
+
+		if (io_http_batch_wait(b, timeout, err) != 0)
+		{
+			rc = -1;
+			break;
+		}
+		while (rc == 0 && io_http_batch_done(b, &slot, &trc, &resp, &rerr))
+		{
+			int			r = load_slot_finished(cat, reqs, &slots[slot], trc,
+											   &resp, &rerr, &opt, &refreshed, fn,
+											   arg, err);
+
+			io_http_response_free(&resp);
+			if (r < 0)
+				rc = -1;
+			else if (r == 0)
+				done++;
+		}
+		if (rc != 0)
+			break;
+	}
+
+	/* abandon what is still in flight (interrupt, stop) */
+	io_http_batch_free(b);
+	for (i = 0; i < nslots; i++)
+		load_slot_clear(&slots[i]);
+	free(slots);
+	return rc;
 }
 
 int

@@ -3,8 +3,9 @@
  * io_test.c
  *		Unit tests of src/io/ without a server: the whole AWS SigV4 test
  *		suite (header and presigned-query modes), storage URI parsing,
- *		the S3 XML reader on good and malformed input, and local file
- *		storage.
+ *		the S3 XML reader on good and malformed input, local file
+ *		storage, and batches of concurrent table loads against a small
+ *		forked HTTP server of this file.
  *
  * Built by "make unit" with the files of src/io/.  The SigV4 suite directory is
  * taken from $SIGV4_SUITE, else ../shared/fixtures/sigv4/v4 relative to
@@ -15,6 +16,8 @@
  *
  *-------------------------------------------------------------------------
  */
+#define _GNU_SOURCE				/* memmem, strcasestr */
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -26,7 +29,10 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include <jansson.h>
@@ -870,6 +876,385 @@ test_http_interrupts(void)
 	io_http_shutdown();
 }
 
+/* ----------------------------------------------------------------
+ * Batches of table loads against a forked catalog server
+ * ----------------------------------------------------------------
+ */
+
+/* Counters shared with the server's processes (MAP_SHARED). */
+typedef struct ServerStats
+{
+	int			requests;		/* table loads answered or started */
+	int			in_flight;
+	int			max_in_flight;
+	int			connections;
+	int			tokens;			/* tokens issued: "tok<N>" */
+	int			min_valid_token;	/* loads with an older token: 401 */
+	int			flaky_left;		/* 503s still to give for "flaky" */
+} ServerStats;
+
+static ServerStats *stats;
+
+/* Write all of buf to fd. */
+static void
+write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0)
+	{
+		ssize_t		n = write(fd, buf, len);
+
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= (size_t) n;
+	}
+}
+
+/* Send a response with a JSON (or empty) body. */
+static void
+respond(int fd, int status, const char *extra, const char *body)
+{
+	char		head[512];
+
+	snprintf(head, sizeof(head),
+			 "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n%sContent-Length: %zu\r\n\r\n",
+			 status, extra ? extra : "", body ? strlen(body) : 0);
+	write_all(fd, head, strlen(head));
+	if (body)
+		write_all(fd, body, strlen(body));
+}
+
+/*
+ * Serve one keep-alive connection: POST v1/oauth/tokens, GET v1/config,
+ * GET v1/namespaces/ns/tables/<name>: "missing" 404, "flaky" 503 while
+ * flaky_left > 0, "hang" never answers, "slow*" answers after 100 ms;
+ * If-None-Match "e1" gets 304, a token older than min_valid_token 401.
+ */
+static void
+serve_connection(int fd)
+{
+	char		buf[16384];
+	size_t		len = 0;
+
+	for (;;)
+	{
+		char	   *end;
+		char	   *cl;
+		size_t		body_len = 0;
+		size_t		used;
+		char		path[512];
+		char		name[256];
+		char		body[1024];
+
+		while ((end = memmem(buf, len, "\r\n\r\n", 4)) == NULL)
+		{
+			ssize_t		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+
+			if (n <= 0)
+				return;
+			len += (size_t) n;
+		}
+		buf[len] = '\0';
+		*end = '\0';
+		cl = strcasestr(buf, "Content-Length:");
+		if (cl)
+			body_len = (size_t) atol(cl + 15);
+		used = (size_t) (end + 4 - buf) + body_len;
+		while (len < used)
+		{
+			ssize_t		n = read(fd, buf + len, sizeof(buf) - 1 - len);
+
+			if (n <= 0)
+				return;
+			len += (size_t) n;
+		}
+		if (sscanf(buf, "%*s %511s", path) != 1)
+			return;
+		if (strncmp(buf, "POST", 4) == 0 && strstr(path, "oauth/tokens"))
+		{
+			int			t = __sync_add_and_fetch(&stats->tokens, 1);
+
+			snprintf(body, sizeof(body),
+					 "{\"access_token\": \"tok%d\", \"token_type\": \"bearer\", \"expires_in\": 3600}", t);
+			respond(fd, 200, NULL, body);
+		}
+		else if (strncmp(path, "/v1/config", 10) == 0)
+			respond(fd, 200, NULL, "{\"defaults\": {}, \"overrides\": {}}");
+		else if (sscanf(path, "/v1/namespaces/ns/tables/%255[^?]", name) == 1)
+		{
+			int			now = __sync_add_and_fetch(&stats->in_flight, 1);
+			int			max;
+			const char *auth = strcasestr(buf, "Authorization: Bearer tok");
+
+			__sync_add_and_fetch(&stats->requests, 1);
+			while ((max = stats->max_in_flight) < now &&
+				   !__sync_bool_compare_and_swap(&stats->max_in_flight, max, now))
+				;
+			if (strcmp(name, "hang") == 0)
+				sleep(30);
+			if (strncmp(name, "slow", 4) == 0)
+				usleep(100 * 1000);
+			if (auth && atoi(auth + 25) < stats->min_valid_token)
+				respond(fd, 401, NULL, "{\"error\": {\"message\": \"expired\", \"type\": \"NotAuthorizedException\", \"code\": 401}}");
+			else if (strcmp(name, "missing") == 0)
+				respond(fd, 404, NULL, "{\"error\": {\"message\": \"no\", \"type\": \"NoSuchTableException\", \"code\": 404}}");
+			else if (strcmp(name, "flaky") == 0 &&
+					 __sync_sub_and_fetch(&stats->flaky_left, 1) >= 0)
+				respond(fd, 503, NULL, "{}");
+			else if (strcasestr(buf, "If-None-Match: \"e1\""))
+				respond(fd, 304, "ETag: \"e1\"\r\n", NULL);
+			else
+			{
+				snprintf(body, sizeof(body),
+						 "{\"metadata-location\": \"file:///m/%s.json\", \"metadata\": "
+						 "{\"format-version\": 2, \"table-uuid\": \"u\", \"location\": \"file:///t\"}}",
+						 name);
+				respond(fd, 200, "ETag: \"e1\"\r\n", body);
+			}
+			__sync_sub_and_fetch(&stats->in_flight, 1);
+		}
+		else
+			respond(fd, 404, NULL, "{}");
+		memmove(buf, buf + used, len - used);
+		len -= used;
+	}
+}
+
+/* Fork the server on a free loopback port; returns its pid (a process group). */
+static pid_t
+start_server(int *port)
+{
+	int			lsock = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in addr;
+	socklen_t	alen = sizeof(addr);
+	pid_t		pid;
+
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (lsock < 0 || bind(lsock, (struct sockaddr *) &addr, sizeof(addr)) != 0 ||
+		listen(lsock, 64) != 0 || getsockname(lsock, (struct sockaddr *) &addr, &alen) != 0)
+		return -1;
+	*port = ntohs(addr.sin_port);
+	pid = fork();
+	if (pid != 0)
+	{
+		close(lsock);
+		return pid;
+	}
+	setpgid(0, 0);
+	signal(SIGCHLD, SIG_IGN);
+	for (;;)
+	{
+		int			fd = accept(lsock, NULL, NULL);
+
+		if (fd < 0)
+			continue;
+		__sync_add_and_fetch(&stats->connections, 1);
+		if (fork() == 0)
+		{
+			close(lsock);
+			alarm(60);
+			serve_connection(fd);
+			_exit(0);
+		}
+		close(fd);
+	}
+}
+
+typedef struct BatchResults
+{
+	int			ok;				/* 200 */
+	int			not_modified;	/* 304 */
+	int			missing;
+	int			failed;
+	int			calls;
+	int			stop_after;		/* > 0: stop after this many results */
+	char		first_error[512];
+} BatchResults;
+
+static int
+collect_result(void *arg, size_t index, IoLoadedTable *t, const IoError *err)
+{
+	BatchResults *r = arg;
+
+	(void) index;
+	r->calls++;
+	if (t != NULL && t->not_modified)
+		r->not_modified++;
+	else if (t != NULL && t->metadata_json != NULL && t->etag != NULL)
+		r->ok++;
+	else if (err != NULL && err->code == IO_ERR_NO_SUCH_TABLE)
+		r->missing++;
+	else
+	{
+		r->failed++;
+		if (err != NULL && r->first_error[0] == '\0')
+			snprintf(r->first_error, sizeof(r->first_error), "%s", err->message);
+	}
+	return r->stop_after > 0 && r->calls >= r->stop_after;
+}
+
+static void
+test_load_batches(void)
+{
+	int			port;
+	pid_t		server;
+	char		uri[128];
+	IoCatalogConfig cfg;
+	IoCatalog  *cat;
+	IoError		err;
+	IoLoadRequest reqs[20];
+	char		names[20][16];
+	BatchResults r;
+	int64_t		t0,
+				el;
+	uint64_t	req0;
+	int			conn0;
+	int			rc;
+
+	stats = mmap(NULL, sizeof(ServerStats), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stats == MAP_FAILED || (server = start_server(&port)) < 0)
+	{
+		CHECK(0, "cannot start the test server");
+		return;
+	}
+	memset(stats, 0, sizeof(*stats));
+	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d", port);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.uri = uri;
+	cfg.http.retries = 2;
+	cfg.http.retry_base_ms = 10;
+	cat = io_catalog_open(&cfg, &err);
+	CHECK(cat != NULL, "open: %s", err.message);
+	if (cat == NULL)
+		goto out;
+
+	/* 20 loads taking 100 ms each, 8 at a time: ~300 ms, not 2 s */
+	for (int i = 0; i < 20; i++)
+	{
+		snprintf(names[i], sizeof(names[i]), "slow%02d", i);
+		reqs[i].ns = "ns";
+		reqs[i].table = names[i];
+		reqs[i].known_etag = NULL;
+	}
+	memset(&r, 0, sizeof(r));
+	req0 = io_catalog_request_count(cat);
+	conn0 = stats->connections;
+	t0 = now_ms();
+	rc = io_catalog_load_tables_etag(cat, reqs, 20, 8, collect_result, &r, &err);
+	el = now_ms() - t0;
+	CHECK(rc == 0 && r.ok == 20 && r.calls == 20, "batch of 20: rc %d, %d ok, %d calls (%s)",
+		  rc, r.ok, r.calls, rc ? err.message : r.first_error);
+	CHECK(io_catalog_request_count(cat) - req0 == 20, "one request per table: %llu",
+		  (unsigned long long) (io_catalog_request_count(cat) - req0));
+	CHECK(stats->max_in_flight > 1 && stats->max_in_flight <= 8,
+		  "requests overlap, at most 8: %d", stats->max_in_flight);
+	CHECK(el < 1000, "8 at a time is faster than one after the other: %lld ms", (long long) el);
+	CHECK(stats->connections - conn0 <= 8, "connections reused: %d new for 20 requests",
+		  stats->connections - conn0);
+	printf("20 loads of 100 ms, 8 at a time: %lld ms, max %d in flight, %d connections\n",
+		   (long long) el, stats->max_in_flight, stats->connections - conn0);
+
+	/* the same with the ETag: 304 each, still one request per table */
+	for (int i = 0; i < 20; i++)
+		reqs[i].known_etag = "\"e1\"";
+	memset(&r, 0, sizeof(r));
+	req0 = io_catalog_request_count(cat);
+	rc = io_catalog_load_tables_etag(cat, reqs, 20, 4, collect_result, &r, &err);
+	CHECK(rc == 0 && r.not_modified == 20, "304s: rc %d, %d not modified", rc, r.not_modified);
+	CHECK(io_catalog_request_count(cat) - req0 == 20, "one request per table");
+
+	/* concurrency 1: one at a time */
+	stats->max_in_flight = 0;
+	memset(&r, 0, sizeof(r));
+	rc = io_catalog_load_tables_etag(cat, reqs, 5, 1, collect_result, &r, &err);
+	CHECK(rc == 0 && r.not_modified == 5 && stats->max_in_flight == 1,
+		  "concurrency 1: rc %d, max in flight %d", rc, stats->max_in_flight);
+
+	/* one missing table, one 503 then 200: neither fails the batch */
+	reqs[0].table = "missing";
+	reqs[1].table = "flaky";
+	reqs[1].known_etag = NULL;
+	stats->flaky_left = 1;
+	memset(&r, 0, sizeof(r));
+	req0 = io_catalog_request_count(cat);
+	rc = io_catalog_load_tables_etag(cat, reqs, 6, 3, collect_result, &r, &err);
+	CHECK(rc == 0 && r.missing == 1 && r.ok == 1 && r.not_modified == 4 && r.failed == 0,
+		  "mixed: rc %d missing %d ok %d 304 %d failed %d (%s)", rc, r.missing, r.ok,
+		  r.not_modified, r.failed, r.first_error);
+	CHECK(io_catalog_request_count(cat) - req0 == 7, "the 503 was retried once: %llu requests",
+		  (unsigned long long) (io_catalog_request_count(cat) - req0));
+
+	/* the callback stops the batch */
+	memset(&r, 0, sizeof(r));
+	r.stop_after = 2;
+	rc = io_catalog_load_tables_etag(cat, reqs + 2, 18, 2, collect_result, &r, &err);
+	CHECK(rc == -1 && err.code == IO_ERR_INTERRUPTED && r.calls == 2,
+		  "stopped by the callback: rc %d, %d calls", rc, r.calls);
+
+	/* an interrupt ends a batch of hanging requests within a poll interval */
+	{
+		Deadline	d;
+		IoHttpOptions http = cfg.http;
+
+		for (int i = 0; i < 4; i++)
+		{
+			reqs[i].table = "hang";
+			reqs[i].known_etag = NULL;
+		}
+		d.at = now_ms() + 300;
+		d.calls = 0;
+		http.interrupted = interrupt_after;
+		http.interrupt_arg = &d;
+		io_catalog_set_http(cat, &http);
+		memset(&r, 0, sizeof(r));
+		t0 = now_ms();
+		rc = io_catalog_load_tables_etag(cat, reqs, 4, 4, collect_result, &r, &err);
+		el = now_ms() - t0;
+		CHECK(rc == -1 && err.code == IO_ERR_INTERRUPTED && r.calls == 0,
+			  "interrupted batch: rc %d (%s), %d results", rc, err.message, r.calls);
+		CHECK(el >= 290 && el < 300 + 2 * IO_POLL_INTERVAL_MS + 50,
+			  "batch interrupted within a poll interval: %lld ms", (long long) el);
+	}
+	io_catalog_free(cat);
+
+	/* OAuth: one token for the batch; after a 401, one refresh and retries */
+	cfg.credential = "client:secret";
+	stats->tokens = 0;
+	cat = io_catalog_open(&cfg, &err);
+	CHECK(cat != NULL && stats->tokens == 1, "open with a credential: %s",
+		  cat ? "" : err.message);
+	if (cat == NULL)
+		goto out;
+	stats->min_valid_token = 2;
+	for (int i = 0; i < 6; i++)
+	{
+		reqs[i].table = names[i];
+		reqs[i].known_etag = NULL;
+	}
+	memset(&r, 0, sizeof(r));
+	req0 = io_catalog_request_count(cat);
+	rc = io_catalog_load_tables_etag(cat, reqs, 6, 3, collect_result, &r, &err);
+	CHECK(rc == 0 && r.ok == 6 && stats->tokens == 2,
+		  "401 in a batch: rc %d, %d ok, %d tokens (%s)", rc, r.ok, stats->tokens,
+		  rc ? err.message : r.first_error);
+	/* a token that is never good enough: each load fails alone, one refresh */
+	stats->min_valid_token = 1000;
+	memset(&r, 0, sizeof(r));
+	rc = io_catalog_load_tables_etag(cat, reqs, 6, 3, collect_result, &r, &err);
+	CHECK(rc == 0 && r.failed == 6 && stats->tokens == 3,
+		  "401 for good: rc %d, %d failed, %d tokens", rc, r.failed, stats->tokens);
+	io_catalog_free(cat);
+
+out:
+	kill(-server, SIGKILL);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	io_http_shutdown();
+}
+
 int
 main(void)
 {
@@ -879,6 +1264,7 @@ main(void)
 	test_xml();
 	test_file_storage();
 	test_http_interrupts();
+	test_load_batches();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;
 }
