@@ -30,8 +30,12 @@
  * steps, so a long cycle does not starve them.  tms.evaluate_now runs the
  * same steps inside its caller's transaction.
  *
- * Evaluations run one after the other in this version;
- * tms.evaluation_pool_size is accepted for the parallel evaluator to come.
+ * Catalog requests run tms.evaluation_pool_size at a time: the refresh's
+ * conditional loads and the candidates' table loads go through
+ * io_catalog_load_tables_etag (one libcurl multi handle, results handed
+ * over as they arrive; the callbacks never raise through the io layer).
+ * The rest of an evaluation (manifest lists, manifests, data file lists)
+ * and the database steps run one candidate after the other.
  *
  *-------------------------------------------------------------------------
  */
@@ -482,63 +486,160 @@ count_commits(const IcebergTableMetadata *md, int64 last_ms, Observation *o)
 	}
 }
 
+/* A table of the group to load during a refresh. */
+typedef struct PendingLoad
+{
+	char	   *ns_io;
+	char	   *ns;				/* dotted */
+	char	   *table;
+	KnownTable *known;			/* NULL: new to tms */
+} PendingLoad;
+
+/* State of one batch of refresh loads, for refresh_result(). */
+typedef struct RefreshBatch
+{
+	PendingLoad **loads;		/* the batch's loads, in request order */
+	List	  **obs;			/* Observations appended here */
+	MemoryContext cxt;			/* where they are allocated */
+	ErrorData  *error;			/* a caught error, raised after the batch */
+	IoError		io_error;		/* a load's failure, raised after the batch */
+	bool		io_failed;
+} RefreshBatch;
+
 /*
- * Load one table (ETag: 304 when unchanged) and, if it changed, append an
- * Observation.  Errors other than a vanished table raise.
+ * Turn a loaded table into an Observation when it changed (a 304 for the
+ * version tms.tables holds is nothing to record).  May raise.
  */
 static void
-refresh_one(TmsCatalogConn *conn, HTAB *known, const char *ns_io, const char *ns,
-			const char *table, List **obs)
+observe_loaded(const PendingLoad *pl, const IoLoadedTable *t, List **obs)
 {
-	IoLoadedTable t;
-	IoError		err;
-	char	   *key = psprintf("%s\x1f%s", ns, table);
-	KnownTable *k;
-	int			rc;
+	KnownTable *k = pl->known;
+	IcebergTableMetadata *md = NULL;
+	IcebergError ierr;
+	Observation *o;
+	bool		same;
 
-	cycle_tick();
-	k = hash_search(known, &key, HASH_FIND, NULL);
-	pfree(key);
-	if (k)
-		k->seen = true;
-	memset(&t, 0, sizeof(t));
-	rc = io_catalog_load_table_etag(conn->catalog, ns_io, table,
-									k ? k->etag : NULL, &t, &err);
-	if (rc != 0 && err.code == IO_ERR_NO_SUCH_TABLE)
+	/* 304: unchanged since the version tms.tables holds */
+	if ((t->not_modified && k) || t->metadata_json == NULL)
 		return;
-	io_check(rc, &err);
+	same = k && k->metadata_location && t->metadata_location &&
+		strcmp(k->metadata_location, t->metadata_location) == 0;
+	if (!iceberg_metadata_parse(t->metadata_json, strlen(t->metadata_json),
+								NULL, &md, &ierr))
+		tms_iceberg_ereport(&ierr, NULL);
 	PG_TRY();
 	{
-		/* 304: unchanged since the version tms.tables holds */
-		if (!(t.not_modified && k) && t.metadata_json != NULL)
-		{
-			IcebergTableMetadata *md = NULL;
-			IcebergError ierr;
-			Observation *o = palloc0(sizeof(Observation));
-			bool		same = k && k->metadata_location && t.metadata_location &&
-				strcmp(k->metadata_location, t.metadata_location) == 0;
-
-			if (!iceberg_metadata_parse(t.metadata_json, strlen(t.metadata_json),
-										NULL, &md, &ierr))
-				tms_iceberg_ereport(&ierr, NULL);
-			o->ns = pstrdup(ns);
-			o->table = pstrdup(table);
-			o->uuid = md->table_uuid ? pstrdup(md->table_uuid) : NULL;
-			o->location = t.metadata_location ? pstrdup(t.metadata_location) : NULL;
-			o->etag = t.etag ? pstrdup(t.etag) : NULL;
-			o->snapshot_id = md->current_snapshot_id;
-			count_commits(md, k ? k->last_commit_ms : -1, o);
-			if (same)
-				o->new_commits = o->new_bytes = 0;	/* only the ETag moved */
-			iceberg_metadata_free(md);
-			*obs = lappend(*obs, o);
-		}
+		o = palloc0(sizeof(Observation));
+		o->ns = pstrdup(pl->ns);
+		o->table = pstrdup(pl->table);
+		o->uuid = md->table_uuid ? pstrdup(md->table_uuid) : NULL;
+		o->location = t->metadata_location ? pstrdup(t->metadata_location) : NULL;
+		o->etag = t->etag ? pstrdup(t->etag) : NULL;
+		o->snapshot_id = md->current_snapshot_id;
+		count_commits(md, k ? k->last_commit_ms : -1, o);
+		if (same)
+			o->new_commits = o->new_bytes = 0;	/* only the ETag moved */
+		*obs = lappend(*obs, o);
 	}
 	PG_FINALLY();
 	{
-		io_loaded_table_free(&t);
+		iceberg_metadata_free(md);
 	}
 	PG_END_TRY();
+}
+
+/*
+ * IoLoadResultFn of the refresh: record the result of one load.  Called by
+ * the io layer between two polls; it must not longjmp through it, so any
+ * error is caught here, kept, and the batch stopped (non-zero) to be
+ * raised by the caller.  A vanished table is skipped; any other failed
+ * load stops the refresh, as one failed request always did.
+ */
+static int
+refresh_result(void *arg, size_t index, IoLoadedTable *t, const IoError *err)
+{
+	RefreshBatch *rb = arg;
+	MemoryContext old = MemoryContextSwitchTo(rb->cxt);
+	volatile int stop = 0;
+
+	if (t == NULL)
+	{
+		if (err->code != IO_ERR_NO_SUCH_TABLE)
+		{
+			rb->io_error = *err;
+			rb->io_failed = true;
+			stop = 1;
+		}
+		MemoryContextSwitchTo(old);
+		return stop;
+	}
+	PG_TRY();
+	{
+		observe_loaded(rb->loads[index], t, rb->obs);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(rb->cxt);
+		rb->error = CopyErrorData();
+		FlushErrorState();
+		stop = 1;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	return stop;
+}
+
+/* Loads per batch: the heartbeats are renewed between two batches. */
+#define REFRESH_BATCH	1024
+
+/*
+ * Load every pending table, tms.evaluation_pool_size requests at a time
+ * (each with its ETag: 304 when unchanged), appending an Observation for
+ * each changed one.  Errors other than a vanished table raise.
+ */
+static void
+refresh_load(TmsCatalogConn *conn, List *pending, List **obs)
+{
+	int			n = list_length(pending);
+	PendingLoad **loads = palloc(sizeof(PendingLoad *) * Max(n, 1));
+	IoLoadRequest *reqs = palloc(sizeof(IoLoadRequest) * Max(n, 1));
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, pending)
+	{
+		PendingLoad *pl = lfirst(lc);
+
+		loads[i] = pl;
+		reqs[i].ns = pl->ns_io;
+		reqs[i].table = pl->table;
+		reqs[i].known_etag = pl->known ? pl->known->etag : NULL;
+		i++;
+	}
+	for (int first = 0; first < n; first += REFRESH_BATCH)
+	{
+		RefreshBatch rb;
+		IoError		err;
+		int			rc;
+
+		cycle_tick();
+		CHECK_FOR_INTERRUPTS();
+		memset(&rb, 0, sizeof(rb));
+		rb.loads = loads + first;
+		rb.obs = obs;
+		rb.cxt = CurrentMemoryContext;
+		rc = io_catalog_load_tables_etag(conn->catalog, reqs + first,
+										 Min(REFRESH_BATCH, n - first),
+										 tms_evaluation_pool_size,
+										 refresh_result, &rb, &err);
+		if (rb.error != NULL)
+			ReThrowError(rb.error);
+		if (rb.io_failed)
+			tms_io_ereport(&rb.io_error);
+		io_check(rc, &err);
+	}
+	pfree(loads);
+	pfree(reqs);
 }
 
 /* dynahash over char * keys */
@@ -556,10 +657,13 @@ key_match(const void *a, const void *b, Size keysize)
 	return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-/* List one selected namespace's tables and refresh the selected ones. */
+/*
+ * List one selected namespace's tables; the selected ones are marked seen
+ * and appended to *pending as PendingLoads (loaded later, all together).
+ */
 static void
 refresh_namespace(TmsCatalogConn *conn, const GroupSpec *g, HTAB *known,
-				  const char *ns_io, const char *ns, List **obs)
+				  const char *ns_io, const char *ns, List **pending)
 {
 	IoTableList tl;
 	IoError		err;
@@ -569,8 +673,23 @@ refresh_namespace(TmsCatalogConn *conn, const GroupSpec *g, HTAB *known,
 	PG_TRY();
 	{
 		for (size_t j = 0; j < tl.n; j++)
-			if (table_selected(g, ns, tl.items[j].name))
-				refresh_one(conn, known, ns_io, ns, tl.items[j].name, obs);
+		{
+			PendingLoad *pl;
+			char	   *key;
+
+			if (!table_selected(g, ns, tl.items[j].name))
+				continue;
+			pl = palloc(sizeof(PendingLoad));
+			pl->ns_io = pstrdup(ns_io);
+			pl->ns = pstrdup(ns);
+			pl->table = pstrdup(tl.items[j].name);
+			key = psprintf("%s\x1f%s", ns, pl->table);
+			pl->known = hash_search(known, &key, HASH_FIND, NULL);
+			pfree(key);
+			if (pl->known)
+				pl->known->seen = true;
+			*pending = lappend(*pending, pl);
+		}
 	}
 	PG_FINALLY();
 	{
@@ -580,28 +699,28 @@ refresh_namespace(TmsCatalogConn *conn, const GroupSpec *g, HTAB *known,
 }
 
 static void refresh_walk(TmsCatalogConn *conn, const GroupSpec *g, HTAB *known,
-						 const char *parent_io, List **obs, List **listed);
+						 const char *parent_io, List **pending, List **listed);
 
 /* One namespace of a walk: refresh it if selected, descend if needed. */
 static void
 refresh_walk_one(TmsCatalogConn *conn, const GroupSpec *g, HTAB *known,
-				 const char *ns_io, List **obs, List **listed)
+				 const char *ns_io, List **pending, List **listed)
 {
 	char	   *ns = tms_namespace_from_io(ns_io);
 
 	if (ns_selected(g, ns))
 	{
-		refresh_namespace(conn, g, known, ns_io, ns, obs);
+		refresh_namespace(conn, g, known, ns_io, ns, pending);
 		*listed = lappend(*listed, ns);
 	}
 	if (ns_descend(g, ns))
-		refresh_walk(conn, g, known, ns_io, obs, listed);
+		refresh_walk(conn, g, known, ns_io, pending, listed);
 }
 
 /* Walk namespaces under parent_io (NULL: top), refreshing selected tables. */
 static void
 refresh_walk(TmsCatalogConn *conn, const GroupSpec *g, HTAB *known,
-			 const char *parent_io, List **obs, List **listed)
+			 const char *parent_io, List **pending, List **listed)
 {
 	IoStringList nss;
 	IoError		err;
@@ -611,7 +730,7 @@ refresh_walk(TmsCatalogConn *conn, const GroupSpec *g, HTAB *known,
 	PG_TRY();
 	{
 		for (size_t i = 0; i < nss.n; i++)
-			refresh_walk_one(conn, g, known, nss.items[i], obs, listed);
+			refresh_walk_one(conn, g, known, nss.items[i], pending, listed);
 	}
 	PG_FINALLY();
 	{
@@ -631,6 +750,7 @@ refresh_group(CycleCtx *c, const PolicyRow *p, TmsCatalogConn *conn)
 	GroupSpec	g;
 	HASHCTL		hctl;
 	HTAB	   *known;
+	List	   *pending = NIL;
 	List	   *obs = NIL;
 	List	   *listed = NIL;
 	List	   *dropped = NIL;
@@ -692,7 +812,8 @@ refresh_group(CycleCtx *c, const PolicyRow *p, TmsCatalogConn *conn)
 	db_end(c);
 
 	pgstat_report_activity(STATE_RUNNING, "tms: refreshing tables of a policy group");
-	refresh_walk(conn, &g, known, NULL, &obs, &listed);
+	refresh_walk(conn, &g, known, NULL, &pending, &listed);
+	refresh_load(conn, pending, &obs);
 
 	/* tables tms knew in a listed namespace that are gone from it */
 	hash_seq_init(&seq, known);
@@ -931,14 +1052,88 @@ metrics_json(const dsl_program *prog, const dsl_metrics *m)
 	return b.data;
 }
 
+/* Candidates whose tables are loaded together, ahead of their evaluation. */
+#define PRELOAD_BATCH	64
+
+/* A candidate's table, loaded ahead of its evaluation (malloc'd by io). */
+typedef struct Preload
+{
+	bool		loaded;			/* t is set; else err says why not */
+	IoLoadedTable t;
+	IoError		err;
+} Preload;
+
 /*
- * Load the candidate's table and evaluate the program with an
- * explanation.  Failures (catalog, storage, bad metadata) become
- * ev->error; only cancellation and shutdown propagate.
+ * IoLoadResultFn of the evaluation phase: keep the loaded table (taken
+ * over from the io layer) or its error.  Allocates nothing, cannot fail.
+ */
+static int
+preload_result(void *arg, size_t index, IoLoadedTable *t, const IoError *err)
+{
+	Preload    *pre = (Preload *) arg + index;
+
+	if (t != NULL)
+	{
+		pre->t = *t;
+		memset(t, 0, sizeof(*t));
+		pre->loaded = true;
+	}
+	else
+		pre->err = *err;
+	return 0;
+}
+
+/*
+ * Load the tables of cands[0..n) into pre[], tms.evaluation_pool_size
+ * requests at a time (manifests and data file lists are read later, one
+ * evaluation after the other).  A load's failure stays in its Preload; a
+ * batch that could not run at all leaves its error in every Preload not
+ * delivered; an interrupt raises.  The caller frees pre[i].t.
+ */
+static void
+preload_tables(TmsCatalogConn *conn, Candidate **cands, int n, Preload *pre)
+{
+	IoLoadRequest *reqs = palloc(sizeof(IoLoadRequest) * n);
+	IoError		err;
+	int			rc;
+
+	for (int i = 0; i < n; i++)
+	{
+		memset(&pre[i], 0, sizeof(Preload));
+		pre[i].err.code = IO_ERR_INTERNAL;	/* until delivered */
+		reqs[i].ns = tms_namespace_to_io(cands[i]->ns);
+		reqs[i].table = cands[i]->table;
+		reqs[i].known_etag = NULL;
+	}
+	rc = io_catalog_load_tables_etag(conn->catalog, reqs, n,
+									 tms_evaluation_pool_size,
+									 preload_result, pre, &err);
+	if (rc != 0)
+	{
+		if (err.code == IO_ERR_INTERRUPTED)
+		{
+			for (int i = 0; i < n; i++)
+				io_loaded_table_free(&pre[i].t);
+			tms_io_ereport(&err);
+		}
+		for (int i = 0; i < n; i++)
+			if (!pre[i].loaded && pre[i].err.code == IO_ERR_INTERNAL)
+				pre[i].err = err;
+	}
+	for (int i = 0; i < n; i++)
+		pfree((char *) reqs[i].ns);
+	pfree(reqs);
+}
+
+/*
+ * Evaluate the program over the candidate's table (loaded ahead, *pre;
+ * taken over and freed here) with an explanation.  Failures (catalog,
+ * storage, bad metadata) become ev->error; only cancellation and shutdown
+ * propagate.
  */
 static void
 evaluate_candidate(TmsCatalogConn *conn, const Candidate *cand,
-				   const dsl_program *prog, Evaluation *ev)
+				   const dsl_program *prog, Preload *pre, Evaluation *ev)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	IoLoadedTable t;
@@ -948,10 +1143,10 @@ evaluate_candidate(TmsCatalogConn *conn, const Candidate *cand,
 	TmsFileIO  *tio = palloc0(sizeof(TmsFileIO));
 
 	memset(ev, 0, sizeof(*ev));
-	memset(&t, 0, sizeof(t));
+	t = pre->t;
+	memset(&pre->t, 0, sizeof(pre->t));
 	PG_TRY();
 	{
-		IoError		err;
 		IcebergError ierr;
 		IcebergFileIO fio;
 		IcebergTableMetrics m;
@@ -966,8 +1161,9 @@ evaluate_candidate(TmsCatalogConn *conn, const Candidate *cand,
 		size_t		len;
 		uint32		fields = dsl_program_fields(prog);
 
-		io_check(io_catalog_load_table(conn->catalog, tms_namespace_to_io(cand->ns),
-									   cand->table, &t, &err), &err);
+		if (!pre->loaded)
+			tms_io_ereport(&pre->err);
+		CHECK_FOR_INTERRUPTS();
 		if (t.metadata_json == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROTOCOL_VIOLATION),
@@ -1134,6 +1330,66 @@ rule_program(List **progs, const Candidate *cand)
 }
 
 /*
+ * Steps 4-5 for candv[0..ncands): load the candidates' tables ahead,
+ * PRELOAD_BATCH at a time into pre[] (concurrently), then evaluate each,
+ * record it and submit, one after the other.  The caller frees what is
+ * left in pre[] on error.
+ */
+static void
+evaluate_all(CycleCtx *c, const PolicyRow *p, TmsCatalogConn *conn,
+			 Candidate **candv, int ncands, Preload *pre)
+{
+	List	   *progs = NIL;
+
+	for (int i = 0; i < ncands; i++)
+	{
+		Candidate  *cd = candv[i];
+		Evaluation	ev;
+		dsl_program *prog;
+		char	   *decision;
+		int64		job_id = 0;
+		bool		has_job = false;
+
+		CHECK_FOR_INTERRUPTS();
+		if (i % PRELOAD_BATCH == 0)
+		{
+			pgstat_report_activity(STATE_RUNNING, "tms: loading the tables of candidates");
+			preload_tables(conn, candv + i, Min(PRELOAD_BATCH, ncands - i), pre);
+		}
+		prog = rule_program(&progs, cd);
+		pgstat_report_activity(STATE_RUNNING, "tms: evaluating a policy condition");
+		evaluate_candidate(conn, cd, prog, &pre[i % PRELOAD_BATCH], &ev);
+
+		db_begin(c);
+		decision = record_evaluation(c, p, cd, &ev, &job_id, &has_job);
+		db_end(c);
+
+		if (c->tupstore)
+		{
+			Datum		row[8];
+			bool		isnull[8] = {false};
+
+			row[0] = Int64GetDatum(cd->rule_id);
+			row[1] = CStringGetTextDatum(cd->operation);
+			row[2] = CStringGetTextDatum(cd->ns);
+			row[3] = CStringGetTextDatum(cd->table);
+			row[4] = BoolGetDatum(ev.result);
+			isnull[4] = !ev.has_result;
+			row[5] = CStringGetTextDatum(decision);
+			row[6] = Int64GetDatum(job_id);
+			isnull[6] = !has_job;
+			if (ev.explanation)
+				row[7] = CStringGetTextDatum(ev.explanation);
+			else if (ev.error)
+				row[7] = CStringGetTextDatum(ev.error);
+			else
+				isnull[7] = true;
+			tuplestore_putvalues(c->tupstore, c->desc, row, isnull);
+		}
+	}
+}
+
+/*
  * Run the cycle's steps for one policy.  With evaluate false (its window
  * is closed) only the group's tables are refreshed: activity is counted
  * all the time, the window only defers evaluation and execution.
@@ -1143,8 +1399,10 @@ run_policy(CycleCtx *c, const PolicyRow *p, bool evaluate)
 {
 	TmsCatalogConn *conn;
 	List	   *cands = NIL;
-	List	   *progs = NIL;
 	ListCell   *lc;
+	Candidate **candv;
+	Preload    *volatile pre;
+	int			ncands;
 	Oid			types[1] = {INT4OID};
 	Datum		values[1];
 	instr_time	t0,
@@ -1208,48 +1466,28 @@ run_policy(CycleCtx *c, const PolicyRow *p, bool evaluate)
 	db_end(c);
 	INSTR_TIME_SET_CURRENT(t2);
 
-	/* 4-5. evaluate each candidate, record, submit */
+	/*
+	 * 4-5. evaluate each candidate, record, submit.  The candidates' tables
+	 * are loaded PRELOAD_BATCH at a time, concurrently; evaluation itself
+	 * (manifests, data files) runs one candidate after the other.
+	 */
+	ncands = list_length(cands);
+	candv = palloc(sizeof(Candidate *) * Max(ncands, 1));
+	pre = palloc0(sizeof(Preload) * PRELOAD_BATCH);
+	ncands = 0;
 	foreach(lc, cands)
+		candv[ncands++] = lfirst(lc);
+	PG_TRY();
 	{
-		Candidate  *cd = lfirst(lc);
-		Evaluation	ev;
-		dsl_program *prog;
-		char	   *decision;
-		int64		job_id = 0;
-		bool		has_job = false;
-
-		CHECK_FOR_INTERRUPTS();
-		prog = rule_program(&progs, cd);
-		pgstat_report_activity(STATE_RUNNING, "tms: evaluating a policy condition");
-		evaluate_candidate(conn, cd, prog, &ev);
-
-		db_begin(c);
-		decision = record_evaluation(c, p, cd, &ev, &job_id, &has_job);
-		db_end(c);
-
-		if (c->tupstore)
-		{
-			Datum		row[8];
-			bool		isnull[8] = {false};
-
-			row[0] = Int64GetDatum(cd->rule_id);
-			row[1] = CStringGetTextDatum(cd->operation);
-			row[2] = CStringGetTextDatum(cd->ns);
-			row[3] = CStringGetTextDatum(cd->table);
-			row[4] = BoolGetDatum(ev.result);
-			isnull[4] = !ev.has_result;
-			row[5] = CStringGetTextDatum(decision);
-			row[6] = Int64GetDatum(job_id);
-			isnull[6] = !has_job;
-			if (ev.explanation)
-				row[7] = CStringGetTextDatum(ev.explanation);
-			else if (ev.error)
-				row[7] = CStringGetTextDatum(ev.error);
-			else
-				isnull[7] = true;
-			tuplestore_putvalues(c->tupstore, c->desc, row, isnull);
-		}
+		evaluate_all(c, p, conn, candv, ncands, pre);
 	}
+	PG_FINALLY();
+	{
+		/* tables loaded ahead and not evaluated (an error, a cancel) */
+		for (int i = 0; i < PRELOAD_BATCH; i++)
+			io_loaded_table_free(&pre[i].t);
+	}
+	PG_END_TRY();
 	INSTR_TIME_SET_CURRENT(t3);
 	req2 = io_catalog_request_count(conn->catalog);
 	INSTR_TIME_SUBTRACT(t3, t2);
@@ -1258,7 +1496,7 @@ run_policy(CycleCtx *c, const PolicyRow *p, bool evaluate)
 	elog(DEBUG1, "tms: policy \"%s\": refresh %.1f ms (%llu catalog requests),"
 		 " candidate query %.3f ms (%d candidates), evaluation %.1f ms (%llu catalog requests)",
 		 p->name, INSTR_TIME_GET_MILLISEC(t1), (unsigned long long) (req1 - req0),
-		 INSTR_TIME_GET_MILLISEC(t2), list_length(cands),
+		 INSTR_TIME_GET_MILLISEC(t2), ncands,
 		 INSTR_TIME_GET_MILLISEC(t3), (unsigned long long) (req2 - req1));
 }
 

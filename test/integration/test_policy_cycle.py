@@ -4,6 +4,8 @@ catalog: 1,000 synthetic tables in three namespaces, three policies.
 
   - discovery and counters: every table is found (list + load), unchanged
     tables cost one 304 at the next refresh, commits are counted;
+  - concurrent loads (tms.evaluation_pool_size) change nothing but time:
+    the same requests, one per table, at pool size 1 and 8;
   - only changed tables are evaluated, and evaluation loads only them;
   - the evaluation log explains a false condition with the metric values;
   - a closed window defers evaluation (the supervisor's cycle);
@@ -205,6 +207,72 @@ def test_only_changed_tables_are_evaluated(pg, catalog, file_root, world1000):
         q(conn, "SELECT tms.drop_policy(%s)", (pol[k],))
 
 
+def set_pool_size(conn, n):
+    """tms.evaluation_pool_size is a SIGHUP setting: ALTER SYSTEM + reload,
+    then wait until this backend sees it."""
+    if n is None:
+        q(conn, "ALTER SYSTEM RESET tms.evaluation_pool_size")
+    else:
+        q(conn, "ALTER SYSTEM SET tms.evaluation_pool_size = %s", (n,))
+    q(conn, "SELECT pg_reload_conf()")
+    for _ in range(100):
+        shown = q(conn, "SHOW tms.evaluation_pool_size")[0][0]
+        if n is None or shown == str(n):
+            return shown
+        time.sleep(0.05)
+    raise AssertionError("tms.evaluation_pool_size is still %s" % shown)
+
+
+def table_requests(catalog, ns):
+    """Sorted (path, status) of the table loads in ns since the last reset."""
+    return sorted((r["path"], r["status"]) for r in catalog.requests()["requests"]
+                  if r["method"] == "GET" and "/namespaces/%s/tables/" % ns in r["path"])
+
+
+def test_pool_size_changes_nothing_but_time(pg, catalog, file_root, world1000):
+    conn = connect(pg)
+    server = make_server(conn, catalog, file_root)
+    nss = world1000["ns"]
+    pol = setup_policies(conn, server, nss, active=False)
+    ns = nss["ops"]
+    n = SPLIT["ops"]
+    try:
+        # discovery, 8 loads at a time: one 200 per table
+        set_pool_size(conn, 8)
+        catalog.reset_requests()
+        assert q(conn, "SELECT * FROM tms.evaluate_now(%s, force => true)", (pol["ops"],)) == []
+        assert loads_of(catalog, ns) == (n, 0)
+        assert q(conn, "SELECT count(*) FROM tms.tables WHERE server = %s", (server,))[0][0] == n
+
+        # nothing changed: the same n requests (one 304 each), whatever the pool
+        seen = {}
+        for pool in (1, 8):
+            set_pool_size(conn, pool)
+            catalog.reset_requests()
+            assert q(conn, "SELECT * FROM tms.evaluate_now(%s, force => true)", (pol["ops"],)) == []
+            seen[pool] = table_requests(catalog, ns)
+            assert loads_of(catalog, ns) == (0, n)
+        assert len(seen[1]) == n
+        assert seen[1] == seen[8]
+        assert len(set(p for p, _ in seen[8])) == n        # each table once
+
+        # three tables change: 3 x 200 + 297 x 304 in the refresh, then the
+        # three candidates' loads in the evaluation, at pool size 8
+        changed = world1000["tables"]["ops"][-3:]
+        for t in changed:
+            commit_append(catalog, ns, t)
+        catalog.reset_requests()
+        rows = q(conn, "SELECT table_name, result FROM tms.evaluate_now(%s, force => true)",
+                 (pol["ops"],))
+        assert sorted(r[0] for r in rows) == sorted(changed)
+        assert all(r[1] is False for r in rows)               # dataFiles > 100 is false
+        assert loads_of(catalog, ns) == (3, n - 3 + 3)
+    finally:
+        set_pool_size(conn, None)
+        for k in ("sales", "ops", "logs"):
+            q(conn, "SELECT tms.drop_policy(%s)", (pol[k],))
+
+
 def test_log_explains_false_condition(pg, catalog, file_root, world1000):
     conn = connect(pg)
     server = make_server(conn, catalog, file_root)
@@ -371,3 +439,41 @@ def _try_count(cluster, ns):
             conn.close()
     except psycopg2.Error:
         return -1
+
+
+def test_sigterm_ends_a_refresh_batch_promptly(new_cluster, catalog, file_root, world1000):
+    """A SIGTERM to the supervisor while its refresh has
+    tms.evaluation_pool_size loads in flight, every one hanging: the batch
+    ends within a few poll intervals, not after the request timeout."""
+    cluster = new_cluster(settings={"tms.evaluation_cycle_interval": "1s",
+                                    "tms.evaluation_pool_size": "4"})
+    conn = connect(cluster)
+    q(conn, "CREATE EXTENSION IF NOT EXISTS tms")
+    server = make_server(conn, catalog, file_root)
+    ns = world1000["ns"]["ops"]
+    catalog.reset_requests()
+    catalog.fault(r"/namespaces/%s/tables/t" % ns, action="hang", seconds=20,
+                  count=100000, method="GET")
+    try:
+        q(conn, "SELECT tms.create_object_group('hang', server => %s, namespace_pattern => %s)",
+          (server, ns))
+        q(conn, "SELECT tms.create_policy('hang', 'hang')")
+        q(conn, "SELECT tms.add_rule('hang', 'snapshot-expiry', 'local', '{\"commits-added\": 1}')")
+        wait_for(lambda: len(catalog.requests(r"/namespaces/%s/tables/t" % ns)["requests"]) >= 4,
+                 timeout=60, what="the refresh's loads in flight")
+        time.sleep(0.5)
+        sup = q(conn, "SELECT a.pid, a.query FROM tms.workers w"
+                      " JOIN pg_stat_activity a ON a.pid = w.pid WHERE w.role = 'supervisor'")
+        assert sup and "refreshing" in sup[0][1], sup
+        # four loads in flight (the pool), all hanging: no fifth was sent
+        assert len(catalog.requests(r"/namespaces/%s/tables/t" % ns)["requests"]) == 4
+        t0 = time.time()
+        os.kill(sup[0][0], signal.SIGTERM)
+        wait_for(lambda: q(conn, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s",
+                           (sup[0][0],))[0][0] == 0, timeout=15, what="the supervisor exits")
+        took = time.time() - t0
+        assert took < 2.0, "the supervisor took %.1f s to end its refresh" % took
+        # nothing of the interrupted refresh was recorded
+        assert q(conn, "SELECT count(*) FROM tms.tables WHERE server = %s", (server,))[0][0] == 0
+    finally:
+        catalog.clear_faults()
