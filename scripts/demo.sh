@@ -45,7 +45,8 @@ eval "$($PY test/pgcluster.py start --dir "$demo/pg" --dbname tms)"
 export PGHOST PGPORT PGUSER
 
 psql() { command psql -X -v ON_ERROR_STOP=1 -d tms "$@"; }
-psql -qc "CREATE EXTENSION IF NOT EXISTS tms"
+# a fresh extension each time: the demo keeps no data worth an upgrade
+psql -qc "DROP EXTENSION IF EXISTS tms CASCADE" -c "CREATE EXTENSION tms" 2>/dev/null
 psql -qc "CREATE EXTENSION IF NOT EXISTS pg_cron"
 
 # The test world: s3rver and the REST catalog with the real fixture tables,
@@ -99,17 +100,30 @@ psql -c "SELECT tms.dsl_explain('positionDeleteFiles > 0 AND (dataFiles > 10 OR 
                                tms.table_metrics('demo', 'real', 'spark_v2_mor_posdeletes'))->>'text' AS explanation"
 echo "== the scheduler: a task kind, three tasks, run by the pool workers"
 psql -q <<'SQL'
-CREATE TABLE IF NOT EXISTS demo_runs (instance text, by_pid int DEFAULT pg_backend_pid(), at timestamptz DEFAULT now());
+DROP TABLE IF EXISTS demo_runs;
+CREATE TABLE demo_runs (instance text, by_pid int DEFAULT pg_backend_pid(), at timestamptz DEFAULT now());
 CREATE OR REPLACE PROCEDURE demo_hello(i text, d jsonb) LANGUAGE sql
     AS $$ INSERT INTO demo_runs (instance) VALUES (i) $$;
-SELECT tms.register_task_kind('demo-hello', 'demo_hello(text,jsonb)', 2);
-SELECT tms.schedule_task('demo-hello', 'task-' || g, jsonb_build_object('n', g)) FROM generate_series(1, 3) g;
+SELECT tms.register_task_kind('demo-hello', 'demo_hello(text,jsonb)', 2) \gset
+SELECT count(tms.schedule_task('demo-hello', 'task-' || g, jsonb_build_object('n', g))) AS scheduled
+  FROM generate_series(1, 3) g;
 SQL
 for _ in $(seq 1 100); do
   [ "$(psql -Atc "SELECT count(*) FROM tms.scheduled_tasks WHERE task_name = 'demo-hello'")" = 0 ] && break
   sleep 0.1
 done
 psql -c "SELECT r.instance, a.backend_type, a.application_name FROM demo_runs r LEFT JOIN pg_stat_activity a ON a.pid = r.by_pid ORDER BY r.at DESC LIMIT 3"
+echo "== a policy over the real tables: which need compaction, and why (tms.evaluate_now)"
+psql -q <<'SQL'
+DO $$
+BEGIN
+    PERFORM tms.create_object_group('demo-real', 'demo', namespace_pattern => 'real', table_pattern => '*');
+    PERFORM tms.create_policy('demo-compact', 'demo-real', 'compact tables with several small files');
+    PERFORM tms.add_rule('demo-compact', 'compaction', 'spark', '{"commits-added": 1}',
+                         'dataFiles > 1 AND avgDataFileSize < 128MB');
+END $$;
+SQL
+psql -c "SELECT table_name, result, decision, explanation FROM tms.evaluate_now('demo-compact') ORDER BY 1"
 
 cat <<MSG
 
