@@ -47,9 +47,12 @@ out(outbuf *o, const char *fmt,...)
 static void
 format_double(double d, char *buf, size_t size)
 {
-	snprintf(buf, size, "%.15g", d);
-	if (strtod(buf, NULL) != d)
-		snprintf(buf, size, "%.17g", d);
+	for (int digits = 15; digits <= 17; digits++)
+	{
+		snprintf(buf, size, "%.*g", digits, d);
+		if (strtod(buf, NULL) == d)
+			break;
+	}
 	if (strpbrk(buf, ".eEni") == NULL && strlen(buf) + 2 < size)
 		strcat(buf, ".0");
 }
