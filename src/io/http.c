@@ -11,6 +11,10 @@
  * threaded resolver), connect, TLS and transfer alike; an interrupted
  * request ends within one poll interval.
  *
+ * Batches (io_http_batch_*) run several transfers at once on a second
+ * multi handle, also kept for the process's life so that the connections
+ * of one batch serve the next.
+ *
  * Requests marked idempotent are retried on connection failures and on
  * 429/500/502/503/504 with exponential backoff and jitter, up to the
  * configured count; a timeout is never retried (the timeout is the
@@ -45,6 +49,15 @@ static bool curl_initialised = false;
 static CURLM *proc_multi = NULL;
 static CURL *proc_easy = NULL;
 static bool proc_busy = false;
+
+/*
+ * The multi handle of batches, kept for the process's life like the one
+ * above: its connection cache keeps the connections of one batch open for
+ * the next (no new TCP and TLS handshakes every batch).
+ */
+static CURLM *batch_multi = NULL;
+static long batch_maxconnects = 0;
+static bool batch_busy = false;
 
 /* State the libcurl callbacks write into. */
 typedef struct Transfer
@@ -233,6 +246,12 @@ io_http_shutdown(void)
 		curl_multi_cleanup(proc_multi);
 	proc_easy = NULL;
 	proc_multi = NULL;
+	if (batch_busy)
+		return;
+	if (batch_multi != NULL)
+		curl_multi_cleanup(batch_multi);
+	batch_multi = NULL;
+	batch_maxconnects = 0;
 	if (curl_initialised)
 		curl_global_cleanup();
 	curl_initialised = false;
@@ -624,6 +643,7 @@ struct IoHttpBatch
 {
 	IoHttpOptions opt;
 	CURLM	   *multi;
+	bool		own_multi;		/* false: batch_multi, kept after the batch */
 	int			nslots;
 	BatchSlot  *slots;
 };
@@ -652,11 +672,32 @@ io_http_batch_create(const IoHttpOptions *options, int nslots, IoError *err)
 	io_http_options_resolve(options, &b->opt);
 	b->nslots = nslots;
 	b->slots = calloc(nslots, sizeof(BatchSlot));
-	b->multi = curl_multi_init();
-	if (b->slots == NULL || b->multi == NULL)
+	if (b->slots == NULL)
 		goto oom;
-	/* every slot may hold a connection of its own, kept alive across transfers */
-	curl_multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, (long) nslots);
+	if (!batch_busy)
+	{
+		if (batch_multi == NULL)
+			batch_multi = curl_multi_init();
+		if (batch_multi == NULL)
+			goto oom;
+		b->multi = batch_multi;
+		batch_busy = true;
+		/* every slot may keep a connection of its own, across batches too */
+		if (nslots > batch_maxconnects)
+		{
+			batch_maxconnects = nslots;
+			curl_multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, batch_maxconnects);
+		}
+	}
+	else
+	{
+		/* nested batches (should not happen): a multi handle of its own */
+		b->multi = curl_multi_init();
+		b->own_multi = true;
+		if (b->multi == NULL)
+			goto oom;
+		curl_multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, (long) nslots);
+	}
 	for (i = 0; i < nslots; i++)
 	{
 		b->slots[i].easy = curl_easy_init();
@@ -691,8 +732,10 @@ io_http_batch_free(IoHttpBatch *b)
 		}
 		curl_easy_cleanup(s->easy);
 	}
-	if (b->multi != NULL)
+	if (b->multi != NULL && b->own_multi)
 		curl_multi_cleanup(b->multi);
+	else if (b->multi != NULL)
+		batch_busy = false;
 	free(b->slots);
 	free(b);
 }

@@ -105,9 +105,10 @@ extern bool io_http_retryable_status(long status);
 extern long io_http_backoff_ms(const IoHttpOptions *opt, int attempt);
 
 /*
- * A batch: up to nslots transfers in flight at once on one multi handle of
- * its own, each slot with an easy handle reused from transfer to transfer
- * (connections are kept alive and reused across them).  No retries here:
+ * A batch: up to nslots transfers in flight at once on one multi handle
+ * (kept for the process's life, so its open connections serve the next
+ * batch too), each slot with an easy handle reused from transfer to
+ * transfer.  No retries here:
  * the caller decides per request.  The usage is
  *
  *		b = io_http_batch_create(opt, n, err);

@@ -1162,9 +1162,12 @@ test_load_batches(void)
 		reqs[i].known_etag = "\"e1\"";
 	memset(&r, 0, sizeof(r));
 	req0 = io_catalog_request_count(cat);
+	conn0 = stats->connections;
 	rc = io_catalog_load_tables_etag(cat, reqs, 20, 4, collect_result, &r, &err);
 	CHECK(rc == 0 && r.not_modified == 20, "304s: rc %d, %d not modified", rc, r.not_modified);
 	CHECK(io_catalog_request_count(cat) - req0 == 20, "one request per table");
+	CHECK(stats->connections == conn0, "the next batch reuses the connections: %d new",
+		  stats->connections - conn0);
 
 	/* concurrency 1: one at a time */
 	stats->max_in_flight = 0;
