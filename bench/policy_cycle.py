@@ -6,7 +6,8 @@ of the candidate query and of the evaluation, and the catalog requests
 made; against the naive plan of evaluating every table.
 
     /usr/bin/python3 bench/policy_cycle.py [--tables 100000] [--changed-pct 1]
-                                          [--naive-sample 2000]
+                                          [--naive-sample 2000] [--pool-size N]
+                                          [--latency-ms L]
 
 Starts its own PostgreSQL cluster (tms preloaded) and REST catalog test
 server; the tables are pointers inserted straight into the catalog's JDBC
@@ -78,13 +79,18 @@ def main():
     ap.add_argument("--tables", type=int, default=100000)
     ap.add_argument("--changed-pct", type=float, default=1.0)
     ap.add_argument("--naive-sample", type=int, default=2000)
+    ap.add_argument("--pool-size", type=int, default=None,
+                    help="tms.evaluation_pool_size (catalog requests in flight); default: the server's")
+    ap.add_argument("--latency-ms", type=float, default=0,
+                    help="delay the test catalog adds to every table load (a remote catalog)")
     args = ap.parse_args()
 
     root = tempfile.mkdtemp(prefix="tms-bench-policy.", dir="/tmp")
     os.chmod(root, 0o755)
-    cluster = Cluster(os.path.join(root, "pg", "data"),
-                      settings={"tms.evaluation_cycle_interval": "'1h'",
-                                "shared_buffers": "'256MB'"})
+    settings = {"tms.evaluation_cycle_interval": "'1h'", "shared_buffers": "'256MB'"}
+    if args.pool_size is not None:
+        settings["tms.evaluation_pool_size"] = str(args.pool_size)
+    cluster = Cluster(os.path.join(root, "pg", "data"), settings=settings)
     catalog = None
     try:
         cluster.init()
@@ -144,7 +150,14 @@ def main():
         q(conn, "SELECT tms.create_policy('bench', 'bench', active => false)")
         q(conn, "SELECT tms.add_rule('bench', 'compaction', 'spark', '{\"commits-added\": 1}',"
                 " 'dataFiles > 3 AND avgDataFileSize < 128MB', 'going-forward')")
-        out = {"tables": args.tables}
+        out = {"tables": args.tables,
+               "pool_size": int(q(conn, "SHOW tms.evaluation_pool_size")[0][0]),
+               "latency_ms": args.latency_ms}
+        if args.latency_ms > 0:
+            # every load of a table waits this long in the server's handler
+            # thread (ThreadingHTTPServer: concurrent waits overlap)
+            catalog.fault(r"/namespaces/(bench|naive)/tables/t", action="hang",
+                          seconds=args.latency_ms / 1000.0, count=10 ** 9, method="GET")
 
         catalog.reset_requests()
         out["discovery"] = run_cycle(conn, "bench")
@@ -195,7 +208,8 @@ def main():
             "cycle_ms": round(per_table * args.tables, 0)}
         print(json.dumps(out, indent=2))
         c = out["changed"]
-        print("\n%d tables, %d changed:" % (args.tables, nchanged))
+        print("\n%d tables, %d changed, tms.evaluation_pool_size %d, added latency %g ms:"
+              % (args.tables, nchanged, out["pool_size"], args.latency_ms))
         print("  refresh (conditional loads)   %9.1f ms  %d requests (200/304: %s)"
               % (c["refresh_ms"], c["refresh_requests"], c["loads_200_304"]))
         print("  candidate query               %9.3f ms  %d candidates"
