@@ -622,39 +622,47 @@ append_encoded(IoStrBuf *sb, const char *s)
  * ----------------------------------------------------------------
  */
 
+/*
+ * Add key=value to a key/value array, or replace the value of key (the old
+ * value is wiped: it may be a secret).  Returns 0, or -1 out of memory
+ * with the array unchanged.
+ */
+static int
+kv_put(IoKeyValue **arr, size_t *n, const char *key, const char *value)
+{
+	char	   *nv = io_strdup(value);
+	char	   *nk;
+	IoKeyValue *grown;
+
+	if (nv == NULL)
+		return -1;
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp((*arr)[i].key, key) == 0)
+		{
+			wipe_free((*arr)[i].value);
+			(*arr)[i].value = nv;
+			return 0;
+		}
+	nk = io_strdup(key);
+	grown = nk ? realloc(*arr, (*n + 1) * sizeof(IoKeyValue)) : NULL;
+	if (grown == NULL)
+	{
+		free(nk);
+		wipe_free(nv);
+		return -1;
+	}
+	*arr = grown;
+	(*arr)[*n].key = nk;
+	(*arr)[*n].value = nv;
+	(*n)++;
+	return 0;
+}
+
 /* Set one merged property (replacing an earlier value). */
 static int
 props_set(IoCatalog *cat, const char *key, const char *value)
 {
-	size_t		i;
-	char	   *nv = io_strdup(value);
-	IoKeyValue *np;
-
-	if (nv == NULL)
-		return -1;
-	for (i = 0; i < cat->nprops; i++)
-		if (strcmp(cat->props[i].key, key) == 0)
-		{
-			wipe_free(cat->props[i].value);
-			cat->props[i].value = nv;
-			return 0;
-		}
-	np = realloc(cat->props, (cat->nprops + 1) * sizeof(IoKeyValue));
-	if (np == NULL)
-	{
-		free(nv);
-		return -1;
-	}
-	cat->props = np;
-	cat->props[cat->nprops].key = io_strdup(key);
-	cat->props[cat->nprops].value = nv;
-	if (cat->props[cat->nprops].key == NULL)
-	{
-		free(nv);
-		return -1;
-	}
-	cat->nprops++;
-	return 0;
+	return kv_put(&cat->props, &cat->nprops, key, value);
 }
 
 /* Merge one JSON object of string properties into cat->props. */
@@ -1147,39 +1155,11 @@ table_path(IoCatalog *cat, IoStrBuf *sb, const char *ns, const char *table)
 	append_encoded(sb, table);
 }
 
-/* Add or replace key=value in a config array. */
+/* Add or replace key=value in a loaded table's config. */
 static int
 config_put(IoLoadedTable *t, const char *key, const char *value)
 {
-	size_t		i;
-	IoKeyValue *nc;
-	char	   *v = io_strdup(value);
-
-	if (v == NULL)
-		return -1;
-	for (i = 0; i < t->nconfig; i++)
-		if (strcmp(t->config[i].key, key) == 0)
-		{
-			wipe_free(t->config[i].value);
-			t->config[i].value = v;
-			return 0;
-		}
-	nc = realloc(t->config, (t->nconfig + 1) * sizeof(IoKeyValue));
-	if (nc == NULL)
-	{
-		free(v);
-		return -1;
-	}
-	t->config = nc;
-	t->config[t->nconfig].key = io_strdup(key);
-	t->config[t->nconfig].value = v;
-	if (t->config[t->nconfig].key == NULL)
-	{
-		free(v);
-		return -1;
-	}
-	t->nconfig++;
-	return 0;
+	return kv_put(&t->config, &t->nconfig, key, value);
 }
 
 /*
