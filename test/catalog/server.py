@@ -919,10 +919,20 @@ class Handler(BaseHTTPRequestHandler):
             raise bad_request("Malformed request: body must be a JSON object")
         return v
 
+    def _record(self):
+        """Log this request once, before its answer leaves: a client that
+        has its answer must find the request in /admin/requests."""
+        if self._pending_log is not None:
+            method, path, query, action = self._pending_log
+            self._pending_log = None
+            self.server.log.add(method, path, query, self._status, action, self.headers)
+
     def _send(self, status, body=None, headers=None, content_type="application/json"):
         data = b""
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self._status = status
+        self._record()
         self.send_response(status)
         if status != 304 and status != 204:
             self.send_header("Content-Type", content_type)
@@ -939,12 +949,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def _handle(self):
         self._status = None
+        self._pending_log = None
         parts = urllib.parse.urlsplit(self.path)
         path = parts.path
         query = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
         if path.startswith("/admin/"):
             return self._admin(path, query)
         fault = self.server.faults.take(self.command, path)
+        self._pending_log = (self.command, path, parts.query,
+                             fault["action"] if fault else None)
         self.server.catalog.current.method = self.command
         self.server.catalog.current.path = path
         try:
@@ -960,8 +973,7 @@ class Handler(BaseHTTPRequestHandler):
             traceback.print_exc()
             self._error(500, "InternalServerError", "%s: %s" % (type(e).__name__, e))
         finally:
-            self.server.log.add(self.command, path, parts.query, self._status,
-                                fault["action"] if fault else None, self.headers)
+            self._record()      # answers that did not go through _send
 
     def _fault(self, f):
         """Carry out a fault; True when the request is finished."""
