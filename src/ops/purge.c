@@ -414,48 +414,32 @@ become_owner(void)
 	SetUserIdAndSecContext(DatumGetObjectId(d), sec | SECURITY_LOCAL_USERID_CHANGE);
 }
 
-static const char *
-opt_value(List *options, const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, options)
-	{
-		DefElem    *def = (DefElem *) lfirst(lc);
-
-		if (strcmp(def->defname, name) == 0)
-			return defGetString(def);
-	}
-	return NULL;
-}
-
 static char *
 pstrdup_or_null(const char *s)
 {
 	return s ? pstrdup(s) : NULL;
 }
 
-/* "5s", "200", "2min", "200ms" in milliseconds; 0 when unparsable. */
-static long
-parse_ms(const char *v)
+/*
+ * A server's allowed_locations option as canonical roots; see purge.h.
+ * The list is split as the wrapper's validator splits it.
+ */
+List *
+purge_allowed_roots(const char *allowed_locations, const char *relative_root)
 {
-	char	   *end;
-	double		n;
+	List	   *roots = NIL;
+	ListCell   *lc;
 
-	if (v == NULL)
-		return 0;
-	n = strtod(v, &end);
-	while (*end == ' ')
-		end++;
-	if (n < 0)
-		return 0;
-	if (*end == '\0' || strcmp(end, "ms") == 0)
-		return (long) n;
-	if (strcmp(end, "s") == 0)
-		return (long) (n * 1000);
-	if (strcmp(end, "min") == 0)
-		return (long) (n * 60000);
-	return 0;
+	if (allowed_locations == NULL)
+		return NIL;
+	foreach(lc, tms_fdw_option_locations("allowed_locations", allowed_locations))
+	{
+		char	   *c = purge_canonical((char *) lfirst(lc), relative_root);
+
+		if (c != NULL)
+			roots = lappend(roots, c);
+	}
+	return roots;
 }
 
 /*
@@ -469,47 +453,30 @@ read_server(PurgeRun *run)
 	Oid			roleid;
 	HeapTuple	tp;
 	const char *v;
+	List	   *roots;
+	ListCell   *lc;
 
 	if (server == NULL)
 		return;
 	run->server_found = true;
-	run->srv_endpoint = pstrdup_or_null(opt_value(server->options, "s3_endpoint"));
-	run->srv_region = pstrdup_or_null(opt_value(server->options, "s3_region"));
+	run->srv_endpoint = pstrdup_or_null(tms_fdw_option(server->options, "s3_endpoint"));
+	run->srv_region = pstrdup_or_null(tms_fdw_option(server->options, "s3_region"));
 	run->srv_path_style = -1;
-	if ((v = opt_value(server->options, "s3_path_style")) != NULL)
-	{
-		bool		b = false;
-
-		(void) parse_bool(v, &b);
-		run->srv_path_style = b ? 1 : 0;
-	}
-	run->relative_root = pstrdup_or_null(opt_value(server->options, "relative_path_root"));
-	run->ca_file = pstrdup_or_null(opt_value(server->options, "ca_file"));
-	run->ca_path = pstrdup_or_null(opt_value(server->options, "ca_path"));
-	run->connect_timeout_ms = parse_ms(opt_value(server->options, "connect_timeout"));
-	run->request_timeout_ms = parse_ms(opt_value(server->options, "request_timeout"));
-	if ((v = opt_value(server->options, "allowed_locations")) != NULL)
-	{
-		char	   *copy = pstrdup(v);
-		char	   *tok;
-		char	   *save = NULL;
-
-		run->allowed = palloc0(sizeof(char *) * (strlen(v) / 2 + 2));
-		for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		{
-			char	   *c;
-			size_t		n;
-
-			while (*tok == ' ' || *tok == '\t')
-				tok++;
-			n = strlen(tok);
-			while (n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t'))
-				tok[--n] = '\0';
-			c = purge_canonical(tok, run->relative_root);
-			if (c != NULL)
-				run->allowed[run->nallowed++] = c;
-		}
-	}
+	if ((v = tms_fdw_option(server->options, "s3_path_style")) != NULL)
+		run->srv_path_style = tms_fdw_option_bool("s3_path_style", v) ? 1 : 0;
+	run->relative_root = pstrdup_or_null(tms_fdw_option(server->options, "relative_path_root"));
+	run->ca_file = pstrdup_or_null(tms_fdw_option(server->options, "ca_file"));
+	run->ca_path = pstrdup_or_null(tms_fdw_option(server->options, "ca_path"));
+	if ((v = tms_fdw_option(server->options, "connect_timeout")) != NULL)
+		run->connect_timeout_ms = tms_fdw_option_ms("connect_timeout", v);
+	if ((v = tms_fdw_option(server->options, "request_timeout")) != NULL)
+		run->request_timeout_ms = tms_fdw_option_ms("request_timeout", v);
+	roots = purge_allowed_roots(tms_fdw_option(server->options, "allowed_locations"),
+								run->relative_root);
+	run->nallowed = 0;
+	run->allowed = palloc0(sizeof(char *) * (list_length(roots) + 1));
+	foreach(lc, roots)
+		run->allowed[run->nallowed++] = (char *) lfirst(lc);
 
 	/* the requester's mapping, else PUBLIC's, as tms_catalog_connect() */
 	roleid = get_role_oid(run->created_by, true);
@@ -529,9 +496,9 @@ read_server(PurgeRun *run)
 
 		ReleaseSysCache(tp);
 		um = GetUserMapping(roleid, server->serverid);
-		run->access_key_id = pstrdup_or_null(opt_value(um->options, "s3_access_key_id"));
-		run->secret_access_key = pstrdup_or_null(opt_value(um->options, "s3_secret_access_key"));
-		run->session_token = pstrdup_or_null(opt_value(um->options, "s3_session_token"));
+		run->access_key_id = pstrdup_or_null(tms_fdw_option(um->options, "s3_access_key_id"));
+		run->secret_access_key = pstrdup_or_null(tms_fdw_option(um->options, "s3_secret_access_key"));
+		run->session_token = pstrdup_or_null(tms_fdw_option(um->options, "s3_session_token"));
 	}
 }
 

@@ -20,6 +20,8 @@
 
 #include "postgres.h"
 
+#include "nodes/pg_list.h"
+
 /* settings (purge.c) */
 extern int	tms_purge_delete_batch_size;
 extern int	tms_purge_max_attempts;
@@ -43,5 +45,12 @@ extern char *purge_canonical(const char *path, const char *relative_root);
  * false for a path with "." or ".." segments.
  */
 extern bool purge_path_under(const char *path, const char *root);
+
+/*
+ * A server's allowed_locations option (NULL: none) as canonical roots,
+ * palloc'd; entries that cannot be canonicalised are left out.
+ */
+extern List *purge_allowed_roots(const char *allowed_locations,
+								 const char *relative_root);
 
 #endif							/* TMS_PURGE_H */

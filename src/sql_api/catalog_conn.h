@@ -18,6 +18,8 @@
 
 #include "postgres.h"
 
+#include "nodes/pg_list.h"
+
 #include "io/io.h"
 
 /*
@@ -103,6 +105,18 @@ extern void tms_iceberg_ereport(const IcebergError *err, const IoError *io_err)
  */
 extern char *tms_namespace_to_io(const char *ns);
 extern char *tms_namespace_from_io(const char *ns);
+
+/*
+ * Reading the options of a tms_iceberg server or user mapping, as the
+ * validator reads them (catalog_fdw.c), for code that needs a setting
+ * without connecting: the value of an option (NULL if absent), and the
+ * parsers of durations (ms, units allowed), Booleans and location lists.
+ * The parsers raise ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE on a bad value.
+ */
+extern const char *tms_fdw_option(List *options, const char *name);
+extern int	tms_fdw_option_ms(const char *name, const char *value);
+extern bool tms_fdw_option_bool(const char *name, const char *value);
+extern List *tms_fdw_option_locations(const char *name, const char *value);
 
 /* true when location lies under one of the server's allowed_locations. */
 extern bool tms_location_allowed(const TmsCatalogConn *conn, const char *location);

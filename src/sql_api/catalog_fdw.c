@@ -162,8 +162,8 @@ check_url(const char *name, const char *value)
 }
 
 /* Parse a duration in ms (units allowed: "500ms", "10s", "1min"). */
-static int
-parse_ms_option(const char *name, const char *value)
+int
+tms_fdw_option_ms(const char *name, const char *value)
 {
 	int			result;
 	const char *hint = NULL;
@@ -190,8 +190,8 @@ parse_int_option(const char *name, const char *value, int min, int max)
 	return result;
 }
 
-static bool
-parse_bool_option(const char *name, const char *value)
+bool
+tms_fdw_option_bool(const char *name, const char *value)
 {
 	bool		result;
 
@@ -204,8 +204,8 @@ parse_bool_option(const char *name, const char *value)
 }
 
 /* Split a comma list of storage locations; each must parse as a URI. */
-static List *
-parse_locations(const char *name, const char *value)
+List *
+tms_fdw_option_locations(const char *name, const char *value)
 {
 	List	   *result = NIL;
 	char	   *copy = pstrdup(value);
@@ -329,7 +329,7 @@ tms_iceberg_fdw_validator(PG_FUNCTION_ARGS)
 				check_url(o->name, value);
 				break;
 			case OPT_MS:
-				(void) parse_ms_option(o->name, value);
+				(void) tms_fdw_option_ms(o->name, value);
 				break;
 			case OPT_INT:
 				if (strcmp(o->name, "page_size") == 0)
@@ -338,10 +338,10 @@ tms_iceberg_fdw_validator(PG_FUNCTION_ARGS)
 					(void) parse_int_option(o->name, value, 0, 10);
 				break;
 			case OPT_BOOL:
-				(void) parse_bool_option(o->name, value);
+				(void) tms_fdw_option_bool(o->name, value);
 				break;
 			case OPT_LOCATIONS:
-				(void) parse_locations(o->name, value);
+				(void) tms_fdw_option_locations(o->name, value);
 				break;
 			case OPT_ABSPATH:
 				if (value[0] != '/')
@@ -607,8 +607,9 @@ xstrdup(const char *s)
 	return p;
 }
 
-static const char *
-opt_value(List *options, const char *name)
+/* The value of option name in a server's or mapping's options, or NULL. */
+const char *
+tms_fdw_option(List *options, const char *name)
 {
 	ListCell   *lc;
 
@@ -631,32 +632,32 @@ conn_fill(TmsCatalogConn *c, ForeignServer *server, UserMapping *um)
 	c->server_name = xstrdup(server->servername);
 	memset(&c->http, 0, sizeof(c->http));
 	c->http.retries = -1;
-	if ((v = opt_value(server->options, "connect_timeout")) != NULL)
-		c->http.connect_timeout_ms = parse_ms_option("connect_timeout", v);
-	if ((v = opt_value(server->options, "request_timeout")) != NULL)
-		c->http.request_timeout_ms = parse_ms_option("request_timeout", v);
-	if ((v = opt_value(server->options, "retries")) != NULL)
+	if ((v = tms_fdw_option(server->options, "connect_timeout")) != NULL)
+		c->http.connect_timeout_ms = tms_fdw_option_ms("connect_timeout", v);
+	if ((v = tms_fdw_option(server->options, "request_timeout")) != NULL)
+		c->http.request_timeout_ms = tms_fdw_option_ms("request_timeout", v);
+	if ((v = tms_fdw_option(server->options, "retries")) != NULL)
 		c->http.retries = parse_int_option("retries", v, 0, 10);
-	c->relative_root = xstrdup(opt_value(server->options, "relative_path_root"));
-	c->http.ca_file = xstrdup(opt_value(server->options, "ca_file"));
-	c->http.ca_path = xstrdup(opt_value(server->options, "ca_path"));
+	c->relative_root = xstrdup(tms_fdw_option(server->options, "relative_path_root"));
+	c->http.ca_file = xstrdup(tms_fdw_option(server->options, "ca_file"));
+	c->http.ca_path = xstrdup(tms_fdw_option(server->options, "ca_path"));
 	c->http.interrupted = tms_io_interrupted;
 	c->http.interrupt_arg = NULL;
 
 	memset(&c->storage, 0, sizeof(c->storage));
-	c->storage.s3_endpoint = xstrdup(opt_value(server->options, "s3_endpoint"));
-	c->storage.s3_region = xstrdup(opt_value(server->options, "s3_region"));
+	c->storage.s3_endpoint = xstrdup(tms_fdw_option(server->options, "s3_endpoint"));
+	c->storage.s3_region = xstrdup(tms_fdw_option(server->options, "s3_region"));
 	c->storage.s3_path_style = -1;
-	if ((v = opt_value(server->options, "s3_path_style")) != NULL)
-		c->storage.s3_path_style = parse_bool_option("s3_path_style", v) ? 1 : 0;
-	c->storage.s3_access_key_id = xstrdup(opt_value(um->options, "s3_access_key_id"));
-	c->storage.s3_secret_access_key = xstrdup(opt_value(um->options, "s3_secret_access_key"));
-	c->storage.s3_session_token = xstrdup(opt_value(um->options, "s3_session_token"));
+	if ((v = tms_fdw_option(server->options, "s3_path_style")) != NULL)
+		c->storage.s3_path_style = tms_fdw_option_bool("s3_path_style", v) ? 1 : 0;
+	c->storage.s3_access_key_id = xstrdup(tms_fdw_option(um->options, "s3_access_key_id"));
+	c->storage.s3_secret_access_key = xstrdup(tms_fdw_option(um->options, "s3_secret_access_key"));
+	c->storage.s3_session_token = xstrdup(tms_fdw_option(um->options, "s3_session_token"));
 	c->storage.http = c->http;
 
-	if ((v = opt_value(server->options, "allowed_locations")) != NULL)
+	if ((v = tms_fdw_option(server->options, "allowed_locations")) != NULL)
 	{
-		List	   *locs = parse_locations("allowed_locations", v);
+		List	   *locs = tms_fdw_option_locations("allowed_locations", v);
 		ListCell   *lc;
 
 		c->allowed = calloc(list_length(locs), sizeof(char *));
@@ -753,17 +754,17 @@ tms_catalog_connect(const char *server_name)
 	PG_END_TRY();
 
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.uri = opt_value(server->options, "uri");
-	cfg.warehouse = opt_value(server->options, "warehouse");
-	cfg.prefix = opt_value(server->options, "prefix");
-	cfg.oauth2_server_uri = opt_value(server->options, "oauth2_server_uri");
-	cfg.scope = opt_value(server->options, "scope");
-	cfg.credential = opt_value(um->options, "credential");
-	cfg.token = opt_value(um->options, "token");
+	cfg.uri = tms_fdw_option(server->options, "uri");
+	cfg.warehouse = tms_fdw_option(server->options, "warehouse");
+	cfg.prefix = tms_fdw_option(server->options, "prefix");
+	cfg.oauth2_server_uri = tms_fdw_option(server->options, "oauth2_server_uri");
+	cfg.scope = tms_fdw_option(server->options, "scope");
+	cfg.credential = tms_fdw_option(um->options, "credential");
+	cfg.token = tms_fdw_option(um->options, "token");
 	cfg.http = c->http;
-	if (opt_value(server->options, "page_size") != NULL)
+	if (tms_fdw_option(server->options, "page_size") != NULL)
 		cfg.page_size = parse_int_option("page_size",
-										 opt_value(server->options, "page_size"), 1, 100000);
+										 tms_fdw_option(server->options, "page_size"), 1, 100000);
 	if (cfg.uri == NULL)
 	{
 		conn_free(c);

@@ -320,36 +320,10 @@ static void
 check_server_allows(const char *server_name, List **allowed, char **relative_root)
 {
 	ForeignServer *server = GetForeignServerByName(server_name, false);
-	ListCell   *lc;
-	const char *v = NULL;
 
-	*relative_root = NULL;
-	foreach(lc, server->options)
-	{
-		DefElem    *def = (DefElem *) lfirst(lc);
-
-		if (strcmp(def->defname, "allowed_locations") == 0)
-			v = defGetString(def);
-		else if (strcmp(def->defname, "relative_path_root") == 0)
-			*relative_root = defGetString(def);
-	}
-	*allowed = NIL;
-	if (v != NULL)
-	{
-		char	   *copy = pstrdup(v);
-		char	   *save = NULL;
-
-		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		{
-			char	   *c;
-
-			while (*tok == ' ')
-				tok++;
-			c = purge_canonical(tok, *relative_root);
-			if (c != NULL)
-				*allowed = lappend(*allowed, c);
-		}
-	}
+	*relative_root = (char *) tms_fdw_option(server->options, "relative_path_root");
+	*allowed = purge_allowed_roots(tms_fdw_option(server->options, "allowed_locations"),
+								   *relative_root);
 	if (*allowed == NIL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
