@@ -4,10 +4,11 @@
  *		Throughput of the policy condition language (src/dsl/) against
  *		hand-written C predicates computing the same thing (the limit).
  *
- * For every example of design/policy-dsl.md: evaluations per second of
- * dsl_eval() over fixed metrics that vary a little per iteration (so that
- * neither side can be folded away), next to a hand-written function of the
- * same predicate, compiled with the same flags and kept out of line.
+ * For every example condition of the DSL's design (the ones
+ * sql/dsl_examples.sql checks): evaluations per second of dsl_eval() over
+ * fixed metrics that vary a little per iteration (so that neither side can
+ * be folded away), next to a hand-written function of the same predicate,
+ * compiled with the same flags and kept out of line.
  * Examples that count files run over 1,000,000 synthetic data files,
  * handed out in batches of 1024 through the dsl_file_source interface the
  * real caller uses; the hand-written side reads the same batches.  Also

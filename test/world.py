@@ -19,7 +19,7 @@ Tests (and people at a Python prompt) import this module to get:
                                    .stop()
   load_real_fixtures(catalog, s3=None, file_root=...)
                                    copy every real table of
-                                   ../shared/fixtures/iceberg into storage and
+                                   test/fixtures/iceberg into storage and
                                    register it; returns {table: how it resolved}
 
 Every process is a child of this interpreter: .stop() ends it (SIGTERM, then
@@ -48,7 +48,7 @@ REPO = os.path.dirname(TEST_DIR)
 NODE_DIR = os.path.join(TEST_DIR, "node")
 CATALOG_DIR = os.path.join(TEST_DIR, "catalog")
 FIXTURES_DIR = os.path.join(TEST_DIR, "fixtures")
-SHARED_FIXTURES = os.path.normpath(os.path.join(REPO, "..", "shared", "fixtures", "iceberg"))
+REAL_FIXTURES = os.path.join(FIXTURES_DIR, "iceberg")
 PYTHON = "/usr/bin/python3"
 
 for _d in (CATALOG_DIR, FIXTURES_DIR):
@@ -487,8 +487,8 @@ def table_name_for(folder):
 
 
 def load_real_fixtures(catalog, s3=None, file_root=None, namespace=REAL_NAMESPACE,
-                       source=SHARED_FIXTURES):
-    """Put every real table of ../shared/fixtures/iceberg into storage and
+                       source=REAL_FIXTURES):
+    """Put every real table of test/fixtures/iceberg into storage and
     register it in catalog under `namespace`.
 
     * s3a://bucket/prefix tables are uploaded to s3 (an S3Server) under the

@@ -3,7 +3,8 @@
 server.py -- an Iceberg REST catalog for the tms tests.
 
 No released Iceberg REST catalog can be installed on the test machines, so
-this is a small one that follows ../../../shared/spec/iceberg-rest-catalog-open-api.yaml
+this is a small one that follows the Iceberg REST catalog OpenAPI spec
+(https://github.com/apache/iceberg/blob/main/open-api/rest-catalog-open-api.yaml)
 for everything it serves.  Table pointers live in PostgreSQL in the layout of
 Iceberg's JdbcCatalog (schema version V1: iceberg_tables with iceberg_type,
 iceberg_namespace_properties), metadata files go to file:// or s3:// storage.

@@ -13,7 +13,7 @@ URIs understood:
   * /abs/path                        -- same
   * relative/path, ./relative/path   -- resolved against file_root (real
                                         writers produced such paths; see
-                                        ../../shared/fixtures/iceberg/README.md)
+                                        test/fixtures/README.md)
   * file://host/rest                 -- "host" is taken as the first path
                                         component relative to file_root (the
                                         odd PyIceberg form file://data/...)

@@ -1,5 +1,5 @@
 """
-test_catalog_fixtures.py -- every real table of ../shared/fixtures/iceberg,
+test_catalog_fixtures.py -- every real table of test/fixtures/iceberg,
 read by tms itself: loaded into the test world's REST catalog (file tables
 below file_root, s3a:// tables in s3rver), reached through a tms_iceberg
 foreign server, and counted with tms.table_snapshots / tms.table_files /
@@ -29,37 +29,34 @@ import world  # noqa: E402
 from test_catalog_sql import make_server, query, readable_by_server  # noqa: E402
 from test_world_fixtures import ICEBIRD_CANNOT  # noqa: E402
 
-# The counts of each fixture's PROVENANCE.md, by hand.  "lines" cites the
-# lines of ../shared/fixtures/iceberg/<folder>/PROVENANCE.md they come from:
-# snapshots (in current metadata), distinct manifests (all snapshots), data
-# files, position delete files, equality delete files.  "records" is a
-# record count PROVENANCE states in prose, as (snapshot ordinal in sequence
-# order, or "current"; records of that snapshot's live data files; cite).
+# The counts of each fixture's PROVENANCE.md, by hand: snapshots (in
+# current metadata), distinct manifests (all snapshots), data files,
+# position delete files, equality delete files.  "records" is a record count
+# the note states, as (snapshot ordinal in sequence order, or "current";
+# records of that snapshot's live data files).
 PROVENANCE = {
     "java_v2_partitioned_eqdeletes": dict(
-        folder="java-v2-partitioned-eqdeletes", lines="15-19",
+        folder="java-v2-partitioned-eqdeletes",
         snapshots=5, manifests=5, data=6, pos=0, eq=3, records=None),
     "pyiceberg_v1_overwrite": dict(
-        folder="pyiceberg-v1-overwrite", lines="15-19",
+        folder="pyiceberg-v1-overwrite",
         snapshots=3, manifests=4, data=4, pos=0, eq=0, records=None),
     "pyiceberg_v2_partitioned_nullcodec": dict(
-        folder="pyiceberg-v2-partitioned-nullcodec", lines="15-19",
+        folder="pyiceberg-v2-partitioned-nullcodec",
         snapshots=2, manifests=2, data=2, pos=0, eq=0, records=None),
     "spark_v1_gzip_metadata": dict(
-        folder="spark-v1-gzip-metadata", lines="15-19",
+        folder="spark-v1-gzip-metadata",
         snapshots=1, manifests=1, data=1, pos=0, eq=0,
-        # line 12: "Data is TPC-H lineitem SF0.01 (111,968 rows)."
-        records=("current", 111968, "line 12")),
+        records=("current", 111968)),          # TPC-H lineitem SF0.01
     "spark_v1_legacy_manifests_field": dict(
-        folder="spark-v1-legacy-manifests-field", lines="15-19",
+        folder="spark-v1-legacy-manifests-field",
         snapshots=1, manifests=1, data=2, pos=0, eq=0, records=None),
     "spark_v2_mor_posdeletes": dict(
-        folder="spark-v2-mor-posdeletes", lines="15-19",
+        folder="spark-v2-mor-posdeletes",
         snapshots=3, manifests=4, data=2, pos=1, eq=0,
-        # line 28: "Snapshot 1 (seq 1): append of 21 rows."
-        records=(1, 21, "line 28")),
+        records=(1, 21)),                      # snapshot 1 appends 21 rows
     "spark_v2_partitioned_bucket_identity": dict(
-        folder="spark-v2-partitioned-bucket-identity", lines="15-19",
+        folder="spark-v2-partitioned-bucket-identity",
         snapshots=1, manifests=1, data=3, pos=0, eq=0, records=None),
 }
 
@@ -68,24 +65,34 @@ ALL = sorted(PROVENANCE)
 CONTENT = {"data": 0, "position_deletes": 1, "equality_deletes": 2}
 
 
+def note_rows(folder):
+    """The "| key | value |" rows of a fixture's PROVENANCE.md, as a dict."""
+    path = os.path.join(world.REAL_FIXTURES, folder, "PROVENANCE.md")
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if line.startswith("|") and len(cells) == 2:
+                rows.setdefault(cells[0], cells[1])
+    return rows
+
+
 def test_provenance_table_covers_every_real_fixture():
-    """The table above names every real fixture table, and its cited lines
-    say what the table says (so a changed PROVENANCE.md fails here)."""
+    """The table above names every real fixture table, and each table's
+    PROVENANCE.md says what the table says (so a changed note fails here)."""
     assert ALL == sorted(world.table_name_for(f) for f in world.REAL_TABLES)
     keys = ["snapshots (in current metadata)", "distinct manifests (all snapshots)",
             "data files", "position delete files", "equality delete files"]
     for name, exp in PROVENANCE.items():
         assert world.table_name_for(exp["folder"]) == name
-        path = os.path.join(world.SHARED_FIXTURES, exp["folder"], "PROVENANCE.md")
-        with open(path) as f:
-            lines = f.read().split("\n")
-        first, last = (int(x) for x in exp["lines"].split("-"))
-        cited = [lines[i - 1] for i in range(first, last + 1)]
-        want = [exp[k] for k in ("snapshots", "manifests", "data", "pos", "eq")]
-        assert cited == ["| %s | %d |" % kv for kv in zip(keys, want)], (name, cited)
+        rows = note_rows(exp["folder"])
+        want = [str(exp[k]) for k in ("snapshots", "manifests", "data", "pos", "eq")]
+        assert [rows.get(k) for k in keys] == want, (name, rows)
         if exp["records"]:
-            line = lines[int(exp["records"][2].split()[1]) - 1]
-            assert "{:,}".format(exp["records"][1]) in line, (name, line)
+            which, records = exp["records"]
+            key = ("current snapshot: records of live data files" if which == "current"
+                   else "snapshot %d: records of live data files" % which)
+            assert rows.get(key) == "{:,}".format(records), (name, key, rows.get(key))
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +151,7 @@ def test_provenance_counts(pg, srv, name):
     assert len(manifests) + m["manifests"] - len(live_in_current) == exp["manifests"], (
         sorted(manifests), m["manifests"])
     if exp["records"]:
-        which, records, _ = exp["records"]
+        which, records = exp["records"]
         sid = current if which == "current" else snaps[which - 1][0]
         assert sum(f["records"] for f in per_snapshot[sid] if f["content"] == "data") == records
 

@@ -22,9 +22,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import world  # noqa: E402
 
-# ../shared/fixtures/iceberg/README.md and each table's PROVENANCE.md:
-# snapshots in the current metadata, and the distinct data / position-delete
-# / equality-delete files over all snapshots.
+# test/fixtures/iceberg/<folder>/PROVENANCE.md of each table: snapshots in
+# the current metadata, and the distinct data / position-delete /
+# equality-delete files over all snapshots.
 PROVENANCE = {
     "spark_v2_mor_posdeletes": dict(snapshots=3, data=2, pos=1, eq=0),
     "spark_v2_partitioned_bucket_identity": dict(snapshots=1, data=3, pos=0, eq=0),

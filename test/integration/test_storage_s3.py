@@ -4,7 +4,7 @@ driver io_driver.c) against s3rver and against a fake S3 that
 checks every SigV4 signature and Content-MD5 and answers DeleteObjects
 with per-key errors; plus local file storage.
 
-s3rver does not verify signatures (../shared/design/ENVIRONMENT.md), so the
+s3rver does not verify signatures (it checks only the access key id), so the
 fake server recomputes each request's signature independently (Python
 hashlib/hmac, S3 rules: single URI encoding, no path normalisation) and
 refuses a wrong one with 403 SignatureDoesNotMatch.

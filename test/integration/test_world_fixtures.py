@@ -1,5 +1,5 @@
 """
-test_world_fixtures.py -- every real table of ../shared/fixtures/iceberg is
+test_world_fixtures.py -- every real table of test/fixtures/iceberg is
 loaded into the test catalog and storage, every file its metadata reaches
 resolves (s3a:// in s3rver, relative and file://data/... under file_root),
 and icebird counts what our own Avro reader counts.

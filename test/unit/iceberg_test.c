@@ -2,14 +2,14 @@
  *
  * iceberg_test.c
  *	  Unit tests of src/iceberg/ without a server: every real fixture
- *	  table and standalone file under ../shared/fixtures/iceberg (counts
+ *	  table and standalone file under test/fixtures/iceberg (counts
  *	  from each PROVENANCE.md), table metrics with delete matching, the
  *	  reachable-file walk, the DSL adapters, and malformed input of every
  *	  kind (truncation at every length, flipped bytes, wrong magic, bad
  *	  sync, absurd counts, bad JSON, missing fields).
  *
  * Built by "make unit" with the files of src/iceberg/.  The fixtures are
- * taken from $ICEBERG_FIXTURES, else ../shared/fixtures/iceberg relative
+ * taken from $ICEBERG_FIXTURES, else test/fixtures/iceberg relative
  * to the repository top (where the test runs).  The last line printed is
  * "N passed, M failed"; the exit status is non-zero when M > 0.
  *
@@ -1359,7 +1359,7 @@ main(void)
 
 	fixtures = getenv("ICEBERG_FIXTURES");
 	if (fixtures == NULL)
-		fixtures = "../shared/fixtures/iceberg";
+		fixtures = "test/fixtures/iceberg";
 
 	test_standalone_metadata();
 	test_metadata_details();

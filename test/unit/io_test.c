@@ -8,7 +8,7 @@
  *		forked HTTP server of this file.
  *
  * Built by "make unit" with the files of src/io/.  The SigV4 suite directory is
- * taken from $SIGV4_SUITE, else ../shared/fixtures/sigv4/v4 relative to
+ * taken from $SIGV4_SUITE, else test/fixtures/sigv4/v4 relative to
  * the repository top (where the test runs).  The last line printed is
  * "N passed, M failed"; the exit status is non-zero when M > 0.
  *
@@ -512,7 +512,7 @@ test_sigv4_suite(void)
 				total = 0;
 
 	if (dir == NULL)
-		dir = "../shared/fixtures/sigv4/v4";
+		dir = "test/fixtures/sigv4/v4";
 	d = opendir(dir);
 	if (d == NULL)
 	{
