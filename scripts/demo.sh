@@ -35,9 +35,14 @@ if [ "${1:-start}" = stop ]; then
   exit 0
 fi
 
+# one install into the system PostgreSQL at a time (scripts/install-lock.sh);
+# released before any server starts, so the demo does not keep it
+. scripts/install-lock.sh
+tms_install_lock
 bash scripts/install-deps.sh
 make -s
 make -s install >/dev/null
+tms_install_unlock
 
 mkdir -p "$demo"
 chmod 755 "$demo"

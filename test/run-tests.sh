@@ -10,11 +10,17 @@
 # failure; on failure the regression diffs and the server log tail are
 # printed.  Exit status: non-zero if any stage failed.
 #
+# The whole run holds /tmp/tms-install.lock (scripts/install-lock.sh): only
+# one run at a time may install into the system PostgreSQL and test it.
+#
 # Environment: TMS_TEST_ROOT (default: a new directory under /tmp),
 # PYTEST_ARGS (extra pytest arguments, e.g. "-k workers").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
+
+. scripts/install-lock.sh
+tms_install_lock
 
 bash scripts/install-deps.sh || exit 1
 make -s || exit 1
