@@ -1,7 +1,8 @@
 # Makefile for tms, built with PGXS.
 #
 #   make / make install       build and install the extension
-#   make installcheck         pg_regress against a running server (see test/README.md)
+#   make installcheck         pg_regress on a temporary instance of its own
+#                             (test/regress.conf; needs make install first)
 #   make unit                 plain-C unit drivers, test/unit/<layer>_test.c
 #   make fuzz-<layer>         libFuzzer target test/fuzz/fuzz_<layer>.c (FUZZ_SECONDS)
 #   make test                 everything, on a throwaway cluster (test/run-tests.sh)
@@ -20,25 +21,63 @@ INSTALL_PARTS = $(sort $(wildcard sql/install/*.sql))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 DATA = $(filter-out sql/$(EXTENSION)--$(EXTVERSION).sql,$(wildcard sql/$(EXTENSION)--*--*.sql))
 
-# Every sql/<name>.sql is a pg_regress test; the workers keep a connection
-# to the test database, so pg_regress must use an existing one.
+# Every sql/<name>.sql is a pg_regress test.  pg_regress runs them on a
+# temporary instance of its own (initdb in $(REGRESS_DIR)/tmp_check, with
+# test/regress.conf appended to its configuration: tms and pg_cron
+# preloaded for the test database), as contrib/pg_stat_statements does; it
+# never touches a running server.  The instance's database does not exist
+# when the server starts: the tms launcher and pg_cron wait for it.
 REGRESS = $(sort $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql))))
-REGRESS_OPTS = --use-existing --inputdir=. --outputdir=.
+REGRESS_CONF = test/regress.conf
+REGRESS_OPTS = --inputdir=$(REGRESS_IN) --outputdir=$(REGRESS_DIR) \
+	--temp-instance=$(REGRESS_DIR)/tmp_check \
+	--temp-config=$(REGRESS_IN)/$(REGRESS_CONF)
+REGRESS_PREP = regress-stage
 
 LIBS_EXTERNAL = -lcurl -ljansson -lavro -lssl -lcrypto -lz
 PG_CPPFLAGS = -Isrc
 # PostgreSQL's own headers are not -Wextra clean for unused parameters.
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter
 SHLIB_LINK = $(LIBS_EXTERNAL)
-EXTRA_CLEAN = $(DATA_built) test/unit/build test/fuzz/build
+EXTRA_CLEAN = $(DATA_built) test/unit/build test/fuzz/build $(REGRESS_STAGE)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
 # pgxs appends --dbname=$(CONTRIB_TESTDB) to REGRESS_OPTS; it must come after
-# the include to take effect.
+# the include to take effect.  test/regress.conf names the same database.
 CONTRIB_TESTDB = tms_regress
+
+# initdb and postgres refuse to run as root, so as root pg_regress (and the
+# instance it starts) runs as the postgres OS user, like test/pgcluster.py,
+# on a copy of sql/, expected/ and test/regress.conf in a directory that
+# user owns: $(REGRESS_DIR), by default one per checkout under /tmp.  Other
+# users run it in place.  Results, regression.diffs and the server log
+# (log/postmaster.log) are in $(REGRESS_DIR).
+ifeq ($(shell id -u),0)
+REGRESS_DIR ?= /tmp/tms-regress-$(shell printf '%s' '$(CURDIR)' | md5sum | cut -c1-12)
+REGRESS_AS = runuser -u postgres --
+REGRESS_STAGE = $(REGRESS_DIR)
+REGRESS_IN = $(REGRESS_DIR)
+else
+REGRESS_DIR ?= $(CURDIR)
+REGRESS_IN = $(CURDIR)
+endif
+pg_regress_installcheck = $(REGRESS_AS) $(top_builddir)/src/test/regress/pg_regress \
+	--bindir='$(bindir)' $(pg_regress_locale_flags) $(EXTRA_REGRESS_OPTS)
+
+.PHONY: regress-stage
+regress-stage:
+	@rm -rf $(REGRESS_DIR)/tmp_check $(REGRESS_DIR)/results $(REGRESS_DIR)/log \
+	    $(REGRESS_DIR)/regression.diffs $(REGRESS_DIR)/regression.out
+ifdef REGRESS_STAGE
+	@rm -rf $(REGRESS_STAGE)/sql $(REGRESS_STAGE)/expected $(REGRESS_STAGE)/test
+	@mkdir -p $(REGRESS_STAGE)/test
+	@cp -R sql expected $(REGRESS_STAGE)/
+	@cp $(REGRESS_CONF) $(REGRESS_STAGE)/$(REGRESS_CONF)
+	@chown -R postgres: $(REGRESS_STAGE)
+endif
 
 # PGXS tracks no header dependencies: rebuild every object when any header
 # changes (a stale struct layout in one object is a memory corruption).

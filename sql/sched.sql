@@ -1,6 +1,6 @@
 -- Scheduler core at the SQL level: task kinds, scheduling, the views, and
 -- the session procedures.  The pool workers would race with this test for
--- due tasks, so they are switched off while it runs (tms.enabled = off);
+-- due tasks, so test/regress.conf switches them off (tms.enabled = off);
 -- the integration tests cover workers and sessions together.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tms;
@@ -8,8 +8,6 @@ RESET client_min_messages;
 \set VERBOSITY default
 \set SHOW_CONTEXT never
 
-ALTER SYSTEM SET tms.enabled = off;
-SELECT pg_reload_conf();
 DO $$
 BEGIN
     FOR i IN 1..600 LOOP
@@ -142,5 +140,3 @@ SELECT has_table_privilege('pg_monitor', 'tms.tasks', 'SELECT') AS tasks,
 DROP TABLE sched_runs;
 DROP PROCEDURE sched_record, sched_wrong_args;
 DROP FUNCTION sched_not_a_procedure;
-ALTER SYSTEM RESET tms.enabled;
-SELECT pg_reload_conf();

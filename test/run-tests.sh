@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# make test: install what is missing, build, start a throwaway PostgreSQL 15
-# with tms and pg_cron preloaded, then run every test:
+# make test: install what is missing, build, install, then run every test:
 #
 #   1. plain-C unit drivers           (make unit)
-#   2. pg_regress                     (make installcheck, sql/ + expected/)
-#   3. integration tests              (pytest test/integration)
+#   2. pg_regress                     (make installcheck, sql/ + expected/, on
+#                                      a temporary instance of its own in
+#                                      $root/regress, test/regress.conf)
+#   3. integration tests              (pytest test/integration, on a
+#                                      throwaway PostgreSQL 15 in $root/pg with
+#                                      tms and pg_cron preloaded, and clusters
+#                                      of their own)
 #
 # Every server started here or by a test is stopped on exit, also on
 # failure; on failure the regression diffs and the server log tail are
@@ -29,8 +33,15 @@ make -s install >/dev/null || exit 1
 root=${TMS_TEST_ROOT:-$(mktemp -d /tmp/tms-test.XXXXXX)}
 chmod 755 "$root"
 
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
 cleanup() {
   /usr/bin/python3 test/pgcluster.py stop --dir "$root/pg" >/dev/null 2>&1
+  # pg_regress stops its instance itself, unless it was killed
+  if [ -f "$root/regress/tmp_check/data/postmaster.pid" ]; then
+    (cd /tmp && as_pg "$(pg_config --bindir)/pg_ctl" -D "$root/regress/tmp_check/data" \
+      -m immediate stop) >/dev/null 2>&1
+  fi
   # anything a test left behind in its process group
   pkill -TERM -f "$root" >/dev/null 2>&1 || true
 }
@@ -42,23 +53,22 @@ failed=()
 echo "== unit tests (make unit)"
 make -s unit || failed+=(unit)
 
-echo "== starting PostgreSQL for pg_regress in $root/pg"
+echo "== pg_regress (make installcheck, temporary instance in $root/regress)"
+if ! make -s installcheck REGRESS_DIR="$root/regress"; then
+  failed+=(pg_regress)
+  echo "---- regression.diffs ----"
+  cat "$root/regress/regression.diffs" 2>/dev/null
+  echo "---- server log (tail) ----"
+  tail -n 80 "$root/regress/log/postmaster.log" 2>/dev/null
+fi
+
+echo "== starting PostgreSQL for the integration tests in $root/pg"
 if ! env_lines=$(/usr/bin/python3 test/pgcluster.py start --dir "$root/pg"); then
   echo "could not start PostgreSQL"; cat "$root/pg/postgres.log" 2>/dev/null | tail -50
   exit 1
 fi
 eval "$env_lines"
 export PGHOST PGPORT PGUSER
-
-echo "== pg_regress (make installcheck)"
-rm -f regression.diffs regression.out
-if ! make -s installcheck; then
-  failed+=(pg_regress)
-  echo "---- regression.diffs ----"
-  cat regression.diffs 2>/dev/null
-  echo "---- server log (tail) ----"
-  tail -n 80 "$TMS_PGLOG"
-fi
 
 echo "== integration tests (pytest)"
 # The integration tests share this cluster (fixture "pg") and start their
