@@ -6,6 +6,7 @@
 #   make unit                 plain-C unit drivers, test/unit/<layer>_test.c
 #   make fuzz-<layer>         libFuzzer target test/fuzz/fuzz_<layer>.c (FUZZ_SECONDS)
 #   make test                 everything, on a throwaway cluster (test/run-tests.sh)
+#   make check-standalone     no file names the shared/ reference tree
 #   make demo / demo-stop     a running stack to play with (scripts/demo.sh)
 
 EXTENSION = tms
@@ -130,9 +131,12 @@ fuzz-%: test/fuzz/build/fuzz_%
 # ---------------------------------------------------------------------------
 # Whole-project entry points.
 
-.PHONY: test demo demo-stop
+.PHONY: test demo demo-stop check-standalone
 test:
 	bash test/run-tests.sh
+
+check-standalone:
+	bash scripts/check-standalone.sh
 
 demo:
 	bash scripts/demo.sh start

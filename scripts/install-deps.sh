@@ -35,5 +35,5 @@ command -v clang >/dev/null || ln -sf "$(command -v clang-14)" /usr/local/bin/cl
 
 if [ -f test/node/package-lock.json ] && [ ! -d test/node/node_modules ]; then
   echo "install-deps: npm ci in test/node"
-  npm ci --prefix test/node --no-audit --no-fund --loglevel=error >/dev/null
+  npm ci --prefix test/node --no-audit --no-fund --loglevel=error --prefer-offline >/dev/null
 fi

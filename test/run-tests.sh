@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make test: install what is missing, build, install, then run every test:
 #
+#   0. nothing names shared/          (scripts/check-standalone.sh)
 #   1. plain-C unit drivers           (make unit)
 #   2. pg_regress                     (make installcheck, sql/ + expected/, on
 #                                      a temporary instance of its own in
@@ -17,6 +18,15 @@
 # The whole run holds /tmp/tms-install.lock (scripts/install-lock.sh): only
 # one run at a time may install into the system PostgreSQL and test it.
 #
+# A user's clone has nothing beside it.  When this checkout has a directory
+# named shared beside it or beside a directory above it (the reference tree
+# of the machine tms is written on), the run copies the working tree
+# (scripts/lone-clone.sh: tracked and untracked files, uncommitted work
+# included) to $root/lone/tms, where nothing named shared is near, and runs
+# the whole suite there (TMS_LONE_CLONE=1 marks that run).  So every make
+# test is a run of a lone clone, and a test that reads the shared/ tree
+# fails.
+#
 # Environment: TMS_TEST_ROOT (default: a new directory under /tmp),
 # PYTEST_ARGS (extra pytest arguments, e.g. "-k workers").
 set -uo pipefail
@@ -26,12 +36,40 @@ top=$(pwd)
 . scripts/install-lock.sh
 tms_install_lock
 
+root=${TMS_TEST_ROOT:-$(mktemp -d /tmp/tms-test.XXXXXX)}
+mkdir -p "$root"
+chmod 755 "$root"
+
+# True when a directory named shared sits beside $1 or beside (or as) any
+# directory above it.
+shared_near() {
+  local d=$1
+  while [ "$d" != / ]; do
+    d=$(dirname "$d")
+    [ -e "$d/shared" ] && return 0
+  done
+  return 1
+}
+
+if shared_near "$top"; then
+  if [ -n "${TMS_LONE_CLONE:-}" ]; then
+    echo "error: $top is meant to be a lone clone, but a shared/ is beside or above it" >&2
+    exit 1
+  fi
+  lone="$root/lone/tms"
+  if shared_near "$lone"; then
+    echo "error: a shared/ is beside or above $lone too; choose TMS_TEST_ROOT elsewhere" >&2
+    exit 1
+  fi
+  echo "== $top has a shared/ near it: testing a copy of its working tree in $lone"
+  bash scripts/lone-clone.sh "$lone" || exit 1
+  cd "$lone" || exit 1
+  TMS_LONE_CLONE=1 TMS_TEST_ROOT="$root" exec bash test/run-tests.sh
+fi
+
 bash scripts/install-deps.sh || exit 1
 make -s || exit 1
 make -s install >/dev/null || exit 1
-
-root=${TMS_TEST_ROOT:-$(mktemp -d /tmp/tms-test.XXXXXX)}
-chmod 755 "$root"
 
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
@@ -49,6 +87,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 failed=()
+
+echo "== nothing names the shared/ reference tree (scripts/check-standalone.sh)"
+bash scripts/check-standalone.sh || failed+=(standalone)
 
 echo "== unit tests (make unit)"
 make -s unit || failed+=(unit)
