@@ -10,7 +10,8 @@ Tests (and people at a Python prompt) import this module to get:
                                    .region, .client() (an S3Client), .stop()
   CatalogServer(dsn, warehouse, port=None, credential=None, ...)
                                    test/catalog/server.py; .uri, .prefix,
-                                   .fault(...), .clear_faults(), .requests(),
+                                   .fault(...), .clear_faults(),
+                                   .armed_faults(), .requests(),
                                    .reset_requests(), .token(), .request(...),
                                    .stop()
   ThrowawayPostgres()              a private PostgreSQL 15 cluster for use
@@ -353,6 +354,13 @@ class CatalogServer:
 
     def clear_faults(self):
         self._admin("DELETE", "/admin/faults")
+
+    def armed_faults(self):
+        """The ids of the faults that have firings left.  A fault armed with
+        count=1 leaves this list when a matching request arrives, before it
+        acts (a hang is then in progress): tests await that instead of
+        sleeping."""
+        return [f["id"] for f in self._admin("GET", "/admin/faults")["faults"]]
 
     def requests(self, path_regex=None):
         """The request log: {"requests": [...], "counts": {...}, "total": n}."""

@@ -21,6 +21,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import world  # noqa: E402
+from pgcluster import wait_for  # noqa: E402
 
 # test/fixtures/iceberg/<folder>/PROVENANCE.md of each table: snapshots in
 # the current metadata, and the distinct data / position-delete /
@@ -301,16 +302,25 @@ def test_catalog_503_retried_when_retries_allowed(pg, fault_catalog):
     assert statuses == [503, 503, 200]
 
 
+def fault_fired(catalog, fault_id):
+    """Await the arrival at the catalog of the request a count=1 fault
+    matches (the fault is then no longer armed)."""
+    wait_for(lambda: fault_id not in catalog.armed_faults(), timeout=30,
+             what="the request to reach the catalog")
+
+
 def test_hang_ends_at_the_request_timeout(pg, fault_catalog):
+    """The catalog takes the request and does not answer for 20 s: the query
+    fails with a timeout.  Without the 1 s request timeout it would succeed
+    when the hang ends; and the request did reach the catalog (the timeout
+    is not a connect failure)."""
     name = make_server(pg, fault_catalog.uri, request_timeout="1s")
     query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
-    fault_catalog.fault(r"/namespaces$", action="hang", seconds=20, method="GET")
-    t0 = time.monotonic()
+    fid = fault_catalog.fault(r"/namespaces$", action="hang", seconds=20, method="GET")
     e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
-    elapsed = time.monotonic() - t0
     assert e.pgcode == psycopg2.errorcodes.CONNECTION_FAILURE
     assert "timed out" in e.diag.message_primary
-    assert 0.9 < elapsed < 2.5, elapsed
+    fault_fired(fault_catalog, fid)
 
 
 def test_malformed_body(pg, fault_catalog):
@@ -340,28 +350,28 @@ def test_cancel_during_a_hanging_request(pg, fault_catalog):
     try:
         query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
         pid = query(pg, "SELECT pg_backend_pid()", conn=conn)[0][0]
-        fault_catalog.fault(r"/namespaces$", action="hang", seconds=30, method="GET")
+        fid = fault_catalog.fault(r"/namespaces$", action="hang", seconds=60, method="GET")
         result = {}
 
         def run():
-            t0 = time.monotonic()
             try:
                 query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
             except psycopg2.Error as e:
                 result["error"] = e
             result["ended"] = time.monotonic()
-            result["started"] = t0
 
         th = threading.Thread(target=run)
         th.start()
-        time.sleep(0.7)
+        # cancel once the request hangs at the catalog
+        fault_fired(fault_catalog, fid)
         cancel_at = time.monotonic()
         assert query(pg, "SELECT pg_cancel_backend(%s)", (pid,))[0][0]
-        th.join(10)
-        assert not th.is_alive()
+        # the hang lasts 60 s: ending well before it means the cancel
+        # interrupted the request
+        th.join(30)
+        assert not th.is_alive(), "the query outlived its cancel"
         assert result["error"].pgcode == psycopg2.errorcodes.QUERY_CANCELED
         print("cancel took %.0f ms" % ((result["ended"] - cancel_at) * 1000))
-        assert result["ended"] - cancel_at < 1.0, result["ended"] - cancel_at
         # the backend is still usable, the cached connection too
         fault_catalog.clear_faults()
         assert ("f_ns",) in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
@@ -370,11 +380,12 @@ def test_cancel_during_a_hanging_request(pg, fault_catalog):
 
 
 def test_dead_port_fails_fast(pg):
+    """Nobody listens: the refused connection is the error at once (no
+    retries with retries=0), not a connect timeout."""
     name = make_server(pg, "http://127.0.0.1:%d" % world.free_port())
-    t0 = time.monotonic()
     e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
     assert e.pgcode == psycopg2.errorcodes.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION
-    assert time.monotonic() - t0 < 2
+    assert "timed out" not in e.diag.message_primary, e.diag.message_primary
 
 
 def test_alter_server_takes_effect(pg, fault_catalog):
@@ -384,10 +395,12 @@ def test_alter_server_takes_effect(pg, fault_catalog):
     try:
         query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
         query(pg, "ALTER SERVER %s OPTIONS (SET request_timeout '1s')" % name)
-        fault_catalog.fault(r"/namespaces$", action="hang", seconds=10, method="GET")
-        t0 = time.monotonic()
+        # a 10 s hang: with the old 30 s timeout the query would succeed when
+        # it ends, so a timeout error means the new 1 s took effect
+        fid = fault_catalog.fault(r"/namespaces$", action="hang", seconds=10, method="GET")
         e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
         assert e.pgcode == psycopg2.errorcodes.CONNECTION_FAILURE
-        assert time.monotonic() - t0 < 2.5
+        assert "timed out" in e.diag.message_primary
+        fault_fired(fault_catalog, fid)
     finally:
         conn.close()
