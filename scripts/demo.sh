@@ -40,8 +40,8 @@ fi
 . scripts/install-lock.sh
 tms_install_lock
 bash scripts/install-deps.sh
-make -s
-make -s install >/dev/null
+make -s WERROR=1
+make -s WERROR=1 install >/dev/null
 tms_install_unlock
 
 mkdir -p "$demo"

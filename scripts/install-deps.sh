@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libavro-dev is for bench/iceberg_manifest_bench.c only (its baseline); tms
+# itself does not link libavro.
 DEBS=(
   build-essential
   postgresql-15 postgresql-server-dev-15 postgresql-15-cron postgresql-client-15

@@ -68,8 +68,8 @@ if shared_near "$top"; then
 fi
 
 bash scripts/install-deps.sh || exit 1
-make -s || exit 1
-make -s install >/dev/null || exit 1
+make -s WERROR=1 || exit 1
+make -s WERROR=1 install >/dev/null || exit 1
 
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
