@@ -299,20 +299,29 @@ typedef struct IcebergTableMetadata
 	IcebergStatisticsFile *partition_statistics;
 } IcebergTableMetadata;
 
+/* The largest timestamp metadata may hold: 9999-12-31T23:59:59.999Z. */
+#define ICEBERG_MAX_TIMESTAMP_MS INT64_C(253402300799999)
+
 /*
  * Parses metadata.json from memory.  gzip input (magic 1f 8b) is inflated
  * with the max_metadata_bytes cap; zstd input is ICEBERG_ERR_UNSUPPORTED.
  * Accepts format versions 1-3 (higher: ICEBERG_ERR_UNSUPPORTED); fields a
  * version requires must be present with the right JSON types, otherwise
- * ICEBERG_ERR_MALFORMED.  "limits" may be NULL.  On success the caller
- * owns *out and frees it with iceberg_metadata_free().
+ * ICEBERG_ERR_MALFORMED.  Timestamps (last-updated-ms, and timestamp-ms of
+ * snapshots, snapshot-log and metadata-log entries) must lie in
+ * [0, ICEBERG_MAX_TIMESTAMP_MS], otherwise ICEBERG_ERR_MALFORMED.
+ * "limits" may be NULL.  On success the caller owns *out and frees it with
+ * iceberg_metadata_free().
  */
 extern bool iceberg_metadata_parse(const void *data, size_t len,
 								   const IcebergLimits *limits,
 								   IcebergTableMetadata **out,
 								   IcebergError *err);
 
-/* Reads "path" through io (capped) and parses it as above. */
+/*
+ * Reads "path" through io (capped) and parses it as above.  The detail of
+ * a parse error ends with the file's path.
+ */
 extern bool iceberg_metadata_read(const IcebergFileIO *io, const char *path,
 								  IcebergTableMetadata **out,
 								  IcebergError *err);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dsl/dsl.h"
 #include "iceberg/iceberg.h"
@@ -1352,6 +1353,123 @@ test_walk_and_adapters(void)
 	iceberg_metadata_free(md);
 }
 
+/* ---------------------------------------------------------------------
+ * Extreme values: timestamps out of range are rejected, metrics saturate
+ * ---------------------------------------------------------------------
+ */
+
+/* A temporary file's path with the given content, in a static buffer. */
+static const char *
+temp_file(const char *name, const void *data, size_t len)
+{
+	static char path[4][1024];
+	static int	next;
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char	   *p = path[next++ % 4];
+	FILE	   *f;
+
+	snprintf(p, sizeof(path[0]), "%s/tms_iceberg_test_%ld_%s", dir,
+			 (long) getpid(), name);
+	f = fopen(p, "wb");
+	if (f == NULL || fwrite(data, 1, len, f) != len)
+	{
+		CHECK(false, "cannot write %s", p);
+		if (f)
+			fclose(f);
+		return p;
+	}
+	fclose(f);
+	return p;
+}
+
+/* v1 metadata with the four kinds of timestamp set to the given JSON numbers. */
+static void
+timestamps_json(char *buf, size_t cap, const char *const ts[4])
+{
+	snprintf(buf, cap,
+			 "{\"format-version\": 1, \"location\": \"x\", \"last-updated-ms\": %s,"
+			 " \"last-column-id\": 1,"
+			 " \"schema\": {\"type\": \"struct\", \"fields\": []}, \"partition-spec\": [],"
+			 " \"snapshots\": [{\"snapshot-id\": 1, \"timestamp-ms\": %s, \"manifests\": []}],"
+			 " \"current-snapshot-id\": 1,"
+			 " \"snapshot-log\": [{\"timestamp-ms\": %s, \"snapshot-id\": 1}],"
+			 " \"metadata-log\": [{\"timestamp-ms\": %s, \"metadata-file\": \"m.json\"}]}",
+			 ts[0], ts[1], ts[2], ts[3]);
+}
+
+/* Timestamps outside [0, 9999-12-31T23:59:59.999Z] are malformed metadata. */
+static void
+test_metadata_timestamps(void)
+{
+	static const char *const bad[] = {
+		"9223372036854775807", "-9223372036854775808", "-1", "253402300800000"
+	};
+	static const char *const field[] = {
+		"\"last-updated-ms\" of table metadata", "\"timestamp-ms\" of a snapshot",
+		"\"timestamp-ms\" of a snapshot-log entry", "\"timestamp-ms\" of a metadata-log entry"
+	};
+	char		json[1024];
+	IcebergTableMetadata *md;
+	IcebergError err;
+	IcebergFileIO io;
+
+	/* the two ends of the range are accepted */
+	{
+		const char *const lo_hi[4] = {"0", "253402300799999", "0", "253402300799999"};
+
+		timestamps_json(json, sizeof(json), lo_hi);
+		if (iceberg_metadata_parse(json, strlen(json), NULL, &md, &err))
+		{
+			CHECK(md->last_updated_ms == 0 &&
+				  md->snapshots[0].timestamp_ms == ICEBERG_MAX_TIMESTAMP_MS &&
+				  md->snapshot_log[0].timestamp_ms == 0 &&
+				  md->metadata_log[0].timestamp_ms == INT64_C(253402300799999),
+				  "boundary timestamps kept");
+			iceberg_metadata_free(md);
+		}
+		else
+			CHECK(false, "boundary timestamps: %s", err.message);
+	}
+
+	/* each kind, each bad value */
+	for (int k = 0; k < 4; k++)
+		for (int b = 0; b < 4; b++)
+		{
+			const char *ts[4] = {"1", "1", "1", "1"};
+			char		want[160];
+			bool		ok;
+
+			ts[k] = bad[b];
+			timestamps_json(json, sizeof(json), ts);
+			ok = iceberg_metadata_parse(json, strlen(json), NULL, &md, &err);
+			snprintf(want, sizeof(want), "field %s has out-of-range value %s",
+					 field[k], bad[b]);
+			CHECK(!ok && err.code == ICEBERG_ERR_MALFORMED &&
+				  strstr(err.message, want) != NULL &&
+				  strstr(err.detail, "9999-12-31T23:59:59.999Z") != NULL,
+				  "%s = %s: %s / %s", field[k], bad[b],
+				  ok ? "accepted" : err.message, ok ? "" : err.detail);
+			if (ok)
+				iceberg_metadata_free(md);
+		}
+
+	/* read from a file, the detail names it after the range */
+	{
+		const char *ts[4] = {"1", "-1", "1", "1"};
+		const char *path;
+		char		want[1100];
+
+		timestamps_json(json, sizeof(json), ts);
+		path = temp_file("ts.metadata.json", json, strlen(json));
+		iceberg_local_fileio(&io, NULL);
+		snprintf(want, sizeof(want), "(9999-12-31T23:59:59.999Z). The file is \"%s\".", path);
+		CHECK(!iceberg_metadata_read(&io, path, &md, &err) &&
+			  err.code == ICEBERG_ERR_MALFORMED && strstr(err.detail, want) != NULL,
+			  "detail names the file: %s", err.detail);
+		unlink(path);
+	}
+}
+
 int
 main(void)
 {
@@ -1364,6 +1482,7 @@ main(void)
 	test_standalone_metadata();
 	test_metadata_details();
 	test_metadata_malformed();
+	test_metadata_timestamps();
 	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		test_fixture_table(&tables[i]);
 	test_fixture_details();
