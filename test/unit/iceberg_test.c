@@ -1470,6 +1470,128 @@ test_metadata_timestamps(void)
 	}
 }
 
+/* Ages and totals saturate instead of wrapping (no signed overflow). */
+static void
+test_metrics_saturate(void)
+{
+	static const struct
+	{
+		int64_t		ts;				/* the snapshot's timestamp */
+		int64_t		updated;		/* last-updated-ms */
+		int64_t		now;
+		int64_t		oldest_age;
+		int64_t		since_update;
+	}			cases[] = {
+		{0, 0, INT64_MAX, INT64_MAX, INT64_MAX},
+		{INT64_MIN, INT64_MIN, INT64_MAX, INT64_MAX, INT64_MAX},
+		{INT64_MIN, -1, 1, INT64_MAX, 2},
+		{INT64_MIN, INT64_MIN, 0, INT64_MAX, INT64_MAX},
+		{INT64_MAX, INT64_MAX, INT64_MIN, 0, 0},
+		{INT64_MAX, 5, INT64_MAX, 0, INT64_MAX - 5},
+		{-1, -1, INT64_MIN, 0, 0},
+		{1000, ICEBERG_MAX_TIMESTAMP_MS, ICEBERG_MAX_TIMESTAMP_MS,
+		ICEBERG_MAX_TIMESTAMP_MS - 1000, 0},
+		{100, 50, -1, 0, 0},
+	};
+	IcebergTableMetadata md;
+	IcebergSnapshot snap;
+	IcebergTableMetrics m;
+	IcebergError err;
+
+	/* metadata built by hand: the parser would refuse these timestamps */
+	memset(&md, 0, sizeof(md));
+	memset(&snap, 0, sizeof(snap));
+	md.format_version = 2;
+	md.current_snapshot_id = -1;
+	md.nsnapshots = 1;
+	md.snapshots = &snap;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		snap.timestamp_ms = cases[i].ts;
+		md.last_updated_ms = cases[i].updated;
+		CHECK(iceberg_table_metrics(NULL, &md, ICEBERG_METRICS_METADATA, cases[i].now,
+									NULL, NULL, &m, &err) &&
+			  m.oldest_snapshot_age_ms == cases[i].oldest_age &&
+			  m.time_since_last_update_ms == cases[i].since_update,
+			  "case %zu: ages %lld %lld", i, (long long) m.oldest_snapshot_age_ms,
+			  (long long) m.time_since_last_update_ms);
+	}
+	md.nsnapshots = 0;
+	CHECK(iceberg_table_metrics(NULL, &md, ICEBERG_METRICS_METADATA, INT64_MAX,
+								NULL, NULL, &m, &err) &&
+		  m.oldest_snapshot_age_ms == 0, "no snapshot: age 0");
+
+	/* totals: a v1 manifest whose sizes and counts add up past int64 */
+	{
+		static const char *manifest_schema =
+		"{\"type\":\"record\",\"name\":\"manifest_entry\",\"fields\":["
+		"{\"name\":\"status\",\"type\":\"int\"},"
+		"{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"]},"
+		"{\"name\":\"data_file\",\"type\":{\"type\":\"record\",\"name\":\"r2\",\"fields\":["
+		"{\"name\":\"file_path\",\"type\":\"string\"},"
+		"{\"name\":\"file_format\",\"type\":\"string\"},"
+		"{\"name\":\"partition\",\"type\":{\"type\":\"record\",\"name\":\"r102\",\"fields\":[]}},"
+		"{\"name\":\"record_count\",\"type\":\"long\"},"
+		"{\"name\":\"file_size_in_bytes\",\"type\":\"long\"}]}}]}";
+		static const int64_t sizes[] = {INT64_MAX, INT64_MAX, 5};
+		static const int64_t records[] = {INT64_MIN, -1, 7};
+		unsigned char *file = malloc(1 << 16);
+		unsigned char rec[4096];
+		size_t		n = 0,
+					r = 0;
+		const char *list_path;
+		const char *manifest_path;
+		char		json[2048];
+		IcebergFileIO io;
+		IcebergTableMetadata *pmd;
+
+		for (int i = 0; i < 3; i++)
+		{
+			r += put_long(rec + r, 1);	/* ADDED */
+			r += put_long(rec + r, 1);	/* union branch long */
+			r += put_long(rec + r, 1);
+			r += put_str(rec + r, i == 0 ? "s3://b/t/data/a.parquet" :
+						 i == 1 ? "s3://b/t/data/b.parquet" : "s3://b/t/data/c.parquet");
+			r += put_str(rec + r, "PARQUET");
+			r += put_long(rec + r, records[i]);
+			r += put_long(rec + r, sizes[i]);
+		}
+		n = put_header(file, manifest_schema, "null");
+		n += put_block(file + n, rec, r, 3);
+		manifest_path = temp_file("m0.avro", file, n);
+
+		r = put_list_record(rec, manifest_path, 0);
+		n = put_header(file, list_schema_noids, "null");
+		n += put_block(file + n, rec, r, 1);
+		list_path = temp_file("snap-1.avro", file, n);
+		free(file);
+
+		snprintf(json, sizeof(json),
+				 "{\"format-version\": 1, \"location\": \"s3://b/t\", \"last-updated-ms\": 1,"
+				 " \"last-column-id\": 1,"
+				 " \"schema\": {\"type\": \"struct\", \"fields\": []}, \"partition-spec\": [],"
+				 " \"snapshots\": [{\"snapshot-id\": 1, \"timestamp-ms\": 1,"
+				 " \"manifest-list\": \"%s\"}], \"current-snapshot-id\": 1}", list_path);
+		iceberg_local_fileio(&io, NULL);
+		if (iceberg_metadata_parse(json, strlen(json), NULL, &pmd, &err))
+		{
+			bool		ok = iceberg_table_metrics(&io, pmd, ICEBERG_METRICS_DELETES, 2,
+												   NULL, NULL, &m, &err);
+
+			CHECK(ok && m.data_files == 3 && m.data_files_size == INT64_MAX &&
+				  m.data_records == INT64_MIN + 7,
+				  "saturated totals: %s %lld files, size %lld, records %lld",
+				  ok ? "" : err.message, (long long) m.data_files,
+				  (long long) m.data_files_size, (long long) m.data_records);
+			iceberg_metadata_free(pmd);
+		}
+		else
+			CHECK(false, "totals metadata: %s", err.message);
+		unlink(list_path);
+		unlink(manifest_path);
+	}
+}
+
 int
 main(void)
 {
@@ -1483,6 +1605,7 @@ main(void)
 	test_metadata_details();
 	test_metadata_malformed();
 	test_metadata_timestamps();
+	test_metrics_saturate();
 	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		test_fixture_table(&tables[i]);
 	test_fixture_details();
