@@ -1250,6 +1250,7 @@ src_fill(AvroReader *r, size_t need, IcebergError *err)
 {
 	while (r->end - r->pos < need && !r->eof)
 	{
+		IoError		ioerr;
 		int64_t		n;
 		size_t		want;
 
@@ -1275,13 +1276,11 @@ src_fill(AvroReader *r, size_t need, IcebergError *err)
 		want = r->alloc - r->end;
 		if (want > ICEBERG_READ_CHUNK)
 			want = ICEBERG_READ_CHUNK;
-		n = r->io->read(r->io->arg, r->handle, r->buf + r->end, want, err);
+		io_error_clear(&ioerr);
+		n = r->io->io.read(r->io->io.arg, r->handle, r->buf + r->end, want,
+						   &ioerr);
 		if (n < 0)
-		{
-			if (err && err->code == ICEBERG_OK)
-				iceberg_set_error(err, ICEBERG_ERR_IO, "could not read \"%s\"", r->path);
-			return false;
-		}
+			return iceberg_set_io_error(err, &ioerr, r->path);
 		if (n == 0)
 			r->eof = true;
 		if ((size_t) n > want)
@@ -1521,11 +1520,13 @@ avro_reader_open(const IcebergFileIO *io, const char *path, const char *what,
 				 IcebergError *err)
 {
 	AvroReader *r;
+	IoError		ioerr;
 	int64_t		size;
 	size_t		need = 4096;
 
 	*out = NULL;
-	if (io == NULL || io->open == NULL || io->read == NULL || path == NULL)
+	if (io == NULL || io->io.open == NULL || io->io.read == NULL ||
+		io->io.close == NULL || path == NULL)
 		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
 								 "no file reader given");
 	r = calloc(1, sizeof(AvroReader));
@@ -1537,11 +1538,11 @@ avro_reader_open(const IcebergFileIO *io, const char *path, const char *what,
 	iceberg_effective_limits(io->limits, &r->limits);
 	r->string_cap = r->limits.max_string_bytes;
 	r->coll_cap = r->limits.max_collection_items;
-	r->handle = io->open(io->arg, path, &size, err);
+	io_error_clear(&ioerr);
+	r->handle = io->io.open(io->io.arg, path, &size, &ioerr);
 	if (r->handle == NULL)
 	{
-		if (err && err->code == ICEBERG_OK)
-			iceberg_set_error(err, ICEBERG_ERR_IO, "could not open \"%s\"", path);
+		iceberg_set_io_error(err, &ioerr, path);
 		free(r);
 		return false;
 	}
@@ -1908,7 +1909,7 @@ avro_reader_close(AvroReader *r)
 	if (r == NULL)
 		return;
 	if (r->handle != NULL)
-		r->io->close(r->io->arg, r->handle);
+		r->io->io.close(r->io->io.arg, r->handle);
 	for (i = 0; i < r->nmeta; i++)
 	{
 		free(r->meta[i].key);

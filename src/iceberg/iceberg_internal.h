@@ -35,6 +35,14 @@ extern bool iceberg_set_error(IcebergError *err, IcebergErrorCode code,
 extern void iceberg_set_detail(IcebergError *err, const char *fmt,...)
 			ICEBERG_PRINTF(2, 3);
 
+/*
+ * Fills err from a failed IoFileIO call on path: ICEBERG_ERR_IO (or
+ * CANCELLED / OUT_OF_MEMORY) with io_code = ioerr->code, message
+ * 'could not read "path"', the IoError's texts as detail.  Returns false.
+ */
+extern bool iceberg_set_io_error(IcebergError *err, const IoError *ioerr,
+								 const char *path);
+
 /* The effective limits of an io (defaults when io or io->limits is NULL). */
 extern void iceberg_effective_limits(const IcebergLimits *in,
 									 IcebergLimits *out);

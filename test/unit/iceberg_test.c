@@ -358,6 +358,11 @@ test_metadata_malformed(void)
 		iceberg_local_fileio(&io, NULL);
 		CHECK(!iceberg_metadata_read(&io, "/nonexistent/metadata.json", &md, &err) &&
 			  err.code == ICEBERG_ERR_IO, "missing file");
+		/* the IoFileIO's own code travels with the iceberg error */
+		CHECK(err.io_code == IO_ERR_NOT_FOUND, "missing file: io_code %s",
+			  io_error_code_name(err.io_code));
+		CHECK(!iceberg_metadata_parse("{", 1, NULL, &md, &err) &&
+			  err.io_code == IO_OK, "parse error: io_code stays IO_OK");
 	}
 }
 
@@ -1307,7 +1312,7 @@ test_walk_and_adapters(void)
 	CHECK(!iceberg_walk(&io, md, NULL, NULL, -1, ICEBERG_WALK_ALL, stop_cb, &n, &err) &&
 		  err.code == ICEBERG_ERR_CANCELLED && n == 3, "callback stop");
 	/* interrupts */
-	io.interrupted = interrupted_now;
+	io.io.interrupted = interrupted_now;
 	{
 		IcebergTableMetrics m;
 
@@ -1315,7 +1320,7 @@ test_walk_and_adapters(void)
 			  err.code == ICEBERG_ERR_CANCELLED, "interrupted metrics: %s",
 			  iceberg_error_code_name(err.code));
 	}
-	io.interrupted = NULL;
+	io.io.interrupted = NULL;
 
 	/* DSL adapters */
 	{
