@@ -39,12 +39,12 @@
 #include <string.h>
 #include <zlib.h>
 
-#define AVRO_MAX_DEPTH		32	/* schema nesting */
-#define AVRO_MAX_NAMED		4096	/* named types in one schema */
-#define AVRO_MAX_FIELDS		65536	/* fields of one record / union
-									 * branches */
+#define ICEBERG_AVRO_MAX_DEPTH	32	/* schema nesting */
+#define ICEBERG_AVRO_MAX_NAMED	4096	/* named types in one schema */
+#define ICEBERG_AVRO_MAX_FIELDS 65536	/* fields of one record / union
+										 * branches */
 
-typedef enum AvroType
+typedef enum IcebergAvroType
 {
 	AT_NULL,
 	AT_BOOLEAN,
@@ -60,21 +60,21 @@ typedef enum AvroType
 	AT_ARRAY,
 	AT_MAP,
 	AT_UNION
-} AvroType;
+} IcebergAvroType;
 
-typedef enum AvroCodec
+typedef enum IcebergAvroCodec
 {
 	CODEC_NULL,
 	CODEC_DEFLATE,
 	CODEC_SNAPPY
-} AvroCodec;
+} IcebergAvroCodec;
 
 /* One node of the decode plan. */
 typedef struct PlanNode
 {
-	AvroType	type;
+	IcebergAvroType type;
 	int			slot;			/* >= 0: store the value here */
-	AvroSlotKind kind;			/* what to store (when slot >= 0) */
+	IcebergAvroSlotKind kind;	/* what to store (when slot >= 0) */
 	bool		wanted;			/* this subtree stores something */
 	int32_t		size;			/* fixed: byte size; enum: symbol count */
 	int64_t		min_size;		/* minimum encoded size in bytes */
@@ -98,7 +98,7 @@ typedef struct NamedType
 	json_t	   *def;			/* borrowed from the parsed schema */
 } NamedType;
 
-struct AvroReader
+struct IcebergAvroReader
 {
 	const IcebergFileIO *io;
 	void	   *handle;
@@ -110,7 +110,7 @@ struct AvroReader
 	int			nmeta;
 	IcebergKeyValue *meta;
 	uint8_t		sync[16];
-	AvroCodec	codec;
+	IcebergAvroCodec codec;
 	int32_t    *top_ids;
 	int			ntop_ids;
 
@@ -134,8 +134,8 @@ struct AvroReader
 
 	/* per record scratch and slot string offsets */
 	IcebergBuf	scratch;
-	size_t		sofs[AVRO_MAX_SLOTS];
-	size_t		iofs[AVRO_MAX_SLOTS];
+	size_t		sofs[ICEBERG_AVRO_MAX_SLOTS];
+	size_t		iofs[ICEBERG_AVRO_MAX_SLOTS];
 	int64_t		string_cap;
 	int64_t		coll_cap;
 
@@ -149,8 +149,8 @@ struct AvroReader
  */
 
 static bool
-avro_error(AvroReader *r, IcebergError *err, IcebergErrorCode code,
-		   const char *msg)
+iceberg_avro_error(IcebergAvroReader *r, IcebergError *err,
+				   IcebergErrorCode code, const char *msg)
 {
 	iceberg_set_error(err, code, "%s in %s", msg, r->what);
 	iceberg_set_detail(err, "The file is \"%s\"%s.", r->path,
@@ -445,7 +445,7 @@ render_node(const PlanNode *n, Cur *c, IcebergBuf *b, int64_t coll_cap,
 	int			i;
 
 #define APPEND(p, l) do { if (!iceberg_buf_append(b, (p), (l))) { *oom = true; return false; } } while (0)
-	if (depth > AVRO_MAX_DEPTH)
+	if (depth > ICEBERG_AVRO_MAX_DEPTH)
 		return false;
 	switch (n->type)
 	{
@@ -610,8 +610,8 @@ scratch_align(IcebergBuf *b)
  * malformed value returns false; *oom distinguishes allocation failure.
  */
 static bool
-decode_node(AvroReader *r, const PlanNode *n, Cur *c, AvroValue *values,
-			bool *oom)
+decode_node(IcebergAvroReader *r, const PlanNode *n, Cur *c,
+			IcebergAvroValue *values, bool *oom)
 {
 	int64_t		v;
 	int			i;
@@ -625,11 +625,11 @@ decode_node(AvroReader *r, const PlanNode *n, Cur *c, AvroValue *values,
 
 	if (n->slot >= 0)
 	{
-		AvroValue  *out = &values[n->slot];
+		IcebergAvroValue *out = &values[n->slot];
 
 		switch (n->kind)
 		{
-			case AVRO_SLOT_LONG:
+			case ICEBERG_AVRO_SLOT_LONG:
 				if (!rd_long(c, &v))
 					return false;
 				if (n->type == AT_INT && (v < INT32_MIN || v > INT32_MAX))
@@ -637,7 +637,7 @@ decode_node(AvroReader *r, const PlanNode *n, Cur *c, AvroValue *values,
 				out->l = v;
 				out->present = true;
 				return true;
-			case AVRO_SLOT_STRING:
+			case ICEBERG_AVRO_SLOT_STRING:
 				{
 					const uint8_t *s;
 
@@ -656,7 +656,7 @@ decode_node(AvroReader *r, const PlanNode *n, Cur *c, AvroValue *values,
 					out->present = true;
 					return true;
 				}
-			case AVRO_SLOT_PARTITION:
+			case ICEBERG_AVRO_SLOT_PARTITION:
 				{
 					size_t		start = r->scratch.len;
 
@@ -674,8 +674,8 @@ decode_node(AvroReader *r, const PlanNode *n, Cur *c, AvroValue *values,
 					out->present = true;
 					return true;
 				}
-			case AVRO_SLOT_INT_ARRAY:
-			case AVRO_SLOT_COUNT_ARRAY:
+			case ICEBERG_AVRO_SLOT_INT_ARRAY:
+			case ICEBERG_AVRO_SLOT_COUNT_ARRAY:
 				{
 					const PlanNode *item = n->children[0];
 					int			total = 0;
@@ -685,7 +685,7 @@ decode_node(AvroReader *r, const PlanNode *n, Cur *c, AvroValue *values,
 						*oom = true;
 						return false;
 					}
-					if (n->kind == AVRO_SLOT_INT_ARRAY)
+					if (n->kind == ICEBERG_AVRO_SLOT_INT_ARRAY)
 						r->iofs[n->slot] = r->scratch.len;
 					for (;;)
 					{
@@ -699,7 +699,7 @@ decode_node(AvroReader *r, const PlanNode *n, Cur *c, AvroValue *values,
 							break;
 						if (count > r->coll_cap - total)
 							return false;
-						if (n->kind == AVRO_SLOT_COUNT_ARRAY)
+						if (n->kind == ICEBERG_AVRO_SLOT_COUNT_ARRAY)
 						{
 							total += (int) count;
 							if (bsize >= 0)
@@ -725,7 +725,7 @@ decode_node(AvroReader *r, const PlanNode *n, Cur *c, AvroValue *values,
 							total++;
 						}
 					}
-					out->nints = n->kind == AVRO_SLOT_INT_ARRAY ? total : 0;
+					out->nints = n->kind == ICEBERG_AVRO_SLOT_INT_ARRAY ? total : 0;
 					out->l = total;
 					out->present = true;
 					return true;
@@ -762,7 +762,7 @@ typedef struct Compiler
 	int			nnamed;
 	int			nodes;			/* total plan nodes, bounded */
 	IcebergError *err;
-	AvroReader *r;
+	IcebergAvroReader *r;
 	bool		failed_oom;
 	const char *bad;			/* a short reason for a malformed schema */
 } Compiler;
@@ -781,7 +781,7 @@ free_plan(PlanNode *n)
 }
 
 static PlanNode *
-new_node(Compiler *cc, AvroType t, int nchildren)
+new_node(Compiler *cc, IcebergAvroType t, int nchildren)
 {
 	PlanNode   *n;
 
@@ -826,7 +826,7 @@ register_named(Compiler *cc, json_t *def)
 		cc->bad = "named type without a name";
 		return false;
 	}
-	if (cc->nnamed >= AVRO_MAX_NAMED)
+	if (cc->nnamed >= ICEBERG_AVRO_MAX_NAMED)
 	{
 		cc->bad = "too many named types";
 		return false;
@@ -888,8 +888,10 @@ lookup_named(Compiler *cc, const char *name)
 	return NULL;
 }
 
-static PlanNode *compile(Compiler *cc, json_t *schema, const AvroTarget *leaf,
-						 const AvroTarget *targets, int ntargets, int depth);
+static PlanNode *compile(Compiler *cc, json_t *schema,
+						 const IcebergAvroTarget *leaf,
+						 const IcebergAvroTarget *targets, int ntargets,
+						 int depth);
 
 /* Primitive type from its name; -1 when not primitive. */
 static int
@@ -898,7 +900,7 @@ primitive_type(const char *s)
 	static const struct
 	{
 		const char *name;
-		AvroType	t;
+		IcebergAvroType t;
 	}			prims[] = {
 		{"null", AT_NULL}, {"boolean", AT_BOOLEAN}, {"int", AT_INT},
 		{"long", AT_LONG}, {"float", AT_FLOAT}, {"double", AT_DOUBLE},
@@ -913,7 +915,7 @@ primitive_type(const char *s)
 }
 
 static int64_t
-prim_min_size(AvroType t)
+prim_min_size(IcebergAvroType t)
 {
 	switch (t)
 	{
@@ -930,20 +932,20 @@ prim_min_size(AvroType t)
 
 /* Does a leaf of this type suit the target's slot kind? */
 static bool
-leaf_compatible(const PlanNode *n, AvroSlotKind kind)
+leaf_compatible(const PlanNode *n, IcebergAvroSlotKind kind)
 {
 	switch (kind)
 	{
-		case AVRO_SLOT_LONG:
+		case ICEBERG_AVRO_SLOT_LONG:
 			return n->type == AT_INT || n->type == AT_LONG;
-		case AVRO_SLOT_STRING:
+		case ICEBERG_AVRO_SLOT_STRING:
 			return n->type == AT_STRING || n->type == AT_BYTES;
-		case AVRO_SLOT_INT_ARRAY:
+		case ICEBERG_AVRO_SLOT_INT_ARRAY:
 			return n->type == AT_ARRAY &&
 				(n->children[0]->type == AT_INT || n->children[0]->type == AT_LONG);
-		case AVRO_SLOT_COUNT_ARRAY:
+		case ICEBERG_AVRO_SLOT_COUNT_ARRAY:
 			return n->type == AT_ARRAY;
-		case AVRO_SLOT_PARTITION:
+		case ICEBERG_AVRO_SLOT_PARTITION:
 			return n->type == AT_RECORD;
 	}
 	return false;
@@ -951,14 +953,14 @@ leaf_compatible(const PlanNode *n, AvroSlotKind kind)
 
 /* Compile a record's fields against targets (ntargets may be 0). */
 static PlanNode *
-compile_record(Compiler *cc, json_t *def, const AvroTarget *targets,
+compile_record(Compiler *cc, json_t *def, const IcebergAvroTarget *targets,
 			   int ntargets, int depth)
 {
 	json_t	   *fields = json_object_get(def, "fields");
 	PlanNode   *n;
 	size_t		i;
 
-	if (!json_is_array(fields) || json_array_size(fields) > AVRO_MAX_FIELDS)
+	if (!json_is_array(fields) || json_array_size(fields) > ICEBERG_AVRO_MAX_FIELDS)
 	{
 		cc->bad = "record without a valid \"fields\" array";
 		return NULL;
@@ -971,7 +973,7 @@ compile_record(Compiler *cc, json_t *def, const AvroTarget *targets,
 		json_t	   *f = json_array_get(fields, i);
 		json_t	   *idj = json_object_get(f, "field-id");
 		const char *fname = json_string_value(json_object_get(f, "name"));
-		const AvroTarget *match = NULL;
+		const IcebergAvroTarget *match = NULL;
 		PlanNode   *child;
 		int			k;
 
@@ -983,7 +985,7 @@ compile_record(Compiler *cc, json_t *def, const AvroTarget *targets,
 		}
 		for (k = 0; k < ntargets && match == NULL; k++)
 		{
-			const AvroTarget *t = &targets[k];
+			const IcebergAvroTarget *t = &targets[k];
 
 			if (json_is_integer(idj))
 			{
@@ -1028,12 +1030,12 @@ compile_record(Compiler *cc, json_t *def, const AvroTarget *targets,
  * whose slot this value fills; targets/ntargets apply to a record.
  */
 static PlanNode *
-compile(Compiler *cc, json_t *schema, const AvroTarget *leaf,
-		const AvroTarget *targets, int ntargets, int depth)
+compile(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
+		const IcebergAvroTarget *targets, int ntargets, int depth)
 {
 	PlanNode   *n = NULL;
 
-	if (depth > AVRO_MAX_DEPTH)
+	if (depth > ICEBERG_AVRO_MAX_DEPTH)
 	{
 		cc->bad = "schema nested too deeply";
 		return NULL;
@@ -1045,7 +1047,7 @@ compile(Compiler *cc, json_t *schema, const AvroTarget *leaf,
 
 		if (t >= 0)
 		{
-			n = new_node(cc, (AvroType) t, 0);
+			n = new_node(cc, (IcebergAvroType) t, 0);
 			if (n == NULL)
 				return NULL;
 			n->min_size = prim_min_size(n->type);
@@ -1069,7 +1071,7 @@ compile(Compiler *cc, json_t *schema, const AvroTarget *leaf,
 		size_t		i;
 		size_t		nb = json_array_size(schema);
 
-		if (nb == 0 || nb > AVRO_MAX_FIELDS)
+		if (nb == 0 || nb > ICEBERG_AVRO_MAX_FIELDS)
 		{
 			cc->bad = "invalid union";
 			return NULL;
@@ -1117,7 +1119,7 @@ compile(Compiler *cc, json_t *schema, const AvroTarget *leaf,
 		if (t >= 0)
 		{
 			/* primitive with attributes, e.g. a logicalType */
-			n = new_node(cc, (AvroType) t, 0);
+			n = new_node(cc, (IcebergAvroType) t, 0);
 			if (n == NULL)
 				return NULL;
 			n->min_size = prim_min_size(n->type);
@@ -1246,7 +1248,7 @@ compile(Compiler *cc, json_t *schema, const AvroTarget *leaf,
  * already be within the caller's limit.
  */
 static bool
-src_fill(AvroReader *r, size_t need, IcebergError *err)
+src_fill(IcebergAvroReader *r, size_t need, IcebergError *err)
 {
 	while (r->end - r->pos < need && !r->eof)
 	{
@@ -1301,7 +1303,7 @@ src_fill(AvroReader *r, size_t need, IcebergError *err)
  * more bytes, -1 malformed (err set).  *used receives the header size.
  */
 static int
-parse_header(AvroReader *r, IcebergError *err, size_t *used)
+parse_header(IcebergAvroReader *r, IcebergError *err, size_t *used)
 {
 	Cur			c;
 	int			cap_items = 0;
@@ -1309,11 +1311,11 @@ parse_header(AvroReader *r, IcebergError *err, size_t *used)
 	c.p = r->buf + r->pos;
 	c.end = r->buf + r->end;
 	if (c.end - c.p < 4)
-		return r->eof ? (avro_error(r, err, ICEBERG_ERR_MALFORMED,
-									"file too short for an avro header"), -1) : 0;
+		return r->eof ? (iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED,
+											"file too short for an avro header"), -1) : 0;
 	if (memcmp(c.p, "Obj\x01", 4) != 0)
 	{
-		avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid avro magic");
+		iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid avro magic");
 		return -1;
 	}
 	c.p += 4;
@@ -1396,12 +1398,12 @@ parse_header(AvroReader *r, IcebergError *err, size_t *used)
 need_more:
 	if (r->eof)
 	{
-		avro_error(r, err, ICEBERG_ERR_MALFORMED, "truncated avro header");
+		iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "truncated avro header");
 		return -1;
 	}
 	return 0;
 bad:
-	avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid avro header");
+	iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid avro header");
 	return -1;
 oom:
 	iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -1409,7 +1411,7 @@ oom:
 }
 
 const char *
-avro_reader_meta(const AvroReader *r, const char *key)
+iceberg_avro_reader_meta(const IcebergAvroReader *r, const char *key)
 {
 	int			i;
 
@@ -1420,7 +1422,7 @@ avro_reader_meta(const AvroReader *r, const char *key)
 }
 
 bool
-avro_reader_has_field_id(const AvroReader *r, int32_t field_id)
+iceberg_avro_reader_has_field_id(const IcebergAvroReader *r, int32_t field_id)
 {
 	int			i;
 
@@ -1432,11 +1434,11 @@ avro_reader_has_field_id(const AvroReader *r, int32_t field_id)
 
 /* Build the plan from avro.schema. */
 static bool
-build_plan(AvroReader *r, const AvroTarget *targets, int ntargets,
+build_plan(IcebergAvroReader *r, const IcebergAvroTarget *targets, int ntargets,
 		   IcebergError *err)
 {
-	const char *schema_text = avro_reader_meta(r, "avro.schema");
-	const char *codec = avro_reader_meta(r, "avro.codec");
+	const char *schema_text = iceberg_avro_reader_meta(r, "avro.schema");
+	const char *codec = iceberg_avro_reader_meta(r, "avro.codec");
 	json_error_t jerr;
 	json_t	   *schema;
 	json_t	   *fields;
@@ -1458,22 +1460,22 @@ build_plan(AvroReader *r, const AvroTarget *targets, int ntargets,
 		return false;
 	}
 	if (schema_text == NULL)
-		return avro_error(r, err, ICEBERG_ERR_MALFORMED,
-						  "missing avro.schema in the header");
+		return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED,
+								  "missing avro.schema in the header");
 	schema = json_loads(schema_text, JSON_DECODE_ANY, &jerr);
 	if (schema == NULL)
-		return avro_error(r, err, ICEBERG_ERR_MALFORMED,
-						  "invalid avro.schema JSON");
+		return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED,
+								  "invalid avro.schema JSON");
 	if (!json_is_object(schema) ||
 		json_string_value(json_object_get(schema, "type")) == NULL ||
 		strcmp(json_string_value(json_object_get(schema, "type")), "record") != 0)
 	{
 		json_decref(schema);
-		return avro_error(r, err, ICEBERG_ERR_MALFORMED,
-						  "avro schema is not a record");
+		return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED,
+								  "avro schema is not a record");
 	}
 	fields = json_object_get(schema, "fields");
-	if (json_is_array(fields) && json_array_size(fields) <= AVRO_MAX_FIELDS)
+	if (json_is_array(fields) && json_array_size(fields) <= ICEBERG_AVRO_MAX_FIELDS)
 	{
 		r->top_ids = calloc(json_array_size(fields) + 1, sizeof(int32_t));
 		if (r->top_ids == NULL)
@@ -1503,7 +1505,7 @@ build_plan(AvroReader *r, const AvroTarget *targets, int ntargets,
 			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		if (cc.bad != NULL && cc.bad[0] == '\0')
 			return false;		/* err already set */
-		avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid avro schema");
+		iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid avro schema");
 		iceberg_set_detail(err, "The file is \"%s\": %s.", r->path,
 						   cc.bad ? cc.bad : "unknown problem");
 		return false;
@@ -1512,14 +1514,15 @@ build_plan(AvroReader *r, const AvroTarget *targets, int ntargets,
 }
 
 /*
- * avro_reader_open: see iceberg_internal.h.
+ * iceberg_avro_reader_open: see iceberg_internal.h.
  */
 bool
-avro_reader_open(const IcebergFileIO *io, const char *path, const char *what,
-				 const AvroTarget *targets, int ntargets, AvroReader **out,
-				 IcebergError *err)
+iceberg_avro_reader_open(const IcebergFileIO *io, const char *path,
+						 const char *what, const IcebergAvroTarget *targets,
+						 int ntargets, IcebergAvroReader **out,
+						 IcebergError *err)
 {
-	AvroReader *r;
+	IcebergAvroReader *r;
 	IoError		ioerr;
 	int64_t		size;
 	size_t		need = 4096;
@@ -1529,7 +1532,7 @@ avro_reader_open(const IcebergFileIO *io, const char *path, const char *what,
 		io->io.close == NULL || path == NULL)
 		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
 								 "no file reader given");
-	r = calloc(1, sizeof(AvroReader));
+	r = calloc(1, sizeof(IcebergAvroReader));
 	if (r == NULL)
 		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	r->io = io;
@@ -1563,7 +1566,7 @@ avro_reader_open(const IcebergFileIO *io, const char *path, const char *what,
 		}
 		if ((int64_t) need >= r->limits.max_header_bytes)
 		{
-			avro_error(r, err, ICEBERG_ERR_LIMIT, "avro header too large");
+			iceberg_avro_error(r, err, ICEBERG_ERR_LIMIT, "avro header too large");
 			goto fail;
 		}
 		need *= 4;
@@ -1576,7 +1579,7 @@ avro_reader_open(const IcebergFileIO *io, const char *path, const char *what,
 	return true;
 
 fail:
-	avro_reader_close(r);
+	iceberg_avro_reader_close(r);
 	return false;
 }
 
@@ -1587,7 +1590,8 @@ fail:
 
 /* Decompress snappy "in" into r->inflated; checks the trailing CRC-32. */
 static bool
-snappy_block(AvroReader *r, const uint8_t *in, size_t inlen, IcebergError *err)
+snappy_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
+			 IcebergError *err)
 {
 	Cur			c;
 	int64_t		ulen;
@@ -1598,7 +1602,7 @@ snappy_block(AvroReader *r, const uint8_t *in, size_t inlen, IcebergError *err)
 	uint32_t	crc;
 
 	if (inlen < 4)
-		return avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid snappy block");
+		return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid snappy block");
 	c.p = in;
 	c.end = in + inlen - 4;
 	/* plain (not zig-zag) varint length */
@@ -1607,7 +1611,7 @@ snappy_block(AvroReader *r, const uint8_t *in, size_t inlen, IcebergError *err)
 		uint8_t		b;
 
 		if (c.p >= c.end || shift > 28)
-			return avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid snappy block");
+			return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid snappy block");
 		b = *c.p++;
 		v |= (uint64_t) (b & 0x7f) << shift;
 		if (!(b & 0x80))
@@ -1616,7 +1620,7 @@ snappy_block(AvroReader *r, const uint8_t *in, size_t inlen, IcebergError *err)
 	}
 	ulen = (int64_t) v;
 	if (ulen > r->limits.max_block_bytes)
-		return avro_error(r, err, ICEBERG_ERR_LIMIT, "avro block too large");
+		return iceberg_avro_error(r, err, ICEBERG_ERR_LIMIT, "avro block too large");
 	r->inflated.len = 0;
 	if (!iceberg_buf_reserve(&r->inflated, (size_t) ulen))
 		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -1687,17 +1691,18 @@ snappy_block(AvroReader *r, const uint8_t *in, size_t inlen, IcebergError *err)
 	crc = (uint32_t) crc32(0L, out, (uInt) op);
 	if (((uint32_t) c.end[0] << 24 | (uint32_t) c.end[1] << 16 |
 		 (uint32_t) c.end[2] << 8 | (uint32_t) c.end[3]) != crc)
-		return avro_error(r, err, ICEBERG_ERR_MALFORMED,
-						  "snappy block checksum mismatch");
+		return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED,
+								  "snappy block checksum mismatch");
 	r->inflated.len = op;
 	return true;
 bad:
-	return avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid snappy block");
+	return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid snappy block");
 }
 
 /* Raw-inflate "in" into r->inflated, capped by max_block_bytes. */
 static bool
-deflate_block(AvroReader *r, const uint8_t *in, size_t inlen, IcebergError *err)
+deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
+			  IcebergError *err)
 {
 	int			rc;
 	size_t		cap = (size_t) r->limits.max_block_bytes;
@@ -1726,7 +1731,7 @@ deflate_block(AvroReader *r, const uint8_t *in, size_t inlen, IcebergError *err)
 			if (want > cap + 1)
 				want = cap + 1;
 			if (want <= r->inflated.len + 1)
-				return avro_error(r, err, ICEBERG_ERR_LIMIT, "avro block too large");
+				return iceberg_avro_error(r, err, ICEBERG_ERR_LIMIT, "avro block too large");
 			if (!iceberg_buf_reserve(&r->inflated, want - r->inflated.len))
 				return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		}
@@ -1734,7 +1739,7 @@ deflate_block(AvroReader *r, const uint8_t *in, size_t inlen, IcebergError *err)
 		if (r->inflated.len + room > cap)
 			room = cap - r->inflated.len;
 		if (room == 0)
-			return avro_error(r, err, ICEBERG_ERR_LIMIT, "avro block too large");
+			return iceberg_avro_error(r, err, ICEBERG_ERR_LIMIT, "avro block too large");
 		r->zs.next_out = (unsigned char *) r->inflated.data + r->inflated.len;
 		r->zs.avail_out = (uInt) room;
 		rc = inflate(&r->zs, Z_NO_FLUSH);
@@ -1747,12 +1752,12 @@ deflate_block(AvroReader *r, const uint8_t *in, size_t inlen, IcebergError *err)
 		{
 			/* input exhausted without the end marker */
 			if (r->zs.avail_in == 0)
-				return avro_error(r, err, ICEBERG_ERR_MALFORMED,
-								  "truncated deflate block");
+				return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED,
+										  "truncated deflate block");
 			if (r->zs.avail_out == 0)
 				continue;
 		}
-		return avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid deflate block");
+		return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid deflate block");
 	}
 	return true;
 }
@@ -1761,7 +1766,7 @@ deflate_block(AvroReader *r, const uint8_t *in, size_t inlen, IcebergError *err)
  * Load the next block.  Returns 1 loaded, 0 clean end of file, -1 error.
  */
 static int
-next_block(AvroReader *r, IcebergError *err)
+next_block(IcebergAvroReader *r, IcebergError *err)
 {
 	Cur			c;
 	int64_t		count,
@@ -1779,22 +1784,22 @@ next_block(AvroReader *r, IcebergError *err)
 	c.end = r->buf + r->end;
 	if (!rd_long(&c, &count) || !rd_long(&c, &size))
 	{
-		avro_error(r, err, ICEBERG_ERR_MALFORMED, "truncated avro block header");
+		iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "truncated avro block header");
 		return -1;
 	}
 	if (count < 0 || size < 0)
 	{
-		avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid avro block header");
+		iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid avro block header");
 		return -1;
 	}
 	if (count > r->limits.max_block_items)
 	{
-		avro_error(r, err, ICEBERG_ERR_LIMIT, "too many objects in an avro block");
+		iceberg_avro_error(r, err, ICEBERG_ERR_LIMIT, "too many objects in an avro block");
 		return -1;
 	}
 	if (size > r->limits.max_block_bytes)
 	{
-		avro_error(r, err, ICEBERG_ERR_LIMIT, "avro block too large");
+		iceberg_avro_error(r, err, ICEBERG_ERR_LIMIT, "avro block too large");
 		return -1;
 	}
 	hdr = (size_t) (c.p - (r->buf + r->pos));
@@ -1802,13 +1807,13 @@ next_block(AvroReader *r, IcebergError *err)
 		return -1;
 	if (r->end - r->pos < hdr + (size_t) size + 16)
 	{
-		avro_error(r, err, ICEBERG_ERR_MALFORMED, "truncated avro block");
+		iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "truncated avro block");
 		return -1;
 	}
 	data = r->buf + r->pos + hdr;
 	if (memcmp(data + size, r->sync, 16) != 0)
 	{
-		avro_error(r, err, ICEBERG_ERR_MALFORMED, "avro sync marker mismatch");
+		iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "avro sync marker mismatch");
 		return -1;
 	}
 	r->pos += hdr + (size_t) size + 16;
@@ -1838,10 +1843,11 @@ next_block(AvroReader *r, IcebergError *err)
 }
 
 /*
- * avro_reader_next: see iceberg_internal.h.
+ * iceberg_avro_reader_next: see iceberg_internal.h.
  */
 int
-avro_reader_next(AvroReader *r, AvroValue *values, IcebergError *err)
+iceberg_avro_reader_next(IcebergAvroReader *r, IcebergAvroValue *values,
+						 IcebergError *err)
 {
 	bool		oom = false;
 	int			i;
@@ -1852,16 +1858,16 @@ avro_reader_next(AvroReader *r, AvroValue *values, IcebergError *err)
 
 		if (r->nblocks > 0 && r->cur.p != r->cur.end)
 		{
-			avro_error(r, err, ICEBERG_ERR_MALFORMED,
-					   "avro block has bytes after its last object");
+			iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED,
+							   "avro block has bytes after its last object");
 			return -1;
 		}
 		rc = next_block(r, err);
 		if (rc <= 0)
 			return rc;
 	}
-	memset(values, 0, sizeof(AvroValue) * AVRO_MAX_SLOTS);
-	for (i = 0; i < AVRO_MAX_SLOTS; i++)
+	memset(values, 0, sizeof(IcebergAvroValue) * ICEBERG_AVRO_MAX_SLOTS);
+	for (i = 0; i < ICEBERG_AVRO_MAX_SLOTS; i++)
 		r->sofs[i] = r->iofs[i] = SIZE_MAX;
 	r->scratch.len = 0;
 	if (!decode_node(r, r->root, &r->cur, values, &oom))
@@ -1869,14 +1875,14 @@ avro_reader_next(AvroReader *r, AvroValue *values, IcebergError *err)
 		if (oom)
 			iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		else
-			avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid or truncated avro record");
+			iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid or truncated avro record");
 		return -1;
 	}
 	r->left--;
 	/* resolve scratch offsets now that the buffer no longer moves */
-	for (i = 0; i < AVRO_MAX_SLOTS; i++)
+	for (i = 0; i < ICEBERG_AVRO_MAX_SLOTS; i++)
 	{
-		AvroValue  *v = &values[i];
+		IcebergAvroValue *v = &values[i];
 
 		if (!v->present)
 			continue;
@@ -1889,8 +1895,8 @@ avro_reader_next(AvroReader *r, AvroValue *values, IcebergError *err)
 }
 
 void
-avro_reader_byte_counts(const AvroReader *r, int64_t *compressed,
-						int64_t *inflated)
+iceberg_avro_reader_byte_counts(const IcebergAvroReader *r,
+								int64_t *compressed, int64_t *inflated)
 {
 	if (compressed)
 		*compressed = r->bytes_compressed;
@@ -1899,10 +1905,10 @@ avro_reader_byte_counts(const AvroReader *r, int64_t *compressed,
 }
 
 /*
- * avro_reader_close: free everything; NULL is fine.
+ * iceberg_avro_reader_close: free everything; NULL is fine.
  */
 void
-avro_reader_close(AvroReader *r)
+iceberg_avro_reader_close(IcebergAvroReader *r)
 {
 	int			i;
 
