@@ -25,7 +25,7 @@ DATA = $(filter-out sql/$(EXTENSION)--$(EXTVERSION).sql,$(wildcard sql/$(EXTENSI
 REGRESS = $(sort $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql))))
 REGRESS_OPTS = --use-existing --inputdir=. --outputdir=.
 
-LIBS_EXTERNAL = -lcurl -ljansson -lavro -lssl -lcrypto -lz
+LIBS_EXTERNAL = -lcurl -ljansson -lssl -lcrypto -lz
 PG_CPPFLAGS = -Isrc
 # PostgreSQL's own headers are not -Wextra clean for unused parameters.
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter
