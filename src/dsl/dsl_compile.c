@@ -35,6 +35,7 @@ default_alloc(void *arg, size_t size)
 	return malloc(size);
 }
 
+/* The default allocator's free(). */
 static void
 default_free(void *arg, void *ptr)
 {
