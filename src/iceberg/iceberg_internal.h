@@ -90,7 +90,7 @@ extern bool iceberg_string_set_add(IcebergStringSet *set, const char *key,
 								   bool *added);
 extern void iceberg_string_set_free(IcebergStringSet *set);
 
-/* ---- Avro object container reader (avro.c) ---- */
+/* ---- Avro object container reader (avro_*.c, see avro_internal.h) ---- */
 
 /* What a leaf of the decode plan stores. */
 typedef enum IcebergAvroSlotKind

@@ -2,7 +2,7 @@
  *
  * manifest.c
  *	  Manifest lists and manifests as streams of Iceberg records, on top
- *	  of the Avro reader in avro.c.
+ *	  of the Avro reader (avro_*.c).
  *
  * Fields are wanted by Iceberg field id (manifest_file 500-520,
  * manifest_entry 0-4 and data_file 100-145), with the spec's names, and
