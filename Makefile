@@ -121,9 +121,14 @@ PLAIN_CFLAGS = -std=gnu99 -g -O1 -Wall -Wextra -Werror -Isrc
 UNIT_DRIVERS = $(sort $(wildcard test/unit/*_test.c))
 UNIT_BINS = $(patsubst test/unit/%_test.c,test/unit/build/%_test,$(UNIT_DRIVERS))
 
+# The plain-C layers a layer's unit driver and fuzz targets link besides its
+# own src/<layer>/*.c (dependencies go one way: iceberg -> io).
+LAYER_DEPS_iceberg = io
+layer_srcs = $(wildcard src/$(1)/*.c) $(foreach d,$(LAYER_DEPS_$(1)),$(wildcard src/$(d)/*.c))
+
 test/unit/build/%_test: test/unit/%_test.c $(wildcard src/*/*.c src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC_PLAIN) $(PLAIN_CFLAGS) -o $@ $< $(wildcard src/$*/*.c) $(LIBS_EXTERNAL) -lm
+	$(CC_PLAIN) $(PLAIN_CFLAGS) -o $@ $< $(call layer_srcs,$*) $(LIBS_EXTERNAL) -lm
 
 .PHONY: unit
 unit: $(UNIT_BINS)
@@ -137,7 +142,7 @@ FUZZ_FLAGS = -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
 
 test/fuzz/build/fuzz_%: test/fuzz/fuzz_%.c $(wildcard src/*/*.c src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(wildcard src/$*/*.c) $(LIBS_EXTERNAL) -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(call layer_srcs,$*) $(LIBS_EXTERNAL) -lm
 
 fuzz-%: test/fuzz/build/fuzz_%
 	@mkdir -p test/fuzz/corpus-$*

@@ -21,7 +21,8 @@ DIR=${3:-bench/results/iceberg-table}
 BIN=bench/build/iceberg_manifest_bench
 mkdir -p bench/build "$(dirname "$DIR")"
 ${CC:-gcc} -std=gnu99 -O2 -Wall -Wextra -Werror -Isrc -o "$BIN" \
-	bench/iceberg_manifest_bench.c src/iceberg/*.c -ljansson -lz -lavro -lm
+	bench/iceberg_manifest_bench.c src/iceberg/*.c src/io/*.c \
+	-lcurl -ljansson -lz -lavro -lssl -lcrypto -lm
 if [ ! -f "$DIR/metadata/v1.metadata.json" ]; then
 	rm -rf "$DIR"
 	"$BIN" gen "$DIR" "$FILES" "$PER"

@@ -369,4 +369,14 @@ extern const char *dsl_field_name(dsl_field field);
 extern void dsl_metrics_set(dsl_metrics *metrics, dsl_var var,
 							int64_t value, double dvalue);
 
+/*
+ * Read a metric by variable.  Returns false, with *value zeroed, when var is
+ * not a variable or its bit in metrics->present is unset (the metric is
+ * absent).  Otherwise *value holds the metric in the member of the
+ * variable's type, dsl_var_type(var): value->d for avgDataFileSize (the
+ * only DSL_DOUBLE), value->l for every other variable (DSL_LONG).
+ */
+extern bool dsl_metrics_get(const dsl_metrics *metrics, dsl_var var,
+							dsl_value *value);
+
 #endif							/* TMS_DSL_H */

@@ -134,8 +134,94 @@ struct dsl_program
 	dsl_lambda	lambdas[DSL_MAX_LAMBDAS];
 };
 
-/* dsl_compile.c */
+/* ---- the compiler ---- */
+
+/* Token kinds of the lexer (dsl_lex.c). */
+typedef enum dsl_tok_kind
+{
+	T_END, T_LONG, T_DOUBLE, T_STRING, T_IDENT,
+	T_AND, T_OR, T_TRUE, T_FALSE,
+	T_LPAREN, T_RPAREN, T_COMMA, T_DOT, T_ARROW,
+	T_NOT, T_PLUS, T_MINUS, T_STAR, T_SLASH,
+	T_EQ, T_NE, T_LT, T_LE, T_GT, T_GE
+} dsl_tok_kind;
+
+typedef struct dsl_token
+{
+	dsl_tok_kind kind;
+	int32_t		offset;
+	int32_t		length;
+	int64_t		l;
+	double		d;
+	const char *s;				/* T_STRING: decoded, NUL-terminated */
+} dsl_token;
+
+/*
+ * The state of one compilation, shared by the lexer, the parser and the
+ * error reporting; dsl_compile() sets it up.
+ */
+typedef struct dsl_parser
+{
+	dsl_program *p;
+	const char *src;			/* the program's NUL-terminated copy */
+	int32_t		len;
+	int32_t		pos;			/* lexer position */
+	dsl_token	tok;			/* current token */
+	dsl_token	ahead;			/* lookahead, valid if has_ahead */
+	bool		has_ahead;
+	dsl_error  *err;
+	bool		failed;
+	int			nesting;
+	int			lambda;			/* index of the lambda being parsed, or -1 */
+	const char *param;			/* its parameter name */
+	int32_t		param_len;
+} dsl_parser;
+
+/* Printable text of a token for messages, shortened to 40 bytes (uses ps). */
+#define TOKFMT "%.*s"
+#define TOKARG(t) ((t)->length > 40 ? 40 : (int) (t)->length), (ps->src + (t)->offset)
+
+/*
+ * dsl_compile.c: allocate size bytes, zeroed, from the program's arena;
+ * NULL when the allocator fails.  Freed only as a whole by dsl_free().
+ */
 extern void *dsl_arena_alloc(dsl_program *p, size_t size);
+
+/*
+ * dsl_error.c: record an error at byte offset off of the source (only the
+ * first error of a compilation counts) and return NULL, so that callers
+ * can "return dsl_error_at(...)".  hint may be NULL.
+ */
+extern void *dsl_error_at(dsl_parser *ps, dsl_error_kind kind, int32_t off,
+						  const char *hint, const char *fmt,...)
+			__attribute__((format(printf, 5, 6)));
+/* dsl_error.c: DSL_ERROR_OUT_OF_MEMORY at the current token; NULL. */
+extern void *dsl_out_of_memory(dsl_parser *ps);
+/* dsl_error.c: "syntax error at or near" token t, with hint; NULL. */
+extern void *dsl_syntax_error(dsl_parser *ps, const dsl_token *t,
+							  const char *hint);
+
+/*
+ * dsl_lex.c: move to the next token (ps->tok).  False, with the error
+ * recorded, on a bad token.
+ */
+extern bool dsl_advance(dsl_parser *ps);
+/* dsl_lex.c: the token after the current one (lexed once); NULL on error. */
+extern const dsl_token *dsl_peek(dsl_parser *ps);
+/* dsl_lex.c: whether s[0 .. len) is word (lowercase), in any ASCII case. */
+extern bool dsl_word_is(const char *s, int32_t len, const char *word);
+
+/*
+ * dsl_parse.c: parse and type-check an expression starting at the current
+ * token; NULL with the error recorded.  The caller checks what follows.
+ */
+extern dsl_node *dsl_parse_expr(dsl_parser *ps);
+
+/*
+ * dsl_optimize.c: hoist, fuse and number the parsed tree of p (root and
+ * p->lambdas).  Cannot fail.
+ */
+extern void dsl_optimize(dsl_program *p, dsl_node *root);
 
 /* dsl_eval.c: convert a property's text; false when it does not convert */
 extern bool dsl_parse_long(const char *s, int64_t *out);

@@ -210,6 +210,24 @@ dsl_metrics_set(dsl_metrics *metrics, dsl_var var, int64_t value, double dvalue)
 	metrics->present |= DSL_VAR_BIT(var);
 }
 
+/* See dsl.h. */
+bool
+dsl_metrics_get(const dsl_metrics *metrics, dsl_var var, dsl_value *value)
+{
+	const char *p;
+
+	memset(value, 0, sizeof(*value));
+	if ((unsigned) var >= DSL_VAR_COUNT ||
+		!(metrics->present & DSL_VAR_BIT(var)))
+		return false;
+	p = (const char *) metrics + vars[var].offset;
+	if (vars[var].type == DSL_DOUBLE)
+		memcpy(&value->d, p, sizeof(double));
+	else
+		memcpy(&value->l, p, sizeof(int64_t));
+	return true;
+}
+
 /*
  * Optimal string alignment distance between a[0..alen) and b (ASCII
  * case-insensitive), or a large number when a is too long to bother.

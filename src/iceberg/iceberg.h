@@ -6,9 +6,12 @@
  *	  DSL reads.
  *
  * This is the one public header of src/iceberg/.  The layer is plain C99:
- * no PostgreSQL headers, no libcurl.  Bytes come in through an
- * IcebergFileIO that the caller supplies (src/io/ provides S3; this layer
- * provides a local-file implementation for tests and tools).  Every
+ * no PostgreSQL headers, no libcurl.  Bytes come in through an IoFileIO
+ * (src/io/fileio.h, owned by the io layer) that the caller supplies inside
+ * an IcebergFileIO together with the size limits (src/io/ provides S3 and
+ * confined local files; this layer provides an unconfined local-file
+ * implementation for tests and tools).  The dependency goes one way:
+ * iceberg includes io/fileio.h, io never includes this header.  Every
  * function reports failure as a value: it returns false (or -1) and fills
  * the caller's IcebergError.  Nothing here aborts, exits or longjmps, and
  * every allocation is freed on every path.
@@ -40,6 +43,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/fileio.h"
+
 /* ------------------------------------------------------------------------
  * Errors
  * ------------------------------------------------------------------------
@@ -51,7 +56,7 @@ typedef enum IcebergErrorCode
 	ICEBERG_ERR_MALFORMED,		/* input violates JSON / Avro / Iceberg rules */
 	ICEBERG_ERR_UNSUPPORTED,	/* well-formed but uses a feature we lack
 								 * (zstd metadata, unknown codec, format v4) */
-	ICEBERG_ERR_IO,				/* the IcebergFileIO callback failed */
+	ICEBERG_ERR_IO,				/* the IoFileIO failed (see io_code) */
 	ICEBERG_ERR_NOT_FOUND,		/* a snapshot id / ref / spec is not in the
 								 * metadata */
 	ICEBERG_ERR_LIMIT,			/* a size or count limit was exceeded */
@@ -65,10 +70,16 @@ typedef enum IcebergErrorCode
  * PostgreSQL style ("invalid avro block count in manifest"); "detail" is
  * a full sentence naming the offending file and value, or empty.  Neither
  * ever contains credentials (this layer never sees any).
+ *
+ * io_code is the IoFileIO's own error code when reading failed (then code
+ * is ICEBERG_ERR_IO, or ICEBERG_ERR_CANCELLED for IO_ERR_INTERRUPTED, or
+ * ICEBERG_ERR_OUT_OF_MEMORY), so that callers can tell a timeout, a
+ * forbidden path or a missing object apart; IO_OK otherwise.
  */
 typedef struct IcebergError
 {
 	IcebergErrorCode code;
+	IoErrorCode io_code;
 	char		message[256];
 	char		detail[512];
 } IcebergError;
@@ -110,38 +121,27 @@ extern void iceberg_limits_default(IcebergLimits *limits);
  */
 
 /*
- * Sequential reading of one object by path.  Paths are passed exactly as
- * they appear in Iceberg metadata (s3://…, s3a://…, file:/…, relative
- * ones); resolving them is the implementation's job.
+ * Where this layer reads from: the caller's IoFileIO (src/io/fileio.h;
+ * paths are passed exactly as they appear in Iceberg metadata, resolving
+ * them is the IoFileIO's job) and the limits to apply while reading.
+ * This layer asks the IoFileIO for chunks of about 1 MiB and polls its
+ * interrupted() between Avro blocks and between files (true ends the
+ * operation with ICEBERG_ERR_CANCELLED).  A failed open or read becomes
+ * ICEBERG_ERR_IO (CANCELLED, OUT_OF_MEMORY) with IcebergError.io_code set
+ * from the IoError.
  *
- * open:	 start reading "path"; return an opaque non-NULL handle, or NULL
- *			 with *err filled (code ICEBERG_ERR_IO, detail naming the path).
- *			 *size_out receives the object size if known cheaply, else -1.
- * read:	 copy up to "len" bytes into "buf"; return the number copied,
- *			 0 at end of object, -1 with *err filled on failure.  Short reads
- *			 are fine.  This layer asks for chunks of about 1 MiB.
- * close:	 release the handle (never fails, always called once per
- *			 successful open).
- * interrupted: optional; polled between Avro blocks and between files.
- *			 Returning true ends the operation with ICEBERG_ERR_CANCELLED.
- *			 (The PostgreSQL side checks its interrupt flags here; it must
- *			 not ereport from inside.)
  * limits:	 optional; NULL means iceberg_limits_default().
  */
 typedef struct IcebergFileIO
 {
-	void	   *arg;
-	void	   *(*open) (void *arg, const char *path, int64_t *size_out,
-						 IcebergError *err);
-	int64_t		(*read) (void *arg, void *handle, void *buf, size_t len,
-						 IcebergError *err);
-	void		(*close) (void *arg, void *handle);
-	bool		(*interrupted) (void *arg);
+	IoFileIO	io;
 	const IcebergLimits *limits;
 } IcebergFileIO;
 
 /*
- * The local-file implementation.  It accepts plain paths, "file:/abs",
+ * The local-file implementation, for tests, the fuzzer's tools and
+ * benchmarks only: it is not confined to any directory and follows
+ * symlinks, so the server never uses it.  It accepts plain paths, "file:/abs",
  * "file:///abs" and "file://host/rest" (the latter read as the relative
  * path "host/rest", which is what some local writers produce).  Before
  * that, the first matching prefix mapping rewrites the path: a path that
@@ -160,13 +160,16 @@ typedef struct IcebergLocalFS
 	}			maps[ICEBERG_LOCAL_MAX_MAPS];
 } IcebergLocalFS;
 
-/* Fills *io with the local implementation over *fs (fs may be NULL). */
+/*
+ * Fills *io with the local implementation over *fs (fs may be NULL) and
+ * NULL limits.
+ */
 extern void iceberg_local_fileio(IcebergFileIO *io, IcebergLocalFS *fs);
 
 /*
  * An in-memory implementation: every path opens the same buffer.  For the
  * fuzzer and for callers that already hold a file's bytes.  "buf" must
- * outlive the IcebergFileIO.
+ * outlive the IcebergFileIO.  Limits are set to NULL.
  */
 typedef struct IcebergMemoryFile
 {
@@ -299,20 +302,29 @@ typedef struct IcebergTableMetadata
 	IcebergStatisticsFile *partition_statistics;
 } IcebergTableMetadata;
 
+/* The largest timestamp metadata may hold: 9999-12-31T23:59:59.999Z. */
+#define ICEBERG_MAX_TIMESTAMP_MS INT64_C(253402300799999)
+
 /*
  * Parses metadata.json from memory.  gzip input (magic 1f 8b) is inflated
  * with the max_metadata_bytes cap; zstd input is ICEBERG_ERR_UNSUPPORTED.
  * Accepts format versions 1-3 (higher: ICEBERG_ERR_UNSUPPORTED); fields a
  * version requires must be present with the right JSON types, otherwise
- * ICEBERG_ERR_MALFORMED.  "limits" may be NULL.  On success the caller
- * owns *out and frees it with iceberg_metadata_free().
+ * ICEBERG_ERR_MALFORMED.  Timestamps (last-updated-ms, and timestamp-ms of
+ * snapshots, snapshot-log and metadata-log entries) must lie in
+ * [0, ICEBERG_MAX_TIMESTAMP_MS], otherwise ICEBERG_ERR_MALFORMED.
+ * "limits" may be NULL.  On success the caller owns *out and frees it with
+ * iceberg_metadata_free().
  */
 extern bool iceberg_metadata_parse(const void *data, size_t len,
 								   const IcebergLimits *limits,
 								   IcebergTableMetadata **out,
 								   IcebergError *err);
 
-/* Reads "path" through io (capped) and parses it as above. */
+/*
+ * Reads "path" through io (capped) and parses it as above.  The detail of
+ * a parse error ends with the file's path.
+ */
 extern bool iceberg_metadata_read(const IcebergFileIO *io, const char *path,
 								  IcebergTableMetadata **out,
 								  IcebergError *err);

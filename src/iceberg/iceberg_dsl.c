@@ -70,7 +70,7 @@ iceberg_metrics_to_dsl(const IcebergTableMetrics *m, struct dsl_metrics *out)
 
 /* dsl_properties.get over table properties. */
 static const char *
-dsl_property_get(void *arg, const char *name)
+property_get_adapter(void *arg, const char *name)
 {
 	return iceberg_metadata_property((const IcebergTableMetadata *) arg, name);
 }
@@ -81,13 +81,13 @@ dsl_property_get(void *arg, const char *name)
 void
 iceberg_dsl_properties(const IcebergTableMetadata *md, struct dsl_properties *out)
 {
-	out->get = dsl_property_get;
+	out->get = property_get_adapter;
 	out->arg = (void *) md;
 }
 
 /* dsl_file_source.next: fill a batch of up to DSL_BATCH files. */
 static int
-dsl_files_next(void *arg, const dsl_file **files, size_t *nfiles)
+files_next_adapter(void *arg, const dsl_file **files, size_t *nfiles)
 {
 	IcebergDataFileIter *it = arg;
 	dsl_file   *batch = *iceberg_data_files_adapter_slot(it);
@@ -130,7 +130,7 @@ iceberg_data_files_dsl_source(IcebergDataFileIter *it,
 		if (*slot == NULL)
 			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	}
-	out->next = dsl_files_next;
+	out->next = files_next_adapter;
 	out->arg = it;
 	return true;
 }

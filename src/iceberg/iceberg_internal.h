@@ -35,6 +35,14 @@ extern bool iceberg_set_error(IcebergError *err, IcebergErrorCode code,
 extern void iceberg_set_detail(IcebergError *err, const char *fmt,...)
 			ICEBERG_PRINTF(2, 3);
 
+/*
+ * Fills err from a failed IoFileIO call on path: ICEBERG_ERR_IO (or
+ * CANCELLED / OUT_OF_MEMORY) with io_code = ioerr->code, message
+ * 'could not read "path"', the IoError's texts as detail.  Returns false.
+ */
+extern bool iceberg_set_io_error(IcebergError *err, const IoError *ioerr,
+								 const char *path);
+
 /* The effective limits of an io (defaults when io or io->limits is NULL). */
 extern void iceberg_effective_limits(const IcebergLimits *in,
 									 IcebergLimits *out);
@@ -82,37 +90,37 @@ extern bool iceberg_string_set_add(IcebergStringSet *set, const char *key,
 								   bool *added);
 extern void iceberg_string_set_free(IcebergStringSet *set);
 
-/* ---- Avro object container reader (avro.c) ---- */
+/* ---- Avro object container reader (avro_*.c, see avro_internal.h) ---- */
 
 /* What a leaf of the decode plan stores. */
-typedef enum AvroSlotKind
+typedef enum IcebergAvroSlotKind
 {
-	AVRO_SLOT_LONG,				/* int or long */
-	AVRO_SLOT_STRING,			/* string or bytes, NUL-terminated copy */
-	AVRO_SLOT_INT_ARRAY,		/* array<int> */
-	AVRO_SLOT_PARTITION,		/* record, rendered as canonical JSON */
-	AVRO_SLOT_COUNT_ARRAY		/* array<anything>: item count only */
-} AvroSlotKind;
+	ICEBERG_AVRO_SLOT_LONG,		/* int or long */
+	ICEBERG_AVRO_SLOT_STRING,	/* string or bytes, NUL-terminated copy */
+	ICEBERG_AVRO_SLOT_INT_ARRAY,	/* array<int> */
+	ICEBERG_AVRO_SLOT_PARTITION,	/* record, rendered as canonical JSON */
+	ICEBERG_AVRO_SLOT_COUNT_ARRAY	/* array<anything>: item count only */
+} IcebergAvroSlotKind;
 
 /*
  * The reader's view of the fields it wants: matched against the writer
  * schema by field id, else by name or alternate name.
  */
-typedef struct AvroTarget
+typedef struct IcebergAvroTarget
 {
 	int32_t		field_id;
 	const char *name;
 	const char *alt_name;		/* older spelling, or NULL */
-	AvroSlotKind kind;
-	int			slot;			/* index into AvroValues, or -1 for a
+	IcebergAvroSlotKind kind;
+	int			slot;			/* index into the values, or -1 for a
 								 * record with children */
-	const struct AvroTarget *children;	/* for nested records */
+	const struct IcebergAvroTarget *children;	/* for nested records */
 	int			nchildren;
-} AvroTarget;
+} IcebergAvroTarget;
 
-#define AVRO_MAX_SLOTS 32
+#define ICEBERG_AVRO_MAX_SLOTS 32
 
-typedef struct AvroValue
+typedef struct IcebergAvroValue
 {
 	bool		present;		/* false: field absent or null */
 	int64_t		l;
@@ -120,36 +128,45 @@ typedef struct AvroValue
 	size_t		slen;
 	const int32_t *ints;		/* INT_ARRAY */
 	int			nints;
-} AvroValue;
+} IcebergAvroValue;
 
-typedef struct AvroReader AvroReader;
+typedef struct IcebergAvroReader IcebergAvroReader;
 
 /*
  * Opens an Avro object container file through io, reads its header and
  * compiles the decode plan for "targets" (a record's fields).  "what" is
  * used in error messages ("manifest list", "manifest").
  */
-extern bool avro_reader_open(const IcebergFileIO *io, const char *path,
-							 const char *what, const AvroTarget *targets,
-							 int ntargets, AvroReader **out,
-							 IcebergError *err);
+extern bool iceberg_avro_reader_open(const IcebergFileIO *io,
+									 const char *path, const char *what,
+									 const IcebergAvroTarget *targets,
+									 int ntargets, IcebergAvroReader **out,
+									 IcebergError *err);
 
 /*
- * Decodes the next record into values[0..AVRO_MAX_SLOTS): 1 / 0 / -1.
- * Strings point into reader-owned memory valid until the next call.
+ * Decodes the next record into values[0..ICEBERG_AVRO_MAX_SLOTS):
+ * 1 / 0 / -1.  Strings point into reader-owned memory valid until the
+ * next call.
  */
-extern int	avro_reader_next(AvroReader *r, AvroValue *values,
-							 IcebergError *err);
+extern int	iceberg_avro_reader_next(IcebergAvroReader *r,
+									 IcebergAvroValue *values,
+									 IcebergError *err);
 
 /* The header's user metadata value for key (NUL-terminated) or NULL. */
-extern const char *avro_reader_meta(const AvroReader *r, const char *key);
+extern const char *iceberg_avro_reader_meta(const IcebergAvroReader *r,
+											const char *key);
 
 /* True when the writer schema has a field (at top level) with this id. */
-extern bool avro_reader_has_field_id(const AvroReader *r, int32_t field_id);
+extern bool iceberg_avro_reader_has_field_id(const IcebergAvroReader *r,
+											 int32_t field_id);
 
-extern void avro_reader_byte_counts(const AvroReader *r, int64_t *compressed,
-									int64_t *inflated);
-extern void avro_reader_close(AvroReader *r);
+/* Bytes read from the file, and bytes of decoded block data, so far. */
+extern void iceberg_avro_reader_byte_counts(const IcebergAvroReader *r,
+											int64_t *compressed,
+											int64_t *inflated);
+
+/* Closes the file and frees the reader; NULL is allowed. */
+extern void iceberg_avro_reader_close(IcebergAvroReader *r);
 
 /* Where iceberg_dsl.c keeps its batch buffer inside an iterator. */
 extern void **iceberg_data_files_adapter_slot(IcebergDataFileIter *it);

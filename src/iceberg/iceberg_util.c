@@ -2,8 +2,8 @@
  *
  * iceberg_util.c
  *	  Error values, limits, byte buffers, hashing, a string set, and the
- *	  two IcebergFileIO implementations of this layer (local files and an
- *	  in-memory buffer).
+ *	  two IoFileIO implementations of this layer (unconfined local files,
+ *	  for tests and tools only, and an in-memory buffer).
  *
  * src/iceberg/iceberg_util.c
  *
@@ -26,6 +26,7 @@ iceberg_error_clear(IcebergError *err)
 	if (err == NULL)
 		return;
 	err->code = ICEBERG_OK;
+	err->io_code = IO_OK;
 	err->message[0] = '\0';
 	err->detail[0] = '\0';
 }
@@ -72,11 +73,54 @@ iceberg_set_error(IcebergError *err, IcebergErrorCode code, const char *fmt,...)
 	if (err == NULL)
 		return false;
 	err->code = code;
+	err->io_code = IO_OK;
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
 	err->detail[0] = '\0';
 	return false;
+}
+
+/*
+ * iceberg_set_io_error: see iceberg_internal.h.  An IoFileIO that failed
+ * without filling its IoError still gives ICEBERG_ERR_IO.
+ */
+bool
+iceberg_set_io_error(IcebergError *err, const IoError *ioerr, const char *path)
+{
+	IoErrorCode ic = ioerr->code == IO_OK ? IO_ERR_STORAGE : ioerr->code;
+
+	if (err == NULL)
+		return false;
+	err->code = ic == IO_ERR_INTERRUPTED ? ICEBERG_ERR_CANCELLED :
+		ic == IO_ERR_OUT_OF_MEMORY ? ICEBERG_ERR_OUT_OF_MEMORY :
+		ICEBERG_ERR_IO;
+	err->io_code = ic;
+	snprintf(err->message, sizeof(err->message), "could not read \"%.200s\"",
+			 path);
+	snprintf(err->detail, sizeof(err->detail), "%.300s%s%.200s",
+			 ioerr->message, ioerr->detail[0] ? ": " : "", ioerr->detail);
+	return false;
+}
+
+/* Fill an IoError from this layer's own IoFileIO implementations. */
+static void
+set_ioerror(IoError *err, IoErrorCode code, const char *fmt,...)
+	ICEBERG_PRINTF(3, 4);
+
+static void
+set_ioerror(IoError *err, IoErrorCode code, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (err == NULL)
+		return;
+	err->code = code;
+	err->http_status = 0;
+	err->detail[0] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
 }
 
 /*
@@ -138,7 +182,8 @@ iceberg_effective_limits(const IcebergLimits *in, IcebergLimits *out)
 bool
 iceberg_check_interrupt(const IcebergFileIO *io, IcebergError *err)
 {
-	if (io != NULL && io->interrupted != NULL && io->interrupted(io->arg))
+	if (io != NULL && io->io.interrupted != NULL &&
+		io->io.interrupted(io->io.arg))
 	{
 		iceberg_set_error(err, ICEBERG_ERR_CANCELLED, "operation interrupted");
 		return true;
@@ -380,9 +425,9 @@ local_resolve(const IcebergLocalFS *fs, const char *path)
 	return out;
 }
 
-/* IcebergFileIO.open for local files. */
+/* IoFileIO.open for local files. */
 static void *
-local_open(void *arg, const char *path, int64_t *size_out, IcebergError *err)
+local_open(void *arg, const char *path, int64_t *size_out, IoError *err)
 {
 	char	   *local = local_resolve(arg, path);
 	FILE	   *f;
@@ -390,7 +435,7 @@ local_open(void *arg, const char *path, int64_t *size_out, IcebergError *err)
 	*size_out = -1;
 	if (local == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		set_ioerror(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	f = fopen(local, "rb");
@@ -398,9 +443,8 @@ local_open(void *arg, const char *path, int64_t *size_out, IcebergError *err)
 	{
 		int			e = errno;
 
-		iceberg_set_error(err, ICEBERG_ERR_IO, "could not open file \"%s\": %s",
-						  path, strerror(e));
-		iceberg_set_detail(err, "The local path was \"%s\".", local);
+		set_ioerror(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE,
+					"could not open file \"%.400s\": %s", local, strerror(e));
 		free(local);
 		return NULL;
 	}
@@ -414,17 +458,17 @@ local_open(void *arg, const char *path, int64_t *size_out, IcebergError *err)
 		if (fseek(f, 0, SEEK_SET) != 0)
 		{
 			fclose(f);
-			iceberg_set_error(err, ICEBERG_ERR_IO, "could not seek in file \"%s\"",
-							  path);
+			set_ioerror(err, IO_ERR_STORAGE, "could not seek in file \"%.400s\"",
+						path);
 			return NULL;
 		}
 	}
 	return f;
 }
 
-/* IcebergFileIO.read for local files. */
+/* IoFileIO.read for local files. */
 static int64_t
-local_read(void *arg, void *handle, void *buf, size_t len, IcebergError *err)
+local_read(void *arg, void *handle, void *buf, size_t len, IoError *err)
 {
 	size_t		n;
 
@@ -432,14 +476,14 @@ local_read(void *arg, void *handle, void *buf, size_t len, IcebergError *err)
 	n = fread(buf, 1, len, (FILE *) handle);
 	if (n == 0 && ferror((FILE *) handle))
 	{
-		iceberg_set_error(err, ICEBERG_ERR_IO, "could not read file: %s",
-						  strerror(errno));
+		set_ioerror(err, IO_ERR_STORAGE, "could not read file: %s",
+					strerror(errno));
 		return -1;
 	}
 	return (int64_t) n;
 }
 
-/* IcebergFileIO.close for local files. */
+/* IoFileIO.close for local files. */
 static void
 local_close(void *arg, void *handle)
 {
@@ -454,10 +498,11 @@ void
 iceberg_local_fileio(IcebergFileIO *io, IcebergLocalFS *fs)
 {
 	memset(io, 0, sizeof(*io));
-	io->arg = fs;
-	io->open = local_open;
-	io->read = local_read;
-	io->close = local_close;
+	io->io.arg = fs;
+	io->io.open = local_open;
+	io->io.read = local_read;
+	io->io.close = local_close;
+	io->limits = NULL;
 }
 
 /* ---------------------------------------------------------------------
@@ -472,14 +517,14 @@ typedef struct MemHandle
 } MemHandle;
 
 static void *
-mem_open(void *arg, const char *path, int64_t *size_out, IcebergError *err)
+mem_open(void *arg, const char *path, int64_t *size_out, IoError *err)
 {
 	MemHandle  *h = malloc(sizeof(MemHandle));
 
 	(void) path;
 	if (h == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		set_ioerror(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	h->file = arg;
@@ -489,7 +534,7 @@ mem_open(void *arg, const char *path, int64_t *size_out, IcebergError *err)
 }
 
 static int64_t
-mem_read(void *arg, void *handle, void *buf, size_t len, IcebergError *err)
+mem_read(void *arg, void *handle, void *buf, size_t len, IoError *err)
 {
 	MemHandle  *h = handle;
 	size_t		n = h->file->len - h->pos;
@@ -518,10 +563,11 @@ void
 iceberg_memory_fileio(IcebergFileIO *io, IcebergMemoryFile *buf)
 {
 	memset(io, 0, sizeof(*io));
-	io->arg = buf;
-	io->open = mem_open;
-	io->read = mem_read;
-	io->close = mem_close;
+	io->io.arg = buf;
+	io->io.open = mem_open;
+	io->io.read = mem_read;
+	io->io.close = mem_close;
+	io->limits = NULL;
 }
 
 /*
@@ -532,24 +578,23 @@ iceberg_read_all(const IcebergFileIO *io, const char *path, int64_t max_bytes,
 				 char **data_out, size_t *len_out, IcebergError *err)
 {
 	IcebergBuf	b = {0};
+	IoError		ioerr;
 	void	   *h;
 	int64_t		size;
 
 	*data_out = NULL;
 	*len_out = 0;
-	if (io == NULL || io->open == NULL || io->read == NULL || path == NULL)
+	if (io == NULL || io->io.open == NULL || io->io.read == NULL ||
+		io->io.close == NULL || path == NULL)
 		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
 								 "no file reader given");
-	h = io->open(io->arg, path, &size, err);
+	io_error_clear(&ioerr);
+	h = io->io.open(io->io.arg, path, &size, &ioerr);
 	if (h == NULL)
-	{
-		if (err && err->code == ICEBERG_OK)
-			iceberg_set_error(err, ICEBERG_ERR_IO, "could not open \"%s\"", path);
-		return false;
-	}
+		return iceberg_set_io_error(err, &ioerr, path);
 	if (size > max_bytes)
 	{
-		io->close(io->arg, h);
+		io->io.close(io->io.arg, h);
 		iceberg_set_error(err, ICEBERG_ERR_LIMIT,
 						  "file \"%s\" is too large", path);
 		iceberg_set_detail(err, "The file has %lld bytes; the limit is %lld.",
@@ -563,18 +608,16 @@ iceberg_read_all(const IcebergFileIO *io, const char *path, int64_t max_bytes,
 
 		if (!iceberg_buf_reserve(&b, want))
 		{
-			io->close(io->arg, h);
+			io->io.close(io->io.arg, h);
 			iceberg_buf_free(&b);
 			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		}
-		n = io->read(io->arg, h, b.data + b.len, want, err);
+		n = io->io.read(io->io.arg, h, b.data + b.len, want, &ioerr);
 		if (n < 0)
 		{
-			io->close(io->arg, h);
+			io->io.close(io->io.arg, h);
 			iceberg_buf_free(&b);
-			if (err && err->code == ICEBERG_OK)
-				iceberg_set_error(err, ICEBERG_ERR_IO, "could not read \"%s\"", path);
-			return false;
+			return iceberg_set_io_error(err, &ioerr, path);
 		}
 		if (n == 0)
 			break;
@@ -583,7 +626,7 @@ iceberg_read_all(const IcebergFileIO *io, const char *path, int64_t max_bytes,
 		b.len += (size_t) n;
 		if ((int64_t) b.len > max_bytes)
 		{
-			io->close(io->arg, h);
+			io->io.close(io->io.arg, h);
 			iceberg_buf_free(&b);
 			iceberg_set_error(err, ICEBERG_ERR_LIMIT,
 							  "file \"%s\" is too large", path);
@@ -592,12 +635,12 @@ iceberg_read_all(const IcebergFileIO *io, const char *path, int64_t max_bytes,
 		}
 		if (iceberg_check_interrupt(io, err))
 		{
-			io->close(io->arg, h);
+			io->io.close(io->io.arg, h);
 			iceberg_buf_free(&b);
 			return false;
 		}
 	}
-	io->close(io->arg, h);
+	io->io.close(io->io.arg, h);
 	if (b.data == NULL && !iceberg_buf_reserve(&b, 0))
 		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	b.data[b.len] = '\0';

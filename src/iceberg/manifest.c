@@ -2,7 +2,7 @@
  *
  * manifest.c
  *	  Manifest lists and manifests as streams of Iceberg records, on top
- *	  of the Avro reader in avro.c.
+ *	  of the Avro reader (avro_*.c).
  *
  * Fields are wanted by Iceberg field id (manifest_file 500-520,
  * manifest_entry 0-4 and data_file 100-145), with the spec's names, and
@@ -37,32 +37,32 @@ enum
 	ML_DELETED_ROWS, ML_PARTITIONS, ML_FIRST_ROW_ID
 };
 
-static const AvroTarget manifest_file_targets[] = {
-	{500, "manifest_path", NULL, AVRO_SLOT_STRING, ML_PATH, NULL, 0},
-	{501, "manifest_length", NULL, AVRO_SLOT_LONG, ML_LENGTH, NULL, 0},
-	{502, "partition_spec_id", NULL, AVRO_SLOT_LONG, ML_SPEC, NULL, 0},
-	{517, "content", NULL, AVRO_SLOT_LONG, ML_CONTENT, NULL, 0},
-	{515, "sequence_number", NULL, AVRO_SLOT_LONG, ML_SEQ, NULL, 0},
-	{516, "min_sequence_number", NULL, AVRO_SLOT_LONG, ML_MINSEQ, NULL, 0},
-	{503, "added_snapshot_id", NULL, AVRO_SLOT_LONG, ML_SNAP, NULL, 0},
-	{504, "added_files_count", "added_data_files_count", AVRO_SLOT_LONG, ML_ADDED, NULL, 0},
-	{505, "existing_files_count", "existing_data_files_count", AVRO_SLOT_LONG, ML_EXISTING, NULL, 0},
-	{506, "deleted_files_count", "deleted_data_files_count", AVRO_SLOT_LONG, ML_DELETED, NULL, 0},
-	{512, "added_rows_count", NULL, AVRO_SLOT_LONG, ML_ADDED_ROWS, NULL, 0},
-	{513, "existing_rows_count", NULL, AVRO_SLOT_LONG, ML_EXISTING_ROWS, NULL, 0},
-	{514, "deleted_rows_count", NULL, AVRO_SLOT_LONG, ML_DELETED_ROWS, NULL, 0},
-	{507, "partitions", NULL, AVRO_SLOT_COUNT_ARRAY, ML_PARTITIONS, NULL, 0},
-	{520, "first_row_id", NULL, AVRO_SLOT_LONG, ML_FIRST_ROW_ID, NULL, 0},
+static const IcebergAvroTarget manifest_file_targets[] = {
+	{500, "manifest_path", NULL, ICEBERG_AVRO_SLOT_STRING, ML_PATH, NULL, 0},
+	{501, "manifest_length", NULL, ICEBERG_AVRO_SLOT_LONG, ML_LENGTH, NULL, 0},
+	{502, "partition_spec_id", NULL, ICEBERG_AVRO_SLOT_LONG, ML_SPEC, NULL, 0},
+	{517, "content", NULL, ICEBERG_AVRO_SLOT_LONG, ML_CONTENT, NULL, 0},
+	{515, "sequence_number", NULL, ICEBERG_AVRO_SLOT_LONG, ML_SEQ, NULL, 0},
+	{516, "min_sequence_number", NULL, ICEBERG_AVRO_SLOT_LONG, ML_MINSEQ, NULL, 0},
+	{503, "added_snapshot_id", NULL, ICEBERG_AVRO_SLOT_LONG, ML_SNAP, NULL, 0},
+	{504, "added_files_count", "added_data_files_count", ICEBERG_AVRO_SLOT_LONG, ML_ADDED, NULL, 0},
+	{505, "existing_files_count", "existing_data_files_count", ICEBERG_AVRO_SLOT_LONG, ML_EXISTING, NULL, 0},
+	{506, "deleted_files_count", "deleted_data_files_count", ICEBERG_AVRO_SLOT_LONG, ML_DELETED, NULL, 0},
+	{512, "added_rows_count", NULL, ICEBERG_AVRO_SLOT_LONG, ML_ADDED_ROWS, NULL, 0},
+	{513, "existing_rows_count", NULL, ICEBERG_AVRO_SLOT_LONG, ML_EXISTING_ROWS, NULL, 0},
+	{514, "deleted_rows_count", NULL, ICEBERG_AVRO_SLOT_LONG, ML_DELETED_ROWS, NULL, 0},
+	{507, "partitions", NULL, ICEBERG_AVRO_SLOT_COUNT_ARRAY, ML_PARTITIONS, NULL, 0},
+	{520, "first_row_id", NULL, ICEBERG_AVRO_SLOT_LONG, ML_FIRST_ROW_ID, NULL, 0},
 };
 
 struct IcebergManifestListReader
 {
-	AvroReader *avro;			/* NULL for an inline v1 list */
+	IcebergAvroReader *avro;	/* NULL for an inline v1 list */
 	const IcebergSnapshot *inline_snap;
 	int			inline_pos;
 	int			format_version;
 	IcebergManifestFile current;
-	AvroValue	values[AVRO_MAX_SLOTS];
+	IcebergAvroValue values[ICEBERG_AVRO_MAX_SLOTS];
 };
 
 /* Open a manifest list file; format_version 0 means "from the file". */
@@ -77,22 +77,22 @@ manifest_list_open_file(const IcebergFileIO *io, const char *path,
 	r = calloc(1, sizeof(IcebergManifestListReader));
 	if (r == NULL)
 		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
-	if (!avro_reader_open(io, path, "manifest list", manifest_file_targets,
-						  (int) (sizeof(manifest_file_targets) / sizeof(manifest_file_targets[0])),
-						  &r->avro, err))
+	if (!iceberg_avro_reader_open(io, path, "manifest list", manifest_file_targets,
+								  (int) (sizeof(manifest_file_targets) / sizeof(manifest_file_targets[0])),
+								  &r->avro, err))
 	{
 		free(r);
 		return false;
 	}
-	fv = avro_reader_meta(r->avro, "format-version");
+	fv = iceberg_avro_reader_meta(r->avro, "format-version");
 	if (fv != NULL && fv[0] >= '1' && fv[0] <= '9' && fv[1] == '\0')
 		r->format_version = fv[0] - '0';
 	else if (format_version > 0)
 		r->format_version = format_version;
-	else if (avro_reader_has_field_id(r->avro, 520))
+	else if (iceberg_avro_reader_has_field_id(r->avro, 520))
 		r->format_version = 3;
-	else if (avro_reader_has_field_id(r->avro, 517) ||
-			 avro_reader_has_field_id(r->avro, 515))
+	else if (iceberg_avro_reader_has_field_id(r->avro, 517) ||
+			 iceberg_avro_reader_has_field_id(r->avro, 515))
 		r->format_version = 2;
 	else
 		r->format_version = 1;
@@ -143,14 +143,14 @@ iceberg_manifest_list_open_path(const IcebergFileIO *io, const char *path,
 
 /* Value of an optional long slot, dflt when null or absent. */
 static inline int64_t
-slot_long(const AvroValue *v, int slot, int64_t dflt)
+slot_long(const IcebergAvroValue *v, int slot, int64_t dflt)
 {
 	return v[slot].present ? v[slot].l : dflt;
 }
 
 /* An int32 slot (the writer may have declared it long). */
 static inline int32_t
-slot_int(const AvroValue *v, int slot, int32_t dflt)
+slot_int(const IcebergAvroValue *v, int slot, int32_t dflt)
 {
 	int64_t		l = slot_long(v, slot, dflt);
 
@@ -167,7 +167,7 @@ iceberg_manifest_list_next(IcebergManifestListReader *r,
 						   const IcebergManifestFile **out, IcebergError *err)
 {
 	IcebergManifestFile *m = &r->current;
-	const AvroValue *v = r->values;
+	const IcebergAvroValue *v = r->values;
 	int			rc;
 
 	*out = NULL;
@@ -187,7 +187,7 @@ iceberg_manifest_list_next(IcebergManifestListReader *r,
 		*out = m;
 		return 1;
 	}
-	rc = avro_reader_next(r->avro, r->values, err);
+	rc = iceberg_avro_reader_next(r->avro, r->values, err);
 	if (rc <= 0)
 		return rc;
 	if (!v[ML_PATH].present || !v[ML_LENGTH].present || !v[ML_SPEC].present ||
@@ -244,7 +244,7 @@ iceberg_manifest_list_close(IcebergManifestListReader *r)
 {
 	if (r == NULL)
 		return;
-	avro_reader_close(r->avro);
+	iceberg_avro_reader_close(r->avro);
 	free(r);
 }
 
@@ -261,40 +261,40 @@ enum
 };
 
 #define N_DATA_FILE_TARGETS 11
-static const AvroTarget data_file_targets[N_DATA_FILE_TARGETS] = {
-	{134, "content", NULL, AVRO_SLOT_LONG, DF_CONTENT, NULL, 0},
-	{100, "file_path", NULL, AVRO_SLOT_STRING, DF_PATH, NULL, 0},
-	{101, "file_format", NULL, AVRO_SLOT_STRING, DF_FORMAT, NULL, 0},
-	{103, "record_count", NULL, AVRO_SLOT_LONG, DF_RECORDS, NULL, 0},
-	{104, "file_size_in_bytes", NULL, AVRO_SLOT_LONG, DF_SIZE, NULL, 0},
-	{135, "equality_ids", NULL, AVRO_SLOT_INT_ARRAY, DF_EQ_IDS, NULL, 0},
-	{143, "referenced_data_file", NULL, AVRO_SLOT_STRING, DF_REF_FILE, NULL, 0},
-	{142, "first_row_id", NULL, AVRO_SLOT_LONG, DF_FIRST_ROW_ID, NULL, 0},
-	{144, "content_offset", NULL, AVRO_SLOT_LONG, DF_CONTENT_OFFSET, NULL, 0},
-	{145, "content_size_in_bytes", NULL, AVRO_SLOT_LONG, DF_CONTENT_SIZE, NULL, 0},
+static const IcebergAvroTarget data_file_targets[N_DATA_FILE_TARGETS] = {
+	{134, "content", NULL, ICEBERG_AVRO_SLOT_LONG, DF_CONTENT, NULL, 0},
+	{100, "file_path", NULL, ICEBERG_AVRO_SLOT_STRING, DF_PATH, NULL, 0},
+	{101, "file_format", NULL, ICEBERG_AVRO_SLOT_STRING, DF_FORMAT, NULL, 0},
+	{103, "record_count", NULL, ICEBERG_AVRO_SLOT_LONG, DF_RECORDS, NULL, 0},
+	{104, "file_size_in_bytes", NULL, ICEBERG_AVRO_SLOT_LONG, DF_SIZE, NULL, 0},
+	{135, "equality_ids", NULL, ICEBERG_AVRO_SLOT_INT_ARRAY, DF_EQ_IDS, NULL, 0},
+	{143, "referenced_data_file", NULL, ICEBERG_AVRO_SLOT_STRING, DF_REF_FILE, NULL, 0},
+	{142, "first_row_id", NULL, ICEBERG_AVRO_SLOT_LONG, DF_FIRST_ROW_ID, NULL, 0},
+	{144, "content_offset", NULL, ICEBERG_AVRO_SLOT_LONG, DF_CONTENT_OFFSET, NULL, 0},
+	{145, "content_size_in_bytes", NULL, ICEBERG_AVRO_SLOT_LONG, DF_CONTENT_SIZE, NULL, 0},
 	/* last, so that it can be left out */
-	{102, "partition", NULL, AVRO_SLOT_PARTITION, DF_PARTITION, NULL, 0},
+	{102, "partition", NULL, ICEBERG_AVRO_SLOT_PARTITION, DF_PARTITION, NULL, 0},
 };
 
-static const AvroTarget entry_targets_with_partition[] = {
-	{0, "status", NULL, AVRO_SLOT_LONG, ME_STATUS, NULL, 0},
-	{1, "snapshot_id", NULL, AVRO_SLOT_LONG, ME_SNAP, NULL, 0},
-	{3, "sequence_number", NULL, AVRO_SLOT_LONG, ME_SEQ, NULL, 0},
-	{4, "file_sequence_number", NULL, AVRO_SLOT_LONG, ME_FILE_SEQ, NULL, 0},
-	{2, "data_file", NULL, AVRO_SLOT_LONG, -1, data_file_targets, N_DATA_FILE_TARGETS},
+static const IcebergAvroTarget entry_targets_with_partition[] = {
+	{0, "status", NULL, ICEBERG_AVRO_SLOT_LONG, ME_STATUS, NULL, 0},
+	{1, "snapshot_id", NULL, ICEBERG_AVRO_SLOT_LONG, ME_SNAP, NULL, 0},
+	{3, "sequence_number", NULL, ICEBERG_AVRO_SLOT_LONG, ME_SEQ, NULL, 0},
+	{4, "file_sequence_number", NULL, ICEBERG_AVRO_SLOT_LONG, ME_FILE_SEQ, NULL, 0},
+	{2, "data_file", NULL, ICEBERG_AVRO_SLOT_LONG, -1, data_file_targets, N_DATA_FILE_TARGETS},
 };
 
-static const AvroTarget entry_targets_no_partition[] = {
-	{0, "status", NULL, AVRO_SLOT_LONG, ME_STATUS, NULL, 0},
-	{1, "snapshot_id", NULL, AVRO_SLOT_LONG, ME_SNAP, NULL, 0},
-	{3, "sequence_number", NULL, AVRO_SLOT_LONG, ME_SEQ, NULL, 0},
-	{4, "file_sequence_number", NULL, AVRO_SLOT_LONG, ME_FILE_SEQ, NULL, 0},
-	{2, "data_file", NULL, AVRO_SLOT_LONG, -1, data_file_targets, N_DATA_FILE_TARGETS - 1},
+static const IcebergAvroTarget entry_targets_no_partition[] = {
+	{0, "status", NULL, ICEBERG_AVRO_SLOT_LONG, ME_STATUS, NULL, 0},
+	{1, "snapshot_id", NULL, ICEBERG_AVRO_SLOT_LONG, ME_SNAP, NULL, 0},
+	{3, "sequence_number", NULL, ICEBERG_AVRO_SLOT_LONG, ME_SEQ, NULL, 0},
+	{4, "file_sequence_number", NULL, ICEBERG_AVRO_SLOT_LONG, ME_FILE_SEQ, NULL, 0},
+	{2, "data_file", NULL, ICEBERG_AVRO_SLOT_LONG, -1, data_file_targets, N_DATA_FILE_TARGETS - 1},
 };
 
 struct IcebergManifestReader
 {
-	AvroReader *avro;
+	IcebergAvroReader *avro;
 	unsigned	flags;
 	int			format_version;
 	int32_t		spec_id;
@@ -303,7 +303,7 @@ struct IcebergManifestReader
 	int64_t		snapshot_id;	/* to inherit */
 	char		path[256];
 	IcebergManifestEntry current;
-	AvroValue	values[AVRO_MAX_SLOTS];
+	IcebergAvroValue values[ICEBERG_AVRO_MAX_SLOTS];
 };
 
 /* Parse a small non-negative decimal, -1 when not one. */
@@ -332,7 +332,7 @@ iceberg_manifest_open(const IcebergFileIO *io, const IcebergManifestFile *mf,
 					  IcebergManifestReader **out, IcebergError *err)
 {
 	IcebergManifestReader *r;
-	const AvroTarget *targets;
+	const IcebergAvroTarget *targets;
 	const char *content;
 	int64_t		spec;
 
@@ -346,8 +346,8 @@ iceberg_manifest_open(const IcebergFileIO *io, const IcebergManifestFile *mf,
 		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	targets = (flags & ICEBERG_READ_PARTITION) ? entry_targets_with_partition
 		: entry_targets_no_partition;
-	if (!avro_reader_open(io, mf->manifest_path, "manifest", targets, 5,
-						  &r->avro, err))
+	if (!iceberg_avro_reader_open(io, mf->manifest_path, "manifest", targets, 5,
+								  &r->avro, err))
 	{
 		free(r);
 		return false;
@@ -355,10 +355,10 @@ iceberg_manifest_open(const IcebergFileIO *io, const IcebergManifestFile *mf,
 	r->flags = flags;
 	r->format_version = format_version;
 	snprintf(r->path, sizeof(r->path), "%s", mf->manifest_path);
-	spec = parse_small_int(avro_reader_meta(r->avro, "partition-spec-id"));
+	spec = parse_small_int(iceberg_avro_reader_meta(r->avro, "partition-spec-id"));
 	r->spec_id = mf->partition_spec_id >= 0 ? mf->partition_spec_id
 		: (spec >= 0 ? (int32_t) spec : 0);
-	content = avro_reader_meta(r->avro, "content");
+	content = iceberg_avro_reader_meta(r->avro, "content");
 	if (content != NULL && strcmp(content, "deletes") == 0)
 		r->content = ICEBERG_MANIFEST_CONTENT_DELETES;
 	else if (content != NULL && strcmp(content, "data") == 0)
@@ -388,11 +388,11 @@ iceberg_manifest_next(IcebergManifestReader *r,
 					  const IcebergManifestEntry **out, IcebergError *err)
 {
 	IcebergManifestEntry *e = &r->current;
-	const AvroValue *v = r->values;
+	const IcebergAvroValue *v = r->values;
 	int			rc;
 
 	*out = NULL;
-	rc = avro_reader_next(r->avro, r->values, err);
+	rc = iceberg_avro_reader_next(r->avro, r->values, err);
 	if (rc <= 0)
 		return rc;
 	if (!v[ME_STATUS].present || !v[DF_PATH].present ||
@@ -464,7 +464,7 @@ void
 iceberg_manifest_byte_counts(const IcebergManifestReader *r, int64_t *compressed,
 							 int64_t *inflated)
 {
-	avro_reader_byte_counts(r->avro, compressed, inflated);
+	iceberg_avro_reader_byte_counts(r->avro, compressed, inflated);
 }
 
 void
@@ -472,6 +472,6 @@ iceberg_manifest_close(IcebergManifestReader *r)
 {
 	if (r == NULL)
 		return;
-	avro_reader_close(r->avro);
+	iceberg_avro_reader_close(r->avro);
 	free(r);
 }

@@ -21,6 +21,7 @@
 #include "iceberg/iceberg_internal.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -83,6 +84,29 @@ md_int64(MdParse *p, json_t *obj, const char *key, bool required,
 		return false;
 	}
 	*out = (int64_t) json_integer_value(v);
+	return true;
+}
+
+/*
+ * Read a required timestamp member (milliseconds since the epoch).  Values
+ * outside [0, ICEBERG_MAX_TIMESTAMP_MS] are malformed: no writer produces
+ * them, and an age computed from them (now - timestamp) would overflow.
+ */
+static bool
+md_timestamp(MdParse *p, json_t *obj, const char *key, int64_t *out,
+			 const char *where)
+{
+	if (!md_int64(p, obj, key, true, 0, out, where))
+		return false;
+	if (*out < 0 || *out > ICEBERG_MAX_TIMESTAMP_MS)
+	{
+		iceberg_set_error(p->err, ICEBERG_ERR_MALFORMED,
+						  "invalid table metadata: field \"%s\" of %s has out-of-range value %lld",
+						  key, where, (long long) *out);
+		iceberg_set_detail(p->err, "A timestamp must lie between 0 (1970-01-01T00:00:00Z) and %lld (9999-12-31T23:59:59.999Z).",
+						   (long long) ICEBERG_MAX_TIMESTAMP_MS);
+		return false;
+	}
 	return true;
 }
 
@@ -447,7 +471,7 @@ md_snapshot(MdParse *p, json_t *s, IcebergTableMetadata *md,
 				  &snap->parent_snapshot_id, "a snapshot") ||
 		!md_int64(p, s, "sequence-number", md->format_version >= 2, 0,
 				  &snap->sequence_number, "a v2 snapshot") ||
-		!md_int64(p, s, "timestamp-ms", true, 0, &snap->timestamp_ms, "a snapshot") ||
+		!md_timestamp(p, s, "timestamp-ms", &snap->timestamp_ms, "a snapshot") ||
 		!md_int32(p, s, "schema-id", false, -1, &schema_id, "a snapshot") ||
 		!md_int64(p, s, "first-row-id", false, -1, &snap->first_row_id,
 				  "a snapshot") ||
@@ -637,8 +661,8 @@ md_logs(MdParse *p, json_t *root, IcebergTableMetadata *md)
 			if (!json_is_object(e))
 				return md_malformed(p, "a snapshot-log entry is not an object",
 									"snapshot-log");
-			if (!md_int64(p, e, "timestamp-ms", true, 0,
-						  &md->snapshot_log[i].timestamp_ms, "a snapshot-log entry") ||
+			if (!md_timestamp(p, e, "timestamp-ms",
+							  &md->snapshot_log[i].timestamp_ms, "a snapshot-log entry") ||
 				!md_int64(p, e, "snapshot-id", true, 0,
 						  &md->snapshot_log[i].snapshot_id, "a snapshot-log entry"))
 				return false;
@@ -661,8 +685,8 @@ md_logs(MdParse *p, json_t *root, IcebergTableMetadata *md)
 				return md_malformed(p, "a metadata-log entry is not an object",
 									"metadata-log");
 			md->nmetadata_log = (int) i + 1;
-			if (!md_int64(p, e, "timestamp-ms", true, 0,
-						  &md->metadata_log[i].timestamp_ms, "a metadata-log entry") ||
+			if (!md_timestamp(p, e, "timestamp-ms",
+							  &md->metadata_log[i].timestamp_ms, "a metadata-log entry") ||
 				!md_string(p, e, "metadata-file", true,
 						   &md->metadata_log[i].metadata_file,
 						   "a metadata-log entry"))
@@ -697,8 +721,8 @@ md_parse_root(MdParse *p, json_t *root, IcebergTableMetadata *md)
 	if (!md_string(p, root, "table-uuid", fv >= 2, &md->table_uuid,
 				   "v2 table metadata") ||
 		!md_string(p, root, "location", true, &md->location, "table metadata") ||
-		!md_int64(p, root, "last-updated-ms", true, 0, &md->last_updated_ms,
-				  "table metadata") ||
+		!md_timestamp(p, root, "last-updated-ms", &md->last_updated_ms,
+					  "table metadata") ||
 		!md_int64(p, root, "last-sequence-number", fv >= 2, 0,
 				  &md->last_sequence_number, "v2 table metadata") ||
 		!md_int32(p, root, "last-column-id", true, 0, &md->last_column_id,
@@ -908,8 +932,15 @@ iceberg_metadata_read(const IcebergFileIO *io, const char *path,
 		return false;
 	ok = iceberg_metadata_parse(data, len, &limits, out, err);
 	free(data);
-	if (!ok && err && err->detail[0] == '\0')
-		iceberg_set_detail(err, "The file is \"%s\".", path);
+	if (!ok && err)
+	{
+		/* name the file, after what the parser said if anything */
+		char		said[sizeof(err->detail)];
+
+		snprintf(said, sizeof(said), "%s", err->detail);
+		iceberg_set_detail(err, "%s%sThe file is \"%s\".", said,
+						   said[0] ? " " : "", path);
+	}
 	return ok;
 }
 

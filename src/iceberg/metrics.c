@@ -77,6 +77,34 @@ typedef struct DeleteIndex
 	int64_t		max_global_eq_seq;	/* -1: none */
 } DeleteIndex;
 
+/*
+ * now_ms - then_ms as an age: 0 when then_ms is not in the past, INT64_MAX
+ * when the difference does not fit in an int64_t.  Never overflows, for
+ * any two values (metadata written by hand, a clock far off).
+ */
+static int64_t
+age_ms(int64_t now_ms, int64_t then_ms)
+{
+	int64_t		d;
+
+	if (now_ms <= then_ms)
+		return 0;
+	if (__builtin_sub_overflow(now_ms, then_ms, &d))
+		return INT64_MAX;
+	return d;
+}
+
+/*
+ * *sum += v, saturating at INT64_MAX / INT64_MIN: sizes and record counts
+ * come from manifests, and a hostile one must not overflow a total.
+ */
+static inline void
+add_saturating(int64_t *sum, int64_t v)
+{
+	if (__builtin_add_overflow(*sum, v, sum))
+		*sum = v < 0 ? INT64_MIN : INT64_MAX;
+}
+
 /* Grow an open-addressing table of elements with a leading uint64 hash. */
 static bool
 grow_parts(DeleteIndex *ix)
@@ -423,8 +451,8 @@ scan_manifest(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					IcebergDataFileInfo fi;
 
 					m->data_files++;
-					m->data_files_size += e->file_size_in_bytes;
-					m->data_records += e->record_count;
+					add_saturating(&m->data_files_size, e->file_size_in_bytes);
+					add_saturating(&m->data_records, e->record_count);
 					fi.path = e->file_path;
 					fi.size = e->file_size_in_bytes;
 					fi.records = e->record_count;
@@ -452,15 +480,15 @@ scan_manifest(const IcebergFileIO *io, const IcebergTableMetadata *md,
 				}
 			case ICEBERG_CONTENT_POSITION_DELETES:
 				m->position_delete_files++;
-				m->position_delete_files_size += e->file_size_in_bytes;
-				m->position_delete_records += e->record_count;
+				add_saturating(&m->position_delete_files_size, e->file_size_in_bytes);
+				add_saturating(&m->position_delete_records, e->record_count);
 				if (build != NULL && !index_delete(build, md, e, err))
 					rc = -1;
 				break;
 			case ICEBERG_CONTENT_EQUALITY_DELETES:
 				m->equality_delete_files++;
-				m->equality_delete_files_size += e->file_size_in_bytes;
-				m->equality_delete_records += e->record_count;
+				add_saturating(&m->equality_delete_files_size, e->file_size_in_bytes);
+				add_saturating(&m->equality_delete_records, e->record_count);
 				if (build != NULL && !index_delete(build, md, e, err))
 					rc = -1;
 				break;
@@ -504,9 +532,8 @@ iceberg_table_metrics(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	for (i = 0; i < md->nsnapshots; i++)
 		if (md->snapshots[i].timestamp_ms < oldest)
 			oldest = md->snapshots[i].timestamp_ms;
-	out->oldest_snapshot_age_ms = md->nsnapshots > 0 && now_ms > oldest ? now_ms - oldest : 0;
-	out->time_since_last_update_ms = now_ms > md->last_updated_ms ?
-		now_ms - md->last_updated_ms : 0;
+	out->oldest_snapshot_age_ms = md->nsnapshots > 0 ? age_ms(now_ms, oldest) : 0;
+	out->time_since_last_update_ms = age_ms(now_ms, md->last_updated_ms);
 	if (level == ICEBERG_METRICS_METADATA)
 		return true;
 

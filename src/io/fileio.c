@@ -1,14 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * fileio.c
- *		The IcebergFileIO interface of src/iceberg/iceberg.h over IoStorage:
- *		sequential reads served from ranged GETs (S3) or preads (files) of
+ *		The IoFileIO interface of fileio.h over IoStorage: sequential
+ *		reads served from ranged GETs (S3) or preads (files) of
  *		IO_FILEIO_CHUNK bytes.
  *
- * Only the interface's types are used from iceberg.h, no function, so the
- * io layer still links and tests on its own.  The last storage error is
- * kept in the IoFileIO so a caller can map it (timeout, interrupt, 403 ...)
- * to its own error codes after the Iceberg call returned.
+ * A failed open or read hands the storage's IoError to the reader, which
+ * carries its code on (src/iceberg: IcebergError.io_code) so a caller can
+ * map it (timeout, interrupt, 403 ...) to its own error codes.
  *
  * src/io/fileio.c
  *
@@ -29,38 +28,23 @@ typedef struct FileIOHandle
 	bool		eof;
 } FileIOHandle;
 
-static void
-to_iceberg_error(const IoError *ioerr, const char *uri, IcebergError *err)
-{
-	if (err == NULL)
-		return;
-	err->code = ioerr->code == IO_ERR_INTERRUPTED ? ICEBERG_ERR_CANCELLED :
-		ioerr->code == IO_ERR_OUT_OF_MEMORY ? ICEBERG_ERR_OUT_OF_MEMORY :
-		ICEBERG_ERR_IO;
-	snprintf(err->message, sizeof(err->message), "could not read \"%.200s\"", uri);
-	snprintf(err->detail, sizeof(err->detail), "%.300s%s%.200s", ioerr->message,
-			 ioerr->detail[0] ? ": " : "", ioerr->detail);
-}
-
+/* IoFileIO.open: fetch the first chunk so a missing object fails here. */
 static void *
-fileio_open(void *arg, const char *path, int64_t *size_out, IcebergError *err)
+fileio_open(void *arg, const char *path, int64_t *size_out, IoError *err)
 {
-	IoFileIO   *fio = arg;
+	IoStorageFileIO *fio = arg;
 	FileIOHandle *h = calloc(1, sizeof(FileIOHandle));
 
 	*size_out = -1;
 	if (h == NULL || (h->uri = io_strdup(path)) == NULL)
 	{
 		free(h);
-		io_set_error(&fio->last_error, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-		to_iceberg_error(&fio->last_error, path, err);
+		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 		return NULL;
 	}
-	/* fetch the first chunk now so a missing object fails at open */
 	if (io_storage_read(fio->storage, path, 0, IO_FILEIO_CHUNK, &h->buf,
-						&fio->last_error) != 0)
+						err) != 0)
 	{
-		to_iceberg_error(&fio->last_error, path, err);
 		free(h->uri);
 		free(h);
 		return NULL;
@@ -74,10 +58,11 @@ fileio_open(void *arg, const char *path, int64_t *size_out, IcebergError *err)
 	return h;
 }
 
+/* IoFileIO.read: serve from the current chunk, fetch the next when empty. */
 static int64_t
-fileio_read(void *arg, void *handle, void *buf, size_t len, IcebergError *err)
+fileio_read(void *arg, void *handle, void *buf, size_t len, IoError *err)
 {
-	IoFileIO   *fio = arg;
+	IoStorageFileIO *fio = arg;
 	FileIOHandle *h = handle;
 	size_t		avail;
 
@@ -89,11 +74,8 @@ fileio_read(void *arg, void *handle, void *buf, size_t len, IcebergError *err)
 		io_buffer_free(&h->buf);
 		h->off = 0;
 		if (io_storage_read(fio->storage, h->uri, h->pos, IO_FILEIO_CHUNK,
-							&h->buf, &fio->last_error) != 0)
-		{
-			to_iceberg_error(&fio->last_error, h->uri, err);
+							&h->buf, err) != 0)
 			return -1;
-		}
 		fio->bytes_read += h->buf.len;
 		if (h->buf.len < IO_FILEIO_CHUNK)
 			h->eof = true;
@@ -108,6 +90,7 @@ fileio_read(void *arg, void *handle, void *buf, size_t len, IcebergError *err)
 	return (int64_t) len;
 }
 
+/* IoFileIO.close */
 static void
 fileio_close(void *arg, void *handle)
 {
@@ -121,29 +104,28 @@ fileio_close(void *arg, void *handle)
 	free(h);
 }
 
+/* IoFileIO.interrupted: the caller's callback. */
 static bool
 fileio_interrupted(void *arg)
 {
-	IoFileIO   *fio = arg;
+	IoStorageFileIO *fio = arg;
 
 	return fio->interrupted != NULL && fio->interrupted(fio->interrupt_arg);
 }
 
-/* See io_fileio.h. */
+/* See io.h. */
 void
-io_fileio_init(IoFileIO *fio, IoStorage *storage, IoInterruptFn interrupted,
-			   void *interrupt_arg, IcebergFileIO *out)
+io_fileio_init(IoStorageFileIO *fio, IoStorage *storage,
+			   IoInterruptFn interrupted, void *interrupt_arg, IoFileIO *out)
 {
 	memset(fio, 0, sizeof(*fio));
 	fio->storage = storage;
 	fio->interrupted = interrupted;
 	fio->interrupt_arg = interrupt_arg;
-	io_error_clear(&fio->last_error);
 	memset(out, 0, sizeof(*out));
 	out->arg = fio;
 	out->open = fileio_open;
 	out->read = fileio_read;
 	out->close = fileio_close;
 	out->interrupted = fileio_interrupted;
-	out->limits = NULL;
 }

@@ -35,7 +35,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "iceberg/iceberg.h"
+#include "io_error.h"
+#include "fileio.h"
 
 /* How often a blocked operation checks the interrupt callback. */
 #define IO_POLL_INTERVAL_MS 50
@@ -43,50 +44,7 @@
 /* Separator between namespace levels in every namespace string of this API. */
 #define IO_NS_SEP '\x1f'
 
-/* ----------------------------------------------------------------
- * Errors
- * ----------------------------------------------------------------
- */
-typedef enum IoErrorCode
-{
-	IO_OK = 0,
-	IO_ERR_INVALID_ARGUMENT,	/* caller gave a malformed URL, option, name */
-	IO_ERR_OUT_OF_MEMORY,
-	IO_ERR_INTERRUPTED,			/* the interrupt callback returned true */
-	IO_ERR_TIMEOUT,				/* connect or total timeout expired */
-	IO_ERR_CONNECT,				/* DNS, connection refused/reset */
-	IO_ERR_TLS,					/* certificate or handshake failure */
-	IO_ERR_PROTOCOL,			/* malformed response (bad JSON/XML, bad status) */
-	IO_ERR_TOO_LARGE,			/* response exceeds the size cap */
-	IO_ERR_BAD_REQUEST,			/* HTTP 400 (and 422) */
-	IO_ERR_UNAUTHORIZED,		/* HTTP 401 (after one token refresh), 419 */
-	IO_ERR_FORBIDDEN,			/* HTTP 403 */
-	IO_ERR_NOT_FOUND,			/* HTTP 404 of another kind, missing file */
-	IO_ERR_NO_SUCH_NAMESPACE,	/* HTTP 404 NoSuchNamespaceException */
-	IO_ERR_NO_SUCH_TABLE,		/* HTTP 404 NoSuchTableException */
-	IO_ERR_ALREADY_EXISTS,		/* HTTP 409 outside a commit */
-	IO_ERR_CONFLICT,			/* commit 409: retry from fresh metadata */
-	IO_ERR_COMMIT_STATE_UNKNOWN,	/* commit 500/502/504: reload and check */
-	IO_ERR_UNAVAILABLE,			/* HTTP 503, 429 after retries */
-	IO_ERR_SERVER,				/* other HTTP 5xx */
-	IO_ERR_UNSUPPORTED,			/* endpoint not offered by the server, 406/501 */
-	IO_ERR_STORAGE,				/* local file system or S3 error */
-	IO_ERR_INTERNAL				/* can't happen */
-} IoErrorCode;
-
-typedef struct IoError
-{
-	IoErrorCode code;
-	long		http_status;	/* 0 when no HTTP response was received */
-	char		message[512];	/* what failed, no secrets */
-	char		detail[1024];	/* the server's own error text, if any */
-} IoError;
-
-/* Clear an IoError to IO_OK. */
-extern void io_error_clear(IoError *err);
-
-/* Short stable name of an error code ("timeout", "conflict", ...). */
-extern const char *io_error_code_name(IoErrorCode code);
+/* Errors: IoError and IoErrorCode are in io_error.h. */
 
 /* ----------------------------------------------------------------
  * HTTP options shared by the catalog client and S3
@@ -491,29 +449,30 @@ extern int	io_catalog_commit_table(IoCatalog *cat, const char *ns,
 extern void io_catalog_forget(IoCatalog *cat, const char *ns, const char *table);
 
 /* ----------------------------------------------------------------
- * IcebergFileIO over IoStorage (src/iceberg reads through this)
+ * IoFileIO (fileio.h) over IoStorage: how src/iceberg reads
  * ----------------------------------------------------------------
  */
 
 /* Bytes fetched per ranged read. */
 #define IO_FILEIO_CHUNK ((uint64_t) 8 * 1024 * 1024)
 
-typedef struct IoFileIO
+/* The state behind an IoFileIO over storage; the caller owns it. */
+typedef struct IoStorageFileIO
 {
 	IoStorage  *storage;		/* borrowed */
 	IoInterruptFn interrupted;
 	void	   *interrupt_arg;
-	IoError		last_error;		/* the storage error behind an ICEBERG_ERR_IO */
 	uint64_t	bytes_read;
-} IoFileIO;
+} IoStorageFileIO;
 
 /*
- * Fill *out with an IcebergFileIO reading through storage (s3:// and
- * absolute file paths).  fio holds the state and must outlive *out; it
- * owns nothing (storage stays the caller's).
+ * Fill *out with an IoFileIO reading through storage (s3:// and absolute
+ * file paths).  state holds the state and must outlive *out; it owns
+ * nothing (storage stays the caller's).  A failed open or read reports the
+ * storage's IoError.
  */
-extern void io_fileio_init(IoFileIO *fio, IoStorage *storage,
+extern void io_fileio_init(IoStorageFileIO *state, IoStorage *storage,
 						   IoInterruptFn interrupted, void *interrupt_arg,
-						   IcebergFileIO *out);
+						   IoFileIO *out);
 
 #endif							/* TMS_IO_H */

@@ -4,7 +4,9 @@
  *	  libFuzzer target for the Iceberg model layer's parsers.
  *
  * The first input byte selects the parser, the rest is the file:
- *	0: metadata.json (plain or gzip), via iceberg_metadata_parse;
+ *	0: metadata.json (plain or gzip), via iceberg_metadata_parse, then its
+ *	   metadata-level metrics at the extremes of the clock (ages must
+ *	   saturate, never overflow);
  *	1: a manifest list (Avro), read to the end;
  *	2: a manifest (Avro), read to the end with partition rendering;
  *	3: both Avro readers on the same bytes (cheap cross-check of limits).
@@ -105,8 +107,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 0:
 			if (iceberg_metadata_parse(data + 1, size - 1, &limits, &md, &err))
 			{
+				static const int64_t nows[] = {INT64_MIN, -1, 0, INT64_MAX};
+				IcebergTableMetrics m;
+
 				(void) iceberg_metadata_current_snapshot(md);
 				(void) iceberg_metadata_ref(md, "main");
+				for (size_t i = 0; i < sizeof(nows) / sizeof(nows[0]); i++)
+					(void) iceberg_table_metrics(&io, md, ICEBERG_METRICS_METADATA,
+												 nows[i], NULL, NULL, &m, &err);
 				iceberg_metadata_free(md);
 			}
 			break;

@@ -401,6 +401,103 @@ test_variables(void)
 	}
 }
 
+/* dsl_metrics_get() reads each variable's own field, in its own type. */
+static void
+test_metrics_get(void)
+{
+	dsl_metrics m;
+	dsl_value	v;
+
+	/* one distinct value per field, set directly, not through the table */
+	static const struct
+	{
+		dsl_var		var;
+		const char *name;
+		int64_t		l;
+	}			want[] = {
+		{DSL_VAR_DATA_FILES, "dataFiles", 101},
+		{DSL_VAR_DATA_FILES_SIZE, "dataFilesSize", INT64_MAX},
+		{DSL_VAR_DATA_RECORDS, "dataRecords", 103},
+		{DSL_VAR_EQUALITY_DELETE_FILES, "equalityDeleteFiles", 104},
+		{DSL_VAR_EQUALITY_DELETE_FILES_SIZE, "equalityDeleteFilesSize", 105},
+		{DSL_VAR_EQUALITY_DELETE_RECORDS, "equalityDeleteRecords", 106},
+		{DSL_VAR_POSITION_DELETE_FILES, "positionDeleteFiles", 107},
+		{DSL_VAR_POSITION_DELETE_FILES_SIZE, "positionDeleteFilesSize", 108},
+		{DSL_VAR_POSITION_DELETE_RECORDS, "positionDeleteRecords", 109},
+		{DSL_VAR_DATA_FILES_WITH_DELETES, "dataFilesWithDeletes", 110},
+		{DSL_VAR_DATA_FILES_WITH_POSITION_DELETES, "dataFilesWithPositionDeletes", 111},
+		{DSL_VAR_DATA_FILES_WITH_EQUALITY_DELETES, "dataFilesWithEqualityDeletes", 112},
+		{DSL_VAR_AVG_DATA_FILE_SIZE, "avgDataFileSize", 0},
+		{DSL_VAR_SNAPSHOTS, "snapshots", 114},
+		{DSL_VAR_OLDEST_SNAPSHOT_AGE, "oldestSnapshotAge", INT64_MIN},
+		{DSL_VAR_MANIFESTS, "manifests", -1},
+		{DSL_VAR_TIME_SINCE_LAST_UPDATE, "timeSinceLastUpdate", 117},
+	};
+
+	CHECK(sizeof(want) / sizeof(want[0]) == DSL_VAR_COUNT, "a case per variable");
+	memset(&m, 0, sizeof(m));
+	m.data_files = 101;
+	m.data_files_size = INT64_MAX;
+	m.data_records = 103;
+	m.equality_delete_files = 104;
+	m.equality_delete_files_size = 105;
+	m.equality_delete_records = 106;
+	m.position_delete_files = 107;
+	m.position_delete_files_size = 108;
+	m.position_delete_records = 109;
+	m.data_files_with_deletes = 110;
+	m.data_files_with_position_deletes = 111;
+	m.data_files_with_equality_deletes = 112;
+	m.avg_data_file_size = 113.25;
+	m.snapshots = 114;
+	m.oldest_snapshot_age = INT64_MIN;
+	m.manifests = -1;
+	m.time_since_last_update = 117;
+
+	/* nothing present: every metric is absent, the value zeroed */
+	for (int i = 0; i < DSL_VAR_COUNT; i++)
+	{
+		v.l = 42;
+		CHECK(!dsl_metrics_get(&m, want[i].var, &v) && v.l == 0,
+			  "%s absent", want[i].name);
+	}
+
+	/* each present alone: that one reads its field, the others are absent */
+	for (int i = 0; i < DSL_VAR_COUNT; i++)
+	{
+		dsl_var		var = want[i].var;
+
+		CHECK(strcmp(dsl_var_name(var), want[i].name) == 0, "%s: name %s",
+			  want[i].name, dsl_var_name(var));
+		m.present = DSL_VAR_BIT(var);
+		CHECK(dsl_metrics_get(&m, var, &v), "%s present", want[i].name);
+		if (var == DSL_VAR_AVG_DATA_FILE_SIZE)
+			CHECK(dsl_var_type(var) == DSL_DOUBLE && v.d == 113.25,
+				  "%s: %g", want[i].name, v.d);
+		else
+			CHECK(dsl_var_type(var) == DSL_LONG && v.l == want[i].l,
+				  "%s: %" PRId64 ", want %" PRId64, want[i].name, v.l, want[i].l);
+		for (int j = 0; j < DSL_VAR_COUNT; j++)
+			if (j != i)
+				CHECK(!dsl_metrics_get(&m, want[j].var, &v),
+					  "%s present: %s absent", want[i].name, want[j].name);
+	}
+
+	/* what dsl_metrics_set() writes, dsl_metrics_get() reads back */
+	memset(&m, 0, sizeof(m));
+	for (int i = 0; i < DSL_VAR_COUNT; i++)
+		dsl_metrics_set(&m, want[i].var, want[i].l, 113.25);
+	CHECK(m.present == (UINT32_C(1) << DSL_VAR_COUNT) - 1, "all present");
+	for (int i = 0; i < DSL_VAR_COUNT; i++)
+		CHECK(dsl_metrics_get(&m, want[i].var, &v) &&
+			  (want[i].var == DSL_VAR_AVG_DATA_FILE_SIZE ? v.d == 113.25 : v.l == want[i].l),
+			  "%s: set then get", want[i].name);
+
+	/* not a variable */
+	CHECK(!dsl_metrics_get(&m, DSL_VAR_COUNT, &v), "DSL_VAR_COUNT");
+	CHECK(!dsl_metrics_get(&m, (dsl_var) -1, &v), "-1");
+}
+
 static void
 test_spec_examples(void)
 {
@@ -852,6 +949,7 @@ main(void)
 	test_functions();
 	test_properties();
 	test_variables();
+	test_metrics_get();
 	test_spec_examples();
 	test_lambdas();
 	test_errors();

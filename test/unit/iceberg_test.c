@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dsl/dsl.h"
 #include "iceberg/iceberg.h"
@@ -357,6 +358,11 @@ test_metadata_malformed(void)
 		iceberg_local_fileio(&io, NULL);
 		CHECK(!iceberg_metadata_read(&io, "/nonexistent/metadata.json", &md, &err) &&
 			  err.code == ICEBERG_ERR_IO, "missing file");
+		/* the IoFileIO's own code travels with the iceberg error */
+		CHECK(err.io_code == IO_ERR_NOT_FOUND, "missing file: io_code %s",
+			  io_error_code_name(err.io_code));
+		CHECK(!iceberg_metadata_parse("{", 1, NULL, &md, &err) &&
+			  err.io_code == IO_OK, "parse error: io_code stays IO_OK");
 	}
 }
 
@@ -1306,7 +1312,7 @@ test_walk_and_adapters(void)
 	CHECK(!iceberg_walk(&io, md, NULL, NULL, -1, ICEBERG_WALK_ALL, stop_cb, &n, &err) &&
 		  err.code == ICEBERG_ERR_CANCELLED && n == 3, "callback stop");
 	/* interrupts */
-	io.interrupted = interrupted_now;
+	io.io.interrupted = interrupted_now;
 	{
 		IcebergTableMetrics m;
 
@@ -1314,7 +1320,7 @@ test_walk_and_adapters(void)
 			  err.code == ICEBERG_ERR_CANCELLED, "interrupted metrics: %s",
 			  iceberg_error_code_name(err.code));
 	}
-	io.interrupted = NULL;
+	io.io.interrupted = NULL;
 
 	/* DSL adapters */
 	{
@@ -1352,6 +1358,245 @@ test_walk_and_adapters(void)
 	iceberg_metadata_free(md);
 }
 
+/* ---------------------------------------------------------------------
+ * Extreme values: timestamps out of range are rejected, metrics saturate
+ * ---------------------------------------------------------------------
+ */
+
+/* A temporary file's path with the given content, in a static buffer. */
+static const char *
+temp_file(const char *name, const void *data, size_t len)
+{
+	static char path[4][1024];
+	static int	next;
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char	   *p = path[next++ % 4];
+	FILE	   *f;
+
+	snprintf(p, sizeof(path[0]), "%s/tms_iceberg_test_%ld_%s", dir,
+			 (long) getpid(), name);
+	f = fopen(p, "wb");
+	if (f == NULL || fwrite(data, 1, len, f) != len)
+	{
+		CHECK(false, "cannot write %s", p);
+		if (f)
+			fclose(f);
+		return p;
+	}
+	fclose(f);
+	return p;
+}
+
+/* v1 metadata with the four kinds of timestamp set to the given JSON numbers. */
+static void
+timestamps_json(char *buf, size_t cap, const char *const ts[4])
+{
+	snprintf(buf, cap,
+			 "{\"format-version\": 1, \"location\": \"x\", \"last-updated-ms\": %s,"
+			 " \"last-column-id\": 1,"
+			 " \"schema\": {\"type\": \"struct\", \"fields\": []}, \"partition-spec\": [],"
+			 " \"snapshots\": [{\"snapshot-id\": 1, \"timestamp-ms\": %s, \"manifests\": []}],"
+			 " \"current-snapshot-id\": 1,"
+			 " \"snapshot-log\": [{\"timestamp-ms\": %s, \"snapshot-id\": 1}],"
+			 " \"metadata-log\": [{\"timestamp-ms\": %s, \"metadata-file\": \"m.json\"}]}",
+			 ts[0], ts[1], ts[2], ts[3]);
+}
+
+/* Timestamps outside [0, 9999-12-31T23:59:59.999Z] are malformed metadata. */
+static void
+test_metadata_timestamps(void)
+{
+	static const char *const bad[] = {
+		"9223372036854775807", "-9223372036854775808", "-1", "253402300800000"
+	};
+	static const char *const field[] = {
+		"\"last-updated-ms\" of table metadata", "\"timestamp-ms\" of a snapshot",
+		"\"timestamp-ms\" of a snapshot-log entry", "\"timestamp-ms\" of a metadata-log entry"
+	};
+	char		json[1024];
+	IcebergTableMetadata *md;
+	IcebergError err;
+	IcebergFileIO io;
+
+	/* the two ends of the range are accepted */
+	{
+		const char *const lo_hi[4] = {"0", "253402300799999", "0", "253402300799999"};
+
+		timestamps_json(json, sizeof(json), lo_hi);
+		if (iceberg_metadata_parse(json, strlen(json), NULL, &md, &err))
+		{
+			CHECK(md->last_updated_ms == 0 &&
+				  md->snapshots[0].timestamp_ms == ICEBERG_MAX_TIMESTAMP_MS &&
+				  md->snapshot_log[0].timestamp_ms == 0 &&
+				  md->metadata_log[0].timestamp_ms == INT64_C(253402300799999),
+				  "boundary timestamps kept");
+			iceberg_metadata_free(md);
+		}
+		else
+			CHECK(false, "boundary timestamps: %s", err.message);
+	}
+
+	/* each kind, each bad value */
+	for (int k = 0; k < 4; k++)
+		for (int b = 0; b < 4; b++)
+		{
+			const char *ts[4] = {"1", "1", "1", "1"};
+			char		want[160];
+			bool		ok;
+
+			ts[k] = bad[b];
+			timestamps_json(json, sizeof(json), ts);
+			ok = iceberg_metadata_parse(json, strlen(json), NULL, &md, &err);
+			snprintf(want, sizeof(want), "field %s has out-of-range value %s",
+					 field[k], bad[b]);
+			CHECK(!ok && err.code == ICEBERG_ERR_MALFORMED &&
+				  strstr(err.message, want) != NULL &&
+				  strstr(err.detail, "9999-12-31T23:59:59.999Z") != NULL,
+				  "%s = %s: %s / %s", field[k], bad[b],
+				  ok ? "accepted" : err.message, ok ? "" : err.detail);
+			if (ok)
+				iceberg_metadata_free(md);
+		}
+
+	/* read from a file, the detail names it after the range */
+	{
+		const char *ts[4] = {"1", "-1", "1", "1"};
+		const char *path;
+		char		want[1100];
+
+		timestamps_json(json, sizeof(json), ts);
+		path = temp_file("ts.metadata.json", json, strlen(json));
+		iceberg_local_fileio(&io, NULL);
+		snprintf(want, sizeof(want), "(9999-12-31T23:59:59.999Z). The file is \"%s\".", path);
+		CHECK(!iceberg_metadata_read(&io, path, &md, &err) &&
+			  err.code == ICEBERG_ERR_MALFORMED && strstr(err.detail, want) != NULL,
+			  "detail names the file: %s", err.detail);
+		unlink(path);
+	}
+}
+
+/* Ages and totals saturate instead of wrapping (no signed overflow). */
+static void
+test_metrics_saturate(void)
+{
+	static const struct
+	{
+		int64_t		ts;				/* the snapshot's timestamp */
+		int64_t		updated;		/* last-updated-ms */
+		int64_t		now;
+		int64_t		oldest_age;
+		int64_t		since_update;
+	}			cases[] = {
+		{0, 0, INT64_MAX, INT64_MAX, INT64_MAX},
+		{INT64_MIN, INT64_MIN, INT64_MAX, INT64_MAX, INT64_MAX},
+		{INT64_MIN, -1, 1, INT64_MAX, 2},
+		{INT64_MIN, INT64_MIN, 0, INT64_MAX, INT64_MAX},
+		{INT64_MAX, INT64_MAX, INT64_MIN, 0, 0},
+		{INT64_MAX, 5, INT64_MAX, 0, INT64_MAX - 5},
+		{-1, -1, INT64_MIN, 0, 0},
+		{1000, ICEBERG_MAX_TIMESTAMP_MS, ICEBERG_MAX_TIMESTAMP_MS,
+		ICEBERG_MAX_TIMESTAMP_MS - 1000, 0},
+		{100, 50, -1, 0, 0},
+	};
+	IcebergTableMetadata md;
+	IcebergSnapshot snap;
+	IcebergTableMetrics m;
+	IcebergError err;
+
+	/* metadata built by hand: the parser would refuse these timestamps */
+	memset(&md, 0, sizeof(md));
+	memset(&snap, 0, sizeof(snap));
+	md.format_version = 2;
+	md.current_snapshot_id = -1;
+	md.nsnapshots = 1;
+	md.snapshots = &snap;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		snap.timestamp_ms = cases[i].ts;
+		md.last_updated_ms = cases[i].updated;
+		CHECK(iceberg_table_metrics(NULL, &md, ICEBERG_METRICS_METADATA, cases[i].now,
+									NULL, NULL, &m, &err) &&
+			  m.oldest_snapshot_age_ms == cases[i].oldest_age &&
+			  m.time_since_last_update_ms == cases[i].since_update,
+			  "case %zu: ages %lld %lld", i, (long long) m.oldest_snapshot_age_ms,
+			  (long long) m.time_since_last_update_ms);
+	}
+	md.nsnapshots = 0;
+	CHECK(iceberg_table_metrics(NULL, &md, ICEBERG_METRICS_METADATA, INT64_MAX,
+								NULL, NULL, &m, &err) &&
+		  m.oldest_snapshot_age_ms == 0, "no snapshot: age 0");
+
+	/* totals: a v1 manifest whose sizes and counts add up past int64 */
+	{
+		static const char *manifest_schema =
+		"{\"type\":\"record\",\"name\":\"manifest_entry\",\"fields\":["
+		"{\"name\":\"status\",\"type\":\"int\"},"
+		"{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"]},"
+		"{\"name\":\"data_file\",\"type\":{\"type\":\"record\",\"name\":\"r2\",\"fields\":["
+		"{\"name\":\"file_path\",\"type\":\"string\"},"
+		"{\"name\":\"file_format\",\"type\":\"string\"},"
+		"{\"name\":\"partition\",\"type\":{\"type\":\"record\",\"name\":\"r102\",\"fields\":[]}},"
+		"{\"name\":\"record_count\",\"type\":\"long\"},"
+		"{\"name\":\"file_size_in_bytes\",\"type\":\"long\"}]}}]}";
+		static const int64_t sizes[] = {INT64_MAX, INT64_MAX, 5};
+		static const int64_t records[] = {INT64_MIN, -1, 7};
+		unsigned char *file = malloc(1 << 16);
+		unsigned char rec[4096];
+		size_t		n = 0,
+					r = 0;
+		const char *list_path;
+		const char *manifest_path;
+		char		json[2048];
+		IcebergFileIO io;
+		IcebergTableMetadata *pmd;
+
+		for (int i = 0; i < 3; i++)
+		{
+			r += put_long(rec + r, 1);	/* ADDED */
+			r += put_long(rec + r, 1);	/* union branch long */
+			r += put_long(rec + r, 1);
+			r += put_str(rec + r, i == 0 ? "s3://b/t/data/a.parquet" :
+						 i == 1 ? "s3://b/t/data/b.parquet" : "s3://b/t/data/c.parquet");
+			r += put_str(rec + r, "PARQUET");
+			r += put_long(rec + r, records[i]);
+			r += put_long(rec + r, sizes[i]);
+		}
+		n = put_header(file, manifest_schema, "null");
+		n += put_block(file + n, rec, r, 3);
+		manifest_path = temp_file("m0.avro", file, n);
+
+		r = put_list_record(rec, manifest_path, 0);
+		n = put_header(file, list_schema_noids, "null");
+		n += put_block(file + n, rec, r, 1);
+		list_path = temp_file("snap-1.avro", file, n);
+		free(file);
+
+		snprintf(json, sizeof(json),
+				 "{\"format-version\": 1, \"location\": \"s3://b/t\", \"last-updated-ms\": 1,"
+				 " \"last-column-id\": 1,"
+				 " \"schema\": {\"type\": \"struct\", \"fields\": []}, \"partition-spec\": [],"
+				 " \"snapshots\": [{\"snapshot-id\": 1, \"timestamp-ms\": 1,"
+				 " \"manifest-list\": \"%s\"}], \"current-snapshot-id\": 1}", list_path);
+		iceberg_local_fileio(&io, NULL);
+		if (iceberg_metadata_parse(json, strlen(json), NULL, &pmd, &err))
+		{
+			bool		ok = iceberg_table_metrics(&io, pmd, ICEBERG_METRICS_DELETES, 2,
+												   NULL, NULL, &m, &err);
+
+			CHECK(ok && m.data_files == 3 && m.data_files_size == INT64_MAX &&
+				  m.data_records == INT64_MIN + 7,
+				  "saturated totals: %s %lld files, size %lld, records %lld",
+				  ok ? "" : err.message, (long long) m.data_files,
+				  (long long) m.data_files_size, (long long) m.data_records);
+			iceberg_metadata_free(pmd);
+		}
+		else
+			CHECK(false, "totals metadata: %s", err.message);
+		unlink(list_path);
+		unlink(manifest_path);
+	}
+}
+
 int
 main(void)
 {
@@ -1364,6 +1609,8 @@ main(void)
 	test_standalone_metadata();
 	test_metadata_details();
 	test_metadata_malformed();
+	test_metadata_timestamps();
+	test_metrics_saturate();
 	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		test_fixture_table(&tables[i]);
 	test_fixture_details();
