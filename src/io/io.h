@@ -151,6 +151,40 @@ extern void io_sha256_hex(const void *data, size_t len, char *hex);
 extern char *io_uri_encode(const char *s, size_t len, bool keep_slash);
 
 /* ----------------------------------------------------------------
+ * Locations: the one rule for paths (location.c)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The canonical form of a storage location.  Returns 0 with *out (malloc'd)
+ * or -1 with *err (IO_ERR_INVALID_ARGUMENT and a message saying why, or
+ * IO_ERR_OUT_OF_MEMORY).
+ *
+ *	s3://b/k, s3a://b/k, s3n://b/k (scheme in any case)	->	"s3://b/k"
+ *		(the bucket is non-empty, of letters, digits, '.', '-', '_')
+ *	/abs, file:/abs, file:///abs, file://localhost/abs	->	"/abs"
+ *	a/b, ./a/b, file:a/b, file://host/a/b			->	relative_root + "/" + rest
+ *		(host other than localhost: old local writers such as pyiceberg
+ *		write "file://host/rest" for relative warehouses; relative_root
+ *		must itself be an absolute file location, else an error)
+ *
+ * Repeated slashes of file paths are squeezed (S3 keys are kept as they
+ * are).  A "." or ".." segment anywhere is refused, never resolved; other
+ * schemes and the empty string are refused.  Nothing is percent-decoded:
+ * "%2e%2e" is a name of five characters.  The result is idempotent:
+ * canonical(canonical(x)) == canonical(x).
+ */
+extern int	io_location_canonical(const char *path, const char *relative_root,
+								  char **out, IoError *err);
+
+/*
+ * True when path lies strictly below root at a '/' boundary.  Both must be
+ * canonical.  "s3://b/wh2/x" is not under "s3://b/wh"; a path equal to
+ * the root is not under it; the root may or may not end in '/'.
+ */
+extern bool io_location_under(const char *path, const char *root);
+
+/* ----------------------------------------------------------------
  * Storage: file:// and plain paths, s3:// s3a:// s3n://
  * ----------------------------------------------------------------
  */
@@ -182,7 +216,11 @@ typedef struct IoParsedUri
 	char	   *path;			/* file: absolute path; S3: key (no leading /) */
 } IoParsedUri;
 
-/* Parse a storage URI.  Returns 0, or -1 with *err (INVALID_ARGUMENT). */
+/*
+ * Parse a storage URI: io_location_canonical without a relative root, then
+ * split.  Returns 0, or -1 with *err (INVALID_ARGUMENT: relative, other
+ * scheme, dot segment ...).
+ */
 extern int	io_uri_parse(const char *uri, IoParsedUri *out, IoError *err);
 extern void io_uri_free(IoParsedUri *uri);
 

@@ -66,68 +66,34 @@ io_uri_free(IoParsedUri *uri)
 }
 
 /*
- * Parse a storage URI (see io.h).  S3 URIs need a bucket; the key may be
- * empty (a bucket-wide prefix).  File URIs and plain paths must be
- * absolute: "file:///a", "file:/a", "file://localhost/a", "/a".
+ * Parse a storage URI (see io.h): the canonical form of location.c, split
+ * into bucket and key for S3.  S3 URIs need a bucket; the key may be empty
+ * (a bucket-wide prefix).  Relative locations are refused here: callers
+ * that have a relative root canonicalise first.
  */
 int
 io_uri_parse(const char *uri, IoParsedUri *out, IoError *err)
 {
-	const char *rest = NULL;
+	char	   *c;
 
 	memset(out, 0, sizeof(*out));
-	if (uri == NULL || uri[0] == '\0')
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "empty storage location");
-	if (strncasecmp(uri, "s3://", 5) == 0)
-		rest = uri + 5;
-	else if (strncasecmp(uri, "s3a://", 6) == 0 || strncasecmp(uri, "s3n://", 6) == 0)
-		rest = uri + 6;
-	if (rest != NULL)
+	if (io_location_canonical(uri, NULL, &c, err) != 0)
+		return -1;
+	if (strncmp(c, "s3://", 5) == 0)
 	{
+		const char *rest = c + 5;
 		const char *slash = strchr(rest, '/');
 		size_t		blen = slash ? (size_t) (slash - rest) : strlen(rest);
 
-		if (blen == 0 || blen > 255)
-			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-								"invalid S3 location \"%s\": missing bucket", uri);
 		out->scheme = IO_URI_S3;
 		out->bucket = io_strndup(rest, blen);
 		out->path = io_strdup(slash ? slash + 1 : "");
-	}
-	else if (strncmp(uri, "file:", 5) == 0)
-	{
-		const char *p = uri + 5;
-
-		if (strncmp(p, "//", 2) == 0)
-		{
-			p += 2;
-			if (strncmp(p, "localhost/", 10) == 0)
-				p += 9;
-			else if (*p != '/')
-				return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-									"invalid file location \"%s\": only local absolute paths are supported",
-									uri);
-		}
-		if (*p != '/')
-			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-								"invalid file location \"%s\": path is not absolute", uri);
-		out->scheme = IO_URI_FILE;
-		out->path = io_strdup(p);
-	}
-	else if (uri[0] == '/')
-	{
-		out->scheme = IO_URI_FILE;
-		out->path = io_strdup(uri);
+		free(c);
 	}
 	else
 	{
-		const char *colon = strstr(uri, "://");
-
-		if (colon != NULL)
-			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-								"unsupported storage scheme in \"%s\"", uri);
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"invalid storage location \"%s\": path is not absolute", uri);
+		out->scheme = IO_URI_FILE;
+		out->path = c;
 	}
 	if (out->path == NULL || (out->scheme == IO_URI_S3 && out->bucket == NULL))
 	{

@@ -12,7 +12,8 @@
  * ASan/UBSan and the leak checker do the rest.
  *
  * Build: make fuzz-iceberg, which compiles this file with every .c file of
- * src/iceberg using clang -fsanitize=fuzzer,address,undefined.
+ * src/iceberg and src/io (iceberg reads through io's IoFileIO) using clang
+ * -fsanitize=fuzzer,address,undefined.
  * Seed corpus: test/fuzz/corpus/iceberg/ (fixture files with their selector).
  *
  * test/fuzz/fuzz_iceberg.c

@@ -2,10 +2,11 @@
  *
  * io_test.c
  *		Unit tests of src/io/ without a server: the whole AWS SigV4 test
- *		suite (header and presigned-query modes), storage URI parsing,
- *		the S3 XML reader on good and malformed input, local file
- *		storage, and batches of concurrent table loads against a small
- *		forked HTTP server of this file.
+ *		suite (header and presigned-query modes), the location rule and
+ *		storage URI parsing, the S3 XML reader on good and malformed
+ *		input, local file storage, and, against a small forked HTTP server
+ *		of this file, batches of concurrent table loads and the exact
+ *		request paths that names and keys produce.
  *
  * Built by "make unit" with the files of src/io/.  The SigV4 suite directory is
  * taken from $SIGV4_SUITE, else ../shared/fixtures/sigv4/v4 relative to
@@ -559,7 +560,12 @@ test_uri_parse(void)
 		{"file:///tmp/x", 1, IO_URI_FILE, NULL, "/tmp/x"},
 		{"file:/tmp/x", 1, IO_URI_FILE, NULL, "/tmp/x"},
 		{"file://localhost/tmp/x", 1, IO_URI_FILE, NULL, "/tmp/x"},
-		{"file://otherhost/tmp/x", 0, 0, NULL, NULL},
+		{"file://otherhost/tmp/x", 0, 0, NULL, NULL},	/* relative, no root */
+		{"s3a://b//k", 1, IO_URI_S3, "b", "/k"},
+		{"file://localhost//tmp//x", 1, IO_URI_FILE, NULL, "/tmp/x"},
+		{"/tmp/../etc/passwd", 0, 0, NULL, NULL},
+		{"s3://b/a/../k", 0, 0, NULL, NULL},
+		{"s3://b/%2e%2e/k", 1, IO_URI_S3, "b", "%2e%2e/k"},
 		{"/var/data/f", 1, IO_URI_FILE, NULL, "/var/data/f"},
 		{"relative/path", 0, 0, NULL, NULL},
 		{"gs://bucket/x", 0, 0, NULL, NULL},
@@ -596,6 +602,210 @@ test_uri_parse(void)
 		CHECK(e && strcmp(e, "a%2Fb") == 0, "uri encode without slash: %s", e ? e : "(null)");
 		free(e);
 	}
+}
+
+/* ----------------------------------------------------------------
+ * Locations (location.c)
+ * ----------------------------------------------------------------
+ */
+static void
+test_location_canonical(void)
+{
+	struct
+	{
+		const char *path;
+		const char *root;
+		const char *want;		/* NULL: refused with INVALID_ARGUMENT */
+	}			cases[] = {
+		/* S3 */
+		{"s3://b/k", NULL, "s3://b/k"},
+		{"s3a://b/a/b.parquet", NULL, "s3://b/a/b.parquet"},
+		{"s3n://b/a/", NULL, "s3://b/a/"},
+		{"S3A://b/k", NULL, "s3://b/k"},
+		{"S3://b/k", NULL, "s3://b/k"},
+		{"s3://b", NULL, "s3://b"},
+		{"s3://b/", NULL, "s3://b/"},
+		{"s3://b/a//k", NULL, "s3://b/a//k"},	/* keys keep their slashes */
+		{"s3://b/a/%2e%2e/k", NULL, "s3://b/a/%2e%2e/k"},
+		{"s3://b/a%2Fb", NULL, "s3://b/a%2Fb"},
+		{"s3://b/\xc3\xa9t\xc3\xa9/\xe4\xb8\xad", NULL, "s3://b/\xc3\xa9t\xc3\xa9/\xe4\xb8\xad"},
+		{"s3://my.bucket-1_x/k", NULL, "s3://my.bucket-1_x/k"},
+		{"s3:///key", NULL, NULL},
+		{"s3://", NULL, NULL},
+		{"s3a:///k", NULL, NULL},
+		{"s3://b/../k", NULL, NULL},
+		{"s3://b/a/./k", NULL, NULL},
+		{"s3://b/a/..", NULL, NULL},
+		{"s3://b/a/.", NULL, NULL},
+		{"s3://../k", NULL, NULL},
+		{"s3://./k", NULL, NULL},
+		{"s3://b:80/k", NULL, NULL},
+		{"s3://user@b/k", NULL, NULL},
+		{"s3://b?x/k", NULL, NULL},
+		{"s3:b/k", NULL, NULL},
+		{"s3:/b/k", NULL, NULL},
+		/* absolute files */
+		{"/abs/x", NULL, "/abs/x"},
+		{"/abs//x///y", NULL, "/abs/x/y"},
+		{"/abs/x/", NULL, "/abs/x/"},
+		{"file:/abs/x", NULL, "/abs/x"},
+		{"file:///abs/x", NULL, "/abs/x"},
+		{"file:////abs/x", NULL, "/abs/x"},
+		{"FILE:///abs/x", NULL, "/abs/x"},
+		{"file://localhost/abs/x", NULL, "/abs/x"},
+		{"file://LocalHost/abs/x", NULL, "/abs/x"},
+		{"file://localhost", NULL, "/"},
+		{"/", NULL, "/"},
+		{"/abs/%2e%2e/x", NULL, "/abs/%2e%2e/x"},
+		{"/abs/..x/x..", NULL, "/abs/..x/x.."},
+		{"/abs/.hidden", NULL, "/abs/.hidden"},
+		{"/\xc3\xa9/\xe2\x82\xac", NULL, "/\xc3\xa9/\xe2\x82\xac"},
+		{"/abs/../etc/passwd", NULL, NULL},
+		{"/abs/./x", NULL, NULL},
+		{"/abs/x/..", NULL, NULL},
+		{"/abs/x/.", NULL, NULL},
+		{"file:///abs/../x", NULL, NULL},
+		{"file://localhost/../x", NULL, NULL},
+		/* relative, resolved against the root */
+		{"a/b", "/wh", "/wh/a/b"},
+		{"./a/b", "/wh", "/wh/a/b"},
+		{"././a//b", "/wh/", "/wh/a/b"},
+		{"file:a/b", "/wh", "/wh/a/b"},
+		{"file:./a/b", "/wh", "/wh/a/b"},
+		{"file://host/rest/x", "/wh", "/wh/host/rest/x"},
+		{"file://warehouse", "/wh", "/wh/warehouse"},
+		{"a/b", "file:///wh", "/wh/a/b"},
+		{"a/b", "file://localhost/wh", "/wh/a/b"},
+		{"%2e%2e/x", "/wh", "/wh/%2e%2e/x"},
+		{"a/b", NULL, NULL},
+		{"a/b", "", NULL},
+		{"a/b", "wh", NULL},
+		{"a/b", "s3://b/wh", NULL},
+		{"a/b", "/wh/../x", NULL},
+		{"file://host/rest", NULL, NULL},
+		{"file:a", NULL, NULL},
+		{"../x", "/wh", NULL},
+		{"a/../../x", "/wh", NULL},
+		{"a/./x", "/wh", NULL},
+		{"./", "/wh", NULL},
+		{".", "/wh", NULL},
+		{"..", "/wh", NULL},
+		{"file:", "/wh", NULL},
+		{"file://", "/wh", NULL},
+		{"a", "file://", NULL},		/* found by fuzz_location */
+		{"file://.", "/wh", NULL},
+		{"file://../x", "/wh", NULL},
+		/* other schemes, empty */
+		{"", "/wh", NULL},
+		{"http://host/x", "/wh", NULL},
+		{"https://host/x", "/wh", NULL},
+		{"gs://b/x", "/wh", NULL},
+		{"abfs://c@a.dfs.core.windows.net/x", "/wh", NULL},
+		{"hdfs://nn/x", "/wh", NULL},
+		{"c:/x", "/wh", NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		char	   *out = NULL;
+		IoError		err;
+		int			rc;
+
+		io_error_clear(&err);
+		rc = io_location_canonical(cases[i].path, cases[i].root, &out, &err);
+		if (cases[i].want == NULL)
+		{
+			CHECK(rc == -1 && out == NULL && err.code == IO_ERR_INVALID_ARGUMENT &&
+				  strncmp(err.message, "invalid location", 16) == 0,
+				  "location \"%s\" (root %s) should be refused, got %s",
+				  cases[i].path, cases[i].root ? cases[i].root : "none",
+				  out ? out : err.message);
+		}
+		else
+		{
+			CHECK(rc == 0 && out != NULL && strcmp(out, cases[i].want) == 0,
+				  "location \"%s\" (root %s): got \"%s\", want \"%s\"",
+				  cases[i].path, cases[i].root ? cases[i].root : "none",
+				  rc == 0 ? out : err.message, cases[i].want);
+			if (rc == 0)
+			{
+				char	   *again = NULL;
+
+				/* idempotent, and needs no root any more */
+				CHECK(io_location_canonical(out, NULL, &again, &err) == 0 &&
+					  strcmp(again, out) == 0, "canonical of \"%s\" is not a fixpoint",
+					  out);
+				free(again);
+			}
+		}
+		free(out);
+	}
+
+	/* the message says why */
+	{
+		char	   *out;
+		IoError		err;
+
+		io_location_canonical("s3://b/a/../k", NULL, &out, &err);
+		CHECK(strstr(err.message, "\"..\" segment") != NULL, "dot message: %s", err.message);
+		io_location_canonical("a/b", NULL, &out, &err);
+		CHECK(strstr(err.message, "relative") != NULL, "relative message: %s", err.message);
+		io_location_canonical("gs://b/k", NULL, &out, &err);
+		CHECK(strstr(err.message, "supported") != NULL, "scheme message: %s", err.message);
+		io_location_canonical(NULL, NULL, &out, &err);
+		CHECK(err.code == IO_ERR_INVALID_ARGUMENT && strstr(err.message, "empty") != NULL,
+			  "NULL location: %s", err.message);
+	}
+}
+
+static void
+test_location_under(void)
+{
+	struct
+	{
+		const char *path;
+		const char *root;
+		bool		under;
+	}			cases[] = {
+		{"s3://b/wh/x", "s3://b/wh", true},
+		{"s3://b/wh/x", "s3://b/wh/", true},
+		{"s3://b/wh/x", "s3://b/wh//", true},
+		{"s3://b/wh/a/b/c", "s3://b/wh", true},
+		{"s3://b/wh2/x", "s3://b/wh", false},
+		{"s3://b/wh", "s3://b/wh", false},
+		{"s3://b/wh/", "s3://b/wh", false},
+		{"s3://b/wh/", "s3://b/wh/", false},
+		{"s3://b/wh//", "s3://b/wh", false},
+		{"s3://b/w", "s3://b/wh", false},
+		{"s3://b2/wh/x", "s3://b/wh", false},
+		{"s3://b/x", "s3://b", true},
+		{"s3://b/x", "s3://b/", true},
+		{"s3://bb/x", "s3://b", false},
+		{"s3://b/wh/x", "/b/wh", false},
+		{"/b/wh/x", "s3://b/wh", false},
+		{"/wh/x", "/wh", true},
+		{"/wh/x", "/wh/", true},
+		{"/wh2/x", "/wh", false},
+		{"/wh", "/wh", false},
+		{"/wh/", "/wh", false},
+		{"/x", "/", true},
+		{"/", "/", false},
+		{"/wh/../etc", "/wh", false},
+		{"/wh/./x", "/wh", false},
+		{"/wh/x", "/wh/..", false},
+		{"/wh/%2e%2e/x", "/wh", true},
+		{"/wh/x", "", false},
+		{"/wh/x", "wh", false},
+		{"s3://b/x", "s3://", false},
+		{"s3://b/x", "s3:", false},
+		{"s3:///x", "s3://", false},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK(io_location_under(cases[i].path, cases[i].root) == cases[i].under,
+			  "under(\"%s\", \"%s\") should be %s", cases[i].path, cases[i].root,
+			  cases[i].under ? "true" : "false");
+	CHECK(!io_location_under(NULL, "/wh") && !io_location_under("/wh/x", NULL), "NULL");
 }
 
 /* ----------------------------------------------------------------
@@ -771,6 +981,18 @@ test_file_storage(void)
 		CHECK(io_storage_read(st, u1, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_NOT_FOUND,
 			  "deleted file is gone");
 	}
+	/* "%2e%2e" is a name, not "..": it never reaches a file outside */
+	snprintf(uri, sizeof(uri), "%s/secret", dir);
+	CHECK(io_storage_write(st, uri, "s", 1, &err) == 0, "write secret: %s", err.message);
+	snprintf(uri, sizeof(uri), "%s/a/%%2e%%2e/secret", dir);
+	CHECK(io_storage_read(st, uri, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_NOT_FOUND,
+		  "%%2e%%2e does not traverse: %s", err.message);
+	snprintf(uri, sizeof(uri), "file://%s/a/%%2E%%2E/secret", dir);
+	CHECK(io_storage_read(st, uri, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_NOT_FOUND,
+		  "%%2E%%2E does not traverse: %s", err.message);
+	snprintf(uri, sizeof(uri), "%s/a/../secret", dir);
+	CHECK(io_storage_read(st, uri, 0, 0, &buf, &err) != 0 &&
+		  err.code == IO_ERR_INVALID_ARGUMENT, "\"..\" refused: %s", err.message);
 	n = 0;
 	snprintf(uri, sizeof(uri), "file://%s/nonexistent", dir);
 	CHECK(io_storage_list(st, uri, count_cb, &n, &err) == 0 && n == 0, "list of missing dir is empty");
@@ -891,6 +1113,7 @@ typedef struct ServerStats
 	int			tokens;			/* tokens issued: "tok<N>" */
 	int			min_valid_token;	/* loads with an older token: 401 */
 	int			flaky_left;		/* 503s still to give for "flaky" */
+	char		last_request[1024];	/* "METHOD path" of the last request */
 } ServerStats;
 
 static ServerStats *stats;
@@ -942,6 +1165,7 @@ serve_connection(int fd)
 		char	   *cl;
 		size_t		body_len = 0;
 		size_t		used;
+		char		method[16];
 		char		path[512];
 		char		name[256];
 		char		body[1024];
@@ -968,8 +1192,10 @@ serve_connection(int fd)
 				return;
 			len += (size_t) n;
 		}
-		if (sscanf(buf, "%*s %511s", path) != 1)
+		if (sscanf(buf, "%15s %511s", method, path) != 2)
 			return;
+		snprintf(stats->last_request, sizeof(stats->last_request), "%s %s",
+				 method, path);
 		if (strncmp(buf, "POST", 4) == 0 && strstr(path, "oauth/tokens"))
 		{
 			int			t = __sync_add_and_fetch(&stats->tokens, 1);
@@ -1258,16 +1484,71 @@ out:
 	io_http_shutdown();
 }
 
+/* ----------------------------------------------------------------
+ * What reaches the wire: names and keys cannot change a request's target
+ * ----------------------------------------------------------------
+ */
+static void
+test_wire_paths(void)
+{
+	int			port;
+	pid_t		server;
+	char		uri[128];
+	IoStorageConfig scfg;
+	IoStorage  *st;
+	IoError		err;
+	IoBuffer	buf;
+
+	if (stats == NULL)
+		stats = mmap(NULL, sizeof(ServerStats), PROT_READ | PROT_WRITE,
+					 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stats == MAP_FAILED || (server = start_server(&port)) < 0)
+	{
+		CHECK(0, "cannot start the test server");
+		return;
+	}
+	memset(stats, 0, sizeof(*stats));
+	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d", port);
+
+	/* S3: a key's percent signs are literal and sent encoded */
+	memset(&scfg, 0, sizeof(scfg));
+	scfg.s3_endpoint = uri;
+	scfg.s3_path_style = 1;
+	scfg.http.retries = 0;
+	st = io_storage_create(&scfg, &err);
+	CHECK(st != NULL, "S3 storage: %s", st ? "" : err.message);
+	if (st != NULL)
+	{
+		(void) io_storage_read(st, "s3://bkt/wh/%2e%2e/%2E%2E/secret", 0, 0, &buf, &err);
+		io_buffer_free(&buf);
+		CHECK(strcmp(stats->last_request, "GET /bkt/wh/%252e%252e/%252E%252E/secret") == 0,
+			  "S3 key sent literally: %s", stats->last_request);
+		stats->last_request[0] = '\0';
+		CHECK(io_storage_read(st, "s3://bkt/wh/../secret", 0, 0, &buf, &err) != 0 &&
+			  err.code == IO_ERR_INVALID_ARGUMENT && stats->last_request[0] == '\0',
+			  "S3 key with \"..\" refused before any request: %s", stats->last_request);
+		io_storage_free(st);
+	}
+
+	kill(-server, SIGKILL);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	io_http_shutdown();
+}
+
 int
 main(void)
 {
 	srandom((unsigned) time(NULL));
 	test_sigv4_suite();
 	test_uri_parse();
+	test_location_canonical();
+	test_location_under();
 	test_xml();
 	test_file_storage();
 	test_http_interrupts();
 	test_load_batches();
+	test_wire_paths();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;
 }
