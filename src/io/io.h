@@ -498,19 +498,29 @@ extern void io_catalog_forget(IoCatalog *cat, const char *ns, const char *table)
 typedef struct IoStorageFileIO
 {
 	IoStorage  *storage;		/* borrowed */
+	const char *relative_root;	/* borrowed; NULL: relative paths refused */
 	IoInterruptFn interrupted;
 	void	   *interrupt_arg;
 	uint64_t	bytes_read;
 } IoStorageFileIO;
 
 /*
- * Fill *out with an IoFileIO reading through storage (s3:// and absolute
- * file paths).  state holds the state and must outlive *out; it owns
- * nothing (storage stays the caller's).  A failed open or read reports the
- * storage's IoError.
+ * The one FileIO router of tms: fill *out with an IoFileIO that reads the
+ * paths of Iceberg metadata (every form io_location_canonical accepts) by
+ * canonicalising them against relative_root and reading the result through
+ * storage (S3 with ranged GETs, local files as storage allows them).
+ *
+ * state holds the state and must outlive *out, as must relative_root (may
+ * be NULL: relative paths then fail) and storage; nothing is owned.  A
+ * path the location rule refuses fails at open with
+ * IO_ERR_INVALID_ARGUMENT; storage failures keep their codes
+ * (IO_ERR_NOT_FOUND, IO_ERR_FORBIDDEN, IO_ERR_TIMEOUT ...).
+ * interrupted (may be NULL) is polled by the reader between units of work
+ * and by storage while waiting on the network.
  */
-extern void io_fileio_init(IoStorageFileIO *state, IoStorage *storage,
-						   IoInterruptFn interrupted, void *interrupt_arg,
-						   IoFileIO *out);
+extern void io_storage_fileio(IoStorageFileIO *state, IoStorage *storage,
+							  const char *relative_root,
+							  IoInterruptFn interrupted, void *interrupt_arg,
+							  IoFileIO *out);
 
 #endif							/* TMS_IO_H */
