@@ -141,7 +141,8 @@ typedef struct IcebergFileIO
 /*
  * The local-file implementation, for tests, the fuzzer's tools and
  * benchmarks only: it is not confined to any directory and follows
- * symlinks, so the server never uses it.  It accepts plain paths, "file:/abs",
+ * symlinks, so the server never uses it (it reads local files through
+ * io_storage_fileio of src/io/io.h, which is confined).  It accepts plain paths, "file:/abs",
  * "file:///abs" and "file://host/rest" (the latter read as the relative
  * path "host/rest", which is what some local writers produce).  Before
  * that, the first matching prefix mapping rewrites the path: a path that

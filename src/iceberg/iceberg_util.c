@@ -492,7 +492,11 @@ local_close(void *arg, void *handle)
 }
 
 /*
- * iceberg_local_fileio: fill io with the local implementation.
+ * iceberg_local_fileio: fill io with the local implementation.  For unit
+ * tests, the fuzzer's tools and benchmarks only: it reads any path the
+ * process can, follows symbolic links and knows no allowed roots.  The
+ * server reads local files through io_storage_fileio (src/io), which is
+ * confined.
  */
 void
 iceberg_local_fileio(IcebergFileIO *io, IcebergLocalFS *fs)

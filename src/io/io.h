@@ -197,6 +197,18 @@ typedef struct IoStorageConfig
 	const char *s3_secret_access_key;
 	const char *s3_session_token;
 	int			s3_list_page_size;	/* ListObjectsV2 max-keys; 0: 1000 */
+
+	/*
+	 * The local directories tms may touch (absolute, canonical: no "." or
+	 * ".." segment).  Every local read, size, write, list and delete is
+	 * IO_ERR_FORBIDDEN ("path ... is outside the allowed locations", the
+	 * same whether the file exists or not) unless the path lies strictly
+	 * below one of them; none configured: no local access at all.  Below
+	 * a root no symbolic link is ever followed (the root itself may be
+	 * one: it is resolved with realpath()).
+	 */
+	const char *const *local_roots;
+	size_t		nlocal_roots;
 	IoHttpOptions http;
 } IoStorageConfig;
 
@@ -243,6 +255,9 @@ extern void io_buffer_free(IoBuffer *buf);
 /*
  * Read len bytes at offset (len 0: to the end).  A short read at the end
  * of the object is not an error.  A missing object is IO_ERR_NOT_FOUND.
+ * Local files: see IoStorageConfig.local_roots (IO_ERR_FORBIDDEN outside
+ * them or through a symbolic link); this holds for size, write and list
+ * as well.
  */
 extern int	io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
 							uint64_t len, IoBuffer *out, IoError *err);
@@ -282,7 +297,11 @@ typedef struct IoDeleteResult
 
 /*
  * Delete objects.  results[i] tells what happened to uris[i]; for S3 the
- * keys go to DeleteObjects in batches of at most 1000 per bucket.  Returns 0
+ * keys go to DeleteObjects in batches of at most 1000 per bucket.  A local
+ * file outside the allowed roots, or reached through a symbolic link, is
+ * not deleted (code "AccessDenied"); a symbolic link as the final
+ * component is removed itself, never its target; an invalid location has
+ * code "InvalidLocation".  Returns 0
  * when every request was answered (even if some keys failed: see
  * results), -1 with *err when a request failed as a whole (results of
  * earlier batches stay filled).

@@ -8,7 +8,9 @@
  *	  kind (truncation at every length, flipped bytes, wrong magic, bad
  *	  sync, absurd counts, bad JSON, missing fields).
  *
- * Built by "make unit" with the files of src/iceberg/.  The fixtures are
+ * Built by "make unit" with the files of src/iceberg/ and src/io/ (the
+ * layer reads through io's IoFileIO; one test reads fixtures through the
+ * io layer's confined router, io_storage_fileio).  The fixtures are
  * taken from $ICEBERG_FIXTURES, else ../shared/fixtures/iceberg relative
  * to the repository top (where the test runs).  The last line printed is
  * "N passed, M failed"; the exit status is non-zero when M > 0.
@@ -23,6 +25,7 @@
 
 #include "dsl/dsl.h"
 #include "iceberg/iceberg.h"
+#include "io/io.h"
 
 static int	npassed;
 static int	nfailed;
@@ -1357,6 +1360,65 @@ test_walk_and_adapters(void)
 	iceberg_metadata_free(md);
 }
 
+/* ---------------------------------------------------------------------
+ * Reading through the io layer's router: codes travel in io_code
+ * ---------------------------------------------------------------------
+ */
+static void
+test_io_router(void)
+{
+	char	   *root = realpath(fixtures, NULL);
+	const char *roots[1];
+	IoStorageConfig cfg;
+	IoStorage  *st;
+	IoStorageFileIO state;
+	IcebergFileIO io;
+	IoError		ioerr;
+	IcebergTableMetadata *md;
+	IcebergError err;
+	struct
+	{
+		const char *path;
+		IoErrorCode io_code;
+	}			fails[] = {
+		{"pyiceberg-v1-overwrite/metadata/no-such.metadata.json", IO_ERR_NOT_FOUND},
+		{"/etc/passwd", IO_ERR_FORBIDDEN},
+		{"gs://bucket/metadata.json", IO_ERR_INVALID_ARGUMENT},
+		{"pyiceberg-v1-overwrite/../pyiceberg-v1-overwrite/metadata/x.json", IO_ERR_INVALID_ARGUMENT},
+	};
+
+	if (root == NULL)
+	{
+		CHECK(false, "realpath of the fixtures");
+		return;
+	}
+	roots[0] = root;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.local_roots = roots;
+	cfg.nlocal_roots = 1;
+	st = io_storage_create(&cfg, &ioerr);
+	CHECK(st != NULL, "storage: %s", st ? "" : ioerr.message);
+	if (st == NULL)
+	{
+		free(root);
+		return;
+	}
+	io_storage_fileio(&state, st, root, NULL, NULL, &io.io);
+	io.limits = NULL;
+	CHECK(iceberg_metadata_read(&io, "pyiceberg-v1-overwrite/metadata/00003-8d01e4aa-d143-49c9-898e-b5e477577b70.metadata.json",
+								&md, &err), "relative read through the router: %s", err.message);
+	iceberg_metadata_free(md);
+	for (size_t i = 0; i < sizeof(fails) / sizeof(fails[0]); i++)
+	{
+		CHECK(!iceberg_metadata_read(&io, fails[i].path, &md, &err) &&
+			  err.code == ICEBERG_ERR_IO && err.io_code == fails[i].io_code,
+			  "\"%s\": %s / %s (%s)", fails[i].path, iceberg_error_code_name(err.code),
+			  io_error_code_name(err.io_code), err.detail);
+	}
+	io_storage_free(st);
+	free(root);
+}
+
 int
 main(void)
 {
@@ -1375,6 +1437,7 @@ main(void)
 	test_standalone_avro();
 	test_handmade_avro();
 	test_walk_and_adapters();
+	test_io_router();
 	test_truncation_and_corruption("standalone-avro/duckdb_v3_manifest_list.avro", 0);
 	test_truncation_and_corruption("standalone-avro/manifest-list-v2-1.avro", 0);
 	test_truncation_and_corruption("spark-v2-partitioned-bucket-identity/metadata/abf62b15-903b-40b6-9e6b-26bcdceac9b3-m0.avro", 1);

@@ -933,6 +933,7 @@ static void
 test_file_storage(void)
 {
 	char		dir[] = "/tmp/io_test_XXXXXX";
+	const char *roots[1] = {dir};
 	IoStorageConfig cfg;
 	IoStorage  *st;
 	IoError		err;
@@ -947,6 +948,8 @@ test_file_storage(void)
 		return;
 	}
 	memset(&cfg, 0, sizeof(cfg));
+	cfg.local_roots = roots;
+	cfg.nlocal_roots = 1;
 	st = io_storage_create(&cfg, &err);
 	CHECK(st != NULL, "storage create");
 	if (st == NULL)
@@ -1007,6 +1010,237 @@ test_file_storage(void)
 }
 
 /* ----------------------------------------------------------------
+ * Local access confined to the allowed roots, never through a symlink
+ * ----------------------------------------------------------------
+ */
+
+/* Does path exist (without following a final symlink)? */
+static bool
+exists(const char *path)
+{
+	struct stat sb;
+
+	return lstat(path, &sb) == 0;
+}
+
+/* Write a small file with stdio, outside io (the test's own setup). */
+static void
+put_file(const char *path, const char *text)
+{
+	FILE	   *f = fopen(path, "w");
+
+	if (f != NULL)
+	{
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static void
+test_local_confinement(void)
+{
+	char		dir[] = "/tmp/io_conf_XXXXXX";
+	char		wh[256],
+				wh_slash[260],
+				p[512],
+				q[512],
+				want[700];
+	const char *roots[1];
+	IoStorageConfig cfg;
+	IoStorage  *st;
+	IoError		err;
+	IoBuffer	buf;
+	uint64_t	size;
+	int			n;
+
+	if (mkdtemp(dir) == NULL)
+	{
+		CHECK(0, "mkdtemp");
+		return;
+	}
+	/* dir/wh/t/paths/link -> dir/elsewhere; dir/elsewhere/v5 */
+	snprintf(wh, sizeof(wh), "%s/wh", dir);
+	snprintf(wh_slash, sizeof(wh_slash), "%s/", wh);
+	snprintf(p, sizeof(p), "mkdir -p %s/wh/t/paths %s/elsewhere %s/wh2", dir, dir, dir);
+	CHECK(system(p) == 0, "mkdir");
+	snprintf(p, sizeof(p), "%s/elsewhere/v5", dir);
+	put_file(p, "precious");
+	snprintf(p, sizeof(p), "%s/wh2/f", dir);
+	put_file(p, "sibling");
+	snprintf(p, sizeof(p), "%s/wh/t/data.txt", dir);
+	put_file(p, "inside");
+	snprintf(p, sizeof(p), "%s/elsewhere", dir);
+	snprintf(q, sizeof(q), "%s/wh/t/paths/link", dir);
+	CHECK(symlink(p, q) == 0, "symlink dir");
+	snprintf(p, sizeof(p), "%s/elsewhere/v5", dir);
+	snprintf(q, sizeof(q), "%s/wh/t/flink", dir);
+	CHECK(symlink(p, q) == 0, "symlink file");
+	snprintf(q, sizeof(q), "%s/wh/t/fifo", dir);
+	CHECK(mkfifo(q, 0600) == 0, "mkfifo");
+
+	roots[0] = wh_slash;		/* a root may end in '/' */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.local_roots = roots;
+	cfg.nlocal_roots = 1;
+	st = io_storage_create(&cfg, &err);
+	CHECK(st != NULL, "storage create: %s", st ? "" : err.message);
+	if (st == NULL)
+		goto out;
+
+	/* inside: fine */
+	snprintf(p, sizeof(p), "%s/wh/t/data.txt", dir);
+	CHECK(io_storage_read(st, p, 0, 0, &buf, &err) == 0 && buf.len == 6, "read inside: %s",
+		  err.message);
+	io_buffer_free(&buf);
+
+	/* the reproduction: deleting through a symlinked directory */
+	{
+		char		u[512];
+		const char *uris[1] = {u};
+		IoDeleteResult res[1];
+
+		snprintf(u, sizeof(u), "%s/wh/t/paths/link/v5", dir);
+		CHECK(io_storage_delete(st, uris, 1, res, &err) == 0, "delete call");
+		snprintf(p, sizeof(p), "%s/elsewhere/v5", dir);
+		CHECK(exists(p), "delete through a symlinked directory removed the target");
+		CHECK(!res[0].deleted && strstr(res[0].message, "symbolic link") != NULL,
+			  "delete through a symlink reported: %s %s", res[0].code, res[0].message);
+
+		/* a symlink as the final component: the link goes, the target stays */
+		snprintf(u, sizeof(u), "file://%s/wh/t/flink", dir);
+		CHECK(io_storage_delete(st, uris, 1, res, &err) == 0 && res[0].deleted,
+			  "delete of a final symlink");
+		snprintf(q, sizeof(q), "%s/wh/t/flink", dir);
+		CHECK(!exists(q) && exists(p), "the link is gone, its target stays");
+		CHECK(symlink(p, q) == 0, "symlink file again");
+
+		/* outside */
+		snprintf(u, sizeof(u), "%s/elsewhere/v5", dir);
+		CHECK(io_storage_delete(st, uris, 1, res, &err) == 0 && !res[0].deleted &&
+			  strstr(res[0].message, "outside the allowed locations") != NULL,
+			  "delete outside refused: %s", res[0].message);
+		CHECK(exists(p), "file outside kept");
+	}
+
+	/* reading through symlinks fails */
+	snprintf(p, sizeof(p), "%s/wh/t/flink", dir);
+	CHECK(io_storage_read(st, p, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_FORBIDDEN &&
+		  strstr(err.message, "symbolic link") != NULL, "read of a symlink: %s", err.message);
+	CHECK(io_storage_size(st, p, &size, &err) != 0 && err.code == IO_ERR_FORBIDDEN,
+		  "size of a symlink: %s", err.message);
+	snprintf(p, sizeof(p), "%s/wh/t/paths/link/v5", dir);
+	CHECK(io_storage_read(st, p, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_FORBIDDEN,
+		  "read through a symlinked directory: %s", err.message);
+	snprintf(p, sizeof(p), "%s/wh/t/paths/link/new", dir);
+	CHECK(io_storage_write(st, p, "x", 1, &err) != 0 && err.code == IO_ERR_FORBIDDEN,
+		  "write through a symlinked directory: %s", err.message);
+	snprintf(q, sizeof(q), "%s/elsewhere/new", dir);
+	CHECK(!exists(q), "nothing written outside");
+	snprintf(p, sizeof(p), "%s/wh/t/paths/link", dir);
+	n = 0;
+	CHECK(io_storage_list(st, p, count_cb, &n, &err) != 0 && err.code == IO_ERR_FORBIDDEN &&
+		  n == 0, "list through a symlink: %s", err.message);
+	snprintf(p, sizeof(p), "%s/wh/t", dir);
+	n = 0;
+	CHECK(io_storage_list(st, p, count_cb, &n, &err) == 0 && n == 1,
+		  "list skips symlinks and fifos: %d (%s)", n, err.message);
+
+	/* a fifo is refused without blocking */
+	snprintf(p, sizeof(p), "%s/wh/t/fifo", dir);
+	CHECK(io_storage_read(st, p, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_STORAGE,
+		  "read of a fifo: %s", err.message);
+
+	/* outside: one message, whether the file exists or not */
+	{
+		const char *outside[] = {"/etc/passwd", "/etc/no-such-file", "file:///etc/passwd",
+		"/tmp", NULL, NULL, NULL, NULL};
+		char		o1[300],
+					o2[300],
+					o3[300],
+					o4[300];
+
+		snprintf(o1, sizeof(o1), "%s/elsewhere/v5", dir);
+		snprintf(o2, sizeof(o2), "%s/elsewhere/missing", dir);
+		snprintf(o3, sizeof(o3), "%s/wh2/f", dir);	/* wh2 is not under wh */
+		snprintf(o4, sizeof(o4), "%s/wh", dir); /* the root itself */
+		outside[4] = o1;
+		outside[5] = o2;
+		outside[6] = o3;
+		outside[7] = o4;
+		for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+		{
+			snprintf(want, sizeof(want), "path \"%s\" is outside the allowed locations",
+					 outside[i]);
+			CHECK(io_storage_read(st, outside[i], 0, 0, &buf, &err) != 0 &&
+				  err.code == IO_ERR_FORBIDDEN && strcmp(err.message, want) == 0,
+				  "read \"%s\": %s", outside[i], err.message);
+			CHECK(io_storage_size(st, outside[i], &size, &err) != 0 &&
+				  err.code == IO_ERR_FORBIDDEN && strcmp(err.message, want) == 0,
+				  "size \"%s\": %s", outside[i], err.message);
+			n = 0;
+			CHECK(io_storage_list(st, outside[i], count_cb, &n, &err) != 0 &&
+				  err.code == IO_ERR_FORBIDDEN && strcmp(err.message, want) == 0 && n == 0,
+				  "list \"%s\": %s", outside[i], err.message);
+		}
+		snprintf(p, sizeof(p), "%s/wh2/new", dir);
+		CHECK(io_storage_write(st, p, "x", 1, &err) != 0 && err.code == IO_ERR_FORBIDDEN &&
+			  !exists(p), "write outside: %s", err.message);
+		CHECK(io_storage_read(st, "/etc/../etc/passwd", 0, 0, &buf, &err) != 0 &&
+			  err.code == IO_ERR_INVALID_ARGUMENT, "dot segments refused: %s", err.message);
+	}
+
+	/* writes create directories below the root */
+	snprintf(p, sizeof(p), "%s/wh/new/deep/er/f", dir);
+	CHECK(io_storage_write(st, p, "x", 1, &err) == 0 && exists(p), "write creates dirs: %s",
+		  err.message);
+	io_storage_free(st);
+
+	/* a root reached through a symlink is resolved once, with realpath() */
+	snprintf(p, sizeof(p), "%s/wh", dir);
+	snprintf(q, sizeof(q), "%s/whlink", dir);
+	CHECK(symlink(p, q) == 0, "symlink root");
+	roots[0] = q;
+	st = io_storage_create(&cfg, &err);
+	snprintf(p, sizeof(p), "%s/whlink/t/data.txt", dir);
+	CHECK(st && io_storage_read(st, p, 0, 0, &buf, &err) == 0 && buf.len == 6,
+		  "read below a symlinked root: %s", err.message);
+	io_buffer_free(&buf);
+	io_storage_free(st);
+
+	/* no roots: no local access */
+	cfg.nlocal_roots = 0;
+	cfg.local_roots = NULL;
+	st = io_storage_create(&cfg, &err);
+	snprintf(p, sizeof(p), "%s/wh/t/data.txt", dir);
+	snprintf(want, sizeof(want), "path \"%s\" is outside the allowed locations", p);
+	CHECK(st && io_storage_read(st, p, 0, 0, &buf, &err) != 0 &&
+		  err.code == IO_ERR_FORBIDDEN && strcmp(err.message, want) == 0,
+		  "no roots: %s", err.message);
+	io_storage_free(st);
+
+	/* roots must be absolute and canonical */
+	{
+		const char *bad[] = {"relative/wh", "/wh/../etc", "s3://b/wh", ""};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		{
+			roots[0] = bad[i];
+			cfg.local_roots = roots;
+			cfg.nlocal_roots = 1;
+			st = io_storage_create(&cfg, &err);
+			CHECK(st == NULL && err.code == IO_ERR_INVALID_ARGUMENT,
+				  "root \"%s\" refused: %s", bad[i], st ? "accepted" : err.message);
+			io_storage_free(st);
+		}
+	}
+
+out:
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	if (system(p) != 0)
+		printf("warning: could not remove %s\n", dir);
+}
+
+/* ----------------------------------------------------------------
  * The FileIO router: canonicalise against the root, read through storage
  * ----------------------------------------------------------------
  */
@@ -1054,6 +1288,7 @@ test_storage_fileio(void)
 	char		dir[] = "/tmp/io_fileio_XXXXXX";
 	char		root[256],
 				path[512];
+	const char *roots[1] = {dir};
 	IoStorageConfig cfg;
 	IoStorage  *st;
 	IoStorageFileIO state;
@@ -1075,6 +1310,8 @@ test_storage_fileio(void)
 	}
 	snprintf(root, sizeof(root), "%s/wh", dir);
 	memset(&cfg, 0, sizeof(cfg));
+	cfg.local_roots = roots;
+	cfg.nlocal_roots = 1;
 	st = io_storage_create(&cfg, &err);
 	CHECK(st != NULL, "storage create: %s", st ? "" : err.message);
 	if (st == NULL)
@@ -1676,6 +1913,7 @@ main(void)
 	test_location_under();
 	test_xml();
 	test_file_storage();
+	test_local_confinement();
 	test_storage_fileio();
 	test_http_interrupts();
 	test_load_batches();
