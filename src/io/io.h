@@ -191,7 +191,7 @@ extern bool io_location_under(const char *path, const char *root);
 typedef struct IoStorageConfig
 {
 	const char *s3_endpoint;	/* "http://127.0.0.1:4568"; NULL: AWS */
-	const char *s3_region;		/* NULL: us-east-1 */
+	const char *s3_region;		/* NULL: us-east-1; letters, digits, -_. */
 	int			s3_path_style;	/* 1 path style, 0 virtual host, -1 auto */
 	const char *s3_access_key_id;
 	const char *s3_secret_access_key;
@@ -310,13 +310,23 @@ extern int	io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 							  IoDeleteResult *results, IoError *err);
 
 /*
- * Apply a catalog's vended storage properties (client.region,
- * s3.access-key-id, s3.secret-access-key, s3.session-token, s3.endpoint,
- * s3.path-style-access) on top of cfg.  Pointers in cfg then point into kv:
- * keep kv alive as long as cfg is used.
+ * Apply a catalog's vended storage properties (a loadTable response's
+ * config) on top of cfg, which holds the server's and the user mapping's
+ * settings.  The catalog must never be able to send the mapping's
+ * credentials to a host it chose, so:
+ *	- s3.access-key-id + s3.secret-access-key, when both are vended,
+ *	  replace the mapping's credentials, and s3.session-token replaces the
+ *	  mapping's token (none vended: no token; never the mapping's);
+ *	  one of the pair alone is ignored;
+ *	- s3.endpoint is used only together with vended credentials and only
+ *	  when allow_vended_endpoint (a server option, off by default);
+ *	  otherwise the server's own endpoint stays;
+ *	- client.region / s3.region apply when they look like a region
+ *	  (letters, digits, '-', '_', '.'); s3.path-style-access applies.
+ * Pointers in cfg then point into kv: keep kv alive as long as cfg is used.
  */
 extern void io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv,
-									size_t n);
+									size_t n, bool allow_vended_endpoint);
 
 /* ----------------------------------------------------------------
  * Small S3 XML reader (exposed for tests)

@@ -122,6 +122,24 @@ uri_scheme_len(const char *uri)
  * ----------------------------------------------------------------
  */
 
+/*
+ * A region name ("us-east-1", "auto", "garage"): it ends up in a host name
+ * (s3.<region>.amazonaws.com) and in the signature's scope, so nothing
+ * that could end a host name or start a path passes.
+ */
+static bool
+valid_region(const char *r)
+{
+	size_t		n = 0;
+
+	for (; r[n] != '\0'; n++)
+		if (!((r[n] >= 'a' && r[n] <= 'z') || (r[n] >= 'A' && r[n] <= 'Z') ||
+			  (r[n] >= '0' && r[n] <= '9') || r[n] == '-' || r[n] == '_' || r[n] == '.'))
+			return false;
+	return n > 0 && n <= 64;
+}
+
+
 IoStorage *
 io_storage_create(const IoStorageConfig *cfg, IoError *err)
 {
@@ -148,6 +166,14 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 		while (n > 0 && cfg->s3_endpoint[n - 1] == '/')
 			n--;
 		st->endpoint = io_strndup(cfg->s3_endpoint, n);
+	}
+	if (cfg->s3_region != NULL && cfg->s3_region[0] != '\0' && !valid_region(cfg->s3_region))
+	{
+		io_storage_free(st);
+		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+					 "invalid S3 region \"%.100s\": only letters, digits, '-', '_' and '.' are allowed",
+					 cfg->s3_region);
+		return NULL;
 	}
 	st->region = io_strdup(cfg->s3_region && cfg->s3_region[0] ? cfg->s3_region : "us-east-1");
 	st->path_style = cfg->s3_path_style;
@@ -230,10 +256,18 @@ io_buffer_free(IoBuffer *buf)
 	buf->len = 0;
 }
 
-/* Apply vended properties (see io.h). */
+/*
+ * Apply vended properties (see io.h).  Two passes: first find out whether
+ * the catalog vended a complete pair of credentials, then apply.
+ */
 void
-io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n)
+io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
+						bool allow_vended_endpoint)
 {
+	const char *key_id = NULL,
+			   *secret = NULL,
+			   *token = NULL,
+			   *endpoint = NULL;
 	size_t		i;
 
 	for (i = 0; i < n; i++)
@@ -244,18 +278,27 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n)
 		if (k == NULL || v == NULL)
 			continue;
 		if (strcmp(k, "s3.access-key-id") == 0)
-			cfg->s3_access_key_id = v;
+			key_id = v;
 		else if (strcmp(k, "s3.secret-access-key") == 0)
-			cfg->s3_secret_access_key = v;
+			secret = v;
 		else if (strcmp(k, "s3.session-token") == 0)
-			cfg->s3_session_token = v;
-		else if (strcmp(k, "client.region") == 0 || strcmp(k, "s3.region") == 0)
-			cfg->s3_region = v;
+			token = v;
 		else if (strcmp(k, "s3.endpoint") == 0)
-			cfg->s3_endpoint = v;
+			endpoint = v;
+		else if ((strcmp(k, "client.region") == 0 || strcmp(k, "s3.region") == 0) &&
+				 valid_region(v))
+			cfg->s3_region = v;
 		else if (strcmp(k, "s3.path-style-access") == 0)
 			cfg->s3_path_style = strcasecmp(v, "true") == 0 ? 1 : 0;
 	}
+	if (key_id == NULL || key_id[0] == '\0' || secret == NULL || secret[0] == '\0')
+		return;					/* the mapping's credentials, the server's endpoint */
+	cfg->s3_access_key_id = key_id;
+	cfg->s3_secret_access_key = secret;
+	/* never pair the vended key with the mapping's session token */
+	cfg->s3_session_token = token != NULL && token[0] != '\0' ? token : NULL;
+	if (endpoint != NULL && endpoint[0] != '\0' && allow_vended_endpoint)
+		cfg->s3_endpoint = endpoint;
 }
 
 /* ----------------------------------------------------------------

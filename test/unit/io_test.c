@@ -916,6 +916,111 @@ test_xml(void)
 }
 
 /* ----------------------------------------------------------------
+ * Vended storage config: the catalog never redirects the mapping's keys
+ * ----------------------------------------------------------------
+ */
+
+/* A mapping's settings: server endpoint, mapping keys and token. */
+static void
+mapping_config(IoStorageConfig *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->s3_endpoint = "https://s3.server.example";
+	cfg->s3_region = "us-east-1";
+	cfg->s3_access_key_id = "MAPPINGKEY";
+	cfg->s3_secret_access_key = "mapping-secret";
+	cfg->s3_session_token = "mapping-token";
+	cfg->s3_path_style = -1;
+}
+
+#define STREQ_OR_NULL(a, b) ((a) == NULL ? (b) == NULL : (b) != NULL && strcmp((a), (b)) == 0)
+
+static void
+test_config_apply(void)
+{
+	struct
+	{
+		const char *name;
+		IoKeyValue	kv[6];
+		size_t		n;
+		bool		allow_endpoint;
+		const char *endpoint;
+		const char *key;
+		const char *secret;
+		const char *token;
+		const char *region;
+	}			cases[] = {
+		{"nothing vended", {{NULL, NULL}}, 0, true,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "us-east-1"},
+		{"endpoint alone: ignored", {{"s3.endpoint", "https://evil.example"}}, 1, true,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "us-east-1"},
+		{"endpoint and half a key pair: ignored",
+			{{"s3.endpoint", "https://evil.example"}, {"s3.access-key-id", "VENDED"}}, 2, true,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "us-east-1"},
+		{"secret alone: ignored", {{"s3.secret-access-key", "vs"}, {"s3.session-token", "vt"}}, 2, true,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "us-east-1"},
+		{"empty vended key: ignored",
+			{{"s3.access-key-id", ""}, {"s3.secret-access-key", "vs"}, {"s3.endpoint", "https://evil.example"}}, 3, true,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "us-east-1"},
+		{"vended credentials, endpoints not allowed",
+			{{"s3.endpoint", "https://vended.example"}, {"s3.access-key-id", "VENDED"},
+			{"s3.secret-access-key", "vs"}, {"s3.session-token", "vt"}}, 4, false,
+		"https://s3.server.example", "VENDED", "vs", "vt", "us-east-1"},
+		{"vended credentials and endpoint, allowed",
+			{{"s3.endpoint", "https://vended.example"}, {"s3.access-key-id", "VENDED"},
+			{"s3.secret-access-key", "vs"}, {"s3.session-token", "vt"}}, 4, true,
+		"https://vended.example", "VENDED", "vs", "vt", "us-east-1"},
+		{"vended credentials without a token: the mapping's token is not kept",
+			{{"s3.access-key-id", "VENDED"}, {"s3.secret-access-key", "vs"}}, 2, true,
+		"https://s3.server.example", "VENDED", "vs", NULL, "us-east-1"},
+		{"region applies",
+			{{"client.region", "eu-central-1"}}, 1, false,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "eu-central-1"},
+		{"a region that could change the host: ignored",
+			{{"client.region", "x.evil.example/"}, {"s3.region", "a:b@c"}}, 2, false,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "us-east-1"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		IoStorageConfig cfg;
+
+		mapping_config(&cfg);
+		io_storage_config_apply(&cfg, cases[i].kv, cases[i].n, cases[i].allow_endpoint);
+		CHECK(STREQ_OR_NULL(cases[i].endpoint, cfg.s3_endpoint), "%s: endpoint %s",
+			  cases[i].name, cfg.s3_endpoint ? cfg.s3_endpoint : "(null)");
+		CHECK(STREQ_OR_NULL(cases[i].key, cfg.s3_access_key_id) &&
+			  STREQ_OR_NULL(cases[i].secret, cfg.s3_secret_access_key),
+			  "%s: key %s", cases[i].name, cfg.s3_access_key_id ? cfg.s3_access_key_id : "(null)");
+		CHECK(STREQ_OR_NULL(cases[i].token, cfg.s3_session_token), "%s: token %s",
+			  cases[i].name, cfg.s3_session_token ? cfg.s3_session_token : "(null)");
+		CHECK(STREQ_OR_NULL(cases[i].region, cfg.s3_region), "%s: region %s",
+			  cases[i].name, cfg.s3_region ? cfg.s3_region : "(null)");
+	}
+	/* path style applies either way */
+	{
+		IoStorageConfig cfg;
+		IoKeyValue	kv[1] = {{"s3.path-style-access", "true"}};
+
+		mapping_config(&cfg);
+		io_storage_config_apply(&cfg, kv, 1, false);
+		CHECK(cfg.s3_path_style == 1, "path style");
+	}
+	/* the server's own region is checked too */
+	{
+		IoStorageConfig cfg;
+		IoStorage  *st;
+		IoError		err;
+
+		mapping_config(&cfg);
+		cfg.s3_region = "us-east-1/../x";
+		st = io_storage_create(&cfg, &err);
+		CHECK(st == NULL && err.code == IO_ERR_INVALID_ARGUMENT, "bad region refused");
+		io_storage_free(st);
+	}
+}
+
+/* ----------------------------------------------------------------
  * Local file storage
  * ----------------------------------------------------------------
  */
@@ -1912,6 +2017,7 @@ main(void)
 	test_location_canonical();
 	test_location_under();
 	test_xml();
+	test_config_apply();
 	test_file_storage();
 	test_local_confinement();
 	test_storage_fileio();
