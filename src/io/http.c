@@ -20,7 +20,9 @@
  * configured count; a timeout is never retried (the timeout is the
  * caller's budget), and non-idempotent requests (commits) never are.
  * Redirects are not followed (they would carry credentials elsewhere),
- * only http and https are allowed, TLS peers and host names are verified.
+ * only http and https are allowed, TLS peers and host names are verified,
+ * and every easy handle has CURLOPT_PATH_AS_IS: libcurl sends the path as
+ * built and never normalises dot segments out of it.
  *
  * No callback here calls back into the caller except the interrupt check,
  * and nothing longjmps: the callbacks only copy bytes into buffers.
@@ -354,6 +356,8 @@ transfer_setup(CURL *easy, const IoHttpOptions *opt, const IoHttpRequest *req,
 	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t->errbuf);
 	curl_easy_setopt(easy, CURLOPT_USERAGENT, "tms/0.1");
 	curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+	/* send the path exactly as built: never squash "/../" or "/./" */
+	curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);
 	/*
 	 * A request that must not be repeated gets a connection of its own:
 	 * libcurl silently resends a request whose reused connection turns out

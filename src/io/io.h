@@ -44,6 +44,14 @@
 /* Separator between namespace levels in every namespace string of this API. */
 #define IO_NS_SEP '\x1f'
 
+/*
+ * Longest table name or namespace level the catalog client sends, in
+ * bytes.  Longer names, empty ones, "." and ".." are refused with
+ * IO_ERR_INVALID_ARGUMENT before any request: a name can never change
+ * the target of a request.
+ */
+#define IO_MAX_NAME_BYTES 1024
+
 /* Errors: IoError and IoErrorCode are in io_error.h. */
 
 /* ----------------------------------------------------------------

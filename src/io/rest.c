@@ -617,6 +617,148 @@ append_encoded(IoStrBuf *sb, const char *s)
 	free(e);
 }
 
+/*
+ * A name for a message: at most 100 bytes, control characters (the
+ * namespace separator among them) shown as '.'.
+ */
+static void
+name_for_message(const char *s, size_t len, char *buf, size_t size)
+{
+	size_t		i,
+				n = len < size - 1 ? len : size - 1;
+
+	if (n > 100)
+		n = 100;
+	for (i = 0; i < n; i++)
+		buf[i] = (unsigned char) s[i] < 0x20 || s[i] == 0x7f ? '.' : s[i];
+	buf[n] = '\0';
+}
+
+/* Check one name (table, or a namespace level) of len bytes. */
+static int
+check_name(const char *what, const char *whole, const char *s, size_t len,
+		   IoError *err)
+{
+	char		shown[128];
+
+	name_for_message(whole, strlen(whole), shown, sizeof(shown));
+	if (len == 0)
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+							"invalid %s \"%s\": a name must not be empty", what, shown);
+	if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+							"invalid %s \"%s\": \".\" and \"..\" are not allowed as names",
+							what, shown);
+	if (len > IO_MAX_NAME_BYTES)
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+							"invalid %s \"%s...\": a name must not exceed %d bytes",
+							what, shown, IO_MAX_NAME_BYTES);
+	return 0;
+}
+
+/*
+ * Check a namespace (levels joined by IO_NS_SEP) and, when table is not
+ * NULL, a table name.  Returns 0, or -1 with *err (INVALID_ARGUMENT).
+ */
+static int
+check_ident(const char *ns, const char *table, IoError *err)
+{
+	const char *p;
+
+	if (ns == NULL)
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+							"namespace must not be empty");
+	p = ns;
+	for (;;)
+	{
+		const char *sep = strchr(p, IO_NS_SEP);
+		size_t		n = sep ? (size_t) (sep - p) : strlen(p);
+
+		if (check_name("namespace", ns, p, n, err) != 0)
+			return -1;
+		if (sep == NULL)
+			break;
+		p = sep + 1;
+	}
+	if (table != NULL)
+		return check_name("table name", table, table, strlen(table), err);
+	return 0;
+}
+
+/*
+ * The prefix as it goes into request paths: slashes around it removed;
+ * characters that could end the path or start a query ('?', '#', spaces,
+ * controls, non-ASCII) percent-encoded, while an already encoded prefix
+ * ('%XX') is kept as the server (or the administrator) wrote it, as other
+ * Iceberg clients send it; "." and ".." segments refused.  Returns a
+ * malloc'd string, or NULL with *err.
+ */
+static char *
+prefix_clean(const char *raw, IoErrorCode bad_code, IoError *err)
+{
+	IoStrBuf	sb;
+	size_t		n = strlen(raw);
+	size_t		start = 0,
+				i;
+
+	while (n > 0 && raw[n - 1] == '/')
+		n--;
+	while (start < n && raw[start] == '/')
+		start++;
+	io_sb_init(&sb);
+	io_sb_puts(&sb, "");
+	for (i = start; i < n; i++)
+	{
+		unsigned char c = (unsigned char) raw[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			strchr("-._~!$&'()*+,;=:@/%", c) != NULL)
+			io_sb_putc(&sb, (char) c);
+		else
+			io_sb_printf(&sb, "%%%02X", c);
+	}
+	if (sb.oom)
+	{
+		io_sb_free(&sb);
+		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return NULL;
+	}
+	/* refuse dot segments, also encoded: they would move the request */
+	for (i = 0, start = 0; i <= sb.len; i++)
+	{
+		if (i == sb.len || sb.data[i] == '/')
+		{
+			char		seg[8];
+			size_t		k = start,
+						m = 0;
+
+			/* the segment with %2e / %2E read as '.', when short */
+			while (k < i && m < sizeof(seg) - 1)
+			{
+				if (k + 2 < i && sb.data[k] == '%' && sb.data[k + 1] == '2' &&
+					(sb.data[k + 2] == 'e' || sb.data[k + 2] == 'E'))
+				{
+					seg[m++] = '.';
+					k += 3;
+				}
+				else
+					seg[m++] = sb.data[k++];
+			}
+			seg[m] = '\0';
+			if (k == i && (strcmp(seg, ".") == 0 || strcmp(seg, "..") == 0))
+			{
+				io_sb_free(&sb);
+				io_set_error(err, bad_code, 0,
+							 "invalid catalog prefix \"%.200s\": \".\" and \"..\" segments are not allowed",
+							 raw);
+				return NULL;
+			}
+			start = i + 1;
+		}
+	}
+	return io_sb_steal(&sb);
+}
+
 /* ----------------------------------------------------------------
  * Handshake
  * ----------------------------------------------------------------
@@ -753,19 +895,10 @@ handshake(IoCatalog *cat, IoError *err)
 	}
 	json_decref(doc);
 	prefix = cat->prefix_option ? cat->prefix_option : io_catalog_property(cat, "prefix");
-	cat->prefix = io_strdup(prefix ? prefix : "");
-	if (cat->prefix == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-	/* strip slashes around the prefix */
-	{
-		size_t		n = strlen(cat->prefix);
-
-		while (n > 0 && cat->prefix[n - 1] == '/')
-			cat->prefix[--n] = '\0';
-		if (cat->prefix[0] == '/')
-			memmove(cat->prefix, cat->prefix + 1, n);
-	}
-	return 0;
+	cat->prefix = prefix_clean(prefix ? prefix : "",
+							   cat->prefix_option ? IO_ERR_INVALID_ARGUMENT : IO_ERR_PROTOCOL,
+							   err);
+	return cat->prefix != NULL ? 0 : -1;
 }
 
 /*
@@ -958,6 +1091,8 @@ io_catalog_list_namespaces(IoCatalog *cat, const char *parent,
 
 	out->items = NULL;
 	out->n = 0;
+	if (parent != NULL && parent[0] != '\0' && check_ident(parent, NULL, err) != 0)
+		return -1;
 	if (!endpoint_offered(cat, "GET /v1/{prefix}/namespaces"))
 		return io_set_error(err, IO_ERR_UNSUPPORTED, 0,
 							"catalog does not offer listing namespaces");
@@ -1055,8 +1190,8 @@ io_catalog_list_tables(IoCatalog *cat, const char *ns, IoTableList *out,
 
 	out->items = NULL;
 	out->n = 0;
-	if (ns == NULL || ns[0] == '\0')
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "namespace must not be empty");
+	if (check_ident(ns, NULL, err) != 0)
+		return -1;
 	if (!endpoint_offered(cat, "GET /v1/{prefix}/namespaces/{namespace}/tables"))
 		return io_set_error(err, IO_ERR_UNSUPPORTED, 0,
 							"catalog does not offer listing tables");
@@ -1304,9 +1439,8 @@ load_request(IoCatalog *cat, const char *ns, const char *table,
 	TableCacheEntry *cached;
 
 	*path = *inm = NULL;
-	if (ns == NULL || ns[0] == '\0' || table == NULL || table[0] == '\0')
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"namespace and table name must not be empty");
+	if (check_ident(ns, table ? table : "", err) != 0)
+		return -1;
 	cached = cache_find(cat, ns, table);
 	if (cached != NULL && known_etag != NULL &&
 		strcmp(cached->etag, known_etag) != 0)
@@ -1683,9 +1817,8 @@ io_catalog_drop_table(IoCatalog *cat, const char *ns, const char *table,
 	IoHttpResponse resp;
 	int			rc;
 
-	if (ns == NULL || ns[0] == '\0' || table == NULL || table[0] == '\0')
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"namespace and table name must not be empty");
+	if (check_ident(ns, table ? table : "", err) != 0)
+		return -1;
 	io_sb_init(&path);
 	table_path(cat, &path, ns, table);
 	io_sb_printf(&path, "?purgeRequested=%s", purge ? "true" : "false");
@@ -1713,9 +1846,10 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 	size_t		etag_len;
 
 	memset(out, 0, sizeof(*out));
-	if (ns == NULL || ns[0] == '\0' || table == NULL || table[0] == '\0' || body == NULL)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"namespace, table name and commit body are required");
+	if (check_ident(ns, table ? table : "", err) != 0)
+		return -1;
+	if (body == NULL)
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "commit body is required");
 	io_sb_init(&path);
 	table_path(cat, &path, ns, table);
 	if (path.oom)

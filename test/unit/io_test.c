@@ -39,6 +39,7 @@
 #include <jansson.h>
 
 #include "io/io.h"
+#include "io/io_int.h"
 
 static int	npassed;
 static int	nfailed;
@@ -2000,6 +2001,149 @@ test_wire_paths(void)
 			  err.code == IO_ERR_INVALID_ARGUMENT && stats->last_request[0] == '\0',
 			  "S3 key with \"..\" refused before any request: %s", stats->last_request);
 		io_storage_free(st);
+	}
+
+	/* libcurl sends a path as built (CURLOPT_PATH_AS_IS) */
+	{
+		char		url[256];
+		IoHttpOptions opt;
+		IoHttpRequest req;
+		IoHttpResponse resp;
+
+		snprintf(url, sizeof(url), "%s/v1/a/../b/./c", uri);
+		memset(&opt, 0, sizeof(opt));
+		opt.retries = 0;
+		memset(&req, 0, sizeof(req));
+		req.method = "GET";
+		req.url = url;
+		req.idempotent = true;
+		req.what = "test";
+		CHECK(io_http_perform(&opt, &req, &resp, &err) == 0 &&
+			  strcmp(stats->last_request, "GET /v1/a/../b/./c") == 0,
+			  "path sent as is: %s", stats->last_request);
+		io_http_response_free(&resp);
+	}
+
+	/* REST: names are checked, every segment encoded, nothing normalised */
+	{
+		IoCatalogConfig ccfg;
+		IoCatalog  *cat;
+		IoLoadedTable t;
+		IoTableList tl;
+		IoStringList nl;
+		char		longname[IO_MAX_NAME_BYTES + 2];
+		uint64_t	before;
+		struct
+		{
+			const char *ns;
+			const char *table;
+		}			bad[] = {
+			{"ns", ".."}, {"ns", "."}, {"ns", ""}, {"..", "t"}, {".", "t"}, {"", "t"},
+			{"ns\x1f..", "t"}, {"ns\x1f", "t"}, {"\x1fns", "t"}, {"a\x1f\x1f" "b", "t"},
+			{"ns", longname}, {NULL, "t"}, {"ns", NULL},
+		};
+		struct
+		{
+			const char *ns;
+			const char *table;
+			const char *want;
+		}			good[] = {
+			{"ns", "a/b", "DELETE /v1/namespaces/ns/tables/a%2Fb?purgeRequested=false"},
+			{"ns", "%2e%2e", "DELETE /v1/namespaces/ns/tables/%252e%252e?purgeRequested=false"},
+			{"ns", "...", "DELETE /v1/namespaces/ns/tables/...?purgeRequested=false"},
+			{"a\x1f" "b", "t?x#y", "DELETE /v1/namespaces/a%1Fb/tables/t%3Fx%23y?purgeRequested=false"},
+			{"a/..", "t", "DELETE /v1/namespaces/a%2F../tables/t?purgeRequested=false"},
+		};
+
+		memset(longname, 'n', IO_MAX_NAME_BYTES + 1);
+		longname[IO_MAX_NAME_BYTES + 1] = '\0';
+		memset(&ccfg, 0, sizeof(ccfg));
+		ccfg.uri = uri;
+		ccfg.http.retries = 0;
+		cat = io_catalog_open(&ccfg, &err);
+		CHECK(cat != NULL, "catalog open: %s", cat ? "" : err.message);
+		if (cat != NULL)
+		{
+			for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			{
+				before = io_catalog_request_count(cat);
+				CHECK(io_catalog_drop_table(cat, bad[i].ns, bad[i].table, false, &err) != 0 &&
+					  err.code == IO_ERR_INVALID_ARGUMENT &&
+					  io_catalog_request_count(cat) == before,
+					  "drop %zu refused before any request: %s", i, err.message);
+				CHECK(io_catalog_load_table(cat, bad[i].ns, bad[i].table, &t, &err) != 0 &&
+					  err.code == IO_ERR_INVALID_ARGUMENT &&
+					  io_catalog_request_count(cat) == before, "load %zu refused", i);
+				CHECK(io_catalog_commit_table(cat, bad[i].ns, bad[i].table, "{}", &t, &err) != 0 &&
+					  err.code == IO_ERR_INVALID_ARGUMENT &&
+					  io_catalog_request_count(cat) == before, "commit %zu refused", i);
+				if (bad[i].table != NULL && strcmp(bad[i].table, "t") == 0)
+				{
+					CHECK(io_catalog_list_tables(cat, bad[i].ns, &tl, &err) != 0 &&
+						  err.code == IO_ERR_INVALID_ARGUMENT &&
+						  io_catalog_request_count(cat) == before, "list tables %zu refused", i);
+					if (bad[i].ns != NULL && bad[i].ns[0] != '\0')
+						CHECK(io_catalog_list_namespaces(cat, bad[i].ns, &nl, &err) != 0 &&
+							  err.code == IO_ERR_INVALID_ARGUMENT &&
+							  io_catalog_request_count(cat) == before,
+							  "list namespaces under %zu refused", i);
+				}
+			}
+			CHECK(strncmp(stats->last_request, "GET /v1/config", 14) == 0,
+				  "nothing but the handshake was sent: %s", stats->last_request);
+			for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+			{
+				(void) io_catalog_drop_table(cat, good[i].ns, good[i].table, false, &err);
+				CHECK(strcmp(stats->last_request, good[i].want) == 0, "sent \"%s\", want \"%s\"",
+					  stats->last_request, good[i].want);
+			}
+			longname[IO_MAX_NAME_BYTES] = '\0';
+			before = io_catalog_request_count(cat);
+			(void) io_catalog_drop_table(cat, "ns", longname, false, &err);
+			CHECK(io_catalog_request_count(cat) == before + 1, "a name of %d bytes is sent",
+				  IO_MAX_NAME_BYTES);
+			/* a batch: the bad request fails alone, without a request */
+			{
+				IoLoadRequest reqs[2] = {{"ns", "..", NULL}, {"ns", "fine", NULL}};
+				BatchResults r;
+
+				memset(&r, 0, sizeof(r));
+				before = io_catalog_request_count(cat);
+				CHECK(io_catalog_load_tables_etag(cat, reqs, 2, 2, collect_result, &r, &err) == 0 &&
+					  r.calls == 2 && r.failed == 1 && io_catalog_request_count(cat) == before + 1,
+					  "batch: %d calls, %d failed, %llu requests", r.calls, r.failed,
+					  (unsigned long long) (io_catalog_request_count(cat) - before));
+				CHECK(strcmp(stats->last_request,
+							 "GET /v1/namespaces/ns/tables/fine?snapshots=all") == 0,
+					  "batch sent: %s", stats->last_request);
+			}
+			io_catalog_free(cat);
+		}
+
+		/* the prefix: unsafe characters encoded, dot segments refused */
+		ccfg.prefix = "/a b?c#d/x%20y/";
+		cat = io_catalog_open(&ccfg, &err);
+		CHECK(cat != NULL && strcmp(io_catalog_prefix(cat), "a%20b%3Fc%23d/x%20y") == 0,
+			  "prefix cleaned: %s", cat ? io_catalog_prefix(cat) : err.message);
+		if (cat != NULL)
+		{
+			(void) io_catalog_list_namespaces(cat, NULL, &nl, &err);
+			CHECK(strcmp(stats->last_request, "GET /v1/a%20b%3Fc%23d/x%20y/namespaces?pageToken=") == 0,
+				  "prefix on the wire: %s", stats->last_request);
+			io_catalog_free(cat);
+		}
+		{
+			const char *badp[] = {"x/../y", "..", "x/.", "x/%2e%2E/y", "%2e", ".%2e"};
+
+			for (size_t i = 0; i < sizeof(badp) / sizeof(badp[0]); i++)
+			{
+				ccfg.prefix = badp[i];
+				cat = io_catalog_open(&ccfg, &err);
+				CHECK(cat == NULL && err.code == IO_ERR_INVALID_ARGUMENT,
+					  "prefix \"%s\" refused: %s", badp[i], cat ? "accepted" : err.message);
+				io_catalog_free(cat);
+			}
+		}
 	}
 
 	kill(-server, SIGKILL);
