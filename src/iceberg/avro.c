@@ -1437,7 +1437,6 @@ build_plan(AvroReader *r, const AvroTarget *targets, int ntargets,
 {
 	const char *schema_text = avro_reader_meta(r, "avro.schema");
 	const char *codec = avro_reader_meta(r, "avro.codec");
-	json_error_t jerr;
 	json_t	   *schema;
 	json_t	   *fields;
 	Compiler	cc;
@@ -1460,10 +1459,15 @@ build_plan(AvroReader *r, const AvroTarget *targets, int ntargets,
 	if (schema_text == NULL)
 		return avro_error(r, err, ICEBERG_ERR_MALFORMED,
 						  "missing avro.schema in the header");
-	schema = json_loads(schema_text, JSON_DECODE_ANY, &jerr);
+	schema = iceberg_json_load(schema_text, strlen(schema_text), JSON_DECODE_ANY,
+							   r->limits.max_json_bytes, "avro.schema", err);
 	if (schema == NULL)
-		return avro_error(r, err, ICEBERG_ERR_MALFORMED,
-						  "invalid avro.schema JSON");
+	{
+		if (err != NULL && err->code == ICEBERG_ERR_MALFORMED)
+			return avro_error(r, err, ICEBERG_ERR_MALFORMED,
+							  "invalid avro.schema JSON");
+		return false;
+	}
 	if (!json_is_object(schema) ||
 		json_string_value(json_object_get(schema, "type")) == NULL ||
 		strcmp(json_string_value(json_object_get(schema, "type")), "record") != 0)

@@ -110,6 +110,10 @@ typedef struct IcebergLimits
 	int64_t		max_string_bytes;	/* one string / bytes value [16 MiB] */
 	int64_t		max_collection_items;	/* items in one JSON array / Avro
 										 * array or map [16 Mi] */
+	int64_t		max_json_bytes; /* memory one JSON parse (metadata.json,
+								 * an Avro schema) may take, counted by
+								 * io's jansson allocators (io_init())
+								 * [256 MiB] */
 } IcebergLimits;
 
 /* Fills *limits with the defaults above. */

@@ -37,6 +37,18 @@
 
 #include "io_error.h"
 #include "fileio.h"
+#include "jsonmem.h"
+
+/*
+ * Initialise the io layer: installs the counting jansson allocators that
+ * bound the memory of JSON parsing (jsonmem.h).  Call it once per process
+ * before anything else touches jansson: first thing in _PG_init, first
+ * thing in a unit driver's main or a fuzz target.  Idempotent.  Without
+ * it every JSON parse of the catalog client and of src/iceberg fails
+ * (IO_ERR_INTERNAL, ICEBERG_ERR_INVALID_ARGUMENT) instead of running
+ * unbounded.
+ */
+extern void io_init(void);
 
 /* How often a blocked operation checks the interrupt callback. */
 #define IO_POLL_INTERVAL_MS 50
@@ -66,7 +78,11 @@ typedef struct IoHttpOptions
 	long		request_timeout_ms; /* whole request, 0: 60 s */
 	int			retries;		/* extra attempts for idempotent requests; <0: 2 */
 	long		retry_base_ms;	/* first backoff, 0: 200 ms (doubles, jitter) */
-	size_t		max_response_bytes; /* 0: 256 MB */
+	size_t		max_response_bytes; /* body after Content-Encoding is
+									 * decoded; 0: 64 MiB */
+	size_t		max_json_bytes; /* memory one JSON parse may take (jansson's
+								 * tree and what is built from it); 0:
+								 * 256 MiB */
 	const char *ca_file;		/* PEM bundle, NULL: system default */
 	const char *ca_path;		/* directory of CA certs, NULL: default */
 	IoInterruptFn interrupted;	/* may be NULL */

@@ -273,7 +273,7 @@ typedef enum CallKind
  */
 static int
 status_error(const IoHttpResponse *resp, CallKind kind, const char *what,
-			 IoError *err)
+			 size_t max_json, IoError *err)
 {
 	long		st = resp->status;
 	IoErrorCode code;
@@ -282,7 +282,11 @@ status_error(const IoHttpResponse *resp, CallKind kind, const char *what,
 	const char *emsg = NULL;
 
 	if (resp->body_len > 0)
-		doc = json_loadb(resp->body, resp->body_len, 0, NULL);
+	{
+		IoError		perr;
+
+		doc = io_json_parse(resp->body, resp->body_len, max_json, "error", &perr);
+	}
 	if (json_is_object(doc))
 	{
 		json_t	   *e = json_object_get(doc, "error");
@@ -453,14 +457,17 @@ fetch_token(IoCatalog *cat, IoError *err)
 	}
 	if (resp.status != 200)
 	{
-		status_error(&resp, CALL_GENERIC, "OAuth2 token request", err);
+		status_error(&resp, CALL_GENERIC, "OAuth2 token request", cat->http.max_json_bytes, err);
 		if (resp.status == 400 || resp.status == 401 || resp.status == 403)
 			err->code = IO_ERR_UNAUTHORIZED;
 		io_http_response_free(&resp);
 		return -1;
 	}
-	doc = json_loadb(resp.body, resp.body_len, 0, NULL);
+	doc = io_json_parse(resp.body, resp.body_len, cat->http.max_json_bytes,
+						"OAuth2 token", err);
 	io_http_response_free(&resp);
+	if (doc == NULL && err->code != IO_ERR_PROTOCOL)
+		return -1;
 	tok = json_string_value(json_object_get(doc, "access_token"));
 	if (tok == NULL || tok[0] == '\0')
 	{
@@ -569,18 +576,19 @@ cat_request(IoCatalog *cat, const char *method, const char *path,
 	return rc;
 }
 
-/* Parse a JSON body; PROTOCOL error when malformed or not an object. */
+/*
+ * Parse a JSON body under the max_json budget; PROTOCOL error when
+ * malformed or not an object, TOO_LARGE when over the budget.
+ */
 static json_t *
-parse_body(const IoHttpResponse *resp, const char *what, IoError *err)
+parse_body(const IoHttpResponse *resp, const char *what, size_t max_json,
+		   IoError *err)
 {
-	json_error_t jerr;
-	json_t	   *doc = json_loadb(resp->body, resp->body_len, 0, &jerr);
+	json_t	   *doc = io_json_parse(resp->body, resp->body_len, max_json, what, err);
 
 	if (doc == NULL)
 	{
-		io_set_error(err, IO_ERR_PROTOCOL, resp->status,
-					 "malformed JSON in %s response: %s (line %d)", what,
-					 jerr.text, jerr.line);
+		err->http_status = resp->status;
 		return NULL;
 	}
 	if (!json_is_object(doc))
@@ -852,11 +860,12 @@ handshake(IoCatalog *cat, IoError *err)
 	}
 	if (resp.status != 200)
 	{
-		status_error(&resp, CALL_GENERIC, "catalog configuration request", err);
+		status_error(&resp, CALL_GENERIC, "catalog configuration request",
+					 cat->http.max_json_bytes, err);
 		io_http_response_free(&resp);
 		return -1;
 	}
-	doc = parse_body(&resp, "catalog configuration", err);
+	doc = parse_body(&resp, "catalog configuration", cat->http.max_json_bytes, err);
 	io_http_response_free(&resp);
 	if (doc == NULL)
 		return -1;
@@ -1051,11 +1060,11 @@ list_page(IoCatalog *cat, IoStrBuf *path, const char *what, const char *key,
 	io_sb_free(path);
 	if (resp.status != 200)
 	{
-		status_error(&resp, CALL_NAMESPACE, what, err);
+		status_error(&resp, CALL_NAMESPACE, what, cat->http.max_json_bytes, err);
 		io_http_response_free(&resp);
 		return NULL;
 	}
-	doc = parse_body(&resp, what, err);
+	doc = parse_body(&resp, what, cat->http.max_json_bytes, err);
 	io_http_response_free(&resp);
 	if (doc == NULL)
 		return NULL;
@@ -1297,13 +1306,36 @@ config_put(IoLoadedTable *t, const char *key, const char *value)
 	return kv_put(&t->config, &t->nconfig, key, value);
 }
 
+/* Where json_dump_callback writes: a plain-malloc buffer with a cap. */
+typedef struct DumpBuf
+{
+	IoStrBuf	sb;
+	size_t		cap;
+	bool		over;
+} DumpBuf;
+
+static int
+dump_cb(const char *buffer, size_t size, void *data)
+{
+	DumpBuf    *d = data;
+
+	if (d->sb.len + size > d->cap)
+	{
+		d->over = true;
+		return -1;
+	}
+	io_sb_append(&d->sb, buffer, size);
+	return d->sb.oom ? -1 : 0;
+}
+
 /*
  * Fill a LoadTableResult into *t: metadata-location, metadata
  * (re-serialised), config, then the storage-credentials entry whose
  * prefix is the longest prefix of the table location.
  */
 static int
-parse_load_result(json_t *doc, IoLoadedTable *t, const char *what, IoError *err)
+parse_load_result(json_t *doc, IoLoadedTable *t, const char *what,
+				  size_t max_json, IoError *err)
 {
 	json_t	   *md = json_object_get(doc, "metadata");
 	json_t	   *loc = json_object_get(doc, "metadata-location");
@@ -1325,7 +1357,24 @@ parse_load_result(json_t *doc, IoLoadedTable *t, const char *what, IoError *err)
 		if (t->metadata_location == NULL)
 			goto oom;
 	}
-	t->metadata_json = json_dumps(md, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	{
+		DumpBuf		d;
+
+		io_sb_init(&d.sb);
+		d.cap = max_json > 0 ? max_json : IO_DEFAULT_MAX_JSON_BYTES;
+		d.over = false;
+		if (json_dump_callback(md, dump_cb, &d, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 ||
+			d.sb.oom)
+		{
+			io_sb_free(&d.sb);
+			if (d.over)
+				return io_set_error(err, IO_ERR_TOO_LARGE, 0,
+									"the %s metadata is larger than max_json_bytes (%zu bytes)",
+									what, d.cap);
+			goto oom;
+		}
+		t->metadata_json = io_sb_steal(&d.sb);
+	}
 	if (t->metadata_json == NULL)
 		goto oom;
 	if (json_is_object(cfg))
@@ -1507,9 +1556,9 @@ load_response(IoCatalog *cat, const char *ns, const char *table,
 	{
 		if (resp->status == 404)
 			io_catalog_forget(cat, ns, table);
-		return status_error(resp, CALL_TABLE, "load table", err);
+		return status_error(resp, CALL_TABLE, "load table", cat->http.max_json_bytes, err);
 	}
-	doc = parse_body(resp, "load table", err);
+	doc = parse_body(resp, "load table", cat->http.max_json_bytes, err);
 	if (doc == NULL)
 		return -1;
 	etag = io_http_header(resp, "etag", &etag_len);
@@ -1522,7 +1571,7 @@ load_response(IoCatalog *cat, const char *ns, const char *table,
 			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 		}
 	}
-	if (parse_load_result(doc, out, "load table", err) != 0)
+	if (parse_load_result(doc, out, "load table", cat->http.max_json_bytes, err) != 0)
 	{
 		json_decref(doc);
 		io_loaded_table_free(out);
@@ -1829,7 +1878,7 @@ io_catalog_drop_table(IoCatalog *cat, const char *ns, const char *table,
 	io_sb_free(&path);
 	io_catalog_forget(cat, ns, table);
 	if (rc == 0 && resp.status != 204 && resp.status != 200)
-		rc = status_error(&resp, CALL_TABLE, "drop table", err);
+		rc = status_error(&resp, CALL_TABLE, "drop table", cat->http.max_json_bytes, err);
 	io_http_response_free(&resp);
 	return rc;
 }
@@ -1876,16 +1925,18 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 	}
 	if (resp.status != 200)
 	{
-		status_error(&resp, CALL_COMMIT, "commit", err);
+		status_error(&resp, CALL_COMMIT, "commit", cat->http.max_json_bytes, err);
 		io_http_response_free(&resp);
 		return -1;
 	}
-	doc = json_loadb(resp.body, resp.body_len, 0, NULL);
+	doc = io_json_parse(resp.body, resp.body_len, cat->http.max_json_bytes,
+						"commit", err);
 	etag = io_http_header(&resp, "etag", &etag_len);
 	if (etag != NULL && etag_len > 0)
 		out->etag = io_strndup(etag, etag_len);
 	io_http_response_free(&resp);
-	if (!json_is_object(doc) || parse_load_result(doc, out, "commit", err) != 0)
+	if (!json_is_object(doc) ||
+		parse_load_result(doc, out, "commit", cat->http.max_json_bytes, err) != 0)
 	{
 		/* applied (200) but unreadable: the caller must reload */
 		json_decref(doc);

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "iceberg/iceberg.h"
+#include "io/io.h"
 
 /* Read a manifest list from the buffer to its end. */
 static void
@@ -87,6 +88,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	IcebergTableMetadata *md;
 	IcebergError err;
 
+	io_init();					/* idempotent; before any jansson use */
 	if (size < 1)
 		return 0;
 	memset(&limits, 0, sizeof(limits));

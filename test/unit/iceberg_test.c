@@ -1419,11 +1419,43 @@ test_io_router(void)
 	free(root);
 }
 
+/* metadata.json parsing is bounded by max_json_bytes (io's budget) */
+static void
+test_json_budget(void)
+{
+	IcebergLimits lim;
+	IcebergLocalFS fs;
+	IcebergFileIO io;
+	IcebergTableMetadata *md = NULL;
+	IcebergError err;
+	const char *path = fx("pyiceberg-v1-overwrite/metadata/00003-8d01e4aa-d143-49c9-898e-b5e477577b70.metadata.json");
+
+	memset(&fs, 0, sizeof(fs));
+	iceberg_local_fileio(&io, &fs);
+	memset(&lim, 0, sizeof(lim));
+	lim.max_json_bytes = 4096;
+	io.limits = &lim;
+	CHECK(!iceberg_metadata_read(&io, path, &md, &err) && err.code == ICEBERG_ERR_LIMIT &&
+		  strstr(err.message, "max_json_bytes") != NULL,
+		  "metadata over a 4 KiB JSON budget: %s", err.message);
+	lim.max_json_bytes = 0;		/* the default */
+	CHECK(iceberg_metadata_read(&io, path, &md, &err), "under the default budget: %s",
+		  err.message);
+	iceberg_metadata_free(md);
+	{
+		IcebergLimits d;
+
+		iceberg_limits_default(&d);
+		CHECK(d.max_json_bytes == INT64_C(256) * 1024 * 1024, "default max_json_bytes");
+	}
+}
+
 int
 main(void)
 {
 	size_t		i;
 
+	io_init();					/* before any jansson use */
 	fixtures = getenv("ICEBERG_FIXTURES");
 	if (fixtures == NULL)
 		fixtures = "../shared/fixtures/iceberg";
@@ -1438,6 +1470,7 @@ main(void)
 	test_handmade_avro();
 	test_walk_and_adapters();
 	test_io_router();
+	test_json_budget();
 	test_truncation_and_corruption("standalone-avro/duckdb_v3_manifest_list.avro", 0);
 	test_truncation_and_corruption("standalone-avro/manifest-list-v2-1.avro", 0);
 	test_truncation_and_corruption("spark-v2-partitioned-bucket-identity/metadata/abf62b15-903b-40b6-9e6b-26bcdceac9b3-m0.avro", 1);

@@ -32,11 +32,13 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 
 #include <jansson.h>
+#include <zlib.h>
 
 #include "io/io.h"
 #include "io/io_int.h"
@@ -1620,6 +1622,53 @@ respond(int fd, int status, const char *extra, const char *body)
 		write_all(fd, body, strlen(body));
 }
 
+/* 4 MiB of 'a' sent as about 4 KB with Content-Encoding: deflate. */
+static void
+respond_deflate_bomb(int fd)
+{
+	size_t		n = 4 * 1024 * 1024;
+	char	   *plain = malloc(n);
+	uLongf		zlen = compressBound((uLong) n);
+	Bytef	   *z = malloc(zlen);
+	char		head[256];
+
+	if (plain == NULL || z == NULL)
+		_exit(1);
+	memset(plain, 'a', n);
+	if (compress2(z, &zlen, (const Bytef *) plain, (uLong) n, 9) != Z_OK)
+		_exit(1);
+	snprintf(head, sizeof(head),
+			 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: deflate\r\n"
+			 "Content-Length: %lu\r\n\r\n", (unsigned long) zlen);
+	write_all(fd, head, strlen(head));
+	write_all(fd, (const char *) z, zlen);
+	free(plain);
+	free(z);
+}
+
+/* A table listing of 20,000 small identifiers (about 1 MB of JSON). */
+static void
+respond_big_listing(int fd)
+{
+	IoStrBuf	sb;
+	char		head[256];
+
+	io_sb_init(&sb);
+	io_sb_puts(&sb, "{\"identifiers\": [");
+	for (int i = 0; i < 20000; i++)
+		io_sb_printf(&sb, "%s{\"namespace\": [\"big\"], \"name\": \"t%05d\"}",
+					 i ? ", " : "", i);
+	io_sb_puts(&sb, "]}");
+	if (sb.oom)
+		_exit(1);
+	snprintf(head, sizeof(head),
+			 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+			 sb.len);
+	write_all(fd, head, strlen(head));
+	write_all(fd, sb.data, sb.len);
+	io_sb_free(&sb);
+}
+
 /*
  * Serve one keep-alive connection: POST v1/oauth/tokens, GET v1/config,
  * GET v1/namespaces/ns/tables/<name>: "missing" 404, "flaky" 503 while
@@ -1679,6 +1728,10 @@ serve_connection(int fd)
 		}
 		else if (strncmp(path, "/v1/config", 10) == 0)
 			respond(fd, 200, NULL, "{\"defaults\": {}, \"overrides\": {}}");
+		else if (strcmp(path, "/deflate-bomb") == 0)
+			respond_deflate_bomb(fd);
+		else if (strncmp(path, "/v1/namespaces/big/tables", 25) == 0)
+			respond_big_listing(fd);
 		else if (sscanf(path, "/v1/namespaces/ns/tables/%255[^?]", name) == 1)
 		{
 			int			now = __sync_add_and_fetch(&stats->in_flight, 1);
@@ -1742,6 +1795,9 @@ start_server(int *port)
 		return pid;
 	}
 	setpgid(0, 0);
+	/* never outlive the test, even when it crashes */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	alarm(600);
 	signal(SIGCHLD, SIG_IGN);
 	for (;;)
 	{
@@ -1958,6 +2014,78 @@ out:
 }
 
 /* ----------------------------------------------------------------
+ * Memory bounds of JSON parsing (the parse path of the catalog client)
+ * ----------------------------------------------------------------
+ */
+static void
+test_json_budget(void)
+{
+	IoHttpOptions def;
+	IoStrBuf	sb;
+	IoError		err;
+	json_t	   *doc;
+	IoJsonBudget b;
+	size_t		n = 200000;
+
+	io_http_options_resolve(NULL, &def);
+	CHECK(def.max_response_bytes == (size_t) 64 * 1024 * 1024,
+		  "default response cap %zu", def.max_response_bytes);
+	CHECK(def.max_json_bytes == (size_t) 256 * 1024 * 1024,
+		  "default JSON budget %zu", def.max_json_bytes);
+
+	/* about 9 MB of small objects, like a big listing */
+	io_sb_init(&sb);
+	io_sb_puts(&sb, "{\"identifiers\": [");
+	for (size_t i = 0; i < n; i++)
+		io_sb_printf(&sb, "%s{\"namespace\": [\"ns\"], \"name\": \"t%07zu\"}",
+					 i ? "," : "", i);
+	io_sb_puts(&sb, "]}");
+	CHECK(!sb.oom, "build the document");
+	if (sb.oom)
+		return;
+
+	doc = io_json_parse(sb.data, sb.len, 4 * 1024 * 1024, "list tables", &err);
+	CHECK(doc == NULL && err.code == IO_ERR_TOO_LARGE &&
+		  strstr(err.message, "max_json_bytes (4194304 bytes)") != NULL,
+		  "%zu bytes of JSON under a 4 MiB budget: %s", sb.len, doc ? "parsed" : err.message);
+	json_decref(doc);
+	doc = io_json_parse(sb.data, sb.len, 0, "list tables", &err);
+	CHECK(doc != NULL && json_array_size(json_object_get(doc, "identifiers")) == n,
+		  "the same under the default budget: %s", doc ? "" : err.message);
+	json_decref(doc);
+
+	/* the figure: what the parse costs, as counted */
+	CHECK(io_json_budget_begin(&b, 0), "budget begins after io_init()");
+	doc = json_loadb(sb.data, sb.len, 0, NULL);
+	io_json_budget_end(&b);
+	CHECK(doc != NULL && !b.exceeded && b.peak > sb.len, "counted parse");
+	printf("%zu bytes of JSON (%zu small objects) took %zu bytes as counted (%.1fx)\n",
+		   sb.len, n, b.peak, (double) b.peak / (double) sb.len);
+	/* freeing after the budget ended must not touch it */
+	{
+		size_t		used = b.used;
+
+		json_decref(doc);
+		CHECK(b.used == used, "budget untouched after its end");
+	}
+
+	/* a truncated document is a protocol error, not a crash */
+	doc = io_json_parse(sb.data, sb.len / 2, 0, "list tables", &err);
+	CHECK(doc == NULL && err.code == IO_ERR_PROTOCOL, "truncated: %s", err.message);
+	io_sb_free(&sb);
+
+	/* jansson's own output is freed with io_json_free */
+	{
+		json_t	   *v = json_pack("{s:i}", "a", 1);
+		char	   *text = json_dumps(v, JSON_COMPACT);
+
+		CHECK(text != NULL && strcmp(text, "{\"a\":1}") == 0, "dumps");
+		io_json_free(text);
+		json_decref(v);
+	}
+}
+
+/* ----------------------------------------------------------------
  * What reaches the wire: names and keys cannot change a request's target
  * ----------------------------------------------------------------
  */
@@ -2022,6 +2150,58 @@ test_wire_paths(void)
 			  strcmp(stats->last_request, "GET /v1/a/../b/./c") == 0,
 			  "path sent as is: %s", stats->last_request);
 		io_http_response_free(&resp);
+	}
+
+	/* the response cap holds for the decoded body, not the wire bytes */
+	{
+		char		url[256];
+		IoHttpOptions opt;
+		IoHttpRequest req;
+		IoHttpResponse resp;
+
+		snprintf(url, sizeof(url), "%s/deflate-bomb", uri);
+		memset(&opt, 0, sizeof(opt));
+		opt.retries = 0;
+		opt.max_response_bytes = 1024 * 1024;
+		memset(&req, 0, sizeof(req));
+		req.method = "GET";
+		req.url = url;
+		req.idempotent = true;
+		req.what = "test";
+		CHECK(io_http_perform(&opt, &req, &resp, &err) != 0 && err.code == IO_ERR_TOO_LARGE &&
+			  strstr(err.message, "max_response_bytes") != NULL,
+			  "4 MiB inflated from 4 KB over a 1 MiB cap: %s", err.message);
+		io_http_response_free(&resp);
+		opt.max_response_bytes = 0;
+		CHECK(io_http_perform(&opt, &req, &resp, &err) == 0 && resp.status == 200 &&
+			  resp.body_len == 4 * 1024 * 1024, "under the default cap: %zu bytes", resp.body_len);
+		io_http_response_free(&resp);
+	}
+
+	/* the JSON budget of the catalog client */
+	{
+		IoCatalogConfig ccfg;
+		IoCatalog  *cat;
+		IoTableList tl;
+
+		memset(&ccfg, 0, sizeof(ccfg));
+		ccfg.uri = uri;
+		ccfg.http.retries = 0;
+		ccfg.http.max_json_bytes = 512 * 1024;
+		cat = io_catalog_open(&ccfg, &err);
+		CHECK(cat != NULL, "open: %s", cat ? "" : err.message);
+		if (cat != NULL)
+		{
+			CHECK(io_catalog_list_tables(cat, "big", &tl, &err) != 0 &&
+				  err.code == IO_ERR_TOO_LARGE && strstr(err.message, "max_json_bytes") != NULL,
+				  "1 MB listing over a 512 KiB budget: %s", err.message);
+			ccfg.http.max_json_bytes = 0;
+			io_catalog_set_http(cat, &ccfg.http);
+			CHECK(io_catalog_list_tables(cat, "big", &tl, &err) == 0 && tl.n == 20000,
+				  "the same listing under the default budget: %s", err.message);
+			io_table_list_free(&tl);
+			io_catalog_free(cat);
+		}
 	}
 
 	/* REST: names are checked, every segment encoded, nothing normalised */
@@ -2155,6 +2335,7 @@ test_wire_paths(void)
 int
 main(void)
 {
+	io_init();					/* before any jansson use */
 	srandom((unsigned) time(NULL));
 	test_sigv4_suite();
 	test_uri_parse();
@@ -2167,6 +2348,7 @@ main(void)
 	test_storage_fileio();
 	test_http_interrupts();
 	test_load_batches();
+	test_json_budget();
 	test_wire_paths();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;
