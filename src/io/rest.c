@@ -357,7 +357,19 @@ status_error(const IoHttpResponse *resp, CallKind kind, const char *what,
 				code = IO_ERR_PROTOCOL;
 			break;
 	}
-	if (code == IO_ERR_COMMIT_STATE_UNKNOWN)
+	if (st == 406)
+	{
+		/*
+		 * The REST spec's UnsupportedOperationResponse: "Not Acceptable /
+		 * Unsupported Operation.  The server does not support this
+		 * operation."  The catalog answered and said no: not a fault of
+		 * the connection nor of this client's request format.
+		 */
+		io_set_error(err, code, st,
+					 "catalog refused %s: it does not support this operation (HTTP status 406)",
+					 what);
+	}
+	else if (code == IO_ERR_COMMIT_STATE_UNKNOWN)
 		io_set_error(err, code, st, "commit state unknown: %s returned HTTP status %ld",
 					 what, st);
 	else if (code == IO_ERR_CONFLICT)

@@ -1748,6 +1748,8 @@ serve_connection(int fd)
 				usleep(100 * 1000);
 			if (auth && atoi(auth + 25) < stats->min_valid_token)
 				respond(fd, 401, NULL, "{\"error\": {\"message\": \"expired\", \"type\": \"NotAuthorizedException\", \"code\": 401}}");
+			else if (strcmp(name, "unsupported") == 0)
+				respond(fd, 406, NULL, "{\"error\": {\"message\": \"The server does not support this operation\", \"type\": \"UnsupportedOperationException\", \"code\": 406}}");
 			else if (strcmp(name, "missing") == 0)
 				respond(fd, 404, NULL, "{\"error\": {\"message\": \"no\", \"type\": \"NoSuchTableException\", \"code\": 404}}");
 			else if (strcmp(name, "flaky") == 0 &&
@@ -2176,6 +2178,24 @@ test_wire_paths(void)
 		CHECK(io_http_perform(&opt, &req, &resp, &err) == 0 && resp.status == 200 &&
 			  resp.body_len == 4 * 1024 * 1024, "under the default cap: %zu bytes", resp.body_len);
 		io_http_response_free(&resp);
+	}
+
+	/* 406: the catalog refused the operation */
+	{
+		IoCatalogConfig ccfg;
+		IoCatalog  *cat;
+		IoLoadedTable t;
+
+		memset(&ccfg, 0, sizeof(ccfg));
+		ccfg.uri = uri;
+		ccfg.http.retries = 0;
+		cat = io_catalog_open(&ccfg, &err);
+		CHECK(cat != NULL && io_catalog_load_table(cat, "ns", "unsupported", &t, &err) != 0 &&
+			  err.code == IO_ERR_UNSUPPORTED && err.http_status == 406 &&
+			  strcmp(err.message, "catalog refused load table: it does not support this operation (HTTP status 406)") == 0 &&
+			  strstr(err.detail, "UnsupportedOperationException") != NULL,
+			  "406: %s (%s)", err.message, err.detail);
+		io_catalog_free(cat);
 	}
 
 	/* the JSON budget of the catalog client */
