@@ -439,7 +439,28 @@ typedef struct IoTableList
 
 extern void io_table_list_free(IoTableList *list);
 
-/* List the tables of one namespace, following pagination. */
+/*
+ * Receives one page of a table listing: items[0..n) are borrowed until the
+ * callback returns.  Return non-zero to stop the listing early (not an
+ * error).
+ */
+typedef int (*IoTablePageFn) (void *arg, const IoTableIdent *items, size_t n);
+
+/*
+ * Stream the tables of one namespace: fn is called once per page, as the
+ * pages arrive (pageSize from IoCatalogConfig.page_size), and only one
+ * page is held at a time, so memory does not grow with the number of
+ * tables.  Returns 0 when the listing ended or fn stopped it, -1 with
+ * *err.
+ */
+extern int	io_catalog_list_tables_paged(IoCatalog *cat, const char *ns,
+										 IoTablePageFn fn, void *arg,
+										 IoError *err);
+
+/*
+ * List the tables of one namespace into one list, following pagination
+ * (io_catalog_list_tables_paged collecting every page).
+ */
 extern int	io_catalog_list_tables(IoCatalog *cat, const char *ns,
 								   IoTableList *out, IoError *err);
 

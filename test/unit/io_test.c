@@ -31,6 +31,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <malloc.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -1646,6 +1647,44 @@ respond_deflate_bomb(int fd)
 	free(z);
 }
 
+/*
+ * One page of a listing of MANY_TABLES tables: pageToken is the offset,
+ * pageSize the page's length (default 1000).
+ */
+#define MANY_TABLES 100000
+
+static void
+respond_many_page(int fd, const char *path)
+{
+	const char *t = strstr(path, "pageToken=");
+	const char *ps = strstr(path, "pageSize=");
+	long		from = t ? atol(t + 10) : 0;
+	long		size = ps ? atol(ps + 9) : 1000;
+	IoStrBuf	sb;
+	char		head[256];
+	long		i;
+
+	if (size <= 0)
+		size = 1000;
+	io_sb_init(&sb);
+	io_sb_puts(&sb, "{\"identifiers\": [");
+	for (i = from; i < from + size && i < MANY_TABLES; i++)
+		io_sb_printf(&sb, "%s{\"namespace\": [\"many\"], \"name\": \"t%06ld\"}",
+					 i > from ? ", " : "", i);
+	io_sb_puts(&sb, "]");
+	if (from + size < MANY_TABLES)
+		io_sb_printf(&sb, ", \"next-page-token\": \"%ld\"", from + size);
+	io_sb_puts(&sb, "}");
+	if (sb.oom)
+		_exit(1);
+	snprintf(head, sizeof(head),
+			 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+			 sb.len);
+	write_all(fd, head, strlen(head));
+	write_all(fd, sb.data, sb.len);
+	io_sb_free(&sb);
+}
+
 /* A table listing of 20,000 small identifiers (about 1 MB of JSON). */
 static void
 respond_big_listing(int fd)
@@ -1732,6 +1771,8 @@ serve_connection(int fd)
 			respond_deflate_bomb(fd);
 		else if (strncmp(path, "/v1/namespaces/big/tables", 25) == 0)
 			respond_big_listing(fd);
+		else if (strncmp(path, "/v1/namespaces/many/tables?", 27) == 0)
+			respond_many_page(fd, path);
 		else if (sscanf(path, "/v1/namespaces/ns/tables/%255[^?]", name) == 1)
 		{
 			int			now = __sync_add_and_fetch(&stats->in_flight, 1);
@@ -2088,6 +2129,112 @@ test_json_budget(void)
 }
 
 /* ----------------------------------------------------------------
+ * Streaming table listings: one page at a time
+ * ----------------------------------------------------------------
+ */
+
+/* Bytes in use on the heap now (glibc). */
+static size_t
+heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+typedef struct PageCount
+{
+	int			pages;
+	size_t		items;
+	size_t		max_n;
+	int			stop_after;		/* > 0: stop after this many pages */
+	size_t		heap0;			/* heap in use before the listing */
+	size_t		heap_peak;		/* most heap in use seen in a callback */
+	bool		ordered;		/* names arrived in order */
+} PageCount;
+
+static int
+count_page(void *arg, const IoTableIdent *items, size_t n)
+{
+	PageCount  *c = arg;
+	size_t		h = heap_in_use();
+	char		want[16];
+
+	for (size_t i = 0; i < n; i++)
+	{
+		snprintf(want, sizeof(want), "t%06zu", c->items + i);
+		if (strcmp(items[i].name, want) != 0 || strcmp(items[i].ns, "many") != 0)
+			c->ordered = false;
+	}
+	c->pages++;
+	c->items += n;
+	if (n > c->max_n)
+		c->max_n = n;
+	if (h > c->heap_peak)
+		c->heap_peak = h;
+	return c->stop_after > 0 && c->pages >= c->stop_after;
+}
+
+static void
+test_paged_listing(const char *uri)
+{
+	IoCatalogConfig ccfg;
+	IoCatalog  *cat;
+	IoError		err;
+	PageCount	c;
+	IoTableList tl;
+	uint64_t	before;
+	size_t		full_heap;
+
+	memset(&ccfg, 0, sizeof(ccfg));
+	ccfg.uri = uri;
+	ccfg.http.retries = 0;
+	ccfg.page_size = 1000;
+	cat = io_catalog_open(&ccfg, &err);
+	CHECK(cat != NULL, "open: %s", cat ? "" : err.message);
+	if (cat == NULL)
+		return;
+
+	memset(&c, 0, sizeof(c));
+	c.ordered = true;
+	c.heap0 = heap_in_use();
+	before = io_catalog_request_count(cat);
+	CHECK(io_catalog_list_tables_paged(cat, "many", count_page, &c, &err) == 0 &&
+		  c.items == MANY_TABLES && c.pages == MANY_TABLES / 1000 && c.max_n == 1000 &&
+		  c.ordered, "paged: rc %s, %zu items in %d pages (max %zu), ordered %d",
+		  err.message, c.items, c.pages, c.max_n, c.ordered);
+	CHECK(io_catalog_request_count(cat) - before == (uint64_t) c.pages,
+		  "one request per page");
+
+	/* stopping early is not an error, and no further page is fetched */
+	memset(&c, 0, sizeof(c));
+	c.ordered = true;
+	c.stop_after = 3;
+	before = io_catalog_request_count(cat);
+	CHECK(io_catalog_list_tables_paged(cat, "many", count_page, &c, &err) == 0 &&
+		  c.pages == 3 && c.items == 3000 && io_catalog_request_count(cat) - before == 3,
+		  "stopped after 3 pages: %d pages, %llu requests", c.pages,
+		  (unsigned long long) (io_catalog_request_count(cat) - before));
+
+	/* the collecting listing holds everything; the paged one one page */
+	memset(&c, 0, sizeof(c));
+	c.ordered = true;
+	c.heap0 = heap_in_use();
+	(void) io_catalog_list_tables_paged(cat, "many", count_page, &c, &err);
+	full_heap = heap_in_use();
+	CHECK(io_catalog_list_tables(cat, "many", &tl, &err) == 0 && tl.n == MANY_TABLES &&
+		  strcmp(tl.items[MANY_TABLES - 1].name, "t099999") == 0,
+		  "list_tables: %zu (%s)", tl.n, err.message);
+	full_heap = heap_in_use() > full_heap ? heap_in_use() - full_heap : 0;
+	printf("listing %d tables, pages of 1000: paged peak heap +%zu bytes, collected list +%zu bytes\n",
+		   MANY_TABLES, c.heap_peak > c.heap0 ? c.heap_peak - c.heap0 : 0, full_heap);
+	CHECK((c.heap_peak > c.heap0 ? c.heap_peak - c.heap0 : 0) < full_heap,
+		  "paged listing holds less than the whole list");
+	io_table_list_free(&tl);
+	io_catalog_free(cat);
+}
+
+/* ----------------------------------------------------------------
  * What reaches the wire: names and keys cannot change a request's target
  * ----------------------------------------------------------------
  */
@@ -2179,6 +2326,8 @@ test_wire_paths(void)
 			  resp.body_len == 4 * 1024 * 1024, "under the default cap: %zu bytes", resp.body_len);
 		io_http_response_free(&resp);
 	}
+
+	test_paged_listing(uri);
 
 	/* 406: the catalog refused the operation */
 	{
