@@ -140,9 +140,13 @@ FUZZ_CC ?= clang
 FUZZ_FLAGS = -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -Isrc
 
+# A fuzz target named after a part of a layer links that layer.
+FUZZ_LAYER_location = io
+fuzz_layer = $(or $(FUZZ_LAYER_$(1)),$(1))
+
 test/fuzz/build/fuzz_%: test/fuzz/fuzz_%.c $(wildcard src/*/*.c src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(call layer_srcs,$*) $(LIBS_EXTERNAL) -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(call layer_srcs,$(call fuzz_layer,$*)) $(LIBS_EXTERNAL) -lm
 
 fuzz-%: test/fuzz/build/fuzz_%
 	@mkdir -p test/fuzz/corpus-$*

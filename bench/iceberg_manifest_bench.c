@@ -36,6 +36,7 @@
 #include <zlib.h>
 
 #include "iceberg/iceberg.h"
+#include "io/io.h"
 
 #define NCOLS 12
 #define BLOCK_TARGET 64000
@@ -694,6 +695,7 @@ cmd_walk(const char *dir)
 int
 main(int argc, char **argv)
 {
+	io_init();					/* before any jansson use (src/io/jsonmem.h) */
 	if (argc >= 5 && strcmp(argv[1], "gen") == 0)
 		return cmd_gen(argv[2], atol(argv[3]), atol(argv[4]));
 	if (argc >= 3 && strcmp(argv[1], "bench") == 0)

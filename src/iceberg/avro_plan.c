@@ -532,7 +532,6 @@ iceberg_avro_build_plan(IcebergAvroReader *r, const IcebergAvroTarget *targets,
 						int ntargets, IcebergError *err)
 {
 	const char *schema_text = iceberg_avro_reader_meta(r, "avro.schema");
-	json_error_t jerr;
 	json_t	   *schema;
 	json_t	   *fields;
 	Compiler	cc;
@@ -541,10 +540,15 @@ iceberg_avro_build_plan(IcebergAvroReader *r, const IcebergAvroTarget *targets,
 	if (schema_text == NULL)
 		return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED,
 								  "missing avro.schema in the header");
-	schema = json_loads(schema_text, JSON_DECODE_ANY, &jerr);
+	schema = iceberg_json_load(schema_text, strlen(schema_text), JSON_DECODE_ANY,
+							   r->limits.max_json_bytes, "avro.schema", err);
 	if (schema == NULL)
-		return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED,
-								  "invalid avro.schema JSON");
+	{
+		if (err != NULL && err->code == ICEBERG_ERR_MALFORMED)
+			return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED,
+									  "invalid avro.schema JSON");
+		return false;
+	}
 	if (!json_is_object(schema) ||
 		json_string_value(json_object_get(schema, "type")) == NULL ||
 		strcmp(json_string_value(json_object_get(schema, "type")), "record") != 0)

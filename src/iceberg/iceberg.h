@@ -110,6 +110,10 @@ typedef struct IcebergLimits
 	int64_t		max_string_bytes;	/* one string / bytes value [16 MiB] */
 	int64_t		max_collection_items;	/* items in one JSON array / Avro
 										 * array or map [16 Mi] */
+	int64_t		max_json_bytes; /* memory one JSON parse (metadata.json,
+								 * an Avro schema) may take, counted by
+								 * io's jansson allocators (io_init())
+								 * [256 MiB] */
 } IcebergLimits;
 
 /* Fills *limits with the defaults above. */
@@ -141,7 +145,8 @@ typedef struct IcebergFileIO
 /*
  * The local-file implementation, for tests, the fuzzer's tools and
  * benchmarks only: it is not confined to any directory and follows
- * symlinks, so the server never uses it.  It accepts plain paths, "file:/abs",
+ * symlinks, so the server never uses it (it reads local files through
+ * io_storage_fileio of src/io/io.h, which is confined).  It accepts plain paths, "file:/abs",
  * "file:///abs" and "file://host/rest" (the latter read as the relative
  * path "host/rest", which is what some local writers produce).  Before
  * that, the first matching prefix mapping rewrites the path: a path that

@@ -47,6 +47,20 @@ extern bool iceberg_set_io_error(IcebergError *err, const IoError *ioerr,
 extern void iceberg_effective_limits(const IcebergLimits *in,
 									 IcebergLimits *out);
 
+struct json_t;
+
+/*
+ * json_loadb under a memory budget of max_json_bytes (io's counting
+ * allocators, src/io/jsonmem.h): the document, or NULL with *err:
+ * ICEBERG_ERR_LIMIT naming max_json_bytes when over the budget,
+ * ICEBERG_ERR_MALFORMED ("invalid <what>: not valid JSON", the parser's
+ * position as detail), ICEBERG_ERR_INVALID_ARGUMENT when io_init() was
+ * not called.
+ */
+extern struct json_t *iceberg_json_load(const char *text, size_t len,
+										size_t flags, int64_t max_json_bytes,
+										const char *what, IcebergError *err);
+
 /* True when io has an interrupted() hook that reports an interrupt. */
 extern bool iceberg_check_interrupt(const IcebergFileIO *io,
 									IcebergError *err);

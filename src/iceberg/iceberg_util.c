@@ -10,8 +10,10 @@
  *-------------------------------------------------------------------------
  */
 #include "iceberg/iceberg_internal.h"
+#include "io/jsonmem.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +152,7 @@ iceberg_limits_default(IcebergLimits *limits)
 	limits->max_block_items = INT64_C(16) * 1024 * 1024;
 	limits->max_string_bytes = INT64_C(16) * 1024 * 1024;
 	limits->max_collection_items = INT64_C(16) * 1024 * 1024;
+	limits->max_json_bytes = INT64_C(256) * 1024 * 1024;
 }
 
 /*
@@ -172,7 +175,43 @@ iceberg_effective_limits(const IcebergLimits *in, IcebergLimits *out)
 	PICK(max_block_items);
 	PICK(max_string_bytes);
 	PICK(max_collection_items);
+	PICK(max_json_bytes);
 #undef PICK
+}
+
+/*
+ * iceberg_json_load: see iceberg_internal.h.  The budget is io's
+ * (src/io/jsonmem.h): jansson's allocations are counted while it runs.
+ */
+struct json_t *
+iceberg_json_load(const char *text, size_t len, size_t flags,
+				  int64_t max_json_bytes, const char *what, IcebergError *err)
+{
+	IoJsonBudget b;
+	json_error_t jerr;
+	json_t	   *doc;
+
+	if (!io_json_budget_begin(&b, max_json_bytes > 0 ? (size_t) max_json_bytes : 0))
+	{
+		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
+						  "cannot parse %s: io_init() was not called", what);
+		return NULL;
+	}
+	doc = json_loadb(text, len, flags, &jerr);
+	io_json_budget_end(&b);
+	if (doc != NULL)
+		return doc;
+	if (b.exceeded)
+	{
+		iceberg_set_error(err, ICEBERG_ERR_LIMIT,
+						  "%s needs more than max_json_bytes (%zu bytes) of memory to parse",
+						  what, b.limit);
+		return NULL;
+	}
+	iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid %s: not valid JSON", what);
+	iceberg_set_detail(err, "JSON error at line %d, column %d: %s.",
+					   jerr.line, jerr.column, jerr.text);
+	return NULL;
 }
 
 /*
@@ -492,7 +531,11 @@ local_close(void *arg, void *handle)
 }
 
 /*
- * iceberg_local_fileio: fill io with the local implementation.
+ * iceberg_local_fileio: fill io with the local implementation.  For unit
+ * tests, the fuzzer's tools and benchmarks only: it reads any path the
+ * process can, follows symbolic links and knows no allowed roots.  The
+ * server reads local files through io_storage_fileio (src/io), which is
+ * confined.
  */
 void
 iceberg_local_fileio(IcebergFileIO *io, IcebergLocalFS *fs)

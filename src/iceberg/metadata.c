@@ -19,6 +19,7 @@
  *-------------------------------------------------------------------------
  */
 #include "iceberg/iceberg_internal.h"
+#include "io/jsonmem.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -271,7 +272,7 @@ md_string_map(MdParse *p, json_t *obj, const char *key, int *n_out,
 				return iceberg_set_error(p->err, ICEBERG_ERR_OUT_OF_MEMORY,
 										 "out of memory");
 			kv->value = iceberg_strdup(text, p->err);
-			free(text);
+			io_json_free(text); /* jansson's allocator (io_init) */
 		}
 		if (kv->value == NULL)
 			return false;
@@ -855,7 +856,6 @@ iceberg_metadata_parse(const void *data, size_t len, const IcebergLimits *limits
 	char	   *inflated = NULL;
 	size_t		inflated_len = 0;
 	json_t	   *root;
-	json_error_t jerr;
 	IcebergTableMetadata *md;
 	bool		ok;
 
@@ -885,16 +885,11 @@ iceberg_metadata_parse(const void *data, size_t len, const IcebergLimits *limits
 		bytes = (const unsigned char *) inflated;
 		len = inflated_len;
 	}
-	root = json_loadb((const char *) bytes, len, 0, &jerr);
+	root = iceberg_json_load((const char *) bytes, len, 0, p.limits.max_json_bytes,
+							 "table metadata", err);
 	free(inflated);
 	if (root == NULL)
-	{
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
-						  "invalid table metadata: not valid JSON");
-		iceberg_set_detail(err, "JSON error at line %d, column %d: %s.",
-						   jerr.line, jerr.column, jerr.text);
 		return false;
-	}
 	md = calloc(1, sizeof(IcebergTableMetadata));
 	if (md == NULL)
 	{

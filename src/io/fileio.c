@@ -1,9 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * fileio.c
- *		The IoFileIO interface of fileio.h over IoStorage: sequential
- *		reads served from ranged GETs (S3) or preads (files) of
- *		IO_FILEIO_CHUNK bytes.
+ *		The FileIO router of tms: the IoFileIO interface of fileio.h over
+ *		IoStorage.  Every path is canonicalised with the location rule
+ *		(location.c) against the table's relative root, then read as
+ *		sequential chunks of IO_FILEIO_CHUNK bytes served from ranged GETs
+ *		(S3) or preads (local files, confined as storage.c confines them).
  *
  * A failed open or read hands the storage's IoError to the reader, which
  * carries its code on (src/iceberg: IcebergError.io_code) so a caller can
@@ -36,13 +38,17 @@ fileio_open(void *arg, const char *path, int64_t *size_out, IoError *err)
 	FileIOHandle *h = calloc(1, sizeof(FileIOHandle));
 
 	*size_out = -1;
-	if (h == NULL || (h->uri = io_strdup(path)) == NULL)
+	if (h == NULL)
 	{
-		free(h);
 		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 		return NULL;
 	}
-	if (io_storage_read(fio->storage, path, 0, IO_FILEIO_CHUNK, &h->buf,
+	if (io_location_canonical(path, fio->relative_root, &h->uri, err) != 0)
+	{
+		free(h);
+		return NULL;
+	}
+	if (io_storage_read(fio->storage, h->uri, 0, IO_FILEIO_CHUNK, &h->buf,
 						err) != 0)
 	{
 		free(h->uri);
@@ -115,15 +121,17 @@ fileio_interrupted(void *arg)
 
 /* See io.h. */
 void
-io_fileio_init(IoStorageFileIO *fio, IoStorage *storage,
-			   IoInterruptFn interrupted, void *interrupt_arg, IoFileIO *out)
+io_storage_fileio(IoStorageFileIO *state, IoStorage *storage,
+				  const char *relative_root, IoInterruptFn interrupted,
+				  void *interrupt_arg, IoFileIO *out)
 {
-	memset(fio, 0, sizeof(*fio));
-	fio->storage = storage;
-	fio->interrupted = interrupted;
-	fio->interrupt_arg = interrupt_arg;
+	memset(state, 0, sizeof(*state));
+	state->storage = storage;
+	state->relative_root = relative_root;
+	state->interrupted = interrupted;
+	state->interrupt_arg = interrupt_arg;
 	memset(out, 0, sizeof(*out));
-	out->arg = fio;
+	out->arg = state;
 	out->open = fileio_open;
 	out->read = fileio_read;
 	out->close = fileio_close;

@@ -20,7 +20,9 @@
  * configured count; a timeout is never retried (the timeout is the
  * caller's budget), and non-idempotent requests (commits) never are.
  * Redirects are not followed (they would carry credentials elsewhere),
- * only http and https are allowed, TLS peers and host names are verified.
+ * only http and https are allowed, TLS peers and host names are verified,
+ * and every easy handle has CURLOPT_PATH_AS_IS: libcurl sends the path as
+ * built and never normalises dot segments out of it.
  *
  * No callback here calls back into the caller except the interrupt check,
  * and nothing longjmps: the callbacks only copy bytes into buffers.
@@ -41,7 +43,7 @@
 #define IO_DEFAULT_REQUEST_TIMEOUT_MS	60000
 #define IO_DEFAULT_RETRIES				2
 #define IO_DEFAULT_RETRY_BASE_MS		200
-#define IO_DEFAULT_MAX_RESPONSE			((size_t) 256 * 1024 * 1024)
+#define IO_DEFAULT_MAX_RESPONSE			((size_t) 64 * 1024 * 1024)
 #define IO_MAX_BACKOFF_MS				5000
 #define IO_MAX_HEADER_BYTES				(256 * 1024)
 
@@ -91,9 +93,16 @@ io_http_options_resolve(const IoHttpOptions *in, IoHttpOptions *out)
 		out->retry_base_ms = IO_DEFAULT_RETRY_BASE_MS;
 	if (out->max_response_bytes == 0)
 		out->max_response_bytes = IO_DEFAULT_MAX_RESPONSE;
+	if (out->max_json_bytes == 0)
+		out->max_json_bytes = IO_DEFAULT_MAX_JSON_BYTES;
 }
 
-/* libcurl write callback: append to the body unless over the cap. */
+/*
+ * libcurl write callback: append to the body unless over the cap.  With
+ * CURLOPT_ACCEPT_ENCODING libcurl hands this callback the decoded bytes,
+ * so the cap bounds the body after gzip/deflate/br are undone, not the
+ * bytes on the wire (a small compressed bomb is refused as well).
+ */
 static size_t
 write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
@@ -354,6 +363,8 @@ transfer_setup(CURL *easy, const IoHttpOptions *opt, const IoHttpRequest *req,
 	curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, t->errbuf);
 	curl_easy_setopt(easy, CURLOPT_USERAGENT, "tms/0.1");
 	curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
+	/* send the path exactly as built: never squash "/../" or "/./" */
+	curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);
 	/*
 	 * A request that must not be repeated gets a connection of its own:
 	 * libcurl silently resends a request whose reused connection turns out
@@ -420,8 +431,8 @@ transfer_finish(CURL *easy, const IoHttpOptions *opt, Transfer *t, CURLcode rc,
 		io_string_list_free(&t->headers);
 		if (t->too_large)
 			return io_set_error(err, IO_ERR_TOO_LARGE, 0,
-								"response from %s exceeds %zu bytes", t->where,
-								opt->max_response_bytes);
+								"response from %s exceeds max_response_bytes (%zu bytes, after decompression)",
+								t->where, opt->max_response_bytes);
 		if (t->body.oom || t->header_oom)
 			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0,
 								"out of memory reading response from %s", t->where);

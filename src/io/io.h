@@ -37,12 +37,32 @@
 
 #include "io_error.h"
 #include "fileio.h"
+#include "jsonmem.h"
+
+/*
+ * Initialise the io layer: installs the counting jansson allocators that
+ * bound the memory of JSON parsing (jsonmem.h).  Call it once per process
+ * before anything else touches jansson: first thing in _PG_init, first
+ * thing in a unit driver's main or a fuzz target.  Idempotent.  Without
+ * it every JSON parse of the catalog client and of src/iceberg fails
+ * (IO_ERR_INTERNAL, ICEBERG_ERR_INVALID_ARGUMENT) instead of running
+ * unbounded.
+ */
+extern void io_init(void);
 
 /* How often a blocked operation checks the interrupt callback. */
 #define IO_POLL_INTERVAL_MS 50
 
 /* Separator between namespace levels in every namespace string of this API. */
 #define IO_NS_SEP '\x1f'
+
+/*
+ * Longest table name or namespace level the catalog client sends, in
+ * bytes.  Longer names, empty ones, "." and ".." are refused with
+ * IO_ERR_INVALID_ARGUMENT before any request: a name can never change
+ * the target of a request.
+ */
+#define IO_MAX_NAME_BYTES 1024
 
 /* Errors: IoError and IoErrorCode are in io_error.h. */
 
@@ -58,7 +78,11 @@ typedef struct IoHttpOptions
 	long		request_timeout_ms; /* whole request, 0: 60 s */
 	int			retries;		/* extra attempts for idempotent requests; <0: 2 */
 	long		retry_base_ms;	/* first backoff, 0: 200 ms (doubles, jitter) */
-	size_t		max_response_bytes; /* 0: 256 MB */
+	size_t		max_response_bytes; /* body after Content-Encoding is
+									 * decoded; 0: 64 MiB */
+	size_t		max_json_bytes; /* memory one JSON parse may take (jansson's
+								 * tree and what is built from it); 0:
+								 * 256 MiB */
 	const char *ca_file;		/* PEM bundle, NULL: system default */
 	const char *ca_path;		/* directory of CA certs, NULL: default */
 	IoInterruptFn interrupted;	/* may be NULL */
@@ -151,18 +175,64 @@ extern void io_sha256_hex(const void *data, size_t len, char *hex);
 extern char *io_uri_encode(const char *s, size_t len, bool keep_slash);
 
 /* ----------------------------------------------------------------
+ * Locations: the one rule for paths (location.c)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The canonical form of a storage location.  Returns 0 with *out (malloc'd)
+ * or -1 with *err (IO_ERR_INVALID_ARGUMENT and a message saying why, or
+ * IO_ERR_OUT_OF_MEMORY).
+ *
+ *	s3://b/k, s3a://b/k, s3n://b/k (scheme in any case)	->	"s3://b/k"
+ *		(the bucket is non-empty, of letters, digits, '.', '-', '_')
+ *	/abs, file:/abs, file:///abs, file://localhost/abs	->	"/abs"
+ *	a/b, ./a/b, file:a/b, file://host/a/b			->	relative_root + "/" + rest
+ *		(host other than localhost: old local writers such as pyiceberg
+ *		write "file://host/rest" for relative warehouses; relative_root
+ *		must itself be an absolute file location, else an error)
+ *
+ * Repeated slashes of file paths are squeezed (S3 keys are kept as they
+ * are).  A "." or ".." segment anywhere is refused, never resolved; other
+ * schemes and the empty string are refused.  Nothing is percent-decoded:
+ * "%2e%2e" is a name of five characters.  The result is idempotent:
+ * canonical(canonical(x)) == canonical(x).
+ */
+extern int	io_location_canonical(const char *path, const char *relative_root,
+								  char **out, IoError *err);
+
+/*
+ * True when path lies strictly below root at a '/' boundary.  Both must be
+ * canonical.  "s3://b/wh2/x" is not under "s3://b/wh"; a path equal to
+ * the root is not under it; the root may or may not end in '/'.
+ */
+extern bool io_location_under(const char *path, const char *root);
+
+/* ----------------------------------------------------------------
  * Storage: file:// and plain paths, s3:// s3a:// s3n://
  * ----------------------------------------------------------------
  */
 typedef struct IoStorageConfig
 {
 	const char *s3_endpoint;	/* "http://127.0.0.1:4568"; NULL: AWS */
-	const char *s3_region;		/* NULL: us-east-1 */
+	const char *s3_region;		/* NULL: us-east-1; letters, digits, -_. */
 	int			s3_path_style;	/* 1 path style, 0 virtual host, -1 auto */
 	const char *s3_access_key_id;
 	const char *s3_secret_access_key;
 	const char *s3_session_token;
 	int			s3_list_page_size;	/* ListObjectsV2 max-keys; 0: 1000 */
+
+	/*
+	 * The local directories tms may touch (absolute, canonical: no "." or
+	 * ".." segment).  Every local read, size, write, list and delete is
+	 * IO_ERR_FORBIDDEN ("path ... is outside the allowed locations", the
+	 * same whether the file exists or not) unless the path lies strictly
+	 * below one of them; none configured: no local access at all.  Below
+	 * a root no symbolic link is ever followed (the root itself may be
+	 * one: it is resolved with realpath()).
+	 */
+	const char *const *local_roots;
+	size_t		nlocal_roots;
 	IoHttpOptions http;
 } IoStorageConfig;
 
@@ -182,7 +252,11 @@ typedef struct IoParsedUri
 	char	   *path;			/* file: absolute path; S3: key (no leading /) */
 } IoParsedUri;
 
-/* Parse a storage URI.  Returns 0, or -1 with *err (INVALID_ARGUMENT). */
+/*
+ * Parse a storage URI: io_location_canonical without a relative root, then
+ * split.  Returns 0, or -1 with *err (INVALID_ARGUMENT: relative, other
+ * scheme, dot segment ...).
+ */
 extern int	io_uri_parse(const char *uri, IoParsedUri *out, IoError *err);
 extern void io_uri_free(IoParsedUri *uri);
 
@@ -205,6 +279,9 @@ extern void io_buffer_free(IoBuffer *buf);
 /*
  * Read len bytes at offset (len 0: to the end).  A short read at the end
  * of the object is not an error.  A missing object is IO_ERR_NOT_FOUND.
+ * Local files: see IoStorageConfig.local_roots (IO_ERR_FORBIDDEN outside
+ * them or through a symbolic link); this holds for size, write and list
+ * as well.
  */
 extern int	io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
 							uint64_t len, IoBuffer *out, IoError *err);
@@ -244,7 +321,11 @@ typedef struct IoDeleteResult
 
 /*
  * Delete objects.  results[i] tells what happened to uris[i]; for S3 the
- * keys go to DeleteObjects in batches of at most 1000 per bucket.  Returns 0
+ * keys go to DeleteObjects in batches of at most 1000 per bucket.  A local
+ * file outside the allowed roots, or reached through a symbolic link, is
+ * not deleted (code "AccessDenied"); a symbolic link as the final
+ * component is removed itself, never its target; an invalid location has
+ * code "InvalidLocation".  Returns 0
  * when every request was answered (even if some keys failed: see
  * results), -1 with *err when a request failed as a whole (results of
  * earlier batches stay filled).
@@ -253,13 +334,23 @@ extern int	io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 							  IoDeleteResult *results, IoError *err);
 
 /*
- * Apply a catalog's vended storage properties (client.region,
- * s3.access-key-id, s3.secret-access-key, s3.session-token, s3.endpoint,
- * s3.path-style-access) on top of cfg.  Pointers in cfg then point into kv:
- * keep kv alive as long as cfg is used.
+ * Apply a catalog's vended storage properties (a loadTable response's
+ * config) on top of cfg, which holds the server's and the user mapping's
+ * settings.  The catalog must never be able to send the mapping's
+ * credentials to a host it chose, so:
+ *	- s3.access-key-id + s3.secret-access-key, when both are vended,
+ *	  replace the mapping's credentials, and s3.session-token replaces the
+ *	  mapping's token (none vended: no token; never the mapping's);
+ *	  one of the pair alone is ignored;
+ *	- s3.endpoint is used only together with vended credentials and only
+ *	  when allow_vended_endpoint (a server option, off by default);
+ *	  otherwise the server's own endpoint stays;
+ *	- client.region / s3.region apply when they look like a region
+ *	  (letters, digits, '-', '_', '.'); s3.path-style-access applies.
+ * Pointers in cfg then point into kv: keep kv alive as long as cfg is used.
  */
 extern void io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv,
-									size_t n);
+									size_t n, bool allow_vended_endpoint);
 
 /* ----------------------------------------------------------------
  * Small S3 XML reader (exposed for tests)
@@ -348,7 +439,28 @@ typedef struct IoTableList
 
 extern void io_table_list_free(IoTableList *list);
 
-/* List the tables of one namespace, following pagination. */
+/*
+ * Receives one page of a table listing: items[0..n) are borrowed until the
+ * callback returns.  Return non-zero to stop the listing early (not an
+ * error).
+ */
+typedef int (*IoTablePageFn) (void *arg, const IoTableIdent *items, size_t n);
+
+/*
+ * Stream the tables of one namespace: fn is called once per page, as the
+ * pages arrive (pageSize from IoCatalogConfig.page_size), and only one
+ * page is held at a time, so memory does not grow with the number of
+ * tables.  Returns 0 when the listing ended or fn stopped it, -1 with
+ * *err.
+ */
+extern int	io_catalog_list_tables_paged(IoCatalog *cat, const char *ns,
+										 IoTablePageFn fn, void *arg,
+										 IoError *err);
+
+/*
+ * List the tables of one namespace into one list, following pagination
+ * (io_catalog_list_tables_paged collecting every page).
+ */
 extern int	io_catalog_list_tables(IoCatalog *cat, const char *ns,
 								   IoTableList *out, IoError *err);
 
@@ -460,19 +572,29 @@ extern void io_catalog_forget(IoCatalog *cat, const char *ns, const char *table)
 typedef struct IoStorageFileIO
 {
 	IoStorage  *storage;		/* borrowed */
+	const char *relative_root;	/* borrowed; NULL: relative paths refused */
 	IoInterruptFn interrupted;
 	void	   *interrupt_arg;
 	uint64_t	bytes_read;
 } IoStorageFileIO;
 
 /*
- * Fill *out with an IoFileIO reading through storage (s3:// and absolute
- * file paths).  state holds the state and must outlive *out; it owns
- * nothing (storage stays the caller's).  A failed open or read reports the
- * storage's IoError.
+ * The one FileIO router of tms: fill *out with an IoFileIO that reads the
+ * paths of Iceberg metadata (every form io_location_canonical accepts) by
+ * canonicalising them against relative_root and reading the result through
+ * storage (S3 with ranged GETs, local files as storage allows them).
+ *
+ * state holds the state and must outlive *out, as must relative_root (may
+ * be NULL: relative paths then fail) and storage; nothing is owned.  A
+ * path the location rule refuses fails at open with
+ * IO_ERR_INVALID_ARGUMENT; storage failures keep their codes
+ * (IO_ERR_NOT_FOUND, IO_ERR_FORBIDDEN, IO_ERR_TIMEOUT ...).
+ * interrupted (may be NULL) is polled by the reader between units of work
+ * and by storage while waiting on the network.
  */
-extern void io_fileio_init(IoStorageFileIO *state, IoStorage *storage,
-						   IoInterruptFn interrupted, void *interrupt_arg,
-						   IoFileIO *out);
+extern void io_storage_fileio(IoStorageFileIO *state, IoStorage *storage,
+							  const char *relative_root,
+							  IoInterruptFn interrupted, void *interrupt_arg,
+							  IoFileIO *out);
 
 #endif							/* TMS_IO_H */

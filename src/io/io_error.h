@@ -39,7 +39,9 @@ typedef enum IoErrorCode
 	IO_ERR_COMMIT_STATE_UNKNOWN,	/* commit 500/502/504: reload and check */
 	IO_ERR_UNAVAILABLE,			/* HTTP 503, 429 after retries */
 	IO_ERR_SERVER,				/* other HTTP 5xx */
-	IO_ERR_UNSUPPORTED,			/* endpoint not offered by the server, 406/501 */
+	IO_ERR_UNSUPPORTED,			/* endpoint not offered by the server (its
+								 * "endpoints" list, 501), or the catalog
+								 * refused the operation (406) */
 	IO_ERR_STORAGE,				/* local file system or S3 error */
 	IO_ERR_INTERNAL				/* can't happen */
 } IoErrorCode;

@@ -52,6 +52,21 @@ extern bool io_str_has_prefix(const char *s, const char *prefix);
 /* Percent-decode s[0..len) into a malloc'd string (no '+' handling). */
 extern char *io_uri_decode(const char *s, size_t len);
 
+/* ---- JSON under a memory budget (jsonmem.c) ---- */
+
+struct json_t;
+
+/*
+ * Parse text[0..len) with jansson under a budget of max_bytes (0: the
+ * default): the document (any JSON value), or NULL with *err:
+ * IO_ERR_TOO_LARGE naming max_json_bytes when the budget was exceeded,
+ * IO_ERR_PROTOCOL when the text is not JSON, IO_ERR_INTERNAL when
+ * io_init() was not called.  what names the response in messages.
+ */
+extern struct json_t *io_json_parse(const char *text, size_t len,
+									size_t max_bytes, const char *what,
+									IoError *err);
+
 /* Monotonic milliseconds. */
 extern int64_t io_now_ms(void);
 

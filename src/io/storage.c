@@ -1,8 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * storage.c
- *		Object storage: local files (file:// URIs and absolute paths) and
- *		S3 (s3://, s3a://, s3n://) over the HTTP core with SigV4 signing.
+ *		Object storage: local files (file:// URIs and absolute paths),
+ *		confined to the configured allowed roots and never through a
+ *		symbolic link, and S3 (s3://, s3a://, s3n://) over the HTTP core
+ *		with SigV4 signing.  Every location goes through the location rule
+ *		(location.c) first.
  *
  * S3 requests are signed for service "s3" with single URI encoding, no
  * path normalisation and the payload's sha256 in x-amz-content-sha256
@@ -46,6 +49,8 @@ struct IoStorage
 	char	   *secret_access_key;
 	char	   *session_token;
 	int			list_page_size;
+	char	  **local_roots;	/* canonical absolute directories */
+	size_t		nlocal_roots;
 	IoHttpOptions http;
 };
 
@@ -66,68 +71,34 @@ io_uri_free(IoParsedUri *uri)
 }
 
 /*
- * Parse a storage URI (see io.h).  S3 URIs need a bucket; the key may be
- * empty (a bucket-wide prefix).  File URIs and plain paths must be
- * absolute: "file:///a", "file:/a", "file://localhost/a", "/a".
+ * Parse a storage URI (see io.h): the canonical form of location.c, split
+ * into bucket and key for S3.  S3 URIs need a bucket; the key may be empty
+ * (a bucket-wide prefix).  Relative locations are refused here: callers
+ * that have a relative root canonicalise first.
  */
 int
 io_uri_parse(const char *uri, IoParsedUri *out, IoError *err)
 {
-	const char *rest = NULL;
+	char	   *c;
 
 	memset(out, 0, sizeof(*out));
-	if (uri == NULL || uri[0] == '\0')
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "empty storage location");
-	if (strncasecmp(uri, "s3://", 5) == 0)
-		rest = uri + 5;
-	else if (strncasecmp(uri, "s3a://", 6) == 0 || strncasecmp(uri, "s3n://", 6) == 0)
-		rest = uri + 6;
-	if (rest != NULL)
+	if (io_location_canonical(uri, NULL, &c, err) != 0)
+		return -1;
+	if (strncmp(c, "s3://", 5) == 0)
 	{
+		const char *rest = c + 5;
 		const char *slash = strchr(rest, '/');
 		size_t		blen = slash ? (size_t) (slash - rest) : strlen(rest);
 
-		if (blen == 0 || blen > 255)
-			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-								"invalid S3 location \"%s\": missing bucket", uri);
 		out->scheme = IO_URI_S3;
 		out->bucket = io_strndup(rest, blen);
 		out->path = io_strdup(slash ? slash + 1 : "");
-	}
-	else if (strncmp(uri, "file:", 5) == 0)
-	{
-		const char *p = uri + 5;
-
-		if (strncmp(p, "//", 2) == 0)
-		{
-			p += 2;
-			if (strncmp(p, "localhost/", 10) == 0)
-				p += 9;
-			else if (*p != '/')
-				return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-									"invalid file location \"%s\": only local absolute paths are supported",
-									uri);
-		}
-		if (*p != '/')
-			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-								"invalid file location \"%s\": path is not absolute", uri);
-		out->scheme = IO_URI_FILE;
-		out->path = io_strdup(p);
-	}
-	else if (uri[0] == '/')
-	{
-		out->scheme = IO_URI_FILE;
-		out->path = io_strdup(uri);
+		free(c);
 	}
 	else
 	{
-		const char *colon = strstr(uri, "://");
-
-		if (colon != NULL)
-			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-								"unsupported storage scheme in \"%s\"", uri);
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"invalid storage location \"%s\": path is not absolute", uri);
+		out->scheme = IO_URI_FILE;
+		out->path = c;
 	}
 	if (out->path == NULL || (out->scheme == IO_URI_S3 && out->bucket == NULL))
 	{
@@ -150,6 +121,24 @@ uri_scheme_len(const char *uri)
  * Handle
  * ----------------------------------------------------------------
  */
+
+/*
+ * A region name ("us-east-1", "auto", "garage"): it ends up in a host name
+ * (s3.<region>.amazonaws.com) and in the signature's scope, so nothing
+ * that could end a host name or start a path passes.
+ */
+static bool
+valid_region(const char *r)
+{
+	size_t		n = 0;
+
+	for (; r[n] != '\0'; n++)
+		if (!((r[n] >= 'a' && r[n] <= 'z') || (r[n] >= 'A' && r[n] <= 'Z') ||
+			  (r[n] >= '0' && r[n] <= '9') || r[n] == '-' || r[n] == '_' || r[n] == '.'))
+			return false;
+	return n > 0 && n <= 64;
+}
+
 
 IoStorage *
 io_storage_create(const IoStorageConfig *cfg, IoError *err)
@@ -178,6 +167,14 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 			n--;
 		st->endpoint = io_strndup(cfg->s3_endpoint, n);
 	}
+	if (cfg->s3_region != NULL && cfg->s3_region[0] != '\0' && !valid_region(cfg->s3_region))
+	{
+		io_storage_free(st);
+		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+					 "invalid S3 region \"%.100s\": only letters, digits, '-', '_' and '.' are allowed",
+					 cfg->s3_region);
+		return NULL;
+	}
 	st->region = io_strdup(cfg->s3_region && cfg->s3_region[0] ? cfg->s3_region : "us-east-1");
 	st->path_style = cfg->s3_path_style;
 	st->list_page_size = cfg->s3_list_page_size > 0 && cfg->s3_list_page_size <= 1000 ?
@@ -188,6 +185,34 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 	st->http = cfg->http;
 	st->http.ca_file = NULL;
 	st->http.ca_path = NULL;
+	if (cfg->nlocal_roots > 0)
+	{
+		size_t		i;
+
+		st->local_roots = calloc(cfg->nlocal_roots, sizeof(char *));
+		if (st->local_roots == NULL)
+		{
+			io_storage_free(st);
+			io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return NULL;
+		}
+		for (i = 0; i < cfg->nlocal_roots; i++)
+		{
+			const char *r = cfg->local_roots[i];
+
+			if (r == NULL || r[0] != '/' ||
+				io_location_canonical(r, NULL, &st->local_roots[i], err) != 0)
+			{
+				io_storage_free(st);
+				if (r == NULL || r[0] != '/' || err->code == IO_ERR_INVALID_ARGUMENT)
+					io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+								 "invalid allowed location \"%.300s\": it must be an absolute directory without \".\" or \"..\" segments",
+								 r ? r : "");
+				return NULL;
+			}
+			st->nlocal_roots++;
+		}
+	}
 	if (st->region == NULL ||
 		(cfg->s3_access_key_id && st->access_key_id == NULL) ||
 		(cfg->s3_secret_access_key && st->secret_access_key == NULL) ||
@@ -215,6 +240,9 @@ io_storage_free(IoStorage *st)
 	free(st->access_key_id);
 	free(st->secret_access_key);
 	free(st->session_token);
+	for (size_t i = 0; i < st->nlocal_roots; i++)
+		free(st->local_roots[i]);
+	free(st->local_roots);
 	free(st);
 }
 
@@ -228,10 +256,18 @@ io_buffer_free(IoBuffer *buf)
 	buf->len = 0;
 }
 
-/* Apply vended properties (see io.h). */
+/*
+ * Apply vended properties (see io.h).  Two passes: first find out whether
+ * the catalog vended a complete pair of credentials, then apply.
+ */
 void
-io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n)
+io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
+						bool allow_vended_endpoint)
 {
+	const char *key_id = NULL,
+			   *secret = NULL,
+			   *token = NULL,
+			   *endpoint = NULL;
 	size_t		i;
 
 	for (i = 0; i < n; i++)
@@ -242,55 +278,262 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n)
 		if (k == NULL || v == NULL)
 			continue;
 		if (strcmp(k, "s3.access-key-id") == 0)
-			cfg->s3_access_key_id = v;
+			key_id = v;
 		else if (strcmp(k, "s3.secret-access-key") == 0)
-			cfg->s3_secret_access_key = v;
+			secret = v;
 		else if (strcmp(k, "s3.session-token") == 0)
-			cfg->s3_session_token = v;
-		else if (strcmp(k, "client.region") == 0 || strcmp(k, "s3.region") == 0)
-			cfg->s3_region = v;
+			token = v;
 		else if (strcmp(k, "s3.endpoint") == 0)
-			cfg->s3_endpoint = v;
+			endpoint = v;
+		else if ((strcmp(k, "client.region") == 0 || strcmp(k, "s3.region") == 0) &&
+				 valid_region(v))
+			cfg->s3_region = v;
 		else if (strcmp(k, "s3.path-style-access") == 0)
 			cfg->s3_path_style = strcasecmp(v, "true") == 0 ? 1 : 0;
 	}
+	if (key_id == NULL || key_id[0] == '\0' || secret == NULL || secret[0] == '\0')
+		return;					/* the mapping's credentials, the server's endpoint */
+	cfg->s3_access_key_id = key_id;
+	cfg->s3_secret_access_key = secret;
+	/* never pair the vended key with the mapping's session token */
+	cfg->s3_session_token = token != NULL && token[0] != '\0' ? token : NULL;
+	if (endpoint != NULL && endpoint[0] != '\0' && allow_vended_endpoint)
+		cfg->s3_endpoint = endpoint;
 }
 
 /* ----------------------------------------------------------------
- * Local files
+ * Local files, confined
+ *
+ * A local path is served only when its canonical form lies strictly below
+ * one of the configured roots (io_location_under); otherwise, and when no
+ * root is configured, the answer is IO_ERR_FORBIDDEN with one message
+ * that is the same whether the file exists or not.  The root is resolved
+ * once per access with realpath() (an administrator may configure a root
+ * through a symlink); below it, the path is walked component by component
+ * with openat(O_NOFOLLOW | O_DIRECTORY), the final component opened with
+ * O_NOFOLLOW or removed with unlinkat() on its parent, so a symbolic link
+ * at any depth below the root is never followed.  Listing neither reports
+ * nor enters symbolic links.
  * ----------------------------------------------------------------
  */
+
+/* Deepest directory tree a local listing descends into. */
+#define LOCAL_LIST_MAX_DEPTH 64
 
 static int
 file_error(IoError *err, const char *op, const char *path, int e)
 {
-	return io_set_error(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE, 0,
-						"could not %s file \"%s\": %s", op, path, strerror(e));
+	return io_set_error(err, e == ENOENT || e == ENOTDIR ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE,
+						0, "could not %s file \"%.300s\": %s", op, path, strerror(e));
 }
 
+/* The one answer for a path outside every allowed root. */
 static int
-file_read(const char *path, uint64_t offset, uint64_t len, IoBuffer *out,
-		  size_t cap, IoError *err)
+outside_error(IoError *err, const char *uri)
 {
-	int			fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat stbuf;
-	uint64_t	want;
-	size_t		got = 0;
+	return io_set_error(err, IO_ERR_FORBIDDEN, 0,
+						"path \"%.300s\" is outside the allowed locations", uri);
+}
+
+/* A symbolic link met below a root. */
+static int
+symlink_error(IoError *err, const char *uri)
+{
+	return io_set_error(err, IO_ERR_FORBIDDEN, 0,
+						"path \"%.300s\" leads through a symbolic link, which is never followed",
+						uri);
+}
+
+/* Is name in directory dfd a symbolic link (without following it)? */
+static bool
+is_symlink_at(int dfd, const char *name)
+{
+	struct stat sb;
+
+	return fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(sb.st_mode);
+}
+
+/* Where a confined walk ended: an open directory and what is left in it. */
+typedef struct LocalWalk
+{
+	int			dirfd;			/* -1 until opened */
+	char	   *copy;			/* malloc'd relative path, split in place */
+	const char *last;			/* final component, NULL for a whole walk */
+} LocalWalk;
+
+static void
+local_walk_end(LocalWalk *w)
+{
+	if (w->dirfd >= 0)
+		close(w->dirfd);
+	free(w->copy);
+	w->dirfd = -1;
+	w->copy = NULL;
+	w->last = NULL;
+}
+
+/*
+ * Open the directory holding path's final component (whole: the directory
+ * path itself), walking from the allowed root that contains path without
+ * following any symbolic link.  create makes missing directories.  uri is
+ * the caller's spelling, for messages.  Returns 0 with *w to end with
+ * local_walk_end, or -1 with *err (FORBIDDEN outside the roots or through
+ * a symbolic link, NOT_FOUND for a missing directory).
+ */
+static int
+local_walk(IoStorage *st, const char *uri, const char *path, bool create,
+		   bool whole, LocalWalk *w, IoError *err)
+{
+	const char *root = NULL;
+	size_t		rlen = 0,
+				i;
+	char	   *resolved;
+	char	   *comp;
+	char	   *slash;
+
+	w->dirfd = -1;
+	w->copy = NULL;
+	w->last = NULL;
+	/* the longest root containing the path: the administrator's choice */
+	for (i = 0; i < st->nlocal_roots; i++)
+	{
+		size_t		n = strlen(st->local_roots[i]);
+
+		while (n > 1 && st->local_roots[i][n - 1] == '/')
+			n--;
+		if (io_location_under(path, st->local_roots[i]) && n >= rlen)
+		{
+			root = st->local_roots[i];
+			rlen = n;
+		}
+	}
+	if (root == NULL)
+		return outside_error(err, uri);
+	comp = (char *) path + (rlen == 1 ? 1 : rlen + 1);	/* "/" root: rlen 1 */
+	w->copy = io_strdup(comp);
+	if (w->copy == NULL)
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	resolved = realpath(root, NULL);
+	if (resolved == NULL)
+	{
+		int			e = errno;
+
+		local_walk_end(w);
+		if (e == ENOMEM)
+			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return io_set_error(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE, 0,
+							"could not open allowed location \"%.300s\": %s",
+							root, strerror(e));
+	}
+	w->dirfd = open(resolved, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(resolved);
+	if (w->dirfd < 0)
+	{
+		int			e = errno;
+
+		local_walk_end(w);
+		return io_set_error(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE, 0,
+							"could not open allowed location \"%.300s\": %s",
+							root, strerror(e));
+	}
+	comp = w->copy;
+	for (;;)
+	{
+		int			fd;
+
+		slash = strchr(comp, '/');
+		if (slash != NULL)
+			*slash = '\0';
+		if (slash == NULL && !whole)
+		{
+			if (comp[0] == '\0')
+			{
+				local_walk_end(w);
+				return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+									"path \"%.300s\" names a directory, not a file", uri);
+			}
+			w->last = comp;
+			return 0;
+		}
+		if (comp[0] == '\0')	/* a trailing slash of a whole walk */
+			return 0;
+		fd = openat(w->dirfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT && create)
+		{
+			if (mkdirat(w->dirfd, comp, 0777) != 0 && errno != EEXIST)
+			{
+				int			e = errno;
+
+				local_walk_end(w);
+				return file_error(err, "create directory for", uri, e);
+			}
+			fd = openat(w->dirfd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (fd < 0)
+		{
+			int			e = errno;
+			bool		link = (e == ELOOP || e == ENOTDIR) && is_symlink_at(w->dirfd, comp);
+
+			local_walk_end(w);
+			if (link)
+				return symlink_error(err, uri);
+			return file_error(err, "open", uri, e);
+		}
+		close(w->dirfd);
+		w->dirfd = fd;
+		if (slash == NULL)
+			return 0;
+		comp = slash + 1;
+	}
+}
+
+/* Open the final component of a walk for reading, never through a link. */
+static int
+local_open_file(const LocalWalk *w, const char *uri, struct stat *sb, IoError *err)
+{
+	int			fd = openat(w->dirfd, w->last,
+							O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
-		return file_error(err, "open", path, errno);
-	if (fstat(fd, &stbuf) != 0)
+	{
+		int			e = errno;
+
+		if (e == ELOOP)
+			return symlink_error(err, uri);
+		return file_error(err, "open", uri, e);
+	}
+	if (fstat(fd, sb) != 0)
 	{
 		int			e = errno;
 
 		close(fd);
-		return file_error(err, "stat", path, e);
+		return file_error(err, "stat", uri, e);
 	}
-	if (!S_ISREG(stbuf.st_mode))
+	if (!S_ISREG(sb->st_mode))
 	{
 		close(fd);
-		return io_set_error(err, IO_ERR_STORAGE, 0, "\"%s\" is not a regular file", path);
+		return io_set_error(err, IO_ERR_STORAGE, 0,
+							"\"%.300s\" is not a regular file", uri);
 	}
+	return fd;
+}
+
+static int
+file_read(IoStorage *st, const char *uri, const char *path, uint64_t offset,
+		  uint64_t len, IoBuffer *out, size_t cap, IoError *err)
+{
+	LocalWalk	w;
+	struct stat stbuf;
+	uint64_t	want;
+	size_t		got = 0;
+	int			fd;
+
+	if (local_walk(st, uri, path, false, false, &w, err) != 0)
+		return -1;
+	fd = local_open_file(&w, uri, &stbuf, err);
+	local_walk_end(&w);
+	if (fd < 0)
+		return -1;
 	want = (offset >= (uint64_t) stbuf.st_size) ? 0 : (uint64_t) stbuf.st_size - offset;
 	if (len > 0 && len < want)
 		want = len;
@@ -298,8 +541,8 @@ file_read(const char *path, uint64_t offset, uint64_t len, IoBuffer *out,
 	{
 		close(fd);
 		return io_set_error(err, IO_ERR_TOO_LARGE, 0,
-							"read of %llu bytes from \"%s\" exceeds the limit of %zu bytes",
-							(unsigned long long) want, path, cap);
+							"read of %llu bytes from \"%.300s\" exceeds the limit of %zu bytes",
+							(unsigned long long) want, uri, cap);
 	}
 	out->data = malloc((size_t) want + 1);
 	if (out->data == NULL)
@@ -319,7 +562,7 @@ file_read(const char *path, uint64_t offset, uint64_t len, IoBuffer *out,
 				continue;
 			close(fd);
 			io_buffer_free(out);
-			return file_error(err, "read", path, e);
+			return file_error(err, "read", uri, e);
 		}
 		if (r == 0)
 			break;
@@ -331,116 +574,167 @@ file_read(const char *path, uint64_t offset, uint64_t len, IoBuffer *out,
 	return 0;
 }
 
-/* mkdir -p for the parent directories of path. */
 static int
-make_parents(const char *path, IoError *err)
+file_size(IoStorage *st, const char *uri, const char *path, uint64_t *size,
+		  IoError *err)
 {
-	char	   *copy = io_strdup(path);
-	char	   *p;
+	LocalWalk	w;
+	struct stat stbuf;
+	int			rc = 0;
 
-	if (copy == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-	for (p = copy + 1; *p; p++)
-	{
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(copy, 0777) != 0 && errno != EEXIST)
-		{
-			int			e = errno;
-
-			file_error(err, "create directory", copy, e);
-			free(copy);
-			return -1;
-		}
-		*p = '/';
-	}
-	free(copy);
-	return 0;
+	if (local_walk(st, uri, path, false, false, &w, err) != 0)
+		return -1;
+	if (fstatat(w.dirfd, w.last, &stbuf, AT_SYMLINK_NOFOLLOW) != 0)
+		rc = file_error(err, "stat", uri, errno);
+	else if (S_ISLNK(stbuf.st_mode))
+		rc = symlink_error(err, uri);
+	else if (!S_ISREG(stbuf.st_mode))
+		rc = io_set_error(err, IO_ERR_STORAGE, 0, "\"%.300s\" is not a regular file", uri);
+	else
+		*size = (uint64_t) stbuf.st_size;
+	local_walk_end(&w);
+	return rc;
 }
 
-/* Write atomically: a temporary file in the same directory, then rename. */
+/*
+ * Write atomically: a temporary file in the same directory, then renameat
+ * over the final name (which replaces a symbolic link there, never its
+ * target).  Missing directories below the root are created.
+ */
 static int
-file_write(const char *path, const void *data, size_t len, IoError *err)
+file_write(IoStorage *st, const char *uri, const char *path, const void *data,
+		   size_t len, IoError *err)
 {
+	LocalWalk	w;
 	IoStrBuf	tmp;
 	int			fd;
 	size_t		done = 0;
 
-	if (make_parents(path, err) != 0)
+	if (local_walk(st, uri, path, true, false, &w, err) != 0)
 		return -1;
 	io_sb_init(&tmp);
-	io_sb_printf(&tmp, "%s.tms-tmp-%ld", path, (long) getpid());
+	io_sb_printf(&tmp, "%s.tms-tmp-%ld", w.last, (long) getpid());
 	if (tmp.oom)
 	{
 		io_sb_free(&tmp);
+		local_walk_end(&w);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	}
-	fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	fd = openat(w.dirfd, tmp.data,
+				O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
 	if (fd < 0)
 	{
 		int			e = errno;
 
-		file_error(err, "create", tmp.data, e);
-		io_sb_free(&tmp);
-		return -1;
+		file_error(err, "create", uri, e);
+		goto fail;
 	}
 	while (done < len)
 	{
-		ssize_t		w = write(fd, (const char *) data + done, len - done);
+		ssize_t		wr = write(fd, (const char *) data + done, len - done);
 
-		if (w < 0)
+		if (wr < 0)
 		{
 			int			e = errno;
 
 			if (e == EINTR)
 				continue;
 			close(fd);
-			unlink(tmp.data);
-			file_error(err, "write", tmp.data, e);
-			io_sb_free(&tmp);
-			return -1;
+			unlinkat(w.dirfd, tmp.data, 0);
+			file_error(err, "write", uri, e);
+			goto fail;
 		}
-		done += (size_t) w;
+		done += (size_t) wr;
 	}
 	if (fsync(fd) != 0 || close(fd) != 0)
 	{
 		int			e = errno;
 
-		unlink(tmp.data);
-		file_error(err, "write", tmp.data, e);
-		io_sb_free(&tmp);
-		return -1;
+		unlinkat(w.dirfd, tmp.data, 0);
+		file_error(err, "write", uri, e);
+		goto fail;
 	}
-	if (rename(tmp.data, path) != 0)
+	if (renameat(w.dirfd, tmp.data, w.dirfd, w.last) != 0)
 	{
 		int			e = errno;
 
-		unlink(tmp.data);
-		file_error(err, "rename", tmp.data, e);
-		io_sb_free(&tmp);
-		return -1;
+		unlinkat(w.dirfd, tmp.data, 0);
+		file_error(err, "rename", uri, e);
+		goto fail;
 	}
 	io_sb_free(&tmp);
+	local_walk_end(&w);
 	return 0;
+
+fail:
+	io_sb_free(&tmp);
+	local_walk_end(&w);
+	return -1;
 }
 
-/* Recursive listing below dir; uri_prefix + relative path is reported. */
-static int
-file_list_dir(IoStrBuf *path, size_t uri_cut, const char *uri_prefix,
-			  IoListFn fn, void *arg, const IoHttpOptions *http,
-			  int *stopped, IoError *err)
+/*
+ * Delete one local file: unlinkat on its parent directory, so a symbolic
+ * link as the final component is removed itself, never its target.  A
+ * missing file is deleted.  Fills *r.
+ */
+static void
+file_delete(IoStorage *st, const char *uri, const char *path, IoDeleteResult *r)
 {
-	DIR		   *d = opendir(path->data);
+	LocalWalk	w;
+	IoError		err;
+
+	if (local_walk(st, uri, path, false, false, &w, &err) != 0)
+	{
+		if (err.code == IO_ERR_NOT_FOUND)
+			r->deleted = true;	/* a missing directory: the file is gone */
+		else
+		{
+			snprintf(r->code, sizeof(r->code), "%s",
+					 err.code == IO_ERR_FORBIDDEN ? "AccessDenied" : "InvalidLocation");
+			snprintf(r->message, sizeof(r->message), "%.255s", err.message);
+		}
+		return;
+	}
+	if (unlinkat(w.dirfd, w.last, 0) == 0 || errno == ENOENT)
+		r->deleted = true;
+	else
+	{
+		int			e = errno;
+
+		snprintf(r->code, sizeof(r->code), "errno %d", e);
+		snprintf(r->message, sizeof(r->message), "%s", strerror(e));
+	}
+	local_walk_end(&w);
+}
+
+/*
+ * Recursive listing of the directory dfd (taken over and closed); rel is
+ * the path below the listed prefix ("" at the top), reported as
+ * uri_prefix + rel + "/" + name.  Symbolic links are skipped.
+ */
+static int
+file_list_fd(int dfd, IoStrBuf *rel, const char *uri_prefix, IoListFn fn,
+			 void *arg, const IoHttpOptions *http, int depth, int *stopped,
+			 IoError *err)
+{
+	DIR		   *d = fdopendir(dfd);
 	struct dirent *de;
-	size_t		base = path->len;
+	size_t		base = rel->len;
 	int			rc = 0;
 
 	if (d == NULL)
 	{
-		if (errno == ENOENT || errno == ENOTDIR)
-			return 0;			/* nothing under a missing prefix */
-		return file_error(err, "open directory", path->data, errno);
+		int			e = errno;
+
+		close(dfd);
+		return file_error(err, "open directory", uri_prefix, e);
+	}
+	if (depth > LOCAL_LIST_MAX_DEPTH)
+	{
+		closedir(d);
+		return io_set_error(err, IO_ERR_STORAGE, 0,
+							"directory tree below \"%.300s\" is deeper than %d levels",
+							uri_prefix, LOCAL_LIST_MAX_DEPTH);
 	}
 	while (rc == 0 && !*stopped && (de = readdir(d)) != NULL)
 	{
@@ -453,24 +747,38 @@ file_list_dir(IoStrBuf *path, size_t uri_cut, const char *uri_prefix,
 			rc = io_set_error(err, IO_ERR_INTERRUPTED, 0, "listing interrupted");
 			break;
 		}
-		path->len = base;
-		if (base == 0 || path->data[base - 1] != '/')
-			io_sb_putc(path, '/');
-		io_sb_puts(path, de->d_name);
-		if (path->oom)
+		rel->len = base;
+		if (rel->data)
+			rel->data[base] = '\0';
+		io_sb_putc(rel, '/');
+		io_sb_puts(rel, de->d_name);
+		if (rel->oom)
 		{
 			rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 			break;
 		}
-		if (lstat(path->data, &stbuf) != 0)
+		if (fstatat(dirfd(d), de->d_name, &stbuf, AT_SYMLINK_NOFOLLOW) != 0)
 		{
 			if (errno == ENOENT)
 				continue;		/* removed meanwhile */
-			rc = file_error(err, "stat", path->data, errno);
+			rc = file_error(err, "stat", rel->data, errno);
 			break;
 		}
 		if (S_ISDIR(stbuf.st_mode))
-			rc = file_list_dir(path, uri_cut, uri_prefix, fn, arg, http, stopped, err);
+		{
+			int			cfd = openat(dirfd(d), de->d_name,
+									 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (cfd < 0)
+			{
+				if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR)
+					continue;	/* removed or replaced meanwhile */
+				rc = file_error(err, "open directory", rel->data, errno);
+				break;
+			}
+			rc = file_list_fd(cfd, rel, uri_prefix, fn, arg, http, depth + 1,
+							  stopped, err);
+		}
 		else if (S_ISREG(stbuf.st_mode))
 		{
 			IoStrBuf	uri;
@@ -478,7 +786,7 @@ file_list_dir(IoStrBuf *path, size_t uri_cut, const char *uri_prefix,
 
 			io_sb_init(&uri);
 			io_sb_puts(&uri, uri_prefix);
-			io_sb_puts(&uri, path->data + uri_cut);
+			io_sb_puts(&uri, rel->data);
 			if (uri.oom)
 			{
 				rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
@@ -493,9 +801,46 @@ file_list_dir(IoStrBuf *path, size_t uri_cut, const char *uri_prefix,
 		}
 	}
 	closedir(d);
-	path->len = base;
-	if (path->data)
-		path->data[base] = '\0';
+	rel->len = base;
+	if (rel->data)
+		rel->data[base] = '\0';
+	return rc;
+}
+
+/*
+ * List every regular file below the directory path; a missing directory
+ * lists nothing.  Children are reported as the caller's prefix (trailing
+ * slashes removed) + "/" + their path below it.
+ */
+static int
+file_list(IoStorage *st, const char *prefix, const char *path, IoListFn fn,
+		  void *arg, IoError *err)
+{
+	LocalWalk	w;
+	IoHttpOptions opt;
+	IoStrBuf	rel;
+	char	   *up;
+	size_t		ulen = strlen(prefix);
+	int			stopped = 0;
+	int			rc;
+
+	if (local_walk(st, prefix, path, false, true, &w, err) != 0)
+		return err->code == IO_ERR_NOT_FOUND ? 0 : -1;
+	while (ulen > 1 && prefix[ulen - 1] == '/')
+		ulen--;
+	up = io_strndup(prefix, ulen);
+	if (up == NULL)
+	{
+		local_walk_end(&w);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	io_http_options_resolve(&st->http, &opt);
+	io_sb_init(&rel);
+	rc = file_list_fd(w.dirfd, &rel, up, fn, arg, &opt, 0, &stopped, err);
+	w.dirfd = -1;				/* taken over by file_list_fd */
+	local_walk_end(&w);
+	io_sb_free(&rel);
+	free(up);
 	return rc;
 }
 
@@ -1155,7 +1500,7 @@ io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
 		return -1;
 	io_http_options_resolve(&st->http, &opt);
 	if (u.scheme == IO_URI_FILE)
-		rc = file_read(u.path, offset, len, out, opt.max_response_bytes, err);
+		rc = file_read(st, uri, u.path, offset, len, out, opt.max_response_bytes, err);
 	else
 		rc = s3_read(st, &u, offset, len, out, err);
 	io_uri_free(&u);
@@ -1171,14 +1516,7 @@ io_storage_size(IoStorage *st, const char *uri, uint64_t *size, IoError *err)
 	if (io_uri_parse(uri, &u, err) != 0)
 		return -1;
 	if (u.scheme == IO_URI_FILE)
-	{
-		struct stat stbuf;
-
-		if (stat(u.path, &stbuf) != 0)
-			rc = file_error(err, "stat", u.path, errno);
-		else
-			*size = (uint64_t) stbuf.st_size;
-	}
+		rc = file_size(st, uri, u.path, size, err);
 	else
 	{
 		IoHttpResponse resp;
@@ -1212,7 +1550,7 @@ io_storage_write(IoStorage *st, const char *uri, const void *data, size_t len,
 	if (io_uri_parse(uri, &u, err) != 0)
 		return -1;
 	if (u.scheme == IO_URI_FILE)
-		rc = file_write(u.path, data, len, err);
+		rc = file_write(st, uri, u.path, data, len, err);
 	else if (u.path[0] == '\0')
 		rc = io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
 						  "invalid S3 location \"%s\": missing key", uri);
@@ -1241,38 +1579,7 @@ io_storage_list(IoStorage *st, const char *prefix, IoListFn fn, void *arg,
 	if (io_uri_parse(prefix, &u, err) != 0)
 		return -1;
 	if (u.scheme == IO_URI_FILE)
-	{
-		IoStrBuf	path;
-		IoHttpOptions opt;
-		int			stopped = 0;
-		size_t		plen = strlen(u.path);
-		size_t		ulen = strlen(prefix);
-
-		io_http_options_resolve(&st->http, &opt);
-		/* report children as prefix + the part of the path below u.path */
-		while (plen > 1 && u.path[plen - 1] == '/')
-			plen--;
-		while (ulen > 1 && prefix[ulen - 1] == '/')
-			ulen--;
-		if (plen <= 1)
-		{
-			io_uri_free(&u);
-			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-								"refusing to list the root directory");
-		}
-		io_sb_init(&path);
-		io_sb_append(&path, u.path, plen);
-		{
-			char	   *up = io_strndup(prefix, ulen);
-
-			if (up == NULL || path.oom)
-				rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-			else
-				rc = file_list_dir(&path, plen, up, fn, arg, &opt, &stopped, err);
-			free(up);
-		}
-		io_sb_free(&path);
-	}
+		rc = file_list(st, prefix, u.path, fn, arg, err);
 	else
 		rc = s3_list(st, &u, prefix, fn, arg, err);
 	io_uri_free(&u);
@@ -1316,15 +1623,7 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 		if (parsed[i].scheme == IO_URI_FILE)
 		{
 			taken[i] = true;
-			if (unlink(parsed[i].path) == 0 || errno == ENOENT)
-				results[i].deleted = true;
-			else
-			{
-				int			e = errno;
-
-				snprintf(results[i].code, sizeof(results[i].code), "errno %d", e);
-				snprintf(results[i].message, sizeof(results[i].message), "%s", strerror(e));
-			}
+			file_delete(st, uris[i], parsed[i].path, &results[i]);
 		}
 		else if (parsed[i].path[0] == '\0')
 		{

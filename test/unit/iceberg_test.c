@@ -8,7 +8,9 @@
  *	  kind (truncation at every length, flipped bytes, wrong magic, bad
  *	  sync, absurd counts, bad JSON, missing fields).
  *
- * Built by "make unit" with the files of src/iceberg/.  The fixtures are
+ * Built by "make unit" with the files of src/iceberg/ and src/io/ (the
+ * layer reads through io's IoFileIO; one test reads fixtures through the
+ * io layer's confined router, io_storage_fileio).  The fixtures are
  * taken from $ICEBERG_FIXTURES, else test/fixtures/iceberg relative
  * to the repository top (where the test runs).  The last line printed is
  * "N passed, M failed"; the exit status is non-zero when M > 0.
@@ -24,6 +26,7 @@
 
 #include "dsl/dsl.h"
 #include "iceberg/iceberg.h"
+#include "io/io.h"
 
 static int	npassed;
 static int	nfailed;
@@ -1597,11 +1600,102 @@ test_metrics_saturate(void)
 	}
 }
 
+/* ---------------------------------------------------------------------
+ * Reading through the io layer's router: codes travel in io_code
+ * ---------------------------------------------------------------------
+ */
+static void
+test_io_router(void)
+{
+	char	   *root = realpath(fixtures, NULL);
+	const char *roots[1];
+	IoStorageConfig cfg;
+	IoStorage  *st;
+	IoStorageFileIO state;
+	IcebergFileIO io;
+	IoError		ioerr;
+	IcebergTableMetadata *md;
+	IcebergError err;
+	struct
+	{
+		const char *path;
+		IoErrorCode io_code;
+	}			fails[] = {
+		{"pyiceberg-v1-overwrite/metadata/no-such.metadata.json", IO_ERR_NOT_FOUND},
+		{"/etc/passwd", IO_ERR_FORBIDDEN},
+		{"gs://bucket/metadata.json", IO_ERR_INVALID_ARGUMENT},
+		{"pyiceberg-v1-overwrite/../pyiceberg-v1-overwrite/metadata/x.json", IO_ERR_INVALID_ARGUMENT},
+	};
+
+	if (root == NULL)
+	{
+		CHECK(false, "realpath of the fixtures");
+		return;
+	}
+	roots[0] = root;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.local_roots = roots;
+	cfg.nlocal_roots = 1;
+	st = io_storage_create(&cfg, &ioerr);
+	CHECK(st != NULL, "storage: %s", st ? "" : ioerr.message);
+	if (st == NULL)
+	{
+		free(root);
+		return;
+	}
+	io_storage_fileio(&state, st, root, NULL, NULL, &io.io);
+	io.limits = NULL;
+	CHECK(iceberg_metadata_read(&io, "pyiceberg-v1-overwrite/metadata/00003-8d01e4aa-d143-49c9-898e-b5e477577b70.metadata.json",
+								&md, &err), "relative read through the router: %s", err.message);
+	iceberg_metadata_free(md);
+	for (size_t i = 0; i < sizeof(fails) / sizeof(fails[0]); i++)
+	{
+		CHECK(!iceberg_metadata_read(&io, fails[i].path, &md, &err) &&
+			  err.code == ICEBERG_ERR_IO && err.io_code == fails[i].io_code,
+			  "\"%s\": %s / %s (%s)", fails[i].path, iceberg_error_code_name(err.code),
+			  io_error_code_name(err.io_code), err.detail);
+	}
+	io_storage_free(st);
+	free(root);
+}
+
+/* metadata.json parsing is bounded by max_json_bytes (io's budget) */
+static void
+test_json_budget(void)
+{
+	IcebergLimits lim;
+	IcebergLocalFS fs;
+	IcebergFileIO io;
+	IcebergTableMetadata *md = NULL;
+	IcebergError err;
+	const char *path = fx("pyiceberg-v1-overwrite/metadata/00003-8d01e4aa-d143-49c9-898e-b5e477577b70.metadata.json");
+
+	memset(&fs, 0, sizeof(fs));
+	iceberg_local_fileio(&io, &fs);
+	memset(&lim, 0, sizeof(lim));
+	lim.max_json_bytes = 4096;
+	io.limits = &lim;
+	CHECK(!iceberg_metadata_read(&io, path, &md, &err) && err.code == ICEBERG_ERR_LIMIT &&
+		  strstr(err.message, "max_json_bytes") != NULL,
+		  "metadata over a 4 KiB JSON budget: %s", err.message);
+	lim.max_json_bytes = 0;		/* the default */
+	CHECK(iceberg_metadata_read(&io, path, &md, &err), "under the default budget: %s",
+		  err.message);
+	iceberg_metadata_free(md);
+	{
+		IcebergLimits d;
+
+		iceberg_limits_default(&d);
+		CHECK(d.max_json_bytes == INT64_C(256) * 1024 * 1024, "default max_json_bytes");
+	}
+}
+
 int
 main(void)
 {
 	size_t		i;
 
+	io_init();					/* before any jansson use */
 	fixtures = getenv("ICEBERG_FIXTURES");
 	if (fixtures == NULL)
 		fixtures = "test/fixtures/iceberg";
@@ -1617,6 +1711,8 @@ main(void)
 	test_standalone_avro();
 	test_handmade_avro();
 	test_walk_and_adapters();
+	test_io_router();
+	test_json_budget();
 	test_truncation_and_corruption("standalone-avro/duckdb_v3_manifest_list.avro", 0);
 	test_truncation_and_corruption("standalone-avro/manifest-list-v2-1.avro", 0);
 	test_truncation_and_corruption("spark-v2-partitioned-bucket-identity/metadata/abf62b15-903b-40b6-9e6b-26bcdceac9b3-m0.avro", 1);

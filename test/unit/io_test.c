@@ -2,10 +2,11 @@
  *
  * io_test.c
  *		Unit tests of src/io/ without a server: the whole AWS SigV4 test
- *		suite (header and presigned-query modes), storage URI parsing,
- *		the S3 XML reader on good and malformed input, local file
- *		storage, and batches of concurrent table loads against a small
- *		forked HTTP server of this file.
+ *		suite (header and presigned-query modes), the location rule and
+ *		storage URI parsing, the S3 XML reader on good and malformed
+ *		input, local file storage, and, against a small forked HTTP server
+ *		of this file, batches of concurrent table loads and the exact
+ *		request paths that names and keys produce.
  *
  * Built by "make unit" with the files of src/io/.  The SigV4 suite directory is
  * taken from $SIGV4_SUITE, else test/fixtures/sigv4/v4 relative to
@@ -30,14 +31,18 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <malloc.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 
 #include <jansson.h>
+#include <zlib.h>
 
 #include "io/io.h"
+#include "io/io_int.h"
 
 static int	npassed;
 static int	nfailed;
@@ -559,7 +564,12 @@ test_uri_parse(void)
 		{"file:///tmp/x", 1, IO_URI_FILE, NULL, "/tmp/x"},
 		{"file:/tmp/x", 1, IO_URI_FILE, NULL, "/tmp/x"},
 		{"file://localhost/tmp/x", 1, IO_URI_FILE, NULL, "/tmp/x"},
-		{"file://otherhost/tmp/x", 0, 0, NULL, NULL},
+		{"file://otherhost/tmp/x", 0, 0, NULL, NULL},	/* relative, no root */
+		{"s3a://b//k", 1, IO_URI_S3, "b", "/k"},
+		{"file://localhost//tmp//x", 1, IO_URI_FILE, NULL, "/tmp/x"},
+		{"/tmp/../etc/passwd", 0, 0, NULL, NULL},
+		{"s3://b/a/../k", 0, 0, NULL, NULL},
+		{"s3://b/%2e%2e/k", 1, IO_URI_S3, "b", "%2e%2e/k"},
 		{"/var/data/f", 1, IO_URI_FILE, NULL, "/var/data/f"},
 		{"relative/path", 0, 0, NULL, NULL},
 		{"gs://bucket/x", 0, 0, NULL, NULL},
@@ -596,6 +606,210 @@ test_uri_parse(void)
 		CHECK(e && strcmp(e, "a%2Fb") == 0, "uri encode without slash: %s", e ? e : "(null)");
 		free(e);
 	}
+}
+
+/* ----------------------------------------------------------------
+ * Locations (location.c)
+ * ----------------------------------------------------------------
+ */
+static void
+test_location_canonical(void)
+{
+	struct
+	{
+		const char *path;
+		const char *root;
+		const char *want;		/* NULL: refused with INVALID_ARGUMENT */
+	}			cases[] = {
+		/* S3 */
+		{"s3://b/k", NULL, "s3://b/k"},
+		{"s3a://b/a/b.parquet", NULL, "s3://b/a/b.parquet"},
+		{"s3n://b/a/", NULL, "s3://b/a/"},
+		{"S3A://b/k", NULL, "s3://b/k"},
+		{"S3://b/k", NULL, "s3://b/k"},
+		{"s3://b", NULL, "s3://b"},
+		{"s3://b/", NULL, "s3://b/"},
+		{"s3://b/a//k", NULL, "s3://b/a//k"},	/* keys keep their slashes */
+		{"s3://b/a/%2e%2e/k", NULL, "s3://b/a/%2e%2e/k"},
+		{"s3://b/a%2Fb", NULL, "s3://b/a%2Fb"},
+		{"s3://b/\xc3\xa9t\xc3\xa9/\xe4\xb8\xad", NULL, "s3://b/\xc3\xa9t\xc3\xa9/\xe4\xb8\xad"},
+		{"s3://my.bucket-1_x/k", NULL, "s3://my.bucket-1_x/k"},
+		{"s3:///key", NULL, NULL},
+		{"s3://", NULL, NULL},
+		{"s3a:///k", NULL, NULL},
+		{"s3://b/../k", NULL, NULL},
+		{"s3://b/a/./k", NULL, NULL},
+		{"s3://b/a/..", NULL, NULL},
+		{"s3://b/a/.", NULL, NULL},
+		{"s3://../k", NULL, NULL},
+		{"s3://./k", NULL, NULL},
+		{"s3://b:80/k", NULL, NULL},
+		{"s3://user@b/k", NULL, NULL},
+		{"s3://b?x/k", NULL, NULL},
+		{"s3:b/k", NULL, NULL},
+		{"s3:/b/k", NULL, NULL},
+		/* absolute files */
+		{"/abs/x", NULL, "/abs/x"},
+		{"/abs//x///y", NULL, "/abs/x/y"},
+		{"/abs/x/", NULL, "/abs/x/"},
+		{"file:/abs/x", NULL, "/abs/x"},
+		{"file:///abs/x", NULL, "/abs/x"},
+		{"file:////abs/x", NULL, "/abs/x"},
+		{"FILE:///abs/x", NULL, "/abs/x"},
+		{"file://localhost/abs/x", NULL, "/abs/x"},
+		{"file://LocalHost/abs/x", NULL, "/abs/x"},
+		{"file://localhost", NULL, "/"},
+		{"/", NULL, "/"},
+		{"/abs/%2e%2e/x", NULL, "/abs/%2e%2e/x"},
+		{"/abs/..x/x..", NULL, "/abs/..x/x.."},
+		{"/abs/.hidden", NULL, "/abs/.hidden"},
+		{"/\xc3\xa9/\xe2\x82\xac", NULL, "/\xc3\xa9/\xe2\x82\xac"},
+		{"/abs/../etc/passwd", NULL, NULL},
+		{"/abs/./x", NULL, NULL},
+		{"/abs/x/..", NULL, NULL},
+		{"/abs/x/.", NULL, NULL},
+		{"file:///abs/../x", NULL, NULL},
+		{"file://localhost/../x", NULL, NULL},
+		/* relative, resolved against the root */
+		{"a/b", "/wh", "/wh/a/b"},
+		{"./a/b", "/wh", "/wh/a/b"},
+		{"././a//b", "/wh/", "/wh/a/b"},
+		{"file:a/b", "/wh", "/wh/a/b"},
+		{"file:./a/b", "/wh", "/wh/a/b"},
+		{"file://host/rest/x", "/wh", "/wh/host/rest/x"},
+		{"file://warehouse", "/wh", "/wh/warehouse"},
+		{"a/b", "file:///wh", "/wh/a/b"},
+		{"a/b", "file://localhost/wh", "/wh/a/b"},
+		{"%2e%2e/x", "/wh", "/wh/%2e%2e/x"},
+		{"a/b", NULL, NULL},
+		{"a/b", "", NULL},
+		{"a/b", "wh", NULL},
+		{"a/b", "s3://b/wh", NULL},
+		{"a/b", "/wh/../x", NULL},
+		{"file://host/rest", NULL, NULL},
+		{"file:a", NULL, NULL},
+		{"../x", "/wh", NULL},
+		{"a/../../x", "/wh", NULL},
+		{"a/./x", "/wh", NULL},
+		{"./", "/wh", NULL},
+		{".", "/wh", NULL},
+		{"..", "/wh", NULL},
+		{"file:", "/wh", NULL},
+		{"file://", "/wh", NULL},
+		{"a", "file://", NULL},		/* found by fuzz_location */
+		{"file://.", "/wh", NULL},
+		{"file://../x", "/wh", NULL},
+		/* other schemes, empty */
+		{"", "/wh", NULL},
+		{"http://host/x", "/wh", NULL},
+		{"https://host/x", "/wh", NULL},
+		{"gs://b/x", "/wh", NULL},
+		{"abfs://c@a.dfs.core.windows.net/x", "/wh", NULL},
+		{"hdfs://nn/x", "/wh", NULL},
+		{"c:/x", "/wh", NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		char	   *out = NULL;
+		IoError		err;
+		int			rc;
+
+		io_error_clear(&err);
+		rc = io_location_canonical(cases[i].path, cases[i].root, &out, &err);
+		if (cases[i].want == NULL)
+		{
+			CHECK(rc == -1 && out == NULL && err.code == IO_ERR_INVALID_ARGUMENT &&
+				  strncmp(err.message, "invalid location", 16) == 0,
+				  "location \"%s\" (root %s) should be refused, got %s",
+				  cases[i].path, cases[i].root ? cases[i].root : "none",
+				  out ? out : err.message);
+		}
+		else
+		{
+			CHECK(rc == 0 && out != NULL && strcmp(out, cases[i].want) == 0,
+				  "location \"%s\" (root %s): got \"%s\", want \"%s\"",
+				  cases[i].path, cases[i].root ? cases[i].root : "none",
+				  rc == 0 ? out : err.message, cases[i].want);
+			if (rc == 0)
+			{
+				char	   *again = NULL;
+
+				/* idempotent, and needs no root any more */
+				CHECK(io_location_canonical(out, NULL, &again, &err) == 0 &&
+					  strcmp(again, out) == 0, "canonical of \"%s\" is not a fixpoint",
+					  out);
+				free(again);
+			}
+		}
+		free(out);
+	}
+
+	/* the message says why */
+	{
+		char	   *out;
+		IoError		err;
+
+		io_location_canonical("s3://b/a/../k", NULL, &out, &err);
+		CHECK(strstr(err.message, "\"..\" segment") != NULL, "dot message: %s", err.message);
+		io_location_canonical("a/b", NULL, &out, &err);
+		CHECK(strstr(err.message, "relative") != NULL, "relative message: %s", err.message);
+		io_location_canonical("gs://b/k", NULL, &out, &err);
+		CHECK(strstr(err.message, "supported") != NULL, "scheme message: %s", err.message);
+		io_location_canonical(NULL, NULL, &out, &err);
+		CHECK(err.code == IO_ERR_INVALID_ARGUMENT && strstr(err.message, "empty") != NULL,
+			  "NULL location: %s", err.message);
+	}
+}
+
+static void
+test_location_under(void)
+{
+	struct
+	{
+		const char *path;
+		const char *root;
+		bool		under;
+	}			cases[] = {
+		{"s3://b/wh/x", "s3://b/wh", true},
+		{"s3://b/wh/x", "s3://b/wh/", true},
+		{"s3://b/wh/x", "s3://b/wh//", true},
+		{"s3://b/wh/a/b/c", "s3://b/wh", true},
+		{"s3://b/wh2/x", "s3://b/wh", false},
+		{"s3://b/wh", "s3://b/wh", false},
+		{"s3://b/wh/", "s3://b/wh", false},
+		{"s3://b/wh/", "s3://b/wh/", false},
+		{"s3://b/wh//", "s3://b/wh", false},
+		{"s3://b/w", "s3://b/wh", false},
+		{"s3://b2/wh/x", "s3://b/wh", false},
+		{"s3://b/x", "s3://b", true},
+		{"s3://b/x", "s3://b/", true},
+		{"s3://bb/x", "s3://b", false},
+		{"s3://b/wh/x", "/b/wh", false},
+		{"/b/wh/x", "s3://b/wh", false},
+		{"/wh/x", "/wh", true},
+		{"/wh/x", "/wh/", true},
+		{"/wh2/x", "/wh", false},
+		{"/wh", "/wh", false},
+		{"/wh/", "/wh", false},
+		{"/x", "/", true},
+		{"/", "/", false},
+		{"/wh/../etc", "/wh", false},
+		{"/wh/./x", "/wh", false},
+		{"/wh/x", "/wh/..", false},
+		{"/wh/%2e%2e/x", "/wh", true},
+		{"/wh/x", "", false},
+		{"/wh/x", "wh", false},
+		{"s3://b/x", "s3://", false},
+		{"s3://b/x", "s3:", false},
+		{"s3:///x", "s3://", false},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK(io_location_under(cases[i].path, cases[i].root) == cases[i].under,
+			  "under(\"%s\", \"%s\") should be %s", cases[i].path, cases[i].root,
+			  cases[i].under ? "true" : "false");
+	CHECK(!io_location_under(NULL, "/wh") && !io_location_under("/wh/x", NULL), "NULL");
 }
 
 /* ----------------------------------------------------------------
@@ -706,6 +920,111 @@ test_xml(void)
 }
 
 /* ----------------------------------------------------------------
+ * Vended storage config: the catalog never redirects the mapping's keys
+ * ----------------------------------------------------------------
+ */
+
+/* A mapping's settings: server endpoint, mapping keys and token. */
+static void
+mapping_config(IoStorageConfig *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->s3_endpoint = "https://s3.server.example";
+	cfg->s3_region = "us-east-1";
+	cfg->s3_access_key_id = "MAPPINGKEY";
+	cfg->s3_secret_access_key = "mapping-secret";
+	cfg->s3_session_token = "mapping-token";
+	cfg->s3_path_style = -1;
+}
+
+#define STREQ_OR_NULL(a, b) ((a) == NULL ? (b) == NULL : (b) != NULL && strcmp((a), (b)) == 0)
+
+static void
+test_config_apply(void)
+{
+	struct
+	{
+		const char *name;
+		IoKeyValue	kv[6];
+		size_t		n;
+		bool		allow_endpoint;
+		const char *endpoint;
+		const char *key;
+		const char *secret;
+		const char *token;
+		const char *region;
+	}			cases[] = {
+		{"nothing vended", {{NULL, NULL}}, 0, true,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "us-east-1"},
+		{"endpoint alone: ignored", {{"s3.endpoint", "https://evil.example"}}, 1, true,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "us-east-1"},
+		{"endpoint and half a key pair: ignored",
+			{{"s3.endpoint", "https://evil.example"}, {"s3.access-key-id", "VENDED"}}, 2, true,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "us-east-1"},
+		{"secret alone: ignored", {{"s3.secret-access-key", "vs"}, {"s3.session-token", "vt"}}, 2, true,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "us-east-1"},
+		{"empty vended key: ignored",
+			{{"s3.access-key-id", ""}, {"s3.secret-access-key", "vs"}, {"s3.endpoint", "https://evil.example"}}, 3, true,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "us-east-1"},
+		{"vended credentials, endpoints not allowed",
+			{{"s3.endpoint", "https://vended.example"}, {"s3.access-key-id", "VENDED"},
+			{"s3.secret-access-key", "vs"}, {"s3.session-token", "vt"}}, 4, false,
+		"https://s3.server.example", "VENDED", "vs", "vt", "us-east-1"},
+		{"vended credentials and endpoint, allowed",
+			{{"s3.endpoint", "https://vended.example"}, {"s3.access-key-id", "VENDED"},
+			{"s3.secret-access-key", "vs"}, {"s3.session-token", "vt"}}, 4, true,
+		"https://vended.example", "VENDED", "vs", "vt", "us-east-1"},
+		{"vended credentials without a token: the mapping's token is not kept",
+			{{"s3.access-key-id", "VENDED"}, {"s3.secret-access-key", "vs"}}, 2, true,
+		"https://s3.server.example", "VENDED", "vs", NULL, "us-east-1"},
+		{"region applies",
+			{{"client.region", "eu-central-1"}}, 1, false,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "eu-central-1"},
+		{"a region that could change the host: ignored",
+			{{"client.region", "x.evil.example/"}, {"s3.region", "a:b@c"}}, 2, false,
+		"https://s3.server.example", "MAPPINGKEY", "mapping-secret", "mapping-token", "us-east-1"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		IoStorageConfig cfg;
+
+		mapping_config(&cfg);
+		io_storage_config_apply(&cfg, cases[i].kv, cases[i].n, cases[i].allow_endpoint);
+		CHECK(STREQ_OR_NULL(cases[i].endpoint, cfg.s3_endpoint), "%s: endpoint %s",
+			  cases[i].name, cfg.s3_endpoint ? cfg.s3_endpoint : "(null)");
+		CHECK(STREQ_OR_NULL(cases[i].key, cfg.s3_access_key_id) &&
+			  STREQ_OR_NULL(cases[i].secret, cfg.s3_secret_access_key),
+			  "%s: key %s", cases[i].name, cfg.s3_access_key_id ? cfg.s3_access_key_id : "(null)");
+		CHECK(STREQ_OR_NULL(cases[i].token, cfg.s3_session_token), "%s: token %s",
+			  cases[i].name, cfg.s3_session_token ? cfg.s3_session_token : "(null)");
+		CHECK(STREQ_OR_NULL(cases[i].region, cfg.s3_region), "%s: region %s",
+			  cases[i].name, cfg.s3_region ? cfg.s3_region : "(null)");
+	}
+	/* path style applies either way */
+	{
+		IoStorageConfig cfg;
+		IoKeyValue	kv[1] = {{"s3.path-style-access", "true"}};
+
+		mapping_config(&cfg);
+		io_storage_config_apply(&cfg, kv, 1, false);
+		CHECK(cfg.s3_path_style == 1, "path style");
+	}
+	/* the server's own region is checked too */
+	{
+		IoStorageConfig cfg;
+		IoStorage  *st;
+		IoError		err;
+
+		mapping_config(&cfg);
+		cfg.s3_region = "us-east-1/../x";
+		st = io_storage_create(&cfg, &err);
+		CHECK(st == NULL && err.code == IO_ERR_INVALID_ARGUMENT, "bad region refused");
+		io_storage_free(st);
+	}
+}
+
+/* ----------------------------------------------------------------
  * Local file storage
  * ----------------------------------------------------------------
  */
@@ -723,6 +1042,7 @@ static void
 test_file_storage(void)
 {
 	char		dir[] = "/tmp/io_test_XXXXXX";
+	const char *roots[1] = {dir};
 	IoStorageConfig cfg;
 	IoStorage  *st;
 	IoError		err;
@@ -737,6 +1057,8 @@ test_file_storage(void)
 		return;
 	}
 	memset(&cfg, 0, sizeof(cfg));
+	cfg.local_roots = roots;
+	cfg.nlocal_roots = 1;
 	st = io_storage_create(&cfg, &err);
 	CHECK(st != NULL, "storage create");
 	if (st == NULL)
@@ -771,9 +1093,385 @@ test_file_storage(void)
 		CHECK(io_storage_read(st, u1, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_NOT_FOUND,
 			  "deleted file is gone");
 	}
+	/* "%2e%2e" is a name, not "..": it never reaches a file outside */
+	snprintf(uri, sizeof(uri), "%s/secret", dir);
+	CHECK(io_storage_write(st, uri, "s", 1, &err) == 0, "write secret: %s", err.message);
+	snprintf(uri, sizeof(uri), "%s/a/%%2e%%2e/secret", dir);
+	CHECK(io_storage_read(st, uri, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_NOT_FOUND,
+		  "%%2e%%2e does not traverse: %s", err.message);
+	snprintf(uri, sizeof(uri), "file://%s/a/%%2E%%2E/secret", dir);
+	CHECK(io_storage_read(st, uri, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_NOT_FOUND,
+		  "%%2E%%2E does not traverse: %s", err.message);
+	snprintf(uri, sizeof(uri), "%s/a/../secret", dir);
+	CHECK(io_storage_read(st, uri, 0, 0, &buf, &err) != 0 &&
+		  err.code == IO_ERR_INVALID_ARGUMENT, "\"..\" refused: %s", err.message);
 	n = 0;
 	snprintf(uri, sizeof(uri), "file://%s/nonexistent", dir);
 	CHECK(io_storage_list(st, uri, count_cb, &n, &err) == 0 && n == 0, "list of missing dir is empty");
+	io_storage_free(st);
+	{
+		char		cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			printf("warning: could not remove %s\n", dir);
+	}
+}
+
+/* ----------------------------------------------------------------
+ * Local access confined to the allowed roots, never through a symlink
+ * ----------------------------------------------------------------
+ */
+
+/* Does path exist (without following a final symlink)? */
+static bool
+exists(const char *path)
+{
+	struct stat sb;
+
+	return lstat(path, &sb) == 0;
+}
+
+/* Write a small file with stdio, outside io (the test's own setup). */
+static void
+put_file(const char *path, const char *text)
+{
+	FILE	   *f = fopen(path, "w");
+
+	if (f != NULL)
+	{
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static void
+test_local_confinement(void)
+{
+	char		dir[] = "/tmp/io_conf_XXXXXX";
+	char		wh[256],
+				wh_slash[260],
+				p[512],
+				q[512],
+				want[700];
+	const char *roots[1];
+	IoStorageConfig cfg;
+	IoStorage  *st;
+	IoError		err;
+	IoBuffer	buf;
+	uint64_t	size;
+	int			n;
+
+	if (mkdtemp(dir) == NULL)
+	{
+		CHECK(0, "mkdtemp");
+		return;
+	}
+	/* dir/wh/t/paths/link -> dir/elsewhere; dir/elsewhere/v5 */
+	snprintf(wh, sizeof(wh), "%s/wh", dir);
+	snprintf(wh_slash, sizeof(wh_slash), "%s/", wh);
+	snprintf(p, sizeof(p), "mkdir -p %s/wh/t/paths %s/elsewhere %s/wh2", dir, dir, dir);
+	CHECK(system(p) == 0, "mkdir");
+	snprintf(p, sizeof(p), "%s/elsewhere/v5", dir);
+	put_file(p, "precious");
+	snprintf(p, sizeof(p), "%s/wh2/f", dir);
+	put_file(p, "sibling");
+	snprintf(p, sizeof(p), "%s/wh/t/data.txt", dir);
+	put_file(p, "inside");
+	snprintf(p, sizeof(p), "%s/elsewhere", dir);
+	snprintf(q, sizeof(q), "%s/wh/t/paths/link", dir);
+	CHECK(symlink(p, q) == 0, "symlink dir");
+	snprintf(p, sizeof(p), "%s/elsewhere/v5", dir);
+	snprintf(q, sizeof(q), "%s/wh/t/flink", dir);
+	CHECK(symlink(p, q) == 0, "symlink file");
+	snprintf(q, sizeof(q), "%s/wh/t/fifo", dir);
+	CHECK(mkfifo(q, 0600) == 0, "mkfifo");
+
+	roots[0] = wh_slash;		/* a root may end in '/' */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.local_roots = roots;
+	cfg.nlocal_roots = 1;
+	st = io_storage_create(&cfg, &err);
+	CHECK(st != NULL, "storage create: %s", st ? "" : err.message);
+	if (st == NULL)
+		goto out;
+
+	/* inside: fine */
+	snprintf(p, sizeof(p), "%s/wh/t/data.txt", dir);
+	CHECK(io_storage_read(st, p, 0, 0, &buf, &err) == 0 && buf.len == 6, "read inside: %s",
+		  err.message);
+	io_buffer_free(&buf);
+
+	/* the reproduction: deleting through a symlinked directory */
+	{
+		char		u[512];
+		const char *uris[1] = {u};
+		IoDeleteResult res[1];
+
+		snprintf(u, sizeof(u), "%s/wh/t/paths/link/v5", dir);
+		CHECK(io_storage_delete(st, uris, 1, res, &err) == 0, "delete call");
+		snprintf(p, sizeof(p), "%s/elsewhere/v5", dir);
+		CHECK(exists(p), "delete through a symlinked directory removed the target");
+		CHECK(!res[0].deleted && strstr(res[0].message, "symbolic link") != NULL,
+			  "delete through a symlink reported: %s %s", res[0].code, res[0].message);
+
+		/* a symlink as the final component: the link goes, the target stays */
+		snprintf(u, sizeof(u), "file://%s/wh/t/flink", dir);
+		CHECK(io_storage_delete(st, uris, 1, res, &err) == 0 && res[0].deleted,
+			  "delete of a final symlink");
+		snprintf(q, sizeof(q), "%s/wh/t/flink", dir);
+		CHECK(!exists(q) && exists(p), "the link is gone, its target stays");
+		CHECK(symlink(p, q) == 0, "symlink file again");
+
+		/* outside */
+		snprintf(u, sizeof(u), "%s/elsewhere/v5", dir);
+		CHECK(io_storage_delete(st, uris, 1, res, &err) == 0 && !res[0].deleted &&
+			  strstr(res[0].message, "outside the allowed locations") != NULL,
+			  "delete outside refused: %s", res[0].message);
+		CHECK(exists(p), "file outside kept");
+	}
+
+	/* reading through symlinks fails */
+	snprintf(p, sizeof(p), "%s/wh/t/flink", dir);
+	CHECK(io_storage_read(st, p, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_FORBIDDEN &&
+		  strstr(err.message, "symbolic link") != NULL, "read of a symlink: %s", err.message);
+	CHECK(io_storage_size(st, p, &size, &err) != 0 && err.code == IO_ERR_FORBIDDEN,
+		  "size of a symlink: %s", err.message);
+	snprintf(p, sizeof(p), "%s/wh/t/paths/link/v5", dir);
+	CHECK(io_storage_read(st, p, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_FORBIDDEN,
+		  "read through a symlinked directory: %s", err.message);
+	snprintf(p, sizeof(p), "%s/wh/t/paths/link/new", dir);
+	CHECK(io_storage_write(st, p, "x", 1, &err) != 0 && err.code == IO_ERR_FORBIDDEN,
+		  "write through a symlinked directory: %s", err.message);
+	snprintf(q, sizeof(q), "%s/elsewhere/new", dir);
+	CHECK(!exists(q), "nothing written outside");
+	snprintf(p, sizeof(p), "%s/wh/t/paths/link", dir);
+	n = 0;
+	CHECK(io_storage_list(st, p, count_cb, &n, &err) != 0 && err.code == IO_ERR_FORBIDDEN &&
+		  n == 0, "list through a symlink: %s", err.message);
+	snprintf(p, sizeof(p), "%s/wh/t", dir);
+	n = 0;
+	CHECK(io_storage_list(st, p, count_cb, &n, &err) == 0 && n == 1,
+		  "list skips symlinks and fifos: %d (%s)", n, err.message);
+
+	/* a fifo is refused without blocking */
+	snprintf(p, sizeof(p), "%s/wh/t/fifo", dir);
+	CHECK(io_storage_read(st, p, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_STORAGE,
+		  "read of a fifo: %s", err.message);
+
+	/* outside: one message, whether the file exists or not */
+	{
+		const char *outside[] = {"/etc/passwd", "/etc/no-such-file", "file:///etc/passwd",
+		"/tmp", NULL, NULL, NULL, NULL};
+		char		o1[300],
+					o2[300],
+					o3[300],
+					o4[300];
+
+		snprintf(o1, sizeof(o1), "%s/elsewhere/v5", dir);
+		snprintf(o2, sizeof(o2), "%s/elsewhere/missing", dir);
+		snprintf(o3, sizeof(o3), "%s/wh2/f", dir);	/* wh2 is not under wh */
+		snprintf(o4, sizeof(o4), "%s/wh", dir); /* the root itself */
+		outside[4] = o1;
+		outside[5] = o2;
+		outside[6] = o3;
+		outside[7] = o4;
+		for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+		{
+			snprintf(want, sizeof(want), "path \"%s\" is outside the allowed locations",
+					 outside[i]);
+			CHECK(io_storage_read(st, outside[i], 0, 0, &buf, &err) != 0 &&
+				  err.code == IO_ERR_FORBIDDEN && strcmp(err.message, want) == 0,
+				  "read \"%s\": %s", outside[i], err.message);
+			CHECK(io_storage_size(st, outside[i], &size, &err) != 0 &&
+				  err.code == IO_ERR_FORBIDDEN && strcmp(err.message, want) == 0,
+				  "size \"%s\": %s", outside[i], err.message);
+			n = 0;
+			CHECK(io_storage_list(st, outside[i], count_cb, &n, &err) != 0 &&
+				  err.code == IO_ERR_FORBIDDEN && strcmp(err.message, want) == 0 && n == 0,
+				  "list \"%s\": %s", outside[i], err.message);
+		}
+		snprintf(p, sizeof(p), "%s/wh2/new", dir);
+		CHECK(io_storage_write(st, p, "x", 1, &err) != 0 && err.code == IO_ERR_FORBIDDEN &&
+			  !exists(p), "write outside: %s", err.message);
+		CHECK(io_storage_read(st, "/etc/../etc/passwd", 0, 0, &buf, &err) != 0 &&
+			  err.code == IO_ERR_INVALID_ARGUMENT, "dot segments refused: %s", err.message);
+	}
+
+	/* writes create directories below the root */
+	snprintf(p, sizeof(p), "%s/wh/new/deep/er/f", dir);
+	CHECK(io_storage_write(st, p, "x", 1, &err) == 0 && exists(p), "write creates dirs: %s",
+		  err.message);
+	io_storage_free(st);
+
+	/* a root reached through a symlink is resolved once, with realpath() */
+	snprintf(p, sizeof(p), "%s/wh", dir);
+	snprintf(q, sizeof(q), "%s/whlink", dir);
+	CHECK(symlink(p, q) == 0, "symlink root");
+	roots[0] = q;
+	st = io_storage_create(&cfg, &err);
+	snprintf(p, sizeof(p), "%s/whlink/t/data.txt", dir);
+	CHECK(st && io_storage_read(st, p, 0, 0, &buf, &err) == 0 && buf.len == 6,
+		  "read below a symlinked root: %s", err.message);
+	io_buffer_free(&buf);
+	io_storage_free(st);
+
+	/* no roots: no local access */
+	cfg.nlocal_roots = 0;
+	cfg.local_roots = NULL;
+	st = io_storage_create(&cfg, &err);
+	snprintf(p, sizeof(p), "%s/wh/t/data.txt", dir);
+	snprintf(want, sizeof(want), "path \"%s\" is outside the allowed locations", p);
+	CHECK(st && io_storage_read(st, p, 0, 0, &buf, &err) != 0 &&
+		  err.code == IO_ERR_FORBIDDEN && strcmp(err.message, want) == 0,
+		  "no roots: %s", err.message);
+	io_storage_free(st);
+
+	/* roots must be absolute and canonical */
+	{
+		const char *bad[] = {"relative/wh", "/wh/../etc", "s3://b/wh", ""};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		{
+			roots[0] = bad[i];
+			cfg.local_roots = roots;
+			cfg.nlocal_roots = 1;
+			st = io_storage_create(&cfg, &err);
+			CHECK(st == NULL && err.code == IO_ERR_INVALID_ARGUMENT,
+				  "root \"%s\" refused: %s", bad[i], st ? "accepted" : err.message);
+			io_storage_free(st);
+		}
+	}
+
+out:
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	if (system(p) != 0)
+		printf("warning: could not remove %s\n", dir);
+}
+
+/* ----------------------------------------------------------------
+ * The FileIO router: canonicalise against the root, read through storage
+ * ----------------------------------------------------------------
+ */
+
+/* Read a whole object through an IoFileIO; malloc'd or NULL with *err. */
+static char *
+fileio_slurp(const IoFileIO *fio, const char *path, size_t *len, IoError *err)
+{
+	int64_t		size;
+	void	   *h = fio->open(fio->arg, path, &size, err);
+	char	   *data = NULL;
+	size_t		n = 0;
+
+	if (h == NULL)
+		return NULL;
+	for (;;)
+	{
+		char	   *nd = realloc(data, n + 65536 + 1);
+		int64_t		r;
+
+		if (nd == NULL)
+			break;
+		data = nd;
+		r = fio->read(fio->arg, h, data + n, 65536, err);
+		if (r < 0)
+		{
+			free(data);
+			data = NULL;
+			break;
+		}
+		if (r == 0)
+			break;
+		n += (size_t) r;
+	}
+	fio->close(fio->arg, h);
+	if (data != NULL)
+		data[n] = '\0';
+	*len = n;
+	return data;
+}
+
+static void
+test_storage_fileio(void)
+{
+	char		dir[] = "/tmp/io_fileio_XXXXXX";
+	char		root[256],
+				path[512];
+	const char *roots[1] = {dir};
+	IoStorageConfig cfg;
+	IoStorage  *st;
+	IoStorageFileIO state;
+	IoFileIO	fio;
+	IoError		err;
+	char	   *big,
+			   *got;
+	size_t		len,
+				biglen = (size_t) IO_FILEIO_CHUNK + 12345;
+	const char *forms[] = {
+		"t/metadata/v1.json", "./t/metadata/v1.json", "file:t/metadata/v1.json",
+		"file://t/metadata/v1.json", NULL, NULL, NULL
+	};
+
+	if (mkdtemp(dir) == NULL)
+	{
+		CHECK(0, "mkdtemp");
+		return;
+	}
+	snprintf(root, sizeof(root), "%s/wh", dir);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.local_roots = roots;
+	cfg.nlocal_roots = 1;
+	st = io_storage_create(&cfg, &err);
+	CHECK(st != NULL, "storage create: %s", st ? "" : err.message);
+	if (st == NULL)
+		return;
+	snprintf(path, sizeof(path), "%s/t/metadata/v1.json", root);
+	CHECK(io_storage_write(st, path, "{\"v\": 1}", 8, &err) == 0, "write: %s", err.message);
+	big = malloc(biglen);
+	for (size_t i = 0; big && i < biglen; i++)
+		big[i] = (char) ('a' + i % 26);
+	snprintf(path, sizeof(path), "%s/t/data/big.bin", root);
+	CHECK(big && io_storage_write(st, path, big, biglen, &err) == 0, "write big");
+
+	io_storage_fileio(&state, st, root, NULL, NULL, &fio);
+	{
+		char		abs1[512],
+					abs2[512],
+					abs3[512];
+
+		snprintf(abs1, sizeof(abs1), "%s/t/metadata/v1.json", root);
+		snprintf(abs2, sizeof(abs2), "file://%s//t/metadata/v1.json", root);
+		snprintf(abs3, sizeof(abs3), "file://localhost%s/t/metadata/v1.json", root);
+		forms[4] = abs1;
+		forms[5] = abs2;
+		forms[6] = abs3;
+		for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+		{
+			got = fileio_slurp(&fio, forms[i], &len, &err);
+			CHECK(got && len == 8 && memcmp(got, "{\"v\": 1}", 8) == 0,
+				  "router reads \"%s\": %s", forms[i], got ? "" : err.message);
+			free(got);
+		}
+	}
+	/* across a chunk boundary */
+	state.bytes_read = 0;
+	got = fileio_slurp(&fio, "t/data/big.bin", &len, &err);
+	CHECK(got && big && len == biglen && memcmp(got, big, biglen) == 0,
+		  "router reads %zu bytes across chunks: %zu", biglen, got ? len : 0);
+	CHECK(state.bytes_read == biglen, "bytes_read %llu", (unsigned long long) state.bytes_read);
+	free(got);
+	free(big);
+
+	/* refusals and missing files keep their codes */
+	CHECK(fileio_slurp(&fio, "t/../t/metadata/v1.json", &len, &err) == NULL &&
+		  err.code == IO_ERR_INVALID_ARGUMENT, "dot segment refused: %s", err.message);
+	CHECK(fileio_slurp(&fio, "gs://b/x", &len, &err) == NULL &&
+		  err.code == IO_ERR_INVALID_ARGUMENT, "other scheme refused: %s", err.message);
+	CHECK(fileio_slurp(&fio, "t/metadata/v9.json", &len, &err) == NULL &&
+		  err.code == IO_ERR_NOT_FOUND, "missing: %s", io_error_code_name(err.code));
+	io_storage_fileio(&state, st, NULL, NULL, NULL, &fio);
+	CHECK(fileio_slurp(&fio, "t/metadata/v1.json", &len, &err) == NULL &&
+		  err.code == IO_ERR_INVALID_ARGUMENT, "relative without a root: %s", err.message);
 	io_storage_free(st);
 	{
 		char		cmd[300];
@@ -891,6 +1589,7 @@ typedef struct ServerStats
 	int			tokens;			/* tokens issued: "tok<N>" */
 	int			min_valid_token;	/* loads with an older token: 401 */
 	int			flaky_left;		/* 503s still to give for "flaky" */
+	char		last_request[1024];	/* "METHOD path" of the last request */
 } ServerStats;
 
 static ServerStats *stats;
@@ -924,6 +1623,91 @@ respond(int fd, int status, const char *extra, const char *body)
 		write_all(fd, body, strlen(body));
 }
 
+/* 4 MiB of 'a' sent as about 4 KB with Content-Encoding: deflate. */
+static void
+respond_deflate_bomb(int fd)
+{
+	size_t		n = 4 * 1024 * 1024;
+	char	   *plain = malloc(n);
+	uLongf		zlen = compressBound((uLong) n);
+	Bytef	   *z = malloc(zlen);
+	char		head[256];
+
+	if (plain == NULL || z == NULL)
+		_exit(1);
+	memset(plain, 'a', n);
+	if (compress2(z, &zlen, (const Bytef *) plain, (uLong) n, 9) != Z_OK)
+		_exit(1);
+	snprintf(head, sizeof(head),
+			 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: deflate\r\n"
+			 "Content-Length: %lu\r\n\r\n", (unsigned long) zlen);
+	write_all(fd, head, strlen(head));
+	write_all(fd, (const char *) z, zlen);
+	free(plain);
+	free(z);
+}
+
+/*
+ * One page of a listing of MANY_TABLES tables: pageToken is the offset,
+ * pageSize the page's length (default 1000).
+ */
+#define MANY_TABLES 100000
+
+static void
+respond_many_page(int fd, const char *path)
+{
+	const char *t = strstr(path, "pageToken=");
+	const char *ps = strstr(path, "pageSize=");
+	long		from = t ? atol(t + 10) : 0;
+	long		size = ps ? atol(ps + 9) : 1000;
+	IoStrBuf	sb;
+	char		head[256];
+	long		i;
+
+	if (size <= 0)
+		size = 1000;
+	io_sb_init(&sb);
+	io_sb_puts(&sb, "{\"identifiers\": [");
+	for (i = from; i < from + size && i < MANY_TABLES; i++)
+		io_sb_printf(&sb, "%s{\"namespace\": [\"many\"], \"name\": \"t%06ld\"}",
+					 i > from ? ", " : "", i);
+	io_sb_puts(&sb, "]");
+	if (from + size < MANY_TABLES)
+		io_sb_printf(&sb, ", \"next-page-token\": \"%ld\"", from + size);
+	io_sb_puts(&sb, "}");
+	if (sb.oom)
+		_exit(1);
+	snprintf(head, sizeof(head),
+			 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+			 sb.len);
+	write_all(fd, head, strlen(head));
+	write_all(fd, sb.data, sb.len);
+	io_sb_free(&sb);
+}
+
+/* A table listing of 20,000 small identifiers (about 1 MB of JSON). */
+static void
+respond_big_listing(int fd)
+{
+	IoStrBuf	sb;
+	char		head[256];
+
+	io_sb_init(&sb);
+	io_sb_puts(&sb, "{\"identifiers\": [");
+	for (int i = 0; i < 20000; i++)
+		io_sb_printf(&sb, "%s{\"namespace\": [\"big\"], \"name\": \"t%05d\"}",
+					 i ? ", " : "", i);
+	io_sb_puts(&sb, "]}");
+	if (sb.oom)
+		_exit(1);
+	snprintf(head, sizeof(head),
+			 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+			 sb.len);
+	write_all(fd, head, strlen(head));
+	write_all(fd, sb.data, sb.len);
+	io_sb_free(&sb);
+}
+
 /*
  * Serve one keep-alive connection: POST v1/oauth/tokens, GET v1/config,
  * GET v1/namespaces/ns/tables/<name>: "missing" 404, "flaky" 503 while
@@ -942,6 +1726,7 @@ serve_connection(int fd)
 		char	   *cl;
 		size_t		body_len = 0;
 		size_t		used;
+		char		method[16];
 		char		path[512];
 		char		name[256];
 		char		body[1024];
@@ -968,8 +1753,10 @@ serve_connection(int fd)
 				return;
 			len += (size_t) n;
 		}
-		if (sscanf(buf, "%*s %511s", path) != 1)
+		if (sscanf(buf, "%15s %511s", method, path) != 2)
 			return;
+		snprintf(stats->last_request, sizeof(stats->last_request), "%s %s",
+				 method, path);
 		if (strncmp(buf, "POST", 4) == 0 && strstr(path, "oauth/tokens"))
 		{
 			int			t = __sync_add_and_fetch(&stats->tokens, 1);
@@ -980,6 +1767,12 @@ serve_connection(int fd)
 		}
 		else if (strncmp(path, "/v1/config", 10) == 0)
 			respond(fd, 200, NULL, "{\"defaults\": {}, \"overrides\": {}}");
+		else if (strcmp(path, "/deflate-bomb") == 0)
+			respond_deflate_bomb(fd);
+		else if (strncmp(path, "/v1/namespaces/big/tables", 25) == 0)
+			respond_big_listing(fd);
+		else if (strncmp(path, "/v1/namespaces/many/tables?", 27) == 0)
+			respond_many_page(fd, path);
 		else if (sscanf(path, "/v1/namespaces/ns/tables/%255[^?]", name) == 1)
 		{
 			int			now = __sync_add_and_fetch(&stats->in_flight, 1);
@@ -996,6 +1789,8 @@ serve_connection(int fd)
 				usleep(100 * 1000);
 			if (auth && atoi(auth + 25) < stats->min_valid_token)
 				respond(fd, 401, NULL, "{\"error\": {\"message\": \"expired\", \"type\": \"NotAuthorizedException\", \"code\": 401}}");
+			else if (strcmp(name, "unsupported") == 0)
+				respond(fd, 406, NULL, "{\"error\": {\"message\": \"The server does not support this operation\", \"type\": \"UnsupportedOperationException\", \"code\": 406}}");
 			else if (strcmp(name, "missing") == 0)
 				respond(fd, 404, NULL, "{\"error\": {\"message\": \"no\", \"type\": \"NoSuchTableException\", \"code\": 404}}");
 			else if (strcmp(name, "flaky") == 0 &&
@@ -1043,6 +1838,9 @@ start_server(int *port)
 		return pid;
 	}
 	setpgid(0, 0);
+	/* never outlive the test, even when it crashes */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	alarm(600);
 	signal(SIGCHLD, SIG_IGN);
 	for (;;)
 	{
@@ -1258,16 +2056,469 @@ out:
 	io_http_shutdown();
 }
 
+/* ----------------------------------------------------------------
+ * Memory bounds of JSON parsing (the parse path of the catalog client)
+ * ----------------------------------------------------------------
+ */
+static void
+test_json_budget(void)
+{
+	IoHttpOptions def;
+	IoStrBuf	sb;
+	IoError		err;
+	json_t	   *doc;
+	IoJsonBudget b;
+	size_t		n = 200000;
+
+	io_http_options_resolve(NULL, &def);
+	CHECK(def.max_response_bytes == (size_t) 64 * 1024 * 1024,
+		  "default response cap %zu", def.max_response_bytes);
+	CHECK(def.max_json_bytes == (size_t) 256 * 1024 * 1024,
+		  "default JSON budget %zu", def.max_json_bytes);
+
+	/* about 9 MB of small objects, like a big listing */
+	io_sb_init(&sb);
+	io_sb_puts(&sb, "{\"identifiers\": [");
+	for (size_t i = 0; i < n; i++)
+		io_sb_printf(&sb, "%s{\"namespace\": [\"ns\"], \"name\": \"t%07zu\"}",
+					 i ? "," : "", i);
+	io_sb_puts(&sb, "]}");
+	CHECK(!sb.oom, "build the document");
+	if (sb.oom)
+		return;
+
+	doc = io_json_parse(sb.data, sb.len, 4 * 1024 * 1024, "list tables", &err);
+	CHECK(doc == NULL && err.code == IO_ERR_TOO_LARGE &&
+		  strstr(err.message, "max_json_bytes (4194304 bytes)") != NULL,
+		  "%zu bytes of JSON under a 4 MiB budget: %s", sb.len, doc ? "parsed" : err.message);
+	json_decref(doc);
+	doc = io_json_parse(sb.data, sb.len, 0, "list tables", &err);
+	CHECK(doc != NULL && json_array_size(json_object_get(doc, "identifiers")) == n,
+		  "the same under the default budget: %s", doc ? "" : err.message);
+	json_decref(doc);
+
+	/* the figure: what the parse costs, as counted */
+	CHECK(io_json_budget_begin(&b, 0), "budget begins after io_init()");
+	doc = json_loadb(sb.data, sb.len, 0, NULL);
+	io_json_budget_end(&b);
+	CHECK(doc != NULL && !b.exceeded && b.peak > sb.len, "counted parse");
+	printf("%zu bytes of JSON (%zu small objects) took %zu bytes as counted (%.1fx)\n",
+		   sb.len, n, b.peak, (double) b.peak / (double) sb.len);
+	/* freeing after the budget ended must not touch it */
+	{
+		size_t		used = b.used;
+
+		json_decref(doc);
+		CHECK(b.used == used, "budget untouched after its end");
+	}
+
+	/* a truncated document is a protocol error, not a crash */
+	doc = io_json_parse(sb.data, sb.len / 2, 0, "list tables", &err);
+	CHECK(doc == NULL && err.code == IO_ERR_PROTOCOL, "truncated: %s", err.message);
+	io_sb_free(&sb);
+
+	/* jansson's own output is freed with io_json_free */
+	{
+		json_t	   *v = json_pack("{s:i}", "a", 1);
+		char	   *text = json_dumps(v, JSON_COMPACT);
+
+		CHECK(text != NULL && strcmp(text, "{\"a\":1}") == 0, "dumps");
+		io_json_free(text);
+		json_decref(v);
+	}
+}
+
+/* ----------------------------------------------------------------
+ * Streaming table listings: one page at a time
+ * ----------------------------------------------------------------
+ */
+
+/* Bytes in use on the heap now (glibc). */
+static size_t
+heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+typedef struct PageCount
+{
+	int			pages;
+	size_t		items;
+	size_t		max_n;
+	int			stop_after;		/* > 0: stop after this many pages */
+	size_t		heap0;			/* heap in use before the listing */
+	size_t		heap_peak;		/* most heap in use seen in a callback */
+	bool		ordered;		/* names arrived in order */
+} PageCount;
+
+static int
+count_page(void *arg, const IoTableIdent *items, size_t n)
+{
+	PageCount  *c = arg;
+	size_t		h = heap_in_use();
+	char		want[16];
+
+	for (size_t i = 0; i < n; i++)
+	{
+		snprintf(want, sizeof(want), "t%06zu", c->items + i);
+		if (strcmp(items[i].name, want) != 0 || strcmp(items[i].ns, "many") != 0)
+			c->ordered = false;
+	}
+	c->pages++;
+	c->items += n;
+	if (n > c->max_n)
+		c->max_n = n;
+	if (h > c->heap_peak)
+		c->heap_peak = h;
+	return c->stop_after > 0 && c->pages >= c->stop_after;
+}
+
+static void
+test_paged_listing(const char *uri)
+{
+	IoCatalogConfig ccfg;
+	IoCatalog  *cat;
+	IoError		err;
+	PageCount	c;
+	IoTableList tl;
+	uint64_t	before;
+	size_t		full_heap;
+
+	memset(&ccfg, 0, sizeof(ccfg));
+	ccfg.uri = uri;
+	ccfg.http.retries = 0;
+	ccfg.page_size = 1000;
+	cat = io_catalog_open(&ccfg, &err);
+	CHECK(cat != NULL, "open: %s", cat ? "" : err.message);
+	if (cat == NULL)
+		return;
+
+	memset(&c, 0, sizeof(c));
+	c.ordered = true;
+	c.heap0 = heap_in_use();
+	before = io_catalog_request_count(cat);
+	CHECK(io_catalog_list_tables_paged(cat, "many", count_page, &c, &err) == 0 &&
+		  c.items == MANY_TABLES && c.pages == MANY_TABLES / 1000 && c.max_n == 1000 &&
+		  c.ordered, "paged: rc %s, %zu items in %d pages (max %zu), ordered %d",
+		  err.message, c.items, c.pages, c.max_n, c.ordered);
+	CHECK(io_catalog_request_count(cat) - before == (uint64_t) c.pages,
+		  "one request per page");
+
+	/* stopping early is not an error, and no further page is fetched */
+	memset(&c, 0, sizeof(c));
+	c.ordered = true;
+	c.stop_after = 3;
+	before = io_catalog_request_count(cat);
+	CHECK(io_catalog_list_tables_paged(cat, "many", count_page, &c, &err) == 0 &&
+		  c.pages == 3 && c.items == 3000 && io_catalog_request_count(cat) - before == 3,
+		  "stopped after 3 pages: %d pages, %llu requests", c.pages,
+		  (unsigned long long) (io_catalog_request_count(cat) - before));
+
+	/* the collecting listing holds everything; the paged one one page */
+	memset(&c, 0, sizeof(c));
+	c.ordered = true;
+	c.heap0 = heap_in_use();
+	(void) io_catalog_list_tables_paged(cat, "many", count_page, &c, &err);
+	full_heap = heap_in_use();
+	CHECK(io_catalog_list_tables(cat, "many", &tl, &err) == 0 && tl.n == MANY_TABLES &&
+		  strcmp(tl.items[MANY_TABLES - 1].name, "t099999") == 0,
+		  "list_tables: %zu (%s)", tl.n, err.message);
+	full_heap = heap_in_use() > full_heap ? heap_in_use() - full_heap : 0;
+	printf("listing %d tables, pages of 1000: paged peak heap +%zu bytes, collected list +%zu bytes\n",
+		   MANY_TABLES, c.heap_peak > c.heap0 ? c.heap_peak - c.heap0 : 0, full_heap);
+	CHECK((c.heap_peak > c.heap0 ? c.heap_peak - c.heap0 : 0) < full_heap,
+		  "paged listing holds less than the whole list");
+	io_table_list_free(&tl);
+	io_catalog_free(cat);
+}
+
+/* ----------------------------------------------------------------
+ * What reaches the wire: names and keys cannot change a request's target
+ * ----------------------------------------------------------------
+ */
+static void
+test_wire_paths(void)
+{
+	int			port;
+	pid_t		server;
+	char		uri[128];
+	IoStorageConfig scfg;
+	IoStorage  *st;
+	IoError		err;
+	IoBuffer	buf;
+
+	if (stats == NULL)
+		stats = mmap(NULL, sizeof(ServerStats), PROT_READ | PROT_WRITE,
+					 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stats == MAP_FAILED || (server = start_server(&port)) < 0)
+	{
+		CHECK(0, "cannot start the test server");
+		return;
+	}
+	memset(stats, 0, sizeof(*stats));
+	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d", port);
+
+	/* S3: a key's percent signs are literal and sent encoded */
+	memset(&scfg, 0, sizeof(scfg));
+	scfg.s3_endpoint = uri;
+	scfg.s3_path_style = 1;
+	scfg.http.retries = 0;
+	st = io_storage_create(&scfg, &err);
+	CHECK(st != NULL, "S3 storage: %s", st ? "" : err.message);
+	if (st != NULL)
+	{
+		(void) io_storage_read(st, "s3://bkt/wh/%2e%2e/%2E%2E/secret", 0, 0, &buf, &err);
+		io_buffer_free(&buf);
+		CHECK(strcmp(stats->last_request, "GET /bkt/wh/%252e%252e/%252E%252E/secret") == 0,
+			  "S3 key sent literally: %s", stats->last_request);
+		stats->last_request[0] = '\0';
+		CHECK(io_storage_read(st, "s3://bkt/wh/../secret", 0, 0, &buf, &err) != 0 &&
+			  err.code == IO_ERR_INVALID_ARGUMENT && stats->last_request[0] == '\0',
+			  "S3 key with \"..\" refused before any request: %s", stats->last_request);
+		io_storage_free(st);
+	}
+
+	/* libcurl sends a path as built (CURLOPT_PATH_AS_IS) */
+	{
+		char		url[256];
+		IoHttpOptions opt;
+		IoHttpRequest req;
+		IoHttpResponse resp;
+
+		snprintf(url, sizeof(url), "%s/v1/a/../b/./c", uri);
+		memset(&opt, 0, sizeof(opt));
+		opt.retries = 0;
+		memset(&req, 0, sizeof(req));
+		req.method = "GET";
+		req.url = url;
+		req.idempotent = true;
+		req.what = "test";
+		CHECK(io_http_perform(&opt, &req, &resp, &err) == 0 &&
+			  strcmp(stats->last_request, "GET /v1/a/../b/./c") == 0,
+			  "path sent as is: %s", stats->last_request);
+		io_http_response_free(&resp);
+	}
+
+	/* the response cap holds for the decoded body, not the wire bytes */
+	{
+		char		url[256];
+		IoHttpOptions opt;
+		IoHttpRequest req;
+		IoHttpResponse resp;
+
+		snprintf(url, sizeof(url), "%s/deflate-bomb", uri);
+		memset(&opt, 0, sizeof(opt));
+		opt.retries = 0;
+		opt.max_response_bytes = 1024 * 1024;
+		memset(&req, 0, sizeof(req));
+		req.method = "GET";
+		req.url = url;
+		req.idempotent = true;
+		req.what = "test";
+		CHECK(io_http_perform(&opt, &req, &resp, &err) != 0 && err.code == IO_ERR_TOO_LARGE &&
+			  strstr(err.message, "max_response_bytes") != NULL,
+			  "4 MiB inflated from 4 KB over a 1 MiB cap: %s", err.message);
+		io_http_response_free(&resp);
+		opt.max_response_bytes = 0;
+		CHECK(io_http_perform(&opt, &req, &resp, &err) == 0 && resp.status == 200 &&
+			  resp.body_len == 4 * 1024 * 1024, "under the default cap: %zu bytes", resp.body_len);
+		io_http_response_free(&resp);
+	}
+
+	test_paged_listing(uri);
+
+	/* 406: the catalog refused the operation */
+	{
+		IoCatalogConfig ccfg;
+		IoCatalog  *cat;
+		IoLoadedTable t;
+
+		memset(&ccfg, 0, sizeof(ccfg));
+		ccfg.uri = uri;
+		ccfg.http.retries = 0;
+		cat = io_catalog_open(&ccfg, &err);
+		CHECK(cat != NULL && io_catalog_load_table(cat, "ns", "unsupported", &t, &err) != 0 &&
+			  err.code == IO_ERR_UNSUPPORTED && err.http_status == 406 &&
+			  strcmp(err.message, "catalog refused load table: it does not support this operation (HTTP status 406)") == 0 &&
+			  strstr(err.detail, "UnsupportedOperationException") != NULL,
+			  "406: %s (%s)", err.message, err.detail);
+		io_catalog_free(cat);
+	}
+
+	/* the JSON budget of the catalog client */
+	{
+		IoCatalogConfig ccfg;
+		IoCatalog  *cat;
+		IoTableList tl;
+
+		memset(&ccfg, 0, sizeof(ccfg));
+		ccfg.uri = uri;
+		ccfg.http.retries = 0;
+		ccfg.http.max_json_bytes = 512 * 1024;
+		cat = io_catalog_open(&ccfg, &err);
+		CHECK(cat != NULL, "open: %s", cat ? "" : err.message);
+		if (cat != NULL)
+		{
+			CHECK(io_catalog_list_tables(cat, "big", &tl, &err) != 0 &&
+				  err.code == IO_ERR_TOO_LARGE && strstr(err.message, "max_json_bytes") != NULL,
+				  "1 MB listing over a 512 KiB budget: %s", err.message);
+			ccfg.http.max_json_bytes = 0;
+			io_catalog_set_http(cat, &ccfg.http);
+			CHECK(io_catalog_list_tables(cat, "big", &tl, &err) == 0 && tl.n == 20000,
+				  "the same listing under the default budget: %s", err.message);
+			io_table_list_free(&tl);
+			io_catalog_free(cat);
+		}
+	}
+
+	/* REST: names are checked, every segment encoded, nothing normalised */
+	{
+		IoCatalogConfig ccfg;
+		IoCatalog  *cat;
+		IoLoadedTable t;
+		IoTableList tl;
+		IoStringList nl;
+		char		longname[IO_MAX_NAME_BYTES + 2];
+		uint64_t	before;
+		struct
+		{
+			const char *ns;
+			const char *table;
+		}			bad[] = {
+			{"ns", ".."}, {"ns", "."}, {"ns", ""}, {"..", "t"}, {".", "t"}, {"", "t"},
+			{"ns\x1f..", "t"}, {"ns\x1f", "t"}, {"\x1fns", "t"}, {"a\x1f\x1f" "b", "t"},
+			{"ns", longname}, {NULL, "t"}, {"ns", NULL},
+		};
+		struct
+		{
+			const char *ns;
+			const char *table;
+			const char *want;
+		}			good[] = {
+			{"ns", "a/b", "DELETE /v1/namespaces/ns/tables/a%2Fb?purgeRequested=false"},
+			{"ns", "%2e%2e", "DELETE /v1/namespaces/ns/tables/%252e%252e?purgeRequested=false"},
+			{"ns", "...", "DELETE /v1/namespaces/ns/tables/...?purgeRequested=false"},
+			{"a\x1f" "b", "t?x#y", "DELETE /v1/namespaces/a%1Fb/tables/t%3Fx%23y?purgeRequested=false"},
+			{"a/..", "t", "DELETE /v1/namespaces/a%2F../tables/t?purgeRequested=false"},
+		};
+
+		memset(longname, 'n', IO_MAX_NAME_BYTES + 1);
+		longname[IO_MAX_NAME_BYTES + 1] = '\0';
+		memset(&ccfg, 0, sizeof(ccfg));
+		ccfg.uri = uri;
+		ccfg.http.retries = 0;
+		cat = io_catalog_open(&ccfg, &err);
+		CHECK(cat != NULL, "catalog open: %s", cat ? "" : err.message);
+		if (cat != NULL)
+		{
+			for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+			{
+				before = io_catalog_request_count(cat);
+				CHECK(io_catalog_drop_table(cat, bad[i].ns, bad[i].table, false, &err) != 0 &&
+					  err.code == IO_ERR_INVALID_ARGUMENT &&
+					  io_catalog_request_count(cat) == before,
+					  "drop %zu refused before any request: %s", i, err.message);
+				CHECK(io_catalog_load_table(cat, bad[i].ns, bad[i].table, &t, &err) != 0 &&
+					  err.code == IO_ERR_INVALID_ARGUMENT &&
+					  io_catalog_request_count(cat) == before, "load %zu refused", i);
+				CHECK(io_catalog_commit_table(cat, bad[i].ns, bad[i].table, "{}", &t, &err) != 0 &&
+					  err.code == IO_ERR_INVALID_ARGUMENT &&
+					  io_catalog_request_count(cat) == before, "commit %zu refused", i);
+				if (bad[i].table != NULL && strcmp(bad[i].table, "t") == 0)
+				{
+					CHECK(io_catalog_list_tables(cat, bad[i].ns, &tl, &err) != 0 &&
+						  err.code == IO_ERR_INVALID_ARGUMENT &&
+						  io_catalog_request_count(cat) == before, "list tables %zu refused", i);
+					if (bad[i].ns != NULL && bad[i].ns[0] != '\0')
+						CHECK(io_catalog_list_namespaces(cat, bad[i].ns, &nl, &err) != 0 &&
+							  err.code == IO_ERR_INVALID_ARGUMENT &&
+							  io_catalog_request_count(cat) == before,
+							  "list namespaces under %zu refused", i);
+				}
+			}
+			CHECK(strncmp(stats->last_request, "GET /v1/config", 14) == 0,
+				  "nothing but the handshake was sent: %s", stats->last_request);
+			for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+			{
+				(void) io_catalog_drop_table(cat, good[i].ns, good[i].table, false, &err);
+				CHECK(strcmp(stats->last_request, good[i].want) == 0, "sent \"%s\", want \"%s\"",
+					  stats->last_request, good[i].want);
+			}
+			longname[IO_MAX_NAME_BYTES] = '\0';
+			before = io_catalog_request_count(cat);
+			(void) io_catalog_drop_table(cat, "ns", longname, false, &err);
+			CHECK(io_catalog_request_count(cat) == before + 1, "a name of %d bytes is sent",
+				  IO_MAX_NAME_BYTES);
+			/* a batch: the bad request fails alone, without a request */
+			{
+				IoLoadRequest reqs[2] = {{"ns", "..", NULL}, {"ns", "fine", NULL}};
+				BatchResults r;
+
+				memset(&r, 0, sizeof(r));
+				before = io_catalog_request_count(cat);
+				CHECK(io_catalog_load_tables_etag(cat, reqs, 2, 2, collect_result, &r, &err) == 0 &&
+					  r.calls == 2 && r.failed == 1 && io_catalog_request_count(cat) == before + 1,
+					  "batch: %d calls, %d failed, %llu requests", r.calls, r.failed,
+					  (unsigned long long) (io_catalog_request_count(cat) - before));
+				CHECK(strcmp(stats->last_request,
+							 "GET /v1/namespaces/ns/tables/fine?snapshots=all") == 0,
+					  "batch sent: %s", stats->last_request);
+			}
+			io_catalog_free(cat);
+		}
+
+		/* the prefix: unsafe characters encoded, dot segments refused */
+		ccfg.prefix = "/a b?c#d/x%20y/";
+		cat = io_catalog_open(&ccfg, &err);
+		CHECK(cat != NULL && strcmp(io_catalog_prefix(cat), "a%20b%3Fc%23d/x%20y") == 0,
+			  "prefix cleaned: %s", cat ? io_catalog_prefix(cat) : err.message);
+		if (cat != NULL)
+		{
+			(void) io_catalog_list_namespaces(cat, NULL, &nl, &err);
+			CHECK(strcmp(stats->last_request, "GET /v1/a%20b%3Fc%23d/x%20y/namespaces?pageToken=") == 0,
+				  "prefix on the wire: %s", stats->last_request);
+			io_catalog_free(cat);
+		}
+		{
+			const char *badp[] = {"x/../y", "..", "x/.", "x/%2e%2E/y", "%2e", ".%2e"};
+
+			for (size_t i = 0; i < sizeof(badp) / sizeof(badp[0]); i++)
+			{
+				ccfg.prefix = badp[i];
+				cat = io_catalog_open(&ccfg, &err);
+				CHECK(cat == NULL && err.code == IO_ERR_INVALID_ARGUMENT,
+					  "prefix \"%s\" refused: %s", badp[i], cat ? "accepted" : err.message);
+				io_catalog_free(cat);
+			}
+		}
+	}
+
+	kill(-server, SIGKILL);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	io_http_shutdown();
+}
+
 int
 main(void)
 {
+	io_init();					/* before any jansson use */
 	srandom((unsigned) time(NULL));
 	test_sigv4_suite();
 	test_uri_parse();
+	test_location_canonical();
+	test_location_under();
 	test_xml();
+	test_config_apply();
 	test_file_storage();
+	test_local_confinement();
+	test_storage_fileio();
 	test_http_interrupts();
 	test_load_batches();
+	test_json_budget();
+	test_wire_paths();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;
 }

@@ -1,0 +1,73 @@
+/*-------------------------------------------------------------------------
+ *
+ * jsonmem.h
+ *		Bounded memory for jansson: counting allocators and per-parse
+ *		budgets, for the io layer's catalog client and for src/iceberg's
+ *		metadata.json parser.
+ *
+ * jansson's allocators are process-global (json_set_alloc_funcs), so they
+ * are installed once by io_init() (io.h), which the server calls first
+ * thing in _PG_init and every unit driver and fuzz target calls before
+ * anything else: no jansson allocation may happen before it (a block
+ * from the plain allocator handed to the counting free would corrupt the
+ * heap).  After that, every jansson allocation in the process carries a
+ * small header; while a budget is active, the bytes allocated under it are
+ * counted (an estimate of the heap they take, headers and the
+ * allocator's own overhead included) and an allocation that would exceed
+ * the limit fails, which jansson reports as out of memory and the budget
+ * records as exceeded.
+ *
+ * Memory that jansson returns to its caller (json_dumps) comes from the
+ * counting allocator too: free it with io_json_free, never free().
+ *
+ * Rules: plain C; single-threaded use (the active budget is one per
+ * process, as a PostgreSQL backend is); budgets end in the reverse order
+ * of their beginning, and only the innermost one counts.
+ *
+ * src/io/jsonmem.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_IO_JSONMEM_H
+#define TMS_IO_JSONMEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The default budget of one parse (IoHttpOptions.max_json_bytes, etc.). */
+#define IO_DEFAULT_MAX_JSON_BYTES ((size_t) 256 * 1024 * 1024)
+
+typedef struct IoJsonBudget
+{
+	size_t		limit;			/* bytes */
+	size_t		used;			/* live bytes allocated under this budget */
+	size_t		peak;			/* the most used was at any time */
+	bool		exceeded;		/* an allocation was refused */
+	unsigned	gen;			/* tags the blocks allocated under it */
+	struct IoJsonBudget *prev;	/* the budget active before this one */
+} IoJsonBudget;
+
+/*
+ * Install the counting allocators (idempotent); io_init() calls this.
+ * Must run before the first jansson allocation of the process.
+ */
+extern void io_jsonmem_install(void);
+
+/*
+ * Start counting jansson allocations against limit bytes (0: the
+ * default).  Returns false, with nothing started, when the counting
+ * allocators are not installed (io_init() was not called): the caller
+ * must then refuse to parse.
+ */
+extern bool io_json_budget_begin(IoJsonBudget *b, size_t limit);
+
+/* Stop counting; b->exceeded and b->peak stay readable. */
+extern void io_json_budget_end(IoJsonBudget *b);
+
+/*
+ * Free memory jansson handed out (json_dumps' result): once io_init() ran
+ * it carries the counting header and must not go to free().
+ */
+extern void io_json_free(void *ptr);
+
+#endif							/* TMS_IO_JSONMEM_H */

@@ -1,0 +1,116 @@
+/*-------------------------------------------------------------------------
+ *
+ * fuzz_location.c
+ *	  libFuzzer target for the location rule of src/io/location.c.
+ *
+ * The input is "path" or "path\nrelative_root".  For every input:
+ *	- io_location_canonical either fails with IO_ERR_INVALID_ARGUMENT or
+ *	  returns a form starting with "s3://" or "/" that contains no "." or
+ *	  ".." segment and is its own canonical form (idempotent);
+ *	- when the root is canonical too, io_location_under(path, root)
+ *	  implies that the path starts with the root (trailing slashes
+ *	  removed) followed by '/', and nothing is under itself.
+ * Any violation aborts; ASan/UBSan and the leak checker do the rest.
+ *
+ * Build: make fuzz-location (this file with every .c file of src/io).
+ * Seed corpus: test/fuzz/corpus/location/.
+ *
+ * test/fuzz/fuzz_location.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/io.h"
+
+/* True when a '/'-separated segment of s is "." or "..". */
+static int
+has_dot_segment(const char *s)
+{
+	const char *p = s;
+
+	for (;;)
+	{
+		const char *e = strchr(p, '/');
+		size_t		n = e ? (size_t) (e - p) : strlen(p);
+
+		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 1;
+		if (e == NULL)
+			return 0;
+		p = e + 1;
+	}
+}
+
+/* Check the canonical form's properties; returns it or NULL (refused). */
+static char *
+check_canonical(const char *path, const char *root)
+{
+	char	   *c = NULL;
+	char	   *again = NULL;
+	IoError		err;
+
+	if (io_location_canonical(path, root, &c, &err) != 0)
+	{
+		if (c != NULL || (err.code != IO_ERR_INVALID_ARGUMENT &&
+						  err.code != IO_ERR_OUT_OF_MEMORY))
+			abort();
+		return NULL;
+	}
+	if (strncmp(c, "s3://", 5) != 0 && c[0] != '/')
+		abort();
+	if (has_dot_segment(c))
+		abort();
+	if (io_location_canonical(c, NULL, &again, &err) != 0 || strcmp(again, c) != 0)
+		abort();
+	free(again);
+	return c;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char	   *buf = malloc(size + 1);
+	char	   *nl;
+	const char *root = NULL;
+	char	   *cpath,
+			   *croot;
+
+	if (buf == NULL)
+		return 0;
+	memcpy(buf, data, size);
+	buf[size] = '\0';
+	nl = strchr(buf, '\n');
+	if (nl != NULL)
+	{
+		*nl = '\0';
+		root = nl + 1;
+	}
+	cpath = check_canonical(buf, root);
+	croot = root ? check_canonical(root, NULL) : NULL;
+	if (cpath != NULL)
+	{
+		if (io_location_under(cpath, cpath))
+			abort();
+		if (croot != NULL && io_location_under(cpath, croot))
+		{
+			size_t		n = strlen(croot);
+
+			while (n > 0 && croot[n - 1] == '/')
+				n--;
+			if (strncmp(cpath, croot, n) != 0 || cpath[n] != '/')
+				abort();
+			/* something other than slashes lies below the root */
+			if (cpath[n + strspn(cpath + n, "/")] == '\0')
+				abort();
+		}
+	}
+	/* under() on raw input must not crash either */
+	(void) io_location_under(buf, root ? root : "/");
+	free(cpath);
+	free(croot);
+	free(buf);
+	return 0;
+}
