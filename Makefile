@@ -3,7 +3,8 @@
 #   make / make install       build and install the extension
 #   make installcheck         pg_regress against a running server (see test/README.md)
 #   make unit                 plain-C unit drivers, test/unit/<layer>_test.c
-#   make fuzz-<layer>         libFuzzer target test/fuzz/fuzz_<layer>.c (FUZZ_SECONDS)
+#   make fuzz-<name>          libFuzzer target test/fuzz/fuzz_<name>.c (FUZZ_SECONDS):
+#                             dsl, iceberg, location, xml, rest
 #   make test                 everything, on a throwaway cluster (test/run-tests.sh)
 #   make demo / demo-stop     a running stack to play with (scripts/demo.sh)
 
@@ -86,6 +87,8 @@ FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=un
 
 # A fuzz target named after a part of a layer links that layer.
 FUZZ_LAYER_location = io
+FUZZ_LAYER_xml = io
+FUZZ_LAYER_rest = io
 fuzz_layer = $(or $(FUZZ_LAYER_$(1)),$(1))
 
 test/fuzz/build/fuzz_%: test/fuzz/fuzz_%.c $(wildcard src/*/*.c src/*/*.h)
