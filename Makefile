@@ -5,7 +5,8 @@
 #   make installcheck         pg_regress on a temporary instance of its own
 #                             (test/regress.conf; needs make install first)
 #   make unit                 plain-C unit drivers, test/unit/<layer>_test.c
-#   make fuzz-<layer>         libFuzzer target test/fuzz/fuzz_<layer>.c (FUZZ_SECONDS)
+#   make fuzz-<name>          libFuzzer target test/fuzz/fuzz_<name>.c (FUZZ_SECONDS):
+#                             dsl, iceberg, location, xml, rest
 #   make test                 everything, on a throwaway cluster (test/run-tests.sh)
 #   make check-standalone     no file names the shared/ reference tree
 #   make demo / demo-stop     a running stack to play with (scripts/demo.sh)
@@ -142,6 +143,8 @@ FUZZ_FLAGS = -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
 
 # A fuzz target named after a part of a layer links that layer.
 FUZZ_LAYER_location = io
+FUZZ_LAYER_xml = io
+FUZZ_LAYER_rest = io
 fuzz_layer = $(or $(FUZZ_LAYER_$(1)),$(1))
 
 test/fuzz/build/fuzz_%: test/fuzz/fuzz_%.c $(wildcard src/*/*.c src/*/*.h)

@@ -187,30 +187,26 @@ struct json_t *
 iceberg_json_load(const char *text, size_t len, size_t flags,
 				  int64_t max_json_bytes, const char *what, IcebergError *err)
 {
-	IoJsonBudget b;
-	json_error_t jerr;
+	IoJsonLoadInfo info;
 	json_t	   *doc;
 
-	if (!io_json_budget_begin(&b, max_json_bytes > 0 ? (size_t) max_json_bytes : 0))
-	{
-		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-						  "cannot parse %s: io_init() was not called", what);
-		return NULL;
-	}
-	doc = json_loadb(text, len, flags, &jerr);
-	io_json_budget_end(&b);
+	doc = io_json_load(text, len, flags,
+					   max_json_bytes > 0 ? (size_t) max_json_bytes : 0, &info);
 	if (doc != NULL)
 		return doc;
-	if (b.exceeded)
-	{
+	if (info.not_initialised)
+		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
+						  "cannot parse %s: io_init() was not called", what);
+	else if (info.exceeded)
 		iceberg_set_error(err, ICEBERG_ERR_LIMIT,
 						  "%s needs more than max_json_bytes (%zu bytes) of memory to parse",
-						  what, b.limit);
-		return NULL;
+						  what, info.limit);
+	else
+	{
+		iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid %s: not valid JSON", what);
+		iceberg_set_detail(err, "JSON error at line %d, column %d: %s.",
+						   info.line, info.column, info.text);
 	}
-	iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid %s: not valid JSON", what);
-	iceberg_set_detail(err, "JSON error at line %d, column %d: %s.",
-					   jerr.line, jerr.column, jerr.text);
 	return NULL;
 }
 

@@ -3,7 +3,8 @@
  * io.h
  *		The outside world of tms: HTTP over libcurl, the Iceberg REST
  *		catalog client, object storage (file:// and s3://) with AWS SigV4
- *		signing.
+ *		signing, the one rule for storage locations (location.c), and the
+ *		FileIO router through which src/iceberg reads (fileio.h).
  *
  * This layer is plain C.  It includes no PostgreSQL header, never calls
  * ereport/elog, never longjmps and never exits: every function reports
@@ -23,6 +24,15 @@
  * Secrets (bearer tokens, client secrets, S3 keys) never appear in an
  * IoError message or detail.
  *
+ * Bounds: a response body is capped after decompression
+ * (max_response_bytes), a JSON parse by the memory jansson takes
+ * (max_json_bytes, counted once io_init() ran), names and locations are
+ * checked before any request, and local files are confined to the
+ * configured roots without following symbolic links.
+ *
+ * Dependencies go one way: src/iceberg includes io/fileio.h (and
+ * io/jsonmem.h), this layer includes no header of another layer.
+ *
  * src/io/io.h
  *
  *-------------------------------------------------------------------------
@@ -37,7 +47,6 @@
 
 #include "io_error.h"
 #include "fileio.h"
-#include "jsonmem.h"
 
 /*
  * Initialise the io layer: installs the counting jansson allocators that
@@ -46,7 +55,7 @@
  * thing in a unit driver's main or a fuzz target.  Idempotent.  Without
  * it every JSON parse of the catalog client and of src/iceberg fails
  * (IO_ERR_INTERNAL, ICEBERG_ERR_INVALID_ARGUMENT) instead of running
- * unbounded.
+ * unbounded.  (The budget mechanism itself is in jsonmem.h.)
  */
 extern void io_init(void);
 
@@ -325,10 +334,9 @@ typedef struct IoDeleteResult
  * file outside the allowed roots, or reached through a symbolic link, is
  * not deleted (code "AccessDenied"); a symbolic link as the final
  * component is removed itself, never its target; an invalid location has
- * code "InvalidLocation".  Returns 0
- * when every request was answered (even if some keys failed: see
- * results), -1 with *err when a request failed as a whole (results of
- * earlier batches stay filled).
+ * code "InvalidLocation".  Returns 0 when every request was answered (even
+ * if some keys failed: see results), -1 with *err when a request failed as
+ * a whole (results of earlier batches stay filled).
  */
 extern int	io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 							  IoDeleteResult *results, IoError *err);

@@ -2,10 +2,11 @@
  *
  * io_int.h
  *		Private declarations shared by the files of src/io/: a growable
- *		string buffer, error helpers and the HTTP core.
+ *		string buffer, error helpers, JSON parsing under a budget and the
+ *		HTTP core.
  *
  * Not part of the layer's interface (that is io.h); nothing outside
- * src/io/ and its unit test includes this file.
+ * src/io/, its unit test and its fuzz targets includes this file.
  *
  * src/io/io_int.h
  *
@@ -15,6 +16,7 @@
 #define TMS_IO_INT_H
 
 #include "io.h"
+#include "jsonmem.h"
 
 #if defined(__GNUC__)
 #define IO_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -49,7 +51,11 @@ extern void io_set_detail(IoError *err, const char *text, size_t len);
 extern char *io_strdup(const char *s);	/* NULL-safe; NULL on oom too */
 extern char *io_strndup(const char *s, size_t n);
 extern bool io_str_has_prefix(const char *s, const char *prefix);
-/* Percent-decode s[0..len) into a malloc'd string (no '+' handling). */
+/*
+ * Percent-decode s[0..len) into a malloc'd string (no '+' handling).  For
+ * SigV4's canonical query string only: no path or location is ever
+ * decoded in this layer.
+ */
 extern char *io_uri_decode(const char *s, size_t len);
 
 /* ---- JSON under a memory budget (jsonmem.c) ---- */

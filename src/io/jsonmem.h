@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * jsonmem.h
- *		Bounded memory for jansson: counting allocators and per-parse
- *		budgets, for the io layer's catalog client and for src/iceberg's
- *		metadata.json parser.
+ *		Bounded memory for jansson: counting allocators and a budgeted
+ *		parse, for the io layer's catalog client and for src/iceberg's
+ *		metadata.json and Avro schema parsing.
  *
  * jansson's allocators are process-global (json_set_alloc_funcs), so they
  * are installed once by io_init() (io.h), which the server calls first
@@ -11,14 +11,23 @@
  * anything else: no jansson allocation may happen before it (a block
  * from the plain allocator handed to the counting free would corrupt the
  * heap).  After that, every jansson allocation in the process carries a
- * small header; while a budget is active, the bytes allocated under it are
+ * small header, and the bytes allocated while a budget is active are
  * counted (an estimate of the heap they take, headers and the
- * allocator's own overhead included) and an allocation that would exceed
- * the limit fails, which jansson reports as out of memory and the budget
- * records as exceeded.
+ * allocator's own overhead included).
+ *
+ * The budget never makes an allocation fail: jansson 2.14 does not
+ * survive failed allocations in its lexer (it ignores a failed buffer
+ * growth and reads past the buffer; the fuzz target found it).  Instead
+ * io_json_load feeds the text to jansson in chunks of about 1 KB and
+ * stops feeding once the budget is exceeded, which jansson handles as a
+ * read error; the overshoot is what one chunk can make jansson allocate
+ * (one chunk of small values, or the doubling of one long string).
  *
  * Memory that jansson returns to its caller (json_dumps) comes from the
  * counting allocator too: free it with io_json_free, never free().
+ *
+ * This header names no jansson type, so that io.h users (PostgreSQL-facing
+ * files, where jansson's json_object clashes) need not include jansson.
  *
  * Rules: plain C; single-threaded use (the active budget is one per
  * process, as a PostgreSQL backend is); budgets end in the reverse order
@@ -42,7 +51,7 @@ typedef struct IoJsonBudget
 	size_t		limit;			/* bytes */
 	size_t		used;			/* live bytes allocated under this budget */
 	size_t		peak;			/* the most used was at any time */
-	bool		exceeded;		/* an allocation was refused */
+	bool		exceeded;		/* used went past limit at some point */
 	unsigned	gen;			/* tags the blocks allocated under it */
 	struct IoJsonBudget *prev;	/* the budget active before this one */
 } IoJsonBudget;
@@ -63,6 +72,28 @@ extern bool io_json_budget_begin(IoJsonBudget *b, size_t limit);
 
 /* Stop counting; b->exceeded and b->peak stay readable. */
 extern void io_json_budget_end(IoJsonBudget *b);
+
+/* What io_json_load says besides its result. */
+typedef struct IoJsonLoadInfo
+{
+	bool		not_initialised;	/* io_init() was not called: nothing done */
+	bool		exceeded;		/* stopped: the budget was exceeded */
+	size_t		limit;			/* the budget that applied */
+	size_t		peak;			/* the most the parse held, as counted */
+	int			line;			/* jansson's error position and text */
+	int			column;
+	char		text[160];
+} IoJsonLoadInfo;
+
+struct json_t;
+
+/*
+ * json_loadb(text, len, flags) under a budget of max_bytes (0: the
+ * default): the document, or NULL with *info saying why (not initialised,
+ * over the budget, or jansson's parse error).
+ */
+extern struct json_t *io_json_load(const char *text, size_t len, size_t flags,
+								   size_t max_bytes, IoJsonLoadInfo *info);
 
 /*
  * Free memory jansson handed out (json_dumps' result): once io_init() ran

@@ -135,8 +135,8 @@ io_catalog_request_count(const IoCatalog *cat)
 
 /* See rest_int.h (the reader of error bodies). */
 int
-io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind, const char *what,
-			 size_t max_json, IoError *err)
+io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
+					 const char *what, size_t max_json, IoError *err)
 {
 	long		st = resp->status;
 	IoErrorCode code;
@@ -261,8 +261,8 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind, const char *
 /* See rest_int.h. */
 int
 io_rest_request(IoCatalog *cat, const char *method, const char *path,
-			const char *body, const char *const *extra, size_t nextra,
-			bool idempotent, IoHttpResponse *resp, IoError *err)
+				const char *body, const char *const *extra, size_t nextra,
+				bool idempotent, IoHttpResponse *resp, IoError *err)
 {
 	IoStrBuf	url;
 	int			attempt;
@@ -531,7 +531,8 @@ prefix_clean(const char *raw, IoErrorCode bad_code, IoError *err)
 
 /* See rest_int.h. */
 int
-io_rest_kv_put(IoKeyValue **arr, size_t *n, const char *key, const char *value)
+io_rest_kv_put(IoKeyValue **arr, size_t *n, const char *key,
+			   const char *value)
 {
 	char	   *nv = io_strdup(value);
 	char	   *nk;

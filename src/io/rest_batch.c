@@ -144,8 +144,8 @@ load_slot_finished(IoCatalog *cat, const IoLoadRequest *reqs, LoadSlot *s,
 	}
 	memset(&t, 0, sizeof(t));
 	if (rc == 0)
-		rc = io_rest_load_response(cat, r->ns, r->table, r->known_etag, s->inm, resp,
-						   &t, rerr);
+		rc = io_rest_load_response(cat, r->ns, r->table, r->known_etag, s->inm,
+								   resp, &t, rerr);
 	stop = fn(arg, s->idx, rc == 0 ? &t : NULL, rc == 0 ? NULL : rerr);
 	io_loaded_table_free(&t);
 	load_slot_clear(s);
@@ -212,7 +212,7 @@ io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs, size_t n,
 				s->used = true;
 				s->idx = next++;
 				if (io_rest_load_request(cat, r->ns, r->table, r->known_etag,
-								 &s->path, &s->inm, &rerr) != 0)
+										 &s->path, &s->inm, &rerr) != 0)
 				{
 					/* a bad request fails alone */
 					int			stop = fn(arg, s->idx, NULL, &rerr);

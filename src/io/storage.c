@@ -825,7 +825,12 @@ file_list(IoStorage *st, const char *prefix, const char *path, IoListFn fn,
 	int			rc;
 
 	if (local_walk(st, prefix, path, false, true, &w, err) != 0)
-		return err->code == IO_ERR_NOT_FOUND ? 0 : -1;
+	{
+		if (err->code != IO_ERR_NOT_FOUND)
+			return -1;
+		io_error_clear(err);	/* nothing under a missing prefix */
+		return 0;
+	}
 	while (ulen > 1 && prefix[ulen - 1] == '/')
 		ulen--;
 	up = io_strndup(prefix, ulen);

@@ -2112,6 +2112,37 @@ test_json_budget(void)
 		CHECK(b.used == used, "budget untouched after its end");
 	}
 
+	/*
+	 * Every budget, from far too small to enough: the parse stops cleanly.
+	 * (jansson 2.14 crashes when an allocation fails inside its lexer;
+	 * the budget never fails one, it stops feeding input.  Found by
+	 * fuzz_rest; the input is in test/fuzz/corpus/rest/regress-*.)
+	 */
+	{
+		IoStrBuf	small;
+		int			stopped = 0,
+					parsed = 0;
+
+		io_sb_init(&small);
+		io_sb_puts(&small, "{\"namespaces\": [");
+		for (int i = 0; i < 300; i++)
+			io_sb_printf(&small, "%s[\"tax%d\", \"%*s\"]", i ? ", " : "", i, i % 40, "");
+		io_sb_puts(&small, "], \"next-page-token\": \"x\"}");
+		for (size_t lim = 512; lim < 400000; lim += 997)
+		{
+			doc = io_json_parse(small.data, small.len, lim, "list namespaces", &err);
+			if (doc != NULL)
+				parsed++;
+			else if (err.code == IO_ERR_TOO_LARGE)
+				stopped++;
+			else
+				CHECK(0, "budget %zu: unexpected %s", lim, err.message);
+			json_decref(doc);
+		}
+		CHECK(stopped > 0 && parsed > 0, "budgets: %d stopped, %d parsed", stopped, parsed);
+		io_sb_free(&small);
+	}
+
 	/* a truncated document is a protocol error, not a crash */
 	doc = io_json_parse(sb.data, sb.len / 2, 0, "list tables", &err);
 	CHECK(doc == NULL && err.code == IO_ERR_PROTOCOL, "truncated: %s", err.message);

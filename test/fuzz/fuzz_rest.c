@@ -1,0 +1,191 @@
+/*-------------------------------------------------------------------------
+ *
+ * fuzz_rest.c
+ *	  libFuzzer target for the JSON readers of the Iceberg REST catalog
+ *	  client (src/io/rest_int.h), without a network.
+ *
+ * The first input byte selects the reader, the rest is the response body:
+ *	0: /v1/config (io_rest_read_config), with and without a warehouse
+ *	   and a configured prefix;
+ *	1: an OAuth2 token response (io_rest_read_token);
+ *	2: an error body (io_rest_status_error), the status and call kind
+ *	   taken from the selector's upper bits;
+ *	3: a ListTablesResponse page (io_rest_read_tables_page);
+ *	4: a ListNamespacesResponse page (io_rest_read_namespaces_page);
+ *	5: a LoadTableResult (io_rest_read_load_result);
+ *	6: the name checks (io_rest_check_ident) on the body as a namespace
+ *	   and as a table name.
+ * A small JSON budget (64 KiB) makes the max_json_bytes paths reachable.
+ * Every reader must end in a value: 0, or -1 with an IoError whose code is
+ * set; ASan/UBSan and the leak checker do the rest.
+ *
+ * Build: make fuzz-rest (this file with every .c file of src/io).
+ * Seed corpus: test/fuzz/corpus/rest/ (selector byte + a real-looking
+ * response).
+ *
+ * test/fuzz/fuzz_rest.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/rest_int.h"
+
+#define FUZZ_MAX_JSON (64 * 1024)
+
+/* A handle as io_catalog_open leaves it, without the network. */
+static IoCatalog *
+fake_catalog(bool warehouse, bool prefix)
+{
+	IoCatalog  *cat = calloc(1, sizeof(IoCatalog));
+
+	if (cat == NULL)
+		abort();
+	cat->uri = strdup("http://127.0.0.1:1");
+	cat->warehouse = warehouse ? strdup("s3://wh/") : NULL;
+	cat->prefix_option = prefix ? strdup("cat/a b") : NULL;
+	cat->http.max_json_bytes = FUZZ_MAX_JSON;
+	return cat;
+}
+
+/* A failed reader must say why. */
+static void
+check_rc(int rc, const IoError *err)
+{
+	if (rc != 0 && (rc != -1 || err->code == IO_OK || err->message[0] == '\0'))
+		abort();
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const long statuses[] = {400, 401, 403, 404, 406, 409, 419, 422,
+	429, 500, 501, 502, 503, 504, 418, 599};
+	const char *body;
+	size_t		len;
+	IoError		err;
+	int			rc;
+
+	io_init();					/* idempotent; before any jansson use */
+	if (size < 1)
+		return 0;
+	body = (const char *) data + 1;
+	len = size - 1;
+	io_error_clear(&err);
+	switch (data[0] & 7)
+	{
+		case 0:
+			{
+				IoCatalog  *cat = fake_catalog(data[0] & 8, data[0] & 16);
+
+				rc = io_rest_read_config(cat, body, len, &err);
+				check_rc(rc, &err);
+				if (rc == 0)
+				{
+					size_t		n;
+
+					(void) io_catalog_properties(cat, &n);
+					(void) io_rest_endpoint_offered(cat, "GET /v1/{prefix}/namespaces");
+					if (cat->prefix == NULL)
+						abort();
+					/* a second config replaces the first */
+					rc = io_rest_read_config(cat, body, len, &err);
+					check_rc(rc, &err);
+				}
+				io_catalog_free(cat);
+				break;
+			}
+		case 1:
+			{
+				IoCatalog  *cat = fake_catalog(false, false);
+
+				rc = io_rest_read_token(cat, body, len, &err);
+				check_rc(rc, &err);
+				if (rc == 0 && (cat->token == NULL || cat->token_expires_ms < 0))
+					abort();
+				io_catalog_free(cat);
+				break;
+			}
+		case 2:
+			{
+				IoHttpResponse resp;
+
+				memset(&resp, 0, sizeof(resp));
+				resp.status = statuses[(data[0] >> 3) & 15];
+				resp.body = (char *) body;
+				resp.body_len = len;
+				rc = io_rest_status_error(&resp, (RestCallKind) ((data[0] >> 7) * 3),
+										  "fuzz", FUZZ_MAX_JSON, &err);
+				if (rc != -1 || err.code == IO_OK || err.http_status != resp.status)
+					abort();
+				break;
+			}
+		case 3:
+			{
+				IoTableIdent *items;
+				size_t		n;
+				char	   *next;
+
+				rc = io_rest_read_tables_page(body, len, FUZZ_MAX_JSON, &items, &n,
+											  &next, &err);
+				check_rc(rc, &err);
+				if (rc == 0)
+				{
+					for (size_t i = 0; i < n; i++)
+						if (items[i].ns == NULL || items[i].name == NULL)
+							abort();
+					io_rest_free_idents(items, n);
+					free(next);
+				}
+				else if (items != NULL || n != 0 || next != NULL)
+					abort();
+				break;
+			}
+		case 4:
+			{
+				IoStringList out = {NULL, 0};
+				char	   *next;
+
+				rc = io_rest_read_namespaces_page(body, len, FUZZ_MAX_JSON, &out,
+												  &next, &err);
+				check_rc(rc, &err);
+				if (rc == 0)
+					free(next);
+				else if (next != NULL || out.n != 0)
+					abort();
+				io_string_list_free(&out);
+				break;
+			}
+		case 5:
+			{
+				IoLoadedTable t;
+
+				memset(&t, 0, sizeof(t));
+				rc = io_rest_read_load_result(body, len, FUZZ_MAX_JSON, "load table",
+											  &t, &err);
+				check_rc(rc, &err);
+				if (rc == 0 && t.metadata_json == NULL)
+					abort();
+				io_loaded_table_free(&t);
+				break;
+			}
+		default:
+			{
+				char	   *s = malloc(len + 1);
+
+				if (s == NULL)
+					return 0;
+				memcpy(s, body, len);
+				s[len] = '\0';
+				rc = io_rest_check_ident(s, NULL, &err);
+				check_rc(rc, &err);
+				rc = io_rest_check_ident("ns", s, &err);
+				check_rc(rc, &err);
+				free(s);
+				break;
+			}
+	}
+	return 0;
+}
