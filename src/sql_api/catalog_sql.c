@@ -6,9 +6,11 @@
  *
  * They work without shared_preload_libraries.  Each one connects through
  * tms_catalog_connect() (USAGE on the server and a user mapping needed),
- * calls the plain-C io and iceberg layers, and raises errors only after
- * those calls returned: every malloc'd io/iceberg object is freed in a
- * PG_FINALLY block, so an error or a query cancel leaks nothing.  Long
+ * reads files through tms_table_fileio() (the one location rule; local
+ * files only below the server's allowed_locations), calls the plain-C io
+ * and iceberg layers, and raises errors only after those calls returned:
+ * every malloc'd io/iceberg object is freed in a PG_FINALLY block, so an
+ * error or a query cancel leaks nothing.  Long
  * work (HTTP, manifest streaming) checks InterruptPending through the
  * layers' interrupt callbacks and ends with CHECK_FOR_INTERRUPTS().
  *
@@ -33,8 +35,11 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "sql_api/catalog_conn.h"
-#include "tms.h"
+#include "bridge/catalog.h"
+#include "bridge/errors.h"
+#include "bridge/names.h"
+#include "io/secrets.h"
+#include "sql_api/api.h"
 
 PG_FUNCTION_INFO_V1(tms_catalog_config);
 PG_FUNCTION_INFO_V1(tms_list_namespaces);
@@ -75,6 +80,8 @@ load_table(TmsCatalogConn *conn, const char *ns, const char *table,
 {
 	IoError		err;
 
+	tms_check_namespace(ns);
+	tms_check_table_name("table name", table);
 	if (io_catalog_load_table(conn->catalog, tms_namespace_to_io(ns), table,
 							  out, &err) != 0)
 		tms_io_ereport(&err);
@@ -83,130 +90,6 @@ load_table(TmsCatalogConn *conn, const char *ns, const char *table,
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("catalog returned no metadata for table \"%s.%s\"", ns, table)));
-}
-
-static bool
-iceberg_interrupted(void *arg)
-{
-	return QueryCancelPending || ProcDiePending;	/* see tms_io_interrupted */
-}
-
-/*
- * An IcebergFileIO that sends s3:// s3a:// s3n:// paths to the io layer's
- * S3 reader and everything else to src/iceberg's local reader (which also
- * knows the relative and "file://host/x" paths of old local writers).
- * Handles are malloc'd wrappers: no palloc inside callbacks.
- */
-typedef struct TmsFileHandle
-{
-	const IcebergFileIO *impl;
-	void	   *h;
-} TmsFileHandle;
-
-static const IcebergFileIO *
-pick_io(TmsFileIO *t, const char *path)
-{
-	if (pg_strncasecmp(path, "s3://", 5) == 0 ||
-		pg_strncasecmp(path, "s3a://", 6) == 0 ||
-		pg_strncasecmp(path, "s3n://", 6) == 0)
-		return &t->s3;
-	return &t->local;
-}
-
-/*
- * The path relative_root/rel for a relative path ("a/b", "file://a/b",
- * "file:a/b"), malloc'd; NULL when path is not relative or there is no
- * root.
- */
-static char *
-resolve_relative(const TmsFileIO *t, const char *path)
-{
-	const char *rel = NULL;
-	char	   *r;
-	size_t		n;
-
-	if (t->relative_root == NULL)
-		return NULL;
-	if (strncmp(path, "file://", 7) == 0 && path[7] != '/')
-		rel = path + 7;
-	else if (strncmp(path, "file:", 5) == 0 && path[5] != '/')
-		rel = path + 5;
-	else if (path[0] != '/' && strstr(path, "://") == NULL)
-		rel = path;
-	if (rel == NULL)
-		return NULL;
-	while (rel[0] == '.' && rel[1] == '/')
-		rel += 2;
-	n = strlen(t->relative_root) + strlen(rel) + 2;
-	r = malloc(n);
-	if (r != NULL)
-		snprintf(r, n, "%s/%s", t->relative_root, rel);
-	return r;
-}
-
-static void *
-tfio_open(void *arg, const char *path, int64_t *size_out, IcebergError *err)
-{
-	TmsFileIO  *t = arg;
-	const IcebergFileIO *impl = pick_io(t, path);
-	TmsFileHandle *fh = malloc(sizeof(TmsFileHandle));
-	char	   *resolved = NULL;
-
-	if (impl == &t->local)
-		resolved = resolve_relative(t, path);
-	if (fh == NULL)
-	{
-		free(resolved);
-		err->code = ICEBERG_ERR_OUT_OF_MEMORY;
-		snprintf(err->message, sizeof(err->message), "out of memory");
-		err->detail[0] = '\0';
-		return NULL;
-	}
-	fh->impl = impl;
-	fh->h = impl->open(impl->arg, resolved ? resolved : path, size_out, err);
-	free(resolved);
-	if (fh->h == NULL)
-	{
-		free(fh);
-		return NULL;
-	}
-	return fh;
-}
-
-static int64_t
-tfio_read(void *arg, void *handle, void *buf, size_t len, IcebergError *err)
-{
-	TmsFileHandle *fh = handle;
-
-	return fh->impl->read(fh->impl->arg, fh->h, buf, len, err);
-}
-
-static void
-tfio_close(void *arg, void *handle)
-{
-	TmsFileHandle *fh = handle;
-
-	if (fh == NULL)
-		return;
-	fh->impl->close(fh->impl->arg, fh->h);
-	free(fh);
-}
-
-void
-tms_fileio_init(TmsFileIO *t, TmsCatalogConn *conn, IoStorage *storage,
-				IcebergFileIO *out)
-{
-	memset(t, 0, sizeof(*t));
-	t->relative_root = conn->relative_root;
-	io_fileio_init(&t->s3state, storage, tms_io_interrupted, NULL, &t->s3);
-	iceberg_local_fileio(&t->local, &t->localfs);
-	memset(out, 0, sizeof(*out));
-	out->arg = t;
-	out->open = tfio_open;
-	out->read = tfio_read;
-	out->close = tfio_close;
-	out->interrupted = iceberg_interrupted;
-	out->limits = NULL;
 }
 
 /* Parse the loaded metadata JSON (ereport on failure). */
@@ -218,7 +101,7 @@ parse_metadata(const IoLoadedTable *t)
 
 	if (!iceberg_metadata_parse(t->metadata_json, strlen(t->metadata_json),
 								NULL, &md, &err))
-		tms_iceberg_ereport(&err, NULL);
+		tms_iceberg_ereport(&err);
 	return md;
 }
 
@@ -235,20 +118,6 @@ append_json_string(StringInfo buf, const char *s)
  * tms.catalog_config(server) -> (key, value)
  * ----------------------------------------------------------------
  */
-
-/* Keys whose values could be credentials are not shown. */
-static bool
-secret_key(const char *key)
-{
-	static const char *const words[] = {"token", "secret", "credential",
-	"password", "key-id", "access-key", NULL};
-	int			i;
-
-	for (i = 0; words[i]; i++)
-		if (strstr(key, words[i]) != NULL)
-			return true;
-	return false;
-}
 
 Datum
 tms_catalog_config(PG_FUNCTION_ARGS)
@@ -268,7 +137,8 @@ tms_catalog_config(PG_FUNCTION_ARGS)
 	props = io_catalog_properties(conn->catalog, &n);
 	for (i = 0; i < n; i++)
 	{
-		if (secret_key(props[i].key))
+		if (io_secret_key(props[i].key, strlen(props[i].key)) ||
+			io_secret_value(props[i].value, strlen(props[i].value)))
 			continue;
 		values[0] = CStringGetTextDatum(props[i].key);
 		values[1] = CStringGetTextDatum(props[i].value);
@@ -327,6 +197,8 @@ tms_list_namespaces(PG_FUNCTION_ARGS)
 	List	   *nss;
 	ListCell   *lc;
 
+	if (parent)
+		tms_check_namespace(parent);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	conn = tms_catalog_connect(server);
 	nss = fetch_namespaces(conn, parent ? tms_namespace_to_io(parent) : NULL);
@@ -408,8 +280,12 @@ tms_list_tables(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(1))
 		put_tables_recursive(rsinfo, conn, NULL, 0);
 	else
-		put_tables(rsinfo, conn,
-				   tms_namespace_to_io(text_to_cstring(PG_GETARG_TEXT_PP(1))));
+	{
+		char	   *ns = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+		tms_check_namespace(ns);
+		put_tables(rsinfo, conn, tms_namespace_to_io(ns));
+	}
 	return (Datum) 0;
 }
 
@@ -530,9 +406,21 @@ content_name(int32_t content)
 
 /* Raise an iceberg error, with the storage error behind it if any. */
 static void
-raise_iceberg(const IcebergError *err, TmsFileIO *tio)
+raise_iceberg(const IcebergError *err, TmsTableFileIO *tio)
 {
-	tms_iceberg_ereport(err, &tio->s3state.last_error);
+	tms_iceberg_ereport(err);
+}
+
+/* Storage for a loaded table, or raise. */
+static IoStorage *
+table_storage(TmsCatalogConn *conn, const IoLoadedTable *t)
+{
+	IoError		err;
+	IoStorage  *st = tms_catalog_storage(conn, t, &err);
+
+	if (st == NULL)
+		tms_io_ereport(&err);
+	return st;
 }
 
 Datum
@@ -550,7 +438,7 @@ tms_table_files(PG_FUNCTION_ARGS)
 	IoStorage  *volatile storage = NULL;
 	IcebergManifestListReader *volatile mlr = NULL;
 	IcebergManifestReader *volatile mr = NULL;
-	TmsFileIO  *tio = palloc0(sizeof(TmsFileIO));
+	TmsTableFileIO *tio = palloc0(sizeof(TmsTableFileIO));
 	IcebergFileIO fio;
 	MemoryContext rowcxt;
 
@@ -577,8 +465,8 @@ tms_table_files(PG_FUNCTION_ARGS)
 							(long long) snapshot_id, ns, table)));
 		if (snap != NULL)
 		{
-			storage = tms_catalog_storage(conn, &t);
-			tms_fileio_init(tio, conn, storage, &fio);
+			storage = table_storage(conn, &t);
+			tms_table_fileio(tio, conn->server, storage, &fio);
 			if (!iceberg_manifest_list_open(&fio, md, snap,
 											(IcebergManifestListReader **) &mlr, &err))
 				raise_iceberg(&err, tio);
@@ -663,7 +551,7 @@ tms_table_metrics(PG_FUNCTION_ARGS)
 	IoLoadedTable t;
 	IcebergTableMetadata *volatile md = NULL;
 	IoStorage  *volatile storage = NULL;
-	TmsFileIO  *tio = palloc0(sizeof(TmsFileIO));
+	TmsTableFileIO *tio = palloc0(sizeof(TmsTableFileIO));
 	IcebergFileIO fio;
 	IcebergTableMetrics m;
 	StringInfoData buf;
@@ -693,8 +581,8 @@ tms_table_metrics(PG_FUNCTION_ARGS)
 
 		load_table(conn, ns, table, &t);
 		md = parse_metadata(&t);
-		storage = tms_catalog_storage(conn, &t);
-		tms_fileio_init(tio, conn, storage, &fio);
+		storage = table_storage(conn, &t);
+		tms_table_fileio(tio, conn->server, storage, &fio);
 		if (!iceberg_table_metrics(&fio, md, level,
 								   (int64_t) (GetCurrentTimestamp() / 1000 +
 											  (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000),

@@ -46,6 +46,7 @@
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 
+#include "bridge/condition.h"
 #include "dsl/dsl.h"
 
 PG_FUNCTION_INFO_V1(tms_dsl_check);
@@ -57,48 +58,6 @@ PG_FUNCTION_INFO_V1(tms_dsl_explain);
  * ---------------------------------------------------------------------
  */
 
-static void *
-dsl_palloc(void *arg, size_t size)
-{
-	return palloc_extended(size, MCXT_ALLOC_NO_OOM);
-}
-
-static void
-dsl_pfree(void *arg, void *ptr)
-{
-	pfree(ptr);
-}
-
-static const dsl_allocator pg_allocator = {dsl_palloc, dsl_pfree, NULL};
-
-/* The SQLSTATE for a compile error kind. */
-static int
-error_code(dsl_error_kind kind)
-{
-	switch (kind)
-	{
-		case DSL_ERROR_TYPE:
-			return ERRCODE_DATATYPE_MISMATCH;
-		case DSL_ERROR_TOO_COMPLEX:
-			return ERRCODE_STATEMENT_TOO_COMPLEX;
-		case DSL_ERROR_TOO_LONG:
-			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
-		case DSL_ERROR_OUT_OF_MEMORY:
-			return ERRCODE_OUT_OF_MEMORY;
-		default:
-			return ERRCODE_SYNTAX_ERROR;
-	}
-}
-
-/* 1-based character position of byte offset off, in the database encoding. */
-static int
-char_position(const char *src, int len, int off)
-{
-	if (off > len)
-		off = len;
-	return pg_mbstrlen_with_len(src, off) + 1;
-}
-
 /*
  * Compile a text condition; returns NULL with *err set when it does not
  * compile (the caller decides whether to raise).
@@ -106,25 +65,14 @@ char_position(const char *src, int len, int off)
 static dsl_program *
 compile_text(text *t, dsl_error *err)
 {
-	return dsl_compile(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &pg_allocator, err);
+	return tms_condition_compile(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), err);
 }
 
 /* Compile a text condition or raise its compile error. */
 static dsl_program *
 compile_or_raise(text *t)
 {
-	dsl_error	err;
-	dsl_program *p = compile_text(t, &err);
-
-	if (p == NULL)
-		ereport(ERROR,
-				(errcode(error_code(err.kind)),
-				 errmsg("invalid policy condition: %s", err.message),
-				 err.kind == DSL_ERROR_TOO_LONG ? 0 :
-				 errdetail("At line %d, column %d:\n%s",
-						   err.line, err.column, err.excerpt),
-				 err.hint[0] ? errhint("%s", err.hint) : 0));
-	return p;
+	return tms_condition_compile_or_raise(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 }
 
 /* ---------------------------------------------------------------------
@@ -544,10 +492,6 @@ tms_dsl_check(PG_FUNCTION_ARGS)
 	}
 	else
 	{
-		if (err.kind == DSL_ERROR_OUT_OF_MEMORY)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory")));
 		values[0] = BoolGetDatum(false);
 		nulls[0] = false;
 		if (err.has_type)
@@ -556,7 +500,7 @@ tms_dsl_check(PG_FUNCTION_ARGS)
 			nulls[1] = false;
 		}
 		values[3] = CStringGetTextDatum(err.message);
-		values[4] = Int32GetDatum(char_position(VARDATA_ANY(t),
+		values[4] = Int32GetDatum(tms_condition_char_position(VARDATA_ANY(t),
 												VARSIZE_ANY_EXHDR(t), err.offset));
 		nulls[3] = nulls[4] = false;
 		if (err.hint[0])
@@ -585,54 +529,6 @@ tms_dsl_eval(PG_FUNCTION_ARGS)
 	PG_RETURN_BOOL(result);
 }
 
-static const char *
-kind_name(dsl_node_kind k)
-{
-	static const char *const names[] = {
-		"literal", "variable", "field", "unary", "arithmetic",
-		"comparison", "logical", "function", "property", "count"
-	};
-
-	return (unsigned) k < lengthof(names) ? names[k] : "?";
-}
-
-static const char *
-state_name(dsl_node_state s)
-{
-	switch (s)
-	{
-		case DSL_NODE_EVALUATED:
-			return "evaluated";
-		case DSL_NODE_FAILED:
-			return "failed";
-		case DSL_NODE_PER_FILE:
-			return "per_file";
-		default:
-			return "not_evaluated";
-	}
-}
-
-/* Append a node's value as JSON. */
-static void
-append_value(StringInfo b, const dsl_explain_node *e)
-{
-	switch (e->type)
-	{
-		case DSL_BOOLEAN:
-			appendStringInfoString(b, e->value.b ? "true" : "false");
-			break;
-		case DSL_LONG:
-			appendStringInfo(b, INT64_FORMAT, e->value.l);
-			break;
-		case DSL_DOUBLE:
-			appendStringInfoString(b, float8out_internal(e->value.d));
-			break;
-		case DSL_STRING:
-			escape_json(b, e->value.s ? e->value.s : "");
-			break;
-	}
-}
-
 /*
  * tms.dsl_explain(expr, metrics, properties, files) -> jsonb:
  * {"result", "outcome", "text", "nodes": [...]}, nodes in pre-order with
@@ -647,7 +543,6 @@ tms_dsl_explain(PG_FUNCTION_ARGS)
 	dsl_explain_node *nodes;
 	int32		n;
 	StringInfoData b;
-	const char *src;
 	size_t		len;
 	char	   *text;
 
@@ -659,56 +554,13 @@ tms_dsl_explain(PG_FUNCTION_ARGS)
 	len = dsl_explain_text(a.p, nodes, result, outcome, NULL, 0);
 	text = palloc(len + 1);
 	dsl_explain_text(a.p, nodes, result, outcome, text, len + 1);
-	src = dsl_program_source(a.p);
 
 	initStringInfo(&b);
 	appendStringInfo(&b, "{\"result\": %s, \"outcome\": ", result ? "true" : "false");
 	escape_json(&b, dsl_outcome_name(outcome));
 	appendStringInfoString(&b, ", \"text\": ");
 	escape_json(&b, text);
-	appendStringInfoString(&b, ", \"nodes\": [");
-	for (int32 i = 0; i < n; i++)
-	{
-		const dsl_explain_node *e = &nodes[i];
-		char	   *expr = pnstrdup(src + e->offset, e->length);
-
-		appendStringInfo(&b, "%s{\"id\": %d, \"parent\": ", i ? ", " : "", i);
-		if (e->parent < 0)
-			appendStringInfoString(&b, "null");
-		else
-			appendStringInfo(&b, "%d", e->parent);
-		appendStringInfoString(&b, ", \"expr\": ");
-		escape_json(&b, expr);
-		appendStringInfo(&b, ", \"kind\": \"%s\", \"type\": \"%s\"",
-						 kind_name(e->kind), dsl_type_name(e->type));
-		if (e->op && e->op[0])
-		{
-			appendStringInfoString(&b, ", \"op\": ");
-			escape_json(&b, e->op);
-		}
-		appendStringInfo(&b, ", \"state\": \"%s\"", state_name(e->state));
-		if (e->state == DSL_NODE_EVALUATED)
-		{
-			appendStringInfoString(&b, ", \"value\": ");
-			append_value(&b, e);
-		}
-		else if (e->state == DSL_NODE_FAILED)
-			appendStringInfo(&b, ", \"outcome\": \"%s\"", dsl_outcome_name(e->outcome));
-		if (e->kind == DSL_KIND_PROPERTY && e->state == DSL_NODE_EVALUATED)
-		{
-			appendStringInfo(&b, ", \"from\": \"%s\"", e->property_found ? "table" : "default");
-			if (e->raw)
-			{
-				appendStringInfoString(&b, ", \"raw\": ");
-				escape_json(&b, e->raw);
-			}
-		}
-		if (e->kind == DSL_KIND_COUNT && e->state != DSL_NODE_NOT_EVALUATED)
-			appendStringInfo(&b, ", \"files\": " INT64_FORMAT, e->files);
-		appendStringInfoChar(&b, '}');
-		pfree(expr);
-	}
-	appendStringInfoString(&b, "]}");
+	appendStringInfo(&b, ", \"nodes\": %s}", tms_condition_explain_json(a.p, nodes, n));
 	dsl_free(a.p);
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(b.data)));
 }

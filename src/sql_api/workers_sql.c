@@ -15,7 +15,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-#include "tms.h"
+#include "bridge/settings.h"
 #include "worker/worker.h"
 
 PG_FUNCTION_INFO_V1(tms_workers);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * tms.h
- *	  Settings and helpers shared by every PostgreSQL-facing part of tms.
+ * settings.h
+ *	  Settings every PostgreSQL-facing layer of tms reads, and how a
+ *	  function says that it needs tms to be preloaded.
  *
  * tms is loaded in two ways: through shared_preload_libraries, which starts
  * the background workers and sets up shared memory, or on demand by the
@@ -9,23 +10,26 @@
  * functions (DSL checks, metadata inspection).  tms_require_preload() is how
  * a function that needs the workers says so.
  *
- * Only files that may include PostgreSQL headers include this one; the
- * plain-C layers (src/dsl, src/iceberg, src/io, src/cron) never do.
+ * The variables are defined here and registered as GUCs by _PG_init
+ * (src/tms.c), which gives each one its description, unit and context.
+ * Settings of one area (the scheduler, purge, policies) live with that
+ * area instead.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef TMS_H
-#define TMS_H
+#ifndef TMS_BRIDGE_SETTINGS_H
+#define TMS_BRIDGE_SETTINGS_H
 
 #include "postgres.h"
 
-#include "fmgr.h"
-
-/* GUC variables (src/tms.c) */
 extern char *tms_database_name;
 extern bool tms_enabled;
 extern int	tms_max_workers;
 extern int	tms_naptime_ms;
+
+/* bounds on what one catalog response may cost (bytes; see doc/catalogs.md) */
+extern int	tms_max_response_size_kb;
+extern int	tms_max_json_memory_kb;
 
 /* true when the library was loaded through shared_preload_libraries */
 extern bool tms_preloaded;
@@ -36,12 +40,4 @@ extern bool tms_preloaded;
  */
 extern void tms_require_preload(const char *feature);
 
-/*
- * Argument n of a SQL function as a palloc'd C string, raising
- * ERRCODE_NULL_VALUE_NOT_ALLOWED ("<what> must not be null") when it is
- * NULL: for functions that cannot be STRICT because other arguments may be.
- */
-extern char *tms_arg_text(FunctionCallInfo fcinfo, int n, const char *what);
-extern char *tms_arg_name(FunctionCallInfo fcinfo, int n, const char *what);
-
-#endif							/* TMS_H */
+#endif							/* TMS_BRIDGE_SETTINGS_H */

@@ -1,0 +1,228 @@
+/*-------------------------------------------------------------------------
+ *
+ * condition.c
+ *	  Policy conditions inside PostgreSQL (condition.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "utils/float.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+
+#include "bridge/condition.h"
+
+static void *
+dsl_palloc(void *arg, size_t size)
+{
+	return palloc_extended(size, MCXT_ALLOC_NO_OOM);
+}
+
+static void
+dsl_pfree(void *arg, void *ptr)
+{
+	pfree(ptr);
+}
+
+const dsl_allocator tms_dsl_allocator = {dsl_palloc, dsl_pfree, NULL};
+
+int
+tms_condition_sqlstate(dsl_error_kind kind)
+{
+	switch (kind)
+	{
+		case DSL_ERROR_TYPE:
+			return ERRCODE_DATATYPE_MISMATCH;
+		case DSL_ERROR_TOO_COMPLEX:
+			return ERRCODE_STATEMENT_TOO_COMPLEX;
+		case DSL_ERROR_TOO_LONG:
+			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+		case DSL_ERROR_OUT_OF_MEMORY:
+			return ERRCODE_OUT_OF_MEMORY;
+		default:
+			return ERRCODE_SYNTAX_ERROR;
+	}
+}
+
+int
+tms_condition_char_position(const char *src, int len, int off)
+{
+	if (off > len)
+		off = len;
+	if (off < 0)
+		off = 0;
+	return pg_mbstrlen_with_len(src, off) + 1;
+}
+
+dsl_program *
+tms_condition_compile(const char *src, size_t len, dsl_error *err)
+{
+	dsl_program *p = dsl_compile(src, len, &tms_dsl_allocator, err);
+
+	if (p == NULL && err->kind == DSL_ERROR_OUT_OF_MEMORY)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Compiling a policy condition of %zu bytes.", len)));
+	return p;
+}
+
+dsl_program *
+tms_condition_compile_or_raise(const char *src, size_t len)
+{
+	dsl_error	err;
+	dsl_program *p = tms_condition_compile(src, len, &err);
+
+	if (p != NULL)
+		return p;
+	ereport(ERROR,
+			(errcode(tms_condition_sqlstate(err.kind)),
+			 errmsg("invalid policy condition: %s", err.message),
+			 err.kind == DSL_ERROR_TOO_LONG ? 0 :
+			 errdetail("At line %d, column %d:\n%s", err.line, err.column, err.excerpt),
+			 err.hint[0] ? errhint("%s", err.hint) : 0));
+	return NULL;
+}
+
+static const char *
+kind_name(dsl_node_kind k)
+{
+	static const char *const names[] = {
+		"literal", "variable", "field", "unary", "arithmetic",
+		"comparison", "logical", "function", "property", "count"
+	};
+
+	return (unsigned) k < lengthof(names) ? names[k] : "?";
+}
+
+static const char *
+state_name(dsl_node_state s)
+{
+	switch (s)
+	{
+		case DSL_NODE_EVALUATED:
+			return "evaluated";
+		case DSL_NODE_FAILED:
+			return "failed";
+		case DSL_NODE_PER_FILE:
+			return "per_file";
+		default:
+			return "not_evaluated";
+	}
+}
+
+/* A double as JSON: the shortest exact text, null when not finite. */
+static void
+append_double(StringInfo b, double d)
+{
+	if (isfinite(d))
+		appendStringInfoString(b, float8out_internal(d));
+	else
+		appendStringInfoString(b, "null");
+}
+
+static void
+append_value(StringInfo b, const dsl_explain_node *e)
+{
+	switch (e->type)
+	{
+		case DSL_BOOLEAN:
+			appendStringInfoString(b, e->value.b ? "true" : "false");
+			break;
+		case DSL_LONG:
+			appendStringInfo(b, INT64_FORMAT, e->value.l);
+			break;
+		case DSL_DOUBLE:
+			append_double(b, e->value.d);
+			break;
+		case DSL_STRING:
+			escape_json(b, e->value.s ? e->value.s : "");
+			break;
+	}
+}
+
+char *
+tms_condition_explain_json(const dsl_program *prog,
+						   const dsl_explain_node *nodes, int32 n)
+{
+	StringInfoData b;
+	const char *src = dsl_program_source(prog);
+
+	initStringInfo(&b);
+	appendStringInfoChar(&b, '[');
+	for (int32 i = 0; i < n; i++)
+	{
+		const dsl_explain_node *e = &nodes[i];
+		char	   *expr = pnstrdup(src + e->offset, e->length);
+
+		appendStringInfo(&b, "%s{\"id\": %d, \"parent\": ", i ? ", " : "", i);
+		if (e->parent < 0)
+			appendStringInfoString(&b, "null");
+		else
+			appendStringInfo(&b, "%d", e->parent);
+		appendStringInfoString(&b, ", \"expr\": ");
+		escape_json(&b, expr);
+		appendStringInfo(&b, ", \"kind\": \"%s\", \"type\": \"%s\"",
+						 kind_name(e->kind), dsl_type_name(e->type));
+		if (e->op && e->op[0])
+		{
+			appendStringInfoString(&b, ", \"op\": ");
+			escape_json(&b, e->op);
+		}
+		appendStringInfo(&b, ", \"state\": \"%s\"", state_name(e->state));
+		if (e->state == DSL_NODE_EVALUATED)
+		{
+			appendStringInfoString(&b, ", \"value\": ");
+			append_value(&b, e);
+		}
+		else if (e->state == DSL_NODE_FAILED)
+			appendStringInfo(&b, ", \"outcome\": \"%s\"", dsl_outcome_name(e->outcome));
+		if (e->kind == DSL_KIND_PROPERTY && e->state == DSL_NODE_EVALUATED)
+		{
+			appendStringInfo(&b, ", \"from\": \"%s\"", e->property_found ? "table" : "default");
+			if (e->raw)
+			{
+				appendStringInfoString(&b, ", \"raw\": ");
+				escape_json(&b, e->raw);
+			}
+		}
+		if (e->kind == DSL_KIND_COUNT && e->state != DSL_NODE_NOT_EVALUATED)
+			appendStringInfo(&b, ", \"files\": " INT64_FORMAT, e->files);
+		appendStringInfoChar(&b, '}');
+		pfree(expr);
+	}
+	appendStringInfoChar(&b, ']');
+	return b.data;
+}
+
+/* The metric values a program reads, through the DSL's accessor. */
+char *
+tms_condition_metrics_json(const dsl_program *prog, const dsl_metrics *m)
+{
+	StringInfoData b;
+	uint32		vars = dsl_program_variables(prog);
+	bool		first = true;
+
+	initStringInfo(&b);
+	appendStringInfoChar(&b, '{');
+	for (int v = 0; v < DSL_VAR_COUNT; v++)
+	{
+		dsl_value	val;
+
+		if (!(vars & DSL_VAR_BIT(v)) || !dsl_metrics_get(m, (dsl_var) v, &val))
+			continue;
+		appendStringInfo(&b, "%s\"%s\": ", first ? "" : ", ", dsl_var_name((dsl_var) v));
+		first = false;
+		if (dsl_var_type((dsl_var) v) == DSL_DOUBLE)
+			append_double(&b, val.d);
+		else
+			appendStringInfo(&b, INT64_FORMAT, val.l);
+	}
+	appendStringInfoChar(&b, '}');
+	return b.data;
+}

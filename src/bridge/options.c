@@ -1,0 +1,455 @@
+/*-------------------------------------------------------------------------
+ *
+ * options.c
+ *	  The options of tms_iceberg servers and user mappings (options.h).
+ *
+ * Secret option values are never printed: not in errors, not in logs.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <string.h>
+
+#include "catalog/pg_authid.h"
+#include "catalog/pg_foreign_data_wrapper.h"
+#include "catalog/pg_foreign_server.h"
+#include "catalog/pg_user_mapping.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/varlena.h"
+
+#include "bridge/options.h"
+#include "io/io.h"
+
+/* Where an option may appear. */
+#define OPT_SERVER	0x01
+#define OPT_MAPPING 0x02
+
+typedef enum OptKind
+{
+	OPT_TEXT,
+	OPT_URL,					/* http:// or https:// */
+	OPT_MS,						/* duration, default unit ms */
+	OPT_INT,
+	OPT_BOOL,
+	OPT_LOCATIONS,				/* comma list of storage URIs */
+	OPT_ABSPATH,				/* absolute directory */
+	OPT_CREDENTIAL,				/* id:secret */
+	OPT_SECRET
+} OptKind;
+
+/* What an option reaches on the server's own file system. */
+#define PRIV_NONE	0
+#define PRIV_READ	0x01		/* pg_read_server_files */
+#define PRIV_WRITE	0x02		/* pg_write_server_files */
+
+typedef struct TmsOption
+{
+	const char *name;
+	int			where;
+	OptKind		kind;
+	int			files;			/* PRIV_* it needs (for locations: if local) */
+} TmsOption;
+
+static const TmsOption tms_options[] = {
+	{"uri", OPT_SERVER, OPT_URL, PRIV_NONE},
+	{"warehouse", OPT_SERVER, OPT_TEXT, PRIV_NONE},
+	{"prefix", OPT_SERVER, OPT_TEXT, PRIV_NONE},
+	{"oauth2_server_uri", OPT_SERVER, OPT_TEXT, PRIV_NONE},
+	{"scope", OPT_SERVER, OPT_TEXT, PRIV_NONE},
+	{"connect_timeout", OPT_SERVER, OPT_MS, PRIV_NONE},
+	{"request_timeout", OPT_SERVER, OPT_MS, PRIV_NONE},
+	{"retries", OPT_SERVER, OPT_INT, PRIV_NONE},
+	{"page_size", OPT_SERVER, OPT_INT, PRIV_NONE},
+	{"ca_file", OPT_SERVER, OPT_TEXT, PRIV_READ},
+	{"ca_path", OPT_SERVER, OPT_TEXT, PRIV_READ},
+	{"s3_endpoint", OPT_SERVER, OPT_URL, PRIV_NONE},
+	{"s3_region", OPT_SERVER, OPT_TEXT, PRIV_NONE},
+	{"s3_path_style", OPT_SERVER, OPT_BOOL, PRIV_NONE},
+	{"s3_vended_endpoint", OPT_SERVER, OPT_BOOL, PRIV_NONE},
+	{"allowed_locations", OPT_SERVER, OPT_LOCATIONS, PRIV_READ | PRIV_WRITE},
+	{"relative_path_root", OPT_SERVER, OPT_ABSPATH, PRIV_READ | PRIV_WRITE},
+	{"credential", OPT_MAPPING, OPT_CREDENTIAL, PRIV_NONE},
+	{"token", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"s3_access_key_id", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
+	{"s3_secret_access_key", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"s3_session_token", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{NULL, 0, 0, PRIV_NONE}
+};
+
+/* The option names valid in a context, comma separated (palloc'd). */
+static char *
+valid_option_names(int where)
+{
+	StringInfoData buf;
+	const TmsOption *o;
+
+	initStringInfo(&buf);
+	for (o = tms_options; o->name; o++)
+	{
+		if (!(o->where & where))
+			continue;
+		if (buf.len > 0)
+			appendStringInfoString(&buf, ", ");
+		appendStringInfoString(&buf, o->name);
+	}
+	return buf.data;
+}
+
+/* The closest valid option name (Levenshtein distance <= 3), or NULL. */
+static const char *
+closest_option(const char *name, int where)
+{
+	const TmsOption *o;
+	const char *best = NULL;
+	int			best_d = 4;
+
+	for (o = tms_options; o->name; o++)
+	{
+		int			d;
+
+		if (!(o->where & where))
+			continue;
+		d = varstr_levenshtein(name, strlen(name), o->name, strlen(o->name),
+							   1, 1, 1, false);
+		if (d < best_d)
+		{
+			best_d = d;
+			best = o->name;
+		}
+	}
+	return best;
+}
+
+static const char *
+context_name(int where)
+{
+	return where == OPT_SERVER ? "foreign server" :
+		where == OPT_MAPPING ? "user mapping" : "foreign-data wrapper";
+}
+
+/* Check a value that must be an http(s) URL with a host. */
+static void
+check_url(const char *name, const char *value)
+{
+	const char *host;
+
+	if (strncmp(value, "http://", 7) == 0)
+		host = value + 7;
+	else if (strncmp(value, "https://", 8) == 0)
+		host = value + 8;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"%s\"", name),
+				 errdetail("\"%s\" is not an http:// or https:// URL.", value)));
+	if (*host == '\0' || *host == '/' || *host == ':' || strpbrk(value, " \t\r\n") != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"%s\"", name),
+				 errdetail("\"%s\" has no host name or contains white space.", value)));
+}
+
+/* Parse a duration in ms (units allowed: "500ms", "10s", "1min"). */
+int
+tms_option_ms(const char *name, const char *value)
+{
+	int			result;
+	const char *hint = NULL;
+
+	if (!parse_int(value, &result, GUC_UNIT_MS, &hint) || result < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"%s\"", name),
+				 errdetail("\"%s\" is not a positive duration.", value),
+				 errhint("Give milliseconds, or a number with a unit such as \"10s\".")));
+	return result;
+}
+
+int
+tms_option_int(const char *name, const char *value, int min, int max)
+{
+	int			result;
+
+	if (!parse_int(value, &result, 0, NULL) || result < min || result > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"%s\"", name),
+				 errdetail("\"%s\" is not an integer between %d and %d.", value, min, max)));
+	return result;
+}
+
+bool
+tms_option_bool(const char *name, const char *value)
+{
+	bool		result;
+
+	if (!parse_bool(value, &result))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"%s\"", name),
+				 errdetail("\"%s\" is not a Boolean value.", value)));
+	return result;
+}
+
+/*
+ * Split a comma list of storage locations into their canonical forms (the
+ * io layer's location rule), palloc'd.  Each must be absolute (an s3://
+ * URI, an absolute path or file URI); the file system root is refused.
+ */
+List *
+tms_option_locations(const char *name, const char *value)
+{
+	List	   *result = NIL;
+	char	   *copy = pstrdup(value);
+	char	   *tok;
+	char	   *save;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	{
+		IoError		err;
+		char	   *t = tok;
+		char	   *canonical;
+		size_t		n;
+
+		while (*t == ' ' || *t == '\t')
+			t++;
+		n = strlen(t);
+		while (n > 0 && (t[n - 1] == ' ' || t[n - 1] == '\t'))
+			t[--n] = '\0';
+		if (n == 0)
+			continue;
+		if (io_location_canonical(t, NULL, &canonical, &err) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("invalid value for option \"%s\"", name),
+					 errdetail("\"%s\" is neither an absolute path, a file:// URI nor an s3:// URI without \".\" or \"..\" segments.",
+							   t)));
+		if (strcmp(canonical, "/") == 0)
+		{
+			free(canonical);
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("invalid value for option \"%s\"", name),
+					 errdetail("The file system root cannot be an allowed location.")));
+		}
+		result = lappend(result, pstrdup(canonical));
+		free(canonical);
+	}
+	if (result == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"%s\"", name),
+				 errdetail("The list of locations is empty.")));
+	return result;
+}
+
+/* Does a canonical location name the server's own file system? */
+static bool
+location_is_local(const char *canonical)
+{
+	return canonical[0] == '/';
+}
+
+/*
+ * Raise unless the current user may set an option that reaches the
+ * server's files with the given PRIV_* needs (see the file header).
+ */
+static void
+check_file_privileges(const char *name, int needs)
+{
+	Oid			user = GetUserId();
+
+	if ((needs & PRIV_READ) && !has_privs_of_role(user, ROLE_PG_READ_SERVER_FILES))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to set option \"%s\"", name),
+				 errdetail("Only roles with privileges of the \"%s\" role may set an option that reads the server's files.",
+						   "pg_read_server_files")));
+	if ((needs & PRIV_WRITE) && !has_privs_of_role(user, ROLE_PG_WRITE_SERVER_FILES))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to set option \"%s\"", name),
+				 errdetail("Only roles with privileges of the \"%s\" role may set an option that lets tms delete the server's files.",
+						   "pg_write_server_files")));
+}
+
+/*
+ * Validate the options of the wrapper, a server or a user mapping.
+ * PostgreSQL passes the complete resulting list (also for ALTER), so
+ * required options and combinations can be checked here.
+ */
+void
+tms_iceberg_validate(List *options, Oid catalog)
+{
+	int			where;
+	ListCell   *lc;
+	bool		have_uri = false;
+	bool		have_credential = false;
+	bool		have_token = false;
+	bool		have_key_id = false;
+	bool		have_secret = false;
+	bool		have_session = false;
+
+	if (catalog == ForeignServerRelationId)
+		where = OPT_SERVER;
+	else if (catalog == UserMappingRelationId)
+		where = OPT_MAPPING;
+	else
+		where = 0;				/* the wrapper itself and foreign tables */
+
+	foreach(lc, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+		const TmsOption *o;
+		const char *value;
+
+		for (o = tms_options; o->name; o++)
+			if (strcmp(o->name, def->defname) == 0 && (o->where & where))
+				break;
+		if (o->name == NULL)
+		{
+			const char *closest = where ? closest_option(def->defname, where) : NULL;
+
+			if (where == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+						 errmsg("invalid option \"%s\"", def->defname),
+						 errdetail("A %s of tms_iceberg takes no options.",
+								   catalog == ForeignDataWrapperRelationId ?
+								   "foreign-data wrapper" : "foreign table")));
+			else if (closest != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+						 errmsg("invalid option \"%s\"", def->defname),
+						 errhint("Perhaps you meant the option \"%s\".", closest)));
+			else
+			{
+				/* an option of the other context? say where it belongs */
+				for (o = tms_options; o->name; o++)
+					if (strcmp(o->name, def->defname) == 0)
+						break;
+				ereport(ERROR,
+						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+						 errmsg("invalid option \"%s\"", def->defname),
+						 o->name ?
+						 errdetail("Option \"%s\" belongs to a %s, not a %s.", def->defname,
+								   context_name(o->where), context_name(where)) : 0,
+						 errhint("Valid options in this context are: %s.",
+								 valid_option_names(where))));
+			}
+		}
+		value = defGetString(def);
+		switch (o->kind)
+		{
+			case OPT_URL:
+				check_url(o->name, value);
+				break;
+			case OPT_MS:
+				(void) tms_option_ms(o->name, value);
+				break;
+			case OPT_INT:
+				if (strcmp(o->name, "page_size") == 0)
+					(void) tms_option_int(o->name, value, 1, 100000);
+				else
+					(void) tms_option_int(o->name, value, 0, 10);
+				break;
+			case OPT_BOOL:
+				(void) tms_option_bool(o->name, value);
+				break;
+			case OPT_LOCATIONS:
+				{
+					ListCell   *lc2;
+					bool		local = false;
+
+					foreach(lc2, tms_option_locations(o->name, value))
+						local |= location_is_local(lfirst(lc2));
+					if (local)
+						check_file_privileges(o->name, o->files);
+					break;
+				}
+			case OPT_ABSPATH:
+				if (value[0] != '/')
+					ereport(ERROR,
+							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+							 errmsg("invalid value for option \"%s\"", o->name),
+							 errdetail("\"%s\" is not an absolute path.", value)));
+				check_file_privileges(o->name, o->files);
+				break;
+			case OPT_CREDENTIAL:
+				{
+					const char *colon = strchr(value, ':');
+
+					/* never echo the value: it holds the secret */
+					if (colon == NULL || colon == value || colon[1] == '\0')
+						ereport(ERROR,
+								(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+								 errmsg("invalid value for option \"credential\""),
+								 errdetail("The value must have the form client_id:client_secret."),
+								 errhint("Use option \"token\" for a bearer token.")));
+					break;
+				}
+			case OPT_SECRET:
+			case OPT_TEXT:
+				if (o->files)
+					check_file_privileges(o->name, o->files);
+				if (value[0] == '\0')
+					ereport(ERROR,
+							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+							 errmsg("invalid value for option \"%s\"", o->name),
+							 errdetail("The value must not be empty.")));
+				break;
+		}
+		if (strcmp(o->name, "uri") == 0)
+			have_uri = true;
+		else if (strcmp(o->name, "credential") == 0)
+			have_credential = true;
+		else if (strcmp(o->name, "token") == 0)
+			have_token = true;
+		else if (strcmp(o->name, "s3_access_key_id") == 0)
+			have_key_id = true;
+		else if (strcmp(o->name, "s3_secret_access_key") == 0)
+			have_secret = true;
+		else if (strcmp(o->name, "s3_session_token") == 0)
+			have_session = true;
+	}
+
+	if (where == OPT_SERVER && !have_uri)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+				 errmsg("option \"uri\" is required for a tms_iceberg server"),
+				 errhint("Give the base URI of the Iceberg REST catalog, for example OPTIONS (uri 'https://catalog.example.com/api/catalog').")));
+	if (have_credential && have_token)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("options \"credential\" and \"token\" cannot be used together"),
+				 errhint("Use \"credential\" for OAuth2 client credentials or \"token\" for a fixed bearer token.")));
+	if (have_key_id != have_secret)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("options \"s3_access_key_id\" and \"s3_secret_access_key\" must be given together")));
+	if (have_session && !have_key_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("option \"s3_session_token\" requires \"s3_access_key_id\" and \"s3_secret_access_key\"")));
+}
+
+const char *
+tms_option(List *options, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, name) == 0)
+			return defGetString(def);
+	}
+	return NULL;
+}
+

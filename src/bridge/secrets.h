@@ -1,0 +1,24 @@
+/*-------------------------------------------------------------------------
+ *
+ * secrets.h
+ *	  Credentials in JSON documents stored or shown by tms: the io layer's
+ *	  one list of credential-shaped names (io/secrets.h), applied to a
+ *	  jsonb document at every depth, keys and string values.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_BRIDGE_SECRETS_H
+#define TMS_BRIDGE_SECRETS_H
+
+#include "postgres.h"
+
+#include "utils/jsonb.h"
+
+/*
+ * The path ("a.b[2].c") of the first credential-shaped key, or of the
+ * first string value holding a credential, in jb; NULL when there is
+ * none.  *is_key tells which it was.  palloc'd.
+ */
+extern char *tms_jsonb_find_credential(Jsonb *jb, bool *is_key);
+
+#endif							/* TMS_BRIDGE_SECRETS_H */
