@@ -3,16 +3,21 @@
  * tms.c
  *	  Library entry point: settings, shared memory and the launcher.
  *
- * _PG_init defines every tms.* setting in one place so that each one has
- * one description, one unit and one deliberate context:
+ * _PG_init defines the core tms.* settings in one place so that each one
+ * has one description, one unit and one deliberate context (each area of
+ * src/ops defines its own in its init function):
  *
  *	PGC_POSTMASTER	sizes shared memory or the process tree
  *	PGC_SIGHUP		read by the workers; changed with pg_reload_conf()
  *
  * When loaded through shared_preload_libraries it also reserves shared
- * memory and registers the launcher background worker.  Loaded later (the
- * first call of a SQL function in a backend), it defines the settings and
- * nothing else, which is enough for the pure functions.
+ * memory (the worker slots of src/worker, the lease entries of src/sched)
+ * and registers the launcher background worker, except under pg_upgrade,
+ * whose servers must run nothing of ours.  Loaded later (the first call of
+ * a SQL function in a backend), it defines the settings and nothing else,
+ * which is enough for the pure functions.
+ *
+ * This is the one file above every layer: it may include any of them.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,31 +26,47 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
 #include "utils/guc.h"
 
+#include "bridge/settings.h"
+#include "io/io.h"
 #include "ops/ops.h"
+#include "sched/lease.h"
 #include "sched/sched.h"
-#include "tms.h"
 #include "worker/worker.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-char	   *tms_database_name = NULL;
-bool		tms_enabled = true;
-int			tms_max_workers = 4;
-int			tms_naptime_ms = 1000;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-int			tms_heartbeat_interval_ms = 5000;
-int			tms_missed_heartbeats_limit = 6;
-int			tms_expand_concurrency = 4;
-int			tms_cron_concurrency = 8;
-int			tms_commit_concurrency = 4;
-int			tms_retry_delay_ms = 5000;
-int			tms_retry_delay_max_ms = 3600 * 1000;
+/* Reserve the shared memory of the worker slots and the lease entries. */
+static void
+tms_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(tms_slots_shmem_size());
+	RequestAddinShmemSpace(sched_lease_shmem_size(tms_lease_entry_count()));
+	tms_slots_shmem_request();
+	sched_lease_shmem_request();
+}
 
-bool		tms_preloaded = false;
+static void
+tms_shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	tms_slots_shmem_init();
+	sched_lease_shmem_init(tms_lease_entry_count());
+	LWLockRelease(AddinShmemInitLock);
+}
 
 /*
  * Define the settings, and when preloaded, shared memory and the launcher.
@@ -53,6 +74,9 @@ bool		tms_preloaded = false;
 void
 _PG_init(void)
 {
+	/* before anything parses JSON: jansson's allocators count (io.h) */
+	io_init();
+
 	DefineCustomBoolVariable("tms.enabled",
 							 gettext_noop("Lets the tms workers claim and run work."),
 							 gettext_noop("When off, the workers stay connected but idle."),
@@ -86,33 +110,6 @@ _PG_init(void)
 										 "tms.heartbeat_interval times this."),
 							&tms_missed_heartbeats_limit,
 							6, 2, 1000,
-							PGC_SIGHUP,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("tms.expand_concurrency",
-							gettext_noop("Maximum policy-expand tasks running at once."),
-							NULL,
-							&tms_expand_concurrency,
-							4, 1, 1000,
-							PGC_SIGHUP,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("tms.cron_concurrency",
-							gettext_noop("Maximum cron-job tasks running at once."),
-							NULL,
-							&tms_cron_concurrency,
-							8, 1, 1000,
-							PGC_SIGHUP,
-							0,
-							NULL, NULL, NULL);
-
-	DefineCustomIntVariable("tms.commit_concurrency",
-							gettext_noop("Maximum commit-job tasks running at once."),
-							NULL,
-							&tms_commit_concurrency,
-							4, 1, 1000,
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
@@ -163,56 +160,37 @@ _PG_init(void)
 								NULL, NULL, NULL);
 	}
 
-	/* the seed's three pools; their executors come with the policy engine */
-	sched_register_builtin("policy-expand", NULL, &tms_expand_concurrency);
-	sched_register_builtin("cron-job", NULL, &tms_cron_concurrency);
-	sched_register_builtin("commit-job", NULL, &tms_commit_concurrency);
+	DefineCustomIntVariable("tms.max_response_size",
+							gettext_noop("Largest catalog response tms accepts, after decompression."),
+							NULL,
+							&tms_max_response_size_kb,
+							64 * 1024, 1024, INT_MAX / 1024,
+							PGC_SUSET,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tms.max_json_memory",
+							gettext_noop("Memory one JSON document (catalog response, table metadata) may take while parsed."),
+							NULL,
+							&tms_max_json_memory_kb,
+							256 * 1024, 1024, INT_MAX / 1024,
+							PGC_SUSET,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
 
 	/* each area of src/ops declares its settings and built-in kinds */
 	tms_ops_init();
 
 	MarkGUCPrefixReserved("tms");
 
-	if (!process_shared_preload_libraries_in_progress)
+	if (!process_shared_preload_libraries_in_progress || IsBinaryUpgrade)
 		return;
 
 	tms_preloaded = true;
-	tms_shmem_register();
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = tms_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = tms_shmem_startup;
 	tms_register_launcher();
 }
 
-/*
- * Raise an error unless tms was preloaded; for functions that talk to the
- * workers or read their shared memory.
- */
-void
-tms_require_preload(const char *feature)
-{
-	if (!tms_preloaded || TmsSharedState == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("%s requires tms to be loaded via \"shared_preload_libraries\"",
-						feature),
-				 errhint("Add \"tms\" to \"shared_preload_libraries\" in postgresql.conf "
-						 "and restart the server.")));
-}
-
-char *
-tms_arg_text(FunctionCallInfo fcinfo, int n, const char *what)
-{
-	if (PG_ARGISNULL(n))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
-	return text_to_cstring(PG_GETARG_TEXT_PP(n));
-}
-
-char *
-tms_arg_name(FunctionCallInfo fcinfo, int n, const char *what)
-{
-	if (PG_ARGISNULL(n))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
-	return pstrdup(NameStr(*PG_GETARG_NAME(n)));
-}

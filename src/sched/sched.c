@@ -46,33 +46,43 @@
  * Between steps neither holds a snapshot or an xid, so nothing holds back
  * vacuum or locks while the handler waits on the network.
  *
- * Heartbeats: the claimant publishes its lease in its shared slot
- * (sched_publish_lease); its supervisor renews last_heartbeat with a
- * compare-and-swap on the value it last wrote (sched_renew_heartbeats).
- * When the swap finds the lease gone it sets the slot's lost flag and the
- * claimant's latch; sched_check_lease() then raises an error.  Leases whose
- * heartbeat is older than tms.heartbeat_interval * tms.missed_heartbeats_limit
- * are released by sched_maintain() for others to claim.
+ * Heartbeats and lost leases are lease.h's: the claimant publishes its
+ * lease in shared memory, its supervisor renews the heartbeat, and
+ * dead-lease recovery (sched_maintain) releases only leases that no live
+ * process of this server holds and whose heartbeat is older than
+ * tms.heartbeat_interval * tms.missed_heartbeats_limit.
+ *
+ * A SQL handler runs as the role that owns its procedure (as pg_cron runs
+ * a job as its owner), never as the executor's own user: registering a
+ * kind gives its tasks no privilege the procedure's owner lacks.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "storage/spin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "bridge/catalog.h"
+#include "bridge/role.h"
+#include "sched/lease.h"
 #include "sched/sched.h"
-#include "tms.h"
-#include "worker/worker.h"
+
+int			tms_heartbeat_interval_ms = 5000;
+int			tms_missed_heartbeats_limit = 6;
+int			tms_retry_delay_ms = 5000;
+int			tms_retry_delay_max_ms = 3600 * 1000;
 
 /* ---------------------------------------------------------------------
  * Built-in kinds
@@ -206,7 +216,7 @@ static const char *claim_sql =
  */
 static const char *lock_given_sql =
 "SELECT picked, picked_by, now() - last_heartbeat < $3::interval AS live,"
-"       (SELECT max_concurrency FROM tms.task_kinds WHERE kind = $1) AS cap"
+"       version"
 "  FROM tms.scheduled_tasks"
 " WHERE task_name = $1 AND task_instance = $2"
 "   FOR UPDATE";
@@ -291,15 +301,30 @@ static const char *release_slot_sql =
 " WHERE kind = $1 AND task_instance = $2";
 
 /*
- * Dead-lease recovery: $1 the age after which a heartbeat is dead.
+ * Dead-lease recovery: $1 the age after which a heartbeat is dead; $2, $3,
+ * $4 the leases live processes of this server publish (kind, instance,
+ * version), which are never released whatever their heartbeat's age.  A
+ * row locked by a transaction in progress is skipped: its holder is busy
+ * with it, the next round decides.
  */
 static const char *recover_sql =
-"WITH dead AS ("
-"  UPDATE tms.scheduled_tasks"
+"WITH live AS ("
+"  SELECT * FROM unnest($2::text[], $3::text[], $4::int8[]) AS l(kind, instance, version)"
+"), cand AS ("
+"  SELECT t.task_name, t.task_instance"
+"    FROM tms.scheduled_tasks t"
+"   WHERE t.picked AND t.last_heartbeat < now() - $1::interval"
+"     AND NOT EXISTS (SELECT 1 FROM live"
+"                      WHERE live.kind = t.task_name AND live.instance = t.task_instance"
+"                        AND live.version = t.version)"
+"     FOR UPDATE OF t SKIP LOCKED"
+"), dead AS ("
+"  UPDATE tms.scheduled_tasks t"
 "     SET picked = false, picked_by = NULL, picked_pid = NULL,"
-"         last_heartbeat = NULL, version = version + 1"
-"   WHERE picked AND last_heartbeat < now() - $1::interval"
-"  RETURNING task_name, task_instance"
+"         last_heartbeat = NULL, version = t.version + 1"
+"    FROM cand"
+"   WHERE t.task_name = cand.task_name AND t.task_instance = cand.task_instance"
+"  RETURNING t.task_name, t.task_instance"
 "), freed AS ("
 "  UPDATE tms.task_slots s SET task_instance = NULL, since = NULL"
 "    FROM dead"
@@ -336,12 +361,6 @@ static const char *sync_slots_sql =
 "    AND NOT EXISTS (SELECT 1 FROM tms.scheduled_tasks t"
 "                     WHERE t.task_name = s.kind"
 "                       AND t.task_instance = s.task_instance AND t.picked)";
-
-static const char *heartbeat_sql =
-"UPDATE tms.scheduled_tasks SET last_heartbeat = now()"
-" WHERE task_name = $1 AND task_instance = $2 AND version = $3"
-"   AND picked AND last_heartbeat = $4"
-" RETURNING last_heartbeat";
 
 /* ---------------------------------------------------------------------
  * Helpers
@@ -410,17 +429,6 @@ read_claimed(SchedTask *task, MemoryContext cxt)
 	MemoryContextSwitchTo(old);
 }
 
-/*
- * How this process names itself in picked_by.
- */
-char *
-sched_claimant_name(void)
-{
-	if (MyTmsSlot != NULL && MyTmsSlot->role == TMS_ROLE_WORKER)
-		return psprintf("tms worker %d (pid %d)", MyTmsSlot->index, MyProcPid);
-	return psprintf("session (pid %d)", MyProcPid);
-}
-
 /* ---------------------------------------------------------------------
  * Claiming
  * --------------------------------------------------------------------- */
@@ -436,8 +444,9 @@ sched_maintain(void)
 	Datum		caps[2];
 	Datum		kind_datums[MAX_BUILTINS];
 	Datum		cap_datums[MAX_BUILTINS];
-	Oid			recover_types[1] = {TEXTOID};
-	Datum		recover_args[1];
+	Oid			recover_types[4] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
+	Datum		recover_args[4];
+	char		recover_nulls[4] = {' ', ' ', ' ', ' '};
 	int			rc;
 
 	for (int i = 0; i < nbuiltins; i++)
@@ -459,14 +468,16 @@ sched_maintain(void)
 			 SPI_result_code_string(rc));
 
 	recover_args[0] = CStringGetTextDatum(interval_text(dead_lease_ms()));
-	rc = SPI_execute_with_args(recover_sql, 1, recover_types, recover_args,
-							   NULL, false, 0);
+	if (!sched_live_leases(&recover_args[1], &recover_args[2], &recover_args[3]))
+		recover_nulls[1] = recover_nulls[2] = recover_nulls[3] = 'n';
+	rc = SPI_execute_with_args(recover_sql, 4, recover_types, recover_args,
+							   recover_nulls, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not recover dead leases: %s",
 			 SPI_result_code_string(rc));
 	for (uint64 i = 0; i < SPI_processed; i++)
 		ereport(LOG,
-				(errmsg("released the lease on task \"%s\" instance \"%s\": no heartbeat for %d ms",
+				(errmsg("released the lease on task \"%s\" instance \"%s\": its executor is gone and sent no heartbeat for %d ms",
 						SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
 						SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2),
 						(int) dead_lease_ms())));
@@ -537,8 +548,12 @@ sched_claim_given(const char *kind, const char *instance,
 	{
 		bool		live = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
 													  SPI_tuptable->tupdesc, 3, &isnull));
+		int64		version = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+														  SPI_tuptable->tupdesc, 4, &isnull));
 
-		if (!isnull && live)
+		/* a live process of this server holds it, whatever its heartbeat */
+		live = live || sched_lease_is_live(kind, instance, version);
+		if (live)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_IN_USE),
 					 errmsg("task \"%s\" instance \"%s\" is being executed by %s",
@@ -574,8 +589,27 @@ sched_claim_given(const char *kind, const char *instance,
  * Executing and settling
  * --------------------------------------------------------------------- */
 
+/* The role owning a kind's handler procedure; raises if it is gone. */
+static Oid
+handler_owner(SchedTask *task)
+{
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(task->handler));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("the handler procedure of task kind \"%s\" no longer exists",
+						task->kind),
+				 errhint("Register the kind again with tms.register_task_kind().")));
+	owner = ((Form_pg_proc) GETSTRUCT(tup))->proowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
 /*
- * Run the handler: CALL the SQL procedure, or the built-in C function.
+ * Run the handler: CALL the SQL procedure as its owner, or the built-in
+ * C function.
  */
 static void
 run_handler(SchedTask *task)
@@ -595,6 +629,8 @@ run_handler(SchedTask *task)
 		Datum		args[2];
 		char		nulls[2] = {' ', ' '};
 		char	   *sql = NULL;
+		Oid			owner;
+		TmsRoleSave save;
 		int			rc;
 
 		/* one prepared CALL per handler; the oldest is replaced when full */
@@ -636,7 +672,13 @@ run_handler(SchedTask *task)
 			args[1] = CStringGetTextDatum(task->data);
 		else
 			nulls[1] = 'n';
+
+		/* as the procedure's owner, looked up now (see the file header) */
+		owner = handler_owner(task);
+		tms_become_role(owner, psprintf("the handler of task kind \"%s\"", task->kind),
+						&save);
 		rc = exec_cached(plan, sql, 2, types, args, nulls, false);
+		tms_restore_role(&save);
 		if (rc < 0)
 			elog(ERROR, "could not call the handler of task kind \"%s\": %s",
 				 task->kind, SPI_result_code_string(rc));
@@ -759,20 +801,65 @@ sched_step(void (*fn) (void *arg), void *arg)
 }
 
 /*
- * For detached handlers: has the supervisor found this process's lease
- * gone?  Unlike sched_check_lease() this raises nothing.
+ * Like sched_step(), but an error fn raises is returned as a value: the
+ * step's work is rolled back (a subtransaction around fn), its
+ * transaction ends, and false is returned with *error (copied in the
+ * caller's context).  A query cancel, a termination and running out of
+ * memory are raised again, not returned: the executor must stop.
  */
 bool
-sched_lease_lost(void)
+sched_try_step(void (*fn) (void *arg), void *arg, ErrorData **error)
 {
-	bool		lost;
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner;
+	bool		session = IsTransactionState();
+	volatile bool ok = true;
 
-	if (MyTmsSlot == NULL)
-		return false;
-	SpinLockAcquire(&MyTmsSlot->mutex);
-	lost = MyTmsSlot->lease.active && MyTmsSlot->lease.lost;
-	SpinLockRelease(&MyTmsSlot->mutex);
-	return lost;
+	*error = NULL;
+	if (!session)
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+	}
+	owner = CurrentResourceOwner;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		MemoryContextSwitchTo(cxt);
+		fn(arg);
+		PopActiveSnapshot();
+		SPI_finish();
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(cxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		/* the executor must stop: raise it again, out of the subtransaction */
+		if (e->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			e->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
+			ReThrowError(e);
+		*error = e;
+		ok = false;
+	}
+	PG_END_TRY();
+	if (session)
+		SPI_commit();
+	else
+		CommitTransactionCommand();
+	MemoryContextSwitchTo(cxt);
+	return ok;
 }
 
 typedef struct DetachedSettle
@@ -799,23 +886,26 @@ settle_detached_step(void *arg)
  * version.  A failure is returned in *error as an ErrorData (in the
  * caller's memory context) like a failure of an ordinary handler.
  */
+static char *error_text(const ErrorData *e);
+
 static SchedOutcome
 execute_detached(SchedTask *task, ErrorData **error)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	SchedDetachedHandler fn = detached_handler(task->kind);
-	char	   *message = NULL;
+	ErrorData  *failure = NULL;
 	SchedOutcome outcome;
 	DetachedSettle settle;
 
-	outcome = fn(task, &message);
+	outcome = fn(task, &failure);
 	MemoryContextSwitchTo(cxt);
 	if (outcome != SCHED_LEASE_LOST)
 	{
-		if (outcome == SCHED_FAILED && message == NULL)
-			message = pstrdup("task failed");
+		if (outcome == SCHED_FAILED && failure == NULL)
+			failure = sched_error(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+								  "task failed", NULL);
 		settle.task = task;
-		settle.error = outcome == SCHED_FAILED ? message : NULL;
+		settle.error = outcome == SCHED_FAILED ? error_text(failure) : NULL;
 		settle.settled = false;
 		sched_step(settle_detached_step, &settle);
 		if (!settle.settled)
@@ -832,16 +922,44 @@ execute_detached(SchedTask *task, ErrorData **error)
 		return outcome;
 	}
 	if (outcome == SCHED_FAILED)
-	{
-		ErrorData  *e = palloc0(sizeof(ErrorData));
-
-		e->elevel = ERROR;
-		e->sqlerrcode = ERRCODE_EXTERNAL_ROUTINE_EXCEPTION;
-		e->message = message;
-		e->assoc_context = cxt;
-		*error = e;
-	}
+		*error = failure;
 	return outcome;
+}
+
+/* "message (detail)" of an error, as last_error records it. */
+static char *
+error_text(const ErrorData *e)
+{
+	return e->detail ? psprintf("%s (%s)", e->message, e->detail) : pstrdup(e->message);
+}
+
+ErrorData *
+sched_error(int sqlerrcode, const char *message, const char *detail)
+{
+	ErrorData  *e = palloc0(sizeof(ErrorData));
+
+	e->elevel = ERROR;
+	e->sqlerrcode = sqlerrcode;
+	e->message = pstrdup(message);
+	e->detail = detail ? pstrdup(detail) : NULL;
+	e->assoc_context = CurrentMemoryContext;
+	return e;
+}
+
+void
+sched_rethrow(ErrorData *e)
+{
+	/*
+	 * Not ReThrowError(): an error a detached handler reported was never
+	 * thrown, and lacks what that needs to reach the client and the log.
+	 */
+	ereport(ERROR,
+			(errcode(e->sqlerrcode ? e->sqlerrcode : ERRCODE_INTERNAL_ERROR),
+			 errmsg_internal("%s", e->message ? e->message : "task failed"),
+			 e->detail ? errdetail_internal("%s", e->detail) : 0,
+			 e->hint ? errhint("%s", e->hint) : 0,
+			 e->context ? errcontext("%s", e->context) : 0));
+	pg_unreachable();
 }
 
 /*
@@ -861,7 +979,22 @@ sched_execute(SchedTask *task, ErrorData **error)
 
 	*error = NULL;
 	if (sched_kind_detached(task->kind))
-		return execute_detached(task, error);
+	{
+		volatile SchedOutcome o = SCHED_FAILED;
+
+		/* network waits of the handler end when the lease is lost */
+		tms_io_extra_interrupt = sched_lease_lost;
+		PG_TRY();
+		{
+			o = execute_detached(task, error);
+		}
+		PG_FINALLY();
+		{
+			tms_io_extra_interrupt = NULL;
+		}
+		PG_END_TRY();
+		return o;
+	}
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
@@ -907,136 +1040,8 @@ sched_execute(SchedTask *task, ErrorData **error)
 		return outcome;
 
 	*error = edata;
-	if (!settle_failed(task, edata->detail
-					   ? psprintf("%s (%s)", edata->message, edata->detail)
-					   : edata->message))
+	if (!settle_failed(task, error_text(edata)))
 		outcome = SCHED_LEASE_LOST;
 	return outcome;
 }
 
-/*
- * For built-in handlers: raise an error if the supervisor found this
- * process's lease gone.  Call between steps of long work.
- */
-void
-sched_check_lease(void)
-{
-	bool		lost = false;
-
-	CHECK_FOR_INTERRUPTS();
-	if (MyTmsSlot == NULL)
-		return;
-	SpinLockAcquire(&MyTmsSlot->mutex);
-	lost = MyTmsSlot->lease.active && MyTmsSlot->lease.lost;
-	SpinLockRelease(&MyTmsSlot->mutex);
-	if (lost)
-		ereport(ERROR,
-				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("lost the lease on the running task"),
-				 errdetail("Another executor has taken it over.")));
-}
-
-/* ---------------------------------------------------------------------
- * Heartbeats
- * --------------------------------------------------------------------- */
-
-/*
- * Publish the lease of a committed claim in this process's slot, so that
- * its supervisor keeps it alive.  No-op without a slot (no preloading).
- */
-void
-sched_publish_lease(const SchedTask *task)
-{
-	TmsSlot    *slot = MyTmsSlot;
-
-	if (slot == NULL)
-		return;
-	SpinLockAcquire(&slot->mutex);
-	slot->lease.active = true;
-	slot->lease.lost = false;
-	slot->lease.version = task->version;
-	slot->lease.heartbeat = task->heartbeat;
-	strlcpy(slot->lease.kind, task->kind, TMS_KIND_LEN);
-	strlcpy(slot->lease.instance, task->instance, TMS_INSTANCE_LEN);
-	snprintf(slot->task, TMS_TASK_DESC_LEN, "%s/%s", task->kind, task->instance);
-	slot->state = TMS_STATE_RUNNING;
-	slot->state_since = GetCurrentTimestamp();
-	SpinLockRelease(&slot->mutex);
-}
-
-void
-sched_clear_lease(void)
-{
-	TmsSlot    *slot = MyTmsSlot;
-
-	if (slot == NULL)
-		return;
-	SpinLockAcquire(&slot->mutex);
-	slot->lease.active = false;
-	slot->lease.lost = false;
-	slot->task[0] = '\0';
-	SpinLockRelease(&slot->mutex);
-}
-
-/*
- * Renew the heartbeat of every lease held in this supervisor's database,
- * each with a compare-and-swap on the value last written.  A lease found
- * gone is flagged lost and its holder woken.  Returns the number renewed.
- * Runs in the supervisor's transaction; each statement touches one row.
- */
-int
-sched_renew_heartbeats(void)
-{
-	static SPIPlanPtr heartbeat_plan = NULL;
-	Oid			types[4] = {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID};
-	int			renewed = 0;
-
-	for (int i = 0; i < TmsSharedState->nslots; i++)
-	{
-		TmsSlot    *slot = &TmsSharedState->slots[i];
-		TmsLease	lease;
-		Datum		args[4];
-		bool		isnull;
-		int			rc;
-
-		SpinLockAcquire(&slot->mutex);
-		if (slot->dboid != MyDatabaseId || !slot->lease.active || slot->lease.lost ||
-			(slot->role != TMS_ROLE_WORKER && slot->role != TMS_ROLE_SESSION))
-		{
-			SpinLockRelease(&slot->mutex);
-			continue;
-		}
-		memcpy(&lease, &slot->lease, sizeof(lease));
-		SpinLockRelease(&slot->mutex);
-
-		args[0] = CStringGetTextDatum(lease.kind);
-		args[1] = CStringGetTextDatum(lease.instance);
-		args[2] = Int64GetDatum(lease.version);
-		args[3] = TimestampTzGetDatum(lease.heartbeat);
-		rc = exec_cached(&heartbeat_plan, heartbeat_sql, 4, types, args, NULL, false);
-		if (rc != SPI_OK_UPDATE_RETURNING)
-			elog(ERROR, "could not renew heartbeat: %s", SPI_result_code_string(rc));
-
-		SpinLockAcquire(&slot->mutex);
-		/* the holder may have moved on meanwhile: only touch the same lease */
-		if (slot->lease.active && slot->lease.version == lease.version &&
-			strcmp(slot->lease.instance, lease.instance) == 0 &&
-			strcmp(slot->lease.kind, lease.kind) == 0)
-		{
-			if (SPI_processed == 1)
-			{
-				slot->lease.heartbeat = DatumGetTimestampTz(
-					SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-				renewed++;
-			}
-			else
-			{
-				slot->lease.lost = true;
-				if (slot->latch)
-					SetLatch(slot->latch);
-			}
-		}
-		SpinLockRelease(&slot->mutex);
-	}
-	return renewed;
-}

@@ -1,21 +1,21 @@
 /*-------------------------------------------------------------------------
  *
  * sched.h
- *	  The scheduler core: claim, execute, complete, fail, heartbeat and
- *	  recover rows of tms.scheduled_tasks.
+ *	  The scheduler core: claim, execute, complete, fail and recover rows
+ *	  of tms.scheduled_tasks.
  *
- * Semantics are db-scheduler's (../shared/seeds/000): a task is a row
- * keyed by (task_name, task_instance); a claim sets picked and bumps
- * version in one short transaction; every later write by the claimant is
- * conditional on that version, so a claimant whose lease was taken away
- * (dead-lease recovery, or an operator) writes nothing.  Heartbeats are
- * renewed by the supervisor, not by the process doing the work (seed 003),
- * so a long task does not need to interrupt itself to stay alive.
+ * Semantics are db-scheduler's (as Apache Gravitino's table maintenance
+ * service uses them): a task is a row keyed by (task_name, task_instance); a claim
+ * sets picked and bumps version in one short transaction; every later
+ * write by the claimant is conditional on that version, so a claimant
+ * whose lease was taken away (dead-lease recovery, or an operator) writes
+ * nothing.  Heartbeats are renewed by the supervisor, not by the process
+ * doing the work, through the lease entries of lease.h.
  *
- * Every function here runs inside a transaction with SPI connected; the
- * callers (the pool worker loop and the run_pending/run_task procedures)
- * own the transaction boundaries, and never keep a transaction open
- * between a claim and the execution.
+ * Every function here runs inside a transaction with SPI connected unless
+ * it says otherwise; the callers (the pool worker loop and the
+ * run_pending/run_task procedures) own the transaction boundaries, and
+ * never keep a transaction open between a claim and the execution.
  *
  *-------------------------------------------------------------------------
  */
@@ -27,12 +27,13 @@
 #include "datatype/timestamp.h"
 #include "utils/array.h"
 
-/* settings (src/tms.c) */
+/* sizes of a task's identity as shared memory keeps it */
+#define SCHED_KIND_LEN 64
+#define SCHED_INSTANCE_LEN 1024
+
+/* settings (sched.c) */
 extern int	tms_heartbeat_interval_ms;
 extern int	tms_missed_heartbeats_limit;
-extern int	tms_expand_concurrency;
-extern int	tms_cron_concurrency;
-extern int	tms_commit_concurrency;
 extern int	tms_retry_delay_ms;
 extern int	tms_retry_delay_max_ms;
 
@@ -63,32 +64,61 @@ typedef void (*SchedHandler) (SchedTask *task);
  * A detached built-in handler: it runs with no transaction of its own
  * open, does its network and storage work outside any transaction and its
  * database work in short steps (sched_step).  It returns SCHED_DONE,
- * SCHED_FAILED with *error set to a palloc'd message (the task is then
- * retried after a backoff), or SCHED_LEASE_LOST when it found its lease
- * gone (nothing is written).  It should report expected failures this way
- * rather than raise them: an error it raises ends the executor's pass and
- * the task is reclaimed once its lease expires.
+ * SCHED_FAILED with *error set to a palloc'd ErrorData (made with
+ * sched_error(); the task is then retried after a backoff), or
+ * SCHED_LEASE_LOST when it found its lease gone (nothing is written).  It
+ * should report expected failures this way rather than raise them: an
+ * error it raises ends the executor's pass and the task is reclaimed once
+ * its executor is gone.
  */
-typedef SchedOutcome (*SchedDetachedHandler) (SchedTask *task, char **error);
+typedef SchedOutcome (*SchedDetachedHandler) (SchedTask *task, ErrorData **error);
 
+/* Declare built-in kinds (from _PG_init, through the owning area's init). */
 extern void sched_register_builtin(const char *kind, SchedHandler handler, int *cap);
 extern void sched_register_detached(const char *kind, SchedDetachedHandler handler,
 									int *cap);
 extern bool sched_kind_detached(const char *kind);
-extern void sched_step(void (*fn) (void *arg), void *arg);
-extern bool sched_lease_lost(void);
 
+/*
+ * For detached handlers: a short transaction around fn(arg), with SPI
+ * connected and a snapshot; sched_try_step returns fn's error as a value
+ * (its work rolled back) instead of raising it.
+ */
+extern void sched_step(void (*fn) (void *arg), void *arg);
+extern bool sched_try_step(void (*fn) (void *arg), void *arg, ErrorData **error);
+
+/* A failure as an ErrorData in the current memory context. */
+extern ErrorData *sched_error(int sqlerrcode, const char *message, const char *detail);
+
+/*
+ * Release dead leases (never one a live process of this server holds) and
+ * keep the kinds' slots in shape.
+ */
 extern void sched_maintain(void);
+
+/*
+ * Claim the best due task of the given kinds (NULL: any) for claimant
+ * picked_by.  Returns false when there is none.  The caller commits right
+ * after, then publishes the lease (sched_lease_publish).
+ */
 extern bool sched_claim(const char *picked_by, ArrayType *kinds, SchedTask *task);
+
+/*
+ * Claim the named task whether due or not (tms.run_task).  Raises, changing
+ * nothing, if it does not exist, if a live process holds it or its
+ * heartbeat is live (the HUDI-7503 rule: two executions of one plan never
+ * run at once), or if its kind has no free slot.
+ */
 extern void sched_claim_given(const char *kind, const char *instance,
 							  const char *picked_by, SchedTask *task);
+
+/*
+ * Execute a claimed task and settle it; see sched.c.  When the handler
+ * failed, *error is its error (in the caller's memory context).
+ */
 extern SchedOutcome sched_execute(SchedTask *task, ErrorData **error);
-extern void sched_check_lease(void);
 
-extern void sched_publish_lease(const SchedTask *task);
-extern void sched_clear_lease(void);
-extern int	sched_renew_heartbeats(void);
-
-extern char *sched_claimant_name(void);
+/* Raise *error again as it was, with its SQLSTATE, for a session's CALL. */
+extern void sched_rethrow(ErrorData *error) pg_attribute_noreturn();
 
 #endif							/* TMS_SCHED_H */

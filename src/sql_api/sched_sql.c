@@ -30,8 +30,9 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "bridge/settings.h"
+#include "sched/lease.h"
 #include "sched/sched.h"
-#include "tms.h"
 #include "worker/worker.h"
 
 PG_FUNCTION_INFO_V1(tms_register_task_kind);
@@ -61,7 +62,7 @@ wake_at_commit(XactEvent event, void *arg)
 static void
 request_wake(void)
 {
-	if (TmsSharedState == NULL)
+	if (!tms_preloaded)
 		return;
 	if (!wake_registered)
 	{
@@ -75,7 +76,7 @@ static void
 check_kind_name(const char *kind)
 {
 	int			len = strlen(kind);
-	bool		ok = len > 0 && len < TMS_KIND_LEN && kind[0] >= 'a' && kind[0] <= 'z';
+	bool		ok = len > 0 && len < SCHED_KIND_LEN && kind[0] >= 'a' && kind[0] <= 'z';
 
 	for (int i = 0; ok && i < len; i++)
 		ok = (kind[i] >= 'a' && kind[i] <= 'z') || (kind[i] >= '0' && kind[i] <= '9') ||
@@ -85,7 +86,7 @@ check_kind_name(const char *kind)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid task kind name \"%s\"", kind),
 				 errdetail("A kind name is 1 to %d lowercase letters, digits, \"-\" or \"_\", "
-						   "starting with a letter.", TMS_KIND_LEN - 1)));
+						   "starting with a letter.", SCHED_KIND_LEN - 1)));
 }
 
 /*
@@ -133,8 +134,9 @@ spi_exec(const char *sql, int nargs, Oid *types, Datum *args, int expect)
 }
 
 /*
- * tms.register_task_kind(kind, handler, max_concurrency): superusers only,
- * since the handler then runs as the workers' user.
+ * tms.register_task_kind(kind, handler, max_concurrency): superusers only
+ * (a kind's cap is shared by every user).  The handler runs as the role
+ * that owns its procedure, looked up at every run (src/sched/sched.c).
  */
 Datum
 tms_register_task_kind(PG_FUNCTION_ARGS)
@@ -149,7 +151,7 @@ tms_register_task_kind(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to register task kind \"%s\"", kind),
-				 errdetail("Task handlers run in the tms workers; only superusers may register them.")));
+				 errdetail("Task kinds and their caps are shared by every user; only superusers may register them.")));
 	check_kind_name(kind);
 	check_handler(handler);
 	if (cap < 1 || cap > 1000)
@@ -340,15 +342,20 @@ require_nonatomic(FunctionCallInfo fcinfo, const char *name)
 }
 
 /*
- * Take a session slot, when preloaded, so the supervisor renews our
- * leases; without one (no preloading, or all session slots busy) a task
- * must finish within the dead-lease age.
+ * Take a lease entry, when preloaded, so the supervisor renews our
+ * leases and recovery knows them live; without one (no preloading, or all
+ * entries busy) a task must finish within the dead-lease age.
  */
 static void
-session_slot_acquire(void)
+session_lease_attach(void)
 {
-	if (TmsSharedState != NULL && MyTmsSlot == NULL)
-		(void) tms_slot_acquire(TMS_ROLE_SESSION, MyDatabaseId, MyProcPid);
+	(void) sched_lease_attach();
+}
+
+static char *
+claimant_name(void)
+{
+	return psprintf("session (pid %d)", MyProcPid);
 }
 
 /*
@@ -393,8 +400,8 @@ tms_run_pending(PG_FUNCTION_ARGS)
 
 	task_cxt = AllocSetContextCreate(call_cxt, "tms run_pending task",
 									 ALLOCSET_DEFAULT_SIZES);
-	session_slot_acquire();
-	picked_by = sched_claimant_name();
+	session_lease_attach();
+	picked_by = claimant_name();
 
 	PG_TRY();
 	{
@@ -417,17 +424,17 @@ tms_run_pending(PG_FUNCTION_ARGS)
 				break;
 			}
 			SPI_commit();
-			sched_publish_lease(&task);
+			sched_lease_publish(&task);
 			outcome = sched_execute(&task, &error);
 			SPI_commit();
-			sched_clear_lease();
+			sched_lease_clear();
 
 			executed++;
 			if (outcome == SCHED_FAILED)
 			{
 				failed++;
 				if (error->sqlerrcode == ERRCODE_QUERY_CANCELED)
-					ReThrowError(error);
+					sched_rethrow(error);
 				ereport(WARNING,
 						(errmsg("task \"%s\" instance \"%s\" failed: %s",
 								task.kind, task.instance, error->message),
@@ -440,8 +447,8 @@ tms_run_pending(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
-		sched_clear_lease();
-		tms_slot_release();
+		sched_lease_clear();
+		sched_lease_detach();
 	}
 	PG_END_TRY();
 
@@ -472,15 +479,15 @@ tms_run_task(PG_FUNCTION_ARGS)
 	kind = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	instance = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
-	session_slot_acquire();
+	session_lease_attach();
 	PG_TRY();
 	{
 		ErrorData  *e = NULL;
 
 		SPI_connect_ext(SPI_OPT_NONATOMIC);
-		sched_claim_given(kind, instance, sched_claimant_name(), &task);
+		sched_claim_given(kind, instance, claimant_name(), &task);
 		SPI_commit();
-		sched_publish_lease(&task);
+		sched_lease_publish(&task);
 		outcome = sched_execute(&task, &e);
 		error = e;
 		SPI_commit();
@@ -488,14 +495,14 @@ tms_run_task(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
-		sched_clear_lease();
-		tms_slot_release();
+		sched_lease_clear();
+		sched_lease_detach();
 	}
 	PG_END_TRY();
 
 	MemoryContextSwitchTo(call_cxt);
 	if (outcome == SCHED_FAILED)
-		ReThrowError(error);
+		sched_rethrow(error);
 	return counts_result(fcinfo, outcome == SCHED_LEASE_LOST ? 0 : 1,
 						 outcome == SCHED_FAILED ? 1 : 0);
 }

@@ -27,7 +27,7 @@
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
 
-#include "tms.h"
+#include "bridge/settings.h"
 #include "worker/worker.h"
 
 /*

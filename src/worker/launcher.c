@@ -37,7 +37,7 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
-#include "tms.h"
+#include "bridge/settings.h"
 #include "worker/worker.h"
 
 /* how often the launcher looks at its databases without being woken */

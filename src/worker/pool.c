@@ -30,8 +30,9 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "bridge/settings.h"
+#include "sched/lease.h"
 #include "sched/sched.h"
-#include "tms.h"
 #include "worker/worker.h"
 
 typedef struct PoolPass
@@ -50,7 +51,7 @@ pool_pass(void *arg)
 	MemoryContext pass_cxt = CurrentMemoryContext;
 	SchedTask	task;
 	bool		claimed = false;
-	char	   *picked_by = sched_claimant_name();
+	char	   *picked_by = psprintf("tms worker %d (pid %d)", MyTmsSlot->index, MyProcPid);
 	ErrorData  *error = NULL;
 	SchedOutcome outcome;
 
@@ -79,7 +80,8 @@ pool_pass(void *arg)
 		return;
 
 	pass->worked = true;
-	sched_publish_lease(&task);
+	sched_lease_publish(&task);
+	tms_slot_set_state(TMS_STATE_RUNNING, psprintf("%s/%s", task.kind, task.instance));
 
 	if (sched_kind_detached(task.kind))
 	{
@@ -106,7 +108,7 @@ pool_pass(void *arg)
 	}
 	MemoryContextSwitchTo(pass_cxt);
 	pgstat_report_activity(STATE_IDLE, NULL);
-	sched_clear_lease();
+	sched_lease_clear();
 
 	if (outcome == SCHED_FAILED)
 		ereport(LOG,
@@ -136,6 +138,10 @@ tms_worker_main(Datum main_arg)
 
 	if (tms_slot_acquire(TMS_ROLE_WORKER, extra.dboid, extra.index) == NULL)
 		proc_exit(0);			/* this worker number is already running */
+	if (!sched_lease_attach())
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("no free tms lease entry for worker %d", extra.index)));
 
 	pass_cxt = AllocSetContextCreate(TopMemoryContext, "tms worker pass",
 									 ALLOCSET_DEFAULT_SIZES);
@@ -154,7 +160,7 @@ tms_worker_main(Datum main_arg)
 
 			tms_slot_set_state(TMS_STATE_IDLE, NULL);
 			(void) tms_run_guarded(pool_pass, &pass);
-			sched_clear_lease();
+			sched_lease_clear();
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(pass_cxt);
 

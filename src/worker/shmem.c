@@ -23,7 +23,7 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
-#include "tms.h"
+#include "bridge/settings.h"
 #include "worker/worker.h"
 
 TmsShared  *TmsSharedState = NULL;
@@ -31,11 +31,6 @@ TmsSlot    *MyTmsSlot = NULL;
 
 static bool exit_callback_registered = false;
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-
-static void tms_shmem_request(void);
-static void tms_shmem_startup(void);
 static void tms_slot_release_at_exit(int code, Datum arg);
 
 /*
@@ -64,59 +59,49 @@ tms_database_count(void)
 static int
 tms_slot_count(void)
 {
-	return 1 + tms_database_count() * (1 + tms_max_workers) + TMS_SESSION_SLOTS;
+	return 1 + tms_database_count() * (1 + tms_max_workers);
 }
 
-static Size
-tms_shmem_size(void)
+/*
+ * Lease entries the scheduler needs: one per pool worker, and some for
+ * backends running CALL tms.run_pending() or tms.run_task().
+ */
+int
+tms_lease_entry_count(void)
+{
+	return tms_database_count() * tms_max_workers + TMS_SESSION_LEASES;
+}
+
+Size
+tms_slots_shmem_size(void)
 {
 	return add_size(offsetof(TmsShared, slots),
 					mul_size(tms_slot_count(), sizeof(TmsSlot)));
 }
 
-/*
- * Install the hooks that reserve and initialise shared memory; called from
- * _PG_init while preloading.
- */
 void
-tms_shmem_register(void)
+tms_slots_shmem_request(void)
 {
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = tms_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = tms_shmem_startup;
-}
-
-static void
-tms_shmem_request(void)
-{
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(tms_shmem_size());
 	RequestNamedLWLockTranche("tms", 1);
 }
 
-static void
-tms_shmem_startup(void)
+/* In the shmem startup hook, with AddinShmemInitLock held. */
+void
+tms_slots_shmem_init(void)
 {
 	bool		found;
 
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	TmsSharedState = ShmemInitStruct("tms", tms_shmem_size(), &found);
+	TmsSharedState = ShmemInitStruct("tms", tms_slots_shmem_size(), &found);
 	if (!found)
 	{
 		int			n = tms_slot_count();
 
-		memset(TmsSharedState, 0, tms_shmem_size());
+		memset(TmsSharedState, 0, tms_slots_shmem_size());
 		TmsSharedState->lock = &(GetNamedLWLockTranche("tms"))->lock;
 		TmsSharedState->nslots = n;
 		for (int i = 0; i < n; i++)
 			SpinLockInit(&TmsSharedState->slots[i].mutex);
 	}
-	LWLockRelease(AddinShmemInitLock);
 }
 
 /*
@@ -125,9 +110,8 @@ tms_shmem_startup(void)
  * the caller should exit quietly: a duplicate was started by a race between
  * a restarted parent and a still-running child.
  *
- * When no slot is free, a session (TMS_ROLE_SESSION) gets NULL too: it then
- * runs without heartbeat renewal.  For the background workers it raises an
- * error, which cannot happen while the slot count follows the settings.
+ * When no slot is free it raises an error, which cannot happen while the
+ * slot count follows the settings.
  */
 TmsSlot *
 tms_slot_acquire(TmsRole role, Oid dboid, int index)
@@ -157,8 +141,6 @@ tms_slot_acquire(TmsRole role, Oid dboid, int index)
 	if (free_slot == NULL)
 	{
 		LWLockRelease(TmsSharedState->lock);
-		if (role == TMS_ROLE_SESSION)
-			return NULL;
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
 				 errmsg("no free tms worker slot"),
@@ -175,7 +157,6 @@ tms_slot_acquire(TmsRole role, Oid dboid, int index)
 	free_slot->state_since = now;
 	free_slot->task[0] = '\0';
 	free_slot->latch = MyLatch;
-	memset(&free_slot->lease, 0, sizeof(TmsLease));
 	SpinLockRelease(&free_slot->mutex);
 	LWLockRelease(TmsSharedState->lock);
 
@@ -189,9 +170,7 @@ tms_slot_acquire(TmsRole role, Oid dboid, int index)
 }
 
 /*
- * Give this process's slot back, if it holds one.  Background workers keep
- * theirs until exit; a backend running tms.run_pending() releases it when
- * the call ends.
+ * Give this process's slot back, if it holds one (at exit).
  */
 void
 tms_slot_release(void)
@@ -207,7 +186,6 @@ tms_slot_release(void)
 	slot->dboid = InvalidOid;
 	slot->task[0] = '\0';
 	slot->latch = NULL;
-	memset(&slot->lease, 0, sizeof(TmsLease));
 	SpinLockRelease(&slot->mutex);
 	LWLockRelease(TmsSharedState->lock);
 	MyTmsSlot = NULL;
@@ -275,16 +253,21 @@ tms_slot_set_state(TmsState state, const char *task)
 {
 	TmsSlot    *slot = MyTmsSlot;
 	const char *t = task ? task : "";
+	TimestampTz now;
+	bool		changed;
 
 	if (slot == NULL)
 		return;
 	SpinLockAcquire(&slot->mutex);
-	if (slot->state != state || strncmp(slot->task, t, TMS_TASK_DESC_LEN) != 0)
-	{
-		slot->state = state;
-		strlcpy(slot->task, t, TMS_TASK_DESC_LEN);
-		slot->state_since = GetCurrentTimestamp();
-	}
+	changed = slot->state != state || strncmp(slot->task, t, TMS_TASK_DESC_LEN - 1) != 0;
+	SpinLockRelease(&slot->mutex);
+	if (!changed)
+		return;
+	now = GetCurrentTimestamp();
+	SpinLockAcquire(&slot->mutex);
+	slot->state = state;
+	strlcpy(slot->task, t, TMS_TASK_DESC_LEN);
+	slot->state_since = now;
 	SpinLockRelease(&slot->mutex);
 }
 
@@ -299,8 +282,6 @@ tms_role_name(TmsRole role)
 			return "supervisor";
 		case TMS_ROLE_WORKER:
 			return "worker";
-		case TMS_ROLE_SESSION:
-			return "session";
 		case TMS_ROLE_NONE:
 			break;
 	}

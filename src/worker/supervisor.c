@@ -10,10 +10,16 @@
  *
  * Every tms.heartbeat_interval it renews the heartbeat of each lease held
  * by the workers and run_pending sessions of its database, and releases
- * dead leases (src/sched/sched.c).  These duties go on with tms.enabled =
- * off, so that the tasks running when it was turned off keep their leases;
- * on a server in recovery the supervisor does nothing.  Its periodic work
- * must stay short and never hold a transaction open across network waits.
+ * dead leases (src/sched/lease.h, sched.c).  These duties go on with
+ * tms.enabled = off, so that the tasks running when it was turned off keep
+ * their leases; on a server in recovery the supervisor does nothing.
+ *
+ * That is all it does: leases, dead-lease recovery and the pool.  Policy
+ * evaluation and every other piece of work are tasks run by the pool, so
+ * no catalog, storage or engine can delay a heartbeat.  Its one
+ * transaction per interval is bounded too: lock_timeout and
+ * statement_timeout are set for it, so a lock held elsewhere on the
+ * scheduler's tables delays one round, never the next.
  *
  *-------------------------------------------------------------------------
  */
@@ -33,9 +39,10 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "ops/policy_int.h"
+#include "bridge/settings.h"
+#include "sched/lease.h"
 #include "sched/sched.h"
-#include "tms.h"
+#include "utils/guc.h"
 #include "worker/worker.h"
 
 #define RESTART_INTERVAL_MS		1000
@@ -48,14 +55,6 @@ typedef struct PoolMember
 
 static void supervisor_ensure_pool(PoolMember *pool, const char *dbname);
 static void supervisor_beat(void *arg);
-static void supervisor_policy_cycle(void *arg);
-
-/* policies: the evaluation cycle (src/ops/policy_cycle.c), guarded */
-static void
-supervisor_policy_cycle(void *arg)
-{
-	tms_policy_cycle();
-}
 
 /*
  * Renew heartbeats and release dead leases, in one short transaction.
@@ -70,6 +69,13 @@ supervisor_beat(void *arg)
 	*no_extension = !OidIsValid(get_extension_oid("tms", true));
 	if (!*no_extension)
 	{
+		/* bounded: at most half an interval waiting for a lock or a statement */
+		char	   *limit = psprintf("%d", Max(tms_heartbeat_interval_ms / 2, 50));
+
+		(void) set_config_option("lock_timeout", limit, PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
+		(void) set_config_option("statement_timeout", limit, PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
 		SPI_connect();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, "tms: renewing heartbeats");
@@ -93,7 +99,6 @@ tms_supervisor_main(Datum main_arg)
 	char	   *dbname;
 	MemoryContext beat_cxt;
 	TimestampTz next_beat = 0;
-	TimestampTz next_cycle = 0;
 	bool		no_extension = true;
 
 	memcpy(&extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
@@ -135,13 +140,6 @@ tms_supervisor_main(Datum main_arg)
 				MemoryContextReset(beat_cxt);
 				next_beat = TimestampTzPlusMilliseconds(now, tms_heartbeat_interval_ms);
 			}
-			/* policies: one evaluation cycle every tms.evaluation_cycle_interval */
-			if (!no_extension && tms_enabled && now >= next_cycle)
-			{
-				(void) tms_run_guarded(supervisor_policy_cycle, NULL);
-				next_cycle = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														 tms_evaluation_cycle_interval_ms);
-			}
 			if (no_extension)
 				tms_slot_set_state(TMS_STATE_NO_EXTENSION, NULL);
 			else if (!tms_enabled)
@@ -149,8 +147,6 @@ tms_supervisor_main(Datum main_arg)
 			else
 				tms_slot_set_state(TMS_STATE_IDLE, NULL);
 			timeout = Min(timeout, Max(1, (next_beat - now) / 1000));
-			if (next_cycle > now)
-				timeout = Min(timeout, Max(1, (next_cycle - now) / 1000));
 		}
 		tms_wait(timeout, PG_WAIT_EXTENSION);
 	}

@@ -10,7 +10,7 @@
  *	   |                   database; starts and restarts one supervisor per
  *	   |                   database named in tms.database_name
  *	   +- tms supervisor   one per database; starts and restarts the pool,
- *	        |              renews leases, runs the evaluation cycle
+ *	        |              renews leases, releases dead ones
  *	        +- tms worker  tms.max_workers per database; claims one task at
  *	                       a time and runs it
  *
@@ -18,7 +18,12 @@
  * is the source of truth for "is there a supervisor for database X" and for
  * the tms.workers view; it is cleared by an on_shmem_exit callback, so an
  * orderly exit (including SIGTERM) frees it, and a crash resets all of
- * shared memory anyway.
+ * shared memory anyway.  The leases of the tasks a process runs are the
+ * scheduler's (src/sched/lease.h), not kept here.
+ *
+ * The supervisor does only leases, dead-lease recovery and the pool: every
+ * piece of work, policy evaluation included, is a task a pool worker
+ * claims, so nothing the supervisor does can wait on a catalog or storage.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,8 +44,7 @@ typedef enum TmsRole
 	TMS_ROLE_NONE = 0,
 	TMS_ROLE_LAUNCHER,
 	TMS_ROLE_SUPERVISOR,
-	TMS_ROLE_WORKER,
-	TMS_ROLE_SESSION			/* a backend inside CALL tms.run_pending() */
+	TMS_ROLE_WORKER
 } TmsRole;
 
 /* what it is doing; shown in tms.workers.state */
@@ -55,27 +59,9 @@ typedef enum TmsState
 } TmsState;
 
 #define TMS_TASK_DESC_LEN 128
-#define TMS_KIND_LEN 64
-#define TMS_INSTANCE_LEN 1024
 
-/* slots for backends running CALL tms.run_pending(), per server */
-#define TMS_SESSION_SLOTS 16
-
-/*
- * A lease on one row of tms.scheduled_tasks, published by the process that
- * holds it so that its supervisor can renew the heartbeat.  The supervisor
- * writes heartbeat (the value it last wrote, for its compare-and-swap) and
- * lost; the holder writes the rest.
- */
-typedef struct TmsLease
-{
-	bool		active;
-	bool		lost;			/* the heartbeat CAS found the lease gone */
-	int64		version;
-	TimestampTz heartbeat;
-	char		kind[TMS_KIND_LEN];
-	char		instance[TMS_INSTANCE_LEN];
-} TmsLease;
+/* lease entries for backends in CALL tms.run_pending() / tms.run_task() */
+#define TMS_SESSION_LEASES 16
 
 typedef struct TmsSlot
 {
@@ -89,7 +75,6 @@ typedef struct TmsSlot
 	TimestampTz state_since;
 	char		task[TMS_TASK_DESC_LEN];	/* current task, "" if none */
 	Latch	   *latch;			/* the owner's latch, to wake it */
-	TmsLease	lease;
 } TmsSlot;
 
 typedef struct TmsShared
@@ -106,7 +91,10 @@ extern TmsShared *TmsSharedState;
 extern TmsSlot *MyTmsSlot;
 
 /* shmem.c */
-extern void tms_shmem_register(void);
+extern Size tms_slots_shmem_size(void);
+extern void tms_slots_shmem_request(void);
+extern void tms_slots_shmem_init(void);
+extern int	tms_lease_entry_count(void);
 extern int	tms_database_count(void);
 extern TmsSlot *tms_slot_acquire(TmsRole role, Oid dboid, int index);
 extern void tms_slot_release(void);
