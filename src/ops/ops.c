@@ -17,4 +17,5 @@ tms_ops_init(void)
 {
 	tms_purge_init();
 	tms_policy_init();
+	tms_roles_init();
 }

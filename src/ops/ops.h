@@ -14,10 +14,13 @@
 #ifndef TMS_OPS_H
 #define TMS_OPS_H
 
+#include "postgres.h"
+
 extern void tms_ops_init(void);
 
 /* one per area; see the files named after them */
 extern void tms_purge_init(void);	/* purge.c: async purge of dropped tables */
-extern void tms_policy_init(void);	/* policy.c: policies and the evaluation cycle */
+extern void tms_policy_init(void);	/* policy.c: policies and their evaluation */
+extern void tms_roles_init(void);	/* roles.c: roles that own tms objects */
 
 #endif							/* TMS_OPS_H */

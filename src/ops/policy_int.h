@@ -1,56 +1,89 @@
 /*-------------------------------------------------------------------------
  *
  * policy_int.h
- *	  Internal interface of the policy area (src/ops/policy*.c and
- *	  src/sql_api/policy_sql.c): settings, the evaluation cycle, and the
- *	  zone-aware cron helpers.
+ *	  What the files of the policy area share (policy_run.c,
+ *	  policy_refresh.c, policy_evaluate.c); not an interface for anyone
+ *	  else.
+ *
+ * A PolicyRun is one evaluation of one policy, in one of two modes:
+ *
+ *	task	(policy-expand, run by a pool worker or a session) every database
+ *			step is a short transaction of its own (sched_try_step), all
+ *			network work happens between them, and failures are values
+ *			that end the run (the task then retries after a backoff);
+ *	now		(tms.evaluate_now) every step runs in the caller's transaction
+ *			and errors are raised to the caller.
+ *
+ * The catalog connection is made as the policy's owner and pinned for the
+ * run (tms_catalog_keep).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef TMS_POLICY_INT_H
-#define TMS_POLICY_INT_H
+#ifndef TMS_OPS_POLICY_INT_H
+#define TMS_OPS_POLICY_INT_H
 
 #include "postgres.h"
 
 #include "access/tupdesc.h"
-#include "datatype/timestamp.h"
-#include "pgtime.h"
 #include "utils/tuplestore.h"
 
-#include "cron/cron.h"
-#include "dsl/dsl.h"
+#include "bridge/catalog.h"
+#include "sched/sched.h"
 
-/* settings (policy.c) */
-extern int	tms_evaluation_cycle_interval_ms;
-extern int	tms_max_active_operations;
-extern int	tms_evaluation_pool_size;
-extern int	tms_evaluation_log_retention_s;
-extern char *tms_maintenance_handler;
+typedef struct PolicyRow
+{
+	int32		id;
+	char	   *name;
+	Oid			owner;
+	char	   *server;
+	int32		group_id;
+	bool		window_open;
+	bool		active;
+	bool		refresh_due;	/* the group was not refreshed recently */
+} PolicyRow;
 
-/* policy_sql.c: cron in a time zone */
-extern void tms_cron_parse_or_raise(const char *text, cron_expr *out);
-extern pg_tz *tms_zone_or_raise(const char *zone);
-extern bool tms_cron_next_instant(const cron_expr *expr, TimestampTz after,
-								  pg_tz *tz, TimestampTz *out);
-extern bool tms_cron_prev_instant(const cron_expr *expr, TimestampTz before,
-								  pg_tz *tz, TimestampTz *out);
-
-/* policy_cycle.c */
-
-/* Compile a condition (palloc'd program) or raise its compile error. */
-extern dsl_program *tms_policy_compile(const char *src, size_t len);
+typedef struct PolicyRun
+{
+	bool		task;			/* task mode (see the file header) */
+	MemoryContext cxt;			/* lives for the run */
+	PolicyRow  *policy;
+	TmsCatalogConn *conn;
+	ErrorData  *error;			/* task mode: the failure that ended the run */
+	Tuplestorestate *tupstore;	/* evaluate_now: result rows */
+	TupleDesc	desc;
+	int			evaluated;		/* statistics of the run */
+	uint64		requests_refresh;
+	uint64		requests_evaluate;
+} PolicyRun;
 
 /*
- * One cycle over every active policy whose window is open, in the
- * supervisor: owns its transactions (none may be open on entry).
+ * Run fn(arg) as one database step of the run: in task mode a transaction
+ * of its own, returning false with r->error set when fn raised; in now
+ * mode inside the caller's transaction (SPI connected), raising.
  */
-extern void tms_policy_cycle(void);
+extern bool policy_step(PolicyRun *r, void (*fn) (void *arg), void *arg);
 
-/*
- * One cycle for one policy inside the caller's transaction; one row per
- * evaluation into tupstore (tms.evaluate_now's columns).
- */
-extern void tms_policy_evaluate_now(const char *policy, bool force,
-									Tuplestorestate *tupstore, TupleDesc desc);
+/* Record a failure of the run (task mode) and return false; else raise. */
+extern bool policy_fail(PolicyRun *r, int sqlerrcode, const char *message,
+						const char *detail);
 
-#endif							/* TMS_POLICY_INT_H */
+/* SPI helpers for steps. */
+extern void policy_exec(const char *sql, int nargs, Oid *types, Datum *values,
+						const char *nulls, int expect);
+extern char *policy_col_str(int row, int col, MemoryContext cxt);
+extern int64 policy_col_int64(int row, int col, int64 dflt);
+
+/* policy_refresh.c: refresh tms.tables for the policy's group. */
+extern bool policy_refresh_group(PolicyRun *r);
+
+/* policy_evaluate.c: find the candidates, evaluate, record, submit. */
+extern bool policy_evaluate_candidates(PolicyRun *r);
+
+/* policy_run.c: the handler of the "policy-expand" task kind. */
+extern SchedOutcome policy_expand_task(SchedTask *task, ErrorData **error);
+
+/* ms since the Unix epoch, and back. */
+extern int64 policy_now_ms(void);
+extern TimestampTz policy_ms_to_timestamptz(int64 ms);
+
+#endif							/* TMS_OPS_POLICY_INT_H */

@@ -1,0 +1,545 @@
+/*-------------------------------------------------------------------------
+ *
+ * policy_evaluate.c
+ *	  The evaluation half of a policy run: find the (table, rule) pairs
+ *	  whose counters reached a threshold, evaluate each rule's condition
+ *	  over its table's metadata, record every evaluation, and submit the
+ *	  maintenance jobs of true results.
+ *
+ * Candidates come from one indexed query over tms.rule_baselines (no
+ * Iceberg I/O), CANDIDATE_BATCH at a time in key order, so a backlog of
+ * any size is walked in bounded memory.  Each batch's tables are loaded
+ * together (tms.evaluation_pool_size requests in flight); the rest of an
+ * evaluation (manifest lists, manifests, data file lists, only the levels
+ * the condition needs) runs one candidate after the other, and each
+ * result is recorded in a step of its own with tms._record_evaluation():
+ * the log row, and for a true result the job and its task, guarded so
+ * that a (table, rule) never has two operations in flight.
+ *
+ * An evaluation's failures (catalog, storage, malformed metadata) are
+ * values: they become the log row's error and the pair is evaluated again
+ * at the next run.  Only interrupts and running out of memory raise.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "bridge/catalog.h"
+#include "bridge/condition.h"
+#include "bridge/errors.h"
+#include "bridge/names.h"
+#include "dsl/dsl.h"
+#include "iceberg/iceberg.h"
+#include "io/io.h"
+#include "ops/policy.h"
+#include "ops/policy_int.h"
+#include "sched/lease.h"
+
+#define CANDIDATE_BATCH 64
+
+typedef struct Candidate
+{
+	int64		rule_id;
+	int64		table_id;
+	char	   *ns;
+	char	   *table;
+	char	   *operation;
+	char	   *condition;
+	int64		commits_added;
+	int64		bytes_added;
+	int64		time_elapsed_ms;
+} Candidate;
+
+typedef struct Evaluation
+{
+	bool		has_result;		/* false: the evaluation failed */
+	bool		result;
+	const char *outcome;
+	char	   *explanation;
+	char	   *explain_json;
+	char	   *metrics_json;
+	char	   *error;
+} Evaluation;
+
+/* A candidate's table, loaded ahead of its evaluation (malloc'd by io). */
+typedef struct Preload
+{
+	bool		loaded;			/* t is set; else err says why not */
+	IoLoadedTable t;
+	IoError		err;
+} Preload;
+
+typedef struct Batch
+{
+	PolicyRun  *run;
+	Candidate	cands[CANDIDATE_BATCH];
+	int			n;
+	int64		after_rule;		/* keyset: the last (rule, table) read */
+	int64		after_table;
+	MemoryContext cxt;			/* the batch's strings; reset per batch */
+} Batch;
+
+/* ---------------------------------------------------------------------
+ * Candidates
+ * --------------------------------------------------------------------- */
+
+static void
+candidates_step(void *arg)
+{
+	Batch	   *b = arg;
+	Oid			types[4] = {INT4OID, INT8OID, INT8OID, INT4OID};
+	Datum		values[4];
+
+	values[0] = Int32GetDatum(b->run->policy->id);
+	values[1] = Int64GetDatum(b->after_rule);
+	values[2] = Int64GetDatum(b->after_table);
+	values[3] = Int32GetDatum(CANDIDATE_BATCH);
+	policy_exec("SELECT b.rule_id, b.table_id, t.namespace, t.table_name, r.operation,"
+				"       r.condition, t.commits - b.base_commits,"
+				"       t.bytes_added - b.base_bytes,"
+				"       (extract(epoch FROM least(now() - b.since,"
+				"                                 interval '100000 years')) * 1000)::bigint"
+				"  FROM tms.maintenance_rules r"
+				"  JOIN tms.rule_baselines b ON b.rule_id = r.id"
+				"  JOIN tms.tables t ON t.id = b.table_id"
+				" WHERE r.policy_id = $1 AND b.pending_job IS NULL"
+				"   AND (b.triggered OR b.due_at <= now()) AND t.dropped_at IS NULL"
+				"   AND (b.rule_id, b.table_id) > ($2, $3)"
+				" ORDER BY b.rule_id, b.table_id"
+				" LIMIT $4",
+				4, types, values, NULL, SPI_OK_SELECT);
+	b->n = (int) SPI_processed;
+	for (int i = 0; i < b->n; i++)
+	{
+		Candidate  *cd = &b->cands[i];
+
+		cd->rule_id = policy_col_int64(i, 1, 0);
+		cd->table_id = policy_col_int64(i, 2, 0);
+		cd->ns = policy_col_str(i, 3, b->cxt);
+		cd->table = policy_col_str(i, 4, b->cxt);
+		cd->operation = policy_col_str(i, 5, b->cxt);
+		cd->condition = policy_col_str(i, 6, b->cxt);
+		cd->commits_added = policy_col_int64(i, 7, 0);
+		cd->bytes_added = policy_col_int64(i, 8, 0);
+		cd->time_elapsed_ms = policy_col_int64(i, 9, 0);
+	}
+	if (b->n > 0)
+	{
+		b->after_rule = b->cands[b->n - 1].rule_id;
+		b->after_table = b->cands[b->n - 1].table_id;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Loading ahead
+ * --------------------------------------------------------------------- */
+
+/*
+ * IoLoadResultFn of the evaluation: keep the loaded table (taken over
+ * from the io layer) or its error.  Allocates nothing, cannot fail.
+ */
+static int
+preload_result(void *arg, size_t index, IoLoadedTable *t, const IoError *err)
+{
+	Preload    *pre = (Preload *) arg + index;
+
+	if (t != NULL)
+	{
+		pre->t = *t;
+		memset(t, 0, sizeof(*t));
+		pre->loaded = true;
+	}
+	else
+		pre->err = *err;
+	return 0;
+}
+
+/*
+ * Load the batch's tables into pre[], tms.evaluation_pool_size requests at
+ * a time.  A load's failure stays in its Preload; a batch that could not
+ * run at all leaves its error in every Preload not delivered.  The caller
+ * frees pre[i].t.
+ */
+static void
+preload_tables(Batch *b, Preload *pre)
+{
+	IoLoadRequest *reqs = palloc(sizeof(IoLoadRequest) * b->n);
+	IoError		err;
+
+	for (int i = 0; i < b->n; i++)
+	{
+		memset(&pre[i], 0, sizeof(Preload));
+		pre[i].err.code = IO_ERR_INTERNAL;	/* until delivered */
+		reqs[i].ns = tms_namespace_to_io(b->cands[i].ns);
+		reqs[i].table = b->cands[i].table;
+		reqs[i].known_etag = NULL;
+	}
+	if (io_catalog_load_tables_etag(b->run->conn->catalog, reqs, b->n,
+									tms_evaluation_pool_size, preload_result, pre,
+									&err) != 0)
+	{
+		for (int i = 0; i < b->n; i++)
+			if (!pre[i].loaded && pre[i].err.code == IO_ERR_INTERNAL)
+				pre[i].err = err;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * One evaluation (no database access, no error raised but interrupts)
+ * --------------------------------------------------------------------- */
+
+static void
+eval_failed(Evaluation *ev, char *error)
+{
+	ev->has_result = false;
+	ev->outcome = "error";
+	ev->error = error;
+}
+
+/*
+ * Evaluate prog over the candidate's table (*pre, taken over and freed
+ * here).  Every failure becomes ev->error.
+ */
+static void
+evaluate_candidate(PolicyRun *r, const Candidate *cand, const dsl_program *prog,
+				   Preload *pre, Evaluation *ev)
+{
+	IoLoadedTable t = pre->t;
+	IcebergTableMetadata *volatile md = NULL;
+	IoStorage  *volatile storage = NULL;
+	IcebergDataFileIter *volatile it = NULL;
+	TmsTableFileIO *tio = palloc0(sizeof(TmsTableFileIO));
+
+	memset(ev, 0, sizeof(*ev));
+	memset(&pre->t, 0, sizeof(pre->t));
+	PG_TRY();
+	{
+		IcebergError ierr;
+		IoError		ioerr;
+		IcebergFileIO fio;
+		IcebergTableMetrics m;
+		dsl_metrics dm;
+		dsl_properties props;
+		dsl_file_source src;
+		dsl_input input;
+		dsl_explain_node *nodes;
+		int32		n = dsl_explain_count(prog);
+		dsl_outcome outcome;
+		bool		result = false;
+		size_t		len;
+		uint32		fields = dsl_program_fields(prog);
+		bool		ok = true;
+
+		memset(&fio, 0, sizeof(fio));
+		memset(&input, 0, sizeof(input));
+		if (!pre->loaded)
+		{
+			eval_failed(ev, tms_io_error_text(&pre->err));
+			ok = false;
+		}
+		else if (t.metadata_json == NULL)
+		{
+			eval_failed(ev, psprintf("the catalog returned no metadata for table \"%s.%s\"",
+									 cand->ns, cand->table));
+			ok = false;
+		}
+		else if (!iceberg_metadata_parse(t.metadata_json, strlen(t.metadata_json),
+										 NULL, (IcebergTableMetadata **) &md, &ierr))
+		{
+			eval_failed(ev, tms_iceberg_error_text(&ierr));
+			ok = false;
+		}
+		if (ok && (dsl_program_needs(prog) > DSL_NEEDS_METADATA || dsl_program_uses_files(prog)))
+		{
+			storage = tms_catalog_storage(r->conn, &t, &ioerr);
+			if (storage == NULL)
+			{
+				eval_failed(ev, tms_io_error_text(&ioerr));
+				ok = false;
+			}
+			else
+				tms_table_fileio(tio, r->conn->server, storage, &fio);
+		}
+		if (ok)
+		{
+			memset(&m, 0, sizeof(m));
+			memset(&dm, 0, sizeof(dm));
+			if (!iceberg_table_metrics(&fio, md, (IcebergMetricsLevel) dsl_program_needs(prog),
+									   policy_now_ms(), NULL, NULL, &m, &ierr))
+			{
+				eval_failed(ev, tms_iceberg_error_text(&ierr));
+				ok = false;
+			}
+		}
+		if (ok)
+		{
+			iceberg_metrics_to_dsl(&m, &dm);
+			iceberg_dsl_properties(md, &props);
+			input.metrics = &dm;
+			input.properties = &props;
+			if (dsl_program_uses_files(prog))
+			{
+				bool		match = (fields & (DSL_FIELD_BIT(DSL_FIELD_HAS_DELETES) |
+											   DSL_FIELD_BIT(DSL_FIELD_HAS_POSITION_DELETES) |
+											   DSL_FIELD_BIT(DSL_FIELD_HAS_EQUALITY_DELETES))) != 0;
+
+				if (!iceberg_data_files_open(&fio, md, match,
+											 (IcebergDataFileIter **) &it, &ierr) ||
+					!iceberg_data_files_dsl_source(it, &src, &ierr))
+				{
+					eval_failed(ev, tms_iceberg_error_text(&ierr));
+					ok = false;
+				}
+				else
+					input.files = &src;
+			}
+		}
+		if (ok)
+		{
+			nodes = palloc0(sizeof(dsl_explain_node) * (n + 1));
+			outcome = dsl_explain(prog, &input, &result, nodes);
+			CHECK_FOR_INTERRUPTS();
+			if (outcome == DSL_FILE_SOURCE_ERROR)
+				eval_failed(ev, tms_iceberg_error_text(iceberg_data_files_error(it)));
+			else
+			{
+				len = dsl_explain_text(prog, nodes, result, outcome, NULL, 0);
+				ev->explanation = palloc(len + 1);
+				dsl_explain_text(prog, nodes, result, outcome, ev->explanation, len + 1);
+				ev->explain_json = tms_condition_explain_json(prog, nodes, n);
+				ev->metrics_json = tms_condition_metrics_json(prog, &dm);
+				ev->outcome = dsl_outcome_name(outcome);
+				if (outcome == DSL_OK || outcome == DSL_DIVISION_BY_ZERO || outcome == DSL_OVERFLOW)
+				{
+					ev->has_result = true;
+					ev->result = (outcome == DSL_OK) && result;
+				}
+				else
+					ev->error = psprintf("evaluation ended with %s", dsl_outcome_name(outcome));
+			}
+		}
+	}
+	PG_FINALLY();
+	{
+		if (it)
+			iceberg_data_files_close(it);
+		io_storage_free(storage);
+		iceberg_metadata_free(md);
+		io_loaded_table_free(&t);
+	}
+	PG_END_TRY();
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* ---------------------------------------------------------------------
+ * Recording
+ * --------------------------------------------------------------------- */
+
+typedef struct Record
+{
+	PolicyRun  *run;
+	const Candidate *cand;
+	const Evaluation *ev;
+	int64		job_id;
+	bool		has_job;
+	char	   *decision;
+} Record;
+
+static void
+record_step(void *arg)
+{
+	Record	   *rec = arg;
+	const Candidate *cand = rec->cand;
+	const Evaluation *ev = rec->ev;
+	Oid			types[10] = {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID,
+	BOOLOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[10];
+	char		nulls[10];
+	char	   *counters = psprintf("{\"commits-added\": " INT64_FORMAT
+									", \"bytes-added\": " INT64_FORMAT
+									", \"time-elapsed\": " INT64_FORMAT "}",
+									cand->commits_added, cand->bytes_added,
+									cand->time_elapsed_ms);
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = Int32GetDatum(rec->run->policy->id);
+	values[1] = Int64GetDatum(cand->rule_id);
+	values[2] = Int64GetDatum(cand->table_id);
+	values[3] = CStringGetTextDatum(counters);
+	if (ev->metrics_json)
+		values[4] = CStringGetTextDatum(ev->metrics_json);
+	else
+		nulls[4] = 'n';
+	values[5] = BoolGetDatum(ev->result);
+	if (!ev->has_result)
+		nulls[5] = 'n';
+	values[6] = CStringGetTextDatum(ev->outcome ? ev->outcome : "error");
+	if (ev->explanation)
+		values[7] = CStringGetTextDatum(ev->explanation);
+	else
+		nulls[7] = 'n';
+	if (ev->explain_json)
+		values[8] = CStringGetTextDatum(ev->explain_json);
+	else
+		nulls[8] = 'n';
+	if (ev->error)
+		values[9] = CStringGetTextDatum(ev->error);
+	else
+		nulls[9] = 'n';
+	policy_exec("SELECT job_id, decision FROM tms._record_evaluation($1, $2, $3, $4::jsonb,"
+				" $5::jsonb, $6, $7, $8, $9::jsonb, $10)",
+				10, types, values, nulls, SPI_OK_SELECT);
+	rec->has_job = false;
+	rec->decision = "failed";
+	if (SPI_processed != 1)
+		return;
+	rec->job_id = policy_col_int64(0, 1, -1);
+	rec->has_job = (rec->job_id >= 0);
+	rec->decision = policy_col_str(0, 2, rec->run->cxt);
+}
+
+/* tms.evaluate_now's row for one evaluation. */
+static void
+put_row(PolicyRun *r, const Candidate *cd, const Evaluation *ev, const Record *rec)
+{
+	Datum		row[8];
+	bool		isnull[8] = {false};
+
+	row[0] = Int64GetDatum(cd->rule_id);
+	row[1] = CStringGetTextDatum(cd->operation);
+	row[2] = CStringGetTextDatum(cd->ns);
+	row[3] = CStringGetTextDatum(cd->table);
+	row[4] = BoolGetDatum(ev->result);
+	isnull[4] = !ev->has_result;
+	row[5] = CStringGetTextDatum(rec->decision);
+	row[6] = Int64GetDatum(rec->job_id);
+	isnull[6] = !rec->has_job;
+	if (ev->explanation)
+		row[7] = CStringGetTextDatum(ev->explanation);
+	else if (ev->error)
+		row[7] = CStringGetTextDatum(ev->error);
+	else
+		isnull[7] = true;
+	tuplestore_putvalues(r->tupstore, r->desc, row, isnull);
+}
+
+/* ---------------------------------------------------------------------
+ * The batches
+ * --------------------------------------------------------------------- */
+
+typedef struct RuleProgram
+{
+	int64		rule_id;
+	dsl_program *prog;
+	char	   *error;			/* the condition no longer compiles */
+} RuleProgram;
+
+/* The compiled program of a rule, compiled once per run. */
+static RuleProgram *
+rule_program(PolicyRun *r, List **progs, const Candidate *cand)
+{
+	ListCell   *lc;
+	RuleProgram *rp;
+	MemoryContext old;
+	dsl_error	err;
+
+	foreach(lc, *progs)
+	{
+		rp = lfirst(lc);
+		if (rp->rule_id == cand->rule_id)
+			return rp;
+	}
+	old = MemoryContextSwitchTo(r->cxt);
+	rp = palloc0(sizeof(RuleProgram));
+	rp->rule_id = cand->rule_id;
+	rp->prog = tms_condition_compile(cand->condition, strlen(cand->condition), &err);
+	if (rp->prog == NULL)
+		rp->error = psprintf("invalid policy condition: %s", err.message);
+	*progs = lappend(*progs, rp);
+	MemoryContextSwitchTo(old);
+	return rp;
+}
+
+static bool
+evaluate_batch(Batch *b, List **progs, Preload *pre)
+{
+	PolicyRun  *r = b->run;
+
+	pgstat_report_activity(STATE_RUNNING, "tms: loading the tables of candidates");
+	preload_tables(b, pre);
+	for (int i = 0; i < b->n; i++)
+	{
+		Candidate  *cd = &b->cands[i];
+		RuleProgram *rp = rule_program(r, progs, cd);
+		Evaluation	ev;
+		Record		rec;
+
+		if (sched_lease_lost())
+			return false;
+		pgstat_report_activity(STATE_RUNNING, "tms: evaluating a policy condition");
+		if (rp->prog != NULL)
+			evaluate_candidate(r, cd, rp->prog, &pre[i], &ev);
+		else
+		{
+			memset(&ev, 0, sizeof(ev));
+			io_loaded_table_free(&pre[i].t);
+			eval_failed(&ev, rp->error);
+		}
+		memset(&rec, 0, sizeof(rec));
+		rec.run = r;
+		rec.cand = cd;
+		rec.ev = &ev;
+		if (!policy_step(r, record_step, &rec))
+			return false;
+		r->evaluated++;
+		if (r->tupstore)
+			put_row(r, cd, &ev, &rec);
+	}
+	return true;
+}
+
+bool
+policy_evaluate_candidates(PolicyRun *r)
+{
+	Batch	   *b = palloc0(sizeof(Batch));
+	Preload    *volatile pre = palloc0(sizeof(Preload) * CANDIDATE_BATCH);
+	List	   *progs = NIL;
+	volatile bool ok = true;
+
+	b->run = r;
+	b->cxt = AllocSetContextCreate(r->cxt, "tms candidates", ALLOCSET_DEFAULT_SIZES);
+	PG_TRY();
+	{
+		for (;;)
+		{
+			MemoryContextReset(b->cxt);
+			if (!policy_step(r, candidates_step, b))
+			{
+				ok = false;
+				break;
+			}
+			if (b->n == 0)
+				break;
+			if (!evaluate_batch(b, &progs, pre))
+			{
+				ok = false;
+				break;
+			}
+		}
+	}
+	PG_FINALLY();
+	{
+		/* tables loaded ahead and not evaluated (an error, a cancel) */
+		for (int i = 0; i < CANDIDATE_BATCH; i++)
+			io_loaded_table_free(&pre[i].t);
+	}
+	PG_END_TRY();
+	return ok;
+}
