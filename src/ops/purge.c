@@ -1,58 +1,43 @@
 /*-------------------------------------------------------------------------
  *
  * purge.c
- *	  Async purge of dropped Iceberg tables: the settings, the path rules,
- *	  and the handler of the "purge" task kind (seed 003; doc/purge.md).
+ *	  Async purge of dropped Iceberg tables (doc/purge.md): the
+ *	  settings, tms.purge_table's enqueue, and the steps of the "purge"
+ *	  task kind, the catalog drop first among them.  The walk and the
+ *	  deletes are purge_walk.c.
  *
- * tms.purge_table() (src/sql_api/purge_sql.c) drops a table from its
- * catalog and records a row of tms.iceberg_cleanup_job with a task of kind
- * "purge" whose instance is the job id.  The task kind is detached (see
- * src/sched/sched.c): its handler runs outside transactions, so nothing
- * holds a snapshot or a lock while files are deleted, and it records its
- * progress in short steps.  A run:
+ * tms.purge_table() validates (the table exists, lies strictly below an
+ * allowed location, is not being purged already) and records a row of
+ * tms.iceberg_cleanup_job in phase "drop", the storage credentials the
+ * catalog vended, and a task of kind "purge" whose instance is the job id,
+ * all in the caller's transaction: a rollback leaves the table and no job.
+ * The task kind is detached (src/sched/sched.c): its handler runs outside
+ * transactions, records its progress in short steps conditional on the
+ * task's lease, and acts as the role that requested the purge (its USAGE
+ * on the server, its user mapping).  A run:
  *
  *	 begin		(step) read the job, mark it RUNNING, count a previous run
  *				that never finished (its worker died) as a failed attempt,
  *				read the server's options and the requester's user mapping.
- *	 walk		re-read the metadata file and stream every file it reaches:
- *				for each snapshot its manifest list, each manifest not seen
- *				before (a set of 64-bit path hashes: the only memory that
- *				grows with the table), each manifest's entries of every
- *				status, then statistics files, then the metadata log, and
- *				the metadata file itself last.
- *	 delete		files go to three bounded queues, one per level: content
- *				files (data, deletes, statistics), manifests, manifest
- *				lists.  A full queue is deleted at once by the walking
- *				process itself (the seed's caller-runs back-pressure), in
- *				one bulk request per tms.purge_delete_batch_size files, and
- *				a queue is only deleted after the queues below it: a
- *				manifest disappears only once its entries are gone, a list
- *				only once its manifests are, and the metadata file last.
- *				So a run that stops anywhere leaves a table that the next
- *				run can walk again from its metadata file; what it finds
- *				missing on the way (a manifest, a list) was deleted with
- *				everything below it, and is counted, not an error.
- *	 progress	(step, at most once a second) counters and heartbeat_at,
- *				conditional on the task's lease; a lost lease stops the run.
+ *	 drop		(phase "drop" only) load the table again: a table replaced
+ *				since (another uuid) or moved out of its location fails the
+ *				job; otherwise its current metadata location and vended
+ *				credentials are recorded (step), then the catalog entry is
+ *				dropped without purge.  A drop whose outcome is unknown
+ *				(timeout, 5xx, a broken connection) is resolved before
+ *				anything else by loading the table once more: gone means
+ *				dropped, still there means the attempt failed and is
+ *				retried.  A table already gone (a previous attempt's drop
+ *				landed) is purged from the recorded metadata location.
+ *				(step) phase "content", dropped_at.
+ *	 walk		purge_walk.c.
+ *	 progress	(step, at most once a second) counters and heartbeat_at.
  *	 finish		(step) SUCCEEDED, or the failure: attempts + 1, last_error,
  *				back to PENDING (the scheduler retries after its backoff),
  *				or FAILED at tms.purge_max_attempts or at once when the
  *				failure is terminal (metadata gone or corrupt, server
- *				dropped, captured credentials expired).  The captured
- *				credentials are deleted when the job ends.
- *
- * Safety: a file is deleted only if its canonical path lies strictly below
- * the table's location and below one of the server's allowed_locations
- * (read again at every run); anything else is counted in files_skipped,
- * with one example.  With gc.enabled=false in the table's properties, data
- * and delete files are kept (another table may share them), as Iceberg's
- * own purge does.  Deleting a file again is harmless: not-found counts as
- * deleted.
- *
- * Everything the plain-C layers return is malloc'd and freed in a
- * PG_FINALLY, so an interrupt or an error in a step leaks nothing.
- *
- * src/ops/purge.c
+ *				dropped, table replaced, captured credentials expired).
+ *				The captured credentials are deleted when the job ends.
  *
  *-------------------------------------------------------------------------
  */
@@ -63,25 +48,28 @@
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
-#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "storage/latch.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/hsearch.h"
+#include "utils/json.h"
 #include "utils/memutils.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "bridge/catalog.h"
+#include "bridge/errors.h"
+#include "bridge/names.h"
+#include "bridge/role.h"
+#include "io/secrets.h"
 #include "ops/ops.h"
 #include "ops/purge.h"
+#include "ops/purge_int.h"
+#include "sched/lease.h"
 #include "sched/sched.h"
-#include "sql_api/catalog_conn.h"
 
 int			tms_purge_delete_batch_size = 1000;
 int			tms_purge_max_attempts = 5;
@@ -93,140 +81,11 @@ int			tms_purge_batch_pause_ms = 0;
 #define PROGRESS_INTERVAL_MS 1000
 
 /* ----------------------------------------------------------------
- * Path rules
- * ----------------------------------------------------------------
- */
-
-static char *
-concat3(const char *a, const char *b, const char *c)
-{
-	size_t		n = strlen(a) + strlen(b) + strlen(c) + 1;
-	char	   *r = malloc(n);
-
-	if (r != NULL)
-		snprintf(r, n, "%s%s%s", a, b, c);
-	return r;
-}
-
-/* Remove repeated slashes (file paths only). */
-static void
-squeeze_slashes(char *p)
-{
-	char	   *w = p;
-	char		prev = '\0';
-
-	for (; *p; p++)
-	{
-		if (*p == '/' && prev == '/')
-			continue;
-		*w++ = *p;
-		prev = *p;
-	}
-	*w = '\0';
-}
-
-char *
-purge_canonical_malloc(const char *path, const char *relative_root)
-{
-	const char *rel = NULL;
-	char	   *r;
-
-	if (path == NULL || path[0] == '\0')
-		return NULL;
-	if (pg_strncasecmp(path, "s3://", 5) == 0 ||
-		pg_strncasecmp(path, "s3a://", 6) == 0 ||
-		pg_strncasecmp(path, "s3n://", 6) == 0)
-	{
-		const char *rest = strstr(path, "://") + 3;
-
-		if (rest[0] == '\0' || rest[0] == '/')
-			return NULL;		/* no bucket */
-		return concat3("s3://", rest, "");
-	}
-	if (strncmp(path, "file:///", 8) == 0)
-		r = strdup(path + 7);
-	else if (strncmp(path, "file://", 7) == 0)
-		rel = path + 7;			/* file://host/rest: relative, as old writers */
-	else if (strncmp(path, "file:/", 6) == 0)
-		r = strdup(path + 5);
-	else if (strncmp(path, "file:", 5) == 0)
-		rel = path + 5;
-	else if (path[0] == '/')
-		r = strdup(path);
-	else if (strstr(path, "://") != NULL)
-		return NULL;			/* a scheme tms cannot delete from */
-	else
-		rel = path;
-
-	if (rel != NULL)
-	{
-		if (relative_root == NULL || relative_root[0] != '/')
-			return NULL;
-		while (rel[0] == '.' && rel[1] == '/')
-			rel += 2;
-		if (rel[0] == '\0' || (rel[0] == '.' && rel[1] == '\0'))
-			r = strdup(relative_root);
-		else
-			r = concat3(relative_root, "/", rel);
-	}
-	if (r != NULL)
-		squeeze_slashes(r);
-	return r;
-}
-
-char *
-purge_canonical(const char *path, const char *relative_root)
-{
-	char	   *m = purge_canonical_malloc(path, relative_root);
-	char	   *p;
-
-	if (m == NULL)
-		return NULL;
-	p = pstrdup(m);
-	free(m);
-	return p;
-}
-
-/* Does path have an empty-named "." or ".." segment? */
-static bool
-has_dot_segments(const char *path)
-{
-	const char *s = path;
-
-	while (*s)
-	{
-		const char *e = strchr(s, '/');
-		size_t		n = e ? (size_t) (e - s) : strlen(s);
-
-		if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-			return true;
-		if (e == NULL)
-			break;
-		s = e + 1;
-	}
-	return false;
-}
-
-bool
-purge_path_under(const char *path, const char *root)
-{
-	size_t		n = strlen(root);
-
-	while (n > 0 && root[n - 1] == '/')
-		n--;
-	if (n == 0 || has_dot_segments(path) || has_dot_segments(root))
-		return false;
-	if (strncmp(path, root, n) != 0 || path[n] != '/')
-		return false;
-	return path[n + 1] != '\0';
-}
-
-/* ----------------------------------------------------------------
  * Settings and registration
  * ----------------------------------------------------------------
  */
 
-static SchedOutcome purge_handler(SchedTask *task, char **error);
+static SchedOutcome purge_handler(SchedTask *task, ErrorData **error);
 
 /*
  * Define the tms.purge_* settings and the detached "purge" task kind.
@@ -268,107 +127,243 @@ tms_purge_init(void)
 }
 
 /* ----------------------------------------------------------------
+ * Enqueue: tms.purge_table
+ * ----------------------------------------------------------------
+ */
+
+/* Raise if an active job holds the identifier (as the extension owner). */
+static void
+check_no_active_job(const char *server, const char *ns, const char *table)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[3];
+	int			rc;
+
+	args[0] = CStringGetTextDatum(server);
+	args[1] = CStringGetTextDatum(ns);
+	args[2] = CStringGetTextDatum(table);
+	rc = SPI_execute_with_args("SELECT id, state FROM tms.iceberg_cleanup_job"
+							   " WHERE server = $1::name AND namespace = $2 AND table_name = $3"
+							   "   AND state IN ('PENDING', 'RUNNING')",
+							   3, types, args, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not look up purge jobs: %s", SPI_result_code_string(rc));
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("table \"%s.%s\" of server \"%s\" is already being purged", ns, table, server),
+				 errdetail("Purge job %s is %s.",
+						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2)),
+				 errhint("See tms.purge_jobs; the name is free again when the job has ended.")));
+}
+
+/* What an enqueue records. */
+typedef struct Enqueue
+{
+	const char *server;
+	const char *ns;
+	const char *table;
+	Oid			requested_by;
+	char	   *uuid;
+	char	   *location;		/* canonical */
+	char	   *metadata_location;
+	char	   *storage_json;	/* non-secret storage settings */
+	char	   *vended_json;	/* the vended config, NULL: nothing secret vended */
+	int64		expires_ms;		/* -1: unknown */
+} Enqueue;
+
+/*
+ * The storage settings for the table: the non-secret ones as JSON for the
+ * job row; the vended config, when it holds a credential, for the
+ * owner-only credentials table.
+ */
+static void
+describe_storage(const TmsCatalogConn *conn, const IoLoadedTable *t, Enqueue *e)
+{
+	StringInfoData buf;
+	StringInfoData vended;
+	bool		any_secret = false;
+	const char *endpoint = conn->server->s3_endpoint;
+
+	e->expires_ms = -1;
+	initStringInfo(&vended);
+	appendStringInfoChar(&vended, '{');
+	for (size_t i = 0; i < t->nconfig; i++)
+	{
+		const char *k = t->config[i].key;
+
+		if (io_secret_key(k, strlen(k)))
+			any_secret = true;
+		if (strcmp(k, "s3.session-token-expires-at-ms") == 0)
+			e->expires_ms = strtoll(t->config[i].value, NULL, 10);
+		if (strcmp(k, "s3.endpoint") == 0 && conn->server->s3_vended_endpoint)
+			endpoint = t->config[i].value;
+		if (i > 0)
+			appendStringInfoString(&vended, ", ");
+		escape_json(&vended, k);
+		appendStringInfoString(&vended, ": ");
+		escape_json(&vended, t->config[i].value);
+	}
+	appendStringInfoChar(&vended, '}');
+	e->vended_json = any_secret ? vended.data : NULL;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"endpoint\": ");
+	if (endpoint && (any_secret || endpoint == conn->server->s3_endpoint))
+		escape_json(&buf, endpoint);
+	else if (conn->server->s3_endpoint)
+		escape_json(&buf, conn->server->s3_endpoint);
+	else
+		appendStringInfoString(&buf, "null");
+	appendStringInfo(&buf, ", \"credentials\": \"%s\"}",
+					 any_secret ? "vended by the catalog" :
+					 conn->creds.s3_access_key_id ? "user mapping" : "none");
+	e->storage_json = buf.data;
+}
+
+/* Insert the job, its credentials and its task (as the extension owner). */
+static int64
+insert_job(const Enqueue *e)
+{
+	Oid			types[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDOID};
+	Datum		args[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			ctypes[3] = {INT8OID, TEXTOID, INT8OID};
+	Datum		cargs[3];
+	char		cnulls[3] = {' ', ' ', ' '};
+	bool		isnull;
+	int64		id;
+	int			rc;
+
+	args[0] = CStringGetTextDatum(e->server);
+	args[1] = CStringGetTextDatum(e->ns);
+	args[2] = CStringGetTextDatum(e->table);
+	if (e->uuid)
+		args[3] = CStringGetTextDatum(e->uuid);
+	else
+		nulls[3] = 'n';
+	args[4] = CStringGetTextDatum(e->location);
+	args[5] = CStringGetTextDatum(e->metadata_location);
+	args[6] = CStringGetTextDatum(e->storage_json);
+	args[7] = ObjectIdGetDatum(e->requested_by);
+	rc = SPI_execute_with_args("INSERT INTO tms.iceberg_cleanup_job"
+							   " (server, namespace, table_name, table_uuid, table_location,"
+							   "  metadata_location, storage, requested_by, phase)"
+							   " VALUES ($1::name, $2, $3, $4, $5, $6, $7::jsonb, $8::regrole, 'drop')"
+							   " RETURNING id",
+							   8, types, args, nulls, false, 0);
+	if (rc != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "could not record purge job: %s", SPI_result_code_string(rc));
+	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+
+	if (e->vended_json)
+	{
+		cargs[0] = Int64GetDatum(id);
+		cargs[1] = CStringGetTextDatum(e->vended_json);
+		if (e->expires_ms >= 0)
+			cargs[2] = Int64GetDatum(e->expires_ms);
+		else
+			cnulls[2] = 'n';
+		rc = SPI_execute_with_args("INSERT INTO tms.iceberg_cleanup_credentials"
+								   " (job_id, config, expires_at)"
+								   " VALUES ($1, $2::jsonb, to_timestamp($3 / 1000.0))",
+								   3, ctypes, cargs, cnulls, false, 0);
+		if (rc != SPI_OK_INSERT)
+			elog(ERROR, "could not record purge credentials: %s", SPI_result_code_string(rc));
+	}
+	cargs[0] = Int64GetDatum(id);
+	rc = SPI_execute_with_args("SELECT tms.schedule_task('purge', $1::text)",
+							   1, ctypes, cargs, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not schedule purge task: %s", SPI_result_code_string(rc));
+	return id;
+}
+
+int64
+tms_purge_enqueue(const char *server, const char *ns, const char *table)
+{
+	TmsCatalogConn *conn;
+	IoLoadedTable t;
+	IcebergTableMetadata *volatile md = NULL;
+	Enqueue		e;
+	IoError		err;
+	TmsRoleSave save;
+	int64		id;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	tms_check_namespace(ns);
+	tms_check_table_name("table name", table);
+	memset(&e, 0, sizeof(e));
+	e.server = server;
+	e.ns = ns;
+	e.table = table;
+	e.requested_by = tms_acting_role();
+
+	/* a check that needs no network: the server allows deleting somewhere */
+	{
+		TmsServer  *s = tms_server_read_by_name(server, false);
+		int			nallowed = s->nallowed;
+		char	   *name = pstrdup(s->name);
+
+		tms_server_free(s);
+		if (nallowed == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot purge tables of server \"%s\": it has no allowed_locations", name),
+					 errdetail("tms deletes files only strictly below the storage roots a server allows."),
+					 errhint("ALTER SERVER %s OPTIONS (ADD allowed_locations 's3://bucket/warehouse/');",
+							 quote_identifier(name))));
+	}
+	conn = tms_catalog_connect(server);
+
+	memset(&t, 0, sizeof(t));
+	if (io_catalog_load_table(conn->catalog, tms_namespace_to_io(ns), table, &t, &err) != 0)
+		tms_io_ereport(&err);	/* 404: a clear error, no job */
+	PG_TRY();
+	{
+		IcebergError ierr;
+
+		CHECK_FOR_INTERRUPTS();
+		if (t.metadata_location == NULL || t.metadata_json == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot purge table \"%s.%s\": the catalog reports no metadata location", ns, table),
+					 errdetail("A staged table has no files to purge."),
+					 errhint("Drop it with tms.drop_table().")));
+		if (!iceberg_metadata_parse(t.metadata_json, strlen(t.metadata_json), NULL,
+									(IcebergTableMetadata **) &md, &ierr))
+			tms_iceberg_ereport(&ierr);
+		e.location = tms_check_table_location(conn->server, ns, table, md->location, "purge");
+		e.uuid = md->table_uuid ? pstrdup(md->table_uuid) : NULL;
+		e.metadata_location = pstrdup(t.metadata_location);
+		describe_storage(conn, &t, &e);
+	}
+	PG_FINALLY();
+	{
+		iceberg_metadata_free(md);
+		io_loaded_table_free(&t);
+	}
+	PG_END_TRY();
+
+	/* the job, in this transaction; a worker drops the table after commit */
+	SPI_connect();
+	tms_become_extension_owner(&save);
+	check_no_active_job(server, ns, table);
+	id = insert_job(&e);
+	tms_restore_role(&save);
+	SPI_finish();
+	MemoryContextSwitchTo(cxt);
+	return id;
+}
+
+/* ----------------------------------------------------------------
  * A run
  * ----------------------------------------------------------------
  */
 
-/* The three delete queues, in the order they must be emptied. */
-#define Q_CONTENT	0
-#define Q_MANIFESTS 1
-#define Q_LISTS		2
-#define Q_METADATA	3
-#define NQUEUES		4
-
-typedef struct PurgeQueue
-{
-	MemoryContext cxt;			/* reset after each flush */
-	const char **uris;			/* canonical, in cxt */
-	int64	   *sizes;			/* declared sizes, -1 unknown */
-	int			n;
-} PurgeQueue;
-
-typedef enum RunResult
-{
-	RUN_OK,
-	RUN_TRANSIENT,				/* retry later */
-	RUN_TERMINAL,				/* FAILED at once */
-	RUN_LEASE_LOST
-} RunResult;
-
-typedef struct PurgeRun
-{
-	SchedTask  *task;
-	int64		job_id;
-	MemoryContext cxt;
-
-	/* the job row */
-	bool		found;
-	char	   *state;
-	char	   *server;
-	char	   *location;		/* canonical */
-	char	   *metadata_location;
-	char	   *created_by;
-	char	   *phase;
-	char	   *endpoint;		/* captured non-secret settings, or NULL */
-	char	   *region;
-	int			path_style;		/* -1: not captured */
-	int			attempts;
-	bool		vended;			/* credentials captured at enqueue */
-	int			nvended;
-	IoKeyValue *vended_kv;
-	TimestampTz expires_at;		/* 0: unknown */
-
-	/* the server and the requester's user mapping */
-	bool		server_found;
-	char	   *srv_endpoint;
-	char	   *srv_region;
-	int			srv_path_style;
-	char	   *relative_root;
-	int			nallowed;
-	char	  **allowed;		/* canonical */
-	char	   *ca_file;
-	char	   *ca_path;
-	long		connect_timeout_ms;
-	long		request_timeout_ms;
-	char	   *access_key_id;
-	char	   *secret_access_key;
-	char	   *session_token;
-
-	/* I/O, freed in the run's PG_FINALLY */
-	IoStorage  *storage;
-	IoFileIO	s3state;
-	IcebergFileIO s3io;
-	IcebergFileIO localio;
-	IcebergLocalFS localfs;
-	IcebergFileIO fio;
-	IcebergTableMetadata *md;
-	IcebergManifestListReader *lr;
-	IcebergManifestReader *mr;
-	bool		gc_enabled;
-	HTAB	   *seen;			/* manifest path hashes */
-
-	PurgeQueue	q[NQUEUES];
-
-	/* counters of this attempt */
-	int64		deleted;
-	int64		bytes;
-	int64		skipped;
-	int64		kept;
-	int64		unreadable;
-	int64		requests;
-	char	   *skipped_example;
-	TimestampTz last_progress;
-
-	/* outcome */
-	RunResult	result;
-	char		error[2048];
-} PurgeRun;
-
-static void run_fail(PurgeRun *run, RunResult kind, const char *fmt,...) pg_attribute_printf(3, 4);
-
-/* Record the first failure of a run. */
-static void
-run_fail(PurgeRun *run, RunResult kind, const char *fmt,...)
+void
+purge_run_fail(PurgeRun *run, RunResult kind, const char *fmt,...)
 {
 	va_list		ap;
 
@@ -392,135 +387,63 @@ run_fail(PurgeRun *run, RunResult kind, const char *fmt,...)
 	"            AND t.version = $3 AND t.picked)"
 
 /*
- * Act as the extension's owner for the rest of the step: the job and
- * credential tables are the owner's alone, whoever drives the scheduler.
- * The transaction's end restores the user.
+ * Every step runs as the extension's owner: the job and credential tables
+ * are the owner's alone, whoever drives the scheduler (a pool worker, or
+ * a session in CALL tms.run_pending).  as_owner() wraps a step so, and
+ * restores the identity when it returns; an error restores it with the
+ * abort.
  */
+typedef struct OwnerStep
+{
+	void		(*fn) (void *arg);
+	void	   *arg;
+} OwnerStep;
+
 static void
-become_owner(void)
+as_owner(void *arg)
 {
-	Oid			uid;
-	int			sec;
-	bool		isnull;
-	Datum		d;
-	int			rc;
+	OwnerStep  *os = arg;
+	TmsRoleSave save;
 
-	rc = SPI_execute("SELECT extowner FROM pg_catalog.pg_extension WHERE extname = 'tms'",
-					 true, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not find the owner of extension \"tms\"");
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	GetUserIdAndSecContext(&uid, &sec);
-	SetUserIdAndSecContext(DatumGetObjectId(d), sec | SECURITY_LOCAL_USERID_CHANGE);
+	tms_become_extension_owner(&save);
+	os->fn(os->arg);
 }
 
-static char *
-pstrdup_or_null(const char *s)
-{
-	return s ? pstrdup(s) : NULL;
-}
-
-/*
- * A server's allowed_locations option as canonical roots; see purge.h.
- * The list is split as the wrapper's validator splits it.
- */
-List *
-purge_allowed_roots(const char *allowed_locations, const char *relative_root)
-{
-	List	   *roots = NIL;
-	ListCell   *lc;
-
-	if (allowed_locations == NULL)
-		return NIL;
-	foreach(lc, tms_fdw_option_locations("allowed_locations", allowed_locations))
-	{
-		char	   *c = purge_canonical((char *) lfirst(lc), relative_root);
-
-		if (c != NULL)
-			roots = lappend(roots, c);
-	}
-	return roots;
-}
-
-/*
- * Read the server's options and the requester's user mapping (or PUBLIC's)
- * into the run.  Missing server: run->server_found stays false.
- */
+/* sched_step / sched_try_step of fn as the extension owner. */
 static void
-read_server(PurgeRun *run)
+owner_step(void (*fn) (void *arg), void *arg)
 {
-	ForeignServer *server = GetForeignServerByName(run->server, true);
-	Oid			roleid;
-	HeapTuple	tp;
-	const char *v;
-	List	   *roots;
-	ListCell   *lc;
+	OwnerStep	os = {fn, arg};
 
-	if (server == NULL)
-		return;
-	run->server_found = true;
-	run->srv_endpoint = pstrdup_or_null(tms_fdw_option(server->options, "s3_endpoint"));
-	run->srv_region = pstrdup_or_null(tms_fdw_option(server->options, "s3_region"));
-	run->srv_path_style = -1;
-	if ((v = tms_fdw_option(server->options, "s3_path_style")) != NULL)
-		run->srv_path_style = tms_fdw_option_bool("s3_path_style", v) ? 1 : 0;
-	run->relative_root = pstrdup_or_null(tms_fdw_option(server->options, "relative_path_root"));
-	run->ca_file = pstrdup_or_null(tms_fdw_option(server->options, "ca_file"));
-	run->ca_path = pstrdup_or_null(tms_fdw_option(server->options, "ca_path"));
-	if ((v = tms_fdw_option(server->options, "connect_timeout")) != NULL)
-		run->connect_timeout_ms = tms_fdw_option_ms("connect_timeout", v);
-	if ((v = tms_fdw_option(server->options, "request_timeout")) != NULL)
-		run->request_timeout_ms = tms_fdw_option_ms("request_timeout", v);
-	roots = purge_allowed_roots(tms_fdw_option(server->options, "allowed_locations"),
-								run->relative_root);
-	run->nallowed = 0;
-	run->allowed = palloc0(sizeof(char *) * (list_length(roots) + 1));
-	foreach(lc, roots)
-		run->allowed[run->nallowed++] = (char *) lfirst(lc);
+	sched_step(as_owner, &os);
+}
 
-	/* the requester's mapping, else PUBLIC's, as tms_catalog_connect() */
-	roleid = get_role_oid(run->created_by, true);
-	tp = OidIsValid(roleid)
-		? SearchSysCache2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(roleid),
-						  ObjectIdGetDatum(server->serverid))
-		: NULL;
-	if (!HeapTupleIsValid(tp))
-	{
-		roleid = InvalidOid;
-		tp = SearchSysCache2(USERMAPPINGUSERSERVER, ObjectIdGetDatum(InvalidOid),
-							 ObjectIdGetDatum(server->serverid));
-	}
-	if (HeapTupleIsValid(tp))
-	{
-		UserMapping *um;
+static bool
+owner_try_step(void (*fn) (void *arg), void *arg, ErrorData **error)
+{
+	OwnerStep	os = {fn, arg};
 
-		ReleaseSysCache(tp);
-		um = GetUserMapping(roleid, server->serverid);
-		run->access_key_id = pstrdup_or_null(tms_fdw_option(um->options, "s3_access_key_id"));
-		run->secret_access_key = pstrdup_or_null(tms_fdw_option(um->options, "s3_secret_access_key"));
-		run->session_token = pstrdup_or_null(tms_fdw_option(um->options, "s3_session_token"));
-	}
+	return sched_try_step(as_owner, &os, error);
 }
 
 static const char *job_sql =
-"SELECT j.state, j.server, j.table_location, j.metadata_location, j.created_by,"
-"       j.phase, j.storage ->> 'endpoint', j.storage ->> 'region',"
-"       j.storage ->> 'path_style', j.attempts,"
-"       c.job_id IS NOT NULL, c.expires_at"
+"SELECT j.state, j.server, j.namespace, j.table_name, j.table_uuid,"
+"       j.table_location, j.metadata_location, j.requested_by::oid,"
+"       j.phase, j.attempts, c.job_id IS NOT NULL, c.expires_at"
 "  FROM tms.iceberg_cleanup_job j"
 "  LEFT JOIN tms.iceberg_cleanup_credentials c ON c.job_id = j.id"
 " WHERE j.id = $1";
 
 /*
  * Mark RUNNING; a run that found the job RUNNING already follows one that
- * never finished (its worker died, or lost its lease), which counts as a
- * failed attempt.  Counters restart: a run deletes everything again.
+ * never finished (its worker died), which counts as a failed attempt.
+ * Counters restart: a run deletes everything again.
  */
 static const char *start_sql =
 "UPDATE tms.iceberg_cleanup_job"
 "   SET attempts = attempts + CASE WHEN state = 'RUNNING' THEN 1 ELSE 0 END,"
 "       last_error = CASE WHEN state = 'RUNNING'"
-"                    THEN 'a previous attempt did not finish (its executor died or lost its lease)'"
+"                    THEN 'a previous attempt did not finish (its executor died)'"
 "                    ELSE last_error END,"
 "       state = 'RUNNING', started_at = coalesce(started_at, now()),"
 "       heartbeat_at = now(), updated_at = now(),"
@@ -528,6 +451,40 @@ static const char *start_sql =
 "       files_kept = 0, files_unreadable = 0, delete_requests = 0"
 " WHERE id = $1 AND state IN ('PENDING', 'RUNNING') AND" LEASE_HELD
 " RETURNING attempts";
+
+/* Read the captured vended credentials into the run. */
+static void
+read_vended(PurgeRun *run)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		args[1];
+	int			rc;
+
+	args[0] = Int64GetDatum(run->job_id);
+	rc = SPI_execute_with_args("SELECT key, value FROM tms.iceberg_cleanup_credentials,"
+							   " jsonb_each_text(config) WHERE job_id = $1",
+							   1, types, args, NULL, true, 0);
+	MemoryContextSwitchTo(run->cxt);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read purge credentials: %s", SPI_result_code_string(rc));
+	run->nvended = (int) SPI_processed;
+	run->vended_kv = palloc0(sizeof(IoKeyValue) * (run->nvended + 1));
+	for (int i = 0; i < run->nvended; i++)
+	{
+		run->vended_kv[i].key = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		run->vended_kv[i].value = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+	}
+}
+
+static void
+step_read_vended(void *arg)
+{
+	PurgeRun   *run = arg;
+
+	read_vended(run);
+	run->vended = run->nvended > 0;
+	run->expires_at = 0;
+}
 
 static void
 step_begin(void *arg)
@@ -538,10 +495,10 @@ step_begin(void *arg)
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
-	char	   *v;
+	Datum		d;
+	ForeignServer *server;
 	int			rc;
 
-	become_owner();
 	args[0] = Int64GetDatum(run->job_id);
 	args[1] = CStringGetTextDatum(run->task->instance);
 	args[2] = Int64GetDatum(run->task->version);
@@ -556,43 +513,22 @@ step_begin(void *arg)
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
 	run->state = SPI_getvalue(tup, desc, 1);
-	run->server = SPI_getvalue(tup, desc, 2);
-	run->location = SPI_getvalue(tup, desc, 3);
-	run->metadata_location = SPI_getvalue(tup, desc, 4);
-	run->created_by = SPI_getvalue(tup, desc, 5);
-	run->phase = SPI_getvalue(tup, desc, 6);
-	run->endpoint = SPI_getvalue(tup, desc, 7);
-	run->region = SPI_getvalue(tup, desc, 8);
-	v = SPI_getvalue(tup, desc, 9);
-	run->path_style = v == NULL ? -1 : strcmp(v, "true") == 0 ? 1 : 0;
+	run->server_name = SPI_getvalue(tup, desc, 2);
+	run->ns = SPI_getvalue(tup, desc, 3);
+	run->table = SPI_getvalue(tup, desc, 4);
+	run->table_uuid = SPI_getvalue(tup, desc, 5);
+	run->location = SPI_getvalue(tup, desc, 6);
+	run->metadata_location = SPI_getvalue(tup, desc, 7);
+	run->requested_by = DatumGetObjectId(SPI_getbinval(tup, desc, 8, &isnull));
+	run->phase = SPI_getvalue(tup, desc, 9);
 	run->attempts = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
 	run->vended = DatumGetBool(SPI_getbinval(tup, desc, 11, &isnull));
-	run->expires_at = 0;
-	{
-		Datum		d = SPI_getbinval(tup, desc, 12, &isnull);
-
-		if (!isnull)
-			run->expires_at = DatumGetTimestampTz(d);
-	}
+	d = SPI_getbinval(tup, desc, 12, &isnull);
+	run->expires_at = isnull ? 0 : DatumGetTimestampTz(d);
 	if (strcmp(run->state, "PENDING") != 0 && strcmp(run->state, "RUNNING") != 0)
 		return;
-
 	if (run->vended)
-	{
-		rc = SPI_execute_with_args("SELECT key, value FROM tms.iceberg_cleanup_credentials,"
-								   " jsonb_each_text(config) WHERE job_id = $1",
-								   1, types, args, NULL, true, 0);
-		MemoryContextSwitchTo(run->cxt);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "could not read purge credentials: %s", SPI_result_code_string(rc));
-		run->nvended = (int) SPI_processed;
-		run->vended_kv = palloc0(sizeof(IoKeyValue) * (run->nvended + 1));
-		for (int i = 0; i < run->nvended; i++)
-		{
-			run->vended_kv[i].key = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-			run->vended_kv[i].value = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
-		}
-	}
+		read_vended(run);
 
 	rc = SPI_execute_with_args(start_sql, 3, types, args, NULL, false, 0);
 	MemoryContextSwitchTo(run->cxt);
@@ -605,7 +541,15 @@ step_begin(void *arg)
 	}
 	run->attempts = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 												SPI_tuptable->tupdesc, 1, &isnull));
-	read_server(run);
+
+	/* the server's options and the requester's user mapping */
+	server = GetForeignServerByName(run->server_name, true);
+	if (server != NULL)
+	{
+		run->server = tms_server_read(server);
+		tms_credentials_read(run->requested_by, server->serverid, &run->creds);
+	}
+	MemoryContextSwitchTo(run->cxt);
 }
 
 static const char *progress_sql =
@@ -657,13 +601,27 @@ step_progress(void *arg)
 	int			rc;
 
 	memset(nulls, ' ', sizeof(nulls));
-	become_owner();
 	fill_counter_args(p->run, args, nulls, p->phase);
 	rc = SPI_execute_with_args(progress_sql, 11, counter_types, args, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "could not record purge progress: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		p->run->result = RUN_LEASE_LOST;
+}
+
+/* Write the counters now (force) or if the last write is a second old. */
+void
+purge_write_progress(PurgeRun *run, const char *phase, bool force)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	ProgressArg p;
+
+	if (!force && !TimestampDifferenceExceeds(run->last_progress, now, PROGRESS_INTERVAL_MS))
+		return;
+	run->last_progress = now;
+	p.run = run;
+	p.phase = phase;
+	owner_step(step_progress, &p);
 }
 
 /*
@@ -709,7 +667,6 @@ step_finish(void *arg)
 	types[12] = BOOLOID;
 	types[13] = INT4OID;
 	types[14] = INT4OID;
-	become_owner();
 	fill_counter_args(f->run, args, nulls, NULL);
 	if (f->error)
 		args[11] = CStringGetTextDatum(f->error);
@@ -742,550 +699,321 @@ step_finish(void *arg)
 		elog(ERROR, "could not prune purge jobs: %s", SPI_result_code_string(rc));
 }
 
+
 /* ----------------------------------------------------------------
- * Reading: s3 through the io layer, files through src/iceberg
+ * The catalog drop
  * ----------------------------------------------------------------
  */
 
-typedef struct RunHandle
+typedef struct DropConnect
 {
-	const IcebergFileIO *impl;
-	void	   *h;
-} RunHandle;
+	PurgeRun   *run;
+	TmsCatalogConn *conn;
+} DropConnect;
 
-/* IcebergFileIO.open: canonicalise, then read s3 or local.  No palloc. */
-static void *
-run_open(void *arg, const char *path, int64_t *size_out, IcebergError *err)
+/* Connect as the requester (its USAGE, its mapping), pinned for the run. */
+static void
+step_drop_connect(void *arg)
 {
-	PurgeRun   *run = (PurgeRun *) arg;
-	char	   *c = purge_canonical_malloc(path, run->relative_root);
-	RunHandle  *rh;
+	DropConnect *dc = arg;
+	TmsRoleSave save;
 
-	if (c == NULL)
-	{
-		err->code = ICEBERG_ERR_IO;
-		snprintf(err->message, sizeof(err->message), "cannot resolve path \"%s\"", path);
-		err->detail[0] = '\0';
-		return NULL;
-	}
-	rh = malloc(sizeof(RunHandle));
-	if (rh == NULL)
-	{
-		free(c);
-		err->code = ICEBERG_ERR_OUT_OF_MEMORY;
-		snprintf(err->message, sizeof(err->message), "out of memory");
-		err->detail[0] = '\0';
-		return NULL;
-	}
-	rh->impl = strncmp(c, "s3://", 5) == 0 ? &run->s3io : &run->localio;
-	rh->h = rh->impl->open(rh->impl->arg, c, size_out, err);
-	free(c);
-	if (rh->h == NULL)
-	{
-		free(rh);
-		return NULL;
-	}
-	return rh;
+	tms_become_role(dc->run->requested_by,
+					psprintf("purge job " INT64_FORMAT, dc->run->job_id), &save);
+	dc->conn = tms_catalog_connect(dc->run->server_name);
+	tms_catalog_keep(dc->conn);
+	tms_restore_role(&save);
 }
 
-static int64_t
-run_read(void *arg, void *handle, void *buf, size_t len, IcebergError *err)
+typedef struct DropRecord
 {
-	RunHandle  *rh = (RunHandle *) handle;
-
-	return rh->impl->read(rh->impl->arg, rh->h, buf, len, err);
-}
+	PurgeRun   *run;
+	const char *metadata_location;	/* NULL: keep the recorded one */
+	const char *vended_json;	/* replace the captured credentials */
+	const char *phase;
+	bool		dropped;
+} DropRecord;
 
 static void
-run_close(void *arg, void *handle)
+step_drop_record(void *arg)
 {
-	RunHandle  *rh = (RunHandle *) handle;
+	DropRecord *dr = arg;
+	Oid			types[6] = {INT8OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, BOOLOID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	int			rc;
 
-	if (rh == NULL)
-		return;
-	rh->impl->close(rh->impl->arg, rh->h);
-	free(rh);
-}
-
-static bool
-run_interrupted(void *arg)
-{
-	return InterruptPending;
-}
-
-/*
- * Is the file behind a failed read missing?  Asks the storage directly,
- * so the answer does not depend on how the reader worded its error.
- */
-static bool
-file_missing(PurgeRun *run, const char *path)
-{
-	char	   *c = purge_canonical_malloc(path, run->relative_root);
-	uint64_t	size;
-	IoError		err;
-	bool		missing;
-
-	if (c == NULL)
-		return false;
-	missing = io_storage_size(run->storage, c, &size, &err) != 0 &&
-		err.code == IO_ERR_NOT_FOUND;
-	free(c);
-	return missing;
-}
-
-/* Describe an iceberg error (and the storage error behind it). */
-static const char *
-iceberg_error_text(PurgeRun *run, const IcebergError *err)
-{
-	const char *io = "";
-
-	if (err->code == ICEBERG_ERR_IO && run->s3state.last_error.code != IO_OK)
-		io = run->s3state.last_error.message;
-	return psprintf("%s%s%s%s%s", err->message,
-					err->detail[0] ? ": " : "", err->detail,
-					io[0] ? "; " : "", io);
-}
-
-/* Classify a failed read of path and record it; true if it was missing. */
-static bool
-read_failed(PurgeRun *run, const char *what, const char *path, const IcebergError *err)
-{
-	if (err->code == ICEBERG_ERR_IO && file_missing(run, path))
-		return true;
-	if (err->code == ICEBERG_ERR_MALFORMED || err->code == ICEBERG_ERR_UNSUPPORTED ||
-		err->code == ICEBERG_ERR_LIMIT)
-		run_fail(run, RUN_TERMINAL, "cannot read %s \"%s\": %s", what, path,
-				 iceberg_error_text(run, err));
+	args[0] = Int64GetDatum(dr->run->job_id);
+	args[1] = CStringGetTextDatum(dr->run->task->instance);
+	args[2] = Int64GetDatum(dr->run->task->version);
+	if (dr->metadata_location)
+		args[3] = CStringGetTextDatum(dr->metadata_location);
 	else
-		run_fail(run, RUN_TRANSIENT, "could not read %s \"%s\": %s", what, path,
-				 iceberg_error_text(run, err));
-	return false;
+		nulls[3] = 'n';
+	args[4] = CStringGetTextDatum(dr->phase);
+	args[5] = BoolGetDatum(dr->dropped);
+	rc = SPI_execute_with_args("UPDATE tms.iceberg_cleanup_job"
+							   "   SET metadata_location = coalesce($4, metadata_location),"
+							   "       phase = $5, updated_at = now(), heartbeat_at = now(),"
+							   "       dropped_at = CASE WHEN $6 THEN now() ELSE dropped_at END"
+							   " WHERE id = $1 AND state = 'RUNNING' AND" LEASE_HELD,
+							   6, types, args, nulls, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the drop of purge job: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+	{
+		dr->run->result = RUN_LEASE_LOST;
+		return;
+	}
+	if (dr->metadata_location && dr->vended_json == NULL)
+	{
+		rc = SPI_execute_with_args("DELETE FROM tms.iceberg_cleanup_credentials WHERE job_id = $1",
+								   1, types, args, NULL, false, 0);
+		if (rc != SPI_OK_DELETE)
+			elog(ERROR, "could not delete purge credentials: %s", SPI_result_code_string(rc));
+	}
+	else if (dr->vended_json)
+	{
+		args[1] = CStringGetTextDatum(dr->vended_json);
+		rc = SPI_execute_with_args("INSERT INTO tms.iceberg_cleanup_credentials (job_id, config)"
+								   " VALUES ($1, $2::jsonb)"
+								   " ON CONFLICT (job_id) DO UPDATE"
+								   " SET config = EXCLUDED.config, expires_at = NULL",
+								   2, types, args, NULL, false, 0);
+		if (rc != SPI_OK_INSERT)
+			elog(ERROR, "could not record purge credentials: %s", SPI_result_code_string(rc));
+	}
 }
 
-/* ----------------------------------------------------------------
- * Deleting
- * ----------------------------------------------------------------
- */
-
-/* Credentials the catalog vended are used, and refused: say so. */
-static RunResult
-storage_failure_kind(PurgeRun *run, long http_status, const char *code)
+/* Did the table go?  Load it once more (the outcome of a drop). */
+static int
+table_gone(TmsCatalogConn *conn, const char *ns_io, const char *table, IoError *err)
 {
-	if (run->vended &&
-		(http_status == 401 || http_status == 403 ||
-		 (code && (strcmp(code, "ExpiredToken") == 0 || strcmp(code, "AccessDenied") == 0 ||
-				   strcmp(code, "InvalidAccessKeyId") == 0 ||
-				   strcmp(code, "TokenRefreshRequired") == 0))))
-		return RUN_TERMINAL;
-	return RUN_TRANSIENT;
+	IoLoadedTable again;
+
+	memset(&again, 0, sizeof(again));
+	io_catalog_forget(conn->catalog, ns_io, table);
+	if (io_catalog_load_table(conn->catalog, ns_io, table, &again, err) == 0)
+	{
+		io_loaded_table_free(&again);
+		return 0;				/* still there */
+	}
+	return err->code == IO_ERR_NO_SUCH_TABLE ? 1 : -1;	/* gone / unknown */
 }
 
-static void write_progress(PurgeRun *run, const char *phase, bool force);
-
-/* Delete one queue's files in one bulk call; false stops the run. */
-static bool
-flush_queue(PurgeRun *run, int level)
+/* The vended config of a load, as JSON, when it holds a credential. */
+static char *
+vended_json(const IoLoadedTable *t)
 {
-	PurgeQueue *q = &run->q[level];
-	IoDeleteResult *results;
-	IoError		err;
-	MemoryContext old;
-	int			failed = 0;
-	int			first_failed = -1;
-	int			rc;
+	StringInfoData b;
+	bool		secret = false;
 
-	if (q->n == 0)
-		return run->result == RUN_OK;
-	if (run->result != RUN_OK)
-		return false;
-	old = MemoryContextSwitchTo(q->cxt);
-	results = palloc0(sizeof(IoDeleteResult) * q->n);
-	rc = io_storage_delete(run->storage, q->uris, q->n, results, &err);
-	MemoryContextSwitchTo(old);
-	if (strncmp(q->uris[0], "s3://", 5) == 0)
-		run->requests += (q->n + 999) / 1000;
-	else
-		run->requests += q->n;
-	for (int i = 0; i < q->n; i++)
+	initStringInfo(&b);
+	appendStringInfoChar(&b, '{');
+	for (size_t i = 0; i < t->nconfig; i++)
 	{
-		if (results[i].deleted)
-		{
-			run->deleted++;
-			if (q->sizes[i] > 0)
-				run->bytes += q->sizes[i];
-		}
-		else if (rc == 0)
-		{
-			if (failed++ == 0)
-				first_failed = i;
-		}
+		secret |= io_secret_key(t->config[i].key, strlen(t->config[i].key));
+		if (i > 0)
+			appendStringInfoString(&b, ", ");
+		escape_json(&b, t->config[i].key);
+		appendStringInfoString(&b, ": ");
+		escape_json(&b, t->config[i].value);
 	}
-	if (rc != 0)
-		run_fail(run, storage_failure_kind(run, err.http_status, NULL),
-				 "could not delete files: %s%s%s%s", err.message,
-				 err.detail[0] ? " (" : "", err.detail, err.detail[0] ? ")" : "");
-	else if (failed > 0)
-		run_fail(run, storage_failure_kind(run, 0, results[first_failed].code),
-				 "could not delete %d of %d files; the first, \"%s\": %s %s%s",
-				 failed, q->n, q->uris[first_failed], results[first_failed].code,
-				 results[first_failed].message,
-				 run->vended && storage_failure_kind(run, 0, results[first_failed].code) == RUN_TERMINAL
-				 ? " (the storage credentials the catalog vended at enqueue time were refused; they may have expired)" : "");
-	MemoryContextReset(q->cxt);
-	q->n = 0;
-	q->uris = NULL;
-	q->sizes = NULL;
-	if (run->result != RUN_OK)
-		return false;
-
-	/* between two requests: throttle, interrupts, the lease */
-	if (tms_purge_batch_pause_ms > 0)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 tms_purge_batch_pause_ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-	}
-	CHECK_FOR_INTERRUPTS();
-	if (sched_lease_lost())
-	{
-		run->result = RUN_LEASE_LOST;
-		return false;
-	}
-	write_progress(run, NULL, false);
-	return run->result == RUN_OK;
-}
-
-/* Empty the queues up to level, lowest first. */
-static bool
-flush_upto(PurgeRun *run, int level)
-{
-	for (int i = 0; i <= level; i++)
-		if (!flush_queue(run, i))
-			return false;
-	return true;
+	appendStringInfoChar(&b, '}');
+	return secret ? b.data : NULL;
 }
 
 /*
- * Queue path for deletion at level, if it may be deleted; a full queue is
- * flushed with the ones below it.  false stops the run.
+ * Check a table loaded for the drop against the job (same uuid, same
+ * location) and fill dr with where its files are now; frees *t.  false
+ * (run->result set) when it must not be dropped.
  */
-static bool
-queue_file(PurgeRun *run, int level, const char *path, int64 size)
+static pg_noinline bool
+check_loaded(PurgeRun *run, IoLoadedTable *t, DropRecord *dr)
 {
-	PurgeQueue *q = &run->q[level];
-	char	   *c;
-	bool		ok = false;
-	MemoryContext old;
+	IcebergTableMetadata *volatile md = NULL;
+	volatile bool ok = true;
 
-	if (path == NULL)
-		return true;
-	old = MemoryContextSwitchTo(q->cxt);
-	c = purge_canonical(path, run->relative_root);
-	if (c != NULL && purge_path_under(c, run->location))
-		for (int i = 0; i < run->nallowed && !ok; i++)
-			ok = purge_path_under(c, run->allowed[i]);
-	if (!ok)
-	{
-		MemoryContextSwitchTo(old);
-		run->skipped++;
-		if (run->skipped_example == NULL)
-			run->skipped_example =
-				MemoryContextStrdup(run->cxt,
-									psprintf("%s (%s)", path,
-											 c == NULL ? "cannot be resolved" :
-											 !purge_path_under(c, run->location)
-											 ? "outside the table location"
-											 : "outside the allowed_locations"));
-		return true;
-	}
-	if (q->uris == NULL)
-	{
-		q->uris = palloc(sizeof(char *) * tms_purge_delete_batch_size);
-		q->sizes = palloc(sizeof(int64) * tms_purge_delete_batch_size);
-	}
-	q->uris[q->n] = c;
-	q->sizes[q->n] = size;
-	q->n++;
-	MemoryContextSwitchTo(old);
-	if (q->n >= tms_purge_delete_batch_size)
-		return flush_upto(run, level);
-	return true;
-}
-
-/* Write the counters now (force) or if the last write is a second old. */
-static void
-write_progress(PurgeRun *run, const char *phase, bool force)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	ProgressArg p;
-
-	if (!force && !TimestampDifferenceExceeds(run->last_progress, now, PROGRESS_INTERVAL_MS))
-		return;
-	run->last_progress = now;
-	p.run = run;
-	p.phase = phase;
-	sched_step(step_progress, &p);
-}
-
-/* ----------------------------------------------------------------
- * The walk
- * ----------------------------------------------------------------
- */
-
-/* First time this manifest path is seen in the run? */
-static bool
-first_sight(PurgeRun *run, const char *path)
-{
-	uint64		h = hash_bytes_extended((const unsigned char *) path, strlen(path), 0);
-	bool		found;
-
-	(void) hash_search(run->seen, &h, HASH_ENTER, &found);
-	return !found;
-}
-
-/* One manifest: its entries to the content queue (or counted as kept). */
-static bool
-walk_manifest(PurgeRun *run, const IcebergManifestFile *mf)
-{
-	const IcebergManifestEntry *e;
-	IcebergError err;
-	int			rc;
-
-	if (!iceberg_manifest_open(&run->fio, mf, run->md->format_version, 0, &run->mr, &err))
-	{
-		run->mr = NULL;
-		if (read_failed(run, "manifest", mf->manifest_path, &err))
-		{
-			run->unreadable++;
-			return true;
-		}
-		return false;
-	}
-	while ((rc = iceberg_manifest_next(run->mr, &e, &err)) == 1)
-	{
-		if (!run->gc_enabled)
-			run->kept++;
-		else if (!queue_file(run, Q_CONTENT, e->file_path, e->file_size_in_bytes))
-			break;
-	}
-	iceberg_manifest_close(run->mr);
-	run->mr = NULL;
-	if (rc < 0)
-	{
-		run_fail(run, err.code == ICEBERG_ERR_IO || err.code == ICEBERG_ERR_CANCELLED
-				 ? RUN_TRANSIENT : RUN_TERMINAL,
-				 "could not read manifest \"%s\": %s", mf->manifest_path,
-				 iceberg_error_text(run, &err));
-		return false;
-	}
-	return run->result == RUN_OK;
-}
-
-/* One snapshot: its new manifests (and their entries), then its list. */
-static bool
-walk_snapshot(PurgeRun *run, const IcebergSnapshot *s)
-{
-	const IcebergManifestFile *mf;
-	IcebergError err;
-	int			rc;
-
-	if (!iceberg_manifest_list_open(&run->fio, run->md, s, &run->lr, &err))
-	{
-		run->lr = NULL;
-		if (s->manifest_list != NULL &&
-			read_failed(run, "manifest list", s->manifest_list, &err))
-		{
-			run->unreadable++;
-			return true;
-		}
-		if (s->manifest_list == NULL)
-			run_fail(run, RUN_TERMINAL, "cannot read the manifests of snapshot %lld: %s",
-					 (long long) s->snapshot_id, iceberg_error_text(run, &err));
-		return false;
-	}
-	while ((rc = iceberg_manifest_list_next(run->lr, &mf, &err)) == 1)
-	{
-		if (!first_sight(run, mf->manifest_path))
-			continue;
-		if (!walk_manifest(run, mf) ||
-			!queue_file(run, Q_MANIFESTS, mf->manifest_path, mf->manifest_length))
-			break;
-	}
-	iceberg_manifest_list_close(run->lr);
-	run->lr = NULL;
-	if (rc < 0)
-	{
-		run_fail(run, err.code == ICEBERG_ERR_IO || err.code == ICEBERG_ERR_CANCELLED
-				 ? RUN_TRANSIENT : RUN_TERMINAL,
-				 "could not read manifest list \"%s\": %s",
-				 s->manifest_list ? s->manifest_list : "(inline)",
-				 iceberg_error_text(run, &err));
-		return false;
-	}
-	if (run->result != RUN_OK)
-		return false;
-	return queue_file(run, Q_LISTS, s->manifest_list, -1);
-}
-
-/* Build the storage and the FileIO of the run. */
-static bool
-open_storage(PurgeRun *run)
-{
-	IoStorageConfig cfg;
-	IoError		err;
-
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.s3_endpoint = run->endpoint ? run->endpoint : run->srv_endpoint;
-	cfg.s3_region = run->region ? run->region : run->srv_region;
-	cfg.s3_path_style = run->path_style >= 0 ? run->path_style : run->srv_path_style;
-	cfg.s3_access_key_id = run->access_key_id;
-	cfg.s3_secret_access_key = run->secret_access_key;
-	cfg.s3_session_token = run->session_token;
-	cfg.http.retries = -1;
-	cfg.http.ca_file = run->ca_file;
-	cfg.http.ca_path = run->ca_path;
-	cfg.http.connect_timeout_ms = run->connect_timeout_ms;
-	cfg.http.request_timeout_ms = run->request_timeout_ms;
-	cfg.http.interrupted = tms_io_interrupted;
-	if (run->vended)
-		io_storage_config_apply(&cfg, run->vended_kv, run->nvended);
-	run->storage = io_storage_create(&cfg, &err);
-	if (run->storage == NULL)
-	{
-		run_fail(run, RUN_TERMINAL, "cannot set up storage access: %s", err.message);
-		return false;
-	}
-	io_fileio_init(&run->s3state, run->storage, tms_io_interrupted, NULL, &run->s3io);
-	memset(&run->localfs, 0, sizeof(run->localfs));
-	iceberg_local_fileio(&run->localio, &run->localfs);
-	memset(&run->fio, 0, sizeof(run->fio));
-	run->fio.arg = run;
-	run->fio.open = run_open;
-	run->fio.read = run_read;
-	run->fio.close = run_close;
-	run->fio.interrupted = run_interrupted;
-	return true;
-}
-
-/*
- * The work of one run between its begin and finish steps; sets
- * run->result and run->error.
- */
-static pg_noinline void
-run_walk(PurgeRun *run)
-{
-	IcebergError err;
-	const char *gc;
-	HASHCTL		ctl;
-
-	if (!open_storage(run))
-		return;
-	if (!iceberg_metadata_read(&run->fio, run->metadata_location, &run->md, &err))
-	{
-		run->md = NULL;
-		if (err.code == ICEBERG_ERR_IO && file_missing(run, run->metadata_location))
-		{
-			if (run->phase && strcmp(run->phase, "metadata") == 0)
-				return;			/* a previous run got to the very end */
-			run_fail(run, RUN_TERMINAL, "metadata file \"%s\" does not exist",
-					 run->metadata_location);
-		}
-		else
-			(void) read_failed(run, "metadata file", run->metadata_location, &err);
-		return;
-	}
-	gc = iceberg_metadata_property(run->md, "gc.enabled");
-	run->gc_enabled = !(gc && pg_strcasecmp(gc, "false") == 0);
-
-	memset(&ctl, 0, sizeof(ctl));
-	ctl.keysize = sizeof(uint64);
-	ctl.entrysize = sizeof(uint64);
-	ctl.hcxt = run->cxt;
-	run->seen = hash_create("tms purge manifests", 1024, &ctl,
-							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-
-	write_progress(run, "content", true);
-	for (int i = 0; i < run->md->nsnapshots && run->result == RUN_OK; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (!walk_snapshot(run, &run->md->snapshots[i]))
-			break;
-	}
-	if (run->result != RUN_OK)
-		return;
-	for (int i = 0; i < run->md->nstatistics && run->gc_enabled; i++)
-		if (!queue_file(run, Q_CONTENT, run->md->statistics[i].path,
-						run->md->statistics[i].file_size_in_bytes))
-			return;
-	for (int i = 0; i < run->md->npartition_statistics && run->gc_enabled; i++)
-		if (!queue_file(run, Q_CONTENT, run->md->partition_statistics[i].path,
-						run->md->partition_statistics[i].file_size_in_bytes))
-			return;
-	if (!flush_upto(run, Q_LISTS))
-		return;
-
-	write_progress(run, "metadata-log", true);
-	for (int i = 0; i < run->md->nmetadata_log; i++)
-		if (strcmp(run->md->metadata_log[i].metadata_file, run->metadata_location) != 0 &&
-			!queue_file(run, Q_METADATA, run->md->metadata_log[i].metadata_file, -1))
-			return;
-	if (!flush_upto(run, Q_METADATA) || run->result != RUN_OK)
-		return;
-
-	/* the metadata file itself, last: until now a retry can start over */
-	write_progress(run, "metadata", true);
-	if (run->result != RUN_OK)
-		return;
-	if (queue_file(run, Q_METADATA, run->metadata_location, -1))
-		(void) flush_upto(run, Q_METADATA);
-}
-
-/* Free what the plain-C layers gave the run. */
-static pg_noinline void
-run_cleanup(PurgeRun *run)
-{
-	if (run->mr)
-		iceberg_manifest_close(run->mr);
-	if (run->lr)
-		iceberg_manifest_list_close(run->lr);
-	if (run->md)
-		iceberg_metadata_free(run->md);
-	if (run->storage)
-		io_storage_free(run->storage);
-	run->mr = NULL;
-	run->lr = NULL;
-	run->md = NULL;
-	run->storage = NULL;
-	if (run->secret_access_key)
-		explicit_bzero(run->secret_access_key, strlen(run->secret_access_key));
-	if (run->session_token)
-		explicit_bzero(run->session_token, strlen(run->session_token));
-	for (int i = 0; i < run->nvended; i++)
-		explicit_bzero(run->vended_kv[i].value, strlen(run->vended_kv[i].value));
-}
-
-/* run_walk, freeing the plain-C objects whatever happens. */
-static pg_noinline void
-run_walk_guarded(PurgeRun *run)
-{
 	PG_TRY();
 	{
-		run_walk(run);
+		IcebergError ierr;
+		char	   *c = NULL;
+
+		if (t->metadata_location == NULL || t->metadata_json == NULL ||
+			!iceberg_metadata_parse(t->metadata_json, strlen(t->metadata_json), NULL,
+									(IcebergTableMetadata **) &md, &ierr))
+		{
+			purge_run_fail(run, RUN_TERMINAL, "cannot read the current metadata of table \"%s.%s\"",
+						   run->ns, run->table);
+			ok = false;
+		}
+		else if (run->table_uuid && md->table_uuid &&
+				 strcmp(run->table_uuid, md->table_uuid) != 0)
+		{
+			purge_run_fail(run, RUN_TERMINAL,
+						   "table \"%s.%s\" was replaced since tms.purge_table: its uuid is now %s, not %s; it was not dropped",
+						   run->ns, run->table, md->table_uuid, run->table_uuid);
+			ok = false;
+		}
+		else if ((c = tms_location_canonical(run->server, md->location, NULL)) == NULL ||
+				 strcmp(c, run->location) != 0)
+		{
+			purge_run_fail(run, RUN_TERMINAL,
+						   "the location of table \"%s.%s\" changed since tms.purge_table (now \"%s\"); it was not dropped",
+						   run->ns, run->table, md->location ? md->location : "");
+			ok = false;
+		}
+		if (ok)
+		{
+			dr->metadata_location = pstrdup(t->metadata_location);
+			dr->vended_json = vended_json(t);
+		}
 	}
 	PG_CATCH();
 	{
-		run_cleanup(run);
+		iceberg_metadata_free(md);
+		io_loaded_table_free(t);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	run_cleanup(run);
+	iceberg_metadata_free(md);
+	io_loaded_table_free(t);
+	return ok;
+}
+
+/*
+ * The "drop" phase (see the file header).  Sets run->result on failure;
+ * network and catalog failures are values, never raised.
+ */
+static void
+run_drop(PurgeRun *run, TmsCatalogConn *conn)
+{
+	char	   *ns_io = tms_namespace_to_io(run->ns);
+	IoLoadedTable t;
+	IoError		err;
+	DropRecord	dr;
+	ErrorData  *e;
+
+	memset(&dr, 0, sizeof(dr));
+	dr.run = run;
+	dr.phase = "drop";
+	memset(&t, 0, sizeof(t));
+	io_catalog_forget(conn->catalog, ns_io, run->table);
+	if (io_catalog_load_table(conn->catalog, ns_io, run->table, &t, &err) != 0)
+	{
+		/* a namespace is dropped only when empty: its tables are gone too */
+		if (err.code != IO_ERR_NO_SUCH_TABLE && err.code != IO_ERR_NO_SUCH_NAMESPACE)
+		{
+			/* a catalog that refuses the load (400, 403) will not change its mind */
+			bool		terminal = err.code == IO_ERR_BAD_REQUEST ||
+				err.code == IO_ERR_FORBIDDEN;
+
+			purge_run_fail(run, terminal ? RUN_TERMINAL : RUN_TRANSIENT,
+						   "could not load table \"%s.%s\" to drop it: %s",
+						   run->ns, run->table, tms_io_error_text(&err));
+			return;
+		}
+		/* gone already (a previous attempt's drop landed): purge what we recorded */
+	}
+	else if (!check_loaded(run, &t, &dr))
+		return;
+	else
+	{
+		/* record where its files are before the entry goes */
+		if (!owner_try_step(step_drop_record, &dr, &e))
+		{
+			purge_run_fail(run, RUN_TRANSIENT, "%s", e->message);
+			return;
+		}
+		if (run->result != RUN_OK)
+			return;
+		run->metadata_location = (char *) dr.metadata_location;
+		if (io_catalog_drop_table(conn->catalog, ns_io, run->table, false, &err) != 0 &&
+			err.code != IO_ERR_NO_SUCH_TABLE)
+		{
+			IoError		first = err;
+			int			gone = -1;
+
+			/* an outcome we do not know is resolved before anything else */
+			if (first.code == IO_ERR_TIMEOUT || first.code == IO_ERR_SERVER ||
+				first.code == IO_ERR_UNAVAILABLE || first.code == IO_ERR_PROTOCOL ||
+				first.code == IO_ERR_CONNECT || first.code == IO_ERR_COMMIT_STATE_UNKNOWN)
+				gone = table_gone(conn, ns_io, run->table, &err);
+			if (gone != 1)
+			{
+				purge_run_fail(run, RUN_TRANSIENT,
+							   "could not drop table \"%s.%s\" from its catalog%s: %s",
+							   run->ns, run->table,
+							   gone == 0 ? " (it is still there)" : "",
+							   tms_io_error_text(&first));
+				return;
+			}
+		}
+		io_catalog_forget(conn->catalog, ns_io, run->table);
+	}
+	dr.metadata_location = NULL;
+	dr.vended_json = NULL;
+	dr.phase = "content";
+	dr.dropped = true;
+	if (!owner_try_step(step_drop_record, &dr, &e))
+		purge_run_fail(run, RUN_TRANSIENT, "%s", e->message);
+	else if (run->result == RUN_OK)
+		run->phase = "content";
+}
+
+/* The drop phase with its connection, pinned and released. */
+static void
+run_drop_phase(PurgeRun *run)
+{
+	DropConnect dc;
+	ErrorData  *e;
+
+	dc.run = run;
+	dc.conn = NULL;
+	if (!sched_try_step(step_drop_connect, &dc, &e))
+	{
+		purge_run_fail(run, RUN_TRANSIENT, "%s%s%s", e->message,
+					   e->detail ? ": " : "", e->detail ? e->detail : "");
+		return;
+	}
+	PG_TRY();
+	{
+		run_drop(run, dc.conn);
+	}
+	PG_FINALLY();
+	{
+		tms_catalog_release(dc.conn);
+	}
+	PG_END_TRY();
+	if (run->result == RUN_OK)
+	{
+		/* the credentials vended with the last load replace those of the enqueue */
+		ErrorData  *e2;
+
+		if (!owner_try_step(step_read_vended, run, &e2))
+			purge_run_fail(run, RUN_TRANSIENT, "%s", e2->message);
+	}
+}
+
+/* ----------------------------------------------------------------
+ * The handler
+ * ----------------------------------------------------------------
+ */
+
+/* Free what the run holds outside palloc. */
+static void
+run_release(PurgeRun *run)
+{
+	tms_server_free(run->server);
+	run->server = NULL;
+	tms_credentials_free(&run->creds);
 }
 
 /*
  * The handler of the "purge" task kind (detached; see the file header).
  */
 static SchedOutcome
-purge_handler(SchedTask *task, char **error)
+purge_handler(SchedTask *task, ErrorData **error)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "tms purge run",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -1293,7 +1021,7 @@ purge_handler(SchedTask *task, char **error)
 	PurgeRun   *run = palloc0(sizeof(PurgeRun));
 	FinishArg	fin;
 	char	   *end;
-	SchedOutcome outcome;
+	volatile SchedOutcome outcome = SCHED_DONE;
 
 	run->task = task;
 	run->cxt = cxt;
@@ -1301,72 +1029,82 @@ purge_handler(SchedTask *task, char **error)
 	run->job_id = strtoi64(task->instance, &end, 10);
 	if (*end != '\0' || run->job_id <= 0)
 	{
-		*error = psprintf("invalid purge task instance \"%s\"", task->instance);
 		MemoryContextSwitchTo(old);
+		*error = sched_error(ERRCODE_INVALID_PARAMETER_VALUE,
+							 psprintf("invalid purge task instance \"%s\"", task->instance),
+							 NULL);
+		MemoryContextDelete(cxt);
 		return SCHED_FAILED;
 	}
 	for (int i = 0; i < NQUEUES; i++)
 		run->q[i].cxt = AllocSetContextCreate(cxt, "tms purge queue", ALLOCSET_DEFAULT_SIZES);
 
-	sched_step(step_begin, run);
-	if (run->result == RUN_LEASE_LOST)
+	PG_TRY();
 	{
-		MemoryContextSwitchTo(old);
-		MemoryContextDelete(cxt);
-		return SCHED_LEASE_LOST;
+		owner_step(step_begin, run);
+		if (run->result == RUN_LEASE_LOST)
+			outcome = SCHED_LEASE_LOST;
+		else if (!run->found ||
+				 (strcmp(run->state, "PENDING") != 0 && strcmp(run->state, "RUNNING") != 0))
+			outcome = SCHED_DONE;	/* deleted by an operator, or ended already */
+		else
+		{
+			pgstat_report_activity(STATE_RUNNING,
+								   psprintf("tms: purge job " INT64_FORMAT, run->job_id));
+			if (run->server == NULL)
+				purge_run_fail(run, RUN_TERMINAL, "foreign server \"%s\" no longer exists",
+							   run->server_name);
+			else if (run->server->nallowed == 0)
+				purge_run_fail(run, RUN_TERMINAL,
+							   "server \"%s\" has no allowed_locations: tms deletes nothing for it",
+							   run->server_name);
+			else if (run->attempts >= tms_purge_max_attempts)
+				purge_run_fail(run, RUN_TERMINAL, "gave up after %d attempts; the last one did not finish",
+							   run->attempts);
+			else if (run->phase != NULL && strcmp(run->phase, "drop") == 0)
+				run_drop_phase(run);
+			if (run->result == RUN_OK && run->vended && run->expires_at != 0 &&
+				run->expires_at < GetCurrentTimestamp())
+				purge_run_fail(run, RUN_TERMINAL,
+							   "the storage credentials the catalog vended expired at %s",
+							   timestamptz_to_str(run->expires_at));
+			if (run->result == RUN_OK)
+				purge_walk(run);
+
+			if (run->result == RUN_LEASE_LOST || sched_lease_lost())
+				outcome = SCHED_LEASE_LOST;
+			else
+			{
+				fin.run = run;
+				fin.error = run->result == RUN_OK ? NULL : run->error;
+				fin.terminal = run->result == RUN_TERMINAL;
+				fin.state = NULL;
+				owner_step(step_finish, &fin);
+				if (fin.state == NULL)
+					outcome = SCHED_LEASE_LOST;
+				else if (strcmp(fin.state, "PENDING") == 0)
+				{
+					MemoryContextSwitchTo(old);
+					*error = sched_error(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error, NULL);
+					outcome = SCHED_FAILED;
+				}
+				else
+				{
+					if (strcmp(fin.state, "FAILED") == 0)
+						ereport(LOG,
+								(errmsg("purge job " INT64_FORMAT " failed: %s", run->job_id,
+										run->error)));
+					outcome = SCHED_DONE;
+				}
+			}
+		}
 	}
-	if (!run->found || (strcmp(run->state, "PENDING") != 0 && strcmp(run->state, "RUNNING") != 0))
+	PG_FINALLY();
 	{
-		/* deleted by an operator, or ended already: nothing to do */
-		MemoryContextSwitchTo(old);
-		MemoryContextDelete(cxt);
-		return SCHED_DONE;
+		run_release(run);
 	}
-	pgstat_report_activity(STATE_RUNNING,
-						   psprintf("tms: purge job " INT64_FORMAT, run->job_id));
-
-	if (!run->server_found)
-		run_fail(run, RUN_TERMINAL, "foreign server \"%s\" no longer exists", run->server);
-	else if (run->nallowed == 0)
-		run_fail(run, RUN_TERMINAL, "server \"%s\" has no allowed_locations: tms deletes nothing for it",
-				 run->server);
-	else if (run->attempts >= tms_purge_max_attempts)
-		run_fail(run, RUN_TERMINAL, "gave up after %d attempts; the last one did not finish",
-				 run->attempts);
-	else if (run->vended && run->expires_at != 0 && run->expires_at < GetCurrentTimestamp())
-		run_fail(run, RUN_TERMINAL,
-				 "the storage credentials the catalog vended at enqueue time expired at %s",
-				 timestamptz_to_str(run->expires_at));
-	else
-		run_walk_guarded(run);
-
-	if (run->result == RUN_LEASE_LOST)
-	{
-		MemoryContextSwitchTo(old);
-		MemoryContextDelete(cxt);
-		return SCHED_LEASE_LOST;
-	}
-	fin.run = run;
-	fin.error = run->result == RUN_OK ? NULL : run->error;
-	fin.terminal = run->result == RUN_TERMINAL;
-	fin.state = NULL;
-	sched_step(step_finish, &fin);
-
+	PG_END_TRY();
 	MemoryContextSwitchTo(old);
-	if (fin.state == NULL)
-		outcome = SCHED_LEASE_LOST;
-	else if (strcmp(fin.state, "PENDING") == 0)
-	{
-		*error = pstrdup(run->error);
-		outcome = SCHED_FAILED;
-	}
-	else
-	{
-		if (strcmp(fin.state, "FAILED") == 0)
-			ereport(LOG,
-					(errmsg("purge job " INT64_FORMAT " failed: %s", run->job_id, run->error)));
-		outcome = SCHED_DONE;
-	}
 	MemoryContextDelete(cxt);
 	return outcome;
 }

@@ -1,26 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * purge.h
- *	  What the async purge shares between its worker side (src/ops/purge.c)
- *	  and its SQL side (src/sql_api/purge_sql.c): settings and the path
- *	  rules that decide what may ever be deleted.
+ *	  Async purge of dropped Iceberg tables (doc/purge.md): what
+ *	  the SQL side (src/sql_api/purge_sql.c) calls.
  *
- * Paths are compared in a canonical form: "s3://bucket/key" for s3://,
- * s3a:// and s3n:// URIs, an absolute file system path for file:///x,
- * file:/x and /x, and relative paths ("data/x", "file://data/x",
- * "file:data/x", "./x") resolved against the server's relative_path_root.
- * A path that cannot be put in that form is never deleted.
- *
- * src/ops/purge.h
+ * tms.purge_table() only validates and records: the job, the storage
+ * credentials the catalog vended, and the task, all in the caller's
+ * transaction, so a rollback leaves the table as it was and no job.  The
+ * catalog drop is the job's first step, run by a worker after the commit;
+ * the job row is the tombstone that keeps the name from being re-created
+ * meanwhile, and it never forgets the metadata location.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef TMS_PURGE_H
-#define TMS_PURGE_H
+#ifndef TMS_OPS_PURGE_H
+#define TMS_OPS_PURGE_H
 
 #include "postgres.h"
-
-#include "nodes/pg_list.h"
 
 /* settings (purge.c) */
 extern int	tms_purge_delete_batch_size;
@@ -30,27 +26,10 @@ extern int	tms_purge_concurrency;
 extern int	tms_purge_batch_pause_ms;
 
 /*
- * Canonical form of path, malloc'd (free with free()), or NULL when it
- * cannot be resolved (a relative path without relative_root, an unknown
- * scheme, an empty bucket) or when out of memory.  Plain C: safe inside
- * the iceberg layer's callbacks.
+ * Record the purge of server.ns.table for the acting role and return the
+ * job id; raises (recording nothing) when the table does not exist, lies
+ * outside the server's allowed_locations, or is being purged already.
  */
-extern char *purge_canonical_malloc(const char *path, const char *relative_root);
+extern int64 tms_purge_enqueue(const char *server, const char *ns, const char *table);
 
-/* The same, palloc'd. */
-extern char *purge_canonical(const char *path, const char *relative_root);
-
-/*
- * Is canonical path strictly below canonical root (at a '/' boundary)?
- * false for a path with "." or ".." segments.
- */
-extern bool purge_path_under(const char *path, const char *root);
-
-/*
- * A server's allowed_locations option (NULL: none) as canonical roots,
- * palloc'd; entries that cannot be canonicalised are left out.
- */
-extern List *purge_allowed_roots(const char *allowed_locations,
-								 const char *relative_root);
-
-#endif							/* TMS_PURGE_H */
+#endif							/* TMS_OPS_PURGE_H */

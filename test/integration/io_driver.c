@@ -9,6 +9,8 @@
  *	io_driver [options] COMMAND ARGS...
  *	  options: -e ENDPOINT  -r REGION  -k KEY_ID  -s SECRET  -t SESSION_TOKEN
  *			   -p PATH_STYLE(0|1)  -l LIST_PAGE_SIZE  -T REQUEST_TIMEOUT_MS
+ *			   -R LOCAL_ROOT (repeatable: the directories local access is
+ *			   confined to; without one no local file is touched)
  *	  put URI FILE            store FILE's bytes ("-": stdin)
  *	  get URI [OFFSET LEN]    object bytes (a range) to stdout
  *	  size URI                the size
@@ -157,11 +159,14 @@ main(int argc, char **argv)
 	int			c;
 	int			rc = 0;
 	const char *cmd;
+	const char *roots[8];
+	size_t		nroots = 0;
 
+	io_init();
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.s3_path_style = -1;
 	cfg.http.retries = 0;
-	while ((c = getopt(argc, argv, "e:r:k:s:t:p:l:T:")) != -1)
+	while ((c = getopt(argc, argv, "e:r:k:s:t:p:l:T:R:")) != -1)
 	{
 		switch (c)
 		{
@@ -188,6 +193,12 @@ main(int argc, char **argv)
 				break;
 			case 'T':
 				cfg.http.request_timeout_ms = atol(optarg);
+				break;
+			case 'R':
+				if (nroots < sizeof(roots) / sizeof(roots[0]))
+					roots[nroots++] = optarg;
+				cfg.local_roots = roots;
+				cfg.nlocal_roots = nroots;
 				break;
 			default:
 				return 64;

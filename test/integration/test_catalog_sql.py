@@ -48,9 +48,13 @@ def make_server(pg, uri, file_root=None, mapping="", **options):
     """CREATE SERVER (a fresh name) for uri with a user mapping for the
     connecting role; returns the server name."""
     name = "cat_%s" % uuid.uuid4().hex[:10]
-    opts = {"uri": uri, "retries": "0", "request_timeout": "5s", "connect_timeout": "2s"}
+    opts = {"uri": uri, "retries": "0", "request_timeout": "5s", "connect_timeout": "2s",
+            # the test catalog vends its s3rver endpoint with its credentials
+            "s3_vended_endpoint": "true"}
     if file_root:
+        # local files are read only below a local allowed location
         opts["relative_path_root"] = file_root
+        opts["allowed_locations"] = "file://%s/" % file_root
     opts.update(options)
     with connect(pg) as conn, conn.cursor() as cur:
         cur.execute("CREATE EXTENSION IF NOT EXISTS tms")

@@ -49,8 +49,10 @@ def driver():
 
 class Driver:
     def __init__(self, exe, endpoint, key="S3RVER", secret="S3RVER", token=None,
-                 page=None, timeout_ms=None):
+                 page=None, timeout_ms=None, roots=()):
         self.argv = [exe, "-e", endpoint, "-p", "1"]
+        for r in roots:
+            self.argv += ["-R", str(r)]
         if key:
             self.argv += ["-k", key, "-s", secret]
         if token:
@@ -355,7 +357,7 @@ def test_delete_reports_per_key_errors(driver, fake_s3):
 # ---------------------------------------------------------------------------
 
 def test_file_storage(driver, tmp_path):
-    d = Driver(driver, "http://127.0.0.1:1", key=None)
+    d = Driver(driver, "http://127.0.0.1:1", key=None, roots=[tmp_path])
     uri = "file://%s/t/data/a.parquet" % tmp_path
     d.put(uri, b"abcdef")
     d.put(str(tmp_path / "t" / "metadata" / "v1.json"), b"{}")

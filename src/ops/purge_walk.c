@@ -1,0 +1,489 @@
+/*-------------------------------------------------------------------------
+ *
+ * purge_walk.c
+ *	  The work of a purge run between its steps: walk everything the
+ *	  table's metadata reaches and delete it, bottom up, in bulk.
+ *
+ *	 walk		re-read the metadata file and stream every file it reaches:
+ *				for each snapshot its manifest list, each manifest not seen
+ *				before (a set of 64-bit path hashes: the only memory that
+ *				grows with the table), each manifest's entries of every
+ *				status, then statistics files, then the metadata log, and
+ *				the metadata file itself last.
+ *	 delete		files go to three bounded queues, one per level: content
+ *				files (data, deletes, statistics), manifests, manifest
+ *				lists.  A full queue is deleted at once by the walking
+ *				process itself (caller-runs back-pressure), in
+ *				one bulk request per tms.purge_delete_batch_size files, and
+ *				a queue is only deleted after the queues below it: a
+ *				manifest disappears only once its entries are gone, a list
+ *				only once its manifests are, and the metadata file last.
+ *				So a run that stops anywhere leaves a table that the next
+ *				run can walk again from its metadata file; what it finds
+ *				missing on the way (a manifest, a list) was deleted with
+ *				everything below it, and is counted, not an error.
+ *
+ * Safety: a file is deleted only if its canonical path (the io layer's
+ * location rule) lies strictly below the table's location and strictly
+ * below one of the server's allowed_locations (read again at every run);
+ * anything else is counted in files_skipped, with one example.  Local
+ * files are also confined by the io layer itself, which never follows a
+ * symbolic link below an allowed root.  With gc.enabled=false in the
+ * table's properties, data and delete files are kept (another table may
+ * share them), as Iceberg's own purge does.  Deleting a file again is
+ * harmless: not-found counts as deleted.
+ *
+ * Everything the plain-C layers return is malloc'd and freed in a
+ * PG_FINALLY, so an interrupt or an error leaks nothing.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "bridge/catalog.h"
+#include "bridge/errors.h"
+#include "ops/purge.h"
+#include "ops/purge_int.h"
+#include "sched/lease.h"
+
+/* ----------------------------------------------------------------
+ * Reading: s3 through the io layer, files through src/iceberg
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Is the file behind a failed read missing?  Asks the storage directly,
+ * so the answer does not depend on how the reader worded its error.
+ */
+static bool
+file_missing(PurgeRun *run, const char *path)
+{
+	char	   *c = tms_location_canonical(run->server, path, NULL);
+	uint64_t	size;
+	IoError		err;
+
+	if (c == NULL)
+		return false;
+	return io_storage_size(run->storage, c, &size, &err) != 0 &&
+		err.code == IO_ERR_NOT_FOUND;
+}
+
+/* Describe an iceberg error (and the storage error behind it). */
+static const char *
+iceberg_error_text(PurgeRun *run, const IcebergError *err)
+{
+	return tms_iceberg_error_text(err);
+}
+
+/* Classify a failed read of path and record it; true if it was missing. */
+static bool
+read_failed(PurgeRun *run, const char *what, const char *path, const IcebergError *err)
+{
+	if (err->code == ICEBERG_ERR_IO && file_missing(run, path))
+		return true;
+	if (err->code == ICEBERG_ERR_MALFORMED || err->code == ICEBERG_ERR_UNSUPPORTED ||
+		err->code == ICEBERG_ERR_LIMIT)
+		purge_run_fail(run, RUN_TERMINAL, "cannot read %s \"%s\": %s", what, path,
+				 iceberg_error_text(run, err));
+	else
+		purge_run_fail(run, RUN_TRANSIENT, "could not read %s \"%s\": %s", what, path,
+				 iceberg_error_text(run, err));
+	return false;
+}
+
+/* ----------------------------------------------------------------
+ * Deleting
+ * ----------------------------------------------------------------
+ */
+
+/* Credentials the catalog vended are used, and refused: say so. */
+static RunResult
+storage_failure_kind(PurgeRun *run, long http_status, const char *code)
+{
+	if (run->vended &&
+		(http_status == 401 || http_status == 403 ||
+		 (code && (strcmp(code, "ExpiredToken") == 0 || strcmp(code, "AccessDenied") == 0 ||
+				   strcmp(code, "InvalidAccessKeyId") == 0 ||
+				   strcmp(code, "TokenRefreshRequired") == 0))))
+		return RUN_TERMINAL;
+	return RUN_TRANSIENT;
+}
+
+/* Delete one queue's files in one bulk call; false stops the run. */
+static bool
+flush_queue(PurgeRun *run, int level)
+{
+	PurgeQueue *q = &run->q[level];
+	IoDeleteResult *results;
+	IoError		err;
+	MemoryContext old;
+	int			failed = 0;
+	int			first_failed = -1;
+	int			rc;
+
+	if (q->n == 0)
+		return run->result == RUN_OK;
+	if (run->result != RUN_OK)
+		return false;
+	old = MemoryContextSwitchTo(q->cxt);
+	results = palloc0(sizeof(IoDeleteResult) * q->n);
+	rc = io_storage_delete(run->storage, q->uris, q->n, results, &err);
+	MemoryContextSwitchTo(old);
+	if (strncmp(q->uris[0], "s3://", 5) == 0)
+		run->requests += (q->n + 999) / 1000;
+	else
+		run->requests += q->n;
+	for (int i = 0; i < q->n; i++)
+	{
+		if (results[i].deleted)
+		{
+			run->deleted++;
+			if (q->sizes[i] > 0)
+				run->bytes += q->sizes[i];
+		}
+		else if (rc == 0 && q->uris[i][0] == '/' &&
+				 (strcmp(results[i].code, "AccessDenied") == 0 ||
+				  strcmp(results[i].code, "InvalidLocation") == 0))
+		{
+			/* a local file the io layer would not reach (a symlink on the way) */
+			run->skipped++;
+			if (run->skipped_example == NULL)
+				run->skipped_example =
+					MemoryContextStrdup(run->cxt,
+										psprintf("%s (%s)", q->uris[i], results[i].message));
+		}
+		else if (rc == 0)
+		{
+			if (failed++ == 0)
+				first_failed = i;
+		}
+	}
+	if (rc != 0)
+		purge_run_fail(run, storage_failure_kind(run, err.http_status, NULL),
+				 "could not delete files: %s%s%s%s", err.message,
+				 err.detail[0] ? " (" : "", err.detail, err.detail[0] ? ")" : "");
+	else if (failed > 0)
+		purge_run_fail(run, storage_failure_kind(run, 0, results[first_failed].code),
+				 "could not delete %d of %d files; the first, \"%s\": %s %s%s",
+				 failed, q->n, q->uris[first_failed], results[first_failed].code,
+				 results[first_failed].message,
+				 run->vended && storage_failure_kind(run, 0, results[first_failed].code) == RUN_TERMINAL
+				 ? " (the storage credentials the catalog vended at enqueue time were refused; they may have expired)" : "");
+	MemoryContextReset(q->cxt);
+	q->n = 0;
+	q->uris = NULL;
+	q->sizes = NULL;
+	if (run->result != RUN_OK)
+		return false;
+
+	/* between two requests: throttle, interrupts, the lease */
+	if (tms_purge_batch_pause_ms > 0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 tms_purge_batch_pause_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+	CHECK_FOR_INTERRUPTS();
+	if (sched_lease_lost())
+	{
+		run->result = RUN_LEASE_LOST;
+		return false;
+	}
+	purge_write_progress(run, NULL, false);
+	return run->result == RUN_OK;
+}
+
+/* Empty the queues up to level, lowest first. */
+static bool
+flush_upto(PurgeRun *run, int level)
+{
+	for (int i = 0; i <= level; i++)
+		if (!flush_queue(run, i))
+			return false;
+	return true;
+}
+
+/*
+ * Queue path for deletion at level, if it may be deleted; a full queue is
+ * flushed with the ones below it.  false stops the run.
+ */
+static bool
+queue_file(PurgeRun *run, int level, const char *path, int64 size)
+{
+	PurgeQueue *q = &run->q[level];
+	char	   *c;
+	bool		ok = false;
+	MemoryContext old;
+
+	if (path == NULL)
+		return true;
+	old = MemoryContextSwitchTo(q->cxt);
+	c = tms_location_canonical(run->server, path, NULL);
+	ok = c != NULL && io_location_under(c, run->location) &&
+		tms_location_allowed(run->server, c);
+	if (!ok)
+	{
+		MemoryContextSwitchTo(old);
+		run->skipped++;
+		if (run->skipped_example == NULL)
+			run->skipped_example =
+				MemoryContextStrdup(run->cxt,
+									psprintf("%s (%s)", path,
+											 c == NULL ? "cannot be resolved" :
+											 !io_location_under(c, run->location)
+											 ? "not below the table location"
+											 : "not below the allowed_locations"));
+		return true;
+	}
+	if (q->uris == NULL)
+	{
+		q->uris = palloc(sizeof(char *) * tms_purge_delete_batch_size);
+		q->sizes = palloc(sizeof(int64) * tms_purge_delete_batch_size);
+	}
+	q->uris[q->n] = c;
+	q->sizes[q->n] = size;
+	q->n++;
+	MemoryContextSwitchTo(old);
+	if (q->n >= tms_purge_delete_batch_size)
+		return flush_upto(run, level);
+	return true;
+}
+
+
+/* ----------------------------------------------------------------
+ * The walk
+ * ----------------------------------------------------------------
+ */
+
+/* First time this manifest path is seen in the run? */
+static bool
+first_sight(PurgeRun *run, const char *path)
+{
+	uint64		h = hash_bytes_extended((const unsigned char *) path, strlen(path), 0);
+	bool		found;
+
+	(void) hash_search(run->seen, &h, HASH_ENTER, &found);
+	return !found;
+}
+
+/* One manifest: its entries to the content queue (or counted as kept). */
+static bool
+walk_manifest(PurgeRun *run, const IcebergManifestFile *mf)
+{
+	const IcebergManifestEntry *e;
+	IcebergError err;
+	int			rc;
+
+	if (!iceberg_manifest_open(&run->fio, mf, run->md->format_version, 0, &run->mr, &err))
+	{
+		run->mr = NULL;
+		if (read_failed(run, "manifest", mf->manifest_path, &err))
+		{
+			run->unreadable++;
+			return true;
+		}
+		return false;
+	}
+	while ((rc = iceberg_manifest_next(run->mr, &e, &err)) == 1)
+	{
+		if (!run->gc_enabled)
+			run->kept++;
+		else if (!queue_file(run, Q_CONTENT, e->file_path, e->file_size_in_bytes))
+			break;
+	}
+	iceberg_manifest_close(run->mr);
+	run->mr = NULL;
+	if (rc < 0)
+	{
+		purge_run_fail(run, err.code == ICEBERG_ERR_IO || err.code == ICEBERG_ERR_CANCELLED
+				 ? RUN_TRANSIENT : RUN_TERMINAL,
+				 "could not read manifest \"%s\": %s", mf->manifest_path,
+				 iceberg_error_text(run, &err));
+		return false;
+	}
+	return run->result == RUN_OK;
+}
+
+/* One snapshot: its new manifests (and their entries), then its list. */
+static bool
+walk_snapshot(PurgeRun *run, const IcebergSnapshot *s)
+{
+	const IcebergManifestFile *mf;
+	IcebergError err;
+	int			rc;
+
+	if (!iceberg_manifest_list_open(&run->fio, run->md, s, &run->lr, &err))
+	{
+		run->lr = NULL;
+		if (s->manifest_list != NULL &&
+			read_failed(run, "manifest list", s->manifest_list, &err))
+		{
+			run->unreadable++;
+			return true;
+		}
+		if (s->manifest_list == NULL)
+			purge_run_fail(run, RUN_TERMINAL, "cannot read the manifests of snapshot %lld: %s",
+					 (long long) s->snapshot_id, iceberg_error_text(run, &err));
+		return false;
+	}
+	while ((rc = iceberg_manifest_list_next(run->lr, &mf, &err)) == 1)
+	{
+		if (!first_sight(run, mf->manifest_path))
+			continue;
+		if (!walk_manifest(run, mf) ||
+			!queue_file(run, Q_MANIFESTS, mf->manifest_path, mf->manifest_length))
+			break;
+	}
+	iceberg_manifest_list_close(run->lr);
+	run->lr = NULL;
+	if (rc < 0)
+	{
+		purge_run_fail(run, err.code == ICEBERG_ERR_IO || err.code == ICEBERG_ERR_CANCELLED
+				 ? RUN_TRANSIENT : RUN_TERMINAL,
+				 "could not read manifest list \"%s\": %s",
+				 s->manifest_list ? s->manifest_list : "(inline)",
+				 iceberg_error_text(run, &err));
+		return false;
+	}
+	if (run->result != RUN_OK)
+		return false;
+	return queue_file(run, Q_LISTS, s->manifest_list, -1);
+}
+
+/* Build the storage and the FileIO of the run. */
+static bool
+open_storage(PurgeRun *run)
+{
+	IoError		err;
+
+	run->storage = tms_storage_open(run->server, &run->creds, run->vended_kv,
+									run->nvended, &err);
+	if (run->storage == NULL)
+	{
+		purge_run_fail(run, RUN_TERMINAL, "cannot set up storage access: %s", err.message);
+		return false;
+	}
+	tms_table_fileio(&run->tio, run->server, run->storage, &run->fio);
+	return true;
+}
+
+/*
+ * The work of one run between its begin and finish steps; sets
+ * run->result and run->error.
+ */
+static pg_noinline void
+run_walk(PurgeRun *run)
+{
+	IcebergError err;
+	const char *gc;
+	HASHCTL		ctl;
+
+	if (!open_storage(run))
+		return;
+	if (!iceberg_metadata_read(&run->fio, run->metadata_location, &run->md, &err))
+	{
+		run->md = NULL;
+		if (err.code == ICEBERG_ERR_IO && file_missing(run, run->metadata_location))
+		{
+			if (run->phase && strcmp(run->phase, "metadata") == 0)
+				return;			/* a previous run got to the very end */
+			purge_run_fail(run, RUN_TERMINAL, "metadata file \"%s\" does not exist",
+					 run->metadata_location);
+		}
+		else
+			(void) read_failed(run, "metadata file", run->metadata_location, &err);
+		return;
+	}
+	gc = iceberg_metadata_property(run->md, "gc.enabled");
+	run->gc_enabled = !(gc && pg_strcasecmp(gc, "false") == 0);
+
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(uint64);
+	ctl.entrysize = sizeof(uint64);
+	ctl.hcxt = run->cxt;
+	run->seen = hash_create("tms purge manifests", 1024, &ctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+
+	purge_write_progress(run, "content", true);
+	for (int i = 0; i < run->md->nsnapshots && run->result == RUN_OK; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!walk_snapshot(run, &run->md->snapshots[i]))
+			break;
+	}
+	if (run->result != RUN_OK)
+		return;
+	for (int i = 0; i < run->md->nstatistics && run->gc_enabled; i++)
+		if (!queue_file(run, Q_CONTENT, run->md->statistics[i].path,
+						run->md->statistics[i].file_size_in_bytes))
+			return;
+	for (int i = 0; i < run->md->npartition_statistics && run->gc_enabled; i++)
+		if (!queue_file(run, Q_CONTENT, run->md->partition_statistics[i].path,
+						run->md->partition_statistics[i].file_size_in_bytes))
+			return;
+	if (!flush_upto(run, Q_LISTS))
+		return;
+
+	purge_write_progress(run, "metadata-log", true);
+	for (int i = 0; i < run->md->nmetadata_log; i++)
+		if (strcmp(run->md->metadata_log[i].metadata_file, run->metadata_location) != 0 &&
+			!queue_file(run, Q_METADATA, run->md->metadata_log[i].metadata_file, -1))
+			return;
+	if (!flush_upto(run, Q_METADATA) || run->result != RUN_OK)
+		return;
+
+	/* the metadata file itself, last: until now a retry can start over */
+	purge_write_progress(run, "metadata", true);
+	if (run->result != RUN_OK)
+		return;
+	if (queue_file(run, Q_METADATA, run->metadata_location, -1))
+		(void) flush_upto(run, Q_METADATA);
+}
+
+/* Free what the plain-C layers gave the run. */
+static pg_noinline void
+run_cleanup(PurgeRun *run)
+{
+	if (run->mr)
+		iceberg_manifest_close(run->mr);
+	if (run->lr)
+		iceberg_manifest_list_close(run->lr);
+	if (run->md)
+		iceberg_metadata_free(run->md);
+	if (run->storage)
+		io_storage_free(run->storage);
+	run->mr = NULL;
+	run->lr = NULL;
+	run->md = NULL;
+	run->storage = NULL;
+	for (int i = 0; i < run->nvended; i++)
+		explicit_bzero(run->vended_kv[i].value, strlen(run->vended_kv[i].value));
+}
+
+/* Walk and delete, freeing the plain-C objects whatever happens. */
+void
+purge_walk(PurgeRun *run)
+{
+	PG_TRY();
+	{
+		run_walk(run);
+	}
+	PG_CATCH();
+	{
+		run_cleanup(run);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	run_cleanup(run);
+}
+
