@@ -22,7 +22,10 @@ OBJS = $(SRCS:.c=.o)
 # so that each area of the code keeps its SQL objects beside its own files.
 INSTALL_PARTS = $(sort $(wildcard sql/install/*.sql))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
-DATA = $(filter-out sql/$(EXTENSION)--$(EXTVERSION).sql,$(wildcard sql/$(EXTENSION)--*--*.sql))
+# Upgrade scripts (sql/tms--A--B.sql) and the install scripts of earlier
+# versions (sql/tms--A.sql, frozen as released: the upgrade test installs
+# the previous version and updates it).
+DATA = $(filter-out sql/$(EXTENSION)--$(EXTVERSION).sql,$(wildcard sql/$(EXTENSION)--*.sql))
 
 # Every sql/<name>.sql is a pg_regress test.  pg_regress runs them on a
 # temporary instance of its own (initdb in $(REGRESS_DIR)/tmp_check, with

@@ -127,6 +127,41 @@ SELECT tms.table_metadata('cat_dead', NULL, 't');
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 
+-- options that reach the server's own files need file_fdw's privileges
+CREATE ROLE catalog_fdw_files;
+GRANT USAGE ON FOREIGN DATA WRAPPER tms_iceberg TO catalog_fdw_files;
+SET ROLE catalog_fdw_files;
+CREATE SERVER cat_files FOREIGN DATA WRAPPER tms_iceberg
+    OPTIONS (uri 'http://h', allowed_locations 'file:///var/lib/postgresql/');
+\echo :LAST_ERROR_SQLSTATE
+CREATE SERVER cat_files FOREIGN DATA WRAPPER tms_iceberg
+    OPTIONS (uri 'http://h', allowed_locations 's3://b/wh/, /var/lib/postgresql/');
+\echo :LAST_ERROR_SQLSTATE
+CREATE SERVER cat_files FOREIGN DATA WRAPPER tms_iceberg
+    OPTIONS (uri 'http://h', relative_path_root '/var/lib/postgresql');
+\echo :LAST_ERROR_SQLSTATE
+CREATE SERVER cat_files FOREIGN DATA WRAPPER tms_iceberg
+    OPTIONS (uri 'http://h', ca_file '/etc/shadow');
+\echo :LAST_ERROR_SQLSTATE
+-- object storage needs nothing more
+CREATE SERVER cat_files FOREIGN DATA WRAPPER tms_iceberg
+    OPTIONS (uri 'http://h', allowed_locations 's3://b/wh/');
+RESET ROLE;
+GRANT pg_read_server_files TO catalog_fdw_files;
+SET ROLE catalog_fdw_files;
+ALTER SERVER cat_files OPTIONS (ADD ca_file '/etc/ssl/certs/ca-certificates.crt');
+-- deleting local files needs pg_write_server_files too
+ALTER SERVER cat_files OPTIONS (SET allowed_locations 'file:///srv/lake/');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+GRANT pg_write_server_files TO catalog_fdw_files;
+SET ROLE catalog_fdw_files;
+ALTER SERVER cat_files OPTIONS (SET allowed_locations 'file:///srv/lake/');
+RESET ROLE;
+DROP SERVER cat_files;
+REVOKE USAGE ON FOREIGN DATA WRAPPER tms_iceberg FROM catalog_fdw_files;
+DROP ROLE catalog_fdw_files;
+
 DROP SERVER cat_dead CASCADE;
 DROP SERVER cat_other;
 DROP FOREIGN DATA WRAPPER catalog_other_fdw;

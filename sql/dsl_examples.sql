@@ -1,4 +1,4 @@
--- Policy condition DSL: every example of design/policy-dsl.md compiles and
+-- Policy condition DSL: every example of doc/dsl.md ("Examples") compiles and
 -- behaves as written, with metrics chosen to make it true and then false.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tms;

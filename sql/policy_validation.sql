@@ -18,12 +18,20 @@ SELECT tms.create_object_group('pv-g', server => 'pv_srv', namespace_pattern => 
 SELECT tms.create_object_group('pv-g', server => 'pv_srv', namespace_pattern => 'sales');
 \echo :LAST_ERROR_SQLSTATE
 
--- a role without USAGE on the server can neither group its tables nor own a policy on them
+-- a role without USAGE on the server can neither group its tables nor own a
+-- policy on them; another role's group needs its owner's grant
 CREATE ROLE tms_pv_user;
 GRANT USAGE ON SCHEMA tms TO tms_pv_user;
 SET ROLE tms_pv_user;
 SELECT tms.create_object_group('pv-u', server => 'pv_srv', namespace_pattern => 'x');
 \echo :LAST_ERROR_SQLSTATE
+SELECT tms.create_policy('pv-u', group_name => 'pv-g');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.grant_object_group('pv-g', 'tms_pv_user');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+SELECT tms.grant_object_group('pv-g', 'tms_pv_user');
+SET ROLE tms_pv_user;
 SELECT tms.create_policy('pv-u', group_name => 'pv-g');
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
@@ -32,6 +40,9 @@ SET ROLE tms_pv_user;
 SELECT tms.create_policy('pv-u', group_name => 'pv-g', active => false) > 0 AS created;
 SELECT owner FROM tms.policies WHERE name = 'pv-u';
 RESET ROLE;
+-- a grant in use cannot be revoked
+SELECT tms.revoke_object_group('pv-g', 'tms_pv_user');
+\echo :LAST_ERROR_SQLSTATE
 
 -- policies: names, groups, windows
 SELECT tms.create_policy('bad name!', group_name => 'pv-g');
@@ -108,6 +119,13 @@ SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options
 SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"private-key-file": "/k"}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"credential": "a:b"}');
+\echo :LAST_ERROR_SQLSTATE
+-- at any depth, in arrays too, and inside string values
+SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"a": [{"password": "x"}]}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"conf": ["spark.hadoop.fs.s3a.secret.key=abc"]}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"header": "Bearer eyJhbGciOi"}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '[1]');
 \echo :LAST_ERROR_SQLSTATE

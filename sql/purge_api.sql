@@ -15,6 +15,14 @@ SHOW tms.purge_retention;
 SELECT tms.purge_table(NULL, 'ns', 't');
 SELECT tms.purge_table('no_such_server', 'ns', 't');
 SELECT tms.purge_table('purge_regress', '', 't');
+SELECT tms.purge_table('purge_regress', 'ns', '..');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.purge_table('purge_regress', 'a..b', 't');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.purge_table('purge_regress', 'ns', repeat('x', 1048576));
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.drop_table('purge_regress', 'ns', '.');
+\echo :LAST_ERROR_SQLSTATE
 
 -- a server without allowed_locations: refused before any network call
 CREATE SERVER purge_regress FOREIGN DATA WRAPPER tms_iceberg
@@ -28,18 +36,18 @@ SELECT pending, running, succeeded, failed, oldest_pending_age, files_deleted
 SELECT * FROM tms.purge_status('purge_regress', 'ns', 't');
 
 -- retry of a job that does not exist, or is not FAILED
-ALTER TABLE tms.iceberg_cleanup_job ALTER COLUMN id RESTART WITH 1000;
+SELECT setval('tms.iceberg_cleanup_job_id_seq', 1000, false) > 0 AS restarted;
 SELECT tms.retry_purge(-1);
 \echo :LAST_ERROR_SQLSTATE
-INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location, metadata_location)
-    VALUES ('purge_regress', 'ns', 't', '/nowhere/t', '/nowhere/t/metadata/v1.metadata.json');
+INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location, metadata_location, requested_by)
+    VALUES ('purge_regress', 'ns', 't', '/nowhere/t', '/nowhere/t/metadata/v1.metadata.json', current_user::text::regrole);
 SELECT blocks_recreate, state FROM tms.purge_status('purge_regress', 'ns', 't');
 SELECT tms.retry_purge(id) FROM tms.iceberg_cleanup_job WHERE server = 'purge_regress';
 \echo :LAST_ERROR_SQLSTATE
 
 -- one active job per identifier
-INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location, metadata_location)
-    VALUES ('purge_regress', 'ns', 't', '/nowhere/t', '/nowhere/t/metadata/v1.metadata.json');
+INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location, metadata_location, requested_by)
+    VALUES ('purge_regress', 'ns', 't', '/nowhere/t', '/nowhere/t/metadata/v1.metadata.json', current_user::text::regrole);
 \echo :LAST_ERROR_SQLSTATE
 
 -- the tombstone trigger on a JDBC-layout pointer table

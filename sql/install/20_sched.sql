@@ -70,7 +70,7 @@ ALTER TABLE tms.task_slots SET (fillfactor = 50);
 SELECT pg_catalog.pg_extension_config_dump('tms.task_kinds', 'WHERE NOT builtin');
 SELECT pg_catalog.pg_extension_config_dump('tms.scheduled_tasks', '');
 
--- The built-in kinds of the seed's three pools; their caps follow the
+-- The built-in kinds of three pools; their caps follow the
 -- settings tms.expand_concurrency, tms.cron_concurrency and
 -- tms.commit_concurrency (synchronised by the supervisor).
 INSERT INTO tms.task_kinds (kind, handler, max_concurrency, builtin) VALUES

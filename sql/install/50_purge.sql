@@ -1,12 +1,13 @@
--- Async purge of dropped Iceberg tables (seed 003; doc/purge.md).
+-- Async purge of dropped Iceberg tables (doc/purge.md).
 --
--- tms.purge_table() drops a table from its catalog without purge and
--- records a job here; the job's task (kind "purge", instance = job id) is
--- run by the pool workers or CALL tms.run_pending(), which re-read the
--- metadata and delete every reachable file in bulk batches (src/ops/purge.c).
+-- tms.purge_table() records a job here in the caller's transaction; the
+-- job's task (kind "purge", instance = job id) is run by the pool workers
+-- or CALL tms.run_pending(): its first step drops the table from its
+-- catalog, then every reachable file is deleted in bulk batches
+-- (src/ops/purge.c, purge_walk.c).
 
 CREATE TABLE tms.iceberg_cleanup_job (
-    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id                bigserial PRIMARY KEY,
     server            name NOT NULL,        -- the tms_iceberg foreign server
     namespace         text NOT NULL,        -- levels joined by '.'
     table_name        text NOT NULL,
@@ -21,13 +22,12 @@ CREATE TABLE tms.iceberg_cleanup_job (
     attempts          integer NOT NULL DEFAULT 0,
     last_error        text,
     heartbeat_at      timestamptz,          -- last progress written by a worker
-    created_by        name NOT NULL DEFAULT current_user,
     created_at        timestamptz NOT NULL DEFAULT now(),
     updated_at        timestamptz NOT NULL DEFAULT now(),
     started_at        timestamptz,
     finished_at       timestamptz,
     -- progress and outcome (counts of the latest attempt)
-    phase             text,                 -- content, manifests, lists, metadata
+    phase             text NOT NULL DEFAULT 'drop',  -- drop, content, metadata-log, metadata
     files_deleted     bigint NOT NULL DEFAULT 0,    -- includes not-found
     bytes_freed       bigint NOT NULL DEFAULT 0,    -- declared sizes where known
     files_skipped     bigint NOT NULL DEFAULT 0,    -- outside location/allowed roots
@@ -35,6 +35,8 @@ CREATE TABLE tms.iceberg_cleanup_job (
     files_kept        bigint NOT NULL DEFAULT 0,    -- gc.enabled=false data files
     files_unreadable  bigint NOT NULL DEFAULT 0,    -- manifests/lists already gone
     delete_requests   bigint NOT NULL DEFAULT 0,
+    requested_by      regrole NOT NULL,     -- the acting role: its user mapping is used
+    dropped_at        timestamptz,          -- when the catalog entry was dropped
     CHECK ((state IN ('SUCCEEDED', 'FAILED')) = (finished_at IS NOT NULL))
 );
 
@@ -59,6 +61,8 @@ CREATE TABLE tms.iceberg_cleanup_credentials (
 REVOKE ALL ON tms.iceberg_cleanup_job, tms.iceberg_cleanup_credentials FROM PUBLIC;
 
 SELECT pg_catalog.pg_extension_config_dump('tms.iceberg_cleanup_job', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.iceberg_cleanup_job_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.iceberg_cleanup_credentials', '');
 
 -- The built-in task kind; its cap follows tms.purge_concurrency.
 INSERT INTO tms.task_kinds (kind, handler, max_concurrency, builtin)
@@ -66,15 +70,15 @@ INSERT INTO tms.task_kinds (kind, handler, max_concurrency, builtin)
 INSERT INTO tms.task_slots (kind, slot)
     SELECT 'purge', s FROM generate_series(1, 2) s;
 
--- purge_table: drop now, delete every file in the background.  Returns
--- the job id.
+-- purge_table: record the purge (a worker drops the table right after the
+-- commit) and delete every file in the background.  Returns the job id.
 CREATE FUNCTION tms.purge_table(server name, namespace text, table_name text)
 RETURNS bigint
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'tms_purge_table';
 
 COMMENT ON FUNCTION tms.purge_table(name, text, text) IS
-    'drop an Iceberg table from its catalog and delete its files asynchronously; returns the job id';
+    'drop an Iceberg table from its catalog and delete its files asynchronously (the drop follows the commit); returns the job id';
 
 -- drop_table: the synchronous catalog drop (purge => true: the catalog
 -- deletes the files before answering).
@@ -93,7 +97,8 @@ CREATE VIEW tms.purge_jobs AS
            j.attempts, j.last_error,
            j.files_deleted, j.bytes_freed, j.files_skipped, j.skipped_example,
            j.files_kept, j.files_unreadable, j.delete_requests,
-           j.created_by, j.created_at, j.started_at, j.finished_at, j.updated_at,
+           j.requested_by, j.created_at, j.dropped_at, j.started_at, j.finished_at,
+           j.updated_at,
            t.picked_by AS running_on,
            CASE WHEN t.picked THEN now() - t.last_heartbeat END AS heartbeat_age,
            CASE WHEN NOT t.picked THEN t.execution_time END AS next_attempt_at,
@@ -119,39 +124,65 @@ COMMENT ON VIEW tms.purge_job_counts IS 'purge jobs per state, backlog age, file
 
 GRANT SELECT ON tms.purge_jobs, tms.purge_job_counts TO pg_monitor;
 
--- purge_status: the latest job of an identifier, and whether it still
--- blocks re-creating the name (the tombstone).
-CREATE FUNCTION tms.purge_status(server name, namespace text, table_name text)
+-- Who may see and re-drive a job: its requester, the owner of its server,
+-- and members of pg_monitor (seeing) / superusers.
+CREATE FUNCTION tms._may_see_job(acting regrole, j tms.iceberg_cleanup_job)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_has_role(acting, j.requested_by, 'USAGE')
+        OR pg_has_role(acting, 'pg_monitor', 'USAGE')
+        OR EXISTS (SELECT 1 FROM pg_foreign_server s
+                    WHERE s.srvname = j.server AND pg_has_role(acting, s.srvowner, 'USAGE'))
+$$;
+
+-- purge_status: the latest job of an identifier the acting role may see,
+-- and whether it still blocks re-creating the name (the tombstone).
+CREATE FUNCTION tms._purge_status(acting regrole, server name, namespace text, table_name text)
 RETURNS TABLE (job_id bigint, state text, blocks_recreate boolean, attempts integer,
                last_error text, files_deleted bigint, created_at timestamptz,
                finished_at timestamptz)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT j.id, j.state, j.state IN ('PENDING', 'RUNNING'), j.attempts,
            j.last_error, j.files_deleted, j.created_at, j.finished_at
       FROM tms.iceberg_cleanup_job j
-     WHERE j.server = $1 AND j.namespace = $2 AND j.table_name = $3
+     WHERE j.server = $2 AND j.namespace = $3 AND j.table_name = $4
+       AND tms._may_see_job($1, j)
      ORDER BY (j.state IN ('PENDING', 'RUNNING')) DESC, j.id DESC
      LIMIT 1
 $$;
 
-COMMENT ON FUNCTION tms.purge_status(name, text, text) IS
-    'latest purge job of a table identifier; blocks_recreate while it is PENDING or RUNNING';
+CREATE FUNCTION tms.purge_status(server name, namespace text, table_name text)
+RETURNS TABLE (job_id bigint, state text, blocks_recreate boolean, attempts integer,
+               last_error text, files_deleted bigint, created_at timestamptz,
+               finished_at timestamptz)
+LANGUAGE c STABLE
+AS 'MODULE_PATHNAME', 'tms_api_call';
 
--- retry_purge: re-drive a FAILED job from scratch.
-CREATE FUNCTION tms.retry_purge(job_id bigint)
+COMMENT ON FUNCTION tms.purge_status(name, text, text) IS
+    'latest purge job of a table identifier (one the caller requested, owns the server of, or monitors); blocks_recreate while it is PENDING or RUNNING';
+
+-- retry_purge: re-drive a FAILED job from scratch (its requester, the
+-- server's owner, or a superuser).
+CREATE FUNCTION tms._retry_purge(acting regrole, job_id bigint)
 RETURNS void
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     j tms.iceberg_cleanup_job;
 BEGIN
     SELECT * INTO j FROM tms.iceberg_cleanup_job WHERE id = job_id FOR UPDATE;
-    IF NOT FOUND THEN
+    IF NOT FOUND OR NOT (pg_has_role(acting, j.requested_by, 'USAGE')
+                         OR EXISTS (SELECT 1 FROM pg_foreign_server s
+                                     WHERE s.srvname = j.server
+                                       AND pg_has_role(acting, s.srvowner, 'USAGE'))) THEN
         RAISE EXCEPTION USING ERRCODE = 'undefined_object',
-            MESSAGE = format('purge job %s does not exist', job_id);
+            MESSAGE = format('purge job %s does not exist', job_id),
+            HINT = 'A job is visible to its requester, the owner of its server and pg_monitor.';
     END IF;
     IF j.state <> 'FAILED' THEN
         RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -159,22 +190,27 @@ BEGIN
             HINT = 'Only a FAILED job can be retried; a PENDING or RUNNING one is retried by the workers.';
     END IF;
     UPDATE tms.iceberg_cleanup_job
-       SET state = 'PENDING', attempts = 0, finished_at = NULL, phase = NULL,
-           last_error = 'retried by ' || session_user || ' after: ' || coalesce(j.last_error, ''),
+       SET state = 'PENDING', attempts = 0, finished_at = NULL,
+           phase = CASE WHEN dropped_at IS NULL THEN 'drop' ELSE 'content' END,
+           last_error = 'retried by ' || acting::text || ' after: ' || coalesce(j.last_error, ''),
            updated_at = now()
      WHERE id = job_id;
     PERFORM tms.schedule_task('purge', job_id::text);
 END
 $$;
 
+CREATE FUNCTION tms.retry_purge(job_id bigint)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
 COMMENT ON FUNCTION tms.retry_purge(bigint) IS 're-drive a FAILED purge job';
-REVOKE ALL ON FUNCTION tms.retry_purge(bigint) FROM PUBLIC;
 
 -- prune_purge_jobs: delete SUCCEEDED and FAILED rows older than
 -- tms.purge_retention (also done by the workers after each job).
-CREATE FUNCTION tms.prune_purge_jobs()
+CREATE FUNCTION tms._prune_purge_jobs(acting regrole)
 RETURNS bigint
-LANGUAGE sql VOLATILE SECURITY DEFINER
+LANGUAGE sql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
     WITH gone AS (
@@ -186,6 +222,17 @@ AS $$
     SELECT count(*) FROM gone
 $$;
 
+CREATE FUNCTION tms.prune_purge_jobs()
+RETURNS bigint
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+REVOKE ALL ON FUNCTION tms._may_see_job(regrole, tms.iceberg_cleanup_job),
+                       tms._purge_status(regrole, name, text, text),
+                       tms._retry_purge(regrole, bigint),
+                       tms._prune_purge_jobs(regrole) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION tms.purge_status(name, text, text),
+                          tms.retry_purge(bigint) TO PUBLIC;
 REVOKE ALL ON FUNCTION tms.prune_purge_jobs() FROM PUBLIC;
 
 -- The tombstone for catalogs whose pointers live in this database in the
@@ -193,7 +240,9 @@ REVOKE ALL ON FUNCTION tms.prune_purge_jobs() FROM PUBLIC;
 --   CREATE TRIGGER tms_tombstone BEFORE INSERT ON iceberg_tables
 --     FOR EACH ROW EXECUTE FUNCTION tms.refuse_purging_tables('server' [, 'catalog_name']);
 -- It refuses a pointer row (create, register) for an identifier whose
--- purge job of that tms server is PENDING or RUNNING.
+-- purge job of that tms server is PENDING or RUNNING.  The one SECURITY
+-- DEFINER function of tms: it runs on another owner's table and must read
+-- the job table, which it only reads.
 CREATE FUNCTION tms.refuse_purging_tables()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER

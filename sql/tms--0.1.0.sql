@@ -1,3 +1,596 @@
+-- tms 0.1.0, as released: the install script of that version, kept so that
+-- CREATE EXTENSION tms VERSION '0.1.0' and the upgrade test can install it.
+
+-- sql/install/00_schema.sql
+-- tms: Apache Iceberg table maintenance from inside PostgreSQL.
+-- The schema "tms" is created by CREATE EXTENSION (tms.control: schema = tms).
+
+\echo Use "CREATE EXTENSION tms" to load this file. \quit
+
+COMMENT ON SCHEMA tms IS 'Apache Iceberg table maintenance (tms extension)';
+
+-- Everyone may look into the schema; each object grants its own privileges
+-- (the pure functions to everyone, views and actions to chosen roles).
+GRANT USAGE ON SCHEMA tms TO PUBLIC;
+
+-- sql/install/10_workers.sql
+-- The tms background processes, from the shared memory they maintain.
+
+CREATE FUNCTION tms.workers_internal(
+    OUT pid integer,
+    OUT role text,
+    OUT database name,
+    OUT worker_number integer,
+    OUT state text,
+    OUT current_task text,
+    OUT started_at timestamptz,
+    OUT state_since timestamptz)
+RETURNS SETOF record
+LANGUAGE c VOLATILE STRICT PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', 'tms_workers';
+
+COMMENT ON FUNCTION tms.workers_internal() IS
+    'tms processes from shared memory; use the view tms.workers';
+
+CREATE VIEW tms.workers AS
+    SELECT pid, role, database, worker_number, state, current_task,
+           started_at, state_since
+      FROM tms.workers_internal()
+     ORDER BY CASE role WHEN 'launcher' THEN 0 WHEN 'supervisor' THEN 1 ELSE 2 END,
+              database, worker_number;
+
+COMMENT ON VIEW tms.workers IS
+    'tms launcher, supervisors and pool workers: what each is doing now';
+
+-- A view's caller needs EXECUTE on the functions it calls.
+REVOKE ALL ON FUNCTION tms.workers_internal() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION tms.workers_internal() TO pg_monitor;
+GRANT SELECT ON tms.workers TO pg_monitor;
+
+-- sql/install/20_sched.sql
+-- Scheduler core: db-scheduler's scheduled_tasks, task kinds with
+-- concurrency caps, and the views an operator reads.
+--
+-- Claiming, heartbeats and completion are done by C code (src/sched/)
+-- shared by the background workers and CALL tms.run_pending(); the
+-- statements it runs are documented there.
+
+-- What kinds of task exist and how many of each may run at once.
+CREATE TABLE tms.task_kinds (
+    kind            text PRIMARY KEY
+                    CHECK (kind ~ '^[a-z][a-z0-9_-]*$' AND length(kind) <= 63),
+    handler         regprocedure,   -- NULL: a built-in kind run by C code
+    max_concurrency integer NOT NULL CHECK (max_concurrency BETWEEN 1 AND 1000),
+    builtin         boolean NOT NULL DEFAULT false,
+    registered_by   name NOT NULL DEFAULT current_user,
+    registered_at   timestamptz NOT NULL DEFAULT now(),
+    CHECK (builtin = (handler IS NULL))
+);
+
+COMMENT ON TABLE tms.task_kinds IS
+    'task kinds: built-in (C) or a SQL procedure handler(task_instance text, task_data jsonb), with a per-kind concurrency cap';
+
+-- One row per running-slot of each kind.  A claim takes a free slot with
+-- FOR UPDATE SKIP LOCKED and writes its task into it, so a cap holds across
+-- every worker and every CALL tms.run_pending() without serialising claims.
+CREATE TABLE tms.task_slots (
+    kind            text NOT NULL REFERENCES tms.task_kinds ON DELETE CASCADE,
+    slot            integer NOT NULL,
+    task_instance   text,           -- NULL: free
+    since           timestamptz,    -- when it was taken
+    PRIMARY KEY (kind, slot),
+    CHECK ((task_instance IS NULL) = (since IS NULL))
+);
+
+-- db-scheduler's table (task_name is the kind), plus priority, last_error
+-- and the claimant's pid.
+CREATE TABLE tms.scheduled_tasks (
+    task_name            text NOT NULL REFERENCES tms.task_kinds (kind),
+    task_instance        text NOT NULL CHECK (length(task_instance) BETWEEN 1 AND 1000),
+    task_data            jsonb,
+    execution_time       timestamptz NOT NULL,
+    picked               boolean NOT NULL DEFAULT false,
+    picked_by            text,
+    picked_pid           integer,
+    last_success         timestamptz,
+    last_failure         timestamptz,
+    consecutive_failures integer NOT NULL DEFAULT 0,
+    last_heartbeat       timestamptz,
+    version              bigint NOT NULL DEFAULT 1,
+    priority             integer NOT NULL DEFAULT 0,
+    last_error           text,
+    PRIMARY KEY (task_name, task_instance),
+    CHECK (picked = (picked_by IS NOT NULL)),
+    CHECK (NOT picked OR last_heartbeat IS NOT NULL)
+);
+
+-- the claim: due, unpicked rows in priority then due-time order
+CREATE INDEX scheduled_tasks_due_idx ON tms.scheduled_tasks
+    (priority DESC, execution_time) WHERE NOT picked;
+-- dead-lease recovery: picked rows by heartbeat
+CREATE INDEX scheduled_tasks_picked_idx ON tms.scheduled_tasks
+    (last_heartbeat) WHERE picked;
+
+COMMENT ON TABLE tms.scheduled_tasks IS
+    'db-scheduler task rows; claimed by tms workers and CALL tms.run_pending()';
+
+ALTER TABLE tms.scheduled_tasks SET (fillfactor = 70);
+ALTER TABLE tms.task_slots SET (fillfactor = 50);
+
+SELECT pg_catalog.pg_extension_config_dump('tms.task_kinds', 'WHERE NOT builtin');
+SELECT pg_catalog.pg_extension_config_dump('tms.scheduled_tasks', '');
+
+-- The built-in kinds of the seed's three pools; their caps follow the
+-- settings tms.expand_concurrency, tms.cron_concurrency and
+-- tms.commit_concurrency (synchronised by the supervisor).
+INSERT INTO tms.task_kinds (kind, handler, max_concurrency, builtin) VALUES
+    ('policy-expand', NULL, 4, true),
+    ('cron-job', NULL, 8, true),
+    ('commit-job', NULL, 4, true);
+INSERT INTO tms.task_slots (kind, slot)
+    SELECT kind, s FROM tms.task_kinds, generate_series(1, max_concurrency) s;
+
+-- register_task_kind(kind, handler, max_concurrency): a kind whose tasks
+-- run the SQL procedure handler(task_instance text, task_data jsonb).
+CREATE FUNCTION tms.register_task_kind(kind text, handler regprocedure,
+                                       max_concurrency integer DEFAULT 1)
+RETURNS void
+LANGUAGE c VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'tms_register_task_kind';
+
+COMMENT ON FUNCTION tms.register_task_kind(text, regprocedure, integer) IS
+    'register or update a task kind run by a SQL procedure (superuser only)';
+
+CREATE FUNCTION tms.unregister_task_kind(kind text)
+RETURNS void
+LANGUAGE c VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'tms_unregister_task_kind';
+
+-- schedule_task: insert a task, or reschedule an existing one (new data and
+-- due time).  A task that is running keeps running; the new due time is
+-- its next run.
+CREATE FUNCTION tms.schedule_task(kind text, instance text,
+                                  data jsonb DEFAULT NULL,
+                                  run_at timestamptz DEFAULT now(),
+                                  priority integer DEFAULT 0)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_schedule_task';
+
+CREATE FUNCTION tms.cancel_task(kind text, instance text)
+RETURNS boolean
+LANGUAGE c VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'tms_cancel_task';
+
+-- run_pending: the claim-execute loop in the calling session, for
+-- deployments driven by pg_cron.  Commits between tasks; returns how many
+-- tasks it executed and how many of them failed.
+CREATE PROCEDURE tms.run_pending(max_tasks integer DEFAULT 100,
+                                 kinds text[] DEFAULT NULL,
+                                 INOUT executed integer DEFAULT NULL,
+                                 INOUT failed integer DEFAULT NULL)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'tms_run_pending';
+
+-- run_task: execute one given task now, whether due or not; fails cleanly,
+-- changing nothing, while another executor holds a live lease on it.
+CREATE PROCEDURE tms.run_task(kind text, instance text,
+                              INOUT executed integer DEFAULT NULL,
+                              INOUT failed integer DEFAULT NULL)
+LANGUAGE c
+AS 'MODULE_PATHNAME', 'tms_run_task';
+
+REVOKE ALL ON FUNCTION tms.register_task_kind(text, regprocedure, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tms.unregister_task_kind(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tms.schedule_task(text, text, jsonb, timestamptz, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tms.cancel_task(text, text) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE tms.run_pending(integer, text[], integer, integer) FROM PUBLIC;
+REVOKE ALL ON PROCEDURE tms.run_task(text, text, integer, integer) FROM PUBLIC;
+
+-- What an operator asks: what is due, what runs (who, heartbeat age), what
+-- keeps failing.
+CREATE VIEW tms.tasks AS
+    SELECT t.task_name AS kind,
+           t.task_instance AS instance,
+           CASE
+               WHEN t.picked THEN 'running'
+               WHEN t.consecutive_failures > 0 THEN 'failing'
+               WHEN t.execution_time <= now() THEN 'due'
+               ELSE 'scheduled'
+           END AS state,
+           t.execution_time AS due_at,
+           t.priority,
+           t.picked_by,
+           t.picked_pid AS owner_pid,
+           CASE WHEN t.picked THEN now() - t.last_heartbeat END AS heartbeat_age,
+           t.consecutive_failures,
+           t.last_success,
+           t.last_failure,
+           t.last_error,
+           t.task_data AS data
+      FROM tms.scheduled_tasks t;
+
+COMMENT ON VIEW tms.tasks IS 'scheduled tasks with their state: due, scheduled, running, failing';
+
+CREATE VIEW tms.task_counts AS
+    SELECT k.kind,
+           k.max_concurrency,
+           count(t.*) FILTER (WHERE t.picked) AS running,
+           count(t.*) FILTER (WHERE NOT t.picked AND t.execution_time <= now()) AS due,
+           count(t.*) FILTER (WHERE NOT t.picked AND t.execution_time > now()) AS scheduled,
+           count(t.*) FILTER (WHERE t.consecutive_failures > 0) AS failing,
+           min(t.execution_time) FILTER (WHERE NOT t.picked) AS next_due
+      FROM tms.task_kinds k
+      LEFT JOIN tms.scheduled_tasks t ON t.task_name = k.kind
+     GROUP BY k.kind, k.max_concurrency;
+
+COMMENT ON VIEW tms.task_counts IS 'tasks per kind and state';
+
+GRANT SELECT ON tms.tasks, tms.task_counts TO pg_monitor;
+
+-- sql/install/30_dsl.sql
+-- The policy condition language (src/dsl/, src/sql_api/dsl_sql.c).
+-- Pure functions: they work without shared_preload_libraries.
+
+CREATE FUNCTION tms.dsl_check(
+    expr text,
+    OUT ok boolean,
+    OUT type text,
+    OUT needs text,
+    OUT error text,
+    OUT "position" integer,
+    OUT uses_files boolean,
+    OUT variables text[],
+    OUT hint text)
+RETURNS record
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'tms_dsl_check';
+
+COMMENT ON FUNCTION tms.dsl_check(text) IS
+    'compile a policy condition: whether it is valid, what it needs, or the error and its 1-based position';
+
+CREATE FUNCTION tms.dsl_eval(
+    expr text,
+    metrics jsonb,
+    properties jsonb DEFAULT '{}',
+    files jsonb DEFAULT NULL)
+RETURNS boolean
+LANGUAGE c IMMUTABLE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'tms_dsl_eval';
+
+COMMENT ON FUNCTION tms.dsl_eval(text, jsonb, jsonb, jsonb) IS
+    'evaluate a policy condition over table metrics (jsonb keyed by variable), table properties and data files';
+
+CREATE FUNCTION tms.dsl_explain(
+    expr text,
+    metrics jsonb,
+    properties jsonb DEFAULT '{}',
+    files jsonb DEFAULT NULL)
+RETURNS jsonb
+LANGUAGE c IMMUTABLE PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'tms_dsl_explain';
+
+COMMENT ON FUNCTION tms.dsl_explain(text, jsonb, jsonb, jsonb) IS
+    'evaluate a policy condition and explain it: the value of every sub-expression and a text summary';
+
+-- sql/install/40_catalog.sql
+-- Iceberg catalogs: the tms_iceberg foreign-data wrapper (a catalog is a
+-- foreign server, its credentials a user mapping) and the functions that
+-- look into catalogs and tables.  See doc/catalogs.md.
+
+CREATE FUNCTION tms.iceberg_fdw_validator(text[], oid)
+RETURNS void
+LANGUAGE c STRICT
+AS 'MODULE_PATHNAME', 'tms_iceberg_fdw_validator';
+
+COMMENT ON FUNCTION tms.iceberg_fdw_validator(text[], oid) IS
+    'validates options of tms_iceberg servers and user mappings';
+
+CREATE FOREIGN DATA WRAPPER tms_iceberg
+    VALIDATOR tms.iceberg_fdw_validator;
+
+COMMENT ON FOREIGN DATA WRAPPER tms_iceberg IS
+    'Iceberg REST catalogs: CREATE SERVER ... FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri ''...'')';
+
+CREATE FUNCTION tms.catalog_config(server name)
+RETURNS TABLE (key text, value text)
+LANGUAGE c VOLATILE STRICT PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', 'tms_catalog_config';
+
+COMMENT ON FUNCTION tms.catalog_config(name) IS
+    'the catalog''s merged configuration (/v1/config), prefix and endpoints; secrets left out';
+
+CREATE FUNCTION tms.list_namespaces(server name, parent text DEFAULT NULL)
+RETURNS TABLE (namespace text)
+LANGUAGE c VOLATILE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', 'tms_list_namespaces';
+
+COMMENT ON FUNCTION tms.list_namespaces(name, text) IS
+    'namespaces directly under parent (top level when null); levels joined with "."';
+
+CREATE FUNCTION tms.list_tables(server name, namespace text DEFAULT NULL)
+RETURNS TABLE (namespace text, table_name text)
+LANGUAGE c VOLATILE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', 'tms_list_tables';
+
+COMMENT ON FUNCTION tms.list_tables(name, text) IS
+    'tables of a namespace, or of every namespace when null';
+
+CREATE FUNCTION tms.table_metadata(server name, namespace text, table_name text)
+RETURNS jsonb
+LANGUAGE c VOLATILE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', 'tms_table_metadata';
+
+COMMENT ON FUNCTION tms.table_metadata(name, text, text) IS
+    'the table''s current metadata as the catalog returns it';
+
+CREATE FUNCTION tms.table_snapshots(server name, namespace text, table_name text)
+RETURNS TABLE (snapshot_id bigint, parent_id bigint, sequence_number bigint,
+               committed_at timestamptz, operation text, manifest_list text,
+               summary jsonb, is_current boolean)
+LANGUAGE c VOLATILE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', 'tms_table_snapshots';
+
+COMMENT ON FUNCTION tms.table_snapshots(name, text, text) IS
+    'the snapshots in the table''s current metadata';
+
+CREATE FUNCTION tms.table_files(server name, namespace text, table_name text,
+                                snapshot_id bigint DEFAULT NULL)
+RETURNS TABLE (file_path text, content text, file_format text, spec_id integer,
+               partition jsonb, record_count bigint, file_size_in_bytes bigint,
+               sequence_number bigint, file_sequence_number bigint,
+               added_snapshot_id bigint, manifest_path text)
+LANGUAGE c VOLATILE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', 'tms_table_files';
+
+COMMENT ON FUNCTION tms.table_files(name, text, text, bigint) IS
+    'live data and delete files of a snapshot (the current one when null), read from its manifests';
+
+CREATE FUNCTION tms.table_metrics(server name, namespace text, table_name text,
+                                  level text DEFAULT 'auto')
+RETURNS jsonb
+LANGUAGE c VOLATILE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', 'tms_table_metrics';
+
+COMMENT ON FUNCTION tms.table_metrics(name, text, text, text) IS
+    'the policy DSL''s table variables, computed up to level (metadata, manifest_list, manifests, deletes; auto = all)';
+
+-- sql/install/50_purge.sql
+-- Async purge of dropped Iceberg tables (seed 003; doc/purge.md).
+--
+-- tms.purge_table() drops a table from its catalog without purge and
+-- records a job here; the job's task (kind "purge", instance = job id) is
+-- run by the pool workers or CALL tms.run_pending(), which re-read the
+-- metadata and delete every reachable file in bulk batches (src/ops/purge.c).
+
+CREATE TABLE tms.iceberg_cleanup_job (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    server            name NOT NULL,        -- the tms_iceberg foreign server
+    namespace         text NOT NULL,        -- levels joined by '.'
+    table_name        text NOT NULL,
+    table_uuid        text,
+    table_location    text NOT NULL,        -- nothing outside it is deleted
+    metadata_location text NOT NULL,
+    -- non-secret storage settings in effect at enqueue time: endpoint,
+    -- region, path_style, and where credentials come from
+    storage           jsonb NOT NULL DEFAULT '{}',
+    state             text NOT NULL DEFAULT 'PENDING'
+                      CHECK (state IN ('PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED')),
+    attempts          integer NOT NULL DEFAULT 0,
+    last_error        text,
+    heartbeat_at      timestamptz,          -- last progress written by a worker
+    created_by        name NOT NULL DEFAULT current_user,
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    updated_at        timestamptz NOT NULL DEFAULT now(),
+    started_at        timestamptz,
+    finished_at       timestamptz,
+    -- progress and outcome (counts of the latest attempt)
+    phase             text,                 -- content, manifests, lists, metadata
+    files_deleted     bigint NOT NULL DEFAULT 0,    -- includes not-found
+    bytes_freed       bigint NOT NULL DEFAULT 0,    -- declared sizes where known
+    files_skipped     bigint NOT NULL DEFAULT 0,    -- outside location/allowed roots
+    skipped_example   text,
+    files_kept        bigint NOT NULL DEFAULT 0,    -- gc.enabled=false data files
+    files_unreadable  bigint NOT NULL DEFAULT 0,    -- manifests/lists already gone
+    delete_requests   bigint NOT NULL DEFAULT 0,
+    CHECK ((state IN ('SUCCEEDED', 'FAILED')) = (finished_at IS NOT NULL))
+);
+
+COMMENT ON TABLE tms.iceberg_cleanup_job IS
+    'async purge jobs of dropped Iceberg tables: PENDING -> RUNNING -> SUCCEEDED | FAILED';
+
+CREATE INDEX iceberg_cleanup_job_state_idx ON tms.iceberg_cleanup_job (state, updated_at);
+-- the tombstone: at most one active job per identifier, found by one probe
+CREATE UNIQUE INDEX iceberg_cleanup_job_active_idx ON tms.iceberg_cleanup_job
+    (server, namespace, table_name) WHERE state IN ('PENDING', 'RUNNING');
+CREATE INDEX iceberg_cleanup_job_object_idx ON tms.iceberg_cleanup_job
+    (server, namespace, table_name, id);
+
+-- Storage credentials a catalog vended at enqueue time, for the workers;
+-- readable by the extension owner only, deleted when the job ends.
+CREATE TABLE tms.iceberg_cleanup_credentials (
+    job_id      bigint PRIMARY KEY REFERENCES tms.iceberg_cleanup_job ON DELETE CASCADE,
+    config      jsonb NOT NULL,     -- the vended key/values (secrets included)
+    expires_at  timestamptz         -- from s3.session-token-expires-at-ms, if given
+);
+
+REVOKE ALL ON tms.iceberg_cleanup_job, tms.iceberg_cleanup_credentials FROM PUBLIC;
+
+SELECT pg_catalog.pg_extension_config_dump('tms.iceberg_cleanup_job', '');
+
+-- The built-in task kind; its cap follows tms.purge_concurrency.
+INSERT INTO tms.task_kinds (kind, handler, max_concurrency, builtin)
+    VALUES ('purge', NULL, 2, true);
+INSERT INTO tms.task_slots (kind, slot)
+    SELECT 'purge', s FROM generate_series(1, 2) s;
+
+-- purge_table: drop now, delete every file in the background.  Returns
+-- the job id.
+CREATE FUNCTION tms.purge_table(server name, namespace text, table_name text)
+RETURNS bigint
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_purge_table';
+
+COMMENT ON FUNCTION tms.purge_table(name, text, text) IS
+    'drop an Iceberg table from its catalog and delete its files asynchronously; returns the job id';
+
+-- drop_table: the synchronous catalog drop (purge => true: the catalog
+-- deletes the files before answering).
+CREATE FUNCTION tms.drop_table(server name, namespace text, table_name text,
+                               purge boolean DEFAULT false)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_drop_table';
+
+COMMENT ON FUNCTION tms.drop_table(name, text, text, boolean) IS
+    'drop an Iceberg table through its catalog, synchronously (purge => true: the catalog deletes its files)';
+
+-- What an operator reads.
+CREATE VIEW tms.purge_jobs AS
+    SELECT j.id, j.server, j.namespace, j.table_name, j.state, j.phase,
+           j.attempts, j.last_error,
+           j.files_deleted, j.bytes_freed, j.files_skipped, j.skipped_example,
+           j.files_kept, j.files_unreadable, j.delete_requests,
+           j.created_by, j.created_at, j.started_at, j.finished_at, j.updated_at,
+           t.picked_by AS running_on,
+           CASE WHEN t.picked THEN now() - t.last_heartbeat END AS heartbeat_age,
+           CASE WHEN NOT t.picked THEN t.execution_time END AS next_attempt_at,
+           j.table_location, j.metadata_location, j.table_uuid
+      FROM tms.iceberg_cleanup_job j
+      LEFT JOIN tms.scheduled_tasks t
+        ON t.task_name = 'purge' AND t.task_instance = j.id::text;
+
+COMMENT ON VIEW tms.purge_jobs IS 'async purge jobs with their progress and lease';
+
+CREATE VIEW tms.purge_job_counts AS
+    SELECT count(*) FILTER (WHERE state = 'PENDING') AS pending,
+           count(*) FILTER (WHERE state = 'RUNNING') AS running,
+           count(*) FILTER (WHERE state = 'SUCCEEDED') AS succeeded,
+           count(*) FILTER (WHERE state = 'FAILED') AS failed,
+           now() - min(created_at) FILTER (WHERE state = 'PENDING') AS oldest_pending_age,
+           coalesce(sum(files_deleted), 0) AS files_deleted,
+           coalesce(sum(bytes_freed), 0) AS bytes_freed,
+           coalesce(sum(files_skipped), 0) AS files_skipped
+      FROM tms.iceberg_cleanup_job;
+
+COMMENT ON VIEW tms.purge_job_counts IS 'purge jobs per state, backlog age, files deleted and bytes freed';
+
+GRANT SELECT ON tms.purge_jobs, tms.purge_job_counts TO pg_monitor;
+
+-- purge_status: the latest job of an identifier, and whether it still
+-- blocks re-creating the name (the tombstone).
+CREATE FUNCTION tms.purge_status(server name, namespace text, table_name text)
+RETURNS TABLE (job_id bigint, state text, blocks_recreate boolean, attempts integer,
+               last_error text, files_deleted bigint, created_at timestamptz,
+               finished_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT j.id, j.state, j.state IN ('PENDING', 'RUNNING'), j.attempts,
+           j.last_error, j.files_deleted, j.created_at, j.finished_at
+      FROM tms.iceberg_cleanup_job j
+     WHERE j.server = $1 AND j.namespace = $2 AND j.table_name = $3
+     ORDER BY (j.state IN ('PENDING', 'RUNNING')) DESC, j.id DESC
+     LIMIT 1
+$$;
+
+COMMENT ON FUNCTION tms.purge_status(name, text, text) IS
+    'latest purge job of a table identifier; blocks_recreate while it is PENDING or RUNNING';
+
+-- retry_purge: re-drive a FAILED job from scratch.
+CREATE FUNCTION tms.retry_purge(job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j tms.iceberg_cleanup_job;
+BEGIN
+    SELECT * INTO j FROM tms.iceberg_cleanup_job WHERE id = job_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'undefined_object',
+            MESSAGE = format('purge job %s does not exist', job_id);
+    END IF;
+    IF j.state <> 'FAILED' THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('purge job %s is %s, not FAILED', job_id, j.state),
+            HINT = 'Only a FAILED job can be retried; a PENDING or RUNNING one is retried by the workers.';
+    END IF;
+    UPDATE tms.iceberg_cleanup_job
+       SET state = 'PENDING', attempts = 0, finished_at = NULL, phase = NULL,
+           last_error = 'retried by ' || session_user || ' after: ' || coalesce(j.last_error, ''),
+           updated_at = now()
+     WHERE id = job_id;
+    PERFORM tms.schedule_task('purge', job_id::text);
+END
+$$;
+
+COMMENT ON FUNCTION tms.retry_purge(bigint) IS 're-drive a FAILED purge job';
+REVOKE ALL ON FUNCTION tms.retry_purge(bigint) FROM PUBLIC;
+
+-- prune_purge_jobs: delete SUCCEEDED and FAILED rows older than
+-- tms.purge_retention (also done by the workers after each job).
+CREATE FUNCTION tms.prune_purge_jobs()
+RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH gone AS (
+        DELETE FROM tms.iceberg_cleanup_job
+         WHERE state IN ('SUCCEEDED', 'FAILED')
+           AND finished_at < now() -
+               coalesce(current_setting('tms.purge_retention', true), '30d')::interval
+        RETURNING 1)
+    SELECT count(*) FROM gone
+$$;
+
+REVOKE ALL ON FUNCTION tms.prune_purge_jobs() FROM PUBLIC;
+
+-- The tombstone for catalogs whose pointers live in this database in the
+-- Iceberg JDBC layout: attach to their iceberg_tables table with
+--   CREATE TRIGGER tms_tombstone BEFORE INSERT ON iceberg_tables
+--     FOR EACH ROW EXECUTE FUNCTION tms.refuse_purging_tables('server' [, 'catalog_name']);
+-- It refuses a pointer row (create, register) for an identifier whose
+-- purge job of that tms server is PENDING or RUNNING.
+CREATE FUNCTION tms.refuse_purging_tables()
+RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r jsonb := to_jsonb(NEW);
+    j record;
+BEGIN
+    IF TG_NARGS < 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'invalid_parameter_value',
+            MESSAGE = 'tms.refuse_purging_tables() needs the tms server name as trigger argument',
+            HINT = 'CREATE TRIGGER ... EXECUTE FUNCTION tms.refuse_purging_tables(''server'').';
+    END IF;
+    IF TG_NARGS >= 2 AND r ->> 'catalog_name' IS DISTINCT FROM TG_ARGV[1] THEN
+        RETURN NEW;
+    END IF;
+    IF upper(coalesce(r ->> 'iceberg_type', 'TABLE')) <> 'TABLE' THEN
+        RETURN NEW;
+    END IF;
+    SELECT id, state INTO j FROM tms.iceberg_cleanup_job
+     WHERE server = TG_ARGV[0] AND namespace = r ->> 'table_namespace'
+       AND table_name = r ->> 'table_name' AND state IN ('PENDING', 'RUNNING');
+    IF FOUND THEN
+        -- an integrity violation: a JDBC catalog reports it as a conflict
+        RAISE EXCEPTION USING ERRCODE = 'integrity_constraint_violation',
+            MESSAGE = format('table %s.%s is being purged by tms purge job %s (%s)',
+                             r ->> 'table_namespace', r ->> 'table_name', j.id, j.state),
+            DETAIL = 'Its files are still being deleted; the name is free again when the job has SUCCEEDED or FAILED.',
+            HINT = format('SELECT * FROM tms.purge_jobs WHERE id = %s;', j.id);
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+COMMENT ON FUNCTION tms.refuse_purging_tables() IS
+    'trigger for a JDBC-layout iceberg_tables table: refuses re-creating a table whose purge is active';
+
+-- sql/install/60_policy.sql
 -- Maintenance policies: object groups, policies and rules, the tables tms
 -- knows in each catalog with their activity counters, per (table, rule)
 -- baselines, maintenance jobs and the evaluation log.  See doc/policies.md;

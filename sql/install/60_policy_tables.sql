@@ -1,0 +1,194 @@
+-- Maintenance policies, part 1: the tables.  Object groups, policies and
+-- rules, the tables tms knows in each catalog with their activity
+-- counters, per (table, rule) baselines, maintenance jobs and the
+-- evaluation log.  See doc/policies.md; the evaluation of a policy is C
+-- (src/ops/policy_*.c), run as a task of kind policy-expand by the pool
+-- workers, and by tms.evaluate_now().
+
+-- Iceberg tables tms has seen in each catalog, with activity counters
+-- accumulated from the commits (snapshots) it observed.
+CREATE TABLE tms.tables (
+    id                bigserial PRIMARY KEY,
+    server            name NOT NULL,
+    namespace         text NOT NULL,          -- levels joined with "."
+    table_name        text NOT NULL,
+    table_uuid        text,
+    metadata_location text,
+    etag              text,                   -- the catalog's ETag of that version
+    snapshot_id       bigint,                 -- current snapshot, NULL: none
+    commits           bigint NOT NULL DEFAULT 0 CHECK (commits >= 0),
+    bytes_added       bigint NOT NULL DEFAULT 0 CHECK (bytes_added >= 0),
+    first_commit_at   timestamptz,
+    last_commit_at    timestamptz,
+    discovered_at     timestamptz NOT NULL DEFAULT now(),
+    changed_at        timestamptz NOT NULL DEFAULT now(),
+    dropped_at        timestamptz,            -- gone from the catalog
+    UNIQUE (server, namespace, table_name)
+);
+
+COMMENT ON TABLE tms.tables IS
+    'Iceberg tables known per catalog server: current metadata, cumulative commits and added bytes';
+
+-- Target groups: tables of one catalog by glob patterns ("*", "?") over
+-- the namespace and table name, plus explicit members.
+CREATE TABLE tms.object_groups (
+    id                serial PRIMARY KEY,
+    name              text NOT NULL UNIQUE
+                      CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]*$' AND length(name) <= 63),
+    server            name NOT NULL,
+    namespace_pattern text,                   -- NULL: explicit members only
+    table_pattern     text NOT NULL DEFAULT '*',
+    owner             regrole NOT NULL,
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    -- roles the owner lets build policies on the group (tms.grant_object_group)
+    grantees          regrole[] NOT NULL DEFAULT '{}',
+    -- when a policy last refreshed the group's tables
+    refreshed_at      timestamptz
+);
+
+CREATE TABLE tms.object_group_members (
+    group_id          integer NOT NULL REFERENCES tms.object_groups ON DELETE CASCADE,
+    namespace         text NOT NULL,
+    table_name        text NOT NULL,
+    PRIMARY KEY (group_id, namespace, table_name)
+);
+
+CREATE TABLE tms.maintenance_policies (
+    id                serial PRIMARY KEY,
+    name              text NOT NULL UNIQUE
+                      CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]*$' AND length(name) <= 63),
+    group_id          integer NOT NULL REFERENCES tms.object_groups,
+    owner             regrole NOT NULL,       -- the run-as role
+    description       text,
+    active            boolean NOT NULL DEFAULT true,
+    time_window       jsonb,                  -- NULL: always open
+    created_at        timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE tms.maintenance_rules (
+    id                bigserial PRIMARY KEY,
+    policy_id         integer NOT NULL REFERENCES tms.maintenance_policies ON DELETE CASCADE,
+    operation         text NOT NULL,
+    engine            text NOT NULL,
+    options           jsonb NOT NULL DEFAULT '{}',
+    commits_threshold bigint CHECK (commits_threshold > 0),
+    bytes_threshold   bigint CHECK (bytes_threshold > 0),
+    time_threshold_ms bigint CHECK (time_threshold_ms > 0),
+    condition         text NOT NULL,
+    needs             text NOT NULL,          -- metric level of the condition
+    baseline_mode     text NOT NULL CHECK (baseline_mode IN ('catch-up', 'going-forward')),
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    CHECK (num_nonnulls(commits_threshold, bytes_threshold, time_threshold_ms) > 0)
+);
+
+CREATE INDEX maintenance_rules_policy_idx ON tms.maintenance_rules (policy_id);
+
+-- One row per maintenance run (Gravitino's table_maintenance_job):
+-- finished_at NULL means in flight (pending or running).
+CREATE TABLE tms.table_maintenance_job (
+    id                bigserial PRIMARY KEY,
+    table_id          bigint NOT NULL REFERENCES tms.tables,
+    rule_id           bigint,                 -- no FK: jobs outlive rules
+    policy_id         integer,
+    operation         text NOT NULL,
+    engine            text NOT NULL,
+    options           jsonb NOT NULL DEFAULT '{}',
+    state             text NOT NULL DEFAULT 'pending'
+                      CHECK (state IN ('pending', 'running', 'succeeded', 'failed', 'cancelled')),
+    task_kind         text,
+    task_instance     text,
+    engine_job_id     text,
+    before_snapshot_id bigint,
+    after_snapshot_id bigint,
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    started_at        timestamptz,
+    finished_at       timestamptz,
+    message           text,
+    CHECK ((finished_at IS NULL) = (state IN ('pending', 'running')))
+);
+
+CREATE INDEX table_maintenance_job_inflight_idx ON tms.table_maintenance_job (state)
+    WHERE finished_at IS NULL;
+CREATE INDEX table_maintenance_job_table_idx ON tms.table_maintenance_job (table_id, rule_id);
+
+-- Per (rule, table) baseline: the table's counters when the rule started
+-- watching it or its operation last finished, and when the thresholds are
+-- reached (due_*).  "triggered" is set when a commit observed by tms
+-- reaches a threshold; due_at is the time-elapsed deadline.  The candidate
+-- search reads only this table's indexes.
+CREATE TABLE tms.rule_baselines (
+    rule_id           bigint NOT NULL REFERENCES tms.maintenance_rules ON DELETE CASCADE,
+    table_id          bigint NOT NULL REFERENCES tms.tables ON DELETE CASCADE,
+    base_commits      bigint NOT NULL,
+    base_bytes        bigint NOT NULL,
+    since             timestamptz NOT NULL,
+    due_commits       bigint,
+    due_bytes         bigint,
+    due_at            timestamptz,
+    triggered         boolean NOT NULL DEFAULT false,
+    pending_job       bigint,                 -- in-flight job: no evaluation
+    last_evaluated_at timestamptz,
+    PRIMARY KEY (rule_id, table_id)
+);
+
+CREATE INDEX rule_baselines_triggered_idx ON tms.rule_baselines (rule_id)
+    WHERE triggered AND pending_job IS NULL;
+CREATE INDEX rule_baselines_due_idx ON tms.rule_baselines (rule_id, due_at)
+    WHERE pending_job IS NULL AND due_at IS NOT NULL;   -- rules with time-elapsed only
+CREATE INDEX rule_baselines_table_idx ON tms.rule_baselines (table_id);
+
+-- Every condition evaluation.  Self-contained: names and configuration are
+-- copied, so the row still explains itself after the rule or table is gone.
+CREATE TABLE tms.evaluation_log (
+    id                bigserial PRIMARY KEY,
+    evaluated_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    policy_id         integer,
+    policy_name       text,
+    rule_id           bigint,
+    operation         text,
+    table_id          bigint,
+    server            name,
+    namespace         text,
+    table_name        text,
+    thresholds        jsonb NOT NULL,         -- {"commits-added": 100, ...}
+    condition         text NOT NULL,
+    counters          jsonb NOT NULL,         -- values at evaluation time
+    metrics           jsonb,                  -- the metric values read
+    result            boolean,                -- NULL: evaluation failed
+    outcome           text NOT NULL,          -- ok, division_by_zero, error, ...
+    explanation       text,                   -- one line per comparison
+    explain           jsonb,                  -- per-node values
+    error             text,
+    decision          text NOT NULL,          -- submitted, not-needed, already-pending, failed
+    job_id            bigint
+);
+
+CREATE INDEX evaluation_log_time_idx ON tms.evaluation_log (evaluated_at);
+CREATE INDEX evaluation_log_table_idx ON tms.evaluation_log (table_name, evaluated_at);
+
+COMMENT ON TABLE tms.evaluation_log IS
+    'every policy condition evaluation: trigger configuration, counters, metrics, result with explanation, resulting job';
+
+-- The built-in task kind a submitted operation becomes; its cap follows
+-- tms.max_active_operations.
+INSERT INTO tms.task_kinds (kind, handler, max_concurrency, builtin)
+    VALUES ('maintenance', NULL, 8, true);
+INSERT INTO tms.task_slots (kind, slot)
+    SELECT 'maintenance', s FROM generate_series(1, 8) s;
+
+SELECT pg_catalog.pg_extension_config_dump('tms.tables', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.object_groups', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.object_group_members', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_policies', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_rules', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.rule_baselines', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.table_maintenance_job', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.evaluation_log', '');
+-- and their sequences, so that a restored database goes on numbering
+SELECT pg_catalog.pg_extension_config_dump('tms.tables_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.object_groups_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_policies_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_rules_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.table_maintenance_job_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.evaluation_log_id_seq', '');
+

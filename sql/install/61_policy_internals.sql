@@ -1,0 +1,393 @@
+-- Maintenance policies, part 2: internals.  Helpers in C, group
+-- membership and windows, baselines and observations, and the checks the
+-- API makes.  None of these is for PUBLIC.
+
+-- Next / previous firing of a 5-field cron expression in a time zone.
+CREATE FUNCTION tms.cron_next(expr text, after timestamptz DEFAULT now(),
+                              zone text DEFAULT 'UTC')
+RETURNS timestamptz
+LANGUAGE c STABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'tms_cron_next';
+
+COMMENT ON FUNCTION tms.cron_next(text, timestamptz, text) IS
+    'the first firing of a 5-field cron expression strictly after "after", in time zone "zone" (null: none within 30 years)';
+
+CREATE FUNCTION tms.cron_prev(expr text, before timestamptz DEFAULT now(),
+                              zone text DEFAULT 'UTC')
+RETURNS timestamptz
+LANGUAGE c STABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'tms_cron_prev';
+
+COMMENT ON FUNCTION tms.cron_prev(text, timestamptz, text) IS
+    'the last firing of a 5-field cron expression at or before "before", in time zone "zone"';
+
+GRANT EXECUTE ON FUNCTION tms.cron_next(text, timestamptz, text),
+                          tms.cron_prev(text, timestamptz, text) TO PUBLIC;
+
+-- Does s match the glob pattern ("*" any run of characters, "?" one
+-- character)?  The one implementation is C's (src/bridge/names.c), which
+-- the policy evaluation uses too.
+CREATE FUNCTION tms._glob_match(pattern text, s text)
+RETURNS boolean
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'tms_glob_match_sql';
+
+-- The path of the first credential in a JSON document, or NULL
+-- (src/bridge/secrets.c).
+CREATE FUNCTION tms._find_credential(doc jsonb)
+RETURNS text
+LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE
+AS 'MODULE_PATHNAME', 'tms_find_credential_sql';
+
+-- Compile a condition; returns the metric level it needs, or raises the
+-- compile error (SQLSTATE, caret excerpt in DETAIL).
+CREATE FUNCTION tms._compile_condition(condition text)
+RETURNS text
+LANGUAGE c IMMUTABLE STRICT
+AS 'MODULE_PATHNAME', 'tms_policy_compile_condition';
+
+-- Is table t in group g?
+CREATE FUNCTION tms._in_group(g tms.object_groups, t tms.tables)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT g.server = t.server AND t.dropped_at IS NULL AND (
+           (g.namespace_pattern IS NOT NULL
+            AND tms._glob_match(g.namespace_pattern, t.namespace)
+            AND tms._glob_match(g.table_pattern, t.table_name))
+        OR EXISTS (SELECT 1 FROM tms.object_group_members m
+                    WHERE m.group_id = g.id AND m.namespace = t.namespace
+                      AND m.table_name = t.table_name))
+$$;
+
+-- Is a time window open at "at"?  NULL window: always.
+CREATE FUNCTION tms.window_open(time_window jsonb, at timestamptz DEFAULT now())
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+    SELECT time_window IS NULL OR EXISTS (
+        SELECT 1
+          FROM jsonb_array_elements(time_window -> 'periods') p,
+               LATERAL tms.cron_prev(p ->> 'cron', at, time_window ->> 'time-zone-id') f
+         WHERE f IS NOT NULL
+           AND at < f + make_interval(secs => (p ->> 'duration')::float8 / 1000.0))
+$$;
+
+COMMENT ON FUNCTION tms.window_open(jsonb, timestamptz) IS
+    'true when "at" lies in a period of the window: previous firing <= at < previous firing + duration';
+
+GRANT EXECUTE ON FUNCTION tms.window_open(jsonb, timestamptz) TO PUBLIC;
+
+-- Baseline values for new (rule, table) pairs: of one rule (table_filter
+-- NULL) or of one table (rule_filter NULL).  catch-up: zero counters, time
+-- counted from the table's first known commit; going-forward: the table's
+-- current counters, time from now.  Planned for the filters it is given
+-- (custom plans), so each call uses the index its filter needs: a table
+-- joining is the common case, one row of tms.tables.
+CREATE FUNCTION tms._attach(rule_filter bigint, table_filter bigint)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan  -- tms.tables grows during a discovery
+AS $$
+DECLARE
+    n bigint;
+BEGIN
+    INSERT INTO tms.rule_baselines AS b
+           (rule_id, table_id, base_commits, base_bytes, since,
+            due_commits, due_bytes, due_at, triggered)
+    SELECT r.id, t.id, x.c, x.b, x.s,
+           x.c + r.commits_threshold, x.b + r.bytes_threshold,
+           x.s + make_interval(secs => r.time_threshold_ms / 1000.0),
+           (t.commits >= x.c + r.commits_threshold) IS TRUE
+             OR (t.bytes_added >= x.b + r.bytes_threshold) IS TRUE
+      FROM tms.maintenance_rules r
+      JOIN tms.maintenance_policies p ON p.id = r.policy_id
+      JOIN tms.object_groups g ON g.id = p.group_id
+      JOIN tms.tables t ON t.server = g.server AND tms._in_group(g, t)
+      CROSS JOIN LATERAL (
+          SELECT CASE WHEN r.baseline_mode = 'catch-up' THEN 0 ELSE t.commits END AS c,
+                 CASE WHEN r.baseline_mode = 'catch-up' THEN 0 ELSE t.bytes_added END AS b,
+                 CASE WHEN r.baseline_mode = 'catch-up'
+                      THEN least(coalesce(t.first_commit_at, now()), now())
+                      ELSE now() END AS s) x
+     WHERE (rule_filter IS NULL OR r.id = rule_filter)
+       AND (table_filter IS NULL OR t.id = table_filter)
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+
+-- Record what a policy's refresh observed of a table: upsert tms.tables with
+-- the commits seen since the last observation, attach it to the groups it
+-- belongs to (creating baselines), and mark the (table, rule) pairs whose
+-- commit or byte threshold it now reaches.  Returns the table id.
+CREATE FUNCTION tms.observe_table(server name, namespace text, table_name text,
+                                  table_uuid text, metadata_location text,
+                                  snapshot_id bigint,
+                                  new_commits bigint DEFAULT 0,
+                                  new_bytes bigint DEFAULT 0,
+                                  first_commit_at timestamptz DEFAULT NULL,
+                                  last_commit_at timestamptz DEFAULT NULL,
+                                  etag text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan  -- tms.tables grows during a discovery
+AS $$
+DECLARE
+    tid bigint;
+    is_new boolean;
+BEGIN
+    INSERT INTO tms.tables AS t (server, namespace, table_name, table_uuid,
+                                 metadata_location, snapshot_id, commits,
+                                 bytes_added, first_commit_at, last_commit_at, etag)
+    VALUES (observe_table.server, observe_table.namespace, observe_table.table_name,
+            observe_table.table_uuid, observe_table.metadata_location,
+            observe_table.snapshot_id, greatest(new_commits, 0), greatest(new_bytes, 0),
+            observe_table.first_commit_at, observe_table.last_commit_at, observe_table.etag)
+    ON CONFLICT ON CONSTRAINT tables_server_namespace_table_name_key DO UPDATE
+       SET table_uuid = EXCLUDED.table_uuid,
+           metadata_location = EXCLUDED.metadata_location,
+           snapshot_id = EXCLUDED.snapshot_id,
+           commits = t.commits + EXCLUDED.commits,
+           bytes_added = t.bytes_added + EXCLUDED.bytes_added,
+           first_commit_at = coalesce(t.first_commit_at, EXCLUDED.first_commit_at),
+           last_commit_at = greatest(t.last_commit_at, EXCLUDED.last_commit_at),
+           etag = EXCLUDED.etag,
+           changed_at = now(),
+           dropped_at = NULL
+    RETURNING t.id, (xmax = 0) INTO tid, is_new;
+
+    -- a new table (or one back from the dead) joins its groups now
+    PERFORM tms._attach(NULL, tid);
+    IF new_commits > 0 OR new_bytes > 0 THEN
+        UPDATE tms.rule_baselines b
+           SET triggered = true
+          FROM tms.tables t
+         WHERE b.table_id = tid AND t.id = tid AND NOT b.triggered
+           AND (t.commits >= b.due_commits OR t.bytes_added >= b.due_bytes);
+    END IF;
+    RETURN tid;
+END
+$$;
+
+COMMENT ON FUNCTION tms.observe_table(name, text, text, text, text, bigint, bigint, bigint, timestamptz, timestamptz, text) IS
+    'record commits observed on a table (used by the policy evaluation; tests may simulate commits with it)';
+
+REVOKE ALL ON FUNCTION tms.observe_table(name, text, text, text, text, bigint, bigint, bigint, timestamptz, timestamptz, text) FROM PUBLIC;
+
+-- Mark a table dropped: it leaves every group.
+CREATE FUNCTION tms._table_dropped(tid bigint)
+RETURNS void
+LANGUAGE sql
+AS $$
+    UPDATE tms.tables SET dropped_at = now() WHERE id = tid AND dropped_at IS NULL;
+    DELETE FROM tms.rule_baselines WHERE table_id = tid AND pending_job IS NULL;
+$$;
+
+-- Reset a baseline to the table's current counters (the rule's operation
+-- finished, or it was evaluated and found not needed for time-elapsed).
+CREATE FUNCTION tms._reset_baseline(rid bigint, tid bigint)
+RETURNS void
+LANGUAGE sql
+AS $$
+    UPDATE tms.rule_baselines b
+       SET base_commits = t.commits, base_bytes = t.bytes_added, since = now(),
+           due_commits = t.commits + r.commits_threshold,
+           due_bytes = t.bytes_added + r.bytes_threshold,
+           due_at = now() + make_interval(secs => r.time_threshold_ms / 1000.0),
+           triggered = false, pending_job = NULL
+      FROM tms.tables t, tms.maintenance_rules r
+     WHERE b.rule_id = rid AND b.table_id = tid AND t.id = tid AND r.id = rid;
+$$;
+
+-- The policy's row: raise unless it exists and the acting role owns it
+-- (has the privileges of its owner role).
+CREATE FUNCTION tms._own_policy(acting regrole, policy_name text)
+RETURNS tms.maintenance_policies
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p tms.maintenance_policies;
+BEGIN
+    SELECT * INTO p FROM tms.maintenance_policies WHERE name = policy_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'policy "%" does not exist', policy_name
+              USING ERRCODE = 'undefined_object',
+                    HINT = 'See SELECT name FROM tms.policies.';
+    END IF;
+    IF NOT pg_has_role(acting, p.owner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of policy "%"', policy_name
+              USING ERRCODE = 'insufficient_privilege',
+                    DETAIL = format('The policy is owned by role %s.', p.owner);
+    END IF;
+    RETURN p;
+END
+$$;
+
+-- The server must be a tms_iceberg server the role may use.
+CREATE FUNCTION tms._check_server(srv name, who regrole)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    wrapper name;
+BEGIN
+    SELECT w.fdwname INTO wrapper
+      FROM pg_foreign_server s JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+     WHERE s.srvname = srv;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'server "%" does not exist', srv
+              USING ERRCODE = 'undefined_object',
+                    HINT = 'Create it with CREATE SERVER ... FOREIGN DATA WRAPPER tms_iceberg.';
+    END IF;
+    IF wrapper <> 'tms_iceberg' THEN
+        RAISE EXCEPTION 'server "%" is not a tms_iceberg server', srv
+              USING ERRCODE = 'wrong_object_type',
+                    DETAIL = format('It uses the foreign-data wrapper "%s".', wrapper);
+    END IF;
+    IF NOT has_server_privilege(who, srv, 'USAGE') THEN
+        RAISE EXCEPTION 'permission denied for foreign server %', srv
+              USING ERRCODE = 'insufficient_privilege',
+                    DETAIL = format('Role %s has no USAGE privilege on the server; a policy acts with its owner''s user mapping.', who),
+                    HINT = format('GRANT USAGE ON FOREIGN SERVER %I TO %I;', srv, who::text);
+    END IF;
+END
+$$;
+
+-- Validate a time window document.
+CREATE FUNCTION tms._check_window(w jsonb)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    k text;
+    p jsonb;
+    zone text;
+    i integer := 0;
+BEGIN
+    IF w IS NULL THEN
+        RETURN;
+    END IF;
+    IF jsonb_typeof(w) <> 'object' THEN
+        RAISE EXCEPTION 'invalid time window'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('The window must be a JSON object, not %s.', jsonb_typeof(w)),
+                    HINT = 'Example: {"time-zone-id": "Europe/Moscow", "periods": [{"cron": "0 2 * * 1-5", "duration": 14400000}]}';
+    END IF;
+    FOR k IN SELECT jsonb_object_keys(w) LOOP
+        IF k NOT IN ('time-zone-id', 'periods') THEN
+            RAISE EXCEPTION 'invalid time window'
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('Unknown key "%s".', k),
+                        HINT = 'A window has the keys "time-zone-id" and "periods".';
+        END IF;
+    END LOOP;
+    IF jsonb_typeof(w -> 'time-zone-id') IS DISTINCT FROM 'string' THEN
+        RAISE EXCEPTION 'invalid time window'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = 'The window has no "time-zone-id" string.';
+    END IF;
+    zone := w ->> 'time-zone-id';
+    PERFORM tms.cron_next('* * * * *', now(), zone);   -- raises on an unknown zone
+    IF jsonb_typeof(w -> 'periods') IS DISTINCT FROM 'array'
+       OR jsonb_array_length(w -> 'periods') = 0 THEN
+        RAISE EXCEPTION 'invalid time window'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = 'The window needs a non-empty "periods" array.';
+    END IF;
+    FOR p IN SELECT jsonb_array_elements(w -> 'periods') LOOP
+        i := i + 1;
+        IF jsonb_typeof(p) <> 'object' OR jsonb_typeof(p -> 'cron') IS DISTINCT FROM 'string'
+           OR jsonb_typeof(p -> 'duration') IS DISTINCT FROM 'number' THEN
+            RAISE EXCEPTION 'invalid time window'
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('Period %s must be an object with a "cron" string and a "duration" number of milliseconds.', i);
+        END IF;
+        FOR k IN SELECT jsonb_object_keys(p) LOOP
+            IF k NOT IN ('cron', 'duration') THEN
+                RAISE EXCEPTION 'invalid time window'
+                      USING ERRCODE = 'invalid_parameter_value',
+                            DETAIL = format('Period %s has the unknown key "%s".', i, k);
+            END IF;
+        END LOOP;
+        IF (p ->> 'duration')::numeric <= 0 OR (p ->> 'duration')::numeric <> trunc((p ->> 'duration')::numeric)
+           OR (p ->> 'duration')::numeric > 31622400000 THEN
+            RAISE EXCEPTION 'invalid time window'
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('Period %s has duration %s; it must be a whole number of milliseconds between 1 and 31622400000 (366 days).', i, p ->> 'duration');
+        END IF;
+        IF tms.cron_next(p ->> 'cron', now(), zone) IS NULL THEN   -- raises when invalid
+            RAISE EXCEPTION 'invalid time window'
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('The cron expression "%s" of period %s never fires.', p ->> 'cron', i);
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- Reject credentials anywhere in an options document: a credential-shaped
+-- key, or a string value holding one ("...secret.key=..."), at any depth.
+-- The one list of credential-shaped names is C's (src/io/secrets.c).
+CREATE FUNCTION tms._check_options(options jsonb)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    found text;
+BEGIN
+    IF jsonb_typeof(options) <> 'object' THEN
+        RAISE EXCEPTION 'invalid rule options'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('Options must be a JSON object, not %s.', jsonb_typeof(options));
+    END IF;
+    found := tms._find_credential(options);
+    IF found IS NOT NULL THEN
+        RAISE EXCEPTION 'rule options must not contain credentials'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('The %s looks like a credential.', found),
+                    HINT = 'Credentials belong in the user mapping of the policy owner for the catalog server (CREATE USER MAPPING ... OPTIONS (...)), never in policy content.';
+    END IF;
+END
+$$;
+
+-- The group's row: raise unless it exists and the acting role owns it.
+CREATE FUNCTION tms._own_group(acting regrole, group_name text)
+RETURNS tms.object_groups
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g tms.object_groups;
+BEGIN
+    SELECT * INTO g FROM tms.object_groups WHERE name = group_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'object group "%" does not exist', group_name
+              USING ERRCODE = 'undefined_object';
+    END IF;
+    IF NOT pg_has_role(acting, g.owner, 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of object group "%"', group_name
+              USING ERRCODE = 'insufficient_privilege',
+                    DETAIL = format('The group is owned by role %s.', g.owner);
+    END IF;
+    RETURN g;
+END
+$$;
+
+-- May the acting role build a policy on the group?  Its owner may, and the
+-- roles the owner granted it to (tms.grant_object_group).
+CREATE FUNCTION tms._may_use_group(acting regrole, g tms.object_groups)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_has_role(acting, g.owner, 'USAGE')
+        OR EXISTS (SELECT 1 FROM unnest(g.grantees) r WHERE pg_has_role(acting, r, 'USAGE'))
+$$;

@@ -1,0 +1,493 @@
+-- Maintenance policies, part 3: the SQL API.  Each public function is a
+-- C entry point (tms_api_call) that takes the acting role, switches to the
+-- extension owner and calls the internal function of the same name with a
+-- leading underscore, which checks that role's privileges and does the
+-- work; no function here is SECURITY DEFINER.
+
+CREATE FUNCTION tms._create_object_group(acting regrole, name text, server name, namespace_pattern text, table_pattern text)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    gid integer;
+    who regrole := acting;
+BEGIN
+    IF name IS NULL OR name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]*$' OR length(name) > 63 THEN
+        RAISE EXCEPTION 'invalid object group name "%"', name
+              USING ERRCODE = 'invalid_name',
+                    HINT = 'Use up to 63 letters, digits, "_", "." and "-", starting with a letter or digit.';
+    END IF;
+    IF server IS NULL THEN
+        RAISE EXCEPTION 'an object group needs a server' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM tms._check_server(server, who);
+    IF table_pattern IS NULL OR table_pattern = '' OR namespace_pattern = '' THEN
+        RAISE EXCEPTION 'invalid object group pattern'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = 'Patterns must not be empty.',
+                    HINT = 'Use "*" to match every namespace or table.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM tms.object_groups g WHERE g.name = _create_object_group.name) THEN
+        RAISE EXCEPTION 'object group "%" already exists', name USING ERRCODE = 'duplicate_object';
+    END IF;
+    INSERT INTO tms.object_groups (name, server, namespace_pattern, table_pattern, owner)
+    VALUES (_create_object_group.name, _create_object_group.server,
+            _create_object_group.namespace_pattern, _create_object_group.table_pattern, who)
+    RETURNING id INTO gid;
+    RETURN gid;
+END
+$$;
+
+CREATE FUNCTION tms._add_group_member(acting regrole, group_name text, namespace text, table_name text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g tms.object_groups := tms._own_group(acting, group_name);
+    tid bigint;
+BEGIN
+    IF namespace IS NULL OR table_name IS NULL OR namespace = '' OR table_name = '' THEN
+        RAISE EXCEPTION 'a group member needs a namespace and a table name'
+              USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    INSERT INTO tms.object_group_members VALUES (g.id, namespace, table_name)
+    ON CONFLICT DO NOTHING;
+    SELECT id INTO tid FROM tms.tables t
+     WHERE t.server = g.server AND t.namespace = _add_group_member.namespace
+       AND t.table_name = _add_group_member.table_name;
+    IF FOUND THEN
+        PERFORM tms._attach(NULL, tid);
+    END IF;
+END
+$$;
+
+CREATE FUNCTION tms._remove_group_member(acting regrole, group_name text, namespace text, table_name text)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g tms.object_groups := tms._own_group(acting, group_name);
+BEGIN
+    DELETE FROM tms.object_group_members m
+     WHERE m.group_id = g.id AND m.namespace = _remove_group_member.namespace
+       AND m.table_name = _remove_group_member.table_name;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    -- pairs of tables no longer in the group go, unless an operation is in flight
+    DELETE FROM tms.rule_baselines b
+     USING tms.maintenance_rules r, tms.maintenance_policies p, tms.tables t
+     WHERE b.rule_id = r.id AND r.policy_id = p.id AND p.group_id = g.id
+       AND t.id = b.table_id AND b.pending_job IS NULL AND NOT tms._in_group(g, t);
+    RETURN true;
+END
+$$;
+
+CREATE FUNCTION tms._drop_object_group(acting regrole, name text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g tms.object_groups := tms._own_group(acting, name);
+    users text;
+BEGIN
+    SELECT string_agg(p.name, ', ' ORDER BY p.name) INTO users
+      FROM tms.maintenance_policies p WHERE p.group_id = g.id;
+    IF users IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot drop object group "%" because policies use it', name
+              USING ERRCODE = 'dependent_objects_still_exist',
+                    DETAIL = format('Used by: %s.', users),
+                    HINT = 'Drop those policies first.';
+    END IF;
+    DELETE FROM tms.object_groups WHERE id = g.id;
+END
+$$;
+
+CREATE FUNCTION tms._create_policy(acting regrole, name text, group_name text, description text, time_window jsonb, active boolean)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    who regrole := acting;
+    g tms.object_groups;
+    pid integer;
+BEGIN
+    IF name IS NULL OR name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]*$' OR length(name) > 63 THEN
+        RAISE EXCEPTION 'invalid policy name "%"', name
+              USING ERRCODE = 'invalid_name',
+                    HINT = 'Use up to 63 letters, digits, "_", "." and "-", starting with a letter or digit.';
+    END IF;
+    SELECT * INTO g FROM tms.object_groups WHERE object_groups.name = group_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'object group "%" does not exist', group_name
+              USING ERRCODE = 'undefined_object',
+                    HINT = 'Create it with tms.create_object_group().';
+    END IF;
+    -- a group is used with its owner's consent: ownership or a grant
+    IF NOT tms._may_use_group(who, g) THEN
+        RAISE EXCEPTION 'permission denied for object group "%"', group_name
+              USING ERRCODE = 'insufficient_privilege',
+                    DETAIL = format('The group is owned by role %s, which has not granted it to role %s.', g.owner, who),
+                    HINT = format('The owner may run SELECT tms.grant_object_group(%L, %L);', g.name, who::text);
+    END IF;
+    -- the policy runs as its owner: the owner must be able to use the catalog
+    PERFORM tms._check_server(g.server, who);
+    PERFORM tms._check_window(time_window);
+    IF EXISTS (SELECT 1 FROM tms.maintenance_policies p WHERE p.name = _create_policy.name) THEN
+        RAISE EXCEPTION 'policy "%" already exists', name USING ERRCODE = 'duplicate_object';
+    END IF;
+    INSERT INTO tms.maintenance_policies (name, group_id, owner, description, active, time_window)
+    VALUES (_create_policy.name, g.id, who, _create_policy.description,
+            coalesce(_create_policy.active, true), time_window)
+    RETURNING id INTO pid;
+    -- its evaluation: a task the pool runs now and every evaluation interval
+    PERFORM tms.schedule_task('policy-expand', pid::text);
+    RETURN pid;
+END
+$$;
+
+CREATE FUNCTION tms._add_rule(acting regrole, policy_name text, operation text, engine text, counters jsonb, condition text, baseline_mode text, options jsonb)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p tms.maintenance_policies := tms._own_policy(acting, policy_name);
+    k text;
+    v jsonb;
+    thr jsonb := '{}';
+    needs text;
+    rid bigint;
+    ops CONSTANT text[] := ARRAY['compaction', 'manifest-rewrite', 'snapshot-expiry', 'orphan-cleanup'];
+    engines CONSTANT text[] := ARRAY['local', 'spark', 'trino'];
+BEGIN
+    IF operation IS NULL OR NOT operation = ANY (ops) THEN
+        RAISE EXCEPTION 'unknown maintenance operation "%"', operation
+              USING ERRCODE = 'invalid_parameter_value',
+                    HINT = 'Operations are compaction, manifest-rewrite, snapshot-expiry and orphan-cleanup.';
+    END IF;
+    IF engine IS NULL OR NOT engine = ANY (engines) THEN
+        RAISE EXCEPTION 'unknown maintenance engine "%"', engine
+              USING ERRCODE = 'invalid_parameter_value',
+                    HINT = 'Engines are local, spark and trino.';
+    END IF;
+    IF engine = 'local' AND operation IN ('compaction', 'manifest-rewrite') THEN
+        RAISE EXCEPTION 'engine "local" cannot run operation "%"', operation
+              USING ERRCODE = 'feature_not_supported',
+                    DETAIL = 'The local engine runs only light operations: snapshot-expiry and orphan-cleanup.',
+                    HINT = 'Use engine "spark".';
+    END IF;
+
+    -- counters: at least one threshold, each a positive integer
+    IF counters IS NULL OR jsonb_typeof(counters) <> 'object' THEN
+        RAISE EXCEPTION 'invalid rule counters'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = 'Counters must be a JSON object such as {"commits-added": 100}.';
+    END IF;
+    FOR k, v IN SELECT * FROM jsonb_each(counters) LOOP
+        IF k NOT IN ('commits-added', 'bytes-added', 'time-elapsed') THEN
+            RAISE EXCEPTION 'unknown activity counter "%"', k
+                  USING ERRCODE = 'invalid_parameter_value',
+                        HINT = 'Counters are commits-added, bytes-added and time-elapsed (milliseconds).';
+        END IF;
+        IF jsonb_typeof(v) <> 'number' OR (v::text)::numeric <> trunc((v::text)::numeric)
+           OR (v::text)::numeric > 9223372036854775807 THEN
+            RAISE EXCEPTION 'invalid threshold for counter "%"', k
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('The threshold is %s; it must be a whole number.', v);
+        END IF;
+        IF (v::text)::numeric <= 0 THEN
+            RAISE EXCEPTION 'threshold for counter "%" must be greater than zero', k
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('The threshold is %s.', v);
+        END IF;
+    END LOOP;
+    IF NOT (counters ? 'commits-added' OR counters ? 'bytes-added' OR counters ? 'time-elapsed') THEN
+        RAISE EXCEPTION 'a rule needs at least one counter threshold'
+              USING ERRCODE = 'invalid_parameter_value',
+                    HINT = 'Give commits-added, bytes-added or time-elapsed, e.g. {"commits-added": 100}.';
+    END IF;
+    -- orphan-cleanup scans storage: schedule only, never on commits
+    IF operation = 'orphan-cleanup' AND (counters ? 'commits-added' OR counters ? 'bytes-added') THEN
+        RAISE EXCEPTION 'orphan-cleanup cannot be triggered by commits'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = 'The rule has a commits-added or bytes-added threshold; orphan-cleanup scans storage and runs on a schedule only.',
+                    HINT = 'Use only the time-elapsed counter for orphan-cleanup.';
+    END IF;
+
+    IF baseline_mode IS NULL OR baseline_mode NOT IN ('catch-up', 'going-forward') THEN
+        RAISE EXCEPTION 'invalid baseline mode "%"', baseline_mode
+              USING ERRCODE = 'invalid_parameter_value',
+                    HINT = 'Baseline modes are catch-up and going-forward.';
+    END IF;
+    PERFORM tms._check_options(coalesce(options, '{}'));
+    IF condition IS NULL THEN
+        RAISE EXCEPTION 'a rule needs a condition' USING ERRCODE = 'null_value_not_allowed',
+              HINT = 'Use ''true'' to act whenever the counters fire.';
+    END IF;
+    needs := tms._compile_condition(condition);
+
+    INSERT INTO tms.maintenance_rules (policy_id, operation, engine, options,
+                                       commits_threshold, bytes_threshold,
+                                       time_threshold_ms, condition, needs,
+                                       baseline_mode)
+    VALUES (p.id, operation, engine, coalesce(options, '{}'),
+            (counters ->> 'commits-added')::bigint, (counters ->> 'bytes-added')::bigint,
+            (counters ->> 'time-elapsed')::bigint, condition, needs, baseline_mode)
+    RETURNING id INTO rid;
+    PERFORM tms._attach(rid, NULL);
+    RETURN rid;
+END
+$$;
+
+CREATE FUNCTION tms._drop_rule(acting regrole, rule_id bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    pname text;
+BEGIN
+    SELECT p.name INTO pname FROM tms.maintenance_rules r
+      JOIN tms.maintenance_policies p ON p.id = r.policy_id WHERE r.id = rule_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'rule % does not exist', rule_id USING ERRCODE = 'undefined_object';
+    END IF;
+    PERFORM tms._own_policy(acting, pname);
+    DELETE FROM tms.maintenance_rules WHERE id = rule_id;
+END
+$$;
+
+CREATE FUNCTION tms._set_policy_active(acting regrole, name text, active boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p tms.maintenance_policies := tms._own_policy(acting, name);
+BEGIN
+    IF active IS NULL THEN
+        RAISE EXCEPTION 'active must be true or false' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    UPDATE tms.maintenance_policies SET active = _set_policy_active.active WHERE id = p.id;
+    IF active THEN
+        PERFORM tms.schedule_task('policy-expand', p.id::text);
+    END IF;
+END
+$$;
+
+CREATE FUNCTION tms._set_policy_window(acting regrole, name text, time_window jsonb)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p tms.maintenance_policies := tms._own_policy(acting, name);
+BEGIN
+    PERFORM tms._check_window(time_window);
+    UPDATE tms.maintenance_policies SET time_window = _set_policy_window.time_window WHERE id = p.id;
+    PERFORM tms.schedule_task('policy-expand', p.id::text);
+END
+$$;
+
+CREATE FUNCTION tms._drop_policy(acting regrole, name text)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    p tms.maintenance_policies := tms._own_policy(acting, name);
+BEGIN
+    DELETE FROM tms.maintenance_policies WHERE id = p.id;
+    -- its evaluation task; a running one ends by itself, finding no policy
+    DELETE FROM tms.scheduled_tasks
+     WHERE task_name = 'policy-expand' AND task_instance = p.id::text AND NOT picked;
+END
+$$;
+
+
+CREATE FUNCTION tms._grant_object_group(acting regrole, group_name text, grantee regrole)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g tms.object_groups := tms._own_group(acting, group_name);
+BEGIN
+    IF grantee IS NULL THEN
+        RAISE EXCEPTION 'grantee must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    UPDATE tms.object_groups
+       SET grantees = array_append(grantees, grantee)
+     WHERE id = g.id AND NOT grantee = ANY (grantees);
+END
+$$;
+
+CREATE FUNCTION tms._revoke_object_group(acting regrole, group_name text, grantee regrole)
+RETURNS boolean
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g tms.object_groups := tms._own_group(acting, group_name);
+    users text;
+BEGIN
+    SELECT string_agg(p.name, ', ' ORDER BY p.name) INTO users
+      FROM tms.maintenance_policies p
+     WHERE p.group_id = g.id AND p.owner = grantee AND NOT pg_has_role(grantee, g.owner, 'USAGE');
+    IF users IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot revoke object group "%" from role % because its policies use it',
+                        group_name, grantee
+              USING ERRCODE = 'dependent_objects_still_exist',
+                    DETAIL = format('Policies of role %s on the group: %s.', grantee, users),
+                    HINT = 'Drop those policies first.';
+    END IF;
+    UPDATE tms.object_groups SET grantees = array_remove(grantees, grantee)
+     WHERE id = g.id AND grantee = ANY (grantees);
+    RETURN FOUND;
+END
+$$;
+
+-- ---------------------------------------------------------------------
+-- The public functions: each calls its internal function above as the
+-- extension owner, passing the acting role first (src/sql_api/api.c).
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION tms.create_object_group(name text, server name,
+                                        namespace_pattern text DEFAULT NULL,
+                                        table_pattern text DEFAULT '*')
+RETURNS integer
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.create_object_group(text, name, text, text) IS
+    'create a target group: the tables of a catalog server whose namespace and name match glob patterns, plus explicit members';
+
+CREATE FUNCTION tms.add_group_member(group_name text, namespace text, table_name text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.add_group_member(text, text, text) IS
+    'add an explicit member table to an object group';
+
+CREATE FUNCTION tms.remove_group_member(group_name text, namespace text, table_name text)
+RETURNS boolean
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.remove_group_member(text, text, text) IS
+    'remove an explicit member table from an object group';
+
+CREATE FUNCTION tms.drop_object_group(name text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.drop_object_group(text) IS
+    'drop an object group no policy uses';
+
+CREATE FUNCTION tms.grant_object_group(group_name text, grantee regrole)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.grant_object_group(text, regrole) IS
+    'let a role build policies on an object group';
+
+CREATE FUNCTION tms.revoke_object_group(group_name text, grantee regrole)
+RETURNS boolean
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.revoke_object_group(text, regrole) IS
+    'take back a grant of an object group';
+
+CREATE FUNCTION tms.create_policy(name text, group_name text,
+                                  description text DEFAULT NULL,
+                                  time_window jsonb DEFAULT NULL,
+                                  active boolean DEFAULT true)
+RETURNS integer
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.create_policy(text, text, text, jsonb, boolean) IS
+    'create a maintenance policy over an object group, owned by (and run as) the acting role';
+
+CREATE FUNCTION tms.add_rule(policy_name text, operation text, engine text,
+                             counters jsonb,
+                             condition text DEFAULT 'true',
+                             baseline_mode text DEFAULT 'catch-up',
+                             options jsonb DEFAULT '{}')
+RETURNS bigint
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb) IS
+    'add a rule to a policy: operation, engine, counter thresholds, DSL condition, baseline mode, options';
+
+CREATE FUNCTION tms.drop_rule(rule_id bigint)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.drop_rule(bigint) IS
+    'drop a rule of a policy';
+
+CREATE FUNCTION tms.set_policy_active(name text, active boolean)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.set_policy_active(text, boolean) IS
+    'activate or deactivate a policy';
+
+CREATE FUNCTION tms.set_policy_window(name text, time_window jsonb)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.set_policy_window(text, jsonb) IS
+    'set (NULL: remove) the time window of a policy';
+
+CREATE FUNCTION tms.drop_policy(name text)
+RETURNS void
+LANGUAGE c VOLATILE
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.drop_policy(text) IS
+    'drop a policy with its rules';
+
+REVOKE ALL ON FUNCTION
+    tms._create_object_group(regrole, text, name, text, text),
+    tms._add_group_member(regrole, text, text, text),
+    tms._remove_group_member(regrole, text, text, text),
+    tms._drop_object_group(regrole, text),
+    tms._grant_object_group(regrole, text, regrole),
+    tms._revoke_object_group(regrole, text, regrole),
+    tms._create_policy(regrole, text, text, text, jsonb, boolean),
+    tms._add_rule(regrole, text, text, text, jsonb, text, text, jsonb),
+    tms._drop_rule(regrole, bigint),
+    tms._set_policy_active(regrole, text, boolean),
+    tms._set_policy_window(regrole, text, jsonb),
+    tms._drop_policy(regrole, text)
+  FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION
+    tms.create_object_group(text, name, text, text),
+    tms.add_group_member(text, text, text),
+    tms.remove_group_member(text, text, text),
+    tms.drop_object_group(text),
+    tms.grant_object_group(text, regrole),
+    tms.revoke_object_group(text, regrole),
+    tms.create_policy(text, text, text, jsonb, boolean),
+    tms.add_rule(text, text, text, jsonb, text, text, jsonb),
+    tms.drop_rule(bigint),
+    tms.set_policy_active(text, boolean),
+    tms.set_policy_window(text, jsonb),
+    tms.drop_policy(text)
+  TO PUBLIC;
