@@ -2,6 +2,7 @@
 # make test: install what is missing, build, install, then run every test:
 #
 #   0. nothing names shared/          (scripts/check-standalone.sh)
+#      the layers are one-way         (scripts/check-layers.sh)
 #   1. plain-C unit drivers           (make unit)
 #   2. pg_regress                     (make installcheck, sql/ + expected/, on
 #                                      a temporary instance of its own in
@@ -90,6 +91,9 @@ failed=()
 
 echo "== nothing names the shared/ reference tree (scripts/check-standalone.sh)"
 bash scripts/check-standalone.sh || failed+=(standalone)
+
+echo "== the includes of src/ follow the layers (scripts/check-layers.sh)"
+bash scripts/check-layers.sh || failed+=(layers)
 
 echo "== unit tests (make unit)"
 make -s unit || failed+=(unit)
