@@ -8,8 +8,7 @@
  *
  *		dataFiles > 100 AND avgDataFileSize < 128MB
  *
- * (the language is specified in design/policy-dsl.md; doc/dsl.md is the
- * user reference).  dsl_compile() turns the text into a dsl_program, or
+ * (doc/dsl.md is the language's reference).  dsl_compile() turns the text into a dsl_program, or
  * into a dsl_error that carries the position of the offending token, a
  * caret excerpt and a "did you mean" hint.  The program says what it needs
  * (metric level, variables, whether it reads the per-file stream), so the
