@@ -28,6 +28,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
@@ -519,19 +520,27 @@ policy_evaluate_candidates(PolicyRun *r)
 	{
 		for (;;)
 		{
+			instr_time	t0,
+						t1,
+						t2;
+
 			MemoryContextReset(b->cxt);
+			INSTR_TIME_SET_CURRENT(t0);
 			if (!policy_step(r, candidates_step, b))
 			{
 				ok = false;
 				break;
 			}
-			if (b->n == 0)
-				break;
-			if (!evaluate_batch(b, &progs, pre))
-			{
+			INSTR_TIME_SET_CURRENT(t1);
+			if (b->n > 0 && !evaluate_batch(b, &progs, pre))
 				ok = false;
+			INSTR_TIME_SET_CURRENT(t2);
+			INSTR_TIME_SUBTRACT(t2, t1);
+			INSTR_TIME_SUBTRACT(t1, t0);
+			r->candidates_ms += INSTR_TIME_GET_MILLISEC(t1);
+			r->evaluate_ms += INSTR_TIME_GET_MILLISEC(t2);
+			if (!ok || b->n == 0)
 				break;
-			}
 		}
 	}
 	PG_FINALLY();

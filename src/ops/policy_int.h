@@ -51,9 +51,12 @@ typedef struct PolicyRun
 	ErrorData  *error;			/* task mode: the failure that ended the run */
 	Tuplestorestate *tupstore;	/* evaluate_now: result rows */
 	TupleDesc	desc;
-	int			evaluated;		/* statistics of the run */
+	int			evaluated;		/* statistics of the run (DEBUG1) */
 	uint64		requests_refresh;
 	uint64		requests_evaluate;
+	double		refresh_ms;
+	double		candidates_ms;	/* the candidate queries */
+	double		evaluate_ms;	/* loads, evaluations, records */
 } PolicyRun;
 
 /*

@@ -32,6 +32,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "portability/instr_time.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -253,9 +254,15 @@ run_policy(PolicyRun *r, bool refresh, bool evaluate)
 	PG_TRY();
 	{
 		uint64		req0 = io_catalog_request_count(r->conn->catalog);
+		instr_time	t0,
+					t1;
 
+		INSTR_TIME_SET_CURRENT(t0);
 		if (refresh)
 			ok = policy_refresh_group(r);
+		INSTR_TIME_SET_CURRENT(t1);
+		INSTR_TIME_SUBTRACT(t1, t0);
+		r->refresh_ms = INSTR_TIME_GET_MILLISEC(t1);
 		r->requests_refresh = io_catalog_request_count(r->conn->catalog) - req0;
 		if (ok && evaluate)
 			ok = policy_evaluate_candidates(r);
@@ -268,6 +275,11 @@ run_policy(PolicyRun *r, bool refresh, bool evaluate)
 			tms_catalog_release(r->conn);
 	}
 	PG_END_TRY();
+	elog(DEBUG1, "tms: policy \"%s\": refresh %.1f ms (" UINT64_FORMAT " catalog requests),"
+		 " candidate query %.3f ms (%d candidates), evaluation %.1f ms (" UINT64_FORMAT
+		 " catalog requests)",
+		 r->policy->name, r->refresh_ms, r->requests_refresh, r->candidates_ms,
+		 r->evaluated, r->evaluate_ms, r->requests_evaluate);
 	return ok;
 }
 
@@ -303,9 +315,6 @@ policy_expand_task(SchedTask *task, ErrorData **error)
 							   psprintf("tms: evaluating policy \"%s\"", r->policy->name));
 		if (r->policy->active && (r->policy->refresh_due || r->policy->window_open))
 			(void) run_policy(r, r->policy->refresh_due, r->policy->window_open);
-		elog(DEBUG1, "tms: policy \"%s\": %d evaluations, " UINT64_FORMAT
-			 " catalog requests refreshing, " UINT64_FORMAT " evaluating",
-			 r->policy->name, r->evaluated, r->requests_refresh, r->requests_evaluate);
 	}
 
 	if (sched_lease_lost())
