@@ -10,7 +10,7 @@
  * be folded away), next to a hand-written function of the same predicate,
  * compiled with the same flags and kept out of line.
  * Examples that count files run over 1,000,000 synthetic data files,
- * handed out in batches of 1024 through the dsl_file_source interface the
+ * handed out in batches of 1024 through the DslFileSource interface the
  * real caller uses; the hand-written side reads the same batches.  Also
  * the explain-mode rate for one example.  Build and run: bench/dsl.sh.
  *
@@ -28,7 +28,7 @@
 #define BATCH	1024
 
 static volatile int64_t sink;
-static dsl_file *files;
+static DslFile *files;
 
 /* ---- inputs ---- */
 
@@ -47,7 +47,7 @@ typedef struct iter
 } iter;
 
 static int
-next_files(void *arg, const dsl_file **out, size_t *n)
+next_files(void *arg, const DslFile **out, size_t *n)
 {
 	iter	   *it = arg;
 	size_t		k;
@@ -61,10 +61,10 @@ next_files(void *arg, const dsl_file **out, size_t *n)
 	return 1;
 }
 
-static dsl_properties props = {get_prop, NULL};
+static DslProperties props = {get_prop, NULL};
 
 static void
-set_metrics(dsl_metrics *m, int64_t i)
+set_metrics(DslMetrics *m, int64_t i)
 {
 	memset(m, 0, sizeof(*m));
 	for (int v = 0; v < DSL_VAR_COUNT; v++)
@@ -109,14 +109,14 @@ prop_bool(const char *name, bool dflt)
 	return dflt;
 }
 
-typedef int64_t (*count_fn) (const dsl_file *f, size_t n, int64_t arg);
+typedef int64_t (*count_fn) (const DslFile *f, size_t n, int64_t arg);
 
 /* Count over the same batched stream; the lambda is count_fn. */
 static int64_t
 count_files(count_fn fn, int64_t arg)
 {
 	iter		it = {0};
-	const dsl_file *b;
+	const DslFile *b;
 	size_t		n;
 	int64_t		c = 0;
 
@@ -126,7 +126,7 @@ count_files(count_fn fn, int64_t arg)
 }
 
 static int64_t
-cnt_size_lt(const dsl_file *f, size_t n, int64_t k)
+cnt_size_lt(const DslFile *f, size_t n, int64_t k)
 {
 	int64_t		c = 0;
 
@@ -136,7 +136,7 @@ cnt_size_lt(const dsl_file *f, size_t n, int64_t k)
 }
 
 static int64_t
-cnt_small_del(const dsl_file *f, size_t n, int64_t k)
+cnt_small_del(const DslFile *f, size_t n, int64_t k)
 {
 	int64_t		c = 0;
 
@@ -146,7 +146,7 @@ cnt_small_del(const dsl_file *f, size_t n, int64_t k)
 }
 
 static int64_t
-cnt_size_gt(const dsl_file *f, size_t n, int64_t k)
+cnt_size_gt(const DslFile *f, size_t n, int64_t k)
 {
 	int64_t		c = 0;
 
@@ -156,7 +156,7 @@ cnt_size_gt(const dsl_file *f, size_t n, int64_t k)
 }
 
 static int64_t
-cnt_records_lt(const dsl_file *f, size_t n, int64_t k)
+cnt_records_lt(const DslFile *f, size_t n, int64_t k)
 {
 	int64_t		c = 0;
 
@@ -166,13 +166,13 @@ cnt_records_lt(const dsl_file *f, size_t n, int64_t k)
 }
 
 __attribute__((noinline)) static bool
-h1(const dsl_metrics *m)
+h1(const DslMetrics *m)
 {
 	return m->data_files > 100 && m->avg_data_file_size < 128.0 * 1048576;
 }
 
 __attribute__((noinline)) static bool
-h2(const dsl_metrics *m)
+h2(const DslMetrics *m)
 {
 	return m->data_files > 10 &&
 		(double) count_files(cnt_size_lt,
@@ -181,32 +181,32 @@ h2(const dsl_metrics *m)
 }
 
 __attribute__((noinline)) static bool
-h3(const dsl_metrics *m)
+h3(const DslMetrics *m)
 {
 	return m->equality_delete_files > 10 || m->equality_delete_records > 100000;
 }
 
 __attribute__((noinline)) static bool
-h4(const dsl_metrics *m)
+h4(const DslMetrics *m)
 {
 	return m->equality_delete_files_size + m->position_delete_files_size > 1073741824LL;
 }
 
 __attribute__((noinline)) static bool
-h5(const dsl_metrics *m)
+h5(const DslMetrics *m)
 {
 	return m->data_files_with_deletes > 100000;
 }
 
 __attribute__((noinline)) static bool
-h6(const dsl_metrics *m)
+h6(const DslMetrics *m)
 {
 	(void) m;
 	return count_files(cnt_small_del, 64 * 1048576LL) > 5;
 }
 
 __attribute__((noinline)) static bool
-h7(const dsl_metrics *m)
+h7(const DslMetrics *m)
 {
 	return !prop_bool("maintenance.disabled", false) &&
 		((m->data_files > 100 && m->avg_data_file_size < 128.0 * 1048576) ||
@@ -215,20 +215,20 @@ h7(const dsl_metrics *m)
 }
 
 __attribute__((noinline)) static bool
-h8(const dsl_metrics *m)
+h8(const DslMetrics *m)
 {
 	return m->snapshots > 1 && m->oldest_snapshot_age > 5 * 86400000LL;
 }
 
 __attribute__((noinline)) static bool
-h9(const dsl_metrics *m)
+h9(const DslMetrics *m)
 {
 	(void) m;
 	return count_files(cnt_size_gt, 1073741824LL) > 10;
 }
 
 __attribute__((noinline)) static bool
-h10(const dsl_metrics *m)
+h10(const DslMetrics *m)
 {
 	(void) m;
 	return count_files(cnt_records_lt, 1000) > 50;
@@ -237,7 +237,7 @@ h10(const dsl_metrics *m)
 typedef struct example
 {
 	const char *expr;
-	bool		(*hand) (const dsl_metrics *m);
+	bool		(*hand) (const DslMetrics *m);
 	bool		files;
 } example;
 
@@ -271,11 +271,11 @@ now(void)
 
 /* Evaluations per second of one side, over at least min_seconds. */
 static double
-rate(const dsl_program *p, const example *ex, int mode, double min_seconds)
+rate(const DslProgram *p, const example *ex, int mode, double min_seconds)
 {
 	int64_t		iters = ex->files ? 1 : 1 << 16;
-	dsl_metrics m[64];
-	dsl_explain_node *nodes = NULL;
+	DslMetrics m[64];
+	DslExplainNode *nodes = NULL;
 
 	for (int i = 0; i < 64; i++)
 		set_metrics(&m[i], i);
@@ -289,7 +289,7 @@ rate(const dsl_program *p, const example *ex, int mode, double min_seconds)
 
 		for (int64_t i = 0; i < iters; i++)
 		{
-			const dsl_metrics *mi = &m[i & 63];
+			const DslMetrics *mi = &m[i & 63];
 			bool		r = false;
 
 			if (mode == MODE_HAND)
@@ -297,8 +297,8 @@ rate(const dsl_program *p, const example *ex, int mode, double min_seconds)
 			else
 			{
 				iter		it = {0};
-				dsl_file_source src = {next_files, &it};
-				dsl_input	in = {mi, &props, &src};
+				DslFileSource src = {next_files, &it};
+				DslInput	in = {mi, &props, &src};
 
 				if (mode == MODE_DSL)
 					dsl_eval(p, &in, &r);
@@ -320,14 +320,14 @@ rate(const dsl_program *p, const example *ex, int mode, double min_seconds)
 
 /* Check that both sides agree on every metrics variant. */
 static bool
-agree(const dsl_program *p, const example *ex)
+agree(const DslProgram *p, const example *ex)
 {
 	for (int i = 0; i < 64; i++)
 	{
-		dsl_metrics m;
+		DslMetrics m;
 		iter		it = {0};
-		dsl_file_source src = {next_files, &it};
-		dsl_input	in = {&m, &props, &src};
+		DslFileSource src = {next_files, &it};
+		DslInput	in = {&m, &props, &src};
 		bool		r;
 
 		set_metrics(&m, i);
@@ -354,7 +354,7 @@ main(int argc, char **argv)
 	double		secs = argc > 1 ? atof(argv[1]) : 0.5;
 	int			failures = 0;
 
-	files = malloc(sizeof(dsl_file) * NFILES);
+	files = malloc(sizeof(DslFile) * NFILES);
 	srand(42);
 	for (size_t i = 0; i < NFILES; i++)
 	{
@@ -371,8 +371,8 @@ main(int argc, char **argv)
 	for (size_t e = 0; e < sizeof(examples) / sizeof(examples[0]); e++)
 	{
 		const example *ex = &examples[e];
-		dsl_error	err;
-		dsl_program *p = dsl_compile(ex->expr, strlen(ex->expr), NULL, &err);
+		DslError	err;
+		DslProgram *p = dsl_compile(ex->expr, strlen(ex->expr), NULL, &err);
 		double		d,
 					h;
 		char		ds[32],

@@ -1,16 +1,20 @@
 -- Baseline modes and candidates (SQL only: commits are simulated with
--- tms.observe_table, as the supervisor records what it observes).
+-- tms.observe_table, as a policy's evaluation records what it observes).
 CREATE EXTENSION IF NOT EXISTS tms;
 \set VERBOSITY default
 \set SHOW_CONTEXT never
 
 CREATE SERVER pb_srv FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri 'http://127.0.0.1:9');
 SELECT tms.create_object_group('pb-g', server => 'pb_srv', namespace_pattern => 'pb_sales', table_pattern => 'o*') > 0 AS g;
--- inactive policies: the supervisor leaves them alone; tms.candidates still shows them
+-- inactive policies: their tasks leave them alone; tms.candidates still shows them
 SELECT tms.create_policy('pb-catch-up', 'pb-g', active => false) > 0 AS p;
 SELECT tms.create_policy('pb-going-forward', 'pb-g', active => false) > 0 AS p;
 
--- the seed's example: orders has 500 commits when the rules are added
+-- commit times are finite
+SELECT tms.observe_table('pb_srv', 'pb_sales', 'inf', 'u-0', 'm-0', 1, 1, 0, '-infinity', 'infinity');
+\echo :LAST_ERROR_SQLSTATE
+
+-- the example of the design: orders has 500 commits when the rules are added
 SELECT tms.observe_table('pb_srv', 'pb_sales', 'orders', 'u-1', 'm-500', 500, 500, 0,
                          '2026-01-01', '2026-06-01') > 0 AS observed;
 SELECT tms.observe_table('pb_srv', 'pb_sales', 'customers', 'u-2', 'm-1', 1, 900, 0,

@@ -31,7 +31,7 @@ END $$;
 CREATE FUNCTION sched_not_a_procedure(text, jsonb) RETURNS void LANGUAGE sql AS '';
 CREATE PROCEDURE sched_wrong_args(text) LANGUAGE sql AS '';
 
--- the built-in kinds of the seed's pools, with their default caps
+-- the built-in kinds, with their default caps
 SELECT kind, max_concurrency, builtin FROM tms.task_kinds ORDER BY kind;
 
 -- registering a kind: validated before anything is stored

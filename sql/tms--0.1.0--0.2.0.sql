@@ -406,8 +406,69 @@ BEGIN
 END
 $$;
 
+DROP FUNCTION tms.observe_table(name, text, text, text, text, bigint, bigint, bigint, timestamptz, timestamptz, text);
+CREATE FUNCTION tms.observe_table(server name, namespace text, table_name text,
+                                  table_uuid text, metadata_location text,
+                                  snapshot_id bigint,
+                                  new_commits bigint DEFAULT 0,
+                                  new_bytes bigint DEFAULT 0,
+                                  first_commit_at timestamptz DEFAULT NULL,
+                                  last_commit_at timestamptz DEFAULT NULL,
+                                  etag text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan  -- tms.tables grows during a discovery
+AS $$
+DECLARE
+    tid bigint;
+    is_new boolean;
+BEGIN
+    -- commit times come from snapshots (1970 to 9999); nothing infinite
+    IF NOT isfinite(coalesce(first_commit_at, now()))
+       OR NOT isfinite(coalesce(last_commit_at, now())) THEN
+        RAISE EXCEPTION 'commit times must be finite'
+              USING ERRCODE = 'datetime_field_overflow',
+                    DETAIL = format('first_commit_at is %s, last_commit_at is %s.',
+                                    first_commit_at, last_commit_at);
+    END IF;
+    INSERT INTO tms.tables AS t (server, namespace, table_name, table_uuid,
+                                 metadata_location, snapshot_id, commits,
+                                 bytes_added, first_commit_at, last_commit_at, etag)
+    VALUES (observe_table.server, observe_table.namespace, observe_table.table_name,
+            observe_table.table_uuid, observe_table.metadata_location,
+            observe_table.snapshot_id, greatest(new_commits, 0), greatest(new_bytes, 0),
+            observe_table.first_commit_at, observe_table.last_commit_at, observe_table.etag)
+    ON CONFLICT ON CONSTRAINT tables_server_namespace_table_name_key DO UPDATE
+       SET table_uuid = EXCLUDED.table_uuid,
+           metadata_location = EXCLUDED.metadata_location,
+           snapshot_id = EXCLUDED.snapshot_id,
+           commits = t.commits + EXCLUDED.commits,
+           bytes_added = t.bytes_added + EXCLUDED.bytes_added,
+           first_commit_at = coalesce(t.first_commit_at, EXCLUDED.first_commit_at),
+           last_commit_at = greatest(t.last_commit_at, EXCLUDED.last_commit_at),
+           etag = EXCLUDED.etag,
+           changed_at = now(),
+           dropped_at = NULL
+    RETURNING t.id, (xmax = 0) INTO tid, is_new;
+
+    -- a new table (or one back from the dead) joins its groups now
+    PERFORM tms._attach(NULL, tid);
+    IF new_commits > 0 OR new_bytes > 0 THEN
+        UPDATE tms.rule_baselines b
+           SET triggered = true
+          FROM tms.tables t
+         WHERE b.table_id = tid AND t.id = tid AND NOT b.triggered
+           AND (t.commits >= b.due_commits OR t.bytes_added >= b.due_bytes);
+    END IF;
+    RETURN tid;
+END
+$$;
+
 COMMENT ON FUNCTION tms.observe_table(name, text, text, text, text, bigint, bigint, bigint, timestamptz, timestamptz, text) IS
     'record commits observed on a table (used by the policy evaluation; tests may simulate commits with it)';
+
+REVOKE ALL ON FUNCTION tms.observe_table(name, text, text, text, text, bigint, bigint, bigint, timestamptz, timestamptz, text) FROM PUBLIC;
 
 COMMENT ON FUNCTION tms.evaluate_now(text, boolean) IS
     'evaluate one policy now (as its owner): refresh its tables, evaluate its candidates, submit; one row per evaluation';

@@ -141,6 +141,14 @@ DECLARE
     tid bigint;
     is_new boolean;
 BEGIN
+    -- commit times come from snapshots (1970 to 9999); nothing infinite
+    IF NOT isfinite(coalesce(first_commit_at, now()))
+       OR NOT isfinite(coalesce(last_commit_at, now())) THEN
+        RAISE EXCEPTION 'commit times must be finite'
+              USING ERRCODE = 'datetime_field_overflow',
+                    DETAIL = format('first_commit_at is %s, last_commit_at is %s.',
+                                    first_commit_at, last_commit_at);
+    END IF;
     INSERT INTO tms.tables AS t (server, namespace, table_name, table_uuid,
                                  metadata_location, snapshot_id, commits,
                                  bytes_added, first_commit_at, last_commit_at, etag)

@@ -29,10 +29,10 @@ dsl_pfree(void *arg, void *ptr)
 	pfree(ptr);
 }
 
-const dsl_allocator tms_dsl_allocator = {dsl_palloc, dsl_pfree, NULL};
+const DslAllocator tms_dsl_allocator = {dsl_palloc, dsl_pfree, NULL};
 
 int
-tms_condition_sqlstate(dsl_error_kind kind)
+tms_condition_sqlstate(DslErrorKind kind)
 {
 	switch (kind)
 	{
@@ -59,10 +59,10 @@ tms_condition_char_position(const char *src, int len, int off)
 	return pg_mbstrlen_with_len(src, off) + 1;
 }
 
-dsl_program *
-tms_condition_compile(const char *src, size_t len, dsl_error *err)
+DslProgram *
+tms_condition_compile(const char *src, size_t len, DslError *err)
 {
-	dsl_program *p = dsl_compile(src, len, &tms_dsl_allocator, err);
+	DslProgram *p = dsl_compile(src, len, &tms_dsl_allocator, err);
 
 	if (p == NULL && err->kind == DSL_ERROR_OUT_OF_MEMORY)
 		ereport(ERROR,
@@ -72,11 +72,11 @@ tms_condition_compile(const char *src, size_t len, dsl_error *err)
 	return p;
 }
 
-dsl_program *
+DslProgram *
 tms_condition_compile_or_raise(const char *src, size_t len)
 {
-	dsl_error	err;
-	dsl_program *p = tms_condition_compile(src, len, &err);
+	DslError	err;
+	DslProgram *p = tms_condition_compile(src, len, &err);
 
 	if (p != NULL)
 		return p;
@@ -90,7 +90,7 @@ tms_condition_compile_or_raise(const char *src, size_t len)
 }
 
 static const char *
-kind_name(dsl_node_kind k)
+kind_name(DslNodeKind k)
 {
 	static const char *const names[] = {
 		"literal", "variable", "field", "unary", "arithmetic",
@@ -101,7 +101,7 @@ kind_name(dsl_node_kind k)
 }
 
 static const char *
-state_name(dsl_node_state s)
+state_name(DslNodeState s)
 {
 	switch (s)
 	{
@@ -127,7 +127,7 @@ append_double(StringInfo b, double d)
 }
 
 static void
-append_value(StringInfo b, const dsl_explain_node *e)
+append_value(StringInfo b, const DslExplainNode *e)
 {
 	switch (e->type)
 	{
@@ -147,8 +147,8 @@ append_value(StringInfo b, const dsl_explain_node *e)
 }
 
 char *
-tms_condition_explain_json(const dsl_program *prog,
-						   const dsl_explain_node *nodes, int32 n)
+tms_condition_explain_json(const DslProgram *prog,
+						   const DslExplainNode *nodes, int32 n)
 {
 	StringInfoData b;
 	const char *src = dsl_program_source(prog);
@@ -157,7 +157,7 @@ tms_condition_explain_json(const dsl_program *prog,
 	appendStringInfoChar(&b, '[');
 	for (int32 i = 0; i < n; i++)
 	{
-		const dsl_explain_node *e = &nodes[i];
+		const DslExplainNode *e = &nodes[i];
 		char	   *expr = pnstrdup(src + e->offset, e->length);
 
 		appendStringInfo(&b, "%s{\"id\": %d, \"parent\": ", i ? ", " : "", i);
@@ -202,7 +202,7 @@ tms_condition_explain_json(const dsl_program *prog,
 
 /* The metric values a program reads, through the DSL's accessor. */
 char *
-tms_condition_metrics_json(const dsl_program *prog, const dsl_metrics *m)
+tms_condition_metrics_json(const DslProgram *prog, const DslMetrics *m)
 {
 	StringInfoData b;
 	uint32		vars = dsl_program_variables(prog);
@@ -212,13 +212,13 @@ tms_condition_metrics_json(const dsl_program *prog, const dsl_metrics *m)
 	appendStringInfoChar(&b, '{');
 	for (int v = 0; v < DSL_VAR_COUNT; v++)
 	{
-		dsl_value	val;
+		DslValue	val;
 
-		if (!(vars & DSL_VAR_BIT(v)) || !dsl_metrics_get(m, (dsl_var) v, &val))
+		if (!(vars & DSL_VAR_BIT(v)) || !dsl_metrics_get(m, (DslVar) v, &val))
 			continue;
-		appendStringInfo(&b, "%s\"%s\": ", first ? "" : ", ", dsl_var_name((dsl_var) v));
+		appendStringInfo(&b, "%s\"%s\": ", first ? "" : ", ", dsl_var_name((DslVar) v));
 		first = false;
-		if (dsl_var_type((dsl_var) v) == DSL_DOUBLE)
+		if (dsl_var_type((DslVar) v) == DSL_DOUBLE)
 			append_double(&b, val.d);
 		else
 			appendStringInfo(&b, INT64_FORMAT, val.l);

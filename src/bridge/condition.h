@@ -21,20 +21,20 @@
 #include "dsl/dsl.h"
 
 /* palloc-based allocation for the DSL (returns NULL when out of memory) */
-extern const dsl_allocator tms_dsl_allocator;
+extern const DslAllocator tms_dsl_allocator;
 
 /* Compile, or return NULL with *err set; raises nothing but out-of-memory. */
-extern dsl_program *tms_condition_compile(const char *src, size_t len,
-										  dsl_error *err);
+extern DslProgram *tms_condition_compile(const char *src, size_t len,
+										  DslError *err);
 
 /*
  * Compile or raise the compile error: syntax 42601, datatype 42804,
  * 54001 / 54000 for the limits, with the caret excerpt in DETAIL.
  */
-extern dsl_program *tms_condition_compile_or_raise(const char *src, size_t len);
+extern DslProgram *tms_condition_compile_or_raise(const char *src, size_t len);
 
 /* SQLSTATE of a compile error kind. */
-extern int	tms_condition_sqlstate(dsl_error_kind kind);
+extern int	tms_condition_sqlstate(DslErrorKind kind);
 
 /* 1-based character position of byte offset off of src (database encoding). */
 extern int	tms_condition_char_position(const char *src, int len, int off);
@@ -45,11 +45,11 @@ extern int	tms_condition_char_position(const char *src, int len, int off);
  * "state", "value" | "outcome", "from"/"raw" for properties, "files" for
  * counts}.  Non-finite doubles are null.  palloc'd.
  */
-extern char *tms_condition_explain_json(const dsl_program *prog,
-										const dsl_explain_node *nodes, int32 n);
+extern char *tms_condition_explain_json(const DslProgram *prog,
+										const DslExplainNode *nodes, int32 n);
 
 /* The metric values the program reads, as a JSON object.  palloc'd. */
-extern char *tms_condition_metrics_json(const dsl_program *prog,
-										const dsl_metrics *m);
+extern char *tms_condition_metrics_json(const DslProgram *prog,
+										const DslMetrics *m);
 
 #endif							/* TMS_BRIDGE_CONDITION_H */

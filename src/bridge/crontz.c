@@ -41,9 +41,9 @@
  * Parse a cron expression or raise 22023 with a caret excerpt.
  */
 void
-tms_cron_parse_or_raise(const char *text, cron_expr *out)
+tms_cron_parse_or_raise(const char *text, CronExpr *out)
 {
-	cron_error	err;
+	CronError	err;
 
 	if (!cron_parse(text, out, &err))
 	{
@@ -78,12 +78,12 @@ tms_zone_or_raise(const char *zone)
 }
 
 /* The local calendar minute of an instant in tz. */
-static cron_time
+static CronTime
 local_of(TimestampTz ts, pg_tz *tz)
 {
 	pg_time_t	t = timestamptz_to_time_t(ts);
 	struct pg_tm *tm = pg_localtime(&t, tz);
-	cron_time	c;
+	CronTime	c;
 
 	if (tm == NULL)
 		ereport(ERROR,
@@ -99,7 +99,7 @@ local_of(TimestampTz ts, pg_tz *tz)
 
 /* The instant of a local calendar minute in tz, by PostgreSQL's rule. */
 static TimestampTz
-instant_of(const cron_time *c, pg_tz *tz)
+instant_of(const CronTime *c, pg_tz *tz)
 {
 	struct pg_tm tm;
 	int			offset;
@@ -125,17 +125,17 @@ instant_of(const cron_time *c, pg_tz *tz)
  * search horizon.
  */
 bool
-tms_cron_next_instant(const cron_expr *expr, TimestampTz after, pg_tz *tz,
+tms_cron_next_instant(const CronExpr *expr, TimestampTz after, pg_tz *tz,
 					  TimestampTz *out)
 {
-	cron_time	cur = local_of(after, tz);
-	cron_time	limit = {0};
+	CronTime	cur = local_of(after, tz);
+	CronTime	limit = {0};
 	bool		have = false;
 
 	cron_time_add_minutes(&cur, -SCAN_MARGIN_MINUTES);
 	for (;;)
 	{
-		cron_time	nxt;
+		CronTime	nxt;
 		TimestampTz u;
 
 		if (!cron_next_local(expr, &cur, &nxt))
@@ -165,18 +165,18 @@ tms_cron_next_instant(const cron_expr *expr, TimestampTz after, pg_tz *tz,
  * horizon.
  */
 bool
-tms_cron_prev_instant(const cron_expr *expr, TimestampTz before, pg_tz *tz,
+tms_cron_prev_instant(const CronExpr *expr, TimestampTz before, pg_tz *tz,
 					  TimestampTz *out)
 {
-	cron_time	cur = local_of(before, tz);
-	cron_time	limit = {0};
+	CronTime	cur = local_of(before, tz);
+	CronTime	limit = {0};
 	bool		have = false;
 
 	/* cron_prev_local is strict: start one minute past the margin */
 	cron_time_add_minutes(&cur, SCAN_MARGIN_MINUTES + 1);
 	for (;;)
 	{
-		cron_time	prv;
+		CronTime	prv;
 		TimestampTz u;
 
 		if (!cron_prev_local(expr, &cur, &prv))

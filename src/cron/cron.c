@@ -17,13 +17,13 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef struct field_def
+typedef struct FieldDef
 {
 	const char *name;
 	int			min;
 	int			max;
 	const char *const *names;	/* names[i] is value min + i, or NULL */
-} field_def;
+} FieldDef;
 
 static const char *const month_names[] = {
 	"jan", "feb", "mar", "apr", "may", "jun",
@@ -34,7 +34,7 @@ static const char *const weekday_names[] = {
 	"sun", "mon", "tue", "wed", "thu", "fri", "sat", NULL
 };
 
-static const field_def fields[5] = {
+static const FieldDef fields[5] = {
 	{"minute", 0, 59, NULL},
 	{"hour", 0, 23, NULL},
 	{"day of month", 1, 31, NULL},
@@ -44,7 +44,7 @@ static const field_def fields[5] = {
 
 /* Fill *err (if any) with a message about position pos (0-based). */
 static bool
-fail(cron_error *err, int pos, const char *fmt, const char *field, const char *text, int len)
+fail(CronError *err, int pos, const char *fmt, const char *field, const char *text, int len)
 {
 	if (err != NULL)
 	{
@@ -65,8 +65,8 @@ fail(cron_error *err, int pos, const char *fmt, const char *field, const char *t
  * there is none or it is out of range.
  */
 static bool
-read_value(const char *s, int *i, const field_def *f, int *value, int start,
-		   cron_error *err)
+read_value(const char *s, int *i, const FieldDef *f, int *value, int start,
+		   CronError *err)
 {
 	int			p = *i;
 
@@ -125,8 +125,8 @@ read_value(const char *s, int *i, const field_def *f, int *value, int start,
  * set.  *star is set when the field starts with '*'.
  */
 static bool
-parse_field(const char *s, int len, int base, const field_def *f,
-			uint64_t *bits, bool *star, cron_error *err)
+parse_field(const char *s, int len, int base, const FieldDef *f,
+			uint64_t *bits, bool *star, CronError *err)
 {
 	char		buf[128];
 	int			i = 0;
@@ -212,7 +212,7 @@ parse_field(const char *s, int len, int base, const field_def *f,
  * Parse an expression; see cron.h.
  */
 bool
-cron_parse(const char *text, cron_expr *out, cron_error *err)
+cron_parse(const char *text, CronExpr *out, CronError *err)
 {
 	int			i = 0;
 	int			nfield = 0;
@@ -323,7 +323,7 @@ cron_days_in_month(int year, int month)
 }
 
 int
-cron_time_cmp(const cron_time *a, const cron_time *b)
+cron_time_cmp(const CronTime *a, const CronTime *b)
 {
 	if (a->year != b->year)
 		return a->year < b->year ? -1 : 1;
@@ -339,7 +339,7 @@ cron_time_cmp(const cron_time *a, const cron_time *b)
 }
 
 void
-cron_time_add_minutes(cron_time *t, int64_t minutes)
+cron_time_add_minutes(CronTime *t, int64_t minutes)
 {
 	int64_t		total = days_from_civil(t->year, t->month, t->day) * 1440 +
 		t->hour * 60 + t->minute + minutes;
@@ -354,7 +354,7 @@ cron_time_add_minutes(cron_time *t, int64_t minutes)
 /* ---- matching ---- */
 
 bool
-cron_matches_day(const cron_expr *expr, int year, int month, int day)
+cron_matches_day(const CronExpr *expr, int year, int month, int day)
 {
 	bool		dom,
 				dow;
@@ -369,7 +369,7 @@ cron_matches_day(const cron_expr *expr, int year, int month, int day)
 }
 
 bool
-cron_matches(const cron_expr *expr, const cron_time *t)
+cron_matches(const CronExpr *expr, const CronTime *t)
 {
 	return ((expr->minutes >> t->minute) & 1) &&
 		((expr->hours >> t->hour) & 1) &&
@@ -382,7 +382,7 @@ cron_matches(const cron_expr *expr, const cron_time *t)
  * Scan forward from *from (inclusive) for a matching minute.
  */
 static bool
-scan_forward(const cron_expr *expr, cron_time from, cron_time *out)
+scan_forward(const CronExpr *expr, CronTime from, CronTime *out)
 {
 	int64_t		day = days_from_civil(from.year, from.month, from.day);
 	int64_t		last = day + (int64_t) CRON_SEARCH_YEARS * 366;
@@ -423,7 +423,7 @@ scan_forward(const cron_expr *expr, cron_time from, cron_time *out)
  * Scan backward from *from (inclusive) for a matching minute.
  */
 static bool
-scan_backward(const cron_expr *expr, cron_time from, cron_time *out)
+scan_backward(const CronExpr *expr, CronTime from, CronTime *out)
 {
 	int64_t		day = days_from_civil(from.year, from.month, from.day);
 	int64_t		last = day - (int64_t) CRON_SEARCH_YEARS * 366;
@@ -461,18 +461,18 @@ scan_backward(const cron_expr *expr, cron_time from, cron_time *out)
 }
 
 bool
-cron_next_local(const cron_expr *expr, const cron_time *after, cron_time *out)
+cron_next_local(const CronExpr *expr, const CronTime *after, CronTime *out)
 {
-	cron_time	from = *after;
+	CronTime	from = *after;
 
 	cron_time_add_minutes(&from, 1);
 	return scan_forward(expr, from, out);
 }
 
 bool
-cron_prev_local(const cron_expr *expr, const cron_time *before, cron_time *out)
+cron_prev_local(const CronExpr *expr, const CronTime *before, CronTime *out)
 {
-	cron_time	from = *before;
+	CronTime	from = *before;
 
 	cron_time_add_minutes(&from, -1);
 	return scan_backward(expr, from, out);

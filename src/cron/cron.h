@@ -36,7 +36,7 @@
 #define CRON_SEARCH_YEARS 30
 
 /* A parsed expression: one bit per allowed value of each field. */
-typedef struct cron_expr
+typedef struct CronExpr
 {
 	uint64_t	minutes;		/* bits 0-59 */
 	uint32_t	hours;			/* bits 0-23 */
@@ -45,54 +45,54 @@ typedef struct cron_expr
 	uint8_t		weekdays;		/* bits 0-6, Sunday = 0 */
 	bool		days_star;		/* day-of-month field starts with '*' */
 	bool		weekdays_star;	/* day-of-week field starts with '*' */
-} cron_expr;
+} CronExpr;
 
 /*
  * A parse error: message is lowercase without a trailing period; position
  * is the 1-based character offset of the offending text in the expression.
  */
-typedef struct cron_error
+typedef struct CronError
 {
 	int			position;
 	char		message[200];
-} cron_error;
+} CronError;
 
 /* A local calendar minute. */
-typedef struct cron_time
+typedef struct CronTime
 {
 	int			year;
 	int			month;			/* 1-12 */
 	int			day;			/* 1-31 */
 	int			hour;			/* 0-23 */
 	int			minute;			/* 0-59 */
-} cron_time;
+} CronTime;
 
 /*
  * Parse a NUL-terminated expression.  Returns true and fills *out, or
  * false with *err (which may be NULL) filled in.
  */
-extern bool cron_parse(const char *text, cron_expr *out, cron_error *err);
+extern bool cron_parse(const char *text, CronExpr *out, CronError *err);
 
 /* Does the expression fire at this local minute? */
-extern bool cron_matches(const cron_expr *expr, const cron_time *t);
+extern bool cron_matches(const CronExpr *expr, const CronTime *t);
 
 /* Does the expression fire on some minute of this local day? */
-extern bool cron_matches_day(const cron_expr *expr, int year, int month, int day);
+extern bool cron_matches_day(const CronExpr *expr, int year, int month, int day);
 
 /*
  * The first firing strictly after *after (whose seconds are ignored), in
  * local calendar time.  Returns false when there is none within
  * CRON_SEARCH_YEARS years (e.g. "0 0 30 2 *").
  */
-extern bool cron_next_local(const cron_expr *expr, const cron_time *after,
-							cron_time *out);
+extern bool cron_next_local(const CronExpr *expr, const CronTime *after,
+							CronTime *out);
 
 /*
  * The last firing strictly before *before, in local calendar time.
  * Returns false when there is none within CRON_SEARCH_YEARS years.
  */
-extern bool cron_prev_local(const cron_expr *expr, const cron_time *before,
-							cron_time *out);
+extern bool cron_prev_local(const CronExpr *expr, const CronTime *before,
+							CronTime *out);
 
 /* Day of week of a date, Sunday = 0 (proleptic Gregorian calendar). */
 extern int	cron_weekday(int year, int month, int day);
@@ -101,9 +101,9 @@ extern int	cron_weekday(int year, int month, int day);
 extern int	cron_days_in_month(int year, int month);
 
 /* Compare two local times: <0, 0, >0. */
-extern int	cron_time_cmp(const cron_time *a, const cron_time *b);
+extern int	cron_time_cmp(const CronTime *a, const CronTime *b);
 
 /* Add a number of minutes (may be negative) to a local time. */
-extern void cron_time_add_minutes(cron_time *t, int64_t minutes);
+extern void cron_time_add_minutes(CronTime *t, int64_t minutes);
 
 #endif							/* TMS_CRON_H */

@@ -8,8 +8,8 @@
  *
  *		dataFiles > 100 AND avgDataFileSize < 128MB
  *
- * (doc/dsl.md is the language's reference).  dsl_compile() turns the text into a dsl_program, or
- * into a dsl_error that carries the position of the offending token, a
+ * (doc/dsl.md is the language's reference).  dsl_compile() turns the text into a DslProgram, or
+ * into a DslError that carries the position of the offending token, a
  * caret excerpt and a "did you mean" hint.  The program says what it needs
  * (metric level, variables, whether it reads the per-file stream), so the
  * caller loads only that, and then evaluates it as often as it likes:
@@ -41,28 +41,28 @@
 #define DSL_MAX_LAMBDAS		16	/* countDataFiles() calls per condition */
 
 /* Value types.  Every expression's type is known at compile time. */
-typedef enum dsl_type
+typedef enum DslType
 {
 	DSL_BOOLEAN,
 	DSL_LONG,					/* int64_t */
 	DSL_DOUBLE,
 	DSL_STRING
-} dsl_type;
+} DslType;
 
 /*
  * Metric levels, cheapest first: what the caller must load from the table
  * to evaluate a program.  Each level includes the ones before it.
  */
-typedef enum dsl_needs
+typedef enum DslNeeds
 {
 	DSL_NEEDS_METADATA,			/* metadata.json (and table properties) */
 	DSL_NEEDS_MANIFEST_LIST,	/* the current snapshot's manifest list */
 	DSL_NEEDS_MANIFESTS,		/* every manifest of the current snapshot */
 	DSL_NEEDS_DELETES			/* delete files matched to data files */
-} dsl_needs;
+} DslNeeds;
 
 /* The variables of the language, in the order of the spec's table. */
-typedef enum dsl_var
+typedef enum DslVar
 {
 	DSL_VAR_DATA_FILES,
 	DSL_VAR_DATA_FILES_SIZE,
@@ -82,12 +82,12 @@ typedef enum dsl_var
 	DSL_VAR_MANIFESTS,
 	DSL_VAR_TIME_SINCE_LAST_UPDATE,
 	DSL_VAR_COUNT
-} dsl_var;
+} DslVar;
 
 #define DSL_VAR_BIT(v)	(UINT32_C(1) << (v))
 
 /* Fields of the countDataFiles() lambda parameter. */
-typedef enum dsl_field
+typedef enum DslField
 {
 	DSL_FIELD_SIZE,
 	DSL_FIELD_RECORDS,
@@ -95,7 +95,7 @@ typedef enum dsl_field
 	DSL_FIELD_HAS_POSITION_DELETES,
 	DSL_FIELD_HAS_EQUALITY_DELETES,
 	DSL_FIELD_COUNT
-} dsl_field;
+} DslField;
 
 #define DSL_FIELD_BIT(f)	(UINT32_C(1) << (f))
 
@@ -105,7 +105,7 @@ typedef enum dsl_field
  * to run (DSL_MISSING_METRIC) rather than read an unset metric as 0.
  * avg_data_file_size is the only DOUBLE; every other variable is a LONG.
  */
-typedef struct dsl_metrics
+typedef struct DslMetrics
 {
 	uint32_t	present;		/* DSL_VAR_BIT() of every field set */
 	int64_t		data_files;
@@ -125,28 +125,28 @@ typedef struct dsl_metrics
 	int64_t		oldest_snapshot_age;
 	int64_t		manifests;
 	int64_t		time_since_last_update;
-} dsl_metrics;
+} DslMetrics;
 
 /*
  * Table properties, looked up by property(name, default).  get() returns the
  * property's value as a NUL-terminated string, or NULL when the table has no
  * such property; the string must stay valid until the evaluation returns.
  */
-typedef struct dsl_properties
+typedef struct DslProperties
 {
 	const char *(*get) (void *arg, const char *name);
 	void	   *arg;
-} dsl_properties;
+} DslProperties;
 
 /* One data file, as the countDataFiles() lambda sees it. */
-typedef struct dsl_file
+typedef struct DslFile
 {
 	int64_t		size;			/* file_size_in_bytes */
 	int64_t		records;		/* record_count */
 	bool		has_deletes;	/* some delete file applies to it */
 	bool		has_position_deletes;
 	bool		has_equality_deletes;
-} dsl_file;
+} DslFile;
 
 /*
  * The per-file stream.  next() hands out the next batch of files: it returns
@@ -157,19 +157,19 @@ typedef struct dsl_file
  * once per evaluation, and only if a countDataFiles() call is reached: all
  * countDataFiles() calls of a condition are computed in that one pass.
  */
-typedef struct dsl_file_source
+typedef struct DslFileSource
 {
-	int			(*next) (void *arg, const dsl_file **files, size_t *nfiles);
+	int			(*next) (void *arg, const DslFile **files, size_t *nfiles);
 	void	   *arg;
-} dsl_file_source;
+} DslFileSource;
 
 /* Everything an evaluation reads.  properties and files may be NULL. */
-typedef struct dsl_input
+typedef struct DslInput
 {
-	const dsl_metrics *metrics;
-	const dsl_properties *properties;	/* NULL: the table has none */
-	const dsl_file_source *files;	/* NULL: no stream available */
-} dsl_input;
+	const DslMetrics *metrics;
+	const DslProperties *properties;	/* NULL: the table has none */
+	const DslFileSource *files;	/* NULL: no stream available */
+} DslInput;
 
 /*
  * How an evaluation ended.  Anything but DSL_OK makes the condition false.
@@ -177,7 +177,7 @@ typedef struct dsl_input
  * spec makes them "false, not an error"); the others are caller mistakes
  * that dsl_eval() detects before evaluating anything.
  */
-typedef enum dsl_outcome
+typedef enum DslOutcome
 {
 	DSL_OK,
 	DSL_DIVISION_BY_ZERO,		/* x / 0 */
@@ -185,10 +185,10 @@ typedef enum dsl_outcome
 	DSL_MISSING_METRIC,			/* a variable the program reads is unset */
 	DSL_MISSING_FILES,			/* the program needs the file stream */
 	DSL_FILE_SOURCE_ERROR		/* the file stream's next() failed */
-} dsl_outcome;
+} DslOutcome;
 
 /* Compile error kinds, so a caller can choose its error code. */
-typedef enum dsl_error_kind
+typedef enum DslErrorKind
 {
 	DSL_ERROR_NONE,
 	DSL_ERROR_SYNTAX,			/* lexical or grammar error, unknown name */
@@ -196,7 +196,7 @@ typedef enum dsl_error_kind
 	DSL_ERROR_TOO_COMPLEX,		/* nesting or tree depth, too many lambdas */
 	DSL_ERROR_TOO_LONG,			/* more than DSL_MAX_SOURCE_LEN bytes */
 	DSL_ERROR_OUT_OF_MEMORY
-} dsl_error_kind;
+} DslErrorKind;
 
 /*
  * A compile error.  offset is 0-based in bytes; line, column and position
@@ -207,75 +207,75 @@ typedef enum dsl_error_kind
  * newline and a caret under the offending character.  When the only problem
  * is a non-BOOLEAN condition, has_type is set and type is its type.
  */
-typedef struct dsl_error
+typedef struct DslError
 {
-	dsl_error_kind kind;
+	DslErrorKind kind;
 	int32_t		offset;
 	int32_t		line;
 	int32_t		column;
 	int32_t		position;
 	bool		has_type;
-	dsl_type	type;
+	DslType	type;
 	char		message[256];
 	char		hint[256];
 	char		excerpt[512];
-} dsl_error;
+} DslError;
 
 /*
  * Optional allocator for everything a program owns.  alloc() returns NULL on
  * failure (the compiler then reports DSL_ERROR_OUT_OF_MEMORY); it must not
  * longjmp.  Without one, malloc() and free() are used.
  */
-typedef struct dsl_allocator
+typedef struct DslAllocator
 {
 	void	   *(*alloc) (void *arg, size_t size);
 	void		(*free) (void *arg, void *ptr);
 	void	   *arg;
-} dsl_allocator;
+} DslAllocator;
 
-typedef struct dsl_program dsl_program;
+typedef struct DslProgram DslProgram;
 
 /*
  * Compile len bytes of src (need not be NUL-terminated).  Returns the
  * program, or NULL with *err filled in; nothing is left allocated on error.
  * err may be NULL.  The program only ever compiles BOOLEAN conditions.
  */
-extern dsl_program *dsl_compile(const char *src, size_t len,
-								const dsl_allocator *allocator,
-								dsl_error *err);
+extern DslProgram *dsl_compile(const char *src, size_t len,
+								const DslAllocator *allocator,
+								DslError *err);
 
 /* Free a program and everything it owns.  NULL is allowed. */
-extern void dsl_free(dsl_program *program);
+extern void dsl_free(DslProgram *program);
 
 /* What the program needs, so the caller loads only that. */
-extern dsl_needs dsl_program_needs(const dsl_program *program);
-extern uint32_t dsl_program_variables(const dsl_program *program);	/* DSL_VAR_BIT()s */
-extern uint32_t dsl_program_fields(const dsl_program *program);	/* DSL_FIELD_BIT()s */
-extern bool dsl_program_uses_files(const dsl_program *program);
-extern bool dsl_program_uses_properties(const dsl_program *program);
+extern DslNeeds dsl_program_needs(const DslProgram *program);
+extern uint32_t dsl_program_variables(const DslProgram *program);	/* DSL_VAR_BIT()s */
+extern uint32_t dsl_program_fields(const DslProgram *program);	/* DSL_FIELD_BIT()s */
+extern bool dsl_program_uses_files(const DslProgram *program);
+extern bool dsl_program_uses_properties(const DslProgram *program);
 /* The compiled text, NUL-terminated; explanation spans index into it. */
-extern const char *dsl_program_source(const dsl_program *program);
+extern const char *dsl_program_source(const DslProgram *program);
 
 /*
  * Evaluate.  Returns the outcome; *result is the condition's value, false
  * unless the outcome is DSL_OK.  Never allocates.  The stream, if reached,
  * is read once from its current position.
  */
-extern dsl_outcome dsl_eval(const dsl_program *program, const dsl_input *input,
+extern DslOutcome dsl_eval(const DslProgram *program, const DslInput *input,
 							bool *result);
 
 /* ---- explanations ---- */
 
-typedef union dsl_value
+typedef union DslValue
 {
 	bool		b;
 	int64_t		l;
 	double		d;
 	const char *s;				/* points into the program or the properties */
-} dsl_value;
+} DslValue;
 
 /* What an explained node is. */
-typedef enum dsl_node_kind
+typedef enum DslNodeKind
 {
 	DSL_KIND_LITERAL,			/* a literal or a folded constant */
 	DSL_KIND_VARIABLE,
@@ -287,16 +287,16 @@ typedef enum dsl_node_kind
 	DSL_KIND_FUNCTION,			/* KB MB GB hours days */
 	DSL_KIND_PROPERTY,
 	DSL_KIND_COUNT				/* countDataFiles() */
-} dsl_node_kind;
+} DslNodeKind;
 
 /* What an explanation knows about a node. */
-typedef enum dsl_node_state
+typedef enum DslNodeState
 {
 	DSL_NODE_NOT_EVALUATED,		/* skipped by AND / OR short-circuit */
 	DSL_NODE_EVALUATED,			/* value is valid */
 	DSL_NODE_FAILED,			/* its evaluation ended with outcome */
 	DSL_NODE_PER_FILE			/* inside a lambda: one value per file */
-} dsl_node_state;
+} DslNodeState;
 
 /*
  * One node of an explanation; dsl_explain() fills an array of
@@ -307,32 +307,32 @@ typedef enum dsl_node_state
  * the table (true) or the default (false) and raw is the property's text
  * (NULL if missing).  For countDataFiles, files is the number of files read.
  */
-typedef struct dsl_explain_node
+typedef struct DslExplainNode
 {
 	int32_t		parent;
 	int32_t		left;
 	int32_t		right;
 	int32_t		offset;
 	int32_t		length;
-	dsl_node_kind kind;
-	dsl_type	type;
+	DslNodeKind kind;
+	DslType	type;
 	const char *op;
-	dsl_node_state state;
-	dsl_outcome outcome;		/* DSL_NODE_FAILED: why */
-	dsl_value	value;			/* DSL_NODE_EVALUATED: the value */
+	DslNodeState state;
+	DslOutcome outcome;		/* DSL_NODE_FAILED: why */
+	DslValue	value;			/* DSL_NODE_EVALUATED: the value */
 	bool		property_found;
 	const char *raw;
 	int64_t		files;
-} dsl_explain_node;
+} DslExplainNode;
 
-extern int32_t dsl_explain_count(const dsl_program *program);
+extern int32_t dsl_explain_count(const DslProgram *program);
 
 /*
  * Evaluate like dsl_eval() (same result and outcome) and record every
  * node in nodes[0 .. dsl_explain_count() - 1].  Slower: use it for logging.
  */
-extern dsl_outcome dsl_explain(const dsl_program *program, const dsl_input *input,
-							   bool *result, dsl_explain_node *nodes);
+extern DslOutcome dsl_explain(const DslProgram *program, const DslInput *input,
+							   bool *result, DslExplainNode *nodes);
 
 /*
  * Render an explanation as text, one line per comparison or boolean leaf,
@@ -345,27 +345,27 @@ extern dsl_outcome dsl_explain(const dsl_program *program, const dsl_input *inpu
  * snprintf() conventions: writes at most buflen bytes including the NUL,
  * returns the length the full text needs.
  */
-extern size_t dsl_explain_text(const dsl_program *program,
-							   const dsl_explain_node *nodes,
-							   bool result, dsl_outcome outcome,
+extern size_t dsl_explain_text(const DslProgram *program,
+							   const DslExplainNode *nodes,
+							   bool result, DslOutcome outcome,
 							   char *buf, size_t buflen);
 
 /* ---- names ---- */
 
-extern const char *dsl_type_name(dsl_type type);	/* "BOOLEAN", ... */
-extern const char *dsl_needs_name(dsl_needs needs); /* "metadata", ... */
-extern const char *dsl_outcome_name(dsl_outcome outcome);	/* "ok", ... */
-extern const char *dsl_var_name(dsl_var var);	/* "dataFiles", ... */
-extern dsl_type dsl_var_type(dsl_var var);
-extern dsl_needs dsl_var_needs(dsl_var var);
-extern int	dsl_var_lookup(const char *name, size_t len);	/* dsl_var or -1 */
-extern const char *dsl_field_name(dsl_field field);
+extern const char *dsl_type_name(DslType type);	/* "BOOLEAN", ... */
+extern const char *dsl_needs_name(DslNeeds needs); /* "metadata", ... */
+extern const char *dsl_outcome_name(DslOutcome outcome);	/* "ok", ... */
+extern const char *dsl_var_name(DslVar var);	/* "dataFiles", ... */
+extern DslType dsl_var_type(DslVar var);
+extern DslNeeds dsl_var_needs(DslVar var);
+extern int	dsl_var_lookup(const char *name, size_t len);	/* DslVar or -1 */
+extern const char *dsl_field_name(DslField field);
 
 /*
  * Set a metric by variable: the LONG variables take value converted from
  * int64_t, avgDataFileSize takes dvalue.  Also sets the present bit.
  */
-extern void dsl_metrics_set(dsl_metrics *metrics, dsl_var var,
+extern void dsl_metrics_set(DslMetrics *metrics, DslVar var,
 							int64_t value, double dvalue);
 
 /*
@@ -375,7 +375,7 @@ extern void dsl_metrics_set(dsl_metrics *metrics, dsl_var var,
  * variable's type, dsl_var_type(var): value->d for avgDataFileSize (the
  * only DSL_DOUBLE), value->l for every other variable (DSL_LONG).
  */
-extern bool dsl_metrics_get(const dsl_metrics *metrics, dsl_var var,
-							dsl_value *value);
+extern bool dsl_metrics_get(const DslMetrics *metrics, DslVar var,
+							DslValue *value);
 
 #endif							/* TMS_DSL_H */

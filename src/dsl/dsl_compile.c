@@ -5,7 +5,7 @@
  *		its arena, dsl_free() and the accessors of dsl.h.
  *
  * dsl_compile() copies the source, runs the parser (dsl_parse.c, which
- * pulls tokens from dsl_lex.c and reports through dsl_error.c), checks that
+ * pulls tokens from dsl_lex.c and reports through DslError.c), checks that
  * the condition is BOOLEAN, works out what the program needs, and hands
  * the tree to dsl_optimize() (dsl_optimize.c).
  *
@@ -48,10 +48,10 @@ default_free(void *arg, void *ptr)
  * allocator fails.  Freed only as a whole by dsl_free().
  */
 void *
-dsl_arena_alloc(dsl_program *p, size_t size)
+dsl_arena_alloc(DslProgram *p, size_t size)
 {
-	dsl_chunk  *c = p->chunks;
-	size_t		hdr = (sizeof(dsl_chunk) + ARENA_ALIGN - 1) & ~(size_t) (ARENA_ALIGN - 1);
+	DslChunk  *c = p->chunks;
+	size_t		hdr = (sizeof(DslChunk) + ARENA_ALIGN - 1) & ~(size_t) (ARENA_ALIGN - 1);
 	char	   *mem;
 
 	size = (size + ARENA_ALIGN - 1) & ~(size_t) (ARENA_ALIGN - 1);
@@ -79,16 +79,16 @@ dsl_arena_alloc(dsl_program *p, size_t size)
 
 /* See dsl.h. */
 void
-dsl_free(dsl_program *p)
+dsl_free(DslProgram *p)
 {
-	dsl_chunk  *c;
+	DslChunk  *c;
 
 	if (p == NULL)
 		return;
 	c = p->chunks;
 	while (c)
 	{
-		dsl_chunk  *next = c->next;
+		DslChunk  *next = c->next;
 
 		p->alloc.free(p->alloc.arg, c);
 		c = next;
@@ -102,15 +102,15 @@ dsl_free(dsl_program *p)
  */
 
 /* See dsl.h. */
-dsl_program *
-dsl_compile(const char *src, size_t len, const dsl_allocator *allocator,
-			dsl_error *err)
+DslProgram *
+dsl_compile(const char *src, size_t len, const DslAllocator *allocator,
+			DslError *err)
 {
-	dsl_error	dummy;
-	dsl_allocator alloc;
-	dsl_program *p;
-	dsl_parser	ps;
-	dsl_node   *root;
+	DslError	dummy;
+	DslAllocator alloc;
+	DslProgram *p;
+	DslParser	ps;
+	DslNode   *root;
 	bool		blank = true;
 
 	if (err == NULL)
@@ -142,7 +142,7 @@ dsl_compile(const char *src, size_t len, const dsl_allocator *allocator,
 	}
 	ps.len = (int32_t) len;
 
-	p = alloc.alloc(alloc.arg, sizeof(dsl_program));
+	p = alloc.alloc(alloc.arg, sizeof(DslProgram));
 	if (p == NULL)
 	{
 		dsl_error_at(&ps, DSL_ERROR_OUT_OF_MEMORY, 0, NULL, "out of memory");
@@ -214,50 +214,50 @@ dsl_compile(const char *src, size_t len, const dsl_allocator *allocator,
 }
 
 /* See dsl.h. */
-dsl_needs
-dsl_program_needs(const dsl_program *p)
+DslNeeds
+dsl_program_needs(const DslProgram *p)
 {
 	return p->needs;
 }
 
 /* See dsl.h. */
 uint32_t
-dsl_program_variables(const dsl_program *p)
+dsl_program_variables(const DslProgram *p)
 {
 	return p->vars;
 }
 
 /* See dsl.h. */
 uint32_t
-dsl_program_fields(const dsl_program *p)
+dsl_program_fields(const DslProgram *p)
 {
 	return p->fields;
 }
 
 /* See dsl.h. */
 bool
-dsl_program_uses_files(const dsl_program *p)
+dsl_program_uses_files(const DslProgram *p)
 {
 	return p->nlambdas > 0;
 }
 
 /* See dsl.h. */
 bool
-dsl_program_uses_properties(const dsl_program *p)
+dsl_program_uses_properties(const DslProgram *p)
 {
 	return p->uses_properties;
 }
 
 /* See dsl.h. */
 const char *
-dsl_program_source(const dsl_program *p)
+dsl_program_source(const DslProgram *p)
 {
 	return p->source;
 }
 
 /* See dsl.h. */
 int32_t
-dsl_explain_count(const dsl_program *p)
+dsl_explain_count(const DslProgram *p)
 {
 	return p->nexplain;
 }

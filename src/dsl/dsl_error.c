@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * dsl_error.c
+ * DslError.c
  *		Compile errors of the policy condition language: the message, the
  *		hint, and the position of the offending token (line, column, a
  *		caret excerpt of the source line).
@@ -28,7 +28,7 @@ is_cont(unsigned char c)
  * off of src[0 .. len).
  */
 static void
-fill_position(dsl_error *err, const char *src, int32_t len, int32_t off)
+fill_position(DslError *err, const char *src, int32_t len, int32_t off)
 {
 	int32_t		line = 1,
 				col = 1,
@@ -121,11 +121,11 @@ fill_position(dsl_error *err, const char *src, int32_t len, int32_t off)
 
 /* See dsl_int.h. */
 void *
-dsl_error_at(dsl_parser *ps, dsl_error_kind kind, int32_t off, const char *hint,
+dsl_error_at(DslParser *ps, DslErrorKind kind, int32_t off, const char *hint,
 			 const char *fmt,...)
 {
 	va_list		ap;
-	dsl_error  *err = ps->err;
+	DslError  *err = ps->err;
 
 	if (ps->failed)
 		return NULL;
@@ -141,7 +141,7 @@ dsl_error_at(dsl_parser *ps, dsl_error_kind kind, int32_t off, const char *hint,
 
 /* See dsl_int.h. */
 void *
-dsl_out_of_memory(dsl_parser *ps)
+dsl_out_of_memory(DslParser *ps)
 {
 	return dsl_error_at(ps, DSL_ERROR_OUT_OF_MEMORY, ps->tok.offset, NULL,
 						"out of memory");
@@ -149,7 +149,7 @@ dsl_out_of_memory(dsl_parser *ps)
 
 /* See dsl_int.h. */
 void *
-dsl_syntax_error(dsl_parser *ps, const dsl_token *t, const char *hint)
+dsl_syntax_error(DslParser *ps, const DslToken *t, const char *hint)
 {
 	if (t->kind == T_END)
 		return dsl_error_at(ps, DSL_ERROR_SYNTAX, t->offset, hint,

@@ -31,24 +31,24 @@
 
 #include "dsl/dsl_int.h"
 
-typedef struct ectx
+typedef struct EvalCtx
 {
 	const char *base[3];		/* BASE_METRICS, BASE_FILE, BASE_SLOTS */
-	dsl_outcome outcome;		/* first failure, or DSL_OK */
-	const dsl_program *p;
-	const dsl_input *in;
+	DslOutcome outcome;		/* first failure, or DSL_OK */
+	const DslProgram *p;
+	const DslInput *in;
 	bool		pass_done;
 	bool		explain;		/* generic per-file evaluation, recording */
 	bool		recording;		/* record nodes into rec now */
-	dsl_explain_node *rec;
+	DslExplainNode *rec;
 	int64_t		files;			/* files read by the pass */
 	int64_t		counts[DSL_MAX_LAMBDAS];
-	dsl_outcome lam_outcome[DSL_MAX_LAMBDAS];
-	dsl_value	slots[DSL_MAX_SLOTS];
-} ectx;
+	DslOutcome lam_outcome[DSL_MAX_LAMBDAS];
+	DslValue	slots[DSL_MAX_SLOTS];
+} EvalCtx;
 
 static inline void
-fail(ectx *c, dsl_outcome o)
+fail(EvalCtx *c, DslOutcome o)
 {
 	if (c->outcome == DSL_OK)
 		c->outcome = o;
@@ -157,9 +157,9 @@ dsl_parse_bool(const char *s, bool *out)
 
 /* The raw text of a property, or NULL if missing. */
 static inline const char *
-prop_raw(const ectx *c, const dsl_node *n)
+prop_raw(const EvalCtx *c, const DslNode *n)
 {
-	const dsl_properties *pr = c->in->properties;
+	const DslProperties *pr = c->in->properties;
 
 	if (pr == NULL || pr->get == NULL)
 		return NULL;
@@ -171,18 +171,18 @@ prop_raw(const ectx *c, const dsl_node *n)
  * ---------------------------------------------------------------------
  */
 
-static int64_t ev_l(const dsl_node *n, ectx *c);
-static double ev_d(const dsl_node *n, ectx *c);
-static bool ev_b(const dsl_node *n, ectx *c);
-static const char *ev_s(const dsl_node *n, ectx *c);
-static void run_pass(ectx *c);
+static int64_t ev_l(const DslNode *n, EvalCtx *c);
+static double ev_d(const DslNode *n, EvalCtx *c);
+static bool ev_b(const DslNode *n, EvalCtx *c);
+static const char *ev_s(const DslNode *n, EvalCtx *c);
+static void run_pass(EvalCtx *c);
 
 #define LOAD_L(c, b_, off) (*(const int64_t *) ((c)->base[b_] + (off)))
 #define LOAD_D(c, b_, off) (*(const double *) ((c)->base[b_] + (off)))
 
 /* The value of countDataFiles() number lambda. */
 static int64_t
-count_value(const dsl_node *n, ectx *c)
+count_value(const DslNode *n, EvalCtx *c)
 {
 	if (c->outcome != DSL_OK)
 		return 0;
@@ -197,13 +197,13 @@ count_value(const dsl_node *n, ectx *c)
 }
 
 static int64_t
-ev_l(const dsl_node *n, ectx *c)
+ev_l(const DslNode *n, EvalCtx *c)
 {
 	int64_t		x,
 				r;
 	const char *raw;
 
-	switch ((dsl_op) n->op)
+	switch ((DslOp) n->op)
 	{
 		case OP_CONST_L:
 			return n->k.l;
@@ -256,7 +256,7 @@ ev_l(const dsl_node *n, ectx *c)
 
 /* A DOUBLE result: finite, or an overflow. */
 static inline double
-finite_or_fail(double d, ectx *c)
+finite_or_fail(double d, EvalCtx *c)
 {
 	if (!isfinite(d))
 	{
@@ -267,13 +267,13 @@ finite_or_fail(double d, ectx *c)
 }
 
 static double
-ev_d(const dsl_node *n, ectx *c)
+ev_d(const DslNode *n, EvalCtx *c)
 {
 	double		x,
 				y;
 	const char *raw;
 
-	switch ((dsl_op) n->op)
+	switch ((DslOp) n->op)
 	{
 		case OP_CONST_D:
 			return n->k.d;
@@ -316,11 +316,11 @@ ev_d(const dsl_node *n, ectx *c)
 }
 
 static const char *
-ev_s(const dsl_node *n, ectx *c)
+ev_s(const DslNode *n, EvalCtx *c)
 {
 	const char *raw;
 
-	switch ((dsl_op) n->op)
+	switch ((DslOp) n->op)
 	{
 		case OP_CONST_S:
 			return n->k.s;
@@ -344,7 +344,7 @@ ev_s(const dsl_node *n, ectx *c)
 	case (base) + CMP_GE: { T x_ = (X); return x_ >= (Y); }
 
 static bool
-ev_b(const dsl_node *n, ectx *c)
+ev_b(const DslNode *n, EvalCtx *c)
 {
 	const char *raw;
 	bool		b;
@@ -390,9 +390,9 @@ ev_b(const dsl_node *n, ectx *c)
 
 /* Record n's value (or failure) in the explanation, if recording. */
 static inline void
-record(ectx *c, const dsl_node *n, dsl_value v)
+record(EvalCtx *c, const DslNode *n, DslValue v)
 {
-	dsl_explain_node *e;
+	DslExplainNode *e;
 
 	if (!c->recording || n->xid < 0)
 		return;
@@ -410,7 +410,7 @@ record(ectx *c, const dsl_node *n, dsl_value v)
 }
 
 static int
-compare_values(int gop, dsl_value x, dsl_value y)
+compare_values(int gop, DslValue x, DslValue y)
 {
 	if (gop >= OP_CMP_LL && gop < OP_CMP_LL + CMP__N)
 		return x.l < y.l ? -1 : x.l > y.l;
@@ -429,10 +429,10 @@ compare_values(int gop, dsl_value x, dsl_value y)
  * Evaluate n with the generic operators.  Stops at the first failure
  * (c->outcome), recording nodes when c->recording.
  */
-static dsl_value
-gev(const dsl_node *n, ectx *c)
+static DslValue
+gev(const DslNode *n, EvalCtx *c)
 {
-	dsl_value	v,
+	DslValue	v,
 				x,
 				y;
 	const char *raw;
@@ -637,21 +637,21 @@ gev(const dsl_node *n, ectx *c)
  * (read as a byte out of the 8-byte word that holds it; the mask drops the
  * neighbouring bytes and the struct padding).
  */
-typedef struct fterm
+typedef struct FileTerm
 {
-	uint32_t	off;			/* 8-byte word offset in dsl_file */
+	uint32_t	off;			/* 8-byte word offset in DslFile */
 	uint32_t	shift;
 	uint64_t	mask;
 	uint64_t	lo;
 	uint64_t	span;
 	uint64_t	neg;			/* 1: the test is negated */
-} fterm;
+} FileTerm;
 
 #define MAX_FTERMS 4
 
 /* Set t to the range test "field ck k" (!= is a negated range). */
 static void
-range_term(fterm *t, int ck, int64_t k)
+range_term(FileTerm *t, int ck, int64_t k)
 {
 	int64_t		lo = INT64_MIN,
 				hi = INT64_MAX;
@@ -685,7 +685,7 @@ range_term(fterm *t, int ck, int64_t k)
 
 /* Describe n as a per-file test; false if it is not one. */
 static bool
-make_term(const dsl_node *n, const ectx *c, fterm *t, bool negate)
+make_term(const DslNode *n, const EvalCtx *c, FileTerm *t, bool negate)
 {
 	static const int mirrored[CMP__N] = {CMP_EQ, CMP_NE, CMP_GT, CMP_GE, CMP_LT, CMP_LE};
 	int			op = n->op;
@@ -743,7 +743,7 @@ make_term(const dsl_node *n, const ectx *c, fterm *t, bool negate)
 
 /* Flatten an AND tree of per-file tests into terms; false if it is not one. */
 static bool
-collect_terms(const dsl_node *n, const ectx *c, fterm *terms, int *nterms)
+collect_terms(const DslNode *n, const EvalCtx *c, FileTerm *terms, int *nterms)
 {
 	if (n->op == OP_AND)
 		return collect_terms(n->a, c, terms, nterms) &&
@@ -754,7 +754,7 @@ collect_terms(const dsl_node *n, const ectx *c, fterm *terms, int *nterms)
 }
 
 static inline uint64_t
-test_term(const fterm *t, const char *f)
+test_term(const FileTerm *t, const char *f)
 {
 	uint64_t	w;
 
@@ -768,26 +768,26 @@ test_term(const fterm *t, const char *f)
  * (a tight loop when body is a conjunction of simple tests).
  */
 static int64_t
-count_batch(const dsl_node *body, const dsl_file *files, size_t n, ectx *c)
+count_batch(const DslNode *body, const DslFile *files, size_t n, EvalCtx *c)
 {
 	int64_t		cnt = 0;
-	fterm		t[MAX_FTERMS];
+	FileTerm		t[MAX_FTERMS];
 	int			nt = 0;
 
 	if (collect_terms(body, c, t, &nt))
 	{
 		const char *f = (const char *) files;
-		fterm		t0 = t[0],
+		FileTerm		t0 = t[0],
 					t1 = t[nt > 1 ? 1 : 0];
 
 		if (nt == 1)
-			for (size_t i = 0; i < n; i++, f += sizeof(dsl_file))
+			for (size_t i = 0; i < n; i++, f += sizeof(DslFile))
 				cnt += (int64_t) test_term(&t0, f);
 		else if (nt == 2)
-			for (size_t i = 0; i < n; i++, f += sizeof(dsl_file))
+			for (size_t i = 0; i < n; i++, f += sizeof(DslFile))
 				cnt += (int64_t) (test_term(&t0, f) & test_term(&t1, f));
 		else
-			for (size_t i = 0; i < n; i++, f += sizeof(dsl_file))
+			for (size_t i = 0; i < n; i++, f += sizeof(DslFile))
 			{
 				uint64_t	ok = 1;
 
@@ -807,7 +807,7 @@ count_batch(const dsl_node *body, const dsl_file *files, size_t n, ectx *c)
 
 /* Mark the nodes of a lambda body as per-file in the explanation. */
 static void
-mark_per_file(ectx *c, const dsl_node *n)
+mark_per_file(EvalCtx *c, const DslNode *n)
 {
 	if (n == NULL)
 		return;
@@ -823,10 +823,10 @@ mark_per_file(ectx *c, const dsl_node *n)
  * c->lam_outcome.
  */
 static void
-run_pass(ectx *c)
+run_pass(EvalCtx *c)
 {
-	const dsl_program *p = c->p;
-	const dsl_file_source *src = c->in->files;
+	const DslProgram *p = c->p;
+	const DslFileSource *src = c->in->files;
 	bool		generic[DSL_MAX_LAMBDAS];
 	bool		was_recording = c->recording;
 	int			active = p->nlambdas;
@@ -835,14 +835,14 @@ run_pass(ectx *c)
 	c->recording = false;
 	for (int j = 0; j < p->nlambdas; j++)
 	{
-		const dsl_lambda *lam = &p->lambdas[j];
+		const DslLambda *lam = &p->lambdas[j];
 
 		c->counts[j] = 0;
 		c->lam_outcome[j] = DSL_OK;
 		generic[j] = c->explain;
 		for (int h = 0; h < lam->nhoisted && !generic[j]; h++)
 		{
-			dsl_value	v = gev(lam->hoisted[h], c);
+			DslValue	v = gev(lam->hoisted[h], c);
 
 			if (c->outcome != DSL_OK)
 			{
@@ -856,7 +856,7 @@ run_pass(ectx *c)
 
 	while (active > 0)
 	{
-		const dsl_file *files = NULL;
+		const DslFile *files = NULL;
 		size_t		n = 0;
 		int			r = src->next(src->arg, &files, &n);
 
@@ -873,7 +873,7 @@ run_pass(ectx *c)
 		c->files += (int64_t) n;
 		for (int j = 0; j < p->nlambdas; j++)
 		{
-			const dsl_node *body = p->lambdas[j].body;
+			const DslNode *body = p->lambdas[j].body;
 
 			if (c->lam_outcome[j] != DSL_OK)
 				continue;
@@ -881,7 +881,7 @@ run_pass(ectx *c)
 			{
 				for (size_t i = 0; i < n; i++)
 				{
-					dsl_value	v;
+					DslValue	v;
 
 					c->base[BASE_FILE] = (const char *) &files[i];
 					v = gev(body, c);
@@ -908,7 +908,7 @@ run_pass(ectx *c)
 	{
 		for (int j = 0; j < p->nlambdas; j++)
 		{
-			const dsl_lambda *lam = &p->lambdas[j];
+			const DslLambda *lam = &p->lambdas[j];
 
 			mark_per_file(c, lam->body);
 			if (c->lam_outcome[j] != DSL_OK)
@@ -933,8 +933,8 @@ run_pass(ectx *c)
  */
 
 /* Check what an evaluation needs before running anything. */
-static dsl_outcome
-check_input(const dsl_program *p, const dsl_input *in)
+static DslOutcome
+check_input(const DslProgram *p, const DslInput *in)
 {
 	uint32_t	present = in->metrics ? in->metrics->present : 0;
 
@@ -946,12 +946,12 @@ check_input(const dsl_program *p, const dsl_input *in)
 }
 
 /* See dsl.h. */
-dsl_outcome
-dsl_eval(const dsl_program *p, const dsl_input *in, bool *result)
+DslOutcome
+dsl_eval(const DslProgram *p, const DslInput *in, bool *result)
 {
-	ectx		c;
+	EvalCtx		c;
 	bool		r;
-	dsl_outcome o;
+	DslOutcome o;
 
 	*result = false;
 	if ((o = check_input(p, in)) != DSL_OK)
@@ -976,7 +976,7 @@ dsl_eval(const dsl_program *p, const dsl_input *in, bool *result)
 
 /* The explanation index of n, looking through implicit conversions. */
 static int32_t
-xid_of(const dsl_node *n)
+xid_of(const DslNode *n)
 {
 	while (n && n->gop == OP_I2D)
 		n = n->a;
@@ -985,9 +985,9 @@ xid_of(const dsl_node *n)
 
 /* Fill the structural fields of the explanation for n and below. */
 static void
-explain_init(const dsl_node *n, int32_t parent, dsl_explain_node *rec)
+explain_init(const DslNode *n, int32_t parent, DslExplainNode *rec)
 {
-	dsl_explain_node *e;
+	DslExplainNode *e;
 
 	if (n == NULL)
 		return;
@@ -1003,8 +1003,8 @@ explain_init(const dsl_node *n, int32_t parent, dsl_explain_node *rec)
 	e->right = xid_of(n->b);
 	e->offset = n->offset;
 	e->length = n->length;
-	e->kind = (dsl_node_kind) n->kind;
-	e->type = (dsl_type) n->type;
+	e->kind = (DslNodeKind) n->kind;
+	e->type = (DslType) n->type;
 	e->op = n->opname;
 	e->state = DSL_NODE_NOT_EVALUATED;
 	e->outcome = DSL_OK;
@@ -1013,13 +1013,13 @@ explain_init(const dsl_node *n, int32_t parent, dsl_explain_node *rec)
 }
 
 /* See dsl.h. */
-dsl_outcome
-dsl_explain(const dsl_program *p, const dsl_input *in, bool *result,
-			dsl_explain_node *nodes)
+DslOutcome
+dsl_explain(const DslProgram *p, const DslInput *in, bool *result,
+			DslExplainNode *nodes)
 {
-	ectx		c;
-	dsl_value	v;
-	dsl_outcome o;
+	EvalCtx		c;
+	DslValue	v;
+	DslOutcome o;
 
 	*result = false;
 	explain_init(p->root, -1, nodes);

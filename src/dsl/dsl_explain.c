@@ -19,18 +19,18 @@
 
 #include "dsl/dsl_int.h"
 
-typedef struct outbuf
+typedef struct OutBuf
 {
 	char	   *buf;
 	size_t		cap;
 	size_t		len;			/* length the full text needs */
-} outbuf;
+} OutBuf;
 
-static void out(outbuf *o, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+static void out(OutBuf *o, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
 /* Append formatted text, snprintf-style (counting what does not fit). */
 static void
-out(outbuf *o, const char *fmt,...)
+out(OutBuf *o, const char *fmt,...)
 {
 	va_list		ap;
 	size_t		room = o->len < o->cap ? o->cap - o->len : 0;
@@ -59,7 +59,7 @@ format_double(double d, char *buf, size_t size)
 
 /* Append the value of an evaluated node. */
 static void
-out_value(outbuf *o, const dsl_explain_node *e)
+out_value(OutBuf *o, const DslExplainNode *e)
 {
 	char		d[40];
 
@@ -83,13 +83,13 @@ out_value(outbuf *o, const dsl_explain_node *e)
 
 /* Append the source text of a node. */
 static void
-out_text(outbuf *o, const char *src, const dsl_explain_node *e)
+out_text(OutBuf *o, const char *src, const DslExplainNode *e)
 {
 	out(o, "%.*s", (int) e->length, src + e->offset);
 }
 
 static const char *
-outcome_text(dsl_outcome o)
+outcome_text(DslOutcome o)
 {
 	switch (o)
 	{
@@ -110,9 +110,9 @@ outcome_text(dsl_outcome o)
 
 /* "name = value" with provenance for properties and file counts. */
 static void
-out_binding(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i)
+out_binding(OutBuf *o, const char *src, const DslExplainNode *nodes, int32_t i)
 {
-	const dsl_explain_node *e = &nodes[i];
+	const DslExplainNode *e = &nodes[i];
 
 	out_text(o, src, e);
 	if (e->state == DSL_NODE_NOT_EVALUATED)
@@ -148,7 +148,7 @@ out_binding(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i
 
 /* Whether node i is worth naming with its value inside a larger one. */
 static bool
-is_binding(const dsl_explain_node *e)
+is_binding(const DslExplainNode *e)
 {
 	return e->kind == DSL_KIND_VARIABLE || e->kind == DSL_KIND_PROPERTY ||
 		e->kind == DSL_KIND_COUNT ||
@@ -161,10 +161,10 @@ is_binding(const dsl_explain_node *e)
  * countDataFiles() for the values its lambda computed once per call.
  */
 static void
-out_where(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i,
+out_where(OutBuf *o, const char *src, const DslExplainNode *nodes, int32_t i,
 		  bool *first)
 {
-	const dsl_explain_node *e = &nodes[i];
+	const DslExplainNode *e = &nodes[i];
 	int32_t		kids[2] = {e->left, e->right};
 
 	for (int k = 0; k < 2; k++)
@@ -188,9 +188,9 @@ out_where(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i,
 
 /* One line for a comparison or another boolean leaf. */
 static void
-out_line(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i)
+out_line(OutBuf *o, const char *src, const DslExplainNode *nodes, int32_t i)
 {
-	const dsl_explain_node *e = &nodes[i];
+	const DslExplainNode *e = &nodes[i];
 	bool		first = true;
 
 	if (e->state == DSL_NODE_NOT_EVALUATED)
@@ -209,8 +209,8 @@ out_line(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i)
 	}
 	if (e->kind == DSL_KIND_COMPARISON)
 	{
-		const dsl_explain_node *l = &nodes[e->left];
-		const dsl_explain_node *r = &nodes[e->right];
+		const DslExplainNode *l = &nodes[e->left];
+		const DslExplainNode *r = &nodes[e->right];
 
 		if (r->kind == DSL_KIND_LITERAL && l->kind != DSL_KIND_LITERAL)
 		{
@@ -237,9 +237,9 @@ out_line(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i)
 
 /* Walk the logical structure down to the lines. */
 static void
-out_tree(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i)
+out_tree(OutBuf *o, const char *src, const DslExplainNode *nodes, int32_t i)
 {
-	const dsl_explain_node *e = &nodes[i];
+	const DslExplainNode *e = &nodes[i];
 
 	if (e->kind == DSL_KIND_LOGICAL && e->state != DSL_NODE_NOT_EVALUATED)
 	{
@@ -260,10 +260,10 @@ out_tree(outbuf *o, const char *src, const dsl_explain_node *nodes, int32_t i)
 
 /* See dsl.h. */
 size_t
-dsl_explain_text(const dsl_program *p, const dsl_explain_node *nodes,
-				 bool result, dsl_outcome outcome, char *buf, size_t buflen)
+dsl_explain_text(const DslProgram *p, const DslExplainNode *nodes,
+				 bool result, DslOutcome outcome, char *buf, size_t buflen)
 {
-	outbuf		o = {buf, buflen, 0};
+	OutBuf		o = {buf, buflen, 0};
 
 	if (buflen > 0)
 		buf[0] = '\0';

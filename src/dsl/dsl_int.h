@@ -40,7 +40,7 @@ enum
 	CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP__N
 };
 
-typedef enum dsl_op
+typedef enum DslOp
 {
 	/* leaves */
 	OP_CONST_B, OP_CONST_L, OP_CONST_D, OP_CONST_S,
@@ -74,16 +74,16 @@ typedef enum dsl_op
 	/* functions */
 	OP_PROP_B = OP_CMPE_D + CMP__N, OP_PROP_L, OP_PROP_D, OP_PROP_S,
 	OP_COUNT
-} dsl_op;
+} DslOp;
 
-typedef struct dsl_node dsl_node;
+typedef struct DslNode DslNode;
 
-struct dsl_node
+struct DslNode
 {
 	uint8_t		op;				/* fast operator */
 	uint8_t		gop;			/* generic operator */
-	uint8_t		type;			/* dsl_type of the result */
-	uint8_t		kind;			/* dsl_node_kind, for explanations */
+	uint8_t		type;			/* DslType of the result */
+	uint8_t		kind;			/* DslNodeKind, for explanations */
 	uint8_t		abase;			/* fused comparisons: operand bases */
 	uint8_t		bbase;
 	bool		uses_param;		/* reads the lambda parameter */
@@ -97,85 +97,85 @@ struct dsl_node
 	int32_t		length;
 	int32_t		depth;			/* tree depth below and including this */
 	const char *opname;			/* operator text for explanations */
-	dsl_value	k;				/* constant / unit factor / property name */
-	dsl_node   *a;				/* children: operands, property default */
-	dsl_node   *b;
+	DslValue	k;				/* constant / unit factor / property name */
+	DslNode   *a;				/* children: operands, property default */
+	DslNode   *b;
 };
 
-typedef struct dsl_lambda
+typedef struct DslLambda
 {
-	dsl_node   *body;			/* BOOLEAN predicate */
-	dsl_node   *hoisted[DSL_MAX_SLOTS];	/* nodes whose slot to compute */
+	DslNode   *body;			/* BOOLEAN predicate */
+	DslNode   *hoisted[DSL_MAX_SLOTS];	/* nodes whose slot to compute */
 	int			nhoisted;
-} dsl_lambda;
+} DslLambda;
 
-typedef struct dsl_chunk
+typedef struct DslChunk
 {
-	struct dsl_chunk *next;
+	struct DslChunk *next;
 	size_t		size;
 	size_t		used;
 	/* data follows, max_align_t aligned */
-} dsl_chunk;
+} DslChunk;
 
-struct dsl_program
+struct DslProgram
 {
-	dsl_allocator alloc;
-	dsl_chunk  *chunks;
-	dsl_node   *root;
+	DslAllocator alloc;
+	DslChunk  *chunks;
+	DslNode   *root;
 	char	   *source;			/* NUL-terminated copy */
 	size_t		source_len;
-	dsl_needs	needs;
+	DslNeeds	needs;
 	uint32_t	vars;
 	uint32_t	fields;
 	bool		uses_properties;
 	int			nlambdas;
 	int			nslots;
 	int32_t		nexplain;
-	dsl_lambda	lambdas[DSL_MAX_LAMBDAS];
+	DslLambda	lambdas[DSL_MAX_LAMBDAS];
 };
 
 /* ---- the compiler ---- */
 
 /* Token kinds of the lexer (dsl_lex.c). */
-typedef enum dsl_tok_kind
+typedef enum DslTokKind
 {
 	T_END, T_LONG, T_DOUBLE, T_STRING, T_IDENT,
 	T_AND, T_OR, T_TRUE, T_FALSE,
 	T_LPAREN, T_RPAREN, T_COMMA, T_DOT, T_ARROW,
 	T_NOT, T_PLUS, T_MINUS, T_STAR, T_SLASH,
 	T_EQ, T_NE, T_LT, T_LE, T_GT, T_GE
-} dsl_tok_kind;
+} DslTokKind;
 
-typedef struct dsl_token
+typedef struct DslToken
 {
-	dsl_tok_kind kind;
+	DslTokKind kind;
 	int32_t		offset;
 	int32_t		length;
 	int64_t		l;
 	double		d;
 	const char *s;				/* T_STRING: decoded, NUL-terminated */
-} dsl_token;
+} DslToken;
 
 /*
  * The state of one compilation, shared by the lexer, the parser and the
  * error reporting; dsl_compile() sets it up.
  */
-typedef struct dsl_parser
+typedef struct DslParser
 {
-	dsl_program *p;
+	DslProgram *p;
 	const char *src;			/* the program's NUL-terminated copy */
 	int32_t		len;
 	int32_t		pos;			/* lexer position */
-	dsl_token	tok;			/* current token */
-	dsl_token	ahead;			/* lookahead, valid if has_ahead */
+	DslToken	tok;			/* current token */
+	DslToken	ahead;			/* lookahead, valid if has_ahead */
 	bool		has_ahead;
-	dsl_error  *err;
+	DslError  *err;
 	bool		failed;
 	int			nesting;
 	int			lambda;			/* index of the lambda being parsed, or -1 */
 	const char *param;			/* its parameter name */
 	int32_t		param_len;
-} dsl_parser;
+} DslParser;
 
 /* Printable text of a token for messages, shortened to 40 bytes (uses ps). */
 #define TOKFMT "%.*s"
@@ -185,29 +185,29 @@ typedef struct dsl_parser
  * dsl_compile.c: allocate size bytes, zeroed, from the program's arena;
  * NULL when the allocator fails.  Freed only as a whole by dsl_free().
  */
-extern void *dsl_arena_alloc(dsl_program *p, size_t size);
+extern void *dsl_arena_alloc(DslProgram *p, size_t size);
 
 /*
- * dsl_error.c: record an error at byte offset off of the source (only the
+ * DslError.c: record an error at byte offset off of the source (only the
  * first error of a compilation counts) and return NULL, so that callers
  * can "return dsl_error_at(...)".  hint may be NULL.
  */
-extern void *dsl_error_at(dsl_parser *ps, dsl_error_kind kind, int32_t off,
+extern void *dsl_error_at(DslParser *ps, DslErrorKind kind, int32_t off,
 						  const char *hint, const char *fmt,...)
 			__attribute__((format(printf, 5, 6)));
-/* dsl_error.c: DSL_ERROR_OUT_OF_MEMORY at the current token; NULL. */
-extern void *dsl_out_of_memory(dsl_parser *ps);
-/* dsl_error.c: "syntax error at or near" token t, with hint; NULL. */
-extern void *dsl_syntax_error(dsl_parser *ps, const dsl_token *t,
+/* DslError.c: DSL_ERROR_OUT_OF_MEMORY at the current token; NULL. */
+extern void *dsl_out_of_memory(DslParser *ps);
+/* DslError.c: "syntax error at or near" token t, with hint; NULL. */
+extern void *dsl_syntax_error(DslParser *ps, const DslToken *t,
 							  const char *hint);
 
 /*
  * dsl_lex.c: move to the next token (ps->tok).  False, with the error
  * recorded, on a bad token.
  */
-extern bool dsl_advance(dsl_parser *ps);
+extern bool dsl_advance(DslParser *ps);
 /* dsl_lex.c: the token after the current one (lexed once); NULL on error. */
-extern const dsl_token *dsl_peek(dsl_parser *ps);
+extern const DslToken *dsl_peek(DslParser *ps);
 /* dsl_lex.c: whether s[0 .. len) is word (lowercase), in any ASCII case. */
 extern bool dsl_word_is(const char *s, int32_t len, const char *word);
 
@@ -215,13 +215,13 @@ extern bool dsl_word_is(const char *s, int32_t len, const char *word);
  * dsl_parse.c: parse and type-check an expression starting at the current
  * token; NULL with the error recorded.  The caller checks what follows.
  */
-extern dsl_node *dsl_parse_expr(dsl_parser *ps);
+extern DslNode *dsl_parse_expr(DslParser *ps);
 
 /*
  * dsl_optimize.c: hoist, fuse and number the parsed tree of p (root and
  * p->lambdas).  Cannot fail.
  */
-extern void dsl_optimize(dsl_program *p, dsl_node *root);
+extern void dsl_optimize(DslProgram *p, DslNode *root);
 
 /* dsl_eval.c: convert a property's text; false when it does not convert */
 extern bool dsl_parse_long(const char *s, int64_t *out);
@@ -229,10 +229,10 @@ extern bool dsl_parse_double(const char *s, double *out);
 extern bool dsl_parse_bool(const char *s, bool *out);
 
 /* dsl_names.c */
-extern uint32_t dsl_var_offset(dsl_var var);
+extern uint32_t dsl_var_offset(DslVar var);
 extern int	dsl_field_lookup(const char *name, size_t len);
-extern uint32_t dsl_field_offset(dsl_field field);
-extern dsl_type dsl_field_type(dsl_field field);
+extern uint32_t dsl_field_offset(DslField field);
+extern DslType dsl_field_type(DslField field);
 extern const char *dsl_suggest(const char *name, size_t len,
 							   const char *const *candidates, int ncandidates);
 

@@ -62,7 +62,7 @@ dsl_word_is(const char *s, int32_t len, const char *word)
 
 /* Lex a number starting at ps->pos into t: digits, fraction, suffix. */
 static bool
-lex_number(dsl_parser *ps, dsl_token *t)
+lex_number(DslParser *ps, DslToken *t)
 {
 	const char *s = ps->src;
 	int32_t		i = ps->pos;
@@ -167,7 +167,7 @@ lex_number(dsl_parser *ps, dsl_token *t)
  * decode the escapes into the arena.
  */
 static bool
-lex_string(dsl_parser *ps, dsl_token *t)
+lex_string(DslParser *ps, DslToken *t)
 {
 	const char *s = ps->src;
 	char		q = s[ps->pos];
@@ -244,7 +244,7 @@ lex_string(dsl_parser *ps, dsl_token *t)
 
 /* Lex the next token into t.  False (with the error set) on a bad token. */
 static bool
-lex(dsl_parser *ps, dsl_token *t)
+lex(DslParser *ps, DslToken *t)
 {
 	const char *s = ps->src;
 	char		c;
@@ -393,7 +393,7 @@ lex(dsl_parser *ps, dsl_token *t)
 
 /* See dsl_int.h. */
 bool
-dsl_advance(dsl_parser *ps)
+dsl_advance(DslParser *ps)
 {
 	if (ps->has_ahead)
 	{
@@ -405,8 +405,8 @@ dsl_advance(dsl_parser *ps)
 }
 
 /* See dsl_int.h. */
-const dsl_token *
-dsl_peek(dsl_parser *ps)
+const DslToken *
+dsl_peek(DslParser *ps)
 {
 	if (!ps->has_ahead)
 	{

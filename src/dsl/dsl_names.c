@@ -11,18 +11,18 @@
 
 #include "dsl/dsl_int.h"
 
-typedef struct var_info
+typedef struct VarInfo
 {
 	const char *name;
-	dsl_type	type;
-	dsl_needs	needs;
+	DslType	type;
+	DslNeeds	needs;
 	uint32_t	offset;
-} var_info;
+} VarInfo;
 
-#define M(field) ((uint32_t) offsetof(dsl_metrics, field))
+#define M(field) ((uint32_t) offsetof(DslMetrics, field))
 
-/* Indexed by dsl_var; the spec's table of variables. */
-static const var_info vars[DSL_VAR_COUNT] = {
+/* Indexed by DslVar; the spec's table of variables. */
+static const VarInfo vars[DSL_VAR_COUNT] = {
 	{"dataFiles", DSL_LONG, DSL_NEEDS_MANIFESTS, M(data_files)},
 	{"dataFilesSize", DSL_LONG, DSL_NEEDS_MANIFESTS, M(data_files_size)},
 	{"dataRecords", DSL_LONG, DSL_NEEDS_MANIFESTS, M(data_records)},
@@ -44,16 +44,16 @@ static const var_info vars[DSL_VAR_COUNT] = {
 
 #undef M
 
-typedef struct field_info
+typedef struct FieldInfo
 {
 	const char *name;
-	dsl_type	type;
+	DslType	type;
 	uint32_t	offset;
-} field_info;
+} FieldInfo;
 
-#define F(field) ((uint32_t) offsetof(dsl_file, field))
+#define F(field) ((uint32_t) offsetof(DslFile, field))
 
-static const field_info fields[DSL_FIELD_COUNT] = {
+static const FieldInfo fields[DSL_FIELD_COUNT] = {
 	{"size", DSL_LONG, F(size)},
 	{"records", DSL_LONG, F(records)},
 	{"hasDeletes", DSL_BOOLEAN, F(has_deletes)},
@@ -65,7 +65,7 @@ static const field_info fields[DSL_FIELD_COUNT] = {
 
 /* The name of a type, as the language and its error messages spell it. */
 const char *
-dsl_type_name(dsl_type type)
+dsl_type_name(DslType type)
 {
 	switch (type)
 	{
@@ -83,7 +83,7 @@ dsl_type_name(dsl_type type)
 
 /* The name of a metric level: metadata, manifest_list, manifests, deletes. */
 const char *
-dsl_needs_name(dsl_needs needs)
+dsl_needs_name(DslNeeds needs)
 {
 	switch (needs)
 	{
@@ -101,7 +101,7 @@ dsl_needs_name(dsl_needs needs)
 
 /* The name of an outcome, as SQL and the evaluation log report it. */
 const char *
-dsl_outcome_name(dsl_outcome outcome)
+dsl_outcome_name(DslOutcome outcome)
 {
 	switch (outcome)
 	{
@@ -123,7 +123,7 @@ dsl_outcome_name(dsl_outcome outcome)
 
 /* The DSL name of a variable ("dataFiles"); NULL if out of range. */
 const char *
-dsl_var_name(dsl_var var)
+dsl_var_name(DslVar var)
 {
 	if ((unsigned) var >= DSL_VAR_COUNT)
 		return NULL;
@@ -131,22 +131,22 @@ dsl_var_name(dsl_var var)
 }
 
 /* The type of a variable. */
-dsl_type
-dsl_var_type(dsl_var var)
+DslType
+dsl_var_type(DslVar var)
 {
 	return (unsigned) var < DSL_VAR_COUNT ? vars[var].type : DSL_LONG;
 }
 
 /* The metric level a variable needs. */
-dsl_needs
-dsl_var_needs(dsl_var var)
+DslNeeds
+dsl_var_needs(DslVar var)
 {
 	return (unsigned) var < DSL_VAR_COUNT ? vars[var].needs : DSL_NEEDS_METADATA;
 }
 
-/* Byte offset of a variable's field in dsl_metrics. */
+/* Byte offset of a variable's field in DslMetrics. */
 uint32_t
-dsl_var_offset(dsl_var var)
+dsl_var_offset(DslVar var)
 {
 	return vars[var].offset;
 }
@@ -163,7 +163,7 @@ dsl_var_lookup(const char *name, size_t len)
 
 /* The DSL name of a lambda field ("size"). */
 const char *
-dsl_field_name(dsl_field field)
+dsl_field_name(DslField field)
 {
 	if ((unsigned) field >= DSL_FIELD_COUNT)
 		return NULL;
@@ -180,23 +180,23 @@ dsl_field_lookup(const char *name, size_t len)
 	return -1;
 }
 
-/* Byte offset of a lambda field in dsl_file. */
+/* Byte offset of a lambda field in DslFile. */
 uint32_t
-dsl_field_offset(dsl_field field)
+dsl_field_offset(DslField field)
 {
 	return fields[field].offset;
 }
 
 /* The type of a lambda field. */
-dsl_type
-dsl_field_type(dsl_field field)
+DslType
+dsl_field_type(DslField field)
 {
 	return fields[field].type;
 }
 
 /* See dsl.h. */
 void
-dsl_metrics_set(dsl_metrics *metrics, dsl_var var, int64_t value, double dvalue)
+dsl_metrics_set(DslMetrics *metrics, DslVar var, int64_t value, double dvalue)
 {
 	char	   *p;
 
@@ -212,7 +212,7 @@ dsl_metrics_set(dsl_metrics *metrics, dsl_var var, int64_t value, double dvalue)
 
 /* See dsl.h. */
 bool
-dsl_metrics_get(const dsl_metrics *metrics, dsl_var var, dsl_value *value)
+dsl_metrics_get(const DslMetrics *metrics, DslVar var, DslValue *value)
 {
 	const char *p;
 

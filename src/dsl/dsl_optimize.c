@@ -19,7 +19,7 @@
  * lambda body into slots (variables are read directly and stay).
  */
 static void
-hoist(dsl_program *p, dsl_lambda *lam, dsl_node *n)
+hoist(DslProgram *p, DslLambda *lam, DslNode *n)
 {
 	if (n == NULL || n->constant)
 		return;
@@ -38,7 +38,7 @@ hoist(dsl_program *p, dsl_lambda *lam, dsl_node *n)
 
 /* Whether n can be an operand of a fused comparison; sets base / offset. */
 static bool
-leaf(const dsl_node *n, uint8_t *base, uint32_t *off)
+leaf(const DslNode *n, uint8_t *base, uint32_t *off)
 {
 	switch (n->op)
 	{
@@ -54,7 +54,7 @@ leaf(const dsl_node *n, uint8_t *base, uint32_t *off)
 		case OP_SLOT_L:
 		case OP_SLOT_D:
 			*base = BASE_SLOTS;
-			*off = (uint32_t) (n->slot * sizeof(dsl_value));
+			*off = (uint32_t) (n->slot * sizeof(DslValue));
 			return true;
 		default:
 			return false;
@@ -85,12 +85,12 @@ mirror(int ck)
  * an expression and a constant.
  */
 static void
-fuse(dsl_node *n)
+fuse(DslNode *n)
 {
 	int			gop;
 	bool		is_l;
 	int			ck;
-	dsl_node   *a,
+	DslNode   *a,
 			   *b;
 
 	if (n == NULL)
@@ -111,7 +111,7 @@ fuse(dsl_node *n)
 	b = n->b;
 	if (a->constant && !b->constant)
 	{
-		dsl_node   *t = a;
+		DslNode   *t = a;
 
 		a = b;
 		b = t;
@@ -138,7 +138,7 @@ fuse(dsl_node *n)
 
 /* Number explainable nodes in pre-order; implicit conversions get -1. */
 static void
-number(dsl_program *p, dsl_node *n)
+number(DslProgram *p, DslNode *n)
 {
 	if (n == NULL)
 		return;
@@ -152,7 +152,7 @@ number(dsl_program *p, dsl_node *n)
 
 /* See dsl_int.h. */
 void
-dsl_optimize(dsl_program *p, dsl_node *root)
+dsl_optimize(DslProgram *p, DslNode *root)
 {
 	for (int i = 0; i < p->nlambdas; i++)
 		hoist(p, &p->lambdas[i], p->lambdas[i].body);

@@ -38,17 +38,17 @@ static const char *const function_names[] = {
 
 /* Whether n is a LONG or a DOUBLE. */
 static bool
-is_numeric(const dsl_node *n)
+is_numeric(const DslNode *n)
 {
 	return n->type == DSL_LONG || n->type == DSL_DOUBLE;
 }
 
 /* A new node spanning [off, off + len) with no children yet. */
-static dsl_node *
-new_node(dsl_parser *ps, dsl_op op, dsl_type type, dsl_node_kind kind,
+static DslNode *
+new_node(DslParser *ps, DslOp op, DslType type, DslNodeKind kind,
 		 int32_t off, int32_t len)
 {
-	dsl_node   *n = dsl_arena_alloc(ps->p, sizeof(dsl_node));
+	DslNode   *n = dsl_arena_alloc(ps->p, sizeof(DslNode));
 
 	if (n == NULL)
 		return dsl_out_of_memory(ps);
@@ -66,8 +66,8 @@ new_node(dsl_parser *ps, dsl_op op, dsl_type type, dsl_node_kind kind,
 }
 
 /* Attach children, propagate flags, and enforce DSL_MAX_DEPTH. */
-static dsl_node *
-attach(dsl_parser *ps, dsl_node *n, dsl_node *a, dsl_node *b, int32_t err_off)
+static DslNode *
+attach(DslParser *ps, DslNode *n, DslNode *a, DslNode *b, int32_t err_off)
 {
 	n->a = a;
 	n->b = b;
@@ -91,9 +91,9 @@ attach(dsl_parser *ps, dsl_node *n, dsl_node *a, dsl_node *b, int32_t err_off)
 
 /* Turn n into a constant of its type holding v (a folded expression). */
 static void
-make_constant(dsl_node *n, dsl_value v)
+make_constant(DslNode *n, DslValue v)
 {
-	static const dsl_op ops[] = {OP_CONST_B, OP_CONST_L, OP_CONST_D, OP_CONST_S};
+	static const DslOp ops[] = {OP_CONST_B, OP_CONST_L, OP_CONST_D, OP_CONST_S};
 
 	n->op = n->gop = (uint8_t) ops[n->type];
 	n->kind = DSL_KIND_LITERAL;
@@ -104,16 +104,16 @@ make_constant(dsl_node *n, dsl_value v)
 }
 
 /* n as a DOUBLE: itself, a converted constant, or an implicit I2D node. */
-static dsl_node *
-to_double(dsl_parser *ps, dsl_node *n)
+static DslNode *
+to_double(DslParser *ps, DslNode *n)
 {
-	dsl_node   *c;
+	DslNode   *c;
 
 	if (n->type == DSL_DOUBLE)
 		return n;
 	if (n->constant)
 	{
-		dsl_value	v;
+		DslValue	v;
 
 		v.d = (double) n->k.l;
 		n->type = DSL_DOUBLE;
@@ -128,7 +128,7 @@ to_double(dsl_parser *ps, dsl_node *n)
 
 /* The text of an operator token, for messages and explanations. */
 static const char *
-tok_text(dsl_tok_kind k)
+tok_text(DslTokKind k)
 {
 	switch (k)
 	{
@@ -165,7 +165,7 @@ tok_text(dsl_tok_kind k)
 
 /* The CMP_* kind of a comparison token. */
 static int
-cmp_kind(dsl_tok_kind k)
+cmp_kind(DslTokKind k)
 {
 	switch (k)
 	{
@@ -191,10 +191,10 @@ cmp_kind(dsl_tok_kind k)
  * outcome, when the condition is evaluated.
  */
 static void
-fold_arith(dsl_node *n)
+fold_arith(DslNode *n)
 {
-	dsl_value	v;
-	const dsl_node *a = n->a,
+	DslValue	v;
+	const DslNode *a = n->a,
 			   *b = n->b;
 
 	if (!a->constant || (b && !b->constant))
@@ -251,10 +251,10 @@ fold_arith(dsl_node *n)
 }
 
 /* Build and type-check the binary operator op applied to l and r. */
-static dsl_node *
-make_binary(dsl_parser *ps, const dsl_token *op, dsl_node *l, dsl_node *r)
+static DslNode *
+make_binary(DslParser *ps, const DslToken *op, DslNode *l, DslNode *r)
 {
-	dsl_node   *n;
+	DslNode   *n;
 	int32_t		off = l->offset;
 	int32_t		len = r->offset + r->length - l->offset;
 	const char *name = tok_text(op->kind);
@@ -265,7 +265,7 @@ make_binary(dsl_parser *ps, const dsl_token *op, dsl_node *l, dsl_node *r)
 		case T_OR:
 			if (l->type != DSL_BOOLEAN || r->type != DSL_BOOLEAN)
 			{
-				const dsl_node *bad = l->type != DSL_BOOLEAN ? l : r;
+				const DslNode *bad = l->type != DSL_BOOLEAN ? l : r;
 
 				return dsl_error_at(ps, DSL_ERROR_TYPE, bad->offset, NULL,
 									"argument of %s must be of type BOOLEAN, not %s",
@@ -308,7 +308,7 @@ make_binary(dsl_parser *ps, const dsl_token *op, dsl_node *l, dsl_node *r)
 										"operator does not exist: %s %s %s",
 										dsl_type_name(l->type), name,
 										dsl_type_name(r->type));
-				n = new_node(ps, (dsl_op) (base + ck), DSL_BOOLEAN,
+				n = new_node(ps, (DslOp) (base + ck), DSL_BOOLEAN,
 							 DSL_KIND_COMPARISON, off, len);
 				break;
 			}
@@ -352,7 +352,7 @@ make_binary(dsl_parser *ps, const dsl_token *op, dsl_node *l, dsl_node *r)
 
 /* Enter one level of nesting at token t; false (error set) if too deep. */
 static bool
-nest(dsl_parser *ps, const dsl_token *t)
+nest(DslParser *ps, const DslToken *t)
 {
 	if (++ps->nesting > DSL_MAX_NESTING)
 	{
@@ -366,7 +366,7 @@ nest(dsl_parser *ps, const dsl_token *t)
 
 /* Expect a ")" closing the "(" at open_off; consume it. */
 static bool
-expect_rparen(dsl_parser *ps, int32_t open_off, const char *what)
+expect_rparen(DslParser *ps, int32_t open_off, const char *what)
 {
 	(void) open_off;
 	if (ps->tok.kind != T_RPAREN)
@@ -381,11 +381,11 @@ expect_rparen(dsl_parser *ps, int32_t open_off, const char *what)
 }
 
 /* A unit function (KB ... days) applied to arg. */
-static dsl_node *
-make_unit(dsl_parser *ps, const dsl_token *name, dsl_node *arg, int64_t factor,
+static DslNode *
+make_unit(DslParser *ps, const DslToken *name, DslNode *arg, int64_t factor,
 		  int32_t end)
 {
-	dsl_node   *n;
+	DslNode   *n;
 	char		fname[16];
 
 	snprintf(fname, sizeof(fname), "%.*s", (int) name->length, ps->src + name->offset);
@@ -408,11 +408,11 @@ make_unit(dsl_parser *ps, const dsl_token *name, dsl_node *arg, int64_t factor,
 }
 
 /* countDataFiles(param -> predicate); the current token is after "(". */
-static dsl_node *
-parse_count(dsl_parser *ps, const dsl_token *name)
+static DslNode *
+parse_count(DslParser *ps, const DslToken *name)
 {
-	dsl_token	param;
-	dsl_node   *body,
+	DslToken	param;
+	DslNode   *body,
 			   *n;
 	int			index;
 
@@ -465,17 +465,17 @@ parse_count(dsl_parser *ps, const dsl_token *name)
 }
 
 /* A function call; the current token is the name, the next one "(". */
-static dsl_node *
-parse_call(dsl_parser *ps)
+static DslNode *
+parse_call(DslParser *ps)
 {
-	dsl_token	name = ps->tok;
+	DslToken	name = ps->tok;
 	const char *s = ps->src + name.offset;
 	int32_t		len = name.length;
-	dsl_node   *args[2] = {NULL, NULL};
+	DslNode   *args[2] = {NULL, NULL};
 	int			nargs = 0;
 	int32_t		end;
 	int			fn = -1;
-	dsl_node   *n;
+	DslNode   *n;
 
 	for (int i = 0; i < NFUNCTIONS; i++)
 		if ((int32_t) strlen(function_names[i]) == len &&
@@ -513,7 +513,7 @@ parse_call(dsl_parser *ps)
 	{
 		for (;;)
 		{
-			dsl_node   *arg = dsl_parse_expr(ps);
+			DslNode   *arg = dsl_parse_expr(ps);
 
 			if (arg == NULL)
 				return NULL;
@@ -558,7 +558,7 @@ parse_call(dsl_parser *ps)
 		return dsl_error_at(ps, DSL_ERROR_TYPE, args[0]->offset,
 							"Write the property name as a quoted string, for example property('write.target-file-size-bytes', 512MB).",
 							"first argument of property() must be a string literal");
-	n = new_node(ps, (dsl_op) (OP_PROP_B + args[1]->type), args[1]->type,
+	n = new_node(ps, (DslOp) (OP_PROP_B + args[1]->type), args[1]->type,
 				 DSL_KIND_PROPERTY, name.offset, end - name.offset);
 	if (n == NULL || attach(ps, n, args[1], NULL, name.offset) == NULL)
 		return NULL;
@@ -569,21 +569,21 @@ parse_call(dsl_parser *ps)
 }
 
 /* An identifier that is not a call: a variable or a lambda field. */
-static dsl_node *
-parse_name(dsl_parser *ps)
+static DslNode *
+parse_name(DslParser *ps)
 {
-	dsl_token	id = ps->tok;
+	DslToken	id = ps->tok;
 	const char *s = ps->src + id.offset;
 	int32_t		len = id.length;
-	const dsl_token *next;
+	const DslToken *next;
 	int			v;
-	dsl_node   *n;
+	DslNode   *n;
 
 	if ((next = dsl_peek(ps)) == NULL)
 		return NULL;
 	if (ps->lambda >= 0 && len == ps->param_len && memcmp(s, ps->param, len) == 0)
 	{
-		dsl_token	field;
+		DslToken	field;
 		int			f;
 
 		if (next->kind != T_DOT)
@@ -666,11 +666,11 @@ parse_name(dsl_parser *ps)
 }
 
 /* literal | name | call | "(" expr ")" */
-static dsl_node *
-parse_primary(dsl_parser *ps)
+static DslNode *
+parse_primary(DslParser *ps)
 {
-	dsl_token	t = ps->tok;
-	dsl_node   *n;
+	DslToken	t = ps->tok;
+	DslNode   *n;
 
 	switch (t.kind)
 	{
@@ -680,12 +680,12 @@ parse_primary(dsl_parser *ps)
 		case T_TRUE:
 		case T_FALSE:
 			{
-				static const dsl_type types[] = {
+				static const DslType types[] = {
 					[T_LONG] = DSL_LONG,[T_DOUBLE] = DSL_DOUBLE,
 					[T_STRING] = DSL_STRING,[T_TRUE] = DSL_BOOLEAN,
 					[T_FALSE] = DSL_BOOLEAN
 				};
-				dsl_value	v;
+				DslValue	v;
 
 				n = new_node(ps, OP_CONST_B, types[t.kind], DSL_KIND_LITERAL,
 							 t.offset, t.length);
@@ -716,7 +716,7 @@ parse_primary(dsl_parser *ps)
 			return n;
 		case T_IDENT:
 			{
-				const dsl_token *next = dsl_peek(ps);
+				const DslToken *next = dsl_peek(ps);
 
 				if (next == NULL)
 					return NULL;
@@ -731,11 +731,11 @@ parse_primary(dsl_parser *ps)
 }
 
 /* ("!" | "-") unary | primary */
-static dsl_node *
-parse_unary(dsl_parser *ps)
+static DslNode *
+parse_unary(DslParser *ps)
 {
-	dsl_token	t = ps->tok;
-	dsl_node   *arg,
+	DslToken	t = ps->tok;
+	DslNode   *arg,
 			   *n;
 
 	if (t.kind != T_NOT && t.kind != T_MINUS)
@@ -772,7 +772,7 @@ parse_unary(dsl_parser *ps)
 
 /* Binary precedence levels, lowest first. */
 static bool
-at_level(dsl_tok_kind k, int level)
+at_level(DslTokKind k, int level)
 {
 	switch (level)
 	{
@@ -792,16 +792,16 @@ at_level(dsl_tok_kind k, int level)
 }
 
 /* One left-associative precedence level. */
-static dsl_node *
-parse_level(dsl_parser *ps, int level)
+static DslNode *
+parse_level(DslParser *ps, int level)
 {
-	dsl_node   *l;
+	DslNode   *l;
 
 	l = level == 5 ? parse_unary(ps) : parse_level(ps, level + 1);
 	while (l && at_level(ps->tok.kind, level))
 	{
-		dsl_token	op = ps->tok;
-		dsl_node   *r;
+		DslToken	op = ps->tok;
+		DslNode   *r;
 
 		if (!dsl_advance(ps))
 			return NULL;
@@ -814,8 +814,8 @@ parse_level(dsl_parser *ps, int level)
 }
 
 /* See dsl_int.h. */
-dsl_node *
-dsl_parse_expr(dsl_parser *ps)
+DslNode *
+dsl_parse_expr(DslParser *ps)
 {
 	return parse_level(ps, 0);
 }

@@ -685,9 +685,9 @@ extern void iceberg_data_files_close(IcebergDataFileIter *it);
  * so this layer links without the DSL.
  * ------------------------------------------------------------------------
  */
-struct dsl_metrics;
-struct dsl_properties;
-struct dsl_file_source;
+struct DslMetrics;
+struct DslProperties;
+struct DslFileSource;
 
 /*
  * Fills *out with every variable computed at m->level (and sets its
@@ -696,19 +696,19 @@ struct dsl_file_source;
  * measured.
  */
 extern void iceberg_metrics_to_dsl(const IcebergTableMetrics *m,
-								   struct dsl_metrics *out);
+								   struct DslMetrics *out);
 
 /* property(name, default) lookups over md's properties (md outlives it). */
 extern void iceberg_dsl_properties(const IcebergTableMetadata *md,
-								   struct dsl_properties *out);
+								   struct DslProperties *out);
 
 /*
- * A dsl_file_source that pulls batches from "it".  When next() fails it
+ * A DslFileSource that pulls batches from "it".  When next() fails it
  * returns -1 and iceberg_data_files_error(it) says why.  The batch buffer
  * belongs to the iterator and is freed by iceberg_data_files_close().
  */
 extern bool iceberg_data_files_dsl_source(IcebergDataFileIter *it,
-										  struct dsl_file_source *out,
+										  struct DslFileSource *out,
 										  IcebergError *err);
 
 #endif							/* TMS_ICEBERG_H */

@@ -23,7 +23,7 @@
  * iceberg_metrics_to_dsl: see iceberg.h.
  */
 void
-iceberg_metrics_to_dsl(const IcebergTableMetrics *m, struct dsl_metrics *out)
+iceberg_metrics_to_dsl(const IcebergTableMetrics *m, struct DslMetrics *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->snapshots = m->snapshots;
@@ -68,7 +68,7 @@ iceberg_metrics_to_dsl(const IcebergTableMetrics *m, struct dsl_metrics *out)
 		DSL_VAR_BIT(DSL_VAR_DATA_FILES_WITH_EQUALITY_DELETES);
 }
 
-/* dsl_properties.get over table properties. */
+/* DslProperties.get over table properties. */
 static const char *
 property_get_adapter(void *arg, const char *name)
 {
@@ -79,18 +79,18 @@ property_get_adapter(void *arg, const char *name)
  * iceberg_dsl_properties: see iceberg.h.
  */
 void
-iceberg_dsl_properties(const IcebergTableMetadata *md, struct dsl_properties *out)
+iceberg_dsl_properties(const IcebergTableMetadata *md, struct DslProperties *out)
 {
 	out->get = property_get_adapter;
 	out->arg = (void *) md;
 }
 
-/* dsl_file_source.next: fill a batch of up to DSL_BATCH files. */
+/* DslFileSource.next: fill a batch of up to DSL_BATCH files. */
 static int
-files_next_adapter(void *arg, const dsl_file **files, size_t *nfiles)
+files_next_adapter(void *arg, const DslFile **files, size_t *nfiles)
 {
 	IcebergDataFileIter *it = arg;
-	dsl_file   *batch = *iceberg_data_files_adapter_slot(it);
+	DslFile   *batch = *iceberg_data_files_adapter_slot(it);
 	size_t		n = 0;
 	IcebergError err;
 
@@ -120,13 +120,13 @@ files_next_adapter(void *arg, const dsl_file **files, size_t *nfiles)
  */
 bool
 iceberg_data_files_dsl_source(IcebergDataFileIter *it,
-							  struct dsl_file_source *out, IcebergError *err)
+							  struct DslFileSource *out, IcebergError *err)
 {
 	void	  **slot = iceberg_data_files_adapter_slot(it);
 
 	if (*slot == NULL)
 	{
-		*slot = malloc(sizeof(dsl_file) * DSL_BATCH);
+		*slot = malloc(sizeof(DslFile) * DSL_BATCH);
 		if (*slot == NULL)
 			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	}

@@ -209,7 +209,7 @@ eval_failed(Evaluation *ev, char *error)
  * here).  Every failure becomes ev->error.
  */
 static void
-evaluate_candidate(PolicyRun *r, const Candidate *cand, const dsl_program *prog,
+evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 				   Preload *pre, Evaluation *ev)
 {
 	IoLoadedTable t = pre->t;
@@ -226,13 +226,13 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const dsl_program *prog,
 		IoError		ioerr;
 		IcebergFileIO fio;
 		IcebergTableMetrics m;
-		dsl_metrics dm;
-		dsl_properties props;
-		dsl_file_source src;
-		dsl_input input;
-		dsl_explain_node *nodes;
+		DslMetrics dm;
+		DslProperties props;
+		DslFileSource src;
+		DslInput input;
+		DslExplainNode *nodes;
 		int32		n = dsl_explain_count(prog);
-		dsl_outcome outcome;
+		DslOutcome outcome;
 		bool		result = false;
 		size_t		len;
 		uint32		fields = dsl_program_fields(prog);
@@ -304,7 +304,7 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const dsl_program *prog,
 		}
 		if (ok)
 		{
-			nodes = palloc0(sizeof(dsl_explain_node) * (n + 1));
+			nodes = palloc0(sizeof(DslExplainNode) * (n + 1));
 			outcome = dsl_explain(prog, &input, &result, nodes);
 			CHECK_FOR_INTERRUPTS();
 			if (outcome == DSL_FILE_SOURCE_ERROR)
@@ -438,7 +438,7 @@ put_row(PolicyRun *r, const Candidate *cd, const Evaluation *ev, const Record *r
 typedef struct RuleProgram
 {
 	int64		rule_id;
-	dsl_program *prog;
+	DslProgram *prog;
 	char	   *error;			/* the condition no longer compiles */
 } RuleProgram;
 
@@ -449,7 +449,7 @@ rule_program(PolicyRun *r, List **progs, const Candidate *cand)
 	ListCell   *lc;
 	RuleProgram *rp;
 	MemoryContext old;
-	dsl_error	err;
+	DslError	err;
 
 	foreach(lc, *progs)
 	{

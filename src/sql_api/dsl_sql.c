@@ -62,14 +62,14 @@ PG_FUNCTION_INFO_V1(tms_dsl_explain);
  * Compile a text condition; returns NULL with *err set when it does not
  * compile (the caller decides whether to raise).
  */
-static dsl_program *
-compile_text(text *t, dsl_error *err)
+static DslProgram *
+compile_text(text *t, DslError *err)
 {
 	return tms_condition_compile(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), err);
 }
 
 /* Compile a text condition or raise its compile error. */
-static dsl_program *
+static DslProgram *
 compile_or_raise(text *t)
 {
 	return tms_condition_compile_or_raise(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
@@ -122,7 +122,7 @@ jsonb_type_name(const JsonbValue *v)
 
 /* Read the metrics object into m. */
 static void
-read_metrics(Jsonb *jb, dsl_metrics *m)
+read_metrics(Jsonb *jb, DslMetrics *m)
 {
 	JsonbIterator *it;
 	JsonbValue	v;
@@ -177,7 +177,7 @@ read_metrics(Jsonb *jb, dsl_metrics *m)
 
 /* Raise when the program reads a metric that m lacks. */
 static void
-check_metrics(const dsl_program *p, const dsl_metrics *m)
+check_metrics(const DslProgram *p, const DslMetrics *m)
 {
 	uint32		missing = dsl_program_variables(p) & ~m->present;
 
@@ -192,18 +192,18 @@ check_metrics(const dsl_program *p, const dsl_metrics *m)
 							 dsl_var_name(v))));
 }
 
-typedef struct prop_table
+typedef struct PropTable
 {
 	int			n;
 	char	  **names;
 	char	  **values;
-} prop_table;
+} PropTable;
 
-/* dsl_properties.get: linear search (tables have few properties). */
+/* DslProperties.get: linear search (tables have few properties). */
 static const char *
 prop_get(void *arg, const char *name)
 {
-	prop_table *t = arg;
+	PropTable *t = arg;
 
 	for (int i = 0; i < t->n; i++)
 		if (strcmp(t->names[i], name) == 0)
@@ -213,7 +213,7 @@ prop_get(void *arg, const char *name)
 
 /* Read the properties object (NULL: none). */
 static void
-read_properties(Jsonb *jb, prop_table *t)
+read_properties(Jsonb *jb, PropTable *t)
 {
 	JsonbIterator *it;
 	JsonbValue	v;
@@ -270,18 +270,18 @@ read_properties(Jsonb *jb, prop_table *t)
 	}
 }
 
-typedef struct file_array
+typedef struct FileArray
 {
-	dsl_file   *files;
+	DslFile   *files;
 	size_t		n;
 	bool		done;
-} file_array;
+} FileArray;
 
-/* dsl_file_source.next: the whole array as one batch. */
+/* DslFileSource.next: the whole array as one batch. */
 static int
-files_next(void *arg, const dsl_file **files, size_t *nfiles)
+files_next(void *arg, const DslFile **files, size_t *nfiles)
 {
-	file_array *a = arg;
+	FileArray *a = arg;
 
 	if (a->done)
 		return 0;
@@ -345,7 +345,7 @@ file_long(JsonbContainer *obj, const char *key, size_t i, bool needed)
 
 /* Read the files array. */
 static void
-read_files(Jsonb *jb, uint32 fields, file_array *a)
+read_files(Jsonb *jb, uint32 fields, FileArray *a)
 {
 	JsonbIterator *it;
 	JsonbValue	v;
@@ -362,18 +362,18 @@ read_files(Jsonb *jb, uint32 fields, file_array *a)
 				 errmsg("files must be a jsonb array"),
 				 errhint("Pass one object per data file, for example '[{\"size\": 1048576, \"records\": 10}]'.")));
 	cap = Max(JB_ROOT_COUNT(jb), 1);
-	if (cap > MaxAllocSize / sizeof(dsl_file))
+	if (cap > MaxAllocSize / sizeof(DslFile))
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("too many data files: %zu", cap)));
-	a->files = palloc(sizeof(dsl_file) * cap);
+	a->files = palloc(sizeof(DslFile) * cap);
 	tmp = AllocSetContextCreate(CurrentMemoryContext, "tms dsl files",
 								ALLOCSET_SMALL_SIZES);
 	it = JsonbIteratorInit(&jb->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		JsonbContainer *obj;
-		dsl_file   *f;
+		DslFile   *f;
 		bool		has_pos,
 					has_eq,
 					has_any;
@@ -406,19 +406,19 @@ read_files(Jsonb *jb, uint32 fields, file_array *a)
  * Everything one evaluation needs, read from the function's arguments.
  * Returns false when expr or metrics is NULL (the function returns NULL).
  */
-typedef struct eval_args
+typedef struct EvalArgs
 {
-	dsl_program *p;
-	dsl_metrics metrics;
-	prop_table	props;
-	dsl_properties properties;
-	file_array	files;
-	dsl_file_source source;
-	dsl_input	input;
-} eval_args;
+	DslProgram *p;
+	DslMetrics metrics;
+	PropTable	props;
+	DslProperties properties;
+	FileArray	files;
+	DslFileSource source;
+	DslInput	input;
+} EvalArgs;
 
 static bool
-read_eval_args(FunctionCallInfo fcinfo, eval_args *a)
+read_eval_args(FunctionCallInfo fcinfo, EvalArgs *a)
 {
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		return false;
@@ -463,8 +463,8 @@ tms_dsl_check(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	Datum		values[8];
 	bool		nulls[8];
-	dsl_error	err;
-	dsl_program *p;
+	DslError	err;
+	DslProgram *p;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -519,7 +519,7 @@ tms_dsl_check(PG_FUNCTION_ARGS)
 Datum
 tms_dsl_eval(PG_FUNCTION_ARGS)
 {
-	eval_args	a;
+	EvalArgs	a;
 	bool		result;
 
 	if (!read_eval_args(fcinfo, &a))
@@ -537,10 +537,10 @@ tms_dsl_eval(PG_FUNCTION_ARGS)
 Datum
 tms_dsl_explain(PG_FUNCTION_ARGS)
 {
-	eval_args	a;
+	EvalArgs	a;
 	bool		result;
-	dsl_outcome outcome;
-	dsl_explain_node *nodes;
+	DslOutcome outcome;
+	DslExplainNode *nodes;
 	int32		n;
 	StringInfoData b;
 	size_t		len;
@@ -549,7 +549,7 @@ tms_dsl_explain(PG_FUNCTION_ARGS)
 	if (!read_eval_args(fcinfo, &a))
 		PG_RETURN_NULL();
 	n = dsl_explain_count(a.p);
-	nodes = palloc0(sizeof(dsl_explain_node) * (n + 1));
+	nodes = palloc0(sizeof(DslExplainNode) * (n + 1));
 	outcome = dsl_explain(a.p, &a.input, &result, nodes);
 	len = dsl_explain_text(a.p, nodes, result, outcome, NULL, 0);
 	text = palloc(len + 1);

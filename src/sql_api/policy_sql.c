@@ -33,7 +33,7 @@ tms_cron_next(PG_FUNCTION_ARGS)
 	char	   *expr = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	TimestampTz after = PG_GETARG_TIMESTAMPTZ(1);
 	char	   *zone = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	cron_expr	e;
+	CronExpr	e;
 	pg_tz	   *tz;
 	TimestampTz out;
 
@@ -55,7 +55,7 @@ tms_cron_prev(PG_FUNCTION_ARGS)
 	char	   *expr = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	TimestampTz before = PG_GETARG_TIMESTAMPTZ(1);
 	char	   *zone = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	cron_expr	e;
+	CronExpr	e;
 	pg_tz	   *tz;
 	TimestampTz out;
 
@@ -77,7 +77,7 @@ Datum
 tms_policy_compile_condition(PG_FUNCTION_ARGS)
 {
 	text	   *t = PG_GETARG_TEXT_PP(0);
-	dsl_program *p = tms_condition_compile_or_raise(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	DslProgram *p = tms_condition_compile_or_raise(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 	const char *needs = dsl_needs_name(dsl_program_needs(p));
 	bool		files = dsl_program_uses_files(p);
 

@@ -40,13 +40,13 @@ get_prop(void *arg, const char *name)
 
 typedef struct iter
 {
-	const dsl_file *files;
+	const DslFile *files;
 	size_t		n;
 	size_t		pos;
 } iter;
 
 static int
-next_files(void *arg, const dsl_file **files, size_t *nfiles)
+next_files(void *arg, const DslFile **files, size_t *nfiles)
 {
 	iter	   *it = arg;
 	size_t		k;
@@ -61,20 +61,20 @@ next_files(void *arg, const dsl_file **files, size_t *nfiles)
 }
 
 static void
-fill(dsl_metrics *m, int64_t base)
+fill(DslMetrics *m, int64_t base)
 {
 	memset(m, 0, sizeof(*m));
 	for (int v = 0; v < DSL_VAR_COUNT; v++)
-		dsl_metrics_set(m, (dsl_var) v, base == INT64_MAX ? base : base * (v + 1),
+		dsl_metrics_set(m, (DslVar) v, base == INT64_MAX ? base : base * (v + 1),
 						base == INT64_MAX ? 1e300 : (double) base * 1.5);
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	dsl_error	err;
-	dsl_program *p = dsl_compile((const char *) data, size, NULL, &err);
-	static const dsl_file files[] = {
+	DslError	err;
+	DslProgram *p = dsl_compile((const char *) data, size, NULL, &err);
+	static const DslFile files[] = {
 		{0, 0, false, false, false},
 		{1048576, 10, true, true, false},
 		{INT64_MAX, INT64_MAX, true, false, true},
@@ -82,7 +82,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		{2147483648LL, 100000, true, true, true},
 	};
 	static const int64_t bases[] = {100, 0, INT64_MAX};
-	dsl_explain_node *nodes;
+	DslExplainNode *nodes;
 	char		text[4096];
 
 	if (p == NULL)
@@ -95,17 +95,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nodes = malloc(sizeof(*nodes) * (size_t) (dsl_explain_count(p) + 1));
 	for (int i = 0; i < 3; i++)
 	{
-		dsl_metrics m;
-		dsl_properties props = {get_prop, NULL};
+		DslMetrics m;
+		DslProperties props = {get_prop, NULL};
 		iter		it1 = {files, i == 1 ? 0 : 5, 0};
 		iter		it2 = it1;
-		dsl_file_source src1 = {next_files, &it1};
-		dsl_file_source src2 = {next_files, &it2};
-		dsl_input	in1 = {&m, &props, &src1};
-		dsl_input	in2 = {&m, &props, &src2};
+		DslFileSource src1 = {next_files, &it1};
+		DslFileSource src2 = {next_files, &it2};
+		DslInput	in1 = {&m, &props, &src1};
+		DslInput	in2 = {&m, &props, &src2};
 		bool		r1,
 					r2;
-		dsl_outcome o1,
+		DslOutcome o1,
 					o2;
 
 		fill(&m, bases[i]);

@@ -18,11 +18,11 @@ static int	failures = 0;
 								__FILE__, __LINE__, #cond); failures++; } } while (0)
 
 /* Parse or report. */
-static cron_expr
+static CronExpr
 parse_ok(const char *text)
 {
-	cron_expr	e;
-	cron_error	err;
+	CronExpr	e;
+	CronError	err;
 
 	if (!cron_parse(text, &e, &err))
 	{
@@ -36,8 +36,8 @@ parse_ok(const char *text)
 static void
 parse_bad(const char *text, const char *want, int pos)
 {
-	cron_expr	e;
-	cron_error	err;
+	CronExpr	e;
+	CronError	err;
 
 	if (cron_parse(text, &e, &err))
 	{
@@ -53,19 +53,19 @@ parse_bad(const char *text, const char *want, int pos)
 	}
 }
 
-static cron_time
+static CronTime
 T(int y, int mo, int d, int h, int mi)
 {
-	cron_time	t = {y, mo, d, h, mi};
+	CronTime	t = {y, mo, d, h, mi};
 
 	return t;
 }
 
 static void
-next_is(const char *text, cron_time after, cron_time want)
+next_is(const char *text, CronTime after, CronTime want)
 {
-	cron_expr	e = parse_ok(text);
-	cron_time	got;
+	CronExpr	e = parse_ok(text);
+	CronTime	got;
 
 	if (!cron_next_local(&e, &after, &got) || cron_time_cmp(&got, &want) != 0)
 	{
@@ -76,10 +76,10 @@ next_is(const char *text, cron_time after, cron_time want)
 }
 
 static void
-prev_is(const char *text, cron_time before, cron_time want)
+prev_is(const char *text, CronTime before, CronTime want)
 {
-	cron_expr	e = parse_ok(text);
-	cron_time	got;
+	CronExpr	e = parse_ok(text);
+	CronTime	got;
 
 	if (!cron_prev_local(&e, &before, &got) || cron_time_cmp(&got, &want) != 0)
 	{
@@ -92,8 +92,8 @@ prev_is(const char *text, cron_time before, cron_time want)
 int
 main(void)
 {
-	cron_expr	e;
-	cron_time	t;
+	CronExpr	e;
+	CronTime	t;
 
 	/* fields, lists, ranges, steps, names */
 	e = parse_ok("*/15 2-4,22 1,15 JAN-mar,dec mon-fri");
@@ -154,14 +154,14 @@ main(void)
 	e = parse_ok("0 0 30 2 *");
 	t = T(2026, 1, 1, 0, 0);
 	{
-		cron_time	out;
+		CronTime	out;
 
 		CHECK(!cron_next_local(&e, &t, &out));
 		CHECK(!cron_prev_local(&e, &t, &out));
 	}
 	t = T(2026, 1, 1, 0, 0);
 	cron_time_add_minutes(&t, -1);
-	CHECK(cron_time_cmp(&t, &(cron_time){2025, 12, 31, 23, 59}) == 0);
+	CHECK(cron_time_cmp(&t, &(CronTime){2025, 12, 31, 23, 59}) == 0);
 
 	if (failures)
 	{

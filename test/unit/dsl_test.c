@@ -64,7 +64,7 @@ set_props(const char *const *kv)
 
 typedef struct file_iter
 {
-	const dsl_file *files;
+	const DslFile *files;
 	size_t		n;
 	size_t		pos;
 	size_t		batch;
@@ -73,7 +73,7 @@ typedef struct file_iter
 } file_iter;
 
 static int
-next_files(void *arg, const dsl_file **files, size_t *nfiles)
+next_files(void *arg, const DslFile **files, size_t *nfiles)
 {
 	file_iter  *it = arg;
 	size_t		k;
@@ -90,12 +90,12 @@ next_files(void *arg, const dsl_file **files, size_t *nfiles)
 	return 1;
 }
 
-static dsl_metrics metrics;
-static dsl_file files[8];
+static DslMetrics metrics;
+static DslFile files[8];
 static size_t nfiles;
 static file_iter iter;
-static dsl_properties properties = {get_prop, NULL};
-static dsl_file_source source = {next_files, &iter};
+static DslProperties properties = {get_prop, NULL};
+static DslFileSource source = {next_files, &iter};
 
 static void
 reset_inputs(void)
@@ -110,13 +110,13 @@ reset_inputs(void)
 static void
 add_file(int64_t size, int64_t records, bool pos, bool eq)
 {
-	dsl_file	f = {size, records, pos || eq, pos, eq};
+	DslFile	f = {size, records, pos || eq, pos, eq};
 
 	files[nfiles++] = f;
 }
 
 static void
-setm(dsl_var v, int64_t l)
+setm(DslVar v, int64_t l)
 {
 	dsl_metrics_set(&metrics, v, l, (double) l);
 }
@@ -125,23 +125,23 @@ setm(dsl_var v, int64_t l)
  * Compile src and evaluate it in both modes; check that they agree and
  * return the outcome, with *result set.
  */
-static dsl_outcome
+static DslOutcome
 run(const char *src, bool *result, char *text, size_t textlen)
 {
-	dsl_error	err;
-	dsl_program *p = dsl_compile(src, strlen(src), NULL, &err);
-	dsl_input	in = {&metrics, &properties, &source};
-	dsl_outcome o1,
+	DslError	err;
+	DslProgram *p = dsl_compile(src, strlen(src), NULL, &err);
+	DslInput	in = {&metrics, &properties, &source};
+	DslOutcome o1,
 				o2;
 	bool		r1,
 				r2;
-	dsl_explain_node *nodes;
+	DslExplainNode *nodes;
 
 	if (p == NULL)
 	{
 		printf("  compile error for %s: %s\n%s\n", src, err.message, err.excerpt);
 		*result = false;
-		return (dsl_outcome) -1;
+		return (DslOutcome) -1;
 	}
 	memset(&iter, 0, sizeof(iter));
 	iter.files = files;
@@ -169,7 +169,7 @@ static void
 expect(const char *src, bool want)
 {
 	bool		r;
-	dsl_outcome o = run(src, &r, NULL, 0);
+	DslOutcome o = run(src, &r, NULL, 0);
 
 	CHECK(o == DSL_OK && r == want, "%s: want %s, got %s (outcome %s)",
 		  src, want ? "true" : "false", r ? "true" : "false",
@@ -177,21 +177,21 @@ expect(const char *src, bool want)
 }
 
 static void
-expect_outcome(const char *src, dsl_outcome want)
+expect_outcome(const char *src, DslOutcome want)
 {
 	bool		r;
-	dsl_outcome o = run(src, &r, NULL, 0);
+	DslOutcome o = run(src, &r, NULL, 0);
 
 	CHECK(o == want && !r, "%s: want outcome %s, got %s", src,
 		  dsl_outcome_name(want), (int) o < 0 ? "compile error" : dsl_outcome_name(o));
 }
 
 static void
-expect_error(const char *src, dsl_error_kind kind, const char *msg,
+expect_error(const char *src, DslErrorKind kind, const char *msg,
 			 int line, int column, const char *hint)
 {
-	dsl_error	err;
-	dsl_program *p = dsl_compile(src, strlen(src), NULL, &err);
+	DslError	err;
+	DslProgram *p = dsl_compile(src, strlen(src), NULL, &err);
 
 	CHECK(p == NULL, "%s: compiled, want error \"%s\"", src, msg);
 	if (p)
@@ -364,8 +364,8 @@ test_variables(void)
 	for (int v = 0; v < DSL_VAR_COUNT; v++)
 	{
 		char		buf[128];
-		dsl_error	err;
-		dsl_program *p;
+		DslError	err;
+		DslProgram *p;
 
 		snprintf(buf, sizeof(buf), "%s == 0", dsl_var_name(v));
 		p = dsl_compile(buf, strlen(buf), NULL, &err);
@@ -392,8 +392,8 @@ test_variables(void)
 
 	src = "countDataFiles(f -> true) == 0";
 	{
-		dsl_program *p = dsl_compile(src, strlen(src), NULL, NULL);
-		dsl_input	in = {&metrics, NULL, NULL};
+		DslProgram *p = dsl_compile(src, strlen(src), NULL, NULL);
+		DslInput	in = {&metrics, NULL, NULL};
 		bool		r;
 
 		CHECK(p && dsl_eval(p, &in, &r) == DSL_MISSING_FILES, "missing files");
@@ -405,13 +405,13 @@ test_variables(void)
 static void
 test_metrics_get(void)
 {
-	dsl_metrics m;
-	dsl_value	v;
+	DslMetrics m;
+	DslValue	v;
 
 	/* one distinct value per field, set directly, not through the table */
 	static const struct
 	{
-		dsl_var		var;
+		DslVar		var;
 		const char *name;
 		int64_t		l;
 	}			want[] = {
@@ -465,7 +465,7 @@ test_metrics_get(void)
 	/* each present alone: that one reads its field, the others are absent */
 	for (int i = 0; i < DSL_VAR_COUNT; i++)
 	{
-		dsl_var		var = want[i].var;
+		DslVar		var = want[i].var;
 
 		CHECK(strcmp(dsl_var_name(var), want[i].name) == 0, "%s: name %s",
 			  want[i].name, dsl_var_name(var));
@@ -495,7 +495,7 @@ test_metrics_get(void)
 
 	/* not a variable */
 	CHECK(!dsl_metrics_get(&m, DSL_VAR_COUNT, &v), "DSL_VAR_COUNT");
-	CHECK(!dsl_metrics_get(&m, (dsl_var) -1, &v), "-1");
+	CHECK(!dsl_metrics_get(&m, (DslVar) -1, &v), "-1");
 }
 
 static void
@@ -633,8 +633,8 @@ test_lambdas(void)
 	/* stream failure */
 	{
 		const char *src = "countDataFiles(f -> true) >= 0";
-		dsl_program *p = dsl_compile(src, strlen(src), NULL, NULL);
-		dsl_input	in = {&metrics, &properties, &source};
+		DslProgram *p = dsl_compile(src, strlen(src), NULL, NULL);
+		DslInput	in = {&metrics, &properties, &source};
 		bool		r = true;
 
 		memset(&iter, 0, sizeof(iter));
@@ -644,7 +644,7 @@ test_lambdas(void)
 	}
 	{
 		const char *src = "countDataFiles(f -> f.hasDeletes) > 0";
-		dsl_program *p = dsl_compile(src, strlen(src), NULL, NULL);
+		DslProgram *p = dsl_compile(src, strlen(src), NULL, NULL);
 
 		CHECK(p && dsl_program_uses_files(p) && dsl_program_needs(p) == DSL_NEEDS_DELETES &&
 			  dsl_program_fields(p) == DSL_FIELD_BIT(DSL_FIELD_HAS_DELETES), "lambda needs");
@@ -756,7 +756,7 @@ test_errors(void)
 			k += (size_t) sprintf(s + k, "%sdataFiles", i ? "+" : "");
 		strcpy(s + k, " > 0");
 		{
-			dsl_program *p = dsl_compile(s, strlen(s), NULL, NULL);
+			DslProgram *p = dsl_compile(s, strlen(s), NULL, NULL);
 
 			CHECK(p != NULL, "500-term chain compiles");
 			dsl_free(p);
@@ -772,7 +772,7 @@ test_errors(void)
 		expect_error(s, DSL_ERROR_TOO_LONG, "too long", 1, 1, NULL);
 		s[DSL_MAX_SOURCE_LEN] = '\0';
 		{
-			dsl_program *p = dsl_compile(s, strlen(s), NULL, NULL);
+			DslProgram *p = dsl_compile(s, strlen(s), NULL, NULL);
 
 			CHECK(p != NULL, "65536 bytes compile");
 			dsl_free(p);
@@ -789,7 +789,7 @@ test_errors(void)
 	}
 	/* caret excerpt */
 	{
-		dsl_error	err;
+		DslError	err;
 		const char *src = "snapshots > 1 AND\n\toldestSnapshotAg > 5";
 
 		CHECK(dsl_compile(src, strlen(src), NULL, &err) == NULL, "excerpt compile");
@@ -799,7 +799,7 @@ test_errors(void)
 	}
 	{
 		/* long lines are windowed */
-		dsl_error	err;
+		DslError	err;
 		char		s[400];
 
 		memset(s, ' ', sizeof(s));
@@ -810,13 +810,13 @@ test_errors(void)
 			  strstr(err.excerpt, "bogus\n") != NULL, "window excerpt: [%s]", err.excerpt);
 	}
 	{
-		dsl_error	err;
+		DslError	err;
 
 		CHECK(dsl_compile("dataFiles + 1", 13, NULL, &err) == NULL && err.has_type &&
 			  err.type == DSL_LONG, "non-boolean type reported");
 	}
 	{
-		dsl_error	err;
+		DslError	err;
 
 		CHECK(dsl_compile("true\0", 5, NULL, &err) == NULL &&
 			  strstr(err.message, "invalid character 0x00"), "NUL byte: %s", err.message);
@@ -859,9 +859,9 @@ test_explain(void)
 	/* explain nodes */
 	{
 		const char *src = "countDataFiles(f -> f.size < property('target', 15)) > 0 AND dataFiles == 2";
-		dsl_program *p = dsl_compile(src, strlen(src), NULL, NULL);
-		dsl_explain_node nodes[32];
-		dsl_input	in = {&metrics, &properties, &source};
+		DslProgram *p = dsl_compile(src, strlen(src), NULL, NULL);
+		DslExplainNode nodes[32];
+		DslInput	in = {&metrics, &properties, &source};
 		int			hoisted = -1,
 					field = -1;
 
@@ -912,7 +912,7 @@ budget_free(void *arg, void *ptr)
 static void
 test_allocator(void)
 {
-	dsl_allocator a = {budget_alloc, budget_free, NULL};
+	DslAllocator a = {budget_alloc, budget_free, NULL};
 	char		src[3000] = "";
 	int			ok_at = -1;
 
@@ -921,8 +921,8 @@ test_allocator(void)
 	strcat(src, "dataFiles > 1");
 	for (int budget = 0; budget < 100; budget++)
 	{
-		dsl_error	err;
-		dsl_program *p;
+		DslError	err;
+		DslProgram *p;
 
 		alloc_budget = budget;
 		alloc_live = 0;

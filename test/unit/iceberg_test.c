@@ -1328,11 +1328,11 @@ test_walk_and_adapters(void)
 	/* DSL adapters */
 	{
 		IcebergTableMetrics m;
-		dsl_metrics dm;
-		dsl_properties props;
-		dsl_file_source src;
+		DslMetrics dm;
+		DslProperties props;
+		DslFileSource src;
 		IcebergDataFileIter *it;
-		const dsl_file *files;
+		const DslFile *files;
 		size_t		nfiles;
 		int64_t		total = 0;
 
