@@ -368,4 +368,7 @@ def test_file_storage(driver, tmp_path):
     res = d.lines("delete", uri, uri + ".missing")
     assert [r[1] for r in res] == ["deleted", "deleted"]
     assert d.error("get", uri)[1] == "not found"
-    assert d.error("list", "file:///")[1] == "invalid argument"
+    # the file system root is outside the allowed locations
+    assert d.error("list", "file:///")[1] == "forbidden"
+    # and so is everything without a root
+    assert Driver(driver, "http://127.0.0.1:1", key=None).error("get", uri)[1] == "forbidden"
