@@ -29,6 +29,14 @@
  * This header names no jansson type, so that io.h users (PostgreSQL-facing
  * files, where jansson's json_object clashes) need not include jansson.
  *
+ * The one pitfall of jansson in tms: the postgres executable exports the
+ * SQL function json_object(), an unversioned symbol, and a call to
+ * jansson's json_object() from tms.so binds at run time to the
+ * executable's function first (calls inside libjansson, as json_loads
+ * makes, bind to jansson's own).  So tms code never calls json_object():
+ * an empty object is json_pack("{}"), and the Makefile refuses a tms.so
+ * that references json_object at all.
+ *
  * Rules: plain C; single-threaded use (the active budget is one per
  * process, as a PostgreSQL backend is); budgets end in the reverse order
  * of their beginning, and only the innermost one counts.
