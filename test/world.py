@@ -12,7 +12,8 @@ Tests (and people at a Python prompt) import this module to get:
                                    test/catalog/server.py; .uri, .prefix,
                                    .fault(...), .clear_faults(),
                                    .armed_faults(), .requests(),
-                                   .reset_requests(), .token(), .request(...),
+                                   .reset_requests(), .set_table_config(...),
+                                   .set_config(...), .token(), .request(...),
                                    .stop()
   ThrowawayPostgres()              a private PostgreSQL 15 cluster for use
                                    until test/conftest.py's `pg` fixture is
@@ -339,9 +340,12 @@ class CatalogServer:
         return parsed
 
     def fault(self, path_regex, action="status", count=1, method=None, status=503,
-              seconds=5, body=None, headers=None, at="request"):
+              seconds=5, body=None, headers=None, at="request", body_repeat=None,
+              encoding=None):
         """Arm a fault for the next `count` requests matching method and
-        path_regex (see server.py); returns its id."""
+        path_regex (see server.py); returns its id.  body_repeat is a dict
+        (head, unit, count, tail) the server builds a large body from;
+        encoding="gzip" compresses the body."""
         spec = {"match": {"path_regex": path_regex}, "count": count, "action": action,
                 "status": status, "seconds": seconds, "at": at}
         if method:
@@ -350,6 +354,10 @@ class CatalogServer:
             spec["body"] = body
         if headers:
             spec["headers"] = headers
+        if body_repeat is not None:
+            spec["body_repeat"] = body_repeat
+        if encoding:
+            spec["encoding"] = encoding
         return self._admin("POST", "/admin/faults", spec)["id"]
 
     def clear_faults(self):
@@ -372,6 +380,24 @@ class CatalogServer:
 
     def expire_tokens(self):
         self._admin("POST", "/admin/expire-tokens")
+
+    def set_table_config(self, namespace, name, config):
+        """Vend `config` (a dict of strings) as LoadTableResult.config of
+        this table from now on, instead of the catalog's S3 settings."""
+        levels = [namespace] if isinstance(namespace, str) else list(namespace)
+        self._admin("POST", "/admin/table-config",
+                    {"namespace": levels, "table": name, "config": config})
+
+    def clear_table_configs(self):
+        self._admin("DELETE", "/admin/table-config")
+
+    def set_config(self, defaults=None, overrides=None):
+        """Extra properties in the catalog's GET /v1/config answer."""
+        self._admin("POST", "/admin/config",
+                    {"defaults": defaults or {}, "overrides": overrides or {}})
+
+    def clear_config(self):
+        self._admin("DELETE", "/admin/config")
 
     # -- catalog helpers --------------------------------------------------------
 

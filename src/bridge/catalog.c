@@ -425,6 +425,9 @@ tms_catalog_connect(const char *server_name)
 
 		if (e->valid && e->serverid == server->serverid && e->userid == userid)
 		{
+			/* the memory limits are settings: a superuser's SET applies at once */
+			e->server->http.max_response_bytes = (size_t) tms_max_response_size_kb * 1024;
+			e->server->http.max_json_bytes = (size_t) tms_max_json_memory_kb * 1024;
 			io_catalog_set_http(e->catalog, &e->server->http);
 			e->xact_pins++;
 			return e;

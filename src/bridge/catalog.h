@@ -28,7 +28,9 @@
  *
  * Connections are cached per backend for (server, role) until the
  * server's or user mapping's options change, so the OAuth token, the
- * /v1/config handshake and the ETag cache are reused.  A connection handed
+ * /v1/config handshake and the ETag cache are reused; the memory limits
+ * (tms.max_response_size, tms.max_json_memory) are taken from the
+ * settings each time a cached connection is handed out.  A connection handed
  * out is pinned: it is never freed while pinned, even when an ALTER SERVER
  * invalidates it.  tms_catalog_connect() pins until the end of the current
  * transaction; code that keeps a connection across transactions (a task

@@ -71,6 +71,18 @@ ms_to_timestamptz(int64 ms)
 }
 
 /*
+ * Check a table identifier from SQL.  Callers do it before
+ * tms_catalog_connect: a name that cannot be sent must not cause any
+ * request, not even a new connection's /v1/config handshake.
+ */
+static void
+check_ident(const char *ns, const char *table)
+{
+	tms_check_namespace(ns);
+	tms_check_table_name("table name", table);
+}
+
+/*
  * Load a table through the catalog.  *out is malloc'd by the io layer:
  * free it with io_loaded_table_free (the caller's PG_FINALLY).
  */
@@ -80,8 +92,7 @@ load_table(TmsCatalogConn *conn, const char *ns, const char *table,
 {
 	IoError		err;
 
-	tms_check_namespace(ns);
-	tms_check_table_name("table name", table);
+	check_ident(ns, table);
 	if (io_catalog_load_table(conn->catalog, tms_namespace_to_io(ns), table,
 							  out, &err) != 0)
 		tms_io_ereport(&err);
@@ -273,19 +284,17 @@ tms_list_tables(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *server = tms_arg_name(fcinfo, 0, "server name");
+	char	   *ns = PG_ARGISNULL(1) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(1));
 	TmsCatalogConn *conn;
 
+	if (ns != NULL)
+		tms_check_namespace(ns);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	conn = tms_catalog_connect(server);
-	if (PG_ARGISNULL(1))
+	if (ns == NULL)
 		put_tables_recursive(rsinfo, conn, NULL, 0);
 	else
-	{
-		char	   *ns = text_to_cstring(PG_GETARG_TEXT_PP(1));
-
-		tms_check_namespace(ns);
 		put_tables(rsinfo, conn, tms_namespace_to_io(ns));
-	}
 	return (Datum) 0;
 }
 
@@ -299,10 +308,12 @@ tms_table_metadata(PG_FUNCTION_ARGS)
 	char	   *server = tms_arg_name(fcinfo, 0, "server name");
 	char	   *ns = tms_arg_text(fcinfo, 1, "namespace");
 	char	   *table = tms_arg_text(fcinfo, 2, "table name");
-	TmsCatalogConn *conn = tms_catalog_connect(server);
+	TmsCatalogConn *conn;
 	IoLoadedTable t;
 	char	   *volatile json = NULL;
 
+	check_ident(ns, table);
+	conn = tms_catalog_connect(server);
 	memset(&t, 0, sizeof(t));
 	PG_TRY();
 	{
@@ -332,6 +343,7 @@ tms_table_snapshots(PG_FUNCTION_ARGS)
 	IoLoadedTable t;
 	IcebergTableMetadata *volatile md = NULL;
 
+	check_ident(ns, table);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	conn = tms_catalog_connect(server);
 	memset(&t, 0, sizeof(t));
@@ -442,6 +454,7 @@ tms_table_files(PG_FUNCTION_ARGS)
 	IcebergFileIO fio;
 	MemoryContext rowcxt;
 
+	check_ident(ns, table);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	conn = tms_catalog_connect(server);
 	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "tms table_files rows",
@@ -572,6 +585,7 @@ tms_table_metrics(PG_FUNCTION_ARGS)
 				 errmsg("invalid metrics level \"%s\"", level_name),
 				 errhint("Valid levels are \"metadata\", \"manifest_list\", \"manifests\", \"deletes\" and \"auto\".")));
 
+	check_ident(ns, table);
 	conn = tms_catalog_connect(server);
 	memset(&t, 0, sizeof(t));
 	memset(&m, 0, sizeof(m));

@@ -32,13 +32,23 @@ without a prefix are accepted too):
 Test-only admin endpoints (outside /v1; open unless --admin-token is given,
 then they need the header "X-Admin-Token: TOKEN"):
   POST   /admin/faults    {"match": {"method": "GET", "path_regex": "..."},
-                           "count": N, "action": "status|hang|malformed|close",
+                           "count": N, "action": "status|hang|late|malformed|close",
                            "status": 503, "seconds": 5, "body": "...",
+                           "body_repeat": {"head": "", "unit": "x", "count": n,
+                                           "tail": ""},
+                           "encoding": "gzip",
                            "headers": {...}, "at": "request"}   -> {"id": n}
                           status: answer with that status and body (default:
                           the error model); hang: sleep `seconds`, then serve
-                          normally; malformed: 200 with a truncated JSON body
-                          (or `body`); close: close the connection unanswered.
+                          normally; late: serve normally (the request takes
+                          effect), then hold the answer `seconds` before
+                          sending it; malformed: 200 with a truncated JSON
+                          body (or `body`); close: close the connection
+                          unanswered.  body_repeat builds the body of status
+                          and malformed as head + unit * count + tail (huge
+                          bodies without sending them here); encoding "gzip"
+                          sends that body gzip-compressed with
+                          Content-Encoding: gzip.
                           "at": "pointer-swap" (hang only) fires inside a
                           commit, after the new metadata file is written and
                           before the compare-and-swap UPDATE.
@@ -48,10 +58,19 @@ then they need the header "X-Admin-Token: TOKEN"):
                           (?path_regex= filters)
   DELETE /admin/requests  reset the log and counters
   POST   /admin/expire-tokens   make every issued token expire now
+  POST   /admin/table-config {"namespace": ["ns"], "table": "t", "config": {...}}
+                          the LoadTableResult.config of that table from now
+                          on (instead of the vended S3 settings), as a
+                          hostile or odd catalog would vend it
+  DELETE /admin/table-config   back to the default config for every table
+  POST   /admin/config    {"defaults": {...}, "overrides": {...}}: extra
+                          properties in the answer of GET /v1/config
+  DELETE /admin/config    no extra properties
 """
 
 import argparse
 import base64
+import gzip
 import hashlib
 import json
 import os
@@ -379,8 +398,15 @@ class Faults:
 
     def add(self, spec):
         action = spec.get("action", "status")
-        if action not in ("status", "hang", "malformed", "close"):
+        if action not in ("status", "hang", "late", "malformed", "close"):
             raise bad_request("unknown fault action %r" % action)
+        rep = spec.get("body_repeat")
+        if rep is not None and (not isinstance(rep, dict) or
+                                not isinstance(rep.get("unit"), str) or
+                                not isinstance(rep.get("count"), int) or rep["count"] < 0):
+            raise bad_request("body_repeat needs a string unit and a count >= 0")
+        if spec.get("encoding") not in (None, "gzip"):
+            raise bad_request("fault encoding must be gzip")
         match = spec.get("match") or {}
         item = {
             "id": self.next_id,
@@ -391,6 +417,8 @@ class Faults:
             "status": int(spec.get("status", 503)),
             "seconds": float(spec.get("seconds", 5)),
             "body": spec.get("body"),
+            "body_repeat": rep,
+            "encoding": spec.get("encoding"),
             "headers": spec.get("headers") or {},
             "at": spec.get("at") or "request",
         }
@@ -521,6 +549,10 @@ class Catalog:
         self.separator = "\x1f"
         self.faults = None
         self.current = threading.local()
+        # set through the admin endpoints: config a table is vended instead
+        # of the default, extra /v1/config properties
+        self.table_configs = {}
+        self.extra_config = {"defaults": {}, "overrides": {}}
 
     # -- helpers ----------------------------------------------------------------
 
@@ -584,17 +616,26 @@ class Catalog:
             "client.region": self.s3.region,
         }
 
+    def set_table_config(self, levels, name, config):
+        """Vend config for this table from now on (admin)."""
+        self.table_configs[(tuple(levels), name)] = dict(config)
+
+    def clear_table_configs(self):
+        self.table_configs = {}
+
     @staticmethod
     def etag(location, mode):
         return '"%s"' % hashlib.sha256(("%s|%s" % (location, mode)).encode()).hexdigest()[:40]
 
-    def load_result(self, location, meta, mode="all"):
+    def load_result(self, location, meta, mode="all", ident=None):
         body_meta = meta
         if mode == "refs":
             body_meta = dict(meta)
             body_meta["snapshots"] = tablemeta.snapshots_for_refs(meta)
-        body = {"metadata-location": location, "metadata": body_meta,
-                "config": self.storage_config(meta.get("location"))}
+        config = self.table_configs.get(ident) if ident is not None else None
+        if config is None:
+            config = self.storage_config(meta.get("location"))
+        body = {"metadata-location": location, "metadata": body_meta, "config": dict(config)}
         headers = {"ETag": self.etag(location, mode)} if location else {}
         return body, headers
 
@@ -628,8 +669,9 @@ class Catalog:
             raise not_found("NoSuchWarehouseException",
                             "Warehouse does not exist: %s" % wh)
         return 200, {
-            "defaults": {"warehouse": self.warehouse},
-            "overrides": {"prefix": self.name, "warehouse": self.warehouse},
+            "defaults": dict(self.extra_config["defaults"], warehouse=self.warehouse),
+            "overrides": dict(self.extra_config["overrides"], prefix=self.name,
+                              warehouse=self.warehouse),
             "endpoints": ENDPOINTS,
         }, {}
 
@@ -777,7 +819,7 @@ class Catalog:
             if "*" in norm or tag in norm or tag.strip('"') in norm:
                 return 304, None, {"ETag": tag}
         meta = self.read_meta(mloc)
-        result, hdrs = self.load_result(mloc, meta, mode)
+        result, hdrs = self.load_result(mloc, meta, mode, (tuple(levels), name))
         return 200, result, hdrs
 
     def table_exists(self, levels, name):
@@ -934,15 +976,23 @@ class Handler(BaseHTTPRequestHandler):
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
         self._status = status
         self._record()
-        self.send_response(status)
-        if status != 304 and status != 204:
-            self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)) if status not in (204, 304) or data else "0")
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        if data and self.command != "HEAD":
-            self.wfile.write(data)
+        if self._late:
+            # a "late" fault: the request took effect, its answer waits
+            seconds, self._late = self._late, None
+            time.sleep(seconds)
+        try:
+            self.send_response(status)
+            if status != 304 and status != 204:
+                self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)) if status not in (204, 304) or data else "0")
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            if data and self.command != "HEAD":
+                self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            # the client gave up (a timeout, a response over its limit)
+            self.close_connection = True
         self._status = status
 
     def _error(self, status, type_, message):
@@ -951,6 +1001,7 @@ class Handler(BaseHTTPRequestHandler):
     def _handle(self):
         self._status = None
         self._pending_log = None
+        self._late = None
         parts = urllib.parse.urlsplit(self.path)
         path = parts.path
         query = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
@@ -989,17 +1040,39 @@ class Handler(BaseHTTPRequestHandler):
         if f["action"] == "hang":
             time.sleep(f["seconds"])
             return False
+        if f["action"] == "late":
+            self._late = f["seconds"]
+            return False
         if f["action"] == "malformed":
             body = f["body"] if f["body"] is not None else '{"metadata": {"format-version": 2, "table-uuid": '
-            self._send(f["status"] if f["status"] < 300 else 200, body.encode(), f["headers"])
+            data, headers = self._fault_body(f, body)
+            self._send(f["status"] if f["status"] < 300 else 200, data, headers)
             return True
         body = f["body"]
         if body is None:
             body = json.dumps({"error": {"message": "injected fault", "type":
                                          "ServiceFailureException" if f["status"] >= 500
                                          else "InjectedFaultException", "code": f["status"]}})
-        self._send(f["status"], body.encode(), f["headers"])
+        data, headers = self._fault_body(f, body)
+        self._send(f["status"], data, headers)
         return True
+
+    @staticmethod
+    def _fault_body(f, body):
+        """The bytes and headers a status or malformed fault answers with:
+        body, or the one body_repeat builds, gzip-compressed on request."""
+        headers = dict(f["headers"])
+        rep = f.get("body_repeat")
+        if rep is not None:
+            data = b"".join([rep.get("head", "").encode(),
+                             rep["unit"].encode() * rep["count"],
+                             rep.get("tail", "").encode()])
+        else:
+            data = body.encode()
+        if f.get("encoding") == "gzip":
+            data = gzip.compress(data, compresslevel=9)
+            headers["Content-Encoding"] = "gzip"
+        return data, headers
 
     def _auth_ok(self):
         tokens = self.server.tokens
@@ -1141,6 +1214,35 @@ class Handler(BaseHTTPRequestHandler):
             if path == "/admin/expire-tokens" and self.command == "POST":
                 self.server.tokens.expire_all()
                 return self._send(204)
+            if path == "/admin/table-config":
+                cat = self.server.catalog
+                if self.command == "POST":
+                    spec = self._json_body(raw)
+                    levels, table = spec.get("namespace"), spec.get("table")
+                    config = spec.get("config")
+                    if (not isinstance(levels, list) or not all(isinstance(x, str) for x in levels)
+                            or not isinstance(table, str) or not isinstance(config, dict)
+                            or not all(isinstance(v, str) for v in config.values())):
+                        raise bad_request("table-config needs namespace (a list), table and "
+                                          "config (string values)")
+                    cat.set_table_config(levels, table, config)
+                    return self._send(204)
+                if self.command == "DELETE":
+                    cat.clear_table_configs()
+                    return self._send(204)
+            if path == "/admin/config":
+                cat = self.server.catalog
+                if self.command == "POST":
+                    spec = self._json_body(raw)
+                    extra = {k: spec.get(k) or {} for k in ("defaults", "overrides")}
+                    if not all(isinstance(d, dict) and all(isinstance(v, str) for v in d.values())
+                               for d in extra.values()):
+                        raise bad_request("config needs defaults and overrides objects of strings")
+                    cat.extra_config = extra
+                    return self._send(204)
+                if self.command == "DELETE":
+                    cat.extra_config = {"defaults": {}, "overrides": {}}
+                    return self._send(204)
             self._error(404, "NotFoundException", "no such admin route")
         except CatalogError as e:
             self._error(e.status, e.type, e.message)

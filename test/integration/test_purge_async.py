@@ -3,7 +3,9 @@ test_purge_async.py -- tms.purge_table() end to end: the job's first step
 drops the catalog entry, the workers delete every reachable file (file:// and s3rver, real
 fixture tables and synthetic ones) and nothing else; retries, FAILED at the
 limit, crash recovery, one executor per job, no transaction held while
-deleting, the tombstone (409 through the test catalog), latency.
+deleting, the tombstone (409 through the test catalog), latency; the
+transaction rules (a rolled-back purge_table, a drop whose answer comes
+after the timeout, a drop that failed, a failing run_task through psql).
 
 The module runs its own cluster (short heartbeat, retry and lease times)
 whose database also holds the test catalog's JDBC pointer tables, so the
@@ -15,6 +17,7 @@ Run: /usr/bin/python3 -m pytest test/integration/test_purge_async.py
 import json
 import os
 import pwd
+import re
 import shutil
 import signal
 import subprocess
@@ -395,6 +398,150 @@ def test_one_executor_and_no_transaction_held(env):
         set_conf(env, purge_delete_batch_size=None, purge_batch_pause=None)
     row = wait_state(env, job, timeout=120)
     assert row[1] == 0, row                 # one attempt, never run twice
+    assert not [f for f in out["files"] if os.path.exists(local(f))]
+
+
+# ---------------------------------------------------------------------------
+# transactions: the drop is the job's first step
+# ---------------------------------------------------------------------------
+
+def pool(env, on):
+    """Turn the worker pool on or off (tms.enabled) and await every pool
+    worker saying so: off, no worker claims anything any more."""
+    env["pg"].psql("ALTER SYSTEM SET tms.enabled = %s" % ("on" if on else "off"))
+    env["pg"].psql("SELECT pg_reload_conf()")
+    wait_for(lambda: env["pg"].psql(
+        "SELECT count(*) FILTER (WHERE state %s 'disabled') FROM tms.workers"
+        " WHERE role = 'worker'" % ("<>" if on else "=")) == "4",
+        what="the pool to be %s" % ("on" if on else "off"))
+
+
+def fast_server(env):
+    """A server on the same catalog whose requests time out after 1 s."""
+    name = "fast_%s" % uuid.uuid4().hex[:6]
+    env["pg"].psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+                uri '%s', relative_path_root '%s', request_timeout '1s', retries '0',
+                allowed_locations 'file://%s/');
+              CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
+                   % (name, env["catalog"].uri, env["file_root"], env["file_root"], name))
+    return name
+
+
+def table_log(env, name):
+    """(method, status, fault) of every request for the table, in order."""
+    return [(r["method"], r["status"], r["fault"])
+            for r in env["catalog"].requests(r"/tables/%s$" % name)["requests"]]
+
+
+def test_rollback_leaves_the_table_and_no_job(env):
+    """BEGIN; SELECT tms.purge_table(...); ROLLBACK.  The old purge_table
+    dropped the catalog entry inside the call: the rollback left a dropped
+    table and no job, every file orphaned.  Now the call only records, so
+    the table is still loadable through the catalog and no job (nor task)
+    exists."""
+    cat = env["catalog"]
+    loc, name, out = file_table(env, "--data-files", "2")
+    cat.reset_requests()
+    conn = env["pg"].connect(autocommit=False)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT tms.purge_table(%s, 'ns', %s)", (env["server"], name))
+            job = cur.fetchone()[0]
+            cur.execute("SELECT state FROM tms.purge_jobs WHERE id = %s", (job,))
+            assert cur.fetchall() == [("PENDING",)]
+        conn.rollback()
+    finally:
+        conn.close()
+    assert q(env, "SELECT count(*) FROM tms.iceberg_cleanup_job WHERE table_name = %s",
+             (name,)) == [(0,)]
+    assert q(env, "SELECT count(*) FROM tms.scheduled_tasks WHERE task_name = 'purge'"
+             " AND task_instance = %s", (str(job),)) == [(0,)]
+    assert cat.load_table("ns", name)["metadata-location"] == out["metadata_location"]
+    assert [m for m, _, _ in table_log(env, name)] == ["GET", "GET"]   # no DELETE
+    assert all(os.path.exists(local(f)) for f in out["files"])
+
+
+def test_drop_landed_but_answer_late_is_resolved_by_reloading(env):
+    """The catalog drops the table but its answer arrives after the
+    server's request_timeout (1 s).  The old purge_table raised 08006 inside
+    the caller's transaction: the job rolled back with it while the table
+    was gone from the catalog, every file orphaned.  Now the job resolves
+    the unknown outcome by loading the table (404: dropped), SUCCEEDS and
+    deletes the files -- of the metadata location it recorded before the
+    drop: the table was moved to a newer metadata file between purge_table
+    and the drop, and that newer file and the snapshot only it references
+    are deleted too."""
+    cat = env["catalog"]
+    loc = os.path.join(env["file_root"], "t", uuid.uuid4().hex)
+    out = synth("--out", loc, "--snapshots", "2", "--data-files", "4")
+    give_to_server(loc)
+    first = [f for f in out["files"] if "/metadata/00000-" in f][0]
+    newest = out["metadata_location"]
+    name = "late_%s" % uuid.uuid4().hex[:8]
+    cat.register("ns", name, first)
+    srv = fast_server(env)
+    pool(env, False)
+    try:
+        job, _ = purge(dict(env, server=srv), "ns", name)
+        assert q(env, "SELECT metadata_location FROM tms.purge_jobs WHERE id = %s",
+                 (job,)) == [(first,)]
+        # a commit lands after purge_table: the current metadata is newer
+        cat.register("ns", name, newest, overwrite=True)
+        cat.reset_requests()
+        cat.fault(r"/namespaces/ns/tables/%s$" % name, action="late", seconds=4,
+                  method="DELETE")
+    finally:
+        pool(env, True)
+    row = wait_state(env, job)
+    assert row[1] == 0, row                  # one attempt: nothing was retried
+    assert q(env, "SELECT metadata_location, dropped_at IS NOT NULL FROM tms.purge_jobs"
+             " WHERE id = %s", (job,)) == [(newest, True)]
+    log = table_log(env, name)
+    assert ("DELETE", 204, "late") in log, log
+    assert log[log.index(("DELETE", 204, "late")) + 1:] == [("GET", 404, None)], log
+    assert cat.raw("GET", "/v1/%s/namespaces/ns/tables/%s" % (cat.prefix, name))[0] == 404
+    assert not [f for f in out["files"] if os.path.exists(local(f))]
+
+
+def test_failed_drop_keeps_the_table_and_run_task_reports_it(env):
+    """The catalog answers the drop with 503 twice.  The table stays, the
+    job is PENDING with last_error (the reload found the table still
+    there), it is retried, and it SUCCEEDS when the catalog drops it on the
+    third attempt.  The first attempt runs through psql's CALL
+    tms.run_task with ON_ERROR_STOP: it exits non-zero and prints the error
+    with its SQLSTATE; the old run_task printed nothing and exited 0."""
+    cat = env["catalog"]
+    loc, name, out = file_table(env, "--data-files", "3")
+    pool(env, False)
+    try:
+        job, _ = purge(env, "ns", name)
+        cat.reset_requests()
+        cat.fault(r"/namespaces/ns/tables/%s$" % name, status=503, count=2, method="DELETE")
+        r = subprocess.run(["psql", "-X", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose",
+                            "-d", env["pg"].dbname, "-c",
+                            "CALL tms.run_task('purge', '%d')" % job],
+                           env=dict(os.environ, **env["pg"].env()), capture_output=True,
+                           text=True, timeout=60)
+        print(r.stderr)
+        assert r.returncode != 0, (r.returncode, r.stdout, r.stderr)
+        assert re.search(r'ERROR:  [0-9A-Z]{5}: could not drop table "ns\.%s" from its catalog'
+                         r' \(it is still there\)' % name, r.stderr), r.stderr
+        state, attempts, last_error = q(env, "SELECT state, attempts, last_error"
+                                        " FROM tms.purge_jobs WHERE id = %s", (job,))[0]
+        assert (state, attempts) == ("PENDING", 1), (state, attempts, last_error)
+        assert "still there" in last_error and "503" in last_error, last_error
+        # the step's load, the refused drop, the load that finds it still there
+        assert table_log(env, name) == [("GET", 200, None), ("DELETE", 503, "status"),
+                                        ("GET", 200, None)]
+        assert cat.load_table("ns", name)["metadata-location"] == out["metadata_location"]
+        assert all(os.path.exists(local(f)) for f in out["files"])
+    finally:
+        pool(env, True)
+    # the workers retry: one more 503, then the drop goes through
+    row = wait_state(env, job)
+    assert row[1] == 2, row
+    methods = table_log(env, name)
+    assert methods.count(("DELETE", 503, "status")) == 2 and ("DELETE", 204, None) in methods
     assert not [f for f in out["files"] if os.path.exists(local(f))]
 
 
