@@ -50,6 +50,14 @@ xstrdup(const char *s)
 	return p;
 }
 
+/* The memory limits of every request are the settings of the moment. */
+static void
+set_memory_limits(IoHttpOptions *http)
+{
+	http->max_response_bytes = (size_t) tms_max_response_size_kb * 1024;
+	http->max_json_bytes = (size_t) tms_max_json_memory_kb * 1024;
+}
+
 static void
 free_secret(char *s)
 {
@@ -126,8 +134,7 @@ tms_server_read(ForeignServer *server)
 			s->http.retries = tms_option_int("retries", v, 0, 10);
 		s->http.ca_file = xstrdup(tms_option(o, "ca_file"));
 		s->http.ca_path = xstrdup(tms_option(o, "ca_path"));
-		s->http.max_response_bytes = (size_t) tms_max_response_size_kb * 1024;
-		s->http.max_json_bytes = (size_t) tms_max_json_memory_kb * 1024;
+		set_memory_limits(&s->http);
 		s->http.interrupted = tms_io_interrupted;
 		s->s3_endpoint = xstrdup(tms_option(o, "s3_endpoint"));
 		s->s3_region = xstrdup(tms_option(o, "s3_region"));
@@ -426,8 +433,7 @@ tms_catalog_connect(const char *server_name)
 		if (e->valid && e->serverid == server->serverid && e->userid == userid)
 		{
 			/* the memory limits are settings: a superuser's SET applies at once */
-			e->server->http.max_response_bytes = (size_t) tms_max_response_size_kb * 1024;
-			e->server->http.max_json_bytes = (size_t) tms_max_json_memory_kb * 1024;
+			set_memory_limits(&e->server->http);
 			io_catalog_set_http(e->catalog, &e->server->http);
 			e->xact_pins++;
 			return e;
