@@ -182,7 +182,7 @@ GRANT EXECUTE ON FUNCTION tms.purge_status(name, text, text),
                           tms.retry_purge(bigint) TO PUBLIC;
 REVOKE ALL ON FUNCTION tms.prune_purge_jobs() FROM PUBLIC;
 
-CREATE FUNCTION tms.refuse_purging_tables()
+CREATE OR REPLACE FUNCTION tms.refuse_purging_tables()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
