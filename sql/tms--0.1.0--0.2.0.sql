@@ -13,8 +13,25 @@
 --    "drop"), and job ids come from a sequence pg_dump keeps.
 --  * One glob matcher and one credential check, both in C.
 --  * Every sequence of a dumped table is dumped with it.
+--  * A task kind's SQL handler is recorded by its signature (text), not
+--    as a regprocedure, which pg_upgrade refuses in a table.
 
 \echo Use "ALTER EXTENSION tms UPDATE TO '0.2.0'" to load this file. \quit
+
+-- ---------------------------------------------------------------------
+-- Task kinds: the handler by its signature
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION tms._procedure_signature(proc regprocedure)
+RETURNS text
+LANGUAGE sql STABLE STRICT
+SET search_path = pg_catalog
+AS $$ SELECT proc::text $$;
+
+REVOKE ALL ON FUNCTION tms._procedure_signature(regprocedure) FROM PUBLIC;
+
+ALTER TABLE tms.task_kinds ALTER COLUMN handler TYPE text
+    USING tms._procedure_signature(handler);
 
 -- ---------------------------------------------------------------------
 -- Purge jobs

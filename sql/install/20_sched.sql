@@ -5,11 +5,27 @@
 -- shared by the background workers and CALL tms.run_pending(); the
 -- statements it runs are documented there.
 
--- What kinds of task exist and how many of each may run at once.
+-- A procedure's signature as tms.task_kinds records it: schema-qualified
+-- wherever it is read (regprocedure's text with only pg_catalog on the
+-- search path), so that to_regprocedure() finds the same procedure in any
+-- session.
+CREATE FUNCTION tms._procedure_signature(proc regprocedure)
+RETURNS text
+LANGUAGE sql STABLE STRICT
+SET search_path = pg_catalog
+AS $$ SELECT proc::text $$;
+
+REVOKE ALL ON FUNCTION tms._procedure_signature(regprocedure) FROM PUBLIC;
+
+-- What kinds of task exist and how many of each may run at once.  A SQL
+-- handler is recorded by its signature, not as a regprocedure: procedure
+-- OIDs change in a dump and restore and in pg_upgrade, which refuses a
+-- cluster that has a regprocedure column in a table.  Each claim looks the
+-- procedure up by its signature.
 CREATE TABLE tms.task_kinds (
     kind            text PRIMARY KEY
                     CHECK (kind ~ '^[a-z][a-z0-9_-]*$' AND length(kind) <= 63),
-    handler         regprocedure,   -- NULL: a built-in kind run by C code
+    handler         text,           -- NULL: a built-in kind run by C code
     max_concurrency integer NOT NULL CHECK (max_concurrency BETWEEN 1 AND 1000),
     builtin         boolean NOT NULL DEFAULT false,
     registered_by   name NOT NULL DEFAULT current_user,

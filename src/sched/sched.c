@@ -206,7 +206,9 @@ static const char *claim_sql =
 "  WHERE t.task_name = slot.kind AND t.task_instance = slot.task_instance"
 " RETURNING t.task_name, t.task_instance, t.task_data::text, t.version,"
 "           t.last_heartbeat, t.execution_time, t.consecutive_failures,"
-"           (SELECT k.handler::oid FROM tms.task_kinds k WHERE k.kind = t.task_name)";
+"           (SELECT k.handler FROM tms.task_kinds k WHERE k.kind = t.task_name),"
+"           (SELECT to_regprocedure(k.handler)::oid FROM tms.task_kinds k"
+"             WHERE k.kind = t.task_name)";
 
 /*
  * Claim of a named task (tms.run_task).  $1 kind, $2 instance, $3
@@ -240,7 +242,9 @@ static const char *claim_given_sql =
 "  WHERE t.task_name = $1 AND t.task_instance = $2"
 " RETURNING t.task_name, t.task_instance, t.task_data::text, t.version,"
 "           t.last_heartbeat, t.execution_time, t.consecutive_failures,"
-"           (SELECT k.handler::oid FROM tms.task_kinds k WHERE k.kind = t.task_name)";
+"           (SELECT k.handler FROM tms.task_kinds k WHERE k.kind = t.task_name),"
+"           (SELECT to_regprocedure(k.handler)::oid FROM tms.task_kinds k"
+"             WHERE k.kind = t.task_name)";
 
 /*
  * Completion: a one-shot task is deleted; a task its handler rescheduled
@@ -424,7 +428,8 @@ read_claimed(SchedTask *task, MemoryContext cxt)
 	task->heartbeat = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
 	task->execution_time = DatumGetTimestampTz(SPI_getbinval(tup, desc, 6, &isnull));
 	task->consecutive_failures = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
-	d = SPI_getbinval(tup, desc, 8, &isnull);
+	task->handler_name = SPI_getvalue(tup, desc, 8);
+	d = SPI_getbinval(tup, desc, 9, &isnull);
 	task->handler = isnull ? InvalidOid : DatumGetObjectId(d);
 	MemoryContextSwitchTo(old);
 }
@@ -609,14 +614,15 @@ handler_owner(SchedTask *task)
 
 /*
  * Run the handler: CALL the SQL procedure as its owner, or the built-in
- * C function.
+ * C function.  The procedure is the one its recorded signature names at
+ * the claim.
  */
 static void
 run_handler(SchedTask *task)
 {
 	Oid			handler = task->handler;
 
-	if (OidIsValid(handler))
+	if (task->handler_name != NULL)
 	{
 		static struct
 		{
@@ -632,6 +638,13 @@ run_handler(SchedTask *task)
 		Oid			owner;
 		TmsRoleSave save;
 		int			rc;
+
+		if (!OidIsValid(handler))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("the handler procedure %s of task kind \"%s\" no longer exists",
+							task->handler_name, task->kind),
+					 errhint("Register the kind again with tms.register_task_kind().")));
 
 		/* one prepared CALL per handler; the oldest is replaced when full */
 		for (int i = 0; i < ncalls && plan == NULL; i++)

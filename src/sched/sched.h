@@ -47,7 +47,8 @@ typedef struct SchedTask
 	TimestampTz heartbeat;		/* last_heartbeat written by the claim */
 	TimestampTz execution_time; /* due time at the claim */
 	int			consecutive_failures;
-	Oid			handler;		/* SQL procedure, InvalidOid if built-in */
+	char	   *handler_name;	/* SQL procedure's signature, NULL if built-in */
+	Oid			handler;		/* that procedure now, InvalidOid if none */
 } SchedTask;
 
 typedef enum SchedOutcome

@@ -135,8 +135,9 @@ spi_exec(const char *sql, int nargs, Oid *types, Datum *args, int expect)
 
 /*
  * tms.register_task_kind(kind, handler, max_concurrency): superusers only
- * (a kind's cap is shared by every user).  The handler runs as the role
- * that owns its procedure, looked up at every run (src/sched/sched.c).
+ * (a kind's cap is shared by every user).  The handler is recorded by its
+ * schema-qualified signature and looked up by it at every claim; it runs
+ * as the role that owns the procedure then (src/sched/sched.c).
  */
 Datum
 tms_register_task_kind(PG_FUNCTION_ARGS)
@@ -173,7 +174,7 @@ tms_register_task_kind(PG_FUNCTION_ARGS)
 				 errmsg("cannot redefine built-in task kind \"%s\"", kind),
 				 errhint("Its concurrency follows the tms.*_concurrency settings.")));
 	spi_exec("INSERT INTO tms.task_kinds (kind, handler, max_concurrency)"
-			 " VALUES ($1, $2, $3)"
+			 " VALUES ($1, tms._procedure_signature($2), $3)"
 			 " ON CONFLICT (kind) DO UPDATE"
 			 " SET handler = EXCLUDED.handler,"
 			 "     max_concurrency = EXCLUDED.max_concurrency,"
