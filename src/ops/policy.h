@@ -37,7 +37,8 @@ extern int	tms_commit_concurrency;
 /*
  * tms.evaluate_now: one evaluation of one policy inside the caller's
  * transaction, as its owner; one row per evaluation into tupstore
- * (tms.evaluate_now's columns).
+ * (tms.evaluate_now's columns).  Raises ERRCODE_INSUFFICIENT_PRIVILEGE
+ * unless the acting role has the privileges of the policy's owner.
  */
 extern void tms_policy_evaluate_now(const char *policy, bool force,
 									Tuplestorestate *tupstore, TupleDesc desc);

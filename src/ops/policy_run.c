@@ -33,6 +33,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -350,12 +351,21 @@ policy_expand_task(SchedTask *task, ErrorData **error)
  * tms.evaluate_now
  * --------------------------------------------------------------------- */
 
+/*
+ * The acting role (the caller) must have the privileges of the policy's
+ * owner.  The run reads and writes tms's tables as the extension's owner,
+ * as the SQL API does (src/sql_api/api.c), and reaches the catalog as the
+ * policy's owner (connect_step); an error undoes the switch with the
+ * (sub)transaction.
+ */
 void
 tms_policy_evaluate_now(const char *policy, bool force,
 						Tuplestorestate *tupstore, TupleDesc desc)
 {
 	PolicyRun  *r = palloc0(sizeof(PolicyRun));
 	LoadPolicy	lp;
+	Oid			acting = tms_acting_role();
+	TmsRoleSave save;
 
 	r->task = false;
 	r->cxt = CurrentMemoryContext;
@@ -364,25 +374,32 @@ tms_policy_evaluate_now(const char *policy, bool force,
 	lp.run = r;
 	lp.id = 0;
 	lp.name = policy;
+	tms_become_extension_owner(&save);
 	(void) policy_step(r, load_policy_step, &lp);
 	if (r->policy == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("policy \"%s\" does not exist", policy),
 				 errhint("See SELECT name FROM tms.policies.")));
-	if (!force && !r->policy->active)
+	if (!has_privs_of_role(acting, r->policy->owner))
 	{
+		char	   *owner = GetUserNameFromId(r->policy->owner, true);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of policy \"%s\"", policy),
+				 owner ? errdetail("The policy is owned by role %s.", owner) :
+				 errdetail("The role that owned the policy was dropped.")));
+	}
+	if (!force && !r->policy->active)
 		ereport(NOTICE,
 				(errmsg("policy \"%s\" is not active; nothing evaluated", policy),
 				 errhint("Pass force => true to evaluate it anyway.")));
-		return;
-	}
-	if (!force && !r->policy->window_open)
-	{
+	else if (!force && !r->policy->window_open)
 		ereport(NOTICE,
 				(errmsg("the time window of policy \"%s\" is closed; nothing evaluated", policy),
 				 errhint("Pass force => true to evaluate it anyway.")));
-		return;
-	}
-	(void) run_policy(r, true, true);
+	else
+		(void) run_policy(r, true, true);
+	tms_restore_role(&save);
 }
