@@ -1,0 +1,623 @@
+"""
+test_dump_upgrade.py -- a tms installation survives pg_dump and restore,
+ALTER EXTENSION UPDATE and pg_upgrade (doc/architecture.md, "Data model").
+
+  - dump and restore: a database with groups, policies, rules, known
+    tables, an evaluation log, maintenance jobs, a PENDING purge job with
+    the storage credentials its catalog vended, a SQL task kind and
+    scheduled tasks is dumped (pg_dump -Fc) and restored into another
+    cluster; there every table with a sequence takes new rows (the
+    sequences were dumped), the policies are evaluated again by their
+    tasks, and the purge job resumes and succeeds with the captured
+    credentials;
+  - upgrade: tms 0.1.0 with data, updated to the current version, equals
+    a fresh installation object by object (functions, views, tables by
+    column name, constraints, indexes, sequences, grants, comments,
+    extension membership, pg_extension_config_dump entries), its data is
+    migrated, and the workers run it; every C symbol an install or
+    upgrade script names is in the library;
+  - pg_upgrade: a postmaster in binary-upgrade mode (-b, as pg_upgrade
+    starts it) starts no tms process, and a real pg_upgrade between two
+    PostgreSQL 15 clusters with tms preloaded keeps tms's data and
+    workers.
+
+Run: /usr/bin/python3 -m pytest test/integration/test_dump_upgrade.py
+"""
+
+import difflib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import uuid
+
+import psycopg2
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
+
+import synth  # noqa: E402
+from pgcluster import BINDIR, Cluster, _as_server_user, _chown_to_server_user, \
+    free_port, wait_for  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(HERE))
+FAST = {
+    "tms.naptime": "'50ms'",
+    "tms.heartbeat_interval": "'200ms'",
+    "tms.missed_heartbeats_limit": "5",
+    "tms.retry_delay": "'100ms'",
+    "tms.retry_delay_max": "'400ms'",
+    "tms.evaluation_cycle_interval": "'1s'",
+}
+
+
+def q(cluster, sql, args=None, dbname=None):
+    conn = cluster.connect(dbname)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql, args)
+            return cur.fetchall() if cur.description else None
+    finally:
+        conn.close()
+
+
+def one(cluster, sql, args=None, dbname=None):
+    rows = q(cluster, sql, args, dbname)
+    return rows[0][0] if rows else None
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    assert r.returncode == 0, "%s failed (%d):\n%s\n%s" % (
+        " ".join(cmd), r.returncode, r.stdout[-4000:], r.stderr[-4000:])
+    return r
+
+
+# ---------------------------------------------------------------------------
+# the shape of an installed extension
+# ---------------------------------------------------------------------------
+
+# One row per property that an installation must have the same in an
+# updated and a fresh database: (key, jsonb).  Tables are compared column
+# by column name (an update appends columns); @ACL(acl)@ stands for an ACL
+# as a sorted list of items (their order in the array is not a property of
+# the object).
+SHAPE_SQL = r"""
+WITH ext AS (SELECT oid, extconfig, extcondition FROM pg_extension WHERE extname = 'tms'),
+members AS (
+    SELECT d.classid, d.objid, (pg_identify_object(d.classid, d.objid, 0)).*
+      FROM pg_depend d, ext
+     WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid
+       AND d.deptype = 'e'
+)
+SELECT 'member ' || m.type || ' ' || m.identity,
+       jsonb_strip_nulls(jsonb_build_object(
+         'comment', obj_description(m.objid, m.classid::regclass::text),
+         'function', CASE WHEN m.classid = 'pg_proc'::regclass THEN (
+             SELECT jsonb_build_object(
+                      'definition', regexp_replace(pg_get_functiondef(p.oid), '\s+', ' ', 'g'),
+                      'acl', @ACL(p.proacl)@,
+                      'owner', p.proowner::regrole::text)
+               FROM pg_proc p WHERE p.oid = m.objid) END,
+         'relation', CASE WHEN m.classid = 'pg_class'::regclass THEN (
+             SELECT jsonb_build_object(
+                      'kind', c.relkind, 'acl', @ACL(c.relacl)@, 'options', c.reloptions::text,
+                      'owner', c.relowner::regrole::text,
+                      'persistence', c.relpersistence, 'rls', c.relrowsecurity,
+                      'columns', (SELECT jsonb_object_agg(a.attname, jsonb_strip_nulls(jsonb_build_object(
+                                     'type', format_type(a.atttypid, a.atttypmod),
+                                     'not_null', a.attnotnull,
+                                     'default', pg_get_expr(ad.adbin, ad.adrelid),
+                                     'identity', nullif(a.attidentity, ''),
+                                     'generated', nullif(a.attgenerated, ''),
+                                     'collation', CASE WHEN a.attcollation <> 0
+                                                       THEN a.attcollation::regcollation::text END,
+                                     'acl', @ACL(a.attacl)@,
+                                     'comment', col_description(a.attrelid, a.attnum))))
+                                    FROM pg_attribute a
+                                    LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid
+                                                           AND ad.adnum = a.attnum
+                                   WHERE a.attrelid = c.oid AND a.attnum > 0
+                                     AND NOT a.attisdropped),
+                      'constraints', (SELECT jsonb_object_agg(co.conname, pg_get_constraintdef(co.oid))
+                                        FROM pg_constraint co WHERE co.conrelid = c.oid),
+                      'indexes', (SELECT jsonb_object_agg(i.relname, pg_get_indexdef(x.indexrelid))
+                                    FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+                                   WHERE x.indrelid = c.oid),
+                      'triggers', (SELECT jsonb_object_agg(t.tgname, pg_get_triggerdef(t.oid))
+                                     FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal),
+                      'view', CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END,
+                      'sequence', (SELECT jsonb_build_object(
+                                     'type', s.seqtypid::regtype::text, 'start', s.seqstart,
+                                     'increment', s.seqincrement, 'max', s.seqmax, 'min', s.seqmin,
+                                     'cache', s.seqcache, 'cycle', s.seqcycle,
+                                     'owned_by', (SELECT d.refobjid::regclass::text || '.' || a.attname
+                                                    FROM pg_depend d
+                                                    JOIN pg_attribute a ON a.attrelid = d.refobjid
+                                                                       AND a.attnum = d.refobjsubid
+                                                   WHERE d.classid = 'pg_class'::regclass
+                                                     AND d.objid = c.oid
+                                                     AND d.refclassid = 'pg_class'::regclass
+                                                     AND d.deptype IN ('a', 'i')))
+                                     FROM pg_sequence s WHERE s.seqrelid = c.oid))
+               FROM pg_class c WHERE c.oid = m.objid) END,
+         'schema', CASE WHEN m.classid = 'pg_namespace'::regclass THEN (
+             SELECT jsonb_build_object('acl', @ACL(n.nspacl)@, 'owner', n.nspowner::regrole::text)
+               FROM pg_namespace n WHERE n.oid = m.objid) END,
+         'wrapper', CASE WHEN m.classid = 'pg_foreign_data_wrapper'::regclass THEN (
+             SELECT jsonb_build_object('handler', w.fdwhandler::regproc::text,
+                                       'validator', w.fdwvalidator::regproc::text,
+                                       'options', w.fdwoptions::text, 'acl', @ACL(w.fdwacl)@)
+               FROM pg_foreign_data_wrapper w WHERE w.oid = m.objid) END,
+         'type', CASE WHEN m.classid = 'pg_type'::regclass THEN (
+             SELECT jsonb_build_object('typtype', t.typtype, 'acl', @ACL(t.typacl)@)
+               FROM pg_type t WHERE t.oid = m.objid) END
+       ))
+  FROM members m
+UNION ALL
+-- everything in the schema, member or not: nothing is left behind
+SELECT 'in schema tms: ' || (pg_identify_object('pg_class'::regclass, c.oid, 0)).identity,
+       jsonb_build_object('member', EXISTS (SELECT 1 FROM members m
+                                             WHERE m.classid = 'pg_class'::regclass
+                                               AND m.objid = c.oid))
+  FROM pg_class c
+ WHERE c.relnamespace = 'tms'::regnamespace AND c.relkind IN ('r', 'v', 'm', 'S', 'f', 'p', 'c')
+UNION ALL
+SELECT 'in schema tms: ' || p.oid::regprocedure::text,
+       jsonb_build_object('member', EXISTS (SELECT 1 FROM members m
+                                             WHERE m.classid = 'pg_proc'::regclass
+                                               AND m.objid = p.oid))
+  FROM pg_proc p WHERE p.pronamespace = 'tms'::regnamespace
+UNION ALL
+SELECT 'pg_extension_config_dump ' || u.cfg::regclass::text,
+       jsonb_build_object('condition', u.cond)
+  FROM ext, unnest(ext.extconfig, ext.extcondition) AS u(cfg, cond)
+UNION ALL
+SELECT 'extension', jsonb_build_object('schema', extnamespace::regnamespace::text,
+                                       'relocatable', extrelocatable, 'version', extversion)
+  FROM pg_extension WHERE extname = 'tms'
+UNION ALL
+-- the rows the install script puts in: the built-in kinds and their slots
+SELECT 'built-in task kind ' || k.kind,
+       jsonb_build_object('handler', k.handler::text, 'max_concurrency', k.max_concurrency,
+                          'slots', (SELECT count(*) FROM tms.task_slots s WHERE s.kind = k.kind))
+  FROM tms.task_kinds k WHERE k.builtin
+""".replace("@ACL(", "(SELECT array_agg(x ORDER BY x::text) FROM unnest(").replace(")@", ") x)::text")
+
+
+def shape(cluster, dbname):
+    return dict(q(cluster, SHAPE_SQL, dbname=dbname))
+
+
+def differences(a, b, a_name, b_name):
+    """Readable differences between two shapes (empty when equal)."""
+    out = []
+    for k in sorted(set(a) | set(b)):
+        if k not in a:
+            out.append("only in %s: %s %s" % (b_name, k, json.dumps(b[k], sort_keys=True)[:300]))
+        elif k not in b:
+            out.append("only in %s: %s %s" % (a_name, k, json.dumps(a[k], sort_keys=True)[:300]))
+        elif a[k] != b[k]:
+            fa = json.dumps(a[k], indent=1, sort_keys=True).splitlines()
+            fb = json.dumps(b[k], indent=1, sort_keys=True).splitlines()
+            out.append("differs: %s\n%s" % (k, "\n".join(
+                difflib.unified_diff(fa, fb, a_name, b_name, lineterm="", n=2))))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# ALTER EXTENSION tms UPDATE
+# ---------------------------------------------------------------------------
+
+def script_symbols():
+    """C symbols named by every install and upgrade script of sql/ and by
+    the generated install script of the current version."""
+    syms = {}
+    scripts = [os.path.join(REPO, "sql", f) for f in os.listdir(os.path.join(REPO, "sql"))
+               if f.startswith("tms--")]
+    scripts += [os.path.join(REPO, "sql", "install", f)
+                for f in os.listdir(os.path.join(REPO, "sql", "install"))]
+    for path in scripts:
+        with open(path) as f:
+            for sym in re.findall(r"'MODULE_PATHNAME',\s*'([A-Za-z0-9_]+)'", f.read()):
+                syms.setdefault(sym, os.path.relpath(path, REPO))
+    return syms
+
+
+def test_every_symbol_a_script_names_is_in_the_library():
+    libdir = subprocess.run(["pg_config", "--pkglibdir"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    nm = run(["nm", "-D", "--defined-only", os.path.join(libdir, "tms.so")]).stdout
+    defined = {line.split()[-1] for line in nm.splitlines() if line.strip()}
+    syms = script_symbols()
+    assert len(syms) > 20 and "tms_api_call" in syms
+    missing = {s: where for s, where in syms.items() if s not in defined}
+    assert not missing, "C symbols named by scripts but not in tms.so: %s" % missing
+
+
+V010_DATA = """
+CREATE ROLE app;
+CREATE SERVER up_srv FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri %(uri)s,
+    allowed_locations 'file:///nowhere/', request_timeout '10s', retries '0');
+GRANT USAGE ON FOREIGN SERVER up_srv TO app;
+CREATE USER MAPPING FOR app SERVER up_srv;
+INSERT INTO tms.object_groups (name, server, namespace_pattern, owner)
+    VALUES ('up-g', 'up_srv', %(ns)s, 'app');
+INSERT INTO tms.maintenance_policies (name, group_id, owner, description)
+    SELECT 'up-p', id, 'app', 'from 0.1.0' FROM tms.object_groups WHERE name = 'up-g';
+INSERT INTO tms.maintenance_rules (policy_id, operation, engine, commits_threshold,
+                                   condition, needs, baseline_mode)
+    SELECT id, 'snapshot-expiry', 'local', 1, 'snapshots > 100', 'metadata', 'catch-up'
+      FROM tms.maintenance_policies WHERE name = 'up-p';
+-- a job of a role that exists, with its task (due tomorrow: the workers
+-- leave it alone), and a finished one of a role that no longer exists
+INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location,
+                                     metadata_location, created_by)
+    VALUES ('up_srv', 'ns', 'pending', '/nowhere/pending', '/nowhere/pending/v1.metadata.json', 'app');
+INSERT INTO tms.scheduled_tasks (task_name, task_instance, execution_time)
+    SELECT 'purge', id::text, now() + interval '1 day' FROM tms.iceberg_cleanup_job
+     WHERE table_name = 'pending';
+INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location,
+                                     metadata_location, created_by, state, finished_at,
+                                     phase, files_deleted)
+    VALUES ('up_srv', 'ns', 'done', '/nowhere/done', '/nowhere/done/v1.metadata.json',
+            'gone_role', 'SUCCEEDED', now(), 'metadata', 7);
+"""
+
+
+def test_update_from_0_1_0_equals_a_fresh_install(new_cluster, catalog, file_root):
+    c = new_cluster(settings=FAST)
+    ns = "up_%s" % uuid.uuid4().hex[:6]
+    os.chmod(file_root, 0o755)
+    res = synth.generate(synth.build_parser().parse_args(
+        ["--out", "file://%s/%s/t1" % (file_root, ns), "--data-files", "2", "--no-data-bytes",
+         "--single-metadata", "--codec", "null"]))
+    catalog.register(ns, "t1", res["metadata_location"])
+
+    # 0.1.0 in the workers' database, with data as 0.1.0 wrote it
+    q(c, "CREATE EXTENSION tms VERSION '0.1.0'")
+    assert one(c, "SELECT extversion FROM pg_extension WHERE extname = 'tms'") == "0.1.0"
+    q(c, V010_DATA, {"uri": catalog.uri, "ns": ns})
+    next_job = one(c, "SELECT max(id) + 1 FROM tms.iceberg_cleanup_job")
+
+    q(c, "ALTER EXTENSION tms UPDATE")
+    current = one(c, "SELECT default_version FROM pg_available_extensions WHERE name = 'tms'")
+    assert one(c, "SELECT extversion FROM pg_extension WHERE extname = 'tms'") == current
+
+    c.create_database("fresh")
+    q(c, "CREATE EXTENSION tms", dbname="fresh")
+    upgraded, fresh = shape(c, "tms_regress"), shape(c, "fresh")
+    assert len(fresh) > 150
+    diff = differences(upgraded, fresh, "upgraded", "fresh")
+    assert not diff, "the updated installation differs from a fresh one:\n\n" + "\n\n".join(diff)
+
+    # the data: requested_by from created_by (a role that is gone: the
+    # extension's owner), the phase, the job id sequence, each policy's task
+    assert q(c, "SELECT table_name, requested_by::text, phase, state, dropped_at IS NOT NULL"
+                " FROM tms.iceberg_cleanup_job ORDER BY id") == [
+        ("pending", "app", "content", "PENDING", True),
+        ("done", "postgres", "metadata", "SUCCEEDED", True)]
+    assert one(c, "SELECT nextval('tms.iceberg_cleanup_job_id_seq')") == next_job
+    assert q(c, "SELECT name, owner::text, group_name, rules FROM tms.policies") == \
+        [("up-p", "app", "up-g", 1)]
+    policy = one(c, "SELECT id FROM tms.maintenance_policies WHERE name = 'up-p'")
+    assert q(c, "SELECT count(*) FROM tms.scheduled_tasks WHERE task_name = 'policy-expand'"
+                " AND task_instance = %s", (str(policy),)) == [(1,)]
+    assert one(c, "SELECT grantees::text FROM tms.object_groups WHERE name = 'up-g'") == "{}"
+
+    # the workers run the updated installation: the policy's task refreshes
+    # its group as its owner, and the API acts for the current user
+    wait_for(lambda: one(c, "SELECT count(*) FROM tms.tables WHERE namespace = %s", (ns,)) == 1,
+             timeout=60, what="the policy's task to refresh its group (tasks: %s)"
+             % (q(c, "SELECT kind, instance, state, last_error FROM tms.tasks"),))
+    assert one(c, "SELECT consecutive_failures FROM tms.scheduled_tasks"
+                  " WHERE task_name = 'policy-expand' AND task_instance = %s",
+               (str(policy),)) == 0
+    assert one(c, "SET ROLE app; SELECT tms.create_object_group('up-g2', 'up_srv', 'x') > 0")
+    assert one(c, "SELECT owner::text FROM tms.object_groups WHERE name = 'up-g2'") == "app"
+    assert q(c, "SET ROLE app; SELECT state FROM tms.purge_status('up_srv', 'ns', 'pending')") == \
+        [("PENDING",)]
+
+
+# ---------------------------------------------------------------------------
+# pg_upgrade
+# ---------------------------------------------------------------------------
+
+def tms_processes(c):
+    """tms's processes, from pg_stat_activity and from ps."""
+    seen = set(r[0] for r in q(c, "SELECT backend_type FROM pg_stat_activity"
+                                  " WHERE backend_type LIKE 'tms %'", dbname="postgres"))
+    ps = subprocess.run(["ps", "-o", "args=", "--ppid", str(c.postmaster_pid())],
+                        capture_output=True, text=True).stdout
+    seen |= set(re.findall(r"postgres: .*?(tms (?:launcher|supervisor|worker))", ps))
+    return seen
+
+
+def backend_types(c):
+    return set(r[0] for r in q(c, "SELECT backend_type FROM pg_stat_activity", dbname="postgres"))
+
+
+def pg_ctl(c, *args):
+    run(_as_server_user([os.path.join(BINDIR, "pg_ctl"), "-D", c.datadir] + list(args)),
+        cwd="/tmp")
+
+
+def test_binary_upgrade_mode_starts_no_tms_process(new_cluster):
+    c = new_cluster(settings=FAST)
+    q(c, "CREATE EXTENSION tms")
+    # started normally, tms's processes are there
+    wait_for(lambda: tms_processes(c) >= {"tms launcher", "tms supervisor", "tms worker"},
+             what="the tms processes of a normal start")
+    c.stop()
+
+    # as pg_upgrade starts it: postgres -b
+    pg_ctl(c, "-l", c.logfile, "-w", "-t", "60", "-o", "-b", "start")
+    try:
+        # the bgworkers of the same start phase as the tms launcher
+        # (BgWorkerStart_RecoveryFinished) are running: the postmaster has
+        # started every registered one
+        wait_for(lambda: "logical replication launcher" in backend_types(c),
+                 what="the logical replication launcher")
+        assert tms_processes(c) == set()
+        # nor does it reserve tms's shared memory: tms.workers says so
+        with pytest.raises(psycopg2.Error) as ei:
+            q(c, "SELECT count(*) FROM tms.workers")
+        assert ei.value.pgcode == "55000", str(ei.value)
+    finally:
+        c.stop()
+
+
+def test_pg_upgrade_keeps_tms(new_cluster):
+    """A real pg_upgrade between two PostgreSQL 15 clusters with tms (and
+    pg_cron) preloaded: it succeeds, and the new cluster has tms's data and
+    runs its workers."""
+    # the old cluster's pool is off, so that the task below waits for the new one
+    old = new_cluster(settings=dict(FAST, **{"tms.enabled": "off"}))
+    q(old, """
+        CREATE EXTENSION tms;
+        CREATE ROLE app;
+        CREATE SERVER pgu_srv FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri 'http://127.0.0.1:9');
+        GRANT USAGE ON FOREIGN SERVER pgu_srv TO app;
+        CREATE TABLE public.ran (instance text, who text);
+        CREATE PROCEDURE public.record(i text, d jsonb) LANGUAGE sql
+            AS $$ INSERT INTO public.ran VALUES (i, current_user) $$;
+        SELECT tms.register_task_kind('record', 'public.record(text,jsonb)', 1);
+        SELECT tms.schedule_task('record', 'after-upgrade');
+        SELECT tms.observe_table('pgu_srv', 'ns', 't' || g, NULL, NULL, NULL, g, g * 10)
+          FROM generate_series(1, 5) g;
+        INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location,
+                                             metadata_location, requested_by, state,
+                                             finished_at, files_deleted)
+            VALUES ('pgu_srv', 'ns', 'gone', '/nowhere/gone', '/nowhere/gone/v1.metadata.json',
+                    'app', 'SUCCEEDED', now(), 42);
+    """)
+    q(old, "SET ROLE app; SELECT tms.create_object_group('pgu-g', 'pgu_srv', 'ns');"
+           " SELECT tms.create_policy('pgu-p', 'pgu-g', active => false);")
+    before = q(old, "SELECT (SELECT max(id) FROM tms.tables), (SELECT max(id) FROM tms.object_groups),"
+                    " (SELECT max(id) FROM tms.iceberg_cleanup_job)")[0]
+    old.stop()
+
+    # the new cluster and pg_upgrade's working directory (its sockets: a
+    # short path), where the server's user may write
+    work = tempfile.mkdtemp(prefix="pgu.", dir="/tmp")
+    os.chmod(work, 0o755)
+    _chown_to_server_user(work)
+    new = Cluster(os.path.join(work, "new", "data"), settings=FAST)
+    try:
+        new.init()
+        t0 = time.monotonic()
+        run(_as_server_user([os.path.join(BINDIR, "pg_upgrade"), "-b", BINDIR, "-B", BINDIR,
+                             "-d", old.datadir, "-D", new.datadir,
+                             "-p", str(free_port()), "-P", str(free_port()),
+                             "-U", "postgres", "-s", work, "-N"]), cwd=work)
+        print("pg_upgrade took %.1f s" % (time.monotonic() - t0))
+        new.start()
+        assert q(new, "SELECT extversion FROM pg_extension WHERE extname = 'tms'") == \
+            q(new, "SELECT default_version FROM pg_available_extensions WHERE name = 'tms'")
+        assert q(new, "SELECT name, owner::text, active FROM tms.policies") == [("pgu-p", "app", False)]
+        assert q(new, "SELECT requested_by::text, files_deleted FROM tms.iceberg_cleanup_job") == \
+            [("app", 42)]
+        assert one(new, "SELECT count(*) FROM tms.tables") == 5
+        # the sequences go on
+        after = q(new, "SELECT tms.observe_table('pgu_srv', 'ns', 'new', NULL, NULL, NULL),"
+                       " (SELECT nextval('tms.object_groups_id_seq')),"
+                       " (SELECT nextval('tms.iceberg_cleanup_job_id_seq'))")[0]
+        assert all(a > b for a, b in zip(after, before)), (before, after)
+        # the workers of the new cluster run the task the old one left
+        wait_for(lambda: q(new, "SELECT * FROM public.ran") == [("after-upgrade", "postgres")],
+                 timeout=60, what="the new cluster's workers to run the task")
+        assert tms_processes(new) >= {"tms launcher", "tms supervisor", "tms worker"}
+    finally:
+        new.destroy()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# pg_dump and pg_restore
+# ---------------------------------------------------------------------------
+
+def give_to_server(path):
+    import pwd
+    uid = pwd.getpwnam("postgres").pw_uid
+    for d, _, files in os.walk(path):
+        os.chown(d, uid, -1)
+        os.chmod(d, 0o755)
+        for f in files:
+            os.chown(os.path.join(d, f), uid, -1)
+
+
+def commit_append(catalog, ns, table):
+    """One Iceberg commit: a new snapshot reusing the current manifest list."""
+    meta = catalog.load_table(ns, table)["metadata"]
+    cur = meta["current-snapshot-id"]
+    snap = [s for s in meta["snapshots"] if s["snapshot-id"] == cur][0]
+    new_id = int(uuid.uuid4().int % (1 << 62))
+    snapshot = {
+        "snapshot-id": new_id, "parent-snapshot-id": cur,
+        "sequence-number": meta.get("last-sequence-number", 0) + 1,
+        "timestamp-ms": max(int(time.time() * 1000), snap["timestamp-ms"] + 1),
+        "manifest-list": snap["manifest-list"],
+        "summary": {"operation": "append", "added-files-size": "1024", "added-data-files": "1"},
+        "schema-id": snap.get("schema-id", 0),
+    }
+    catalog.request("POST", "namespaces/%s/tables/%s" % (urllib.parse.quote(ns),
+                                                       urllib.parse.quote(table)),
+                    {"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main",
+                                       "snapshot-id": cur}],
+                     "updates": [{"action": "add-snapshot", "snapshot": snapshot},
+                                 {"action": "set-snapshot-ref", "ref-name": "main",
+                                  "type": "branch", "snapshot-id": new_id}]})
+
+
+# one INSERT per table of the extension with a sequence, as the API and the
+# workers write them (run in one transaction, rolled back)
+SEQUENCE_INSERTS = [
+    ("tms.tables", "SELECT tms.observe_table('dumpcat', 'x', 'new', NULL, NULL, NULL)"),
+    ("tms.object_groups",
+     "SET ROLE app; SELECT tms.create_object_group('dump-g2', 'dumpcat', 'x'); RESET ROLE"),
+    ("tms.maintenance_policies",
+     "SET ROLE app; SELECT tms.create_policy('dump-p2', 'dump-g2', active => false); RESET ROLE"),
+    ("tms.maintenance_rules",
+     "SET ROLE app; SELECT tms.add_rule('dump-p2', 'snapshot-expiry', 'local',"
+     " '{\"commits-added\": 1}'); RESET ROLE"),
+    ("tms.table_maintenance_job",
+     "INSERT INTO tms.table_maintenance_job (table_id, operation, engine)"
+     " SELECT max(id), 'snapshot-expiry', 'local' FROM tms.tables"),
+    ("tms.evaluation_log",
+     "INSERT INTO tms.evaluation_log (thresholds, condition, counters, outcome, decision)"
+     " VALUES ('{}', 'true', '{}', 'ok', 'not-needed')"),
+    ("tms.iceberg_cleanup_job",
+     "INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location,"
+     " metadata_location, requested_by)"
+     " VALUES ('dumpcat', 'x', 'y', '/nowhere/y', '/nowhere/y/m.json', 'app')"),
+]
+
+
+def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_root, tmp_path):
+    tag = uuid.uuid4().hex[:6]
+    ns, ns_purge = "dump_%s" % tag, "dump_%s_p" % tag
+    os.chmod(file_root, 0o755)
+    root = os.path.join(file_root, "dump_%s" % tag)
+    for name in ("t1", "t2"):
+        res = synth.generate(synth.build_parser().parse_args(
+            ["--out", "file://%s/%s" % (root, name), "--data-files", "3", "--snapshots", "2",
+             "--no-data-bytes", "--codec", "null"]))
+        catalog.register(ns, name, res["metadata_location"])
+    give_to_server(root)
+    prefix = "dump/%s" % tag
+    res = synth.generate(synth.build_parser().parse_args(
+        ["--out", "s3://warehouse/" + prefix, "--data-files", "5", "--snapshots", "2",
+         "--s3-endpoint", s3.endpoint, "--list-files"]))
+    catalog.register(ns_purge, "s3t", res["metadata_location"])
+    client = s3.client()
+    assert len(client.list("warehouse", prefix)) >= 5
+
+    # the source: its pool is off, so every task and the purge wait in the dump
+    src = new_cluster(settings=dict(FAST, **{"tms.enabled": "off"}))
+    q(src, """
+        CREATE EXTENSION tms;
+        CREATE ROLE app;
+        CREATE SERVER dumpcat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri %s,
+            relative_path_root %s, allowed_locations %s, s3_vended_endpoint 'true',
+            retries '0', request_timeout '10s');
+        GRANT USAGE ON FOREIGN SERVER dumpcat TO app;
+        CREATE USER MAPPING FOR app SERVER dumpcat;
+        CREATE TABLE public.ran (instance text, who text);
+        CREATE PROCEDURE public.record(i text, d jsonb) LANGUAGE sql
+            AS $$ INSERT INTO public.ran VALUES (i, current_user) $$;
+        SELECT tms.register_task_kind('record', 'public.record(text,jsonb)', 1);
+        SELECT tms.schedule_task('record', 'after-restore');
+    """, (catalog.uri, file_root, "file://%s/, s3://warehouse/" % root))
+    q(src, """
+        SET ROLE app;
+        SELECT tms.create_object_group('dump-g', 'dumpcat', %s);
+        SELECT tms.create_policy('dump-p', 'dump-g');
+        SELECT tms.add_rule('dump-p', 'snapshot-expiry', 'local', '{"commits-added": 1}', 'true');
+        SELECT tms.add_rule('dump-p', 'compaction', 'spark', '{"commits-added": 1}',
+                            'dataFiles > 1000');
+    """, (ns,))
+    rows = q(src, "SET ROLE app; SELECT table_name, operation, decision FROM tms.evaluate_now('dump-p')")
+    assert sorted(rows) == [("t1", "compaction", "not-needed"), ("t1", "snapshot-expiry", "submitted"),
+                            ("t2", "compaction", "not-needed"), ("t2", "snapshot-expiry", "submitted")]
+    job = one(src, "SET ROLE app; SELECT tms.purge_table('dumpcat', %s, 's3t')", (ns_purge,))
+    assert one(src, "SELECT count(*) FROM tms.iceberg_cleanup_credentials WHERE job_id = %s",
+               (job,)) == 1
+    assert one(src, "SELECT storage->>'credentials' FROM tms.iceberg_cleanup_job WHERE id = %s",
+               (job,)) == "vended by the catalog"
+    counts = dict(q(src, """
+        SELECT 'tables', count(*) FROM tms.tables UNION ALL
+        SELECT 'log', count(*) FROM tms.evaluation_log UNION ALL
+        SELECT 'jobs', count(*) FROM tms.table_maintenance_job UNION ALL
+        SELECT 'baselines', count(*) FROM tms.rule_baselines UNION ALL
+        SELECT 'tasks', count(*) FROM tms.scheduled_tasks"""))
+    # tasks: the policy's, two maintenance jobs', the purge's, the SQL kind's
+    assert counts == {"tables": 2, "log": 4, "jobs": 2, "baselines": 4, "tasks": 5}, counts
+    last_log = one(src, "SELECT max(id) FROM tms.evaluation_log")
+
+    dump = os.path.join(str(tmp_path), "tms.dump")
+    t0 = time.monotonic()
+    run(["pg_dump", "-Fc", "-f", dump, "-d", src.dsn()])
+
+    # the target: roles are global objects, made first (pg_dumpall -g)
+    dst = new_cluster(settings=dict(FAST, **{"tms.purge_max_attempts": "10"}))
+    q(dst, "CREATE ROLE app")
+    run(["pg_restore", "--single-transaction", "-d", dst.dsn(), dump])
+    print("dump and restore took %.1f s" % (time.monotonic() - t0))
+    src.stop()
+
+    assert q(dst, "SELECT name, owner::text FROM tms.policies") == [("dump-p", "app")]
+    assert one(dst, "SELECT count(*) FROM tms.evaluation_log") == 4
+
+    # every table with a sequence takes a new row
+    with_sequences = set(r[0] for r in q(dst, """
+        SELECT DISTINCT d.refobjid::regclass::text
+          FROM pg_depend d JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
+         WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+           AND d.deptype IN ('a', 'i') AND s.relnamespace = 'tms'::regnamespace"""))
+    assert with_sequences == set(t for t, _ in SEQUENCE_INSERTS)
+    conn = dst.connect(autocommit=False)
+    try:
+        with conn.cursor() as cur:
+            for table, sql in SEQUENCE_INSERTS:
+                cur.execute("SAVEPOINT s")
+                try:
+                    cur.execute(sql)
+                except psycopg2.Error as e:
+                    raise AssertionError("insert into %s after restore: %s" % (table, e))
+                cur.execute("RELEASE SAVEPOINT s")
+    finally:
+        conn.rollback()
+        conn.close()
+
+    # the tasks of the dump run in the target's pool: the SQL kind's ...
+    wait_for(lambda: q(dst, "SELECT * FROM public.ran") == [("after-restore", "postgres")],
+             timeout=60, what="the SQL kind's task to run after the restore")
+    # ... the maintenance jobs' ...
+    wait_for(lambda: one(dst, "SELECT count(*) FROM tms.maintenance_jobs WHERE state = 'running'") == 2,
+             timeout=60, what="the maintenance jobs to start")
+    # ... the policy's: a commit after the dump is found and evaluated
+    commit_append(catalog, ns, "t1")
+    wait_for(lambda: q(dst, "SELECT table_name, operation, decision FROM tms.evaluation_log"
+                            " WHERE id > %s", (last_log,)) == [("t1", "compaction", "not-needed")],
+             timeout=60, what="the restored policy to evaluate the new commit (tasks: %s)"
+             % (q(dst, "SELECT kind, instance, state, last_error FROM tms.tasks"),))
+    # ... and the purge's, with the credentials the catalog vended at the
+    # source: the catalog drop, then every file
+    wait_for(lambda: one(dst, "SELECT state FROM tms.purge_jobs WHERE id = %s", (job,))
+             in ("SUCCEEDED", "FAILED"), timeout=60, what="the purge job to end")
+    # (s3rver 3.7.1 deletes the keys of one multi-object delete concurrently
+    # and may answer 500 when two of them clean up the same directory: an
+    # attempt can fail, and the next one goes on)
+    assert q(dst, "SELECT state, last_error, requested_by::text FROM tms.purge_jobs"
+                  " WHERE id = %s", (job,)) == [("SUCCEEDED", None, "app")]
+    assert client.list("warehouse", prefix) == []
+    st, _, _ = catalog.raw("GET", "/v1/%s/namespaces/%s/tables/s3t" % (catalog.prefix, ns_purge))
+    assert st == 404
+    assert one(dst, "SELECT count(*) FROM tms.iceberg_cleanup_credentials") == 0
