@@ -20,6 +20,8 @@ Each test is the reproduction of an attack or a fault of the review:
   - tms.evaluate_now is for the policy's owner (it failed for every role
     but a superuser): the owner evaluates with its own mapping, another
     role is refused;
+  - tms.catalog_config shows a catalog's configuration without the
+    credentials in it (rule options are pg_regress policy_validation);
   - a role dropped where tms is not loaded (no hook) leaves its policy
     ownerless, and the policy's evaluation fails with "the role of policy
     ... no longer exists" instead of running as anyone.
@@ -27,6 +29,7 @@ Each test is the reproduction of an attack or a fault of the review:
 Run: /usr/bin/python3 -m pytest test/integration/test_roles.py
 """
 
+import json
 import os
 import pwd
 import sys
@@ -401,6 +404,27 @@ def test_evaluate_now_is_for_the_policys_owner(catalog_world):
                 " FROM tms.evaluate_now('ev-p', force => true)") == [(name, "submitted")]
     assert q(c, "SELECT table_name, decision FROM tms.evaluation_log"
                 " WHERE policy_name = 'ev-p'") == [(name, "submitted")]
+
+
+def test_catalog_config_leaves_credentials_out(catalog_world):
+    """What a catalog's /v1/config returns is shown to any role with USAGE
+    on the server, less what looks like a credential: keys and values,
+    by the one list of credential-shaped names (doc/security.md)."""
+    w = catalog_world
+    c = w["pg"]
+    secrets = ["S3CR3T-KEY", "T0KEN-VALUE", "ID:CL1ENT-SECRET", "LEAKED-IN-VALUE"]
+    config = {"defaults": {"warehouse": "wh", "s3.secret-access-key": secrets[0],
+                           "client.region": "eu-1"},
+              "overrides": {"prefix": w["catalog"].prefix, "token": secrets[1],
+                            "credential": secrets[2],
+                            "spark.conf": "spark.hadoop.fs.s3a.secret.key=" + secrets[3]}}
+    w["catalog"].fault(r"^/v1/config", status=200, body=json.dumps(config), method="GET")
+    rows = q(c, "SET ROLE purger; SELECT key, value FROM tms.catalog_config(%s)", (w["server"],))
+    assert w["catalog"].armed_faults() == []        # the answer came from the fault
+    shown = dict(rows)
+    assert shown["warehouse"] == "wh" and shown["client.region"] == "eu-1", shown
+    assert not [k for k in shown if "secret" in k or k in ("token", "credential", "spark.conf")], shown
+    assert not [s for s in secrets if s in json.dumps(rows)], rows
 
 
 # ---------------------------------------------------------------------------
