@@ -5,6 +5,8 @@ One implementation used three ways:
 
 * from Python (test/conftest.py and integration tests):
       c = Cluster(datadir, preload=("tms", "pg_cron")); c.init(); c.start()
+      c.query(sql, args), c.one(...), c.query_error(...): one statement each;
+      fetch(conn, sql, args) on a connection of the caller's; error_text(e)
 * from shell scripts (test/run-tests.sh, scripts/demo.sh):
       test/pgcluster.py start --dir DIR [--port N] [--preload tms,pg_cron] [--set k=v ...]
       test/pgcluster.py stop --dir DIR
@@ -14,6 +16,9 @@ initdb and postgres refuse to run as root, so when run as root every server
 command runs as the `postgres` user through runuser, from /tmp.  The server
 listens on a Unix socket in the data directory's parent only
 (listen_addresses = ''), never on a network address.
+
+psycopg2 and pytest are imported only by the functions that use them, so
+that the shell entry points need neither.
 """
 
 import argparse
@@ -171,12 +176,59 @@ class Cluster:
         conn.autocommit = autocommit
         return conn
 
+    def query(self, sql, args=None, *, dbname=None, conn=None):
+        """Run one statement; return fetch()'s answer (its rows, or None).
+
+        Without conn: on a new autocommit connection to dbname (default the
+        cluster's database), closed afterwards.  With conn: on that open
+        connection, left open, in whatever transaction state it is (dbname
+        is then not used).
+        """
+        if conn is not None:
+            return fetch(conn, sql, args)
+        conn = self.connect(dbname)
+        try:
+            return fetch(conn, sql, args)
+        finally:
+            conn.close()
+
+    def one(self, sql, args=None, *, dbname=None, conn=None):
+        """The first column of query()'s first row; None when it has none."""
+        rows = self.query(sql, args, dbname=dbname, conn=conn)
+        return rows[0][0] if rows else None
+
+    def query_error(self, sql, args=None, *, dbname=None, conn=None):
+        """The psycopg2.Error query() raises; for pytest only: fails the
+        test if the statement succeeds."""
+        import psycopg2
+        import pytest
+        with pytest.raises(psycopg2.Error) as ei:
+            self.query(sql, args, dbname=dbname, conn=conn)
+        return ei.value
+
     def log_tail(self, lines=80):
         try:
             with open(self.logfile, errors="replace") as f:
                 return "".join(f.readlines()[-lines:])
         except OSError:
             return "(no server log)"
+
+
+def fetch(conn, sql, args=None):
+    """Execute sql with args on the open connection conn; return all its
+    rows, or None for a statement that returns none.  Leaves conn open and
+    its transaction to the caller."""
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return cur.fetchall() if cur.description else None
+
+
+def error_text(e):
+    """A psycopg2 error's primary message, detail, hint and context, one a
+    line (an empty line for a missing one): all the text a user is shown,
+    for asserting on what an error says or must not say."""
+    return "\n".join(x or "" for x in (e.diag.message_primary, e.diag.message_detail,
+                                        e.diag.message_hint, e.diag.context))
 
 
 def wait_for(predicate, timeout=30.0, interval=0.05, what="condition"):

@@ -38,12 +38,6 @@ PROVENANCE = {
 EXPECTED = PROVENANCE
 
 
-def connect(pg):
-    conn = psycopg2.connect(pg.dsn())
-    conn.autocommit = True
-    return conn
-
-
 def make_server(pg, uri, file_root=None, mapping="", **options):
     """CREATE SERVER (a fresh name) for uri with a user mapping for the
     connecting role; returns the server name."""
@@ -56,7 +50,7 @@ def make_server(pg, uri, file_root=None, mapping="", **options):
         opts["relative_path_root"] = file_root
         opts["allowed_locations"] = "file://%s/" % file_root
     opts.update(options)
-    with connect(pg) as conn, conn.cursor() as cur:
+    with pg.connect() as conn, conn.cursor() as cur:
         cur.execute("CREATE EXTENSION IF NOT EXISTS tms")
         cur.execute("CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (%s)" % (
             name, ", ".join("%s %s" % (k, quote(v)) for k, v in opts.items())))
@@ -67,24 +61,6 @@ def make_server(pg, uri, file_root=None, mapping="", **options):
 
 def quote(v):
     return "'" + v.replace("'", "''") + "'"
-
-
-def query(pg, sql, args=None, conn=None):
-    own = conn is None
-    conn = conn or connect(pg)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql, args)
-            return cur.fetchall() if cur.description else None
-    finally:
-        if own:
-            conn.close()
-
-
-def expect_error(pg, sql, args=None, conn=None):
-    with pytest.raises(psycopg2.Error) as ei:
-        query(pg, sql, args, conn)
-    return ei.value
 
 
 def readable_by_server(root):
@@ -107,11 +83,11 @@ def srv(pg, catalog, real_tables, file_root):
 # ---------------------------------------------------------------------------
 
 def test_list_namespaces_and_tables(pg, srv):
-    nss = [r[0] for r in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (srv,))]
+    nss = [r[0] for r in pg.query("SELECT * FROM tms.list_namespaces(%s)", (srv,))]
     assert "real" in nss
-    tables = query(pg, "SELECT table_name FROM tms.list_tables(%s, 'real') ORDER BY 1", (srv,))
+    tables = pg.query("SELECT table_name FROM tms.list_tables(%s, 'real') ORDER BY 1", (srv,))
     assert [t[0] for t in tables] == sorted(EXPECTED)
-    everywhere = query(pg, "SELECT namespace, table_name FROM tms.list_tables(%s)", (srv,))
+    everywhere = pg.query("SELECT namespace, table_name FROM tms.list_tables(%s)", (srv,))
     assert {("real", t) for t in EXPECTED} <= set(everywhere)
 
 
@@ -124,7 +100,7 @@ def test_list_pagination(pg, catalog, real_tables, file_root):
         catalog.register(ns, "t%02d" % i, loc)
     name = make_server(pg, catalog.uri, file_root, page_size="3")
     catalog.reset_requests()
-    rows = query(pg, "SELECT table_name FROM tms.list_tables(%s, %s) ORDER BY 1", (name, ns))
+    rows = pg.query("SELECT table_name FROM tms.list_tables(%s, %s) ORDER BY 1", (name, ns))
     assert [r[0] for r in rows] == ["t%02d" % i for i in range(7)]
     pages = catalog.requests(r"/namespaces/%s/tables$" % ns)["requests"]
     assert len(pages) == 3, pages
@@ -132,21 +108,21 @@ def test_list_pagination(pg, catalog, real_tables, file_root):
 
 
 def test_catalog_config_hides_nothing_secret_and_has_prefix(pg, srv, catalog):
-    rows = dict(query(pg, "SELECT key, value FROM tms.catalog_config(%s)"
-                      " WHERE key NOT LIKE '(endpoint)'", (srv,)))
+    rows = dict(pg.query("SELECT key, value FROM tms.catalog_config(%s)"
+                         " WHERE key NOT LIKE '(endpoint)'", (srv,)))
     assert rows["(prefix)"] == catalog.prefix
     assert "warehouse" in rows
 
 
 def test_table_metadata_and_etag_304(pg, srv, catalog):
-    conn = connect(pg)
+    conn = pg.connect()
     try:
         catalog.reset_requests()
-        md = query(pg, "SELECT tms.table_metadata(%s, 'real', 'spark_v2_mor_posdeletes')",
-                   (srv,), conn)[0][0]
+        md = pg.query("SELECT tms.table_metadata(%s, 'real', 'spark_v2_mor_posdeletes')",
+                      (srv,), conn=conn)[0][0]
         assert md["format-version"] == 2
-        md2 = query(pg, "SELECT tms.table_metadata(%s, 'real', 'spark_v2_mor_posdeletes')",
-                    (srv,), conn)[0][0]
+        md2 = pg.query("SELECT tms.table_metadata(%s, 'real', 'spark_v2_mor_posdeletes')",
+                       (srv,), conn=conn)[0][0]
         assert md2 == md
         loads = [r for r in catalog.requests(r"/tables/spark_v2_mor_posdeletes$")["requests"]
                  if r["method"] == "GET"]
@@ -157,17 +133,17 @@ def test_table_metadata_and_etag_304(pg, srv, catalog):
 
 
 def test_missing_table_and_namespace(pg, srv):
-    e = expect_error(pg, "SELECT tms.table_metadata(%s, 'real', 'no_such_table')", (srv,))
+    e = pg.query_error("SELECT tms.table_metadata(%s, 'real', 'no_such_table')", (srv,))
     assert e.pgcode == psycopg2.errorcodes.UNDEFINED_TABLE
     assert "NoSuchTable" in (e.diag.message_detail or "")
-    e = expect_error(pg, "SELECT * FROM tms.list_tables(%s, 'no_such_ns')", (srv,))
+    e = pg.query_error("SELECT * FROM tms.list_tables(%s, 'no_such_ns')", (srv,))
     assert e.pgcode == psycopg2.errorcodes.INVALID_SCHEMA_NAME
 
 
 def test_snapshots(pg, srv):
-    rows = query(pg, "SELECT snapshot_id, is_current, summary ->> 'operation' IS NOT NULL"
-                 " FROM tms.table_snapshots(%s, 'real', 'java_v2_partitioned_eqdeletes')",
-                 (srv,))
+    rows = pg.query("SELECT snapshot_id, is_current, summary ->> 'operation' IS NOT NULL"
+                    " FROM tms.table_snapshots(%s, 'real', 'java_v2_partitioned_eqdeletes')",
+                    (srv,))
     assert len(rows) == 5
     assert sum(1 for r in rows if r[1]) == 1
 
@@ -185,7 +161,7 @@ def test_real_table_counts(pg, srv, catalog, s3, file_root, name):
     import storage
 
     exp = PROVENANCE[name]
-    m = query(pg, "SELECT tms.table_metrics(%s, 'real', %s)", (srv, name))[0][0]
+    m = pg.query("SELECT tms.table_metrics(%s, 'real', %s)", (srv, name))[0][0]
     assert m["level"] == "deletes"
     assert m["snapshots"] == exp["snapshots"]
     meta = catalog.load_table("real", name)["metadata"]
@@ -194,8 +170,8 @@ def test_real_table_counts(pg, srv, catalog, s3, file_root, name):
         theirs["data_files"], theirs["position_delete_files"],
         theirs["equality_delete_files"]), (m, theirs)
 
-    files = query(pg, "SELECT content, count(*), sum(record_count), sum(file_size_in_bytes)"
-                  " FROM tms.table_files(%s, 'real', %s) GROUP BY 1", (srv, name))
+    files = pg.query("SELECT content, count(*), sum(record_count), sum(file_size_in_bytes)"
+                     " FROM tms.table_files(%s, 'real', %s) GROUP BY 1", (srv, name))
     by = {r[0]: r for r in files}
     assert by.get("data", (None, 0))[1] == m["dataFiles"]
     assert by.get("position_deletes", (None, 0))[1] == m["positionDeleteFiles"]
@@ -204,33 +180,33 @@ def test_real_table_counts(pg, srv, catalog, s3, file_root, name):
         assert by["data"][2] == m["dataRecords"]
         assert by["data"][3] == m["dataFilesSize"]
 
-    every = query(pg, "SELECT f.content, count(DISTINCT f.file_path)"
-                  " FROM tms.table_snapshots(%s, 'real', %s) s,"
-                  " LATERAL tms.table_files(%s, 'real', %s, s.snapshot_id) f GROUP BY 1",
-                  (srv, name, srv, name))
+    every = pg.query("SELECT f.content, count(DISTINCT f.file_path)"
+                     " FROM tms.table_snapshots(%s, 'real', %s) s,"
+                     " LATERAL tms.table_files(%s, 'real', %s, s.snapshot_id) f GROUP BY 1",
+                     (srv, name, srv, name))
     every = dict(every)
     assert (every.get("data", 0), every.get("position_deletes", 0),
             every.get("equality_deletes", 0)) == (exp["data"], exp["pos"], exp["eq"])
 
 
 def test_metrics_levels_load_only_what_is_asked(pg, srv):
-    m = query(pg, "SELECT tms.table_metrics(%s, 'real', 'spark_v2_mor_posdeletes',"
-              " 'metadata')", (srv,))[0][0]
+    m = pg.query("SELECT tms.table_metrics(%s, 'real', 'spark_v2_mor_posdeletes',"
+                 " 'metadata')", (srv,))[0][0]
     assert m["level"] == "metadata" and "dataFiles" not in m and m["snapshots"] == 3
-    m = query(pg, "SELECT tms.table_metrics(%s, 'real', 'spark_v2_mor_posdeletes',"
-              " 'manifest_list')", (srv,))[0][0]
+    m = pg.query("SELECT tms.table_metrics(%s, 'real', 'spark_v2_mor_posdeletes',"
+                 " 'manifest_list')", (srv,))[0][0]
     assert m["level"] == "manifest_list" and m["manifests"] >= 1
 
 
 def test_table_files_of_an_older_snapshot(pg, srv):
-    snaps = query(pg, "SELECT snapshot_id FROM tms.table_snapshots(%s, 'real',"
-                  " 'java_v2_partitioned_eqdeletes') ORDER BY sequence_number", (srv,))
+    snaps = pg.query("SELECT snapshot_id FROM tms.table_snapshots(%s, 'real',"
+                     " 'java_v2_partitioned_eqdeletes') ORDER BY sequence_number", (srv,))
     first = snaps[0][0]
-    n = query(pg, "SELECT count(*) FROM tms.table_files(%s, 'real',"
-              " 'java_v2_partitioned_eqdeletes', %s)", (srv, first))[0][0]
+    n = pg.query("SELECT count(*) FROM tms.table_files(%s, 'real',"
+                 " 'java_v2_partitioned_eqdeletes', %s)", (srv, first))[0][0]
     assert n >= 1
-    e = expect_error(pg, "SELECT * FROM tms.table_files(%s, 'real',"
-                     " 'java_v2_partitioned_eqdeletes', 42)", (srv,))
+    e = pg.query_error("SELECT * FROM tms.table_files(%s, 'real',"
+                       " 'java_v2_partitioned_eqdeletes', 42)", (srv,))
     assert e.pgcode == psycopg2.errorcodes.UNDEFINED_OBJECT
 
 
@@ -242,12 +218,12 @@ def test_oauth_refresh_after_401(pg, make_catalog):
     cat = make_catalog(credential="tms-client:tms-secret")
     cat.create_namespace("auth_ns")
     name = make_server(pg, cat.uri, mapping="credential 'tms-client:tms-secret'")
-    conn = connect(pg)
+    conn = pg.connect()
     try:
-        assert ("auth_ns",) in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
+        assert ("auth_ns",) in pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,), conn=conn)
         cat.reset_requests()
         cat.expire_tokens()
-        assert ("auth_ns",) in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
+        assert ("auth_ns",) in pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,), conn=conn)
         log = [(r["method"], r["path"], r["status"]) for r in cat.requests()["requests"]]
         ns_path = "/v1/%s/namespaces" % cat.prefix
         assert log == [("GET", ns_path, 401), ("POST", "/v1/oauth/tokens", 200),
@@ -259,7 +235,7 @@ def test_oauth_refresh_after_401(pg, make_catalog):
 def test_wrong_secret_is_an_authorization_error(pg, make_catalog):
     cat = make_catalog(credential="tms-client:tms-secret")
     name = make_server(pg, cat.uri, mapping="credential 'tms-client:wrong-s3cret'")
-    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    e = pg.query_error("SELECT * FROM tms.list_namespaces(%s)", (name,))
     assert e.pgcode == psycopg2.errorcodes.INVALID_AUTHORIZATION_SPECIFICATION
     text = "%s %s %s" % (e.diag.message_primary, e.diag.message_detail, e.diag.message_hint)
     assert "wrong-s3cret" not in text
@@ -269,9 +245,9 @@ def test_static_token(pg, make_catalog):
     cat = make_catalog(static_token="fixed-token-123")
     cat.create_namespace("tok_ns")
     ok = make_server(pg, cat.uri, mapping="token 'fixed-token-123'")
-    assert ("tok_ns",) in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (ok,))
+    assert ("tok_ns",) in pg.query("SELECT * FROM tms.list_namespaces(%s)", (ok,))
     none = make_server(pg, cat.uri)
-    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (none,))
+    e = pg.query_error("SELECT * FROM tms.list_namespaces(%s)", (none,))
     assert e.pgcode == psycopg2.errorcodes.INVALID_AUTHORIZATION_SPECIFICATION
 
 
@@ -288,9 +264,9 @@ def fault_catalog(make_catalog):
 
 def test_catalog_500_is_a_clean_error(pg, fault_catalog):
     name = make_server(pg, fault_catalog.uri)
-    query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))      # connect + cache
+    pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,))      # connect + cache
     fault_catalog.fault(r"/namespaces$", status=500, count=1, method="GET")
-    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    e = pg.query_error("SELECT * FROM tms.list_namespaces(%s)", (name,))
     assert e.pgcode == "HV000"
     assert "ServiceFailureException: injected fault" in e.diag.message_detail
     assert "500" in e.diag.message_primary
@@ -298,10 +274,10 @@ def test_catalog_500_is_a_clean_error(pg, fault_catalog):
 
 def test_catalog_503_retried_when_retries_allowed(pg, fault_catalog):
     name = make_server(pg, fault_catalog.uri, retries="2")
-    query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,))
     fault_catalog.reset_requests()
     fault_catalog.fault(r"/namespaces$", status=503, count=2, method="GET")
-    assert ("f_ns",) in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    assert ("f_ns",) in pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,))
     statuses = [r["status"] for r in fault_catalog.requests(r"/namespaces$")["requests"]]
     assert statuses == [503, 503, 200]
 
@@ -319,9 +295,9 @@ def test_hang_ends_at_the_request_timeout(pg, fault_catalog):
     when the hang ends; and the request did reach the catalog (the timeout
     is not a connect failure)."""
     name = make_server(pg, fault_catalog.uri, request_timeout="1s")
-    query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,))
     fid = fault_catalog.fault(r"/namespaces$", action="hang", seconds=20, method="GET")
-    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    e = pg.query_error("SELECT * FROM tms.list_namespaces(%s)", (name,))
     assert e.pgcode == psycopg2.errorcodes.CONNECTION_FAILURE
     assert "timed out" in e.diag.message_primary
     fault_fired(fault_catalog, fid)
@@ -329,37 +305,37 @@ def test_hang_ends_at_the_request_timeout(pg, fault_catalog):
 
 def test_malformed_body(pg, fault_catalog):
     name = make_server(pg, fault_catalog.uri)
-    query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,))
     fault_catalog.fault(r"/namespaces$", action="malformed", method="GET")
-    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    e = pg.query_error("SELECT * FROM tms.list_namespaces(%s)", (name,))
     assert e.pgcode == psycopg2.errorcodes.PROTOCOL_VIOLATION
     fault_catalog.fault(r"/namespaces$", action="malformed", body='{"namespaces": [[1]]}',
                         method="GET")
-    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    e = pg.query_error("SELECT * FROM tms.list_namespaces(%s)", (name,))
     assert e.pgcode == psycopg2.errorcodes.PROTOCOL_VIOLATION
 
 
 def test_connection_closed(pg, fault_catalog):
     name = make_server(pg, fault_catalog.uri)
-    query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,))
     # libcurl retries once by itself when a reused connection turns out dead
     fault_catalog.fault(r"/namespaces$", action="close", method="GET", count=2)
-    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    e = pg.query_error("SELECT * FROM tms.list_namespaces(%s)", (name,))
     assert e.pgcode == psycopg2.errorcodes.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION
 
 
 def test_cancel_during_a_hanging_request(pg, fault_catalog):
     name = make_server(pg, fault_catalog.uri, request_timeout="60s")
-    conn = connect(pg)
+    conn = pg.connect()
     try:
-        query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
-        pid = query(pg, "SELECT pg_backend_pid()", conn=conn)[0][0]
+        pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,), conn=conn)
+        pid = pg.query("SELECT pg_backend_pid()", conn=conn)[0][0]
         fid = fault_catalog.fault(r"/namespaces$", action="hang", seconds=60, method="GET")
         result = {}
 
         def run():
             try:
-                query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
+                pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,), conn=conn)
             except psycopg2.Error as e:
                 result["error"] = e
             result["ended"] = time.monotonic()
@@ -369,7 +345,7 @@ def test_cancel_during_a_hanging_request(pg, fault_catalog):
         # cancel once the request hangs at the catalog
         fault_fired(fault_catalog, fid)
         cancel_at = time.monotonic()
-        assert query(pg, "SELECT pg_cancel_backend(%s)", (pid,))[0][0]
+        assert pg.query("SELECT pg_cancel_backend(%s)", (pid,))[0][0]
         # the hang lasts 60 s: ending well before it means the cancel
         # interrupted the request
         th.join(30)
@@ -378,7 +354,7 @@ def test_cancel_during_a_hanging_request(pg, fault_catalog):
         print("cancel took %.0f ms" % ((result["ended"] - cancel_at) * 1000))
         # the backend is still usable, the cached connection too
         fault_catalog.clear_faults()
-        assert ("f_ns",) in query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
+        assert ("f_ns",) in pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,), conn=conn)
     finally:
         conn.close()
 
@@ -387,7 +363,7 @@ def test_dead_port_fails_fast(pg):
     """Nobody listens: the refused connection is the error at once (no
     retries with retries=0), not a connect timeout."""
     name = make_server(pg, "http://127.0.0.1:%d" % world.free_port())
-    e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,))
+    e = pg.query_error("SELECT * FROM tms.list_namespaces(%s)", (name,))
     assert e.pgcode == psycopg2.errorcodes.SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION
     assert "timed out" not in e.diag.message_primary, e.diag.message_primary
 
@@ -395,14 +371,14 @@ def test_dead_port_fails_fast(pg):
 def test_alter_server_takes_effect(pg, fault_catalog):
     """A cached connection is dropped when the server's options change."""
     name = make_server(pg, fault_catalog.uri, request_timeout="30s")
-    conn = connect(pg)
+    conn = pg.connect()
     try:
-        query(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
-        query(pg, "ALTER SERVER %s OPTIONS (SET request_timeout '1s')" % name)
+        pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,), conn=conn)
+        pg.query("ALTER SERVER %s OPTIONS (SET request_timeout '1s')" % name)
         # a 10 s hang: with the old 30 s timeout the query would succeed when
         # it ends, so a timeout error means the new 1 s took effect
         fid = fault_catalog.fault(r"/namespaces$", action="hang", seconds=10, method="GET")
-        e = expect_error(pg, "SELECT * FROM tms.list_namespaces(%s)", (name,), conn)
+        e = pg.query_error("SELECT * FROM tms.list_namespaces(%s)", (name,), conn=conn)
         assert e.pgcode == psycopg2.errorcodes.CONNECTION_FAILURE
         assert "timed out" in e.diag.message_primary
         fault_fired(fault_catalog, fid)

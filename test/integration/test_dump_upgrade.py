@@ -58,21 +58,6 @@ FAST = {
 }
 
 
-def q(cluster, sql, args=None, dbname=None):
-    conn = cluster.connect(dbname)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql, args)
-            return cur.fetchall() if cur.description else None
-    finally:
-        conn.close()
-
-
-def one(cluster, sql, args=None, dbname=None):
-    rows = q(cluster, sql, args, dbname)
-    return rows[0][0] if rows else None
-
-
 def run(cmd, **kw):
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)
     assert r.returncode == 0, "%s failed (%d):\n%s\n%s" % (
@@ -193,7 +178,7 @@ SELECT 'built-in task kind ' || k.kind,
 
 
 def shape(cluster, dbname):
-    return dict(q(cluster, SHAPE_SQL, dbname=dbname))
+    return dict(cluster.query(SHAPE_SQL, dbname=dbname))
 
 
 def differences(a, b, a_name, b_name):
@@ -282,17 +267,17 @@ def test_update_from_0_1_0_equals_a_fresh_install(new_cluster, catalog, file_roo
     catalog.register(ns, "t1", res["metadata_location"])
 
     # 0.1.0 in the workers' database, with data as 0.1.0 wrote it
-    q(c, "CREATE EXTENSION tms VERSION '0.1.0'")
-    assert one(c, "SELECT extversion FROM pg_extension WHERE extname = 'tms'") == "0.1.0"
-    q(c, V010_DATA, {"uri": catalog.uri, "ns": ns})
-    next_job = one(c, "SELECT max(id) + 1 FROM tms.iceberg_cleanup_job")
+    c.query("CREATE EXTENSION tms VERSION '0.1.0'")
+    assert c.one("SELECT extversion FROM pg_extension WHERE extname = 'tms'") == "0.1.0"
+    c.query(V010_DATA, {"uri": catalog.uri, "ns": ns})
+    next_job = c.one("SELECT max(id) + 1 FROM tms.iceberg_cleanup_job")
 
-    q(c, "ALTER EXTENSION tms UPDATE")
-    current = one(c, "SELECT default_version FROM pg_available_extensions WHERE name = 'tms'")
-    assert one(c, "SELECT extversion FROM pg_extension WHERE extname = 'tms'") == current
+    c.query("ALTER EXTENSION tms UPDATE")
+    current = c.one("SELECT default_version FROM pg_available_extensions WHERE name = 'tms'")
+    assert c.one("SELECT extversion FROM pg_extension WHERE extname = 'tms'") == current
 
     c.create_database("fresh")
-    q(c, "CREATE EXTENSION tms", dbname="fresh")
+    c.query("CREATE EXTENSION tms", dbname="fresh")
     upgraded, fresh = shape(c, "tms_regress"), shape(c, "fresh")
     assert len(fresh) > 150
     diff = differences(upgraded, fresh, "upgraded", "fresh")
@@ -300,29 +285,29 @@ def test_update_from_0_1_0_equals_a_fresh_install(new_cluster, catalog, file_roo
 
     # the data: requested_by from created_by (a role that is gone: the
     # extension's owner), the phase, the job id sequence, each policy's task
-    assert q(c, "SELECT table_name, requested_by::text, phase, state, dropped_at IS NOT NULL"
-                " FROM tms.iceberg_cleanup_job ORDER BY id") == [
+    assert c.query("SELECT table_name, requested_by::text, phase, state, dropped_at IS NOT NULL"
+                   " FROM tms.iceberg_cleanup_job ORDER BY id") == [
         ("pending", "app", "content", "PENDING", True),
         ("done", "postgres", "metadata", "SUCCEEDED", True)]
-    assert one(c, "SELECT nextval('tms.iceberg_cleanup_job_id_seq')") == next_job
-    assert q(c, "SELECT name, owner::text, group_name, rules FROM tms.policies") == \
+    assert c.one("SELECT nextval('tms.iceberg_cleanup_job_id_seq')") == next_job
+    assert c.query("SELECT name, owner::text, group_name, rules FROM tms.policies") == \
         [("up-p", "app", "up-g", 1)]
-    policy = one(c, "SELECT id FROM tms.maintenance_policies WHERE name = 'up-p'")
-    assert q(c, "SELECT count(*) FROM tms.scheduled_tasks WHERE task_name = 'policy-expand'"
-                " AND task_instance = %s", (str(policy),)) == [(1,)]
-    assert one(c, "SELECT grantees::text FROM tms.object_groups WHERE name = 'up-g'") == "{}"
+    policy = c.one("SELECT id FROM tms.maintenance_policies WHERE name = 'up-p'")
+    assert c.query("SELECT count(*) FROM tms.scheduled_tasks WHERE task_name = 'policy-expand'"
+                   " AND task_instance = %s", (str(policy),)) == [(1,)]
+    assert c.one("SELECT grantees::text FROM tms.object_groups WHERE name = 'up-g'") == "{}"
 
     # the workers run the updated installation: the policy's task refreshes
     # its group as its owner, and the API acts for the current user
-    wait_for(lambda: one(c, "SELECT count(*) FROM tms.tables WHERE namespace = %s", (ns,)) == 1,
+    wait_for(lambda: c.one("SELECT count(*) FROM tms.tables WHERE namespace = %s", (ns,)) == 1,
              timeout=60, what="the policy's task to refresh its group (tasks: %s)"
-             % (q(c, "SELECT kind, instance, state, last_error FROM tms.tasks"),))
-    assert one(c, "SELECT consecutive_failures FROM tms.scheduled_tasks"
-                  " WHERE task_name = 'policy-expand' AND task_instance = %s",
-               (str(policy),)) == 0
-    assert one(c, "SET ROLE app; SELECT tms.create_object_group('up-g2', 'up_srv', 'x') > 0")
-    assert one(c, "SELECT owner::text FROM tms.object_groups WHERE name = 'up-g2'") == "app"
-    assert q(c, "SET ROLE app; SELECT state FROM tms.purge_status('up_srv', 'ns', 'pending')") == \
+             % (c.query("SELECT kind, instance, state, last_error FROM tms.tasks"),))
+    assert c.one("SELECT consecutive_failures FROM tms.scheduled_tasks"
+                 " WHERE task_name = 'policy-expand' AND task_instance = %s",
+                 (str(policy),)) == 0
+    assert c.one("SET ROLE app; SELECT tms.create_object_group('up-g2', 'up_srv', 'x') > 0")
+    assert c.one("SELECT owner::text FROM tms.object_groups WHERE name = 'up-g2'") == "app"
+    assert c.query("SET ROLE app; SELECT state FROM tms.purge_status('up_srv', 'ns', 'pending')") == \
         [("PENDING",)]
 
 
@@ -332,8 +317,8 @@ def test_update_from_0_1_0_equals_a_fresh_install(new_cluster, catalog, file_roo
 
 def tms_processes(c):
     """tms's processes, from pg_stat_activity and from ps."""
-    seen = set(r[0] for r in q(c, "SELECT backend_type FROM pg_stat_activity"
-                                  " WHERE backend_type LIKE 'tms %'", dbname="postgres"))
+    seen = set(r[0] for r in c.query("SELECT backend_type FROM pg_stat_activity"
+                                     " WHERE backend_type LIKE 'tms %'", dbname="postgres"))
     ps = subprocess.run(["ps", "-o", "args=", "--ppid", str(c.postmaster_pid())],
                         capture_output=True, text=True).stdout
     seen |= set(re.findall(r"postgres: .*?(tms (?:launcher|supervisor|worker))", ps))
@@ -341,7 +326,7 @@ def tms_processes(c):
 
 
 def backend_types(c):
-    return set(r[0] for r in q(c, "SELECT backend_type FROM pg_stat_activity", dbname="postgres"))
+    return set(r[0] for r in c.query("SELECT backend_type FROM pg_stat_activity", dbname="postgres"))
 
 
 def pg_ctl(c, *args):
@@ -351,7 +336,7 @@ def pg_ctl(c, *args):
 
 def test_binary_upgrade_mode_starts_no_tms_process(new_cluster):
     c = new_cluster(settings=FAST)
-    q(c, "CREATE EXTENSION tms")
+    c.query("CREATE EXTENSION tms")
     # started normally, tms's processes are there
     wait_for(lambda: tms_processes(c) >= {"tms launcher", "tms supervisor", "tms worker"},
              what="the tms processes of a normal start")
@@ -368,7 +353,7 @@ def test_binary_upgrade_mode_starts_no_tms_process(new_cluster):
         assert tms_processes(c) == set()
         # nor does it reserve tms's shared memory: tms.workers says so
         with pytest.raises(psycopg2.Error) as ei:
-            q(c, "SELECT count(*) FROM tms.workers")
+            c.query("SELECT count(*) FROM tms.workers")
         assert ei.value.pgcode == "55000", str(ei.value)
     finally:
         c.stop()
@@ -380,7 +365,7 @@ def test_pg_upgrade_keeps_tms(new_cluster):
     runs its workers."""
     # the old cluster's pool is off, so that the task below waits for the new one
     old = new_cluster(settings=dict(FAST, **{"tms.enabled": "off"}))
-    q(old, """
+    old.query("""
         CREATE EXTENSION tms;
         CREATE ROLE app;
         CREATE SERVER pgu_srv FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri 'http://127.0.0.1:9');
@@ -398,10 +383,10 @@ def test_pg_upgrade_keeps_tms(new_cluster):
             VALUES ('pgu_srv', 'ns', 'gone', '/nowhere/gone', '/nowhere/gone/v1.metadata.json',
                     'app', 'SUCCEEDED', now(), 42);
     """)
-    q(old, "SET ROLE app; SELECT tms.create_object_group('pgu-g', 'pgu_srv', 'ns');"
-           " SELECT tms.create_policy('pgu-p', 'pgu-g', active => false);")
-    before = q(old, "SELECT (SELECT max(id) FROM tms.tables), (SELECT max(id) FROM tms.object_groups),"
-                    " (SELECT max(id) FROM tms.iceberg_cleanup_job)")[0]
+    old.query("SET ROLE app; SELECT tms.create_object_group('pgu-g', 'pgu_srv', 'ns');"
+              " SELECT tms.create_policy('pgu-p', 'pgu-g', active => false);")
+    before = old.query("SELECT (SELECT max(id) FROM tms.tables), (SELECT max(id) FROM tms.object_groups),"
+                       " (SELECT max(id) FROM tms.iceberg_cleanup_job)")[0]
     old.stop()
 
     # the new cluster and pg_upgrade's working directory (its sockets: a
@@ -419,19 +404,20 @@ def test_pg_upgrade_keeps_tms(new_cluster):
                              "-U", "postgres", "-s", work, "-N"]), cwd=work)
         print("pg_upgrade took %.1f s" % (time.monotonic() - t0))
         new.start()
-        assert q(new, "SELECT extversion FROM pg_extension WHERE extname = 'tms'") == \
-            q(new, "SELECT default_version FROM pg_available_extensions WHERE name = 'tms'")
-        assert q(new, "SELECT name, owner::text, active FROM tms.policies") == [("pgu-p", "app", False)]
-        assert q(new, "SELECT requested_by::text, files_deleted FROM tms.iceberg_cleanup_job") == \
+        assert new.query("SELECT extversion FROM pg_extension WHERE extname = 'tms'") == \
+            new.query("SELECT default_version FROM pg_available_extensions WHERE name = 'tms'")
+        assert new.query("SELECT name, owner::text, active FROM tms.policies") == \
+            [("pgu-p", "app", False)]
+        assert new.query("SELECT requested_by::text, files_deleted FROM tms.iceberg_cleanup_job") == \
             [("app", 42)]
-        assert one(new, "SELECT count(*) FROM tms.tables") == 5
+        assert new.one("SELECT count(*) FROM tms.tables") == 5
         # the sequences go on
-        after = q(new, "SELECT tms.observe_table('pgu_srv', 'ns', 'new', NULL, NULL, NULL),"
-                       " (SELECT nextval('tms.object_groups_id_seq')),"
-                       " (SELECT nextval('tms.iceberg_cleanup_job_id_seq'))")[0]
+        after = new.query("SELECT tms.observe_table('pgu_srv', 'ns', 'new', NULL, NULL, NULL),"
+                          " (SELECT nextval('tms.object_groups_id_seq')),"
+                          " (SELECT nextval('tms.iceberg_cleanup_job_id_seq'))")[0]
         assert all(a > b for a, b in zip(after, before)), (before, after)
         # the workers of the new cluster run the task the old one left
-        wait_for(lambda: q(new, "SELECT * FROM public.ran") == [("after-upgrade", "postgres")],
+        wait_for(lambda: new.query("SELECT * FROM public.ran") == [("after-upgrade", "postgres")],
                  timeout=60, what="the new cluster's workers to run the task")
         assert tms_processes(new) >= {"tms launcher", "tms supervisor", "tms worker"}
     finally:
@@ -521,7 +507,7 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
 
     # the source: its pool is off, so every task and the purge wait in the dump
     src = new_cluster(settings=dict(FAST, **{"tms.enabled": "off"}))
-    q(src, """
+    src.query("""
         CREATE EXTENSION tms;
         CREATE ROLE app;
         CREATE SERVER dumpcat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri %s,
@@ -535,7 +521,7 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
         SELECT tms.register_task_kind('record', 'public.record(text,jsonb)', 1);
         SELECT tms.schedule_task('record', 'after-restore');
     """, (catalog.uri, file_root, "file://%s/, s3://warehouse/" % root))
-    q(src, """
+    src.query("""
         SET ROLE app;
         SELECT tms.create_object_group('dump-g', 'dumpcat', %s);
         SELECT tms.create_policy('dump-p', 'dump-g');
@@ -543,15 +529,16 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
         SELECT tms.add_rule('dump-p', 'compaction', 'spark', '{"commits-added": 1}',
                             'dataFiles > 1000');
     """, (ns,))
-    rows = q(src, "SET ROLE app; SELECT table_name, operation, decision FROM tms.evaluate_now('dump-p')")
+    rows = src.query("SET ROLE app; SELECT table_name, operation, decision"
+                     " FROM tms.evaluate_now('dump-p')")
     assert sorted(rows) == [("t1", "compaction", "not-needed"), ("t1", "snapshot-expiry", "submitted"),
                             ("t2", "compaction", "not-needed"), ("t2", "snapshot-expiry", "submitted")]
-    job = one(src, "SET ROLE app; SELECT tms.purge_table('dumpcat', %s, 's3t')", (ns_purge,))
-    assert one(src, "SELECT count(*) FROM tms.iceberg_cleanup_credentials WHERE job_id = %s",
-               (job,)) == 1
-    assert one(src, "SELECT storage->>'credentials' FROM tms.iceberg_cleanup_job WHERE id = %s",
-               (job,)) == "vended by the catalog"
-    counts = dict(q(src, """
+    job = src.one("SET ROLE app; SELECT tms.purge_table('dumpcat', %s, 's3t')", (ns_purge,))
+    assert src.one("SELECT count(*) FROM tms.iceberg_cleanup_credentials WHERE job_id = %s",
+                   (job,)) == 1
+    assert src.one("SELECT storage->>'credentials' FROM tms.iceberg_cleanup_job WHERE id = %s",
+                   (job,)) == "vended by the catalog"
+    counts = dict(src.query("""
         SELECT 'tables', count(*) FROM tms.tables UNION ALL
         SELECT 'log', count(*) FROM tms.evaluation_log UNION ALL
         SELECT 'jobs', count(*) FROM tms.table_maintenance_job UNION ALL
@@ -559,7 +546,7 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
         SELECT 'tasks', count(*) FROM tms.scheduled_tasks"""))
     # tasks: the policy's, two maintenance jobs', the purge's, the SQL kind's
     assert counts == {"tables": 2, "log": 4, "jobs": 2, "baselines": 4, "tasks": 5}, counts
-    last_log = one(src, "SELECT max(id) FROM tms.evaluation_log")
+    last_log = src.one("SELECT max(id) FROM tms.evaluation_log")
 
     dump = os.path.join(str(tmp_path), "tms.dump")
     t0 = time.monotonic()
@@ -567,16 +554,16 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
 
     # the target: roles are global objects, made first (pg_dumpall -g)
     dst = new_cluster(settings=dict(FAST, **{"tms.purge_max_attempts": "10"}))
-    q(dst, "CREATE ROLE app")
+    dst.query("CREATE ROLE app")
     run(["pg_restore", "--single-transaction", "-d", dst.dsn(), dump])
     print("dump and restore took %.1f s" % (time.monotonic() - t0))
     src.stop()
 
-    assert q(dst, "SELECT name, owner::text FROM tms.policies") == [("dump-p", "app")]
-    assert one(dst, "SELECT count(*) FROM tms.evaluation_log") == 4
+    assert dst.query("SELECT name, owner::text FROM tms.policies") == [("dump-p", "app")]
+    assert dst.one("SELECT count(*) FROM tms.evaluation_log") == 4
 
     # every table with a sequence takes a new row
-    with_sequences = set(r[0] for r in q(dst, """
+    with_sequences = set(r[0] for r in dst.query("""
         SELECT DISTINCT d.refobjid::regclass::text
           FROM pg_depend d JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S'
          WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
@@ -597,27 +584,27 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
         conn.close()
 
     # the tasks of the dump run in the target's pool: the SQL kind's ...
-    wait_for(lambda: q(dst, "SELECT * FROM public.ran") == [("after-restore", "postgres")],
+    wait_for(lambda: dst.query("SELECT * FROM public.ran") == [("after-restore", "postgres")],
              timeout=60, what="the SQL kind's task to run after the restore")
     # ... the maintenance jobs' ...
-    wait_for(lambda: one(dst, "SELECT count(*) FROM tms.maintenance_jobs WHERE state = 'running'") == 2,
+    wait_for(lambda: dst.one("SELECT count(*) FROM tms.maintenance_jobs WHERE state = 'running'") == 2,
              timeout=60, what="the maintenance jobs to start")
     # ... the policy's: a commit after the dump is found and evaluated
     commit_append(catalog, ns, "t1")
-    wait_for(lambda: q(dst, "SELECT table_name, operation, decision FROM tms.evaluation_log"
-                            " WHERE id > %s", (last_log,)) == [("t1", "compaction", "not-needed")],
+    wait_for(lambda: dst.query("SELECT table_name, operation, decision FROM tms.evaluation_log"
+                               " WHERE id > %s", (last_log,)) == [("t1", "compaction", "not-needed")],
              timeout=60, what="the restored policy to evaluate the new commit (tasks: %s)"
-             % (q(dst, "SELECT kind, instance, state, last_error FROM tms.tasks"),))
+             % (dst.query("SELECT kind, instance, state, last_error FROM tms.tasks"),))
     # ... and the purge's, with the credentials the catalog vended at the
     # source: the catalog drop, then every file
-    wait_for(lambda: one(dst, "SELECT state FROM tms.purge_jobs WHERE id = %s", (job,))
+    wait_for(lambda: dst.one("SELECT state FROM tms.purge_jobs WHERE id = %s", (job,))
              in ("SUCCEEDED", "FAILED"), timeout=60, what="the purge job to end")
     # (s3rver 3.7.1 deletes the keys of one multi-object delete concurrently
     # and may answer 500 when two of them clean up the same directory: an
     # attempt can fail, and the next one goes on)
-    assert q(dst, "SELECT state, last_error, requested_by::text FROM tms.purge_jobs"
-                  " WHERE id = %s", (job,)) == [("SUCCEEDED", None, "app")]
+    assert dst.query("SELECT state, last_error, requested_by::text FROM tms.purge_jobs"
+                     " WHERE id = %s", (job,)) == [("SUCCEEDED", None, "app")]
     assert client.list("warehouse", prefix) == []
     st, _, _ = catalog.raw("GET", "/v1/%s/namespaces/%s/tables/s3t" % (catalog.prefix, ns_purge))
     assert st == 404
-    assert one(dst, "SELECT count(*) FROM tms.iceberg_cleanup_credentials") == 0
+    assert dst.one("SELECT count(*) FROM tms.iceberg_cleanup_credentials") == 0

@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "catalog"))
 
 import avro_codec  # noqa: E402
 import world  # noqa: E402
-from pgcluster import Cluster, wait_for  # noqa: E402
+from pgcluster import Cluster, error_text, wait_for  # noqa: E402
 
 SYNTH = os.path.join(world.FIXTURES_DIR, "synth.py")
 SETTINGS = {
@@ -129,26 +129,11 @@ def connect(env):
 
 
 def q(env, sql, args=None, conn=None):
-    own = conn is None
-    conn = conn or connect(env)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql, args)
-            return cur.fetchall() if cur.description else None
-    finally:
-        if own:
-            conn.close()
+    return env["pg"].query(sql, args, conn=conn)
 
 
 def error(env, sql, args=None, conn=None):
-    with pytest.raises(psycopg2.Error) as ei:
-        q(env, sql, args, conn)
-    return ei.value
-
-
-def error_text(e):
-    return "\n".join(x or "" for x in (e.diag.message_primary, e.diag.message_detail,
-                                        e.diag.message_hint, e.diag.context))
+    return env["pg"].query_error(sql, args, conn=conn)
 
 
 def make_server(env, mapping="", **options):

@@ -52,17 +52,6 @@ SELECT tms.register_task_kind('slow', 'public.slow(text, jsonb)', 1);
 """
 
 
-def q(cluster, sql, args=None):
-    conn = cluster.connect()
-    try:
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute(sql, args)
-            return cur.fetchall() if cur.description else None
-    finally:
-        conn.close()
-
-
 def one_table(catalog, file_root):
     """A namespace with one small synthetic table; returns (ns, table)."""
     ns = "lease_%s" % uuid.uuid4().hex[:6]
@@ -82,55 +71,55 @@ def stalled_policy(cluster, catalog, file_root, hang_s):
     """A policy whose every table load hangs hang_s seconds; returns ns."""
     ns, table = one_table(catalog, file_root)
     srv = "lease_%s" % uuid.uuid4().hex[:6]
-    q(cluster, "CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri %%s,"
-               " relative_path_root %%s, allowed_locations %%s, retries '0',"
-               " request_timeout '120s')" % srv,
-      (catalog.uri, file_root, "file://%s/" % file_root))
-    q(cluster, "CREATE USER MAPPING FOR CURRENT_USER SERVER %s" % srv)
+    cluster.query("CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri %%s,"
+                  " relative_path_root %%s, allowed_locations %%s, retries '0',"
+                  " request_timeout '120s')" % srv,
+                  (catalog.uri, file_root, "file://%s/" % file_root))
+    cluster.query("CREATE USER MAPPING FOR CURRENT_USER SERVER %s" % srv)
     catalog.fault(r"/namespaces/%s/tables/%s$" % (ns, table), action="hang",
                   seconds=hang_s, count=1000, method="GET")
-    q(cluster, "SELECT tms.create_object_group(%s, server => %s, namespace_pattern => %s)",
-      (srv, srv, ns))
-    q(cluster, "SELECT tms.create_policy(%s, %s)", (srv, srv))
-    q(cluster, "SELECT tms.add_rule(%s, 'snapshot-expiry', 'local', '{\"commits-added\": 1}')",
-      (srv,))
+    cluster.query("SELECT tms.create_object_group(%s, server => %s, namespace_pattern => %s)",
+                  (srv, srv, ns))
+    cluster.query("SELECT tms.create_policy(%s, %s)", (srv, srv))
+    cluster.query("SELECT tms.add_rule(%s, 'snapshot-expiry', 'local', '{\"commits-added\": 1}')",
+                  (srv,))
     # the catalog logs a request when it answers: watch the worker instead
-    wait_for(lambda: q(cluster, "SELECT count(*) FROM pg_stat_activity"
-                                " WHERE backend_type = 'tms worker'"
-                                "   AND query LIKE 'tms: refreshing%%'")[0][0] == 1,
+    wait_for(lambda: cluster.query("SELECT count(*) FROM pg_stat_activity"
+                                   " WHERE backend_type = 'tms worker'"
+                                   "   AND query LIKE 'tms: refreshing%%'")[0][0] == 1,
              timeout=30, what="the policy's refresh waiting on its load")
     return ns
 
 
 def slow_task_running_for(cluster, seconds):
     """Has the worker running the slow handler been in it for `seconds`?"""
-    rows = q(cluster, "SELECT now() - query_start > make_interval(secs => %s)"
-                      "  FROM pg_stat_activity WHERE query = 'tms: task slow/one'"
-                      "   AND backend_type = 'tms worker'", (seconds,))
+    rows = cluster.query("SELECT now() - query_start > make_interval(secs => %s)"
+                         "  FROM pg_stat_activity WHERE query = 'tms: task slow/one'"
+                         "   AND backend_type = 'tms worker'", (seconds,))
     return bool(rows) and rows[0][0]
 
 
 def run_the_reproduction(cluster, catalog, file_root, hang_s, sleep_s, dead_s):
-    q(cluster, "CREATE EXTENSION IF NOT EXISTS tms")
-    q(cluster, SLOW_HANDLER)
+    cluster.query("CREATE EXTENSION IF NOT EXISTS tms")
+    cluster.query(SLOW_HANDLER)
     stalled_policy(cluster, catalog, file_root, hang_s)
-    q(cluster, "SELECT tms.schedule_task('slow', 'one', %s)",
-      ('{"seconds": %d}' % sleep_s,))
-    wait_for(lambda: q(cluster, "SELECT state FROM tms.tasks WHERE kind = 'slow'")
+    cluster.query("SELECT tms.schedule_task('slow', 'one', %s)",
+                  ('{"seconds": %d}' % sleep_s,))
+    wait_for(lambda: cluster.query("SELECT state FROM tms.tasks WHERE kind = 'slow'")
              == [("running",)], timeout=30, what="the slow task claimed")
     # the handler has run past the dead-lease age while the catalog stalls
     wait_for(lambda: slow_task_running_for(cluster, dead_s + 2), timeout=dead_s + 30,
              what="the slow handler running past the dead-lease age")
     # its heartbeat is fresh: the supervisor renews it whatever the catalog does
-    age = q(cluster, "SELECT extract(epoch FROM heartbeat_age) FROM tms.tasks"
-                     " WHERE kind = 'slow'")[0][0]
+    age = cluster.query("SELECT extract(epoch FROM heartbeat_age) FROM tms.tasks"
+                        " WHERE kind = 'slow'")[0][0]
     assert age < dead_s, "heartbeat %.1f s old while the catalog stalls" % age
     # another executor finds nothing to run: the lease is live
-    assert q(cluster, "CALL tms.run_pending(1, '{slow}')") == [(0, 0)]
-    wait_for(lambda: q(cluster, "SELECT count(*) FROM tms.scheduled_tasks"
-                                " WHERE task_name = 'slow'")[0][0] == 0,
+    assert cluster.query("CALL tms.run_pending(1, '{slow}')") == [(0, 0)]
+    wait_for(lambda: cluster.query("SELECT count(*) FROM tms.scheduled_tasks"
+                                   " WHERE task_name = 'slow'")[0][0] == 0,
              timeout=sleep_s + 30, what="the slow task finished")
-    assert q(cluster, "SELECT last_value FROM public.execs")[0][0] == 1
+    assert cluster.query("SELECT last_value FROM public.execs")[0][0] == 1
     assert "released the lease" not in cluster.log_tail(5000)
     catalog.clear_faults()
 
@@ -155,22 +144,22 @@ def test_purge_under_a_stall_counts_no_failed_attempt(new_cluster, catalog, file
                                     "tms.naptime": "'100ms'",
                                     "tms.purge_delete_batch_size": "1",
                                     "tms.purge_batch_pause": "'300ms'"})
-    q(cluster, "CREATE EXTENSION IF NOT EXISTS tms")
+    cluster.query("CREATE EXTENSION IF NOT EXISTS tms")
     stalled_policy(cluster, catalog, file_root, hang_s=20)
     ns, table = one_table(catalog, file_root)
     srv = "purge_%s" % uuid.uuid4().hex[:6]
-    q(cluster, "CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri %%s,"
-               " relative_path_root %%s, allowed_locations %%s, retries '0')" % srv,
-      (catalog.uri, file_root, "file://%s/leases/" % file_root))
-    q(cluster, "CREATE USER MAPPING FOR CURRENT_USER SERVER %s" % srv)
+    cluster.query("CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri %%s,"
+                  " relative_path_root %%s, allowed_locations %%s, retries '0')" % srv,
+                  (catalog.uri, file_root, "file://%s/leases/" % file_root))
+    cluster.query("CREATE USER MAPPING FOR CURRENT_USER SERVER %s" % srv)
     # the server deletes them as its own user
     subprocess.run(["chown", "-R", "postgres", os.path.join(file_root, "leases", ns)],
                    check=True)
-    job = q(cluster, "SELECT tms.purge_table(%s, %s, %s)", (srv, ns, table))[0][0]
-    wait_for(lambda: q(cluster, "SELECT state FROM tms.purge_jobs WHERE id = %s", (job,))[0][0]
+    job = cluster.query("SELECT tms.purge_table(%s, %s, %s)", (srv, ns, table))[0][0]
+    wait_for(lambda: cluster.query("SELECT state FROM tms.purge_jobs WHERE id = %s", (job,))[0][0]
              in ("SUCCEEDED", "FAILED"), timeout=120, what="the purge to end")
-    state, attempts, err = q(cluster, "SELECT state, attempts, last_error FROM tms.purge_jobs"
-                                      " WHERE id = %s", (job,))[0]
+    state, attempts, err = cluster.query("SELECT state, attempts, last_error FROM tms.purge_jobs"
+                                         " WHERE id = %s", (job,))[0]
     assert (state, attempts) == ("SUCCEEDED", 0), err
     left = [f for _, _, fs in os.walk(os.path.join(file_root, "leases", ns, "t")) for f in fs]
     assert left == []
@@ -183,15 +172,15 @@ def test_a_lost_lease_ends_the_handler_at_once(new_cluster, catalog, file_root):
     for a minute, stops within a few heartbeat intervals."""
     cluster = new_cluster(settings={"tms.heartbeat_interval": "'500ms'",
                                     "tms.naptime": "'100ms'"})
-    q(cluster, "CREATE EXTENSION IF NOT EXISTS tms")
+    cluster.query("CREATE EXTENSION IF NOT EXISTS tms")
     stalled_policy(cluster, catalog, file_root, hang_s=60)
-    wait_for(lambda: q(cluster, "SELECT count(*) FROM tms.workers"
-                                " WHERE current_task LIKE 'policy-expand/%'")[0][0] == 1,
+    wait_for(lambda: cluster.query("SELECT count(*) FROM tms.workers"
+                                   " WHERE current_task LIKE 'policy-expand/%'")[0][0] == 1,
              timeout=30, what="the evaluation running")
-    q(cluster, "UPDATE tms.scheduled_tasks SET version = version + 1"
-               " WHERE task_name = 'policy-expand'")
-    wait_for(lambda: q(cluster, "SELECT count(*) FROM tms.workers"
-                                " WHERE current_task LIKE 'policy-expand/%'")[0][0] == 0,
+    cluster.query("UPDATE tms.scheduled_tasks SET version = version + 1"
+                  " WHERE task_name = 'policy-expand'")
+    wait_for(lambda: cluster.query("SELECT count(*) FROM tms.workers"
+                                   " WHERE current_task LIKE 'policy-expand/%'")[0][0] == 0,
              timeout=10, what="the evaluation to stop, long before the catalog answers")
     assert "lost the lease on task \"policy-expand\"" in cluster.log_tail(5000)
     catalog.clear_faults()

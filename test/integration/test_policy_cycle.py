@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
 
 import synth  # noqa: E402
-from pgcluster import wait_for  # noqa: E402
+from pgcluster import fetch as q, wait_for  # noqa: E402
 
 NTABLES = 1000
 SPLIT = {"sales": 400, "ops": 300, "logs": 300}
@@ -42,18 +42,6 @@ SPLIT = {"sales": 400, "ops": 300, "logs": 300}
 # ---------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------
-
-def q(conn, sql, args=None):
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        return cur.fetchall() if cur.description else None
-
-
-def connect(cluster):
-    conn = psycopg2.connect(cluster.dsn())
-    conn.autocommit = True
-    return conn
-
 
 def make_server(conn, catalog, file_root):
     name = "pol_%s" % uuid.uuid4().hex[:8]
@@ -164,7 +152,7 @@ def setup_policies(conn, server, nss, window_sales=CLOSED, window_logs=CLOSED, a
 # ---------------------------------------------------------------------------
 
 def test_only_changed_tables_are_evaluated(pg, catalog, file_root, world1000):
-    conn = connect(pg)
+    conn = pg.connect()
     server = make_server(conn, catalog, file_root)
     nss = world1000["ns"]
     pol = setup_policies(conn, server, nss, active=False)
@@ -232,7 +220,7 @@ def table_requests(catalog, ns):
 
 
 def test_pool_size_changes_nothing_but_time(pg, catalog, file_root, world1000):
-    conn = connect(pg)
+    conn = pg.connect()
     server = make_server(conn, catalog, file_root)
     nss = world1000["ns"]
     pol = setup_policies(conn, server, nss, active=False)
@@ -276,7 +264,7 @@ def test_pool_size_changes_nothing_but_time(pg, catalog, file_root, world1000):
 
 
 def test_log_explains_false_condition(pg, catalog, file_root, world1000):
-    conn = connect(pg)
+    conn = pg.connect()
     server = make_server(conn, catalog, file_root)
     nss = world1000["ns"]
     pol = setup_policies(conn, server, nss, active=False)
@@ -303,7 +291,7 @@ def test_log_explains_false_condition(pg, catalog, file_root, world1000):
 
 
 def test_rule_never_queues_twice(pg, catalog, file_root, world1000):
-    conn = connect(pg)
+    conn = pg.connect()
     server = make_server(conn, catalog, file_root)
     nss = world1000["ns"]
     pol = setup_policies(conn, server, nss, active=False)
@@ -357,7 +345,7 @@ def test_policy_tasks_window_and_kill(new_cluster, catalog, file_root, world1000
                                     "tms.retry_delay_max": "'1s'",
                                     "tms.maintenance_handler": "'public.maint_handler'",
                                     "tms.max_active_operations": "3"})
-    conn = connect(cluster)
+    conn = cluster.connect()
     q(conn, "CREATE EXTENSION IF NOT EXISTS tms")
     q(conn, HANDLER)
     server = make_server(conn, catalog, file_root)
@@ -416,7 +404,7 @@ def test_policy_tasks_window_and_kill(new_cluster, catalog, file_root, world1000
     conn.close()
     wait_for(lambda: _try_count(cluster, nss["sales"]) == 200, timeout=240,
              what="every changed table submitted once")
-    conn = connect(cluster)
+    conn = cluster.connect()
     dup = q(conn, "SELECT j.table_id, j.rule_id, count(*) FROM tms.table_maintenance_job j"
                   " JOIN tms.tables t ON t.id = j.table_id WHERE t.namespace = %s"
                   " GROUP BY 1, 2 HAVING count(*) > 1", (nss["sales"],))
@@ -457,7 +445,7 @@ def test_policy_tasks_window_and_kill(new_cluster, catalog, file_root, world1000
 
 def _try_count(cluster, ns):
     try:
-        conn = connect(cluster)
+        conn = cluster.connect()
         try:
             return q(conn, "SELECT count(DISTINCT j.table_id) FROM tms.table_maintenance_job j"
                            " JOIN tms.tables t ON t.id = j.table_id WHERE t.namespace = %s",
@@ -475,7 +463,7 @@ def test_sigterm_ends_a_refresh_batch_promptly(new_cluster, catalog, file_root, 
     answered, and nothing of the interrupted refresh is recorded."""
     cluster = new_cluster(settings={"tms.evaluation_cycle_interval": "1s",
                                     "tms.evaluation_pool_size": "4"})
-    conn = connect(cluster)
+    conn = cluster.connect()
     q(conn, "CREATE EXTENSION IF NOT EXISTS tms")
     server = make_server(conn, catalog, file_root)
     ns = world1000["ns"]["ops"]

@@ -103,13 +103,7 @@ def synth(*args):
 
 
 def q(env, sql, args=None):
-    conn = env["pg"].connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql, args)
-            return cur.fetchall() if cur.description else None
-    finally:
-        conn.close()
+    return env["pg"].query(sql, args)
 
 
 def purge(env, ns, name):

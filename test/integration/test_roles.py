@@ -57,51 +57,36 @@ PG_UID = pwd.getpwnam("postgres").pw_uid
 SUPERUSER_ERROR = "must be superuser to alter superuser roles"
 
 
-def q(cluster, sql, args=None):
-    conn = cluster.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql, args)
-            return cur.fetchall() if cur.description else None
-    finally:
-        conn.close()
-
-
-def one(cluster, sql, args=None):
-    rows = q(cluster, sql, args)
-    return rows[0][0] if rows else None
-
-
 def pool_ready(c):
-    wait_for(lambda: one(c, "SELECT count(*) FROM tms.workers WHERE role = 'worker'"
-                            " AND state = 'idle'") == 4, what="the pool")
+    wait_for(lambda: c.one("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
+                           " AND state = 'idle'") == 4, what="the pool")
 
 
 def set_pool(c, enabled):
     """Switch the pool on or off and wait until every worker follows."""
     if enabled:
-        q(c, "ALTER SYSTEM RESET tms.enabled")
+        c.query("ALTER SYSTEM RESET tms.enabled")
     else:
-        q(c, "ALTER SYSTEM SET tms.enabled = off")
-    q(c, "SELECT pg_reload_conf()")
+        c.query("ALTER SYSTEM SET tms.enabled = off")
+    c.query("SELECT pg_reload_conf()")
     if enabled:
         pool_ready(c)
     else:
-        wait_for(lambda: one(c, "SELECT count(*) FROM tms.workers"
-                                " WHERE state = 'disabled'") == 5,
+        wait_for(lambda: c.one("SELECT count(*) FROM tms.workers"
+                               " WHERE state = 'disabled'") == 5,
                  what="the pool to pause")
 
 
 def is_superuser(c, role):
-    return one(c, "SELECT rolsuper FROM pg_roles WHERE rolname = %s", (role,))
+    return c.one("SELECT rolsuper FROM pg_roles WHERE rolname = %s", (role,))
 
 
 @pytest.fixture
 def cluster(new_cluster):
     c = new_cluster(settings=dict(FAST, **{"tms.maintenance_handler": "'public.run_job'"}))
-    q(c, "CREATE EXTENSION tms")
+    c.query("CREATE EXTENSION tms")
     # an ordinary role that owns procedures, and a table it writes to
-    q(c, """
+    c.query("""
         CREATE ROLE app_owner;
         GRANT CREATE ON SCHEMA public TO app_owner;
         CREATE TABLE public.seen (what text, who text, pid int DEFAULT pg_backend_pid());
@@ -132,7 +117,7 @@ ESCALATE = {
 
 
 def as_app_owner(c, sql):
-    q(c, "SET ROLE app_owner; %s" % sql)
+    c.query("SET ROLE app_owner; %s" % sql)
 
 
 def escalating_handler(c, body):
@@ -146,38 +131,38 @@ def escalating_handler(c, body):
 
 
 def task_error(c, kind, instance):
-    return one(c, "SELECT last_error FROM tms.tasks WHERE kind = %s AND instance = %s"
-                  " AND consecutive_failures > 0", (kind, instance))
+    return c.one("SELECT last_error FROM tms.tasks WHERE kind = %s AND instance = %s"
+                 " AND consecutive_failures > 0", (kind, instance))
 
 
 def test_task_handler_runs_as_its_owner(cluster):
     c = cluster
     as_app_owner(c, RECORD)
     # a superuser registers the kind: it gives the tasks nothing app_owner lacks
-    q(c, "SELECT tms.register_task_kind('app-kind', 'public.handle(text,jsonb)', 2)")
+    c.query("SELECT tms.register_task_kind('app-kind', 'public.handle(text,jsonb)', 2)")
 
     # a pool worker runs it as the procedure's owner
-    q(c, "SELECT tms.schedule_task('app-kind', 'w-record')")
-    wait_for(lambda: one(c, "SELECT who FROM public.seen WHERE what = 'w-record'"),
+    c.query("SELECT tms.schedule_task('app-kind', 'w-record')")
+    wait_for(lambda: c.one("SELECT who FROM public.seen WHERE what = 'w-record'"),
              what="the worker to run the handler")
-    assert q(c, "SELECT s.who, a.backend_type FROM public.seen s"
-                " JOIN pg_stat_activity a ON a.pid = s.pid WHERE s.what = 'w-record'") \
+    assert c.query("SELECT s.who, a.backend_type FROM public.seen s"
+                   " JOIN pg_stat_activity a ON a.pid = s.pid WHERE s.what = 'w-record'") \
         == [("app_owner", "tms worker")]
 
     # the owner redefines the procedure to make itself a superuser
     escalating_handler(c, ESCALATE["alter"])
-    q(c, "SELECT tms.schedule_task('app-kind', 'w-escalate')")
+    c.query("SELECT tms.schedule_task('app-kind', 'w-escalate')")
     err = wait_for(lambda: task_error(c, "app-kind", "w-escalate"),
                    what="the escalating task to fail")
     assert SUPERUSER_ERROR in err, err
     assert is_superuser(c, "app_owner") is False
-    assert one(c, "SELECT count(*) FROM public.seen WHERE what = 'w-escalate'") == 0
+    assert c.one("SELECT count(*) FROM public.seen WHERE what = 'w-escalate'") == 0
 
     # the same in a superuser's session: CALL tms.run_pending() and tms.run_task()
     set_pool(c, False)
-    q(c, "SELECT tms.cancel_task('app-kind', 'w-escalate')")
+    c.query("SELECT tms.cancel_task('app-kind', 'w-escalate')")
     as_app_owner(c, RECORD)
-    q(c, "SELECT tms.schedule_task('app-kind', 's-record')")
+    c.query("SELECT tms.schedule_task('app-kind', 's-record')")
     conn = c.connect()
     try:
         with conn.cursor() as cur:
@@ -188,12 +173,12 @@ def test_task_handler_runs_as_its_owner(cluster):
     finally:
         conn.close()
     assert session_user == "postgres"
-    assert q(c, "SELECT who, pid FROM public.seen WHERE what = 's-record'") \
+    assert c.query("SELECT who, pid FROM public.seen WHERE what = 's-record'") \
         == [("app_owner", session_pid)]
 
     escalating_handler(c, ESCALATE["alter"])
-    q(c, "SELECT tms.schedule_task('app-kind', 's-escalate')")
-    assert q(c, "CALL tms.run_pending(1, ARRAY['app-kind'])") == [(1, 1)]
+    c.query("SELECT tms.schedule_task('app-kind', 's-escalate')")
+    assert c.query("CALL tms.run_pending(1, ARRAY['app-kind'])") == [(1, 1)]
     assert SUPERUSER_ERROR in task_error(c, "app-kind", "s-escalate")
     assert is_superuser(c, "app_owner") is False
 
@@ -202,7 +187,7 @@ def test_task_handler_runs_as_its_owner(cluster):
     for name, body in ESCALATE.items():
         escalating_handler(c, body)
         instance = "t-" + name
-        q(c, "SELECT tms.schedule_task('app-kind', %s)", (instance,))
+        c.query("SELECT tms.schedule_task('app-kind', %s)", (instance,))
         conn = c.connect()
         try:
             with conn.cursor() as cur, pytest.raises(psycopg2.Error) as ei:
@@ -212,20 +197,20 @@ def test_task_handler_runs_as_its_owner(cluster):
         assert ei.value.pgcode == "42501", (name, ei.value.pgcode, str(ei.value))
         assert task_error(c, "app-kind", instance), name
         assert is_superuser(c, "app_owner") is False, name
-    assert one(c, "SELECT count(*) FROM public.seen WHERE what LIKE '%escalate%'"
-                  " OR what LIKE 't-%'") == 0
+    assert c.one("SELECT count(*) FROM public.seen WHERE what LIKE '%escalate%'"
+                 " OR what LIKE 't-%'") == 0
 
 
 def maintenance_job(c, tag):
     """A submitted maintenance job and its task, as a policy's evaluation
     leaves them (tms.observe_table is what the evaluation calls)."""
-    tid = one(c, "SELECT tms.observe_table('srv', 'ns', %s, NULL, NULL, NULL)", (tag,))
-    jid = one(c, "INSERT INTO tms.table_maintenance_job (table_id, operation, engine)"
-                 " VALUES (%s, 'snapshot-expiry', 'local') RETURNING id", (tid,))
-    q(c, "UPDATE tms.table_maintenance_job SET task_kind = 'maintenance',"
-         " task_instance = 'job-' || id WHERE id = %s", (jid,))
-    q(c, "SELECT tms.schedule_task('maintenance', 'job-' || %s, jsonb_build_object('job_id', %s))",
-      (jid, jid))
+    tid = c.one("SELECT tms.observe_table('srv', 'ns', %s, NULL, NULL, NULL)", (tag,))
+    jid = c.one("INSERT INTO tms.table_maintenance_job (table_id, operation, engine)"
+                " VALUES (%s, 'snapshot-expiry', 'local') RETURNING id", (tid,))
+    c.query("UPDATE tms.table_maintenance_job SET task_kind = 'maintenance',"
+            " task_instance = 'job-' || id WHERE id = %s", (jid,))
+    c.query("SELECT tms.schedule_task('maintenance', 'job-' || %s, jsonb_build_object('job_id', %s))",
+            (jid, jid))
     return jid
 
 
@@ -237,16 +222,16 @@ def test_maintenance_handler_runs_as_its_owner(cluster):
         BEGIN
             INSERT INTO public.seen (what, who) VALUES ('job-' || job_id, current_user);
         END $$;""")
-    assert one(c, "SHOW tms.maintenance_handler") == "public.run_job"
+    assert c.one("SHOW tms.maintenance_handler") == "public.run_job"
 
     # a pool worker starts the job and hands it to the procedure, as its owner
     jid = maintenance_job(c, "w-record")
-    wait_for(lambda: one(c, "SELECT who FROM public.seen WHERE what = %s", ("job-%d" % jid,)),
+    wait_for(lambda: c.one("SELECT who FROM public.seen WHERE what = %s", ("job-%d" % jid,)),
              what="the worker to run the maintenance handler")
-    assert q(c, "SELECT s.who, a.backend_type FROM public.seen s"
-                " JOIN pg_stat_activity a ON a.pid = s.pid WHERE s.what = %s",
-             ("job-%d" % jid,)) == [("app_owner", "tms worker")]
-    assert one(c, "SELECT state FROM tms.maintenance_jobs WHERE id = %s", (jid,)) == "running"
+    assert c.query("SELECT s.who, a.backend_type FROM public.seen s"
+                   " JOIN pg_stat_activity a ON a.pid = s.pid WHERE s.what = %s",
+                   ("job-%d" % jid,)) == [("app_owner", "tms worker")]
+    assert c.one("SELECT state FROM tms.maintenance_jobs WHERE id = %s", (jid,)) == "running"
 
     # the owner redefines it to make itself a superuser
     as_app_owner(c, """
@@ -261,7 +246,7 @@ def test_maintenance_handler_runs_as_its_owner(cluster):
     assert SUPERUSER_ERROR in err, err
     assert is_superuser(c, "app_owner") is False
     # the start was rolled back with the handler: the job waits, pending
-    assert one(c, "SELECT state FROM tms.maintenance_jobs WHERE id = %s", (jid,)) == "pending"
+    assert c.one("SELECT state FROM tms.maintenance_jobs WHERE id = %s", (jid,)) == "pending"
 
     # and in a superuser's session
     set_pool(c, False)
@@ -299,18 +284,18 @@ def catalog_world(new_cluster, catalog, file_root):
     delete in, and a server on the catalog that only role purger may use:
     it has USAGE and a user mapping; PUBLIC and the superuser have none."""
     c = new_cluster(settings=FAST)
-    q(c, "CREATE EXTENSION tms")
+    c.query("CREATE EXTENSION tms")
     os.chmod(file_root, 0o755)
     root = os.path.join(file_root, "roles_%s" % uuid.uuid4().hex[:8])
     os.makedirs(root)
     give_to_server(root)
     srv = "rolecat"
-    q(c, "CREATE ROLE purger")
-    q(c, "CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri %%s,"
-         " relative_path_root %%s, allowed_locations %%s, retries '0', request_timeout '10s')"
-         % srv, (catalog.uri, file_root, "file://%s/" % root))
-    q(c, "GRANT USAGE ON FOREIGN SERVER %s TO purger" % srv)
-    q(c, "CREATE USER MAPPING FOR purger SERVER %s" % srv)
+    c.query("CREATE ROLE purger")
+    c.query("CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri %%s,"
+            " relative_path_root %%s, allowed_locations %%s, retries '0', request_timeout '10s')"
+            % srv, (catalog.uri, file_root, "file://%s/" % root))
+    c.query("GRANT USAGE ON FOREIGN SERVER %s TO purger" % srv)
+    c.query("CREATE USER MAPPING FOR purger SERVER %s" % srv)
     pool_ready(c)
     return dict(pg=c, catalog=catalog, root=root, server=srv, ns="roles_%s" % uuid.uuid4().hex[:6])
 
@@ -326,8 +311,8 @@ def make_table(w):
 
 
 def job_state(c, job):
-    return q(c, "SELECT state, attempts, last_error, files_deleted, dropped_at IS NOT NULL,"
-                " requested_by::text FROM tms.purge_jobs WHERE id = %s", (job,))[0]
+    return c.query("SELECT state, attempts, last_error, files_deleted, dropped_at IS NOT NULL,"
+                   " requested_by::text FROM tms.purge_jobs WHERE id = %s", (job,))[0]
 
 
 def test_purge_runs_with_its_requesters_mapping(catalog_world):
@@ -335,13 +320,13 @@ def test_purge_runs_with_its_requesters_mapping(catalog_world):
     c = w["pg"]
     # the superuser running the workers has no mapping of its own
     with pytest.raises(psycopg2.Error) as ei:
-        q(c, "SELECT * FROM tms.list_tables(%s)", (w["server"],))
+        c.query("SELECT * FROM tms.list_tables(%s)", (w["server"],))
     assert 'user mapping not found for role "postgres"' in str(ei.value)
 
     name, files = make_table(w)
     assert all(os.path.exists(f) for f in files)
-    job = one(c, "SET ROLE purger; SELECT tms.purge_table(%s, %s, %s)",
-              (w["server"], w["ns"], name))
+    job = c.one("SET ROLE purger; SELECT tms.purge_table(%s, %s, %s)",
+                (w["server"], w["ns"], name))
     assert job_state(c, job)[5] == "purger"
     wait_for(lambda: job_state(c, job)[0] in ("SUCCEEDED", "FAILED"), timeout=60,
              what="the purge job to end")
@@ -388,22 +373,22 @@ def test_evaluate_now_is_for_the_policys_owner(catalog_world):
     w = catalog_world
     c = w["pg"]
     name, _ = make_table(w)
-    q(c, "CREATE ROLE outsider; GRANT USAGE ON FOREIGN SERVER %s TO outsider" % w["server"])
-    q(c, """SET ROLE purger;
+    c.query("CREATE ROLE outsider; GRANT USAGE ON FOREIGN SERVER %s TO outsider" % w["server"])
+    c.query("""SET ROLE purger;
             SELECT tms.create_object_group('ev-g', %s, %s);
             SELECT tms.create_policy('ev-p', 'ev-g', active => false);
             SELECT tms.add_rule('ev-p', 'snapshot-expiry', 'local', '{"commits-added": 1}');""",
-      (w["server"], w["ns"]))
+            (w["server"], w["ns"]))
     with pytest.raises(psycopg2.Error) as ei:
-        q(c, "SET ROLE outsider; SELECT * FROM tms.evaluate_now('ev-p', force => true)")
+        c.query("SET ROLE outsider; SELECT * FROM tms.evaluate_now('ev-p', force => true)")
     assert ei.value.pgcode == "42501", str(ei.value)
     assert ei.value.diag.message_primary == 'must be owner of policy "ev-p"'
-    assert one(c, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = 'ev-p'") == 0
+    assert c.one("SELECT count(*) FROM tms.evaluation_log WHERE policy_name = 'ev-p'") == 0
 
-    assert q(c, "SET ROLE purger; SELECT table_name, decision"
-                " FROM tms.evaluate_now('ev-p', force => true)") == [(name, "submitted")]
-    assert q(c, "SELECT table_name, decision FROM tms.evaluation_log"
-                " WHERE policy_name = 'ev-p'") == [(name, "submitted")]
+    assert c.query("SET ROLE purger; SELECT table_name, decision"
+                   " FROM tms.evaluate_now('ev-p', force => true)") == [(name, "submitted")]
+    assert c.query("SELECT table_name, decision FROM tms.evaluation_log"
+                   " WHERE policy_name = 'ev-p'") == [(name, "submitted")]
 
 
 def test_catalog_config_leaves_credentials_out(catalog_world):
@@ -419,7 +404,7 @@ def test_catalog_config_leaves_credentials_out(catalog_world):
                             "credential": secrets[2],
                             "spark.conf": "spark.hadoop.fs.s3a.secret.key=" + secrets[3]}}
     w["catalog"].fault(r"^/v1/config", status=200, body=json.dumps(config), method="GET")
-    rows = q(c, "SET ROLE purger; SELECT key, value FROM tms.catalog_config(%s)", (w["server"],))
+    rows = c.query("SET ROLE purger; SELECT key, value FROM tms.catalog_config(%s)", (w["server"],))
     assert w["catalog"].armed_faults() == []        # the answer came from the fault
     shown = dict(rows)
     assert shown["warehouse"] == "wh" and shown["client.region"] == "eu-1", shown
@@ -438,7 +423,7 @@ def test_policy_of_a_dropped_role_never_runs_as_anyone(new_cluster):
     called tms drops the owner of a policy; its evaluation then fails
     with the role's absence, never acting as another role."""
     c = new_cluster(preload=())
-    q(c, """
+    c.query("""
         CREATE EXTENSION tms;
         CREATE SERVER gone_srv FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri 'http://127.0.0.1:9');
         CREATE ROLE doomed;
@@ -446,10 +431,10 @@ def test_policy_of_a_dropped_role_never_runs_as_anyone(new_cluster):
         GRANT USAGE ON FOREIGN SERVER gone_srv TO doomed, kept;
         CREATE USER MAPPING FOR doomed SERVER gone_srv;
     """)
-    q(c, "SET ROLE doomed; SELECT tms.create_object_group('doomed-g', 'gone_srv', 'ns')")
-    q(c, "SET ROLE doomed; SELECT tms.create_policy('doomed-p', 'doomed-g')")
-    q(c, "SET ROLE kept; SELECT tms.create_object_group('kept-g', 'gone_srv', 'ns')")
-    policy = one(c, "SELECT id FROM tms.maintenance_policies WHERE name = 'doomed-p'")
+    c.query("SET ROLE doomed; SELECT tms.create_object_group('doomed-g', 'gone_srv', 'ns')")
+    c.query("SET ROLE doomed; SELECT tms.create_policy('doomed-p', 'doomed-g')")
+    c.query("SET ROLE kept; SELECT tms.create_object_group('kept-g', 'gone_srv', 'ns')")
+    policy = c.one("SELECT id FROM tms.maintenance_policies WHERE name = 'doomed-p'")
 
     # a session that loaded tms has the hook, preloaded or not
     conn = c.connect()
@@ -474,13 +459,13 @@ def test_policy_of_a_dropped_role_never_runs_as_anyone(new_cluster):
             cur.execute("DROP ROLE doomed")
     finally:
         conn.close()
-    assert one(c, "SELECT count(*) FROM pg_roles WHERE rolname = 'doomed'") == 0
-    assert one(c, "SELECT owner::oid::regrole::text FROM tms.maintenance_policies"
-                  " WHERE id = %s", (policy,)).isdigit()
+    assert c.one("SELECT count(*) FROM pg_roles WHERE rolname = 'doomed'") == 0
+    assert c.one("SELECT owner::oid::regrole::text FROM tms.maintenance_policies"
+                 " WHERE id = %s", (policy,)).isdigit()
 
     # the policy's evaluation fails on the missing role, before any request
-    assert q(c, "CALL tms.run_pending(10, ARRAY['policy-expand'])") == [(1, 1)]
-    err = one(c, "SELECT last_error FROM tms.tasks WHERE kind = 'policy-expand'"
-                 " AND instance = %s", (str(policy),))
+    assert c.query("CALL tms.run_pending(10, ARRAY['policy-expand'])") == [(1, 1)]
+    err = c.one("SELECT last_error FROM tms.tasks WHERE kind = 'policy-expand'"
+                " AND instance = %s", (str(policy),))
     assert err.startswith('the role of policy "doomed-p" no longer exists'), err
     assert "127.0.0.1:9" not in err and "connect" not in err.lower(), err
