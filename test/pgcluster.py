@@ -7,6 +7,7 @@ One implementation used three ways:
       c = Cluster(datadir, preload=("tms", "pg_cron")); c.init(); c.start()
       c.query(sql, args), c.one(...), c.query_error(...): one statement each;
       fetch(conn, sql, args) on a connection of the caller's; error_text(e)
+      FAST_WORKERS: worker intervals short enough for tests to await
 * from shell scripts (test/run-tests.sh, scripts/demo.sh):
       test/pgcluster.py start --dir DIR [--port N] [--preload tms,pg_cron] [--set k=v ...]
       test/pgcluster.py stop --dir DIR
@@ -34,6 +35,18 @@ import time
 BINDIR = subprocess.run(["pg_config", "--bindir"], capture_output=True,
                         text=True, check=True).stdout.strip()
 PG_USER = "postgres"
+
+# Worker settings for tests that await what the pool does: a worker looks
+# for work every 50 ms, a lease is dead after 1 s (5 missed heartbeats of
+# 200 ms), a failed task is retried after 100 ms, the delay doubling up to
+# 400 ms.  A test adding its own: dict(FAST_WORKERS, **{"tms.x": "..."}).
+FAST_WORKERS = {
+    "tms.naptime": "'50ms'",
+    "tms.heartbeat_interval": "'200ms'",
+    "tms.missed_heartbeats_limit": "5",
+    "tms.retry_delay": "'100ms'",
+    "tms.retry_delay_max": "'400ms'",
+}
 
 
 def _as_server_user(cmd):

@@ -44,18 +44,11 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
 
 import synth  # noqa: E402
-from pgcluster import BINDIR, Cluster, _as_server_user, _chown_to_server_user, \
-    free_port, wait_for  # noqa: E402
+from pgcluster import BINDIR, FAST_WORKERS, Cluster, _as_server_user, \
+    _chown_to_server_user, free_port, wait_for  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
-FAST = {
-    "tms.naptime": "'50ms'",
-    "tms.heartbeat_interval": "'200ms'",
-    "tms.missed_heartbeats_limit": "5",
-    "tms.retry_delay": "'100ms'",
-    "tms.retry_delay_max": "'400ms'",
-    "tms.evaluation_cycle_interval": "'1s'",
-}
+FAST = dict(FAST_WORKERS, **{"tms.evaluation_cycle_interval": "'1s'"})
 
 
 def run(cmd, **kw):

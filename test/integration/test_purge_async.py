@@ -34,17 +34,10 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "catalog"))
 
 import world  # noqa: E402
-from pgcluster import Cluster, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
 
 SYNTH = os.path.join(world.FIXTURES_DIR, "synth.py")
-SETTINGS = {
-    "tms.naptime": "'50ms'",
-    "tms.heartbeat_interval": "'200ms'",
-    "tms.missed_heartbeats_limit": "5",      # a lease is dead after 1 s
-    "tms.retry_delay": "'100ms'",
-    "tms.retry_delay_max": "'400ms'",
-    "tms.purge_max_attempts": "3",
-}
+SETTINGS = dict(FAST_WORKERS, **{"tms.purge_max_attempts": "3"})
 PG_UID = pwd.getpwnam("postgres").pw_uid
 
 

@@ -43,16 +43,9 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
 
 import synth  # noqa: E402
-from pgcluster import wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
-FAST = {
-    "tms.naptime": "'50ms'",
-    "tms.heartbeat_interval": "'200ms'",
-    "tms.missed_heartbeats_limit": "5",
-    "tms.retry_delay": "'100ms'",
-    "tms.retry_delay_max": "'400ms'",
-    "tms.purge_max_attempts": "3",
-}
+FAST = dict(FAST_WORKERS, **{"tms.purge_max_attempts": "3"})
 PG_UID = pwd.getpwnam("postgres").pw_uid
 SUPERUSER_ERROR = "must be superuser to alter superuser roles"
 
