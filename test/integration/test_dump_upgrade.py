@@ -37,7 +37,6 @@ import urllib.parse
 import uuid
 
 import psycopg2
-import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
@@ -345,9 +344,8 @@ def test_binary_upgrade_mode_starts_no_tms_process(new_cluster):
                  what="the logical replication launcher")
         assert tms_processes(c) == set()
         # nor does it reserve tms's shared memory: tms.workers says so
-        with pytest.raises(psycopg2.Error) as ei:
-            c.query("SELECT count(*) FROM tms.workers")
-        assert ei.value.pgcode == "55000", str(ei.value)
+        e = c.query_error("SELECT count(*) FROM tms.workers")
+        assert e.pgcode == "55000", str(e)
     finally:
         c.stop()
 

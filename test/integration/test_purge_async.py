@@ -363,13 +363,8 @@ def test_one_executor_and_no_transaction_held(env):
                            " FROM tms.purge_jobs WHERE id = %s", (job,))[0][0],
                  what="the job to run")
         # a second executor fails cleanly and changes nothing (HUDI-7503)
-        conn = env["pg"].connect()
-        try:
-            with conn.cursor() as cur, pytest.raises(psycopg2.Error) as ei:
-                cur.execute("CALL tms.run_task('purge', %s)", (str(job),))
-            assert "is being executed by" in str(ei.value)
-        finally:
-            conn.close()
+        e = env["pg"].query_error("CALL tms.run_task('purge', %s)", (str(job),))
+        assert "is being executed by" in str(e)
         # while it deletes, the worker holds no transaction for long and no xmin
         pid = q(env, "SELECT picked_pid FROM tms.scheduled_tasks WHERE task_name = 'purge'"
                 " AND task_instance = %s", (str(job),))[0][0]

@@ -181,13 +181,8 @@ def test_task_handler_runs_as_its_owner(cluster):
         escalating_handler(c, body)
         instance = "t-" + name
         c.query("SELECT tms.schedule_task('app-kind', %s)", (instance,))
-        conn = c.connect()
-        try:
-            with conn.cursor() as cur, pytest.raises(psycopg2.Error) as ei:
-                cur.execute("CALL tms.run_task('app-kind', %s)", (instance,))
-        finally:
-            conn.close()
-        assert ei.value.pgcode == "42501", (name, ei.value.pgcode, str(ei.value))
+        e = c.query_error("CALL tms.run_task('app-kind', %s)", (instance,))
+        assert e.pgcode == "42501", (name, e.pgcode, str(e))
         assert task_error(c, "app-kind", instance), name
         assert is_superuser(c, "app_owner") is False, name
     assert c.one("SELECT count(*) FROM public.seen WHERE what LIKE '%escalate%'"
@@ -244,13 +239,8 @@ def test_maintenance_handler_runs_as_its_owner(cluster):
     # and in a superuser's session
     set_pool(c, False)
     jid = maintenance_job(c, "s-escalate")
-    conn = c.connect()
-    try:
-        with conn.cursor() as cur, pytest.raises(psycopg2.Error) as ei:
-            cur.execute("CALL tms.run_task('maintenance', %s)", ("job-%d" % jid,))
-    finally:
-        conn.close()
-    assert ei.value.pgcode == "42501", str(ei.value)
+    e = c.query_error("CALL tms.run_task('maintenance', %s)", ("job-%d" % jid,))
+    assert e.pgcode == "42501", str(e)
     assert is_superuser(c, "app_owner") is False
 
 
@@ -312,9 +302,8 @@ def test_purge_runs_with_its_requesters_mapping(catalog_world):
     w = catalog_world
     c = w["pg"]
     # the superuser running the workers has no mapping of its own
-    with pytest.raises(psycopg2.Error) as ei:
-        c.query("SELECT * FROM tms.list_tables(%s)", (w["server"],))
-    assert 'user mapping not found for role "postgres"' in str(ei.value)
+    e = c.query_error("SELECT * FROM tms.list_tables(%s)", (w["server"],))
+    assert 'user mapping not found for role "postgres"' in str(e)
 
     name, files = make_table(w)
     assert all(os.path.exists(f) for f in files)
@@ -372,10 +361,9 @@ def test_evaluate_now_is_for_the_policys_owner(catalog_world):
             SELECT tms.create_policy('ev-p', 'ev-g', active => false);
             SELECT tms.add_rule('ev-p', 'snapshot-expiry', 'local', '{"commits-added": 1}');""",
             (w["server"], w["ns"]))
-    with pytest.raises(psycopg2.Error) as ei:
-        c.query("SET ROLE outsider; SELECT * FROM tms.evaluate_now('ev-p', force => true)")
-    assert ei.value.pgcode == "42501", str(ei.value)
-    assert ei.value.diag.message_primary == 'must be owner of policy "ev-p"'
+    e = c.query_error("SET ROLE outsider; SELECT * FROM tms.evaluate_now('ev-p', force => true)")
+    assert e.pgcode == "42501", str(e)
+    assert e.diag.message_primary == 'must be owner of policy "ev-p"'
     assert c.one("SELECT count(*) FROM tms.evaluation_log WHERE policy_name = 'ev-p'") == 0
 
     assert c.query("SET ROLE purger; SELECT table_name, decision"
