@@ -34,16 +34,10 @@ import psycopg2  # noqa: E402
 
 import synth  # noqa: E402
 import world  # noqa: E402
-from pgcluster import Cluster  # noqa: E402
+from pgcluster import Cluster, fetch as q  # noqa: E402
 
 STATS = re.compile(r'refresh ([\d.]+) ms \((\d+) catalog requests\), candidate query ([\d.]+) ms '
                    r'\((\d+) candidates\), evaluation ([\d.]+) ms \((\d+) catalog requests\)')
-
-
-def q(conn, sql, args=None):
-    with conn.cursor() as cur:
-        cur.execute(sql, args)
-        return cur.fetchall() if cur.description else None
 
 
 def run_cycle(conn, policy):
