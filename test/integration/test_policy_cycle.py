@@ -344,7 +344,8 @@ def test_policy_tasks_window_and_kill(new_cluster, catalog, file_root, world1000
                                     "tms.retry_delay": "'200ms'",
                                     "tms.retry_delay_max": "'1s'",
                                     "tms.maintenance_handler": "'public.maint_handler'",
-                                    "tms.max_active_operations": "3"})
+                                    "tms.max_active_operations": "3",
+                                    "tms.evaluation_pool_size": "4"})
     conn = cluster.connect()
     q(conn, "CREATE EXTENSION IF NOT EXISTS tms")
     q(conn, HANDLER)
@@ -387,8 +388,10 @@ def test_policy_tasks_window_and_kill(new_cluster, catalog, file_root, world1000
     sales = world1000["tables"]["sales"][200:400]
     for t in sales:
         commit_append(catalog, nss["sales"], t)
-    # slow every load of the namespace (50 ms) so that the kill lands mid-evaluation
-    catalog.fault(r"/namespaces/%s/tables/t" % nss["sales"], action="hang", seconds=0.05,
+    # slow every load of the namespace (0.5 s) so that the kill lands
+    # mid-evaluation: a batch of 64 candidates is loaded 4 at a time (8 s),
+    # then recorded, so 20 records are seen while a later batch loads
+    catalog.fault(r"/namespaces/%s/tables/t" % nss["sales"], action="hang", seconds=0.5,
                   count=100000, method="GET")
     wait_for(lambda: q(conn, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = %s",
                        (pol["sales"],))[0][0] >= 20, timeout=120, what="evaluations start")
