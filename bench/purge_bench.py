@@ -343,9 +343,11 @@ class World:
         self.catalog_nd = nodelay_catalog(self.root, self.pg.dsn(), "file://%s/wh" % self.file_root,
                                           catalog_name="benchnd_%s" % uuid.uuid4().hex[:6],
                                           s3=cfg, file_root=self.file_root)
+        # s3_vended_endpoint: tms sends S3 requests to an endpoint the catalog
+        # vends (here the counting proxy) only when the server says so
         for srv, cat in ((SERVER, self.catalog), (SERVER_ND, self.catalog_nd)):
             self.pg.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                            uri '%s', request_timeout '30s',
+                            uri '%s', request_timeout '30s', s3_vended_endpoint 'true',
                             allowed_locations 'file://%s/, s3://%s/');
                           CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
                          % (srv, cat.uri, self.file_root, BUCKET, srv))
