@@ -452,7 +452,13 @@ def purge_run(w, label, out, batch, timeout):
     if owner is None:
         # the run was over before the first poll saw it: the only busy worker
         grown = [p for p in workers if peak_anon.get(p, 0) > before[p].get("RssAnon", 0)]
-        owner = grown[0] if len(grown) == 1 else None
+        if len(grown) != 1:
+            # none or several grew privately: the one whose peak rose most
+            # above its RSS at the reset (the others stayed idle)
+            rise = {p: read_status(p).get("VmHWM", 0) - before[p].get("VmRSS", 0)
+                    for p in workers}
+            grown = [max(rise, key=rise.get)] if rise and max(rise.values()) > 0 else []
+        owner = grown[0] if grown else None
     mem = read_status(owner) if owner else {}
     files = row[3]
     secs = float(row[6] or wall)
