@@ -343,9 +343,11 @@ class World:
         self.catalog_nd = nodelay_catalog(self.root, self.pg.dsn(), "file://%s/wh" % self.file_root,
                                           catalog_name="benchnd_%s" % uuid.uuid4().hex[:6],
                                           s3=cfg, file_root=self.file_root)
+        # s3_vended_endpoint: tms sends S3 requests to an endpoint the catalog
+        # vends (here the counting proxy) only when the server says so
         for srv, cat in ((SERVER, self.catalog), (SERVER_ND, self.catalog_nd)):
             self.pg.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                            uri '%s', request_timeout '30s',
+                            uri '%s', request_timeout '30s', s3_vended_endpoint 'true',
                             allowed_locations 'file://%s/, s3://%s/');
                           CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
                          % (srv, cat.uri, self.file_root, BUCKET, srv))
@@ -450,7 +452,13 @@ def purge_run(w, label, out, batch, timeout):
     if owner is None:
         # the run was over before the first poll saw it: the only busy worker
         grown = [p for p in workers if peak_anon.get(p, 0) > before[p].get("RssAnon", 0)]
-        owner = grown[0] if len(grown) == 1 else None
+        if len(grown) != 1:
+            # none or several grew privately: the one whose peak rose most
+            # above its RSS at the reset (the others stayed idle)
+            rise = {p: read_status(p).get("VmHWM", 0) - before[p].get("VmRSS", 0)
+                    for p in workers}
+            grown = [max(rise, key=rise.get)] if rise and max(rise.values()) > 0 else []
+        owner = grown[0] if grown else None
     mem = read_status(owner) if owner else {}
     files = row[3]
     secs = float(row[6] or wall)

@@ -8,7 +8,9 @@
  *
  * Candidates come from one indexed query over tms.rule_baselines (no
  * Iceberg I/O), CANDIDATE_BATCH at a time in key order, so a backlog of
- * any size is walked in bounded memory.  Each batch's tables are loaded
+ * any size is walked in bounded memory: a batch's strings live in a
+ * context reset per batch, and each evaluation (explanations, its record,
+ * its row) in one reset after it.  Each batch's tables are loaded
  * together (tms.evaluation_pool_size requests in flight); the rest of an
  * evaluation (manifest lists, manifests, data file lists, only the levels
  * the condition needs) runs one candidate after the other, and each
@@ -85,6 +87,7 @@ typedef struct Batch
 	int64		after_rule;		/* keyset: the last (rule, table) read */
 	int64		after_table;
 	MemoryContext cxt;			/* the batch's strings; reset per batch */
+	MemoryContext item_cxt;		/* one evaluation's; reset per candidate */
 } Batch;
 
 /* ---------------------------------------------------------------------
@@ -348,6 +351,7 @@ typedef struct Record
 	PolicyRun  *run;
 	const Candidate *cand;
 	const Evaluation *ev;
+	MemoryContext cxt;			/* where decision goes */
 	int64		job_id;
 	bool		has_job;
 	char	   *decision;
@@ -403,7 +407,7 @@ record_step(void *arg)
 		return;
 	rec->job_id = policy_col_int64(0, 1, -1);
 	rec->has_job = (rec->job_id >= 0);
-	rec->decision = policy_col_str(0, 2, rec->run->cxt);
+	rec->decision = policy_col_str(0, 2, rec->cxt);
 }
 
 /* tms.evaluate_now's row for one evaluation. */
@@ -468,14 +472,22 @@ rule_program(PolicyRun *r, List **progs, const Candidate *cand)
 	return rp;
 }
 
+/*
+ * Load and evaluate the batch's candidates and record each evaluation.
+ * Allocates in the batch's context (current on entry); each evaluation,
+ * its record and its row are made in b->item_cxt, reset after each
+ * candidate, so a backlog of any size runs in the memory of one.
+ */
 static bool
 evaluate_batch(Batch *b, List **progs, Preload *pre)
 {
 	PolicyRun  *r = b->run;
+	MemoryContext batch_cxt = CurrentMemoryContext;
+	bool		ok = true;
 
 	pgstat_report_activity(STATE_RUNNING, "tms: loading the tables of candidates");
 	preload_tables(b, pre);
-	for (int i = 0; i < b->n; i++)
+	for (int i = 0; i < b->n && ok; i++)
 	{
 		Candidate  *cd = &b->cands[i];
 		RuleProgram *rp = rule_program(r, progs, cd);
@@ -484,6 +496,7 @@ evaluate_batch(Batch *b, List **progs, Preload *pre)
 
 		if (sched_lease_lost())
 			return false;
+		MemoryContextSwitchTo(b->item_cxt);
 		pgstat_report_activity(STATE_RUNNING, "tms: evaluating a policy condition");
 		if (rp->prog != NULL)
 			evaluate_candidate(r, cd, rp->prog, &pre[i], &ev);
@@ -497,13 +510,19 @@ evaluate_batch(Batch *b, List **progs, Preload *pre)
 		rec.run = r;
 		rec.cand = cd;
 		rec.ev = &ev;
-		if (!policy_step(r, record_step, &rec))
-			return false;
-		r->evaluated++;
-		if (r->tupstore)
-			put_row(r, cd, &ev, &rec);
+		rec.cxt = b->item_cxt;
+		if (policy_step(r, record_step, &rec))
+		{
+			r->evaluated++;
+			if (r->tupstore)
+				put_row(r, cd, &ev, &rec);
+		}
+		else
+			ok = false;
+		MemoryContextSwitchTo(batch_cxt);
+		MemoryContextReset(b->item_cxt);
 	}
-	return true;
+	return ok;
 }
 
 bool
@@ -516,6 +535,7 @@ policy_evaluate_candidates(PolicyRun *r)
 
 	b->run = r;
 	b->cxt = AllocSetContextCreate(r->cxt, "tms candidates", ALLOCSET_DEFAULT_SIZES);
+	b->item_cxt = AllocSetContextCreate(r->cxt, "tms evaluation", ALLOCSET_DEFAULT_SIZES);
 	PG_TRY();
 	{
 		for (;;)
@@ -532,8 +552,13 @@ policy_evaluate_candidates(PolicyRun *r)
 				break;
 			}
 			INSTR_TIME_SET_CURRENT(t1);
-			if (b->n > 0 && !evaluate_batch(b, &progs, pre))
-				ok = false;
+			if (b->n > 0)
+			{
+				MemoryContext old = MemoryContextSwitchTo(b->cxt);
+
+				ok = evaluate_batch(b, &progs, pre);
+				MemoryContextSwitchTo(old);
+			}
 			INSTR_TIME_SET_CURRENT(t2);
 			INSTR_TIME_SUBTRACT(t2, t1);
 			INSTR_TIME_SUBTRACT(t1, t0);

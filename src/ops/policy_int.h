@@ -62,7 +62,11 @@ typedef struct PolicyRun
 /*
  * Run fn(arg) as one database step of the run: in task mode a transaction
  * of its own, returning false with r->error set when fn raised; in now
- * mode inside the caller's transaction (SPI connected), raising.
+ * mode inside the caller's transaction (SPI connected), raising.  fn runs
+ * in the caller's memory context, which is current again on return: what
+ * fn allocates lives as long as what the caller allocates (a page's or a
+ * candidate's context, reset per item), never longer.  r->error is copied
+ * into the run's context.
  */
 extern bool policy_step(PolicyRun *r, void (*fn) (void *arg), void *arg);
 

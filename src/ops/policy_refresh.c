@@ -21,6 +21,10 @@
  * page of names and loads at a time, plus one 64-bit hash per listed table
  * of the namespace being walked, with which a last pass finds the tables
  * tms knew there that the catalog no longer lists (tms._table_dropped).
+ * Everything a page needs is allocated in the page's context, which is
+ * reset before the next page (policy_step keeps the caller's context), and
+ * a step that runs one statement per table frees each statement's result
+ * at once: SPI keeps every result until the step ends otherwise.
  *
  * Errors: every io and iceberg failure is a value.  The io layer calls the
  * page and load callbacks between two network waits, never from inside
@@ -407,6 +411,8 @@ observe_step(void *arg)
 			nulls[10] = 'n';
 		policy_exec("SELECT tms.observe_table($1::name, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
 					11, types, values, nulls, SPI_OK_SELECT);
+		/* each result's context would otherwise stay until the step ends */
+		SPI_freetuptable(SPI_tuptable);
 	}
 }
 
@@ -545,6 +551,7 @@ dropped_step(void *arg)
 	{
 		values[0] = Int64GetDatum(*(int64 *) lfirst(lc));
 		policy_exec("SELECT tms._table_dropped($1)", 1, types, values, NULL, SPI_OK_SELECT);
+		SPI_freetuptable(SPI_tuptable);
 	}
 }
 

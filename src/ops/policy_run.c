@@ -52,27 +52,30 @@
 bool
 policy_step(PolicyRun *r, void (*fn) (void *arg), void *arg)
 {
+	MemoryContext caller = CurrentMemoryContext;
 	ErrorData  *e;
 
 	if (!r->task)
 	{
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
-		MemoryContextSwitchTo(r->cxt);
+		MemoryContextSwitchTo(caller);
 		fn(arg);
 		SPI_finish();
 		CommandCounterIncrement();
-		MemoryContextSwitchTo(r->cxt);
+		MemoryContextSwitchTo(caller);
 		return true;
 	}
 	if (sched_try_step(fn, arg, &e))
 	{
-		MemoryContextSwitchTo(r->cxt);
+		MemoryContextSwitchTo(caller);
 		return true;
 	}
+	/* the error outlives the caller's context (a page's, a candidate's) */
 	MemoryContextSwitchTo(r->cxt);
 	if (r->error == NULL)
-		r->error = e;
+		r->error = sched_error(e->sqlerrcode, e->message, e->detail);
+	MemoryContextSwitchTo(caller);
 	return false;
 }
 
