@@ -334,9 +334,10 @@ typedef struct IoDeleteResult
  * file outside the allowed roots, or reached through a symbolic link, is
  * not deleted (code "AccessDenied"); a symbolic link as the final
  * component is removed itself, never its target; an invalid location has
- * code "InvalidLocation".  Returns 0 when every request was answered (even
- * if some keys failed: see results), -1 with *err when a request failed as
- * a whole (results of earlier batches stay filled).
+ * code "InvalidLocation".  Local files are deleted directory by directory,
+ * each directory walked once per call.  Returns 0 when every request was
+ * answered (even if some keys failed: see results), -1 with *err when a
+ * request failed as a whole (results of earlier batches stay filled).
  */
 extern int	io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 							  IoDeleteResult *results, IoError *err);

@@ -673,15 +673,64 @@ fail:
 }
 
 /*
+ * The directory of the previous local delete of one io_storage_delete
+ * call, kept open: the files of a table lie in few directories, and a
+ * purge deletes them a batch at a time, so most deletes skip the walk
+ * (about a dozen system calls) and only unlinkat in a directory a walk
+ * has already reached without following any link.  Kept for one call
+ * only, so a directory swapped for a link between two batches is met by
+ * the next walk.
+ */
+typedef struct LocalDirCache
+{
+	char	   *dir;			/* the parent's path, as the walk's input */
+	int			fd;				/* -1: none */
+} LocalDirCache;
+
+static void
+local_dir_cache_end(LocalDirCache *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->dir);
+	c->fd = -1;
+	c->dir = NULL;
+}
+
+/* Report errno e of a local delete in *r. */
+static void
+delete_errno(IoDeleteResult *r, int e)
+{
+	snprintf(r->code, sizeof(r->code), "errno %d", e);
+	snprintf(r->message, sizeof(r->message), "%s", strerror(e));
+}
+
+/*
  * Delete one local file: unlinkat on its parent directory, so a symbolic
  * link as the final component is removed itself, never its target.  A
- * missing file is deleted.  Fills *r.
+ * missing file is deleted.  Fills *r; the parent stays open in *cache.
  */
 static void
-file_delete(IoStorage *st, const char *uri, const char *path, IoDeleteResult *r)
+file_delete(IoStorage *st, const char *uri, const char *path,
+			LocalDirCache *cache, IoDeleteResult *r)
 {
 	LocalWalk	w;
 	IoError		err;
+	const char *slash = strrchr(path, '/');
+	const char *name = slash != NULL ? slash + 1 : path;
+
+	/* the same directory as the previous file: a plain name in it */
+	if (cache->fd >= 0 && slash != NULL &&
+		strlen(cache->dir) == (size_t) (slash - path) &&
+		strncmp(cache->dir, path, slash - path) == 0 &&
+		name[0] != '\0' && strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+	{
+		if (unlinkat(cache->fd, name, 0) == 0 || errno == ENOENT)
+			r->deleted = true;
+		else
+			delete_errno(r, errno);
+		return;
+	}
 
 	if (local_walk(st, uri, path, false, false, &w, &err) != 0)
 	{
@@ -698,11 +747,17 @@ file_delete(IoStorage *st, const char *uri, const char *path, IoDeleteResult *r)
 	if (unlinkat(w.dirfd, w.last, 0) == 0 || errno == ENOENT)
 		r->deleted = true;
 	else
-	{
-		int			e = errno;
+		delete_errno(r, errno);
 
-		snprintf(r->code, sizeof(r->code), "errno %d", e);
-		snprintf(r->message, sizeof(r->message), "%s", strerror(e));
+	/* keep the parent for the next file; no cache if out of memory */
+	local_dir_cache_end(cache);
+	if (slash != NULL &&
+		(cache->dir = malloc(slash - path + 1)) != NULL)
+	{
+		memcpy(cache->dir, path, slash - path);
+		cache->dir[slash - path] = '\0';
+		cache->fd = w.dirfd;
+		w.dirfd = -1;
 	}
 	local_walk_end(&w);
 }
@@ -1591,6 +1646,32 @@ io_storage_list(IoStorage *st, const char *prefix, IoListFn fn, void *arg,
 	return rc;
 }
 
+/* A local file of one io_storage_delete call: its path and its index. */
+typedef struct LocalEntry
+{
+	const char *path;
+	size_t		i;
+} LocalEntry;
+
+/* By directory, then by name: the files of one directory stand together. */
+static int
+local_entry_cmp(const void *a, const void *b)
+{
+	const char *pa = ((const LocalEntry *) a)->path;
+	const char *pb = ((const LocalEntry *) b)->path;
+	const char *sa = strrchr(pa, '/');
+	const char *sb = strrchr(pb, '/');
+	size_t		la = sa ? (size_t) (sa - pa) : 0;
+	size_t		lb = sb ? (size_t) (sb - pb) : 0;
+	int			c = memcmp(pa, pb, la < lb ? la : lb);
+
+	if (c != 0)
+		return c;
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(pa + la, pb + lb);
+}
+
 int
 io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 				  IoDeleteResult *results, IoError *err)
@@ -1598,6 +1679,9 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 	IoParsedUri *parsed;
 	size_t	   *idx;
 	bool	   *taken;
+	LocalEntry *locals;
+	size_t		nlocal = 0;
+	LocalDirCache dircache = {NULL, -1};
 	size_t		i;
 	int			rc = 0;
 
@@ -1606,11 +1690,13 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 	parsed = calloc(n, sizeof(IoParsedUri));
 	idx = calloc(n, sizeof(size_t));
 	taken = calloc(n, sizeof(bool));
-	if (parsed == NULL || idx == NULL || taken == NULL)
+	locals = calloc(n, sizeof(LocalEntry));
+	if (parsed == NULL || idx == NULL || taken == NULL || locals == NULL)
 	{
 		free(parsed);
 		free(idx);
 		free(taken);
+		free(locals);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	}
 	for (i = 0; i < n; i++)
@@ -1628,7 +1714,8 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 		if (parsed[i].scheme == IO_URI_FILE)
 		{
 			taken[i] = true;
-			file_delete(st, uris[i], parsed[i].path, &results[i]);
+			locals[nlocal].path = parsed[i].path;
+			locals[nlocal++].i = i;
 		}
 		else if (parsed[i].path[0] == '\0')
 		{
@@ -1637,6 +1724,11 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 			snprintf(results[i].message, sizeof(results[i].message), "missing key");
 		}
 	}
+	/* local files by directory, so that each directory is walked once */
+	qsort(locals, nlocal, sizeof(LocalEntry), local_entry_cmp);
+	for (i = 0; i < nlocal; i++)
+		file_delete(st, uris[locals[i].i], locals[i].path, &dircache, &results[locals[i].i]);
+	local_dir_cache_end(&dircache);
 	/* S3: batches of up to 1000 keys of the same bucket, in input order */
 	for (i = 0; i < n && rc == 0; i++)
 	{
@@ -1658,5 +1750,6 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 	free(parsed);
 	free(idx);
 	free(taken);
+	free(locals);
 	return rc;
 }

@@ -1231,6 +1231,55 @@ test_local_confinement(void)
 		CHECK(exists(p), "file outside kept");
 	}
 
+	/*
+	 * One batch, as a purge sends it: files of one directory (the second
+	 * and later take the kept directory), a file through a symlinked
+	 * directory between them, ".." and "." as final names, a file outside.
+	 * Only the plain files below the root go.
+	 */
+	{
+		char		u[8][512];
+		const char *uris[8];
+		IoDeleteResult res[8];
+
+		snprintf(p, sizeof(p), "mkdir -p %s/wh/t/batch", dir);
+		CHECK(system(p) == 0, "mkdir batch");
+		for (int i = 0; i < 3; i++)
+		{
+			snprintf(p, sizeof(p), "%s/wh/t/batch/f%d", dir, i);
+			put_file(p, "x");
+		}
+		snprintf(u[0], sizeof(u[0]), "%s/wh/t/batch/f0", dir);
+		snprintf(u[1], sizeof(u[1]), "file://%s/wh/t/batch/f1", dir);
+		snprintf(u[2], sizeof(u[2]), "%s/wh/t/paths/link/v5", dir);
+		snprintf(u[3], sizeof(u[3]), "%s/wh/t/batch/..", dir);
+		snprintf(u[4], sizeof(u[4]), "%s/wh/t/batch/f2", dir);
+		snprintf(u[5], sizeof(u[5]), "%s/wh/t/batch/.", dir);
+		snprintf(u[6], sizeof(u[6]), "%s/wh/t/batch/missing", dir);
+		snprintf(u[7], sizeof(u[7]), "%s/elsewhere/v5", dir);
+		for (int i = 0; i < 8; i++)
+			uris[i] = u[i];
+		CHECK(io_storage_delete(st, uris, 8, res, &err) == 0, "batch delete call");
+		CHECK(res[0].deleted && res[1].deleted && res[4].deleted && res[6].deleted,
+			  "batch: the plain files are deleted (%s / %s / %s / %s)",
+			  res[0].message, res[1].message, res[4].message, res[6].message);
+		CHECK(!res[2].deleted && strstr(res[2].message, "symbolic link") != NULL,
+			  "batch: through a link refused: %s", res[2].message);
+		CHECK(!res[3].deleted && !res[5].deleted, "batch: \".\" and \"..\" not deleted: %s / %s",
+			  res[3].message, res[5].message);
+		CHECK(!res[7].deleted && strstr(res[7].message, "outside the allowed locations") != NULL,
+			  "batch: outside refused: %s", res[7].message);
+		snprintf(p, sizeof(p), "%s/elsewhere/v5", dir);
+		CHECK(exists(p), "batch: the file outside stays");
+		snprintf(p, sizeof(p), "%s/wh/t/batch", dir);
+		CHECK(exists(p), "batch: the directory stays");
+		for (int i = 0; i < 3; i++)
+		{
+			snprintf(p, sizeof(p), "%s/wh/t/batch/f%d", dir, i);
+			CHECK(!exists(p), "batch: f%d is gone", i);
+		}
+	}
+
 	/* reading through symlinks fails */
 	snprintf(p, sizeof(p), "%s/wh/t/flink", dir);
 	CHECK(io_storage_read(st, p, 0, 0, &buf, &err) != 0 && err.code == IO_ERR_FORBIDDEN &&
