@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import world  # noqa: E402
-from test_catalog_sql import make_server, query, readable_by_server  # noqa: E402
+from test_catalog_sql import make_server, readable_by_server  # noqa: E402
 from test_world_fixtures import ICEBIRD_CANNOT  # noqa: E402
 
 # The counts of each fixture's PROVENANCE.md, by hand: snapshots (in
@@ -105,14 +105,14 @@ def srv(pg, catalog, real_tables, file_root):
 
 
 def snapshots_of(pg, srv, name):
-    return query(pg, "SELECT snapshot_id, sequence_number, is_current, manifest_list"
+    return pg.query("SELECT snapshot_id, sequence_number, is_current, manifest_list"
                  " FROM tms.table_snapshots(%s, 'real', %s)"
                  " ORDER BY sequence_number, committed_at", (srv, name))
 
 
 def files_of(pg, srv, name, snapshot_id=None):
     """Live entries of a snapshot (the current one when None), as dicts."""
-    rows = query(pg, "SELECT file_path, content, record_count, file_size_in_bytes,"
+    rows = pg.query("SELECT file_path, content, record_count, file_size_in_bytes,"
                  " manifest_path FROM tms.table_files(%s, 'real', %s, %s)",
                  (srv, name, snapshot_id))
     return [dict(zip(("path", "content", "records", "size", "manifest"), r)) for r in rows]
@@ -129,7 +129,7 @@ def test_provenance_counts(pg, srv, name):
     assert len(snaps) == exp["snapshots"]
     assert sum(1 for s in snaps if s[2]) == 1
 
-    m = query(pg, "SELECT tms.table_metrics(%s, 'real', %s)", (srv, name))[0][0]
+    m = pg.query("SELECT tms.table_metrics(%s, 'real', %s)", (srv, name))[0][0]
     assert m["level"] == "deletes"
     assert m["snapshots"] == exp["snapshots"]
 
@@ -222,7 +222,7 @@ def icebird_files(metadata_location, s3, file_root):
 def test_agrees_with_icebird(pg, srv, real_tables, s3, file_root, name):
     theirs = icebird_files(real_tables[name]["metadata_location"], s3, file_root)
     ours = files_of(pg, srv, name)
-    m = query(pg, "SELECT tms.table_metrics(%s, 'real', %s)", (srv, name))[0][0]
+    m = pg.query("SELECT tms.table_metrics(%s, 'real', %s)", (srv, name))[0][0]
 
     # tms names the content ('data', ...), icebird gives the spec's number
     def content(f):
