@@ -130,9 +130,14 @@ UNIT_BINS = $(patsubst test/unit/%_test.c,test/unit/build/%_test,$(UNIT_DRIVERS)
 LAYER_DEPS_iceberg = io
 layer_srcs = $(wildcard src/$(1)/*.c) $(foreach d,$(LAYER_DEPS_$(1)),$(wildcard src/$(d)/*.c))
 
+# A unit driver named after a part of a layer links that layer.
+UNIT_LAYER_expire = iceberg
+UNIT_LAYER_rewrite = iceberg
+unit_layer = $(or $(UNIT_LAYER_$(1)),$(1))
+
 test/unit/build/%_test: test/unit/%_test.c $(wildcard src/*/*.c src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC_PLAIN) $(PLAIN_CFLAGS) -o $@ $< $(call layer_srcs,$*) $(LIBS_EXTERNAL) -lm
+	$(CC_PLAIN) $(PLAIN_CFLAGS) -o $@ $< $(call layer_srcs,$(call unit_layer,$*)) $(LIBS_EXTERNAL) -lm
 
 .PHONY: unit
 unit: $(UNIT_BINS)
