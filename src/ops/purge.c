@@ -386,46 +386,6 @@ purge_run_fail(PurgeRun *run, RunResult kind, const char *fmt,...)
 	"          WHERE t.task_name = 'purge' AND t.task_instance = $2" \
 	"            AND t.version = $3 AND t.picked)"
 
-/*
- * Every step runs as the extension's owner: the job and credential tables
- * are the owner's alone, whoever drives the scheduler (a pool worker, or
- * a session in CALL tms.run_pending).  as_owner() wraps a step so, and
- * restores the identity when it returns; an error restores it with the
- * abort.
- */
-typedef struct OwnerStep
-{
-	void		(*fn) (void *arg);
-	void	   *arg;
-} OwnerStep;
-
-static void
-as_owner(void *arg)
-{
-	OwnerStep  *os = arg;
-	TmsRoleSave save;
-
-	tms_become_extension_owner(&save);
-	os->fn(os->arg);
-}
-
-/* sched_step / sched_try_step of fn as the extension owner. */
-static void
-owner_step(void (*fn) (void *arg), void *arg)
-{
-	OwnerStep	os = {fn, arg};
-
-	sched_step(as_owner, &os);
-}
-
-static bool
-owner_try_step(void (*fn) (void *arg), void *arg, ErrorData **error)
-{
-	OwnerStep	os = {fn, arg};
-
-	return sched_try_step(as_owner, &os, error);
-}
-
 static const char *job_sql =
 "SELECT j.state, j.server, j.namespace, j.table_name, j.table_uuid,"
 "       j.table_location, j.metadata_location, j.requested_by::oid,"
@@ -621,7 +581,7 @@ purge_write_progress(PurgeRun *run, const char *phase, bool force)
 	run->last_progress = now;
 	p.run = run;
 	p.phase = phase;
-	owner_step(step_progress, &p);
+	sched_owner_step(step_progress, &p);
 }
 
 /*
@@ -920,7 +880,7 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 	else
 	{
 		/* record where its files are before the entry goes */
-		if (!owner_try_step(step_drop_record, &dr, &e))
+		if (!sched_owner_try_step(step_drop_record, &dr, &e))
 		{
 			purge_run_fail(run, RUN_TRANSIENT, "%s", e->message);
 			return;
@@ -955,7 +915,7 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 	dr.vended_json = NULL;
 	dr.phase = "content";
 	dr.dropped = true;
-	if (!owner_try_step(step_drop_record, &dr, &e))
+	if (!sched_owner_try_step(step_drop_record, &dr, &e))
 		purge_run_fail(run, RUN_TRANSIENT, "%s", e->message);
 	else if (run->result == RUN_OK)
 		run->phase = "content";
@@ -990,7 +950,7 @@ run_drop_phase(PurgeRun *run)
 		/* the credentials vended with the last load replace those of the enqueue */
 		ErrorData  *e2;
 
-		if (!owner_try_step(step_read_vended, run, &e2))
+		if (!sched_owner_try_step(step_read_vended, run, &e2))
 			purge_run_fail(run, RUN_TRANSIENT, "%s", e2->message);
 	}
 }
@@ -1041,7 +1001,7 @@ purge_handler(SchedTask *task, ErrorData **error)
 
 	PG_TRY();
 	{
-		owner_step(step_begin, run);
+		sched_owner_step(step_begin, run);
 		if (run->result == RUN_LEASE_LOST)
 			outcome = SCHED_LEASE_LOST;
 		else if (!run->found ||
@@ -1079,7 +1039,7 @@ purge_handler(SchedTask *task, ErrorData **error)
 				fin.error = run->result == RUN_OK ? NULL : run->error;
 				fin.terminal = run->result == RUN_TERMINAL;
 				fin.state = NULL;
-				owner_step(step_finish, &fin);
+				sched_owner_step(step_finish, &fin);
 				if (fin.state == NULL)
 					outcome = SCHED_LEASE_LOST;
 				else if (strcmp(fin.state, "PENDING") == 0)

@@ -946,6 +946,39 @@ error_text(const ErrorData *e)
 	return e->detail ? psprintf("%s (%s)", e->message, e->detail) : pstrdup(e->message);
 }
 
+typedef struct OwnerStep
+{
+	void		(*fn) (void *arg);
+	void	   *arg;
+} OwnerStep;
+
+static void
+as_owner(void *arg)
+{
+	OwnerStep  *os = arg;
+	TmsRoleSave save;
+
+	tms_become_extension_owner(&save);
+	os->fn(os->arg);
+	tms_restore_role(&save);
+}
+
+void
+sched_owner_step(void (*fn) (void *arg), void *arg)
+{
+	OwnerStep	os = {fn, arg};
+
+	sched_step(as_owner, &os);
+}
+
+bool
+sched_owner_try_step(void (*fn) (void *arg), void *arg, ErrorData **error)
+{
+	OwnerStep	os = {fn, arg};
+
+	return sched_try_step(as_owner, &os, error);
+}
+
 ErrorData *
 sched_error(int sqlerrcode, const char *message, const char *detail)
 {

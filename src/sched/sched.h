@@ -88,6 +88,15 @@ extern bool sched_kind_detached(const char *kind);
 extern void sched_step(void (*fn) (void *arg), void *arg);
 extern bool sched_try_step(void (*fn) (void *arg), void *arg, ErrorData **error);
 
+/*
+ * The same as the extension's owner: the steps of built-in kinds write
+ * tms's own tables, whoever drives the scheduler (a pool worker, or a
+ * session in CALL tms.run_pending).  The identity is restored when fn
+ * returns, and by the abort when it raises.
+ */
+extern void sched_owner_step(void (*fn) (void *arg), void *arg);
+extern bool sched_owner_try_step(void (*fn) (void *arg), void *arg, ErrorData **error);
+
 /* A failure as an ErrorData in the current memory context. */
 extern ErrorData *sched_error(int sqlerrcode, const char *message, const char *detail);
 
