@@ -31,7 +31,6 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 
 import world  # noqa: E402
 import opsworld as ow  # noqa: E402
-import tablemeta  # noqa: E402
 
 ICEBIRD_CANNOT = {"pyiceberg_v1_overwrite", "spark_v1_legacy_manifests_field"}
 
