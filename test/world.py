@@ -7,14 +7,19 @@ Tests (and people at a Python prompt) import this module to get:
   S3Server(port=None, directory=None, buckets=[...])
                                    s3rver from test/node on 127.0.0.1;
                                    .endpoint, .access_key_id, .secret_access_key,
-                                   .region, .client() (an S3Client), .stop()
+                                   .region, .client() (an S3Client),
+                                   .set_mtime(bucket, key, unix_time) (the
+                                   object's LastModified), .stop()
   CatalogServer(dsn, warehouse, port=None, credential=None, ...)
                                    test/catalog/server.py; .uri, .prefix,
                                    .fault(...), .clear_faults(),
                                    .armed_faults(), .requests(),
                                    .reset_requests(), .set_table_config(...),
                                    .set_config(...), .token(), .request(...),
-                                   .stop()
+                                   .stop(); .fault(..., action="interpose",
+                                   commits=[...]) is a concurrent writer
+  Table readers, oracles and planting for the maintenance operations
+  (snapshot expiry, orphan cleanup, manifest rewrite) are in opsworld.py.
   ThrowawayPostgres()              a private PostgreSQL 15 cluster for use
                                    until test/conftest.py's `pg` fixture is
                                    available; .dsn(dbname), .psql(sql, dbname),
@@ -201,6 +206,20 @@ class S3Server:
     def create_bucket(self, name):
         self.client().create_bucket(name)
 
+    def object_file(self, bucket, key):
+        """The file s3rver keeps the object's bytes in (its filesystem
+        store: DIR/BUCKET/KEY-DIRS/NAME._S3rver_object)."""
+        parts = key.split("/")
+        return os.path.join(self.directory, bucket, *parts[:-1],
+                            "%s._S3rver_object" % parts[-1])
+
+    def set_mtime(self, bucket, key, when):
+        """Make the object's LastModified `when` (a Unix time; s3rver reports
+        the backing file's mtime, to the second, in HEAD, GET and listings).
+        Raises FileNotFoundError for a missing object."""
+        path = self.object_file(bucket, key)
+        os.utime(path, (when, when))
+
     def stop(self):
         self.child.stop()
         if self._own_dir:
@@ -341,13 +360,22 @@ class CatalogServer:
 
     def fault(self, path_regex, action="status", count=1, method=None, status=503,
               seconds=5, body=None, headers=None, at="request", body_repeat=None,
-              encoding=None):
+              encoding=None, commits=None, table=None):
         """Arm a fault for the next `count` requests matching method and
         path_regex (see server.py); returns its id.  body_repeat is a dict
         (head, unit, count, tail) the server builds a large body from;
-        encoding="gzip" compresses the body."""
+        encoding="gzip" compresses the body.  action="interpose" with
+        commits=[{"requirements": [...], "updates": [...]}, ...] applies
+        those commits to the table first (a concurrent writer; table =
+        (namespace, name) when the matched path names no table)."""
         spec = {"match": {"path_regex": path_regex}, "count": count, "action": action,
                 "status": status, "seconds": seconds, "at": at}
+        if commits is not None:
+            spec["commits"] = commits
+        if table is not None:
+            ns, name = table
+            spec["table"] = {"namespace": [ns] if isinstance(ns, str) else list(ns),
+                             "name": name}
         if method:
             spec["match"]["method"] = method
         if body is not None:

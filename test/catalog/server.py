@@ -32,7 +32,7 @@ without a prefix are accepted too):
 Test-only admin endpoints (outside /v1; open unless --admin-token is given,
 then they need the header "X-Admin-Token: TOKEN"):
   POST   /admin/faults    {"match": {"method": "GET", "path_regex": "..."},
-                           "count": N, "action": "status|hang|late|malformed|close",
+                           "count": N, "action": "status|hang|late|malformed|close|interpose",
                            "status": 503, "seconds": 5, "body": "...",
                            "body_repeat": {"head": "", "unit": "x", "count": n,
                                            "tail": ""},
@@ -52,6 +52,20 @@ then they need the header "X-Admin-Token: TOKEN"):
                           "at": "pointer-swap" (hang only) fires inside a
                           commit, after the new metadata file is written and
                           before the compare-and-swap UPDATE.
+                          interpose: {"commits": [{"requirements": [...],
+                          "updates": [...]}, ...], "table": {"namespace":
+                          [...], "name": "t"}}: a deterministic concurrent
+                          writer.  When a matching request arrives, each
+                          commit is first applied to the table (the one the
+                          request's path names, or "table"), exactly as a
+                          POST to that table would be, then the request is
+                          served normally.  A commit request that asserts
+                          the ref the interposed commit moved
+                          (assert-ref-snapshot-id) then fails with 409
+                          CommitFailedException.  Each interposed commit is
+                          logged as a request of its own (method POST, the
+                          table's path, its status, fault "interposed")
+                          just before the request it preceded.
   GET    /admin/faults    the armed faults
   DELETE /admin/faults    disarm all
   GET    /admin/requests  {"requests": [...], "counts": {"METHOD path": {"status": n}}}
@@ -398,7 +412,7 @@ class Faults:
 
     def add(self, spec):
         action = spec.get("action", "status")
-        if action not in ("status", "hang", "late", "malformed", "close"):
+        if action not in ("status", "hang", "late", "malformed", "close", "interpose"):
             raise bad_request("unknown fault action %r" % action)
         rep = spec.get("body_repeat")
         if rep is not None and (not isinstance(rep, dict) or
@@ -407,6 +421,17 @@ class Faults:
             raise bad_request("body_repeat needs a string unit and a count >= 0")
         if spec.get("encoding") not in (None, "gzip"):
             raise bad_request("fault encoding must be gzip")
+        commits = spec.get("commits")
+        if action == "interpose":
+            if (not isinstance(commits, list) or not commits or
+                    not all(isinstance(c, dict) and isinstance(c.get("updates"), list)
+                            for c in commits)):
+                raise bad_request("an interpose fault needs commits: a list of "
+                                  "{requirements, updates} objects")
+            tbl = spec.get("table")
+            if tbl is not None and (not isinstance(tbl, dict) or not tbl.get("name")
+                                    or not isinstance(tbl.get("namespace"), list)):
+                raise bad_request("interpose table must be {namespace: [...], name: ...}")
         match = spec.get("match") or {}
         item = {
             "id": self.next_id,
@@ -421,6 +446,8 @@ class Faults:
             "encoding": spec.get("encoding"),
             "headers": spec.get("headers") or {},
             "at": spec.get("at") or "request",
+            "commits": commits if action == "interpose" else None,
+            "table": spec.get("table") if action == "interpose" else None,
         }
         if item["at"] not in ("request", "pointer-swap"):
             raise bad_request("fault 'at' must be request or pointer-swap")
@@ -1043,6 +1070,9 @@ class Handler(BaseHTTPRequestHandler):
         if f["action"] == "late":
             self._late = f["seconds"]
             return False
+        if f["action"] == "interpose":
+            self._interpose(f)
+            return False
         if f["action"] == "malformed":
             body = f["body"] if f["body"] is not None else '{"metadata": {"format-version": 2, "table-uuid": '
             data, headers = self._fault_body(f, body)
@@ -1056,6 +1086,31 @@ class Handler(BaseHTTPRequestHandler):
         data, headers = self._fault_body(f, body)
         self._send(f["status"], data, headers)
         return True
+
+    def _interpose(self, f):
+        """An interpose fault: apply its commits to the table first (a
+        concurrent writer that wins the race), each logged as a request."""
+        cat = self.server.catalog
+        path = urllib.parse.urlsplit(self.path).path
+        if f.get("table"):
+            levels, name = f["table"]["namespace"], f["table"]["name"]
+            tpath = "/v1/%s/namespaces/%s/tables/%s" % (
+                cat.name, urllib.parse.quote(cat.separator.join(levels)),
+                urllib.parse.quote(name))
+        else:
+            segs = [urllib.parse.unquote(s) for s in path[4:].split("/")]
+            if segs and segs[0] == cat.name:
+                segs = segs[1:]
+            if len(segs) < 4 or segs[0] != "namespaces" or segs[2] != "tables":
+                raise bad_request("an interpose fault matched %s, which names no table; "
+                                  "give the fault a table" % path)
+            levels, name, tpath = cat.parse_namespace(segs[1]), segs[3], path
+        for body in f["commits"]:
+            try:
+                status = cat.commit_table(levels, name, body)[0]
+            except CatalogError as e:
+                status = e.status
+            self.server.log.add("POST", tpath, "", status, "interposed", {})
 
     @staticmethod
     def _fault_body(f, body):

@@ -215,6 +215,11 @@ class S3Client:
 
     def list(self, bucket, prefix=""):
         """Return every key under prefix (ListObjectsV2, all pages)."""
+        return [k for k, _, _ in self.list_objects(bucket, prefix)]
+
+    def list_objects(self, bucket, prefix=""):
+        """Every object under prefix as (key, size, LastModified as a Unix
+        time), ListObjectsV2, all pages."""
         keys = []
         token = None
         while True:
@@ -227,7 +232,14 @@ class S3Client:
             root = ET.fromstring(body)
             ns = root.tag[:root.tag.index("}") + 1] if root.tag.startswith("{") else ""
             for c in root.findall(ns + "Contents"):
-                keys.append(c.find(ns + "Key").text)
+                size = c.find(ns + "Size")
+                lm = c.find(ns + "LastModified")
+                when = None
+                if lm is not None and lm.text:
+                    when = datetime.datetime.fromisoformat(
+                        lm.text.replace("Z", "+00:00")).timestamp()
+                keys.append((c.find(ns + "Key").text,
+                             int(size.text) if size is not None else None, when))
             trunc = root.find(ns + "IsTruncated")
             if trunc is not None and trunc.text == "true":
                 token = root.find(ns + "NextContinuationToken").text

@@ -2,7 +2,7 @@
 // JavaScript reader) and print what it found, as JSON.
 //
 //   node test/node/icebird_count.mjs --metadata URI [--s3-endpoint URL]
-//        [--file-root DIR] [--read-rows]
+//        [--file-root DIR] [--read-rows] [--list-files]
 //
 // URI is the table's metadata JSON (file:///..., /abs, s3://, s3a://).
 // icebird fetches everything with fetch(); this script installs a fetch that
@@ -16,7 +16,9 @@
 // icebergManifests(), which walks the current snapshot's manifest list and
 // manifests.  Output: manifests, live data / position-delete / equality-
 // delete entries, deleted entries, the live data files' record total and,
-// with --read-rows, the row count icebergRead() returns (needs real Parquet).
+// with --read-rows, the row count icebergRead() returns (needs real Parquet);
+// with --list-files, "files": every live entry as {path, content, records,
+// size} (content 0 data, 1 position deletes, 2 equality deletes).
 
 import { readFileSync, statSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
@@ -24,13 +26,14 @@ import path from 'node:path'
 import { icebergManifests, icebergRead } from 'icebird'
 
 function parseArgs(argv) {
-  const out = { readRows: false }
+  const out = { readRows: false, listFiles: false }
   for (let i = 2; i < argv.length; i++) {
     const a = argv[i]
     if (a === '--metadata') out.metadata = argv[++i]
     else if (a === '--s3-endpoint') out.s3 = argv[++i].replace(/\/$/, '')
     else if (a === '--file-root') out.fileRoot = argv[++i]
     else if (a === '--read-rows') out.readRows = true
+    else if (a === '--list-files') out.listFiles = true
     else throw new Error(`unknown argument ${a}`)
   }
   if (!out.metadata) throw new Error('--metadata is required')
@@ -112,10 +115,16 @@ async function main() {
     deleted_entries: 0,
     records: 0,
   }
+  if (args.listFiles) out.files = []
   for (const { entries } of manifests) {
     for (const e of entries) {
       if (e.status === 2) { out.deleted_entries++; continue }
       const content = Number(e.data_file.content ?? 0)
+      if (out.files) {
+        out.files.push({ path: e.data_file.file_path, content,
+          records: Number(e.data_file.record_count),
+          size: Number(e.data_file.file_size_in_bytes) })
+      }
       if (content === 0) {
         out.data_files++
         out.records += Number(e.data_file.record_count)
