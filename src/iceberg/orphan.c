@@ -22,11 +22,14 @@
 
 #define PREFIX_SEED UINT64_C(0x5bd1e9955bd1e995)
 
+/* Laid out as two uint64 (iceberg_sort_u64_pairs sorts them in place). */
 typedef struct Pair
 {
 	uint64_t	path;
 	uint64_t	prefix;
 } Pair;
+
+typedef char pair_is_two_uint64[sizeof(Pair) == 2 * sizeof(uint64_t) ? 1 : -1];
 
 /* One name of a mapping key (keys are comma-separated lists). */
 typedef struct Alias
@@ -68,7 +71,7 @@ compact(IcebergValidSet *vs)
 
 	if (vs->n < 2)
 		return;
-	qsort(vs->v, vs->n, sizeof(Pair), cmp_pair);
+	iceberg_sort_u64_pairs(&vs->v[0].path, vs->n);
 	for (i = 0; i < vs->n; i++)
 		if (w == 0 || cmp_pair(&vs->v[w - 1], &vs->v[i]) != 0)
 			vs->v[w++] = vs->v[i];

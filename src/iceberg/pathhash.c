@@ -33,13 +33,106 @@ iceberg_path_hash(const void *data, size_t len, uint64_t seed)
 	return h;
 }
 
-static int
-cmp_u64(const void *a, const void *b)
+/*
+ * In-place heapsort: glibc's qsort is a merge sort that mallocs a copy of
+ * the array, which would double the peak memory these sets exist to keep
+ * small.
+ */
+static void
+sift_down(uint64_t *v, size_t start, size_t n)
 {
-	uint64_t	x = *(const uint64_t *) a;
-	uint64_t	y = *(const uint64_t *) b;
+	size_t		root = start;
 
-	return x < y ? -1 : x > y;
+	for (;;)
+	{
+		size_t		child = 2 * root + 1;
+		uint64_t	t;
+
+		if (child >= n)
+			return;
+		if (child + 1 < n && v[child + 1] > v[child])
+			child++;
+		if (v[root] >= v[child])
+			return;
+		t = v[root];
+		v[root] = v[child];
+		v[child] = t;
+		root = child;
+	}
+}
+
+void
+iceberg_sort_u64(uint64_t *v, size_t n)
+{
+	size_t		i;
+
+	if (n < 2)
+		return;
+	for (i = n / 2; i-- > 0;)
+		sift_down(v, i, n);
+	for (i = n - 1; i > 0; i--)
+	{
+		uint64_t	t = v[0];
+
+		v[0] = v[i];
+		v[i] = t;
+		sift_down(v, 0, i);
+	}
+}
+
+/* The same for pairs, ordered by (a[0], a[1]). */
+static bool
+pair_less(const uint64_t *x, const uint64_t *y)
+{
+	return x[0] < y[0] || (x[0] == y[0] && x[1] < y[1]);
+}
+
+static void
+pair_swap(uint64_t *x, uint64_t *y)
+{
+	uint64_t	t0 = x[0],
+				t1 = x[1];
+
+	x[0] = y[0];
+	x[1] = y[1];
+	y[0] = t0;
+	y[1] = t1;
+}
+
+static void
+sift_down_pairs(uint64_t *v, size_t start, size_t n)
+{
+	size_t		root = start;
+
+	for (;;)
+	{
+		size_t		child = 2 * root + 1;
+
+		if (child >= n)
+			return;
+		if (child + 1 < n && pair_less(&v[2 * child], &v[2 * (child + 1)]))
+			child++;
+		if (!pair_less(&v[2 * root], &v[2 * child]))
+			return;
+		pair_swap(&v[2 * root], &v[2 * child]);
+		root = child;
+	}
+}
+
+void
+iceberg_sort_u64_pairs(uint64_t *v, size_t n)
+{
+	size_t		i;
+
+	if (n < 2)
+		return;
+	for (i = n / 2; i-- > 0;)
+		sift_down_pairs(v, i, n);
+	for (i = n - 1; i > 0; i--)
+	{
+		pair_swap(&v[0], &v[2 * i]);
+		sift_down_pairs(v, 0, i);
+	}
 }
 
 /* Sort and deduplicate a->v[0..n). */
@@ -51,7 +144,7 @@ compact(IcebergHashArray *a)
 
 	if (a->n < 2)
 		return;
-	qsort(a->v, a->n, sizeof(uint64_t), cmp_u64);
+	iceberg_sort_u64(a->v, a->n);
 	for (i = 0; i < a->n; i++)
 		if (w == 0 || a->v[w - 1] != a->v[i])
 			a->v[w++] = a->v[i];

@@ -27,12 +27,19 @@
 extern uint64_t iceberg_path_hash(const void *data, size_t len, uint64_t seed);
 
 /*
+ * In-place sorts (heapsort: no allocation, unlike glibc's qsort, which
+ * copies the array): n uint64 values, or n pairs of uint64 stored as
+ * v[2i], v[2i+1] and ordered by both.
+ */
+extern void iceberg_sort_u64(uint64_t *v, size_t n);
+extern void iceberg_sort_u64_pairs(uint64_t *v, size_t n);
+
+/*
  * A set of uint64 built by appending, then sealed (sorted, deduplicated)
  * and probed by binary search.  Before it grows, the array is sorted and
  * deduplicated in place, and it only grows (by half) when that leaves it
  * more than two-thirds full: memory stays within 12 bytes per distinct
- * member (plus 8 while realloc copies, which glibc avoids for large
- * blocks with mremap).
+ * member (realloc of a large block is an mremap in glibc, not a copy).
  */
 typedef struct IcebergHashArray
 {

@@ -32,6 +32,7 @@
 #include "iceberg/expire.h"
 #include "iceberg/iceberg.h"
 #include "iceberg/orphan.h"
+#include "iceberg/pathhash.h"
 #include "io/io.h"
 
 static int	npassed;
@@ -1550,6 +1551,84 @@ test_commit(void)
 }
 
 /* ------------------------------------------------------------------------
+ * The hash sets and in-place sorts under both
+ * ------------------------------------------------------------------------
+ */
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+test_hash_sets(void)
+{
+	unsigned	seed = 5;
+	size_t		sizes[] = {0, 1, 2, 3, 10, 1000, 5001};
+	size_t		k,
+				i;
+	int			bad = 0;
+	IcebergHashArray a = {0};
+	IcebergHashTable t = {0};
+	IcebergError err;
+
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+	{
+		size_t		n = sizes[k];
+		uint64_t   *v = malloc(sizeof(uint64_t) * 2 * (n + 1));
+		uint64_t   *w = malloc(sizeof(uint64_t) * 2 * (n + 1));
+
+		for (i = 0; i < 2 * n; i++)
+			v[i] = w[i] = (uint64_t) (RND() % 50);	/* many duplicates */
+		iceberg_sort_u64(v, 2 * n);
+		qsort(w, 2 * n, sizeof(uint64_t), cmp_u64);
+		bad += 2 * n > 0 && memcmp(v, w, sizeof(uint64_t) * 2 * n) != 0;
+		iceberg_sort_u64_pairs(v, n);	/* already sorted as singles */
+		for (i = 1; i < n; i++)
+			bad += v[2 * i - 2] > v[2 * i] ||
+				(v[2 * i - 2] == v[2 * i] && v[2 * i - 1] > v[2 * i + 1]);
+		for (i = 0; i < 2 * n; i++)
+			v[i] = ((uint64_t) RND() << 40) ^ RND();
+		iceberg_sort_u64_pairs(v, n);
+		for (i = 1; i < n; i++)
+			bad += v[2 * i - 2] > v[2 * i] ||
+				(v[2 * i - 2] == v[2 * i] && v[2 * i - 1] > v[2 * i + 1]);
+		free(v);
+		free(w);
+	}
+	CHECK(bad == 0, "in-place sorts: %d misordered", bad);
+
+	/* 200,000 additions of 30,000 distinct values: compaction keeps it small */
+	for (i = 0, bad = 0; i < 200000; i++)
+	{
+		uint64_t	x = iceberg_path_hash(&(uint64_t) {i % 30000}, sizeof(uint64_t), 0);
+		bool		added;
+
+		if (!iceberg_hash_array_add(&a, x, &err) || !iceberg_hash_table_add(&t, x, &added, &err))
+			bad++;
+		bad += (i < 30000) != added;
+	}
+	iceberg_hash_array_seal(&a);
+	CHECK(bad == 0 && a.n == 30000 && t.count == 30000, "distinct members: %zu %zu", a.n, t.count);
+	CHECK(a.cap < 30000 * 2, "array capacity %zu for 30000 distinct of 200000 added", a.cap);
+	for (i = 0, bad = 0; i < 60000; i++)
+	{
+		uint64_t	x = iceberg_path_hash(&(uint64_t) {i}, sizeof(uint64_t), 0);
+
+		bad += iceberg_hash_array_has(&a, x) != (i < 30000);
+		bad += iceberg_hash_table_has(&t, x) != (i < 30000);
+	}
+	CHECK(bad == 0, "membership: %d wrong", bad);
+	CHECK(iceberg_path_hash("s3://b/x", 8, 0) != iceberg_path_hash("s3://b/y", 8, 0), "hash differs");
+	iceberg_hash_array_free(&a);
+	iceberg_hash_table_free(&t);
+}
+
+/* ------------------------------------------------------------------------
  * Robustness: mutated metadata never crashes
  * ------------------------------------------------------------------------
  */
@@ -1649,9 +1728,12 @@ count_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
 	return true;
 }
 
+/* One phase per process (EXPIRE_BENCH_PHASE=walk|expired|expired-most|valid), so that
+ * each peak RSS is that phase's own. */
 static int
 bench(const char *meta)
 {
+	const char *phase = getenv("EXPIRE_BENCH_PHASE");
 	IcebergFileIO io;
 	IcebergTableMetadata *md,
 			   *kept;
@@ -1665,6 +1747,8 @@ bench(const char *meta)
 				walk_kb,
 				vs_kb,
 				exp_kb;
+
+	(void) walk_kb;
 	int64_t		id;
 
 	iceberg_local_fileio(&io, NULL);
@@ -1674,6 +1758,12 @@ bench(const char *meta)
 		return 1;
 	}
 	base_kb = peak_rss_kb();
+	if (phase == NULL)
+		phase = "walk";
+	if (strcmp(phase, "expired") == 0 || strcmp(phase, "expired-most") == 0)
+		goto expired;
+	if (strcmp(phase, "valid") == 0)
+		goto valid;
 	/* the walk alone: its own footprint, for reference */
 	if (!iceberg_walk(&io, md, NULL, NULL, -1, ICEBERG_WALK_PURGE, count_cb, &nwalk, &err))
 	{
@@ -1681,24 +1771,46 @@ bench(const char *meta)
 		return 1;
 	}
 	walk_kb = peak_rss_kb();
-	printf("walk: %lld files reported, peak RSS %ld kB (after metadata %ld kB)\n",
+	printf("walk: %lld files reported, peak RSS %ld kB (after reading the metadata %ld kB)\n",
 		   (long long) nwalk, walk_kb, base_kb);
+	iceberg_metadata_free(md);
+	return 0;
+
+expired:
 
 	/* expire the first snapshot: the kept set holds every file of the rest */
 	memset(&p, 0, sizeof(p));
-	id = md->snapshots[0].snapshot_id;
-	p.nexpired = 1;
-	p.expired = &id;
+	if (strcmp(phase, "expired-most") == 0)
+	{
+		/* keep only the first snapshot: nearly every file streams */
+		int			k;
+
+		p.expired = malloc(sizeof(int64_t) * (size_t) md->nsnapshots);
+		for (k = 1; k < md->nsnapshots; k++)
+			p.expired[p.nexpired++] = md->snapshots[k].snapshot_id;
+	}
+	else
+	{
+		id = md->snapshots[0].snapshot_id;
+		p.nexpired = 1;
+		p.expired = &id;
+	}
 	kept = iceberg_metadata_without(md, &p, &err);
+	if (p.expired != &id)
+		free(p.expired);
 	if (!iceberg_expired_files(&io, md, kept, NULL, count_cb, &nstream, &err))
 	{
 		printf("expired files: %s\n", err.message);
 		return 1;
 	}
 	exp_kb = peak_rss_kb();
-	printf("expired files (kept set of all files): %lld streamed, peak RSS %ld kB (+%ld kB over the walk)\n",
-		   (long long) nstream, exp_kb, exp_kb - walk_kb);
+	printf("expired files (%s): %lld streamed, peak RSS %ld kB (after reading the metadata %ld kB)\n",
+		   phase, (long long) nstream, exp_kb, base_kb);
 	iceberg_metadata_free(kept);
+	iceberg_metadata_free(md);
+	return 0;
+
+valid:
 
 	memset(&oo, 0, sizeof(oo));
 	vs = iceberg_valid_set_new(&oo);
@@ -1709,10 +1821,10 @@ bench(const char *meta)
 		return 1;
 	}
 	vs_kb = peak_rss_kb();
-	printf("valid set: %lld files, %lld bytes allocated (%.1f bytes/file), peak RSS %ld kB (+%ld kB over the previous peak)\n",
+	printf("valid set: %lld files, %lld bytes allocated (%.1f bytes/file), peak RSS %ld kB (after reading the metadata %ld kB)\n",
 		   (long long) iceberg_valid_set_count(vs), (long long) iceberg_valid_set_bytes(vs),
 		   (double) iceberg_valid_set_bytes(vs) / (double) iceberg_valid_set_count(vs),
-		   vs_kb, vs_kb - exp_kb);
+		   vs_kb, base_kb);
 	iceberg_valid_set_free(vs);
 	iceberg_metadata_free(md);
 	return 0;
@@ -1738,6 +1850,7 @@ main(void)
 	test_expired_synth();
 	test_valid_set();
 	test_commit();
+	test_hash_sets();
 	test_robustness();
 
 	printf("%d passed, %d failed\n", npassed, nfailed);
