@@ -947,6 +947,79 @@ test_expired_fixtures(void)
 		CHECK(false, "read java: %s", err.message);
 }
 
+/* Every fixture table: expire each snapshot alone, and all but the current. */
+static void
+test_expired_all_fixtures(void)
+{
+	static const struct
+	{
+		const char *folder;
+		const char *prefix;
+		const char *meta;
+	}			t[] = {
+		{"spark-v2-mor-posdeletes", "s3a://hyperparam-iceberg/spark/bunnies", "metadata/v5.metadata.json"},
+		{"spark-v2-partitioned-bucket-identity", "s3a://hyperparam-iceberg/spark/rename_column", "metadata/v3.metadata.json"},
+		{"java-v2-partitioned-eqdeletes", "data/persistent/equality_deletes/warehouse/mydb/mytable_partitioned", "metadata/v6.metadata.json"},
+		{"pyiceberg-v1-overwrite", "data/persistent/iceberg_v1_repro/repro/merch_v1", "metadata/00003-8d01e4aa-d143-49c9-898e-b5e477577b70.metadata.json"},
+		{"pyiceberg-v2-partitioned-nullcodec", "file://data/persistent/map_stats/default.db/map_stats", "metadata/00002-0e059d4b-e5e8-41af-a763-76cbf3a3d0bc.metadata.json"},
+		{"spark-v1-gzip-metadata", "lineitem_iceberg_gz", "metadata/v2.gz.metadata.json"},
+		{"spark-v1-legacy-manifests-field", "data/persistent/iceberg_v1_deprecated/default/legacy_v1", "metadata/v2.metadata.json"},
+	};
+	size_t		k;
+
+	for (k = 0; k < sizeof(t) / sizeof(t[0]); k++)
+	{
+		IcebergLocalFS fs;
+		IcebergFileIO io;
+		IcebergTableMetadata *md,
+				   *kept;
+		IcebergExpirePlan p;
+		IcebergError err;
+		char		folder[1024];
+		char		path[1200];
+		char		name[160];
+		int64_t    *ids;
+		int			a;
+
+		snprintf(folder, sizeof(folder), "%s/%s", fixtures, t[k].folder);
+		memset(&fs, 0, sizeof(fs));
+		fs.nmaps = 1;
+		fs.maps[0].from = t[k].prefix;
+		fs.maps[0].to = folder;
+		iceberg_local_fileio(&io, &fs);
+		snprintf(path, sizeof(path), "%s/%s", folder, t[k].meta);
+		if (!iceberg_metadata_read(&io, path, &md, &err))
+		{
+			CHECK(false, "read %s: %s", t[k].folder, err.message);
+			continue;
+		}
+		ids = malloc(sizeof(int64_t) * (size_t) (md->nsnapshots + 1));
+		for (a = 0; a < md->nsnapshots; a++)
+		{
+			memset(&p, 0, sizeof(p));
+			ids[0] = md->snapshots[a].snapshot_id;
+			p.nexpired = 1;
+			p.expired = ids;
+			kept = iceberg_metadata_without(md, &p, &err);
+			snprintf(name, sizeof(name), "%s: expire snapshot %d", t[k].folder, a);
+			check_expired(name, &io, md, kept, "/fixroot", NULL);
+			iceberg_metadata_free(kept);
+		}
+		memset(&p, 0, sizeof(p));
+		for (a = 0; a < md->nsnapshots; a++)
+			if (md->snapshots[a].snapshot_id != md->current_snapshot_id)
+				ids[p.nexpired++] = md->snapshots[a].snapshot_id;
+		p.expired = ids;
+		kept = iceberg_metadata_without(md, &p, &err);
+		snprintf(name, sizeof(name), "%s: keep the current snapshot only", t[k].folder);
+		CHECK(kept != NULL && kept->nsnapshots == 1, "%s: one snapshot left", t[k].folder);
+		check_expired(name, &io, md, kept, "/fixroot", NULL);
+		iceberg_metadata_free(kept);
+		free(ids);
+		iceberg_metadata_free(md);
+	}
+}
+
 /* ------------------------------------------------------------------------
  * Synthetic tables (test/fixtures/synth.py)
  * ------------------------------------------------------------------------
@@ -1847,6 +1920,7 @@ main(void)
 	test_plan_refs();
 	test_plan_random();
 	test_expired_fixtures();
+	test_expired_all_fixtures();
 	test_expired_synth();
 	test_valid_set();
 	test_commit();
