@@ -62,7 +62,10 @@ typedef enum IcebergErrorCode
 	ICEBERG_ERR_LIMIT,			/* a size or count limit was exceeded */
 	ICEBERG_ERR_OUT_OF_MEMORY,	/* malloc failed */
 	ICEBERG_ERR_CANCELLED,		/* interrupted() or a callback asked to stop */
-	ICEBERG_ERR_INVALID_ARGUMENT	/* the caller passed something wrong */
+	ICEBERG_ERR_INVALID_ARGUMENT,	/* the caller passed something wrong */
+	ICEBERG_ERR_CONFLICT		/* the table moved on since the caller's plan
+								 * (rewrite: the current snapshot is not the
+								 * planned base): plan again */
 } IcebergErrorCode;
 
 /*
