@@ -616,7 +616,7 @@ put_meta(IcebergBuf *b, const char *key, const char *value)
 /* See avro_write.h. */
 bool
 iceberg_avro_writer_create(const char *schema_json, const IcebergKeyValue *meta,
-						   int nmeta, int codec, int64_t max_json_bytes,
+						   int nmeta, int codec, int level, int64_t max_json_bytes,
 						   IcebergAvroWriter **out, IcebergError *err)
 {
 	IcebergAvroWriter *w;
@@ -671,7 +671,7 @@ iceberg_avro_writer_create(const char *schema_json, const IcebergKeyValue *meta,
 	}
 	if (codec == ICEBERG_AVRO_WRITE_DEFLATE)
 	{
-		if (deflateInit2(&w->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8,
+		if (deflateInit2(&w->zs, level >= 0 && level <= 9 ? level : Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8,
 						 Z_DEFAULT_STRATEGY) != Z_OK)
 		{
 			iceberg_avro_writer_free(w);

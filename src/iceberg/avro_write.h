@@ -80,12 +80,14 @@ typedef struct IcebergAvroWriter IcebergAvroWriter;
 /*
  * Compiles schema_json (a record schema) and writes the header with
  * avro.schema = schema_json, avro.codec, and meta[0..nmeta) (keys
- * starting with "avro." are skipped).  max_json_bytes bounds the schema
- * parse (0: io's default).
+ * starting with "avro." are skipped).  level: the deflate level 0-9, -1
+ * for zlib's default (6, as Avro's Java writer).  max_json_bytes bounds
+ * the schema parse (0: io's default).
  */
 extern bool iceberg_avro_writer_create(const char *schema_json,
 									   const IcebergKeyValue *meta, int nmeta,
-									   int codec, int64_t max_json_bytes,
+									   int codec, int level,
+									   int64_t max_json_bytes,
 									   IcebergAvroWriter **out,
 									   IcebergError *err);
 

@@ -978,6 +978,8 @@ typedef struct Exec
 	char		dir[2048];
 	int64_t		snapshot_id;
 	int64_t		seq;
+	int			codec;			/* ICEBERG_AVRO_WRITE_* */
+	int			level;			/* deflate level, -1: default */
 
 	/* new manifests */
 	NewManifest *news;
@@ -1099,7 +1101,7 @@ write_object(Exec *x, const char *path, const uint8_t *data, size_t len)
 static bool
 out_start(Exec *x)
 {
-	if (!iceberg_avro_writer_create(x->schema, x->meta, x->nmeta, ICEBERG_AVRO_WRITE_DEFLATE,
+	if (!iceberg_avro_writer_create(x->schema, x->meta, x->nmeta, x->codec, x->level,
 									x->lim.max_json_bytes, &x->w, x->err))
 		return false;
 	x->out_files = 0;
@@ -1629,7 +1631,7 @@ write_list(Exec *x, char **path_out)
 		goto done;
 	}
 	if (!iceberg_avro_writer_create(iceberg_manifest_list_header(lr, "avro.schema"),
-									meta, nmeta, ICEBERG_AVRO_WRITE_DEFLATE,
+									meta, nmeta, x->codec, x->level,
 									x->lim.max_json_bytes, &lw, x->err))
 		goto done;
 	for (i = 0; i < x->nnews; i++)
@@ -1706,6 +1708,24 @@ fill_summary(Exec *x, const IcebergSnapshot *parent)
 					parent->summary[i].value, true, x->err))
 			return false;
 	return true;
+}
+
+/*
+ * The Avro codec of the files written, from the table properties that
+ * Iceberg's writers honour: write.avro.compression-codec "uncompressed"
+ * gives null, anything else deflate ("gzip", the default; snappy and zstd
+ * are not written here); write.avro.compression-level 0-9, else zlib's
+ * default.
+ */
+static void
+codec_from_properties(const IcebergTableMetadata *md, int *codec, int *level)
+{
+	const char *c = iceberg_metadata_property(md, "write.avro.compression-codec");
+	const char *l = iceberg_metadata_property(md, "write.avro.compression-level");
+
+	*codec = (c != NULL && strcmp(c, "uncompressed") == 0)
+		? ICEBERG_AVRO_WRITE_NULL : ICEBERG_AVRO_WRITE_DEFLATE;
+	*level = (l != NULL && l[0] >= '0' && l[0] <= '9' && l[1] == '\0') ? l[0] - '0' : -1;
 }
 
 /* A random v4 UUID in text form. */
@@ -1785,6 +1805,7 @@ iceberg_rewrite_execute(const IcebergFileIO *io, const IcebergWriter *w,
 	iceberg_effective_limits(io->limits, &x.lim);
 	x.snapshot_id = new_snapshot_id;
 	x.seq = md->format_version >= 2 ? md->last_sequence_number + 1 : 0;
+	codec_from_properties(md, &x.codec, &x.level);
 	dl = strlen(md->location);
 	while (dl > 0 && md->location[dl - 1] == '/')
 		dl--;

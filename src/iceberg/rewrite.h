@@ -32,7 +32,9 @@
  *	  correct, only less well clustered);
  *	- output manifests roll at the target size (bytes written so far plus
  *	  the pending uncompressed block); their writer schema and header
- *	  metadata are those of the group's first manifest; codec deflate;
+ *	  metadata are those of the group's first manifest; codec deflate
+ *	  (null when write.avro.compression-codec is "uncompressed"; level
+ *	  write.avro.compression-level, else zlib's default 6);
  *	- the new manifest list has the base list's writer schema and header
  *	  (snapshot-id, parent-snapshot-id, sequence-number updated): the new
  *	  manifests first, then the kept records copied byte for byte.  New

@@ -732,7 +732,7 @@ test_small_things(void)
 		"{\"name\":\"c\",\"type\":{\"type\":\"array\",\"items\":\"long\"},\"field-id\":3}]}";
 	IcebergAvroWValue items[2];
 
-	CHECK(iceberg_avro_writer_create(schema, NULL, 0, ICEBERG_AVRO_WRITE_DEFLATE, 0, &aw, &err),
+	CHECK(iceberg_avro_writer_create(schema, NULL, 0, ICEBERG_AVRO_WRITE_DEFLATE, -1, 0, &aw, &err),
 		  "writer create: %s", err.message);
 	if (aw == NULL)
 		return;
@@ -777,9 +777,9 @@ test_small_things(void)
 	}
 	iceberg_avro_writer_free(aw);
 	CHECK(!iceberg_avro_writer_create("{\"type\":\"record\",\"fields\":[{\"name\":\"a\",\"type\":\"nope\"}],\"name\":\"x\"}",
-									  NULL, 0, 0, 0, &aw, &err) && err.code == ICEBERG_ERR_MALFORMED,
+									  NULL, 0, 0, -1, 0, &aw, &err) && err.code == ICEBERG_ERR_MALFORMED,
 		  "bad schema refused");
-	CHECK(!iceberg_avro_writer_create("[1,", NULL, 0, 0, 0, &aw, &err), "bad json refused");
+	CHECK(!iceberg_avro_writer_create("[1,", NULL, 0, 0, -1, 0, &aw, &err), "bad json refused");
 
 	/* an empty table: nothing to do */
 	{
