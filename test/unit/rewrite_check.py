@@ -17,6 +17,7 @@ checks, exiting 1 with a reason on the first failure:
   - the partition summaries of new manifests are exact: contains_null,
     contains_nan, and lower/upper bounds decoded from Iceberg's
     single-value serialization equal the min/max of the entries' values.
+With REWRITE_CHECK_SUMMARIES set, a new manifest without summaries fails.
 Paths starting with PREFIX are read below FOLDER; "file://" is stripped.
 Prints "ok <live entries> <new manifests> <kept manifests>".
 """
@@ -85,7 +86,7 @@ def live_entries(list_path):
                 fseq = mseq
             if fv == 1:
                 seq, fseq = seq or 0, fseq or 0
-            out.append((m, schema, e, (snap, seq, fseq, canon(e["data_file"]))))
+            out.append((m, schema, e, (snap, repr(seq), repr(fseq), canon(e["data_file"]))))
     return recs, out
 
 
@@ -171,6 +172,8 @@ for m in new_manifests:
     if fv >= 2 and ents and m["min_sequence_number"] != min(e["sequence_number"] for e in ents):
         fail("min_sequence_number")
     if m.get("partitions") is None:
+        if os.environ.get("REWRITE_CHECK_SUMMARIES"):
+            fail("a new manifest without partition summaries")
         continue
     types = partition_types(schema)
     if len(types) != len(m["partitions"]):

@@ -302,6 +302,8 @@ typedef struct Expect
 	int			kept;			/* -1: no check */
 	bool		check_roll;		/* new manifests near the target */
 	bool		expect_chunks;	/* budget smaller than the entries */
+	bool		summaries;		/* new manifests must have partition
+								 * summaries */
 } Expect;
 
 static bool
@@ -421,8 +423,8 @@ rewrite_and_check(Table *t, const char *label, const Expect *ex)
 
 	/* the independent reader */
 	snprintf(cmd, sizeof(cmd),
-			 "/usr/bin/python3 test/unit/rewrite_check.py '%s' '%s' %" PRId64 " %d '%s' '%s'",
-			 cur->manifest_list, res.snapshot.manifest_list, id, t->md->format_version,
+			 "%s/usr/bin/python3 test/unit/rewrite_check.py '%s' '%s' %" PRId64 " %d '%s' '%s'",
+			 ex->summaries ? "REWRITE_CHECK_SUMMARIES=1 " : "", cur->manifest_list, res.snapshot.manifest_list, id, t->md->format_version,
 			 t->prefix[0] ? t->prefix : "-", t->folder);
 	CHECK(run(cmd) == 0, "%s: independent reader: %s", label, cmd);
 	printf("  %s: %" PRId64 " entries rewritten into %" PRId64 " manifests (%" PRId64 " chunks, peak %" PRId64 " bytes)\n",
@@ -509,6 +511,7 @@ test_thousand(void)
 	ex.max_new = 2;
 	ex.min_new = 1;
 	ex.kept = 1;				/* the lone delete manifest */
+	ex.summaries = true;
 	rewrite_and_check(&t, "1000 manifests", &ex);
 
 	/* again with a small target: the outputs roll */
@@ -569,6 +572,40 @@ test_budget(void)
 	ex.kept = 0;
 	ex.expect_chunks = true;
 	rewrite_and_check(&t, "20,000 entries in a 256 KiB budget", &ex);
+	table_free(&t);
+}
+
+/*
+ * Every partition type the summaries support (rewrite_types.py), nulls,
+ * NaN, -0.0, negative decimals; two v1-schema manifests in the v2 table
+ * must be kept.
+ */
+static void
+test_types(void)
+{
+	Table		t;
+	Expect		ex;
+	char		cmd[1200];
+
+	memset(&t, 0, sizeof(t));
+	snprintf(t.folder, sizeof(t.folder), "%s/types", tmproot);
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 test/unit/rewrite_types.py '%s' > /dev/null",
+			 t.folder);
+	if (run(cmd) != 0)
+	{
+		CHECK(false, "rewrite_types.py");
+		return;
+	}
+	snprintf(t.mdpath, sizeof(t.mdpath), "%s/metadata/v1.metadata.json", t.folder);
+	if (!table_load(&t))
+		return;
+	memset(&ex, 0, sizeof(ex));
+	ex.min_replaced = 12;
+	ex.max_new = 1;
+	ex.min_new = 1;
+	ex.kept = 2;
+	ex.summaries = true;
+	rewrite_and_check(&t, "typed partitions", &ex);
 	table_free(&t);
 }
 
@@ -818,6 +855,7 @@ main(void)
 	test_thousand();
 	test_v1_and_unpartitioned();
 	test_budget();
+	test_types();
 	test_failures();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmproot);
 	if (nfailed == 0)
