@@ -474,8 +474,30 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
 					out->present = true;
 					return true;
 				}
+			case ICEBERG_AVRO_SLOT_RAW:
+				break;			/* raw spans use raw_slot */
 		}
 		return false;
+	}
+
+	if (ICEBERG_UNLIKELY(n->raw_slot >= 0))
+	{
+		/* ICEBERG_AVRO_SLOT_RAW: record the span around the value */
+		const uint8_t *start = c->p;
+		IcebergAvroValue *out = &values[n->raw_slot];
+
+		if (n->type == AT_RECORD)
+		{
+			for (i = 0; i < n->nchildren; i++)
+				if (!decode_node(r, n->children[i], c, values, oom))
+					return false;
+		}
+		else if (!skip_node(n, c, r->coll_cap))
+			return false;
+		out->s = (const char *) start;
+		out->slen = (size_t) (c->p - start);
+		out->present = true;
+		return true;
 	}
 
 	switch (n->type)
@@ -528,6 +550,7 @@ iceberg_avro_reader_next(IcebergAvroReader *r, IcebergAvroValue *values,
 	for (i = 0; i < ICEBERG_AVRO_MAX_SLOTS; i++)
 		r->sofs[i] = r->iofs[i] = SIZE_MAX;
 	r->scratch.len = 0;
+	r->last_raw = r->cur.p;
 	if (!decode_node(r, r->root, &r->cur, values, &oom))
 	{
 		if (oom)
@@ -537,6 +560,7 @@ iceberg_avro_reader_next(IcebergAvroReader *r, IcebergAvroValue *values,
 		return -1;
 	}
 	r->left--;
+	r->last_raw_len = (size_t) (r->cur.p - r->last_raw);
 	/* resolve scratch offsets now that the buffer no longer moves */
 	for (i = 0; i < ICEBERG_AVRO_MAX_SLOTS; i++)
 	{
@@ -550,4 +574,13 @@ iceberg_avro_reader_next(IcebergAvroReader *r, IcebergAvroValue *values,
 			v->ints = (const int32_t *) (r->scratch.data + r->iofs[i]);
 	}
 	return 1;
+}
+
+/* See iceberg_internal.h. */
+void
+iceberg_avro_reader_last_raw(const IcebergAvroReader *r, const uint8_t **data,
+							 size_t *len)
+{
+	*data = r->last_raw;
+	*len = r->last_raw_len;
 }

@@ -223,6 +223,14 @@ iceberg_avro_reader_meta(const IcebergAvroReader *r, const char *key)
 	return NULL;
 }
 
+/* See iceberg_internal.h. */
+int
+iceberg_avro_reader_meta_all(const IcebergAvroReader *r, const IcebergKeyValue **kv)
+{
+	*kv = r->meta;
+	return r->nmeta;
+}
+
 /* The block codec the header's avro.codec names (absent or empty: null). */
 static bool
 select_codec(IcebergAvroReader *r, IcebergError *err)

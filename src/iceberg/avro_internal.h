@@ -80,6 +80,8 @@ typedef struct IcebergAvroPlanNode
 {
 	IcebergAvroType type;
 	int			slot;			/* >= 0: store the value here */
+	int			raw_slot;		/* >= 0: store the span of the value's
+								 * bytes here (ICEBERG_AVRO_SLOT_RAW) */
 	IcebergAvroSlotKind kind;	/* what to store (when slot >= 0) */
 	bool		wanted;			/* this subtree stores something */
 	int32_t		size;			/* fixed: byte size; enum: symbol count */
@@ -131,6 +133,8 @@ struct IcebergAvroReader
 	bool		zs_ready;
 	IcebergAvroCursor cur;
 	int64_t		left;			/* objects left in the block */
+	const uint8_t *last_raw;	/* span of the last record returned */
+	size_t		last_raw_len;
 	int64_t		nblocks;
 
 	/* per record scratch and slot string offsets */

@@ -80,6 +80,7 @@ new_node(Compiler *cc, IcebergAvroType t, int nchildren)
 	}
 	n->type = t;
 	n->slot = -1;
+	n->raw_slot = -1;
 	if (nchildren > 0)
 	{
 		n->children = calloc((size_t) nchildren, sizeof(IcebergAvroPlanNode *));
@@ -231,6 +232,8 @@ leaf_compatible(const IcebergAvroPlanNode *n, IcebergAvroSlotKind kind)
 			return n->type == AT_ARRAY;
 		case ICEBERG_AVRO_SLOT_PARTITION:
 			return n->type == AT_RECORD;
+		case ICEBERG_AVRO_SLOT_RAW:
+			return true;
 	}
 	return false;
 }
@@ -281,8 +284,9 @@ compile_record(Compiler *cc, json_t *def, const IcebergAvroTarget *targets,
 				match = t;
 		}
 		if (match != NULL && match->children != NULL)
-			child = compile(cc, json_object_get(f, "type"), NULL, match->children,
-							match->nchildren, depth + 1);
+			child = compile(cc, json_object_get(f, "type"),
+							match->kind == ICEBERG_AVRO_SLOT_RAW && match->slot >= 0 ? match : NULL,
+							match->children, match->nchildren, depth + 1);
 		else
 			child = compile(cc, json_object_get(f, "type"), match, NULL, 0,
 							depth + 1);
@@ -414,7 +418,7 @@ compile(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
 		{
 			if (!register_named(cc, schema))
 				return NULL;
-			if (leaf != NULL)
+			if (leaf != NULL && leaf->kind != ICEBERG_AVRO_SLOT_RAW)
 			{
 				/* a record stored whole (partition): children unwanted */
 				n = compile_record(cc, schema, NULL, 0, depth);
@@ -502,7 +506,13 @@ compile(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
 		return NULL;
 	}
 
-	if (leaf != NULL)
+	if (leaf != NULL && leaf->kind == ICEBERG_AVRO_SLOT_RAW)
+	{
+		/* a span is recorded around the value, decoded or skipped */
+		n->raw_slot = leaf->slot;
+		n->wanted = true;
+	}
+	else if (leaf != NULL)
 	{
 		if (!leaf_compatible(n, leaf->kind))
 		{

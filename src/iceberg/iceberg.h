@@ -62,7 +62,10 @@ typedef enum IcebergErrorCode
 	ICEBERG_ERR_LIMIT,			/* a size or count limit was exceeded */
 	ICEBERG_ERR_OUT_OF_MEMORY,	/* malloc failed */
 	ICEBERG_ERR_CANCELLED,		/* interrupted() or a callback asked to stop */
-	ICEBERG_ERR_INVALID_ARGUMENT	/* the caller passed something wrong */
+	ICEBERG_ERR_INVALID_ARGUMENT,	/* the caller passed something wrong */
+	ICEBERG_ERR_CONFLICT		/* the table moved on since the caller's plan
+								 * (rewrite: the current snapshot is not the
+								 * planned base): plan again */
 } IcebergErrorCode;
 
 /*
@@ -379,6 +382,15 @@ typedef struct IcebergManifestFile
 	int64_t		deleted_rows_count;
 	int32_t		npartition_summaries;	/* -1: null */
 	int64_t		first_row_id;	/* v3; -1: absent */
+
+	/*
+	 * The whole manifest_file record's encoded Avro bytes as they are in
+	 * the decoded block (in the list's writer schema, see
+	 * iceberg_manifest_list_header()), borrowed like the rest; NULL / 0
+	 * for an inline v1 list.
+	 */
+	const uint8_t *raw;
+	size_t		raw_len;
 } IcebergManifestFile;
 
 typedef struct IcebergManifestListReader IcebergManifestListReader;
@@ -410,6 +422,18 @@ extern int	iceberg_manifest_list_next(IcebergManifestListReader *r,
 
 /* Format version from the file header (or inferred from field ids). */
 extern int	iceberg_manifest_list_format_version(const IcebergManifestListReader *r);
+
+/*
+ * A header metadata value of the manifest list file (e.g. "avro.schema",
+ * the writer schema JSON; "format-version"), NUL-terminated, or NULL when
+ * absent or for an inline v1 list.  Valid until the reader is closed.
+ */
+extern const char *iceberg_manifest_list_header(const IcebergManifestListReader *r,
+												const char *key);
+
+/* Every header metadata entry; returns the count (0 for an inline list). */
+extern int	iceberg_manifest_list_header_all(const IcebergManifestListReader *r,
+											 const IcebergKeyValue **kv);
 
 /* Closes; NULL is fine. */
 extern void iceberg_manifest_list_close(IcebergManifestListReader *r);
@@ -463,10 +487,20 @@ typedef struct IcebergManifestEntry
 	int64_t		first_row_id;	/* -1: absent */
 	int64_t		content_offset; /* v3 DVs; -1: absent */
 	int64_t		content_size_in_bytes;	/* -1: absent */
+
+	/*
+	 * With ICEBERG_READ_RAW: the encoded Avro bytes of the data_file
+	 * field (id 2, a record in the manifest's writer schema, see
+	 * iceberg_manifest_header("avro.schema")), exactly as they are in the
+	 * decoded block; valid until the next call.  NULL / 0 otherwise.
+	 */
+	const uint8_t *raw_data_file;
+	size_t		raw_data_file_len;
 } IcebergManifestEntry;
 
 /* Flags for iceberg_manifest_open() */
 #define ICEBERG_READ_PARTITION		0x01	/* fill partition / hash */
+#define ICEBERG_READ_RAW			0x02	/* fill raw_data_file */
 
 typedef struct IcebergManifestReader IcebergManifestReader;
 
@@ -485,6 +519,19 @@ extern bool iceberg_manifest_open(const IcebergFileIO *io,
 extern int	iceberg_manifest_next(IcebergManifestReader *r,
 								  const IcebergManifestEntry **out,
 								  IcebergError *err);
+
+/*
+ * A header metadata value of the manifest file: "avro.schema" (the
+ * writer schema JSON), "avro.codec", and Iceberg's "schema", "schema-id",
+ * "partition-spec", "partition-spec-id", "format-version", "content".
+ * NULL when absent; valid until the reader is closed.
+ */
+extern const char *iceberg_manifest_header(const IcebergManifestReader *r,
+										   const char *key);
+
+/* Every header metadata entry; returns the count. */
+extern int	iceberg_manifest_header_all(const IcebergManifestReader *r,
+										const IcebergKeyValue **kv);
 
 /* Header facts: spec id (-1 if unknown), "data"/"deletes" as 0/1. */
 extern int32_t iceberg_manifest_spec_id(const IcebergManifestReader *r);

@@ -113,7 +113,13 @@ typedef enum IcebergAvroSlotKind
 	ICEBERG_AVRO_SLOT_STRING,	/* string or bytes, NUL-terminated copy */
 	ICEBERG_AVRO_SLOT_INT_ARRAY,	/* array<int> */
 	ICEBERG_AVRO_SLOT_PARTITION,	/* record, rendered as canonical JSON */
-	ICEBERG_AVRO_SLOT_COUNT_ARRAY	/* array<anything>: item count only */
+	ICEBERG_AVRO_SLOT_COUNT_ARRAY,	/* array<anything>: item count only */
+	ICEBERG_AVRO_SLOT_RAW		/* the value's encoded bytes as they are in
+								 * the block (s, slen; s points into the
+								 * block, valid until the next call): the
+								 * value is skipped, or, for a record
+								 * target with children, decoded as usual
+								 * while its span is recorded */
 } IcebergAvroSlotKind;
 
 /*
@@ -169,6 +175,18 @@ extern int	iceberg_avro_reader_next(IcebergAvroReader *r,
 /* The header's user metadata value for key (NUL-terminated) or NULL. */
 extern const char *iceberg_avro_reader_meta(const IcebergAvroReader *r,
 											const char *key);
+
+/* Every header metadata entry (avro.schema, avro.codec included). */
+extern int	iceberg_avro_reader_meta_all(const IcebergAvroReader *r,
+										 const IcebergKeyValue **kv);
+
+/*
+ * The encoded bytes of the record the last iceberg_avro_reader_next()
+ * returned, as they are in the (decompressed) block: valid until the
+ * next call.  Recording it costs two pointer stores per record.
+ */
+extern void iceberg_avro_reader_last_raw(const IcebergAvroReader *r,
+										 const uint8_t **data, size_t *len);
 
 /* True when the writer schema has a field (at top level) with this id. */
 extern bool iceberg_avro_reader_has_field_id(const IcebergAvroReader *r,

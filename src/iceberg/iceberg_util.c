@@ -59,6 +59,8 @@ iceberg_error_code_name(IcebergErrorCode code)
 			return "cancelled";
 		case ICEBERG_ERR_INVALID_ARGUMENT:
 			return "invalid-argument";
+		case ICEBERG_ERR_CONFLICT:
+			return "conflict";
 	}
 	return "unknown";
 }

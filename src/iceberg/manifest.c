@@ -229,6 +229,7 @@ iceberg_manifest_list_next(IcebergManifestListReader *r,
 	m->deleted_rows_count = slot_long(v, ML_DELETED_ROWS, -1);
 	m->npartition_summaries = slot_int(v, ML_PARTITIONS, -1);
 	m->first_row_id = slot_long(v, ML_FIRST_ROW_ID, -1);
+	iceberg_avro_reader_last_raw(r->avro, &m->raw, &m->raw_len);
 	*out = m;
 	return 1;
 }
@@ -237,6 +238,20 @@ int
 iceberg_manifest_list_format_version(const IcebergManifestListReader *r)
 {
 	return r->format_version;
+}
+
+const char *
+iceberg_manifest_list_header(const IcebergManifestListReader *r, const char *key)
+{
+	return r->avro != NULL ? iceberg_avro_reader_meta(r->avro, key) : NULL;
+}
+
+int
+iceberg_manifest_list_header_all(const IcebergManifestListReader *r,
+								 const IcebergKeyValue **kv)
+{
+	*kv = NULL;
+	return r->avro != NULL ? iceberg_avro_reader_meta_all(r->avro, kv) : 0;
 }
 
 void
@@ -257,7 +272,7 @@ enum
 {
 	ME_STATUS, ME_SNAP, ME_SEQ, ME_FILE_SEQ, DF_CONTENT, DF_PATH, DF_FORMAT,
 	DF_PARTITION, DF_RECORDS, DF_SIZE, DF_EQ_IDS, DF_REF_FILE, DF_FIRST_ROW_ID,
-	DF_CONTENT_OFFSET, DF_CONTENT_SIZE
+	DF_CONTENT_OFFSET, DF_CONTENT_SIZE, DF_RAW
 };
 
 #define N_DATA_FILE_TARGETS 11
@@ -302,6 +317,7 @@ struct IcebergManifestReader
 	int64_t		sequence_number;	/* to inherit */
 	int64_t		snapshot_id;	/* to inherit */
 	char		path[256];
+	IcebergAvroTarget targets[5];	/* with ICEBERG_READ_RAW */
 	IcebergManifestEntry current;
 	IcebergAvroValue values[ICEBERG_AVRO_MAX_SLOTS];
 };
@@ -346,6 +362,14 @@ iceberg_manifest_open(const IcebergFileIO *io, const IcebergManifestFile *mf,
 		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	targets = (flags & ICEBERG_READ_PARTITION) ? entry_targets_with_partition
 		: entry_targets_no_partition;
+	if (flags & ICEBERG_READ_RAW)
+	{
+		/* data_file decoded as usual, its span recorded too */
+		memcpy(r->targets, targets, sizeof(r->targets));
+		r->targets[4].kind = ICEBERG_AVRO_SLOT_RAW;
+		r->targets[4].slot = DF_RAW;
+		targets = r->targets;
+	}
 	if (!iceberg_avro_reader_open(io, mf->manifest_path, "manifest", targets, 5,
 								  &r->avro, err))
 	{
@@ -444,8 +468,28 @@ iceberg_manifest_next(IcebergManifestReader *r,
 	e->first_row_id = slot_long(v, DF_FIRST_ROW_ID, -1);
 	e->content_offset = slot_long(v, DF_CONTENT_OFFSET, -1);
 	e->content_size_in_bytes = slot_long(v, DF_CONTENT_SIZE, -1);
+	if (r->flags & ICEBERG_READ_RAW)
+	{
+		if (!v[DF_RAW].present)
+			return entry_error(r, err, "manifest entry lacks data_file");
+		e->raw_data_file = (const uint8_t *) v[DF_RAW].s;
+		e->raw_data_file_len = v[DF_RAW].slen;
+	}
 	*out = e;
 	return 1;
+}
+
+const char *
+iceberg_manifest_header(const IcebergManifestReader *r, const char *key)
+{
+	return iceberg_avro_reader_meta(r->avro, key);
+}
+
+int
+iceberg_manifest_header_all(const IcebergManifestReader *r,
+							const IcebergKeyValue **kv)
+{
+	return iceberg_avro_reader_meta_all(r->avro, kv);
 }
 
 int32_t
