@@ -87,6 +87,9 @@ tms_iceberg_sqlstate(const IcebergError *err)
 			return ERRCODE_QUERY_CANCELED;
 		case ICEBERG_ERR_INVALID_ARGUMENT:
 			return ERRCODE_INVALID_PARAMETER_VALUE;
+		case ICEBERG_ERR_CONFLICT:
+			/* the table moved under a plan: plan again */
+			return ERRCODE_T_R_SERIALIZATION_FAILURE;
 		default:
 			return ERRCODE_INTERNAL_ERROR;
 	}

@@ -40,19 +40,19 @@ extern char *iceberg_commit_expire(const char *table_uuid,
 								   IcebergError *err);
 
 /* Also defined by the rewrite helper (src/iceberg/rewrite.h): keep identical. */
-#ifndef ICEBERG_NEW_SNAPSHOT_DEFINED
-#define ICEBERG_NEW_SNAPSHOT_DEFINED
+/* A snapshot a commit adds (add-snapshot); rewrite.c fills one. */
 typedef struct IcebergNewSnapshot
 {
-    int64_t snapshot_id; int64_t parent_snapshot_id; /* -1 none */
-    int64_t sequence_number;     /* v1: 0 (omitted) */
-    int64_t timestamp_ms;
-    char *manifest_list;
-    int32_t schema_id;           /* -1: omit */
-    char *operation;
-    int nsummary; IcebergKeyValue *summary;
+	int64_t		snapshot_id;
+	int64_t		parent_snapshot_id; /* -1 none */
+	int64_t		sequence_number;	/* v1: 0 (omitted) */
+	int64_t		timestamp_ms;
+	char	   *manifest_list;
+	int32_t		schema_id;		/* -1: omit */
+	char	   *operation;		/* "replace" */
+	int			nsummary;
+	IcebergKeyValue *summary;	/* besides "operation" (not repeated here) */
 } IcebergNewSnapshot;
-#endif
 
 /*
  * requirements: assert-table-uuid (omitted when NULL),

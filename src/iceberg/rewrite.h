@@ -67,6 +67,7 @@
 #define TMS_ICEBERG_REWRITE_H
 
 #include "iceberg/iceberg.h"
+#include "iceberg/commit.h"
 
 typedef struct IcebergWriter	/* how iceberg writes a whole object;
 								 * implemented by the caller */
@@ -140,22 +141,9 @@ extern bool iceberg_rewrite_plan(const IcebergFileIO *io,
 								 IcebergRewritePlan **out, IcebergError *err);
 extern void iceberg_rewrite_plan_free(IcebergRewritePlan *p);
 
-typedef struct IcebergNewSnapshot	/* what the commit adds (the integrator
-									 * serialises add-snapshot from it) */
-{
-	int64_t		snapshot_id;
-	int64_t		parent_snapshot_id; /* -1 none */
-	int64_t		sequence_number;	/* v1: 0 */
-	int64_t		timestamp_ms;
-	char	   *manifest_list;
-	int32_t		schema_id;		/* -1: omit */
-	char	   *operation;		/* "replace" */
-	int			nsummary;
-	IcebergKeyValue *summary;	/* besides "operation" (not repeated here):
-								 * manifests-created, manifests-kept,
-								 * manifests-replaced, entries-processed,
-								 * and the parent's total-* carried over */
-} IcebergNewSnapshot;
+/* IcebergNewSnapshot: commit.h.  Its summary holds manifests-created,
+ * manifests-kept, manifests-replaced, entries-processed and the parent's
+ * total-* carried over. */
 
 typedef struct IcebergRewriteResult
 {
