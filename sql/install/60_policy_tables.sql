@@ -83,23 +83,45 @@ CREATE TABLE tms.maintenance_rules (
 
 CREATE INDEX maintenance_rules_policy_idx ON tms.maintenance_rules (policy_id);
 
--- One row per maintenance run (Gravitino's table_maintenance_job):
--- finished_at NULL means in flight (pending or running).
+-- One row per maintenance run (Gravitino's table_maintenance_job), from a
+-- policy (rule_id set) or from tms.run_operation (requested_by set).
+-- finished_at NULL means in flight (pending or running).  A run of the
+-- local engine moves through phases: "start" (nothing done yet),
+-- "commit" (a commit is in flight: commit_state says what it wrote and
+-- expects, resolved before anything else on resume), "cleanup" (the
+-- commit landed: delete what it unreferenced).  No credential is ever
+-- stored here.
 CREATE TABLE tms.table_maintenance_job (
     id                bigserial PRIMARY KEY,
     table_id          bigint NOT NULL REFERENCES tms.tables,
     rule_id           bigint,                 -- no FK: jobs outlive rules
     policy_id         integer,
+    requested_by      oid,                    -- run_operation's acting role
     operation         text NOT NULL,
     engine            text NOT NULL,
     options           jsonb NOT NULL DEFAULT '{}',
     state             text NOT NULL DEFAULT 'pending'
-                      CHECK (state IN ('pending', 'running', 'succeeded', 'failed', 'cancelled')),
+                      CHECK (state IN ('pending', 'running', 'succeeded', 'failed',
+                                       'skipped', 'cancelled')),
+    reason            text,                   -- why skipped, cancelled or waiting
+    attempts          integer NOT NULL DEFAULT 0,
+    last_error        text,
+    phase             text NOT NULL DEFAULT 'start'
+                      CHECK (phase IN ('start', 'commit', 'cleanup', 'done')),
+    commit_state      jsonb,
+    base_metadata_location text,              -- the metadata the run planned on
+    cancel_requested  boolean NOT NULL DEFAULT false,
     task_kind         text,
     task_instance     text,
     engine_job_id     text,
     before_snapshot_id bigint,
     after_snapshot_id bigint,
+    snapshots_expired bigint NOT NULL DEFAULT 0,
+    manifests_rewritten bigint NOT NULL DEFAULT 0,
+    manifests_added   bigint NOT NULL DEFAULT 0,
+    files_deleted     bigint NOT NULL DEFAULT 0,
+    bytes_deleted     bigint NOT NULL DEFAULT 0,
+    orphans_found     bigint NOT NULL DEFAULT 0,
     created_at        timestamptz NOT NULL DEFAULT now(),
     started_at        timestamptz,
     finished_at       timestamptz,
@@ -110,6 +132,31 @@ CREATE TABLE tms.table_maintenance_job (
 CREATE INDEX table_maintenance_job_inflight_idx ON tms.table_maintenance_job (state)
     WHERE finished_at IS NULL;
 CREATE INDEX table_maintenance_job_table_idx ON tms.table_maintenance_job (table_id, rule_id);
+
+-- A table's metrics at the snapshot before and after every job (seed 000's
+-- table_snapshot_metrics), so a user sees the effect of maintenance.
+-- Self-contained like the evaluation log; pruned after
+-- tms.snapshot_metrics_retention.
+CREATE TABLE tms.table_snapshot_metrics (
+    id                bigserial PRIMARY KEY,
+    job_id            bigint NOT NULL,
+    table_id          bigint,
+    server            name NOT NULL,
+    namespace         text NOT NULL,
+    table_name        text NOT NULL,
+    phase             text NOT NULL CHECK (phase IN ('before', 'after')),
+    snapshot_id       bigint,
+    recorded_at       timestamptz NOT NULL DEFAULT now(),
+    metrics           jsonb NOT NULL,
+    UNIQUE (job_id, phase)
+);
+
+CREATE INDEX table_snapshot_metrics_time_idx ON tms.table_snapshot_metrics (recorded_at);
+CREATE INDEX table_snapshot_metrics_table_idx
+    ON tms.table_snapshot_metrics (server, namespace, table_name, recorded_at);
+
+COMMENT ON TABLE tms.table_snapshot_metrics IS
+    'a table''s metrics before and after every maintenance job';
 
 -- Per (rule, table) baseline: the table's counters when the rule started
 -- watching it or its operation last finished, and when the thresholds are
@@ -184,6 +231,7 @@ SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_rules', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.rule_baselines', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.table_maintenance_job', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.evaluation_log', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.table_snapshot_metrics', '');
 -- and their sequences, so that a restored database goes on numbering
 SELECT pg_catalog.pg_extension_config_dump('tms.tables_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.object_groups_id_seq', '');
@@ -191,4 +239,5 @@ SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_policies_id_seq', ''
 SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_rules_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.table_maintenance_job_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.evaluation_log_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.table_snapshot_metrics_id_seq', '');
 

@@ -163,25 +163,8 @@ DECLARE
     thr jsonb := '{}';
     needs text;
     rid bigint;
-    ops CONSTANT text[] := ARRAY['compaction', 'manifest-rewrite', 'snapshot-expiry', 'orphan-cleanup'];
-    engines CONSTANT text[] := ARRAY['local', 'spark', 'trino'];
 BEGIN
-    IF operation IS NULL OR NOT operation = ANY (ops) THEN
-        RAISE EXCEPTION 'unknown maintenance operation "%"', operation
-              USING ERRCODE = 'invalid_parameter_value',
-                    HINT = 'Operations are compaction, manifest-rewrite, snapshot-expiry and orphan-cleanup.';
-    END IF;
-    IF engine IS NULL OR NOT engine = ANY (engines) THEN
-        RAISE EXCEPTION 'unknown maintenance engine "%"', engine
-              USING ERRCODE = 'invalid_parameter_value',
-                    HINT = 'Engines are local, spark and trino.';
-    END IF;
-    IF engine = 'local' AND operation IN ('compaction', 'manifest-rewrite') THEN
-        RAISE EXCEPTION 'engine "local" cannot run operation "%"', operation
-              USING ERRCODE = 'feature_not_supported',
-                    DETAIL = 'The local engine runs only light operations: snapshot-expiry and orphan-cleanup.',
-                    HINT = 'Use engine "spark".';
-    END IF;
+    PERFORM tms._check_operation(operation, engine, NULL);   -- names first
 
     -- counters: at least one threshold, each a positive integer
     IF counters IS NULL OR jsonb_typeof(counters) <> 'object' THEN
@@ -226,6 +209,7 @@ BEGIN
                     HINT = 'Baseline modes are catch-up and going-forward.';
     END IF;
     PERFORM tms._check_options(coalesce(options, '{}'));
+    PERFORM tms._check_operation(operation, engine, coalesce(options, '{}'));
     IF condition IS NULL THEN
         RAISE EXCEPTION 'a rule needs a condition' USING ERRCODE = 'null_value_not_allowed',
               HINT = 'Use ''true'' to act whenever the counters fire.';

@@ -68,36 +68,145 @@ BEGIN
 END
 $$;
 
--- Start a submitted job if fewer than tms.max_active_operations run;
--- 'started', 'deferred' or 'gone'.  Serialised by an advisory lock so the
--- count and the start are one step.
-CREATE FUNCTION tms._start_job(jid bigint)
-RETURNS text
+-- Whether job jid may start (or resume) now, and if so mark it running.
+-- Called by the "maintenance" task's handler (src/ops/maint.c) in a short
+-- step, as the extension owner.  Returns
+--   gone      the job is finished, cancelled or no longer exists;
+--   deferred  not now (reason says why); the task is due again at retry_at;
+--   skipped   never (reason says why): the job ended so;
+--   started   the job is running: job holds it with its table.
+-- Gates, in order: a cancel request; for a job that has done nothing yet
+-- (phase "start") from a policy: the rule and policy still exist (else
+-- skipped), the policy is active and its window open (else deferred);
+-- one job at a time per (table, operation); at most
+-- tms.max_active_operations running jobs, counting a local job only while
+-- a live executor holds its task.  Serialised by an advisory lock so that a
+-- count and a start are one step.
+CREATE FUNCTION tms._start_job(jid bigint,
+                               OUT state text, OUT reason text,
+                               OUT retry_at timestamptz, OUT job jsonb)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    st text;
+    j tms.table_maintenance_job;
+    p tms.maintenance_policies;
+    other bigint;
     running integer;
 BEGIN
     PERFORM pg_advisory_xact_lock(7367, 1);
-    SELECT state INTO st FROM tms.table_maintenance_job WHERE id = jid FOR UPDATE;
-    IF NOT FOUND OR st <> 'pending' THEN
-        RETURN 'gone';
+    SELECT * INTO j FROM tms.table_maintenance_job WHERE id = jid FOR UPDATE;
+    IF NOT FOUND OR j.finished_at IS NOT NULL THEN
+        state := 'gone';
+        RETURN;
     END IF;
-    SELECT count(*) INTO running FROM tms.table_maintenance_job
-     WHERE finished_at IS NULL AND state = 'running';
-    IF running >= current_setting('tms.max_active_operations')::integer THEN
-        RETURN 'deferred';
+    IF j.cancel_requested AND j.phase = 'start' THEN
+        UPDATE tms.table_maintenance_job
+           SET state = 'cancelled', finished_at = now(),
+               reason = coalesce(reason, 'cancelled before it started')
+         WHERE id = jid;
+        PERFORM tms._job_ended(jid);
+        state := 'gone';
+        RETURN;
     END IF;
-    UPDATE tms.table_maintenance_job SET state = 'running', started_at = now() WHERE id = jid;
-    RETURN 'started';
+    IF j.policy_id IS NOT NULL AND j.phase = 'start' THEN
+        SELECT * INTO p FROM tms.maintenance_policies WHERE id = j.policy_id;
+        IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM tms.maintenance_rules r WHERE r.id = j.rule_id) THEN
+            reason := 'its policy or rule no longer exists';
+        END IF;
+        IF reason IS NOT NULL THEN
+            UPDATE tms.table_maintenance_job
+               SET state = 'skipped', finished_at = now(), reason = _start_job.reason
+             WHERE id = jid;
+            PERFORM tms._job_ended(jid);
+            state := 'skipped';
+            RETURN;
+        END IF;
+        IF NOT p.active THEN
+            state := 'deferred';
+            reason := format('policy "%s" is inactive', p.name);
+            retry_at := now() + interval '1 minute';
+        ELSIF NOT tms.window_open(p.time_window, now()) THEN
+            state := 'deferred';
+            reason := format('the time window of policy "%s" is closed', p.name);
+            retry_at := now() + interval '1 minute';
+        END IF;
+    END IF;
+    IF state IS NULL THEN
+        SELECT o.id INTO other FROM tms.table_maintenance_job o
+         WHERE o.table_id = j.table_id AND o.operation = j.operation AND o.id <> jid
+           AND o.state = 'running' AND o.finished_at IS NULL
+         LIMIT 1;
+        IF FOUND THEN
+            state := 'deferred';
+            reason := format('job %s runs %s on this table', other, j.operation);
+            retry_at := now() + interval '5 seconds';
+        END IF;
+    END IF;
+    IF state IS NULL THEN
+        -- a local job counts while a worker holds its task; another
+        -- engine's job while it runs there (until tms.finish_operation)
+        SELECT count(*) INTO running
+          FROM tms.table_maintenance_job o
+         WHERE o.finished_at IS NULL AND o.state = 'running' AND o.id <> jid
+           AND (o.engine <> 'local'
+                OR EXISTS (SELECT 1 FROM tms.scheduled_tasks t
+                            WHERE t.task_name = o.task_kind AND t.task_instance = o.task_instance
+                              AND t.picked));
+        IF running >= current_setting('tms.max_active_operations')::integer THEN
+            state := 'deferred';
+            reason := format('%s operations run (tms.max_active_operations)', running);
+            retry_at := now() + interval '2 seconds';
+        END IF;
+    END IF;
+    IF state = 'deferred' THEN
+        UPDATE tms.table_maintenance_job SET reason = _start_job.reason WHERE id = jid;
+        RETURN;
+    END IF;
+    UPDATE tms.table_maintenance_job
+       SET state = 'running', started_at = coalesce(started_at, now()),
+           attempts = attempts + 1, reason = NULL
+     WHERE id = jid
+    RETURNING * INTO j;
+    state := 'started';
+    SELECT to_jsonb(j) || jsonb_build_object('namespace', t.namespace,
+                                             'table_name', t.table_name,
+                                             'server', t.server,
+                                             'acting_role',
+                                             coalesce(j.requested_by,
+                                                      (SELECT mp.owner::oid FROM tms.maintenance_policies mp
+                                                        WHERE mp.id = j.policy_id))::bigint)
+      INTO job
+      FROM tms.tables t
+     WHERE t.id = j.table_id;
 END
 $$;
 
--- Finish a job: record the outcome and reset the (table, rule) baseline, so
+-- After a job ended (any outcome): its (table, rule) baseline is reset, so
 -- the counters measure activity since this run and the pair is evaluated
--- again.  Called by the engine (or a test's handler).
+-- again; old snapshot metrics are pruned.
+CREATE FUNCTION tms._job_ended(jid bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j tms.table_maintenance_job;
+BEGIN
+    SELECT * INTO j FROM tms.table_maintenance_job WHERE id = jid;
+    IF FOUND AND EXISTS (SELECT 1 FROM tms.rule_baselines b
+                          WHERE b.rule_id = j.rule_id AND b.table_id = j.table_id
+                            AND b.pending_job = j.id) THEN
+        PERFORM tms._reset_baseline(j.rule_id, j.table_id);
+    END IF;
+    DELETE FROM tms.table_snapshot_metrics
+     WHERE recorded_at < now() - current_setting('tms.snapshot_metrics_retention')::interval;
+END
+$$;
+
+-- Finish a job run by an external executor (a procedure named by
+-- tms.maintenance_handler, for engines tms does not run itself): record
+-- the outcome and reset the (table, rule) baseline.
 CREATE FUNCTION tms.finish_operation(job_id bigint, outcome text DEFAULT 'succeeded',
                                      after_snapshot_id bigint DEFAULT NULL,
                                      message text DEFAULT NULL)
@@ -108,60 +217,28 @@ AS $$
 DECLARE
     j tms.table_maintenance_job;
 BEGIN
-    IF outcome IS NULL OR outcome NOT IN ('succeeded', 'failed', 'cancelled') THEN
+    IF outcome IS NULL OR outcome NOT IN ('succeeded', 'failed', 'skipped', 'cancelled') THEN
         RAISE EXCEPTION 'invalid job outcome "%"', outcome
               USING ERRCODE = 'invalid_parameter_value',
-                    HINT = 'Outcomes are succeeded, failed and cancelled.';
+                    HINT = 'Outcomes are succeeded, failed, skipped and cancelled.';
     END IF;
     UPDATE tms.table_maintenance_job mj
        SET state = outcome, finished_at = now(),
            started_at = coalesce(mj.started_at, now()),
            after_snapshot_id = finish_operation.after_snapshot_id,
-           message = finish_operation.message
+           message = finish_operation.message,
+           last_error = CASE WHEN outcome = 'failed' THEN finish_operation.message END
      WHERE mj.id = job_id AND mj.finished_at IS NULL
     RETURNING * INTO j;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    IF EXISTS (SELECT 1 FROM tms.rule_baselines b
-                WHERE b.rule_id = j.rule_id AND b.table_id = j.table_id
-                  AND b.pending_job = j.id) THEN
-        PERFORM tms._reset_baseline(j.rule_id, j.table_id);
-    END IF;
+    PERFORM tms._job_ended(j.id);
     RETURN true;
 END
 $$;
 
 REVOKE ALL ON FUNCTION tms.finish_operation(bigint, text, bigint, text) FROM PUBLIC;
-
--- What a task of kind 'maintenance' does (called by its C handler,
--- src/ops/policy.c): start the job under the cap, or retry in a few
--- seconds.  Returns the outcome ('started', 'deferred' or 'gone') and, for
--- a started job, the job as JSON: the C handler then calls the procedure
--- named by tms.maintenance_handler, as that procedure's owner (the engines
--- of a later version take this place; until then a started job stays
--- running, visible in tms.maintenance_jobs, until finished).
-CREATE FUNCTION tms._run_maintenance_task(instance text, data jsonb,
-                                          OUT state text, OUT job jsonb)
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    jid bigint := (data ->> 'job_id')::bigint;
-BEGIN
-    state := tms._start_job(jid);
-    IF state = 'deferred' THEN
-        PERFORM tms.schedule_task('maintenance', instance, data, now() + interval '2 seconds');
-    ELSIF state = 'started' THEN
-        SELECT to_jsonb(mj) || jsonb_build_object('namespace', t.namespace,
-                                                  'table_name', t.table_name,
-                                                  'server', t.server)
-          INTO job
-          FROM tms.table_maintenance_job mj JOIN tms.tables t ON t.id = mj.table_id
-         WHERE mj.id = jid;
-    END IF;
-END
-$$;
 
 -- Retention: delete log rows older than tms.evaluation_log_retention, at
 -- most batch rows per call; returns how many.

@@ -54,18 +54,24 @@ COMMENT ON VIEW tms.candidates IS
 
 CREATE VIEW tms.maintenance_jobs AS
     SELECT j.id, p.name AS policy, j.rule_id, j.operation, j.engine, t.server,
-           t.namespace, t.table_name, j.state, j.created_at, j.started_at,
-           j.finished_at, j.before_snapshot_id, j.after_snapshot_id, j.message
+           t.namespace, t.table_name, j.state, j.reason, j.attempts, j.last_error,
+           j.phase, j.cancel_requested,
+           j.before_snapshot_id, j.after_snapshot_id,
+           j.created_at, j.started_at, j.finished_at,
+           j.snapshots_expired, j.manifests_rewritten, j.manifests_added,
+           j.files_deleted, j.bytes_deleted, j.orphans_found,
+           j.options, j.requested_by::regrole AS requested_by, j.message
       FROM tms.table_maintenance_job j
       JOIN tms.tables t ON t.id = j.table_id
       LEFT JOIN tms.maintenance_policies p ON p.id = j.policy_id;
 
-COMMENT ON VIEW tms.maintenance_jobs IS 'maintenance runs submitted by policies; finished_at null: in flight';
+COMMENT ON VIEW tms.maintenance_jobs IS
+    'maintenance runs, from policies and from tms.run_operation: state with its reason, attempts, effect; finished_at null: in flight';
 
 -- policy content holds no credentials: everyone may read policies and rules
 GRANT SELECT ON tms.policies, tms.rules TO PUBLIC;
 GRANT SELECT ON tms.candidates, tms.evaluation_log, tms.maintenance_jobs,
-                tms.tables TO pg_monitor;
+                tms.tables, tms.table_snapshot_metrics TO pg_monitor;
 
 REVOKE ALL ON FUNCTION tms._compile_condition(text), tms._glob_match(text, text),
                        tms._find_credential(jsonb),
@@ -77,5 +83,5 @@ REVOKE ALL ON FUNCTION tms._compile_condition(text), tms._glob_match(text, text)
                        tms._check_server(name, regrole), tms._check_window(jsonb),
                        tms._check_options(jsonb),
                        tms._record_evaluation(integer, bigint, bigint, jsonb, jsonb, boolean, text, text, jsonb, text),
-                       tms._start_job(bigint), tms._run_maintenance_task(text, jsonb)
+                       tms._start_job(bigint), tms._job_ended(bigint)
     FROM PUBLIC;

@@ -18,4 +18,5 @@ tms_ops_init(void)
 	tms_purge_init();
 	tms_policy_init();
 	tms_roles_init();
+	tms_maint_init();
 }

@@ -470,6 +470,9 @@ SEQUENCE_INSERTS = [
     ("tms.evaluation_log",
      "INSERT INTO tms.evaluation_log (thresholds, condition, counters, outcome, decision)"
      " VALUES ('{}', 'true', '{}', 'ok', 'not-needed')"),
+    ("tms.table_snapshot_metrics",
+     "INSERT INTO tms.table_snapshot_metrics (job_id, server, namespace, table_name, phase,"
+     " metrics) VALUES (1, 'dumpcat', 'x', 'y', 'before', '{\"snapshots\": 1}')"),
     ("tms.iceberg_cleanup_job",
      "INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location,"
      " metadata_location, requested_by)"

@@ -190,11 +190,12 @@ def test_task_handler_runs_as_its_owner(cluster):
 
 
 def maintenance_job(c, tag):
-    """A submitted maintenance job and its task, as a policy's evaluation
+    """A submitted maintenance job of an external engine (what
+    tms.maintenance_handler runs) and its task, as a policy's evaluation
     leaves them (tms.observe_table is what the evaluation calls)."""
     tid = c.one("SELECT tms.observe_table('srv', 'ns', %s, NULL, NULL, NULL)", (tag,))
     jid = c.one("INSERT INTO tms.table_maintenance_job (table_id, operation, engine)"
-                " VALUES (%s, 'snapshot-expiry', 'local') RETURNING id", (tid,))
+                " VALUES (%s, 'compaction', 'spark') RETURNING id", (tid,))
     c.query("UPDATE tms.table_maintenance_job SET task_kind = 'maintenance',"
             " task_instance = 'job-' || id WHERE id = %s", (jid,))
     c.query("SELECT tms.schedule_task('maintenance', 'job-' || %s, jsonb_build_object('job_id', %s))",

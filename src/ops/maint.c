@@ -1,0 +1,1534 @@
+/*-------------------------------------------------------------------------
+ *
+ * maint.c
+ *	  Maintenance jobs: the "maintenance" task kind, the life of a job of
+ *	  tms.table_maintenance_job, tms.run_operation and tms.plan_operation,
+ *	  and what every local operation shares: loading the table, the commit
+ *	  protocol, the delete queue, recording the effect.  The operations are
+ *	  maint_expire.c, maint_orphan.c and maint_rewrite.c; their options
+ *	  maint_options.c.
+ *
+ * A job is recorded by a policy's evaluation (tms._record_evaluation) or
+ * by tms.run_operation, with a task of kind "maintenance" (instance
+ * "job-<id>").  The kind is detached: its handler runs outside
+ * transactions and records its progress in short steps, as the
+ * extension's owner, conditional on the task's lease (a worker that lost
+ * its lease writes nothing).  A run:
+ *
+ *	 start		(step) tms._start_job: a cancel request, the policy's state
+ *				and window, one job per (table, operation), and
+ *				tms.max_active_operations (counting only jobs whose task a
+ *				live executor holds) decide whether it starts now, later
+ *				or never (skipped, with the reason).
+ *	 engine		a job for another engine than "local" goes to the
+ *				procedure named by tms.maintenance_handler, as its owner,
+ *				and stays running until tms.finish_operation (the engines
+ *				of a later version take this place).
+ *	 connect	(step) as the acting role: the requester of run_operation,
+ *				the owner of a policy; its USAGE on the server and its
+ *				user mapping.
+ *	 resume		a job found in phase "commit" had a commit in flight when
+ *				its executor died: the table is loaded and the commit's
+ *				outcome decided before anything else (the operation's
+ *				resume function); in phase "cleanup" the commit landed and
+ *				the deletes it allows are done again (deleting twice is
+ *				harmless).
+ *	 load		the table; a policy's job whose table moved past the
+ *				snapshot its condition was evaluated at ends skipped
+ *				("snapshot drift"), as seed 000 prescribes.
+ *	 before		(step) the table's metrics, tms.table_snapshot_metrics.
+ *	 operation	plan, commit (the protocol below), delete.
+ *	 finish		(step) succeeded with its counts, the after-snapshot and
+ *				its metrics, the rule's baseline reset; or the failure:
+ *				back to pending with last_error (the scheduler retries
+ *				after its backoff) or failed at tms.maintenance_max_attempts
+ *				or at once when retrying cannot help.
+ *
+ * The commit protocol (maint_commit): before a request is sent, the job
+ * records phase "commit" and what the attempt wrote and expects
+ * (commit_state).  The body carries assert-table-uuid and
+ * assert-ref-snapshot-id, so it can land at most once.
+ *	 200		landed.
+ *	 409		certainly failed: the files it wrote are deleted; the
+ *				operation reloads, plans again and retries (at most
+ *				tms.maintenance_commit_retries times, with backoff).
+ *	 5xx, a timeout, a broken connection: unknown.  The table is loaded
+ *				again: the attempt's effect is there (landed); main moved
+ *				elsewhere (the requirement can no longer hold: certainly
+ *				failed); main unchanged: the same body is sent again (if
+ *				the first lands first, the second fails its requirement,
+ *				and the reload after it finds the effect).  Still unknown
+ *				after the retries: the run fails, the written files stay
+ *				(a later run or orphan cleanup removes them once they are
+ *				old), and nothing is deleted.
+ *	 other 4xx	certainly failed; the run fails.
+ * Files are deleted only after a commit is known to have landed, only
+ * below the table's location and one of the server's allowed locations
+ * (maint_delete), in canonical form.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <stdlib.h>
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "bridge/catalog.h"
+#include "bridge/errors.h"
+#include "bridge/names.h"
+#include "bridge/role.h"
+#include "ops/maint.h"
+#include "ops/maint_int.h"
+#include "ops/ops.h"
+#include "ops/policy.h"
+#include "sched/lease.h"
+#include "sched/sched.h"
+
+int			tms_maintenance_max_attempts = 3;
+int			tms_maintenance_commit_retries = 4;
+int			tms_snapshot_metrics_retention_s = 90 * 86400;
+int			tms_maintenance_delete_batch_size = 1000;
+
+/* progress, cancel requests and the lease are checked at most this often */
+#define CHECK_INTERVAL_MS 1000
+
+static SchedOutcome maintenance_handler(SchedTask *task, ErrorData **error);
+
+void
+tms_maint_init(void)
+{
+	DefineCustomIntVariable("tms.maintenance_max_attempts",
+							gettext_noop("Attempts of a maintenance job before it fails."),
+							NULL,
+							&tms_maintenance_max_attempts,
+							3, 1, 100,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.maintenance_commit_retries",
+							gettext_noop("Retries of a maintenance commit that conflicted or whose outcome was unknown."),
+							NULL,
+							&tms_maintenance_commit_retries,
+							4, 0, 100,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.snapshot_metrics_retention",
+							gettext_noop("How long tms.table_snapshot_metrics keeps a row."),
+							NULL,
+							&tms_snapshot_metrics_retention_s,
+							90 * 86400, 60, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.maintenance_delete_batch_size",
+							gettext_noop("Files a maintenance job deletes per storage request."),
+							NULL,
+							&tms_maintenance_delete_batch_size,
+							1000, 1, 1000,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	sched_register_detached("maintenance", maintenance_handler, &tms_max_active_operations);
+}
+
+/* ----------------------------------------------------------------
+ * Outcomes and rows
+ * ----------------------------------------------------------------
+ */
+
+void
+maint_fail(MaintRun *run, MaintResult kind, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (run->result != MAINT_OK)
+		return;
+	run->result = kind;
+	va_start(ap, fmt);
+	vsnprintf(run->error, sizeof(run->error), fmt, ap);
+	va_end(ap);
+}
+
+/* An iceberg error: transient when it came from storage or the network. */
+void
+maint_fail_iceberg(MaintRun *run, const char *what, const IcebergError *err)
+{
+	bool		transient = err->code == ICEBERG_ERR_IO &&
+		err->io_code != IO_ERR_NOT_FOUND && err->io_code != IO_ERR_FORBIDDEN &&
+		err->io_code != IO_ERR_INVALID_ARGUMENT;
+
+	if (err->code == ICEBERG_ERR_CANCELLED || err->io_code == IO_ERR_INTERRUPTED)
+	{
+		if (run->result == MAINT_OK)
+			run->result = run->dry_run ? MAINT_TRANSIENT : MAINT_LEASE_LOST;
+		CHECK_FOR_INTERRUPTS();
+		if (!run->dry_run && !sched_lease_lost())
+			maint_fail(run, MAINT_TRANSIENT, "%s: interrupted", what);
+		return;
+	}
+	maint_fail(run, transient ? MAINT_TRANSIENT : MAINT_TERMINAL, "%s: %s",
+			   what, tms_iceberg_error_text(err));
+}
+
+void
+maint_emit(MaintRun *run, const char *action, const char *target, const char *detail_json)
+{
+	if (run->emit)
+		run->emit(run->emit_arg, action, target, detail_json);
+}
+
+/* ----------------------------------------------------------------
+ * The table
+ * ----------------------------------------------------------------
+ */
+
+static void
+unload(MaintRun *run)
+{
+	if (run->md)
+		iceberg_metadata_free(run->md);
+	run->md = NULL;
+	if (run->storage)
+		io_storage_free(run->storage);
+	run->storage = NULL;
+}
+
+/*
+ * Load the table (again) through the run's connection: metadata, its
+ * location checked against the server's allowed locations, storage with
+ * the catalog's vended config.  false with run->result set on failure.
+ */
+bool
+maint_load(MaintRun *run)
+{
+	IoLoadedTable t;
+	IoError		err;
+	IcebergError ierr;
+	IcebergTableMetadata *md = NULL;
+	const IcebergSnapshot *cur;
+	char	   *c;
+	char	   *why = NULL;
+	bool		ok = false;
+
+	unload(run);
+	memset(&t, 0, sizeof(t));
+	run->load_failed = false;
+	io_catalog_forget(run->conn->catalog, run->ns_io, run->table);
+	if (io_catalog_load_table(run->conn->catalog, run->ns_io, run->table, &t, &err) != 0)
+	{
+		CHECK_FOR_INTERRUPTS();
+		run->load_failed = true;
+		run->load_err = err;
+		maint_fail(run, err.code == IO_ERR_NO_SUCH_TABLE || err.code == IO_ERR_NO_SUCH_NAMESPACE ||
+				   err.code == IO_ERR_FORBIDDEN || err.code == IO_ERR_UNAUTHORIZED
+				   ? MAINT_TERMINAL : MAINT_TRANSIENT,
+				   "cannot load table \"%s.%s\": %s", run->ns, run->table, tms_io_error_text(&err));
+		return false;
+	}
+	if (t.metadata_location == NULL || t.metadata_json == NULL)
+		maint_fail(run, MAINT_TERMINAL, "table \"%s.%s\" has no metadata location (a staged table)",
+				   run->ns, run->table);
+	else if (!iceberg_metadata_parse(t.metadata_json, strlen(t.metadata_json), NULL, &md, &ierr))
+	{
+		md = NULL;
+		maint_fail_iceberg(run, "cannot read the table's metadata", &ierr);
+	}
+	else if (md->location == NULL ||
+			 (c = tms_location_canonical(run->conn->server, md->location, &why)) == NULL)
+	{
+		run->refused_location = MemoryContextStrdup(run->cxt, md->location ? md->location : "");
+		maint_fail(run, MAINT_TERMINAL, "the location of table \"%s.%s\" cannot be resolved (\"%s\")",
+				   run->ns, run->table, md->location ? md->location : "");
+	}
+	else if (!tms_location_allowed(run->conn->server, c))
+	{
+		run->refused_location = MemoryContextStrdup(run->cxt, md->location);
+		maint_fail(run, MAINT_TERMINAL,
+				   "the location of table \"%s.%s\" (\"%s\") is not below the allowed_locations of server \"%s\"",
+				   run->ns, run->table, c, run->server_name);
+	}
+	else if ((run->storage = tms_catalog_storage(run->conn, &t, &err)) == NULL)
+		maint_fail(run, MAINT_TERMINAL, "cannot set up storage access: %s", err.message);
+	else
+	{
+		MemoryContext old = MemoryContextSwitchTo(run->cxt);
+
+		run->md = md;
+		md = NULL;
+		run->location = c;
+		run->metadata_location = pstrdup(t.metadata_location);
+		tms_table_fileio(&run->tio, run->conn->server, run->storage, &run->fio);
+		cur = iceberg_metadata_current_snapshot(run->md);
+		run->before_snapshot_id = cur ? cur->snapshot_id : -1;
+		run->now_ms = maint_timestamp_to_ms(GetCurrentTimestamp());
+		MemoryContextSwitchTo(old);
+		ok = true;
+	}
+	if (md)
+		iceberg_metadata_free(md);
+	io_loaded_table_free(&t);
+	return ok;
+}
+
+/* The metrics tms.table_snapshot_metrics records, as JSON. */
+static char *
+metrics_json(MaintRun *run)
+{
+	IcebergTableMetrics m;
+	IcebergError err;
+	const IcebergSnapshot *cur = iceberg_metadata_current_snapshot(run->md);
+	StringInfoData b;
+	static const char *const totals[][2] = {
+		{"total-data-files", "dataFiles"},
+		{"total-files-size", "dataFilesSize"},
+		{"total-records", "dataRecords"},
+		{"total-delete-files", "deleteFiles"},
+		{"total-position-deletes", "positionDeleteRecords"},
+		{"total-equality-deletes", "equalityDeleteRecords"},
+	};
+
+	if (!iceberg_table_metrics(&run->fio, run->md, ICEBERG_METRICS_MANIFEST_LIST,
+							   run->now_ms, NULL, NULL, &m, &err))
+		return NULL;			/* metrics are a record, not a reason to fail */
+	initStringInfo(&b);
+	appendStringInfo(&b, "{\"snapshots\": " INT64_FORMAT ", \"manifests\": " INT64_FORMAT
+					 ", \"oldestSnapshotAge\": " INT64_FORMAT
+					 ", \"metadataFiles\": %d, \"refs\": %d, \"statisticsFiles\": %d",
+					 m.snapshots, m.manifests, m.oldest_snapshot_age_ms,
+					 run->md->nmetadata_log + 1, run->md->nrefs,
+					 run->md->nstatistics + run->md->npartition_statistics);
+	for (int i = 0; cur && i < (int) lengthof(totals); i++)
+		for (int k = 0; k < cur->nsummary; k++)
+		{
+			const char *v = cur->summary[k].value;
+			char	   *end;
+			int64		n;
+
+			if (strcmp(cur->summary[k].key, totals[i][0]) != 0 || v == NULL)
+				continue;
+			errno = 0;
+			n = strtoi64(v, &end, 10);
+			if (*end == '\0' && errno == 0 && end != v)
+				appendStringInfo(&b, ", \"%s\": " INT64_FORMAT, totals[i][1], n);
+		}
+	appendStringInfoChar(&b, '}');
+	return b.data;
+}
+
+/* ----------------------------------------------------------------
+ * Steps of a job (short transactions, as the extension owner)
+ * ----------------------------------------------------------------
+ */
+
+#define LEASE_HELD \
+	" EXISTS (SELECT 1 FROM tms.scheduled_tasks t" \
+	"          WHERE t.task_name = 'maintenance' AND t.task_instance = $2" \
+	"            AND t.version = $3 AND t.picked)"
+
+typedef struct StartStep
+{
+	MaintRun   *run;
+	char	   *state;
+	char	   *reason;
+	char	   *job;
+	bool		external;		/* out: handed to tms.maintenance_handler */
+} StartStep;
+
+static void call_handler(const char *job, int64 job_id);
+
+static void
+step_start(void *arg)
+{
+	StartStep  *s = arg;
+	MaintRun   *run = s->run;
+	Oid			types[4] = {INT8OID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		args[4];
+	bool		isnull;
+	Datum		retry;
+	int			rc;
+
+	args[0] = Int64GetDatum(run->job_id);
+	rc = SPI_execute_with_args("SELECT state, reason, retry_at, job::text FROM tms._start_job($1)",
+							   1, types, args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not start maintenance job: %s", SPI_result_code_string(rc));
+	MemoryContextSwitchTo(run->cxt);
+	s->state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	s->reason = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	retry = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+	s->job = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
+	if (strcmp(s->state, "started") == 0)
+	{
+		Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(s->job)));
+		JsonbValue *engine = getKeyJsonValueFromContainer(&jb->root, "engine", 6, NULL);
+
+		/*
+		 * Another engine's job goes to tms.maintenance_handler in this same
+		 * transaction: if the handler fails, the start is rolled back with
+		 * it and the job waits, pending, for the retry.
+		 */
+		if (engine && engine->type == jbvString &&
+			!(engine->val.string.len == 5 && strncmp(engine->val.string.val, "local", 5) == 0))
+		{
+			s->external = true;
+			if (tms_maintenance_handler != NULL && tms_maintenance_handler[0] != '\0')
+				call_handler(s->job, run->job_id);
+		}
+	}
+	else if (strcmp(s->state, "deferred") == 0)
+	{
+		/* due again later: the settle keeps a row whose due time moved */
+		args[0] = CStringGetTextDatum("maintenance");
+		args[1] = CStringGetTextDatum(run->task->instance);
+		args[2] = CStringGetTextDatum(run->task->data ? run->task->data : "{}");
+		args[3] = isnull ? TimestampTzGetDatum(GetCurrentTimestamp() + 2 * USECS_PER_SEC) : retry;
+		types[0] = TEXTOID;
+		rc = SPI_execute_with_args("SELECT tms.schedule_task($1, $2, $3::jsonb, $4)",
+								   4, types, args, NULL, false, 0);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "could not defer maintenance job: %s", SPI_result_code_string(rc));
+	}
+	MemoryContextSwitchTo(run->cxt);
+}
+
+/* Fill run from the job JSON _start_job returned. */
+static void
+read_job(MaintRun *run, const char *job)
+{
+	Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(job)));
+	JsonbValue *v;
+	JsonbValue *opts;
+	char	   *operation;
+	char	   *engine;
+
+#define FIELD(name) getKeyJsonValueFromContainer(&jb->root, name, strlen(name), NULL)
+#define STR(jv) ((jv) && (jv)->type == jbvString ? pnstrdup((jv)->val.string.val, (jv)->val.string.len) : NULL)
+#define NUM(jv) ((jv) && (jv)->type == jbvNumeric ? \
+	DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum((jv)->val.numeric))) : -1)
+
+	run->server_name = STR(FIELD("server"));
+	run->ns = STR(FIELD("namespace"));
+	run->table = STR(FIELD("table_name"));
+	operation = STR(FIELD("operation"));
+	engine = STR(FIELD("engine"));
+	run->phase = STR(FIELD("phase"));
+	v = FIELD("commit_state");
+	run->commit_state = v && v->type == jbvBinary ?
+		JsonbToCString(NULL, v->val.binary.data, v->val.binary.len) : NULL;
+	run->acting = (Oid) NUM(FIELD("acting_role"));
+	run->attempts = (int) NUM(FIELD("attempts"));
+	v = FIELD("rule_id");
+	run->policy_job = v != NULL && v->type == jbvNumeric;
+	run->evaluated_snapshot_id = NUM(FIELD("before_snapshot_id"));
+	opts = FIELD("options");
+	if (opts && opts->type == jbvBinary)
+	{
+		Jsonb	   *o = JsonbValueToJsonb(opts);
+
+		maint_options_parse(operation, engine, o, &run->opt);
+	}
+	else
+		maint_options_parse(operation, engine, NULL, &run->opt);
+#undef FIELD
+#undef STR
+#undef NUM
+}
+
+typedef struct ConnectStep
+{
+	MaintRun   *run;
+	bool		ok;
+} ConnectStep;
+
+static void
+step_connect(void *arg)
+{
+	ConnectStep *cs = arg;
+	MaintRun   *run = cs->run;
+	TmsRoleSave save;
+
+	tms_become_role(run->acting, psprintf("maintenance job " INT64_FORMAT, run->job_id), &save);
+	run->conn = tms_catalog_connect(run->server_name);
+	tms_catalog_keep(run->conn);
+	tms_restore_role(&save);
+	cs->ok = true;
+}
+
+typedef struct PhaseStep
+{
+	MaintRun   *run;
+	const char *phase;
+	const char *commit_state;
+	bool		written;
+} PhaseStep;
+
+static void
+step_phase(void *arg)
+{
+	PhaseStep  *p = arg;
+	MaintRun   *run = p->run;
+	Oid			types[6] = {INT8OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	int			rc;
+
+	args[0] = Int64GetDatum(run->job_id);
+	args[1] = CStringGetTextDatum(run->task->instance);
+	args[2] = Int64GetDatum(run->task->version);
+	args[3] = CStringGetTextDatum(p->phase);
+	if (p->commit_state)
+		args[4] = CStringGetTextDatum(p->commit_state);
+	else
+		nulls[4] = 'n';
+	if (run->after_snapshot_id >= 0)
+		args[5] = Int64GetDatum(run->after_snapshot_id);
+	else
+		nulls[5] = 'n';
+	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
+							   "   SET phase = $4, commit_state = $5::jsonb,"
+							   "       after_snapshot_id = coalesce($6, after_snapshot_id)"
+							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
+							   6, types, args, nulls, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the phase of a maintenance job: %s",
+			 SPI_result_code_string(rc));
+	p->written = SPI_processed == 1;
+}
+
+/*
+ * Record the job's phase (and what a commit in flight wrote); false (and
+ * run->result) when the lease is gone.  A dry run records nothing.
+ */
+bool
+maint_record_phase(MaintRun *run, const char *phase, const char *commit_state)
+{
+	PhaseStep	p = {run, phase, commit_state, false};
+
+	if (run->dry_run)
+		return true;
+	sched_owner_step(step_phase, &p);
+	if (!p.written)
+	{
+		run->result = MAINT_LEASE_LOST;
+		return false;
+	}
+	run->phase = pstrdup(phase);
+	run->commit_state = commit_state ? MemoryContextStrdup(run->cxt, commit_state) : NULL;
+	return true;
+}
+
+typedef struct MetricsStep
+{
+	MaintRun   *run;
+	const char *phase;
+	char	   *json;
+} MetricsStep;
+
+static void
+step_metrics(void *arg)
+{
+	MetricsStep *m = arg;
+	MaintRun   *run = m->run;
+	const IcebergSnapshot *cur = iceberg_metadata_current_snapshot(run->md);
+	Oid			types[4] = {INT8OID, TEXTOID, INT8OID, TEXTOID};
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+	int			rc;
+
+	args[0] = Int64GetDatum(run->job_id);
+	args[1] = CStringGetTextDatum(m->phase);
+	if (cur)
+		args[2] = Int64GetDatum(cur->snapshot_id);
+	else
+		nulls[2] = 'n';
+	args[3] = CStringGetTextDatum(m->json);
+	rc = SPI_execute_with_args("INSERT INTO tms.table_snapshot_metrics"
+							   " (job_id, table_id, server, namespace, table_name, phase,"
+							   "  snapshot_id, metrics)"
+							   " SELECT j.id, t.id, t.server, t.namespace, t.table_name, $2, $3, $4::jsonb"
+							   "   FROM tms.table_maintenance_job j JOIN tms.tables t ON t.id = j.table_id"
+							   "  WHERE j.id = $1"
+							   " ON CONFLICT (job_id, phase) DO UPDATE"
+							   " SET snapshot_id = EXCLUDED.snapshot_id, metrics = EXCLUDED.metrics,"
+							   "     recorded_at = now()",
+							   4, types, args, nulls, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "could not record snapshot metrics: %s", SPI_result_code_string(rc));
+}
+
+static void
+record_metrics(MaintRun *run, const char *phase)
+{
+	MetricsStep m = {run, phase, NULL};
+
+	if (run->dry_run || run->md == NULL)
+		return;
+	m.json = metrics_json(run);
+	if (m.json)
+		sched_owner_step(step_metrics, &m);
+}
+
+typedef struct ProgressStep
+{
+	MaintRun   *run;
+	bool		cancel;			/* out: cancel requested */
+	bool		held;			/* out: lease held */
+} ProgressStep;
+
+static void
+step_progress(void *arg)
+{
+	ProgressStep *p = arg;
+	MaintRun   *run = p->run;
+	Oid			types[9] = {INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID, INT8OID,
+	INT8OID, INT8OID, INT8OID};
+	Datum		args[9];
+	bool		isnull;
+	int			rc;
+
+	args[0] = Int64GetDatum(run->job_id);
+	args[1] = CStringGetTextDatum(run->task->instance);
+	args[2] = Int64GetDatum(run->task->version);
+	args[3] = Int64GetDatum(run->snapshots_expired);
+	args[4] = Int64GetDatum(run->manifests_rewritten);
+	args[5] = Int64GetDatum(run->manifests_added);
+	args[6] = Int64GetDatum(run->files_deleted);
+	args[7] = Int64GetDatum(run->bytes_deleted);
+	args[8] = Int64GetDatum(run->orphans_found);
+	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
+							   "   SET snapshots_expired = $4, manifests_rewritten = $5,"
+							   "       manifests_added = $6, files_deleted = $7,"
+							   "       bytes_deleted = $8, orphans_found = $9"
+							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD
+							   " RETURNING cancel_requested",
+							   9, types, args, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not record maintenance progress: %s", SPI_result_code_string(rc));
+	p->held = SPI_processed == 1;
+	if (p->held)
+		p->cancel = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * Between two units of work: interrupts, the lease, and (at most once a
+ * second, or when force) the counters written and a cancel request read.
+ * false (run->result set) when the run must stop.
+ */
+static bool
+check_run(MaintRun *run, bool force)
+{
+	TimestampTz now;
+	ProgressStep p = {run, false, false};
+
+	if (run->in_callback)
+	{
+		/* no step and no raise here: stop, and let the caller look */
+		if (run->result != MAINT_OK)
+			return false;
+		if (InterruptPending || (!run->dry_run && sched_lease_lost()))
+		{
+			maint_fail(run, MAINT_TRANSIENT, "interrupted");
+			return false;
+		}
+		return true;
+	}
+	CHECK_FOR_INTERRUPTS();
+	if (run->result != MAINT_OK)
+		return false;
+	if (run->dry_run)
+		return true;
+	if (sched_lease_lost())
+	{
+		run->result = MAINT_LEASE_LOST;
+		return false;
+	}
+	now = GetCurrentTimestamp();
+	if (!force && !TimestampDifferenceExceeds(run->last_check, now, CHECK_INTERVAL_MS))
+		return true;
+	run->last_check = now;
+	sched_owner_step(step_progress, &p);
+	if (!p.held)
+	{
+		run->result = MAINT_LEASE_LOST;
+		return false;
+	}
+	if (p.cancel)
+	{
+		maint_fail(run, MAINT_CANCELLED, "%s",
+				   strcmp(run->phase, "cleanup") == 0 ?
+				   "cancelled after its commit landed; the files it unreferenced and did not delete yet are left to orphan cleanup" :
+				   "cancelled before it committed anything");
+		return false;
+	}
+	return true;
+}
+
+bool
+maint_keep_going(MaintRun *run)
+{
+	return check_run(run, false);
+}
+
+/* ----------------------------------------------------------------
+ * Deleting
+ * ----------------------------------------------------------------
+ */
+
+/* Delete the queued files in one bulk call. */
+bool
+maint_delete_flush(MaintRun *run)
+{
+	IoDeleteResult *results;
+	IoError		err;
+	MemoryContext old;
+	int			failed = 0;
+	int			first_failed = -1;
+	int			rc;
+
+	if (run->q_n == 0)
+		return run->result == MAINT_OK;
+	if (run->result != MAINT_OK)
+		return false;
+	old = MemoryContextSwitchTo(run->qcxt);
+	results = palloc0(sizeof(IoDeleteResult) * run->q_n);
+	rc = io_storage_delete(run->storage, run->q_uris, run->q_n, results, &err);
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < run->q_n; i++)
+	{
+		if (results[i].deleted)
+		{
+			run->files_deleted++;
+			if (run->q_sizes[i] > 0)
+				run->bytes_deleted += run->q_sizes[i];
+		}
+		else if (rc == 0 && failed++ == 0)
+			first_failed = i;
+	}
+	if (rc != 0)
+		maint_fail(run, MAINT_TRANSIENT, "could not delete files: %s", tms_io_error_text(&err));
+	else if (failed > 0)
+		maint_fail(run, MAINT_TRANSIENT, "could not delete %d of %d files; the first, \"%s\": %s %s",
+				   failed, run->q_n, run->q_uris[first_failed], results[first_failed].code,
+				   results[first_failed].message);
+	MemoryContextReset(run->qcxt);
+	run->q_n = 0;
+	run->q_uris = NULL;
+	run->q_sizes = NULL;
+	return check_run(run, false);
+}
+
+/*
+ * Delete path (size bytes, -1 unknown; kind for a dry run's row), in a
+ * batch.  Only a path that resolves to a canonical location strictly
+ * below the table's location and one of the server's allowed locations
+ * is deleted; any other is counted as skipped and kept.  false stops the
+ * run.
+ */
+bool
+maint_delete(MaintRun *run, const char *path, int64 size, const char *kind)
+{
+	return maint_delete_ex(run, path, size, kind, NULL);
+}
+
+bool
+maint_delete_ex(MaintRun *run, const char *path, int64 size, const char *kind,
+				const char *extra_json)
+{
+	char	   *c;
+	MemoryContext old;
+
+	if (run->result != MAINT_OK)
+		return false;
+	old = MemoryContextSwitchTo(run->qcxt);
+	c = tms_location_canonical(run->conn->server, path, NULL);
+	if (c == NULL || !io_location_under(c, run->location) ||
+		!tms_location_allowed(run->conn->server, c))
+	{
+		MemoryContextSwitchTo(old);
+		run->files_skipped++;
+		if (run->dry_run)
+			maint_emit(run, "keep-file", path,
+					   psprintf("{\"kind\": \"%s\", \"reason\": \"%s\"}", kind,
+								c == NULL ? "cannot be resolved" :
+								!io_location_under(c, run->location) ?
+								"not below the table location" : "not below the allowed_locations"));
+		if (run->dry_run)
+			MemoryContextReset(run->qcxt);
+		return true;
+	}
+	if (size < 0)
+	{
+		/* the metadata does not say (manifest lists, metadata files): ask */
+		uint64		sz;
+		IoError		err;
+
+		if (io_storage_size(run->storage, c, &sz, &err) == 0)
+			size = (int64) sz;
+	}
+	if (run->dry_run)
+	{
+		StringInfoData d;
+
+		MemoryContextSwitchTo(old);
+		initStringInfo(&d);
+		appendStringInfoString(&d, "{\"kind\": ");
+		escape_json(&d, kind);
+		if (size >= 0)
+			appendStringInfo(&d, ", \"size\": " INT64_FORMAT, size);
+		if (extra_json)
+			appendStringInfo(&d, ", %s", extra_json);
+		appendStringInfoChar(&d, '}');
+		/* the target as it is deleted: canonical, local files as file:// URIs */
+		maint_emit(run, "delete-file", c[0] == '/' ? psprintf("file://%s", c) : c, d.data);
+		pfree(d.data);
+		run->files_deleted++;
+		if (size > 0)
+			run->bytes_deleted += size;
+		MemoryContextReset(run->qcxt);
+		return true;
+	}
+	if (run->q_uris == NULL)
+	{
+		run->q_uris = palloc(sizeof(char *) * tms_maintenance_delete_batch_size);
+		run->q_sizes = palloc(sizeof(int64) * tms_maintenance_delete_batch_size);
+	}
+	run->q_uris[run->q_n] = c;
+	run->q_sizes[run->q_n] = size;
+	run->q_n++;
+	MemoryContextSwitchTo(old);
+	if (run->q_n >= tms_maintenance_delete_batch_size)
+		return maint_delete_flush(run);
+	return true;
+}
+
+/*
+ * Delete what a commit attempt wrote, once it certainly failed.  The
+ * counters do not count them: they were never part of the table.
+ */
+void
+maint_delete_written(MaintRun *run, char **written, int nwritten)
+{
+	int64		deleted = run->files_deleted;
+	int64		bytes = run->bytes_deleted;
+	MaintResult saved = run->result;
+	char		error[sizeof(run->error)];
+
+	if (run->dry_run || nwritten == 0)
+		return;
+	memcpy(error, run->error, sizeof(error));
+	run->result = MAINT_OK;
+	for (int i = 0; i < nwritten && run->result == MAINT_OK; i++)
+		(void) maint_delete(run, written[i], -1, "written");
+	(void) maint_delete_flush(run);
+	if (run->result != MAINT_OK && run->result != MAINT_LEASE_LOST)
+		ereport(LOG,
+				(errmsg("maintenance job " INT64_FORMAT " could not delete the files of a failed commit: %s",
+						run->job_id, run->error)));
+	if (run->result != MAINT_LEASE_LOST)
+	{
+		run->result = saved;
+		memcpy(run->error, error, sizeof(error));
+	}
+	run->files_deleted = deleted;
+	run->bytes_deleted = bytes;
+}
+
+/*
+ * maint_delete_ex from a callback of a plain-C layer (a walk, a listing):
+ * nothing may longjmp through that layer, so an error is caught, kept in
+ * run->callback_error, and false returned; the caller raises it again
+ * with maint_callback_rethrow() once the plain-C call returned.  No step
+ * runs inside (progress is written after the call).
+ */
+bool
+maint_callback_delete(MaintRun *run, const char *path, int64 size, const char *kind,
+					  const char *extra_json)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool ok = false;
+
+	run->in_callback = true;
+	PG_TRY();
+	{
+		ok = maint_delete_ex(run, path, size, kind, extra_json);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(run->cxt);
+		run->callback_error = CopyErrorData();
+		FlushErrorState();
+		ok = false;
+		if (run->result == MAINT_OK)
+			run->result = MAINT_TRANSIENT;
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	run->in_callback = false;
+	return ok;
+}
+
+void
+maint_callback_rethrow(MaintRun *run)
+{
+	ErrorData  *e = run->callback_error;
+
+	run->in_callback = false;
+	if (e == NULL)
+		return;
+	run->callback_error = NULL;
+	ReThrowError(e);
+}
+
+/* ----------------------------------------------------------------
+ * The commit protocol (see the file header)
+ * ----------------------------------------------------------------
+ */
+
+/* Backoff before retry n (1-based): 100 ms doubling, at most 5 s. */
+static void
+commit_backoff(int n)
+{
+	long		ms = Min(100L << Min(n - 1, 6), 5000L);
+
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+					 PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* main's snapshot id in md, -1: none */
+static int64
+main_snapshot(const IcebergTableMetadata *md)
+{
+	const IcebergRef *r = iceberg_metadata_ref(md, "main");
+
+	return r ? r->snapshot_id : md->current_snapshot_id;
+}
+
+MaintCommitOutcome
+maint_commit(MaintRun *run, const char *body, const char *commit_state,
+			 char **written, int nwritten, int64 base_snapshot_id,
+			 MaintLandedFn landed, void *arg)
+{
+	IoLoadedTable out;
+	IoError		err;
+
+	if (!maint_record_phase(run, "commit", commit_state))
+		return MAINT_COMMIT_FAILED;
+	for (int attempt = 0;; attempt++)
+	{
+		int			rc;
+
+		if (!check_run(run, true))
+			return MAINT_COMMIT_FAILED;
+		run->commit_attempts++;
+		memset(&out, 0, sizeof(out));
+		rc = io_catalog_commit_table(run->conn->catalog, run->ns_io, run->table, body, &out, &err);
+		io_loaded_table_free(&out);
+		CHECK_FOR_INTERRUPTS();
+		if (rc == 0)
+			break;
+		if (err.code == IO_ERR_CONFLICT)
+		{
+			maint_delete_written(run, written, nwritten);
+			if (!maint_record_phase(run, "start", NULL))
+				return MAINT_COMMIT_FAILED;
+			return MAINT_COMMIT_RETRY;
+		}
+		if (err.code != IO_ERR_COMMIT_STATE_UNKNOWN && err.code != IO_ERR_TIMEOUT &&
+			err.code != IO_ERR_CONNECT && err.code != IO_ERR_UNAVAILABLE &&
+			err.code != IO_ERR_SERVER)
+		{
+			/* the catalog answered no: nothing landed */
+			maint_delete_written(run, written, nwritten);
+			(void) maint_record_phase(run, "start", NULL);
+			maint_fail(run, MAINT_TERMINAL, "the catalog refused the commit: %s",
+					   tms_io_error_text(&err));
+			return MAINT_COMMIT_FAILED;
+		}
+
+		/* unknown: learn from the table whether it landed */
+		if (!maint_load(run))
+			return MAINT_COMMIT_FAILED;
+		if (landed(arg, run->md))
+			return maint_record_phase(run, "cleanup", commit_state) ?
+				MAINT_COMMIT_LANDED : MAINT_COMMIT_FAILED;
+		if (main_snapshot(run->md) != base_snapshot_id)
+		{
+			/* main moved elsewhere: the requirement can never hold again */
+			maint_delete_written(run, written, nwritten);
+			if (!maint_record_phase(run, "start", NULL))
+				return MAINT_COMMIT_FAILED;
+			return MAINT_COMMIT_RETRY;
+		}
+		if (attempt >= tms_maintenance_commit_retries)
+		{
+			maint_fail(run, MAINT_TRANSIENT,
+					   "the outcome of the commit is unknown after %d attempts (%s); nothing was deleted",
+					   attempt + 1, tms_io_error_text(&err));
+			return MAINT_COMMIT_FAILED;
+		}
+		commit_backoff(attempt + 1);
+	}
+	/* landed: the table after it */
+	if (!maint_load(run))
+	{
+		/* it landed; the cleanup is done by the retry, from commit_state */
+		(void) maint_record_phase(run, "cleanup", commit_state);
+		return MAINT_COMMIT_FAILED;
+	}
+	if (!landed(arg, run->md))
+	{
+		/* answered 200 and not visible: a catalog we cannot trust */
+		maint_fail(run, MAINT_TERMINAL,
+				   "the catalog accepted the commit but the table does not show it; nothing was deleted");
+		return MAINT_COMMIT_FAILED;
+	}
+	return maint_record_phase(run, "cleanup", commit_state) ?
+		MAINT_COMMIT_LANDED : MAINT_COMMIT_FAILED;
+}
+
+/* Let the operation run out its retries of a conflicting commit. */
+bool
+maint_commit_retry_allowed(MaintRun *run, int retry)
+{
+	if (retry > tms_maintenance_commit_retries)
+	{
+		maint_fail(run, MAINT_TRANSIENT,
+				   "the commit conflicted with concurrent commits %d times", retry);
+		return false;
+	}
+	commit_backoff(retry);
+	return check_run(run, true);
+}
+
+/* ----------------------------------------------------------------
+ * A job's run
+ * ----------------------------------------------------------------
+ */
+
+typedef struct FinishStep
+{
+	MaintRun   *run;
+	const char *state;			/* in: the outcome; out: the state written */
+	bool		held;
+} FinishStep;
+
+static void
+step_finish(void *arg)
+{
+	FinishStep *f = arg;
+	MaintRun   *run = f->run;
+	Oid			types[16] = {INT8OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
+		INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT4OID, BOOLOID, TEXTOID,
+	INT8OID};
+	Datum		args[16];
+	char		nulls[16];
+	bool		failure = strcmp(f->state, "failed") == 0;
+	int			rc;
+
+	memset(nulls, ' ', sizeof(nulls));
+	args[0] = Int64GetDatum(run->job_id);
+	args[1] = CStringGetTextDatum(run->task->instance);
+	args[2] = Int64GetDatum(run->task->version);
+	args[3] = CStringGetTextDatum(f->state);
+	if (run->result != MAINT_OK)
+		args[4] = CStringGetTextDatum(run->error);
+	else
+		nulls[4] = 'n';
+	if (run->after_snapshot_id >= 0)
+		args[5] = Int64GetDatum(run->after_snapshot_id);
+	else
+		nulls[5] = 'n';
+	args[6] = Int64GetDatum(run->snapshots_expired);
+	args[7] = Int64GetDatum(run->manifests_rewritten);
+	args[8] = Int64GetDatum(run->manifests_added);
+	args[9] = Int64GetDatum(run->files_deleted);
+	args[10] = Int64GetDatum(run->bytes_deleted);
+	args[11] = Int64GetDatum(run->orphans_found);
+	args[12] = Int32GetDatum(tms_maintenance_max_attempts);
+	args[13] = BoolGetDatum(failure && run->result == MAINT_TERMINAL);
+	args[14] = CStringGetTextDatum("");
+	args[15] = Int64GetDatum(run->files_skipped);
+
+	/*
+	 * failed: back to pending (retried) unless terminal or out of attempts;
+	 * skipped and cancelled: reason = the run's message; succeeded: the
+	 * effect.
+	 */
+	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
+							   "   SET state = CASE WHEN $4 = 'failed' AND NOT $14 AND attempts < $13"
+							   "                    THEN 'pending' ELSE $4 END,"
+							   "       finished_at = CASE WHEN $4 = 'failed' AND NOT $14 AND attempts < $13"
+							   "                          THEN NULL ELSE now() END,"
+							   "       last_error = CASE WHEN $4 = 'failed' THEN $5 ELSE last_error END,"
+							   "       reason = CASE WHEN $4 IN ('skipped', 'cancelled') THEN $5"
+							   "                     WHEN $4 = 'succeeded' THEN NULL ELSE reason END,"
+							   "       message = CASE WHEN $4 = 'succeeded' AND $16 > 0"
+							   "                      THEN format('%s files outside the table location or the allowed locations were kept', $16)"
+							   "                      ELSE message END,"
+							   "       after_snapshot_id = coalesce($6, after_snapshot_id),"
+							   "       snapshots_expired = $7, manifests_rewritten = $8,"
+							   "       manifests_added = $9, files_deleted = $10,"
+							   "       bytes_deleted = $11, orphans_found = $12,"
+							   "       phase = CASE WHEN $4 = 'failed' THEN phase ELSE 'done' END"
+							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD
+							   " RETURNING state",
+							   16, types, args, nulls, false, 0);
+	if (rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not finish maintenance job: %s", SPI_result_code_string(rc));
+	f->held = SPI_processed == 1;
+	if (!f->held)
+		return;
+	f->state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	MemoryContextSwitchTo(run->cxt);
+	f->state = pstrdup(f->state);
+	if (strcmp(f->state, "pending") != 0)
+	{
+		rc = SPI_execute_with_args("SELECT tms._job_ended($1)", 1, types, args, NULL, false, 0);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "could not end maintenance job: %s", SPI_result_code_string(rc));
+	}
+	MemoryContextSwitchTo(run->cxt);
+}
+
+/*
+ * Seed 000's snapshot-drift gate: a policy's job carries the snapshot its
+ * condition was evaluated at; if the table's data changed since, the
+ * decision is stale.  Snapshots of operation "replace" (manifest rewrite,
+ * compaction: the same rows) between the two are not drift, so one
+ * operation's commit does not skip the other operations decided with it.
+ * A snapshot that is no longer an ancestor of the current one (expired,
+ * or main moved elsewhere) is drift.
+ */
+static bool
+snapshot_drift(MaintRun *run)
+{
+	int64		id = run->before_snapshot_id;
+
+	if (run->evaluated_snapshot_id < 0 || id == run->evaluated_snapshot_id)
+		return false;
+	for (int steps = 0; id >= 0 && steps <= run->md->nsnapshots; steps++)
+	{
+		const IcebergSnapshot *s = iceberg_metadata_snapshot(run->md, id);
+
+		if (s == NULL)
+			return true;
+		if (id == run->evaluated_snapshot_id)
+			return false;
+		if (s->operation == NULL || strcmp(s->operation, "replace") != 0)
+			return true;
+		id = s->parent_snapshot_id;
+	}
+	return true;
+}
+
+/* The work of a local job between start and finish; sets run->result. */
+static void
+run_local(MaintRun *run)
+{
+	ConnectStep cs = {run, false};
+	ErrorData  *e = NULL;
+
+	if (run->attempts > tms_maintenance_max_attempts)
+	{
+		maint_fail(run, MAINT_TERMINAL, "gave up after %d attempts; the last one did not finish",
+				   run->attempts - 1);
+		return;
+	}
+	if (!sched_owner_try_step(step_connect, &cs, &e))
+	{
+		maint_fail(run, e->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE ||
+				   e->sqlerrcode == ERRCODE_UNDEFINED_OBJECT ? MAINT_TERMINAL : MAINT_TRANSIENT,
+				   "%s%s%s", e->message, e->detail ? ": " : "", e->detail ? e->detail : "");
+		return;
+	}
+	run->ns_io = tms_namespace_to_io(run->ns);
+
+	/* a commit was in flight, or landed, when the last executor died */
+	if (run->phase && strcmp(run->phase, "start") != 0 && run->commit_state != NULL)
+	{
+		if (run->opt.op == MAINT_EXPIRE)
+			maint_resume_expire(run);
+		else if (run->opt.op == MAINT_REWRITE)
+			maint_resume_rewrite(run);
+		return;
+	}
+
+	if (!maint_load(run))
+		return;
+	if (run->policy_job && snapshot_drift(run))
+	{
+		maint_fail(run, MAINT_SKIPPED,
+				   "snapshot drift: the condition was evaluated at snapshot " INT64_FORMAT
+				   ", and the table's data changed since (it is now at snapshot " INT64_FORMAT ")",
+				   run->evaluated_snapshot_id, run->before_snapshot_id);
+		return;
+	}
+	record_metrics(run, "before");
+	if (!check_run(run, true))
+		return;
+	switch (run->opt.op)
+	{
+		case MAINT_EXPIRE:
+			maint_run_expire(run);
+			break;
+		case MAINT_ORPHAN:
+			maint_run_orphan(run);
+			break;
+		case MAINT_REWRITE:
+			maint_run_rewrite(run);
+			break;
+		default:
+			maint_fail(run, MAINT_TERMINAL, "operation \"%s\" cannot run locally",
+					   maint_op_name(run->opt.op));
+	}
+}
+
+/* After the operation: flush, then the table as it is now for the record. */
+static void
+run_after(MaintRun *run)
+{
+	if (run->result == MAINT_OK)
+		(void) maint_delete_flush(run);
+	if (run->result == MAINT_OK && run->md != NULL)
+	{
+		if (run->after_snapshot_id < 0)
+			run->after_snapshot_id = run->before_snapshot_id;
+		record_metrics(run, "after");
+	}
+}
+
+/*
+ * CALL the procedure named by tms.maintenance_handler (job_id bigint, job
+ * jsonb) as its owner, never as the worker's user (the rule of every task
+ * handler); for jobs of engines tms does not run itself.
+ */
+static void
+call_handler(const char *job, int64 job_id)
+{
+	Oid			proc = DatumGetObjectId(DirectFunctionCall1(regprocin,
+															CStringGetDatum(tms_maintenance_handler)));
+	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(proc));
+	Form_pg_proc form;
+	Oid			owner;
+	char	   *sql;
+	Oid			types[2] = {INT8OID, TEXTOID};
+	Datum		args[2];
+	TmsRoleSave save;
+	int			rc;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for procedure %u", proc);
+	form = (Form_pg_proc) GETSTRUCT(tup);
+	if (form->prokind != PROKIND_PROCEDURE)
+	{
+		ReleaseSysCache(tup);
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("tms.maintenance_handler \"%s\" is not a procedure", tms_maintenance_handler)));
+	}
+	owner = form->proowner;
+	sql = psprintf("CALL %s.%s($1, $2::jsonb)",
+				   quote_identifier(get_namespace_name(form->pronamespace)),
+				   quote_identifier(NameStr(form->proname)));
+	ReleaseSysCache(tup);
+	args[0] = Int64GetDatum(job_id);
+	args[1] = CStringGetTextDatum(job);
+	tms_become_role(owner, "tms.maintenance_handler", &save);
+	rc = SPI_execute_with_args(sql, 2, types, args, NULL, false, 0);
+	tms_restore_role(&save);
+	if (rc < 0)
+		elog(ERROR, "could not call tms.maintenance_handler: %s", SPI_result_code_string(rc));
+}
+
+/* Free what the run holds outside palloc. */
+static void
+run_release(MaintRun *run)
+{
+	unload(run);
+	if (run->conn)
+		tms_catalog_release(run->conn);
+	run->conn = NULL;
+}
+
+/*
+ * The handler of the "maintenance" task kind (detached; see the file
+ * header).
+ */
+static SchedOutcome
+maintenance_handler(SchedTask *task, ErrorData **error)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "tms maintenance run",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	MaintRun   *run = palloc0(sizeof(MaintRun));
+	StartStep	st;
+	FinishStep	fin;
+	volatile SchedOutcome outcome = SCHED_DONE;
+	char	   *end;
+
+	run->cxt = cxt;
+	run->qcxt = AllocSetContextCreate(cxt, "tms maintenance deletes", ALLOCSET_DEFAULT_SIZES);
+	run->task = task;
+	run->result = MAINT_OK;
+	run->after_snapshot_id = -1;
+	run->before_snapshot_id = -1;
+	run->job_id = strncmp(task->instance, "job-", 4) == 0 ?
+		strtoi64(task->instance + 4, &end, 10) : 0;
+	if (run->job_id <= 0 || *end != '\0')
+	{
+		MemoryContextSwitchTo(old);
+		*error = sched_error(ERRCODE_INVALID_PARAMETER_VALUE,
+							 psprintf("invalid maintenance task instance \"%s\"", task->instance),
+							 NULL);
+		MemoryContextDelete(cxt);
+		return SCHED_FAILED;
+	}
+
+	PG_TRY();
+	{
+		ErrorData  *e = NULL;
+
+		memset(&st, 0, sizeof(st));
+		st.run = run;
+		if (!sched_owner_try_step(step_start, &st, &e))
+		{
+			/* the run's context goes: the error moves to the caller's */
+			MemoryContextSwitchTo(old);
+			*error = sched_error(e->sqlerrcode, e->message, e->detail);
+			(*error)->hint = e->hint ? pstrdup(e->hint) : NULL;
+			MemoryContextSwitchTo(cxt);
+			outcome = SCHED_FAILED;
+		}
+		else if (strcmp(st.state, "started") == 0 && !st.external)
+		{
+			read_job(run, st.job);
+			pgstat_report_activity(STATE_RUNNING,
+								   psprintf("tms: %s of %s.%s (job " INT64_FORMAT ")",
+											maint_op_name(run->opt.op), run->ns, run->table,
+											run->job_id));
+			run_local(run);
+			run_after(run);
+			if (run->result == MAINT_LEASE_LOST || sched_lease_lost())
+				outcome = SCHED_LEASE_LOST;
+			else
+			{
+				fin.run = run;
+				fin.held = false;
+				fin.state = run->result == MAINT_OK ? "succeeded" :
+					run->result == MAINT_SKIPPED ? "skipped" :
+					run->result == MAINT_CANCELLED ? "cancelled" : "failed";
+				sched_owner_step(step_finish, &fin);
+				if (!fin.held)
+					outcome = SCHED_LEASE_LOST;
+				else if (strcmp(fin.state, "pending") == 0)
+				{
+					MemoryContextSwitchTo(old);
+					*error = sched_error(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error, NULL);
+					outcome = SCHED_FAILED;
+				}
+				else if (strcmp(fin.state, "failed") == 0)
+					ereport(LOG,
+							(errmsg("maintenance job " INT64_FORMAT " (%s of %s.%s) failed: %s",
+									run->job_id, maint_op_name(run->opt.op), run->ns,
+									run->table, run->error)));
+			}
+		}
+	}
+	PG_FINALLY();
+	{
+		run_release(run);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	return outcome;
+}
+
+/* ----------------------------------------------------------------
+ * tms.run_operation and tms.plan_operation
+ * ----------------------------------------------------------------
+ */
+
+static char *
+json_quote(const char *s)
+{
+	StringInfoData b;
+
+	initStringInfo(&b);
+	escape_json(&b, s);
+	return b.data;
+}
+
+/* Load the table as the acting role in the caller's transaction. */
+static void
+session_load(MaintRun *run, const char *server, const char *ns, const char *table,
+			 const char *what)
+{
+	tms_check_namespace(ns);
+	tms_check_table_name("table name", table);
+	run->server_name = pstrdup(server);
+	run->ns = pstrdup(ns);
+	run->table = pstrdup(table);
+	run->ns_io = tms_namespace_to_io(ns);
+	run->acting = tms_acting_role();
+	run->conn = tms_catalog_connect(server);
+	if (!maint_load(run))
+	{
+		if (run->load_failed)
+			tms_io_ereport(&run->load_err);
+		if (run->refused_location)
+			(void) tms_check_table_location(run->conn->server, ns, table,
+											run->refused_location, "maintain");
+		ereport(ERROR,
+				(errcode(run->result == MAINT_TERMINAL ? ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+						 : ERRCODE_CONNECTION_FAILURE),
+				 errmsg("cannot %s on table \"%s.%s\"", what, ns, table),
+				 errdetail("%s", run->error)));
+	}
+	/* a server with no allowed_locations, raised with its own message */
+	(void) tms_check_table_location(run->conn->server, ns, table, run->md->location, "maintain");
+}
+
+typedef struct PlanRows
+{
+	Tuplestorestate *ts;
+	TupleDesc	desc;
+} PlanRows;
+
+static void
+plan_row(void *arg, const char *action, const char *target, const char *detail_json)
+{
+	PlanRows   *p = arg;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	values[0] = CStringGetTextDatum(action);
+	values[1] = CStringGetTextDatum(target ? target : "");
+	if (detail_json)
+		values[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(detail_json));
+	else
+		nulls[2] = true;
+	tuplestore_putvalues(p->ts, p->desc, values, nulls);
+}
+
+void
+tms_operation_plan(const char *server, const char *ns, const char *table,
+				   const char *operation, Jsonb *options, Tuplestorestate *ts,
+				   TupleDesc desc)
+{
+	MaintRun   *run = palloc0(sizeof(MaintRun));
+	PlanRows	rows = {ts, desc};
+
+	run->cxt = CurrentMemoryContext;
+	run->qcxt = AllocSetContextCreate(CurrentMemoryContext, "tms plan", ALLOCSET_SMALL_SIZES);
+	run->dry_run = true;
+	run->emit = plan_row;
+	run->emit_arg = &rows;
+	run->result = MAINT_OK;
+	run->after_snapshot_id = -1;
+	maint_options_parse(operation, "local", options, &run->opt);
+	PG_TRY();
+	{
+		session_load(run, server, ns, table, "plan an operation");
+		switch (run->opt.op)
+		{
+			case MAINT_EXPIRE:
+				maint_run_expire(run);
+				break;
+			case MAINT_ORPHAN:
+				maint_run_orphan(run);
+				break;
+			case MAINT_REWRITE:
+				maint_run_rewrite(run);
+				break;
+			default:
+				break;
+		}
+		if (run->result == MAINT_SKIPPED)
+			maint_emit(run, "skip", operation,
+					   psprintf("{\"reason\": %s}", json_quote(run->error)));
+		else if (run->result != MAINT_OK)
+			ereport(ERROR,
+					(errcode(run->result == MAINT_TERMINAL ? ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+							 : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+					 errmsg("cannot plan %s on table \"%s.%s\"", operation, ns, table),
+					 errdetail("%s", run->error)));
+	}
+	PG_FINALLY();
+	{
+		unload(run);
+	}
+	PG_END_TRY();
+}
+
+int64
+tms_operation_submit(const char *server, const char *ns, const char *table,
+					 const char *operation, Jsonb *options, const char *engine)
+{
+	MaintRun   *run = palloc0(sizeof(MaintRun));
+	Oid			types[10] = {OIDOID, NAMEOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+	JSONBOID, TEXTOID, TEXTOID, INT8OID};
+	Datum		args[10];
+	char		nulls[10];
+	TmsRoleSave save;
+	int64		id;
+	bool		isnull;
+	int			rc;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	run->cxt = CurrentMemoryContext;
+	run->qcxt = AllocSetContextCreate(CurrentMemoryContext, "tms submit", ALLOCSET_SMALL_SIZES);
+	run->result = MAINT_OK;
+
+	/* names and options first: nothing else runs for bad input */
+	maint_options_parse(operation, engine, options, &run->opt);
+	memset(nulls, ' ', sizeof(nulls));
+	PG_TRY();
+	{
+		session_load(run, server, ns, table, "run an operation");
+		args[7] = run->md->table_uuid ? CStringGetTextDatum(run->md->table_uuid) : (Datum) 0;
+		nulls[7] = run->md->table_uuid ? ' ' : 'n';
+		args[8] = CStringGetTextDatum(run->metadata_location);
+		args[9] = Int64GetDatum(run->before_snapshot_id);
+		nulls[9] = run->before_snapshot_id >= 0 ? ' ' : 'n';
+	}
+	PG_FINALLY();
+	{
+		unload(run);
+	}
+	PG_END_TRY();
+
+	args[0] = ObjectIdGetDatum(run->acting);
+	args[1] = DirectFunctionCall1(namein, CStringGetDatum(server));
+	args[2] = CStringGetTextDatum(ns);
+	args[3] = CStringGetTextDatum(table);
+	args[4] = CStringGetTextDatum(operation);
+	args[5] = CStringGetTextDatum(engine);
+	args[6] = options ? JsonbPGetDatum(options) :
+		DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
+	SPI_connect();
+	tms_become_extension_owner(&save);
+	rc = SPI_execute_with_args("SELECT tms._submit_operation($1::regrole, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+							   10, types, args, nulls, false, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not submit maintenance job: %s", SPI_result_code_string(rc));
+	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	tms_restore_role(&save);
+	SPI_finish();
+	MemoryContextSwitchTo(cxt);
+	return id;
+}

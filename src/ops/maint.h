@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * maint.h
+ *	  Maintenance operations run by tms itself (the "local" engine):
+ *	  snapshot expiry, orphan cleanup and manifest rewrite, as jobs of
+ *	  tms.table_maintenance_job run by the "maintenance" task kind, as
+ *	  dry runs, and on demand.  What sql_api calls.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_OPS_MAINT_H
+#define TMS_OPS_MAINT_H
+
+#include "postgres.h"
+
+#include "funcapi.h"
+#include "utils/jsonb.h"
+#include "utils/tuplestore.h"
+
+/* Raise unless engine can run operation with options (NULL: names only). */
+extern void tms_operation_check(const char *operation, const char *engine,
+								Jsonb *options);
+
+/*
+ * tms.run_operation: validate everything as the acting role (names,
+ * options, USAGE and user mapping, the table exists and lies below the
+ * server's allowed locations), then record the job and its task in the
+ * caller's transaction.  Returns the job id.
+ */
+extern int64 tms_operation_submit(const char *server, const char *ns,
+								  const char *table, const char *operation,
+								  Jsonb *options, const char *engine);
+
+/*
+ * tms.plan_operation: plan as the acting role and put one row (action,
+ * target, detail) per effect into ts; commits and deletes nothing.
+ */
+extern void tms_operation_plan(const char *server, const char *ns,
+							   const char *table, const char *operation,
+							   Jsonb *options, Tuplestorestate *ts,
+							   TupleDesc desc);
+
+#endif							/* TMS_OPS_MAINT_H */

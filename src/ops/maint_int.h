@@ -1,0 +1,232 @@
+/*-------------------------------------------------------------------------
+ *
+ * maint_int.h
+ *	  What the files of the maintenance area share (maint.c: jobs, runs,
+ *	  the commit protocol and the delete queue; maint_options.c; one file
+ *	  per operation: maint_expire.c, maint_orphan.c, maint_rewrite.c); not
+ *	  an interface for anyone else.
+ *
+ * A MaintRun is one execution of one operation on one table, either a
+ * dry run (tms.plan_operation: effects become rows, nothing is written)
+ * or a real one (a job's task, outside transactions, progress recorded in
+ * short steps conditional on the task's lease).  An operation's code is
+ * the same for both: it calls maint_emit() for what it would do and
+ * maint_delete() / maint_commit() to do it, which in a dry run only emit.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_OPS_MAINT_INT_H
+#define TMS_OPS_MAINT_INT_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "lib/stringinfo.h"
+#include "utils/jsonb.h"
+
+#include "bridge/catalog.h"
+#include "iceberg/iceberg.h"
+#include "io/io.h"
+#include "sched/sched.h"
+
+typedef enum MaintOp
+{
+	MAINT_EXPIRE = 0,
+	MAINT_ORPHAN = 1,
+	MAINT_REWRITE = 2,
+	MAINT_COMPACTION = 3,
+	MAINT_OP_UNKNOWN = -1
+} MaintOp;
+
+typedef enum MaintPrefixMode
+{
+	MAINT_PREFIX_ERROR,
+	MAINT_PREFIX_IGNORE,
+	MAINT_PREFIX_DELETE
+} MaintPrefixMode;
+
+/* older-than: an age before the run, or a point in time */
+typedef struct MaintTime
+{
+	bool		set;
+	bool		absolute;
+	TimestampTz at;
+	Interval	age;
+	char	   *text;			/* as given */
+} MaintTime;
+
+/* Parsed options (maint_options.c); -1 / unset: the table's default. */
+typedef struct MaintOptions
+{
+	MaintOp		op;
+	bool		local;
+
+	/* snapshot-expiry (older_than also orphan-cleanup) */
+	MaintTime	older_than;
+	int32		retain_last;
+	int64		max_ref_age_ms;
+	int			nsnapshot_ids;
+	int64	   *snapshot_ids;
+	bool		clean_expired_files;
+
+	/* orphan-cleanup */
+	bool		force;
+	char	   *location;
+	MaintPrefixMode prefix_mode;
+	int			nequal_schemes;
+	char	  **equal_scheme_from;
+	char	  **equal_scheme_to;
+	int			nequal_authorities;
+	char	  **equal_authority_from;
+	char	  **equal_authority_to;
+
+	/* manifest-rewrite */
+	int32		spec_id;
+	int64		target_size_bytes;
+} MaintOptions;
+
+extern MaintOp maint_op_from_name(const char *operation);
+extern const char *maint_op_name(MaintOp op);
+extern void maint_options_parse(const char *operation, const char *engine,
+								Jsonb *options, MaintOptions *out);
+extern TimestampTz maint_time_resolve(const MaintTime *t, TimestampTz now);
+extern int64 maint_timestamp_to_ms(TimestampTz t);
+extern TimestampTz maint_ms_to_timestamp(int64 ms);
+
+typedef enum MaintResult
+{
+	MAINT_OK,
+	MAINT_TRANSIENT,			/* retry later */
+	MAINT_TERMINAL,				/* the job fails now */
+	MAINT_SKIPPED,				/* the job ends skipped (reason in error) */
+	MAINT_CANCELLED,			/* cancel_operation */
+	MAINT_LEASE_LOST
+} MaintResult;
+
+/* A row of a dry run. */
+typedef void (*MaintEmitFn) (void *arg, const char *action, const char *target,
+							 const char *detail_json);
+
+typedef struct MaintRun
+{
+	MemoryContext cxt;
+	bool		dry_run;
+	MaintEmitFn emit;
+	void	   *emit_arg;
+
+	/* a job's run (not in a dry run) */
+	SchedTask  *task;
+	int64		job_id;
+	char	   *phase;			/* start, commit, cleanup */
+	char	   *commit_state;	/* JSON text, NULL: none */
+	int64		evaluated_snapshot_id;	/* a policy job's, -1: none */
+	bool		policy_job;
+	int			attempts;
+	TimestampTz last_check;
+
+	/* what and where */
+	MaintOptions opt;
+	char	   *server_name;
+	char	   *ns;
+	char	   *ns_io;
+	char	   *table;
+	Oid			acting;
+
+	/* the table, loaded (maint_load) */
+	TmsCatalogConn *conn;
+	IoStorage  *storage;
+	TmsTableFileIO tio;
+	IcebergFileIO fio;
+	IcebergTableMetadata *md;
+	char	   *metadata_location;
+	char	   *location;		/* canonical table location */
+	int64		before_snapshot_id; /* current snapshot at load, -1: none */
+	int64		now_ms;
+
+	/* delete queue (canonical URIs) */
+	MemoryContext qcxt;
+	const char **q_uris;
+	int64	   *q_sizes;
+	int			q_n;
+
+	/* effect */
+	int64		after_snapshot_id;
+	int64		snapshots_expired;
+	int64		manifests_rewritten;
+	int64		manifests_added;
+	int64		files_deleted;
+	int64		bytes_deleted;
+	int64		files_skipped;
+	int64		orphans_found;
+	int64		commit_attempts;
+
+	/* inside a callback of the plain-C layers: nothing may raise */
+	bool		in_callback;
+	ErrorData  *callback_error; /* what a callback caught, raised after */
+
+	/* the io failure of the last load, or the location it refused (for a
+	 * session's error) */
+	bool		load_failed;
+	IoError		load_err;
+	char	   *refused_location;
+
+	/* outcome */
+	MaintResult result;
+	char		error[2048];
+} MaintRun;
+
+/* maint.c */
+extern void maint_fail(MaintRun *run, MaintResult kind, const char *fmt,...) pg_attribute_printf(3, 4);
+extern void maint_fail_iceberg(MaintRun *run, const char *what, const IcebergError *err);
+extern void maint_emit(MaintRun *run, const char *action, const char *target,
+					   const char *detail_json);
+extern bool maint_load(MaintRun *run);
+extern bool maint_delete(MaintRun *run, const char *path, int64 size, const char *kind);
+extern bool maint_delete_ex(MaintRun *run, const char *path, int64 size, const char *kind,
+							const char *extra_json);
+extern bool maint_callback_delete(MaintRun *run, const char *path, int64 size,
+								  const char *kind, const char *extra_json);
+extern void maint_callback_rethrow(MaintRun *run);
+extern bool maint_delete_flush(MaintRun *run);
+extern bool maint_keep_going(MaintRun *run);
+extern bool maint_record_phase(MaintRun *run, const char *phase, const char *commit_state);
+
+/*
+ * The commit protocol (maint.c).  The operation supplies the request
+ * body, the files the attempt wrote (deleted once the attempt certainly
+ * failed) and a test of whether a metadata version holds the attempt's
+ * effect.  Returns:
+ *	 MAINT_COMMIT_LANDED	the commit is known to have landed; run->md is
+ *							the table after it
+ *	 MAINT_COMMIT_RETRY		it certainly failed (a conflict); reload,
+ *							re-plan, try again
+ *	 MAINT_COMMIT_FAILED	run->result says why (outcome unknown after
+ *							retries: the written files stay)
+ */
+typedef enum MaintCommitOutcome
+{
+	MAINT_COMMIT_LANDED,
+	MAINT_COMMIT_RETRY,
+	MAINT_COMMIT_FAILED
+} MaintCommitOutcome;
+
+typedef bool (*MaintLandedFn) (void *arg, const IcebergTableMetadata *md);
+
+extern MaintCommitOutcome maint_commit(MaintRun *run, const char *body,
+									   const char *commit_state,
+									   char **written, int nwritten,
+									   int64 base_snapshot_id,
+									   MaintLandedFn landed, void *arg);
+extern void maint_delete_written(MaintRun *run, char **written, int nwritten);
+extern bool maint_commit_retry_allowed(MaintRun *run, int retry);
+
+/* the operations: each runs (or dry-runs) one operation on run->md */
+extern void maint_run_expire(MaintRun *run);
+extern void maint_run_orphan(MaintRun *run);
+extern void maint_run_rewrite(MaintRun *run);
+
+/* resuming a job whose commit was in flight or landed (phase commit / cleanup) */
+extern void maint_resume_expire(MaintRun *run);
+extern void maint_resume_rewrite(MaintRun *run);
+
+#endif							/* TMS_OPS_MAINT_INT_H */

@@ -1,0 +1,454 @@
+/*-------------------------------------------------------------------------
+ *
+ * maint_options.c
+ *	  The one check of maintenance operation names, engines and options:
+ *	  tms.add_rule and tms.run_operation validate with it, and a worker
+ *	  parses a job's options with it before running the job.
+ *
+ * Operations and engines:
+ *	  snapshot-expiry, orphan-cleanup, manifest-rewrite run on "local"
+ *	  (tms itself) or on an engine; compaction needs an engine ("local"
+ *	  compaction is refused, SQLSTATE 0A000).  Engines are local, spark and
+ *	  trino; the options of a job for spark or trino are the engine's
+ *	  business and are only checked for credentials (tms._check_options).
+ *
+ * Options of the local operations, hyphenated like Iceberg's action
+ * options; an absent option takes the table property, then Iceberg's
+ * default (the operation files say which):
+ *	  snapshot-expiry  older-than (interval or timestamp), retain-last
+ *					   (integer >= 1), max-ref-age-ms (integer >= 0),
+ *					   snapshot-ids (array of integers),
+ *					   clean-expired-files (boolean)
+ *	  orphan-cleanup   older-than (interval or timestamp; default 3 days;
+ *					   less than 1 day ago needs "force": true), force,
+ *					   location (a path), prefix-mismatch-mode ("error",
+ *					   "ignore", "delete"), equal-schemes and
+ *					   equal-authorities (objects of strings)
+ *	  manifest-rewrite spec-id (integer >= 0), target-size-bytes
+ *					   (integer >= 1024)
+ * An unknown key or a value of the wrong type is SQLSTATE 22023 with the
+ * key in DETAIL; nothing runs and no job is recorded.
+ *
+ * A relative older-than (an interval) is kept as such and resolved
+ * against the time the operation plans, so a rule's "7 days" means seven
+ * days before each run.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/date.h"
+#include "utils/datetime.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "ops/maint.h"
+#include "ops/maint_int.h"
+
+#define MS_PER_DAY INT64CONST(86400000)
+
+static const char *const operations[] = {
+	"snapshot-expiry", "orphan-cleanup", "manifest-rewrite", "compaction"
+};
+static const char *const engines[] = {"local", "spark", "trino"};
+
+MaintOp
+maint_op_from_name(const char *operation)
+{
+	for (int i = 0; i < (int) lengthof(operations); i++)
+		if (strcmp(operation, operations[i]) == 0)
+			return (MaintOp) i;
+	return MAINT_OP_UNKNOWN;
+}
+
+const char *
+maint_op_name(MaintOp op)
+{
+	return (int) op >= 0 && (int) op < (int) lengthof(operations) ? operations[op] : "unknown";
+}
+
+/* Raise unless operation and engine name a pair tms can run. */
+static MaintOp
+check_names(const char *operation, const char *engine)
+{
+	MaintOp		op;
+	bool		known = false;
+
+	if (operation == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("a maintenance operation must not be null")));
+	op = maint_op_from_name(operation);
+	if (op == MAINT_OP_UNKNOWN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown maintenance operation \"%s\"", operation),
+				 errhint("Operations are compaction, manifest-rewrite, snapshot-expiry and orphan-cleanup.")));
+	if (engine == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("a maintenance engine must not be null")));
+	for (int i = 0; i < (int) lengthof(engines); i++)
+		known |= strcmp(engine, engines[i]) == 0;
+	if (!known)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown maintenance engine \"%s\"", engine),
+				 errhint("Engines are local, spark and trino.")));
+	if (strcmp(engine, "local") == 0 && op == MAINT_COMPACTION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("engine \"local\" cannot run operation \"compaction\""),
+				 errdetail("tms itself runs snapshot-expiry, orphan-cleanup and manifest-rewrite; compaction rewrites data files and needs an engine."),
+				 errhint("Use engine \"spark\" or \"trino\".")));
+	return op;
+}
+
+static void
+bad_option(const char *operation, const char *key, const char *fmt,...) pg_attribute_printf(3, 4) pg_attribute_noreturn();
+
+static void
+bad_option(const char *operation, const char *key, const char *fmt,...)
+{
+	char		detail[512];
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid option \"%s\" of operation \"%s\"", key, operation),
+			 errdetail("%s", detail)));
+}
+
+static const char *
+jbv_type_name(const JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			return "null";
+		case jbvString:
+			return "a string";
+		case jbvNumeric:
+			return "a number";
+		case jbvBool:
+			return "a boolean";
+		case jbvBinary:
+			return JsonContainerIsArray(v->val.binary.data) ? "an array" : "an object";
+		default:
+			return "a JSON value";
+	}
+}
+
+/* An integer option in [min, max]. */
+static int64
+opt_int(const char *operation, const char *key, const JsonbValue *v, int64 min, int64 max)
+{
+	char	   *s;
+	char	   *end;
+	int64		n;
+
+	if (v->type != jbvNumeric)
+		bad_option(operation, key, "The value is %s; it must be a whole number.", jbv_type_name(v));
+	s = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
+	errno = 0;
+	n = strtoi64(s, &end, 10);
+	if (*end != '\0' || errno != 0)
+		bad_option(operation, key, "The value is %s; it must be a whole number.", s);
+	if (n < min || n > max)
+		bad_option(operation, key, "The value is %s; it must lie between " INT64_FORMAT " and " INT64_FORMAT ".",
+				   s, min, max);
+	return n;
+}
+
+static bool
+opt_bool(const char *operation, const char *key, const JsonbValue *v)
+{
+	if (v->type != jbvBool)
+		bad_option(operation, key, "The value is %s; it must be true or false.", jbv_type_name(v));
+	return v->val.boolean;
+}
+
+static char *
+opt_string(const char *operation, const char *key, const JsonbValue *v)
+{
+	if (v->type != jbvString)
+		bad_option(operation, key, "The value is %s; it must be a string.", jbv_type_name(v));
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/*
+ * older-than: an interval ("7 days") or a timestamp ("2026-11-01 00:00Z").
+ * A string that starts like a date (four digits and a dash) is a
+ * timestamp; anything else is read as an interval.  Either input function
+ * raises on bad input (22007 / 22008), with the option named in CONTEXT.
+ */
+typedef struct OptContext
+{
+	const char *operation;
+	const char *key;
+} OptContext;
+
+static void
+option_context(void *arg)
+{
+	OptContext *c = arg;
+
+	errcontext("option \"%s\" of operation \"%s\"", c->key, c->operation);
+}
+
+static void
+opt_time(const char *operation, const char *key, const JsonbValue *v, MaintTime *out)
+{
+	char	   *s = opt_string(operation, key, v);
+	ErrorContextCallback cb;
+	OptContext	oc = {operation, key};
+
+	cb.callback = option_context;
+	cb.arg = &oc;
+	cb.previous = error_context_stack;
+	error_context_stack = &cb;
+	if (strlen(s) >= 5 && isdigit((unsigned char) s[0]) && isdigit((unsigned char) s[1]) &&
+		isdigit((unsigned char) s[2]) && isdigit((unsigned char) s[3]) && s[4] == '-')
+	{
+		TimestampTz ts = DatumGetTimestampTz(DirectFunctionCall3(timestamptz_in,
+																 CStringGetDatum(s),
+																 ObjectIdGetDatum(InvalidOid),
+																 Int32GetDatum(-1)));
+
+		if (TIMESTAMP_NOT_FINITE(ts))
+			bad_option(operation, key, "The value is \"%s\"; it must be a finite time.", s);
+		out->absolute = true;
+		out->at = ts;
+	}
+	else
+	{
+		Interval   *iv = DatumGetIntervalP(DirectFunctionCall3(interval_in,
+															   CStringGetDatum(s),
+															   ObjectIdGetDatum(InvalidOid),
+															   Int32GetDatum(-1)));
+
+		if (iv->month < 0 || iv->day < 0 || iv->time < 0)
+			bad_option(operation, key, "The value is \"%s\"; an age must not be negative.", s);
+		out->absolute = false;
+		out->age = *iv;
+	}
+	out->set = true;
+	out->text = s;
+	error_context_stack = cb.previous;
+}
+
+/* {"from": "to", ...} of strings */
+static void
+opt_string_map(const char *operation, const char *key, const JsonbValue *v,
+			   int *n, char ***keys, char ***values)
+{
+	JsonbIterator *it;
+	JsonbValue	k;
+	JsonbValue	val;
+	JsonbIteratorToken tok;
+	int			cap = 0;
+
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		bad_option(operation, key, "The value is %s; it must be an object of strings, such as {\"s3a\": \"s3\"}.",
+				   jbv_type_name(v));
+	*n = 0;
+	*keys = NULL;
+	*values = NULL;
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
+	{
+		if (tok != WJB_KEY)
+			continue;
+		tok = JsonbIteratorNext(&it, &val, true);
+		if (val.type != jbvString || k.val.string.len == 0 || val.val.string.len == 0)
+			bad_option(operation, key, "The entry \"%.*s\" is %s; entries must map a non-empty string to a non-empty string.",
+					   k.val.string.len, k.val.string.val, jbv_type_name(&val));
+		if (*n == cap)
+		{
+			cap = cap ? cap * 2 : 4;
+			*keys = *keys ? repalloc(*keys, sizeof(char *) * cap) : palloc(sizeof(char *) * cap);
+			*values = *values ? repalloc(*values, sizeof(char *) * cap) : palloc(sizeof(char *) * cap);
+		}
+		(*keys)[*n] = pnstrdup(k.val.string.val, k.val.string.len);
+		(*values)[*n] = pnstrdup(val.val.string.val, val.val.string.len);
+		(*n)++;
+	}
+}
+
+static void
+opt_id_array(const char *operation, const char *key, const JsonbValue *v,
+			 int *n, int64 **ids)
+{
+	JsonbIterator *it;
+	JsonbValue	item;
+	JsonbIteratorToken tok;
+	int			count;
+	int			i = 0;
+
+	if (v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+		bad_option(operation, key, "The value is %s; it must be an array of snapshot ids.",
+				   jbv_type_name(v));
+	count = JsonContainerSize(v->val.binary.data);
+	*ids = palloc(sizeof(int64) * Max(count, 1));
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &item, true)) != WJB_DONE)
+	{
+		if (tok != WJB_ELEM)
+			continue;
+		if (i >= count)
+			break;
+		(*ids)[i++] = opt_int(operation, key, &item, 1, PG_INT64_MAX);
+	}
+	*n = i;
+}
+
+/*
+ * Parse and check options of a local operation into *out (palloc'd in the
+ * current context).  Raises on anything wrong.
+ */
+static void
+parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
+{
+	const char *operation = maint_op_name(op);
+	JsonbIterator *it;
+	JsonbValue	k;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+
+	it = JsonbIteratorInit(&options->root);
+	while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
+	{
+		char	   *key;
+
+		if (tok != WJB_KEY)
+			continue;
+		key = pnstrdup(k.val.string.val, k.val.string.len);
+		(void) JsonbIteratorNext(&it, &v, true);
+		if (op == MAINT_EXPIRE && strcmp(key, "older-than") == 0)
+			opt_time(operation, key, &v, &out->older_than);
+		else if (op == MAINT_EXPIRE && strcmp(key, "retain-last") == 0)
+			out->retain_last = (int32) opt_int(operation, key, &v, 1, PG_INT32_MAX);
+		else if (op == MAINT_EXPIRE && strcmp(key, "max-ref-age-ms") == 0)
+			out->max_ref_age_ms = opt_int(operation, key, &v, 0, PG_INT64_MAX);
+		else if (op == MAINT_EXPIRE && strcmp(key, "snapshot-ids") == 0)
+			opt_id_array(operation, key, &v, &out->nsnapshot_ids, &out->snapshot_ids);
+		else if (op == MAINT_EXPIRE && strcmp(key, "clean-expired-files") == 0)
+			out->clean_expired_files = opt_bool(operation, key, &v);
+		else if (op == MAINT_ORPHAN && strcmp(key, "older-than") == 0)
+			opt_time(operation, key, &v, &out->older_than);
+		else if (op == MAINT_ORPHAN && strcmp(key, "force") == 0)
+			out->force = opt_bool(operation, key, &v);
+		else if (op == MAINT_ORPHAN && strcmp(key, "location") == 0)
+			out->location = opt_string(operation, key, &v);
+		else if (op == MAINT_ORPHAN && strcmp(key, "prefix-mismatch-mode") == 0)
+		{
+			char	   *m = opt_string(operation, key, &v);
+
+			if (strcmp(m, "error") == 0)
+				out->prefix_mode = MAINT_PREFIX_ERROR;
+			else if (strcmp(m, "ignore") == 0)
+				out->prefix_mode = MAINT_PREFIX_IGNORE;
+			else if (strcmp(m, "delete") == 0)
+				out->prefix_mode = MAINT_PREFIX_DELETE;
+			else
+				bad_option(operation, key, "The value is \"%s\"; modes are error, ignore and delete.", m);
+		}
+		else if (op == MAINT_ORPHAN && strcmp(key, "equal-schemes") == 0)
+			opt_string_map(operation, key, &v, &out->nequal_schemes,
+						   &out->equal_scheme_from, &out->equal_scheme_to);
+		else if (op == MAINT_ORPHAN && strcmp(key, "equal-authorities") == 0)
+			opt_string_map(operation, key, &v, &out->nequal_authorities,
+						   &out->equal_authority_from, &out->equal_authority_to);
+		else if (op == MAINT_REWRITE && strcmp(key, "spec-id") == 0)
+			out->spec_id = (int32) opt_int(operation, key, &v, 0, PG_INT32_MAX);
+		else if (op == MAINT_REWRITE && strcmp(key, "target-size-bytes") == 0)
+			out->target_size_bytes = opt_int(operation, key, &v, 1024, PG_INT64_MAX);
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown option \"%s\" of operation \"%s\"", key, operation),
+					 errhint("%s",
+							 op == MAINT_EXPIRE ?
+							 "Options of snapshot-expiry are older-than, retain-last, max-ref-age-ms, snapshot-ids and clean-expired-files." :
+							 op == MAINT_ORPHAN ?
+							 "Options of orphan-cleanup are older-than, force, location, prefix-mismatch-mode, equal-schemes and equal-authorities." :
+							 "Options of manifest-rewrite are spec-id and target-size-bytes.")));
+	}
+}
+
+void
+maint_options_parse(const char *operation, const char *engine, Jsonb *options,
+					MaintOptions *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->op = check_names(operation, engine);
+	out->local = strcmp(engine, "local") == 0;
+	out->retain_last = -1;
+	out->max_ref_age_ms = -1;
+	out->clean_expired_files = true;
+	out->prefix_mode = MAINT_PREFIX_ERROR;
+	out->spec_id = -1;
+	out->target_size_bytes = -1;
+	if (options == NULL)
+		return;
+	if (!JB_ROOT_IS_OBJECT(options) || JB_ROOT_IS_SCALAR(options))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid options of operation \"%s\"", operation),
+				 errdetail("Options must be a JSON object such as {\"retain-last\": 5}.")));
+	if (out->local)
+		parse_local(out->op, options, out);
+
+	/* Iceberg refuses orphan cleanup of files younger than a day */
+	if (out->op == MAINT_ORPHAN && out->older_than.set && !out->force)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (maint_time_resolve(&out->older_than, now) > now - USECS_PER_DAY)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("orphan-cleanup refuses files younger than one day"),
+					 errdetail("older-than is \"%s\".", out->older_than.text),
+					 errhint("Files that young may belong to a write in progress; give \"force\": true to delete them anyway.")));
+	}
+}
+
+TimestampTz
+maint_time_resolve(const MaintTime *t, TimestampTz now)
+{
+	if (t->absolute)
+		return t->at;
+	return DatumGetTimestampTz(DirectFunctionCall2(timestamptz_mi_interval,
+												   TimestampTzGetDatum(now),
+												   PointerGetDatum(&t->age)));
+}
+
+int64
+maint_timestamp_to_ms(TimestampTz t)
+{
+	/* PostgreSQL epoch 2000-01-01 to Unix epoch milliseconds */
+	return t / 1000 + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * MS_PER_DAY;
+}
+
+TimestampTz
+maint_ms_to_timestamp(int64 ms)
+{
+	return (ms - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * MS_PER_DAY) * 1000;
+}
+
+/*
+ * tms._check_operation(operation, engine, options): raise unless valid
+ * (options NULL: the names only).
+ */
+void
+tms_operation_check(const char *operation, const char *engine, Jsonb *options)
+{
+	MaintOptions o;
+
+	maint_options_parse(operation, engine, options, &o);
+}
