@@ -118,7 +118,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 psql -c "SELECT r.instance, a.backend_type, a.application_name FROM demo_runs r LEFT JOIN pg_stat_activity a ON a.pid = r.by_pid ORDER BY r.at DESC LIMIT 3"
-echo "== a policy over the real tables: which need compaction, and why (tms.evaluate_now)"
+echo "== a policy over the real tables: which need compaction, and why (tms.evaluation_log)"
 psql -q <<'SQL'
 DO $$
 BEGIN
@@ -128,13 +128,65 @@ BEGIN
                          'dataFiles > 1 AND avgDataFileSize < 128MB');
 END $$;
 SQL
-psql -c "SELECT table_name, result, decision, explanation FROM tms.evaluate_now('demo-compact') ORDER BY 1"
+# its task (kind policy-expand) evaluates it in a pool worker at once;
+# evaluate_now would do the same in this session.  Show the log.
+for _ in $(seq 1 300); do
+  [ "$(psql -Atc "SELECT count(DISTINCT table_name) FROM tms.evaluation_log WHERE policy_name = 'demo-compact'")" -ge 7 ] && break
+  sleep 0.1
+done
+psql -c "SELECT DISTINCT ON (table_name) table_name, result, decision, explanation
+           FROM tms.evaluation_log WHERE policy_name = 'demo-compact' ORDER BY table_name, id DESC"
+
+echo "== maintenance inside tms, planned first: ops.events has 30 snapshots, 30 small manifests, orphans"
+echo "-- tms.plan_operation changes nothing: what snapshot expiry would do"
+psql -c "SELECT action, count(*), sum((detail->>'size')::bigint) AS bytes
+           FROM tms.plan_operation('demo', 'ops', 'events', 'snapshot-expiry',
+                                   '{\"retain-last\": 5, \"older-than\": \"1 second\"}')
+          GROUP BY 1 ORDER BY 1"
+echo "-- what orphan cleanup would delete (3 orphans backdated ten days; a young one is kept)"
+psql -c "SELECT action, target, detail FROM tms.plan_operation('demo', 'ops', 'events', 'orphan-cleanup')"
+echo "-- what a manifest rewrite would merge"
+psql -c "SELECT action, count(*) FROM tms.plan_operation('demo', 'ops', 'events', 'manifest-rewrite') GROUP BY 1 ORDER BY 1"
+
+echo "== a policy runs all three: its evaluation submits jobs, the workers run them"
+psql -q <<'SQL'
+DO $$
+BEGIN
+    PERFORM tms.create_object_group('demo-ops', 'demo', namespace_pattern => 'ops', table_pattern => '*');
+    PERFORM tms.create_policy('demo-maint', 'demo-ops', 'keep ops tables lean');
+    PERFORM tms.add_rule('demo-maint', 'manifest-rewrite', 'local', '{"commits-added": 1}',
+                         'manifests > 10');
+    PERFORM tms.add_rule('demo-maint', 'snapshot-expiry', 'local', '{"commits-added": 1}',
+                         'snapshots > 5', options => '{"retain-last": 5, "older-than": "1 second"}');
+    PERFORM tms.add_rule('demo-maint', 'orphan-cleanup', 'local', '{"time-elapsed": 1000}', 'true');
+END $$;
+SQL
+for _ in $(seq 1 600); do
+  [ "$(psql -Atc "SELECT count(*) FROM tms.maintenance_jobs WHERE policy = 'demo-maint' AND finished_at IS NOT NULL")" -ge 3 ] && break
+  sleep 0.1
+done
+psql -c "SELECT operation, table_name, result, decision, job_id, explanation
+           FROM tms.evaluation_log WHERE policy_name = 'demo-maint' ORDER BY id"
+psql -c "SELECT id, operation, state, coalesce(reason, last_error) AS why, snapshots_expired AS expired,
+                manifests_rewritten AS rewritten, manifests_added AS added,
+                files_deleted, bytes_deleted, orphans_found
+           FROM tms.maintenance_jobs WHERE policy = 'demo-maint' ORDER BY id"
+echo "-- each job's effect: the table's metrics before -> after"
+psql -c "SELECT j.operation,
+                format('%s -> %s', b.metrics->>'snapshots', a.metrics->>'snapshots') AS snapshots,
+                format('%s -> %s', b.metrics->>'manifests', a.metrics->>'manifests') AS manifests,
+                format('%s -> %s', b.metrics->>'dataFiles', a.metrics->>'dataFiles') AS data_files
+           FROM tms.maintenance_jobs j
+           JOIN tms.table_snapshot_metrics b ON b.job_id = j.id AND b.phase = 'before'
+           JOIN tms.table_snapshot_metrics a ON a.job_id = j.id AND a.phase = 'after'
+          WHERE j.policy = 'demo-maint' ORDER BY j.id"
 
 cat <<MSG
 
 The demo is running.
   connect:  psql -h $PGHOST -p $PGPORT -U postgres tms
   try:      SELECT * FROM tms.table_files('demo', 'real', 'java_v2_partitioned_eqdeletes');
+            SELECT * FROM tms.plan_operation('demo', 'real', 'pyiceberg_v1_overwrite', 'snapshot-expiry');
             SELECT * FROM tms.tasks;  SELECT * FROM tms.workers;
   catalog:  $catalog_uri (REST), s3: $s3_endpoint (s3rver)
   logs:     $demo/pg/postgres.log, $demo/world.log

@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """The demo's test world: s3rver and the Iceberg REST catalog test server,
-with every real fixture table registered, kept running until SIGTERM.
+with every real fixture table registered, and a synthetic table for the
+maintenance operations to work on (ops.events: 30 snapshots, many small
+manifests, statistics files, and orphan files planted under it, three of
+them backdated ten days), kept running until SIGTERM.
 
     scripts/demo_world.py --dir DIR --dsn DSN
 
@@ -15,10 +18,12 @@ import os
 import signal
 import sys
 import threading
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "test"))
 
+import opsworld  # noqa: E402
 import world  # noqa: E402
 
 
@@ -41,7 +46,22 @@ def main():
     try:
         catalog.create_namespace(world.REAL_NAMESPACE)
         tables = world.load_real_fixtures(catalog, s3=s3, file_root=files)
-        # the server process (postgres) reads the file tables too
+        events = "file://" + os.path.join(files, "warehouse", "ops", "events")
+        res = opsworld.synth_table(events, "--snapshots", "30", "--data-files", "300",
+                                   "--files-per-manifest", "10", "--partitioned",
+                                   "--stats-files", "2", "--version-hint",
+                                   "--file-size", "4096")
+        catalog.create_namespace("ops")
+        catalog.register("ops", "events", res["metadata_location"])
+        st = opsworld.storage(s3, file_root=files)
+        ten_days_ago = time.time() - 10 * 86400
+        for i in range(3):
+            opsworld.plant(st, "%s/data/orphan-%d.parquet" % (events, i), mtime=ten_days_ago)
+        opsworld.plant(st, events + "/data/young-orphan.parquet")
+        tables = sorted(tables) + ["ops.events"]
+        # the server process (postgres) reads the file tables, and deletes
+        # what maintenance unreferences
+        opsworld.give_to_server(files)
         for root, dirs, names in os.walk(files):
             for d in dirs:
                 os.chmod(os.path.join(root, d), 0o755)
@@ -49,7 +69,7 @@ def main():
                 os.chmod(os.path.join(root, n), 0o644)
         with open(os.path.join(a.dir, "world.json.tmp"), "w") as f:
             json.dump({"catalog_uri": catalog.uri, "s3_endpoint": s3.endpoint,
-                       "file_root": files, "tables": sorted(tables)}, f)
+                       "file_root": files, "tables": tables}, f)
         os.rename(os.path.join(a.dir, "world.json.tmp"), os.path.join(a.dir, "world.json"))
         stop.wait()
     finally:
