@@ -472,7 +472,8 @@ SEQUENCE_INSERTS = [
      " VALUES ('{}', 'true', '{}', 'ok', 'not-needed')"),
     ("tms.table_snapshot_metrics",
      "INSERT INTO tms.table_snapshot_metrics (job_id, server, namespace, table_name, phase,"
-     " metrics) VALUES (1, 'dumpcat', 'x', 'y', 'before', '{\"snapshots\": 1}')"),
+     " metrics) SELECT coalesce(max(job_id), 0) + 1, 'dumpcat', 'x', 'y', 'before',"
+     " '{\"snapshots\": 1}' FROM tms.table_snapshot_metrics"),
     ("tms.iceberg_cleanup_job",
      "INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location,"
      " metadata_location, requested_by)"
@@ -580,13 +581,17 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
     # the tasks of the dump run in the target's pool: the SQL kind's ...
     wait_for(lambda: dst.query("SELECT * FROM public.ran") == [("after-restore", "postgres")],
              timeout=60, what="the SQL kind's task to run after the restore")
-    # ... the maintenance jobs' ...
-    wait_for(lambda: dst.one("SELECT count(*) FROM tms.maintenance_jobs WHERE state = 'running'") == 2,
-             timeout=60, what="the maintenance jobs to start")
-    # ... the policy's: a commit after the dump is found and evaluated
+    # ... the maintenance jobs' (snapshot expiry, run by tms itself) ...
+    wait_for(lambda: dst.query("SELECT state, count(*) FROM tms.maintenance_jobs GROUP BY 1")
+             == [("succeeded", 2)], timeout=60,
+             what="the maintenance jobs to run (%s)" % (
+                 dst.query("SELECT state, reason, last_error FROM tms.maintenance_jobs"),))
+    # ... the policy's: a commit after the dump is found and evaluated by
+    # both rules (their jobs ended, so their baselines were reset)
     commit_append(catalog, ns, "t1")
-    wait_for(lambda: dst.query("SELECT table_name, operation, decision FROM tms.evaluation_log"
-                               " WHERE id > %s", (last_log,)) == [("t1", "compaction", "not-needed")],
+    wait_for(lambda: sorted(dst.query("SELECT table_name, operation, decision FROM tms.evaluation_log"
+                                      " WHERE id > %s", (last_log,))) ==
+             [("t1", "compaction", "not-needed"), ("t1", "snapshot-expiry", "submitted")],
              timeout=60, what="the restored policy to evaluate the new commit (tasks: %s)"
              % (dst.query("SELECT kind, instance, state, last_error FROM tms.tasks"),))
     # ... and the purge's, with the credentials the catalog vended at the
