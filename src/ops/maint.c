@@ -664,7 +664,7 @@ check_run(MaintRun *run, bool force)
 		run->result = MAINT_LEASE_LOST;
 		return false;
 	}
-	if (p.cancel)
+	if (p.cancel && !run->ignore_cancel)
 	{
 		maint_fail(run, MAINT_CANCELLED, "%s",
 				   strcmp(run->phase, "cleanup") == 0 ?
@@ -829,9 +829,11 @@ maint_delete_written(MaintRun *run, char **written, int nwritten)
 		return;
 	memcpy(error, run->error, sizeof(error));
 	run->result = MAINT_OK;
+	run->ignore_cancel = true;
 	for (int i = 0; i < nwritten && run->result == MAINT_OK; i++)
 		(void) maint_delete(run, written[i], -1, "written");
 	(void) maint_delete_flush(run);
+	run->ignore_cancel = false;
 	if (run->result != MAINT_OK && run->result != MAINT_LEASE_LOST)
 		ereport(LOG,
 				(errmsg("maintenance job " INT64_FORMAT " could not delete the files of a failed commit: %s",
@@ -931,8 +933,26 @@ maint_commit(MaintRun *run, const char *body, const char *commit_state,
 	{
 		int			rc;
 
-		if (!check_run(run, true))
+		if (attempt == 0 && !check_run(run, true))
+		{
+			/* cancelled (or the lease lost) before anything was sent */
+			if (run->result == MAINT_CANCELLED)
+			{
+				maint_delete_written(run, written, nwritten);
+				(void) maint_record_phase(run, "start", NULL);
+			}
 			return MAINT_COMMIT_FAILED;
+		}
+		if (attempt > 0)
+		{
+			/* an unknown outcome is resolved before a cancel is honoured */
+			CHECK_FOR_INTERRUPTS();
+			if (sched_lease_lost())
+			{
+				run->result = MAINT_LEASE_LOST;
+				return MAINT_COMMIT_FAILED;
+			}
+		}
 		run->commit_attempts++;
 		memset(&out, 0, sizeof(out));
 		rc = io_catalog_commit_table(run->conn->catalog, run->ns_io, run->table, body, &out, &err);
@@ -1135,6 +1155,27 @@ snapshot_drift(MaintRun *run)
 	return true;
 }
 
+/* Run (or dry-run) the run's operation on the loaded table. */
+static void
+run_operation(MaintRun *run)
+{
+	switch (run->opt.op)
+	{
+		case MAINT_EXPIRE:
+			maint_run_expire(run);
+			break;
+		case MAINT_ORPHAN:
+			maint_run_orphan(run);
+			break;
+		case MAINT_REWRITE:
+			maint_run_rewrite(run);
+			break;
+		default:
+			maint_fail(run, MAINT_TERMINAL, "operation \"%s\" cannot run locally",
+					   maint_op_name(run->opt.op));
+	}
+}
+
 /* The work of a local job between start and finish; sets run->result. */
 static void
 run_local(MaintRun *run)
@@ -1180,21 +1221,7 @@ run_local(MaintRun *run)
 	record_metrics(run, "before");
 	if (!check_run(run, true))
 		return;
-	switch (run->opt.op)
-	{
-		case MAINT_EXPIRE:
-			maint_run_expire(run);
-			break;
-		case MAINT_ORPHAN:
-			maint_run_orphan(run);
-			break;
-		case MAINT_REWRITE:
-			maint_run_rewrite(run);
-			break;
-		default:
-			maint_fail(run, MAINT_TERMINAL, "operation \"%s\" cannot run locally",
-					   maint_op_name(run->opt.op));
-	}
+	run_operation(run);
 }
 
 /* After the operation: flush, then the table as it is now for the record. */
@@ -1444,20 +1471,7 @@ tms_operation_plan(const char *server, const char *ns, const char *table,
 	PG_TRY();
 	{
 		session_load(run, server, ns, table, "plan an operation");
-		switch (run->opt.op)
-		{
-			case MAINT_EXPIRE:
-				maint_run_expire(run);
-				break;
-			case MAINT_ORPHAN:
-				maint_run_orphan(run);
-				break;
-			case MAINT_REWRITE:
-				maint_run_rewrite(run);
-				break;
-			default:
-				break;
-		}
+		run_operation(run);
 		if (run->result == MAINT_SKIPPED)
 			maint_emit(run, "skip", operation,
 					   psprintf("{\"reason\": %s}", json_quote(run->error)));

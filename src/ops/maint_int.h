@@ -162,6 +162,7 @@ typedef struct MaintRun
 
 	/* inside a callback of the plain-C layers: nothing may raise */
 	bool		in_callback;
+	bool		ignore_cancel;	/* deleting what a failed attempt wrote */
 	ErrorData  *callback_error; /* what a callback caught, raised after */
 
 	/* the io failure of the last load, or the location it refused (for a
