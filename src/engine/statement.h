@@ -1,0 +1,182 @@
+/*-------------------------------------------------------------------------
+ *
+ * statement.h
+ *	  What tms submits to an engine for a maintenance operation: the
+ *	  options an (engine, operation) accepts and how each is checked, the
+ *	  statement built from them with every name and value escaped for its
+ *	  engine, and the engine's result rows read back as counts.
+ *
+ * Engines (the "type" option of a tms_engine server):
+ *	 livy		Spark SQL through Apache Livy: CALL `catalog`.system.<procedure>(...)
+ *	 trino		Trino SQL: ALTER TABLE "catalog"."ns"."t" EXECUTE <procedure>(...)
+ *	 gravitino	Apache Gravitino's jobs API: a JSON body of POST
+ *				/api/metalakes/{metalake}/jobs/runs, {"jobTemplateName": ...,
+ *				"jobConf": {...}}
+ *
+ * Operations: compaction, position-delete-rewrite, manifest-rewrite,
+ * snapshot-expiry, orphan-cleanup (the names of tms.run_operation).
+ *
+ * The rules (seed 001, for every operation and engine):
+ *	- every option is checked before anything is built: an unknown key is
+ *	  refused with the list of allowed ones; booleans are JSON true/false
+ *	  only; whole numbers are JSON integers (or strings of digits) of any
+ *	  width, range-checked to int64; sizes ("128MB", 134217728) and
+ *	  durations ("7 days", "12h", 86400000 as ms) parse; the message names
+ *	  the bad value;
+ *	- absent means default: the statement names only the arguments the
+ *	  user gave; a value that is wholly an unresolved placeholder
+ *	  ("{{name}}") counts as absent;
+ *	- no caller text reaches a statement unescaped: identifiers are quoted
+ *	  for the engine (Spark: backticks, doubled inside; Trino: double
+ *	  quotes, doubled inside), string literals likewise (Spark: backslash
+ *	  escapes, since Spark joins adjacent literals; Trino: doubled single
+ *	  quotes), numbers and booleans are re-rendered from their parsed
+ *	  value; a Trino WHERE expression is tokenised and refused if it holds
+ *	  anything but one expression (a ';', a comment, an unbalanced quote
+ *	  or parenthesis).
+ *
+ * Plain C: no PostgreSQL header; errors are values (EngineError).
+ * Everything returned is malloc'd and freed by its *_free function.
+ *
+ * src/engine/statement.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_ENGINE_STATEMENT_H
+#define TMS_ENGINE_STATEMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum EngineType
+{
+	ENGINE_TYPE_LIVY = 0,
+	ENGINE_TYPE_TRINO,
+	ENGINE_TYPE_GRAVITINO,
+	ENGINE_TYPE_UNKNOWN = -1
+} EngineType;
+
+typedef enum EngineOperation
+{
+	ENGINE_OP_COMPACTION = 0,
+	ENGINE_OP_POSITION_DELETE_REWRITE,
+	ENGINE_OP_MANIFEST_REWRITE,
+	ENGINE_OP_SNAPSHOT_EXPIRY,
+	ENGINE_OP_ORPHAN_CLEANUP,
+	ENGINE_OP_UNKNOWN = -1
+} EngineOperation;
+
+typedef enum EngineErrorCode
+{
+	ENGINE_OK = 0,
+	ENGINE_ERR_UNKNOWN_OPERATION,	/* no such operation name */
+	ENGINE_ERR_UNSUPPORTED,		/* this engine cannot run this operation */
+	ENGINE_ERR_UNKNOWN_OPTION,	/* a key the (engine, operation) does not take */
+	ENGINE_ERR_INVALID_VALUE,	/* a value of the wrong type or form */
+	ENGINE_ERR_INVALID_NAME,	/* an empty name, a NUL, too long */
+	ENGINE_ERR_INVALID_RESULT,	/* a result row that is not what the
+								 * procedure returns (not a number ...) */
+	ENGINE_ERR_OUT_OF_MEMORY
+} EngineErrorCode;
+
+/* Messages follow PostgreSQL's style: lowercase, no trailing period. */
+typedef struct EngineError
+{
+	EngineErrorCode code;
+	char		message[256];
+	char		detail[1024];	/* names the bad value */
+	char		hint[1024];		/* e.g. the allowed keys */
+} EngineError;
+
+/* "livy" -> ENGINE_TYPE_LIVY ...; unknown: ENGINE_TYPE_UNKNOWN */
+extern EngineType engine_type_from_name(const char *name);
+extern const char *engine_type_name(EngineType type);
+extern EngineOperation engine_op_from_name(const char *name);
+extern const char *engine_op_name(EngineOperation op);
+
+/* Whether the engine can run the operation at all. */
+extern bool engine_supports(EngineType type, EngineOperation op);
+
+/* The option keys an (engine, operation) accepts, ", " separated (static). */
+extern const char *engine_allowed_options(EngineType type, EngineOperation op);
+
+/* The table a statement is about. */
+typedef struct EngineTarget
+{
+	const char *catalog;		/* the engine's name of the Iceberg catalog */
+	const char *const *ns;		/* namespace levels, outermost first */
+	size_t		nns;
+	const char *table;
+} EngineTarget;
+
+/* A session property (Trino: X-Trino-Session "name=value"). */
+typedef struct EngineProperty
+{
+	char	   *name;
+	char	   *value;
+} EngineProperty;
+
+typedef struct EngineStatement
+{
+	EngineType	type;
+	EngineOperation op;
+	char	   *text;			/* livy, trino: the SQL; gravitino: the JSON
+								 * body of POST .../jobs/runs */
+	char	   *template_name;	/* gravitino: jobTemplateName; else NULL */
+	EngineProperty *session;	/* trino: session properties to send */
+	size_t		nsession;
+} EngineStatement;
+
+/*
+ * Check options_json (a JSON object, NULL or "" meaning {}) for the
+ * (engine, operation) and build the statement.  tag is tms's tag of the
+ * job ("tms-job-<id>"); gravitino carries it in jobConf as "tms_tag"
+ * (livy and trino carry it outside the statement: the session name, the
+ * client tag).  now_ms (Unix ms) turns an "older-than" age into the
+ * point in time Spark takes.  Returns 0 and fills *out (free with
+ * engine_statement_free), or -1 with *err.
+ */
+extern int	engine_statement_build(EngineType type, const char *operation,
+								   const EngineTarget *target,
+								   const char *options_json, const char *tag,
+								   int64_t now_ms,
+								   EngineStatement *out, EngineError *err);
+extern void engine_statement_free(EngineStatement *st);
+
+/*
+ * Only the checks of engine_statement_build (no target needed): what
+ * tms.run_operation calls before it records a job.
+ */
+extern int	engine_options_check(EngineType type, const char *operation,
+								 const char *options_json, EngineError *err);
+
+/* The effect of a run, read from the procedure's result rows; -1: not reported. */
+typedef struct EngineCounts
+{
+	int64_t		data_files_rewritten;
+	int64_t		data_files_added;
+	int64_t		bytes_rewritten;
+	int64_t		delete_files_rewritten; /* also removed_delete_files_count */
+	int64_t		delete_files_added;
+	int64_t		manifests_rewritten;
+	int64_t		manifests_added;
+	int64_t		files_deleted;	/* expiry: every deleted_*_count summed */
+	int64_t		orphans_found;	/* orphan cleanup: one row per file */
+} EngineCounts;
+
+extern void engine_counts_init(EngineCounts *c);	/* all -1 */
+
+/*
+ * Read a procedure's result: column names and rows of text (NULL: SQL
+ * null), as an engine client returns them.  Numbers are read whatever
+ * their width or JSON form ("12", 12, 12.0 refused when not whole) and
+ * summed over rows; unknown columns are ignored (a later engine version
+ * may add some).  Returns 0, or -1 with *err (ENGINE_ERR_INVALID_RESULT).
+ */
+extern int	engine_counts_read(EngineType type, EngineOperation op,
+							   const char *const *columns, size_t ncolumns,
+							   const char *const *const *rows, size_t nrows,
+							   EngineCounts *out, EngineError *err);
+
+#endif							/* TMS_ENGINE_STATEMENT_H */
