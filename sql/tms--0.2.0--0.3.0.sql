@@ -13,6 +13,7 @@
 --    every job.
 --  * The "maintenance" task kind is detached; _start_job decides, and
 --    _run_maintenance_task is gone.
+--  * Engines are foreign servers of the new tms_engine wrapper.
 
 \echo Use "ALTER EXTENSION tms UPDATE TO '0.3.0'" to load this file. \quit
 
@@ -35,7 +36,8 @@ ALTER TABLE tms.table_maintenance_job
     ADD COLUMN manifests_added bigint NOT NULL DEFAULT 0,
     ADD COLUMN files_deleted bigint NOT NULL DEFAULT 0,
     ADD COLUMN bytes_deleted bigint NOT NULL DEFAULT 0,
-    ADD COLUMN orphans_found bigint NOT NULL DEFAULT 0;
+    ADD COLUMN orphans_found bigint NOT NULL DEFAULT 0,
+    ADD COLUMN statement text;
 ALTER TABLE tms.table_maintenance_job DROP CONSTRAINT table_maintenance_job_state_check;
 ALTER TABLE tms.table_maintenance_job ADD CONSTRAINT table_maintenance_job_state_check
     CHECK (state IN ('pending', 'running', 'succeeded', 'failed', 'skipped', 'cancelled'));
@@ -456,7 +458,7 @@ CREATE VIEW tms.maintenance_jobs AS
            j.created_at, j.started_at, j.finished_at,
            j.snapshots_expired, j.manifests_rewritten, j.manifests_added,
            j.files_deleted, j.bytes_deleted, j.orphans_found,
-           j.options, j.requested_by::regrole AS requested_by, j.message
+           j.options, j.requested_by::regrole AS requested_by, j.statement, j.message
       FROM tms.table_maintenance_job j
       JOIN tms.tables t ON t.id = j.table_id
       LEFT JOIN tms.maintenance_policies p ON p.id = j.policy_id;
@@ -465,3 +467,21 @@ COMMENT ON VIEW tms.maintenance_jobs IS
     'maintenance runs, from policies and from tms.run_operation: state with its reason, attempts, effect; finished_at null: in flight';
 
 GRANT SELECT ON tms.maintenance_jobs, tms.table_snapshot_metrics TO pg_monitor;
+
+-- ---------------------------------------------------------------------
+-- Engines: the tms_engine foreign-data wrapper
+-- ---------------------------------------------------------------------
+
+CREATE FUNCTION tms.engine_fdw_validator(text[], oid)
+RETURNS void
+LANGUAGE c STRICT
+AS 'MODULE_PATHNAME', 'tms_engine_fdw_validator';
+
+COMMENT ON FUNCTION tms.engine_fdw_validator(text[], oid) IS
+    'validates options of tms_engine servers and user mappings';
+
+CREATE FOREIGN DATA WRAPPER tms_engine
+    VALIDATOR tms.engine_fdw_validator;
+
+COMMENT ON FOREIGN DATA WRAPPER tms_engine IS
+    'engines that run maintenance: CREATE SERVER ... FOREIGN DATA WRAPPER tms_engine OPTIONS (type ''trino'', uri ''...'', catalog ''...'')';

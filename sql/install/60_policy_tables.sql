@@ -114,6 +114,7 @@ CREATE TABLE tms.table_maintenance_job (
     task_kind         text,
     task_instance     text,
     engine_job_id     text,
+    statement         text,                   -- what was submitted to an engine
     before_snapshot_id bigint,
     after_snapshot_id bigint,
     snapshots_expired bigint NOT NULL DEFAULT 0,

@@ -60,7 +60,7 @@ CREATE VIEW tms.maintenance_jobs AS
            j.created_at, j.started_at, j.finished_at,
            j.snapshots_expired, j.manifests_rewritten, j.manifests_added,
            j.files_deleted, j.bytes_deleted, j.orphans_found,
-           j.options, j.requested_by::regrole AS requested_by, j.message
+           j.options, j.requested_by::regrole AS requested_by, j.statement, j.message
       FROM tms.table_maintenance_job j
       JOIN tms.tables t ON t.id = j.table_id
       LEFT JOIN tms.maintenance_policies p ON p.id = j.policy_id;

@@ -1,7 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * options.c
- *	  The options of tms_iceberg servers and user mappings (options.h).
+ *	  The options of the servers and user mappings of tms's two wrappers,
+ *	  tms_iceberg (catalogs) and tms_engine (Spark through Livy, Trino,
+ *	  Gravitino) (options.h).  One table of options per wrapper; one
+ *	  checker of names, values and privileges for both.
  *
  * Secret option values are never printed: not in errors, not in logs.
  *
@@ -39,7 +42,8 @@ typedef enum OptKind
 	OPT_LOCATIONS,				/* comma list of storage URIs */
 	OPT_ABSPATH,				/* absolute directory */
 	OPT_CREDENTIAL,				/* id:secret */
-	OPT_SECRET
+	OPT_SECRET,
+	OPT_ENGINE_TYPE				/* livy, trino, gravitino */
 } OptKind;
 
 /* What an option reaches on the server's own file system. */
@@ -81,15 +85,46 @@ static const TmsOption tms_options[] = {
 	{NULL, 0, 0, PRIV_NONE}
 };
 
+static const TmsOption engine_options[] = {
+	{"type", OPT_SERVER, OPT_ENGINE_TYPE, PRIV_NONE},
+	{"uri", OPT_SERVER, OPT_URL, PRIV_NONE},
+	{"catalog", OPT_SERVER, OPT_TEXT, PRIV_NONE},
+	{"metalake", OPT_SERVER, OPT_TEXT, PRIV_NONE},
+	{"oauth2_server_uri", OPT_SERVER, OPT_URL, PRIV_NONE},
+	{"scope", OPT_SERVER, OPT_TEXT, PRIV_NONE},
+	{"connect_timeout", OPT_SERVER, OPT_MS, PRIV_NONE},
+	{"request_timeout", OPT_SERVER, OPT_MS, PRIV_NONE},
+	{"retries", OPT_SERVER, OPT_INT, PRIV_NONE},
+	{"poll_interval", OPT_SERVER, OPT_MS, PRIV_NONE},
+	{"run_timeout", OPT_SERVER, OPT_MS, PRIV_NONE},
+	{"ca_file", OPT_SERVER, OPT_TEXT, PRIV_READ},
+	{"ca_path", OPT_SERVER, OPT_TEXT, PRIV_READ},
+	{"user", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
+	{"password", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"token", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"credential", OPT_MAPPING, OPT_CREDENTIAL, PRIV_NONE},
+	{NULL, 0, 0, PRIV_NONE}
+};
+
+/* A wrapper: its name and its options. */
+typedef struct TmsWrapper
+{
+	const char *name;
+	const TmsOption *options;
+} TmsWrapper;
+
+static const TmsWrapper iceberg_wrapper = {"tms_iceberg", tms_options};
+static const TmsWrapper engine_wrapper = {"tms_engine", engine_options};
+
 /* The option names valid in a context, comma separated (palloc'd). */
 static char *
-valid_option_names(int where)
+valid_option_names(const TmsWrapper *w, int where)
 {
 	StringInfoData buf;
 	const TmsOption *o;
 
 	initStringInfo(&buf);
-	for (o = tms_options; o->name; o++)
+	for (o = w->options; o->name; o++)
 	{
 		if (!(o->where & where))
 			continue;
@@ -102,13 +137,13 @@ valid_option_names(int where)
 
 /* The closest valid option name (Levenshtein distance <= 3), or NULL. */
 static const char *
-closest_option(const char *name, int where)
+closest_option(const TmsWrapper *w, const char *name, int where)
 {
 	const TmsOption *o;
 	const char *best = NULL;
 	int			best_d = 4;
 
-	for (o = tms_options; o->name; o++)
+	for (o = w->options; o->name; o++)
 	{
 		int			d;
 
@@ -279,21 +314,18 @@ check_file_privileges(const char *name, int needs)
 }
 
 /*
- * Validate the options of the wrapper, a server or a user mapping.
- * PostgreSQL passes the complete resulting list (also for ALTER), so
- * required options and combinations can be checked here.
+ * Check every option of a wrapper, a server or a user mapping: a known
+ * name in its context, a value of the right form, the privileges an
+ * option that reaches the server's files needs.  PostgreSQL passes the
+ * complete resulting list (also for ALTER), so the callers can then check
+ * required options and combinations.  Returns the context (OPT_SERVER,
+ * OPT_MAPPING, or 0 for the wrapper itself and foreign tables).
  */
-void
-tms_iceberg_validate(List *options, Oid catalog)
+static int
+validate_options(const TmsWrapper *w, List *options, Oid catalog)
 {
 	int			where;
 	ListCell   *lc;
-	bool		have_uri = false;
-	bool		have_credential = false;
-	bool		have_token = false;
-	bool		have_key_id = false;
-	bool		have_secret = false;
-	bool		have_session = false;
 
 	if (catalog == ForeignServerRelationId)
 		where = OPT_SERVER;
@@ -308,20 +340,20 @@ tms_iceberg_validate(List *options, Oid catalog)
 		const TmsOption *o;
 		const char *value;
 
-		for (o = tms_options; o->name; o++)
+		for (o = w->options; o->name; o++)
 			if (strcmp(o->name, def->defname) == 0 && (o->where & where))
 				break;
 		if (o->name == NULL)
 		{
-			const char *closest = where ? closest_option(def->defname, where) : NULL;
+			const char *closest = where ? closest_option(w, def->defname, where) : NULL;
 
 			if (where == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
 						 errmsg("invalid option \"%s\"", def->defname),
-						 errdetail("A %s of tms_iceberg takes no options.",
+						 errdetail("A %s of %s takes no options.",
 								   catalog == ForeignDataWrapperRelationId ?
-								   "foreign-data wrapper" : "foreign table")));
+								   "foreign-data wrapper" : "foreign table", w->name)));
 			else if (closest != NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
@@ -330,7 +362,7 @@ tms_iceberg_validate(List *options, Oid catalog)
 			else
 			{
 				/* an option of the other context? say where it belongs */
-				for (o = tms_options; o->name; o++)
+				for (o = w->options; o->name; o++)
 					if (strcmp(o->name, def->defname) == 0)
 						break;
 				ereport(ERROR,
@@ -340,7 +372,7 @@ tms_iceberg_validate(List *options, Oid catalog)
 						 errdetail("Option \"%s\" belongs to a %s, not a %s.", def->defname,
 								   context_name(o->where), context_name(where)) : 0,
 						 errhint("Valid options in this context are: %s.",
-								 valid_option_names(where))));
+								 valid_option_names(w, where))));
 			}
 		}
 		value = defGetString(def);
@@ -360,6 +392,15 @@ tms_iceberg_validate(List *options, Oid catalog)
 				break;
 			case OPT_BOOL:
 				(void) tms_option_bool(o->name, value);
+				break;
+			case OPT_ENGINE_TYPE:
+				if (strcmp(value, "livy") != 0 && strcmp(value, "trino") != 0 &&
+					strcmp(value, "gravitino") != 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+							 errmsg("invalid value for option \"%s\"", o->name),
+							 errdetail("\"%s\" is not an engine type.", value),
+							 errhint("Engine types are livy (Spark through Apache Livy), trino and gravitino.")));
 				break;
 			case OPT_LOCATIONS:
 				{
@@ -404,21 +445,20 @@ tms_iceberg_validate(List *options, Oid catalog)
 							 errdetail("The value must not be empty.")));
 				break;
 		}
-		if (strcmp(o->name, "uri") == 0)
-			have_uri = true;
-		else if (strcmp(o->name, "credential") == 0)
-			have_credential = true;
-		else if (strcmp(o->name, "token") == 0)
-			have_token = true;
-		else if (strcmp(o->name, "s3_access_key_id") == 0)
-			have_key_id = true;
-		else if (strcmp(o->name, "s3_secret_access_key") == 0)
-			have_secret = true;
-		else if (strcmp(o->name, "s3_session_token") == 0)
-			have_session = true;
 	}
+	return where;
+}
 
-	if (where == OPT_SERVER && !have_uri)
+void
+tms_iceberg_validate(List *options, Oid catalog)
+{
+	int			where = validate_options(&iceberg_wrapper, options, catalog);
+	bool		have_credential = tms_option(options, "credential") != NULL;
+	bool		have_token = tms_option(options, "token") != NULL;
+	bool		have_key_id = tms_option(options, "s3_access_key_id") != NULL;
+	bool		have_secret = tms_option(options, "s3_secret_access_key") != NULL;
+
+	if (where == OPT_SERVER && tms_option(options, "uri") == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
 				 errmsg("option \"uri\" is required for a tms_iceberg server"),
@@ -432,10 +472,53 @@ tms_iceberg_validate(List *options, Oid catalog)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("options \"s3_access_key_id\" and \"s3_secret_access_key\" must be given together")));
-	if (have_session && !have_key_id)
+	if (tms_option(options, "s3_session_token") != NULL && !have_key_id)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("option \"s3_session_token\" requires \"s3_access_key_id\" and \"s3_secret_access_key\"")));
+}
+
+void
+tms_engine_validate(List *options, Oid catalog)
+{
+	int			where = validate_options(&engine_wrapper, options, catalog);
+	const char *type = tms_option(options, "type");
+	int			auths = (tms_option(options, "password") != NULL) +
+		(tms_option(options, "token") != NULL) +
+		(tms_option(options, "credential") != NULL);
+
+	if (where == OPT_SERVER)
+	{
+		if (type == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+					 errmsg("option \"type\" is required for a tms_engine server"),
+					 errhint("Engine types are livy (Spark through Apache Livy), trino and gravitino.")));
+		if (tms_option(options, "uri") == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+					 errmsg("option \"uri\" is required for a tms_engine server"),
+					 errhint("Give the engine's REST endpoint, for example OPTIONS (uri 'https://livy.example.com:8998').")));
+		if (strcmp(type, "gravitino") == 0 && tms_option(options, "metalake") == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+					 errmsg("option \"metalake\" is required for a gravitino engine"),
+					 errhint("Name the metalake whose jobs API runs the job templates.")));
+		if (strcmp(type, "gravitino") != 0 && tms_option(options, "catalog") == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+					 errmsg("option \"catalog\" is required for a %s engine", type),
+					 errhint("Give the name under which the engine knows the Iceberg catalog, for example OPTIONS (ADD catalog 'lake').")));
+	}
+	if (auths > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("options \"password\", \"token\" and \"credential\" cannot be used together"),
+				 errhint("Use \"user\" and \"password\" for basic authentication, \"token\" for a bearer token, or \"credential\" for OAuth2 client credentials.")));
+	if (tms_option(options, "password") != NULL && tms_option(options, "user") == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("option \"password\" requires \"user\"")));
 }
 
 const char *

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * options.h
- *	  The options of tms_iceberg servers and user mappings: what exists,
- *	  where, how each value is checked, and who may set it.
+ *	  The options of the servers and user mappings of tms_iceberg
+ *	  (catalogs) and tms_engine (engines): what exists, where, how each
+ *	  value is checked, and who may set it.
  *
  * tms_iceberg_validate() is the whole of the wrapper's validator (the SQL
  * entry point in src/sql_api/catalog_fdw.c only unpacks its arguments);
@@ -26,8 +27,9 @@
 
 #include "nodes/pg_list.h"
 
-/* Validate the options of the wrapper (catalog = its catalog's OID). */
+/* Validate the options of a wrapper (catalog = its catalog's OID). */
 extern void tms_iceberg_validate(List *options, Oid catalog);
+extern void tms_engine_validate(List *options, Oid catalog);
 
 /* The value of an option in a DefElem list, or NULL. */
 extern const char *tms_option(List *options, const char *name);

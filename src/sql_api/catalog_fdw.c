@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * catalog_fdw.c
- *	  The validator of the tms_iceberg foreign-data wrapper: unpacks its
- *	  arguments for tms_iceberg_validate() (src/bridge/options.c), where
- *	  every option is defined and checked.
+ *	  The validators of the tms_iceberg and tms_engine foreign-data
+ *	  wrappers: they unpack their arguments for tms_iceberg_validate() and
+ *	  tms_engine_validate() (src/bridge/options.c), where every option is
+ *	  defined and checked.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,10 +16,18 @@
 #include "bridge/options.h"
 
 PG_FUNCTION_INFO_V1(tms_iceberg_fdw_validator);
+PG_FUNCTION_INFO_V1(tms_engine_fdw_validator);
 
 Datum
 tms_iceberg_fdw_validator(PG_FUNCTION_ARGS)
 {
 	tms_iceberg_validate(untransformRelOptions(PG_GETARG_DATUM(0)), PG_GETARG_OID(1));
+	PG_RETURN_VOID();
+}
+
+Datum
+tms_engine_fdw_validator(PG_FUNCTION_ARGS)
+{
+	tms_engine_validate(untransformRelOptions(PG_GETARG_DATUM(0)), PG_GETARG_OID(1));
 	PG_RETURN_VOID();
 }

@@ -1,0 +1,18 @@
+-- Engines: the tms_engine foreign-data wrapper.  An engine is a foreign
+-- server of type livy (Spark through Apache Livy), trino or gravitino; its
+-- credentials are a user mapping (basic, bearer token, or OAuth2 client
+-- credentials).  See doc/operations.md.
+
+CREATE FUNCTION tms.engine_fdw_validator(text[], oid)
+RETURNS void
+LANGUAGE c STRICT
+AS 'MODULE_PATHNAME', 'tms_engine_fdw_validator';
+
+COMMENT ON FUNCTION tms.engine_fdw_validator(text[], oid) IS
+    'validates options of tms_engine servers and user mappings';
+
+CREATE FOREIGN DATA WRAPPER tms_engine
+    VALIDATOR tms.engine_fdw_validator;
+
+COMMENT ON FOREIGN DATA WRAPPER tms_engine IS
+    'engines that run maintenance: CREATE SERVER ... FOREIGN DATA WRAPPER tms_engine OPTIONS (type ''trino'', uri ''...'', catalog ''...'')';
