@@ -247,6 +247,9 @@ def test_real_fixture_table(env, name):
 def test_missing_table_is_an_error_and_no_job(env):
     loc, name, out = file_table(env, "--data-files", "2")
     job, _ = purge(env, "ns", name)
+    # the drop is the job's first step, after the caller's commit: until
+    # it ran, a second purge finds the first one in flight (55006)
+    wait_state(env, job)
     with pytest.raises(psycopg2.Error) as ei:
         purge(env, "ns", name)
     assert ei.value.pgcode == "42P01"        # undefined_table: 404 from the catalog
@@ -255,7 +258,6 @@ def test_missing_table_is_an_error_and_no_job(env):
     with pytest.raises(psycopg2.Error) as ei:
         purge(env, "ns", "never_existed")
     assert ei.value.pgcode == "42P01"
-    wait_state(env, job)
 
 
 def test_drop_table_synchronous_purge(env):
