@@ -66,6 +66,89 @@ SELECT srvname, srvoptions FROM pg_foreign_server s
   JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
  WHERE w.fdwname = 'tms_engine' ORDER BY 1;
 
+-- the statements tms builds: only the arguments given, every name escaped
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction');
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction',
+       '{"strategy": "sort", "sort-order": "id DESC NULLS LAST", "where": "day = ''2026-11-30''",
+         "target-file-size-bytes": 536870912, "min-input-files": 2, "rewrite-all": true}');
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'position-delete-rewrite', '{"where": "id > 3"}');
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'manifest-rewrite', '{"use-caching": false, "spec-id": 2}');
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'snapshot-expiry',
+       '{"older-than": "2026-11-01T00:00:00Z", "retain-last": 5, "snapshot-ids": [1, 9223372036854775807]}');
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'orphan-cleanup',
+       '{"older-than": "2026-11-01T00:00:00Z", "location": "s3://b/wh/sales/orders/data",
+         "prefix-mismatch-mode": "IGNORE", "equal-schemes": {"s3a": "s3"}}');
+SELECT tms.engine_statement('trino', 'sales', 'orders', 'compaction');
+SELECT tms.engine_statement('trino', 'sales', 'orders', 'compaction',
+       '{"file-size-threshold": "128MB", "where": "\"day\" = DATE ''2026-11-30''"}');
+SELECT tms.engine_statement('trino', 'sales', 'orders', 'manifest-rewrite');
+SELECT tms.engine_statement('trino', 'sales', 'orders', 'snapshot-expiry', '{"older-than": "7 days"}');
+SELECT tms.engine_statement('trino', 'sales', 'orders', 'orphan-cleanup', '{"older-than": "3 days"}');
+SELECT tms.engine_statement('grav', 'sales', 'orders', 'compaction', '{"strategy": "binpack", "min-input-files": 2}');
+SELECT tms.engine_statement('grav', 'sales', 'orders', 'manifest-rewrite', '{"use-caching": true}');
+SELECT tms.engine_statement('grav', 'sales', 'orders', 'snapshot-expiry', '{"retain-last": 3}');
+
+-- hostile names stay names
+SELECT tms.engine_statement('spark', 'sa`les', 'or''d"ers; DROP TABLE x; --', 'manifest-rewrite');
+SELECT tms.engine_statement('spark', E'ns\nnext', 'täble\\', 'manifest-rewrite');
+SELECT tms.engine_statement('trino', 'sa"les', 'or''d"ers; DROP TABLE x; --', 'manifest-rewrite');
+SELECT tms.engine_statement('spark', E'lvl1\x1flvl2', 'orders', 'manifest-rewrite');
+
+-- every option checked before anything is built
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction', '{"strategy": "zorder"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction', '{"target-file-size": 1}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction', '{"rewrite-all": "yes"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction', '{"min-input-files": 2.5}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction', '{"min-input-files": 99999999999999999999}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction', '{"options": {"no-such-option": "1"}}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'manifest-rewrite', '{"spec-id": -1}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'snapshot-expiry', '{"older-than": "last tuesday"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'manifest-rewrite', '{"use-caching": "{{use_caching}}"}');
+SELECT tms.engine_statement('trino', 'sales', 'orders', 'compaction', '{"where": "1 = 1; DROP TABLE t"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('trino', 'sales', 'orders', 'compaction', '{"where": "x = 1 -- comment"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('trino', 'sales', 'orders', 'compaction', '{"where": "x = ''open"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('trino', 'sales', 'orders', 'position-delete-rewrite');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('trino', E'lvl1\x1flvl2', 'orders', 'manifest-rewrite');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('grav', 'sales', 'orders', 'orphan-cleanup');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('local', 'sales', 'orders', 'manifest-rewrite');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('nosuch', 'sales', 'orders', 'manifest-rewrite');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('vacuum', 'spark', '{}');
+\echo :LAST_ERROR_SQLSTATE
+
+-- an engine needs USAGE and a user mapping of the acting role
+CREATE ROLE tms_engine_user2;
+GRANT USAGE ON SCHEMA tms TO tms_engine_user2;
+SET ROLE tms_engine_user2;
+SELECT tms._check_operation('compaction', 'spark', '{}');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+GRANT USAGE ON FOREIGN SERVER spark TO tms_engine_user2;
+SET ROLE tms_engine_user2;
+SELECT tms._check_operation('compaction', 'spark', '{}');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+REVOKE USAGE ON FOREIGN SERVER spark FROM tms_engine_user2;
+REVOKE USAGE ON SCHEMA tms FROM tms_engine_user2;
+DROP ROLE tms_engine_user2;
+
 DROP USER MAPPING FOR CURRENT_USER SERVER spark;
 DROP USER MAPPING FOR CURRENT_USER SERVER trino;
 DROP USER MAPPING FOR CURRENT_USER SERVER grav;

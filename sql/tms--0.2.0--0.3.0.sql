@@ -37,7 +37,12 @@ ALTER TABLE tms.table_maintenance_job
     ADD COLUMN files_deleted bigint NOT NULL DEFAULT 0,
     ADD COLUMN bytes_deleted bigint NOT NULL DEFAULT 0,
     ADD COLUMN orphans_found bigint NOT NULL DEFAULT 0,
-    ADD COLUMN statement text;
+    ADD COLUMN statement text,
+    ADD COLUMN data_files_rewritten bigint NOT NULL DEFAULT 0,
+    ADD COLUMN data_files_added bigint NOT NULL DEFAULT 0,
+    ADD COLUMN bytes_rewritten bigint NOT NULL DEFAULT 0,
+    ADD COLUMN delete_files_rewritten bigint NOT NULL DEFAULT 0,
+    ADD COLUMN delete_files_added bigint NOT NULL DEFAULT 0;
 ALTER TABLE tms.table_maintenance_job DROP CONSTRAINT table_maintenance_job_state_check;
 ALTER TABLE tms.table_maintenance_job ADD CONSTRAINT table_maintenance_job_state_check
     CHECK (state IN ('pending', 'running', 'succeeded', 'failed', 'skipped', 'cancelled'));
@@ -140,12 +145,17 @@ BEGIN
         END IF;
     END IF;
     IF state IS NULL THEN
-        -- a local job counts while a worker holds its task; another
-        -- engine's job while it runs there (until tms.finish_operation)
+        -- a job counts while a worker holds its task (local jobs and
+        -- those of tms_engine servers, which a worker follows); a job
+        -- handed to tms.maintenance_handler while it runs there (until
+        -- tms.finish_operation)
         SELECT count(*) INTO running
           FROM tms.table_maintenance_job o
          WHERE o.finished_at IS NULL AND o.state = 'running' AND o.id <> jid
-           AND (o.engine <> 'local'
+           AND ((o.engine <> 'local'
+                 AND NOT EXISTS (SELECT 1 FROM pg_foreign_server s
+                                   JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+                                  WHERE w.fdwname = 'tms_engine' AND s.srvname = o.engine))
                 OR EXISTS (SELECT 1 FROM tms.scheduled_tasks t
                             WHERE t.task_name = o.task_kind AND t.task_instance = o.task_instance
                               AND t.picked));
@@ -458,6 +468,8 @@ CREATE VIEW tms.maintenance_jobs AS
            j.created_at, j.started_at, j.finished_at,
            j.snapshots_expired, j.manifests_rewritten, j.manifests_added,
            j.files_deleted, j.bytes_deleted, j.orphans_found,
+           j.data_files_rewritten, j.data_files_added, j.bytes_rewritten,
+           j.delete_files_rewritten, j.delete_files_added,
            j.options, j.requested_by::regrole AS requested_by, j.statement, j.message
       FROM tms.table_maintenance_job j
       JOIN tms.tables t ON t.id = j.table_id
@@ -485,3 +497,12 @@ CREATE FOREIGN DATA WRAPPER tms_engine
 
 COMMENT ON FOREIGN DATA WRAPPER tms_engine IS
     'engines that run maintenance: CREATE SERVER ... FOREIGN DATA WRAPPER tms_engine OPTIONS (type ''trino'', uri ''...'', catalog ''...'')';
+
+CREATE FUNCTION tms.engine_statement(engine text, namespace text, table_name text,
+                                     operation text, options jsonb DEFAULT '{}')
+RETURNS text
+LANGUAGE c STABLE
+AS 'MODULE_PATHNAME', 'tms_engine_statement_sql';
+
+COMMENT ON FUNCTION tms.engine_statement(text, text, text, text, jsonb) IS
+    'the statement a job of an operation on a tms_engine server would submit now (for gravitino the jobs API body); sends nothing';

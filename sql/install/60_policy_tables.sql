@@ -123,6 +123,11 @@ CREATE TABLE tms.table_maintenance_job (
     files_deleted     bigint NOT NULL DEFAULT 0,
     bytes_deleted     bigint NOT NULL DEFAULT 0,
     orphans_found     bigint NOT NULL DEFAULT 0,
+    data_files_rewritten bigint NOT NULL DEFAULT 0, -- an engine's counts
+    data_files_added  bigint NOT NULL DEFAULT 0,
+    bytes_rewritten   bigint NOT NULL DEFAULT 0,
+    delete_files_rewritten bigint NOT NULL DEFAULT 0,
+    delete_files_added bigint NOT NULL DEFAULT 0,
     created_at        timestamptz NOT NULL DEFAULT now(),
     started_at        timestamptz,
     finished_at       timestamptz,

@@ -79,8 +79,9 @@ $$;
 -- (phase "start") from a policy: the rule and policy still exist (else
 -- skipped), the policy is active and its window open (else deferred);
 -- one job at a time per (table, operation); at most
--- tms.max_active_operations running jobs, counting a local job only while
--- a live executor holds its task.  Serialised by an advisory lock so that a
+-- tms.max_active_operations running jobs, counting a job only
+-- while a live executor holds its task (or, for tms.maintenance_handler's
+-- engines, while it runs there).  Serialised by an advisory lock so that a
 -- count and a start are one step.
 CREATE FUNCTION tms._start_job(jid bigint,
                                OUT state text, OUT reason text,
@@ -144,12 +145,17 @@ BEGIN
         END IF;
     END IF;
     IF state IS NULL THEN
-        -- a local job counts while a worker holds its task; another
-        -- engine's job while it runs there (until tms.finish_operation)
+        -- a job counts while a worker holds its task (local jobs and
+        -- those of tms_engine servers, which a worker follows); a job
+        -- handed to tms.maintenance_handler while it runs there (until
+        -- tms.finish_operation)
         SELECT count(*) INTO running
           FROM tms.table_maintenance_job o
          WHERE o.finished_at IS NULL AND o.state = 'running' AND o.id <> jid
-           AND (o.engine <> 'local'
+           AND ((o.engine <> 'local'
+                 AND NOT EXISTS (SELECT 1 FROM pg_foreign_server s
+                                   JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+                                  WHERE w.fdwname = 'tms_engine' AND s.srvname = o.engine))
                 OR EXISTS (SELECT 1 FROM tms.scheduled_tasks t
                             WHERE t.task_name = o.task_kind AND t.task_instance = o.task_instance
                               AND t.picked));

@@ -60,6 +60,8 @@ CREATE VIEW tms.maintenance_jobs AS
            j.created_at, j.started_at, j.finished_at,
            j.snapshots_expired, j.manifests_rewritten, j.manifests_added,
            j.files_deleted, j.bytes_deleted, j.orphans_found,
+           j.data_files_rewritten, j.data_files_added, j.bytes_rewritten,
+           j.delete_files_rewritten, j.delete_files_added,
            j.options, j.requested_by::regrole AS requested_by, j.statement, j.message
       FROM tms.table_maintenance_job j
       JOIN tms.tables t ON t.id = j.table_id

@@ -16,3 +16,12 @@ CREATE FOREIGN DATA WRAPPER tms_engine
 
 COMMENT ON FOREIGN DATA WRAPPER tms_engine IS
     'engines that run maintenance: CREATE SERVER ... FOREIGN DATA WRAPPER tms_engine OPTIONS (type ''trino'', uri ''...'', catalog ''...'')';
+
+CREATE FUNCTION tms.engine_statement(engine text, namespace text, table_name text,
+                                     operation text, options jsonb DEFAULT '{}')
+RETURNS text
+LANGUAGE c STABLE
+AS 'MODULE_PATHNAME', 'tms_engine_statement_sql';
+
+COMMENT ON FUNCTION tms.engine_statement(text, text, text, text, jsonb) IS
+    'the statement a job of an operation on a tms_engine server would submit now (for gravitino the jobs API body); sends nothing';

@@ -106,6 +106,7 @@ int			tms_maintenance_max_attempts = 3;
 int			tms_maintenance_commit_retries = 4;
 int			tms_snapshot_metrics_retention_s = 90 * 86400;
 int			tms_maintenance_delete_batch_size = 1000;
+int			tms_engine_run_timeout_s = 6 * 3600;
 
 /* progress, cancel requests and the lease are checked at most this often */
 #define CHECK_INTERVAL_MS 1000
@@ -139,6 +140,12 @@ tms_maint_init(void)
 							&tms_maintenance_delete_batch_size,
 							1000, 1, 1000,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.engine_run_timeout",
+							gettext_noop("How long a maintenance run on an engine may take before it is cancelled there (0: no limit)."),
+							gettext_noop("A tms_engine server's run_timeout option overrides it."),
+							&tms_engine_run_timeout_s,
+							6 * 3600, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	sched_register_detached("maintenance", maintenance_handler, &tms_max_active_operations);
 }
 
@@ -331,10 +338,6 @@ metrics_json(MaintRun *run)
  * ----------------------------------------------------------------
  */
 
-#define LEASE_HELD \
-	" EXISTS (SELECT 1 FROM tms.scheduled_tasks t" \
-	"          WHERE t.task_name = 'maintenance' AND t.task_instance = $2" \
-	"            AND t.version = $3 AND t.picked)"
 
 typedef struct StartStep
 {
@@ -378,8 +381,10 @@ step_start(void *arg)
 		 * transaction: if the handler fails, the start is rolled back with
 		 * it and the job waits, pending, for the retry.
 		 */
-		if (engine && engine->type == jbvString &&
-			!(engine->val.string.len == 5 && strncmp(engine->val.string.val, "local", 5) == 0))
+		char	   *name = engine && engine->type == jbvString ?
+			pnstrdup(engine->val.string.val, engine->val.string.len) : NULL;
+
+		if (name && strcmp(name, "local") != 0 && tms_engine_type(name) == ENGINE_TYPE_UNKNOWN)
 		{
 			s->external = true;
 			if (tms_maintenance_handler != NULL && tms_maintenance_handler[0] != '\0')
@@ -423,6 +428,9 @@ read_job(MaintRun *run, const char *job)
 	operation = STR(FIELD("operation"));
 	engine = STR(FIELD("engine"));
 	run->phase = STR(FIELD("phase"));
+	run->engine_name = engine;
+	run->statement = STR(FIELD("statement"));
+	run->engine_job_id = STR(FIELD("engine_job_id"));
 	v = FIELD("commit_state");
 	run->commit_state = v && v->type == jbvBinary ?
 		JsonbToCString(NULL, v->val.binary.data, v->val.binary.len) : NULL;
@@ -679,6 +687,12 @@ bool
 maint_keep_going(MaintRun *run)
 {
 	return check_run(run, false);
+}
+
+bool
+maint_check_now(MaintRun *run)
+{
+	return check_run(run, true);
 }
 
 /* ----------------------------------------------------------------
@@ -1176,7 +1190,36 @@ run_operation(MaintRun *run)
 	}
 }
 
-/* The work of a local job between start and finish; sets run->result. */
+/*
+ * An engine's run, then the table as the engine left it: the snapshot
+ * before (as loaded at the start, or recorded by the attempt that
+ * submitted) stays; the snapshot after is the table's current one.
+ */
+static void
+run_engine(MaintRun *run)
+{
+	int64		before = run->before_snapshot_id;
+
+	maint_run_engine(run);
+	if (run->result != MAINT_OK)
+		return;
+	if (maint_load(run))
+	{
+		run->after_snapshot_id = run->before_snapshot_id;
+		run->before_snapshot_id = before;
+	}
+	else
+	{
+		/* it ran: what tms cannot see now is not the run's failure */
+		ereport(LOG,
+				(errmsg("maintenance job " INT64_FORMAT ": the table could not be loaded after its run: %s",
+						run->job_id, run->error)));
+		run->result = MAINT_OK;
+		run->error[0] = '\0';
+	}
+}
+
+/* The work of a job between start and finish; sets run->result. */
 static void
 run_local(MaintRun *run)
 {
@@ -1197,6 +1240,14 @@ run_local(MaintRun *run)
 		return;
 	}
 	run->ns_io = tms_namespace_to_io(run->ns);
+
+	/* an engine's run was submitted, or may have been: follow it, once */
+	if (!run->opt.local && run->phase &&
+		(strcmp(run->phase, "submit") == 0 || strcmp(run->phase, "engine") == 0))
+	{
+		run_engine(run);
+		return;
+	}
 
 	/* a commit was in flight, or landed, when the last executor died */
 	if (run->phase && strcmp(run->phase, "start") != 0 && run->commit_state != NULL)
@@ -1221,7 +1272,10 @@ run_local(MaintRun *run)
 	record_metrics(run, "before");
 	if (!check_run(run, true))
 		return;
-	run_operation(run);
+	if (run->opt.local)
+		run_operation(run);
+	else
+		run_engine(run);
 }
 
 /* After the operation: flush, then the table as it is now for the record. */
@@ -1510,6 +1564,8 @@ tms_operation_submit(const char *server, const char *ns, const char *table,
 
 	/* names and options first: nothing else runs for bad input */
 	maint_options_parse(operation, engine, options, &run->opt);
+	if (run->opt.engine_type != ENGINE_TYPE_UNKNOWN)
+		tms_engine_check_access(engine, tms_acting_role());
 	memset(nulls, ' ', sizeof(nulls));
 	PG_TRY();
 	{

@@ -40,4 +40,14 @@ extern void tms_operation_plan(const char *server, const char *ns,
 							   Jsonb *options, Tuplestorestate *ts,
 							   TupleDesc desc);
 
+/*
+ * tms.engine_statement: the statement a job of operation with options on
+ * the engine server would submit now for table ns.table (for Gravitino
+ * the body of its jobs API), built and checked by the code that submits;
+ * the server's type and catalog options only, nothing is sent.
+ */
+extern char *tms_engine_statement(const char *engine, const char *ns,
+								  const char *table, const char *operation,
+								  Jsonb *options);
+
 #endif							/* TMS_OPS_MAINT_H */

@@ -25,6 +25,7 @@
 #include "utils/jsonb.h"
 
 #include "bridge/catalog.h"
+#include "bridge/engine.h"
 #include "iceberg/iceberg.h"
 #include "io/io.h"
 #include "sched/sched.h"
@@ -35,6 +36,7 @@ typedef enum MaintOp
 	MAINT_ORPHAN = 1,
 	MAINT_REWRITE = 2,
 	MAINT_COMPACTION = 3,
+	MAINT_POSDELETE = 4,		/* position-delete-rewrite */
 	MAINT_OP_UNKNOWN = -1
 } MaintOp;
 
@@ -60,6 +62,8 @@ typedef struct MaintOptions
 {
 	MaintOp		op;
 	bool		local;
+	EngineType	engine_type;	/* of an engine server; else UNKNOWN */
+	char	   *options_json;	/* an engine job's options, checked */
 
 	/* snapshot-expiry (older_than also orphan-cleanup) */
 	MaintTime	older_than;
@@ -149,8 +153,19 @@ typedef struct MaintRun
 	int64	   *q_sizes;
 	int			q_n;
 
+	/* a job on an engine server (maint_engine.c) */
+	char	   *engine_name;
+	char	   *statement;		/* recorded by an earlier attempt, or NULL */
+	char	   *engine_job_id;	/* likewise */
+	long		run_timeout_ms;
+
 	/* effect */
 	int64		after_snapshot_id;
+	int64		data_files_rewritten;
+	int64		data_files_added;
+	int64		bytes_rewritten;
+	int64		delete_files_rewritten;
+	int64		delete_files_added;
 	int64		snapshots_expired;
 	int64		manifests_rewritten;
 	int64		manifests_added;
@@ -176,7 +191,17 @@ typedef struct MaintRun
 	char		error[2048];
 } MaintRun;
 
+/*
+ * The condition of every write of a job's row from its run: the task's
+ * lease ($2 instance, $3 version) is still this run's.
+ */
+#define LEASE_HELD \
+	" EXISTS (SELECT 1 FROM tms.scheduled_tasks t" \
+	"          WHERE t.task_name = 'maintenance' AND t.task_instance = $2" \
+	"            AND t.version = $3 AND t.picked)"
+
 /* maint.c */
+extern int	tms_engine_run_timeout_s;
 extern void maint_fail(MaintRun *run, MaintResult kind, const char *fmt,...) pg_attribute_printf(3, 4);
 extern void maint_fail_iceberg(MaintRun *run, const char *what, const IcebergError *err);
 extern void maint_emit(MaintRun *run, const char *action, const char *target,
@@ -190,6 +215,7 @@ extern bool maint_callback_delete(MaintRun *run, const char *path, int64 size,
 extern void maint_callback_rethrow(MaintRun *run);
 extern bool maint_delete_flush(MaintRun *run);
 extern bool maint_keep_going(MaintRun *run);
+extern bool maint_check_now(MaintRun *run);
 extern bool maint_record_phase(MaintRun *run, const char *phase, const char *commit_state);
 
 /*
@@ -225,6 +251,9 @@ extern bool maint_commit_retry_allowed(MaintRun *run, int retry);
 extern void maint_run_expire(MaintRun *run);
 extern void maint_run_orphan(MaintRun *run);
 extern void maint_run_rewrite(MaintRun *run);
+
+/* a job on an engine server (maint_engine.c): submit, track, record */
+extern void maint_run_engine(MaintRun *run);
 
 /* resuming a job whose commit was in flight or landed (phase commit / cleanup) */
 extern void maint_resume_expire(MaintRun *run);

@@ -7,10 +7,14 @@
  *
  * Operations and engines:
  *	  snapshot-expiry, orphan-cleanup, manifest-rewrite run on "local"
- *	  (tms itself) or on an engine; compaction needs an engine ("local"
- *	  compaction is refused, SQLSTATE 0A000).  Engines are local, spark and
- *	  trino; the options of a job for spark or trino are the engine's
- *	  business and are only checked for credentials (tms._check_options).
+ *	  (tms itself) or on an engine; compaction and position-delete-rewrite
+ *	  need an engine ("local" refuses them, SQLSTATE 0A000).  An engine is
+ *	  "local" or the name of a tms_engine server (bridge/engine.h), whose
+ *	  type (livy, trino, gravitino) decides which operations it runs and
+ *	  which options they take: src/engine/statement.c checks those, the
+ *	  same code that later builds the statement.  The names "spark" and
+ *	  "trino", when no server has them, are 0.2.0's handler engines: their
+ *	  jobs go to tms.maintenance_handler and their options are not checked.
  *
  * Options of the local operations, hyphenated like Iceberg's action
  * options; an absent option takes the table property, then Iceberg's
@@ -44,15 +48,18 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
+#include "bridge/engine.h"
+#include "bridge/role.h"
 #include "ops/maint.h"
 #include "ops/maint_int.h"
 
 #define MS_PER_DAY INT64CONST(86400000)
 
 static const char *const operations[] = {
-	"snapshot-expiry", "orphan-cleanup", "manifest-rewrite", "compaction"
+	"snapshot-expiry", "orphan-cleanup", "manifest-rewrite", "compaction",
+	"position-delete-rewrite"
 };
-static const char *const engines[] = {"local", "spark", "trino"};
+static const char *const handler_engines[] = {"spark", "trino"};
 
 MaintOp
 maint_op_from_name(const char *operation)
@@ -69,13 +76,18 @@ maint_op_name(MaintOp op)
 	return (int) op >= 0 && (int) op < (int) lengthof(operations) ? operations[op] : "unknown";
 }
 
-/* Raise unless operation and engine name a pair tms can run. */
+/*
+ * Raise unless operation and engine name a pair tms can run; *type is the
+ * engine server's type (ENGINE_TYPE_UNKNOWN for local and the handler
+ * engines).
+ */
 static MaintOp
-check_names(const char *operation, const char *engine)
+check_names(const char *operation, const char *engine, EngineType *type)
 {
 	MaintOp		op;
-	bool		known = false;
+	bool		handler = false;
 
+	*type = ENGINE_TYPE_UNKNOWN;
 	if (operation == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -85,24 +97,45 @@ check_names(const char *operation, const char *engine)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown maintenance operation \"%s\"", operation),
-				 errhint("Operations are compaction, manifest-rewrite, snapshot-expiry and orphan-cleanup.")));
+				 errhint("Operations are compaction, position-delete-rewrite, manifest-rewrite, snapshot-expiry and orphan-cleanup.")));
 	if (engine == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("a maintenance engine must not be null")));
-	for (int i = 0; i < (int) lengthof(engines); i++)
-		known |= strcmp(engine, engines[i]) == 0;
-	if (!known)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown maintenance engine \"%s\"", engine),
-				 errhint("Engines are local, spark and trino.")));
-	if (strcmp(engine, "local") == 0 && op == MAINT_COMPACTION)
+	if (strcmp(engine, "local") == 0)
+	{
+		if (op == MAINT_COMPACTION || op == MAINT_POSDELETE)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("engine \"local\" cannot run operation \"%s\"", operation),
+					 errdetail("tms itself runs snapshot-expiry, orphan-cleanup and manifest-rewrite; %s rewrites data or delete files and needs an engine.",
+							   operation),
+					 errhint("Name a server of the tms_engine wrapper as the engine (CREATE SERVER ... FOREIGN DATA WRAPPER tms_engine).")));
+		return op;
+	}
+	*type = tms_engine_type(engine);
+	if (*type == ENGINE_TYPE_UNKNOWN)
+	{
+		for (int i = 0; i < (int) lengthof(handler_engines); i++)
+			handler |= strcmp(engine, handler_engines[i]) == 0;
+		if (!handler)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("unknown maintenance engine \"%s\"", engine),
+					 errdetail("An engine is \"local\" or the name of a server of the tms_engine wrapper."),
+					 errhint("Create it with CREATE SERVER %s FOREIGN DATA WRAPPER tms_engine OPTIONS (type ..., uri ..., catalog ...).",
+							 quote_identifier(engine))));
+		return op;
+	}
+	if (!engine_supports(*type, engine_op_from_name(operation)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("engine \"local\" cannot run operation \"compaction\""),
-				 errdetail("tms itself runs snapshot-expiry, orphan-cleanup and manifest-rewrite; compaction rewrites data files and needs an engine."),
-				 errhint("Use engine \"spark\" or \"trino\".")));
+				 errmsg("engine \"%s\" cannot run operation \"%s\"", engine, operation),
+				 errdetail("\"%s\" is a %s engine, which has no procedure for %s.",
+						   engine, engine_type_name(*type), operation),
+				 op != MAINT_COMPACTION && op != MAINT_POSDELETE ?
+				 errhint("Engine \"local\" (tms itself) runs %s.", operation) :
+				 errhint("Use an engine of type livy (Spark) for %s.", operation)));
 	return op;
 }
 
@@ -386,7 +419,7 @@ maint_options_parse(const char *operation, const char *engine, Jsonb *options,
 					MaintOptions *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->op = check_names(operation, engine);
+	out->op = check_names(operation, engine, &out->engine_type);
 	out->local = strcmp(engine, "local") == 0;
 	out->retain_last = -1;
 	out->max_ref_age_ms = -1;
@@ -403,6 +436,17 @@ maint_options_parse(const char *operation, const char *engine, Jsonb *options,
 				 errdetail("Options must be a JSON object such as {\"retain-last\": 5}.")));
 	if (out->local)
 		parse_local(out->op, options, out);
+	else if (out->engine_type != ENGINE_TYPE_UNKNOWN)
+	{
+		/* the engine layer's check, the one its statement builder applies */
+		EngineError err;
+		char	   *json = JsonbToCString(NULL, &options->root, VARSIZE(options));
+
+		if (engine_options_check(out->engine_type, operation, json, &err) != 0)
+			tms_engine_ereport(&err);
+		out->options_json = json;
+		return;
+	}
 
 	/* Iceberg refuses orphan cleanup of files younger than a day */
 	if (out->op == MAINT_ORPHAN && out->older_than.set && !out->force)
@@ -451,4 +495,6 @@ tms_operation_check(const char *operation, const char *engine, Jsonb *options)
 	MaintOptions o;
 
 	maint_options_parse(operation, engine, options, &o);
+	if (o.engine_type != ENGINE_TYPE_UNKNOWN)
+		tms_engine_check_access(engine, tms_acting_role());
 }

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * maint_sql.c
- *	  tms.run_operation(), tms.plan_operation() and tms._check_operation():
- *	  maintenance operations on demand (src/ops/maint.c).
+ *	  tms.run_operation(), tms.plan_operation(), tms.engine_statement()
+ *	  and tms._check_operation(): maintenance operations on demand
+ *	  (src/ops/maint.c, src/ops/maint_engine.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +20,7 @@
 PG_FUNCTION_INFO_V1(tms_run_operation);
 PG_FUNCTION_INFO_V1(tms_plan_operation);
 PG_FUNCTION_INFO_V1(tms_check_operation);
+PG_FUNCTION_INFO_V1(tms_engine_statement_sql);
 
 /*
  * tms.run_operation(server, namespace, table_name, operation, options,
@@ -67,4 +69,20 @@ tms_check_operation(PG_FUNCTION_ARGS)
 
 	tms_operation_check(operation, engine, options);
 	PG_RETURN_VOID();
+}
+
+/*
+ * tms.engine_statement(engine, namespace, table_name, operation, options)
+ * -> text
+ */
+Datum
+tms_engine_statement_sql(PG_FUNCTION_ARGS)
+{
+	char	   *engine = tms_arg_text(fcinfo, 0, "engine");
+	char	   *ns = tms_arg_text(fcinfo, 1, "namespace");
+	char	   *table = tms_arg_text(fcinfo, 2, "table name");
+	char	   *operation = tms_arg_text(fcinfo, 3, "operation");
+	Jsonb	   *options = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
+
+	PG_RETURN_TEXT_P(cstring_to_text(tms_engine_statement(engine, ns, table, operation, options)));
 }

@@ -1,0 +1,485 @@
+/*-------------------------------------------------------------------------
+ *
+ * maint_engine.c
+ *	  A maintenance job on an engine server (a tms_engine server of type
+ *	  livy, trino or gravitino): build the statement, submit it under the
+ *	  job's tag, track the run, record what it did.  The job lifecycle
+ *	  around it (start, the acting role, the table before and after, the
+ *	  finish, the baseline) is maint.c's, the same as for local jobs.
+ *
+ * Exactly one engine run per job, whatever dies when:
+ *	 submit		(step) phase "submit" and the statement are recorded and
+ *				committed before anything is sent.  The tag "tms-job-<id>"
+ *				travels with the run (Livy's session name, Trino's client
+ *				tag, Gravitino's jobConf "tms_tag").
+ *	 engine		(step) once the engine accepted it: phase "engine" and the
+ *				engine's id of the run (engine_job_id).
+ *	 resume		a job found in phase "submit" or "engine" (its executor
+ *				died, or a submit's answer was lost) first looks its tag
+ *				up at the engine: a run found is adopted and followed,
+ *				never submitted again; none found in phase "submit" means
+ *				the submit never arrived, and it is sent now.
+ *	 track		polls with backoff (the server's poll_interval, doubling),
+ *				between polls the lease, interrupts and a cancel request
+ *				(tms.cancel_operation: cancelled at the engine); past the
+ *				server's run_timeout (or tms.engine_run_timeout) the run
+ *				is cancelled at the engine and the job fails.  An engine
+ *				that does not answer is retried by the client; when it
+ *				still does not, the job is retried later (the scheduler's
+ *				backoff, up to tms.maintenance_max_attempts) and then fails
+ *				with the engine's message.
+ *	 record		the procedure's result rows become the job's counts; the
+ *				engine's resources are released (Livy: the session).
+ *
+ * What a run did to the table is also what tms sees afterwards: maint.c
+ * loads the table again and records the after-snapshot and its metrics.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "bridge/engine.h"
+#include "bridge/errors.h"
+#include "bridge/role.h"
+#include "bridge/names.h"
+#include "bridge/options.h"
+#include "bridge/settings.h"
+#include "foreign/foreign.h"
+#include "ops/maint.h"
+#include "ops/maint_int.h"
+
+/* How long one wait on the engine lasts between two checks of the job. */
+#define ENGINE_SLICE_MS 1000
+/* Consecutive unanswered polls before the job is given up for now. */
+#define ENGINE_MAX_POLL_ERRORS 5
+
+typedef struct OpenStep
+{
+	MaintRun   *run;
+	TmsEngine  *engine;
+} OpenStep;
+
+static void
+step_open(void *arg)
+{
+	OpenStep   *o = arg;
+	TmsRoleSave save;
+
+	tms_become_role(o->run->acting,
+					psprintf("maintenance job " INT64_FORMAT, o->run->job_id), &save);
+	o->engine = tms_engine_open(o->run->engine_name);
+	tms_restore_role(&save);
+}
+
+typedef struct RecordStep
+{
+	MaintRun   *run;
+	const char *phase;
+	const char *statement;		/* NULL: unchanged */
+	const char *engine_job_id;	/* NULL: unchanged */
+	bool		counts;			/* also the engine's counts */
+	bool		written;
+} RecordStep;
+
+static void
+step_record(void *arg)
+{
+	RecordStep *r = arg;
+	MaintRun   *run = r->run;
+	Oid			types[12] = {INT8OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, TEXTOID,
+	BOOLOID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID};
+	Datum		args[12];
+	char		nulls[12];
+	int			rc;
+
+	memset(nulls, ' ', sizeof(nulls));
+	args[0] = Int64GetDatum(run->job_id);
+	args[1] = CStringGetTextDatum(run->task->instance);
+	args[2] = Int64GetDatum(run->task->version);
+	args[3] = CStringGetTextDatum(r->phase);
+	if (r->statement)
+		args[4] = CStringGetTextDatum(r->statement);
+	else
+		nulls[4] = 'n';
+	if (r->engine_job_id)
+		args[5] = CStringGetTextDatum(r->engine_job_id);
+	else
+		nulls[5] = 'n';
+	args[6] = BoolGetDatum(r->counts);
+	args[7] = Int64GetDatum(run->data_files_rewritten);
+	args[8] = Int64GetDatum(run->data_files_added);
+	args[9] = Int64GetDatum(run->bytes_rewritten);
+	args[10] = Int64GetDatum(run->delete_files_rewritten);
+	args[11] = Int64GetDatum(run->delete_files_added);
+	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
+							   "   SET phase = $4, statement = coalesce($5, statement),"
+							   "       engine_job_id = coalesce($6, engine_job_id),"
+							   "       data_files_rewritten = CASE WHEN $7 THEN $8 ELSE data_files_rewritten END,"
+							   "       data_files_added = CASE WHEN $7 THEN $9 ELSE data_files_added END,"
+							   "       bytes_rewritten = CASE WHEN $7 THEN $10 ELSE bytes_rewritten END,"
+							   "       delete_files_rewritten = CASE WHEN $7 THEN $11 ELSE delete_files_rewritten END,"
+							   "       delete_files_added = CASE WHEN $7 THEN $12 ELSE delete_files_added END"
+							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
+							   12, types, args, nulls, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the engine run of a maintenance job: %s",
+			 SPI_result_code_string(rc));
+	r->written = SPI_processed == 1;
+}
+
+static bool
+record(MaintRun *run, const char *phase, const char *statement,
+	   const char *engine_job_id, bool counts)
+{
+	RecordStep	r = {run, phase, statement, engine_job_id, counts, false};
+
+	sched_owner_step(step_record, &r);
+	if (!r.written)
+	{
+		run->result = MAINT_LEASE_LOST;
+		return false;
+	}
+	run->phase = pstrdup(phase);
+	return true;
+}
+
+/* Namespace levels of the run's table (IO_NS_SEP separated). */
+static const char **
+namespace_levels(MaintRun *run, size_t *n)
+{
+	const char **levels = palloc(sizeof(char *) * (strlen(run->ns_io) + 1));
+	char	   *s = pstrdup(run->ns_io);
+	char	   *p = s;
+
+	*n = 0;
+	for (;;)
+	{
+		char	   *sep = strchr(p, IO_NS_SEP);
+
+		if (sep)
+			*sep = '\0';
+		levels[(*n)++] = p;
+		if (!sep)
+			break;
+		p = sep + 1;
+	}
+	return levels;
+}
+
+/* An io failure of the engine: a transient one is retried by the scheduler. */
+static void
+engine_failed(MaintRun *run, const char *what, const IoError *err)
+{
+	bool		transient;
+
+	switch (err->code)
+	{
+		case IO_ERR_TIMEOUT:
+		case IO_ERR_CONNECT:
+		case IO_ERR_UNAVAILABLE:
+		case IO_ERR_SERVER:
+		case IO_ERR_COMMIT_STATE_UNKNOWN:
+		case IO_ERR_INTERRUPTED:
+		case IO_ERR_PROTOCOL:
+			transient = true;
+			break;
+		default:
+			transient = false;
+	}
+	maint_fail(run, transient ? MAINT_TRANSIENT : MAINT_TERMINAL,
+			   "%s engine \"%s\": %s", what, run->engine_name, tms_io_error_text(err));
+}
+
+/* Read the run's result rows into the run's counts. */
+static void
+read_counts(MaintRun *run, TmsEngine *eng, const IoEngineRun *r)
+{
+	EngineCounts c;
+	EngineError err;
+
+	if (r->rows_lost || r->ncolumns == 0)
+		return;
+	if (engine_counts_read(eng->type, engine_op_from_name(maint_op_name(run->opt.op)),
+						   (const char *const *) r->columns, r->ncolumns,
+						   (const char *const *const *) r->rows, r->nrows, &c, &err) != 0)
+	{
+		ereport(WARNING,
+				(errmsg("maintenance job " INT64_FORMAT ": %s", run->job_id, err.message),
+				 err.detail[0] ? errdetail("%s", err.detail) : 0));
+		return;
+	}
+#define TAKE(field, from) do { if ((from) >= 0) run->field = (from); } while (0)
+	TAKE(data_files_rewritten, c.data_files_rewritten);
+	TAKE(data_files_added, c.data_files_added);
+	TAKE(bytes_rewritten, c.bytes_rewritten);
+	TAKE(delete_files_rewritten, c.delete_files_rewritten);
+	TAKE(delete_files_added, c.delete_files_added);
+	TAKE(manifests_rewritten, c.manifests_rewritten);
+	TAKE(manifests_added, c.manifests_added);
+	TAKE(files_deleted, c.files_deleted);
+	TAKE(orphans_found, c.orphans_found);
+#undef TAKE
+}
+
+/*
+ * Follow the run until it ends, the job is cancelled, the lease is lost
+ * or the run times out.  Returns true when the run ended at the engine
+ * (any state), false with run->result set otherwise.
+ */
+static bool
+track(MaintRun *run, TmsEngine *eng, IoEngineRun *r, TimestampTz deadline)
+{
+	int			errors = 0;
+	char	   *recorded_id = r->run_id ? pstrdup(r->run_id) : NULL;
+
+	while (r->state == IO_ENGINE_RUN_PENDING || r->state == IO_ENGINE_RUN_RUNNING)
+	{
+		IoError		err;
+
+		if (io_engine_wait(eng->client, r, ENGINE_SLICE_MS, &err) != 0)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (++errors >= ENGINE_MAX_POLL_ERRORS)
+			{
+				engine_failed(run, "lost touch with", &err);
+				return false;
+			}
+		}
+		else
+			errors = 0;
+
+		/* the engine named the run only now (Livy's statement) */
+		if (r->run_id && (recorded_id == NULL || strcmp(recorded_id, r->run_id) != 0))
+		{
+			if (!record(run, "engine", NULL, r->run_id, false))
+				return false;
+			recorded_id = pstrdup(r->run_id);
+		}
+		if (r->state != IO_ENGINE_RUN_PENDING && r->state != IO_ENGINE_RUN_RUNNING)
+			break;
+
+		if (!maint_check_now(run))
+		{
+			if (run->result == MAINT_CANCELLED)
+			{
+				/* cancelled by the user: at the engine too */
+				if (io_engine_cancel(eng->client, r, &err) != 0)
+					maint_fail(run, MAINT_CANCELLED,
+							   "cancelled; the engine did not confirm the cancel: %s",
+							   tms_io_error_text(&err));
+				else
+				{
+					(void) io_engine_wait(eng->client, r, 10 * ENGINE_SLICE_MS, &err);
+					if (r->state == IO_ENGINE_RUN_SUCCEEDED)
+					{
+						/* it ended before the cancel arrived: it did its work */
+						run->result = MAINT_OK;
+						run->error[0] = '\0';
+						return true;
+					}
+					maint_fail(run, MAINT_CANCELLED, "cancelled at engine \"%s\"", run->engine_name);
+				}
+			}
+			return false;
+		}
+		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
+		{
+			(void) io_engine_cancel(eng->client, r, &err);
+			maint_fail(run, MAINT_TERMINAL,
+					   "the run took longer than its timeout of %ld s and was cancelled at engine \"%s\"",
+					   run->run_timeout_ms / 1000, run->engine_name);
+			return false;
+		}
+	}
+	return true;
+}
+
+void
+maint_run_engine(MaintRun *run)
+{
+	OpenStep	o = {run, NULL};
+	ErrorData  *e = NULL;
+	EngineStatement st;
+	EngineError eerr;
+	EngineTarget target;
+	IoEngineRun r;
+	IoError		err;
+	char	   *tag = psprintf("tms-job-" INT64_FORMAT, run->job_id);
+	bool		resumed = run->phase != NULL &&
+		(strcmp(run->phase, "submit") == 0 || strcmp(run->phase, "engine") == 0);
+	bool		have_run = false;
+	bool		have_st = false;
+	TimestampTz deadline;
+	IoKeyValue *session = NULL;
+
+	memset(&r, 0, sizeof(r));
+	memset(&st, 0, sizeof(st));
+	if (!sched_owner_try_step(step_open, &o, &e))
+	{
+		maint_fail(run, e->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE ||
+				   e->sqlerrcode == ERRCODE_UNDEFINED_OBJECT ||
+				   e->sqlerrcode == ERRCODE_WRONG_OBJECT_TYPE ? MAINT_TERMINAL : MAINT_TRANSIENT,
+				   "%s%s%s", e->message, e->detail ? ": " : "", e->detail ? e->detail : "");
+		return;
+	}
+
+	PG_TRY();
+	{
+		TmsEngine  *eng = o.engine;
+
+		run->run_timeout_ms = eng->run_timeout_ms > 0 ? eng->run_timeout_ms :
+			(long) tms_engine_run_timeout_s * 1000;
+		deadline = run->run_timeout_ms > 0 ?
+			TimestampTzPlusMilliseconds(GetCurrentTimestamp(), run->run_timeout_ms) : 0;
+
+		/* the statement, from the options as they are now */
+		target.catalog = eng->catalog;
+		target.ns = namespace_levels(run, &target.nns);
+		target.table = run->table;
+		if (engine_statement_build(eng->type, maint_op_name(run->opt.op), &target,
+								   run->opt.options_json, tag,
+								   maint_timestamp_to_ms(GetCurrentTimestamp()),
+								   &st, &eerr) != 0)
+		{
+			maint_fail(run, MAINT_TERMINAL, "%s%s%s", eerr.message,
+					   eerr.detail[0] ? ": " : "", eerr.detail);
+			goto done;
+		}
+		have_st = true;
+		if (st.nsession > 0)
+		{
+			session = palloc(sizeof(IoKeyValue) * st.nsession);
+			for (size_t i = 0; i < st.nsession; i++)
+			{
+				session[i].key = st.session[i].name;
+				session[i].value = st.session[i].value;
+			}
+		}
+
+		/* a run this job's tag already has is adopted, never repeated */
+		if (resumed)
+		{
+			bool		found = false;
+
+			if (io_engine_find(eng->client, tag, run->statement ? run->statement : st.text,
+							   st.template_name, &r, &found, &err) != 0)
+			{
+				engine_failed(run, "cannot look up the run of this job at", &err);
+				goto done;
+			}
+			have_run = found;
+			if (found)
+				ereport(LOG,
+						(errmsg("maintenance job " INT64_FORMAT ": following its run %s at engine \"%s\"",
+								run->job_id, r.run_id ? r.run_id : "(unnamed)", run->engine_name)));
+			else if (strcmp(run->phase, "engine") == 0)
+				ereport(LOG,
+						(errmsg("maintenance job " INT64_FORMAT ": engine \"%s\" no longer knows its run; submitting again",
+								run->job_id, run->engine_name)));
+		}
+		if (!have_run)
+		{
+			const char *text = resumed && run->statement ? run->statement : st.text;
+
+			if (!record(run, "submit", text, NULL, false))
+				goto done;
+			if (io_engine_submit(eng->client, tag, text, session, st.nsession, &r, &err) != 0)
+			{
+				bool		found = false;
+				IoError		ferr;
+
+				if (err.code != IO_ERR_COMMIT_STATE_UNKNOWN && err.code != IO_ERR_ALREADY_EXISTS)
+				{
+					engine_failed(run, "cannot submit to", &err);
+					goto done;
+				}
+				/* it may have arrived: the tag decides */
+				if (io_engine_find(eng->client, tag, text, st.template_name, &r, &found, &ferr) != 0 ||
+					!found)
+				{
+					engine_failed(run, "cannot submit to", &err);
+					goto done;
+				}
+			}
+			have_run = true;
+			if (!record(run, "engine", NULL, r.run_id, false))
+				goto done;
+		}
+
+		if (!track(run, eng, &r, deadline))
+			goto done;
+
+		switch (r.state)
+		{
+			case IO_ENGINE_RUN_SUCCEEDED:
+				read_counts(run, eng, &r);
+				if (!record(run, "engine", NULL, NULL, true))
+					goto done;
+				break;
+			case IO_ENGINE_RUN_CANCELLED:
+				maint_fail(run, MAINT_CANCELLED, "the run was cancelled at engine \"%s\"",
+						   run->engine_name);
+				break;
+			default:
+				maint_fail(run, MAINT_TERMINAL, "engine \"%s\" failed the run: %s",
+						   run->engine_name, r.message ? r.message : "no reason given");
+				break;
+		}
+		if (io_engine_close(eng->client, &r, &err) != 0)
+			ereport(LOG,
+					(errmsg("maintenance job " INT64_FORMAT ": could not release its run at engine \"%s\": %s",
+							run->job_id, run->engine_name, tms_io_error_text(&err))));
+done:
+		;
+	}
+	PG_FINALLY();
+	{
+		if (have_run)
+			io_engine_run_free(&r);
+		if (have_st)
+			engine_statement_free(&st);
+		tms_engine_close(o.engine);
+	}
+	PG_END_TRY();
+}
+
+char *
+tms_engine_statement(const char *engine, const char *ns, const char *table,
+					 const char *operation, Jsonb *options)
+{
+	MaintOptions opt;
+	EngineStatement st;
+	EngineError err;
+	EngineTarget target;
+	ForeignServer *server;
+	MaintRun	run;
+	char	   *text;
+	char	   *tag = "tms-job-0";
+
+	tms_check_namespace(ns);
+	tms_check_table_name("table name", table);
+	maint_options_parse(operation, engine, options, &opt);
+	if (opt.engine_type == ENGINE_TYPE_UNKNOWN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("engine \"%s\" is not a tms_engine server", engine),
+				 errdetail("Only a tms_engine server runs statements that tms builds.")));
+	server = GetForeignServerByName(engine, false);
+	memset(&run, 0, sizeof(run));
+	run.ns_io = tms_namespace_to_io(ns);
+	target.catalog = tms_option(server->options, "catalog");
+	target.ns = namespace_levels(&run, &target.nns);
+	target.table = table;
+	if (engine_statement_build(opt.engine_type, operation, &target, opt.options_json, tag,
+							   maint_timestamp_to_ms(GetCurrentTimestamp()), &st, &err) != 0)
+		tms_engine_ereport(&err);
+	text = pstrdup(st.text);
+	engine_statement_free(&st);
+	return text;
+}
