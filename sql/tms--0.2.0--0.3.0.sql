@@ -81,6 +81,23 @@ SELECT pg_catalog.pg_extension_config_dump('tms.table_snapshot_metrics_id_seq', 
 -- ---------------------------------------------------------------------
 
 DROP FUNCTION tms._run_maintenance_task(text, jsonb);
+-- The place of an operation in seed 000's chain of one table's
+-- operations: data files first, then delete files, manifests, snapshots,
+-- and orphans last.
+CREATE FUNCTION tms._chain_rank(operation text)
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE operation
+               WHEN 'compaction' THEN 1
+               WHEN 'position-delete-rewrite' THEN 2
+               WHEN 'manifest-rewrite' THEN 3
+               WHEN 'snapshot-expiry' THEN 4
+               WHEN 'orphan-cleanup' THEN 5
+               ELSE 6 END
+$$;
+
 DROP FUNCTION tms._start_job(bigint);
 
 CREATE FUNCTION tms._start_job(jid bigint,
@@ -142,6 +159,23 @@ BEGIN
             state := 'deferred';
             reason := format('job %s runs %s on this table', other, j.operation);
             retry_at := now() + interval '5 seconds';
+        END IF;
+    END IF;
+    IF state IS NULL AND j.policy_id IS NOT NULL AND j.phase = 'start' THEN
+        -- seed 000's chain: a policy's operations on one table run one
+        -- after the other, compaction first, snapshot expiry last
+        SELECT o.id, o.operation INTO other, reason FROM tms.table_maintenance_job o
+         WHERE o.table_id = j.table_id AND o.policy_id = j.policy_id AND o.id <> jid
+           AND o.finished_at IS NULL
+           AND tms._chain_rank(o.operation) < tms._chain_rank(j.operation)
+         ORDER BY tms._chain_rank(o.operation), o.id
+         LIMIT 1;
+        IF FOUND THEN
+            state := 'deferred';
+            reason := format('waits for job %s (%s) of its chain on this table', other, reason);
+            retry_at := now() + interval '2 seconds';
+        ELSE
+            reason := NULL;
         END IF;
     END IF;
     IF state IS NULL THEN

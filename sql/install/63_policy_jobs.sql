@@ -68,6 +68,23 @@ BEGIN
 END
 $$;
 
+-- The place of an operation in seed 000's chain of one table's
+-- operations: data files first, then delete files, manifests, snapshots,
+-- and orphans last.
+CREATE FUNCTION tms._chain_rank(operation text)
+RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE operation
+               WHEN 'compaction' THEN 1
+               WHEN 'position-delete-rewrite' THEN 2
+               WHEN 'manifest-rewrite' THEN 3
+               WHEN 'snapshot-expiry' THEN 4
+               WHEN 'orphan-cleanup' THEN 5
+               ELSE 6 END
+$$;
+
 -- Whether job jid may start (or resume) now, and if so mark it running.
 -- Called by the "maintenance" task's handler (src/ops/maint.c) in a short
 -- step, as the extension owner.  Returns
@@ -78,8 +95,9 @@ $$;
 -- Gates, in order: a cancel request; for a job that has done nothing yet
 -- (phase "start") from a policy: the rule and policy still exist (else
 -- skipped), the policy is active and its window open (else deferred);
--- one job at a time per (table, operation); at most
--- tms.max_active_operations running jobs, counting a job only
+-- one job at a time per (table, operation); a policy's job waits for the
+-- jobs of the same policy and table earlier in the chain (tms._chain_rank);
+-- at most tms.max_active_operations running jobs, counting a job only
 -- while a live executor holds its task (or, for tms.maintenance_handler's
 -- engines, while it runs there).  Serialised by an advisory lock so that a
 -- count and a start are one step.
@@ -142,6 +160,23 @@ BEGIN
             state := 'deferred';
             reason := format('job %s runs %s on this table', other, j.operation);
             retry_at := now() + interval '5 seconds';
+        END IF;
+    END IF;
+    IF state IS NULL AND j.policy_id IS NOT NULL AND j.phase = 'start' THEN
+        -- seed 000's chain: a policy's operations on one table run one
+        -- after the other, compaction first, snapshot expiry last
+        SELECT o.id, o.operation INTO other, reason FROM tms.table_maintenance_job o
+         WHERE o.table_id = j.table_id AND o.policy_id = j.policy_id AND o.id <> jid
+           AND o.finished_at IS NULL
+           AND tms._chain_rank(o.operation) < tms._chain_rank(j.operation)
+         ORDER BY tms._chain_rank(o.operation), o.id
+         LIMIT 1;
+        IF FOUND THEN
+            state := 'deferred';
+            reason := format('waits for job %s (%s) of its chain on this table', other, reason);
+            retry_at := now() + interval '2 seconds';
+        ELSE
+            reason := NULL;
         END IF;
     END IF;
     IF state IS NULL THEN
