@@ -31,7 +31,7 @@ CREATE SERVER spark FOREIGN DATA WRAPPER tms_engine
 CREATE SERVER trino FOREIGN DATA WRAPPER tms_engine
     OPTIONS (type 'trino', uri 'https://trino.example.com', catalog 'lake');
 CREATE SERVER grav FOREIGN DATA WRAPPER tms_engine
-    OPTIONS (type 'gravitino', uri 'https://gravitino.example.com', metalake 'prod');
+    OPTIONS (type 'gravitino', uri 'https://gravitino.example.com', metalake 'prod', catalog 'lake');
 ALTER SERVER trino OPTIONS (DROP catalog);
 \echo :LAST_ERROR_SQLSTATE
 
@@ -137,14 +137,19 @@ SELECT tms._check_operation('vacuum', 'spark', '{}');
 CREATE ROLE tms_engine_user2;
 GRANT USAGE ON SCHEMA tms TO tms_engine_user2;
 SET ROLE tms_engine_user2;
-SELECT tms._check_operation('compaction', 'spark', '{}');
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction');
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 GRANT USAGE ON FOREIGN SERVER spark TO tms_engine_user2;
 SET ROLE tms_engine_user2;
-SELECT tms._check_operation('compaction', 'spark', '{}');
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction');
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
+CREATE USER MAPPING FOR tms_engine_user2 SERVER spark OPTIONS (user 'svc2', password 'pw2');
+SET ROLE tms_engine_user2;
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction');
+RESET ROLE;
+DROP USER MAPPING FOR tms_engine_user2 SERVER spark;
 REVOKE USAGE ON FOREIGN SERVER spark FROM tms_engine_user2;
 REVOKE USAGE ON SCHEMA tms FROM tms_engine_user2;
 DROP ROLE tms_engine_user2;

@@ -504,7 +504,7 @@ tms_engine_validate(List *options, Oid catalog)
 					(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
 					 errmsg("option \"metalake\" is required for a gravitino engine"),
 					 errhint("Name the metalake whose jobs API runs the job templates.")));
-		if (strcmp(type, "gravitino") != 0 && tms_option(options, "catalog") == NULL)
+		if (tms_option(options, "catalog") == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
 					 errmsg("option \"catalog\" is required for a %s engine", type),

@@ -44,7 +44,8 @@ extern void tms_operation_plan(const char *server, const char *ns,
  * tms.engine_statement: the statement a job of operation with options on
  * the engine server would submit now for table ns.table (for Gravitino
  * the body of its jobs API), built and checked by the code that submits;
- * the server's type and catalog options only, nothing is sent.
+ * the server's type and catalog options only, nothing is sent.  The
+ * acting role needs USAGE on the server and a user mapping, as for a job.
  */
 extern char *tms_engine_statement(const char *engine, const char *ns,
 								  const char *table, const char *operation,

@@ -470,6 +470,8 @@ tms_engine_statement(const char *engine, const char *ns, const char *table,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("engine \"%s\" is not a tms_engine server", engine),
 				 errdetail("Only a tms_engine server runs statements that tms builds.")));
+	/* what run_operation would check: the acting role may use the engine */
+	tms_engine_check_access(engine, tms_acting_role());
 	server = GetForeignServerByName(engine, false);
 	memset(&run, 0, sizeof(run));
 	run.ns_io = tms_namespace_to_io(ns);
