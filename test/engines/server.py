@@ -119,7 +119,6 @@ for _d in (HERE, TEST_DIR, os.path.join(TEST_DIR, "catalog")):
 
 import actions  # noqa: E402
 import grammar  # noqa: E402
-import opsworld as ow  # noqa: E402
 import storage as storage_mod  # noqa: E402
 from grammar import EngineError  # noqa: E402
 

@@ -498,3 +498,48 @@ def test_s3_table_expiry_through_trino(trino, cat, s3, file_root):
     assert all(st.exists(p) for p in ow.content_files(st, meta2))
     assert dict(rows)["deleted_manifest_lists_count"] == len(meta["snapshots"]) - \
         len(meta2["snapshots"])
+
+
+def test_livy_cancel_of_a_stuck_statement(livy):
+    livy.fault(action="stuck-run", statement_regex="stuck_t")
+    s = livy_session(livy)
+    st = livy.request("POST", "/sessions/%d/statements" % s["id"],
+                      {"code": "CALL lake.system.rewrite_manifests('eng.stuck_t')"}, expect=201)
+    path = "/sessions/%d/statements/%d" % (s["id"], st["id"])
+    await_(lambda: livy.request("GET", path)["state"] == "running", "running")
+    assert livy.request("GET", "/sessions/%d/state" % s["id"])["state"] == "busy"
+    assert livy.request("POST", path + "/cancel") == {"msg": "canceled"}
+    await_(lambda: livy.request("GET", path)["state"] == "cancelled", "cancelled")
+    await_(lambda: livy.request("GET", "/sessions/%d/state" % s["id"])["state"] == "idle", "idle")
+    listed = livy.request("GET", "/sessions/%d/statements" % s["id"])
+    assert listed["total_statements"] == 1
+    livy.request("DELETE", "/sessions/%d" % s["id"])
+
+
+def test_compaction_entry_points(livy, trino, cat, s3, file_root):
+    """rewrite_data_files / optimize check their WHERE against the
+    partition columns, then call test/engines/compact.py (or fail saying
+    compaction is not available while it does not exist)."""
+    st = ow.storage(s3, file_root)
+    _, name, _ = new_table(cat, st, "file://%s/eng" % file_root, "--data-files", "4",
+                           "--partitions", "2")
+    _, meta = ow.load(cat, "eng", name)
+    part = meta["partition-specs"][0]["fields"][0]["name"]
+    page, _, _, _ = trino_query(trino, "ALTER TABLE eng.%s EXECUTE optimize WHERE id = 1" % name)
+    assert page["error"]["errorName"] in ("NOT_SUPPORTED", "COLUMN_NOT_FOUND"), page
+    have_compact = os.path.exists(os.path.join(HERE, "..", "engines", "compact.py"))
+    stmt = livy_sql(livy, "CALL lake.system.rewrite_data_files(table => 'eng.%s', where => "
+                    "'%s IN (\\'a\\', \\'b\\') OR %s IS NULL')" % (name, part, part))
+    out = stmt["output"]
+    if not have_compact:
+        assert out["status"] == "error" and "compaction is not available" in out["evalue"]
+    else:
+        assert out["status"] == "ok", out
+
+
+def test_unknown_paths_answer_as_the_engines_do(livy, trino, grav):
+    assert livy.raw("GET", "/batches/x")[0] == 404
+    assert trino.raw("GET", "/v1/nothing")[0] == 404
+    st_, body, _ = grav.raw("GET", "/api/metalakes/ml/nothing")
+    assert st_ == 404 and body["code"] == 1003
+    assert livy.raw("PUT", "/sessions")[0] == 405
