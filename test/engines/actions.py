@@ -133,7 +133,12 @@ class RestCatalog:
         return body["metadata-location"], body["metadata"]
 
     def commit(self, ns, name, body):
-        st, answer = self._req("POST", self._table_path(ns, name), body)
+        try:
+            st, answer = self._req("POST", self._table_path(ns, name), body)
+        except EngineError as e:
+            # unanswered: it may have landed (Iceberg's CommitStateUnknownException)
+            raise CommitStateUnknown("org.apache.iceberg.exceptions.CommitStateUnknownException",
+                                     e.message)
         if st == 409:
             raise CommitConflict("org.apache.iceberg.exceptions.CommitFailedException",
                                  _err_text(answer))

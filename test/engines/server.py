@@ -1390,8 +1390,9 @@ class Gravitino:
 # ---------------------------------------------------------------------------
 
 class Request:
-    def __init__(self, handler, method, path, query, body, user):
+    def __init__(self, handler, method, path, query, body, user, personality):
         self.handler = handler
+        self.personality = personality
         self.method = method
         self.path = path
         self.query = query
@@ -1403,7 +1404,7 @@ class Request:
         try:
             return json.loads(self.body or b"null")
         except ValueError as e:
-            raise HttpError(400, {"msg": "Rejected, invalid JSON: %s" % e})
+            raise self.personality.error(400, "Rejected, invalid JSON: %s" % e)
 
 
 def make_handler(engine, personality, auth, args):
@@ -1478,7 +1479,7 @@ def make_handler(engine, personality, auth, args):
                 user = auth.check(self.headers.get("Authorization"))
                 if user is None:
                     raise personality.unauthorized()
-                req = Request(self, self.command, path, query, body, user)
+                req = Request(self, self.command, path, query, body, user, personality)
                 out = personality.handle(route[1], route[0], req)
                 status, payload = out[0], out[1]
                 extra = out[2] if len(out) > 2 else None
