@@ -543,3 +543,43 @@ def test_unknown_paths_answer_as_the_engines_do(livy, trino, grav):
     st_, body, _ = grav.raw("GET", "/api/metalakes/ml/nothing")
     assert st_ == 404 and body["code"] == 1003
     assert livy.raw("PUT", "/sessions")[0] == 405
+
+
+# ---------------------------------------------------------------------------
+# the grammar on its own (no servers)
+# ---------------------------------------------------------------------------
+
+def test_grammar_predicate_and_quoting():
+    sys.path.insert(0, os.path.join(HERE, "..", "engines"))
+    import grammar as g
+    p = g.parse_predicate("d >= DATE '2024-01-02' AND (c IN ('x', NULL) OR n IS NOT NULL)")
+    assert p.columns == ["c", "d", "n"]
+    day = (__import__("datetime").date(2024, 1, 2) - __import__("datetime").date(1970, 1, 1)).days
+    assert p({"d": day, "c": "x", "n": None})
+    assert not p({"d": day, "c": "y", "n": None})        # IN with a NULL: unknown
+    assert not p({"d": None, "c": "x", "n": 1})          # NULL comparison: unknown
+    assert g.parse_predicate("NOT (a = 1)")({"a": None}) is False
+    ts = g.parse_predicate("t < TIMESTAMP '1970-01-01 00:00:01'")
+    assert ts({"t": 999999}) and not ts({"t": 1000000})
+    t = g.parse_trino('ALTER TABLE "Lake".S."a""b" EXECUTE optimize WHERE p = \'it\'\'s\'')
+    assert t.name == ["Lake", "s", 'a"b'] and t.where({"p": "it's"})
+    assert g.parse_multipart("`a.b`.c") == ["a.b", "c"]
+    for bad in ("a = ", "a IN ()", "(a = 1", "a = 1 b"):
+        with pytest.raises(g.EngineError) as ei:
+            g.parse_predicate(bad)
+        assert ei.value.kind == g.SPARK_PARSE
+    with pytest.raises(g.EngineError) as ei:
+        g.parse_spark("CALL lake.system.expire_snapshots('t', retain_last => 1)")
+    assert ei.value.message == "Named and positional arguments cannot be mixed"
+    with pytest.raises(g.EngineError) as ei:
+        g.parse_spark("CALL lake.system.expire_snapshots(retain_last => 1)")
+    assert ei.value.message == "Missing required parameters: [table]"
+
+
+def test_admin_token(cat):
+    with world.EngineServer("livy", cat, admin_token="adm") as e:
+        assert e.runs() == []
+        e.admin_token = None
+        assert e.raw("GET", "/admin/runs", auth=False)[0] == 401
+        assert e.raw("GET", "/admin/runs", headers={"X-Admin-Token": "x"})[0] == 401
+        assert e.raw("GET", "/admin/runs", headers={"X-Admin-Token": "adm"})[0] == 200
