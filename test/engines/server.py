@@ -58,8 +58,10 @@ Served, gravitino (https://gravitino.apache.org/docs/latest/manage-jobs-in-gravi
   errors {"code", "type", "message", "stack": []} (ErrorResponse).
   Built-in templates builtin-iceberg-rewrite-data-files,
   builtin-iceberg-rewrite-manifests, builtin-iceberg-expire-snapshots:
-  their jobConf (strings) becomes the Spark CALL the job runs; other keys
-  (such as tms_tag) are kept and shown.
+  their jobConf (strings) becomes the Spark CALL the job runs (options: a
+  JSON object text; older_than: 'YYYY-MM-DD HH:MM:SS' UTC; snapshot_ids:
+  comma-separated; booleans true/false); other keys (such as tms_tag) are
+  kept and shown.
 
 Authentication: --user/--password (HTTP basic), --token (bearer), or
 --oauth2-credential ID:SECRET (bearer tokens from POST /oauth/tokens,
@@ -123,6 +125,29 @@ import storage as storage_mod  # noqa: E402
 from grammar import EngineError  # noqa: E402
 
 DAY = 86400
+
+# the options Iceberg's rewrite actions accept (RewriteDataFiles, the bin-pack
+# and sort rewriters, RewritePositionDeleteFiles); others are refused
+REWRITE_DATA_OPTIONS = {
+    "target-file-size-bytes", "min-file-size-bytes", "max-file-size-bytes", "min-input-files",
+    "rewrite-all", "max-file-group-size-bytes", "delete-file-threshold", "delete-ratio-threshold",
+    "partial-progress.enabled", "partial-progress.max-commits",
+    "partial-progress.max-failed-commits", "max-concurrent-file-group-rewrites",
+    "use-starting-sequence-number", "rewrite-job-order", "remove-dangling-deletes",
+    "output-spec-id", "max-files-to-rewrite", "compression-factor",
+    "shuffle-partitions-per-file"}
+REWRITE_DELETE_OPTIONS = {
+    "target-file-size-bytes", "min-file-size-bytes", "max-file-size-bytes", "min-input-files",
+    "rewrite-all", "max-file-group-size-bytes", "partial-progress.enabled",
+    "partial-progress.max-commits", "max-concurrent-file-group-rewrites", "rewrite-job-order"}
+
+
+def check_options(options, allowed, rewriter):
+    bad = sorted(set(options or {}) - allowed)
+    if bad:
+        raise EngineError(grammar.SPARK_ILLEGAL, "Cannot use options [%s], they are not "
+                          "supported by the action or the rewriter %s" % (", ".join(bad),
+                                                                         rewriter))
 STUCK_LIMIT = DAY           # a stuck run gives up after a day at most
 
 
@@ -420,6 +445,7 @@ class Engine:
                 res = actions.rewrite_manifests(cat, self.st, ns, name, spec_id=a.get("spec_id"),
                                                 check=check)
             elif call.procedure == "rewrite_position_delete_files":
+                check_options(a.get("options"), REWRITE_DELETE_OPTIONS, "POSITION-DELETES")
                 pred = grammar.parse_predicate(a["where"]) if a.get("where") else None
                 self.check_predicate(pred, ns, name, "spark")
                 res = actions.rewrite_position_delete_files(cat, self.st, ns, name, pred,
@@ -432,6 +458,8 @@ class Engine:
                 if a.get("sort_order") and strategy.lower() == "binpack" and "strategy" in a:
                     raise EngineError(grammar.SPARK_ILLEGAL, "Cannot set strategy to binpack "
                                       "with a sort_order")
+                check_options(a.get("options"), REWRITE_DATA_OPTIONS,
+                              "SORT" if strategy.lower() == "sort" else "BIN-PACK")
                 pred = grammar.parse_predicate(a["where"]) if a.get("where") else None
                 self.check_predicate(pred, ns, name, "spark")
                 check()

@@ -527,6 +527,10 @@ def test_compaction_entry_points(livy, trino, cat, s3, file_root):
     part = meta["partition-specs"][0]["fields"][0]["name"]
     page, _, _, _ = trino_query(trino, "ALTER TABLE eng.%s EXECUTE optimize WHERE id = 1" % name)
     assert page["error"]["errorName"] in ("NOT_SUPPORTED", "COLUMN_NOT_FOUND"), page
+    stmt = livy_sql(livy, "CALL lake.system.rewrite_data_files(table => 'eng.%s', options => "
+                    "map('min-input-files', '2', 'bogus', '1'))" % name)
+    assert stmt["output"]["evalue"] == "Cannot use options [bogus], they are not supported by " \
+        "the action or the rewriter BIN-PACK"
     have_compact = os.path.exists(os.path.join(HERE, "..", "engines", "compact.py"))
     stmt = livy_sql(livy, "CALL lake.system.rewrite_data_files(table => 'eng.%s', where => "
                     "'%s IN (\\'a\\', \\'b\\') OR %s IS NULL')" % (name, part, part))
