@@ -18,6 +18,13 @@ Tests (and people at a Python prompt) import this module to get:
                                    .set_config(...), .token(), .request(...),
                                    .stop(); .fault(..., action="interpose",
                                    commits=[...]) is a concurrent writer
+  EngineServer(kind, catalog, port=None, catalog_name="lake", ...)
+                                   test/engines/server.py as livy, trino or
+                                   gravitino over a CatalogServer; .uri,
+                                   .raw(...), .request(...), .fault(...),
+                                   .clear_faults(), .armed_faults(),
+                                   .runs(), .requests(), .reset_requests(),
+                                   .reset(), .restart(), .stop()
   Table readers, oracles and planting for the maintenance operations
   (snapshot expiry, orphan cleanup, manifest rewrite) are in opsworld.py.
   ThrowawayPostgres()              a private PostgreSQL 15 cluster for use
@@ -54,6 +61,7 @@ TEST_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TEST_DIR)
 NODE_DIR = os.path.join(TEST_DIR, "node")
 CATALOG_DIR = os.path.join(TEST_DIR, "catalog")
+ENGINES_DIR = os.path.join(TEST_DIR, "engines")
 FIXTURES_DIR = os.path.join(TEST_DIR, "fixtures")
 REAL_FIXTURES = os.path.join(FIXTURES_DIR, "iceberg")
 PYTHON = "/usr/bin/python3"
@@ -448,6 +456,183 @@ class CatalogServer:
         levels = [namespace] if isinstance(namespace, str) else list(namespace)
         return self.request("GET", "namespaces/%s/tables/%s" % (
             urllib.parse.quote("\x1f".join(levels)), urllib.parse.quote(name)), **kw)
+
+    def stop(self):
+        self.child.stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+# ---------------------------------------------------------------------------
+# the engines (Livy, Trino, Gravitino)
+# ---------------------------------------------------------------------------
+
+class EngineServer:
+    """test/engines/server.py as a child process: kind is "livy", "trino" or
+    "gravitino"; it commits to `catalog` (a CatalogServer) and reads and
+    writes its storage (s3: an S3Server; file_root as the catalog's).
+
+    Auth: user + password (basic), token (bearer), or credential
+    "ID:SECRET" (OAuth2 client credentials at POST /oauth/tokens); raw()
+    and request() send whichever is configured unless auth=False or a
+    header is given."""
+
+    def __init__(self, kind, catalog, port=None, catalog_name="lake", s3=None, file_root=None,
+                 metalake="metalake", user=None, password=None, token=None, credential=None,
+                 admin_token=None, startup_delay=None, abandon_seconds=None, verbose=False,
+                 timeout=30):
+        self.kind = kind
+        self.port = port or free_port()
+        self.catalog_name = catalog_name
+        self.metalake = metalake
+        self.user, self.password, self.token_value = user, password, token
+        self.credential = credential
+        self.admin_token = admin_token
+        argv = [PYTHON, os.path.join(ENGINES_DIR, "server.py"), "--type", kind,
+                "--port", str(self.port), "--catalog-uri", catalog.uri,
+                "--catalog-name", catalog_name, "--metalake", metalake]
+        ctok = catalog.token() if hasattr(catalog, "token") else None
+        if ctok:
+            argv += ["--catalog-token", ctok]
+        file_root = file_root or getattr(catalog, "file_root", None)
+        if file_root:
+            argv += ["--file-root", file_root]
+        s3 = s3 if s3 is not None else getattr(catalog, "s3", None)
+        if s3 is not None:
+            cfg = s3.config() if hasattr(s3, "config") else s3
+            argv += ["--s3-endpoint", cfg.endpoint, "--s3-access-key-id", cfg.access_key_id,
+                     "--s3-secret-access-key", cfg.secret_access_key, "--s3-region", cfg.region]
+        if user:
+            argv += ["--user", user]
+        if password is not None:
+            argv += ["--password", password]
+        if token:
+            argv += ["--token", token]
+        if credential:
+            argv += ["--oauth2-credential", credential]
+        if admin_token:
+            argv += ["--admin-token", admin_token]
+        if startup_delay is not None:
+            argv += ["--startup-delay", str(startup_delay)]
+        if abandon_seconds is not None:
+            argv += ["--abandon-seconds", str(abandon_seconds)]
+        if verbose:
+            argv.append("--verbose")
+        self.child = _Child(argv, "engine listening on", timeout, name="engine-" + kind)
+        self.uri = "http://127.0.0.1:%d" % self.port
+        self._token = None
+
+    def auth_header(self):
+        """The Authorization header value for the configured credentials."""
+        import base64
+        if self.password is not None:
+            return "Basic " + base64.b64encode(
+                ("%s:%s" % (self.user, self.password)).encode()).decode()
+        if self.token_value:
+            return "Bearer " + self.token_value
+        if self.credential:
+            if self._token is None:
+                cid, sec = self.credential.split(":", 1)
+                st, body, _ = self.raw("POST", "/oauth/tokens", form={
+                    "grant_type": "client_credentials", "client_id": cid,
+                    "client_secret": sec}, auth=False)
+                if st != 200:
+                    raise CatalogError(st, body)
+                self._token = body["access_token"]
+            return "Bearer " + self._token
+        return None
+
+    def raw(self, method, path, body=None, headers=None, form=None, data=None, timeout=30,
+            auth=None):
+        """One request; (status, parsed JSON or text, headers).  body: JSON;
+        data: raw bytes or text (Trino's statement)."""
+        hdrs = dict(headers or {})
+        payload = None
+        if form is not None:
+            payload = urllib.parse.urlencode(form).encode()
+            hdrs["Content-Type"] = "application/x-www-form-urlencoded"
+        elif data is not None:
+            payload = data.encode() if isinstance(data, str) else data
+        elif body is not None:
+            payload = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        if auth is None and "Authorization" not in hdrs and not path.startswith("/admin"):
+            h = self.auth_header()
+            if h:
+                hdrs["Authorization"] = h
+        elif isinstance(auth, str):
+            hdrs["Authorization"] = auth
+        if path.startswith("/admin") and self.admin_token:
+            hdrs["X-Admin-Token"] = self.admin_token
+        url = path if path.startswith("http") else self.uri + path
+        req = urllib.request.Request(url, data=payload, headers=hdrs, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                status, text, rh = r.status, r.read(), dict(r.headers)
+        except urllib.error.HTTPError as e:
+            status, text, rh = e.code, e.read(), dict(e.headers)
+        try:
+            parsed = json.loads(text) if text else None
+        except ValueError:
+            parsed = text.decode("utf-8", "replace")
+        return status, parsed, rh
+
+    def request(self, method, path, body=None, expect=None, **kw):
+        st, parsed, rh = self.raw(method, path, body, **kw)
+        ok = (st == expect) if expect is not None else 200 <= st < 300
+        if not ok:
+            raise CatalogError(st, parsed, rh)
+        return parsed
+
+    def _admin(self, method, path, body=None):
+        st, parsed, _ = self.raw(method, path, body, auth=False)
+        if st >= 300:
+            raise CatalogError(st, parsed)
+        return parsed
+
+    def fault(self, path_regex=".*", action="status", count=1, method=None, status=503,
+              seconds=5, body=None, message=None, statement_regex=None):
+        """Arm a fault (see test/engines/server.py); returns its id."""
+        spec = {"match": {"path_regex": path_regex}, "count": count, "action": action,
+                "status": status, "seconds": seconds}
+        if method:
+            spec["match"]["method"] = method
+        if statement_regex:
+            spec["match"]["statement_regex"] = statement_regex
+        if body is not None:
+            spec["body"] = body
+        if message is not None:
+            spec["message"] = message
+        return self._admin("POST", "/admin/faults", spec)["id"]
+
+    def restart(self):
+        """Forget every session, statement, query and running job now."""
+        return self.fault(action="restart")
+
+    def clear_faults(self):
+        self._admin("DELETE", "/admin/faults")
+
+    def armed_faults(self):
+        return [f["id"] for f in self._admin("GET", "/admin/faults")["faults"]]
+
+    def runs(self):
+        """Every run: [{id, engine_id, tag, statement, state, submitted_at,
+        finished_at, result, columns, rows, error}]."""
+        return self._admin("GET", "/admin/runs")["runs"]
+
+    def requests(self):
+        """{"counts": {"METHOD /path/{template}": {"status": n}}, "total": n}."""
+        return self._admin("GET", "/admin/requests")
+
+    def reset_requests(self):
+        self._admin("DELETE", "/admin/requests")
+
+    def reset(self):
+        self._admin("POST", "/admin/reset")
 
     def stop(self):
         self.child.stop()
