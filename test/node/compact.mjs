@@ -34,6 +34,8 @@
 //   iceberg_schema  optional JSON text stored as the "iceberg.schema"
 //                   key-value metadata (Iceberg writers do; icebird reads
 //                   column names through it)
+// A batch {jobs: [job, ...]} runs them in one process and prints
+// {results: [output, ...]}.
 // Output (JSON on stdout): {input_rows, deleted_rows, files: [{path,
 //   records, size, field_ids: {column: id} as parquet_schema() reports
 //   them, column_sizes: {id: bytes}, metrics: {id: {value_count,
@@ -49,7 +51,7 @@ import { statSync, mkdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 
-const job = JSON.parse(readFileSync(0, 'utf8'))
+const batch = JSON.parse(readFileSync(0, 'utf8'))
 
 const PRIMITIVE = {
   boolean: 'BOOLEAN', int: 'INTEGER', long: 'BIGINT', float: 'FLOAT', double: 'DOUBLE',
@@ -87,8 +89,6 @@ function sanitize(name) {
 
 const lit = s => `'${String(s).replace(/'/g, "''")}'`
 const ident = s => `"${String(s).replace(/"/g, '""')}"`
-const fields = job.schema.fields
-const byId = new Map(fields.map(f => [f.id, f]))
 const col = id => `c_${id}`
 
 function schemaMap(fieldList) {
@@ -113,6 +113,19 @@ function boundExpr(f, agg) {
 
 async function main() {
   const db = await DuckDBInstance.create(':memory:', { threads: '1' })
+  if (!batch.jobs) {
+    process.stdout.write(JSON.stringify(await runJob(db, batch)) + '\n')
+    return
+  }
+  const results = []
+  for (const job of batch.jobs) results.push(await runJob(db, job))
+  process.stdout.write(JSON.stringify({ results }) + '\n')
+}
+
+// One job on its own connection (its temporary tables go with it).
+async function runJob(db, job) {
+  const fields = job.schema.fields
+  const byId = new Map(fields.map(f => [f.id, f]))
   const c = await db.connect()
   const all = async sql => (await c.runAndReadAll(sql)).getRowObjectsJson()
   const mode = job.mode || 'compact'
@@ -210,7 +223,8 @@ async function main() {
     }
     files.push({ path: out, records, size: statSync(out).size, field_ids: ids, column_sizes: sizes, metrics })
   }
-  process.stdout.write(JSON.stringify({ input_rows: inputRows, deleted_rows: inputRows - total, files }) + '\n')
+  c.closeSync()
+  return { input_rows: inputRows, deleted_rows: inputRows - total, files }
 }
 
 main().catch(err => {
