@@ -28,14 +28,14 @@ are grouped by (partition spec id, partition) and written back in the same
 spec; a group is rewritten when rewrite-all, or it has more than one file
 and at least min-input-files, or more than one file and more bytes than the
 target, or more bytes than max-file-group-size-bytes, or a file with at
-least delete-file-threshold deletes.  remove-dangling-deletes (false)
-also removes the delete files that apply to no live data file (in the same
-snapshot; Iceberg commits them separately).  Its output file count is Iceberg's
-numOutputFiles(input bytes).  Deletes are applied by the spec's sequence
-number rules (a position delete to data files of its partition with data
-sequence number <= its own, narrowed by its file_path bounds; an equality
-delete to data files of its partition -- every partition when its spec is
-unpartitioned -- with a strictly smaller one).  A delete file is removed when
+least delete-file-threshold deletes; its output file count is Iceberg's
+numOutputFiles(input bytes), the rows split evenly.  remove-dangling-deletes
+(false) also removes the delete files that apply to no live data file (in
+the same snapshot; Iceberg commits them separately).  Deletes are applied
+by the spec's sequence number rules (a position delete to data files of its
+partition with data sequence number <= its own, narrowed by its file_path
+bounds; an equality delete to data files of its partition -- every
+partition when its spec is unpartitioned -- with a strictly smaller one).  A delete file is removed when
 every live data file it applies to is rewritten.  One "replace" snapshot is
 committed (requirements assert-table-uuid and assert-ref-snapshot-id of
 main); the new data files inherit its sequence number.  On 409 the table is
@@ -758,7 +758,7 @@ def compact(catalog_uri, catalog_token, st, namespace, table, *, strategy="binpa
             new_files += files
             result["groups"].append({"spec_id": g["spec_id"], "partition": g["partition"],
                                      "input_files": len(g["files"]), "output_files": len(files)})
-        extra = {"engine": "tms-test-compact", "strategy": strategy}
+        extra = {}
         base_meta, base_scan, base_records = meta, scan, records
         for attempt in range(2):
             body, w, snap = build_commit(st, base_meta, base_scan, base_records, rewritten,

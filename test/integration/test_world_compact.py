@@ -278,6 +278,8 @@ def test_real_java_equality_deletes(env):
     want = rows(env, info["metadata_location"])
     _, _, before = live(env, "real", "java_v2_partitioned_eqdeletes")
     assert ow.summary(before)["equality_delete_files"] == 3
+    # one row each in b, c, f: name = 'b', (name, id) = ('c', 3), name = 'f'
+    assert ow.summary(before)["records"] - len(want) == 3
     res = run_compact(env, "real", "java_v2_partitioned_eqdeletes",
                       options={"delete-file-threshold": "1"})
     assert res["rewritten_data_files_count"] == 3
