@@ -41,8 +41,9 @@ committed (requirements assert-table-uuid and assert-ref-snapshot-id of
 main); the new data files inherit its sequence number.  On 409 the table is
 reloaded and the same rewrite is committed on the new base once, if every
 rewritten file is still live and no new delete file touches their
-partitions; otherwise (or on a second 409) CompactError is raised and the
-files written are deleted.
+partitions; otherwise (or on a second 409, or another 4xx) CompactError is
+raised and the files written are deleted; after a 5xx or a lost connection
+the commit's outcome is unknown: CompactError, and the files are kept.
 
 Returns the columns of Spark's rewrite_data_files: rewritten_data_files_count,
 added_data_files_count, rewritten_bytes_count, failed_data_files_count,
@@ -764,7 +765,16 @@ def compact(catalog_uri, catalog_token, st, namespace, table, *, strategy="binpa
             body, w, snap = build_commit(st, base_meta, base_scan, base_records, rewritten,
                                          removed, new_files, sort_order_id, rnd, extra)
             written += w
-            status, answer = cat.commit(namespace, table, body)
+            try:
+                status, answer = cat.commit(namespace, table, body)
+            except OSError as e:
+                status, answer = None, str(e)
+            if status is None or status >= 500:
+                # the commit may have landed: keep every file (as Iceberg
+                # does on CommitStateUnknownException)
+                written = []
+                raise CompactError("commit state unknown (%s %s): the files written are kept"
+                                   % (status, answer))
             if status == 200:
                 result.update({
                     "rewritten_data_files_count": len(rewritten),

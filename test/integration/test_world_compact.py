@@ -18,7 +18,9 @@ its storage:
     java-v2-partitioned-eqdeletes (file://) keep their rows;
   - a concurrent append before the compaction's commit: 409, a retry on
     the new base, no lost row; a concurrent delete of a file being
-    rewritten: CompactError, and the written files are removed.
+    rewritten: CompactError, and the written files are removed; a 503 on
+    the commit: CompactError, and the written files are kept (the outcome
+    is unknown).
 
 Everything runs in this module's own catalog, s3rver and file root (the
 session's real tables stay untouched).
@@ -380,3 +382,19 @@ def test_concurrent_delete_of_rewritten_file_fails_cleanly(env):
     added = set(ow.list_location(st, meta["location"])) - set(listing)
     assert all("/metadata/" in u and ("deleting-" in u or u.endswith(".metadata.json"))
                for u in added), sorted(added)
+
+
+def test_commit_state_unknown_keeps_files(env):
+    st, cat = env["st"], env["cat"]
+    smallfiles.make_table(cat, st, "cmp", "unknown", files=6, rows_per_file=5, seed=17)
+    _, meta, before = live(env, "cmp", "unknown")
+    listing = ow.list_location(st, meta["location"])
+    cat.fault(r"/tables/unknown$", action="status", status=503, method="POST")
+    with pytest.raises(cp.CompactError, match="commit state unknown"):
+        run_compact(env, "cmp", "unknown", options={"rewrite-all": "true"})
+    _, meta2, after = live(env, "cmp", "unknown")
+    assert meta2["current-snapshot-id"] == meta["current-snapshot-id"] and after == before
+    # the commit might have landed: the new data files and manifests stay
+    added = set(ow.list_location(st, meta["location"])) - set(listing)
+    assert any(u.endswith(".parquet") for u in added)
+    assert any("/metadata/snap-" in u for u in added)
