@@ -35,7 +35,11 @@ fi
 # Debian's clang-14 package names its binary clang-14; the fuzz rule wants clang.
 command -v clang >/dev/null || ln -sf "$(command -v clang-14)" /usr/local/bin/clang
 
-if [ -f test/node/package-lock.json ] && [ ! -d test/node/node_modules ]; then
+# again when the lock file changed since (node_modules/.package-lock.json is
+# npm's record of the last install): a new package, such as DuckDB for the
+# engine look-alikes, reaches trees installed before it
+if [ -f test/node/package-lock.json ] && { [ ! -d test/node/node_modules ] ||
+     [ test/node/package-lock.json -nt test/node/node_modules/.package-lock.json ]; }; then
   echo "install-deps: npm ci in test/node"
   npm ci --prefix test/node --no-audit --no-fund --loglevel=error --prefer-offline >/dev/null
 fi

@@ -62,8 +62,9 @@ action="interpose", commits=[...]) or a direct POST):
 Tables and the independent reader:
   synth_table(out, *args)                 synth.generate in-process (+ files)
   icebird(metadata_location, s3_endpoint=None, file_root=None,
-          list_files=False, read_rows=False)
+          list_files=False, read_rows=False, dump_rows=False)
                                           test/node/icebird_count.mjs output
+                                          (dump_rows: "row_values", every row)
 """
 
 import copy
@@ -676,11 +677,12 @@ def synth_table(out, *args):
 
 
 def icebird(metadata_location, s3_endpoint=None, file_root=None, list_files=False,
-            read_rows=False, timeout=600):
+            read_rows=False, timeout=600, dump_rows=False):
     """Read the table with icebird (test/node/icebird_count.mjs): counts of
     the current snapshot's manifests and live entries, the live data files'
     record total, with list_files every live entry, with read_rows the rows
-    icebergRead returns (real Parquet only)."""
+    icebergRead returns (real Parquet only), with dump_rows the rows
+    themselves ("row_values", plain JSON values)."""
     argv = ["node", ICEBIRD, "--metadata", metadata_location]
     if s3_endpoint:
         argv += ["--s3-endpoint", s3_endpoint]
@@ -690,6 +692,8 @@ def icebird(metadata_location, s3_endpoint=None, file_root=None, list_files=Fals
         argv.append("--list-files")
     if read_rows:
         argv.append("--read-rows")
+    if dump_rows:
+        argv.append("--dump-rows")
     r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=NODE_DIR)
     if r.returncode != 0:
         raise RuntimeError("icebird failed on %s: %s" % (metadata_location, r.stderr[-2000:]))

@@ -2,7 +2,7 @@
 // JavaScript reader) and print what it found, as JSON.
 //
 //   node test/node/icebird_count.mjs --metadata URI [--s3-endpoint URL]
-//        [--file-root DIR] [--read-rows] [--list-files]
+//        [--file-root DIR] [--read-rows] [--list-files] [--dump-rows]
 //
 // URI is the table's metadata JSON (file:///..., /abs, s3://, s3a://).
 // icebird fetches everything with fetch(); this script installs a fetch that
@@ -18,7 +18,10 @@
 // delete entries, deleted entries, the live data files' record total and,
 // with --read-rows, the row count icebergRead() returns (needs real Parquet);
 // with --list-files, "files": every live entry as {path, content, records,
-// size} (content 0 data, 1 position deletes, 2 equality deletes).
+// size} (content 0 data, 1 position deletes, 2 equality deletes); with
+// --dump-rows (implies --read-rows), "row_values": every row icebergRead()
+// returns, as JSON (bigints as decimal text, dates and timestamps as ISO
+// text, bytes as hex), for tests that compare a table's rows.
 
 import { readFileSync, statSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
@@ -26,7 +29,7 @@ import path from 'node:path'
 import { icebergManifests, icebergRead } from 'icebird'
 
 function parseArgs(argv) {
-  const out = { readRows: false, listFiles: false }
+  const out = { readRows: false, listFiles: false, dumpRows: false }
   for (let i = 2; i < argv.length; i++) {
     const a = argv[i]
     if (a === '--metadata') out.metadata = argv[++i]
@@ -34,6 +37,7 @@ function parseArgs(argv) {
     else if (a === '--file-root') out.fileRoot = argv[++i]
     else if (a === '--read-rows') out.readRows = true
     else if (a === '--list-files') out.listFiles = true
+    else if (a === '--dump-rows') { out.readRows = true; out.dumpRows = true }
     else throw new Error(`unknown argument ${a}`)
   }
   if (!out.metadata) throw new Error('--metadata is required')
@@ -99,6 +103,22 @@ globalThis.fetch = async (input, init = {}) => {
   return new Response(data, { status: 200, headers: { 'content-length': String(size) } })
 }
 
+// A row as plain JSON values (see --dump-rows).
+function plainValue(v) {
+  if (typeof v === 'bigint') return v.toString()
+  if (v instanceof Date) return v.toISOString()
+  if (v instanceof Uint8Array) return Buffer.from(v).toString('hex')
+  if (Array.isArray(v)) return v.map(plainValue)
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plainValue(x)]))
+  }
+  return v === undefined ? null : v
+}
+
+function plainRow(row) {
+  return plainValue(row)
+}
+
 async function main() {
   const res = await globalThis.fetch(args.metadata)
   if (!res.ok) throw new Error(`cannot read ${args.metadata}: ${res.status}`)
@@ -135,6 +155,7 @@ async function main() {
   if (args.readRows) {
     const rows = await icebergRead({ tableUrl: metadata.location, metadata })
     out.rows = rows.length
+    if (args.dumpRows) out.row_values = rows.map(plainRow)
   }
   process.stdout.write(JSON.stringify(out) + '\n')
 }
