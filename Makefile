@@ -6,7 +6,7 @@
 #                             (test/regress.conf; needs make install first)
 #   make unit                 plain-C unit drivers, test/unit/<layer>_test.c
 #   make fuzz-<name>          libFuzzer target test/fuzz/fuzz_<name>.c (FUZZ_SECONDS):
-#                             dsl, iceberg, location, xml, rest
+#                             dsl, iceberg, location, xml, rest, engine
 #   make test                 everything, on a throwaway cluster (test/run-tests.sh)
 #   make check-standalone     no file names the shared/ reference tree
 #   make demo / demo-stop     a running stack to play with (scripts/demo.sh)
