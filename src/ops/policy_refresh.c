@@ -257,8 +257,10 @@ known_step(void *arg)
 
 /*
  * Count what the snapshots of md add beyond last_ms: commits, and the
- * bytes of data they add (summary "added-files-size"; "replace" commits,
- * i.e. compactions, add no new data and are not counted as bytes).
+ * bytes of data they add (summary "added-files-size").  "replace" commits
+ * (compaction, manifest and position-delete rewrites: the same rows) are
+ * maintenance, not activity, and count as neither: otherwise one rule's
+ * job would trigger the next rule's, and that one the first again.
  */
 static void
 count_commits(const IcebergTableMetadata *md, PageTable *t)
@@ -275,11 +277,11 @@ count_commits(const IcebergTableMetadata *md, PageTable *t)
 			t->first_ms = s->timestamp_ms;
 		if (s->timestamp_ms <= t->last_commit_ms)
 			continue;
-		t->new_commits++;
 		if (s->timestamp_ms > t->last_ms)
 			t->last_ms = s->timestamp_ms;
 		if (s->operation && strcmp(s->operation, "replace") == 0)
 			continue;
+		t->new_commits++;
 		for (int k = 0; k < s->nsummary; k++)
 		{
 			if (strcmp(s->summary[k].key, "added-files-size") == 0 && s->summary[k].value)
