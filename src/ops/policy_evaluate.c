@@ -58,6 +58,7 @@ typedef struct Candidate
 	int64		commits_added;
 	int64		bytes_added;
 	int64		time_elapsed_ms;
+	int32		chain_rank;
 } Candidate;
 
 typedef struct Evaluation
@@ -84,7 +85,8 @@ typedef struct Batch
 	PolicyRun  *run;
 	Candidate	cands[CANDIDATE_BATCH];
 	int			n;
-	int64		after_rule;		/* keyset: the last (rule, table) read */
+	int32		after_rank;		/* keyset: the last (chain rank, rule, table) */
+	int64		after_rule;
 	int64		after_table;
 	MemoryContext cxt;			/* the batch's strings; reset per batch */
 	MemoryContext item_cxt;		/* one evaluation's; reset per candidate */
@@ -98,27 +100,35 @@ static void
 candidates_step(void *arg)
 {
 	Batch	   *b = arg;
-	Oid			types[4] = {INT4OID, INT8OID, INT8OID, INT4OID};
-	Datum		values[4];
+	Oid			types[5] = {INT4OID, INT8OID, INT8OID, INT4OID, INT4OID};
+	Datum		values[5];
 
 	values[0] = Int32GetDatum(b->run->policy->id);
 	values[1] = Int64GetDatum(b->after_rule);
 	values[2] = Int64GetDatum(b->after_table);
 	values[3] = Int32GetDatum(CANDIDATE_BATCH);
+	values[4] = Int32GetDatum(b->after_rank);
+
+	/*
+	 * In the order of seed 000's chain (tms._chain_rank): a table's
+	 * compaction is recorded before its manifest rewrite, that before its
+	 * expiry, so each later job finds the earlier ones and waits for them.
+	 */
 	policy_exec("SELECT b.rule_id, b.table_id, t.namespace, t.table_name, r.operation,"
 				"       r.condition, t.commits - b.base_commits,"
 				"       t.bytes_added - b.base_bytes,"
 				"       (extract(epoch FROM least(now() - b.since,"
-				"                                 interval '100000 years')) * 1000)::bigint"
+				"                                 interval '100000 years')) * 1000)::bigint,"
+				"       tms._chain_rank(r.operation)"
 				"  FROM tms.maintenance_rules r"
 				"  JOIN tms.rule_baselines b ON b.rule_id = r.id"
 				"  JOIN tms.tables t ON t.id = b.table_id"
 				" WHERE r.policy_id = $1 AND b.pending_job IS NULL"
 				"   AND (b.triggered OR b.due_at <= now()) AND t.dropped_at IS NULL"
-				"   AND (b.rule_id, b.table_id) > ($2, $3)"
-				" ORDER BY b.rule_id, b.table_id"
+				"   AND (tms._chain_rank(r.operation), b.rule_id, b.table_id) > ($5, $2, $3)"
+				" ORDER BY tms._chain_rank(r.operation), b.rule_id, b.table_id"
 				" LIMIT $4",
-				4, types, values, NULL, SPI_OK_SELECT);
+				5, types, values, NULL, SPI_OK_SELECT);
 	b->n = (int) SPI_processed;
 	for (int i = 0; i < b->n; i++)
 	{
@@ -133,9 +143,11 @@ candidates_step(void *arg)
 		cd->commits_added = policy_col_int64(i, 7, 0);
 		cd->bytes_added = policy_col_int64(i, 8, 0);
 		cd->time_elapsed_ms = policy_col_int64(i, 9, 0);
+		cd->chain_rank = (int32) policy_col_int64(i, 10, 0);
 	}
 	if (b->n > 0)
 	{
+		b->after_rank = b->cands[b->n - 1].chain_rank;
 		b->after_rule = b->cands[b->n - 1].rule_id;
 		b->after_table = b->cands[b->n - 1].table_id;
 	}
