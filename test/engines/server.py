@@ -540,9 +540,10 @@ class Engine:
                 return None, None, res
             self.check_predicate(ex.where, ns, tname, "trino")
             check()
+            # Trino's default threshold is 100MB (its Iceberg connector docs)
             res = actions.rewrite_data_files(cat, self.st, ns, tname, predicate=ex.where,
                                              file_size_threshold=ex.args.get(
-                                                 "file_size_threshold"))
+                                                 "file_size_threshold", 100 * 1024 * 1024))
             rows = actions.added_rows(cat, self.st, ns, tname) \
                 if res.get("added_data_files_count") else 0
             return [("rows", "bigint")], [[rows]], dict(res, rows=rows)

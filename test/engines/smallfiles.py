@@ -167,6 +167,15 @@ def make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
         per = max(1, min(40, -(-files // 5)))
         records = []
         mloc = None
+        # the summary totals every snapshot carries, as Iceberg writes them
+        tot = {"total-data-files": 0, "total-records": 0, "total-files-size": 0,
+               "total-delete-files": 0, "total-position-deletes": 0,
+               "total-equality-deletes": 0}
+
+        def totals(summary, **add):
+            for k, v in add.items():
+                tot["total-" + k.replace("_", "-")] += v
+            summary.update({k: str(v) for k, v in tot.items()})
         for start in range(0, files, per):
             chunk = written[start:start + per]
             snap = _snapshot(meta, rnd, "append")
@@ -176,6 +185,9 @@ def make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
                 "added-data-files": str(len(chunk)),
                 "added-records": str(sum(w[3]["records"] for w in chunk)),
                 "added-files-size": str(sum(w[3]["size"] for w in chunk))})
+            totals(snap["summary"], data_files=len(chunk),
+                   records=sum(w[3]["records"] for w in chunk),
+                   files_size=sum(w[3]["size"] for w in chunk))
             mloc, meta = _push(catalog, levels, name, st, meta, snap, records)
         if with_deletes and written:
             # position deletes: rows 0 and 3 of every 7th file, one file per partition
@@ -211,6 +223,9 @@ def make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
                                     "added-position-delete-files": str(len(entries)),
                                     "added-position-deletes": str(sum(
                                         e["record_count"] for e in entries))})
+            totals(snap["summary"], delete_files=len(entries),
+                   position_deletes=sum(e["record_count"] for e in entries),
+                   files_size=sum(e["file_size_in_bytes"] for e in entries))
             mloc, meta = _push(catalog, levels, name, st, meta, snap, records)
             # equality deletes on id in partition c1 (or everywhere, unpartitioned)
             ids = [i * rows_per_file + r for i, cat, _, _, _ in written if cat == "c1"
@@ -236,6 +251,8 @@ def make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
                 snap["summary"].update({"added-delete-files": "1",
                                         "added-equality-delete-files": "1",
                                         "added-equality-deletes": str(len(ids))})
+                totals(snap["summary"], delete_files=1, equality_deletes=len(ids),
+                       files_size=e["file_size_in_bytes"])
                 mloc, meta = _push(catalog, levels, name, st, meta, snap, records)
         return mloc if mloc is not None else opsworld.load(catalog, levels, name)[0]
     finally:
