@@ -27,7 +27,7 @@ ALTER TABLE tms.table_maintenance_job
     ADD COLUMN attempts integer NOT NULL DEFAULT 0,
     ADD COLUMN last_error text,
     ADD COLUMN phase text NOT NULL DEFAULT 'start'
-               CHECK (phase IN ('start', 'commit', 'cleanup', 'done')),
+               CHECK (phase IN ('start', 'commit', 'cleanup', 'submit', 'engine', 'done')),
     ADD COLUMN commit_state jsonb,
     ADD COLUMN base_metadata_location text,
     ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false,

@@ -89,8 +89,11 @@ CREATE INDEX maintenance_rules_policy_idx ON tms.maintenance_rules (policy_id);
 -- local engine moves through phases: "start" (nothing done yet),
 -- "commit" (a commit is in flight: commit_state says what it wrote and
 -- expects, resolved before anything else on resume), "cleanup" (the
--- commit landed: delete what it unreferenced).  No credential is ever
--- stored here.
+-- commit landed: delete what it unreferenced).  A run on an engine
+-- server: "submit" (the statement is recorded and may have been sent:
+-- the engine is asked for the job's tag before anything is sent again),
+-- "engine" (the engine accepted it; engine_job_id is its id of the run).
+-- No credential is ever stored here.
 CREATE TABLE tms.table_maintenance_job (
     id                bigserial PRIMARY KEY,
     table_id          bigint NOT NULL REFERENCES tms.tables,
@@ -107,7 +110,7 @@ CREATE TABLE tms.table_maintenance_job (
     attempts          integer NOT NULL DEFAULT 0,
     last_error        text,
     phase             text NOT NULL DEFAULT 'start'
-                      CHECK (phase IN ('start', 'commit', 'cleanup', 'done')),
+                      CHECK (phase IN ('start', 'commit', 'cleanup', 'submit', 'engine', 'done')),
     commit_state      jsonb,
     base_metadata_location text,              -- the metadata the run planned on
     cancel_requested  boolean NOT NULL DEFAULT false,

@@ -168,6 +168,8 @@ tms_engine_open(const char *name)
 			cfg.http.connect_timeout_ms = tms_option_ms("connect_timeout", v);
 		if ((v = tms_option(o, "request_timeout")) != NULL)
 			cfg.http.request_timeout_ms = tms_option_ms("request_timeout", v);
+		/* the io layer's default when none is set */
+		e->request_timeout_ms = cfg.http.request_timeout_ms > 0 ? cfg.http.request_timeout_ms : 60000;
 		if ((v = tms_option(o, "retries")) != NULL)
 			cfg.http.retries = tms_option_int("retries", v, 0, 10);
 		cfg.http.ca_file = tms_option(o, "ca_file");

@@ -453,6 +453,22 @@ read_job(MaintRun *run, const char *job)
 #undef NUM
 }
 
+typedef struct ReadJobStep
+{
+	MaintRun   *run;
+	const char *job;
+} ReadJobStep;
+
+static void
+step_read_job(void *arg)
+{
+	ReadJobStep *r = arg;
+	MemoryContext old = MemoryContextSwitchTo(r->run->cxt);
+
+	read_job(r->run, r->job);
+	MemoryContextSwitchTo(old);
+}
+
 typedef struct ConnectStep
 {
 	MaintRun   *run;
@@ -1396,13 +1412,22 @@ maintenance_handler(SchedTask *task, ErrorData **error)
 		}
 		else if (strcmp(st.state, "started") == 0 && !st.external)
 		{
-			read_job(run, st.job);
-			pgstat_report_activity(STATE_RUNNING,
-								   psprintf("tms: %s of %s.%s (job " INT64_FORMAT ")",
-											maint_op_name(run->opt.op), run->ns, run->table,
-											run->job_id));
-			run_local(run);
-			run_after(run);
+			ReadJobStep rj = {run, st.job};
+			ErrorData  *re = NULL;
+
+			/* in a step: an engine's options are checked against its server */
+			if (!sched_owner_try_step(step_read_job, &rj, &re))
+				maint_fail(run, MAINT_TERMINAL, "%s%s%s", re->message,
+						   re->detail ? ": " : "", re->detail ? re->detail : "");
+			else
+			{
+				pgstat_report_activity(STATE_RUNNING,
+									   psprintf("tms: %s of %s.%s (job " INT64_FORMAT ")",
+												maint_op_name(run->opt.op), run->ns, run->table,
+												run->job_id));
+				run_local(run);
+				run_after(run);
+			}
 			if (run->result == MAINT_LEASE_LOST || sched_lease_lost())
 				outcome = SCHED_LEASE_LOST;
 			else

@@ -18,7 +18,11 @@
  *				died, or a submit's answer was lost) first looks its tag
  *				up at the engine: a run found is adopted and followed,
  *				never submitted again; none found in phase "submit" means
- *				the submit never arrived, and it is sent now.
+ *				the submit never arrived, and it is sent now.  A request of
+ *				the dead executor may still be on its way (a submit, or
+ *				Livy's statement post): before looking, the resumed run
+ *				waits out one request_timeout, the longest such a request
+ *				lives, so that what it finds is final.
  *	 track		polls with backoff (the server's poll_interval, doubling),
  *				between polls the lease, interrupts and a cancel request
  *				(tms.cancel_operation: cancelled at the engine); past the
@@ -41,6 +45,8 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -53,6 +59,7 @@
 #include "foreign/foreign.h"
 #include "ops/maint.h"
 #include "ops/maint_int.h"
+#include "sched/lease.h"
 
 /* How long one wait on the engine lasts between two checks of the job. */
 #define ENGINE_SLICE_MS 1000
@@ -268,7 +275,8 @@ track(MaintRun *run, TmsEngine *eng, IoEngineRun *r, TimestampTz deadline)
 		{
 			if (run->result == MAINT_CANCELLED)
 			{
-				/* cancelled by the user: at the engine too */
+				/* cancelled by the user: at the engine too, and said so */
+				run->result = MAINT_OK;
 				if (io_engine_cancel(eng->client, r, &err) != 0)
 					maint_fail(run, MAINT_CANCELLED,
 							   "cancelled; the engine did not confirm the cancel: %s",
@@ -277,12 +285,7 @@ track(MaintRun *run, TmsEngine *eng, IoEngineRun *r, TimestampTz deadline)
 				{
 					(void) io_engine_wait(eng->client, r, 10 * ENGINE_SLICE_MS, &err);
 					if (r->state == IO_ENGINE_RUN_SUCCEEDED)
-					{
-						/* it ended before the cancel arrived: it did its work */
-						run->result = MAINT_OK;
-						run->error[0] = '\0';
-						return true;
-					}
+						return true;	/* it ended before the cancel arrived */
 					maint_fail(run, MAINT_CANCELLED, "cancelled at engine \"%s\"", run->engine_name);
 				}
 			}
@@ -294,6 +297,33 @@ track(MaintRun *run, TmsEngine *eng, IoEngineRun *r, TimestampTz deadline)
 			maint_fail(run, MAINT_TERMINAL,
 					   "the run took longer than its timeout of %ld s and was cancelled at engine \"%s\"",
 					   run->run_timeout_ms / 1000, run->engine_name);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Wait ms for a request of a dead executor to land or die (see the file
+ * header); interruptible.  false (run->result) when the lease is lost.
+ */
+static bool
+wait_in_flight(MaintRun *run, long ms)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms);
+
+	ereport(LOG,
+			(errmsg("maintenance job " INT64_FORMAT ": waiting %ld ms for a request of its last executor to land before asking engine \"%s\"",
+					run->job_id, ms, run->engine_name)));
+	while (GetCurrentTimestamp() < until)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (sched_lease_lost())
+		{
+			run->result = MAINT_LEASE_LOST;
 			return false;
 		}
 	}
@@ -366,9 +396,27 @@ maint_run_engine(MaintRun *run)
 		if (resumed)
 		{
 			bool		found = false;
+			size_t		idlen = run->engine_job_id ? strlen(run->engine_job_id) : 0;
 
-			if (io_engine_find(eng->client, tag, run->statement ? run->statement : st.text,
-							   st.template_name, &r, &found, &err) != 0)
+			/* a submit, or Livy's statement post, may still be on its way */
+			if ((strcmp(run->phase, "submit") == 0 || idlen == 0 ||
+				 run->engine_job_id[idlen - 1] == '/') &&
+				!wait_in_flight(run, eng->request_timeout_ms))
+				goto done;
+
+			if (idlen > 0 && run->engine_job_id[idlen - 1] != '/')
+			{
+				/* the engine's id of the run was recorded: follow it */
+				if (io_engine_attach(eng->client, run->engine_job_id,
+									 run->statement ? run->statement : st.text, &r, &err) != 0)
+				{
+					engine_failed(run, "cannot follow the run of this job at", &err);
+					goto done;
+				}
+				found = true;
+			}
+			else if (io_engine_find(eng->client, tag, run->statement ? run->statement : st.text,
+									st.template_name, &r, &found, &err) != 0)
 			{
 				engine_failed(run, "cannot look up the run of this job at", &err);
 				goto done;
@@ -396,6 +444,9 @@ maint_run_engine(MaintRun *run)
 
 				if (err.code != IO_ERR_COMMIT_STATE_UNKNOWN && err.code != IO_ERR_ALREADY_EXISTS)
 				{
+					/* it certainly did not arrive: the next attempt starts afresh */
+					if (!record(run, "start", NULL, NULL, false))
+						goto done;
 					engine_failed(run, "cannot submit to", &err);
 					goto done;
 				}

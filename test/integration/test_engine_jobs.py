@@ -1,0 +1,428 @@
+"""
+test_engine_jobs.py -- maintenance on engines end to end: tms_engine servers
+of type livy, trino and gravitino (the test world's look-alikes,
+test/engines/server.py, which execute what they receive against the test
+catalog and its storage), jobs from policies and from tms.run_operation,
+run by the worker pool:
+
+  - through each engine type, a policy over a table of many small real
+    Parquet files fires, compaction runs on the engine, the data-file
+    count falls, icebird reads the same rows before and after, the job
+    succeeds with the engine's counts and its statement, the before and
+    after metrics are recorded, the rule's baseline is reset and the rule
+    does not fire again;
+  - a policy whose rules fire compaction, manifest rewrite and snapshot
+    expiry on one table runs them as one chain, in that order;
+  - SIGKILL of the worker right after the submission leaves exactly one
+    engine run, which the resumed job follows to its end;
+  - tms.cancel_operation and the run timeout reach the engine (the run
+    ends cancelled there);
+  - an engine that is down, one that answers 500 and one that hangs each
+    end the job failed with a clear last_error;
+  - hostile table names (quotes, backticks, semicolons, a newline,
+    non-ASCII) run correctly through Spark and Trino statements.
+
+The module runs its own cluster (fast workers, a 1 s evaluation cycle), and
+one more for the test catalog's pointer tables.
+
+Run: /usr/bin/python3 -m pytest -q test/integration/test_engine_jobs.py
+"""
+
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import uuid
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "engines"))
+
+import world  # noqa: E402
+import opsworld as ow  # noqa: E402
+import smallfiles  # noqa: E402
+from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
+
+SETTINGS = dict(FAST_WORKERS, **{"tms.evaluation_cycle_interval": "1s",
+                                 "tms.maintenance_max_attempts": "2"})
+TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
+KINDS = ("livy", "trino", "gravitino")
+USERS = {"livy": dict(user="svc", password="pw-livy"),
+         "trino": dict(user="svc", token="tok-trino"),
+         "gravitino": dict(credential="client:s3cr3t")}
+MAPPINGS = {"livy": "user 'svc', password 'pw-livy'",
+            "trino": "user 'svc', token 'tok-trino'",
+            "gravitino": "credential 'client:s3cr3t'"}
+
+
+@pytest.fixture(scope="module")
+def env():
+    root = tempfile.mkdtemp(prefix="tms-engines-", dir="/tmp")
+    os.chmod(root, 0o755)
+    c = Cluster(os.path.join(root, "pg", "data"), settings=SETTINGS)
+    c.init()
+    c.start()
+    c.create_database()
+    c.psql("CREATE EXTENSION tms")
+    file_root = os.path.join(root, "files")
+    os.makedirs(file_root)
+    os.chmod(file_root, 0o755)
+    # the catalog's pointers in a cluster of their own: the SIGKILL test's
+    # crash restart of tms's cluster must not cut the catalog off
+    catpg = Cluster(os.path.join(root, "catpg", "data"), preload=())
+    catpg.init()
+    catpg.start()
+    catpg.create_database()
+    cat = world.CatalogServer(catpg.dsn(), "file://%s/wh" % file_root,
+                              catalog_name="eng_%s" % uuid.uuid4().hex[:6], file_root=file_root)
+    engines = {}
+    for kind in KINDS:
+        engines[kind] = world.EngineServer(kind, cat, file_root=file_root, metalake="ml",
+                                           **USERS[kind])
+    c.psql("""CREATE SERVER cat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+                uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
+                allowed_locations 'file://%s/');
+              CREATE USER MAPPING FOR PUBLIC SERVER cat;""" % (cat.uri, file_root, file_root))
+    for kind, e in engines.items():
+        c.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_engine OPTIONS (
+                    type '%s', uri '%s', catalog 'lake', metalake 'ml',
+                    poll_interval '50ms', request_timeout '3s', retries '1'%s);
+                  CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (%s);"""
+               % (kind, kind, e.uri,
+                  ", oauth2_server_uri '%s/oauth/tokens'" % e.uri if kind == "gravitino" else "",
+                  kind, MAPPINGS[kind]))
+    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
+                            " AND state = 'idle'") == "4", what="the pool")
+    yield dict(pg=c, catalog=cat, engines=engines, file_root=file_root, root=root,
+               st=ow.storage(None, file_root))
+    for e in engines.values():
+        e.stop()
+    cat.stop()
+    catpg.destroy()
+    c.destroy()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def q(env, sql, args=None):
+    return env["pg"].query(sql, args)
+
+
+JOB_COLS = ("id", "policy", "operation", "engine", "state", "reason", "attempts",
+            "last_error", "before_snapshot_id", "after_snapshot_id", "statement",
+            "data_files_rewritten", "data_files_added", "manifests_rewritten",
+            "manifests_added", "snapshots_expired", "finished_at")
+
+
+@pytest.fixture(autouse=True)
+def server_log_on_failure(env, request):
+    """The server log of a failed test, for its report."""
+    yield
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        sys.stderr.write("---- server log (tail) ----\n%s\n" % env["pg"].log_tail(150))
+
+
+def job(env, jid):
+    rows = q(env, "SELECT %s, (SELECT engine_job_id FROM tms.table_maintenance_job"
+                  " WHERE id = j.id), (SELECT phase FROM tms.table_maintenance_job"
+                  " WHERE id = j.id) FROM tms.maintenance_jobs j WHERE id = %%s"
+             % ", ".join(JOB_COLS), (jid,))
+    if not rows:
+        return None
+    return dict(zip(JOB_COLS + ("engine_job_id", "phase"), rows[0]))
+
+
+def wait_job(env, jid, states=("succeeded",), timeout=120):
+    """Await a terminal state (across a server restart); fail with the job
+    row unless it is one of states."""
+    wait_for(lambda: (job(env, jid) or {}).get("state") in TERMINAL, timeout=timeout,
+             what="job %s to finish" % jid)
+    row = job(env, jid)
+    assert row["state"] in states, row
+    return row
+
+
+def run(env, ns, name, op, options=None, engine="local"):
+    return q(env, "SELECT tms.run_operation('cat', %s, %s, %s, %s::jsonb, %s)",
+             (ns, name, op, json.dumps(options or {}), engine))[0][0]
+
+
+def small_table(env, ns, name, files=24, rows_per_file=10):
+    mloc = smallfiles.make_table(env["catalog"], env["st"], ns, name, files=files,
+                                 rows_per_file=rows_per_file, partitioned=True, seed=7)
+    ow.give_to_server(env["file_root"])
+    return mloc
+
+
+def rows(env, ns, name):
+    mloc, _ = ow.load(env["catalog"], ns, name)
+    out = ow.icebird(mloc, file_root=env["file_root"], dump_rows=True)
+    return sorted(json.dumps(r, sort_keys=True) for r in out["row_values"])
+
+
+def records(env, ns, name):
+    """Live data records and delete records of the current snapshot."""
+    _, meta = ow.load(env["catalog"], ns, name)
+    live = ow.live_files(env["st"], meta).values()
+    return sum(f["records"] for f in live if f["content"] == 0)
+
+
+def data_file_count(env, ns, name):
+    _, meta = ow.load(env["catalog"], ns, name)
+    return sum(1 for f in ow.live_files(env["st"], meta).values() if f["content"] == 0)
+
+
+def runs_of(env, kind, jid):
+    tag = "tms-job-%d" % jid
+    return [r for r in env["engines"][kind].runs() if tag in (r.get("tag") or "").split(",")]
+
+
+def worker_pid(env, jid):
+    rows_ = q(env, "SELECT s.picked_pid FROM tms.scheduled_tasks s"
+                   " JOIN tms.table_maintenance_job j ON s.task_name = j.task_kind"
+                   "  AND s.task_instance = j.task_instance"
+                   " WHERE j.id = %s AND s.picked AND s.picked_pid IS NOT NULL", (jid,))
+    return rows_[0][0] if rows_ else None
+
+
+def metrics(env, jid):
+    return {phase: m for phase, m in q(
+        env, "SELECT phase, metrics FROM tms.table_snapshot_metrics WHERE job_id = %s", (jid,))}
+
+
+# ---------------------------------------------------------------------------
+# compaction through each engine, from a policy
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_policy_compacts_through_engine(env, kind):
+    ns = "p_" + kind
+    name = "events"
+    env["catalog"].create_namespace(ns)
+    small_table(env, ns, name)
+    before_rows = rows(env, ns, name)
+    before_files = data_file_count(env, ns, name)
+    assert before_files == 24
+    group = "g_" + kind
+    q(env, "SELECT tms.create_object_group(%s, 'cat', namespace_pattern => %s)", (group, ns))
+    q(env, "SELECT tms.create_policy(%s, %s)", ("compact_" + kind, group))
+    q(env, "SELECT tms.add_rule(%s, 'compaction', %s, '{\"commits-added\": 1}',"
+           " 'dataFiles > 10', 'catch-up', %s::jsonb)",
+      ("compact_" + kind, kind, json.dumps({"min-input-files": 2}
+                                           if kind != "trino" else {})))
+    try:
+        wait_for(lambda: q(env, "SELECT id FROM tms.maintenance_jobs WHERE policy = %s",
+                           ("compact_" + kind,)), timeout=60, what="the policy's job")
+    except TimeoutError:
+        raise AssertionError("no job: evaluations %r, baselines %r, tasks %r, slots %r" % (
+            q(env, "SELECT table_name, result, decision, explanation, error"
+                   " FROM tms.evaluation_log WHERE policy_name = %s", ("compact_" + kind,)),
+            q(env, "SELECT * FROM tms.rule_baselines"),
+            q(env, "SELECT * FROM tms.tasks"), q(env, "SELECT * FROM tms.task_slots")))
+    jid = q(env, "SELECT id FROM tms.maintenance_jobs WHERE policy = %s",
+            ("compact_" + kind,))[0][0]
+    row = wait_job(env, jid)
+
+    # the engine ran it, once, with the statement the job records
+    runs = runs_of(env, kind, jid)
+    assert len(runs) == 1, runs
+    assert runs[0]["state"] in ("succeeded", "available", "FINISHED", "finished"), runs[0]
+    assert row["statement"]
+    if kind == "gravitino":
+        assert json.loads(row["statement"])["jobTemplateName"] == "builtin-iceberg-rewrite-data-files"
+    else:
+        assert runs[0]["statement"] == row["statement"]
+    assert row["engine_job_id"]
+
+    # the table: fewer files, the same rows
+    after_files = data_file_count(env, ns, name)
+    assert after_files < before_files
+    assert rows(env, ns, name) == before_rows
+    if kind == "livy":
+        assert row["data_files_rewritten"] == before_files
+        assert row["data_files_added"] == after_files
+    m = metrics(env, jid)
+    assert m["before"]["dataFiles"] == before_files and m["after"]["dataFiles"] == after_files
+    assert row["after_snapshot_id"] != row["before_snapshot_id"]
+
+    # the baseline was reset: evaluated again, the rule does not fire
+    again = q(env, "SELECT table_name, decision FROM tms.evaluate_now(%s)", ("compact_" + kind,))
+    assert all(d != "submitted" for _, d in again), again
+    assert q(env, "SELECT count(*) FROM tms.maintenance_jobs WHERE policy = %s",
+             ("compact_" + kind,))[0][0] == 1
+    q(env, "SELECT tms.drop_policy(%s)", ("compact_" + kind,))
+
+
+def test_chain_runs_compaction_then_manifests_then_expiry(env):
+    ns, name = "chain", "t"
+    env["catalog"].create_namespace(ns)
+    small_table(env, ns, name, files=16)
+    q(env, "SELECT tms.create_object_group('g_chain', 'cat', namespace_pattern => 'chain')")
+    q(env, "SELECT tms.create_policy('chain', 'g_chain', active => false)")
+    # added in the reverse of the chain's order, to show the order is the chain's
+    q(env, "SELECT tms.add_rule('chain', 'snapshot-expiry', 'livy', '{\"commits-added\": 1}',"
+           " 'true', 'catch-up', '{\"retain-last\": 1, \"older-than\": \"2099-01-01T00:00:00Z\"}')")
+    q(env, "SELECT tms.add_rule('chain', 'manifest-rewrite', 'livy', '{\"commits-added\": 1}',"
+           " 'true', 'catch-up')")
+    q(env, "SELECT tms.add_rule('chain', 'compaction', 'livy', '{\"commits-added\": 1}', 'true',"
+           " 'catch-up', '{\"min-input-files\": 2}')")
+    q(env, "SELECT tms.set_policy_active('chain', true)")
+    wait_for(lambda: q(env, "SELECT count(*) FROM tms.maintenance_jobs WHERE policy = 'chain'"
+                            " AND finished_at IS NOT NULL")[0][0] == 3,
+             timeout=120, what="the chain's three jobs")
+    jobs = q(env, "SELECT operation, state, started_at, finished_at, coalesce(reason, last_error)"
+                  " FROM tms.maintenance_jobs WHERE policy = 'chain' ORDER BY started_at")
+    assert [j[0] for j in jobs] == ["compaction", "manifest-rewrite", "snapshot-expiry"], jobs
+    assert all(j[1] == "succeeded" for j in jobs), jobs
+    assert jobs[0][3] <= jobs[1][2] and jobs[1][3] <= jobs[2][2], jobs
+    _, meta = ow.load(env["catalog"], ns, name)
+    assert len(meta["snapshots"]) == 1
+    q(env, "SELECT tms.drop_policy('chain')")
+
+
+# ---------------------------------------------------------------------------
+# exactly one run; cancel; timeout
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def mtable(env):
+    """A table of several manifests, for manifest rewrites on the engines."""
+    env["catalog"].create_namespace("m")
+    small_table(env, "m", "t", files=12)
+    return "m", "t"
+
+
+def test_cancel_reaches_the_engine(env, mtable):
+    ns, name = mtable
+    trino = env["engines"]["trino"]
+    trino.fault(action="stuck-run", count=1)
+    jid = run(env, ns, name, "manifest-rewrite", engine="trino")
+    wait_for(lambda: runs_of(env, "trino", jid), timeout=30, what="the run at the engine")
+    assert q(env, "SELECT tms.cancel_operation(%s)", (jid,))[0][0] is True
+    row = wait_job(env, jid, states=("cancelled",))
+    assert "engine" in row["reason"], row
+    wait_for(lambda: runs_of(env, "trino", jid)[0]["state"] in ("cancelled", "FAILED", "CANCELED"),
+             timeout=30, what="the engine's run to end")
+
+
+def test_run_timeout_cancels_at_the_engine(env, mtable):
+    ns, name = mtable
+    grav = env["engines"]["gravitino"]
+    q(env, "ALTER SERVER gravitino OPTIONS (ADD run_timeout '1s')")
+    try:
+        grav.fault(action="stuck-run", count=1)
+        jid = run(env, ns, name, "manifest-rewrite", engine="gravitino")
+        row = wait_job(env, jid, states=("failed",), timeout=60)
+        assert "took longer than its timeout" in row["last_error"], row
+        wait_for(lambda: runs_of(env, "gravitino", jid)[0]["state"] in ("cancelled", "cancelling"),
+                 timeout=30, what="the engine's run to be cancelled")
+    finally:
+        q(env, "ALTER SERVER gravitino OPTIONS (DROP run_timeout)")
+
+
+# ---------------------------------------------------------------------------
+# an engine that is down, answers 500, hangs; a failed run
+# ---------------------------------------------------------------------------
+
+def test_engine_down_fails_clearly(env, mtable):
+    ns, name = mtable
+    port = world.free_port()
+    q(env, "CREATE SERVER down FOREIGN DATA WRAPPER tms_engine OPTIONS (type 'trino',"
+           " uri 'http://127.0.0.1:%d', catalog 'lake', connect_timeout '500ms', retries '0');"
+           " CREATE USER MAPPING FOR PUBLIC SERVER down OPTIONS (user 'svc')" % port)
+    jid = run(env, ns, name, "manifest-rewrite", engine="down")
+    row = wait_job(env, jid, states=("failed",), timeout=60)
+    assert row["attempts"] == 2 and "down" in row["last_error"], row
+    assert "connect" in row["last_error"].lower(), row
+
+
+def test_engine_500_fails_clearly(env, mtable):
+    ns, name = mtable
+    trino = env["engines"]["trino"]
+    fid = trino.fault(path_regex=r"^/v1/statement$", method="POST", status=500, count=100)
+    try:
+        jid = run(env, ns, name, "manifest-rewrite", engine="trino")
+        row = wait_job(env, jid, states=("failed",), timeout=60)
+        assert "500" in row["last_error"], row
+        assert runs_of(env, "trino", jid) == []
+    finally:
+        trino.clear_faults()
+    assert fid
+
+
+def test_engine_hang_fails_clearly(env, mtable):
+    ns, name = mtable
+    livy = env["engines"]["livy"]
+    livy.fault(path_regex=r"^/sessions", action="hang", seconds=8, count=100)
+    try:
+        jid = run(env, ns, name, "manifest-rewrite", engine="livy")
+        row = wait_job(env, jid, states=("failed",), timeout=90)
+        assert "timed out" in row["last_error"].lower() or "timeout" in row["last_error"].lower(), row
+    finally:
+        livy.clear_faults()
+
+
+def test_failed_run_keeps_the_engines_message(env, mtable):
+    ns, name = mtable
+    env["engines"]["livy"].fault(action="fail-run", message="java.lang.OutOfMemoryError: boom",
+                                 count=1)
+    jid = run(env, ns, name, "manifest-rewrite", engine="livy")
+    row = wait_job(env, jid, states=("failed",))
+    assert "OutOfMemoryError: boom" in row["last_error"], row
+
+
+# ---------------------------------------------------------------------------
+# hostile names
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ("livy", "trino"))
+def test_hostile_names(env, kind):
+    ns = "h`o\"s't;il" + kind
+    name = "t'a`b\"le; DROP TABLE x; -- ü\n" + kind
+    env["catalog"].create_namespace(ns)
+    small_table(env, ns, name, files=8)
+    before = records(env, ns, name)
+    jid = run(env, ns, name, "compaction", {"min-input-files": 2} if kind == "livy" else {},
+              engine=kind)
+    row = wait_job(env, jid)
+    assert data_file_count(env, ns, name) < 8
+    # (icebird cannot open these paths; the Python reader counts the rows)
+    assert records(env, ns, name) == before
+    runs = runs_of(env, kind, jid)
+    assert len(runs) == 1 and runs[0]["statement"] == row["statement"], runs
+
+
+# ---------------------------------------------------------------------------
+# last: SIGKILL of a worker makes the postmaster restart every process
+# ---------------------------------------------------------------------------
+
+def test_sigkill_after_submit_leaves_one_run(env, mtable):
+    """The worker dies right after Livy accepted the session (it is still
+    starting, the statement not yet posted): the resumed job finds the
+    session by its name, posts the statement once, and follows it."""
+    ns, name = mtable
+    slow = world.EngineServer("livy", env["catalog"], file_root=env["file_root"],
+                              startup_delay=3, **USERS["livy"])
+    try:
+        q(env, "CREATE SERVER slowlivy FOREIGN DATA WRAPPER tms_engine OPTIONS ("
+               " type 'livy', uri '%s', catalog 'lake', poll_interval '50ms',"
+               " request_timeout '3s');"
+               " CREATE USER MAPPING FOR PUBLIC SERVER slowlivy OPTIONS (%s)"
+               % (slow.uri, MAPPINGS["livy"]))
+        jid = run(env, ns, name, "manifest-rewrite", engine="slowlivy")
+        wait_for(lambda: (job(env, jid) or {}).get("phase") == "engine" and worker_pid(env, jid),
+                 timeout=30, what="the job to submit")
+        assert [r["state"] for r in slow.runs()] == [] or all(
+            r["tag"] == "tms-job-%d" % jid for r in slow.runs())
+        os.kill(worker_pid(env, jid), signal.SIGKILL)
+        row = wait_job(env, jid, timeout=120)
+        runs = slow.runs()
+        assert len(runs) == 1 and runs[0]["tag"] == "tms-job-%d" % jid, runs
+        assert row["engine_job_id"] == runs[0]["engine_id"], (row, runs)
+        assert row["manifests_added"] >= 1 and row["statement"] == runs[0]["statement"]
+    finally:
+        slow.stop()
