@@ -29,7 +29,12 @@
  *				started, succeeded, failed, cancelling, cancelled); cancel
  *				POST /api/metalakes/{m}/jobs/runs/{jobId}; find: GET
  *				/api/metalakes/{m}/jobs/runs?jobTemplateName=..., the run
- *				whose jobConf "tms_tag" is the tag.  No result rows.
+ *				whose jobConf "tms_tag" is the tag (each run read with GET
+ *				when the listing has no jobConf; IO_ERR_UNSUPPORTED when
+ *				Gravitino shows no jobConf at all).  No result rows.
+ *
+ * The details each client chose are in the header of its file
+ * (engine_livy.c, engine_trino.c, engine_gravitino.c).
  *
  * Authentication (the user mapping): HTTP basic (user, password), a
  * bearer token, or OAuth2 client credentials exchanged at
@@ -134,7 +139,9 @@ extern int	io_engine_submit(IoEngine *eng, const char *tag, const char *statemen
  * Advance a run by one request (livy: post the statement once the
  * session is idle; trino: follow nextUri; gravitino: GET the status).
  * Returns 0 with run->state updated, or -1 with *err (the run is
- * unchanged; a caller retries later or gives up).
+ * unchanged; a caller retries later or gives up).  IO_ERR_NOT_FOUND: the
+ * engine no longer knows the run (livy session deleted, trino query
+ * expired), so its outcome is unknown.  An ended run is not polled.
  */
 extern int	io_engine_poll(IoEngine *eng, IoEngineRun *run, IoError *err);
 
@@ -144,7 +151,10 @@ extern int	io_engine_poll(IoEngine *eng, IoEngineRun *run, IoError *err);
  */
 extern int	io_engine_wait(IoEngine *eng, IoEngineRun *run, long wait_ms, IoError *err);
 
-/* Ask the engine to cancel; the run's state follows at the next poll. */
+/*
+ * Ask the engine to cancel; the run's state follows at the next poll
+ * (CANCELLED, or the outcome the run reached first).
+ */
 extern int	io_engine_cancel(IoEngine *eng, IoEngineRun *run, IoError *err);
 
 /*
@@ -159,7 +169,9 @@ extern int	io_engine_find(IoEngine *eng, const char *tag, const char *statement,
 
 /*
  * Rebuild a run from its run_id (a job row's engine_job_id) to poll or
- * cancel it; statement as for io_engine_find.
+ * cancel it; statement as for io_engine_find.  Sends nothing: the run is
+ * PENDING until its first poll (livy "<session>/" then first looks at the
+ * session's statements, so a statement posted before is adopted).
  */
 extern int	io_engine_attach(IoEngine *eng, const char *run_id, const char *statement,
 							 IoEngineRun *run, IoError *err);

@@ -6,7 +6,9 @@
  *		storage URI parsing, the S3 XML reader on good and malformed
  *		input, local file storage, and, against a small forked HTTP server
  *		of this file, batches of concurrent table loads and the exact
- *		request paths that names and keys produce.
+ *		request paths that names and keys produce; the pieces of the
+ *		engine clients that need no server (origins, result cells and
+ *		rows, tags).
  *
  * Built by "make unit" with the files of src/io/.  The SigV4 suite directory is
  * taken from $SIGV4_SUITE, else test/fixtures/sigv4/v4 relative to
@@ -43,6 +45,7 @@
 
 #include "io/io.h"
 #include "io/io_int.h"
+#include "io/engine_int.h"
 
 static int	npassed;
 static int	nfailed;
@@ -2581,6 +2584,100 @@ test_wire_paths(void)
 	io_http_shutdown();
 }
 
+/* The engine clients' origins, result cells and rows (engine_int.h). */
+static void
+test_engine_results(void)
+{
+	static const char *const origins[][2] = {
+		{"http://Trino.Example:8080/v1/statement/x", "http://trino.example:8080"},
+		{"https://h/a?b", "https://h:443"},
+		{"http://h", "http://h:80"},
+		{"HTTP://[::1]:81/x", "http://[::1]:81"},
+		{"http://u@h:1/", NULL},
+		{"http://h:0/", NULL},
+		{"http://h:99999/", NULL},
+		{"http://h:1x/", NULL},
+		{"ftp://h/", NULL},
+		{"http:///x", NULL},
+		{"http://h%2f:1/", NULL},
+		{"http://[::1/", NULL},
+	};
+	static const char *const cells[][2] = {
+		{"\"txt\"", "txt"}, {"12", "12"}, {"-9223372036854775807", "-9223372036854775807"},
+		{"0.1", "0.1"}, {"1e20", "1e+20"}, {"true", "true"}, {"false", "false"},
+		{"null", NULL}, {"[1,\"a\"]", "[1,\"a\"]"}, {"{\"k\":1}", "{\"k\":1}"},
+	};
+	IoEngineConfig cfg;
+	IoEngine   *eng;
+	IoEngineRun run;
+	IoError		err;
+	const char *names[2] = {"a", "b"};
+	json_t	   *data;
+	size_t		i;
+
+	for (i = 0; i < sizeof(origins) / sizeof(origins[0]); i++)
+	{
+		char	   *o = io_engine_url_origin(origins[i][0]);
+
+		CHECK((o == NULL && origins[i][1] == NULL) ||
+			  (o != NULL && origins[i][1] != NULL && strcmp(o, origins[i][1]) == 0),
+			  "origin of %s is %s", origins[i][0], o ? o : "NULL");
+		free(o);
+	}
+	for (i = 0; i < sizeof(cells) / sizeof(cells[0]); i++)
+	{
+		json_t	   *v = json_loads(cells[i][0], JSON_DECODE_ANY, NULL);
+		char	   *t = NULL;
+
+		CHECK(v != NULL && io_engine_cell_text(v, &t) == 0 &&
+			  ((t == NULL && cells[i][1] == NULL) ||
+			   (t != NULL && cells[i][1] != NULL && strcmp(t, cells[i][1]) == 0)),
+			  "cell %s is %s", cells[i][0], t ? t : "NULL");
+		free(t);
+		json_decref(v);
+	}
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.type = IO_ENGINE_TRINO;
+	cfg.uri = "http://127.0.0.1:1/";
+	cfg.http.max_response_bytes = 200;
+	eng = io_engine_open(&cfg, &err);
+	CHECK(eng != NULL, "engine open: %s", err.message);
+	if (eng == NULL)
+		return;
+	CHECK(io_engine_run_init(eng, &run, &err) == 0, "run init");
+	CHECK(io_engine_set_columns(&run, names, 2) == 0, "set columns");
+	data = json_loads("[[1, null], [\"x\", 2.5]]", 0, NULL);
+	CHECK(io_engine_add_rows(eng, &run, data, "test", &err) == 0 && run.nrows == 2 &&
+		  strcmp(run.rows[0][0], "1") == 0 && run.rows[0][1] == NULL &&
+		  strcmp(run.rows[1][0], "x") == 0 && strcmp(run.rows[1][1], "2.5") == 0,
+		  "rows: %s", err.message);
+	json_decref(data);
+	data = json_loads("[[1]]", 0, NULL);
+	CHECK(io_engine_add_rows(eng, &run, data, "test", &err) == -1 &&
+		  err.code == IO_ERR_PROTOCOL && run.nrows == 2 &&
+		  strcmp(err.message, "malformed test: row 3 has 1 values, expected 2") == 0,
+		  "short row: %s", err.message);
+	json_decref(data);
+	data = json_loads("[[\"0123456789012345678901234567890123456789\", 1],"
+					  " [\"0123456789012345678901234567890123456789\", 2],"
+					  " [\"0123456789012345678901234567890123456789\", 3]]", 0, NULL);
+	CHECK(io_engine_add_rows(eng, &run, data, "test", &err) == -1 &&
+		  err.code == IO_ERR_TOO_LARGE, "result bound: %s", err.message);
+	json_decref(data);
+	CHECK(io_engine_set_message(&run, "a\tb\nc") == 0 && strcmp(run.message, "a b\nc") == 0,
+		  "message %s", run.message);
+	io_engine_run_free(&run);
+	CHECK(run.priv == NULL && run.rows == NULL, "run freed");
+
+	CHECK(io_engine_check_tag("tms-job-1", &err) == 0, "tag");
+	CHECK(io_engine_check_tag("a,b", &err) == -1 && err.code == IO_ERR_INVALID_ARGUMENT,
+		  "tag with a comma");
+	CHECK(io_engine_check_tag("", &err) == -1, "empty tag");
+	CHECK(io_engine_check_tag("a\r\nX-Evil: 1", &err) == -1, "tag with a newline");
+	io_engine_free(eng);
+}
+
 int
 main(void)
 {
@@ -2599,6 +2696,7 @@ main(void)
 	test_load_batches();
 	test_json_budget();
 	test_wire_paths();
+	test_engine_results();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;
 }
