@@ -531,7 +531,9 @@ def parse_sort_order(meta, strategy, sort_order):
 
 
 def write_group(st, meta, group, local, sort, tmp, n):
-    """Rewrite one group: returns [{path (uri), records, size, metrics}]."""
+    """Rewrite one group: returns ([{path (uri), records, size, metrics,
+    field_ids}], compact.mjs's answer); CompactError unless every file
+    carries exactly the schema's field ids (parquet_schema())."""
     schema = _schema(meta)
     props = meta.get("properties") or {}
     inputs = []
@@ -552,7 +554,11 @@ def write_group(st, meta, group, local, sort, tmp, n):
     base = data_location(meta)
     ppath = partition_path(meta, group["spec_id"], group["partition"])
     files = []
+    want_ids = sorted(f["id"] for f in schema["fields"])
     for o in res["files"]:
+        if sorted(o["field_ids"].values()) != want_ids:
+            raise CompactError("%s: field ids %s, not the schema's %s" % (
+                o["path"], o["field_ids"], want_ids))
         uri = "%s/%s%s" % (base, ppath + "/" if ppath else "", os.path.basename(o["path"]))
         with open(o["path"], "rb") as fh:
             st.write(uri, fh.read())
