@@ -48,7 +48,8 @@ the commit's outcome is unknown: CompactError, and the files are kept.
 Returns the columns of Spark's rewrite_data_files: rewritten_data_files_count,
 added_data_files_count, rewritten_bytes_count, failed_data_files_count,
 removed_delete_files_count (plus snapshot_id, None when nothing was
-rewritten, and groups: [{spec_id, partition, input_files, output_files}]).
+rewritten; attempts, the commits sent (0, 1 or 2); groups: [{spec_id,
+partition, input_files, output_files}]).
 
 The Parquet work is test/node/compact.mjs (DuckDB); s3:// inputs are copied
 to a temporary directory through st and outputs uploaded the same way.
@@ -531,7 +532,9 @@ def parse_sort_order(meta, strategy, sort_order):
 
 
 def write_group(st, meta, group, local, sort, tmp, n):
-    """Rewrite one group: returns [{path (uri), records, size, metrics}]."""
+    """Rewrite one group: returns ([{path (uri), records, size, metrics,
+    field_ids}], compact.mjs's answer); CompactError unless every file
+    carries exactly the schema's field ids (parquet_schema())."""
     schema = _schema(meta)
     props = meta.get("properties") or {}
     inputs = []
@@ -552,7 +555,11 @@ def write_group(st, meta, group, local, sort, tmp, n):
     base = data_location(meta)
     ppath = partition_path(meta, group["spec_id"], group["partition"])
     files = []
+    want_ids = sorted(f["id"] for f in schema["fields"])
     for o in res["files"]:
+        if sorted(o["field_ids"].values()) != want_ids:
+            raise CompactError("%s: field ids %s, not the schema's %s" % (
+                o["path"], o["field_ids"], want_ids))
         uri = "%s/%s%s" % (base, ppath + "/" if ppath else "", os.path.basename(o["path"]))
         with open(o["path"], "rb") as fh:
             st.write(uri, fh.read())
@@ -724,7 +731,8 @@ def compact(catalog_uri, catalog_token, st, namespace, table, *, strategy="binpa
     _, meta = cat.load(namespace, table)
     result = {"rewritten_data_files_count": 0, "added_data_files_count": 0,
               "rewritten_bytes_count": 0, "failed_data_files_count": 0,
-              "removed_delete_files_count": 0, "snapshot_id": None, "groups": []}
+              "removed_delete_files_count": 0, "snapshot_id": None, "attempts": 0,
+              "groups": []}
     scan, records = _scan(st, meta)
     schema = _schema(meta)
     sort = parse_sort_order(meta, strategy, sort_order)

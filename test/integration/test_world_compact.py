@@ -20,7 +20,8 @@ its storage:
     the new base, no lost row; a concurrent delete of a file being
     rewritten: CompactError, and the written files are removed; a 503 on
     the commit: CompactError, and the written files are kept (the outcome
-    is unknown).
+    is unknown);
+  - Iceberg's output file count and the binary encoding of bounds.
 
 Everything runs in this module's own catalog, s3rver and file root (the
 session's real tables stay untouched).
@@ -398,3 +399,24 @@ def test_commit_state_unknown_keeps_files(env):
     added = set(ow.list_location(st, meta["location"])) - set(listing)
     assert any(u.endswith(".parquet") for u in added)
     assert any("/metadata/snap-" in u for u in added)
+
+
+def test_output_file_count_and_bound_encoding():
+    # Iceberg's numOutputFiles: target 100, min 75, max 180
+    assert [cp._num_output_files(n, 100, 75, 180) for n in (40, 100, 210, 250, 280)] == \
+        [1, 1, 2, 3, 3]
+    enc = cp.encode_bound
+    assert enc("int", "-2") == b"\xfe\xff\xff\xff"
+    assert enc("date", "19723") == (19723).to_bytes(4, "little")
+    assert enc("long", "1704067200000000") == (1704067200000000).to_bytes(8, "little")
+    assert enc("decimal(10, 2)", "-1.50") == (-150).to_bytes(2, "big", signed=True)
+    assert enc("decimal(10, 2)", "0.00") == b"\x00"
+    assert enc("double", "1.5") == b"\x00\x00\x00\x00\x00\x00\xf8?"
+    assert enc("boolean", True) == b"\x01" and enc("boolean", False) == b"\x00"
+    assert enc("string", "abcdefghijklmnopq") == b"abcdefghijklmnop"
+    assert enc("string", "abcdefghijklmnopq", upper=True) == b"abcdefghijklmnoq"
+    assert enc("string", "abcdefghijklmnopq", upper=True, truncate=2 ** 31) == b"abcdefghijklmnopq"
+    assert enc("binary", "ff" * 17, upper=True) is None
+    assert enc("uuid", "f79c3e09-677c-4bbd-a479-3f349cb785e7") == \
+        bytes.fromhex("f79c3e09677c4bbda4793f349cb785e7")
+    assert enc("string", None) is None
