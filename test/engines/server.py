@@ -81,6 +81,7 @@ then they need "X-Admin-Token: TOKEN"), like the catalog's:
             fail-run     the next N runs (statement_regex in match) fail
                          with `message`, in the engine's error shape
             stuck-run    the next N runs never finish (until cancelled)
+            slow-run     the next N runs take `seconds` longer (cancellable)
             restart      now: forget every session, statement, query and
                          running job (livy ids start again at 0; in-flight
                          gravitino jobs become failed); runs in flight stop
@@ -169,7 +170,7 @@ class HttpError(Exception):
 # ---------------------------------------------------------------------------
 
 REQUEST_ACTIONS = ("status", "hang", "latency", "close")
-RUN_ACTIONS = ("fail-run", "stuck-run")
+RUN_ACTIONS = ("fail-run", "stuck-run", "slow-run")
 
 
 class Faults:
@@ -336,6 +337,9 @@ class Engine:
                         if run.cancel.wait(0.2):
                             break
                     raise actions.Cancelled()
+                if fault and fault["action"] == "slow-run":
+                    if run.cancel.wait(min(float(fault.get("seconds") or 0), STUCK_LIMIT)):
+                        raise actions.Cancelled()
                 self.checkpoint(run)
                 cols, rows, result = fn(run)
                 run.columns, run.rows, run.result = cols, rows, result
