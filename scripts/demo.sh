@@ -72,6 +72,7 @@ done
 [ -f "$demo/world/world.json" ] || { echo "the test world did not start"; cat "$demo/world.log"; exit 1; }
 catalog_uri=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['catalog_uri'])" "$demo/world/world.json")
 s3_endpoint=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['s3_endpoint'])" "$demo/world/world.json")
+engine_uri=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['engine_uri'])" "$demo/world/world.json")
 psql -q <<SQL
 DROP SERVER IF EXISTS demo CASCADE;
 CREATE SERVER demo FOREIGN DATA WRAPPER tms_iceberg
@@ -80,6 +81,11 @@ CREATE SERVER demo FOREIGN DATA WRAPPER tms_iceberg
              allowed_locations 's3://hyperparam-iceberg/, file://$demo/world/files/');
 CREATE USER MAPPING FOR CURRENT_USER SERVER demo
     OPTIONS (s3_access_key_id 'S3RVER', s3_secret_access_key 'S3RVER');
+-- the test world's Trino-protocol engine, which knows the demo catalog as "lake"
+DROP SERVER IF EXISTS trino CASCADE;
+CREATE SERVER trino FOREIGN DATA WRAPPER tms_engine
+    OPTIONS (type 'trino', uri '$engine_uri', catalog 'lake', poll_interval '100ms');
+CREATE USER MAPPING FOR CURRENT_USER SERVER trino OPTIONS (user 'demo');
 SQL
 
 echo
@@ -124,7 +130,7 @@ DO $$
 BEGIN
     PERFORM tms.create_object_group('demo-real', 'demo', namespace_pattern => 'real', table_pattern => '*');
     PERFORM tms.create_policy('demo-compact', 'demo-real', 'compact tables with several small files');
-    PERFORM tms.add_rule('demo-compact', 'compaction', 'spark', '{"commits-added": 1}',
+    PERFORM tms.add_rule('demo-compact', 'compaction', 'trino', '{"commits-added": 1}',
                          'dataFiles > 1 AND avgDataFileSize < 128MB');
 END $$;
 SQL
@@ -180,6 +186,41 @@ psql -c "SELECT j.operation,
            JOIN tms.table_snapshot_metrics b ON b.job_id = j.id AND b.phase = 'before'
            JOIN tms.table_snapshot_metrics a ON a.job_id = j.id AND a.phase = 'after'
           WHERE j.policy = 'demo-maint' ORDER BY j.id"
+
+echo "== compaction on an engine: ops.clicks has 120 small Parquet files; Trino (the test world's) compacts it"
+echo "-- the statement tms would submit (tms.engine_statement sends nothing)"
+psql -Atc "SELECT tms.engine_statement('trino', 'ops', 'clicks', 'compaction', '{\"file-size-threshold\": \"128MB\"}')"
+echo "-- the data files before"
+psql -c "SELECT count(*) AS data_files, pg_size_pretty(avg(file_size_in_bytes)::bigint) AS avg_size,
+                sum(record_count) AS records
+           FROM tms.table_files('demo', 'ops', 'clicks') WHERE content = 'data'"
+job=$(psql -Atc "SELECT tms.run_operation('demo', 'ops', 'clicks', 'compaction',
+                                          '{\"file-size-threshold\": \"128MB\"}', 'trino')")
+for _ in $(seq 1 600); do
+  [ -n "$(psql -Atc "SELECT 1 FROM tms.maintenance_jobs WHERE id = $job AND finished_at IS NOT NULL")" ] && break
+  sleep 0.1
+done
+psql -c "SELECT id, operation, engine, state, coalesce(reason, last_error) AS why, attempts,
+                finished_at - started_at AS took, statement
+           FROM tms.maintenance_jobs WHERE id = $job"
+echo "-- the data files after"
+psql -c "SELECT count(*) AS data_files, pg_size_pretty(avg(file_size_in_bytes)::bigint) AS avg_size,
+                sum(record_count) AS records
+           FROM tms.table_files('demo', 'ops', 'clicks') WHERE content = 'data'"
+psql -c "SELECT format('%s -> %s', b.metrics->>'dataFiles', a.metrics->>'dataFiles') AS data_files,
+                format('%s -> %s', b.metrics->>'dataRecords', a.metrics->>'dataRecords') AS records,
+                format('%s -> %s', b.snapshot_id, a.snapshot_id) AS snapshot
+           FROM tms.table_snapshot_metrics b
+           JOIN tms.table_snapshot_metrics a ON a.job_id = b.job_id AND a.phase = 'after'
+          WHERE b.job_id = $job AND b.phase = 'before'"
+echo "-- the policy over the real tables ran its compactions on the same engine"
+psql -c "SELECT j.table_name, j.state,
+                format('%s -> %s', b.metrics->>'dataFiles', a.metrics->>'dataFiles') AS data_files,
+                coalesce(j.reason, j.last_error) AS why
+           FROM tms.maintenance_jobs j
+           LEFT JOIN tms.table_snapshot_metrics b ON b.job_id = j.id AND b.phase = 'before'
+           LEFT JOIN tms.table_snapshot_metrics a ON a.job_id = j.id AND a.phase = 'after'
+          WHERE j.policy = 'demo-compact' ORDER BY j.id"
 
 cat <<MSG
 

@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """The demo's test world: s3rver and the Iceberg REST catalog test server,
-with every real fixture table registered, and a synthetic table for the
+with every real fixture table registered, a synthetic table for the
 maintenance operations to work on (ops.events: 30 snapshots, many small
 manifests, statistics files, and orphan files planted under it, three of
-them backdated ten days), kept running until SIGTERM.
+them backdated ten days), a table of many small real Parquet files
+(ops.clicks: 120 files of 50 rows) and the test world's Trino-protocol
+engine (test/engines/server.py --type trino), which compacts it, kept
+running until SIGTERM.
 
     scripts/demo_world.py --dir DIR --dsn DSN
 
-Writes DIR/world.json ({"catalog_uri", "s3_endpoint", "tables"}) once
+Writes DIR/world.json ({"catalog_uri", "s3_endpoint", "engine_uri", "tables"}) once
 everything is up, then waits; SIGTERM stops the servers it started.  Both
 listen on 127.0.0.1 only.  Started in the background by scripts/demo.sh.
 """
@@ -22,8 +25,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "test"))
+sys.path.insert(0, os.path.join(HERE, "..", "test", "engines"))
 
 import opsworld  # noqa: E402
+import smallfiles  # noqa: E402
 import world  # noqa: E402
 
 
@@ -41,6 +46,7 @@ def main():
     signal.signal(signal.SIGINT, lambda *_: stop.set())
 
     s3 = world.S3Server(directory=os.path.join(a.dir, "s3"))
+    engine = None
     catalog = world.CatalogServer(a.dsn, "file://" + os.path.join(files, "warehouse"),
                                   s3=s3, file_root=files, catalog_name="demo")
     try:
@@ -58,7 +64,11 @@ def main():
         for i in range(3):
             opsworld.plant(st, "%s/data/orphan-%d.parquet" % (events, i), mtime=ten_days_ago)
         opsworld.plant(st, events + "/data/young-orphan.parquet")
-        tables = sorted(tables) + ["ops.events"]
+        smallfiles.make_table(catalog, st, "ops", "clicks", files=120, rows_per_file=50,
+                              partitioned=True, seed=1)
+        engine = world.EngineServer("trino", catalog, catalog_name="lake", file_root=files,
+                                    user="demo")
+        tables = sorted(tables) + ["ops.clicks", "ops.events"]
         # the server process (postgres) reads the file tables, and deletes
         # what maintenance unreferences
         opsworld.give_to_server(files)
@@ -69,10 +79,13 @@ def main():
                 os.chmod(os.path.join(root, n), 0o644)
         with open(os.path.join(a.dir, "world.json.tmp"), "w") as f:
             json.dump({"catalog_uri": catalog.uri, "s3_endpoint": s3.endpoint,
+                       "engine_uri": engine.uri,
                        "file_root": files, "tables": tables}, f)
         os.rename(os.path.join(a.dir, "world.json.tmp"), os.path.join(a.dir, "world.json"))
         stop.wait()
     finally:
+        if engine is not None:
+            engine.stop()
         catalog.stop()
         s3.stop()
 
