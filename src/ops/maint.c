@@ -6,7 +6,7 @@
  *	  and what every local operation shares: loading the table, the commit
  *	  protocol, the delete queue, recording the effect.  The operations are
  *	  maint_expire.c, maint_orphan.c and maint_rewrite.c; their options
- *	  maint_options.c.
+ *	  maint_options.c; a job on an engine server maint_engine.c.
  *
  * A job is recorded by a policy's evaluation (tms._record_evaluation) or
  * by tms.run_operation, with a task of kind "maintenance" (instance
@@ -20,14 +20,20 @@
  *				tms.max_active_operations (counting only jobs whose task a
  *				live executor holds) decide whether it starts now, later
  *				or never (skipped, with the reason).
- *	 engine		a job for another engine than "local" goes to the
- *				procedure named by tms.maintenance_handler, as its owner,
- *				and stays running until tms.finish_operation (the engines
- *				of a later version take this place).
+ *	 engine		a job whose engine is a tms_engine server runs there
+ *				(maint_engine.c: submitted once under the job's tag,
+ *				followed, recorded) between the steps below, as a local
+ *				operation would; one of 0.2.0's handler engines ("spark",
+ *				"trino" naming no server) goes to the procedure named by
+ *				tms.maintenance_handler, as its owner, and stays running
+ *				until tms.finish_operation.
  *	 connect	(step) as the acting role: the requester of run_operation,
  *				the owner of a policy; its USAGE on the server and its
  *				user mapping.
- *	 resume		a job found in phase "commit" had a commit in flight when
+ *	 resume		a job on an engine found in phase "submit" or "engine" is
+ *				followed at its engine (maint_engine.c says how it is
+ *				found, never submitted twice).
+ *				A job found in phase "commit" had a commit in flight when
  *				its executor died: the table is loaded and the commit's
  *				outcome decided before anything else (the operation's
  *				resume function); in phase "cleanup" the commit landed and
