@@ -19,15 +19,18 @@ test/opsworld.py (the tests compare tms with those same oracles):
                        numbers made explicit; delete manifests kept; one
                        "replace" snapshot
   rewrite_position_delete_files
-                       plans per partition but rewrites nothing: writing
-                       Parquet delete files is beyond this world (all
-                       counts 0, as Iceberg answers for a table with
-                       nothing to rewrite)
+                       test/engines/compact.py's rewrite_position_deletes:
+                       per partition with at least min-input-files (5)
+                       position delete files (or rewrite-all), their rows
+                       still pointing at live data files into one new
+                       sorted delete file keeping the highest data
+                       sequence number; one "replace" snapshot
   rewrite_data_files   test/engines/compact.py (imported lazily; a run
                        fails with "compaction is not available" without it)
 
 A commit the catalog refuses with 409 is re-planned from a fresh load, up
-to COMMIT_ATTEMPTS times (Iceberg's commit.retry.num-retries default 4).
+to COMMIT_ATTEMPTS times (Iceberg's commit.retry.num-retries default 4);
+compact.py's two rewrites retry once on the new base themselves.
 Errors are grammar.EngineError; the caller words them for its engine.
 Rules: no sleeps; loops bounded by the table or by COMMIT_ATTEMPTS.
 """
@@ -357,9 +360,17 @@ def _rewrite_manifests_once(cat, st, ns, name, meta, spec_id, seed, check):
 # ---------------------------------------------------------------------------
 
 def rewrite_position_delete_files(cat, st, ns, name, predicate=None, options=None):
+    """compact.rewrite_position_deletes(...) when test/engines/compact.py
+    exists: the Spark result columns (plus snapshot_id, attempts, groups)."""
     cat.load(ns, name)
-    return {"rewritten_delete_files_count": 0, "added_delete_files_count": 0,
-            "rewritten_bytes_count": 0, "added_bytes_count": 0}
+    try:
+        import compact as compact_mod
+    except ImportError as e:
+        raise EngineError("java.lang.UnsupportedOperationException",
+                          "rewriting delete files is not available in this test engine (%s)" % e)
+    return compact_mod.rewrite_position_deletes(cat.uri, cat.token, st, list(ns), name,
+                                                predicate=predicate,
+                                                options=dict(options or {}))
 
 
 def rewrite_data_files(cat, st, ns, name, strategy="binpack", sort_order=None, predicate=None,

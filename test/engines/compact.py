@@ -51,6 +51,23 @@ removed_delete_files_count (plus snapshot_id, None when nothing was
 rewritten; attempts, the commits sent (0, 1 or 2); groups: [{spec_id,
 partition, input_files, output_files}]).
 
+    rewrite_position_deletes(catalog_uri, catalog_token, st, namespace, table,
+                             *, predicate=None, options=None) -> dict
+
+is Iceberg's rewrite_position_delete_files: per (spec id, partition) of the
+current snapshot with at least min-input-files (5, and more than one) live
+position delete files, or every one with rewrite-all, the rows still
+pointing at a live data file of the partition (dangling ones dropped) are
+written sorted by (file_path, pos) into ONE new position delete file
+(field ids 2147483546, 2147483545; none when no row is left), whose
+explicit data sequence number is the highest of the files it replaces (so
+it applies to the same data files; its file sequence number is the new
+snapshot's).  One "replace" snapshot marks the old files DELETED (same
+requirements, 409 and 5xx rules as above; the retry needs the old files
+still live).  Returns rewritten_delete_files_count,
+added_delete_files_count, rewritten_bytes_count, added_bytes_count (plus
+snapshot_id, attempts, groups).
+
 The Parquet work is test/node/compact.mjs (DuckDB); s3:// inputs are copied
 to a temporary directory through st and outputs uploaded the same way.
 Rules: only primitive column types (CompactError otherwise); no sleeping;
@@ -598,28 +615,36 @@ def build_commit(st, meta, scan, records, rewritten, removed, new_files, sort_or
     written = []
     gone = set(rewritten) | set(removed)
     new_records = []
-    # one manifest of ADDED entries per partition spec of the new files
+    # one manifest of ADDED entries per (partition spec, content) of the
+    # new files; a new file with "content" 1 is a position delete file, and
+    # its "data_seq" (when set) is written as its explicit data sequence
+    # number (Iceberg's rewrite of delete files keeps the rewritten ones')
     by_spec = {}
     for f in new_files:
-        by_spec.setdefault(f["spec_id"], []).append(f)
+        by_spec.setdefault((f["spec_id"], f.get("content", 0)), []).append(f)
     entry_of = {e["path"]: e for e in scan}
-    for spec_id, files in sorted(by_spec.items()):
-        model = next(e["manifest"] for e in scan if e["content"] == 0 and e["spec_id"] == spec_id)
+    for (spec_id, content), files in sorted(by_spec.items()):
+        model = next((e["manifest"] for e in scan if e["content"] == content
+                      and e["spec_id"] == spec_id), None) or next(
+            e["manifest"] for e in scan if e["spec_id"] == spec_id)
         m_schema, m_hmeta = _manifest_header(st, model)
         m_hmeta.update({"schema": json.dumps(schema), "schema-id": str(schema.get("schema-id", 0)),
                         "partition-spec": json.dumps(_spec(meta, spec_id)["fields"]),
                         "partition-spec-id": str(spec_id), "format-version": str(fv)})
         if fv >= 2:
-            m_hmeta["content"] = "data"
-        entries = []
+            m_hmeta["content"] = "data" if content == 0 else "deletes"
+        entries, seqs = [], []
         for f in files:
-            df = dict({"content": 0, "file_path": f["path"], "file_format": "PARQUET",
+            df = dict({"content": content, "file_path": f["path"], "file_format": "PARQUET",
                        "partition": f["partition"], "record_count": f["records"],
                        "file_size_in_bytes": f["size"], "block_size_in_bytes": 64 * MB,
-                       "key_metadata": None, "split_offsets": None,
-                       "sort_order_id": sort_order_id}, **f["metrics"])
+                       "key_metadata": None, "split_offsets": None, "equality_ids": None,
+                       "referenced_data_file": None,
+                       "sort_order_id": sort_order_id if content == 0 else None}, **f["metrics"])
+            dseq = f.get("data_seq") if fv >= 2 else None
+            seqs.append(seq if dseq is None else dseq)
             entries.append(opsworld._conform({"status": 1, "snapshot_id": sid,
-                                              "sequence_number": None,
+                                              "sequence_number": dseq,
                                               "file_sequence_number": None,
                                               "data_file": df}, m_schema))
         mpath = "%s/metadata/%s-m%d.avro" % (loc, tag, len(written))
@@ -627,8 +652,10 @@ def build_commit(st, meta, scan, records, rewritten, removed, new_files, sort_or
         st.write(mpath, mdata)
         written.append(mpath)
         new_records.append({"manifest_path": mpath, "manifest_length": len(mdata),
-                            "partition_spec_id": spec_id, "content": 0,
-                            "sequence_number": seq, "min_sequence_number": seq,
+                            "partition_spec_id": spec_id, "content": 0 if content == 0 else 1,
+                            "sequence_number": seq,
+                            "min_sequence_number": min([x for x in seqs if x is not None]
+                                                       or [seq]),
                             "added_snapshot_id": sid, added_k: len(files), existing_k: 0,
                             deleted_k: 0, "added_rows_count": sum(f["records"] for f in files),
                             "existing_rows_count": 0, "deleted_rows_count": 0,
@@ -678,10 +705,15 @@ def build_commit(st, meta, scan, records, rewritten, removed, new_files, sort_or
     live = [e for e in scan if e["path"] not in gone]
     rw = [entry_of[p] for p in rewritten]
     rm = [entry_of[p] for p in removed]
+    new_del = [f for f in new_files if f.get("content", 0) == 1]
+    new_files = [f for f in new_files if f.get("content", 0) == 0]
     s = {"added-data-files": len(new_files), "deleted-data-files": len(rw),
          "added-records": sum(f["records"] for f in new_files),
          "deleted-records": sum(f["records"] for f in rw),
-         "added-files-size": sum(f["size"] for f in new_files),
+         "added-files-size": sum(f["size"] for f in new_files + new_del),
+         "added-delete-files": len(new_del),
+         "added-position-delete-files": len(new_del),
+         "added-position-deletes": sum(f["records"] for f in new_del),
          "removed-files-size": sum(f["size"] for f in rw + rm),
          "removed-delete-files": len(rm),
          "removed-position-delete-files": sum(1 for f in rm if f["content"] == 1),
@@ -691,10 +723,12 @@ def build_commit(st, meta, scan, records, rewritten, removed, new_files, sort_or
          "changed-partition-count": len({(f["spec_id"], f["part"]) for f in rw + rm}),
          "total-records": sum(f["records"] for f in live if f["content"] == 0)
          + sum(f["records"] for f in new_files),
-         "total-files-size": sum(f["size"] for f in live) + sum(f["size"] for f in new_files),
+         "total-files-size": sum(f["size"] for f in live)
+         + sum(f["size"] for f in new_files + new_del),
          "total-data-files": sum(1 for f in live if f["content"] == 0) + len(new_files),
-         "total-delete-files": sum(1 for f in live if f["content"] != 0),
-         "total-position-deletes": sum(f["records"] for f in live if f["content"] == 1),
+         "total-delete-files": sum(1 for f in live if f["content"] != 0) + len(new_del),
+         "total-position-deletes": sum(f["records"] for f in live if f["content"] == 1)
+         + sum(f["records"] for f in new_del),
          "total-equality-deletes": sum(f["records"] for f in live if f["content"] == 2)}
     s = {k: str(v) for k, v in s.items() if v or k.startswith("total-") or k in (
         "added-data-files", "deleted-data-files", "added-records", "deleted-records")}
@@ -800,6 +834,157 @@ def compact(catalog_uri, catalog_token, st, namespace, table, *, strategy="binpa
             base_scan, base_records = _scan(st, base_meta)
             if not _still_valid(base_meta, scan, base_scan, rewritten, removed):
                 raise CompactError("a concurrent commit changed the files being rewritten")
+        raise CompactError("unreachable")
+    finally:
+        for uri in written:
+            try:
+                st.delete(uri)
+            except storage_mod.StorageError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# rewrite_position_delete_files
+# ---------------------------------------------------------------------------
+
+POS_FIELDS = [{"id": 2147483546, "name": "file_path", "type": "string", "required": True},
+              {"id": 2147483545, "name": "pos", "type": "long", "required": True}]
+
+
+def _sql_lit(s):
+    return "'%s'" % s.replace("'", "''")
+
+
+def plan_position_deletes(meta, scan, options=None, predicate=None):
+    """The position delete groups to rewrite: [{spec_id, part, partition,
+    deletes: [entries], live: sorted data file paths of the partition}]."""
+    options = dict(options or {})
+    min_inputs = _opt_int(options, "min-input-files", 5)
+    rewrite_all = str(options.get("rewrite-all", "false")).lower() == "true"
+    if min_inputs <= 0:
+        raise CompactError("min-input-files must be positive: %s" % options)
+    by_part = {}
+    for e in scan:
+        if e["content"] == 1:
+            by_part.setdefault((e["spec_id"], e["part"]), []).append(e)
+    groups = []
+    for (spec_id, part), dels in sorted(by_part.items(), key=lambda kv: repr(kv[0])):
+        if predicate is not None and not predicate(
+                _partition_values(meta, spec_id, dels[0]["partition"])):
+            continue
+        if not (rewrite_all or (len(dels) > 1 and len(dels) >= min_inputs)):
+            continue
+        live = sorted(e["path"] for e in scan if e["content"] == 0
+                      and e["spec_id"] == spec_id and e["part"] == part)
+        groups.append({"spec_id": spec_id, "part": part, "partition": dels[0]["partition"],
+                       "deletes": sorted(dels, key=lambda x: (x["seq"] or 0, x["path"])),
+                       "live": live})
+    return groups
+
+
+def rewrite_position_deletes(catalog_uri, catalog_token, st, namespace, table, *,
+                             predicate=None, options=None):
+    """Iceberg's rewrite_position_delete_files: per (spec, partition) group
+    of at least min-input-files (5) live position delete files (or every
+    group with rewrite-all), the rows pointing at live data files of the
+    partition ("dangling" ones dropped) go, sorted by (file_path, pos), into
+    ONE new position delete file (none when no row is left) whose data
+    sequence number is the highest of the files it replaces, so it applies
+    to the same data files.  One "replace" snapshot (assert-table-uuid,
+    assert-ref-snapshot-id of main) marks the old files DELETED; on 409 it
+    is committed once more on the new base if the old files are still live.
+    Returns rewritten_delete_files_count, added_delete_files_count,
+    rewritten_bytes_count, added_bytes_count (plus snapshot_id, attempts,
+    groups: [{spec_id, partition, input_files, output_files, data_seq}])."""
+    namespace = [namespace] if isinstance(namespace, str) else list(namespace)
+    cat = _Catalog(catalog_uri, catalog_token)
+    _, meta = cat.load(namespace, table)
+    result = {"rewritten_delete_files_count": 0, "added_delete_files_count": 0,
+              "rewritten_bytes_count": 0, "added_bytes_count": 0, "snapshot_id": None,
+              "attempts": 0, "groups": []}
+    scan, records = _scan(st, meta)
+    groups = plan_position_deletes(meta, scan, options, predicate)
+    if not groups:
+        return result
+    if meta["format-version"] < 2:
+        raise CompactError("position delete files need format version 2")
+    props = meta.get("properties") or {}
+    codec = props.get("write.delete.parquet.compression-codec") or \
+        props.get("write.parquet.compression-codec", "zstd")
+    tmp = tempfile.mkdtemp(prefix="tms-posdel-")
+    written = []
+    try:
+        local = _Local(st, tmp)
+        jobs, job_groups = [], []
+        for n, g in enumerate(groups):
+            if not g["live"]:
+                continue
+            srcs = ", ".join(_sql_lit(local.path(x["path"])) for x in g["deletes"])
+            keep = ", ".join(_sql_lit(p) for p in g["live"])
+            jobs.append({"mode": "write", "schema": {"fields": POS_FIELDS},
+                         "query": "SELECT file_path AS c_2147483546, pos AS c_2147483545 "
+                                  "FROM read_parquet([%s]) WHERE file_path IN (%s) "
+                                  "ORDER BY 1, 2" % (srcs, keep),
+                         "output_files": 1, "output_dir": os.path.join(tmp, "out", "g%05d" % n),
+                         "file_prefix": "%05d-0-%s-deletes" % (n, uuid_mod.uuid4()),
+                         "compression": codec})
+            job_groups.append(n)
+        outs = run_node({"jobs": jobs})["results"] if jobs else []
+        produced = {n: res["files"] for n, res in zip(job_groups, outs)}
+        base = data_location(meta)
+        new_files = []
+        for n, g in enumerate(groups):
+            data_seq = max(x["seq"] for x in g["deletes"])
+            files = []
+            for o in produced.get(n, []):
+                ppath = partition_path(meta, g["spec_id"], g["partition"])
+                uri = "%s/%s%s" % (base, ppath + "/" if ppath else "", os.path.basename(o["path"]))
+                with open(o["path"], "rb") as fh:
+                    st.write(uri, fh.read())
+                written.append(uri)
+                files.append({"path": uri, "records": o["records"], "size": o["size"],
+                              "content": 1, "data_seq": data_seq, "spec_id": g["spec_id"],
+                              "partition": g["partition"],
+                              "metrics": data_file_metrics({"fields": POS_FIELDS}, o, None)})
+            new_files += files
+            result["groups"].append({"spec_id": g["spec_id"], "partition": g["partition"],
+                                     "input_files": len(g["deletes"]),
+                                     "output_files": len(files), "data_seq": data_seq})
+        removed = [x["path"] for g in groups for x in g["deletes"]]
+        rnd = random.Random()
+        base_meta, base_scan, base_records = meta, scan, records
+        for attempt in range(2):
+            body, w, snap = build_commit(st, base_meta, base_scan, base_records, [], removed,
+                                         new_files, None, rnd, {})
+            written += w
+            try:
+                status, answer = cat.commit(namespace, table, body)
+            except OSError as e:
+                status, answer = None, str(e)
+            if status is None or status >= 500:
+                written = []
+                raise CompactError("commit state unknown (%s %s): the files written are kept"
+                                   % (status, answer))
+            if status == 200:
+                sizes = {e["path"]: e["size"] for e in scan}
+                result.update({
+                    "rewritten_delete_files_count": len(removed),
+                    "added_delete_files_count": len(new_files),
+                    "rewritten_bytes_count": sum(sizes[p] for p in removed),
+                    "added_bytes_count": sum(f["size"] for f in new_files),
+                    "snapshot_id": snap["snapshot-id"], "attempts": attempt + 1})
+                written = []
+                return result
+            if status != 409 or attempt == 1:
+                raise CompactError("commit of the delete rewrite failed: HTTP %d %s"
+                                   % (status, answer))
+            _, base_meta = cat.load(namespace, table)
+            if base_meta.get("table-uuid") != meta.get("table-uuid"):
+                raise CompactError("the table was replaced during the rewrite")
+            base_scan, base_records = _scan(st, base_meta)
+            if not set(removed) <= {e["path"] for e in base_scan}:
+                raise CompactError("a concurrent commit removed delete files being rewritten")
         raise CompactError("unreachable")
     finally:
         for uri in written:

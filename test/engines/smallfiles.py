@@ -51,8 +51,7 @@ import opsworld  # noqa: E402
 import compact as compact_mod  # noqa: E402
 
 CATEGORIES = 4
-POS_FIELDS = [{"id": 2147483546, "name": "file_path", "type": "string", "required": True},
-              {"id": 2147483545, "name": "pos", "type": "long", "required": True}]
+POS_FIELDS = compact_mod.POS_FIELDS
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
     {"id": 1, "name": "id", "required": True, "type": "long"},
