@@ -19,6 +19,8 @@ run by the worker pool:
     ends cancelled there);
   - an engine that is down, one that answers 500 and one that hangs each
     end the job failed with a clear last_error;
+  - a position-delete rewrite on Spark rewrites the delete files and keeps
+    every row as it was;
   - hostile table names (quotes, backticks, semicolons, a newline,
     non-ASCII) run correctly through Spark and Trino statements.
 
@@ -113,7 +115,8 @@ def q(env, sql, args=None):
 
 JOB_COLS = ("id", "policy", "operation", "engine", "state", "reason", "attempts",
             "last_error", "before_snapshot_id", "after_snapshot_id", "statement",
-            "data_files_rewritten", "data_files_added", "manifests_rewritten",
+            "data_files_rewritten", "data_files_added", "delete_files_rewritten",
+            "delete_files_added", "manifests_rewritten",
             "manifests_added", "snapshots_expired", "finished_at")
 
 
@@ -282,6 +285,29 @@ def test_chain_runs_compaction_then_manifests_then_expiry(env):
     _, meta = ow.load(env["catalog"], ns, name)
     assert len(meta["snapshots"]) == 1
     q(env, "SELECT tms.drop_policy('chain')")
+
+
+def test_position_delete_rewrite_on_spark(env):
+    """rewrite_position_delete_files through Livy: the delete files of each
+    partition are rewritten into one, the rows read are the same."""
+    ns, name = "pd", "t"
+    env["catalog"].create_namespace(ns)
+    smallfiles.make_table(env["catalog"], env["st"], ns, name, files=16, rows_per_file=10,
+                          partitioned=True, with_deletes=True, seed=11)
+    ow.give_to_server(env["file_root"])
+    before = rows(env, ns, name)
+    _, meta = ow.load(env["catalog"], ns, name)
+    pos_before = {p for p, f in ow.live_files(env["st"], meta).items() if f["content"] == 1}
+    assert pos_before
+    jid = run(env, ns, name, "position-delete-rewrite", {"rewrite-all": True}, engine="livy")
+    row = wait_job(env, jid)
+    assert "rewrite_position_delete_files" in row["statement"], row
+    assert rows(env, ns, name) == before
+    _, meta = ow.load(env["catalog"], ns, name)
+    pos_after = {p for p, f in ow.live_files(env["st"], meta).items() if f["content"] == 1}
+    assert row["delete_files_rewritten"] == len(pos_before), row
+    assert row["delete_files_added"] == len(pos_after) and len(pos_after) <= len(pos_before)
+    assert not pos_after & pos_before
 
 
 # ---------------------------------------------------------------------------
