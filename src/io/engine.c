@@ -56,17 +56,6 @@
 /* Longest run message kept. */
 #define MAX_MESSAGE_BYTES		2000
 
-/* See engine_int.h. */
-void
-io_engine_wipe_free(char *s)
-{
-	if (s != NULL)
-	{
-		memset(s, 0, strlen(s));
-		free(s);
-	}
-}
-
 /* ----------------------------------------------------------------
  * The handle
  * ----------------------------------------------------------------
@@ -171,15 +160,15 @@ io_engine_free(IoEngine *eng)
 	free(eng->catalog);
 	free(eng->metalake);
 	free(eng->user);
-	io_engine_wipe_free(eng->password);
-	io_engine_wipe_free(eng->token);
+	io_wipe_free(eng->password);
+	io_wipe_free(eng->token);
 	free(eng->client_id);
-	io_engine_wipe_free(eng->client_secret);
+	io_wipe_free(eng->client_secret);
 	free(eng->oauth_uri);
 	free(eng->scope);
 	free(eng->ca_file);
 	free(eng->ca_path);
-	io_engine_wipe_free(eng->oauth_token);
+	io_wipe_free(eng->oauth_token);
 	free(eng);
 }
 
@@ -341,23 +330,6 @@ append_base64(IoStrBuf *sb, const unsigned char *s, size_t len)
 	}
 }
 
-/* Append key=value to a form body, the value percent-encoded. */
-static void
-form_add(IoStrBuf *sb, const char *key, const char *value)
-{
-	char	   *v = io_uri_encode(value, strlen(value), false);
-
-	if (v == NULL)
-	{
-		sb->oom = true;
-		return;
-	}
-	if (sb->len > 0)
-		io_sb_putc(sb, '&');
-	io_sb_printf(sb, "%s=%s", key, v);
-	io_engine_wipe_free(v);
-}
-
 /* Wipe and free a buffer that held a secret. */
 static void
 sb_wipe_free(IoStrBuf *sb)
@@ -383,11 +355,11 @@ fetch_token(IoEngine *eng, IoError *err)
 	int			rc;
 
 	io_sb_init(&body);
-	form_add(&body, "grant_type", "client_credentials");
-	form_add(&body, "client_id", eng->client_id);
-	form_add(&body, "client_secret", eng->client_secret);
+	io_form_add(&body, "grant_type", "client_credentials");
+	io_form_add(&body, "client_id", eng->client_id);
+	io_form_add(&body, "client_secret", eng->client_secret);
 	if (eng->scope != NULL && eng->scope[0] != '\0')
-		form_add(&body, "scope", eng->scope);
+		io_form_add(&body, "scope", eng->scope);
 	if (body.oom)
 	{
 		sb_wipe_free(&body);
@@ -429,7 +401,7 @@ fetch_token(IoEngine *eng, IoError *err)
 		return io_set_error(err, IO_ERR_PROTOCOL, 200,
 							"OAuth2 token response has no usable \"access_token\"");
 	}
-	io_engine_wipe_free(eng->oauth_token);
+	io_wipe_free(eng->oauth_token);
 	eng->oauth_token = io_strdup(tok);
 	exp = json_object_get(doc, "expires_in");
 	secs = json_is_integer(exp) ? json_integer_value(exp) : 0;
@@ -563,7 +535,7 @@ io_engine_request(IoEngine *eng, const char *method, const char *url,
 		if (resp->status == 401 && attempt == 0 && eng->client_id != NULL)
 		{
 			/* token revoked or expired early: get a new one, once */
-			io_engine_wipe_free(eng->oauth_token);
+			io_wipe_free(eng->oauth_token);
 			eng->oauth_token = NULL;
 			continue;
 		}

@@ -81,7 +81,6 @@ typedef struct EngineRunPriv
 
 /* ---- engine.c ---- */
 
-extern void io_engine_wipe_free(char *s);
 
 /*
  * Send a request: url is absolute ("http...") or a path below the

@@ -31,17 +31,6 @@
 
 /* See rest_int.h. */
 void
-io_rest_wipe_free(char *s)
-{
-	if (s != NULL)
-	{
-		memset(s, 0, strlen(s));
-		free(s);
-	}
-}
-
-/* See rest_int.h. */
-void
 io_rest_kv_free(IoKeyValue *kv, size_t n)
 {
 	size_t		i;
@@ -49,7 +38,7 @@ io_rest_kv_free(IoKeyValue *kv, size_t n)
 	for (i = 0; i < n; i++)
 	{
 		free(kv[i].key);
-		io_rest_wipe_free(kv[i].value);
+		io_wipe_free(kv[i].value);
 	}
 	free(kv);
 }
@@ -65,13 +54,13 @@ io_catalog_free(IoCatalog *cat)
 	free(cat->warehouse);
 	free(cat->prefix_option);
 	free(cat->client_id);
-	io_rest_wipe_free(cat->client_secret);
-	io_rest_wipe_free(cat->static_token);
+	io_wipe_free(cat->client_secret);
+	io_wipe_free(cat->static_token);
 	free(cat->oauth_uri);
 	free(cat->scope);
 	free(cat->ca_file);
 	free(cat->ca_path);
-	io_rest_wipe_free(cat->token);
+	io_wipe_free(cat->token);
 	io_rest_kv_free(cat->props, cat->nprops);
 	io_string_list_free(&cat->endpoints);
 	free(cat->prefix);
@@ -320,7 +309,7 @@ io_rest_request(IoCatalog *cat, const char *method, const char *path,
 		if (resp->status == 401 && attempt == 0 && cat->client_id != NULL)
 		{
 			/* token revoked or expired early: get a new one, once */
-			io_rest_wipe_free(cat->token);
+			io_wipe_free(cat->token);
 			cat->token = NULL;
 			continue;
 		}
@@ -543,7 +532,7 @@ io_rest_kv_put(IoKeyValue **arr, size_t *n, const char *key,
 	for (size_t i = 0; i < *n; i++)
 		if (strcmp((*arr)[i].key, key) == 0)
 		{
-			io_rest_wipe_free((*arr)[i].value);
+			io_wipe_free((*arr)[i].value);
 			(*arr)[i].value = nv;
 			return 0;
 		}
@@ -552,7 +541,7 @@ io_rest_kv_put(IoKeyValue **arr, size_t *n, const char *key,
 	if (grown == NULL)
 	{
 		free(nk);
-		io_rest_wipe_free(nv);
+		io_wipe_free(nv);
 		return -1;
 	}
 	*arr = grown;

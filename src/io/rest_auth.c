@@ -26,23 +26,6 @@
 /* The longest token lifetime believed (a year): no overflow, no forever. */
 #define TOKEN_MAX_LIFETIME_S	(365 * 24 * 3600)
 
-/* Percent-encode a form value (application/x-www-form-urlencoded). */
-static void
-form_add(IoStrBuf *sb, const char *key, const char *value)
-{
-	char	   *v = io_uri_encode(value, strlen(value), false);
-
-	if (v == NULL)
-	{
-		sb->oom = true;
-		return;
-	}
-	if (sb->len > 0)
-		io_sb_putc(sb, '&');
-	io_sb_printf(sb, "%s=%s", key, v);
-	io_rest_wipe_free(v);
-}
-
 /*
  * See rest_int.h: POST the client credentials to oauth2_server_uri (an
  * absolute URL, or a path below the catalog URI) or to the spec's
@@ -61,10 +44,10 @@ io_rest_fetch_token(IoCatalog *cat, IoError *err)
 
 	io_sb_init(&body);
 	io_sb_init(&url);
-	form_add(&body, "grant_type", "client_credentials");
-	form_add(&body, "client_id", cat->client_id);
-	form_add(&body, "client_secret", cat->client_secret);
-	form_add(&body, "scope", cat->scope ? cat->scope : "catalog");
+	io_form_add(&body, "grant_type", "client_credentials");
+	io_form_add(&body, "client_id", cat->client_id);
+	io_form_add(&body, "client_secret", cat->client_secret);
+	io_form_add(&body, "scope", cat->scope ? cat->scope : "catalog");
 	if (cat->oauth_uri != NULL && strstr(cat->oauth_uri, "://") != NULL)
 		io_sb_puts(&url, cat->oauth_uri);
 	else if (cat->oauth_uri != NULL)
@@ -148,7 +131,7 @@ io_rest_read_token(IoCatalog *cat, const char *body, size_t len, IoError *err)
 		return io_set_error(err, IO_ERR_PROTOCOL, 200,
 							"OAuth2 token response has no \"access_token\"");
 	}
-	io_rest_wipe_free(cat->token);
+	io_wipe_free(cat->token);
 	cat->token = io_strdup(tok);
 	cat->token_fetches++;
 	exp = json_object_get(doc, "expires_in");

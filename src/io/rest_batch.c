@@ -124,7 +124,7 @@ load_slot_finished(IoCatalog *cat, const IoLoadRequest *reqs, LoadSlot *s,
 		 */
 		if (s->token_gen == cat->token_fetches)
 		{
-			io_rest_wipe_free(cat->token);
+			io_wipe_free(cat->token);
 			cat->token = NULL;
 			*refreshed = true;
 			if (io_rest_fetch_token(cat, err) != 0)

@@ -80,8 +80,6 @@ typedef enum RestCallKind
 
 /* ---- rest.c: the handle, errors, requests, names ---- */
 
-/* Wipe a string (it may be a secret), then free it.  NULL is fine. */
-extern void io_rest_wipe_free(char *s);
 
 /* Free n key/value pairs, values wiped. */
 extern void io_rest_kv_free(IoKeyValue *kv, size_t n);

@@ -294,12 +294,12 @@ list_pages(IoCatalog *cat, const char *base, const char *extra, const char *what
 		if (rc == 0 && next != NULL && ++pages >= MAX_PAGES)
 			rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
 							  "catalog keeps returning page tokens after %d pages", MAX_PAGES);
-		io_rest_wipe_free(token);
+		io_wipe_free(token);
 		token = next;
 		if (rc != 0)
 			break;
 	} while (token != NULL);
-	io_rest_wipe_free(token);
+	io_wipe_free(token);
 	return rc < 0 ? -1 : 0;
 }
 

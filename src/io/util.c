@@ -241,6 +241,35 @@ io_sb_steal(IoStrBuf *sb)
 	return p;
 }
 
+void
+io_wipe_free(char *s)
+{
+	volatile char *p = s;
+
+	if (s == NULL)
+		return;
+	/* a volatile store is not removed as dead before free() */
+	while (*p)
+		*p++ = '\0';
+	free(s);
+}
+
+void
+io_form_add(IoStrBuf *sb, const char *key, const char *value)
+{
+	char	   *v = io_uri_encode(value, strlen(value), false);
+
+	if (v == NULL)
+	{
+		sb->oom = true;
+		return;
+	}
+	if (sb->len > 0)
+		io_sb_putc(sb, '&');
+	io_sb_printf(sb, "%s=%s", key, v);
+	io_wipe_free(v);
+}
+
 char *
 io_strdup(const char *s)
 {
