@@ -29,6 +29,7 @@
 #include "bridge/errors.h"
 #include "bridge/names.h"
 #include "bridge/options.h"
+#include "bridge/secrets.h"
 #include "bridge/settings.h"
 
 /* ----------------------------------------------------------------
@@ -36,36 +37,12 @@
  * ----------------------------------------------------------------
  */
 
-/* malloc'd copy, or NULL for NULL; raises when out of memory. */
-static char *
-xstrdup(const char *s)
-{
-	char	   *p;
-
-	if (s == NULL)
-		return NULL;
-	p = strdup(s);
-	if (p == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	return p;
-}
-
 /* The memory limits of every request are the settings of the moment. */
 static void
 set_memory_limits(IoHttpOptions *http)
 {
 	http->max_response_bytes = (size_t) tms_max_response_size_kb * 1024;
 	http->max_json_bytes = (size_t) tms_max_json_memory_kb * 1024;
-}
-
-static void
-free_secret(char *s)
-{
-	if (s != NULL)
-	{
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
 }
 
 void
@@ -117,12 +94,12 @@ tms_server_read(ForeignServer *server)
 
 		s->serverid = server->serverid;
 		s->owner = server->owner;
-		s->name = xstrdup(server->servername);
-		s->uri = xstrdup(tms_option(o, "uri"));
-		s->warehouse = xstrdup(tms_option(o, "warehouse"));
-		s->prefix = xstrdup(tms_option(o, "prefix"));
-		s->oauth2_server_uri = xstrdup(tms_option(o, "oauth2_server_uri"));
-		s->scope = xstrdup(tms_option(o, "scope"));
+		s->name = tms_malloc_strdup(server->servername);
+		s->uri = tms_malloc_strdup(tms_option(o, "uri"));
+		s->warehouse = tms_malloc_strdup(tms_option(o, "warehouse"));
+		s->prefix = tms_malloc_strdup(tms_option(o, "prefix"));
+		s->oauth2_server_uri = tms_malloc_strdup(tms_option(o, "oauth2_server_uri"));
+		s->scope = tms_malloc_strdup(tms_option(o, "scope"));
 		if ((v = tms_option(o, "page_size")) != NULL)
 			s->page_size = tms_option_int("page_size", v, 1, 100000);
 		s->http.retries = -1;
@@ -132,18 +109,18 @@ tms_server_read(ForeignServer *server)
 			s->http.request_timeout_ms = tms_option_ms("request_timeout", v);
 		if ((v = tms_option(o, "retries")) != NULL)
 			s->http.retries = tms_option_int("retries", v, 0, 10);
-		s->http.ca_file = xstrdup(tms_option(o, "ca_file"));
-		s->http.ca_path = xstrdup(tms_option(o, "ca_path"));
+		s->http.ca_file = tms_malloc_strdup(tms_option(o, "ca_file"));
+		s->http.ca_path = tms_malloc_strdup(tms_option(o, "ca_path"));
 		set_memory_limits(&s->http);
 		s->http.interrupted = tms_io_interrupted;
-		s->s3_endpoint = xstrdup(tms_option(o, "s3_endpoint"));
-		s->s3_region = xstrdup(tms_option(o, "s3_region"));
+		s->s3_endpoint = tms_malloc_strdup(tms_option(o, "s3_endpoint"));
+		s->s3_region = tms_malloc_strdup(tms_option(o, "s3_region"));
 		s->s3_path_style = -1;
 		if ((v = tms_option(o, "s3_path_style")) != NULL)
 			s->s3_path_style = tms_option_bool("s3_path_style", v) ? 1 : 0;
 		if ((v = tms_option(o, "s3_vended_endpoint")) != NULL)
 			s->s3_vended_endpoint = tms_option_bool("s3_vended_endpoint", v);
-		s->relative_root = xstrdup(tms_option(o, "relative_path_root"));
+		s->relative_root = tms_malloc_strdup(tms_option(o, "relative_path_root"));
 
 		s->allowed = calloc(list_length(allowed) + 1, sizeof(char *));
 		s->local = calloc(list_length(allowed) + 1, sizeof(char *));
@@ -151,7 +128,7 @@ tms_server_read(ForeignServer *server)
 			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 		foreach(lc, allowed)
 		{
-			char	   *c = xstrdup(lfirst(lc));
+			char	   *c = tms_malloc_strdup(lfirst(lc));
 
 			s->allowed[s->nallowed++] = c;
 			if (c[0] == '/')
@@ -178,11 +155,11 @@ tms_server_read_by_name(const char *name, bool missing_ok)
 void
 tms_credentials_free(TmsCredentials *c)
 {
-	free_secret(c->credential);
-	free_secret(c->token);
+	tms_free_secret(c->credential);
+	tms_free_secret(c->token);
 	free(c->s3_access_key_id);
-	free_secret(c->s3_secret_access_key);
-	free_secret(c->s3_session_token);
+	tms_free_secret(c->s3_secret_access_key);
+	tms_free_secret(c->s3_session_token);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -210,11 +187,11 @@ tms_credentials_read(Oid role, Oid serverid, TmsCredentials *out)
 	out->mapping_user = user;
 	PG_TRY();
 	{
-		out->credential = xstrdup(tms_option(um->options, "credential"));
-		out->token = xstrdup(tms_option(um->options, "token"));
-		out->s3_access_key_id = xstrdup(tms_option(um->options, "s3_access_key_id"));
-		out->s3_secret_access_key = xstrdup(tms_option(um->options, "s3_secret_access_key"));
-		out->s3_session_token = xstrdup(tms_option(um->options, "s3_session_token"));
+		out->credential = tms_malloc_strdup(tms_option(um->options, "credential"));
+		out->token = tms_malloc_strdup(tms_option(um->options, "token"));
+		out->s3_access_key_id = tms_malloc_strdup(tms_option(um->options, "s3_access_key_id"));
+		out->s3_secret_access_key = tms_malloc_strdup(tms_option(um->options, "s3_secret_access_key"));
+		out->s3_session_token = tms_malloc_strdup(tms_option(um->options, "s3_session_token"));
 	}
 	PG_CATCH();
 	{

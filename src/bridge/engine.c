@@ -20,6 +20,7 @@
 #include "bridge/engine.h"
 #include "bridge/errors.h"
 #include "bridge/options.h"
+#include "bridge/secrets.h"
 #include "bridge/settings.h"
 
 static ForeignServer *
@@ -102,29 +103,6 @@ tms_engine_check_access(const char *name, Oid role)
 	(void) check_access(engine_server(name, false), role);
 }
 
-static char *
-xstrdup(const char *s)
-{
-	char	   *p;
-
-	if (s == NULL)
-		return NULL;
-	p = strdup(s);
-	if (p == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	return p;
-}
-
-static void
-free_secret(char *s)
-{
-	if (s != NULL)
-	{
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
 TmsEngine *
 tms_engine_open(const char *name)
 {
@@ -147,9 +125,9 @@ tms_engine_open(const char *name)
 	PG_TRY();
 	{
 		e->serverid = server->serverid;
-		e->name = xstrdup(server->servername);
+		e->name = tms_malloc_strdup(server->servername);
 		e->type = engine_type_from_name(tms_option(o, "type"));
-		e->catalog = xstrdup(tms_option(o, "catalog"));
+		e->catalog = tms_malloc_strdup(tms_option(o, "catalog"));
 		if ((v = tms_option(o, "run_timeout")) != NULL)
 			e->run_timeout_ms = tms_option_ms("run_timeout", v);
 
@@ -178,12 +156,12 @@ tms_engine_open(const char *name)
 		cfg.http.max_json_bytes = (size_t) tms_max_json_memory_kb * 1024;
 		cfg.http.interrupted = tms_io_interrupted;
 		cfg.user = tms_option(um->options, "user");
-		cfg.password = secrets[0] = xstrdup(tms_option(um->options, "password"));
-		cfg.token = secrets[1] = xstrdup(tms_option(um->options, "token"));
-		cfg.credential = secrets[2] = xstrdup(tms_option(um->options, "credential"));
+		cfg.password = secrets[0] = tms_malloc_strdup(tms_option(um->options, "password"));
+		cfg.token = secrets[1] = tms_malloc_strdup(tms_option(um->options, "token"));
+		cfg.credential = secrets[2] = tms_malloc_strdup(tms_option(um->options, "credential"));
 		e->client = io_engine_open(&cfg, &err);
 		for (int i = 0; i < 3; i++)
-			free_secret(secrets[i]);
+			tms_free_secret(secrets[i]);
 		secrets[0] = secrets[1] = secrets[2] = NULL;
 		if (e->client == NULL)
 			tms_io_ereport(&err);
@@ -191,7 +169,7 @@ tms_engine_open(const char *name)
 	PG_CATCH();
 	{
 		for (int i = 0; i < 3; i++)
-			free_secret(secrets[i]);
+			tms_free_secret(secrets[i]);
 		tms_engine_close(e);
 		PG_RE_THROW();
 	}

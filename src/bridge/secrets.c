@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * secrets.c
- *	  Credentials in jsonb documents (secrets.h).
+ *	  Credentials in jsonb documents, and malloc'd copies of option values
+ *	  (secrets.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -96,4 +97,27 @@ tms_jsonb_find_credential(Jsonb *jb, bool *is_key)
 		}
 	}
 	return NULL;
+}
+
+char *
+tms_malloc_strdup(const char *s)
+{
+	char	   *p;
+
+	if (s == NULL)
+		return NULL;
+	p = strdup(s);
+	if (p == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	return p;
+}
+
+void
+tms_free_secret(char *s)
+{
+	if (s != NULL)
+	{
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
 }

@@ -3,7 +3,9 @@
  * secrets.h
  *	  Credentials in JSON documents stored or shown by tms: the io layer's
  *	  one list of credential-shaped names (io/secrets.h), applied to a
- *	  jsonb document at every depth, keys and string values.
+ *	  jsonb document at every depth, keys and string values; and the
+ *	  malloc'd copies of option values (credentials among them) that
+ *	  outlive a transaction in a cached connection or an engine client.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,5 +22,11 @@
  * none.  *is_key tells which it was.  palloc'd.
  */
 extern char *tms_jsonb_find_credential(Jsonb *jb, bool *is_key);
+
+/* A malloc'd copy of s (NULL for NULL); raises when out of memory. */
+extern char *tms_malloc_strdup(const char *s);
+
+/* Overwrite a malloc'd secret, then free it; NULL-safe. */
+extern void tms_free_secret(char *s);
 
 #endif							/* TMS_BRIDGE_SECRETS_H */
