@@ -384,7 +384,10 @@ def test_policy_tasks_window_and_kill(new_cluster, catalog, file_root, world1000
     assert q(conn, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = %s",
              (pol["logs"],))[0][0] == 0
 
-    # sales: 200 changed tables; kill the worker evaluating them mid-run
+    # sales: 200 changed tables; kill the worker evaluating them mid-run.
+    # The policy rests while they change, so that its task cannot refresh
+    # and evaluate them before the loads are slowed.
+    q(conn, "SELECT tms.set_policy_active(%s, false)", (pol["sales"],))
     sales = world1000["tables"]["sales"][200:400]
     for t in sales:
         commit_append(catalog, nss["sales"], t)
@@ -393,6 +396,7 @@ def test_policy_tasks_window_and_kill(new_cluster, catalog, file_root, world1000
     # then recorded, so 20 records are seen while a later batch loads
     catalog.fault(r"/namespaces/%s/tables/t" % nss["sales"], action="hang", seconds=0.5,
                   count=100000, method="GET")
+    q(conn, "SELECT tms.set_policy_active(%s, true)", (pol["sales"],))
     wait_for(lambda: q(conn, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = %s",
                        (pol["sales"],))[0][0] >= 20, timeout=120, what="evaluations start")
     evaluated_before_kill = q(conn, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = %s",
@@ -400,7 +404,9 @@ def test_policy_tasks_window_and_kill(new_cluster, catalog, file_root, world1000
     task = q(conn, "SELECT id FROM tms.maintenance_policies WHERE name = %s", (pol["sales"],))[0][0]
     worker = q(conn, "SELECT pid FROM tms.workers WHERE current_task = %s",
                ("policy-expand/%d" % task,))
-    assert worker, "no worker runs the sales policy"
+    assert worker, "no worker runs the sales policy (workers %r, tasks %r, evaluated %d)" % (
+        q(conn, "SELECT pid, state, current_task FROM tms.workers"),
+        q(conn, "SELECT kind, instance, state FROM tms.tasks"), evaluated_before_kill)
     os.kill(worker[0][0], signal.SIGKILL)
     assert evaluated_before_kill < 200, "the evaluation was not interrupted"
     catalog.clear_faults()
