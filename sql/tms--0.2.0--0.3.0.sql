@@ -14,6 +14,8 @@
 --  * The "maintenance" task kind is detached; _start_job decides, and
 --    _run_maintenance_task is gone.
 --  * Engines are foreign servers of the new tms_engine wrapper.
+--  * tms._attach serialises a rule's baselines with a table's, so that a
+--    rule added during a discovery gets the tables it finds.
 
 \echo Use "ALTER EXTENSION tms UPDATE TO '0.3.0'" to load this file. \quit
 
@@ -540,3 +542,48 @@ AS 'MODULE_PATHNAME', 'tms_engine_statement_sql';
 
 COMMENT ON FUNCTION tms.engine_statement(text, text, text, text, jsonb) IS
     'the statement a job of an operation on a tms_engine server would submit now (for gravitino the jobs API body); sends nothing';
+
+-- ---------------------------------------------------------------------
+-- A rule added while its group's tables are being discovered: the two
+-- sides of tms._attach no longer miss each other
+-- ---------------------------------------------------------------------
+
+CREATE OR REPLACE FUNCTION tms._attach(rule_filter bigint, table_filter bigint)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+SET plan_cache_mode = force_custom_plan  -- tms.tables grows during a discovery
+AS $$
+DECLARE
+    n bigint;
+BEGIN
+    IF table_filter IS NULL THEN
+        PERFORM pg_advisory_xact_lock(7367, 2);
+    ELSE
+        PERFORM pg_advisory_xact_lock_shared(7367, 2);
+    END IF;
+    INSERT INTO tms.rule_baselines AS b
+           (rule_id, table_id, base_commits, base_bytes, since,
+            due_commits, due_bytes, due_at, triggered)
+    SELECT r.id, t.id, x.c, x.b, x.s,
+           x.c + r.commits_threshold, x.b + r.bytes_threshold,
+           x.s + make_interval(secs => r.time_threshold_ms / 1000.0),
+           (t.commits >= x.c + r.commits_threshold) IS TRUE
+             OR (t.bytes_added >= x.b + r.bytes_threshold) IS TRUE
+      FROM tms.maintenance_rules r
+      JOIN tms.maintenance_policies p ON p.id = r.policy_id
+      JOIN tms.object_groups g ON g.id = p.group_id
+      JOIN tms.tables t ON t.server = g.server AND tms._in_group(g, t)
+      CROSS JOIN LATERAL (
+          SELECT CASE WHEN r.baseline_mode = 'catch-up' THEN 0 ELSE t.commits END AS c,
+                 CASE WHEN r.baseline_mode = 'catch-up' THEN 0 ELSE t.bytes_added END AS b,
+                 CASE WHEN r.baseline_mode = 'catch-up'
+                      THEN least(coalesce(t.first_commit_at, now()), now())
+                      ELSE now() END AS s) x
+     WHERE (rule_filter IS NULL OR r.id = rule_filter)
+       AND (table_filter IS NULL OR t.id = table_filter)
+    ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;

@@ -80,7 +80,12 @@ COMMENT ON FUNCTION tms.window_open(jsonb, timestamptz) IS
 GRANT EXECUTE ON FUNCTION tms.window_open(jsonb, timestamptz) TO PUBLIC;
 
 -- Baseline values for new (rule, table) pairs: of one rule (table_filter
--- NULL) or of one table (rule_filter NULL).  catch-up: zero counters, time
+-- NULL) or of one table (rule_filter NULL).  A rule being added and a
+-- table being discovered at the same time must not miss each other (each
+-- transaction would see the other's row only after it committed, and the
+-- pair would never get a baseline): the rule side takes an exclusive lock,
+-- the table side a shared one, and the INSERT below, a new statement with
+-- a new snapshot, then sees whatever the other side committed first.  catch-up: zero counters, time
 -- counted from the table's first known commit; going-forward: the table's
 -- current counters, time from now.  Planned for the filters it is given
 -- (custom plans), so each call uses the index its filter needs: a table
@@ -94,6 +99,11 @@ AS $$
 DECLARE
     n bigint;
 BEGIN
+    IF table_filter IS NULL THEN
+        PERFORM pg_advisory_xact_lock(7367, 2);
+    ELSE
+        PERFORM pg_advisory_xact_lock_shared(7367, 2);
+    END IF;
     INSERT INTO tms.rule_baselines AS b
            (rule_id, table_id, base_commits, base_bytes, since,
             due_commits, due_bytes, due_at, triggered)
