@@ -448,19 +448,24 @@ eng_utf8_valid(const char *s, size_t len)
 
 /* ---- quoting ---- */
 
+/* s between two q, each q inside doubled (SQL's rule for its quotes) */
+static void
+quote_doubling(EngBuf *b, const char *s, char q)
+{
+	eng_buf_putc(b, q);
+	for (const char *p = s; *p; p++)
+	{
+		if (*p == q)
+			eng_buf_putc(b, q);
+		eng_buf_putc(b, *p);
+	}
+	eng_buf_putc(b, q);
+}
+
 void
 eng_spark_ident(EngBuf *b, const char *name)
 {
-	const char *p;
-
-	eng_buf_putc(b, '`');
-	for (p = name; *p; p++)
-	{
-		if (*p == '`')
-			eng_buf_putc(b, '`');
-		eng_buf_putc(b, *p);
-	}
-	eng_buf_putc(b, '`');
+	quote_doubling(b, name, '`');
 }
 
 void
@@ -501,31 +506,13 @@ eng_spark_string(EngBuf *b, const char *s)
 void
 eng_trino_ident(EngBuf *b, const char *name)
 {
-	const char *p;
-
-	eng_buf_putc(b, '"');
-	for (p = name; *p; p++)
-	{
-		if (*p == '"')
-			eng_buf_putc(b, '"');
-		eng_buf_putc(b, *p);
-	}
-	eng_buf_putc(b, '"');
+	quote_doubling(b, name, '"');
 }
 
 void
 eng_trino_string(EngBuf *b, const char *s)
 {
-	const char *p;
-
-	eng_buf_putc(b, '\'');
-	for (p = s; *p; p++)
-	{
-		if (*p == '\'')
-			eng_buf_putc(b, '\'');
-		eng_buf_putc(b, *p);
-	}
-	eng_buf_putc(b, '\'');
+	quote_doubling(b, s, '\'');
 }
 
 void
