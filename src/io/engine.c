@@ -608,39 +608,7 @@ io_engine_status_error(IoEngine *eng, const IoHttpResponse *resp, bool submit,
 				emsg = json_string_value(json_object_get(doc, "error_description"));
 		}
 	}
-	switch (st)
-	{
-		case 400:
-		case 422:
-			code = IO_ERR_BAD_REQUEST;
-			break;
-		case 401:
-		case 419:
-			code = IO_ERR_UNAUTHORIZED;
-			break;
-		case 403:
-			code = IO_ERR_FORBIDDEN;
-			break;
-		case 404:
-		case 410:
-			code = IO_ERR_NOT_FOUND;
-			break;
-		case 409:
-			code = IO_ERR_ALREADY_EXISTS;
-			break;
-		case 429:
-			code = IO_ERR_UNAVAILABLE;
-			break;
-		case 501:
-			code = IO_ERR_UNSUPPORTED;
-			break;
-		case 503:
-			code = IO_ERR_UNAVAILABLE;
-			break;
-		default:
-			code = st >= 500 ? IO_ERR_SERVER : IO_ERR_PROTOCOL;
-			break;
-	}
+	code = st == 410 ? IO_ERR_NOT_FOUND : io_http_status_code(st);
 	if (submit && st >= 500)
 	{
 		code = IO_ERR_COMMIT_STATE_UNKNOWN;

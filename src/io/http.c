@@ -551,6 +551,34 @@ io_http_retryable_status(long status)
 }
 
 /* See io_int.h. */
+IoErrorCode
+io_http_status_code(long status)
+{
+	switch (status)
+	{
+		case 400:
+		case 422:
+			return IO_ERR_BAD_REQUEST;
+		case 401:
+		case 419:
+			return IO_ERR_UNAUTHORIZED;
+		case 403:
+			return IO_ERR_FORBIDDEN;
+		case 404:
+			return IO_ERR_NOT_FOUND;
+		case 409:
+			return IO_ERR_ALREADY_EXISTS;
+		case 429:
+		case 503:
+			return IO_ERR_UNAVAILABLE;
+		case 501:
+			return IO_ERR_UNSUPPORTED;
+		default:
+			return status >= 500 ? IO_ERR_SERVER : IO_ERR_PROTOCOL;
+	}
+}
+
+/* See io_int.h. */
 long
 io_http_backoff_ms(const IoHttpOptions *opt, int attempt)
 {

@@ -129,6 +129,15 @@ extern const char *io_http_header(const IoHttpResponse *resp, const char *name,
 /* Is an HTTP status worth retrying (429, 500, 502, 503, 504)? */
 extern bool io_http_retryable_status(long status);
 
+/*
+ * The error code of an HTTP error status, as every client of this layer
+ * reads it (callers refine it: the catalog's 404 kinds and commits):
+ * 400/422 bad request, 401/419 unauthorized, 403 forbidden, 404 not
+ * found, 409 already exists, 429 and 503 unavailable, 501 unsupported,
+ * other 5xx server, anything else a protocol error.
+ */
+extern IoErrorCode io_http_status_code(long status);
+
 /* Backoff before retry attempt+1: base * 2^attempt, capped, with jitter. */
 extern long io_http_backoff_ms(const IoHttpOptions *opt, int attempt);
 

@@ -156,59 +156,24 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 		}
 	}
 
-	switch (st)
+	code = io_http_status_code(st);
+	if (st == 404)
 	{
-		case 400:
-		case 422:
-			code = IO_ERR_BAD_REQUEST;
-			break;
-		case 401:
-		case 419:
-			code = IO_ERR_UNAUTHORIZED;
-			break;
-		case 403:
-			code = IO_ERR_FORBIDDEN;
-			break;
-		case 404:
-			if (etype && strstr(etype, "NoSuchNamespace"))
-				code = IO_ERR_NO_SUCH_NAMESPACE;
-			else if (etype && (strstr(etype, "NoSuchTable") || strstr(etype, "NoSuchIcebergTable")))
-				code = IO_ERR_NO_SUCH_TABLE;
-			else if (kind == REST_CALL_NAMESPACE)
-				code = IO_ERR_NO_SUCH_NAMESPACE;
-			else if (kind == REST_CALL_TABLE || kind == REST_CALL_COMMIT)
-				code = IO_ERR_NO_SUCH_TABLE;
-			else
-				code = IO_ERR_NOT_FOUND;
-			break;
-		case 406:
-		case 501:
-			code = IO_ERR_UNSUPPORTED;
-			break;
-		case 409:
-			code = kind == REST_CALL_COMMIT ? IO_ERR_CONFLICT : IO_ERR_ALREADY_EXISTS;
-			break;
-		case 429:
-			code = IO_ERR_UNAVAILABLE;
-			break;
-		case 500:
-		case 502:
-		case 503:
-		case 504:
-			if (kind == REST_CALL_COMMIT)
-				code = IO_ERR_COMMIT_STATE_UNKNOWN;
-			else
-				code = st == 503 ? IO_ERR_UNAVAILABLE : IO_ERR_SERVER;
-			break;
-		default:
-			if (kind == REST_CALL_COMMIT && st >= 500)
-				code = IO_ERR_COMMIT_STATE_UNKNOWN;
-			else if (st >= 500)
-				code = IO_ERR_SERVER;
-			else
-				code = IO_ERR_PROTOCOL;
-			break;
+		if (etype && strstr(etype, "NoSuchNamespace"))
+			code = IO_ERR_NO_SUCH_NAMESPACE;
+		else if (etype && (strstr(etype, "NoSuchTable") || strstr(etype, "NoSuchIcebergTable")))
+			code = IO_ERR_NO_SUCH_TABLE;
+		else if (kind == REST_CALL_NAMESPACE)
+			code = IO_ERR_NO_SUCH_NAMESPACE;
+		else if (kind == REST_CALL_TABLE || kind == REST_CALL_COMMIT)
+			code = IO_ERR_NO_SUCH_TABLE;
 	}
+	else if (st == 406)
+		code = IO_ERR_UNSUPPORTED;
+	else if (kind == REST_CALL_COMMIT && st == 409)
+		code = IO_ERR_CONFLICT;
+	else if (kind == REST_CALL_COMMIT && st >= 500 && st != 501)
+		code = IO_ERR_COMMIT_STATE_UNKNOWN;
 	if (st == 406)
 	{
 		/*
