@@ -156,12 +156,12 @@ record(MaintRun *run, const char *phase, const char *statement,
 	return true;
 }
 
-/* Namespace levels of the run's table (IO_NS_SEP separated). */
+/* The levels of a namespace in the io layer's form (IO_NS_SEP separated). */
 static const char **
-namespace_levels(MaintRun *run, size_t *n)
+namespace_levels(const char *ns_io, size_t *n)
 {
-	const char **levels = palloc(sizeof(char *) * (strlen(run->ns_io) + 1));
-	char	   *s = pstrdup(run->ns_io);
+	const char **levels = palloc(sizeof(char *) * (strlen(ns_io) + 1));
+	char	   *s = pstrdup(ns_io);
 	char	   *p = s;
 
 	*n = 0;
@@ -370,7 +370,7 @@ maint_run_engine(MaintRun *run)
 
 		/* the statement, from the options as they are now */
 		target.catalog = eng->catalog;
-		target.ns = namespace_levels(run, &target.nns);
+		target.ns = namespace_levels(run->ns_io, &target.nns);
 		target.table = run->table;
 		if (engine_statement_build(eng->type, maint_op_name(run->opt.op), &target,
 								   run->opt.options_json, tag,
@@ -509,7 +509,6 @@ tms_engine_statement(const char *engine, const char *ns, const char *table,
 	EngineError err;
 	EngineTarget target;
 	ForeignServer *server;
-	MaintRun	run;
 	char	   *text;
 	char	   *tag = "tms-job-0";
 
@@ -524,10 +523,8 @@ tms_engine_statement(const char *engine, const char *ns, const char *table,
 	/* what run_operation would check: the acting role may use the engine */
 	tms_engine_check_access(engine, tms_acting_role());
 	server = GetForeignServerByName(engine, false);
-	memset(&run, 0, sizeof(run));
-	run.ns_io = tms_namespace_to_io(ns);
 	target.catalog = tms_option(server->options, "catalog");
-	target.ns = namespace_levels(&run, &target.nns);
+	target.ns = namespace_levels(tms_namespace_to_io(ns), &target.nns);
 	target.table = table;
 	if (engine_statement_build(opt.engine_type, operation, &target, opt.options_json, tag,
 							   maint_timestamp_to_ms(GetCurrentTimestamp()), &st, &err) != 0)

@@ -442,8 +442,8 @@ def test_sigkill_after_submit_leaves_one_run(env, mtable):
         jid = run(env, ns, name, "manifest-rewrite", engine="slowlivy")
         wait_for(lambda: (job(env, jid) or {}).get("phase") == "engine" and worker_pid(env, jid),
                  timeout=30, what="the job to submit")
-        assert [r["state"] for r in slow.runs()] == [] or all(
-            r["tag"] == "tms-job-%d" % jid for r in slow.runs())
+        # killed while the session starts: no statement was posted yet
+        assert slow.runs() == []
         os.kill(worker_pid(env, jid), signal.SIGKILL)
         row = wait_job(env, jid, timeout=120)
         runs = slow.runs()
