@@ -72,7 +72,7 @@ class Cluster:
     """A PostgreSQL cluster in `datadir`, socket in `datadir`/../sock."""
 
     def __init__(self, datadir, port=None, preload=("tms", "pg_cron"),
-                 dbname="tms_regress", settings=None):
+                 dbname="tms_regress", settings=None, server_env=None):
         self.datadir = os.path.abspath(datadir)
         self.root = os.path.dirname(self.datadir)
         self.host = os.path.join(self.root, "sock")
@@ -81,6 +81,8 @@ class Cluster:
         self.preload = tuple(preload)
         self.dbname = dbname
         self.settings = dict(settings or {})
+        # extra environment of the server (e.g. libfaketime's LD_PRELOAD)
+        self.server_env = dict(server_env or {})
 
     # -- lifecycle -------------------------------------------------------
 
@@ -127,7 +129,8 @@ class Cluster:
         r = subprocess.run(_as_server_user(
             [os.path.join(BINDIR, "pg_ctl"), "-D", self.datadir, "-l",
              self.logfile, "-w", "-t", "60", "start"]),
-            cwd="/tmp", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            cwd="/tmp", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=dict(os.environ, **self.server_env))
         if r.returncode != 0:
             raise RuntimeError("could not start PostgreSQL in %s: %s\n%s"
                                % (self.datadir, r.stdout.strip(), self.log_tail(20)))

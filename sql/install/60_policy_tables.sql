@@ -78,7 +78,19 @@ CREATE TABLE tms.maintenance_rules (
     needs             text NOT NULL,          -- metric level of the condition
     baseline_mode     text NOT NULL CHECK (baseline_mode IN ('catch-up', 'going-forward')),
     created_at        timestamptz NOT NULL DEFAULT now(),
-    CHECK (num_nonnulls(commits_threshold, bytes_threshold, time_threshold_ms) > 0)
+    -- when the rule is evaluated (tms._check_schedule): NULL, at every
+    -- evaluation cycle of its policy; {"crontab": "m h dom mon dow",
+    -- "time-zone": "Europe/Berlin"}, at each firing; {"on-commit": true},
+    -- after each commit to a table (both may be given)
+    schedule          jsonb,
+    min_interval_ms   bigint CHECK (min_interval_ms >= 0),  -- NULL: the operation's setting
+    -- the crontab firing expanded last (policy-expand), and while its
+    -- expansion is under way the last table id enqueued (NULL: complete)
+    cron_fired_at     timestamptz,
+    cron_cursor       bigint,
+    CONSTRAINT maintenance_rules_check
+        CHECK (schedule IS NOT NULL
+               OR num_nonnulls(commits_threshold, bytes_threshold, time_threshold_ms) > 0)
 );
 
 CREATE INDEX maintenance_rules_policy_idx ON tms.maintenance_rules (policy_id);
@@ -184,6 +196,7 @@ CREATE TABLE tms.rule_baselines (
     triggered         boolean NOT NULL DEFAULT false,
     pending_job       bigint,                 -- in-flight job: no evaluation
     last_evaluated_at timestamptz,
+    cooldown_until    timestamptz,            -- no job before (the rule's min_interval)
     PRIMARY KEY (rule_id, table_id)
 );
 

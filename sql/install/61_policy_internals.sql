@@ -130,10 +130,15 @@ BEGIN
 END
 $$;
 
--- Record what a policy's refresh observed of a table: upsert tms.tables with
--- the commits seen since the last observation, attach it to the groups it
--- belongs to (creating baselines), and mark the (table, rule) pairs whose
--- commit or byte threshold it now reaches.  Returns the table id.
+-- Record what a policy's refresh or a commit-job observed of a table:
+-- upsert tms.tables with the commits seen since the last observation,
+-- attach it to the groups it belongs to (creating baselines), and mark the
+-- (table, rule) pairs whose commit or byte threshold it now reaches.
+-- base_commits and base_bytes, when given, are the counters the caller
+-- read before it counted new_commits and new_bytes: the counters become
+-- base + new unless another observer already counted further, so two
+-- observers of one commit (a refresh and a commit-job) count it once.
+-- Returns the table id.
 CREATE FUNCTION tms.observe_table(server name, namespace text, table_name text,
                                   table_uuid text, metadata_location text,
                                   snapshot_id bigint,
@@ -141,7 +146,9 @@ CREATE FUNCTION tms.observe_table(server name, namespace text, table_name text,
                                   new_bytes bigint DEFAULT 0,
                                   first_commit_at timestamptz DEFAULT NULL,
                                   last_commit_at timestamptz DEFAULT NULL,
-                                  etag text DEFAULT NULL)
+                                  etag text DEFAULT NULL,
+                                  base_commits bigint DEFAULT NULL,
+                                  base_bytes bigint DEFAULT NULL)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -170,8 +177,10 @@ BEGIN
        SET table_uuid = EXCLUDED.table_uuid,
            metadata_location = EXCLUDED.metadata_location,
            snapshot_id = EXCLUDED.snapshot_id,
-           commits = t.commits + EXCLUDED.commits,
-           bytes_added = t.bytes_added + EXCLUDED.bytes_added,
+           commits = CASE WHEN base_commits IS NULL THEN t.commits + EXCLUDED.commits
+                          ELSE greatest(t.commits, base_commits + EXCLUDED.commits) END,
+           bytes_added = CASE WHEN base_bytes IS NULL THEN t.bytes_added + EXCLUDED.bytes_added
+                              ELSE greatest(t.bytes_added, base_bytes + EXCLUDED.bytes_added) END,
            first_commit_at = coalesce(t.first_commit_at, EXCLUDED.first_commit_at),
            last_commit_at = greatest(t.last_commit_at, EXCLUDED.last_commit_at),
            etag = EXCLUDED.etag,
@@ -192,10 +201,10 @@ BEGIN
 END
 $$;
 
-COMMENT ON FUNCTION tms.observe_table(name, text, text, text, text, bigint, bigint, bigint, timestamptz, timestamptz, text) IS
+COMMENT ON FUNCTION tms.observe_table(name, text, text, text, text, bigint, bigint, bigint, timestamptz, timestamptz, text, bigint, bigint) IS
     'record commits observed on a table (used by the policy evaluation; tests may simulate commits with it)';
 
-REVOKE ALL ON FUNCTION tms.observe_table(name, text, text, text, text, bigint, bigint, bigint, timestamptz, timestamptz, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION tms.observe_table(name, text, text, text, text, bigint, bigint, bigint, timestamptz, timestamptz, text, bigint, bigint) FROM PUBLIC;
 
 -- Mark a table dropped: it leaves every group.
 CREATE FUNCTION tms._table_dropped(tid bigint)
@@ -349,6 +358,90 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- Validate a rule's schedule document (NULL: the policy's evaluation
+-- cycle) for its operation; returns the time zone of its crontab (NULL:
+-- none).
+CREATE FUNCTION tms._check_schedule(operation text, schedule jsonb)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    k text;
+    zone text;
+BEGIN
+    IF schedule IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF jsonb_typeof(schedule) <> 'object' THEN
+        RAISE EXCEPTION 'invalid rule schedule'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('The schedule must be a JSON object, not %s.', jsonb_typeof(schedule)),
+                    HINT = 'Examples: {"crontab": "0 2 * * *", "time-zone": "Europe/Berlin"}, {"on-commit": true}.';
+    END IF;
+    FOR k IN SELECT jsonb_object_keys(schedule) LOOP
+        IF k NOT IN ('crontab', 'time-zone', 'on-commit') THEN
+            RAISE EXCEPTION 'invalid rule schedule'
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('Unknown key "%s".', k),
+                        HINT = 'A schedule has the keys "crontab", "time-zone" and "on-commit".';
+        END IF;
+    END LOOP;
+    IF schedule ? 'on-commit' AND jsonb_typeof(schedule -> 'on-commit') <> 'boolean' THEN
+        RAISE EXCEPTION 'invalid rule schedule'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('"on-commit" is %s; it must be true or false.', schedule -> 'on-commit');
+    END IF;
+    IF schedule ? 'crontab' AND jsonb_typeof(schedule -> 'crontab') <> 'string' THEN
+        RAISE EXCEPTION 'invalid rule schedule'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('"crontab" is %s; it must be a string of five cron fields.', schedule -> 'crontab');
+    END IF;
+    IF schedule ? 'time-zone' THEN
+        IF NOT schedule ? 'crontab' THEN
+            RAISE EXCEPTION 'invalid rule schedule'
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = 'A "time-zone" is given without a "crontab".';
+        END IF;
+        IF jsonb_typeof(schedule -> 'time-zone') <> 'string' THEN
+            RAISE EXCEPTION 'invalid rule schedule'
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('"time-zone" is %s; it must be a string such as "Europe/Berlin".', schedule -> 'time-zone');
+        END IF;
+    END IF;
+    IF NOT schedule ? 'crontab' AND schedule -> 'on-commit' IS DISTINCT FROM 'true' THEN
+        RAISE EXCEPTION 'invalid rule schedule'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = 'The schedule has neither a "crontab" nor "on-commit": true.',
+                    HINT = 'Leave the schedule out (NULL) to evaluate the rule at every evaluation cycle.';
+    END IF;
+    IF operation = 'orphan-cleanup' AND schedule -> 'on-commit' = 'true' THEN
+        RAISE EXCEPTION 'orphan-cleanup cannot run on commit'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = 'orphan-cleanup scans storage; it runs on a crontab or the evaluation cycle only.',
+                    HINT = 'Give it a "crontab" schedule instead.';
+    END IF;
+    IF schedule ? 'crontab' THEN
+        zone := coalesce(schedule ->> 'time-zone', 'UTC');
+        -- raises on a bad expression (caret in DETAIL) or an unknown zone
+        IF tms.cron_next(schedule ->> 'crontab', now(), zone) IS NULL THEN
+            RAISE EXCEPTION 'invalid rule schedule'
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('The crontab "%s" never fires.', schedule ->> 'crontab');
+        END IF;
+    END IF;
+    RETURN zone;
+END
+$$;
+
+-- The cooldown of an operation when its rule gives no min_interval: the
+-- setting tms.<operation>_min_interval, in milliseconds
+-- (src/ops/policy.c).
+CREATE FUNCTION tms._default_min_interval(operation text)
+RETURNS bigint
+LANGUAGE c STABLE STRICT
+AS 'MODULE_PATHNAME', 'tms_default_min_interval';
 
 -- Reject credentials anywhere in an options document: a credential-shaped
 -- key, or a string value holding one ("...secret.key=..."), at any depth.

@@ -151,7 +151,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms._add_rule(acting regrole, policy_name text, operation text, engine text, counters jsonb, condition text, baseline_mode text, options jsonb)
+CREATE FUNCTION tms._add_rule(acting regrole, policy_name text, operation text, engine text, counters jsonb, condition text, baseline_mode text, options jsonb, schedule jsonb, min_interval interval)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -165,8 +165,13 @@ DECLARE
     rid bigint;
 BEGIN
     PERFORM tms._check_operation(operation, engine, NULL);   -- names first
+    PERFORM tms._check_schedule(operation, schedule);
 
-    -- counters: at least one threshold, each a positive integer
+    -- counters: each a positive integer; at least one unless a schedule
+    -- says when to look
+    IF counters IS NULL THEN
+        counters := '{}';
+    END IF;
     IF counters IS NULL OR jsonb_typeof(counters) <> 'object' THEN
         RAISE EXCEPTION 'invalid rule counters'
               USING ERRCODE = 'invalid_parameter_value',
@@ -190,10 +195,16 @@ BEGIN
                         DETAIL = format('The threshold is %s.', v);
         END IF;
     END LOOP;
-    IF NOT (counters ? 'commits-added' OR counters ? 'bytes-added' OR counters ? 'time-elapsed') THEN
-        RAISE EXCEPTION 'a rule needs at least one counter threshold'
+    IF schedule IS NULL
+       AND NOT (counters ? 'commits-added' OR counters ? 'bytes-added' OR counters ? 'time-elapsed') THEN
+        RAISE EXCEPTION 'a rule needs at least one counter threshold or a schedule'
               USING ERRCODE = 'invalid_parameter_value',
-                    HINT = 'Give commits-added, bytes-added or time-elapsed, e.g. {"commits-added": 100}.';
+                    HINT = 'Give commits-added, bytes-added or time-elapsed, e.g. {"commits-added": 100}, or a schedule such as {"crontab": "0 2 * * *"}.';
+    END IF;
+    IF min_interval IS NOT NULL AND (NOT isfinite(min_interval) OR min_interval < interval '0') THEN
+        RAISE EXCEPTION 'invalid min_interval'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('min_interval is %s; it must be zero or more.', min_interval);
     END IF;
     -- orphan-cleanup scans storage: schedule only, never on commits
     IF operation = 'orphan-cleanup' AND (counters ? 'commits-added' OR counters ? 'bytes-added') THEN
@@ -219,12 +230,18 @@ BEGIN
     INSERT INTO tms.maintenance_rules (policy_id, operation, engine, options,
                                        commits_threshold, bytes_threshold,
                                        time_threshold_ms, condition, needs,
-                                       baseline_mode)
+                                       baseline_mode, schedule, min_interval_ms)
     VALUES (p.id, operation, engine, coalesce(options, '{}'),
             (counters ->> 'commits-added')::bigint, (counters ->> 'bytes-added')::bigint,
-            (counters ->> 'time-elapsed')::bigint, condition, needs, baseline_mode)
+            (counters ->> 'time-elapsed')::bigint, condition, needs, baseline_mode,
+            schedule,
+            (extract(epoch FROM min_interval) * 1000)::bigint)
     RETURNING id INTO rid;
     PERFORM tms._attach(rid, NULL);
+    -- the policy's task is due at its rules' next firing: look again now
+    IF schedule ? 'crontab' THEN
+        PERFORM tms.schedule_task('policy-expand', p.id::text);
+    END IF;
     RETURN rid;
 END
 $$;
@@ -404,16 +421,18 @@ COMMENT ON FUNCTION tms.create_policy(text, text, text, jsonb, boolean) IS
     'create a maintenance policy over an object group, owned by (and run as) the acting role';
 
 CREATE FUNCTION tms.add_rule(policy_name text, operation text, engine text,
-                             counters jsonb,
+                             counters jsonb DEFAULT NULL,
                              condition text DEFAULT 'true',
                              baseline_mode text DEFAULT 'catch-up',
-                             options jsonb DEFAULT '{}')
+                             options jsonb DEFAULT '{}',
+                             schedule jsonb DEFAULT NULL,
+                             min_interval interval DEFAULT NULL)
 RETURNS bigint
 LANGUAGE c VOLATILE
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
-COMMENT ON FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb) IS
-    'add a rule to a policy: operation, engine, counter thresholds, DSL condition, baseline mode, options';
+COMMENT ON FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval) IS
+    'add a rule to a policy: operation, engine, counter thresholds, DSL condition, baseline mode, options, schedule (crontab, on-commit; NULL: every evaluation cycle), cooldown';
 
 CREATE FUNCTION tms.drop_rule(rule_id bigint)
 RETURNS void
@@ -455,7 +474,7 @@ REVOKE ALL ON FUNCTION
     tms._grant_object_group(regrole, text, regrole),
     tms._revoke_object_group(regrole, text, regrole),
     tms._create_policy(regrole, text, text, text, jsonb, boolean),
-    tms._add_rule(regrole, text, text, text, jsonb, text, text, jsonb),
+    tms._add_rule(regrole, text, text, text, jsonb, text, text, jsonb, jsonb, interval),
     tms._drop_rule(regrole, bigint),
     tms._set_policy_active(regrole, text, boolean),
     tms._set_policy_window(regrole, text, jsonb),
@@ -469,7 +488,7 @@ GRANT EXECUTE ON FUNCTION
     tms.grant_object_group(text, regrole),
     tms.revoke_object_group(text, regrole),
     tms.create_policy(text, text, text, jsonb, boolean),
-    tms.add_rule(text, text, text, jsonb, text, text, jsonb),
+    tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval),
     tms.drop_rule(bigint),
     tms.set_policy_active(text, boolean),
     tms.set_policy_window(text, jsonb),

@@ -19,11 +19,18 @@ CREATE VIEW tms.rules AS
            r.time_threshold_ms AS time_elapsed_ms,
            r.condition, r.needs, r.baseline_mode, r.created_at,
            (SELECT count(*) FROM tms.rule_baselines b
-             WHERE b.rule_id = r.id AND b.pending_job IS NOT NULL) AS in_flight
+             WHERE b.rule_id = r.id AND b.pending_job IS NOT NULL) AS in_flight,
+           r.schedule,
+           make_interval(secs => coalesce(r.min_interval_ms,
+                                          tms._default_min_interval(r.operation)) / 1000.0) AS min_interval,
+           CASE WHEN r.schedule ? 'crontab'
+                THEN tms.cron_next(r.schedule ->> 'crontab', greatest(now(), r.cron_fired_at),
+                                   coalesce(r.schedule ->> 'time-zone', 'UTC')) END AS next_firing,
+           r.cron_fired_at AS last_firing
       FROM tms.maintenance_rules r
       JOIN tms.maintenance_policies p ON p.id = r.policy_id;
 
-COMMENT ON VIEW tms.rules IS 'rules of every policy: operation, engine, thresholds, condition, baseline mode';
+COMMENT ON VIEW tms.rules IS 'rules of every policy: operation, engine, thresholds, condition, baseline mode, schedule, cooldown, next crontab firing';
 
 -- What the next cycle would evaluate, and why.
 CREATE VIEW tms.candidates AS
@@ -41,7 +48,10 @@ CREATE VIEW tms.candidates AS
                     THEN format('time-elapsed %s ms >= %s', (extract(epoch FROM now() - b.since) * 1000)::bigint, r.time_threshold_ms) END,
                CASE WHEN b.triggered AND NOT (t.commits >= b.due_commits OR t.bytes_added >= b.due_bytes) IS TRUE
                     THEN 'triggered' END) AS reason,
-           p.active AND tms.window_open(p.time_window, now()) AS runnable
+           p.active AND tms.window_open(p.time_window, now())
+             AND (b.cooldown_until IS NULL OR b.cooldown_until <= now()) AS runnable,
+           r.schedule,
+           b.cooldown_until
       FROM tms.rule_baselines b
       JOIN tms.maintenance_rules r ON r.id = b.rule_id
       JOIN tms.maintenance_policies p ON p.id = r.policy_id
@@ -50,7 +60,7 @@ CREATE VIEW tms.candidates AS
        AND t.dropped_at IS NULL;
 
 COMMENT ON VIEW tms.candidates IS
-    '(table, rule) pairs whose counters reached a threshold: what the next cycle evaluates (runnable: policy active and window open)';
+    '(table, rule) pairs whose counters reached a threshold: what the next cycle (schedule null), firing or commit evaluates (runnable: policy active, window open, no cooldown)';
 
 CREATE VIEW tms.maintenance_jobs AS
     SELECT j.id, p.name AS policy, j.rule_id, j.operation, j.engine, t.server,
@@ -83,7 +93,7 @@ REVOKE ALL ON FUNCTION tms._compile_condition(text), tms._glob_match(text, text)
                        tms._own_policy(regrole, text), tms._own_group(regrole, text),
                        tms._may_use_group(regrole, tms.object_groups),
                        tms._check_server(name, regrole), tms._check_window(jsonb),
-                       tms._check_options(jsonb),
+                       tms._check_options(jsonb), tms._check_schedule(text, jsonb),
                        tms._record_evaluation(integer, bigint, bigint, jsonb, jsonb, boolean, text, text, jsonb, text),
                        tms._start_job(bigint), tms._job_ended(bigint)
     FROM PUBLIC;

@@ -7,13 +7,23 @@
  * A condition that is true for a (table, rule) becomes a row of
  * tms.table_maintenance_job (state pending) and a task of kind
  * "maintenance" in one transaction; maint.c runs it.  The (table, rule)
- * is not evaluated again until the job ends and its baseline is reset.
+ * is not evaluated again until the job ends and its baseline is reset,
+ * nor before the rule's min_interval has passed after that.
+ *
+ * Three kinds of task evaluate rules (seed 000's three pools, each with
+ * its cap): "policy-expand", one per policy (policy_run.c), runs the
+ * evaluation cycle of the rules without a schedule and expands the
+ * crontab firings into "cron-job" tasks, one per (policy, table); a
+ * "commit-job", one per table, is made by the commit events of
+ * src/sql/install/67_schedules.sql and runs the table's on-commit rules
+ * (policy_tasks.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <limits.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "utils/guc.h"
@@ -32,6 +42,44 @@ int			tms_max_active_operations = 8;
 int			tms_evaluation_pool_size = 4;
 int			tms_evaluation_log_retention_s = 14 * 86400;
 char	   *tms_maintenance_handler = NULL;
+int			tms_expand_batch_size = 100;
+int			tms_commit_job_delay_ms = 0;
+int			tms_commit_event_resync_interval_s = 86400;
+
+/*
+ * The cooldown of each operation when its rule gives no min_interval
+ * (seed 000's code defaults: an hour, a day for orphan cleanup), one
+ * setting each.
+ */
+typedef struct MinInterval
+{
+	const char *operation;
+	const char *setting;
+	const char *description;
+	int			value_s;
+} MinInterval;
+
+static MinInterval min_intervals[] = {
+	{"compaction", "tms.compaction_min_interval",
+	"Cooldown of compaction when its rule gives no min_interval.", 3600},
+	{"position-delete-rewrite", "tms.position_delete_rewrite_min_interval",
+	"Cooldown of position-delete-rewrite when its rule gives no min_interval.", 3600},
+	{"manifest-rewrite", "tms.manifest_rewrite_min_interval",
+	"Cooldown of manifest-rewrite when its rule gives no min_interval.", 3600},
+	{"snapshot-expiry", "tms.snapshot_expiry_min_interval",
+	"Cooldown of snapshot-expiry when its rule gives no min_interval.", 3600},
+	{"orphan-cleanup", "tms.orphan_cleanup_min_interval",
+	"Cooldown of orphan-cleanup when its rule gives no min_interval.", 86400},
+};
+
+int64
+tms_policy_default_min_interval_ms(const char *operation)
+{
+	for (size_t i = 0; i < lengthof(min_intervals); i++)
+		if (strcmp(min_intervals[i].operation, operation) == 0)
+			return (int64) min_intervals[i].value_s * 1000;
+	return (int64) min_intervals[0].value_s * 1000;	/* other engines' operations */
+}
 
 /*
  * Define the policy settings and declare the "maintenance" task kind.
@@ -111,8 +159,42 @@ tms_policy_init(void)
 							0,
 							NULL, NULL, NULL);
 
-	/* three pools; cron-job and commit-job have no executor yet */
+	DefineCustomIntVariable("tms.expand_batch_size",
+							gettext_noop("Most cron-job tasks one run of a policy-expand task enqueues."),
+							gettext_noop("A crontab firing over more tables is expanded by several runs, one after the other."),
+							&tms_expand_batch_size,
+							100, 1, 100000,
+							PGC_SIGHUP,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.commit_job_delay",
+							gettext_noop("How long after a commit event its table's commit-job is due."),
+							gettext_noop("Events arriving meanwhile coalesce into the same job."),
+							&tms_commit_job_delay_ms,
+							0, 0, 3600 * 1000,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.commit_event_resync_interval",
+							gettext_noop("Time between two full refreshes of a group whose commits arrive as events (0: never)."),
+							gettext_noop("A safety net for events that were lost; commits arriving as events need no refresh."),
+							&tms_commit_event_resync_interval_s,
+							86400, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+	for (size_t i = 0; i < lengthof(min_intervals); i++)
+		DefineCustomIntVariable(min_intervals[i].setting,
+								min_intervals[i].description,
+								gettext_noop("No job of a rule starts on a table sooner than this after the rule's last job there finished."),
+								&min_intervals[i].value_s,
+								min_intervals[i].value_s, 0, INT_MAX,
+								PGC_SIGHUP,
+								GUC_UNIT_S,
+								NULL, NULL, NULL);
+
+	/* seed 000's three pools */
 	sched_register_detached("policy-expand", policy_expand_task, &tms_expand_concurrency);
-	sched_register_builtin("cron-job", NULL, &tms_cron_concurrency);
-	sched_register_builtin("commit-job", NULL, &tms_commit_concurrency);
+	sched_register_detached("cron-job", policy_cron_job_task, &tms_cron_concurrency);
+	sched_register_detached("commit-job", policy_commit_job_task, &tms_commit_concurrency);
 }

@@ -33,6 +33,16 @@ extern char *tms_maintenance_handler;
 extern int	tms_expand_concurrency;
 extern int	tms_cron_concurrency;
 extern int	tms_commit_concurrency;
+extern int	tms_expand_batch_size;
+extern int	tms_commit_job_delay_ms;
+extern int	tms_commit_event_resync_interval_s;
+
+/*
+ * The cooldown of an operation whose rule gives no min_interval: the
+ * setting tms.<operation>_min_interval, in milliseconds (an operation of
+ * no built-in name: compaction's).
+ */
+extern int64 tms_policy_default_min_interval_ms(const char *operation);
 
 /*
  * tms.evaluate_now: one evaluation of one policy inside the caller's

@@ -7,7 +7,10 @@
  *	  maintenance jobs of true results.
  *
  * Candidates come from one indexed query over tms.rule_baselines (no
- * Iceberg I/O), CANDIDATE_BATCH at a time in key order, so a backlog of
+ * Iceberg I/O), for the run's scope (policy_int.h: a cycle's rules
+ * without a schedule, a firing's rules on one table, the on-commit rules
+ * of one table, or every rule), skipping pairs with a job in flight or in
+ * their rule's cooldown, CANDIDATE_BATCH at a time in key order, so a backlog of
  * any size is walked in bounded memory: a batch's strings live in a
  * context reset per batch, and each evaluation (explanations, its record,
  * its row) in one reset after it.  Each batch's tables are loaded
@@ -31,6 +34,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
@@ -96,39 +100,96 @@ typedef struct Batch
  * Candidates
  * --------------------------------------------------------------------- */
 
+/*
+ * The candidates of a cycle: rules without a schedule whose counters
+ * fired.  The two partial indexes of tms.rule_baselines serve its two
+ * arms.
+ */
+static const char *cycle_candidates_sql =
+"SELECT b.rule_id, b.table_id, t.namespace, t.table_name, r.operation,"
+"       r.condition, t.commits - b.base_commits,"
+"       t.bytes_added - b.base_bytes,"
+"       (extract(epoch FROM least(now() - b.since,"
+"                                 interval '100000 years')) * 1000)::bigint,"
+"       tms._chain_rank(r.operation)"
+"  FROM tms.maintenance_rules r"
+"  JOIN tms.rule_baselines b ON b.rule_id = r.id"
+"  JOIN tms.tables t ON t.id = b.table_id"
+" WHERE r.policy_id = $1 AND r.schedule IS NULL AND b.pending_job IS NULL"
+"   AND (b.triggered OR b.due_at <= now()) AND t.dropped_at IS NULL"
+"   AND (b.cooldown_until IS NULL OR b.cooldown_until <= now())"
+"   AND (tms._chain_rank(r.operation), b.rule_id, b.table_id) > ($5, $2, $3)"
+" ORDER BY tms._chain_rank(r.operation), b.rule_id, b.table_id"
+" LIMIT $4";
+
+/*
+ * The candidates of a schedule's run (a firing on one table, the commits
+ * to one table) or of tms.evaluate_now: the rules of the scope whose
+ * counters fired or that have none (the schedule alone says when).  $6
+ * the table (NULL: all), $7 the rules (NULL: all), $8 on-commit rules
+ * only.
+ */
+static const char *scoped_candidates_sql =
+"SELECT b.rule_id, b.table_id, t.namespace, t.table_name, r.operation,"
+"       r.condition, t.commits - b.base_commits,"
+"       t.bytes_added - b.base_bytes,"
+"       (extract(epoch FROM least(now() - b.since,"
+"                                 interval '100000 years')) * 1000)::bigint,"
+"       tms._chain_rank(r.operation)"
+"  FROM tms.maintenance_rules r"
+"  JOIN tms.rule_baselines b ON b.rule_id = r.id"
+"  JOIN tms.tables t ON t.id = b.table_id"
+" WHERE r.policy_id = $1 AND b.pending_job IS NULL AND t.dropped_at IS NULL"
+"   AND (b.triggered OR b.due_at <= now()"
+"        OR num_nonnulls(r.commits_threshold, r.bytes_threshold, r.time_threshold_ms) = 0)"
+"   AND (b.cooldown_until IS NULL OR b.cooldown_until <= now())"
+"   AND ($6::bigint IS NULL OR b.table_id = $6)"
+"   AND ($7::bigint[] IS NULL OR r.id = ANY ($7))"
+"   AND (NOT $8 OR r.schedule @> '{\"on-commit\": true}')"
+"   AND (tms._chain_rank(r.operation), b.rule_id, b.table_id) > ($5, $2, $3)"
+" ORDER BY tms._chain_rank(r.operation), b.rule_id, b.table_id"
+" LIMIT $4";
+
 static void
 candidates_step(void *arg)
 {
 	Batch	   *b = arg;
-	Oid			types[5] = {INT4OID, INT8OID, INT8OID, INT4OID, INT4OID};
-	Datum		values[5];
+	PolicyRun  *r = b->run;
+	Oid			types[8] = {INT4OID, INT8OID, INT8OID, INT4OID, INT4OID, INT8OID,
+	INT8ARRAYOID, BOOLOID};
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
-	values[0] = Int32GetDatum(b->run->policy->id);
+	values[0] = Int32GetDatum(r->policy->id);
 	values[1] = Int64GetDatum(b->after_rule);
 	values[2] = Int64GetDatum(b->after_table);
 	values[3] = Int32GetDatum(CANDIDATE_BATCH);
 	values[4] = Int32GetDatum(b->after_rank);
+	values[5] = Int64GetDatum(r->table_id);
+	if (r->scope != POLICY_SCOPE_CRON && r->scope != POLICY_SCOPE_COMMIT)
+		nulls[5] = 'n';
+	if (r->scope == POLICY_SCOPE_CRON)
+	{
+		Datum	   *ids = palloc(sizeof(Datum) * Max(r->nrules, 1));
+
+		for (int i = 0; i < r->nrules; i++)
+			ids[i] = Int64GetDatum(r->rule_ids[i]);
+		values[6] = PointerGetDatum(construct_array(ids, r->nrules, INT8OID, 8,
+													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	}
+	else
+		nulls[6] = 'n';
+	values[7] = BoolGetDatum(r->scope == POLICY_SCOPE_COMMIT);
 
 	/*
 	 * In the order of seed 000's chain (tms._chain_rank): a table's
 	 * compaction is recorded before its manifest rewrite, that before its
 	 * expiry, so each later job finds the earlier ones and waits for them.
 	 */
-	policy_exec("SELECT b.rule_id, b.table_id, t.namespace, t.table_name, r.operation,"
-				"       r.condition, t.commits - b.base_commits,"
-				"       t.bytes_added - b.base_bytes,"
-				"       (extract(epoch FROM least(now() - b.since,"
-				"                                 interval '100000 years')) * 1000)::bigint,"
-				"       tms._chain_rank(r.operation)"
-				"  FROM tms.maintenance_rules r"
-				"  JOIN tms.rule_baselines b ON b.rule_id = r.id"
-				"  JOIN tms.tables t ON t.id = b.table_id"
-				" WHERE r.policy_id = $1 AND b.pending_job IS NULL"
-				"   AND (b.triggered OR b.due_at <= now()) AND t.dropped_at IS NULL"
-				"   AND (tms._chain_rank(r.operation), b.rule_id, b.table_id) > ($5, $2, $3)"
-				" ORDER BY tms._chain_rank(r.operation), b.rule_id, b.table_id"
-				" LIMIT $4",
-				5, types, values, NULL, SPI_OK_SELECT);
+	if (r->scope == POLICY_SCOPE_CYCLE)
+		policy_exec(cycle_candidates_sql, 5, types, values, nulls, SPI_OK_SELECT);
+	else
+		policy_exec(scoped_candidates_sql, 8, types, values, nulls, SPI_OK_SELECT);
 	b->n = (int) SPI_processed;
 	for (int i = 0; i < b->n; i++)
 	{
@@ -157,6 +218,12 @@ candidates_step(void *arg)
  * Loading ahead
  * --------------------------------------------------------------------- */
 
+typedef struct PreloadArgs
+{
+	Preload    *pre;
+	int		   *which;			/* reqs[index] is for pre[which[index]] */
+} PreloadArgs;
+
 /*
  * IoLoadResultFn of the evaluation: keep the loaded table (taken over
  * from the io layer) or its error.  Allocates nothing, cannot fail.
@@ -164,7 +231,8 @@ candidates_step(void *arg)
 static int
 preload_result(void *arg, size_t index, IoLoadedTable *t, const IoError *err)
 {
-	Preload    *pre = (Preload *) arg + index;
+	PreloadArgs *pa = arg;
+	Preload    *pre = &pa->pre[pa->which[index]];
 
 	if (t != NULL)
 	{
@@ -179,26 +247,41 @@ preload_result(void *arg, size_t index, IoLoadedTable *t, const IoError *err)
 
 /*
  * Load the batch's tables into pre[], tms.evaluation_pool_size requests at
- * a time.  A load's failure stays in its Preload; a batch that could not
- * run at all leaves its error in every Preload not delivered.  The caller
- * frees pre[i].t.
+ * a time; the first candidate of the table a commit-job observed takes
+ * that load instead (r->kept).  A load's failure stays in its Preload; a
+ * batch that could not run at all leaves its error in every Preload not
+ * delivered.  The caller frees pre[i].t.
  */
 static void
 preload_tables(Batch *b, Preload *pre)
 {
+	PolicyRun  *r = b->run;
 	IoLoadRequest *reqs = palloc(sizeof(IoLoadRequest) * b->n);
+	PreloadArgs pa;
+	size_t		nreqs = 0;
 	IoError		err;
 
+	pa.pre = pre;
+	pa.which = palloc(sizeof(int) * b->n);
 	for (int i = 0; i < b->n; i++)
 	{
 		memset(&pre[i], 0, sizeof(Preload));
 		pre[i].err.code = IO_ERR_INTERNAL;	/* until delivered */
-		reqs[i].ns = tms_namespace_to_io(b->cands[i].ns);
-		reqs[i].table = b->cands[i].table;
-		reqs[i].known_etag = NULL;
+		if (r->kept.metadata_json != NULL && b->cands[i].table_id == r->table_id)
+		{
+			pre[i].t = r->kept;
+			pre[i].loaded = true;
+			memset(&r->kept, 0, sizeof(r->kept));
+			continue;
+		}
+		reqs[nreqs].ns = tms_namespace_to_io(b->cands[i].ns);
+		reqs[nreqs].table = b->cands[i].table;
+		reqs[nreqs].known_etag = NULL;
+		pa.which[nreqs++] = i;
 	}
-	if (io_catalog_load_tables_etag(b->run->conn->catalog, reqs, b->n,
-									tms_evaluation_pool_size, preload_result, pre,
+	if (nreqs > 0 &&
+		io_catalog_load_tables_etag(r->conn->catalog, reqs, nreqs,
+									tms_evaluation_pool_size, preload_result, &pa,
 									&err) != 0)
 	{
 		for (int i = 0; i < b->n; i++)

@@ -39,14 +39,37 @@ typedef struct PolicyRow
 	int32		group_id;
 	bool		window_open;
 	bool		active;
-	bool		refresh_due;	/* the group was not refreshed recently */
+	bool		refresh_due;	/* the group's tables need a refresh now */
+	bool		has_cycle_rules;	/* rules without a schedule */
+	bool		has_cron_rules; /* rules with a crontab */
+	bool		cycle_due;		/* the policy-expand task's cycle is due */
+	bool		events;			/* its server's commits arrive as events */
 } PolicyRow;
+
+/* Which (table, rule) pairs a run evaluates (their counters permitting). */
+typedef enum PolicyScope
+{
+	POLICY_SCOPE_CYCLE,			/* rules without a schedule, every table */
+	POLICY_SCOPE_ALL,			/* every rule, every table (evaluate_now) */
+	POLICY_SCOPE_CRON,			/* the rules that fired (rule_ids), one table */
+	POLICY_SCOPE_COMMIT			/* the on-commit rules, one table */
+} PolicyScope;
 
 typedef struct PolicyRun
 {
 	bool		task;			/* task mode (see the file header) */
 	MemoryContext cxt;			/* lives for the run */
 	PolicyRow  *policy;
+	PolicyScope scope;
+	int64		table_id;		/* CRON, COMMIT: the table */
+	int			nrules;			/* CRON: the rules that fired */
+	int64	   *rule_ids;
+	/*
+	 * COMMIT: the table as its observation loaded it (io's, freed with
+	 * io_loaded_table_free), taken by the first evaluation of the table
+	 * instead of a second load; metadata_json NULL: none
+	 */
+	IoLoadedTable kept;
 	TmsCatalogConn *conn;
 	ErrorData  *error;			/* task mode: the failure that ended the run */
 	Tuplestorestate *tupstore;	/* evaluate_now: result rows */
@@ -83,11 +106,38 @@ extern int64 policy_col_int64(int row, int col, int64 dflt);
 /* policy_refresh.c: refresh tms.tables for the policy's group. */
 extern bool policy_refresh_group(PolicyRun *r);
 
+/*
+ * policy_refresh.c: refresh one table of the policy's group (ns dotted):
+ * load it, count its new commits, record them.  A table the catalog no
+ * longer has is marked dropped (*gone set).  Connected (r->conn).  The
+ * loaded table is kept in r->kept when it came with its metadata.
+ */
+extern bool policy_refresh_table(PolicyRun *r, const char *ns, const char *table,
+								 bool *gone);
+
 /* policy_evaluate.c: find the candidates, evaluate, record, submit. */
 extern bool policy_evaluate_candidates(PolicyRun *r);
 
 /* policy_run.c: the handler of the "policy-expand" task kind. */
 extern SchedOutcome policy_expand_task(SchedTask *task, ErrorData **error);
+
+/*
+ * policy_run.c: read policy id (a step) into r->policy (NULL: gone), with
+ * task_data the policy-expand task's data (NULL: none) for cycle_due.
+ */
+extern bool policy_load(PolicyRun *r, int32 id, const char *task_data);
+
+/*
+ * policy_run.c: connect to the policy's catalog as its owner (a step),
+ * run fn(r, arg) with the connection pinned, release it.  False: the
+ * connection or fn failed.
+ */
+extern bool policy_with_catalog(PolicyRun *r, bool (*fn) (PolicyRun *r, void *arg),
+								void *arg);
+
+/* policy_tasks.c: the handlers of the "cron-job" and "commit-job" kinds. */
+extern SchedOutcome policy_cron_job_task(SchedTask *task, ErrorData **error);
+extern SchedOutcome policy_commit_job_task(SchedTask *task, ErrorData **error);
 
 /* ms since the Unix epoch, and back. */
 extern int64 policy_now_ms(void);

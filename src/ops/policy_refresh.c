@@ -70,7 +70,10 @@ typedef struct PageTable
 	char	   *metadata_location;
 	char	   *etag;
 	int64		last_commit_ms; /* -1: none */
+	int64		base_commits;	/* the counters it had (id != 0) */
+	int64		base_bytes;
 	/* what its load found, when it changed */
+	bool		vanished;		/* the catalog has no such table */
 	bool		changed;
 	char	   *uuid;
 	char	   *location;		/* the new metadata location */
@@ -99,6 +102,7 @@ typedef struct Refresh
 	/* a failure that ends the refresh */
 	ErrorData  *raised;			/* raised inside a callback: raised again */
 	bool		failed;
+	IoLoadedTable *keep;		/* one table's refresh: take its load here */
 } Refresh;
 
 /* ---------------------------------------------------------------------
@@ -231,7 +235,8 @@ known_step(void *arg)
 	values[2] = PointerGetDatum(construct_array(names, rf->ntables, TEXTOID, -1, false,
 												TYPALIGN_INT));
 	policy_exec("SELECT table_name, id, metadata_location,"
-				"       (extract(epoch FROM last_commit_at) * 1000)::bigint, etag"
+				"       (extract(epoch FROM last_commit_at) * 1000)::bigint, etag,"
+				"       commits, bytes_added"
 				"  FROM tms.tables"
 				" WHERE server = $1::name AND namespace = $2 AND table_name = ANY ($3)"
 				"   AND dropped_at IS NULL",
@@ -250,6 +255,8 @@ known_step(void *arg)
 			t->metadata_location = policy_col_str(r, 3, rf->page_cxt);
 			t->last_commit_ms = policy_col_int64(r, 4, -1);
 			t->etag = policy_col_str(r, 5, rf->page_cxt);
+			t->base_commits = policy_col_int64(r, 6, 0);
+			t->base_bytes = policy_col_int64(r, 7, 0);
 			break;
 		}
 	}
@@ -314,7 +321,9 @@ load_result(void *arg, size_t index, IoLoadedTable *lt, const IoError *err)
 	{
 		if (lt == NULL)
 		{
-			if (err->code != IO_ERR_NO_SUCH_TABLE)
+			if (err->code == IO_ERR_NO_SUCH_TABLE)
+				t->vanished = true;
+			else
 			{
 				(void) policy_fail(rf->run, tms_io_sqlstate(err->code),
 								   psprintf("could not load table \"%s.%s\": %s",
@@ -353,6 +362,12 @@ load_result(void *arg, size_t index, IoLoadedTable *lt, const IoError *err)
 				if (same)
 					t->new_commits = t->new_bytes = 0;	/* only the ETag moved */
 				iceberg_metadata_free(md);
+				if (rf->keep != NULL && rf->keep->metadata_json == NULL)
+				{
+					/* taken: io frees what is left in *lt, nothing */
+					*rf->keep = *lt;
+					memset(lt, 0, sizeof(*lt));
+				}
 			}
 		}
 	}
@@ -373,14 +388,14 @@ static void
 observe_step(void *arg)
 {
 	Refresh    *rf = arg;
-	Oid			types[11] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID,
-	INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID};
+	Oid			types[13] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT8OID,
+	INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, INT8OID, INT8OID};
 
 	for (int i = 0; i < rf->ntables; i++)
 	{
 		PageTable  *t = &rf->tables[i];
-		Datum		values[11];
-		char		nulls[11];
+		Datum		values[13];
+		char		nulls[13];
 
 		if (!t->changed)
 			continue;
@@ -411,8 +426,14 @@ observe_step(void *arg)
 			values[10] = CStringGetTextDatum(t->new_etag);
 		else
 			nulls[10] = 'n';
-		policy_exec("SELECT tms.observe_table($1::name, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-					11, types, values, nulls, SPI_OK_SELECT);
+		/* counted from the counters read in known_step: see observe_table */
+		values[11] = Int64GetDatum(t->base_commits);
+		values[12] = Int64GetDatum(t->base_bytes);
+		if (t->id == 0)
+			nulls[11] = nulls[12] = 'n';
+		policy_exec("SELECT tms.observe_table($1::name, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
+					" $12, $13)",
+					13, types, values, nulls, SPI_OK_SELECT);
 		/* each result's context would otherwise stay until the step ends */
 		SPI_freetuptable(SPI_tuptable);
 	}
@@ -647,6 +668,52 @@ refreshed_step(void *arg)
 	values[0] = Int32GetDatum(rf->run->policy->group_id);
 	policy_exec("UPDATE tms.object_groups SET refreshed_at = now() WHERE id = $1",
 				1, types, values, NULL, SPI_OK_UPDATE);
+}
+
+typedef struct Dropped
+{
+	int64		id;
+} Dropped;
+
+static void
+table_dropped_step(void *arg)
+{
+	Dropped    *d = arg;
+	Oid			types[1] = {INT8OID};
+	Datum		values[1];
+
+	values[0] = Int64GetDatum(d->id);
+	policy_exec("SELECT tms._table_dropped($1)", 1, types, values, NULL, SPI_OK_SELECT);
+}
+
+bool
+policy_refresh_table(PolicyRun *r, const char *ns, const char *table, bool *gone)
+{
+	Refresh    *rf = palloc0(sizeof(Refresh));
+	bool		ok;
+
+	rf->run = r;
+	rf->page_cxt = AllocSetContextCreate(r->cxt, "tms refresh table", ALLOCSET_SMALL_SIZES);
+	rf->ns = ns;
+	rf->ns_io = tms_namespace_to_io(ns);
+	rf->tables = palloc0(sizeof(PageTable));
+	rf->tables[0].name = pstrdup(table);
+	rf->tables[0].last_commit_ms = -1;
+	rf->tables[0].snapshot_id = -1;
+	rf->ntables = 1;
+	rf->keep = &r->kept;
+	pgstat_report_activity(STATE_RUNNING, "tms: refreshing a table");
+	ok = refresh_page(rf);
+	*gone = ok && rf->tables[0].vanished;
+	if (*gone && rf->tables[0].id != 0)
+	{
+		Dropped		d;
+
+		d.id = rf->tables[0].id;
+		ok = policy_step(r, table_dropped_step, &d);
+	}
+	MemoryContextDelete(rf->page_cxt);
+	return ok;
 }
 
 bool

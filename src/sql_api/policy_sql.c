@@ -3,7 +3,7 @@
  * policy_sql.c
  *	  SQL functions of the policy area: cron firings in a time zone
  *	  (tms.cron_next, tms.cron_prev), condition compilation for rule
- *	  validation, and tms.evaluate_now.
+ *	  validation, the operations' default cooldowns, and tms.evaluate_now.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +23,18 @@ PG_FUNCTION_INFO_V1(tms_cron_next);
 PG_FUNCTION_INFO_V1(tms_cron_prev);
 PG_FUNCTION_INFO_V1(tms_policy_compile_condition);
 PG_FUNCTION_INFO_V1(tms_evaluate_now);
+PG_FUNCTION_INFO_V1(tms_default_min_interval);
+
+/*
+ * tms._default_min_interval(operation) -> bigint: milliseconds
+ */
+Datum
+tms_default_min_interval(PG_FUNCTION_ARGS)
+{
+	char	   *op = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	PG_RETURN_INT64(tms_policy_default_min_interval_ms(op));
+}
 
 /*
  * tms.cron_next(expr, after, zone) -> timestamptz or NULL

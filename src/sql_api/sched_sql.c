@@ -41,6 +41,7 @@ PG_FUNCTION_INFO_V1(tms_schedule_task);
 PG_FUNCTION_INFO_V1(tms_cancel_task);
 PG_FUNCTION_INFO_V1(tms_run_pending);
 PG_FUNCTION_INFO_V1(tms_run_task);
+PG_FUNCTION_INFO_V1(tms_wake_at_commit);
 
 static bool wake_registered = false;
 static bool wake_pending = false;
@@ -70,6 +71,17 @@ request_wake(void)
 		wake_registered = true;
 	}
 	wake_pending = true;
+}
+
+/*
+ * tms._wake_at_commit(): for the SQL that enqueues due tasks itself (commit
+ * events, the crontab expansion).
+ */
+Datum
+tms_wake_at_commit(PG_FUNCTION_ARGS)
+{
+	request_wake();
+	PG_RETURN_VOID();
 }
 
 static void

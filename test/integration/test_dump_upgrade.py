@@ -520,9 +520,10 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
         SET ROLE app;
         SELECT tms.create_object_group('dump-g', 'dumpcat', %s);
         SELECT tms.create_policy('dump-p', 'dump-g');
-        SELECT tms.add_rule('dump-p', 'snapshot-expiry', 'local', '{"commits-added": 1}', 'true');
+        SELECT tms.add_rule('dump-p', 'snapshot-expiry', 'local', '{"commits-added": 1}', 'true',
+                            min_interval => '0');
         SELECT tms.add_rule('dump-p', 'compaction', 'spark', '{"commits-added": 1}',
-                            'dataFiles > 1000');
+                            'dataFiles > 1000', min_interval => '0');
     """, (ns,))
     rows = src.query("SET ROLE app; SELECT table_name, operation, decision"
                      " FROM tms.evaluate_now('dump-p')")

@@ -133,8 +133,10 @@ def setup_policies(conn, server, nss, window_sales=CLOSED, window_logs=CLOSED, a
           (names[kind], server, ns))
     q(conn, "SELECT tms.create_policy(%s, %s, time_window => %s, active => %s)",
       (names["sales"], names["sales"], window_sales, active))
+    # no cooldown: the tests see a rule fire again right after its job
     q(conn, "SELECT tms.add_rule(%s, 'compaction', 'spark', '{\"commits-added\": 1}',"
-            " 'dataFiles > 3 AND avgDataFileSize < 128MB', 'going-forward')", (names["sales"],))
+            " 'dataFiles > 3 AND avgDataFileSize < 128MB', 'going-forward',"
+            " min_interval => '0')", (names["sales"],))
     q(conn, "SELECT tms.create_policy(%s, %s, time_window => %s, active => %s)",
       (names["ops"], names["ops"], CLOSED, active))
     q(conn, "SELECT tms.add_rule(%s, 'compaction', 'spark', '{\"bytes-added\": 1000}',"
@@ -142,7 +144,7 @@ def setup_policies(conn, server, nss, window_sales=CLOSED, window_logs=CLOSED, a
     q(conn, "SELECT tms.create_policy(%s, %s, time_window => %s, active => %s)",
       (names["logs"], names["logs"], window_logs, active))
     q(conn, "SELECT tms.add_rule(%s, 'snapshot-expiry', 'local', '{\"commits-added\": 2}',"
-            " 'snapshots > 1', 'going-forward')", (names["logs"],))
+            " 'snapshots > 1', 'going-forward', min_interval => '0')", (names["logs"],))
     return names
 
 
