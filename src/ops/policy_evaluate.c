@@ -609,6 +609,8 @@ evaluate_batch(Batch *b, List **progs, Preload *pre)
 		if (policy_step(r, record_step, &rec))
 		{
 			r->evaluated++;
+			if (!ev.has_result && r->failed++ == 0 && ev.error)
+				r->first_failure = MemoryContextStrdup(r->cxt, ev.error);
 			if (r->tupstore)
 				put_row(r, cd, &ev, &rec);
 		}

@@ -75,6 +75,8 @@ typedef struct PolicyRun
 	Tuplestorestate *tupstore;	/* evaluate_now: result rows */
 	TupleDesc	desc;
 	int			evaluated;		/* statistics of the run (DEBUG1) */
+	int			failed;			/* evaluations without a result (logged) */
+	char	   *first_failure;	/* the first one's error, in cxt */
 	uint64		requests_refresh;
 	uint64		requests_evaluate;
 	double		refresh_ms;

@@ -27,7 +27,10 @@
  * during the cooldown are acted on after it.
  *
  * Both are detached handlers (sched.h): short steps, network in between,
- * failures returned as values (the task is retried after a backoff).
+ * failures returned as values (the task is retried after a backoff).  An
+ * evaluation that failed (logged as such) fails the task too, so a
+ * transient catalog error is retried soon instead of waiting for the next
+ * firing, which may be a day away.
  * Nothing they do twice does harm: an evaluation records at most one job
  * per (table, rule) in flight, and an observation counts a commit once
  * (tms.observe_table's base counters), so a worker killed mid-step loses
@@ -95,6 +98,23 @@ static bool
 evaluate_with_catalog(PolicyRun *r, void *arg)
 {
 	return policy_evaluate_candidates(r);
+}
+
+/*
+ * An evaluation of the run that failed (the catalog was down, the metadata
+ * could not be read: logged in tms.evaluation_log) fails the task, so
+ * that it is retried after the scheduler's backoff rather than left to the
+ * next firing or commit; the retry evaluates only what has no job yet.
+ */
+static void
+fail_on_failed_evaluations(PolicyRun *r)
+{
+	if (r->failed > 0 && r->error == NULL)
+		(void) policy_fail(r, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
+						   psprintf("%d evaluation%s failed: %s", r->failed,
+									r->failed == 1 ? "" : "s",
+									r->first_failure ? r->first_failure : "see tms.evaluation_log"),
+						   "The task runs again after a backoff; tms.evaluation_log has each failure.");
 }
 
 /* The outcome of a handler whose last run is r (NULL: none failed). */
@@ -177,8 +197,9 @@ policy_cron_job_task(SchedTask *task, ErrorData **error)
 		pgstat_report_activity(STATE_RUNNING,
 							   psprintf("tms: crontab rules of policy \"%s\" on a table",
 										r->policy->name));
-		if (policy_step(r, cron_rules_step, &cr) && r->nrules > 0)
-			(void) policy_with_catalog(r, evaluate_with_catalog, NULL);
+		if (policy_step(r, cron_rules_step, &cr) && r->nrules > 0 &&
+			policy_with_catalog(r, evaluate_with_catalog, NULL))
+			fail_on_failed_evaluations(r);
 	}
 	/* a policy that is gone or inactive: the firing passes */
 	outcome = task_outcome(r, caller, error);
@@ -362,6 +383,11 @@ policy_commit_job_task(SchedTask *task, ErrorData **error)
 		}
 		else if (r->policy->active)
 			ok = policy_with_catalog(r, evaluate_with_catalog, NULL);
+		if (ok)
+		{
+			fail_on_failed_evaluations(r);
+			ok = r->error == NULL;
+		}
 		if (sched_lease_lost())
 			ok = false;
 	}

@@ -20,8 +20,8 @@ test_schedules.py -- rules on schedules, end to end, run by the worker pool
     fall-back day (a local time that occurs twice, fired once); its tasks
     are driven by a session's CALL tms.run_pending(), as pg_cron drives
     them, since libfaketime does not reach background workers;
-  - SIGKILL of the worker in the middle of a commit-job loses nothing and
-    duplicates nothing.
+  - SIGKILL of the worker in the middle of a commit-job, and of one in the
+    middle of a cron-job, loses nothing and duplicates nothing.
 
 The module runs its own cluster (fast workers), whose database also holds
 the catalog's table of pointers; a job of the legacy engine "spark" with
@@ -307,6 +307,38 @@ def test_killing_the_worker_mid_commit_job_loses_and_duplicates_nothing(env):
     assert int(one(env, "SELECT commits FROM tms.tables WHERE server = 'cat'"
                         " AND namespace = %s", (ns,))) == base + 1
     env["catalog"].clear_faults()
+    q(env, "SELECT tms.finish_operation(id) FROM tms.table_maintenance_job WHERE rule_id = %s",
+      (rule,))
+
+
+def test_killing_the_worker_mid_cron_job_loses_and_duplicates_nothing(env):
+    ns = "cr_k"
+    make_table(env, ns, "crash")
+    rule, = policy(env, ns, "cr-k", [("snapshot-expiry",
+                                     "schedule => '{\"crontab\": \"* * * * *\"}',"
+                                     " condition => 'true'")])
+    wait_policy_refreshed(env, "cr-k")
+    # the cron-job's load of the table hangs: the worker is in the middle of it
+    env["catalog"].fault("namespaces/%s/tables/crash$" % ns, action="hang", seconds=5,
+                         method="GET", count=1)
+    pid = wait_for(lambda: one(env, "SELECT pid FROM tms.workers"
+                                    " WHERE current_task LIKE 'cron-job/%'"),
+                   timeout=90, what="a worker in the cron-job at the next firing")
+    os.kill(int(pid), signal.SIGKILL)
+    wait_for(lambda: _quiet(env, "SELECT count(*) FROM tms.table_maintenance_job"
+                                 " WHERE rule_id = %s" % rule) == 1,
+             timeout=60, what="the job after the crash")
+    wait_for(lambda: _quiet(env, "SELECT count(*) FROM tms.scheduled_tasks"
+                                 " WHERE task_name = 'cron-job'") == 0,
+             timeout=30, what="the cron-job to end")
+    # one firing, one job: the run after the crash submitted it (a load the
+    # restart cut off is a failed evaluation, and the task was retried);
+    # the next firings find it in flight
+    assert q(env, "SELECT decision, count(*) FROM tms.evaluation_log WHERE rule_id = %s"
+                  " AND decision <> 'failed' GROUP BY 1", (rule,)) == [("submitted", 1)]
+    assert len(jobs(env, rule)) == 1
+    env["catalog"].clear_faults()
+    q(env, "SELECT tms.drop_policy('cr-k')")
     q(env, "SELECT tms.finish_operation(id) FROM tms.table_maintenance_job WHERE rule_id = %s",
       (rule,))
 
