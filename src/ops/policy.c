@@ -15,7 +15,7 @@
  * evaluation cycle of the rules without a schedule and expands the
  * crontab firings into "cron-job" tasks, one per (policy, table); a
  * "commit-job", one per table, is made by the commit events of
- * src/sql/install/67_schedules.sql and runs the table's on-commit rules
+ * sql/install/67_schedules.sql and runs the table's on-commit rules
  * (policy_tasks.c).
  *
  *-------------------------------------------------------------------------

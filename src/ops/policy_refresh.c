@@ -26,6 +26,13 @@
  * a step that runs one statement per table frees each statement's result
  * at once: SPI keeps every result until the step ends otherwise.
  *
+ * A commit-job refreshes one table the same way (policy_refresh_table: a
+ * page of one), keeps the load for the evaluation that follows, and marks
+ * the table dropped when the catalog no longer has it.  The counts of an
+ * observation are relative to the counters known_step read, so a commit
+ * seen by a refresh and a commit-job at once is counted once
+ * (tms.observe_table).
+ *
  * Errors: every io and iceberg failure is a value.  The io layer calls the
  * page and load callbacks between two network waits, never from inside
  * libcurl; what they raise (an interrupt, out of memory) is caught there,
