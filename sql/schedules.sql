@@ -33,6 +33,8 @@ SELECT tms.add_rule('sc', 'orphan-cleanup', 'local', schedule => '{"on-commit": 
 SELECT tms.add_rule('sc', 'snapshot-expiry', 'local', schedule => '{"on-commit": true}',
                     min_interval => '-1 hour');
 \echo :LAST_ERROR_SQLSTATE
+SELECT tms.add_rule('sc', 'snapshot-expiry', 'local', schedule => '{"on-commit": true}',
+                    min_interval => '1000 years');
 -- without a schedule, a rule still needs a counter
 SELECT tms.add_rule('sc', 'snapshot-expiry', 'local');
 SELECT count(*) AS rules FROM tms.maintenance_rules;

@@ -201,10 +201,11 @@ BEGIN
               USING ERRCODE = 'invalid_parameter_value',
                     HINT = 'Give commits-added, bytes-added or time-elapsed, e.g. {"commits-added": 100}, or a schedule such as {"crontab": "0 2 * * *"}.';
     END IF;
-    IF min_interval IS NOT NULL AND (NOT isfinite(min_interval) OR min_interval < interval '0') THEN
+    IF min_interval IS NOT NULL AND (NOT isfinite(min_interval) OR min_interval < interval '0'
+                                     OR min_interval > interval '100 years') THEN
         RAISE EXCEPTION 'invalid min_interval'
               USING ERRCODE = 'invalid_parameter_value',
-                    DETAIL = format('min_interval is %s; it must be zero or more.', min_interval);
+                    DETAIL = format('min_interval is %s; it must be between zero and 100 years.', min_interval);
     END IF;
     -- orphan-cleanup scans storage: schedule only, never on commits
     IF operation = 'orphan-cleanup' AND (counters ? 'commits-added' OR counters ? 'bytes-added') THEN
