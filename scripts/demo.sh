@@ -222,6 +222,34 @@ psql -c "SELECT j.table_name, j.state,
            LEFT JOIN tms.table_snapshot_metrics a ON a.job_id = j.id AND a.phase = 'after'
           WHERE j.policy = 'demo-compact' ORDER BY j.id"
 
+echo "== schedules: a nightly expiry in Berlin, and a rule that runs right after each commit"
+psql -q <<'SQL'
+DO $$
+BEGIN
+    PERFORM tms.add_rule('demo-maint', 'snapshot-expiry', 'local',
+                         schedule => '{"crontab": "0 2 * * *", "time-zone": "Europe/Berlin"}',
+                         min_interval => '12 hours', condition => 'snapshots > 100');
+    PERFORM tms.add_rule('demo-compact', 'manifest-rewrite', 'local',
+                         schedule => '{"on-commit": true}', condition => 'true');
+END $$;
+SQL
+psql -c "SELECT policy, operation, schedule, min_interval, next_firing FROM tms.rules
+          WHERE schedule IS NOT NULL ORDER BY id"
+echo "-- a catalog's event listener reports a commit to real.spark_v2_mor_posdeletes"
+t0=$(date +%s%N)
+psql -Atc "SELECT tms.notify_commit('demo', 'real', 'spark_v2_mor_posdeletes') AS watched"
+for _ in $(seq 1 300); do
+  [ -n "$(psql -Atc "SELECT 1 FROM tms.maintenance_jobs WHERE policy = 'demo-compact'
+                       AND operation = 'manifest-rewrite' AND finished_at IS NOT NULL")" ] && break
+  sleep 0.05
+done
+echo "-- its commit-job evaluated the on-commit rule and the job ran, $(( ($(date +%s%N) - t0) / 1000000 )) ms after the call"
+psql -c "SELECT table_name, operation, decision, explanation FROM tms.evaluation_log
+          WHERE policy_name = 'demo-compact' AND operation = 'manifest-rewrite'"
+psql -c "SELECT id, operation, table_name, state, coalesce(reason, last_error) AS why,
+                manifests_rewritten AS rewritten, manifests_added AS added
+           FROM tms.maintenance_jobs WHERE policy = 'demo-compact' AND operation = 'manifest-rewrite'"
+
 cat <<MSG
 
 The demo is running.
