@@ -17,7 +17,9 @@
  *
  * Requests marked idempotent are retried on connection failures and on
  * 429/500/502/503/504 with exponential backoff and jitter, up to the
- * configured count; a timeout is never retried (the timeout is the
+ * configured count, waiting at least what a 429 or 503 asks for in its
+ * Retry-After (RFC 9110 10.2.3: seconds or an HTTP date; at most
+ * IO_MAX_RETRY_AFTER_MS); a timeout is never retried (the timeout is the
  * caller's budget), and non-idempotent requests (commits) never are.
  * Redirects are not followed (they would carry credentials elsewhere),
  * only http and https are allowed, TLS peers and host names are verified,
@@ -34,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <curl/curl.h>
 
@@ -45,6 +48,8 @@
 #define IO_DEFAULT_RETRY_BASE_MS		200
 #define IO_DEFAULT_MAX_RESPONSE			((size_t) 64 * 1024 * 1024)
 #define IO_MAX_BACKOFF_MS				5000
+/* the longest Retry-After honoured: a longer one waits this long */
+#define IO_MAX_RETRY_AFTER_MS			60000
 #define IO_MAX_HEADER_BYTES				(256 * 1024)
 
 static bool curl_initialised = false;
@@ -594,6 +599,69 @@ io_http_backoff_ms(const IoHttpOptions *opt, int attempt)
 }
 
 /* See io_int.h. */
+long
+io_http_retry_after_ms(const IoHttpResponse *resp, int64_t now_ms)
+{
+	size_t		len;
+	const char *v;
+	char		buf[64];
+	int64_t		ms = -1;
+
+	if (resp == NULL || (resp->status != 429 && resp->status != 503))
+		return -1;
+	v = io_http_header(resp, "Retry-After", &len);
+	if (v == NULL || len == 0 || len >= sizeof(buf))
+		return -1;
+	memcpy(buf, v, len);
+	buf[len] = '\0';
+	if (strspn(buf, "0123456789") == len)
+	{
+		/* delta-seconds; more digits than a day's worth are just long */
+		ms = len > 9 ? IO_MAX_RETRY_AFTER_MS : strtoll(buf, NULL, 10) * 1000;
+	}
+	else
+	{
+		/* an HTTP date, IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" */
+		static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+		struct tm	tm;
+		char		wday[4],
+					mon[4];
+		const char *m;
+		int			used = -1;
+
+		memset(&tm, 0, sizeof(tm));
+		if (sscanf(buf, "%3s, %2d %3s %4d %2d:%2d:%2d GMT%n", wday, &tm.tm_mday, mon,
+				   &tm.tm_year, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 7 ||
+			used != (int) len || strlen(wday) != 3 || buf[3] != ',' ||
+			(m = strstr(months, mon)) == NULL || (m - months) % 3 != 0 ||
+			strlen(mon) != 3 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+			tm.tm_min > 59 || tm.tm_sec > 60)
+			return -1;
+		tm.tm_mon = (int) (m - months) / 3;
+		tm.tm_year -= 1900;
+		ms = (int64_t) timegm(&tm) * 1000 - now_ms;
+		if (ms < 0)
+			ms = 0;
+	}
+	return (long) (ms > IO_MAX_RETRY_AFTER_MS ? IO_MAX_RETRY_AFTER_MS : ms);
+}
+
+/* See io_int.h. */
+long
+io_http_retry_delay_ms(const IoHttpOptions *opt, int attempt, const IoHttpResponse *resp)
+{
+	long		delay = io_http_backoff_ms(opt, attempt);
+	struct timespec now;
+	long		asked;
+
+	/* an HTTP date is wall-clock time (io_now_ms() is monotonic) */
+	clock_gettime(CLOCK_REALTIME, &now);
+	asked = io_http_retry_after_ms(resp, (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000);
+
+	return asked > delay ? asked : delay;
+}
+
+/* See io_int.h. */
 int
 io_http_perform(const IoHttpOptions *options, const IoHttpRequest *req,
 				IoHttpResponse *resp, IoError *err)
@@ -648,7 +716,8 @@ io_http_perform(const IoHttpOptions *options, const IoHttpRequest *req,
 			retry = io_http_retryable_status(resp->status);
 		if (!retry)
 			break;
-		if (io_sleep_ms(&opt, io_http_backoff_ms(&opt, attempt), err) != 0)
+		if (io_sleep_ms(&opt, io_http_retry_delay_ms(&opt, attempt, rc == 0 ? resp : NULL),
+						err) != 0)
 		{
 			io_http_response_free(resp);
 			rc = -1;

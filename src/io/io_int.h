@@ -130,6 +130,22 @@ extern const char *io_http_header(const IoHttpResponse *resp, const char *name,
 extern bool io_http_retryable_status(long status);
 
 /*
+ * What a 429 or 503 response asks for in its Retry-After header, in ms
+ * from now_ms (wall-clock ms since the epoch; an HTTP date in the past: 0), at most
+ * a minute; -1 when it asks nothing (no header, another status, or a
+ * value that is neither seconds nor an HTTP date).
+ */
+extern long io_http_retry_after_ms(const IoHttpResponse *resp, int64_t now_ms);
+
+/*
+ * The wait before retry number attempt + 1 after resp (NULL: a transport
+ * failure): the backoff (io_http_backoff_ms), or what the response's
+ * Retry-After asks for when that is longer.
+ */
+extern long io_http_retry_delay_ms(const IoHttpOptions *opt, int attempt,
+								   const IoHttpResponse *resp);
+
+/*
  * The error code of an HTTP error status, as every client of this layer
  * reads it (callers refine it: the catalog's 404 kinds and commits):
  * 400/422 bad request, 401/419 unauthorized, 403 forbidden, 404 not

@@ -7,8 +7,8 @@
  *		to the caller's callback as they complete.
  *
  * Rules: only the bodies of the requests in flight are held; each request
- * is retried alone (connection failures, 429/5xx with backoff, never a
- * timeout); one OAuth token serves the batch and is refreshed at most
+ * is retried alone (connection failures, 429/5xx with backoff or the
+ * longer wait a Retry-After asks for, never a timeout); one OAuth token serves the batch and is refreshed at most
  * once after a 401; the callback runs in the calling thread between two
  * polls, never inside libcurl.
  *
@@ -138,7 +138,8 @@ load_slot_finished(IoCatalog *cat, const IoLoadRequest *reqs, LoadSlot *s,
 		((rc != 0 && rerr->code == IO_ERR_CONNECT) ||
 		 (rc == 0 && io_http_retryable_status(resp->status))))
 	{
-		s->ready_ms = io_now_ms() + io_http_backoff_ms(opt, s->attempt);
+		s->ready_ms = io_now_ms() +
+			io_http_retry_delay_ms(opt, s->attempt, rc == 0 ? resp : NULL);
 		s->attempt++;
 		return 1;
 	}

@@ -8,6 +8,7 @@ of every real fixture table through tms.table_metrics / tms.table_files.
 Run: /usr/bin/python3 -m pytest test/integration/test_catalog_sql.py
 """
 
+import email.utils
 import os
 import sys
 import threading
@@ -280,6 +281,30 @@ def test_catalog_503_retried_when_retries_allowed(pg, fault_catalog):
     assert ("f_ns",) in pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,))
     statuses = [r["status"] for r in fault_catalog.requests(r"/namespaces$")["requests"]]
     assert statuses == [503, 503, 200]
+
+
+@pytest.mark.parametrize("form", ["seconds", "http-date"])
+def test_catalog_503_waits_for_its_retry_after(pg, fault_catalog, form):
+    """A 503 (or 429) that says Retry-After is retried no sooner than it
+    asks, whether it gives seconds or an HTTP date (RFC 9110 10.2.3); the
+    backoff alone would retry after 200-300 ms."""
+    name = make_server(pg, fault_catalog.uri, retries="2")
+    pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,))
+    fault_catalog.reset_requests()
+    if form == "seconds":
+        value = "2"
+    else:
+        value = email.utils.formatdate(time.time() + 3, usegmt=True)
+    fault_catalog.fault(r"/namespaces$", status=503, count=1, method="GET",
+                        headers={"Retry-After": value})
+    assert ("f_ns",) in pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,))
+    reqs = fault_catalog.requests(r"/namespaces$")["requests"]
+    assert [r["status"] for r in reqs] == [503, 200]
+    waited = reqs[1]["time"] - reqs[0]["time"]
+    sys.stderr.write("Retry-After %r: retried after %.3f s\n" % (value, waited))
+    # an HTTP date has whole seconds: 3 s from now is at least 2 s away;
+    # and far less than the one-minute cap
+    assert 1.9 <= waited < 10
 
 
 def fault_fired(catalog, fault_id):

@@ -2678,6 +2678,50 @@ test_engine_results(void)
 	io_engine_free(eng);
 }
 
+/* Retry-After (RFC 9110 10.2.3) of 429 and 503: seconds or an HTTP date. */
+static void
+test_retry_after(void)
+{
+	/* 2015-10-21 07:28:00 UTC */
+	const int64_t now = (int64_t) 1445412480 * 1000;
+	struct
+	{
+		long		status;
+		const char *header;
+		long		want;
+	}			cases[] = {
+		{503, "Retry-After: 7", 7000},
+		{429, "retry-after:  0 ", 0},
+		{503, "Retry-After: Wed, 21 Oct 2015 07:28:05 GMT", 5000},
+		{503, "Retry-After: Wed, 21 Oct 2015 07:27:00 GMT", 0},	/* past */
+		{503, "Retry-After: 3600", 60000},	/* capped at a minute */
+		{503, "Retry-After: 99999999999999999999", 60000},
+		{503, "Retry-After: -5", -1},
+		{503, "Retry-After: soon", -1},
+		{503, "Retry-After: Wed, 21 Oct 2015 07:28:05 GMT junk", -1},
+		{503, "Retry-After:", -1},
+		{503, "X-Other: 7", -1},
+		{500, "Retry-After: 7", -1},	/* only 429 and 503 ask */
+		{200, "Retry-After: 7", -1},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		IoHttpResponse r;
+		char	   *items[1];
+
+		memset(&r, 0, sizeof(r));
+		r.status = cases[i].status;
+		items[0] = (char *) cases[i].header;
+		r.headers.items = items;
+		r.headers.n = 1;
+		CHECK(io_http_retry_after_ms(&r, now) == cases[i].want,
+			  "retry-after %ld \"%s\": %ld, want %ld", cases[i].status, cases[i].header,
+			  io_http_retry_after_ms(&r, now), cases[i].want);
+	}
+	CHECK(io_http_retry_after_ms(NULL, now) == -1, "no response");
+}
+
 int
 main(void)
 {
@@ -2697,6 +2741,7 @@ main(void)
 	test_json_budget();
 	test_wire_paths();
 	test_engine_results();
+	test_retry_after();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;
 }
