@@ -9,7 +9,8 @@ ALTER EXTENSION UPDATE and pg_upgrade (doc/architecture.md, "Data model").
     cluster; there every table with a sequence takes new rows (the
     sequences were dumped), the policies are evaluated again by their
     tasks, and the purge job resumes and succeeds with the captured
-    credentials;
+    credentials; a JdbcCatalog table of pointers with tms's trigger keeps
+    it, and its commits are events again;
   - upgrade: tms 0.1.0 with data, updated to the current version, equals
     a fresh installation object by object (functions, views, tables by
     column name, constraints, indexes, sequences, grants, comments,
@@ -608,3 +609,41 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
     st, _, _ = catalog.raw("GET", "/v1/%s/namespaces/%s/tables/s3t" % (catalog.prefix, ns_purge))
     assert st == 404
     assert dst.one("SELECT count(*) FROM tms.iceberg_cleanup_credentials") == 0
+
+
+def test_dump_and_restore_keep_an_attached_jdbc_catalog(new_cluster, tmp_path):
+    """A table of pointers with tms's trigger (tms.attach_jdbc_catalog):
+    the trigger is the table's and is dumped with it, tms.commit_sources
+    with the extension's configuration; in the restored database a pointer
+    swap is a commit event again."""
+    src = new_cluster(settings=dict(FAST, **{"tms.enabled": "off"}))
+    src.psql("""
+        CREATE EXTENSION tms;
+        CREATE SERVER jsrv FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri 'http://127.0.0.1:9');
+        CREATE TABLE iceberg_tables (
+            catalog_name varchar(255) NOT NULL, table_namespace varchar(255) NOT NULL,
+            table_name varchar(255) NOT NULL, metadata_location varchar(1000),
+            previous_metadata_location varchar(1000), iceberg_type varchar(5),
+            PRIMARY KEY (catalog_name, table_namespace, table_name));
+        SELECT tms.attach_jdbc_catalog('iceberg_tables', 'jsrv', 'prod');
+        SELECT tms.create_object_group('jg', 'jsrv', 'ns');
+        SELECT tms.create_policy('jp', 'jg', active => false);
+        SELECT tms.add_rule('jp', 'compaction', 'spark', schedule => '{"on-commit": true}');
+        INSERT INTO iceberg_tables VALUES ('prod', 'ns', 't', 'm1', NULL, 'TABLE');""")
+    assert src.one("SELECT count(*) FROM tms.scheduled_tasks WHERE task_name = 'commit-job'") == 1
+    dump = os.path.join(str(tmp_path), "jdbc.dump")
+    run(["pg_dump", "-Fc", "-f", dump, "-d", src.dsn()])
+    src.stop()
+    dst = new_cluster(settings=dict(FAST, **{"tms.enabled": "off"}))
+    run(["pg_restore", "--single-transaction", "-d", dst.dsn(), dump])
+    assert dst.query("SELECT server::text, kind, pointers::text, catalog_name"
+                     " FROM tms.commit_sources") == [("jsrv", "jdbc", "iceberg_tables", "prod")]
+    assert dst.query("SELECT tgname::text FROM pg_trigger"
+                     " WHERE tgrelid = 'iceberg_tables'::regclass") == [("tms_commit_events",)]
+    dst.query("UPDATE iceberg_tables SET metadata_location = 'm2'")
+    assert dst.one("SELECT task_data ->> 'events' FROM tms.scheduled_tasks"
+                   " WHERE task_name = 'commit-job'") == "2"
+    # and the trigger goes with the last source
+    assert dst.one("SELECT tms.detach_commit_source('jsrv')") is True
+    assert dst.one("SELECT count(*) FROM pg_trigger"
+                   " WHERE tgrelid = 'iceberg_tables'::regclass") == 0
