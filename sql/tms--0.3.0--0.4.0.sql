@@ -201,32 +201,23 @@ RETURNS bigint
 LANGUAGE c STABLE STRICT
 AS 'MODULE_PATHNAME', 'tms_default_min_interval';
 
--- After a job ended (any outcome): its (table, rule) baseline is reset, so
--- the counters measure activity since this run and the pair is evaluated
--- again, though not before the rule's min_interval (seed 000's
--- minIntervalMs) has passed; old snapshot metrics are pruned.
-CREATE OR REPLACE FUNCTION tms._job_ended(jid bigint)
+-- Reset a baseline to the table's current counters when the rule's job
+-- on the table ended, and start the rule's cooldown there (its
+-- min_interval, or the operation's setting).
+CREATE OR REPLACE FUNCTION tms._reset_baseline(rid bigint, tid bigint)
 RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
+LANGUAGE sql
 AS $$
-DECLARE
-    j tms.table_maintenance_job;
-BEGIN
-    SELECT * INTO j FROM tms.table_maintenance_job WHERE id = jid;
-    IF FOUND AND EXISTS (SELECT 1 FROM tms.rule_baselines b
-                          WHERE b.rule_id = j.rule_id AND b.table_id = j.table_id
-                            AND b.pending_job = j.id) THEN
-        PERFORM tms._reset_baseline(j.rule_id, j.table_id);
-        UPDATE tms.rule_baselines b
-           SET cooldown_until = now() + make_interval(secs =>
-                   coalesce(r.min_interval_ms, tms._default_min_interval(r.operation)) / 1000.0)
-          FROM tms.maintenance_rules r
-         WHERE r.id = j.rule_id AND b.rule_id = j.rule_id AND b.table_id = j.table_id;
-    END IF;
-    DELETE FROM tms.table_snapshot_metrics
-     WHERE recorded_at < now() - current_setting('tms.snapshot_metrics_retention')::interval;
-END
+    UPDATE tms.rule_baselines b
+       SET base_commits = t.commits, base_bytes = t.bytes_added, since = now(),
+           due_commits = t.commits + r.commits_threshold,
+           due_bytes = t.bytes_added + r.bytes_threshold,
+           due_at = now() + make_interval(secs => r.time_threshold_ms / 1000.0),
+           triggered = false, pending_job = NULL,
+           cooldown_until = now() + make_interval(secs =>
+               coalesce(r.min_interval_ms, tms._default_min_interval(r.operation)) / 1000.0)
+      FROM tms.tables t, tms.maintenance_rules r
+     WHERE b.rule_id = rid AND b.table_id = tid AND t.id = tid AND r.id = rid;
 $$;
 
 -- ---------------------------------------------------------------------
@@ -257,7 +248,7 @@ BEGIN
     IF counters IS NULL THEN
         counters := '{}';
     END IF;
-    IF counters IS NULL OR jsonb_typeof(counters) <> 'object' THEN
+    IF jsonb_typeof(counters) <> 'object' THEN
         RAISE EXCEPTION 'invalid rule counters'
               USING ERRCODE = 'invalid_parameter_value',
                     DETAIL = 'Counters must be a JSON object such as {"commits-added": 100}.';

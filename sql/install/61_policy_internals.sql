@@ -39,6 +39,14 @@ RETURNS text
 LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE
 AS 'MODULE_PATHNAME', 'tms_find_credential_sql';
 
+-- The cooldown of an operation when its rule gives no min_interval: the
+-- setting tms.<operation>_min_interval, in milliseconds
+-- (src/ops/policy.c).
+CREATE FUNCTION tms._default_min_interval(operation text)
+RETURNS bigint
+LANGUAGE c STABLE STRICT
+AS 'MODULE_PATHNAME', 'tms_default_min_interval';
+
 -- Compile a condition; returns the metric level it needs, or raises the
 -- compile error (SQLSTATE, caret excerpt in DETAIL).
 CREATE FUNCTION tms._compile_condition(condition text)
@@ -215,8 +223,9 @@ AS $$
     DELETE FROM tms.rule_baselines WHERE table_id = tid AND pending_job IS NULL;
 $$;
 
--- Reset a baseline to the table's current counters (the rule's operation
--- finished, or it was evaluated and found not needed for time-elapsed).
+-- Reset a baseline to the table's current counters when the rule's job
+-- on the table ended, and start the rule's cooldown there (its
+-- min_interval, or the operation's setting).
 CREATE FUNCTION tms._reset_baseline(rid bigint, tid bigint)
 RETURNS void
 LANGUAGE sql
@@ -226,7 +235,9 @@ AS $$
            due_commits = t.commits + r.commits_threshold,
            due_bytes = t.bytes_added + r.bytes_threshold,
            due_at = now() + make_interval(secs => r.time_threshold_ms / 1000.0),
-           triggered = false, pending_job = NULL
+           triggered = false, pending_job = NULL,
+           cooldown_until = now() + make_interval(secs =>
+               coalesce(r.min_interval_ms, tms._default_min_interval(r.operation)) / 1000.0)
       FROM tms.tables t, tms.maintenance_rules r
      WHERE b.rule_id = rid AND b.table_id = tid AND t.id = tid AND r.id = rid;
 $$;
@@ -434,14 +445,6 @@ BEGIN
     RETURN zone;
 END
 $$;
-
--- The cooldown of an operation when its rule gives no min_interval: the
--- setting tms.<operation>_min_interval, in milliseconds
--- (src/ops/policy.c).
-CREATE FUNCTION tms._default_min_interval(operation text)
-RETURNS bigint
-LANGUAGE c STABLE STRICT
-AS 'MODULE_PATHNAME', 'tms_default_min_interval';
 
 -- Reject credentials anywhere in an options document: a credential-shaped
 -- key, or a string value holding one ("...secret.key=..."), at any depth.

@@ -172,7 +172,7 @@ BEGIN
     IF counters IS NULL THEN
         counters := '{}';
     END IF;
-    IF counters IS NULL OR jsonb_typeof(counters) <> 'object' THEN
+    IF jsonb_typeof(counters) <> 'object' THEN
         RAISE EXCEPTION 'invalid rule counters'
               USING ERRCODE = 'invalid_parameter_value',
                     DETAIL = 'Counters must be a JSON object such as {"commits-added": 100}.';

@@ -240,11 +240,6 @@ BEGIN
                           WHERE b.rule_id = j.rule_id AND b.table_id = j.table_id
                             AND b.pending_job = j.id) THEN
         PERFORM tms._reset_baseline(j.rule_id, j.table_id);
-        UPDATE tms.rule_baselines b
-           SET cooldown_until = now() + make_interval(secs =>
-                   coalesce(r.min_interval_ms, tms._default_min_interval(r.operation)) / 1000.0)
-          FROM tms.maintenance_rules r
-         WHERE r.id = j.rule_id AND b.rule_id = j.rule_id AND b.table_id = j.table_id;
     END IF;
     DELETE FROM tms.table_snapshot_metrics
      WHERE recorded_at < now() - current_setting('tms.snapshot_metrics_retention')::interval;
