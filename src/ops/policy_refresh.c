@@ -677,19 +677,14 @@ refreshed_step(void *arg)
 				1, types, values, NULL, SPI_OK_UPDATE);
 }
 
-typedef struct Dropped
-{
-	int64		id;
-} Dropped;
-
+/* arg: the int64 id of the table */
 static void
 table_dropped_step(void *arg)
 {
-	Dropped    *d = arg;
 	Oid			types[1] = {INT8OID};
 	Datum		values[1];
 
-	values[0] = Int64GetDatum(d->id);
+	values[0] = Int64GetDatum(*(int64 *) arg);
 	policy_exec("SELECT tms._table_dropped($1)", 1, types, values, NULL, SPI_OK_SELECT);
 }
 
@@ -713,12 +708,7 @@ policy_refresh_table(PolicyRun *r, const char *ns, const char *table, bool *gone
 	ok = refresh_page(rf);
 	*gone = ok && rf->tables[0].vanished;
 	if (*gone && rf->tables[0].id != 0)
-	{
-		Dropped		d;
-
-		d.id = rf->tables[0].id;
-		ok = policy_step(r, table_dropped_step, &d);
-	}
+		ok = policy_step(r, table_dropped_step, &rf->tables[0].id);
 	MemoryContextDelete(rf->page_cxt);
 	return ok;
 }

@@ -40,6 +40,8 @@
  */
 #include "postgres.h"
 
+#include <errno.h>
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "pgstat.h"
@@ -57,27 +59,24 @@
  * Shared
  * --------------------------------------------------------------------- */
 
-/* Parse a non-negative decimal id ending at *end or at the string's end. */
+/*
+ * A positive decimal id at s ending with stop (a separator, or '\0' for
+ * the string's end); *rest is what follows the separator.
+ */
 static bool
 parse_id(const char *s, char stop, int64 *id, const char **rest)
 {
-	int64		v = 0;
-	const char *p = s;
+	char	   *end;
 
-	if (*p < '0' || *p > '9')
+	if (*s < '0' || *s > '9')
 		return false;
-	for (; *p >= '0' && *p <= '9'; p++)
-	{
-		if (v > (PG_INT64_MAX - (*p - '0')) / 10)
-			return false;
-		v = v * 10 + (*p - '0');
-	}
-	if (*p != stop)
+	errno = 0;
+	*id = strtoi64(s, &end, 10);
+	if (errno != 0 || *end != stop || *id <= 0)
 		return false;
-	*id = v;
 	if (rest)
-		*rest = p + (stop ? 1 : 0);
-	return v > 0;
+		*rest = end + (stop ? 1 : 0);
+	return true;
 }
 
 /* A new run in task mode in context cxt. */
