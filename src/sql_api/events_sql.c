@@ -42,6 +42,13 @@
 
 PG_FUNCTION_INFO_V1(tms_jdbc_commit_trigger);
 
+/*
+ * The statement of an event, prepared once per backend: it runs on every
+ * commit of the catalog (the plan cache re-plans it if tms._jdbc_event is
+ * replaced).
+ */
+static SPIPlanPtr event_plan = NULL;
+
 /* The columns of a pointer row the events need (NULL: SQL NULL). */
 typedef struct PointerRow
 {
@@ -103,7 +110,6 @@ record_event(Oid relid, const PointerRow *p, bool dropped)
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		Oid			types[6] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID};
 		Datum		values[6];
 		char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 		TmsRoleSave save;
@@ -123,9 +129,19 @@ record_event(Oid relid, const PointerRow *p, bool dropped)
 		values[5] = BoolGetDatum(dropped);
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
+		if (event_plan == NULL)
+		{
+			Oid			types[6] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID};
+			SPIPlanPtr	plan = SPI_prepare("SELECT tms._jdbc_event($1, $2, $3, $4, $5, $6)",
+										   6, types);
+
+			if (plan == NULL || SPI_keepplan(plan) != 0)
+				elog(ERROR, "could not prepare the commit event: %s",
+					 SPI_result_code_string(SPI_result));
+			event_plan = plan;
+		}
 		tms_become_extension_owner(&save);
-		rc = SPI_execute_with_args("SELECT tms._jdbc_event($1, $2, $3, $4, $5, $6)",
-								   6, types, values, nulls, false, 0);
+		rc = SPI_execute_plan(event_plan, values, nulls, false, 0);
 		tms_restore_role(&save);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "could not record a commit event: %s", SPI_result_code_string(rc));
