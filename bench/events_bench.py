@@ -52,13 +52,9 @@ import psycopg2  # noqa: E402
 import synth  # noqa: E402
 import world  # noqa: E402
 from pgcluster import Cluster, fetch as q  # noqa: E402
-from policy_cycle import load_counts, run_cycle, wait_rows  # noqa: E402
+from policy_cycle import load_counts, run_cycle, wait_rows as wait  # noqa: E402
 
 CONDITION = "dataFiles > 3 AND avgDataFileSize < 128MB"
-
-
-def wait(conn, sql, args, ok, timeout, what, interval=0.02):
-    return wait_rows(conn, sql, args, ok, timeout, what, interval=interval)
 
 
 def pct(values, p):
@@ -178,15 +174,20 @@ def events_phase(conn, w, names, location, rate, timeout):
     starts = job_starts(conn, names)
     lat = [(starts[n] - at[n]) * 1000 for n in names]
     ok, nm = load_counts(cat, "b")
+    reqs = cat.requests()["requests"]
+    others = {}
+    for r in reqs:
+        if not (r["method"] == "GET" and "/namespaces/b/tables/" in r["path"]):
+            key = "%s %s" % (r["method"], r["path"])
+            others[key] = others.get(key, 0) + 1
     return {"commits": len(names), "commit_seconds": round(spent, 3),
             "per_commit_ms": round(spent * 1000 / len(names), 3),
             "all_started_after_s": round(done - min(at.values()), 3), "jobs": rows[0][0],
             "latency_ms": {"p50": round(pct(lat, 50), 1), "p99": round(pct(lat, 99), 1),
                            "max": round(max(lat), 1), "mean": round(statistics.mean(lat), 1)},
-            "catalog_requests": sum(1 for _ in cat.requests()["requests"]),
-            "loads_200_304": (ok, nm),
-            "requests_per_changed_table": round(sum(1 for _ in cat.requests()["requests"])
-                                                / len(names), 2)}
+            "catalog_requests": len(reqs), "loads_200_304": (ok, nm),
+            "other_requests": others,
+            "requests_per_changed_table": round(len(reqs) / len(names), 2)}
 
 
 def finish_jobs(conn):

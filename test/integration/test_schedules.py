@@ -41,7 +41,6 @@ import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
-import psycopg2
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -295,12 +294,12 @@ def test_killing_the_worker_mid_commit_job_loses_and_duplicates_nothing(env):
                                     " WHERE current_task LIKE 'commit-job/%'"),
                    what="a worker in the commit-job")
     os.kill(int(pid), signal.SIGKILL)
-    # the cluster restarts after the crash; the lease is recovered and the
-    # task runs again
-    wait_for(lambda: _quiet(env, "SELECT count(*) FROM tms.table_maintenance_job"
+    # the cluster restarts after the crash (wait_for retries through its
+    # errors); the lease is recovered and the task runs again
+    wait_for(lambda: one(env, "SELECT count(*) FROM tms.table_maintenance_job"
                                  " WHERE rule_id = %s" % rule) == 1,
              timeout=60, what="the job after the crash")
-    wait_for(lambda: _quiet(env, "SELECT count(*) FROM tms.scheduled_tasks"
+    wait_for(lambda: one(env, "SELECT count(*) FROM tms.scheduled_tasks"
                                  " WHERE task_name = 'commit-job'") == 0,
              timeout=30, what="the commit-job to end")
     assert len(jobs(env, rule)) == 1
@@ -325,10 +324,10 @@ def test_killing_the_worker_mid_cron_job_loses_and_duplicates_nothing(env):
                                     " WHERE current_task LIKE 'cron-job/%'"),
                    timeout=90, what="a worker in the cron-job at the next firing")
     os.kill(int(pid), signal.SIGKILL)
-    wait_for(lambda: _quiet(env, "SELECT count(*) FROM tms.table_maintenance_job"
+    wait_for(lambda: one(env, "SELECT count(*) FROM tms.table_maintenance_job"
                                  " WHERE rule_id = %s" % rule) == 1,
              timeout=60, what="the job after the crash")
-    wait_for(lambda: _quiet(env, "SELECT count(*) FROM tms.scheduled_tasks"
+    wait_for(lambda: one(env, "SELECT count(*) FROM tms.scheduled_tasks"
                                  " WHERE task_name = 'cron-job'") == 0,
              timeout=30, what="the cron-job to end")
     # one firing, one job: the run after the crash submitted it (a load the
@@ -341,14 +340,6 @@ def test_killing_the_worker_mid_cron_job_loses_and_duplicates_nothing(env):
     q(env, "SELECT tms.drop_policy('cr-k')")
     q(env, "SELECT tms.finish_operation(id) FROM tms.table_maintenance_job WHERE rule_id = %s",
       (rule,))
-
-
-def _quiet(env, sql):
-    """A query's value, or None while the server restarts."""
-    try:
-        return env["pg"].one(sql)
-    except (psycopg2.Error, RuntimeError):
-        return None
 
 
 # ---------------------------------------------------------------------------
