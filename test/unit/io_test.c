@@ -6,7 +6,9 @@
  *		storage URI parsing, the S3 XML reader on good and malformed
  *		input, local file storage, and, against a small forked HTTP server
  *		of this file, batches of concurrent table loads and the exact
- *		request paths that names and keys produce; the pieces of the
+ *		request paths that names and keys produce, bulk deletes with
+ *		several requests in flight (S3 DeleteObjects answers of every
+ *		kind) and the AIMD window of a storage target; the pieces of the
  *		engine clients that need no server (origins, result cells and
  *		rows, tags).
  *
@@ -1761,6 +1763,69 @@ respond_big_listing(int fd)
 }
 
 /*
+ * S3 DeleteObjects on bucket path /<bucket>?delete=: bucket "busy" is
+ * refused as a whole (503 SlowDown, Retry-After: 2); "slowly" answers
+ * after 100 ms; keys containing "slow" are refused SlowDown, "deny"
+ * AccessDenied, the others deleted.  Counts requests in flight.
+ */
+static void
+respond_delete(int fd, const char *path, const char *body, size_t body_len)
+{
+	IoStrBuf	sb;
+	char		head[256];
+	const char *p = body;
+	const char *stop = body + body_len;
+	int			now = __sync_add_and_fetch(&stats->in_flight, 1);
+	int			max;
+
+	__sync_add_and_fetch(&stats->requests, 1);
+	while ((max = stats->max_in_flight) < now &&
+		   !__sync_bool_compare_and_swap(&stats->max_in_flight, max, now))
+		;
+	if (strncmp(path, "/busy?", 6) == 0)
+	{
+		const char *doc = "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
+
+		snprintf(head, sizeof(head),
+				 "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nRetry-After: 2\r\n"
+				 "Content-Length: %zu\r\n\r\n", strlen(doc));
+		write_all(fd, head, strlen(head));
+		write_all(fd, doc, strlen(doc));
+		__sync_sub_and_fetch(&stats->in_flight, 1);
+		return;
+	}
+	if (strncmp(path, "/slowly?", 8) == 0)
+		usleep(100 * 1000);
+	io_sb_init(&sb);
+	io_sb_puts(&sb, "<?xml version=\"1.0\" encoding=\"UTF-8\"?><DeleteResult>");
+	while ((p = memmem(p, stop - p, "<Key>", 5)) != NULL)
+	{
+		const char *k = p + 5;
+		const char *e = memmem(k, stop - k, "</Key>", 6);
+		int			n;
+
+		if (e == NULL)
+			break;
+		n = (int) (e - k);
+		if (memmem(k, n, "slow", 4))
+			io_sb_printf(&sb, "<Error><Key>%.*s</Key><Code>SlowDown</Code><Message>Reduce your rate</Message></Error>", n, k);
+		else if (memmem(k, n, "deny", 4))
+			io_sb_printf(&sb, "<Error><Key>%.*s</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>", n, k);
+		else
+			io_sb_printf(&sb, "<Deleted><Key>%.*s</Key></Deleted>", n, k);
+		p = e + 6;
+	}
+	io_sb_puts(&sb, "</DeleteResult>");
+	snprintf(head, sizeof(head),
+			 "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: %zu\r\n\r\n",
+			 sb.len);
+	write_all(fd, head, strlen(head));
+	write_all(fd, sb.data, sb.len);
+	io_sb_free(&sb);
+	__sync_sub_and_fetch(&stats->in_flight, 1);
+}
+
+/*
  * Serve one keep-alive connection: POST v1/oauth/tokens, GET v1/config,
  * GET v1/namespaces/ns/tables/<name>: "missing" 404, "flaky" 503 while
  * flaky_left > 0, "hang" never answers, "slow*" answers after 100 ms;
@@ -1817,6 +1882,8 @@ serve_connection(int fd)
 					 "{\"access_token\": \"tok%d\", \"token_type\": \"bearer\", \"expires_in\": 3600}", t);
 			respond(fd, 200, NULL, body);
 		}
+		else if (strncmp(buf, "POST", 4) == 0 && strstr(path, "?delete=") != NULL)
+			respond_delete(fd, path, end + 4, body_len);
 		else if (strncmp(path, "/v1/config", 10) == 0)
 			respond(fd, 200, NULL, "{\"defaults\": {}, \"overrides\": {}}");
 		else if (strcmp(path, "/deflate-bomb") == 0)
@@ -2106,6 +2173,222 @@ out:
 	kill(server, SIGKILL);
 	waitpid(server, NULL, 0);
 	io_http_shutdown();
+}
+
+/* Run a deleter until every request started is done; the outcomes in order of arrival. */
+static int
+deleter_finish(IoDeleter *d, int started, IoDeleteDone *out)
+{
+	int			got = 0;
+	int64_t		until = now_ms() + 10000;
+	IoError		err;
+
+	while (got < started && now_ms() < until)
+	{
+		if (io_deleter_wait(d, IO_POLL_INTERVAL_MS, &err) != 0)
+			break;
+		while (got < started && io_deleter_done(d, &out[got]))
+			got++;
+	}
+	return got;
+}
+
+/*
+ * Bulk deletes with several requests in flight (delete.c) against the
+ * forked server: concurrency, keys refused to slow down, a request refused
+ * as a whole with its Retry-After, bad input.
+ */
+static void
+test_deleter(void)
+{
+	int			port;
+	pid_t		server;
+	char		endpoint[128];
+	IoStorageConfig cfg;
+	IoStorage  *st;
+	IoDeleter  *d;
+	IoError		err;
+	IoDeleteResult res[4][3];
+	IoDeleteDone done[4];
+	const char *uris[4][2];
+	char		u[4][2][64];
+	char		target[256];
+	int64_t		t0;
+	int			got;
+
+	stats = mmap(NULL, sizeof(ServerStats), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stats == MAP_FAILED || (server = start_server(&port)) < 0)
+	{
+		CHECK(0, "cannot start the test server");
+		return;
+	}
+	memset(stats, 0, sizeof(*stats));
+	snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%d", port);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.s3_endpoint = endpoint;
+	cfg.s3_path_style = 1;
+	cfg.s3_access_key_id = "AKID";
+	cfg.s3_secret_access_key = "SECRET";
+	st = io_storage_create(&cfg, &err);
+	CHECK(st != NULL, "storage: %s", st ? "" : err.message);
+	if (st == NULL)
+		goto out;
+	CHECK(io_storage_target(st, "s3a://slowly/a/b", target, sizeof(target)) == 0 &&
+		  strcmp(target, strcat(strcpy(u[0][0], endpoint), "/slowly")) == 0,
+		  "target of a URI: %s", target);
+	CHECK(io_storage_target(st, "/tmp/x", target, sizeof(target)) == -1,
+		  "a local file has no storage target");
+
+	d = io_deleter_create(st, 4, &err);
+	CHECK(d != NULL, "deleter: %s", d ? "" : err.message);
+	if (d == NULL)
+		goto out;
+
+	/* four requests of 100 ms at once */
+	for (int i = 0; i < 4; i++)
+	{
+		for (int k = 0; k < 2; k++)
+		{
+			snprintf(u[i][k], sizeof(u[i][k]), "s3://slowly/t/%d-%d.parquet", i, k);
+			uris[i][k] = u[i][k];
+		}
+		memset(res[i], 0, sizeof(res[i]));
+		CHECK(io_deleter_start(d, i, uris[i], 2, res[i], &err) == 0, "start %d: %s", i,
+			  err.message);
+	}
+	CHECK(io_deleter_start(d, 2, uris[0], 2, res[0], &err) == -1 &&
+		  err.code == IO_ERR_INTERNAL, "a busy slot is refused");
+	t0 = now_ms();
+	got = deleter_finish(d, 4, done);
+	CHECK(got == 4, "four answers: %d", got);
+	CHECK(stats->max_in_flight == 4, "four in flight at once: %d", stats->max_in_flight);
+	CHECK(now_ms() - t0 < 350, "at once, not one after the other: %lld ms",
+		  (long long) (now_ms() - t0));
+	for (int i = 0; i < got; i++)
+		CHECK(done[i].rc == 0 && !done[i].throttled && done[i].nthrottled == 0 &&
+			  res[done[i].slot][0].deleted && res[done[i].slot][1].deleted,
+			  "request in slot %d: rc %d", done[i].slot, done[i].rc);
+
+	/* keys refused to slow down, and a key refused for good */
+	{
+		const char *mixed[3] = {"s3://b/t/ok", "s3://b/t/slow-1", "s3://b/t/deny-1"};
+
+		memset(res[0], 0, sizeof(res[0]));
+		CHECK(io_deleter_start(d, 0, mixed, 3, res[0], &err) == 0, "start mixed: %s",
+			  err.message);
+		got = deleter_finish(d, 1, done);
+		CHECK(got == 1 && done[0].rc == 0 && done[0].nthrottled == 1 && !done[0].throttled,
+			  "per key: %d answers, rc %d, %zu throttled", got, done[0].rc, done[0].nthrottled);
+		CHECK(res[0][0].deleted && !res[0][1].deleted && !res[0][2].deleted &&
+			  strcmp(res[0][1].code, "SlowDown") == 0 &&
+			  strcmp(res[0][2].code, "AccessDenied") == 0,
+			  "per key results: %s %s", res[0][1].code, res[0][2].code);
+		CHECK(io_delete_code_throttled("SlowDown") && io_delete_code_throttled("InternalError") &&
+			  io_delete_code_throttled("ServiceUnavailable") &&
+			  !io_delete_code_throttled("AccessDenied") && !io_delete_code_throttled(NULL),
+			  "throttling codes");
+	}
+
+	/* refused as a whole: throttled, with what Retry-After asks */
+	{
+		const char *busy[1] = {"s3://busy/t/x"};
+
+		memset(res[1], 0, sizeof(res[1]));
+		CHECK(io_deleter_start(d, 1, busy, 1, res[1], &err) == 0, "start busy");
+		got = deleter_finish(d, 1, done);
+		CHECK(got == 1 && done[0].rc == -1 && done[0].throttled &&
+			  done[0].retry_after_ms == 2000 && strcmp(done[0].s3code, "SlowDown") == 0 &&
+			  done[0].err.code == IO_ERR_UNAVAILABLE && done[0].slot == 1 && !res[1][0].deleted,
+			  "503 SlowDown: rc %d throttled %d retry-after %ld code %s",
+			  done[0].rc, done[0].throttled, done[0].retry_after_ms, done[0].s3code);
+	}
+
+	/* bad input: mixed buckets, a local file, too many keys */
+	{
+		const char *two[2] = {"s3://b/x", "s3://c/y"};
+		const char *local[1] = {"/tmp/x"};
+
+		CHECK(io_deleter_start(d, 0, two, 2, res[0], &err) == -1 &&
+			  err.code == IO_ERR_INVALID_ARGUMENT, "two buckets refused");
+		CHECK(io_deleter_start(d, 0, local, 1, res[0], &err) == -1 &&
+			  err.code == IO_ERR_INVALID_ARGUMENT, "a local file refused");
+		CHECK(io_deleter_start(d, 0, two, IO_S3_DELETE_MAX_KEYS + 1, res[0], &err) == -1 &&
+			  err.code == IO_ERR_INVALID_ARGUMENT, "more than 1000 keys refused");
+		CHECK(io_deleter_start(d, 0, two, 1, res[0], &err) == 0, "the slot is free again");
+		got = deleter_finish(d, 1, done);
+		CHECK(got == 1 && done[0].rc == 0, "and works");
+	}
+	io_deleter_free(d);
+
+	/* a deleter freed with requests in flight abandons them */
+	d = io_deleter_create(st, 2, &err);
+	if (d != NULL)
+	{
+		const char *one[1] = {"s3://slowly/t/abandoned"};
+
+		CHECK(io_deleter_start(d, 0, one, 1, res[0], &err) == 0, "start to abandon");
+		io_deleter_free(d);
+	}
+	io_storage_free(st);
+
+out:
+	kill(-server, SIGKILL);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	io_http_shutdown();
+}
+
+/* The request window of a storage target (aimd.c). */
+static void
+test_aimd(void)
+{
+	IoAimd		a;
+	int64_t		now = 1000000;
+
+	io_aimd_init(&a, 4);
+	CHECK(a.window == 4 && io_aimd_allowed(&a, 4) == 4 && io_aimd_pause_ms(&a) == 0,
+		  "starts at the limit");
+	CHECK(io_aimd_allowed(&a, 2) == 2, "never above the limit");
+
+	/* the refusals of one round halve once */
+	CHECK(io_aimd_refused(&a, 0, true, -1, now) && a.window == 2 && a.epoch == 1,
+		  "halved: %g", a.window);
+	CHECK(!io_aimd_refused(&a, 0, true, -1, now) && a.window == 2,
+		  "a request started before the decrease does not decrease again");
+	CHECK(io_aimd_refused(&a, 1, true, -1, now) && a.window == 1 && io_aimd_allowed(&a, 4) == 1,
+		  "next round: %g", a.window);
+
+	/* below one: one in flight and a growing pause */
+	CHECK(io_aimd_refused(&a, 2, true, -1, now) && a.window == 0.5 &&
+		  io_aimd_allowed(&a, 4) == 1 && io_aimd_pause_ms(&a) == IO_AIMD_PACE_MS,
+		  "window 1/2: pause %ld", io_aimd_pause_ms(&a));
+	io_aimd_started(&a, now);
+	CHECK(a.next_start_ms == now + IO_AIMD_PACE_MS, "the next start waits the pause");
+	for (uint32_t e = 3; e < 20; e++)
+		(void) io_aimd_refused(&a, e, true, -1, now);
+	CHECK(a.window == IO_AIMD_MIN_WINDOW && io_aimd_pause_ms(&a) == 6300,
+		  "floor: %g, pause %ld", a.window, io_aimd_pause_ms(&a));
+
+	/* additive increase: 1/32 a success below one, 1/w above */
+	for (int i = 0; i < 32; i++)
+		io_aimd_succeeded(&a, 4);
+	CHECK(a.window > 1.0 && a.window < 1.02, "32 successes from the floor reach 1: %g",
+		  a.window);
+	io_aimd_succeeded(&a, 4);
+	io_aimd_succeeded(&a, 4);
+	CHECK(a.window > 2.0 && a.window < 2.6 && io_aimd_allowed(&a, 4) == 2,
+		  "then about one per window: %g", a.window);
+	for (int i = 0; i < 100; i++)
+		io_aimd_succeeded(&a, 4);
+	CHECK(a.window == 4, "up to the limit: %g", a.window);
+
+	/* a Retry-After holds starts; a fixed window does not adapt */
+	io_aimd_init(&a, 4);
+	CHECK(!io_aimd_refused(&a, 0, false, 2000, now) && a.window == 4 &&
+		  a.next_start_ms == now + 2000, "fixed window, Retry-After honoured");
+	io_aimd_started(&a, now + 10);
+	CHECK(a.next_start_ms == now + 2000, "a start at full window does not move it");
 }
 
 /* ----------------------------------------------------------------
@@ -2742,6 +3025,8 @@ main(void)
 	test_wire_paths();
 	test_engine_results();
 	test_retry_after();
+	test_deleter();
+	test_aimd();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;
 }
