@@ -11,7 +11,8 @@
  *	PGC_SIGHUP		read by the workers; changed with pg_reload_conf()
  *
  * When loaded through shared_preload_libraries it also reserves shared
- * memory (the worker slots of src/worker, the lease entries of src/sched)
+ * memory (the worker slots of src/worker, the lease entries of src/sched,
+ * the delete pool of src/ops/delete_pool.c)
  * and registers the launcher background worker, except under pg_upgrade,
  * whose servers must run nothing of ours.  Loaded later (the first call of
  * a SQL function in a backend), it defines the settings and nothing else,
@@ -33,6 +34,7 @@
 
 #include "bridge/settings.h"
 #include "io/io.h"
+#include "ops/delete.h"
 #include "ops/ops.h"
 #include "sched/lease.h"
 #include "sched/sched.h"
@@ -53,8 +55,10 @@ tms_shmem_request(void)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(tms_slots_shmem_size());
 	RequestAddinShmemSpace(sched_lease_shmem_size(tms_lease_entry_count()));
+	RequestAddinShmemSpace(tms_delete_pool_shmem_size(tms_lease_entry_count()));
 	tms_slots_shmem_request();
 	sched_lease_shmem_request();
+	tms_delete_pool_shmem_request();
 }
 
 static void
@@ -65,6 +69,7 @@ tms_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	tms_slots_shmem_init();
 	sched_lease_shmem_init(tms_lease_entry_count());
+	tms_delete_pool_shmem_init(tms_lease_entry_count());
 	LWLockRelease(AddinShmemInitLock);
 }
 

@@ -71,6 +71,7 @@ typedef struct PurgeRun
 
 	/* I/O, freed in the run's cleanup */
 	IoStorage  *storage;
+	struct TmsDeleter *deleter; /* over storage */
 	TmsTableFileIO tio;
 	IcebergFileIO fio;
 	IcebergTableMetadata *md;
