@@ -17,8 +17,11 @@
  * (io_delete_code_throttled), or failed.
  *
  * A request is signed when it starts, with the storage's credentials of
- * that moment.  Everything runs in the caller's thread; the storage's
- * interrupt callback is polled in every wait.
+ * that moment (refreshed first when they are about to expire, see
+ * io_storage_set_refresh); a request refused for its credentials says so
+ * (IoDeleteDone.credentials), and the caller may refresh them and send it
+ * again.  Everything runs in the caller's thread; the storage's interrupt
+ * callback is polled in every wait.
  *
  * src/io/delete.c
  *
@@ -168,6 +171,7 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 	h[0].value = md5b64;
 	h[1].name = "content-type";
 	h[1].value = "application/xml";
+	io_storage_refresh_if_due(d->st);
 	if (io_s3_request_build(d->st, "POST", s->bucket, "", "delete=", h, 2, s->body.data,
 							s->body.len, &req, err) != 0)
 	{
@@ -253,6 +257,7 @@ io_deleter_done(IoDeleter *d, IoDeleteDone *out)
 		snprintf(out->s3code, sizeof(out->s3code), "%s", code);
 		out->throttled = resp.status == 503 || resp.status == 429 ||
 			strcmp(code, "SlowDown") == 0;
+		out->credentials = io_s3_credentials_refused(resp.status, code);
 		/* an HTTP date is wall-clock time */
 		clock_gettime(CLOCK_REALTIME, &now);
 		out->retry_after_ms = io_http_retry_after_ms(&resp, (int64_t) now.tv_sec * 1000 +

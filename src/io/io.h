@@ -231,6 +231,9 @@ typedef struct IoStorageConfig
 	const char *s3_access_key_id;
 	const char *s3_secret_access_key;
 	const char *s3_session_token;
+	bool		s3_credentials_vended;	/* the keys are a catalog's (set by
+										 * io_storage_config_apply) */
+	int64_t		s3_credentials_expire_ms;	/* Unix ms, 0: unknown */
 	int			s3_list_page_size;	/* ListObjectsV2 max-keys; 0: 1000 */
 
 	/*
@@ -248,6 +251,7 @@ typedef struct IoStorageConfig
 } IoStorageConfig;
 
 typedef struct IoStorage IoStorage;
+typedef struct IoTableCredentials IoTableCredentials;
 
 /* What a storage URI designates. */
 typedef enum IoUriScheme
@@ -378,6 +382,8 @@ typedef struct IoDeleteDone
 	char		s3code[64];		/* rc -1 with an S3 error document: its Code */
 	bool		throttled;		/* rc -1: refused as a whole to slow down
 								 * (503, 429, SlowDown) */
+	bool		credentials;	/* rc -1: refused for its credentials (403,
+								 * ExpiredToken, ...): see io_storage_refresh */
 	long		retry_after_ms; /* what a Retry-After asked for, -1: nothing */
 	size_t		nthrottled;		/* rc 0: keys refused with a throttling code */
 } IoDeleteDone;
@@ -476,11 +482,44 @@ extern int64_t io_now_ms(void);
  *	  when allow_vended_endpoint (a server option, off by default);
  *	  otherwise the server's own endpoint stays;
  *	- client.region / s3.region apply when they look like a region
- *	  (letters, digits, '-', '_', '.'); s3.path-style-access applies.
+ *	  (letters, digits, '-', '_', '.'); s3.path-style-access applies;
+ *	- with vended credentials, s3_credentials_vended is set and
+ *	  s3.session-token-expires-at-ms (Unix ms) is their expiry.
  * Pointers in cfg then point into kv: keep kv alive as long as cfg is used.
  */
 extern void io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv,
 									size_t n, bool allow_vended_endpoint);
+
+/*
+ * Vended credentials that expire.  A storage whose credentials a catalog
+ * vended (s3_credentials_vended) may be given where to get them again: fn
+ * fills a IoTableCredentials (the catalog's current vended config) or
+ * fails with *err; it must not longjmp.  The storage then asks fn
+ *	- before a request, when its credentials expire within a margin (a
+ *	  quarter of their lifetime, at most 5 minutes), and
+ *	- once after a request refused for its credentials (403, or an S3
+ *	  error ExpiredToken, InvalidToken, TokenRefreshRequired), which is
+ *	  then sent again;
+ * and replaces its key id, secret and session token in place (everything
+ * sharing the handle uses the new ones), never its endpoint.  A refreshed
+ * config without both a key id and a secret is a failure: the storage
+ * never falls back to other credentials.  free_arg (may be NULL) frees
+ * arg with the storage.  No-op on a storage whose credentials are not
+ * vended.
+ */
+typedef int (*IoRefreshFn) (void *arg, IoTableCredentials *out, IoError *err);
+extern void io_storage_set_refresh(IoStorage *st, IoRefreshFn fn, void *arg,
+								   void (*free_arg) (void *));
+
+/* Refresh now (as above).  0, or -1 with *err (the old credentials stay). */
+extern int	io_storage_refresh(IoStorage *st, IoError *err);
+
+/* Can st refresh its credentials (vended, and a refresh set)? */
+extern bool io_storage_refreshable(const IoStorage *st);
+
+/* Refreshes so far, and their expiry now (Unix ms, 0: unknown). */
+extern int	io_storage_refresh_count(const IoStorage *st);
+extern int64_t io_storage_credentials_expire_ms(const IoStorage *st);
 
 /* ----------------------------------------------------------------
  * Small S3 XML reader (exposed for tests)
@@ -671,6 +710,39 @@ extern int	io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs
 										size_t n, int concurrency,
 										IoLoadResultFn fn, void *arg,
 										IoError *err);
+
+/* A table's vended storage configuration (s3.access-key-id, ...). */
+struct IoTableCredentials
+{
+	IoKeyValue *config;			/* values wiped when freed */
+	size_t		nconfig;
+	bool		from_endpoint;	/* loadCredentials, not a table load */
+};
+
+/*
+ * The storage credentials the catalog vends for a table now: GET
+ * .../tables/{table}/credentials (loadCredentials) when the server lists it
+ * among its endpoints, the storage credential whose prefix is the longest
+ * prefix of location (NULL: the only one); else a table load (the
+ * handle's cached copy forgotten first) and its config with its
+ * storage-credentials on top.  0 (free with io_table_credentials_free) or
+ * -1 with *err.
+ */
+extern int	io_catalog_load_credentials(IoCatalog *cat, const char *ns, const char *table,
+										const char *location, IoTableCredentials *out,
+										IoError *err);
+extern void io_table_credentials_free(IoTableCredentials *c);
+
+/*
+ * Rename ns.table to to_ns.to_table (POST /v1/{prefix}/tables/rename);
+ * never retried (a lost answer would make a retry report a false 404 or
+ * 409): a failure whose outcome is unknown is resolved by the caller.
+ */
+extern int	io_catalog_rename_table(IoCatalog *cat, const char *ns, const char *table,
+									const char *to_ns, const char *to_table, IoError *err);
+
+/* Create a namespace without properties; one that exists is IO_ERR_ALREADY_EXISTS. */
+extern int	io_catalog_create_namespace(IoCatalog *cat, const char *ns, IoError *err);
 
 /* Drop a table; purge asks the catalog to delete its files too. */
 extern int	io_catalog_drop_table(IoCatalog *cat, const char *ns,

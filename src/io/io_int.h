@@ -219,6 +219,15 @@ typedef struct IoS3Request
  * signed too.  body must outlive the request.  Returns 0 (free with
  * io_s3_request_free), or -1 with *err.
  */
+/*
+ * Refresh st's credentials when they expire within the margin (see
+ * io_storage_set_refresh); a failure is left to the request that follows.
+ */
+extern void io_storage_refresh_if_due(IoStorage *st);
+
+/* Was a response refused for its credentials (403, ExpiredToken, ...)? */
+extern bool io_s3_credentials_refused(long status, const char *s3code);
+
 /* The HTTP options of a storage handle (timeouts, interrupt callback). */
 extern const IoHttpOptions *io_storage_http(const IoStorage *st);
 

@@ -3,7 +3,7 @@
  * rest_list.c
  *		Listings of an Iceberg REST catalog: namespaces and tables, both
  *		through one pager (pageToken / next-page-token, pageSize), and the
- *		readers of their response pages.
+ *		readers of their response pages; creating a namespace.
  *
  * Tables stream: io_catalog_list_tables_paged hands each page to the
  * caller and keeps nothing of it, so a caller's memory does not grow with
@@ -463,5 +463,39 @@ io_catalog_list_tables(IoCatalog *cat, const char *ns, IoTableList *out,
 		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	if (rc != 0)
 		io_table_list_free(out);
+	return rc;
+}
+
+/* See io.h. */
+int
+io_catalog_create_namespace(IoCatalog *cat, const char *ns, IoError *err)
+{
+	IoStrBuf	path;
+	IoStrBuf	body;
+	IoHttpResponse resp;
+	int			rc;
+
+	if (io_rest_check_ident(ns, NULL, err) != 0)
+		return -1;
+	io_sb_init(&path);
+	io_sb_init(&body);
+	io_rest_v1_path(cat, &path);
+	io_sb_puts(&path, "namespaces");
+	io_sb_puts(&body, "{\"namespace\": ");
+	io_rest_append_json_ns(&body, ns);
+	io_sb_puts(&body, ", \"properties\": {}}");
+	if (path.oom || body.oom)
+	{
+		io_sb_free(&path);
+		io_sb_free(&body);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	rc = io_rest_request(cat, "POST", path.data, body.data, NULL, 0, false, &resp, err);
+	io_sb_free(&path);
+	io_sb_free(&body);
+	if (rc == 0 && resp.status != 200 && resp.status != 204)
+		rc = io_rest_status_error(&resp, REST_CALL_NAMESPACE, "create namespace",
+								  cat->http.max_json_bytes, err);
+	io_http_response_free(&resp);
 	return rc;
 }

@@ -43,6 +43,8 @@
 
 #define S3_DELETE_BATCH IO_S3_DELETE_MAX_KEYS
 
+static int64_t wall_ms(void);
+
 struct IoStorage
 {
 	char	   *endpoint;		/* scheme://host[:port][/base], no trailing / */
@@ -51,6 +53,13 @@ struct IoStorage
 	char	   *access_key_id;
 	char	   *secret_access_key;
 	char	   *session_token;
+	bool		vended;			/* the credentials are a catalog's */
+	int64_t		expire_ms;		/* their expiry, Unix ms; 0: unknown */
+	int64_t		received_ms;	/* when they were set, Unix ms */
+	IoRefreshFn refresh;
+	void	   *refresh_arg;
+	void		(*refresh_free) (void *);
+	int			refreshes;
 	int			list_page_size;
 	char	  **local_roots;	/* canonical absolute directories */
 	size_t		nlocal_roots;
@@ -185,6 +194,9 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 	st->access_key_id = io_strdup(cfg->s3_access_key_id);
 	st->secret_access_key = io_strdup(cfg->s3_secret_access_key);
 	st->session_token = io_strdup(cfg->s3_session_token);
+	st->vended = cfg->s3_credentials_vended;
+	st->expire_ms = cfg->s3_credentials_expire_ms;
+	st->received_ms = wall_ms();
 	st->http = cfg->http;
 	st->http.ca_file = NULL;
 	st->http.ca_path = NULL;
@@ -238,6 +250,8 @@ io_storage_free(IoStorage *st)
 		memset(st->secret_access_key, 0, strlen(st->secret_access_key));
 	if (st->session_token)
 		memset(st->session_token, 0, strlen(st->session_token));
+	if (st->refresh_free != NULL)
+		st->refresh_free(st->refresh_arg);
 	free(st->endpoint);
 	free(st->region);
 	free(st->access_key_id);
@@ -297,7 +311,8 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 	const char *key_id = NULL,
 			   *secret = NULL,
 			   *token = NULL,
-			   *endpoint = NULL;
+			   *endpoint = NULL,
+			   *expires = NULL;
 	size_t		i;
 
 	for (i = 0; i < n; i++)
@@ -315,6 +330,8 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 			token = v;
 		else if (strcmp(k, "s3.endpoint") == 0)
 			endpoint = v;
+		else if (strcmp(k, "s3.session-token-expires-at-ms") == 0)
+			expires = v;
 		else if ((strcmp(k, "client.region") == 0 || strcmp(k, "s3.region") == 0) &&
 				 valid_region(v))
 			cfg->s3_region = v;
@@ -327,8 +344,141 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 	cfg->s3_secret_access_key = secret;
 	/* never pair the vended key with the mapping's session token */
 	cfg->s3_session_token = token != NULL && token[0] != '\0' ? token : NULL;
+	cfg->s3_credentials_vended = true;
+	cfg->s3_credentials_expire_ms = expires ? strtoll(expires, NULL, 10) : 0;
+	if (cfg->s3_credentials_expire_ms < 0)
+		cfg->s3_credentials_expire_ms = 0;
 	if (endpoint != NULL && endpoint[0] != '\0' && allow_vended_endpoint)
 		cfg->s3_endpoint = endpoint;
+}
+
+/* ----------------------------------------------------------------
+ * Vended credentials that expire (io.h, io_storage_set_refresh)
+ * ----------------------------------------------------------------
+ */
+
+/* Credentials are refreshed this long before they expire, at most. */
+#define REFRESH_MARGIN_MAX_MS	(5 * 60 * 1000)
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* See io.h. */
+void
+io_storage_set_refresh(IoStorage *st, IoRefreshFn fn, void *arg, void (*free_arg) (void *))
+{
+	if (st->refresh_free != NULL)
+		st->refresh_free(st->refresh_arg);
+	st->refresh = st->vended ? fn : NULL;
+	st->refresh_arg = st->vended ? arg : NULL;
+	st->refresh_free = st->vended ? free_arg : NULL;
+	if (!st->vended && free_arg != NULL)
+		free_arg(arg);
+}
+
+/* See io.h. */
+bool
+io_storage_refreshable(const IoStorage *st)
+{
+	return st->refresh != NULL;
+}
+
+/* See io.h. */
+int
+io_storage_refresh_count(const IoStorage *st)
+{
+	return st->refreshes;
+}
+
+/* See io.h. */
+int64_t
+io_storage_credentials_expire_ms(const IoStorage *st)
+{
+	return st->expire_ms;
+}
+
+/* See io.h. */
+int
+io_storage_refresh(IoStorage *st, IoError *err)
+{
+	IoTableCredentials c;
+	IoStorageConfig cfg;
+	char	   *key_id,
+			   *secret,
+			   *token;
+
+	if (st->refresh == NULL)
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+							"the storage credentials cannot be refreshed");
+	memset(&c, 0, sizeof(c));
+	if (st->refresh(st->refresh_arg, &c, err) != 0)
+		return -1;
+	memset(&cfg, 0, sizeof(cfg));
+	io_storage_config_apply(&cfg, c.config, c.nconfig, false);
+	if (!cfg.s3_credentials_vended)
+	{
+		io_table_credentials_free(&c);
+		return io_set_error(err, IO_ERR_PROTOCOL, 0,
+							"the catalog vended no storage credentials (an access key id and a secret) to refresh them with");
+	}
+	key_id = io_strdup(cfg.s3_access_key_id);
+	secret = io_strdup(cfg.s3_secret_access_key);
+	token = cfg.s3_session_token ? io_strdup(cfg.s3_session_token) : NULL;
+	if (key_id == NULL || secret == NULL || (cfg.s3_session_token && token == NULL))
+	{
+		free(key_id);
+		io_wipe_free(secret);
+		io_wipe_free(token);
+		io_table_credentials_free(&c);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	free(st->access_key_id);
+	io_wipe_free(st->secret_access_key);
+	io_wipe_free(st->session_token);
+	st->access_key_id = key_id;
+	st->secret_access_key = secret;
+	st->session_token = token;
+	st->expire_ms = cfg.s3_credentials_expire_ms;
+	st->received_ms = wall_ms();
+	st->refreshes++;
+	io_table_credentials_free(&c);
+	return 0;
+}
+
+/* See io_int.h. */
+void
+io_storage_refresh_if_due(IoStorage *st)
+{
+	int64_t		now,
+				margin;
+	IoError		err;
+
+	if (st->refresh == NULL || st->expire_ms <= 0)
+		return;
+	now = wall_ms();
+	margin = (st->expire_ms - st->received_ms) / 4;
+	if (margin > REFRESH_MARGIN_MAX_MS)
+		margin = REFRESH_MARGIN_MAX_MS;
+	if (margin < 0)
+		margin = 0;
+	if (now >= st->expire_ms - margin)
+		(void) io_storage_refresh(st, &err);
+}
+
+/* See io_int.h. */
+bool
+io_s3_credentials_refused(long status, const char *s3code)
+{
+	return status == 403 ||
+		(s3code != NULL && (strcmp(s3code, "ExpiredToken") == 0 ||
+							strcmp(s3code, "InvalidToken") == 0 ||
+							strcmp(s3code, "TokenRefreshRequired") == 0));
 }
 
 /* ----------------------------------------------------------------
@@ -1174,11 +1324,28 @@ s3_request(IoStorage *st, const char *method, const char *bucket,
 	int			rc;
 
 	memset(resp, 0, sizeof(*resp));
-	if (io_s3_request_build(st, method, bucket, key, query, extra, nextra, body, body_len,
-							&r, err) != 0)
-		return -1;
-	rc = io_http_perform(&st->http, &r.req, resp, err);
-	io_s3_request_free(&r);
+	io_storage_refresh_if_due(st);
+	for (int attempt = 0;; attempt++)
+	{
+		char		code[64];
+		IoError		scratch;
+
+		if (io_s3_request_build(st, method, bucket, key, query, extra, nextra, body,
+								body_len, &r, err) != 0)
+			return -1;
+		rc = io_http_perform(&st->http, &r.req, resp, err);
+		io_s3_request_free(&r);
+		if (rc != 0 || attempt > 0 || st->refresh == NULL ||
+			(resp->status != 400 && resp->status != 403))
+			break;
+		(void) io_s3_status_error(resp, "access", bucket, key, code, sizeof(code), &scratch);
+		if (!io_s3_credentials_refused(resp->status, code))
+			break;
+		/* refused for its credentials: new ones, and once more */
+		if (io_storage_refresh(st, &scratch) != 0)
+			break;
+		io_http_response_free(resp);
+	}
 	return rc;
 }
 

@@ -14,7 +14,9 @@
  *	4: a ListNamespacesResponse page (io_rest_read_namespaces_page);
  *	5: a LoadTableResult (io_rest_read_load_result);
  *	6: the name checks (io_rest_check_ident) on the body as a namespace
- *	   and as a table name.
+ *	   and as a table name;
+ *	7: a LoadCredentialsResponse (io_rest_read_credentials), for a
+ *	   location and for none.
  * A small JSON budget (64 KiB) makes the max_json_bytes paths reachable.
  * Every reader must end in a value: 0, or -1 with an IoError whose code is
  * set; ASan/UBSan and the leak checker do the rest.
@@ -169,6 +171,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				if (rc == 0 && t.metadata_json == NULL)
 					abort();
 				io_loaded_table_free(&t);
+				break;
+			}
+		case 7:
+			{
+				IoTableCredentials c;
+
+				rc = io_rest_read_credentials(body, len, FUZZ_MAX_JSON,
+											  (data[0] & 8) ? NULL : "s3://b/wh/t",
+											  &c, &err);
+				check_rc(rc, &err);
+				if (rc != 0 && (c.config != NULL || c.nconfig != 0))
+					abort();
+				io_table_credentials_free(&c);
 				break;
 			}
 		default:

@@ -8,7 +8,8 @@
  *		of this file, batches of concurrent table loads and the exact
  *		request paths that names and keys produce, bulk deletes with
  *		several requests in flight (S3 DeleteObjects answers of every
- *		kind) and the AIMD window of a storage target; the pieces of the
+ *		kind) and the AIMD window of a storage target, vended credentials
+ *		refreshed before they expire and after a refusal; the pieces of the
  *		engine clients that need no server (origins, result cells and
  *		rows, tags).
  *
@@ -47,6 +48,7 @@
 
 #include "io/io.h"
 #include "io/io_int.h"
+#include "io/rest_int.h"
 #include "io/engine_int.h"
 
 static int	npassed;
@@ -1884,6 +1886,21 @@ serve_connection(int fd)
 		}
 		else if (strncmp(buf, "POST", 4) == 0 && strstr(path, "?delete=") != NULL)
 			respond_delete(fd, path, end + 4, body_len);
+		else if (strncmp(path, "/vended/", 8) == 0)
+		{
+			/* S3 with temporary credentials: only key id FRESH is good */
+			const char *doc = "<Error><Code>ExpiredToken</Code><Message>The provided token has expired.</Message></Error>";
+			char		head[256];
+
+			__sync_add_and_fetch(&stats->requests, 1);
+			if (strstr(buf, "Credential=FRESH/") != NULL)
+				snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+			else
+				snprintf(head, sizeof(head),
+						 "HTTP/1.1 400 Bad Request\r\nContent-Type: application/xml\r\n"
+						 "Content-Length: %zu\r\n\r\n%s", strlen(doc), doc);
+			write_all(fd, head, strlen(head));
+		}
 		else if (strncmp(path, "/v1/config", 10) == 0)
 			respond(fd, 200, NULL, "{\"defaults\": {}, \"overrides\": {}}");
 		else if (strcmp(path, "/deflate-bomb") == 0)
@@ -2333,6 +2350,183 @@ test_deleter(void)
 	io_storage_free(st);
 
 out:
+	kill(-server, SIGKILL);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	io_http_shutdown();
+}
+
+/* A refresh callback vending key id "FRESH" (or an incomplete config). */
+typedef struct RefreshArg
+{
+	int			calls;
+	bool		incomplete;
+	int64_t		expires_ms;
+} RefreshArg;
+
+static int
+vend_fresh(void *arg, IoTableCredentials *out, IoError *err)
+{
+	RefreshArg *r = arg;
+	char		exp[32];
+	IoKeyValue *kv = calloc(4, sizeof(IoKeyValue));
+
+	(void) err;
+	r->calls++;
+	snprintf(exp, sizeof(exp), "%lld", (long long) r->expires_ms);
+	kv[0].key = strdup("s3.access-key-id");
+	kv[0].value = strdup("FRESH");
+	kv[1].key = strdup(r->incomplete ? "s3.region" : "s3.secret-access-key");
+	kv[1].value = strdup(r->incomplete ? "us-east-1" : "fresh-secret");
+	kv[2].key = strdup("s3.session-token");
+	kv[2].value = strdup("fresh-token");
+	kv[3].key = strdup("s3.session-token-expires-at-ms");
+	kv[3].value = strdup(exp);
+	out->config = kv;
+	out->nconfig = 4;
+	return 0;
+}
+
+/*
+ * Vended credentials that expire (storage.c): refreshed before they expire,
+ * once after a request refused for them, never from an incomplete config,
+ * never on credentials that were not vended; the reader of
+ * LoadCredentialsResponse and the spec's default endpoints.
+ */
+static void
+test_credentials_refresh(void)
+{
+	int			port;
+	pid_t		server;
+	char		endpoint[128];
+	IoStorageConfig cfg;
+	IoKeyValue	vended[4] = {
+		{"s3.access-key-id", "STALE"}, {"s3.secret-access-key", "stale-secret"},
+		{"s3.session-token", "stale-token"}, {"s3.session-token-expires-at-ms", "4102444800000"}};
+	IoStorage  *st;
+	IoBuffer	buf;
+	IoError		err;
+	RefreshArg	ra;
+	IoTableCredentials c;
+	const char *creds_body =
+		"{\"storage-credentials\": ["
+		"{\"prefix\": \"s3://b/\", \"config\": {\"s3.access-key-id\": \"WIDE\"}},"
+		"{\"prefix\": \"s3://b/wh/t\", \"config\": {\"s3.access-key-id\": \"NARROW\"}}]}";
+
+	/* the reader: the longest prefix of the location */
+	CHECK(io_rest_read_credentials(creds_body, strlen(creds_body), 0, "s3://b/wh/t/data", &c,
+								   &err) == 0 && c.nconfig == 1 &&
+		  strcmp(c.config[0].value, "NARROW") == 0, "longest prefix");
+	io_table_credentials_free(&c);
+	CHECK(io_rest_read_credentials(creds_body, strlen(creds_body), 0, "s3://other/x", &c,
+								   &err) == -1 && err.code == IO_ERR_PROTOCOL,
+		  "no credential for the location: %s", err.message);
+	CHECK(io_rest_read_credentials("{\"storage-credentials\": 3}", 26, 0, NULL, &c, &err) == -1 &&
+		  err.code == IO_ERR_PROTOCOL, "malformed");
+
+	/* loadCredentials is used only when a server lists it: not a default */
+	{
+		IoCatalog  *cat = calloc(1, sizeof(IoCatalog));
+		const char *listed = "{\"endpoints\": [\"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials\"]}";
+		const char *creds_ep = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials";
+
+		CHECK(io_rest_read_config(cat, "{}", 2, &err) == 0 &&
+			  io_rest_endpoint_offered(cat, "POST /v1/{prefix}/tables/rename") &&
+			  !io_rest_endpoint_offered(cat, creds_ep), "default endpoints");
+		CHECK(io_rest_read_config(cat, listed, strlen(listed), &err) == 0 &&
+			  io_rest_endpoint_offered(cat, creds_ep) &&
+			  !io_rest_endpoint_offered(cat, "POST /v1/{prefix}/tables/rename"),
+			  "listed endpoints only");
+		io_catalog_free(cat);
+	}
+
+	stats = mmap(NULL, sizeof(ServerStats), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stats == MAP_FAILED || (server = start_server(&port)) < 0)
+	{
+		CHECK(0, "cannot start the test server");
+		return;
+	}
+	memset(stats, 0, sizeof(*stats));
+	snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%d", port);
+
+	/* credentials of the user mapping: never refreshed */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.s3_endpoint = endpoint;
+	cfg.s3_path_style = 1;
+	cfg.s3_access_key_id = "MAPPING";
+	cfg.s3_secret_access_key = "mapping-secret";
+	st = io_storage_create(&cfg, &err);
+	memset(&ra, 0, sizeof(ra));
+	io_storage_set_refresh(st, vend_fresh, &ra, NULL);
+	CHECK(!io_storage_refreshable(st), "a mapping's credentials are not refreshed");
+	CHECK(io_storage_read(st, "s3://vended/x", 0, 0, &buf, &err) == -1 && ra.calls == 0 &&
+		  err.http_status == 400 && strstr(err.detail, "ExpiredToken") != NULL,
+		  "refused, no refresh: %s", err.detail);
+	io_storage_free(st);
+
+	/* vended: a request refused ExpiredToken refreshes once and is sent again */
+	io_storage_config_apply(&cfg, vended, 4, false);
+	CHECK(cfg.s3_credentials_vended && cfg.s3_credentials_expire_ms == 4102444800000LL,
+		  "vended credentials and their expiry: %lld",
+		  (long long) cfg.s3_credentials_expire_ms);
+	st = io_storage_create(&cfg, &err);
+	ra.expires_ms = 4102444800000LL;
+	io_storage_set_refresh(st, vend_fresh, &ra, NULL);
+	CHECK(io_storage_refreshable(st), "vended credentials can be refreshed");
+	stats->requests = 0;
+	CHECK(io_storage_read(st, "s3://vended/x", 0, 0, &buf, &err) == 0 &&
+		  strcmp(buf.data, "ok") == 0 && ra.calls == 1 && stats->requests == 2 &&
+		  io_storage_refresh_count(st) == 1,
+		  "refreshed after ExpiredToken: %d calls, %d requests (%s)", ra.calls,
+		  stats->requests, err.message);
+	io_buffer_free(&buf);
+	CHECK(io_storage_read(st, "s3://vended/x", 0, 0, &buf, &err) == 0 && ra.calls == 1,
+		  "the fresh ones serve the next request");
+	io_buffer_free(&buf);
+	io_storage_free(st);
+
+	/* about to expire: refreshed before the request (within the margin) */
+	{
+		char		soon[32];
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		snprintf(soon, sizeof(soon), "%lld", (long long) now.tv_sec * 1000 + 500);
+		vended[3].value = soon;
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.s3_endpoint = endpoint;
+		cfg.s3_path_style = 1;
+		io_storage_config_apply(&cfg, vended, 4, false);
+		st = io_storage_create(&cfg, &err);
+		memset(&ra, 0, sizeof(ra));
+		ra.expires_ms = 4102444800000LL;
+		io_storage_set_refresh(st, vend_fresh, &ra, NULL);
+		usleep(400 * 1000);		/* inside the last quarter of their life */
+		stats->requests = 0;
+		CHECK(io_storage_read(st, "s3://vended/x", 0, 0, &buf, &err) == 0 && ra.calls == 1 &&
+			  stats->requests == 1 && io_storage_credentials_expire_ms(st) == ra.expires_ms,
+			  "refreshed before: %d calls, %d requests", ra.calls, stats->requests);
+		io_buffer_free(&buf);
+		io_storage_free(st);
+		vended[3].value = "4102444800000";
+	}
+
+	/* an incomplete config is a failure; the old credentials stay */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.s3_endpoint = endpoint;
+	cfg.s3_path_style = 1;
+	io_storage_config_apply(&cfg, vended, 4, false);
+	st = io_storage_create(&cfg, &err);
+	memset(&ra, 0, sizeof(ra));
+	ra.incomplete = true;
+	io_storage_set_refresh(st, vend_fresh, &ra, NULL);
+	CHECK(io_storage_refresh(st, &err) == -1 && err.code == IO_ERR_PROTOCOL &&
+		  io_storage_refresh_count(st) == 0, "incomplete: %s", err.message);
+	CHECK(io_storage_read(st, "s3://vended/x", 0, 0, &buf, &err) == -1 && ra.calls == 2 &&
+		  err.http_status == 400, "still refused, one refresh tried");
+	io_storage_free(st);
+
 	kill(-server, SIGKILL);
 	kill(server, SIGKILL);
 	waitpid(server, NULL, 0);
@@ -3027,6 +3221,7 @@ main(void)
 	test_retry_after();
 	test_deleter();
 	test_aimd();
+	test_credentials_refresh();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;
 }
