@@ -5,6 +5,11 @@
 --  * Deletes of purges and maintenance operations share one delete pool per
 --    database (tms.delete_concurrency) and adapt to storage throttling:
 --    the views tms.delete_pool and tms.delete_targets over shared memory.
+--  * Vended storage credentials that expire are loaded again; a purge can
+--    hold the table's catalog entry in a namespace (server option
+--    purge_hold_namespace) until its files are gone: the job records where
+--    (held_namespace, held_name, shown by tms.purge_jobs), and
+--    tms.retry_purge resumes a job that got to the metadata file there.
 
 \echo Use "ALTER EXTENSION tms UPDATE TO '0.5.0'" to load this file. \quit
 
@@ -68,3 +73,65 @@ COMMENT ON VIEW tms.delete_targets IS
 REVOKE ALL ON FUNCTION tms.delete_pool_internal(), tms.delete_targets_internal() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION tms.delete_pool_internal(), tms.delete_targets_internal() TO pg_monitor;
 GRANT SELECT ON tms.delete_pool, tms.delete_targets TO pg_monitor;
+
+-- ---------------------------------------------------------------------
+-- Vended credentials that expire: the purge's hold
+-- ---------------------------------------------------------------------
+
+ALTER TABLE tms.iceberg_cleanup_job
+    ADD COLUMN held_namespace text,
+    ADD COLUMN held_name text;
+
+CREATE OR REPLACE VIEW tms.purge_jobs AS
+    SELECT j.id, j.server, j.namespace, j.table_name, j.state, j.phase,
+           j.attempts, j.last_error,
+           j.files_deleted, j.bytes_freed, j.files_skipped, j.skipped_example,
+           j.files_kept, j.files_unreadable, j.delete_requests,
+           j.requested_by, j.created_at, j.dropped_at, j.started_at, j.finished_at,
+           j.updated_at,
+           t.picked_by AS running_on,
+           CASE WHEN t.picked THEN now() - t.last_heartbeat END AS heartbeat_age,
+           CASE WHEN NOT t.picked THEN t.execution_time END AS next_attempt_at,
+           j.table_location, j.metadata_location, j.table_uuid,
+           j.held_namespace, j.held_name
+      FROM tms.iceberg_cleanup_job j
+      LEFT JOIN tms.scheduled_tasks t
+        ON t.task_name = 'purge' AND t.task_instance = j.id::text;
+
+
+CREATE OR REPLACE FUNCTION tms._retry_purge(acting regrole, job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j tms.iceberg_cleanup_job;
+BEGIN
+    SELECT * INTO j FROM tms.iceberg_cleanup_job WHERE id = job_id FOR UPDATE;
+    IF NOT FOUND OR NOT (pg_has_role(acting, j.requested_by, 'USAGE')
+                         OR EXISTS (SELECT 1 FROM pg_foreign_server s
+                                     WHERE s.srvname = j.server
+                                       AND pg_has_role(acting, s.srvowner, 'USAGE'))) THEN
+        RAISE EXCEPTION USING ERRCODE = 'undefined_object',
+            MESSAGE = format('purge job %s does not exist', job_id),
+            HINT = 'A job is visible to its requester, the owner of its server and pg_monitor.';
+    END IF;
+    IF j.state <> 'FAILED' THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('purge job %s is %s, not FAILED', job_id, j.state),
+            HINT = 'Only a FAILED job can be retried; a PENDING or RUNNING one is retried by the workers.';
+    END IF;
+    -- a job that got to the metadata file (or to its held entry) goes on
+    -- from there: the files below it are gone
+    UPDATE tms.iceberg_cleanup_job
+       SET state = 'PENDING', attempts = 0, finished_at = NULL,
+           phase = CASE WHEN dropped_at IS NULL THEN 'drop'
+                        WHEN phase IN ('metadata', 'release') THEN phase
+                        ELSE 'content' END,
+           last_error = 'retried by ' || acting::text || ' after: ' || coalesce(j.last_error, ''),
+           updated_at = now()
+     WHERE id = job_id;
+    PERFORM tms.schedule_task('purge', job_id::text);
+END
+$$;
+

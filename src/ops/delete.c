@@ -21,6 +21,9 @@
  *				ready again; any other refusal goes to the caller's
  *				refused callback, and is a failure unless it says "skip".
  *	 503/429	(SlowDown) the whole batch is ready again.
+ *	 403, ExpiredToken: when the storage holds vended credentials it can
+ *				refresh (io_storage_set_refresh), new ones are fetched and
+ *				the batch is sent again, once.
  *	 transport failures, 500, 502, 504: sent again after a backoff, at
  *				most the storage's retry count; other failures stop the
  *				deleter.
@@ -75,6 +78,7 @@ typedef struct DeleteBatch
 	uint32		epoch;			/* the target window's, at its start */
 	int			attempts;		/* failed sends retried */
 	int			refusals;		/* refused in a row */
+	bool		refreshed;		/* sent again with refreshed credentials */
 	int64		not_before_ms;	/* io_now_ms() */
 } DeleteBatch;
 
@@ -255,6 +259,25 @@ batch_answered(TmsDeleter *d, const IoDeleteDone *done)
 	if (done->rc != 0 && done->throttled)
 	{
 		batch_refused(d, b, done->retry_after_ms);
+		return;
+	}
+	if (done->rc != 0 && done->credentials && !b->refreshed &&
+		io_storage_refreshable(p->storage))
+	{
+		/* vended credentials expired: new ones from the catalog, once */
+		IoError		rerr;
+
+		b->refreshed = true;
+		if (io_storage_refresh(p->storage, &rerr) == 0)
+		{
+			b->not_before_ms = 0;
+			b->state = BATCH_READY;
+			return;
+		}
+		stop(d, TMS_DELETE_FAILED, done->err.http_status, done->s3code, NULL,
+			 "could not delete files: %s (%s); the vended credentials could not be refreshed: %s",
+			 done->err.message, done->err.detail, rerr.message);
+		batch_free(b);
 		return;
 	}
 	if (done->rc != 0)
@@ -552,6 +575,7 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 		b->seq = p->next_seq++;
 		b->attempts = 0;
 		b->refusals = 0;
+		b->refreshed = false;
 		b->not_before_ms = 0;
 		b->state = BATCH_READY;
 	}

@@ -289,6 +289,9 @@ maint_load(MaintRun *run)
 		run->md = md;
 		md = NULL;
 		run->location = c;
+		/* vended credentials that expire are fetched again through the table */
+		tms_storage_refresh_through(run->storage, run->conn, run->ns_io, run->table,
+									run->md->location);
 		run->metadata_location = pstrdup(t.metadata_location);
 		tms_table_fileio(&run->tio, run->conn->server, run->storage, &run->fio);
 		cur = iceberg_metadata_current_snapshot(run->md);

@@ -55,6 +55,7 @@
 
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
+#include "bridge/names.h"
 #include "ops/delete.h"
 #include "ops/purge.h"
 #include "ops/purge_int.h"
@@ -89,14 +90,28 @@ iceberg_error_text(PurgeRun *run, const IcebergError *err)
 	return tms_iceberg_error_text(err);
 }
 
+/* What to say when the storage refused the credentials the catalog vended. */
+static const char *
+vended_refused(PurgeRun *run)
+{
+	return run->held_name != NULL ?
+		" (the storage credentials the catalog vended were refused, also after getting them again through the held table)" :
+		" (the storage credentials the catalog vended were refused; they may have expired, and a purge gets new ones only when the server holds the table until its files are gone: option purge_hold_namespace)";
+}
+
 /* Classify a failed read of path and record it; true if it was missing. */
 static bool
 read_failed(PurgeRun *run, const char *what, const char *path, const IcebergError *err)
 {
 	if (err->code == ICEBERG_ERR_IO && file_missing(run, path))
 		return true;
-	if (err->code == ICEBERG_ERR_MALFORMED || err->code == ICEBERG_ERR_UNSUPPORTED ||
-		err->code == ICEBERG_ERR_LIMIT)
+	if (run->vended && err->code == ICEBERG_ERR_IO &&
+		(err->io_code == IO_ERR_FORBIDDEN || err->io_code == IO_ERR_UNAUTHORIZED ||
+		 (err->io_code == IO_ERR_BAD_REQUEST && strstr(err->detail, "ExpiredToken") != NULL)))
+		purge_run_fail(run, RUN_TERMINAL, "could not read %s \"%s\": %s%s", what, path,
+					   iceberg_error_text(run, err), vended_refused(run));
+	else if (err->code == ICEBERG_ERR_MALFORMED || err->code == ICEBERG_ERR_UNSUPPORTED ||
+			 err->code == ICEBERG_ERR_LIMIT)
 		purge_run_fail(run, RUN_TERMINAL, "cannot read %s \"%s\": %s", what, path,
 				 iceberg_error_text(run, err));
 	else
@@ -170,8 +185,7 @@ deleter_went_on(PurgeRun *run, bool ok)
 				RunResult	kind = storage_failure_kind(run, d->error_status, d->error_code);
 
 				purge_run_fail(run, kind, "%s%s", d->error,
-							   run->vended && kind == RUN_TERMINAL
-							   ? " (the storage credentials the catalog vended at enqueue time were refused; they may have expired)" : "");
+							   run->vended && kind == RUN_TERMINAL ? vended_refused(run) : "");
 			}
 	}
 	return false;
@@ -396,6 +410,11 @@ open_storage(PurgeRun *run)
 		purge_run_fail(run, RUN_TERMINAL, "cannot set up storage access: %s", err.message);
 		return false;
 	}
+	/* vended credentials that expire: new ones through the held entry */
+	if (run->held_name != NULL && run->conn != NULL)
+		tms_storage_refresh_through(run->storage, run->conn,
+									tms_namespace_to_io(run->held_ns), run->held_name,
+									run->location);
 	tms_table_fileio(&run->tio, run->server, run->storage, &run->fio);
 	run->deleter = tms_deleter_create(run->storage,
 									  psprintf("purge job " INT64_FORMAT, run->job_id),
