@@ -27,7 +27,8 @@ Tests (and people at a Python prompt) import this module to get:
                                    .fault(...), .clear_faults(),
                                    .armed_faults(), .requests(),
                                    .reset_requests(), .set_table_config(...),
-                                   .set_config(...), .token(), .request(...),
+                                   .set_config(...), .set_vending(gate, ttl),
+                                   .vended(), .token(), .request(...),
                                    .stop(); .fault(..., action="interpose",
                                    commits=[...]) is a concurrent writer
   EngineServer(kind, catalog, port=None, catalog_name="lake", ...)
@@ -640,6 +641,24 @@ class CatalogServer:
 
     def clear_config(self):
         self._admin("DELETE", "/admin/config")
+
+    def set_vending(self, gate, ttl, expiry_visible=True, credentials_endpoint=True):
+        """Vend temporary S3 credentials for tables in S3, registered with
+        `gate` (an S3Gate) to expire `ttl` seconds after each load or
+        loadCredentials; with expiry_visible false the vended config does
+        not say when; with credentials_endpoint false /v1/config does not
+        offer loadCredentials (clients reload the table instead)."""
+        self._admin("POST", "/admin/vending", {
+            "gate": gate.endpoint, "ttl": ttl, "expiry_visible": expiry_visible,
+            "credentials_endpoint": credentials_endpoint})
+
+    def clear_vending(self):
+        self._admin("DELETE", "/admin/vending")
+
+    def vended(self):
+        """The credentials vended so far: [{access_key_id, expires_at, via
+        ("load" or "credentials"), issued_at}]."""
+        return self._admin("GET", "/admin/vending")["issued"]
 
     # -- catalog helpers --------------------------------------------------------
 

@@ -5,7 +5,7 @@ s3rver, forwarding every request to it, that can throttle like S3 and
 check credentials like S3, which s3rver does neither of.
 
     /usr/bin/python3 test/s3gate/server.py --port PORT --upstream http://127.0.0.1:S3PORT
-        [--admin-token TOKEN] [--verbose]
+        [--upstream-key S3RVER] [--admin-token TOKEN] [--verbose]
 
 It listens on 127.0.0.1 only, prints "gate listening on http://127.0.0.1:PORT"
 once it accepts connections, and exits cleanly on SIGTERM/SIGINT.  Only the
@@ -34,6 +34,9 @@ registered here, recomputed independently of any client: an unknown key is
 session token other than the key's (or none when it has one) 403
 InvalidToken, and a key past its expiry 400 ExpiredToken ("The provided
 token has expired."), as S3 answers for expired temporary credentials.
+
+Requests go on to s3rver with its access key id in place of the client's
+(s3rver checks the key id, not the signature) and without a session token.
 
 Every request is logged with its outcome (GET /admin/log): time, method,
 path, kind, the keys of a DeleteObjects (count, first key), the key id
@@ -329,13 +332,15 @@ class Handler(BaseHTTPRequestHandler):
                     entry["access_key_id"] = check_signature(state, self.command, raw_path,
                                                              raw_query, headers, body)
                 except Refused as r:
+                    signer = re.search(r"Credential=([^/,]*)/", headers.get("authorization", ""))
+                    entry["access_key_id"] = signer.group(1) if signer else None
                     entry["outcome"] = {"ExpiredToken": "expired"}.get(r.code, "denied")
                     entry["code"] = r.code
                     entry["status"] = r.status
                     self._reply(r.status, s3_error(r.code, r.message))
                     return
             self._maybe_delay(is_delete)
-            fwd = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+            fwd = self._upstream_headers()
             with state.lock:
                 th = state.throttle
                 in_scope = th is not None and (th["scope"] == "all" or is_delete)
@@ -356,6 +361,20 @@ class Handler(BaseHTTPRequestHandler):
                 self._forward(body, fwd, entry)
         finally:
             state.record(entry)
+
+    def _upstream_headers(self):
+        """The request's headers for s3rver, which checks the access key id
+        (not the signature): the key a client signed with becomes the
+        upstream's, its session token goes."""
+        out = {}
+        for k, v in self.headers.items():
+            lk = k.lower()
+            if lk in HOP_BY_HOP or lk == "x-amz-security-token":
+                continue
+            if lk == "authorization":
+                v = re.sub(r"Credential=[^/,]*/", "Credential=%s/" % self.server.upstream_key, v)
+            out[k] = v
+        return out
 
     def _maybe_delay(self, is_delete):
         state = self.server.state
@@ -442,6 +461,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description="S3 gate in front of s3rver for the tms tests")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--upstream", required=True, help="http://127.0.0.1:PORT of s3rver")
+    p.add_argument("--upstream-key", default="S3RVER",
+                   help="the access key id s3rver knows (requests go on with it)")
     p.add_argument("--admin-token")
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args(argv)
@@ -450,6 +471,7 @@ def main(argv=None):
     server.state = State()
     server.upstream_host = up.hostname
     server.upstream_port = up.port or 80
+    server.upstream_key = args.upstream_key
     server.admin_token = args.admin_token
     server.verbose = args.verbose
 
