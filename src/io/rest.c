@@ -672,6 +672,28 @@ io_rest_endpoint_offered(IoCatalog *cat, const char *endpoint)
 }
 
 /* See rest_int.h. */
+int
+io_rest_post_change(IoCatalog *cat, IoStrBuf *path, IoStrBuf *body, RestCallKind kind,
+					const char *what, IoError *err)
+{
+	IoHttpResponse resp;
+	int			rc;
+
+	if (path->oom || body->oom)
+		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	else
+	{
+		rc = io_rest_request(cat, "POST", path->data, body->data, NULL, 0, false, &resp, err);
+		if (rc == 0 && resp.status != 200 && resp.status != 204)
+			rc = io_rest_status_error(&resp, kind, what, cat->http.max_json_bytes, err);
+		io_http_response_free(&resp);
+	}
+	io_sb_free(path);
+	io_sb_free(body);
+	return rc;
+}
+
+/* See rest_int.h. */
 void
 io_rest_append_json_string(IoStrBuf *sb, const char *s)
 {

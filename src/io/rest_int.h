@@ -145,6 +145,14 @@ extern int	io_rest_check_ident(const char *ns, const char *table, IoError *err);
  */
 extern bool io_rest_endpoint_offered(IoCatalog *cat, const char *endpoint);
 
+/*
+ * POST a change (body: JSON) to path, never retried (a lost answer would
+ * make a retry report a false 404 or 409); 200 and 204 are success, other
+ * statuses read as kind says.  Frees both buffers.  0, or -1 with *err.
+ */
+extern int	io_rest_post_change(IoCatalog *cat, IoStrBuf *path, IoStrBuf *body,
+								RestCallKind kind, const char *what, IoError *err);
+
 /* Append s as a JSON string; a namespace (IO_NS_SEP levels) as a JSON array. */
 extern void io_rest_append_json_string(IoStrBuf *sb, const char *s);
 extern void io_rest_append_json_ns(IoStrBuf *sb, const char *ns);

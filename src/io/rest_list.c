@@ -472,8 +472,6 @@ io_catalog_create_namespace(IoCatalog *cat, const char *ns, IoError *err)
 {
 	IoStrBuf	path;
 	IoStrBuf	body;
-	IoHttpResponse resp;
-	int			rc;
 
 	if (io_rest_check_ident(ns, NULL, err) != 0)
 		return -1;
@@ -484,18 +482,6 @@ io_catalog_create_namespace(IoCatalog *cat, const char *ns, IoError *err)
 	io_sb_puts(&body, "{\"namespace\": ");
 	io_rest_append_json_ns(&body, ns);
 	io_sb_puts(&body, ", \"properties\": {}}");
-	if (path.oom || body.oom)
-	{
-		io_sb_free(&path);
-		io_sb_free(&body);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-	}
-	rc = io_rest_request(cat, "POST", path.data, body.data, NULL, 0, false, &resp, err);
-	io_sb_free(&path);
-	io_sb_free(&body);
-	if (rc == 0 && resp.status != 200 && resp.status != 204)
-		rc = io_rest_status_error(&resp, REST_CALL_NAMESPACE, "create namespace",
-								  cat->http.max_json_bytes, err);
-	io_http_response_free(&resp);
-	return rc;
+	return io_rest_post_change(cat, &path, &body, REST_CALL_NAMESPACE, "create namespace",
+							   err);
 }

@@ -571,14 +571,13 @@ io_catalog_load_credentials(IoCatalog *cat, const char *ns, const char *table,
 	return rc;
 }
 
-/* See io.h.  Not retried: a retry after a lost 204 would report a 404. */
+/* See io.h. */
 int
 io_catalog_rename_table(IoCatalog *cat, const char *ns, const char *table,
 						const char *to_ns, const char *to_table, IoError *err)
 {
 	IoStrBuf	path;
 	IoStrBuf	body;
-	IoHttpResponse resp;
 	int			rc;
 
 	if (io_rest_check_ident(ns, table ? table : "", err) != 0 ||
@@ -599,21 +598,9 @@ io_catalog_rename_table(IoCatalog *cat, const char *ns, const char *table,
 	io_sb_puts(&body, ", \"name\": ");
 	io_rest_append_json_string(&body, to_table);
 	io_sb_puts(&body, "}}");
-	if (path.oom || body.oom)
-	{
-		io_sb_free(&path);
-		io_sb_free(&body);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-	}
-	rc = io_rest_request(cat, "POST", path.data, body.data, NULL, 0, false, &resp, err);
-	io_sb_free(&path);
-	io_sb_free(&body);
+	rc = io_rest_post_change(cat, &path, &body, REST_CALL_TABLE, "rename table", err);
 	io_catalog_forget(cat, ns, table);
 	io_catalog_forget(cat, to_ns, to_table);
-	if (rc == 0 && resp.status != 204 && resp.status != 200)
-		rc = io_rest_status_error(&resp, REST_CALL_TABLE, "rename table",
-								  cat->http.max_json_bytes, err);
-	io_http_response_free(&resp);
 	return rc;
 }
 

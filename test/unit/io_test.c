@@ -2192,6 +2192,37 @@ out:
 	io_http_shutdown();
 }
 
+/*
+ * The forked server with zeroed stats, its endpoint into endpoint; -1
+ * (and a failed check) when it cannot start.
+ */
+static pid_t
+server_up(char *endpoint, size_t size)
+{
+	int			port;
+	pid_t		server;
+
+	stats = mmap(NULL, sizeof(ServerStats), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stats == MAP_FAILED || (server = start_server(&port)) < 0)
+	{
+		CHECK(0, "cannot start the test server");
+		return -1;
+	}
+	memset(stats, 0, sizeof(*stats));
+	snprintf(endpoint, size, "http://127.0.0.1:%d", port);
+	return server;
+}
+
+static void
+server_down(pid_t server)
+{
+	kill(-server, SIGKILL);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	io_http_shutdown();
+}
+
 /* Run a deleter until every request started is done; the outcomes in order of arrival. */
 static int
 deleter_finish(IoDeleter *d, int started, IoDeleteDone *out)
@@ -2218,7 +2249,6 @@ deleter_finish(IoDeleter *d, int started, IoDeleteDone *out)
 static void
 test_deleter(void)
 {
-	int			port;
 	pid_t		server;
 	char		endpoint[128];
 	IoStorageConfig cfg;
@@ -2233,15 +2263,8 @@ test_deleter(void)
 	int64_t		t0;
 	int			got;
 
-	stats = mmap(NULL, sizeof(ServerStats), PROT_READ | PROT_WRITE,
-				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (stats == MAP_FAILED || (server = start_server(&port)) < 0)
-	{
-		CHECK(0, "cannot start the test server");
+	if ((server = server_up(endpoint, sizeof(endpoint))) < 0)
 		return;
-	}
-	memset(stats, 0, sizeof(*stats));
-	snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%d", port);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.s3_endpoint = endpoint;
 	cfg.s3_path_style = 1;
@@ -2350,10 +2373,7 @@ test_deleter(void)
 	io_storage_free(st);
 
 out:
-	kill(-server, SIGKILL);
-	kill(server, SIGKILL);
-	waitpid(server, NULL, 0);
-	io_http_shutdown();
+	server_down(server);
 }
 
 /* A refresh callback vending key id "FRESH" (or an incomplete config). */
@@ -2396,7 +2416,6 @@ vend_fresh(void *arg, IoTableCredentials *out, IoError *err)
 static void
 test_credentials_refresh(void)
 {
-	int			port;
 	pid_t		server;
 	char		endpoint[128];
 	IoStorageConfig cfg;
@@ -2440,15 +2459,8 @@ test_credentials_refresh(void)
 		io_catalog_free(cat);
 	}
 
-	stats = mmap(NULL, sizeof(ServerStats), PROT_READ | PROT_WRITE,
-				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (stats == MAP_FAILED || (server = start_server(&port)) < 0)
-	{
-		CHECK(0, "cannot start the test server");
+	if ((server = server_up(endpoint, sizeof(endpoint))) < 0)
 		return;
-	}
-	memset(stats, 0, sizeof(*stats));
-	snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%d", port);
 
 	/* credentials of the user mapping: never refreshed */
 	memset(&cfg, 0, sizeof(cfg));
@@ -2526,11 +2538,7 @@ test_credentials_refresh(void)
 	CHECK(io_storage_read(st, "s3://vended/x", 0, 0, &buf, &err) == -1 && ra.calls == 2 &&
 		  err.http_status == 400, "still refused, one refresh tried");
 	io_storage_free(st);
-
-	kill(-server, SIGKILL);
-	kill(server, SIGKILL);
-	waitpid(server, NULL, 0);
-	io_http_shutdown();
+	server_down(server);
 }
 
 /* The request window of a storage target (aimd.c). */
