@@ -311,6 +311,21 @@ io_string_list_free(IoStringList *list)
 	list->n = 0;
 }
 
+/* See io_int.h. */
+void
+io_string_list_wipe(IoStringList *list)
+{
+	size_t		i;
+
+	if (list == NULL)
+		return;
+	for (i = 0; i < list->n; i++)
+		io_wipe_free(list->items[i]);
+	free(list->items);
+	list->items = NULL;
+	list->n = 0;
+}
+
 static int
 hexval(int c)
 {
