@@ -240,6 +240,14 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 		}
 	}
 
+	/*
+	 * A refused signature's message may go on with the canonical request
+	 * AWS expected, whose headers hold the session token and the bearer
+	 * token, in whatever shape it comes: its first line only.
+	 */
+	if (emsg != NULL && etype != NULL && aws_authentication_failure(etype))
+		emsg_len = strcspn(emsg, "\r\n");
+
 	code = io_http_status_code(st);
 	if (st == 404)
 	{
