@@ -9,10 +9,12 @@
  *
  * Follows the Iceberg REST OpenAPI spec: GET /v1/config handshake
  * (defaults < client properties < overrides, "prefix", "endpoints"),
- * bearer tokens (rest_auth.c), and the ErrorModel of every non-success
- * response, mapped to IoErrorCode in io_rest_status_error() with the
- * model's type and message in IoError.detail.  Tokens and client secrets
- * are never put into an error.
+ * bearer tokens and SigV4 (rest_auth.c, whose io_rest_headers makes the
+ * headers of every attempt), and the ErrorModel of every non-success
+ * response (or AWS's own error shape, for requests AWS's front end
+ * refused), mapped to IoErrorCode in io_rest_status_error() with the
+ * type and message in IoError.detail.  Tokens, client secrets and AWS
+ * keys are never put into an error.
  *
  * Names cannot change a request's target: table names and namespace
  * levels are checked (io_rest_check_ident) and every path segment is
