@@ -210,7 +210,8 @@ parse_query(const char *query, SigParam **out, size_t *nout)
 		}
 		p = amp ? amp + 1 : NULL;
 	}
-	qsort(params, n, sizeof(SigParam), param_cmp);
+	if (n > 1)					/* "&" alone leaves params NULL */
+		qsort(params, n, sizeof(SigParam), param_cmp);
 	*out = params;
 	*nout = n;
 	return 0;
@@ -331,7 +332,7 @@ io_sigv4_scope_valid(const char *s)
 	return n > 0 && n <= 64;
 }
 
-/* Free a signing result; the added header values (a session token) are wiped. */
+/* Free a signing result; what holds a token is wiped. */
 void
 io_sigv4_free(IoSigV4Output *out)
 {
@@ -339,7 +340,8 @@ io_sigv4_free(IoSigV4Output *out)
 
 	if (out == NULL)
 		return;
-	free(out->canonical_request);
+	/* its canonical headers hold the session token (and a bearer token) */
+	io_wipe_free(out->canonical_request);
 	free(out->string_to_sign);
 	free(out->signed_headers);
 	free(out->presigned_query);
