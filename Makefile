@@ -133,6 +133,7 @@ layer_srcs = $(wildcard src/$(1)/*.c) $(foreach d,$(LAYER_DEPS_$(1)),$(wildcard 
 # A unit driver named after a part of a layer links that layer.
 UNIT_LAYER_expire = iceberg
 UNIT_LAYER_rewrite = iceberg
+UNIT_LAYER_rest_sigv4 = io
 unit_layer = $(or $(UNIT_LAYER_$(1)),$(1))
 
 test/unit/build/%_test: test/unit/%_test.c $(wildcard src/*/*.c src/*/*.h)
