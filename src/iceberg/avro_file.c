@@ -357,7 +357,8 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 
 		if (r->inflated.alloc - r->inflated.len < 65536 + 1)
 		{
-			size_t		want = r->inflated.alloc ? r->inflated.alloc : inlen * 4 + 65536;
+			/* the whole buffer's size: doubled, or a first guess */
+			size_t		want = r->inflated.alloc ? r->inflated.alloc * 2 : inlen * 4 + 65536;
 
 			if (want > cap + 1)
 				want = cap + 1;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "dsl/dsl.h"
 #include "iceberg/iceberg.h"
@@ -1038,6 +1039,139 @@ put_block(unsigned char *p, const unsigned char *rec, size_t reclen, int64_t cou
 	return n + 16;
 }
 
+/* Raw-deflate (as Avro's deflate codec) in into p; returns the length. */
+static size_t
+put_deflate(unsigned char *p, size_t cap, const unsigned char *in, size_t len)
+{
+	z_stream	zs;
+	size_t		n;
+
+	memset(&zs, 0, sizeof(zs));
+	if (deflateInit2(&zs, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		abort();
+	zs.next_in = (unsigned char *) in;
+	zs.avail_in = (uInt) len;
+	zs.next_out = p;
+	zs.avail_out = (uInt) cap;
+	if (deflate(&zs, Z_FINISH) != Z_STREAM_END)
+		abort();
+	n = zs.total_out;
+	deflateEnd(&zs);
+	return n;
+}
+
+/*
+ * Deflate blocks, whichever inflater the build uses (libdeflate's one-shot
+ * decompressor with a growing output, or zlib): blocks that inflate to
+ * many times their size (the output outgrows any first guess), a small
+ * block after a large one, the block size limit on the inflated bytes,
+ * and corrupt or truncated streams.
+ */
+static void
+test_deflate_blocks(void)
+{
+	const int	nrec = 20000;
+	size_t		reclen = 0,
+				cap = 4 << 20;
+	unsigned char *rec = malloc(cap);
+	unsigned char *comp = malloc(cap);
+	unsigned char *file = malloc(cap);
+	char		path[200];
+	size_t		c,
+				n,
+				r;
+	int			cnt,
+				i;
+	IcebergError err;
+	IcebergLimits lim;
+	IcebergMemoryFile mem;
+	IcebergFileIO io;
+	IcebergManifestListReader *lr;
+	const IcebergManifestFile *mf;
+
+	memset(path, 'x', sizeof(path) - 1);
+	path[sizeof(path) - 1] = '\0';
+	for (i = 0; i < nrec; i++)
+		reclen += put_list_record(rec + reclen, path, 0);
+	c = put_deflate(comp, cap, rec, reclen);
+	CHECK(reclen > 4 * c + 65536, "test block inflates beyond the first guess (%zu -> %zu)",
+		  c, reclen);
+
+	/* a large block, then a small one */
+	n = put_header(file, list_schema_noids, "deflate");
+	n += put_block(file + n, comp, c, nrec);
+	r = put_list_record(rec, "small.avro", 0);
+	n += put_block(file + n, comp + c, put_deflate(comp + c, cap - c, rec, r), 1);
+	cnt = 0;
+	CHECK(read_avro_buffer(file, n, 0, &err, &cnt) == 0 && cnt == nrec + 1,
+		  "deflate blocks: %d records, %s", cnt, err.message);
+
+	/* the values survive the inflating */
+	mem.data = file;
+	mem.len = n;
+	iceberg_memory_fileio(&io, &mem);
+	if (iceberg_manifest_list_open_path(&io, "mem", &lr, &err))
+	{
+		for (i = 0; i < nrec; i++)
+			if (iceberg_manifest_list_next(lr, &mf, &err) != 1 ||
+				strcmp(mf->manifest_path, path) != 0)
+				break;
+		CHECK(i == nrec, "large block's records intact (%d)", i);
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 1 &&
+			  strcmp(mf->manifest_path, "small.avro") == 0, "small block after it");
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 0, "end");
+		iceberg_manifest_list_close(lr);
+	}
+	else
+		CHECK(false, "deflate list: %s", err.message);
+
+	/* the limit applies to the inflated bytes, whatever the compressed size */
+	memset(&lim, 0, sizeof(lim));
+	lim.max_block_bytes = (int64_t) reclen - 1;
+	n = put_header(file, list_schema_noids, "deflate");
+	n += put_block(file + n, comp, c, nrec);
+	mem.data = file;
+	mem.len = n;
+	iceberg_memory_fileio(&io, &mem);
+	io.limits = &lim;
+	if (iceberg_manifest_list_open_path(&io, "mem", &lr, &err))
+	{
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) < 0 && err.code == ICEBERG_ERR_LIMIT,
+			  "inflated block over the limit: %s", iceberg_error_code_name(err.code));
+		iceberg_manifest_list_close(lr);
+	}
+	else
+		CHECK(err.code == ICEBERG_ERR_LIMIT, "limit at open: %s", err.message);
+	lim.max_block_bytes = (int64_t) reclen;
+	iceberg_memory_fileio(&io, &mem);
+	io.limits = &lim;
+	if (iceberg_manifest_list_open_path(&io, "mem", &lr, &err))
+	{
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 1,
+			  "inflated block at the limit exactly: %s", err.message);
+		iceberg_manifest_list_close(lr);
+	}
+
+	/* truncated and corrupt streams are malformed, never a crash */
+	for (i = 0; i < 3; i++)
+	{
+		size_t		len = i == 0 ? c / 2 : c;
+
+		if (i == 1)
+			comp[c / 3] ^= 0xff;
+		if (i == 2)
+			memset(comp, 0xff, 16);	/* an invalid block type right away */
+		n = put_header(file, list_schema_noids, "deflate");
+		n += put_block(file + n, comp, len, nrec);
+		CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 &&
+			  (err.code == ICEBERG_ERR_MALFORMED || err.code == ICEBERG_ERR_LIMIT),
+			  "corrupt deflate %d: %s", i, iceberg_error_code_name(err.code));
+	}
+	free(rec);
+	free(comp);
+	free(file);
+}
+
 /* Snappy-encode as literals only, with the Avro CRC-32 trailer. */
 static size_t
 put_snappy(unsigned char *p, const unsigned char *in, size_t len)
@@ -1710,6 +1844,7 @@ main(void)
 	test_fixture_details();
 	test_standalone_avro();
 	test_handmade_avro();
+	test_deflate_blocks();
 	test_walk_and_adapters();
 	test_io_router();
 	test_json_budget();
