@@ -16,8 +16,10 @@
  * either store a value into a numbered slot or are skipped with the
  * cheapest possible walk over the bytes (avro_decode.c).  The file layer
  * (avro_file.c) reads the header and the blocks and dispatches the codecs:
- * null, deflate (raw zlib inflate) and snappy (avro_snappy.c, a small
- * decoder: libsnappy is not a dependency).  bench/iceberg_manifest_bench.c
+ * null, deflate (raw inflate: libdeflate's one-shot decompressor when
+ * tms is built with it, which the Makefile does when it is installed, else
+ * zlib's) and snappy (avro_snappy.c, a small decoder: libsnappy is not a
+ * dependency).  bench/iceberg_manifest_bench.c
  * measures this reader against avro-c (doc/iceberg-io.md has the figures).
  *
  * Safety: every read is checked against the end of the block; every
@@ -41,7 +43,10 @@
 
 #include "iceberg/iceberg_internal.h"
 
-#include <zlib.h>
+#ifdef TMS_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
+#include <zlib.h>				/* the fallback inflater; snappy's CRC-32 */
 
 #define ICEBERG_AVRO_MAX_DEPTH	32	/* schema nesting */
 #define ICEBERG_AVRO_MAX_NAMED	4096	/* named types in one schema */
@@ -129,8 +134,12 @@ struct IcebergAvroReader
 
 	/* current block */
 	IcebergBuf	inflated;
+#ifdef TMS_HAVE_LIBDEFLATE
+	struct libdeflate_decompressor *ld;
+#else
 	z_stream	zs;
 	bool		zs_ready;
+#endif
 	IcebergAvroCursor cur;
 	int64_t		left;			/* objects left in the block */
 	const uint8_t *last_raw;	/* span of the last record returned */
