@@ -55,6 +55,14 @@ skip_collection(const IcebergAvroPlanNode *n, IcebergAvroCursor *c,
 				return false;
 			continue;
 		}
+		if (!is_map && item->nflat >= 0)
+		{
+			/* arrays of {key: int, value: bytes} and the like */
+			for (i = 0; i < count; i++)
+				if (!skip_flat(item, c))
+					return false;
+			continue;
+		}
 		for (i = 0; i < count; i++)
 		{
 			if (is_map)
@@ -77,8 +85,8 @@ skip_node(const IcebergAvroPlanNode *n, IcebergAvroCursor *c, int64_t coll_cap)
 	int64_t		v;
 	int			i;
 
-	if (n->nvarints > 0)
-		return skip_varints(c, n->nvarints);
+	if (n->nflat >= 0)
+		return skip_flat(n, c);
 	switch (n->type)
 	{
 		case AT_NULL:

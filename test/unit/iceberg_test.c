@@ -1172,6 +1172,113 @@ test_deflate_blocks(void)
 	free(file);
 }
 
+/*
+ * Skipped fields of every shape the fast skips handle, before the fields
+ * read: runs of multi-byte varints longer than a word ({k: int, v: long}
+ * items), flat records of a varint, a byte string and fixed-size runs,
+ * and a map of them.  The fields after them must read right, and a
+ * record cut anywhere inside them must be refused.
+ */
+static void
+test_skip_shapes(void)
+{
+	const char *schema =
+		"{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":["
+		"{\"name\":\"counts\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
+		"\"name\":\"kv\",\"fields\":[{\"name\":\"k\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"long\"}]}}},"
+		"{\"name\":\"bounds\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
+		"\"name\":\"kb\",\"fields\":[{\"name\":\"k\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"bytes\"},"
+		"{\"name\":\"f\",\"type\":{\"type\":\"fixed\",\"name\":\"f3\",\"size\":3}},"
+		"{\"name\":\"d\",\"type\":\"double\"},{\"name\":\"b\",\"type\":\"boolean\"}]}}},"
+		"{\"name\":\"m\",\"type\":{\"type\":\"map\",\"values\":\"kb\"}},"
+		"{\"name\":\"manifest_path\",\"type\":\"string\"},"
+		"{\"name\":\"manifest_length\",\"type\":\"long\"},"
+		"{\"name\":\"partition_spec_id\",\"type\":\"int\"},"
+		"{\"name\":\"added_snapshot_id\",\"type\":[\"null\",\"long\"]}"
+		"]}";
+	unsigned char *file = malloc(1 << 16);
+	unsigned char rec[8192];
+	size_t		n,
+				r = 0,
+				cut[3];
+	int			cnt,
+				k,
+				j;
+	IcebergError err;
+	IcebergManifestListReader *lr;
+	IcebergMemoryFile mem;
+	IcebergFileIO io;
+	const IcebergManifestFile *mf;
+	static const unsigned char fixed_d_b[12] = {1, 2, 3, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 1};
+
+	for (k = 0; k < 2; k++)
+	{
+		r += put_long(rec + r, 30);
+		for (j = 0; j < 30; j++)
+		{
+			r += put_long(rec + r, j + 1000);
+			r += put_long(rec + r, (int64_t) j << 40);
+		}
+		r += put_long(rec + r, 0);
+		cut[0] = r - 7;
+		r += put_long(rec + r, 12);
+		for (j = 0; j < 12; j++)
+		{
+			r += put_long(rec + r, j);
+			r += put_str(rec + r, j % 2 ? "a-lower-bound" : "");
+			memcpy(rec + r, fixed_d_b, 12);
+			r += 12;
+		}
+		r += put_long(rec + r, 0);
+		cut[1] = r - 5;
+		r += put_long(rec + r, 2);
+		for (j = 0; j < 2; j++)
+		{
+			r += put_str(rec + r, j ? "key1" : "key0");
+			r += put_long(rec + r, 9);
+			r += put_str(rec + r, "bytes");
+			memcpy(rec + r, fixed_d_b, 12);
+			r += 12;
+		}
+		r += put_long(rec + r, 0);
+		cut[2] = r - 3;
+		r += put_str(rec + r, k ? "second.avro" : "first.avro");
+		r += put_long(rec + r, 5678 + k);
+		r += put_long(rec + r, 0);
+		r += put_long(rec + r, 1);
+		r += put_long(rec + r, 77);
+	}
+	n = put_header(file, schema, "null");
+	n += put_block(file + n, rec, r, 2);
+	mem.data = file;
+	mem.len = n;
+	iceberg_memory_fileio(&io, &mem);
+	if (iceberg_manifest_list_open_path(&io, "mem", &lr, &err))
+	{
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 1 &&
+			  strcmp(mf->manifest_path, "first.avro") == 0 && mf->manifest_length == 5678 &&
+			  mf->added_snapshot_id == 77, "fields after skipped shapes, record 1: %s",
+			  err.message);
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 1 &&
+			  strcmp(mf->manifest_path, "second.avro") == 0 && mf->manifest_length == 5679,
+			  "fields after skipped shapes, record 2: %s", err.message);
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 0, "end after skipped shapes");
+		iceberg_manifest_list_close(lr);
+	}
+	else
+		CHECK(false, "skip shapes: %s (%s)", err.message, err.detail);
+
+	/* one record cut inside each skipped field */
+	for (k = 0; k < 3; k++)
+	{
+		n = put_header(file, schema, "null");
+		n += put_block(file + n, rec, cut[k], 1);
+		CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 && err.code == ICEBERG_ERR_MALFORMED,
+			  "record cut in skipped field %d: %s", k, iceberg_error_code_name(err.code));
+	}
+	free(file);
+}
+
 /* Snappy-encode as literals only, with the Avro CRC-32 trailer. */
 static size_t
 put_snappy(unsigned char *p, const unsigned char *in, size_t len)
@@ -1845,6 +1952,7 @@ main(void)
 	test_standalone_avro();
 	test_handmade_avro();
 	test_deflate_blocks();
+	test_skip_shapes();
 	test_walk_and_adapters();
 	test_io_router();
 	test_json_budget();
