@@ -141,6 +141,7 @@ struct IcebergAvroReader
 
 	/* plan */
 	IcebergAvroPlanNode *root;
+	int			nslots;			/* 1 + the highest slot a target names */
 
 	/* source buffer: bytes read from io, [pos, end) not yet consumed */
 	uint8_t    *buf;

@@ -621,6 +621,30 @@ plan_flat(IcebergAvroPlanNode *n)
 		n->nflat = -1;
 }
 
+/* 1 + the highest slot the targets (and their children) name. */
+static int
+targets_nslots(const IcebergAvroTarget *targets, int ntargets, int depth)
+{
+	int			n = 0;
+
+	for (int i = 0; i < ntargets && depth <= ICEBERG_AVRO_MAX_DEPTH; i++)
+	{
+		int			c = targets[i].slot + 1;
+
+		if (targets[i].children != NULL)
+		{
+			int			k = targets_nslots(targets[i].children, targets[i].nchildren,
+										   depth + 1);
+
+			if (k > c)
+				c = k;
+		}
+		if (c > n)
+			n = c;
+	}
+	return n < ICEBERG_AVRO_MAX_SLOTS ? n : ICEBERG_AVRO_MAX_SLOTS;
+}
+
 /* See avro_internal.h. */
 bool
 iceberg_avro_build_plan(IcebergAvroReader *r, const IcebergAvroTarget *targets,
@@ -672,6 +696,7 @@ iceberg_avro_build_plan(IcebergAvroReader *r, const IcebergAvroTarget *targets,
 	memset(&cc, 0, sizeof(cc));
 	cc.err = err;
 	cc.r = r;
+	r->nslots = targets_nslots(targets, ntargets, 0);
 	r->root = compile(&cc, schema, NULL, targets, ntargets, 0);
 	if (r->root != NULL)
 		plan_flat(r->root);

@@ -1191,6 +1191,8 @@ test_skip_shapes(void)
 		"{\"name\":\"f\",\"type\":{\"type\":\"fixed\",\"name\":\"f3\",\"size\":3}},"
 		"{\"name\":\"d\",\"type\":\"double\"},{\"name\":\"b\",\"type\":\"boolean\"}]}}},"
 		"{\"name\":\"m\",\"type\":{\"type\":\"map\",\"values\":\"kb\"}},"
+		"{\"name\":\"lb\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
+		"\"name\":\"kv2\",\"fields\":[{\"name\":\"k\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"bytes\"}]}}},"
 		"{\"name\":\"manifest_path\",\"type\":\"string\"},"
 		"{\"name\":\"manifest_length\",\"type\":\"long\"},"
 		"{\"name\":\"partition_spec_id\",\"type\":\"int\"},"
@@ -1200,7 +1202,7 @@ test_skip_shapes(void)
 	unsigned char rec[8192];
 	size_t		n,
 				r = 0,
-				cut[3];
+				cut[4];
 	int			cnt,
 				k,
 				j;
@@ -1242,6 +1244,19 @@ test_skip_shapes(void)
 		}
 		r += put_long(rec + r, 0);
 		cut[2] = r - 3;
+		/* {key: int, value: bytes}, keys and lengths of one and two bytes */
+		r += put_long(rec + r, 3);
+		for (j = 0; j < 3; j++)
+		{
+			char		big[200];
+
+			memset(big, 'b', sizeof(big) - 1);
+			big[j == 1 ? sizeof(big) - 1 : 5] = '\0';
+			r += put_long(rec + r, j * 5000);
+			r += put_str(rec + r, big);
+		}
+		r += put_long(rec + r, 0);
+		cut[3] = r - 100;
 		r += put_str(rec + r, k ? "second.avro" : "first.avro");
 		r += put_long(rec + r, 5678 + k);
 		r += put_long(rec + r, 0);
@@ -1269,7 +1284,7 @@ test_skip_shapes(void)
 		CHECK(false, "skip shapes: %s (%s)", err.message, err.detail);
 
 	/* one record cut inside each skipped field */
-	for (k = 0; k < 3; k++)
+	for (k = 0; k < 4; k++)
 	{
 		n = put_header(file, schema, "null");
 		n += put_block(file + n, rec, cut[k], 1);
