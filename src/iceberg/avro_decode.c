@@ -548,10 +548,11 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
 			{
 				const IcebergAvroPlanNode *child = n->children[i];
 
-				/* the fields not wanted, skipped without a call when flat */
-				if (!child->wanted && child->nflat >= 0)
+				/* the fields not wanted: skipped, without a call when flat */
+				if (!child->wanted)
 				{
-					if (!skip_flat(child, c))
+					if (!(child->nflat >= 0 ? skip_flat(child, c)
+						  : skip_node(child, c, r->coll_cap)))
 						return false;
 				}
 				else if (!decode_node(r, child, c, values, oom))
