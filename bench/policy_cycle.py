@@ -249,9 +249,10 @@ def timing(w, args):
 
     # every process of the cluster, for the private memory each phase adds
     procs = dict(q(conn, "SELECT pid, CASE WHEN pid = pg_backend_pid() THEN 'the cycle''s backend'"
-                         " ELSE coalesce(nullif(backend_type, 'client backend'), '')"
-                         " || coalesce(' ' || nullif(application_name, ''), '') END"
-                         " FROM pg_stat_activity"))
+                         " WHEN backend_type = 'client backend' AND application_name = ''"
+                         " THEN 'client backend (the test catalog''s)'"
+                         " ELSE backend_type || coalesce(' ' || nullif(application_name, ''), '')"
+                         " END FROM pg_stat_activity"))
     out["process_memory"] = {}
 
     def phase(name):
