@@ -516,6 +516,16 @@ extern int	io_catalog_load_table(IoCatalog *cat, const char *ns,
 extern void io_loaded_table_free(IoLoadedTable *t);
 
 /*
+ * Load a table with only the snapshots its branches and tags reference
+ * (snapshots=refs): its identity (location, UUID), current state and
+ * vended credentials, at a cost that does not grow with its history.  No
+ * ETag is sent or kept: the handle's cache holds full loads only.
+ */
+extern int	io_catalog_load_table_refs(IoCatalog *cat, const char *ns,
+									   const char *table, IoLoadedTable *out,
+									   IoError *err);
+
+/*
  * Load a table the caller has seen as version known_etag (NULL: like
  * io_catalog_load_table).  Sends If-None-Match with it; a 304 sets
  * not_modified and, unless the handle's cache holds that version,

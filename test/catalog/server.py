@@ -102,6 +102,7 @@ then they need the header "X-Admin-Token: TOKEN"):
 
 import argparse
 import base64
+import bisect
 import gzip
 import hashlib
 import json
@@ -331,12 +332,17 @@ class Database:
 
     # -- tables ---------------------------------------------------------------
 
-    def list_tables(self, ns_str):
+    def list_tables(self, ns_str, after=None, limit=None):
+        """The namespace's table names in order: all of them, or at most
+        limit names after the name `after`, read by key from the primary
+        key's index (a page costs its own size, whatever the namespace's)."""
         def q(cur):
             cur.execute("SELECT table_name FROM iceberg_tables WHERE catalog_name = %s"
                         " AND table_namespace = %s AND (iceberg_type = 'TABLE'"
-                        " OR iceberg_type IS NULL) ORDER BY table_name",
-                        (self.catalog, ns_str))
+                        " OR iceberg_type IS NULL)"
+                        " AND (%s::text IS NULL OR table_name > %s)"
+                        " ORDER BY table_name LIMIT %s",
+                        (self.catalog, ns_str, after, after, limit))
             return [r[0] for r in cur.fetchall()]
         return self.run(q)
 
@@ -669,32 +675,44 @@ class Catalog:
             raise no_such_namespace(levels)
 
     @staticmethod
-    def paginate(items, query, key=lambda x: x):
-        """Apply pageToken/pageSize: with neither, everything and no token;
-        otherwise pages of pageSize (default 100) with next-page-token."""
+    def page_args(query):
+        """pageSize and pageToken of a listing: (None, None) with neither
+        (everything, no token); otherwise (size, the key the page starts
+        after, or None for the first page).  Tokens are the last key of the
+        previous page, base64url."""
         token = query.get("pageToken")
         size = query.get("pageSize")
         if token is None and size is None:
-            return items, None, False
+            return None, None
         try:
             size = int(size) if size is not None else DEFAULT_PAGE_SIZE
         except ValueError:
             raise bad_request("pageSize must be an integer")
         if size < 1:
             raise bad_request("pageSize must be at least 1")
-        start = 0
+        after = None
         if token:
             try:
                 after = base64.urlsafe_b64decode(token.encode()).decode()
             except Exception:
                 raise bad_request("invalid pageToken %r" % token)
-            start = len([i for i in items if key(i) <= after])
+        return size, after
+
+    @staticmethod
+    def page_token(page, more, key=lambda x: x):
+        return base64.urlsafe_b64encode(key(page[-1]).encode()).decode() if more else None
+
+    @classmethod
+    def paginate(cls, items, query, key=lambda x: x):
+        """Apply pageToken/pageSize to sorted items (page_args)."""
+        size, after = cls.page_args(query)
+        if size is None:
+            return items, None, False
+        start = 0
+        if after is not None:
+            start = bisect.bisect_right([key(i) for i in items], after)
         page = items[start:start + size]
-        more = start + size < len(items)
-        nxt = None
-        if more:
-            nxt = base64.urlsafe_b64encode(key(page[-1]).encode()).decode()
-        return page, nxt, True
+        return page, cls.page_token(page, start + size < len(items), key), True
 
     def storage_config(self, location):
         """LoadTableResult.config for a table: S3 client settings when the
@@ -816,7 +834,7 @@ class Catalog:
     def drop_namespace(self, levels):
         s = self.ns_str(levels)
         self.require_namespace(levels)
-        if self.db.list_tables(s) or any(n.startswith(s + ".") for n in self.db.all_namespaces()):
+        if self.db.list_tables(s, limit=1) or any(n.startswith(s + ".") for n in self.db.all_namespaces()):
             raise CatalogError(409, "NamespaceNotEmptyException",
                                "Namespace %s is not empty" % s)
         self.db.drop_namespace(s)
@@ -838,11 +856,17 @@ class Catalog:
 
     def list_tables(self, levels, query):
         self.require_namespace(levels)
-        names = self.db.list_tables(self.ns_str(levels))
-        page, nxt, paged = self.paginate(names, query)
+        size, after = self.page_args(query)
+        if size is None:
+            page = self.db.list_tables(self.ns_str(levels))
+        else:
+            # one name more than the page tells whether another page follows
+            page = self.db.list_tables(self.ns_str(levels), after, size + 1)
+            more = len(page) > size
+            page = page[:size]
         body = {"identifiers": [{"namespace": levels, "name": n} for n in page]}
-        if paged:
-            body["next-page-token"] = nxt
+        if size is not None:
+            body["next-page-token"] = self.page_token(page, more)
         return 200, body, {}
 
     def default_location(self, levels, name):
