@@ -9,7 +9,7 @@ check credentials like S3, which s3rver does neither of.
 
 It listens on 127.0.0.1 only, prints "gate listening on http://127.0.0.1:PORT"
 once it accepts connections, and exits cleanly on SIGTERM/SIGINT.  Only the
-Python standard library is used.
+Python standard library is used (and the test world's SigV4 verifier).
 
 Throttling (off until configured): a token bucket of `rate` tokens a
 second holding at most `burst`, refilled continuously.
@@ -29,7 +29,8 @@ second holding at most `burst`, refilled continuously.
 Credentials (off until enabled): every request must carry an AWS SigV4
 header signature (S3 rules: the path as sent is its own canonical form, a
 query sorted by name, x-amz-content-sha256 the body's hash) of a key
-registered here, recomputed independently of any client: an unknown key is
+registered here, recomputed independently of any client by the test
+world's verifier (test/catalog/sigv4.py): an unknown key is
 403 InvalidAccessKeyId, a wrong signature 403 SignatureDoesNotMatch, a
 session token other than the key's (or none when it has one) 403
 InvalidToken, and a key past its expiry 400 ExpiredToken ("The provided
@@ -63,11 +64,10 @@ Admin endpoints (outside the S3 namespace: /admin/...; open unless
 
 import argparse
 import base64
-import datetime
 import hashlib
-import hmac
 import http.client
 import json
+import os
 import re
 import signal
 import sys
@@ -76,6 +76,10 @@ import time
 import urllib.parse
 import xml.etree.ElementTree as ET
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "catalog"))
+
+import sigv4 as sigv4_mod  # noqa: E402  (the test world's one SigV4 verifier)
 
 HOP_BY_HOP = ("expect", "connection", "keep-alive", "proxy-connection",
               "transfer-encoding", "te", "upgrade")
@@ -136,12 +140,8 @@ class State:
 
 
 # ---------------------------------------------------------------------------
-# SigV4, checked from the request as received
+# SigV4, checked from the request as received (test/catalog/sigv4.py)
 # ---------------------------------------------------------------------------
-
-def _enc(s):
-    return urllib.parse.quote(s, safe="-_.~")
-
 
 class Refused(Exception):
     def __init__(self, status, code, message):
@@ -149,63 +149,38 @@ class Refused(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+# the AWS JSON-service refusals of sigv4.Verifier as S3 words them
+S3_CODES = {
+    "MissingAuthenticationTokenException": (403, "AccessDenied"),
+    "IncompleteSignatureException": (400, "AuthorizationHeaderMalformed"),
+    "InvalidSignatureException": (403, "SignatureDoesNotMatch"),
+    "XAmzContentSHA256Mismatch": (400, "XAmzContentSHA256Mismatch"),
+}
+
+
 def check_signature(state, method, raw_path, raw_query, headers, body):
-    """The key id that signed the request, or Refused."""
-    auth = headers.get("authorization", "")
-    if not auth.startswith("AWS4-HMAC-SHA256 "):
-        raise Refused(403, "AccessDenied", "Anonymous requests are not allowed.")
-    try:
-        fields = dict(p.strip().split("=", 1) for p in auth[len("AWS4-HMAC-SHA256 "):].split(","))
-        key_id, date, region, service, term = fields["Credential"].split("/")
-        signed = fields["SignedHeaders"].split(";")
-        signature = fields["Signature"]
-    except (KeyError, ValueError):
-        raise Refused(400, "AuthorizationHeaderMalformed", "The authorization header is malformed.")
+    """The key id that signed the request, or Refused.  S3's rules: the path
+    as sent is its own canonical form (no second encoding, no dot segments
+    removed), every x-amz-* header signed; any region."""
+    _, fields = sigv4_mod.parse_authorization(dict(headers).get("authorization", ""))
+    scope = fields.get("Credential", "").split("/")
+    key_id = scope[0] if scope else ""
+    region = scope[2] if len(scope) == 5 else ""
     with state.lock:
-        key = state.keys.get(key_id)
-    if key is None:
-        raise Refused(403, "InvalidAccessKeyId",
-                      "The AWS Access Key Id you provided does not exist in our records.")
-    if service != "s3" or term != "aws4_request" or "host" not in signed:
-        raise Refused(400, "AuthorizationHeaderMalformed", "The authorization header is malformed.")
-    payload = headers.get("x-amz-content-sha256", "")
-    if payload != "UNSIGNED-PAYLOAD" and payload != hashlib.sha256(body).hexdigest():
-        raise Refused(400, "XAmzContentSHA256Mismatch",
-                      "The provided 'x-amz-content-sha256' header does not match what was computed.")
-    amz_date = headers.get("x-amz-date", "")
+        keys = {k: sigv4_mod.Key(v["secret"], v["token"]) for k, v in state.keys.items()}
+        expires_at = state.keys.get(key_id, {}).get("expires_at")
+    verifier = sigv4_mod.Verifier(region, "s3", keys, double_encode=False, normalize=False)
     try:
-        when = datetime.datetime.strptime(amz_date, "%Y%m%dT%H%M%SZ").replace(
-            tzinfo=datetime.timezone.utc)
-    except ValueError:
-        raise Refused(403, "AccessDenied", "AWS authentication requires a valid Date or x-amz-date header")
-    if abs((datetime.datetime.now(datetime.timezone.utc) - when).total_seconds()) > 900 \
-            or amz_date[:8] != date:
-        raise Refused(403, "RequestTimeTooSkewed",
-                      "The difference between the request time and the current time is too large.")
-    params = []
-    for part in raw_query.split("&") if raw_query else []:
-        k, _, v = part.partition("=")
-        params.append((_enc(urllib.parse.unquote(k)), _enc(urllib.parse.unquote(v))))
-    cq = "&".join("%s=%s" % kv for kv in sorted(params))
-    try:
-        ch = "".join("%s:%s\n" % (h, " ".join(headers[h].split())) for h in signed)
-    except KeyError as e:
-        raise Refused(403, "SignatureDoesNotMatch", "signed header %s is missing" % e)
-    creq = "\n".join([method, raw_path, cq, ch, ";".join(signed), payload])
-    sts = "\n".join(["AWS4-HMAC-SHA256", amz_date, "/".join([date, region, service, term]),
-                     hashlib.sha256(creq.encode()).hexdigest()])
-    k = ("AWS4" + key["secret"]).encode()
-    for m in (date, region, service, term):
-        k = hmac.new(k, m.encode(), hashlib.sha256).digest()
-    if not hmac.compare_digest(hmac.new(k, sts.encode(), hashlib.sha256).hexdigest(), signature):
-        raise Refused(403, "SignatureDoesNotMatch",
-                      "The request signature we calculated does not match the signature you provided.")
-    token = headers.get("x-amz-security-token")
-    if key["token"] is not None and (token != key["token"] or "x-amz-security-token" not in signed):
-        raise Refused(403, "InvalidToken", "The provided token is malformed or otherwise invalid.")
-    if key["token"] is None and token is not None:
-        raise Refused(403, "InvalidToken", "The provided token is malformed or otherwise invalid.")
-    if key["expires_at"] is not None and time.time() >= key["expires_at"]:
+        verifier.verify(method, raw_path, raw_query, list(headers.items()), body)
+    except sigv4_mod.SigV4Error as e:
+        if e.type == "UnrecognizedClientException":
+            if key_id not in keys:
+                raise Refused(403, "InvalidAccessKeyId",
+                              "The AWS Access Key Id you provided does not exist in our records.")
+            raise Refused(403, "InvalidToken", "The provided token is malformed or otherwise invalid.")
+        status, code = S3_CODES.get(e.type, (403, "AccessDenied"))
+        raise Refused(status, code, e.message.split("\n")[0])
+    if expires_at is not None and time.time() >= expires_at:
         raise Refused(400, "ExpiredToken", "The provided token has expired.")
     return key_id
 
