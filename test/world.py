@@ -433,8 +433,9 @@ class S3Gate:
         self._admin("POST", "/admin/verify", {"enabled": enabled})
 
     def log(self, since=0):
-        """The request log after seq `since`: a list of dicts (seq, t,
-        method, path, kind, keys, first_key, bucket, outcome, status,
+        """The request log after seq `since`: a list of dicts (seq, t: when
+        answered, received: when received, both seconds since the gate
+        started, method, path, kind, keys, first_key, bucket, outcome, status,
         throttled_keys, access_key_id)."""
         return self._admin("GET", "/admin/log?since=%d" % since)["requests"]
 

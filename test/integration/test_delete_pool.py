@@ -4,9 +4,10 @@ that throttles (the S3 gate of the test world in front of s3rver): the
 request window of a storage target shrinks when the storage answers
 SlowDown and grows back (fewer refusals over time, where a fixed window
 keeps being refused), keys refused inside a DeleteObjects are sent again,
-every file gets deleted; two purges share the delete pool; a process
-waiting for a permit stops at once when cancelled or terminated; an
-operation deletes through the same pool.
+every file gets deleted; a refusal's Retry-After holds the next request;
+two purges share the delete pool; a process waiting for a permit stops at
+once when cancelled or terminated; an operation deletes through the same
+pool.
 
 The module runs its own cluster (short worker intervals, small delete
 batches so that a table of some thousands of files makes a hundred
@@ -226,6 +227,29 @@ def test_keys_refused_in_part_are_sent_again(env):
     assert refused_keys > 0, "no key was refused: the test throttles nothing"
     after = target(env)
     assert after[3] - (before[3] if before else 0) == refused_keys, (before, after, refused_keys)
+
+
+def test_retry_after_holds_the_deletes(env):
+    """Beyond 4 DeleteObjects a second the storage answers 503 SlowDown with
+    Retry-After: 1.  With one permit (tms.delete_concurrency 1: no request
+    is in flight when a refusal comes) the next DeleteObjects reaches the
+    storage no sooner than a second after each refusal; the window alone
+    sends it at once or a few hundred ms later."""
+    set_conf(env, delete_concurrency=1)
+    name, prefix, data = s3_table(env, 1000)
+    env["gate"].reset_log()
+    env["gate"].throttle(rate=4, burst=2, mode="request", retry_after=1)
+    row = wait_done(env, purge(env, name))
+    env["gate"].unthrottle()
+    assert row[0] == "SUCCEEDED" and row[1] == 0 and row[2] is None, row
+    assert remaining(env, prefix) == []
+    entries = deletes_of(env["gate"].log(), prefix)
+    gaps = [b["received"] - a["t"] for a, b in zip(entries, entries[1:])
+            if a["outcome"] == "throttled"]
+    assert gaps, "the gate never refused: the test throttles nothing"
+    print("Retry-After: 1: %d refusals, next request after %.3f s to %.3f s"
+          % (len(gaps), min(gaps), max(gaps)))
+    assert min(gaps) >= 0.99, gaps
 
 
 # ---------------------------------------------------------------------------

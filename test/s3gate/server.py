@@ -39,7 +39,8 @@ token has expired."), as S3 answers for expired temporary credentials.
 Requests go on to s3rver with its access key id in place of the client's
 (s3rver checks the key id, not the signature) and without a session token.
 
-Every request is logged with its outcome (GET /admin/log): time, method,
+Every request is logged with its outcome (GET /admin/log): when it was
+received and when answered (seconds since the gate started), method,
 path, kind, the keys of a DeleteObjects (count, first key), the key id
 that signed it, the status sent back and why.
 
@@ -296,7 +297,8 @@ class Handler(BaseHTTPRequestHandler):
                 keys = [e.text or "" for e in root.iter() if e.tag.endswith("Key")]
             except ET.ParseError:
                 keys = []
-        entry = {"method": self.command, "path": raw_path, "query": raw_query,
+        entry = {"received": round(time.monotonic() - state.t0, 4),
+                 "method": self.command, "path": raw_path, "query": raw_query,
                  "kind": "delete" if is_delete else self.command.lower(),
                  "keys": len(keys), "first_key": keys[0] if keys else None,
                  "bucket": raw_path.lstrip("/").split("/", 1)[0],
