@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "io_int.h"
 
@@ -250,7 +249,6 @@ io_deleter_done(IoDeleter *d, IoDeleteDone *out)
 	else
 	{
 		char		code[64];
-		struct timespec now;
 
 		out->rc = io_s3_status_error(&resp, "delete objects in", s->bucket, "", code,
 									 sizeof(code), &out->err);
@@ -258,10 +256,7 @@ io_deleter_done(IoDeleter *d, IoDeleteDone *out)
 		out->throttled = resp.status == 503 || resp.status == 429 ||
 			strcmp(code, "SlowDown") == 0;
 		out->credentials = io_s3_credentials_refused(resp.status, code);
-		/* an HTTP date is wall-clock time */
-		clock_gettime(CLOCK_REALTIME, &now);
-		out->retry_after_ms = io_http_retry_after_ms(&resp, (int64_t) now.tv_sec * 1000 +
-													 now.tv_nsec / 1000000);
+		out->retry_after_ms = io_http_retry_after_ms(&resp, io_wall_ms());
 	}
 	io_http_response_free(&resp);
 	slot_clear(s);

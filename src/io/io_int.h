@@ -141,6 +141,13 @@ extern const char *io_http_header(const IoHttpResponse *resp, const char *name,
 extern bool io_http_retryable_status(long status);
 
 /*
+ * Wall-clock milliseconds since the epoch (CLOCK_REALTIME): for what a
+ * peer dates (an HTTP date, a credential's expiry), never for intervals
+ * (io_now_ms).
+ */
+extern int64_t io_wall_ms(void);
+
+/*
  * What a 429 or 503 response asks for in its Retry-After header, in ms
  * from now_ms (wall-clock ms since the epoch; an HTTP date in the past: 0), at most
  * a minute; -1 when it asks nothing (no header, another status, or a

@@ -43,8 +43,6 @@
 
 #define S3_DELETE_BATCH IO_S3_DELETE_MAX_KEYS
 
-static int64_t wall_ms(void);
-
 struct IoStorage
 {
 	char	   *endpoint;		/* scheme://host[:port][/base], no trailing / */
@@ -181,7 +179,7 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 	st->session_token = io_strdup(cfg->s3_session_token);
 	st->vended = cfg->s3_credentials_vended;
 	st->expire_ms = cfg->s3_credentials_expire_ms;
-	st->received_ms = wall_ms();
+	st->received_ms = io_wall_ms();
 	st->http = cfg->http;
 	st->http.ca_file = NULL;
 	st->http.ca_path = NULL;
@@ -345,15 +343,6 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 /* Credentials are refreshed this long before they expire, at most. */
 #define REFRESH_MARGIN_MAX_MS	(5 * 60 * 1000)
 
-static int64_t
-wall_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
-
 /* See io.h. */
 void
 io_storage_set_refresh(IoStorage *st, IoRefreshFn fn, void *arg, void (*free_arg) (void *))
@@ -430,7 +419,7 @@ io_storage_refresh(IoStorage *st, IoError *err)
 	st->secret_access_key = secret;
 	st->session_token = token;
 	st->expire_ms = cfg.s3_credentials_expire_ms;
-	st->received_ms = wall_ms();
+	st->received_ms = io_wall_ms();
 	st->refreshes++;
 	io_table_credentials_free(&c);
 	return 0;
@@ -446,7 +435,7 @@ io_storage_refresh_if_due(IoStorage *st)
 
 	if (st->refresh == NULL || st->expire_ms <= 0)
 		return;
-	now = wall_ms();
+	now = io_wall_ms();
 	margin = (st->expire_ms - st->received_ms) / 4;
 	if (margin > REFRESH_MARGIN_MAX_MS)
 		margin = REFRESH_MARGIN_MAX_MS;
