@@ -137,6 +137,17 @@ def assert_only_vended_keys(env, entries):
     return used
 
 
+def vend(env, expiry_visible=True, credentials_endpoint=True):
+    """The catalog vends credentials that live TTL seconds.  Whether it
+    offers loadCredentials is in its /v1/config, which a cached catalog
+    connection read earlier: a change of both servers drops those of every
+    process."""
+    env["catalog"].set_vending(env["gate"], TTL, expiry_visible=expiry_visible,
+                               credentials_endpoint=credentials_endpoint)
+    for srv in ("held", "plain"):
+        q(env, "ALTER SERVER %s OPTIONS (SET request_timeout '30s')" % srv)
+
+
 def catalog_calls(env, regex):
     return [r for r in env["catalog"].requests(regex)["requests"]]
 
@@ -179,8 +190,7 @@ def run_orphan_cleanup(env, expiry_visible, credentials_endpoint):
     old = time.time() - 10 * 86400
     for u in orphans:
         env["s3"].set_mtime(BUCKET, u.split("/", 3)[3], old)
-    env["catalog"].set_vending(env["gate"], TTL, expiry_visible=expiry_visible,
-                               credentials_endpoint=credentials_endpoint)
+    vend(env, expiry_visible, credentials_endpoint)
     env["catalog"].reset_requests()
     env["gate"].reset_log()
     # 16 deletes of 25 files at 3 a second: longer than the credentials live
@@ -243,7 +253,7 @@ def catalog_tables(env, ns):
 @pytest.mark.parametrize("expiry_visible", [True, False])
 def test_purge_outlives_its_credentials_through_the_hold(env, expiry_visible):
     name, prefix = s3_table(env, 1000)
-    env["catalog"].set_vending(env["gate"], TTL, expiry_visible=expiry_visible)
+    vend(env, expiry_visible=expiry_visible)
     env["gate"].reset_log()
     env["gate"].throttle(rate=6, burst=1, mode="request")
     job = q(env, "SELECT tms.purge_table('held', 'vc', %s)", (name,))[0][0]
@@ -272,7 +282,7 @@ def test_purge_outlives_its_credentials_through_the_hold(env, expiry_visible):
 
 def test_purge_without_a_hold_fails_and_says_why(env):
     name, prefix = s3_table(env, 600)
-    env["catalog"].set_vending(env["gate"], TTL, expiry_visible=False)
+    vend(env, expiry_visible=False)
     env["gate"].throttle(rate=4, burst=1, mode="request")
     job = q(env, "SELECT tms.purge_table('plain', 'vc', %s)", (name,))[0][0]
     row = wait_purge(env, job)
