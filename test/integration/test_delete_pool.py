@@ -19,10 +19,8 @@ Run: /usr/bin/python3 -m pytest test/integration/test_delete_pool.py
 
 import os
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 import time
 import uuid
 
