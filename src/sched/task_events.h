@@ -1,0 +1,41 @@
+/*-------------------------------------------------------------------------
+ *
+ * task_events.h
+ *	  Task events on the channel tms_events (class "task" of tms.events):
+ *	  a claim, a settle (succeeded or failed with its retry time) and a
+ *	  dead lease released, each sent in the transaction that wrote it.
+ *
+ * The scheduler calls these right after the statement that changed the
+ * row, so an event is sent exactly when that change commits: a settle
+ * rolled back with a lost lease sends nothing.  Each returns at once when
+ * the class is off (the default: see src/bridge/notify.c for why).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_SCHED_TASK_EVENTS_H
+#define TMS_SCHED_TASK_EVENTS_H
+
+#include "postgres.h"
+
+#include "sched/sched.h"
+
+/* The state tms.tasks shows for a task that is not running. */
+extern const char *sched_waiting_state(const SchedTask *task);
+
+/*
+ * An event of a claimed task: event "claimed", "succeeded" or "failed";
+ * old and new states as tms.tasks names them ("done": deleted); by the
+ * claimant; error the failure.  A failure's event carries the retry time
+ * and the count of consecutive failures the row now holds.
+ */
+extern void sched_event_task(const SchedTask *task, const char *event,
+							 const char *old_state, const char *new_state,
+							 const char *by, const char *error);
+
+/*
+ * Dead-lease recovery released the lease on (kind, instance), whose row
+ * holds failures consecutive failures.
+ */
+extern void sched_event_released(const char *kind, const char *instance, int failures);
+
+#endif							/* TMS_SCHED_TASK_EVENTS_H */
