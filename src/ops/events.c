@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * events.c
- *	  The events area: the setting tms.events, and what the triggers on
- *	  the job tables do when a job's or a purge's state changes (events.h).
+ *	  The events area: the settings tms.events and tms.webhook_*, the
+ *	  "webhook" task kind (webhook.c), and what the triggers on the job
+ *	  tables do when a job's or a purge's state changes (events.h).
  *
  * Where events come from.  Every state change of a maintenance job
  * (tms.table_maintenance_job) and of a purge (tms.iceberg_cleanup_job)
@@ -15,8 +16,19 @@
  * the changing transaction, an event is sent when the change commits and
  * not at all when it rolls back.
  *
- * What the trigger does (ops_state_event): when tms.events has the class
- * (job, purge), send the payload on tms_events (src/bridge/notify.h).
+ * What the trigger does (ops_state_event):
+ *
+ *	 notify		when tms.events has the class (job, purge): the payload on
+ *				tms_events (src/bridge/notify.h);
+ *	 webhook	when the change is an UPDATE into a state a tms_webhook
+ *				server asks for (its option "events", by default
+ *				job-failed and purge-failed): one row per server in
+ *				tms.webhook_outbox with the same payload, and a task of
+ *				kind "webhook" (instance: the row's id) that delivers it
+ *				(webhook.c).  Writing the outbox in the same transaction
+ *				is what makes a delivery exactly as durable as the state
+ *				change, and leaves the network to a task of its own: a
+ *				receiver that hangs or fails delays no job.
  *
  * Payloads (doc/operations.md):
  *
@@ -39,21 +51,47 @@
  */
 #include "postgres.h"
 
+#include "access/reloptions.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/rel.h"
 
 #include "bridge/notify.h"
+#include "bridge/options.h"
 #include "bridge/role.h"
 #include "ops/events.h"
 #include "ops/ops.h"
+
+int			tms_webhook_concurrency = 2;
+int			tms_webhook_max_attempts = 10;
+int			tms_webhook_retention_s = 7 * 24 * 3600;
 
 void
 tms_events_init(void)
 {
 	tms_events_define();
+	DefineCustomIntVariable("tms.webhook_concurrency",
+							gettext_noop("Webhook deliveries in progress at once across all workers."),
+							NULL,
+							&tms_webhook_concurrency,
+							2, 1, 100,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.webhook_max_attempts",
+							gettext_noop("Attempts after which a webhook delivery is failed."),
+							gettext_noop("Between attempts the delay doubles from tms.retry_delay up to tms.retry_delay_max, with jitter."),
+							&tms_webhook_max_attempts,
+							10, 1, 1000,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.webhook_retention",
+							gettext_noop("How long delivered and failed webhook deliveries are kept."),
+							NULL,
+							&tms_webhook_retention_s,
+							7 * 24 * 3600, 60, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	tms_webhook_register();
 }
 
 /* ----------------------------------------------------------------
@@ -161,6 +199,53 @@ state_payload(bool job, HeapTuple newtup, HeapTuple oldtup, TupleDesc desc)
 	return tms_event_end(&ev);
 }
 
+/*
+ * Queue the payload for every tms_webhook server that asks for event:
+ * an outbox row and its delivery task each.
+ */
+static void
+enqueue_webhooks(const char *event, const char *payload)
+{
+	int			bit = tms_webhook_event_bit(event);
+	SPITupleTable *servers;
+	uint64		nservers;
+	int			rc;
+
+	if (bit == 0)
+		return;
+	rc = SPI_execute("SELECT s.srvname, s.srvoptions"
+					 "  FROM pg_catalog.pg_foreign_server s"
+					 "  JOIN pg_catalog.pg_foreign_data_wrapper w ON w.oid = s.srvfdw"
+					 " WHERE w.fdwname = 'tms_webhook'"
+					 " ORDER BY s.srvname",
+					 true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not list webhook servers: %s", SPI_result_code_string(rc));
+	servers = SPI_tuptable;
+	nservers = SPI_processed;
+	for (uint64 i = 0; i < nservers; i++)
+	{
+		bool		isnull;
+		Datum		options = SPI_getbinval(servers->vals[i], servers->tupdesc, 2, &isnull);
+		List	   *list = isnull ? NIL : untransformRelOptions(options);
+		Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+		Datum		args[3];
+
+		if ((tms_webhook_events(tms_option(list, "events")) & bit) == 0)
+			continue;
+		args[0] = CStringGetTextDatum(SPI_getvalue(servers->vals[i], servers->tupdesc, 1));
+		args[1] = CStringGetTextDatum(event);
+		args[2] = CStringGetTextDatum(payload);
+		rc = SPI_execute_with_args("WITH o AS ("
+								   "  INSERT INTO tms.webhook_outbox (server, event, payload)"
+								   "  VALUES ($1, $2, $3::jsonb) RETURNING id)"
+								   " SELECT tms.schedule_task('webhook', o.id::text) FROM o",
+								   3, types, args, NULL, false, 0);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "could not queue a webhook delivery: %s", SPI_result_code_string(rc));
+	}
+}
+
 void
 ops_state_event(TriggerData *td)
 {
@@ -170,6 +255,8 @@ ops_state_event(TriggerData *td)
 	HeapTuple	newtup = update ? td->tg_newtuple : td->tg_trigtuple;
 	HeapTuple	oldtup = update ? td->tg_trigtuple : NULL;
 	bool		job;
+	bool		notify;
+	char	   *event = NULL;
 	char	   *payload;
 	TmsRoleSave save;
 
@@ -177,14 +264,30 @@ ops_state_event(TriggerData *td)
 		(strcmp(trigger->tgargs[0], "job") != 0 && strcmp(trigger->tgargs[0], "purge") != 0))
 		elog(ERROR, "tms._state_event() takes one argument, job or purge");
 	job = strcmp(trigger->tgargs[0], "job") == 0;
-	if (!tms_events_on(job ? TMS_EVENT_JOB : TMS_EVENT_PURGE))
+	notify = tms_events_on(job ? TMS_EVENT_JOB : TMS_EVENT_PURGE);
+
+	/* a webhook gets changes into a state, "job-failed": never inserts */
+	if (update)
+	{
+		char	   *state = column(newtup, desc, "state");
+
+		event = psprintf("%s-%s", trigger->tgargs[0], state);
+		for (char *p = event; *p; p++)
+			*p = pg_tolower((unsigned char) *p);
+		if (tms_webhook_event_bit(event) == 0)
+			event = NULL;
+	}
+	if (!notify && event == NULL)
 		return;
 
 	/* tms's own tables, whoever changed the row (only their owner can) */
 	SPI_connect();
 	tms_become_extension_owner(&save);
 	payload = state_payload(job, newtup, oldtup, desc);
-	tms_event_send(payload);
+	if (notify)
+		tms_event_send(payload);
+	if (event != NULL)
+		enqueue_webhooks(event, payload);
 	tms_restore_role(&save);
 	SPI_finish();
 }
