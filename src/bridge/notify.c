@@ -8,9 +8,11 @@
  * that sent a notification, cluster-wide (PreCommit_Notify in
  * src/backend/commands/async.c takes a heavyweight lock on "database 0"
  * and holds it past the commit record's flush).  Job and purge state
- * changes are a few per job; task events come with every claim and every
- * settle, the scheduler's hottest path, so that class is off by default
- * (bench/README.md, "Events on the claim path", measures what it costs).
+ * changes are a few per job, and a task's failure or released lease is
+ * rare and already slow; but claims and completions come with every task,
+ * on the scheduler's hottest path, so that class ("task") is off by
+ * default while its failures ("task-failure") are on (bench/README.md,
+ * "Events on the claim path", measures what it costs).
  *
  *-------------------------------------------------------------------------
  */
@@ -30,7 +32,7 @@
 #include "bridge/notify.h"
 
 char	   *tms_events_setting = NULL;
-int			tms_events_mask = TMS_EVENT_JOB | TMS_EVENT_PURGE;
+int			tms_events_mask = TMS_EVENT_JOB | TMS_EVENT_PURGE | TMS_EVENT_TASK_FAILURE;
 
 /* NOTIFY's limit (async.c: BLCKSZ - NAMEDATALEN - 128), as it counts it */
 #define NOTIFY_PAYLOAD_LIMIT (BLCKSZ - NAMEDATALEN - 128)
@@ -50,8 +52,9 @@ static const struct
 }			event_classes[] = {
 	{"job", TMS_EVENT_JOB},
 	{"purge", TMS_EVENT_PURGE},
-	{"task", TMS_EVENT_TASK},
-	{"all", TMS_EVENT_JOB | TMS_EVENT_PURGE | TMS_EVENT_TASK},
+	{"task", TMS_EVENT_TASK | TMS_EVENT_TASK_FAILURE},
+	{"task-failure", TMS_EVENT_TASK_FAILURE},
+	{"all", TMS_EVENT_JOB | TMS_EVENT_PURGE | TMS_EVENT_TASK | TMS_EVENT_TASK_FAILURE},
 	{"none", 0},
 };
 
@@ -79,7 +82,7 @@ check_events(char **newval, void **extra, GucSource source)
 		if (i == (int) lengthof(event_classes))
 		{
 			GUC_check_errdetail("Unrecognized event class: \"%s\".", name);
-			GUC_check_errhint("Event classes are job, purge and task; \"all\" or \"none\" name them all or none.");
+			GUC_check_errhint("Event classes are job, purge, task and task-failure; \"all\" or \"none\" name them all or none.");
 			return false;
 		}
 		mask |= event_classes[i].mask;
@@ -103,9 +106,9 @@ tms_events_define(void)
 {
 	DefineCustomStringVariable("tms.events",
 							   gettext_noop("Which state changes tms sends on the channel tms_events."),
-							   gettext_noop("A comma-separated list of job, purge and task, or all or none."),
+							   gettext_noop("A comma-separated list of job, purge, task (all task events) and task-failure (failures and released leases only), or all or none."),
 							   &tms_events_setting,
-							   "job, purge",
+							   "job, purge, task-failure",
 							   PGC_SIGHUP,
 							   GUC_LIST_INPUT,
 							   check_events, assign_events, NULL);

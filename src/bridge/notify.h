@@ -36,7 +36,8 @@ typedef enum TmsEventClass
 {
 	TMS_EVENT_JOB = 0x01,		/* tms.table_maintenance_job.state */
 	TMS_EVENT_PURGE = 0x02,		/* tms.iceberg_cleanup_job.state */
-	TMS_EVENT_TASK = 0x04		/* claims and settles of tms.scheduled_tasks */
+	TMS_EVENT_TASK = 0x04,		/* claims and completions of tms.scheduled_tasks */
+	TMS_EVENT_TASK_FAILURE = 0x08	/* their failures and released leases */
 } TmsEventClass;
 
 /* the setting, and the mask its assign hook keeps */

@@ -59,7 +59,7 @@ sched_event_task(const SchedTask *task, const char *event,
 	int			failures = task->consecutive_failures;
 	TimestampTz retry_at = 0;
 
-	if (!tms_events_on(TMS_EVENT_TASK))
+	if (!tms_events_on(error != NULL ? TMS_EVENT_TASK_FAILURE : TMS_EVENT_TASK))
 		return;
 	if (error != NULL)
 	{
@@ -95,7 +95,7 @@ sched_event_task(const SchedTask *task, const char *event,
 void
 sched_event_released(const char *kind, const char *instance, int failures)
 {
-	if (!tms_events_on(TMS_EVENT_TASK))
+	if (!tms_events_on(TMS_EVENT_TASK_FAILURE))
 		return;
 	/* the due time is unchanged, so past: due again at once */
 	send_task_event("released", kind, instance, "running",

@@ -1,14 +1,15 @@
 /*-------------------------------------------------------------------------
  *
  * task_events.h
- *	  Task events on the channel tms_events (class "task" of tms.events):
- *	  a claim, a settle (succeeded or failed with its retry time) and a
- *	  dead lease released, each sent in the transaction that wrote it.
+ *	  Task events on the channel tms_events: a claim and a completion
+ *	  (class "task" of tms.events), a failure with its retry time and a
+ *	  dead lease released (class "task-failure"), each sent in the
+ *	  transaction that wrote it.
  *
  * The scheduler calls these right after the statement that changed the
  * row, so an event is sent exactly when that change commits: a settle
  * rolled back with a lost lease sends nothing.  Each returns at once when
- * the class is off (the default: see src/bridge/notify.c for why).
+ * its class is off ("task" is by default: see src/bridge/notify.c).
  *
  *-------------------------------------------------------------------------
  */

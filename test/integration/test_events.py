@@ -342,6 +342,31 @@ def test_failing_task_events(env, listener):
     assert parse_at(mine[2]["at"]) >= parse_at(mine[1]["retry_at"])
 
 
+def test_default_sends_task_failures_only(new_cluster):
+    """tms.events by default: a task's failure is sent, claims and
+    completions (every task's, on the claim path) are not."""
+    c = new_cluster(settings=FAST_WORKERS)
+    c.psql("CREATE EXTENSION tms")
+    assert c.psql("SHOW tms.events") == "job, purge, task-failure"
+    c.psql("""
+        CREATE PROCEDURE ev_fail(i text, d jsonb) LANGUAGE plpgsql
+            AS $$ BEGIN RAISE EXCEPTION 'no luck'; END $$;
+        CREATE PROCEDURE ev_ok(i text, d jsonb) LANGUAGE sql AS $$ SELECT 1 $$;
+        SELECT tms.register_task_kind('ev-fail', 'ev_fail(text,jsonb)', 1);
+        SELECT tms.register_task_kind('ev-ok', 'ev_ok(text,jsonb)', 1);""")
+    lst = Listener({"pg": c})
+    try:
+        c.psql("SELECT tms.schedule_task('ev-ok', 'fine'), tms.schedule_task('ev-fail', 'bad')")
+        lst.wait(lambda ev: of(ev, "task", kind="ev-fail", event="failed"), what="the failure")
+        wait_for(lambda: c.psql("SELECT count(*) FROM tms.scheduled_tasks"
+                                " WHERE task_name = 'ev-ok'") == "0", what="the success")
+        c.psql("SELECT pg_notify('tms_events', '{\"type\": \"marker\"}')")
+        events = lst.wait(lambda ev: of(ev, "marker"), what="the marker")
+        assert {e["event"] for e in of(events, "task")} == {"failed"}, events
+    finally:
+        lst.close()
+
+
 def test_rolled_back_change_notifies_nothing(env, listener):
     name = new_table(env)
     jid = run_expiry(env, name)
