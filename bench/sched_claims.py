@@ -1,12 +1,23 @@
 #!/usr/bin/python3
 """Claims per second of the tms scheduler against the raw SKIP LOCKED loop.
 
-Usage: bench/sched_claims.py [--tasks N] [--workers 1,2,4]
+Usage: bench/sched_claims.py [--tasks N] [--workers 1,2,4] [--events VALUE ...]
+                             [--listen] [--fsync]
 
 For each worker count, a throwaway cluster (tms.max_workers = W) runs N
 tasks of a kind whose handler does nothing; the figure is N divided by the
 time from switching the pool on to the last task gone.  Each task costs the
 full life: claim transaction, handler in a subtransaction, completion.
+
+--events (repeated) runs the tms side once per value of tms.events (the
+same run, one cluster each; default: the default of tms.events): "none"
+sends nothing, "all" sends a task event with every claim and completion
+(two NOTIFYs per task), the price of which is that PostgreSQL serialises
+the commits of notifying transactions.  --listen
+keeps a session LISTENing on tms_events meanwhile (reading and counting
+what it receives); --fsync runs every cluster with fsync on (the default
+of the test clusters is off), where a serialised commit waits for its
+flush.
 
 The baseline is the physical limit of the same pattern without tms: pgbench
 with W clients on a table of the same shape, each transaction pair being
@@ -49,12 +60,18 @@ DELETE FROM raw_tasks WHERE task_name = 'noop' AND task_instance = ':i';
 """
 
 
-def run_tms(root, workers, ntasks):
+def base_settings(fsync):
+    return {"max_connections": "50", "fsync": "on" if fsync else "off"}
+
+
+def run_tms(root, workers, ntasks, events, listen=False, fsync=False):
     c = Cluster(os.path.join(tempfile.mkdtemp(prefix="tms-%d." % workers, dir=root), "data"),
-                settings={"tms.max_workers": str(workers), "tms.naptime": "'10ms'",
-                          "max_connections": "50"})
+                settings=dict(base_settings(fsync), **{
+                    "tms.max_workers": str(workers), "tms.naptime": "'10ms'",
+                    "tms.events": "'%s'" % events}))
     c.init()
     c.start()
+    listener = None
     try:
         c.create_database()
         c.psql("CREATE EXTENSION tms")
@@ -67,19 +84,54 @@ def run_tms(root, workers, ntasks):
                  what="the pool to pause")
         c.psql("SELECT tms.schedule_task('noop', 't' || g) FROM generate_series(1, %d) g" % ntasks)
         c.psql("VACUUM ANALYZE tms.scheduled_tasks")
+        if listen:
+            listener = Listener(c)
         t0 = time.monotonic()
         c.psql("ALTER SYSTEM RESET tms.enabled")
         c.psql("SELECT pg_reload_conf()")
         wait_for(lambda: c.psql("SELECT count(*) FROM tms.scheduled_tasks") == "0",
                  timeout=600, interval=0.02, what="the tasks")
-        return ntasks / (time.monotonic() - t0)
+        rate = ntasks / (time.monotonic() - t0)
+        if listener is not None:
+            # every claim and every completion: two events a task
+            want = 2 * ntasks if events in ("all", "task") else 0
+            wait_for(lambda: listener.received >= want, timeout=60, what="the events")
+        return rate
     finally:
+        if listener is not None:
+            listener.stop()
         c.destroy()
 
 
-def run_raw(root, clients, ntasks):
+class Listener:
+    """A session LISTENing on tms_events in a thread of its own, counting."""
+
+    def __init__(self, cluster):
+        import threading
+        self.conn = cluster.connect()
+        self.conn.cursor().execute("LISTEN tms_events")
+        self.received = 0
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        import select
+        while not self.stopping:
+            select.select([self.conn], [], [], 0.2)
+            self.conn.poll()
+            self.received += len(self.conn.notifies)
+            del self.conn.notifies[:]
+
+    def stop(self):
+        self.stopping = True
+        self.thread.join()
+        self.conn.close()
+
+
+def run_raw(root, clients, ntasks, fsync=False):
     c = Cluster(os.path.join(tempfile.mkdtemp(prefix="raw-%d." % clients, dir=root), "data"),
-                preload=("tms",), settings={"tms.max_workers": "0", "max_connections": "50"})
+                preload=("tms",), settings=dict(base_settings(fsync), **{"tms.max_workers": "0"}))
     c.init()
     c.start()
     try:
@@ -110,15 +162,25 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", type=int, default=20000)
     ap.add_argument("--workers", default="1,2,4")
+    ap.add_argument("--events", action="append",
+                    help="a value of tms.events to measure (repeat to compare)")
+    ap.add_argument("--listen", action="store_true",
+                    help="a session LISTENs on tms_events during each tms run")
+    ap.add_argument("--fsync", action="store_true", help="fsync on in every cluster")
     a = ap.parse_args()
     root = tempfile.mkdtemp(prefix="tms-bench-sched.", dir="/tmp")
     os.chmod(root, 0o755)
-    print("tasks per run: %d; machine: %d cores" % (a.tasks, os.cpu_count()))
-    print("%-8s %14s %14s %7s" % ("workers", "tms claims/s", "raw claims/s", "ratio"))
+    events = a.events or ["job, purge, task-failure"]
+    print("tasks per run: %d; machine: %d cores; fsync %s; listener: %s"
+          % (a.tasks, os.cpu_count(), "on" if a.fsync else "off", "yes" if a.listen else "no"))
+    labels = ["tms [%s]" % e for e in events]
+    print("%-8s" % "workers" + "".join(" %*s" % (max(14, len(x)), x) for x in labels)
+          + " %14s %7s" % ("raw claims/s", "ratio"))
     for w in (int(x) for x in a.workers.split(",")):
-        tms = run_tms(root, w, a.tasks)
-        raw = run_raw(root, w, a.tasks)
-        print("%-8d %14.0f %14.0f %6.0f%%" % (w, tms, raw, 100.0 * tms / raw))
+        tms = [run_tms(root, w, a.tasks, e, a.listen, a.fsync) for e in events]
+        raw = run_raw(root, w, a.tasks, a.fsync)
+        print("%-8d" % w + "".join(" %*.0f" % (max(14, len(x)), t) for x, t in zip(labels, tms))
+              + " %14.0f %6.0f%%" % (raw, 100.0 * tms[0] / raw))
         sys.stdout.flush()
 
 
