@@ -134,6 +134,15 @@ SELECT octet_length(payload::text) < 8000 AS fits,
        length(payload->>'reason') AS reason, right(payload->>'error', 4) AS error_end
   FROM tms.webhook_outbox WHERE server = 'hook_failed';
 
+-- a text that fits its budget exactly is not clipped
+TRUNCATE tms.webhook_outbox;
+INSERT INTO tms.tables (server, namespace, table_name) VALUES ('cat', 'sales', repeat('u', 256));
+INSERT INTO tms.table_maintenance_job (id, table_id, operation, engine, state)
+    SELECT 105, id, 'snapshot-expiry', 'local', 'running' FROM tms.tables
+     WHERE table_name = repeat('u', 256);
+UPDATE tms.table_maintenance_job SET state = 'failed', finished_at = now() WHERE id = 105;
+SELECT payload->>'table' = repeat('u', 256) AS whole FROM tms.webhook_outbox WHERE server = 'hook_failed';
+
 -- dropping a webhook server leaves its deliveries (they fail for good)
 DROP SERVER hook_all CASCADE;
 SELECT server, state FROM tms.webhook_outbox ORDER BY server;
@@ -141,7 +150,7 @@ SELECT server, state FROM tms.webhook_outbox ORDER BY server;
 -- clean up
 TRUNCATE tms.webhook_outbox;
 DELETE FROM tms.scheduled_tasks WHERE task_name = 'webhook';
-DELETE FROM tms.table_maintenance_job WHERE id BETWEEN 101 AND 104;
+DELETE FROM tms.table_maintenance_job WHERE id BETWEEN 101 AND 105;
 DELETE FROM tms.iceberg_cleanup_job WHERE id = 201;
 DELETE FROM tms.tables WHERE server = 'cat';
 DROP SERVER hook_failed CASCADE;

@@ -135,49 +135,14 @@ tms_event_begin(TmsEvent *ev, const char *type)
 	escape_json(&ev->buf, type);
 }
 
-/*
- * The escaped form of one character at p (len bytes) into out; returns
- * its length.  The same escapes as escape_json().
- */
-static int
-escape_char(const char *p, int len, char *out)
-{
-	unsigned char c = (unsigned char) *p;
-
-	if (len > 1)
-	{
-		memcpy(out, p, len);
-		return len;
-	}
-	switch (c)
-	{
-		case '\b':
-			return sprintf(out, "\\b");
-		case '\f':
-			return sprintf(out, "\\f");
-		case '\n':
-			return sprintf(out, "\\n");
-		case '\r':
-			return sprintf(out, "\\r");
-		case '\t':
-			return sprintf(out, "\\t");
-		case '"':
-			return sprintf(out, "\\\"");
-		case '\\':
-			return sprintf(out, "\\\\");
-		default:
-			if (c < ' ')
-				return sprintf(out, "\\u%04x", c);
-			out[0] = (char) c;
-			return 1;
-	}
-}
-
 void
 tms_event_text(TmsEvent *ev, const char *key, const char *value, int max)
 {
 	const char *p;
+	const char *end;
 	int			used = 0;
+	int			clip;
+	StringInfoData one;
 
 	append_key(ev, key);
 	if (value == NULL)
@@ -185,24 +150,41 @@ tms_event_text(TmsEvent *ev, const char *key, const char *value, int max)
 		appendStringInfoString(&ev->buf, "null");
 		return;
 	}
+	/*
+	 * escape_json() one character at a time, to stop within the budget; a
+	 * text that does not fit ends at the last character that leaves room
+	 * for the "..." marking it clipped.
+	 */
+	initStringInfo(&one);
 	appendStringInfoChar(&ev->buf, '"');
-	for (p = value; *p != '\0';)
+	clip = ev->buf.len;
+	end = value + strlen(value);
+	for (p = value; p < end;)
 	{
-		int			len = Min(pg_mblen(p), (int) strlen(p));
-		char		out[MAX_MULTIBYTE_CHAR_LEN + 8];
-		int			n = escape_char(p, len, out);
+		int			len = Min(pg_mblen(p), (int) (end - p));
+		char		c[MAX_MULTIBYTE_CHAR_LEN + 1];
+		int			n;
 
-		/* keep room for the ellipsis that marks a clipped text */
-		if (used + n > max - 3)
+		memcpy(c, p, len);
+		c[len] = '\0';
+		resetStringInfo(&one);
+		escape_json(&one, c);
+		n = one.len - 2;		/* without its quotes */
+		if (used + n > max)
 		{
+			ev->buf.len = clip;
+			ev->buf.data[clip] = '\0';
 			appendStringInfoString(&ev->buf, "...");
 			break;
 		}
-		appendBinaryStringInfo(&ev->buf, out, n);
+		appendBinaryStringInfo(&ev->buf, one.data + 1, n);
 		used += n;
+		if (used <= max - 3)
+			clip = ev->buf.len;
 		p += len;
 	}
 	appendStringInfoChar(&ev->buf, '"');
+	pfree(one.data);
 }
 
 void

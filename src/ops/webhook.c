@@ -102,7 +102,10 @@ tms_webhook_register(void)
 	sched_register_detached("webhook", webhook_handler, &tms_webhook_concurrency);
 }
 
-/* The options of the user mapping of user (or PUBLIC) on a server, or NULL. */
+/*
+ * The options of the user mapping of user (or else PUBLIC) on a server;
+ * *found false when there is neither.
+ */
 static List *
 mapping_options(Oid user, Oid serverid, bool *found)
 {
