@@ -5,7 +5,8 @@ purge and a failing task against the test world, in order and with the
 documented payloads; nothing for a change that rolls back; and webhook
 deliveries to a receiver this test runs (Python's http.server on
 127.0.0.1): one POST per failed job and purge, a receiver answering 503
-twice is retried until it accepts, one that refuses (404) is given up at
+twice is retried until it accepts, one that is down (connection refused)
+gets the delivery once it is up again, one that refuses (404) is given up at
 once, one that hangs delays no job, and the URL's secret appears in no
 view, no log line and nothing a non-owner can read.
 
@@ -58,9 +59,10 @@ class Receiver:
     """A webhook receiver on 127.0.0.1.  Paths say how it answers:
     /ok/... 200; /flaky/N/... 503 to the first N POSTs of that path, then
     200; /gone/... 404; /hang/... holds the request until release() (at
-    most 60 s), then 200.  Every POST is recorded (path, headers, body)."""
+    most 60 s), then 200.  Every POST is recorded (path, headers, body).
+    port: the port to listen on (0: any free one)."""
 
-    def __init__(self):
+    def __init__(self, port=0):
         self.posts = []
         self.lock = threading.Lock()
         self.released = threading.Event()
@@ -89,7 +91,7 @@ class Receiver:
             def log_message(self, *args):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -469,6 +471,41 @@ def test_webhook_retried_until_accepted(env, hook):
     posts = rec.posts_to(path)
     assert len(posts) == 3 and len({p["body"] for p in posts}) == 1
     assert json.loads(posts[0]["body"])["id"] == jid
+
+
+def set_max_attempts(env, value):
+    env["pg"].psql("ALTER SYSTEM %s" % ("SET tms.webhook_max_attempts = %d" % value
+                                        if value else "RESET tms.webhook_max_attempts"))
+    env["pg"].psql("SELECT pg_reload_conf()")
+
+
+def test_webhook_receiver_down_then_up(env, hook):
+    """A receiver that is down (nothing listens on its port: every attempt
+    refused) gets the delivery once it is up again."""
+    down = Receiver()
+    port = down.port
+    down.stop()
+    set_max_attempts(env, 1000)
+    try:
+        server = hook("/ok/%s" % TOKEN, events="job-succeeded")
+        env["pg"].psql("ALTER USER MAPPING FOR CURRENT_USER SERVER %s OPTIONS (SET url '%s')"
+                       % (server, "http://127.0.0.1:%d/up/%s" % (port, TOKEN)))
+        jid = run_expiry(env, new_table(env))
+        # refused twice at least, and to be tried again
+        wait_for(lambda: [(d[2], d[4]) for d in deliveries(env, server) if d[3] >= 2]
+                 == [("retrying", None)], timeout=60,
+                 what="two refused attempts of the delivery, and another to come")
+        up = Receiver(port)
+        try:
+            (_, _, state, attempts, status, error, payload), = wait_deliveries(env, server, 1)
+            assert (state, status, error) == ("delivered", 200, None)
+            assert attempts >= 3 and payload["id"] == jid
+            posts = up.posts_to("/up/")
+            assert len(posts) == 1 and json.loads(posts[0]["body"]) == payload
+        finally:
+            up.stop()
+    finally:
+        set_max_attempts(env, None)
 
 
 def test_webhook_refused_is_given_up(env, hook):
