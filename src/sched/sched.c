@@ -523,7 +523,7 @@ sched_claim(const char *picked_by, ArrayType *kinds, SchedTask *task)
 	if (SPI_processed == 0)
 		return false;
 	read_claimed(task, cxt);
-	sched_event_task(task, "claimed", sched_waiting_state(task), "running", picked_by, NULL);
+	sched_event_claimed(task, picked_by, false);
 	return true;
 }
 
@@ -600,8 +600,7 @@ sched_claim_given(const char *kind, const char *instance,
 				 errdetail("All slots of the kind are held by running tasks."),
 				 errhint("Raise the kind's max_concurrency or retry later.")));
 	read_claimed(task, cxt);
-	sched_event_task(task, "claimed", took_over ? "running" : sched_waiting_state(task),
-					 "running", picked_by, NULL);
+	sched_event_claimed(task, picked_by, took_over);
 }
 
 /* ---------------------------------------------------------------------
@@ -757,13 +756,13 @@ settle_done(SchedTask *task)
 	if (settled_count(exec_cached(&delete_plan, complete_delete_sql, 4, types,
 								  args, NULL, false)) > 0)
 	{
-		sched_event_task(task, "succeeded", "running", "done", NULL, NULL);
+		sched_event_task(task, "succeeded", "running", "done", NULL);
 		return true;
 	}
 	if (settled_count(exec_cached(&keep_plan, complete_keep_sql, 3, types,
 								  args, NULL, false)) > 0)
 	{
-		sched_event_task(task, "succeeded", "running", "scheduled", NULL, NULL);
+		sched_event_task(task, "succeeded", "running", "scheduled", NULL);
 		return true;
 	}
 	return false;
@@ -789,7 +788,7 @@ settle_failed(SchedTask *task, const char *error)
 	if (settled_count(exec_cached(&plan, fail_sql, 6, types, args, NULL,
 								  false)) == 0)
 		return false;
-	sched_event_task(task, "failed", "running", "failing", NULL, error);
+	sched_event_task(task, "failed", "running", "failing", error);
 	return true;
 }
 

@@ -21,8 +21,9 @@
 #include "bridge/notify.h"
 #include "sched/task_events.h"
 
-const char *
-sched_waiting_state(const SchedTask *task)
+/* The state tms.tasks shows for a task that is not running. */
+static const char *
+waiting_state(const SchedTask *task)
 {
 	if (task->consecutive_failures > 0)
 		return "failing";
@@ -54,7 +55,7 @@ send_task_event(const char *event, const char *kind, const char *instance,
 void
 sched_event_task(const SchedTask *task, const char *event,
 				 const char *old_state, const char *new_state,
-				 const char *by, const char *error)
+				 const char *error)
 {
 	int			failures = task->consecutive_failures;
 	TimestampTz retry_at = 0;
@@ -88,8 +89,19 @@ sched_event_task(const SchedTask *task, const char *event,
 	}
 	else if (strcmp(event, "succeeded") == 0)
 		failures = 0;
-	send_task_event(event, task->kind, task->instance, old_state, new_state, by,
+	send_task_event(event, task->kind, task->instance, old_state, new_state, NULL,
 					failures, error, retry_at);
+}
+
+void
+sched_event_claimed(const SchedTask *task, const char *by, bool took_over)
+{
+	/* tested first: the claim path pays no more than this when it is off */
+	if (!tms_events_on(TMS_EVENT_TASK))
+		return;
+	send_task_event("claimed", task->kind, task->instance,
+					took_over ? "running" : waiting_state(task), "running", by,
+					task->consecutive_failures, NULL, 0);
 }
 
 void

@@ -20,18 +20,22 @@
 
 #include "sched/sched.h"
 
-/* The state tms.tasks shows for a task that is not running. */
-extern const char *sched_waiting_state(const SchedTask *task);
+/*
+ * A task claimed by by: from the state tms.tasks showed ("due", "failing",
+ * "scheduled"; "running" when took_over, a dead lease taken over by
+ * tms.run_task) to "running".
+ */
+extern void sched_event_claimed(const SchedTask *task, const char *by, bool took_over);
 
 /*
- * An event of a claimed task: event "claimed", "succeeded" or "failed";
- * old and new states as tms.tasks names them ("done": deleted); by the
- * claimant; error the failure.  A failure's event carries the retry time
- * and the count of consecutive failures the row now holds.
+ * Another event of a claimed task: event "succeeded" or "failed";
+ * old and new states as tms.tasks names them ("done": deleted); error
+ * the failure.  A failure's event carries the retry time and the count of
+ * consecutive failures the row now holds.
  */
 extern void sched_event_task(const SchedTask *task, const char *event,
 							 const char *old_state, const char *new_state,
-							 const char *by, const char *error);
+							 const char *error);
 
 /*
  * Dead-lease recovery released the lease on (kind, instance), whose row
