@@ -216,10 +216,7 @@ backoff_ms(const Delivery *d)
 	return Max(delay, (double) d->retry_after_ms);
 }
 
-#define LEASE_HELD \
-	" EXISTS (SELECT 1 FROM tms.scheduled_tasks t" \
-	"          WHERE t.task_name = 'webhook' AND t.task_instance = $2" \
-	"            AND t.version = $3 AND t.picked)"
+#define LEASE_HELD SCHED_LEASE_HELD("webhook")
 
 static void
 step_record(void *arg)
