@@ -3,6 +3,7 @@
 the same work: the limit of the pattern on this machine.
 
 Usage: bench/sched_claims.py [--tasks N] [--workers 1,2,4] [--rounds R]
+                             [--events VALUE ...] [--listen] [--fsync]
 
 One throwaway cluster per worker count W (tms.max_workers = W, naptime
 10 ms).  Each round runs N tasks of a kind whose SQL handler does nothing,
@@ -35,6 +36,17 @@ columns), its lease is published in shared memory, the handler runs as its
 procedure's owner (a role switch), and the workers share the 2 cores with
 their supervisor.  The limit's sessions are ordinary backends.
 
+--events (repeated) measures the tms side once per value of tms.events in
+each round, on the same cluster (set while the pool is paused; rounds
+alternate the order): "none" sends nothing, "all" sends a task event with
+every claim and completion (two NOTIFYs per task), the price of which is
+that PostgreSQL serialises the commits of notifying transactions.  Without
+--events, tms.events keeps its default.  --listen keeps a session
+LISTENing on tms_events during each tms run (a thread reading and counting
+what arrives; the run ends when the tasks are gone, then every event is
+awaited untimed); --fsync runs the cluster with fsync on (the test
+clusters' default is off), where a serialised commit waits for its flush.
+
 Everything runs on a Unix socket; the run is bounded by --tasks, --rounds
 and a timeout per run, and every cluster is destroyed at the end.
 """
@@ -42,6 +54,7 @@ and a timeout per run, and every cluster is destroyed at the end.
 import argparse
 import os
 import re
+import select
 import statistics
 import sys
 import tempfile
@@ -143,12 +156,49 @@ def pause(c):
                             "AND state <> 'disabled'") == "0", what="the pool to pause")
 
 
-def run_tms(c, poll, ntasks):
+class Listener:
+    """A session LISTENing on tms_events in a thread of its own, counting."""
+
+    def __init__(self, cluster):
+        self.conn = cluster.connect()
+        self.conn.cursor().execute("LISTEN tms_events")
+        self.received = 0
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.stopping:
+            select.select([self.conn], [], [], 0.2)
+            self.conn.poll()
+            self.received += len(self.conn.notifies)
+            del self.conn.notifies[:]
+
+    def stop(self):
+        self.stopping = True
+        self.thread.join()
+        self.conn.close()
+
+
+def run_tms(c, poll, ntasks, events=None, listen=False):
+    """Claims per second of the pool; events: the value of tms.events
+    (None: its default), set while the pool is paused."""
     schedule(c, ntasks)
-    t0 = time.monotonic()
-    c.psql("ALTER SYSTEM RESET tms.enabled")
-    c.psql("SELECT pg_reload_conf()")
-    t1 = wait_empty(poll)
+    if events is not None:
+        c.psql("ALTER SYSTEM SET tms.events = '%s'" % events)
+    listener = Listener(c) if listen else None
+    try:
+        t0 = time.monotonic()
+        c.psql("ALTER SYSTEM RESET tms.enabled")
+        c.psql("SELECT pg_reload_conf()")
+        t1 = wait_empty(poll)
+        if listener is not None:
+            # every claim and every completion: two events a task
+            want = 2 * ntasks if events in ("all", "task") else 0
+            wait_for(lambda: listener.received >= want, timeout=60, what="the events")
+    finally:
+        if listener is not None:
+            listener.stop()
     pause(c)
     return ntasks / (t1 - t0)
 
@@ -186,10 +236,15 @@ def run_limit(c, poll, ntasks, sessions):
     return ntasks / (t1 - t0)
 
 
-def measure(root, workers, ntasks, rounds):
+def label(events):
+    return "default" if events is None else events
+
+
+def measure(root, workers, ntasks, rounds, events, listen, fsync):
+    """[(tms rate per value of events, limit rate)] for each round."""
     c = Cluster(os.path.join(tempfile.mkdtemp(prefix="tms-%d." % workers, dir=root), "data"),
                 settings={"tms.max_workers": str(workers), "tms.naptime": "'10ms'",
-                          "max_connections": "50"})
+                          "max_connections": "50", "fsync": "on" if fsync else "off"})
     c.init()
     c.start()
     try:
@@ -204,15 +259,19 @@ def measure(root, workers, ntasks, rounds):
         poll = c.connect()
         out = []
         for r in range(rounds):
+            order = events if r % 2 == 0 else events[::-1]
             if r % 2 == 0:
-                tms = run_tms(c, poll, ntasks)
+                tms = {e: run_tms(c, poll, ntasks, e, listen) for e in order}
                 lim = run_limit(c, poll, ntasks, workers)
             else:
                 lim = run_limit(c, poll, ntasks, workers)
-                tms = run_tms(c, poll, ntasks)
-            out.append((tms, lim))
-            print("  W=%d round %d: tms %.0f/s, limit %.0f/s, ratio %.2f, load %.1f"
-                  % (workers, r + 1, tms, lim, tms / lim, os.getloadavg()[0]))
+                tms = {e: run_tms(c, poll, ntasks, e, listen) for e in order}
+            out.append(([tms[e] for e in events], lim))
+            print("  W=%d round %d: %s, limit %.0f/s, load %.1f"
+                  % (workers, r + 1, ", ".join("%s %.0f/s (ratio %.2f)" % (label(e), tms[e],
+                                                                             tms[e] / lim)
+                                               for e in events),
+                     lim, os.getloadavg()[0]))
             sys.stdout.flush()
         poll.close()
         return out
@@ -226,21 +285,31 @@ def main():
     ap.add_argument("--tasks", type=int, default=20000)
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--events", action="append",
+                    help="a value of tms.events to measure (repeat to compare)")
+    ap.add_argument("--listen", action="store_true",
+                    help="a session LISTENs on tms_events during each tms run")
+    ap.add_argument("--fsync", action="store_true", help="fsync on in every cluster")
     a = ap.parse_args()
+    events = a.events or [None]
     root = tempfile.mkdtemp(prefix="tms-bench-sched.", dir="/tmp")
     os.chmod(root, 0o755)
-    print("tasks per run: %d; rounds: %d; machine: %d cores, load %.1f"
-          % (a.tasks, a.rounds, os.cpu_count(), os.getloadavg()[0]))
+    print("tasks per run: %d; rounds: %d; machine: %d cores, load %.1f; fsync %s; listener %s"
+          % (a.tasks, a.rounds, os.cpu_count(), os.getloadavg()[0],
+             "on" if a.fsync else "off", "yes" if a.listen else "no"))
     rows = []
     for w in (int(x) for x in a.workers.split(",")):
-        rows.append((w, measure(root, w, a.tasks, a.rounds)))
-    print("%-8s %14s %16s %14s %10s" % ("workers", "tms claims/s", "limit claims/s",
-                                        "ratio median", "ratio min-max"))
+        rows.append((w, measure(root, w, a.tasks, a.rounds, events, a.listen, a.fsync)))
+    print("%-8s %-28s %14s %16s %14s %10s" % ("workers", "tms.events", "tms claims/s",
+                                              "limit claims/s", "ratio median",
+                                              "ratio min-max"))
     for w, out in rows:
-        ratios = [t / l for t, l in out]
-        print("%-8d %14.0f %16.0f %14.2f %5.2f-%.2f" % (
-            w, statistics.median(t for t, _ in out), statistics.median(l for _, l in out),
-            statistics.median(ratios), min(ratios), max(ratios)))
+        for i, e in enumerate(events):
+            ratios = [t[i] / l for t, l in out]
+            print("%-8d %-28s %14.0f %16.0f %14.2f %5.2f-%.2f" % (
+                w, label(e), statistics.median(t[i] for t, _ in out),
+                statistics.median(l for _, l in out),
+                statistics.median(ratios), min(ratios), max(ratios)))
     os.rmdir(root)
 
 

@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * options.c
- *	  The options of the servers and user mappings of tms's two wrappers,
- *	  tms_iceberg (catalogs) and tms_engine (Spark through Livy, Trino,
- *	  Gravitino) (options.h).  One table of options per wrapper; one
- *	  checker of names, values and privileges for both.
+ *	  The options of the servers and user mappings of tms's wrappers,
+ *	  tms_iceberg (catalogs), tms_engine (Spark through Livy, Trino,
+ *	  Gravitino) and tms_webhook (receivers of events) (options.h).  One
+ *	  table of options per wrapper; one checker of names, values and
+ *	  privileges for all.
  *
  * Secret option values are never printed: not in errors, not in logs.
  *
@@ -44,9 +45,11 @@ typedef enum OptKind
 	OPT_ABSPATH,				/* absolute directory */
 	OPT_CREDENTIAL,				/* id:secret */
 	OPT_SECRET,
+	OPT_SECRET_URL,				/* http:// or https://, never echoed */
 	OPT_ENGINE_TYPE,			/* livy, trino, gravitino */
 	OPT_NAMESPACE,				/* a catalog namespace, levels joined by '.' */
-	OPT_SIGV4_SCOPE				/* a region or service of a SigV4 scope */
+	OPT_SIGV4_SCOPE,			/* a region or service of a SigV4 scope */
+	OPT_WEBHOOK_EVENTS			/* comma list of webhook_events[] */
 } OptKind;
 
 /* What an option reaches on the server's own file system. */
@@ -115,6 +118,29 @@ static const TmsOption engine_options[] = {
 	{NULL, 0, 0, PRIV_NONE}
 };
 
+/*
+ * A webhook's URL may carry its secret in the path (as chat services'
+ * incoming webhooks do), so it lives in the user mapping with the token.
+ */
+static const TmsOption webhook_options[] = {
+	{"events", OPT_SERVER, OPT_WEBHOOK_EVENTS, PRIV_NONE},
+	{"connect_timeout", OPT_SERVER, OPT_MS, PRIV_NONE},
+	{"request_timeout", OPT_SERVER, OPT_MS, PRIV_NONE},
+	{"ca_file", OPT_SERVER, OPT_TEXT, PRIV_READ},
+	{"ca_path", OPT_SERVER, OPT_TEXT, PRIV_READ},
+	{"url", OPT_MAPPING, OPT_SECRET_URL, PRIV_NONE},
+	{"token", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{NULL, 0, 0, PRIV_NONE}
+};
+
+/* What a webhook server may ask for, and its default. */
+static const char *const webhook_events[] = {
+	"job-succeeded", "job-failed", "job-skipped", "job-cancelled",
+	"purge-succeeded", "purge-failed", NULL
+};
+
+#define WEBHOOK_DEFAULT_EVENTS "job-failed, purge-failed"
+
 /* A wrapper: its name and its options. */
 typedef struct TmsWrapper
 {
@@ -124,6 +150,7 @@ typedef struct TmsWrapper
 
 static const TmsWrapper iceberg_wrapper = {"tms_iceberg", tms_options};
 static const TmsWrapper engine_wrapper = {"tms_engine", engine_options};
+static const TmsWrapper webhook_wrapper = {"tms_webhook", webhook_options};
 
 /* The option names valid in a context, comma separated (palloc'd). */
 static char *
@@ -176,9 +203,12 @@ context_name(int where)
 		where == OPT_MAPPING ? "user mapping" : "foreign-data wrapper";
 }
 
-/* Check a value that must be an http(s) URL with a host. */
+/*
+ * Check a value that must be an http(s) URL with a host; a secret one is
+ * never echoed.
+ */
 static void
-check_url(const char *name, const char *value)
+check_url(const char *name, const char *value, bool secret)
 {
 	const char *host;
 
@@ -190,11 +220,13 @@ check_url(const char *name, const char *value)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("invalid value for option \"%s\"", name),
+				 secret ? errdetail("The value is not an http:// or https:// URL.") :
 				 errdetail("\"%s\" is not an http:// or https:// URL.", value)));
 	if (*host == '\0' || *host == '/' || *host == ':' || strpbrk(value, " \t\r\n") != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("invalid value for option \"%s\"", name),
+				 secret ? errdetail("The value has no host name or contains white space.") :
 				 errdetail("\"%s\" has no host name or contains white space.", value)));
 }
 
@@ -388,7 +420,13 @@ validate_options(const TmsWrapper *w, List *options, Oid catalog)
 		switch (o->kind)
 		{
 			case OPT_URL:
-				check_url(o->name, value);
+				check_url(o->name, value, false);
+				break;
+			case OPT_SECRET_URL:
+				check_url(o->name, value, true);
+				break;
+			case OPT_WEBHOOK_EVENTS:
+				(void) tms_webhook_events(value);
 				break;
 			case OPT_MS:
 				(void) tms_option_ms(o->name, value);
@@ -558,6 +596,64 @@ tms_engine_validate(List *options, Oid catalog)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("option \"password\" requires \"user\"")));
+}
+
+void
+tms_webhook_validate(List *options, Oid catalog)
+{
+	int			where = validate_options(&webhook_wrapper, options, catalog);
+
+	if (where == OPT_MAPPING && tms_option(options, "url") == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+				 errmsg("option \"url\" is required for a user mapping of a tms_webhook server"),
+				 errhint("Give the receiver's URL, for example OPTIONS (url 'https://hooks.example.com/tms').")));
+}
+
+int
+tms_webhook_events(const char *value)
+{
+	char	   *copy = pstrdup(value ? value : WEBHOOK_DEFAULT_EVENTS);
+	char	   *tok;
+	char	   *save;
+	int			mask = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+	{
+		int			bit;
+		size_t		n;
+
+		while (*tok == ' ' || *tok == '\t')
+			tok++;
+		n = strlen(tok);
+		while (n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t'))
+			tok[--n] = '\0';
+		if (n == 0)
+			continue;
+		bit = tms_webhook_event_bit(tok);
+		if (bit == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("invalid value for option \"events\""),
+					 errdetail("\"%s\" is not an event a webhook receives.", tok),
+					 errhint("Events are job-succeeded, job-failed, job-skipped, job-cancelled, purge-succeeded and purge-failed.")));
+		mask |= bit;
+	}
+	if (mask == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"events\""),
+				 errdetail("The list of events is empty.")));
+	return mask;
+}
+
+int
+tms_webhook_event_bit(const char *event)
+{
+	for (int i = 0; webhook_events[i] != NULL; i++)
+		if (strcmp(event, webhook_events[i]) == 0)
+			return 1 << i;
+	return 0;
 }
 
 const char *

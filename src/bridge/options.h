@@ -2,8 +2,9 @@
  *
  * options.h
  *	  The options of the servers and user mappings of tms_iceberg
- *	  (catalogs) and tms_engine (engines): what exists, where, how each
- *	  value is checked, and who may set it.
+ *	  (catalogs), tms_engine (engines) and tms_webhook (receivers of
+ *	  events): what exists, where, how each value is checked, and who may
+ *	  set it.
  *
  * tms_iceberg_validate() is the whole of the wrapper's validator (the SQL
  * entry point in src/sql_api/catalog_fdw.c only unpacks its arguments);
@@ -30,6 +31,16 @@
 /* Validate the options of a wrapper (catalog = its catalog's OID). */
 extern void tms_iceberg_validate(List *options, Oid catalog);
 extern void tms_engine_validate(List *options, Oid catalog);
+extern void tms_webhook_validate(List *options, Oid catalog);
+
+/*
+ * A tms_webhook server's option "events" (NULL: the default, failed jobs
+ * and purges) as a mask of tms_webhook_event_bit()s; raises on an unknown
+ * event.  An event is "<job|purge>-<new state, lowercase>".
+ */
+extern int	tms_webhook_events(const char *value);
+/* The bit of one event, 0 for one a webhook cannot receive. */
+extern int	tms_webhook_event_bit(const char *event);
 
 /* The value of an option in a DefElem list, or NULL. */
 extern const char *tms_option(List *options, const char *name);

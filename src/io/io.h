@@ -5,8 +5,8 @@
  *		catalog client, object storage (file:// and s3://) with AWS SigV4
  *		signing, bulk deletes with several requests in flight and the
  *		request window (AIMD) of a storage target, the one rule for
- *		storage locations (location.c), and the FileIO router through
- *		which src/iceberg reads (fileio.h).
+ *		storage locations (location.c), the FileIO router through which
+ *		src/iceberg reads (fileio.h), and webhook POSTs (webhook.c).
  *
  * This layer is plain C.  It includes no PostgreSQL header, never calls
  * ereport/elog, never longjmps and never exits: every function reports
@@ -793,6 +793,35 @@ extern int	io_catalog_commit_table(IoCatalog *cat, const char *ns,
 
 /* Drop cached table state (ETag, metadata) of one table or all (ns NULL). */
 extern void io_catalog_forget(IoCatalog *cat, const char *ns, const char *table);
+
+/* ----------------------------------------------------------------
+ * Webhooks (webhook.c)
+ * ----------------------------------------------------------------
+ */
+typedef struct IoWebhookRequest
+{
+	const char *url;			/* http:// or https://; a secret (see below) */
+	const char *token;			/* NULL, or sent as "Authorization: Bearer" */
+	const char *body;			/* a JSON document */
+	size_t		body_len;
+	IoHttpOptions http;			/* timeouts, CA, interrupt; retries unused */
+} IoWebhookRequest;
+
+/*
+ * POST body to a webhook receiver, once.  *status is the HTTP status of
+ * its answer (0: none came).  Returns 0 when it answered 2xx; otherwise
+ * -1 with *err: another status (3xx too: redirects are not followed), or
+ * a transport failure (IO_ERR_TIMEOUT, IO_ERR_CONNECT, IO_ERR_TLS,
+ * IO_ERR_TOO_LARGE, IO_ERR_INTERRUPTED), and *retry_after_ms what a 429
+ * or 503 asked for (-1: nothing).  The URL may hold a secret: messages
+ * name only its origin, never its path, query or user info, and carry no
+ * detail.
+ */
+extern int	io_webhook_post(const IoWebhookRequest *req, long *status,
+							long *retry_after_ms, IoError *err);
+
+/* "scheme://host[:port]" of an http(s) URL into buf; false if it is none. */
+extern bool io_webhook_origin(const char *url, char *buf, size_t size);
 
 /* ----------------------------------------------------------------
  * IoFileIO (fileio.h) over IoStorage: how src/iceberg reads

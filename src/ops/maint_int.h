@@ -198,10 +198,7 @@ typedef struct MaintRun
  * The condition of every write of a job's row from its run: the task's
  * lease ($2 instance, $3 version) is still this run's.
  */
-#define LEASE_HELD \
-	" EXISTS (SELECT 1 FROM tms.scheduled_tasks t" \
-	"          WHERE t.task_name = 'maintenance' AND t.task_instance = $2" \
-	"            AND t.version = $3 AND t.picked)"
+#define LEASE_HELD SCHED_LEASE_HELD("maintenance")
 
 /* maint.c */
 extern int	tms_engine_run_timeout_s;

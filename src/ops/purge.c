@@ -392,10 +392,7 @@ purge_run_fail(PurgeRun *run, RunResult kind, const char *fmt,...)
  */
 
 /* The lease condition every job write carries: $2 instance, $3 version. */
-#define LEASE_HELD \
-	" EXISTS (SELECT 1 FROM tms.scheduled_tasks t" \
-	"          WHERE t.task_name = 'purge' AND t.task_instance = $2" \
-	"            AND t.version = $3 AND t.picked)"
+#define LEASE_HELD SCHED_LEASE_HELD("purge")
 
 static const char *job_sql =
 "SELECT j.state, j.server, j.namespace, j.table_name, j.table_uuid,"

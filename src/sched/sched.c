@@ -78,6 +78,7 @@
 #include "bridge/role.h"
 #include "sched/lease.h"
 #include "sched/sched.h"
+#include "sched/task_events.h"
 
 int			tms_heartbeat_interval_ms = 5000;
 int			tms_missed_heartbeats_limit = 6;
@@ -328,13 +329,13 @@ static const char *recover_sql =
 "         last_heartbeat = NULL, version = t.version + 1"
 "    FROM cand"
 "   WHERE t.task_name = cand.task_name AND t.task_instance = cand.task_instance"
-"  RETURNING t.task_name, t.task_instance"
+"  RETURNING t.task_name, t.task_instance, t.consecutive_failures"
 "), freed AS ("
 "  UPDATE tms.task_slots s SET task_instance = NULL, since = NULL"
 "    FROM dead"
 "   WHERE s.kind = dead.task_name AND s.task_instance = dead.task_instance"
 ")"
-" SELECT task_name, task_instance FROM dead";
+" SELECT task_name, task_instance, consecutive_failures FROM dead";
 
 /*
  * Slot upkeep: caps of built-in kinds follow their settings; each kind has
@@ -481,11 +482,18 @@ sched_maintain(void)
 		elog(ERROR, "could not recover dead leases: %s",
 			 SPI_result_code_string(rc));
 	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+
 		ereport(LOG,
 				(errmsg("released the lease on task \"%s\" instance \"%s\": its executor is gone and sent no heartbeat for %d ms",
-						SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1),
-						SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2),
+						SPI_getvalue(tup, desc, 1), SPI_getvalue(tup, desc, 2),
 						(int) dead_lease_ms())));
+		sched_event_released(SPI_getvalue(tup, desc, 1), SPI_getvalue(tup, desc, 2),
+							 DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull)));
+	}
 }
 
 /*
@@ -515,6 +523,7 @@ sched_claim(const char *picked_by, ArrayType *kinds, SchedTask *task)
 	if (SPI_processed == 0)
 		return false;
 	read_claimed(task, cxt);
+	sched_event_claimed(task, picked_by, false);
 	return true;
 }
 
@@ -535,6 +544,7 @@ sched_claim_given(const char *kind, const char *instance,
 	Datum		args[4];
 	MemoryContext cxt = CurrentMemoryContext;
 	bool		isnull;
+	bool		took_over;
 	int			rc;
 
 	lock_args[0] = CStringGetTextDatum(kind);
@@ -549,7 +559,9 @@ sched_claim_given(const char *kind, const char *instance,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("task \"%s\" instance \"%s\" does not exist", kind, instance)));
 
-	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+	took_over = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+										   1, &isnull));
+	if (took_over)
 	{
 		bool		live = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
 													  SPI_tuptable->tupdesc, 3, &isnull));
@@ -588,6 +600,7 @@ sched_claim_given(const char *kind, const char *instance,
 				 errdetail("All slots of the kind are held by running tasks."),
 				 errhint("Raise the kind's max_concurrency or retry later.")));
 	read_claimed(task, cxt);
+	sched_event_claimed(task, picked_by, took_over);
 }
 
 /* ---------------------------------------------------------------------
@@ -742,9 +755,17 @@ settle_done(SchedTask *task)
 
 	if (settled_count(exec_cached(&delete_plan, complete_delete_sql, 4, types,
 								  args, NULL, false)) > 0)
+	{
+		sched_event_task(task, "succeeded", "running", "done", NULL);
 		return true;
-	return settled_count(exec_cached(&keep_plan, complete_keep_sql, 3, types,
-									 args, NULL, false)) > 0;
+	}
+	if (settled_count(exec_cached(&keep_plan, complete_keep_sql, 3, types,
+								  args, NULL, false)) > 0)
+	{
+		sched_event_task(task, "succeeded", "running", "scheduled", NULL);
+		return true;
+	}
+	return false;
 }
 
 /*
@@ -764,8 +785,11 @@ settle_failed(SchedTask *task, const char *error)
 	args[3] = CStringGetTextDatum(error);
 	args[4] = Int32GetDatum(tms_retry_delay_ms);
 	args[5] = Int32GetDatum(tms_retry_delay_max_ms);
-	return settled_count(exec_cached(&plan, fail_sql, 6, types, args, NULL,
-									 false)) > 0;
+	if (settled_count(exec_cached(&plan, fail_sql, 6, types, args, NULL,
+								  false)) == 0)
+		return false;
+	sched_event_task(task, "failed", "running", "failing", error);
+	return true;
 }
 
 /* ---------------------------------------------------------------------

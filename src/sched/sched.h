@@ -97,6 +97,16 @@ extern bool sched_try_step(void (*fn) (void *arg), void *arg, ErrorData **error)
 extern void sched_owner_step(void (*fn) (void *arg), void *arg);
 extern bool sched_owner_try_step(void (*fn) (void *arg), void *arg, ErrorData **error);
 
+/*
+ * The condition a step's write adds to its WHERE so that it writes only
+ * while the claim still holds the lease: the task row of kind (a string
+ * literal) whose instance is $2 still carries the claim's version, $3.
+ */
+#define SCHED_LEASE_HELD(kind) \
+	" EXISTS (SELECT 1 FROM tms.scheduled_tasks t" \
+	"          WHERE t.task_name = '" kind "' AND t.task_instance = $2" \
+	"            AND t.version = $3 AND t.picked)"
+
 /* A failure as an ErrorData in the current memory context. */
 extern ErrorData *sched_error(int sqlerrcode, const char *message, const char *detail);
 

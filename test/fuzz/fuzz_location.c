@@ -10,6 +10,10 @@
  *	- when the root is canonical too, io_location_under(path, root)
  *	  implies that the path starts with the root (trailing slashes
  *	  removed) followed by '/', and nothing is under itself.
+ *	- io_webhook_origin (src/io/webhook.c: what a message may name of a
+ *	  webhook URL, which is a secret) of the path either refuses it or
+ *	  gives "http://" or "https://" and a host part with no user info,
+ *	  path, query or fragment in it, taken from the URL itself.
  * Any violation aborts; ASan/UBSan and the leak checker do the rest.
  *
  * Build: make fuzz-location (this file with every .c file of src/io).
@@ -69,6 +73,41 @@ check_canonical(const char *path, const char *root)
 	return c;
 }
 
+/* The origin of a webhook URL names no more of it than its host. */
+static void
+check_origin(const char *url)
+{
+	char		origin[256];
+	const char *host;
+	size_t		scheme;
+
+	if (!io_webhook_origin(url, origin, sizeof(origin)))
+	{
+		const char *after = strncmp(url, "http://", 7) == 0 ? url + 7 :
+			strncmp(url, "https://", 8) == 0 ? url + 8 : NULL;
+
+		/* refused although a host came first */
+		if (after != NULL && strchr(url, '@') == NULL && *after != '\0' &&
+			strchr("/?#", *after) == NULL)
+			abort();
+		return;
+	}
+	if (strncmp(origin, "http://", 7) == 0)
+		scheme = 7;
+	else if (strncmp(origin, "https://", 8) == 0)
+		scheme = 8;
+	else
+		abort();
+	if (strncmp(url, origin, scheme) != 0)
+		abort();
+	host = origin + scheme;
+	if (*host == '\0' || strpbrk(host, "@/?#") != NULL)
+		abort();
+	/* the host part is the URL's, truncated at most */
+	if (strstr(url, host) == NULL)
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -107,6 +146,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		}
 	}
+	check_origin(buf);
 	/* under() on raw input must not crash either */
 	(void) io_location_under(buf, root ? root : "/");
 	free(cpath);

@@ -479,6 +479,8 @@ SEQUENCE_INSERTS = [
      "INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location,"
      " metadata_location, requested_by)"
      " VALUES ('dumpcat', 'x', 'y', '/nowhere/y', '/nowhere/y/m.json', 'app')"),
+    ("tms.webhook_outbox",
+     "INSERT INTO tms.webhook_outbox (server, event, payload) VALUES ('h', 'job-failed', '{}')"),
 ]
 
 

@@ -1646,6 +1646,8 @@ typedef struct ServerStats
 	int			min_valid_token;	/* loads with an older token: 401 */
 	int			flaky_left;		/* 503s still to give for "flaky" */
 	char		last_request[1024];	/* "METHOD path" of the last request */
+	char		hook_request[4096]; /* head and body of the last /hook/ request */
+	int			hook_requests;
 } ServerStats;
 
 static ServerStats *stats;
@@ -1876,6 +1878,14 @@ serve_connection(int fd)
 			return;
 		snprintf(stats->last_request, sizeof(stats->last_request), "%s %s",
 				 method, path);
+		if (strncmp(path, "/hook/", 6) == 0)
+		{
+			/* the head's NUL is at end: put the blank line back */
+			memcpy(end, "\r\n\r\n", 4);
+			snprintf(stats->hook_request, sizeof(stats->hook_request), "%.*s",
+					 (int) used, buf);
+			__sync_add_and_fetch(&stats->hook_requests, 1);
+		}
 		if (strncmp(buf, "POST", 4) == 0 && strstr(path, "oauth/tokens"))
 		{
 			int			t = __sync_add_and_fetch(&stats->tokens, 1);
@@ -1903,8 +1913,16 @@ serve_connection(int fd)
 		}
 		else if (strncmp(path, "/v1/config", 10) == 0)
 			respond(fd, 200, NULL, "{\"defaults\": {}, \"overrides\": {}}");
-		else if (strcmp(path, "/deflate-bomb") == 0)
+		else if (strcmp(path, "/deflate-bomb") == 0 || strncmp(path, "/hook/big", 9) == 0)
 			respond_deflate_bomb(fd);
+		else if (strncmp(path, "/hook/ok", 8) == 0)
+			respond(fd, 200, NULL, "{\"ok\": true}");
+		else if (strncmp(path, "/hook/busy", 10) == 0)
+			respond(fd, 503, "Retry-After: 2\r\n", "{\"error\": \"busy, path was /hook/busy\"}");
+		else if (strncmp(path, "/hook/moved", 11) == 0)
+			respond(fd, 302, "Location: http://127.0.0.1:9/elsewhere\r\n", NULL);
+		else if (strncmp(path, "/hook/hang", 10) == 0)
+			sleep(30);
 		else if (strncmp(path, "/v1/namespaces/big/tables", 25) == 0)
 			respond_big_listing(fd);
 		else if (strncmp(path, "/v1/namespaces/many/tables?", 27) == 0)
@@ -2594,6 +2612,153 @@ test_aimd(void)
 }
 
 /* ----------------------------------------------------------------
+ * Webhook POSTs against the forked server
+ * ----------------------------------------------------------------
+ */
+
+/* Does the error say nothing of the URL's path, query or user info? */
+static bool
+error_keeps_secret(const IoError *err)
+{
+	return strstr(err->message, "SECRET") == NULL && strstr(err->detail, "SECRET") == NULL &&
+		strstr(err->message, "hook/") == NULL && strstr(err->message, "user:") == NULL;
+}
+
+static void
+test_webhook(void)
+{
+	int			port;
+	pid_t		server;
+	char		url[256];
+	char		origin[64];
+	const char *body = "{\"type\": \"job\", \"id\": 7, \"new\": \"failed\"}";
+	IoWebhookRequest req;
+	IoError		err;
+	long		status;
+	long		retry_after;
+	int64_t		t0,
+				el;
+	int			rc;
+
+	/* origins: no user info, path, query or fragment */
+	CHECK(io_webhook_origin("https://u:p@h.example:8443/a/SECRET?k=SECRET#x", origin,
+							sizeof(origin)) && strcmp(origin, "https://h.example:8443") == 0,
+		  "origin: %s", origin);
+	CHECK(io_webhook_origin("http://h.example?t=SECRET", origin, sizeof(origin)) &&
+		  strcmp(origin, "http://h.example") == 0, "origin without a path: %s", origin);
+	CHECK(!io_webhook_origin("ftp://h.example/x", origin, sizeof(origin)), "ftp is no origin");
+	CHECK(!io_webhook_origin("https:///x", origin, sizeof(origin)), "no host, no origin");
+
+	memset(&req, 0, sizeof(req));
+	req.body = body;
+	req.body_len = strlen(body);
+	req.url = "ftp://h.example/SECRET";
+	CHECK(io_webhook_post(&req, &status, &retry_after, &err) == -1 &&
+		  err.code == IO_ERR_INVALID_ARGUMENT && error_keeps_secret(&err),
+		  "not http(s): %s", err.message);
+
+	stats = mmap(NULL, sizeof(ServerStats), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stats == MAP_FAILED || (server = start_server(&port)) < 0)
+	{
+		CHECK(0, "cannot start the test server");
+		return;
+	}
+	memset(stats, 0, sizeof(*stats));
+
+	/* 2xx: one POST with the body, its type and the bearer token */
+	snprintf(url, sizeof(url), "http://user:SECRET@127.0.0.1:%d/hook/ok/SECRET-path?k=SECRET", port);
+	req.url = url;
+	req.token = "tok-SECRET";
+	rc = io_webhook_post(&req, &status, &retry_after, &err);
+	CHECK(rc == 0 && status == 200, "delivered: %ld %s", status, rc ? err.message : "");
+	CHECK(stats->hook_requests == 1, "one request: %d", stats->hook_requests);
+	CHECK(strncmp(stats->hook_request, "POST /hook/ok/SECRET-path?k=SECRET HTTP/1.1\r\n",
+				  strlen("POST /hook/ok/SECRET-path?k=SECRET HTTP/1.1\r\n")) == 0,
+		  "a POST of the URL's path and query: %.60s", stats->hook_request);
+	CHECK(strcasestr(stats->hook_request, "\r\nContent-Type: application/json\r\n") != NULL,
+		  "JSON content type");
+	CHECK(strcasestr(stats->hook_request, "\r\nAuthorization: Bearer tok-SECRET\r\n") != NULL,
+		  "bearer token");
+	CHECK(strstr(stats->hook_request, "\r\n\r\n") != NULL &&
+		  strcmp(strstr(stats->hook_request, "\r\n\r\n") + 4, body) == 0,
+		  "the body as given: %s", stats->hook_request);
+
+	/* no token (and no user info, which libcurl would send), no Authorization */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook/ok/SECRET", port);
+	req.token = NULL;
+	rc = io_webhook_post(&req, &status, &retry_after, &err);
+	CHECK(rc == 0 && strcasestr(stats->hook_request, "Authorization") == NULL,
+		  "no token sent when none is set");
+
+	/* 503 with Retry-After: an error with the status, what it asked, once */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook/busy/SECRET", port);
+	stats->hook_requests = 0;
+	rc = io_webhook_post(&req, &status, &retry_after, &err);
+	CHECK(rc == -1 && err.code == IO_ERR_UNAVAILABLE && err.http_status == 503 &&
+		  status == 503 && retry_after == 2000 && stats->hook_requests == 1,
+		  "503: rc %d code %s status %ld retry-after %ld, %d requests", rc,
+		  io_error_code_name(err.code), err.http_status, retry_after, stats->hook_requests);
+	CHECK(error_keeps_secret(&err) && strstr(err.message, "127.0.0.1") != NULL &&
+		  strstr(err.message, "503") != NULL, "503 message: %s / %s", err.message, err.detail);
+
+	/* a redirect is not followed */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook/moved/SECRET", port);
+	rc = io_webhook_post(&req, &status, &retry_after, &err);
+	CHECK(rc == -1 && err.http_status == 302 && retry_after == -1 && error_keeps_secret(&err),
+		  "302 not followed: rc %d status %ld (%s)", rc, err.http_status, err.message);
+
+	/* a 404 */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook/gone/SECRET", port);
+	rc = io_webhook_post(&req, &status, &retry_after, &err);
+	CHECK(rc == -1 && err.code == IO_ERR_NOT_FOUND && err.http_status == 404 &&
+		  error_keeps_secret(&err), "404: rc %d (%s)", rc, err.message);
+
+	/* an answer over the cap (4 MiB decoded) */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook/big/SECRET", port);
+	rc = io_webhook_post(&req, &status, &retry_after, &err);
+	CHECK(rc == -1 && err.code == IO_ERR_TOO_LARGE && error_keeps_secret(&err),
+		  "big answer: rc %d (%s)", rc, err.message);
+
+	/* a receiver that hangs: the timeout, then an interrupt */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook/hang/SECRET", port);
+	req.http.request_timeout_ms = 500;
+	t0 = now_ms();
+	rc = io_webhook_post(&req, &status, &retry_after, &err);
+	el = now_ms() - t0;
+	CHECK(rc == -1 && err.code == IO_ERR_TIMEOUT && el >= 450 && el < 2000 &&
+		  error_keeps_secret(&err), "hang: rc %d after %lld ms (%s)", rc, (long long) el,
+		  err.message);
+	{
+		Deadline	d;
+
+		d.at = now_ms() + 200;
+		d.calls = 0;
+		req.http.request_timeout_ms = 30000;
+		req.http.interrupted = interrupt_after;
+		req.http.interrupt_arg = &d;
+		t0 = now_ms();
+		rc = io_webhook_post(&req, &status, &retry_after, &err);
+		el = now_ms() - t0;
+		CHECK(rc == -1 && err.code == IO_ERR_INTERRUPTED && el < 200 + 2 * IO_POLL_INTERVAL_MS + 50 &&
+			  error_keeps_secret(&err), "interrupted: rc %d after %lld ms (%s)", rc,
+			  (long long) el, err.message);
+		req.http.interrupted = NULL;
+	}
+
+	kill(-server, SIGKILL);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+
+	/* nobody listens any more: refused, the path kept out of the message */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook/ok/SECRET", port);
+	rc = io_webhook_post(&req, &status, &retry_after, &err);
+	CHECK(rc == -1 && err.code == IO_ERR_CONNECT && err.http_status == 0 && status == 0 &&
+		  error_keeps_secret(&err), "refused: rc %d (%s / %s)", rc, err.message, err.detail);
+	io_http_shutdown();
+}
+
+/* ----------------------------------------------------------------
  * Memory bounds of JSON parsing (the parse path of the catalog client)
  * ----------------------------------------------------------------
  */
@@ -3243,6 +3408,7 @@ main(void)
 	test_deleter();
 	test_aimd();
 	test_credentials_refresh();
+	test_webhook();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;
 }
