@@ -598,7 +598,10 @@ iceberg_partition_filter_parse(const char *text, IcebergPartitionFilter **out,
 	p.s = text;
 	p.err = err;
 	if (!next(&p))
+	{
+		free(p.text);
 		return false;
+	}
 	if (p.tok == T_END)
 		return syntax(&p, "empty");
 	root = parse_or(&p);
@@ -798,7 +801,7 @@ parse_decimal(const char *s, int scale, __int128 *out)
 		}
 		v = v * 10 + (*s - '0');
 	}
-	if (digits == 0)
+	if (digits == 0 || digits - (frac < scale ? frac : scale) + scale > 38)
 		return false;
 	for (; frac < scale; frac++)
 		v *= 10;
@@ -921,8 +924,9 @@ convert(const Lit *l, IcebergTypeId t, const char *transform, Value *v, bool *oo
 				return true;
 			}
 		case ICEBERG_TYPE_DECIMAL:
+			/* read at the column's scale by the caller */
 			v->kind = V_DECIMAL;
-			return l->kind == L_NUMBER && parse_decimal(s, 0, &v->dec);
+			return l->kind == L_NUMBER;
 		case ICEBERG_TYPE_STRING:
 			if (l->kind != L_STRING)
 				return false;

@@ -999,9 +999,12 @@ truncate_string(const char *s, size_t len, int n, bool upper, uint8_t **out, siz
 		n = 1024;
 	while (i < len && chars < n)
 	{
+		size_t		step = (size_t) utf8_len((unsigned char) s[i]);
+
 		offs[chars++] = i;
-		i += (size_t) utf8_len((unsigned char) s[i]);
+		i += step < len - i ? step : len - i;
 	}
+	offs[chars] = i;
 	if (i >= len)
 	{
 		/* no longer than the limit: the value itself */
@@ -1019,7 +1022,7 @@ truncate_string(const char *s, size_t len, int n, bool upper, uint8_t **out, siz
 	while (chars > 0)
 	{
 		size_t		at = offs[chars - 1];
-		int			cl = utf8_len((unsigned char) s[at]);
+		int			cl = (int) (offs[chars] - at);
 		uint32_t	cp = utf8_decode((const unsigned char *) s + at, cl) + 1;
 		unsigned char enc[4];
 		int			el;
@@ -1127,7 +1130,9 @@ iceberg_value_serialize(const IcebergColumn *c, const char *text, size_t len, bo
 						return false;
 					v = v * 10 + (*s - '0');
 				}
-				if (digits == 0)
+				/* at most the column's precision once at its scale (and 38) */
+				if (digits == 0 || digits - frac + c->scale > (c->precision > 0 ? c->precision : 38) ||
+					digits - frac + c->scale > 38)
 					return false;
 				for (; frac < c->scale; frac++)
 					v *= 10;
@@ -1162,7 +1167,7 @@ iceberg_value_serialize(const IcebergColumn *c, const char *text, size_t len, bo
 						*oom_out = true;
 						return false;
 					}
-					for (size_t i = 0; i < len; i++)
+					for (size_t i = 0; copy[i]; i++)
 						copy[i] = (char) tolower((unsigned char) copy[i]);
 					h = unhex(copy, &b, &n);
 					free(copy);

@@ -19,4 +19,5 @@ tms_ops_init(void)
 	tms_policy_init();
 	tms_roles_init();
 	tms_maint_init();
+	tms_compact_init();
 }
