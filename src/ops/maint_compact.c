@@ -458,7 +458,8 @@ typedef enum GroupOutcome
 static bool
 write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 			const IcebergCompactJobMetric *metrics, int nmetrics, const IcebergSchema *schema,
-			TimestampTz deadline, IcebergCompactOutput **out, int *nout, char ***paths)
+			TimestampTz deadline, IcebergCompactOutput **out, int *nout, char ***paths,
+			int64 *peak_rss)
 {
 	const IcebergCompactGroup *gr = &p->groups[g];
 	IcebergError err;
@@ -549,6 +550,8 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		{
 			bool		consistent = m.files == *nout && m.rows_out == records &&
 				m.rows_in == gr->records && m.rows_in - m.rows_deleted == m.rows_out;
+
+			*peak_rss = Max(*peak_rss, m.peak_rss);
 
 			iceberg_compact_message_free(&m);
 			if (!consistent)
@@ -695,6 +698,7 @@ maint_run_compact(MaintRun *run)
 	IoStorageConfig cfg;
 	TimestampTz deadline;
 	volatile int given_up = 0;
+	int64	   *peak_rss = palloc0(sizeof(int64));	/* the helper's, over the groups */
 
 	if (!bind_where(run, (IcebergPartitionFilter **) &where))
 		return;
@@ -735,7 +739,7 @@ maint_run_compact(MaintRun *run)
 				if (!maint_check_now(run))
 					break;
 				ok = write_group(run, helper, plan, g, metrics, schema->ncolumns, schema,
-								 deadline, &outputs, &nout, &paths);
+								 deadline, &outputs, &nout, &paths, peak_rss);
 				if (!ok)
 				{
 					/* what the helper announced goes, once it is stopped */
@@ -749,10 +753,11 @@ maint_run_compact(MaintRun *run)
 				for (int i = 0; i < nout; i++)
 					iceberg_compact_output_free(&outputs[i]);
 			}
-			if (run->result == MAINT_OK && given_up > 0)
+			if (run->result == MAINT_OK)
 				ereport(LOG,
-						(errmsg("maintenance job " INT64_FORMAT ": %d of %d compaction groups were given up: the table changed under them",
-								run->job_id, given_up, plan->ngroups)));
+						(errmsg("maintenance job " INT64_FORMAT ": compaction of %d groups, %d given up (the table changed under them); the helper's peak RSS was " INT64_FORMAT " MB, its memory limit %d MB",
+								run->job_id, plan->ngroups, given_up, *peak_rss / (1024 * 1024),
+								tms_compaction_memory_limit_mb)));
 		}
 	}
 	PG_FINALLY();

@@ -206,3 +206,365 @@ def test_small_files_with_deletes(env):
     ib = ow.icebird(mloc2, s3_endpoint=env["s3"].endpoint, file_root=env["file_root"],
                     list_files=True)
     assert ib["records"] == sum(f["records"] for f in data.values())
+
+
+# ---------------------------------------------------------------------------
+# the real fixtures
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["spark_v2_mor_posdeletes", "java_v2_partitioned_eqdeletes",
+                                  "spark_v2_partitioned_bucket_identity"])
+def test_real_fixture_keeps_its_rows(env, name):
+    ns = world.REAL_NAMESPACE
+    mloc, meta0, before = live(env, ns, name)
+    want = rows(env, mloc)
+    opts = {"rewrite-all": True, "min-input-files": 1}
+    pl = plan(env, ns, name, opts)
+    planned = sum(g["detail"]["output_files"] for g in group_rows(pl))
+    rewritten = {r["target"] for r in pl if r["action"] == "rewrite-file"}
+    removed = {ow.canon(env["st"], r["target"]) for r in pl if r["action"] == "remove-delete-file"}
+    row = wait_job(env, run(env, ns, name, opts))
+    mloc2, meta, after = live(env, ns, name)
+    assert rows(env, mloc2) == want
+    assert row["data_files_rewritten"] == len(rewritten)
+    assert row["data_files_added"] == planned
+    # the rewritten files and the removed delete files are no longer live
+    gone = {ow.canon(env["st"], p) for p in rewritten} | removed
+    assert not gone & {ow.canon(env["st"], p) for p in after}
+    assert len([p for p, f in after.items() if f["content"] == 0]) == \
+        len([p for p, f in before.items() if f["content"] == 0]) - len(rewritten) + planned
+    if name == "spark_v2_mor_posdeletes":
+        # two unpartitioned files and the position delete file that applies to them
+        assert len(rewritten) == 2 and planned == 1 and len(removed) == 1
+        assert not [p for p, f in after.items() if f["content"] != 0]
+
+
+# ---------------------------------------------------------------------------
+# an evolved partition spec, many small files, the where filter
+# ---------------------------------------------------------------------------
+
+def evolve_and_append(env, ns, name, files, rows_per_file, first_id):
+    """Move the table to a new default spec (bucket[2](id)) and append
+    `files` Parquet files written in it, one append snapshot."""
+    cat, st = env["catalog"], env["st"]
+    _, meta = ow.load(cat, ns, name)
+    spec = {"spec-id": 1, "fields": [{"name": "id_bucket", "transform": "bucket[2]",
+                                      "source-id": 1, "field-id": 1001}]}
+    ow.commit(cat, ns, name, {
+        "requirements": [{"type": "assert-table-uuid", "uuid": meta["table-uuid"]}],
+        "updates": [{"action": "add-spec", "spec": spec},
+                    {"action": "set-default-spec", "spec-id": 1}]})
+    _, meta = ow.load(cat, ns, name)
+    import compact as cp
+    tmp = tempfile.mkdtemp(prefix="tms-evolve-")
+    try:
+        data_dir = cp.data_location(meta)
+        jobs, uris = [], []
+        for i in range(files):
+            prefix = "evolved-%05d-%s" % (i, uuid.uuid4())
+            # bucket[2](id) of Iceberg (murmur3) is not computed here: every
+            # file goes to bucket 0, which is what its manifest says
+            jobs.append({"mode": "write", "schema": {"fields": smallfiles.SCHEMA["fields"]},
+                         "query": smallfiles._rows_query(first_id + i * rows_per_file,
+                                                         rows_per_file, "e", 0),
+                         "output_files": 1, "output_dir": os.path.join(tmp, "d%d" % i),
+                         "file_prefix": prefix, "compression": "zstd",
+                         "iceberg_schema": json.dumps(smallfiles.SCHEMA)})
+            uris.append(data_dir + "/id_bucket=0/" + prefix + "-00000.parquet")
+        outs = cp.run_node({"jobs": jobs})["results"]
+        entries = []
+        for uri, res in zip(uris, outs):
+            o = res["files"][0]
+            with open(o["path"], "rb") as fh:
+                st.write(uri, fh.read())
+            entries.append(smallfiles._data_file(uri, o, {"id_bucket": 0}))
+        rnd = __import__("random").Random(7)
+        snap = smallfiles._snapshot(meta, rnd, "append")
+        list_schema, _, records = ow._list_schema_and_meta(st, ow.snapshot(meta, meta["current-snapshot-id"]))
+        m_schema, m_hmeta = ow._manifest_template(st, meta, records, 0)
+        # the spec-1 manifest: its partition record is id_bucket int
+        import iceberg_avro_schemas as ias
+        import avro_codec
+        schema = ias.manifest_entry_schema(2, [("id_bucket", "int", 1001)])
+        recs = [ow._conform({"status": 1, "snapshot_id": snap["snapshot-id"],
+                             "sequence_number": None, "file_sequence_number": None,
+                             "data_file": df}, json.loads(schema)) for df in entries]
+        path = "%s/metadata/%s-m0.avro" % (meta["location"].rstrip("/"), uuid.uuid4())
+        hmeta = {"schema": json.dumps(smallfiles.SCHEMA), "schema-id": "0",
+                 "partition-spec": json.dumps(spec["fields"]), "partition-spec-id": "1",
+                 "format-version": "2", "content": "data"}
+        data = avro_codec.write_container(schema, recs, "deflate", hmeta)
+        st.write(path, data)
+        seq = snap["sequence-number"]
+        rec = {"manifest_path": path, "manifest_length": len(data), "partition_spec_id": 1,
+               "content": 0, "sequence_number": seq, "min_sequence_number": seq,
+               "added_snapshot_id": snap["snapshot-id"], "added_files_count": len(entries),
+               "existing_files_count": 0, "deleted_files_count": 0,
+               "added_rows_count": sum(e["record_count"] for e in entries),
+               "existing_rows_count": 0, "deleted_rows_count": 0, "partitions": None,
+               "key_metadata": None}
+        smallfiles._push(cat, [ns], name, st, meta, snap, [rec] + records)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ow.give_to_server(env["file_root"])
+
+
+def test_evolved_partition_spec(env):
+    small_table(env, "evolved", files=20, rows_per_file=10, seed=5)
+    evolve_and_append(env, "cmp", "evolved", files=12, rows_per_file=10, first_id=100000)
+    mloc, meta0, before = live(env, "cmp", "evolved")
+    assert {f["spec_id"] for f in before.values()} == {0, 1}
+    want = rows(env, mloc)
+    groups = group_rows(plan(env, "cmp", "evolved"))
+    # the four category partitions of spec 0 and the one bucket of spec 1
+    assert sorted((g["detail"]["spec_id"], g["detail"]["files"]) for g in groups) == \
+        [(0, 5), (0, 5), (0, 5), (0, 5), (1, 12)], groups
+    wait_job(env, run(env, "cmp", "evolved"))
+    mloc2, meta, after = live(env, "cmp", "evolved")
+    assert rows(env, mloc2) == want
+    data = [f for f in after.values() if f["content"] == 0]
+    # each file written back in its own spec and partition
+    assert sorted((f["spec_id"], json.dumps(f["partition"], sort_keys=True)) for f in data) == \
+        sorted([(0, json.dumps({"category": "c%d" % i})) for i in range(4)] +
+               [(1, json.dumps({"id_bucket": 0}))])
+
+
+def test_where_selects_partitions(env):
+    small_table(env, "where", files=40, rows_per_file=10, seed=9)
+    mloc, meta0, before = live(env, "cmp", "where")
+    want = rows(env, mloc)
+    n = q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
+    # refused before a job is recorded: not a partition column, a bad literal
+    for bad, says in (("amount > 1", "not a partition column"),
+                      ("nosuch = 1", "neither a partition field nor a column"),
+                      ("category = ", "invalid where filter")):
+        e = env["pg"].query_error("SELECT tms.run_operation(%s, 'cmp', 'where', 'compaction',"
+                                  " %s::jsonb)", (env["server"], json.dumps({"where": bad})))
+        assert e.pgcode == "22023" and says in str(e), (bad, str(e))
+    assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+    opts = {"where": "category IN ('c1', 'c3')"}
+    groups = group_rows(plan(env, "cmp", "where", opts))
+    assert sorted(g["detail"]["partition"] for g in groups) == [["c1"], ["c3"]]
+    wait_job(env, run(env, "cmp", "where", opts))
+    mloc2, _, after = live(env, "cmp", "where")
+    assert rows(env, mloc2) == want
+    per = {}
+    for f in after.values():
+        per[f["partition"]["category"]] = per.get(f["partition"]["category"], 0) + 1
+    assert per == {"c0": 10, "c1": 1, "c2": 10, "c3": 1}, per
+
+
+def test_ten_thousand_small_files(env):
+    mloc = small_table(env, "tenk", files=10000, rows_per_file=5, seed=1)
+    _, meta0, before = live(env, "cmp", "tenk")
+    assert len(before) == 10000
+    ib = ow.icebird(mloc, file_root=env["file_root"])
+    want = rows(env, mloc)
+    groups = group_rows(plan(env, "cmp", "tenk"))
+    assert [g["detail"]["files"] for g in groups] == [2500] * 4
+    row = wait_job(env, run(env, "cmp", "tenk"), timeout=600)
+    mloc2, _, after = live(env, "cmp", "tenk")
+    assert len(after) == 4 and row["data_files_rewritten"] == 10000
+    assert rows(env, mloc2) == want
+    assert ow.icebird(mloc2, file_root=env["file_root"])["records"] == ib["records"] == 50000
+
+
+# ---------------------------------------------------------------------------
+# a writer committing during the compaction
+# ---------------------------------------------------------------------------
+
+def concurrent_append(env, ns, name, meta, category):
+    """An append of a copy of one of the table's data files (real rows)."""
+    st = env["st"]
+    live_files = ow.live_files(st, meta)
+    src = sorted(p for p, f in live_files.items()
+                 if f["content"] == 0 and f["partition"].get("category") == category)[0]
+    dst = src.rsplit("/", 1)[0] + "/concurrent-%s.parquet" % uuid.uuid4().hex[:8]
+    data = st.read(src)
+    st.write(dst, data)
+    f = live_files[src]
+    body, _ = ow.append_commit(st, meta, [{"path": dst, "records": f["records"],
+                                           "size": len(data), "partition": f["partition"]}],
+                               seed=3)
+    return body, dst
+
+
+def concurrent_delete(env, ns, name, meta, category, ids=None, position=None):
+    """An equality delete of ids (field 1) or a position delete of
+    (path, pos) pairs in the category partition, prepared as a commit body."""
+    import compact as cp
+    import random
+    st = env["st"]
+    tmp = tempfile.mkdtemp(prefix="tms-cdel-")
+    try:
+        if ids is not None:
+            fields = [smallfiles.SCHEMA["fields"][0]]
+            query = "SELECT * FROM (VALUES %s) v(c_1)" % ", ".join("(%d::BIGINT)" % i for i in ids)
+            content = 2
+        else:
+            fields = smallfiles.POS_FIELDS
+            query = "SELECT * FROM (VALUES %s) v(c_2147483546, c_2147483545) ORDER BY 1, 2" % \
+                ", ".join("('%s', %d::BIGINT)" % (p.replace("'", "''"), n) for p, n in position)
+            content = 1
+        out = cp.run_node({"mode": "write", "schema": {"fields": fields}, "query": query,
+                           "output_files": 1, "output_dir": tmp,
+                           "file_prefix": "del-%s" % uuid.uuid4(), "compression": "zstd"})
+        o = out["files"][0]
+        uri = cp.data_location(meta) + "/category=%s/%s" % (category, os.path.basename(o["path"]))
+        with open(o["path"], "rb") as fh:
+            st.write(uri, fh.read())
+        e = smallfiles._data_file(uri, o, {"category": category}, content=content,
+                                  equality_ids=[1] if content == 2 else None,
+                                  schema={"fields": fields}, truncate=None if content == 1 else 16)
+        snap = smallfiles._snapshot(meta, random.Random(5), "delete")
+        cur = ow.snapshot(meta, meta["current-snapshot-id"])
+        records = ow.manifest_records(st, cur)
+        rec = smallfiles._manifest(st, meta, snap, True, [e], content)
+        import iceberg_avro_schemas as ias
+        ow._write_list(st, meta, snap, json.loads(ias.manifest_list_schema(2)),
+                       {"format-version": "2"}, [rec] + records)
+        body = ow._commit_body(meta, snap)
+        body["requirements"].insert(0, {"type": "assert-table-uuid", "uuid": meta["table-uuid"]})
+        return body
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def posts(env, name):
+    return [(r["status"], r["fault"]) for r in env["catalog"].requests(r"/tables/%s$" % name)["requests"]
+            if r["method"] == "POST"]
+
+
+def test_concurrent_append_kept(env):
+    mloc = small_table(env, "cappend", files=24, rows_per_file=10, seed=11)
+    _, meta, _ = live(env, "cmp", "cappend")
+    body, dst = concurrent_append(env, "cmp", "cappend", meta, "c0")
+    ow.give_to_server(env["file_root"])
+    env["catalog"].reset_requests()
+    env["catalog"].fault(r"/tables/cappend$", action="interpose", method="POST", commits=[body])
+    wait_job(env, run(env, "cmp", "cappend"))
+    log = posts(env, "cappend")
+    assert log[:2] == [(200, "interposed"), (409, "interpose")], log
+    mloc2, meta2, after = live(env, "cmp", "cappend")
+    # the appended file is live beside the compacted ones; its rows are all there
+    assert dst in after
+    base = rows(env, mloc)
+    extra = [r for r in rows(env, mloc2)]
+    assert len(extra) == len(base) + after[dst]["records"]
+    assert set(base) <= set(extra)
+
+
+def test_concurrent_equality_delete_applies(env):
+    mloc = small_table(env, "ceq", files=24, rows_per_file=10, seed=12)
+    _, meta, before = live(env, "cmp", "ceq")
+    # ids of partition c1 (files 1, 5, 9, ... hold ids 10..19, 50..59, ...)
+    gone = [15, 52, 97]
+    body = concurrent_delete(env, "cmp", "ceq", meta, "c1", ids=gone)
+    ow.give_to_server(env["file_root"])
+    env["catalog"].fault(r"/tables/ceq$", action="interpose", method="POST", commits=[body])
+    wait_job(env, run(env, "cmp", "ceq"))
+    mloc2, _, after = live(env, "cmp", "ceq")
+    want = [r for r in rows(env, mloc) if json.loads(r)["id"] not in gone]
+    assert rows(env, mloc2) == want
+    # the new equality delete is still there, and still applies to the rewritten rows
+    assert [f for f in after.values() if f["content"] == 2]
+
+
+def test_concurrent_position_delete_gives_the_group_up(env):
+    mloc = small_table(env, "cpos", files=24, rows_per_file=10, seed=13)
+    _, meta, before = live(env, "cmp", "cpos")
+    victim = sorted(p for p, f in before.items() if f["partition"]["category"] == "c0")[0]
+    body = concurrent_delete(env, "cmp", "cpos", meta, "c0", position=[(victim, 1)])
+    ow.give_to_server(env["file_root"])
+    want_before = rows(env, mloc)
+    env["catalog"].fault(r"/tables/cpos$", action="interpose", method="POST", commits=[body])
+    wait_job(env, run(env, "cmp", "cpos"))
+    mloc2, _, after = live(env, "cmp", "cpos")
+    # the c0 group was given up: its files and the new delete are live, the rest compacted
+    per = {}
+    for f in after.values():
+        if f["content"] == 0:
+            per[f["partition"]["category"]] = per.get(f["partition"]["category"], 0) + 1
+    assert per == {"c0": 6, "c1": 1, "c2": 1, "c3": 1}, per
+    got = rows(env, mloc2)
+    assert len(got) == len(want_before) - 1 and set(got) <= set(want_before)
+
+
+# ---------------------------------------------------------------------------
+# the helper: killed, cancelled, short of memory
+# ---------------------------------------------------------------------------
+
+def helper_pids(env):
+    """The compaction helpers this cluster's workers run (children of its workers)."""
+    workers = {r[0] for r in q(env, "SELECT pid FROM tms.workers WHERE role = 'worker'")}
+    out = subprocess.run(["pgrep", "-f", "tms/tms_compactor"], capture_output=True, text=True)
+    pids = []
+    for pid in (int(x) for x in out.stdout.split()):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid in workers:
+            pids.append(pid)
+    return pids
+
+
+def set_and_reload(env, name, value):
+    env["pg"].psql("ALTER SYSTEM SET %s = %s" % (name, value))
+    env["pg"].psql("SELECT pg_reload_conf()")
+
+
+def test_helper_killed_mid_write_leaves_the_table_unchanged(env):
+    mloc = small_table(env, "killed", files=400, rows_per_file=200, seed=14)
+    mloc0, meta0, before = live(env, "cmp", "killed")
+    data_dir = os.path.join(env["file_root"], "wh", "cmp", "killed", "data")
+    set_and_reload(env, "tms.maintenance_max_attempts", "1")
+    try:
+        jid = run(env, "cmp", "killed")
+        wait_for(lambda: helper_pids(env), timeout=60, interval=0.02, what="the helper")
+        pid = helper_pids(env)[0]
+        os.kill(pid, signal.SIGKILL)
+        row = wait_job(env, jid, ("failed",))
+    finally:
+        env["pg"].psql("ALTER SYSTEM RESET tms.maintenance_max_attempts")
+        env["pg"].psql("SELECT pg_reload_conf()")
+    assert "compaction helper failed" in row["last_error"] and "signal 9" in row["last_error"], row
+    mloc1, meta1, after = live(env, "cmp", "killed")
+    assert mloc1 == mloc0 and set(after) == set(before)
+    assert not helper_pids(env)
+    # nothing it wrote is referenced (a file it finished before the kill is an orphan at most)
+    written = [os.path.join(d, f) for d, _, fs in os.walk(data_dir) for f in fs
+               if "-00000.parquet" in f and f.startswith("0000")]
+    assert not {"file://" + p for p in written} & {ow.canon(env["st"], p) for p in after}
+    assert rows(env, mloc1) == rows(env, mloc0)
+
+
+def test_cancel_kills_the_helper(env):
+    small_table(env, "cancelled", files=400, rows_per_file=200, seed=15)
+    mloc0, _, before = live(env, "cmp", "cancelled")
+    jid = run(env, "cmp", "cancelled")
+    wait_for(lambda: helper_pids(env), timeout=60, interval=0.02, what="the helper")
+    assert q(env, "SELECT tms.cancel_operation(%s)", (jid,))[0][0] is True
+    row = wait_job(env, jid, ("cancelled", "succeeded"))
+    wait_for(lambda: not helper_pids(env), timeout=30, what="the helper to be gone")
+    if row["state"] == "cancelled":
+        assert live(env, "cmp", "cancelled")[0] == mloc0 or row["data_files_rewritten"] > 0
+
+
+def test_memory_limit_far_below_the_data(env):
+    # about 60 MB of Parquet, 240 MB as rows; DuckDB gets 64 MB
+    mloc = small_table(env, "bigrows", files=24, rows_per_file=150000, seed=16, with_deletes=True)
+    want = rows_count = ow.icebird(mloc, file_root=env["file_root"])["records"]
+    set_and_reload(env, "tms.compaction_memory_limit", "'64MB'")
+    try:
+        row = wait_job(env, run(env, "cmp", "bigrows"), timeout=600)
+    finally:
+        env["pg"].psql("ALTER SYSTEM RESET tms.compaction_memory_limit")
+        env["pg"].psql("SELECT pg_reload_conf()")
+    mloc2, _, after = live(env, "cmp", "bigrows")
+    assert row["data_files_added"] == 4
+    assert not [f for f in after.values() if f["content"] != 0]
+    got = ow.icebird(mloc2, file_root=env["file_root"], read_rows=True)
+    before = ow.icebird(mloc, file_root=env["file_root"], read_rows=True)
+    assert got["rows"] == before["rows"] and want == rows_count
