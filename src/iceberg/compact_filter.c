@@ -151,7 +151,7 @@ static bool
 syntax(Parser *p, const char *what)
 {
 	iceberg_set_error(p->err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid where filter: %s", what);
-	iceberg_set_detail(p->err, "At character %zu of \"%.200s\".", p->tok_pos + 1, p->s);
+	iceberg_set_detail(p->err, "at character %zu", p->tok_pos + 1);
 	return false;
 }
 

@@ -483,6 +483,20 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		return false;
 	}
 	{
+		/* the rule of every write of tms: below the table location and an allowed location */
+		char	   *c = tms_location_canonical(run->conn->server, dir, NULL);
+
+		if (c == NULL || !io_location_under(c, run->location) ||
+			!tms_location_allowed(run->conn->server, c))
+		{
+			maint_fail(run, MAINT_TERMINAL,
+					   "the data location \"%s\" is not below the table location and an allowed location",
+					   dir);
+			free(dir);
+			return false;
+		}
+	}
+	{
 		uint8		b[16];
 
 		if (!pg_strong_random(b, sizeof(b)))

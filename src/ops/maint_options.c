@@ -499,7 +499,8 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 
 			out->where = opt_string(operation, key, &v);
 			if (!iceberg_partition_filter_parse(out->where, &f, &err))
-				bad_option(operation, key, "%s: %s", err.message, err.detail);
+				bad_option(operation, key, "The filter is \"%s\"; %s (%s).", out->where,
+						   err.message, err.detail);
 			iceberg_partition_filter_free(f);
 		}
 		else
