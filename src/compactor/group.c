@@ -16,7 +16,10 @@
  *	   the rows deleted by the group's delete files (position deletes:
  *	   same file path and position, delete sequence number >= the data
  *	   file's; equality deletes: equal on their columns with nulls equal,
- *	   delete sequence number > the data file's), and writes Parquet with
+ *	   delete sequence number > the data file's) by equi-joins against
+ *	   small tables built once per group (the deleted positions by local
+ *	   file; each equality key with its newest delete's sequence number),
+ *	   so that the rows stream, and writes Parquet with
  *	   the schema's field ids, Avro-compatible column names (as Iceberg's
  *	   writers name them), the table's codec and the iceberg.schema
  *	   key-value metadata;
@@ -697,7 +700,7 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 		const IcebergCompactJobDelete *d = &job->deletes[i];
 
 		snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
-		if (!download(h, d->path, path, msg, msglen))
+		if (!download(h, d->uri, path, msg, msglen))
 			goto done;
 		if (d->content == ICEBERG_CONTENT_POSITION_DELETES)
 			has_pos = true;
@@ -742,6 +745,11 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 				" WHERE p.file_path IN (SELECT uri FROM inputs)");
 		if (q.oom || !run(h, q.s, NULL, msg, msglen))
 			goto done;
+		/* the rows deleted, by local file: the sequence number rule applied once */
+		if (!run(h, "CREATE OR REPLACE TEMP TABLE posl AS SELECT DISTINCT i.local, p.pos"
+				 " FROM pos p JOIN inputs i ON p.file_path = i.uri AND p.seq >= i.seq",
+				 NULL, msg, msglen))
+			goto done;
 	}
 	for (j = 0; j < neq_sets; j++)
 	{
@@ -780,6 +788,14 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 		sql_add(&q, ") v(local, seq) ON e.filename = v.local");
 		if (q.oom || !run(h, q.s, NULL, msg, msglen))
 			goto done;
+		/* one row per key (nulls equal), with the newest delete of it */
+		sql_reset(&q);
+		sql_add(&q, "CREATE OR REPLACE TEMP TABLE eqm%d AS SELECT ", j);
+		for (k = 0; k < eq_nids[j]; k++)
+			sql_add(&q, "c%d, ", (int) eq_sets[j][k]);
+		sql_add(&q, "max(seq) AS maxseq FROM eq%d GROUP BY ALL", j);
+		if (q.oom || !run(h, q.s, NULL, msg, msglen))
+			goto done;
 	}
 	for (i = 0; i < job->ndeletes; i++)
 	{
@@ -809,7 +825,7 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 			snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
 			if (!have[i])
 			{
-				if (!download(h, job->inputs[i].path, path, msg, msglen))
+				if (!download(h, job->inputs[i].uri, path, msg, msglen))
 					goto done;
 				have[i] = true;
 				bytes_in += job->inputs[i].size;
@@ -844,7 +860,7 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 		}
 
 		/* the slices of this output */
-		if (!run(h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT)",
+		if (!run(h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT)",
 				 NULL, msg, msglen))
 			goto done;
 		sql_reset(&q);
@@ -863,9 +879,10 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 			sql_add(&q, "%s(", n++ ? ", " : "");
 			sql_lit(&q, path);
 			if (to < 0)
-				sql_add(&q, ", %" PRId64 ", NULL)", from);
+				sql_add(&q, ", %" PRId64 ", NULL, %" PRId64 ")", from, job->inputs[i].seq);
 			else
-				sql_add(&q, ", %" PRId64 ", %" PRId64 ")", from, to);
+				sql_add(&q, ", %" PRId64 ", %" PRId64 ", %" PRId64 ")", from, to,
+						job->inputs[i].seq);
 		}
 		if (n == 0)
 			continue;			/* no rows fall in this output */
@@ -900,23 +917,28 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 			}
 		sql_add(&q, "], filename = true, file_row_number = true, schema = ");
 		schema_map(&q, s, NULL, 0);
-		sql_add(&q, ") d JOIN slices s ON d.filename = s.local AND d.file_row_number >= s.lo"
-				" AND (s.hi IS NULL OR d.file_row_number < s.hi)"
-				" JOIN inputs i ON i.local = d.filename");
+		/*
+		 * Equi-joins only, each against a small table built above: DuckDB
+		 * streams the rows through them (a correlated NOT EXISTS would
+		 * make it hold every row's keys).
+		 */
+		sql_add(&q, ") d JOIN slices s ON d.filename = s.local");
 		if (has_pos)
-			sql_add(&q, " WHERE NOT EXISTS (SELECT 1 FROM pos p WHERE p.file_path = i.uri"
-					" AND p.pos = d.file_row_number AND p.seq >= i.seq)");
+			sql_add(&q, " LEFT JOIN posl p ON p.local = d.filename AND p.pos = d.file_row_number");
 		for (j = 0; j < neq_sets; j++)
 		{
 			int			k;
 
-			sql_add(&q, "%s NOT EXISTS (SELECT 1 FROM eq%d e WHERE e.seq > i.seq",
-					has_pos || j > 0 ? " AND" : " WHERE", j);
+			sql_add(&q, " LEFT JOIN eqm%d e%d ON", j, j);
 			for (k = 0; k < eq_nids[j]; k++)
-				sql_add(&q, " AND e.c%d IS NOT DISTINCT FROM d.c%d", (int) eq_sets[j][k],
-						(int) eq_sets[j][k]);
-			sql_add(&q, ")");
+				sql_add(&q, "%s e%d.c%d IS NOT DISTINCT FROM d.c%d", k ? " AND" : "", j,
+						(int) eq_sets[j][k], (int) eq_sets[j][k]);
 		}
+		sql_add(&q, " WHERE d.file_row_number >= s.lo AND (s.hi IS NULL OR d.file_row_number < s.hi)");
+		if (has_pos)
+			sql_add(&q, " AND p.pos IS NULL");
+		for (j = 0; j < neq_sets; j++)
+			sql_add(&q, " AND (e%d.maxseq IS NULL OR e%d.maxseq <= s.seq)", j, j);
 		sql_add(&q, ") TO ");
 		sql_lit(&q, local_out);
 		sql_add(&q, " (FORMAT parquet, COMPRESSION %s", cc);
@@ -977,9 +999,10 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 			iceberg_compact_output_free(&out);
 			goto done;
 		}
-		if (snprintf(path, sizeof(path), "%s%s-%05d.parquet", job->output_dir, job->prefix, o) >=
-			(int) sizeof(path) || (out.path = strdup(path)) == NULL ||
-			!upload(h, local_out, out.path, &out.size, msg, msglen))
+		if (snprintf(path, sizeof(path), "%s%s-%05d.parquet", job->upload_dir, job->prefix, o) >=
+			(int) sizeof(path) || !upload(h, local_out, path, &out.size, msg, msglen) ||
+			snprintf(path, sizeof(path), "%s%s-%05d.parquet", job->output_dir, job->prefix, o) >=
+			(int) sizeof(path) || (out.path = strdup(path)) == NULL)
 		{
 			if (out.path == NULL)
 				snprintf(msg, msglen, "out of memory");
@@ -998,11 +1021,14 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 	ok = true;
 done:
 	(void) run(h, "DROP TABLE IF EXISTS pos", NULL, path, sizeof(path));
+	(void) run(h, "DROP TABLE IF EXISTS posl", NULL, path, sizeof(path));
 	for (j = 0; j < neq_sets; j++)
 	{
 		char		drop[64];
 
 		snprintf(drop, sizeof(drop), "DROP TABLE IF EXISTS eq%d", j);
+		(void) run(h, drop, NULL, path, sizeof(path));
+		snprintf(drop, sizeof(drop), "DROP TABLE IF EXISTS eqm%d", j);
 		(void) run(h, drop, NULL, path, sizeof(path));
 	}
 	for (i = 0; i < job->ninputs; i++)

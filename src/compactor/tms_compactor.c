@@ -12,7 +12,8 @@
  * is not the one it was given means the parent is already gone); reads
  * the hello (storage, memory limit, threads, temporary directory), opens
  * an in-memory DuckDB database capped by them (spilling below the
- * temporary directory), answers ready, then rewrites one group per group
+ * temporary directory; with less than 48 MB a thread, fewer threads),
+ * answers ready, then rewrites one group per group
  * line until its input ends.  Any failure is an error line and exit
  * status 1: the worker fails the job, never itself.  A heartbeat thread
  * sends a progress line every half second while a group runs, so that a
@@ -39,6 +40,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+/* the memory a DuckDB thread of the rewrite needs, about */
+#define PER_THREAD_MEMORY ((int64_t) 48 * 1024 * 1024)
 
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static int	hb_group = -1;		/* the group running, -1: none */
@@ -169,6 +173,14 @@ open_duckdb(Helper *h)
 	snprintf(val, sizeof(val), "%lldB", (long long) h->memory_limit);
 	if (duckdb_set_config(cfg, "memory_limit", val) != DuckDBSuccess)
 		fail(-1, "DuckDB refused memory_limit");
+	/*
+	 * Each thread of a COPY buffers the row groups it reads and writes:
+	 * below about 48 MB a thread, fewer threads (at least one) keep the
+	 * rewrite within the limit instead of failing it.
+	 */
+	if (h->threads > 1 && h->memory_limit / h->threads < PER_THREAD_MEMORY)
+		h->threads = h->memory_limit / PER_THREAD_MEMORY > 1 ?
+			(int) (h->memory_limit / PER_THREAD_MEMORY) : 1;
 	snprintf(val, sizeof(val), "%d", h->threads);
 	if (duckdb_set_config(cfg, "threads", val) != DuckDBSuccess ||
 		duckdb_set_config(cfg, "temp_directory", spill) != DuckDBSuccess ||

@@ -386,8 +386,9 @@ iceberg_compact_metrics_modes(const IcebergTableMetadata *md, const IcebergSchem
 char *
 iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPlan *p, int g,
 						 const IcebergCompactJobMetric *metrics, int nmetrics,
-						 const char *output_dir, const char *prefix, const char *compression,
-						 int compression_level, IcebergError *err)
+						 const char *const *input_uris, const char *const *delete_uris,
+						 const char *output_dir, const char *upload_dir, const char *prefix,
+						 const char *compression, int compression_level, IcebergError *err)
 {
 	const IcebergCompactGroup *gr = &p->groups[g];
 	json_t	   *schema = iceberg_json_load(md->current_schema_json, strlen(md->current_schema_json),
@@ -404,8 +405,8 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 	{
 		const IcebergCompactFile *f = &p->files[gr->first + i];
 
-		ok = append(inputs, json_pack("{s:s, s:I, s:I, s:I}", "path", f->path,
-									  "records", (json_int_t) f->records,
+		ok = append(inputs, json_pack("{s:s, s:s, s:I, s:I, s:I}", "path", f->path,
+									  "uri", input_uris[i], "records", (json_int_t) f->records,
 									  "size", (json_int_t) f->size, "seq", (json_int_t) f->seq));
 	}
 	for (i = 0; ok && i < gr->ndeletes; i++)
@@ -416,7 +417,7 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 		for (k = 0; ok && ids != NULL && k < d->nequality_ids; k++)
 			ok = append(ids, json_integer(d->equality_ids[k]));
 		ok = ok && ids != NULL &&
-			append(deletes, json_pack("{s:s, s:i, s:I, s:o}", "path", d->path,
+			append(deletes, json_pack("{s:s, s:i, s:I, s:o}", "uri", delete_uris[i],
 									  "content", (int) d->content, "seq", (json_int_t) d->seq,
 									  "equality_ids", ids));
 	}
@@ -436,7 +437,8 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 			oom(err);
 		return NULL;
 	}
-	output = json_pack("{s:s, s:s, s:i, s:s, s:i, s:o}", "dir", output_dir, "prefix", prefix,
+	output = json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:o}", "dir", output_dir,
+					   "upload_dir", upload_dir, "prefix", prefix,
 					   "files", gr->expected_outputs, "compression", compression,
 					   "compression_level", compression_level, "metrics", mets);
 	return dump(json_pack("{s:s, s:i, s:o, s:o, s:o, s:o}", "type", "group", "group", g,
@@ -454,15 +456,19 @@ iceberg_compact_job_free(IcebergCompactJob *job)
 	free(job->schema_json);
 	iceberg_schema_free(job->schema);
 	for (i = 0; i < job->ninputs; i++)
+	{
 		free(job->inputs[i].path);
+		free(job->inputs[i].uri);
+	}
 	free(job->inputs);
 	for (i = 0; i < job->ndeletes; i++)
 	{
-		free(job->deletes[i].path);
+		free(job->deletes[i].uri);
 		free(job->deletes[i].equality_ids);
 	}
 	free(job->deletes);
 	free(job->output_dir);
+	free(job->upload_dir);
 	free(job->prefix);
 	free(job->compression);
 	free(job->metrics);
@@ -520,6 +526,7 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 		o = json_array_get(a, i);
 		job->ninputs++;
 		in->path = get_str(o, "path", true, MAX_PATH, &ok, err);
+		in->uri = get_str(o, "uri", true, MAX_PATH, &ok, err);
 		in->records = get_int(o, "records", true, 0, INT64_MAX, 0, &ok, err);
 		in->size = get_int(o, "size", true, 0, INT64_MAX, 0, &ok, err);
 		in->seq = get_int(o, "seq", true, 0, INT64_MAX, 0, &ok, err);
@@ -536,7 +543,7 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 
 		o = json_array_get(a, i);
 		job->ndeletes++;
-		d->path = get_str(o, "path", true, MAX_PATH, &ok, err);
+		d->uri = get_str(o, "uri", true, MAX_PATH, &ok, err);
 		d->content = (int32_t) get_int(o, "content", true, 1, 2, 1, &ok, err);
 		d->seq = get_int(o, "seq", true, 0, INT64_MAX, 0, &ok, err);
 		ids = json_object_get(o, "equality_ids");
@@ -566,6 +573,7 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 	if (ok)
 	{
 		job->output_dir = get_str(o, "dir", true, MAX_PATH, &ok, err);
+		job->upload_dir = get_str(o, "upload_dir", true, MAX_PATH, &ok, err);
 		job->prefix = get_str(o, "prefix", true, 256, &ok, err);
 		job->files = (int) get_int(o, "files", true, 1, 1000000, 1, &ok, err);
 		job->compression = get_str(o, "compression", true, 64, &ok, err);

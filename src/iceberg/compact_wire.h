@@ -17,13 +17,17 @@
  *				 and written with (endpoint, region, path style, keys,
  *				 local roots, timeouts), as the worker has it
  *	  group		{"type":"group","group":g,"schema":{Iceberg schema},
- *				 "inputs":[{"path","records","size","seq"}],
- *				 "deletes":[{"path","content":1|2,"seq","equality_ids"}],
- *				 "output":{"dir","prefix","files":k,"compression",
- *				 "compression_level","metrics":[{"id","mode","length"}]}}:
+ *				 "inputs":[{"path","uri","records","size","seq"}],
+ *				 "deletes":[{"uri","content":1|2,"seq","equality_ids"}],
+ *				 "output":{"dir","upload_dir","prefix","files":k,
+ *				 "compression","compression_level",
+ *				 "metrics":[{"id","mode","length"}]}}:
  *				 rewrite these data files, applying these delete files
  *				 by the sequence number rules, into k Parquet files named
- *				 <dir><prefix>-NNNNN.parquet
+ *				 <dir><prefix>-NNNNN.parquet; "path" and "dir" are spelled
+ *				 as the table's metadata spells them (position deletes
+ *				 name data files so), "uri" and "upload_dir" are where
+ *				 storage reads and writes them (relative paths resolved)
  *	  (end of input: the helper exits)
  *
  *	helper -> worker (its stdout)
@@ -103,7 +107,8 @@ typedef enum IcebergMetricsMode
 
 typedef struct IcebergCompactJobInput
 {
-	char	   *path;
+	char	   *path;			/* as the metadata spells it */
+	char	   *uri;			/* where to read it */
 	int64_t		records;
 	int64_t		size;
 	int64_t		seq;
@@ -111,7 +116,7 @@ typedef struct IcebergCompactJobInput
 
 typedef struct IcebergCompactJobDelete
 {
-	char	   *path;
+	char	   *uri;			/* where to read it */
 	int32_t		content;
 	int64_t		seq;
 	int			nequality_ids;
@@ -134,7 +139,8 @@ typedef struct IcebergCompactJob
 	IcebergCompactJobInput *inputs;
 	int			ndeletes;
 	IcebergCompactJobDelete *deletes;
-	char	   *output_dir;
+	char	   *output_dir;		/* as the metadata spells it */
+	char	   *upload_dir;		/* where storage writes it */
 	char	   *prefix;
 	int			files;
 	char	   *compression;
@@ -154,11 +160,18 @@ extern bool iceberg_compact_metrics_modes(const IcebergTableMetadata *md,
 										  IcebergCompactJobMetric **out,
 										  IcebergError *err);
 
-/* The group line of plan group g (output dir, prefix, compression given). */
+/*
+ * The group line of plan group g: output dir (as the metadata spells it)
+ * and upload_dir, prefix, compression given; input_uris[i] and
+ * delete_uris[i] are where storage reads the group's i-th file and i-th
+ * delete file.
+ */
 extern char *iceberg_compact_job_json(const IcebergTableMetadata *md,
 									  const IcebergCompactPlan *p, int g,
 									  const IcebergCompactJobMetric *metrics,
-									  int nmetrics, const char *output_dir,
+									  int nmetrics, const char *const *input_uris,
+									  const char *const *delete_uris,
+									  const char *output_dir, const char *upload_dir,
 									  const char *prefix, const char *compression,
 									  int compression_level, IcebergError *err);
 extern bool iceberg_compact_job_parse(const char *text, size_t len,

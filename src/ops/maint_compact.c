@@ -464,6 +464,9 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 	const IcebergCompactGroup *gr = &p->groups[g];
 	IcebergError err;
 	char	   *dir;
+	char	   *upload_dir;
+	const char **input_uris;
+	const char **delete_uris;
 	char	   *prefix;
 	char	   *line;
 	char		uuid[40];
@@ -482,19 +485,37 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		maint_fail_iceberg(run, "cannot name the files of the compaction", &err);
 		return false;
 	}
+	/* the rule of every write of tms: below the table location and an allowed location */
+	upload_dir = tms_location_canonical(run->conn->server, dir, NULL);
+	if (upload_dir == NULL || !io_location_under(upload_dir, run->location) ||
+		!tms_location_allowed(run->conn->server, upload_dir))
 	{
-		/* the rule of every write of tms: below the table location and an allowed location */
-		char	   *c = tms_location_canonical(run->conn->server, dir, NULL);
+		maint_fail(run, MAINT_TERMINAL,
+				   "the data location \"%s\" is not below the table location and an allowed location",
+				   dir);
+		free(dir);
+		return false;
+	}
+	upload_dir = psprintf("%s/", upload_dir);
+	/* where storage reads each file (relative paths resolved, as the FileIO does) */
+	input_uris = palloc(sizeof(char *) * (gr->nfiles + 1));
+	delete_uris = palloc(sizeof(char *) * (gr->ndeletes + 1));
+	for (int i = 0; i < gr->nfiles + gr->ndeletes; i++)
+	{
+		const char *pth = i < gr->nfiles ? p->files[gr->first + i].path :
+			p->deletes[gr->deletes[i - gr->nfiles]].path;
+		char	   *c = tms_location_canonical(run->conn->server, pth, NULL);
 
-		if (c == NULL || !io_location_under(c, run->location) ||
-			!tms_location_allowed(run->conn->server, c))
+		if (c == NULL)
 		{
-			maint_fail(run, MAINT_TERMINAL,
-					   "the data location \"%s\" is not below the table location and an allowed location",
-					   dir);
+			maint_fail(run, MAINT_TERMINAL, "the location of \"%s\" cannot be resolved", pth);
 			free(dir);
 			return false;
 		}
+		if (i < gr->nfiles)
+			input_uris[i] = c;
+		else
+			delete_uris[i - gr->nfiles] = c;
 	}
 	{
 		uint8		b[16];
@@ -513,8 +534,9 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 				 b[12], b[13], b[14], b[15]);
 	}
 	prefix = psprintf("%05d-%d-%s", g, run->attempts, uuid);
-	line = iceberg_compact_job_json(run->md, p, g, metrics, nmetrics, dir, prefix,
-									codec ? codec : "zstd", level ? atoi(level) : -1, &err);
+	line = iceberg_compact_job_json(run->md, p, g, metrics, nmetrics, input_uris, delete_uris,
+									dir, upload_dir, prefix, codec ? codec : "zstd",
+									level ? atoi(level) : -1, &err);
 	if (line == NULL)
 	{
 		free(dir);
