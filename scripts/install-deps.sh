@@ -5,13 +5,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libdeflate-dev: tms inflates Avro deflate blocks with it (the Makefile falls
+# back to zlib without it).  libisal-dev is optional: bench/iceberg_manifest_bench.sh
+# measures its inflate when it is there.
 # libavro-dev is for bench/iceberg_manifest_bench.c only (its baseline); tms
 # itself does not link libavro.  libfaketime runs a test cluster on a clock
 # set to a daylight-saving change (test/integration/test_schedules.py).
 DEBS=(
   build-essential
   postgresql-15 postgresql-server-dev-15 postgresql-15-cron postgresql-client-15
-  libcurl4-openssl-dev libjansson-dev libavro-dev libssl-dev zlib1g-dev
+  libcurl4-openssl-dev libjansson-dev libavro-dev libssl-dev zlib1g-dev libdeflate-dev
   python3 python3-psycopg2 python3-pytest python3-avro
   clang-14 libclang-rt-14-dev
   libfaketime
@@ -39,9 +42,14 @@ command -v clang >/dev/null || ln -sf "$(command -v clang-14)" /usr/local/bin/cl
 
 # again when the lock file changed since (node_modules/.package-lock.json is
 # npm's record of the last install): a new package, such as DuckDB for the
-# engine look-alikes, reaches trees installed before it
+# engine look-alikes, reaches trees installed before it.  The build takes
+# libduckdb.so for the compaction helper tms_compactor from the package
+# @duckdb/node-bindings-linux-x64 (an optional dependency of DuckDB's Node
+# API, installed on Linux x64): a tree without it is installed again.
+duckdb=test/node/node_modules/@duckdb/node-bindings-linux-x64/libduckdb.so
 if [ -f test/node/package-lock.json ] && { [ ! -d test/node/node_modules ] ||
-     [ test/node/package-lock.json -nt test/node/node_modules/.package-lock.json ]; }; then
+     [ test/node/package-lock.json -nt test/node/node_modules/.package-lock.json ] ||
+     { [ "$(uname -m)" = x86_64 ] && [ ! -f "$duckdb" ]; }; }; then
   echo "install-deps: npm ci in test/node"
   npm ci --prefix test/node --no-audit --no-fund --loglevel=error --prefer-offline >/dev/null
 fi
