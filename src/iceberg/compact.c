@@ -2196,7 +2196,8 @@ write_list(Commit *c, const IcebergSnapshot *snap, const ListRec *recs, int nrec
 									meta, nmeta, c->codec, c->level,
 									c->lim.max_json_bytes, &lw, c->err))
 		goto done;
-	if (!iceberg_manifest_list_add_new(lw, added, c->seq, c->snapshot_id, c->err))
+	if (added->path != NULL &&
+		!iceberg_manifest_list_add_new(lw, added, c->seq, c->snapshot_id, c->err))
 		goto done;
 	for (i = 0; i < nrecs; i++)
 	{
@@ -2337,8 +2338,8 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	if (new_snapshot_id <= 0 || iceberg_metadata_snapshot(md, new_snapshot_id) != NULL)
 		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
 								 "invalid new snapshot id %" PRId64, new_snapshot_id);
-	if (noutputs < 1)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "the group has no output file");
+	if (noutputs < 0 || (noutputs > 0 && outputs == NULL))
+		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid output files");
 	gr = &p->groups[g];
 	memset(&c, 0, sizeof(c));
 	c.io = io;
@@ -2423,8 +2424,11 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 			goto done;
 		}
 
-	/* the new files, the list, the snapshot */
-	if (!write_added(&c, outputs, noutputs, &added) ||
+	/*
+	 * the new files (none when the deletes took every row of the group: the
+	 * commit only removes), the list, the snapshot
+	 */
+	if ((noutputs > 0 && !write_added(&c, outputs, noutputs, &added)) ||
 		!write_list(&c, snap, recs, nrecs, &added, &list_path))
 		goto done;
 	res->snapshot.snapshot_id = new_snapshot_id;

@@ -368,7 +368,8 @@ typedef struct IcebergCompactCommit
  * Check group g against md (the table it is to be committed on: the base,
  * or the table after a conflict or after the groups committed before),
  * then write the manifests and the manifest list of a "replace" snapshot
- * new_snapshot_id that rewrites the group's files into outputs and
+ * new_snapshot_id that rewrites the group's files into outputs (none
+ * when the group's deletes took every row) and
  * removes the delete files iceberg_compact_removable() names (those no
  * longer live are left out).  ICEBERG_ERR_CONFLICT: the group cannot go
  * on md (a file gone, a position delete added since the plan); nothing

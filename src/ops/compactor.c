@@ -222,7 +222,12 @@ make_dir(MaintRun *run)
 		(void) MakePGDirectory(base);
 	}
 	dir = psprintf("%s/pgsql_tmp_tms_compactor_%d_" INT64_FORMAT, base, MyProcPid, run->job_id);
-	(void) rmtree(dir, true);	/* a dead run of this worker's pid */
+	{
+		struct stat sb;
+
+		if (stat(dir, &sb) == 0)	/* left by a dead run of this worker's pid */
+			(void) rmtree(dir, true);
+	}
 	if (MakePGDirectory(dir) != 0 || chmod(dir, S_IRWXU) != 0)
 	{
 		maint_fail(run, MAINT_TRANSIENT, "cannot create the compaction directory \"%s\": %m", dir);
