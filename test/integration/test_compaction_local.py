@@ -295,7 +295,14 @@ def test_real_fixture_keeps_its_rows(env, name):
     assert js_loc == mloc2
     assert rows(env, js_loc) == want
     assert row["data_files_rewritten"] == len(rewritten)
-    assert row["data_files_added"] == planned
+    if name == "java_v2_partitioned_eqdeletes":
+        # its equality deletes take every row of the files rewritten: each
+        # group's commit removes its files and adds none (the plan counts
+        # outputs by bytes, before deletes)
+        assert row["data_files_added"] == 0 and planned > 0
+        planned = 0
+    else:
+        assert row["data_files_added"] == planned
     # the rewritten files and the removed delete files are no longer live
     gone = {ow.canon(env["st"], p) for p in rewritten} | removed
     assert not gone & {ow.canon(env["st"], p) for p in after}
