@@ -128,7 +128,7 @@ check_names(const char *operation, const char *engine, EngineType *type)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("engine \"local\" cannot run operation \"compaction\""),
 					 errdetail("tms was built without libduckdb, so its compaction helper tms_compactor is not installed."),
-					 errhint("Build tms with libduckdb (scripts/install-deps.sh installs it; see README), or name a server of the tms_engine wrapper as the engine.")));
+					 errhint("Build tms with libduckdb (make install-deps fetches it; see README), or name a server of the tms_engine wrapper as the engine.")));
 		return op;
 	}
 	*type = tms_engine_type(engine);

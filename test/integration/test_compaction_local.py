@@ -675,3 +675,27 @@ def test_memory_limit_far_below_the_data(env):
     want -= {x for i in range(1, files, 4) for x in range(i * per, (i + 1) * per) if x % 97 == 5}
     got = duckdb_ids([env["st"].local_path(p) for p in after])
     assert got == [len(want), min(want), max(want), sum(want), sum(x * x for x in want)], got
+
+
+def test_refused_without_the_helper(env):
+    # a build without libduckdb installs no $libdir/tms/tms_compactor: the
+    # helper made non-executable stands for it (this test holds the install
+    # lock, as every test run does; the mode is restored in any case)
+    libdir = subprocess.run(["pg_config", "--pkglibdir"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    path = os.path.join(libdir, "tms", "tms_compactor")
+    mode = os.stat(path).st_mode
+    small_table(env, "nohelper", files=10, rows_per_file=5, seed=17)
+    n = q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
+    os.chmod(path, mode & ~0o111)
+    try:
+        e = env["pg"].query_error("SELECT tms.run_operation(%s, 'cmp', 'nohelper', 'compaction')",
+                                  (env["server"],))
+        assert e.pgcode == "0A000", (e.pgcode, str(e))
+        assert "without libduckdb" in e.diag.message_detail, e.diag.message_detail
+        assert "install-deps" in e.diag.message_hint, e.diag.message_hint
+    finally:
+        os.chmod(path, mode)
+    assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+    # installed again: accepted
+    wait_job(env, run(env, "cmp", "nohelper"), ("succeeded", "skipped"))
