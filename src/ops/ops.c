@@ -20,4 +20,5 @@ tms_ops_init(void)
 	tms_roles_init();
 	tms_maint_init();
 	tms_events_init();
+	tms_compact_init();
 }
