@@ -1,12 +1,14 @@
 # Makefile for tms, built with PGXS.
 #
-#   make / make install       build and install the extension (WERROR=1:
-#                             warnings are errors, as in make test and demo)
+#   make install-deps         Debian and npm packages (libduckdb for tms_compactor)
+#   make / make install       build and install the extension and its
+#                             compaction helper (WERROR=1: warnings are
+#                             errors, as in make test and demo)
 #   make installcheck         pg_regress on a temporary instance of its own
 #                             (test/regress.conf; needs make install first)
 #   make unit                 plain-C unit drivers, test/unit/<layer>_test.c
 #   make fuzz-<name>          libFuzzer target test/fuzz/fuzz_<name>.c (FUZZ_SECONDS):
-#                             dsl, iceberg, location, xml, rest, engine
+#                             dsl, iceberg, location, xml, rest, engine, compact
 #   make test                 everything, on a throwaway cluster (test/run-tests.sh)
 #   make check-standalone     no file names the shared/ reference tree
 #   make demo / demo-stop     a running stack to play with (scripts/demo.sh)
@@ -15,7 +17,8 @@ EXTENSION = tms
 EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" tms.control)
 
 MODULE_big = tms
-SRCS = $(sort $(wildcard src/*.c src/*/*.c))
+# src/compactor/ is the compaction helper, a program of its own (below)
+SRCS = $(sort $(filter-out src/compactor/%,$(wildcard src/*.c src/*/*.c)))
 OBJS = $(SRCS:.c=.o)
 
 # The install script is assembled from sql/install/NN_area.sql in name order,
@@ -63,7 +66,8 @@ PG_CPPFLAGS = -Isrc $(INFLATE_CFLAGS)
 WERROR ?=
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter $(if $(filter 1,$(WERROR)),-Werror)
 SHLIB_LINK = $(LIBS_EXTERNAL)
-EXTRA_CLEAN = $(DATA_built) test/unit/build test/fuzz/build $(REGRESS_STAGE) .build-flags
+EXTRA_CLEAN = $(DATA_built) test/unit/build test/fuzz/build $(REGRESS_STAGE) .build-flags \
+	src/compactor/tms_compactor
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -129,6 +133,41 @@ $(DATA_built): $(INSTALL_PARTS) tms.control
 	   for f in $(INSTALL_PARTS); do printf '\n-- %s\n' "$$f"; cat "$$f"; done; } > $@
 
 # ---------------------------------------------------------------------------
+# The compaction helper, tms_compactor (src/compactor/): the program a
+# worker starts for a compaction on engine "local".  It links DuckDB's C
+# API (libduckdb.so) and the plain-C layers, never PostgreSQL.  libduckdb
+# comes from the npm package @duckdb/node-bindings-linux-x64 that
+# scripts/install-deps.sh installs (DUCKDB_DIR to use another copy, or
+# DUCKDB_DIR= to build without it: the extension then refuses local
+# compaction with a hint).  Installed into $(pkglibdir)/tms/ with its
+# libduckdb.so (found through RPATH $ORIGIN): a helper of the library,
+# not a command for users' PATH, so beside the library (as $libdir/tms)
+# rather than in bindir, and versioned with it.
+DUCKDB_DIR ?= test/node/node_modules/@duckdb/node-bindings-linux-x64
+ifneq ($(wildcard $(DUCKDB_DIR)/libduckdb.so),)
+COMPACTOR = src/compactor/tms_compactor
+endif
+COMPACTOR_SRCS = $(wildcard src/compactor/*.c) $(wildcard src/iceberg/*.c src/io/*.c src/dsl/*.c)
+COMPACTOR_CFLAGS = -std=gnu99 -g -O2 -Wall -Wextra -Isrc $(INFLATE_CFLAGS) $(if $(filter 1,$(WERROR)),-Werror)
+
+all: $(COMPACTOR)
+
+src/compactor/tms_compactor: $(COMPACTOR_SRCS) $(wildcard src/*/*.h) .build-flags
+	$(CC_PLAIN) $(COMPACTOR_CFLAGS) -o $@ $(COMPACTOR_SRCS) \
+	    -L$(DUCKDB_DIR) -lduckdb -Wl,-rpath,'$$ORIGIN' $(LIBS_EXTERNAL) -lm -lpthread
+
+.PHONY: install-compactor
+install: install-compactor
+install-compactor: $(COMPACTOR)
+ifdef COMPACTOR
+	$(MKDIR_P) '$(DESTDIR)$(pkglibdir)/tms'
+	$(INSTALL_SHLIB) $(DUCKDB_DIR)/libduckdb.so '$(DESTDIR)$(pkglibdir)/tms/libduckdb.so'
+	$(INSTALL_PROGRAM) $(COMPACTOR) '$(DESTDIR)$(pkglibdir)/tms/tms_compactor'
+else
+	@echo "tms: libduckdb.so not found in $(DUCKDB_DIR): tms_compactor is not built, compaction on engine local is refused" >&2
+endif
+
+# ---------------------------------------------------------------------------
 # Plain-C layers outside the server: unit drivers and fuzz targets.
 
 CC_PLAIN ?= gcc
@@ -144,6 +183,7 @@ layer_srcs = $(wildcard src/$(1)/*.c) $(foreach d,$(LAYER_DEPS_$(1)),$(wildcard 
 # A unit driver named after a part of a layer links that layer.
 UNIT_LAYER_expire = iceberg
 UNIT_LAYER_rewrite = iceberg
+UNIT_LAYER_compact = iceberg
 UNIT_LAYER_rest_sigv4 = io
 unit_layer = $(or $(UNIT_LAYER_$(1)),$(1))
 
@@ -165,6 +205,7 @@ FUZZ_FLAGS = -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
 FUZZ_LAYER_location = io
 FUZZ_LAYER_xml = io
 FUZZ_LAYER_rest = io
+FUZZ_LAYER_compact = iceberg
 fuzz_layer = $(or $(FUZZ_LAYER_$(1)),$(1))
 
 test/fuzz/build/fuzz_%: test/fuzz/fuzz_%.c $(wildcard src/*/*.c src/*/*.h)
@@ -186,7 +227,12 @@ print-inflate-libs:
 # ---------------------------------------------------------------------------
 # Whole-project entry points.
 
-.PHONY: test demo demo-stop check-standalone
+.PHONY: test demo demo-stop check-standalone install-deps
+# Debian packages and the test world's npm packages, libduckdb among them
+# (scripts/install-deps.sh; make test runs it first).
+install-deps:
+	bash scripts/install-deps.sh
+
 test:
 	bash test/run-tests.sh
 

@@ -11,6 +11,8 @@
 # are <...>).  sql_api may read the worker layer's process slots
 # (worker/worker.h) for the tms.workers view; nothing includes sql_api.
 # src/tms.c, the library's entry point, sits above everything.
+# src/compactor is a program of its own (the compaction helper): plain C
+# over iceberg and io, never a PostgreSQL header.
 #
 # Exit status 1 and one line per offending include when the rule is broken.
 set -euo pipefail
@@ -26,10 +28,11 @@ allowed() {                      # allowed() LAYER -> space-separated layers
     ops)         echo "ops sched bridge cron dsl io iceberg engine" ;;
     worker)      echo "worker ops sched bridge cron dsl io iceberg engine" ;;
     sql_api)     echo "sql_api worker ops sched bridge cron dsl io iceberg engine" ;;
+    compactor)   echo "compactor iceberg io dsl" ;;
     *)           echo "" ;;
   esac
 }
-plain() { case "$1" in cron|dsl|io|iceberg|engine) return 0 ;; esac; return 1; }
+plain() { case "$1" in cron|dsl|io|iceberg|engine|compactor) return 0 ;; esac; return 1; }
 
 bad=0
 for f in $(git ls-files -co --exclude-standard 'src/*/*.c' 'src/*/*.h'); do

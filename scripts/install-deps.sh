@@ -42,9 +42,14 @@ command -v clang >/dev/null || ln -sf "$(command -v clang-14)" /usr/local/bin/cl
 
 # again when the lock file changed since (node_modules/.package-lock.json is
 # npm's record of the last install): a new package, such as DuckDB for the
-# engine look-alikes, reaches trees installed before it
+# engine look-alikes, reaches trees installed before it.  The build takes
+# libduckdb.so for the compaction helper tms_compactor from the package
+# @duckdb/node-bindings-linux-x64 (an optional dependency of DuckDB's Node
+# API, installed on Linux x64): a tree without it is installed again.
+duckdb=test/node/node_modules/@duckdb/node-bindings-linux-x64/libduckdb.so
 if [ -f test/node/package-lock.json ] && { [ ! -d test/node/node_modules ] ||
-     [ test/node/package-lock.json -nt test/node/node_modules/.package-lock.json ]; }; then
+     [ test/node/package-lock.json -nt test/node/node_modules/.package-lock.json ] ||
+     { [ "$(uname -m)" = x86_64 ] && [ ! -f "$duckdb" ]; }; }; then
   echo "install-deps: npm ci in test/node"
   npm ci --prefix test/node --no-audit --no-fund --loglevel=error --prefer-offline >/dev/null
 fi

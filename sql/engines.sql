@@ -128,7 +128,7 @@ SELECT tms.engine_statement('local', 'sales', 'orders', 'manifest-rewrite');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.engine_statement('nosuch', 'sales', 'orders', 'manifest-rewrite');
 \echo :LAST_ERROR_SQLSTATE
-SELECT tms._check_operation('compaction', 'local', '{}');
+SELECT tms._check_operation('position-delete-rewrite', 'local', '{}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms._check_operation('vacuum', 'spark', '{}');
 \echo :LAST_ERROR_SQLSTATE

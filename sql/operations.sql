@@ -15,12 +15,26 @@ SELECT tms.run_operation('op_srv', 'ns', 't', 'vacuum');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.run_operation('op_srv', 'ns', 't', 'snapshot-expiry', engine => 'duckdb');
 \echo :LAST_ERROR_SQLSTATE
-SELECT tms.run_operation('op_srv', 'ns', 't', 'compaction');
+SELECT tms.run_operation('op_srv', 'ns', 't', 'position-delete-rewrite');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.run_operation('op_srv', 'ns', 't', NULL);
 \echo :LAST_ERROR_SQLSTATE
 
 -- options: unknown keys, wrong types, out of range, per operation
+-- (compaction on engine local: sizes, counts, the where filter's syntax)
+SELECT tms._check_operation('compaction', 'local', '{"target-file-size-bytes": "128MB", "min-input-files": 2, "rewrite-all": true, "where": "day = ''2026-11-30'' AND (region IN (''eu'', ''us'') OR NOT id_bucket BETWEEN 1 AND 3)"}');
+SELECT tms._check_operation('compaction', 'local', '{"target-file-size-bytes": "128 parsecs"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{"min-input-files": 0}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{"delete-ratio-threshold": 1.5}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{"where": "day = ''2026-11-30'' AND"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{"where": "day = NULL"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{"strategy": "sort"}');
+\echo :LAST_ERROR_SQLSTATE
 SELECT tms.run_operation('op_srv', 'ns', 't', 'snapshot-expiry', '{"retain_last": 5}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.run_operation('op_srv', 'ns', 't', 'snapshot-expiry', '{"retain-last": "5"}');

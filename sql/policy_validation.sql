@@ -80,7 +80,7 @@ SELECT tms.add_rule('pv', 'vacuum', 'spark', '{"commits-added": 1}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.add_rule('pv', 'compaction', 'flink', '{"commits-added": 1}');
 \echo :LAST_ERROR_SQLSTATE
-SELECT tms.add_rule('pv', 'compaction', 'local', '{"commits-added": 1}');
+SELECT tms.add_rule('pv', 'position-delete-rewrite', 'local', '{"commits-added": 1}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.add_rule('pv', 'compaction', 'spark', '{}');
 \echo :LAST_ERROR_SQLSTATE

@@ -15,6 +15,13 @@
 --    the scheduler when tms.events has "task"); the tms_webhook wrapper,
 --    tms.webhook_outbox with the view tms.webhook_deliveries and the task
 --    kind "webhook" deliver the changes a webhook server asks for.
+--
+--  * Compaction on engine 'local' (issue 17): runs in the helper
+--    $libdir/tms/tms_compactor; its settings tms.compaction_memory_limit,
+--    tms.compaction_threads and tms.compaction_temp_directory are the
+--    library's, and the catalog already accepts engine 'local' for every
+--    operation: no schema change, nothing to do here.
+--
 
 \echo Use "ALTER EXTENSION tms UPDATE TO '0.5.0'" to load this file. \quit
 

@@ -308,6 +308,9 @@ typedef struct IcebergTableMetadata
 	IcebergStatisticsFile *statistics;
 	int			npartition_statistics;
 	IcebergStatisticsFile *partition_statistics;
+	char	   *current_schema_json;	/* the current schema object, compact
+										 * JSON text (writers put it in
+										 * manifest headers and data files) */
 } IcebergTableMetadata;
 
 /* The largest timestamp metadata may hold: 9999-12-31T23:59:59.999Z. */

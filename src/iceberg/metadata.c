@@ -397,6 +397,22 @@ md_specs(MdParse *p, json_t *root, IcebergTableMetadata *md)
 	return md_partition_fields(p, legacy, &md->specs[0]);
 }
 
+/* Keep the current schema's JSON text (compact) in md. */
+static bool
+md_keep_schema(MdParse *p, json_t *s, IcebergTableMetadata *md)
+{
+	char	   *text = json_dumps(s, JSON_COMPACT);
+
+	if (text != NULL)
+	{
+		md->current_schema_json = strdup(text);
+		io_json_free(text);
+	}
+	if (md->current_schema_json == NULL)
+		return iceberg_set_error(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	return true;
+}
+
 /* Validate schemas and find the current schema id. */
 static bool
 md_schemas(MdParse *p, json_t *root, IcebergTableMetadata *md)
@@ -425,8 +441,12 @@ md_schemas(MdParse *p, json_t *root, IcebergTableMetadata *md)
 
 			if (!md_check_schema(p, json_array_get(schemas, i), (int32_t) i, &id))
 				return false;
-			if (id == md->current_schema_id)
+			if (id == md->current_schema_id && !found)
+			{
 				found = true;
+				if (!md_keep_schema(p, json_array_get(schemas, i), md))
+					return false;
+			}
 		}
 		md->nschemas = (int) json_array_size(schemas);
 		if (!found)
@@ -451,7 +471,7 @@ md_schemas(MdParse *p, json_t *root, IcebergTableMetadata *md)
 	if (!md_check_schema(p, legacy, 0, &md->current_schema_id))
 		return false;
 	md->nschemas = 1;
-	return true;
+	return md_keep_schema(p, legacy, md);
 }
 
 /* Parse one snapshot object. */
@@ -964,6 +984,7 @@ iceberg_metadata_free(IcebergTableMetadata *md)
 
 	if (md == NULL)
 		return;
+	free(md->current_schema_json);
 	free(md->table_uuid);
 	free(md->location);
 	free_kv(md->properties, md->nproperties);

@@ -17,8 +17,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "iceberg/avro_write.h"
 #include "iceberg/rewrite.h"
+#include "iceberg/write_internal.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -30,7 +30,6 @@
 
 #define DEFAULT_TARGET_BYTES	(INT64_C(8) * 1024 * 1024)
 #define DEFAULT_BUDGET_BYTES	(INT64_C(32) * 1024 * 1024)
-#define MAX_PARTITION_FIELDS	1024
 
 static bool
 oom(IcebergError *err)
@@ -75,15 +74,6 @@ resolve_target(const IcebergTableMetadata *md, const IcebergRewriteOptions *opt)
 			return (int64_t) v;
 	}
 	return DEFAULT_TARGET_BYTES;
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Common refusals of plan and execute. */
@@ -224,7 +214,7 @@ iceberg_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		return oom(err);
 	p->base_snapshot_id = snap ? snap->snapshot_id : -1;
 	p->target_size_bytes = resolve_target(md, opt);
-	p->now_ms = (opt != NULL && opt->now_ms > 0) ? opt->now_ms : now_ms();
+	p->now_ms = (opt != NULL && opt->now_ms > 0) ? opt->now_ms : iceberg_now_ms();
 	p->memory_budget_bytes = (opt != NULL && opt->memory_budget_bytes > 0)
 		? opt->memory_budget_bytes : DEFAULT_BUDGET_BYTES;
 	if (snap == NULL)
@@ -368,590 +358,9 @@ fail:
 }
 
 /* ---------------------------------------------------------------------
- * Partition summaries
- * ---------------------------------------------------------------------
- */
-
-typedef enum PartType
-{
-	PT_UNSUPPORTED,
-	PT_BOOL,
-	PT_INT,
-	PT_LONG,
-	PT_FLOAT,
-	PT_DOUBLE,
-	PT_STRING,
-	PT_BYTES,					/* bytes, fixed, uuid: unsigned bytes */
-	PT_DECIMAL					/* two's complement big-endian */
-} PartType;
-
-#define DEC_BYTES 32
-
-typedef struct FieldSum
-{
-	bool		has_null;
-	bool		has_nan;
-	bool		has_bound;
-	int64_t		llo,
-				lhi;
-	double		dlo,
-				dhi;
-	IcebergBuf	blo,
-				bhi;
-} FieldSum;
-
-/* Strip a ["null", T] union to T; NULL for other unions. */
-static json_t *
-strip_null(json_t *t)
-{
-	if (json_is_array(t))
-	{
-		json_t	   *other = NULL;
-		size_t		i;
-
-		for (i = 0; i < json_array_size(t); i++)
-		{
-			json_t	   *b = json_array_get(t, i);
-
-			if (json_is_string(b) && strcmp(json_string_value(b), "null") == 0)
-				continue;
-			if (other != NULL)
-				return NULL;
-			other = b;
-		}
-		return other;
-	}
-	if (json_is_object(t) && !json_is_string(json_object_get(t, "type")))
-		return strip_null(json_object_get(t, "type"));
-	return t;
-}
-
-/* The record field with this id (or name) of a record schema. */
-static json_t *
-record_field_type(json_t *rec, int32_t id, const char *name)
-{
-	json_t	   *fields = json_object_get(rec, "fields");
-	size_t		i;
-
-	for (i = 0; i < json_array_size(fields); i++)
-	{
-		json_t	   *f = json_array_get(fields, i);
-		json_t	   *fid = json_object_get(f, "field-id");
-		const char *fname = json_string_value(json_object_get(f, "name"));
-
-		if (json_is_integer(fid) ? json_integer_value(fid) == id
-			: (fname != NULL && strcmp(fname, name) == 0))
-			return json_object_get(f, "type");
-	}
-	return NULL;
-}
-
-static PartType
-part_type(json_t *t)
-{
-	const char *type;
-	const char *logical;
-
-	t = strip_null(t);
-	if (t == NULL)
-		return PT_UNSUPPORTED;
-	if (json_is_string(t))
-	{
-		type = json_string_value(t);
-		logical = NULL;
-	}
-	else if (json_is_object(t))
-	{
-		type = json_string_value(json_object_get(t, "type"));
-		logical = json_string_value(json_object_get(t, "logicalType"));
-	}
-	else
-		return PT_UNSUPPORTED;
-	if (type == NULL)
-		return PT_UNSUPPORTED;
-	if (logical != NULL && strcmp(logical, "decimal") == 0 &&
-		(strcmp(type, "fixed") == 0 || strcmp(type, "bytes") == 0))
-	{
-		json_t	   *sz = json_object_get(t, "size");
-
-		if (strcmp(type, "fixed") == 0 &&
-			(!json_is_integer(sz) || json_integer_value(sz) > DEC_BYTES))
-			return PT_UNSUPPORTED;
-		return PT_DECIMAL;
-	}
-	if (strcmp(type, "boolean") == 0)
-		return PT_BOOL;
-	if (strcmp(type, "int") == 0)
-		return PT_INT;			/* int, date */
-	if (strcmp(type, "long") == 0)
-		return PT_LONG;			/* long, time, timestamp(tz) */
-	if (strcmp(type, "float") == 0)
-		return PT_FLOAT;
-	if (strcmp(type, "double") == 0)
-		return PT_DOUBLE;
-	if (strcmp(type, "string") == 0)
-		return logical != NULL && strcmp(logical, "uuid") == 0 ? PT_UNSUPPORTED : PT_STRING;
-	if (strcmp(type, "bytes") == 0 || strcmp(type, "fixed") == 0)
-		return PT_BYTES;
-	return PT_UNSUPPORTED;
-}
-
-/*
- * The partition field types of a manifest writer schema.  *ntypes -1 when
- * some field is unsupported (summaries are then written null).
- */
-static bool
-partition_types(const char *schema_text, int64_t max_json, PartType **types,
-				int *ntypes, IcebergError *err)
-{
-	json_t	   *s = iceberg_json_load(schema_text, strlen(schema_text), JSON_DECODE_ANY,
-									  max_json, "avro.schema", err);
-	json_t	   *df,
-			   *part,
-			   *fields;
-	size_t		i,
-				n;
-
-	*types = NULL;
-	*ntypes = -1;
-	if (s == NULL)
-		return false;
-	df = strip_null(record_field_type(s, 2, "data_file"));
-	part = df ? strip_null(record_field_type(df, 102, "partition")) : NULL;
-	fields = part ? json_object_get(part, "fields") : NULL;
-	if (!json_is_array(fields) || json_array_size(fields) > MAX_PARTITION_FIELDS)
-	{
-		json_decref(s);
-		return true;
-	}
-	n = json_array_size(fields);
-	*types = calloc(n + 1, sizeof(PartType));
-	if (*types == NULL)
-	{
-		json_decref(s);
-		return oom(err);
-	}
-	*ntypes = (int) n;
-	for (i = 0; i < n; i++)
-	{
-		(*types)[i] = part_type(json_object_get(json_array_get(fields, i), "type"));
-		if ((*types)[i] == PT_UNSUPPORTED)
-			*ntypes = -1;
-	}
-	json_decref(s);
-	return true;
-}
-
-/*
- * Next element of a canonical partition array text (manifest.c renders
- * it: numbers, true/false/null, JSON strings; no nesting).  False at the
- * end or on anything unexpected.
- */
-static bool
-next_elem(const char **pp, const char *end, const char **tok, size_t *len)
-{
-	const char *p = *pp;
-
-	if (p < end && (*p == '[' || *p == ','))
-		p++;
-	if (p >= end || *p == ']')
-		return false;
-	*tok = p;
-	if (*p == '"')
-	{
-		p++;
-		while (p < end && *p != '"')
-			p += (*p == '\\' && p + 1 < end) ? 2 : 1;
-		if (p >= end)
-			return false;
-		p++;
-	}
-	else
-		while (p < end && *p != ',' && *p != ']')
-		{
-			if (*p == '[' || *p == '{')
-				return false;
-			p++;
-		}
-	*len = (size_t) (p - *tok);
-	*pp = p;
-	return true;
-}
-
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Decode a JSON string token (quotes included) into b. */
-static bool
-unescape(const char *t, size_t len, IcebergBuf *b)
-{
-	size_t		i;
-
-	b->len = 0;
-	if (!iceberg_buf_reserve(b, len))
-		return false;
-	for (i = 1; i + 1 < len; i++)
-	{
-		char		c = t[i];
-
-		if (c == '\\' && i + 2 < len)
-		{
-			c = t[++i];
-			if (c == 'u' && i + 4 < len)
-			{
-				int			v = 0,
-							k;
-				char		u[3];
-				size_t		ul;
-
-				for (k = 1; k <= 4; k++)
-				{
-					int			h = hexval(t[i + k]);
-
-					if (h < 0)
-						return false;
-					v = v * 16 + h;
-				}
-				i += 4;
-				if (v < 0x80)
-				{
-					u[0] = (char) v;
-					ul = 1;
-				}
-				else if (v < 0x800)
-				{
-					u[0] = (char) (0xc0 | (v >> 6));
-					u[1] = (char) (0x80 | (v & 0x3f));
-					ul = 2;
-				}
-				else
-				{
-					u[0] = (char) (0xe0 | (v >> 12));
-					u[1] = (char) (0x80 | ((v >> 6) & 0x3f));
-					u[2] = (char) (0x80 | (v & 0x3f));
-					ul = 3;
-				}
-				if (!iceberg_buf_append(b, u, ul))
-					return false;
-				continue;
-			}
-			c = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' :
-				c == 'b' ? '\b' : c == 'f' ? '\f' : c;
-		}
-		if (!iceberg_buf_append(b, &c, 1))
-			return false;
-	}
-	return true;
-}
-
-/* Decode a "0x<hex>" string token into b. */
-static bool
-unhex(const char *t, size_t len, IcebergBuf *b)
-{
-	size_t		i;
-
-	b->len = 0;
-	if (len < 4 || t[0] != '"' || t[1] != '0' || t[2] != 'x' || (len - 4) % 2 != 0)
-		return false;
-	if (!iceberg_buf_reserve(b, len / 2))
-		return false;
-	for (i = 3; i + 1 < len - 1; i += 2)
-	{
-		int			h = hexval(t[i]),
-					l = hexval(t[i + 1]);
-		uint8_t		v;
-
-		if (h < 0 || l < 0)
-			return false;
-		v = (uint8_t) (h * 16 + l);
-		if (!iceberg_buf_append(b, &v, 1))
-			return false;
-	}
-	return true;
-}
-
-/* Sign-extend a big-endian two's complement value to DEC_BYTES. */
-static bool
-dec_normalize(const IcebergBuf *in, uint8_t *out)
-{
-	uint8_t		fill;
-
-	if (in->len > DEC_BYTES)
-		return false;
-	fill = (in->len > 0 && (in->data[0] & 0x80)) ? 0xff : 0x00;
-	memset(out, fill, DEC_BYTES - in->len);
-	memcpy(out + DEC_BYTES - in->len, in->data, in->len);
-	return true;
-}
-
-static int
-dec_cmp(const uint8_t *a, const uint8_t *b)
-{
-	if ((int8_t) a[0] != (int8_t) b[0])
-		return (int8_t) a[0] < (int8_t) b[0] ? -1 : 1;
-	return memcmp(a + 1, b + 1, DEC_BYTES - 1);
-}
-
-static int
-bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
-{
-	int			c = memcmp(a, b, al < bl ? al : bl);
-
-	if (c != 0)
-		return c;
-	return al < bl ? -1 : al > bl ? 1 : 0;
-}
-
-/* Float order with -0.0 below 0.0 (as Java's Double.compare). */
-static bool
-dbl_less(double a, double b)
-{
-	return a < b || (a == b && signbit(a) && !signbit(b));
-}
-
-static bool
-buf_set(IcebergBuf *dst, const void *p, size_t len)
-{
-	dst->len = 0;
-	return iceberg_buf_append(dst, p, len);
-}
-
-/*
- * Add one entry's partition text to the summaries.  False on allocation
- * failure; a value that does not parse marks *bad (summaries then null).
- */
-static bool
-summ_add(FieldSum *fs, const PartType *types, int ntypes, const char *text,
-		 size_t len, IcebergBuf *tmp, bool *bad)
-{
-	const char *p = text;
-	const char *end = text + len;
-	const char *tok;
-	size_t		tl;
-	int			i;
-
-	for (i = 0; i < ntypes; i++)
-	{
-		FieldSum   *f = &fs[i];
-		char		num[64];
-
-		if (!next_elem(&p, end, &tok, &tl))
-		{
-			*bad = true;
-			return true;
-		}
-		if (tl == 4 && memcmp(tok, "null", 4) == 0)
-		{
-			f->has_null = true;
-			continue;
-		}
-		if (tl < sizeof(num))
-		{
-			memcpy(num, tok, tl);
-			num[tl] = '\0';
-		}
-		else
-			num[0] = '\0';
-		switch (types[i])
-		{
-			case PT_BOOL:
-			case PT_INT:
-			case PT_LONG:
-				{
-					int64_t		v;
-					char	   *e;
-
-					if (types[i] == PT_BOOL)
-					{
-						if (strcmp(num, "true") != 0 && strcmp(num, "false") != 0)
-						{
-							*bad = true;
-							return true;
-						}
-						v = num[0] == 't';
-					}
-					else
-					{
-						v = strtoll(num, &e, 10);
-						if (num[0] == '\0' || *e != '\0')
-						{
-							*bad = true;
-							return true;
-						}
-					}
-					if (!f->has_bound || v < f->llo)
-						f->llo = v;
-					if (!f->has_bound || v > f->lhi)
-						f->lhi = v;
-					f->has_bound = true;
-					break;
-				}
-			case PT_FLOAT:
-			case PT_DOUBLE:
-				{
-					double		v;
-					char	   *e;
-
-					if (strcmp(num, "\"NaN\"") == 0)
-					{
-						f->has_nan = true;
-						continue;
-					}
-					if (strcmp(num, "\"Infinity\"") == 0)
-						v = INFINITY;
-					else if (strcmp(num, "\"-Infinity\"") == 0)
-						v = -INFINITY;
-					else
-					{
-						v = strtod(num, &e);
-						if (num[0] == '\0' || *e != '\0')
-						{
-							*bad = true;
-							return true;
-						}
-					}
-					if (types[i] == PT_FLOAT)
-						v = (double) (float) v;
-					if (!f->has_bound || dbl_less(v, f->dlo))
-						f->dlo = v;
-					if (!f->has_bound || dbl_less(f->dhi, v))
-						f->dhi = v;
-					f->has_bound = true;
-					break;
-				}
-			case PT_STRING:
-			case PT_BYTES:
-				if (tl < 2 || tok[0] != '"')
-				{
-					*bad = true;
-					return true;
-				}
-				if (!(types[i] == PT_STRING ? unescape(tok, tl, tmp) : unhex(tok, tl, tmp)))
-				{
-					if (tmp->alloc < tl)
-						return false;	/* allocation failed */
-					*bad = true;
-					return true;
-				}
-				if (!f->has_bound ||
-					bytes_cmp(tmp->data, tmp->len, f->blo.data, f->blo.len) < 0)
-					if (!buf_set(&f->blo, tmp->data, tmp->len))
-						return false;
-				if (!f->has_bound ||
-					bytes_cmp(tmp->data, tmp->len, f->bhi.data, f->bhi.len) > 0)
-					if (!buf_set(&f->bhi, tmp->data, tmp->len))
-						return false;
-				f->has_bound = true;
-				break;
-			case PT_DECIMAL:
-				{
-					uint8_t		v[DEC_BYTES];
-
-					if (!unhex(tok, tl, tmp) || !dec_normalize(tmp, v))
-					{
-						*bad = true;
-						return true;
-					}
-					if (!f->has_bound || dec_cmp(v, (const uint8_t *) f->blo.data) < 0)
-						if (!buf_set(&f->blo, v, DEC_BYTES))
-							return false;
-					if (!f->has_bound || dec_cmp(v, (const uint8_t *) f->bhi.data) > 0)
-						if (!buf_set(&f->bhi, v, DEC_BYTES))
-							return false;
-					f->has_bound = true;
-					break;
-				}
-			case PT_UNSUPPORTED:
-				*bad = true;
-				return true;
-		}
-	}
-	if (next_elem(&p, end, &tok, &tl))
-		*bad = true;			/* more values than fields */
-	return true;
-}
-
-/* Iceberg single-value serialization of a bound into out. */
-static bool
-serialize_bound(PartType t, const FieldSum *f, bool upper, IcebergBuf *out)
-{
-	uint8_t		b[8];
-	int64_t		l = upper ? f->lhi : f->llo;
-	double		d = upper ? f->dhi : f->dlo;
-	const IcebergBuf *bb = upper ? &f->bhi : &f->blo;
-	int			i;
-
-	out->len = 0;
-	switch (t)
-	{
-		case PT_BOOL:
-			b[0] = l ? 1 : 0;
-			return iceberg_buf_append(out, b, 1);
-		case PT_INT:
-		case PT_LONG:
-			for (i = 0; i < 8; i++)
-				b[i] = (uint8_t) ((uint64_t) l >> (8 * i));
-			return iceberg_buf_append(out, b, t == PT_INT ? 4 : 8);
-		case PT_FLOAT:
-			{
-				float		fv = (float) d;
-
-				return iceberg_buf_append(out, &fv, 4); /* little-endian host */
-			}
-		case PT_DOUBLE:
-			return iceberg_buf_append(out, &d, 8);
-		case PT_STRING:
-		case PT_BYTES:
-			return iceberg_buf_append(out, bb->data ? bb->data : "", bb->len);
-		case PT_DECIMAL:
-			{
-				const uint8_t *v = (const uint8_t *) bb->data;
-				int			k = 0;
-
-				/* minimal two's complement: drop redundant sign bytes */
-				while (k < DEC_BYTES - 1 &&
-					   ((v[k] == 0x00 && !(v[k + 1] & 0x80)) ||
-						(v[k] == 0xff && (v[k + 1] & 0x80))))
-					k++;
-				return iceberg_buf_append(out, v + k, (size_t) (DEC_BYTES - k));
-			}
-		case PT_UNSUPPORTED:
-			break;
-	}
-	return false;
-}
-
-/* ---------------------------------------------------------------------
  * Execute
  * ---------------------------------------------------------------------
  */
-
-/* A manifest written by this rewrite, for the new manifest list. */
-typedef struct NewManifest
-{
-	char	   *path;
-	int64_t		length;
-	int32_t		spec_id;
-	int32_t		content;
-	int64_t		files;
-	int64_t		rows;
-	int64_t		min_seq;
-	int			nsumm;			/* -1: partitions null */
-	bool	   *contains_null;
-	bool	   *contains_nan;
-	IcebergBuf *lower;			/* len 0 and data NULL: no bound */
-	IcebergBuf *upper;
-	bool	   *has_bound;
-} NewManifest;
 
 /* One clustered entry, in the arena: header, partition text, raw bytes. */
 typedef struct EntryHdr
@@ -982,7 +391,7 @@ typedef struct Exec
 	int			level;			/* deflate level, -1: default */
 
 	/* new manifests */
-	NewManifest *news;
+	IcebergNewManifest *news;
 	int			nnews;
 	int			news_alloc;
 
@@ -990,7 +399,7 @@ typedef struct Exec
 	char	   *schema;			/* writer schema text of the group */
 	int			nmeta;
 	IcebergKeyValue *meta;		/* header metadata of its first manifest */
-	PartType   *types;
+	IcebergPartType   *types;
 	int			ntypes;			/* -1: summaries unsupported */
 
 	/* clustering */
@@ -1005,96 +414,24 @@ typedef struct Exec
 	int64_t		out_files;
 	int64_t		out_rows;
 	int64_t		out_min_seq;
-	FieldSum   *summ;
+	IcebergPartSum   *summ;
 	bool		summ_bad;
 	IcebergBuf	tmp;
 } Exec;
 
 static void
-free_kv(IcebergKeyValue *kv, int n)
-{
-	int			i;
-
-	for (i = 0; i < n; i++)
-	{
-		free(kv[i].key);
-		free(kv[i].value);
-	}
-	free(kv);
-}
-
-static void
 free_summ(Exec *x)
 {
-	int			i;
-
-	if (x->summ == NULL)
-		return;
-	for (i = 0; i < x->ntypes; i++)
-	{
-		iceberg_buf_free(&x->summ[i].blo);
-		iceberg_buf_free(&x->summ[i].bhi);
-	}
-	free(x->summ);
+	iceberg_part_sums_free(x->summ, x->ntypes);
 	x->summ = NULL;
 }
 
-static void
-free_new(NewManifest *n)
-{
-	int			i;
-
-	free(n->path);
-	for (i = 0; i < n->nsumm; i++)
-	{
-		iceberg_buf_free(&n->lower[i]);
-		iceberg_buf_free(&n->upper[i]);
-	}
-	free(n->contains_null);
-	free(n->contains_nan);
-	free(n->lower);
-	free(n->upper);
-	free(n->has_bound);
-}
-
-/* Remember a path as written (before the write: a failed write may leave it). */
-static bool
-add_written(IcebergRewriteResult *res, const char *path, IcebergError *err)
-{
-	char	  **nw = realloc(res->written, sizeof(char *) * (size_t) (res->nwritten + 1));
-
-	if (nw == NULL)
-		return oom(err);
-	res->written = nw;
-	nw[res->nwritten] = iceberg_strdup(path, err);
-	if (nw[res->nwritten] == NULL)
-		return false;
-	res->nwritten++;
-	return true;
-}
-
-/* Write an object through the caller's writer. */
+/* Write an object through the caller's writer, noted as written. */
 static bool
 write_object(Exec *x, const char *path, const uint8_t *data, size_t len)
 {
-	IoError		ioerr;
-
-	if (!add_written(x->res, path, x->err))
-		return false;
-	memset(&ioerr, 0, sizeof(ioerr));
-	if (x->wr->write(x->wr->arg, path, data, len, &ioerr) != 0)
-	{
-		IoErrorCode ic = ioerr.code == IO_OK ? IO_ERR_STORAGE : ioerr.code;
-
-		x->err->code = ic == IO_ERR_INTERRUPTED ? ICEBERG_ERR_CANCELLED :
-			ic == IO_ERR_OUT_OF_MEMORY ? ICEBERG_ERR_OUT_OF_MEMORY : ICEBERG_ERR_IO;
-		x->err->io_code = ic;
-		snprintf(x->err->message, sizeof(x->err->message), "could not write \"%.200s\"", path);
-		snprintf(x->err->detail, sizeof(x->err->detail), "%.300s%s%.200s",
-				 ioerr.message, ioerr.detail[0] ? ": " : "", ioerr.detail);
-		return false;
-	}
-	return true;
+	return iceberg_write_object(x->wr, &x->res->written, &x->res->nwritten, path,
+								data, len, x->err);
 }
 
 /* Start an output manifest for the current group. */
@@ -1111,7 +448,7 @@ out_start(Exec *x)
 	free_summ(x);
 	if (x->ntypes > 0)
 	{
-		x->summ = calloc((size_t) x->ntypes, sizeof(FieldSum));
+		x->summ = calloc((size_t) x->ntypes, sizeof(IcebergPartSum));
 		if (x->summ == NULL)
 			return oom(x->err);
 	}
@@ -1125,8 +462,7 @@ out_finish(Exec *x, int32_t spec_id, int32_t content)
 	const uint8_t *data;
 	size_t		len;
 	char		path[2200];
-	NewManifest *n;
-	int			i;
+	IcebergNewManifest *n;
 
 	if (x->w == NULL)
 		return true;
@@ -1142,7 +478,7 @@ out_finish(Exec *x, int32_t spec_id, int32_t content)
 	if (x->nnews == x->news_alloc)
 	{
 		int			na = x->news_alloc ? x->news_alloc * 2 : 16;
-		NewManifest *nn = realloc(x->news, sizeof(NewManifest) * (size_t) na);
+		IcebergNewManifest *nn = realloc(x->news, sizeof(IcebergNewManifest) * (size_t) na);
 
 		if (nn == NULL)
 			return oom(x->err);
@@ -1159,32 +495,11 @@ out_finish(Exec *x, int32_t spec_id, int32_t content)
 	n->length = (int64_t) len;
 	n->spec_id = spec_id;
 	n->content = content;
-	n->files = x->out_files;
-	n->rows = x->out_rows;
+	n->existing_files = x->out_files;
+	n->existing_rows = x->out_rows;
 	n->min_seq = x->out_min_seq == INT64_MAX ? 0 : x->out_min_seq;
-	if (!x->summ_bad && x->ntypes >= 0)
-	{
-		int			k = x->ntypes;
-
-		n->contains_null = calloc((size_t) k + 1, sizeof(bool));
-		n->contains_nan = calloc((size_t) k + 1, sizeof(bool));
-		n->has_bound = calloc((size_t) k + 1, sizeof(bool));
-		n->lower = calloc((size_t) k + 1, sizeof(IcebergBuf));
-		n->upper = calloc((size_t) k + 1, sizeof(IcebergBuf));
-		if (!n->contains_null || !n->contains_nan || !n->has_bound || !n->lower || !n->upper)
-			return oom(x->err);
-		n->nsumm = k;
-		for (i = 0; i < k; i++)
-		{
-			n->contains_null[i] = x->summ[i].has_null;
-			n->contains_nan[i] = x->summ[i].has_nan;
-			n->has_bound[i] = x->summ[i].has_bound;
-			if (x->summ[i].has_bound &&
-				(!serialize_bound(x->types[i], &x->summ[i], false, &n->lower[i]) ||
-				 !serialize_bound(x->types[i], &x->summ[i], true, &n->upper[i])))
-				return oom(x->err);
-		}
-	}
+	if (!iceberg_new_manifest_summaries(n, x->types, x->ntypes, x->summ, x->summ_bad, x->err))
+		return false;
 	if (!write_object(x, path, data, len))
 		return false;
 	iceberg_avro_writer_free(x->w);
@@ -1232,7 +547,7 @@ emit_entry(Exec *x, const EntryHdr *h, int32_t spec_id, int32_t content)
 	if (h->seq < x->out_min_seq)
 		x->out_min_seq = h->seq;
 	if (!x->summ_bad && x->ntypes > 0 &&
-		!summ_add(x->summ, x->types, x->ntypes, part, h->part_len, &x->tmp, &x->summ_bad))
+		!iceberg_part_sum_add(x->summ, x->types, x->ntypes, part, h->part_len, &x->tmp, &x->summ_bad))
 		return oom(x->err);
 	x->res->entries_rewritten++;
 	if (iceberg_avro_writer_size(x->w) >= x->plan->target_size_bytes)
@@ -1247,7 +562,7 @@ cmp_entries(const void *a, const void *b)
 {
 	const EntryHdr *ha = (const EntryHdr *) (sort_base + *(const size_t *) a);
 	const EntryHdr *hb = (const EntryHdr *) (sort_base + *(const size_t *) b);
-	int			c = bytes_cmp((const char *) (ha + 1), ha->part_len,
+	int			c = iceberg_bytes_cmp((const char *) (ha + 1), ha->part_len,
 							  (const char *) (hb + 1), hb->part_len);
 
 	if (c != 0)
@@ -1368,7 +683,7 @@ group_reset(Exec *x)
 {
 	free(x->schema);
 	x->schema = NULL;
-	free_kv(x->meta, x->nmeta);
+	iceberg_kv_free(x->meta, x->nmeta);
 	x->meta = NULL;
 	x->nmeta = 0;
 	free(x->types);
@@ -1421,7 +736,7 @@ process_group(Exec *x, int g)
 		{
 			x->schema = iceberg_strdup(schema, x->err);
 			if (x->schema == NULL || !copy_meta(x, r) ||
-				!partition_types(schema, x->lim.max_json_bytes, &x->types, &x->ntypes, x->err))
+				!iceberg_partition_types(schema, x->lim.max_json_bytes, &x->types, &x->ntypes, x->err))
 			{
 				iceberg_manifest_close(r);
 				return false;
@@ -1466,123 +781,6 @@ process_group(Exec *x, int g)
 	return true;
 }
 
-/* A new manifest-list record's values. */
-static bool
-write_new_record(Exec *x, IcebergAvroWriter *lw, const NewManifest *n)
-{
-	IcebergAvroWField f[14];
-	IcebergAvroWValue *items = NULL;
-	IcebergAvroWField *sf = NULL;
-	int			nf = 0,
-				i;
-	bool		ok;
-
-#define LONGF(id, nm, val) do { f[nf].field_id = (id); f[nf].name = (nm); \
-		f[nf].v.kind = AVW_LONG; f[nf].v.l = (val); nf++; } while (0)
-	memset(f, 0, sizeof(f));
-	f[nf].field_id = 500;
-	f[nf].name = "manifest_path";
-	f[nf].v.kind = AVW_STRING;
-	f[nf].v.p = n->path;
-	f[nf].v.len = strlen(n->path);
-	nf++;
-	LONGF(501, "manifest_length", n->length);
-	LONGF(502, "partition_spec_id", n->spec_id);
-	LONGF(517, "content", n->content);
-	LONGF(515, "sequence_number", x->seq);
-	LONGF(516, "min_sequence_number", n->min_seq);
-	LONGF(503, "added_snapshot_id", x->snapshot_id);
-	LONGF(504, "added_files_count", 0);
-	LONGF(505, "existing_files_count", n->files);
-	LONGF(506, "deleted_files_count", 0);
-	LONGF(512, "added_rows_count", 0);
-	LONGF(513, "existing_rows_count", n->rows);
-	LONGF(514, "deleted_rows_count", 0);
-#undef LONGF
-	f[nf].field_id = 507;
-	f[nf].name = "partitions";
-	if (n->nsumm >= 0)
-	{
-		items = calloc((size_t) n->nsumm + 1, sizeof(IcebergAvroWValue));
-		sf = calloc((size_t) n->nsumm * 4 + 1, sizeof(IcebergAvroWField));
-		if (items == NULL || sf == NULL)
-		{
-			free(items);
-			free(sf);
-			return oom(x->err);
-		}
-		for (i = 0; i < n->nsumm; i++)
-		{
-			IcebergAvroWField *s = &sf[i * 4];
-
-			s[0].field_id = 509;
-			s[0].name = "contains_null";
-			s[0].v.kind = AVW_BOOL;
-			s[0].v.l = n->contains_null[i];
-			s[1].field_id = 518;
-			s[1].name = "contains_nan";
-			s[1].v.kind = AVW_BOOL;
-			s[1].v.l = n->contains_nan[i];
-			s[2].field_id = 510;
-			s[2].name = "lower_bound";
-			s[3].field_id = 511;
-			s[3].name = "upper_bound";
-			if (n->has_bound[i])
-			{
-				s[2].v.kind = AVW_BYTES;
-				s[2].v.p = n->lower[i].data ? n->lower[i].data : "";
-				s[2].v.len = n->lower[i].len;
-				s[3].v.kind = AVW_BYTES;
-				s[3].v.p = n->upper[i].data ? n->upper[i].data : "";
-				s[3].v.len = n->upper[i].len;
-			}
-			items[i].kind = AVW_RECORD;
-			items[i].fields = s;
-			items[i].nfields = 4;
-		}
-		f[nf].v.kind = AVW_ARRAY;
-		f[nf].v.items = items;
-		f[nf].v.nitems = n->nsumm;
-	}
-	nf++;
-	ok = iceberg_avro_writer_add(lw, f, nf, x->err);
-	free(items);
-	free(sf);
-	return ok;
-}
-
-/* Set or add a header key in a metadata array (room for it reserved). */
-static bool
-kv_set(IcebergKeyValue *kv, int *n, const char *key, const char *value, bool add,
-	   IcebergError *err)
-{
-	int			i;
-	char	   *v;
-
-	for (i = 0; i < *n; i++)
-		if (strcmp(kv[i].key, key) == 0)
-			break;
-	if (i == *n && !add)
-		return true;
-	v = iceberg_strdup(value, err);
-	if (v == NULL)
-		return false;
-	if (i == *n)
-	{
-		kv[i].key = iceberg_strdup(key, err);
-		if (kv[i].key == NULL)
-		{
-			free(v);
-			return false;
-		}
-		(*n)++;
-	}
-	else
-		free(kv[i].value);
-	kv[i].value = v;
-	return true;
-}
-
 /* Write the new manifest list; its path into *path. */
 static bool
 write_list(Exec *x, char **path_out)
@@ -1614,16 +812,16 @@ write_list(Exec *x, char **path_out)
 		goto done;
 	}
 	for (i = 0; i < nh; i++)
-		if (!kv_set(meta, &nmeta, hkv[i].key, hkv[i].value, true, x->err))
+		if (!iceberg_kv_set(meta, &nmeta, hkv[i].key, hkv[i].value, true, x->err))
 			goto done;
 	snprintf(num, sizeof(num), "%" PRId64, x->snapshot_id);
-	if (!kv_set(meta, &nmeta, "snapshot-id", num, true, x->err))
+	if (!iceberg_kv_set(meta, &nmeta, "snapshot-id", num, true, x->err))
 		goto done;
 	snprintf(num, sizeof(num), "%" PRId64, p->base_snapshot_id);
-	if (!kv_set(meta, &nmeta, "parent-snapshot-id", num, true, x->err))
+	if (!iceberg_kv_set(meta, &nmeta, "parent-snapshot-id", num, true, x->err))
 		goto done;
 	snprintf(num, sizeof(num), "%" PRId64, x->seq);
-	if (!kv_set(meta, &nmeta, "sequence-number", num, x->md->format_version >= 2, x->err))
+	if (!iceberg_kv_set(meta, &nmeta, "sequence-number", num, x->md->format_version >= 2, x->err))
 		goto done;
 	if (iceberg_manifest_list_header(lr, "avro.schema") == NULL)
 	{
@@ -1635,7 +833,7 @@ write_list(Exec *x, char **path_out)
 									x->lim.max_json_bytes, &lw, x->err))
 		goto done;
 	for (i = 0; i < x->nnews; i++)
-		if (!write_new_record(x, lw, &x->news[i]))
+		if (!iceberg_manifest_list_add_new(lw, &x->news[i], x->seq, x->snapshot_id, x->err))
 			goto done;
 	i = 0;
 	while ((rc = iceberg_manifest_list_next(lr, &mf, x->err)) == 1)
@@ -1670,7 +868,7 @@ write_list(Exec *x, char **path_out)
 done:
 	iceberg_avro_writer_free(lw);
 	iceberg_manifest_list_close(lr);
-	free_kv(meta, nmeta);
+	iceberg_kv_free(meta, nmeta);
 	return ok;
 }
 
@@ -1699,56 +897,14 @@ fill_summary(Exec *x, const IcebergSnapshot *parent)
 	for (i = 0; i < 4; i++)
 	{
 		snprintf(num, sizeof(num), "%" PRId64, vals[i]);
-		if (!kv_set(s->summary, &s->nsummary, keys[i], num, true, x->err))
+		if (!iceberg_kv_set(s->summary, &s->nsummary, keys[i], num, true, x->err))
 			return false;
 	}
 	for (i = 0; i < parent->nsummary; i++)
 		if (strncmp(parent->summary[i].key, "total-", 6) == 0 &&
-			!kv_set(s->summary, &s->nsummary, parent->summary[i].key,
+			!iceberg_kv_set(s->summary, &s->nsummary, parent->summary[i].key,
 					parent->summary[i].value, true, x->err))
 			return false;
-	return true;
-}
-
-/*
- * The Avro codec of the files written, from the table properties that
- * Iceberg's writers honour: write.avro.compression-codec "uncompressed"
- * gives null, anything else deflate ("gzip", the default; snappy and zstd
- * are not written here); write.avro.compression-level 0-9, else zlib's
- * default.
- */
-static void
-codec_from_properties(const IcebergTableMetadata *md, int *codec, int *level)
-{
-	const char *c = iceberg_metadata_property(md, "write.avro.compression-codec");
-	const char *l = iceberg_metadata_property(md, "write.avro.compression-level");
-
-	*codec = (c != NULL && strcmp(c, "uncompressed") == 0)
-		? ICEBERG_AVRO_WRITE_NULL : ICEBERG_AVRO_WRITE_DEFLATE;
-	*level = (l != NULL && l[0] >= '0' && l[0] <= '9' && l[1] == '\0') ? l[0] - '0' : -1;
-}
-
-/* A random v4 UUID in text form. */
-static bool
-make_uuid(char *out, IcebergError *err)
-{
-	uint8_t		b[16];
-	static const char hex[] = "0123456789abcdef";
-	int			i,
-				k = 0;
-
-	if (!iceberg_random_bytes(b, sizeof(b), err))
-		return false;
-	b[6] = (uint8_t) ((b[6] & 0x0f) | 0x40);
-	b[8] = (uint8_t) ((b[8] & 0x3f) | 0x80);
-	for (i = 0; i < 16; i++)
-	{
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[k++] = '-';
-		out[k++] = hex[b[i] >> 4];
-		out[k++] = hex[b[i] & 15];
-	}
-	out[k] = '\0';
 	return true;
 }
 
@@ -1805,14 +961,14 @@ iceberg_rewrite_execute(const IcebergFileIO *io, const IcebergWriter *w,
 	iceberg_effective_limits(io->limits, &x.lim);
 	x.snapshot_id = new_snapshot_id;
 	x.seq = md->format_version >= 2 ? md->last_sequence_number + 1 : 0;
-	codec_from_properties(md, &x.codec, &x.level);
+	iceberg_avro_codec_from_properties(md, &x.codec, &x.level);
 	dl = strlen(md->location);
 	while (dl > 0 && md->location[dl - 1] == '/')
 		dl--;
 	if (dl + 20 > sizeof(x.dir))
 		return iceberg_set_error(err, ICEBERG_ERR_LIMIT, "table location too long");
 	snprintf(x.dir, sizeof(x.dir), "%.*s/metadata", (int) dl, md->location);
-	if (!make_uuid(x.uuid, err))
+	if (!iceberg_make_uuid(x.uuid, err))
 		return false;
 
 	for (g = 0; g < plan->ngroups; g++)
@@ -1827,7 +983,7 @@ iceberg_rewrite_execute(const IcebergFileIO *io, const IcebergWriter *w,
 	res->snapshot.snapshot_id = new_snapshot_id;
 	res->snapshot.parent_snapshot_id = plan->base_snapshot_id;
 	res->snapshot.sequence_number = x.seq;
-	res->snapshot.timestamp_ms = plan->now_ms > 0 ? plan->now_ms : now_ms();
+	res->snapshot.timestamp_ms = plan->now_ms > 0 ? plan->now_ms : iceberg_now_ms();
 	res->snapshot.manifest_list = list_path;
 	list_path = NULL;
 	res->snapshot.schema_id = md->current_schema_id;
@@ -1839,7 +995,7 @@ done:
 	free(list_path);
 	group_reset(&x);
 	for (g = 0; g < x.nnews; g++)
-		free_new(&x.news[g]);
+		iceberg_new_manifest_free(&x.news[g]);
 	free(x.news);
 	iceberg_buf_free(&x.arena);
 	iceberg_buf_free(&x.tmp);
@@ -1859,7 +1015,7 @@ iceberg_rewrite_result_free(IcebergRewriteResult *res)
 	free(res->written);
 	free(res->snapshot.manifest_list);
 	free(res->snapshot.operation);
-	free_kv(res->snapshot.summary, res->snapshot.nsummary);
+	iceberg_kv_free(res->snapshot.summary, res->snapshot.nsummary);
 	memset(res, 0, sizeof(*res));
 }
 

@@ -290,6 +290,13 @@ extern void io_uri_free(IoParsedUri *uri);
 extern IoStorage *io_storage_create(const IoStorageConfig *cfg, IoError *err);
 extern void io_storage_free(IoStorage *st);
 
+/*
+ * The configuration a handle was created with (vended settings applied):
+ * *cfg points into st and lives as long as it.  For handing the same
+ * storage to a helper process (the compaction helper's hello).
+ */
+extern void io_storage_config_get(const IoStorage *st, IoStorageConfig *cfg);
+
 /* A byte buffer returned by reads (data is NUL-terminated for convenience). */
 typedef struct IoBuffer
 {

@@ -223,6 +223,22 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 	return st;
 }
 
+void
+io_storage_config_get(const IoStorage *st, IoStorageConfig *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->s3_endpoint = st->endpoint;
+	cfg->s3_region = st->region;
+	cfg->s3_path_style = st->path_style;
+	cfg->s3_access_key_id = st->access_key_id;
+	cfg->s3_secret_access_key = st->secret_access_key;
+	cfg->s3_session_token = st->session_token;
+	cfg->s3_list_page_size = st->list_page_size;
+	cfg->local_roots = (const char *const *) st->local_roots;
+	cfg->nlocal_roots = st->nlocal_roots;
+	cfg->http = st->http;
+}
+
 /* Free the handle; secrets are wiped first. */
 void
 io_storage_free(IoStorage *st)

@@ -5,7 +5,8 @@
  *	  tms.table_maintenance_job, tms.run_operation and tms.plan_operation,
  *	  and what every local operation shares: loading the table, the commit
  *	  protocol, the delete queue, recording the effect.  The operations are
- *	  maint_expire.c, maint_orphan.c and maint_rewrite.c; their options
+ *	  maint_expire.c, maint_orphan.c, maint_rewrite.c and maint_compact.c
+ *	  (with its helper process, compactor.c); their options
  *	  maint_options.c; a job on an engine server maint_engine.c.
  *
  * A job is recorded by a policy's evaluation (tms._record_evaluation) or
@@ -1248,6 +1249,9 @@ run_operation(MaintRun *run)
 		case MAINT_REWRITE:
 			maint_run_rewrite(run);
 			break;
+		case MAINT_COMPACTION:
+			maint_run_compact(run);
+			break;
 		default:
 			maint_fail(run, MAINT_TERMINAL, "operation \"%s\" cannot run locally",
 					   maint_op_name(run->opt.op));
@@ -1320,6 +1324,8 @@ run_local(MaintRun *run)
 			maint_resume_expire(run);
 		else if (run->opt.op == MAINT_REWRITE)
 			maint_resume_rewrite(run);
+		else if (run->opt.op == MAINT_COMPACTION)
+			maint_resume_compact(run);
 		return;
 	}
 
@@ -1643,6 +1649,8 @@ tms_operation_submit(const char *server, const char *ns, const char *table,
 	PG_TRY();
 	{
 		session_load(run, server, ns, table, "run an operation");
+		if (run->opt.local && run->opt.op == MAINT_COMPACTION)
+			maint_compact_check_table(run);
 		args[7] = run->md->table_uuid ? CStringGetTextDatum(run->md->table_uuid) : (Datum) 0;
 		nulls[7] = run->md->table_uuid ? ' ' : 'n';
 		args[8] = CStringGetTextDatum(run->metadata_location);

@@ -3,7 +3,8 @@
  * maint_int.h
  *	  What the files of the maintenance area share (maint.c: jobs, runs,
  *	  the commit protocol and the delete queue; maint_options.c; one file
- *	  per operation: maint_expire.c, maint_orphan.c, maint_rewrite.c); not
+ *	  per operation: maint_expire.c, maint_orphan.c, maint_rewrite.c,
+ *	  maint_compact.c); not
  *	  an interface for anyone else.
  *
  * A MaintRun is one execution of one operation on one table, either a
@@ -87,6 +88,17 @@ typedef struct MaintOptions
 	/* manifest-rewrite */
 	int32		spec_id;
 	int64		target_size_bytes;
+
+	/* compaction on engine local (-1 / NULL: the table's default) */
+	int64		target_file_size_bytes;
+	int64		min_file_size_bytes;
+	int64		max_file_size_bytes;
+	int32		min_input_files;
+	int64		max_file_group_size_bytes;
+	bool		rewrite_all;
+	int32		delete_file_threshold;
+	double		delete_ratio_threshold;
+	char	   *where;
 } MaintOptions;
 
 extern MaintOp maint_op_from_name(const char *operation);
@@ -251,6 +263,10 @@ extern bool maint_commit_retry_allowed(MaintRun *run, int retry);
 extern void maint_run_expire(MaintRun *run);
 extern void maint_run_orphan(MaintRun *run);
 extern void maint_run_rewrite(MaintRun *run);
+extern void maint_run_compact(MaintRun *run);	/* maint_compact.c */
+
+/* compaction's checks of its options against the loaded table (run_operation) */
+extern void maint_compact_check_table(MaintRun *run);
 
 /* a job on an engine server (maint_engine.c): submit, track, record */
 extern void maint_run_engine(MaintRun *run);
@@ -258,5 +274,6 @@ extern void maint_run_engine(MaintRun *run);
 /* resuming a job whose commit was in flight or landed (phase commit / cleanup) */
 extern void maint_resume_expire(MaintRun *run);
 extern void maint_resume_rewrite(MaintRun *run);
+extern void maint_resume_compact(MaintRun *run);
 
 #endif							/* TMS_OPS_MAINT_INT_H */

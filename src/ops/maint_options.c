@@ -6,9 +6,11 @@
  *	  parses a job's options with it before running the job.
  *
  * Operations and engines:
- *	  snapshot-expiry, orphan-cleanup, manifest-rewrite run on "local"
- *	  (tms itself) or on an engine; compaction and position-delete-rewrite
- *	  need an engine ("local" refuses them, SQLSTATE 0A000).  An engine is
+ *	  snapshot-expiry, orphan-cleanup, manifest-rewrite and compaction run
+ *	  on "local" (tms itself; compaction in its DuckDB helper process,
+ *	  refused with 0A000 when tms was built without libduckdb) or on an
+ *	  engine; position-delete-rewrite needs an engine ("local" refuses it,
+ *	  SQLSTATE 0A000).  An engine is
  *	  "local" or the name of a tms_engine server (bridge/engine.h), whose
  *	  type (livy, trino, gravitino) decides which operations it runs and
  *	  which options they take: src/engine/statement.c checks those, the
@@ -30,6 +32,14 @@
  *					   equal-authorities (objects of strings)
  *	  manifest-rewrite spec-id (integer >= 0), target-size-bytes
  *					   (integer >= 1024)
+ *	  compaction	   target-file-size-bytes, min-file-size-bytes,
+ *					   max-file-size-bytes, max-file-group-size-bytes (sizes:
+ *					   bytes, or strings such as "128MB", "1GiB", binary
+ *					   units), min-input-files (integer >= 1), rewrite-all
+ *					   (boolean), delete-file-threshold (integer >= 0),
+ *					   delete-ratio-threshold (number in (0, 1]), where (a
+ *					   filter on partitions, its syntax checked here and its
+ *					   names against the table when it is loaded)
  * An unknown key or a value of the wrong type is SQLSTATE 22023 with the
  * key in DETAIL; nothing runs and no job is recorded.
  *
@@ -50,6 +60,8 @@
 
 #include "bridge/engine.h"
 #include "bridge/role.h"
+#include "iceberg/compact.h"
+#include "ops/compactor.h"
 #include "ops/maint.h"
 #include "ops/maint_int.h"
 
@@ -104,13 +116,19 @@ check_names(const char *operation, const char *engine, EngineType *type)
 				 errmsg("a maintenance engine must not be null")));
 	if (strcmp(engine, "local") == 0)
 	{
-		if (op == MAINT_COMPACTION || op == MAINT_POSDELETE)
+		if (op == MAINT_POSDELETE)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("engine \"local\" cannot run operation \"%s\"", operation),
-					 errdetail("tms itself runs snapshot-expiry, orphan-cleanup and manifest-rewrite; %s rewrites data or delete files and needs an engine.",
+					 errdetail("tms itself runs snapshot-expiry, orphan-cleanup, manifest-rewrite and compaction; %s rewrites delete files and needs an engine.",
 							   operation),
 					 errhint("Name a server of the tms_engine wrapper as the engine (CREATE SERVER ... FOREIGN DATA WRAPPER tms_engine).")));
+		if (op == MAINT_COMPACTION && tms_compactor_path() == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("engine \"local\" cannot run operation \"compaction\""),
+					 errdetail("tms was built without libduckdb, so its compaction helper tms_compactor is not installed."),
+					 errhint("Build tms with libduckdb (make install-deps fetches it; see README), or name a server of the tms_engine wrapper as the engine.")));
 		return op;
 	}
 	*type = tms_engine_type(engine);
@@ -275,6 +293,53 @@ opt_time(const char *operation, const char *key, const JsonbValue *v, MaintTime 
 	error_context_stack = cb.previous;
 }
 
+/*
+ * A size: a whole number of bytes, or a string of digits with a unit
+ * (B, KB/KiB, MB/MiB, GB/GiB, TB/TiB: binary units, as the engines' options).
+ */
+static int64
+opt_size(const char *operation, const char *key, const JsonbValue *v, int64 min)
+{
+	char	   *s;
+	char	   *end;
+	int64		n;
+	int64		mult = 1;
+	static const struct
+	{
+		const char *unit;
+		int64		mult;
+	}			units[] = {
+		{"", 1}, {"B", 1}, {"KB", INT64CONST(1) << 10}, {"KiB", INT64CONST(1) << 10},
+		{"MB", INT64CONST(1) << 20}, {"MiB", INT64CONST(1) << 20},
+		{"GB", INT64CONST(1) << 30}, {"GiB", INT64CONST(1) << 30},
+		{"TB", INT64CONST(1) << 40}, {"TiB", INT64CONST(1) << 40},
+	};
+	int			i;
+
+	if (v->type == jbvNumeric)
+		return opt_int(operation, key, v, min, PG_INT64_MAX);
+	if (v->type != jbvString)
+		bad_option(operation, key, "The value is %s; it must be a size in bytes, or a string such as \"128MB\".",
+				   jbv_type_name(v));
+	s = pnstrdup(v->val.string.val, v->val.string.len);
+	errno = 0;
+	n = strtoi64(s, &end, 10);
+	if (end == s || errno != 0 || n < 0)
+		bad_option(operation, key, "The value is \"%s\"; it must be a size such as \"128MB\".", s);
+	while (*end == ' ')
+		end++;
+	for (i = 0; i < (int) lengthof(units); i++)
+		if (pg_strcasecmp(end, units[i].unit) == 0)
+			break;
+	if (i == (int) lengthof(units))
+		bad_option(operation, key, "The value is \"%s\"; units are B, KB, MB, GB and TB.", s);
+	mult = units[i].mult;
+	if (n > PG_INT64_MAX / mult || n * mult < min)
+		bad_option(operation, key, "The value is \"%s\"; it must lie between " INT64_FORMAT " bytes and 8 EiB.",
+				   s, min);
+	return n * mult;
+}
+
 /* {"from": "to", ...} of strings */
 static void
 opt_string_map(const char *operation, const char *key, const JsonbValue *v,
@@ -401,6 +466,43 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 			out->spec_id = (int32) opt_int(operation, key, &v, 0, PG_INT32_MAX);
 		else if (op == MAINT_REWRITE && strcmp(key, "target-size-bytes") == 0)
 			out->target_size_bytes = opt_int(operation, key, &v, 1024, PG_INT64_MAX);
+		else if (op == MAINT_COMPACTION && strcmp(key, "target-file-size-bytes") == 0)
+			out->target_file_size_bytes = opt_size(operation, key, &v, 1);
+		else if (op == MAINT_COMPACTION && strcmp(key, "min-file-size-bytes") == 0)
+			out->min_file_size_bytes = opt_size(operation, key, &v, 0);
+		else if (op == MAINT_COMPACTION && strcmp(key, "max-file-size-bytes") == 0)
+			out->max_file_size_bytes = opt_size(operation, key, &v, 1);
+		else if (op == MAINT_COMPACTION && strcmp(key, "max-file-group-size-bytes") == 0)
+			out->max_file_group_size_bytes = opt_size(operation, key, &v, 1);
+		else if (op == MAINT_COMPACTION && strcmp(key, "min-input-files") == 0)
+			out->min_input_files = (int32) opt_int(operation, key, &v, 1, PG_INT32_MAX);
+		else if (op == MAINT_COMPACTION && strcmp(key, "rewrite-all") == 0)
+			out->rewrite_all = opt_bool(operation, key, &v);
+		else if (op == MAINT_COMPACTION && strcmp(key, "delete-file-threshold") == 0)
+			out->delete_file_threshold = (int32) opt_int(operation, key, &v, 0, PG_INT32_MAX);
+		else if (op == MAINT_COMPACTION && strcmp(key, "delete-ratio-threshold") == 0)
+		{
+			char	   *t;
+
+			if (v.type != jbvNumeric)
+				bad_option(operation, key, "The value is %s; it must be a number in (0, 1].",
+						   jbv_type_name(&v));
+			t = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+			out->delete_ratio_threshold = strtod(t, NULL);
+			if (!(out->delete_ratio_threshold > 0 && out->delete_ratio_threshold <= 1))
+				bad_option(operation, key, "The value is %s; it must be a number in (0, 1].", t);
+		}
+		else if (op == MAINT_COMPACTION && strcmp(key, "where") == 0)
+		{
+			IcebergPartitionFilter *f;
+			IcebergError err;
+
+			out->where = opt_string(operation, key, &v);
+			if (!iceberg_partition_filter_parse(out->where, &f, &err))
+				bad_option(operation, key, "The filter is \"%s\"; %s (%s).", out->where,
+						   err.message, err.detail);
+			iceberg_partition_filter_free(f);
+		}
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -410,6 +512,8 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 							 "Options of snapshot-expiry are older-than, retain-last, max-ref-age-ms, snapshot-ids and clean-expired-files." :
 							 op == MAINT_ORPHAN ?
 							 "Options of orphan-cleanup are older-than, force, location, prefix-mismatch-mode, equal-schemes and equal-authorities." :
+							 op == MAINT_COMPACTION ?
+							 "Options of compaction on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, delete-file-threshold, delete-ratio-threshold and where." :
 							 "Options of manifest-rewrite are spec-id and target-size-bytes.")));
 	}
 }
@@ -427,6 +531,13 @@ maint_options_parse(const char *operation, const char *engine, Jsonb *options,
 	out->prefix_mode = MAINT_PREFIX_ERROR;
 	out->spec_id = -1;
 	out->target_size_bytes = -1;
+	out->target_file_size_bytes = -1;
+	out->min_file_size_bytes = -1;
+	out->max_file_size_bytes = -1;
+	out->min_input_files = -1;
+	out->max_file_group_size_bytes = -1;
+	out->delete_file_threshold = -1;
+	out->delete_ratio_threshold = -1;
 	if (options == NULL)
 		return;
 	if (!JB_ROOT_IS_OBJECT(options) || JB_ROOT_IS_SCALAR(options))

@@ -21,4 +21,5 @@ tms_ops_init(void)
 	tms_maint_init();
 	tms_delete_init();
 	tms_events_init();
+	tms_compact_init();
 }

@@ -1,0 +1,249 @@
+#!/usr/bin/python3
+"""Compaction on engine local: throughput on a table of many small Parquet
+files, next to DuckDB alone copying the same files into one (the limit of
+what the helper does) and the test world's engine (test/engines/compact.py
+with test/node/compact.mjs) in the same run; the helper's peak RSS next to
+its memory limit.
+
+Usage: bench/compact_bench.py [--files N] [--rows-per-file N]
+                              [--memory-limit 1GB[,256MB...]] [--threads N]
+                              [--deadline S] [--json PATH] [--no-install]
+
+Run it without an outer flock: the tables are written first, then the
+bench takes /tmp/tms-install.lock (scripts/install-lock.sh; an inherited
+lock is used as is), runs `make -s WERROR=1 install` (not with
+--no-install) and holds the lock only while its tms cluster runs.
+
+One throwaway world on 127.0.0.1 / Unix sockets: a PostgreSQL 15 cluster
+with tms (pool of 4 workers), a second one for the test REST catalog's
+pointers, the catalog, a file:// warehouse.  test/engines/smallfiles.py
+writes a table of --files (default 10,000) small real Parquet files,
+--rows-per-file rows each (default 20), in four identity partitions, once;
+each contender compacts its first snapshot (main is set back to it before
+each run; a compaction deletes no file):
+
+  tms       tms.run_operation(..., 'compaction') on engine local, timed from
+            the job's started_at to its finished_at (server clock): plan,
+            the helper's downloads, DuckDB's rewrite, uploads, the manifests
+            and four commits (one per partition);
+  engine    test/engines/compact.py's compact() (bin-pack, the same plan),
+            wall clock: the test world's engine, Python over DuckDB in Node;
+  duckdb    DuckDB alone (the same libduckdb, through @duckdb/node-api), the
+            same --threads: COPY (SELECT * FROM read_parquet([every data
+            file])) TO one file, wall clock -- no plan, no deletes, no
+            metrics, no commit: the limit.
+
+Throughput is the input data files' bytes over the time.  For each
+--memory-limit (tms.compaction_memory_limit, default 1GB and 64MB) the tms
+run is repeated on the same snapshot, and the helper's peak RSS (from its done
+line, logged by the worker) is reported next to the limit.  Every loop is
+bounded by --files and --deadline (SIGALRM); every server is stopped in
+`finally`.
+"""
+
+import argparse
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TEST = os.path.join(HERE, "..", "test")
+sys.path.insert(0, TEST)
+sys.path.insert(0, os.path.join(TEST, "engines"))
+
+import compact as cp  # noqa: E402
+import opsworld as ow  # noqa: E402
+import smallfiles  # noqa: E402
+import world  # noqa: E402
+from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
+
+
+def log(msg):
+    sys.stderr.write("[compact_bench] %s\n" % msg)
+    sys.stderr.flush()
+
+
+def input_bytes(st, meta):
+    return sum(f["size"] for f in ow.live_files(st, meta).values() if f["content"] == 0)
+
+
+def install_lock():
+    """Hold the machine's install lock (scripts/install-lock.sh) until the
+    returned file is closed; None when an inherited descriptor holds it
+    already (the bench run under `flock /tmp/tms-install.lock ...`)."""
+    path = os.environ.get("TMS_INSTALL_LOCK", "/tmp/tms-install.lock")
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink("/proc/self/fd/" + fd) == path:
+                fcntl.flock(int(fd), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return None
+        except OSError:
+            continue
+    f = open(path, "a")
+    log("waiting for %s" % path)
+    fcntl.flock(f, fcntl.LOCK_EX)
+    return f
+
+
+def duckdb_copy(paths, out, threads):
+    """DuckDB alone: every file into one, wall clock in seconds."""
+    listing = os.path.join(os.path.dirname(out), "files.json")
+    with open(listing, "w") as f:
+        json.dump(paths, f)
+    script = (
+        "import { DuckDBInstance } from '@duckdb/node-api';"
+        "import fs from 'fs';"
+        "const files = JSON.parse(fs.readFileSync(%s));"
+        "const c = await (await DuckDBInstance.create(':memory:', {threads: '%d'})).connect();"
+        "const lit = files.map(p => \"'\" + p.replace(/'/g, \"''\") + \"'\").join(',');"
+        "const t0 = performance.now();"
+        "await c.run(`COPY (SELECT * FROM read_parquet([${lit}])) TO %s (FORMAT parquet, COMPRESSION zstd)`);"
+        "console.log(JSON.stringify({ms: performance.now() - t0}));"
+        % (json.dumps(listing), threads, json.dumps("'%s'" % out.replace("'", "''"))[1:-1]))
+    r = subprocess.run(["node", "--input-type=module", "-e", script], cwd=ow.NODE_DIR,
+                       capture_output=True, text=True, timeout=3600, check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])["ms"] / 1000.0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=10000)
+    ap.add_argument("--rows-per-file", type=int, default=20)
+    ap.add_argument("--memory-limit", default="1GB,64MB")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--deadline", type=int, default=3600)
+    ap.add_argument("--json")
+    ap.add_argument("--no-install", action="store_true",
+                    help="test the tms already installed (no make install)")
+    a = ap.parse_args()
+
+    def alarm(*_):
+        raise TimeoutError("deadline of %d s reached" % a.deadline)
+    signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(a.deadline)
+
+    root = tempfile.mkdtemp(prefix="tms-compact-bench-", dir="/tmp")
+    os.chmod(root, 0o755)
+    pg = catpg = cat = lock = None
+    limits = a.memory_limit.split(",")
+    out = {"files": a.files, "rows_per_file": a.rows_per_file, "threads": a.threads,
+           "runs": []}
+    try:
+        # the catalog's pointers live in a plain PostgreSQL (no tms)
+        catpg = Cluster(os.path.join(root, "catpg", "data"), preload=())
+        catpg.init()
+        catpg.start()
+        catpg.create_database()
+        files = os.path.join(root, "files")
+        os.makedirs(files)
+        os.chmod(files, 0o755)
+        cat = world.CatalogServer(catpg.dsn(), "file://%s/wh" % files,
+                                  catalog_name="bench_%s" % uuid.uuid4().hex[:6], file_root=files)
+        st = ow.storage(None, files)
+
+        # one table; every contender compacts its first snapshot (main is
+        # set back to it between runs: compaction deletes no file)
+        t0 = time.monotonic()
+        smallfiles.make_table(cat, st, "b", "t", files=a.files,
+                              rows_per_file=a.rows_per_file, seed=1)
+        ow.give_to_server(files)
+        _, meta0 = ow.load(cat, "b", "t")
+        log("table: %d files written in %.1f s" % (a.files, time.monotonic() - t0))
+
+        def rollback():
+            _, meta = ow.load(cat, "b", "t")
+            ow.commit(cat, "b", "t", {
+                "requirements": [{"type": "assert-table-uuid", "uuid": meta["table-uuid"]}],
+                "updates": [{"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
+                             "snapshot-id": meta0["current-snapshot-id"]}]})
+            assert ow.load(cat, "b", "t")[1]["current-snapshot-id"] == meta0["current-snapshot-id"]
+
+        # DuckDB alone, then the test world's engine
+        paths = [st.local_path(p) for p, f in ow.live_files(st, meta0).items() if f["content"] == 0]
+        nbytes = input_bytes(st, meta0)
+        target = os.path.join(root, "duck-out.parquet")
+        secs = duckdb_copy(paths, target, a.threads)
+        os.unlink(target)
+        out["input_bytes"] = nbytes
+        out["runs"].append({"who": "duckdb", "seconds": secs, "input_bytes": nbytes,
+                            "mb_per_s": nbytes / secs / 1e6})
+        log("duckdb alone: %.2f s, %.1f MB/s" % (secs, nbytes / secs / 1e6))
+
+        t0 = time.monotonic()
+        res = cp.compact(cat.uri, None, st, ["b"], "t")
+        secs = time.monotonic() - t0
+        assert res["rewritten_data_files_count"] == a.files, res
+        out["runs"].append({"who": "engine", "seconds": secs, "input_bytes": nbytes,
+                            "mb_per_s": nbytes / secs / 1e6})
+        log("test world engine: %.2f s, %.1f MB/s" % (secs, nbytes / secs / 1e6))
+        ow.give_to_server(files)
+
+        # tms: this tree installed, under the machine's install lock
+        lock = install_lock()
+        if not a.no_install:
+            subprocess.run(["make", "-s", "WERROR=1", "install"], cwd=os.path.join(HERE, ".."),
+                           check=True, stdout=subprocess.DEVNULL)
+        pg = Cluster(os.path.join(root, "pg", "data"),
+                     settings=dict(FAST_WORKERS, **{"tms.compaction_threads": str(a.threads)}))
+        pg.init()
+        pg.start()
+        pg.create_database()
+        pg.psql("CREATE EXTENSION tms")
+        pg.psql("CREATE SERVER cat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri '%s',"
+                " relative_path_root '%s', allowed_locations 'file://%s/');"
+                " CREATE USER MAPPING FOR PUBLIC SERVER cat;" % (cat.uri, files, files))
+        wait_for(lambda: pg.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
+                                 " AND state = 'idle'") == "4", what="the pool")
+        for limit in limits:
+            rollback()
+            name = "t"
+            pg.psql("ALTER SYSTEM SET tms.compaction_memory_limit = '%s'" % limit)
+            pg.psql("SELECT pg_reload_conf()")
+            jid = int(pg.psql("SELECT tms.run_operation('cat', 'b', '%s', 'compaction')" % name))
+            wait_for(lambda: pg.psql("SELECT finished_at IS NOT NULL FROM"
+                                     " tms.maintenance_jobs WHERE id = %d" % jid) == "t",
+                     timeout=a.deadline, interval=0.5, what="job %d" % jid)
+            state, secs, rewritten = pg.psql(
+                "SELECT state, extract(epoch FROM finished_at - started_at),"
+                " data_files_rewritten FROM tms.maintenance_jobs WHERE id = %d" % jid).split("|")
+            assert state == "succeeded" and int(rewritten) == a.files, (state, rewritten)
+            secs = float(secs)
+            m = re.findall(r"maintenance job %d: compaction of \d+ groups.*peak RSS was (\d+) MB,"
+                           r" its memory limit (\d+) MB" % jid, pg.log_tail(400))
+            peak, lim = (int(m[-1][0]), int(m[-1][1])) if m else (None, None)
+            out["runs"].append({"who": "tms", "memory_limit_mb": lim, "peak_rss_mb": peak,
+                                "seconds": secs, "input_bytes": nbytes,
+                                "mb_per_s": nbytes / secs / 1e6})
+            log("tms (limit %s): %.2f s, %.1f MB/s, helper peak RSS %s MB"
+                % (limit, secs, nbytes / secs / 1e6, peak))
+        pg.destroy()
+        pg = None
+        if lock is not None:
+            lock.close()
+            lock = None
+        print(json.dumps(out, indent=1))
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(out, f, indent=1)
+    finally:
+        signal.alarm(0)
+        if cat:
+            cat.stop()
+        for c in (pg, catpg):
+            if c:
+                c.destroy()
+        if lock is not None:
+            lock.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+/*-------------------------------------------------------------------------
+ *
+ * tms_compactor.c
+ *	  The compaction helper: a program a tms worker starts for one
+ *	  compaction job and talks to through pipes (stdin: the worker's
+ *	  lines; stdout: its answers; stderr: diagnostics the worker keeps for
+ *	  last_error).  src/iceberg/compact_wire.h is the protocol.
+ *
+ *	  tms_compactor <parent pid>
+ *
+ * Life: it dies with its parent (PR_SET_PDEATHSIG, and a parent pid that
+ * is not the one it was given means the parent is already gone); reads
+ * the hello (storage, memory limit, threads, temporary directory), opens
+ * an in-memory DuckDB database capped by them (spilling below the
+ * temporary directory; with less than 48 MB a thread, fewer threads),
+ * answers ready, then rewrites one group per group
+ * line until its input ends.  Any failure is an error line and exit
+ * status 1: the worker fails the job, never itself.  A heartbeat thread
+ * sends a progress line every half second while a group runs, so that a
+ * silent helper can be told from a busy one.
+ *
+ * Nothing here trusts its own input beyond the worker's word: the lines
+ * are parsed by the protocol's decoders; output paths are the worker's
+ * directory and prefix with a number.
+ *
+ * src/compactor/tms_compactor.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "compactor/compactor.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* the memory a DuckDB thread of the rewrite needs, about */
+#define PER_THREAD_MEMORY ((int64_t) 48 * 1024 * 1024)
+
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static int	hb_group = -1;		/* the group running, -1: none */
+static int64_t hb_done;
+
+/* Write all of buf to fd; exit when the worker is gone. */
+static void
+write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0)
+	{
+		ssize_t		n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(3);			/* the worker closed the pipe: it is gone */
+		buf += n;
+		len -= (size_t) n;
+	}
+}
+
+void
+helper_send(char *line)
+{
+	if (line == NULL)
+	{
+		static const char oom[] = "{\"type\":\"error\",\"message\":\"out of memory\"}\n";
+
+		pthread_mutex_lock(&out_lock);
+		write_all(STDOUT_FILENO, oom, sizeof(oom) - 1);
+		pthread_mutex_unlock(&out_lock);
+		_exit(1);
+	}
+	pthread_mutex_lock(&out_lock);
+	write_all(STDOUT_FILENO, line, strlen(line));
+	write_all(STDOUT_FILENO, "\n", 1);
+	pthread_mutex_unlock(&out_lock);
+	free(line);
+}
+
+void
+helper_progress(int group, int64_t done)
+{
+	pthread_mutex_lock(&out_lock);
+	hb_group = group;
+	hb_done = done;
+	pthread_mutex_unlock(&out_lock);
+}
+
+int64_t
+helper_peak_rss(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (int64_t) ru.ru_maxrss * 1024;
+}
+
+static void *
+heartbeat(void *arg)
+{
+	(void) arg;
+	for (;;)
+	{
+		struct timespec ts = {0, 500 * 1000 * 1000};
+		int			g;
+		int64_t		done;
+
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&out_lock);
+		g = hb_group;
+		done = hb_done;
+		pthread_mutex_unlock(&out_lock);
+		if (g >= 0)
+			helper_send(iceberg_compact_progress_json(g, done));
+	}
+	return NULL;
+}
+
+static void
+fail(int group, const char *msg)
+{
+	helper_send(iceberg_compact_error_json(group < 0 ? 0 : group, msg));
+	exit(1);
+}
+
+/* One line of stdin (without its newline), or NULL at the end. */
+static char *
+read_line(size_t *len)
+{
+	static char *buf = NULL;
+	static size_t cap = 0;
+	ssize_t		n;
+
+	errno = 0;
+	n = getline(&buf, &cap, stdin);
+	if (n < 0)
+	{
+		if (errno != 0)
+			fail(-1, "cannot read from the worker");
+		return NULL;
+	}
+	if ((size_t) n > ICEBERG_COMPACT_MAX_LINE)
+		fail(-1, "a line from the worker is too long");
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	*len = (size_t) n;
+	return buf;
+}
+
+/* Open DuckDB as the hello says. */
+static void
+open_duckdb(Helper *h)
+{
+	duckdb_config cfg;
+	char	   *err = NULL;
+	char		val[64];
+	char		spill[4200];
+	const char *version = duckdb_library_version();
+
+	if (version == NULL || strncmp(version, "v1.", 3) != 0)
+		fail(-1, "libduckdb is not of DuckDB 1.x");
+	snprintf(spill, sizeof(spill), "%s/duckdb", h->temp_directory);
+	if (duckdb_create_config(&cfg) != DuckDBSuccess)
+		fail(-1, "cannot configure DuckDB");
+	snprintf(val, sizeof(val), "%lldB", (long long) h->memory_limit);
+	if (duckdb_set_config(cfg, "memory_limit", val) != DuckDBSuccess)
+		fail(-1, "DuckDB refused memory_limit");
+	/*
+	 * Each thread of a COPY buffers the row groups it reads and writes:
+	 * below about 48 MB a thread, fewer threads (at least one) keep the
+	 * rewrite within the limit instead of failing it.
+	 */
+	if (h->threads > 1 && h->memory_limit / h->threads < PER_THREAD_MEMORY)
+		h->threads = h->memory_limit / PER_THREAD_MEMORY > 1 ?
+			(int) (h->memory_limit / PER_THREAD_MEMORY) : 1;
+	snprintf(val, sizeof(val), "%d", h->threads);
+	if (duckdb_set_config(cfg, "threads", val) != DuckDBSuccess ||
+		duckdb_set_config(cfg, "temp_directory", spill) != DuckDBSuccess ||
+		duckdb_set_config(cfg, "preserve_insertion_order", "false") != DuckDBSuccess ||
+		duckdb_set_config(cfg, "autoinstall_known_extensions", "false") != DuckDBSuccess ||
+		duckdb_set_config(cfg, "autoload_known_extensions", "false") != DuckDBSuccess)
+		fail(-1, "DuckDB refused its configuration");
+	if (duckdb_open_ext(NULL, &h->db, cfg, &err) != DuckDBSuccess)
+	{
+		char		msg[600];
+
+		snprintf(msg, sizeof(msg), "cannot open DuckDB: %.500s", err ? err : "unknown error");
+		fail(-1, msg);
+	}
+	duckdb_destroy_config(&cfg);
+	if (duckdb_connect(h->db, &h->con) != DuckDBSuccess)
+		fail(-1, "cannot connect to DuckDB");
+}
+
+int
+main(int argc, char **argv)
+{
+	Helper		h;
+	IcebergCompactHello hello;
+	IoStorageConfig cfg;
+	IcebergError err;
+	IoError		ioerr;
+	pthread_t	hb;
+	char	   *line;
+	size_t		len;
+	struct stat sb;
+
+	/* die with the worker; a parent other than the one named is gone already */
+	if (argc != 2)
+	{
+		fprintf(stderr, "usage: tms_compactor <parent pid>\n"
+				"(started by a tms worker for a compaction job; it speaks the protocol of src/iceberg/compact_wire.h on stdin and stdout)\n");
+		return 2;
+	}
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != (pid_t) atol(argv[1]))
+		return 3;
+	signal(SIGPIPE, SIG_IGN);
+	io_init();
+	memset(&h, 0, sizeof(h));
+
+	line = read_line(&len);
+	if (line == NULL)
+		return 0;
+	if (!iceberg_compact_hello_parse(line, len, &hello, &err))
+	{
+		char		msg[600];
+
+		snprintf(msg, sizeof(msg), "%s", err.message);
+		fail(-1, msg);
+	}
+	memset(line, 0, len);		/* the credentials */
+	if (stat(hello.temp_directory, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		fail(-1, "the temporary directory does not exist");
+	h.temp_directory = hello.temp_directory;
+	h.memory_limit = hello.memory_limit;
+	h.threads = hello.threads;
+	iceberg_compact_hello_storage(&hello, &cfg);
+	h.storage = io_storage_create(&cfg, &ioerr);
+	if (h.storage == NULL)
+		fail(-1, ioerr.message);
+	open_duckdb(&h);
+	if (pthread_create(&hb, NULL, heartbeat, NULL) != 0)
+		fail(-1, "cannot start the heartbeat thread");
+	helper_send(iceberg_compact_ready_json(duckdb_library_version()));
+
+	while ((line = read_line(&len)) != NULL)
+	{
+		IcebergCompactJob *job;
+		char		msg[2048];
+
+		if (!iceberg_compact_job_parse(line, len, &job, &err))
+		{
+			snprintf(msg, sizeof(msg), "%s", err.message);
+			fail(-1, msg);
+		}
+		helper_progress(job->group, 0);
+		if (!helper_rewrite_group(&h, job, msg, sizeof(msg)))
+			fail(job->group, msg);
+		helper_progress(-1, 0);
+		iceberg_compact_job_free(job);
+	}
+	duckdb_disconnect(&h.con);
+	duckdb_close(&h.db);
+	io_storage_free(h.storage);
+	iceberg_compact_hello_free(&hello);
+	return 0;
+}

@@ -1,0 +1,875 @@
+/*-------------------------------------------------------------------------
+ *
+ * maint_compact.c
+ *	  compaction on engine "local": Iceberg's bin-pack rewrite of a table's
+ *	  data files, run by tms itself, one commit per file group.
+ *
+ * The plan is src/iceberg/compact.h's (the groups, their delete files,
+ * the output file counts); tms.plan_operation shows it.  A run then, group
+ * after group:
+ *	 write		the compaction helper (compactor.c: a process of its own
+ *				running DuckDB, capped by tms.compaction_memory_limit and
+ *				tms.compaction_threads, spilling to its temporary
+ *				directory) reads the group's data files, applies their
+ *				deletes, writes the Parquet files and uploads them through
+ *				tms's storage; the worker checks every file it announces
+ *				(its name is one the worker gave, its object exists with
+ *				the size announced, the rows add up);
+ *	 commit		the group's "replace" snapshot is built on the table as it
+ *				is now (iceberg_compact_commit_write: the rewritten files
+ *				must still be live and no position delete file may have
+ *				come to their partition since the plan) and committed with
+ *				maint.c's protocol (requirements, phase "commit" recorded
+ *				first).  A conflict (409) reloads the table and builds the
+ *				commit again on it; a group that no longer fits the table
+ *				is given up (its files deleted) and the run goes on with
+ *				the next;
+ *	 record		once landed, the job's counts grow by the group's in the
+ *				same short step that leaves phase "cleanup" (so a resumed
+ *				job counts a landed group once).
+ * Nothing is deleted from the table's files: the rewritten data files and
+ * removed delete files stay reachable from earlier snapshots until
+ * snapshot expiry.  What a failed attempt wrote (data files, manifests)
+ * is deleted once the commit certainly failed; after an unknown outcome
+ * it stays (orphan cleanup removes it once old).
+ *
+ * The helper is stopped in every case (PG_FINALLY): a cancel, a lost
+ * lease, an error or the end of the job kill it and remove its directory.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "bridge/catalog.h"
+#include "bridge/errors.h"
+#include "iceberg/commit.h"
+#include "iceberg/compact.h"
+#include "iceberg/compact_wire.h"
+#include "ops/compactor.h"
+#include "ops/maint_int.h"
+#include "ops/ops.h"
+#include "sched/lease.h"
+
+void
+tms_compact_init(void)
+{
+	DefineCustomIntVariable("tms.compaction_memory_limit",
+							gettext_noop("Memory the compaction helper's DuckDB may use; beyond it, it spills to disk."),
+							NULL,
+							&tms_compaction_memory_limit_mb,
+							1024, 64, INT_MAX / 2,
+							PGC_SIGHUP, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.compaction_threads",
+							gettext_noop("Threads the compaction helper's DuckDB may use."),
+							NULL,
+							&tms_compaction_threads,
+							2, 1, 64,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("tms.compaction_temp_directory",
+							   gettext_noop("Where the compaction helper downloads its input and spills (empty: the database's pgsql_tmp)."),
+							   NULL,
+							   &tms_compaction_temp_directory,
+							   "",
+							   PGC_SIGHUP, 0, NULL, NULL, NULL);
+}
+
+/* ----------------------------------------------------------------
+ * Writing through storage, from the plain-C layer
+ * ----------------------------------------------------------------
+ */
+
+/* The IcebergWriter of the run (the same rule as the manifest rewrite's). */
+static int
+write_file(void *arg, const char *path, const void *data, size_t len, IoError *err)
+{
+	MaintRun   *run = arg;
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile int rc = -1;
+
+	PG_TRY();
+	{
+		char	   *c = tms_location_canonical(run->conn->server, path, NULL);
+
+		if (c == NULL || !io_location_under(c, run->location) ||
+			!tms_location_allowed(run->conn->server, c))
+		{
+			memset(err, 0, sizeof(*err));
+			err->code = IO_ERR_FORBIDDEN;
+			snprintf(err->message, sizeof(err->message),
+					 "refused to write \"%s\": not below the table location and an allowed location",
+					 path);
+		}
+		else
+			rc = io_storage_write(run->storage, c, data, len, err);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		memset(err, 0, sizeof(*err));
+		err->code = IO_ERR_OUT_OF_MEMORY;
+		snprintf(err->message, sizeof(err->message), "out of memory");
+		rc = -1;
+	}
+	PG_END_TRY();
+	return rc;
+}
+
+/* ----------------------------------------------------------------
+ * Options
+ * ----------------------------------------------------------------
+ */
+
+static void
+fill_options(MaintRun *run, IcebergCompactOptions *o, const IcebergPartitionFilter *where)
+{
+	memset(o, 0, sizeof(*o));
+	o->target_file_size_bytes = run->opt.target_file_size_bytes;
+	o->min_file_size_bytes = run->opt.min_file_size_bytes;
+	o->max_file_size_bytes = run->opt.max_file_size_bytes;
+	o->min_input_files = run->opt.min_input_files;
+	o->max_file_group_size_bytes = run->opt.max_file_group_size_bytes;
+	o->rewrite_all = run->opt.rewrite_all;
+	o->delete_file_threshold = run->opt.delete_file_threshold;
+	o->delete_ratio_threshold = run->opt.delete_ratio_threshold;
+	o->where = where;
+}
+
+/* The bound where filter (NULL: none); false with run->result set. */
+static bool
+bind_where(MaintRun *run, IcebergPartitionFilter **out)
+{
+	IcebergError err;
+
+	*out = NULL;
+	if (run->opt.where == NULL)
+		return true;
+	if (!iceberg_partition_filter_parse(run->opt.where, out, &err) ||
+		!iceberg_partition_filter_bind(*out, run->md, &err))
+	{
+		iceberg_partition_filter_free(*out);
+		*out = NULL;
+		maint_fail(run, MAINT_TERMINAL, "invalid option \"where\": %s%s%s", err.message,
+				   err.detail[0] ? ": " : "", err.detail);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * tms.run_operation: the where filter's names and literals against the
+ * table just loaded, and the options' relations, before a job is recorded.
+ */
+void
+maint_compact_check_table(MaintRun *run)
+{
+	IcebergPartitionFilter *f = NULL;
+	IcebergError err;
+	IcebergSchema *schema = NULL;
+
+	if (run->opt.where != NULL)
+	{
+		if (!iceberg_partition_filter_parse(run->opt.where, &f, &err) ||
+			!iceberg_partition_filter_bind(f, run->md, &err))
+		{
+			iceberg_partition_filter_free(f);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid option \"where\" of operation \"compaction\""),
+					 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail)));
+		}
+		iceberg_partition_filter_free(f);
+	}
+	if (!iceberg_schema_parse(run->md->current_schema_json, &schema, &err))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot read the schema of table \"%s.%s\"", run->ns, run->table),
+				 errdetail("%s", err.message)));
+	iceberg_schema_free(schema);
+}
+
+/* ----------------------------------------------------------------
+ * The plan as rows
+ * ----------------------------------------------------------------
+ */
+
+static char *
+reasons_json(unsigned r)
+{
+	StringInfoData b;
+	static const struct
+	{
+		unsigned	bit;
+		const char *name;
+	}			names[] = {
+		{ICEBERG_COMPACT_ENOUGH_INPUTS, "enough-input-files"},
+		{ICEBERG_COMPACT_ENOUGH_CONTENT, "enough-content"},
+		{ICEBERG_COMPACT_TOO_MUCH_CONTENT, "too-much-content"},
+		{ICEBERG_COMPACT_DELETES, "delete-file-threshold"},
+		{ICEBERG_COMPACT_DELETE_RATIO, "delete-ratio-threshold"},
+	};
+	bool		first = true;
+
+	initStringInfo(&b);
+	appendStringInfoChar(&b, '[');
+	for (int i = 0; i < (int) lengthof(names); i++)
+		if (r & names[i].bit)
+		{
+			appendStringInfo(&b, "%s\"%s\"", first ? "" : ", ", names[i].name);
+			first = false;
+		}
+	appendStringInfoChar(&b, ']');
+	return b.data;
+}
+
+static void
+emit_plan(MaintRun *run, const IcebergCompactPlan *p)
+{
+	int64		files = 0,
+				bytes = 0,
+				outputs = 0;
+
+	for (int g = 0; g < p->ngroups; g++)
+	{
+		const IcebergCompactGroup *gr = &p->groups[g];
+		int			npos = 0,
+					neq = 0;
+
+		for (int i = 0; i < gr->ndeletes; i++)
+		{
+			if (p->deletes[gr->deletes[i]].content == ICEBERG_CONTENT_POSITION_DELETES)
+				npos++;
+			else
+				neq++;
+		}
+		for (int i = gr->first; i < gr->first + gr->nfiles; i++)
+			maint_emit(run, "rewrite-file", p->files[i].path,
+					   psprintf("{\"group\": %d, \"size\": " INT64_FORMAT ", \"records\": " INT64_FORMAT
+								", \"deletes\": %d}",
+								g, p->files[i].size, p->files[i].records, p->files[i].ndeletes));
+		maint_emit(run, "rewrite-group", psprintf("group %d", g),
+				   psprintf("{\"spec_id\": %d, \"partition\": %s, \"files\": %d, \"bytes\": " INT64_FORMAT
+							", \"records\": " INT64_FORMAT ", \"output_files\": %d"
+							", \"position_delete_files\": %d, \"equality_delete_files\": %d"
+							", \"reasons\": %s}",
+							gr->spec_id, gr->partition, gr->nfiles, gr->bytes, gr->records,
+							gr->expected_outputs, npos, neq, reasons_json(gr->reasons)));
+		files += gr->nfiles;
+		bytes += gr->bytes;
+		outputs += gr->expected_outputs;
+	}
+	/* the delete files the groups' commits remove, all of them committed */
+	for (int d = 0; d < p->ndeletes; d++)
+	{
+		const IcebergCompactDelete *x = &p->deletes[d];
+		int64		covered = 0;
+
+		for (int k = 0; k < x->ngroups; k++)
+			covered += x->group_files[k];
+		if (x->applies > 0 && covered == x->applies)
+			maint_emit(run, "remove-delete-file", x->path,
+					   psprintf("{\"kind\": \"%s\", \"size\": " INT64_FORMAT ", \"records\": " INT64_FORMAT "}",
+								x->content == ICEBERG_CONTENT_POSITION_DELETES ?
+								"position-deletes" : "equality-deletes", x->size, x->records));
+	}
+	maint_emit(run, "summary", "compaction",
+			   psprintf("{\"data_files\": " INT64_FORMAT ", \"data_bytes\": " INT64_FORMAT
+						", \"filtered_out\": " INT64_FORMAT ", \"candidates\": " INT64_FORMAT
+						", \"groups\": %d, \"files_rewritten\": " INT64_FORMAT
+						", \"bytes_rewritten\": " INT64_FORMAT ", \"files_written\": " INT64_FORMAT
+						", \"delete_files\": %d, \"target_file_size_bytes\": " INT64_FORMAT
+						", \"min_file_size_bytes\": " INT64_FORMAT ", \"max_file_size_bytes\": " INT64_FORMAT
+						", \"min_input_files\": %d, \"max_file_group_size_bytes\": " INT64_FORMAT
+						", \"commits\": %d, \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
+						p->data_files, p->data_bytes, p->filtered_out, p->candidates,
+						p->ngroups, files, bytes, outputs, p->ndeletes, p->target_file_size_bytes,
+						p->min_file_size_bytes, p->max_file_size_bytes, p->min_input_files,
+						p->max_file_group_size_bytes, p->ngroups, p->base_snapshot_id));
+}
+
+/* ----------------------------------------------------------------
+ * Recording a landed group
+ * ----------------------------------------------------------------
+ */
+
+typedef struct CountStep
+{
+	MaintRun   *run;
+	int64		rewritten;
+	int64		added;
+	int64		bytes;
+	int64		deletes_removed;
+	bool		written;
+} CountStep;
+
+static void
+step_counts(void *arg)
+{
+	CountStep  *s = arg;
+	MaintRun   *run = s->run;
+	Oid			types[7] = {INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID};
+	Datum		args[7];
+	int			rc;
+
+	args[0] = Int64GetDatum(run->job_id);
+	args[1] = CStringGetTextDatum(run->task->instance);
+	args[2] = Int64GetDatum(run->task->version);
+	args[3] = Int64GetDatum(s->rewritten);
+	args[4] = Int64GetDatum(s->added);
+	args[5] = Int64GetDatum(s->bytes);
+	args[6] = Int64GetDatum(s->deletes_removed);
+	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
+							   "   SET data_files_rewritten = data_files_rewritten + $4,"
+							   "       data_files_added = data_files_added + $5,"
+							   "       bytes_rewritten = bytes_rewritten + $6,"
+							   "       delete_files_rewritten = delete_files_rewritten + $7,"
+							   "       phase = 'start', commit_state = NULL"
+							   " WHERE id = $1 AND state = 'running' AND phase = 'cleanup' AND" LEASE_HELD,
+							   7, types, args, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the counts of a compaction: %s", SPI_result_code_string(rc));
+	s->written = SPI_processed == 1;
+}
+
+/* Add a landed group's counts (once: only from phase cleanup). */
+static bool
+record_counts(MaintRun *run, int64 rewritten, int64 added, int64 bytes, int64 deletes)
+{
+	CountStep	s = {run, rewritten, added, bytes, deletes, false};
+
+	run->data_files_rewritten += rewritten;
+	run->data_files_added += added;
+	run->bytes_rewritten += bytes;
+	run->delete_files_rewritten += deletes;
+	if (run->dry_run)
+		return true;
+	sched_owner_step(step_counts, &s);
+	if (!s.written && sched_lease_lost())
+	{
+		run->result = MAINT_LEASE_LOST;
+		return false;
+	}
+	run->phase = pstrdup("start");
+	run->commit_state = NULL;
+	return true;
+}
+
+/* ----------------------------------------------------------------
+ * One group
+ * ----------------------------------------------------------------
+ */
+
+typedef struct CompactLanded
+{
+	int64		snapshot_id;
+} CompactLanded;
+
+static bool
+compact_landed(void *arg, const IcebergTableMetadata *md)
+{
+	return iceberg_metadata_snapshot(md, ((CompactLanded *) arg)->snapshot_id) != NULL;
+}
+
+static char *
+commit_state_json(int g, const IcebergCompactCommit *res, char **outputs, int noutputs)
+{
+	StringInfoData b;
+	bool		first = true;
+
+	initStringInfo(&b);
+	appendStringInfo(&b, "{\"operation\": \"compaction\", \"group\": %d, \"snapshot_id\": " INT64_FORMAT
+					 ", \"base_snapshot\": " INT64_FORMAT
+					 ", \"data_files_rewritten\": " INT64_FORMAT
+					 ", \"data_files_added\": " INT64_FORMAT
+					 ", \"bytes_rewritten\": " INT64_FORMAT
+					 ", \"delete_files_removed\": " INT64_FORMAT ", \"written\": [",
+					 g, res->snapshot.snapshot_id, res->snapshot.parent_snapshot_id,
+					 res->data_files_rewritten, res->data_files_added, res->bytes_rewritten,
+					 res->delete_files_removed);
+	for (int i = 0; i < noutputs; i++, first = false)
+	{
+		appendStringInfoString(&b, first ? "" : ", ");
+		escape_json(&b, outputs[i]);
+	}
+	for (int i = 0; i < res->nwritten; i++, first = false)
+	{
+		appendStringInfoString(&b, first ? "" : ", ");
+		escape_json(&b, res->written[i]);
+	}
+	appendStringInfoString(&b, "]}");
+	return b.data;
+}
+
+/*
+ * The files the helper announced for group g, checked: a name the worker
+ * gave (dir + prefix + "-NNNNN.parquet", NNNNN below the group's output
+ * count, each once), an object that exists with the size announced.
+ */
+static bool
+check_output(MaintRun *run, const IcebergCompactOutput *o, const char *dir, const char *prefix,
+			 int files, bool *seen)
+{
+	size_t		dl = strlen(dir);
+	size_t		pl = strlen(prefix);
+	const char *p = o->path;
+	int			n = -1;
+	char		tail[32];
+	char	   *c;
+	uint64		size;
+	IoError		err;
+
+	if (strncmp(p, dir, dl) != 0 || strncmp(p + dl, prefix, pl) != 0 ||
+		sscanf(p + dl + pl, "-%5d.parquet%1s", &n, tail) != 1 || n < 0 || n >= files ||
+		strlen(p + dl + pl) != strlen("-00000.parquet") || seen[n])
+	{
+		maint_fail(run, MAINT_TRANSIENT,
+				   "the compaction helper announced a file it was not asked to write: \"%s\"", p);
+		return false;
+	}
+	seen[n] = true;
+	c = tms_location_canonical(run->conn->server, p, NULL);
+	if (c == NULL || io_storage_size(run->storage, c, &size, &err) != 0 || (int64) size != o->size)
+	{
+		maint_fail(run, MAINT_TRANSIENT,
+				   "the file the compaction helper wrote, \"%s\", is not in storage as announced", p);
+		return false;
+	}
+	return true;
+}
+
+typedef enum GroupOutcome
+{
+	GROUP_COMMITTED,
+	GROUP_GIVEN_UP,
+	GROUP_FAILED
+} GroupOutcome;
+
+/* Have the helper write group g; outputs into *out. */
+static bool
+write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
+			const IcebergCompactJobMetric *metrics, int nmetrics, const IcebergSchema *schema,
+			TimestampTz deadline, IcebergCompactOutput **out, int *nout, char ***paths,
+			int64 *peak_rss)
+{
+	const IcebergCompactGroup *gr = &p->groups[g];
+	IcebergError err;
+	char	   *dir;
+	char	   *upload_dir;
+	const char **input_uris;
+	const char **delete_uris;
+	char	   *prefix;
+	char	   *line;
+	char		uuid[40];
+	bool	   *seen = palloc0(sizeof(bool) * (gr->expected_outputs + 1));
+	int64		records = 0;
+	const char *codec = iceberg_metadata_property(run->md, "write.parquet.compression-codec");
+	const char *level = iceberg_metadata_property(run->md, "write.parquet.compression-level");
+	bool		sent;
+
+	*out = palloc0(sizeof(IcebergCompactOutput) * (gr->expected_outputs + 1));
+	*paths = palloc0(sizeof(char *) * (gr->expected_outputs + 1));
+	*nout = 0;
+	dir = iceberg_compact_output_dir(run->md, schema, p, g, &err);
+	if (dir == NULL)
+	{
+		maint_fail_iceberg(run, "cannot name the files of the compaction", &err);
+		return false;
+	}
+	/* the rule of every write of tms: below the table location and an allowed location */
+	upload_dir = tms_location_canonical(run->conn->server, dir, NULL);
+	if (upload_dir == NULL || !io_location_under(upload_dir, run->location) ||
+		!tms_location_allowed(run->conn->server, upload_dir))
+	{
+		maint_fail(run, MAINT_TERMINAL,
+				   "the data location \"%s\" is not below the table location and an allowed location",
+				   dir);
+		free(dir);
+		return false;
+	}
+	upload_dir = psprintf("%s/", upload_dir);
+	/* where storage reads each file (relative paths resolved, as the FileIO does) */
+	input_uris = palloc(sizeof(char *) * (gr->nfiles + 1));
+	delete_uris = palloc(sizeof(char *) * (gr->ndeletes + 1));
+	for (int i = 0; i < gr->nfiles + gr->ndeletes; i++)
+	{
+		const char *pth = i < gr->nfiles ? p->files[gr->first + i].path :
+			p->deletes[gr->deletes[i - gr->nfiles]].path;
+		char	   *c = tms_location_canonical(run->conn->server, pth, NULL);
+
+		if (c == NULL)
+		{
+			maint_fail(run, MAINT_TERMINAL, "the location of \"%s\" cannot be resolved", pth);
+			free(dir);
+			return false;
+		}
+		if (i < gr->nfiles)
+			input_uris[i] = c;
+		else
+			delete_uris[i - gr->nfiles] = c;
+	}
+	{
+		uint8		b[16];
+
+		if (!pg_strong_random(b, sizeof(b)))
+		{
+			free(dir);
+			maint_fail(run, MAINT_TRANSIENT, "no random source to name the files of the compaction");
+			return false;
+		}
+		b[6] = (b[6] & 0x0f) | 0x40;
+		b[8] = (b[8] & 0x3f) | 0x80;
+		snprintf(uuid, sizeof(uuid),
+				 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+				 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+				 b[12], b[13], b[14], b[15]);
+	}
+	prefix = psprintf("%05d-%d-%s", g, run->attempts, uuid);
+	line = iceberg_compact_job_json(run->md, p, g, metrics, nmetrics, input_uris, delete_uris,
+									dir, upload_dir, prefix, codec ? codec : "zstd",
+									level ? atoi(level) : -1, &err);
+	if (line == NULL)
+	{
+		free(dir);
+		maint_fail_iceberg(run, "cannot describe the compaction group", &err);
+		return false;
+	}
+	sent = compactor_send(helper, run, line);
+	free(line);
+	for (; sent;)
+	{
+		IcebergCompactMessage m;
+
+		if (!compactor_next(helper, run, deadline, &m))
+			break;
+		if (m.group != g && m.type != ICEBERG_MSG_ERROR)
+		{
+			iceberg_compact_message_free(&m);
+			maint_fail(run, MAINT_TRANSIENT, "the compaction helper answered for another group");
+			break;
+		}
+		if (m.type == ICEBERG_MSG_ERROR)
+		{
+			maint_fail(run, MAINT_TRANSIENT, "the compaction helper failed: %s", m.message);
+			iceberg_compact_message_free(&m);
+			break;
+		}
+		if (m.type == ICEBERG_MSG_FILE)
+		{
+			/* known to be written from here on, whatever follows */
+			(*paths)[*nout] = pstrdup(m.file.path);
+			if (*nout >= gr->expected_outputs ||
+				!check_output(run, &m.file, dir, prefix, gr->expected_outputs, seen))
+			{
+				if (run->result == MAINT_OK)
+					maint_fail(run, MAINT_TRANSIENT, "the compaction helper wrote more files than asked");
+				(*nout)++;
+				iceberg_compact_message_free(&m);
+				break;
+			}
+			records += m.file.records;
+			(*out)[(*nout)++] = m.file;
+			memset(&m.file, 0, sizeof(m.file));
+			iceberg_compact_message_free(&m);
+			continue;
+		}
+		if (m.type == ICEBERG_MSG_DONE)
+		{
+			bool		consistent = m.files == *nout && m.rows_out == records &&
+				m.rows_in == gr->records && m.rows_in - m.rows_deleted == m.rows_out;
+
+			*peak_rss = Max(*peak_rss, m.peak_rss);
+
+			iceberg_compact_message_free(&m);
+			/* no file at all only when the deletes took every row */
+			if (!consistent || (*nout == 0) != (records == 0))
+				maint_fail(run, MAINT_TRANSIENT,
+						   "the compaction helper's counts of group %d do not add up", g);
+			free(dir);
+			return run->result == MAINT_OK;
+		}
+		iceberg_compact_message_free(&m);
+		maint_fail(run, MAINT_TRANSIENT, "the compaction helper sent an unexpected message");
+		break;
+	}
+	free(dir);
+	if (run->result == MAINT_OK)
+		maint_fail(run, MAINT_TRANSIENT, "the compaction of group %d did not finish", g);
+	return false;
+}
+
+/*
+ * One attempt at group g's commit on run->md: MAINT_COMMIT_RETRY with
+ * *written false when the group no longer fits the table (given up).
+ */
+static MaintCommitOutcome
+commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput *outputs,
+			   int noutputs, char **paths, bool *written_out)
+{
+	IcebergWriter w = {run, write_file};
+	IcebergCompactCommit res;
+	IcebergError err;
+	int64		id = iceberg_new_snapshot_id(run->md);
+	char	   *volatile body = NULL;
+	volatile MaintCommitOutcome outcome = MAINT_COMMIT_FAILED;
+	volatile bool written = false;
+	CompactLanded landed = {id};
+
+	memset(&res, 0, sizeof(res));
+	PG_TRY();
+	{
+		run->in_callback = true;
+		written = iceberg_compact_commit_write(&run->fio, &w, run->md, p, g, outputs, noutputs,
+											   id, &res, &err);
+		run->in_callback = false;
+		CHECK_FOR_INTERRUPTS();
+		if (!written)
+		{
+			maint_delete_written(run, res.written, res.nwritten);
+			if (err.code == ICEBERG_ERR_CONFLICT || err.code == ICEBERG_ERR_UNSUPPORTED)
+			{
+				ereport(LOG,
+						(errmsg("maintenance job " INT64_FORMAT ": compaction group %d given up: %s",
+								run->job_id, g, tms_iceberg_error_text(&err))));
+				outcome = MAINT_COMMIT_RETRY;
+			}
+			else
+				maint_fail_iceberg(run, "cannot write the manifests of the compaction", &err);
+		}
+		else if ((body = iceberg_commit_snapshot(run->md->table_uuid, "main",
+												 &res.snapshot, &err)) == NULL)
+		{
+			maint_delete_written(run, res.written, res.nwritten);
+			maint_fail(run, MAINT_TERMINAL, "cannot build the commit: %s", err.message);
+		}
+		else
+		{
+			outcome = maint_commit(run, body, commit_state_json(g, &res, paths, noutputs),
+								   res.written, res.nwritten, res.snapshot.parent_snapshot_id,
+								   compact_landed, &landed);
+			if (outcome == MAINT_COMMIT_LANDED)
+			{
+				IcebergError cerr;
+
+				run->after_snapshot_id = id;
+				if (!iceberg_compact_committed(p, g, &res, &cerr))
+					maint_fail_iceberg(run, "cannot follow the compaction's commit", &cerr);
+				else
+					(void) record_counts(run, res.data_files_rewritten, res.data_files_added,
+										 res.bytes_rewritten, res.delete_files_removed);
+			}
+		}
+	}
+	PG_FINALLY();
+	{
+		run->in_callback = false;
+		free(body);
+		iceberg_compact_commit_free(&res);
+	}
+	PG_END_TRY();
+	*written_out = written;
+	return outcome;
+}
+
+/* Build and commit group g's snapshot; retries conflicts on the reloaded table. */
+static GroupOutcome
+commit_group(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput *outputs,
+			 int noutputs, char **paths)
+{
+	for (int retry = 1;; retry++)
+	{
+		bool		written;
+		MaintCommitOutcome outcome = commit_attempt(run, p, g, outputs, noutputs, paths, &written);
+
+		if (outcome == MAINT_COMMIT_LANDED)
+			return run->result == MAINT_OK ? GROUP_COMMITTED : GROUP_FAILED;
+		if (outcome == MAINT_COMMIT_FAILED || run->result != MAINT_OK)
+		{
+			/* certainly not landed (phase back at start): its data files go too */
+			if (run->phase != NULL && strcmp(run->phase, "start") == 0 &&
+				run->result != MAINT_LEASE_LOST)
+				maint_delete_written(run, paths, noutputs);
+			return GROUP_FAILED;
+		}
+		if (!written)
+		{
+			/* the group no longer fits the table */
+			maint_delete_written(run, paths, noutputs);
+			return GROUP_GIVEN_UP;
+		}
+		/* a conflict: look at the table again */
+		if (!maint_commit_retry_allowed(run, retry) || !maint_load(run))
+		{
+			maint_delete_written(run, paths, noutputs);
+			return GROUP_FAILED;
+		}
+	}
+}
+
+/* ----------------------------------------------------------------
+ * The run
+ * ----------------------------------------------------------------
+ */
+
+void
+maint_run_compact(MaintRun *run)
+{
+	IcebergCompactPlan *volatile plan = NULL;
+	IcebergPartitionFilter *volatile where = NULL;
+	IcebergSchema *volatile schema = NULL;
+	IcebergCompactJobMetric *volatile metrics = NULL;
+	Compactor  *volatile helper = NULL;
+	IcebergCompactOptions o;
+	IcebergError err;
+	IoStorageConfig cfg;
+	TimestampTz deadline;
+	volatile int given_up = 0;
+	int64	   *peak_rss = palloc0(sizeof(int64));	/* the helper's, over the groups */
+
+	if (!bind_where(run, (IcebergPartitionFilter **) &where))
+		return;
+	fill_options(run, &o, where);
+	PG_TRY();
+	{
+		if (!iceberg_compact_plan(&run->fio, run->md, &o, (IcebergCompactPlan **) &plan, &err))
+		{
+			if (err.code == ICEBERG_ERR_UNSUPPORTED)
+				maint_fail(run, MAINT_SKIPPED, "%s", tms_iceberg_error_text(&err));
+			else if (err.code == ICEBERG_ERR_INVALID_ARGUMENT)
+				maint_fail(run, MAINT_TERMINAL, "%s", tms_iceberg_error_text(&err));
+			else
+				maint_fail_iceberg(run, "cannot plan the compaction", &err);
+		}
+		else
+			emit_plan(run, plan);
+		if (run->result == MAINT_OK && !run->dry_run && plan->ngroups > 0)
+		{
+			if (!iceberg_schema_parse(run->md->current_schema_json, (IcebergSchema **) &schema, &err) ||
+				!iceberg_compact_metrics_modes(run->md, schema, (IcebergCompactJobMetric **) &metrics, &err))
+				maint_fail_iceberg(run, "cannot read the table's schema", &err);
+		}
+		if (run->result == MAINT_OK && !run->dry_run && plan->ngroups > 0)
+		{
+			deadline = tms_engine_run_timeout_s > 0 ?
+				TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											(int64) tms_engine_run_timeout_s * 1000) : 0;
+			io_storage_config_get(run->storage, &cfg);
+			helper = compactor_start(run, &cfg);
+			for (int g = 0; helper != NULL && g < plan->ngroups && run->result == MAINT_OK; g++)
+			{
+				IcebergCompactOutput *outputs;
+				char	  **paths;
+				int			nout;
+				bool		ok;
+
+				if (!maint_check_now(run))
+					break;
+				ok = write_group(run, helper, plan, g, metrics, schema->ncolumns, schema,
+								 deadline, &outputs, &nout, &paths, peak_rss);
+				if (!ok)
+				{
+					/* what the helper announced goes, once it is stopped */
+					compactor_stop(helper);
+					helper = NULL;
+					if (run->result != MAINT_LEASE_LOST)
+						maint_delete_written(run, paths, nout);
+				}
+				else if (commit_group(run, plan, g, outputs, nout, paths) == GROUP_GIVEN_UP)
+					given_up++;
+				for (int i = 0; i < nout; i++)
+					iceberg_compact_output_free(&outputs[i]);
+			}
+			if (run->result == MAINT_OK)
+				ereport(LOG,
+						(errmsg("maintenance job " INT64_FORMAT ": compaction of %d groups, %d given up (the table changed under them); the helper's peak RSS was " INT64_FORMAT " MB, its memory limit %d MB",
+								run->job_id, plan->ngroups, given_up, *peak_rss / (1024 * 1024),
+								tms_compaction_memory_limit_mb)));
+		}
+	}
+	PG_FINALLY();
+	{
+		compactor_stop(helper);
+		free(metrics);
+		iceberg_schema_free(schema);
+		iceberg_compact_plan_free(plan);
+		iceberg_partition_filter_free(where);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * A job found in phase "commit" or "cleanup": the group's commit landed
+ * (its counts are added now, once) or not (main moved: what it wrote is
+ * deleted; main unchanged: kept, the outcome unknown); then the table is
+ * planned again, which leaves out the groups already compacted.
+ */
+void
+maint_resume_compact(MaintRun *run)
+{
+	Jsonb	   *cs = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(run->commit_state)));
+	JsonbValue *v;
+	CompactLanded landed;
+	int64		base = -1;
+	char	  **written = NULL;
+	int			nwritten = 0;
+
+#define NUM(key) ((v = getKeyJsonValueFromContainer(&cs->root, key, strlen(key), NULL)) != NULL && \
+				  v->type == jbvNumeric ? \
+				  DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric))) : -1)
+	landed.snapshot_id = NUM("snapshot_id");
+	base = NUM("base_snapshot");
+	if (landed.snapshot_id < 0)
+	{
+		maint_fail(run, MAINT_TERMINAL, "the job's commit state has no snapshot id");
+		return;
+	}
+	v = getKeyJsonValueFromContainer(&cs->root, "written", 7, NULL);
+	if (v && v->type == jbvBinary)
+	{
+		JsonbIterator *it = JsonbIteratorInit(v->val.binary.data);
+		JsonbValue	item;
+		JsonbIteratorToken tok;
+
+		written = palloc(sizeof(char *) * (JsonContainerSize(v->val.binary.data) + 1));
+		while ((tok = JsonbIteratorNext(&it, &item, true)) != WJB_DONE)
+			if (tok == WJB_ELEM && item.type == jbvString)
+				written[nwritten++] = pnstrdup(item.val.string.val, item.val.string.len);
+	}
+	if (!maint_load(run))
+		return;
+	if (strcmp(run->phase, "cleanup") == 0 || compact_landed(&landed, run->md))
+	{
+		int64		rewritten = NUM("data_files_rewritten");
+		int64		added = NUM("data_files_added");
+		int64		bytes = NUM("bytes_rewritten");
+		int64		deletes = NUM("delete_files_removed");
+
+		if (strcmp(run->phase, "cleanup") != 0 &&
+			!maint_record_phase(run, "cleanup", run->commit_state))
+			return;
+		run->after_snapshot_id = landed.snapshot_id;
+		if (!record_counts(run, Max(rewritten, 0), Max(added, 0), Max(bytes, 0), Max(deletes, 0)))
+			return;
+	}
+	else
+	{
+		const IcebergRef *r = iceberg_metadata_ref(run->md, "main");
+		int64		main_id = r ? r->snapshot_id : run->md->current_snapshot_id;
+
+		if (main_id != base)
+			maint_delete_written(run, written, nwritten);
+		if (!maint_record_phase(run, "start", NULL))
+			return;
+	}
+#undef NUM
+	maint_run_compact(run);
+}

@@ -1,0 +1,701 @@
+"""
+test_compaction_local.py -- compaction on engine 'local': tms plans
+Iceberg's bin-pack rewrite, its helper tms_compactor (DuckDB, a process of
+its own) rewrites the data files, and the worker commits one 'replace'
+snapshot per file group.
+
+Every expectation is checked independently of tms: the rows through icebird
+(the table's Parquet read by another implementation), the live files through
+the Python reader of test/opsworld.py, the plan against Iceberg's rules
+recomputed here, the snapshot through iceberg-js loading the table from the
+catalog:
+
+  - a synthetic table of small real Parquet files with position and
+    equality deletes, partitioned: icebird reads exactly the same rows,
+    the data-file count is what tms.plan_operation said, the deletes are
+    applied and their files no longer referenced, each group is its own
+    commit, the new files carry the schema's field ids and column bounds
+    (a reader prunes by them as before), the new entries carry the plan's
+    base sequence number;
+  - the real fixtures with position deletes (Spark, s3rver), equality
+    deletes (Iceberg Java; a group every row of which is deleted commits
+    no new file) and bucket/identity partitions keep their rows;
+  - a table whose partition spec evolved: each spec's files are rewritten
+    in their own spec;
+  - a table of 10,000 small files (one group per partition; with
+    TMS_SLOW_TESTS=1, as writing the table takes minutes -- bench/compact_bench.py
+    compacts such a table on every run too);
+  - the where filter selects partitions, and a bad one is refused before a
+    job is recorded;
+  - a writer committing during the compaction (the catalog's interpose
+    fault on the compaction's commit): an append is kept, an equality
+    delete still applies to the rewritten rows, a position delete on a
+    rewritten file gives the group up; no row lost or resurrected;
+  - the helper killed while it writes: the job fails with a clear
+    last_error, the table is unchanged, no file it wrote is referenced;
+  - a memory limit far below the data's size completes by spilling;
+  - cancel_operation kills the helper.
+
+The module runs its own cluster, catalog, s3rver and file root.
+Run: /usr/bin/python3 -m pytest -q test/integration/test_compaction_local.py
+     (TMS_SLOW_TESTS=1 for the 10,000 files)
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "engines"))
+
+import world  # noqa: E402
+import opsworld as ow  # noqa: E402
+import smallfiles  # noqa: E402
+from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
+
+TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
+JOB_COLS = ("id", "state", "reason", "last_error", "attempts", "after_snapshot_id",
+            "data_files_rewritten", "data_files_added", "bytes_rewritten",
+            "delete_files_rewritten")
+
+
+@pytest.fixture(scope="module")
+def env():
+    root = tempfile.mkdtemp(prefix="tms-compact-local-", dir="/tmp")
+    os.chmod(root, 0o755)
+    c = Cluster(os.path.join(root, "pg", "data"), settings=dict(FAST_WORKERS))
+    c.init()
+    c.start()
+    c.create_database()
+    c.psql("CREATE EXTENSION tms")
+    file_root = os.path.join(root, "files")
+    os.makedirs(file_root)
+    s3 = world.S3Server(buckets=["warehouse"])
+    cat = world.CatalogServer(c.dsn(), "file://%s/wh" % file_root,
+                              catalog_name="cmp_%s" % uuid.uuid4().hex[:6],
+                              s3=s3, file_root=file_root)
+    real = world.load_real_fixtures(cat, s3=s3, file_root=file_root)
+    srv = "cmpcat"
+    c.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+                uri '%s', relative_path_root '%s', request_timeout '10s', retries '0',
+                s3_vended_endpoint 'true',
+                allowed_locations 'file://%s/, s3://warehouse/, s3://hyperparam-iceberg/, s3a://hyperparam-iceberg/');
+              CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
+           % (srv, cat.uri, file_root, file_root, srv))
+    ow.give_to_server(file_root)
+    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
+                            " AND state = 'idle'") == "4", what="the pool")
+    yield dict(pg=c, s3=s3, catalog=cat, file_root=file_root, server=srv, real=real,
+               root=root, st=ow.storage(s3, file_root))
+    cat.stop()
+    s3.stop()
+    c.destroy()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def server_log_on_failure(env, request):
+    yield
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed:
+        sys.stderr.write("---- server log (tail) ----\n%s\n" % env["pg"].log_tail(150))
+
+
+def q(env, sql, args=None):
+    return env["pg"].query(sql, args)
+
+
+def job(env, jid):
+    rows = q(env, "SELECT %s FROM tms.maintenance_jobs WHERE id = %%s" % ", ".join(JOB_COLS),
+             (jid,))
+    return dict(zip(JOB_COLS, rows[0])) if rows else None
+
+
+def wait_job(env, jid, states=("succeeded",), timeout=300):
+    wait_for(lambda: (job(env, jid) or {}).get("state") in TERMINAL, timeout=timeout,
+             what="job %s to finish (now %r)" % (jid, job(env, jid)))
+    row = job(env, jid)
+    assert row["state"] in states, (row["state"], row["last_error"], row)
+    return row
+
+
+def run(env, ns, name, options=None):
+    return q(env, "SELECT tms.run_operation(%s, %s, %s, 'compaction', %s::jsonb)",
+             (env["server"], ns, name, json.dumps(options or {})))[0][0]
+
+
+def plan(env, ns, name, options=None):
+    return [dict(action=a, target=t, detail=d) for a, t, d in q(
+        env, "SELECT action, target, detail FROM tms.plan_operation(%s, %s, %s, 'compaction',"
+             " %s::jsonb)", (env["server"], ns, name, json.dumps(options or {})))]
+
+
+def rows(env, mloc):
+    out = ow.icebird(mloc, s3_endpoint=env["s3"].endpoint, file_root=env["file_root"],
+                     dump_rows=True)
+    return sorted(json.dumps(r, sort_keys=True) for r in out["row_values"])
+
+
+def iceberg_js_load(env, ns, name):
+    """The metadata location of the table as iceberg-js (a third-party REST
+    client) loads it from the catalog.  (Its snapshot ids are JavaScript
+    numbers, rounded past 2^53: the location is what is compared.)"""
+    script = (
+        "import { IcebergRestCatalog } from 'iceberg-js';"
+        "const c = new IcebergRestCatalog({baseUrl: %s, warehouse: %s, auth: {type: 'none'}});"
+        "const r = await c.loadTableResult({namespace: %s, name: %s});"
+        "console.log(JSON.stringify({location: r['metadata-location']}));"
+        % (json.dumps(env["catalog"].uri), json.dumps(env["catalog"].prefix),
+           json.dumps(ns.split(".")), json.dumps(name)))
+    r = subprocess.run(["node", "--input-type=module", "-e", script], cwd=world.NODE_DIR,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])["location"]
+
+
+def new_entries(env, meta, paths):
+    """The manifest entries (decoded) of the data files paths of meta's
+    current snapshot."""
+    out = {}
+    for rec in ow.manifest_records(env["st"], ow.snapshot(meta, meta["current-snapshot-id"])):
+        for e in ow.manifest_entries(env["st"], rec["manifest_path"]):
+            if e["status"] != 2 and e["data_file"]["file_path"] in paths:
+                out[e["data_file"]["file_path"]] = e["data_file"]
+    return out
+
+
+def live(env, ns, name):
+    mloc, meta = ow.load(env["catalog"], ns, name)
+    return mloc, meta, ow.live_files(env["st"], meta)
+
+
+def small_table(env, name, ns="cmp", **kw):
+    mloc = smallfiles.make_table(env["catalog"], env["st"], ns, name, **kw)
+    ow.give_to_server(env["file_root"])
+    return mloc
+
+
+def group_rows(p):
+    return [r for r in p if r["action"] == "rewrite-group"]
+
+
+def summary_row(p):
+    return [r for r in p if r["action"] == "summary"][0]["detail"]
+
+
+# ---------------------------------------------------------------------------
+# the rewrite
+# ---------------------------------------------------------------------------
+
+def test_small_files_with_deletes(env):
+    mloc = small_table(env, "small", files=120, rows_per_file=20, with_deletes=True, seed=3)
+    _, meta0, before = live(env, "cmp", "small")
+    want = rows(env, mloc)
+    pl = plan(env, "cmp", "small")
+    groups = group_rows(pl)
+    # one group per partition (c0..c3), 30 files each, one output each
+    assert len(groups) == 4 and all(g["detail"]["files"] == 30 for g in groups), groups
+    assert sum(g["detail"]["output_files"] for g in groups) == 4
+    removed = {r["target"] for r in pl if r["action"] == "remove-delete-file"}
+    deletes = {p for p, f in before.items() if f["content"] != 0}
+    assert {ow.canon(env["st"], p) for p in removed} == \
+        {ow.canon(env["st"], p) for p in deletes}, (removed, deletes)
+    # plan_operation changed nothing
+    assert ow.load(env["catalog"], "cmp", "small")[1]["current-snapshot-id"] == \
+        meta0["current-snapshot-id"]
+
+    jid = run(env, "cmp", "small")
+    row = wait_job(env, jid)
+    mloc2, meta, after = live(env, "cmp", "small")
+    # iceberg-js loads the table the catalog holds; icebird reads its rows
+    js_loc = iceberg_js_load(env, "cmp", "small")
+    assert js_loc == mloc2
+    got = rows(env, js_loc)
+    assert got == want
+    data = {p: f for p, f in after.items() if f["content"] == 0}
+    assert len(data) == 4
+    assert not [p for p, f in after.items() if f["content"] != 0]
+    assert row["data_files_rewritten"] == 120 and row["data_files_added"] == 4, row
+    assert row["delete_files_rewritten"] == len(deletes), row
+    # four commits, one per group, each a replace snapshot on the one before
+    snaps = {s["snapshot-id"]: s for s in meta["snapshots"]}
+    chain, sid = [], meta["current-snapshot-id"]
+    while sid != meta0["current-snapshot-id"]:
+        chain.append(snaps[sid])
+        sid = snaps[sid]["parent-snapshot-id"]
+    assert len(chain) == 4 and all(s["summary"]["operation"] == "replace" for s in chain)
+    # the new entries carry the base's sequence number (Iceberg's starting sequence number)
+    base_seq = snaps[meta0["current-snapshot-id"]]["sequence-number"]
+    assert {f["seq"] for f in data.values()} == {base_seq}
+    # the bounds of the new files are the exact min and max of their rows,
+    # so a reader prunes by them as before: category = 'cN' reads one file
+    # (before: that partition's files), id = X the one file holding X
+    by_cat = {}
+    for r in got:
+        r = json.loads(r)
+        by_cat.setdefault(r["category"], []).append(int(r["id"]))
+    entries = new_entries(env, meta, set(data))
+    assert len(entries) == 4
+    for df in entries.values():
+        lo = {b["key"]: b["value"] for b in df["lower_bounds"]}
+        hi = {b["key"]: b["value"] for b in df["upper_bounds"]}
+        assert set(lo) == set(hi) == {1, 2, 3, 4, 5, 6, 7}, (lo, hi)
+        c = df["partition"]["category"]
+        assert lo[2] == hi[2] == c.encode()
+        assert int.from_bytes(lo[1], "little", signed=True) == min(by_cat[c])
+        assert int.from_bytes(hi[1], "little", signed=True) == max(by_cat[c])
+        nulls = {b["key"]: b["value"] for b in df["null_value_counts"]}
+        assert nulls[1] == 0 and nulls[4] > 0
+        assert df["record_count"] == len(by_cat[c])
+
+    def prune_id(x):
+        return [p for p, df in entries.items()
+                if int.from_bytes({b["key"]: b["value"] for b in df["lower_bounds"]}[1],
+                                  "little", signed=True) <= x <=
+                int.from_bytes({b["key"]: b["value"] for b in df["upper_bounds"]}[1],
+                               "little", signed=True)]
+    for c, ids in by_cat.items():
+        for x in (min(ids), max(ids)):
+            kept = prune_id(x)
+            assert [p for p in kept if entries[p]["partition"]["category"] == c], (x, kept)
+    assert not prune_id(max(max(v) for v in by_cat.values()) + 1)
+    ib = ow.icebird(mloc2, s3_endpoint=env["s3"].endpoint, file_root=env["file_root"],
+                    list_files=True)
+    assert ib["records"] == sum(f["records"] for f in data.values())
+
+
+# ---------------------------------------------------------------------------
+# the real fixtures
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["spark_v2_mor_posdeletes", "java_v2_partitioned_eqdeletes",
+                                  "spark_v2_partitioned_bucket_identity"])
+def test_real_fixture_keeps_its_rows(env, name):
+    ns = world.REAL_NAMESPACE
+    mloc, meta0, before = live(env, ns, name)
+    want = rows(env, mloc)
+    # every file a candidate; a file with a delete file applying is rewritten alone too
+    opts = {"rewrite-all": True, "min-input-files": 1, "delete-file-threshold": 1}
+    pl = plan(env, ns, name, opts)
+    planned = sum(g["detail"]["output_files"] for g in group_rows(pl))
+    rewritten = {r["target"] for r in pl if r["action"] == "rewrite-file"}
+    removed = {ow.canon(env["st"], r["target"]) for r in pl if r["action"] == "remove-delete-file"}
+    row = wait_job(env, run(env, ns, name, opts))
+    mloc2, meta, after = live(env, ns, name)
+    js_loc = iceberg_js_load(env, ns, name)
+    assert js_loc == mloc2
+    assert rows(env, js_loc) == want
+    assert row["data_files_rewritten"] == len(rewritten)
+    if name == "java_v2_partitioned_eqdeletes":
+        # its equality deletes take every row of the files rewritten: each
+        # group's commit removes its files and adds none (the plan counts
+        # outputs by bytes, before deletes)
+        assert row["data_files_added"] == 0 and planned > 0
+        planned = 0
+    else:
+        assert row["data_files_added"] == planned
+    # the rewritten files and the removed delete files are no longer live
+    gone = {ow.canon(env["st"], p) for p in rewritten} | removed
+    assert not gone & {ow.canon(env["st"], p) for p in after}
+    assert len([p for p, f in after.items() if f["content"] == 0]) == \
+        len([p for p, f in before.items() if f["content"] == 0]) - len(rewritten) + planned
+    if not rewritten:
+        # one file per partition and no delete applying (Spark's copy-on-write
+        # left one data file and a dangling position delete): nothing to commit
+        assert mloc2 == mloc and name != "java_v2_partitioned_eqdeletes"
+    else:
+        snap = ow.snapshot(meta, meta["current-snapshot-id"])
+        assert snap["summary"]["operation"] == "replace"
+    if name == "java_v2_partitioned_eqdeletes":
+        # the equality deletes were applied; those whose files were all rewritten are gone
+        assert removed and row["delete_files_rewritten"] == len(removed)
+
+
+# ---------------------------------------------------------------------------
+# an evolved partition spec, many small files, the where filter
+# ---------------------------------------------------------------------------
+
+def evolve_and_append(env, ns, name, files, rows_per_file, first_id):
+    """Move the table to a new default spec (bucket[2](id)) and append
+    `files` Parquet files written in it, one append snapshot."""
+    cat, st = env["catalog"], env["st"]
+    _, meta = ow.load(cat, ns, name)
+    spec = {"spec-id": 1, "fields": [{"name": "id_bucket", "transform": "bucket[2]",
+                                      "source-id": 1, "field-id": 1001}]}
+    ow.commit(cat, ns, name, {
+        "requirements": [{"type": "assert-table-uuid", "uuid": meta["table-uuid"]}],
+        "updates": [{"action": "add-spec", "spec": spec},
+                    {"action": "set-default-spec", "spec-id": 1}]})
+    _, meta = ow.load(cat, ns, name)
+    import compact as cp
+    tmp = tempfile.mkdtemp(prefix="tms-evolve-")
+    try:
+        data_dir = cp.data_location(meta)
+        jobs, uris = [], []
+        for i in range(files):
+            prefix = "evolved-%05d-%s" % (i, uuid.uuid4())
+            # bucket[2](id) of Iceberg (murmur3) is not computed here: every
+            # file goes to bucket 0, which is what its manifest says
+            jobs.append({"mode": "write", "schema": {"fields": smallfiles.SCHEMA["fields"]},
+                         "query": smallfiles._rows_query(first_id + i * rows_per_file,
+                                                         rows_per_file, "e", 0),
+                         "output_files": 1, "output_dir": os.path.join(tmp, "d%d" % i),
+                         "file_prefix": prefix, "compression": "zstd",
+                         "iceberg_schema": json.dumps(smallfiles.SCHEMA)})
+            uris.append(data_dir + "/id_bucket=0/" + prefix + "-00000.parquet")
+        outs = cp.run_node({"jobs": jobs})["results"]
+        entries = []
+        for uri, res in zip(uris, outs):
+            o = res["files"][0]
+            with open(o["path"], "rb") as fh:
+                st.write(uri, fh.read())
+            entries.append(smallfiles._data_file(uri, o, {"id_bucket": 0}))
+        rnd = __import__("random").Random(7)
+        snap = smallfiles._snapshot(meta, rnd, "append")
+        list_schema, _, records = ow._list_schema_and_meta(st, ow.snapshot(meta, meta["current-snapshot-id"]))
+        m_schema, m_hmeta = ow._manifest_template(st, meta, records, 0)
+        # the spec-1 manifest: its partition record is id_bucket int
+        import iceberg_avro_schemas as ias
+        import avro_codec
+        schema = ias.manifest_entry_schema(2, [("id_bucket", "int", 1001)])
+        recs = [ow._conform({"status": 1, "snapshot_id": snap["snapshot-id"],
+                             "sequence_number": None, "file_sequence_number": None,
+                             "data_file": df}, json.loads(schema)) for df in entries]
+        path = "%s/metadata/%s-m0.avro" % (meta["location"].rstrip("/"), uuid.uuid4())
+        hmeta = {"schema": json.dumps(smallfiles.SCHEMA), "schema-id": "0",
+                 "partition-spec": json.dumps(spec["fields"]), "partition-spec-id": "1",
+                 "format-version": "2", "content": "data"}
+        data = avro_codec.write_container(schema, recs, "deflate", hmeta)
+        st.write(path, data)
+        seq = snap["sequence-number"]
+        rec = {"manifest_path": path, "manifest_length": len(data), "partition_spec_id": 1,
+               "content": 0, "sequence_number": seq, "min_sequence_number": seq,
+               "added_snapshot_id": snap["snapshot-id"], "added_files_count": len(entries),
+               "existing_files_count": 0, "deleted_files_count": 0,
+               "added_rows_count": sum(e["record_count"] for e in entries),
+               "existing_rows_count": 0, "deleted_rows_count": 0, "partitions": None,
+               "key_metadata": None}
+        smallfiles._push(cat, [ns], name, st, meta, snap, [rec] + records)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ow.give_to_server(env["file_root"])
+
+
+def test_evolved_partition_spec(env):
+    small_table(env, "evolved", files=20, rows_per_file=10, seed=5)
+    evolve_and_append(env, "cmp", "evolved", files=12, rows_per_file=10, first_id=100000)
+    mloc, meta0, before = live(env, "cmp", "evolved")
+    assert {tuple(k for k, _ in f["partition"]) for f in before.values()} == \
+        {("category",), ("id_bucket",)}
+    want = rows(env, mloc)
+    groups = group_rows(plan(env, "cmp", "evolved"))
+    # the four category partitions of spec 0 and the one bucket of spec 1
+    assert sorted((g["detail"]["spec_id"], g["detail"]["files"]) for g in groups) == \
+        [(0, 5), (0, 5), (0, 5), (0, 5), (1, 12)], groups
+    wait_job(env, run(env, "cmp", "evolved"))
+    mloc2, meta, after = live(env, "cmp", "evolved")
+    assert rows(env, mloc2) == want
+    data = [f for f in after.values() if f["content"] == 0]
+    # each file written back in its own spec and partition
+    assert sorted(f["partition"] for f in data) == \
+        sorted([(("category", "c%d" % i),) for i in range(4)] + [(("id_bucket", 0),)])
+
+
+def test_where_selects_partitions(env):
+    small_table(env, "where", files=40, rows_per_file=10, seed=9)
+    mloc, meta0, before = live(env, "cmp", "where")
+    want = rows(env, mloc)
+    n = q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
+    # refused before a job is recorded: not a partition column, a bad literal
+    for bad, says in (("amount > 1", "not a partition column"),
+                      ("nosuch = 1", "neither a partition field nor a column"),
+                      ("category = ", "invalid where filter")):
+        e = env["pg"].query_error("SELECT tms.run_operation(%s, 'cmp', 'where', 'compaction',"
+                                  " %s::jsonb)", (env["server"], json.dumps({"where": bad})))
+        assert e.pgcode == "22023" and says in str(e), (bad, str(e))
+    assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+    opts = {"where": "category IN ('c1', 'c3')"}
+    groups = group_rows(plan(env, "cmp", "where", opts))
+    assert sorted(g["detail"]["partition"] for g in groups) == [["c1"], ["c3"]]
+    wait_job(env, run(env, "cmp", "where", opts))
+    mloc2, _, after = live(env, "cmp", "where")
+    assert rows(env, mloc2) == want
+    per = {}
+    for f in after.values():
+        c = dict(f["partition"])["category"]
+        per[c] = per.get(c, 0) + 1
+    assert per == {"c0": 10, "c1": 1, "c2": 10, "c3": 1}, per
+
+
+@pytest.mark.skipif(os.environ.get("TMS_SLOW_TESTS") != "1",
+                    reason="writing 10,000 Parquet files takes minutes: TMS_SLOW_TESTS=1")
+def test_ten_thousand_small_files(env):
+    mloc = small_table(env, "tenk", files=10000, rows_per_file=5, seed=1)
+    _, meta0, before = live(env, "cmp", "tenk")
+    assert len(before) == 10000
+    ib = ow.icebird(mloc, file_root=env["file_root"])
+    want = rows(env, mloc)
+    groups = group_rows(plan(env, "cmp", "tenk"))
+    assert [g["detail"]["files"] for g in groups] == [2500] * 4
+    row = wait_job(env, run(env, "cmp", "tenk"), timeout=600)
+    mloc2, _, after = live(env, "cmp", "tenk")
+    assert len(after) == 4 and row["data_files_rewritten"] == 10000
+    assert rows(env, mloc2) == want
+    assert ow.icebird(mloc2, file_root=env["file_root"])["records"] == ib["records"] == 50000
+
+
+# ---------------------------------------------------------------------------
+# a writer committing during the compaction
+# ---------------------------------------------------------------------------
+
+def concurrent_append(env, ns, name, meta, category):
+    """An append of a copy of one of the table's data files (real rows)."""
+    st = env["st"]
+    live_files = ow.live_files(st, meta)
+    src = sorted(p for p, f in live_files.items()
+                 if f["content"] == 0 and dict(f["partition"]).get("category") == category)[0]
+    dst = src.rsplit("/", 1)[0] + "/concurrent-%s.parquet" % uuid.uuid4().hex[:8]
+    data = st.read(src)
+    st.write(dst, data)
+    f = live_files[src]
+    body, _ = ow.append_commit(st, meta, [{"path": dst, "records": f["records"],
+                                           "size": len(data), "partition": dict(f["partition"])}],
+                               seed=3)
+    return body, dst
+
+
+def concurrent_delete(env, ns, name, meta, category, ids=None, position=None):
+    """An equality delete of ids (field 1) or a position delete of
+    (path, pos) pairs in the category partition, prepared as a commit body."""
+    import compact as cp
+    import random
+    st = env["st"]
+    tmp = tempfile.mkdtemp(prefix="tms-cdel-")
+    try:
+        if ids is not None:
+            fields = [smallfiles.SCHEMA["fields"][0]]
+            query = "SELECT * FROM (VALUES %s) v(c_1)" % ", ".join("(%d::BIGINT)" % i for i in ids)
+            content = 2
+        else:
+            fields = smallfiles.POS_FIELDS
+            query = "SELECT * FROM (VALUES %s) v(c_2147483546, c_2147483545) ORDER BY 1, 2" % \
+                ", ".join("('%s', %d::BIGINT)" % (p.replace("'", "''"), n) for p, n in position)
+            content = 1
+        out = cp.run_node({"mode": "write", "schema": {"fields": fields}, "query": query,
+                           "output_files": 1, "output_dir": tmp,
+                           "file_prefix": "del-%s" % uuid.uuid4(), "compression": "zstd"})
+        o = out["files"][0]
+        uri = cp.data_location(meta) + "/category=%s/%s" % (category, os.path.basename(o["path"]))
+        with open(o["path"], "rb") as fh:
+            st.write(uri, fh.read())
+        e = smallfiles._data_file(uri, o, {"category": category}, content=content,
+                                  equality_ids=[1] if content == 2 else None,
+                                  schema={"fields": fields}, truncate=None if content == 1 else 16)
+        snap = smallfiles._snapshot(meta, random.Random(5), "delete")
+        cur = ow.snapshot(meta, meta["current-snapshot-id"])
+        records = ow.manifest_records(st, cur)
+        rec = smallfiles._manifest(st, meta, snap, True, [e], content)
+        import iceberg_avro_schemas as ias
+        ow._write_list(st, meta, snap, json.loads(ias.manifest_list_schema(2)),
+                       {"format-version": "2"}, [rec] + records)
+        body = ow._commit_body(meta, snap)
+        body["requirements"].insert(0, {"type": "assert-table-uuid", "uuid": meta["table-uuid"]})
+        return body
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def posts(env, name):
+    return [(r["status"], r["fault"]) for r in env["catalog"].requests(r"/tables/%s$" % name)["requests"]
+            if r["method"] == "POST"]
+
+
+def test_concurrent_append_kept(env):
+    mloc = small_table(env, "cappend", files=24, rows_per_file=10, seed=11)
+    _, meta, _ = live(env, "cmp", "cappend")
+    body, dst = concurrent_append(env, "cmp", "cappend", meta, "c0")
+    ow.give_to_server(env["file_root"])
+    env["catalog"].reset_requests()
+    env["catalog"].fault(r"/tables/cappend$", action="interpose", method="POST", commits=[body])
+    wait_job(env, run(env, "cmp", "cappend"))
+    log = posts(env, "cappend")
+    assert log[:2] == [(200, "interposed"), (409, "interpose")], log
+    mloc2, meta2, after = live(env, "cmp", "cappend")
+    # the appended file is live beside the compacted ones; its rows are all there
+    assert dst in after
+    base = rows(env, mloc)
+    extra = [r for r in rows(env, mloc2)]
+    assert len(extra) == len(base) + after[dst]["records"]
+    assert set(base) <= set(extra)
+
+
+def test_concurrent_equality_delete_applies(env):
+    mloc = small_table(env, "ceq", files=24, rows_per_file=10, seed=12)
+    _, meta, before = live(env, "cmp", "ceq")
+    # ids of partition c1 (files 1, 5, 9, ... hold ids 10..19, 50..59, ...)
+    gone = [15, 52, 97]
+    body = concurrent_delete(env, "cmp", "ceq", meta, "c1", ids=gone)
+    ow.give_to_server(env["file_root"])
+    env["catalog"].fault(r"/tables/ceq$", action="interpose", method="POST", commits=[body])
+    wait_job(env, run(env, "cmp", "ceq"))
+    mloc2, _, after = live(env, "cmp", "ceq")
+    want = [r for r in rows(env, mloc) if int(json.loads(r)["id"]) not in gone]
+    assert rows(env, mloc2) == want
+    # the new equality delete is still there, and still applies to the rewritten rows
+    assert [f for f in after.values() if f["content"] == 2]
+
+
+def test_concurrent_position_delete_gives_the_group_up(env):
+    mloc = small_table(env, "cpos", files=24, rows_per_file=10, seed=13)
+    _, meta, before = live(env, "cmp", "cpos")
+    victim = sorted(p for p, f in before.items() if dict(f["partition"])["category"] == "c0")[0]
+    body = concurrent_delete(env, "cmp", "cpos", meta, "c0", position=[(victim, 1)])
+    ow.give_to_server(env["file_root"])
+    want_before = rows(env, mloc)
+    env["catalog"].fault(r"/tables/cpos$", action="interpose", method="POST", commits=[body])
+    wait_job(env, run(env, "cmp", "cpos"))
+    mloc2, _, after = live(env, "cmp", "cpos")
+    # the c0 group was given up: its files and the new delete are live, the rest compacted
+    per = {}
+    for f in after.values():
+        if f["content"] == 0:
+            c = dict(f["partition"])["category"]
+            per[c] = per.get(c, 0) + 1
+    assert per == {"c0": 6, "c1": 1, "c2": 1, "c3": 1}, per
+    got = rows(env, mloc2)
+    assert len(got) == len(want_before) - 1 and set(got) <= set(want_before)
+
+
+# ---------------------------------------------------------------------------
+# the helper: killed, cancelled, short of memory
+# ---------------------------------------------------------------------------
+
+def helper_pids(env):
+    """The compaction helpers this cluster's workers run (children of its workers)."""
+    workers = {r[0] for r in q(env, "SELECT pid FROM tms.workers WHERE role = 'worker'")}
+    out = subprocess.run(["pgrep", "-f", "tms/tms_compactor"], capture_output=True, text=True)
+    pids = []
+    for pid in (int(x) for x in out.stdout.split()):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid in workers:
+            pids.append(pid)
+    return pids
+
+
+def set_and_reload(env, name, value):
+    env["pg"].psql("ALTER SYSTEM SET %s = %s" % (name, value))
+    env["pg"].psql("SELECT pg_reload_conf()")
+
+
+def test_helper_killed_mid_write_leaves_the_table_unchanged(env):
+    mloc = small_table(env, "killed", files=400, rows_per_file=200, seed=14)
+    mloc0, meta0, before = live(env, "cmp", "killed")
+    data_dir = os.path.join(env["file_root"], "wh", "cmp", "killed", "data")
+    started = time.time()
+    set_and_reload(env, "tms.maintenance_max_attempts", "1")
+    try:
+        jid = run(env, "cmp", "killed")
+        wait_for(lambda: helper_pids(env), timeout=60, interval=0.02, what="the helper")
+        pid = helper_pids(env)[0]
+        os.kill(pid, signal.SIGKILL)
+        row = wait_job(env, jid, ("failed",))
+    finally:
+        env["pg"].psql("ALTER SYSTEM RESET tms.maintenance_max_attempts")
+        env["pg"].psql("SELECT pg_reload_conf()")
+    assert "compaction helper failed" in row["last_error"] and "signal 9" in row["last_error"], row
+    mloc1, meta1, after = live(env, "cmp", "killed")
+    assert mloc1 == mloc0 and set(after) == set(before)
+    assert not helper_pids(env)
+    # nothing it wrote is referenced (a file it finished before the kill is an orphan at most)
+    written = [os.path.join(d, f) for d, _, fs in os.walk(data_dir) for f in fs
+               if os.path.getmtime(os.path.join(d, f)) >= started]
+    assert not {"file://" + p for p in written} & {ow.canon(env["st"], p) for p in after}
+    assert rows(env, mloc1) == rows(env, mloc0)
+
+
+def test_cancel_kills_the_helper(env):
+    small_table(env, "cancelled", files=400, rows_per_file=200, seed=15)
+    mloc0, _, before = live(env, "cmp", "cancelled")
+    jid = run(env, "cmp", "cancelled")
+    wait_for(lambda: helper_pids(env), timeout=60, interval=0.02, what="the helper")
+    assert q(env, "SELECT tms.cancel_operation(%s)", (jid,))[0][0] is True
+    row = wait_job(env, jid, ("cancelled", "succeeded"))
+    wait_for(lambda: not helper_pids(env), timeout=30, what="the helper to be gone")
+    if row["state"] == "cancelled":
+        assert live(env, "cmp", "cancelled")[0] == mloc0 or row["data_files_rewritten"] > 0
+
+
+def duckdb_ids(paths):
+    """count, min, max, sum and sum of squares of the id column (field 1)
+    of Parquet files, read by DuckDB alone."""
+    sql = ("SELECT count(*)::VARCHAR, min(id)::VARCHAR, max(id)::VARCHAR, sum(id)::VARCHAR,"
+           " sum(id::HUGEINT * id)::VARCHAR FROM read_parquet([%s])"
+           % ", ".join("'%s'" % p.replace("'", "''") for p in paths))
+    script = ("import { DuckDBInstance } from '@duckdb/node-api';"
+              "const c = await (await DuckDBInstance.create(':memory:')).connect();"
+              "const r = await c.runAndReadAll(%s);"
+              "console.log(JSON.stringify(r.getRows()[0]));" % json.dumps(sql))
+    r = subprocess.run(["node", "--input-type=module", "-e", script], cwd=world.NODE_DIR,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return [int(x) for x in json.loads(r.stdout.strip().splitlines()[-1])]
+
+
+def test_memory_limit_far_below_the_data(env):
+    # about 60 MB of Parquet, 240 MB as rows; DuckDB gets 64 MB
+    files, per = 24, 150000
+    small_table(env, "bigrows", files=files, rows_per_file=per, seed=16, with_deletes=True)
+    set_and_reload(env, "tms.compaction_memory_limit", "'64MB'")
+    try:
+        row = wait_job(env, run(env, "cmp", "bigrows"), timeout=600)
+    finally:
+        env["pg"].psql("ALTER SYSTEM RESET tms.compaction_memory_limit")
+        env["pg"].psql("SELECT pg_reload_conf()")
+    _, _, after = live(env, "cmp", "bigrows")
+    assert row["data_files_added"] == 4
+    assert not [f for f in after.values() if f["content"] != 0]
+    # the rows smallfiles wrote, less its deletes (module comment of
+    # test/engines/smallfiles.py): position deletes of rows 0 and 3 of every
+    # 7th file, equality deletes of the ids = 5 mod 97 of partition c1
+    want = set(range(files * per))
+    want -= {i * per + r for i in range(0, files, 7) for r in (0, 3)}
+    want -= {x for i in range(1, files, 4) for x in range(i * per, (i + 1) * per) if x % 97 == 5}
+    got = duckdb_ids([env["st"].local_path(p) for p in after])
+    assert got == [len(want), min(want), max(want), sum(want), sum(x * x for x in want)], got
+
+
+def test_refused_without_the_helper(env):
+    # a build without libduckdb installs no $libdir/tms/tms_compactor: the
+    # helper made non-executable stands for it (this test holds the install
+    # lock, as every test run does; the mode is restored in any case)
+    libdir = subprocess.run(["pg_config", "--pkglibdir"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    path = os.path.join(libdir, "tms", "tms_compactor")
+    mode = os.stat(path).st_mode
+    small_table(env, "nohelper", files=10, rows_per_file=5, seed=17)
+    n = q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
+    os.chmod(path, mode & ~0o111)
+    try:
+        e = env["pg"].query_error("SELECT tms.run_operation(%s, 'cmp', 'nohelper', 'compaction')",
+                                  (env["server"],))
+        assert e.pgcode == "0A000", (e.pgcode, str(e))
+        assert "without libduckdb" in e.diag.message_detail, e.diag.message_detail
+        assert "install-deps" in e.diag.message_hint, e.diag.message_hint
+    finally:
+        os.chmod(path, mode)
+    assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+    # installed again: accepted
+    wait_job(env, run(env, "cmp", "nohelper"), ("succeeded", "skipped"))

@@ -1,0 +1,471 @@
+/*-------------------------------------------------------------------------
+ *
+ * compact_test.c
+ *	  Unit driver of the compaction's plain-C half (src/iceberg/compact*.c,
+ *	  schema.c): the where filter (syntax, binding, three-valued
+ *	  evaluation), Iceberg's single-value serialization and truncation of
+ *	  bounds, the helper protocol's encoders and strict decoders, the
+ *	  metrics modes, and the plan on the real fixture with equality
+ *	  deletes and on a synthetic table.  Built by "make unit" with the
+ *	  iceberg layer (UNIT_LAYER_compact).  Prints "N passed, M failed" last.
+ *
+ * test/unit/compact_test.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "iceberg/compact.h"
+#include "iceberg/compact_wire.h"
+#include "iceberg/iceberg.h"
+#include "io/io.h"
+
+static int	npassed;
+static int	nfailed;
+static const char *fixtures;
+
+#define CHECK(cond, ...) \
+	do { \
+		if (cond) \
+			npassed++; \
+		else \
+		{ \
+			nfailed++; \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__); \
+			printf("\n"); \
+		} \
+	} while (0)
+
+/* A table with two specs: identity(cat) and day(ts), bucket[4](id). */
+static const char *metadata_json =
+"{\"format-version\": 2, \"table-uuid\": \"9c12d441-03fe-4693-9a96-a0705ddf69c1\","
+" \"location\": \"s3://b/t\", \"last-sequence-number\": 3, \"last-updated-ms\": 1,"
+" \"last-column-id\": 5, \"current-schema-id\": 0,"
+" \"schemas\": [{\"type\": \"struct\", \"schema-id\": 0, \"fields\": ["
+"  {\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"
+"  {\"id\": 2, \"name\": \"cat\", \"required\": false, \"type\": \"string\"},"
+"  {\"id\": 3, \"name\": \"ts\", \"required\": false, \"type\": \"timestamptz\"},"
+"  {\"id\": 4, \"name\": \"amount\", \"required\": false, \"type\": \"decimal(10, 2)\"},"
+"  {\"id\": 5, \"name\": \"day\", \"required\": false, \"type\": \"date\"}]}],"
+" \"default-spec-id\": 1, \"last-partition-id\": 1003,"
+" \"partition-specs\": ["
+"  {\"spec-id\": 0, \"fields\": [{\"name\": \"cat\", \"transform\": \"identity\", \"source-id\": 2, \"field-id\": 1000}]},"
+"  {\"spec-id\": 1, \"fields\": [{\"name\": \"ts_day\", \"transform\": \"day\", \"source-id\": 3, \"field-id\": 1001},"
+"     {\"name\": \"id_bucket\", \"transform\": \"bucket[4]\", \"source-id\": 1, \"field-id\": 1002},"
+"     {\"name\": \"amount\", \"transform\": \"identity\", \"source-id\": 4, \"field-id\": 1003}]}],"
+" \"properties\": {\"write.metadata.metrics.column.cat\": \"full\","
+"   \"write.metadata.metrics.default\": \"counts\"},"
+" \"current-snapshot-id\": -1, \"snapshots\": [], \"snapshot-log\": [], \"metadata-log\": [],"
+" \"sort-orders\": [{\"order-id\": 0, \"fields\": []}], \"default-sort-order-id\": 0}";
+
+static bool
+match(IcebergTableMetadata *md, const char *where, int spec, const char *part)
+{
+	IcebergPartitionFilter *f;
+	IcebergError err;
+	bool		r;
+
+	if (!iceberg_partition_filter_parse(where, &f, &err) ||
+		!iceberg_partition_filter_bind(f, md, &err))
+	{
+		printf("  (%s: %s %s)\n", where, err.message, err.detail);
+		return false;
+	}
+	r = iceberg_partition_filter_match(f, spec, part, strlen(part));
+	iceberg_partition_filter_free(f);
+	return r;
+}
+
+static bool
+refused(IcebergTableMetadata *md, const char *where, IcebergErrorCode code, const char *says)
+{
+	IcebergPartitionFilter *f = NULL;
+	IcebergError err;
+	bool		ok;
+
+	ok = iceberg_partition_filter_parse(where, &f, &err) &&
+		(md == NULL || iceberg_partition_filter_bind(f, md, &err));
+	iceberg_partition_filter_free(f);
+	if (ok)
+		return false;
+	if (err.code != code || (says && strstr(err.message, says) == NULL))
+	{
+		printf("  (%s: %s)\n", where, err.message);
+		return false;
+	}
+	return true;
+}
+
+static void
+test_filter(void)
+{
+	IcebergTableMetadata *md;
+	IcebergError err;
+	int64_t		day = 20422;	/* 2025-11-30 */
+	char		p1[128];
+
+	if (!iceberg_metadata_parse(metadata_json, strlen(metadata_json), NULL, &md, &err))
+	{
+		CHECK(false, "metadata: %s %s", err.message, err.detail);
+		return;
+	}
+	snprintf(p1, sizeof(p1), "[%" PRId64 ",3,\"0x04d2\"]", day);	/* amount 12.34 */
+
+	/* identity strings, spec 0 */
+	CHECK(match(md, "cat = 'c1'", 0, "[\"c1\"]"), "cat = c1");
+	CHECK(!match(md, "cat = 'c1'", 0, "[\"c2\"]"), "cat = c1 on c2");
+	CHECK(match(md, "cat IN ('a', 'c2')", 0, "[\"c2\"]"), "IN");
+	CHECK(!match(md, "cat NOT IN ('a', 'c2')", 0, "[\"c2\"]"), "NOT IN");
+	CHECK(match(md, "\"cat\" <> 'x' AND cat >= 'c'", 0, "[\"c2\"]"), "quoted name, >=");
+	CHECK(match(md, "cat = 'it''s'", 0, "[\"it's\"]"), "doubled quote");
+	CHECK(match(md, "cat = 'x\"y'", 0, "[\"x\\\"y\"]"), "escaped JSON string");
+	/* a null value: unknown, not selected; IS NULL selects it */
+	CHECK(!match(md, "cat = 'c1'", 0, "[null]"), "null = c1 is unknown");
+	CHECK(!match(md, "NOT cat = 'c1'", 0, "[null]"), "NOT unknown is unknown");
+	CHECK(match(md, "cat IS NULL", 0, "[null]"), "IS NULL");
+	CHECK(match(md, "cat IS NOT NULL", 0, "[\"c1\"]"), "IS NOT NULL");
+	CHECK(match(md, "cat = 'c1' OR cat IS NULL", 0, "[null]"), "unknown OR true");
+	/* a name the spec does not partition by: unknown */
+	CHECK(!match(md, "cat = 'c1'", 1, p1), "cat in spec 1");
+	CHECK(match(md, "cat = 'c1' OR ts_day = '2025-11-30'", 1, p1), "OR across specs");
+	/* transforms: day as a date, bucket as an int, decimals exactly */
+	CHECK(match(md, "ts_day = '2025-11-30'", 1, p1), "day literal");
+	CHECK(match(md, "ts_day BETWEEN '2025-11-01' AND '2025-12-01'", 1, p1), "BETWEEN");
+	CHECK(!match(md, "ts_day NOT BETWEEN '2025-11-01' AND '2025-12-01'", 1, p1), "NOT BETWEEN");
+	CHECK(match(md, "id_bucket = 3 AND ts_day > 20000", 1, p1), "bucket, day as int");
+	CHECK(match(md, "amount = 12.34", 1, p1), "decimal");
+	CHECK(match(md, "amount = 12.340", 1, p1), "decimal, trailing zero");
+	CHECK(!match(md, "amount > 12.34", 1, p1), "decimal >");
+	CHECK(match(md, "(id_bucket = 1 OR id_bucket = 3) AND NOT (amount < 0)", 1, p1), "nesting");
+
+	/* refused: syntax, then names and literals */
+	CHECK(refused(NULL, "", ICEBERG_ERR_INVALID_ARGUMENT, "empty"), "empty");
+	CHECK(refused(NULL, "cat = ", ICEBERG_ERR_INVALID_ARGUMENT, "literal"), "no literal");
+	CHECK(refused(NULL, "cat = 'x", ICEBERG_ERR_INVALID_ARGUMENT, "unterminated"), "open quote");
+	CHECK(refused(NULL, "cat = 'x'; DROP TABLE t", ICEBERG_ERR_INVALID_ARGUMENT, NULL), "a second statement");
+	CHECK(refused(NULL, "cat = NULL", ICEBERG_ERR_INVALID_ARGUMENT, "IS NULL"), "= NULL");
+	CHECK(refused(NULL, "(((((((((((((((((((((((((((((((((((cat = 'a')))))))))))))))))))))))))))))))))))",
+				  ICEBERG_ERR_INVALID_ARGUMENT, "deeply"), "depth");
+	CHECK(refused(md, "nosuch = 1", ICEBERG_ERR_INVALID_ARGUMENT, "neither"), "unknown name");
+	CHECK(refused(md, "id = 1", ICEBERG_ERR_INVALID_ARGUMENT, "not a partition column"), "not a partition column");
+	CHECK(refused(md, "ts_day = 'yesterday'", ICEBERG_ERR_INVALID_ARGUMENT, "literal"), "bad date");
+	CHECK(refused(md, "id_bucket = 'x'", ICEBERG_ERR_INVALID_ARGUMENT, "literal"), "bad int");
+	CHECK(refused(md, "amount = 1.234", ICEBERG_ERR_INVALID_ARGUMENT, "literal"), "decimal scale");
+	{
+		char		big[2048];
+
+		memset(big, 'a', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		CHECK(refused(NULL, big, ICEBERG_ERR_INVALID_ARGUMENT, "longer"), "too long");
+	}
+	iceberg_metadata_free(md);
+}
+
+static bool
+ser(IcebergTypeId t, int scale, const char *text, bool upper, int trunc, const char *hex)
+{
+	IcebergColumn c;
+	uint8_t    *out;
+	size_t		n;
+	bool		oom;
+	char		got[512];
+	size_t		i;
+
+	memset(&c, 0, sizeof(c));
+	c.type = t;
+	c.scale = scale;
+	c.precision = 38;
+	if (!iceberg_value_serialize(&c, text, strlen(text), upper, trunc, &out, &n, &oom))
+		return hex == NULL;
+	if (out == NULL)
+		return hex != NULL && strcmp(hex, "none") == 0;
+	for (i = 0; i < n && i * 2 + 2 < sizeof(got); i++)
+		snprintf(got + 2 * i, 3, "%02x", out[i]);
+	got[2 * i] = '\0';
+	free(out);
+	if (hex == NULL || strcmp(got, hex) != 0)
+	{
+		printf("  (%s -> %s)\n", text, got);
+		return false;
+	}
+	return true;
+}
+
+static void
+test_values(void)
+{
+	CHECK(ser(ICEBERG_TYPE_INT, 0, "1", false, 0, "01000000"), "int");
+	CHECK(ser(ICEBERG_TYPE_INT, 0, "-1", false, 0, "ffffffff"), "negative int");
+	CHECK(ser(ICEBERG_TYPE_INT, 0, "3000000000", false, 0, NULL), "int out of range");
+	CHECK(ser(ICEBERG_TYPE_LONG, 0, "258", false, 0, "0201000000000000"), "long");
+	CHECK(ser(ICEBERG_TYPE_DATE, 0, "19000", false, 0, "384a0000"), "date");
+	CHECK(ser(ICEBERG_TYPE_TIMESTAMPTZ, 0, "1", false, 0, "0100000000000000"), "timestamptz");
+	CHECK(ser(ICEBERG_TYPE_BOOLEAN, 0, "true", false, 0, "01"), "boolean");
+	CHECK(ser(ICEBERG_TYPE_DOUBLE, 0, "1.5", false, 0, "000000000000f83f"), "double");
+	CHECK(ser(ICEBERG_TYPE_FLOAT, 0, "1.5", false, 0, "0000c03f"), "float");
+	CHECK(ser(ICEBERG_TYPE_DOUBLE, 0, "nan", false, 0, NULL), "NaN is no bound");
+	CHECK(ser(ICEBERG_TYPE_DECIMAL, 2, "12.34", false, 0, "04d2"), "decimal");
+	CHECK(ser(ICEBERG_TYPE_DECIMAL, 2, "-1.00", false, 0, "9c"), "negative decimal, minimal");
+	CHECK(ser(ICEBERG_TYPE_DECIMAL, 2, "1.5", false, 0, "0096"), "decimal at a smaller scale, sign byte");
+	CHECK(ser(ICEBERG_TYPE_DECIMAL, 2, "1.234", false, 0, NULL), "decimal past its scale");
+	CHECK(ser(ICEBERG_TYPE_DECIMAL, 0, "128", false, 0, "0080"), "sign byte kept");
+	CHECK(ser(ICEBERG_TYPE_STRING, 0, "abc", false, 16, "616263"), "short string");
+	CHECK(ser(ICEBERG_TYPE_STRING, 0, "abcdef", false, 3, "616263"), "truncated lower");
+	CHECK(ser(ICEBERG_TYPE_STRING, 0, "abcdef", true, 3, "616264"), "truncated upper");
+	/* characters, not bytes: é is two bytes */
+	CHECK(ser(ICEBERG_TYPE_STRING, 0, "\xc3\xa9\xc3\xa9\xc3\xa9", false, 2, "c3a9c3a9"), "utf-8 lower");
+	CHECK(ser(ICEBERG_TYPE_STRING, 0, "\xc3\xa9\xc3\xa9\xc3\xa9", true, 2, "c3a9c3aa"), "utf-8 upper");
+	/* U+10FFFF cannot be incremented: the one before is */
+	CHECK(ser(ICEBERG_TYPE_STRING, 0, "a\xf4\x8f\xbf\xbfz", true, 2, "62"), "max code point");
+	CHECK(ser(ICEBERG_TYPE_STRING, 0, "\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbfz", true, 2, "none"), "no upper bound");
+	CHECK(ser(ICEBERG_TYPE_BINARY, 0, "0102ff03", true, 3, "0103"), "binary upper");
+	CHECK(ser(ICEBERG_TYPE_BINARY, 0, "0102ff03", false, 3, "0102ff"), "binary lower");
+	CHECK(ser(ICEBERG_TYPE_UUID, 0, "f79c3e09-677c-4bbd-a479-3f349cb785e7", false, 0,
+			  "f79c3e09677c4bbda4793f349cb785e7"), "uuid");
+	CHECK(ser(ICEBERG_TYPE_UUID, 0, "f79c3e09-677c-4bbd-a479-3f349cb785", false, 0, NULL), "short uuid");
+}
+
+static bool
+parses(const char *line)
+{
+	IcebergCompactMessage m;
+	IcebergError err;
+	bool		ok = iceberg_compact_message_parse(line, strlen(line), 0, &m, &err);
+
+	iceberg_compact_message_free(&m);
+	return ok;
+}
+
+static void
+test_wire(void)
+{
+	IcebergCompactMessage m;
+	IcebergError err;
+	IcebergCompactOutput o;
+	IcebergColumnMetrics cm[2];
+	int64_t		splits[2] = {4, 1000};
+	uint8_t		lo[3] = {1, 2, 3};
+	char	   *line;
+
+	/* a file message round trip */
+	memset(&o, 0, sizeof(o));
+	memset(cm, 0, sizeof(cm));
+	o.path = "s3://b/t/data/00000-0-x-00000.parquet";
+	o.size = 4096;
+	o.records = 10;
+	cm[0].id = 1;
+	cm[0].column_size = 100;
+	cm[0].value_count = 10;
+	cm[0].null_count = 2;
+	cm[0].nan_count = -1;
+	cm[0].column_size = 50;
+	cm[0].has_lower = true;
+	cm[0].lower = lo;
+	cm[0].lower_len = 3;
+	cm[1].id = 7;
+	cm[1].column_size = -1;
+	cm[1].value_count = -1;
+	cm[1].null_count = -1;
+	cm[1].nan_count = 0;
+	o.metrics = cm;
+	o.nmetrics = 2;
+	o.split_offsets = splits;
+	o.nsplit_offsets = 2;
+	line = iceberg_compact_file_json(3, &o);
+	CHECK(line != NULL && iceberg_compact_message_parse(line, strlen(line), 0, &m, &err),
+		  "file message: %s", line ? err.message : "no line");
+	if (line != NULL)
+	{
+		CHECK(m.type == ICEBERG_MSG_FILE && m.group == 3 && m.file.records == 10 &&
+			  m.file.size == 4096 && m.file.nmetrics == 2 && m.file.metrics[0].has_lower &&
+			  m.file.metrics[0].lower_len == 3 && m.file.metrics[0].lower[2] == 3 &&
+			  !m.file.metrics[0].has_upper && m.file.metrics[0].null_count == 2 &&
+			  m.file.metrics[1].value_count == -1 && m.file.metrics[1].nan_count == 0 &&
+			  m.file.nsplit_offsets == 2 && m.file.split_offsets[1] == 1000, "file round trip");
+		iceberg_compact_message_free(&m);
+		free(line);
+	}
+	line = iceberg_compact_done_json(3, 2, 100, 7, 93, 5000, 1 << 20);
+	CHECK(iceberg_compact_message_parse(line, strlen(line), 0, &m, &err) &&
+		  m.type == ICEBERG_MSG_DONE && m.rows_deleted == 7 && m.rows_out == 93, "done");
+	iceberg_compact_message_free(&m);
+	free(line);
+	line = iceberg_compact_error_json(1, "bad \xff bytes");
+	CHECK(iceberg_compact_message_parse(line, strlen(line), 0, &m, &err) &&
+		  m.type == ICEBERG_MSG_ERROR && strcmp(m.message, "bad ? bytes") == 0,
+		  "error with invalid UTF-8: %s", line);
+	iceberg_compact_message_free(&m);
+	free(line);
+
+	/* what a broken or hostile helper may send */
+	CHECK(!parses(""), "empty");
+	CHECK(!parses("[1]"), "not an object");
+	CHECK(!parses("{\"type\":\"file\",\"group\":1}"), "file without path");
+	CHECK(!parses("{\"type\":\"file\",\"group\":1,\"path\":\"x\",\"size\":0,\"records\":1,\"metrics\":[]}"),
+		  "empty file");
+	CHECK(!parses("{\"type\":\"file\",\"group\":1,\"path\":\"x\",\"size\":10,\"records\":-1,\"metrics\":[]}"),
+		  "negative records");
+	CHECK(!parses("{\"type\":\"file\",\"group\":1,\"path\":\"x\",\"size\":10,\"records\":1,"
+				  "\"metrics\":[{\"id\":1,\"lower\":\"0g\"}]}"), "bad hex");
+	CHECK(!parses("{\"type\":\"file\",\"group\":1,\"path\":\"x\",\"size\":10,\"records\":1,"
+				  "\"metrics\":[{\"id\":1,\"value_count\":1,\"null_count\":2}]}"), "more nulls than values");
+	CHECK(!parses("{\"type\":\"file\",\"group\":1,\"path\":\"x\",\"size\":10,\"records\":1,"
+				  "\"metrics\":[],\"split_offsets\":[8,6]}"), "offsets not increasing");
+	CHECK(!parses("{\"type\":\"file\",\"group\":1,\"path\":\"x\",\"size\":10,\"records\":1,"
+				  "\"metrics\":[],\"split_offsets\":[4,12]}"), "offset past the file");
+	CHECK(!parses("{\"type\":\"done\",\"group\":1,\"files\":1,\"rows_in\":1,\"rows_deleted\":2,"
+				  "\"rows_out\":0,\"bytes_in\":1,\"peak_rss\":1}"), "more deleted than read");
+	CHECK(!parses("{\"type\":\"progress\",\"group\":1,\"done\":1.5}"), "a float");
+	CHECK(!parses("{\"type\":\"whatever\"}"), "unknown type");
+	CHECK(!parses("{\"type\":\"error\",\"group\":1,\"message\":\"a\\u0000b\"}"), "NUL in a string");
+	CHECK(parses("{\"type\":\"progress\",\"group\":1,\"done\":5}"), "progress");
+
+	/* the hello keeps the storage */
+	{
+		IoStorageConfig cfg;
+		IcebergCompactHello h;
+		const char *roots[] = {"/data/a", "/data/b"};
+
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.s3_endpoint = "http://127.0.0.1:9000";
+		cfg.s3_access_key_id = "AK";
+		cfg.s3_secret_access_key = "SK";
+		cfg.s3_path_style = 1;
+		cfg.local_roots = roots;
+		cfg.nlocal_roots = 2;
+		cfg.http.request_timeout_ms = 5000;
+		line = iceberg_compact_hello_json(&cfg, 1 << 28, 2, "/tmp/x", &err);
+		CHECK(line != NULL && iceberg_compact_hello_parse(line, strlen(line), &h, &err) &&
+			  strcmp(h.s3_secret_access_key, "SK") == 0 && h.nlocal_roots == 2 &&
+			  strcmp(h.local_roots[1], "/data/b") == 0 && h.memory_limit == 1 << 28 &&
+			  h.threads == 2 && h.request_timeout_ms == 5000 && h.s3_path_style == 1 &&
+			  h.s3_session_token == NULL, "hello round trip");
+		iceberg_compact_hello_free(&h);
+		free(line);
+	}
+}
+
+static void
+test_metrics_modes(void)
+{
+	IcebergTableMetadata *md;
+	IcebergSchema *s;
+	IcebergCompactJobMetric *m;
+	IcebergError err;
+
+	if (!iceberg_metadata_parse(metadata_json, strlen(metadata_json), NULL, &md, &err) ||
+		!iceberg_schema_parse(md->current_schema_json, &s, &err))
+	{
+		CHECK(false, "metadata: %s", err.message);
+		return;
+	}
+	CHECK(s->ncolumns == 5 && s->columns[3].type == ICEBERG_TYPE_DECIMAL &&
+		  s->columns[3].precision == 10 && s->columns[3].scale == 2 && s->columns[0].required,
+		  "schema");
+	CHECK(iceberg_compact_metrics_modes(md, s, &m, &err), "modes");
+	CHECK(m[0].mode == ICEBERG_METRICS_COUNTS && m[1].mode == ICEBERG_METRICS_FULL,
+		  "default counts, cat full: %d %d", m[0].mode, m[1].mode);
+	free(m);
+	iceberg_schema_free(s);
+	iceberg_metadata_free(md);
+}
+
+static void
+test_plan_fixture(void)
+{
+	IcebergLocalFS fs;
+	IcebergFileIO io;
+	IcebergTableMetadata *md;
+	IcebergCompactPlan *p;
+	IcebergCompactOptions o;
+	IcebergError err;
+	char		folder[1024];
+	char		path[1200];
+	int			total = 0;
+
+	memset(&fs, 0, sizeof(fs));
+	snprintf(folder, sizeof(folder), "%s/java-v2-partitioned-eqdeletes", fixtures);
+	fs.nmaps = 1;
+	fs.maps[0].from = "data/persistent/equality_deletes/warehouse/mydb/mytable_partitioned";
+	fs.maps[0].to = folder;
+	iceberg_local_fileio(&io, &fs);
+	snprintf(path, sizeof(path), "%s/metadata/v6.metadata.json", folder);
+	if (!iceberg_metadata_read(&io, path, &md, &err))
+	{
+		CHECK(false, "fixture: %s %s", err.message, err.detail);
+		return;
+	}
+	/* defaults: the files are tiny, but no partition has 5 of them */
+	memset(&o, 0, sizeof(o));
+	o.delete_file_threshold = -1;
+	o.min_file_size_bytes = -1;
+	o.max_file_size_bytes = -1;
+	CHECK(iceberg_compact_plan(&io, md, &o, &p, &err), "plan: %s", err.message);
+	if (p)
+	{
+		CHECK(p->data_files == 6 && p->ndeletes == 3 && p->candidates == 6,
+			  "6 data files, 3 deletes: %" PRId64 " %d %" PRId64, p->data_files, p->ndeletes,
+			  p->candidates);
+		/* a group of one file without enough deletes is not worth rewriting */
+		for (int g = 0; g < p->ngroups; g++)
+			CHECK(p->groups[g].nfiles > 1 || (p->groups[g].reasons & ICEBERG_COMPACT_DELETE_RATIO),
+				  "group %d of %d files", g, p->groups[g].nfiles);
+		iceberg_compact_plan_free(p);
+	}
+	/* min-input-files 1: every partition with two or more files, and deletes */
+	o.min_input_files = 1;
+	o.rewrite_all = true;
+	CHECK(iceberg_compact_plan(&io, md, &o, &p, &err), "plan: %s", err.message);
+	if (p)
+	{
+		for (int g = 0; g < p->ngroups; g++)
+		{
+			total += p->groups[g].nfiles;
+			CHECK(p->groups[g].expected_outputs == 1, "one output");
+		}
+		CHECK(p->nfiles == total, "files in groups");
+		/* every equality delete applies to files of older sequence numbers */
+		for (int d = 0; d < p->ndeletes; d++)
+			CHECK(p->deletes[d].content == ICEBERG_CONTENT_EQUALITY_DELETES &&
+				  p->deletes[d].nequality_ids >= 1, "equality delete %d", d);
+		iceberg_compact_plan_free(p);
+	}
+	/* where on the identity column, and a target between min and max */
+	{
+		IcebergPartitionFilter *f;
+
+		CHECK(iceberg_partition_filter_parse("name = 'no such name'", &f, &err) &&
+			  iceberg_partition_filter_bind(f, md, &err), "filter: %s", err.message);
+		o.where = f;
+		CHECK(iceberg_compact_plan(&io, md, &o, &p, &err) && p->ngroups == 0 &&
+			  p->filtered_out == 6, "nothing selected");
+		iceberg_compact_plan_free(p);
+		iceberg_partition_filter_free(f);
+		o.where = NULL;
+	}
+	o.target_file_size_bytes = 100;
+	o.min_file_size_bytes = 200;
+	CHECK(!iceberg_compact_plan(&io, md, &o, &p, &err) &&
+		  err.code == ICEBERG_ERR_INVALID_ARGUMENT, "min above the target refused");
+	iceberg_metadata_free(md);
+}
+
+int
+main(void)
+{
+	io_init();
+	fixtures = getenv("ICEBERG_FIXTURES");
+	if (fixtures == NULL)
+		fixtures = "test/fixtures/iceberg";
+	test_filter();
+	test_values();
+	test_wire();
+	test_metrics_modes();
+	test_plan_fixture();
+	printf("%d passed, %d failed\n", npassed, nfailed);
+	return nfailed > 0;
+}
