@@ -72,6 +72,7 @@ load_slot_send(IoCatalog *cat, IoHttpBatch *b, int i, LoadSlot *s, IoError *err)
 		req.nheaders = nh;
 		req.idempotent = true;
 		req.what = "catalog";
+		req.attempt = s->attempt;
 		rc = io_http_batch_start(b, i, &req, err);
 	}
 	if (auth.data)
