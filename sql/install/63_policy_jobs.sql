@@ -223,7 +223,8 @@ BEGIN
 END
 $$;
 
--- After a job ended (any outcome): its (table, rule) baseline is reset, so
+-- After a job ended (any outcome; every end of a job comes here): it is
+-- counted in tms.stat_maintenance; its (table, rule) baseline is reset, so
 -- the counters measure activity since this run and the pair is evaluated
 -- again, though not before the rule's min_interval (seed 000's
 -- minIntervalMs) has passed; old snapshot metrics are pruned.
@@ -236,10 +237,17 @@ DECLARE
     j tms.table_maintenance_job;
 BEGIN
     SELECT * INTO j FROM tms.table_maintenance_job WHERE id = jid;
-    IF FOUND AND EXISTS (SELECT 1 FROM tms.rule_baselines b
-                          WHERE b.rule_id = j.rule_id AND b.table_id = j.table_id
-                            AND b.pending_job = j.id) THEN
-        PERFORM tms._reset_baseline(j.rule_id, j.table_id);
+    IF FOUND THEN
+        PERFORM tms._stat_count_job(j.operation, j.engine, j.state,
+                                    (extract(epoch FROM j.finished_at
+                                                        - coalesce(j.started_at, j.finished_at))
+                                     * 1e6)::bigint,
+                                    j.files_deleted, j.bytes_deleted);
+        IF EXISTS (SELECT 1 FROM tms.rule_baselines b
+                    WHERE b.rule_id = j.rule_id AND b.table_id = j.table_id
+                      AND b.pending_job = j.id) THEN
+            PERFORM tms._reset_baseline(j.rule_id, j.table_id);
+        END IF;
     END IF;
     DELETE FROM tms.table_snapshot_metrics
      WHERE recorded_at < now() - current_setting('tms.snapshot_metrics_retention')::interval;

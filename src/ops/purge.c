@@ -37,7 +37,9 @@
  *				or FAILED at tms.purge_max_attempts or at once when the
  *				failure is terminal (metadata gone or corrupt, server
  *				dropped, table replaced, captured credentials expired).
- *				The captured credentials are deleted when the job ends.
+ *				The captured credentials are deleted when the job ends,
+ *				and the job is counted in tms.stat_purges with what its
+ *				last attempt deleted.
  *
  *-------------------------------------------------------------------------
  */
@@ -64,6 +66,7 @@
 #include "bridge/errors.h"
 #include "bridge/names.h"
 #include "bridge/role.h"
+#include "bridge/stats.h"
 #include "io/secrets.h"
 #include "ops/ops.h"
 #include "ops/purge.h"
@@ -602,7 +605,7 @@ static const char *finish_sql =
 "                          THEN now() END,"
 "       heartbeat_at = now(), updated_at = now()"
 " WHERE id = $1 AND state = 'RUNNING' AND" LEASE_HELD
-" RETURNING state";
+" RETURNING state, (extract(epoch FROM finished_at - started_at) * 1e6)::int8";
 
 typedef struct FinishArg
 {
@@ -612,6 +615,26 @@ typedef struct FinishArg
 	char	   *state;			/* out; NULL: lease lost */
 } FinishArg;
 
+/*
+ * Count a purge job that ended (state SUCCEEDED or FAILED) in
+ * tms.stat_purges, with what its last attempt deleted.
+ */
+static void
+count_purge(PurgeRun *run, const char *state, int64 duration_us)
+{
+	int64		delta[TMS_STAT_JOB_REQUESTS + 1];
+
+	delta[TMS_STAT_JOB_ENDED] = 1;
+	delta[TMS_STAT_JOB_DURATION_US] = Max(duration_us, 0);
+	delta[TMS_STAT_JOB_FILES] = run->deleted;
+	delta[TMS_STAT_JOB_BYTES] = run->bytes;
+	delta[TMS_STAT_JOB_SKIPPED] = run->skipped;
+	delta[TMS_STAT_JOB_REQUESTS] = run->requests;
+	tms_stat_add(TMS_STAT_PURGES, run->server_name,
+				 strcmp(state, "SUCCEEDED") == 0 ? "succeeded" : "failed", NULL,
+				 delta, lengthof(delta));
+}
+
 static void
 step_finish(void *arg)
 {
@@ -619,6 +642,7 @@ step_finish(void *arg)
 	Oid			types[15];
 	Datum		args[15];
 	char		nulls[15];
+	bool		isnull;
 	int			rc;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -645,6 +669,9 @@ step_finish(void *arg)
 	f->state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	if (strcmp(f->state, "PENDING") == 0)
 		return;
+	count_purge(f->run, f->state,
+				DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											2, &isnull)));
 
 	/* the job ended: its captured credentials go, old rows are pruned */
 	rc = SPI_execute_with_args("DELETE FROM tms.iceberg_cleanup_credentials WHERE job_id = $1",

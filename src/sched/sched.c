@@ -76,6 +76,7 @@
 
 #include "bridge/catalog.h"
 #include "bridge/role.h"
+#include "bridge/stats.h"
 #include "sched/lease.h"
 #include "sched/sched.h"
 
@@ -83,6 +84,7 @@ int			tms_heartbeat_interval_ms = 5000;
 int			tms_missed_heartbeats_limit = 6;
 int			tms_retry_delay_ms = 5000;
 int			tms_retry_delay_max_ms = 3600 * 1000;
+int			tms_stuck_task_age_s = 3600;
 
 /* ---------------------------------------------------------------------
  * Built-in kinds
@@ -401,6 +403,22 @@ exec_cached(SPIPlanPtr *plan, const char *sql, int nargs, Oid *types,
 	return SPI_execute_plan(*plan, args, nulls, read_only, 0);
 }
 
+/*
+ * Count a claim, an end or a lost lease of task in tms.stat_tasks, by the
+ * transaction that writes it (stats.h); an end counts its run time since
+ * the claim.
+ */
+static void
+count_task(const SchedTask *task, int counter)
+{
+	int64		delta[TMS_STAT_TASK_RUN_US + 1] = {0};
+
+	delta[counter] = 1;
+	if (counter == TMS_STAT_TASK_SUCCEEDED || counter == TMS_STAT_TASK_FAILED)
+		delta[TMS_STAT_TASK_RUN_US] = Max(GetCurrentTimestamp() - task->heartbeat, 0);
+	tms_stat_add(TMS_STAT_TASKS, task->kind, NULL, NULL, delta, lengthof(delta));
+}
+
 static int64
 dead_lease_ms(void)
 {
@@ -515,6 +533,7 @@ sched_claim(const char *picked_by, ArrayType *kinds, SchedTask *task)
 	if (SPI_processed == 0)
 		return false;
 	read_claimed(task, cxt);
+	count_task(task, TMS_STAT_TASK_CLAIMED);
 	return true;
 }
 
@@ -588,6 +607,7 @@ sched_claim_given(const char *kind, const char *instance,
 				 errdetail("All slots of the kind are held by running tasks."),
 				 errhint("Raise the kind's max_concurrency or retry later.")));
 	read_claimed(task, cxt);
+	count_task(task, TMS_STAT_TASK_CLAIMED);
 }
 
 /* ---------------------------------------------------------------------
@@ -741,10 +761,14 @@ settle_done(SchedTask *task)
 	args[3] = TimestampTzGetDatum(task->execution_time);
 
 	if (settled_count(exec_cached(&delete_plan, complete_delete_sql, 4, types,
+								  args, NULL, false)) > 0 ||
+		settled_count(exec_cached(&keep_plan, complete_keep_sql, 3, types,
 								  args, NULL, false)) > 0)
+	{
+		count_task(task, TMS_STAT_TASK_SUCCEEDED);
 		return true;
-	return settled_count(exec_cached(&keep_plan, complete_keep_sql, 3, types,
-									 args, NULL, false)) > 0;
+	}
+	return false;
 }
 
 /*
@@ -764,8 +788,11 @@ settle_failed(SchedTask *task, const char *error)
 	args[3] = CStringGetTextDatum(error);
 	args[4] = Int32GetDatum(tms_retry_delay_ms);
 	args[5] = Int32GetDatum(tms_retry_delay_max_ms);
-	return settled_count(exec_cached(&plan, fail_sql, 6, types, args, NULL,
-									 false)) > 0;
+	if (settled_count(exec_cached(&plan, fail_sql, 6, types, args, NULL,
+								  false)) == 0)
+		return false;
+	count_task(task, TMS_STAT_TASK_FAILED);
+	return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -926,6 +953,7 @@ execute_detached(SchedTask *task, ErrorData **error)
 	}
 	if (outcome == SCHED_LEASE_LOST)
 	{
+		count_task(task, TMS_STAT_TASK_LEASE_LOST);
 		ereport(WARNING,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("lost the lease on task \"%s\" instance \"%s\"; it stopped without settling",
@@ -1074,6 +1102,7 @@ sched_execute(SchedTask *task, ErrorData **error)
 
 	if (outcome == SCHED_LEASE_LOST)
 	{
+		count_task(task, TMS_STAT_TASK_LEASE_LOST);
 		ereport(WARNING,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("lost the lease on task \"%s\" instance \"%s\"; its work was rolled back",
@@ -1087,7 +1116,10 @@ sched_execute(SchedTask *task, ErrorData **error)
 
 	*error = edata;
 	if (!settle_failed(task, error_text(edata)))
+	{
+		count_task(task, TMS_STAT_TASK_LEASE_LOST);
 		outcome = SCHED_LEASE_LOST;
+	}
 	return outcome;
 }
 

@@ -36,6 +36,7 @@ extern int	tms_heartbeat_interval_ms;
 extern int	tms_missed_heartbeats_limit;
 extern int	tms_retry_delay_ms;
 extern int	tms_retry_delay_max_ms;
+extern int	tms_stuck_task_age_s;	/* read by the view tms.stat_stuck_tasks */
 
 /* A claimed task, palloc'd in the caller's context. */
 typedef struct SchedTask
