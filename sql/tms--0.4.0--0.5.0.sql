@@ -5,9 +5,164 @@
 --  * Monitoring: cumulative statistics in shared memory and the
 --    tms.stat_* views over them and over the current state of the work
 --    (tms.stat_reset, tms._stat_counters, tms._stat_count_job, which
---    tms._job_ended now calls).
+--    tms._job_ended now calls); the run history of tasks
+--    (tms.task_history, tms.task_run_totals, tms._prune_task_history) and
+--    the views tms.job_history, tms.job_errors, tms.job_stats.
 
 \echo Use "ALTER EXTENSION tms UPDATE TO '0.5.0'" to load this file. \quit
+
+-- ---------------------------------------------------------------------
+-- Monitoring: the run history (sql/install/20_sched.sql)
+-- ---------------------------------------------------------------------
+
+-- The run history: one row per run of a task (its claim to its settle),
+-- written by the settle statement itself (src/sched/sched.c), kept for
+-- tms.task_history_retention.  A run whose lease was lost settles nothing
+-- and has no row; nor has a run its handler called idle (a deferred
+-- start).  policy_id, rule_id, table_id and job_id are what the handler
+-- said the run worked on (NULL: nothing of the kind).  The views
+-- tms.job_history, tms.job_errors and tms.job_stats read it.
+CREATE TABLE tms.task_history (
+    id            bigserial PRIMARY KEY,
+    kind          text NOT NULL,
+    instance      text NOT NULL,
+    policy_id     integer,
+    rule_id       bigint,
+    table_id      bigint,
+    job_id        bigint,                 -- the maintenance or purge job
+    attempt       integer NOT NULL,       -- 1 + the failures before it
+    pid           integer,                -- of the executor
+    started_at    timestamptz NOT NULL,   -- the claim
+    finished_at   timestamptz NOT NULL,
+    succeeded     boolean NOT NULL,
+    sqlstate      text,
+    error         text,
+    CHECK (succeeded = (sqlstate IS NULL))
+);
+
+COMMENT ON TABLE tms.task_history IS
+    'one row per run of a task: what it worked on, when, its outcome and its error with SQLSTATE';
+
+-- What pruned history rows counted, per (kind, policy, rule), so that the
+-- totals of tms.job_stats outlive tms.task_history_retention.
+CREATE TABLE tms.task_run_totals (
+    kind                   text NOT NULL,
+    policy_id              integer,
+    rule_id                bigint,
+    runs                   bigint NOT NULL,
+    successes              bigint NOT NULL,
+    failures               bigint NOT NULL,
+    total_duration         interval NOT NULL,
+    last_run_started_at    timestamptz,
+    last_run_finished_at   timestamptz,
+    last_run_succeeded     boolean,
+    last_successful_finish timestamptz,
+    last_failure_at        timestamptz,
+    last_sqlstate          text,
+    last_error             text,
+    UNIQUE NULLS NOT DISTINCT (kind, policy_id, rule_id)
+);
+
+SELECT pg_catalog.pg_extension_config_dump('tms.task_history', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.task_history_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.task_run_totals', '');
+
+-- Delete up to batch of the oldest history rows older than retention,
+-- folding what they counted into tms.task_run_totals; returns how many.
+-- Rows are taken in id order, the order of their settles, so a batch
+-- reads no more than batch rows.  The supervisors call it
+-- (src/sched/sched.c, prune_history).
+CREATE FUNCTION tms._prune_task_history(retention interval, batch integer DEFAULT 10000)
+RETURNS integer
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH old AS (
+        SELECT o.id
+          FROM (SELECT h.id, h.finished_at FROM tms.task_history h
+                 ORDER BY h.id LIMIT batch) o
+         WHERE o.finished_at < now() - retention
+    ), gone AS (
+        DELETE FROM tms.task_history h USING old
+         WHERE h.id = old.id
+        RETURNING h.*
+    ), sums AS (
+        SELECT g.kind, g.policy_id, g.rule_id,
+               count(*) AS runs,
+               count(*) FILTER (WHERE g.succeeded) AS successes,
+               count(*) FILTER (WHERE NOT g.succeeded) AS failures,
+               sum(g.finished_at - g.started_at) AS total_duration,
+               (array_agg(g.started_at ORDER BY g.id DESC))[1] AS last_run_started_at,
+               (array_agg(g.finished_at ORDER BY g.id DESC))[1] AS last_run_finished_at,
+               (array_agg(g.succeeded ORDER BY g.id DESC))[1] AS last_run_succeeded,
+               max(g.finished_at) FILTER (WHERE g.succeeded) AS last_successful_finish,
+               max(g.finished_at) FILTER (WHERE NOT g.succeeded) AS last_failure_at,
+               (array_agg(g.sqlstate ORDER BY g.id DESC) FILTER (WHERE NOT g.succeeded))[1]
+                   AS last_sqlstate,
+               (array_agg(g.error ORDER BY g.id DESC) FILTER (WHERE NOT g.succeeded))[1]
+                   AS last_error
+          FROM gone g
+         GROUP BY g.kind, g.policy_id, g.rule_id
+    ), folded AS (
+        INSERT INTO tms.task_run_totals AS t
+        SELECT * FROM sums
+        ON CONFLICT (kind, policy_id, rule_id) DO UPDATE
+           SET runs = t.runs + excluded.runs,
+               successes = t.successes + excluded.successes,
+               failures = t.failures + excluded.failures,
+               total_duration = t.total_duration + excluded.total_duration,
+               last_run_started_at = excluded.last_run_started_at,
+               last_run_finished_at = excluded.last_run_finished_at,
+               last_run_succeeded = excluded.last_run_succeeded,
+               last_successful_finish = coalesce(excluded.last_successful_finish,
+                                                 t.last_successful_finish),
+               last_failure_at = coalesce(excluded.last_failure_at, t.last_failure_at),
+               last_sqlstate = CASE WHEN excluded.last_failure_at IS NULL THEN t.last_sqlstate
+                                    ELSE excluded.last_sqlstate END,
+               last_error = CASE WHEN excluded.last_failure_at IS NULL THEN t.last_error
+                                 ELSE excluded.last_error END
+        RETURNING 1
+    )
+    SELECT count(*)::integer FROM gone
+$$;
+
+REVOKE ALL ON FUNCTION tms._prune_task_history(interval, integer) FROM PUBLIC;
+
+-- ---------------------------------------------------------------------
+-- Monitoring: maintenance jobs (sql/install/63_policy_jobs.sql): every
+-- end of a job is counted
+-- ---------------------------------------------------------------------
+
+-- After a job ended (any outcome; every end of a job comes here): it is
+-- counted in tms.stat_maintenance; its (table, rule) baseline is reset, so
+-- the counters measure activity since this run and the pair is evaluated
+-- again, though not before the rule's min_interval (seed 000's
+-- minIntervalMs) has passed; old snapshot metrics are pruned.
+CREATE OR REPLACE FUNCTION tms._job_ended(jid bigint)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j tms.table_maintenance_job;
+BEGIN
+    SELECT * INTO j FROM tms.table_maintenance_job WHERE id = jid;
+    IF FOUND THEN
+        PERFORM tms._stat_count_job(j.operation, j.engine, j.state,
+                                    (extract(epoch FROM j.finished_at
+                                                        - coalesce(j.started_at, j.finished_at))
+                                     * 1e6)::bigint,
+                                    j.files_deleted, j.bytes_deleted);
+        IF EXISTS (SELECT 1 FROM tms.rule_baselines b
+                    WHERE b.rule_id = j.rule_id AND b.table_id = j.table_id
+                      AND b.pending_job = j.id) THEN
+            PERFORM tms._reset_baseline(j.rule_id, j.table_id);
+        END IF;
+    END IF;
+    DELETE FROM tms.table_snapshot_metrics
+     WHERE recorded_at < now() - current_setting('tms.snapshot_metrics_retention')::interval;
+END
+$$;
 
 -- ---------------------------------------------------------------------
 -- Monitoring: statistics and views (sql/install/70_monitoring.sql)
@@ -245,42 +400,142 @@ CREATE VIEW tms.stat_purge_queue AS
 COMMENT ON VIEW tms.stat_purge_queue IS
     'the purge backlog per server: pending (retrying among them), running, the oldest pending one''s wait';
 
+-- ---------------------------------------------------------------------
+-- The run history, as TimescaleDB's automation framework shows its jobs
+-- (timescaledb_information.job_history, job_errors, job_stats)
+-- ---------------------------------------------------------------------
+
+-- Every run of a task (tms.task_history, kept for
+-- tms.task_history_retention) with the names of what it worked on.
+CREATE VIEW tms.job_history AS
+    SELECT h.id,
+           h.kind,
+           h.instance,
+           p.name AS policy,
+           h.policy_id,
+           h.rule_id,
+           coalesce(r.operation, mj.operation) AS operation,
+           coalesce(t.server, pj.server)::text AS server,
+           coalesce(t.namespace, pj.namespace) AS namespace,
+           coalesce(t.table_name, pj.table_name) AS table_name,
+           h.job_id,
+           h.attempt,
+           h.succeeded,
+           h.pid,
+           h.started_at AS start_time,
+           h.finished_at AS finish_time,
+           h.finished_at - h.started_at AS duration,
+           h.sqlstate AS sqlerrcode,
+           h.error AS err_message
+      FROM tms.task_history h
+      LEFT JOIN tms.maintenance_policies p ON p.id = h.policy_id
+      LEFT JOIN tms.maintenance_rules r ON r.id = h.rule_id
+      LEFT JOIN tms.tables t ON t.id = h.table_id
+      LEFT JOIN tms.table_maintenance_job mj ON h.kind = 'maintenance' AND mj.id = h.job_id
+      LEFT JOIN tms.iceberg_cleanup_job pj ON h.kind = 'purge' AND pj.id = h.job_id;
+
+COMMENT ON VIEW tms.job_history IS
+    'every run of a task: what it worked on, when, its outcome, its error with SQLSTATE (tms.task_history_retention)';
+
+CREATE VIEW tms.job_errors AS
+    SELECT id, kind, instance, policy, policy_id, rule_id, operation, server, namespace,
+           table_name, job_id, attempt, pid, start_time, finish_time, duration,
+           sqlerrcode, err_message
+      FROM tms.job_history
+     WHERE NOT succeeded;
+
+COMMENT ON VIEW tms.job_errors IS
+    'the runs of tasks that failed, with their SQLSTATE and message';
+
+-- Per task kind and rule (policy-level kinds: per policy; the others: per
+-- kind), over the history and what pruned rows counted
+-- (tms.task_run_totals).  next_start and job_status come from the tasks
+-- waiting or running now; their subjects are read from the instance the
+-- way each kind's handler reads it: policy-expand "<policy>", cron-job
+-- "<policy>:<table>", maintenance "job-<id>" (the job's policy and rule).
+CREATE VIEW tms.job_stats AS
+    WITH live AS (
+        SELECT h.kind, h.policy_id, h.rule_id,
+               count(*) AS runs,
+               count(*) FILTER (WHERE h.succeeded) AS successes,
+               count(*) FILTER (WHERE NOT h.succeeded) AS failures,
+               sum(h.finished_at - h.started_at) AS total_duration,
+               max(h.finished_at) FILTER (WHERE h.succeeded) AS last_successful_finish,
+               max(h.id) AS last_id,
+               max(h.id) FILTER (WHERE NOT h.succeeded) AS last_failed_id
+          FROM tms.task_history h
+         GROUP BY h.kind, h.policy_id, h.rule_id
+    ), keys AS (
+        SELECT kind, policy_id, rule_id FROM live
+        UNION
+        SELECT kind, policy_id, rule_id FROM tms.task_run_totals
+    ), tasks AS (
+        SELECT t.task_name AS kind,
+               CASE WHEN t.task_name = 'policy-expand' AND t.task_instance ~ '^[0-9]{1,9}$'
+                        THEN t.task_instance::integer
+                    WHEN t.task_name = 'cron-job' AND t.task_instance ~ '^[0-9]{1,9}:'
+                        THEN split_part(t.task_instance, ':', 1)::integer
+                    ELSE j.policy_id END AS policy_id,
+               j.rule_id,
+               t.picked,
+               t.execution_time
+          FROM tms.scheduled_tasks t
+          LEFT JOIN tms.table_maintenance_job j
+            ON t.task_name = 'maintenance'
+           AND j.id = CASE WHEN t.task_instance ~ '^job-[0-9]{1,18}$'
+                           THEN substr(t.task_instance, 5)::bigint END
+    ), waiting AS (
+        SELECT kind, policy_id, rule_id,
+               count(*) FILTER (WHERE picked) AS running,
+               min(execution_time) FILTER (WHERE NOT picked) AS next_start
+          FROM tasks
+         GROUP BY kind, policy_id, rule_id
+    )
+    SELECT k.kind,
+           p.name AS policy,
+           k.policy_id,
+           k.rule_id,
+           r.operation,
+           coalesce(lr.started_at, tt.last_run_started_at) AS last_run_started_at,
+           greatest(l.last_successful_finish, tt.last_successful_finish) AS last_successful_finish,
+           CASE coalesce(lr.succeeded, tt.last_run_succeeded)
+               WHEN true THEN 'succeeded' WHEN false THEN 'failed' END AS last_run_status,
+           CASE WHEN w.running > 0 THEN 'running'
+                WHEN w.next_start IS NOT NULL THEN 'scheduled'
+                ELSE 'idle' END AS job_status,
+           coalesce(lr.finished_at - lr.started_at,
+                    tt.last_run_finished_at - tt.last_run_started_at) AS last_run_duration,
+           w.next_start,
+           coalesce(l.runs, 0) + coalesce(tt.runs, 0) AS total_runs,
+           coalesce(l.successes, 0) + coalesce(tt.successes, 0) AS total_successes,
+           coalesce(l.failures, 0) + coalesce(tt.failures, 0) AS total_failures,
+           coalesce(l.total_duration, '0') + coalesce(tt.total_duration, '0') AS total_duration,
+           (coalesce(l.total_duration, '0') + coalesce(tt.total_duration, '0'))
+               / nullif(coalesce(l.runs, 0) + coalesce(tt.runs, 0), 0) AS average_duration,
+           coalesce(lf.finished_at, tt.last_failure_at) AS last_failure_at,
+           coalesce(lf.sqlstate, tt.last_sqlstate) AS last_sqlerrcode,
+           coalesce(lf.error, tt.last_error) AS last_error
+      FROM keys k
+      LEFT JOIN live l
+        ON (l.kind, l.policy_id, l.rule_id) IS NOT DISTINCT FROM (k.kind, k.policy_id, k.rule_id)
+      LEFT JOIN tms.task_run_totals tt
+        ON (tt.kind, tt.policy_id, tt.rule_id) IS NOT DISTINCT FROM (k.kind, k.policy_id, k.rule_id)
+      LEFT JOIN waiting w
+        ON (w.kind, w.policy_id, w.rule_id) IS NOT DISTINCT FROM (k.kind, k.policy_id, k.rule_id)
+      LEFT JOIN tms.task_history lr ON lr.id = l.last_id
+      LEFT JOIN tms.task_history lf ON lf.id = l.last_failed_id
+      LEFT JOIN tms.maintenance_policies p ON p.id = k.policy_id
+      LEFT JOIN tms.maintenance_rules r ON r.id = k.rule_id;
+
+COMMENT ON VIEW tms.job_stats IS
+    'per task kind and rule: runs, successes, failures, the last run and error with SQLSTATE, durations, next start';
+
 REVOKE ALL ON FUNCTION tms._stat_counters(text),
                        tms._stat_count_job(text, text, text, bigint, bigint, bigint),
                        tms.stat_reset(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION tms._stat_counters(text) TO pg_monitor;
 GRANT SELECT ON tms.stat_tasks, tms.stat_maintenance, tms.stat_purges,
                 tms.stat_requests, tms.stat_request_errors, tms.stat_stuck_tasks,
-                tms.stat_task_queue, tms.stat_maintenance_queue, tms.stat_purge_queue
+                tms.stat_task_queue, tms.stat_maintenance_queue, tms.stat_purge_queue,
+                tms.job_history, tms.job_errors, tms.job_stats
     TO pg_monitor;
-
--- After a job ended (any outcome; every end of a job comes here): it is
--- counted in tms.stat_maintenance; its (table, rule) baseline is reset, so
--- the counters measure activity since this run and the pair is evaluated
--- again, though not before the rule's min_interval (seed 000's
--- minIntervalMs) has passed; old snapshot metrics are pruned.
-CREATE OR REPLACE FUNCTION tms._job_ended(jid bigint)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j tms.table_maintenance_job;
-BEGIN
-    SELECT * INTO j FROM tms.table_maintenance_job WHERE id = jid;
-    IF FOUND THEN
-        PERFORM tms._stat_count_job(j.operation, j.engine, j.state,
-                                    (extract(epoch FROM j.finished_at
-                                                        - coalesce(j.started_at, j.finished_at))
-                                     * 1e6)::bigint,
-                                    j.files_deleted, j.bytes_deleted);
-        IF EXISTS (SELECT 1 FROM tms.rule_baselines b
-                    WHERE b.rule_id = j.rule_id AND b.table_id = j.table_id
-                      AND b.pending_job = j.id) THEN
-            PERFORM tms._reset_baseline(j.rule_id, j.table_id);
-        END IF;
-    END IF;
-    DELETE FROM tms.table_snapshot_metrics
-     WHERE recorded_at < now() - current_setting('tms.snapshot_metrics_retention')::interval;
-END
-$$;

@@ -128,6 +128,15 @@ _PG_init(void)
 							GUC_UNIT_S,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("tms.task_history_retention",
+							gettext_noop("How long tms.task_history keeps the row of a task's run."),
+							gettext_noop("Older rows are pruned by the workers; their counts stay in tms.job_stats."),
+							&tms_task_history_retention_s,
+							14 * 86400, 60, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
 	DefineCustomIntVariable("tms.retry_delay",
 							gettext_noop("Delay before the first retry of a failed task."),
 							gettext_noop("Each further consecutive failure doubles it, up to "

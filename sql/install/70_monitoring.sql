@@ -246,11 +246,142 @@ CREATE VIEW tms.stat_purge_queue AS
 COMMENT ON VIEW tms.stat_purge_queue IS
     'the purge backlog per server: pending (retrying among them), running, the oldest pending one''s wait';
 
+-- ---------------------------------------------------------------------
+-- The run history, as TimescaleDB's automation framework shows its jobs
+-- (timescaledb_information.job_history, job_errors, job_stats)
+-- ---------------------------------------------------------------------
+
+-- Every run of a task (tms.task_history, kept for
+-- tms.task_history_retention) with the names of what it worked on.
+CREATE VIEW tms.job_history AS
+    SELECT h.id,
+           h.kind,
+           h.instance,
+           p.name AS policy,
+           h.policy_id,
+           h.rule_id,
+           coalesce(r.operation, mj.operation) AS operation,
+           coalesce(t.server, pj.server)::text AS server,
+           coalesce(t.namespace, pj.namespace) AS namespace,
+           coalesce(t.table_name, pj.table_name) AS table_name,
+           h.job_id,
+           h.attempt,
+           h.succeeded,
+           h.pid,
+           h.started_at AS start_time,
+           h.finished_at AS finish_time,
+           h.finished_at - h.started_at AS duration,
+           h.sqlstate AS sqlerrcode,
+           h.error AS err_message
+      FROM tms.task_history h
+      LEFT JOIN tms.maintenance_policies p ON p.id = h.policy_id
+      LEFT JOIN tms.maintenance_rules r ON r.id = h.rule_id
+      LEFT JOIN tms.tables t ON t.id = h.table_id
+      LEFT JOIN tms.table_maintenance_job mj ON h.kind = 'maintenance' AND mj.id = h.job_id
+      LEFT JOIN tms.iceberg_cleanup_job pj ON h.kind = 'purge' AND pj.id = h.job_id;
+
+COMMENT ON VIEW tms.job_history IS
+    'every run of a task: what it worked on, when, its outcome, its error with SQLSTATE (tms.task_history_retention)';
+
+CREATE VIEW tms.job_errors AS
+    SELECT id, kind, instance, policy, policy_id, rule_id, operation, server, namespace,
+           table_name, job_id, attempt, pid, start_time, finish_time, duration,
+           sqlerrcode, err_message
+      FROM tms.job_history
+     WHERE NOT succeeded;
+
+COMMENT ON VIEW tms.job_errors IS
+    'the runs of tasks that failed, with their SQLSTATE and message';
+
+-- Per task kind and rule (policy-level kinds: per policy; the others: per
+-- kind), over the history and what pruned rows counted
+-- (tms.task_run_totals).  next_start and job_status come from the tasks
+-- waiting or running now; their subjects are read from the instance the
+-- way each kind's handler reads it: policy-expand "<policy>", cron-job
+-- "<policy>:<table>", maintenance "job-<id>" (the job's policy and rule).
+CREATE VIEW tms.job_stats AS
+    WITH live AS (
+        SELECT h.kind, h.policy_id, h.rule_id,
+               count(*) AS runs,
+               count(*) FILTER (WHERE h.succeeded) AS successes,
+               count(*) FILTER (WHERE NOT h.succeeded) AS failures,
+               sum(h.finished_at - h.started_at) AS total_duration,
+               max(h.finished_at) FILTER (WHERE h.succeeded) AS last_successful_finish,
+               max(h.id) AS last_id,
+               max(h.id) FILTER (WHERE NOT h.succeeded) AS last_failed_id
+          FROM tms.task_history h
+         GROUP BY h.kind, h.policy_id, h.rule_id
+    ), keys AS (
+        SELECT kind, policy_id, rule_id FROM live
+        UNION
+        SELECT kind, policy_id, rule_id FROM tms.task_run_totals
+    ), tasks AS (
+        SELECT t.task_name AS kind,
+               CASE WHEN t.task_name = 'policy-expand' AND t.task_instance ~ '^[0-9]{1,9}$'
+                        THEN t.task_instance::integer
+                    WHEN t.task_name = 'cron-job' AND t.task_instance ~ '^[0-9]{1,9}:'
+                        THEN split_part(t.task_instance, ':', 1)::integer
+                    ELSE j.policy_id END AS policy_id,
+               j.rule_id,
+               t.picked,
+               t.execution_time
+          FROM tms.scheduled_tasks t
+          LEFT JOIN tms.table_maintenance_job j
+            ON t.task_name = 'maintenance'
+           AND j.id = CASE WHEN t.task_instance ~ '^job-[0-9]{1,18}$'
+                           THEN substr(t.task_instance, 5)::bigint END
+    ), waiting AS (
+        SELECT kind, policy_id, rule_id,
+               count(*) FILTER (WHERE picked) AS running,
+               min(execution_time) FILTER (WHERE NOT picked) AS next_start
+          FROM tasks
+         GROUP BY kind, policy_id, rule_id
+    )
+    SELECT k.kind,
+           p.name AS policy,
+           k.policy_id,
+           k.rule_id,
+           r.operation,
+           coalesce(lr.started_at, tt.last_run_started_at) AS last_run_started_at,
+           greatest(l.last_successful_finish, tt.last_successful_finish) AS last_successful_finish,
+           CASE coalesce(lr.succeeded, tt.last_run_succeeded)
+               WHEN true THEN 'succeeded' WHEN false THEN 'failed' END AS last_run_status,
+           CASE WHEN w.running > 0 THEN 'running'
+                WHEN w.next_start IS NOT NULL THEN 'scheduled'
+                ELSE 'idle' END AS job_status,
+           coalesce(lr.finished_at - lr.started_at,
+                    tt.last_run_finished_at - tt.last_run_started_at) AS last_run_duration,
+           w.next_start,
+           coalesce(l.runs, 0) + coalesce(tt.runs, 0) AS total_runs,
+           coalesce(l.successes, 0) + coalesce(tt.successes, 0) AS total_successes,
+           coalesce(l.failures, 0) + coalesce(tt.failures, 0) AS total_failures,
+           coalesce(l.total_duration, '0') + coalesce(tt.total_duration, '0') AS total_duration,
+           (coalesce(l.total_duration, '0') + coalesce(tt.total_duration, '0'))
+               / nullif(coalesce(l.runs, 0) + coalesce(tt.runs, 0), 0) AS average_duration,
+           coalesce(lf.finished_at, tt.last_failure_at) AS last_failure_at,
+           coalesce(lf.sqlstate, tt.last_sqlstate) AS last_sqlerrcode,
+           coalesce(lf.error, tt.last_error) AS last_error
+      FROM keys k
+      LEFT JOIN live l
+        ON (l.kind, l.policy_id, l.rule_id) IS NOT DISTINCT FROM (k.kind, k.policy_id, k.rule_id)
+      LEFT JOIN tms.task_run_totals tt
+        ON (tt.kind, tt.policy_id, tt.rule_id) IS NOT DISTINCT FROM (k.kind, k.policy_id, k.rule_id)
+      LEFT JOIN waiting w
+        ON (w.kind, w.policy_id, w.rule_id) IS NOT DISTINCT FROM (k.kind, k.policy_id, k.rule_id)
+      LEFT JOIN tms.task_history lr ON lr.id = l.last_id
+      LEFT JOIN tms.task_history lf ON lf.id = l.last_failed_id
+      LEFT JOIN tms.maintenance_policies p ON p.id = k.policy_id
+      LEFT JOIN tms.maintenance_rules r ON r.id = k.rule_id;
+
+COMMENT ON VIEW tms.job_stats IS
+    'per task kind and rule: runs, successes, failures, the last run and error with SQLSTATE, durations, next start';
+
 REVOKE ALL ON FUNCTION tms._stat_counters(text),
                        tms._stat_count_job(text, text, text, bigint, bigint, bigint),
                        tms.stat_reset(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION tms._stat_counters(text) TO pg_monitor;
 GRANT SELECT ON tms.stat_tasks, tms.stat_maintenance, tms.stat_purges,
                 tms.stat_requests, tms.stat_request_errors, tms.stat_stuck_tasks,
-                tms.stat_task_queue, tms.stat_maintenance_queue, tms.stat_purge_queue
+                tms.stat_task_queue, tms.stat_maintenance_queue, tms.stat_purge_queue,
+                tms.job_history, tms.job_errors, tms.job_stats
     TO pg_monitor;

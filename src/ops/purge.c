@@ -365,16 +365,38 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table)
  * ----------------------------------------------------------------
  */
 
+static void
+purge_run_fail_va(PurgeRun *run, RunResult kind, int sqlerrcode, const char *fmt,
+				  va_list ap) pg_attribute_printf(4, 0);
+
+static void
+purge_run_fail_va(PurgeRun *run, RunResult kind, int sqlerrcode, const char *fmt, va_list ap)
+{
+	if (run->result != RUN_OK)
+		return;
+	run->result = kind;
+	run->sqlerrcode = sqlerrcode;
+	vsnprintf(run->error, sizeof(run->error), fmt, ap);
+}
+
 void
 purge_run_fail(PurgeRun *run, RunResult kind, const char *fmt,...)
 {
 	va_list		ap;
 
-	if (run->result != RUN_OK)
-		return;
-	run->result = kind;
 	va_start(ap, fmt);
-	vsnprintf(run->error, sizeof(run->error), fmt, ap);
+	purge_run_fail_va(run, kind, 0, fmt, ap);
+	va_end(ap);
+}
+
+/* The same with the SQLSTATE the failure is recorded with. */
+void
+purge_run_fail_code(PurgeRun *run, RunResult kind, int sqlerrcode, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	purge_run_fail_va(run, kind, sqlerrcode, fmt, ap);
 	va_end(ap);
 }
 
@@ -895,9 +917,10 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 			bool		terminal = err.code == IO_ERR_BAD_REQUEST ||
 				err.code == IO_ERR_FORBIDDEN;
 
-			purge_run_fail(run, terminal ? RUN_TERMINAL : RUN_TRANSIENT,
-						   "could not load table \"%s.%s\" to drop it: %s",
-						   run->ns, run->table, tms_io_error_text(&err));
+			purge_run_fail_code(run, terminal ? RUN_TERMINAL : RUN_TRANSIENT,
+								tms_io_sqlstate(err.code),
+								"could not load table \"%s.%s\" to drop it: %s",
+								run->ns, run->table, tms_io_error_text(&err));
 			return;
 		}
 		/* gone already (a previous attempt's drop landed): purge what we recorded */
@@ -909,7 +932,7 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 		/* record where its files are before the entry goes */
 		if (!sched_owner_try_step(step_drop_record, &dr, &e))
 		{
-			purge_run_fail(run, RUN_TRANSIENT, "%s", e->message);
+			purge_run_fail_code(run, RUN_TRANSIENT, e->sqlerrcode, "%s", e->message);
 			return;
 		}
 		if (run->result != RUN_OK)
@@ -928,11 +951,11 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 				gone = table_gone(conn, ns_io, run->table, &err);
 			if (gone != 1)
 			{
-				purge_run_fail(run, RUN_TRANSIENT,
-							   "could not drop table \"%s.%s\" from its catalog%s: %s",
-							   run->ns, run->table,
-							   gone == 0 ? " (it is still there)" : "",
-							   tms_io_error_text(&first));
+				purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(first.code),
+									"could not drop table \"%s.%s\" from its catalog%s: %s",
+									run->ns, run->table,
+									gone == 0 ? " (it is still there)" : "",
+									tms_io_error_text(&first));
 				return;
 			}
 		}
@@ -943,7 +966,7 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 	dr.phase = "content";
 	dr.dropped = true;
 	if (!sched_owner_try_step(step_drop_record, &dr, &e))
-		purge_run_fail(run, RUN_TRANSIENT, "%s", e->message);
+		purge_run_fail_code(run, RUN_TRANSIENT, e->sqlerrcode, "%s", e->message);
 	else if (run->result == RUN_OK)
 		run->phase = "content";
 }
@@ -959,8 +982,8 @@ run_drop_phase(PurgeRun *run)
 	dc.conn = NULL;
 	if (!sched_try_step(step_drop_connect, &dc, &e))
 	{
-		purge_run_fail(run, RUN_TRANSIENT, "%s%s%s", e->message,
-					   e->detail ? ": " : "", e->detail ? e->detail : "");
+		purge_run_fail_code(run, RUN_TRANSIENT, e->sqlerrcode, "%s%s%s", e->message,
+							e->detail ? ": " : "", e->detail ? e->detail : "");
 		return;
 	}
 	PG_TRY();
@@ -978,7 +1001,7 @@ run_drop_phase(PurgeRun *run)
 		ErrorData  *e2;
 
 		if (!sched_owner_try_step(step_read_vended, run, &e2))
-			purge_run_fail(run, RUN_TRANSIENT, "%s", e2->message);
+			purge_run_fail_code(run, RUN_TRANSIENT, e2->sqlerrcode, "%s", e2->message);
 	}
 }
 
@@ -1025,6 +1048,7 @@ purge_handler(SchedTask *task, ErrorData **error)
 	}
 	for (int i = 0; i < NQUEUES; i++)
 		run->q[i].cxt = AllocSetContextCreate(cxt, "tms purge queue", ALLOCSET_DEFAULT_SIZES);
+	sched_task_subject(task, -1, -1, -1, run->job_id);
 
 	PG_TRY();
 	{
@@ -1072,15 +1096,23 @@ purge_handler(SchedTask *task, ErrorData **error)
 				else if (strcmp(fin.state, "PENDING") == 0)
 				{
 					MemoryContextSwitchTo(old);
-					*error = sched_error(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error, NULL);
+					*error = sched_error(run->sqlerrcode ? run->sqlerrcode :
+										 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error, NULL);
 					outcome = SCHED_FAILED;
 				}
 				else
 				{
 					if (strcmp(fin.state, "FAILED") == 0)
+					{
 						ereport(LOG,
 								(errmsg("purge job " INT64_FORMAT " failed: %s", run->job_id,
 										run->error)));
+						/* done for good: the task's history row has the failure */
+						MemoryContextSwitchTo(old);
+						*error = sched_error(run->sqlerrcode ? run->sqlerrcode :
+											 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error,
+											 NULL);
+					}
 					outcome = SCHED_DONE;
 				}
 			}

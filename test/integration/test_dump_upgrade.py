@@ -479,6 +479,9 @@ SEQUENCE_INSERTS = [
      "INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location,"
      " metadata_location, requested_by)"
      " VALUES ('dumpcat', 'x', 'y', '/nowhere/y', '/nowhere/y/m.json', 'app')"),
+    ("tms.task_history",
+     "INSERT INTO tms.task_history (kind, instance, attempt, started_at, finished_at,"
+     " succeeded) VALUES ('record', 'x', 1, now(), now(), true)"),
 ]
 
 
