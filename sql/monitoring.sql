@@ -1,7 +1,7 @@
 -- Monitoring (doc/operations.md, "Monitoring"): the tms.stat_* views and
 -- their columns, who may read them, tms.stat_reset, the run history of
 -- tasks run in this session (tms.job_history, job_errors, job_stats),
--- and history pruning that keeps the totals.
+-- history pruning that keeps the totals, and retries spread by jitter.
 -- The workers claim nothing here (tms.enabled = off, test/regress.conf).
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tms;
@@ -56,6 +56,23 @@ CALL tms.run_task('mon-bad', 'x');
 SELECT kind, total_runs, total_failures, last_sqlerrcode
   FROM tms.job_stats WHERE kind = 'mon-bad';
 
+-- 100 tasks that fail at once come back spread over half their backoff
+-- (tms.retry_delay 5 s: between 2.5 s and 5 s after the failure), not as
+-- a herd
+SELECT count(*) AS scheduled
+  FROM (SELECT tms.schedule_task('mon-bad', 'herd-' || g) FROM generate_series(1, 100) g) s;
+SET client_min_messages = error;
+CALL tms.run_pending(100, '{mon-bad}');
+RESET client_min_messages;
+SELECT count(*) AS failed,
+       bool_and(execution_time - last_failure BETWEEN interval '2.5 s' AND interval '5 s')
+           AS within_backoff,
+       count(DISTINCT width_bucket(extract(epoch FROM execution_time - last_failure),
+                                   2.5, 5.0, 5)) AS fifths_used,
+       stddev(extract(epoch FROM execution_time - last_failure)) > 0.5 AS spread
+  FROM tms.scheduled_tasks
+ WHERE task_name = 'mon-bad' AND task_instance LIKE 'herd-%';
+
 -- The views are pg_monitor's; PUBLIC reads none, nor resets anything.
 CREATE ROLE tms_mon_reader IN ROLE pg_monitor;
 CREATE ROLE tms_mon_nobody;
@@ -82,7 +99,7 @@ SELECT * FROM tms._stat_counters('tasks');
 SELECT tms.stat_reset();
 RESET ROLE;
 
--- the queue
+-- the queue of the herd
 SELECT kind, running, due, scheduled, failing, oldest_due_seconds, stuck
   FROM tms.stat_task_queue WHERE kind LIKE 'mon-%' ORDER BY kind;
 

@@ -7,13 +7,29 @@
 --    (tms.stat_reset, tms._stat_counters, tms._stat_count_job, which
 --    tms._job_ended now calls); the run history of tasks
 --    (tms.task_history, tms.task_run_totals, tms._prune_task_history) and
---    the views tms.job_history, tms.job_errors, tms.job_stats.
+--    the views tms.job_history, tms.job_errors, tms.job_stats; retries of
+--    failed tasks and deferred starts of jobs wait a jittered time
+--    (tms._jitter, tms._start_job).
 
 \echo Use "ALTER EXTENSION tms UPDATE TO '0.5.0'" to load this file. \quit
 
 -- ---------------------------------------------------------------------
--- Monitoring: the run history (sql/install/20_sched.sql)
+-- Monitoring: the run history and jittered retries (sql/install/20_sched.sql)
 -- ---------------------------------------------------------------------
+
+-- The wait before a retry: between half of wait and all of it, uniformly
+-- ("equal jitter", https://aws.amazon.com/blogs/architecture/
+-- exponential-backoff-and-jitter/).  Tasks that failed together (a
+-- catalog down for all of them) come back spread over half their backoff
+-- instead of as a herd, while each still waits at least half of it and
+-- the wait still grows with the failures; with "full jitter" some would
+-- come back at once, to the service that just failed them.  The retries
+-- of failed tasks (src/sched/sched.c) and the deferred starts of
+-- maintenance jobs (tms._start_job) wait so.
+CREATE FUNCTION tms._jitter(wait interval)
+RETURNS interval
+LANGUAGE sql VOLATILE
+AS $$ SELECT wait * (0.5 + 0.5 * random()) $$;
 
 -- The run history: one row per run of a task (its claim to its settle),
 -- written by the settle statement itself (src/sched/sched.c), kept for
@@ -129,9 +145,150 @@ $$;
 REVOKE ALL ON FUNCTION tms._prune_task_history(interval, integer) FROM PUBLIC;
 
 -- ---------------------------------------------------------------------
--- Monitoring: maintenance jobs (sql/install/63_policy_jobs.sql): every
+-- Monitoring: maintenance jobs (sql/install/63_policy_jobs.sql): deferred starts
+-- wait a jittered time; every
 -- end of a job is counted
 -- ---------------------------------------------------------------------
+
+-- Whether job jid may start (or resume) now, and if so mark it running.
+-- Called by the "maintenance" task's handler (src/ops/maint.c) in a short
+-- step, as the extension owner.  Returns
+--   gone      the job is finished, cancelled or no longer exists;
+--   deferred  not now (reason says why); the task is due again at retry_at;
+--   skipped   never (reason says why): the job ended so;
+--   started   the job is running: job holds it with its table.
+-- Gates, in order: a cancel request; for a job that has done nothing yet
+-- (phase "start") from a policy: the rule and policy still exist (else
+-- skipped), the policy is active and its window open (else deferred);
+-- one job at a time per (table, operation); a policy's job waits for the
+-- jobs of the same policy and table earlier in the chain (tms._chain_rank);
+-- at most tms.max_active_operations running jobs, counting a job only
+-- while a live executor holds its task (or, for tms.maintenance_handler's
+-- engines, while it runs there).  Serialised by an advisory lock so that a
+-- count and a start are one step.  A deferred start is due again after a
+-- jittered wait (tms._jitter), so that jobs deferred together do not all
+-- come back at once.
+CREATE OR REPLACE FUNCTION tms._start_job(jid bigint,
+                               OUT state text, OUT reason text,
+                               OUT retry_at timestamptz, OUT job jsonb)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j tms.table_maintenance_job;
+    p tms.maintenance_policies;
+    other bigint;
+    running integer;
+BEGIN
+    PERFORM pg_advisory_xact_lock(7367, 1);
+    SELECT * INTO j FROM tms.table_maintenance_job WHERE id = jid FOR UPDATE;
+    IF NOT FOUND OR j.finished_at IS NOT NULL THEN
+        state := 'gone';
+        RETURN;
+    END IF;
+    IF j.cancel_requested AND j.phase = 'start' THEN
+        UPDATE tms.table_maintenance_job
+           SET state = 'cancelled', finished_at = now(),
+               reason = coalesce(reason, 'cancelled before it started')
+         WHERE id = jid;
+        PERFORM tms._job_ended(jid);
+        state := 'gone';
+        RETURN;
+    END IF;
+    IF j.policy_id IS NOT NULL AND j.phase = 'start' THEN
+        SELECT * INTO p FROM tms.maintenance_policies WHERE id = j.policy_id;
+        IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM tms.maintenance_rules r WHERE r.id = j.rule_id) THEN
+            reason := 'its policy or rule no longer exists';
+        END IF;
+        IF reason IS NOT NULL THEN
+            UPDATE tms.table_maintenance_job
+               SET state = 'skipped', finished_at = now(), reason = _start_job.reason
+             WHERE id = jid;
+            PERFORM tms._job_ended(jid);
+            state := 'skipped';
+            RETURN;
+        END IF;
+        IF NOT p.active THEN
+            state := 'deferred';
+            reason := format('policy "%s" is inactive', p.name);
+            retry_at := now() + tms._jitter(interval '1 minute');
+        ELSIF NOT tms.window_open(p.time_window, now()) THEN
+            state := 'deferred';
+            reason := format('the time window of policy "%s" is closed', p.name);
+            retry_at := now() + tms._jitter(interval '1 minute');
+        END IF;
+    END IF;
+    IF state IS NULL THEN
+        SELECT o.id INTO other FROM tms.table_maintenance_job o
+         WHERE o.table_id = j.table_id AND o.operation = j.operation AND o.id <> jid
+           AND o.state = 'running' AND o.finished_at IS NULL
+         LIMIT 1;
+        IF FOUND THEN
+            state := 'deferred';
+            reason := format('job %s runs %s on this table', other, j.operation);
+            retry_at := now() + tms._jitter(interval '5 seconds');
+        END IF;
+    END IF;
+    IF state IS NULL AND j.policy_id IS NOT NULL AND j.phase = 'start' THEN
+        -- seed 000's chain: a policy's operations on one table run one
+        -- after the other, compaction first, snapshot expiry last
+        SELECT o.id, o.operation INTO other, reason FROM tms.table_maintenance_job o
+         WHERE o.table_id = j.table_id AND o.policy_id = j.policy_id AND o.id <> jid
+           AND o.finished_at IS NULL
+           AND tms._chain_rank(o.operation) < tms._chain_rank(j.operation)
+         ORDER BY tms._chain_rank(o.operation), o.id
+         LIMIT 1;
+        IF FOUND THEN
+            state := 'deferred';
+            reason := format('waits for job %s (%s) of its chain on this table', other, reason);
+            retry_at := now() + tms._jitter(interval '2 seconds');
+        ELSE
+            reason := NULL;
+        END IF;
+    END IF;
+    IF state IS NULL THEN
+        -- a job counts while a worker holds its task (local jobs and
+        -- those of tms_engine servers, which a worker follows); a job
+        -- handed to tms.maintenance_handler while it runs there (until
+        -- tms.finish_operation)
+        SELECT count(*) INTO running
+          FROM tms.table_maintenance_job o
+         WHERE o.finished_at IS NULL AND o.state = 'running' AND o.id <> jid
+           AND ((o.engine <> 'local'
+                 AND NOT EXISTS (SELECT 1 FROM pg_foreign_server s
+                                   JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+                                  WHERE w.fdwname = 'tms_engine' AND s.srvname = o.engine))
+                OR EXISTS (SELECT 1 FROM tms.scheduled_tasks t
+                            WHERE t.task_name = o.task_kind AND t.task_instance = o.task_instance
+                              AND t.picked));
+        IF running >= current_setting('tms.max_active_operations')::integer THEN
+            state := 'deferred';
+            reason := format('%s operations run (tms.max_active_operations)', running);
+            retry_at := now() + tms._jitter(interval '2 seconds');
+        END IF;
+    END IF;
+    IF state = 'deferred' THEN
+        UPDATE tms.table_maintenance_job SET reason = _start_job.reason WHERE id = jid;
+        RETURN;
+    END IF;
+    UPDATE tms.table_maintenance_job
+       SET state = 'running', started_at = coalesce(started_at, now()),
+           attempts = attempts + 1, reason = NULL
+     WHERE id = jid
+    RETURNING * INTO j;
+    state := 'started';
+    SELECT to_jsonb(j) || jsonb_build_object('namespace', t.namespace,
+                                             'table_name', t.table_name,
+                                             'server', t.server,
+                                             'acting_role',
+                                             coalesce(j.requested_by,
+                                                      (SELECT mp.owner::oid FROM tms.maintenance_policies mp
+                                                        WHERE mp.id = j.policy_id))::bigint)
+      INTO job
+      FROM tms.tables t
+     WHERE t.id = j.table_id;
+END
+$$;
 
 -- After a job ended (any outcome; every end of a job comes here): it is
 -- counted in tms.stat_maintenance; its (table, rule) baseline is reset, so

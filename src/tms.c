@@ -140,7 +140,8 @@ _PG_init(void)
 	DefineCustomIntVariable("tms.retry_delay",
 							gettext_noop("Delay before the first retry of a failed task."),
 							gettext_noop("Each further consecutive failure doubles it, up to "
-										 "tms.retry_delay_max."),
+										 "tms.retry_delay_max; a retry waits between half of "
+										 "that and all of it (jitter)."),
 							&tms_retry_delay_ms,
 							5000, 0, 24 * 3600 * 1000,
 							PGC_SIGHUP,

@@ -153,6 +153,20 @@ REVOKE ALL ON FUNCTION tms.cancel_task(text, text) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE tms.run_pending(integer, text[], integer, integer) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE tms.run_task(text, text, integer, integer) FROM PUBLIC;
 
+-- The wait before a retry: between half of wait and all of it, uniformly
+-- ("equal jitter", https://aws.amazon.com/blogs/architecture/
+-- exponential-backoff-and-jitter/).  Tasks that failed together (a
+-- catalog down for all of them) come back spread over half their backoff
+-- instead of as a herd, while each still waits at least half of it and
+-- the wait still grows with the failures; with "full jitter" some would
+-- come back at once, to the service that just failed them.  The retries
+-- of failed tasks (src/sched/sched.c) and the deferred starts of
+-- maintenance jobs (tms._start_job) wait so.
+CREATE FUNCTION tms._jitter(wait interval)
+RETURNS interval
+LANGUAGE sql VOLATILE
+AS $$ SELECT wait * (0.5 + 0.5 * random()) $$;
+
 -- The run history: one row per run of a task (its claim to its settle),
 -- written by the settle statement itself (src/sched/sched.c), kept for
 -- tms.task_history_retention.  A run whose lease was lost settles nothing

@@ -100,7 +100,9 @@ $$;
 -- at most tms.max_active_operations running jobs, counting a job only
 -- while a live executor holds its task (or, for tms.maintenance_handler's
 -- engines, while it runs there).  Serialised by an advisory lock so that a
--- count and a start are one step.
+-- count and a start are one step.  A deferred start is due again after a
+-- jittered wait (tms._jitter), so that jobs deferred together do not all
+-- come back at once.
 CREATE FUNCTION tms._start_job(jid bigint,
                                OUT state text, OUT reason text,
                                OUT retry_at timestamptz, OUT job jsonb)
@@ -144,11 +146,11 @@ BEGIN
         IF NOT p.active THEN
             state := 'deferred';
             reason := format('policy "%s" is inactive', p.name);
-            retry_at := now() + interval '1 minute';
+            retry_at := now() + tms._jitter(interval '1 minute');
         ELSIF NOT tms.window_open(p.time_window, now()) THEN
             state := 'deferred';
             reason := format('the time window of policy "%s" is closed', p.name);
-            retry_at := now() + interval '1 minute';
+            retry_at := now() + tms._jitter(interval '1 minute');
         END IF;
     END IF;
     IF state IS NULL THEN
@@ -159,7 +161,7 @@ BEGIN
         IF FOUND THEN
             state := 'deferred';
             reason := format('job %s runs %s on this table', other, j.operation);
-            retry_at := now() + interval '5 seconds';
+            retry_at := now() + tms._jitter(interval '5 seconds');
         END IF;
     END IF;
     IF state IS NULL AND j.policy_id IS NOT NULL AND j.phase = 'start' THEN
@@ -174,7 +176,7 @@ BEGIN
         IF FOUND THEN
             state := 'deferred';
             reason := format('waits for job %s (%s) of its chain on this table', other, reason);
-            retry_at := now() + interval '2 seconds';
+            retry_at := now() + tms._jitter(interval '2 seconds');
         ELSE
             reason := NULL;
         END IF;
@@ -197,7 +199,7 @@ BEGIN
         IF running >= current_setting('tms.max_active_operations')::integer THEN
             state := 'deferred';
             reason := format('%s operations run (tms.max_active_operations)', running);
-            retry_at := now() + interval '2 seconds';
+            retry_at := now() + tms._jitter(interval '2 seconds');
         END IF;
     END IF;
     IF state = 'deferred' THEN

@@ -306,7 +306,10 @@ HISTORY_ROW
 
 /*
  * Failure: unpick with a backoff, the error as last_error.  $14 base delay
- * (ms), $15 maximum delay (ms).
+ * (ms), $15 maximum delay (ms).  The backoff doubles with each consecutive
+ * failure up to the maximum, and is spread by tms._jitter (between half of
+ * it and all of it), so that tasks failing together do not retry as a
+ * herd.
  */
 static const char *fail_sql =
 "WITH done AS ("
@@ -314,8 +317,9 @@ static const char *fail_sql =
 "     SET picked = false, picked_by = NULL, picked_pid = NULL,"
 "         last_heartbeat = NULL, last_failure = now(),"
 "         consecutive_failures = consecutive_failures + 1, last_error = $13,"
-"         execution_time = now() + make_interval(secs =>"
-"             least($15::float8, $14::float8 * power(2, least(consecutive_failures, 30))) / 1000.0),"
+"         execution_time = now() + tms._jitter(make_interval(secs =>"
+"             least($15::float8, $14::float8 * power(2, least(consecutive_failures, 30)))"
+"             / 1000.0)),"
 "         version = version + 1"
 "   WHERE task_name = $1 AND task_instance = $2 AND version = $3"
 "  RETURNING 1"
