@@ -12,6 +12,8 @@ the test world (doc/operations.md, "Monitoring"):
     exchanges per foreign server, tms.stat_request_errors the refused ones
     by class (the test catalog's /admin/faults), with retries and a
     latency histogram;
+  - a policy's job is a run of its rule in tms.job_stats and
+    tms.job_history, the policy's evaluations runs of the policy;
   - a maintenance job that fails for good is a failed run in the history
     with the SQLSTATE of its cause (403: 42501), though its task completes;
   - the counters survive a clean restart (pg_stat/tms.stat is written at
@@ -200,6 +202,53 @@ def test_maintenance_job_counted_and_kept(env):
     q(env, "DELETE FROM tms.table_snapshot_metrics WHERE job_id = %s", (jid,))
     q(env, "DELETE FROM tms.table_maintenance_job WHERE id = %s", (jid,))
     assert counters(env, "stat_maintenance", key) == after
+
+
+def test_policy_runs_kept_per_rule(env):
+    """A policy's job is a run of its rule in tms.job_stats and
+    tms.job_history (policy name, rule, operation, table), and its
+    evaluations are runs of the policy (kind policy-expand)."""
+    ns = "monpol_%s" % uuid.uuid4().hex[:6]
+    env["catalog"].create_namespace(ns)
+    name, _ = new_table(env, "file", "--snapshots", "4", "--data-files", "8", ns=ns)
+    tag = uuid.uuid4().hex[:6]
+    policy = "p-" + tag
+    q(env, "SELECT tms.create_object_group(%s, server => %s, namespace_pattern => %s,"
+           " table_pattern => %s)", ("g-" + tag, env["server"], ns, name))
+    q(env, "SELECT tms.create_policy(%s, %s)", (policy, "g-" + tag))
+    rule = one(env, "SELECT tms.add_rule(%s, 'snapshot-expiry', 'local',"
+                    " '{\"commits-added\": 1}', 'true', 'catch-up',"
+                    " '{\"older-than\": \"1 second\", \"retain-last\": 2}')", (policy,))[0]
+    pid = one(env, "SELECT id FROM tms.maintenance_policies WHERE name = %s", (policy,))[0]
+    try:
+        wait_for(lambda: one(env, "SELECT count(*) FROM tms.maintenance_jobs WHERE rule_id = %s"
+                                  " AND state IN ('succeeded', 'failed')", (rule,))[0] > 0,
+                 timeout=120, what="the policy's job")
+        jid, state, err = one(env, "SELECT id, state, last_error FROM tms.maintenance_jobs"
+                                   " WHERE rule_id = %s ORDER BY id LIMIT 1", (rule,))
+        assert state == "succeeded", err
+        # the settle that wrote the history row commits with the job's end
+        wait_for(lambda: one(env, "SELECT count(*) FROM tms.job_history"
+                                  " WHERE kind = 'maintenance' AND job_id = %s", (jid,))[0] == 1,
+                 what="the job's run in the history")
+        row = one(env, "SELECT policy, policy_id, rule_id, operation, table_name, server,"
+                       " succeeded, sqlerrcode FROM tms.job_history"
+                       " WHERE kind = 'maintenance' AND job_id = %s", (jid,))
+        assert row == (policy, pid, rule, "snapshot-expiry", name, env["server"], True, None), row
+        stats = one(env, "SELECT policy, operation, total_runs, total_successes, total_failures,"
+                         " last_run_status, last_successful_finish IS NOT NULL,"
+                         " average_duration > '0' FROM tms.job_stats"
+                         " WHERE kind = 'maintenance' AND rule_id = %s", (rule,))
+        assert stats is not None and stats[:2] == (policy, "snapshot-expiry"), stats
+        assert stats[2] >= 1 and stats[2] == stats[3] and stats[4] == 0, stats
+        assert stats[5:] == ("succeeded", True, True), stats
+        # the policy's evaluations: runs of the policy, without a rule
+        expand = one(env, "SELECT policy, total_runs, total_failures FROM tms.job_stats"
+                          " WHERE kind = 'policy-expand' AND policy_id = %s"
+                          " AND rule_id IS NULL", (pid,))
+        assert expand is not None and expand[0] == policy and expand[1] >= 1, expand
+    finally:
+        q(env, "SELECT tms.drop_policy(%s)", (policy,))
 
 
 def test_purge_counted_with_storage_requests(env):
