@@ -13,6 +13,11 @@ with W clients on a table of the same shape, each transaction pair being
 a claim (SELECT ... FOR UPDATE SKIP LOCKED; UPDATE picked) and a completion
 (DELETE), the minimum any lease-based scheduler must do per task.
 
+Beside each rate, the server's CPU time per task (microseconds: the user
+and system time of the cluster's processes over the run, from /proc,
+exited backends included through the postmaster's children times), which
+other load on a shared machine disturbs far less than the rate.
+
 Everything runs on a Unix socket; each run is bounded by --tasks and a
 timeout, and every cluster is destroyed at the end.
 """
@@ -49,6 +54,28 @@ DELETE FROM raw_tasks WHERE task_name = 'noop' AND task_instance = ':i';
 """
 
 
+def cluster_cpu(c):
+    """Seconds of CPU the cluster's processes used so far: the postmaster's
+    own and its reaped children's, and its live children's."""
+    pm = c.postmaster_pid()
+    ticks = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+        if int(pid) == pm:
+            ticks += utime + stime + cutime + cstime
+        elif int(fields[1]) == pm:
+            ticks += utime + stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def run_tms(root, workers, ntasks):
     c = Cluster(os.path.join(tempfile.mkdtemp(prefix="tms-%d." % workers, dir=root), "data"),
                 settings={"tms.max_workers": str(workers), "tms.naptime": "'10ms'",
@@ -67,12 +94,13 @@ def run_tms(root, workers, ntasks):
                  what="the pool to pause")
         c.psql("SELECT tms.schedule_task('noop', 't' || g) FROM generate_series(1, %d) g" % ntasks)
         c.psql("VACUUM ANALYZE tms.scheduled_tasks")
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), cluster_cpu(c)
         c.psql("ALTER SYSTEM RESET tms.enabled")
         c.psql("SELECT pg_reload_conf()")
         wait_for(lambda: c.psql("SELECT count(*) FROM tms.scheduled_tasks") == "0",
                  timeout=600, interval=0.02, what="the tasks")
-        return ntasks / (time.monotonic() - t0)
+        elapsed, cpu = time.monotonic() - t0, cluster_cpu(c) - cpu0
+        return ntasks / elapsed, 1e6 * cpu / ntasks
     finally:
         c.destroy()
 
@@ -93,14 +121,14 @@ def run_raw(root, clients, ntasks):
         with open(script, "w") as f:
             f.write(RAW_SCRIPT)
         per_client = ntasks // clients
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), cluster_cpu(c)
         subprocess.run(["pgbench", "-n", "-f", script, "-c", str(clients), "-j", str(clients),
                         "-t", str(per_client), c.dbname],
                        env=dict(os.environ, **c.env()), check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        elapsed = time.monotonic() - t0
-        left = int(c.psql("SELECT count(*) FROM raw_tasks"))
-        return (ntasks - left) / elapsed
+        elapsed, cpu = time.monotonic() - t0, cluster_cpu(c) - cpu0
+        done = ntasks - int(c.psql("SELECT count(*) FROM raw_tasks"))
+        return done / elapsed, 1e6 * cpu / done
     finally:
         c.destroy()
 
@@ -114,11 +142,13 @@ def main():
     root = tempfile.mkdtemp(prefix="tms-bench-sched.", dir="/tmp")
     os.chmod(root, 0o755)
     print("tasks per run: %d; machine: %d cores" % (a.tasks, os.cpu_count()))
-    print("%-8s %14s %14s %7s" % ("workers", "tms claims/s", "raw claims/s", "ratio"))
+    print("%-8s %14s %14s %7s %14s %14s" % ("workers", "tms claims/s", "raw claims/s", "ratio",
+                                            "tms cpu us/task", "raw cpu us/task"))
     for w in (int(x) for x in a.workers.split(",")):
-        tms = run_tms(root, w, a.tasks)
-        raw = run_raw(root, w, a.tasks)
-        print("%-8d %14.0f %14.0f %6.0f%%" % (w, tms, raw, 100.0 * tms / raw))
+        tms, tms_cpu = run_tms(root, w, a.tasks)
+        raw, raw_cpu = run_raw(root, w, a.tasks)
+        print("%-8d %14.0f %14.0f %6.0f%% %14.0f %14.0f"
+              % (w, tms, raw, 100.0 * tms / raw, tms_cpu, raw_cpu))
         sys.stdout.flush()
 
 
