@@ -13,6 +13,12 @@ with W clients on a table of the same shape, each transaction pair being
 a claim (SELECT ... FOR UPDATE SKIP LOCKED; UPDATE picked) and a completion
 (DELETE), the minimum any lease-based scheduler must do per task.
 
+A second baseline, "raw+hist", is the same loop whose completion also
+writes a run's row into a table shaped like tms.task_history, in the same
+statement, as tms's settle does since the run history: the difference
+between the two raw columns is what that row costs, measured in the same
+run and free of everything else tms does.
+
 Beside each rate, the server's CPU time per task (microseconds: the user
 and system time of the cluster's processes over the run, from /proc,
 exited backends included through the postmaster's children times), which
@@ -52,6 +58,19 @@ RETURNING r.task_instance AS i \gset
 COMMIT;
 DELETE FROM raw_tasks WHERE task_name = 'noop' AND task_instance = ':i';
 """
+
+# the completion writes the run's row as tms's settle statement does
+RAW_HISTORY_TABLE = """
+CREATE TABLE raw_history (LIKE tms.task_history INCLUDING ALL);
+"""
+
+RAW_HISTORY_SCRIPT = RAW_SCRIPT.replace(
+    "DELETE FROM raw_tasks WHERE task_name = 'noop' AND task_instance = ':i';",
+    "WITH done AS (DELETE FROM raw_tasks WHERE task_name = 'noop' AND task_instance = ':i'"
+    " RETURNING 1)"
+    " INSERT INTO raw_history (kind, instance, started_at, attempt, pid, finished_at,"
+    " succeeded) SELECT 'noop', ':i', now(), 1, pg_backend_pid(), clock_timestamp(), true"
+    " FROM done;")
 
 
 def cluster_cpu(c):
@@ -105,7 +124,7 @@ def run_tms(root, workers, ntasks):
         c.destroy()
 
 
-def run_raw(root, clients, ntasks):
+def run_raw(root, clients, ntasks, history=False):
     c = Cluster(os.path.join(tempfile.mkdtemp(prefix="raw-%d." % clients, dir=root), "data"),
                 preload=("tms",), settings={"tms.max_workers": "0", "max_connections": "50"})
     c.init()
@@ -114,12 +133,14 @@ def run_raw(root, clients, ntasks):
         c.create_database()
         c.psql("CREATE EXTENSION tms")
         c.psql(RAW_TABLE)
+        if history:
+            c.psql(RAW_HISTORY_TABLE)
         c.psql("INSERT INTO raw_tasks (task_name, task_instance, execution_time) "
                "SELECT 'noop', 't' || g, now() FROM generate_series(1, %d) g" % ntasks)
         c.psql("VACUUM ANALYZE raw_tasks")
         script = os.path.join(c.root, "claim.sql")
         with open(script, "w") as f:
-            f.write(RAW_SCRIPT)
+            f.write(RAW_HISTORY_SCRIPT if history else RAW_SCRIPT)
         per_client = ntasks // clients
         t0, cpu0 = time.monotonic(), cluster_cpu(c)
         subprocess.run(["pgbench", "-n", "-f", script, "-c", str(clients), "-j", str(clients),
@@ -142,13 +163,15 @@ def main():
     root = tempfile.mkdtemp(prefix="tms-bench-sched.", dir="/tmp")
     os.chmod(root, 0o755)
     print("tasks per run: %d; machine: %d cores" % (a.tasks, os.cpu_count()))
-    print("%-8s %14s %14s %7s %14s %14s" % ("workers", "tms claims/s", "raw claims/s", "ratio",
-                                            "tms cpu us/task", "raw cpu us/task"))
+    print("%-7s %12s %12s %13s %6s | %s" % ("workers", "tms claims/s", "raw claims/s",
+                                           "raw+hist /s", "ratio",
+                                           "cpu us/task: tms, raw, raw+hist"))
     for w in (int(x) for x in a.workers.split(",")):
         tms, tms_cpu = run_tms(root, w, a.tasks)
         raw, raw_cpu = run_raw(root, w, a.tasks)
-        print("%-8d %14.0f %14.0f %6.0f%% %14.0f %14.0f"
-              % (w, tms, raw, 100.0 * tms / raw, tms_cpu, raw_cpu))
+        hist, hist_cpu = run_raw(root, w, a.tasks, history=True)
+        print("%-7d %12.0f %12.0f %13.0f %5.0f%% | %6.0f %6.0f %6.0f"
+              % (w, tms, raw, hist, 100.0 * tms / raw, tms_cpu, raw_cpu, hist_cpu))
         sys.stdout.flush()
 
 
