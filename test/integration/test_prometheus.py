@@ -17,7 +17,9 @@ test_prometheus.py -- tms through Prometheus, as an operator runs it
     tms.table_snapshot_metrics recorded it, the jobs, the purge backlog,
     the catalog's refused requests, the latency histogram's count equal to
     the requests;
-  - every metric the queries file defines reaches Prometheus.
+  - every metric the queries file defines reaches Prometheus;
+  - table health keeps the tms_exporter.max_tables tables with the most
+    data files (a setting of the exporter's role).
 
 Run: /usr/bin/python3 -m pytest -q test/integration/test_prometheus.py
 (needs the Debian packages prometheus and prometheus-postgres-exporter:
@@ -173,19 +175,14 @@ def substitute(expr, dash, window):
     return re.sub(r"\$\{(\w+)\}|\$(\w+)", repl, expr)
 
 
-def test_every_panel_has_series(stack):
-    pg, prom, cat, srv = stack["pg"], stack["prom"], stack["catalog"], stack["server"]
+def work_round(stack):
+    """One round of work: ten tasks, snapshot expiry on two new tables and
+    a manifest rewrite of the second, a purge through S3, the catalog
+    refusing four requests.  Returns the two tables."""
+    pg, cat, srv = stack["pg"], stack["catalog"], stack["server"]
+    pg.psql("SELECT tms.schedule_task('ok', 'o' || g || '-' || gen_random_uuid())"
+            " FROM generate_series(1, 10) g")
 
-    # tasks: some succeed, some fail
-    pg.psql("CREATE PROCEDURE ok(i text, d jsonb) LANGUAGE sql AS $$ SELECT 1 $$")
-    pg.psql("CREATE PROCEDURE bad(i text, d jsonb) LANGUAGE plpgsql"
-            " AS $$ BEGIN RAISE EXCEPTION 'no %', i USING ERRCODE = 'check_violation'; END $$")
-    pg.psql("SELECT tms.register_task_kind('ok', 'ok(text, jsonb)', 4)")
-    pg.psql("SELECT tms.register_task_kind('bad', 'bad(text, jsonb)', 4)")
-    pg.psql("SELECT tms.schedule_task('ok', 'o' || g) FROM generate_series(1, 10) g")
-    pg.psql("SELECT tms.schedule_task('bad', 'b' || g) FROM generate_series(1, 3) g")
-
-    # maintenance jobs on two tables; the second table's manifests rewritten too
     t1 = new_table(stack, "file", "--snapshots", "6", "--data-files", "12")
     t2 = new_table(stack, "file", "--snapshots", "4", "--data-files", "8")
     later = one(stack, "SELECT (now() + interval '1 hour')::text")[0]
@@ -214,6 +211,32 @@ def test_every_panel_has_series(stack):
                    (srv, t1))
     pg.query_error("SELECT * FROM tms.plan_operation(%s, 'prom', 'no_such_table',"
                    " 'snapshot-expiry', '{}')", (srv,))
+    wait_for(lambda: one(stack, "SELECT count(*) FROM tms.scheduled_tasks"
+                                " WHERE task_name = 'ok'")[0] == 0, what="the ten tasks")
+    return t1, t2
+
+
+def test_every_panel_has_series(stack):
+    pg, prom, srv = stack["pg"], stack["prom"], stack["server"]
+    svg = os.environ.get("TMS_DASHBOARD_SVG")
+    # for the picture, rounds of work over a couple of minutes (bounded)
+    rounds = 10 if svg else 1
+
+    # tasks that succeed, and three that keep failing
+    pg.psql("CREATE PROCEDURE ok(i text, d jsonb) LANGUAGE sql AS $$ SELECT 1 $$")
+    pg.psql("CREATE PROCEDURE bad(i text, d jsonb) LANGUAGE plpgsql"
+            " AS $$ BEGIN RAISE EXCEPTION 'no %', i USING ERRCODE = 'check_violation'; END $$")
+    pg.psql("SELECT tms.register_task_kind('ok', 'ok(text, jsonb)', 4)")
+    pg.psql("SELECT tms.register_task_kind('bad', 'bad(text, jsonb)', 4)")
+    pg.psql("SELECT tms.schedule_task('bad', 'b' || g) FROM generate_series(1, 3) g")
+    for i in range(rounds):
+        t1, t2 = work_round(stack)
+        if i + 1 < rounds:
+            # the next round once Prometheus has seen this one's purge
+            n = i + 1
+            wait_for(lambda: prom.query('tms_purge_jobs_total{outcome="succeeded"} >= %d' % n),
+                     timeout=60, what="round %d in prometheus" % n)
+            time.sleep(10)              # spread over time, for the picture only
 
     # the failing tasks have failed (and will again)
     wait_for(lambda: one(stack, "SELECT failed FROM tms.stat_tasks WHERE kind = 'bad'"
@@ -259,10 +282,9 @@ def test_every_panel_has_series(stack):
             match = substitute(m.group(1), dash, window)
             assert prom.label_values(m.group(2), match), (v["name"], match)
 
-        check_values(stack, t1, t2, waiting_job)
+        check_values(stack, rounds, t1, t2, waiting_job)
         check_every_metric_reaches_prometheus(stack)
 
-        svg = os.environ.get("TMS_DASHBOARD_SVG")
         if svg:
             sys.path.insert(0, os.path.join(REPO, "monitoring"))
             import render_dashboard
@@ -271,8 +293,9 @@ def test_every_panel_has_series(stack):
         pg.pool(True)
 
 
-def check_values(stack, t1, t2, waiting_job):
-    """What Prometheus holds is what the views say."""
+def check_values(stack, rounds, t1, t2, waiting_job):
+    """What Prometheus holds is what the views say, after `rounds` rounds
+    of work (t1 and t2: the last round's tables)."""
     prom, srv = stack["prom"], stack["server"]
 
     # table health: the metrics recorded after each table's last job
@@ -292,14 +315,14 @@ def check_values(stack, t1, t2, waiting_job):
     # jobs: three succeeded, by operation
     ok = {s["metric"]["operation"]: value(s) for s in prom.query(
         'sum by (operation) (tms_maintenance_jobs_total{outcome="succeeded"})')}
-    assert ok == {"snapshot-expiry": 2.0, "manifest-rewrite": 1.0}, ok
+    assert ok == {"snapshot-expiry": 2.0 * rounds, "manifest-rewrite": 1.0 * rounds}, ok
     assert value(prom.query('tms_maintenance_queue_pending{operation="snapshot-expiry"}')[0]) == 1
     assert one(stack, "SELECT state FROM tms.maintenance_jobs WHERE id = %s",
                (waiting_job,))[0] == "pending"
 
     # the purge, and the one waiting
     done = prom.query('tms_purge_jobs_total{foreign_server="%s", outcome="succeeded"}' % srv)
-    assert [value(s) for s in done] == [1.0], done
+    assert [value(s) for s in done] == [1.0 * rounds], done
     files = one(stack, "SELECT sum(files_deleted) FROM tms.purge_jobs WHERE state = 'SUCCEEDED'")[0]
     assert value(prom.query('tms_purge_deleted_files_total{foreign_server="%s"}' % srv)[0]) == files
     assert value(prom.query('tms_purge_queue_pending{foreign_server="%s"}' % srv)[0]) == 1
@@ -307,9 +330,9 @@ def check_values(stack, t1, t2, waiting_job):
     # the catalog's refusals, by class; the histogram counts every request
     throttled = prom.query('tms_http_errors_total{foreign_server="%s", service="catalog",'
                            ' class="throttled"}' % srv)
-    assert [value(s) for s in throttled] == [3.0], throttled
+    assert [value(s) for s in throttled] == [3.0 * rounds], throttled
     assert value(prom.query('tms_http_errors_total{foreign_server="%s", service="catalog",'
-                            ' class="client"}' % srv)[0]) >= 1
+                            ' class="client"}' % srv)[0]) >= rounds
     for service in ("catalog", "storage"):
         sel = '{foreign_server="%s", service="%s"}' % (srv, service)
         n = value(prom.query("tms_http_requests_total%s" % sel)[0])
@@ -321,9 +344,49 @@ def check_values(stack, t1, t2, waiting_job):
         assert len(buckets) == 12, buckets          # 11 bounds and +Inf
 
     # tasks: the ten that succeeded, the failing ones
-    assert value(prom.query('tms_tasks_succeeded_total{kind="ok"}')[0]) == 10
+    assert value(prom.query('tms_tasks_succeeded_total{kind="ok"}')[0]) == 10 * rounds
     assert value(prom.query('tms_tasks_failed_total{kind="bad"}')[0]) >= 3
     assert value(prom.query('tms_task_queue_failing{kind="bad"}')[0]) == 3
+
+
+def exporter_query(prefix):
+    """The SQL of a top-level key of the queries file."""
+    with open(QUERIES) as f:
+        lines = f.read().split("\n")
+    start = lines.index("%s:" % prefix)
+    q = lines.index("  query: |", start)
+    end = lines.index("  metrics:", q)
+    return "\n".join(line[4:] for line in lines[q + 1:end])
+
+
+def test_table_health_limit(stack):
+    """tms_table_* keeps the tms_exporter.max_tables tables with the most
+    data files, a setting of the exporter's role (default 500)."""
+    import psycopg2
+    pg = stack["pg"]
+    sql = exporter_query("tms_table")
+    tables = pg.query("SELECT count(DISTINCT (server, namespace, table_name)),"
+                      " max((metrics ->> 'dataFiles')::int) FROM tms.table_snapshot_metrics")[0]
+    assert tables[0] >= 2, tables       # after test_every_panel_has_series
+    pg.psql("ALTER ROLE tms_exporter SET tms_exporter.max_tables = 1")
+    try:
+        conn = psycopg2.connect("host=%s port=%d dbname=%s user=tms_exporter"
+                                % (pg.host, pg.port, pg.dbname))
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                rows = cur.fetchall()
+                assert len(rows) == 1 and rows[0][6] == tables[1], rows
+                cur.execute("SET tms_exporter.max_tables = 0")
+                cur.execute(sql)
+                assert cur.fetchall() == []
+                cur.execute("SET tms_exporter.max_tables = ''")      # unset: 500
+                cur.execute(sql)
+                assert len(cur.fetchall()) == tables[0]
+        finally:
+            conn.close()
+    finally:
+        pg.psql("ALTER ROLE tms_exporter RESET tms_exporter.max_tables")
 
 
 def check_every_metric_reaches_prometheus(stack):
