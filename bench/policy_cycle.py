@@ -247,18 +247,27 @@ def timing(w, args):
         catalog.fault(r"/namespaces/(bench|naive)/tables/t", action="hang",
                       seconds=args.latency_ms / 1000.0, count=10 ** 9, method="GET")
 
-    catalog.reset_requests()
-    out["discovery"] = run_cycle(conn, "bench")
-    out["discovery"]["loads_200_304"] = load_counts(catalog, "bench")
+    # every process of the cluster, for the private memory each phase adds
+    procs = dict(q(conn, "SELECT pid, CASE WHEN pid = pg_backend_pid() THEN 'the cycle''s backend'"
+                         " WHEN backend_type = 'client backend' AND application_name = ''"
+                         " THEN 'client backend (the test catalog''s)'"
+                         " ELSE backend_type || coalesce(' ' || nullif(application_name, ''), '')"
+                         " END FROM pg_stat_activity"))
+    out["process_memory"] = {}
 
-    catalog.reset_requests()
-    out["unchanged"] = run_cycle(conn, "bench")
-    out["unchanged"]["loads_200_304"] = load_counts(catalog, "bench")
+    def phase(name):
+        catalog.reset_requests()
+        out[name], fig = measured(list(procs), lambda: run_cycle(conn, "bench"))
+        out[name]["loads_200_304"] = load_counts(catalog, "bench")
+        out["process_memory"][name] = sorted(
+            ({"pid": pid, "process": procs[pid], "anon_growth_kb": f["anon_growth_kb"],
+              "anon_peak_kb": f["anon_peak_kb"]} for pid, f in fig.items()),
+            key=lambda r: -r["anon_growth_kb"])
 
+    phase("discovery")
+    phase("unchanged")
     nchanged = w.change("bench", args.tables, args.changed_pct)
-    catalog.reset_requests()
-    out["changed"] = run_cycle(conn, "bench")
-    out["changed"]["loads_200_304"] = load_counts(catalog, "bench")
+    phase("changed")
     out["changed"]["tables_changed"] = nchanged
 
     # the candidate query alone, with the changed pairs triggered again
@@ -296,6 +305,13 @@ def timing(w, args):
     print("  whole cycle (wall)            %9.1f ms" % c["wall_ms"])
     print("  naive: evaluate every table   %9.0f ms  %d requests (extrapolated from %d)"
           % (out["naive_extrapolated"]["cycle_ms"], args.tables, args.naive_sample))
+    print("  private memory (RssAnon) each phase added, the two largest processes:")
+    for name, rows in out["process_memory"].items():
+        print("    %-10s %s" % (name, "; ".join(
+            "%s (pid %d) +%.1f MB, peak %.1f MB" % (r["process"] or "?", r["pid"],
+                                                    r["anon_growth_kb"] / 1024.0,
+                                                    (r["anon_peak_kb"] or 0) / 1024.0)
+            for r in rows[:2])))
 
 
 # ---------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 the drop-to-return latency of tms.purge_table().
 
 Usage: bench/purge_bench.py [--files N] [--s3-files N] [--s3-small N]
-                            [--latency-calls N] [--deadline SECONDS]
+                            [--latency-calls N] [--latency-only] [--deadline SECONDS]
 
 One throwaway world on 127.0.0.1 / a Unix socket: a PostgreSQL 15 cluster
 with tms (pool of 4 workers), s3rver, a counting HTTP proxy in front of
@@ -36,7 +36,11 @@ without tms: a Python loop of os.unlink() over an identical file set, and
 a loop of single DELETE requests on one keep-alive connection through the
 same proxy.  Latency: --latency-calls purge_table() calls per table shape
 (small, the large table, a long history), timed on the client, workers
-off so the jobs never run (the cluster is destroyed afterwards).
+off so the jobs never run (the cluster is destroyed afterwards); through
+the stock catalog and one with TCP_NODELAY, the parts (a load alone, a
+drop alone), and the time spent inside the backend (clock_timestamp()
+around the call, in the same statement).  --latency-only runs only this
+part.
 
 Everything is bounded by --deadline (SIGALRM) and stopped in `finally`.
 """
@@ -533,10 +537,11 @@ def pct(sorted_ms, p):
     return sorted_ms[k]
 
 
-def timed_calls(w, server, catalog, metadata_location, sql, calls):
+def timed_calls(w, server, catalog, metadata_location, sql, calls, backend=None):
     """Register `calls` names pointing at metadata_location in `catalog`,
     run `sql` (params: server, name) once per name on one connection; return
-    the client-side times in ms, in call order."""
+    the client-side times in ms, in call order.  With a list `backend`, sql
+    returns the time the backend spent in the call (ms), appended to it."""
     names = ["l_%s_%d" % (uuid.uuid4().hex[:6], i) for i in range(calls)]
     for n in names:
         w.register(n, metadata_location, catalog)
@@ -548,8 +553,10 @@ def timed_calls(w, server, catalog, metadata_location, sql, calls):
             for n in names:
                 t0 = time.perf_counter()
                 cur.execute(sql, (server, n))
-                cur.fetchall()
+                rows = cur.fetchall()
                 times.append((time.perf_counter() - t0) * 1000)
+                if backend is not None:
+                    backend.append(float(rows[0][0]))
     finally:
         conn.close()
     return times
@@ -562,6 +569,11 @@ def summary(times):
 
 
 PURGE_SQL = "SELECT tms.purge_table(%s, 'bench', %s)"
+# the same call, returning the time spent in it inside the backend (ms):
+# the materialised CTEs run in order, the clock is read after the call
+PURGE_SQL_BACKEND = ("WITH a AS MATERIALIZED (SELECT clock_timestamp() AS t0),"
+                     " b AS MATERIALIZED (SELECT tms.purge_table(%s, 'bench', %s) AS id FROM a)"
+                     " SELECT extract(epoch FROM clock_timestamp() - a.t0) * 1000 FROM a, b")
 LOAD_SQL = "SELECT tms.table_metadata(%s, 'bench', %s) IS NOT NULL"
 DROP_SQL = "SELECT tms.drop_table(%s, 'bench', %s, purge => false)"
 
@@ -574,6 +586,11 @@ def latency(w, label, metadata_location, calls, parts_calls):
     for key, srv, cat in (("stock", SERVER, w.catalog), ("nodelay", SERVER_ND, w.catalog_nd)):
         res[key] = summary(timed_calls(w, srv, cat, metadata_location, PURGE_SQL, calls))
         log("latency %s, %s catalog: %s" % (label, key, fmt_lat(res[key])))
+    inside = []
+    timed_calls(w, SERVER, w.catalog, metadata_location, PURGE_SQL_BACKEND, calls, inside)
+    res["in_backend"] = summary(inside)
+    log("latency %s, time in the backend (stock catalog): %s"
+        % (label, fmt_lat(res["in_backend"])))
     for key, sql in (("load_only", LOAD_SQL), ("drop_only", DROP_SQL)):
         res[key] = summary(timed_calls(w, SERVER_ND, w.catalog_nd, metadata_location, sql,
                                        parts_calls))
@@ -612,6 +629,8 @@ def main():
     p.add_argument("--latency-calls", type=int, default=200)
     p.add_argument("--deadline", type=int, default=900, help="abort after this many seconds")
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--latency-only", action="store_true",
+                   help="only the purge_table() latency part (no purge runs)")
     opts = p.parse_args()
 
     def on_alarm(signum, frame):
@@ -635,39 +654,40 @@ def main():
         def floc(tag):
             return os.path.join(fr, "t", "%s_%s" % (tag, uuid.uuid4().hex[:8]))
 
-        # ---- file:// ------------------------------------------------------
-        n = opts.files
-        f_bulk = timed("generate file:// %d (bulk)" % n, make_table, floc("bulk"), n,
-                       opts.file_size)
-        results["runs"].append(dict(purge_run(w, "file:// bulk", f_bulk, 1000, 300),
-                                    storage="file", size=n))
-        f_one = timed("generate file:// %d (one by one)" % n, make_table, floc("one"), n,
-                      opts.file_size)
-        results["runs"].append(dict(purge_run(w, "file:// batch 1", f_one, 1, 300),
-                                    storage="file", size=n))
-        f_raw = timed("generate file:// %d (baseline)" % n, make_table, floc("raw"), n,
-                      opts.file_size)
-        results["runs"].append(dict(unlink_baseline("file:// os.unlink loop", f_raw),
-                                    storage="file", size=n))
-        for out in (f_bulk, f_one):
-            left = [f for f in out["files"] if os.path.exists(f[len("file://"):])]
-            assert not left, "files left after the purge: %s" % left[:3]
+        if not opts.latency_only:
+            # ---- file:// ------------------------------------------------------
+            n = opts.files
+            f_bulk = timed("generate file:// %d (bulk)" % n, make_table, floc("bulk"), n,
+                           opts.file_size)
+            results["runs"].append(dict(purge_run(w, "file:// bulk", f_bulk, 1000, 300),
+                                        storage="file", size=n))
+            f_one = timed("generate file:// %d (one by one)" % n, make_table, floc("one"), n,
+                          opts.file_size)
+            results["runs"].append(dict(purge_run(w, "file:// batch 1", f_one, 1, 300),
+                                        storage="file", size=n))
+            f_raw = timed("generate file:// %d (baseline)" % n, make_table, floc("raw"), n,
+                          opts.file_size)
+            results["runs"].append(dict(unlink_baseline("file:// os.unlink loop", f_raw),
+                                        storage="file", size=n))
+            for out in (f_bulk, f_one):
+                left = [f for f in out["files"] if os.path.exists(f[len("file://"):])]
+                assert not left, "files left after the purge: %s" % left[:3]
 
-        # ---- s3rver --------------------------------------------------------
-        for size, kinds in ((opts.s3_small, ("bulk", "one", "raw")),
-                            (opts.s3_files, ("bulk",))):
-            for kind in kinds:
-                prefix = "t/%s_%s_%s" % (kind, size, uuid.uuid4().hex[:8])
-                out = timed("generate s3 %d (%s)" % (size, kind), make_table,
-                            "s3://%s/%s" % (BUCKET, prefix), size, opts.file_size, s3=w.s3)
-                if kind == "raw":
-                    r = delete_loop_baseline(w, "s3 DELETE loop", out)
-                else:
-                    r = purge_run(w, "s3 %s" % ("bulk" if kind == "bulk" else "batch 1"),
-                                  out, 1000 if kind == "bulk" else 1, 420)
-                results["runs"].append(dict(r, storage="s3", size=size))
-                left = s3_left(w, prefix)
-                assert not left, "objects left after the purge: %s" % left[:3]
+            # ---- s3rver --------------------------------------------------------
+            for size, kinds in ((opts.s3_small, ("bulk", "one", "raw")),
+                                (opts.s3_files, ("bulk",))):
+                for kind in kinds:
+                    prefix = "t/%s_%s_%s" % (kind, size, uuid.uuid4().hex[:8])
+                    out = timed("generate s3 %d (%s)" % (size, kind), make_table,
+                                "s3://%s/%s" % (BUCKET, prefix), size, opts.file_size, s3=w.s3)
+                    if kind == "raw":
+                        r = delete_loop_baseline(w, "s3 DELETE loop", out)
+                    else:
+                        r = purge_run(w, "s3 %s" % ("bulk" if kind == "bulk" else "batch 1"),
+                                      out, 1000 if kind == "bulk" else 1, 420)
+                    results["runs"].append(dict(r, storage="s3", size=size))
+                    left = s3_left(w, prefix)
+                    assert not left, "objects left after the purge: %s" % left[:3]
 
         # ---- latency -------------------------------------------------------
         w.set_conf(enabled="off")

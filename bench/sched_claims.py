@@ -1,55 +1,192 @@
 #!/usr/bin/python3
-"""Claims per second of the tms scheduler against the raw SKIP LOCKED loop.
+"""Claims per second of the tms scheduler against a server-side loop doing
+the same work: the limit of the pattern on this machine.
 
-Usage: bench/sched_claims.py [--tasks N] [--workers 1,2,4]
+Usage: bench/sched_claims.py [--tasks N] [--workers 1,2,4] [--rounds R]
 
-For each worker count, a throwaway cluster (tms.max_workers = W) runs N
-tasks of a kind whose handler does nothing; the figure is N divided by the
-time from switching the pool on to the last task gone.  Each task costs the
-full life: claim transaction, handler in a subtransaction, completion.
+One throwaway cluster per worker count W (tms.max_workers = W, naptime
+10 ms).  Each round runs N tasks of a kind whose SQL handler does nothing,
+twice, one after the other on the same cluster and tables:
 
-The baseline is the physical limit of the same pattern without tms: pgbench
-with W clients on a table of the same shape, each transaction pair being
-a claim (SELECT ... FOR UPDATE SKIP LOCKED; UPDATE picked) and a completion
-(DELETE), the minimum any lease-based scheduler must do per task.
+  tms       the pool switched on (ALTER SYSTEM SET tms.enabled) with N due
+            tasks; the W pool workers claim, CALL the handler in a
+            subtransaction and settle, as in production.
+  limit     W sessions, connected beforehand and held at an advisory lock,
+            each CALLing a PL/pgSQL procedure that loops doing, per task,
+            what a tms worker does: the claim statement (the task row and
+            a slot of its kind, FOR UPDATE SKIP LOCKED) in a transaction of
+            its own, then in a new transaction a subtransaction (BEGIN ...
+            EXCEPTION) holding the handler's CALL and the settle statement
+            (delete the row if its version is the claimed one, free the
+            slot).  PL/pgSQL keeps the statements' plans, so they are
+            prepared as tms's are, and there is no client round trip.
+            The claim and settle statements are not copied: they are read
+            from src/sched/sched.c at run time, so the limit always does
+            what the tms being measured does.
 
-Everything runs on a Unix socket; each run is bounded by --tasks and a
-timeout, and every cluster is destroyed at the end.
+Both are timed the same way: from the start (pool switched on / lock
+released) to the moment the task table is empty, polled every 10 ms with
+one cheap query over one connection kept for the whole run.  The figure is
+N / that time; the ratio tms / limit is reported per round and as the
+median of the rounds, which alternate which side runs first.
+
+What tms does besides the limit: the claim's result is copied out (9
+columns), its lease is published in shared memory, the handler runs as its
+procedure's owner (a role switch), and the workers share the 2 cores with
+their supervisor.  The limit's sessions are ordinary backends.
+
+Everything runs on a Unix socket; the run is bounded by --tasks, --rounds
+and a timeout per run, and every cluster is destroyed at the end.
 """
 
 import argparse
 import os
-import subprocess
+import re
+import statistics
 import sys
 import tempfile
+import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "test"))
 from pgcluster import Cluster, wait_for  # noqa: E402
 
-RAW_TABLE = """
-CREATE TABLE raw_tasks (LIKE tms.scheduled_tasks INCLUDING DEFAULTS INCLUDING CONSTRAINTS);
-ALTER TABLE raw_tasks DROP CONSTRAINT IF EXISTS scheduled_tasks_task_name_fkey;
-ALTER TABLE raw_tasks ADD PRIMARY KEY (task_name, task_instance);
-CREATE INDEX ON raw_tasks (priority DESC, execution_time) WHERE NOT picked;
-ALTER TABLE raw_tasks SET (fillfactor = 70);
-"""
-
-RAW_SCRIPT = r"""
-BEGIN;
-WITH c AS (SELECT task_name, task_instance FROM raw_tasks
-            WHERE NOT picked AND execution_time <= now()
-            ORDER BY priority DESC, execution_time LIMIT 1 FOR UPDATE SKIP LOCKED)
-UPDATE raw_tasks r SET picked = true, picked_by = 'pgbench', last_heartbeat = now(),
-       version = r.version + 1
-  FROM c WHERE r.task_name = c.task_name AND r.task_instance = c.task_instance
-RETURNING r.task_instance AS i \gset
-COMMIT;
-DELETE FROM raw_tasks WHERE task_name = 'noop' AND task_instance = ':i';
-"""
+SCHED_C = os.path.join(HERE, "..", "src", "sched", "sched.c")
+LOCK_KEY = 1804
+RUN_TIMEOUT = 600
 
 
-def run_tms(root, workers, ntasks):
+def c_string(name):
+    """The SQL text of `static const char *name = "..." "...";` in sched.c."""
+    with open(SCHED_C) as f:
+        src = f.read()
+    m = re.search(r"static const char \*%s =\s*((?:\"(?:[^\"\\]|\\.)*\"\s*)+);" % name, src)
+    if m is None:
+        raise SystemExit("bench: %s not found in %s" % (name, SCHED_C))
+    return "".join(bytes(s, "utf-8").decode("unicode_escape")
+                   for s in re.findall(r"\"((?:[^\"\\]|\\.)*)\"", m.group(1)))
+
+
+def bind(sql, names):
+    """Replace $1..$n by PL/pgSQL expressions (names[0] for $1 ...)."""
+    def sub(m):
+        i = int(m.group(1))
+        if i > len(names):
+            raise SystemExit("bench: sched.c statement has a parameter $%d this bench "
+                             "does not know: update bench/sched_claims.py" % i)
+        return names[i - 1]
+    return re.sub(r"\$(\d+)", sub, sql)
+
+
+def limit_procedure():
+    claim = bind(c_string("claim_sql"), ["NULL::text[]", "me", "pg_backend_pid()"])
+    settle = bind(c_string("complete_delete_sql"),
+                  ["r.task_name", "r.task_instance", "r.version", "r.execution_time"])
+    return """
+CREATE PROCEDURE bench_limit_loop(me text)
+LANGUAGE plpgsql AS $bench$
+DECLARE
+    r record;
+    got boolean;
+    settled bigint;
+BEGIN
+    -- wait for the start signal (the driver holds the lock exclusively)
+    PERFORM pg_advisory_lock_shared(%(key)d);
+    PERFORM pg_advisory_unlock_shared(%(key)d);
+    COMMIT;
+    LOOP
+        %(claim)s INTO r;
+        got := FOUND;
+        COMMIT;
+        IF NOT got THEN
+            EXIT WHEN NOT EXISTS (SELECT 1 FROM tms.scheduled_tasks);
+            CONTINUE;   -- the rest is held by the other sessions
+        END IF;
+        BEGIN
+            CALL public.noop(r.task_instance, r.task_data::jsonb);
+            %(settle)s INTO settled;
+            IF settled <> 1 THEN
+                RAISE EXCEPTION 'lost the lease on %%', r.task_instance;
+            END IF;
+        EXCEPTION WHEN query_canceled THEN
+            RAISE;
+        END;
+        COMMIT;
+    END LOOP;
+END
+$bench$""" % {"key": LOCK_KEY, "claim": claim, "settle": settle}
+
+
+def schedule(c, ntasks):
+    c.psql("SELECT tms.schedule_task('noop', 't' || g) FROM generate_series(1, %d) g" % ntasks)
+    c.psql("VACUUM ANALYZE tms.scheduled_tasks")
+    c.psql("VACUUM ANALYZE tms.task_slots")
+
+
+def wait_empty(poll):
+    """Seconds until the task table is empty, polled over one connection."""
+    deadline = time.monotonic() + RUN_TIMEOUT
+    with poll.cursor() as cur:
+        while time.monotonic() < deadline:
+            cur.execute("SELECT EXISTS (SELECT 1 FROM tms.scheduled_tasks)")
+            if not cur.fetchone()[0]:
+                return time.monotonic()
+            time.sleep(0.01)
+    raise TimeoutError("tasks not done after %d s" % RUN_TIMEOUT)
+
+
+def pause(c):
+    c.psql("ALTER SYSTEM SET tms.enabled = off")
+    c.psql("SELECT pg_reload_conf()")
+    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker' "
+                            "AND state <> 'disabled'") == "0", what="the pool to pause")
+
+
+def run_tms(c, poll, ntasks):
+    schedule(c, ntasks)
+    t0 = time.monotonic()
+    c.psql("ALTER SYSTEM RESET tms.enabled")
+    c.psql("SELECT pg_reload_conf()")
+    t1 = wait_empty(poll)
+    pause(c)
+    return ntasks / (t1 - t0)
+
+
+def run_limit(c, poll, ntasks, sessions):
+    schedule(c, ntasks)
+    conns = [c.connect() for _ in range(sessions)]
+    errors = []
+    with poll.cursor() as cur:
+        cur.execute("SELECT pg_advisory_lock(%d)" % LOCK_KEY)
+
+    def loop(i, conn):
+        try:
+            with conn.cursor() as cur:
+                cur.execute("CALL bench_limit_loop(%s)", ("limit-%d" % i,))
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=loop, args=(i, conn)) for i, conn in enumerate(conns)]
+    for t in threads:
+        t.start()
+    # every session waits at the lock before the clock starts
+    wait_for(lambda: c.one("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                           "AND NOT granted") == sessions, what="the sessions to wait")
+    t0 = time.monotonic()
+    with poll.cursor() as cur:
+        cur.execute("SELECT pg_advisory_unlock(%d)" % LOCK_KEY)
+    t1 = wait_empty(poll)
+    for t in threads:
+        t.join(RUN_TIMEOUT)
+    for conn in conns:
+        conn.close()
+    if errors:
+        raise RuntimeError("limit loop failed: %s" % errors[0])
+    return ntasks / (t1 - t0)
+
+
+def measure(root, workers, ntasks, rounds):
     c = Cluster(os.path.join(tempfile.mkdtemp(prefix="tms-%d." % workers, dir=root), "data"),
                 settings={"tms.max_workers": str(workers), "tms.naptime": "'10ms'",
                           "max_connections": "50"})
@@ -60,47 +197,25 @@ def run_tms(root, workers, ntasks):
         c.psql("CREATE EXTENSION tms")
         c.psql("CREATE PROCEDURE noop(i text, d jsonb) LANGUAGE sql AS $$ SELECT 1 $$")
         c.psql("SELECT tms.register_task_kind('noop', 'noop(text,jsonb)', 1000)")
-        c.psql("ALTER SYSTEM SET tms.enabled = off")
-        c.psql("SELECT pg_reload_conf()")
-        wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker' "
-                                "AND state = 'disabled'") == str(workers),
-                 what="the pool to pause")
-        c.psql("SELECT tms.schedule_task('noop', 't' || g) FROM generate_series(1, %d) g" % ntasks)
-        c.psql("VACUUM ANALYZE tms.scheduled_tasks")
-        t0 = time.monotonic()
-        c.psql("ALTER SYSTEM RESET tms.enabled")
-        c.psql("SELECT pg_reload_conf()")
-        wait_for(lambda: c.psql("SELECT count(*) FROM tms.scheduled_tasks") == "0",
-                 timeout=600, interval=0.02, what="the tasks")
-        return ntasks / (time.monotonic() - t0)
-    finally:
-        c.destroy()
-
-
-def run_raw(root, clients, ntasks):
-    c = Cluster(os.path.join(tempfile.mkdtemp(prefix="raw-%d." % clients, dir=root), "data"),
-                preload=("tms",), settings={"tms.max_workers": "0", "max_connections": "50"})
-    c.init()
-    c.start()
-    try:
-        c.create_database()
-        c.psql("CREATE EXTENSION tms")
-        c.psql(RAW_TABLE)
-        c.psql("INSERT INTO raw_tasks (task_name, task_instance, execution_time) "
-               "SELECT 'noop', 't' || g, now() FROM generate_series(1, %d) g" % ntasks)
-        c.psql("VACUUM ANALYZE raw_tasks")
-        script = os.path.join(c.root, "claim.sql")
-        with open(script, "w") as f:
-            f.write(RAW_SCRIPT)
-        per_client = ntasks // clients
-        t0 = time.monotonic()
-        subprocess.run(["pgbench", "-n", "-f", script, "-c", str(clients), "-j", str(clients),
-                        "-t", str(per_client), c.dbname],
-                       env=dict(os.environ, **c.env()), check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        elapsed = time.monotonic() - t0
-        left = int(c.psql("SELECT count(*) FROM raw_tasks"))
-        return (ntasks - left) / elapsed
+        c.psql(limit_procedure())
+        pause(c)
+        wait_for(lambda: c.psql("SELECT count(*) FROM tms.task_slots WHERE kind = 'noop'")
+                 == "1000", what="the slots of the kind")
+        poll = c.connect()
+        out = []
+        for r in range(rounds):
+            if r % 2 == 0:
+                tms = run_tms(c, poll, ntasks)
+                lim = run_limit(c, poll, ntasks, workers)
+            else:
+                lim = run_limit(c, poll, ntasks, workers)
+                tms = run_tms(c, poll, ntasks)
+            out.append((tms, lim))
+            print("  W=%d round %d: tms %.0f/s, limit %.0f/s, ratio %.2f, load %.1f"
+                  % (workers, r + 1, tms, lim, tms / lim, os.getloadavg()[0]))
+            sys.stdout.flush()
+        poll.close()
+        return out
     finally:
         c.destroy()
 
@@ -110,16 +225,23 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", type=int, default=20000)
     ap.add_argument("--workers", default="1,2,4")
+    ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
     root = tempfile.mkdtemp(prefix="tms-bench-sched.", dir="/tmp")
     os.chmod(root, 0o755)
-    print("tasks per run: %d; machine: %d cores" % (a.tasks, os.cpu_count()))
-    print("%-8s %14s %14s %7s" % ("workers", "tms claims/s", "raw claims/s", "ratio"))
+    print("tasks per run: %d; rounds: %d; machine: %d cores, load %.1f"
+          % (a.tasks, a.rounds, os.cpu_count(), os.getloadavg()[0]))
+    rows = []
     for w in (int(x) for x in a.workers.split(",")):
-        tms = run_tms(root, w, a.tasks)
-        raw = run_raw(root, w, a.tasks)
-        print("%-8d %14.0f %14.0f %6.0f%%" % (w, tms, raw, 100.0 * tms / raw))
-        sys.stdout.flush()
+        rows.append((w, measure(root, w, a.tasks, a.rounds)))
+    print("%-8s %14s %16s %14s %10s" % ("workers", "tms claims/s", "limit claims/s",
+                                        "ratio median", "ratio min-max"))
+    for w, out in rows:
+        ratios = [t / l for t, l in out]
+        print("%-8d %14.0f %16.0f %14.2f %5.2f-%.2f" % (
+            w, statistics.median(t for t, _ in out), statistics.median(l for _, l in out),
+            statistics.median(ratios), min(ratios), max(ratios)))
+    os.rmdir(root)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libdeflate-dev: tms inflates Avro deflate blocks with it (the Makefile falls
+# back to zlib without it).  libisal-dev is optional: bench/iceberg_manifest_bench.sh
+# measures its inflate when it is there.
 # libavro-dev is for bench/iceberg_manifest_bench.c only (its baseline); tms
 # itself does not link libavro.  libfaketime runs a test cluster on a clock
 # set to a daylight-saving change (test/integration/test_schedules.py).
@@ -14,7 +17,7 @@ cd "$(dirname "$0")/.."
 DEBS=(
   build-essential
   postgresql-15 postgresql-server-dev-15 postgresql-15-cron postgresql-client-15
-  libcurl4-openssl-dev libjansson-dev libavro-dev libssl-dev zlib1g-dev
+  libcurl4-openssl-dev libjansson-dev libavro-dev libssl-dev zlib1g-dev libdeflate-dev
   python3 python3-psycopg2 python3-pytest python3-avro
   clang-14 libclang-rt-14-dev
   libfaketime

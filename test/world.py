@@ -17,7 +17,10 @@ Tests (and people at a Python prompt) import this module to get:
                                    .reset_requests(), .set_table_config(...),
                                    .set_config(...), .token(), .request(...),
                                    .stop(); .fault(..., action="interpose",
-                                   commits=[...]) is a concurrent writer
+                                   commits=[...]) is a concurrent writer;
+                                   .set_sigv4(region, service, keys) makes it
+                                   verify SigV4 (and its helpers sign;
+                                   .sign_as(...) with other keys)
   EngineServer(kind, catalog, port=None, catalog_name="lake", ...)
                                    test/engines/server.py as livy, trino or
                                    gravitino over a CatalogServer; .uri,
@@ -79,6 +82,7 @@ for _d in (CATALOG_DIR, FIXTURES_DIR):
     if _d not in sys.path:
         sys.path.insert(0, _d)
 
+import sigv4 as sigv4_mod  # noqa: E402
 import storage as storage_mod  # noqa: E402
 
 _live = []
@@ -270,11 +274,14 @@ class CatalogServer:
     dsn names the pointer database; warehouse is file:///... or s3://...;
     s3 is an S3Server (or S3Config) the catalog writes through and vends;
     credential "ID:SECRET" turns on OAuth2; static_token adds a fixed bearer
-    token; file_root is where relative paths resolve."""
+    token; file_root is where relative paths resolve; sigv4 = {"region",
+    "service", "keys": {ID: {"secret", "session_token"}}} makes it verify
+    AWS SigV4 from the start (set_sigv4 does it later).  While it verifies,
+    raw() and request() sign /v1 requests with the first key."""
 
     def __init__(self, dsn, warehouse, port=None, credential=None, token_ttl=None,
                  static_token=None, catalog_name="tms_test", s3=None, file_root=None,
-                 admin_token=None, verbose=False, timeout=30):
+                 admin_token=None, verbose=False, timeout=30, sigv4=None):
         self.port = port or free_port()
         self.catalog_name = catalog_name
         self.prefix = catalog_name
@@ -303,6 +310,14 @@ class CatalogServer:
             argv += ["--file-root", file_root]
         if verbose:
             argv.append("--verbose")
+        self._signer = None
+        if sigv4:
+            argv += ["--sigv4-region", sigv4["region"],
+                     "--sigv4-service", sigv4.get("service") or "execute-api"]
+            for kid, k in sigv4["keys"].items():
+                argv += ["--sigv4-key", ":".join(
+                    [kid, k["secret"]] + ([k["session_token"]] if k.get("session_token") else []))]
+            self._signer = self._make_signer(sigv4)
         self.child = _Child(argv, "catalog listening on", timeout, name="catalog")
         self.uri = "http://127.0.0.1:%d" % self.port
         self._token = None
@@ -344,6 +359,9 @@ class CatalogServer:
                 hdrs["Authorization"] = "Bearer " + tok
         elif isinstance(auth, str):
             hdrs["Authorization"] = "Bearer " + auth
+        if self._signer is not None and path.startswith("/v1/") and path != "/v1/oauth/tokens":
+            verifier, key_id = self._signer
+            hdrs = verifier.sign(method, self.uri + path, hdrs, data, key_id)
         req = urllib.request.Request(self.uri + path, data=data, headers=hdrs, method=method)
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
@@ -443,6 +461,37 @@ class CatalogServer:
 
     def clear_config(self):
         self._admin("DELETE", "/admin/config")
+
+    @staticmethod
+    def _make_signer(spec):
+        keys = {k: sigv4_mod.Key(v["secret"], v.get("session_token"))
+                for k, v in spec["keys"].items()}
+        return (sigv4_mod.Verifier(spec["region"], spec.get("service") or "execute-api", keys),
+                next(iter(spec["keys"])))
+
+    def set_sigv4(self, region, service="execute-api", keys=None, **options):
+        """Verify AWS SigV4 on every /v1 request from now on: keys is
+        {ID: {"secret": ..., "session_token": ...}}; options are
+        max_skew_seconds, clock_offset_seconds, error_shape ("aws" or
+        "iceberg"), as POST /admin/sigv4 takes them.  This helper's own
+        requests are signed with the first key."""
+        spec = dict(options, region=region, service=service, keys=keys)
+        self._admin("POST", "/admin/sigv4", spec)
+        self._signer = self._make_signer(spec)
+
+    def sign_as(self, region, service="execute-api", keys=None):
+        """Sign this helper's own requests with these keys, region and
+        service from now on, whatever the catalog verifies (to see
+        requests refused)."""
+        self._signer = self._make_signer(dict(region=region, service=service, keys=keys))
+
+    def clear_sigv4(self):
+        self._admin("DELETE", "/admin/sigv4")
+        self._signer = None
+
+    def sigv4(self):
+        """What the catalog verifies ({} when it does not)."""
+        return self._admin("GET", "/admin/sigv4")
 
     # -- catalog helpers --------------------------------------------------------
 

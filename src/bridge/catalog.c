@@ -57,6 +57,8 @@ tms_server_free(TmsServer *s)
 	free(s->prefix);
 	free(s->oauth2_server_uri);
 	free(s->scope);
+	free(s->signing_region);
+	free(s->signing_name);
 	free((char *) s->http.ca_file);
 	free((char *) s->http.ca_path);
 	free(s->s3_endpoint);
@@ -101,6 +103,8 @@ tms_server_read(ForeignServer *server)
 		s->prefix = tms_malloc_strdup(tms_option(o, "prefix"));
 		s->oauth2_server_uri = tms_malloc_strdup(tms_option(o, "oauth2_server_uri"));
 		s->scope = tms_malloc_strdup(tms_option(o, "scope"));
+		s->signing_region = tms_malloc_strdup(tms_option(o, "signing_region"));
+		s->signing_name = tms_malloc_strdup(tms_option(o, "signing_name"));
 		if ((v = tms_option(o, "page_size")) != NULL)
 			s->page_size = tms_option_int("page_size", v, 1, 100000);
 		s->http.retries = -1;
@@ -162,6 +166,9 @@ tms_credentials_free(TmsCredentials *c)
 	free(c->s3_access_key_id);
 	tms_free_secret(c->s3_secret_access_key);
 	tms_free_secret(c->s3_session_token);
+	free(c->aws_access_key_id);
+	tms_free_secret(c->aws_secret_access_key);
+	tms_free_secret(c->aws_session_token);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -194,6 +201,9 @@ tms_credentials_read(Oid role, Oid serverid, TmsCredentials *out)
 		out->s3_access_key_id = tms_malloc_strdup(tms_option(um->options, "s3_access_key_id"));
 		out->s3_secret_access_key = tms_malloc_strdup(tms_option(um->options, "s3_secret_access_key"));
 		out->s3_session_token = tms_malloc_strdup(tms_option(um->options, "s3_session_token"));
+		out->aws_access_key_id = tms_malloc_strdup(tms_option(um->options, "aws_access_key_id"));
+		out->aws_secret_access_key = tms_malloc_strdup(tms_option(um->options, "aws_secret_access_key"));
+		out->aws_session_token = tms_malloc_strdup(tms_option(um->options, "aws_session_token"));
 	}
 	PG_CATCH();
 	{
@@ -379,6 +389,36 @@ conn_xact_callback(XactEvent event, void *arg)
 			conn_cache[i]->xact_pins = 0;
 }
 
+/*
+ * SigV4 needs both halves: the server's signing_region and the AWS keys of
+ * the user mapping.  Each validator sees only its own object's options, so
+ * the pair is checked here, before anything is sent.
+ */
+static void
+check_signing(const TmsServer *s, const TmsCredentials *c, Oid userid)
+{
+	const char *role = c->mapping_user == InvalidOid ? "public" :
+		GetUserNameFromId(userid, false);
+
+	if (s->signing_region != NULL && c->aws_access_key_id == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+				 errmsg("user mapping for \"%s\" on server \"%s\" has no option \"aws_access_key_id\"",
+						role, s->name),
+				 errdetail("The server signs catalog requests with AWS SigV4 (option \"signing_region\")."),
+				 errhint("ALTER USER MAPPING FOR %s SERVER %s OPTIONS (ADD aws_access_key_id '...', ADD aws_secret_access_key '...');",
+						 c->mapping_user == InvalidOid ? "PUBLIC" : quote_identifier(role),
+						 quote_identifier(s->name))));
+	if (s->signing_region == NULL && c->aws_access_key_id != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+				 errmsg("server \"%s\" has no option \"signing_region\"", s->name),
+				 errdetail("The user mapping for \"%s\" has AWS keys, which sign catalog requests only when the server sets a signing region.",
+						   role),
+				 errhint("ALTER SERVER %s OPTIONS (ADD signing_region 'us-east-1', ADD signing_name 'glue');",
+						 quote_identifier(s->name))));
+}
+
 TmsCatalogConn *
 tms_catalog_connect(const char *server_name)
 {
@@ -455,6 +495,7 @@ tms_catalog_connect(const char *server_name)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
 					 errmsg("server \"%s\" has no option \"uri\"", server_name)));
+		check_signing(c->server, &c->creds, userid);
 	}
 	PG_CATCH();
 	{
@@ -471,6 +512,11 @@ tms_catalog_connect(const char *server_name)
 	cfg.scope = c->server->scope;
 	cfg.credential = c->creds.credential;
 	cfg.token = c->creds.token;
+	cfg.signing_region = c->server->signing_region;
+	cfg.signing_name = c->server->signing_name;
+	cfg.aws_access_key_id = c->creds.aws_access_key_id;
+	cfg.aws_secret_access_key = c->creds.aws_secret_access_key;
+	cfg.aws_session_token = c->creds.aws_session_token;
 	cfg.page_size = c->server->page_size;
 	cfg.http = c->server->http;
 	cat = io_catalog_open(&cfg, &err);

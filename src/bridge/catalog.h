@@ -21,6 +21,10 @@
  *	  allowed_locations, without following symbolic links (the io layer
  *	  enforces it); s3 objects are read wherever the credentials reach and
  *	  deleted only below an allowed location.
+ *	- A server with signing_region signs every catalog request with AWS
+ *	  SigV4, with the AWS keys of the role's user mapping; AWS keys need
+ *	  signing_region and signing_region needs AWS keys (checked when a
+ *	  connection is made, since a validator sees one object's options).
  *	- The user mapping's storage credentials are sent only to the endpoint
  *	  the server's owner configured; a catalog's vended endpoint is used
  *	  only with the catalog's vended credentials, and only when the server
@@ -65,6 +69,8 @@ typedef struct TmsServer
 	char	   *oauth2_server_uri;
 	char	   *scope;
 	int			page_size;		/* 0: none */
+	char	   *signing_region; /* SigV4 on every catalog request, or NULL */
+	char	   *signing_name;	/* the SigV4 service; NULL: execute-api */
 	IoHttpOptions http;			/* timeouts, retries, CA; limits from settings */
 	/* storage */
 	char	   *s3_endpoint;
@@ -88,6 +94,9 @@ typedef struct TmsCredentials
 	char	   *s3_access_key_id;
 	char	   *s3_secret_access_key;
 	char	   *s3_session_token;
+	char	   *aws_access_key_id;	/* SigV4 signing of catalog requests */
+	char	   *aws_secret_access_key;
+	char	   *aws_session_token;
 } TmsCredentials;
 
 /* Read a tms_iceberg server's options (raises if it is another wrapper's). */

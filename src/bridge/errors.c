@@ -110,7 +110,7 @@ tms_io_ereport(const IoError *err)
 			 err->code == IO_ERR_TIMEOUT ?
 			 errhint("The server options \"connect_timeout\" and \"request_timeout\" set the limits.") :
 			 err->code == IO_ERR_UNAUTHORIZED ?
-			 errhint("Check the \"credential\" or \"token\" option of the user mapping.") :
+			 errhint("Check the credentials of the user mapping: \"credential\" or \"token\" (OAuth2), or the AWS keys that sign requests (SigV4).") :
 			 err->code == IO_ERR_TOO_LARGE ?
 			 errhint("The settings \"tms.max_response_size\" and \"tms.max_json_memory\" set the limits.") :
 			 err->code == IO_ERR_UNSUPPORTED ?

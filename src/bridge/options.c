@@ -43,7 +43,8 @@ typedef enum OptKind
 	OPT_ABSPATH,				/* absolute directory */
 	OPT_CREDENTIAL,				/* id:secret */
 	OPT_SECRET,
-	OPT_ENGINE_TYPE				/* livy, trino, gravitino */
+	OPT_ENGINE_TYPE,			/* livy, trino, gravitino */
+	OPT_SIGV4_SCOPE				/* a region or service of a SigV4 scope */
 } OptKind;
 
 /* What an option reaches on the server's own file system. */
@@ -65,6 +66,8 @@ static const TmsOption tms_options[] = {
 	{"prefix", OPT_SERVER, OPT_TEXT, PRIV_NONE},
 	{"oauth2_server_uri", OPT_SERVER, OPT_TEXT, PRIV_NONE},
 	{"scope", OPT_SERVER, OPT_TEXT, PRIV_NONE},
+	{"signing_region", OPT_SERVER, OPT_SIGV4_SCOPE, PRIV_NONE},
+	{"signing_name", OPT_SERVER, OPT_SIGV4_SCOPE, PRIV_NONE},
 	{"connect_timeout", OPT_SERVER, OPT_MS, PRIV_NONE},
 	{"request_timeout", OPT_SERVER, OPT_MS, PRIV_NONE},
 	{"retries", OPT_SERVER, OPT_INT, PRIV_NONE},
@@ -82,6 +85,9 @@ static const TmsOption tms_options[] = {
 	{"s3_access_key_id", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
 	{"s3_secret_access_key", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
 	{"s3_session_token", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"aws_access_key_id", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
+	{"aws_secret_access_key", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"aws_session_token", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
 	{NULL, 0, 0, PRIV_NONE}
 };
 
@@ -402,6 +408,17 @@ validate_options(const TmsWrapper *w, List *options, Oid catalog)
 							 errdetail("\"%s\" is not an engine type.", value),
 							 errhint("Engine types are livy (Spark through Apache Livy), trino and gravitino.")));
 				break;
+			case OPT_SIGV4_SCOPE:
+				if (!io_sigv4_scope_valid(value))
+					ereport(ERROR,
+							(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+							 errmsg("invalid value for option \"%s\"", o->name),
+							 errdetail("\"%s\" is not a name of a SigV4 scope: 1 to 64 letters, digits, '-', '_' or '.'.",
+									   value),
+							 errhint(strcmp(o->name, "signing_region") == 0 ?
+									 "Give the AWS region of the catalog, for example 'us-east-1'." :
+									 "Give the service the catalog signs for: 'glue' (AWS Glue), 's3tables' (S3 Tables) or 'execute-api' (API Gateway).")));
+				break;
 			case OPT_LOCATIONS:
 				{
 					ListCell   *lc2;
@@ -476,6 +493,22 @@ tms_iceberg_validate(List *options, Oid catalog)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("option \"s3_session_token\" requires \"s3_access_key_id\" and \"s3_secret_access_key\"")));
+	if ((tms_option(options, "aws_access_key_id") != NULL) !=
+		(tms_option(options, "aws_secret_access_key") != NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("options \"aws_access_key_id\" and \"aws_secret_access_key\" must be given together")));
+	if (tms_option(options, "aws_session_token") != NULL &&
+		tms_option(options, "aws_access_key_id") == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("option \"aws_session_token\" requires \"aws_access_key_id\" and \"aws_secret_access_key\"")));
+	if (tms_option(options, "signing_name") != NULL &&
+		tms_option(options, "signing_region") == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("option \"signing_name\" requires \"signing_region\""),
+				 errhint("A server signs its catalog requests with AWS SigV4 when it sets signing_region.")));
 }
 
 void

@@ -55,6 +55,47 @@ skip_collection(const IcebergAvroPlanNode *n, IcebergAvroCursor *c,
 				return false;
 			continue;
 		}
+		if (!is_map && item->nflat == 2 && item->flat[0] == 1 && item->flat[1] == 0)
+		{
+			/* {key: int, value: bytes}: the bounds maps, in one loop */
+			const uint8_t *p = c->p;
+			const uint8_t *end = c->end;
+
+			for (i = 0; i < count; i++)
+			{
+				uint64_t	len = 0;
+				int			shift = 0;
+
+				while (p < end && (*p & 0x80))	/* the key */
+					p++;
+				if (++p >= end)
+					return false;
+				for (;;)		/* the length, zig-zag */
+				{
+					uint8_t		b = *p++;
+
+					len |= (uint64_t) (b & 0x7f) << shift;
+					if (!(b & 0x80))
+						break;
+					shift += 7;
+					if (shift > 63 || p >= end)
+						return false;
+				}
+				if (len & 1 || (len >> 1) > (uint64_t) (end - p))
+					return false;	/* negative, or beyond the block */
+				p += len >> 1;
+			}
+			c->p = p;
+			continue;
+		}
+		if (!is_map && item->nflat >= 0)
+		{
+			/* arrays of other flat records */
+			for (i = 0; i < count; i++)
+				if (!skip_flat(item, c))
+					return false;
+			continue;
+		}
 		for (i = 0; i < count; i++)
 		{
 			if (is_map)
@@ -77,8 +118,8 @@ skip_node(const IcebergAvroPlanNode *n, IcebergAvroCursor *c, int64_t coll_cap)
 	int64_t		v;
 	int			i;
 
-	if (n->nvarints > 0)
-		return skip_varints(c, n->nvarints);
+	if (n->nflat >= 0)
+		return skip_flat(n, c);
 	switch (n->type)
 	{
 		case AT_NULL:
@@ -504,8 +545,19 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
 	{
 		case AT_RECORD:
 			for (i = 0; i < n->nchildren; i++)
-				if (!decode_node(r, n->children[i], c, values, oom))
+			{
+				const IcebergAvroPlanNode *child = n->children[i];
+
+				/* the fields not wanted: skipped, without a call when flat */
+				if (!child->wanted)
+				{
+					if (!(child->nflat >= 0 ? skip_flat(child, c)
+						  : skip_node(child, c, r->coll_cap)))
+						return false;
+				}
+				else if (!decode_node(r, child, c, values, oom))
 					return false;
+			}
 			return true;
 		case AT_UNION:
 			if (!rd_long(c, &v) || v < 0 || v >= n->nchildren)
@@ -546,8 +598,8 @@ iceberg_avro_reader_next(IcebergAvroReader *r, IcebergAvroValue *values,
 		if (rc <= 0)
 			return rc;
 	}
-	memset(values, 0, sizeof(IcebergAvroValue) * ICEBERG_AVRO_MAX_SLOTS);
-	for (i = 0; i < ICEBERG_AVRO_MAX_SLOTS; i++)
+	memset(values, 0, sizeof(IcebergAvroValue) * r->nslots);
+	for (i = 0; i < r->nslots; i++)
 		r->sofs[i] = r->iofs[i] = SIZE_MAX;
 	r->scratch.len = 0;
 	r->last_raw = r->cur.p;
@@ -562,7 +614,7 @@ iceberg_avro_reader_next(IcebergAvroReader *r, IcebergAvroValue *values,
 	r->left--;
 	r->last_raw_len = (size_t) (r->cur.p - r->last_raw);
 	/* resolve scratch offsets now that the buffer no longer moves */
-	for (i = 0; i < ICEBERG_AVRO_MAX_SLOTS; i++)
+	for (i = 0; i < r->nslots; i++)
 	{
 		IcebergAvroValue *v = &values[i];
 

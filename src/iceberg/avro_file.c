@@ -5,7 +5,7 @@
  *	  header metadata, byte counts, close), its errors, the source buffer
  *	  that reads the file through the IcebergFileIO, the header, and the
  *	  blocks with their sync markers and codec dispatch (null, deflate
- *	  here; snappy in avro_snappy.c).
+ *	  here, with libdeflate or else zlib; snappy in avro_snappy.c).
  *
  * Blocks are read whole into the source buffer (capped by
  * max_block_bytes), checked against the header's sync marker, and
@@ -330,6 +330,60 @@ fail:
  * ---------------------------------------------------------------------
  */
 
+#ifdef TMS_HAVE_LIBDEFLATE
+
+/*
+ * Raw-inflate "in" into r->inflated, capped by max_block_bytes, with
+ * libdeflate's one-shot decompressor (a block is whole in memory).  It
+ * needs the output's size beforehand, which Avro does not record: the
+ * block is inflated into the buffer as it is (its size from earlier
+ * blocks, or 4 times the input plus 64 KB for the first), and if that is
+ * too small, again into one twice as large, up to the cap.  Memory stays
+ * under the cap plus one byte, and a block that would inflate beyond the
+ * cap costs at most about twice the cap's worth of inflating before it is
+ * refused.
+ */
+static bool
+deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
+			  IcebergError *err)
+{
+	size_t		cap = (size_t) r->limits.max_block_bytes;
+	size_t		want = r->inflated.alloc > 0 ? r->inflated.alloc - 1
+		: (inlen < cap / 4 ? inlen * 4 + 65536 : cap);
+
+	if (r->ld == NULL)
+	{
+		r->ld = libdeflate_alloc_decompressor();
+		if (r->ld == NULL)
+			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY,
+									 "could not initialise libdeflate");
+	}
+	r->inflated.len = 0;
+	for (;;)
+	{
+		size_t		got;
+		enum libdeflate_result rc;
+
+		if (want > cap)
+			want = cap;
+		if (!iceberg_buf_reserve(&r->inflated, want))
+			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		rc = libdeflate_deflate_decompress(r->ld, in, inlen, r->inflated.data, want, &got);
+		if (rc == LIBDEFLATE_SUCCESS)
+		{
+			r->inflated.len = got;
+			return true;
+		}
+		if (rc != LIBDEFLATE_INSUFFICIENT_SPACE)
+			return iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid deflate block");
+		if (want >= cap)
+			return iceberg_avro_error(r, err, ICEBERG_ERR_LIMIT, "avro block too large");
+		want = want > cap / 2 ? cap : want * 2;
+	}
+}
+
+#else							/* zlib */
+
 /* Raw-inflate "in" into r->inflated, capped by max_block_bytes. */
 static bool
 deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
@@ -357,7 +411,8 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 
 		if (r->inflated.alloc - r->inflated.len < 65536 + 1)
 		{
-			size_t		want = r->inflated.alloc ? r->inflated.alloc : inlen * 4 + 65536;
+			/* the whole buffer's size: doubled, or a first guess */
+			size_t		want = r->inflated.alloc ? r->inflated.alloc * 2 : inlen * 4 + 65536;
 
 			if (want > cap + 1)
 				want = cap + 1;
@@ -392,6 +447,8 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 	}
 	return true;
 }
+
+#endif							/* TMS_HAVE_LIBDEFLATE */
 
 /* See avro_internal.h. */
 int
@@ -505,7 +562,12 @@ iceberg_avro_reader_close(IcebergAvroReader *r)
 	free(r->buf);
 	iceberg_buf_free(&r->inflated);
 	iceberg_buf_free(&r->scratch);
+#ifdef TMS_HAVE_LIBDEFLATE
+	if (r->ld != NULL)
+		libdeflate_free_decompressor(r->ld);
+#else
 	if (r->zs_ready)
 		inflateEnd(&r->zs);
+#endif
 	free(r);
 }

@@ -16,8 +16,10 @@
  * either store a value into a numbered slot or are skipped with the
  * cheapest possible walk over the bytes (avro_decode.c).  The file layer
  * (avro_file.c) reads the header and the blocks and dispatches the codecs:
- * null, deflate (raw zlib inflate) and snappy (avro_snappy.c, a small
- * decoder: libsnappy is not a dependency).  bench/iceberg_manifest_bench.c
+ * null, deflate (raw inflate: libdeflate's one-shot decompressor when
+ * tms is built with it, which the Makefile does when it is installed, else
+ * zlib's) and snappy (avro_snappy.c, a small decoder: libsnappy is not a
+ * dependency).  bench/iceberg_manifest_bench.c
  * measures this reader against avro-c (doc/iceberg-io.md has the figures).
  *
  * Safety: every read is checked against the end of the block; every
@@ -41,7 +43,12 @@
 
 #include "iceberg/iceberg_internal.h"
 
-#include <zlib.h>
+#include <string.h>
+
+#ifdef TMS_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
+#include <zlib.h>				/* the fallback inflater; snappy's CRC-32 */
 
 #define ICEBERG_AVRO_MAX_DEPTH	32	/* schema nesting */
 #define ICEBERG_AVRO_MAX_NAMED	4096	/* named types in one schema */
@@ -75,6 +82,15 @@ typedef enum IcebergAvroCodec
 	CODEC_SNAPPY
 } IcebergAvroCodec;
 
+/*
+ * A value whose encoding is a fixed sequence of varints, length-prefixed
+ * byte strings and fixed-size runs (an int, a string, a record of such:
+ * the {key, value} items of a data_file's bounds and counts maps) is
+ * skipped by running its "flat" program, at most this many ops, instead
+ * of walking the tree.
+ */
+#define ICEBERG_AVRO_MAX_FLAT	8
+
 /* One node of the decode plan. */
 typedef struct IcebergAvroPlanNode
 {
@@ -88,6 +104,12 @@ typedef struct IcebergAvroPlanNode
 	int64_t		min_size;		/* minimum encoded size in bytes */
 	int32_t		nvarints;		/* > 0: encoded as exactly this many varints
 								 * (int, long, enum, records of those) */
+	int8_t		nflat;			/* >= 0: the value's flat program has this
+								 * many ops (0: the value has no bytes);
+								 * -1: not flat */
+	int32_t		flat[ICEBERG_AVRO_MAX_FLAT];	/* > 0: skip that many
+												 * varints; 0: a byte string;
+												 * < 0: skip -op bytes */
 	int			nchildren;
 	struct IcebergAvroPlanNode **children;	/* record fields, union
 											 * branches, or the array item /
@@ -119,6 +141,7 @@ struct IcebergAvroReader
 
 	/* plan */
 	IcebergAvroPlanNode *root;
+	int			nslots;			/* 1 + the highest slot a target names */
 
 	/* source buffer: bytes read from io, [pos, end) not yet consumed */
 	uint8_t    *buf;
@@ -129,8 +152,12 @@ struct IcebergAvroReader
 
 	/* current block */
 	IcebergBuf	inflated;
+#ifdef TMS_HAVE_LIBDEFLATE
+	struct libdeflate_decompressor *ld;
+#else
 	z_stream	zs;
 	bool		zs_ready;
+#endif
 	IcebergAvroCursor cur;
 	int64_t		left;			/* objects left in the block */
 	const uint8_t *last_raw;	/* span of the last record returned */
@@ -160,6 +187,13 @@ rd_long(IcebergAvroCursor *c, int64_t *out)
 	uint64_t	v = 0;
 	int			shift = 0;
 
+	/* most are one byte: lengths, counts, field ids, small values */
+	if (ICEBERG_LIKELY(c->p < c->end) && !(*c->p & 0x80))
+	{
+		v = *c->p++;
+		*out = (int64_t) ((v >> 1) ^ (~(v & 1) + 1));
+		return true;
+	}
 	while (ICEBERG_LIKELY(c->p < c->end))
 	{
 		uint8_t		b = *c->p++;
@@ -198,7 +232,8 @@ skip_varint(IcebergAvroCursor *c)
 }
 
 /*
- * Skip n varints: count the bytes that end one.  Overlong varints are not
+ * Skip n varints: count the bytes that end one (high bit clear), eight at
+ * a time while the n-th is not among them.  Overlong varints are not
  * diagnosed here; the values are not used.
  */
 static inline bool
@@ -207,6 +242,17 @@ skip_varints(IcebergAvroCursor *c, int64_t n)
 	const uint8_t *p = c->p;
 	const uint8_t *end = c->end;
 
+	while (n > 8 && end - p >= 8)
+	{
+		uint64_t	w;
+		uint64_t	ends;
+
+		memcpy(&w, p, 8);
+		/* one bit (bit 0 of each byte) per byte ending a varint, summed */
+		ends = ((~w & UINT64_C(0x8080808080808080)) >> 7) * UINT64_C(0x0101010101010101) >> 56;
+		n -= (int64_t) ends;	/* ends <= 8 < n */
+		p += 8;
+	}
 	while (n > 0)
 	{
 		if (ICEBERG_UNLIKELY(p >= end))
@@ -235,6 +281,36 @@ rd_bytes(IcebergAvroCursor *c, const uint8_t **s, int64_t *len)
 		return false;
 	*s = c->p;
 	c->p += *len;
+	return true;
+}
+
+/*
+ * Skip one value of a flat node (n->nflat >= 0) by running its program.
+ */
+static inline bool
+skip_flat(const IcebergAvroPlanNode *n, IcebergAvroCursor *c)
+{
+	int			i;
+
+	for (i = 0; i < n->nflat; i++)
+	{
+		int32_t		op = n->flat[i];
+
+		if (op > 0)
+		{
+			if (!skip_varints(c, op))
+				return false;
+		}
+		else if (op == 0)
+		{
+			int64_t		len;
+
+			if (!rd_long(c, &len) || !skip_bytes(c, len))
+				return false;
+		}
+		else if (!skip_bytes(c, -(int64_t) op))
+			return false;
+	}
 	return true;
 }
 

@@ -536,6 +536,115 @@ compile(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
  * ---------------------------------------------------------------------
  */
 
+/* Append op to n's flat program, merging runs; false when it is full. */
+static bool
+flat_append(IcebergAvroPlanNode *n, int32_t op)
+{
+	if (n->nflat > 0)
+	{
+		int32_t    *last = &n->flat[n->nflat - 1];
+
+		if (op > 0 && *last > 0 && *last <= INT32_MAX - op)
+		{
+			*last += op;
+			return true;
+		}
+		if (op < 0 && *last < 0 && *last >= INT32_MIN - op)
+		{
+			*last += op;
+			return true;
+		}
+	}
+	if (n->nflat >= ICEBERG_AVRO_MAX_FLAT)
+		return false;
+	n->flat[n->nflat++] = op;
+	return true;
+}
+
+/*
+ * Give every node of the tree its flat program (avro_internal.h), or
+ * nflat -1 when its encoding is not a fixed sequence (arrays, maps,
+ * unions, and records holding one) or needs more than
+ * ICEBERG_AVRO_MAX_FLAT ops.
+ */
+static void
+plan_flat(IcebergAvroPlanNode *n)
+{
+	int			i;
+	bool		ok = true;
+
+	for (i = 0; i < n->nchildren; i++)
+		plan_flat(n->children[i]);
+	n->nflat = 0;
+	switch (n->type)
+	{
+		case AT_NULL:
+			break;
+		case AT_BOOLEAN:
+			ok = flat_append(n, -1);
+			break;
+		case AT_INT:
+		case AT_LONG:
+		case AT_ENUM:
+			ok = flat_append(n, 1);
+			break;
+		case AT_FLOAT:
+			ok = flat_append(n, -4);
+			break;
+		case AT_DOUBLE:
+			ok = flat_append(n, -8);
+			break;
+		case AT_BYTES:
+		case AT_STRING:
+			ok = flat_append(n, 0);
+			break;
+		case AT_FIXED:
+			ok = n->size == 0 || flat_append(n, -n->size);
+			break;
+		case AT_RECORD:
+			for (i = 0; i < n->nchildren && ok; i++)
+			{
+				const IcebergAvroPlanNode *child = n->children[i];
+
+				ok = child->nflat >= 0;
+				for (int k = 0; ok && k < child->nflat; k++)
+					ok = flat_append(n, child->flat[k]);
+			}
+			break;
+		case AT_ARRAY:
+		case AT_MAP:
+		case AT_UNION:
+			ok = false;
+			break;
+	}
+	if (!ok)
+		n->nflat = -1;
+}
+
+/* 1 + the highest slot the targets (and their children) name. */
+static int
+targets_nslots(const IcebergAvroTarget *targets, int ntargets, int depth)
+{
+	int			n = 0;
+
+	for (int i = 0; i < ntargets && depth <= ICEBERG_AVRO_MAX_DEPTH; i++)
+	{
+		int			c = targets[i].slot + 1;
+
+		if (targets[i].children != NULL)
+		{
+			int			k = targets_nslots(targets[i].children, targets[i].nchildren,
+										   depth + 1);
+
+			if (k > c)
+				c = k;
+		}
+		if (c > n)
+			n = c;
+	}
+	return n < ICEBERG_AVRO_MAX_SLOTS ? n : ICEBERG_AVRO_MAX_SLOTS;
+}
+
 /* See avro_internal.h. */
 bool
 iceberg_avro_build_plan(IcebergAvroReader *r, const IcebergAvroTarget *targets,
@@ -587,7 +696,10 @@ iceberg_avro_build_plan(IcebergAvroReader *r, const IcebergAvroTarget *targets,
 	memset(&cc, 0, sizeof(cc));
 	cc.err = err;
 	cc.r = r;
+	r->nslots = targets_nslots(targets, ntargets, 0);
 	r->root = compile(&cc, schema, NULL, targets, ntargets, 0);
+	if (r->root != NULL)
+		plan_flat(r->root);
 	for (i = 0; i < cc.nnamed; i++)
 		free(cc.named[i].name);
 	free(cc.named);

@@ -164,9 +164,10 @@ extern bool iceberg_avro_reader_open(const IcebergFileIO *io,
 									 IcebergError *err);
 
 /*
- * Decodes the next record into values[0..ICEBERG_AVRO_MAX_SLOTS):
- * 1 / 0 / -1.  Strings point into reader-owned memory valid until the
- * next call.
+ * Decodes the next record into values[0..ICEBERG_AVRO_MAX_SLOTS): every
+ * slot up to the highest one a target names is set (present false when
+ * the field is absent or null); slots above it are not touched.  1 / 0 /
+ * -1.  Strings point into reader-owned memory valid until the next call.
  */
 extern int	iceberg_avro_reader_next(IcebergAvroReader *r,
 									 IcebergAvroValue *values,

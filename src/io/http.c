@@ -21,6 +21,8 @@
  * Retry-After (RFC 9110 10.2.3: seconds or an HTTP date; at most
  * IO_MAX_RETRY_AFTER_MS); a timeout is never retried (the timeout is the
  * caller's budget), and non-idempotent requests (commits) never are.
+ * A request may have its headers made anew for every attempt (a SigV4
+ * signature covers the date, so a retry is signed again).
  * Redirects are not followed (they would carry credentials elsewhere),
  * only http and https are allowed, TLS peers and host names are verified,
  * and every easy handle has CURLOPT_PATH_AS_IS: libcurl sends the path as
@@ -750,11 +752,26 @@ io_http_perform(const IoHttpOptions *options, const IoHttpRequest *req,
 	{
 		IoHttpRequest this_attempt = *req;
 		bool		retry = false;
+		IoStringList lines = {NULL, 0};
 
 		io_http_response_free(resp);
 		io_error_clear(err);
 		this_attempt.attempt = attempt;
+		if (req->attempt_headers != NULL)
+		{
+			/* headers made for this attempt (a fresh signature) */
+			if (req->attempt_headers(req->attempt_arg, &lines, err) != 0)
+			{
+				io_string_list_wipe(&lines);
+				rc = -1;
+				break;
+			}
+			this_attempt.headers = (const char *const *) lines.items;
+			this_attempt.nheaders = lines.n;
+		}
 		rc = perform_once(multi, easy, &opt, &this_attempt, resp, err);
+		/* the lines may carry a token or a signature */
+		io_string_list_wipe(&lines);
 		if (attempt >= opt.retries || !req->idempotent)
 			break;
 		if (rc != 0)

@@ -196,6 +196,14 @@ typedef struct IoSigV4Output
 extern int	io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, IoError *err);
 extern void io_sigv4_free(IoSigV4Output *out);
 
+/*
+ * Can s be a region or service name of a signature's scope ("us-east-1",
+ * "glue", "s3tables", "execute-api", "auto")?  1 to 64 letters, digits,
+ * '-', '_' and '.': nothing that could end a host name, start a path or
+ * split the scope.
+ */
+extern bool io_sigv4_scope_valid(const char *s);
+
 /* Format t as "YYYYMMDDTHHMMSSZ" (UTC) into buf[17]. */
 extern void io_amz_date(time_t t, char *buf);
 
@@ -422,6 +430,20 @@ typedef struct IoCatalogConfig
 	const char *oauth2_server_uri;	/* NULL: <uri>/v1/oauth/tokens */
 	const char *scope;			/* NULL: "catalog" */
 	int			page_size;		/* > 0: pageSize sent with listings */
+
+	/*
+	 * AWS Signature Version 4 on every catalog request (AWS Glue's and S3
+	 * Tables' Iceberg REST endpoints, API Gateway), as Iceberg's
+	 * RESTSigV4AuthSession signs: on when signing_region is set, which
+	 * then needs both keys.  A bearer token (credential, token) still
+	 * goes along, relocated to Original-Authorization and signed; the
+	 * OAuth2 token request itself is not signed.
+	 */
+	const char *signing_region; /* NULL: requests are not signed */
+	const char *signing_name;	/* the scope's service; NULL: "execute-api" */
+	const char *aws_access_key_id;
+	const char *aws_secret_access_key;
+	const char *aws_session_token;	/* NULL: none */
 	IoHttpOptions http;
 } IoCatalogConfig;
 
@@ -517,6 +539,16 @@ extern int	io_catalog_load_table(IoCatalog *cat, const char *ns,
 								  const char *table, IoLoadedTable *out,
 								  IoError *err);
 extern void io_loaded_table_free(IoLoadedTable *t);
+
+/*
+ * Load a table with only the snapshots its branches and tags reference
+ * (snapshots=refs): its identity (location, UUID), current state and
+ * vended credentials, at a cost that does not grow with its history.  No
+ * ETag is sent or kept: the handle's cache holds full loads only.
+ */
+extern int	io_catalog_load_table_refs(IoCatalog *cat, const char *ns,
+									   const char *table, IoLoadedTable *out,
+									   IoError *err);
 
 /*
  * Load a table the caller has seen as version known_etag (NULL: like

@@ -52,6 +52,8 @@ extern char *io_strdup(const char *s);	/* NULL-safe; NULL on oom too */
 
 /* Overwrite a secret's bytes (not optimised away), then free it; NULL-safe. */
 extern void io_wipe_free(char *s);
+/* io_string_list_free for lists that may hold secrets: every item wiped. */
+extern void io_string_list_wipe(IoStringList *list);
 
 /* Append key=value to an application/x-www-form-urlencoded body, the value
  * percent-encoded (sb->oom on failure; the encoded copy is wiped). */
@@ -103,6 +105,17 @@ typedef struct IoHttpRequest
 	const char *what;			/* "catalog", "S3": for messages */
 	int			attempt;		/* for the observer: 0 the first, n the n-th
 								 * retry (io_http_perform counts its own) */
+
+	/*
+	 * NULL, or a function that makes the headers of every attempt anew,
+	 * in place of headers (io_http_perform only): a signature over the
+	 * current date must be fresh on each retry.  It fills *lines ("Name:
+	 * value", malloc'd), which the core wipes and frees after the
+	 * attempt; it must not send requests itself.  0, or -1 with *err,
+	 * which ends the request.
+	 */
+	int			(*attempt_headers) (void *arg, IoStringList *lines, IoError *err);
+	void	   *attempt_arg;
 } IoHttpRequest;
 
 typedef struct IoHttpResponse

@@ -9,10 +9,12 @@
  *
  * Follows the Iceberg REST OpenAPI spec: GET /v1/config handshake
  * (defaults < client properties < overrides, "prefix", "endpoints"),
- * bearer tokens (rest_auth.c), and the ErrorModel of every non-success
- * response, mapped to IoErrorCode in io_rest_status_error() with the
- * model's type and message in IoError.detail.  Tokens and client secrets
- * are never put into an error.
+ * bearer tokens and SigV4 (rest_auth.c, whose io_rest_headers makes the
+ * headers of every attempt), and the ErrorModel of every non-success
+ * response (or AWS's own error shape, for requests AWS's front end
+ * refused), mapped to IoErrorCode in io_rest_status_error() with the
+ * type and message in IoError.detail.  Tokens, client secrets and AWS
+ * keys are never put into an error.
  *
  * Names cannot change a request's target: table names and namespace
  * levels are checked (io_rest_check_ident) and every path segment is
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "rest_int.h"
 
@@ -60,6 +63,11 @@ io_catalog_free(IoCatalog *cat)
 	free(cat->scope);
 	free(cat->ca_file);
 	free(cat->ca_path);
+	free(cat->signing_region);
+	free(cat->signing_name);
+	free(cat->aws_access_key_id);
+	io_wipe_free(cat->aws_secret_access_key);
+	io_wipe_free(cat->aws_session_token);
 	io_wipe_free(cat->token);
 	io_rest_kv_free(cat->props, cat->nprops);
 	io_string_list_free(&cat->endpoints);
@@ -122,6 +130,58 @@ io_catalog_request_count(const IoCatalog *cat)
  * ----------------------------------------------------------------
  */
 
+/*
+ * Is an AWS error type one of authentication (the request's signature or
+ * keys), as opposed to authorisation (AccessDeniedException: the keys are
+ * fine, their policy does not allow the call)?  AWS answers both with 403.
+ */
+static bool
+aws_authentication_failure(const char *type)
+{
+	static const char *const types[] = {
+		"InvalidSignatureException", "SignatureDoesNotMatch",
+		"IncompleteSignatureException", "IncompleteSignature",
+		"MissingAuthenticationTokenException", "MissingAuthenticationToken",
+		"UnrecognizedClientException", "InvalidClientTokenId",
+		"InvalidAccessKeyId", "ExpiredTokenException", "ExpiredToken",
+		NULL
+	};
+
+	for (int i = 0; types[i] != NULL; i++)
+		if (strcmp(type, types[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * An AWS error type as a bare name: "com.amazon.coral.service#X" (a body's
+ * "__type") and "X:http://internal.amazon.com/..." (the x-amzn-ErrorType
+ * header) are X.  Into buf; NULL when there is none.
+ */
+static const char *
+aws_error_type(const char *raw, size_t len, char *buf, size_t size)
+{
+	const char *hash;
+	size_t		n;
+
+	if (raw == NULL)
+		return NULL;
+	hash = memchr(raw, '#', len);
+	if (hash != NULL)
+	{
+		len -= (size_t) (hash + 1 - raw);
+		raw = hash + 1;
+	}
+	n = strcspn(raw, ":");
+	if (n > len)
+		n = len;
+	if (n == 0 || n >= size)
+		return NULL;
+	memcpy(buf, raw, n);
+	buf[n] = '\0';
+	return buf;
+}
+
 /* See rest_int.h (the reader of error bodies). */
 int
 io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
@@ -132,6 +192,8 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 	json_t	   *doc = NULL;
 	const char *etype = NULL;
 	const char *emsg = NULL;
+	size_t		emsg_len = SIZE_MAX;	/* how much of emsg to show */
+	char		typebuf[128];
 
 	if (resp->body_len > 0)
 	{
@@ -154,7 +216,39 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 			etype = json_string_value(e);
 			emsg = json_string_value(json_object_get(doc, "error_description"));
 		}
+		else
+		{
+			/*
+			 * AWS's own shape, from its front end before the catalog saw the
+			 * request (a bad signature, unknown keys): {"message"} or
+			 * {"Message"} with the type in "__type" or the x-amzn-ErrorType
+			 * header.  Only the message's first line is kept: AWS may append
+			 * the canonical request it expected, whose headers hold the
+			 * session token and the bearer token.
+			 */
+			const char *t = json_string_value(json_object_get(doc, "__type"));
+			size_t		tlen = 0;
+
+			emsg = json_string_value(json_object_get(doc, "message"));
+			if (emsg == NULL)
+				emsg = json_string_value(json_object_get(doc, "Message"));
+			if (emsg != NULL)
+				emsg_len = strcspn(emsg, "\r\n");
+			if (t != NULL)
+				tlen = strlen(t);
+			else
+				t = io_http_header(resp, "x-amzn-ErrorType", &tlen);
+			etype = aws_error_type(t, tlen, typebuf, sizeof(typebuf));
+		}
 	}
+
+	/*
+	 * A refused signature's message may go on with the canonical request
+	 * AWS expected, whose headers hold the session token and the bearer
+	 * token, in whatever shape it comes: its first line only.
+	 */
+	if (emsg != NULL && etype != NULL && aws_authentication_failure(etype))
+		emsg_len = strcspn(emsg, "\r\n");
 
 	code = io_http_status_code(st);
 	if (st == 404)
@@ -168,6 +262,8 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 		else if (kind == REST_CALL_TABLE || kind == REST_CALL_COMMIT)
 			code = IO_ERR_NO_SUCH_TABLE;
 	}
+	else if (st == 403 && etype != NULL && aws_authentication_failure(etype))
+		code = IO_ERR_UNAUTHORIZED; /* the keys, not what they may do */
 	else if (st == 406)
 		code = IO_ERR_UNSUPPORTED;
 	else if (kind == REST_CALL_COMMIT && st == 409)
@@ -197,8 +293,12 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 	{
 		char		d[sizeof(err->detail)];
 
-		snprintf(d, sizeof(d), "%s%s%s", etype ? etype : "",
-				 (etype && emsg) ? ": " : "", emsg ? emsg : "");
+		size_t		shown = emsg == NULL ? 0 :
+			emsg_len == SIZE_MAX ? strlen(emsg) : emsg_len;
+
+		snprintf(d, sizeof(d), "%s%s%.*s", etype ? etype : "",
+				 (etype && emsg) ? ": " : "",
+				 (int) (shown < sizeof(d) ? shown : sizeof(d)), emsg ? emsg : "");
 		io_set_detail(err, d, strlen(d));
 	}
 	else if (resp->body_len > 0 && doc == NULL)
@@ -211,6 +311,27 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
  * Requests
  * ----------------------------------------------------------------
  */
+
+/* What the headers of each attempt of io_rest_request are made from. */
+typedef struct RestAttempt
+{
+	IoCatalog  *cat;
+	const char *method;
+	const char *url;
+	const char *body;
+	const char *const *extra;
+	size_t		nextra;
+} RestAttempt;
+
+/* IoHttpRequest.attempt_headers: the headers, signed now when SigV4 is on. */
+static int
+attempt_headers(void *arg, IoStringList *lines, IoError *err)
+{
+	RestAttempt *a = arg;
+
+	return io_rest_headers(a->cat, a->method, a->url, a->body, a->extra,
+						   a->nextra, time(NULL), lines, NULL, err);
+}
 
 /* See rest_int.h. */
 int
@@ -229,36 +350,16 @@ io_rest_request(IoCatalog *cat, const char *method, const char *path,
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	for (attempt = 0; attempt < 2; attempt++)
 	{
-		const char *headers[8];
-		size_t		nh = 0;
-		size_t		i;
-		IoStrBuf	auth;
+		RestAttempt a = {cat, method, url.data, body, extra, nextra};
 		IoHttpRequest req;
 
 		if (io_rest_ensure_token(cat, err) != 0)
 			break;
-		io_sb_init(&auth);
-		headers[nh++] = "Accept: application/json";
-		if (cat->token != NULL || cat->static_token != NULL)
-		{
-			io_sb_printf(&auth, "Authorization: Bearer %s",
-						 cat->token ? cat->token : cat->static_token);
-			if (auth.oom)
-			{
-				rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-				break;
-			}
-			headers[nh++] = auth.data;
-		}
-		if (body != NULL)
-			headers[nh++] = "Content-Type: application/json";
-		for (i = 0; i < nextra && nh < 8; i++)
-			headers[nh++] = extra[i];
 		memset(&req, 0, sizeof(req));
 		req.method = method;
 		req.url = url.data;
-		req.headers = headers;
-		req.nheaders = nh;
+		req.attempt_headers = attempt_headers;
+		req.attempt_arg = &a;
 		req.body = body;
 		req.body_len = body ? strlen(body) : 0;
 		req.idempotent = idempotent;
@@ -266,9 +367,6 @@ io_rest_request(IoCatalog *cat, const char *method, const char *path,
 		io_http_response_free(resp);
 		rc = io_http_perform(&cat->http, &req, resp, err);
 		cat->requests++;
-		if (auth.data)
-			memset(auth.data, 0, auth.len);
-		io_sb_free(&auth);
 		if (rc != 0)
 			break;
 		if (resp->status == 401 && attempt == 0 && cat->client_id != NULL)
@@ -691,6 +789,33 @@ io_catalog_open(const IoCatalogConfig *cfg, IoError *err)
 		cat->client_id = io_strndup(cfg->credential, (size_t) (colon - cfg->credential));
 		cat->client_secret = io_strdup(colon + 1);
 		if (cat->client_id == NULL || cat->client_secret == NULL)
+			goto oom;
+	}
+	if (cfg->signing_region != NULL)
+	{
+		const char *why = NULL;
+
+		if (!io_sigv4_scope_valid(cfg->signing_region))
+			why = "the signing region must be 1 to 64 letters, digits, '-', '_' or '.'";
+		else if (cfg->signing_name != NULL && !io_sigv4_scope_valid(cfg->signing_name))
+			why = "the signing name must be 1 to 64 letters, digits, '-', '_' or '.'";
+		else if (cfg->aws_access_key_id == NULL || cfg->aws_access_key_id[0] == '\0' ||
+				 cfg->aws_secret_access_key == NULL || cfg->aws_secret_access_key[0] == '\0')
+			why = "signing requests needs an AWS access key id and secret access key";
+		if (why != NULL)
+		{
+			io_catalog_free(cat);
+			io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "%s", why);
+			return NULL;
+		}
+		cat->signing_region = io_strdup(cfg->signing_region);
+		cat->signing_name = io_strdup(cfg->signing_name ? cfg->signing_name : "execute-api");
+		cat->aws_access_key_id = io_strdup(cfg->aws_access_key_id);
+		cat->aws_secret_access_key = io_strdup(cfg->aws_secret_access_key);
+		cat->aws_session_token = io_strdup(cfg->aws_session_token);
+		if (cat->signing_region == NULL || cat->signing_name == NULL ||
+			cat->aws_access_key_id == NULL || cat->aws_secret_access_key == NULL ||
+			(cfg->aws_session_token && !cat->aws_session_token))
 			goto oom;
 	}
 	if (cat->uri == NULL ||

@@ -8,7 +8,9 @@
  *
  * Rules: only the bodies of the requests in flight are held; each request
  * is retried alone (connection failures, 429/5xx with backoff or the
- * longer wait a Retry-After asks for, never a timeout); one OAuth token serves the batch and is refreshed at most
+ * longer wait a Retry-After asks for, never a timeout), each attempt
+ * with headers made when it is sent (io_rest_headers: a fresh SigV4
+ * signature); one OAuth token serves the batch and is refreshed at most
  * once after a 401; the callback runs in the calling thread between two
  * polls, never inside libcurl.
  *
@@ -18,6 +20,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rest_int.h"
 
@@ -35,49 +38,46 @@ typedef struct LoadSlot
 	char	   *inm;
 } LoadSlot;
 
-/* Send the slot's request (a new attempt).  Returns 0 or -1 with *err. */
+/*
+ * Send the slot's request (a new attempt, with headers made now: a
+ * signature is fresh on every retry).  Returns 0 or -1 with *err.
+ */
 static int
 load_slot_send(IoCatalog *cat, IoHttpBatch *b, int i, LoadSlot *s, IoError *err)
 {
-	const char *headers[4];
-	size_t		nh = 0;
+	const char *extra[2];
+	size_t		nextra = 0;
+	IoStringList headers = {NULL, 0};
 	IoStrBuf	url;
-	IoStrBuf	auth;
 	IoHttpRequest req;
 	int			rc;
 
 	if (io_rest_ensure_token(cat, err) != 0)
 		return -1;
 	io_sb_init(&url);
-	io_sb_init(&auth);
 	io_sb_printf(&url, "%s/%s", cat->uri, s->path);
-	headers[nh++] = "Accept: application/json";
-	if (cat->token != NULL || cat->static_token != NULL)
-	{
-		io_sb_printf(&auth, "Authorization: Bearer %s",
-					 cat->token ? cat->token : cat->static_token);
-		headers[nh++] = auth.data;
-	}
-	headers[nh++] = "X-Iceberg-Access-Delegation: vended-credentials";
+	extra[nextra++] = "X-Iceberg-Access-Delegation: vended-credentials";
 	if (s->inm != NULL)
-		headers[nh++] = s->inm;
-	if (url.oom || auth.oom)
+		extra[nextra++] = s->inm;
+	if (url.oom)
 		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	else
+		rc = io_rest_headers(cat, "GET", url.data, NULL, extra, nextra, time(NULL),
+							 &headers, NULL, err);
+	if (rc == 0)
 	{
 		memset(&req, 0, sizeof(req));
 		req.method = "GET";
 		req.url = url.data;
-		req.headers = headers;
-		req.nheaders = nh;
+		req.headers = (const char *const *) headers.items;
+		req.nheaders = headers.n;
 		req.idempotent = true;
 		req.what = "catalog";
 		req.attempt = s->attempt;
 		rc = io_http_batch_start(b, i, &req, err);
 	}
-	if (auth.data)
-		memset(auth.data, 0, auth.len);
-	io_sb_free(&auth);
+	/* the batch copied the headers, which carry the token */
+	io_string_list_wipe(&headers);
 	io_sb_free(&url);
 	if (rc == 0)
 	{

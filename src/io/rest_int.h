@@ -10,7 +10,8 @@
  * The client is split by concern:
  *	rest.c			the handle, /v1/config, errors, the request core,
  *					names and paths
- *	rest_auth.c		OAuth2 tokens: fetch, cache, refresh
+ *	rest_auth.c		the headers of a request: OAuth2 tokens (fetch, cache,
+ *					refresh) and AWS SigV4 signing
  *	rest_list.c		namespace and table listings (one pager)
  *	rest_table.c	load, commit and drop of one table, the table cache
  *	rest_batch.c	many loads at once (io_catalog_load_tables_etag)
@@ -55,6 +56,13 @@ struct IoCatalog
 	int			page_size;
 	IoHttpOptions http;
 
+	/* SigV4 (rest_auth.c): signing_region NULL when requests go unsigned */
+	char	   *signing_region;
+	char	   *signing_name;
+	char	   *aws_access_key_id;
+	char	   *aws_secret_access_key;
+	char	   *aws_session_token;
+
 	char	   *token;			/* current bearer token */
 	int64_t		token_expires_ms;	/* monotonic; 0 = no known expiry */
 	uint64_t	token_fetches;	/* tokens fetched so far */
@@ -93,11 +101,15 @@ extern int	io_rest_kv_put(IoKeyValue **arr, size_t *n, const char *key,
 						   const char *value);
 
 /*
- * Reader of error bodies: fill *err from a non-success response (status
- * and body; headers unused).  The ErrorModel {"error": {"message", "type",
- * "code"}} or an OAuth error {"error", "error_description"} becomes the
- * detail "type: message"; a body that is not JSON, its first 200 bytes.
- * kind says what a 404 means.  Always returns -1.
+ * Reader of error bodies: fill *err from a non-success response.  The
+ * ErrorModel {"error": {"message", "type", "code"}}, an OAuth error
+ * {"error", "error_description"}, or AWS's {"message"} with its type in
+ * "__type" or the x-amzn-ErrorType header (only the message's first line)
+ * becomes the detail "type: message"; a body that is not JSON, its first
+ * 200 bytes.  kind says what a 404 means; a 403 whose AWS type says the
+ * signature or the keys were refused (InvalidSignatureException,
+ * UnrecognizedClientException, ...) is IO_ERR_UNAUTHORIZED, any other 403
+ * IO_ERR_FORBIDDEN.  Always returns -1.
  */
 extern int	io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 								 const char *what, size_t max_json, IoError *err);
@@ -149,7 +161,29 @@ extern bool io_rest_endpoint_offered(IoCatalog *cat, const char *endpoint);
 extern int	io_rest_read_config(IoCatalog *cat, const char *body, size_t len,
 								IoError *err);
 
-/* ---- rest_auth.c: OAuth2 ---- */
+/* ---- rest_auth.c: OAuth2, SigV4, the headers of a request ---- */
+
+/*
+ * The headers of one attempt of a catalog request to url (method, body
+ * NULL or the JSON text sent, extra "Name: value" lines such as
+ * If-None-Match), into *out ("Name: value" lines, malloc'd; free them
+ * with io_string_list_wipe, as they carry tokens): Accept, Content-Type
+ * with a body, the extra lines, and the bearer token of the handle if it
+ * has one.  When the handle signs (signing_region), the request is then
+ * signed with AWS SigV4 at time now, as Iceberg's RESTSigV4AuthSession
+ * signs: the bearer token moves to Original-Authorization, and every
+ * header so far, Host, X-Amz-Date, x-amz-content-sha256 (the body's
+ * sha256) and X-Amz-Security-Token (with a session token) are signed;
+ * the path is normalised and encoded twice, the query canonicalised.
+ * When sig is not NULL it receives the signing details (for tests; free
+ * with io_sigv4_free).  Sends nothing: call it for every attempt, so a
+ * retry carries a fresh signature.  Returns 0, or -1 with *err (*out
+ * then empty).
+ */
+extern int	io_rest_headers(IoCatalog *cat, const char *method, const char *url,
+							const char *body, const char *const *extra,
+							size_t nextra, time_t now, IoStringList *out,
+							IoSigV4Output *sig, IoError *err);
 
 /* Fetch a token with the client-credentials grant. */
 extern int	io_rest_fetch_token(IoCatalog *cat, IoError *err);

@@ -429,6 +429,41 @@ io_catalog_load_table_etag(IoCatalog *cat, const char *ns, const char *table,
 	return rc;
 }
 
+/* See io.h. */
+int
+io_catalog_load_table_refs(IoCatalog *cat, const char *ns, const char *table,
+						   IoLoadedTable *out, IoError *err)
+{
+	IoStrBuf	path;
+	IoHttpResponse resp;
+	const char *extra[1] = {"X-Iceberg-Access-Delegation: vended-credentials"};
+	int			rc;
+
+	memset(out, 0, sizeof(*out));
+	if (io_rest_check_ident(ns, table ? table : "", err) != 0)
+		return -1;
+	io_sb_init(&path);
+	io_rest_table_path(cat, &path, ns, table);
+	io_sb_puts(&path, "?snapshots=refs");
+	if (path.oom)
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	/* no If-None-Match and nothing cached: the cache holds snapshots=all */
+	rc = io_rest_request(cat, "GET", path.data, NULL, extra, 1, true, &resp, err);
+	io_sb_free(&path);
+	if (rc == 0 && resp.status != 200)
+	{
+		if (resp.status == 404)
+			io_catalog_forget(cat, ns, table);
+		rc = io_rest_status_error(&resp, REST_CALL_TABLE, "load table",
+								  cat->http.max_json_bytes, err);
+	}
+	else if (rc == 0)
+		rc = io_rest_read_load_result(resp.body, resp.body_len, cat->http.max_json_bytes,
+									  "load table", out, err);
+	io_http_response_free(&resp);
+	return rc;
+}
+
 /* See io.h.  Not retried: a retry after a lost 204 would report a 404. */
 int
 io_catalog_drop_table(IoCatalog *cat, const char *ns, const char *table,

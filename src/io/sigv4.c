@@ -210,7 +210,8 @@ parse_query(const char *query, SigParam **out, size_t *nout)
 		}
 		p = amp ? amp + 1 : NULL;
 	}
-	qsort(params, n, sizeof(SigParam), param_cmp);
+	if (n > 1)					/* "&" alone leaves params NULL */
+		qsort(params, n, sizeof(SigParam), param_cmp);
 	*out = params;
 	*nout = n;
 	return 0;
@@ -318,6 +319,20 @@ add_out_header(IoSigV4Output *out, const char *name, const char *value)
 	return true;
 }
 
+/* See io.h. */
+bool
+io_sigv4_scope_valid(const char *s)
+{
+	size_t		n = 0;
+
+	for (; s[n] != '\0'; n++)
+		if (!((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= 'A' && s[n] <= 'Z') ||
+			  (s[n] >= '0' && s[n] <= '9') || s[n] == '-' || s[n] == '_' || s[n] == '.'))
+			return false;
+	return n > 0 && n <= 64;
+}
+
+/* Free a signing result; what holds a token is wiped. */
 void
 io_sigv4_free(IoSigV4Output *out)
 {
@@ -325,14 +340,15 @@ io_sigv4_free(IoSigV4Output *out)
 
 	if (out == NULL)
 		return;
-	free(out->canonical_request);
+	/* its canonical headers hold the session token (and a bearer token) */
+	io_wipe_free(out->canonical_request);
 	free(out->string_to_sign);
 	free(out->signed_headers);
 	free(out->presigned_query);
 	for (i = 0; i < out->nadd_headers; i++)
 	{
 		free(out->add_headers[i].key);
-		free(out->add_headers[i].value);
+		io_wipe_free(out->add_headers[i].value);
 	}
 	free(out->add_headers);
 	memset(out, 0, sizeof(*out));
@@ -533,6 +549,8 @@ io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, IoError *err)
 	free(kdate);
 	kdate = NULL;
 	memset(k1, 0, sizeof(k1));
+	memset(k2, 0, sizeof(k2));
+	memset(k3, 0, sizeof(k3));
 	memset(k4, 0, sizeof(k4));
 	hex_encode(sig, 32, out->signature);
 	out->signed_headers = io_sb_steal(&signed_hdrs);

@@ -122,23 +122,6 @@ uri_scheme_len(const char *uri)
  * ----------------------------------------------------------------
  */
 
-/*
- * A region name ("us-east-1", "auto", "garage"): it ends up in a host name
- * (s3.<region>.amazonaws.com) and in the signature's scope, so nothing
- * that could end a host name or start a path passes.
- */
-static bool
-valid_region(const char *r)
-{
-	size_t		n = 0;
-
-	for (; r[n] != '\0'; n++)
-		if (!((r[n] >= 'a' && r[n] <= 'z') || (r[n] >= 'A' && r[n] <= 'Z') ||
-			  (r[n] >= '0' && r[n] <= '9') || r[n] == '-' || r[n] == '_' || r[n] == '.'))
-			return false;
-	return n > 0 && n <= 64;
-}
-
 
 IoStorage *
 io_storage_create(const IoStorageConfig *cfg, IoError *err)
@@ -167,7 +150,9 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 			n--;
 		st->endpoint = io_strndup(cfg->s3_endpoint, n);
 	}
-	if (cfg->s3_region != NULL && cfg->s3_region[0] != '\0' && !valid_region(cfg->s3_region))
+	/* the region goes into a host name and into the signature's scope */
+	if (cfg->s3_region != NULL && cfg->s3_region[0] != '\0' &&
+		!io_sigv4_scope_valid(cfg->s3_region))
 	{
 		io_storage_free(st);
 		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
@@ -286,7 +271,7 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 		else if (strcmp(k, "s3.endpoint") == 0)
 			endpoint = v;
 		else if ((strcmp(k, "client.region") == 0 || strcmp(k, "s3.region") == 0) &&
-				 valid_region(v))
+				 io_sigv4_scope_valid(v))
 			cfg->s3_region = v;
 		else if (strcmp(k, "s3.path-style-access") == 0)
 			cfg->s3_path_style = strcasecmp(v, "true") == 0 ? 1 : 0;

@@ -296,19 +296,38 @@ io_str_has_prefix(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* Free a string list and reset it. */
-void
-io_string_list_free(IoStringList *list)
+/* Free a list's items (wiped first when they may hold secrets), reset it. */
+static void
+string_list_free(IoStringList *list, bool wipe)
 {
 	size_t		i;
 
 	if (list == NULL)
 		return;
 	for (i = 0; i < list->n; i++)
-		free(list->items[i]);
+	{
+		if (wipe)
+			io_wipe_free(list->items[i]);
+		else
+			free(list->items[i]);
+	}
 	free(list->items);
 	list->items = NULL;
 	list->n = 0;
+}
+
+/* Free a string list and reset it. */
+void
+io_string_list_free(IoStringList *list)
+{
+	string_list_free(list, false);
+}
+
+/* See io_int.h. */
+void
+io_string_list_wipe(IoStringList *list)
+{
+	string_list_free(list, true);
 }
 
 static int

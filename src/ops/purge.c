@@ -320,8 +320,13 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table)
 	}
 	conn = tms_catalog_connect(server);
 
+	/*
+	 * The job needs the table's identity, not its history: a load with the
+	 * referenced snapshots only, which a table of long history answers as
+	 * fast as a new one.  The worker loads it whole before deleting.
+	 */
 	memset(&t, 0, sizeof(t));
-	if (io_catalog_load_table(conn->catalog, tms_namespace_to_io(ns), table, &t, &err) != 0)
+	if (io_catalog_load_table_refs(conn->catalog, tms_namespace_to_io(ns), table, &t, &err) != 0)
 		tms_io_ereport(&err);	/* 404: a clear error, no job */
 	PG_TRY();
 	{

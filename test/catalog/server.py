@@ -14,6 +14,8 @@ iceberg_namespace_properties), metadata files go to file:// or s3:// storage.
         [--token-ttl SECONDS] [--static-token TOKEN] [--admin-token TOKEN]
         [--s3-endpoint URL --s3-access-key-id ID --s3-secret-access-key KEY
          --s3-region REGION] [--file-root DIR]
+        [--sigv4-region REGION [--sigv4-service NAME]
+         --sigv4-key ID:SECRET[:SESSION_TOKEN] ...]
 
 It listens on 127.0.0.1 only, prints "catalog listening on http://127.0.0.1:PORT"
 on stdout once it accepts connections, and exits cleanly on SIGTERM/SIGINT.
@@ -80,10 +82,27 @@ then they need the header "X-Admin-Token: TOKEN"):
   POST   /admin/config    {"defaults": {...}, "overrides": {...}}: extra
                           properties in the answer of GET /v1/config
   DELETE /admin/config    no extra properties
+  POST   /admin/sigv4     {"region": "eu-west-1", "service": "glue",
+                           "keys": {"AKID": {"secret": "...",
+                                             "session_token": "..."}},
+                           "max_skew_seconds": 900, "clock_offset_seconds": 0,
+                           "error_shape": "aws"}
+                          verify the AWS SigV4 signature of every /v1 request
+                          from now on (sigv4.py; the OAuth2 token endpoint is
+                          exempt), as AWS Glue's and S3 Tables' endpoints do;
+                          a bearer token is then read from
+                          Original-Authorization.  A refused request gets
+                          the status, type and message AWS uses: "aws" shape
+                          {"message"} with x-amzn-ErrorType, "iceberg" shape
+                          the error model.  clock_offset_seconds shifts this
+                          server's clock (a skewed client)
+  GET    /admin/sigv4     what is verified (no secrets), or {}
+  DELETE /admin/sigv4     stop verifying
 """
 
 import argparse
 import base64
+import bisect
 import gzip
 import hashlib
 import json
@@ -102,6 +121,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import psycopg2  # noqa: E402
 import psycopg2.errorcodes  # noqa: E402
 
+import sigv4  # noqa: E402
 import storage as storage_mod  # noqa: E402
 import tablemeta  # noqa: E402
 from tablemeta import CatalogError, bad_request  # noqa: E402
@@ -312,12 +332,17 @@ class Database:
 
     # -- tables ---------------------------------------------------------------
 
-    def list_tables(self, ns_str):
+    def list_tables(self, ns_str, after=None, limit=None):
+        """The namespace's table names in order: all of them, or at most
+        limit names after the name `after`, read by key from the primary
+        key's index (a page costs its own size, whatever the namespace's)."""
         def q(cur):
             cur.execute("SELECT table_name FROM iceberg_tables WHERE catalog_name = %s"
                         " AND table_namespace = %s AND (iceberg_type = 'TABLE'"
-                        " OR iceberg_type IS NULL) ORDER BY table_name",
-                        (self.catalog, ns_str))
+                        " OR iceberg_type IS NULL)"
+                        " AND (%s::text IS NULL OR table_name > %s)"
+                        " ORDER BY table_name LIMIT %s",
+                        (self.catalog, ns_str, after, after, limit))
             return [r[0] for r in cur.fetchall()]
         return self.run(q)
 
@@ -492,7 +517,7 @@ class RequestLog:
         self.entries = []
         self.seq = 0
 
-    def add(self, method, path, query, status, fault, headers):
+    def add(self, method, path, query, status, fault, headers, sigv4_result=None):
         with self.lock:
             self.seq += 1
             self.entries.append({
@@ -500,6 +525,9 @@ class RequestLog:
                 "path": path, "query": query, "status": status, "fault": fault,
                 "if_none_match": headers.get("If-None-Match"),
                 "authorization": "present" if headers.get("Authorization") else None,
+                "original_authorization":
+                    "present" if headers.get("Original-Authorization") else None,
+                "sigv4": sigv4_result,
             })
 
     def snapshot(self, path_regex=None):
@@ -555,6 +583,50 @@ class Tokens:
                 self.issued[k] = 0
 
 
+class SigV4Check:
+    """What the catalog verifies when it is told to: a sigv4.Verifier,
+    AWS's error shape or the Iceberg error model for refusals, and a
+    shift of this server's clock."""
+
+    def __init__(self, spec):
+        keys = spec.get("keys")
+        if (not isinstance(spec.get("region"), str) or not spec["region"] or
+                not isinstance(keys, dict) or not keys or
+                not all(isinstance(v, dict) and isinstance(v.get("secret"), str)
+                        for v in keys.values())):
+            raise bad_request("sigv4 needs region and keys: {ID: {secret, session_token}}")
+        if spec.get("error_shape", "aws") not in ("aws", "iceberg"):
+            raise bad_request("sigv4 error_shape must be aws or iceberg")
+        self.verifier = sigv4.Verifier(
+            spec["region"], spec.get("service") or "execute-api",
+            {k: sigv4.Key(v["secret"], v.get("session_token")) for k, v in keys.items()},
+            max_skew=int(spec.get("max_skew_seconds", sigv4.MAX_SKEW_SECONDS)))
+        self.error_shape = spec.get("error_shape", "aws")
+        self.clock_offset = float(spec.get("clock_offset_seconds", 0))
+
+    def describe(self):
+        v = self.verifier
+        return {"region": v.region, "service": v.service, "keys": sorted(v.keys),
+                "max_skew_seconds": v.max_skew, "error_shape": self.error_shape,
+                "clock_offset_seconds": self.clock_offset}
+
+    @staticmethod
+    def from_args(args):
+        if not args.sigv4_region:
+            return None
+        keys = {}
+        for k in args.sigv4_key or []:
+            parts = k.split(":", 2)
+            if len(parts) < 2:
+                raise SystemExit("--sigv4-key must be ID:SECRET[:SESSION_TOKEN]")
+            keys[parts[0]] = {"secret": parts[1],
+                              "session_token": parts[2] if len(parts) > 2 else None}
+        if not keys:
+            raise SystemExit("--sigv4-region needs at least one --sigv4-key")
+        return SigV4Check({"region": args.sigv4_region, "service": args.sigv4_service,
+                           "keys": keys})
+
+
 # ---------------------------------------------------------------------------
 # the catalog
 # ---------------------------------------------------------------------------
@@ -603,32 +675,44 @@ class Catalog:
             raise no_such_namespace(levels)
 
     @staticmethod
-    def paginate(items, query, key=lambda x: x):
-        """Apply pageToken/pageSize: with neither, everything and no token;
-        otherwise pages of pageSize (default 100) with next-page-token."""
+    def page_args(query):
+        """pageSize and pageToken of a listing: (None, None) with neither
+        (everything, no token); otherwise (size, the key the page starts
+        after, or None for the first page).  Tokens are the last key of the
+        previous page, base64url."""
         token = query.get("pageToken")
         size = query.get("pageSize")
         if token is None and size is None:
-            return items, None, False
+            return None, None
         try:
             size = int(size) if size is not None else DEFAULT_PAGE_SIZE
         except ValueError:
             raise bad_request("pageSize must be an integer")
         if size < 1:
             raise bad_request("pageSize must be at least 1")
-        start = 0
+        after = None
         if token:
             try:
                 after = base64.urlsafe_b64decode(token.encode()).decode()
             except Exception:
                 raise bad_request("invalid pageToken %r" % token)
-            start = len([i for i in items if key(i) <= after])
+        return size, after
+
+    @staticmethod
+    def page_token(page, more, key=lambda x: x):
+        return base64.urlsafe_b64encode(key(page[-1]).encode()).decode() if more else None
+
+    @classmethod
+    def paginate(cls, items, query, key=lambda x: x):
+        """Apply pageToken/pageSize to sorted items (page_args)."""
+        size, after = cls.page_args(query)
+        if size is None:
+            return items, None, False
+        start = 0
+        if after is not None:
+            start = bisect.bisect_right([key(i) for i in items], after)
         page = items[start:start + size]
-        more = start + size < len(items)
-        nxt = None
-        if more:
-            nxt = base64.urlsafe_b64encode(key(page[-1]).encode()).decode()
-        return page, nxt, True
+        return page, cls.page_token(page, start + size < len(items), key), True
 
     def storage_config(self, location):
         """LoadTableResult.config for a table: S3 client settings when the
@@ -750,7 +834,7 @@ class Catalog:
     def drop_namespace(self, levels):
         s = self.ns_str(levels)
         self.require_namespace(levels)
-        if self.db.list_tables(s) or any(n.startswith(s + ".") for n in self.db.all_namespaces()):
+        if self.db.list_tables(s, limit=1) or any(n.startswith(s + ".") for n in self.db.all_namespaces()):
             raise CatalogError(409, "NamespaceNotEmptyException",
                                "Namespace %s is not empty" % s)
         self.db.drop_namespace(s)
@@ -772,11 +856,17 @@ class Catalog:
 
     def list_tables(self, levels, query):
         self.require_namespace(levels)
-        names = self.db.list_tables(self.ns_str(levels))
-        page, nxt, paged = self.paginate(names, query)
+        size, after = self.page_args(query)
+        if size is None:
+            page = self.db.list_tables(self.ns_str(levels))
+        else:
+            # one name more than the page tells whether another page follows
+            page = self.db.list_tables(self.ns_str(levels), after, size + 1)
+            more = len(page) > size
+            page = page[:size]
         body = {"identifiers": [{"namespace": levels, "name": n} for n in page]}
-        if paged:
-            body["next-page-token"] = nxt
+        if size is not None:
+            body["next-page-token"] = self.page_token(page, more)
         return 200, body, {}
 
     def default_location(self, levels, name):
@@ -975,8 +1065,11 @@ class Handler(BaseHTTPRequestHandler):
     # -- plumbing ---------------------------------------------------------------
 
     def _body(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(n) if n else b""
+        """The request body, read once."""
+        if self._raw is None:
+            n = int(self.headers.get("Content-Length") or 0)
+            self._raw = self.rfile.read(n) if n else b""
+        return self._raw
 
     def _json_body(self, raw):
         if not raw:
@@ -995,7 +1088,8 @@ class Handler(BaseHTTPRequestHandler):
         if self._pending_log is not None:
             method, path, query, action = self._pending_log
             self._pending_log = None
-            self.server.log.add(method, path, query, self._status, action, self.headers)
+            self.server.log.add(method, path, query, self._status, action, self.headers,
+                                self._sigv4)
 
     def _send(self, status, body=None, headers=None, content_type="application/json"):
         data = b""
@@ -1029,11 +1123,26 @@ class Handler(BaseHTTPRequestHandler):
         self._status = None
         self._pending_log = None
         self._late = None
+        self._raw = None
+        self._sigv4 = None
         parts = urllib.parse.urlsplit(self.path)
         path = parts.path
         query = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
         if path.startswith("/admin/"):
             return self._admin(path, query)
+        check = self.server.sigv4
+        if check is not None and path != "/v1/oauth/tokens":
+            # AWS's front end: the signature first, before faults and routes
+            raw_path, _, raw_query = self.path.partition("?")
+            try:
+                self._sigv4 = check.verifier.verify(
+                    self.command, raw_path, raw_query, self.headers.items(), self._body(),
+                    now=time.time() + check.clock_offset)
+                del self._sigv4["canonical_request"]    # it holds the tokens
+            except sigv4.SigV4Error as e:
+                self._sigv4 = {"error": e.type}
+                self._pending_log = (self.command, path, parts.query, None)
+                return self._sigv4_refusal(check, e)
         fault = self.server.faults.take(self.command, path)
         self._pending_log = (self.command, path, parts.query,
                              fault["action"] if fault else None)
@@ -1053,6 +1162,13 @@ class Handler(BaseHTTPRequestHandler):
             self._error(500, "InternalServerError", "%s: %s" % (type(e).__name__, e))
         finally:
             self._record()      # answers that did not go through _send
+
+    def _sigv4_refusal(self, check, e):
+        """Refuse a request as AWS's front end does (or in the Iceberg
+        error model, when the catalog is told to wrap it so)."""
+        if check.error_shape == "iceberg":
+            return self._error(e.status, e.type, e.message)
+        self._send(e.status, {"message": e.message}, {"x-amzn-ErrorType": e.type})
 
     def _fault(self, f):
         """Carry out a fault; True when the request is finished."""
@@ -1133,7 +1249,9 @@ class Handler(BaseHTTPRequestHandler):
         tokens = self.server.tokens
         if not tokens.enabled:
             return True
-        h = self.headers.get("Authorization") or ""
+        # under SigV4 the bearer token travels as Original-Authorization
+        h = self.headers.get("Original-Authorization" if self.server.sigv4 else
+                             "Authorization") or ""
         if not h.startswith("Bearer "):
             self._error(401, "NotAuthorizedException", "Not authorized: missing bearer token")
             return False
@@ -1285,6 +1403,16 @@ class Handler(BaseHTTPRequestHandler):
                 if self.command == "DELETE":
                     cat.clear_table_configs()
                     return self._send(204)
+            if path == "/admin/sigv4":
+                if self.command == "POST":
+                    self.server.sigv4 = SigV4Check(self._json_body(raw))
+                    return self._send(204)
+                if self.command == "GET":
+                    check = self.server.sigv4
+                    return self._send(200, check.describe() if check else {})
+                if self.command == "DELETE":
+                    self.server.sigv4 = None
+                    return self._send(204)
             if path == "/admin/config":
                 cat = self.server.catalog
                 if self.command == "POST":
@@ -1343,6 +1471,12 @@ def parse_args(argv):
     p.add_argument("--file-root", default=None,
                    help="directory that relative and file://host/... paths resolve against "
                         "(default: the current directory)")
+    p.add_argument("--sigv4-region",
+                   help="verify the AWS SigV4 signature of every /v1 request for this region")
+    p.add_argument("--sigv4-service", default="execute-api",
+                   help="the service of the signatures (glue, s3tables; default execute-api)")
+    p.add_argument("--sigv4-key", action="append",
+                   help="ID:SECRET[:SESSION_TOKEN] a signature may use (repeatable)")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     return p.parse_args(argv)
 
@@ -1358,6 +1492,7 @@ def main(argv=None):
     server.log = RequestLog()
     server.tokens = Tokens(args.token_credential, args.token_ttl, args.static_token)
     server.admin_token = args.admin_token
+    server.sigv4 = SigV4Check.from_args(args)
     server.verbose = args.verbose
 
     def stop(signum, frame):

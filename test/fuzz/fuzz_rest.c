@@ -14,7 +14,10 @@
  *	4: a ListNamespacesResponse page (io_rest_read_namespaces_page);
  *	5: a LoadTableResult (io_rest_read_load_result);
  *	6: the name checks (io_rest_check_ident) on the body as a namespace
- *	   and as a table name.
+ *	   and as a table name;
+ *	7: the headers of a request (io_rest_headers): the body's first line
+ *	   is the URL, the others extra header lines; signed with SigV4 (and
+ *	   a bearer token) when the selector's bit 3 is set.
  * A small JSON budget (64 KiB) makes the max_json_bytes paths reachable.
  * Every reader must end in a value: 0, or -1 with an IoError whose code is
  * set; ASan/UBSan and the leak checker do the rest.
@@ -169,6 +172,48 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				if (rc == 0 && t.metadata_json == NULL)
 					abort();
 				io_loaded_table_free(&t);
+				break;
+			}
+		case 7:
+			{
+				IoCatalog  *cat = fake_catalog(false, false);
+				char	   *s = malloc(len + 1);
+				const char *extra[8];
+				size_t		nextra = 0;
+				IoStringList lines;
+				IoSigV4Output sig;
+				char	   *p;
+
+				if (s == NULL)
+					abort();
+				memcpy(s, body, len);
+				s[len] = '\0';
+				/* the URL, then up to 8 extra lines */
+				for (p = strchr(s, '\n'); p != NULL && nextra < 8; p = strchr(p, '\n'))
+				{
+					*p++ = '\0';
+					extra[nextra++] = p;
+				}
+				if (data[0] & 8)
+				{
+					cat->static_token = strdup("tok");
+					cat->signing_region = strdup("eu-west-1");
+					cat->signing_name = strdup("glue");
+					cat->aws_access_key_id = strdup("AKID");
+					cat->aws_secret_access_key = strdup("secret");
+					cat->aws_session_token = strdup("session");
+				}
+				rc = io_rest_headers(cat, data[0] & 16 ? "POST" : "GET", s,
+									 data[0] & 16 ? "{}" : NULL, extra, nextra,
+									 (time_t) 1440938160, &lines, &sig, &err);
+				check_rc(rc, &err);
+				if (rc == 0 && (data[0] & 8) &&
+					(sig.canonical_request == NULL || lines.n < nextra + 6))
+					abort();
+				io_sigv4_free(&sig);
+				io_string_list_wipe(&lines);
+				io_catalog_free(cat);
+				free(s);
 				break;
 			}
 		default:

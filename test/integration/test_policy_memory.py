@@ -1,7 +1,8 @@
 """
 test_policy_memory.py -- the memory of a policy's run does not grow with
 the number of tables it refreshes, evaluates or finds dropped: in a backend
-(tms.evaluate_now) and in the pool worker that runs the policy-expand task.
+(tms.evaluate_now) and in the pool worker that runs the policy-expand task,
+and the pool's supervisor keeps nothing of them meanwhile.
 
 Each test runs the same policy shape over a small namespace (SMALL tables)
 and a large one (LARGE tables) and compares the peak private memory of the
@@ -87,14 +88,26 @@ def reset_peak(pid):
         pytest.skip("cannot reset the peak RSS of a server process: %s" % e)
 
 
-def private_peak_growth(pid, fn):
-    """Run fn(); return (its result, the growth in kB of pid's private
-    memory at its peak over its private memory before)."""
-    reset_peak(pid)
-    before = status(pid)
+def private_peak_growths(pids, fn):
+    """Run fn(); return (its result, {pid: the growth in kB of the pid's
+    private memory at its peak over its private memory before})."""
+    before = {}
+    for pid in pids:
+        reset_peak(pid)
+        before[pid] = status(pid)
     res = fn()
-    after = status(pid)
-    return res, after["VmHWM"] - after["RssShmem"] - after["RssFile"] - before["RssAnon"]
+    growth = {}
+    for pid in pids:
+        after = status(pid)
+        growth[pid] = (after["VmHWM"] - after["RssShmem"] - after["RssFile"]
+                       - before[pid]["RssAnon"])
+    return res, growth
+
+
+def private_peak_growth(pid, fn):
+    """private_peak_growths() of one process: (fn's result, kB)."""
+    res, growth = private_peak_growths([pid], fn)
+    return res, growth[pid]
 
 
 # ---------------------------------------------------------------------------
@@ -245,12 +258,19 @@ def test_policy_task_memory_does_not_grow_with_tables(new_cluster, catalog, cata
                                        "   AND state = 'idle'"), timeout=60, what="the pool worker")
     assert len(workers) == 1
     worker = workers[0][0]
+    supervisor = q(conn, "SELECT pid FROM tms.workers WHERE role = 'supervisor'")[0][0]
     assert run_task(conn, "warm") == 10
 
     got = {}
+    sup = {}
     for label, n in (("small", SMALL), ("large", LARGE)):
-        evaluated, got[label] = private_peak_growth(worker, lambda: run_task(conn, label))
+        evaluated, growth = private_peak_growths([worker, supervisor],
+                                                 lambda: run_task(conn, label))
+        got[label], sup[label] = growth[worker], growth[supervisor]
         assert evaluated == n
     assert q(conn, "SELECT pid FROM tms.workers WHERE role = 'worker'") == [(worker,)]
-    print("policy-expand task, private peak growth in kB: %s" % got)
+    assert q(conn, "SELECT pid FROM tms.workers WHERE role = 'supervisor'") == [(supervisor,)]
+    print("policy-expand task, private peak growth in kB: worker %s, supervisor %s" % (got, sup))
     assert got["large"] - got["small"] < GROWTH_LIMIT_KB, got
+    # the supervisor only renews the lease: it keeps nothing of the tables
+    assert sup["large"] - sup["small"] < DROP_GROWTH_LIMIT_KB, sup

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "dsl/dsl.h"
 #include "iceberg/iceberg.h"
@@ -1038,6 +1039,261 @@ put_block(unsigned char *p, const unsigned char *rec, size_t reclen, int64_t cou
 	return n + 16;
 }
 
+/* Raw-deflate (as Avro's deflate codec) in into p; returns the length. */
+static size_t
+put_deflate(unsigned char *p, size_t cap, const unsigned char *in, size_t len)
+{
+	z_stream	zs;
+	size_t		n;
+
+	memset(&zs, 0, sizeof(zs));
+	if (deflateInit2(&zs, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		abort();
+	zs.next_in = (unsigned char *) in;
+	zs.avail_in = (uInt) len;
+	zs.next_out = p;
+	zs.avail_out = (uInt) cap;
+	if (deflate(&zs, Z_FINISH) != Z_STREAM_END)
+		abort();
+	n = zs.total_out;
+	deflateEnd(&zs);
+	return n;
+}
+
+/*
+ * Deflate blocks, whichever inflater the build uses (libdeflate's one-shot
+ * decompressor with a growing output, or zlib): blocks that inflate to
+ * many times their size (the output outgrows any first guess), a small
+ * block after a large one, the block size limit on the inflated bytes,
+ * and corrupt or truncated streams.
+ */
+static void
+test_deflate_blocks(void)
+{
+	const int	nrec = 20000;
+	size_t		reclen = 0,
+				cap = 4 << 20;
+	unsigned char *rec = malloc(cap);
+	unsigned char *comp = malloc(cap);
+	unsigned char *file = malloc(cap);
+	char		path[200];
+	size_t		c,
+				n,
+				r;
+	int			cnt,
+				i;
+	IcebergError err;
+	IcebergLimits lim;
+	IcebergMemoryFile mem;
+	IcebergFileIO io;
+	IcebergManifestListReader *lr;
+	const IcebergManifestFile *mf;
+
+	memset(path, 'x', sizeof(path) - 1);
+	path[sizeof(path) - 1] = '\0';
+	for (i = 0; i < nrec; i++)
+		reclen += put_list_record(rec + reclen, path, 0);
+	c = put_deflate(comp, cap, rec, reclen);
+	CHECK(reclen > 4 * c + 65536, "test block inflates beyond the first guess (%zu -> %zu)",
+		  c, reclen);
+
+	/* a large block, then a small one */
+	n = put_header(file, list_schema_noids, "deflate");
+	n += put_block(file + n, comp, c, nrec);
+	r = put_list_record(rec, "small.avro", 0);
+	n += put_block(file + n, comp + c, put_deflate(comp + c, cap - c, rec, r), 1);
+	cnt = 0;
+	CHECK(read_avro_buffer(file, n, 0, &err, &cnt) == 0 && cnt == nrec + 1,
+		  "deflate blocks: %d records, %s", cnt, err.message);
+
+	/* the values survive the inflating */
+	mem.data = file;
+	mem.len = n;
+	iceberg_memory_fileio(&io, &mem);
+	if (iceberg_manifest_list_open_path(&io, "mem", &lr, &err))
+	{
+		for (i = 0; i < nrec; i++)
+			if (iceberg_manifest_list_next(lr, &mf, &err) != 1 ||
+				strcmp(mf->manifest_path, path) != 0)
+				break;
+		CHECK(i == nrec, "large block's records intact (%d)", i);
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 1 &&
+			  strcmp(mf->manifest_path, "small.avro") == 0, "small block after it");
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 0, "end");
+		iceberg_manifest_list_close(lr);
+	}
+	else
+		CHECK(false, "deflate list: %s", err.message);
+
+	/* the limit applies to the inflated bytes, whatever the compressed size */
+	memset(&lim, 0, sizeof(lim));
+	lim.max_block_bytes = (int64_t) reclen - 1;
+	n = put_header(file, list_schema_noids, "deflate");
+	n += put_block(file + n, comp, c, nrec);
+	mem.data = file;
+	mem.len = n;
+	iceberg_memory_fileio(&io, &mem);
+	io.limits = &lim;
+	if (iceberg_manifest_list_open_path(&io, "mem", &lr, &err))
+	{
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) < 0 && err.code == ICEBERG_ERR_LIMIT,
+			  "inflated block over the limit: %s", iceberg_error_code_name(err.code));
+		iceberg_manifest_list_close(lr);
+	}
+	else
+		CHECK(err.code == ICEBERG_ERR_LIMIT, "limit at open: %s", err.message);
+	lim.max_block_bytes = (int64_t) reclen;
+	iceberg_memory_fileio(&io, &mem);
+	io.limits = &lim;
+	if (iceberg_manifest_list_open_path(&io, "mem", &lr, &err))
+	{
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 1,
+			  "inflated block at the limit exactly: %s", err.message);
+		iceberg_manifest_list_close(lr);
+	}
+
+	/* truncated and corrupt streams are malformed, never a crash */
+	for (i = 0; i < 3; i++)
+	{
+		size_t		len = i == 0 ? c / 2 : c;
+
+		if (i == 1)
+			comp[c / 3] ^= 0xff;
+		if (i == 2)
+			memset(comp, 0xff, 16);	/* an invalid block type right away */
+		n = put_header(file, list_schema_noids, "deflate");
+		n += put_block(file + n, comp, len, nrec);
+		CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 &&
+			  (err.code == ICEBERG_ERR_MALFORMED || err.code == ICEBERG_ERR_LIMIT),
+			  "corrupt deflate %d: %s", i, iceberg_error_code_name(err.code));
+	}
+	free(rec);
+	free(comp);
+	free(file);
+}
+
+/*
+ * Skipped fields of every shape the fast skips handle, before the fields
+ * read: runs of multi-byte varints longer than a word ({k: int, v: long}
+ * items), flat records of a varint, a byte string and fixed-size runs,
+ * and a map of them.  The fields after them must read right, and a
+ * record cut anywhere inside them must be refused.
+ */
+static void
+test_skip_shapes(void)
+{
+	const char *schema =
+		"{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":["
+		"{\"name\":\"counts\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
+		"\"name\":\"kv\",\"fields\":[{\"name\":\"k\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"long\"}]}}},"
+		"{\"name\":\"bounds\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
+		"\"name\":\"kb\",\"fields\":[{\"name\":\"k\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"bytes\"},"
+		"{\"name\":\"f\",\"type\":{\"type\":\"fixed\",\"name\":\"f3\",\"size\":3}},"
+		"{\"name\":\"d\",\"type\":\"double\"},{\"name\":\"b\",\"type\":\"boolean\"}]}}},"
+		"{\"name\":\"m\",\"type\":{\"type\":\"map\",\"values\":\"kb\"}},"
+		"{\"name\":\"lb\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
+		"\"name\":\"kv2\",\"fields\":[{\"name\":\"k\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"bytes\"}]}}},"
+		"{\"name\":\"manifest_path\",\"type\":\"string\"},"
+		"{\"name\":\"manifest_length\",\"type\":\"long\"},"
+		"{\"name\":\"partition_spec_id\",\"type\":\"int\"},"
+		"{\"name\":\"added_snapshot_id\",\"type\":[\"null\",\"long\"]}"
+		"]}";
+	unsigned char *file = malloc(1 << 16);
+	unsigned char rec[8192];
+	size_t		n,
+				r = 0,
+				cut[4];
+	int			cnt,
+				k,
+				j;
+	IcebergError err;
+	IcebergManifestListReader *lr;
+	IcebergMemoryFile mem;
+	IcebergFileIO io;
+	const IcebergManifestFile *mf;
+	static const unsigned char fixed_d_b[12] = {1, 2, 3, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 1};
+
+	for (k = 0; k < 2; k++)
+	{
+		r += put_long(rec + r, 30);
+		for (j = 0; j < 30; j++)
+		{
+			r += put_long(rec + r, j + 1000);
+			r += put_long(rec + r, (int64_t) j << 40);
+		}
+		r += put_long(rec + r, 0);
+		cut[0] = r - 7;
+		r += put_long(rec + r, 12);
+		for (j = 0; j < 12; j++)
+		{
+			r += put_long(rec + r, j);
+			r += put_str(rec + r, j % 2 ? "a-lower-bound" : "");
+			memcpy(rec + r, fixed_d_b, 12);
+			r += 12;
+		}
+		r += put_long(rec + r, 0);
+		cut[1] = r - 5;
+		r += put_long(rec + r, 2);
+		for (j = 0; j < 2; j++)
+		{
+			r += put_str(rec + r, j ? "key1" : "key0");
+			r += put_long(rec + r, 9);
+			r += put_str(rec + r, "bytes");
+			memcpy(rec + r, fixed_d_b, 12);
+			r += 12;
+		}
+		r += put_long(rec + r, 0);
+		cut[2] = r - 3;
+		/* {key: int, value: bytes}, keys and lengths of one and two bytes */
+		r += put_long(rec + r, 3);
+		for (j = 0; j < 3; j++)
+		{
+			char		big[200];
+
+			memset(big, 'b', sizeof(big) - 1);
+			big[j == 1 ? sizeof(big) - 1 : 5] = '\0';
+			r += put_long(rec + r, j * 5000);
+			r += put_str(rec + r, big);
+		}
+		r += put_long(rec + r, 0);
+		cut[3] = r - 100;
+		r += put_str(rec + r, k ? "second.avro" : "first.avro");
+		r += put_long(rec + r, 5678 + k);
+		r += put_long(rec + r, 0);
+		r += put_long(rec + r, 1);
+		r += put_long(rec + r, 77);
+	}
+	n = put_header(file, schema, "null");
+	n += put_block(file + n, rec, r, 2);
+	mem.data = file;
+	mem.len = n;
+	iceberg_memory_fileio(&io, &mem);
+	if (iceberg_manifest_list_open_path(&io, "mem", &lr, &err))
+	{
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 1 &&
+			  strcmp(mf->manifest_path, "first.avro") == 0 && mf->manifest_length == 5678 &&
+			  mf->added_snapshot_id == 77, "fields after skipped shapes, record 1: %s",
+			  err.message);
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 1 &&
+			  strcmp(mf->manifest_path, "second.avro") == 0 && mf->manifest_length == 5679,
+			  "fields after skipped shapes, record 2: %s", err.message);
+		CHECK(iceberg_manifest_list_next(lr, &mf, &err) == 0, "end after skipped shapes");
+		iceberg_manifest_list_close(lr);
+	}
+	else
+		CHECK(false, "skip shapes: %s (%s)", err.message, err.detail);
+
+	/* one record cut inside each skipped field */
+	for (k = 0; k < 4; k++)
+	{
+		n = put_header(file, schema, "null");
+		n += put_block(file + n, rec, cut[k], 1);
+		CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 && err.code == ICEBERG_ERR_MALFORMED,
+			  "record cut in skipped field %d: %s", k, iceberg_error_code_name(err.code));
+	}
+	free(file);
+}
+
 /* Snappy-encode as literals only, with the Avro CRC-32 trailer. */
 static size_t
 put_snappy(unsigned char *p, const unsigned char *in, size_t len)
@@ -1710,6 +1966,8 @@ main(void)
 	test_fixture_details();
 	test_standalone_avro();
 	test_handmade_avro();
+	test_deflate_blocks();
+	test_skip_shapes();
 	test_walk_and_adapters();
 	test_io_router();
 	test_json_budget();

@@ -2549,6 +2549,19 @@ test_wire_paths(void)
 							 "GET /v1/namespaces/ns/tables/fine?snapshots=all") == 0,
 					  "batch sent: %s", stats->last_request);
 			}
+			/* a load without the history asks for the referenced snapshots */
+			{
+				IoLoadedTable lt;
+
+				(void) io_catalog_load_table_refs(cat, "ns", "fine", &lt, &err);
+				io_loaded_table_free(&lt);
+				CHECK(strcmp(stats->last_request,
+							 "GET /v1/namespaces/ns/tables/fine?snapshots=refs") == 0,
+					  "refs load sent: %s", stats->last_request);
+				before = io_catalog_request_count(cat);
+				CHECK(io_catalog_load_table_refs(cat, "ns", "..", &lt, &err) != 0 &&
+					  io_catalog_request_count(cat) == before, "refs load checks the name");
+			}
 			io_catalog_free(cat);
 		}
 
