@@ -14,9 +14,10 @@ overrides.
   render_dashboard.py --prometheus http://127.0.0.1:9090 --start UNIX --end UNIX \\
       [--dashboard monitoring/tms-dashboard.json] --out doc/img/tms-dashboard.svg
 
-test/integration/test_prometheus.py calls render() at the end of its run
-when TMS_DASHBOARD_SVG names a file: that is how doc/img/tms-dashboard.svg
-was made.
+test/integration/test_prometheus.py substitutes the panels' variables with
+substitute() (one rule for the test and the picture) and calls render() at
+the end of its run when TMS_DASHBOARD_SVG names a file: that is how
+doc/img/tms-dashboard.svg was made.
 """
 
 import argparse
@@ -51,11 +52,19 @@ class _Api:
         return body["data"]["result"]
 
 
-def _substitute(expr, dash, rate_interval):
+def substitute(expr, dash, window):
+    """expr with the dashboard's variables as Grafana substitutes them with
+    every variable at "All" (its allValue), and $__rate_interval, $__interval
+    and $__range as `window` ("5m"); an unknown variable is a ValueError."""
     values = {v["name"]: v.get("allValue") or ".*" for v in dash["templating"]["list"]}
-    values.update({"__rate_interval": rate_interval, "__interval": rate_interval,
-                   "__range": rate_interval})
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: values[m.group(1) or m.group(2)], expr)
+    values.update({"__rate_interval": window, "__interval": window, "__range": window})
+
+    def repl(m):
+        name = m.group(1) or m.group(2)
+        if name not in values:
+            raise ValueError("unknown variable $%s in %r" % (name, expr))
+        return values[name]
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", repl, expr)
 
 
 def _legend(fmt, labels):
@@ -157,7 +166,7 @@ def render(prom, dash, start, end, out_path):
             continue
         series = []
         for t in p.get("targets", []):
-            expr = _substitute(t["expr"], dash, rate_interval)
+            expr = substitute(t["expr"], dash, rate_interval)
             for s in prom.query_range(expr, start, end, step):
                 vals = [(float(ts), float(v)) for ts, v in s["values"]]
                 series.append((_legend(t.get("legendFormat", ""), s["metric"]), vals))

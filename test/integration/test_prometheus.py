@@ -41,9 +41,11 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(REPO, "monitoring"))
 
 import world  # noqa: E402
 import opsworld as ow  # noqa: E402
+from render_dashboard import render, substitute  # noqa: E402
 from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
 
 QUERIES = os.path.join(REPO, "monitoring", "postgres-exporter-queries.yaml")
@@ -161,20 +163,6 @@ def panel_targets(dash):
     return out
 
 
-def substitute(expr, dash, window):
-    """expr with the dashboard's variables as Grafana substitutes them with
-    every variable at "All" (its allValue), and $__rate_interval, $__interval
-    and $__range as `window`."""
-    values = {v["name"]: v.get("allValue") or ".*" for v in dash["templating"]["list"]}
-    values.update({"__rate_interval": window, "__interval": window, "__range": window})
-
-    def repl(m):
-        name = m.group(1) or m.group(2)
-        assert name in values, "unknown variable $%s in %r" % (name, expr)
-        return values[name]
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", repl, expr)
-
-
 def work_round(stack):
     """One round of work: ten tasks, snapshot expiry on two new tables and
     a manifest rewrite of the second, a purge through S3, the catalog
@@ -286,9 +274,7 @@ def test_every_panel_has_series(stack):
         check_every_metric_reaches_prometheus(stack)
 
         if svg:
-            sys.path.insert(0, os.path.join(REPO, "monitoring"))
-            import render_dashboard
-            render_dashboard.render(prom, dash, stack["started_at"], time.time(), svg)
+            render(prom, dash, stack["started_at"], time.time(), svg)
     finally:
         pg.pool(True)
 
