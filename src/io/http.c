@@ -750,8 +750,8 @@ io_http_perform(const IoHttpOptions *options, const IoHttpRequest *req,
 
 	for (attempt = 0;; attempt++)
 	{
-		bool		retry = false;
 		IoHttpRequest this_attempt = *req;
+		bool		retry = false;
 		IoStringList lines = {NULL, 0};
 
 		io_http_response_free(resp);
