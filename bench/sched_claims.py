@@ -19,7 +19,7 @@ twice, one after the other on the same cluster and tables:
             its own, then in a new transaction a subtransaction (BEGIN ...
             EXCEPTION) holding the handler's CALL and the settle statement
             (delete the row if its version is the claimed one, free the
-            slot).  PL/pgSQL keeps the statements' plans, so they are
+            slot, write the run's row of tms.task_history).  PL/pgSQL keeps the statements' plans, so they are
             prepared as tms's are, and there is no client round trip.
             The claim and settle statements are not copied: they are read
             from src/sched/sched.c at run time, so the limit always does
@@ -70,15 +70,25 @@ LOCK_KEY = 1804
 RUN_TIMEOUT = 600
 
 
+LITERAL = r"\"(?:[^\"\\]|\\.)*\""
+
+
 def c_string(name):
-    """The SQL text of `static const char *name = "..." "...";` in sched.c."""
+    """The SQL text of `static const char *name = "..." MACRO "...";` in
+    sched.c, a MACRO being a `#define MACRO "..." "..."` of string literals
+    (continued with backslashes) there."""
     with open(SCHED_C) as f:
         src = f.read()
-    m = re.search(r"static const char \*%s =\s*((?:\"(?:[^\"\\]|\\.)*\"\s*)+);" % name, src)
+    macros = {m.group(1): m.group(2) for m in re.finditer(
+        r"#define ([A-Z_][A-Z0-9_]*)[ \t]*\\\n((?:[ \t]*%s[ \t]*\\?\n)+)" % LITERAL, src)}
+    m = re.search(r"static const char \*%s =\s*((?:(?:%s|[A-Z_][A-Z0-9_]*)\s*)+);"
+                  % (name, LITERAL), src)
     if m is None:
         raise SystemExit("bench: %s not found in %s" % (name, SCHED_C))
+    text = re.sub(r"\b[A-Z_][A-Z0-9_]*\b", lambda t: macros[t.group(0)]
+                  if t.group(0) in macros else t.group(0), m.group(1))
     return "".join(bytes(s, "utf-8").decode("unicode_escape")
-                   for s in re.findall(r"\"((?:[^\"\\]|\\.)*)\"", m.group(1)))
+                   for s in re.findall(r"\"((?:[^\"\\]|\\.)*)\"", text))
 
 
 def bind(sql, names):
@@ -94,8 +104,15 @@ def bind(sql, names):
 
 def limit_procedure():
     claim = bind(c_string("claim_sql"), ["NULL::text[]", "me", "pg_backend_pid()"])
+    # the settle's parameters (sched.c, SETTLE_PARAMS): the task, its
+    # claimed version, the run's row of tms.task_history (the claim's time,
+    # the attempt, the executor, no policy/rule/table/job, recorded, no
+    # error), then the due time at the claim
     settle = bind(c_string("complete_delete_sql"),
-                  ["r.task_name", "r.task_instance", "r.version", "r.execution_time"])
+                  ["r.task_name", "r.task_instance", "r.version", "r.last_heartbeat",
+                   "r.consecutive_failures + 1", "pg_backend_pid()", "NULL::integer",
+                   "NULL::bigint", "NULL::bigint", "NULL::bigint", "true", "NULL::text",
+                   "NULL::text", "r.execution_time"])
     return """
 CREATE PROCEDURE bench_limit_loop(me text)
 LANGUAGE plpgsql AS $bench$

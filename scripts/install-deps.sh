@@ -11,6 +11,9 @@ cd "$(dirname "$0")/.."
 # libavro-dev is for bench/iceberg_manifest_bench.c only (its baseline); tms
 # itself does not link libavro.  libfaketime runs a test cluster on a clock
 # set to a daylight-saving change (test/integration/test_schedules.py).
+# prometheus and prometheus-postgres-exporter are for the monitoring test
+# (test/integration/test_prometheus.py), which starts its own on 127.0.0.1:
+# their packaged services must not run (below).
 DEBS=(
   build-essential
   postgresql-15 postgresql-server-dev-15 postgresql-15-cron postgresql-client-15
@@ -18,7 +21,10 @@ DEBS=(
   python3 python3-psycopg2 python3-pytest python3-avro
   clang-14 libclang-rt-14-dev
   libfaketime
+  prometheus prometheus-postgres-exporter
 )
+# Services the packages above would start, listening on every address.
+SERVICES=(prometheus prometheus-postgres-exporter prometheus-node-exporter)
 
 missing=()
 for p in "${DEBS[@]}"; do
@@ -33,9 +39,35 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   echo "install-deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # Debian's maintainer scripts start a service they install unless
+  # policy-rc.d forbids it (exit 101): forbid it for this install, if the
+  # machine has no policy of its own.
+  own_policy=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\n# tms scripts/install-deps.sh: start no service while installing\nexit 101\n' \
+      >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    own_policy=1
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  [ -z "$own_policy" ] || { rm -f /usr/sbin/policy-rc.d; trap - EXIT; }
 fi
+
+# The packaged Prometheus and exporter services are never used (the tests
+# start their own, on 127.0.0.1): keep them stopped and off at boot, also
+# when they were installed before this script ran.
+for s in "${SERVICES[@]}"; do
+  if [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then
+    if systemctl is-enabled --quiet "$s" 2>/dev/null || systemctl is-active --quiet "$s" 2>/dev/null; then
+      [ "$(id -u)" -eq 0 ] && systemctl disable --now --quiet "$s" 2>/dev/null || true
+    fi
+  elif [ -x "/etc/init.d/$s" ] && [ "$(id -u)" -eq 0 ]; then
+    "/etc/init.d/$s" status >/dev/null 2>&1 && "/etc/init.d/$s" stop >/dev/null 2>&1 || true
+    update-rc.d "$s" disable >/dev/null 2>&1 || true
+  fi
+done
 
 # Debian's clang-14 package names its binary clang-14; the fuzz rule wants clang.
 command -v clang >/dev/null || ln -sf "$(command -v clang-14)" /usr/local/bin/clang

@@ -12,8 +12,9 @@
  *
  * When loaded through shared_preload_libraries it also reserves shared
  * memory (the worker slots of src/worker, the lease entries of src/sched,
- * the delete pool of src/ops/delete_pool.c)
- * and registers the launcher background worker, except under pg_upgrade,
+ * the delete pool of src/ops/delete_pool.c, the cumulative statistics of
+ * src/bridge/stats.c) and registers the launcher background worker,
+ * except under pg_upgrade,
  * whose servers must run nothing of ours.  Loaded later (the first call of
  * a SQL function in a backend), it defines the settings and nothing else,
  * which is enough for the pure functions.
@@ -33,6 +34,7 @@
 #include "utils/guc.h"
 
 #include "bridge/settings.h"
+#include "bridge/stats.h"
 #include "io/io.h"
 #include "ops/delete.h"
 #include "ops/ops.h"
@@ -47,7 +49,7 @@ void		_PG_init(void);
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-/* Reserve the shared memory of the worker slots and the lease entries. */
+/* Reserve the shared memory of the worker slots, leases and statistics. */
 static void
 tms_shmem_request(void)
 {
@@ -56,9 +58,11 @@ tms_shmem_request(void)
 	RequestAddinShmemSpace(tms_slots_shmem_size());
 	RequestAddinShmemSpace(sched_lease_shmem_size(tms_lease_entry_count()));
 	RequestAddinShmemSpace(tms_delete_pool_shmem_size(tms_lease_entry_count()));
+	RequestAddinShmemSpace(tms_stat_shmem_size());
 	tms_slots_shmem_request();
 	sched_lease_shmem_request();
 	tms_delete_pool_shmem_request();
+	tms_stat_shmem_request();
 }
 
 static void
@@ -70,6 +74,7 @@ tms_shmem_startup(void)
 	tms_slots_shmem_init();
 	sched_lease_shmem_init(tms_lease_entry_count());
 	tms_delete_pool_shmem_init(tms_lease_entry_count());
+	tms_stat_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -119,10 +124,29 @@ _PG_init(void)
 							0,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("tms.stuck_task_age",
+							gettext_noop("Time after which a running task shows in tms.stat_stuck_tasks."),
+							gettext_noop("A monitoring threshold: the task goes on running."),
+							&tms_stuck_task_age_s,
+							3600, 1, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tms.task_history_retention",
+							gettext_noop("How long tms.task_history keeps the row of a task's run."),
+							gettext_noop("Older rows are pruned by the workers; their counts stay in tms.job_stats."),
+							&tms_task_history_retention_s,
+							14 * 86400, 60, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+
 	DefineCustomIntVariable("tms.retry_delay",
 							gettext_noop("Delay before the first retry of a failed task."),
 							gettext_noop("Each further consecutive failure doubles it, up to "
-										 "tms.retry_delay_max."),
+										 "tms.retry_delay_max; a retry waits between half of "
+										 "that and all of it (jitter)."),
 							&tms_retry_delay_ms,
 							5000, 0, 24 * 3600 * 1000,
 							PGC_SIGHUP,
@@ -160,6 +184,17 @@ _PG_init(void)
 								NULL,
 								&tms_max_workers,
 								4, 0, 64,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
+
+		DefineCustomIntVariable("tms.stat_max_entries",
+								gettext_noop("Rows of cumulative statistics tms keeps in shared memory."),
+								gettext_noop("One row per task kind, job outcome, purge outcome and "
+											 "foreign server of each database; beyond it, new rows "
+											 "are counted in one overflow row per area."),
+								&tms_stat_max_entries,
+								1000, 100, 1000000,
 								PGC_POSTMASTER,
 								0,
 								NULL, NULL, NULL);

@@ -6,6 +6,7 @@ One implementation used three ways:
 * from Python (test/conftest.py and integration tests):
       c = Cluster(datadir, preload=("tms", "pg_cron")); c.init(); c.start()
       c.query(sql, args), c.one(...), c.query_error(...): one statement each;
+      c.pool(on): switch the tms worker pool on or off and await it
       fetch(conn, sql, args) on a connection of the caller's; error_text(e)
       FAST_WORKERS: worker intervals short enough for tests to await
 * from shell scripts (test/run-tests.sh, scripts/demo.sh):
@@ -160,6 +161,17 @@ class Cluster:
     def postmaster_pid(self):
         with open(os.path.join(self.datadir, "postmaster.pid")) as f:
             return int(f.readline())
+
+    def pool(self, on, workers=4):
+        """Turn the tms worker pool on or off (tms.enabled) and await its
+        `workers` pool workers saying so: off, no worker claims anything
+        any more."""
+        self.psql("ALTER SYSTEM SET tms.enabled = %s" % ("on" if on else "off"))
+        self.psql("SELECT pg_reload_conf()")
+        wait_for(lambda: self.psql(
+            "SELECT count(*) FILTER (WHERE state %s 'disabled') FROM tms.workers"
+            " WHERE role = 'worker'" % ("<>" if on else "=")) == str(workers),
+            what="the pool to be %s" % ("on" if on else "off"))
 
     # -- access ----------------------------------------------------------
 

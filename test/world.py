@@ -43,6 +43,15 @@ Tests (and people at a Python prompt) import this module to get:
                                    .reset(), .restart(), .stop()
   Table readers, oracles and planting for the maintenance operations
   (snapshot expiry, orphan cleanup, manifest rewrite) are in opsworld.py.
+  PostgresExporter(dsn, queries)   Debian's prometheus-postgres-exporter on
+                                   127.0.0.1 with a queries file; .url,
+                                   .metrics(), .stop()
+  Prometheus(targets, scrape_interval="1s")
+                                   Debian's prometheus on 127.0.0.1 scraping
+                                   targets ("127.0.0.1:PORT"), storage in a
+                                   temporary directory; .url, .query(expr),
+                                   .query_range(...), .label_values(...),
+                                   .stop()
   ThrowawayPostgres()              a private PostgreSQL 15 cluster for use
                                    until test/conftest.py's `pg` fixture is
                                    available; .dsn(dbname), .psql(sql, dbname),
@@ -917,6 +926,104 @@ class EngineServer:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+# ---------------------------------------------------------------------------
+# Prometheus and its PostgreSQL exporter (Debian packages)
+# ---------------------------------------------------------------------------
+
+def _http_get(url, timeout=30):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode("utf-8")
+
+
+class PostgresExporter:
+    """prometheus-postgres-exporter (Debian 12: 0.11) on 127.0.0.1:port,
+    connecting with dsn (a libpq key=value string) and adding the metrics
+    of the queries file (--extend.query-path).  The DSN goes in the
+    environment, never on a command line."""
+
+    BINARY = "prometheus-postgres-exporter"
+
+    def __init__(self, dsn, queries, port=None, timeout=30):
+        if shutil.which(self.BINARY) is None:
+            raise RuntimeError("%s is missing: run scripts/install-deps.sh as root" % self.BINARY)
+        self.port = port or free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        env = dict(os.environ, DATA_SOURCE_NAME=dsn)
+        self.child = _Child([self.BINARY, "--web.listen-address=127.0.0.1:%d" % self.port,
+                             "--extend.query-path=%s" % queries, "--log.level=info"],
+                            "Listening on", timeout, env=env, name="postgres exporter")
+        _register(self)
+
+    def metrics(self):
+        """The text of one scrape of /metrics."""
+        return _http_get(self.url + "/metrics")
+
+    def stop(self):
+        self.child.stop()
+        _forget(self)
+
+
+class Prometheus:
+    """prometheus (Debian 12: 2.42) on 127.0.0.1:port scraping `targets`
+    (host:port strings, job "tms") every scrape_interval, with its
+    configuration and TSDB in a temporary directory removed on stop()."""
+
+    BINARY = "prometheus"
+
+    def __init__(self, targets, port=None, scrape_interval="1s", timeout=60):
+        if shutil.which(self.BINARY) is None:
+            raise RuntimeError("%s is missing: run scripts/install-deps.sh as root" % self.BINARY)
+        self.port = port or free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.directory = tempfile.mkdtemp(prefix="tms-prometheus-")
+        config = os.path.join(self.directory, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: %s\n  evaluation_interval: %s\n"
+                    "scrape_configs:\n  - job_name: tms\n    static_configs:\n"
+                    "      - targets: [%s]\n"
+                    % (scrape_interval, scrape_interval,
+                       ", ".join(json.dumps(t) for t in targets)))
+        self.child = _Child([self.BINARY, "--config.file=%s" % config,
+                             "--storage.tsdb.path=%s" % os.path.join(self.directory, "data"),
+                             "--web.listen-address=127.0.0.1:%d" % self.port],
+                            "Server is ready to receive web requests", timeout,
+                            cwd=self.directory, name="prometheus")
+        _register(self)
+
+    def _api(self, path, **params):
+        query = urllib.parse.urlencode(params, doseq=True)
+        try:
+            body = json.loads(_http_get("%s/api/v1/%s?%s" % (self.url, path, query)))
+        except urllib.error.HTTPError as e:
+            body = json.loads(e.read().decode("utf-8", "replace") or "{}")
+        if body.get("status") != "success":
+            raise RuntimeError("prometheus %s %r: %s: %s"
+                               % (path, params, body.get("errorType"), body.get("error")))
+        return body["data"]
+
+    def query(self, expr, at=None):
+        """An instant query: the list of {"metric": {...}, "value": [t, "v"]}."""
+        params = {"query": expr}
+        if at is not None:
+            params["time"] = at
+        data = self._api("query", **params)
+        return data["result"] if data["resultType"] in ("vector", "matrix") else [data]
+
+    def query_range(self, expr, start, end, step):
+        """A range query: the list of {"metric": {...}, "values": [[t, "v"], ...]}."""
+        return self._api("query_range", query=expr, start=start, end=end, step=step)["result"]
+
+    def label_values(self, label, match=None):
+        """The values of a label, over the series matching `match` (a selector)."""
+        params = {"match[]": [match]} if match else {}
+        return self._api("label/%s/values" % label, **params)
+
+    def stop(self):
+        self.child.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+        _forget(self)
 
 
 # ---------------------------------------------------------------------------

@@ -153,6 +153,133 @@ REVOKE ALL ON FUNCTION tms.cancel_task(text, text) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE tms.run_pending(integer, text[], integer, integer) FROM PUBLIC;
 REVOKE ALL ON PROCEDURE tms.run_task(text, text, integer, integer) FROM PUBLIC;
 
+-- The wait before a retry: between half of wait and all of it, uniformly
+-- ("equal jitter", https://aws.amazon.com/blogs/architecture/
+-- exponential-backoff-and-jitter/).  Tasks that failed together (a
+-- catalog down for all of them) come back spread over half their backoff
+-- instead of as a herd, while each still waits at least half of it and
+-- the wait still grows with the failures; with "full jitter" some would
+-- come back at once, to the service that just failed them.  The retries
+-- of failed tasks (src/sched/sched.c) and the deferred starts of
+-- maintenance jobs (tms._start_job) wait so.
+CREATE FUNCTION tms._jitter(wait interval)
+RETURNS interval
+LANGUAGE sql VOLATILE
+AS $$ SELECT wait * (0.5 + 0.5 * random()) $$;
+
+-- The run history: one row per run of a task (its claim to its settle),
+-- written by the settle statement itself (src/sched/sched.c), kept for
+-- tms.task_history_retention.  A run whose lease was lost settles nothing
+-- and has no row; nor has a run its handler called idle (a deferred
+-- start).  policy_id, rule_id, table_id and job_id are what the handler
+-- said the run worked on (NULL: nothing of the kind).  The views
+-- tms.job_history, tms.job_errors and tms.job_stats read it.
+CREATE TABLE tms.task_history (
+    id            bigserial PRIMARY KEY,
+    kind          text NOT NULL,
+    instance      text NOT NULL,
+    policy_id     integer,
+    rule_id       bigint,
+    table_id      bigint,
+    job_id        bigint,                 -- the maintenance or purge job
+    attempt       integer NOT NULL,       -- 1 + the failures before it
+    pid           integer,                -- of the executor
+    started_at    timestamptz NOT NULL,   -- the claim
+    finished_at   timestamptz NOT NULL,
+    succeeded     boolean NOT NULL,
+    sqlstate      text,
+    error         text,
+    CHECK (succeeded = (sqlstate IS NULL))
+);
+
+COMMENT ON TABLE tms.task_history IS
+    'one row per run of a task: what it worked on, when, its outcome and its error with SQLSTATE';
+
+-- What pruned history rows counted, per (kind, policy, rule), so that the
+-- totals of tms.job_stats outlive tms.task_history_retention.
+CREATE TABLE tms.task_run_totals (
+    kind                   text NOT NULL,
+    policy_id              integer,
+    rule_id                bigint,
+    runs                   bigint NOT NULL,
+    successes              bigint NOT NULL,
+    failures               bigint NOT NULL,
+    total_duration         interval NOT NULL,
+    last_run_started_at    timestamptz,
+    last_run_finished_at   timestamptz,
+    last_run_succeeded     boolean,
+    last_successful_finish timestamptz,
+    last_failure_at        timestamptz,
+    last_sqlstate          text,
+    last_error             text,
+    UNIQUE NULLS NOT DISTINCT (kind, policy_id, rule_id)
+);
+
+SELECT pg_catalog.pg_extension_config_dump('tms.task_history', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.task_history_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.task_run_totals', '');
+
+-- Delete up to batch of the oldest history rows older than retention,
+-- folding what they counted into tms.task_run_totals; returns how many.
+-- Rows are taken in id order, the order of their settles, so a batch
+-- reads no more than batch rows.  The supervisors call it
+-- (src/sched/sched.c, prune_history).
+CREATE FUNCTION tms._prune_task_history(retention interval, batch integer DEFAULT 10000)
+RETURNS integer
+LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH old AS (
+        SELECT o.id
+          FROM (SELECT h.id, h.finished_at FROM tms.task_history h
+                 ORDER BY h.id LIMIT batch) o
+         WHERE o.finished_at < now() - retention
+    ), gone AS (
+        DELETE FROM tms.task_history h USING old
+         WHERE h.id = old.id
+        RETURNING h.*
+    ), sums AS (
+        SELECT g.kind, g.policy_id, g.rule_id,
+               count(*) AS runs,
+               count(*) FILTER (WHERE g.succeeded) AS successes,
+               count(*) FILTER (WHERE NOT g.succeeded) AS failures,
+               sum(g.finished_at - g.started_at) AS total_duration,
+               (array_agg(g.started_at ORDER BY g.id DESC))[1] AS last_run_started_at,
+               (array_agg(g.finished_at ORDER BY g.id DESC))[1] AS last_run_finished_at,
+               (array_agg(g.succeeded ORDER BY g.id DESC))[1] AS last_run_succeeded,
+               max(g.finished_at) FILTER (WHERE g.succeeded) AS last_successful_finish,
+               max(g.finished_at) FILTER (WHERE NOT g.succeeded) AS last_failure_at,
+               (array_agg(g.sqlstate ORDER BY g.id DESC) FILTER (WHERE NOT g.succeeded))[1]
+                   AS last_sqlstate,
+               (array_agg(g.error ORDER BY g.id DESC) FILTER (WHERE NOT g.succeeded))[1]
+                   AS last_error
+          FROM gone g
+         GROUP BY g.kind, g.policy_id, g.rule_id
+    ), folded AS (
+        INSERT INTO tms.task_run_totals AS t
+        SELECT * FROM sums
+        ON CONFLICT (kind, policy_id, rule_id) DO UPDATE
+           SET runs = t.runs + excluded.runs,
+               successes = t.successes + excluded.successes,
+               failures = t.failures + excluded.failures,
+               total_duration = t.total_duration + excluded.total_duration,
+               last_run_started_at = excluded.last_run_started_at,
+               last_run_finished_at = excluded.last_run_finished_at,
+               last_run_succeeded = excluded.last_run_succeeded,
+               last_successful_finish = coalesce(excluded.last_successful_finish,
+                                                 t.last_successful_finish),
+               last_failure_at = coalesce(excluded.last_failure_at, t.last_failure_at),
+               last_sqlstate = CASE WHEN excluded.last_failure_at IS NULL THEN t.last_sqlstate
+                                    ELSE excluded.last_sqlstate END,
+               last_error = CASE WHEN excluded.last_failure_at IS NULL THEN t.last_error
+                                 ELSE excluded.last_error END
+        RETURNING 1
+    )
+    SELECT count(*)::integer FROM gone
+$$;
+
+REVOKE ALL ON FUNCTION tms._prune_task_history(interval, integer) FROM PUBLIC;
+
 -- What an operator asks: what is due, what runs (who, heartbeat age), what
 -- keeps failing.
 CREATE VIEW tms.tasks AS

@@ -100,7 +100,9 @@ $$;
 -- at most tms.max_active_operations running jobs, counting a job only
 -- while a live executor holds its task (or, for tms.maintenance_handler's
 -- engines, while it runs there).  Serialised by an advisory lock so that a
--- count and a start are one step.
+-- count and a start are one step.  A deferred start is due again after a
+-- jittered wait (tms._jitter), so that jobs deferred together do not all
+-- come back at once.
 CREATE FUNCTION tms._start_job(jid bigint,
                                OUT state text, OUT reason text,
                                OUT retry_at timestamptz, OUT job jsonb)
@@ -144,11 +146,11 @@ BEGIN
         IF NOT p.active THEN
             state := 'deferred';
             reason := format('policy "%s" is inactive', p.name);
-            retry_at := now() + interval '1 minute';
+            retry_at := now() + tms._jitter(interval '1 minute');
         ELSIF NOT tms.window_open(p.time_window, now()) THEN
             state := 'deferred';
             reason := format('the time window of policy "%s" is closed', p.name);
-            retry_at := now() + interval '1 minute';
+            retry_at := now() + tms._jitter(interval '1 minute');
         END IF;
     END IF;
     IF state IS NULL THEN
@@ -159,7 +161,7 @@ BEGIN
         IF FOUND THEN
             state := 'deferred';
             reason := format('job %s runs %s on this table', other, j.operation);
-            retry_at := now() + interval '5 seconds';
+            retry_at := now() + tms._jitter(interval '5 seconds');
         END IF;
     END IF;
     IF state IS NULL AND j.policy_id IS NOT NULL AND j.phase = 'start' THEN
@@ -174,7 +176,7 @@ BEGIN
         IF FOUND THEN
             state := 'deferred';
             reason := format('waits for job %s (%s) of its chain on this table', other, reason);
-            retry_at := now() + interval '2 seconds';
+            retry_at := now() + tms._jitter(interval '2 seconds');
         ELSE
             reason := NULL;
         END IF;
@@ -197,7 +199,7 @@ BEGIN
         IF running >= current_setting('tms.max_active_operations')::integer THEN
             state := 'deferred';
             reason := format('%s operations run (tms.max_active_operations)', running);
-            retry_at := now() + interval '2 seconds';
+            retry_at := now() + tms._jitter(interval '2 seconds');
         END IF;
     END IF;
     IF state = 'deferred' THEN
@@ -223,7 +225,8 @@ BEGIN
 END
 $$;
 
--- After a job ended (any outcome): its (table, rule) baseline is reset, so
+-- After a job ended (any outcome; every end of a job comes here): it is
+-- counted in tms.stat_maintenance; its (table, rule) baseline is reset, so
 -- the counters measure activity since this run and the pair is evaluated
 -- again, though not before the rule's min_interval (seed 000's
 -- minIntervalMs) has passed; old snapshot metrics are pruned.
@@ -236,10 +239,17 @@ DECLARE
     j tms.table_maintenance_job;
 BEGIN
     SELECT * INTO j FROM tms.table_maintenance_job WHERE id = jid;
-    IF FOUND AND EXISTS (SELECT 1 FROM tms.rule_baselines b
-                          WHERE b.rule_id = j.rule_id AND b.table_id = j.table_id
-                            AND b.pending_job = j.id) THEN
-        PERFORM tms._reset_baseline(j.rule_id, j.table_id);
+    IF FOUND THEN
+        PERFORM tms._stat_count_job(j.operation, j.engine, j.state,
+                                    (extract(epoch FROM j.finished_at
+                                                        - coalesce(j.started_at, j.finished_at))
+                                     * 1e6)::bigint,
+                                    j.files_deleted, j.bytes_deleted);
+        IF EXISTS (SELECT 1 FROM tms.rule_baselines b
+                    WHERE b.rule_id = j.rule_id AND b.table_id = j.table_id
+                      AND b.pending_job = j.id) THEN
+            PERFORM tms._reset_baseline(j.rule_id, j.table_id);
+        END IF;
     END IF;
     DELETE FROM tms.table_snapshot_metrics
      WHERE recorded_at < now() - current_setting('tms.snapshot_metrics_retention')::interval;

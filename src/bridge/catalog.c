@@ -31,6 +31,7 @@
 #include "bridge/options.h"
 #include "bridge/secrets.h"
 #include "bridge/settings.h"
+#include "bridge/stats.h"
 
 /* ----------------------------------------------------------------
  * Servers and credentials
@@ -118,6 +119,7 @@ tms_server_read(ForeignServer *server)
 		s->http.ca_path = tms_malloc_strdup(tms_option(o, "ca_path"));
 		set_memory_limits(&s->http);
 		s->http.interrupted = tms_io_interrupted;
+		tms_stat_observe_http(&s->http, s->name, "catalog");
 		s->s3_endpoint = tms_malloc_strdup(tms_option(o, "s3_endpoint"));
 		s->s3_region = tms_malloc_strdup(tms_option(o, "s3_region"));
 		s->s3_path_style = -1;
@@ -301,6 +303,7 @@ tms_storage_open(const TmsServer *s, const TmsCredentials *c,
 	cfg.local_roots = (const char *const *) s->local;
 	cfg.nlocal_roots = s->nlocal;
 	cfg.http = s->http;
+	tms_stat_observe_http(&cfg.http, s->name, "storage");
 	if (n > 0)
 		io_storage_config_apply(&cfg, vended, n, s->s3_vended_endpoint);
 	return io_storage_create(&cfg, err);

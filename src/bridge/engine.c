@@ -22,6 +22,7 @@
 #include "bridge/options.h"
 #include "bridge/secrets.h"
 #include "bridge/settings.h"
+#include "bridge/stats.h"
 
 static ForeignServer *
 engine_server(const char *name, bool missing_ok)
@@ -155,6 +156,7 @@ tms_engine_open(const char *name)
 		cfg.http.max_response_bytes = (size_t) tms_max_response_size_kb * 1024;
 		cfg.http.max_json_bytes = (size_t) tms_max_json_memory_kb * 1024;
 		cfg.http.interrupted = tms_io_interrupted;
+		tms_stat_observe_http(&cfg.http, e->name, "engine");
 		cfg.user = tms_option(um->options, "user");
 		cfg.password = secrets[0] = tms_malloc_strdup(tms_option(um->options, "password"));
 		cfg.token = secrets[1] = tms_malloc_strdup(tms_option(um->options, "token"));

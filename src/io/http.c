@@ -28,8 +28,14 @@
  * and every easy handle has CURLOPT_PATH_AS_IS: libcurl sends the path as
  * built and never normalises dot segments out of it.
  *
- * No callback here calls back into the caller except the interrupt check,
- * and nothing longjmps: the callbacks only copy bytes into buffers.
+ * Every exchange that ends, with a response or a transport error, is told
+ * to the options' observer, if any (its attempt, status or error code and
+ * libcurl's total time): what the server side counts as requests, errors
+ * and latencies.
+ *
+ * No callback here calls back into the caller except the interrupt check
+ * and the observer, and nothing longjmps: the callbacks only copy bytes
+ * into buffers.
  *
  * src/io/http.c
  *
@@ -80,6 +86,10 @@ typedef struct Transfer
 	struct curl_slist *hdrs;	/* request headers, freed after the transfer */
 	char		errbuf[CURL_ERROR_SIZE];
 	char		where[256];		/* URL for messages */
+	/* for the observer (the request is gone by the end of a batch's) */
+	char		what[64];
+	char		method[16];
+	int			attempt;
 } Transfer;
 
 /* Fill in defaults for zero/negative fields. */
@@ -333,6 +343,9 @@ transfer_setup(CURL *easy, const IoHttpOptions *opt, const IoHttpRequest *req,
 	io_sb_init(&t->body);
 	t->max_body = opt->max_response_bytes;
 	url_for_message(req->url, t->where, sizeof(t->where));
+	snprintf(t->what, sizeof(t->what), "%s", req->what ? req->what : "");
+	snprintf(t->method, sizeof(t->method), "%s", req->method);
+	t->attempt = req->attempt;
 
 	curl_easy_reset(easy);
 	for (i = 0; i <= req->nheaders; i++)
@@ -414,14 +427,10 @@ transfer_discard(CURL *easy, Transfer *t)
 	io_string_list_free(&t->headers);
 }
 
-/*
- * Turn a finished transfer (libcurl result rc; easy already removed from
- * its multi handle) into *resp, or into *err.  Releases *t either way.
- * Returns 0 with a response, -1 with *err.
- */
+/* What a finished transfer came to: the work of transfer_finish. */
 static int
-transfer_finish(CURL *easy, const IoHttpOptions *opt, Transfer *t, CURLcode rc,
-				IoHttpResponse *resp, IoError *err)
+transfer_finish_result(CURL *easy, const IoHttpOptions *opt, Transfer *t, CURLcode rc,
+					   IoHttpResponse *resp, IoError *err)
 {
 	long		request_size = 0;
 
@@ -466,6 +475,42 @@ transfer_finish(CURL *easy, const IoHttpOptions *opt, Transfer *t, CURLcode rc,
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	}
 	return 0;
+}
+
+/* Tell the options' observer, if any, what a finished transfer did. */
+static void
+transfer_observe(CURL *easy, const IoHttpOptions *opt, const Transfer *t,
+				 long status, IoErrorCode error)
+{
+	IoHttpObservation obs;
+	curl_off_t	us = 0;
+
+	if (opt->observe == NULL)
+		return;
+	curl_easy_getinfo(easy, CURLINFO_TOTAL_TIME_T, &us);
+	obs.what = t->what;
+	obs.method = t->method;
+	obs.attempt = t->attempt;
+	obs.status = status;
+	obs.error = error;
+	obs.elapsed_us = (int64_t) us;
+	opt->observe(opt->observe_arg, &obs);
+}
+
+/*
+ * Turn a finished transfer (libcurl result rc; easy already removed from
+ * its multi handle) into *resp, or into *err, and tell the observer.
+ * Releases *t either way.  Returns 0 with a response, -1 with *err.
+ */
+static int
+transfer_finish(CURL *easy, const IoHttpOptions *opt, Transfer *t, CURLcode rc,
+				IoHttpResponse *resp, IoError *err)
+{
+	int			result = transfer_finish_result(easy, opt, t, rc, resp, err);
+
+	transfer_observe(easy, opt, t, result == 0 ? resp->status : 0,
+					 result == 0 ? IO_OK : err->code);
+	return result;
 }
 
 /*
@@ -701,12 +746,13 @@ io_http_perform(const IoHttpOptions *options, const IoHttpRequest *req,
 
 	for (attempt = 0;; attempt++)
 	{
-		bool		retry = false;
 		IoHttpRequest this_attempt = *req;
+		bool		retry = false;
 		IoStringList lines = {NULL, 0};
 
 		io_http_response_free(resp);
 		io_error_clear(err);
+		this_attempt.attempt = attempt;
 		if (req->attempt_headers != NULL)
 		{
 			/* headers made for this attempt (a fresh signature) */

@@ -83,6 +83,29 @@ extern void io_init(void);
  */
 typedef int (*IoInterruptFn) (void *arg);
 
+/*
+ * What one HTTP exchange did, as an observer (IoHttpOptions.observe) is
+ * told: once per attempt whose transfer ended, with a response or with a
+ * transport error (an interrupted transfer is not observed).  Retries of a
+ * request are observed one by one.
+ */
+typedef struct IoHttpObservation
+{
+	const char *what;			/* the request's subject: "catalog", "S3", ... */
+	const char *method;			/* "GET", "POST", ... */
+	int			attempt;		/* 0: the first; n: the n-th retry */
+	long		status;			/* the HTTP status; 0: no response */
+	IoErrorCode error;			/* IO_OK with a response, else why none */
+	int64_t		elapsed_us;		/* the transfer, from its start to its end */
+} IoHttpObservation;
+
+/*
+ * An observer runs in the middle of the io layer's work: it must not
+ * block, longjmp, allocate from the caller's allocator or call back into
+ * this layer (inside PostgreSQL: atomics on shared counters, no more).
+ */
+typedef void (*IoHttpObserveFn) (void *arg, const IoHttpObservation *obs);
+
 typedef struct IoHttpOptions
 {
 	long		connect_timeout_ms; /* 0: 10 s */
@@ -98,6 +121,8 @@ typedef struct IoHttpOptions
 	const char *ca_path;		/* directory of CA certs, NULL: default */
 	IoInterruptFn interrupted;	/* may be NULL */
 	void	   *interrupt_arg;
+	IoHttpObserveFn observe;	/* each exchange, may be NULL */
+	void	   *observe_arg;
 } IoHttpOptions;
 
 /* Free libcurl's per-process state (cached connections).  Optional. */

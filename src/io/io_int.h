@@ -101,6 +101,8 @@ typedef struct IoHttpRequest
 	size_t		body_len;
 	bool		idempotent;		/* may be retried after failures */
 	const char *what;			/* "catalog", "S3": for messages */
+	int			attempt;		/* for the observer: 0 the first, n the n-th
+								 * retry (io_http_perform counts its own) */
 
 	/*
 	 * NULL, or a function that makes the headers of every attempt anew,

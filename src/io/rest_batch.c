@@ -73,6 +73,7 @@ load_slot_send(IoCatalog *cat, IoHttpBatch *b, int i, LoadSlot *s, IoError *err)
 		req.nheaders = headers.n;
 		req.idempotent = true;
 		req.what = "catalog";
+		req.attempt = s->attempt;
 		rc = io_http_batch_start(b, i, &req, err);
 	}
 	/* the batch copied the headers, which carry the token */

@@ -164,16 +164,37 @@ tms_maint_init(void)
  * ----------------------------------------------------------------
  */
 
+static void
+maint_fail_va(MaintRun *run, MaintResult kind, int sqlerrcode, const char *fmt,
+			  va_list ap) pg_attribute_printf(4, 0);
+
+static void
+maint_fail_va(MaintRun *run, MaintResult kind, int sqlerrcode, const char *fmt, va_list ap)
+{
+	if (run->result != MAINT_OK)
+		return;
+	run->result = kind;
+	run->sqlerrcode = sqlerrcode;
+	vsnprintf(run->error, sizeof(run->error), fmt, ap);
+}
+
 void
 maint_fail(MaintRun *run, MaintResult kind, const char *fmt,...)
 {
 	va_list		ap;
 
-	if (run->result != MAINT_OK)
-		return;
-	run->result = kind;
 	va_start(ap, fmt);
-	vsnprintf(run->error, sizeof(run->error), fmt, ap);
+	maint_fail_va(run, kind, 0, fmt, ap);
+	va_end(ap);
+}
+
+void
+maint_fail_code(MaintRun *run, MaintResult kind, int sqlerrcode, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	maint_fail_va(run, kind, sqlerrcode, fmt, ap);
 	va_end(ap);
 }
 
@@ -194,8 +215,8 @@ maint_fail_iceberg(MaintRun *run, const char *what, const IcebergError *err)
 			maint_fail(run, MAINT_TRANSIENT, "%s: interrupted", what);
 		return;
 	}
-	maint_fail(run, transient ? MAINT_TRANSIENT : MAINT_TERMINAL, "%s: %s",
-			   what, tms_iceberg_error_text(err));
+	maint_fail_code(run, transient ? MAINT_TRANSIENT : MAINT_TERMINAL,
+					tms_iceberg_sqlstate(err), "%s: %s", what, tms_iceberg_error_text(err));
 }
 
 void
@@ -253,10 +274,11 @@ maint_load(MaintRun *run)
 		CHECK_FOR_INTERRUPTS();
 		run->load_failed = true;
 		run->load_err = err;
-		maint_fail(run, err.code == IO_ERR_NO_SUCH_TABLE || err.code == IO_ERR_NO_SUCH_NAMESPACE ||
-				   err.code == IO_ERR_FORBIDDEN || err.code == IO_ERR_UNAUTHORIZED
-				   ? MAINT_TERMINAL : MAINT_TRANSIENT,
-				   "cannot load table \"%s.%s\": %s", run->ns, run->table, tms_io_error_text(&err));
+		maint_fail_code(run, err.code == IO_ERR_NO_SUCH_TABLE || err.code == IO_ERR_NO_SUCH_NAMESPACE ||
+						err.code == IO_ERR_FORBIDDEN || err.code == IO_ERR_UNAUTHORIZED
+						? MAINT_TERMINAL : MAINT_TRANSIENT, tms_io_sqlstate(err.code),
+						"cannot load table \"%s.%s\": %s", run->ns, run->table,
+						tms_io_error_text(&err));
 		return false;
 	}
 	if (t.metadata_location == NULL || t.metadata_json == NULL)
@@ -369,6 +391,17 @@ typedef struct StartStep
 
 static void call_handler(const char *job, int64 job_id);
 
+/* The integer at key of a job's JSON, or -1. */
+static int64
+json_int(Jsonb *jb, const char *key)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(&jb->root, key, strlen(key), NULL);
+
+	if (v == NULL || v->type != jbvNumeric)
+		return -1;
+	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric)));
+}
+
 static void
 step_start(void *arg)
 {
@@ -403,6 +436,10 @@ step_start(void *arg)
 		char	   *name = engine && engine->type == jbvString ?
 			pnstrdup(engine->val.string.val, engine->val.string.len) : NULL;
 
+		/* the run's row of tms.task_history names the job's policy, rule, table */
+		sched_task_subject(run->task, json_int(jb, "policy_id"), json_int(jb, "rule_id"),
+						   json_int(jb, "table_id"), run->job_id);
+
 		if (name && strcmp(name, "local") != 0 && tms_engine_type(name) == ENGINE_TYPE_UNKNOWN)
 		{
 			s->external = true;
@@ -412,6 +449,8 @@ step_start(void *arg)
 	}
 	else if (strcmp(s->state, "deferred") == 0)
 	{
+		/* a wait, not a run worth a row of tms.task_history */
+		sched_task_idle(run->task);
 		/* due again later: the settle keeps a row whose due time moved */
 		args[0] = CStringGetTextDatum("maintenance");
 		args[1] = CStringGetTextDatum(run->task->instance);
@@ -438,8 +477,6 @@ read_job(MaintRun *run, const char *job)
 
 #define FIELD(name) getKeyJsonValueFromContainer(&jb->root, name, strlen(name), NULL)
 #define STR(jv) ((jv) && (jv)->type == jbvString ? pnstrdup((jv)->val.string.val, (jv)->val.string.len) : NULL)
-#define NUM(jv) ((jv) && (jv)->type == jbvNumeric ? \
-	DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum((jv)->val.numeric))) : -1)
 
 	run->server_name = STR(FIELD("server"));
 	run->ns = STR(FIELD("namespace"));
@@ -453,11 +490,11 @@ read_job(MaintRun *run, const char *job)
 	v = FIELD("commit_state");
 	run->commit_state = v && v->type == jbvBinary ?
 		JsonbToCString(NULL, v->val.binary.data, v->val.binary.len) : NULL;
-	run->acting = (Oid) NUM(FIELD("acting_role"));
-	run->attempts = (int) NUM(FIELD("attempts"));
+	run->acting = (Oid) json_int(jb, "acting_role");
+	run->attempts = (int) json_int(jb, "attempts");
 	v = FIELD("rule_id");
 	run->policy_job = v != NULL && v->type == jbvNumeric;
-	run->evaluated_snapshot_id = NUM(FIELD("before_snapshot_id"));
+	run->evaluated_snapshot_id = json_int(jb, "before_snapshot_id");
 	opts = FIELD("options");
 	if (opts && opts->type == jbvBinary)
 	{
@@ -469,7 +506,6 @@ read_job(MaintRun *run, const char *job)
 		maint_options_parse(operation, engine, NULL, &run->opt);
 #undef FIELD
 #undef STR
-#undef NUM
 }
 
 typedef struct ReadJobStep
@@ -1053,8 +1089,8 @@ maint_commit(MaintRun *run, const char *body, const char *commit_state,
 			/* the catalog answered no: nothing landed */
 			maint_delete_written(run, written, nwritten);
 			(void) maint_record_phase(run, "start", NULL);
-			maint_fail(run, MAINT_TERMINAL, "the catalog refused the commit: %s",
-					   tms_io_error_text(&err));
+			maint_fail_code(run, MAINT_TERMINAL, tms_io_sqlstate(err.code),
+							"the catalog refused the commit: %s", tms_io_error_text(&err));
 			return MAINT_COMMIT_FAILED;
 		}
 
@@ -1074,9 +1110,9 @@ maint_commit(MaintRun *run, const char *body, const char *commit_state,
 		}
 		if (attempt >= tms_maintenance_commit_retries)
 		{
-			maint_fail(run, MAINT_TRANSIENT,
-					   "the outcome of the commit is unknown after %d attempts (%s); nothing was deleted",
-					   attempt + 1, tms_io_error_text(&err));
+			maint_fail_code(run, MAINT_TRANSIENT, tms_io_sqlstate(err.code),
+							"the outcome of the commit is unknown after %d attempts (%s); nothing was deleted",
+							attempt + 1, tms_io_error_text(&err));
 			return MAINT_COMMIT_FAILED;
 		}
 		commit_backoff(attempt + 1);
@@ -1302,9 +1338,10 @@ run_local(MaintRun *run)
 	}
 	if (!sched_owner_try_step(step_connect, &cs, &e))
 	{
-		maint_fail(run, e->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE ||
-				   e->sqlerrcode == ERRCODE_UNDEFINED_OBJECT ? MAINT_TERMINAL : MAINT_TRANSIENT,
-				   "%s%s%s", e->message, e->detail ? ": " : "", e->detail ? e->detail : "");
+		maint_fail_code(run, e->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE ||
+						e->sqlerrcode == ERRCODE_UNDEFINED_OBJECT ? MAINT_TERMINAL : MAINT_TRANSIENT,
+						e->sqlerrcode, "%s%s%s", e->message, e->detail ? ": " : "",
+						e->detail ? e->detail : "");
 		return;
 	}
 	run->ns_io = tms_namespace_to_io(run->ns);
@@ -1449,6 +1486,8 @@ maintenance_handler(SchedTask *task, ErrorData **error)
 		return SCHED_FAILED;
 	}
 
+	sched_task_subject(task, -1, -1, -1, run->job_id);
+
 	PG_TRY();
 	{
 		ErrorData  *e = NULL;
@@ -1471,8 +1510,8 @@ maintenance_handler(SchedTask *task, ErrorData **error)
 
 			/* in a step: an engine's options are checked against its server */
 			if (!sched_owner_try_step(step_read_job, &rj, &re))
-				maint_fail(run, MAINT_TERMINAL, "%s%s%s", re->message,
-						   re->detail ? ": " : "", re->detail ? re->detail : "");
+				maint_fail_code(run, MAINT_TERMINAL, re->sqlerrcode, "%s%s%s", re->message,
+								re->detail ? ": " : "", re->detail ? re->detail : "");
 			else
 			{
 				pgstat_report_activity(STATE_RUNNING,
@@ -1497,14 +1536,21 @@ maintenance_handler(SchedTask *task, ErrorData **error)
 				else if (strcmp(fin.state, "pending") == 0)
 				{
 					MemoryContextSwitchTo(old);
-					*error = sched_error(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error, NULL);
+					*error = sched_error(run->sqlerrcode ? run->sqlerrcode :
+										 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error, NULL);
 					outcome = SCHED_FAILED;
 				}
 				else if (strcmp(fin.state, "failed") == 0)
+				{
 					ereport(LOG,
 							(errmsg("maintenance job " INT64_FORMAT " (%s of %s.%s) failed: %s",
 									run->job_id, maint_op_name(run->opt.op), run->ns,
 									run->table, run->error)));
+					/* done for good: the task's history row has the failure */
+					MemoryContextSwitchTo(old);
+					*error = sched_error(run->sqlerrcode ? run->sqlerrcode :
+										 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error, NULL);
+				}
 			}
 		}
 	}

@@ -199,8 +199,8 @@ engine_failed(MaintRun *run, const char *what, const IoError *err)
 		default:
 			transient = false;
 	}
-	maint_fail(run, transient ? MAINT_TRANSIENT : MAINT_TERMINAL,
-			   "%s engine \"%s\": %s", what, run->engine_name, tms_io_error_text(err));
+	maint_fail_code(run, transient ? MAINT_TRANSIENT : MAINT_TERMINAL, tms_io_sqlstate(err->code),
+					"%s engine \"%s\": %s", what, run->engine_name, tms_io_error_text(err));
 }
 
 /* Read the run's result rows into the run's counts. */
@@ -352,10 +352,11 @@ maint_run_engine(MaintRun *run)
 	memset(&st, 0, sizeof(st));
 	if (!sched_owner_try_step(step_open, &o, &e))
 	{
-		maint_fail(run, e->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE ||
-				   e->sqlerrcode == ERRCODE_UNDEFINED_OBJECT ||
-				   e->sqlerrcode == ERRCODE_WRONG_OBJECT_TYPE ? MAINT_TERMINAL : MAINT_TRANSIENT,
-				   "%s%s%s", e->message, e->detail ? ": " : "", e->detail ? e->detail : "");
+		maint_fail_code(run, e->sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE ||
+						e->sqlerrcode == ERRCODE_UNDEFINED_OBJECT ||
+						e->sqlerrcode == ERRCODE_WRONG_OBJECT_TYPE ? MAINT_TERMINAL : MAINT_TRANSIENT,
+						e->sqlerrcode, "%s%s%s", e->message, e->detail ? ": " : "",
+						e->detail ? e->detail : "");
 		return;
 	}
 

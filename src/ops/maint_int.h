@@ -204,6 +204,7 @@ typedef struct MaintRun
 	/* outcome */
 	MaintResult result;
 	char		error[2048];
+	int			sqlerrcode;		/* of the failure; 0: not known */
 } MaintRun;
 
 /*
@@ -214,7 +215,14 @@ typedef struct MaintRun
 
 /* maint.c */
 extern int	tms_engine_run_timeout_s;
+/*
+ * Record the run's outcome (the first one sticks), with the SQLSTATE its
+ * failure is recorded with (maint_fail: none known, the run's failure is
+ * then 38000).
+ */
 extern void maint_fail(MaintRun *run, MaintResult kind, const char *fmt,...) pg_attribute_printf(3, 4);
+extern void maint_fail_code(MaintRun *run, MaintResult kind, int sqlerrcode,
+							const char *fmt,...) pg_attribute_printf(4, 5);
 extern void maint_fail_iceberg(MaintRun *run, const char *what, const IcebergError *err);
 extern void maint_emit(MaintRun *run, const char *action, const char *target,
 					   const char *detail_json);

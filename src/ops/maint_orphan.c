@@ -192,8 +192,8 @@ maint_run_orphan(MaintRun *run)
 							   "\"%s\" matches a file of the table by path but not by scheme or authority; nothing was deleted",
 							   sc.mismatch);
 				else if (rc != 0 && run->result == MAINT_OK)
-					maint_fail(run, MAINT_TRANSIENT, "cannot list \"%s\": %s", root,
-							   tms_io_error_text(&ioerr));
+					maint_fail_code(run, MAINT_TRANSIENT, tms_io_sqlstate(ioerr.code),
+									"cannot list \"%s\": %s", root, tms_io_error_text(&ioerr));
 				if (!sc.count_only || sc.candidates == 0)
 					break;
 				sc.count_only = false;

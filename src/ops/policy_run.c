@@ -472,6 +472,7 @@ policy_expand_task(SchedTask *task, ErrorData **error)
 		MemoryContextSwitchTo(old);
 		return SCHED_FAILED;
 	}
+	sched_task_subject(task, id, -1, -1, -1);
 
 	ok = policy_load(r, id, task->data);
 	if (ok && r->policy != NULL)

@@ -187,6 +187,7 @@ policy_cron_job_task(SchedTask *task, ErrorData **error)
 							 "A cron-job's instance is \"<policy id>:<table id>\".");
 		return SCHED_FAILED;
 	}
+	sched_task_subject(task, policy_id, -1, table_id, -1);
 	MemoryContextSwitchTo(cxt);
 	r = new_run(cxt, POLICY_SCOPE_CRON, table_id);
 	if (policy_load(r, (int32) policy_id, NULL) && r->policy != NULL && r->policy->active)
@@ -351,6 +352,7 @@ policy_commit_job_task(SchedTask *task, ErrorData **error)
 							 "A commit-job's instance is the id of a table of tms.tables.");
 		return SCHED_FAILED;
 	}
+	sched_task_subject(task, -1, -1, table_id, -1);
 	MemoryContextSwitchTo(cxt);
 	memset(&ct, 0, sizeof(ct));
 	ct.table_id = table_id;

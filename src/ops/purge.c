@@ -43,7 +43,9 @@
  *				or FAILED at tms.purge_max_attempts or at once when the
  *				failure is terminal (metadata gone or corrupt, server
  *				dropped, table replaced, captured credentials expired).
- *				The captured credentials are deleted when the job ends.
+ *				The captured credentials are deleted when the job ends,
+ *				and the job is counted in tms.stat_purges with what its
+ *				last attempt deleted.
  *
  *-------------------------------------------------------------------------
  */
@@ -70,6 +72,7 @@
 #include "bridge/errors.h"
 #include "bridge/names.h"
 #include "bridge/role.h"
+#include "bridge/stats.h"
 #include "io/secrets.h"
 #include "ops/ops.h"
 #include "ops/purge.h"
@@ -373,16 +376,38 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table)
  * ----------------------------------------------------------------
  */
 
+static void
+purge_run_fail_va(PurgeRun *run, RunResult kind, int sqlerrcode, const char *fmt,
+				  va_list ap) pg_attribute_printf(4, 0);
+
+static void
+purge_run_fail_va(PurgeRun *run, RunResult kind, int sqlerrcode, const char *fmt, va_list ap)
+{
+	if (run->result != RUN_OK)
+		return;
+	run->result = kind;
+	run->sqlerrcode = sqlerrcode;
+	vsnprintf(run->error, sizeof(run->error), fmt, ap);
+}
+
 void
 purge_run_fail(PurgeRun *run, RunResult kind, const char *fmt,...)
 {
 	va_list		ap;
 
-	if (run->result != RUN_OK)
-		return;
-	run->result = kind;
 	va_start(ap, fmt);
-	vsnprintf(run->error, sizeof(run->error), fmt, ap);
+	purge_run_fail_va(run, kind, 0, fmt, ap);
+	va_end(ap);
+}
+
+/* The same with the SQLSTATE the failure is recorded with. */
+void
+purge_run_fail_code(PurgeRun *run, RunResult kind, int sqlerrcode, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	purge_run_fail_va(run, kind, sqlerrcode, fmt, ap);
 	va_end(ap);
 }
 
@@ -613,7 +638,7 @@ static const char *finish_sql =
 "                          THEN now() END,"
 "       heartbeat_at = now(), updated_at = now()"
 " WHERE id = $1 AND state = 'RUNNING' AND" LEASE_HELD
-" RETURNING state";
+" RETURNING state, (extract(epoch FROM finished_at - started_at) * 1e6)::int8";
 
 typedef struct FinishArg
 {
@@ -623,6 +648,26 @@ typedef struct FinishArg
 	char	   *state;			/* out; NULL: lease lost */
 } FinishArg;
 
+/*
+ * Count a purge job that ended (state SUCCEEDED or FAILED) in
+ * tms.stat_purges, with what its last attempt deleted.
+ */
+static void
+count_purge(PurgeRun *run, const char *state, int64 duration_us)
+{
+	int64		delta[TMS_STAT_JOB_REQUESTS + 1];
+
+	delta[TMS_STAT_JOB_ENDED] = 1;
+	delta[TMS_STAT_JOB_DURATION_US] = Max(duration_us, 0);
+	delta[TMS_STAT_JOB_FILES] = run->deleted;
+	delta[TMS_STAT_JOB_BYTES] = run->bytes;
+	delta[TMS_STAT_JOB_SKIPPED] = run->skipped;
+	delta[TMS_STAT_JOB_REQUESTS] = run->requests;
+	tms_stat_add(TMS_STAT_PURGES, run->server_name,
+				 strcmp(state, "SUCCEEDED") == 0 ? "succeeded" : "failed", NULL,
+				 delta, lengthof(delta));
+}
+
 static void
 step_finish(void *arg)
 {
@@ -630,6 +675,7 @@ step_finish(void *arg)
 	Oid			types[15];
 	Datum		args[15];
 	char		nulls[15];
+	bool		isnull;
 	int			rc;
 
 	memset(nulls, ' ', sizeof(nulls));
@@ -656,6 +702,9 @@ step_finish(void *arg)
 	f->state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	if (strcmp(f->state, "PENDING") == 0)
 		return;
+	count_purge(f->run, f->state,
+				DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											2, &isnull)));
 
 	/* the job ended: its captured credentials go, old rows are pruned */
 	rc = SPI_execute_with_args("DELETE FROM tms.iceberg_cleanup_credentials WHERE job_id = $1",
@@ -977,9 +1026,10 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 			bool		terminal = err.code == IO_ERR_BAD_REQUEST ||
 				err.code == IO_ERR_FORBIDDEN;
 
-			purge_run_fail(run, terminal ? RUN_TERMINAL : RUN_TRANSIENT,
-						   "could not load table \"%s.%s\" to drop it: %s",
-						   run->ns, run->table, tms_io_error_text(&err));
+			purge_run_fail_code(run, terminal ? RUN_TERMINAL : RUN_TRANSIENT,
+								tms_io_sqlstate(err.code),
+								"could not load table \"%s.%s\" to drop it: %s",
+								run->ns, run->table, tms_io_error_text(&err));
 			return;
 		}
 
@@ -1008,7 +1058,7 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 		}
 		if (!sched_owner_try_step(step_drop_record, &dr, &e))
 		{
-			purge_run_fail(run, RUN_TRANSIENT, "%s", e->message);
+			purge_run_fail_code(run, RUN_TRANSIENT, e->sqlerrcode, "%s", e->message);
 			return;
 		}
 		if (run->result != RUN_OK)
@@ -1032,11 +1082,11 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 				gone = table_gone(conn, ns_io, run->table, &err);
 			if (gone != 1)
 			{
-				purge_run_fail(run, RUN_TRANSIENT,
-							   "could not drop table \"%s.%s\" from its catalog%s: %s",
-							   run->ns, run->table,
-							   gone == 0 ? " (it is still there)" : "",
-							   tms_io_error_text(&first));
+				purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(first.code),
+									"could not drop table \"%s.%s\" from its catalog%s: %s",
+									run->ns, run->table,
+									gone == 0 ? " (it is still there)" : "",
+									tms_io_error_text(&first));
 				return;
 			}
 		}
@@ -1048,7 +1098,7 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 	dr.phase = "content";
 	dr.dropped = true;
 	if (!sched_owner_try_step(step_drop_record, &dr, &e))
-		purge_run_fail(run, RUN_TRANSIENT, "%s", e->message);
+		purge_run_fail_code(run, RUN_TRANSIENT, e->sqlerrcode, "%s", e->message);
 	else if (run->result == RUN_OK)
 		run->phase = "content";
 }
@@ -1061,7 +1111,7 @@ run_drop_phase(PurgeRun *run)
 
 	run_drop(run, run->conn);
 	if (run->result == RUN_OK && !sched_owner_try_step(step_read_vended, run, &e))
-		purge_run_fail(run, RUN_TRANSIENT, "%s", e->message);
+		purge_run_fail_code(run, RUN_TRANSIENT, e->sqlerrcode, "%s", e->message);
 }
 
 /*
@@ -1082,9 +1132,9 @@ release_held(PurgeRun *run)
 		err.code == IO_ERR_NO_SUCH_TABLE ||
 		(outcome_unknown(&err) && table_gone(run->conn, hold_io, run->held_name, &err2) == 1))
 		return;
-	purge_run_fail(run, RUN_TRANSIENT,
-				   "every file is deleted, but the held catalog entry \"%s.%s\" could not be dropped: %s",
-				   run->held_ns, run->held_name, tms_io_error_text(&err));
+	purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(err.code),
+						"every file is deleted, but the held catalog entry \"%s.%s\" could not be dropped: %s",
+						run->held_ns, run->held_name, tms_io_error_text(&err));
 }
 
 /* ----------------------------------------------------------------
@@ -1132,6 +1182,7 @@ purge_handler(SchedTask *task, ErrorData **error)
 	}
 	for (int i = 0; i < NQUEUES; i++)
 		run->q[i].cxt = AllocSetContextCreate(cxt, "tms purge queue", ALLOCSET_DEFAULT_SIZES);
+	sched_task_subject(task, -1, -1, -1, run->job_id);
 
 	PG_TRY();
 	{
@@ -1191,15 +1242,23 @@ purge_handler(SchedTask *task, ErrorData **error)
 				else if (strcmp(fin.state, "PENDING") == 0)
 				{
 					MemoryContextSwitchTo(old);
-					*error = sched_error(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error, NULL);
+					*error = sched_error(run->sqlerrcode ? run->sqlerrcode :
+										 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error, NULL);
 					outcome = SCHED_FAILED;
 				}
 				else
 				{
 					if (strcmp(fin.state, "FAILED") == 0)
+					{
 						ereport(LOG,
 								(errmsg("purge job " INT64_FORMAT " failed: %s", run->job_id,
 										run->error)));
+						/* done for good: the task's history row has the failure */
+						MemoryContextSwitchTo(old);
+						*error = sched_error(run->sqlerrcode ? run->sqlerrcode :
+											 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error,
+											 NULL);
+					}
 					outcome = SCHED_DONE;
 				}
 			}

@@ -102,10 +102,13 @@ typedef struct PurgeRun
 	/* outcome */
 	RunResult	result;
 	char		error[2048];
+	int			sqlerrcode;		/* of the failure; 0: not known */
 } PurgeRun;
 
 /* purge.c */
 extern void purge_run_fail(PurgeRun *run, RunResult kind, const char *fmt,...) pg_attribute_printf(3, 4);
+extern void purge_run_fail_code(PurgeRun *run, RunResult kind, int sqlerrcode,
+								const char *fmt,...) pg_attribute_printf(4, 5);
 extern void purge_write_progress(PurgeRun *run, const char *phase, bool force);
 
 /* purge_walk.c: walk the metadata and delete every reachable file. */

@@ -76,6 +76,7 @@
 
 #include "bridge/catalog.h"
 #include "bridge/role.h"
+#include "bridge/stats.h"
 #include "sched/lease.h"
 #include "sched/sched.h"
 #include "sched/task_events.h"
@@ -84,6 +85,8 @@ int			tms_heartbeat_interval_ms = 5000;
 int			tms_missed_heartbeats_limit = 6;
 int			tms_retry_delay_ms = 5000;
 int			tms_retry_delay_max_ms = 3600 * 1000;
+int			tms_stuck_task_age_s = 3600;
+int			tms_task_history_retention_s = 14 * 86400;
 
 /* ---------------------------------------------------------------------
  * Built-in kinds
@@ -248,22 +251,44 @@ static const char *claim_given_sql =
 "             WHERE k.kind = t.task_name)";
 
 /*
+ * The settle statements below share their first parameters: $1 kind, $2
+ * instance, $3 the version of the claim, and the run's row of
+ * tms.task_history, which each writes in the same statement (no round
+ * trip of its own) when the settle took place: $4 the claim's time, $5
+ * the attempt, $6 the executor's pid, $7 to $10 the run's policy, rule,
+ * table and job (NULL: none), $11 whether to record the run (false: the
+ * handler called it idle), $12 its SQLSTATE and $13 its error (NULL: it
+ * succeeded).
+ */
+#define SETTLE_PARAMS 13
+#define HISTORY_ROW \
+"), run AS ("\
+"  INSERT INTO tms.task_history"\
+"         (kind, instance, started_at, attempt, pid, policy_id, rule_id,"\
+"          table_id, job_id, finished_at, succeeded, sqlstate, error)"\
+"  SELECT $1, $2, $4, $5, $6, $7, $8, $9, $10, clock_timestamp(),"\
+"         $12 IS NULL, $12, $13"\
+"    FROM done WHERE $11"\
+")"
+
+/*
  * Completion: a one-shot task is deleted; a task its handler rescheduled
  * (a new execution_time) is unpicked and kept.  Either frees the slot in
  * the same statement and returns how many task rows it settled (0: the
- * lease was lost).  $1 kind, $2 instance, $3 version, $4 execution_time at
- * the claim.
+ * lease was lost).  $14 the execution_time at the claim.  (A run that
+ * failed for good, which retrying cannot mend, completes its task too;
+ * its history row has the failure.)
  */
 static const char *complete_delete_sql =
 "WITH done AS ("
 "  DELETE FROM tms.scheduled_tasks"
 "   WHERE task_name = $1 AND task_instance = $2 AND version = $3"
-"     AND execution_time = $4"
+"     AND execution_time = $14"
 "  RETURNING 1"
 "), freed AS ("
 "  UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
 "   WHERE kind = $1 AND task_instance = $2 AND EXISTS (SELECT 1 FROM done)"
-")"
+HISTORY_ROW
 " SELECT count(*) FROM done";
 
 static const char *complete_keep_sql =
@@ -277,28 +302,32 @@ static const char *complete_keep_sql =
 "), freed AS ("
 "  UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
 "   WHERE kind = $1 AND task_instance = $2 AND EXISTS (SELECT 1 FROM done)"
-")"
+HISTORY_ROW
 " SELECT count(*) FROM done";
 
 /*
- * Failure: unpick with a backoff.  $1 kind, $2 instance, $3 version,
- * $4 error text, $5 base delay (ms), $6 maximum delay (ms).
+ * Failure: unpick with a backoff, the error as last_error.  $14 base delay
+ * (ms), $15 maximum delay (ms).  The backoff doubles with each consecutive
+ * failure up to the maximum, and is spread by tms._jitter (between half of
+ * it and all of it), so that tasks failing together do not retry as a
+ * herd.
  */
 static const char *fail_sql =
 "WITH done AS ("
 "  UPDATE tms.scheduled_tasks"
 "     SET picked = false, picked_by = NULL, picked_pid = NULL,"
 "         last_heartbeat = NULL, last_failure = now(),"
-"         consecutive_failures = consecutive_failures + 1, last_error = $4,"
-"         execution_time = now() + make_interval(secs =>"
-"             least($6::float8, $5::float8 * power(2, least(consecutive_failures, 30))) / 1000.0),"
+"         consecutive_failures = consecutive_failures + 1, last_error = $13,"
+"         execution_time = now() + tms._jitter(make_interval(secs =>"
+"             least($15::float8, $14::float8 * power(2, least(consecutive_failures, 30)))"
+"             / 1000.0)),"
 "         version = version + 1"
 "   WHERE task_name = $1 AND task_instance = $2 AND version = $3"
 "  RETURNING 1"
 "), freed AS ("
 "  UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
 "   WHERE kind = $1 AND task_instance = $2 AND EXISTS (SELECT 1 FROM done)"
-")"
+HISTORY_ROW
 " SELECT count(*) FROM done";
 
 static const char *release_slot_sql =
@@ -402,6 +431,22 @@ exec_cached(SPIPlanPtr *plan, const char *sql, int nargs, Oid *types,
 	return SPI_execute_plan(*plan, args, nulls, read_only, 0);
 }
 
+/*
+ * Count a claim, an end or a lost lease of task in tms.stat_tasks, by the
+ * transaction that writes it (stats.h); an end counts its run time since
+ * the claim.
+ */
+static void
+count_task(const SchedTask *task, int counter)
+{
+	int64		delta[TMS_STAT_TASK_RUN_US + 1] = {0};
+
+	delta[counter] = 1;
+	if (counter == TMS_STAT_TASK_SUCCEEDED || counter == TMS_STAT_TASK_FAILED)
+		delta[TMS_STAT_TASK_RUN_US] = Max(GetCurrentTimestamp() - task->heartbeat, 0);
+	tms_stat_add(TMS_STAT_TASKS, task->kind, NULL, NULL, delta, lengthof(delta));
+}
+
 static int64
 dead_lease_ms(void)
 {
@@ -432,7 +477,25 @@ read_claimed(SchedTask *task, MemoryContext cxt)
 	task->handler_name = SPI_getvalue(tup, desc, 8);
 	d = SPI_getbinval(tup, desc, 9, &isnull);
 	task->handler = isnull ? InvalidOid : DatumGetObjectId(d);
+	task->policy_id = task->rule_id = task->table_id = task->job_id = -1;
+	task->idle = false;
 	MemoryContextSwitchTo(old);
+}
+
+void
+sched_task_subject(SchedTask *task, int64 policy_id, int64 rule_id, int64 table_id,
+				   int64 job_id)
+{
+	task->policy_id = policy_id;
+	task->rule_id = rule_id;
+	task->table_id = table_id;
+	task->job_id = job_id;
+}
+
+void
+sched_task_idle(SchedTask *task)
+{
+	task->idle = true;
 }
 
 /* ---------------------------------------------------------------------
@@ -440,8 +503,43 @@ read_claimed(SchedTask *task, MemoryContext cxt)
  * --------------------------------------------------------------------- */
 
 /*
- * Release dead leases and keep the slots in shape.  Called by supervisors
- * every heartbeat interval and by run_pending before it claims.
+ * Prune tms.task_history: a batch of the rows older than
+ * tms.task_history_retention, their counts kept in tms.task_run_totals
+ * (tms._prune_task_history).  Once a minute, or at every call while the
+ * last batch was full, so that a busy scheduler's history is pruned as
+ * fast as it grows (up to a batch per heartbeat interval).
+ */
+#define HISTORY_PRUNE_BATCH 10000
+#define HISTORY_PRUNE_INTERVAL_MS (60 * 1000)
+
+static void
+prune_history(void)
+{
+	static TimestampTz last = 0;
+	static bool behind = false;
+	TimestampTz now = GetCurrentTimestamp();
+	Oid			types[2] = {INT4OID, INT4OID};
+	Datum		args[2];
+	bool		isnull;
+	int			rc;
+
+	if (!behind && !TimestampDifferenceExceeds(last, now, HISTORY_PRUNE_INTERVAL_MS))
+		return;
+	last = now;
+	args[0] = Int32GetDatum(tms_task_history_retention_s);
+	args[1] = Int32GetDatum(HISTORY_PRUNE_BATCH);
+	rc = SPI_execute_with_args("SELECT tms._prune_task_history(make_interval(secs => $1), $2)",
+							   2, types, args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not prune the task history: %s", SPI_result_code_string(rc));
+	behind = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+										 1, &isnull)) >= HISTORY_PRUNE_BATCH;
+}
+
+/*
+ * Release dead leases, keep the slots in shape, prune the history.  Called
+ * by supervisors every heartbeat interval and by run_pending before it
+ * claims.
  */
 void
 sched_maintain(void)
@@ -494,6 +592,8 @@ sched_maintain(void)
 		sched_event_released(SPI_getvalue(tup, desc, 1), SPI_getvalue(tup, desc, 2),
 							 DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull)));
 	}
+
+	prune_history();
 }
 
 /*
@@ -524,6 +624,7 @@ sched_claim(const char *picked_by, ArrayType *kinds, SchedTask *task)
 		return false;
 	read_claimed(task, cxt);
 	sched_event_claimed(task, picked_by, false);
+	count_task(task, TMS_STAT_TASK_CLAIMED);
 	return true;
 }
 
@@ -601,6 +702,7 @@ sched_claim_given(const char *kind, const char *instance,
 				 errhint("Raise the kind's max_concurrency or retry later.")));
 	read_claimed(task, cxt);
 	sched_event_claimed(task, picked_by, took_over);
+	count_task(task, TMS_STAT_TASK_CLAIMED);
 }
 
 /* ---------------------------------------------------------------------
@@ -737,58 +839,108 @@ settled_count(int rc)
 }
 
 /*
- * Settle a completed task, conditional on the claimed version.  Returns
- * false if the lease was lost.
+ * The parameters the settle statements share (see SETTLE_PARAMS), into
+ * types, args and nulls: error is the run's failure (NULL: it succeeded).
  */
-static bool
-settle_done(SchedTask *task)
+static char *error_text(const ErrorData *e);
+
+static void
+settle_args(SchedTask *task, const ErrorData *error, Oid *types, Datum *args,
+			char *nulls)
 {
-	static SPIPlanPtr delete_plan = NULL;
-	static SPIPlanPtr keep_plan = NULL;
-	Oid			types[4] = {TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID};
-	Datum		args[4];
+	int64		subject[4] = {task->policy_id, task->rule_id, task->table_id,
+	task->job_id};
 
+	types[0] = TEXTOID;
 	args[0] = CStringGetTextDatum(task->kind);
+	types[1] = TEXTOID;
 	args[1] = CStringGetTextDatum(task->instance);
+	types[2] = INT8OID;
 	args[2] = Int64GetDatum(task->version);
-	args[3] = TimestampTzGetDatum(task->execution_time);
-
-	if (settled_count(exec_cached(&delete_plan, complete_delete_sql, 4, types,
-								  args, NULL, false)) > 0)
+	types[3] = TIMESTAMPTZOID;
+	args[3] = TimestampTzGetDatum(task->heartbeat);
+	types[4] = INT4OID;
+	args[4] = Int32GetDatum(task->consecutive_failures + 1);
+	types[5] = INT4OID;
+	args[5] = Int32GetDatum(MyProcPid);
+	for (int i = 0; i < 4; i++)
 	{
-		sched_event_task(task, "succeeded", "running", "done", NULL);
-		return true;
+		types[6 + i] = INT8OID;
+		args[6 + i] = Int64GetDatum(subject[i]);
+		nulls[6 + i] = subject[i] < 0 ? 'n' : ' ';
 	}
-	if (settled_count(exec_cached(&keep_plan, complete_keep_sql, 3, types,
-								  args, NULL, false)) > 0)
+	types[10] = BOOLOID;
+	args[10] = BoolGetDatum(!task->idle);
+	types[11] = TEXTOID;
+	types[12] = TEXTOID;
+	if (error != NULL)
 	{
-		sched_event_task(task, "succeeded", "running", "scheduled", NULL);
-		return true;
+		args[11] = CStringGetTextDatum(unpack_sql_state(error->sqlerrcode ? error->sqlerrcode
+														: ERRCODE_INTERNAL_ERROR));
+		args[12] = CStringGetTextDatum(error_text(error));
 	}
-	return false;
+	else
+		nulls[11] = nulls[12] = 'n';
 }
 
 /*
- * Record a failure with backoff, conditional on the claimed version.
- * Returns false if the lease was lost.
+ * Settle a completed task, conditional on the claimed version: a run that
+ * succeeded, or that failed for good (error: what its history row
+ * records).  Returns false if the lease was lost.
  */
 static bool
-settle_failed(SchedTask *task, const char *error)
+settle_done(SchedTask *task, const ErrorData *error)
+{
+	static SPIPlanPtr delete_plan = NULL;
+	static SPIPlanPtr keep_plan = NULL;
+	Oid			types[SETTLE_PARAMS + 1];
+	Datum		args[SETTLE_PARAMS + 1];
+	char		nulls[SETTLE_PARAMS + 1];
+	const char *new_state;
+
+	memset(nulls, ' ', sizeof(nulls));
+	settle_args(task, error, types, args, nulls);
+	types[SETTLE_PARAMS] = TIMESTAMPTZOID;
+	args[SETTLE_PARAMS] = TimestampTzGetDatum(task->execution_time);
+
+	if (settled_count(exec_cached(&delete_plan, complete_delete_sql, SETTLE_PARAMS + 1,
+								  types, args, nulls, false)) > 0)
+		new_state = "done";
+	else if (settled_count(exec_cached(&keep_plan, complete_keep_sql, SETTLE_PARAMS,
+									   types, args, nulls, false)) > 0)
+		new_state = "scheduled";
+	else
+		return false;
+	count_task(task, error ? TMS_STAT_TASK_FAILED : TMS_STAT_TASK_SUCCEEDED);
+	sched_event_task(task, error ? "failed" : "succeeded", "running", new_state,
+					 error ? error_text(error) : NULL);
+	return true;
+}
+
+/*
+ * Record a failure with backoff, and its SQLSTATE and text in the run's
+ * history row, conditional on the claimed version.  Returns false if the
+ * lease was lost.
+ */
+static bool
+settle_failed(SchedTask *task, const ErrorData *error)
 {
 	static SPIPlanPtr plan = NULL;
-	Oid			types[6] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, INT4OID, INT4OID};
-	Datum		args[6];
+	Oid			types[SETTLE_PARAMS + 2];
+	Datum		args[SETTLE_PARAMS + 2];
+	char		nulls[SETTLE_PARAMS + 2];
 
-	args[0] = CStringGetTextDatum(task->kind);
-	args[1] = CStringGetTextDatum(task->instance);
-	args[2] = Int64GetDatum(task->version);
-	args[3] = CStringGetTextDatum(error);
-	args[4] = Int32GetDatum(tms_retry_delay_ms);
-	args[5] = Int32GetDatum(tms_retry_delay_max_ms);
-	if (settled_count(exec_cached(&plan, fail_sql, 6, types, args, NULL,
-								  false)) == 0)
+	memset(nulls, ' ', sizeof(nulls));
+	settle_args(task, error, types, args, nulls);
+	types[SETTLE_PARAMS] = INT4OID;
+	args[SETTLE_PARAMS] = Int32GetDatum(tms_retry_delay_ms);
+	types[SETTLE_PARAMS + 1] = INT4OID;
+	args[SETTLE_PARAMS + 1] = Int32GetDatum(tms_retry_delay_max_ms);
+	if (settled_count(exec_cached(&plan, fail_sql, SETTLE_PARAMS + 2, types, args,
+								  nulls, false)) == 0)
 		return false;
-	sched_event_task(task, "failed", "running", "failing", error);
+	count_task(task, TMS_STAT_TASK_FAILED);
+	sched_event_task(task, "failed", "running", "failing", error_text(error));
 	return true;
 }
 
@@ -902,7 +1054,8 @@ sched_try_step(void (*fn) (void *arg), void *arg, ErrorData **error)
 typedef struct DetachedSettle
 {
 	SchedTask  *task;
-	const char *error;			/* NULL: completed */
+	bool		retry;			/* SCHED_FAILED: retried after a backoff */
+	ErrorData  *error;			/* NULL: the run succeeded */
 	bool		settled;		/* false: the lease was lost */
 } DetachedSettle;
 
@@ -911,10 +1064,10 @@ settle_detached_step(void *arg)
 {
 	DetachedSettle *s = (DetachedSettle *) arg;
 
-	if (s->error == NULL)
-		s->settled = settle_done(s->task);
-	else
+	if (s->retry)
 		s->settled = settle_failed(s->task, s->error);
+	else
+		s->settled = settle_done(s->task, s->error);
 }
 
 /*
@@ -923,8 +1076,6 @@ settle_detached_step(void *arg)
  * version.  A failure is returned in *error as an ErrorData (in the
  * caller's memory context) like a failure of an ordinary handler.
  */
-static char *error_text(const ErrorData *e);
-
 static SchedOutcome
 execute_detached(SchedTask *task, ErrorData **error)
 {
@@ -942,7 +1093,8 @@ execute_detached(SchedTask *task, ErrorData **error)
 			failure = sched_error(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
 								  "task failed", NULL);
 		settle.task = task;
-		settle.error = outcome == SCHED_FAILED ? error_text(failure) : NULL;
+		settle.retry = outcome == SCHED_FAILED;
+		settle.error = failure;
 		settle.settled = false;
 		sched_step(settle_detached_step, &settle);
 		if (!settle.settled)
@@ -950,6 +1102,7 @@ execute_detached(SchedTask *task, ErrorData **error)
 	}
 	if (outcome == SCHED_LEASE_LOST)
 	{
+		count_task(task, TMS_STAT_TASK_LEASE_LOST);
 		ereport(WARNING,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("lost the lease on task \"%s\" instance \"%s\"; it stopped without settling",
@@ -1070,7 +1223,7 @@ sched_execute(SchedTask *task, ErrorData **error)
 	PG_TRY();
 	{
 		run_handler(task);
-		if (settle_done(task))
+		if (settle_done(task, NULL))
 		{
 			ReleaseCurrentSubTransaction();
 			outcome = SCHED_DONE;
@@ -1098,6 +1251,7 @@ sched_execute(SchedTask *task, ErrorData **error)
 
 	if (outcome == SCHED_LEASE_LOST)
 	{
+		count_task(task, TMS_STAT_TASK_LEASE_LOST);
 		ereport(WARNING,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 				 errmsg("lost the lease on task \"%s\" instance \"%s\"; its work was rolled back",
@@ -1110,8 +1264,11 @@ sched_execute(SchedTask *task, ErrorData **error)
 		return outcome;
 
 	*error = edata;
-	if (!settle_failed(task, error_text(edata)))
+	if (!settle_failed(task, edata))
+	{
+		count_task(task, TMS_STAT_TASK_LEASE_LOST);
 		outcome = SCHED_LEASE_LOST;
+	}
 	return outcome;
 }
 

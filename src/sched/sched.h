@@ -36,6 +36,8 @@ extern int	tms_heartbeat_interval_ms;
 extern int	tms_missed_heartbeats_limit;
 extern int	tms_retry_delay_ms;
 extern int	tms_retry_delay_max_ms;
+extern int	tms_stuck_task_age_s;	/* read by the view tms.stat_stuck_tasks */
+extern int	tms_task_history_retention_s;
 
 /* A claimed task, palloc'd in the caller's context. */
 typedef struct SchedTask
@@ -49,6 +51,17 @@ typedef struct SchedTask
 	int			consecutive_failures;
 	char	   *handler_name;	/* SQL procedure's signature, NULL if built-in */
 	Oid			handler;		/* that procedure now, InvalidOid if none */
+
+	/*
+	 * What the run worked on, for its row of tms.task_history (-1: nothing
+	 * of the kind), and whether it is worth a row at all: a handler tells
+	 * with sched_task_subject() and sched_task_idle().
+	 */
+	int64		policy_id;
+	int64		rule_id;
+	int64		table_id;
+	int64		job_id;
+	bool		idle;
 } SchedTask;
 
 typedef enum SchedOutcome
@@ -67,12 +80,25 @@ typedef void (*SchedHandler) (SchedTask *task);
  * database work in short steps (sched_step).  It returns SCHED_DONE,
  * SCHED_FAILED with *error set to a palloc'd ErrorData (made with
  * sched_error(); the task is then retried after a backoff), or
- * SCHED_LEASE_LOST when it found its lease gone (nothing is written).  It
+ * SCHED_LEASE_LOST when it found its lease gone (nothing is written).
+ * SCHED_DONE with *error set is a run that failed for good (a job that
+ * retrying cannot mend): the task completes, and its row of
+ * tms.task_history records the failure.  It
  * should report expected failures this way rather than raise them: an
  * error it raises ends the executor's pass and the task is reclaimed once
  * its executor is gone.
  */
 typedef SchedOutcome (*SchedDetachedHandler) (SchedTask *task, ErrorData **error);
+
+/*
+ * For a handler: the policy, rule, table and job (maintenance or purge job)
+ * its run works on (-1: none), recorded with the run in tms.task_history;
+ * and that the run only found its work not ready and rescheduled itself
+ * (a deferred start), which is not worth a row there.
+ */
+extern void sched_task_subject(SchedTask *task, int64 policy_id, int64 rule_id,
+							   int64 table_id, int64 job_id);
+extern void sched_task_idle(SchedTask *task);
 
 /* Declare built-in kinds (from _PG_init, through the owning area's init). */
 extern void sched_register_builtin(const char *kind, SchedHandler handler, int *cap);

@@ -481,6 +481,9 @@ SEQUENCE_INSERTS = [
      " VALUES ('dumpcat', 'x', 'y', '/nowhere/y', '/nowhere/y/m.json', 'app')"),
     ("tms.webhook_outbox",
      "INSERT INTO tms.webhook_outbox (server, event, payload) VALUES ('h', 'job-failed', '{}')"),
+    ("tms.task_history",
+     "INSERT INTO tms.task_history (kind, instance, attempt, started_at, finished_at,"
+     " succeeded) VALUES ('record', 'x', 1, now(), now(), true)"),
 ]
 
 

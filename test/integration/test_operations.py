@@ -190,13 +190,7 @@ def job_count(env):
 
 
 def pool(env, on):
-    """Turn the worker pool on or off and await every worker saying so."""
-    env["pg"].psql("ALTER SYSTEM SET tms.enabled = %s" % ("on" if on else "off"))
-    env["pg"].psql("SELECT pg_reload_conf()")
-    wait_for(lambda: env["pg"].psql(
-        "SELECT count(*) FILTER (WHERE state %s 'disabled') FROM tms.workers"
-        " WHERE role = 'worker'" % ("<>" if on else "=")) == "4",
-        what="the pool to be %s" % ("on" if on else "off"))
+    env["pg"].pool(on)
 
 
 def worker_pid(env, jid):

@@ -390,14 +390,7 @@ def test_one_executor_and_no_transaction_held(env):
 # ---------------------------------------------------------------------------
 
 def pool(env, on):
-    """Turn the worker pool on or off (tms.enabled) and await every pool
-    worker saying so: off, no worker claims anything any more."""
-    env["pg"].psql("ALTER SYSTEM SET tms.enabled = %s" % ("on" if on else "off"))
-    env["pg"].psql("SELECT pg_reload_conf()")
-    wait_for(lambda: env["pg"].psql(
-        "SELECT count(*) FILTER (WHERE state %s 'disabled') FROM tms.workers"
-        " WHERE role = 'worker'" % ("<>" if on else "=")) == "4",
-        what="the pool to be %s" % ("on" if on else "off"))
+    env["pg"].pool(on)
 
 
 def fast_server(env):

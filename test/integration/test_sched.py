@@ -225,8 +225,10 @@ def test_failing_handler_is_retried_with_backoff(cluster):
     rows = c.psql("SELECT n, extract(epoch FROM delay) * 1000 FROM failures ORDER BY n")
     delays = {int(n): float(ms) for n, ms in (r.split("|") for r in rows.splitlines())}
     assert sorted(delays) == [1, 2, 3]
-    # tms.retry_delay doubling: 100 ms, 200 ms, 400 ms
-    assert [round(delays[k]) for k in (1, 2, 3)] == [100, 200, 400]
+    # tms.retry_delay doubling (100 ms, 200 ms, 400 ms), each retry waiting
+    # between half of it and all of it (jitter)
+    for k, backoff in ((1, 100), (2, 200), (3, 400)):
+        assert backoff / 2 - 0.5 <= delays[k] <= backoff + 0.5, delays
     assert count(c, "SELECT count(*) FROM tms.scheduled_tasks") == 0
     assert count(c, "SELECT last_value FROM attempts") == 4
 

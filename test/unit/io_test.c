@@ -3385,6 +3385,159 @@ test_retry_after(void)
 	CHECK(io_http_retry_after_ms(NULL, now) == -1, "no response");
 }
 
+/* What an observer saw: one line per exchange. */
+typedef struct Observed
+{
+	int			n;
+	struct
+	{
+		char		what[32];
+		char		method[8];
+		int			attempt;
+		long		status;
+		IoErrorCode error;
+		int64_t		elapsed_us;
+	}			obs[32];
+} Observed;
+
+static void
+observe_into(void *arg, const IoHttpObservation *o)
+{
+	Observed   *seen = arg;
+
+	if (seen->n >= 32)
+		return;
+	snprintf(seen->obs[seen->n].what, sizeof(seen->obs[0].what), "%s", o->what);
+	snprintf(seen->obs[seen->n].method, sizeof(seen->obs[0].method), "%s", o->method);
+	seen->obs[seen->n].attempt = o->attempt;
+	seen->obs[seen->n].status = o->status;
+	seen->obs[seen->n].error = o->error;
+	seen->obs[seen->n].elapsed_us = o->elapsed_us;
+	seen->n++;
+}
+
+/*
+ * The observer of IoHttpOptions hears of every exchange, retries one by
+ * one, in single requests and in batches, with transport errors too.
+ */
+static void
+test_http_observer(void)
+{
+	int			port;
+	pid_t		server;
+	char		uri[128];
+	IoCatalogConfig cfg;
+	IoCatalog  *cat = NULL;
+	IoLoadedTable t;
+	IoError		err;
+	IoLoadRequest reqs[2];
+	BatchResults r;
+	Observed	seen;
+	int			rc;
+
+	stats = mmap(NULL, sizeof(ServerStats), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stats == MAP_FAILED || (server = start_server(&port)) < 0)
+	{
+		CHECK(0, "cannot start the test server");
+		return;
+	}
+	memset(stats, 0, sizeof(*stats));
+	snprintf(uri, sizeof(uri), "http://127.0.0.1:%d", port);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.uri = uri;
+	cfg.http.retries = 2;
+	cfg.http.retry_base_ms = 10;
+	cfg.http.observe = observe_into;
+	cfg.http.observe_arg = &seen;
+	memset(&seen, 0, sizeof(seen));
+	cat = io_catalog_open(&cfg, &err);
+	CHECK(cat != NULL, "open: %s", err.message);
+	if (cat == NULL)
+		goto out;
+	CHECK(seen.n == 1 && strcmp(seen.obs[0].what, "catalog") == 0 &&
+		  strcmp(seen.obs[0].method, "GET") == 0 && seen.obs[0].status == 200 &&
+		  seen.obs[0].error == IO_OK && seen.obs[0].attempt == 0,
+		  "the config request is observed: %d seen, status %ld", seen.n, seen.obs[0].status);
+
+	/* a 503 then a 200: two exchanges, the second one a retry */
+	memset(&seen, 0, sizeof(seen));
+	stats->flaky_left = 1;
+	rc = io_catalog_load_table(cat, "ns", "flaky", &t, &err);
+	if (rc == 0)
+		io_loaded_table_free(&t);
+	CHECK(rc == 0 && seen.n == 2 && seen.obs[0].status == 503 && seen.obs[0].attempt == 0 &&
+		  seen.obs[1].status == 200 && seen.obs[1].attempt == 1,
+		  "a retried load: rc %d, %d seen, statuses %ld/%ld, attempts %d/%d", rc, seen.n,
+		  seen.obs[0].status, seen.obs[1].status, seen.obs[0].attempt, seen.obs[1].attempt);
+
+	/* a 404 is an exchange with a response; the latency is libcurl's */
+	memset(&seen, 0, sizeof(seen));
+	rc = io_catalog_load_table(cat, "ns", "missing", &t, &err);
+	CHECK(rc == -1 && seen.n == 1 && seen.obs[0].status == 404 && seen.obs[0].error == IO_OK,
+		  "a 404: rc %d, %d seen, status %ld", rc, seen.n, seen.obs[0].status);
+	memset(&seen, 0, sizeof(seen));
+	rc = io_catalog_load_table(cat, "ns", "slow1", &t, &err);
+	if (rc == 0)
+		io_loaded_table_free(&t);
+	CHECK(rc == 0 && seen.n == 1 && seen.obs[0].elapsed_us >= 100000 &&
+		  seen.obs[0].elapsed_us < 10000000,
+		  "a load of 100 ms: %lld us", (long long) seen.obs[0].elapsed_us);
+
+	/* a batch: each exchange, the retry with its attempt number */
+	memset(&seen, 0, sizeof(seen));
+	stats->flaky_left = 1;
+	reqs[0].ns = "ns";
+	reqs[0].table = "flaky";
+	reqs[0].known_etag = NULL;
+	reqs[1].ns = "ns";
+	reqs[1].table = "slow2";
+	reqs[1].known_etag = NULL;
+	memset(&r, 0, sizeof(r));
+	rc = io_catalog_load_tables_etag(cat, reqs, 2, 2, collect_result, &r, &err);
+	{
+		int			retried = 0,
+					ok = 0;
+
+		for (int i = 0; i < seen.n; i++)
+		{
+			/* (the retry may be answered 304: the first load left an ETag) */
+			retried += seen.obs[i].attempt == 1 && seen.obs[i].status < 400;
+			ok += seen.obs[i].status == 200 || seen.obs[i].status == 304;
+		}
+		CHECK(rc == 0 && r.ok + r.not_modified == 2 && seen.n == 3 && ok == 2 && retried == 1,
+			  "a batch with a retry: rc %d, %d seen, %d ok, %d retried (%ld/%d %ld/%d %ld/%d)",
+			  rc, seen.n, ok, retried, seen.obs[0].status, seen.obs[0].attempt,
+			  seen.obs[1].status, seen.obs[1].attempt, seen.obs[2].status, seen.obs[2].attempt);
+	}
+	io_catalog_free(cat);
+	cat = NULL;
+
+	/* nobody listens: a transport error, no status */
+	kill(-server, SIGKILL);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	server = -1;
+	memset(&seen, 0, sizeof(seen));
+	cfg.http.retries = 0;
+	cat = io_catalog_open(&cfg, &err);
+	CHECK(cat == NULL && seen.n == 1 && seen.obs[0].status == 0 &&
+		  seen.obs[0].error == IO_ERR_CONNECT,
+		  "connection refused: %d seen, status %ld, error %s", seen.n, seen.obs[0].status,
+		  io_error_code_name(seen.obs[0].error));
+
+out:
+	if (cat != NULL)
+		io_catalog_free(cat);
+	if (server > 0)
+	{
+		kill(-server, SIGKILL);
+		kill(server, SIGKILL);
+		waitpid(server, NULL, 0);
+	}
+	io_http_shutdown();
+}
+
 int
 main(void)
 {
@@ -3401,6 +3554,7 @@ main(void)
 	test_storage_fileio();
 	test_http_interrupts();
 	test_load_batches();
+	test_http_observer();
 	test_json_budget();
 	test_wire_paths();
 	test_engine_results();
