@@ -933,7 +933,7 @@ record_hold(PurgeRun *run, const char *held_ns, const char *held_name)
 	dr.held_name = held_name;
 	if (!sched_owner_try_step(step_drop_record, &dr, &e))
 	{
-		purge_run_fail(run, RUN_TRANSIENT, "%s", e->message);
+		purge_run_fail_code(run, RUN_TRANSIENT, e->sqlerrcode, "%s", e->message);
 		return false;
 	}
 	run->held_ns = held_ns ? MemoryContextStrdup(run->cxt, held_ns) : NULL;
@@ -962,9 +962,9 @@ hold_table(PurgeRun *run, TmsCatalogConn *conn, const char *ns_io)
 		if (io_catalog_create_namespace(conn->catalog, hold_io, &err2) != 0 &&
 			err2.code != IO_ERR_ALREADY_EXISTS)
 		{
-			purge_run_fail(run, RUN_TRANSIENT,
-						   "could not create the namespace \"%s\" to hold table \"%s.%s\": %s",
-						   run->held_ns, run->ns, run->table, tms_io_error_text(&err2));
+			purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(err2.code),
+								"could not create the namespace \"%s\" to hold table \"%s.%s\": %s",
+								run->held_ns, run->ns, run->table, tms_io_error_text(&err2));
 			return -1;
 		}
 		rc = io_catalog_rename_table(conn->catalog, ns_io, run->table, hold_io,
@@ -978,18 +978,20 @@ hold_table(PurgeRun *run, TmsCatalogConn *conn, const char *ns_io)
 		if (table_gone(conn, ns_io, run->table, &err2) == 1 &&
 			table_gone(conn, hold_io, run->held_name, &err2) == 0)
 			return 1;
-		purge_run_fail(run, RUN_TRANSIENT, "could not move table \"%s.%s\" to \"%s.%s\": %s",
-					   run->ns, run->table, run->held_ns, run->held_name,
-					   tms_io_error_text(&err));
+		purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(err.code),
+							"could not move table \"%s.%s\" to \"%s.%s\": %s",
+							run->ns, run->table, run->held_ns, run->held_name,
+							tms_io_error_text(&err));
 		return -1;
 	}
 	if (err.code != IO_ERR_BAD_REQUEST && err.code != IO_ERR_FORBIDDEN &&
 		err.code != IO_ERR_NOT_FOUND && err.code != IO_ERR_UNSUPPORTED &&
 		err.code != IO_ERR_NO_SUCH_TABLE)
 	{
-		purge_run_fail(run, RUN_TRANSIENT, "could not move table \"%s.%s\" to \"%s.%s\": %s",
-					   run->ns, run->table, run->held_ns, run->held_name,
-					   tms_io_error_text(&err));
+		purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(err.code),
+							"could not move table \"%s.%s\" to \"%s.%s\": %s",
+							run->ns, run->table, run->held_ns, run->held_name,
+							tms_io_error_text(&err));
 		return -1;
 	}
 	/* the catalog will not (or the table went meanwhile): a plain drop */
