@@ -51,7 +51,6 @@ import http.server
 import json
 import os
 import pwd
-import queue
 import shutil
 import signal
 import socketserver
@@ -217,51 +216,8 @@ class CountingProxy:
 
 
 # ---------------------------------------------------------------------------
-# writing tables fast: synth.py with a pooled S3 uploader
+# writing tables fast: synth.py with the test world's S3 uploader
 # ---------------------------------------------------------------------------
-
-class PooledS3:
-    """PUTs through `threads` keep-alive connections (s3rver accepts unsigned
-    requests); join() waits for every queued PUT and raises on a failure."""
-
-    def __init__(self, port, threads=4):
-        self.q = queue.Queue(maxsize=4096)
-        self.errors = []
-        self.threads = [threading.Thread(target=self._run, args=(port,), daemon=True)
-                        for _ in range(threads)]
-        for t in self.threads:
-            t.start()
-
-    def _run(self, port):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        while True:
-            item = self.q.get()
-            if item is None:
-                return
-            method, path, data = item
-            try:
-                conn.request(method, path, body=data,
-                             headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
-                r = conn.getresponse()
-                r.read()
-                if r.status not in (200, 204):
-                    self.errors.append("%s %s: %d" % (method, path, r.status))
-            except Exception as e:             # noqa: BLE001 -- reported by join()
-                self.errors.append("%s %s: %s" % (method, path, e))
-                conn.close()
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-
-    def put(self, bucket, key, data):
-        self.q.put(("PUT", "/%s/%s" % (bucket, urllib.parse.quote(key)), data))
-
-    def join(self):
-        for _ in self.threads:
-            self.q.put(None)
-        for t in self.threads:
-            t.join()
-        if self.errors:
-            raise RuntimeError("S3 upload failed: %s" % self.errors[:3])
-
 
 def make_table(location, data_files, file_size, s3=None, snapshots=10, no_data=False,
                single_metadata=False, per_manifest=1000):
@@ -279,7 +235,7 @@ def make_table(location, data_files, file_size, s3=None, snapshots=10, no_data=F
     pool = None
     if s3 is not None:
         args += ["--s3-endpoint", s3.endpoint]
-        pool = PooledS3(s3.port)
+        pool = world.S3Uploader(s3)
 
     class FastStorage(storage_mod.Storage):
         def write(self, uri, data):

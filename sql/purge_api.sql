@@ -70,6 +70,27 @@ INSERT INTO iceberg_tables VALUES ('c', 'ns2', 't', 'x', NULL, 'TABLE');
 INSERT INTO iceberg_tables VALUES ('c', 'ns', 't', 'y', NULL, 'TABLE');
 SELECT count(*) FROM iceberg_tables;
 
+-- purge_hold_namespace: where a purge holds a table until its files are
+-- gone (a namespace, checked as tms checks namespaces)
+ALTER SERVER purge_regress OPTIONS (ADD purge_hold_namespace 'tms..hold');
+ALTER SERVER purge_regress OPTIONS (ADD purge_hold_namespace 'tms.purging');
+SELECT srvoptions FROM pg_foreign_server WHERE srvname = 'purge_regress';
+-- a retried job goes on from the metadata file or the release it got to,
+-- else from its files again
+INSERT INTO tms.iceberg_cleanup_job (server, namespace, table_name, table_location,
+                                     metadata_location, requested_by, state, phase,
+                                     dropped_at, finished_at, held_namespace, held_name)
+    VALUES ('purge_regress', 'ns', 'r1', '/nowhere/r1', '/nowhere/r1/m.json',
+            current_user::text::regrole, 'FAILED', 'release', now(), now(),
+            'tms.purging', 'tms_purge_1'),
+           ('purge_regress', 'ns', 'r2', '/nowhere/r2', '/nowhere/r2/m.json',
+            current_user::text::regrole, 'FAILED', 'metadata-log', now(), now(), NULL, NULL);
+SELECT tms.retry_purge(id) FROM tms.iceberg_cleanup_job WHERE table_name IN ('r1', 'r2');
+SELECT table_name, state, phase, held_namespace, held_name FROM tms.purge_jobs
+ WHERE table_name IN ('r1', 'r2') ORDER BY table_name;
+DELETE FROM tms.scheduled_tasks t USING tms.iceberg_cleanup_job j
+ WHERE t.task_name = 'purge' AND t.task_instance = j.id::text AND j.server = 'purge_regress';
+
 -- clean up
 DELETE FROM tms.iceberg_cleanup_job WHERE server = 'purge_regress';
 DROP TABLE iceberg_tables;

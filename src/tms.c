@@ -12,8 +12,9 @@
  *
  * When loaded through shared_preload_libraries it also reserves shared
  * memory (the worker slots of src/worker, the lease entries of src/sched,
- * the cumulative statistics of src/bridge/stats.c) and registers the
- * launcher background worker, except under pg_upgrade,
+ * the delete pool of src/ops/delete_pool.c, the cumulative statistics of
+ * src/bridge/stats.c) and registers the launcher background worker,
+ * except under pg_upgrade,
  * whose servers must run nothing of ours.  Loaded later (the first call of
  * a SQL function in a backend), it defines the settings and nothing else,
  * which is enough for the pure functions.
@@ -35,6 +36,7 @@
 #include "bridge/settings.h"
 #include "bridge/stats.h"
 #include "io/io.h"
+#include "ops/delete.h"
 #include "ops/ops.h"
 #include "sched/lease.h"
 #include "sched/sched.h"
@@ -55,9 +57,11 @@ tms_shmem_request(void)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(tms_slots_shmem_size());
 	RequestAddinShmemSpace(sched_lease_shmem_size(tms_lease_entry_count()));
+	RequestAddinShmemSpace(tms_delete_pool_shmem_size(tms_lease_entry_count()));
 	RequestAddinShmemSpace(tms_stat_shmem_size());
 	tms_slots_shmem_request();
 	sched_lease_shmem_request();
+	tms_delete_pool_shmem_request();
 	tms_stat_shmem_request();
 }
 
@@ -69,6 +73,7 @@ tms_shmem_startup(void)
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	tms_slots_shmem_init();
 	sched_lease_shmem_init(tms_lease_entry_count());
+	tms_delete_pool_shmem_init(tms_lease_entry_count());
 	tms_stat_shmem_init();
 	LWLockRelease(AddinShmemInitLock);
 }

@@ -10,12 +10,25 @@ Tests (and people at a Python prompt) import this module to get:
                                    .region, .client() (an S3Client),
                                    .set_mtime(bucket, key, unix_time) (the
                                    object's LastModified), .stop()
+  S3Uploader(s3), put_objects(s3, uris)
+                                   many objects into s3rver at once
+  synth_table(args, s3=None)       test/fixtures/synth.py in this process,
+                                   its s3:// files written by an S3Uploader
+  S3Gate(s3, port=None)            test/s3gate/server.py in front of an
+                                   S3Server: .endpoint, .config(),
+                                   .throttle(rate, burst, mode, scope),
+                                   .unthrottle(), .delay(seconds, count),
+                                   .undelay(), .add_credentials(id, secret,
+                                   token, expires_at), .verify(on),
+                                   .clear_credentials(), .log(since),
+                                   .reset_log(), .stop()
   CatalogServer(dsn, warehouse, port=None, credential=None, ...)
                                    test/catalog/server.py; .uri, .prefix,
                                    .fault(...), .clear_faults(),
                                    .armed_faults(), .requests(),
                                    .reset_requests(), .set_table_config(...),
-                                   .set_config(...), .token(), .request(...),
+                                   .set_config(...), .set_vending(gate, ttl),
+                                   .vended(), .token(), .request(...),
                                    .stop(); .fault(..., action="interpose",
                                    commits=[...]) is a concurrent writer;
                                    .set_sigv4(region, service, keys) makes it
@@ -55,8 +68,10 @@ nothing sleeps for a fixed time.  All servers listen on 127.0.0.1 only.
 """
 
 import atexit
+import http.client
 import json
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -65,6 +80,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -74,6 +90,7 @@ REPO = os.path.dirname(TEST_DIR)
 NODE_DIR = os.path.join(TEST_DIR, "node")
 CATALOG_DIR = os.path.join(TEST_DIR, "catalog")
 ENGINES_DIR = os.path.join(TEST_DIR, "engines")
+S3GATE_DIR = os.path.join(TEST_DIR, "s3gate")
 FIXTURES_DIR = os.path.join(TEST_DIR, "fixtures")
 REAL_FIXTURES = os.path.join(FIXTURES_DIR, "iceberg")
 PYTHON = "/usr/bin/python3"
@@ -245,6 +262,197 @@ class S3Server:
         self.child.stop()
         if self._own_dir:
             shutil.rmtree(self.directory, ignore_errors=True)
+        _forget(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class S3Uploader:
+    """PUTs to an S3Server through `threads` keep-alive connections,
+    unsigned (s3rver takes unsigned requests): about 800 objects a second,
+    where one signed client does 150.  put() queues (blocking when 4096
+    are queued), join() waits for all and raises on a failure."""
+
+    def __init__(self, s3, threads=4):
+        self.port = s3.port
+        self.q = queue.Queue(maxsize=4096)
+        self.errors = []
+        self.threads = [threading.Thread(target=self._run, daemon=True)
+                        for _ in range(threads)]
+        for t in self.threads:
+            t.start()
+
+    def _connect(self):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+
+    def _run(self):
+        conn = self._connect()
+        while True:
+            item = self.q.get()
+            if item is None:
+                conn.close()
+                return
+            path, data = item
+            for attempt in (1, 2):
+                try:
+                    conn.request("PUT", path, body=data,
+                                 headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+                    r = conn.getresponse()
+                    r.read()
+                    if r.status not in (200, 204):
+                        self.errors.append("PUT %s: %d" % (path, r.status))
+                    break
+                except (http.client.HTTPException, OSError) as e:
+                    # s3rver closes idle keep-alive connections after 5 s
+                    conn.close()
+                    conn = self._connect()
+                    if attempt == 2:
+                        self.errors.append("PUT %s: %s" % (path, e))
+
+    def put(self, bucket, key, data):
+        self.q.put(("/%s/%s" % (bucket, urllib.parse.quote(key)), data))
+
+    def join(self):
+        for _ in self.threads:
+            self.q.put(None)
+        for t in self.threads:
+            t.join()
+        if self.errors:
+            raise RuntimeError("S3 upload failed: %s" % self.errors[:3])
+
+
+def put_objects(s3, uris, data=b"x", threads=4):
+    """Store data under every s3://bucket/key of uris in s3 (S3Uploader)."""
+    up = S3Uploader(s3, threads)
+    try:
+        for u in uris:
+            up.put(*storage_mod.split_s3(u), data)
+    finally:
+        up.join()
+
+
+def synth_table(args, s3=None):
+    """test/fixtures/synth.py in this process (its argument list, "--out"
+    and "--list-files" included), the s3:// objects it writes PUT through
+    an S3Uploader to s3 (an S3Server) instead of one signed request at a
+    time; returns synth's summary."""
+    import synth  # test/fixtures, on sys.path
+
+    up = S3Uploader(s3) if s3 is not None else None
+
+    class Pooled(storage_mod.Storage):
+        def write(self, uri, data):
+            if up is not None and storage_mod.is_s3(uri):
+                up.put(*storage_mod.split_s3(uri), data)
+            else:
+                super().write(uri, data)
+
+    saved = synth.storage_mod
+    synth.storage_mod = types.SimpleNamespace(is_s3=storage_mod.is_s3,
+                                              S3Config=storage_mod.S3Config,
+                                              Storage=Pooled)
+    try:
+        opts = synth.build_parser().parse_args(
+            list(args) + (["--s3-endpoint", s3.endpoint] if s3 is not None else []))
+        return synth.generate(opts)
+    finally:
+        synth.storage_mod = saved
+        if up is not None:
+            up.join()
+
+
+# ---------------------------------------------------------------------------
+# the S3 gate
+# ---------------------------------------------------------------------------
+
+class S3Gate:
+    """test/s3gate/server.py in front of an S3Server: forwards every request
+    to it, throttles like S3 (a token bucket: 503 SlowDown as a whole, or
+    keys of a DeleteObjects refused SlowDown) and checks SigV4 credentials
+    with their session tokens and expiry, when told to; logs every
+    request's outcome.  .endpoint is what clients use instead of the
+    s3rver's."""
+
+    def __init__(self, s3, port=None, admin_token=None, verbose=False, timeout=30):
+        self.s3 = s3
+        self.port = port or free_port()
+        self.admin_token = admin_token
+        argv = [PYTHON, os.path.join(S3GATE_DIR, "server.py"), "--port", str(self.port),
+                "--upstream", s3.endpoint]
+        if admin_token:
+            argv += ["--admin-token", admin_token]
+        if verbose:
+            argv.append("--verbose")
+        self.child = _Child(argv, "gate listening on", timeout, name="s3gate")
+        _register(self)
+        self.endpoint = "http://127.0.0.1:%d" % self.port
+        self.access_key_id = s3.access_key_id
+        self.secret_access_key = s3.secret_access_key
+        self.region = s3.region
+
+    def config(self):
+        """An S3Config through the gate (s3rver's credentials)."""
+        return storage_mod.S3Config(self.endpoint, self.access_key_id,
+                                    self.secret_access_key, self.region)
+
+    def _admin(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        hdrs = {"Content-Type": "application/json"}
+        if self.admin_token:
+            hdrs["X-Admin-Token"] = self.admin_token
+        req = urllib.request.Request(self.endpoint + path, data=data, headers=hdrs,
+                                     method=method)
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read()
+        return json.loads(text) if text else None
+
+    def throttle(self, rate, burst=1, mode="request", scope="delete", retry_after=None):
+        """A token bucket of rate a second (burst at most): beyond it,
+        mode "request" answers 503 SlowDown, mode "keys" refuses the keys
+        of a DeleteObjects beyond it with SlowDown in a 200."""
+        self._admin("POST", "/admin/throttle", {"rate": rate, "burst": burst, "mode": mode,
+                                                "scope": scope, "retry_after": retry_after})
+
+    def unthrottle(self):
+        self._admin("DELETE", "/admin/throttle")
+
+    def delay(self, seconds, count=1, scope="delete"):
+        """The next `count` requests in scope wait `seconds` first."""
+        self._admin("POST", "/admin/delay", {"seconds": seconds, "count": count,
+                                             "scope": scope})
+
+    def undelay(self):
+        self._admin("DELETE", "/admin/delay")
+
+    def add_credentials(self, access_key_id, secret_access_key, session_token=None,
+                        expires_at=None):
+        self._admin("POST", "/admin/credentials", {
+            "access_key_id": access_key_id, "secret_access_key": secret_access_key,
+            "session_token": session_token, "expires_at": expires_at})
+
+    def clear_credentials(self):
+        self._admin("DELETE", "/admin/credentials")
+
+    def verify(self, enabled=True):
+        """Check every request's signature against the registered keys."""
+        self._admin("POST", "/admin/verify", {"enabled": enabled})
+
+    def log(self, since=0):
+        """The request log after seq `since`: a list of dicts (seq, t: when
+        answered, received: when received, both seconds since the gate
+        started, method, path, kind, keys, first_key, bucket, outcome, status,
+        throttled_keys, access_key_id)."""
+        return self._admin("GET", "/admin/log?since=%d" % since)["requests"]
+
+    def reset_log(self):
+        self._admin("DELETE", "/admin/log")
+
+    def stop(self):
+        self.child.stop()
         _forget(self)
 
     def __enter__(self):
@@ -461,6 +669,24 @@ class CatalogServer:
 
     def clear_config(self):
         self._admin("DELETE", "/admin/config")
+
+    def set_vending(self, gate, ttl, expiry_visible=True, credentials_endpoint=True):
+        """Vend temporary S3 credentials for tables in S3, registered with
+        `gate` (an S3Gate) to expire `ttl` seconds after each load or
+        loadCredentials; with expiry_visible false the vended config does
+        not say when; with credentials_endpoint false /v1/config does not
+        offer loadCredentials (clients reload the table instead)."""
+        self._admin("POST", "/admin/vending", {
+            "gate": gate.endpoint, "ttl": ttl, "expiry_visible": expiry_visible,
+            "credentials_endpoint": credentials_endpoint})
+
+    def clear_vending(self):
+        self._admin("DELETE", "/admin/vending")
+
+    def vended(self):
+        """The credentials vended so far: [{access_key_id, expires_at, via
+        ("load" or "credentials"), issued_at}]."""
+        return self._admin("GET", "/admin/vending")["issued"]
 
     @staticmethod
     def _make_signer(spec):

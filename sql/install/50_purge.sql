@@ -36,7 +36,12 @@ CREATE TABLE tms.iceberg_cleanup_job (
     files_unreadable  bigint NOT NULL DEFAULT 0,    -- manifests/lists already gone
     delete_requests   bigint NOT NULL DEFAULT 0,
     requested_by      regrole NOT NULL,     -- the acting role: its user mapping is used
-    dropped_at        timestamptz,          -- when the catalog entry was dropped
+    dropped_at        timestamptz,          -- when the catalog entry was dropped (or held)
+    -- with the server option purge_hold_namespace: where the catalog entry
+    -- is held (renamed) until the files are gone, so that vended storage
+    -- credentials can be loaded again; NULL: dropped
+    held_namespace    text,
+    held_name         text,
     CHECK ((state IN ('SUCCEEDED', 'FAILED')) = (finished_at IS NOT NULL))
 );
 
@@ -102,7 +107,8 @@ CREATE VIEW tms.purge_jobs AS
            t.picked_by AS running_on,
            CASE WHEN t.picked THEN now() - t.last_heartbeat END AS heartbeat_age,
            CASE WHEN NOT t.picked THEN t.execution_time END AS next_attempt_at,
-           j.table_location, j.metadata_location, j.table_uuid
+           j.table_location, j.metadata_location, j.table_uuid,
+           j.held_namespace, j.held_name
       FROM tms.iceberg_cleanup_job j
       LEFT JOIN tms.scheduled_tasks t
         ON t.task_name = 'purge' AND t.task_instance = j.id::text;
@@ -189,9 +195,13 @@ BEGIN
             MESSAGE = format('purge job %s is %s, not FAILED', job_id, j.state),
             HINT = 'Only a FAILED job can be retried; a PENDING or RUNNING one is retried by the workers.';
     END IF;
+    -- a job that got to the metadata file (or to its held entry) goes on
+    -- from there: the files below it are gone
     UPDATE tms.iceberg_cleanup_job
        SET state = 'PENDING', attempts = 0, finished_at = NULL,
-           phase = CASE WHEN dropped_at IS NULL THEN 'drop' ELSE 'content' END,
+           phase = CASE WHEN dropped_at IS NULL THEN 'drop'
+                        WHEN phase IN ('metadata', 'release') THEN phase
+                        ELSE 'content' END,
            last_error = 'retried by ' || acting::text || ' after: ' || coalesce(j.last_error, ''),
            updated_at = now()
      WHERE id = job_id;

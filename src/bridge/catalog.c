@@ -64,6 +64,7 @@ tms_server_free(TmsServer *s)
 	free(s->s3_endpoint);
 	free(s->s3_region);
 	free(s->relative_root);
+	free(s->purge_hold_namespace);
 	for (int i = 0; i < s->nallowed; i++)
 		free(s->allowed[i]);
 	free(s->allowed);
@@ -127,6 +128,7 @@ tms_server_read(ForeignServer *server)
 		if ((v = tms_option(o, "s3_vended_endpoint")) != NULL)
 			s->s3_vended_endpoint = tms_option_bool("s3_vended_endpoint", v);
 		s->relative_root = tms_malloc_strdup(tms_option(o, "relative_path_root"));
+		s->purge_hold_namespace = tms_malloc_strdup(tms_option(o, "purge_hold_namespace"));
 
 		s->allowed = calloc(list_length(allowed) + 1, sizeof(char *));
 		s->local = calloc(list_length(allowed) + 1, sizeof(char *));
@@ -551,6 +553,59 @@ tms_catalog_storage(TmsCatalogConn *conn, const IoLoadedTable *table, IoError *e
 	return tms_storage_open(conn->server, &conn->creds,
 							table ? table->config : NULL,
 							table ? table->nconfig : 0, err);
+}
+
+/* Where a storage gets a table's vended credentials again (malloc'd). */
+typedef struct VendedSource
+{
+	IoCatalog  *catalog;		/* of a pinned connection */
+	char	   *ns;
+	char	   *table;
+	char	   *location;
+} VendedSource;
+
+static void
+vended_source_free(void *arg)
+{
+	VendedSource *v = arg;
+
+	free(v->ns);
+	free(v->table);
+	free(v->location);
+	free(v);
+}
+
+/* The refresh callback: no ereport, only the io layer. */
+static int
+vended_source_refresh(void *arg, IoTableCredentials *out, IoError *err)
+{
+	VendedSource *v = arg;
+
+	return io_catalog_load_credentials(v->catalog, v->ns, v->table, v->location, out, err);
+}
+
+void
+tms_storage_refresh_through(IoStorage *storage, TmsCatalogConn *conn, const char *ns_io,
+							const char *table, const char *location)
+{
+	VendedSource *v;
+
+	if (storage == NULL || conn == NULL)
+		return;
+	v = calloc(1, sizeof(VendedSource));
+	if (v == NULL)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	v->catalog = conn->catalog;
+	v->ns = strdup(ns_io);
+	v->table = strdup(table);
+	v->location = location ? strdup(location) : NULL;
+	if (v->ns == NULL || v->table == NULL || (location && v->location == NULL))
+	{
+		vended_source_free(v);
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	}
+	/* a storage without vended credentials frees v at once */
+	io_storage_set_refresh(storage, vended_source_refresh, v, vended_source_free);
 }
 
 void

@@ -28,7 +28,8 @@
  *	- The user mapping's storage credentials are sent only to the endpoint
  *	  the server's owner configured; a catalog's vended endpoint is used
  *	  only with the catalog's vended credentials, and only when the server
- *	  says so (s3_vended_endpoint).
+ *	  says so (s3_vended_endpoint).  Vended credentials are refreshed only
+ *	  with vended ones, never with the mapping's.
  *
  * Connections are cached per backend for (server, role) until the
  * server's or user mapping's options change, so the OAuth token, the
@@ -78,6 +79,7 @@ typedef struct TmsServer
 	int			s3_path_style;	/* -1: auto */
 	bool		s3_vended_endpoint;
 	char	   *relative_root;	/* relative_path_root, or NULL */
+	char	   *purge_hold_namespace;	/* purge_hold_namespace, or NULL */
 	int			nallowed;		/* allowed_locations, canonical */
 	char	  **allowed;
 	int			nlocal;			/* the local ones among them */
@@ -184,6 +186,20 @@ extern void tms_catalog_drop_table(TmsCatalogConn *conn, const char *ns,
 /* Storage for a table loaded through conn (its vended config applied). */
 extern IoStorage *tms_catalog_storage(TmsCatalogConn *conn, const IoLoadedTable *table,
 									  IoError *err);
+
+/*
+ * Let storage get the credentials a catalog vended for a table again when
+ * they are about to expire or are refused (io_storage_set_refresh):
+ * through conn's loadCredentials of ns_io.table (location picks the
+ * storage credential), or a load of the table where the catalog does not
+ * offer it.  Only ever replaces vended credentials with vended ones (a
+ * storage holding the user mapping's is left alone), and never changes
+ * the endpoint.  conn must stay pinned while storage lives.  Plain C
+ * inside (the refresh runs in the middle of a storage request).
+ */
+extern void tms_storage_refresh_through(IoStorage *storage, TmsCatalogConn *conn,
+										const char *ns_io, const char *table,
+										const char *location);
 
 /*
  * The interrupt check of every io call tms makes: a query cancel, a

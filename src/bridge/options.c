@@ -26,6 +26,7 @@
 #include "utils/guc.h"
 #include "utils/varlena.h"
 
+#include "bridge/names.h"
 #include "bridge/options.h"
 #include "io/io.h"
 
@@ -46,6 +47,7 @@ typedef enum OptKind
 	OPT_SECRET,
 	OPT_SECRET_URL,				/* http:// or https://, never echoed */
 	OPT_ENGINE_TYPE,			/* livy, trino, gravitino */
+	OPT_NAMESPACE,				/* a catalog namespace, levels joined by '.' */
 	OPT_SIGV4_SCOPE,			/* a region or service of a SigV4 scope */
 	OPT_WEBHOOK_EVENTS			/* comma list of webhook_events[] */
 } OptKind;
@@ -83,6 +85,7 @@ static const TmsOption tms_options[] = {
 	{"s3_vended_endpoint", OPT_SERVER, OPT_BOOL, PRIV_NONE},
 	{"allowed_locations", OPT_SERVER, OPT_LOCATIONS, PRIV_READ | PRIV_WRITE},
 	{"relative_path_root", OPT_SERVER, OPT_ABSPATH, PRIV_READ | PRIV_WRITE},
+	{"purge_hold_namespace", OPT_SERVER, OPT_NAMESPACE, PRIV_NONE},
 	{"credential", OPT_MAPPING, OPT_CREDENTIAL, PRIV_NONE},
 	{"token", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
 	{"s3_access_key_id", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
@@ -445,6 +448,9 @@ validate_options(const TmsWrapper *w, List *options, Oid catalog)
 							 errmsg("invalid value for option \"%s\"", o->name),
 							 errdetail("\"%s\" is not an engine type.", value),
 							 errhint("Engine types are livy (Spark through Apache Livy), trino and gravitino.")));
+				break;
+			case OPT_NAMESPACE:
+				tms_check_namespace(value);
 				break;
 			case OPT_SIGV4_SCOPE:
 				if (!io_sigv4_scope_valid(value))

@@ -698,12 +698,8 @@ long
 io_http_retry_delay_ms(const IoHttpOptions *opt, int attempt, const IoHttpResponse *resp)
 {
 	long		delay = io_http_backoff_ms(opt, attempt);
-	struct timespec now;
-	long		asked;
-
 	/* an HTTP date is wall-clock time (io_now_ms() is monotonic) */
-	clock_gettime(CLOCK_REALTIME, &now);
-	asked = io_http_retry_after_ms(resp, (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000);
+	long		asked = io_http_retry_after_ms(resp, io_wall_ms());
 
 	return asked > delay ? asked : delay;
 }

@@ -3,9 +3,10 @@
  * io.h
  *		The outside world of tms: HTTP over libcurl, the Iceberg REST
  *		catalog client, object storage (file:// and s3://) with AWS SigV4
- *		signing, the one rule for storage locations (location.c), the
- *		FileIO router through which src/iceberg reads (fileio.h), and
- *		webhook POSTs (webhook.c).
+ *		signing, bulk deletes with several requests in flight and the
+ *		request window (AIMD) of a storage target, the one rule for
+ *		storage locations (location.c), the FileIO router through which
+ *		src/iceberg reads (fileio.h), and webhook POSTs (webhook.c).
  *
  * This layer is plain C.  It includes no PostgreSQL header, never calls
  * ereport/elog, never longjmps and never exits: every function reports
@@ -263,6 +264,9 @@ typedef struct IoStorageConfig
 	const char *s3_access_key_id;
 	const char *s3_secret_access_key;
 	const char *s3_session_token;
+	bool		s3_credentials_vended;	/* the keys are a catalog's (set by
+										 * io_storage_config_apply) */
+	int64_t		s3_credentials_expire_ms;	/* Unix ms, 0: unknown */
 	int			s3_list_page_size;	/* ListObjectsV2 max-keys; 0: 1000 */
 
 	/*
@@ -280,6 +284,7 @@ typedef struct IoStorageConfig
 } IoStorageConfig;
 
 typedef struct IoStorage IoStorage;
+typedef struct IoTableCredentials IoTableCredentials;
 
 /* What a storage URI designates. */
 typedef enum IoUriScheme
@@ -383,6 +388,127 @@ typedef struct IoDeleteResult
 extern int	io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 							  IoDeleteResult *results, IoError *err);
 
+/* Keys one S3 DeleteObjects request takes at most. */
+#define IO_S3_DELETE_MAX_KEYS 1000
+
+/*
+ * The storage target of an s3:// URI, as the throttling of a storage
+ * applies to it: "<endpoint>/<bucket>" (on AWS "https://s3.<region>.
+ * amazonaws.com/<bucket>") into buf.  Returns 0, or -1 (not an S3 URI,
+ * or too long for buf).
+ */
+extern int	io_storage_target(IoStorage *st, const char *uri, char *buf, size_t size);
+
+/* ----------------------------------------------------------------
+ * Bulk deletes with several requests in flight (delete.c)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * A key refused inside a DeleteObjects answer with this S3 code is to be
+ * sent again later, and is a sign to slow down: SlowDown,
+ * ServiceUnavailable, InternalError.
+ */
+extern bool io_delete_code_throttled(const char *code);
+
+typedef struct IoDeleter IoDeleter;
+
+/* What one request of a deleter came to. */
+typedef struct IoDeleteDone
+{
+	int			slot;			/* free again */
+	int			rc;				/* 0: answered, the results are filled */
+	IoError		err;			/* rc -1: why (the request's results untouched) */
+	char		s3code[64];		/* rc -1 with an S3 error document: its Code */
+	bool		throttled;		/* rc -1: refused as a whole to slow down
+								 * (503, 429, SlowDown) */
+	bool		credentials;	/* rc -1: refused for its credentials (403,
+								 * ExpiredToken, ...): see io_storage_refresh */
+	long		retry_after_ms; /* what a Retry-After asked for, -1: nothing */
+	size_t		nthrottled;		/* rc 0: keys refused with a throttling code */
+} IoDeleteDone;
+
+/*
+ * A deleter over st (borrowed: it must outlive the deleter) with nslots
+ * requests in flight at most, on the HTTP core's batch multi handle.
+ * NULL with *err on failure.
+ */
+extern IoDeleter *io_deleter_create(IoStorage *st, int nslots, IoError *err);
+
+/*
+ * Start one DeleteObjects request in a free slot for uris[0..n): s3://
+ * objects of one bucket, 1 to IO_S3_DELETE_MAX_KEYS of them.  results
+ * (n entries, the caller's) are filled when the answer arrives and must
+ * outlive the request.  0, or -1 with *err (the slot stays free).
+ */
+extern int	io_deleter_start(IoDeleter *d, int slot, const char *const *uris,
+							 size_t n, IoDeleteResult *results, IoError *err);
+
+/*
+ * Wait up to timeout_ms (at most IO_POLL_INTERVAL_MS) for network activity
+ * and advance the requests.  0, or -1 with *err (IO_ERR_INTERRUPTED: the
+ * storage's interrupt callback asked to stop).
+ */
+extern int	io_deleter_wait(IoDeleter *d, long timeout_ms, IoError *err);
+
+/* Hand back one finished request, if any (true), its slot free again. */
+extern bool io_deleter_done(IoDeleter *d, IoDeleteDone *out);
+
+/*
+ * How the storage's HTTP options say a failed request is sent again: the
+ * number of retries of a request that failed in transport or with
+ * 500/502/504, and the backoff before retry attempt + 1 (doubling, with
+ * jitter; io_http_perform's).
+ */
+extern int	io_deleter_retries(const IoDeleter *d);
+extern long io_deleter_backoff_ms(const IoDeleter *d, int attempt);
+
+/* Abandon the requests still in flight and free the deleter. */
+extern void io_deleter_free(IoDeleter *d);
+
+/* ----------------------------------------------------------------
+ * The request window of a storage target (aimd.c)
+ * ----------------------------------------------------------------
+ */
+
+/* The smallest window: one request every 6.3 s. */
+#define IO_AIMD_MIN_WINDOW (1.0 / 64)
+/* Below a window of 1, a start waits IO_AIMD_PACE_MS * (1/w - 1). */
+#define IO_AIMD_PACE_MS 100
+
+/*
+ * Additive increase, multiplicative decrease (see aimd.c for the rule).
+ * Plain data: it may live in shared memory; callers serialise access.
+ */
+typedef struct IoAimd
+{
+	double		window;			/* requests in flight allowed (floor, >= 1),
+								 * below 1 a pause between them */
+	uint32_t	epoch;			/* decreases so far */
+	int64_t		next_start_ms;	/* io_now_ms(): no start before */
+} IoAimd;
+
+/* A window of limit (the caller's bound, >= 1). */
+extern void io_aimd_init(IoAimd *a, int limit);
+/* Requests that may be in flight now: max(1, min(limit, floor(w))). */
+extern int	io_aimd_allowed(const IoAimd *a, int limit);
+/* The pause between two starts (0 at w >= 1). */
+extern long io_aimd_pause_ms(const IoAimd *a);
+/* A request started now: the next may not start before the pause. */
+extern void io_aimd_started(IoAimd *a, int64_t now_ms);
+/* A request succeeded: additive increase, up to limit. */
+extern void io_aimd_succeeded(IoAimd *a, int limit);
+/*
+ * A request started at epoch started_epoch was refused to slow down:
+ * halve the window (when adapt, once per epoch) and hold starts for
+ * retry_after_ms (> 0).  True when the window was halved.
+ */
+extern bool io_aimd_refused(IoAimd *a, uint32_t started_epoch, bool adapt,
+							long retry_after_ms, int64_t now_ms);
+
+/* Monotonic milliseconds (CLOCK_MONOTONIC), the clock of IoAimd. */
+extern int64_t io_now_ms(void);
+
 /*
  * Apply a catalog's vended storage properties (a loadTable response's
  * config) on top of cfg, which holds the server's and the user mapping's
@@ -396,11 +522,44 @@ extern int	io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
  *	  when allow_vended_endpoint (a server option, off by default);
  *	  otherwise the server's own endpoint stays;
  *	- client.region / s3.region apply when they look like a region
- *	  (letters, digits, '-', '_', '.'); s3.path-style-access applies.
+ *	  (letters, digits, '-', '_', '.'); s3.path-style-access applies;
+ *	- with vended credentials, s3_credentials_vended is set and
+ *	  s3.session-token-expires-at-ms (Unix ms) is their expiry.
  * Pointers in cfg then point into kv: keep kv alive as long as cfg is used.
  */
 extern void io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv,
 									size_t n, bool allow_vended_endpoint);
+
+/*
+ * Vended credentials that expire.  A storage whose credentials a catalog
+ * vended (s3_credentials_vended) may be given where to get them again: fn
+ * fills a IoTableCredentials (the catalog's current vended config) or
+ * fails with *err; it must not longjmp.  The storage then asks fn
+ *	- before a request, when its credentials expire within a margin (a
+ *	  quarter of their lifetime, at most 5 minutes), and
+ *	- once after a request refused for its credentials (403, or an S3
+ *	  error ExpiredToken, InvalidToken, TokenRefreshRequired), which is
+ *	  then sent again;
+ * and replaces its key id, secret and session token in place (everything
+ * sharing the handle uses the new ones), never its endpoint.  A refreshed
+ * config without both a key id and a secret is a failure: the storage
+ * never falls back to other credentials.  free_arg (may be NULL) frees
+ * arg with the storage.  No-op on a storage whose credentials are not
+ * vended.
+ */
+typedef int (*IoRefreshFn) (void *arg, IoTableCredentials *out, IoError *err);
+extern void io_storage_set_refresh(IoStorage *st, IoRefreshFn fn, void *arg,
+								   void (*free_arg) (void *));
+
+/* Refresh now (as above).  0, or -1 with *err (the old credentials stay). */
+extern int	io_storage_refresh(IoStorage *st, IoError *err);
+
+/* Can st refresh its credentials (vended, and a refresh set)? */
+extern bool io_storage_refreshable(const IoStorage *st);
+
+/* Refreshes so far, and their expiry now (Unix ms, 0: unknown). */
+extern int	io_storage_refresh_count(const IoStorage *st);
+extern int64_t io_storage_credentials_expire_ms(const IoStorage *st);
 
 /* ----------------------------------------------------------------
  * Small S3 XML reader (exposed for tests)
@@ -615,6 +774,39 @@ extern int	io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs
 										size_t n, int concurrency,
 										IoLoadResultFn fn, void *arg,
 										IoError *err);
+
+/* A table's vended storage configuration (s3.access-key-id, ...). */
+struct IoTableCredentials
+{
+	IoKeyValue *config;			/* values wiped when freed */
+	size_t		nconfig;
+	bool		from_endpoint;	/* loadCredentials, not a table load */
+};
+
+/*
+ * The storage credentials the catalog vends for a table now: GET
+ * .../tables/{table}/credentials (loadCredentials) when the server lists it
+ * among its endpoints, the storage credential whose prefix is the longest
+ * prefix of location (NULL: the only one); else a table load (the
+ * handle's cached copy forgotten first) and its config with its
+ * storage-credentials on top.  0 (free with io_table_credentials_free) or
+ * -1 with *err.
+ */
+extern int	io_catalog_load_credentials(IoCatalog *cat, const char *ns, const char *table,
+										const char *location, IoTableCredentials *out,
+										IoError *err);
+extern void io_table_credentials_free(IoTableCredentials *c);
+
+/*
+ * Rename ns.table to to_ns.to_table (POST /v1/{prefix}/tables/rename);
+ * never retried (a lost answer would make a retry report a false 404 or
+ * 409): a failure whose outcome is unknown is resolved by the caller.
+ */
+extern int	io_catalog_rename_table(IoCatalog *cat, const char *ns, const char *table,
+									const char *to_ns, const char *to_table, IoError *err);
+
+/* Create a namespace without properties; one that exists is IO_ERR_ALREADY_EXISTS. */
+extern int	io_catalog_create_namespace(IoCatalog *cat, const char *ns, IoError *err);
 
 /* Drop a table; purge asks the catalog to delete its files too. */
 extern int	io_catalog_drop_table(IoCatalog *cat, const char *ns,

@@ -82,8 +82,6 @@ extern struct json_t *io_json_parse(const char *text, size_t len,
 									size_t max_bytes, const char *what,
 									IoError *err);
 
-/* Monotonic milliseconds. */
-extern int64_t io_now_ms(void);
 
 /*
  * Sleep ms milliseconds in slices, polling the interrupt callback.
@@ -143,6 +141,13 @@ extern const char *io_http_header(const IoHttpResponse *resp, const char *name,
 
 /* Is an HTTP status worth retrying (429, 500, 502, 503, 504)? */
 extern bool io_http_retryable_status(long status);
+
+/*
+ * Wall-clock milliseconds since the epoch (CLOCK_REALTIME): for what a
+ * peer dates (an HTTP date, a credential's expiry), never for intervals
+ * (io_now_ms).
+ */
+extern int64_t io_wall_ms(void);
 
 /*
  * What a 429 or 503 response asks for in its Retry-After header, in ms
@@ -216,6 +221,69 @@ extern int	io_http_batch_wait(IoHttpBatch *b, long timeout_ms, IoError *err);
  */
 extern bool io_http_batch_done(IoHttpBatch *b, int *slot, int *rc,
 							   IoHttpResponse *resp, IoError *err);
+
+/* ---- S3 requests (storage.c), shared with the bulk deleter (delete.c) ---- */
+
+#define IO_S3_MAX_LINES 16
+
+/* A signed S3 request ready to send; req points into the fields below. */
+typedef struct IoS3Request
+{
+	IoHttpRequest req;
+	char	   *url;
+	char	   *lines[IO_S3_MAX_LINES];	/* "Name: value", wiped when freed */
+	size_t		nlines;
+} IoS3Request;
+
+/*
+ * Build and sign (with the storage's current credentials) one request for
+ * bucket/key; query is raw (already encoded) or NULL; extra headers are
+ * signed too.  body must outlive the request.  Returns 0 (free with
+ * io_s3_request_free), or -1 with *err.
+ */
+/*
+ * Refresh st's credentials when they expire within the margin (see
+ * io_storage_set_refresh); a failure is left to the request that follows.
+ */
+extern void io_storage_refresh_if_due(IoStorage *st);
+
+/* Was a response refused for its credentials (403, ExpiredToken, ...)? */
+extern bool io_s3_credentials_refused(long status, const char *s3code);
+
+/* The HTTP options of a storage handle (timeouts, interrupt callback). */
+extern const IoHttpOptions *io_storage_http(const IoStorage *st);
+
+extern int	io_s3_request_build(IoStorage *st, const char *method, const char *bucket,
+								const char *key, const char *query,
+								const IoHeader *extra, size_t nextra,
+								const void *body, size_t body_len,
+								IoS3Request *r, IoError *err);
+extern void io_s3_request_free(IoS3Request *r);
+
+/*
+ * Turn a non-2xx S3 response into *err (always -1): the code of the
+ * status, the S3 error document's Code and Message in the detail, its
+ * Code also into s3code_out when that is not NULL.
+ */
+extern int	io_s3_status_error(const IoHttpResponse *resp, const char *what,
+							   const char *bucket, const char *key,
+							   char *s3code_out, size_t s3code_size, IoError *err);
+
+/*
+ * The DeleteObjects body for keys[0..n) (Quiet false) into *body (free
+ * with io_sb_free) and its base64 Content-MD5 into md5b64.  0 or -1.
+ */
+extern int	io_s3_delete_body(const char *const *keys, size_t n, IoStrBuf *body,
+							  char md5b64[32], IoError *err);
+
+/*
+ * Read a 200 answer to DeleteObjects for keys[0..n) into results[0..n):
+ * every key the answer names Deleted (or Error NoSuchKey) is deleted,
+ * every other Error keeps its Code and Message, a key it does not name is
+ * "NoResult".  0, or -1 with *err when the answer is not a DeleteResult.
+ */
+extern int	io_s3_delete_read(const IoHttpResponse *resp, const char *const *keys,
+							  size_t n, IoDeleteResult *results, IoError *err);
 
 /* Options with defaults filled in. */
 extern void io_http_options_resolve(const IoHttpOptions *in, IoHttpOptions *out);

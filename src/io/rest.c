@@ -727,8 +727,29 @@ handshake(IoCatalog *cat, IoError *err)
 }
 
 /*
+ * What a server that sends no "endpoints" offers: the spec's default set
+ * (the description of ConfigResponse.endpoints).
+ */
+static const char *const default_endpoints[] = {
+	"GET /v1/{prefix}/namespaces",
+	"POST /v1/{prefix}/namespaces",
+	"GET /v1/{prefix}/namespaces/{namespace}",
+	"DELETE /v1/{prefix}/namespaces/{namespace}",
+	"POST /v1/{prefix}/namespaces/{namespace}/properties",
+	"GET /v1/{prefix}/namespaces/{namespace}/tables",
+	"POST /v1/{prefix}/namespaces/{namespace}/tables",
+	"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	"DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+	"POST /v1/{prefix}/namespaces/{namespace}/register",
+	"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+	"POST /v1/{prefix}/tables/rename",
+	"POST /v1/{prefix}/transactions/commit",
+};
+
+/*
  * See rest_int.h.  When the server sent no "endpoints", the spec's
- * default set is assumed, which has every endpoint this client uses.
+ * default set is assumed (loadCredentials, say, is not in it).
  */
 bool
 io_rest_endpoint_offered(IoCatalog *cat, const char *endpoint)
@@ -736,11 +757,88 @@ io_rest_endpoint_offered(IoCatalog *cat, const char *endpoint)
 	size_t		i;
 
 	if (cat->endpoints.n == 0)
-		return true;
+	{
+		for (i = 0; i < sizeof(default_endpoints) / sizeof(default_endpoints[0]); i++)
+			if (strcmp(default_endpoints[i], endpoint) == 0)
+				return true;
+		return false;
+	}
 	for (i = 0; i < cat->endpoints.n; i++)
 		if (strcmp(cat->endpoints.items[i], endpoint) == 0)
 			return true;
 	return false;
+}
+
+/* See rest_int.h. */
+int
+io_rest_post_change(IoCatalog *cat, IoStrBuf *path, IoStrBuf *body, RestCallKind kind,
+					const char *what, IoError *err)
+{
+	IoHttpResponse resp;
+	int			rc;
+
+	if (path->oom || body->oom)
+		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	else
+	{
+		rc = io_rest_request(cat, "POST", path->data, body->data, NULL, 0, false, &resp, err);
+		if (rc == 0 && resp.status != 200 && resp.status != 204)
+			rc = io_rest_status_error(&resp, kind, what, cat->http.max_json_bytes, err);
+		io_http_response_free(&resp);
+	}
+	io_sb_free(path);
+	io_sb_free(body);
+	return rc;
+}
+
+/* See rest_int.h. */
+void
+io_rest_append_json_string(IoStrBuf *sb, const char *s)
+{
+	io_sb_putc(sb, '"');
+	for (; *s; s++)
+	{
+		unsigned char c = (unsigned char) *s;
+
+		if (c == '"' || c == '\\')
+		{
+			io_sb_putc(sb, '\\');
+			io_sb_putc(sb, (char) c);
+		}
+		else if (c < 0x20)
+			io_sb_printf(sb, "\\u%04x", c);
+		else
+			io_sb_putc(sb, (char) c);
+	}
+	io_sb_putc(sb, '"');
+}
+
+/* See rest_int.h. */
+void
+io_rest_append_json_ns(IoStrBuf *sb, const char *ns)
+{
+	const char *p = ns;
+
+	io_sb_putc(sb, '[');
+	for (;;)
+	{
+		const char *sep = strchr(p, IO_NS_SEP);
+		char	   *level = io_strndup(p, sep ? (size_t) (sep - p) : strlen(p));
+
+		if (level == NULL)
+		{
+			sb->oom = true;
+			return;
+		}
+		if (p != ns)
+			io_sb_puts(sb, ", ");
+		io_rest_append_json_string(sb, level);
+		free(level);
+		if (sep == NULL)
+			break;
+		p = sep + 1;
+	}
+	io_sb_putc(sb, ']');
 }
 
 /* See io.h: copy the configuration, fetch a token if needed, handshake. */

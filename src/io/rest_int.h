@@ -12,8 +12,10 @@
  *					names and paths
  *	rest_auth.c		the headers of a request: OAuth2 tokens (fetch, cache,
  *					refresh) and AWS SigV4 signing
- *	rest_list.c		namespace and table listings (one pager)
- *	rest_table.c	load, commit and drop of one table, the table cache
+ *	rest_list.c		namespace and table listings (one pager), creating a
+ *					namespace
+ *	rest_table.c	load, commit, drop and rename of one table, its vended
+ *					credentials, the table cache
  *	rest_batch.c	many loads at once (io_catalog_load_tables_etag)
  *
  * Not part of the layer's interface (that is io.h); nothing outside
@@ -149,8 +151,23 @@ extern void io_rest_append_ns(IoStrBuf *sb, const char *ns);
  */
 extern int	io_rest_check_ident(const char *ns, const char *table, IoError *err);
 
-/* True when the server offers "METHOD /v1/{prefix}/<rest>". */
+/*
+ * True when the server offers "METHOD /v1/{prefix}/<rest>": its
+ * "endpoints", or the spec's default set when it sent none.
+ */
 extern bool io_rest_endpoint_offered(IoCatalog *cat, const char *endpoint);
+
+/*
+ * POST a change (body: JSON) to path, never retried (a lost answer would
+ * make a retry report a false 404 or 409); 200 and 204 are success, other
+ * statuses read as kind says.  Frees both buffers.  0, or -1 with *err.
+ */
+extern int	io_rest_post_change(IoCatalog *cat, IoStrBuf *path, IoStrBuf *body,
+								RestCallKind kind, const char *what, IoError *err);
+
+/* Append s as a JSON string; a namespace (IO_NS_SEP levels) as a JSON array. */
+extern void io_rest_append_json_string(IoStrBuf *sb, const char *s);
+extern void io_rest_append_json_ns(IoStrBuf *sb, const char *ns);
 
 /*
  * Reader of /v1/config: merge defaults < client properties (warehouse) <
@@ -231,6 +248,17 @@ extern int	io_rest_read_namespaces_page(const char *body, size_t len,
  */
 extern int	io_rest_read_load_result(const char *body, size_t len, size_t max_json,
 									 const char *what, IoLoadedTable *out,
+									 IoError *err);
+
+/*
+ * Reader of a LoadCredentialsResponse: the config of the storage
+ * credential whose prefix is the longest prefix of location (the only one
+ * when location is NULL and there is one) into *out.  Returns 0, or -1
+ * with *err (PROTOCOL when malformed or when no credential covers the
+ * location).
+ */
+extern int	io_rest_read_credentials(const char *body, size_t len, size_t max_json,
+									 const char *location, IoTableCredentials *out,
 									 IoError *err);
 
 /* Append the path of a table: "v1/[prefix/]namespaces/<ns>/tables/<t>". */

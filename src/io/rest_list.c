@@ -3,7 +3,7 @@
  * rest_list.c
  *		Listings of an Iceberg REST catalog: namespaces and tables, both
  *		through one pager (pageToken / next-page-token, pageSize), and the
- *		readers of their response pages.
+ *		readers of their response pages; creating a namespace.
  *
  * Tables stream: io_catalog_list_tables_paged hands each page to the
  * caller and keeps nothing of it, so a caller's memory does not grow with
@@ -464,4 +464,24 @@ io_catalog_list_tables(IoCatalog *cat, const char *ns, IoTableList *out,
 	if (rc != 0)
 		io_table_list_free(out);
 	return rc;
+}
+
+/* See io.h. */
+int
+io_catalog_create_namespace(IoCatalog *cat, const char *ns, IoError *err)
+{
+	IoStrBuf	path;
+	IoStrBuf	body;
+
+	if (io_rest_check_ident(ns, NULL, err) != 0)
+		return -1;
+	io_sb_init(&path);
+	io_sb_init(&body);
+	io_rest_v1_path(cat, &path);
+	io_sb_puts(&path, "namespaces");
+	io_sb_puts(&body, "{\"namespace\": ");
+	io_rest_append_json_ns(&body, ns);
+	io_sb_puts(&body, ", \"properties\": {}}");
+	return io_rest_post_change(cat, &path, &body, REST_CALL_NAMESPACE, "create namespace",
+							   err);
 }

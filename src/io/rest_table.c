@@ -2,10 +2,12 @@
  *
  * rest_table.c
  *		One table of an Iceberg REST catalog: loadTable with If-None-Match
- *		and a per-handle cache (304: the cached copy), dropTable, and
- *		commit where 409 means "retry from fresh metadata" and 500/502/
- *		503/504 or a lost response mean "state unknown"; the reader of
- *		LoadTableResult bodies.
+ *		and a per-handle cache (304: the cached copy), dropTable,
+ *		renameTable, loadCredentials (a table load where the catalog does
+ *		not offer it), and commit where 409 means "retry from fresh
+ *		metadata" and 500/502/503/504 or a lost response mean "state
+ *		unknown"; the readers of LoadTableResult and LoadCredentialsResponse
+ *		bodies.
  *
  * Rules: a commit is never retried and never assumed failed when its
  * outcome is unknown; the loaded metadata is re-serialised into a capped
@@ -145,6 +147,58 @@ dump_cb(const char *buffer, size_t size, void *data)
 }
 
 /*
+ * The entry of a storage-credentials array (may be anything) whose prefix
+ * is the longest prefix of location; with location NULL, the only entry.
+ * NULL when none.
+ */
+static json_t *
+storage_credential(json_t *creds, const char *location)
+{
+	size_t		i,
+				best_len = 0;
+	json_t	   *c,
+			   *best = NULL;
+
+	if (!json_is_array(creds))
+		return NULL;
+	if (location == NULL)
+		return json_array_size(creds) == 1 ? json_array_get(creds, 0) : NULL;
+	json_array_foreach(creds, i, c)
+	{
+		const char *prefix = json_string_value(json_object_get(c, "prefix"));
+
+		if (prefix != NULL && io_str_has_prefix(location, prefix) &&
+			(best == NULL || strlen(prefix) > best_len))
+		{
+			best = c;
+			best_len = strlen(prefix);
+		}
+	}
+	return best;
+}
+
+/*
+ * Put the config of the storage credential of location (if any) on top of
+ * *kv.  0, or -1 out of memory.
+ */
+static int
+put_storage_credential(json_t *creds, const char *location, IoKeyValue **kv, size_t *n)
+{
+	json_t	   *best = storage_credential(creds, location);
+	const char *k;
+	json_t	   *v;
+
+	if (best == NULL || !json_is_object(json_object_get(best, "config")))
+		return 0;
+	json_object_foreach(json_object_get(best, "config"), k, v)
+	{
+		if (json_is_string(v) && io_rest_kv_put(kv, n, k, json_string_value(v)) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
  * Fill a LoadTableResult into *t: metadata-location, metadata
  * (re-serialised), config, then the storage-credentials entry whose
  * prefix is the longest prefix of the table location.
@@ -202,33 +256,9 @@ parse_load_result(json_t *doc, IoLoadedTable *t, const char *what,
 		}
 	}
 	table_location = json_string_value(json_object_get(md, "location"));
-	if (json_is_array(creds) && table_location != NULL)
-	{
-		size_t		i,
-					best_len = 0;
-		json_t	   *c,
-				   *best = NULL;
-
-		json_array_foreach(creds, i, c)
-		{
-			const char *prefix = json_string_value(json_object_get(c, "prefix"));
-
-			if (prefix != NULL && io_str_has_prefix(table_location, prefix) &&
-				(best == NULL || strlen(prefix) > best_len))
-			{
-				best = c;
-				best_len = strlen(prefix);
-			}
-		}
-		if (best != NULL && json_is_object(json_object_get(best, "config")))
-		{
-			json_object_foreach(json_object_get(best, "config"), k, v)
-			{
-				if (json_is_string(v) && config_put(t, k, json_string_value(v)) != 0)
-					goto oom;
-			}
-		}
-	}
+	if (table_location != NULL &&
+		put_storage_credential(creds, table_location, &t->config, &t->nconfig) != 0)
+		goto oom;
 	return 0;
 oom:
 	return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
@@ -488,6 +518,124 @@ io_catalog_drop_table(IoCatalog *cat, const char *ns, const char *table,
 		rc = io_rest_status_error(&resp, REST_CALL_TABLE, "drop table",
 								  cat->http.max_json_bytes, err);
 	io_http_response_free(&resp);
+	return rc;
+}
+
+/* See io.h. */
+void
+io_table_credentials_free(IoTableCredentials *c)
+{
+	if (c == NULL)
+		return;
+	io_rest_kv_free(c->config, c->nconfig);
+	memset(c, 0, sizeof(*c));
+}
+
+/* See rest_int.h (the reader of LoadCredentialsResponse bodies). */
+int
+io_rest_read_credentials(const char *body, size_t len, size_t max_json,
+						 const char *location, IoTableCredentials *out, IoError *err)
+{
+	json_t	   *doc = io_rest_parse_body(body, len, "load credentials", max_json, err);
+	json_t	   *creds;
+	int			rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (doc == NULL)
+		return -1;
+	creds = json_object_get(doc, "storage-credentials");
+	if (!json_is_array(creds))
+		rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
+						  "malformed load credentials response: \"storage-credentials\" is not an array");
+	else if (storage_credential(creds, location) == NULL)
+		rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
+						  "the catalog vended no storage credentials for \"%.300s\"",
+						  location ? location : "the table");
+	else if (put_storage_credential(creds, location, &out->config, &out->nconfig) != 0)
+		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	json_decref(doc);
+	if (rc != 0)
+		io_table_credentials_free(out);
+	return rc;
+}
+
+/* See io.h. */
+int
+io_catalog_load_credentials(IoCatalog *cat, const char *ns, const char *table,
+							const char *location, IoTableCredentials *out, IoError *err)
+{
+	IoStrBuf	path;
+	IoHttpResponse resp;
+	const char *extra[1] = {"X-Iceberg-Access-Delegation: vended-credentials"};
+	int			rc;
+
+	memset(out, 0, sizeof(*out));
+	if (io_rest_check_ident(ns, table ? table : "", err) != 0)
+		return -1;
+	if (!io_rest_endpoint_offered(cat, "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"))
+	{
+		/* a catalog without loadCredentials vends them with the table */
+		IoLoadedTable t;
+
+		io_catalog_forget(cat, ns, table);
+		if (io_catalog_load_table(cat, ns, table, &t, err) != 0)
+			return -1;
+		out->config = t.config;
+		out->nconfig = t.nconfig;
+		t.config = NULL;
+		t.nconfig = 0;
+		io_loaded_table_free(&t);
+		return 0;
+	}
+	io_sb_init(&path);
+	io_rest_table_path(cat, &path, ns, table);
+	io_sb_puts(&path, "/credentials");
+	if (path.oom)
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	rc = io_rest_request(cat, "GET", path.data, NULL, extra, 1, true, &resp, err);
+	io_sb_free(&path);
+	if (rc == 0 && resp.status != 200)
+		rc = io_rest_status_error(&resp, REST_CALL_TABLE, "load credentials",
+								  cat->http.max_json_bytes, err);
+	else if (rc == 0)
+		rc = io_rest_read_credentials(resp.body, resp.body_len, cat->http.max_json_bytes,
+									  location, out, err);
+	if (rc == 0)
+		out->from_endpoint = true;
+	io_http_response_free(&resp);
+	return rc;
+}
+
+/* See io.h. */
+int
+io_catalog_rename_table(IoCatalog *cat, const char *ns, const char *table,
+						const char *to_ns, const char *to_table, IoError *err)
+{
+	IoStrBuf	path;
+	IoStrBuf	body;
+	int			rc;
+
+	if (io_rest_check_ident(ns, table ? table : "", err) != 0 ||
+		io_rest_check_ident(to_ns, to_table ? to_table : "", err) != 0)
+		return -1;
+	if (!io_rest_endpoint_offered(cat, "POST /v1/{prefix}/tables/rename"))
+		return io_set_error(err, IO_ERR_UNSUPPORTED, 0, "catalog does not offer renaming tables");
+	io_sb_init(&path);
+	io_sb_init(&body);
+	io_rest_v1_path(cat, &path);
+	io_sb_puts(&path, "tables/rename");
+	io_sb_puts(&body, "{\"source\": {\"namespace\": ");
+	io_rest_append_json_ns(&body, ns);
+	io_sb_puts(&body, ", \"name\": ");
+	io_rest_append_json_string(&body, table);
+	io_sb_puts(&body, "}, \"destination\": {\"namespace\": ");
+	io_rest_append_json_ns(&body, to_ns);
+	io_sb_puts(&body, ", \"name\": ");
+	io_rest_append_json_string(&body, to_table);
+	io_sb_puts(&body, "}}");
+	rc = io_rest_post_change(cat, &path, &body, REST_CALL_TABLE, "rename table", err);
+	io_catalog_forget(cat, ns, table);
+	io_catalog_forget(cat, to_ns, to_table);
 	return rc;
 }
 

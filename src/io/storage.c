@@ -18,6 +18,9 @@
  * Listing uses ListObjectsV2 with continuation tokens; deletion uses
  * DeleteObjects with up to 1000 keys per request, a Content-MD5 header
  * (required by AWS, ignored by s3rver), and reports every key's outcome.
+ * The building and signing of a request, the DeleteObjects body and the
+ * reader of its answer are shared with the bulk deleter (delete.c), which
+ * runs several such requests at once (io_int.h).
  *
  * src/io/storage.c
  *
@@ -38,7 +41,7 @@
 
 #include "io_int.h"
 
-#define S3_DELETE_BATCH 1000
+#define S3_DELETE_BATCH IO_S3_DELETE_MAX_KEYS
 
 struct IoStorage
 {
@@ -48,6 +51,13 @@ struct IoStorage
 	char	   *access_key_id;
 	char	   *secret_access_key;
 	char	   *session_token;
+	bool		vended;			/* the credentials are a catalog's */
+	int64_t		expire_ms;		/* their expiry, Unix ms; 0: unknown */
+	int64_t		received_ms;	/* when they were set, Unix ms */
+	IoRefreshFn refresh;
+	void	   *refresh_arg;
+	void		(*refresh_free) (void *);
+	int			refreshes;
 	int			list_page_size;
 	char	  **local_roots;	/* canonical absolute directories */
 	size_t		nlocal_roots;
@@ -167,6 +177,9 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 	st->access_key_id = io_strdup(cfg->s3_access_key_id);
 	st->secret_access_key = io_strdup(cfg->s3_secret_access_key);
 	st->session_token = io_strdup(cfg->s3_session_token);
+	st->vended = cfg->s3_credentials_vended;
+	st->expire_ms = cfg->s3_credentials_expire_ms;
+	st->received_ms = io_wall_ms();
 	st->http = cfg->http;
 	st->http.ca_file = NULL;
 	st->http.ca_path = NULL;
@@ -236,6 +249,8 @@ io_storage_free(IoStorage *st)
 		memset(st->secret_access_key, 0, strlen(st->secret_access_key));
 	if (st->session_token)
 		memset(st->session_token, 0, strlen(st->session_token));
+	if (st->refresh_free != NULL)
+		st->refresh_free(st->refresh_arg);
 	free(st->endpoint);
 	free(st->region);
 	free(st->access_key_id);
@@ -245,6 +260,33 @@ io_storage_free(IoStorage *st)
 		free(st->local_roots[i]);
 	free(st->local_roots);
 	free(st);
+}
+
+/* See io_int.h. */
+const IoHttpOptions *
+io_storage_http(const IoStorage *st)
+{
+	return &st->http;
+}
+
+/* See io.h. */
+int
+io_storage_target(IoStorage *st, const char *uri, char *buf, size_t size)
+{
+	IoParsedUri u;
+	IoError		err;
+	int			n;
+
+	if (io_uri_parse(uri, &u, &err) != 0)
+		return -1;
+	if (u.scheme != IO_URI_S3)
+		n = -1;
+	else if (st->endpoint != NULL)
+		n = snprintf(buf, size, "%s/%s", st->endpoint, u.bucket);
+	else
+		n = snprintf(buf, size, "https://s3.%s.amazonaws.com/%s", st->region, u.bucket);
+	io_uri_free(&u);
+	return n < 0 || (size_t) n >= size ? -1 : 0;
 }
 
 void
@@ -268,7 +310,8 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 	const char *key_id = NULL,
 			   *secret = NULL,
 			   *token = NULL,
-			   *endpoint = NULL;
+			   *endpoint = NULL,
+			   *expires = NULL;
 	size_t		i;
 
 	for (i = 0; i < n; i++)
@@ -286,6 +329,8 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 			token = v;
 		else if (strcmp(k, "s3.endpoint") == 0)
 			endpoint = v;
+		else if (strcmp(k, "s3.session-token-expires-at-ms") == 0)
+			expires = v;
 		else if ((strcmp(k, "client.region") == 0 || strcmp(k, "s3.region") == 0) &&
 				 io_sigv4_scope_valid(v))
 			cfg->s3_region = v;
@@ -298,8 +343,132 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 	cfg->s3_secret_access_key = secret;
 	/* never pair the vended key with the mapping's session token */
 	cfg->s3_session_token = token != NULL && token[0] != '\0' ? token : NULL;
+	cfg->s3_credentials_vended = true;
+	cfg->s3_credentials_expire_ms = expires ? strtoll(expires, NULL, 10) : 0;
+	if (cfg->s3_credentials_expire_ms < 0)
+		cfg->s3_credentials_expire_ms = 0;
 	if (endpoint != NULL && endpoint[0] != '\0' && allow_vended_endpoint)
 		cfg->s3_endpoint = endpoint;
+}
+
+/* ----------------------------------------------------------------
+ * Vended credentials that expire (io.h, io_storage_set_refresh)
+ * ----------------------------------------------------------------
+ */
+
+/* Credentials are refreshed this long before they expire, at most. */
+#define REFRESH_MARGIN_MAX_MS	(5 * 60 * 1000)
+
+/* See io.h. */
+void
+io_storage_set_refresh(IoStorage *st, IoRefreshFn fn, void *arg, void (*free_arg) (void *))
+{
+	if (st->refresh_free != NULL)
+		st->refresh_free(st->refresh_arg);
+	st->refresh = st->vended ? fn : NULL;
+	st->refresh_arg = st->vended ? arg : NULL;
+	st->refresh_free = st->vended ? free_arg : NULL;
+	if (!st->vended && free_arg != NULL)
+		free_arg(arg);
+}
+
+/* See io.h. */
+bool
+io_storage_refreshable(const IoStorage *st)
+{
+	return st->refresh != NULL;
+}
+
+/* See io.h. */
+int
+io_storage_refresh_count(const IoStorage *st)
+{
+	return st->refreshes;
+}
+
+/* See io.h. */
+int64_t
+io_storage_credentials_expire_ms(const IoStorage *st)
+{
+	return st->expire_ms;
+}
+
+/* See io.h. */
+int
+io_storage_refresh(IoStorage *st, IoError *err)
+{
+	IoTableCredentials c;
+	IoStorageConfig cfg;
+	char	   *key_id,
+			   *secret,
+			   *token;
+
+	if (st->refresh == NULL)
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+							"the storage credentials cannot be refreshed");
+	memset(&c, 0, sizeof(c));
+	if (st->refresh(st->refresh_arg, &c, err) != 0)
+		return -1;
+	memset(&cfg, 0, sizeof(cfg));
+	io_storage_config_apply(&cfg, c.config, c.nconfig, false);
+	if (!cfg.s3_credentials_vended)
+	{
+		io_table_credentials_free(&c);
+		return io_set_error(err, IO_ERR_PROTOCOL, 0,
+							"the catalog vended no storage credentials (an access key id and a secret) to refresh them with");
+	}
+	key_id = io_strdup(cfg.s3_access_key_id);
+	secret = io_strdup(cfg.s3_secret_access_key);
+	token = cfg.s3_session_token ? io_strdup(cfg.s3_session_token) : NULL;
+	if (key_id == NULL || secret == NULL || (cfg.s3_session_token && token == NULL))
+	{
+		free(key_id);
+		io_wipe_free(secret);
+		io_wipe_free(token);
+		io_table_credentials_free(&c);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	free(st->access_key_id);
+	io_wipe_free(st->secret_access_key);
+	io_wipe_free(st->session_token);
+	st->access_key_id = key_id;
+	st->secret_access_key = secret;
+	st->session_token = token;
+	st->expire_ms = cfg.s3_credentials_expire_ms;
+	st->received_ms = io_wall_ms();
+	st->refreshes++;
+	io_table_credentials_free(&c);
+	return 0;
+}
+
+/* See io_int.h. */
+void
+io_storage_refresh_if_due(IoStorage *st)
+{
+	int64_t		now,
+				margin;
+	IoError		err;
+
+	if (st->refresh == NULL || st->expire_ms <= 0)
+		return;
+	now = io_wall_ms();
+	margin = (st->expire_ms - st->received_ms) / 4;
+	if (margin > REFRESH_MARGIN_MAX_MS)
+		margin = REFRESH_MARGIN_MAX_MS;
+	if (margin < 0)
+		margin = 0;
+	if (now >= st->expire_ms - margin)
+		(void) io_storage_refresh(st, &err);
+}
+
+/* See io_int.h. */
+bool
+io_s3_credentials_refused(long status, const char *s3code)
+{
+	return status == 403 ||
+		(s3code != NULL && (strcmp(s3code, "ExpiredToken") == 0 ||
+							strcmp(s3code, "InvalidToken") == 0 ||
+							strcmp(s3code, "TokenRefreshRequired") == 0));
 }
 
 /* ----------------------------------------------------------------
@@ -992,16 +1161,30 @@ s3_target(IoStorage *st, const char *bucket, const char *key,
 	return 0;
 }
 
+/* See io_int.h: wipe and free what io_s3_request_build made. */
+void
+io_s3_request_free(IoS3Request *r)
+{
+	for (size_t i = 0; i < r->nlines; i++)
+	{
+		/* lines carry the signature and maybe the token: wipe them */
+		if (r->lines[i])
+			memset(r->lines[i], 0, strlen(r->lines[i]));
+		free(r->lines[i]);
+	}
+	free(r->url);
+	memset(r, 0, sizeof(*r));
+}
+
 /*
- * Send one signed S3 request.  query is the raw (already encoded) query
- * or NULL; extra headers are signed too.  Returns 0 with a response of
- * any status, -1 with *err.
+ * See io_int.h: build one signed S3 request.  query is the raw (already
+ * encoded) query or NULL; extra headers are signed too.
  */
-static int
-s3_request(IoStorage *st, const char *method, const char *bucket,
-		   const char *key, const char *query, const IoHeader *extra,
-		   size_t nextra, const void *body, size_t body_len,
-		   IoHttpResponse *resp, IoError *err)
+int
+io_s3_request_build(IoStorage *st, const char *method, const char *bucket,
+					const char *key, const char *query, const IoHeader *extra,
+					size_t nextra, const void *body, size_t body_len,
+					IoS3Request *r, IoError *err)
 {
 	char	   *url = NULL,
 			   *host = NULL,
@@ -1013,14 +1196,11 @@ s3_request(IoStorage *st, const char *method, const char *bucket,
 				i;
 	IoSigV4Input in;
 	IoSigV4Output out;
-	char	   *lines[16];
-	size_t		nlines = 0;
 	IoStrBuf	full_url;
-	IoHttpRequest req;
 	int			rc = -1;
 
 	memset(&out, 0, sizeof(out));
-	memset(resp, 0, sizeof(*resp));
+	memset(r, 0, sizeof(*r));
 	if (s3_target(st, bucket, key, &url, &host, &wire, err) != 0)
 		return -1;
 	io_sha256_hex(body ? body : "", body ? body_len : 0, payload_hash);
@@ -1066,17 +1246,17 @@ s3_request(IoStorage *st, const char *method, const char *bucket,
 
 		io_sb_init(&l);
 		io_sb_printf(&l, "%s: %s", i == 0 ? "Host" : hdrs[i].name, hdrs[i].value);
-		lines[nlines++] = io_sb_steal(&l);
+		r->lines[r->nlines++] = io_sb_steal(&l);
 	}
 	if (out.nadd_headers > 0)
 	{
-		for (i = 0; i < out.nadd_headers && nlines < 16; i++)
+		for (i = 0; i < out.nadd_headers && r->nlines < IO_S3_MAX_LINES; i++)
 		{
 			IoStrBuf	l;
 
 			io_sb_init(&l);
 			io_sb_printf(&l, "%s: %s", out.add_headers[i].key, out.add_headers[i].value);
-			lines[nlines++] = io_sb_steal(&l);
+			r->lines[r->nlines++] = io_sb_steal(&l);
 		}
 	}
 	else
@@ -1085,10 +1265,10 @@ s3_request(IoStorage *st, const char *method, const char *bucket,
 
 		io_sb_init(&l);
 		io_sb_printf(&l, "x-amz-content-sha256: %s", payload_hash);
-		lines[nlines++] = io_sb_steal(&l);
+		r->lines[r->nlines++] = io_sb_steal(&l);
 	}
-	for (i = 0; i < nlines; i++)
-		if (lines[i] == NULL)
+	for (i = 0; i < r->nlines; i++)
+		if (r->lines[i] == NULL)
 		{
 			io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 			goto done;
@@ -1098,26 +1278,20 @@ s3_request(IoStorage *st, const char *method, const char *bucket,
 		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 		goto done;
 	}
-
-	memset(&req, 0, sizeof(req));
-	req.method = method;
-	req.url = full_url.data;
-	req.headers = (const char *const *) lines;
-	req.nheaders = nlines;
-	req.body = body;
-	req.body_len = body_len;
-	req.idempotent = true;		/* every S3 call we make is idempotent */
-	req.what = "S3";
-	rc = io_http_perform(&st->http, &req, resp, err);
+	r->url = io_sb_steal(&full_url);
+	r->req.method = method;
+	r->req.url = r->url;
+	r->req.headers = (const char *const *) r->lines;
+	r->req.nheaders = r->nlines;
+	r->req.body = body;
+	r->req.body_len = body_len;
+	r->req.idempotent = true;	/* every S3 call we make is idempotent */
+	r->req.what = "S3";
+	rc = 0;
 
 done:
-	for (i = 0; i < nlines; i++)
-	{
-		/* lines carry the signature and maybe the token: wipe them */
-		if (lines[i])
-			memset(lines[i], 0, strlen(lines[i]));
-		free(lines[i]);
-	}
+	if (rc != 0)
+		io_s3_request_free(r);
 	io_sigv4_free(&out);
 	io_sb_free(&full_url);
 	free(url);
@@ -1127,12 +1301,53 @@ done:
 }
 
 /*
- * Turn a non-2xx S3 response into *err: the S3 error document's Code and
- * Message go to the detail.
+ * Send one signed S3 request (io_s3_request_build, then the HTTP core with
+ * its retries).  Returns 0 with a response of any status, -1 with *err.
  */
 static int
-s3_status_error(const IoHttpResponse *resp, const char *what,
-				const char *bucket, const char *key, IoError *err)
+s3_request(IoStorage *st, const char *method, const char *bucket,
+		   const char *key, const char *query, const IoHeader *extra,
+		   size_t nextra, const void *body, size_t body_len,
+		   IoHttpResponse *resp, IoError *err)
+{
+	IoS3Request r;
+	int			rc;
+
+	memset(resp, 0, sizeof(*resp));
+	io_storage_refresh_if_due(st);
+	for (int attempt = 0;; attempt++)
+	{
+		char		code[64];
+		IoError		scratch;
+
+		if (io_s3_request_build(st, method, bucket, key, query, extra, nextra, body,
+								body_len, &r, err) != 0)
+			return -1;
+		rc = io_http_perform(&st->http, &r.req, resp, err);
+		io_s3_request_free(&r);
+		if (rc != 0 || attempt > 0 || st->refresh == NULL ||
+			(resp->status != 400 && resp->status != 403))
+			break;
+		(void) io_s3_status_error(resp, "access", bucket, key, code, sizeof(code), &scratch);
+		if (!io_s3_credentials_refused(resp->status, code))
+			break;
+		/* refused for its credentials: new ones, and once more */
+		if (io_storage_refresh(st, &scratch) != 0)
+			break;
+		io_http_response_free(resp);
+	}
+	return rc;
+}
+
+/*
+ * See io_int.h: turn a non-2xx S3 response into *err; the S3 error
+ * document's Code and Message go to the detail, its Code also to
+ * s3code_out when given.
+ */
+int
+io_s3_status_error(const IoHttpResponse *resp, const char *what,
+				   const char *bucket, const char *key, char *s3code_out,
+				   size_t s3code_size, IoError *err)
 {
 	IoErrorCode code;
 	IoXmlNode  *doc = NULL;
@@ -1179,6 +1394,8 @@ s3_status_error(const IoHttpResponse *resp, const char *what,
 				 (s3code && s3msg) ? ": " : "", s3msg ? s3msg : "");
 		io_set_detail(err, d, strlen(d));
 	}
+	if (s3code_out != NULL && s3code_size > 0)
+		snprintf(s3code_out, s3code_size, "%s", s3code ? s3code : "");
 	io_xml_free(doc);
 	return -1;
 }
@@ -1219,7 +1436,7 @@ s3_read(IoStorage *st, const IoParsedUri *u, uint64_t offset, uint64_t len,
 	}
 	if (resp.status != 200 && resp.status != 206)
 	{
-		s3_status_error(&resp, "read", u->bucket, u->path, err);
+		io_s3_status_error(&resp, "read", u->bucket, u->path, NULL, 0, err);
 		io_http_response_free(&resp);
 		return -1;
 	}
@@ -1306,7 +1523,7 @@ s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 		}
 		if (resp.status != 200)
 		{
-			rc = s3_status_error(&resp, "list", u->bucket, u->path, err);
+			rc = io_s3_status_error(&resp, "list", u->bucket, u->path, NULL, 0, err);
 			io_http_response_free(&resp);
 			break;
 		}
@@ -1414,68 +1631,52 @@ xml_escape(IoStrBuf *sb, const char *s)
 	}
 }
 
-/*
- * One DeleteObjects request for keys[idx[0..n)] of one bucket; fills
- * results[idx[i]].
- */
-static int
-s3_delete_batch(IoStorage *st, const char *bucket, IoParsedUri *parsed,
-				const size_t *idx, size_t n, IoDeleteResult *results,
-				IoError *err)
+/* See io_int.h: the DeleteObjects body of keys[0..n) and its Content-MD5. */
+int
+io_s3_delete_body(const char *const *keys, size_t n, IoStrBuf *body,
+				  char md5b64[32], IoError *err)
 {
-	IoStrBuf	body;
 	unsigned char md5[16];
-	char		md5b64[32];
-	IoHeader	h[2];
-	IoHttpResponse resp;
+	size_t		i;
+
+	io_sb_init(body);
+	io_sb_puts(body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+			   "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>false</Quiet>");
+	for (i = 0; i < n; i++)
+	{
+		io_sb_puts(body, "<Object><Key>");
+		xml_escape(body, keys[i]);
+		io_sb_puts(body, "</Key></Object>");
+	}
+	io_sb_puts(body, "</Delete>");
+	if (body->oom)
+	{
+		io_sb_free(body);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	if (EVP_Digest(body->data, body->len, md5, NULL, EVP_md5(), NULL) != 1)
+	{
+		io_sb_free(body);
+		return io_set_error(err, IO_ERR_INTERNAL, 0, "could not compute MD5");
+	}
+	EVP_EncodeBlock((unsigned char *) md5b64, md5, 16);
+	return 0;
+}
+
+/*
+ * See io_int.h: read a 200 answer to DeleteObjects for keys[0..n) into
+ * results[0..n).
+ */
+int
+io_s3_delete_read(const IoHttpResponse *resp, const char *const *keys, size_t n,
+				  IoDeleteResult *results, IoError *err)
+{
 	IoXmlNode  *doc;
 	const IoXmlNode *c;
 	size_t		i;
 	bool	   *done;
-	int			rc = 0;
 
-	io_sb_init(&body);
-	io_sb_puts(&body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
-			   "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Quiet>false</Quiet>");
-	for (i = 0; i < n; i++)
-	{
-		io_sb_puts(&body, "<Object><Key>");
-		xml_escape(&body, parsed[idx[i]].path);
-		io_sb_puts(&body, "</Key></Object>");
-	}
-	io_sb_puts(&body, "</Delete>");
-	if (body.oom)
-	{
-		io_sb_free(&body);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-	}
-	if (EVP_Digest(body.data, body.len, md5, NULL, EVP_md5(), NULL) != 1)
-	{
-		io_sb_free(&body);
-		return io_set_error(err, IO_ERR_INTERNAL, 0, "could not compute MD5");
-	}
-	EVP_EncodeBlock((unsigned char *) md5b64, md5, 16);
-	h[0].name = "content-md5";
-	h[0].value = md5b64;
-	h[1].name = "content-type";
-	h[1].value = "application/xml";
-
-	rc = s3_request(st, "POST", bucket, "", "delete=", h, 2, body.data, body.len,
-					&resp, err);
-	io_sb_free(&body);
-	if (rc != 0)
-	{
-		io_http_response_free(&resp);
-		return -1;
-	}
-	if (resp.status != 200)
-	{
-		s3_status_error(&resp, "delete objects in", bucket, "", err);
-		io_http_response_free(&resp);
-		return -1;
-	}
-	doc = io_xml_parse(resp.body, resp.body_len, err);
-	io_http_response_free(&resp);
+	doc = io_xml_parse(resp->body, resp->body_len, err);
 	if (doc == NULL)
 		return -1;
 	if (strcmp(doc->name, "DeleteResult") != 0)
@@ -1503,9 +1704,9 @@ s3_delete_batch(IoStorage *st, const char *bucket, IoParsedUri *parsed,
 			continue;
 		for (i = 0; i < n; i++)
 		{
-			IoDeleteResult *r = &results[idx[i]];
+			IoDeleteResult *r = &results[i];
 
-			if (done[i] || strcmp(parsed[idx[i]].path, key) != 0)
+			if (done[i] || strcmp(keys[i], key) != 0)
 				continue;
 			done[i] = true;
 			if (is_deleted)
@@ -1530,7 +1731,7 @@ s3_delete_batch(IoStorage *st, const char *bucket, IoParsedUri *parsed,
 	for (i = 0; i < n; i++)
 		if (!done[i])
 		{
-			IoDeleteResult *r = &results[idx[i]];
+			IoDeleteResult *r = &results[i];
 
 			r->deleted = false;
 			snprintf(r->code, sizeof(r->code), "NoResult");
@@ -1540,6 +1741,61 @@ s3_delete_batch(IoStorage *st, const char *bucket, IoParsedUri *parsed,
 	free(done);
 	io_xml_free(doc);
 	return 0;
+}
+
+/*
+ * One DeleteObjects request for keys[idx[0..n)] of one bucket; fills
+ * results[idx[i]].
+ */
+static int
+s3_delete_batch(IoStorage *st, const char *bucket, IoParsedUri *parsed,
+				const size_t *idx, size_t n, IoDeleteResult *results,
+				IoError *err)
+{
+	IoStrBuf	body;
+	char		md5b64[32];
+	IoHeader	h[2];
+	IoHttpResponse resp;
+	const char **keys;
+	IoDeleteResult *res;
+	size_t		i;
+	int			rc = 0;
+
+	keys = calloc(n ? n : 1, sizeof(char *));
+	res = calloc(n ? n : 1, sizeof(IoDeleteResult));
+	if (keys == NULL || res == NULL)
+	{
+		free(keys);
+		free(res);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	for (i = 0; i < n; i++)
+		keys[i] = parsed[idx[i]].path;
+	if (io_s3_delete_body(keys, n, &body, md5b64, err) != 0)
+	{
+		free(keys);
+		free(res);
+		return -1;
+	}
+	h[0].name = "content-md5";
+	h[0].value = md5b64;
+	h[1].name = "content-type";
+	h[1].value = "application/xml";
+
+	rc = s3_request(st, "POST", bucket, "", "delete=", h, 2, body.data, body.len,
+					&resp, err);
+	io_sb_free(&body);
+	if (rc == 0 && resp.status != 200)
+		rc = io_s3_status_error(&resp, "delete objects in", bucket, "", NULL, 0, err);
+	else if (rc == 0)
+		rc = io_s3_delete_read(&resp, keys, n, res, err);
+	io_http_response_free(&resp);
+	if (rc == 0)
+		for (i = 0; i < n; i++)
+			results[idx[i]] = res[i];
+	free(keys);
+	free(res);
+	return rc;
 }
 
 /* ----------------------------------------------------------------
@@ -1584,7 +1840,7 @@ io_storage_size(IoStorage *st, const char *uri, uint64_t *size, IoError *err)
 
 		rc = s3_request(st, "HEAD", u.bucket, u.path, NULL, NULL, 0, NULL, 0, &resp, err);
 		if (rc == 0 && resp.status != 200)
-			rc = s3_status_error(&resp, "stat", u.bucket, u.path, err);
+			rc = io_s3_status_error(&resp, "stat", u.bucket, u.path, NULL, 0, err);
 		else if (rc == 0)
 		{
 			const char *cl = io_http_header(&resp, "content-length", NULL);
@@ -1623,7 +1879,7 @@ io_storage_write(IoStorage *st, const char *uri, const void *data, size_t len,
 		rc = s3_request(st, "PUT", u.bucket, u.path, NULL, &h, 1, data ? data : "", len,
 						&resp, err);
 		if (rc == 0 && resp.status != 200 && resp.status != 201 && resp.status != 204)
-			rc = s3_status_error(&resp, "write", u.bucket, u.path, err);
+			rc = io_s3_status_error(&resp, "write", u.bucket, u.path, NULL, 0, err);
 		io_http_response_free(&resp);
 	}
 	io_uri_free(&u);

@@ -442,6 +442,16 @@ io_now_ms(void)
 	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* See io_int.h. */
+int64_t
+io_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Sleep in slices of at most IO_POLL_INTERVAL_MS, checking for interrupts. */
 int
 io_sleep_ms(const IoHttpOptions *opt, long ms, IoError *err)

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "io_int.h"
 
@@ -71,7 +70,6 @@ io_webhook_post(const IoWebhookRequest *req, long *status, long *retry_after_ms,
 	IoHttpOptions opt;
 	IoHttpRequest hr;
 	IoHttpResponse resp;
-	struct timespec now;
 	int			rc;
 
 	io_error_clear(err);
@@ -148,9 +146,7 @@ io_webhook_post(const IoWebhookRequest *req, long *status, long *retry_after_ms,
 		io_http_response_free(&resp);
 		return 0;
 	}
-	clock_gettime(CLOCK_REALTIME, &now);
-	*retry_after_ms = io_http_retry_after_ms(&resp, (int64_t) now.tv_sec * 1000 +
-											 now.tv_nsec / 1000000);
+	*retry_after_ms = io_http_retry_after_ms(&resp, io_wall_ms());
 	io_set_error(err, io_http_status_code(resp.status), resp.status,
 				 "webhook receiver %s answered HTTP %ld", origin, resp.status);
 	io_http_response_free(&resp);

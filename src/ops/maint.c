@@ -71,7 +71,9 @@
  *	 other 4xx	certainly failed; the run fails.
  * Files are deleted only after a commit is known to have landed, only
  * below the table's location and one of the server's allowed locations
- * (maint_delete), in canonical form.
+ * (maint_delete), in canonical form, by the run's deleter (delete.h), the
+ * one purges use: bulk requests in the background within the database's
+ * delete pool; maint_delete_flush waits until they are all done.
  *
  *-------------------------------------------------------------------------
  */
@@ -102,6 +104,7 @@
 #include "bridge/errors.h"
 #include "bridge/names.h"
 #include "bridge/role.h"
+#include "ops/delete.h"
 #include "ops/maint.h"
 #include "ops/maint_int.h"
 #include "ops/ops.h"
@@ -234,6 +237,9 @@ unload(MaintRun *run)
 	if (run->md)
 		iceberg_metadata_free(run->md);
 	run->md = NULL;
+	/* the deleter's requests use the storage: they go first */
+	tms_deleter_free(run->deleter);
+	run->deleter = NULL;
 	if (run->storage)
 		io_storage_free(run->storage);
 	run->storage = NULL;
@@ -256,6 +262,9 @@ maint_load(MaintRun *run)
 	char	   *why = NULL;
 	bool		ok = false;
 
+	/* deletes still running finish first: their storage goes */
+	if (run->deleter != NULL)
+		(void) maint_delete_flush(run);
 	unload(run);
 	memset(&t, 0, sizeof(t));
 	run->load_failed = false;
@@ -303,6 +312,9 @@ maint_load(MaintRun *run)
 		run->md = md;
 		md = NULL;
 		run->location = c;
+		/* vended credentials that expire are fetched again through the table */
+		tms_storage_refresh_through(run->storage, run->conn, run->ns_io, run->table,
+									run->md->location);
 		run->metadata_location = pstrdup(t.metadata_location);
 		tms_table_fileio(&run->tio, run->conn->server, run->storage, &run->fio);
 		cur = iceberg_metadata_current_snapshot(run->md);
@@ -759,46 +771,76 @@ maint_check_now(MaintRun *run)
  * ----------------------------------------------------------------
  */
 
-/* Delete the queued files in one bulk call. */
+/*
+ * Hand the queued files to the run's deleter (delete.h: bulk requests in
+ * the background, within the database's delete pool); with wait, until
+ * every file handed over is deleted.  The deleter's counts go to the
+ * run's.  false (run->result set) stops the run.
+ */
+static bool
+delete_queued(MaintRun *run, bool wait)
+{
+	TmsDeleter *d = run->deleter;
+	bool		ok = true;
+
+	if (run->result != MAINT_OK)
+		return false;
+	if (run->q_n == 0 && (d == NULL || !wait))
+		return true;
+	if (d != NULL && d->status != TMS_DELETE_OK)
+	{
+		/* it stopped, and the run was told: a new one for what comes now */
+		tms_deleter_free(d);
+		d = run->deleter = NULL;
+	}
+	if (d == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(run->cxt);
+
+		d = run->deleter = tms_deleter_create(run->storage,
+											  psprintf("maintenance job " INT64_FORMAT,
+													   run->job_id),
+											  NULL, NULL);
+		run->deleter_counted = 0;
+		run->deleter_bytes_counted = 0;
+		MemoryContextSwitchTo(old);
+	}
+	if (run->q_n > 0)
+	{
+		ok = tms_deleter_submit(d, 0, run->q_uris, run->q_sizes, run->q_n);
+		MemoryContextReset(run->qcxt);
+		run->q_n = 0;
+		run->q_uris = NULL;
+		run->q_sizes = NULL;
+	}
+	if (ok && wait)
+		ok = tms_deleter_drain(d);
+	run->files_deleted += d->deleted - run->deleter_counted;
+	run->bytes_deleted += d->bytes - run->deleter_bytes_counted;
+	run->deleter_counted = d->deleted;
+	run->deleter_bytes_counted = d->bytes;
+	if (ok)
+		return true;
+	if (d->status == TMS_DELETE_INTERRUPTED && !run->in_callback)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (!run->dry_run && sched_lease_lost())
+		{
+			run->result = MAINT_LEASE_LOST;
+			return false;
+		}
+	}
+	maint_fail(run, MAINT_TRANSIENT, "%s",
+			   d->status == TMS_DELETE_INTERRUPTED ? "deleting files was interrupted" : d->error);
+	return false;
+}
+
+/* Delete the queued files, and wait until everything handed over is deleted. */
 bool
 maint_delete_flush(MaintRun *run)
 {
-	IoDeleteResult *results;
-	IoError		err;
-	MemoryContext old;
-	int			failed = 0;
-	int			first_failed = -1;
-	int			rc;
-
-	if (run->q_n == 0)
-		return run->result == MAINT_OK;
-	if (run->result != MAINT_OK)
+	if (!delete_queued(run, true))
 		return false;
-	old = MemoryContextSwitchTo(run->qcxt);
-	results = palloc0(sizeof(IoDeleteResult) * run->q_n);
-	rc = io_storage_delete(run->storage, run->q_uris, run->q_n, results, &err);
-	MemoryContextSwitchTo(old);
-	for (int i = 0; i < run->q_n; i++)
-	{
-		if (results[i].deleted)
-		{
-			run->files_deleted++;
-			if (run->q_sizes[i] > 0)
-				run->bytes_deleted += run->q_sizes[i];
-		}
-		else if (rc == 0 && failed++ == 0)
-			first_failed = i;
-	}
-	if (rc != 0)
-		maint_fail(run, MAINT_TRANSIENT, "could not delete files: %s", tms_io_error_text(&err));
-	else if (failed > 0)
-		maint_fail(run, MAINT_TRANSIENT, "could not delete %d of %d files; the first, \"%s\": %s %s",
-				   failed, run->q_n, run->q_uris[first_failed], results[first_failed].code,
-				   results[first_failed].message);
-	MemoryContextReset(run->qcxt);
-	run->q_n = 0;
-	run->q_uris = NULL;
-	run->q_sizes = NULL;
 	return check_run(run, false);
 }
 
@@ -882,7 +924,7 @@ maint_delete_ex(MaintRun *run, const char *path, int64 size, const char *kind,
 	run->q_n++;
 	MemoryContextSwitchTo(old);
 	if (run->q_n >= tms_maintenance_delete_batch_size)
-		return maint_delete_flush(run);
+		return delete_queued(run, false) && check_run(run, false);
 	return true;
 }
 

@@ -159,11 +159,14 @@ typedef struct MaintRun
 	int64		before_snapshot_id; /* current snapshot at load, -1: none */
 	int64		now_ms;
 
-	/* delete queue (canonical URIs) */
+	/* delete queue (canonical URIs), and the deleter it goes to */
 	MemoryContext qcxt;
 	const char **q_uris;
 	int64	   *q_sizes;
 	int			q_n;
+	struct TmsDeleter *deleter; /* over storage, made at the first flush */
+	int64		deleter_counted;	/* its files already in files_deleted */
+	int64		deleter_bytes_counted;
 
 	/* a job on an engine server (maint_engine.c) */
 	char	   *engine_name;

@@ -19,6 +19,7 @@ tms_ops_init(void)
 	tms_policy_init();
 	tms_roles_init();
 	tms_maint_init();
+	tms_delete_init();
 	tms_events_init();
 	tms_compact_init();
 }

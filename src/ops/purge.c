@@ -29,8 +29,14 @@
  *				dropped, still there means the attempt failed and is
  *				retried.  A table already gone (a previous attempt's drop
  *				landed) is purged from the recorded metadata location.
- *				(step) phase "content", dropped_at.
+ *				(step) phase "content", dropped_at.  With the server option
+ *				purge_hold_namespace the entry is renamed into that
+ *				namespace instead (the held name recorded first), so that
+ *				vended credentials can be loaded again through it while the
+ *				files are deleted; a catalog that refuses gets the drop.
  *	 walk		purge_walk.c.
+ *	 release	(held tables only, phase "release") once every file is
+ *				gone, the held entry is dropped.
  *	 progress	(step, at most once a second) counters and heartbeat_at.
  *	 finish		(step) SUCCEEDED, or the failure: attempts + 1, last_error,
  *				back to PENDING (the scheduler retries after its backoff),
@@ -416,7 +422,8 @@ purge_run_fail_code(PurgeRun *run, RunResult kind, int sqlerrcode, const char *f
 static const char *job_sql =
 "SELECT j.state, j.server, j.namespace, j.table_name, j.table_uuid,"
 "       j.table_location, j.metadata_location, j.requested_by::oid,"
-"       j.phase, j.attempts, c.job_id IS NOT NULL, c.expires_at"
+"       j.phase, j.attempts, c.job_id IS NOT NULL, c.expires_at,"
+"       j.held_namespace, j.held_name"
 "  FROM tms.iceberg_cleanup_job j"
 "  LEFT JOIN tms.iceberg_cleanup_credentials c ON c.job_id = j.id"
 " WHERE j.id = $1";
@@ -512,6 +519,8 @@ step_begin(void *arg)
 	run->vended = DatumGetBool(SPI_getbinval(tup, desc, 11, &isnull));
 	d = SPI_getbinval(tup, desc, 12, &isnull);
 	run->expires_at = isnull ? 0 : DatumGetTimestampTz(d);
+	run->held_ns = SPI_getvalue(tup, desc, 13);
+	run->held_name = SPI_getvalue(tup, desc, 14);
 	if (strcmp(run->state, "PENDING") != 0 && strcmp(run->state, "RUNNING") != 0)
 		return;
 	if (run->vended)
@@ -716,23 +725,16 @@ step_finish(void *arg)
  * ----------------------------------------------------------------
  */
 
-typedef struct DropConnect
-{
-	PurgeRun   *run;
-	TmsCatalogConn *conn;
-} DropConnect;
-
 /* Connect as the requester (its USAGE, its mapping), pinned for the run. */
 static void
-step_drop_connect(void *arg)
+step_connect(void *arg)
 {
-	DropConnect *dc = arg;
+	PurgeRun   *run = arg;
 	TmsRoleSave save;
 
-	tms_become_role(dc->run->requested_by,
-					psprintf("purge job " INT64_FORMAT, dc->run->job_id), &save);
-	dc->conn = tms_catalog_connect(dc->run->server_name);
-	tms_catalog_keep(dc->conn);
+	tms_become_role(run->requested_by, psprintf("purge job " INT64_FORMAT, run->job_id), &save);
+	run->conn = tms_catalog_connect(run->server_name);
+	tms_catalog_keep(run->conn);
 	tms_restore_role(&save);
 }
 
@@ -743,15 +745,19 @@ typedef struct DropRecord
 	const char *vended_json;	/* replace the captured credentials */
 	const char *phase;
 	bool		dropped;
+	bool		set_held;		/* record held_ns and held_name (NULL: none) */
+	const char *held_ns;
+	const char *held_name;
 } DropRecord;
 
 static void
 step_drop_record(void *arg)
 {
 	DropRecord *dr = arg;
-	Oid			types[6] = {INT8OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, BOOLOID};
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			types[9] = {INT8OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, BOOLOID,
+	BOOLOID, TEXTOID, TEXTOID};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			rc;
 
 	args[0] = Int64GetDatum(dr->run->job_id);
@@ -763,12 +769,23 @@ step_drop_record(void *arg)
 		nulls[3] = 'n';
 	args[4] = CStringGetTextDatum(dr->phase);
 	args[5] = BoolGetDatum(dr->dropped);
+	args[6] = BoolGetDatum(dr->set_held);
+	if (dr->held_ns)
+		args[7] = CStringGetTextDatum(dr->held_ns);
+	else
+		nulls[7] = 'n';
+	if (dr->held_name)
+		args[8] = CStringGetTextDatum(dr->held_name);
+	else
+		nulls[8] = 'n';
 	rc = SPI_execute_with_args("UPDATE tms.iceberg_cleanup_job"
 							   "   SET metadata_location = coalesce($4, metadata_location),"
 							   "       phase = $5, updated_at = now(), heartbeat_at = now(),"
-							   "       dropped_at = CASE WHEN $6 THEN now() ELSE dropped_at END"
+							   "       dropped_at = CASE WHEN $6 THEN now() ELSE dropped_at END,"
+							   "       held_namespace = CASE WHEN $7 THEN $8 ELSE held_namespace END,"
+							   "       held_name = CASE WHEN $7 THEN $9 ELSE held_name END"
 							   " WHERE id = $1 AND state = 'RUNNING' AND" LEASE_HELD,
-							   6, types, args, nulls, false, 0);
+							   9, types, args, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the drop of purge job: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -892,6 +909,98 @@ check_loaded(PurgeRun *run, IoLoadedTable *t, DropRecord *dr)
 	return ok;
 }
 
+/* A failed catalog change whose outcome nobody knows: read to resolve it. */
+static bool
+outcome_unknown(const IoError *err)
+{
+	return err->code == IO_ERR_TIMEOUT || err->code == IO_ERR_SERVER ||
+		err->code == IO_ERR_UNAVAILABLE || err->code == IO_ERR_PROTOCOL ||
+		err->code == IO_ERR_CONNECT || err->code == IO_ERR_COMMIT_STATE_UNKNOWN;
+}
+
+/* Record the run's hold (NULL: none) in the job row. */
+static bool
+record_hold(PurgeRun *run, const char *held_ns, const char *held_name)
+{
+	DropRecord	dr;
+	ErrorData  *e;
+
+	memset(&dr, 0, sizeof(dr));
+	dr.run = run;
+	dr.phase = run->phase ? run->phase : "drop";
+	dr.set_held = true;
+	dr.held_ns = held_ns;
+	dr.held_name = held_name;
+	if (!sched_owner_try_step(step_drop_record, &dr, &e))
+	{
+		purge_run_fail_code(run, RUN_TRANSIENT, e->sqlerrcode, "%s", e->message);
+		return false;
+	}
+	run->held_ns = held_ns ? MemoryContextStrdup(run->cxt, held_ns) : NULL;
+	run->held_name = held_name ? MemoryContextStrdup(run->cxt, held_name) : NULL;
+	return run->result == RUN_OK;
+}
+
+/*
+ * Hold the table: move its catalog entry to the server's
+ * purge_hold_namespace as run->held_name (recorded before), creating the
+ * namespace if need be.  1: held; 0: the catalog will not (the caller
+ * drops it instead, the hold forgotten); -1: failed (run->result set).
+ */
+static int
+hold_table(PurgeRun *run, TmsCatalogConn *conn, const char *ns_io)
+{
+	char	   *hold_io = tms_namespace_to_io(run->held_ns);
+	IoError		err;
+	IoError		err2;
+	int			rc;
+
+	rc = io_catalog_rename_table(conn->catalog, ns_io, run->table, hold_io, run->held_name,
+								 &err);
+	if (rc != 0 && err.code == IO_ERR_NO_SUCH_NAMESPACE)
+	{
+		if (io_catalog_create_namespace(conn->catalog, hold_io, &err2) != 0 &&
+			err2.code != IO_ERR_ALREADY_EXISTS)
+		{
+			purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(err2.code),
+								"could not create the namespace \"%s\" to hold table \"%s.%s\": %s",
+								run->held_ns, run->ns, run->table, tms_io_error_text(&err2));
+			return -1;
+		}
+		rc = io_catalog_rename_table(conn->catalog, ns_io, run->table, hold_io,
+									 run->held_name, &err);
+	}
+	if (rc == 0)
+		return 1;
+	if (outcome_unknown(&err))
+	{
+		/* renamed if it is gone from its name and there under the new one */
+		if (table_gone(conn, ns_io, run->table, &err2) == 1 &&
+			table_gone(conn, hold_io, run->held_name, &err2) == 0)
+			return 1;
+		purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(err.code),
+							"could not move table \"%s.%s\" to \"%s.%s\": %s",
+							run->ns, run->table, run->held_ns, run->held_name,
+							tms_io_error_text(&err));
+		return -1;
+	}
+	if (err.code != IO_ERR_BAD_REQUEST && err.code != IO_ERR_FORBIDDEN &&
+		err.code != IO_ERR_NOT_FOUND && err.code != IO_ERR_UNSUPPORTED &&
+		err.code != IO_ERR_NO_SUCH_TABLE)
+	{
+		purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(err.code),
+							"could not move table \"%s.%s\" to \"%s.%s\": %s",
+							run->ns, run->table, run->held_ns, run->held_name,
+							tms_io_error_text(&err));
+		return -1;
+	}
+	/* the catalog will not (or the table went meanwhile): a plain drop */
+	ereport(LOG,
+			(errmsg("purge job " INT64_FORMAT ": the catalog would not move table \"%s.%s\" to namespace \"%s\" (%s); it is dropped instead",
+					run->job_id, run->ns, run->table, run->held_ns, tms_io_error_text(&err))));
+	return record_hold(run, NULL, NULL) ? 0 : -1;
+}
+
 /*
  * The "drop" phase (see the file header).  Sets run->result on failure;
  * network and catalog failures are values, never raised.
@@ -925,13 +1034,30 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 								run->ns, run->table, tms_io_error_text(&err));
 			return;
 		}
-		/* gone already (a previous attempt's drop landed): purge what we recorded */
+
+		/*
+		 * Gone already: a previous attempt's drop or hold landed; purge what
+		 * we recorded.  A hold that never landed (the table was dropped by
+		 * someone else meanwhile) is forgotten.
+		 */
+		if (run->held_name != NULL &&
+			table_gone(conn, tms_namespace_to_io(run->held_ns), run->held_name, &err) == 1 &&
+			!record_hold(run, NULL, NULL))
+			return;
 	}
 	else if (!check_loaded(run, &t, &dr))
 		return;
 	else
 	{
-		/* record where its files are before the entry goes */
+		int			held = 0;
+
+		/* record where its files are (and where it goes) before it moves */
+		if (run->server->purge_hold_namespace != NULL)
+		{
+			dr.set_held = true;
+			dr.held_ns = run->server->purge_hold_namespace;
+			dr.held_name = psprintf("tms_purge_" INT64_FORMAT, run->job_id);
+		}
 		if (!sched_owner_try_step(step_drop_record, &dr, &e))
 		{
 			purge_run_fail_code(run, RUN_TRANSIENT, e->sqlerrcode, "%s", e->message);
@@ -940,16 +1066,21 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 		if (run->result != RUN_OK)
 			return;
 		run->metadata_location = (char *) dr.metadata_location;
-		if (io_catalog_drop_table(conn->catalog, ns_io, run->table, false, &err) != 0 &&
+		if (dr.set_held)
+		{
+			run->held_ns = MemoryContextStrdup(run->cxt, dr.held_ns);
+			run->held_name = MemoryContextStrdup(run->cxt, dr.held_name);
+			if ((held = hold_table(run, conn, ns_io)) < 0)
+				return;
+		}
+		if (!held && io_catalog_drop_table(conn->catalog, ns_io, run->table, false, &err) != 0 &&
 			err.code != IO_ERR_NO_SUCH_TABLE)
 		{
 			IoError		first = err;
 			int			gone = -1;
 
 			/* an outcome we do not know is resolved before anything else */
-			if (first.code == IO_ERR_TIMEOUT || first.code == IO_ERR_SERVER ||
-				first.code == IO_ERR_UNAVAILABLE || first.code == IO_ERR_PROTOCOL ||
-				first.code == IO_ERR_CONNECT || first.code == IO_ERR_COMMIT_STATE_UNKNOWN)
+			if (outcome_unknown(&first))
 				gone = table_gone(conn, ns_io, run->table, &err);
 			if (gone != 1)
 			{
@@ -965,6 +1096,7 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 	}
 	dr.metadata_location = NULL;
 	dr.vended_json = NULL;
+	dr.set_held = false;
 	dr.phase = "content";
 	dr.dropped = true;
 	if (!sched_owner_try_step(step_drop_record, &dr, &e))
@@ -973,38 +1105,38 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 		run->phase = "content";
 }
 
-/* The drop phase with its connection, pinned and released. */
+/* The drop phase; the credentials of its last load replace the enqueue's. */
 static void
 run_drop_phase(PurgeRun *run)
 {
-	DropConnect dc;
 	ErrorData  *e;
 
-	dc.run = run;
-	dc.conn = NULL;
-	if (!sched_try_step(step_drop_connect, &dc, &e))
-	{
-		purge_run_fail_code(run, RUN_TRANSIENT, e->sqlerrcode, "%s%s%s", e->message,
-							e->detail ? ": " : "", e->detail ? e->detail : "");
-		return;
-	}
-	PG_TRY();
-	{
-		run_drop(run, dc.conn);
-	}
-	PG_FINALLY();
-	{
-		tms_catalog_release(dc.conn);
-	}
-	PG_END_TRY();
-	if (run->result == RUN_OK)
-	{
-		/* the credentials vended with the last load replace those of the enqueue */
-		ErrorData  *e2;
+	run_drop(run, run->conn);
+	if (run->result == RUN_OK && !sched_owner_try_step(step_read_vended, run, &e))
+		purge_run_fail_code(run, RUN_TRANSIENT, e->sqlerrcode, "%s", e->message);
+}
 
-		if (!sched_owner_try_step(step_read_vended, run, &e2))
-			purge_run_fail_code(run, RUN_TRANSIENT, e2->sqlerrcode, "%s", e2->message);
-	}
+/*
+ * The last phase of a held table: once every file is gone, its held entry
+ * is dropped (without purge: there is nothing left to purge).
+ */
+static void
+release_held(PurgeRun *run)
+{
+	char	   *hold_io = tms_namespace_to_io(run->held_ns);
+	IoError		err;
+	IoError		err2;
+
+	purge_write_progress(run, "release", true);
+	if (run->result != RUN_OK)
+		return;
+	if (io_catalog_drop_table(run->conn->catalog, hold_io, run->held_name, false, &err) == 0 ||
+		err.code == IO_ERR_NO_SUCH_TABLE ||
+		(outcome_unknown(&err) && table_gone(run->conn, hold_io, run->held_name, &err2) == 1))
+		return;
+	purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(err.code),
+						"every file is deleted, but the held catalog entry \"%s.%s\" could not be dropped: %s",
+						run->held_ns, run->held_name, tms_io_error_text(&err));
 }
 
 /* ----------------------------------------------------------------
@@ -1016,6 +1148,8 @@ run_drop_phase(PurgeRun *run)
 static void
 run_release(PurgeRun *run)
 {
+	tms_catalog_release(run->conn);
+	run->conn = NULL;
 	tms_server_free(run->server);
 	run->server = NULL;
 	tms_credentials_free(&run->creds);
@@ -1074,15 +1208,27 @@ purge_handler(SchedTask *task, ErrorData **error)
 			else if (run->attempts >= tms_purge_max_attempts)
 				purge_run_fail(run, RUN_TERMINAL, "gave up after %d attempts; the last one did not finish",
 							   run->attempts);
-			else if (run->phase != NULL && strcmp(run->phase, "drop") == 0)
-				run_drop_phase(run);
-			if (run->result == RUN_OK && run->vended && run->expires_at != 0 &&
-				run->expires_at < GetCurrentTimestamp())
+			else if (strcmp(run->phase, "drop") == 0 || run->held_name != NULL)
+			{
+				/* the requester's catalog connection: the drop, a held entry */
+				ErrorData  *e;
+
+				if (!sched_try_step(step_connect, run, &e))
+					purge_run_fail(run, RUN_TRANSIENT, "%s%s%s", e->message,
+								   e->detail ? ": " : "", e->detail ? e->detail : "");
+				else if (strcmp(run->phase, "drop") == 0)
+					run_drop_phase(run);
+			}
+			/* expired credentials can only be replaced through a held entry */
+			if (run->result == RUN_OK && run->vended && run->held_name == NULL &&
+				run->expires_at != 0 && run->expires_at < GetCurrentTimestamp())
 				purge_run_fail(run, RUN_TERMINAL,
-							   "the storage credentials the catalog vended expired at %s",
+							   "the storage credentials the catalog vended expired at %s; a purge gets new ones only when the server holds the table until its files are gone (option purge_hold_namespace)",
 							   timestamptz_to_str(run->expires_at));
-			if (run->result == RUN_OK)
+			if (run->result == RUN_OK && strcmp(run->phase, "release") != 0)
 				purge_walk(run);
+			if (run->result == RUN_OK && run->held_name != NULL)
+				release_held(run);
 
 			if (run->result == RUN_LEASE_LOST || sched_lease_lost())
 				outcome = SCHED_LEASE_LOST;

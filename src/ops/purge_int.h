@@ -60,6 +60,10 @@ typedef struct PurgeRun
 	Oid			requested_by;
 	char	   *phase;
 	int			attempts;
+	char	   *held_ns;		/* where the catalog entry is held (the
+								 * server's purge_hold_namespace), NULL:
+								 * dropped */
+	char	   *held_name;
 	bool		vended;			/* credentials captured */
 	int			nvended;
 	IoKeyValue *vended_kv;
@@ -68,9 +72,13 @@ typedef struct PurgeRun
 	/* the server and the requester's user mapping (malloc'd) */
 	TmsServer  *server;
 	TmsCredentials creds;
+	TmsCatalogConn *conn;		/* the requester's, pinned for the run: the
+								 * drop, a held entry's credentials and its
+								 * release */
 
 	/* I/O, freed in the run's cleanup */
 	IoStorage  *storage;
+	struct TmsDeleter *deleter; /* over storage */
 	TmsTableFileIO tio;
 	IcebergFileIO fio;
 	IcebergTableMetadata *md;

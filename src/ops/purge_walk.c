@@ -10,14 +10,17 @@
  *				grows with the table), each manifest's entries of every
  *				status, then statistics files, then the metadata log, and
  *				the metadata file itself last.
- *	 delete		files go to three bounded queues, one per level: content
- *				files (data, deletes, statistics), manifests, manifest
- *				lists.  A full queue is deleted at once by the walking
- *				process itself (caller-runs back-pressure), in
- *				one bulk request per tms.purge_delete_batch_size files, and
- *				a queue is only deleted after the queues below it: a
- *				manifest disappears only once its entries are gone, a list
- *				only once its manifests are, and the metadata file last.
+ *	 delete		files go to bounded queues, one per level: content files
+ *				(data, deletes, statistics), manifests, manifest lists,
+ *				metadata files.  A full queue of tms.purge_delete_batch_size
+ *				files is handed to the run's deleter (delete.h): its bulk
+ *				requests run in the background, several at once within the
+ *				database's delete pool, while the walk goes on; the walk
+ *				waits when every slot of the deleter is busy (back-pressure,
+ *				bounded memory).  A level is only deleted after the levels
+ *				below it: a manifest disappears only once its entries are
+ *				gone, a list only once its manifests are, and the metadata
+ *				file last, after everything else was deleted.
  *				So a run that stops anywhere leaves a table that the next
  *				run can walk again from its metadata file; what it finds
  *				missing on the way (a manifest, a list) was deleted with
@@ -52,6 +55,8 @@
 
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
+#include "bridge/names.h"
+#include "ops/delete.h"
 #include "ops/purge.h"
 #include "ops/purge_int.h"
 #include "sched/lease.h"
@@ -85,14 +90,28 @@ iceberg_error_text(PurgeRun *run, const IcebergError *err)
 	return tms_iceberg_error_text(err);
 }
 
+/* What to say when the storage refused the credentials the catalog vended. */
+static const char *
+vended_refused(PurgeRun *run)
+{
+	return run->held_name != NULL ?
+		" (the storage credentials the catalog vended were refused, also after getting them again through the held table)" :
+		" (the storage credentials the catalog vended were refused; they may have expired, and a purge gets new ones only when the server holds the table until its files are gone: option purge_hold_namespace)";
+}
+
 /* Classify a failed read of path and record it; true if it was missing. */
 static bool
 read_failed(PurgeRun *run, const char *what, const char *path, const IcebergError *err)
 {
 	if (err->code == ICEBERG_ERR_IO && file_missing(run, path))
 		return true;
-	if (err->code == ICEBERG_ERR_MALFORMED || err->code == ICEBERG_ERR_UNSUPPORTED ||
-		err->code == ICEBERG_ERR_LIMIT)
+	if (run->vended && err->code == ICEBERG_ERR_IO &&
+		(err->io_code == IO_ERR_FORBIDDEN || err->io_code == IO_ERR_UNAUTHORIZED ||
+		 (err->io_code == IO_ERR_BAD_REQUEST && strstr(err->detail, "ExpiredToken") != NULL)))
+		purge_run_fail(run, RUN_TERMINAL, "could not read %s \"%s\": %s%s", what, path,
+					   iceberg_error_text(run, err), vended_refused(run));
+	else if (err->code == ICEBERG_ERR_MALFORMED || err->code == ICEBERG_ERR_UNSUPPORTED ||
+			 err->code == ICEBERG_ERR_LIMIT)
 		purge_run_fail(run, RUN_TERMINAL, "cannot read %s \"%s\": %s", what, path,
 				 iceberg_error_text(run, err));
 	else
@@ -119,71 +138,80 @@ storage_failure_kind(PurgeRun *run, long http_status, const char *code)
 	return RUN_TRANSIENT;
 }
 
-/* Delete one queue's files in one bulk call; false stops the run. */
+/*
+ * A file the storage did not delete: a local file the io layer would not
+ * reach (a symbolic link on the way) is skipped, anything else fails.
+ */
+static bool
+delete_refused(void *arg, const char *uri, const IoDeleteResult *r)
+{
+	PurgeRun   *run = arg;
+
+	if (uri[0] != '/' ||
+		(strcmp(r->code, "AccessDenied") != 0 && strcmp(r->code, "InvalidLocation") != 0))
+		return false;
+	run->skipped++;
+	if (run->skipped_example == NULL)
+		run->skipped_example = MemoryContextStrdup(run->cxt,
+												   psprintf("%s (%s)", uri, r->message));
+	return true;
+}
+
+/* The deleter's counts into the run's; false (run->result set) if it stopped. */
+static bool
+deleter_went_on(PurgeRun *run, bool ok)
+{
+	TmsDeleter *d = run->deleter;
+
+	run->deleted = d->deleted;
+	run->bytes = d->bytes;
+	run->requests = d->requests;
+	if (ok)
+		return true;
+	switch (d->status)
+	{
+		case TMS_DELETE_INTERRUPTED:
+			CHECK_FOR_INTERRUPTS();
+			if (sched_lease_lost())
+				run->result = RUN_LEASE_LOST;
+			else
+				purge_run_fail(run, RUN_TRANSIENT, "deleting files was interrupted");
+			break;
+		case TMS_DELETE_THROTTLED:
+			purge_run_fail(run, RUN_TRANSIENT, "%s", d->error);
+			break;
+		default:
+			{
+				RunResult	kind = storage_failure_kind(run, d->error_status, d->error_code);
+
+				purge_run_fail(run, kind, "%s%s", d->error,
+							   run->vended && kind == RUN_TERMINAL ? vended_refused(run) : "");
+			}
+	}
+	return false;
+}
+
+/*
+ * Hand one queue's files to the deleter (it deletes them in the background,
+ * in bulk requests, after the queues below; see delete.h); false stops the
+ * run.
+ */
 static bool
 flush_queue(PurgeRun *run, int level)
 {
 	PurgeQueue *q = &run->q[level];
-	IoDeleteResult *results;
-	IoError		err;
-	MemoryContext old;
-	int			failed = 0;
-	int			first_failed = -1;
-	int			rc;
+	bool		ok;
 
 	if (q->n == 0)
 		return run->result == RUN_OK;
 	if (run->result != RUN_OK)
 		return false;
-	old = MemoryContextSwitchTo(q->cxt);
-	results = palloc0(sizeof(IoDeleteResult) * q->n);
-	rc = io_storage_delete(run->storage, q->uris, q->n, results, &err);
-	MemoryContextSwitchTo(old);
-	if (strncmp(q->uris[0], "s3://", 5) == 0)
-		run->requests += (q->n + 999) / 1000;
-	else
-		run->requests += q->n;
-	for (int i = 0; i < q->n; i++)
-	{
-		if (results[i].deleted)
-		{
-			run->deleted++;
-			if (q->sizes[i] > 0)
-				run->bytes += q->sizes[i];
-		}
-		else if (rc == 0 && q->uris[i][0] == '/' &&
-				 (strcmp(results[i].code, "AccessDenied") == 0 ||
-				  strcmp(results[i].code, "InvalidLocation") == 0))
-		{
-			/* a local file the io layer would not reach (a symlink on the way) */
-			run->skipped++;
-			if (run->skipped_example == NULL)
-				run->skipped_example =
-					MemoryContextStrdup(run->cxt,
-										psprintf("%s (%s)", q->uris[i], results[i].message));
-		}
-		else if (rc == 0)
-		{
-			if (failed++ == 0)
-				first_failed = i;
-		}
-	}
-	if (rc != 0)
-		purge_run_fail(run, storage_failure_kind(run, err.http_status, NULL),
-				 "could not delete files: %s%s%s%s", err.message,
-				 err.detail[0] ? " (" : "", err.detail, err.detail[0] ? ")" : "");
-	else if (failed > 0)
-		purge_run_fail(run, storage_failure_kind(run, 0, results[first_failed].code),
-				 "could not delete %d of %d files; the first, \"%s\": %s %s%s",
-				 failed, q->n, q->uris[first_failed], results[first_failed].code,
-				 results[first_failed].message,
-				 run->vended && storage_failure_kind(run, 0, results[first_failed].code) == RUN_TERMINAL
-				 ? " (the storage credentials the catalog vended at enqueue time were refused; they may have expired)" : "");
+	ok = tms_deleter_submit(run->deleter, level, q->uris, q->sizes, q->n);
 	MemoryContextReset(q->cxt);
 	q->n = 0;
 	q->uris = NULL;
 	q->sizes = NULL;
-	if (run->result != RUN_OK)
+	if (!deleter_went_on(run, ok))
 		return false;
 
 	/* between two requests: throttle, interrupts, the lease */
@@ -201,6 +229,15 @@ flush_queue(PurgeRun *run, int level)
 	}
 	purge_write_progress(run, NULL, false);
 	return run->result == RUN_OK;
+}
+
+/* Wait until every file handed over is deleted; false stops the run. */
+static bool
+drain(PurgeRun *run)
+{
+	if (run->result != RUN_OK)
+		return false;
+	return deleter_went_on(run, tms_deleter_drain(run->deleter));
 }
 
 /* Empty the queues up to level, lowest first. */
@@ -373,7 +410,15 @@ open_storage(PurgeRun *run)
 		purge_run_fail(run, RUN_TERMINAL, "cannot set up storage access: %s", err.message);
 		return false;
 	}
+	/* vended credentials that expire: new ones through the held entry */
+	if (run->held_name != NULL && run->conn != NULL)
+		tms_storage_refresh_through(run->storage, run->conn,
+									tms_namespace_to_io(run->held_ns), run->held_name,
+									run->location);
 	tms_table_fileio(&run->tio, run->server, run->storage, &run->fio);
+	run->deleter = tms_deleter_create(run->storage,
+									  psprintf("purge job " INT64_FORMAT, run->job_id),
+									  delete_refused, run);
 	return true;
 }
 
@@ -431,7 +476,7 @@ run_walk(PurgeRun *run)
 		if (!queue_file(run, Q_CONTENT, run->md->partition_statistics[i].path,
 						run->md->partition_statistics[i].file_size_in_bytes))
 			return;
-	if (!flush_upto(run, Q_LISTS))
+	if (!flush_upto(run, Q_LISTS) || !drain(run))
 		return;
 
 	purge_write_progress(run, "metadata-log", true);
@@ -439,15 +484,16 @@ run_walk(PurgeRun *run)
 		if (strcmp(run->md->metadata_log[i].metadata_file, run->metadata_location) != 0 &&
 			!queue_file(run, Q_METADATA, run->md->metadata_log[i].metadata_file, -1))
 			return;
-	if (!flush_upto(run, Q_METADATA) || run->result != RUN_OK)
+	if (!flush_upto(run, Q_METADATA) || !drain(run))
 		return;
 
 	/* the metadata file itself, last: until now a retry can start over */
 	purge_write_progress(run, "metadata", true);
 	if (run->result != RUN_OK)
 		return;
-	if (queue_file(run, Q_METADATA, run->metadata_location, -1))
-		(void) flush_upto(run, Q_METADATA);
+	if (queue_file(run, Q_METADATA, run->metadata_location, -1) &&
+		flush_upto(run, Q_METADATA))
+		(void) drain(run);
 }
 
 /* Free what the plain-C layers gave the run. */
@@ -460,6 +506,9 @@ run_cleanup(PurgeRun *run)
 		iceberg_manifest_list_close(run->lr);
 	if (run->md)
 		iceberg_metadata_free(run->md);
+	/* the deleter's requests use the storage: they go first */
+	tms_deleter_free(run->deleter);
+	run->deleter = NULL;
 	if (run->storage)
 		io_storage_free(run->storage);
 	run->mr = NULL;

@@ -29,6 +29,7 @@ without a prefix are accepted too):
   GET/HEAD/POST/DELETE /v1/{p}/namespaces/{ns}/tables/{t}
   POST /v1/{p}/namespaces/{ns}/register     POST /v1/{p}/tables/rename
   POST /v1/{p}/namespaces/{ns}/tables/{t}/metrics (accepted, ignored)
+  GET  /v1/{p}/namespaces/{ns}/tables/{t}/credentials (loadCredentials)
   POST /v1/{p}/transactions/commit
 
 Test-only admin endpoints (outside /v1; open unless --admin-token is given,
@@ -79,6 +80,20 @@ then they need the header "X-Admin-Token: TOKEN"):
                           on (instead of the vended S3 settings), as a
                           hostile or odd catalog would vend it
   DELETE /admin/table-config   back to the default config for every table
+  POST   /admin/vending   {"gate": "http://127.0.0.1:P", "endpoint": URL, "ttl": 5,
+                           "expiry_visible": true, "credentials_endpoint": true}:
+                          every load (and loadCredentials) of a table in S3
+                          vends new temporary credentials (key, secret,
+                          session token) in storage-credentials, registered
+                          with the S3 gate (POST gate/admin/credentials) to
+                          expire after ttl seconds, with
+                          s3.session-token-expires-at-ms unless
+                          expiry_visible is false, and endpoint (default:
+                          the gate) as s3.endpoint; credentials_endpoint
+                          false leaves loadCredentials out of /v1/config's
+                          endpoints
+  GET    /admin/vending   {"issued": [{access_key_id, expires_at, via, issued_at}]}
+  DELETE /admin/vending   back to the catalog's own S3 settings
   POST   /admin/config    {"defaults": {...}, "overrides": {...}}: extra
                           properties in the answer of GET /v1/config
   DELETE /admin/config    no extra properties
@@ -114,6 +129,7 @@ import sys
 import threading
 import time
 import urllib.parse
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -141,6 +157,7 @@ ENDPOINTS = [
     "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
     "POST /v1/{prefix}/namespaces/{namespace}/register",
     "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
     "POST /v1/{prefix}/tables/rename",
     "POST /v1/{prefix}/transactions/commit",
 ]
@@ -652,6 +669,11 @@ class Catalog:
         # of the default, extra /v1/config properties
         self.table_configs = {}
         self.extra_config = {"defaults": {}, "overrides": {}}
+        # set through /admin/vending: short-lived S3 credentials, minted per
+        # load and per loadCredentials and registered with an S3 gate
+        self.vending = None
+        self.issued = []
+        self.issued_lock = threading.Lock()
 
     # -- helpers ----------------------------------------------------------------
 
@@ -727,6 +749,49 @@ class Catalog:
             "client.region": self.s3.region,
         }
 
+    def vend(self, location, via):
+        """Mint temporary credentials for a table in S3, register them with
+        the gate (which refuses them with 400 ExpiredToken after `ttl`
+        seconds); the StorageCredential config, or None when not vending."""
+        v = self.vending
+        if v is None or not location or not storage_mod.is_s3(location):
+            return None
+        key_id = "TMSV" + secrets.token_hex(8).upper()
+        secret, token = secrets.token_urlsafe(24), secrets.token_urlsafe(32)
+        expires_at = time.time() + v["ttl"]
+        body = json.dumps({"access_key_id": key_id, "secret_access_key": secret,
+                           "session_token": token, "expires_at": expires_at}).encode()
+        req = urllib.request.Request(v["gate"] + "/admin/credentials", data=body,
+                                     headers={"Content-Type": "application/json"},
+                                     method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            r.read()
+        with self.issued_lock:
+            self.issued.append({"access_key_id": key_id, "expires_at": expires_at,
+                                "via": via, "issued_at": time.time()})
+        cfg = {"s3.access-key-id": key_id, "s3.secret-access-key": secret,
+               "s3.session-token": token}
+        if v["expiry_visible"]:
+            cfg["s3.session-token-expires-at-ms"] = str(int(expires_at * 1000))
+        return cfg
+
+    def storage_credentials(self, location, via):
+        """LoadTableResult / LoadCredentialsResponse storage-credentials."""
+        cfg = self.vend(location, via)
+        if cfg is None:
+            return None
+        bucket, _ = storage_mod.split_s3(location)
+        return [{"prefix": "s3://%s/" % bucket, "config": cfg}]
+
+    def load_credentials(self, levels, name):
+        mloc = self.table_pointer(levels, name)
+        meta = self.read_meta(mloc)
+        creds = self.storage_credentials(meta.get("location"), "credentials")
+        if creds is None:
+            cfg = self.storage_config(meta.get("location"))
+            creds = [{"prefix": meta.get("location") or "", "config": cfg}] if cfg else []
+        return 200, {"storage-credentials": creds}, {}
+
     def set_table_config(self, levels, name, config):
         """Vend config for this table from now on (admin)."""
         self.table_configs[(tuple(levels), name)] = dict(config)
@@ -744,9 +809,18 @@ class Catalog:
             body_meta = dict(meta)
             body_meta["snapshots"] = tablemeta.snapshots_for_refs(meta)
         config = self.table_configs.get(ident) if ident is not None else None
+        creds = None
         if config is None:
             config = self.storage_config(meta.get("location"))
+            creds = self.storage_credentials(meta.get("location"), "load")
+        if creds is not None:
+            # vended: the endpoint in config, the keys in storage-credentials
+            config = {k: v for k, v in config.items()
+                      if k not in ("s3.access-key-id", "s3.secret-access-key")}
+            config["s3.endpoint"] = self.vending["endpoint"]
         body = {"metadata-location": location, "metadata": body_meta, "config": dict(config)}
+        if creds is not None:
+            body["storage-credentials"] = creds
         headers = {"ETag": self.etag(location, mode)} if location else {}
         return body, headers
 
@@ -783,7 +857,9 @@ class Catalog:
             "defaults": dict(self.extra_config["defaults"], warehouse=self.warehouse),
             "overrides": dict(self.extra_config["overrides"], prefix=self.name,
                               warehouse=self.warehouse),
-            "endpoints": ENDPOINTS,
+            "endpoints": [e for e in ENDPOINTS if not (
+                e.endswith("/credentials") and self.vending is not None and
+                not self.vending["credentials_endpoint"])],
         }, {}
 
     # -- namespaces -------------------------------------------------------------
@@ -1349,6 +1425,8 @@ class Handler(BaseHTTPRequestHandler):
                 elif n == 5 and segs[2] == "tables" and segs[4] == "metrics" and m == "POST":
                     cat.table_pointer(ns, segs[3])
                     r = (204, None, {})
+                elif n == 5 and segs[2] == "tables" and segs[4] == "credentials" and m == "GET":
+                    r = cat.load_credentials(ns, segs[3])
         elif segs == ["tables", "rename"] and m == "POST":
             r = cat.rename_table(self._json_body(raw))
         elif segs == ["transactions", "commit"] and m == "POST":
@@ -1403,6 +1481,26 @@ class Handler(BaseHTTPRequestHandler):
                 if self.command == "DELETE":
                     cat.clear_table_configs()
                     return self._send(204)
+            if path == "/admin/vending":
+                cat = self.server.catalog
+                if self.command == "POST":
+                    spec = self._json_body(raw)
+                    if not isinstance(spec.get("gate"), str) or not isinstance(
+                            spec.get("ttl"), (int, float)) or spec["ttl"] <= 0:
+                        raise bad_request("vending needs gate (its URL) and ttl (seconds > 0)")
+                    cat.vending = {"gate": spec["gate"].rstrip("/"),
+                                   "endpoint": spec.get("endpoint") or spec["gate"].rstrip("/"),
+                                   "ttl": float(spec["ttl"]),
+                                   "expiry_visible": bool(spec.get("expiry_visible", True)),
+                                   "credentials_endpoint": bool(spec.get("credentials_endpoint",
+                                                                         True))}
+                    return self._send(204)
+                if self.command == "DELETE":
+                    cat.vending = None
+                    return self._send(204)
+                if self.command == "GET":
+                    with cat.issued_lock:
+                        return self._send(200, {"issued": list(cat.issued)})
             if path == "/admin/sigv4":
                 if self.command == "POST":
                     self.server.sigv4 = SigV4Check(self._json_body(raw))

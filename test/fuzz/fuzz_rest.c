@@ -12,7 +12,9 @@
  *	   taken from the selector's upper bits;
  *	3: a ListTablesResponse page (io_rest_read_tables_page);
  *	4: a ListNamespacesResponse page (io_rest_read_namespaces_page);
- *	5: a LoadTableResult (io_rest_read_load_result);
+ *	5: a LoadTableResult (io_rest_read_load_result); with the selector's
+ *	   bit 3 set a LoadCredentialsResponse (io_rest_read_credentials), for
+ *	   a location, or for none with bit 4 set;
  *	6: the name checks (io_rest_check_ident) on the body as a namespace
  *	   and as a table name;
  *	7: the headers of a request (io_rest_headers): the body's first line
@@ -162,6 +164,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				break;
 			}
 		case 5:
+			if (data[0] & 8)
+			{
+				IoTableCredentials c;
+
+				rc = io_rest_read_credentials(body, len, FUZZ_MAX_JSON,
+											  (data[0] & 16) ? NULL : "s3://b/wh/t",
+											  &c, &err);
+				check_rc(rc, &err);
+				if (rc != 0 && (c.config != NULL || c.nconfig != 0))
+					abort();
+				io_table_credentials_free(&c);
+				break;
+			}
+			else
 			{
 				IoLoadedTable t;
 

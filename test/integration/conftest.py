@@ -5,6 +5,9 @@ conftest.py (test/integration) -- pytest fixtures of the test world.
                  exists, else a throwaway PostgreSQL cluster (world.py)
   catalog_dsn    DSN of the database `iceberg_catalog` holding the pointers
   s3             a session s3rver (bucket "warehouse")
+  s3_gate        a session S3 gate in front of `s3` (throttling and
+                 credential checks off until a test turns them on; a test
+                 that does turns them off again)
   file_root      a session directory relative fixture paths resolve against
   catalog        a session catalog: file:// warehouse under file_root, S3
                  through `s3`, no auth
@@ -51,6 +54,13 @@ def s3():
     server = world.S3Server(buckets=["warehouse"])
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_gate(s3):
+    gate = world.S3Gate(s3)
+    yield gate
+    gate.stop()
 
 
 @pytest.fixture(scope="session")

@@ -2,8 +2,9 @@
 test_catalog_sql.py -- tms's catalog functions against the test world's
 REST catalog (test/catalog/server.py) and s3rver: listings, load with
 ETag/304, OAuth2 with token refresh, injected faults (500s, hangs,
-malformed bodies), query cancel during a hanging request, and the counts
-of every real fixture table through tms.table_metrics / tms.table_files.
+malformed bodies, 429/503 with Retry-After), query cancel during a hanging
+request or a Retry-After wait, and the counts of every real fixture table
+through tms.table_metrics / tms.table_files.
 
 Run: /usr/bin/python3 -m pytest test/integration/test_catalog_sql.py
 """
@@ -283,9 +284,10 @@ def test_catalog_503_retried_when_retries_allowed(pg, fault_catalog):
     assert statuses == [503, 503, 200]
 
 
+@pytest.mark.parametrize("status", [503, 429])
 @pytest.mark.parametrize("form", ["seconds", "http-date"])
-def test_catalog_503_waits_for_its_retry_after(pg, fault_catalog, form):
-    """A 503 (or 429) that says Retry-After is retried no sooner than it
+def test_refusal_waits_for_its_retry_after(pg, fault_catalog, status, form):
+    """A 503 or 429 that says Retry-After is retried no sooner than it
     asks, whether it gives seconds or an HTTP date (RFC 9110 10.2.3); the
     backoff alone would retry after 200-300 ms."""
     name = make_server(pg, fault_catalog.uri, retries="2")
@@ -295,16 +297,38 @@ def test_catalog_503_waits_for_its_retry_after(pg, fault_catalog, form):
         value = "2"
     else:
         value = email.utils.formatdate(time.time() + 3, usegmt=True)
-    fault_catalog.fault(r"/namespaces$", status=503, count=1, method="GET",
+    fault_catalog.fault(r"/namespaces$", status=status, count=1, method="GET",
                         headers={"Retry-After": value})
     assert ("f_ns",) in pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,))
     reqs = fault_catalog.requests(r"/namespaces$")["requests"]
-    assert [r["status"] for r in reqs] == [503, 200]
+    assert [r["status"] for r in reqs] == [status, 200]
     waited = reqs[1]["time"] - reqs[0]["time"]
-    sys.stderr.write("Retry-After %r: retried after %.3f s\n" % (value, waited))
+    sys.stderr.write("%d Retry-After %r: retried after %.3f s\n" % (status, value, waited))
     # an HTTP date has whole seconds: 3 s from now is at least 2 s away;
     # and far less than the one-minute cap
     assert 1.9 <= waited < 10
+
+
+def test_retry_after_wait_ends_at_a_cancel(pg, fault_catalog):
+    """The wait a Retry-After asks for (an hour, capped at a minute) ends
+    at the statement timeout, a cancel, like any network wait."""
+    name = make_server(pg, fault_catalog.uri, retries="2")
+    conn = pg.connect()
+    try:
+        pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,), conn=conn)
+        fault_catalog.fault(r"/namespaces$", status=503, count=1, method="GET",
+                            headers={"Retry-After": "3600"})
+        pg.query("SET statement_timeout = '1s'", conn=conn)
+        t0 = time.monotonic()
+        e = pg.query_error("SELECT * FROM tms.list_namespaces(%s)", (name,), conn=conn)
+        took = time.monotonic() - t0
+        print("the Retry-After wait ended after %.2f s" % took)
+        assert e.pgcode == psycopg2.errorcodes.QUERY_CANCELED, e
+        assert took < 10, took
+        pg.query("RESET statement_timeout", conn=conn)
+        assert ("f_ns",) in pg.query("SELECT * FROM tms.list_namespaces(%s)", (name,), conn=conn)
+    finally:
+        conn.close()
 
 
 def fault_fired(catalog, fault_id):

@@ -6,7 +6,10 @@
  *		storage URI parsing, the S3 XML reader on good and malformed
  *		input, local file storage, and, against a small forked HTTP server
  *		of this file, batches of concurrent table loads and the exact
- *		request paths that names and keys produce; the pieces of the
+ *		request paths that names and keys produce, bulk deletes with
+ *		several requests in flight (S3 DeleteObjects answers of every
+ *		kind) and the AIMD window of a storage target, vended credentials
+ *		refreshed before they expire and after a refusal; the pieces of the
  *		engine clients that need no server (origins, result cells and
  *		rows, tags).
  *
@@ -45,6 +48,7 @@
 
 #include "io/io.h"
 #include "io/io_int.h"
+#include "io/rest_int.h"
 #include "io/engine_int.h"
 
 static int	npassed;
@@ -1763,6 +1767,69 @@ respond_big_listing(int fd)
 }
 
 /*
+ * S3 DeleteObjects on bucket path /<bucket>?delete=: bucket "busy" is
+ * refused as a whole (503 SlowDown, Retry-After: 2); "slowly" answers
+ * after 100 ms; keys containing "slow" are refused SlowDown, "deny"
+ * AccessDenied, the others deleted.  Counts requests in flight.
+ */
+static void
+respond_delete(int fd, const char *path, const char *body, size_t body_len)
+{
+	IoStrBuf	sb;
+	char		head[256];
+	const char *p = body;
+	const char *stop = body + body_len;
+	int			now = __sync_add_and_fetch(&stats->in_flight, 1);
+	int			max;
+
+	__sync_add_and_fetch(&stats->requests, 1);
+	while ((max = stats->max_in_flight) < now &&
+		   !__sync_bool_compare_and_swap(&stats->max_in_flight, max, now))
+		;
+	if (strncmp(path, "/busy?", 6) == 0)
+	{
+		const char *doc = "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>";
+
+		snprintf(head, sizeof(head),
+				 "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nRetry-After: 2\r\n"
+				 "Content-Length: %zu\r\n\r\n", strlen(doc));
+		write_all(fd, head, strlen(head));
+		write_all(fd, doc, strlen(doc));
+		__sync_sub_and_fetch(&stats->in_flight, 1);
+		return;
+	}
+	if (strncmp(path, "/slowly?", 8) == 0)
+		usleep(100 * 1000);
+	io_sb_init(&sb);
+	io_sb_puts(&sb, "<?xml version=\"1.0\" encoding=\"UTF-8\"?><DeleteResult>");
+	while ((p = memmem(p, stop - p, "<Key>", 5)) != NULL)
+	{
+		const char *k = p + 5;
+		const char *e = memmem(k, stop - k, "</Key>", 6);
+		int			n;
+
+		if (e == NULL)
+			break;
+		n = (int) (e - k);
+		if (memmem(k, n, "slow", 4))
+			io_sb_printf(&sb, "<Error><Key>%.*s</Key><Code>SlowDown</Code><Message>Reduce your rate</Message></Error>", n, k);
+		else if (memmem(k, n, "deny", 4))
+			io_sb_printf(&sb, "<Error><Key>%.*s</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>", n, k);
+		else
+			io_sb_printf(&sb, "<Deleted><Key>%.*s</Key></Deleted>", n, k);
+		p = e + 6;
+	}
+	io_sb_puts(&sb, "</DeleteResult>");
+	snprintf(head, sizeof(head),
+			 "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: %zu\r\n\r\n",
+			 sb.len);
+	write_all(fd, head, strlen(head));
+	write_all(fd, sb.data, sb.len);
+	io_sb_free(&sb);
+	__sync_sub_and_fetch(&stats->in_flight, 1);
+}
+
+/*
  * Serve one keep-alive connection: POST v1/oauth/tokens, GET v1/config,
  * GET v1/namespaces/ns/tables/<name>: "missing" 404, "flaky" 503 while
  * flaky_left > 0, "hang" never answers, "slow*" answers after 100 ms;
@@ -1826,6 +1893,23 @@ serve_connection(int fd)
 			snprintf(body, sizeof(body),
 					 "{\"access_token\": \"tok%d\", \"token_type\": \"bearer\", \"expires_in\": 3600}", t);
 			respond(fd, 200, NULL, body);
+		}
+		else if (strncmp(buf, "POST", 4) == 0 && strstr(path, "?delete=") != NULL)
+			respond_delete(fd, path, end + 4, body_len);
+		else if (strncmp(path, "/vended/", 8) == 0)
+		{
+			/* S3 with temporary credentials: only key id FRESH is good */
+			const char *doc = "<Error><Code>ExpiredToken</Code><Message>The provided token has expired.</Message></Error>";
+			char		head[256];
+
+			__sync_add_and_fetch(&stats->requests, 1);
+			if (strstr(buf, "Credential=FRESH/") != NULL)
+				snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+			else
+				snprintf(head, sizeof(head),
+						 "HTTP/1.1 400 Bad Request\r\nContent-Type: application/xml\r\n"
+						 "Content-Length: %zu\r\n\r\n%s", strlen(doc), doc);
+			write_all(fd, head, strlen(head));
 		}
 		else if (strncmp(path, "/v1/config", 10) == 0)
 			respond(fd, 200, NULL, "{\"defaults\": {}, \"overrides\": {}}");
@@ -2124,6 +2208,407 @@ out:
 	kill(server, SIGKILL);
 	waitpid(server, NULL, 0);
 	io_http_shutdown();
+}
+
+/*
+ * The forked server with zeroed stats, its endpoint into endpoint; -1
+ * (and a failed check) when it cannot start.
+ */
+static pid_t
+server_up(char *endpoint, size_t size)
+{
+	int			port;
+	pid_t		server;
+
+	stats = mmap(NULL, sizeof(ServerStats), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stats == MAP_FAILED || (server = start_server(&port)) < 0)
+	{
+		CHECK(0, "cannot start the test server");
+		return -1;
+	}
+	memset(stats, 0, sizeof(*stats));
+	snprintf(endpoint, size, "http://127.0.0.1:%d", port);
+	return server;
+}
+
+static void
+server_down(pid_t server)
+{
+	kill(-server, SIGKILL);
+	kill(server, SIGKILL);
+	waitpid(server, NULL, 0);
+	io_http_shutdown();
+}
+
+/* Run a deleter until every request started is done; the outcomes in order of arrival. */
+static int
+deleter_finish(IoDeleter *d, int started, IoDeleteDone *out)
+{
+	int			got = 0;
+	int64_t		until = now_ms() + 10000;
+	IoError		err;
+
+	while (got < started && now_ms() < until)
+	{
+		if (io_deleter_wait(d, IO_POLL_INTERVAL_MS, &err) != 0)
+			break;
+		while (got < started && io_deleter_done(d, &out[got]))
+			got++;
+	}
+	return got;
+}
+
+/*
+ * Bulk deletes with several requests in flight (delete.c) against the
+ * forked server: concurrency, keys refused to slow down, a request refused
+ * as a whole with its Retry-After, bad input.
+ */
+static void
+test_deleter(void)
+{
+	pid_t		server;
+	char		endpoint[128];
+	IoStorageConfig cfg;
+	IoStorage  *st;
+	IoDeleter  *d;
+	IoError		err;
+	IoDeleteResult res[4][3];
+	IoDeleteDone done[4];
+	const char *uris[4][2];
+	char		u[4][2][64];
+	char		target[256];
+	int64_t		t0;
+	int			got;
+
+	if ((server = server_up(endpoint, sizeof(endpoint))) < 0)
+		return;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.s3_endpoint = endpoint;
+	cfg.s3_path_style = 1;
+	cfg.s3_access_key_id = "AKID";
+	cfg.s3_secret_access_key = "SECRET";
+	st = io_storage_create(&cfg, &err);
+	CHECK(st != NULL, "storage: %s", st ? "" : err.message);
+	if (st == NULL)
+		goto out;
+	CHECK(io_storage_target(st, "s3a://slowly/a/b", target, sizeof(target)) == 0 &&
+		  strcmp(target, strcat(strcpy(u[0][0], endpoint), "/slowly")) == 0,
+		  "target of a URI: %s", target);
+	CHECK(io_storage_target(st, "/tmp/x", target, sizeof(target)) == -1,
+		  "a local file has no storage target");
+
+	d = io_deleter_create(st, 4, &err);
+	CHECK(d != NULL, "deleter: %s", d ? "" : err.message);
+	if (d == NULL)
+		goto out;
+
+	/* four requests of 100 ms at once */
+	for (int i = 0; i < 4; i++)
+	{
+		for (int k = 0; k < 2; k++)
+		{
+			snprintf(u[i][k], sizeof(u[i][k]), "s3://slowly/t/%d-%d.parquet", i, k);
+			uris[i][k] = u[i][k];
+		}
+		memset(res[i], 0, sizeof(res[i]));
+		CHECK(io_deleter_start(d, i, uris[i], 2, res[i], &err) == 0, "start %d: %s", i,
+			  err.message);
+	}
+	CHECK(io_deleter_start(d, 2, uris[0], 2, res[0], &err) == -1 &&
+		  err.code == IO_ERR_INTERNAL, "a busy slot is refused");
+	t0 = now_ms();
+	got = deleter_finish(d, 4, done);
+	CHECK(got == 4, "four answers: %d", got);
+	CHECK(stats->max_in_flight == 4, "four in flight at once: %d", stats->max_in_flight);
+	CHECK(now_ms() - t0 < 350, "at once, not one after the other: %lld ms",
+		  (long long) (now_ms() - t0));
+	for (int i = 0; i < got; i++)
+		CHECK(done[i].rc == 0 && !done[i].throttled && done[i].nthrottled == 0 &&
+			  res[done[i].slot][0].deleted && res[done[i].slot][1].deleted,
+			  "request in slot %d: rc %d", done[i].slot, done[i].rc);
+
+	/* keys refused to slow down, and a key refused for good */
+	{
+		const char *mixed[3] = {"s3://b/t/ok", "s3://b/t/slow-1", "s3://b/t/deny-1"};
+
+		memset(res[0], 0, sizeof(res[0]));
+		CHECK(io_deleter_start(d, 0, mixed, 3, res[0], &err) == 0, "start mixed: %s",
+			  err.message);
+		got = deleter_finish(d, 1, done);
+		CHECK(got == 1 && done[0].rc == 0 && done[0].nthrottled == 1 && !done[0].throttled,
+			  "per key: %d answers, rc %d, %zu throttled", got, done[0].rc, done[0].nthrottled);
+		CHECK(res[0][0].deleted && !res[0][1].deleted && !res[0][2].deleted &&
+			  strcmp(res[0][1].code, "SlowDown") == 0 &&
+			  strcmp(res[0][2].code, "AccessDenied") == 0,
+			  "per key results: %s %s", res[0][1].code, res[0][2].code);
+		CHECK(io_delete_code_throttled("SlowDown") && io_delete_code_throttled("InternalError") &&
+			  io_delete_code_throttled("ServiceUnavailable") &&
+			  !io_delete_code_throttled("AccessDenied") && !io_delete_code_throttled(NULL),
+			  "throttling codes");
+	}
+
+	/* refused as a whole: throttled, with what Retry-After asks */
+	{
+		const char *busy[1] = {"s3://busy/t/x"};
+
+		memset(res[1], 0, sizeof(res[1]));
+		CHECK(io_deleter_start(d, 1, busy, 1, res[1], &err) == 0, "start busy");
+		got = deleter_finish(d, 1, done);
+		CHECK(got == 1 && done[0].rc == -1 && done[0].throttled &&
+			  done[0].retry_after_ms == 2000 && strcmp(done[0].s3code, "SlowDown") == 0 &&
+			  done[0].err.code == IO_ERR_UNAVAILABLE && done[0].slot == 1 && !res[1][0].deleted,
+			  "503 SlowDown: rc %d throttled %d retry-after %ld code %s",
+			  done[0].rc, done[0].throttled, done[0].retry_after_ms, done[0].s3code);
+	}
+
+	/* bad input: mixed buckets, a local file, too many keys */
+	{
+		const char *two[2] = {"s3://b/x", "s3://c/y"};
+		const char *local[1] = {"/tmp/x"};
+
+		CHECK(io_deleter_start(d, 0, two, 2, res[0], &err) == -1 &&
+			  err.code == IO_ERR_INVALID_ARGUMENT, "two buckets refused");
+		CHECK(io_deleter_start(d, 0, local, 1, res[0], &err) == -1 &&
+			  err.code == IO_ERR_INVALID_ARGUMENT, "a local file refused");
+		CHECK(io_deleter_start(d, 0, two, IO_S3_DELETE_MAX_KEYS + 1, res[0], &err) == -1 &&
+			  err.code == IO_ERR_INVALID_ARGUMENT, "more than 1000 keys refused");
+		CHECK(io_deleter_start(d, 0, two, 1, res[0], &err) == 0, "the slot is free again");
+		got = deleter_finish(d, 1, done);
+		CHECK(got == 1 && done[0].rc == 0, "and works");
+	}
+	io_deleter_free(d);
+
+	/* a deleter freed with requests in flight abandons them */
+	d = io_deleter_create(st, 2, &err);
+	if (d != NULL)
+	{
+		const char *one[1] = {"s3://slowly/t/abandoned"};
+
+		CHECK(io_deleter_start(d, 0, one, 1, res[0], &err) == 0, "start to abandon");
+		io_deleter_free(d);
+	}
+	io_storage_free(st);
+
+out:
+	server_down(server);
+}
+
+/* A refresh callback vending key id "FRESH" (or an incomplete config). */
+typedef struct RefreshArg
+{
+	int			calls;
+	bool		incomplete;
+	int64_t		expires_ms;
+} RefreshArg;
+
+static int
+vend_fresh(void *arg, IoTableCredentials *out, IoError *err)
+{
+	RefreshArg *r = arg;
+	char		exp[32];
+	IoKeyValue *kv = calloc(4, sizeof(IoKeyValue));
+
+	(void) err;
+	r->calls++;
+	snprintf(exp, sizeof(exp), "%lld", (long long) r->expires_ms);
+	kv[0].key = strdup("s3.access-key-id");
+	kv[0].value = strdup("FRESH");
+	kv[1].key = strdup(r->incomplete ? "s3.region" : "s3.secret-access-key");
+	kv[1].value = strdup(r->incomplete ? "us-east-1" : "fresh-secret");
+	kv[2].key = strdup("s3.session-token");
+	kv[2].value = strdup("fresh-token");
+	kv[3].key = strdup("s3.session-token-expires-at-ms");
+	kv[3].value = strdup(exp);
+	out->config = kv;
+	out->nconfig = 4;
+	return 0;
+}
+
+/*
+ * Vended credentials that expire (storage.c): refreshed before they expire,
+ * once after a request refused for them, never from an incomplete config,
+ * never on credentials that were not vended; the reader of
+ * LoadCredentialsResponse and the spec's default endpoints.
+ */
+static void
+test_credentials_refresh(void)
+{
+	pid_t		server;
+	char		endpoint[128];
+	IoStorageConfig cfg;
+	IoKeyValue	vended[4] = {
+		{"s3.access-key-id", "STALE"}, {"s3.secret-access-key", "stale-secret"},
+		{"s3.session-token", "stale-token"}, {"s3.session-token-expires-at-ms", "4102444800000"}};
+	IoStorage  *st;
+	IoBuffer	buf;
+	IoError		err;
+	RefreshArg	ra;
+	IoTableCredentials c;
+	const char *creds_body =
+		"{\"storage-credentials\": ["
+		"{\"prefix\": \"s3://b/\", \"config\": {\"s3.access-key-id\": \"WIDE\"}},"
+		"{\"prefix\": \"s3://b/wh/t\", \"config\": {\"s3.access-key-id\": \"NARROW\"}}]}";
+
+	/* the reader: the longest prefix of the location */
+	CHECK(io_rest_read_credentials(creds_body, strlen(creds_body), 0, "s3://b/wh/t/data", &c,
+								   &err) == 0 && c.nconfig == 1 &&
+		  strcmp(c.config[0].value, "NARROW") == 0, "longest prefix");
+	io_table_credentials_free(&c);
+	CHECK(io_rest_read_credentials(creds_body, strlen(creds_body), 0, "s3://other/x", &c,
+								   &err) == -1 && err.code == IO_ERR_PROTOCOL,
+		  "no credential for the location: %s", err.message);
+	CHECK(io_rest_read_credentials("{\"storage-credentials\": 3}", 26, 0, NULL, &c, &err) == -1 &&
+		  err.code == IO_ERR_PROTOCOL, "malformed");
+
+	/* loadCredentials is used only when a server lists it: not a default */
+	{
+		IoCatalog  *cat = calloc(1, sizeof(IoCatalog));
+		const char *listed = "{\"endpoints\": [\"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials\"]}";
+		const char *creds_ep = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials";
+
+		CHECK(io_rest_read_config(cat, "{}", 2, &err) == 0 &&
+			  io_rest_endpoint_offered(cat, "POST /v1/{prefix}/tables/rename") &&
+			  !io_rest_endpoint_offered(cat, creds_ep), "default endpoints");
+		CHECK(io_rest_read_config(cat, listed, strlen(listed), &err) == 0 &&
+			  io_rest_endpoint_offered(cat, creds_ep) &&
+			  !io_rest_endpoint_offered(cat, "POST /v1/{prefix}/tables/rename"),
+			  "listed endpoints only");
+		io_catalog_free(cat);
+	}
+
+	if ((server = server_up(endpoint, sizeof(endpoint))) < 0)
+		return;
+
+	/* credentials of the user mapping: never refreshed */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.s3_endpoint = endpoint;
+	cfg.s3_path_style = 1;
+	cfg.s3_access_key_id = "MAPPING";
+	cfg.s3_secret_access_key = "mapping-secret";
+	st = io_storage_create(&cfg, &err);
+	memset(&ra, 0, sizeof(ra));
+	io_storage_set_refresh(st, vend_fresh, &ra, NULL);
+	CHECK(!io_storage_refreshable(st), "a mapping's credentials are not refreshed");
+	CHECK(io_storage_read(st, "s3://vended/x", 0, 0, &buf, &err) == -1 && ra.calls == 0 &&
+		  err.http_status == 400 && strstr(err.detail, "ExpiredToken") != NULL,
+		  "refused, no refresh: %s", err.detail);
+	io_storage_free(st);
+
+	/* vended: a request refused ExpiredToken refreshes once and is sent again */
+	io_storage_config_apply(&cfg, vended, 4, false);
+	CHECK(cfg.s3_credentials_vended && cfg.s3_credentials_expire_ms == 4102444800000LL,
+		  "vended credentials and their expiry: %lld",
+		  (long long) cfg.s3_credentials_expire_ms);
+	st = io_storage_create(&cfg, &err);
+	ra.expires_ms = 4102444800000LL;
+	io_storage_set_refresh(st, vend_fresh, &ra, NULL);
+	CHECK(io_storage_refreshable(st), "vended credentials can be refreshed");
+	stats->requests = 0;
+	CHECK(io_storage_read(st, "s3://vended/x", 0, 0, &buf, &err) == 0 &&
+		  strcmp(buf.data, "ok") == 0 && ra.calls == 1 && stats->requests == 2 &&
+		  io_storage_refresh_count(st) == 1,
+		  "refreshed after ExpiredToken: %d calls, %d requests (%s)", ra.calls,
+		  stats->requests, err.message);
+	io_buffer_free(&buf);
+	CHECK(io_storage_read(st, "s3://vended/x", 0, 0, &buf, &err) == 0 && ra.calls == 1,
+		  "the fresh ones serve the next request");
+	io_buffer_free(&buf);
+	io_storage_free(st);
+
+	/* about to expire: refreshed before the request (within the margin) */
+	{
+		char		soon[32];
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		snprintf(soon, sizeof(soon), "%lld", (long long) now.tv_sec * 1000 + 500);
+		vended[3].value = soon;
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.s3_endpoint = endpoint;
+		cfg.s3_path_style = 1;
+		io_storage_config_apply(&cfg, vended, 4, false);
+		st = io_storage_create(&cfg, &err);
+		memset(&ra, 0, sizeof(ra));
+		ra.expires_ms = 4102444800000LL;
+		io_storage_set_refresh(st, vend_fresh, &ra, NULL);
+		usleep(400 * 1000);		/* inside the last quarter of their life */
+		stats->requests = 0;
+		CHECK(io_storage_read(st, "s3://vended/x", 0, 0, &buf, &err) == 0 && ra.calls == 1 &&
+			  stats->requests == 1 && io_storage_credentials_expire_ms(st) == ra.expires_ms,
+			  "refreshed before: %d calls, %d requests", ra.calls, stats->requests);
+		io_buffer_free(&buf);
+		io_storage_free(st);
+		vended[3].value = "4102444800000";
+	}
+
+	/* an incomplete config is a failure; the old credentials stay */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.s3_endpoint = endpoint;
+	cfg.s3_path_style = 1;
+	io_storage_config_apply(&cfg, vended, 4, false);
+	st = io_storage_create(&cfg, &err);
+	memset(&ra, 0, sizeof(ra));
+	ra.incomplete = true;
+	io_storage_set_refresh(st, vend_fresh, &ra, NULL);
+	CHECK(io_storage_refresh(st, &err) == -1 && err.code == IO_ERR_PROTOCOL &&
+		  io_storage_refresh_count(st) == 0, "incomplete: %s", err.message);
+	CHECK(io_storage_read(st, "s3://vended/x", 0, 0, &buf, &err) == -1 && ra.calls == 2 &&
+		  err.http_status == 400, "still refused, one refresh tried");
+	io_storage_free(st);
+	server_down(server);
+}
+
+/* The request window of a storage target (aimd.c). */
+static void
+test_aimd(void)
+{
+	IoAimd		a;
+	int64_t		now = 1000000;
+
+	io_aimd_init(&a, 4);
+	CHECK(a.window == 4 && io_aimd_allowed(&a, 4) == 4 && io_aimd_pause_ms(&a) == 0,
+		  "starts at the limit");
+	CHECK(io_aimd_allowed(&a, 2) == 2, "never above the limit");
+
+	/* the refusals of one round halve once */
+	CHECK(io_aimd_refused(&a, 0, true, -1, now) && a.window == 2 && a.epoch == 1,
+		  "halved: %g", a.window);
+	CHECK(!io_aimd_refused(&a, 0, true, -1, now) && a.window == 2,
+		  "a request started before the decrease does not decrease again");
+	CHECK(io_aimd_refused(&a, 1, true, -1, now) && a.window == 1 && io_aimd_allowed(&a, 4) == 1,
+		  "next round: %g", a.window);
+
+	/* below one: one in flight and a growing pause */
+	CHECK(io_aimd_refused(&a, 2, true, -1, now) && a.window == 0.5 &&
+		  io_aimd_allowed(&a, 4) == 1 && io_aimd_pause_ms(&a) == IO_AIMD_PACE_MS,
+		  "window 1/2: pause %ld", io_aimd_pause_ms(&a));
+	io_aimd_started(&a, now);
+	CHECK(a.next_start_ms == now + IO_AIMD_PACE_MS, "the next start waits the pause");
+	for (uint32_t e = 3; e < 20; e++)
+		(void) io_aimd_refused(&a, e, true, -1, now);
+	CHECK(a.window == IO_AIMD_MIN_WINDOW && io_aimd_pause_ms(&a) == 6300,
+		  "floor: %g, pause %ld", a.window, io_aimd_pause_ms(&a));
+
+	/* additive increase: 1/32 a success below one, 1/w above */
+	for (int i = 0; i < 32; i++)
+		io_aimd_succeeded(&a, 4);
+	CHECK(a.window > 1.0 && a.window < 1.02, "32 successes from the floor reach 1: %g",
+		  a.window);
+	io_aimd_succeeded(&a, 4);
+	io_aimd_succeeded(&a, 4);
+	CHECK(a.window > 2.0 && a.window < 2.6 && io_aimd_allowed(&a, 4) == 2,
+		  "then about one per window: %g", a.window);
+	for (int i = 0; i < 100; i++)
+		io_aimd_succeeded(&a, 4);
+	CHECK(a.window == 4, "up to the limit: %g", a.window);
+
+	/* a Retry-After holds starts; a fixed window does not adapt */
+	io_aimd_init(&a, 4);
+	CHECK(!io_aimd_refused(&a, 0, false, 2000, now) && a.window == 4 &&
+		  a.next_start_ms == now + 2000, "fixed window, Retry-After honoured");
+	io_aimd_started(&a, now + 10);
+	CHECK(a.next_start_ms == now + 2000, "a start at full window does not move it");
 }
 
 /* ----------------------------------------------------------------
@@ -3074,6 +3559,9 @@ main(void)
 	test_wire_paths();
 	test_engine_results();
 	test_retry_after();
+	test_deleter();
+	test_aimd();
+	test_credentials_refresh();
 	test_webhook();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;

@@ -1,0 +1,470 @@
+#!/usr/bin/python3
+"""
+server.py -- the S3 gate: an HTTP server of the test world placed in front of
+s3rver, forwarding every request to it, that can throttle like S3 and
+check credentials like S3, which s3rver does neither of.
+
+    /usr/bin/python3 test/s3gate/server.py --port PORT --upstream http://127.0.0.1:S3PORT
+        [--upstream-key S3RVER] [--admin-token TOKEN] [--verbose]
+
+It listens on 127.0.0.1 only, prints "gate listening on http://127.0.0.1:PORT"
+once it accepts connections, and exits cleanly on SIGTERM/SIGINT.  Only the
+Python standard library is used (and the test world's SigV4 verifier).
+
+Throttling (off until configured): a token bucket of `rate` tokens a
+second holding at most `burst`, refilled continuously.
+  mode "request"   each request in scope takes a token; without one it is
+                   answered 503 SlowDown as a whole ("Please reduce your
+                   request rate.", with Retry-After when configured), as S3
+                   answers past a prefix's request rate.
+  mode "keys"      each key of a DeleteObjects request takes a token; the
+                   keys that get one are forwarded (in a rewritten body),
+                   the others come back inside the 200 answer as
+                   <Error><Code>SlowDown</Code>, as S3 may answer a
+                   DeleteObjects in part.
+  scope "delete" (default) applies it to DeleteObjects only, "all" to
+  every request.  An adaptive client sees fewer refusals over time; one
+  that keeps its rate does not.
+
+Credentials (off until enabled): every request must carry an AWS SigV4
+header signature (S3 rules: the path as sent is its own canonical form, a
+query sorted by name, x-amz-content-sha256 the body's hash) of a key
+registered here, recomputed independently of any client by the test
+world's verifier (test/catalog/sigv4.py): an unknown key is
+403 InvalidAccessKeyId, a wrong signature 403 SignatureDoesNotMatch, a
+session token other than the key's (or none when it has one) 403
+InvalidToken, and a key past its expiry 400 ExpiredToken ("The provided
+token has expired."), as S3 answers for expired temporary credentials.
+
+Requests go on to s3rver with its access key id in place of the client's
+(s3rver checks the key id, not the signature) and without a session token.
+
+Every request is logged with its outcome (GET /admin/log): when it was
+received and when answered (seconds since the gate started), method,
+path, kind, the keys of a DeleteObjects (count, first key), the key id
+that signed it, the status sent back and why.
+
+Admin endpoints (outside the S3 namespace: /admin/...; open unless
+--admin-token is given, then they need "X-Admin-Token: TOKEN"):
+  POST   /admin/throttle   {"rate": 20, "burst": 5, "mode": "request"|"keys",
+                            "scope": "delete"|"all", "retry_after": null|SECONDS}
+  DELETE /admin/throttle   no throttling
+  POST   /admin/delay      {"seconds": S, "count": N, "scope": "delete"|"all"}:
+                           the next N requests in scope wait S seconds
+                           before they are forwarded (a storage that hangs)
+  DELETE /admin/delay      no delays (and waiting requests go on at once)
+  POST   /admin/credentials {"access_key_id": ..., "secret_access_key": ...,
+                            "session_token": null, "expires_at": null|UNIX_TIME}
+                           register (or replace) a key
+  DELETE /admin/credentials forget every key
+  POST   /admin/verify     {"enabled": true|false}: check credentials
+  GET    /admin/log        {"requests": [...], "total": n}; ?since=SEQ for the
+                           entries after SEQ
+  DELETE /admin/log        reset the log
+"""
+
+import argparse
+import base64
+import hashlib
+import http.client
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import urllib.parse
+import xml.etree.ElementTree as ET
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "catalog"))
+
+import sigv4 as sigv4_mod  # noqa: E402  (the test world's one SigV4 verifier)
+
+HOP_BY_HOP = ("expect", "connection", "keep-alive", "proxy-connection",
+              "transfer-encoding", "te", "upgrade")
+
+
+def xml_text(s):
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def s3_error(code, message):
+    return ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>%s</Code>"
+            "<Message>%s</Message></Error>" % (code, xml_text(message))).encode()
+
+
+# ---------------------------------------------------------------------------
+# state
+# ---------------------------------------------------------------------------
+
+class Bucket:
+    """A token bucket: `rate` tokens a second, at most `burst`."""
+
+    def __init__(self, rate, burst):
+        self.rate = float(rate)
+        self.burst = max(float(burst), 1.0)
+        self.tokens = self.burst
+        self.at = time.monotonic()
+
+    def take(self, n):
+        """Take up to n whole tokens; the number taken."""
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        got = min(n, int(self.tokens))
+        self.tokens -= got
+        return got
+
+
+class State:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.throttle = None        # dict with "bucket"
+        self.delay = None           # {"seconds", "count", "scope"}
+        self.delay_released = threading.Event()
+        self.keys = {}              # access key id -> {"secret", "token", "expires_at"}
+        self.verify = False
+        self.log = []
+        self.seq = 0
+        self.t0 = time.monotonic()
+
+    def record(self, entry):
+        with self.lock:
+            self.seq += 1
+            entry["seq"] = self.seq
+            entry["t"] = round(time.monotonic() - self.t0, 4)
+            self.log.append(entry)
+            if len(self.log) > 200000:
+                del self.log[:100000]
+
+
+# ---------------------------------------------------------------------------
+# SigV4, checked from the request as received (test/catalog/sigv4.py)
+# ---------------------------------------------------------------------------
+
+class Refused(Exception):
+    def __init__(self, status, code, message):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+# the AWS JSON-service refusals of sigv4.Verifier as S3 words them
+S3_CODES = {
+    "MissingAuthenticationTokenException": (403, "AccessDenied"),
+    "IncompleteSignatureException": (400, "AuthorizationHeaderMalformed"),
+    "InvalidSignatureException": (403, "SignatureDoesNotMatch"),
+    "XAmzContentSHA256Mismatch": (400, "XAmzContentSHA256Mismatch"),
+}
+
+
+def check_signature(state, method, raw_path, raw_query, headers, body):
+    """The key id that signed the request, or Refused.  S3's rules: the path
+    as sent is its own canonical form (no second encoding, no dot segments
+    removed), every x-amz-* header signed; any region."""
+    _, fields = sigv4_mod.parse_authorization(dict(headers).get("authorization", ""))
+    scope = fields.get("Credential", "").split("/")
+    key_id = scope[0] if scope else ""
+    region = scope[2] if len(scope) == 5 else ""
+    with state.lock:
+        keys = {k: sigv4_mod.Key(v["secret"], v["token"]) for k, v in state.keys.items()}
+        expires_at = state.keys.get(key_id, {}).get("expires_at")
+    verifier = sigv4_mod.Verifier(region, "s3", keys, double_encode=False, normalize=False)
+    try:
+        verifier.verify(method, raw_path, raw_query, list(headers.items()), body)
+    except sigv4_mod.SigV4Error as e:
+        if e.type == "UnrecognizedClientException":
+            if key_id not in keys:
+                raise Refused(403, "InvalidAccessKeyId",
+                              "The AWS Access Key Id you provided does not exist in our records.")
+            raise Refused(403, "InvalidToken", "The provided token is malformed or otherwise invalid.")
+        status, code = S3_CODES.get(e.type, (403, "AccessDenied"))
+        raise Refused(status, code, e.message.split("\n")[0])
+    if expires_at is not None and time.time() >= expires_at:
+        raise Refused(400, "ExpiredToken", "The provided token has expired.")
+    return key_id
+
+
+# ---------------------------------------------------------------------------
+# HTTP
+# ---------------------------------------------------------------------------
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server_version = "tms-s3-gate/1"
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("gate: %s\n" % (fmt % args))
+
+    def _reply(self, status, body=b"", headers=None, ctype="application/xml"):
+        head = ["HTTP/1.1 %d %s" % (status, self.responses.get(status, ("",))[0])]
+        hdrs = dict(headers or {})
+        hdrs.setdefault("Content-Type", ctype)
+        for k, v in hdrs.items():
+            head.append("%s: %s" % (k, v))
+        head.append("Content-Length: %d" % (0 if self.command == "HEAD" and not body else len(body)))
+        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") +
+                         (b"" if self.command == "HEAD" else body))
+
+    def _json(self, status, obj=None):
+        self._reply(status, json.dumps(obj).encode() if obj is not None else b"",
+                    ctype="application/json")
+
+    # -- forwarding -------------------------------------------------------------
+
+    def _upstream(self, method, path, body, headers):
+        """Send to s3rver on this thread's keep-alive connection; (status,
+        reason, headers, data)."""
+        for attempt in (1, 2):
+            up = getattr(self, "_up", None)
+            if up is None:
+                up = self._up = http.client.HTTPConnection(self.server.upstream_host,
+                                                           self.server.upstream_port,
+                                                           timeout=120)
+            try:
+                up.request(method, path, body=body, headers=headers)
+                r = up.getresponse()
+                return r.status, r.reason, r.getheaders(), r.read()
+            except (http.client.HTTPException, ConnectionError, OSError):
+                # s3rver closes idle keep-alive connections after 5 s
+                up.close()
+                self._up = None
+                if attempt == 2:
+                    raise
+
+    def _forward(self, body, headers, entry):
+        status, _, rh, data = self._upstream(self.command, self.path, body, headers)
+        out = {k: v for k, v in rh if k.lower() not in HOP_BY_HOP + ("content-length",)}
+        if self.command == "HEAD":
+            out["Content-Length"] = dict((k.lower(), v) for k, v in rh).get("content-length", "0")
+            head = ["HTTP/1.1 %d %s" % (status, self.responses.get(status, ("",))[0])]
+            head += ["%s: %s" % kv for kv in out.items()]
+            self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        else:
+            self._reply(status, data, out)
+        entry["status"] = status
+        return status, data
+
+    def _forward_keys(self, body, headers, keys, allowed, entry):
+        """Forward the DeleteObjects of keys[:allowed]; the rest SlowDown."""
+        refused = keys[allowed:]
+        results = []
+        status = 200
+        if allowed > 0:
+            sub = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Delete><Quiet>false</Quiet>" +
+                   "".join("<Object><Key>%s</Key></Object>" % xml_text(k) for k in keys[:allowed]) +
+                   "</Delete>").encode()
+            h = dict(headers)
+            h["Content-Length"] = str(len(sub))
+            h["x-amz-content-sha256"] = hashlib.sha256(sub).hexdigest()
+            h["Content-MD5"] = base64.b64encode(hashlib.md5(sub).digest()).decode()
+            status, _, _, data = self._upstream("POST", self.path, sub, h)
+            if status != 200:
+                self._reply(status, data)
+                entry["status"] = status
+                return
+            inner = re.search(rb"<DeleteResult[^>]*>(.*)</DeleteResult>", data, re.S)
+            results.append(inner.group(1).decode() if inner else "")
+        for k in refused:
+            results.append("<Error><Key>%s</Key><Code>SlowDown</Code>"
+                           "<Message>Please reduce your request rate.</Message></Error>"
+                           % xml_text(k))
+        doc = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><DeleteResult "
+               "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">%s</DeleteResult>"
+               % "".join(results)).encode()
+        self._reply(200, doc)
+        entry["status"] = 200
+
+    # -- one request ------------------------------------------------------------
+
+    def _handle(self):
+        if self.path.startswith("/admin/"):
+            return self._admin()
+        state = self.server.state
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        raw_path, _, raw_query = self.path.partition("?")
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        is_delete = self.command == "POST" and "delete" in \
+            urllib.parse.parse_qs(raw_query, keep_blank_values=True)
+        keys = []
+        if is_delete:
+            try:
+                root = ET.fromstring(body)
+                keys = [e.text or "" for e in root.iter() if e.tag.endswith("Key")]
+            except ET.ParseError:
+                keys = []
+        entry = {"received": round(time.monotonic() - state.t0, 4),
+                 "method": self.command, "path": raw_path, "query": raw_query,
+                 "kind": "delete" if is_delete else self.command.lower(),
+                 "keys": len(keys), "first_key": keys[0] if keys else None,
+                 "bucket": raw_path.lstrip("/").split("/", 1)[0],
+                 "outcome": "ok", "throttled_keys": 0, "access_key_id": None}
+        try:
+            if state.verify:
+                try:
+                    entry["access_key_id"] = check_signature(state, self.command, raw_path,
+                                                             raw_query, headers, body)
+                except Refused as r:
+                    signer = re.search(r"Credential=([^/,]*)/", headers.get("authorization", ""))
+                    entry["access_key_id"] = signer.group(1) if signer else None
+                    entry["outcome"] = {"ExpiredToken": "expired"}.get(r.code, "denied")
+                    entry["code"] = r.code
+                    entry["status"] = r.status
+                    self._reply(r.status, s3_error(r.code, r.message))
+                    return
+            self._maybe_delay(is_delete)
+            fwd = self._upstream_headers()
+            with state.lock:
+                th = state.throttle
+                in_scope = th is not None and (th["scope"] == "all" or is_delete)
+                want = (len(keys) if th and th["mode"] == "keys" and is_delete else 1)
+                got = th["bucket"].take(want) if in_scope else want
+            if in_scope and th["mode"] == "keys" and is_delete and got < len(keys):
+                entry["throttled_keys"] = len(keys) - got
+                entry["outcome"] = "keys-throttled"
+                self._forward_keys(body, fwd, keys, got, entry)
+            elif in_scope and got < want:
+                entry["outcome"] = "throttled"
+                entry["status"] = 503
+                extra = {}
+                if th.get("retry_after") is not None:
+                    extra["Retry-After"] = str(th["retry_after"])
+                self._reply(503, s3_error("SlowDown", "Please reduce your request rate."), extra)
+            else:
+                self._forward(body, fwd, entry)
+        finally:
+            state.record(entry)
+
+    def _upstream_headers(self):
+        """The request's headers for s3rver, which checks the access key id
+        (not the signature): the key a client signed with becomes the
+        upstream's, its session token goes."""
+        out = {}
+        for k, v in self.headers.items():
+            lk = k.lower()
+            if lk in HOP_BY_HOP or lk == "x-amz-security-token":
+                continue
+            if lk == "authorization":
+                v = re.sub(r"Credential=[^/,]*/", "Credential=%s/" % self.server.upstream_key, v)
+            out[k] = v
+        return out
+
+    def _maybe_delay(self, is_delete):
+        state = self.server.state
+        with state.lock:
+            d = state.delay
+            if d is None or d["count"] <= 0 or (d["scope"] == "delete" and not is_delete):
+                return
+            d["count"] -= 1
+            seconds = d["seconds"]
+            released = state.delay_released
+        released.wait(seconds)
+
+    # -- admin ------------------------------------------------------------------
+
+    def _admin(self):
+        state = self.server.state
+        tok = self.server.admin_token
+        if tok and self.headers.get("X-Admin-Token") != tok:
+            return self._json(403, {"error": "admin token required"})
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        path, _, query = self.path.partition("?")
+        try:
+            spec = json.loads(raw) if raw else {}
+        except ValueError:
+            return self._json(400, {"error": "body must be JSON"})
+        m = self.command
+        with state.lock:
+            if path == "/admin/throttle" and m == "POST":
+                mode = spec.get("mode", "request")
+                scope = spec.get("scope", "delete")
+                if mode not in ("request", "keys") or scope not in ("delete", "all") or \
+                        float(spec.get("rate", 0)) <= 0:
+                    return self._json(400, {"error": "rate > 0, mode request|keys, scope delete|all"})
+                state.throttle = {"bucket": Bucket(spec["rate"], spec.get("burst", 1)),
+                                  "mode": mode, "scope": scope,
+                                  "retry_after": spec.get("retry_after")}
+                return self._json(204)
+            if path == "/admin/throttle" and m == "DELETE":
+                state.throttle = None
+                return self._json(204)
+            if path == "/admin/delay" and m == "POST":
+                state.delay = {"seconds": float(spec.get("seconds", 5)),
+                               "count": int(spec.get("count", 1)),
+                               "scope": spec.get("scope", "delete")}
+                state.delay_released = threading.Event()
+                return self._json(204)
+            if path == "/admin/delay" and m == "DELETE":
+                state.delay = None
+                state.delay_released.set()
+                return self._json(204)
+            if path == "/admin/credentials" and m == "POST":
+                if not spec.get("access_key_id") or not spec.get("secret_access_key"):
+                    return self._json(400, {"error": "access_key_id and secret_access_key"})
+                state.keys[spec["access_key_id"]] = {
+                    "secret": spec["secret_access_key"],
+                    "token": spec.get("session_token"),
+                    "expires_at": spec.get("expires_at")}
+                return self._json(204)
+            if path == "/admin/credentials" and m == "DELETE":
+                state.keys = {}
+                return self._json(204)
+            if path == "/admin/verify" and m == "POST":
+                state.verify = bool(spec.get("enabled"))
+                return self._json(204)
+            if path == "/admin/log" and m == "GET":
+                since = int(urllib.parse.parse_qs(query).get("since", ["0"])[0])
+                entries = [e for e in state.log if e["seq"] > since]
+                return self._json(200, {"requests": entries, "total": state.seq})
+            if path == "/admin/log" and m == "DELETE":
+                state.log = []
+                return self._json(204)
+        return self._json(404, {"error": "no such admin route: %s %s" % (m, path)})
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="S3 gate in front of s3rver for the tms tests")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--upstream", required=True, help="http://127.0.0.1:PORT of s3rver")
+    p.add_argument("--upstream-key", default="S3RVER",
+                   help="the access key id s3rver knows (requests go on with it)")
+    p.add_argument("--admin-token")
+    p.add_argument("--verbose", action="store_true")
+    args = p.parse_args(argv)
+    up = urllib.parse.urlsplit(args.upstream)
+    server = Server(("127.0.0.1", args.port), Handler)
+    server.state = State()
+    server.upstream_host = up.hostname
+    server.upstream_port = up.port or 80
+    server.upstream_key = args.upstream_key
+    server.admin_token = args.admin_token
+    server.verbose = args.verbose
+
+    def stop(signum, frame):
+        server.state.delay_released.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print("gate listening on http://127.0.0.1:%d" % server.server_address[1], flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
