@@ -2,6 +2,13 @@
 --
 -- What changed, and what this script does about it:
 --
+--  * Catalogs that sign requests with AWS SigV4 (server options
+--    signing_region, signing_name; user-mapping options aws_access_key_id,
+--    aws_secret_access_key, aws_session_token): checked by the wrappers'
+--    validators in C, no schema change, nothing to do here.
+--  * Faster manifest decoding (libdeflate), tms.purge_table and a policy
+--    cycle whose memory does not grow with the number of tables: code
+--    only, nothing to do here.
 --  * Deletes of purges and maintenance operations share one delete pool per
 --    database (tms.delete_concurrency) and adapt to storage throttling:
 --    the views tms.delete_pool and tms.delete_targets over shared memory.
