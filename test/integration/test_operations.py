@@ -250,7 +250,8 @@ def one_table(env):
 
 @pytest.mark.parametrize("op,options,engine,sqlstate", [
     ("vacuum", {}, "local", "22023"),
-    ("compaction", {}, "local", "0A000"),
+    ("position-delete-rewrite", {}, "local", "0A000"),
+    ("compaction", {"min-input-files": 0}, "local", "22023"),
     ("snapshot-expiry", {"bogus": 1}, "local", "22023"),
     ("snapshot-expiry", {"retain-last": "three"}, "local", "22023"),
     ("snapshot-expiry", {"retain-last": 0}, "local", "22023"),
