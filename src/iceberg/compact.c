@@ -169,33 +169,9 @@ int_push(int **arr, int *n, int *alloc, int v)
 static bool
 check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap, IcebergError *err)
 {
-	*snap = NULL;
-	if (md == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no table metadata given");
-	if (md->format_version >= 3)
-	{
-		iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
-						  "compaction does not support table format version %d",
-						  md->format_version);
-		iceberg_set_detail(err, "Format v3 adds deletion vectors and row lineage, which this rewrite does not maintain.");
-		return false;
-	}
-	if (md->current_snapshot_id < 0)
-		return true;
-	*snap = iceberg_metadata_current_snapshot(md);
-	if (*snap == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
-								 "current snapshot %" PRId64 " is not in the table metadata",
-								 md->current_snapshot_id);
-	if ((*snap)->manifest_list == NULL)
-	{
-		iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
-						  "compaction does not support snapshots without a manifest list");
-		iceberg_set_detail(err, "Snapshot %" PRId64 " lists its manifests inline (v1 \"manifests\").",
-						   (*snap)->snapshot_id);
-		return false;
-	}
-	return true;
+	return iceberg_write_check_table(md, "compaction",
+									 "Format v3 adds deletion vectors and row lineage, which this rewrite does not maintain.",
+									 "", snap, err);
 }
 
 /* Are the schema's columns all of types the helper writes? */
@@ -1809,30 +1785,16 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 	}
 #undef DF
 
-	entry[ne].field_id = 0;
-	entry[ne].name = "status";
-	entry[ne].v.kind = AVW_LONG;
-	entry[ne].v.l = ICEBERG_STATUS_ADDED;
-	ne++;
-	entry[ne].field_id = 1;
-	entry[ne].name = "snapshot_id";
-	entry[ne].v.kind = AVW_LONG;
-	entry[ne].v.l = snapshot_id;
-	ne++;
-	if (md->format_version >= 2)
 	{
-		entry[ne].field_id = 3;
-		entry[ne].name = "sequence_number";
-		entry[ne].v.kind = AVW_LONG;
-		entry[ne].v.l = data_seq;
-		ne++;
+		IcebergAvroWValue dfv;
+
+		memset(&dfv, 0, sizeof(dfv));
+		dfv.kind = AVW_RECORD;
+		dfv.fields = df;
+		dfv.nfields = nd;
+		ne = iceberg_manifest_entry_fields(entry, ICEBERG_STATUS_ADDED, snapshot_id,
+										   md->format_version >= 2 ? 1 : 0, data_seq, 0, &dfv);
 	}
-	entry[ne].field_id = 2;
-	entry[ne].name = "data_file";
-	entry[ne].v.kind = AVW_RECORD;
-	entry[ne].v.fields = df;
-	entry[ne].v.nfields = nd;
-	ne++;
 	if (!iceberg_avro_writer_add(o->w, entry, ne, err) ||
 		!mout_note(o, ICEBERG_STATUS_ADDED, partition, strlen(partition), out->records,
 				   md->format_version >= 2 ? data_seq : 0, err))
@@ -1858,38 +1820,15 @@ copy_entry(MOut *o, const IcebergManifestEntry *e, int status, int64_t snapshot_
 		   int format_version, IcebergError *err)
 {
 	IcebergAvroWField f[5];
-	int			n = 0;
+	IcebergAvroWValue df;
+	int			n;
 
-	memset(f, 0, sizeof(f));
-	f[n].field_id = 0;
-	f[n].name = "status";
-	f[n].v.kind = AVW_LONG;
-	f[n].v.l = status;
-	n++;
-	f[n].field_id = 1;
-	f[n].name = "snapshot_id";
-	f[n].v.kind = AVW_LONG;
-	f[n].v.l = snapshot_id;
-	n++;
-	if (format_version >= 2)
-	{
-		f[n].field_id = 3;
-		f[n].name = "sequence_number";
-		f[n].v.kind = AVW_LONG;
-		f[n].v.l = e->sequence_number;
-		n++;
-		f[n].field_id = 4;
-		f[n].name = "file_sequence_number";
-		f[n].v.kind = AVW_LONG;
-		f[n].v.l = e->file_sequence_number;
-		n++;
-	}
-	f[n].field_id = 2;
-	f[n].name = "data_file";
-	f[n].v.kind = AVW_RAW;
-	f[n].v.p = e->raw_data_file;
-	f[n].v.len = e->raw_data_file_len;
-	n++;
+	memset(&df, 0, sizeof(df));
+	df.kind = AVW_RAW;
+	df.p = e->raw_data_file;
+	df.len = e->raw_data_file_len;
+	n = iceberg_manifest_entry_fields(f, status, snapshot_id, format_version >= 2 ? 2 : 0,
+									  e->sequence_number, e->file_sequence_number, &df);
 	if (!iceberg_avro_writer_add(o->w, f, n, err))
 		return false;
 	return mout_note(o, status, e->partition, e->partition_len, e->record_count,
@@ -1906,13 +1845,7 @@ typedef struct Commit
 	int			g;
 	IcebergCompactCommit *res;
 	IcebergError *err;
-	IcebergLimits lim;
-	int64_t		snapshot_id;
-	int64_t		seq;
-	int			codec;
-	int			level;
-	char		uuid[40];
-	char		dir[2100];
+	IcebergWriteTarget t;		/* the new snapshot's id, seq, codec, names */
 	int			nout;			/* manifests written so far */
 	StrMap		group_files;	/* path -> index in the group */
 	bool	   *found;
@@ -1932,13 +1865,23 @@ typedef struct Commit
 				removed_delete_bytes;
 } Commit;
 
+/*
+ * Finish o as the commit's next manifest (<dir>/<uuid>-m<n>.avro), written
+ * and noted; its list record moves into *n.
+ */
 static bool
-manifest_path(Commit *c, char *buf, size_t len)
+commit_manifest(Commit *c, MOut *o, IcebergNewManifest *n)
 {
-	int			n = snprintf(buf, len, "%s/%s-m%d.avro", c->dir, c->uuid, c->nout++);
+	char		path[2300];
+	int			len = snprintf(path, sizeof(path), "%s/%s-m%d.avro", c->t.dir, c->t.uuid, c->nout++);
 
-	if (n < 0 || (size_t) n >= len)
+	if (len < 0 || (size_t) len >= sizeof(path))
 		return iceberg_set_error(c->err, ICEBERG_ERR_LIMIT, "table location too long");
+	if (!mout_finish(o, c->wr, path, c->t.seq, &c->res->written, &c->res->nwritten, c->err))
+		return false;
+	*n = o->n;
+	memset(&o->n, 0, sizeof(o->n));
+	o->n.nsumm = -1;
 	return true;
 }
 
@@ -1963,7 +1906,6 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 	int			has_seq = -1;	/* -1: not looked at yet */
 	int			rc;
 	bool		ok = false;
-	char		path[2300];
 
 	memset(&o, 0, sizeof(o));
 	if (!iceberg_manifest_open(c->io, &rec->mf, c->md->format_version,
@@ -1976,7 +1918,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 		return iceberg_set_error(c->err, ICEBERG_ERR_MALFORMED, "manifest without avro.schema");
 	}
 	if (!copy_header(r, 0, &meta, &nmeta, c->err) ||
-		!mout_start(&o, schema, meta, nmeta, c->codec, c->level, c->lim.max_json_bytes,
+		!mout_start(&o, schema, meta, nmeta, c->t.codec, c->t.level, c->t.lim.max_json_bytes,
 					rec->mf.partition_spec_id, rec->mf.content, c->err))
 		goto done;
 	if (c->source_schema == NULL && rec->mf.content == ICEBERG_MANIFEST_CONTENT_DATA &&
@@ -2001,7 +1943,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 			{
 				c->found[k] = true;
 				status = ICEBERG_STATUS_DELETED;
-				snap = c->snapshot_id;
+				snap = c->t.snapshot_id;
 				c->res->data_files_rewritten++;
 				c->res->bytes_rewritten += e->file_size_in_bytes;
 				c->res->records_rewritten += e->record_count;
@@ -2015,7 +1957,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 			{
 				c->removed_found[k] = true;
 				status = ICEBERG_STATUS_DELETED;
-				snap = c->snapshot_id;
+				snap = c->t.snapshot_id;
 				if (e->content == ICEBERG_CONTENT_POSITION_DELETES)
 				{
 					c->removed_pos_files++;
@@ -2048,7 +1990,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 			if (c->md->format_version >= 2 && has_seq < 0)
 			{
 				json_t	   *root = iceberg_json_load(schema, strlen(schema), 0,
-													 c->lim.max_json_bytes, "avro.schema", c->err);
+													 c->t.lim.max_json_bytes, "avro.schema", c->err);
 
 				if (root == NULL)
 					goto done;
@@ -2078,12 +2020,8 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 		goto done;
 	if (changed)
 	{
-		if (!manifest_path(c, path, sizeof(path)) ||
-			!mout_finish(&o, c->wr, path, c->seq, &c->res->written, &c->res->nwritten, c->err))
+		if (!commit_manifest(c, &o, news))
 			goto done;
-		*news = o.n;
-		memset(&o.n, 0, sizeof(o.n));
-		o.n.nsumm = -1;
 	}
 	ok = true;
 done:
@@ -2102,7 +2040,6 @@ write_added(Commit *c, const IcebergCompactOutput *outputs, int noutputs, Iceber
 	char	   *schema = NULL;
 	MOut		o;
 	char		num[32];
-	char		path[2300];
 	int			i;
 	bool		ok = false;
 
@@ -2113,7 +2050,7 @@ write_added(Commit *c, const IcebergCompactOutput *outputs, int noutputs, Iceber
 	if (c->source_schema == NULL)
 		return iceberg_set_error(c->err, ICEBERG_ERR_CONFLICT,
 								 "no manifest of the group's files was found");
-	schema = entry_schema(c->md->format_version, c->source_schema, c->lim.max_json_bytes, c->err);
+	schema = entry_schema(c->md->format_version, c->source_schema, c->t.lim.max_json_bytes, c->err);
 	if (schema == NULL)
 		return false;
 	snprintf(num, sizeof(num), "%d", (int) c->md->current_schema_id);
@@ -2123,24 +2060,20 @@ write_added(Commit *c, const IcebergCompactOutput *outputs, int noutputs, Iceber
 		(c->md->format_version >= 2 &&
 		 !iceberg_kv_set(c->source_meta, &c->nsource_meta, "content", "data", true, c->err)))
 		goto done;
-	if (!mout_start(&o, schema, c->source_meta, c->nsource_meta, c->codec, c->level,
-					c->lim.max_json_bytes, gr->spec_id, ICEBERG_MANIFEST_CONTENT_DATA, c->err))
+	if (!mout_start(&o, schema, c->source_meta, c->nsource_meta, c->t.codec, c->t.level,
+					c->t.lim.max_json_bytes, gr->spec_id, ICEBERG_MANIFEST_CONTENT_DATA, c->err))
 		goto done;
 	for (i = 0; i < noutputs; i++)
 	{
-		if (!add_output(&o, &outputs[i], c->md, spec, gr->partition, c->snapshot_id,
+		if (!add_output(&o, &outputs[i], c->md, spec, gr->partition, c->t.snapshot_id,
 						c->p->base_sequence_number, c->err))
 			goto done;
 		c->res->data_files_added++;
 		c->res->bytes_added += outputs[i].size;
 		c->res->records_added += outputs[i].records;
 	}
-	if (!manifest_path(c, path, sizeof(path)) ||
-		!mout_finish(&o, c->wr, path, c->seq, &c->res->written, &c->res->nwritten, c->err))
+	if (!commit_manifest(c, &o, n))
 		goto done;
-	*n = o.n;
-	memset(&o.n, 0, sizeof(o.n));
-	o.n.nsumm = -1;
 	ok = true;
 done:
 	free(schema);
@@ -2153,73 +2086,32 @@ static bool
 write_list(Commit *c, const IcebergSnapshot *snap, const ListRec *recs, int nrecs,
 		   const IcebergNewManifest *added, char **path_out)
 {
-	IcebergManifestListReader *lr = NULL;
-	IcebergAvroWriter *lw = NULL;
-	const IcebergKeyValue *hkv;
-	IcebergKeyValue *meta = NULL;
-	int			nmeta = 0,
-				nh,
-				i;
-	char		num[32];
-	char		path[2300];
-	const uint8_t *data;
-	size_t		len;
+	IcebergManifestListReader *lr;
+	IcebergAvroWriter *lw;
+	int			i;
 	bool		ok = false;
 
-	if (!iceberg_manifest_list_open(c->io, c->md, snap, &lr, c->err))
+	if (!iceberg_manifest_list_begin(c->io, c->md, snap, snap->snapshot_id, &c->t,
+									 &lr, &lw, c->err))
 		return false;
-	nh = iceberg_manifest_list_header_all(lr, &hkv);
-	meta = calloc((size_t) nh + 4, sizeof(IcebergKeyValue));
-	if (meta == NULL)
-	{
-		oom(c->err);
-		goto done;
-	}
-	for (i = 0; i < nh; i++)
-		if (!iceberg_kv_set(meta, &nmeta, hkv[i].key, hkv[i].value, true, c->err))
-			goto done;
-	snprintf(num, sizeof(num), "%" PRId64, c->snapshot_id);
-	if (!iceberg_kv_set(meta, &nmeta, "snapshot-id", num, true, c->err))
-		goto done;
-	snprintf(num, sizeof(num), "%" PRId64, snap->snapshot_id);
-	if (!iceberg_kv_set(meta, &nmeta, "parent-snapshot-id", num, true, c->err))
-		goto done;
-	snprintf(num, sizeof(num), "%" PRId64, c->seq);
-	if (!iceberg_kv_set(meta, &nmeta, "sequence-number", num, c->md->format_version >= 2, c->err))
-		goto done;
-	if (iceberg_manifest_list_header(lr, "avro.schema") == NULL)
-	{
-		iceberg_set_error(c->err, ICEBERG_ERR_MALFORMED, "manifest list without avro.schema");
-		goto done;
-	}
-	if (!iceberg_avro_writer_create(iceberg_manifest_list_header(lr, "avro.schema"),
-									meta, nmeta, c->codec, c->level,
-									c->lim.max_json_bytes, &lw, c->err))
-		goto done;
 	if (added->path != NULL &&
-		!iceberg_manifest_list_add_new(lw, added, c->seq, c->snapshot_id, c->err))
+		!iceberg_manifest_list_add_new(lw, added, c->t.seq, c->t.snapshot_id, c->err))
 		goto done;
 	for (i = 0; i < nrecs; i++)
 	{
 		if (c->news[i].path != NULL)
 		{
-			if (!iceberg_manifest_list_add_new(lw, &c->news[i], c->seq, c->snapshot_id, c->err))
+			if (!iceberg_manifest_list_add_new(lw, &c->news[i], c->t.seq, c->t.snapshot_id, c->err))
 				goto done;
 		}
 		else if (!iceberg_avro_writer_add_raw(lw, recs[i].raw, recs[i].raw_len, c->err))
 			goto done;
 	}
-	if (!iceberg_avro_writer_finish(lw, &data, &len, c->err))
-		goto done;
-	snprintf(path, sizeof(path), "%s/snap-%" PRId64 "-1-%s.avro", c->dir, c->snapshot_id, c->uuid);
-	*path_out = iceberg_strdup(path, c->err);
-	if (*path_out == NULL)
-		goto done;
-	ok = iceberg_write_object(c->wr, &c->res->written, &c->res->nwritten, path, data, len, c->err);
+	ok = iceberg_manifest_list_end(&c->t, lw, c->wr, &c->res->written, &c->res->nwritten,
+								   path_out, c->err);
 done:
 	iceberg_avro_writer_free(lw);
 	iceberg_manifest_list_close(lr);
-	iceberg_kv_free(meta, nmeta);
 	return ok;
 }
 
@@ -2316,7 +2208,6 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	StrMap		wanted = {0};
 	bool		fallback = false;
 	char	   *list_path = NULL;
-	size_t		dl;
 	int			i;
 	bool		ok = false;
 
@@ -2349,17 +2240,7 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	c.g = g;
 	c.res = res;
 	c.err = err;
-	c.snapshot_id = new_snapshot_id;
-	c.seq = md->format_version >= 2 ? md->last_sequence_number + 1 : 0;
-	iceberg_effective_limits(io->limits, &c.lim);
-	iceberg_avro_codec_from_properties(md, &c.codec, &c.level);
-	dl = strlen(md->location);
-	while (dl > 0 && md->location[dl - 1] == '/')
-		dl--;
-	if (dl + 20 > sizeof(c.dir))
-		return iceberg_set_error(err, ICEBERG_ERR_LIMIT, "table location too long");
-	snprintf(c.dir, sizeof(c.dir), "%.*s/metadata", (int) dl, md->location);
-	if (!iceberg_make_uuid(c.uuid, err))
+	if (!iceberg_write_target_init(&c.t, io, md, new_snapshot_id, err))
 		return false;
 
 	/* what to look for */
@@ -2431,15 +2312,9 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	if ((noutputs > 0 && !write_added(&c, outputs, noutputs, &added)) ||
 		!write_list(&c, snap, recs, nrecs, &added, &list_path))
 		goto done;
-	res->snapshot.snapshot_id = new_snapshot_id;
-	res->snapshot.parent_snapshot_id = snap->snapshot_id;
-	res->snapshot.sequence_number = c.seq;
-	res->snapshot.timestamp_ms = iceberg_now_ms();
-	res->snapshot.manifest_list = list_path;
-	list_path = NULL;
-	res->snapshot.schema_id = md->current_schema_id;
-	res->snapshot.operation = iceberg_strdup("replace", err);
-	if (res->snapshot.operation == NULL || !fill_summary(&c, snap))
+	if (!iceberg_new_snapshot_replace(&res->snapshot, &c.t, snap->snapshot_id, iceberg_now_ms(),
+									  md->current_schema_id, &list_path, err) ||
+		!fill_summary(&c, snap))
 		goto done;
 	/* the manifests replaced, and the delete files removed */
 	for (i = 0; i < nrecs; i++)

@@ -78,36 +78,11 @@ resolve_target(const IcebergTableMetadata *md, const IcebergRewriteOptions *opt)
 
 /* Common refusals of plan and execute. */
 static bool
-check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap,
-			IcebergError *err)
+check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap, IcebergError *err)
 {
-	*snap = NULL;
-	if (md == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no table metadata given");
-	if (md->format_version >= 3)
-	{
-		iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
-						  "manifest rewrite does not support table format version %d",
-						  md->format_version);
-		iceberg_set_detail(err, "Format v3 adds row lineage (first_row_id), which this rewrite does not maintain.");
-		return false;
-	}
-	if (md->current_snapshot_id < 0)
-		return true;
-	*snap = iceberg_metadata_current_snapshot(md);
-	if (*snap == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
-								 "current snapshot %" PRId64 " is not in the table metadata",
-								 md->current_snapshot_id);
-	if ((*snap)->manifest_list == NULL)
-	{
-		iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
-						  "manifest rewrite does not support snapshots without a manifest list");
-		iceberg_set_detail(err, "Snapshot %" PRId64 " lists its manifests inline (v1 \"manifests\"); a writer that upgrades it is needed first.",
-						   (*snap)->snapshot_id);
-		return false;
-	}
-	return true;
+	return iceberg_write_check_table(md, "manifest rewrite",
+									 "Format v3 adds row lineage (first_row_id), which this rewrite does not maintain.",
+									 "; a writer that upgrades it is needed first", snap, err);
 }
 
 /* Does a manifest's writer schema have a top-level field with this id? */
@@ -382,13 +357,7 @@ typedef struct Exec
 	const IcebergRewritePlan *plan;
 	IcebergRewriteResult *res;
 	IcebergError *err;
-	IcebergLimits lim;
-	char		uuid[40];
-	char		dir[2048];
-	int64_t		snapshot_id;
-	int64_t		seq;
-	int			codec;			/* ICEBERG_AVRO_WRITE_* */
-	int			level;			/* deflate level, -1: default */
+	IcebergWriteTarget t;		/* the new snapshot's id, seq, codec, names */
 
 	/* new manifests */
 	IcebergNewManifest *news;
@@ -438,8 +407,8 @@ write_object(Exec *x, const char *path, const uint8_t *data, size_t len)
 static bool
 out_start(Exec *x)
 {
-	if (!iceberg_avro_writer_create(x->schema, x->meta, x->nmeta, x->codec, x->level,
-									x->lim.max_json_bytes, &x->w, x->err))
+	if (!iceberg_avro_writer_create(x->schema, x->meta, x->nmeta, x->t.codec, x->t.level,
+									x->t.lim.max_json_bytes, &x->w, x->err))
 		return false;
 	x->out_files = 0;
 	x->out_rows = 0;
@@ -474,7 +443,7 @@ out_finish(Exec *x, int32_t spec_id, int32_t content)
 	}
 	if (!iceberg_avro_writer_finish(x->w, &data, &len, x->err))
 		return false;
-	snprintf(path, sizeof(path), "%s/%s-m%d.avro", x->dir, x->uuid, x->nnews);
+	snprintf(path, sizeof(path), "%s/%s-m%d.avro", x->t.dir, x->t.uuid, x->nnews);
 	if (x->nnews == x->news_alloc)
 	{
 		int			na = x->news_alloc ? x->news_alloc * 2 : 16;
@@ -515,32 +484,18 @@ emit_entry(Exec *x, const EntryHdr *h, int32_t spec_id, int32_t content)
 	const char *part = (const char *) (h + 1);
 	const uint8_t *raw = (const uint8_t *) part + h->part_len;
 	IcebergAvroWField f[5];
+	IcebergAvroWValue df;
+	int			n;
 
 	if (x->w == NULL && !out_start(x))
 		return false;
-	memset(f, 0, sizeof(f));
-	f[0].field_id = 0;
-	f[0].name = "status";
-	f[0].v.kind = AVW_LONG;
-	f[0].v.l = ICEBERG_STATUS_EXISTING;
-	f[1].field_id = 1;
-	f[1].name = "snapshot_id";
-	f[1].v.kind = AVW_LONG;
-	f[1].v.l = h->snapshot_id;
-	f[2].field_id = 3;
-	f[2].name = "sequence_number";
-	f[2].v.kind = AVW_LONG;
-	f[2].v.l = h->seq;
-	f[3].field_id = 4;
-	f[3].name = "file_sequence_number";
-	f[3].v.kind = AVW_LONG;
-	f[3].v.l = h->file_seq;
-	f[4].field_id = 2;
-	f[4].name = "data_file";
-	f[4].v.kind = AVW_RAW;
-	f[4].v.p = raw;
-	f[4].v.len = h->raw_len;
-	if (!iceberg_avro_writer_add(x->w, f, 5, x->err))
+	memset(&df, 0, sizeof(df));
+	df.kind = AVW_RAW;
+	df.p = raw;
+	df.len = h->raw_len;
+	n = iceberg_manifest_entry_fields(f, ICEBERG_STATUS_EXISTING, h->snapshot_id, 2,
+									  h->seq, h->file_seq, &df);
+	if (!iceberg_avro_writer_add(x->w, f, n, x->err))
 		return false;
 	x->out_files++;
 	x->out_rows += h->records;
@@ -736,7 +691,7 @@ process_group(Exec *x, int g)
 		{
 			x->schema = iceberg_strdup(schema, x->err);
 			if (x->schema == NULL || !copy_meta(x, r) ||
-				!iceberg_partition_types(schema, x->lim.max_json_bytes, &x->types, &x->ntypes, x->err))
+				!iceberg_partition_types(schema, x->t.lim.max_json_bytes, &x->types, &x->ntypes, x->err))
 			{
 				iceberg_manifest_close(r);
 				return false;
@@ -787,53 +742,18 @@ write_list(Exec *x, char **path_out)
 {
 	const IcebergRewritePlan *p = x->plan;
 	const IcebergSnapshot *snap = iceberg_metadata_current_snapshot(x->md);
-	IcebergManifestListReader *lr = NULL;
-	IcebergAvroWriter *lw = NULL;
+	IcebergManifestListReader *lr;
+	IcebergAvroWriter *lw;
 	const IcebergManifestFile *mf;
-	const IcebergKeyValue *hkv;
-	IcebergKeyValue *meta = NULL;
-	int			nmeta = 0,
-				nh,
-				i,
+	int			i,
 				rc;
-	char		num[32];
-	char		path[2200];
-	const uint8_t *data;
-	size_t		len;
 	bool		ok = false;
 
-	if (!iceberg_manifest_list_open(x->io, x->md, snap, &lr, x->err))
+	if (!iceberg_manifest_list_begin(x->io, x->md, snap, p->base_snapshot_id, &x->t,
+									 &lr, &lw, x->err))
 		return false;
-	nh = iceberg_manifest_list_header_all(lr, &hkv);
-	meta = calloc((size_t) nh + 4, sizeof(IcebergKeyValue));
-	if (meta == NULL)
-	{
-		oom(x->err);
-		goto done;
-	}
-	for (i = 0; i < nh; i++)
-		if (!iceberg_kv_set(meta, &nmeta, hkv[i].key, hkv[i].value, true, x->err))
-			goto done;
-	snprintf(num, sizeof(num), "%" PRId64, x->snapshot_id);
-	if (!iceberg_kv_set(meta, &nmeta, "snapshot-id", num, true, x->err))
-		goto done;
-	snprintf(num, sizeof(num), "%" PRId64, p->base_snapshot_id);
-	if (!iceberg_kv_set(meta, &nmeta, "parent-snapshot-id", num, true, x->err))
-		goto done;
-	snprintf(num, sizeof(num), "%" PRId64, x->seq);
-	if (!iceberg_kv_set(meta, &nmeta, "sequence-number", num, x->md->format_version >= 2, x->err))
-		goto done;
-	if (iceberg_manifest_list_header(lr, "avro.schema") == NULL)
-	{
-		iceberg_set_error(x->err, ICEBERG_ERR_MALFORMED, "manifest list without avro.schema");
-		goto done;
-	}
-	if (!iceberg_avro_writer_create(iceberg_manifest_list_header(lr, "avro.schema"),
-									meta, nmeta, x->codec, x->level,
-									x->lim.max_json_bytes, &lw, x->err))
-		goto done;
 	for (i = 0; i < x->nnews; i++)
-		if (!iceberg_manifest_list_add_new(lw, &x->news[i], x->seq, x->snapshot_id, x->err))
+		if (!iceberg_manifest_list_add_new(lw, &x->news[i], x->t.seq, x->t.snapshot_id, x->err))
 			goto done;
 	i = 0;
 	while ((rc = iceberg_manifest_list_next(lr, &mf, x->err)) == 1)
@@ -858,17 +778,11 @@ write_list(Exec *x, char **path_out)
 						  "manifest list changed since the rewrite was planned");
 		goto done;
 	}
-	if (!iceberg_avro_writer_finish(lw, &data, &len, x->err))
-		goto done;
-	snprintf(path, sizeof(path), "%s/snap-%" PRId64 "-1-%s.avro", x->dir, x->snapshot_id, x->uuid);
-	*path_out = iceberg_strdup(path, x->err);
-	if (*path_out == NULL)
-		goto done;
-	ok = write_object(x, path, data, len);
+	ok = iceberg_manifest_list_end(&x->t, lw, x->wr, &x->res->written, &x->res->nwritten,
+								   path_out, x->err);
 done:
 	iceberg_avro_writer_free(lw);
 	iceberg_manifest_list_close(lr);
-	iceberg_kv_free(meta, nmeta);
 	return ok;
 }
 
@@ -918,7 +832,6 @@ iceberg_rewrite_execute(const IcebergFileIO *io, const IcebergWriter *w,
 	Exec		x;
 	const IcebergSnapshot *snap;
 	char	   *list_path = NULL;
-	size_t		dl;
 	int			g;
 	bool		ok = false;
 
@@ -958,17 +871,7 @@ iceberg_rewrite_execute(const IcebergFileIO *io, const IcebergWriter *w,
 	x.res = res;
 	x.err = err;
 	x.ntypes = -1;
-	iceberg_effective_limits(io->limits, &x.lim);
-	x.snapshot_id = new_snapshot_id;
-	x.seq = md->format_version >= 2 ? md->last_sequence_number + 1 : 0;
-	iceberg_avro_codec_from_properties(md, &x.codec, &x.level);
-	dl = strlen(md->location);
-	while (dl > 0 && md->location[dl - 1] == '/')
-		dl--;
-	if (dl + 20 > sizeof(x.dir))
-		return iceberg_set_error(err, ICEBERG_ERR_LIMIT, "table location too long");
-	snprintf(x.dir, sizeof(x.dir), "%.*s/metadata", (int) dl, md->location);
-	if (!iceberg_make_uuid(x.uuid, err))
+	if (!iceberg_write_target_init(&x.t, io, md, new_snapshot_id, err))
 		return false;
 
 	for (g = 0; g < plan->ngroups; g++)
@@ -980,15 +883,10 @@ iceberg_rewrite_execute(const IcebergFileIO *io, const IcebergWriter *w,
 	if (!write_list(&x, &list_path))
 		goto done;
 
-	res->snapshot.snapshot_id = new_snapshot_id;
-	res->snapshot.parent_snapshot_id = plan->base_snapshot_id;
-	res->snapshot.sequence_number = x.seq;
-	res->snapshot.timestamp_ms = plan->now_ms > 0 ? plan->now_ms : iceberg_now_ms();
-	res->snapshot.manifest_list = list_path;
-	list_path = NULL;
-	res->snapshot.schema_id = md->current_schema_id;
-	res->snapshot.operation = iceberg_strdup("replace", err);
-	if (res->snapshot.operation == NULL || !fill_summary(&x, snap))
+	if (!iceberg_new_snapshot_replace(&res->snapshot, &x.t, plan->base_snapshot_id,
+									  plan->now_ms > 0 ? plan->now_ms : iceberg_now_ms(),
+									  md->current_schema_id, &list_path, err) ||
+		!fill_summary(&x, snap))
 		goto done;
 	ok = true;
 done:

@@ -13,7 +13,10 @@
  *	  contains_nan, lower and upper bounds in Iceberg's single-value
  *	  serialization, https://iceberg.apache.org/spec/#binary-single-value-serialization);
  *	- a manifest written, as its new manifest-list record;
- *	- header metadata, the Avro codec the table asks for, random UUIDs.
+ *	- header metadata, the Avro codec the table asks for, random UUIDs;
+ *	- what writing a new snapshot takes: its write target (codec, UUID,
+ *	  metadata directory), manifest entry fields, the new manifest list
+ *	  begun from the current one and written, the snapshot record.
  *
  * src/iceberg/write_internal.h
  *
@@ -168,6 +171,80 @@ extern void iceberg_avro_codec_from_properties(const IcebergTableMetadata *md,
 extern bool iceberg_write_object(const IcebergWriter *w, char ***written, int *nwritten,
 								 const char *path, const void *data, size_t len,
 								 IcebergError *err);
+
+/*
+ * What a writer of a new snapshot needs to name and encode its files: the
+ * reader limits, the new snapshot id and sequence number (v1: 0), the
+ * Avro codec, a random UUID naming the files and the table's metadata
+ * directory (<location>/metadata).
+ */
+typedef struct IcebergWriteTarget
+{
+	IcebergLimits lim;
+	int64_t		snapshot_id;
+	int64_t		seq;
+	int			codec;			/* ICEBERG_AVRO_WRITE_* */
+	int			level;			/* deflate level, -1: default */
+	char		uuid[40];
+	char		dir[2100];
+} IcebergWriteTarget;
+
+/*
+ * The refusals common to the writers, named by what ("compaction"): no
+ * metadata, format v3 (v3_detail says why), a current snapshot missing or
+ * without a manifest list (inline_hint ends that DETAIL).  *snap: the
+ * current snapshot, NULL when the table has none.
+ */
+extern bool iceberg_write_check_table(const IcebergTableMetadata *md, const char *what,
+									  const char *v3_detail, const char *inline_hint,
+									  const IcebergSnapshot **snap, IcebergError *err);
+
+/* Fill t for writing snapshot new_snapshot_id of md (md->location set). */
+extern bool iceberg_write_target_init(IcebergWriteTarget *t, const IcebergFileIO *io,
+									  const IcebergTableMetadata *md,
+									  int64_t new_snapshot_id, IcebergError *err);
+
+/*
+ * The fields of a manifest entry: status, snapshot_id, then nseq sequence
+ * numbers (0; 1: sequence_number; 2: and file_sequence_number), then
+ * data_file.  f has room for 5; returns how many were set.
+ */
+extern int	iceberg_manifest_entry_fields(IcebergAvroWField *f, int status,
+										  int64_t snapshot_id, int nseq, int64_t seq,
+										  int64_t file_seq,
+										  const IcebergAvroWValue *data_file);
+
+/*
+ * Start the manifest list of t's snapshot: *lr reads the list of snap
+ * (the current one), *lw writes a list in its schema with its header
+ * metadata, snapshot-id, parent-snapshot-id and (v2) sequence-number set.
+ * On failure both are NULL.
+ */
+extern bool iceberg_manifest_list_begin(const IcebergFileIO *io,
+										const IcebergTableMetadata *md,
+										const IcebergSnapshot *snap,
+										int64_t parent_snapshot_id,
+										const IcebergWriteTarget *t,
+										IcebergManifestListReader **lr,
+										IcebergAvroWriter **lw, IcebergError *err);
+
+/*
+ * Finish the list lw and write it as <dir>/snap-<id>-1-<uuid>.avro
+ * (noted in written); its path, malloc'd, into *path_out.
+ */
+extern bool iceberg_manifest_list_end(const IcebergWriteTarget *t, IcebergAvroWriter *lw,
+									  const IcebergWriter *w, char ***written,
+									  int *nwritten, char **path_out,
+									  IcebergError *err);
+
+/*
+ * Fill the new snapshot s of t ("replace"), taking *list_path; summary
+ * left to the caller.
+ */
+extern bool iceberg_new_snapshot_replace(IcebergNewSnapshot *s, const IcebergWriteTarget *t,
+										 int64_t parent_snapshot_id, int64_t timestamp_ms,
+										 int32_t schema_id, char **list_path,
+										 IcebergError *err);
 
 /* A random v4 UUID in text form (out: 37 bytes). */
 extern bool iceberg_make_uuid(char *out, IcebergError *err);

@@ -2,8 +2,10 @@
  *
  * write_util.c
  *	  What the writers of src/iceberg share: partition values and
- *	  summaries, new manifest-list records, header metadata, codecs and
- *	  UUIDs (write_internal.h says what each is for).
+ *	  summaries, new manifest-list records, header metadata, codecs,
+ *	  UUIDs, and the steps of writing a new snapshot: its target, entry
+ *	  fields, manifest list and record (write_internal.h says what each is
+ *	  for).
  *
  * Rules: plain C, errors as IcebergError values, every allocation freed
  * on every path.
@@ -813,6 +815,187 @@ iceberg_write_object(const IcebergWriter *w, char ***written, int *nwritten,
 		return false;
 	}
 	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Writing a new snapshot
+ * ---------------------------------------------------------------------
+ */
+
+bool
+iceberg_write_check_table(const IcebergTableMetadata *md, const char *what,
+						  const char *v3_detail, const char *inline_hint,
+						  const IcebergSnapshot **snap, IcebergError *err)
+{
+	*snap = NULL;
+	if (md == NULL)
+		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no table metadata given");
+	if (md->format_version >= 3)
+	{
+		iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
+						  "%s does not support table format version %d",
+						  what, md->format_version);
+		iceberg_set_detail(err, "%s", v3_detail);
+		return false;
+	}
+	if (md->current_snapshot_id < 0)
+		return true;
+	*snap = iceberg_metadata_current_snapshot(md);
+	if (*snap == NULL)
+		return iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
+								 "current snapshot %" PRId64 " is not in the table metadata",
+								 md->current_snapshot_id);
+	if ((*snap)->manifest_list == NULL)
+	{
+		iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
+						  "%s does not support snapshots without a manifest list", what);
+		iceberg_set_detail(err, "Snapshot %" PRId64 " lists its manifests inline (v1 \"manifests\")%s.",
+						   (*snap)->snapshot_id, inline_hint);
+		return false;
+	}
+	return true;
+}
+
+bool
+iceberg_write_target_init(IcebergWriteTarget *t, const IcebergFileIO *io,
+						  const IcebergTableMetadata *md, int64_t new_snapshot_id,
+						  IcebergError *err)
+{
+	size_t		dl;
+
+	memset(t, 0, sizeof(*t));
+	iceberg_effective_limits(io->limits, &t->lim);
+	t->snapshot_id = new_snapshot_id;
+	t->seq = md->format_version >= 2 ? md->last_sequence_number + 1 : 0;
+	iceberg_avro_codec_from_properties(md, &t->codec, &t->level);
+	dl = strlen(md->location);
+	while (dl > 0 && md->location[dl - 1] == '/')
+		dl--;
+	if (dl + 20 > sizeof(t->dir))
+		return iceberg_set_error(err, ICEBERG_ERR_LIMIT, "table location too long");
+	snprintf(t->dir, sizeof(t->dir), "%.*s/metadata", (int) dl, md->location);
+	return iceberg_make_uuid(t->uuid, err);
+}
+
+static void
+long_field(IcebergAvroWField *f, int32_t id, const char *name, int64_t v)
+{
+	memset(f, 0, sizeof(*f));
+	f->field_id = id;
+	f->name = name;
+	f->v.kind = AVW_LONG;
+	f->v.l = v;
+}
+
+int
+iceberg_manifest_entry_fields(IcebergAvroWField *f, int status, int64_t snapshot_id,
+							  int nseq, int64_t seq, int64_t file_seq,
+							  const IcebergAvroWValue *data_file)
+{
+	int			n = 0;
+
+	long_field(&f[n++], 0, "status", status);
+	long_field(&f[n++], 1, "snapshot_id", snapshot_id);
+	if (nseq >= 1)
+		long_field(&f[n++], 3, "sequence_number", seq);
+	if (nseq >= 2)
+		long_field(&f[n++], 4, "file_sequence_number", file_seq);
+	memset(&f[n], 0, sizeof(f[n]));
+	f[n].field_id = 2;
+	f[n].name = "data_file";
+	f[n].v = *data_file;
+	return n + 1;
+}
+
+bool
+iceberg_manifest_list_begin(const IcebergFileIO *io, const IcebergTableMetadata *md,
+							const IcebergSnapshot *snap, int64_t parent_snapshot_id,
+							const IcebergWriteTarget *t, IcebergManifestListReader **lr,
+							IcebergAvroWriter **lw, IcebergError *err)
+{
+	const IcebergKeyValue *hkv;
+	IcebergKeyValue *meta = NULL;
+	int			nmeta = 0,
+				nh,
+				i;
+	char		num[32];
+	bool		ok = false;
+
+	*lr = NULL;
+	*lw = NULL;
+	if (!iceberg_manifest_list_open(io, md, snap, lr, err))
+		return false;
+	nh = iceberg_manifest_list_header_all(*lr, &hkv);
+	meta = calloc((size_t) nh + 4, sizeof(IcebergKeyValue));
+	if (meta == NULL)
+	{
+		oom(err);
+		goto done;
+	}
+	for (i = 0; i < nh; i++)
+		if (!iceberg_kv_set(meta, &nmeta, hkv[i].key, hkv[i].value, true, err))
+			goto done;
+	snprintf(num, sizeof(num), "%" PRId64, t->snapshot_id);
+	if (!iceberg_kv_set(meta, &nmeta, "snapshot-id", num, true, err))
+		goto done;
+	snprintf(num, sizeof(num), "%" PRId64, parent_snapshot_id);
+	if (!iceberg_kv_set(meta, &nmeta, "parent-snapshot-id", num, true, err))
+		goto done;
+	snprintf(num, sizeof(num), "%" PRId64, t->seq);
+	if (!iceberg_kv_set(meta, &nmeta, "sequence-number", num, md->format_version >= 2, err))
+		goto done;
+	if (iceberg_manifest_list_header(*lr, "avro.schema") == NULL)
+	{
+		iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "manifest list without avro.schema");
+		goto done;
+	}
+	ok = iceberg_avro_writer_create(iceberg_manifest_list_header(*lr, "avro.schema"),
+									meta, nmeta, t->codec, t->level,
+									t->lim.max_json_bytes, lw, err);
+done:
+	iceberg_kv_free(meta, nmeta);
+	if (!ok)
+	{
+		iceberg_avro_writer_free(*lw);
+		*lw = NULL;
+		iceberg_manifest_list_close(*lr);
+		*lr = NULL;
+	}
+	return ok;
+}
+
+bool
+iceberg_manifest_list_end(const IcebergWriteTarget *t, IcebergAvroWriter *lw,
+						  const IcebergWriter *w, char ***written, int *nwritten,
+						  char **path_out, IcebergError *err)
+{
+	char		path[2300];
+	const uint8_t *data;
+	size_t		len;
+
+	if (!iceberg_avro_writer_finish(lw, &data, &len, err))
+		return false;
+	snprintf(path, sizeof(path), "%s/snap-%" PRId64 "-1-%s.avro", t->dir, t->snapshot_id, t->uuid);
+	*path_out = iceberg_strdup(path, err);
+	if (*path_out == NULL)
+		return false;
+	return iceberg_write_object(w, written, nwritten, path, data, len, err);
+}
+
+bool
+iceberg_new_snapshot_replace(IcebergNewSnapshot *s, const IcebergWriteTarget *t,
+							 int64_t parent_snapshot_id, int64_t timestamp_ms,
+							 int32_t schema_id, char **list_path, IcebergError *err)
+{
+	s->snapshot_id = t->snapshot_id;
+	s->parent_snapshot_id = parent_snapshot_id;
+	s->sequence_number = t->seq;
+	s->timestamp_ms = timestamp_ms;
+	s->manifest_list = *list_path;
+	*list_path = NULL;
+	s->schema_id = schema_id;
+	s->operation = iceberg_strdup("replace", err);
+	return s->operation != NULL;
 }
 
 bool

@@ -929,6 +929,85 @@ maint_delete_ex(MaintRun *run, const char *path, int64 size, const char *kind,
 }
 
 /*
+ * The IcebergWriter of a run that writes table files (compaction, manifest
+ * rewrite): a path the location rule puts below the table location and an
+ * allowed location is written through storage; any other is refused.
+ * Called from the plain-C layer: nothing raises.
+ */
+int
+maint_write_file(void *arg, const char *path, const void *data, size_t len, IoError *err)
+{
+	MaintRun   *run = arg;
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile int rc = -1;
+
+	PG_TRY();
+	{
+		char	   *c = tms_location_canonical(run->conn->server, path, NULL);
+
+		if (c == NULL || !io_location_under(c, run->location) ||
+			!tms_location_allowed(run->conn->server, c))
+		{
+			memset(err, 0, sizeof(*err));
+			err->code = IO_ERR_FORBIDDEN;
+			snprintf(err->message, sizeof(err->message),
+					 "refused to write \"%s\": not below the table location and an allowed location",
+					 path);
+		}
+		else
+			rc = io_storage_write(run->storage, c, data, len, err);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		FlushErrorState();
+		memset(err, 0, sizeof(*err));
+		err->code = IO_ERR_OUT_OF_MEMORY;
+		snprintf(err->message, sizeof(err->message), "out of memory");
+		rc = -1;
+	}
+	PG_END_TRY();
+	return rc;
+}
+
+/* The "written" array of a job's commit state (palloc'd; none: *n = 0). */
+char	  **
+maint_state_written(Jsonb *cs, int *nwritten)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(&cs->root, "written", 7, NULL);
+	char	  **written = NULL;
+
+	*nwritten = 0;
+	if (v && v->type == jbvBinary)
+	{
+		JsonbIterator *it = JsonbIteratorInit(v->val.binary.data);
+		JsonbValue	item;
+		JsonbIteratorToken tok;
+
+		written = palloc(sizeof(char *) * (JsonContainerSize(v->val.binary.data) + 1));
+		while ((tok = JsonbIteratorNext(&it, &item, true)) != WJB_DONE)
+			if (tok == WJB_ELEM && item.type == jbvString)
+				written[(*nwritten)++] = pnstrdup(item.val.string.val, item.val.string.len);
+	}
+	return written;
+}
+
+/*
+ * A resumed job whose snapshot did not land: if main moved away from the
+ * snapshot the old request asserted (base), that request can never land
+ * and what it wrote is deleted; else it is kept (orphan cleanup).
+ */
+void
+maint_drop_stale_written(MaintRun *run, int64 base, char **written, int nwritten)
+{
+	const IcebergRef *r = iceberg_metadata_ref(run->md, "main");
+	int64		main_id = r ? r->snapshot_id : run->md->current_snapshot_id;
+
+	if (main_id != base)
+		maint_delete_written(run, written, nwritten);
+}
+
+/*
  * Delete what a commit attempt wrote, once it certainly failed.  The
  * counters do not count them: they were never part of the table.
  */

@@ -84,48 +84,6 @@ tms_compact_init(void)
 }
 
 /* ----------------------------------------------------------------
- * Writing through storage, from the plain-C layer
- * ----------------------------------------------------------------
- */
-
-/* The IcebergWriter of the run (the same rule as the manifest rewrite's). */
-static int
-write_file(void *arg, const char *path, const void *data, size_t len, IoError *err)
-{
-	MaintRun   *run = arg;
-	MemoryContext cxt = CurrentMemoryContext;
-	volatile int rc = -1;
-
-	PG_TRY();
-	{
-		char	   *c = tms_location_canonical(run->conn->server, path, NULL);
-
-		if (c == NULL || !io_location_under(c, run->location) ||
-			!tms_location_allowed(run->conn->server, c))
-		{
-			memset(err, 0, sizeof(*err));
-			err->code = IO_ERR_FORBIDDEN;
-			snprintf(err->message, sizeof(err->message),
-					 "refused to write \"%s\": not below the table location and an allowed location",
-					 path);
-		}
-		else
-			rc = io_storage_write(run->storage, c, data, len, err);
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		FlushErrorState();
-		memset(err, 0, sizeof(*err));
-		err->code = IO_ERR_OUT_OF_MEMORY;
-		snprintf(err->message, sizeof(err->message), "out of memory");
-		rc = -1;
-	}
-	PG_END_TRY();
-	return rc;
-}
-
-/* ----------------------------------------------------------------
  * Options
  * ----------------------------------------------------------------
  */
@@ -615,7 +573,7 @@ static MaintCommitOutcome
 commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput *outputs,
 			   int noutputs, char **paths, bool *written_out)
 {
-	IcebergWriter w = {run, write_file};
+	IcebergWriter w = {run, maint_write_file};
 	IcebergCompactCommit res;
 	IcebergError err;
 	int64		id = iceberg_new_snapshot_id(run->md);
@@ -819,8 +777,8 @@ maint_resume_compact(MaintRun *run)
 	JsonbValue *v;
 	CompactLanded landed;
 	int64		base = -1;
-	char	  **written = NULL;
-	int			nwritten = 0;
+	char	  **written;
+	int			nwritten;
 
 #define NUM(key) ((v = getKeyJsonValueFromContainer(&cs->root, key, strlen(key), NULL)) != NULL && \
 				  v->type == jbvNumeric ? \
@@ -832,18 +790,7 @@ maint_resume_compact(MaintRun *run)
 		maint_fail(run, MAINT_TERMINAL, "the job's commit state has no snapshot id");
 		return;
 	}
-	v = getKeyJsonValueFromContainer(&cs->root, "written", 7, NULL);
-	if (v && v->type == jbvBinary)
-	{
-		JsonbIterator *it = JsonbIteratorInit(v->val.binary.data);
-		JsonbValue	item;
-		JsonbIteratorToken tok;
-
-		written = palloc(sizeof(char *) * (JsonContainerSize(v->val.binary.data) + 1));
-		while ((tok = JsonbIteratorNext(&it, &item, true)) != WJB_DONE)
-			if (tok == WJB_ELEM && item.type == jbvString)
-				written[nwritten++] = pnstrdup(item.val.string.val, item.val.string.len);
-	}
+	written = maint_state_written(cs, &nwritten);
 	if (!maint_load(run))
 		return;
 	if (strcmp(run->phase, "cleanup") == 0 || compact_landed(&landed, run->md))
@@ -862,11 +809,7 @@ maint_resume_compact(MaintRun *run)
 	}
 	else
 	{
-		const IcebergRef *r = iceberg_metadata_ref(run->md, "main");
-		int64		main_id = r ? r->snapshot_id : run->md->current_snapshot_id;
-
-		if (main_id != base)
-			maint_delete_written(run, written, nwritten);
+		maint_drop_stale_written(run, base, written, nwritten);
 		if (!maint_record_phase(run, "start", NULL))
 			return;
 	}

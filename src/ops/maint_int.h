@@ -265,6 +265,12 @@ extern MaintCommitOutcome maint_commit(MaintRun *run, const char *body,
 									   int64 base_snapshot_id,
 									   MaintLandedFn landed, void *arg);
 extern void maint_delete_written(MaintRun *run, char **written, int nwritten);
+extern void maint_drop_stale_written(MaintRun *run, int64 base, char **written,
+									int nwritten);
+extern char **maint_state_written(Jsonb *cs, int *nwritten);
+/* the IcebergWriter callback of a run writing table files (arg: the run) */
+extern int	maint_write_file(void *arg, const char *path, const void *data, size_t len,
+							 IoError *err);
 extern bool maint_commit_retry_allowed(MaintRun *run, int retry);
 
 /* the operations: each runs (or dry-runs) one operation on run->md */

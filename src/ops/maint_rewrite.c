@@ -38,47 +38,6 @@
 #include "iceberg/rewrite.h"
 #include "ops/maint_int.h"
 
-/*
- * The IcebergWriter of a run: a path the location rule puts below the
- * table location and an allowed location is written through storage;
- * any other is refused.  Called from the plain-C layer: nothing raises.
- */
-static int
-write_file(void *arg, const char *path, const void *data, size_t len, IoError *err)
-{
-	MaintRun   *run = arg;
-	MemoryContext cxt = CurrentMemoryContext;
-	volatile int rc = -1;
-
-	PG_TRY();
-	{
-		char	   *c = tms_location_canonical(run->conn->server, path, NULL);
-
-		if (c == NULL || !io_location_under(c, run->location) ||
-			!tms_location_allowed(run->conn->server, c))
-		{
-			memset(err, 0, sizeof(*err));
-			err->code = IO_ERR_FORBIDDEN;
-			snprintf(err->message, sizeof(err->message),
-					 "refused to write \"%s\": not below the table location and an allowed location",
-					 path);
-		}
-		else
-			rc = io_storage_write(run->storage, c, data, len, err);
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		FlushErrorState();
-		memset(err, 0, sizeof(*err));
-		err->code = IO_ERR_OUT_OF_MEMORY;
-		snprintf(err->message, sizeof(err->message), "out of memory");
-		rc = -1;
-	}
-	PG_END_TRY();
-	return rc;
-}
-
 typedef struct RewriteLanded
 {
 	int64		snapshot_id;
@@ -147,7 +106,7 @@ rewrite_once(MaintRun *run)
 	IcebergRewriteOptions o;
 	IcebergRewritePlan *volatile plan = NULL;
 	IcebergRewriteResult res;
-	IcebergWriter w = {run, write_file};
+	IcebergWriter w = {run, maint_write_file};
 	IcebergError err;
 	char	   *volatile body = NULL;
 	volatile MaintCommitOutcome outcome = MAINT_COMMIT_FAILED;
@@ -261,8 +220,8 @@ maint_resume_rewrite(MaintRun *run)
 	JsonbValue *v;
 	RewriteLanded landed;
 	int64		base = -1;
-	char	  **written = NULL;
-	int			nwritten = 0;
+	char	  **written;
+	int			nwritten;
 
 #define NUM(jv) DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum((jv)->val.numeric)))
 	v = getKeyJsonValueFromContainer(&cs->root, "snapshot_id", 11, NULL);
@@ -275,18 +234,7 @@ maint_resume_rewrite(MaintRun *run)
 	v = getKeyJsonValueFromContainer(&cs->root, "base_snapshot", 13, NULL);
 	if (v && v->type == jbvNumeric)
 		base = NUM(v);
-	v = getKeyJsonValueFromContainer(&cs->root, "written", 7, NULL);
-	if (v && v->type == jbvBinary)
-	{
-		JsonbIterator *it = JsonbIteratorInit(v->val.binary.data);
-		JsonbValue	item;
-		JsonbIteratorToken tok;
-
-		written = palloc(sizeof(char *) * (JsonContainerSize(v->val.binary.data) + 1));
-		while ((tok = JsonbIteratorNext(&it, &item, true)) != WJB_DONE)
-			if (tok == WJB_ELEM && item.type == jbvString)
-				written[nwritten++] = pnstrdup(item.val.string.val, item.val.string.len);
-	}
+	written = maint_state_written(cs, &nwritten);
 
 	if (!maint_load(run))
 		return;
@@ -301,13 +249,7 @@ maint_resume_rewrite(MaintRun *run)
 		return;
 	}
 #undef NUM
-	{
-		const IcebergRef *r = iceberg_metadata_ref(run->md, "main");
-		int64		main_id = r ? r->snapshot_id : run->md->current_snapshot_id;
-
-		if (main_id != base)
-			maint_delete_written(run, written, nwritten);
-	}
+	maint_drop_stale_written(run, base, written, nwritten);
 	if (!maint_record_phase(run, "start", NULL))
 		return;
 	maint_run_rewrite(run);
