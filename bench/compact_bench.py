@@ -33,13 +33,6 @@ each run; a compaction deletes no file):
             file])) TO one file, wall clock -- no plan, no deletes, no
             metrics, no commit: the limit.
 
-After each compaction (engine and tms), the table is checked, outside
-the timings, and the bench fails loudly on a difference: the metadata
-location iceberg-js loads from the catalog is the catalog's, icebird reads
-there exactly the rows (as a multiset of whole rows) it read in the first
-snapshot, and for tms the live data files are as many as
-tms.plan_operation's groups said (and the job's data_files_added).
-
 Throughput is the input data files' bytes over the time.  For each
 --memory-limit (tms.compaction_memory_limit, default 1GB and 64MB) the tms
 run is repeated on the same snapshot, and the helper's peak RSS (from its done
@@ -76,30 +69,6 @@ from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
 def log(msg):
     sys.stderr.write("[compact_bench] %s\n" % msg)
     sys.stderr.flush()
-
-
-class Mismatch(AssertionError):
-    """The table after a compaction is not what it must be."""
-
-
-def verify(cat, st, files, want, who, planned=None):
-    """Check the table after `who`'s compaction (module comment): the rows
-    are `want`, the live data files `planned` (when given); raises
-    Mismatch otherwise."""
-    t0 = time.monotonic()
-    mloc, meta = ow.load(cat, "b", "t")
-    js = ow.iceberg_js_location(cat, "b", "t")
-    if js != mloc:
-        raise Mismatch("%s: iceberg-js loads %s, the catalog holds %s" % (who, js, mloc))
-    got = ow.icebird_rows(mloc, file_root=files)
-    if got != want:
-        raise Mismatch("%s: the table holds %d rows after compaction, %d before (%d differ)"
-                       % (who, len(got), len(want), len(set(got) ^ set(want))))
-    data = [f for f in ow.live_files(st, meta).values() if f["content"] == 0]
-    if planned is not None and len(data) != planned:
-        raise Mismatch("%s: %d live data files, the plan said %d" % (who, len(data), planned))
-    log("%s: the same %d rows (icebird at iceberg-js's location), %d data files (%.1f s)"
-        % (who, len(got), len(data), time.monotonic() - t0))
 
 
 def input_bytes(st, meta):
@@ -186,14 +155,8 @@ def main():
         smallfiles.make_table(cat, st, "b", "t", files=a.files,
                               rows_per_file=a.rows_per_file, seed=1)
         ow.give_to_server(files)
-        mloc0, meta0 = ow.load(cat, "b", "t")
+        _, meta0 = ow.load(cat, "b", "t")
         log("table: %d files written in %.1f s" % (a.files, time.monotonic() - t0))
-        t0 = time.monotonic()
-        want = ow.icebird_rows(mloc0, file_root=files)
-        if len(want) != a.files * a.rows_per_file:
-            raise Mismatch("icebird reads %d rows of the table written, not %d"
-                           % (len(want), a.files * a.rows_per_file))
-        log("table: %d rows read by icebird in %.1f s" % (len(want), time.monotonic() - t0))
 
         def rollback():
             _, meta = ow.load(cat, "b", "t")
@@ -221,7 +184,6 @@ def main():
         out["runs"].append({"who": "engine", "seconds": secs, "input_bytes": nbytes,
                             "mb_per_s": nbytes / secs / 1e6})
         log("test world engine: %.2f s, %.1f MB/s" % (secs, nbytes / secs / 1e6))
-        verify(cat, st, files, want, "test world engine")
         ow.give_to_server(files)
 
         # tms: this tree installed, under the machine's install lock
@@ -245,25 +207,14 @@ def main():
             name = "t"
             pg.psql("ALTER SYSTEM SET tms.compaction_memory_limit = '%s'" % limit)
             pg.psql("SELECT pg_reload_conf()")
-            # the plan of the same snapshot: its groups' input and output files
-            groups = [json.loads(d) for d in pg.psql(
-                "SELECT detail FROM tms.plan_operation('cat', 'b', '%s', 'compaction')"
-                " WHERE action = 'rewrite-group'" % name).splitlines()]
-            planned = sum(g["output_files"] for g in groups)
-            if sum(g["files"] for g in groups) != a.files:
-                raise Mismatch("the plan rewrites %d files of %d"
-                               % (sum(g["files"] for g in groups), a.files))
             jid = int(pg.psql("SELECT tms.run_operation('cat', 'b', '%s', 'compaction')" % name))
             wait_for(lambda: pg.psql("SELECT finished_at IS NOT NULL FROM"
                                      " tms.maintenance_jobs WHERE id = %d" % jid) == "t",
                      timeout=a.deadline, interval=0.5, what="job %d" % jid)
-            state, secs, rewritten, added, err = pg.psql(
+            state, secs, rewritten = pg.psql(
                 "SELECT state, extract(epoch FROM finished_at - started_at),"
-                " data_files_rewritten, data_files_added, last_error"
-                " FROM tms.maintenance_jobs WHERE id = %d" % jid).split("|", 4)
-            if state != "succeeded" or int(rewritten) != a.files or int(added) != planned:
-                raise Mismatch("tms job %d: %s (%s), %s files rewritten of %d, %s added, %d"
-                               " planned" % (jid, state, err, rewritten, a.files, added, planned))
+                " data_files_rewritten FROM tms.maintenance_jobs WHERE id = %d" % jid).split("|")
+            assert state == "succeeded" and int(rewritten) == a.files, (state, rewritten)
             secs = float(secs)
             m = re.findall(r"maintenance job %d: compaction of \d+ groups.*peak RSS was (\d+) MB,"
                            r" its memory limit (\d+) MB" % jid, pg.log_tail(400))
@@ -273,7 +224,6 @@ def main():
                                 "mb_per_s": nbytes / secs / 1e6})
             log("tms (limit %s): %.2f s, %.1f MB/s, helper peak RSS %s MB"
                 % (limit, secs, nbytes / secs / 1e6, peak))
-            verify(cat, st, files, want, "tms (limit %s)" % limit, planned)
         pg.destroy()
         pg = None
         if lock is not None:

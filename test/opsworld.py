@@ -65,11 +65,6 @@ Tables and the independent reader:
           list_files=False, read_rows=False, dump_rows=False)
                                           test/node/icebird_count.mjs output
                                           (dump_rows: "row_values", every row)
-  icebird_rows(metadata_location, s3_endpoint=None, file_root=None)
-                                          every row icebird reads, as sorted
-                                          JSON texts (a multiset to compare)
-  iceberg_js_location(catalog, ns, name)  the metadata location iceberg-js
-                                          (a third-party REST client) loads
 """
 
 import copy
@@ -703,33 +698,3 @@ def icebird(metadata_location, s3_endpoint=None, file_root=None, list_files=Fals
     if r.returncode != 0:
         raise RuntimeError("icebird failed on %s: %s" % (metadata_location, r.stderr[-2000:]))
     return json.loads(r.stdout)
-
-
-def icebird_rows(metadata_location, s3_endpoint=None, file_root=None, timeout=600):
-    """Every row icebird reads from the table (deletes applied), each as
-    JSON text with sorted keys, sorted: two tables hold the same rows when
-    these lists are equal."""
-    out = icebird(metadata_location, s3_endpoint=s3_endpoint, file_root=file_root,
-                  dump_rows=True, timeout=timeout)
-    return sorted(json.dumps(r, sort_keys=True) for r in out["row_values"])
-
-
-def iceberg_js_location(catalog, ns, name):
-    """The metadata location of the table as iceberg-js (a third-party REST
-    client) loads it from the catalog (a world.CatalogServer).  (Its
-    snapshot ids are JavaScript numbers, rounded past 2^53: the location is
-    what is compared.)"""
-    levels = [ns] if isinstance(ns, str) else list(ns)
-    script = (
-        "import { IcebergRestCatalog } from 'iceberg-js';"
-        "const c = new IcebergRestCatalog({baseUrl: %s, warehouse: %s, auth: {type: 'none'}});"
-        "const r = await c.loadTableResult({namespace: %s, name: %s});"
-        "console.log(JSON.stringify({location: r['metadata-location']}));"
-        % (json.dumps(catalog.uri), json.dumps(catalog.prefix), json.dumps(levels),
-           json.dumps(name)))
-    r = subprocess.run(["node", "--input-type=module", "-e", script], cwd=NODE_DIR,
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        raise RuntimeError("iceberg-js failed to load %s.%s: %s"
-                           % (".".join(levels), name, (r.stdout + r.stderr)[-2000:]))
-    return json.loads(r.stdout.strip().splitlines()[-1])["location"]

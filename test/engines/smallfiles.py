@@ -26,9 +26,8 @@ with_deletes adds two snapshots: position deletes (one file per affected
 partition, rows 0 and 3 of every 7th data file) and equality deletes on id
 (one file in partition c1, ids congruent to 5 modulo 97 among c1's rows).
 
-Rules: no sleeping; the data files are written by one node process (one
-DuckDB COPY ... PARTITION_BY, checked against the rows it was given);
-nothing here talks to PostgreSQL.
+Rules: no sleeping; one node process per 1,000 files; nothing here talks to
+PostgreSQL.
 """
 
 import json
@@ -52,6 +51,7 @@ import opsworld  # noqa: E402
 import compact as compact_mod  # noqa: E402
 
 CATEGORIES = 4
+NODE_CHUNK = 1000
 POS_FIELDS = compact_mod.POS_FIELDS
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
@@ -64,33 +64,18 @@ SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
     {"id": 7, "name": "flag", "required": False, "type": "boolean"}]}
 
 
-def _columns(category, seed):
-    """The select list of the columns c_<field id> of the row of id x (a
-    BIGINT column of the FROM clause), category an SQL expression."""
+def _rows_query(first, count, category, seed):
+    """DuckDB SQL of `count` rows with ids first.. (columns c_<field id>)."""
     k = seed % 1000
-    return ("x::BIGINT AS c_1, %s AS c_2, "
+    return ("SELECT x::BIGINT AS c_1, %s AS c_2, "
             "(((x * 37 + %d) %% 100000) / 100.0)::DECIMAL(10,2) AS c_3, "
             "CASE WHEN x %% 11 = 0 THEN NULL ELSE (x * 1.5 + %d)::DOUBLE END AS c_4, "
             "DATE '2024-01-01' + ((x + %d) %% 30)::INTEGER AS c_5, "
             "TIMESTAMPTZ '2024-01-01 00:00:00+00' + to_seconds(x * 60 + %d) AS c_6, "
-            "((x + %d) %% 3 = 0) AS c_7" % (category, k, k, k, k, k))
-
-
-def _rows_query(first, count, category, seed):
-    """DuckDB SQL of `count` rows with ids first.. (columns c_<field id>)."""
-    return ("SELECT %s FROM (SELECT (%d + i)::BIGINT AS x FROM range(%d) t(i)) r ORDER BY x"
-            % (_columns("'%s'" % category if category is not None else "NULL", seed),
-               first, count))
-
-
-def _files_query(files, rows_per_file, seed):
-    """DuckDB SQL of the rows of every data file at once, for compact.mjs's
-    by_file write: file i (column __file) holds ids i * rows_per_file..,
-    category c(i % 4)."""
-    return ("SELECT __file, %s FROM (SELECT i::BIGINT AS x, (i // %d)::BIGINT AS __file"
-            " FROM range(%d) t(i)) r ORDER BY x"
-            % (_columns("'c' || (__file %% %d)::VARCHAR" % CATEGORIES, seed),
-               rows_per_file, files * rows_per_file))
+            "((x + %d) %% 3 = 0) AS c_7 "
+            "FROM (SELECT (%d + i)::BIGINT AS x FROM range(%d) t(i)) r ORDER BY x"
+            % ("'%s'" % category if category is not None else "NULL",
+               k, k, k, k, k, first, count))
 
 
 def _create(catalog, namespace, name, partitioned):
@@ -158,22 +143,25 @@ def make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
     data_dir = compact_mod.data_location(meta)
     tmp = tempfile.mkdtemp(prefix="tms-smallfiles-")
     try:
-        # the data files: one node run, one partitioned COPY (compact.mjs's
-        # by_file write), the files described by three queries over all of them
-        outs = compact_mod.run_node({
-            "mode": "write", "by_file": True, "schema": {"fields": SCHEMA["fields"]},
-            "query": _files_query(files, rows_per_file, seed),
-            "output_dir": os.path.join(tmp, "data"), "file_prefix": "data",
-            "compression": "zstd", "iceberg_schema": json.dumps(SCHEMA)},
-            timeout=300 + files // 10)["files"] if files else []
-        if [o["file"] for o in outs] != list(range(files)):
-            raise RuntimeError("compact.mjs wrote %d files of %d" % (len(outs), files))
-        written = []
-        for i, o in enumerate(outs):
+        # the data files in node runs of at most NODE_CHUNK files each (a
+        # run of 10,000 would outlast run_node's timeout on a busy machine)
+        jobs, plan = [], []
+        for i in range(files):
             cat = "c%d" % (i % CATEGORIES)
             sub = ("category=%s/" % cat) if partitioned else ""
             prefix = "%05d-%d-%s" % (i, seed, uuid.UUID(int=rnd.getrandbits(128)))
-            uri = data_dir + "/" + sub + prefix + "-00000.parquet"
+            jobs.append({"mode": "write", "schema": {"fields": SCHEMA["fields"]},
+                         "query": _rows_query(i * rows_per_file, rows_per_file, cat, seed),
+                         "output_files": 1, "output_dir": os.path.join(tmp, "d%05d" % i),
+                         "file_prefix": prefix, "compression": "zstd",
+                         "iceberg_schema": json.dumps(SCHEMA)})
+            plan.append((i, cat, data_dir + "/" + sub + prefix + "-00000.parquet"))
+        outs = []
+        for k in range(0, len(jobs), NODE_CHUNK):
+            outs += compact_mod.run_node({"jobs": jobs[k:k + NODE_CHUNK]})["results"]
+        written = []
+        for (i, cat, uri), res in zip(plan, outs):
+            o = res["files"][0]
             with open(o["path"], "rb") as fh:
                 st.write(uri, fh.read())
             part = {"category": cat} if partitioned else {}

@@ -22,14 +22,6 @@
 //                   applied Iceberg's sequence-number rules)
 //   query           write: a SQL query whose columns are named c_<field id>
 //                   (rows in the query's order)
-//   by_file         write: the query also has an integer column __file;
-//                   each of its values is one file (file_prefix-<value,
-//                   five digits>.parquet) of the rows with that value, in
-//                   the query's order; output_files and rows_per_file are
-//                   ignored.  All files are written by one COPY ...
-//                   PARTITION_BY (__file), then read back and compared
-//                   with the query's rows (each file holds exactly its
-//                   rows, in order): a mismatch is an error.
 //   sort            [{field_id, direction: "asc"|"desc",
 //                   nulls: "first"|"last"}]; none keeps the input order
 //                   (inputs in order, rows by position)
@@ -45,20 +37,17 @@
 // A batch {jobs: [job, ...]} runs them in one process and prints
 // {results: [output, ...]}.
 // Output (JSON on stdout): {input_rows, deleted_rows, files: [{path,
-//   file (by_file: its __file value), records, size, field_ids: {column:
-//   id} as parquet_schema() reports
+//   records, size, field_ids: {column: id} as parquet_schema() reports
 //   them, column_sizes: {id: bytes}, metrics: {id: {value_count,
 //   null_count, nan_count, lower, upper}}}]}.  Bounds are strings (integers,
 //   days for date, microseconds for time and timestamps, the decimal text,
 //   hex for binary, the text of floats) or booleans; null when the column
 //   has no non-null value.  The caller encodes them as Iceberg binary.
 // Rules: one DuckDB in-memory database, one thread (rows keep their order);
-// the written files are described by three queries over all of them
-// (parquet_schema, parquet_metadata, one aggregate grouped by file), not by
-// queries per file; errors go to stderr with exit status 1; column names in
-// the files are Avro-sanitized (as Iceberg Java writes them).
+// errors go to stderr with exit status 1; column names in the files are
+// Avro-sanitized (as Iceberg Java writes them).
 
-import { statSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs'
+import { statSync, mkdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 
@@ -143,8 +132,8 @@ async function runJob(db, job) {
   const cols = fields.map(f => col(f.id))
 
   if (mode === 'write') {
-    await c.run(`CREATE TEMP TABLE rows AS SELECT ${cols.join(', ')}${job.by_file ? ', __file' : ''},
-                 row_number() OVER () - 1 AS __rn FROM (${job.query}) q`)
+    await c.run(`CREATE TEMP TABLE rows AS SELECT ${cols.join(', ')}, row_number() OVER () - 1 AS __rn
+                 FROM (${job.query}) q`)
   } else {
     const parts = []
     for (let i = 0; i < job.inputs.length; i++) {
@@ -190,6 +179,11 @@ async function runJob(db, job) {
       inputRows += Number((await all(`SELECT num_rows AS n FROM parquet_file_metadata(${lit(inp.path)})`))[0].n)
     }
   }
+  let perFile
+  if (job.rows_per_file) perFile = Math.max(1, Number(job.rows_per_file))
+  else perFile = Math.max(1, Math.ceil(total / Math.max(1, Number(job.output_files || 1))))
+  const nfiles = total === 0 ? 0 : Math.ceil(total / perFile)
+
   mkdirSync(job.output_dir, { recursive: true })
   const codec = CODECS[(job.compression || 'zstd').toLowerCase()]
   if (!codec) throw new Error(`unknown compression codec ${job.compression}`)
@@ -197,100 +191,40 @@ async function runJob(db, job) {
   const fieldIds = '{' + fields.map((f, i) => `${ident(names[i])}: ${f.id}`).join(', ') + '}'
   const kv = job.iceberg_schema ? `, KV_METADATA {'iceberg.schema': ${lit(job.iceberg_schema)}}` : ''
   const rowGroup = Number(job.row_group_size || 122880)
-  const options = `FORMAT PARQUET, FIELD_IDS ${fieldIds}, COMPRESSION ${codec}, ROW_GROUP_SIZE ${rowGroup}${kv}`
   const select = fields.map((f, i) => `${col(f.id)} AS ${ident(names[i])}`).join(', ')
-  const fileName = n => path.join(job.output_dir, `${job.file_prefix || 'data'}-${String(n).padStart(5, '0')}.parquet`)
-  const written = []
-  if (mode === 'write' && job.by_file) {
-    const staging = fileName('partitions').replace(/\.parquet$/, '')
-    await c.run(`COPY (SELECT ${select}, __file FROM rows ORDER BY __rn) TO ${lit(staging)}
-                 (${options}, PARTITION_BY (__file))`)
-    for (const dir of readdirSync(staging)) {
-      const m = /^__file=(\d+)$/.exec(dir)
-      const inside = readdirSync(path.join(staging, dir))
-      if (!m || inside.length !== 1) throw new Error(`unexpected partitioned output ${dir}: ${inside}`)
-      written.push({ file: Number(m[1]), path: fileName(Number(m[1])) })
-      renameSync(path.join(staging, dir, inside[0]), written.at(-1).path)
+  const files = []
+  for (let n = 0; n < nfiles; n++) {
+    const out = path.join(job.output_dir, `${job.file_prefix || 'data'}-${String(n).padStart(5, '0')}.parquet`)
+    await c.run(`COPY (SELECT ${select} FROM rows WHERE __rn >= ${n * perFile} AND __rn < ${(n + 1) * perFile} ORDER BY __rn)
+                 TO ${lit(out)} (FORMAT PARQUET, FIELD_IDS ${fieldIds}, COMPRESSION ${codec}, ROW_GROUP_SIZE ${rowGroup}${kv})`)
+    const schemaRows = await all(`SELECT name, field_id FROM parquet_schema(${lit(out)})`)
+    const ids = {}
+    for (const r of schemaRows) if (r.field_id !== null) ids[r.name] = Number(r.field_id)
+    const sizes = {}
+    for (const r of await all(`SELECT path_in_schema AS p, sum(total_compressed_size) AS s
+                                FROM parquet_metadata(${lit(out)}) GROUP BY path_in_schema`)) {
+      const i = names.indexOf(r.p)
+      if (i >= 0) sizes[fields[i].id] = Number(r.s)
     }
-    rmSync(staging, { recursive: true })
-    written.sort((a, b) => a.file - b.file)
-    await checkByFile(c, written, fields)
-  } else {
-    let perFile
-    if (job.rows_per_file) perFile = Math.max(1, Number(job.rows_per_file))
-    else perFile = Math.max(1, Math.ceil(total / Math.max(1, Number(job.output_files || 1))))
-    const nfiles = total === 0 ? 0 : Math.ceil(total / perFile)
-    for (let n = 0; n < nfiles; n++) {
-      written.push({ path: fileName(n) })
-      await c.run(`COPY (SELECT ${select} FROM rows WHERE __rn >= ${n * perFile} AND __rn < ${(n + 1) * perFile} ORDER BY __rn)
-                   TO ${lit(written.at(-1).path)} (${options})`)
-    }
-  }
-  // the counts and bounds of the rows of each file: by_file from the rows
-  // the check just found in the files, else from the files read back
-  const source = job.by_file
-    ? { from: `rows JOIN (VALUES ${written.map(w => `(${w.file}, ${lit(w.path)})`).join(', ')}) f(k, p)
-               ON rows.__file = f.k`, key: 'p' }
-    : { from: `read_parquet([${written.map(w => lit(w.path)).join(', ')}], filename=true,
-               schema=${schemaMap(fields)})`, key: 'filename' }
-  const files = await describe(all, written, fields, names, source)
-  c.closeSync()
-  return { input_rows: inputRows, deleted_rows: inputRows - total, files }
-}
-
-// The files written, read back: every file holds exactly the rows of its
-// __file value in the query's order (position in the file = rank by __rn).
-async function checkByFile(c, written, fields) {
-  const cols = fields.map(f => col(f.id))
-  const r = await c.runAndReadAll(`
-    WITH src AS (SELECT ${cols.join(', ')}, __file, row_number() OVER (PARTITION BY __file ORDER BY __rn) - 1 AS pos
-                 FROM rows),
-         back AS (SELECT * FROM read_parquet([${written.map(w => lit(w.path)).join(', ')}],
-                          file_row_number=true, filename=true, schema=${schemaMap(fields)}) b
-                  JOIN (VALUES ${written.map(w => `(${lit(w.path)}, ${w.file})`).join(', ')}) f(p, k)
-                  ON b.filename = f.p)
-    SELECT count(*) AS bad FROM src FULL JOIN back ON src.__file = back.k AND src.pos = back.file_row_number
-    WHERE src.pos IS NULL OR back.k IS NULL OR ${cols.map(x => `src.${x} IS DISTINCT FROM back.${x}`).join(' OR ')}`)
-  const bad = Number(r.getRowObjectsJson()[0].bad)
-  if (bad !== 0) throw new Error(`${bad} rows of the partitioned write are not where the query put them`)
-}
-
-// What the manifests need of each written file, by three queries over all
-// of them: field ids, column sizes, and the counts and bounds of its rows,
-// from source (a FROM clause and the expression of the file's path).
-async function describe(all, written, fields, names, source) {
-  if (!written.length) return []
-  const list = '[' + written.map(w => lit(w.path)).join(', ') + ']'
-  const byPath = new Map(written.map(w => [w.path, { ...w, field_ids: {}, column_sizes: {} }]))
-  for (const r of await all(`SELECT file_name, name, field_id FROM parquet_schema(${list})`)) {
-    if (r.field_id !== null) byPath.get(r.file_name).field_ids[r.name] = Number(r.field_id)
-  }
-  for (const r of await all(`SELECT file_name, path_in_schema AS p, sum(total_compressed_size) AS s
-                              FROM parquet_metadata(${list}) GROUP BY ALL`)) {
-    const i = names.indexOf(r.p)
-    if (i >= 0) byPath.get(r.file_name).column_sizes[fields[i].id] = Number(r.s)
-  }
-  const aggs = [`${source.key} AS __path`, 'count(*) AS n']
-  for (const f of fields) {
-    const x = col(f.id)
-    aggs.push(`count(${x}) AS nn_${f.id}`, `${boundExpr(f, 'min')} AS lo_${f.id}`, `${boundExpr(f, 'max')} AS hi_${f.id}`)
-    if (f.type === 'float' || f.type === 'double') aggs.push(`count(*) FILTER (WHERE isnan(${x})) AS nan_${f.id}`)
-  }
-  for (const m of await all(`SELECT ${aggs.join(', ')} FROM ${source.from} GROUP BY ${source.key}`)) {
-    const out = byPath.get(m.__path)
-    out.records = Number(m.n)
-    out.metrics = {}
+    const aggs = ['count(*) AS n']
     for (const f of fields) {
-      out.metrics[f.id] = { value_count: out.records, null_count: out.records - Number(m[`nn_${f.id}`]),
+      const x = col(f.id)
+      aggs.push(`count(${x}) AS nn_${f.id}`, `${boundExpr(f, 'min')} AS lo_${f.id}`, `${boundExpr(f, 'max')} AS hi_${f.id}`)
+      if (f.type === 'float' || f.type === 'double') aggs.push(`count(*) FILTER (WHERE isnan(${x})) AS nan_${f.id}`)
+    }
+    const m = (await all(`SELECT ${aggs.join(', ')} FROM read_parquet(${lit(out)}, schema=${schemaMap(fields)})`))[0]
+    const records = Number(m.n)
+    const metrics = {}
+    for (const f of fields) {
+      const nonNull = Number(m[`nn_${f.id}`])
+      metrics[f.id] = { value_count: records, null_count: records - nonNull,
         nan_count: m[`nan_${f.id}`] === undefined ? null : Number(m[`nan_${f.id}`]),
         lower: m[`lo_${f.id}`], upper: m[`hi_${f.id}`] }
     }
+    files.push({ path: out, records, size: statSync(out).size, field_ids: ids, column_sizes: sizes, metrics })
   }
-  return written.map(w => {
-    const out = byPath.get(w.path)
-    if (out.metrics === undefined) throw new Error(`${w.path} holds no row`)
-    return { ...out, size: statSync(w.path).size }
-  })
+  c.closeSync()
+  return { input_rows: inputRows, deleted_rows: inputRows - total, files }
 }
 
 main().catch(err => {
