@@ -574,11 +574,15 @@ io_catalog_load_credentials(IoCatalog *cat, const char *ns, const char *table,
 		return -1;
 	if (!io_rest_endpoint_offered(cat, "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"))
 	{
-		/* a catalog without loadCredentials vends them with the table */
+		/*
+		 * A catalog without loadCredentials vends them with the table: a load
+		 * of its referenced snapshots only, whose cost does not grow with its
+		 * history.  The cached copy holds the old credentials: it goes.
+		 */
 		IoLoadedTable t;
 
 		io_catalog_forget(cat, ns, table);
-		if (io_catalog_load_table(cat, ns, table, &t, err) != 0)
+		if (io_catalog_load_table_refs(cat, ns, table, &t, err) != 0)
 			return -1;
 		out->config = t.config;
 		out->nconfig = t.nconfig;
