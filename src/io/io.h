@@ -787,8 +787,9 @@ struct IoTableCredentials
  * The storage credentials the catalog vends for a table now: GET
  * .../tables/{table}/credentials (loadCredentials) when the server lists it
  * among its endpoints, the storage credential whose prefix is the longest
- * prefix of location (NULL: the only one); else a table load (the
- * handle's cached copy forgotten first) and its config with its
+ * prefix of location (NULL: the only one); else a load of the table's
+ * referenced snapshots (io_catalog_load_table_refs; the handle's cached
+ * copy, with the old credentials, forgotten) and its config with its
  * storage-credentials on top.  0 (free with io_table_credentials_free) or
  * -1 with *err.
  */

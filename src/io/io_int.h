@@ -236,12 +236,6 @@ typedef struct IoS3Request
 } IoS3Request;
 
 /*
- * Build and sign (with the storage's current credentials) one request for
- * bucket/key; query is raw (already encoded) or NULL; extra headers are
- * signed too.  body must outlive the request.  Returns 0 (free with
- * io_s3_request_free), or -1 with *err.
- */
-/*
  * Refresh st's credentials when they expire within the margin (see
  * io_storage_set_refresh); a failure is left to the request that follows.
  */
@@ -253,6 +247,12 @@ extern bool io_s3_credentials_refused(long status, const char *s3code);
 /* The HTTP options of a storage handle (timeouts, interrupt callback). */
 extern const IoHttpOptions *io_storage_http(const IoStorage *st);
 
+/*
+ * Build and sign (with the storage's current credentials) one request for
+ * bucket/key; query is raw (already encoded) or NULL; extra headers are
+ * signed too.  body must outlive the request.  Returns 0 (free with
+ * io_s3_request_free), or -1 with *err.
+ */
 extern int	io_s3_request_build(IoStorage *st, const char *method, const char *bucket,
 								const char *key, const char *query,
 								const IoHeader *extra, size_t nextra,

@@ -476,7 +476,10 @@ io_catalog_load_table_refs(IoCatalog *cat, const char *ns, const char *table,
 	io_rest_table_path(cat, &path, ns, table);
 	io_sb_puts(&path, "?snapshots=refs");
 	if (path.oom)
+	{
+		io_sb_free(&path);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
 	/* no If-None-Match and nothing cached: the cache holds snapshots=all */
 	rc = io_rest_request(cat, "GET", path.data, NULL, extra, 1, true, &resp, err);
 	io_sb_free(&path);
@@ -509,7 +512,10 @@ io_catalog_drop_table(IoCatalog *cat, const char *ns, const char *table,
 	io_rest_table_path(cat, &path, ns, table);
 	io_sb_printf(&path, "?purgeRequested=%s", purge ? "true" : "false");
 	if (path.oom)
+	{
+		io_sb_free(&path);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
 	/* not retried: a retry after a lost 204 would report a false 404 */
 	rc = io_rest_request(cat, "DELETE", path.data, NULL, NULL, 0, false, &resp, err);
 	io_sb_free(&path);
@@ -574,11 +580,15 @@ io_catalog_load_credentials(IoCatalog *cat, const char *ns, const char *table,
 		return -1;
 	if (!io_rest_endpoint_offered(cat, "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"))
 	{
-		/* a catalog without loadCredentials vends them with the table */
+		/*
+		 * A catalog without loadCredentials vends them with the table: a load
+		 * of its referenced snapshots only, whose cost does not grow with its
+		 * history.  The cached copy holds the old credentials: it goes.
+		 */
 		IoLoadedTable t;
 
 		io_catalog_forget(cat, ns, table);
-		if (io_catalog_load_table(cat, ns, table, &t, err) != 0)
+		if (io_catalog_load_table_refs(cat, ns, table, &t, err) != 0)
 			return -1;
 		out->config = t.config;
 		out->nconfig = t.nconfig;
@@ -591,7 +601,10 @@ io_catalog_load_credentials(IoCatalog *cat, const char *ns, const char *table,
 	io_rest_table_path(cat, &path, ns, table);
 	io_sb_puts(&path, "/credentials");
 	if (path.oom)
+	{
+		io_sb_free(&path);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
 	rc = io_rest_request(cat, "GET", path.data, NULL, extra, 1, true, &resp, err);
 	io_sb_free(&path);
 	if (rc == 0 && resp.status != 200)
@@ -658,7 +671,10 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 	io_sb_init(&path);
 	io_rest_table_path(cat, &path, ns, table);
 	if (path.oom)
+	{
+		io_sb_free(&path);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
 	rc = io_rest_request(cat, "POST", path.data, body, NULL, 0, false, &resp, err);
 	io_sb_free(&path);
 	io_catalog_forget(cat, ns, table);

@@ -540,7 +540,7 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 		DeleteBatch *b;
 		MemoryContext old;
 		size_t		blen;
-		char		target[256];
+		char		target[TMS_DELETE_TARGET_LEN];
 		IoError		err;
 
 		if (taken[i])

@@ -58,6 +58,12 @@ extern Size tms_delete_pool_shmem_size(int n);
 extern void tms_delete_pool_shmem_request(void);
 extern void tms_delete_pool_shmem_init(int n);
 
+/*
+ * A storage target's name ("endpoint/bucket", io_storage_target) fits in
+ * this; a longer one is counted under the target "s3".
+ */
+#define TMS_DELETE_TARGET_LEN 256
+
 typedef enum TmsDeleteStatus
 {
 	TMS_DELETE_OK,
@@ -133,7 +139,7 @@ typedef struct TmsDeleteHolderInfo
 typedef struct TmsDeleteTargetInfo
 {
 	Oid			dboid;
-	char		name[128];
+	char		name[TMS_DELETE_TARGET_LEN];
 	double		window;
 	int			allowed;		/* requests in flight it allows now */
 	int			in_flight;

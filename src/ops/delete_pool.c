@@ -38,7 +38,6 @@
  */
 #include "postgres.h"
 
-#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -81,9 +80,8 @@ typedef struct PoolHolder
 
 typedef struct PoolTarget
 {
-	uint64		key;			/* hash of the name; 0: free */
+	char		name[TMS_DELETE_TARGET_LEN];	/* "": free */
 	Oid			dboid;
-	char		name[128];
 	IoAimd		aimd;
 	int			in_flight;
 	int64		last_used_ms;
@@ -356,7 +354,6 @@ delete_pool_enter(const char *label)
 int
 delete_pool_target(const char *name)
 {
-	uint64		key = hash_bytes_extended((const unsigned char *) name, strlen(name), 0) | 1;
 	int64		now = io_now_ms();
 	int			found = -1;
 	int			lru = -1;
@@ -366,12 +363,12 @@ delete_pool_target(const char *name)
 	{
 		PoolTarget *t = &Pool->targets[i];
 
-		if (t->key == key && t->dboid == Me->dboid)
+		if (t->name[0] != '\0' && t->dboid == Me->dboid && strcmp(t->name, name) == 0)
 			found = i;
-		else if (t->key == 0 && (lru < 0 || Pool->targets[lru].key != 0))
+		else if (t->name[0] == '\0' && (lru < 0 || Pool->targets[lru].name[0] != '\0'))
 			lru = i;
-		else if (t->key != 0 && t->in_flight == 0 &&
-				 (lru < 0 || (Pool->targets[lru].key != 0 &&
+		else if (t->name[0] != '\0' && t->in_flight == 0 &&
+				 (lru < 0 || (Pool->targets[lru].name[0] != '\0' &&
 							  t->last_used_ms < Pool->targets[lru].last_used_ms)))
 			lru = i;
 	}
@@ -387,7 +384,6 @@ delete_pool_target(const char *name)
 			PoolTarget *t = &Pool->targets[lru];
 
 			memset(t, 0, sizeof(*t));
-			t->key = key;
 			t->dboid = Me->dboid;
 			strlcpy(t->name, name, sizeof(t->name));
 			io_aimd_init(&t->aimd, pool_limit());
@@ -558,7 +554,7 @@ tms_delete_pool_targets(TmsDeleteTargetInfo **out)
 		PoolTarget *t = &pool->targets[i];
 		TmsDeleteTargetInfo *o = &(*out)[n];
 
-		if (t->key == 0)
+		if (t->name[0] == '\0')
 			continue;
 		o->dboid = t->dboid;
 		strlcpy(o->name, t->name, sizeof(o->name));
