@@ -127,8 +127,8 @@ tms_purge_init(void)
 							2, 1, 1000,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("tms.purge_batch_pause",
-							gettext_noop("Pause between two delete requests of a purge."),
-							gettext_noop("Throttles the load a purge puts on the storage; 0 does not pause."),
+							gettext_noop("Pause after each batch of deletes a purge hands to its deleter."),
+							gettext_noop("Throttles the rate at which a purge queues deletes; requests already in flight go on. 0 does not pause."),
 							&tms_purge_batch_pause_ms,
 							0, 0, 60000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);

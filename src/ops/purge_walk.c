@@ -214,7 +214,7 @@ flush_queue(PurgeRun *run, int level)
 	if (!deleter_went_on(run, ok))
 		return false;
 
-	/* between two requests: throttle, interrupts, the lease */
+	/* after a batch handed to the deleter: throttle, interrupts, the lease */
 	if (tms_purge_batch_pause_ms > 0)
 	{
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
