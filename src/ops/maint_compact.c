@@ -412,12 +412,32 @@ typedef enum GroupOutcome
 	GROUP_FAILED
 } GroupOutcome;
 
-/* Have the helper write group g; outputs into *out. */
+/*
+ * Every name the helper may have written for an attempt at a group (dir +
+ * prefix + "-NNNNN.parquet", NNNNN below files), announced or not: an
+ * upload can finish before its announce is read.  The prefix holds a new
+ * UUID, so no other file has one of these names.
+ */
+static char **
+attempt_names(const char *dir, const char *prefix, int files)
+{
+	char	  **names = palloc(sizeof(char *) * (files + 1));
+
+	for (int n = 0; n < files; n++)
+		names[n] = psprintf("%s%s-%05d.parquet", dir, prefix, n);
+	return names;
+}
+
+/*
+ * Have the helper write group g; outputs into *out, their paths into
+ * *paths (*nout of each).  false: the helper must be stopped, and then
+ * what the attempt may have written, *nwritten names in *written, deleted.
+ */
 static bool
 write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 			const IcebergCompactJobMetric *metrics, int nmetrics, const IcebergSchema *schema,
 			TimestampTz deadline, IcebergCompactOutput **out, int *nout, char ***paths,
-			int64 *peak_rss)
+			char ***written, int *nwritten, int64 *peak_rss)
 {
 	const IcebergCompactGroup *gr = &p->groups[g];
 	IcebergError err;
@@ -437,6 +457,8 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 	*out = palloc0(sizeof(IcebergCompactOutput) * (gr->expected_outputs + 1));
 	*paths = palloc0(sizeof(char *) * (gr->expected_outputs + 1));
 	*nout = 0;
+	*written = NULL;
+	*nwritten = 0;
 	dir = iceberg_compact_output_dir(run->md, schema, p, g, &err);
 	if (dir == NULL)
 	{
@@ -501,6 +523,9 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		maint_fail_iceberg(run, "cannot describe the compaction group", &err);
 		return false;
 	}
+	/* from here on, the helper may write */
+	*written = attempt_names(dir, prefix, gr->expected_outputs);
+	*nwritten = gr->expected_outputs;
 	sent = compactor_send(helper, run, line);
 	free(line);
 	for (; sent;)
@@ -523,18 +548,13 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		}
 		if (m.type == ICEBERG_MSG_FILE)
 		{
-			/* known to be written from here on, whatever follows */
-			(*paths)[*nout] = pstrdup(m.file.path);
-			if (*nout >= gr->expected_outputs ||
-				!check_output(run, &m.file, dir, prefix, gr->expected_outputs, seen))
+			if (!check_output(run, &m.file, dir, prefix, gr->expected_outputs, seen))
 			{
-				if (run->result == MAINT_OK)
-					maint_fail(run, MAINT_TRANSIENT, "the compaction helper wrote more files than asked");
-				(*nout)++;
 				iceberg_compact_message_free(&m);
 				break;
 			}
 			records += m.file.records;
+			(*paths)[*nout] = pstrdup(m.file.path);
 			(*out)[(*nout)++] = m.file;
 			memset(&m.file, 0, sizeof(m.file));
 			iceberg_compact_message_free(&m);
@@ -726,20 +746,23 @@ maint_run_compact(MaintRun *run)
 			{
 				IcebergCompactOutput *outputs;
 				char	  **paths;
+				char	  **written;
 				int			nout;
+				int			nwritten;
 				bool		ok;
 
 				if (!maint_check_now(run))
 					break;
 				ok = write_group(run, helper, plan, g, metrics, schema->ncolumns, schema,
-								 deadline, &outputs, &nout, &paths, peak_rss);
+								 deadline, &outputs, &nout, &paths, &written, &nwritten,
+								 peak_rss);
 				if (!ok)
 				{
-					/* what the helper announced goes, once it is stopped */
+					/* what the helper may have written goes, once it is stopped */
 					compactor_stop(helper);
 					helper = NULL;
 					if (run->result != MAINT_LEASE_LOST)
-						maint_delete_written(run, paths, nout);
+						maint_delete_written(run, written, nwritten);
 				}
 				else if (commit_group(run, plan, g, outputs, nout, paths) == GROUP_GIVEN_UP)
 					given_up++;
