@@ -327,17 +327,6 @@ record_counts(MaintRun *run, int64 rewritten, int64 added, int64 bytes, int64 de
  * ----------------------------------------------------------------
  */
 
-typedef struct CompactLanded
-{
-	int64		snapshot_id;
-} CompactLanded;
-
-static bool
-compact_landed(void *arg, const IcebergTableMetadata *md)
-{
-	return iceberg_metadata_snapshot(md, ((CompactLanded *) arg)->snapshot_id) != NULL;
-}
-
 static char *
 commit_state_json(int g, const IcebergCompactCommit *res, char **outputs, int noutputs)
 {
@@ -600,7 +589,6 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 	char	   *volatile body = NULL;
 	volatile MaintCommitOutcome outcome = MAINT_COMMIT_FAILED;
 	volatile bool written = false;
-	CompactLanded landed = {id};
 
 	memset(&res, 0, sizeof(res));
 	PG_TRY();
@@ -633,7 +621,7 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 		{
 			outcome = maint_commit(run, body, commit_state_json(g, &res, paths, noutputs),
 								   res.written, res.nwritten, res.snapshot.parent_snapshot_id,
-								   compact_landed, &landed);
+								   maint_snapshot_landed, &id);
 			if (outcome == MAINT_COMMIT_LANDED)
 			{
 				IcebergError cerr;
@@ -797,18 +785,12 @@ void
 maint_resume_compact(MaintRun *run)
 {
 	Jsonb	   *cs = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(run->commit_state)));
-	JsonbValue *v;
-	CompactLanded landed;
-	int64		base = -1;
+	int64		id = maint_json_int(cs, "snapshot_id");
+	int64		base = maint_json_int(cs, "base_snapshot");
 	char	  **written;
 	int			nwritten;
 
-#define NUM(key) ((v = getKeyJsonValueFromContainer(&cs->root, key, strlen(key), NULL)) != NULL && \
-				  v->type == jbvNumeric ? \
-				  DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric))) : -1)
-	landed.snapshot_id = NUM("snapshot_id");
-	base = NUM("base_snapshot");
-	if (landed.snapshot_id < 0)
+	if (id < 0)
 	{
 		maint_fail(run, MAINT_TERMINAL, "the job's commit state has no snapshot id");
 		return;
@@ -816,17 +798,17 @@ maint_resume_compact(MaintRun *run)
 	written = maint_state_written(cs, &nwritten);
 	if (!maint_load(run))
 		return;
-	if (strcmp(run->phase, "cleanup") == 0 || compact_landed(&landed, run->md))
+	if (strcmp(run->phase, "cleanup") == 0 || maint_snapshot_landed(&id, run->md))
 	{
-		int64		rewritten = NUM("data_files_rewritten");
-		int64		added = NUM("data_files_added");
-		int64		bytes = NUM("bytes_rewritten");
-		int64		deletes = NUM("delete_files_removed");
+		int64		rewritten = maint_json_int(cs, "data_files_rewritten");
+		int64		added = maint_json_int(cs, "data_files_added");
+		int64		bytes = maint_json_int(cs, "bytes_rewritten");
+		int64		deletes = maint_json_int(cs, "delete_files_removed");
 
 		if (strcmp(run->phase, "cleanup") != 0 &&
 			!maint_record_phase(run, "cleanup", run->commit_state))
 			return;
-		run->after_snapshot_id = landed.snapshot_id;
+		run->after_snapshot_id = id;
 		if (!record_counts(run, Max(rewritten, 0), Max(added, 0), Max(bytes, 0), Max(deletes, 0)))
 			return;
 	}
@@ -836,6 +818,5 @@ maint_resume_compact(MaintRun *run)
 		if (!maint_record_phase(run, "start", NULL))
 			return;
 	}
-#undef NUM
 	maint_run_compact(run);
 }
