@@ -253,9 +253,6 @@ extern bool iceberg_new_snapshot_replace(IcebergNewSnapshot *s, const IcebergWri
 extern void iceberg_write_result_free(char **written, int nwritten,
 									  IcebergNewSnapshot *snapshot);
 
-/* A random v4 UUID in text form (out: 37 bytes). */
-extern bool iceberg_make_uuid(char *out, IcebergError *err);
-
 /* The wall clock in ms since the epoch. */
 extern int64_t iceberg_now_ms(void);
 

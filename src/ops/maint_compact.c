@@ -486,21 +486,11 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		else
 			delete_uris[i - gr->nfiles] = c;
 	}
+	if (!iceberg_make_uuid(uuid, &err))
 	{
-		uint8		b[16];
-
-		if (!pg_strong_random(b, sizeof(b)))
-		{
-			free(dir);
-			maint_fail(run, MAINT_TRANSIENT, "no random source to name the files of the compaction");
-			return false;
-		}
-		b[6] = (b[6] & 0x0f) | 0x40;
-		b[8] = (b[8] & 0x3f) | 0x80;
-		snprintf(uuid, sizeof(uuid),
-				 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-				 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-				 b[12], b[13], b[14], b[15]);
+		free(dir);
+		maint_fail(run, MAINT_TRANSIENT, "no random source to name the files of the compaction");
+		return false;
 	}
 	prefix = psprintf("%05d-%d-%s", g, run->attempts, uuid);
 	line = iceberg_compact_job_json(run->md, p, g, metrics, nmetrics, input_uris, delete_uris,
