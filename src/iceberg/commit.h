@@ -39,8 +39,7 @@ extern char *iceberg_commit_expire(const char *table_uuid,
 								   const IcebergExpirePlan *plan,
 								   IcebergError *err);
 
-/* Also defined by the rewrite helper (src/iceberg/rewrite.h): keep identical. */
-/* A snapshot a commit adds (add-snapshot); rewrite.c fills one. */
+/* A snapshot a commit adds (add-snapshot); rewrite.c and compact.c fill one. */
 typedef struct IcebergNewSnapshot
 {
 	int64_t		snapshot_id;

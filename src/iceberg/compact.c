@@ -1301,12 +1301,7 @@ iceberg_compact_commit_free(IcebergCompactCommit *res)
 
 	if (res == NULL)
 		return;
-	for (i = 0; i < res->nwritten; i++)
-		free(res->written[i]);
-	free(res->written);
-	free(res->snapshot.manifest_list);
-	free(res->snapshot.operation);
-	iceberg_kv_free(res->snapshot.summary, res->snapshot.nsummary);
+	iceberg_write_result_free(res->written, res->nwritten, &res->snapshot);
 	for (i = 0; i < res->nreplaced; i++)
 	{
 		free(res->replaced_old[i]);

@@ -904,16 +904,9 @@ done:
 void
 iceberg_rewrite_result_free(IcebergRewriteResult *res)
 {
-	int			i;
-
 	if (res == NULL)
 		return;
-	for (i = 0; i < res->nwritten; i++)
-		free(res->written[i]);
-	free(res->written);
-	free(res->snapshot.manifest_list);
-	free(res->snapshot.operation);
-	iceberg_kv_free(res->snapshot.summary, res->snapshot.nsummary);
+	iceberg_write_result_free(res->written, res->nwritten, &res->snapshot);
 	memset(res, 0, sizeof(*res));
 }
 

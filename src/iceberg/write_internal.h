@@ -246,8 +246,12 @@ extern bool iceberg_new_snapshot_replace(IcebergNewSnapshot *s, const IcebergWri
 										 int32_t schema_id, char **list_path,
 										 IcebergError *err);
 
-/* A random v4 UUID in text form (out: 37 bytes). */
-extern bool iceberg_make_uuid(char *out, IcebergError *err);
+/*
+ * Free what a run writing a snapshot returns: the paths it wrote
+ * (iceberg_write_object's written, nwritten) and the snapshot it built.
+ */
+extern void iceberg_write_result_free(char **written, int nwritten,
+									  IcebergNewSnapshot *snapshot);
 
 /* The wall clock in ms since the epoch. */
 extern int64_t iceberg_now_ms(void);

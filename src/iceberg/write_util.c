@@ -998,6 +998,19 @@ iceberg_new_snapshot_replace(IcebergNewSnapshot *s, const IcebergWriteTarget *t,
 	return s->operation != NULL;
 }
 
+void
+iceberg_write_result_free(char **written, int nwritten, IcebergNewSnapshot *snapshot)
+{
+	int			i;
+
+	for (i = 0; i < nwritten; i++)
+		free(written[i]);
+	free(written);
+	free(snapshot->manifest_list);
+	free(snapshot->operation);
+	iceberg_kv_free(snapshot->summary, snapshot->nsummary);
+}
+
 bool
 iceberg_make_uuid(char *out, IcebergError *err)
 {

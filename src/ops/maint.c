@@ -391,9 +391,9 @@ typedef struct StartStep
 
 static void call_handler(const char *job, int64 job_id);
 
-/* The integer at key of a job's JSON, or -1. */
-static int64
-json_int(Jsonb *jb, const char *key)
+/* The integer at key of a job's JSON or a commit state, or -1. */
+int64
+maint_json_int(Jsonb *jb, const char *key)
 {
 	JsonbValue *v = getKeyJsonValueFromContainer(&jb->root, key, strlen(key), NULL);
 
@@ -437,8 +437,8 @@ step_start(void *arg)
 			pnstrdup(engine->val.string.val, engine->val.string.len) : NULL;
 
 		/* the run's row of tms.task_history names the job's policy, rule, table */
-		sched_task_subject(run->task, json_int(jb, "policy_id"), json_int(jb, "rule_id"),
-						   json_int(jb, "table_id"), run->job_id);
+		sched_task_subject(run->task, maint_json_int(jb, "policy_id"), maint_json_int(jb, "rule_id"),
+						   maint_json_int(jb, "table_id"), run->job_id);
 
 		if (name && strcmp(name, "local") != 0 && tms_engine_type(name) == ENGINE_TYPE_UNKNOWN)
 		{
@@ -490,11 +490,11 @@ read_job(MaintRun *run, const char *job)
 	v = FIELD("commit_state");
 	run->commit_state = v && v->type == jbvBinary ?
 		JsonbToCString(NULL, v->val.binary.data, v->val.binary.len) : NULL;
-	run->acting = (Oid) json_int(jb, "acting_role");
-	run->attempts = (int) json_int(jb, "attempts");
+	run->acting = (Oid) maint_json_int(jb, "acting_role");
+	run->attempts = (int) maint_json_int(jb, "attempts");
 	v = FIELD("rule_id");
 	run->policy_job = v != NULL && v->type == jbvNumeric;
-	run->evaluated_snapshot_id = json_int(jb, "before_snapshot_id");
+	run->evaluated_snapshot_id = maint_json_int(jb, "before_snapshot_id");
 	opts = FIELD("options");
 	if (opts && opts->type == jbvBinary)
 	{
@@ -968,6 +968,13 @@ maint_write_file(void *arg, const char *path, const void *data, size_t len, IoEr
 	}
 	PG_END_TRY();
 	return rc;
+}
+
+/* The MaintLandedFn of a commit adding one snapshot: arg, its int64 id. */
+bool
+maint_snapshot_landed(void *arg, const IcebergTableMetadata *md)
+{
+	return iceberg_metadata_snapshot(md, *(const int64 *) arg) != NULL;
 }
 
 /* The "written" array of a job's commit state (palloc'd; none: *n = 0). */

@@ -327,17 +327,6 @@ record_counts(MaintRun *run, int64 rewritten, int64 added, int64 bytes, int64 de
  * ----------------------------------------------------------------
  */
 
-typedef struct CompactLanded
-{
-	int64		snapshot_id;
-} CompactLanded;
-
-static bool
-compact_landed(void *arg, const IcebergTableMetadata *md)
-{
-	return iceberg_metadata_snapshot(md, ((CompactLanded *) arg)->snapshot_id) != NULL;
-}
-
 static char *
 commit_state_json(int g, const IcebergCompactCommit *res, char **outputs, int noutputs)
 {
@@ -412,12 +401,32 @@ typedef enum GroupOutcome
 	GROUP_FAILED
 } GroupOutcome;
 
-/* Have the helper write group g; outputs into *out. */
+/*
+ * Every name the helper may have written for an attempt at a group (dir +
+ * prefix + "-NNNNN.parquet", NNNNN below files), announced or not: an
+ * upload can finish before its announce is read.  The prefix holds a new
+ * UUID, so no other file has one of these names.
+ */
+static char **
+attempt_names(const char *dir, const char *prefix, int files)
+{
+	char	  **names = palloc(sizeof(char *) * (files + 1));
+
+	for (int n = 0; n < files; n++)
+		names[n] = psprintf("%s%s-%05d.parquet", dir, prefix, n);
+	return names;
+}
+
+/*
+ * Have the helper write group g; outputs into *out, their paths into
+ * *paths (*nout of each).  false: the helper must be stopped, and then
+ * what the attempt may have written, *nwritten names in *written, deleted.
+ */
 static bool
 write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 			const IcebergCompactJobMetric *metrics, int nmetrics, const IcebergSchema *schema,
 			TimestampTz deadline, IcebergCompactOutput **out, int *nout, char ***paths,
-			int64 *peak_rss)
+			char ***written, int *nwritten, int64 *peak_rss)
 {
 	const IcebergCompactGroup *gr = &p->groups[g];
 	IcebergError err;
@@ -437,6 +446,8 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 	*out = palloc0(sizeof(IcebergCompactOutput) * (gr->expected_outputs + 1));
 	*paths = palloc0(sizeof(char *) * (gr->expected_outputs + 1));
 	*nout = 0;
+	*written = NULL;
+	*nwritten = 0;
 	dir = iceberg_compact_output_dir(run->md, schema, p, g, &err);
 	if (dir == NULL)
 	{
@@ -475,21 +486,11 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		else
 			delete_uris[i - gr->nfiles] = c;
 	}
+	if (!iceberg_make_uuid(uuid, &err))
 	{
-		uint8		b[16];
-
-		if (!pg_strong_random(b, sizeof(b)))
-		{
-			free(dir);
-			maint_fail(run, MAINT_TRANSIENT, "no random source to name the files of the compaction");
-			return false;
-		}
-		b[6] = (b[6] & 0x0f) | 0x40;
-		b[8] = (b[8] & 0x3f) | 0x80;
-		snprintf(uuid, sizeof(uuid),
-				 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-				 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-				 b[12], b[13], b[14], b[15]);
+		free(dir);
+		maint_fail(run, MAINT_TRANSIENT, "no random source to name the files of the compaction");
+		return false;
 	}
 	prefix = psprintf("%05d-%d-%s", g, run->attempts, uuid);
 	line = iceberg_compact_job_json(run->md, p, g, metrics, nmetrics, input_uris, delete_uris,
@@ -501,6 +502,9 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		maint_fail_iceberg(run, "cannot describe the compaction group", &err);
 		return false;
 	}
+	/* from here on, the helper may write */
+	*written = attempt_names(dir, prefix, gr->expected_outputs);
+	*nwritten = gr->expected_outputs;
 	sent = compactor_send(helper, run, line);
 	free(line);
 	for (; sent;)
@@ -523,18 +527,13 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		}
 		if (m.type == ICEBERG_MSG_FILE)
 		{
-			/* known to be written from here on, whatever follows */
-			(*paths)[*nout] = pstrdup(m.file.path);
-			if (*nout >= gr->expected_outputs ||
-				!check_output(run, &m.file, dir, prefix, gr->expected_outputs, seen))
+			if (!check_output(run, &m.file, dir, prefix, gr->expected_outputs, seen))
 			{
-				if (run->result == MAINT_OK)
-					maint_fail(run, MAINT_TRANSIENT, "the compaction helper wrote more files than asked");
-				(*nout)++;
 				iceberg_compact_message_free(&m);
 				break;
 			}
 			records += m.file.records;
+			(*paths)[*nout] = pstrdup(m.file.path);
 			(*out)[(*nout)++] = m.file;
 			memset(&m.file, 0, sizeof(m.file));
 			iceberg_compact_message_free(&m);
@@ -580,7 +579,6 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 	char	   *volatile body = NULL;
 	volatile MaintCommitOutcome outcome = MAINT_COMMIT_FAILED;
 	volatile bool written = false;
-	CompactLanded landed = {id};
 
 	memset(&res, 0, sizeof(res));
 	PG_TRY();
@@ -613,7 +611,7 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 		{
 			outcome = maint_commit(run, body, commit_state_json(g, &res, paths, noutputs),
 								   res.written, res.nwritten, res.snapshot.parent_snapshot_id,
-								   compact_landed, &landed);
+								   maint_snapshot_landed, &id);
 			if (outcome == MAINT_COMMIT_LANDED)
 			{
 				IcebergError cerr;
@@ -726,20 +724,23 @@ maint_run_compact(MaintRun *run)
 			{
 				IcebergCompactOutput *outputs;
 				char	  **paths;
+				char	  **written;
 				int			nout;
+				int			nwritten;
 				bool		ok;
 
 				if (!maint_check_now(run))
 					break;
 				ok = write_group(run, helper, plan, g, metrics, schema->ncolumns, schema,
-								 deadline, &outputs, &nout, &paths, peak_rss);
+								 deadline, &outputs, &nout, &paths, &written, &nwritten,
+								 peak_rss);
 				if (!ok)
 				{
-					/* what the helper announced goes, once it is stopped */
+					/* what the helper may have written goes, once it is stopped */
 					compactor_stop(helper);
 					helper = NULL;
 					if (run->result != MAINT_LEASE_LOST)
-						maint_delete_written(run, paths, nout);
+						maint_delete_written(run, written, nwritten);
 				}
 				else if (commit_group(run, plan, g, outputs, nout, paths) == GROUP_GIVEN_UP)
 					given_up++;
@@ -774,18 +775,12 @@ void
 maint_resume_compact(MaintRun *run)
 {
 	Jsonb	   *cs = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(run->commit_state)));
-	JsonbValue *v;
-	CompactLanded landed;
-	int64		base = -1;
+	int64		id = maint_json_int(cs, "snapshot_id");
+	int64		base = maint_json_int(cs, "base_snapshot");
 	char	  **written;
 	int			nwritten;
 
-#define NUM(key) ((v = getKeyJsonValueFromContainer(&cs->root, key, strlen(key), NULL)) != NULL && \
-				  v->type == jbvNumeric ? \
-				  DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v->val.numeric))) : -1)
-	landed.snapshot_id = NUM("snapshot_id");
-	base = NUM("base_snapshot");
-	if (landed.snapshot_id < 0)
+	if (id < 0)
 	{
 		maint_fail(run, MAINT_TERMINAL, "the job's commit state has no snapshot id");
 		return;
@@ -793,17 +788,17 @@ maint_resume_compact(MaintRun *run)
 	written = maint_state_written(cs, &nwritten);
 	if (!maint_load(run))
 		return;
-	if (strcmp(run->phase, "cleanup") == 0 || compact_landed(&landed, run->md))
+	if (strcmp(run->phase, "cleanup") == 0 || maint_snapshot_landed(&id, run->md))
 	{
-		int64		rewritten = NUM("data_files_rewritten");
-		int64		added = NUM("data_files_added");
-		int64		bytes = NUM("bytes_rewritten");
-		int64		deletes = NUM("delete_files_removed");
+		int64		rewritten = maint_json_int(cs, "data_files_rewritten");
+		int64		added = maint_json_int(cs, "data_files_added");
+		int64		bytes = maint_json_int(cs, "bytes_rewritten");
+		int64		deletes = maint_json_int(cs, "delete_files_removed");
 
 		if (strcmp(run->phase, "cleanup") != 0 &&
 			!maint_record_phase(run, "cleanup", run->commit_state))
 			return;
-		run->after_snapshot_id = landed.snapshot_id;
+		run->after_snapshot_id = id;
 		if (!record_counts(run, Max(rewritten, 0), Max(added, 0), Max(bytes, 0), Max(deletes, 0)))
 			return;
 	}
@@ -813,6 +808,5 @@ maint_resume_compact(MaintRun *run)
 		if (!maint_record_phase(run, "start", NULL))
 			return;
 	}
-#undef NUM
 	maint_run_compact(run);
 }

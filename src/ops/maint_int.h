@@ -268,6 +268,9 @@ extern void maint_delete_written(MaintRun *run, char **written, int nwritten);
 extern void maint_drop_stale_written(MaintRun *run, int64 base, char **written,
 									int nwritten);
 extern char **maint_state_written(Jsonb *cs, int *nwritten);
+extern int64 maint_json_int(Jsonb *jb, const char *key);
+/* the MaintLandedFn of a commit adding snapshot *(int64 *) arg */
+extern bool maint_snapshot_landed(void *arg, const IcebergTableMetadata *md);
 /* the IcebergWriter callback of a run writing table files (arg: the run) */
 extern int	maint_write_file(void *arg, const char *path, const void *data, size_t len,
 							 IoError *err);

@@ -38,19 +38,6 @@
 #include "iceberg/rewrite.h"
 #include "ops/maint_int.h"
 
-typedef struct RewriteLanded
-{
-	int64		snapshot_id;
-} RewriteLanded;
-
-static bool
-rewrite_landed(void *arg, const IcebergTableMetadata *md)
-{
-	RewriteLanded *l = arg;
-
-	return iceberg_metadata_snapshot(md, l->snapshot_id) != NULL;
-}
-
 static char *
 commit_state_json(const IcebergRewriteResult *res, int64 base_snapshot)
 {
@@ -110,7 +97,6 @@ rewrite_once(MaintRun *run)
 	IcebergError err;
 	char	   *volatile body = NULL;
 	volatile MaintCommitOutcome outcome = MAINT_COMMIT_FAILED;
-	RewriteLanded landed;
 
 	memset(&o, 0, sizeof(o));
 	o.target_size_bytes = run->opt.target_size_bytes;
@@ -167,10 +153,9 @@ rewrite_once(MaintRun *run)
 			}
 			else
 			{
-				landed.snapshot_id = id;
 				outcome = maint_commit(run, body, commit_state_json(&res, plan->base_snapshot_id),
 									   res.written, res.nwritten, plan->base_snapshot_id,
-									   rewrite_landed, &landed);
+									   maint_snapshot_landed, &id);
 				if (outcome == MAINT_COMMIT_LANDED)
 				{
 					run->manifests_rewritten = res.manifests_replaced;
@@ -217,38 +202,28 @@ void
 maint_resume_rewrite(MaintRun *run)
 {
 	Jsonb	   *cs = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(run->commit_state)));
-	JsonbValue *v;
-	RewriteLanded landed;
-	int64		base = -1;
+	int64		id = maint_json_int(cs, "snapshot_id");
+	int64		base = maint_json_int(cs, "base_snapshot");
 	char	  **written;
 	int			nwritten;
 
-#define NUM(jv) DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum((jv)->val.numeric)))
-	v = getKeyJsonValueFromContainer(&cs->root, "snapshot_id", 11, NULL);
-	if (v == NULL || v->type != jbvNumeric)
+	if (id < 0)
 	{
 		maint_fail(run, MAINT_TERMINAL, "the job's commit state has no snapshot id");
 		return;
 	}
-	landed.snapshot_id = NUM(v);
-	v = getKeyJsonValueFromContainer(&cs->root, "base_snapshot", 13, NULL);
-	if (v && v->type == jbvNumeric)
-		base = NUM(v);
 	written = maint_state_written(cs, &nwritten);
 
 	if (!maint_load(run))
 		return;
-	if (strcmp(run->phase, "cleanup") == 0 || rewrite_landed(&landed, run->md))
+	if (strcmp(run->phase, "cleanup") == 0 || maint_snapshot_landed(&id, run->md))
 	{
-		v = getKeyJsonValueFromContainer(&cs->root, "manifests_replaced", 18, NULL);
-		run->manifests_rewritten = v && v->type == jbvNumeric ? NUM(v) : 0;
-		v = getKeyJsonValueFromContainer(&cs->root, "manifests_added", 15, NULL);
-		run->manifests_added = v && v->type == jbvNumeric ? NUM(v) : 0;
-		run->after_snapshot_id = landed.snapshot_id;
+		run->manifests_rewritten = Max(maint_json_int(cs, "manifests_replaced"), 0);
+		run->manifests_added = Max(maint_json_int(cs, "manifests_added"), 0);
+		run->after_snapshot_id = id;
 		(void) maint_record_phase(run, "cleanup", run->commit_state);
 		return;
 	}
-#undef NUM
 	maint_drop_stale_written(run, base, written, nwritten);
 	if (!maint_record_phase(run, "start", NULL))
 		return;
