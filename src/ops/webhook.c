@@ -22,8 +22,8 @@
  *	 record		(step, conditional on the lease) delivered on a 2xx; or
  *				the attempt's error and status, and the task due again
  *				after a backoff with jitter: tms.retry_delay doubling per
- *				attempt up to tms.retry_delay_max, drawn between half and
- *				all of it, or what a 429 or 503 asked for in Retry-After
+ *				attempt up to tms.retry_delay_max, spread by tms._jitter
+ *				like a task's retry, or what a 429 or 503 asked for in Retry-After
  *				when that is longer; failed after tms.webhook_max_attempts,
  *				or at once on a 4xx other than 408 and 429 (the receiver
  *				refuses this request: sending it again cannot help).
@@ -43,12 +43,9 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "access/reloptions.h"
 #include "catalog/pg_type.h"
 #include "catalog/pg_user_mapping.h"
-#include "common/pg_prng.h"
 #include "executor/spi.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
@@ -200,32 +197,16 @@ retryable(const Delivery *d)
 	return true;
 }
 
-/*
- * The delay before the next attempt: tms.retry_delay * 2^(attempts made),
- * at most tms.retry_delay_max, drawn between half and all of it so that
- * deliveries failing together do not retry together; or what the
- * receiver asked for when longer.
- */
-static double
-backoff_ms(const Delivery *d)
-{
-	double		delay = (double) tms_retry_delay_ms * pow(2.0, Min(d->attempts, 30));
-
-	delay = Min(delay, (double) tms_retry_delay_max_ms);
-	delay = delay / 2 + pg_prng_double(&pg_global_prng_state) * delay / 2;
-	return Max(delay, (double) d->retry_after_ms);
-}
-
 #define LEASE_HELD SCHED_LEASE_HELD("webhook")
 
 static void
 step_record(void *arg)
 {
 	Delivery   *d = arg;
-	Oid			types[8] = {INT8OID, TEXTOID, INT8OID, INT4OID, TEXTOID, BOOLOID,
-	INT4OID, FLOAT8OID};
-	Datum		args[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			types[10] = {INT8OID, TEXTOID, INT8OID, INT4OID, TEXTOID, BOOLOID,
+	INT4OID, INT4OID, INT4OID, INT8OID};
+	Datum		args[10];
+	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	char	   *state;
 	int			rc;
 
@@ -241,7 +222,9 @@ step_record(void *arg)
 		nulls[4] = 'n';
 	args[5] = BoolGetDatum(!retryable(d));
 	args[6] = Int32GetDatum(tms_webhook_max_attempts);
-	args[7] = Float8GetDatum(backoff_ms(d));
+	args[7] = Int32GetDatum(tms_retry_delay_ms);
+	args[8] = Int32GetDatum(tms_retry_delay_max_ms);
+	args[9] = Int64GetDatum(d->retry_after_ms);
 	rc = SPI_execute_with_args("UPDATE tms.webhook_outbox"
 							   "   SET attempts = attempts + 1, last_status = $4,"
 							   "       last_error = $5, last_attempt_at = now(),"
@@ -252,10 +235,14 @@ step_record(void *arg)
 							   "                          THEN now() END,"
 							   "       next_attempt_at = CASE WHEN $5 IS NULL OR $6 OR attempts + 1 >= $7"
 							   "                              THEN NULL"
-							   "                              ELSE now() + make_interval(secs => $8 / 1000) END"
+							   "                              ELSE now() + greatest("
+							   "                  tms._jitter(make_interval(secs =>"
+							   "                      least($9::float8, $8::float8 * power(2, least(attempts, 30)))"
+							   "                      / 1000.0)),"
+							   "                  make_interval(secs => $10::float8 / 1000.0)) END"
 							   " WHERE id = $1 AND state = 'pending' AND" LEASE_HELD
 							   " RETURNING state, next_attempt_at",
-							   8, types, args, nulls, false, 0);
+							   10, types, args, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not record a webhook delivery: %s", SPI_result_code_string(rc));
 	d->held = SPI_processed == 1;

@@ -272,6 +272,14 @@ static const char *claim_given_sql =
 ")"
 
 /*
+ * What a settle statement that keeps its row returns: the count, and the
+ * row's due time and consecutive failures after it (read by
+ * settled_after() for the task's event, task_events.h).
+ */
+#define SETTLED_ROW \
+" SELECT count(*), max(execution_time), max(consecutive_failures) FROM done"
+
+/*
  * Completion: a one-shot task is deleted; a task its handler rescheduled
  * (a new execution_time) is unpicked and kept.  Either frees the slot in
  * the same statement and returns how many task rows it settled (0: the
@@ -298,12 +306,12 @@ static const char *complete_keep_sql =
 "         last_heartbeat = NULL, last_success = now(),"
 "         consecutive_failures = 0, last_error = NULL, version = version + 1"
 "   WHERE task_name = $1 AND task_instance = $2 AND version = $3"
-"  RETURNING 1"
+"  RETURNING execution_time, consecutive_failures"
 "), freed AS ("
 "  UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
 "   WHERE kind = $1 AND task_instance = $2 AND EXISTS (SELECT 1 FROM done)"
 HISTORY_ROW
-" SELECT count(*) FROM done";
+SETTLED_ROW;
 
 /*
  * Failure: unpick with a backoff, the error as last_error.  $14 base delay
@@ -323,12 +331,12 @@ static const char *fail_sql =
 "             / 1000.0)),"
 "         version = version + 1"
 "   WHERE task_name = $1 AND task_instance = $2 AND version = $3"
-"  RETURNING 1"
+"  RETURNING execution_time, consecutive_failures"
 "), freed AS ("
 "  UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
 "   WHERE kind = $1 AND task_instance = $2 AND EXISTS (SELECT 1 FROM done)"
 HISTORY_ROW
-" SELECT count(*) FROM done";
+SETTLED_ROW;
 
 static const char *release_slot_sql =
 "UPDATE tms.task_slots SET task_instance = NULL, since = NULL"
@@ -839,6 +847,21 @@ settled_count(int rc)
 }
 
 /*
+ * The due time and consecutive failures of the row a settle statement of
+ * SETTLED_ROW just kept, read after settled_count() found it settled.
+ */
+static void
+settled_after(TimestampTz *execution_time, int *failures)
+{
+	bool		isnull;
+
+	*execution_time = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+														SPI_tuptable->tupdesc, 2, &isnull));
+	*failures = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+											3, &isnull));
+}
+
+/*
  * The parameters the settle statements share (see SETTLE_PARAMS), into
  * types, args and nulls: error is the run's failure (NULL: it succeeded).
  */
@@ -897,6 +920,8 @@ settle_done(SchedTask *task, const ErrorData *error)
 	Datum		args[SETTLE_PARAMS + 1];
 	char		nulls[SETTLE_PARAMS + 1];
 	const char *new_state;
+	TimestampTz due = 0;
+	int			failures = task->consecutive_failures;
 
 	memset(nulls, ' ', sizeof(nulls));
 	settle_args(task, error, types, args, nulls);
@@ -908,12 +933,18 @@ settle_done(SchedTask *task, const ErrorData *error)
 		new_state = "done";
 	else if (settled_count(exec_cached(&keep_plan, complete_keep_sql, SETTLE_PARAMS,
 									   types, args, nulls, false)) > 0)
+	{
 		new_state = "scheduled";
+		settled_after(&due, &failures);
+	}
 	else
 		return false;
 	count_task(task, error ? TMS_STAT_TASK_FAILED : TMS_STAT_TASK_SUCCEEDED);
-	sched_event_task(task, error ? "failed" : "succeeded", "running", new_state,
-					 error ? error_text(error) : NULL);
+	if (error != NULL)
+		sched_event_task(task, "failed", "running", new_state, error_text(error),
+						 failures, due);
+	else
+		sched_event_task(task, "succeeded", "running", new_state, NULL, 0, 0);
 	return true;
 }
 
@@ -929,6 +960,8 @@ settle_failed(SchedTask *task, const ErrorData *error)
 	Oid			types[SETTLE_PARAMS + 2];
 	Datum		args[SETTLE_PARAMS + 2];
 	char		nulls[SETTLE_PARAMS + 2];
+	TimestampTz retry_at;
+	int			failures;
 
 	memset(nulls, ' ', sizeof(nulls));
 	settle_args(task, error, types, args, nulls);
@@ -939,8 +972,10 @@ settle_failed(SchedTask *task, const ErrorData *error)
 	if (settled_count(exec_cached(&plan, fail_sql, SETTLE_PARAMS + 2, types, args,
 								  nulls, false)) == 0)
 		return false;
+	settled_after(&retry_at, &failures);
 	count_task(task, TMS_STAT_TASK_FAILED);
-	sched_event_task(task, "failed", "running", "failing", error_text(error));
+	sched_event_task(task, "failed", "running", "failing", error_text(error),
+					 failures, retry_at);
 	return true;
 }
 

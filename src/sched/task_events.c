@@ -13,9 +13,6 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
-#include "utils/builtins.h"
 #include "utils/timestamp.h"
 
 #include "bridge/notify.h"
@@ -55,40 +52,10 @@ send_task_event(const char *event, const char *kind, const char *instance,
 void
 sched_event_task(const SchedTask *task, const char *event,
 				 const char *old_state, const char *new_state,
-				 const char *error)
+				 const char *error, int failures, TimestampTz retry_at)
 {
-	int			failures = task->consecutive_failures;
-	TimestampTz retry_at = 0;
-
 	if (!tms_events_on(error != NULL ? TMS_EVENT_TASK_FAILURE : TMS_EVENT_TASK))
 		return;
-	if (error != NULL)
-	{
-		/*
-		 * What the failure's backoff wrote, in this transaction (not read
-		 * only: that would read with the snapshot from before the write).
-		 */
-		Oid			types[2] = {TEXTOID, TEXTOID};
-		Datum		args[2];
-		bool		isnull;
-		int			rc;
-
-		args[0] = CStringGetTextDatum(task->kind);
-		args[1] = CStringGetTextDatum(task->instance);
-		rc = SPI_execute_with_args("SELECT execution_time, consecutive_failures"
-								   "  FROM tms.scheduled_tasks"
-								   " WHERE task_name = $1 AND task_instance = $2",
-								   2, types, args, NULL, false, 1);
-		if (rc == SPI_OK_SELECT && SPI_processed == 1)
-		{
-			retry_at = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
-														 SPI_tuptable->tupdesc, 1, &isnull));
-			failures = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 2, &isnull));
-		}
-	}
-	else if (strcmp(event, "succeeded") == 0)
-		failures = 0;
 	send_task_event(event, task->kind, task->instance, old_state, new_state, NULL,
 					failures, error, retry_at);
 }

@@ -30,12 +30,13 @@ extern void sched_event_claimed(const SchedTask *task, const char *by, bool took
 /*
  * Another event of a claimed task: event "succeeded" or "failed";
  * old and new states as tms.tasks names them ("done": deleted); error
- * the failure.  A failure's event carries the retry time and the count of
- * consecutive failures the row now holds.
+ * the failure.  failures and retry_at are what the settle statement left
+ * in the row (the count of consecutive failures, its due time; 0: none),
+ * which the event carries.
  */
 extern void sched_event_task(const SchedTask *task, const char *event,
 							 const char *old_state, const char *new_state,
-							 const char *error);
+							 const char *error, int failures, TimestampTz retry_at);
 
 /*
  * Dead-lease recovery released the lease on (kind, instance), whose row
