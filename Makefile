@@ -47,7 +47,7 @@ REGRESS_PREP = regress-stage
 # bench/iceberg_manifest_bench.c links it, as its baseline).
 #
 # Avro's deflate blocks are inflated with libdeflate when it is installed
-# (Debian: libdeflate-dev; 2-3x zlib's speed, bench/README.md), else with
+# (Debian: libdeflate-dev; 1.7-2x zlib's speed, bench/README.md), else with
 # zlib, which is linked either way (gzip metadata, the Avro writer, CRCs).
 # TMS_INFLATE=zlib builds the fallback on a machine that has libdeflate.
 TMS_INFLATE ?= $(shell printf '\043include <libdeflate.h>\nint main(void){return libdeflate_alloc_decompressor()==0;}\n' | \

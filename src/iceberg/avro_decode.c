@@ -48,10 +48,13 @@ skip_collection(const IcebergAvroPlanNode *n, IcebergAvroCursor *c,
 			c->p += bsize;
 			continue;
 		}
-		if (!is_map && item->nvarints > 0)
+		if (!is_map && item->nflat == 1 && item->flat[0] > 0)
 		{
-			/* arrays of ints or of {key: int, value: long}: a tight loop */
-			if (!skip_varints(c, count * item->nvarints))
+			/*
+			 * arrays of ints or of {key: int, value: long}: one run of
+			 * varints (rd_count bounds count by the block's bytes)
+			 */
+			if (!skip_varints(c, count * item->flat[0]))
 				return false;
 			continue;
 		}
@@ -402,11 +405,7 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
 	int			i;
 
 	if (!n->wanted)
-	{
-		if (n->nvarints > 0)
-			return skip_varints(c, n->nvarints);
-		return skip_node(n, c, r->coll_cap);
-	}
+		return n->nflat >= 0 ? skip_flat(n, c) : skip_node(n, c, r->coll_cap);
 
 	if (n->slot >= 0)
 	{

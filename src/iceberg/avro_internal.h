@@ -102,8 +102,6 @@ typedef struct IcebergAvroPlanNode
 	bool		wanted;			/* this subtree stores something */
 	int32_t		size;			/* fixed: byte size; enum: symbol count */
 	int64_t		min_size;		/* minimum encoded size in bytes */
-	int32_t		nvarints;		/* > 0: encoded as exactly this many varints
-								 * (int, long, enum, records of those) */
 	int8_t		nflat;			/* >= 0: the value's flat program has this
 								 * many ops (0: the value has no bytes);
 								 * -1: not flat */

@@ -300,16 +300,6 @@ compile_record(Compiler *cc, json_t *def, const IcebergAvroTarget *targets,
 		if (child->wanted)
 			n->wanted = true;
 	}
-	/* a record of nothing but varints is skipped as a run of varints */
-	for (i = 0; i < (size_t) n->nchildren; i++)
-	{
-		if (n->children[i]->nvarints <= 0 || n->nvarints > 1000000)
-		{
-			n->nvarints = 0;
-			break;
-		}
-		n->nvarints += n->children[i]->nvarints;
-	}
 	return n;
 }
 
@@ -339,8 +329,6 @@ compile(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
 			if (n == NULL)
 				return NULL;
 			n->min_size = prim_min_size(n->type);
-			if (n->type == AT_INT || n->type == AT_LONG)
-				n->nvarints = 1;
 		}
 		else
 		{
@@ -411,8 +399,6 @@ compile(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
 			if (n == NULL)
 				return NULL;
 			n->min_size = prim_min_size(n->type);
-			if (n->type == AT_INT || n->type == AT_LONG)
-				n->nvarints = 1;
 		}
 		else if (strcmp(type, "record") == 0 || strcmp(type, "error") == 0)
 		{
@@ -444,7 +430,6 @@ compile(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
 				return NULL;
 			n->size = (int32_t) json_array_size(syms);
 			n->min_size = 1;
-			n->nvarints = 1;
 		}
 		else if (strcmp(type, "fixed") == 0)
 		{
