@@ -520,34 +520,42 @@ sched_task_idle(SchedTask *task)
 #define HISTORY_PRUNE_BATCH 10000
 #define HISTORY_PRUNE_INTERVAL_MS (60 * 1000)
 
-static void
-prune_history(void)
+static TimestampTz history_pruned_at = 0;	/* the last batch's start */
+static bool history_behind = false; /* the last batch was full */
+
+bool
+sched_history_prune_due(void)
 {
-	static TimestampTz last = 0;
-	static bool behind = false;
-	TimestampTz now = GetCurrentTimestamp();
+	return history_behind ||
+		TimestampDifferenceExceeds(history_pruned_at, GetCurrentTimestamp(),
+								   HISTORY_PRUNE_INTERVAL_MS);
+}
+
+void
+sched_prune_history(void)
+{
 	Oid			types[2] = {INT4OID, INT4OID};
 	Datum		args[2];
 	bool		isnull;
 	int			rc;
 
-	if (!behind && !TimestampDifferenceExceeds(last, now, HISTORY_PRUNE_INTERVAL_MS))
+	if (!sched_history_prune_due())
 		return;
-	last = now;
+	history_pruned_at = GetCurrentTimestamp();
+	history_behind = false;		/* a failed batch waits for the next minute */
 	args[0] = Int32GetDatum(tms_task_history_retention_s);
 	args[1] = Int32GetDatum(HISTORY_PRUNE_BATCH);
 	rc = SPI_execute_with_args("SELECT tms._prune_task_history(make_interval(secs => $1), $2)",
 							   2, types, args, NULL, false, 0);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not prune the task history: %s", SPI_result_code_string(rc));
-	behind = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
+	history_behind = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 										 1, &isnull)) >= HISTORY_PRUNE_BATCH;
 }
 
 /*
- * Release dead leases, keep the slots in shape, prune the history.  Called
- * by supervisors every heartbeat interval and by run_pending before it
- * claims.
+ * Release dead leases, keep the slots in shape.  Called by supervisors
+ * every heartbeat interval and by run_pending before it claims.
  */
 void
 sched_maintain(void)
@@ -600,8 +608,6 @@ sched_maintain(void)
 		sched_event_released(SPI_getvalue(tup, desc, 1), SPI_getvalue(tup, desc, 2),
 							 DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull)));
 	}
-
-	prune_history();
 }
 
 /*

@@ -143,6 +143,17 @@ extern ErrorData *sched_error(int sqlerrcode, const char *message, const char *d
 extern void sched_maintain(void);
 
 /*
+ * Prune a batch of tms.task_history's rows older than
+ * tms.task_history_retention, when one is due (at most once a minute
+ * unless the last batch was full).  In a transaction of its own: a batch
+ * deletes up to 10,000 rows, work no heartbeat should wait for.
+ */
+extern void sched_prune_history(void);
+
+/* Whether sched_prune_history has a batch to run (no transaction needed). */
+extern bool sched_history_prune_due(void);
+
+/*
  * Claim the best due task of the given kinds (NULL: any) for claimant
  * picked_by.  Returns false when there is none.  The caller commits right
  * after, then publishes the lease (sched_lease_publish).

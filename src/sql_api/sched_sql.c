@@ -421,6 +421,8 @@ tms_run_pending(PG_FUNCTION_ARGS)
 		SPI_connect_ext(SPI_OPT_NONATOMIC);
 		sched_maintain();
 		SPI_commit();
+		sched_prune_history();
+		SPI_commit();
 
 		while (executed < max_tasks)
 		{

@@ -14,12 +14,15 @@
  * tms.enabled = off, so that the tasks running when it was turned off keep
  * their leases; on a server in recovery the supervisor does nothing.
  *
- * That is all it does: leases, dead-lease recovery and the pool.  Policy
- * evaluation and every other piece of work are tasks run by the pool, so
- * no catalog, storage or engine can delay a heartbeat.  Its one
- * transaction per interval is bounded too: lock_timeout and
- * statement_timeout are set for it, so a lock held elsewhere on the
- * scheduler's tables delays one round, never the next.
+ * That is all it does: leases, dead-lease recovery, the pool, and the
+ * pruning of the run history.  Policy evaluation and every other piece of
+ * work are tasks run by the pool, so no catalog, storage or engine can
+ * delay a heartbeat.  Its transaction per interval is bounded too:
+ * lock_timeout and statement_timeout are set for it, so a lock held
+ * elsewhere on the scheduler's tables delays one round, never the next.
+ * A batch of the history's pruning, when one is due, runs after it in a
+ * transaction of its own, bounded the same way: its failure or its length
+ * never rolls back or holds up a heartbeat.
  *
  *-------------------------------------------------------------------------
  */
@@ -55,6 +58,22 @@ typedef struct PoolMember
 
 static void supervisor_ensure_pool(PoolMember *pool, const char *dbname);
 static void supervisor_beat(void *arg);
+static void supervisor_prune(void *arg);
+
+/*
+ * Bound the current transaction: at most half a heartbeat interval
+ * waiting for a lock or a statement.
+ */
+static void
+bound_transaction(void)
+{
+	char	   *limit = psprintf("%d", Max(tms_heartbeat_interval_ms / 2, 50));
+
+	(void) set_config_option("lock_timeout", limit, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+	(void) set_config_option("statement_timeout", limit, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_LOCAL, true, 0, false);
+}
 
 /*
  * Renew heartbeats and release dead leases, in one short transaction.
@@ -69,18 +88,35 @@ supervisor_beat(void *arg)
 	*no_extension = !OidIsValid(get_extension_oid("tms", true));
 	if (!*no_extension)
 	{
-		/* bounded: at most half an interval waiting for a lock or a statement */
-		char	   *limit = psprintf("%d", Max(tms_heartbeat_interval_ms / 2, 50));
-
-		(void) set_config_option("lock_timeout", limit, PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_LOCAL, true, 0, false);
-		(void) set_config_option("statement_timeout", limit, PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_LOCAL, true, 0, false);
+		bound_transaction();
 		SPI_connect();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, "tms: renewing heartbeats");
 		(void) sched_renew_heartbeats();
 		sched_maintain();
+		SPI_finish();
+		PopActiveSnapshot();
+	}
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+}
+
+/*
+ * Prune a batch of the run history if one is due (sched_prune_history),
+ * after the beat, in a bounded transaction of its own.
+ */
+static void
+supervisor_prune(void *arg)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (OidIsValid(get_extension_oid("tms", true)))
+	{
+		bound_transaction();
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pgstat_report_activity(STATE_RUNNING, "tms: pruning the task history");
+		sched_prune_history();
 		SPI_finish();
 		PopActiveSnapshot();
 	}
@@ -136,6 +172,8 @@ tms_supervisor_main(Datum main_arg)
 				MemoryContext old = MemoryContextSwitchTo(beat_cxt);
 
 				(void) tms_run_guarded(supervisor_beat, &no_extension);
+				if (!no_extension && sched_history_prune_due())
+					(void) tms_run_guarded(supervisor_prune, NULL);
 				MemoryContextSwitchTo(old);
 				MemoryContextReset(beat_cxt);
 				next_beat = TimestampTzPlusMilliseconds(now, tms_heartbeat_interval_ms);

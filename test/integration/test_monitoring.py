@@ -12,6 +12,8 @@ the test world (doc/operations.md, "Monitoring"):
     exchanges per foreign server, tms.stat_request_errors the refused ones
     by class (the test catalog's /admin/faults), with retries and a
     latency histogram;
+  - the supervisor prunes the history after tms.task_history_retention,
+    its counts kept in tms.job_stats;
   - a policy's job is a run of its rule in tms.job_stats and
     tms.job_history, the policy's evaluations runs of the policy;
   - a maintenance job that fails for good is a failed run in the history
@@ -24,6 +26,7 @@ Run: /usr/bin/python3 -m pytest -q test/integration/test_monitoring.py
 """
 
 import collections
+import datetime
 import json
 import os
 import shutil
@@ -169,6 +172,23 @@ def test_tasks_counted_with_their_failures(env):
         assert counters(env, "stat_tasks", "kind = 'bad'") == bad
     finally:
         env["pg"].pool(True)
+
+
+def test_supervisor_prunes_the_history(env):
+    """The supervisor prunes the history rows older than
+    tms.task_history_retention (a batch a minute, in a transaction of its
+    own, after its heartbeats), folding their counts into
+    tms.task_run_totals: tms.job_stats still counts them."""
+    q(env, "INSERT INTO tms.task_history (kind, instance, attempt, started_at,"
+           " finished_at, succeeded)"
+           " SELECT 'aged', 'i' || g, 1, now() - interval '15 days',"
+           " now() - interval '15 days' + interval '1 s', true"
+           " FROM generate_series(1, 3) g")
+    wait_for(lambda: one(env, "SELECT count(*) FROM tms.task_history"
+                              " WHERE kind = 'aged'")[0] == 0,
+             timeout=150, what="the supervisor to prune the aged rows")
+    assert one(env, "SELECT total_runs, total_successes, total_duration FROM tms.job_stats"
+                    " WHERE kind = 'aged'") == (3, 3, datetime.timedelta(seconds=3))
 
 
 # ---------------------------------------------------------------------------
