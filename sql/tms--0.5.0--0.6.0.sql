@@ -1,0 +1,4 @@
+-- tms 0.5.0 -> 0.6.0
+--
+-- What changed, and what this script does about it:
+--
