@@ -2,3 +2,60 @@
 --
 -- What changed, and what this script does about it:
 --
+--  * Task handlers and tms.maintenance_handler run as PostgreSQL runs user
+--    code for VACUUM: as the procedure's owner in a security-restricted
+--    operation, in a GUC nest level of their own, called by OID (C only).
+--    tms's own statements never depend on a search_path: every function
+--    of the extension that runs SQL gets search_path = pg_catalog, pg_temp
+--    (the two procedures that commit set it per transaction in C; the
+--    functions that run no SQL keep none).
+ALTER FUNCTION tms._check_operation(text,text,jsonb) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms._jdbc_commit_trigger() SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms._reset_baseline(bigint,bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms._state_event() SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms._table_dropped(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms._wake_at_commit() SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.add_group_member(text,text,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.add_rule(text,text,text,jsonb,text,text,jsonb,jsonb,interval) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.attach_commit_listener(name) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.attach_jdbc_catalog(regclass,name,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.cancel_operation(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.cancel_task(text,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.catalog_config(name) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.create_object_group(text,name,text,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.create_policy(text,text,text,jsonb,boolean) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.detach_commit_source(name) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.drop_object_group(text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.drop_policy(text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.drop_rule(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.drop_table(name,text,text,boolean) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.engine_fdw_validator(text[],oid) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.engine_statement(text,text,text,text,jsonb) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.evaluate_now(text,boolean) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.grant_object_group(text,regrole) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.iceberg_fdw_validator(text[],oid) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.list_namespaces(name,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.list_tables(name,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.notify_commit(name,text,text,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.notify_drop(name,text,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.plan_operation(name,text,text,text,jsonb) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.prune_evaluation_log(integer) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.prune_purge_jobs() SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.purge_status(name,text,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.purge_table(name,text,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.register_task_kind(text,regprocedure,integer) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.remove_group_member(text,text,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.retry_purge(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.revoke_object_group(text,regrole) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.run_operation(name,text,text,text,jsonb,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.schedule_task(text,text,jsonb,timestamp with time zone,integer) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.set_policy_active(text,boolean) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.set_policy_window(text,jsonb) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.stat_reset(text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.table_files(name,text,text,bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.table_metadata(name,text,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.table_metrics(name,text,text,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.table_snapshots(name,text,text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.unregister_task_kind(text) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION tms.webhook_fdw_validator(text[],oid) SET search_path = pg_catalog, pg_temp;
+

@@ -102,6 +102,7 @@ CREATE FUNCTION tms.register_task_kind(kind text, handler regprocedure,
                                        max_concurrency integer DEFAULT 1)
 RETURNS void
 LANGUAGE c VOLATILE STRICT
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_register_task_kind';
 
 COMMENT ON FUNCTION tms.register_task_kind(text, regprocedure, integer) IS
@@ -110,6 +111,7 @@ COMMENT ON FUNCTION tms.register_task_kind(text, regprocedure, integer) IS
 CREATE FUNCTION tms.unregister_task_kind(kind text)
 RETURNS void
 LANGUAGE c VOLATILE STRICT
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_unregister_task_kind';
 
 -- schedule_task: insert a task, or reschedule an existing one (new data and
@@ -121,11 +123,13 @@ CREATE FUNCTION tms.schedule_task(kind text, instance text,
                                   priority integer DEFAULT 0)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_schedule_task';
 
 CREATE FUNCTION tms.cancel_task(kind text, instance text)
 RETURNS boolean
 LANGUAGE c VOLATILE STRICT
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_cancel_task';
 
 -- run_pending: the claim-execute loop in the calling session, for

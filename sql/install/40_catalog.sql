@@ -5,6 +5,7 @@
 CREATE FUNCTION tms.iceberg_fdw_validator(text[], oid)
 RETURNS void
 LANGUAGE c STRICT
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_iceberg_fdw_validator';
 
 COMMENT ON FUNCTION tms.iceberg_fdw_validator(text[], oid) IS
@@ -19,6 +20,7 @@ COMMENT ON FOREIGN DATA WRAPPER tms_iceberg IS
 CREATE FUNCTION tms.catalog_config(server name)
 RETURNS TABLE (key text, value text)
 LANGUAGE c VOLATILE STRICT PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_catalog_config';
 
 COMMENT ON FUNCTION tms.catalog_config(name) IS
@@ -27,6 +29,7 @@ COMMENT ON FUNCTION tms.catalog_config(name) IS
 CREATE FUNCTION tms.list_namespaces(server name, parent text DEFAULT NULL)
 RETURNS TABLE (namespace text)
 LANGUAGE c VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_list_namespaces';
 
 COMMENT ON FUNCTION tms.list_namespaces(name, text) IS
@@ -35,6 +38,7 @@ COMMENT ON FUNCTION tms.list_namespaces(name, text) IS
 CREATE FUNCTION tms.list_tables(server name, namespace text DEFAULT NULL)
 RETURNS TABLE (namespace text, table_name text)
 LANGUAGE c VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_list_tables';
 
 COMMENT ON FUNCTION tms.list_tables(name, text) IS
@@ -43,6 +47,7 @@ COMMENT ON FUNCTION tms.list_tables(name, text) IS
 CREATE FUNCTION tms.table_metadata(server name, namespace text, table_name text)
 RETURNS jsonb
 LANGUAGE c VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_table_metadata';
 
 COMMENT ON FUNCTION tms.table_metadata(name, text, text) IS
@@ -53,6 +58,7 @@ RETURNS TABLE (snapshot_id bigint, parent_id bigint, sequence_number bigint,
                committed_at timestamptz, operation text, manifest_list text,
                summary jsonb, is_current boolean)
 LANGUAGE c VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_table_snapshots';
 
 COMMENT ON FUNCTION tms.table_snapshots(name, text, text) IS
@@ -65,6 +71,7 @@ RETURNS TABLE (file_path text, content text, file_format text, spec_id integer,
                sequence_number bigint, file_sequence_number bigint,
                added_snapshot_id bigint, manifest_path text)
 LANGUAGE c VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_table_files';
 
 COMMENT ON FUNCTION tms.table_files(name, text, text, bigint) IS
@@ -74,6 +81,7 @@ CREATE FUNCTION tms.table_metrics(server name, namespace text, table_name text,
                                   level text DEFAULT 'auto')
 RETURNS jsonb
 LANGUAGE c VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_table_metrics';
 
 COMMENT ON FUNCTION tms.table_metrics(name, text, text, text) IS

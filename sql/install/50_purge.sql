@@ -80,6 +80,7 @@ INSERT INTO tms.task_slots (kind, slot)
 CREATE FUNCTION tms.purge_table(server name, namespace text, table_name text)
 RETURNS bigint
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_purge_table';
 
 COMMENT ON FUNCTION tms.purge_table(name, text, text) IS
@@ -91,6 +92,7 @@ CREATE FUNCTION tms.drop_table(server name, namespace text, table_name text,
                                purge boolean DEFAULT false)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_drop_table';
 
 COMMENT ON FUNCTION tms.drop_table(name, text, text, boolean) IS
@@ -166,6 +168,7 @@ RETURNS TABLE (job_id bigint, state text, blocks_recreate boolean, attempts inte
                last_error text, files_deleted bigint, created_at timestamptz,
                finished_at timestamptz)
 LANGUAGE c STABLE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.purge_status(name, text, text) IS
@@ -212,6 +215,7 @@ $$;
 CREATE FUNCTION tms.retry_purge(job_id bigint)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.retry_purge(bigint) IS 're-drive a FAILED purge job';
@@ -235,6 +239,7 @@ $$;
 CREATE FUNCTION tms.prune_purge_jobs()
 RETURNS bigint
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 REVOKE ALL ON FUNCTION tms._may_see_job(regrole, tms.iceberg_cleanup_job),

@@ -218,6 +218,7 @@ REVOKE ALL ON FUNCTION tms.observe_table(name, text, text, text, text, bigint, b
 CREATE FUNCTION tms._table_dropped(tid bigint)
 RETURNS void
 LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
 AS $$
     UPDATE tms.tables SET dropped_at = now() WHERE id = tid AND dropped_at IS NULL;
     DELETE FROM tms.rule_baselines WHERE table_id = tid AND pending_job IS NULL;
@@ -229,6 +230,7 @@ $$;
 CREATE FUNCTION tms._reset_baseline(rid bigint, tid bigint)
 RETURNS void
 LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
 AS $$
     UPDATE tms.rule_baselines b
        SET base_commits = t.commits, base_bytes = t.bytes_added, since = now(),

@@ -365,6 +365,7 @@ CREATE FUNCTION tms.create_object_group(name text, server name,
                                         table_pattern text DEFAULT '*')
 RETURNS integer
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.create_object_group(text, name, text, text) IS
@@ -373,6 +374,7 @@ COMMENT ON FUNCTION tms.create_object_group(text, name, text, text) IS
 CREATE FUNCTION tms.add_group_member(group_name text, namespace text, table_name text)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.add_group_member(text, text, text) IS
@@ -381,6 +383,7 @@ COMMENT ON FUNCTION tms.add_group_member(text, text, text) IS
 CREATE FUNCTION tms.remove_group_member(group_name text, namespace text, table_name text)
 RETURNS boolean
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.remove_group_member(text, text, text) IS
@@ -389,6 +392,7 @@ COMMENT ON FUNCTION tms.remove_group_member(text, text, text) IS
 CREATE FUNCTION tms.drop_object_group(name text)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.drop_object_group(text) IS
@@ -397,6 +401,7 @@ COMMENT ON FUNCTION tms.drop_object_group(text) IS
 CREATE FUNCTION tms.grant_object_group(group_name text, grantee regrole)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.grant_object_group(text, regrole) IS
@@ -405,6 +410,7 @@ COMMENT ON FUNCTION tms.grant_object_group(text, regrole) IS
 CREATE FUNCTION tms.revoke_object_group(group_name text, grantee regrole)
 RETURNS boolean
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.revoke_object_group(text, regrole) IS
@@ -416,6 +422,7 @@ CREATE FUNCTION tms.create_policy(name text, group_name text,
                                   active boolean DEFAULT true)
 RETURNS integer
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.create_policy(text, text, text, jsonb, boolean) IS
@@ -430,6 +437,7 @@ CREATE FUNCTION tms.add_rule(policy_name text, operation text, engine text,
                              min_interval interval DEFAULT NULL)
 RETURNS bigint
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval) IS
@@ -438,6 +446,7 @@ COMMENT ON FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb, jso
 CREATE FUNCTION tms.drop_rule(rule_id bigint)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.drop_rule(bigint) IS
@@ -446,6 +455,7 @@ COMMENT ON FUNCTION tms.drop_rule(bigint) IS
 CREATE FUNCTION tms.set_policy_active(name text, active boolean)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.set_policy_active(text, boolean) IS
@@ -454,6 +464,7 @@ COMMENT ON FUNCTION tms.set_policy_active(text, boolean) IS
 CREATE FUNCTION tms.set_policy_window(name text, time_window jsonb)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.set_policy_window(text, jsonb) IS
@@ -462,6 +473,7 @@ COMMENT ON FUNCTION tms.set_policy_window(text, jsonb) IS
 CREATE FUNCTION tms.drop_policy(name text)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.drop_policy(text) IS

@@ -297,6 +297,7 @@ REVOKE ALL ON FUNCTION tms.finish_operation(bigint, text, bigint, text) FROM PUB
 CREATE FUNCTION tms.prune_evaluation_log(batch integer DEFAULT 1000)
 RETURNS integer
 LANGUAGE sql
+SET search_path = pg_catalog, pg_temp
 AS $$
     WITH old AS (
         SELECT id FROM tms.evaluation_log
@@ -316,6 +317,7 @@ CREATE FUNCTION tms.evaluate_now(policy text, force boolean DEFAULT false)
 RETURNS TABLE (rule_id bigint, operation text, namespace text, table_name text,
                result boolean, decision text, job_id bigint, explanation text)
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_evaluate_now';
 
 COMMENT ON FUNCTION tms.evaluate_now(text, boolean) IS

@@ -10,6 +10,7 @@
 CREATE FUNCTION tms._check_operation(operation text, engine text, options jsonb)
 RETURNS void
 LANGUAGE c STABLE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_check_operation';
 
 -- Record a job for the acting role and its task (called by
@@ -53,6 +54,7 @@ CREATE FUNCTION tms.run_operation(server name, namespace text, table_name text,
                                   engine text DEFAULT 'local')
 RETURNS bigint
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_run_operation';
 
 COMMENT ON FUNCTION tms.run_operation(name, text, text, text, jsonb, text) IS
@@ -62,6 +64,7 @@ CREATE FUNCTION tms.plan_operation(server name, namespace text, table_name text,
                                    operation text, options jsonb DEFAULT '{}')
 RETURNS TABLE (action text, target text, detail jsonb)
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_plan_operation';
 
 COMMENT ON FUNCTION tms.plan_operation(name, text, text, text, jsonb) IS
@@ -118,6 +121,7 @@ $$;
 CREATE FUNCTION tms.cancel_operation(job_id bigint)
 RETURNS boolean
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.cancel_operation(bigint) IS

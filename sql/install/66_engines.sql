@@ -6,6 +6,7 @@
 CREATE FUNCTION tms.engine_fdw_validator(text[], oid)
 RETURNS void
 LANGUAGE c STRICT
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_engine_fdw_validator';
 
 COMMENT ON FUNCTION tms.engine_fdw_validator(text[], oid) IS
@@ -21,6 +22,7 @@ CREATE FUNCTION tms.engine_statement(engine text, namespace text, table_name tex
                                      operation text, options jsonb DEFAULT '{}')
 RETURNS text
 LANGUAGE c STABLE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_engine_statement_sql';
 
 COMMENT ON FUNCTION tms.engine_statement(text, text, text, text, jsonb) IS

@@ -38,6 +38,7 @@ GRANT SELECT ON tms.commit_sources TO PUBLIC;
 CREATE FUNCTION tms._wake_at_commit()
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_wake_at_commit';
 
 -- A commit (or, dropped, the drop) of a table of a catalog server,
@@ -123,6 +124,7 @@ $$;
 CREATE FUNCTION tms._jdbc_commit_trigger()
 RETURNS trigger
 LANGUAGE c
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_jdbc_commit_trigger';
 
 CREATE FUNCTION tms._attach_jdbc_catalog(acting regrole, pointers regclass, server name,
@@ -272,6 +274,7 @@ CREATE FUNCTION tms.attach_jdbc_catalog(pointers regclass, server name,
                                         catalog_name text DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.attach_jdbc_catalog(regclass, name, text) IS
@@ -280,6 +283,7 @@ COMMENT ON FUNCTION tms.attach_jdbc_catalog(regclass, name, text) IS
 CREATE FUNCTION tms.attach_commit_listener(server name)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.attach_commit_listener(name) IS
@@ -288,6 +292,7 @@ COMMENT ON FUNCTION tms.attach_commit_listener(name) IS
 CREATE FUNCTION tms.detach_commit_source(server name)
 RETURNS boolean
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.detach_commit_source(name) IS
@@ -297,6 +302,7 @@ CREATE FUNCTION tms.notify_commit(server name, namespace text, table_name text,
                                   metadata_location text DEFAULT NULL)
 RETURNS boolean
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.notify_commit(name, text, text, text) IS
@@ -305,6 +311,7 @@ COMMENT ON FUNCTION tms.notify_commit(name, text, text, text) IS
 CREATE FUNCTION tms.notify_drop(server name, namespace text, table_name text)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
 COMMENT ON FUNCTION tms.notify_drop(name, text, text) IS

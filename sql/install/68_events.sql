@@ -16,6 +16,7 @@
 CREATE FUNCTION tms.webhook_fdw_validator(text[], oid)
 RETURNS void
 LANGUAGE c STRICT
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_webhook_fdw_validator';
 
 COMMENT ON FUNCTION tms.webhook_fdw_validator(text[], oid) IS
@@ -90,6 +91,7 @@ GRANT SELECT ON tms.webhook_deliveries TO pg_monitor;
 CREATE FUNCTION tms._state_event()
 RETURNS trigger
 LANGUAGE c
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_state_event';
 
 REVOKE ALL ON FUNCTION tms._state_event() FROM PUBLIC;

@@ -32,6 +32,7 @@ AS 'MODULE_PATHNAME', 'tms_stat_count_job_sql';
 CREATE FUNCTION tms.stat_reset(area text DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_stat_reset_sql';
 
 COMMENT ON FUNCTION tms.stat_reset(text) IS

@@ -19,6 +19,7 @@
 #include "utils/rel.h"
 
 #include "bridge/role.h"
+#include "bridge/usercode.h"
 
 Oid
 tms_acting_role(void)
@@ -62,6 +63,7 @@ tms_become_extension_owner(TmsRoleSave *save)
 
 	GetUserIdAndSecContext(&save->userid, &save->sec_context);
 	SetUserIdAndSecContext(owner, save->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	save->nestlevel = tms_push_safe_search_path();
 }
 
 void
@@ -75,10 +77,13 @@ tms_become_role(Oid role, const char *what, TmsRoleSave *save)
 				 errhint("Drop the object, or record it again under an existing role.")));
 	GetUserIdAndSecContext(&save->userid, &save->sec_context);
 	SetUserIdAndSecContext(role, save->sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	save->nestlevel = 0;
 }
 
 void
 tms_restore_role(const TmsRoleSave *save)
 {
+	if (save->nestlevel > 0)
+		tms_pop_search_path(save->nestlevel);
 	SetUserIdAndSecContext(save->userid, save->sec_context);
 }

@@ -19,7 +19,10 @@
  * policy's owner, a purge's requester, a task handler's owner) runs with
  * that role as current user (tms_become_role).  Both switches are
  * SECURITY_LOCAL_USERID_CHANGE switches undone by tms_restore_role(), and
- * by transaction abort if an error intervenes.
+ * by transaction abort if an error intervenes.  As the extension owner,
+ * tms's statements run with its own search_path, never the caller's: a
+ * caller cannot put an operator or function of its own in their way.
+ * (User code is called differently: bridge/usercode.h.)
  *
  *-------------------------------------------------------------------------
  */
@@ -33,6 +36,7 @@ typedef struct TmsRoleSave
 {
 	Oid			userid;
 	int			sec_context;
+	int			nestlevel;		/* of tms's search_path; 0: none was set */
 } TmsRoleSave;
 
 /* The acting role (GetUserId()); see the file header. */
@@ -45,7 +49,11 @@ extern Oid	tms_acting_role(void);
  */
 extern Oid	tms_extension_owner(void);
 
-/* Switch to the extension owner, saving the current identity in *save. */
+/*
+ * Switch to the extension owner, saving the current identity in *save, to
+ * run tms's own SQL: with search_path = pg_catalog, pg_temp until
+ * tms_restore_role() (bridge/usercode.h), whatever the caller's is.
+ */
 extern void tms_become_extension_owner(TmsRoleSave *save);
 
 /*
@@ -55,7 +63,7 @@ extern void tms_become_extension_owner(TmsRoleSave *save);
  */
 extern void tms_become_role(Oid role, const char *what, TmsRoleSave *save);
 
-/* Undo a switch. */
+/* Undo a switch; switches nest, undone in reverse, within one (sub)transaction. */
 extern void tms_restore_role(const TmsRoleSave *save);
 
 #endif							/* TMS_BRIDGE_ROLE_H */

@@ -104,6 +104,7 @@
 #include "bridge/errors.h"
 #include "bridge/names.h"
 #include "bridge/role.h"
+#include "bridge/usercode.h"
 #include "ops/delete.h"
 #include "ops/maint.h"
 #include "ops/maint_int.h"
@@ -1487,45 +1488,40 @@ run_after(MaintRun *run)
 
 /*
  * CALL the procedure named by tms.maintenance_handler (job_id bigint, job
- * jsonb) as its owner, never as the worker's user (the rule of every task
- * handler); for jobs of engines tms does not run itself.
+ * jsonb) for jobs of engines tms does not run itself: as its owner, never
+ * as the worker's user, restricted and in a GUC nest level of its own, by
+ * the OID the setting names (the rule of every task handler,
+ * bridge/usercode.h).
  */
 static void
 call_handler(const char *job, int64 job_id)
 {
-	Oid			proc = DatumGetObjectId(DirectFunctionCall1(regprocin,
+	/* a signature names one procedure; a bare name must name only one */
+	Oid			proc = DatumGetObjectId(DirectFunctionCall1(strchr(tms_maintenance_handler, '(')
+															? regprocedurein : regprocin,
 															CStringGetDatum(tms_maintenance_handler)));
 	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(proc));
 	Form_pg_proc form;
-	Oid			owner;
-	char	   *sql;
-	Oid			types[2] = {INT8OID, TEXTOID};
 	Datum		args[2];
-	TmsRoleSave save;
-	int			rc;
+	bool		nulls[2] = {false, false};
 
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for procedure %u", proc);
 	form = (Form_pg_proc) GETSTRUCT(tup);
-	if (form->prokind != PROKIND_PROCEDURE)
+	if (form->prokind != PROKIND_PROCEDURE || form->pronargs != 2 ||
+		form->proargtypes.values[0] != INT8OID || form->proargtypes.values[1] != JSONBOID)
 	{
 		ReleaseSysCache(tup);
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("tms.maintenance_handler \"%s\" is not a procedure", tms_maintenance_handler)));
+				 errmsg("tms.maintenance_handler \"%s\" is not a procedure taking (bigint, jsonb)",
+						tms_maintenance_handler),
+				 errhint("Create it with CREATE PROCEDURE name(job_id bigint, job jsonb).")));
 	}
-	owner = form->proowner;
-	sql = psprintf("CALL %s.%s($1, $2::jsonb)",
-				   quote_identifier(get_namespace_name(form->pronamespace)),
-				   quote_identifier(NameStr(form->proname)));
 	ReleaseSysCache(tup);
 	args[0] = Int64GetDatum(job_id);
-	args[1] = CStringGetTextDatum(job);
-	tms_become_role(owner, "tms.maintenance_handler", &save);
-	rc = SPI_execute_with_args(sql, 2, types, args, NULL, false, 0);
-	tms_restore_role(&save);
-	if (rc < 0)
-		elog(ERROR, "could not call tms.maintenance_handler: %s", SPI_result_code_string(rc));
+	args[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(job));
+	tms_call_procedure_as_owner(proc, "tms.maintenance_handler", 2, args, nulls);
 }
 
 /* Free what the run holds outside palloc. */

@@ -77,6 +77,7 @@
 #include "bridge/catalog.h"
 #include "bridge/role.h"
 #include "bridge/stats.h"
+#include "bridge/usercode.h"
 #include "sched/lease.h"
 #include "sched/sched.h"
 #include "sched/task_events.h"
@@ -723,107 +724,33 @@ sched_claim_given(const char *kind, const char *instance,
  * Executing and settling
  * --------------------------------------------------------------------- */
 
-/* The role owning a kind's handler procedure; raises if it is gone. */
-static Oid
-handler_owner(SchedTask *task)
-{
-	HeapTuple	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(task->handler));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tup))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_FUNCTION),
-				 errmsg("the handler procedure of task kind \"%s\" no longer exists",
-						task->kind),
-				 errhint("Register the kind again with tms.register_task_kind().")));
-	owner = ((Form_pg_proc) GETSTRUCT(tup))->proowner;
-	ReleaseSysCache(tup);
-	return owner;
-}
-
 /*
- * Run the handler: CALL the SQL procedure as its owner, or the built-in
- * C function.  The procedure is the one its recorded signature names at
- * the claim.
+ * Run the handler: the SQL procedure recorded for the kind, called by the
+ * OID its signature named at the claim, as its owner, restricted, in a GUC
+ * nest level of its own (bridge/usercode.h); or the built-in C function.
  */
 static void
 run_handler(SchedTask *task)
 {
-	Oid			handler = task->handler;
-
 	if (task->handler_name != NULL)
 	{
-		static struct
-		{
-			Oid			handler;
-			SPIPlanPtr	plan;
-		}			calls[16];
-		static int	ncalls = 0;
-		SPIPlanPtr *plan = NULL;
-		Oid			types[2] = {TEXTOID, TEXTOID};
 		Datum		args[2];
-		char		nulls[2] = {' ', ' '};
-		char	   *sql = NULL;
-		Oid			owner;
-		TmsRoleSave save;
-		int			rc;
+		bool		nulls[2] = {false, false};
 
-		if (!OidIsValid(handler))
+		if (!OidIsValid(task->handler))
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_FUNCTION),
 					 errmsg("the handler procedure %s of task kind \"%s\" no longer exists",
 							task->handler_name, task->kind),
 					 errhint("Register the kind again with tms.register_task_kind().")));
-
-		/* one prepared CALL per handler; the oldest is replaced when full */
-		for (int i = 0; i < ncalls && plan == NULL; i++)
-			if (calls[i].handler == handler)
-				plan = &calls[i].plan;
-		if (plan == NULL)
-		{
-			int			i;
-
-			if (ncalls < (int) lengthof(calls))
-				i = ncalls++;
-			else
-			{
-				i = 0;
-				if (calls[0].plan)
-					SPI_freeplan(calls[0].plan);
-			}
-			calls[i].handler = handler;
-			calls[i].plan = NULL;
-			plan = &calls[i].plan;
-		}
-		if (*plan == NULL)
-		{
-			char	   *name = get_func_name(handler);
-
-			if (name == NULL)
-				ereport(ERROR,
-						(errcode(ERRCODE_UNDEFINED_FUNCTION),
-						 errmsg("the handler procedure of task kind \"%s\" no longer exists",
-								task->kind),
-						 errhint("Register the kind again with tms.register_task_kind().")));
-			sql = psprintf("CALL %s.%s($1, $2::jsonb)",
-						   quote_identifier(get_namespace_name(get_func_namespace(handler))),
-						   quote_identifier(name));
-		}
 		args[0] = CStringGetTextDatum(task->instance);
 		if (task->data)
-			args[1] = CStringGetTextDatum(task->data);
+			args[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(task->data));
 		else
-			nulls[1] = 'n';
-
-		/* as the procedure's owner, looked up now (see the file header) */
-		owner = handler_owner(task);
-		tms_become_role(owner, psprintf("the handler of task kind \"%s\"", task->kind),
-						&save);
-		rc = exec_cached(plan, sql, 2, types, args, nulls, false);
-		tms_restore_role(&save);
-		if (rc < 0)
-			elog(ERROR, "could not call the handler of task kind \"%s\": %s",
-				 task->kind, SPI_result_code_string(rc));
+			nulls[1] = true;
+		tms_call_procedure_as_owner(task->handler,
+									psprintf("task kind \"%s\"", task->kind),
+									2, args, nulls);
 	}
 	else
 	{
@@ -986,6 +913,55 @@ settle_failed(SchedTask *task, const ErrorData *error)
 }
 
 /* ---------------------------------------------------------------------
+ * Sessions
+ * --------------------------------------------------------------------- */
+
+/*
+ * In a session (CALL tms.run_pending, tms.run_task) tms's statements run
+ * with the search_path of bridge/usercode.h, not the caller's.  A
+ * procedure that commits can carry no SET clause, and a commit pops every
+ * GUC nest level, so every transaction of the procedure sets it again:
+ * sched_session_begin() after SPI_connect_ext(), sched_session_commit()
+ * in place of SPI_commit(), sched_session_end() before SPI_finish().  An
+ * error aborts the transaction, which pops the level; the caller forgets
+ * it then with sched_session_forget() (in PG_FINALLY: a no-op after
+ * sched_session_end()).
+ */
+static bool session_active = false;
+static int	session_nestlevel = 0;
+
+void
+sched_session_begin(void)
+{
+	session_nestlevel = tms_push_safe_search_path();
+	session_active = true;
+}
+
+void
+sched_session_commit(void)
+{
+	if (session_active)
+		tms_pop_search_path(session_nestlevel);
+	SPI_commit();
+	if (session_active)
+		session_nestlevel = tms_push_safe_search_path();
+}
+
+void
+sched_session_end(void)
+{
+	if (session_active)
+		tms_pop_search_path(session_nestlevel);
+	session_active = false;
+}
+
+void
+sched_session_forget(void)
+{
+	session_active = false;
+}
+
+/* ---------------------------------------------------------------------
  * Detached kinds
  * --------------------------------------------------------------------- */
 
@@ -1013,7 +989,7 @@ sched_step(void (*fn) (void *arg), void *arg)
 		fn(arg);
 		PopActiveSnapshot();
 		SPI_finish();
-		SPI_commit();
+		sched_session_commit();
 	}
 	else
 	{
@@ -1085,7 +1061,7 @@ sched_try_step(void (*fn) (void *arg), void *arg, ErrorData **error)
 	}
 	PG_END_TRY();
 	if (session)
-		SPI_commit();
+		sched_session_commit();
 	else
 		CommitTransactionCommand();
 	MemoryContextSwitchTo(cxt);

@@ -101,6 +101,15 @@ extern void sched_task_subject(SchedTask *task, int64 policy_id, int64 rule_id,
 extern void sched_task_idle(SchedTask *task);
 
 /* Declare built-in kinds (from _PG_init, through the owning area's init). */
+/*
+ * The transactions of a session's claim-execute loop (CALL tms.run_pending,
+ * run_task) run tms's statements with a safe search_path; see sched.c.
+ */
+extern void sched_session_begin(void);
+extern void sched_session_commit(void);
+extern void sched_session_end(void);
+extern void sched_session_forget(void);
+
 extern void sched_register_builtin(const char *kind, SchedHandler handler, int *cap);
 extern void sched_register_detached(const char *kind, SchedDetachedHandler handler,
 									int *cap);

@@ -419,10 +419,11 @@ tms_run_pending(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		SPI_connect_ext(SPI_OPT_NONATOMIC);
+		sched_session_begin();
 		sched_maintain();
-		SPI_commit();
+		sched_session_commit();
 		sched_prune_history();
-		SPI_commit();
+		sched_session_commit();
 
 		while (executed < max_tasks)
 		{
@@ -434,14 +435,14 @@ tms_run_pending(PG_FUNCTION_ARGS)
 			CHECK_FOR_INTERRUPTS();
 			if (!sched_claim(picked_by, kinds, &task))
 			{
-				SPI_commit();
+				sched_session_commit();
 				MemoryContextSwitchTo(old);
 				break;
 			}
-			SPI_commit();
+			sched_session_commit();
 			sched_lease_publish(&task);
 			outcome = sched_execute(&task, &error);
-			SPI_commit();
+			sched_session_commit();
 			sched_lease_clear();
 
 			executed++;
@@ -458,10 +459,12 @@ tms_run_pending(PG_FUNCTION_ARGS)
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(task_cxt);
 		}
+		sched_session_end();
 		SPI_finish();
 	}
 	PG_FINALLY();
 	{
+		sched_session_forget();
 		sched_lease_clear();
 		sched_lease_detach();
 	}
@@ -500,16 +503,19 @@ tms_run_task(PG_FUNCTION_ARGS)
 		ErrorData  *e = NULL;
 
 		SPI_connect_ext(SPI_OPT_NONATOMIC);
+		sched_session_begin();
 		sched_claim_given(kind, instance, claimant_name(), &task);
-		SPI_commit();
+		sched_session_commit();
 		sched_lease_publish(&task);
 		outcome = sched_execute(&task, &e);
 		error = e;
-		SPI_commit();
+		sched_session_commit();
+		sched_session_end();
 		SPI_finish();
 	}
 	PG_FINALLY();
 	{
+		sched_session_forget();
 		sched_lease_clear();
 		sched_lease_detach();
 	}

@@ -31,6 +31,7 @@
 #include "utils/snapmgr.h"
 
 #include "bridge/settings.h"
+#include "bridge/usercode.h"
 #include "sched/lease.h"
 #include "sched/sched.h"
 #include "worker/worker.h"
@@ -133,6 +134,8 @@ tms_worker_main(Datum main_arg)
 
 	tms_worker_setup_signals();
 	BackgroundWorkerInitializeConnectionByOid(extra.dboid, InvalidOid, 0);
+	/* tms's statements never depend on a search_path (bridge/usercode.h) */
+	tms_pin_search_path();
 	snprintf(appname, sizeof(appname), "tms worker %d", extra.index);
 	pgstat_report_appname(appname);
 

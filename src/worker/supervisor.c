@@ -43,6 +43,7 @@
 #include "utils/timestamp.h"
 
 #include "bridge/settings.h"
+#include "bridge/usercode.h"
 #include "sched/lease.h"
 #include "sched/sched.h"
 #include "utils/guc.h"
@@ -141,6 +142,8 @@ tms_supervisor_main(Datum main_arg)
 
 	tms_worker_setup_signals();
 	BackgroundWorkerInitializeConnectionByOid(extra.dboid, InvalidOid, 0);
+	/* tms's statements never depend on a search_path (bridge/usercode.h) */
+	tms_pin_search_path();
 	pgstat_report_appname("tms supervisor");
 
 	if (tms_slot_acquire(TMS_ROLE_SUPERVISOR, extra.dboid, 0) == NULL)

@@ -14,6 +14,12 @@ Each test is the reproduction of an attack or a fault of the review:
     tms.run_task() in a superuser session, the handler runs as its owner,
     the role stays an ordinary one and the task fails with the permission
     error; the same for tms.maintenance_handler;
+  - nothing a handler sets outlives it: a handler that puts its owner's
+    schema first in the session's search_path (and sets work_mem and
+    statement_timeout) on a pool of one worker; the worker's own next
+    statement never runs the owner's now(), the next task of another
+    owner sees the server's settings, and an overload of the handler's
+    name never runs;
   - a purge requested under SET ROLE r runs as r: only r has a user
     mapping, and the job succeeds; without r's mapping it fails cleanly
     and deletes nothing;
@@ -243,6 +249,87 @@ def test_maintenance_handler_runs_as_its_owner(cluster):
     e = c.query_error("CALL tms.run_task('maintenance', %s)", ("job-%d" % jid,))
     assert e.pgcode == "42501", str(e)
     assert is_superuser(c, "app_owner") is False
+
+
+# ---------------------------------------------------------------------------
+# nothing a handler sets outlives it
+# ---------------------------------------------------------------------------
+
+# An ordinary role's schema with a function named like a built-in one, and
+# a handler that puts the schema first in the session's search_path: if
+# that setting outlived the handler, the worker's next statement of its own
+# (a claim's now()) would run evil.now() as the superuser the worker is.
+EVIL = """
+CREATE ROLE alice LOGIN NOSUPERUSER;
+CREATE SCHEMA evil AUTHORIZATION alice;
+CREATE TABLE public.witness (who text, sess text);
+GRANT INSERT, SELECT ON public.witness TO alice;
+SET ROLE alice;
+CREATE FUNCTION evil.now() RETURNS timestamptz LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  INSERT INTO public.witness VALUES (current_user, session_user);
+  IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+    EXECUTE 'ALTER ROLE alice SUPERUSER';
+  END IF;
+  RETURN pg_catalog.now();
+END $$;
+CREATE PROCEDURE evil.handler(i text, d jsonb) LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_catalog.set_config('search_path', 'evil, pg_catalog', false);
+  PERFORM pg_catalog.set_config('work_mem', '77MB', false);
+  PERFORM pg_catalog.set_config('statement_timeout', '1ms', false);
+END $$;
+-- an overload the recorded signature does not name
+CREATE PROCEDURE evil.handler(i text, d text) LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO public.witness VALUES ('overload', current_user);
+END $$;
+RESET ROLE;
+-- another owner's handler, run next by the same worker: what it sees
+CREATE ROLE bob NOSUPERUSER;
+CREATE TABLE public.settings_seen (who text, search_path text, work_mem text,
+                                   statement_timeout text);
+GRANT INSERT ON public.settings_seen TO bob;
+CREATE PROCEDURE public.bob_handler(i text, d jsonb) LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO public.settings_seen
+  VALUES (current_user, current_setting('search_path'), current_setting('work_mem'),
+          current_setting('statement_timeout'));
+END $$;
+ALTER PROCEDURE public.bob_handler(text, jsonb) OWNER TO bob;
+"""
+
+
+def test_handler_settings_never_outlive_it(new_cluster):
+    """The reproduction of the review, on a pool of one worker so that the
+    same process runs alice's handler, then its own claim SQL, then bob's
+    handler: alice stays an ordinary role, evil.now() never runs, and bob
+    sees the server's settings, not alice's."""
+    c = new_cluster(settings=dict(FAST, **{"tms.max_workers": "1"}))
+    c.query("CREATE EXTENSION tms")
+    wait_for(lambda: c.one("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
+                           " AND state = 'idle'") == 1, what="the pool of one")
+    c.query(EVIL)
+    c.query("SELECT tms.register_task_kind('evil-kind', 'evil.handler(text,jsonb)', 1)")
+    c.query("SELECT tms.register_task_kind('bob-kind', 'public.bob_handler(text,jsonb)', 1)")
+    c.query("SELECT tms.schedule_task('evil-kind', 'x', '{}')")
+    c.query("SELECT tms.schedule_task('evil-kind', 'later', '{}',"
+            " run_at => now() + interval '1 hour')")
+    wait_for(lambda: c.one("SELECT count(*) FROM tms.task_history"
+                           " WHERE kind = 'evil-kind' AND instance = 'x'") == 1,
+             what="alice's task to run")
+    c.query("SELECT tms.schedule_task('bob-kind', 'y', '{}')")
+    seen = wait_for(lambda: c.query("SELECT * FROM public.settings_seen"),
+                    what="bob's task to run after alice's")
+    defaults = c.query("SELECT current_setting('work_mem'), current_setting('statement_timeout'),"
+                       " reset_val FROM pg_settings WHERE name = 'search_path'")[0]
+    assert seen == [("bob", defaults[2], defaults[0], defaults[1])], seen
+    # the same worker ran both, and its own statements in between
+    assert c.one("SELECT count(DISTINCT pid) FROM tms.task_history"
+                 " WHERE kind IN ('evil-kind', 'bob-kind')") == 1
+    assert c.query("SELECT * FROM public.witness") == []
+    assert is_superuser(c, "alice") is False
+    assert c.one("SELECT succeeded FROM tms.task_history WHERE kind = 'evil-kind'") is True
 
 
 # ---------------------------------------------------------------------------

@@ -203,7 +203,9 @@ def test_failing_handler_is_retried_with_backoff(cluster):
         CREATE FUNCTION log_failure() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             IF NEW.consecutive_failures > OLD.consecutive_failures THEN
-                INSERT INTO failures VALUES (NEW.consecutive_failures,
+                -- qualified: it fires in the workers, whose search_path
+                -- is tms's own (pg_catalog, pg_temp)
+                INSERT INTO public.failures VALUES (NEW.consecutive_failures,
                                              NEW.execution_time - NEW.last_failure);
             END IF;
             RETURN NEW;
