@@ -171,6 +171,12 @@ parse_entry(const char *s, size_t len, ReachEntry *e, char *names,
 	size_t		ncolons = 0;
 
 	memset(e, 0, sizeof(*e));
+	for (size_t i = 0; i + 3 <= len; i++)
+		if (memcmp(s + i, "://", 3) == 0)
+		{
+			*why = "a URL: list its host instead";
+			return false;
+		}
 	for (size_t i = 0; i < len; i++)
 		if (s[i] == ':')
 			ncolons++;

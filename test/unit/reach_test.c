@@ -158,7 +158,7 @@ test_parse(void)
 	parse_bad("*", "leave the setting empty");
 	parse_bad("*.", "entry \"*.\"");
 	parse_bad("*.a..b", "below");
-	parse_bad("http://catalog.example.com", "entry \"http://catalog.example.com\"");
+	parse_bad("http://catalog.example.com", "entry \"http://catalog.example.com\": a URL");
 	parse_bad("ok.example, bad..example", "entry \"bad..example\"");
 	parse_bad(":80", "no host");
 }
