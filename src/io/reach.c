@@ -123,6 +123,14 @@ parse_net(const char *s, size_t len, bool v6, ReachEntry *e, const char **why)
 		}
 		e->bits = bits;
 	}
+	/* ::ffff:a.b.c.d/n (n >= 96) is the IPv4 network a.b.c.d/(n - 96) */
+	if (v6 && e->bits >= 96 &&
+		memcmp(e->addr, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12) == 0)
+	{
+		memmove(e->addr, e->addr + 12, 4);
+		e->kind = REACH_NET4;
+		e->bits -= 96;
+	}
 	return true;
 }
 

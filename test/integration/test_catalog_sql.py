@@ -433,3 +433,56 @@ def test_alter_server_takes_effect(pg, fault_catalog):
         fault_fired(fault_catalog, fid)
     finally:
         conn.close()
+
+
+
+def test_allowed_hosts_limit_catalog_and_storage(pg, srv, catalog, s3, real_tables):
+    """tms.allowed_hosts: a catalog on 127.0.0.1 is refused (42501, before
+    any request reaches it) when the setting lists only other hosts, and
+    reached when it lists its address, its network, or its address and
+    port; the storage the catalog sends tms to is checked as well."""
+    port = int(catalog.uri.rsplit(":", 1)[1])
+    s3_port = int(s3.endpoint.rsplit(":", 1)[1])
+    in_s3 = sorted(n for n, t in real_tables.items() if t["storage"] == "s3")
+    assert in_s3, real_tables
+    table = in_s3[0]
+    conn = pg.connect()
+    conn.autocommit = True
+    try:
+        def with_list(value, sql):
+            with conn.cursor() as cur:
+                cur.execute("SET tms.allowed_hosts = %s", (value,))
+                cur.execute(sql, (srv, table))
+                return cur.fetchall()
+
+        list_sql = "SELECT * FROM tms.list_namespaces(%s) WHERE %s IS NOT NULL"
+        metrics_sql = "SELECT tms.table_metrics(%s, 'real', %s)"
+        catalog.reset_requests()
+        with pytest.raises(psycopg2.Error) as ei:
+            with_list("10.9.9.9, catalog.example.com", list_sql)
+        e = ei.value
+        assert e.pgcode == psycopg2.errorcodes.INSUFFICIENT_PRIVILEGE, e
+        assert "is not allowed by tms.allowed_hosts" in e.diag.message_primary
+        assert "127.0.0.1" in e.diag.message_primary
+        assert "Address 127.0.0.1 port %d is not listed" % port in e.diag.message_detail
+        # refused before connecting: the catalog saw nothing
+        assert catalog.requests(r"^/v1")["requests"] == []
+
+        for allowed in ("127.0.0.1", "10.0.0.0/8, 127.0.0.0/8",
+                        "127.0.0.1:%d, 127.0.0.1:%d" % (port, s3_port),
+                        "::ffff:127.0.0.1"):
+            names = with_list(allowed, list_sql)
+            assert ("real",) in names, (allowed, names)
+            # the table's files come from storage on another port: allowed too
+            m = with_list(allowed, metrics_sql)
+            assert m[0][0]["snapshots"] >= 1, (allowed, m)
+
+        # the catalog's port only: the catalog answers, its storage is refused
+        with pytest.raises(psycopg2.Error) as ei:
+            with_list("127.0.0.1:%d" % port, metrics_sql)
+        assert ei.value.pgcode == psycopg2.errorcodes.INSUFFICIENT_PRIVILEGE, ei.value
+        # (the storage layer says which file it could not read, and why)
+        assert "is not allowed by tms.allowed_hosts" in str(ei.value), ei.value
+        assert "port %d is not listed" % s3_port in str(ei.value), ei.value
+    finally:
+        conn.close()

@@ -138,6 +138,11 @@ test_parse(void)
 	CHECK(!io_reach_allows_name(r, "10.0.0.1", 80), "an address is no name");
 	free(r);
 
+	r = parse_ok("::ffff:127.0.0.1, [::ffff:10.0.0.0/104]:80");
+	CHECK(addr_allowed(r, "127.0.0.1", 1) && addr_allowed(r, "::ffff:127.0.0.1", 1) &&
+		  addr_allowed(r, "10.1.1.1", 80) && !addr_allowed(r, "10.1.1.1", 81) &&
+		  !addr_allowed(r, "127.0.0.2", 1), "an IPv4-mapped entry is its IPv4 address");
+	free(r);
 	r = parse_ok("0.0.0.0/0");
 	CHECK(addr_allowed(r, "203.0.113.9", 1) && !addr_allowed(r, "::1", 1), "/0: every IPv4");
 	free(r);
