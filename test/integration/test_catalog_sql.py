@@ -4,7 +4,8 @@ REST catalog (test/catalog/server.py) and s3rver: listings, load with
 ETag/304, OAuth2 with token refresh, injected faults (500s, hangs,
 malformed bodies, 429/503 with Retry-After), query cancel during a hanging
 request or a Retry-After wait, and the counts of every real fixture table
-through tms.table_metrics / tms.table_files.
+through tms.table_metrics / tms.table_files; tms.allowed_hosts limiting
+which catalog and storage addresses tms connects to.
 
 Run: /usr/bin/python3 -m pytest test/integration/test_catalog_sql.py
 """
