@@ -185,6 +185,7 @@ UNIT_LAYER_expire = iceberg
 UNIT_LAYER_rewrite = iceberg
 UNIT_LAYER_compact = iceberg
 UNIT_LAYER_rest_sigv4 = io
+UNIT_LAYER_reach = io
 unit_layer = $(or $(UNIT_LAYER_$(1)),$(1))
 
 test/unit/build/%_test: test/unit/%_test.c $(wildcard src/*/*.c src/*/*.h)

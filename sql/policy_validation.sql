@@ -129,9 +129,37 @@ SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '[1]');
 \echo :LAST_ERROR_SQLSTATE
+-- the credential shapes of Spark, Hadoop, Azure and GCS users: a login in
+-- a URL, Azure account keys and SAS tokens, GCS tokens and fs.gs.auth.*
+SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"uri": "https://user:password@catalog.example/v1"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"conf": ["--webhook=http://alice@hooks.example/x"]}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"fs.azure.account.key.acct.dfs.core.windows.net": "x"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"spark.hadoop.fs.azure.sas.container.acct.blob.core.windows.net": "x"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"adls.sas-token.acct.dfs.core.windows.net": "x"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"gcs.oauth2.token": "x"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"fs.gs.auth.service.account.email": "x"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"conf": ["spark.hadoop.fs.azure.account.key.acct=abc"]}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.add_rule('pv', 'compaction', 'spark', '{"commits-added": 1}', options => '{"path": "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=abc"}');
+\echo :LAST_ERROR_SQLSTATE
 
 -- nothing above was stored
 SELECT count(*) AS rules FROM tms.rules WHERE policy = 'pv';
+
+-- what is not a credential: an Azure container in a URL's user info, a URL
+-- without a login, Azure settings that hold no key
+SELECT doc, tms._find_credential(doc) AS credential
+  FROM (VALUES ('{"location": "abfss://container@acct.dfs.core.windows.net/wh"}'::jsonb),
+               ('{"location": "https://catalog.example:8443/v1?x=1"}'),
+               ('{"fs.azure.account.auth.type": "OAuth"}'),
+               ('{"basis": "sassy"}')) AS t(doc);
 
 -- valid rules
 SELECT tms.add_rule('pv', operation => 'compaction', engine => 'spark',

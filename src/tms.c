@@ -9,6 +9,8 @@
  *
  *	PGC_POSTMASTER	sizes shared memory or the process tree
  *	PGC_SIGHUP		read by the workers; changed with pg_reload_conf()
+ *	PGC_SUSET		limits what a session may make tms do (response sizes,
+ *					the hosts it may reach): only a superuser changes them
  *
  * When loaded through shared_preload_libraries it also reserves shared
  * memory (the worker slots of src/worker, the lease entries of src/sched,
@@ -199,6 +201,21 @@ _PG_init(void)
 								0,
 								NULL, NULL, NULL);
 	}
+
+	/*
+	 * Superuser-only: whoever may change it could point the database host
+	 * anywhere (doc/security.md).  An empty list sets no limit.
+	 */
+	DefineCustomStringVariable("tms.allowed_hosts",
+							   gettext_noop("Hosts, addresses and networks tms may connect to (catalogs, storage, engines, webhooks)."),
+							   gettext_noop("A comma-separated list of host names (\"*.example.com\" for every name below "
+											"one), IP addresses and CIDR networks, each with an optional \":port\"; "
+											"empty: no limit."),
+							   &tms_allowed_hosts,
+							   "",
+							   PGC_SUSET,
+							   GUC_LIST_INPUT,
+							   tms_check_allowed_hosts, tms_assign_allowed_hosts, NULL);
 
 	DefineCustomIntVariable("tms.max_response_size",
 							gettext_noop("Largest catalog response tms accepts, after decompression."),

@@ -8,6 +8,7 @@
  *	  privileges for all.
  *
  * Secret option values are never printed: not in errors, not in logs.
+ * A server's URL options (readable by everyone) must not carry a login.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +30,7 @@
 #include "bridge/names.h"
 #include "bridge/options.h"
 #include "io/io.h"
+#include "io/secrets.h"
 
 /* Where an option may appear. */
 #define OPT_SERVER	0x01
@@ -205,12 +207,25 @@ context_name(int where)
 
 /*
  * Check a value that must be an http(s) URL with a host; a secret one is
- * never echoed.
+ * never echoed.  A server's options are readable by everyone
+ * (pg_foreign_server), so a URL there must not carry a login
+ * ("https://user:password@host", io/secrets.h): checked first, before
+ * any message could echo it.
  */
 static void
 check_url(const char *name, const char *value, bool secret)
 {
 	const char *host;
+	size_t		start,
+				end;
+
+	if (!secret && io_find_userinfo(value, strlen(value), 0, &start, &end))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"%s\"", name),
+				 errdetail("The URL holds a user name or password (\"user:password@\")."),
+				 errhint("Credentials belong in a user mapping (CREATE USER MAPPING ... OPTIONS (...)), "
+						 "which only its user and superusers can read.")));
 
 	if (strncmp(value, "http://", 7) == 0)
 		host = value + 7;

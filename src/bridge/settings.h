@@ -22,6 +22,8 @@
 
 #include "postgres.h"
 
+#include "utils/guc.h"
+
 extern char *tms_database_name;
 extern bool tms_enabled;
 extern int	tms_max_workers;
@@ -30,6 +32,16 @@ extern int	tms_naptime_ms;
 /* bounds on what one catalog response may cost (bytes; see doc/catalogs.md) */
 extern int	tms_max_response_size_kb;
 extern int	tms_max_json_memory_kb;
+
+/*
+ * tms.allowed_hosts: the hosts, addresses and networks every outbound
+ * connection of tms (catalog, storage, engine, webhook) is limited to;
+ * empty: no limit.  The hooks parse it once into the io layer's list
+ * (io/reach.h), which every request of the process is checked against.
+ */
+extern char *tms_allowed_hosts;
+extern bool tms_check_allowed_hosts(char **newval, void **extra, GucSource source);
+extern void tms_assign_allowed_hosts(const char *newval, void *extra);
 
 /* true when the library was loaded through shared_preload_libraries */
 extern bool tms_preloaded;

@@ -10,7 +10,8 @@
  *
  * Life: it dies with its parent (PR_SET_PDEATHSIG, and a parent pid that
  * is not the one it was given means the parent is already gone); reads
- * the hello (storage, memory limit, threads, temporary directory), opens
+ * the hello (storage, the hosts it may connect to, memory limit, threads,
+ * temporary directory), opens
  * an in-memory DuckDB database capped by them (spilling below the
  * temporary directory; with less than 48 MB a thread, fewer threads),
  * answers ready, then rewrites one group per group
@@ -28,6 +29,7 @@
  *-------------------------------------------------------------------------
  */
 #include "compactor/compactor.h"
+#include "io/reach.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -242,6 +244,19 @@ main(int argc, char **argv)
 	h.temp_directory = hello.temp_directory;
 	h.memory_limit = hello.memory_limit;
 	h.threads = hello.threads;
+	/* the hosts the worker may reach, the helper may reach (io/reach.h) */
+	{
+		IoReachRules *rules;
+		char		why[300];
+		char		msg[400];
+
+		if (io_reach_parse(hello.allowed_hosts, &rules, why, sizeof(why)) != 0)
+		{
+			snprintf(msg, sizeof(msg), "tms.allowed_hosts: %s", why);
+			fail(-1, msg);
+		}
+		io_reach_set_rules(rules);
+	}
 	iceberg_compact_hello_storage(&hello, &cfg);
 	h.storage = io_storage_create(&cfg, &ioerr);
 	if (h.storage == NULL)

@@ -163,7 +163,8 @@ load(const char *text, size_t len, int64_t max_json, IcebergError *err)
 
 char *
 iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit, int threads,
-						   const char *temp_directory, IcebergError *err)
+						   const char *temp_directory, const char *allowed_hosts,
+						   IcebergError *err)
 {
 	json_t	   *st = json_pack("{s:i, s:I, s:I, s:i}", "s3_path_style", cfg->s3_path_style,
 							   "connect_timeout_ms", (json_int_t) cfg->http.connect_timeout_ms,
@@ -180,6 +181,8 @@ iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit, int
 	OPT("s3_access_key_id", cfg->s3_access_key_id);
 	OPT("s3_secret_access_key", cfg->s3_secret_access_key);
 	OPT("s3_session_token", cfg->s3_session_token);
+	if (allowed_hosts != NULL && allowed_hosts[0] != '\0')
+		OPT("allowed_hosts", allowed_hosts);
 #undef OPT
 	for (i = 0; ok && i < cfg->nlocal_roots; i++)
 		ok = append(roots, json_string(cfg->local_roots[i]));
@@ -239,6 +242,7 @@ iceberg_compact_hello_parse(const char *text, size_t len, IcebergCompactHello *h
 		h->connect_timeout_ms = (long) get_int(st, "connect_timeout_ms", false, 0, INT32_MAX, 0, &ok, err);
 		h->request_timeout_ms = (long) get_int(st, "request_timeout_ms", false, 0, INT32_MAX, 0, &ok, err);
 		h->retries = (int) get_int(st, "retries", false, -1, 100, -1, &ok, err);
+		h->allowed_hosts = get_str(st, "allowed_hosts", false, 65536, &ok, err);
 		roots = json_object_get(st, "local_roots");
 		if (ok && roots != NULL && (!json_is_array(roots) || json_array_size(roots) > 1000))
 			ok = bad(err, "local_roots");
@@ -300,6 +304,7 @@ iceberg_compact_hello_free(IcebergCompactHello *h)
 	int			i;
 
 	free(h->temp_directory);
+	free(h->allowed_hosts);
 	free(h->s3_endpoint);
 	free(h->s3_region);
 	wipe_free(h->s3_access_key_id);

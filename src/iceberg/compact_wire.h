@@ -83,12 +83,16 @@ typedef struct IcebergCompactHello
 	long		connect_timeout_ms;
 	long		request_timeout_ms;
 	int			retries;
+	char	   *allowed_hosts;	/* tms.allowed_hosts (io/reach.h), NULL: none */
 } IcebergCompactHello;
 
-/* The hello line for storage cfg (its secrets included: for the pipe only). */
+/*
+ * The hello line for storage cfg (its secrets included: for the pipe only)
+ * and the hosts the helper may connect to (NULL or "": no limit).
+ */
 extern char *iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit,
 										int threads, const char *temp_directory,
-										IcebergError *err);
+										const char *allowed_hosts, IcebergError *err);
 extern bool iceberg_compact_hello_parse(const char *text, size_t len,
 										IcebergCompactHello *out, IcebergError *err);
 /* cfg points into h. */

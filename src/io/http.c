@@ -23,6 +23,10 @@
  * caller's budget), and non-idempotent requests (commits) never are.
  * A request may have its headers made anew for every attempt (a SigV4
  * signature covers the date, so a retry is signed again).
+ * Every connection is checked against the hosts tms may reach
+ * (tms.allowed_hosts, reach.h) before it is made and before each request
+ * on a reused one: a refused one fails the transfer with IO_ERR_FORBIDDEN,
+ * never retried.
  * Redirects are not followed (they would carry credentials elsewhere),
  * only http and https are allowed, TLS peers and host names are verified,
  * and every easy handle has CURLOPT_PATH_AS_IS: libcurl sends the path as
@@ -49,6 +53,7 @@
 #include <curl/curl.h>
 
 #include "io_int.h"
+#include "io/reach.h"
 
 #define IO_DEFAULT_CONNECT_TIMEOUT_MS	10000
 #define IO_DEFAULT_REQUEST_TIMEOUT_MS	60000
@@ -90,6 +95,7 @@ typedef struct Transfer
 	char		what[64];
 	char		method[16];
 	int			attempt;
+	IoReach		reach;			/* tms.allowed_hosts' check (reach.h) */
 } Transfer;
 
 /* Fill in defaults for zero/negative fields. */
@@ -348,6 +354,9 @@ transfer_setup(CURL *easy, const IoHttpOptions *opt, const IoHttpRequest *req,
 	t->attempt = req->attempt;
 
 	curl_easy_reset(easy);
+	/* every connection checked against the hosts tms may reach */
+	if (io_reach_attach(easy, req->url, &t->reach, err) != 0)
+		return -1;
 	for (i = 0; i <= req->nheaders; i++)
 	{
 		/* last: never send "Expect: 100-continue", one round trip less */
@@ -452,6 +461,8 @@ transfer_finish_result(CURL *easy, const IoHttpOptions *opt, Transfer *t, CURLco
 		if (t->body.oom || t->header_oom)
 			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0,
 								"out of memory reading response from %s", t->where);
+		if (io_reach_refused(&t->reach, t->where, err))
+			return -1;
 		if (code == IO_ERR_TIMEOUT)
 			io_set_error(err, code, 0, "request to %s timed out", t->where);
 		else

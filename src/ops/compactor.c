@@ -49,6 +49,7 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
+#include "bridge/settings.h"
 #include "ops/compactor.h"
 #include "sched/lease.h"
 
@@ -320,7 +321,7 @@ compactor_start(MaintRun *run, const IoStorageConfig *storage)
 	}
 	c->last_heard = GetCurrentTimestamp();
 	hello = iceberg_compact_hello_json(storage, (int64) tms_compaction_memory_limit_mb * 1024 * 1024,
-									   tms_compaction_threads, c->dir, &ierr);
+									   tms_compaction_threads, c->dir, tms_allowed_hosts, &ierr);
 	if (hello == NULL)
 	{
 		maint_fail(run, MAINT_TRANSIENT, "cannot start the compaction helper: %s", ierr.message);

@@ -16,6 +16,11 @@
  *
  * Namespaces are written with '.' between levels ("db.schema").
  *
+ * tms.catalog_config shows what the catalog answered without its
+ * credentials (io/secrets.h, the one list): credential-shaped keys and
+ * values are left out, and a URL's login user info ("user:password@") is
+ * shown as "***@".
+ *
  * src/sql_api/catalog_sql.c
  *
  *-------------------------------------------------------------------------
@@ -130,6 +135,33 @@ append_json_string(StringInfo buf, const char *s)
  * ----------------------------------------------------------------
  */
 
+/*
+ * value with the user info of every URL in it that carries a login
+ * ("https://user:password@host/...") replaced by "***": the URL stays
+ * readable, its credential does not.  palloc'd when changed.
+ */
+static char *
+redact_userinfo(const char *value)
+{
+	size_t		len = strlen(value);
+	size_t		from = 0,
+				start,
+				end;
+	StringInfoData b;
+
+	if (!io_find_userinfo(value, len, 0, &start, &end))
+		return (char *) value;
+	initStringInfo(&b);
+	while (io_find_userinfo(value, len, from, &start, &end))
+	{
+		appendBinaryStringInfo(&b, value + from, start - from);
+		appendStringInfoString(&b, "***");
+		from = end;
+	}
+	appendBinaryStringInfo(&b, value + from, len - from);
+	return b.data;
+}
+
 Datum
 tms_catalog_config(PG_FUNCTION_ARGS)
 {
@@ -148,11 +180,13 @@ tms_catalog_config(PG_FUNCTION_ARGS)
 	props = io_catalog_properties(conn->catalog, &n);
 	for (i = 0; i < n; i++)
 	{
+		char	   *value = redact_userinfo(props[i].value);
+
 		if (io_secret_key(props[i].key, strlen(props[i].key)) ||
-			io_secret_value(props[i].value, strlen(props[i].value)))
+			io_secret_value(value, strlen(value)))
 			continue;
 		values[0] = CStringGetTextDatum(props[i].key);
-		values[1] = CStringGetTextDatum(props[i].value);
+		values[1] = CStringGetTextDatum(value);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	values[0] = CStringGetTextDatum("(prefix)");

@@ -4,7 +4,8 @@ REST catalog (test/catalog/server.py) and s3rver: listings, load with
 ETag/304, OAuth2 with token refresh, injected faults (500s, hangs,
 malformed bodies, 429/503 with Retry-After), query cancel during a hanging
 request or a Retry-After wait, and the counts of every real fixture table
-through tms.table_metrics / tms.table_files.
+through tms.table_metrics / tms.table_files; tms.allowed_hosts limiting
+which catalog and storage addresses tms connects to.
 
 Run: /usr/bin/python3 -m pytest test/integration/test_catalog_sql.py
 """
@@ -431,5 +432,58 @@ def test_alter_server_takes_effect(pg, fault_catalog):
         assert e.pgcode == psycopg2.errorcodes.CONNECTION_FAILURE
         assert "timed out" in e.diag.message_primary
         fault_fired(fault_catalog, fid)
+    finally:
+        conn.close()
+
+
+
+def test_allowed_hosts_limit_catalog_and_storage(pg, srv, catalog, s3, real_tables):
+    """tms.allowed_hosts: a catalog on 127.0.0.1 is refused (42501, before
+    any request reaches it) when the setting lists only other hosts, and
+    reached when it lists its address, its network, or its address and
+    port; the storage the catalog sends tms to is checked as well."""
+    port = int(catalog.uri.rsplit(":", 1)[1])
+    s3_port = int(s3.endpoint.rsplit(":", 1)[1])
+    in_s3 = sorted(n for n, t in real_tables.items() if t["storage"] == "s3")
+    assert in_s3, real_tables
+    table = in_s3[0]
+    conn = pg.connect()
+    conn.autocommit = True
+    try:
+        def with_list(value, sql):
+            with conn.cursor() as cur:
+                cur.execute("SET tms.allowed_hosts = %s", (value,))
+                cur.execute(sql, (srv, table))
+                return cur.fetchall()
+
+        list_sql = "SELECT * FROM tms.list_namespaces(%s) WHERE %s IS NOT NULL"
+        metrics_sql = "SELECT tms.table_metrics(%s, 'real', %s)"
+        catalog.reset_requests()
+        with pytest.raises(psycopg2.Error) as ei:
+            with_list("10.9.9.9, catalog.example.com", list_sql)
+        e = ei.value
+        assert e.pgcode == psycopg2.errorcodes.INSUFFICIENT_PRIVILEGE, e
+        assert "is not allowed by tms.allowed_hosts" in e.diag.message_primary
+        assert "127.0.0.1" in e.diag.message_primary
+        assert "Address 127.0.0.1 port %d is not listed" % port in e.diag.message_detail
+        # refused before connecting: the catalog saw nothing
+        assert catalog.requests(r"^/v1")["requests"] == []
+
+        for allowed in ("127.0.0.1", "10.0.0.0/8, 127.0.0.0/8",
+                        "127.0.0.1:%d, 127.0.0.1:%d" % (port, s3_port),
+                        "::ffff:127.0.0.1"):
+            names = with_list(allowed, list_sql)
+            assert ("real",) in names, (allowed, names)
+            # the table's files come from storage on another port: allowed too
+            m = with_list(allowed, metrics_sql)
+            assert m[0][0]["snapshots"] >= 1, (allowed, m)
+
+        # the catalog's port only: the catalog answers, its storage is refused
+        with pytest.raises(psycopg2.Error) as ei:
+            with_list("127.0.0.1:%d" % port, metrics_sql)
+        assert ei.value.pgcode == psycopg2.errorcodes.INSUFFICIENT_PRIVILEGE, ei.value
+        # (the storage layer says which file it could not read, and why)
+        assert "is not allowed by tms.allowed_hosts" in str(ei.value), ei.value
+        assert "port %d is not listed" % s3_port in str(ei.value), ei.value
     finally:
         conn.close()

@@ -34,7 +34,9 @@ catalog:
   - the helper killed while it writes: the job fails with a clear
     last_error, the table is unchanged, no file it wrote is referenced;
   - a memory limit far below the data's size completes by spilling;
-  - cancel_operation kills the helper.
+  - cancel_operation kills the helper;
+  - tms.allowed_hosts in the server's configuration limits the workers
+    (a catalog not listed fails the job), whatever the asking session set.
 
 The module runs its own cluster, catalog, s3rver and file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_compaction_local.py
@@ -700,3 +702,61 @@ def test_refused_without_the_helper(env):
     assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
     # installed again: accepted
     wait_job(env, run(env, "cmp", "nohelper"), ("succeeded", "skipped"))
+
+
+# ---------------------------------------------------------------------------
+# tms.allowed_hosts in the workers
+# ---------------------------------------------------------------------------
+
+def set_allowed_hosts(env, value):
+    q(env, "ALTER SYSTEM SET tms.allowed_hosts = %s", (value,))
+    q(env, "SELECT pg_reload_conf()")
+
+
+def run_until(env, ns, name, opts, want, timeout=60):
+    """Run the compaction until a job ends in want (the workers take the
+    reloaded setting when they next look: a job claimed before may still
+    run with the old one); the last job.  The session that asks sets no
+    limit of its own: what is checked is the workers' setting."""
+    deadline = time.monotonic() + timeout
+    conn = env["pg"].connect()
+    conn.autocommit = True
+    try:
+        while True:
+            env["pg"].query("SET tms.allowed_hosts = ''", conn=conn)
+            jid = env["pg"].query(
+                "SELECT tms.run_operation(%s, %s, %s, 'compaction', %s::jsonb)",
+                (env["server"], ns, name, json.dumps(opts)), conn=conn)[0][0]
+            row = wait_job(env, jid, states=TERMINAL)
+            if row["state"] == want or time.monotonic() > deadline:
+                return row
+    finally:
+        conn.close()
+
+
+def test_allowed_hosts_in_the_workers(env):
+    """A worker refuses a catalog not in tms.allowed_hosts set in the
+    server's configuration, even when the session that asked has no limit
+    (the job fails naming the setting and the address); with the catalog's
+    and the storage's ports listed the job runs.  (The helper's copy of
+    the list, from its hello: compact_test.)"""
+    ns, name = world.REAL_NAMESPACE, "spark_v2_mor_posdeletes"
+    assert env["real"][name]["storage"] == "s3"
+    cat_port = int(env["catalog"].uri.rsplit(":", 1)[1])
+    s3_port = int(env["s3"].endpoint.rsplit(":", 1)[1])
+    opts = {"rewrite-all": True, "min-input-files": 1, "delete-file-threshold": 1}
+    try:
+        set_allowed_hosts(env, "10.9.9.9")
+        row = run_until(env, ns, name, opts, "failed")
+        assert row["state"] == "failed", row
+        assert "is not allowed by tms.allowed_hosts" in (row["last_error"] or ""), row
+        assert "Address 127.0.0.1 port %d is not listed" % cat_port in row["last_error"], row
+
+        # the catalog's and the storage's ports listed: the job runs (the
+        # helper, when there is something to rewrite, gets the same list)
+        set_allowed_hosts(env, "127.0.0.1:%d, 127.0.0.1:%d" % (cat_port, s3_port))
+        row = run_until(env, ns, name, opts, "succeeded")
+        assert row["state"] == "succeeded", row
+    finally:
+        q(env, "ALTER SYSTEM RESET tms.allowed_hosts")
+        q(env, "SELECT pg_reload_conf()")

@@ -821,14 +821,23 @@ def test_406_is_an_fdw_error_saying_the_catalog_refused(env, small_table):
 
 def test_catalog_config_hides_credentials(env):
     """/v1/config properties whose key looks like a credential, or whose
-    value holds one, are left out of tms.catalog_config; others are shown."""
+    value holds one, are left out of tms.catalog_config; a URL's login is
+    shown as "***@"; others are shown as they are."""
     cat = env["catalog"]
     cat.set_config(defaults={"s3.secret-access-key": "SEKRIT-default",
                              "harmless.default": "visible-1"},
                    overrides={"token": "SEKRIT-token",
                               "spark.conf": "spark.hadoop.fs.s3a.secret.key=SEKRIT-value",
                               "client.password": "SEKRIT-pw",
-                              "harmless.override": "visible-2"})
+                              "harmless.override": "visible-2",
+                              # the shapes of Azure, GCS and a login in a URL
+                              "fs.azure.account.key.acct.dfs.core.windows.net": "SEKRIT-az",
+                              "adls.sas-token.acct": "SEKRIT-sas",
+                              "gcs.oauth2.token": "SEKRIT-gcs",
+                              "fs.gs.auth.service.account.private.key.id": "SEKRIT-gs",
+                              "sas.url": "https://a.blob.core.windows.net/c?sv=1&sig=SEKRIT-sig",
+                              "uri": "https://tms:SEKRIT-login@catalog.example:8443/v1",
+                              "warehouse.location": "abfss://container@acct.dfs.core.windows.net/w"})
     try:
         srv = make_server(env)
         rows = dict(q(env, "SELECT key, value FROM tms.catalog_config(%s)", (srv,)))
@@ -837,6 +846,11 @@ def test_catalog_config_hides_credentials(env):
     assert rows["harmless.default"] == "visible-1"
     assert rows["harmless.override"] == "visible-2"
     assert rows["(prefix)"] == cat.prefix
-    for k in ("s3.secret-access-key", "token", "spark.conf", "client.password"):
+    # a login in a URL is redacted, the URL shown; a container is no login
+    assert rows["uri"] == "https://***@catalog.example:8443/v1"
+    assert rows["warehouse.location"] == "abfss://container@acct.dfs.core.windows.net/w"
+    for k in ("s3.secret-access-key", "token", "spark.conf", "client.password",
+              "fs.azure.account.key.acct.dfs.core.windows.net", "adls.sas-token.acct",
+              "gcs.oauth2.token", "fs.gs.auth.service.account.private.key.id", "sas.url"):
         assert k not in rows, rows
     assert not any("SEKRIT" in v for v in rows.values()), rows

@@ -338,12 +338,13 @@ test_wire(void)
 		cfg.local_roots = roots;
 		cfg.nlocal_roots = 2;
 		cfg.http.request_timeout_ms = 5000;
-		line = iceberg_compact_hello_json(&cfg, 1 << 28, 2, "/tmp/x", &err);
+		line = iceberg_compact_hello_json(&cfg, 1 << 28, 2, "/tmp/x", "10.0.0.0/8, s3.example", &err);
 		CHECK(line != NULL && iceberg_compact_hello_parse(line, strlen(line), &h, &err) &&
 			  strcmp(h.s3_secret_access_key, "SK") == 0 && h.nlocal_roots == 2 &&
 			  strcmp(h.local_roots[1], "/data/b") == 0 && h.memory_limit == 1 << 28 &&
 			  h.threads == 2 && h.request_timeout_ms == 5000 && h.s3_path_style == 1 &&
-			  h.s3_session_token == NULL, "hello round trip");
+			  h.s3_session_token == NULL &&
+			  strcmp(h.allowed_hosts, "10.0.0.0/8, s3.example") == 0, "hello round trip");
 		iceberg_compact_hello_free(&h);
 		free(line);
 	}
