@@ -7,7 +7,8 @@
  *	  deletes are purge_walk.c.
  *
  * tms.purge_table() validates (the table exists, lies strictly below an
- * allowed location, is not being purged already) and records a row of
+ * allowed location, can be walked once dropped: purge_check.c, is not
+ * being purged already) and records a row of
  * tms.iceberg_cleanup_job in phase "drop", the storage credentials the
  * catalog vended, and a task of kind "purge" whose instance is the job id,
  * all in the caller's transaction: a rollback leaves the table and no job.
@@ -21,7 +22,10 @@
  *				read the server's options and the requester's user mapping.
  *	 drop		(phase "drop" only) load the table again: a table replaced
  *				since (another uuid) or moved out of its location fails the
- *				job; otherwise its current metadata location and vended
+ *				job, as does one the walk could not do (purge_check.c: the
+ *				metadata file unreadable or outside the allowed roots, a
+ *				symbolic link on its path, gc.enabled=false), all before
+ *				anything is dropped; otherwise its current metadata location and vended
  *				credentials are recorded (step), then the catalog entry is
  *				dropped without purge.  A drop whose outcome is unknown
  *				(timeout, 5xx, a broken connection) is resolved before
@@ -337,6 +341,7 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table)
 	PG_TRY();
 	{
 		IcebergError ierr;
+		PurgeCheck	check;
 
 		CHECK_FOR_INTERRUPTS();
 		if (t.metadata_location == NULL || t.metadata_json == NULL)
@@ -351,6 +356,14 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table)
 		e.location = tms_check_table_location(conn->server, ns, table, md->location, "purge");
 		e.uuid = md->table_uuid ? pstrdup(md->table_uuid) : NULL;
 		e.metadata_location = pstrdup(t.metadata_location);
+		/* nothing is recorded for a table the purge could not walk */
+		if (!purge_check_walkable(conn->server, &conn->creds, t.config, t.nconfig, ns, table,
+								  e.metadata_location, e.location, e.uuid, &check))
+			ereport(ERROR,
+					(errcode(check.sqlerrcode),
+					 errmsg_internal("%s", check.message),
+					 check.detail[0] ? errdetail_internal("%s", check.detail) : 0,
+					 check.hint[0] ? errhint("%s", check.hint) : 0));
 		describe_storage(conn, &t, &e);
 	}
 	PG_FINALLY();
@@ -865,6 +878,7 @@ check_loaded(PurgeRun *run, IoLoadedTable *t, DropRecord *dr)
 	PG_TRY();
 	{
 		IcebergError ierr;
+		PurgeCheck	check;
 		char	   *c = NULL;
 
 		if (t->metadata_location == NULL || t->metadata_json == NULL ||
@@ -889,6 +903,16 @@ check_loaded(PurgeRun *run, IoLoadedTable *t, DropRecord *dr)
 			purge_run_fail(run, RUN_TERMINAL,
 						   "the location of table \"%s.%s\" changed since tms.purge_table (now \"%s\"); it was not dropped",
 						   run->ns, run->table, md->location ? md->location : "");
+			ok = false;
+		}
+		else if (!purge_check_walkable(run->server, &run->creds, t->config, t->nconfig,
+									   run->ns, run->table, t->metadata_location,
+									   run->location, md->table_uuid, &check))
+		{
+			/* what the catalog answers now could not be walked: no drop */
+			purge_run_fail_code(run, check.transient ? RUN_TRANSIENT : RUN_TERMINAL,
+								check.sqlerrcode, "%s; it was not dropped: %s",
+								check.message, check.detail);
 			ok = false;
 		}
 		if (ok)
