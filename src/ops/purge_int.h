@@ -69,6 +69,7 @@ typedef struct PurgeRun
 	int			nvended;
 	IoKeyValue *vended_kv;
 	TimestampTz expires_at;		/* 0: unknown */
+	bool		delete_others;	/* delete_other_tables_files */
 
 	/* the server and the requester's user mapping (malloc'd) */
 	TmsServer  *server;
@@ -87,6 +88,9 @@ typedef struct PurgeRun
 	IcebergManifestReader *mr;
 	bool		gc_enabled;
 	HTAB	   *seen;			/* manifest path hashes */
+	char	  **others;			/* canonical locations of the other tables
+								 * tms knows at or below the location */
+	int			nothers;
 
 	PurgeQueue	q[NQUEUES];
 
@@ -95,6 +99,7 @@ typedef struct PurgeRun
 	int64		bytes;
 	int64		skipped;
 	int64		kept;
+	char	   *kept_example;
 	int64		unreadable;
 	int64		requests;
 	char	   *skipped_example;
