@@ -70,7 +70,7 @@ delete_expired_files(MaintRun *run, const IcebergTableMetadata *old_md,
 	const char *gc = iceberg_metadata_property(kept, ICEBERG_PROP_GC_ENABLED);
 
 	/* gc.enabled may have turned false since the plan: the files stay */
-	if (gc == NULL)
+	if (gc == NULL || pg_strcasecmp(gc, "true") == 0)
 		gc = iceberg_metadata_property(old_md, ICEBERG_PROP_GC_ENABLED);
 	if (gc != NULL && pg_strcasecmp(gc, "true") != 0)
 	{
