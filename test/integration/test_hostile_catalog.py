@@ -1030,9 +1030,9 @@ def test_purge_keeps_the_files_of_a_nested_table_tms_knows(env):
     srv, a, out_a, out_b, b_data, a_own = nested_tables(env, "nest")
     job = q(env, "SELECT tms.purge_table(%s, 'nest', %s)", (srv, a))[0][0]
     row = wait_job(env, job)
-    files_kept, example, delete_others = kept(env, job)
     assert os.path.exists(local(b_data)), "deleted the nested table's file"
     assert all(os.path.exists(local(f)) for f in out_b["files"])
+    files_kept, example, delete_others = kept(env, job)
     assert files_kept == 1 and local(b_data) in example and "another table" in example, example
     assert delete_others is False
     assert not [f for f in a_own if os.path.exists(local(f))], row
