@@ -29,6 +29,12 @@ CREATE SERVER purge_regress FOREIGN DATA WRAPPER tms_iceberg
     OPTIONS (uri 'http://127.0.0.1:9');
 SELECT tms.purge_table('purge_regress', 'ns', 't');
 \echo :LAST_ERROR_SQLSTATE
+SELECT tms.purge_table('purge_regress', 'ns', 't', delete_other_tables_files => true);
+\echo :LAST_ERROR_SQLSTATE
+
+-- files of other tables tms knows are kept unless the call says otherwise
+SELECT pg_get_function_arguments('tms.purge_table'::regproc);
+SELECT files_kept, kept_example, delete_other_tables_files FROM tms.purge_jobs;
 
 -- observability with no jobs
 SELECT pending, running, succeeded, failed, oldest_pending_age, files_deleted

@@ -32,7 +32,8 @@ CREATE TABLE tms.iceberg_cleanup_job (
     bytes_freed       bigint NOT NULL DEFAULT 0,    -- declared sizes where known
     files_skipped     bigint NOT NULL DEFAULT 0,    -- outside location/allowed roots
     skipped_example   text,
-    files_kept        bigint NOT NULL DEFAULT 0,    -- gc.enabled=false data files
+    files_kept        bigint NOT NULL DEFAULT 0,    -- another known table's, or gc.enabled=false
+    kept_example      text,
     files_unreadable  bigint NOT NULL DEFAULT 0,    -- manifests/lists already gone
     delete_requests   bigint NOT NULL DEFAULT 0,
     requested_by      regrole NOT NULL,     -- the acting role: its user mapping is used
@@ -42,6 +43,9 @@ CREATE TABLE tms.iceberg_cleanup_job (
     -- credentials can be loaded again; NULL: dropped
     held_namespace    text,
     held_name         text,
+    -- purge_table(delete_other_tables_files => true): files at or below
+    -- the location of another table tms knows are deleted too
+    delete_other_tables_files boolean NOT NULL DEFAULT false,
     CHECK ((state IN ('SUCCEEDED', 'FAILED')) = (finished_at IS NOT NULL))
 );
 
@@ -77,13 +81,18 @@ INSERT INTO tms.task_slots (kind, slot)
 
 -- purge_table: record the purge (a worker drops the table right after the
 -- commit) and delete every file in the background.  Returns the job id.
-CREATE FUNCTION tms.purge_table(server name, namespace text, table_name text)
+-- Refused, with nothing recorded or dropped, for a table the purge could
+-- not walk once dropped (its metadata file unreadable or outside the
+-- allowed roots, gc.enabled=false).  Files at or below the location of
+-- another table tms knows are kept unless delete_other_tables_files.
+CREATE FUNCTION tms.purge_table(server name, namespace text, table_name text,
+                                delete_other_tables_files boolean DEFAULT false)
 RETURNS bigint
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_purge_table';
 
-COMMENT ON FUNCTION tms.purge_table(name, text, text) IS
+COMMENT ON FUNCTION tms.purge_table(name, text, text, boolean) IS
     'drop an Iceberg table from its catalog and delete its files asynchronously (the drop follows the commit); returns the job id';
 
 -- drop_table: the synchronous catalog drop (purge => true: the catalog
@@ -110,7 +119,8 @@ CREATE VIEW tms.purge_jobs AS
            CASE WHEN t.picked THEN now() - t.last_heartbeat END AS heartbeat_age,
            CASE WHEN NOT t.picked THEN t.execution_time END AS next_attempt_at,
            j.table_location, j.metadata_location, j.table_uuid,
-           j.held_namespace, j.held_name
+           j.held_namespace, j.held_name,
+           j.kept_example, j.delete_other_tables_files
       FROM tms.iceberg_cleanup_job j
       LEFT JOIN tms.scheduled_tasks t
         ON t.task_name = 'purge' AND t.task_instance = j.id::text;

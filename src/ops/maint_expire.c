@@ -11,7 +11,8 @@
  * history.expire.max-ref-age-ms, else never), each ref's own
  * min-snapshots-to-keep, max-snapshot-age-ms and max-ref-age-ms first;
  * branch and tag heads and the ancestors a branch retains never expire;
- * gc.enabled=false refuses.
+ * gc.enabled=false refuses (the plan, and the deletes after a commit that
+ * landed, should the property have changed meanwhile: the files stay).
  *
  * The commit removes the expired refs and snapshots, with
  * assert-table-uuid and assert-ref-snapshot-id on main (maint.c's commit
@@ -66,7 +67,18 @@ delete_expired_files(MaintRun *run, const IcebergTableMetadata *old_md,
 {
 	IcebergError err;
 	bool		ok;
+	const char *gc = iceberg_metadata_property(kept, ICEBERG_PROP_GC_ENABLED);
 
+	/* gc.enabled may have turned false since the plan: the files stay */
+	if (gc == NULL || pg_strcasecmp(gc, "true") == 0)
+		gc = iceberg_metadata_property(old_md, ICEBERG_PROP_GC_ENABLED);
+	if (gc != NULL && pg_strcasecmp(gc, "true") != 0)
+	{
+		maint_fail_code(run, MAINT_TERMINAL, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+						"cannot delete the files of the expired snapshots of table \"%s.%s\": garbage collection is disabled for it (gc.enabled is \"%s\"); deleting files may corrupt other tables",
+						run->ns, run->table, gc);
+		return;
+	}
 	run->in_callback = true;
 	ok = iceberg_expired_files(&run->fio, old_md, kept, run->conn->server->relative_root,
 							   expired_file, run, &err);

@@ -29,6 +29,10 @@
  * The listing prefix ends with "/", so a neighbour table whose location
  * shares the name's start (".../t" and ".../t2") is never listed.
  *
+ * A table with gc.enabled=false is refused before anything is read, as
+ * Iceberg's DeleteOrphanFiles refuses it: its location may hold files of
+ * other tables.
+ *
  * Memory: the valid set, about 24 bytes per reachable file; the listing
  * streams.
  *
@@ -109,11 +113,22 @@ maint_run_orphan(MaintRun *run)
 	OrphanScan	sc;
 	TimestampTz older;
 	char	   *root;
+	const char *gc;
 	int			rc;
 	volatile int64 valid = 0;
 
 	memset(&sc, 0, sizeof(sc));
 	sc.run = run;
+
+	/* as Iceberg's DeleteOrphanFiles: the files may be another table's */
+	gc = iceberg_metadata_property(run->md, "gc.enabled");
+	if (gc != NULL && pg_strcasecmp(gc, "true") != 0)
+	{
+		maint_fail_code(run, MAINT_TERMINAL, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+						"cannot delete orphan files of table \"%s.%s\": garbage collection is disabled for it (gc.enabled is \"%s\"); deleting files may corrupt other tables",
+						run->ns, run->table, gc);
+		return;
+	}
 	older = run->opt.older_than.set ?
 		maint_time_resolve(&run->opt.older_than, GetCurrentTimestamp()) :
 		maint_ms_to_timestamp(run->now_ms - DEFAULT_ORPHAN_AGE_MS);

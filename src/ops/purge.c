@@ -7,7 +7,8 @@
  *	  deletes are purge_walk.c.
  *
  * tms.purge_table() validates (the table exists, lies strictly below an
- * allowed location, is not being purged already) and records a row of
+ * allowed location, can be walked once dropped: purge_check.c, is not
+ * being purged already) and records a row of
  * tms.iceberg_cleanup_job in phase "drop", the storage credentials the
  * catalog vended, and a task of kind "purge" whose instance is the job id,
  * all in the caller's transaction: a rollback leaves the table and no job.
@@ -21,7 +22,11 @@
  *				read the server's options and the requester's user mapping.
  *	 drop		(phase "drop" only) load the table again: a table replaced
  *				since (another uuid) or moved out of its location fails the
- *				job; otherwise its current metadata location and vended
+ *				job, as does one the walk could not do (purge_check.c: the
+ *				metadata file unreadable or outside the allowed roots, a
+ *				symbolic link on its path, gc.enabled=false), all before
+ *				anything is dropped; otherwise its current metadata
+ *				location and vended
  *				credentials are recorded (step), then the catalog entry is
  *				dropped without purge.  A drop whose outcome is unknown
  *				(timeout, 5xx, a broken connection) is resolved before
@@ -180,6 +185,7 @@ typedef struct Enqueue
 	char	   *storage_json;	/* non-secret storage settings */
 	char	   *vended_json;	/* the vended config, NULL: nothing secret vended */
 	int64		expires_ms;		/* -1: unknown */
+	bool		delete_others;	/* delete_other_tables_files */
 } Enqueue;
 
 /*
@@ -235,9 +241,10 @@ describe_storage(const TmsCatalogConn *conn, const IoLoadedTable *t, Enqueue *e)
 static int64
 insert_job(const Enqueue *e)
 {
-	Oid			types[8] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDOID};
-	Datum		args[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, OIDOID,
+	BOOLOID};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	Oid			ctypes[3] = {INT8OID, TEXTOID, INT8OID};
 	Datum		cargs[3];
 	char		cnulls[3] = {' ', ' ', ' '};
@@ -256,12 +263,14 @@ insert_job(const Enqueue *e)
 	args[5] = CStringGetTextDatum(e->metadata_location);
 	args[6] = CStringGetTextDatum(e->storage_json);
 	args[7] = ObjectIdGetDatum(e->requested_by);
+	args[8] = BoolGetDatum(e->delete_others);
 	rc = SPI_execute_with_args("INSERT INTO tms.iceberg_cleanup_job"
 							   " (server, namespace, table_name, table_uuid, table_location,"
-							   "  metadata_location, storage, requested_by, phase)"
-							   " VALUES ($1::name, $2, $3, $4, $5, $6, $7::jsonb, $8::regrole, 'drop')"
+							   "  metadata_location, storage, requested_by, phase,"
+							   "  delete_other_tables_files)"
+							   " VALUES ($1::name, $2, $3, $4, $5, $6, $7::jsonb, $8::regrole, 'drop', $9)"
 							   " RETURNING id",
-							   8, types, args, nulls, false, 0);
+							   9, types, args, nulls, false, 0);
 	if (rc != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "could not record purge job: %s", SPI_result_code_string(rc));
 	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -290,7 +299,7 @@ insert_job(const Enqueue *e)
 }
 
 int64
-tms_purge_enqueue(const char *server, const char *ns, const char *table)
+tms_purge_enqueue(const char *server, const char *ns, const char *table, bool delete_others)
 {
 	TmsCatalogConn *conn;
 	IoLoadedTable t;
@@ -308,6 +317,7 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table)
 	e.ns = ns;
 	e.table = table;
 	e.requested_by = tms_acting_role();
+	e.delete_others = delete_others;
 
 	/* a check that needs no network: the server allows deleting somewhere */
 	{
@@ -337,6 +347,7 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table)
 	PG_TRY();
 	{
 		IcebergError ierr;
+		PurgeCheck	check;
 
 		CHECK_FOR_INTERRUPTS();
 		if (t.metadata_location == NULL || t.metadata_json == NULL)
@@ -351,6 +362,14 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table)
 		e.location = tms_check_table_location(conn->server, ns, table, md->location, "purge");
 		e.uuid = md->table_uuid ? pstrdup(md->table_uuid) : NULL;
 		e.metadata_location = pstrdup(t.metadata_location);
+		/* nothing is recorded for a table the purge could not walk */
+		if (!purge_check_walkable(conn->server, &conn->creds, t.config, t.nconfig, ns, table,
+								  e.metadata_location, e.location, e.uuid, &check))
+			ereport(ERROR,
+					(errcode(check.sqlerrcode),
+					 errmsg_internal("%s", check.message),
+					 check.detail[0] ? errdetail_internal("%s", check.detail) : 0,
+					 check.hint[0] ? errhint("%s", check.hint) : 0));
 		describe_storage(conn, &t, &e);
 	}
 	PG_FINALLY();
@@ -423,7 +442,7 @@ static const char *job_sql =
 "SELECT j.state, j.server, j.namespace, j.table_name, j.table_uuid,"
 "       j.table_location, j.metadata_location, j.requested_by::oid,"
 "       j.phase, j.attempts, c.job_id IS NOT NULL, c.expires_at,"
-"       j.held_namespace, j.held_name"
+"       j.held_namespace, j.held_name, j.delete_other_tables_files"
 "  FROM tms.iceberg_cleanup_job j"
 "  LEFT JOIN tms.iceberg_cleanup_credentials c ON c.job_id = j.id"
 " WHERE j.id = $1";
@@ -442,7 +461,7 @@ static const char *start_sql =
 "       state = 'RUNNING', started_at = coalesce(started_at, now()),"
 "       heartbeat_at = now(), updated_at = now(),"
 "       files_deleted = 0, bytes_freed = 0, files_skipped = 0, skipped_example = NULL,"
-"       files_kept = 0, files_unreadable = 0, delete_requests = 0"
+"       files_kept = 0, kept_example = NULL, files_unreadable = 0, delete_requests = 0"
 " WHERE id = $1 AND state IN ('PENDING', 'RUNNING') AND" LEASE_HELD
 " RETURNING attempts";
 
@@ -521,6 +540,7 @@ step_begin(void *arg)
 	run->expires_at = isnull ? 0 : DatumGetTimestampTz(d);
 	run->held_ns = SPI_getvalue(tup, desc, 13);
 	run->held_name = SPI_getvalue(tup, desc, 14);
+	run->delete_others = DatumGetBool(SPI_getbinval(tup, desc, 15, &isnull));
 	if (strcmp(run->state, "PENDING") != 0 && strcmp(run->state, "RUNNING") != 0)
 		return;
 	if (run->vended)
@@ -552,9 +572,12 @@ static const char *progress_sql =
 "UPDATE tms.iceberg_cleanup_job"
 "   SET files_deleted = $4, bytes_freed = $5, files_skipped = $6,"
 "       skipped_example = $7, files_kept = $8, files_unreadable = $9,"
-"       delete_requests = $10, phase = coalesce($11, phase),"
+"       delete_requests = $10, phase = coalesce($11, phase), kept_example = $12,"
 "       heartbeat_at = now(), updated_at = now()"
 " WHERE id = $1 AND state = 'RUNNING' AND" LEASE_HELD;
+
+/* $1 .. $12 of progress_sql and finish_sql */
+#define NCOUNTER_ARGS 12
 
 static int
 fill_counter_args(PurgeRun *run, Datum *args, char *nulls, const char *phase)
@@ -576,11 +599,15 @@ fill_counter_args(PurgeRun *run, Datum *args, char *nulls, const char *phase)
 		args[10] = CStringGetTextDatum(phase);
 	else
 		nulls[10] = 'n';
-	return 11;
+	if (run->kept_example)
+		args[11] = CStringGetTextDatum(run->kept_example);
+	else
+		nulls[11] = 'n';
+	return NCOUNTER_ARGS;
 }
 
-static Oid	counter_types[12] = {INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID, INT8OID,
-	TEXTOID, INT8OID, INT8OID, INT8OID, TEXTOID, TEXTOID};
+static Oid	counter_types[NCOUNTER_ARGS] = {INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID,
+	INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID, TEXTOID, TEXTOID};
 
 typedef struct ProgressArg
 {
@@ -592,13 +619,14 @@ static void
 step_progress(void *arg)
 {
 	ProgressArg *p = (ProgressArg *) arg;
-	Datum		args[11];
-	char		nulls[11];
+	Datum		args[NCOUNTER_ARGS];
+	char		nulls[NCOUNTER_ARGS];
 	int			rc;
 
 	memset(nulls, ' ', sizeof(nulls));
 	fill_counter_args(p->run, args, nulls, p->phase);
-	rc = SPI_execute_with_args(progress_sql, 11, counter_types, args, nulls, false, 0);
+	rc = SPI_execute_with_args(progress_sql, NCOUNTER_ARGS, counter_types, args, nulls,
+							   false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "could not record purge progress: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -621,20 +649,20 @@ purge_write_progress(PurgeRun *run, const char *phase, bool force)
 }
 
 /*
- * The end of a run.  $12: the error (NULL: SUCCEEDED); $13: terminal;
- * $14: max attempts; $15: retention (s).  Returns the new state.
+ * The end of a run.  $13: the error (NULL: SUCCEEDED); $14: terminal;
+ * $15: max attempts; $16: retention (s).  Returns the new state.
  */
 static const char *finish_sql =
 "UPDATE tms.iceberg_cleanup_job"
 "   SET files_deleted = $4, bytes_freed = $5, files_skipped = $6,"
 "       skipped_example = $7, files_kept = $8, files_unreadable = $9,"
-"       delete_requests = $10, phase = coalesce($11, phase),"
-"       attempts = attempts + CASE WHEN $12 IS NULL THEN 0 ELSE 1 END,"
-"       last_error = $12,"
-"       state = CASE WHEN $12 IS NULL THEN 'SUCCEEDED'"
-"                    WHEN $13 OR attempts + 1 >= $14 THEN 'FAILED'"
+"       delete_requests = $10, phase = coalesce($11, phase), kept_example = $12,"
+"       attempts = attempts + CASE WHEN $13 IS NULL THEN 0 ELSE 1 END,"
+"       last_error = $13,"
+"       state = CASE WHEN $13 IS NULL THEN 'SUCCEEDED'"
+"                    WHEN $14 OR attempts + 1 >= $15 THEN 'FAILED'"
 "                    ELSE 'PENDING' END,"
-"       finished_at = CASE WHEN $12 IS NULL OR $13 OR attempts + 1 >= $14"
+"       finished_at = CASE WHEN $13 IS NULL OR $14 OR attempts + 1 >= $15"
 "                          THEN now() END,"
 "       heartbeat_at = now(), updated_at = now()"
 " WHERE id = $1 AND state = 'RUNNING' AND" LEASE_HELD
@@ -672,27 +700,27 @@ static void
 step_finish(void *arg)
 {
 	FinishArg  *f = (FinishArg *) arg;
-	Oid			types[15];
-	Datum		args[15];
-	char		nulls[15];
+	Oid			types[NCOUNTER_ARGS + 4];
+	Datum		args[NCOUNTER_ARGS + 4];
+	char		nulls[NCOUNTER_ARGS + 4];
 	bool		isnull;
 	int			rc;
 
 	memset(nulls, ' ', sizeof(nulls));
-	memcpy(types, counter_types, sizeof(Oid) * 11);
-	types[11] = TEXTOID;
-	types[12] = BOOLOID;
-	types[13] = INT4OID;
-	types[14] = INT4OID;
+	memcpy(types, counter_types, sizeof(counter_types));
+	types[NCOUNTER_ARGS] = TEXTOID;
+	types[NCOUNTER_ARGS + 1] = BOOLOID;
+	types[NCOUNTER_ARGS + 2] = INT4OID;
+	types[NCOUNTER_ARGS + 3] = INT4OID;
 	fill_counter_args(f->run, args, nulls, NULL);
 	if (f->error)
-		args[11] = CStringGetTextDatum(f->error);
+		args[NCOUNTER_ARGS] = CStringGetTextDatum(f->error);
 	else
-		nulls[11] = 'n';
-	args[12] = BoolGetDatum(f->terminal);
-	args[13] = Int32GetDatum(tms_purge_max_attempts);
-	args[14] = Int32GetDatum(tms_purge_retention_s);
-	rc = SPI_execute_with_args(finish_sql, 14, types, args, nulls, false, 0);
+		nulls[NCOUNTER_ARGS] = 'n';
+	args[NCOUNTER_ARGS + 1] = BoolGetDatum(f->terminal);
+	args[NCOUNTER_ARGS + 2] = Int32GetDatum(tms_purge_max_attempts);
+	args[NCOUNTER_ARGS + 3] = Int32GetDatum(tms_purge_retention_s);
+	rc = SPI_execute_with_args(finish_sql, NCOUNTER_ARGS + 3, types, args, nulls, false, 0);
 	MemoryContextSwitchTo(f->run->cxt);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not record the end of a purge attempt: %s",
@@ -713,8 +741,8 @@ step_finish(void *arg)
 		elog(ERROR, "could not delete purge credentials: %s", SPI_result_code_string(rc));
 	rc = SPI_execute_with_args("DELETE FROM tms.iceberg_cleanup_job"
 							   " WHERE state IN ('SUCCEEDED', 'FAILED')"
-							   "   AND finished_at < now() - make_interval(secs => $15)",
-							   15, types, args, nulls, false, 0);
+							   "   AND finished_at < now() - make_interval(secs => $16)",
+							   NCOUNTER_ARGS + 4, types, args, nulls, false, 0);
 	if (rc != SPI_OK_DELETE)
 		elog(ERROR, "could not prune purge jobs: %s", SPI_result_code_string(rc));
 }
@@ -865,6 +893,7 @@ check_loaded(PurgeRun *run, IoLoadedTable *t, DropRecord *dr)
 	PG_TRY();
 	{
 		IcebergError ierr;
+		PurgeCheck	check;
 		char	   *c = NULL;
 
 		if (t->metadata_location == NULL || t->metadata_json == NULL ||
@@ -889,6 +918,16 @@ check_loaded(PurgeRun *run, IoLoadedTable *t, DropRecord *dr)
 			purge_run_fail(run, RUN_TERMINAL,
 						   "the location of table \"%s.%s\" changed since tms.purge_table (now \"%s\"); it was not dropped",
 						   run->ns, run->table, md->location ? md->location : "");
+			ok = false;
+		}
+		else if (!purge_check_walkable(run->server, &run->creds, t->config, t->nconfig,
+									   run->ns, run->table, t->metadata_location,
+									   run->location, md->table_uuid, &check))
+		{
+			/* what the catalog answers now could not be walked: no drop */
+			purge_run_fail_code(run, check.transient ? RUN_TRANSIENT : RUN_TERMINAL,
+								check.sqlerrcode, "%s; it was not dropped: %s",
+								check.message, check.detail);
 			ok = false;
 		}
 		if (ok)

@@ -28,8 +28,12 @@ extern int	tms_purge_batch_pause_ms;
 /*
  * Record the purge of server.ns.table for the acting role and return the
  * job id; raises (recording nothing) when the table does not exist, lies
- * outside the server's allowed_locations, or is being purged already.
+ * outside the server's allowed_locations, could not be walked once
+ * dropped (purge_check.c), or is being purged already.  delete_others:
+ * also delete files that lie under the location of another table tms
+ * knows on the server (kept by default).
  */
-extern int64 tms_purge_enqueue(const char *server, const char *ns, const char *table);
+extern int64 tms_purge_enqueue(const char *server, const char *ns, const char *table,
+							   bool delete_others);
 
 #endif							/* TMS_OPS_PURGE_H */

@@ -2,8 +2,9 @@
  *
  * purge_int.h
  *	  What the files of the purge area share (purge.c: the task's steps
- *	  and the catalog drop; purge_walk.c: the walk and the deletes); not an
- *	  interface for anyone else.
+ *	  and the catalog drop; purge_check.c: the check before a drop;
+ *	  purge_walk.c: the walk and the deletes); not an interface for anyone
+ *	  else.
  *
  *-------------------------------------------------------------------------
  */
@@ -68,6 +69,7 @@ typedef struct PurgeRun
 	int			nvended;
 	IoKeyValue *vended_kv;
 	TimestampTz expires_at;		/* 0: unknown */
+	bool		delete_others;	/* delete_other_tables_files */
 
 	/* the server and the requester's user mapping (malloc'd) */
 	TmsServer  *server;
@@ -86,6 +88,9 @@ typedef struct PurgeRun
 	IcebergManifestReader *mr;
 	bool		gc_enabled;
 	HTAB	   *seen;			/* manifest path hashes */
+	char	  **others;			/* canonical locations of the other tables
+								 * tms knows at or below the location */
+	int			nothers;
 
 	PurgeQueue	q[NQUEUES];
 
@@ -94,6 +99,7 @@ typedef struct PurgeRun
 	int64		bytes;
 	int64		skipped;
 	int64		kept;
+	char	   *kept_example;
 	int64		unreadable;
 	int64		requests;
 	char	   *skipped_example;
@@ -104,6 +110,24 @@ typedef struct PurgeRun
 	char		error[2048];
 	int			sqlerrcode;		/* of the failure; 0: not known */
 } PurgeRun;
+
+/* Why a purge may not drop a table (purge_check.c). */
+typedef struct PurgeCheck
+{
+	int			sqlerrcode;
+	bool		transient;		/* a read that may work later */
+	char		message[1024];
+	char		detail[2048];
+	char		hint[512];
+} PurgeCheck;
+
+/* purge_check.c */
+extern bool purge_config_has_secret(const IoKeyValue *config, size_t n);
+extern bool purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
+								 const IoKeyValue *vended, size_t n,
+								 const char *ns, const char *table,
+								 const char *metadata_location, const char *location,
+								 const char *uuid, PurgeCheck *out);
 
 /* purge.c */
 extern void purge_run_fail(PurgeRun *run, RunResult kind, const char *fmt,...) pg_attribute_printf(3, 4);

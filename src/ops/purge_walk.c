@@ -31,10 +31,14 @@
  * below one of the server's allowed_locations (read again at every run);
  * anything else is counted in files_skipped, with one example.  Local
  * files are also confined by the io layer itself, which never follows a
- * symbolic link below an allowed root.  With gc.enabled=false in the
- * table's properties, data and delete files are kept (another table may
- * share them), as Iceberg's own purge does.  Deleting a file again is
- * harmless: not-found counts as deleted.
+ * symbolic link below an allowed root.  A file at or below the location of
+ * another table of the server that tms knows (tms.tables; step
+ * known_tables) may be that table's: it is kept and counted in files_kept,
+ * with one example, unless the job says delete_other_tables_files.
+ * tms.purge_table refuses a table with gc.enabled=false (purge_check.c);
+ * should the metadata file say so anyway, data and delete files are kept
+ * (another table may share them).  Deleting a file again is harmless:
+ * not-found counts as deleted.
  *
  * Everything the plain-C layers return is malloc'd and freed in a
  * PG_FINALLY, so an interrupt or an error leaks nothing.
@@ -46,10 +50,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog/pg_type.h"
 #include "common/hashfn.h"
+#include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
+#include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 
@@ -251,6 +258,19 @@ flush_upto(PurgeRun *run, int level)
 }
 
 /*
+ * Is canonical path at or below the location of another table tms knows
+ * (see known_tables)?  Then it may be that table's file.
+ */
+static const char *
+other_table_at(PurgeRun *run, const char *c)
+{
+	for (int i = 0; i < run->nothers; i++)
+		if (io_location_under(c, run->others[i]))
+			return run->others[i];
+	return NULL;
+}
+
+/*
  * Queue path for deletion at level, if it may be deleted; a full queue is
  * flushed with the ones below it.  false stops the run.
  */
@@ -259,6 +279,7 @@ queue_file(PurgeRun *run, int level, const char *path, int64 size)
 {
 	PurgeQueue *q = &run->q[level];
 	char	   *c;
+	const char *other;
 	bool		ok = false;
 	MemoryContext old;
 
@@ -280,6 +301,17 @@ queue_file(PurgeRun *run, int level, const char *path, int64 size)
 											 !io_location_under(c, run->location)
 											 ? "not below the table location"
 											 : "not below the allowed_locations"));
+		return true;
+	}
+	if (!run->delete_others && (other = other_table_at(run, c)) != NULL)
+	{
+		MemoryContextSwitchTo(old);
+		run->kept++;
+		if (run->kept_example == NULL)
+			run->kept_example =
+				MemoryContextStrdup(run->cxt,
+									psprintf("%s (under \"%s\", the location of another table of the server)",
+											 path, other));
 		return true;
 	}
 	if (q->uris == NULL)
@@ -397,6 +429,76 @@ walk_snapshot(PurgeRun *run, const IcebergSnapshot *s)
 	return queue_file(run, Q_LISTS, s->manifest_list, -1);
 }
 
+/* Strip trailing slashes (but keep a lone "/"), in place. */
+static char *
+trim_slashes(char *s)
+{
+	size_t		n = strlen(s);
+
+	while (n > 1 && s[n - 1] == '/')
+		s[--n] = '\0';
+	return s;
+}
+
+/*
+ * Step: the locations of the other tables of the server that tms knows
+ * (tms.tables, not dropped; neither this table nor its held entry) which
+ * lie at or below this table's location.  A table's location is read off
+ * the metadata location tms recorded for it: the directory holding its
+ * metadata/ directory (Iceberg's layout:
+ * https://iceberg.apache.org/spec/#file-system-operations), else, for a
+ * table with write.metadata.path, the metadata file's directory.
+ */
+static void
+step_known_tables(void *arg)
+{
+	PurgeRun   *run = arg;
+	Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	char	   *loc;
+	int			rc;
+
+	args[0] = CStringGetTextDatum(run->server_name);
+	args[1] = CStringGetTextDatum(run->ns);
+	args[2] = CStringGetTextDatum(run->table);
+	if (run->held_name)
+	{
+		args[3] = CStringGetTextDatum(run->held_ns);
+		args[4] = CStringGetTextDatum(run->held_name);
+	}
+	else
+		nulls[3] = nulls[4] = 'n';
+	rc = SPI_execute_with_args("SELECT metadata_location FROM tms.tables"
+							   " WHERE server = $1::name AND dropped_at IS NULL"
+							   "   AND metadata_location IS NOT NULL"
+							   "   AND (namespace, table_name) <> ($2, $3)"
+							   "   AND (namespace, table_name) IS DISTINCT FROM ($4, $5)",
+							   5, types, args, nulls, true, 0);
+	MemoryContextSwitchTo(run->cxt);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read the tables tms knows: %s", SPI_result_code_string(rc));
+	loc = trim_slashes(pstrdup(run->location));
+	run->nothers = 0;
+	run->others = palloc(sizeof(char *) * (SPI_processed + 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		char	   *ml = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		char	   *c = tms_location_canonical(run->server, ml, NULL);
+		char	   *slash;
+
+		if (c == NULL || (slash = strrchr(c, '/')) == NULL || slash == c)
+			continue;
+		*slash = '\0';
+		slash = strrchr(c, '/');
+		if (slash != NULL && slash != c && strcmp(slash, "/metadata") == 0)
+			*slash = '\0';
+		trim_slashes(c);
+		if (strcmp(c, loc) == 0 || io_location_under(c, loc))
+			run->others[run->nothers++] = c;
+	}
+}
+
 /* Build the storage and the FileIO of the run. */
 static bool
 open_storage(PurgeRun *run)
@@ -435,6 +537,7 @@ run_walk(PurgeRun *run)
 
 	if (!open_storage(run))
 		return;
+	sched_owner_step(step_known_tables, run);
 	if (!iceberg_metadata_read(&run->fio, run->metadata_location, &run->md, &err))
 	{
 		run->md = NULL;

@@ -20,8 +20,9 @@ PG_FUNCTION_INFO_V1(tms_purge_table);
 PG_FUNCTION_INFO_V1(tms_drop_table);
 
 /*
- * tms.purge_table(server, namespace, table_name) -> job id.  Records the
- * job in the caller's transaction; a worker drops the table after commit.
+ * tms.purge_table(server, namespace, table_name, delete_other_tables_files)
+ * -> job id.  Records the job in the caller's transaction; a worker drops
+ * the table after commit.
  */
 Datum
 tms_purge_table(PG_FUNCTION_ARGS)
@@ -29,8 +30,9 @@ tms_purge_table(PG_FUNCTION_ARGS)
 	char	   *server = tms_arg_name(fcinfo, 0, "server name");
 	char	   *ns = tms_arg_text(fcinfo, 1, "namespace");
 	char	   *table = tms_arg_text(fcinfo, 2, "table name");
+	bool		delete_others = PG_ARGISNULL(3) ? false : PG_GETARG_BOOL(3);
 
-	PG_RETURN_INT64(tms_purge_enqueue(server, ns, table));
+	PG_RETURN_INT64(tms_purge_enqueue(server, ns, table, delete_others));
 }
 
 /*

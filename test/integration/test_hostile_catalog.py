@@ -15,6 +15,12 @@ before the fix did (these tests fail on it).
                   within bounded memory
   timestamps      out-of-range snapshot timestamps are malformed metadata
   406, config     a refusing catalog; credential-shaped config hidden
+  purge safety    purge_table and the job's drop refuse a table the walk
+                  could not do (metadata-location file:///etc/passwd or
+                  outside the roots, a table directory that is a symlink,
+                  gc.enabled=false) before anything is dropped; the files
+                  of a nested table tms knows are kept unless
+                  delete_other_tables_files
 
 The review's transaction faults (a rolled-back purge_table, a drop whose
 answer comes too late, a drop that failed, run_task through psql) are in
@@ -854,3 +860,206 @@ def test_catalog_config_hides_credentials(env):
               "gcs.oauth2.token", "fs.gs.auth.service.account.private.key.id", "sas.url"):
         assert k not in rows, rows
     assert not any("SEKRIT" in v for v in rows.values()), rows
+
+
+# ---------------------------------------------------------------------------
+# 8. a purge drops only what it can walk, and keeps other tables' files
+# ---------------------------------------------------------------------------
+
+def hostile_answer(env, ns, name, metadata_location):
+    """The catalog's own loadTable answer with another metadata-location."""
+    body = env["catalog"].load_table(ns, name)
+    body["metadata-location"] = metadata_location
+    return json.dumps(body)
+
+
+def table_methods(env, ns, name):
+    return [r["method"] for r in
+            env["catalog"].requests(r"/namespaces/%s/tables/%s$" % (ns, name))["requests"]]
+
+
+def assert_not_dropped(env, ns, name, files):
+    assert "DELETE" not in table_methods(env, ns, name)
+    assert env["catalog"].raw("GET", table_uri(env, ns, name))[0] == 200
+    assert all(os.path.exists(local(f)) for f in files)
+
+
+def plain_table(env, ns, *args):
+    fr = env["file_root"]
+    out = synth("--out", os.path.join(fr, "wh", "%s_%s" % (ns, uuid.uuid4().hex[:8])),
+                "--data-files", "2", "--single-metadata", *args)
+    give_to_server(fr)
+    return out, register(env, ns, out["metadata_location"])
+
+
+def test_purge_refuses_a_metadata_location_outside_the_roots(env):
+    """A catalog answers the load with "metadata-location":
+    "file:///etc/passwd" (uuid and location those of the real table): the
+    old purge_table recorded the job, the job dropped the table from the
+    catalog, then failed to read /etc/passwd on every attempt, and the
+    table's files stayed for good.  Now purge_table refuses it (42501,
+    naming the location): no job, no DELETE, the table and its files
+    untouched."""
+    out, name = plain_table(env, "etc")
+    srv = make_server(env, allowed_locations="file://%s/wh/" % env["file_root"])
+    cat = env["catalog"]
+    cat.fault(r"/namespaces/etc/tables/%s$" % name, status=200, method="GET", count=100,
+              body=hostile_answer(env, "etc", name, "file:///etc/passwd"))
+    cat.reset_requests()
+    try:
+        e = error(env, "SELECT tms.purge_table(%s, 'etc', %s)", (srv, name))
+    finally:
+        cat.clear_faults()
+    assert e.pgcode == psycopg2.errorcodes.INSUFFICIENT_PRIVILEGE, error_text(e)
+    assert "metadata file is not below the allowed_locations" in e.diag.message_primary
+    assert "file:///etc/passwd" in e.diag.message_detail
+    assert job_rows(env, name) == []
+    assert_not_dropped(env, "etc", name, out["files"])
+
+
+def test_purge_job_checks_again_before_its_drop(env):
+    """The same answer arriving only after tms.purge_table (the catalog
+    changed between the call and the job's drop): the old job dropped the
+    table, then failed its attempts.  Now the job refuses before the drop:
+    FAILED at once (the failure is terminal), saying it was not dropped; no
+    DELETE reached the catalog and every file is there."""
+    out, name = plain_table(env, "etc")
+    srv = make_server(env, allowed_locations="file://%s/wh/" % env["file_root"])
+    cat = env["catalog"]
+    hostile = hostile_answer(env, "etc", name, "file:///etc/passwd")
+    conn = env["pg"].connect(autocommit=False)
+    try:
+        job = q(env, "SELECT tms.purge_table(%s, 'etc', %s)", (srv, name), conn=conn)[0][0]
+        cat.reset_requests()
+        cat.fault(r"/namespaces/etc/tables/%s$" % name, status=200, method="GET", count=1000,
+                  body=hostile)
+        conn.commit()
+        state, attempts, last_error, deleted, skipped, example = wait_job(env, job, ("FAILED",))
+    finally:
+        conn.close()
+        cat.clear_faults()
+    assert attempts == 1, (attempts, last_error)
+    assert "it was not dropped" in last_error and "allowed_locations" in last_error, last_error
+    assert deleted == 0
+    assert q(env, "SELECT dropped_at FROM tms.purge_jobs WHERE id = %s", (job,)) == [(None,)]
+    assert_not_dropped(env, "etc", name, out["files"])
+
+
+def test_purge_refuses_a_table_directory_that_is_a_symlink(env):
+    """A table whose directory below the allowed root is a symbolic link to
+    a directory outside it: the old purge dropped the table, then every
+    read went through the link and was refused, so the job failed and the
+    table was gone from the catalog with its files left.  Now purge_table
+    reads the metadata file the way the walk would (never through a link)
+    and refuses: 42501 naming the link, no job, nothing dropped."""
+    fr = env["file_root"]
+    elsewhere = tempfile.mkdtemp(prefix="tms-elsewhere-", dir=env["root"])
+    target = os.path.join(elsewhere, "tbl")
+    os.makedirs(target)
+    link = os.path.join(fr, "wh", "symdir_%s" % uuid.uuid4().hex[:8])
+    os.symlink(target, link)
+    out = synth("--out", link, "--data-files", "2", "--single-metadata")
+    give_to_server(elsewhere)
+    give_to_server(fr)
+    name = register(env, "symdir", out["metadata_location"])
+    srv = make_server(env, allowed_locations="file://%s/wh/" % fr)
+    env["catalog"].reset_requests()
+    e = error(env, "SELECT tms.purge_table(%s, 'symdir', %s)", (srv, name))
+    assert e.pgcode == psycopg2.errorcodes.INSUFFICIENT_PRIVILEGE, error_text(e)
+    assert "metadata file cannot be read" in e.diag.message_primary
+    assert "symbolic link" in e.diag.message_detail, e.diag.message_detail
+    assert job_rows(env, name) == []
+    assert_not_dropped(env, "symdir", name, out["files"])
+
+
+def test_purge_refuses_metadata_outside_the_roots_of_a_real_table(env):
+    """A legitimate table whose metadata file lies outside the allowed
+    locations (another directory, as another bucket would be): the old
+    purge dropped it and then could not read its metadata.  Now it is
+    refused before anything happens (42501)."""
+    fr = env["file_root"]
+    out = synth("--out", os.path.join(fr, "wh", "meta_%s" % uuid.uuid4().hex[:8]),
+                "--data-files", "2", "--single-metadata")
+    other = os.path.join(fr, "other_%s" % uuid.uuid4().hex[:8])
+    os.makedirs(other)
+    moved = os.path.join(other, os.path.basename(local(out["metadata_location"])))
+    shutil.copy(local(out["metadata_location"]), moved)
+    give_to_server(fr)
+    name = register(env, "metaout", "file://" + moved)
+    srv = make_server(env, allowed_locations="file://%s/wh/" % fr)
+    env["catalog"].reset_requests()
+    e = error(env, "SELECT tms.purge_table(%s, 'metaout', %s)", (srv, name))
+    assert e.pgcode == psycopg2.errorcodes.INSUFFICIENT_PRIVILEGE, error_text(e)
+    assert moved in e.diag.message_detail
+    assert job_rows(env, name) == []
+    assert_not_dropped(env, "metaout", name, out["files"] + ["file://" + moved])
+
+
+def test_purge_refuses_a_table_with_gc_disabled(env):
+    """gc.enabled=false: the table's files may be another table's, and
+    Iceberg's purge refuses it.  The old purge dropped the table and
+    deleted its metadata (keeping data files with nothing pointing at
+    them).  Now purge_table refuses (55000, naming the property)."""
+    out, name = plain_table(env, "nogc", "--property", "gc.enabled=false")
+    srv = make_server(env, allowed_locations="file://%s/wh/" % env["file_root"])
+    env["catalog"].reset_requests()
+    e = error(env, "SELECT tms.purge_table(%s, 'nogc', %s)", (srv, name))
+    assert e.pgcode == psycopg2.errorcodes.OBJECT_NOT_IN_PREREQUISITE_STATE, error_text(e)
+    assert "gc.enabled" in e.diag.message_detail
+    assert "tms.drop_table" in e.diag.message_hint
+    assert job_rows(env, name) == []
+    assert_not_dropped(env, "nogc", name, out["files"])
+
+
+def nested_tables(env, ns):
+    """Table A at root/a and table B at root/a/b, one of A's manifest
+    entries naming a data file of B; both registered, B known to tms."""
+    fr = env["file_root"]
+    root = os.path.join(fr, "wh", "nest_%s" % uuid.uuid4().hex[:8], "a")
+    out_b = synth("--out", os.path.join(root, "b"), "--data-files", "3", "--single-metadata")
+    out_a = synth("--out", root, "--data-files", "3", "--single-metadata")
+    b_data = [f for f in out_b["files"] if f.endswith("-data-placeholder.parquet")][0]
+    replaced = rewrite_data_paths(out_a["metadata_location"], [b_data])
+    give_to_server(fr)
+    a = register(env, ns, out_a["metadata_location"])
+    b = register(env, ns, out_b["metadata_location"])
+    srv = make_server(env, allowed_locations="file://%s/wh/" % fr)
+    q(env, "SELECT tms.observe_table(%s, %s, %s, NULL, %s, NULL)",
+      (srv, ns, b, out_b["metadata_location"]))
+    a_own = [f for f in out_a["files"] if f not in replaced and
+             not f.startswith("file://%s/b/" % root)]
+    return srv, a, out_a, out_b, b_data, a_own
+
+
+def kept(env, job):
+    return q(env, "SELECT files_kept, kept_example, delete_other_tables_files"
+             " FROM tms.purge_jobs WHERE id = %s", (job,))[0]
+
+
+def test_purge_keeps_the_files_of_a_nested_table_tms_knows(env):
+    """Table B lies inside table A's directory and A's manifest names one
+    of B's data files: the old purge of A deleted it (it lies below A's
+    location and the root).  Now the file is kept, counted in files_kept
+    and shown in kept_example; A's own files are deleted and B is whole."""
+    srv, a, out_a, out_b, b_data, a_own = nested_tables(env, "nest")
+    job = q(env, "SELECT tms.purge_table(%s, 'nest', %s)", (srv, a))[0][0]
+    row = wait_job(env, job)
+    assert os.path.exists(local(b_data)), "deleted the nested table's file"
+    assert all(os.path.exists(local(f)) for f in out_b["files"])
+    files_kept, example, delete_others = kept(env, job)
+    assert files_kept == 1 and local(b_data) in example and "another table" in example, example
+    assert delete_others is False
+    assert not [f for f in a_own if os.path.exists(local(f))], row
+
+
+def test_purge_deletes_other_tables_files_when_asked(env):
+    """delete_other_tables_files => true: the file of the nested table that
+    A's manifest names is deleted with A's (what the call asked for)."""
+    srv, a, out_a, out_b, b_data, a_own = nested_tables(env, "nest2")
+    job = q(env, "SELECT tms.purge_table(%s, 'nest2', %s, delete_other_tables_files => true)",
+            (srv, a))[0][0]
+    wait_job(env, job)
+    files_kept, example, delete_others = kept(env, job)
+    assert delete_others is True and files_kept == 0 and example is None
+    assert not os.path.exists(local(b_data))
+    assert not [f for f in a_own if os.path.exists(local(f))]

@@ -18,7 +18,8 @@ storage) and the table is read again afterwards by icebird:
   - orphan cleanup deletes exactly the unreachable files older than the
     cutoff: planted old orphans go, young ones stay, so do a prefix
     neighbour's files (.../t2 next to .../t), version-hint.text, statistics
-    and every metadata file, also when everything is old;
+    and every metadata file, also when everything is old; it refuses a
+    table with gc.enabled=false;
   - manifest rewrite turns 1,000 small manifests into a few with identical
     live entries (sequence numbers included); a concurrent writer (the
     catalog's interpose fault) makes the first commit fail with 409, the
@@ -604,6 +605,24 @@ def test_orphan_cleanup_absolute_older_than_needs_force(env, where):
     row = wait_job(env, run(env, "ops", name, "orphan-cleanup", dict(options, force=True)))
     assert set(listing) - set(ow.list_location(st, loc)) == expected
     assert st.exists(fresh) and row["files_deleted"] == 2
+
+
+def test_orphan_cleanup_refused_when_gc_disabled(env):
+    """gc.enabled=false: the location may hold files of other tables, and
+    Iceberg's DeleteOrphanFiles refuses such a table.  The old cleanup
+    deleted an old unreachable file below it; now the job fails naming the
+    property (55000) and deletes nothing."""
+    st, s3 = env["st"], env["s3"]
+    loc, name, res = new_table(env, "file", "--data-files", "3",
+                               "--property", "gc.enabled=false")
+    old = time.time() - 10 * DAY
+    ow.age_tree(st, loc, old, s3)
+    stray = ow.plant(st, loc + "/data/other-table-file.parquet", mtime=old, s3server=s3)
+    listing = ow.list_location(st, loc)
+    row = wait_job(env, run(env, "ops", name, "orphan-cleanup"), ("failed",))
+    assert "gc.enabled" in row["last_error"], row
+    assert (row["files_deleted"] or 0) == 0
+    assert st.exists(stray) and ow.list_location(st, loc) == listing
 
 
 def test_orphan_cleanup_location_option(env):

@@ -1,0 +1,174 @@
+/*-------------------------------------------------------------------------
+ *
+ * purge_check.c
+ *	  Before a purge drops a table from its catalog: prove that the purge
+ *	  can walk it afterwards.
+ *
+ * Once the catalog entry is gone, the metadata file is the only way to
+ * the table's files; a purge that cannot read it leaves them behind for
+ * good.  So tms.purge_table (in the caller's session) and the job's drop
+ * step (with the table as the catalog answers then) both check, before
+ * anything is dropped, that
+ *
+ *	- the metadata location resolves and lies strictly below one of the
+ *	  server's allowed_locations (the walk reads and deletes nowhere else);
+ *	- the metadata file can be read through the storage the walk will use
+ *	  (the user mapping's keys, the catalog's vended credentials): for
+ *	  local files the io layer walks from the allowed root with O_NOFOLLOW,
+ *	  so a symbolic link anywhere on the path (a table directory that is a
+ *	  link out of the root included) fails the read;
+ *	- the file describes the table the catalog described: same uuid, same
+ *	  location (a catalog cannot point the purge at another table's file);
+ *	- its property gc.enabled is not false: the table's files may belong to
+ *	  other tables, and Iceberg's purge (Spark's purgeTable,
+ *	  https://iceberg.apache.org/docs/latest/configuration/#table-behavior-properties)
+ *	  refuses such a table too.
+ *
+ * The check returns its verdict as a value (SQLSTATE, message, detail,
+ * hint); the caller raises it or records it as the job's failure.  The
+ * storage and the metadata read are freed whatever happens.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <string.h>
+
+#include "utils/builtins.h"
+
+#include "bridge/catalog.h"
+#include "bridge/errors.h"
+#include "io/secrets.h"
+#include "ops/purge_int.h"
+
+/* Fill *out with a refusal; returns false. */
+static bool
+refuse(PurgeCheck *out, int sqlerrcode, bool transient, const char *message,
+	   const char *detail, const char *hint)
+{
+	out->sqlerrcode = sqlerrcode;
+	out->transient = transient;
+	strlcpy(out->message, message, sizeof(out->message));
+	strlcpy(out->detail, detail ? detail : "", sizeof(out->detail));
+	strlcpy(out->hint, hint ? hint : "", sizeof(out->hint));
+	return false;
+}
+
+/* Does a catalog's vended config hold a credential (the walk uses it then)? */
+bool
+purge_config_has_secret(const IoKeyValue *config, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (io_secret_key(config[i].key, strlen(config[i].key)))
+			return true;
+	return false;
+}
+
+/*
+ * The check of the file header for table ns.table of server s, as the
+ * catalog describes it: its metadata_location, its canonical location and
+ * uuid (NULL: none).  creds and the vended config (n pairs; only used when
+ * it holds a credential, as the walk does) open the storage.  true when the
+ * purge can walk it; else false with *out.
+ */
+bool
+purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
+					 const IoKeyValue *vended, size_t n,
+					 const char *ns, const char *table,
+					 const char *metadata_location, const char *location,
+					 const char *uuid, PurgeCheck *out)
+{
+	IoStorage  *volatile storage = NULL;
+	IcebergTableMetadata *volatile md = NULL;
+	volatile bool ok = true;
+	char	   *why = NULL;
+	char	   *c;
+
+	memset(out, 0, sizeof(*out));
+	c = tms_location_canonical(s, metadata_location, &why);
+	if (c == NULL)
+		return refuse(out, ERRCODE_INVALID_PARAMETER_VALUE, false,
+					  psprintf("cannot purge table \"%s.%s\": its metadata location cannot be resolved",
+							   ns, table),
+					  psprintf("The catalog gives the metadata location \"%s\": %s.",
+							   metadata_location, why),
+					  "A relative location needs the server option relative_path_root.");
+	if (!tms_location_allowed(s, c))
+		return refuse(out, ERRCODE_INSUFFICIENT_PRIVILEGE, false,
+					  psprintf("cannot purge table \"%s.%s\": its metadata file is not below the allowed_locations of server \"%s\"",
+							   ns, table, s->name),
+					  psprintf("The catalog gives the metadata location \"%s\"; a purge reads and deletes files only strictly below an allowed location, and without its metadata file it cannot find the table's files.",
+							   metadata_location),
+					  "Add a storage root above it to the server option allowed_locations, or drop the table with tms.drop_table().");
+
+	PG_TRY();
+	{
+		IoError		err;
+		IcebergError ierr;
+		TmsTableFileIO tio;
+		IcebergFileIO fio;
+		const char *gc;
+		char	   *fl;
+
+		storage = tms_storage_open(s, creds, purge_config_has_secret(vended, n) ? vended : NULL,
+								   purge_config_has_secret(vended, n) ? n : 0, &err);
+		if (storage == NULL)
+			ok = refuse(out, tms_io_sqlstate(err.code), false,
+						psprintf("cannot purge table \"%s.%s\": its storage cannot be set up",
+								 ns, table),
+						tms_io_error_text(&err), NULL);
+		else
+		{
+			tms_table_fileio(&tio, s, storage, &fio);
+			if (!iceberg_metadata_read(&fio, metadata_location,
+									   (IcebergTableMetadata **) &md, &ierr))
+			{
+				bool		transient = ierr.code == ICEBERG_ERR_IO &&
+					ierr.io_code != IO_ERR_FORBIDDEN && ierr.io_code != IO_ERR_NOT_FOUND &&
+					ierr.io_code != IO_ERR_UNAUTHORIZED &&
+					ierr.io_code != IO_ERR_INVALID_ARGUMENT;
+
+				md = NULL;
+				ok = refuse(out, tms_iceberg_sqlstate(&ierr), transient,
+							psprintf("cannot purge table \"%s.%s\": its metadata file cannot be read",
+									 ns, table),
+							psprintf("Reading \"%s\": %s.", metadata_location,
+									 tms_iceberg_error_text(&ierr)),
+							"A purge finds the table's files through its metadata file; a table it cannot read is not dropped.");
+			}
+			else if (uuid != NULL && md->table_uuid != NULL &&
+					 strcmp(uuid, md->table_uuid) != 0)
+				ok = refuse(out, ERRCODE_DATA_EXCEPTION, false,
+							psprintf("cannot purge table \"%s.%s\": its metadata file describes another table",
+									 ns, table),
+							psprintf("The metadata file \"%s\" has table uuid %s, the catalog's metadata %s.",
+									 metadata_location, md->table_uuid, uuid),
+							NULL);
+			else if ((fl = tms_location_canonical(s, md->location, NULL)) == NULL ||
+					 strcmp(fl, location) != 0)
+				ok = refuse(out, ERRCODE_DATA_EXCEPTION, false,
+							psprintf("cannot purge table \"%s.%s\": its metadata file describes another table",
+									 ns, table),
+							psprintf("The metadata file \"%s\" has the location \"%s\", the catalog's metadata \"%s\".",
+									 metadata_location, md->location ? md->location : "",
+									 location),
+							NULL);
+			else if ((gc = iceberg_metadata_property(md, "gc.enabled")) != NULL &&
+					 pg_strcasecmp(gc, "true") != 0)
+				ok = refuse(out, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, false,
+							psprintf("cannot purge table \"%s.%s\": garbage collection is disabled for it",
+									 ns, table),
+							psprintf("The table property gc.enabled is \"%s\": its files may belong to other tables, and deleting them may corrupt those.",
+									 gc),
+							"Drop it without deleting files with tms.drop_table(), or set gc.enabled to true if its files are its own.");
+		}
+	}
+	PG_FINALLY();
+	{
+		iceberg_metadata_free(md);
+		if (storage)
+			io_storage_free(storage);
+	}
+	PG_END_TRY();
+	return ok;
+}
