@@ -490,6 +490,7 @@ read_job(MaintRun *run, const char *job)
 	run->statement = STR(FIELD("statement"));
 	run->engine_job_id = STR(FIELD("engine_job_id"));
 	run->submitted_at = STR(FIELD("submitted_at"));
+	run->last_error = STR(FIELD("last_error"));
 	run->submit_snapshot_id = maint_json_int(jb, "submit_snapshot_id");
 	v = FIELD("commit_state");
 	run->commit_state = v && v->type == jbvBinary ?

@@ -373,12 +373,14 @@ resolve_from_table(MaintRun *run, const char *tag, const char *run_id, const cha
 					run->job_id);
 	snprintf(run->detail, sizeof(run->detail),
 			 "Job " INT64_FORMAT " (tag %s%s%s) may have started a run on engine \"%s\"%s%s: %s, "
-			 "and table \"%s.%s\" shows no commit of it after snapshot %s.",
+			 "and table \"%s.%s\" shows no commit of it after snapshot %s.%s%s",
 			 run->job_id, tag, run_id && run_id[0] ? ", run " : "", run_id ? run_id : "",
 			 run->engine_name, run->submitted_at ? " at " : "",
 			 run->submitted_at ? run->submitted_at : "", why, run->ns, run->table,
 			 run->submit_snapshot_id >= 0 ?
-			 psprintf(INT64_FORMAT, run->submit_snapshot_id) : "(none)");
+			 psprintf(INT64_FORMAT, run->submit_snapshot_id) : "(none)",
+			 run->last_error ? " Its last attempt: " : "",
+			 run->last_error ? run->last_error : "");
 	snprintf(run->hint, sizeof(run->hint),
 			 "Check the table's history and the engine for the run; run the operation again if it did not commit.");
 }

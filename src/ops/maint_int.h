@@ -175,6 +175,7 @@ typedef struct MaintRun
 	char	   *submitted_at;	/* a run may exist since (the job row's text),
 								 * NULL: nothing was sent */
 	int64		submit_snapshot_id; /* the table's snapshot then, -1: none */
+	char	   *last_error;		/* the job's, from an earlier attempt, or NULL */
 	long		run_timeout_ms;
 
 	/* effect */

@@ -371,15 +371,27 @@ def test_engine_down_fails_clearly(env, mtable):
     assert "connect" in row["last_error"].lower(), row
 
 
+def statement_posts(trino):
+    return sum(trino.requests()["counts"].get("POST /v1/statement", {}).values())
+
+
 def test_engine_500_fails_clearly(env, mtable):
+    """A submit answered 500 may have started a query: the tag finds
+    none, and the job is never submitted again; it fails, outcome
+    unknown, with the 500 in its message."""
     ns, name = mtable
     trino = env["engines"]["trino"]
     fid = trino.fault(path_regex=r"^/v1/statement$", method="POST", status=500, count=100)
     try:
+        posts = statement_posts(trino)
         jid = run(env, ns, name, "manifest-rewrite", engine="trino")
         row = wait_job(env, jid, states=("failed",), timeout=60)
-        assert "500" in row["last_error"], row
+        assert "is unknown" in row["last_error"], row
+        message = q(env, "SELECT message FROM tms.table_maintenance_job WHERE id = %s",
+                    (jid,))[0][0]
+        assert "500" in message, message
         assert runs_of(env, "trino", jid) == []
+        assert statement_posts(trino) == posts + 1
     finally:
         trino.clear_faults()
     assert fid
