@@ -897,6 +897,11 @@ class EngineServer:
         """Forget every session, statement, query and running job now."""
         return self.fault(action="restart")
 
+    def forget(self):
+        """As restart(), and Gravitino also forgets every job run: the
+        engine knows no run by its id or its tag afterwards."""
+        return self.fault(action="forget")
+
     def clear_faults(self):
         self._admin("DELETE", "/admin/faults")
 

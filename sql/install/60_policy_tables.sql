@@ -105,6 +105,12 @@ CREATE INDEX maintenance_rules_policy_idx ON tms.maintenance_rules (policy_id);
 -- server: "submit" (the statement is recorded and may have been sent:
 -- the engine is asked for the job's tag before anything is sent again),
 -- "engine" (the engine accepted it; engine_job_id is its id of the run).
+-- submitted_at and submit_snapshot_id are written, with phase "submit",
+-- in the step committed before the first request that may start a run
+-- on the engine, and cleared only when that request certainly did not
+-- arrive: a recovered job that finds them knows a run may exist, and
+-- never submits again (it follows the run, or looks at the table's
+-- snapshots after submit_snapshot_id).
 -- No credential is ever stored here.
 CREATE TABLE tms.table_maintenance_job (
     id                bigserial PRIMARY KEY,
@@ -147,6 +153,8 @@ CREATE TABLE tms.table_maintenance_job (
     started_at        timestamptz,
     finished_at       timestamptz,
     message           text,
+    submitted_at      timestamptz,            -- a run may have been started on the engine
+    submit_snapshot_id bigint,                -- the table's snapshot then (NULL: none)
     CHECK ((finished_at IS NULL) = (state IN ('pending', 'running')))
 );
 

@@ -31,9 +31,11 @@
  *	 connect	(step) as the acting role: the requester of run_operation,
  *				the owner of a policy; its USAGE on the server and its
  *				user mapping.
- *	 resume		a job on an engine found in phase "submit" or "engine" is
- *				followed at its engine (maint_engine.c says how it is
- *				found, never submitted twice).
+ *	 resume		a job on an engine found in phase "submit" or "engine" may
+ *				have a run: it is followed at its engine, or the table tells
+ *				what became of it, and it is never submitted again
+ *				(maint_engine.c); once the run ended there, a cancel no
+ *				longer applies.
  *				A job found in phase "commit" had a commit in flight when
  *				its executor died: the table is loaded and the commit's
  *				outcome decided before anything else (the operation's
@@ -488,6 +490,9 @@ read_job(MaintRun *run, const char *job)
 	run->engine_name = engine;
 	run->statement = STR(FIELD("statement"));
 	run->engine_job_id = STR(FIELD("engine_job_id"));
+	run->submitted_at = STR(FIELD("submitted_at"));
+	run->last_error = STR(FIELD("last_error"));
+	run->submit_snapshot_id = maint_json_int(jb, "submit_snapshot_id");
 	v = FIELD("commit_state");
 	run->commit_state = v && v->type == jbvBinary ?
 		JsonbToCString(NULL, v->val.binary.data, v->val.binary.len) : NULL;
@@ -1253,11 +1258,11 @@ step_finish(void *arg)
 {
 	FinishStep *f = arg;
 	MaintRun   *run = f->run;
-	Oid			types[16] = {INT8OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
+	Oid			types[17] = {INT8OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
 		INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT4OID, BOOLOID, TEXTOID,
-	INT8OID};
-	Datum		args[16];
-	char		nulls[16];
+	INT8OID, TEXTOID};
+	Datum		args[17];
+	char		nulls[17];
 	bool		failure = strcmp(f->state, "failed") == 0;
 	int			rc;
 
@@ -1284,11 +1289,18 @@ step_finish(void *arg)
 	args[13] = BoolGetDatum(failure && run->result == MAINT_TERMINAL);
 	args[14] = CStringGetTextDatum("");
 	args[15] = Int64GetDatum(run->files_skipped);
+	/* a failure's detail and hint, for the user reading the job */
+	if (run->result != MAINT_OK && (run->detail[0] || run->hint[0]))
+		args[16] = CStringGetTextDatum(psprintf("%s%s%s", run->detail,
+												run->detail[0] && run->hint[0] ? " " : "",
+												run->hint));
+	else
+		nulls[16] = 'n';
 
 	/*
-	 * failed: back to pending (retried) unless terminal or out of attempts;
-	 * skipped and cancelled: reason = the run's message; succeeded: the
-	 * effect.
+	 * failed: back to pending (retried) unless terminal or out of attempts,
+	 * message = its detail and hint; skipped and cancelled: reason = the
+	 * run's message; succeeded: the effect.
 	 */
 	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
 							   "   SET state = CASE WHEN $4 = 'failed' AND NOT $14 AND attempts < $13"
@@ -1300,6 +1312,7 @@ step_finish(void *arg)
 							   "                     WHEN $4 = 'succeeded' THEN NULL ELSE reason END,"
 							   "       message = CASE WHEN $4 = 'succeeded' AND $16 > 0"
 							   "                      THEN format('%s files outside the table location or the allowed locations were kept', $16)"
+							   "                      WHEN $4 = 'failed' AND $17 IS NOT NULL THEN $17"
 							   "                      ELSE message END,"
 							   "       after_snapshot_id = coalesce($6, after_snapshot_id),"
 							   "       snapshots_expired = $7, manifests_rewritten = $8,"
@@ -1308,7 +1321,7 @@ step_finish(void *arg)
 							   "       phase = CASE WHEN $4 = 'failed' THEN phase ELSE 'done' END"
 							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD
 							   " RETURNING state",
-							   16, types, args, nulls, false, 0);
+							   17, types, args, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not finish maintenance job: %s", SPI_result_code_string(rc));
 	f->held = SPI_processed == 1;
@@ -1394,9 +1407,13 @@ run_engine(MaintRun *run)
 	maint_run_engine(run);
 	if (run->result != MAINT_OK)
 		return;
+	/* the run ended at the engine and did what it did: no cancel undoes it */
+	run->ignore_cancel = true;
 	if (maint_load(run))
 	{
-		run->after_snapshot_id = run->before_snapshot_id;
+		/* the run's own commit, when the table had to tell it, stays */
+		if (run->after_snapshot_id < 0)
+			run->after_snapshot_id = run->before_snapshot_id;
 		run->before_snapshot_id = before;
 	}
 	else
@@ -1619,7 +1636,9 @@ maintenance_handler(SchedTask *task, ErrorData **error)
 				{
 					MemoryContextSwitchTo(old);
 					*error = sched_error(run->sqlerrcode ? run->sqlerrcode :
-										 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error, NULL);
+										 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error,
+										 run->detail[0] ? run->detail : NULL);
+					(*error)->hint = run->hint[0] ? pstrdup(run->hint) : NULL;
 					outcome = SCHED_FAILED;
 				}
 				else if (strcmp(fin.state, "failed") == 0)
@@ -1627,11 +1646,15 @@ maintenance_handler(SchedTask *task, ErrorData **error)
 					ereport(LOG,
 							(errmsg("maintenance job " INT64_FORMAT " (%s of %s.%s) failed: %s",
 									run->job_id, maint_op_name(run->opt.op), run->ns,
-									run->table, run->error)));
+									run->table, run->error),
+							 run->detail[0] ? errdetail_internal("%s", run->detail) : 0,
+							 run->hint[0] ? errhint("%s", run->hint) : 0));
 					/* done for good: the task's history row has the failure */
 					MemoryContextSwitchTo(old);
 					*error = sched_error(run->sqlerrcode ? run->sqlerrcode :
-										 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error, NULL);
+										 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error,
+										 run->detail[0] ? run->detail : NULL);
+					(*error)->hint = run->hint[0] ? pstrdup(run->hint) : NULL;
 				}
 			}
 		}

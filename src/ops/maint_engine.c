@@ -7,33 +7,54 @@
  *	  around it (start, the acting role, the table before and after, the
  *	  finish, the baseline) is maint.c's, the same as for local jobs.
  *
- * Exactly one engine run per job, whatever dies when:
- *	 submit		(step) phase "submit" and the statement are recorded and
- *				committed before anything is sent.  The tag "tms-job-<id>"
+ * At most one engine run per job, whatever dies when:
+ *	 submit		(step) phase "submit", the statement, submitted_at and the
+ *				table's snapshot (submit_snapshot_id) are recorded and
+ *				committed before anything is sent, and only while no cancel
+ *				was requested (a cancel requested before it: nothing is ever
+ *				sent, the job ends cancelled).  The tag "tms-job-<id>"
  *				travels with the run (Livy's session name, Trino's client
- *				tag, Gravitino's jobConf "tms_tag").
+ *				tag, Gravitino's jobConf "tms_tag").  A submit that certainly
+ *				did not arrive clears the marker (phase "start"): the next
+ *				attempt starts afresh.
  *	 engine		(step) once the engine accepted it: phase "engine" and the
- *				engine's id of the run (engine_job_id).
+ *				engine's id of the run (engine_job_id; Livy's "<session>/"
+ *				until the statement is posted, which may then have arrived).
  *	 resume		a job found in phase "submit" or "engine" (its executor
- *				died, or a submit's answer was lost) first looks its tag
- *				up at the engine: a run found is adopted and followed,
- *				never submitted again; none found in phase "submit" means
- *				the submit never arrived, and it is sent now.  A request of
+ *				died, or a submit's answer was lost) may have a run, and is
+ *				never submitted again: it follows the run the engine still
+ *				knows (its recorded id, else its tag); a run the engine does
+ *				not know (none of its tag, or forgotten: a restarted engine)
+ *				is the table's to tell (resolve_from_table).  A request of
  *				the dead executor may still be on its way (a submit, or
  *				Livy's statement post): before looking, the resumed run
  *				waits out one request_timeout, the longest such a request
- *				lives, so that what it finds is final.
+ *				lives, so that what it finds is as final as it can be.
+ *	 table		the snapshots of main after submit_snapshot_id, read through
+ *				the catalog: one whose summary names the run (a value that
+ *				is the job's tag; Trino's trino_query_id) or, for a rewrite,
+ *				one of operation "replace" (one job per table and operation
+ *				runs at a time) is the run's commit: the job succeeded, with
+ *				it as the snapshot after.  Nothing there proves nothing: a
+ *				late request may still land, so the job fails, "outcome ...
+ *				is unknown" (SQLSTATE 08007), with a DETAIL naming the job,
+ *				its tag and run, and a HINT.
  *	 track		polls with backoff (the server's poll_interval, doubling),
  *				between polls the lease, interrupts and a cancel request
- *				(tms.cancel_operation: cancelled at the engine); past the
- *				server's run_timeout (or tms.engine_run_timeout) the run
- *				is cancelled at the engine and the job fails.  An engine
- *				that does not answer is retried by the client; when it
- *				still does not, the job is retried later (the scheduler's
- *				backoff, up to tms.maintenance_max_attempts) and then fails
- *				with the engine's message.
- *	 record		the procedure's result rows become the job's counts; the
- *				engine's resources are released (Livy: the session).
+ *				(tms.cancel_operation: sent to the engine, then the run is
+ *				followed to its end); past the server's run_timeout (or
+ *				tms.engine_run_timeout) the run is cancelled at the engine
+ *				and the job fails.  An engine that does not answer is
+ *				retried by the client; when it still does not, the job is
+ *				retried later (the scheduler's backoff, up to
+ *				tms.maintenance_max_attempts) and then fails with the
+ *				engine's message.
+ *	 record		what the run did decides the job, not what was requested: a
+ *				run that succeeded is succeeded, cancel or not; one the
+ *				engine reports cancelled is succeeded when the table shows
+ *				its commit, else cancelled.  The procedure's result rows
+ *				become the job's counts; the engine's resources are released
+ *				(Livy: the session).
  *
  * What a run did to the table is also what tms sees afterwards: maint.c
  * loads the table again and records the after-snapshot and its metrics.
@@ -131,7 +152,10 @@ step_record(void *arg)
 							   "       data_files_added = CASE WHEN $7 THEN $9 ELSE data_files_added END,"
 							   "       bytes_rewritten = CASE WHEN $7 THEN $10 ELSE bytes_rewritten END,"
 							   "       delete_files_rewritten = CASE WHEN $7 THEN $11 ELSE delete_files_rewritten END,"
-							   "       delete_files_added = CASE WHEN $7 THEN $12 ELSE delete_files_added END"
+							   "       delete_files_added = CASE WHEN $7 THEN $12 ELSE delete_files_added END,"
+							   "       submitted_at = CASE WHEN $4 = 'start' THEN NULL ELSE submitted_at END,"
+							   "       submit_snapshot_id = CASE WHEN $4 = 'start' THEN NULL"
+							   "                                 ELSE submit_snapshot_id END"
 							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
 							   12, types, args, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE)
@@ -154,6 +178,211 @@ record(MaintRun *run, const char *phase, const char *statement,
 	}
 	run->phase = pstrdup(phase);
 	return true;
+}
+
+typedef struct SubmitStep
+{
+	MaintRun   *run;
+	const char *statement;
+	bool		written;		/* out */
+	bool		cancel;			/* out: a cancel was requested first */
+	char	   *submitted_at;	/* out */
+} SubmitStep;
+
+/*
+ * The marker of a run that may exist: phase "submit", the statement, when
+ * and on which snapshot, committed before anything is sent; never when a
+ * cancel was requested (the row lock orders this against
+ * tms._cancel_operation: a cancel committed first is seen here, one
+ * committed after sees phase "submit" and reaches the run at the engine).
+ */
+static void
+step_submit(void *arg)
+{
+	SubmitStep *sub = arg;
+	MaintRun   *run = sub->run;
+	Oid			types[5] = {INT8OID, TEXTOID, INT8OID, TEXTOID, INT8OID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	int			rc;
+
+	args[0] = Int64GetDatum(run->job_id);
+	args[1] = CStringGetTextDatum(run->task->instance);
+	args[2] = Int64GetDatum(run->task->version);
+	args[3] = CStringGetTextDatum(sub->statement);
+	if (run->before_snapshot_id >= 0)
+		args[4] = Int64GetDatum(run->before_snapshot_id);
+	else
+		nulls[4] = 'n';
+	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
+							   "   SET phase = 'submit', statement = $4, engine_job_id = NULL,"
+							   "       submitted_at = now(), submit_snapshot_id = $5"
+							   " WHERE id = $1 AND state = 'running' AND NOT cancel_requested AND"
+							   LEASE_HELD
+							   " RETURNING submitted_at::text",
+							   5, types, args, nulls, false, 0);
+	if (rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not record the submission of a maintenance job: %s",
+			 SPI_result_code_string(rc));
+	sub->written = SPI_processed == 1;
+	if (sub->written)
+	{
+		sub->submitted_at = MemoryContextStrdup(run->cxt,
+												SPI_getvalue(SPI_tuptable->vals[0],
+															 SPI_tuptable->tupdesc, 1));
+		return;
+	}
+	rc = SPI_execute_with_args("SELECT cancel_requested FROM tms.table_maintenance_job"
+							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
+							   3, types, args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read a maintenance job: %s", SPI_result_code_string(rc));
+	sub->cancel = SPI_processed == 1 &&
+		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * Record that a run may start now; false (run->result: cancelled, or the
+ * lease lost) when nothing may be sent.
+ */
+static bool
+record_submit(MaintRun *run, const char *statement)
+{
+	SubmitStep	sub = {run, statement, false, false, NULL};
+
+	sched_owner_step(step_submit, &sub);
+	if (sub.cancel)
+	{
+		maint_fail(run, MAINT_CANCELLED, "cancelled before it was submitted to engine \"%s\"",
+				   run->engine_name);
+		return false;
+	}
+	if (!sub.written)
+	{
+		run->result = MAINT_LEASE_LOST;
+		return false;
+	}
+	run->phase = pstrdup("submit");
+	run->submitted_at = sub.submitted_at;
+	run->submit_snapshot_id = run->before_snapshot_id;
+	return true;
+}
+
+/*
+ * What the table shows of the run, read through the catalog: the newest
+ * snapshot committed since the submit's snapshot (an ancestor of main)
+ * that names the run (a summary value that is the job's tag; Trino's
+ * trino_query_id, the run's id) or, for a rewrite (compaction, manifest
+ * or position-delete rewrite), that is a "replace" (one job per table and
+ * operation runs at a time).  Anything else proves nothing.
+ */
+typedef enum TableVerdict
+{
+	TABLE_COMMITTED,			/* *snapshot_id: the run's commit */
+	TABLE_UNPROVEN,
+	TABLE_UNREADABLE			/* run->result: the load's failure */
+} TableVerdict;
+
+static bool
+summary_names_run(const IcebergSnapshot *s, const char *tag, const char *run_id)
+{
+	for (int k = 0; k < s->nsummary; k++)
+	{
+		const char *v = s->summary[k].value;
+
+		if (v == NULL)
+			continue;
+		if (strcmp(v, tag) == 0)
+			return true;
+		if (run_id && run_id[0] && strcmp(s->summary[k].key, "trino_query_id") == 0 &&
+			strcmp(v, run_id) == 0)
+			return true;
+	}
+	return false;
+}
+
+static TableVerdict
+table_shows_run(MaintRun *run, const char *tag, const char *run_id, int64 *snapshot_id)
+{
+	const IcebergRef *main_ref;
+	int64		id;
+	int64		replace = -1;
+	bool		rewrite = run->opt.op == MAINT_COMPACTION || run->opt.op == MAINT_REWRITE ||
+		run->opt.op == MAINT_POSDELETE;
+
+	if (!maint_load(run))
+		return TABLE_UNREADABLE;
+	main_ref = iceberg_metadata_ref(run->md, "main");
+	id = main_ref ? main_ref->snapshot_id : run->md->current_snapshot_id;
+	for (int steps = 0; id >= 0 && id != run->submit_snapshot_id &&
+		 steps <= run->md->nsnapshots; steps++)
+	{
+		const IcebergSnapshot *s = iceberg_metadata_snapshot(run->md, id);
+
+		if (s == NULL)
+			break;
+		if (summary_names_run(s, tag, run_id))
+		{
+			*snapshot_id = s->snapshot_id;
+			return TABLE_COMMITTED;
+		}
+		if (rewrite && replace < 0 && s->operation && strcmp(s->operation, "replace") == 0)
+			replace = s->snapshot_id;
+		id = s->parent_snapshot_id;
+	}
+	/* only what is known to come after the submit's snapshot counts */
+	if (replace >= 0 && id == run->submit_snapshot_id)
+	{
+		*snapshot_id = replace;
+		return TABLE_COMMITTED;
+	}
+	return TABLE_UNPROVEN;
+}
+
+/*
+ * A run that may exist and that the engine cannot account for (it no
+ * longer knows it, or cannot find it by its tag): the table decides.
+ * Its commit there: the job succeeded (whatever was requested since),
+ * with that snapshot as the one after.  Otherwise the outcome is unknown
+ * (a request of an earlier executor may still land): the job fails and
+ * says so, and nothing is submitted again.
+ */
+static void
+resolve_from_table(MaintRun *run, const char *tag, const char *run_id, const char *why)
+{
+	int64		snap = -1;
+
+	switch (table_shows_run(run, tag, run_id, &snap))
+	{
+		case TABLE_UNREADABLE:
+			return;				/* retried: the engine is asked again then */
+		case TABLE_COMMITTED:
+			ereport(LOG,
+					(errmsg("maintenance job " INT64_FORMAT ": %s; the table shows its commit, snapshot " INT64_FORMAT,
+							run->job_id, why, snap)));
+			run->result = MAINT_OK;
+			run->error[0] = '\0';
+			run->after_snapshot_id = snap;
+			return;
+		case TABLE_UNPROVEN:
+			break;
+	}
+	maint_fail_code(run, MAINT_TERMINAL, ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN,
+					"outcome of the engine run of maintenance job " INT64_FORMAT " is unknown",
+					run->job_id);
+	snprintf(run->detail, sizeof(run->detail),
+			 "Job " INT64_FORMAT " (tag %s%s%s) may have started a run on engine \"%s\"%s%s: %s, "
+			 "and table \"%s.%s\" shows no commit of it after snapshot %s.%s%s",
+			 run->job_id, tag, run_id && run_id[0] ? ", run " : "", run_id ? run_id : "",
+			 run->engine_name, run->submitted_at ? " at " : "",
+			 run->submitted_at ? run->submitted_at : "", why, run->ns, run->table,
+			 run->submit_snapshot_id >= 0 ?
+			 psprintf(INT64_FORMAT, run->submit_snapshot_id) : "(none)",
+			 run->last_error ? " Its last attempt: " : "",
+			 run->last_error ? run->last_error : "");
+	snprintf(run->hint, sizeof(run->hint),
+			 "Check the table's history and the engine for the run; run the operation again if it did not commit.");
 }
 
 /* The levels of a namespace in the io layer's form (IO_NS_SEP separated). */
@@ -235,16 +464,24 @@ read_counts(MaintRun *run, TmsEngine *eng, const IoEngineRun *r)
 }
 
 /*
- * Follow the run until it ends, the job is cancelled, the lease is lost
- * or the run times out.  Returns true when the run ended at the engine
- * (any state), false with run->result set otherwise.
+ * Follow the run until it ends, the lease is lost or the run times out.
+ * A cancel request (tms.cancel_operation) is sent on to the engine (again
+ * at every check until the engine takes it), and the run is followed
+ * until it ends there: what it did decides the job, not the request
+ * (*cancelled says one was sent).  Returns true when the run ended at the
+ * engine (any state); false otherwise, with run->result set, or left
+ * MAINT_OK when the engine no longer knew the run and the table showed
+ * its commit (resolve_from_table).
  */
 static bool
-track(MaintRun *run, TmsEngine *eng, IoEngineRun *r, TimestampTz deadline)
+track(MaintRun *run, TmsEngine *eng, IoEngineRun *r, TimestampTz deadline, const char *tag,
+	  bool *cancelled)
 {
 	int			errors = 0;
 	char	   *recorded_id = r->run_id ? pstrdup(r->run_id) : NULL;
+	bool		cancel_sent = false;
 
+	*cancelled = false;
 	while (r->state == IO_ENGINE_RUN_PENDING || r->state == IO_ENGINE_RUN_RUNNING)
 	{
 		IoError		err;
@@ -252,6 +489,14 @@ track(MaintRun *run, TmsEngine *eng, IoEngineRun *r, TimestampTz deadline)
 		if (io_engine_wait(eng->client, r, ENGINE_SLICE_MS, &err) != 0)
 		{
 			CHECK_FOR_INTERRUPTS();
+			if (err.code == IO_ERR_NOT_FOUND)
+			{
+				/* its outcome is the table's to tell; never submitted again */
+				resolve_from_table(run, tag, r->run_id ? r->run_id : run->engine_job_id,
+								   psprintf("engine \"%s\" no longer knows its run (%s)",
+											run->engine_name, tms_io_error_text(&err)));
+				return false;
+			}
 			if (++errors >= ENGINE_MAX_POLL_ERRORS)
 			{
 				engine_failed(run, "lost touch with", &err);
@@ -271,25 +516,29 @@ track(MaintRun *run, TmsEngine *eng, IoEngineRun *r, TimestampTz deadline)
 		if (r->state != IO_ENGINE_RUN_PENDING && r->state != IO_ENGINE_RUN_RUNNING)
 			break;
 
-		if (!maint_check_now(run))
+		if (cancel_sent)
 		{
-			if (run->result == MAINT_CANCELLED)
+			CHECK_FOR_INTERRUPTS();
+			if (sched_lease_lost())
 			{
-				/* cancelled by the user: at the engine too, and said so */
-				run->result = MAINT_OK;
-				if (io_engine_cancel(eng->client, r, &err) != 0)
-					maint_fail(run, MAINT_CANCELLED,
-							   "cancelled; the engine did not confirm the cancel: %s",
-							   tms_io_error_text(&err));
-				else
-				{
-					(void) io_engine_wait(eng->client, r, 10 * ENGINE_SLICE_MS, &err);
-					if (r->state == IO_ENGINE_RUN_SUCCEEDED)
-						return true;	/* it ended before the cancel arrived */
-					maint_fail(run, MAINT_CANCELLED, "cancelled at engine \"%s\"", run->engine_name);
-				}
+				run->result = MAINT_LEASE_LOST;
+				return false;
 			}
-			return false;
+		}
+		else if (!maint_check_now(run))
+		{
+			if (run->result != MAINT_CANCELLED)
+				return false;
+			/* cancelled by the user: at the engine too, then followed to its end */
+			run->result = MAINT_OK;
+			run->error[0] = '\0';
+			*cancelled = true;
+			if (io_engine_cancel(eng->client, r, &err) != 0)
+				ereport(LOG,
+						(errmsg("maintenance job " INT64_FORMAT ": engine \"%s\" did not take the cancel yet: %s",
+								run->job_id, run->engine_name, tms_io_error_text(&err))));
+			else
+				cancel_sent = true;
 		}
 		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
 		{
@@ -345,6 +594,7 @@ maint_run_engine(MaintRun *run)
 		(strcmp(run->phase, "submit") == 0 || strcmp(run->phase, "engine") == 0);
 	bool		have_run = false;
 	bool		have_st = false;
+	bool		cancelled = false;
 	TimestampTz deadline;
 	IoKeyValue *session = NULL;
 
@@ -393,7 +643,10 @@ maint_run_engine(MaintRun *run)
 			}
 		}
 
-		/* a run this job's tag already has is adopted, never repeated */
+		/*
+		 * A run may exist (its submit was recorded): it is followed, or the
+		 * table decides; never submitted again.
+		 */
 		if (resumed)
 		{
 			bool		found = false;
@@ -419,26 +672,32 @@ maint_run_engine(MaintRun *run)
 			else if (io_engine_find(eng->client, tag, run->statement ? run->statement : st.text,
 									st.template_name, &r, &found, &err) != 0)
 			{
-				engine_failed(run, "cannot look up the run of this job at", &err);
+				if (err.code == IO_ERR_UNSUPPORTED)
+					resolve_from_table(run, tag, run->engine_job_id,
+									   psprintf("engine \"%s\" cannot find a run by its tag (%s)",
+												run->engine_name, tms_io_error_text(&err)));
+				else
+					engine_failed(run, "cannot look up the run of this job at", &err);
 				goto done;
 			}
 			have_run = found;
-			if (found)
-				ereport(LOG,
-						(errmsg("maintenance job " INT64_FORMAT ": following its run %s at engine \"%s\"",
-								run->job_id, r.run_id ? r.run_id : "(unnamed)", run->engine_name)));
-			else if (strcmp(run->phase, "engine") == 0)
-				ereport(LOG,
-						(errmsg("maintenance job " INT64_FORMAT ": engine \"%s\" no longer knows its run; submitting again",
-								run->job_id, run->engine_name)));
-		}
-		if (!have_run)
-		{
-			const char *text = resumed && run->statement ? run->statement : st.text;
-
-			if (!record(run, "submit", text, NULL, false))
+			if (!found)
+			{
+				resolve_from_table(run, tag, run->engine_job_id,
+								   psprintf("engine \"%s\" knows no run of its tag",
+											run->engine_name));
 				goto done;
-			if (io_engine_submit(eng->client, tag, text, session, st.nsession, &r, &err) != 0)
+			}
+			ereport(LOG,
+					(errmsg("maintenance job " INT64_FORMAT ": following its run %s at engine \"%s\"",
+							run->job_id, r.run_id ? r.run_id : "(unnamed)", run->engine_name)));
+		}
+		else
+		{
+			/* nothing was sent: recorded first, unless a cancel came first */
+			if (!record_submit(run, st.text))
+				goto done;
+			if (io_engine_submit(eng->client, tag, st.text, session, st.nsession, &r, &err) != 0)
 			{
 				bool		found = false;
 				IoError		ferr;
@@ -451,8 +710,11 @@ maint_run_engine(MaintRun *run)
 					engine_failed(run, "cannot submit to", &err);
 					goto done;
 				}
-				/* it may have arrived: the tag decides */
-				if (io_engine_find(eng->client, tag, text, st.template_name, &r, &found, &ferr) != 0 ||
+				/*
+				 * It may have arrived: the tag decides, now or (the run not
+				 * found yet) when the job is resumed.
+				 */
+				if (io_engine_find(eng->client, tag, st.text, st.template_name, &r, &found, &ferr) != 0 ||
 					!found)
 				{
 					engine_failed(run, "cannot submit to", &err);
@@ -464,20 +726,39 @@ maint_run_engine(MaintRun *run)
 				goto done;
 		}
 
-		if (!track(run, eng, &r, deadline))
+		if (!track(run, eng, &r, deadline, tag, &cancelled))
 			goto done;
 
 		switch (r.state)
 		{
 			case IO_ENGINE_RUN_SUCCEEDED:
+				/* it ran to its end: succeeded, whatever was requested since */
 				read_counts(run, eng, &r);
 				if (!record(run, "engine", NULL, NULL, true))
 					goto done;
 				break;
 			case IO_ENGINE_RUN_CANCELLED:
-				maint_fail(run, MAINT_CANCELLED, "the run was cancelled at engine \"%s\"",
-						   run->engine_name);
-				break;
+				{
+					int64		snap = -1;
+
+					/* a run cancelled after its commit did what it did */
+					switch (table_shows_run(run, tag, r.run_id, &snap))
+					{
+						case TABLE_COMMITTED:
+							ereport(LOG,
+									(errmsg("maintenance job " INT64_FORMAT ": its run was cancelled at engine \"%s\" after it committed snapshot " INT64_FORMAT,
+											run->job_id, run->engine_name, snap)));
+							run->after_snapshot_id = snap;
+							break;
+						case TABLE_UNPROVEN:
+							maint_fail(run, MAINT_CANCELLED, cancelled ? "cancelled at engine \"%s\"" :
+									   "the run was cancelled at engine \"%s\"", run->engine_name);
+							break;
+						case TABLE_UNREADABLE:
+							break;
+					}
+					break;
+				}
 			default:
 				maint_fail(run, MAINT_TERMINAL, "engine \"%s\" failed the run: %s",
 						   run->engine_name, r.message ? r.message : "no reason given");

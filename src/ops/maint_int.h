@@ -172,6 +172,10 @@ typedef struct MaintRun
 	char	   *engine_name;
 	char	   *statement;		/* recorded by an earlier attempt, or NULL */
 	char	   *engine_job_id;	/* likewise */
+	char	   *submitted_at;	/* a run may exist since (the job row's text),
+								 * NULL: nothing was sent */
+	int64		submit_snapshot_id; /* the table's snapshot then, -1: none */
+	char	   *last_error;		/* the job's, from an earlier attempt, or NULL */
 	long		run_timeout_ms;
 
 	/* effect */
@@ -204,6 +208,8 @@ typedef struct MaintRun
 	/* outcome */
 	MaintResult result;
 	char		error[2048];
+	char		detail[1024];	/* of the failure, "": none */
+	char		hint[512];		/* likewise */
 	int			sqlerrcode;		/* of the failure; 0: not known */
 } MaintRun;
 

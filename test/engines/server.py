@@ -86,6 +86,10 @@ then they need "X-Admin-Token: TOKEN"), like the catalog's:
                          running job (livy ids start again at 0; in-flight
                          gravitino jobs become failed); runs in flight stop
                          at their next checkpoint
+            forget       now: as restart, and Gravitino also forgets every
+                         job run (an engine whose store of runs was lost):
+                         no run is known by its id or its tag afterwards;
+                         GET /admin/runs still lists them
   GET    /admin/faults   armed faults          DELETE /admin/faults  disarm
   GET    /admin/runs     {"runs": [{id, engine_id, tag, statement, state,
                           submitted_at, finished_at, result, error}]}
@@ -181,7 +185,7 @@ class Faults:
 
     def add(self, spec):
         action = spec.get("action", "status")
-        if action not in REQUEST_ACTIONS + RUN_ACTIONS + ("restart",):
+        if action not in REQUEST_ACTIONS + RUN_ACTIONS + ("restart", "forget"):
             raise HttpError(400, {"error": "unknown fault action %r" % action})
         match = spec.get("match") or {}
         item = {"id": self.next_id, "action": action,
@@ -198,7 +202,7 @@ class Faults:
             raise HttpError(400, {"error": "bad regex: %s" % e})
         with self.lock:
             self.next_id += 1
-            if action != "restart":
+            if action not in ("restart", "forget"):
                 self.items.append(item)
         return item
 
@@ -1547,9 +1551,11 @@ def make_handler(engine, personality, auth, args):
             try:
                 if path == "/admin/faults" and c == "POST":
                     item = engine.faults.add(spec)
-                    if item["action"] == "restart":
+                    if item["action"] in ("restart", "forget"):
                         engine.generation += 1
                         personality.restart()
+                    if item["action"] == "forget":
+                        personality.reset()
                     return self.send(200, {"id": item["id"]})
                 if path == "/admin/faults" and c == "GET":
                     return self.send(200, {"faults": engine.faults.list()})

@@ -15,6 +15,11 @@ run by the worker pool:
     expiry on one table runs them as one chain, in that order;
   - SIGKILL of the worker right after the submission leaves exactly one
     engine run, which the resumed job follows to its end;
+  - SIGKILL of the worker while its submit hangs, a cancel, the submit
+    landing, the engine forgetting its runs: the resumed job never
+    submits again; the table shows the run's commit and the job ends
+    succeeded with it (every engine type), or shows nothing and the job
+    ends failed, outcome unknown;
   - tms.cancel_operation and the run timeout reach the engine (the run
     ends cancelled there);
   - an engine that is down, one that answers 500 and one that hangs each
@@ -366,15 +371,27 @@ def test_engine_down_fails_clearly(env, mtable):
     assert "connect" in row["last_error"].lower(), row
 
 
+def statement_posts(trino):
+    return sum(trino.requests()["counts"].get("POST /v1/statement", {}).values())
+
+
 def test_engine_500_fails_clearly(env, mtable):
+    """A submit answered 500 may have started a query: the tag finds
+    none, and the job is never submitted again; it fails, outcome
+    unknown, with the 500 in its message."""
     ns, name = mtable
     trino = env["engines"]["trino"]
     fid = trino.fault(path_regex=r"^/v1/statement$", method="POST", status=500, count=100)
     try:
+        posts = statement_posts(trino)
         jid = run(env, ns, name, "manifest-rewrite", engine="trino")
         row = wait_job(env, jid, states=("failed",), timeout=60)
-        assert "500" in row["last_error"], row
+        assert "is unknown" in row["last_error"], row
+        message = q(env, "SELECT message FROM tms.table_maintenance_job WHERE id = %s",
+                    (jid,))[0][0]
+        assert "500" in message, message
         assert runs_of(env, "trino", jid) == []
+        assert statement_posts(trino) == posts + 1
     finally:
         trino.clear_faults()
     assert fid
@@ -452,3 +469,112 @@ def test_sigkill_after_submit_leaves_one_run(env, mtable):
         assert row["manifests_added"] >= 1 and row["statement"] == runs[0]["statement"]
     finally:
         slow.stop()
+
+
+# ---------------------------------------------------------------------------
+# a run that may exist is never submitted again (SIGKILL while the submit
+# hangs, a cancel, an engine that forgets its runs)
+# ---------------------------------------------------------------------------
+
+# the request that starts a run on each engine (Livy: the statement's post)
+SUBMIT_PATH = {"livy": r"^/sessions/\d+/statements$", "trino": r"^/v1/statement$",
+               "gravitino": r"^/api/metalakes/ml/jobs/runs$"}
+
+
+def once_server(env, kind):
+    """A server of kind whose requests may take 20 s: a hung submit is
+    still in flight when its worker is killed."""
+    srv = "once_" + kind
+    if not q(env, "SELECT 1 FROM pg_foreign_server WHERE srvname = %s", (srv,)):
+        q(env, """CREATE SERVER %s FOREIGN DATA WRAPPER tms_engine OPTIONS (
+                    type '%s', uri '%s', catalog 'lake', metalake 'ml',
+                    poll_interval '50ms', request_timeout '20s', retries '0'%s);
+                  CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (%s)"""
+          % (srv, kind, env["engines"][kind].uri,
+             ", oauth2_server_uri '%s/oauth/tokens'" % env["engines"][kind].uri
+             if kind == "gravitino" else "", srv, MAPPINGS[kind]))
+    return srv
+
+
+def snapshots_after(env, ns, name, base):
+    """The snapshots of main after base, newest first: [(id, operation)]."""
+    _, meta = ow.load(env["catalog"], ns, name)
+    by_id = {s["snapshot-id"]: s for s in meta.get("snapshots") or []}
+    out = []
+    sid = ow.current_id(meta)
+    while sid is not None and sid != base:
+        s = by_id[sid]
+        out.append((sid, s["summary"].get("operation")))
+        sid = s.get("parent-snapshot-id")
+    return out
+
+
+def kill_during_submit(env, kind, ns, name, stuck=False):
+    """Start a manifest rewrite on kind whose submit hangs 5 s, SIGKILL its
+    worker while it hangs, and request a cancel once the cluster is back.
+    Returns (job id, the snapshot before)."""
+    eng = env["engines"][kind]
+    srv = once_server(env, kind)
+    base = ow.current_id(ow.load(env["catalog"], ns, name)[1])
+    if stuck:
+        eng.fault(action="stuck-run", count=1)
+    fid = eng.fault(path_regex=SUBMIT_PATH[kind], method="POST", action="hang", seconds=5,
+                    count=1)
+    jid = run(env, ns, name, "manifest-rewrite", engine=srv)
+    wait_for(lambda: fid not in eng.armed_faults(), timeout=30, what="the submit to hang")
+    pid = wait_for(lambda: worker_pid(env, jid), timeout=10, what="the job's worker")
+    os.kill(pid, signal.SIGKILL)
+    # the postmaster restarts every process; then the cancel is recorded
+    wait_for(lambda: q(env, "SELECT tms.cancel_operation(%s)", (jid,))[0][0] is True,
+             timeout=60, what="the cancel")
+    return jid, base
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_committed_run_is_not_submitted_again(env, kind):
+    """The worker dies while the submit hangs; a cancel is requested; the
+    submit lands and its run commits; the engine forgets its runs.  The
+    resumed job submits nothing: the table shows the run's commit, and the
+    job ends succeeded with that snapshot, not cancelled."""
+    ns, name = "once_ok_" + kind, "t"
+    env["catalog"].create_namespace(ns)
+    small_table(env, ns, name, files=12)
+    eng = env["engines"][kind]
+    jid, base = kill_during_submit(env, kind, ns, name)
+    wait_for(lambda: [r for r in runs_of(env, kind, jid) if r["state"] in
+                      ("succeeded", "available", "FINISHED", "finished")],
+             timeout=60, what="the landed submit's run to commit")
+    committed = snapshots_after(env, ns, name, base)
+    assert [op for _, op in committed] == ["replace"], committed
+    eng.forget()
+    row = wait_job(env, jid, states=("succeeded",), timeout=120)
+    # one run, one rewrite, and the job records it
+    assert len(runs_of(env, kind, jid)) == 1, runs_of(env, kind, jid)
+    assert snapshots_after(env, ns, name, base) == committed
+    assert row["after_snapshot_id"] == committed[0][0], row
+
+
+@pytest.mark.parametrize("kind", ("livy", "trino"))
+def test_unknown_outcome_fails_without_submitting_again(env, kind):
+    """As above, but the run that the late submit started never commits
+    before the engine forgets it: nothing proves what became of it, so the
+    job fails with outcome unknown (a DETAIL and a HINT in its message)
+    and submits nothing again."""
+    ns, name = "once_unknown_" + kind, "t"
+    env["catalog"].create_namespace(ns)
+    small_table(env, ns, name, files=12)
+    eng = env["engines"][kind]
+    jid, base = kill_during_submit(env, kind, ns, name, stuck=True)
+    wait_for(lambda: [r for r in runs_of(env, kind, jid) if r["state"] == "running"],
+             timeout=60, what="the landed submit's run to start")
+    eng.forget()
+    row = wait_job(env, jid, states=("failed",), timeout=120)
+    assert "outcome of the engine run of maintenance job %d is unknown" % jid \
+        in row["last_error"], row
+    message = q(env, "SELECT message FROM tms.table_maintenance_job WHERE id = %s", (jid,))[0][0]
+    assert "tms-job-%d" % jid in message and "Check the table's history" in message, message
+    assert len(runs_of(env, kind, jid)) == 1, runs_of(env, kind, jid)
+    assert snapshots_after(env, ns, name, base) == []
+    hist = q(env, "SELECT sqlstate FROM tms.task_history WHERE job_id = %s AND NOT succeeded"
+                  " ORDER BY id DESC LIMIT 1", (jid,))
+    assert hist and hist[0][0] == "08007", hist
