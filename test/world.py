@@ -897,6 +897,11 @@ class EngineServer:
         """Forget every session, statement, query and running job now."""
         return self.fault(action="restart")
 
+    def set_templates(self, names):
+        """gravitino: the built-in job templates offered from now on (a
+        POST /admin/reset goes back to those a Gravitino release ships)."""
+        return self._admin("POST", "/admin/templates", {"names": names})["names"]
+
     def clear_faults(self):
         self._admin("DELETE", "/admin/faults")
 

@@ -8,7 +8,9 @@
  *	  finish, the baseline) is maint.c's, the same as for local jobs.
  *
  * Exactly one engine run per job, whatever dies when:
- *	 submit		(step) phase "submit" and the statement are recorded and
+ *	 submit		(step) a Gravitino server's job templates are read first:
+ *				one it does not offer fails the job, nothing sent.  Phase
+ *				"submit" and the statement are recorded and
  *				committed before anything is sent.  The tag "tms-job-<id>"
  *				travels with the run (Livy's session name, Trino's client
  *				tag, Gravitino's jobConf "tms_tag").
@@ -435,7 +437,23 @@ maint_run_engine(MaintRun *run)
 		if (!have_run)
 		{
 			const char *text = resumed && run->statement ? run->statement : st.text;
+			char	   *offered = NULL;
 
+			/* a Gravitino server runs only the job templates it offers */
+			switch (tms_engine_template_check(eng, maint_op_name(run->opt.op), &offered, &err))
+			{
+				case TMS_TEMPLATE_OFFERED:
+					break;
+				case TMS_TEMPLATE_MISSING:
+					maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED,
+									"engine \"%s\" cannot run operation \"%s\": its Gravitino server offers no job template \"%s\" (it offers: %s)",
+									run->engine_name, maint_op_name(run->opt.op),
+									st.template_name ? st.template_name : "", offered);
+					goto done;
+				case TMS_TEMPLATE_UNKNOWN:
+					engine_failed(run, "cannot read the job templates of", &err);
+					goto done;
+			}
 			if (!record(run, "submit", text, NULL, false))
 				goto done;
 			if (io_engine_submit(eng->client, tag, text, session, st.nsession, &r, &err) != 0)
