@@ -902,6 +902,11 @@ class EngineServer:
         engine knows no run by its id or its tag afterwards."""
         return self.fault(action="forget")
 
+    def set_templates(self, names):
+        """gravitino: the built-in job templates offered from now on (a
+        POST /admin/reset goes back to those a Gravitino release ships)."""
+        return self._admin("POST", "/admin/templates", {"names": names})["names"]
+
     def clear_faults(self):
         self._admin("DELETE", "/admin/faults")
 

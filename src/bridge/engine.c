@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * engine.c
- *	  tms_engine servers and user mappings read into engine clients, and
- *	  the engine layer's errors as PostgreSQL errors (engine.h).
+ *	  tms_engine servers and user mappings read into engine clients, the
+ *	  check that a Gravitino server offers an operation's job template,
+ *	  and the engine layer's errors as PostgreSQL errors (engine.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -189,6 +190,43 @@ tms_engine_close(TmsEngine *e)
 	free(e->name);
 	free(e->catalog);
 	free(e);
+}
+
+TmsTemplateCheck
+tms_engine_template_check(TmsEngine *e, const char *operation, char **offered, IoError *err)
+{
+	const char *tmpl;
+	bool		has = false;
+	char	   *names = NULL;
+	int			rc;
+
+	*offered = NULL;
+	if (e->type != ENGINE_TYPE_GRAVITINO)
+		return TMS_TEMPLATE_OFFERED;
+	tmpl = engine_gravitino_template(engine_op_from_name(operation));
+	if (tmpl == NULL)
+		return TMS_TEMPLATE_OFFERED;
+	rc = io_engine_offers_template(e->client, tmpl, &has, &names, err);
+	if (rc != 0)
+		return TMS_TEMPLATE_UNKNOWN;
+	if (!has)
+		*offered = pstrdup(names[0] ? names : "none");
+	free(names);
+	return has ? TMS_TEMPLATE_OFFERED : TMS_TEMPLATE_MISSING;
+}
+
+void
+tms_engine_template_refuse(const TmsEngine *e, const char *operation, const char *offered)
+{
+	const char *tmpl = engine_gravitino_template(engine_op_from_name(operation));
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("engine \"%s\" cannot run operation \"%s\"", e->name, operation),
+			 errdetail("Its Gravitino server offers no job template \"%s\"; the job templates it offers are: %s.",
+					   tmpl ? tmpl : "", offered),
+			 errhint("Run %s on another engine (a livy server, or \"local\" where tms runs it), or choose an operation the server has a template for.",
+					 operation)));
 }
 
 int

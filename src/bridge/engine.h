@@ -58,6 +58,28 @@ extern void tms_engine_check_access(const char *name, Oid role);
 
 extern void tms_engine_close(TmsEngine *e);
 
+/*
+ * Whether a gravitino engine's server offers the job template of an
+ * operation (its list, read now; doc/engines.md): TMS_TEMPLATE_OFFERED
+ * (also for another engine type, or an operation without a template),
+ * TMS_TEMPLATE_MISSING with *offered (palloc'd: the names the server
+ * lists), or TMS_TEMPLATE_UNKNOWN with *err when the list could not be
+ * read.
+ */
+typedef enum TmsTemplateCheck
+{
+	TMS_TEMPLATE_OFFERED,
+	TMS_TEMPLATE_MISSING,
+	TMS_TEMPLATE_UNKNOWN
+} TmsTemplateCheck;
+
+extern TmsTemplateCheck tms_engine_template_check(TmsEngine *e, const char *operation,
+												  char **offered, IoError *err);
+
+/* Refuse the operation (0A000) for a template the server does not offer. */
+extern void tms_engine_template_refuse(const TmsEngine *e, const char *operation,
+									   const char *offered) pg_attribute_noreturn();
+
 /* The SQLSTATE of an engine-layer error. */
 extern int	tms_engine_sqlstate(EngineErrorCode code);
 

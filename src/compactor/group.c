@@ -613,6 +613,7 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 	const IcebergSchema *s = job->schema;
 	char		dir[4300];
 	char		path[4400];
+	char		path2[4400];
 	Sql			q = {0};
 	int64_t		total = 0;
 	int64_t	   *offset = NULL;
@@ -1000,12 +1001,23 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 			goto done;
 		}
 		if (snprintf(path, sizeof(path), "%s%s-%05d.parquet", job->upload_dir, job->prefix, o) >=
-			(int) sizeof(path) || !upload(h, local_out, path, &out.size, msg, msglen) ||
-			snprintf(path, sizeof(path), "%s%s-%05d.parquet", job->output_dir, job->prefix, o) >=
-			(int) sizeof(path) || (out.path = strdup(path)) == NULL)
+			(int) sizeof(path) ||
+			snprintf(path2, sizeof(path2), "%s%s-%05d.parquet", job->output_dir, job->prefix, o) >=
+			(int) sizeof(path2))
 		{
-			if (out.path == NULL)
-				snprintf(msg, msglen, "out of memory");
+			snprintf(msg, msglen, "the output file's path is too long");
+			iceberg_compact_output_free(&out);
+			goto done;
+		}
+		/* upload() says why it failed; only strdup's failure is memory */
+		if (!upload(h, local_out, path, &out.size, msg, msglen))
+		{
+			iceberg_compact_output_free(&out);
+			goto done;
+		}
+		if ((out.path = strdup(path2)) == NULL)
+		{
+			snprintf(msg, msglen, "out of memory");
 			iceberg_compact_output_free(&out);
 			goto done;
 		}

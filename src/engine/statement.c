@@ -423,13 +423,29 @@ conf_put(EngBuf *b, const char *key, const char *val)
 	eng_json_string(b, val);
 }
 
+/*
+ * The built-in Gravitino job template of each operation.  Which of them a
+ * server offers depends on its release (rewrite-manifests came later than
+ * rewrite-data-files and expire-snapshots), so a caller reads the server's
+ * list before submitting (engine.h's io_engine_offers_template).
+ */
+static const char *const gravitino_templates[] = {"builtin-iceberg-rewrite-data-files", NULL,
+"builtin-iceberg-rewrite-manifests", "builtin-iceberg-expire-snapshots", NULL};
+
+const char *
+engine_gravitino_template(EngineOperation op)
+{
+	if (op < ENGINE_OP_COMPACTION || op > ENGINE_OP_ORPHAN_CLEANUP)
+		return NULL;
+	return gravitino_templates[op];
+}
+
 static int
 build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 				const char *tag, int64_t now_ms, EngBuf *b, EngineStatement *st,
 				EngineError *err)
 {
-	static const char *const templates[] = {"builtin-iceberg-rewrite-data-files", NULL,
-	"builtin-iceberg-rewrite-manifests", "builtin-iceberg-expire-snapshots", NULL};
+	const char *const *templates = gravitino_templates;
 	const EngValue *v = o->v;
 	const char *p;
 	EngBuf		id;

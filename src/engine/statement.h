@@ -98,6 +98,13 @@ extern const char *engine_op_name(EngineOperation op);
 /* Whether the engine can run the operation at all. */
 extern bool engine_supports(EngineType type, EngineOperation op);
 
+/*
+ * The built-in Gravitino job template an operation runs as, or NULL when
+ * there is none.  A Gravitino server offers only some of them (its
+ * release decides): read its list before submitting.
+ */
+extern const char *engine_gravitino_template(EngineOperation op);
+
 /* The option keys an (engine, operation) accepts, ", " separated (static). */
 extern const char *engine_allowed_options(EngineType type, EngineOperation op);
 

@@ -799,6 +799,9 @@ pack_partition(Planner *pl, struct Cands *c, const int64_t *known,
 		} while (i < c->nfiles && i - start < max_files &&
 				 bytes + p->files[c->files[i]].size <= p->max_file_group_size_bytes);
 		n = i - start;
+		/* rewrite-all keeps every group, whatever the thresholds */
+		if (p->rewrite_all)
+			reasons |= ICEBERG_COMPACT_REWRITE_ALL;
 		if (n > 1 && n >= p->min_input_files)
 			reasons |= ICEBERG_COMPACT_ENOUGH_INPUTS;
 		if (n > 1 && bytes > p->target_file_size_bytes)

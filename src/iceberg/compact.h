@@ -27,7 +27,11 @@
  *	  is rewritten when it has more than one file and at least
  *	  min-input-files, or more than one file and more bytes than the
  *	  target, or more bytes than max-file-size-bytes, or a file with too
- *	  many deletes or too high a delete ratio;
+ *	  many deletes or too high a delete ratio; with rewrite-all every
+ *	  file is a candidate and every group is rewritten, whatever
+ *	  min-input-files, the sizes and the delete thresholds say (Iceberg's
+ *	  SizeBasedFileRewritePlanner skips both filters when rewrite-all is
+ *	  set);
  *	- its output file count is Iceberg's expectedOutputFiles(bytes).
  * Deletes apply by the spec's sequence number rules
  * (https://iceberg.apache.org/spec/#scan-planning): a position delete file

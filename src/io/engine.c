@@ -1059,6 +1059,21 @@ io_engine_cancel(IoEngine *eng, IoEngineRun *run, IoError *err)
 
 /* See engine.h. */
 int
+io_engine_offers_template(IoEngine *eng, const char *template_name, bool *offered,
+						  char **names, IoError *err)
+{
+	*offered = false;
+	*names = NULL;
+	if (eng->type != IO_ENGINE_GRAVITINO)
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+							"only a gravitino engine has job templates");
+	if (template_name == NULL || template_name[0] == '\0')
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "no job template name");
+	return io_gravitino_offers_template(eng, template_name, offered, names, err);
+}
+
+/* See engine.h. */
+int
 io_engine_find(IoEngine *eng, const char *tag, const char *statement,
 			   const char *template_name, IoEngineRun *run, bool *found,
 			   IoError *err)

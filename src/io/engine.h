@@ -32,6 +32,8 @@
  *				whose jobConf "tms_tag" is the tag (each run read with GET
  *				when the listing has no jobConf; IO_ERR_UNSUPPORTED when
  *				Gravitino shows no jobConf at all).  No result rows.
+ *				Templates: GET /api/metalakes/{m}/jobs/templates, the
+ *				names of the job templates the server offers.
  *
  * The details each client chose are in the header of its file
  * (engine_livy.c, engine_trino.c, engine_gravitino.c).
@@ -175,6 +177,16 @@ extern int	io_engine_find(IoEngine *eng, const char *tag, const char *statement,
  */
 extern int	io_engine_attach(IoEngine *eng, const char *run_id, const char *statement,
 							 IoEngineRun *run, IoError *err);
+
+/*
+ * Gravitino only: whether the server offers job template template_name
+ * (GET /api/metalakes/{m}/jobs/templates, its "names").  Returns 0 with
+ * *offered and *names (malloc'd, the names it lists, ", " separated, cut
+ * at IO_ENGINE_TEMPLATE_LIST_MAX bytes with "..."), or -1 with *err.
+ */
+#define IO_ENGINE_TEMPLATE_LIST_MAX 2000
+extern int	io_engine_offers_template(IoEngine *eng, const char *template_name,
+									  bool *offered, char **names, IoError *err);
 
 /* Release the engine's resources of an ended run (livy: DELETE the session). */
 extern int	io_engine_close(IoEngine *eng, IoEngineRun *run, IoError *err);

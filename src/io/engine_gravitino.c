@@ -23,6 +23,9 @@
  *			FIND_MAX_GETS); when Gravitino shows no jobConf there either,
  *			a run cannot be told apart from another: IO_ERR_UNSUPPORTED,
  *			never "not found" (a caller would submit a second run).
+ *	templates	GET /api/metalakes/{m}/jobs/templates: {"code":0,"names":
+ *			[..]}, the job templates the server offers (which built-in
+ *			ones depends on its release); read before a submit.
  *
  * src/io/engine_gravitino.c
  *
@@ -479,5 +482,70 @@ io_gravitino_attach(IoEngine *eng, const char *run_id, IoEngineRun *run, IoError
 	run->run_id = io_strdup(run_id);
 	if (run->run_id == NULL)
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	return 0;
+}
+
+/* See engine_int.h. */
+int
+io_gravitino_offers_template(IoEngine *eng, const char *template_name, bool *offered,
+							 char **names, IoError *err)
+{
+	IoStrBuf	path;
+	IoStrBuf	list;
+	json_t	   *doc;
+	json_t	   *arr;
+	size_t		i;
+	bool		cut = false;
+
+	io_sb_init(&path);
+	io_sb_puts(&path, "/api/metalakes/");
+	io_engine_append_encoded(&path, eng->metalake);
+	io_sb_puts(&path, "/jobs/templates");
+	if (path.oom)
+	{
+		io_sb_free(&path);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	doc = gravitino_call(eng, "GET", path.data, NULL, true, false,
+						 "gravitino job template list request", err);
+	io_sb_free(&path);
+	if (doc == NULL)
+		return -1;
+	arr = json_object_get(doc, "names");
+	if (!json_is_array(arr))
+	{
+		json_decref(doc);
+		return io_set_error(err, IO_ERR_PROTOCOL, 200,
+							"malformed gravitino job template list: no \"names\"");
+	}
+	io_sb_init(&list);
+	for (i = 0; i < json_array_size(arr); i++)
+	{
+		const char *n = json_string_value(json_array_get(arr, i));
+
+		if (n == NULL)
+			continue;
+		if (strcmp(n, template_name) == 0)
+			*offered = true;
+		if (cut)
+			continue;
+		if (list.len + strlen(n) + 2 > IO_ENGINE_TEMPLATE_LIST_MAX)
+		{
+			io_sb_puts(&list, list.len ? ", ..." : "...");
+			cut = true;
+			continue;
+		}
+		if (list.len)
+			io_sb_puts(&list, ", ");
+		io_sb_puts(&list, n);
+	}
+	json_decref(doc);
+	*names = list.oom ? NULL : io_sb_steal(&list);
+	io_sb_free(&list);
+	if (*names == NULL)
+	{
+		*offered = false;
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
 	return 0;
 }

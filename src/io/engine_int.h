@@ -191,5 +191,7 @@ extern int	io_gravitino_find(IoEngine *eng, const char *tag, const char *templat
 							  IoEngineRun *run, bool *found, IoError *err);
 extern int	io_gravitino_attach(IoEngine *eng, const char *run_id, IoEngineRun *run,
 								IoError *err);
+extern int	io_gravitino_offers_template(IoEngine *eng, const char *template_name,
+										 bool *offered, char **names, IoError *err);
 
 #endif							/* TMS_IO_ENGINE_INT_H */

@@ -175,6 +175,7 @@ reasons_json(unsigned r)
 		{ICEBERG_COMPACT_TOO_MUCH_CONTENT, "too-much-content"},
 		{ICEBERG_COMPACT_DELETES, "delete-file-threshold"},
 		{ICEBERG_COMPACT_DELETE_RATIO, "delete-ratio-threshold"},
+		{ICEBERG_COMPACT_REWRITE_ALL, "rewrite-all"},
 	};
 	bool		first = true;
 
@@ -465,7 +466,9 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		free(dir);
 		return false;
 	}
-	upload_dir = psprintf("%s/", upload_dir);
+	/* one slash before the file names (an unpartitioned table's dir ends in one) */
+	if (upload_dir[0] == '\0' || upload_dir[strlen(upload_dir) - 1] != '/')
+		upload_dir = psprintf("%s/", upload_dir);
 	/* where storage reads each file (relative paths resolved, as the FileIO does) */
 	input_uris = palloc(sizeof(char *) * (gr->nfiles + 1));
 	delete_uris = palloc(sizeof(char *) * (gr->ndeletes + 1));

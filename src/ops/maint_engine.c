@@ -8,8 +8,10 @@
  *	  finish, the baseline) is maint.c's, the same as for local jobs.
  *
  * At most one engine run per job, whatever dies when:
- *	 submit		(step) phase "submit", the statement, submitted_at and the
- *				table's snapshot (submit_snapshot_id) are recorded and
+ *	 submit		(step) a Gravitino server's job templates are read first:
+ *				one it does not offer fails the job, nothing sent.  Phase
+ *				"submit", the statement, submitted_at and the table's
+ *				snapshot (submit_snapshot_id) are recorded and
  *				committed before anything is sent, and only while no cancel
  *				was requested (a cancel requested before it: nothing is ever
  *				sent, the job ends cancelled).  The tag "tms-job-<id>"
@@ -694,6 +696,23 @@ maint_run_engine(MaintRun *run)
 		}
 		else
 		{
+			char	   *offered = NULL;
+
+			/* a Gravitino server runs only the job templates it offers */
+			switch (tms_engine_template_check(eng, maint_op_name(run->opt.op), &offered, &err))
+			{
+				case TMS_TEMPLATE_OFFERED:
+					break;
+				case TMS_TEMPLATE_MISSING:
+					maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED,
+									"engine \"%s\" cannot run operation \"%s\": its Gravitino server offers no job template \"%s\" (it offers: %s)",
+									run->engine_name, maint_op_name(run->opt.op),
+									st.template_name ? st.template_name : "", offered);
+					goto done;
+				case TMS_TEMPLATE_UNKNOWN:
+					engine_failed(run, "cannot read the job templates of", &err);
+					goto done;
+			}
 			/* nothing was sent: recorded first, unless a cancel came first */
 			if (!record_submit(run, st.text))
 				goto done;

@@ -41,7 +41,11 @@
  *					   filter on partitions, its syntax checked here and its
  *					   names against the table when it is loaded)
  * An unknown key or a value of the wrong type is SQLSTATE 22023 with the
- * key in DETAIL; nothing runs and no job is recorded.
+ * key in DETAIL; nothing runs and no job is recorded.  On a gravitino
+ * engine the check with options (tms.run_operation, tms.add_rule) also
+ * reads the server's job templates and refuses (0A000) an operation whose
+ * template it does not offer; a server that does not answer passes (the
+ * worker reads the list again before it submits).
  *
  * A relative older-than (an interval) is kept as such and resolved
  * against the time the operation plans, so a rule's "7 days" means seven
@@ -52,6 +56,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/date.h"
 #include "utils/datetime.h"
@@ -597,6 +602,39 @@ maint_ms_to_timestamp(int64 ms)
 }
 
 /*
+ * A Gravitino server runs only the job templates it offers (its release
+ * decides which built-in ones): read its list as the acting role and
+ * refuse (0A000) an operation whose template it lacks, before anything is
+ * recorded.  A server that does not answer now is not a refusal: the
+ * worker reads the list again before it submits.
+ */
+static void
+check_gravitino_template(const char *operation, const char *engine)
+{
+	TmsRoleSave save;
+	TmsEngine  *volatile e = NULL;
+
+	tms_become_role(tms_acting_role(), "the check of a gravitino engine", &save);
+	PG_TRY();
+	{
+		char	   *offered = NULL;
+		IoError		err;
+
+		e = tms_engine_open(engine);
+		if (tms_engine_template_check(e, operation, &offered, &err) == TMS_TEMPLATE_MISSING)
+			tms_engine_template_refuse(e, operation, offered);
+		/* an interrupted request is the interrupt's error, not a pass */
+		CHECK_FOR_INTERRUPTS();
+	}
+	PG_FINALLY();
+	{
+		tms_engine_close(e);
+		tms_restore_role(&save);
+	}
+	PG_END_TRY();
+}
+
+/*
  * tms._check_operation(operation, engine, options): raise unless valid
  * (options NULL: the names only).
  */
@@ -608,4 +646,6 @@ tms_operation_check(const char *operation, const char *engine, Jsonb *options)
 	maint_options_parse(operation, engine, options, &o);
 	if (o.engine_type != ENGINE_TYPE_UNKNOWN)
 		tms_engine_check_access(engine, tms_acting_role());
+	if (o.engine_type == ENGINE_TYPE_GRAVITINO && options != NULL)
+		check_gravitino_template(operation, engine);
 }

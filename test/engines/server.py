@@ -56,9 +56,15 @@ Served, gravitino (https://gravitino.apache.org/docs/latest/manage-jobs-in-gravi
   {"code":0,"job":{jobId, jobTemplateName, status, audit, jobConf, details}};
   statuses queued, started, succeeded, failed, cancelling, cancelled;
   errors {"code", "type", "message", "stack": []} (ErrorResponse).
-  Built-in templates builtin-iceberg-rewrite-data-files,
-  builtin-iceberg-rewrite-manifests, builtin-iceberg-expire-snapshots:
-  their jobConf (strings) becomes the Spark CALL the job runs (options: a
+  Built-in templates offered: those a Gravitino release ships
+  (builtin-sparkpi, builtin-iceberg-rewrite-data-files,
+  builtin-iceberg-update-stats, builtin-iceberg-expire-snapshots), or the
+  list POST /admin/templates set (builtin-iceberg-rewrite-manifests, as
+  later releases ship it, among them); a template not offered is 404
+  NoSuchJobTemplateException everywhere.  The jobConf (strings) of
+  rewrite-data-files, rewrite-manifests and expire-snapshots becomes the
+  Spark CALL the job runs (sparkpi and update-stats runs fail: this
+  server does not execute them) (options: a
   JSON object text; older_than: 'YYYY-MM-DD HH:MM:SS' UTC; snapshot_ids:
   comma-separated; booleans true/false); other keys (such as tms_tag) are
   kept and shown.
@@ -96,7 +102,10 @@ then they need "X-Admin-Token: TOKEN"), like the catalog's:
   GET    /admin/requests {"counts": {"METHOD /path/{template}": {"200": n}},
                           "total": n}
   DELETE /admin/requests reset the counters
-  POST   /admin/reset    forget everything (state, runs, faults, counters)
+  POST   /admin/templates {"names": [...]} (gravitino) the built-in job
+                          templates offered from now on
+  POST   /admin/reset    forget everything (state, runs, faults, counters,
+                          gravitino's templates)
 
 Rules: 127.0.0.1 only; every wait is bounded; a run is cancelled only at a
 checkpoint before its commit (or deletes), after which it completes.
@@ -1187,7 +1196,12 @@ class Trino:
 # Gravitino
 # ---------------------------------------------------------------------------
 
+# What each built-in template runs: (procedure, required jobConf keys,
+# optional keys); procedure None: listed and accepted, but this server does
+# not execute it (its run fails saying so).
 GRAVITINO_TEMPLATES = {
+    "builtin-sparkpi": (None, [], ["slices"]),
+    "builtin-iceberg-update-stats": (None, ["catalog_name", "table_identifier"], []),
     "builtin-iceberg-rewrite-data-files": (
         "rewrite_data_files", ["catalog_name", "table_identifier"],
         ["strategy", "sort_order", "where", "options"]),
@@ -1199,6 +1213,13 @@ GRAVITINO_TEMPLATES = {
         ["older_than", "retain_last", "max_concurrent_deletes", "stream_results",
          "snapshot_ids", "clean_expired_metadata"]),
 }
+# The templates a Gravitino release ships (its job system's documentation,
+# https://gravitino.apache.org/docs/latest/manage-jobs-in-gravitino, lists
+# rewrite-data-files, update-stats and expire-snapshots besides sparkpi):
+# what this server offers until POST /admin/templates says otherwise (later
+# Gravitino releases add builtin-iceberg-rewrite-manifests).
+GRAVITINO_SHIPPED = ["builtin-sparkpi", "builtin-iceberg-rewrite-data-files",
+                     "builtin-iceberg-update-stats", "builtin-iceberg-expire-snapshots"]
 G_ILLEGAL, G_INTERNAL, G_NOT_FOUND, G_UNAUTHORIZED = 1001, 1002, 1003, 1011
 
 
@@ -1263,10 +1284,24 @@ class Gravitino:
         self.args = args
         self.lock = threading.Lock()
         self.jobs = {}
+        self.templates = list(GRAVITINO_SHIPPED)
 
     def reset(self):
         with self.lock:
             self.jobs = {}
+            self.templates = list(GRAVITINO_SHIPPED)
+
+    def set_templates(self, names):
+        """POST /admin/templates: the built-in templates offered from now on."""
+        if not isinstance(names, list) or any(n not in GRAVITINO_TEMPLATES for n in names):
+            raise HttpError(400, {"error": "names must be a list of %s"
+                                  % ", ".join(sorted(GRAVITINO_TEMPLATES))})
+        with self.lock:
+            self.templates = list(names)
+
+    def offered(self):
+        with self.lock:
+            return sorted(self.templates)
 
     @staticmethod
     def err(status, code, type_, msg):
@@ -1293,7 +1328,7 @@ class Gravitino:
 
     def template_view(self, name):
         proc, req_keys, opt_keys = GRAVITINO_TEMPLATES[name]
-        return {"name": name, "jobType": "spark", "comment": "Iceberg %s (built-in)" % proc,
+        return {"name": name, "jobType": "spark", "comment": "%s (built-in)" % (proc or name),
                 "executable": "gravitino-jobs.jar", "className":
                 "org.apache.gravitino.maintenance.jobs.iceberg.IcebergProcedureJob",
                 "arguments": ["--%s" % k for k in req_keys + opt_keys],
@@ -1303,15 +1338,20 @@ class Gravitino:
     def h_templates(self, m, req):
         if req.query.get("details", "false").lower() == "true":
             return 200, {"code": 0, "jobTemplates": [self.template_view(n)
-                                                    for n in sorted(GRAVITINO_TEMPLATES)]}
-        return 200, {"code": 0, "names": sorted(GRAVITINO_TEMPLATES)}
+                                                    for n in self.offered()]}
+        return 200, {"code": 0, "names": self.offered()}
 
     def h_template(self, m, req):
         name = urllib.parse.unquote(m.group(2))
-        if name not in GRAVITINO_TEMPLATES:
+        if name not in self.offered():
             raise self.err(404, G_NOT_FOUND, "NoSuchJobTemplateException",
                            "Job template %s does not exist" % name)
         return 200, {"code": 0, "jobTemplate": self.template_view(name)}
+
+    @staticmethod
+    def not_executed(run):
+        raise EngineError("NOT_EXECUTED", "this test server does not execute %s"
+                          % run.statement[3:])
 
     def statement(self, template, conf):
         """The Spark SQL CALL a built-in template runs for this jobConf."""
@@ -1372,20 +1412,25 @@ class Gravitino:
                 raise self.err(400, G_ILLEGAL, "IllegalArgumentException",
                                "Unrecognized field \"%s\"" % k)
         template = body["jobTemplateName"]
-        if template not in GRAVITINO_TEMPLATES:
+        if template not in self.offered():
             raise self.err(404, G_NOT_FOUND, "NoSuchJobTemplateException",
                            "Job template %s does not exist" % template)
         conf = body.get("jobConf") or {}
         if not isinstance(conf, dict):
             raise self.err(400, G_ILLEGAL, "IllegalArgumentException", "jobConf must be a map")
-        text = self.statement(template, conf)
+        if GRAVITINO_TEMPLATES[template][0] is None:
+            text = "-- %s" % template
+            runner = self.not_executed
+        else:
+            text = self.statement(template, conf)
+            runner = lambda r: self.engine.run_spark(r, text)  # noqa: E731
         jid = "job-%d" % random.getrandbits(62)
         run = Run(jid, conf.get("tms_tag"), text)
         job = GravitinoJob(jid, template, conf, req.user, run)
         self.engine.add_run(run)
         with self.lock:
             self.jobs[jid] = job
-        self.engine.start(run, lambda r: self.engine.run_spark(r, text))
+        self.engine.start(run, runner)
         return 200, {"code": 0, "job": job.view()}
 
     def h_list(self, m, req):
@@ -1571,6 +1616,10 @@ def make_handler(engine, personality, auth, args):
                 if path == "/admin/requests" and c == "DELETE":
                     engine.counters.reset()
                     return self.send(204, None)
+                if path == "/admin/templates" and c == "POST" and \
+                        hasattr(personality, "set_templates"):
+                    personality.set_templates(spec.get("names"))
+                    return self.send(200, {"names": personality.offered()})
                 if path == "/admin/reset" and c == "POST":
                     engine.faults.clear()
                     engine.counters.reset()

@@ -22,6 +22,10 @@ run by the worker pool:
     ends failed, outcome unknown;
   - tms.cancel_operation and the run timeout reach the engine (the run
     ends cancelled there);
+  - Gravitino runs only the job templates its server offers: an
+    operation whose template it lacks is refused (0A000) by
+    tms.run_operation and tms.add_rule, and fails the job when the server
+    withdrew it before the submit, nothing submitted;
   - an engine that is down, one that answers 500 and one that hangs each
     end the job failed with a clear last_error;
   - a position-delete rewrite on Spark rewrites the delete files and keeps
@@ -346,13 +350,97 @@ def test_run_timeout_cancels_at_the_engine(env, mtable):
     q(env, "ALTER SERVER gravitino OPTIONS (ADD run_timeout '1s')")
     try:
         grav.fault(action="stuck-run", count=1)
-        jid = run(env, ns, name, "manifest-rewrite", engine="gravitino")
+        jid = run(env, ns, name, "snapshot-expiry", {"retain-last": 50}, engine="gravitino")
         row = wait_job(env, jid, states=("failed",), timeout=60)
         assert "took longer than its timeout" in row["last_error"], row
         wait_for(lambda: runs_of(env, "gravitino", jid)[0]["state"] in ("cancelled", "cancelling"),
                  timeout=30, what="the engine's run to be cancelled")
     finally:
         q(env, "ALTER SERVER gravitino OPTIONS (DROP run_timeout)")
+
+
+# ---------------------------------------------------------------------------
+# Gravitino runs only the job templates its server offers
+# ---------------------------------------------------------------------------
+
+SHIPPED = ["builtin-iceberg-expire-snapshots", "builtin-iceberg-rewrite-data-files",
+           "builtin-iceberg-update-stats", "builtin-sparkpi"]
+
+
+def job_count(env):
+    return q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
+
+
+def test_gravitino_refuses_a_template_its_server_lacks(env, mtable):
+    """A released Gravitino ships no builtin-iceberg-rewrite-manifests:
+    tms.run_operation and tms.add_rule read the server's template list and
+    refuse manifest-rewrite there (0A000, the templates it offers in DETAIL)
+    before a job is recorded or anything is submitted; once the server
+    offers the template, the same call runs."""
+    ns, name = mtable
+    grav = env["engines"]["gravitino"]
+    assert grav.request("GET", "/api/metalakes/ml/jobs/templates")["names"] == SHIPPED
+    n, nruns = job_count(env), len(grav.runs())
+    e = env["pg"].query_error("SELECT tms.run_operation('cat', %s, %s, 'manifest-rewrite',"
+                              " '{}', 'gravitino')", (ns, name))
+    assert e.pgcode == "0A000", str(e)
+    assert e.diag.message_primary == \
+        'engine "gravitino" cannot run operation "manifest-rewrite"', e.diag.message_primary
+    assert "builtin-iceberg-rewrite-manifests" in e.diag.message_detail
+    assert ", ".join(SHIPPED) in e.diag.message_detail, e.diag.message_detail
+    assert "another engine" in e.diag.message_hint
+    assert job_count(env) == n and len(grav.runs()) == nruns
+    # a rule too
+    q(env, "SELECT tms.create_object_group('g_tmpl', 'cat', namespace_pattern => %s)", (ns,))
+    q(env, "SELECT tms.create_policy('tmpl', 'g_tmpl', active => false)")
+    try:
+        e = env["pg"].query_error("SELECT tms.add_rule('tmpl', 'manifest-rewrite', 'gravitino',"
+                                  " '{\"commits-added\": 1}', 'true', 'catch-up')")
+        assert e.pgcode == "0A000", str(e)
+        assert q(env, "SELECT count(*) FROM tms.rules WHERE policy = 'tmpl'")[0][0] == 0
+        # what it offers still runs
+        wait_job(env, run(env, ns, name, "snapshot-expiry", {"retain-last": 50},
+                          engine="gravitino"))
+        # a server that offers the template runs it
+        grav.set_templates(SHIPPED + ["builtin-iceberg-rewrite-manifests"])
+        jid = run(env, ns, name, "manifest-rewrite", engine="gravitino")
+        row = wait_job(env, jid)
+        assert json.loads(row["statement"])["jobTemplateName"] == \
+            "builtin-iceberg-rewrite-manifests"
+    finally:
+        grav.set_templates(SHIPPED)
+        q(env, "SELECT tms.drop_policy('tmpl')")
+        q(env, "SELECT tms.drop_object_group('g_tmpl')")
+
+
+def test_gravitino_template_withdrawn_before_the_submit(env):
+    """A rule accepted while the server offered the template, whose server
+    no longer does when the job runs: the worker reads the list before it
+    submits, and the job fails with 0A000's message, nothing submitted."""
+    ns, name = "tw", "t"
+    env["catalog"].create_namespace(ns)
+    small_table(env, ns, name, files=4)
+    grav = env["engines"]["gravitino"]
+    grav.set_templates(SHIPPED + ["builtin-iceberg-rewrite-manifests"])
+    q(env, "SELECT tms.create_object_group('g_tw', 'cat', namespace_pattern => 'tw')")
+    q(env, "SELECT tms.create_policy('tw', 'g_tw', active => false)")
+    try:
+        q(env, "SELECT tms.add_rule('tw', 'manifest-rewrite', 'gravitino',"
+               " '{\"commits-added\": 1}', 'true', 'catch-up')")
+        grav.set_templates(SHIPPED)
+        q(env, "SELECT tms.set_policy_active('tw', true)")
+        wait_for(lambda: q(env, "SELECT id FROM tms.maintenance_jobs WHERE policy = 'tw'"),
+                 timeout=60, what="the policy's job")
+        jid = q(env, "SELECT id FROM tms.maintenance_jobs WHERE policy = 'tw'")[0][0]
+        row = wait_job(env, jid, states=("failed",))
+        assert row["attempts"] == 1, row
+        assert 'cannot run operation "manifest-rewrite"' in row["last_error"], row
+        assert "builtin-iceberg-rewrite-manifests" in row["last_error"], row
+        assert runs_of(env, "gravitino", jid) == []
+    finally:
+        grav.set_templates(SHIPPED)
+        q(env, "SELECT tms.drop_policy('tw')")
+        q(env, "SELECT tms.drop_object_group('g_tw')")
 
 
 # ---------------------------------------------------------------------------

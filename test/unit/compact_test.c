@@ -417,9 +417,23 @@ test_plan_fixture(void)
 				  "group %d of %d files", g, p->groups[g].nfiles);
 		iceberg_compact_plan_free(p);
 	}
+	/*
+	 * rewrite-all alone (min-input-files left at 5): every file in a group,
+	 * every group kept, though each partition has one or two files
+	 */
+	o.rewrite_all = true;
+	CHECK(iceberg_compact_plan(&io, md, &o, &p, &err), "plan: %s", err.message);
+	if (p)
+	{
+		CHECK(p->nfiles == 6 && p->ngroups == 6,
+			  "rewrite-all: 6 files in 6 groups, not %d in %d", p->nfiles, p->ngroups);
+		for (int g = 0; g < p->ngroups; g++)
+			CHECK(p->groups[g].reasons & ICEBERG_COMPACT_REWRITE_ALL,
+				  "group %d kept for rewrite-all", g);
+		iceberg_compact_plan_free(p);
+	}
 	/* min-input-files 1: every partition with two or more files, and deletes */
 	o.min_input_files = 1;
-	o.rewrite_all = true;
 	CHECK(iceberg_compact_plan(&io, md, &o, &p, &err), "plan: %s", err.message);
 	if (p)
 	{
@@ -455,6 +469,61 @@ test_plan_fixture(void)
 	iceberg_metadata_free(md);
 }
 
+/*
+ * rewrite-all on an unpartitioned v2 table with one live data file (and a
+ * position delete file): the single-file group is rewritten, as Iceberg's
+ * SizeBasedFileRewritePlanner keeps every group when rewrite-all is set;
+ * without it the group is not worth rewriting.
+ */
+static void
+test_plan_rewrite_all(void)
+{
+	IcebergLocalFS fs;
+	IcebergFileIO io;
+	IcebergTableMetadata *md;
+	IcebergCompactPlan *p;
+	IcebergCompactOptions o;
+	IcebergError err;
+	char		folder[1024];
+	char		path[1200];
+
+	memset(&fs, 0, sizeof(fs));
+	snprintf(folder, sizeof(folder), "%s/spark-v2-mor-posdeletes", fixtures);
+	fs.nmaps = 1;
+	fs.maps[0].from = "s3a://hyperparam-iceberg/spark/bunnies";
+	fs.maps[0].to = folder;
+	iceberg_local_fileio(&io, &fs);
+	snprintf(path, sizeof(path), "%s/metadata/v5.metadata.json", folder);
+	if (!iceberg_metadata_read(&io, path, &md, &err))
+	{
+		CHECK(false, "fixture: %s %s", err.message, err.detail);
+		return;
+	}
+	memset(&o, 0, sizeof(o));
+	o.delete_file_threshold = -1;
+	o.min_file_size_bytes = -1;
+	o.max_file_size_bytes = -1;
+	CHECK(iceberg_compact_plan(&io, md, &o, &p, &err) && p->ngroups == 0 &&
+		  p->candidates == 1, "without rewrite-all: one small file, no group");
+	iceberg_compact_plan_free(p);
+	o.rewrite_all = true;
+	CHECK(iceberg_compact_plan(&io, md, &o, &p, &err), "plan: %s", err.message);
+	if (p)
+	{
+		CHECK(p->ngroups == 1 && p->nfiles == 1 && p->groups[0].nfiles == 1 &&
+			  p->groups[0].reasons == ICEBERG_COMPACT_REWRITE_ALL &&
+			  p->groups[0].expected_outputs == 1,
+			  "rewrite-all: one group of the one file (%d groups)", p->ngroups);
+		iceberg_compact_plan_free(p);
+	}
+	/* an explicit min-input-files does not hold it back either */
+	o.min_input_files = 10;
+	CHECK(iceberg_compact_plan(&io, md, &o, &p, &err) && p->ngroups == 1,
+		  "rewrite-all with min-input-files 10");
+	iceberg_compact_plan_free(p);
+	iceberg_metadata_free(md);
+}
+
 int
 main(void)
 {
@@ -467,6 +536,7 @@ main(void)
 	test_wire();
 	test_metrics_modes();
 	test_plan_fixture();
+	test_plan_rewrite_all();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed > 0;
 }
