@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # scripts/check-standalone.sh -- fail when a file of the repository names
 # the reference tree that sat beside it while tms was written (a directory
-# beside the checkout: fixtures, design notes, specs, seeds).  A user's
-# clone has only the repository, so nothing may read, cite or link that
-# tree: fixtures live in test/fixtures, the specs are cited by their
-# upstream URLs, the design is in doc/.
+# beside the checkout: fixtures, design notes, specs, reference texts).
+# A user's clone has only the repository, so nothing may read, cite or
+# link that tree: fixtures live in test/fixtures, the specs are cited by
+# their upstream URLs, the design is in doc/.
 #
 # Checks every file git knows in the working tree (tracked, and untracked
 # but not ignored), excluding only this script.  Prints each offending line
@@ -15,7 +15,7 @@ self=scripts/check-standalone.sh
 # The tree's name is assembled here so that this script does not name it
 # either: a clone that has none of it holds no path into it.
 ref="shar""ed"
-pattern="\\.\\./$ref|/work/$ref|$ref/(fixtures|design|spec|seeds|hooks)|design/(ARCHITECTURE|ENVIRONMENT|policy-dsl)\\.md|iceberg-table-spec\\.md|iceberg-rest-catalog-open-api\\.yaml"
+pattern="\\.\\./$ref|/work/$ref|$ref/(fixtures|design|spec|seed|hooks)|design/(ARCHITECTURE|ENVIRONMENT|policy-dsl)\\.md|iceberg-table-spec\\.md|iceberg-rest-catalog-open-api\\.yaml"
 
 if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   echo "check-standalone: not a git checkout, cannot list the repository's files" >&2

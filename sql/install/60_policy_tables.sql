@@ -162,8 +162,10 @@ CREATE INDEX table_maintenance_job_inflight_idx ON tms.table_maintenance_job (st
     WHERE finished_at IS NULL;
 CREATE INDEX table_maintenance_job_table_idx ON tms.table_maintenance_job (table_id, rule_id);
 
--- A table's metrics at the snapshot before and after every job (seed 000's
--- table_snapshot_metrics), so a user sees the effect of maintenance.
+-- A table's metrics at the snapshot before and after every job (the
+-- table_snapshot_metrics of Gravitino's table maintenance service design,
+-- https://github.com/apache/gravitino/pull/13386), so a user sees the
+-- effect of maintenance.
 -- Self-contained like the evaluation log; pruned after
 -- tms.snapshot_metrics_retention.
 CREATE TABLE tms.table_snapshot_metrics (

@@ -68,9 +68,10 @@ BEGIN
 END
 $$;
 
--- The place of an operation in seed 000's chain of one table's
--- operations: data files first, then delete files, manifests, snapshots,
--- and orphans last.
+-- The place of an operation in the chain of one table's operations of
+-- Gravitino's table maintenance service design
+-- (https://github.com/apache/gravitino/pull/13386): data files first,
+-- then delete files, manifests, snapshots, and orphans last.
 CREATE FUNCTION tms._chain_rank(operation text)
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -228,8 +229,9 @@ $$;
 -- After a job ended (any outcome; every end of a job comes here): it is
 -- counted in tms.stat_maintenance; its (table, rule) baseline is reset, so
 -- the counters measure activity since this run and the pair is evaluated
--- again, though not before the rule's min_interval (seed 000's
--- minIntervalMs) has passed; old snapshot metrics are pruned.
+-- again, though not before the rule's min_interval (minIntervalMs of
+-- Gravitino's table maintenance service design) has passed; old snapshot
+-- metrics are pruned.
 CREATE FUNCTION tms._job_ended(jid bigint)
 RETURNS void
 LANGUAGE plpgsql

@@ -16,7 +16,9 @@
  * Operations: compaction, position-delete-rewrite, manifest-rewrite,
  * snapshot-expiry, orphan-cleanup (the names of tms.run_operation).
  *
- * The rules (seed 001, for every operation and engine):
+ * The rules (for every operation and engine; as in Gravitino's design of
+ * the Iceberg rewrite-manifests job,
+ * https://github.com/apache/gravitino/pull/12942):
  *	- every option is checked before anything is built: an unknown key is
  *	  refused with the list of allowed ones; booleans are JSON true/false
  *	  only; whole numbers are JSON integers (or strings of digits) of any

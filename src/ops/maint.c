@@ -44,7 +44,9 @@
  *				harmless).
  *	 load		the table; a policy's job whose table moved past the
  *				snapshot its condition was evaluated at ends skipped
- *				("snapshot drift"), as seed 000 prescribes.
+ *				("snapshot drift"), as Gravitino's table maintenance
+ *				service design prescribes
+ *				(https://github.com/apache/gravitino/pull/13386).
  *	 before		(step) the table's metrics, tms.table_snapshot_metrics.
  *	 operation	plan, commit (the protocol below), delete.
  *	 finish		(step) succeeded with its counts, the after-snapshot and
@@ -1340,11 +1342,12 @@ step_finish(void *arg)
 }
 
 /*
- * Seed 000's snapshot-drift gate: a policy's job carries the snapshot its
- * condition was evaluated at; if the table's data changed since, the
- * decision is stale.  Snapshots of operation "replace" (manifest rewrite,
- * compaction: the same rows) between the two are not drift, so one
- * operation's commit does not skip the other operations decided with it.
+ * The snapshot-drift gate of Gravitino's table maintenance service design:
+ * a policy's job carries the snapshot its condition was evaluated at; if
+ * the table's data changed since, the decision is stale.  Snapshots of
+ * operation "replace" (manifest rewrite, compaction: the same rows)
+ * between the two are not drift, so one operation's commit does not skip
+ * the other operations decided with it.
  * A snapshot that is no longer an ancestor of the current one (expired,
  * or main moved elsewhere) is drift.
  */

@@ -10,9 +10,10 @@
  * is not evaluated again until the job ends and its baseline is reset,
  * nor before the rule's min_interval has passed after that.
  *
- * Three kinds of task evaluate rules (seed 000's three pools, each with
- * its cap): "policy-expand", one per policy (policy_run.c), runs the
- * evaluation cycle of the rules without a schedule and expands the
+ * Three kinds of task evaluate rules (the three pools of Gravitino's table
+ * maintenance service design, https://github.com/apache/gravitino/pull/13386,
+ * each with its cap): "policy-expand", one per policy (policy_run.c), runs
+ * the evaluation cycle of the rules without a schedule and expands the
  * crontab firings into "cron-job" tasks, one per (policy, table); a
  * "commit-job", one per table, is made by the commit events of
  * sql/install/67_schedules.sql and runs the table's on-commit rules
@@ -48,8 +49,8 @@ int			tms_commit_event_resync_interval_s = 86400;
 
 /*
  * The cooldown of each operation when its rule gives no min_interval
- * (seed 000's code defaults: an hour, a day for orphan cleanup), one
- * setting each.
+ * (the defaults of Gravitino's design: an hour, a day for orphan cleanup),
+ * one setting each.
  */
 typedef struct MinInterval
 {
@@ -193,7 +194,7 @@ tms_policy_init(void)
 								GUC_UNIT_S,
 								NULL, NULL, NULL);
 
-	/* seed 000's three pools */
+	/* the three pools of Gravitino's design */
 	sched_register_detached("policy-expand", policy_expand_task, &tms_expand_concurrency);
 	sched_register_detached("cron-job", policy_cron_job_task, &tms_cron_concurrency);
 	sched_register_detached("commit-job", policy_commit_job_task, &tms_commit_concurrency);

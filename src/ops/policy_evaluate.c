@@ -182,9 +182,10 @@ candidates_step(void *arg)
 	values[7] = BoolGetDatum(r->scope == POLICY_SCOPE_COMMIT);
 
 	/*
-	 * In the order of seed 000's chain (tms._chain_rank): a table's
-	 * compaction is recorded before its manifest rewrite, that before its
-	 * expiry, so each later job finds the earlier ones and waits for them.
+	 * In the chain order of Gravitino's table maintenance service design
+	 * (tms._chain_rank): a table's compaction is recorded before its
+	 * manifest rewrite, that before its expiry, so each later job finds the
+	 * earlier ones and waits for them.
 	 */
 	if (r->scope == POLICY_SCOPE_CYCLE)
 		policy_exec(cycle_candidates_sql, 5, types, values, nulls, SPI_OK_SELECT);

@@ -3,7 +3,9 @@
  * policy_tasks.c
  *	  The handlers of the "cron-job" and "commit-job" task kinds: the
  *	  evaluation of the rules of one table when a crontab fired or when
- *	  commits to it arrived (seed 000's cron and commit pools).
+ *	  commits to it arrived (the cron and commit pools of Gravitino's table
+ *	  maintenance service design,
+ *	  https://github.com/apache/gravitino/pull/13386).
  *
  * A cron-job (instance "<policy id>:<table id>", made by the policy's
  * policy-expand task, tms._expand_cron) carries the crontab rules that
@@ -21,10 +23,10 @@
  * counters, which is all the tables whose commits arrive as events ever
  * need (no polling).  Then, for each policy with on-commit rules on the
  * table, as its owner, it evaluates those rules on it, as one chain in
- * seed 000's order (the jobs wait for each other, tms._start_job).  When
- * a rule whose counters fired is in its cooldown, the task is due again
- * when the cooldown ends instead of being deleted, so commits that came
- * during the cooldown are acted on after it.
+ * that design's order (the jobs wait for each other, tms._start_job).
+ * When a rule whose counters fired is in its cooldown, the task is due
+ * again when the cooldown ends instead of being deleted, so commits that
+ * came during the cooldown are acted on after it.
  *
  * Both are detached handlers (sched.h): short steps, network in between,
  * failures returned as values (the task is retried after a backoff).  An
