@@ -109,3 +109,128 @@ UPDATE tms.table_maintenance_job
    SET submitted_at = coalesce(started_at, created_at),
        submit_snapshot_id = before_snapshot_id
  WHERE finished_at IS NULL AND phase IN ('submit', 'engine');
+
+-- tms._start_job: a comment of its body names the upstream design it follows
+-- (no change of behaviour).
+CREATE OR REPLACE FUNCTION tms._start_job(jid bigint,
+                               OUT state text, OUT reason text,
+                               OUT retry_at timestamptz, OUT job jsonb)
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j tms.table_maintenance_job;
+    p tms.maintenance_policies;
+    other bigint;
+    running integer;
+BEGIN
+    PERFORM pg_advisory_xact_lock(7367, 1);
+    SELECT * INTO j FROM tms.table_maintenance_job WHERE id = jid FOR UPDATE;
+    IF NOT FOUND OR j.finished_at IS NOT NULL THEN
+        state := 'gone';
+        RETURN;
+    END IF;
+    IF j.cancel_requested AND j.phase = 'start' THEN
+        UPDATE tms.table_maintenance_job
+           SET state = 'cancelled', finished_at = now(),
+               reason = coalesce(reason, 'cancelled before it started')
+         WHERE id = jid;
+        PERFORM tms._job_ended(jid);
+        state := 'gone';
+        RETURN;
+    END IF;
+    IF j.policy_id IS NOT NULL AND j.phase = 'start' THEN
+        SELECT * INTO p FROM tms.maintenance_policies WHERE id = j.policy_id;
+        IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM tms.maintenance_rules r WHERE r.id = j.rule_id) THEN
+            reason := 'its policy or rule no longer exists';
+        END IF;
+        IF reason IS NOT NULL THEN
+            UPDATE tms.table_maintenance_job
+               SET state = 'skipped', finished_at = now(), reason = _start_job.reason
+             WHERE id = jid;
+            PERFORM tms._job_ended(jid);
+            state := 'skipped';
+            RETURN;
+        END IF;
+        IF NOT p.active THEN
+            state := 'deferred';
+            reason := format('policy "%s" is inactive', p.name);
+            retry_at := now() + tms._jitter(interval '1 minute');
+        ELSIF NOT tms.window_open(p.time_window, now()) THEN
+            state := 'deferred';
+            reason := format('the time window of policy "%s" is closed', p.name);
+            retry_at := now() + tms._jitter(interval '1 minute');
+        END IF;
+    END IF;
+    IF state IS NULL THEN
+        SELECT o.id INTO other FROM tms.table_maintenance_job o
+         WHERE o.table_id = j.table_id AND o.operation = j.operation AND o.id <> jid
+           AND o.state = 'running' AND o.finished_at IS NULL
+         LIMIT 1;
+        IF FOUND THEN
+            state := 'deferred';
+            reason := format('job %s runs %s on this table', other, j.operation);
+            retry_at := now() + tms._jitter(interval '5 seconds');
+        END IF;
+    END IF;
+    IF state IS NULL AND j.policy_id IS NOT NULL AND j.phase = 'start' THEN
+        -- the chain of Gravitino's table maintenance service design: a
+        -- policy's operations on one table run one after the other,
+        -- compaction first, snapshot expiry last
+        SELECT o.id, o.operation INTO other, reason FROM tms.table_maintenance_job o
+         WHERE o.table_id = j.table_id AND o.policy_id = j.policy_id AND o.id <> jid
+           AND o.finished_at IS NULL
+           AND tms._chain_rank(o.operation) < tms._chain_rank(j.operation)
+         ORDER BY tms._chain_rank(o.operation), o.id
+         LIMIT 1;
+        IF FOUND THEN
+            state := 'deferred';
+            reason := format('waits for job %s (%s) of its chain on this table', other, reason);
+            retry_at := now() + tms._jitter(interval '2 seconds');
+        ELSE
+            reason := NULL;
+        END IF;
+    END IF;
+    IF state IS NULL THEN
+        -- a job counts while a worker holds its task (local jobs and
+        -- those of tms_engine servers, which a worker follows); a job
+        -- handed to tms.maintenance_handler while it runs there (until
+        -- tms.finish_operation)
+        SELECT count(*) INTO running
+          FROM tms.table_maintenance_job o
+         WHERE o.finished_at IS NULL AND o.state = 'running' AND o.id <> jid
+           AND ((o.engine <> 'local'
+                 AND NOT EXISTS (SELECT 1 FROM pg_foreign_server s
+                                   JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+                                  WHERE w.fdwname = 'tms_engine' AND s.srvname = o.engine))
+                OR EXISTS (SELECT 1 FROM tms.scheduled_tasks t
+                            WHERE t.task_name = o.task_kind AND t.task_instance = o.task_instance
+                              AND t.picked));
+        IF running >= current_setting('tms.max_active_operations')::integer THEN
+            state := 'deferred';
+            reason := format('%s operations run (tms.max_active_operations)', running);
+            retry_at := now() + tms._jitter(interval '2 seconds');
+        END IF;
+    END IF;
+    IF state = 'deferred' THEN
+        UPDATE tms.table_maintenance_job SET reason = _start_job.reason WHERE id = jid;
+        RETURN;
+    END IF;
+    UPDATE tms.table_maintenance_job
+       SET state = 'running', started_at = coalesce(started_at, now()),
+           attempts = attempts + 1, reason = NULL
+     WHERE id = jid
+    RETURNING * INTO j;
+    state := 'started';
+    SELECT to_jsonb(j) || jsonb_build_object('namespace', t.namespace,
+                                             'table_name', t.table_name,
+                                             'server', t.server,
+                                             'acting_role',
+                                             coalesce(j.requested_by,
+                                                      (SELECT mp.owner::oid FROM tms.maintenance_policies mp
+                                                        WHERE mp.id = j.policy_id))::bigint)
+      INTO job
+      FROM tms.tables t
+     WHERE t.id = j.table_id;
+END
+$$;

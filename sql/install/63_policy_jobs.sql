@@ -166,8 +166,9 @@ BEGIN
         END IF;
     END IF;
     IF state IS NULL AND j.policy_id IS NOT NULL AND j.phase = 'start' THEN
-        -- seed 000's chain: a policy's operations on one table run one
-        -- after the other, compaction first, snapshot expiry last
+        -- the chain of Gravitino's table maintenance service design: a
+        -- policy's operations on one table run one after the other,
+        -- compaction first, snapshot expiry last
         SELECT o.id, o.operation INTO other, reason FROM tms.table_maintenance_job o
          WHERE o.table_id = j.table_id AND o.policy_id = j.policy_id AND o.id <> jid
            AND o.finished_at IS NULL
