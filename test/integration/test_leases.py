@@ -1,6 +1,6 @@
 """
 test_leases.py -- one execution per task, whatever the catalog's speed
-(issue 11, part 1; doc/security.md "One execution per task").
+(doc/security.md "One execution per task").
 
 The reproduction of the review: the supervisor used to run the policy
 evaluation cycle itself, so a catalog load that hung stopped every
