@@ -7,9 +7,16 @@
 #   make installcheck         pg_regress on a temporary instance of its own
 #                             (test/regress.conf; needs make install first)
 #   make unit                 plain-C unit drivers, test/unit/<layer>_test.c
+#   make unit-san             the same drivers under ASan (leaks too) and UBSan
 #   make fuzz-<name>          libFuzzer target test/fuzz/fuzz_<name>.c (FUZZ_SECONDS):
 #                             dsl, iceberg, location, xml, rest, engine, compact
-#   make test                 everything, on a throwaway cluster (test/run-tests.sh)
+#   make fuzz-replay          every fuzz target over test/fuzz/corpus/<name>/,
+#                             once each, no fuzzing, under ASan and UBSan
+#   make check-fast           build, install, standalone and layer checks,
+#                             unit-san, fuzz-replay, installcheck: under 3
+#                             minutes (scripts/check-fast.sh)
+#   make test                 check-fast, then the integration tests, on a
+#                             throwaway cluster (test/run-tests.sh)
 #   make check-standalone     no file names the shared/ reference tree
 #   make demo / demo-stop     a running stack to play with (scripts/demo.sh)
 
@@ -271,7 +278,7 @@ print-inflate-libs:
 # ---------------------------------------------------------------------------
 # Whole-project entry points.
 
-.PHONY: test demo demo-stop check-standalone install-deps
+.PHONY: test check-fast demo demo-stop check-standalone install-deps
 # Debian packages and the test world's npm packages, libduckdb among them
 # (scripts/install-deps.sh; make test runs it first).
 install-deps:
@@ -279,6 +286,9 @@ install-deps:
 
 test:
 	bash test/run-tests.sh
+
+check-fast:
+	bash scripts/check-fast.sh
 
 check-standalone:
 	bash scripts/check-standalone.sh
