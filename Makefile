@@ -227,7 +227,7 @@ $(SAN_DIR)/%_test: test/unit/%_test.c $$(call san_objs,$$(call unit_layer,$$*)) 
 .PHONY: unit-san
 unit-san: $(patsubst test/unit/%_test.c,unit-san-%,$(UNIT_DRIVERS))
 unit-san-%: $(SAN_DIR)/%_test
-	@echo "== $< (ASan, UBSan)"; $(SAN_ENV) ./$<
+	@echo "== $< (ASan, UBSan)"; $(SAN_ENV) $<
 
 FUZZ_SECONDS ?= 300
 FUZZ_CC ?= clang
@@ -266,7 +266,7 @@ test/fuzz/build/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay.c $$(call san_objs
 .PHONY: fuzz-replay
 fuzz-replay: $(addprefix fuzz-replay-,$(FUZZ_TARGETS))
 fuzz-replay-%: test/fuzz/build/replay_%
-	@echo "== $< test/fuzz/corpus/$* (ASan, UBSan)"; $(SAN_ENV) ./$< test/fuzz/corpus/$*
+	@echo "== $< test/fuzz/corpus/$* (ASan, UBSan)"; $(SAN_ENV) $< test/fuzz/corpus/$*
 
 # The inflater's flags, for the benches that build src/iceberg themselves.
 .PHONY: print-inflate-cflags print-inflate-libs
