@@ -7,9 +7,16 @@
 #   make installcheck         pg_regress on a temporary instance of its own
 #                             (test/regress.conf; needs make install first)
 #   make unit                 plain-C unit drivers, test/unit/<layer>_test.c
+#   make unit-san             the same drivers under ASan (leaks too) and UBSan
 #   make fuzz-<name>          libFuzzer target test/fuzz/fuzz_<name>.c (FUZZ_SECONDS):
 #                             dsl, iceberg, location, xml, rest, engine, compact
-#   make test                 everything, on a throwaway cluster (test/run-tests.sh)
+#   make fuzz-replay          every fuzz target over test/fuzz/corpus/<name>/,
+#                             once each, no fuzzing, under ASan and UBSan
+#   make check-fast           build, install, standalone and layer checks,
+#                             unit-san, fuzz-replay, installcheck: under 3
+#                             minutes (scripts/check-fast.sh)
+#   make test                 check-fast, then the integration tests, on a
+#                             throwaway cluster (test/run-tests.sh)
 #   make check-standalone     no file names the shared/ reference tree
 #   make demo / demo-stop     a running stack to play with (scripts/demo.sh)
 
@@ -197,6 +204,32 @@ unit: $(UNIT_BINS)
 	@rc=0; for b in $(UNIT_BINS); do echo "== $$b"; \
 	  ./$$b || rc=1; done; exit $$rc
 
+# The same drivers under AddressSanitizer (with LeakSanitizer) and
+# UndefinedBehaviorSanitizer: any finding ends the driver with an error.
+# The layers are compiled once into test/unit/build/san/src/, and those
+# objects are shared by every sanitized driver and every fuzz replay
+# binary (below).  Run in parallel with make -j2 -Otarget -k.
+SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+SAN_CFLAGS = $(PLAIN_CFLAGS) $(SAN_FLAGS)
+SAN_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+SAN_DIR = test/unit/build/san
+san_objs = $(patsubst %.c,$(SAN_DIR)/%.o,$(call layer_srcs,$(1)))
+UNIT_SAN_BINS = $(patsubst test/unit/%_test.c,$(SAN_DIR)/%_test,$(UNIT_DRIVERS))
+
+$(SAN_DIR)/src/%.o: src/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC_PLAIN) $(SAN_CFLAGS) -c -o $@ $<
+
+.SECONDEXPANSION:
+$(SAN_DIR)/%_test: test/unit/%_test.c $$(call san_objs,$$(call unit_layer,$$*)) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC_PLAIN) $(SAN_CFLAGS) -o $@ $< $(call san_objs,$(call unit_layer,$*)) $(LIBS_EXTERNAL) -lm
+
+.PHONY: unit-san
+unit-san: $(patsubst test/unit/%_test.c,unit-san-%,$(UNIT_DRIVERS))
+unit-san-%: $(SAN_DIR)/%_test
+	@echo "== $< (ASan, UBSan)"; $(SAN_ENV) $<
+
 FUZZ_SECONDS ?= 300
 FUZZ_CC ?= clang
 FUZZ_FLAGS = -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
@@ -218,6 +251,24 @@ fuzz-%: test/fuzz/build/fuzz_%
 	ASAN_OPTIONS=detect_leaks=1 $< -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    test/fuzz/corpus-$* test/fuzz/corpus/$*
 
+# Replay every fuzz target over its corpus (test/fuzz/corpus/<name>/), under
+# ASan and UBSan, without fuzzing: each file is one input, as libFuzzer's
+# "fuzz_<name> -runs=0 test/fuzz/corpus/<name>" does.  The replay binaries
+# are gcc builds of the target with test/fuzz/replay.c as their main(), on
+# the sanitized objects of make unit-san: compiling every layer again with
+# clang's -fsanitize=fuzzer takes minutes on two cores, this takes seconds.
+FUZZ_TARGETS = $(sort $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c)))
+
+test/fuzz/build/replay_%: test/fuzz/fuzz_%.c test/fuzz/replay.c $$(call san_objs,$$(call fuzz_layer,$$*)) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC_PLAIN) $(SAN_CFLAGS) -o $@ $< test/fuzz/replay.c $(call san_objs,$(call fuzz_layer,$*)) \
+	    $(LIBS_EXTERNAL) -lm
+
+.PHONY: fuzz-replay
+fuzz-replay: $(addprefix fuzz-replay-,$(FUZZ_TARGETS))
+fuzz-replay-%: test/fuzz/build/replay_%
+	@echo "== $< test/fuzz/corpus/$* (ASan, UBSan)"; $(SAN_ENV) $< test/fuzz/corpus/$*
+
 # The inflater's flags, for the benches that build src/iceberg themselves.
 .PHONY: print-inflate-cflags print-inflate-libs
 print-inflate-cflags:
@@ -228,7 +279,7 @@ print-inflate-libs:
 # ---------------------------------------------------------------------------
 # Whole-project entry points.
 
-.PHONY: test demo demo-stop check-standalone install-deps
+.PHONY: test check-fast demo demo-stop check-standalone install-deps
 # Debian packages and the test world's npm packages, libduckdb among them
 # (scripts/install-deps.sh; make test runs it first).
 install-deps:
@@ -236,6 +287,9 @@ install-deps:
 
 test:
 	bash test/run-tests.sh
+
+check-fast:
+	bash scripts/check-fast.sh
 
 check-standalone:
 	bash scripts/check-standalone.sh

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # make test: install what is missing, build, install, then run every test:
 #
-#   0. nothing names shared/          (scripts/check-standalone.sh)
-#      the layers are one-way         (scripts/check-layers.sh)
-#   1. plain-C unit drivers           (make unit)
-#   2. pg_regress                     (make installcheck, sql/ + expected/, on
-#                                      a temporary instance of its own in
-#                                      $root/regress, test/regress.conf)
-#   3. integration tests              (pytest test/integration, on a
+#   1. make check-fast                (scripts/check-fast.sh): nothing names
+#                                      shared/, the layers are one-way, the
+#                                      plain-C unit drivers and the fuzz
+#                                      corpora under ASan and UBSan, and
+#                                      pg_regress (make installcheck, sql/ +
+#                                      expected/, on a temporary instance of
+#                                      its own in $root/regress,
+#                                      test/regress.conf)
+#   2. integration tests              (pytest test/integration, on a
 #                                      throwaway PostgreSQL 15 in $root/pg with
 #                                      tms and pg_cron preloaded, and clusters
 #                                      of their own)
@@ -89,23 +91,8 @@ trap 'exit 130' INT TERM
 
 failed=()
 
-echo "== nothing names the shared/ reference tree (scripts/check-standalone.sh)"
-bash scripts/check-standalone.sh || failed+=(standalone)
-
-echo "== the includes of src/ follow the layers (scripts/check-layers.sh)"
-bash scripts/check-layers.sh || failed+=(layers)
-
-echo "== unit tests (make unit)"
-make -s unit || failed+=(unit)
-
-echo "== pg_regress (make installcheck, temporary instance in $root/regress)"
-if ! make -s installcheck REGRESS_DIR="$root/regress"; then
-  failed+=(pg_regress)
-  echo "---- regression.diffs ----"
-  cat "$root/regress/regression.diffs" 2>/dev/null
-  echo "---- server log (tail) ----"
-  tail -n 80 "$root/regress/log/postmaster.log" 2>/dev/null
-fi
+echo "== make check-fast (scripts/check-fast.sh)"
+REGRESS_DIR="$root/regress" bash scripts/check-fast.sh || failed+=(check-fast)
 
 echo "== starting PostgreSQL for the integration tests in $root/pg"
 if ! env_lines=$(/usr/bin/python3 test/pgcluster.py start --dir "$root/pg"); then

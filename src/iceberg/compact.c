@@ -1024,8 +1024,9 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			}
 		}
 
-	/* the groups, partition by partition */
-	qsort(pl.cands, (size_t) pl.ncands, sizeof(struct Cands), cmp_cands);
+	/* the groups, partition by partition (no candidate: cands is NULL) */
+	if (pl.ncands > 1)
+		qsort(pl.cands, (size_t) pl.ncands, sizeof(struct Cands), cmp_cands);
 	for (i = 0; i < pl.ncands; i++)
 		if (!pack_partition(&pl, &pl.cands[i], known, &order, &norder, &order_alloc))
 			goto fail;

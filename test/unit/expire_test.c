@@ -1679,7 +1679,7 @@ test_hash_sets(void)
 	for (i = 0, bad = 0; i < 200000; i++)
 	{
 		uint64_t	x = iceberg_path_hash(&(uint64_t) {i % 30000}, sizeof(uint64_t), 0);
-		bool		added;
+		bool		added = false;
 
 		if (!iceberg_hash_array_add(&a, x, &err) || !iceberg_hash_table_add(&t, x, &added, &err))
 			bad++;

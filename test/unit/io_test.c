@@ -13,6 +13,15 @@
  *		engine clients that need no server (origins, result cells and
  *		rows, tags).
  *
+ * The driver asserts behaviour only.  Upper bounds of timing windows (a
+ * timeout ending by 1.5 s, requests in flight at once ending sooner than
+ * one after the other) and glibc heap sizes are figures, not behaviour: a
+ * loaded machine or a sanitizer's allocator moves them.  They are
+ * BENCH_CHECKs, asserted only when bench/io_bench.sh builds this file with
+ * -DIO_BENCH (plain -O2, no sanitizer); in the unit drivers (make unit,
+ * make unit-san) they are printed, not checked.  Lower bounds (no timeout
+ * or interrupt before its time) are behaviour and stay checked.
+ *
  * Built by "make unit" with the files of src/io/.  The SigV4 suite directory is
  * taken from $SIGV4_SUITE, else test/fixtures/sigv4/v4 relative to
  * the repository top (where the test runs).  The last line printed is
@@ -66,6 +75,13 @@ static int	nfailed;
 			printf("\n"); \
 		} \
 	} while (0)
+
+/* A timing window's upper bound or a heap size: checked in bench/io_bench.sh. */
+#ifdef IO_BENCH
+#define BENCH_CHECK(cond, ...) CHECK(cond, __VA_ARGS__)
+#else
+#define BENCH_CHECK(cond, ...) do { if (0) CHECK(cond, __VA_ARGS__); } while (0)
+#endif
 
 /* Read a whole file into a malloc'd NUL-terminated buffer, or NULL. */
 static char *
@@ -1600,7 +1616,8 @@ test_http_interrupts(void)
 	cat = io_catalog_open(&cfg, &err);
 	el = now_ms() - t0;
 	CHECK(cat == NULL && err.code == IO_ERR_TIMEOUT, "hang ends in a timeout (%s)", err.message);
-	CHECK(el >= 550 && el < 1500, "timeout after ~600 ms, took %lld ms", (long long) el);
+	CHECK(el >= 550, "no timeout before 600 ms, took %lld ms", (long long) el);
+	BENCH_CHECK(el < 1500, "timeout after ~600 ms, took %lld ms", (long long) el);
 	printf("hang with 600 ms timeout ended after %lld ms\n", (long long) el);
 
 	cfg.http.request_timeout_ms = 30000;
@@ -1612,7 +1629,8 @@ test_http_interrupts(void)
 	cat = io_catalog_open(&cfg, &err);
 	el = now_ms() - t0;
 	CHECK(cat == NULL && err.code == IO_ERR_INTERRUPTED, "interrupt ends the request (%s)", err.message);
-	CHECK(el >= 290 && el < 300 + 2 * IO_POLL_INTERVAL_MS + 50,
+	CHECK(el >= 290, "not interrupted before 300 ms: %lld ms", (long long) el);
+	BENCH_CHECK(el < 300 + 2 * IO_POLL_INTERVAL_MS + 50,
 		  "interrupted within a poll interval: %lld ms", (long long) el);
 	printf("interrupt requested at 300 ms, request ended after %lld ms (%d checks)\n",
 		   (long long) el, d.calls);
@@ -1625,7 +1643,7 @@ test_http_interrupts(void)
 	cat = io_catalog_open(&cfg, &err);
 	el = now_ms() - t0;
 	CHECK(cat == NULL && err.code == IO_ERR_CONNECT, "refused connection: %s", err.message);
-	CHECK(el < 1000, "refused connection fails fast: %lld ms", (long long) el);
+	BENCH_CHECK(el < 1000, "refused connection fails fast: %lld ms", (long long) el);
 
 	io_http_shutdown();
 }
@@ -2103,7 +2121,7 @@ test_load_batches(void)
 		  (unsigned long long) (io_catalog_request_count(cat) - req0));
 	CHECK(stats->max_in_flight > 1 && stats->max_in_flight <= 8,
 		  "requests overlap, at most 8: %d", stats->max_in_flight);
-	CHECK(el < 1000, "8 at a time is faster than one after the other: %lld ms", (long long) el);
+	BENCH_CHECK(el < 1000, "8 at a time is faster than one after the other: %lld ms", (long long) el);
 	CHECK(stats->connections - conn0 <= 8, "connections reused: %d new for 20 requests",
 		  stats->connections - conn0);
 	printf("20 loads of 100 ms, 8 at a time: %lld ms, max %d in flight, %d connections\n",
@@ -2170,7 +2188,8 @@ test_load_batches(void)
 		el = now_ms() - t0;
 		CHECK(rc == -1 && err.code == IO_ERR_INTERRUPTED && r.calls == 0,
 			  "interrupted batch: rc %d (%s), %d results", rc, err.message, r.calls);
-		CHECK(el >= 290 && el < 300 + 2 * IO_POLL_INTERVAL_MS + 50,
+		CHECK(el >= 290, "batch not interrupted before 300 ms: %lld ms", (long long) el);
+		BENCH_CHECK(el < 300 + 2 * IO_POLL_INTERVAL_MS + 50,
 			  "batch interrupted within a poll interval: %lld ms", (long long) el);
 	}
 	io_catalog_free(cat);
@@ -2320,8 +2339,10 @@ test_deleter(void)
 	t0 = now_ms();
 	got = deleter_finish(d, 4, done);
 	CHECK(got == 4, "four answers: %d", got);
-	CHECK(stats->max_in_flight == 4, "four in flight at once: %d", stats->max_in_flight);
-	CHECK(now_ms() - t0 < 350, "at once, not one after the other: %lld ms",
+	CHECK(stats->max_in_flight > 1 && stats->max_in_flight <= 4,
+		  "requests overlap, at most 4: %d", stats->max_in_flight);
+	BENCH_CHECK(stats->max_in_flight == 4, "four in flight at once: %d", stats->max_in_flight);
+	BENCH_CHECK(now_ms() - t0 < 350, "at once, not one after the other: %lld ms",
 		  (long long) (now_ms() - t0));
 	for (int i = 0; i < got; i++)
 		CHECK(done[i].rc == 0 && !done[i].throttled && done[i].nthrottled == 0 &&
@@ -2726,9 +2747,10 @@ test_webhook(void)
 	t0 = now_ms();
 	rc = io_webhook_post(&req, &status, &retry_after, &err);
 	el = now_ms() - t0;
-	CHECK(rc == -1 && err.code == IO_ERR_TIMEOUT && el >= 450 && el < 2000 &&
+	CHECK(rc == -1 && err.code == IO_ERR_TIMEOUT && el >= 450 &&
 		  error_keeps_secret(&err), "hang: rc %d after %lld ms (%s)", rc, (long long) el,
 		  err.message);
+	BENCH_CHECK(el < 2000, "webhook timeout after ~500 ms: %lld ms", (long long) el);
 	{
 		Deadline	d;
 
@@ -2740,9 +2762,10 @@ test_webhook(void)
 		t0 = now_ms();
 		rc = io_webhook_post(&req, &status, &retry_after, &err);
 		el = now_ms() - t0;
-		CHECK(rc == -1 && err.code == IO_ERR_INTERRUPTED && el < 200 + 2 * IO_POLL_INTERVAL_MS + 50 &&
-			  error_keeps_secret(&err), "interrupted: rc %d after %lld ms (%s)", rc,
-			  (long long) el, err.message);
+		CHECK(rc == -1 && err.code == IO_ERR_INTERRUPTED && error_keeps_secret(&err),
+			  "interrupted: rc %d after %lld ms (%s)", rc, (long long) el, err.message);
+		BENCH_CHECK(el < 200 + 2 * IO_POLL_INTERVAL_MS + 50,
+					"webhook interrupted within a poll interval: %lld ms", (long long) el);
 		req.http.interrupted = NULL;
 	}
 
@@ -2961,7 +2984,7 @@ test_paged_listing(const char *uri)
 	full_heap = heap_in_use() > full_heap ? heap_in_use() - full_heap : 0;
 	printf("listing %d tables, pages of 1000: paged peak heap +%zu bytes, collected list +%zu bytes\n",
 		   MANY_TABLES, c.heap_peak > c.heap0 ? c.heap_peak - c.heap0 : 0, full_heap);
-	CHECK((c.heap_peak > c.heap0 ? c.heap_peak - c.heap0 : 0) < full_heap,
+	BENCH_CHECK((c.heap_peak > c.heap0 ? c.heap_peak - c.heap0 : 0) < full_heap,
 		  "paged listing holds less than the whole list");
 	io_table_list_free(&tl);
 	io_catalog_free(cat);
@@ -3480,9 +3503,10 @@ test_http_observer(void)
 	rc = io_catalog_load_table(cat, "ns", "slow1", &t, &err);
 	if (rc == 0)
 		io_loaded_table_free(&t);
-	CHECK(rc == 0 && seen.n == 1 && seen.obs[0].elapsed_us >= 100000 &&
-		  seen.obs[0].elapsed_us < 10000000,
+	CHECK(rc == 0 && seen.n == 1 && seen.obs[0].elapsed_us >= 100000,
 		  "a load of 100 ms: %lld us", (long long) seen.obs[0].elapsed_us);
+	BENCH_CHECK(seen.obs[0].elapsed_us < 10000000,
+				"a load of 100 ms: %lld us", (long long) seen.obs[0].elapsed_us);
 
 	/* a batch: each exchange, the retry with its attempt number */
 	memset(&seen, 0, sizeof(seen));

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# make check-fast: the checks that need no test world, in a few minutes
+# (under 3 on two cores):
+#
+#   nothing names shared/             (scripts/check-standalone.sh)
+#   the layers are one-way            (scripts/check-layers.sh)
+#   plain-C unit drivers, ASan/UBSan  (make unit-san; LeakSanitizer on, any
+#                                      finding fails the driver)
+#   fuzz corpora replayed, ASan/UBSan (make fuzz-replay, test/fuzz/corpus/)
+#   pg_regress                        (make installcheck, on a temporary
+#                                      instance of its own in $REGRESS_DIR)
+#
+# It builds and installs tms first (make WERROR=1, make install) holding the
+# install lock (scripts/install-lock.sh), as pg_regress tests the installed
+# extension.  test/run-tests.sh (make test) runs this script as its first
+# stage, inside its own lock, then the integration tests.  Every stage runs
+# even when one before it failed; the exit status is non-zero if any did,
+# and the last line names them.  On a pg_regress failure the regression
+# diffs and the server log tail are printed.
+#
+# Environment: REGRESS_DIR (default: a new directory under /tmp, removed
+# when everything passed), MAKE_JOBS (default 2).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+. scripts/install-lock.sh
+tms_install_lock
+
+jobs=${MAKE_JOBS:-2}
+start=$(date +%s)
+failed=()
+
+if [ -z "${REGRESS_DIR:-}" ]; then
+  REGRESS_DIR=$(mktemp -d /tmp/tms-check-fast.XXXXXX)
+  chmod 755 "$REGRESS_DIR"
+  own_regress_dir=1
+fi
+
+echo "== build and install (make WERROR=1, make install)"
+if ! { make -s -j"$jobs" WERROR=1 && make -s WERROR=1 install >/dev/null; }; then
+  echo "FAILED: build"
+  exit 1
+fi
+
+echo "== nothing names the shared/ reference tree (scripts/check-standalone.sh)"
+bash scripts/check-standalone.sh || failed+=(standalone)
+
+echo "== the includes of src/ follow the layers (scripts/check-layers.sh)"
+bash scripts/check-layers.sh || failed+=(layers)
+
+# The drivers and replays in parallel, each one's output in one piece.
+echo "== unit drivers and fuzz corpus replay under ASan and UBSan (make unit-san fuzz-replay)"
+make -s -k -j"$jobs" -Otarget unit-san fuzz-replay || failed+=(unit-san/fuzz-replay)
+
+echo "== pg_regress (make installcheck, temporary instance in $REGRESS_DIR)"
+if ! make -s installcheck REGRESS_DIR="$REGRESS_DIR"; then
+  failed+=(pg_regress)
+  echo "---- regression.diffs ----"
+  cat "$REGRESS_DIR/regression.diffs" 2>/dev/null
+  echo "---- server log (tail) ----"
+  tail -n 80 "$REGRESS_DIR/log/postmaster.log" 2>/dev/null
+fi
+
+echo "== check-fast took $(( $(date +%s) - start )) s"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "FAILED: ${failed[*]}"
+  exit 1
+fi
+[ -n "${own_regress_dir:-}" ] && rm -rf "$REGRESS_DIR"
+echo "check-fast passed"
