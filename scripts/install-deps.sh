@@ -18,7 +18,7 @@ DEBS=(
   build-essential
   postgresql-15 postgresql-server-dev-15 postgresql-15-cron postgresql-client-15
   libcurl4-openssl-dev libjansson-dev libavro-dev libssl-dev zlib1g-dev libdeflate-dev
-  python3 python3-psycopg2 python3-pytest python3-avro
+  python3 python3-psycopg2 python3-pytest python3-pytest-timeout python3-avro
   clang-14 libclang-rt-14-dev
   libfaketime
   prometheus prometheus-postgres-exporter

@@ -106,7 +106,11 @@ echo "== integration tests (pytest)"
 # The integration tests share this cluster (fixture "pg") and start their
 # own ones where they need to crash or reconfigure a server.
 export TMS_TEST_ROOT="$root"
-/usr/bin/python3 -m pytest -p no:cacheprovider -ra test/integration ${PYTEST_ARGS:-}
+# Every test has 10 minutes at most (python3-pytest-timeout), so a hung
+# test fails with its stack instead of holding the run; the 25 slowest are
+# listed at the end of every run.
+/usr/bin/python3 -m pytest -p no:cacheprovider -ra --timeout=600 --durations=25 \
+  test/integration ${PYTEST_ARGS:-}
 rc=$?
 if [ $rc -eq 5 ]; then
   echo "pytest collected no tests"
