@@ -28,7 +28,8 @@
  *
  * Bounds: a response body is capped after decompression
  * (max_response_bytes), a JSON parse by the memory jansson takes
- * (max_json_bytes, counted once io_init() ran), names and locations are
+ * (max_json_bytes, counted once io_init() ran), an XML parse to twice the
+ * size of its document (xml.c counts its own allocations), names and locations are
  * checked before any request, and local files are confined to the
  * configured roots without following symbolic links.
  *
@@ -575,9 +576,26 @@ struct IoXmlNode
 	IoXmlNode  *next;
 };
 
-/* Parse a document; NULL with *err (PROTOCOL) when malformed. */
+/*
+ * Parse a document; NULL with *err: PROTOCOL when malformed, TOO_LARGE when
+ * it needs more memory than twice its length (plus 16 kB) or has too many
+ * elements.  Free the result (the root) with io_xml_free, which frees the
+ * whole tree at once; never free a node inside it.
+ */
 extern IoXmlNode *io_xml_parse(const char *data, size_t len, IoError *err);
-extern void io_xml_free(IoXmlNode *node);
+extern void io_xml_free(IoXmlNode *root);
+
+/* What a parse cost, as its allocator counted (malloc overhead included). */
+typedef struct IoXmlStats
+{
+	size_t		limit;			/* the budget: 2 * len + 16 kB */
+	size_t		peak;			/* the most it held at any time */
+	size_t		nodes;			/* elements read */
+} IoXmlStats;
+
+/* io_xml_parse, also filling *stats (success or not; stats may be NULL). */
+extern IoXmlNode *io_xml_parse_stats(const char *data, size_t len,
+									 IoXmlStats *stats, IoError *err);
 /* First child named name, or NULL. */
 extern const IoXmlNode *io_xml_child(const IoXmlNode *node, const char *name);
 /* Text of the first child named name, or NULL. */

@@ -926,6 +926,108 @@ test_xml(void)
 	}
 }
 
+/* Bytes in use on the heap now (defined with the listing tests below). */
+static size_t heap_in_use(void);
+
+/*
+ * The XML budget: a response may cost at most twice its size (plus a
+ * small base).  8 MB of <a/> used to take some 224 MB; now the parse
+ * stops with IO_ERR_TOO_LARGE having held no more than the budget, as
+ * the parser's allocator counts it.  A real listing of 1000 keys fits,
+ * and what it holds afterwards, as malloc itself reports, is within the
+ * budget too.
+ */
+static void
+test_xml_budget(void)
+{
+	IoError		err;
+	IoXmlStats	st;
+	IoXmlNode  *doc;
+	size_t		n = 2 * 1024 * 1024;	/* 8 MB of <a/> */
+	size_t		len = 0;
+	char	   *flood = malloc(n * 4 + 16);
+
+	len += (size_t) sprintf(flood, "<r>");
+	for (size_t i = 0; i < n; i++)
+	{
+		memcpy(flood + len, "<a/>", 4);
+		len += 4;
+	}
+	len += (size_t) sprintf(flood + len, "</r>");
+	io_error_clear(&err);
+	doc = io_xml_parse_stats(flood, len, &st, &err);
+	CHECK(doc == NULL && err.code == IO_ERR_TOO_LARGE,
+		  "an <a/> flood of %zu bytes fails with a budget error (code %d: %s)",
+		  len, (int) err.code, err.message);
+	CHECK(strstr(err.message, "twice its size") != NULL,
+		  "the budget error says what the budget is: %s", err.message);
+	CHECK(st.limit == 2 * len + 16 * 1024, "budget is 2x the input plus 16 kB: %zu", st.limit);
+	CHECK(st.peak <= st.limit && st.peak > len,
+		  "the flood's peak %zu stays within the budget %zu", st.peak, st.limit);
+	printf("%zu bytes of <a/>: stopped with %s after holding %zu bytes (budget %zu)\n",
+		   len, io_error_code_name(err.code), st.peak, st.limit);
+	io_xml_free(doc);
+	free(flood);
+
+	{
+		/* a ListObjectsV2 page of 1000 keys, as S3 answers */
+		IoStrBuf	sb;
+		size_t		before;
+		size_t		held;
+		int			keys = 0;
+		const IoXmlNode *c;
+
+		io_sb_init(&sb);
+		io_sb_puts(&sb, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+				   "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+				   "<Name>b</Name><Prefix>w/</Prefix><KeyCount>1000</KeyCount>"
+				   "<MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>");
+		for (int i = 0; i < 1000; i++)
+			io_sb_printf(&sb, "<Contents><Key>w/d/%05d.parquet</Key>"
+						 "<LastModified>2024-01-01T00:00:00.000Z</LastModified>"
+						 "<ETag>&quot;%032x&quot;</ETag><Size>%d</Size>"
+						 "<StorageClass>STANDARD</StorageClass></Contents>",
+						 i, (unsigned) i, i);
+		io_sb_puts(&sb, "</ListBucketResult>");
+		CHECK(!sb.oom, "listing built");
+		before = heap_in_use();
+		doc = io_xml_parse_stats(sb.data, sb.len, &st, &err);
+		held = heap_in_use() - before;
+		CHECK(doc != NULL, "a 1000-key listing parses within its budget: %s",
+			  doc ? "" : err.message);
+		CHECK(st.peak <= st.limit, "listing peak %zu within %zu", st.peak, st.limit);
+		CHECK(held <= 2 * sb.len + 16 * 1024,
+			  "the parsed listing holds %zu bytes of heap for %zu of input", held, sb.len);
+		for (c = doc ? doc->children : NULL; c; c = c->next)
+			keys += strcmp(c->name, "Contents") == 0 && io_xml_child_text(c, "Key") != NULL;
+		CHECK(keys == 1000, "1000 keys read, got %d", keys);
+		printf("a 1000-key listing of %zu bytes: peak %zu, holds %zu of heap\n",
+			   sb.len, st.peak, held);
+		io_xml_free(doc);
+		io_sb_free(&sb);
+	}
+
+	{
+		/* text heavy: entities only shrink, so the text fits too */
+		size_t		m = 1024 * 1024;
+		char	   *amp = malloc(m * 5 + 16);
+
+		len = (size_t) sprintf(amp, "<a>");
+		for (size_t i = 0; i < m; i++)
+		{
+			memcpy(amp + len, "&amp;", 5);
+			len += 5;
+		}
+		len += (size_t) sprintf(amp + len, "</a>");
+		doc = io_xml_parse_stats(amp, len, &st, &err);
+		CHECK(doc != NULL && strlen(doc->text) == m,
+			  "a megabyte of entities decodes within the budget");
+		CHECK(st.peak <= st.limit, "entity peak %zu within %zu", st.peak, st.limit);
+		io_xml_free(doc);
+		free(amp);
+	}
+}
+
 /* ----------------------------------------------------------------
  * Vended storage config: the catalog never redirects the mapping's keys
  * ----------------------------------------------------------------
@@ -3548,6 +3650,7 @@ main(void)
 	test_location_canonical();
 	test_location_under();
 	test_xml();
+	test_xml_budget();
 	test_config_apply();
 	test_file_storage();
 	test_local_confinement();
