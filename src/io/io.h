@@ -21,7 +21,16 @@
  * sleeps).  When it returns non-zero the operation ends with
  * IO_ERR_INTERRUPTED.  The callback must only read state (inside
  * PostgreSQL: return InterruptPending); the caller then runs its own
- * interrupt processing after the io call returned.
+ * interrupt processing after the io call returned.  It is never called
+ * from inside libcurl, only between waits, so it may also end the
+ * process (inside PostgreSQL: when the postmaster died).
+ *
+ * Waits: the options may also say how to sleep (sleep_ms: the backoff
+ * and Retry-After pauses, in slices of at most IO_POLL_INTERVAL_MS;
+ * inside PostgreSQL a WaitLatch that ends on postmaster death) and whom to
+ * tell that a network wait begins and ends (waiting: around every
+ * curl_multi_poll; inside PostgreSQL the wait event pg_stat_activity
+ * shows).  Both are optional; the same rules as for "interrupted" apply.
  *
  * Secrets (bearer tokens, client secrets, S3 keys) never appear in an
  * IoError message or detail.
@@ -84,6 +93,12 @@ extern void io_init(void);
  */
 typedef int (*IoInterruptFn) (void *arg);
 
+/* Sleep up to ms (returning early is fine: the caller sleeps again). */
+typedef void (*IoSleepFn) (void *arg, long ms);
+
+/* A network wait begins (true) or ends (false). */
+typedef void (*IoWaitingFn) (void *arg, bool waiting);
+
 /*
  * What one HTTP exchange did, as an observer (IoHttpOptions.observe) is
  * told: once per attempt whose transfer ended, with a response or with a
@@ -121,7 +136,9 @@ typedef struct IoHttpOptions
 	const char *ca_file;		/* PEM bundle, NULL: system default */
 	const char *ca_path;		/* directory of CA certs, NULL: default */
 	IoInterruptFn interrupted;	/* may be NULL */
-	void	   *interrupt_arg;
+	void	   *interrupt_arg;	/* also the argument of sleep_ms, waiting */
+	IoSleepFn	sleep_ms;		/* may be NULL: nanosleep */
+	IoWaitingFn waiting;		/* may be NULL */
 	IoHttpObserveFn observe;	/* each exchange, may be NULL */
 	void	   *observe_arg;
 } IoHttpOptions;

@@ -1657,6 +1657,14 @@ typedef struct Deadline
 {
 	int64_t		at;
 	int			calls;
+	/* the waiting callback's view */
+	int			waits;			/* network waits begun */
+	bool		in_wait;
+	bool		nested;			/* a wait began inside a wait */
+	bool		checked_in_wait;	/* the interrupt check ran inside one */
+	/* the sleep callback's view */
+	int			sleeps;
+	long		longest_sleep;
 } Deadline;
 
 static int
@@ -1665,7 +1673,39 @@ interrupt_after(void *arg)
 	Deadline   *d = arg;
 
 	d->calls++;
+	if (d->in_wait)
+		d->checked_in_wait = true;
 	return now_ms() >= d->at;
+}
+
+/* IoHttpOptions.waiting: what the bridge turns into a wait event. */
+static void
+waiting_seen(void *arg, bool waiting)
+{
+	Deadline   *d = arg;
+
+	if (waiting)
+	{
+		if (d->in_wait)
+			d->nested = true;
+		d->waits++;
+	}
+	d->in_wait = waiting;
+}
+
+/* IoHttpOptions.sleep_ms: what the bridge turns into a WaitLatch. */
+static void
+sleep_seen(void *arg, long ms)
+{
+	Deadline   *d = arg;
+	struct timespec ts;
+
+	d->sleeps++;
+	if (ms > d->longest_sleep)
+		d->longest_sleep = ms;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
 }
 
 static void
@@ -1718,7 +1758,47 @@ test_http_interrupts(void)
 		  "interrupted within a poll interval: %lld ms", (long long) el);
 	printf("interrupt requested at 300 ms, request ended after %lld ms (%d checks)\n",
 		   (long long) el, d.calls);
+
+	/*
+	 * Every network wait is told to the waiting callback (the wait event
+	 * inside PostgreSQL), begun and ended in pairs, and the interrupt
+	 * check (which may end the process) runs only between waits.
+	 */
+	memset(&d, 0, sizeof(d));
+	d.at = now_ms() + 300;
+	cfg.http.waiting = waiting_seen;
+	cat = io_catalog_open(&cfg, &err);
+	CHECK(cat == NULL && err.code == IO_ERR_INTERRUPTED, "interrupted again (%s)", err.message);
+	CHECK(d.waits >= 3 && !d.in_wait && !d.nested,
+		  "network waits told in pairs: %d waits, ended %d, nested %d",
+		  d.waits, !d.in_wait, d.nested);
+	CHECK(!d.checked_in_wait, "the interrupt check runs between waits, never inside one");
+	cfg.http.waiting = NULL;
 	close(lsock);
+
+	/* backoff and Retry-After pauses go through sleep_ms, in short slices */
+	{
+		IoHttpOptions opt;
+
+		memset(&opt, 0, sizeof(opt));
+		memset(&d, 0, sizeof(d));
+		d.at = now_ms() + 60000;
+		opt.interrupted = interrupt_after;
+		opt.sleep_ms = sleep_seen;
+		opt.interrupt_arg = &d;
+		t0 = now_ms();
+		CHECK(io_sleep_ms(&opt, 200, &err) == 0, "a 200 ms pause completes");
+		el = now_ms() - t0;
+		CHECK(d.sleeps >= 4 && d.longest_sleep <= IO_POLL_INTERVAL_MS && el >= 190,
+			  "the pause slept through the callback: %d slices, longest %ld ms, %lld ms",
+			  d.sleeps, d.longest_sleep, (long long) el);
+		d.at = now_ms() + 100;
+		t0 = now_ms();
+		CHECK(io_sleep_ms(&opt, 5000, &err) != 0 && err.code == IO_ERR_INTERRUPTED,
+			  "an interrupt ends a pause");
+		el = now_ms() - t0;
+		CHECK(el < 100 + 2 * IO_POLL_INTERVAL_MS, "pause interrupted after %lld ms", (long long) el);
+	}
 
 	/* a port nobody listens on: connection refused, quickly, no retry delay */
 	cfg.http.interrupted = NULL;
