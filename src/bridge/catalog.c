@@ -20,10 +20,14 @@
 #include "catalog/pg_user_mapping.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/pmsignal.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/syscache.h"
+#include "utils/wait_event.h"
 
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
@@ -118,7 +122,7 @@ tms_server_read(ForeignServer *server)
 		s->http.ca_file = tms_malloc_strdup(tms_option(o, "ca_file"));
 		s->http.ca_path = tms_malloc_strdup(tms_option(o, "ca_path"));
 		set_memory_limits(&s->http);
-		s->http.interrupted = tms_io_interrupted;
+		tms_io_set_waits(&s->http);
 		tms_stat_observe_http(&s->http, s->name, "catalog");
 		s->s3_endpoint = tms_malloc_strdup(tms_option(o, "s3_endpoint"));
 		s->s3_region = tms_malloc_strdup(tms_option(o, "s3_region"));
@@ -338,9 +342,42 @@ int
 tms_io_interrupted(void *arg)
 {
 	(void) arg;
+	/* as a WaitLatch with WL_EXIT_ON_PM_DEATH does (never inside libcurl) */
+	if (!PostmasterIsAlive())
+		proc_exit(1);
 	if (QueryCancelPending || ProcDiePending)
 		return 1;
 	return (tms_io_extra_interrupt != NULL && tms_io_extra_interrupt()) ? 1 : 0;
+}
+
+/* IoHttpOptions.sleep_ms: a latch wait, as pg_sleep does. */
+static void
+tms_io_sleep(void *arg, long ms)
+{
+	(void) arg;
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+}
+
+/* IoHttpOptions.waiting: the wait event of a network wait. */
+static void
+tms_io_waiting(void *arg, bool waiting)
+{
+	(void) arg;
+	if (waiting)
+		pgstat_report_wait_start(PG_WAIT_EXTENSION);
+	else
+		pgstat_report_wait_end();
+}
+
+void
+tms_io_set_waits(IoHttpOptions *http)
+{
+	http->interrupted = tms_io_interrupted;
+	http->interrupt_arg = NULL;
+	http->sleep_ms = tms_io_sleep;
+	http->waiting = tms_io_waiting;
 }
 
 static void

@@ -206,9 +206,21 @@ extern void tms_storage_refresh_through(IoStorage *storage, TmsCatalogConn *conn
  * termination, or tms_io_extra_interrupt() when set (the scheduler sets it
  * while a task runs, to end network waits at once when the task's lease is
  * lost), nothing else.  (InterruptPending alone is also set by benign
- * interrupts, such as the idle statistics timeout.)
+ * interrupts, such as the idle statistics timeout.)  When the postmaster
+ * died it does not return: the process exits, as WL_EXIT_ON_PM_DEATH
+ * makes it (the io layer calls it between waits, never inside libcurl).
  */
 extern int	tms_io_interrupted(void *arg);
 extern bool (*tms_io_extra_interrupt) (void);
+
+/*
+ * Set the waits of an io call's options: the interrupt check above, which
+ * also ends the process when the postmaster died (as WL_EXIT_ON_PM_DEATH
+ * does: a backend must not outlive it waiting on the network); backoff and
+ * Retry-After sleeps as latch waits that exit on postmaster death; and
+ * the wait event PG_WAIT_EXTENSION ("Extension" in pg_stat_activity)
+ * while libcurl waits on the network, as postgres_fdw shows for libpq.
+ */
+extern void tms_io_set_waits(IoHttpOptions *http);
 
 #endif							/* TMS_BRIDGE_CATALOG_H */

@@ -156,7 +156,7 @@ tms_engine_open(const char *name)
 		cfg.http.ca_path = tms_option(o, "ca_path");
 		cfg.http.max_response_bytes = (size_t) tms_max_response_size_kb * 1024;
 		cfg.http.max_json_bytes = (size_t) tms_max_json_memory_kb * 1024;
-		cfg.http.interrupted = tms_io_interrupted;
+		tms_io_set_waits(&cfg.http);
 		tms_stat_observe_http(&cfg.http, e->name, "engine");
 		cfg.user = tms_option(um->options, "user");
 		cfg.password = secrets[0] = tms_malloc_strdup(tms_option(um->options, "password"));

@@ -9,7 +9,10 @@
  * curl_multi_poll() waking at least every IO_POLL_INTERVAL_MS, so the
  * caller's interrupt callback is checked during DNS resolution (the
  * threaded resolver), connect, TLS and transfer alike; an interrupted
- * request ends within one poll interval.
+ * request ends within one poll interval.  Every curl_multi_poll is
+ * bracketed by the options' waiting callback (inside PostgreSQL: the wait
+ * event pg_stat_activity shows), and the interrupt callback, polled
+ * between them, may end the process (when the postmaster died).
  *
  * Batches (io_http_batch_*) run several transfers at once on a second
  * multi handle, also kept for the process's life so that the connections
@@ -525,6 +528,23 @@ transfer_finish(CURL *easy, const IoHttpOptions *opt, Transfer *t, CURLcode rc,
 }
 
 /*
+ * curl_multi_poll for up to timeout_ms, told to the options' waiting
+ * callback as a network wait.
+ */
+static CURLMcode
+poll_waiting(CURLM *multi, const IoHttpOptions *opt, int timeout_ms)
+{
+	CURLMcode	mc;
+
+	if (opt->waiting != NULL)
+		opt->waiting(opt->interrupt_arg, true);
+	mc = curl_multi_poll(multi, NULL, 0, timeout_ms, NULL);
+	if (opt->waiting != NULL)
+		opt->waiting(opt->interrupt_arg, false);
+	return mc;
+}
+
+/*
  * One attempt: run the transfer on (multi, easy) and fill resp.  Returns
  * 0 with a response, -1 with *err.
  */
@@ -561,7 +581,7 @@ perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
 			interrupted = true;
 			break;
 		}
-		mc = curl_multi_poll(multi, NULL, 0, IO_POLL_INTERVAL_MS, NULL);
+		mc = poll_waiting(multi, opt, IO_POLL_INTERVAL_MS);
 		if (mc != CURLM_OK)
 			break;
 		if (opt->interrupted != NULL && opt->interrupted(opt->interrupt_arg))
@@ -964,7 +984,7 @@ io_http_batch_wait(IoHttpBatch *b, long timeout_ms, IoError *err)
 		timeout_ms = IO_POLL_INTERVAL_MS;
 	if (batch_interrupted(b))
 		return io_set_error(err, IO_ERR_INTERRUPTED, 0, "requests interrupted");
-	mc = curl_multi_poll(b->multi, NULL, 0, (int) timeout_ms, NULL);
+	mc = poll_waiting(b->multi, &b->opt, (int) timeout_ms);
 	if (mc == CURLM_OK)
 		mc = curl_multi_perform(b->multi, &running);
 	if (mc != CURLM_OK)

@@ -21,14 +21,24 @@
  * sleeps).  When it returns non-zero the operation ends with
  * IO_ERR_INTERRUPTED.  The callback must only read state (inside
  * PostgreSQL: return InterruptPending); the caller then runs its own
- * interrupt processing after the io call returned.
+ * interrupt processing after the io call returned.  It is never called
+ * from inside libcurl, only between waits, so it may also end the
+ * process (inside PostgreSQL: when the postmaster died).
+ *
+ * Waits: the options may also say how to sleep (sleep_ms: the backoff
+ * and Retry-After pauses, in slices of at most IO_POLL_INTERVAL_MS;
+ * inside PostgreSQL a WaitLatch that ends on postmaster death) and whom to
+ * tell that a network wait begins and ends (waiting: around every
+ * curl_multi_poll; inside PostgreSQL the wait event pg_stat_activity
+ * shows).  Both are optional; the same rules as for "interrupted" apply.
  *
  * Secrets (bearer tokens, client secrets, S3 keys) never appear in an
  * IoError message or detail.
  *
  * Bounds: a response body is capped after decompression
  * (max_response_bytes), a JSON parse by the memory jansson takes
- * (max_json_bytes, counted once io_init() ran), names and locations are
+ * (max_json_bytes, counted once io_init() ran), an XML parse to twice the
+ * size of its document (xml.c counts its own allocations), names and locations are
  * checked before any request, and local files are confined to the
  * configured roots without following symbolic links.
  *
@@ -83,6 +93,12 @@ extern void io_init(void);
  */
 typedef int (*IoInterruptFn) (void *arg);
 
+/* Sleep up to ms (returning early is fine: the caller sleeps again). */
+typedef void (*IoSleepFn) (void *arg, long ms);
+
+/* A network wait begins (true) or ends (false). */
+typedef void (*IoWaitingFn) (void *arg, bool waiting);
+
 /*
  * What one HTTP exchange did, as an observer (IoHttpOptions.observe) is
  * told: once per attempt whose transfer ended, with a response or with a
@@ -120,7 +136,9 @@ typedef struct IoHttpOptions
 	const char *ca_file;		/* PEM bundle, NULL: system default */
 	const char *ca_path;		/* directory of CA certs, NULL: default */
 	IoInterruptFn interrupted;	/* may be NULL */
-	void	   *interrupt_arg;
+	void	   *interrupt_arg;	/* also the argument of sleep_ms, waiting */
+	IoSleepFn	sleep_ms;		/* may be NULL: nanosleep */
+	IoWaitingFn waiting;		/* may be NULL */
 	IoHttpObserveFn observe;	/* each exchange, may be NULL */
 	void	   *observe_arg;
 } IoHttpOptions;
@@ -575,9 +593,26 @@ struct IoXmlNode
 	IoXmlNode  *next;
 };
 
-/* Parse a document; NULL with *err (PROTOCOL) when malformed. */
+/*
+ * Parse a document; NULL with *err: PROTOCOL when malformed, TOO_LARGE when
+ * it needs more memory than twice its length (plus 16 kB) or has too many
+ * elements.  Free the result (the root) with io_xml_free, which frees the
+ * whole tree at once; never free a node inside it.
+ */
 extern IoXmlNode *io_xml_parse(const char *data, size_t len, IoError *err);
-extern void io_xml_free(IoXmlNode *node);
+extern void io_xml_free(IoXmlNode *root);
+
+/* What a parse cost, as its allocator counted (malloc overhead included). */
+typedef struct IoXmlStats
+{
+	size_t		limit;			/* the budget: 2 * len + 16 kB */
+	size_t		peak;			/* the most it held at any time */
+	size_t		nodes;			/* elements read */
+} IoXmlStats;
+
+/* io_xml_parse, also filling *stats (success or not; stats may be NULL). */
+extern IoXmlNode *io_xml_parse_stats(const char *data, size_t len,
+									 IoXmlStats *stats, IoError *err);
 /* First child named name, or NULL. */
 extern const IoXmlNode *io_xml_child(const IoXmlNode *node, const char *name);
 /* Text of the first child named name, or NULL. */

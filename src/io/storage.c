@@ -1536,10 +1536,10 @@ s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 		}
 		if (strcmp(doc->name, "ListBucketResult") != 0)
 		{
-			io_xml_free(doc);
 			rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
 							  "unexpected S3 listing response: root element \"%s\"",
 							  doc->name);
+			io_xml_free(doc);
 			break;
 		}
 		for (c = doc->children; c != NULL && !stop; c = c->next)

@@ -452,7 +452,11 @@ io_wall_ms(void)
 	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Sleep in slices of at most IO_POLL_INTERVAL_MS, checking for interrupts. */
+/*
+ * Sleep in slices of at most IO_POLL_INTERVAL_MS, checking for interrupts;
+ * each slice through the options' sleep_ms when set (inside PostgreSQL a
+ * WaitLatch: it ends early on a signal and exits on postmaster death).
+ */
 int
 io_sleep_ms(const IoHttpOptions *opt, long ms, IoError *err)
 {
@@ -472,6 +476,11 @@ io_sleep_ms(const IoHttpOptions *opt, long ms, IoError *err)
 			return 0;
 		if (left > IO_POLL_INTERVAL_MS)
 			left = IO_POLL_INTERVAL_MS;
+		if (opt != NULL && opt->sleep_ms != NULL)
+		{
+			opt->sleep_ms(opt->interrupt_arg, (long) left);
+			continue;
+		}
 		ts.tv_sec = 0;
 		ts.tv_nsec = (long) left * 1000000L;
 		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)

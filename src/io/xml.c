@@ -10,13 +10,31 @@
  * tags, the five predefined entities and numeric character references
  * (encoded as UTF-8).  Not supported, and rejected: DOCTYPE declarations
  * (no external entities, no entity expansion bombs).  Namespace prefixes
- * are stripped from element names.  Depth is limited; mismatched or
- * unclosed tags, bad entities and trailing garbage are errors.
+ * are stripped from element names.  Depth (XML_MAX_DEPTH) and the number
+ * of elements (XML_MAX_NODES) are limited; mismatched or unclosed tags,
+ * bad entities and trailing garbage are errors.
+ *
+ * Memory is bounded as the JSON budget bounds jansson (jsonmem.h), here by
+ * the size of the document: a parse may allocate at most twice the bytes
+ * of its input, plus XML_BUDGET_BASE for small documents.  Every byte the
+ * parse takes from malloc is counted (with malloc's own overhead per
+ * block): the tree lives in an arena of chunks owned by the document
+ * (io_xml_free frees the chunks), element names repeat and are stored
+ * once, and the character data of the open elements is gathered on one
+ * scratch stack that never grows past the input's length (decoding only
+ * shrinks text).  A document that needs more ends the parse with
+ * IO_ERR_TOO_LARGE and frees everything, before malloc is asked for the
+ * block that would go over: a flood of tiny elements (<a/> costs a node
+ * of 32 bytes for 4 bytes of input) fails fast instead of taking many
+ * times its size.  A real S3 listing, whose elements carry names and
+ * keys, needs well under the budget.
  *
  * src/io/xml.c
  *
  *-------------------------------------------------------------------------
  */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,12 +42,61 @@
 
 #define XML_MAX_DEPTH 64
 
+/* The most elements one document may have (an S3 page holds 1000 keys). */
+#define XML_MAX_NODES ((size_t) 1 << 20)
+
+/* What every document may allocate besides twice its length. */
+#define XML_BUDGET_BASE ((size_t) 16 * 1024)
+
+/* What malloc itself costs per block, about (glibc: 8 to 16 bytes). */
+#define XML_MALLOC_OVERHEAD 16
+
+/* Arena chunks: the first is small, later ones double up to the max. */
+#define XML_CHUNK_MIN ((size_t) 1024)
+#define XML_CHUNK_MAX ((size_t) 64 * 1024)
+
+/* Distinct element names stored once per document. */
+#define XML_MAX_INTERNED 64
+
+typedef struct XmlChunk
+{
+	struct XmlChunk *next;		/* the chunk allocated before this one */
+	size_t		size;			/* bytes of data after the header */
+	size_t		used;
+} XmlChunk;
+
+#define XML_CHUNK_HEADER ((sizeof(XmlChunk) + 15) & ~(size_t) 15)
+
+/* What io_xml_parse returns a pointer into: the first arena allocation. */
+typedef struct XmlDoc
+{
+	XmlChunk   *chunks;			/* newest first; this one's chunk is last */
+	IoXmlNode	root;
+} XmlDoc;
+
 typedef struct XmlParser
 {
 	const char *p;
 	const char *end;
+	size_t		len;			/* the whole document's */
 	IoError    *err;
 	int			depth;
+	size_t		nodes;
+	/* the budget */
+	size_t		limit;
+	size_t		used;
+	size_t		peak;
+	/* the arena */
+	XmlChunk   *chunks;
+	size_t		next_chunk;
+	/* the character data of the open elements, innermost last */
+	char	   *scratch;
+	size_t		scratch_len;
+	size_t		scratch_cap;
+	size_t		scratch_max;	/* never more than the input's length + 1 */
+	/* names stored once */
+	const char *names[XML_MAX_INTERNED];
+	int			nnames;
 } XmlParser;
 
 static int
@@ -37,6 +104,169 @@ xml_fail(XmlParser *x, const char *what)
 {
 	return io_set_error(x->err, IO_ERR_PROTOCOL, 0,
 						"malformed XML response: %s", what);
+}
+
+/* Count n more bytes against the budget; false with *err when over. */
+static bool
+charge(XmlParser *x, size_t n)
+{
+	if (n > x->limit - x->used)
+	{
+		io_set_error(x->err, IO_ERR_TOO_LARGE, 0,
+					 "the XML response (%zu bytes) needs more than twice its size in memory to parse (budget %zu bytes)",
+					 x->len, x->limit);
+		return false;
+	}
+	x->used += n;
+	if (x->used > x->peak)
+		x->peak = x->used;
+	return true;
+}
+
+static void
+uncharge(XmlParser *x, size_t n)
+{
+	x->used -= n <= x->used ? n : x->used;
+}
+
+static void
+oom(XmlParser *x)
+{
+	io_set_error(x->err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+}
+
+/* n bytes aligned to align (a power of two) from the arena, or NULL. */
+static void *
+arena_alloc(XmlParser *x, size_t n, size_t align)
+{
+	XmlChunk   *c = x->chunks;
+	size_t		off;
+
+	if (c != NULL)
+	{
+		off = (c->used + align - 1) & ~(align - 1);
+		if (off <= c->size && n <= c->size - off)
+		{
+			c->used = off + n;
+			return (char *) c + XML_CHUNK_HEADER + off;
+		}
+	}
+	{
+		size_t		size = x->next_chunk;
+		size_t		room = x->limit - x->used;
+
+		if (n > SIZE_MAX / 2)
+		{
+			oom(x);
+			return NULL;
+		}
+		/* a smaller chunk than planned when the budget has less left */
+		if (room > XML_CHUNK_HEADER + XML_MALLOC_OVERHEAD &&
+			size > room - XML_CHUNK_HEADER - XML_MALLOC_OVERHEAD)
+			size = room - XML_CHUNK_HEADER - XML_MALLOC_OVERHEAD;
+		if (size < n)
+			size = n;
+		if (!charge(x, XML_CHUNK_HEADER + size + XML_MALLOC_OVERHEAD))
+			return NULL;
+		c = malloc(XML_CHUNK_HEADER + size);
+		if (c == NULL)
+		{
+			uncharge(x, XML_CHUNK_HEADER + size + XML_MALLOC_OVERHEAD);
+			oom(x);
+			return NULL;
+		}
+		c->next = x->chunks;
+		c->size = size;
+		c->used = n;
+		x->chunks = c;
+		if (x->next_chunk < XML_CHUNK_MAX)
+			x->next_chunk *= 2;
+		return (char *) c + XML_CHUNK_HEADER;
+	}
+}
+
+static void
+arena_free(XmlChunk *c)
+{
+	while (c != NULL)
+	{
+		XmlChunk   *next = c->next;
+
+		free(c);
+		c = next;
+	}
+}
+
+/* A NUL-terminated copy of s[0..n) in the arena, or NULL. */
+static char *
+arena_strndup(XmlParser *x, const char *s, size_t n)
+{
+	char	   *d = arena_alloc(x, n + 1, 1);
+
+	if (d != NULL)
+	{
+		memcpy(d, s, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+/* An element name, stored once per document; NULL with *err. */
+static char *
+intern_name(XmlParser *x, const char *s, size_t n)
+{
+	char	   *d;
+
+	for (int i = 0; i < x->nnames; i++)
+		if (strncmp(x->names[i], s, n) == 0 && x->names[i][n] == '\0')
+			return (char *) x->names[i];
+	d = arena_strndup(x, s, n);
+	if (d != NULL && x->nnames < XML_MAX_INTERNED)
+		x->names[x->nnames++] = d;
+	return d;
+}
+
+/* Append s[0..n) to the scratch stack; false with *err. */
+static bool
+scratch_append(XmlParser *x, const char *s, size_t n)
+{
+	if (n == 0)
+		return true;
+	if (n > x->scratch_cap - x->scratch_len)
+	{
+		size_t		need = x->scratch_len + n;
+		size_t		cap = x->scratch_cap > 0 ? x->scratch_cap * 2 : 256;
+		char	   *d;
+
+		if (need > x->scratch_max)
+		{
+			/* cannot happen: decoded text is never longer than its input */
+			io_set_error(x->err, IO_ERR_INTERNAL, 0,
+						 "XML character data longer than the document");
+			return false;
+		}
+		if (cap < need)
+			cap = need;
+		if (cap > x->scratch_max)
+			cap = x->scratch_max;
+		/* old and new block may both be live while realloc copies */
+		if (!charge(x, cap + XML_MALLOC_OVERHEAD))
+			return false;
+		d = realloc(x->scratch, cap);
+		if (d == NULL)
+		{
+			uncharge(x, cap + XML_MALLOC_OVERHEAD);
+			oom(x);
+			return false;
+		}
+		if (x->scratch_cap > 0)
+			uncharge(x, x->scratch_cap + XML_MALLOC_OVERHEAD);
+		x->scratch = d;
+		x->scratch_cap = cap;
+	}
+	memcpy(x->scratch + x->scratch_len, s, n);
+	x->scratch_len += n;
+	return true;
 }
 
 static bool
@@ -85,46 +315,49 @@ skip_past(XmlParser *x, const char *s)
 	return false;
 }
 
-/* Append code point cp as UTF-8. */
-static bool
-put_utf8(IoStrBuf *sb, unsigned long cp)
+/* Encode code point cp as UTF-8 into b; its length, 0 when invalid. */
+static size_t
+utf8_encode(char *b, unsigned long cp)
 {
-	char		b[4];
-
 	if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return false;
+		return 0;
 	if (cp < 0x80)
-		io_sb_putc(sb, (char) cp);
-	else if (cp < 0x800)
+	{
+		b[0] = (char) cp;
+		return 1;
+	}
+	if (cp < 0x800)
 	{
 		b[0] = (char) (0xC0 | (cp >> 6));
 		b[1] = (char) (0x80 | (cp & 0x3F));
-		io_sb_append(sb, b, 2);
+		return 2;
 	}
-	else if (cp < 0x10000)
+	if (cp < 0x10000)
 	{
 		b[0] = (char) (0xE0 | (cp >> 12));
 		b[1] = (char) (0x80 | ((cp >> 6) & 0x3F));
 		b[2] = (char) (0x80 | (cp & 0x3F));
-		io_sb_append(sb, b, 3);
+		return 3;
 	}
-	else
-	{
-		b[0] = (char) (0xF0 | (cp >> 18));
-		b[1] = (char) (0x80 | ((cp >> 12) & 0x3F));
-		b[2] = (char) (0x80 | ((cp >> 6) & 0x3F));
-		b[3] = (char) (0x80 | (cp & 0x3F));
-		io_sb_append(sb, b, 4);
-	}
-	return true;
+	b[0] = (char) (0xF0 | (cp >> 18));
+	b[1] = (char) (0x80 | ((cp >> 12) & 0x3F));
+	b[2] = (char) (0x80 | ((cp >> 6) & 0x3F));
+	b[3] = (char) (0x80 | (cp & 0x3F));
+	return 4;
 }
 
-/* Decode the entity at x->p (which is '&') into sb. */
+/*
+ * Decode the entity at x->p (which is '&') onto the scratch stack.  Every
+ * entity is at least as long as what it stands for (&#x10FFFF; is ten
+ * bytes for four), so text never outgrows its input.
+ */
 static int
-decode_entity(XmlParser *x, IoStrBuf *sb)
+decode_entity(XmlParser *x)
 {
 	const char *semi = x->p + 1;
 	size_t		n;
+	char		b[4];
+	size_t		blen = 1;
 
 	while (semi < x->end && semi - x->p < 12 && *semi != ';')
 		semi++;
@@ -132,15 +365,15 @@ decode_entity(XmlParser *x, IoStrBuf *sb)
 		return xml_fail(x, "unterminated entity");
 	n = (size_t) (semi - x->p - 1);
 	if (n == 2 && memcmp(x->p + 1, "lt", 2) == 0)
-		io_sb_putc(sb, '<');
+		b[0] = '<';
 	else if (n == 2 && memcmp(x->p + 1, "gt", 2) == 0)
-		io_sb_putc(sb, '>');
+		b[0] = '>';
 	else if (n == 3 && memcmp(x->p + 1, "amp", 3) == 0)
-		io_sb_putc(sb, '&');
+		b[0] = '&';
 	else if (n == 4 && memcmp(x->p + 1, "quot", 4) == 0)
-		io_sb_putc(sb, '"');
+		b[0] = '"';
 	else if (n == 4 && memcmp(x->p + 1, "apos", 4) == 0)
-		io_sb_putc(sb, '\'');
+		b[0] = '\'';
 	else if (n >= 2 && x->p[1] == '#')
 	{
 		unsigned long cp = 0;
@@ -170,68 +403,63 @@ decode_entity(XmlParser *x, IoStrBuf *sb)
 			if (cp > 0x10FFFF)
 				return xml_fail(x, "invalid character reference");
 		}
-		if (!put_utf8(sb, cp))
+		blen = utf8_encode(b, cp);
+		if (blen == 0)
 			return xml_fail(x, "invalid character reference");
 	}
 	else
 		return xml_fail(x, "unknown entity");
+	if (!scratch_append(x, b, blen))
+		return -1;
 	x->p = semi + 1;
 	return 0;
 }
 
+/* See io.h: frees the arena of a document io_xml_parse returned. */
 void
 io_xml_free(IoXmlNode *node)
 {
-	while (node != NULL)
-	{
-		IoXmlNode  *next = node->next;
+	XmlDoc	   *doc;
 
-		io_xml_free(node->children);
-		free(node->name);
-		free(node->text);
-		free(node);
-		node = next;
-	}
+	if (node == NULL)
+		return;
+	doc = (XmlDoc *) ((char *) node - offsetof(XmlDoc, root));
+	arena_free(doc->chunks);
 }
 
-/* Parse the element starting at x->p ('<' of its start tag). */
-static IoXmlNode *
-parse_element(XmlParser *x)
+/*
+ * Parse the element starting at x->p ('<' of its start tag) into node
+ * (zeroed, in the arena).  0, or -1 with *err; on failure nothing is
+ * freed here (the arena goes as a whole).
+ */
+static int
+parse_element(XmlParser *x, IoXmlNode *node)
 {
-	IoXmlNode  *node;
 	IoXmlNode **tail;
 	const char *name_start;
 	const char *local;
 	size_t		name_len;
-	IoStrBuf	text;
+	size_t		text_start;
 
 	if (++x->depth > XML_MAX_DEPTH)
-	{
-		xml_fail(x, "nesting too deep");
-		return NULL;
-	}
+		return xml_fail(x, "nesting too deep");
+	if (++x->nodes > XML_MAX_NODES)
+		return io_set_error(x->err, IO_ERR_TOO_LARGE, 0,
+							"the XML response has more than %zu elements",
+							XML_MAX_NODES);
 	x->p++;						/* '<' */
 	name_start = x->p;
 	while (x->p < x->end && is_name_char(*x->p))
 		x->p++;
 	name_len = (size_t) (x->p - name_start);
 	if (name_len == 0)
-	{
-		xml_fail(x, "missing element name");
-		return NULL;
-	}
+		return xml_fail(x, "missing element name");
 	local = memchr(name_start, ':', name_len);
 	local = local ? local + 1 : name_start;
 
-	node = calloc(1, sizeof(IoXmlNode));
-	if (node == NULL)
-	{
-		io_set_error(x->err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-		return NULL;
-	}
-	node->name = io_strndup(local, name_len - (size_t) (local - name_start));
+	node->name = intern_name(x, local, name_len - (size_t) (local - name_start));
 	if (node->name == NULL)
-		goto oom;
+		return -1;
 
 	/* attributes */
 	for (;;)
@@ -245,27 +473,18 @@ parse_element(XmlParser *x)
 			x->p++;
 		skip_space(x);
 		if (x->p >= x->end || *x->p != '=')
-		{
-			xml_fail(x, "invalid attribute");
-			goto fail;
-		}
+			return xml_fail(x, "invalid attribute");
 		x->p++;
 		skip_space(x);
 		if (x->p >= x->end || (*x->p != '"' && *x->p != '\''))
-		{
-			xml_fail(x, "invalid attribute value");
-			goto fail;
-		}
+			return xml_fail(x, "invalid attribute value");
 		{
 			char		q = *x->p++;
 
 			while (x->p < x->end && *x->p != q)
 			{
 				if (*x->p == '<')
-				{
-					xml_fail(x, "'<' in attribute value");
-					goto fail;
-				}
+					return xml_fail(x, "'<' in attribute value");
 				x->p++;
 			}
 			if (x->p >= x->end)
@@ -277,29 +496,23 @@ parse_element(XmlParser *x)
 	{
 		x->p++;
 		if (x->p >= x->end || *x->p != '>')
-		{
-			xml_fail(x, "invalid empty-element tag");
-			goto fail;
-		}
+			return xml_fail(x, "invalid empty-element tag");
 		x->p++;
-		node->text = io_strdup("");
+		node->text = arena_strndup(x, "", 0);
 		if (node->text == NULL)
-			goto oom;
+			return -1;
 		x->depth--;
-		return node;
+		return 0;
 	}
 	x->p++;						/* '>' */
 
-	/* content */
-	io_sb_init(&text);
+	/* content; this element's text grows on top of the scratch stack */
+	text_start = x->scratch_len;
 	tail = &node->children;
 	for (;;)
 	{
 		if (x->p >= x->end)
-		{
-			io_sb_free(&text);
 			goto bad_eof;
-		}
 		if (*x->p == '<')
 		{
 			if (starts(x, "</"))
@@ -312,18 +525,10 @@ parse_element(XmlParser *x)
 					x->p++;
 				if ((size_t) (x->p - cs) != name_len ||
 					memcmp(cs, name_start, name_len) != 0)
-				{
-					io_sb_free(&text);
-					xml_fail(x, "mismatched end tag");
-					goto fail;
-				}
+					return xml_fail(x, "mismatched end tag");
 				skip_space(x);
 				if (x->p >= x->end || *x->p != '>')
-				{
-					io_sb_free(&text);
-					xml_fail(x, "invalid end tag");
-					goto fail;
-				}
+					return xml_fail(x, "invalid end tag");
 				x->p++;
 				break;
 			}
@@ -331,10 +536,7 @@ parse_element(XmlParser *x)
 			{
 				x->p += 4;
 				if (!skip_past(x, "-->"))
-				{
-					io_sb_free(&text);
 					goto bad_eof;
-				}
 			}
 			else if (starts(x, "<![CDATA["))
 			{
@@ -342,46 +544,35 @@ parse_element(XmlParser *x)
 
 				x->p = cd;
 				if (!skip_past(x, "]]>"))
-				{
-					io_sb_free(&text);
 					goto bad_eof;
-				}
-				io_sb_append(&text, cd, (size_t) (x->p - 3 - cd));
+				if (!scratch_append(x, cd, (size_t) (x->p - 3 - cd)))
+					return -1;
 			}
 			else if (starts(x, "<?"))
 			{
 				if (!skip_past(x, "?>"))
-				{
-					io_sb_free(&text);
 					goto bad_eof;
-				}
 			}
 			else if (starts(x, "<!"))
-			{
-				io_sb_free(&text);
-				xml_fail(x, "declarations are not allowed");
-				goto fail;
-			}
+				return xml_fail(x, "declarations are not allowed");
 			else
 			{
-				IoXmlNode  *child = parse_element(x);
+				IoXmlNode  *child = arena_alloc(x, sizeof(IoXmlNode),
+												_Alignof(IoXmlNode));
 
 				if (child == NULL)
-				{
-					io_sb_free(&text);
-					goto fail;
-				}
+					return -1;
+				memset(child, 0, sizeof(*child));
 				*tail = child;
 				tail = &child->next;
+				if (parse_element(x, child) != 0)
+					return -1;
 			}
 		}
 		else if (*x->p == '&')
 		{
-			if (decode_entity(x, &text) != 0)
-			{
-				io_sb_free(&text);
-				goto fail;
-			}
+			if (decode_entity(x) != 0)
+				return -1;
 		}
 		else
 		{
@@ -389,38 +580,57 @@ parse_element(XmlParser *x)
 
 			while (x->p < x->end && *x->p != '<' && *x->p != '&')
 				x->p++;
-			io_sb_append(&text, s, (size_t) (x->p - s));
+			if (!scratch_append(x, s, (size_t) (x->p - s)))
+				return -1;
 		}
 	}
-	if (text.data == NULL)
-		io_sb_puts(&text, "");
-	node->text = io_sb_steal(&text);
+	node->text = x->scratch_len > text_start ?
+		arena_strndup(x, x->scratch + text_start, x->scratch_len - text_start) :
+		arena_strndup(x, "", 0);
 	if (node->text == NULL)
-		goto oom;
+		return -1;
+	x->scratch_len = text_start;
 	x->depth--;
-	return node;
+	return 0;
 
 bad_eof:
-	xml_fail(x, "unexpected end of document");
-	goto fail;
-oom:
-	io_set_error(x->err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-fail:
-	io_xml_free(node);
-	return NULL;
+	return xml_fail(x, "unexpected end of document");
 }
 
-/* Parse a whole document: prolog, one root element, trailing misc. */
+/* See io.h. */
 IoXmlNode *
 io_xml_parse(const char *data, size_t len, IoError *err)
 {
-	XmlParser	x;
-	IoXmlNode  *root = NULL;
+	return io_xml_parse_stats(data, len, NULL, err);
+}
 
+/* See io.h: a whole document, prolog, one root element, trailing misc. */
+IoXmlNode *
+io_xml_parse_stats(const char *data, size_t len, IoXmlStats *stats,
+				   IoError *err)
+{
+	XmlParser	x;
+	XmlDoc	   *doc = NULL;
+	bool		have_root = false;
+
+	memset(&x, 0, sizeof(x));
 	x.p = data;
 	x.end = data + len;
+	x.len = len;
 	x.err = err;
-	x.depth = 0;
+	x.limit = len <= (SIZE_MAX - XML_BUDGET_BASE) / 2 ?
+		2 * len + XML_BUDGET_BASE : SIZE_MAX;
+	x.next_chunk = XML_CHUNK_MIN;
+	x.scratch_max = len + 1;
+	if (stats != NULL)
+		memset(stats, 0, sizeof(*stats));
+
+	/* the document header comes first in the first chunk */
+	doc = arena_alloc(&x, sizeof(XmlDoc), _Alignof(XmlDoc));
+	if (doc == NULL)
+		goto fail;
+	memset(doc, 0, sizeof(*doc));
+
 	/* UTF-8 byte order mark */
 	if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0)
 		x.p += 3;
@@ -443,33 +653,47 @@ io_xml_parse(const char *data, size_t len, IoError *err)
 		else if (starts(&x, "<!"))
 		{
 			xml_fail(&x, "declarations are not allowed");
-			io_xml_free(root);
-			return NULL;
+			goto fail;
 		}
-		else if (*x.p == '<' && root == NULL)
+		else if (*x.p == '<' && !have_root)
 		{
-			root = parse_element(&x);
-			if (root == NULL)
-				return NULL;
+			have_root = true;
+			if (parse_element(&x, &doc->root) != 0)
+				goto fail;
 		}
 		else
 		{
-			xml_fail(&x, root ? "content after the root element" :
+			xml_fail(&x, have_root ? "content after the root element" :
 					 "text before the root element");
-			io_xml_free(root);
-			return NULL;
+			goto fail;
 		}
 	}
-	if (root == NULL)
+	if (!have_root)
 	{
 		xml_fail(&x, "no root element");
-		return NULL;
+		goto fail;
 	}
-	return root;
+	free(x.scratch);
+	doc->chunks = x.chunks;
+	if (stats != NULL)
+	{
+		stats->limit = x.limit;
+		stats->peak = x.peak;
+		stats->nodes = x.nodes;
+	}
+	return &doc->root;
 
 eof:
 	xml_fail(&x, "unexpected end of document");
-	io_xml_free(root);
+fail:
+	free(x.scratch);
+	arena_free(x.chunks);
+	if (stats != NULL)
+	{
+		stats->limit = x.limit;
+		stats->peak = x.peak;
+		stats->nodes = x.nodes;
+	}
 	return NULL;
 }
 

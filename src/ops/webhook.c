@@ -183,7 +183,7 @@ step_read(void *arg)
 		d->http.ca_file = pstrdup(v);
 	if ((v = tms_option(server->options, "ca_path")) != NULL)
 		d->http.ca_path = pstrdup(v);
-	d->http.interrupted = tms_io_interrupted;
+	tms_io_set_waits(&d->http);
 }
 
 /* Is a failed attempt worth repeating? */

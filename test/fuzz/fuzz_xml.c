@@ -4,7 +4,9 @@
  *	  libFuzzer target for the hand-written S3 XML reader of src/io/xml.c.
  *
  * The input is an XML document as S3 would answer it.  io_xml_parse must
- * return a tree or NULL with IO_ERR_PROTOCOL (or OUT_OF_MEMORY); the tree
+ * return a tree or NULL with IO_ERR_PROTOCOL (or TOO_LARGE, OUT_OF_MEMORY),
+ * never having held more than its budget (twice the input, plus a base,
+ * as its allocator counts); the tree
  * is walked the way storage.c reads listings, delete results and error
  * documents, checking that every node has a name and a text, and freed.
  * Any violation aborts; ASan/UBSan and the leak checker do the rest.
@@ -46,12 +48,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	IoError		err;
 	IoXmlNode  *doc;
 	const IoXmlNode *c;
+	IoXmlStats	stats;
 
 	io_error_clear(&err);
-	doc = io_xml_parse((const char *) data, size, &err);
+	doc = io_xml_parse_stats((const char *) data, size, &stats, &err);
+	if (stats.peak > stats.limit || stats.limit > 2 * size + 16 * 1024)
+		abort();
 	if (doc == NULL)
 	{
-		if (err.code != IO_ERR_PROTOCOL && err.code != IO_ERR_OUT_OF_MEMORY)
+		if (err.code != IO_ERR_PROTOCOL && err.code != IO_ERR_TOO_LARGE &&
+			err.code != IO_ERR_OUT_OF_MEMORY)
 			abort();
 		return 0;
 	}

@@ -942,6 +942,108 @@ test_xml(void)
 	}
 }
 
+/* Bytes in use on the heap now (defined with the listing tests below). */
+static size_t heap_in_use(void);
+
+/*
+ * The XML budget: a response may cost at most twice its size (plus a
+ * small base).  8 MB of <a/> used to take some 224 MB; now the parse
+ * stops with IO_ERR_TOO_LARGE having held no more than the budget, as
+ * the parser's allocator counts it.  A real listing of 1000 keys fits,
+ * and what it holds afterwards, as malloc itself reports, is within the
+ * budget too.
+ */
+static void
+test_xml_budget(void)
+{
+	IoError		err;
+	IoXmlStats	st;
+	IoXmlNode  *doc;
+	size_t		n = 2 * 1024 * 1024;	/* 8 MB of <a/> */
+	size_t		len = 0;
+	char	   *flood = malloc(n * 4 + 16);
+
+	len += (size_t) sprintf(flood, "<r>");
+	for (size_t i = 0; i < n; i++)
+	{
+		memcpy(flood + len, "<a/>", 4);
+		len += 4;
+	}
+	len += (size_t) sprintf(flood + len, "</r>");
+	io_error_clear(&err);
+	doc = io_xml_parse_stats(flood, len, &st, &err);
+	CHECK(doc == NULL && err.code == IO_ERR_TOO_LARGE,
+		  "an <a/> flood of %zu bytes fails with a budget error (code %d: %s)",
+		  len, (int) err.code, err.message);
+	CHECK(strstr(err.message, "twice its size") != NULL,
+		  "the budget error says what the budget is: %s", err.message);
+	CHECK(st.limit == 2 * len + 16 * 1024, "budget is 2x the input plus 16 kB: %zu", st.limit);
+	CHECK(st.peak <= st.limit && st.peak > len,
+		  "the flood's peak %zu stays within the budget %zu", st.peak, st.limit);
+	printf("%zu bytes of <a/>: stopped with %s after holding %zu bytes (budget %zu)\n",
+		   len, io_error_code_name(err.code), st.peak, st.limit);
+	io_xml_free(doc);
+	free(flood);
+
+	{
+		/* a ListObjectsV2 page of 1000 keys, as S3 answers */
+		IoStrBuf	sb;
+		size_t		before;
+		size_t		held;
+		int			keys = 0;
+		const IoXmlNode *c;
+
+		io_sb_init(&sb);
+		io_sb_puts(&sb, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+				   "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+				   "<Name>b</Name><Prefix>w/</Prefix><KeyCount>1000</KeyCount>"
+				   "<MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>");
+		for (int i = 0; i < 1000; i++)
+			io_sb_printf(&sb, "<Contents><Key>w/d/%05d.parquet</Key>"
+						 "<LastModified>2024-01-01T00:00:00.000Z</LastModified>"
+						 "<ETag>&quot;%032x&quot;</ETag><Size>%d</Size>"
+						 "<StorageClass>STANDARD</StorageClass></Contents>",
+						 i, (unsigned) i, i);
+		io_sb_puts(&sb, "</ListBucketResult>");
+		CHECK(!sb.oom, "listing built");
+		before = heap_in_use();
+		doc = io_xml_parse_stats(sb.data, sb.len, &st, &err);
+		held = heap_in_use() - before;
+		CHECK(doc != NULL, "a 1000-key listing parses within its budget: %s",
+			  doc ? "" : err.message);
+		CHECK(st.peak <= st.limit, "listing peak %zu within %zu", st.peak, st.limit);
+		CHECK(held <= 2 * sb.len + 16 * 1024,
+			  "the parsed listing holds %zu bytes of heap for %zu of input", held, sb.len);
+		for (c = doc ? doc->children : NULL; c; c = c->next)
+			keys += strcmp(c->name, "Contents") == 0 && io_xml_child_text(c, "Key") != NULL;
+		CHECK(keys == 1000, "1000 keys read, got %d", keys);
+		printf("a 1000-key listing of %zu bytes: peak %zu, holds %zu of heap\n",
+			   sb.len, st.peak, held);
+		io_xml_free(doc);
+		io_sb_free(&sb);
+	}
+
+	{
+		/* text heavy: entities only shrink, so the text fits too */
+		size_t		m = 1024 * 1024;
+		char	   *amp = malloc(m * 5 + 16);
+
+		len = (size_t) sprintf(amp, "<a>");
+		for (size_t i = 0; i < m; i++)
+		{
+			memcpy(amp + len, "&amp;", 5);
+			len += 5;
+		}
+		len += (size_t) sprintf(amp + len, "</a>");
+		doc = io_xml_parse_stats(amp, len, &st, &err);
+		CHECK(doc != NULL && strlen(doc->text) == m,
+			  "a megabyte of entities decodes within the budget");
+		CHECK(st.peak <= st.limit, "entity peak %zu within %zu", st.peak, st.limit);
+		io_xml_free(doc);
+		free(amp);
+	}
+}
+
 /* ----------------------------------------------------------------
  * Vended storage config: the catalog never redirects the mapping's keys
  * ----------------------------------------------------------------
@@ -1571,6 +1673,14 @@ typedef struct Deadline
 {
 	int64_t		at;
 	int			calls;
+	/* the waiting callback's view */
+	int			waits;			/* network waits begun */
+	bool		in_wait;
+	bool		nested;			/* a wait began inside a wait */
+	bool		checked_in_wait;	/* the interrupt check ran inside one */
+	/* the sleep callback's view */
+	int			sleeps;
+	long		longest_sleep;
 } Deadline;
 
 static int
@@ -1579,7 +1689,39 @@ interrupt_after(void *arg)
 	Deadline   *d = arg;
 
 	d->calls++;
+	if (d->in_wait)
+		d->checked_in_wait = true;
 	return now_ms() >= d->at;
+}
+
+/* IoHttpOptions.waiting: what the bridge turns into a wait event. */
+static void
+waiting_seen(void *arg, bool waiting)
+{
+	Deadline   *d = arg;
+
+	if (waiting)
+	{
+		if (d->in_wait)
+			d->nested = true;
+		d->waits++;
+	}
+	d->in_wait = waiting;
+}
+
+/* IoHttpOptions.sleep_ms: what the bridge turns into a WaitLatch. */
+static void
+sleep_seen(void *arg, long ms)
+{
+	Deadline   *d = arg;
+	struct timespec ts;
+
+	d->sleeps++;
+	if (ms > d->longest_sleep)
+		d->longest_sleep = ms;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
 }
 
 static void
@@ -1634,7 +1776,47 @@ test_http_interrupts(void)
 		  "interrupted within a poll interval: %lld ms", (long long) el);
 	printf("interrupt requested at 300 ms, request ended after %lld ms (%d checks)\n",
 		   (long long) el, d.calls);
+
+	/*
+	 * Every network wait is told to the waiting callback (the wait event
+	 * inside PostgreSQL), begun and ended in pairs, and the interrupt
+	 * check (which may end the process) runs only between waits.
+	 */
+	memset(&d, 0, sizeof(d));
+	d.at = now_ms() + 300;
+	cfg.http.waiting = waiting_seen;
+	cat = io_catalog_open(&cfg, &err);
+	CHECK(cat == NULL && err.code == IO_ERR_INTERRUPTED, "interrupted again (%s)", err.message);
+	CHECK(d.waits >= 3 && !d.in_wait && !d.nested,
+		  "network waits told in pairs: %d waits, ended %d, nested %d",
+		  d.waits, !d.in_wait, d.nested);
+	CHECK(!d.checked_in_wait, "the interrupt check runs between waits, never inside one");
+	cfg.http.waiting = NULL;
 	close(lsock);
+
+	/* backoff and Retry-After pauses go through sleep_ms, in short slices */
+	{
+		IoHttpOptions opt;
+
+		memset(&opt, 0, sizeof(opt));
+		memset(&d, 0, sizeof(d));
+		d.at = now_ms() + 60000;
+		opt.interrupted = interrupt_after;
+		opt.sleep_ms = sleep_seen;
+		opt.interrupt_arg = &d;
+		t0 = now_ms();
+		CHECK(io_sleep_ms(&opt, 200, &err) == 0, "a 200 ms pause completes");
+		el = now_ms() - t0;
+		CHECK(d.sleeps >= 4 && d.longest_sleep <= IO_POLL_INTERVAL_MS && el >= 190,
+			  "the pause slept through the callback: %d slices, longest %ld ms, %lld ms",
+			  d.sleeps, d.longest_sleep, (long long) el);
+		d.at = now_ms() + 100;
+		t0 = now_ms();
+		CHECK(io_sleep_ms(&opt, 5000, &err) != 0 && err.code == IO_ERR_INTERRUPTED,
+			  "an interrupt ends a pause");
+		el = now_ms() - t0;
+		CHECK(el < 100 + 2 * IO_POLL_INTERVAL_MS, "pause interrupted after %lld ms", (long long) el);
+	}
 
 	/* a port nobody listens on: connection refused, quickly, no retry delay */
 	cfg.http.interrupted = NULL;
@@ -3572,6 +3754,7 @@ main(void)
 	test_location_canonical();
 	test_location_under();
 	test_xml();
+	test_xml_budget();
 	test_config_apply();
 	test_file_storage();
 	test_local_confinement();
