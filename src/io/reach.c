@@ -337,11 +337,15 @@ io_reach_allows_name(const IoReachRules *rules, const char *host, int port)
 	for (int i = 0; i < rules->n; i++)
 	{
 		const ReachEntry *e = &rules->entries[i];
-		const char *name = rules->names + e->name;
-		size_t		nl = strlen(name);
+		const char *name;
+		size_t		nl;
 
-		if (e->port != 0 && e->port != port)
+		/* only name entries have a name: an address entry's is unset */
+		if ((e->kind != REACH_NAME && e->kind != REACH_SUFFIX) ||
+			(e->port != 0 && e->port != port))
 			continue;
+		name = rules->names + e->name;
+		nl = strlen(name);
 		if (e->kind == REACH_NAME && strcmp(h, name) == 0)
 			return true;
 		/* name is ".example.com": h must be longer and end with it */

@@ -1734,7 +1734,7 @@ test_http_interrupts(void)
 	IoCatalogConfig cfg;
 	IoCatalog  *cat;
 	IoError		err;
-	Deadline	d;
+	Deadline	d = {0};
 	int64_t		t0,
 				el;
 
@@ -2351,7 +2351,7 @@ test_load_batches(void)
 
 	/* an interrupt ends a batch of hanging requests within a poll interval */
 	{
-		Deadline	d;
+		Deadline	d = {0};
 		IoHttpOptions http = cfg.http;
 
 		for (int i = 0; i < 4; i++)
@@ -2934,7 +2934,7 @@ test_webhook(void)
 		  err.message);
 	BENCH_CHECK(el < 2000, "webhook timeout after ~500 ms: %lld ms", (long long) el);
 	{
-		Deadline	d;
+		Deadline	d = {0};
 
 		d.at = now_ms() + 200;
 		d.calls = 0;
