@@ -28,6 +28,8 @@ Tests (and people at a Python prompt) import this module to get:
                                    .armed_faults(), .requests(),
                                    .reset_requests(), .set_table_config(...),
                                    .set_config(...), .set_vending(gate, ttl),
+                                   .set_idempotency(lifetime),
+                                   .clear_idempotency(), .idempotency(),
                                    .vended(), .token(), .request(...),
                                    .stop(); .fault(..., action="interpose",
                                    commits=[...]) is a concurrent writer;
