@@ -726,9 +726,11 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 		delay = io_http_retry_delay_ms(&opt, attempt, rc == 0 ? &resp : NULL);
 
 		/*
-		 * Only while the catalog still remembers the key (it may have
-		 * seen it as early as now, and the retry may take a connect
-		 * timeout to arrive): past that a retry could apply twice.
+		 * Only while the catalog surely still remembers the key: it saw
+		 * the key no earlier than key_until - lifetime (key_until was
+		 * taken before the first send), and the retry reaches it after the
+		 * delay plus at most a connect timeout.  Past that a retry could
+		 * be applied a second time.
 		 */
 		if (io_now_ms() + delay + opt.connect_timeout_ms >= key_until)
 			break;
