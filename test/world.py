@@ -28,6 +28,8 @@ Tests (and people at a Python prompt) import this module to get:
                                    .armed_faults(), .requests(),
                                    .reset_requests(), .set_table_config(...),
                                    .set_config(...), .set_vending(gate, ttl),
+                                   .set_idempotency(lifetime),
+                                   .clear_idempotency(), .idempotency(),
                                    .vended(), .token(), .request(...),
                                    .stop(); .fault(..., action="interpose",
                                    commits=[...]) is a concurrent writer;
@@ -669,6 +671,18 @@ class CatalogServer:
 
     def clear_config(self):
         self._admin("DELETE", "/admin/config")
+
+    def set_idempotency(self, lifetime="PT30M"):
+        """Advertise idempotency-key-lifetime in /v1/config and answer a
+        repeated Idempotency-Key with its first answer, from now on."""
+        self._admin("POST", "/admin/idempotency", {"lifetime": lifetime})
+
+    def clear_idempotency(self):
+        self._admin("DELETE", "/admin/idempotency")
+
+    def idempotency(self):
+        """{"lifetime": str or None, "keys": how many answers are remembered}."""
+        return self._admin("GET", "/admin/idempotency")
 
     def set_vending(self, gate, ttl, expiry_visible=True, credentials_endpoint=True):
         """Vend temporary S3 credentials for tables in S3, registered with

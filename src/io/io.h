@@ -853,7 +853,11 @@ extern int	io_catalog_drop_table(IoCatalog *cat, const char *ns,
  * (requirements + updates).  On success fills *out like a load.  409 is
  * IO_ERR_CONFLICT (reload and retry), 500/502/504 and transport failures
  * after the request was sent are IO_ERR_COMMIT_STATE_UNKNOWN (reload and
- * check; never assume failure).  Never retried here.
+ * check; never assume failure).  Retried here only when the catalog's
+ * config advertised idempotency-key-lifetime: then the commit carries one
+ * UUIDv7 Idempotency-Key and is resent with it (at most http.retries times,
+ * within the lifetime) after a transport failure or 500/502/503/504; a
+ * refusal of such a retry is IO_ERR_COMMIT_STATE_UNKNOWN too.
  */
 extern int	io_catalog_commit_table(IoCatalog *cat, const char *ns,
 									const char *table, const char *body,

@@ -150,6 +150,26 @@ extern bool io_http_retryable_status(long status);
 extern int64_t io_wall_ms(void);
 
 /*
+ * A UUIDv7 (RFC 9562, 5.7: the unix time in ms in the first 48 bits,
+ * version 7, variant 10, the rest from RAND_bytes) as 36 lowercase
+ * characters and a NUL into out (at least 37 bytes): the Idempotency-Key
+ * of a catalog request.  0, or -1 with *err when no randomness is had.
+ */
+extern int	io_make_uuid7(char *out, IoError *err);
+
+/* Longest ISO-8601 duration io_parse_iso_duration_ms accepts: a year. */
+#define IO_MAX_ISO_DURATION_MS	(366LL * 86400000LL)
+
+/*
+ * Parse an ISO-8601 duration of fixed length ("PT30M", "P1DT2H",
+ * "PT1.5S", "P2W": weeks, days, hours, minutes, seconds with a fraction
+ * kept to the ms) into *ms.  Years and months (no fixed length), signs,
+ * an empty "P" or "PT", designators out of order and anything over
+ * IO_MAX_ISO_DURATION_MS are refused: false, *ms untouched.
+ */
+extern bool io_parse_iso_duration_ms(const char *s, int64_t *ms);
+
+/*
  * What a 429 or 503 response asks for in its Retry-After header, in ms
  * from now_ms (wall-clock ms since the epoch; an HTTP date in the past: 0), at most
  * a minute; -1 when it asks nothing (no header, another status, or a

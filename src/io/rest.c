@@ -8,7 +8,8 @@
  *		(rest_int.h lists what they share).
  *
  * Follows the Iceberg REST OpenAPI spec: GET /v1/config handshake
- * (defaults < client properties < overrides, "prefix", "endpoints"),
+ * (defaults < client properties < overrides, "prefix", "endpoints",
+ * "idempotency-key-lifetime"),
  * bearer tokens and SigV4 (rest_auth.c, whose io_rest_headers makes the
  * headers of every attempt), and the ErrorModel of every non-success
  * response (or AWS's own error shape, for requests AWS's front end
@@ -667,6 +668,20 @@ io_rest_read_config(IoCatalog *cat, const char *body, size_t len, IoError *err)
 	{
 		json_decref(doc);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	/*
+	 * ConfigResponse."idempotency-key-lifetime": the catalog honours an
+	 * Idempotency-Key for that long.  A value we cannot read counts as
+	 * none: then no key is sent and commits keep never being retried.
+	 */
+	cat->idem_lifetime_ms = 0;
+	{
+		json_t	   *lt = json_object_get(doc, "idempotency-key-lifetime");
+		int64_t		ms;
+
+		if (json_is_string(lt) &&
+			io_parse_iso_duration_ms(json_string_value(lt), &ms) && ms > 0)
+			cat->idem_lifetime_ms = ms;
 	}
 	eps = json_object_get(doc, "endpoints");
 	if (json_is_array(eps))

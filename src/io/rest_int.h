@@ -73,6 +73,7 @@ struct IoCatalog
 	size_t		nprops;
 	IoStringList endpoints;
 	char	   *prefix;			/* effective, "" when none */
+	int64_t		idem_lifetime_ms;	/* idempotency-key-lifetime; 0: none */
 	uint64_t	requests;
 
 	TableCacheEntry *cache;
@@ -172,8 +173,10 @@ extern void io_rest_append_json_ns(IoStrBuf *sb, const char *ns);
 /*
  * Reader of /v1/config: merge defaults < client properties (warehouse) <
  * overrides into cat->props, take "endpoints", and settle the effective
- * prefix (the configured one, else the server's "prefix" property).
- * Replaces what an earlier call set.  Returns 0 or -1 with *err.
+ * prefix (the configured one, else the server's "prefix" property), and
+ * the top-level "idempotency-key-lifetime" (an ISO-8601 duration; absent
+ * or unreadable: none, so commits send no Idempotency-Key and are never
+ * retried).  Replaces what an earlier call set.  Returns 0 or -1 with *err.
  */
 extern int	io_rest_read_config(IoCatalog *cat, const char *body, size_t len,
 								IoError *err);

@@ -9,8 +9,15 @@
  *		unknown"; the readers of LoadTableResult and LoadCredentialsResponse
  *		bodies.
  *
- * Rules: a commit is never retried and never assumed failed when its
- * outcome is unknown; the loaded metadata is re-serialised into a capped
+ * Rules: a commit is never assumed failed when its outcome is unknown,
+ * and is retried only when the catalog advertised an
+ * idempotency-key-lifetime in /v1/config: then each commit carries one
+ * UUIDv7 Idempotency-Key (REST spec, ConfigResponse), and after a
+ * transport error or a 500/502/503/504 the same request with the same
+ * key is sent again (bounded, with backoff, only while the key is still
+ * remembered), since the catalog answers a key it has seen with the
+ * first outcome instead of applying it twice; without the advertisement
+ * a commit is sent exactly once.  The loaded metadata is re-serialised into a capped
  * plain-malloc buffer (max_json_bytes), never through json_dumps (whose
  * memory belongs to jansson's counting allocator); vended credentials
  * found in config are wiped when freed.
@@ -652,6 +659,20 @@ io_catalog_rename_table(IoCatalog *cat, const char *ns, const char *table,
 	return rc;
 }
 
+/*
+ * May a commit sent with an Idempotency-Key be sent again after this
+ * outcome?  Yes after a transport failure (no answer, or a timeout) and
+ * after 500/502/503/504; never after an interrupt or any other answer.
+ */
+static bool
+commit_retryable(int rc, const IoHttpResponse *resp, const IoError *err)
+{
+	if (rc != 0)
+		return err->code == IO_ERR_CONNECT || err->code == IO_ERR_TIMEOUT;
+	return resp->status == 500 || resp->status == 502 ||
+		resp->status == 503 || resp->status == 504;
+}
+
 /* See io.h. */
 int
 io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
@@ -659,15 +680,34 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 {
 	IoStrBuf	path;
 	IoHttpResponse resp;
+	IoHttpOptions opt;
 	int			rc;
 	const char *etag;
 	size_t		etag_len;
+	char		uuid[40];
+	char		key_line[64];
+	const char *extra[1];
+	size_t		nextra = 0;
+	int64_t		key_until = 0;
+	bool		maybe_applied = false;	/* an earlier attempt may have landed */
+	int			attempt;
 
 	memset(out, 0, sizeof(*out));
 	if (io_rest_check_ident(ns, table ? table : "", err) != 0)
 		return -1;
 	if (body == NULL)
 		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "commit body is required");
+	if (cat->idem_lifetime_ms > 0)
+	{
+		/* one key for this commit, resent unchanged by every retry */
+		if (io_make_uuid7(uuid, err) != 0)
+			return -1;
+		snprintf(key_line, sizeof(key_line), "Idempotency-Key: %s", uuid);
+		extra[0] = key_line;
+		nextra = 1;
+		key_until = io_now_ms() + cat->idem_lifetime_ms;
+	}
+	io_http_options_resolve(&cat->http, &opt);
 	io_sb_init(&path);
 	io_rest_table_path(cat, &path, ns, table);
 	if (path.oom)
@@ -675,15 +715,43 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 		io_sb_free(&path);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	}
-	rc = io_rest_request(cat, "POST", path.data, body, NULL, 0, false, &resp, err);
+	for (attempt = 0;; attempt++)
+	{
+		long		delay;
+
+		rc = io_rest_request(cat, "POST", path.data, body, nextra ? extra : NULL,
+							 nextra, false, &resp, err);
+		if (nextra == 0 || attempt >= opt.retries || !commit_retryable(rc, &resp, err))
+			break;
+		delay = io_http_retry_delay_ms(&opt, attempt, rc == 0 ? &resp : NULL);
+
+		/*
+		 * Only while the catalog surely still remembers the key: it saw
+		 * the key no earlier than key_until - lifetime (key_until was
+		 * taken before the first send), and the retry reaches it after the
+		 * delay plus at most a connect timeout.  Past that a retry could
+		 * be applied a second time.
+		 */
+		if (io_now_ms() + delay + opt.connect_timeout_ms >= key_until)
+			break;
+		maybe_applied = true;
+		io_http_response_free(&resp);
+		if (io_sleep_ms(&opt, delay, err) != 0)
+		{
+			rc = -1;
+			memset(&resp, 0, sizeof(resp));
+			break;
+		}
+	}
 	io_sb_free(&path);
 	io_catalog_forget(cat, ns, table);
 	if (rc != 0)
 	{
 		/* the request may have reached the catalog: nobody knows */
-		if (resp.sent || err->code == IO_ERR_TIMEOUT || err->code == IO_ERR_INTERRUPTED)
+		if (resp.sent || maybe_applied || err->code == IO_ERR_TIMEOUT ||
+			err->code == IO_ERR_INTERRUPTED)
 		{
-			if (err->code != IO_ERR_INTERRUPTED || resp.sent)
+			if (err->code != IO_ERR_INTERRUPTED || resp.sent || maybe_applied)
 			{
 				char		msg[sizeof(err->message)];
 
@@ -691,6 +759,29 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 				io_set_error(err, IO_ERR_COMMIT_STATE_UNKNOWN, 0,
 							 "commit state unknown: %.400s", msg);
 			}
+		}
+		io_http_response_free(&resp);
+		return -1;
+	}
+	if (resp.status != 200 && maybe_applied && resp.status < 500)
+	{
+		/*
+		 * A refusal of a retry after an attempt that may have landed (a
+		 * 409 because it did, with a catalog that forgot the key): not a
+		 * conflict to rebase on, the caller must reload and check.
+		 */
+		io_rest_status_error(&resp, REST_CALL_COMMIT, "commit", cat->http.max_json_bytes,
+							 err);
+		{
+			char		msg[sizeof(err->message)];
+			char		detail[sizeof(err->detail)];
+
+			snprintf(msg, sizeof(msg), "%s", err->message);
+			snprintf(detail, sizeof(detail), "%s", err->detail);
+			io_set_error(err, IO_ERR_COMMIT_STATE_UNKNOWN, resp.status,
+						 "commit state unknown: a retry with the same Idempotency-Key was refused after an earlier attempt may have been applied: %.300s",
+						 msg);
+			snprintf(err->detail, sizeof(err->detail), "%s", detail);
 		}
 		io_http_response_free(&resp);
 		return -1;

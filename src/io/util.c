@@ -2,7 +2,8 @@
  *
  * util.c
  *		Helpers of the io layer: error values, string buffers, URI
- *		percent-encoding, sha256, clocks and interruptible sleeps.
+ *		percent-encoding, sha256, clocks and interruptible sleeps, UUIDv7
+ *		idempotency keys and ISO-8601 durations.
  *
  * src/io/util.c
  *
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/rand.h>
 #include <openssl/sha.h>
 
 #include "io_int.h"
@@ -491,4 +493,106 @@ io_sleep_ms(const IoHttpOptions *opt, long ms, IoError *err)
 									"request interrupted");
 		}
 	}
+}
+
+/* See io_int.h. */
+int
+io_make_uuid7(char *out, IoError *err)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t		b[16];
+	uint64_t	ms = (uint64_t) io_wall_ms();
+	int			i,
+				k = 0;
+
+	if (RAND_bytes(b + 6, 10) != 1)
+		return io_set_error(err, IO_ERR_INTERNAL, 0,
+							"could not generate random bytes for an idempotency key");
+	/* RFC 9562, 5.7: unix_ts_ms (48 bits, big-endian), ver 7, var 10 */
+	for (i = 0; i < 6; i++)
+		b[i] = (uint8_t) (ms >> (8 * (5 - i)));
+	b[6] = (uint8_t) ((b[6] & 0x0f) | 0x70);
+	b[8] = (uint8_t) ((b[8] & 0x3f) | 0x80);
+	for (i = 0; i < 16; i++)
+	{
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[k++] = '-';
+		out[k++] = hex[b[i] >> 4];
+		out[k++] = hex[b[i] & 15];
+	}
+	out[k] = '\0';
+	return 0;
+}
+
+/* See io_int.h. */
+bool
+io_parse_iso_duration_ms(const char *s, int64_t *ms)
+{
+	/* designators in the order they may appear, and their ms */
+	static const char date_units[] = "WD";
+	static const int64_t date_ms[] = {7 * 86400000LL, 86400000LL};
+	static const char time_units[] = "HMS";
+	static const int64_t time_ms[] = {3600000LL, 60000LL, 1000LL};
+	const char *p = s;
+	int64_t		total = 0;
+	bool		in_time = false;
+	bool		any = false;
+	int			next = 0;		/* index of the first designator still allowed */
+
+	if (s == NULL || *p++ != 'P')
+		return false;
+	while (*p != '\0')
+	{
+		int64_t		whole = 0;
+		int64_t		frac_ms = 0;
+		int			ndig = 0;
+		const char *units = in_time ? time_units : date_units;
+		const int64_t *unit_ms = in_time ? time_ms : date_ms;
+		const char *u;
+		int			idx;
+
+		if (*p == 'T')
+		{
+			if (in_time || p[1] == '\0')
+				return false;
+			in_time = true;
+			next = 0;
+			p++;
+			continue;
+		}
+		while (*p >= '0' && *p <= '9')
+		{
+			if (++ndig > 9)
+				return false;	/* beyond any lifetime worth honouring */
+			whole = whole * 10 + (*p++ - '0');
+		}
+		if (ndig == 0)
+			return false;
+		if ((*p == '.' || *p == ',') && in_time && p[1] >= '0' && p[1] <= '9')
+		{
+			int64_t		scale = 100;
+
+			/* a fraction, seconds only: keep milliseconds */
+			for (p++; *p >= '0' && *p <= '9'; p++)
+			{
+				frac_ms += (*p - '0') * scale;
+				scale /= 10;
+			}
+			if (*p != 'S')
+				return false;
+		}
+		if (*p == '\0' || (u = strchr(units, *p)) == NULL)
+			return false;		/* no designator, or Y/M(onth): no fixed length */
+		idx = (int) (u - units);
+		if (idx < next)
+			return false;		/* out of order or repeated */
+		next = idx + 1;
+		total += whole * unit_ms[idx] + frac_ms;
+		any = true;
+		p++;
+	}
+	if (!any || total > IO_MAX_ISO_DURATION_MS)
+		return false;
+	*ms = total;
+	return true;
 }

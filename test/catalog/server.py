@@ -16,6 +16,19 @@ iceberg_namespace_properties), metadata files go to file:// or s3:// storage.
          --s3-region REGION] [--file-root DIR]
         [--sigv4-region REGION [--sigv4-service NAME]
          --sigv4-key ID:SECRET[:SESSION_TOKEN] ...]
+        [--idempotency-key-lifetime DURATION]
+
+Idempotency keys (REST spec, ConfigResponse.idempotency-key-lifetime):
+with --idempotency-key-lifetime (an ISO-8601 duration such as PT30M) or
+after POST /admin/idempotency, GET /v1/config advertises the lifetime at
+its top level, and a mutating request (POST, PUT, DELETE; not the token
+endpoint) carrying an Idempotency-Key header is answered, while that key
+is remembered (the lifetime from its first answer), with the status, body
+and headers of the first answer to it, without being applied again (a
+5xx answer is not remembered; a repeat that arrives while the first is
+still being served waits for it).  Every request's Idempotency-Key is in
+the request log, advertised or not; a replayed answer is logged with
+fault "idempotent-replay".
 
 It listens on 127.0.0.1 only, prints "catalog listening on http://127.0.0.1:PORT"
 on stdout once it accepts connections, and exits cleanly on SIGTERM/SIGINT.
@@ -35,7 +48,7 @@ without a prefix are accepted too):
 Test-only admin endpoints (outside /v1; open unless --admin-token is given,
 then they need the header "X-Admin-Token: TOKEN"):
   POST   /admin/faults    {"match": {"method": "GET", "path_regex": "..."},
-                           "count": N, "action": "status|hang|late|malformed|close|interpose",
+                           "count": N, "action": "status|hang|late|lost|malformed|close|interpose",
                            "status": 503, "seconds": 5, "body": "...",
                            "body_repeat": {"head": "", "unit": "x", "count": n,
                                            "tail": ""},
@@ -45,7 +58,11 @@ then they need the header "X-Admin-Token: TOKEN"):
                           the error model); hang: sleep `seconds`, then serve
                           normally; late: serve normally (the request takes
                           effect), then hold the answer `seconds` before
-                          sending it; malformed: 200 with a truncated JSON
+                          sending it; lost: serve normally (the request
+                          takes effect, and its answer is what an
+                          Idempotency-Key remembers), then answer `status`
+                          with the error model instead, as if the real
+                          answer were lost on the way; malformed: 200 with a truncated JSON
                           body (or `body`); close: close the connection
                           unanswered.  body_repeat builds the body of status
                           and malformed as head + unit * count + tail (huge
@@ -113,6 +130,10 @@ then they need the header "X-Admin-Token: TOKEN"):
                           server's clock (a skewed client)
   GET    /admin/sigv4     what is verified (no secrets), or {}
   DELETE /admin/sigv4     stop verifying
+  POST   /admin/idempotency {"lifetime": "PT30M"}: advertise and honour
+                          Idempotency-Key from now on (see above)
+  GET    /admin/idempotency {"lifetime": "PT30M" or null, "keys": n remembered}
+  DELETE /admin/idempotency stop advertising and honouring; forget every key
 """
 
 import argparse
@@ -454,7 +475,8 @@ class Faults:
 
     def add(self, spec):
         action = spec.get("action", "status")
-        if action not in ("status", "hang", "late", "malformed", "close", "interpose"):
+        if action not in ("status", "hang", "late", "lost", "malformed", "close",
+                          "interpose"):
             raise bad_request("unknown fault action %r" % action)
         rep = spec.get("body_repeat")
         if rep is not None and (not isinstance(rep, dict) or
@@ -541,6 +563,7 @@ class RequestLog:
                 "seq": self.seq, "time": time.time(), "method": method,
                 "path": path, "query": query, "status": status, "fault": fault,
                 "if_none_match": headers.get("If-None-Match"),
+                "idempotency_key": headers.get("Idempotency-Key"),
                 "authorization": "present" if headers.get("Authorization") else None,
                 "original_authorization":
                     "present" if headers.get("Original-Authorization") else None,
@@ -561,6 +584,78 @@ class RequestLog:
     def reset(self):
         with self.lock:
             self.entries = []
+
+
+ISO_DURATION = re.compile(r"^P(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?"
+                          r"(?:(\d+(?:[.,]\d+)?)S)?)?$")
+
+
+def iso_duration_seconds(text):
+    """Seconds of an ISO-8601 duration of fixed length (weeks to seconds),
+    or None when text is not one."""
+    m = ISO_DURATION.match(text) if isinstance(text, str) else None
+    if m is None or text in ("P", "PT") or text.endswith("T") or not any(m.groups()):
+        return None
+    w, d, h, mi, sec = m.groups()
+    return ((int(w or 0) * 7 + int(d or 0)) * 86400 + int(h or 0) * 3600 +
+            int(mi or 0) * 60 + float((sec or "0").replace(",", ".")))
+
+
+class Idempotency:
+    """Idempotency-Key: the advertised lifetime (None: off) and the first
+    answer to each key seen within it."""
+
+    def __init__(self, lifetime=None):
+        self.cond = threading.Condition()
+        self.lifetime = None
+        self.seconds = None
+        self.answers = {}       # key -> (expires, status, data, headers, content_type)
+        self.busy = set()       # keys whose first request is being served
+        self.set(lifetime)
+
+    def set(self, lifetime):
+        if lifetime is None:
+            with self.cond:
+                self.lifetime = self.seconds = None
+                self.answers = {}
+                return
+        seconds = iso_duration_seconds(lifetime)
+        if seconds is None or seconds <= 0:
+            raise bad_request("idempotency lifetime must be a positive ISO-8601 duration "
+                              "such as PT30M, not %r" % (lifetime,))
+        with self.cond:
+            self.lifetime, self.seconds = lifetime, seconds
+
+    def begin(self, key):
+        """The remembered answer to key, or None after marking key as
+        being served (then finish() must follow).  Waits, bounded, while
+        another request with key is being served."""
+        deadline = time.time() + 120
+        with self.cond:
+            while key in self.busy and time.time() < deadline:
+                self.cond.wait(0.5)
+            hit = self.answers.get(key)
+            if hit is not None and hit[0] > time.time():
+                return hit[1:]
+            self.answers.pop(key, None)
+            self.busy.add(key)
+            return None
+
+    def finish(self, key, answer):
+        """Remember answer (status, data, headers, content_type) for key,
+        unless it is None or a 5xx; let waiting repeats go on."""
+        with self.cond:
+            self.busy.discard(key)
+            if answer is not None and not (isinstance(answer[0], int) and answer[0] >= 500) \
+                    and self.seconds is not None:
+                self.answers[key] = (time.time() + self.seconds,) + tuple(answer)
+            self.cond.notify_all()
+
+    def describe(self):
+        with self.cond:
+            now = time.time()
+            return {"lifetime": self.lifetime,
+                    "keys": sum(1 for a in self.answers.values() if a[0] > now)}
 
 
 class Tokens:
@@ -669,6 +764,7 @@ class Catalog:
         # of the default, extra /v1/config properties
         self.table_configs = {}
         self.extra_config = {"defaults": {}, "overrides": {}}
+        self.idempotency = None     # the server's Idempotency, set by main()
         # set through /admin/vending: short-lived S3 credentials, minted per
         # load and per loadCredentials and registered with an S3 gate
         self.vending = None
@@ -853,14 +949,18 @@ class Catalog:
         if wh and wh not in (self.name, self.warehouse, self.warehouse + "/"):
             raise not_found("NoSuchWarehouseException",
                             "Warehouse does not exist: %s" % wh)
-        return 200, {
+        body = {
             "defaults": dict(self.extra_config["defaults"], warehouse=self.warehouse),
             "overrides": dict(self.extra_config["overrides"], prefix=self.name,
                               warehouse=self.warehouse),
             "endpoints": [e for e in ENDPOINTS if not (
                 e.endswith("/credentials") and self.vending is not None and
                 not self.vending["credentials_endpoint"])],
-        }, {}
+        }
+        lifetime = self.idempotency.lifetime if self.idempotency else None
+        if lifetime:
+            body["idempotency-key-lifetime"] = lifetime
+        return 200, body, {}
 
     # -- namespaces -------------------------------------------------------------
 
@@ -1171,6 +1271,20 @@ class Handler(BaseHTTPRequestHandler):
         data = b""
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        if self._idem_key is not None:
+            # the first answer to this key, whatever happens to it below
+            key, self._idem_key = self._idem_key, None
+            self.server.idempotency.finish(key, (status, data, dict(headers or {}),
+                                                 content_type))
+        if self._lost is not None:
+            # a "lost" fault: the request took effect, another answer leaves
+            f, self._lost = self._lost, None
+            status = f["status"]
+            data = json.dumps({"error": {"message": "injected fault: the answer was lost",
+                                         "type": "ServiceFailureException" if status >= 500
+                                         else "InjectedFaultException",
+                                         "code": status}}).encode()
+            headers, content_type = {}, "application/json"
         self._status = status
         self._record()
         if self._late:
@@ -1199,6 +1313,8 @@ class Handler(BaseHTTPRequestHandler):
         self._status = None
         self._pending_log = None
         self._late = None
+        self._lost = None
+        self._idem_key = None
         self._raw = None
         self._sigv4 = None
         parts = urllib.parse.urlsplit(self.path)
@@ -1227,6 +1343,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if fault and self._fault(fault):
                 return
+            if self._idempotent_replay(path):
+                return
             self._route(path, query)
         except CatalogError as e:
             self._error(e.status, e.type, e.message)
@@ -1237,7 +1355,29 @@ class Handler(BaseHTTPRequestHandler):
             traceback.print_exc()
             self._error(500, "InternalServerError", "%s: %s" % (type(e).__name__, e))
         finally:
+            if self._idem_key is not None:
+                # no answer went out (a closed connection): nothing to remember
+                key, self._idem_key = self._idem_key, None
+                self.server.idempotency.finish(key, None)
             self._record()      # answers that did not go through _send
+
+    def _idempotent_replay(self, path):
+        """When Idempotency-Key is honoured and this mutating request
+        carries a key already answered: send that answer again (True).
+        Otherwise, with a key, mark it so that this answer is remembered."""
+        idem = self.server.idempotency
+        key = self.headers.get("Idempotency-Key")
+        if (idem.lifetime is None or not key or path == "/v1/oauth/tokens" or
+                not path.startswith("/v1/") or self.command not in ("POST", "PUT", "DELETE")):
+            return False
+        hit = idem.begin(key)
+        if hit is None:
+            self._idem_key = key
+            return False
+        status, data, headers, content_type = hit
+        self._pending_log = self._pending_log[:3] + ("idempotent-replay",)
+        self._send(status, data if data else None, headers, content_type)
+        return True
 
     def _sigv4_refusal(self, check, e):
         """Refuse a request as AWS's front end does (or in the Iceberg
@@ -1261,6 +1401,9 @@ class Handler(BaseHTTPRequestHandler):
             return False
         if f["action"] == "late":
             self._late = f["seconds"]
+            return False
+        if f["action"] == "lost":
+            self._lost = f
             return False
         if f["action"] == "interpose":
             self._interpose(f)
@@ -1511,6 +1654,16 @@ class Handler(BaseHTTPRequestHandler):
                 if self.command == "DELETE":
                     self.server.sigv4 = None
                     return self._send(204)
+            if path == "/admin/idempotency":
+                idem = self.server.idempotency
+                if self.command == "POST":
+                    idem.set(self._json_body(raw).get("lifetime"))
+                    return self._send(204)
+                if self.command == "DELETE":
+                    idem.set(None)
+                    return self._send(204)
+                if self.command == "GET":
+                    return self._send(200, idem.describe())
             if path == "/admin/config":
                 cat = self.server.catalog
                 if self.command == "POST":
@@ -1575,6 +1728,9 @@ def parse_args(argv):
                    help="the service of the signatures (glue, s3tables; default execute-api)")
     p.add_argument("--sigv4-key", action="append",
                    help="ID:SECRET[:SESSION_TOKEN] a signature may use (repeatable)")
+    p.add_argument("--idempotency-key-lifetime", metavar="DURATION",
+                   help="advertise this idempotency-key-lifetime (ISO-8601, e.g. PT30M) "
+                        "and honour Idempotency-Key")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     return p.parse_args(argv)
 
@@ -1592,6 +1748,11 @@ def main(argv=None):
     server.admin_token = args.admin_token
     server.sigv4 = SigV4Check.from_args(args)
     server.verbose = args.verbose
+    try:
+        server.idempotency = Idempotency(args.idempotency_key_lifetime)
+    except CatalogError as e:
+        raise SystemExit("--idempotency-key-lifetime: %s" % e.message)
+    server.catalog.idempotency = server.idempotency
 
     def stop(signum, frame):
         threading.Thread(target=server.shutdown, daemon=True).start()

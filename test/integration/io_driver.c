@@ -9,6 +9,7 @@
  *	io_driver [options] COMMAND ARGS...
  *	  options: -e ENDPOINT  -r REGION  -k KEY_ID  -s SECRET  -t SESSION_TOKEN
  *			   -p PATH_STYLE(0|1)  -l LIST_PAGE_SIZE  -T REQUEST_TIMEOUT_MS
+ *			   -N RETRIES (of catalog requests; default 0: none)
  *			   -R LOCAL_ROOT (repeatable: the directories local access is
  *			   confined to; without one no local file is touched)
  *	  put URI FILE            store FILE's bytes ("-": stdin)
@@ -87,7 +88,7 @@ do_delete(IoStorage *st, char **uris, size_t n)
 
 /* Catalog commands: open the catalog at uri (no auth) and run cmd. */
 static int
-do_catalog(const char *cmd, char **args, int nargs, long timeout_ms)
+do_catalog(const char *cmd, char **args, int nargs, long timeout_ms, int retries)
 {
 	IoCatalogConfig cfg;
 	IoCatalog  *cat;
@@ -99,7 +100,8 @@ do_catalog(const char *cmd, char **args, int nargs, long timeout_ms)
 		return 64;
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.uri = args[0];
-	cfg.http.retries = 0;
+	cfg.http.retries = retries;
+	cfg.http.retry_base_ms = 50;
 	cfg.http.request_timeout_ms = timeout_ms;
 	cat = io_catalog_open(&cfg, &err);
 	if (cat == NULL)
@@ -161,12 +163,13 @@ main(int argc, char **argv)
 	const char *cmd;
 	const char *roots[8];
 	size_t		nroots = 0;
+	int			catalog_retries = 0;
 
 	io_init();
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.s3_path_style = -1;
 	cfg.http.retries = 0;
-	while ((c = getopt(argc, argv, "e:r:k:s:t:p:l:T:R:")) != -1)
+	while ((c = getopt(argc, argv, "e:r:k:s:t:p:l:T:R:N:")) != -1)
 	{
 		switch (c)
 		{
@@ -194,6 +197,9 @@ main(int argc, char **argv)
 			case 'T':
 				cfg.http.request_timeout_ms = atol(optarg);
 				break;
+			case 'N':
+				catalog_retries = atoi(optarg);
+				break;
 			case 'R':
 				if (nroots < sizeof(roots) / sizeof(roots[0]))
 					roots[nroots++] = optarg;
@@ -209,7 +215,8 @@ main(int argc, char **argv)
 	cmd = argv[optind++];
 	if (strncmp(cmd, "catalog-", 8) == 0)
 	{
-		rc = do_catalog(cmd, argv + optind, argc - optind, cfg.http.request_timeout_ms);
+		rc = do_catalog(cmd, argv + optind, argc - optind, cfg.http.request_timeout_ms,
+						catalog_retries);
 		io_http_shutdown();
 		return rc;
 	}

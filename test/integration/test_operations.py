@@ -24,6 +24,9 @@ storage) and the table is read again afterwards by icebird:
     live entries (sequence numbers included); a concurrent writer (the
     catalog's interpose fault) makes the first commit fail with 409, the
     job retries and no entry is lost;
+  - a rewrite commit that lands but whose answer is lost, against a
+    catalog that advertises idempotency-key-lifetime: tms retries it with
+    the same Idempotency-Key and it lands exactly once;
   - a commit that lands but whose answer is held ("late" fault), with the
     worker SIGKILLed before it learns the outcome: the job resumes and
     deletes exactly the right files, once;
@@ -754,6 +757,49 @@ def test_rewrite_with_concurrent_writer_retries_and_loses_nothing(env):
     assert row["before_snapshot_id"] in (meta["current-snapshot-id"], appended)
     ib = ow.icebird(ow.load(cat, "ops", name)[0], env["s3"].endpoint, env["file_root"])
     assert ib["data_files"] == 1001 and ib["records"] == res["records"] + 42
+
+
+def test_rewrite_commit_answer_lost_retried_with_same_idempotency_key(env):
+    """The catalog advertises idempotency-key-lifetime; the rewrite's
+    commit is applied but its answer is lost (503).  tms sends the commit
+    again with the same Idempotency-Key, the catalog answers with the first
+    outcome, the job succeeds and the table has exactly one new snapshot."""
+    cat, pg = env["catalog"], env["pg"]
+    srv = "opscat_idem"
+    pg.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+                 uri '%s', relative_path_root '%s', request_timeout '5s', retries '2',
+                 allowed_locations 'file://%s/');
+               CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
+            % (srv, cat.uri, env["file_root"], env["file_root"], srv))
+    cat.set_idempotency("PT30M")
+    try:
+        loc, name, res = new_table(env, "file", "--data-files", "20",
+                                   "--files-per-manifest", "1", "--codec", "null")
+        _, meta = ow.load(cat, "ops", name)
+        cat.reset_requests()
+        cat.fault(r"/namespaces/ops/tables/%s$" % name, action="lost", status=503,
+                  method="POST")
+        jid = q(env, "SELECT tms.run_operation(%s, 'ops', %s, 'manifest-rewrite', '{}', 'local')",
+                (srv, name))[0][0]
+        row = wait_job(env, jid)
+        posts = [r for r in cat.requests(r"/tables/%s$" % name)["requests"]
+                 if r["method"] == "POST"]
+        assert [(r["status"], r["fault"]) for r in posts] == [
+            (503, "lost"), (200, "idempotent-replay")], posts
+        assert posts[0]["idempotency_key"] and \
+            posts[0]["idempotency_key"] == posts[1]["idempotency_key"]
+        _, meta2 = ow.load(cat, "ops", name)
+        assert len(meta2["snapshots"]) == len(meta["snapshots"]) + 1
+        new = ow.snapshot(meta2, meta2["current-snapshot-id"])
+        assert new["parent-snapshot-id"] == meta["current-snapshot-id"]
+        assert new["summary"]["operation"] == "replace"
+        assert row["after_snapshot_id"] == new["snapshot-id"]
+        assert ow.live_set(ow.live_files(env["st"], meta2)) == \
+            ow.live_set(ow.live_files(env["st"], meta))
+    finally:
+        cat.clear_faults()
+        cat.clear_idempotency()
+        pg.psql("DROP SERVER %s CASCADE" % srv)
 
 
 @pytest.mark.parametrize("name", REAL)

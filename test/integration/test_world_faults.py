@@ -1,7 +1,8 @@
 """
 test_world_faults.py -- fault injection and the request log of the test
 catalog: injected statuses, hangs (seen by a client timeout), malformed
-bodies, closed connections, counts by path and status.
+bodies, closed connections, counts by path and status; the lost-answer
+fault and Idempotency-Key (advertised, replayed, off by default).
 """
 
 import http.client
@@ -100,6 +101,37 @@ def test_request_counts_show_304(cat):
     log = cat.requests(path_regex="orders$")
     assert log["counts"]["GET %s" % p] == {"200": 1, "304": 3}
     assert [e["if_none_match"] for e in log["requests"]][1:] == [hdrs["ETag"]] * 3
+
+
+def test_idempotency_key_replay_and_lost_fault(cat):
+    ns_path = "/v1/%s/namespaces" % cat.prefix
+    key = {"Idempotency-Key": "0190b8a0-0000-7000-8000-000000000001"}
+    # off by default: not advertised, a repeated key is applied again
+    assert "idempotency-key-lifetime" not in cat.request("GET", "/v1/config")
+    assert cat.raw("POST", ns_path, {"namespace": ["i0"]}, headers=key)[0] == 200
+    assert cat.raw("POST", ns_path, {"namespace": ["i0"]}, headers=key)[0] == 409
+    assert cat.idempotency() == {"lifetime": None, "keys": 0}
+    cat.set_idempotency("PT10M")
+    assert cat.request("GET", "/v1/config")["idempotency-key-lifetime"] == "PT10M"
+    # the first answer is applied and lost; the repeat gets it, not a 409
+    cat.fault(r"/namespaces$", action="lost", status=503, method="POST")
+    key = {"Idempotency-Key": "0190b8a0-0000-7000-8000-000000000002"}
+    st1, _, _ = cat.raw("POST", ns_path, {"namespace": ["i1"]}, headers=key)
+    st2, b2, _ = cat.raw("POST", ns_path, {"namespace": ["i1"]}, headers=key)
+    assert (st1, st2) == (503, 200) and b2["namespace"] == ["i1"]
+    # another key is another request
+    st3, _, _ = cat.raw("POST", ns_path, {"namespace": ["i1"]},
+                        headers={"Idempotency-Key": "0190b8a0-0000-7000-8000-000000000003"})
+    assert st3 == 409
+    log = cat.requests(path_regex="namespaces$")["requests"]
+    assert [(e["status"], e["fault"]) for e in log[-3:]] == [
+        (503, "lost"), (200, "idempotent-replay"), (409, None)]
+    assert log[-2]["idempotency_key"] == key["Idempotency-Key"]
+    assert cat.idempotency() == {"lifetime": "PT10M", "keys": 2}
+    assert cat.raw("POST", "/admin/idempotency", {"lifetime": "30 minutes"},
+                   auth=False)[0] == 400
+    cat.clear_idempotency()
+    assert "idempotency-key-lifetime" not in cat.request("GET", "/v1/config")
 
 
 def test_admin_token(make_catalog):

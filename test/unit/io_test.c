@@ -11,7 +11,8 @@
  *		kind) and the AIMD window of a storage target, vended credentials
  *		refreshed before they expire and after a refusal; the pieces of the
  *		engine clients that need no server (origins, result cells and
- *		rows, tags).
+ *		rows, tags); idempotency keys (UUIDv7) and the ISO-8601 durations
+ *		of idempotency-key-lifetime.
  *
  * The driver asserts behaviour only.  Upper bounds of timing windows (a
  * timeout ending by 1.5 s, requests in flight at once ending sooner than
@@ -3744,6 +3745,96 @@ out:
 	io_http_shutdown();
 }
 
+/*
+ * Idempotency keys: the UUIDv7 format (RFC 9562, 5.7), its timestamp
+ * and uniqueness; the ISO-8601 durations of idempotency-key-lifetime;
+ * the /v1/config reader taking the lifetime from the top level only.
+ */
+static void
+test_idempotency(void)
+{
+	char		a[40],
+				b[40];
+	IoError		err;
+	int64_t		before = io_wall_ms();
+	int64_t		ms;
+	uint64_t	ts = 0;
+	int			i;
+	bool		format_ok = true;
+	static const struct
+	{
+		const char *text;
+		int64_t		ms;			/* -1: refused */
+	}			durations[] = {
+		{"PT30M", 1800000}, {"PT1H", 3600000}, {"P1D", 86400000},
+		{"P1DT2H3M4S", 93784000}, {"PT1.5S", 1500}, {"PT0,25S", 250},
+		{"P2W", 1209600000}, {"PT90S", 90000}, {"PT0S", 0},
+		{"P1Y", -1}, {"P1M", -1}, {"PT", -1}, {"P", -1}, {"", -1},
+		{"30M", -1}, {"PT30", -1}, {"PTM", -1}, {"-PT1M", -1},
+		{"PT1M1H", -1}, {"PT1H1H", -1}, {"P1DT", -1}, {"PT1.5M", -1},
+		{"PT1M ", -1}, {"P400D", -1}, {"PT9999999999S", -1},
+		{"P1H", -1}, {"PT1D", -1}, {"P1DT1HT1M", -1},
+	};
+
+	CHECK(io_make_uuid7(a, &err) == 0 && io_make_uuid7(b, &err) == 0,
+		  "uuid7: %s", err.message);
+	CHECK(strlen(a) == 36 && strcmp(a, b) != 0, "uuid7 length and uniqueness: %s %s", a, b);
+	for (i = 0; i < 36; i++)
+	{
+		bool		dash = (i == 8 || i == 13 || i == 18 || i == 23);
+
+		if (dash ? a[i] != '-' : strchr("0123456789abcdef", a[i]) == NULL)
+			format_ok = false;
+	}
+	CHECK(format_ok, "uuid7 8-4-4-4-12 lowercase hex: %s", a);
+	CHECK(a[14] == '7', "uuid7 version nibble: %s", a);
+	CHECK(strchr("89ab", a[19]) != NULL, "uuid7 variant bits 10: %s", a);
+	for (i = 0; i < 13; i++)
+	{
+		if (a[i] == '-')
+			continue;
+		ts = ts * 16 + (uint64_t) (strchr("0123456789abcdef", a[i]) - "0123456789abcdef");
+	}
+	CHECK((int64_t) ts >= before && (int64_t) ts <= io_wall_ms(),
+		  "uuid7 carries the unix time in ms: %llu not in [%lld, now]",
+		  (unsigned long long) ts, (long long) before);
+
+	for (i = 0; i < (int) (sizeof(durations) / sizeof(durations[0])); i++)
+	{
+		bool		ok;
+
+		ms = -7;
+		ok = io_parse_iso_duration_ms(durations[i].text, &ms);
+		if (durations[i].ms < 0)
+			CHECK(!ok && ms == -7, "duration %s refused", durations[i].text);
+		else
+			CHECK(ok && ms == durations[i].ms, "duration %s = %lld ms, got %lld",
+				  durations[i].text, (long long) durations[i].ms, (long long) ms);
+	}
+	CHECK(!io_parse_iso_duration_ms(NULL, &ms), "NULL duration refused");
+
+	{
+		IoCatalog  *cat = calloc(1, sizeof(IoCatalog));
+		const char *top = "{\"idempotency-key-lifetime\": \"PT30M\"}";
+		const char *nested = "{\"defaults\": {\"idempotency-key-lifetime\": \"PT30M\"}}";
+		const char *bad = "{\"idempotency-key-lifetime\": \"30 minutes\"}";
+		const char *zero = "{\"idempotency-key-lifetime\": \"PT0S\"}";
+
+		CHECK(io_rest_read_config(cat, top, strlen(top), &err) == 0 &&
+			  cat->idem_lifetime_ms == 1800000, "lifetime from the top level: %lld",
+			  (long long) cat->idem_lifetime_ms);
+		CHECK(io_rest_read_config(cat, "{}", 2, &err) == 0 && cat->idem_lifetime_ms == 0,
+			  "a later config without it: none");
+		CHECK(io_rest_read_config(cat, nested, strlen(nested), &err) == 0 &&
+			  cat->idem_lifetime_ms == 0, "a property named so is not the advertisement");
+		CHECK(io_rest_read_config(cat, bad, strlen(bad), &err) == 0 &&
+			  cat->idem_lifetime_ms == 0, "an unreadable lifetime: none, config still read");
+		CHECK(io_rest_read_config(cat, zero, strlen(zero), &err) == 0 &&
+			  cat->idem_lifetime_ms == 0, "a zero lifetime: none");
+		io_catalog_free(cat);
+	}
+}
+
 int
 main(void)
 {
@@ -3770,6 +3861,7 @@ main(void)
 	test_aimd();
 	test_credentials_refresh();
 	test_webhook();
+	test_idempotency();
 	printf("%d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;
 }
