@@ -15,6 +15,7 @@
  *-------------------------------------------------------------------------
  */
 #include "iceberg/write_internal.h"
+#include "io/io.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -1015,22 +1016,12 @@ bool
 iceberg_make_uuid(char *out, IcebergError *err)
 {
 	uint8_t		b[16];
-	static const char hex[] = "0123456789abcdef";
-	int			i,
-				k = 0;
 
 	if (!iceberg_random_bytes(b, sizeof(b), err))
 		return false;
 	b[6] = (uint8_t) ((b[6] & 0x0f) | 0x40);
 	b[8] = (uint8_t) ((b[8] & 0x3f) | 0x80);
-	for (i = 0; i < 16; i++)
-	{
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[k++] = '-';
-		out[k++] = hex[b[i] >> 4];
-		out[k++] = hex[b[i] & 15];
-	}
-	out[k] = '\0';
+	io_format_uuid(b, out);
 	return true;
 }
 

@@ -932,4 +932,11 @@ extern void io_storage_fileio(IoStorageFileIO *state, IoStorage *storage,
 							  IoInterruptFn interrupted, void *interrupt_arg,
 							  IoFileIO *out);
 
+/*
+ * The canonical text of a UUID (RFC 9562, 4: 8-4-4-4-12 lowercase hex
+ * digits) of its 16 bytes, and a NUL, into out (at least 37 bytes).  The
+ * one formatter of the UUIDs tms makes (Idempotency-Keys, data files).
+ */
+extern void io_format_uuid(const uint8_t bytes[16], char *out);
+
 #endif							/* TMS_IO_H */

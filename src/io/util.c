@@ -499,11 +499,9 @@ io_sleep_ms(const IoHttpOptions *opt, long ms, IoError *err)
 int
 io_make_uuid7(char *out, IoError *err)
 {
-	static const char hex[] = "0123456789abcdef";
 	uint8_t		b[16];
 	uint64_t	ms = (uint64_t) io_wall_ms();
-	int			i,
-				k = 0;
+	int			i;
 
 	if (RAND_bytes(b + 6, 10) != 1)
 		return io_set_error(err, IO_ERR_INTERNAL, 0,
@@ -513,15 +511,25 @@ io_make_uuid7(char *out, IoError *err)
 		b[i] = (uint8_t) (ms >> (8 * (5 - i)));
 	b[6] = (uint8_t) ((b[6] & 0x0f) | 0x70);
 	b[8] = (uint8_t) ((b[8] & 0x3f) | 0x80);
-	for (i = 0; i < 16; i++)
+	io_format_uuid(b, out);
+	return 0;
+}
+
+/* See io.h. */
+void
+io_format_uuid(const uint8_t bytes[16], char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	int			k = 0;
+
+	for (int i = 0; i < 16; i++)
 	{
 		if (i == 4 || i == 6 || i == 8 || i == 10)
 			out[k++] = '-';
-		out[k++] = hex[b[i] >> 4];
-		out[k++] = hex[b[i] & 15];
+		out[k++] = hex[bytes[i] >> 4];
+		out[k++] = hex[bytes[i] & 15];
 	}
 	out[k] = '\0';
-	return 0;
 }
 
 /* See io_int.h. */
