@@ -628,6 +628,17 @@ def test_committed_run_is_not_submitted_again(env, kind):
     env["catalog"].create_namespace(ns)
     small_table(env, ns, name, files=12)
     eng = env["engines"][kind]
+    if kind == "gravitino":
+        # a manifest rewrite needs the template later Gravitino releases ship
+        eng.set_templates(SHIPPED + ["builtin-iceberg-rewrite-manifests"])
+    try:
+        committed_run_not_submitted_again(env, kind, ns, name, eng)
+    finally:
+        if kind == "gravitino":
+            eng.set_templates(SHIPPED)
+
+
+def committed_run_not_submitted_again(env, kind, ns, name, eng):
     jid, base = kill_during_submit(env, kind, ns, name)
     wait_for(lambda: [r for r in runs_of(env, kind, jid) if r["state"] in
                       ("succeeded", "available", "FINISHED", "finished")],
