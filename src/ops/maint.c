@@ -2,9 +2,10 @@
  *
  * maint.c
  *	  Maintenance jobs: the "maintenance" task kind, the life of a job of
- *	  tms.table_maintenance_job, tms.run_operation and tms.plan_operation,
- *	  and what every local operation shares: loading the table, the commit
- *	  protocol, the delete queue, recording the effect.  The operations are
+ *	  tms.table_maintenance_job, and what every local operation shares:
+ *	  loading the table, the delete queue, recording the effect.  The
+ *	  commit protocol is maint_commit.c; tms.run_operation and
+ *	  tms.plan_operation are maint_session.c.  The operations are
  *	  maint_expire.c, maint_orphan.c, maint_rewrite.c and maint_compact.c
  *	  (with its helper process, compactor.c); their options
  *	  maint_options.c; a job on an engine server maint_engine.c.
@@ -55,24 +56,9 @@
  *				after its backoff) or failed at tms.maintenance_max_attempts
  *				or at once when retrying cannot help.
  *
- * The commit protocol (maint_commit): before a request is sent, the job
- * records phase "commit" and what the attempt wrote and expects
- * (commit_state).  The body carries assert-table-uuid and
- * assert-ref-snapshot-id, so it can land at most once.
- *	 200		landed.
- *	 409		certainly failed: the files it wrote are deleted; the
- *				operation reloads, plans again and retries (at most
- *				tms.maintenance_commit_retries times, with backoff).
- *	 5xx, a timeout, a broken connection: unknown.  The table is loaded
- *				again: the attempt's effect is there (landed); main moved
- *				elsewhere (the requirement can no longer hold: certainly
- *				failed); main unchanged: the same body is sent again (if
- *				the first lands first, the second fails its requirement,
- *				and the reload after it finds the effect).  Still unknown
- *				after the retries: the run fails, the written files stay
- *				(a later run or orphan cleanup removes them once they are
- *				old), and nothing is deleted.
- *	 other 4xx	certainly failed; the run fails.
+ * The commit protocol (maint_commit, maint_commit.c) records phase
+ * "commit" before a request is sent and decides an unknown outcome from
+ * the table; see that file.
  * Files are deleted only after a commit is known to have landed, only
  * below the table's location and one of the server's allowed locations
  * (maint_delete), in canonical form, by the run's deleter (delete.h), the
@@ -236,8 +222,8 @@ maint_emit(MaintRun *run, const char *action, const char *target, const char *de
  * ----------------------------------------------------------------
  */
 
-static void
-unload(MaintRun *run)
+void
+maint_unload(MaintRun *run)
 {
 	if (run->md)
 		iceberg_metadata_free(run->md);
@@ -270,7 +256,7 @@ maint_load(MaintRun *run)
 	/* deletes still running finish first: their storage goes */
 	if (run->deleter != NULL)
 		(void) maint_delete_flush(run);
-	unload(run);
+	maint_unload(run);
 	memset(&t, 0, sizeof(t));
 	run->load_failed = false;
 	io_catalog_forget(run->conn->catalog, run->ns_io, run->table);
@@ -937,126 +923,6 @@ maint_delete_ex(MaintRun *run, const char *path, int64 size, const char *kind,
 }
 
 /*
- * The IcebergWriter of a run that writes table files (compaction, manifest
- * rewrite): a path the location rule puts below the table location and an
- * allowed location is written through storage; any other is refused.
- * Called from the plain-C layer: nothing raises.
- */
-int
-maint_write_file(void *arg, const char *path, const void *data, size_t len, IoError *err)
-{
-	MaintRun   *run = arg;
-	MemoryContext cxt = CurrentMemoryContext;
-	volatile int rc = -1;
-
-	PG_TRY();
-	{
-		char	   *c = tms_location_canonical(run->conn->server, path, NULL);
-
-		if (c == NULL || !io_location_under(c, run->location) ||
-			!tms_location_allowed(run->conn->server, c))
-		{
-			memset(err, 0, sizeof(*err));
-			err->code = IO_ERR_FORBIDDEN;
-			snprintf(err->message, sizeof(err->message),
-					 "refused to write \"%s\": not below the table location and an allowed location",
-					 path);
-		}
-		else
-			rc = io_storage_write(run->storage, c, data, len, err);
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		FlushErrorState();
-		memset(err, 0, sizeof(*err));
-		err->code = IO_ERR_OUT_OF_MEMORY;
-		snprintf(err->message, sizeof(err->message), "out of memory");
-		rc = -1;
-	}
-	PG_END_TRY();
-	return rc;
-}
-
-/* The MaintLandedFn of a commit adding one snapshot: arg, its int64 id. */
-bool
-maint_snapshot_landed(void *arg, const IcebergTableMetadata *md)
-{
-	return iceberg_metadata_snapshot(md, *(const int64 *) arg) != NULL;
-}
-
-/* The "written" array of a job's commit state (palloc'd; none: *n = 0). */
-char	  **
-maint_state_written(Jsonb *cs, int *nwritten)
-{
-	JsonbValue *v = getKeyJsonValueFromContainer(&cs->root, "written", 7, NULL);
-	char	  **written = NULL;
-
-	*nwritten = 0;
-	if (v && v->type == jbvBinary)
-	{
-		JsonbIterator *it = JsonbIteratorInit(v->val.binary.data);
-		JsonbValue	item;
-		JsonbIteratorToken tok;
-
-		written = palloc(sizeof(char *) * (JsonContainerSize(v->val.binary.data) + 1));
-		while ((tok = JsonbIteratorNext(&it, &item, true)) != WJB_DONE)
-			if (tok == WJB_ELEM && item.type == jbvString)
-				written[(*nwritten)++] = pnstrdup(item.val.string.val, item.val.string.len);
-	}
-	return written;
-}
-
-/*
- * A resumed job whose snapshot did not land: if main moved away from the
- * snapshot the old request asserted (base), that request can never land
- * and what it wrote is deleted; else it is kept (orphan cleanup).
- */
-void
-maint_drop_stale_written(MaintRun *run, int64 base, char **written, int nwritten)
-{
-	const IcebergRef *r = iceberg_metadata_ref(run->md, "main");
-	int64		main_id = r ? r->snapshot_id : run->md->current_snapshot_id;
-
-	if (main_id != base)
-		maint_delete_written(run, written, nwritten);
-}
-
-/*
- * Delete what a commit attempt wrote, once it certainly failed.  The
- * counters do not count them: they were never part of the table.
- */
-void
-maint_delete_written(MaintRun *run, char **written, int nwritten)
-{
-	int64		deleted = run->files_deleted;
-	int64		bytes = run->bytes_deleted;
-	MaintResult saved = run->result;
-	char		error[sizeof(run->error)];
-
-	if (run->dry_run || nwritten == 0)
-		return;
-	memcpy(error, run->error, sizeof(error));
-	run->result = MAINT_OK;
-	run->ignore_cancel = true;
-	for (int i = 0; i < nwritten && run->result == MAINT_OK; i++)
-		(void) maint_delete(run, written[i], -1, "written");
-	(void) maint_delete_flush(run);
-	run->ignore_cancel = false;
-	if (run->result != MAINT_OK && run->result != MAINT_LEASE_LOST)
-		ereport(LOG,
-				(errmsg("maintenance job " INT64_FORMAT " could not delete the files of a failed commit: %s",
-						run->job_id, run->error)));
-	if (run->result != MAINT_LEASE_LOST)
-	{
-		run->result = saved;
-		memcpy(run->error, error, sizeof(error));
-	}
-	run->files_deleted = deleted;
-	run->bytes_deleted = bytes;
-}
-
-/*
  * maint_delete_ex from a callback of a plain-C layer (a walk, a listing):
  * nothing may longjmp through that layer, so an error is caught, kept in
  * run->callback_error, and false returned; the caller raises it again
@@ -1100,147 +966,6 @@ maint_callback_rethrow(MaintRun *run)
 		return;
 	run->callback_error = NULL;
 	ReThrowError(e);
-}
-
-/* ----------------------------------------------------------------
- * The commit protocol (see the file header)
- * ----------------------------------------------------------------
- */
-
-/* Backoff before retry n (1-based): 100 ms doubling, at most 5 s. */
-static void
-commit_backoff(int n)
-{
-	long		ms = Min(100L << Min(n - 1, 6), 5000L);
-
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
-					 PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
-}
-
-/* main's snapshot id in md, -1: none */
-static int64
-main_snapshot(const IcebergTableMetadata *md)
-{
-	const IcebergRef *r = iceberg_metadata_ref(md, "main");
-
-	return r ? r->snapshot_id : md->current_snapshot_id;
-}
-
-MaintCommitOutcome
-maint_commit(MaintRun *run, const char *body, const char *commit_state,
-			 char **written, int nwritten, int64 base_snapshot_id,
-			 MaintLandedFn landed, void *arg)
-{
-	IoLoadedTable out;
-	IoError		err;
-
-	if (!maint_record_phase(run, "commit", commit_state))
-		return MAINT_COMMIT_FAILED;
-	for (int attempt = 0;; attempt++)
-	{
-		int			rc;
-
-		if (attempt == 0 && !check_run(run, true))
-		{
-			/* cancelled (or the lease lost) before anything was sent */
-			if (run->result == MAINT_CANCELLED)
-			{
-				maint_delete_written(run, written, nwritten);
-				(void) maint_record_phase(run, "start", NULL);
-			}
-			return MAINT_COMMIT_FAILED;
-		}
-		if (attempt > 0)
-		{
-			/* an unknown outcome is resolved before a cancel is honoured */
-			CHECK_FOR_INTERRUPTS();
-			if (sched_lease_lost())
-			{
-				run->result = MAINT_LEASE_LOST;
-				return MAINT_COMMIT_FAILED;
-			}
-		}
-		run->commit_attempts++;
-		memset(&out, 0, sizeof(out));
-		rc = io_catalog_commit_table(run->conn->catalog, run->ns_io, run->table, body, &out, &err);
-		io_loaded_table_free(&out);
-		CHECK_FOR_INTERRUPTS();
-		if (rc == 0)
-			break;
-		if (err.code == IO_ERR_CONFLICT)
-		{
-			maint_delete_written(run, written, nwritten);
-			if (!maint_record_phase(run, "start", NULL))
-				return MAINT_COMMIT_FAILED;
-			return MAINT_COMMIT_RETRY;
-		}
-		if (err.code != IO_ERR_COMMIT_STATE_UNKNOWN && err.code != IO_ERR_TIMEOUT &&
-			err.code != IO_ERR_CONNECT && err.code != IO_ERR_UNAVAILABLE &&
-			err.code != IO_ERR_SERVER)
-		{
-			/* the catalog answered no: nothing landed */
-			maint_delete_written(run, written, nwritten);
-			(void) maint_record_phase(run, "start", NULL);
-			maint_fail_code(run, MAINT_TERMINAL, tms_io_sqlstate(err.code),
-							"the catalog refused the commit: %s", tms_io_error_text(&err));
-			return MAINT_COMMIT_FAILED;
-		}
-
-		/* unknown: learn from the table whether it landed */
-		if (!maint_load(run))
-			return MAINT_COMMIT_FAILED;
-		if (landed(arg, run->md))
-			return maint_record_phase(run, "cleanup", commit_state) ?
-				MAINT_COMMIT_LANDED : MAINT_COMMIT_FAILED;
-		if (main_snapshot(run->md) != base_snapshot_id)
-		{
-			/* main moved elsewhere: the requirement can never hold again */
-			maint_delete_written(run, written, nwritten);
-			if (!maint_record_phase(run, "start", NULL))
-				return MAINT_COMMIT_FAILED;
-			return MAINT_COMMIT_RETRY;
-		}
-		if (attempt >= tms_maintenance_commit_retries)
-		{
-			maint_fail_code(run, MAINT_TRANSIENT, tms_io_sqlstate(err.code),
-							"the outcome of the commit is unknown after %d attempts (%s); nothing was deleted",
-							attempt + 1, tms_io_error_text(&err));
-			return MAINT_COMMIT_FAILED;
-		}
-		commit_backoff(attempt + 1);
-	}
-	/* landed: the table after it */
-	if (!maint_load(run))
-	{
-		/* it landed; the cleanup is done by the retry, from commit_state */
-		(void) maint_record_phase(run, "cleanup", commit_state);
-		return MAINT_COMMIT_FAILED;
-	}
-	if (!landed(arg, run->md))
-	{
-		/* answered 200 and not visible: a catalog we cannot trust */
-		maint_fail(run, MAINT_TERMINAL,
-				   "the catalog accepted the commit but the table does not show it; nothing was deleted");
-		return MAINT_COMMIT_FAILED;
-	}
-	return maint_record_phase(run, "cleanup", commit_state) ?
-		MAINT_COMMIT_LANDED : MAINT_COMMIT_FAILED;
-}
-
-/* Let the operation run out its retries of a conflicting commit. */
-bool
-maint_commit_retry_allowed(MaintRun *run, int retry)
-{
-	if (retry > tms_maintenance_commit_retries)
-	{
-		maint_fail(run, MAINT_TRANSIENT,
-				   "the commit conflicted with concurrent commits %d times", retry);
-		return false;
-	}
-	commit_backoff(retry);
-	return check_run(run, true);
 }
 
 /* ----------------------------------------------------------------
@@ -1374,8 +1099,8 @@ snapshot_drift(MaintRun *run)
 }
 
 /* Run (or dry-run) the run's operation on the loaded table. */
-static void
-run_operation(MaintRun *run)
+void
+maint_run_operation(MaintRun *run)
 {
 	switch (run->opt.op)
 	{
@@ -1487,7 +1212,7 @@ run_local(MaintRun *run)
 	if (!check_run(run, true))
 		return;
 	if (run->opt.local)
-		run_operation(run);
+		maint_run_operation(run);
 	else
 		run_engine(run);
 }
@@ -1548,7 +1273,7 @@ call_handler(const char *job, int64 job_id)
 static void
 run_release(MaintRun *run)
 {
-	unload(run);
+	maint_unload(run);
 	if (run->conn)
 		tms_catalog_release(run->conn);
 	run->conn = NULL;
@@ -1670,170 +1395,4 @@ maintenance_handler(SchedTask *task, ErrorData **error)
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
 	return outcome;
-}
-
-/* ----------------------------------------------------------------
- * tms.run_operation and tms.plan_operation
- * ----------------------------------------------------------------
- */
-
-static char *
-json_quote(const char *s)
-{
-	StringInfoData b;
-
-	initStringInfo(&b);
-	escape_json(&b, s);
-	return b.data;
-}
-
-/* Load the table as the acting role in the caller's transaction. */
-static void
-session_load(MaintRun *run, const char *server, const char *ns, const char *table,
-			 const char *what)
-{
-	tms_check_namespace(ns);
-	tms_check_table_name("table name", table);
-	run->server_name = pstrdup(server);
-	run->ns = pstrdup(ns);
-	run->table = pstrdup(table);
-	run->ns_io = tms_namespace_to_io(ns);
-	run->acting = tms_acting_role();
-	run->conn = tms_catalog_connect(server);
-	if (!maint_load(run))
-	{
-		if (run->load_failed)
-			tms_io_ereport(&run->load_err);
-		if (run->refused_location)
-			(void) tms_check_table_location(run->conn->server, ns, table,
-											run->refused_location, "maintain");
-		ereport(ERROR,
-				(errcode(run->result == MAINT_TERMINAL ? ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
-						 : ERRCODE_CONNECTION_FAILURE),
-				 errmsg("cannot %s on table \"%s.%s\"", what, ns, table),
-				 errdetail("%s", run->error)));
-	}
-	/* a server with no allowed_locations, raised with its own message */
-	(void) tms_check_table_location(run->conn->server, ns, table, run->md->location, "maintain");
-}
-
-typedef struct PlanRows
-{
-	Tuplestorestate *ts;
-	TupleDesc	desc;
-} PlanRows;
-
-static void
-plan_row(void *arg, const char *action, const char *target, const char *detail_json)
-{
-	PlanRows   *p = arg;
-	Datum		values[3];
-	bool		nulls[3] = {false, false, false};
-
-	values[0] = CStringGetTextDatum(action);
-	values[1] = CStringGetTextDatum(target ? target : "");
-	if (detail_json)
-		values[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(detail_json));
-	else
-		nulls[2] = true;
-	tuplestore_putvalues(p->ts, p->desc, values, nulls);
-}
-
-void
-tms_operation_plan(const char *server, const char *ns, const char *table,
-				   const char *operation, Jsonb *options, Tuplestorestate *ts,
-				   TupleDesc desc)
-{
-	MaintRun   *run = palloc0(sizeof(MaintRun));
-	PlanRows	rows = {ts, desc};
-
-	run->cxt = CurrentMemoryContext;
-	run->qcxt = AllocSetContextCreate(CurrentMemoryContext, "tms plan", ALLOCSET_SMALL_SIZES);
-	run->dry_run = true;
-	run->emit = plan_row;
-	run->emit_arg = &rows;
-	run->result = MAINT_OK;
-	run->after_snapshot_id = -1;
-	maint_options_parse(operation, "local", options, &run->opt);
-	PG_TRY();
-	{
-		session_load(run, server, ns, table, "plan an operation");
-		run_operation(run);
-		if (run->result == MAINT_SKIPPED)
-			maint_emit(run, "skip", operation,
-					   psprintf("{\"reason\": %s}", json_quote(run->error)));
-		else if (run->result != MAINT_OK)
-			ereport(ERROR,
-					(errcode(run->result == MAINT_TERMINAL ? ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
-							 : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-					 errmsg("cannot plan %s on table \"%s.%s\"", operation, ns, table),
-					 errdetail("%s", run->error)));
-	}
-	PG_FINALLY();
-	{
-		unload(run);
-	}
-	PG_END_TRY();
-}
-
-int64
-tms_operation_submit(const char *server, const char *ns, const char *table,
-					 const char *operation, Jsonb *options, const char *engine)
-{
-	MaintRun   *run = palloc0(sizeof(MaintRun));
-	Oid			types[10] = {OIDOID, NAMEOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-	JSONBOID, TEXTOID, TEXTOID, INT8OID};
-	Datum		args[10];
-	char		nulls[10];
-	TmsRoleSave save;
-	int64		id;
-	bool		isnull;
-	int			rc;
-	MemoryContext cxt = CurrentMemoryContext;
-
-	run->cxt = CurrentMemoryContext;
-	run->qcxt = AllocSetContextCreate(CurrentMemoryContext, "tms submit", ALLOCSET_SMALL_SIZES);
-	run->result = MAINT_OK;
-
-	/* names and options first: nothing else runs for bad input */
-	maint_options_parse(operation, engine, options, &run->opt);
-	if (run->opt.engine_type != ENGINE_TYPE_UNKNOWN)
-		tms_engine_check_access(engine, tms_acting_role());
-	memset(nulls, ' ', sizeof(nulls));
-	PG_TRY();
-	{
-		session_load(run, server, ns, table, "run an operation");
-		if (run->opt.local && run->opt.op == MAINT_COMPACTION)
-			maint_compact_check_table(run);
-		args[7] = run->md->table_uuid ? CStringGetTextDatum(run->md->table_uuid) : (Datum) 0;
-		nulls[7] = run->md->table_uuid ? ' ' : 'n';
-		args[8] = CStringGetTextDatum(run->metadata_location);
-		args[9] = Int64GetDatum(run->before_snapshot_id);
-		nulls[9] = run->before_snapshot_id >= 0 ? ' ' : 'n';
-	}
-	PG_FINALLY();
-	{
-		unload(run);
-	}
-	PG_END_TRY();
-
-	args[0] = ObjectIdGetDatum(run->acting);
-	args[1] = DirectFunctionCall1(namein, CStringGetDatum(server));
-	args[2] = CStringGetTextDatum(ns);
-	args[3] = CStringGetTextDatum(table);
-	args[4] = CStringGetTextDatum(operation);
-	args[5] = CStringGetTextDatum(engine);
-	args[6] = options ? JsonbPGetDatum(options) :
-		DirectFunctionCall1(jsonb_in, CStringGetDatum("{}"));
-	SPI_connect();
-	tms_become_extension_owner(&save);
-	rc = SPI_execute_with_args("SELECT tms._submit_operation($1::regrole, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-							   10, types, args, nulls, false, 0);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not submit maintenance job: %s", SPI_result_code_string(rc));
-	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	tms_restore_role(&save);
-	SPI_finish();
-	MemoryContextSwitchTo(cxt);
-	return id;
 }

@@ -232,7 +232,12 @@ extern void maint_fail_code(MaintRun *run, MaintResult kind, int sqlerrcode,
 extern void maint_fail_iceberg(MaintRun *run, const char *what, const IcebergError *err);
 extern void maint_emit(MaintRun *run, const char *action, const char *target,
 					   const char *detail_json);
+/* tms.maintenance_commit_retries (defined with the settings, maint.c) */
+extern int	tms_maintenance_commit_retries;
+
 extern bool maint_load(MaintRun *run);
+extern void maint_unload(MaintRun *run);
+extern void maint_run_operation(MaintRun *run);
 extern bool maint_delete(MaintRun *run, const char *path, int64 size, const char *kind);
 extern bool maint_delete_ex(MaintRun *run, const char *path, int64 size, const char *kind,
 							const char *extra_json);
@@ -245,7 +250,7 @@ extern bool maint_check_now(MaintRun *run);
 extern bool maint_record_phase(MaintRun *run, const char *phase, const char *commit_state);
 
 /*
- * The commit protocol (maint.c).  The operation supplies the request
+ * The commit protocol (maint_commit.c).  The operation supplies the request
  * body, the files the attempt wrote (deleted once the attempt certainly
  * failed) and a test of whether a metadata version holds the attempt's
  * effect.  Returns:
