@@ -39,7 +39,7 @@ extern char *iceberg_commit_expire(const char *table_uuid,
 								   const IcebergExpirePlan *plan,
 								   IcebergError *err);
 
-/* A snapshot a commit adds (add-snapshot); rewrite.c and compact.c fill one. */
+/* A snapshot a commit adds (add-snapshot); rewrite.c and compact_commit.c fill one. */
 typedef struct IcebergNewSnapshot
 {
 	int64_t		snapshot_id;

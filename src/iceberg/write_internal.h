@@ -2,7 +2,7 @@
  *
  * write_internal.h
  *	  What the writers of src/iceberg share (write_util.c): the manifest
- *	  rewrite (rewrite.c) and the data file rewrite (compact.c) both write
+ *	  rewrite (rewrite.c) and the data file rewrite (compact_commit.c) both write
  *	  manifests and a manifest list with partition summaries.  Not part of
  *	  the layer's interface.
  *
