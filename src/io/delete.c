@@ -6,7 +6,7 @@
  *		core's batch multi handle, each answer read into the caller's
  *		results as it arrives.
  *
- * The request body and the reader of its answer are storage.c's, the
+ * The request body and the reader of its answer are storage_s3.c's, the
  * same as io_storage_delete's (one rule, one implementation).  Nothing is
  * retried here: the caller decides what to send again and when, because
  * the answer to "the storage asks us to slow down" is a matter of the

@@ -5,7 +5,7 @@
  *		IoStorage.  Every path is canonicalised with the location rule
  *		(location.c) against the table's relative root, then read as
  *		sequential chunks of IO_FILEIO_CHUNK bytes served from ranged GETs
- *		(S3) or preads (local files, confined as storage.c confines them).
+ *		(S3) or preads (local files, confined as storage_local.c confines them).
  *
  * A failed open or read hands the storage's IoError to the reader, which
  * carries its code on (src/iceberg: IcebergError.io_code) so a caller can

@@ -242,7 +242,7 @@ extern int	io_http_batch_wait(IoHttpBatch *b, long timeout_ms, IoError *err);
 extern bool io_http_batch_done(IoHttpBatch *b, int *slot, int *rc,
 							   IoHttpResponse *resp, IoError *err);
 
-/* ---- S3 requests (storage.c), shared with the bulk deleter (delete.c) ---- */
+/* ---- S3 requests (storage.c, storage_s3.c), shared with delete.c ---- */
 
 #define IO_S3_MAX_LINES 16
 

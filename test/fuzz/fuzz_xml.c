@@ -7,7 +7,7 @@
  * return a tree or NULL with IO_ERR_PROTOCOL (or TOO_LARGE, OUT_OF_MEMORY),
  * never having held more than its budget (twice the input, plus a base,
  * as its allocator counts); the tree
- * is walked the way storage.c reads listings, delete results and error
+ * is walked the way storage_s3.c reads listings, delete results and error
  * documents, checking that every node has a name and a text, and freed.
  * Any violation aborts; ASan/UBSan and the leak checker do the rest.
  *
@@ -62,7 +62,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	(void) walk(doc, 0);
-	/* what storage.c reads */
+	/* what storage_s3.c reads */
 	(void) io_xml_child_text(doc, "IsTruncated");
 	(void) io_xml_child_text(doc, "NextContinuationToken");
 	(void) io_xml_child_text(doc, "Code");
