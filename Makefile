@@ -37,15 +37,16 @@ DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 # the previous version and updates it).
 DATA = $(filter-out sql/$(EXTENSION)--$(EXTVERSION).sql,$(wildcard sql/$(EXTENSION)--*.sql))
 
-# Every sql/<name>.sql is a pg_regress test.  pg_regress runs them on a
+# Every test/regress/sql/<name>.sql is a pg_regress test (expected output
+# in test/regress/expected/<name>.out).  pg_regress runs them on a
 # temporary instance of its own (initdb in $(REGRESS_DIR)/tmp_check, with
 # test/regress.conf appended to its configuration: tms and pg_cron
 # preloaded for the test database), as contrib/pg_stat_statements does; it
 # never touches a running server.  The instance's database does not exist
 # when the server starts: the tms launcher and pg_cron wait for it.
-REGRESS = $(sort $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql))))
+REGRESS = $(sort $(patsubst test/regress/sql/%.sql,%,$(wildcard test/regress/sql/*.sql)))
 REGRESS_CONF = test/regress.conf
-REGRESS_OPTS = --inputdir=$(REGRESS_IN) --outputdir=$(REGRESS_DIR) \
+REGRESS_OPTS = --inputdir=$(REGRESS_IN)/test/regress --outputdir=$(REGRESS_DIR) \
 	--temp-instance=$(REGRESS_DIR)/tmp_check \
 	--temp-config=$(REGRESS_IN)/$(REGRESS_CONF)
 REGRESS_PREP = regress-stage
@@ -86,7 +87,7 @@ CONTRIB_TESTDB = tms_regress
 
 # initdb and postgres refuse to run as root, so as root pg_regress (and the
 # instance it starts) runs as the postgres OS user, like test/pgcluster.py,
-# on a copy of sql/, expected/ and test/regress.conf in a directory that
+# on a copy of test/regress/ and test/regress.conf in a directory that
 # user owns: $(REGRESS_DIR), by default one per checkout under /tmp.  Other
 # users run it in place.  Results, regression.diffs and the server log
 # (log/postmaster.log) are in $(REGRESS_DIR).
@@ -107,9 +108,9 @@ regress-stage:
 	@rm -rf $(REGRESS_DIR)/tmp_check $(REGRESS_DIR)/results $(REGRESS_DIR)/log \
 	    $(REGRESS_DIR)/regression.diffs $(REGRESS_DIR)/regression.out
 ifdef REGRESS_STAGE
-	@rm -rf $(REGRESS_STAGE)/sql $(REGRESS_STAGE)/expected $(REGRESS_STAGE)/test
+	@rm -rf $(REGRESS_STAGE)/test
 	@mkdir -p $(REGRESS_STAGE)/test
-	@cp -R sql expected $(REGRESS_STAGE)/
+	@cp -R test/regress $(REGRESS_STAGE)/test/
 	@cp $(REGRESS_CONF) $(REGRESS_STAGE)/$(REGRESS_CONF)
 	@chown -R postgres: $(REGRESS_STAGE)
 endif

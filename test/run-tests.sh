@@ -5,8 +5,8 @@
 #                                      shared/, the layers are one-way, the
 #                                      plain-C unit drivers and the fuzz
 #                                      corpora under ASan and UBSan, and
-#                                      pg_regress (make installcheck, sql/ +
-#                                      expected/, on a temporary instance of
+#                                      pg_regress (make installcheck,
+#                                      test/regress/, on a temporary instance of
 #                                      its own in $root/regress,
 #                                      test/regress.conf)
 #   2. integration tests              (pytest test/integration, on a
