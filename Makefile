@@ -217,7 +217,7 @@ UNIT_LAYER_rest_sigv4 = io
 UNIT_LAYER_reach = io
 unit_layer = $(or $(UNIT_LAYER_$(1)),$(1))
 
-test/unit/build/%_test: test/unit/%_test.c $(wildcard src/*/*.c src/*/*.h)
+test/unit/build/%_test: test/unit/%_test.c test/unit/unit.h $(wildcard src/*/*.c src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC_PLAIN) $(PLAIN_CFLAGS) -o $@ $< $(call layer_srcs,$(call unit_layer,$*)) $(LIBS_EXTERNAL) -lm
 
@@ -243,7 +243,8 @@ $(SAN_DIR)/src/%.o: src/%.c $(HEADERS)
 	$(CC_PLAIN) $(SAN_CFLAGS) -c -o $@ $<
 
 .SECONDEXPANSION:
-$(SAN_DIR)/%_test: test/unit/%_test.c $$(call san_objs,$$(call unit_layer,$$*)) $(HEADERS)
+$(SAN_DIR)/%_test: test/unit/%_test.c test/unit/unit.h $$(call san_objs,$$(call unit_layer,$$*)) \
+	$(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC_PLAIN) $(SAN_CFLAGS) -o $@ $< $(call san_objs,$(call unit_layer,$*)) $(LIBS_EXTERNAL) -lm
 
