@@ -4,8 +4,10 @@
 #   make / make install       build and install the extension and its
 #                             compaction helper (WERROR=1: warnings are
 #                             errors, as in make test and demo)
-#   make installcheck         pg_regress on a temporary instance of its own
-#                             (test/regress.conf; needs make install first)
+#   make installcheck         pg_regress (test/regress/) and the isolation
+#                             specs (test/isolation/), each on a temporary
+#                             instance of its own (test/regress.conf; needs
+#                             make install first)
 #   make unit                 plain-C unit drivers, test/unit/<layer>_test.c
 #   make unit-san             the same drivers under ASan (leaks too) and UBSan
 #   make fuzz-<name>          libFuzzer target test/fuzz/fuzz_<name>.c (FUZZ_SECONDS):
@@ -13,8 +15,9 @@
 #   make fuzz-replay          every fuzz target over test/fuzz/corpus/<name>/,
 #                             once each, no fuzzing, under ASan and UBSan
 #   make check-fast           build, install, standalone and layer checks,
-#                             unit-san, fuzz-replay, installcheck: under 3
-#                             minutes (scripts/check-fast.sh)
+#                             unit-san, fuzz-replay, installcheck (pg_regress
+#                             and isolation): under 3 minutes
+#                             (scripts/check-fast.sh)
 #   make test                 check-fast, then the integration tests, on a
 #                             throwaway cluster (test/run-tests.sh)
 #   make check-standalone     no file names the shared/ reference tree
@@ -37,17 +40,27 @@ DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 # the previous version and updates it).
 DATA = $(filter-out sql/$(EXTENSION)--$(EXTVERSION).sql,$(wildcard sql/$(EXTENSION)--*.sql))
 
-# Every sql/<name>.sql is a pg_regress test.  pg_regress runs them on a
-# temporary instance of its own (initdb in $(REGRESS_DIR)/tmp_check, with
-# test/regress.conf appended to its configuration: tms and pg_cron
-# preloaded for the test database), as contrib/pg_stat_statements does; it
-# never touches a running server.  The instance's database does not exist
-# when the server starts: the tms launcher and pg_cron wait for it.
-REGRESS = $(sort $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION)--%,$(wildcard sql/*.sql))))
+# Every test/regress/sql/<name>.sql is a pg_regress test (expected output
+# in test/regress/expected/<name>.out), and every
+# test/isolation/specs/<name>.spec an isolation test, run by
+# pg_isolation_regress (expected output in test/isolation/expected/): races
+# of concurrent sessions, interleaved deterministically by lock waits
+# (test/isolation/README.md).  make installcheck runs both, each on a
+# temporary instance of its own (initdb in $(REGRESS_DIR)/tmp_check and
+# tmp_check_iso, with test/regress.conf appended to its configuration: tms
+# and pg_cron preloaded for the test database), as contrib/pg_stat_statements
+# does; it never touches a running server.  The instance's database does not
+# exist when the server starts: the tms launcher and pg_cron wait for it.
+# REGRESS= or ISOLATION= on the command line skips one suite.
+REGRESS = $(sort $(patsubst test/regress/sql/%.sql,%,$(wildcard test/regress/sql/*.sql)))
 REGRESS_CONF = test/regress.conf
-REGRESS_OPTS = --inputdir=$(REGRESS_IN) --outputdir=$(REGRESS_DIR) \
+REGRESS_OPTS = --inputdir=$(REGRESS_IN)/test/regress --outputdir=$(REGRESS_DIR) \
 	--temp-instance=$(REGRESS_DIR)/tmp_check \
 	--temp-config=$(REGRESS_IN)/$(REGRESS_CONF)
+ISOLATION = $(sort $(patsubst test/isolation/specs/%.spec,%,$(wildcard test/isolation/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=$(REGRESS_IN)/test/isolation --outputdir=$(REGRESS_DIR)/output_iso \
+	--temp-instance=$(REGRESS_DIR)/tmp_check_iso \
+	--temp-config=$(REGRESS_IN)/$(REGRESS_CONF) --load-extension=tms
 REGRESS_PREP = regress-stage
 
 # libavro is not linked: src/iceberg reads Avro itself (only
@@ -80,16 +93,20 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# pgxs appends --dbname=$(CONTRIB_TESTDB) to REGRESS_OPTS; it must come after
-# the include to take effect.  test/regress.conf names the same database.
+# pgxs appends --dbname=$(CONTRIB_TESTDB) to REGRESS_OPTS and
+# --dbname=$(ISOLATION_TESTDB) to ISOLATION_OPTS; they must come after the
+# include to take effect.  test/regress.conf names the same database.
 CONTRIB_TESTDB = tms_regress
+ISOLATION_TESTDB = tms_regress
 
 # initdb and postgres refuse to run as root, so as root pg_regress (and the
 # instance it starts) runs as the postgres OS user, like test/pgcluster.py,
-# on a copy of sql/, expected/ and test/regress.conf in a directory that
+# on a copy of test/regress/, test/isolation/ and test/regress.conf in a
+# directory that
 # user owns: $(REGRESS_DIR), by default one per checkout under /tmp.  Other
-# users run it in place.  Results, regression.diffs and the server log
-# (log/postmaster.log) are in $(REGRESS_DIR).
+# users run it in place.  pg_regress's results, regression.diffs and server
+# log (log/postmaster.log) are in $(REGRESS_DIR), pg_isolation_regress's in
+# $(REGRESS_DIR)/output_iso.
 ifeq ($(shell id -u),0)
 REGRESS_DIR ?= /tmp/tms-regress-$(shell printf '%s' '$(CURDIR)' | md5sum | cut -c1-12)
 REGRESS_AS = runuser -u postgres --
@@ -101,15 +118,20 @@ REGRESS_IN = $(CURDIR)
 endif
 pg_regress_installcheck = $(REGRESS_AS) $(top_builddir)/src/test/regress/pg_regress \
 	--bindir='$(bindir)' $(pg_regress_locale_flags) $(EXTRA_REGRESS_OPTS)
+pg_isolation_regress_installcheck = $(REGRESS_AS) \
+	$(top_builddir)/src/test/isolation/pg_isolation_regress \
+	--bindir='$(bindir)' $(pg_regress_locale_flags) $(EXTRA_REGRESS_OPTS)
 
 .PHONY: regress-stage
 regress-stage:
-	@rm -rf $(REGRESS_DIR)/tmp_check $(REGRESS_DIR)/results $(REGRESS_DIR)/log \
+	@rm -rf $(REGRESS_DIR)/tmp_check $(REGRESS_DIR)/tmp_check_iso $(REGRESS_DIR)/results \
+	    $(REGRESS_DIR)/log $(REGRESS_DIR)/output_iso \
 	    $(REGRESS_DIR)/regression.diffs $(REGRESS_DIR)/regression.out
+	@mkdir -p $(REGRESS_DIR)/output_iso
 ifdef REGRESS_STAGE
-	@rm -rf $(REGRESS_STAGE)/sql $(REGRESS_STAGE)/expected $(REGRESS_STAGE)/test
+	@rm -rf $(REGRESS_STAGE)/test
 	@mkdir -p $(REGRESS_STAGE)/test
-	@cp -R sql expected $(REGRESS_STAGE)/
+	@cp -R test/regress test/isolation $(REGRESS_STAGE)/test/
 	@cp $(REGRESS_CONF) $(REGRESS_STAGE)/$(REGRESS_CONF)
 	@chown -R postgres: $(REGRESS_STAGE)
 endif
@@ -195,7 +217,7 @@ UNIT_LAYER_rest_sigv4 = io
 UNIT_LAYER_reach = io
 unit_layer = $(or $(UNIT_LAYER_$(1)),$(1))
 
-test/unit/build/%_test: test/unit/%_test.c $(wildcard src/*/*.c src/*/*.h)
+test/unit/build/%_test: test/unit/%_test.c test/unit/unit.h $(wildcard src/*/*.c src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC_PLAIN) $(PLAIN_CFLAGS) -o $@ $< $(call layer_srcs,$(call unit_layer,$*)) $(LIBS_EXTERNAL) -lm
 
@@ -221,7 +243,8 @@ $(SAN_DIR)/src/%.o: src/%.c $(HEADERS)
 	$(CC_PLAIN) $(SAN_CFLAGS) -c -o $@ $<
 
 .SECONDEXPANSION:
-$(SAN_DIR)/%_test: test/unit/%_test.c $$(call san_objs,$$(call unit_layer,$$*)) $(HEADERS)
+$(SAN_DIR)/%_test: test/unit/%_test.c test/unit/unit.h $$(call san_objs,$$(call unit_layer,$$*)) \
+	$(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC_PLAIN) $(SAN_CFLAGS) -o $@ $< $(call san_objs,$(call unit_layer,$*)) $(LIBS_EXTERNAL) -lm
 

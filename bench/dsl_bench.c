@@ -5,7 +5,7 @@
  *		hand-written C predicates computing the same thing (the limit).
  *
  * For every example condition of the DSL's design (the ones
- * sql/dsl_examples.sql checks): evaluations per second of dsl_eval() over
+ * test/regress/sql/dsl_examples.sql checks): evaluations per second of dsl_eval() over
  * fixed metrics that vary a little per iteration (so that neither side can
  * be folded away), next to a hand-written function of the same predicate,
  * compiled with the same flags and kept out of line.

@@ -7,16 +7,22 @@
 #   plain-C unit drivers, ASan/UBSan  (make unit-san; LeakSanitizer on, any
 #                                      finding fails the driver)
 #   fuzz corpora replayed, ASan/UBSan (make fuzz-replay, test/fuzz/corpus/)
-#   pg_regress                        (make installcheck, on a temporary
-#                                      instance of its own in $REGRESS_DIR)
+#   pg_regress                        (make installcheck ISOLATION=,
+#                                      test/regress/, on a temporary instance
+#                                      of its own in $REGRESS_DIR)
+#   isolation specs                   (make installcheck REGRESS=,
+#                                      test/isolation/: races of concurrent
+#                                      sessions, on another temporary
+#                                      instance, results in
+#                                      $REGRESS_DIR/output_iso)
 #
 # It builds and installs tms first (make WERROR=1, make install) holding the
 # install lock (scripts/install-lock.sh), as pg_regress tests the installed
 # extension.  test/run-tests.sh (make test) runs this script as its first
 # stage, inside its own lock, then the integration tests.  Every stage runs
 # even when one before it failed; the exit status is non-zero if any did,
-# and the last line names them.  On a pg_regress failure the regression
-# diffs and the server log tail are printed.
+# and the last line names them.  On a pg_regress or isolation failure the
+# regression diffs and the server log tail are printed.
 #
 # Environment: REGRESS_DIR (default: a new directory under /tmp, removed
 # when everything passed), MAKE_JOBS (default 2).
@@ -52,13 +58,22 @@ bash scripts/check-layers.sh || failed+=(layers)
 echo "== unit drivers and fuzz corpus replay under ASan and UBSan (make unit-san fuzz-replay)"
 make -s -k -j"$jobs" -Otarget unit-san fuzz-replay || failed+=(unit-san/fuzz-replay)
 
-echo "== pg_regress (make installcheck, temporary instance in $REGRESS_DIR)"
-if ! make -s installcheck REGRESS_DIR="$REGRESS_DIR"; then
+echo "== pg_regress (make installcheck ISOLATION=, temporary instance in $REGRESS_DIR)"
+if ! make -s installcheck ISOLATION= REGRESS_DIR="$REGRESS_DIR"; then
   failed+=(pg_regress)
   echo "---- regression.diffs ----"
   cat "$REGRESS_DIR/regression.diffs" 2>/dev/null
   echo "---- server log (tail) ----"
   tail -n 80 "$REGRESS_DIR/log/postmaster.log" 2>/dev/null
+fi
+
+echo "== isolation specs (make installcheck REGRESS=, temporary instance in $REGRESS_DIR)"
+if ! make -s installcheck REGRESS= REGRESS_DIR="$REGRESS_DIR"; then
+  failed+=(isolation)
+  echo "---- output_iso/regression.diffs ----"
+  cat "$REGRESS_DIR/output_iso/regression.diffs" 2>/dev/null
+  echo "---- server log (tail) ----"
+  tail -n 80 "$REGRESS_DIR/output_iso/log/postmaster.log" 2>/dev/null
 fi
 
 echo "== check-fast took $(( $(date +%s) - start )) s"

@@ -4,10 +4,11 @@
 #   1. make check-fast                (scripts/check-fast.sh): nothing names
 #                                      shared/, the layers are one-way, the
 #                                      plain-C unit drivers and the fuzz
-#                                      corpora under ASan and UBSan, and
-#                                      pg_regress (make installcheck, sql/ +
-#                                      expected/, on a temporary instance of
-#                                      its own in $root/regress,
+#                                      corpora under ASan and UBSan,
+#                                      pg_regress and the isolation specs
+#                                      (make installcheck, test/regress/ and
+#                                      test/isolation/, on temporary instances
+#                                      of their own in $root/regress,
 #                                      test/regress.conf)
 #   2. integration tests              (pytest test/integration, on a
 #                                      throwaway PostgreSQL 15 in $root/pg with
@@ -78,11 +79,14 @@ as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 
 cleanup() {
   /usr/bin/python3 test/pgcluster.py stop --dir "$root/pg" >/dev/null 2>&1
-  # pg_regress stops its instance itself, unless it was killed
-  if [ -f "$root/regress/tmp_check/data/postmaster.pid" ]; then
-    (cd /tmp && as_pg "$(pg_config --bindir)/pg_ctl" -D "$root/regress/tmp_check/data" \
-      -m immediate stop) >/dev/null 2>&1
-  fi
+  # pg_regress and pg_isolation_regress stop their instances themselves,
+  # unless they were killed
+  for d in tmp_check tmp_check_iso; do
+    if [ -f "$root/regress/$d/data/postmaster.pid" ]; then
+      (cd /tmp && as_pg "$(pg_config --bindir)/pg_ctl" -D "$root/regress/$d/data" \
+        -m immediate stop) >/dev/null 2>&1
+    fi
+  done
   # anything a test left behind in its process group
   pkill -TERM -f "$root" >/dev/null 2>&1 || true
 }

@@ -310,27 +310,41 @@ tms_schedule_task(PG_FUNCTION_ARGS)
 /*
  * tms.cancel_task(kind, instance): delete a waiting task.  Returns false if
  * there is none; refused while it runs.
+ *
+ * The row is locked whatever its state, and "picked" read from the locked
+ * row: a claim in flight holds the row lock until it commits, so the
+ * cancel waits for it and then sees the row picked.  (Filtering on picked
+ * before locking would read the row unpicked from the snapshot, skip the
+ * lock, and let the DELETE, rechecking only the key after the claim
+ * committed, delete a task just claimed: its run would lose its lease.)
  */
 Datum
 tms_cancel_task(PG_FUNCTION_ARGS)
 {
 	Oid			types[2] = {TEXTOID, TEXTOID};
 	Datum		args[2];
+	bool		isnull;
 	bool		deleted;
 
 	args[0] = PG_GETARG_DATUM(0);
 	args[1] = PG_GETARG_DATUM(1);
 	SPI_connect();
-	spi_exec("SELECT picked_by FROM tms.scheduled_tasks"
-			 " WHERE task_name = $1 AND task_instance = $2 AND picked FOR UPDATE",
+	spi_exec("SELECT picked, picked_by FROM tms.scheduled_tasks"
+			 " WHERE task_name = $1 AND task_instance = $2 FOR UPDATE",
 			 2, types, args, SPI_OK_SELECT);
-	if (SPI_processed > 0)
+	if (SPI_processed == 0)
+	{
+		SPI_finish();
+		PG_RETURN_BOOL(false);
+	}
+	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+								   &isnull)))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("cannot cancel task \"%s\" instance \"%s\" while it runs",
 						TextDatumGetCString(args[0]), TextDatumGetCString(args[1])),
 				 errdetail("It is being executed by %s.",
-						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1))));
+						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2))));
 	spi_exec("DELETE FROM tms.scheduled_tasks WHERE task_name = $1 AND task_instance = $2",
 			 2, types, args, SPI_OK_DELETE);
 	deleted = SPI_processed > 0;

@@ -4,7 +4,7 @@ or a cluster of its own to show (doc/security.md "One acting role" and
 "What each role may do").  The SQL-level rules (the owner a SECURITY
 DEFINER function or SET ROLE records, purge_status and retry_purge by
 role, using another role's group, DROP ROLE / DROP OWNED BY / REASSIGN
-OWNED BY) are the pg_regress test sql/roles.sql.
+OWNED BY) are the pg_regress test test/regress/sql/roles.sql.
 
 Each test is the reproduction of an attack or a fault of the review:
 

@@ -22,23 +22,9 @@
 #include "iceberg/compact_wire.h"
 #include "iceberg/iceberg.h"
 #include "io/io.h"
+#include "unit.h"
 
-static int	npassed;
-static int	nfailed;
 static const char *fixtures;
-
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			npassed++; \
-		else \
-		{ \
-			nfailed++; \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__); \
-			printf("\n"); \
-		} \
-	} while (0)
 
 /* A table with two specs: identity(cat) and day(ts), bucket[4](id). */
 static const char *metadata_json =
@@ -537,6 +523,5 @@ main(void)
 	test_metrics_modes();
 	test_plan_fixture();
 	test_plan_rewrite_all();
-	printf("%d passed, %d failed\n", npassed, nfailed);
-	return nfailed > 0;
+	return unit_done();
 }

@@ -3,6 +3,8 @@
  * cron_test.c
  *		Unit tests of src/cron: parsing, errors, matching, next and
  *		previous firing in local time.  Built and run by "make unit".
+ *		Prints each failure and "N passed, M failed" last; the exit
+ *		status is non-zero when M > 0 (the harness: test/unit/unit.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -10,12 +12,7 @@
 #include <string.h>
 
 #include "cron/cron.h"
-
-static int	failures = 0;
-
-#define CHECK(cond) \
-	do { if (!(cond)) { fprintf(stderr, "%s:%d: check failed: %s\n", \
-								__FILE__, __LINE__, #cond); failures++; } } while (0)
+#include "unit.h"
 
 /* Parse or report. */
 static CronExpr
@@ -26,8 +23,7 @@ parse_ok(const char *text)
 
 	if (!cron_parse(text, &e, &err))
 	{
-		fprintf(stderr, "unexpected parse error for \"%s\": %s\n", text, err.message);
-		failures++;
+		FAIL("unexpected parse error for \"%s\": %s", text, err.message);
 	}
 	return e;
 }
@@ -41,15 +37,13 @@ parse_bad(const char *text, const char *want, int pos)
 
 	if (cron_parse(text, &e, &err))
 	{
-		fprintf(stderr, "\"%s\" parsed, expected an error\n", text);
-		failures++;
+		FAIL("\"%s\" parsed, expected an error", text);
 		return;
 	}
 	if (strstr(err.message, want) == NULL || (pos > 0 && err.position != pos))
 	{
-		fprintf(stderr, "\"%s\": got \"%s\" at %d, expected \"%s\" at %d\n",
+		FAIL("\"%s\": got \"%s\" at %d, expected \"%s\" at %d",
 				text, err.message, err.position, want, pos);
-		failures++;
 	}
 }
 
@@ -69,9 +63,8 @@ next_is(const char *text, CronTime after, CronTime want)
 
 	if (!cron_next_local(&e, &after, &got) || cron_time_cmp(&got, &want) != 0)
 	{
-		fprintf(stderr, "next(\"%s\"): got %04d-%02d-%02d %02d:%02d\n", text,
+		FAIL("next(\"%s\"): got %04d-%02d-%02d %02d:%02d", text,
 				got.year, got.month, got.day, got.hour, got.minute);
-		failures++;
 	}
 }
 
@@ -83,9 +76,8 @@ prev_is(const char *text, CronTime before, CronTime want)
 
 	if (!cron_prev_local(&e, &before, &got) || cron_time_cmp(&got, &want) != 0)
 	{
-		fprintf(stderr, "prev(\"%s\"): got %04d-%02d-%02d %02d:%02d\n", text,
+		FAIL("prev(\"%s\"): got %04d-%02d-%02d %02d:%02d", text,
 				got.year, got.month, got.day, got.hour, got.minute);
-		failures++;
 	}
 }
 
@@ -163,11 +155,5 @@ main(void)
 	cron_time_add_minutes(&t, -1);
 	CHECK(cron_time_cmp(&t, &(CronTime){2025, 12, 31, 23, 59}) == 0);
 
-	if (failures)
-	{
-		fprintf(stderr, "cron_test: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("cron_test: ok\n");
-	return 0;
+	return unit_done();
 }

@@ -17,22 +17,7 @@
 #include <string.h>
 
 #include "dsl/dsl.h"
-
-static int	passed;
-static int	failed;
-
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			passed++; \
-		else \
-		{ \
-			failed++; \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__); \
-			printf("\n"); \
-		} \
-	} while (0)
+#include "unit.h"
 
 /* ---- inputs ---- */
 
@@ -955,6 +940,5 @@ main(void)
 	test_errors();
 	test_explain();
 	test_allocator();
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+	return unit_done();
 }

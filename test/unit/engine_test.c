@@ -6,6 +6,8 @@
  *		that must not change a statement's structure; every validation
  *		error; placeholders; big integers; counts read from the result
  *		rows of each procedure.  Built and run by "make unit".
+ *		Prints each failure and "N passed, M failed" last; the exit
+ *		status is non-zero when M > 0 (the harness: test/unit/unit.h).
  *
  * test/unit/engine_test.c
  *
@@ -16,12 +18,7 @@
 #include <string.h>
 
 #include "engine/engine_int.h"
-
-static int	failures = 0;
-
-#define CHECK(cond) \
-	do { if (!(cond)) { fprintf(stderr, "%s:%d: check failed: %s\n", \
-								__FILE__, __LINE__, #cond); failures++; } } while (0)
+#include "unit.h"
 
 /* 2026-11-08T00:00:00Z */
 #define NOW INT64_C(1794096000000)
@@ -39,16 +36,14 @@ build_is(int line, EngineType type, const char *op, const EngineTarget *t,
 
 	if (engine_statement_build(type, op, t, json, "tms-job-7", NOW, &st, &err) != 0)
 	{
-		fprintf(stderr, "line %d: unexpected error: %s (%s) [%s]\n", line, err.message,
+		FAIL("line %d: unexpected error: %s (%s) [%s]", line, err.message,
 				err.detail, err.hint);
-		failures++;
 		return;
 	}
 	if (st.text == NULL || strcmp(st.text, want) != 0)
 	{
-		fprintf(stderr, "line %d:\n  got:  %s\n  want: %s\n", line,
+		FAIL("line %d:\n  got:  %s\n  want: %s", line,
 				st.text ? st.text : "(null)", want);
-		failures++;
 	}
 	engine_statement_free(&st);
 }
@@ -66,19 +61,17 @@ build_err(int line, EngineType type, const char *op, const EngineTarget *t,
 	memset(&err, 0, sizeof(err));
 	if (engine_statement_build(type, op, t, json, "tms-job-7", NOW, &st, &err) == 0)
 	{
-		fprintf(stderr, "line %d: built \"%s\", expected an error\n", line, st.text);
+		FAIL("line %d: built \"%s\", expected an error", line, st.text);
 		engine_statement_free(&st);
-		failures++;
 		return;
 	}
 	if (st.text != NULL || err.code != code || strstr(err.message, want_msg) == NULL ||
 		(want_detail && strstr(err.detail, want_detail) == NULL &&
 		 strstr(err.hint, want_detail) == NULL))
 	{
-		fprintf(stderr, "line %d: got code %d \"%s\" (%s) [%s], want code %d \"%s\" / \"%s\"\n",
-				line, err.code, err.message, err.detail, err.hint, code, want_msg,
+		FAIL("line %d: got code %d \"%s\" (%s) [%s], want code %d \"%s\" / \"%s\"",
+			 line, err.code, err.message, err.detail, err.hint, code, want_msg,
 				want_detail ? want_detail : "");
-		failures++;
 	}
 	/* the check alone says the same when no target is involved */
 	if (code != ENGINE_ERR_INVALID_NAME && t == &T)
@@ -87,8 +80,7 @@ build_err(int line, EngineType type, const char *op, const EngineTarget *t,
 
 		if (engine_options_check(type, op, json, &e2) == 0 && code != ENGINE_ERR_INVALID_VALUE)
 		{
-			fprintf(stderr, "line %d: engine_options_check accepted it\n", line);
-			failures++;
+			FAIL("line %d: engine_options_check accepted it", line);
 		}
 	}
 }
@@ -414,14 +406,12 @@ test_trino_where(void)
 	for (i = 0; bad[i]; i++)
 		if (eng_trino_where_check(bad[i], &err) == 0 || err.code != ENGINE_ERR_INVALID_VALUE)
 		{
-			fprintf(stderr, "where \"%s\" accepted\n", bad[i]);
-			failures++;
+			FAIL("where \"%s\" accepted", bad[i]);
 		}
 	for (i = 0; good[i]; i++)
 		if (eng_trino_where_check(good[i], &err) != 0)
 		{
-			fprintf(stderr, "where \"%s\" refused: %s (%s)\n", good[i], err.message, err.detail);
-			failures++;
+			FAIL("where \"%s\" refused: %s (%s)", good[i], err.message, err.detail);
 		}
 	CHECK(eng_trino_where_check("a = 1; x", &err) != 0 &&
 		  strstr(err.message, "not a single SQL expression") &&
@@ -670,8 +660,7 @@ test_counts(void)
 				err.code != ENGINE_ERR_INVALID_RESULT ||
 				strstr(err.detail, "rewritten_data_files_count") == NULL)
 			{
-				fprintf(stderr, "count \"%s\" accepted\n", bad[i]);
-				failures++;
+				FAIL("count \"%s\" accepted", bad[i]);
 			}
 		}
 	}
@@ -688,8 +677,7 @@ test_counts(void)
 
 			if (!eng_parse_whole(good[i], &v) || v != want[i])
 			{
-				fprintf(stderr, "whole \"%s\" -> %lld\n", good[i], (long long) v);
-				failures++;
+				FAIL("whole \"%s\" -> %lld", good[i], (long long) v);
 			}
 		}
 	}
@@ -824,11 +812,5 @@ main(void)
 	test_placeholders_and_big();
 	test_counts();
 	test_renderings();
-	if (failures)
-	{
-		fprintf(stderr, "engine_test: %d failure(s)\n", failures);
-		return 1;
-	}
-	printf("engine_test: all checks passed\n");
-	return 0;
+	return unit_done();
 }

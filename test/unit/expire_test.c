@@ -34,23 +34,9 @@
 #include "iceberg/orphan.h"
 #include "iceberg/pathhash.h"
 #include "io/io.h"
+#include "unit.h"
 
-static int	npassed;
-static int	nfailed;
 static const char *fixtures;
-
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			npassed++; \
-		else \
-		{ \
-			nfailed++; \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__); \
-			printf("\n"); \
-		} \
-	} while (0)
 
 /* ------------------------------------------------------------------------
  * Hand-built metadata
@@ -1927,6 +1913,5 @@ main(void)
 	test_hash_sets();
 	test_robustness();
 
-	printf("%d passed, %d failed\n", npassed, nfailed);
-	return nfailed > 0 ? 1 : 0;
+	return unit_done();
 }

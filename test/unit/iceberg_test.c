@@ -28,23 +28,9 @@
 #include "dsl/dsl.h"
 #include "iceberg/iceberg.h"
 #include "io/io.h"
+#include "unit.h"
 
-static int	npassed;
-static int	nfailed;
 static const char *fixtures;
-
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			npassed++; \
-		else \
-		{ \
-			nfailed++; \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__); \
-			printf("\n"); \
-		} \
-	} while (0)
 
 /* Path of a fixture file in a static buffer (one at a time). */
 static const char *
@@ -1976,6 +1962,5 @@ main(void)
 	test_truncation_and_corruption("spark-v2-partitioned-bucket-identity/metadata/abf62b15-903b-40b6-9e6b-26bcdceac9b3-m0.avro", 1);
 	test_truncation_and_corruption("pyiceberg-v2-partitioned-nullcodec/metadata/8574bca8-244f-4667-965a-03a41a3e4e0e-m0.avro", 1);
 
-	printf("%d passed, %d failed\n", npassed, nfailed);
-	return nfailed > 0 ? 1 : 0;
+	return unit_done();
 }

@@ -60,22 +60,7 @@
 #include "io/io_int.h"
 #include "io/rest_int.h"
 #include "io/engine_int.h"
-
-static int	npassed;
-static int	nfailed;
-
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			npassed++; \
-		else \
-		{ \
-			nfailed++; \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__); \
-			printf("\n"); \
-		} \
-	} while (0)
+#include "unit.h"
 
 /* A timing window's upper bound or a heap size: checked in bench/io_bench.sh. */
 #ifdef IO_BENCH
@@ -3862,6 +3847,5 @@ main(void)
 	test_credentials_refresh();
 	test_webhook();
 	test_idempotency();
-	printf("%d passed, %d failed\n", npassed, nfailed);
-	return nfailed == 0 ? 0 : 1;
+	return unit_done();
 }

@@ -32,22 +32,7 @@
 #include "io/io_int.h"
 #include "io/reach.h"
 #include "io/secrets.h"
-
-static int	npassed;
-static int	nfailed;
-
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			npassed++; \
-		else \
-		{ \
-			nfailed++; \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__); \
-			printf("\n"); \
-		} \
-	} while (0)
+#include "unit.h"
 
 static IoReachRules *
 parse_ok(const char *text)
@@ -335,6 +320,5 @@ main(void)
 	test_parse();
 	test_connections();
 	test_secret_shapes();
-	printf("%d passed, %d failed\n", npassed, nfailed);
-	return nfailed == 0 ? 0 : 1;
+	return unit_done();
 }

@@ -31,22 +31,7 @@
 
 #include "io/io.h"
 #include "io/rest_int.h"
-
-static int	npassed;
-static int	nfailed;
-
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			npassed++; \
-		else \
-		{ \
-			nfailed++; \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__); \
-			printf("\n"); \
-		} \
-	} while (0)
+#include "unit.h"
 
 /* 2015-08-30T12:36:00Z, the AWS suite's time */
 #define SUITE_TIME ((time_t) 1440938160)
@@ -404,6 +389,5 @@ main(void)
 	test_unsigned();
 	test_open_refuses();
 	test_aws_errors();
-	printf("%d passed, %d failed\n", npassed, nfailed);
-	return nfailed > 0;
+	return unit_done();
 }

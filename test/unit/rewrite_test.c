@@ -31,24 +31,10 @@
 #include "iceberg/iceberg.h"
 #include "iceberg/rewrite.h"
 #include "io/io.h"
+#include "unit.h"
 
-static int	npassed;
-static int	nfailed;
 static const char *fixtures;
 static char tmproot[256];
-
-#define CHECK(cond, ...) \
-	do { \
-		if (cond) \
-			npassed++; \
-		else \
-		{ \
-			nfailed++; \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__); \
-			printf("\n"); \
-		} \
-	} while (0)
 
 /* ---- a table in a temporary folder ---- */
 
@@ -847,8 +833,8 @@ main(void)
 	snprintf(tmproot, sizeof(tmproot), "/tmp/tms-rewrite-test-XXXXXX");
 	if (mkdtemp(tmproot) == NULL)
 	{
-		printf("cannot make a temporary directory\n0 passed, 1 failed\n");
-		return 1;
+		FAIL("cannot make a temporary directory");
+		return unit_done();
 	}
 	test_small_things();
 	test_fixtures();
@@ -862,6 +848,5 @@ main(void)
 		(void) run(cmd);
 	else
 		printf("(left %s for inspection)\n", tmproot);
-	printf("%d passed, %d failed\n", npassed, nfailed);
-	return nfailed == 0 ? 0 : 1;
+	return unit_done();
 }
