@@ -130,12 +130,12 @@ $(OBJS): $(HEADERS)
 $(OBJS): .build-flags
 
 # A call from tms.so to jansson's json_object() would bind at run time to
-# PostgreSQL's json_object() in the postgres executable (src/io/jsonmem.h).
+# PostgreSQL's json_object() in the postgres executable (src/io/util/jsonmem.h).
 all: check-symbols
 .PHONY: check-symbols
 check-symbols: $(shlib)
 	@if nm -D --undefined-only $(shlib) | grep -qw json_object; then \
-	    echo "error: $(shlib) calls json_object(); use json_pack(\"{}\") (src/io/jsonmem.h)" >&2; \
+	    echo "error: $(shlib) calls json_object(); use json_pack(\"{}\") (src/io/util/jsonmem.h)" >&2; \
 	    rm -f $(shlib); exit 1; fi
 
 $(DATA_built): $(INSTALL_PARTS) tms.control

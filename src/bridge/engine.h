@@ -4,7 +4,7 @@
  *	  Engines as PostgreSQL sees them: an engine is a foreign server of the
  *	  tms_engine wrapper (options.c validates it), its credentials a user
  *	  mapping.  This is the one place that reads their options, opens an
- *	  engine client (io/engine.h) for the acting role, and maps the engine
+ *	  engine client (io/engines/engine_client.h) for the acting role, and maps the engine
  *	  layer's errors (engine/statement.h) to PostgreSQL errors.
  *
  * Rules held here for every caller:
@@ -26,7 +26,7 @@
 #include "postgres.h"
 
 #include "engine/statement.h"
-#include "io/engine.h"
+#include "io/engines/engine_client.h"
 
 /* An engine opened for one role (malloc'd; tms_engine_close). */
 typedef struct TmsEngine

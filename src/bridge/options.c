@@ -30,7 +30,7 @@
 #include "bridge/names.h"
 #include "bridge/options.h"
 #include "io/io.h"
-#include "io/secrets.h"
+#include "io/util/secret_names.h"
 
 /* Where an option may appear. */
 #define OPT_SERVER	0x01
@@ -209,7 +209,7 @@ context_name(int where)
  * Check a value that must be an http(s) URL with a host; a secret one is
  * never echoed.  A server's options are readable by everyone
  * (pg_foreign_server), so a URL there must not carry a login
- * ("https://user:password@host", io/secrets.h): checked first, before
+ * ("https://user:password@host", io/util/secret_names.h): checked first, before
  * any message could echo it.
  */
 static void

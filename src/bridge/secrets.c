@@ -11,7 +11,7 @@
 #include "lib/stringinfo.h"
 
 #include "bridge/secrets.h"
-#include "io/secrets.h"
+#include "io/util/secret_names.h"
 
 /* One level of the walk: an object (the key being visited) or an array. */
 typedef struct Level

@@ -2,7 +2,7 @@
  *
  * secrets.h
  *	  Credentials in JSON documents stored or shown by tms: the io layer's
- *	  one list of credential-shaped names (io/secrets.h), applied to a
+ *	  one list of credential-shaped names (io/util/secret_names.h), applied to a
  *	  jsonb document at every depth, keys and string values; and the
  *	  malloc'd copies of option values (credentials among them) that
  *	  outlive a transaction in a cached connection or an engine client.

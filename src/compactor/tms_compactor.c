@@ -29,7 +29,7 @@
  *-------------------------------------------------------------------------
  */
 #include "compactor/compactor.h"
-#include "io/reach.h"
+#include "io/http/reach.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -244,7 +244,7 @@ main(int argc, char **argv)
 	h.temp_directory = hello.temp_directory;
 	h.memory_limit = hello.memory_limit;
 	h.threads = hello.threads;
-	/* the hosts the worker may reach, the helper may reach (io/reach.h) */
+	/* the hosts the worker may reach, the helper may reach (io/http/reach.h) */
 	{
 		IoReachRules *rules;
 		char		why[300];

@@ -10,7 +10,7 @@
  * Why a JSON reader of its own rather than jansson: a number must reach
  * the checks as the text the user wrote (jansson turns an integer past
  * int64 into an error or, with JSON_DECODE_INT_AS_REAL, into a rounded
- * double), and the layer then needs no allocator set-up (src/io/jsonmem.h)
+ * double), and the layer then needs no allocator set-up (src/io/util/jsonmem.h)
  * before its first call.  The reader keeps the order of an object's
  * members and refuses duplicate keys.
  *
@@ -25,7 +25,7 @@
 #ifndef TMS_ENGINE_INT_H
 #define TMS_ENGINE_INT_H
 
-#include "statement.h"
+#include "engine/statement.h"
 
 #if defined(__GNUC__)
 #define ENG_PRINTF(f, a) __attribute__((format(printf, f, a)))

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine_int.h"
+#include "engine/engine_int.h"
 
 #define I32MAX ((int64_t) 2147483647)
 

@@ -5,7 +5,7 @@
  *
  * Rules: plain C; jansson documents are built with json_pack (never
  * json_object(): it clashes with PostgreSQL's symbol, see
- * src/io/jsonmem.h) and the text jansson returns is copied to malloc'd
+ * src/io/util/jsonmem.h) and the text jansson returns is copied to malloc'd
  * memory, so the caller frees it with free().
  *
  * src/iceberg/commit.c
@@ -14,7 +14,7 @@
  */
 #include "iceberg/commit.h"
 #include "iceberg/iceberg_internal.h"
-#include "io/jsonmem.h"
+#include "io/util/jsonmem.h"
 
 #include <jansson.h>
 #include <stdlib.h>

@@ -23,7 +23,7 @@
 #include "iceberg/compact.h"
 #include "iceberg/compact_int.h"
 #include "iceberg/write_internal.h"
-#include "io/jsonmem.h"
+#include "io/util/jsonmem.h"
 
 #include <inttypes.h>
 #include <stdio.h>

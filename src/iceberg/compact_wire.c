@@ -7,7 +7,7 @@
  *	  (compact_wire.h describes the messages).
  *
  * Rules: plain C; JSON documents are built with json_pack (never
- * json_object(), see src/io/jsonmem.h) and parsed with io_json_load
+ * json_object(), see src/io/util/jsonmem.h) and parsed with io_json_load
  * under a budget; a decoder checks every field it reads (type, range,
  * length) and fails with ICEBERG_ERR_MALFORMED naming the field, never
  * trusting the other side.
@@ -18,7 +18,7 @@
  */
 #include "iceberg/compact_wire.h"
 #include "iceberg/iceberg_internal.h"
-#include "io/jsonmem.h"
+#include "io/util/jsonmem.h"
 
 #include <ctype.h>
 #include <errno.h>

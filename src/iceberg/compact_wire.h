@@ -83,7 +83,7 @@ typedef struct IcebergCompactHello
 	long		connect_timeout_ms;
 	long		request_timeout_ms;
 	int			retries;
-	char	   *allowed_hosts;	/* tms.allowed_hosts (io/reach.h), NULL: none */
+	char	   *allowed_hosts;	/* tms.allowed_hosts (io/http/reach.h), NULL: none */
 } IcebergCompactHello;
 
 /*

@@ -20,7 +20,7 @@
  * Rules: plain C, no PostgreSQL header, no longjmp; failures are
  * IcebergError values; everything returned is malloc'd and freed by the
  * matching *_free.  Path comparisons use the canonical form of
- * io_location_canonical only (src/io/location.c).
+ * io_location_canonical only (src/io/storage/location.c).
  *
  * src/iceberg/expire.h
  *

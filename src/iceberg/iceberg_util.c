@@ -10,7 +10,7 @@
  *-------------------------------------------------------------------------
  */
 #include "iceberg/iceberg_internal.h"
-#include "io/jsonmem.h"
+#include "io/util/jsonmem.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -183,7 +183,7 @@ iceberg_effective_limits(const IcebergLimits *in, IcebergLimits *out)
 
 /*
  * iceberg_json_load: see iceberg_internal.h.  The budget is io's
- * (src/io/jsonmem.h): jansson's allocations are counted while it runs.
+ * (src/io/util/jsonmem.h): jansson's allocations are counted while it runs.
  */
 struct json_t *
 iceberg_json_load(const char *text, size_t len, size_t flags,

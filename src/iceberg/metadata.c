@@ -19,7 +19,7 @@
  *-------------------------------------------------------------------------
  */
 #include "iceberg/iceberg_internal.h"
-#include "io/jsonmem.h"
+#include "io/util/jsonmem.h"
 
 #include <jansson.h>
 #include <stdio.h>

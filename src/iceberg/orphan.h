@@ -13,7 +13,7 @@
  *
  * Matching (https://github.com/apache/iceberg/blob/main/spark/v3.5/spark/src/main/java/org/apache/iceberg/spark/actions/DeleteOrphanFilesSparkAction.java):
  * both sides are put in canonical form (io_location_canonical,
- * src/io/location.c; a relative valid path resolves against the table's
+ * src/io/storage/location.c; a relative valid path resolves against the table's
  * relative root) and split into scheme ("s3" or "file"), authority (the
  * bucket; "" for files) and path (the key with a leading '/', or the
  * absolute file path).  Scheme and authority go through equal_schemes /

@@ -11,7 +11,7 @@
  * bytes per distinct member times the growth slack (at most 1.5).  A hash
  * collision makes two paths look equal; every caller arranges that this
  * can only keep a file, never delete one.  Every path is hashed in its
- * canonical form (io_location_canonical, src/io/location.c): the one rule
+ * canonical form (io_location_canonical, src/io/storage/location.c): the one rule
  * for locations, so "s3a://b/x" and "s3://b/x" are the same member.
  *
  * src/iceberg/pathhash.h

@@ -15,7 +15,7 @@
  */
 #include "iceberg/compact.h"
 #include "iceberg/iceberg_internal.h"
-#include "io/jsonmem.h"
+#include "io/util/jsonmem.h"
 
 #include <jansson.h>
 #include <stdio.h>

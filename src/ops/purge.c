@@ -78,7 +78,7 @@
 #include "bridge/names.h"
 #include "bridge/role.h"
 #include "bridge/stats.h"
-#include "io/secrets.h"
+#include "io/util/secret_names.h"
 #include "ops/ops.h"
 #include "ops/purge.h"
 #include "ops/purge_int.h"

@@ -1,5 +1,5 @@
 """
-test_engine_clients.py -- the engine clients of src/io (engine.h: Livy,
+test_engine_clients.py -- the engine clients of src/io (engine_client.h: Livy,
 Trino, Gravitino), through the command-line driver engine_driver.c,
 against small strict stub servers defined here.
 
