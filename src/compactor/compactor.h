@@ -8,7 +8,7 @@
  * The helper is a separate program, never loaded into PostgreSQL: it
  * links libduckdb and tms's plain-C layers (io for storage, iceberg for
  * the protocol, the schema and Iceberg's values), nothing of the server.
- * A worker starts one per compaction job; src/iceberg/compact_wire.h is
+ * A worker starts one per compaction job; src/iceberg/compact/compact_wire.h is
  * the protocol and doc/architecture.md the process model.
  *
  * src/compactor/compactor.h
@@ -19,7 +19,7 @@
 #define TMS_COMPACTOR_H
 
 #include "compactor/duckdb_capi.h"
-#include "iceberg/compact_wire.h"
+#include "iceberg/compact/compact_wire.h"
 #include "io/io.h"
 
 typedef struct Helper

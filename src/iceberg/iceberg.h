@@ -761,7 +761,7 @@ extern bool iceberg_data_files_dsl_source(IcebergDataFileIter *it,
 										  struct DslFileSource *out,
 										  IcebergError *err);
 
-/* A random v4 UUID in text form (out: 37 bytes); write_util.c. */
+/* A random v4 UUID in text form (out: 37 bytes); write_base.c. */
 extern bool iceberg_make_uuid(char *out, IcebergError *err);
 
 #endif							/* TMS_ICEBERG_H */

@@ -201,7 +201,7 @@ extern void iceberg_avro_reader_byte_counts(const IcebergAvroReader *r,
 /* Closes the file and frees the reader; NULL is allowed. */
 extern void iceberg_avro_reader_close(IcebergAvroReader *r);
 
-/* Where iceberg_dsl.c keeps its batch buffer inside an iterator. */
+/* Where metrics_dsl.c keeps its batch buffer inside an iterator. */
 extern void **iceberg_data_files_adapter_slot(IcebergDataFileIter *it);
 
 #endif							/* TMS_ICEBERG_INTERNAL_H */

@@ -65,7 +65,7 @@
 
 #include "bridge/engine.h"
 #include "bridge/role.h"
-#include "iceberg/compact.h"
+#include "iceberg/compact/compact.h"
 #include "ops/compactor.h"
 #include "ops/maint.h"
 #include "ops/maint_int.h"

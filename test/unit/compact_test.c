@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iceberg/compact.h"
-#include "iceberg/compact_wire.h"
+#include "iceberg/compact/compact.h"
+#include "iceberg/compact/compact_wire.h"
 #include "iceberg/iceberg.h"
 #include "io/io.h"
 
