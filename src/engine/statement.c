@@ -2,7 +2,7 @@
  *
  * statement.c
  *	  The statements of statement.h: for each engine and operation, the
- *	  checked options (options.c) turned into the SQL or JSON an engine
+ *	  checked options (engine_options.c) turned into the SQL or JSON an engine
  *	  runs, every name and value escaped for it (quote.c); and a
  *	  procedure's result rows read back as EngineCounts.
  *
@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_int.h"
+#include "engine/statement_int.h"
 
 static const char *const type_names[] = {"livy", "trino", "gravitino"};
 static const char *const op_names[] = {"compaction", "position-delete-rewrite",

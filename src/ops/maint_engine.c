@@ -73,11 +73,11 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "bridge/engine.h"
+#include "bridge/engine_server.h"
 #include "bridge/errors.h"
 #include "bridge/role.h"
 #include "bridge/names.h"
-#include "bridge/options.h"
+#include "bridge/fdw_options.h"
 #include "bridge/settings.h"
 #include "foreign/foreign.h"
 #include "ops/maint.h"

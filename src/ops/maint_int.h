@@ -26,7 +26,7 @@
 #include "utils/jsonb.h"
 
 #include "bridge/catalog.h"
-#include "bridge/engine.h"
+#include "bridge/engine_server.h"
 #include "iceberg/iceberg.h"
 #include "io/io.h"
 #include "sched/sched.h"

@@ -77,7 +77,7 @@
 #include "bridge/errors.h"
 #include "bridge/names.h"
 #include "bridge/role.h"
-#include "bridge/stats.h"
+#include "observe/stats.h"
 #include "io/util/secret_names.h"
 #include "ops/ops.h"
 #include "ops/purge.h"

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * engine.h
+ * engine_server.h
  *	  Engines as PostgreSQL sees them: an engine is a foreign server of the
- *	  tms_engine wrapper (options.c validates it), its credentials a user
+ *	  tms_engine wrapper (fdw_options.c validates it), its credentials a user
  *	  mapping.  This is the one place that reads their options, opens an
  *	  engine client (io/engines/engine_client.h) for the acting role, and maps the engine
  *	  layer's errors (engine/statement.h) to PostgreSQL errors.

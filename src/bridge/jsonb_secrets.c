@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * secrets.c
+ * jsonb_secrets.c
  *	  Credentials in jsonb documents, and malloc'd copies of option values
- *	  (secrets.h).
+ *	  (jsonb_secrets.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -10,7 +10,7 @@
 
 #include "lib/stringinfo.h"
 
-#include "bridge/secrets.h"
+#include "bridge/jsonb_secrets.h"
 #include "io/util/secret_names.h"
 
 /* One level of the walk: an object (the key being visited) or an array. */

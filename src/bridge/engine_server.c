@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * engine.c
+ * engine_server.c
  *	  tms_engine servers and user mappings read into engine clients, the
  *	  check that a Gravitino server offers an operation's job template,
- *	  and the engine layer's errors as PostgreSQL errors (engine.h).
+ *	  and the engine layer's errors as PostgreSQL errors (engine_server.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -18,12 +18,12 @@
 #include "utils/syscache.h"
 
 #include "bridge/catalog.h"
-#include "bridge/engine.h"
+#include "bridge/engine_server.h"
 #include "bridge/errors.h"
-#include "bridge/options.h"
-#include "bridge/secrets.h"
+#include "bridge/fdw_options.h"
+#include "bridge/jsonb_secrets.h"
 #include "bridge/settings.h"
-#include "bridge/stats.h"
+#include "observe/stats.h"
 
 static ForeignServer *
 engine_server(const char *name, bool missing_ok)

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * options.c
+ * fdw_options.c
  *	  The options of the servers and user mappings of tms's wrappers,
  *	  tms_iceberg (catalogs), tms_engine (Spark through Livy, Trino,
- *	  Gravitino) and tms_webhook (receivers of events) (options.h).  One
+ *	  Gravitino) and tms_webhook (receivers of events) (fdw_options.h).  One
  *	  table of options per wrapper; one checker of names, values and
  *	  privileges for all.
  *
@@ -28,7 +28,7 @@
 #include "utils/varlena.h"
 
 #include "bridge/names.h"
-#include "bridge/options.h"
+#include "bridge/fdw_options.h"
 #include "io/io.h"
 #include "io/util/secret_names.h"
 

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * secrets.h
+ * jsonb_secrets.h
  *	  Credentials in JSON documents stored or shown by tms: the io layer's
  *	  one list of credential-shaped names (io/util/secret_names.h), applied to a
  *	  jsonb document at every depth, keys and string values; and the

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * options.c
+ * engine_options.c
  *	  The options of each (engine, operation): which keys it accepts, how
  *	  each value is checked and parsed (booleans, integers of any width,
  *	  sizes, durations, points in time, names, maps, lists, Iceberg's
@@ -20,7 +20,7 @@
  *
  * Plain C, no PostgreSQL header.
  *
- * src/engine/options.c
+ * src/engine/engine_options.c
  *
  *-------------------------------------------------------------------------
  */
@@ -31,7 +31,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine/engine_int.h"
+#include "engine/statement_int.h"
 
 #define I32MAX ((int64_t) 2147483647)
 

@@ -29,7 +29,7 @@
 #include "utils/timestamp.h"
 #include "utils/varlena.h"
 
-#include "bridge/notify.h"
+#include "observe/notify.h"
 
 char	   *tms_events_setting = NULL;
 int			tms_events_mask = TMS_EVENT_JOB | TMS_EVENT_PURGE | TMS_EVENT_TASK_FAILURE;

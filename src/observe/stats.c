@@ -29,7 +29,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "bridge/stats.h"
+#include "observe/stats.h"
 
 #define STATS_FILE			PGSTAT_STAT_PERMANENT_DIRECTORY "/tms.stat"
 #define STATS_FILE_MAGIC	0x746d7301	/* "tms" and a 1 */

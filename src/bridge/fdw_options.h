@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * options.h
+ * fdw_options.h
  *	  The options of the servers and user mappings of tms_iceberg
  *	  (catalogs), tms_engine (engines) and tms_webhook (receivers of
  *	  events): what exists, where, how each value is checked, and who may

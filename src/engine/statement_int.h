@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * engine_int.h
+ * statement_int.h
  *	  Private declarations shared by the files of src/engine/: a growable
  *	  string buffer, error helpers, the small JSON reader of the options
- *	  (json.c), the quoting of names and literals for each engine and the
- *	  Trino WHERE tokeniser (quote.c), and the checked options (options.c)
+ *	  (options_json.c), the quoting of names and literals for each engine and the
+ *	  Trino WHERE tokeniser (quote.c), and the checked options (engine_options.c)
  *	  that statement.c turns into statements.
  *
  * Why a JSON reader of its own rather than jansson: a number must reach
@@ -18,7 +18,7 @@
  * outside src/engine/, its unit test and its fuzz target includes this
  * file.  Plain C: no PostgreSQL header.
  *
- * src/engine/engine_int.h
+ * src/engine/statement_int.h
  *
  *-------------------------------------------------------------------------
  */
@@ -73,7 +73,7 @@ extern void eng_hint(EngineError *err, const char *fmt,...) ENG_PRINTF(2, 3);
  */
 extern void eng_show(char *out, size_t outsz, const char *s, size_t len, size_t max);
 
-/* ---- JSON (json.c) ---- */
+/* ---- JSON (options_json.c) ---- */
 
 typedef enum EngJsonKind
 {
@@ -150,7 +150,7 @@ extern void eng_dotted_part(EngBuf *b, const char *name);
  */
 extern int	eng_trino_where_check(const char *s, EngineError *err);
 
-/* ---- checked options (options.c) ---- */
+/* ---- checked options (engine_options.c) ---- */
 
 typedef enum EngOptKind
 {

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * json.c
+ * options_json.c
  *	  The JSON reader of the engine options: RFC 8259 values into EngJson
  *	  trees that keep each number's text as written (so that a big integer
  *	  is range-checked, never rounded) and each object's member order.
@@ -11,14 +11,14 @@
  * value.  Errors are ENGINE_ERR_INVALID_VALUE with the byte offset in the
  * detail, or ENGINE_ERR_OUT_OF_MEMORY.  Plain C.
  *
- * src/engine/json.c
+ * src/engine/options_json.c
  *
  *-------------------------------------------------------------------------
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_int.h"
+#include "engine/statement_int.h"
 
 typedef struct JsonParser
 {
