@@ -28,7 +28,7 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "compactor/compactor.h"
+#include "compactor/compactor_int.h"
 #include "io/http/reach.h"
 
 #include <errno.h>

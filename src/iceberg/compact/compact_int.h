@@ -6,7 +6,7 @@
  *	  checks of the table (not part of the API; compact.h is).
  *
  * Rules of this file: plain C, errors as IcebergError values; include it
- * only from src/iceberg/compact_*.c.
+ * only from src/iceberg/compact/compact_*.c.
  *
  * src/iceberg/compact/compact_int.h
  *

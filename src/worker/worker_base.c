@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * common.c
+ * worker_base.c
  *	  What the launcher, the supervisors and the pool workers share: signal
  *	  set-up, the wait primitive, configuration reload, starting a dynamic
  *	  background worker, and the "is the extension installed" check.

@@ -1,9 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * compactor.h
+ * compactor_int.h
  *	  What the two files of the compaction helper share: tms_compactor.c
  *	  (the process: the protocol loop, its output, the heartbeat) and
- *	  group.c (the rewrite of one group with DuckDB).
+ *	  rewrite_group.c (the rewrite of one group with DuckDB).
  *
  * The helper is a separate program, never loaded into PostgreSQL: it
  * links libduckdb and tms's plain-C layers (io for storage, iceberg for
@@ -11,7 +11,7 @@
  * A worker starts one per compaction job; src/iceberg/compact/compact_wire.h is
  * the protocol and doc/architecture.md the process model.
  *
- * src/compactor/compactor.h
+ * src/compactor/compactor_int.h
  *
  *-------------------------------------------------------------------------
  */
@@ -39,7 +39,7 @@ extern void helper_send(char *line);
 extern void helper_progress(int group, int64_t done);
 
 /*
- * Rewrite one group (group.c): every file message is sent as its file is
+ * Rewrite one group (rewrite_group.c): every file message is sent as its file is
  * uploaded, then the done message.  False with msg filled on failure.
  */
 extern bool helper_rewrite_group(Helper *h, const IcebergCompactJob *job,

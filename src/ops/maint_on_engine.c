@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * maint_engine.c
+ * maint_on_engine.c
  *	  A maintenance job on an engine server (a tms_engine server of type
  *	  livy, trino or gravitino): build the statement, submit it under the
  *	  job's tag, track the run, record what it did.  The job lifecycle

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * group.c
+ * rewrite_group.c
  *	  The rewrite of one file group by the compaction helper, with DuckDB.
  *
  * The group's rows are split into job->files outputs by row position:
@@ -35,11 +35,11 @@
  * group.  DuckDB's memory limit applies to all of it; what does not fit
  * spills below the temporary directory.
  *
- * src/compactor/group.c
+ * src/compactor/rewrite_group.c
  *
  *-------------------------------------------------------------------------
  */
-#include "compactor/compactor.h"
+#include "compactor/compactor_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
