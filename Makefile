@@ -12,7 +12,7 @@
 #                             dsl, iceberg, location, xml, rest, engine, compact
 #   make fuzz-replay          every fuzz target over test/fuzz/corpus/<name>/,
 #                             once each, no fuzzing, under ASan and UBSan
-#   make check-fast           build, install, standalone and layer checks,
+#   make check-fast           build, install, standalone, layer and file checks,
 #                             unit-san, fuzz-replay, installcheck: under 3
 #                             minutes (scripts/check-fast.sh)
 #   make test                 check-fast, then the integration tests, on a

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * compact_test.c
- *	  Unit driver of the compaction's plain-C half (src/iceberg/compact*.c,
+ *	  Unit driver of the compaction's plain-C half (src/iceberg/compact/,
  *	  schema.c): the where filter (syntax, binding, three-valued
  *	  evaluation), Iceberg's single-value serialization and truncation of
  *	  bounds, the helper protocol's encoders and strict decoders, the
