@@ -14,7 +14,7 @@
 #                             dsl, iceberg, location, xml, rest, engine, compact
 #   make fuzz-replay          every fuzz target over test/fuzz/corpus/<name>/,
 #                             once each, no fuzzing, under ASan and UBSan
-#   make check-fast           build, install, standalone and layer checks,
+#   make check-fast           build, install, standalone, layer and file checks,
 #                             unit-san, fuzz-replay, installcheck (pg_regress
 #                             and isolation): under 3 minutes
 #                             (scripts/check-fast.sh)
@@ -28,7 +28,10 @@ EXTVERSION = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" tms.control)
 
 MODULE_big = tms
 # src/compactor/ is the compaction helper, a program of its own (below)
-SRCS = $(sort $(filter-out src/compactor/%,$(wildcard src/*.c src/*/*.c)))
+# A layer's files are src/<layer>/*.c and src/<layer>/<part>/*.c (io and
+# iceberg group theirs by concept, doc/architecture.md).
+layer_files = $(wildcard src/$(1)/*.c src/$(1)/*/*.c)
+SRCS = $(sort $(filter-out src/compactor/%,$(wildcard src/*.c src/*/*.c src/*/*/*.c)))
 OBJS = $(SRCS:.c=.o)
 
 # The install script is assembled from sql/install/NN_area.sql in name order,
@@ -138,7 +141,7 @@ endif
 
 # PGXS tracks no header dependencies: rebuild every object when any header
 # changes (a stale struct layout in one object is a memory corruption).
-HEADERS = $(wildcard src/*.h src/*/*.h)
+HEADERS = $(wildcard src/*.h src/*/*.h src/*/*/*.h)
 $(OBJS): $(HEADERS)
 
 # Nor flags: .build-flags changes when PG_CFLAGS do, so that a WERROR=1
@@ -149,12 +152,12 @@ $(OBJS): $(HEADERS)
 $(OBJS): .build-flags
 
 # A call from tms.so to jansson's json_object() would bind at run time to
-# PostgreSQL's json_object() in the postgres executable (src/io/jsonmem.h).
+# PostgreSQL's json_object() in the postgres executable (src/io/util/jsonmem.h).
 all: check-symbols
 .PHONY: check-symbols
 check-symbols: $(shlib)
 	@if nm -D --undefined-only $(shlib) | grep -qw json_object; then \
-	    echo "error: $(shlib) calls json_object(); use json_pack(\"{}\") (src/io/jsonmem.h)" >&2; \
+	    echo "error: $(shlib) calls json_object(); use json_pack(\"{}\") (src/io/util/jsonmem.h)" >&2; \
 	    rm -f $(shlib); exit 1; fi
 
 $(DATA_built): $(INSTALL_PARTS) tms.control
@@ -176,12 +179,12 @@ DUCKDB_DIR ?= test/node/node_modules/@duckdb/node-bindings-linux-x64
 ifneq ($(wildcard $(DUCKDB_DIR)/libduckdb.so),)
 COMPACTOR = src/compactor/tms_compactor
 endif
-COMPACTOR_SRCS = $(wildcard src/compactor/*.c) $(wildcard src/iceberg/*.c src/io/*.c src/dsl/*.c)
+COMPACTOR_SRCS = $(wildcard src/compactor/*.c) $(foreach l,iceberg io dsl,$(call layer_files,$(l)))
 COMPACTOR_CFLAGS = -std=gnu99 -g -O2 -Wall -Wextra -Isrc $(INFLATE_CFLAGS) $(if $(filter 1,$(WERROR)),-Werror)
 
 all: $(COMPACTOR)
 
-src/compactor/tms_compactor: $(COMPACTOR_SRCS) $(wildcard src/*/*.h) .build-flags
+src/compactor/tms_compactor: $(COMPACTOR_SRCS) $(HEADERS) .build-flags
 	$(CC_PLAIN) $(COMPACTOR_CFLAGS) -o $@ $(COMPACTOR_SRCS) \
 	    -L$(DUCKDB_DIR) -lduckdb -Wl,-rpath,'$$ORIGIN' $(LIBS_EXTERNAL) -lm -lpthread
 
@@ -205,9 +208,10 @@ UNIT_DRIVERS = $(sort $(wildcard test/unit/*_test.c))
 UNIT_BINS = $(patsubst test/unit/%_test.c,test/unit/build/%_test,$(UNIT_DRIVERS))
 
 # The plain-C layers a layer's unit driver and fuzz targets link besides its
-# own src/<layer>/*.c (dependencies go one way: iceberg -> io).
+# own files (layer_files; dependencies go one way: iceberg -> io).
 LAYER_DEPS_iceberg = io
-layer_srcs = $(wildcard src/$(1)/*.c) $(foreach d,$(LAYER_DEPS_$(1)),$(wildcard src/$(d)/*.c))
+layer_srcs = $(call layer_files,$(1)) $(foreach d,$(LAYER_DEPS_$(1)),$(call layer_files,$(d)))
+PLAIN_TREE = $(wildcard src/*/*.c src/*/*/*.c) $(HEADERS)
 
 # A unit driver named after a part of a layer links that layer.
 UNIT_LAYER_expire = iceberg
@@ -217,7 +221,7 @@ UNIT_LAYER_rest_sigv4 = io
 UNIT_LAYER_reach = io
 unit_layer = $(or $(UNIT_LAYER_$(1)),$(1))
 
-test/unit/build/%_test: test/unit/%_test.c test/unit/unit.h $(wildcard src/*/*.c src/*/*.h)
+test/unit/build/%_test: test/unit/%_test.c test/unit/unit.h $(PLAIN_TREE)
 	@mkdir -p $(dir $@)
 	$(CC_PLAIN) $(PLAIN_CFLAGS) -o $@ $< $(call layer_srcs,$(call unit_layer,$*)) $(LIBS_EXTERNAL) -lm
 
@@ -265,7 +269,7 @@ FUZZ_LAYER_rest = io
 FUZZ_LAYER_compact = iceberg
 fuzz_layer = $(or $(FUZZ_LAYER_$(1)),$(1))
 
-test/fuzz/build/fuzz_%: test/fuzz/fuzz_%.c $(wildcard src/*/*.c src/*/*.h)
+test/fuzz/build/fuzz_%: test/fuzz/fuzz_%.c $(PLAIN_TREE)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(call layer_srcs,$(call fuzz_layer,$*)) $(LIBS_EXTERNAL) -lm
 

@@ -6,5 +6,5 @@ set -e
 cd "$(dirname "$0")/.."
 out=${TMPDIR:-/tmp}/tms_catalog_sign_bench
 ${CC:-gcc} -std=gnu99 -O2 -Wall -Wextra -Werror -Isrc -o "$out" bench/catalog_sign_bench.c \
-    src/io/*.c -lcurl -ljansson -lssl -lcrypto -lz -lm
+    src/io/*/*.c -lcurl -ljansson -lssl -lcrypto -lz -lm
 exec "$out" "${1:-100000}"

@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "io/io.h"
-#include "io/rest_int.h"
+#include "io/rest/rest_int.h"
 
 /* CPU seconds of this process: on a shared machine, not the wall clock. */
 static double

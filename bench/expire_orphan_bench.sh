@@ -30,7 +30,7 @@ trap 'rm -rf "$out"' EXIT INT TERM
 meta=$(sed -n 's/.*"metadata_location": "\(.*\)".*/\1/p' "$out/summary.json")
 cd "$here"
 gcc -std=gnu99 -O2 -Wall -Wextra -Werror -Isrc -o "$out/bench" test/unit/expire_test.c \
-    src/iceberg/*.c src/io/*.c -lcurl -ljansson -lssl -lcrypto -lz -lm
+    src/iceberg/*.c src/iceberg/*/*.c src/io/*/*.c -lcurl -ljansson -lssl -lcrypto -lz -lm
 for phase in walk expired expired-most valid; do
     EXPIRE_BENCH="$meta" EXPIRE_BENCH_PHASE=$phase "$out/bench"
 done

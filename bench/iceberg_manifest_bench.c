@@ -888,7 +888,7 @@ cmd_walk(const char *dir)
 int
 main(int argc, char **argv)
 {
-	io_init();					/* before any jansson use (src/io/jsonmem.h) */
+	io_init();					/* before any jansson use (src/io/util/jsonmem.h) */
 	if (argc >= 5 && strcmp(argv[1], "gen") == 0)
 		return cmd_gen(argv[2], atol(argv[3]), atol(argv[4]));
 	if (argc >= 3 && strcmp(argv[1], "bench") == 0)

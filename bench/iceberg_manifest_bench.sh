@@ -46,7 +46,7 @@ INFLATE_LIBS=$(make -s --no-print-directory print-inflate-libs ${TMS_INFLATE:+TM
 echo "decoder built with: ${INFLATE_CFLAGS:-zlib} $INFLATE_LIBS"
 # shellcheck disable=SC2086
 ${CC:-gcc} -std=gnu99 -O2 -Wall -Wextra -Werror -Isrc $EXTRA $INFLATE_CFLAGS -o "$BIN" \
-	bench/iceberg_manifest_bench.c src/iceberg/*.c src/io/*.c \
+	bench/iceberg_manifest_bench.c src/iceberg/*.c src/iceberg/*/*.c src/io/*/*.c \
 	-lcurl -ljansson $INFLATE_LIBS -lz -lavro -lssl -lcrypto -lm $LIBS
 if [ ! -f "$DIR/metadata/v1.metadata.json" ]; then
 	rm -rf "$DIR"

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * iceberg_rewrite_bench.c
- *	  Manifest rewrite benchmark of src/iceberg (rewrite.c): the rewrite of
+ *	  Manifest rewrite benchmark of src/iceberg (rewrite_manifests.c): the rewrite of
  *	  a table's manifests next to the decoder's own throughput on the same
  *	  bytes.
  *
@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "iceberg/iceberg.h"
-#include "iceberg/rewrite.h"
+#include "iceberg/maint/rewrite_manifests.h"
 #include "io/io.h"
 
 static double

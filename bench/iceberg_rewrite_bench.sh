@@ -23,10 +23,10 @@ GEN=bench/build/iceberg_manifest_bench
 BIN=bench/build/iceberg_rewrite_bench
 mkdir -p bench/build "$(dirname "$DIR")"
 ${CC:-gcc} -std=gnu99 -O2 -Wall -Wextra -Werror -Isrc -o "$GEN" \
-	bench/iceberg_manifest_bench.c src/iceberg/*.c src/io/*.c \
+	bench/iceberg_manifest_bench.c src/iceberg/*.c src/iceberg/*/*.c src/io/*/*.c \
 	-lcurl -ljansson -lz -lavro -lssl -lcrypto -lm
 ${CC:-gcc} -std=gnu99 -O2 -Wall -Wextra -Werror -Isrc -o "$BIN" \
-	bench/iceberg_rewrite_bench.c src/iceberg/*.c src/io/*.c \
+	bench/iceberg_rewrite_bench.c src/iceberg/*.c src/iceberg/*/*.c src/io/*/*.c \
 	-lcurl -ljansson -lz -lssl -lcrypto -lm
 if [ ! -f "$DIR/metadata/v1.metadata.json" ]; then
 	rm -rf "$DIR"

@@ -21,6 +21,6 @@ out=$(mktemp -d /tmp/tms-bench-io.XXXXXX)
 trap 'rm -rf "$out"' EXIT INT TERM
 cd "$here"
 gcc -std=gnu99 -O2 -Wall -Wextra -Werror -Isrc -DIO_BENCH $(make -s print-inflate-cflags) \
-    -o "$out/io_bench" test/unit/io_test.c src/io/*.c \
+    -o "$out/io_bench" test/unit/io_test.c src/io/*/*.c \
     -lcurl -ljansson -lssl -lcrypto $(make -s print-inflate-libs) -lz -lm
 "$out/io_bench"

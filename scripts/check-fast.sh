@@ -4,6 +4,7 @@
 #
 #   nothing names shared/             (scripts/check-standalone.sh)
 #   the layers are one-way            (scripts/check-layers.sh)
+#   file names unique, .c files short (scripts/check-files.sh)
 #   plain-C unit drivers, ASan/UBSan  (make unit-san; LeakSanitizer on, any
 #                                      finding fails the driver)
 #   fuzz corpora replayed, ASan/UBSan (make fuzz-replay, test/fuzz/corpus/)
@@ -53,6 +54,9 @@ bash scripts/check-standalone.sh || failed+=(standalone)
 
 echo "== the includes of src/ follow the layers (scripts/check-layers.sh)"
 bash scripts/check-layers.sh || failed+=(layers)
+
+echo "== every name under src/ unique, no .c file over 1,500 lines (scripts/check-files.sh)"
+bash scripts/check-files.sh || failed+=(files)
 
 # The drivers and replays in parallel, each one's output in one piece.
 echo "== unit drivers and fuzz corpus replay under ASan and UBSan (make unit-san fuzz-replay)"

@@ -3,10 +3,15 @@
 # doc/architecture.md, one way only:
 #
 #   plain C (cron, dsl, io; iceberg uses io and dsl; engine may use io)
-#     <- bridge <- sched <- ops <- {worker, sql_api}
+#     <- observe <- bridge <- sched <- ops <- {worker, sql_api}
+#
+# observe (cumulative statistics, NOTIFY events) is the first layer inside
+# PostgreSQL: it includes only the plain-C layers, so that bridge (whose
+# catalog and engine connections feed the HTTP statistics) and everything
+# above may use it.
 #
 # A file may include its own layer's headers and those of the layers below
-# it.  The plain-C layers include no PostgreSQL header at all: their quoted
+# it; a layer is the directory under src/ (src/io/http/http.c is in io).  The plain-C layers include no PostgreSQL header at all: their quoted
 # includes name only their own or allowed plain-C layers (system headers
 # are <...>).  sql_api may read the worker layer's process slots
 # (worker/worker.h) for the tms.workers view; nothing includes sql_api.
@@ -23,11 +28,12 @@ allowed() {                      # allowed() LAYER -> space-separated layers
     cron|dsl|io) echo "$1" ;;
     iceberg)     echo "iceberg io dsl" ;;
     engine)      echo "engine io" ;;
-    bridge)      echo "bridge cron dsl io iceberg engine" ;;
-    sched)       echo "sched bridge cron dsl io iceberg engine" ;;
-    ops)         echo "ops sched bridge cron dsl io iceberg engine" ;;
-    worker)      echo "worker ops sched bridge cron dsl io iceberg engine" ;;
-    sql_api)     echo "sql_api worker ops sched bridge cron dsl io iceberg engine" ;;
+    observe)     echo "observe cron dsl io iceberg engine" ;;
+    bridge)      echo "bridge observe cron dsl io iceberg engine" ;;
+    sched)       echo "sched bridge observe cron dsl io iceberg engine" ;;
+    ops)         echo "ops sched bridge observe cron dsl io iceberg engine" ;;
+    worker)      echo "worker ops sched bridge observe cron dsl io iceberg engine" ;;
+    sql_api)     echo "sql_api worker ops sched bridge observe cron dsl io iceberg engine" ;;
     compactor)   echo "compactor iceberg io dsl" ;;
     *)           echo "" ;;
   esac

@@ -15,7 +15,7 @@
  * When loaded through shared_preload_libraries it also reserves shared
  * memory (the worker slots of src/worker, the lease entries of src/sched,
  * the delete pool of src/ops/delete_pool.c, the cumulative statistics of
- * src/bridge/stats.c) and registers the launcher background worker,
+ * src/observe/stats.c) and registers the launcher background worker,
  * except under pg_upgrade,
  * whose servers must run nothing of ours.  Loaded later (the first call of
  * a SQL function in a backend), it defines the settings and nothing else,
@@ -36,7 +36,7 @@
 #include "utils/guc.h"
 
 #include "bridge/settings.h"
-#include "bridge/stats.h"
+#include "observe/stats.h"
 #include "io/io.h"
 #include "ops/delete.h"
 #include "ops/ops.h"

@@ -32,10 +32,10 @@
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
 #include "bridge/names.h"
-#include "bridge/options.h"
-#include "bridge/secrets.h"
+#include "bridge/fdw_options.h"
+#include "bridge/jsonb_secrets.h"
 #include "bridge/settings.h"
-#include "bridge/stats.h"
+#include "observe/stats.h"
 
 /* ----------------------------------------------------------------
  * Servers and credentials

@@ -9,7 +9,7 @@
  *
  * Rules held here for every caller:
  *
- *	- Options are read as the wrapper's validator reads them (options.h).
+ *	- Options are read as the wrapper's validator reads them (fdw_options.h).
  *	- A connection acts as one role, the role current when it is made
  *	  (tms_acting_role(), or the recorded role a worker switched to): that
  *	  role needs USAGE on the server and a user mapping (its own or

@@ -8,7 +8,7 @@
 #include "postgres.h"
 
 #include "bridge/settings.h"
-#include "io/reach.h"
+#include "io/http/reach.h"
 
 char	   *tms_database_name = NULL;
 bool		tms_enabled = true;

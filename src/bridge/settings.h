@@ -37,7 +37,7 @@ extern int	tms_max_json_memory_kb;
  * tms.allowed_hosts: the hosts, addresses and networks every outbound
  * connection of tms (catalog, storage, engine, webhook) is limited to;
  * empty: no limit.  The hooks parse it once into the io layer's list
- * (io/reach.h), which every request of the process is checked against.
+ * (io/http/reach.h), which every request of the process is checked against.
  */
 extern char *tms_allowed_hosts;
 extern bool tms_check_allowed_hosts(char **newval, void **extra, GucSource source);

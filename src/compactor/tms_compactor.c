@@ -4,7 +4,7 @@
  *	  The compaction helper: a program a tms worker starts for one
  *	  compaction job and talks to through pipes (stdin: the worker's
  *	  lines; stdout: its answers; stderr: diagnostics the worker keeps for
- *	  last_error).  src/iceberg/compact_wire.h is the protocol.
+ *	  last_error).  src/iceberg/compact/compact_wire.h is the protocol.
  *
  *	  tms_compactor <parent pid>
  *
@@ -28,8 +28,8 @@
  *
  *-------------------------------------------------------------------------
  */
-#include "compactor/compactor.h"
-#include "io/reach.h"
+#include "compactor/compactor_int.h"
+#include "io/http/reach.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -219,7 +219,7 @@ main(int argc, char **argv)
 	if (argc != 2)
 	{
 		fprintf(stderr, "usage: tms_compactor <parent pid>\n"
-				"(started by a tms worker for a compaction job; it speaks the protocol of src/iceberg/compact_wire.h on stdin and stdout)\n");
+				"(started by a tms worker for a compaction job; it speaks the protocol of src/iceberg/compact/compact_wire.h on stdin and stdout)\n");
 		return 2;
 	}
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != (pid_t) atol(argv[1]))
@@ -244,7 +244,7 @@ main(int argc, char **argv)
 	h.temp_directory = hello.temp_directory;
 	h.memory_limit = hello.memory_limit;
 	h.threads = hello.threads;
-	/* the hosts the worker may reach, the helper may reach (io/reach.h) */
+	/* the hosts the worker may reach, the helper may reach (io/http/reach.h) */
 	{
 		IoReachRules *rules;
 		char		why[300];

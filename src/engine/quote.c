@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "engine/statement_int.h"
 
 /* ---- string buffer ---- */
 

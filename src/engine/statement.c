@@ -2,7 +2,7 @@
  *
  * statement.c
  *	  The statements of statement.h: for each engine and operation, the
- *	  checked options (options.c) turned into the SQL or JSON an engine
+ *	  checked options (engine_options.c) turned into the SQL or JSON an engine
  *	  runs, every name and value escaped for it (quote.c); and a
  *	  procedure's result rows read back as EngineCounts.
  *
@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_int.h"
+#include "engine/statement_int.h"
 
 static const char *const type_names[] = {"livy", "trino", "gravitino"};
 static const char *const op_names[] = {"compaction", "position-delete-rewrite",
@@ -427,7 +427,7 @@ conf_put(EngBuf *b, const char *key, const char *val)
  * The built-in Gravitino job template of each operation.  Which of them a
  * server offers depends on its release (rewrite-manifests came later than
  * rewrite-data-files and expire-snapshots), so a caller reads the server's
- * list before submitting (engine.h's io_engine_offers_template).
+ * list before submitting (engine_client.h's io_engine_offers_template).
  */
 static const char *const gravitino_templates[] = {"builtin-iceberg-rewrite-data-files", NULL,
 "builtin-iceberg-rewrite-manifests", "builtin-iceberg-expire-snapshots", NULL};

@@ -7,11 +7,11 @@
  *
  * This is the one public header of src/iceberg/.  The layer is plain C99:
  * no PostgreSQL headers, no libcurl.  Bytes come in through an IoFileIO
- * (src/io/fileio.h, owned by the io layer) that the caller supplies inside
+ * (src/io/storage/fileio.h, owned by the io layer) that the caller supplies inside
  * an IcebergFileIO together with the size limits (src/io/ provides S3 and
  * confined local files; this layer provides an unconfined local-file
  * implementation for tests and tools).  The dependency goes one way:
- * iceberg includes io/fileio.h, io never includes this header.  Every
+ * iceberg includes io/storage/fileio.h, io never includes this header.  Every
  * function reports failure as a value: it returns false (or -1) and fills
  * the caller's IcebergError.  Nothing here aborts, exits or longjmps, and
  * every allocation is freed on every path.
@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/fileio.h"
+#include "io/storage/fileio.h"
 
 /* ------------------------------------------------------------------------
  * Errors
@@ -128,7 +128,7 @@ extern void iceberg_limits_default(IcebergLimits *limits);
  */
 
 /*
- * Where this layer reads from: the caller's IoFileIO (src/io/fileio.h;
+ * Where this layer reads from: the caller's IoFileIO (src/io/storage/fileio.h;
  * paths are passed exactly as they appear in Iceberg metadata, resolving
  * them is the IoFileIO's job) and the limits to apply while reading.
  * This layer asks the IoFileIO for chunks of about 1 MiB and polls its
@@ -761,7 +761,7 @@ extern bool iceberg_data_files_dsl_source(IcebergDataFileIter *it,
 										  struct DslFileSource *out,
 										  IcebergError *err);
 
-/* A random v4 UUID in text form (out: 37 bytes); write_util.c. */
+/* A random v4 UUID in text form (out: 37 bytes); write_base.c. */
 extern bool iceberg_make_uuid(char *out, IcebergError *err);
 
 #endif							/* TMS_ICEBERG_H */

@@ -51,7 +51,7 @@ struct json_t;
 
 /*
  * json_loadb under a memory budget of max_json_bytes (io's counting
- * allocators, src/io/jsonmem.h): the document, or NULL with *err:
+ * allocators, src/io/util/jsonmem.h): the document, or NULL with *err:
  * ICEBERG_ERR_LIMIT naming max_json_bytes when over the budget,
  * ICEBERG_ERR_MALFORMED ("invalid <what>: not valid JSON", the parser's
  * position as detail), ICEBERG_ERR_INVALID_ARGUMENT when io_init() was
@@ -201,7 +201,7 @@ extern void iceberg_avro_reader_byte_counts(const IcebergAvroReader *r,
 /* Closes the file and frees the reader; NULL is allowed. */
 extern void iceberg_avro_reader_close(IcebergAvroReader *r);
 
-/* Where iceberg_dsl.c keeps its batch buffer inside an iterator. */
+/* Where metrics_dsl.c keeps its batch buffer inside an iterator. */
 extern void **iceberg_data_files_adapter_slot(IcebergDataFileIter *it);
 
 #endif							/* TMS_ICEBERG_INTERNAL_H */

@@ -6,7 +6,7 @@
  *		signing, bulk deletes with several requests in flight and the
  *		request window (AIMD) of a storage target, the one rule for
  *		storage locations (location.c), the FileIO router through which
- *		src/iceberg reads (fileio.h), and webhook POSTs (webhook.c).
+ *		src/iceberg reads (fileio.h), and webhook POSTs (webhook_post.c).
  *
  * This layer is plain C.  It includes no PostgreSQL header, never calls
  * ereport/elog, never longjmps and never exits: every function reports
@@ -38,12 +38,12 @@
  * Bounds: a response body is capped after decompression
  * (max_response_bytes), a JSON parse by the memory jansson takes
  * (max_json_bytes, counted once io_init() ran), an XML parse to twice the
- * size of its document (xml.c counts its own allocations), names and locations are
+ * size of its document (s3_xml.c counts its own allocations), names and locations are
  * checked before any request, and local files are confined to the
  * configured roots without following symbolic links.
  *
- * Dependencies go one way: src/iceberg includes io/fileio.h (and
- * io/jsonmem.h), this layer includes no header of another layer.
+ * Dependencies go one way: src/iceberg includes io/storage/fileio.h (and
+ * io/util/jsonmem.h), this layer includes no header of another layer.
  *
  * src/io/io.h
  *
@@ -57,8 +57,8 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "io_error.h"
-#include "fileio.h"
+#include "io/io_error.h"
+#include "io/storage/fileio.h"
 
 /*
  * Initialise the io layer: installs the counting jansson allocators that
@@ -418,7 +418,7 @@ extern int	io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 extern int	io_storage_target(IoStorage *st, const char *uri, char *buf, size_t size);
 
 /* ----------------------------------------------------------------
- * Bulk deletes with several requests in flight (delete.c)
+ * Bulk deletes with several requests in flight (bulk_delete.c)
  * ----------------------------------------------------------------
  */
 
@@ -485,7 +485,7 @@ extern long io_deleter_backoff_ms(const IoDeleter *d, int attempt);
 extern void io_deleter_free(IoDeleter *d);
 
 /* ----------------------------------------------------------------
- * The request window of a storage target (aimd.c)
+ * The request window of a storage target (aimd_window.c)
  * ----------------------------------------------------------------
  */
 
@@ -495,7 +495,7 @@ extern void io_deleter_free(IoDeleter *d);
 #define IO_AIMD_PACE_MS 100
 
 /*
- * Additive increase, multiplicative decrease (see aimd.c for the rule).
+ * Additive increase, multiplicative decrease (see aimd_window.c for the rule).
  * Plain data: it may live in shared memory; callers serialise access.
  */
 typedef struct IoAimd
@@ -867,7 +867,7 @@ extern int	io_catalog_commit_table(IoCatalog *cat, const char *ns,
 extern void io_catalog_forget(IoCatalog *cat, const char *ns, const char *table);
 
 /* ----------------------------------------------------------------
- * Webhooks (webhook.c)
+ * Webhooks (webhook_post.c)
  * ----------------------------------------------------------------
  */
 typedef struct IoWebhookRequest

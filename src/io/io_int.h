@@ -15,8 +15,8 @@
 #ifndef TMS_IO_INT_H
 #define TMS_IO_INT_H
 
-#include "io.h"
-#include "jsonmem.h"
+#include "io/io.h"
+#include "io/util/jsonmem.h"
 
 #if defined(__GNUC__)
 #define IO_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -242,7 +242,7 @@ extern int	io_http_batch_wait(IoHttpBatch *b, long timeout_ms, IoError *err);
 extern bool io_http_batch_done(IoHttpBatch *b, int *slot, int *rc,
 							   IoHttpResponse *resp, IoError *err);
 
-/* ---- S3 requests (storage.c, storage_s3.c), shared with delete.c ---- */
+/* ---- S3 requests (storage.c, storage_s3.c), shared with bulk_delete.c ---- */
 
 #define IO_S3_MAX_LINES 16
 

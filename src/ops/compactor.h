@@ -3,7 +3,7 @@
  * compactor.h
  *	  The compaction helper process as a worker sees it (compactor.c):
  *	  started for one job, spoken to through pipes in the protocol of
- *	  src/iceberg/compact_wire.h, killed when the job ends, is cancelled
+ *	  src/iceberg/compact/compact_wire.h, killed when the job ends, is cancelled
  *	  or loses its lease.  For maint_compact.c.
  *
  *-------------------------------------------------------------------------
@@ -11,7 +11,7 @@
 #ifndef TMS_OPS_COMPACTOR_H
 #define TMS_OPS_COMPACTOR_H
 
-#include "iceberg/compact_wire.h"
+#include "iceberg/compact/compact_wire.h"
 #include "ops/maint_int.h"
 
 /* settings */

@@ -13,7 +13,7 @@
  * deleting at the same time share it (a free permit goes to the waiting
  * process that holds the fewest).  Each storage target (endpoint +
  * bucket) has a window shared by every process of the database deleting
- * there (src/io/aimd.c): a request refused to slow down halves it, a
+ * there (src/io/storage/aimd_window.c): a request refused to slow down halves it, a
  * success adds back, so the delete rate follows what the storage accepts
  * instead of failing a purge.
  *

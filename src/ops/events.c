@@ -19,7 +19,7 @@
  * What the trigger does (ops_state_event):
  *
  *	 notify		when tms.events has the class (job, purge): the payload on
- *				tms_events (src/bridge/notify.h);
+ *				tms_events (src/observe/notify.h);
  *	 webhook	when the change is an UPDATE into a state a tms_webhook
  *				server asks for (its option "events", by default
  *				job-failed and purge-failed): one row per server in
@@ -59,8 +59,8 @@
 #include "utils/guc.h"
 #include "utils/rel.h"
 
-#include "bridge/notify.h"
-#include "bridge/options.h"
+#include "observe/notify.h"
+#include "bridge/fdw_options.h"
 #include "bridge/role.h"
 #include "ops/events.h"
 #include "ops/ops.h"

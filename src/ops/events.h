@@ -5,7 +5,7 @@
  *	  triggers' work, events.c) and their webhook deliveries (webhook.c).
  *
  * The channel, the setting tms.events and the payload builder are
- * src/bridge/notify.h; task events are src/sched/task_events.h.
+ * src/observe/notify.h; task events are src/sched/task_events.h.
  *
  *-------------------------------------------------------------------------
  */

@@ -8,7 +8,7 @@
  *	  tms.plan_operation are maint_session.c.  The operations are
  *	  maint_expire.c, maint_orphan.c, maint_rewrite.c and maint_compact.c
  *	  (with its helper process, compactor.c); their options
- *	  maint_options.c; a job on an engine server maint_engine.c.
+ *	  maint_options.c; a job on an engine server maint_on_engine.c.
  *
  * A job is recorded by a policy's evaluation (tms._record_evaluation) or
  * by tms.run_operation, with a task of kind "maintenance" (instance
@@ -23,7 +23,7 @@
  *				live executor holds) decide whether it starts now, later
  *				or never (skipped, with the reason).
  *	 engine		a job whose engine is a tms_engine server runs there
- *				(maint_engine.c: submitted once under the job's tag,
+ *				(maint_on_engine.c: submitted once under the job's tag,
  *				followed, recorded) between the steps below, as a local
  *				operation would; one of 0.2.0's handler engines ("spark",
  *				"trino" naming no server) goes to the procedure named by
@@ -35,7 +35,7 @@
  *	 resume		a job on an engine found in phase "submit" or "engine" may
  *				have a run: it is followed at its engine, or the table tells
  *				what became of it, and it is never submitted again
- *				(maint_engine.c); once the run ended there, a cancel no
+ *				(maint_on_engine.c); once the run ended there, a cancel no
  *				longer applies.
  *				A job found in phase "commit" had a commit in flight when
  *				its executor died: the table is loaded and the commit's

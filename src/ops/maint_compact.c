@@ -4,7 +4,7 @@
  *	  compaction on engine "local": Iceberg's bin-pack rewrite of a table's
  *	  data files, run by tms itself, one commit per file group.
  *
- * The plan is src/iceberg/compact.h's (the groups, their delete files,
+ * The plan is src/iceberg/compact/compact.h's (the groups, their delete files,
  * the output file counts); tms.plan_operation shows it.  A run then, group
  * after group:
  *	 write		the compaction helper (compactor.c: a process of its own
@@ -52,9 +52,9 @@
 
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
-#include "iceberg/commit.h"
-#include "iceberg/compact.h"
-#include "iceberg/compact_wire.h"
+#include "iceberg/write/commit_request.h"
+#include "iceberg/compact/compact.h"
+#include "iceberg/compact/compact_wire.h"
 #include "ops/compactor.h"
 #include "ops/maint_int.h"
 #include "ops/ops.h"

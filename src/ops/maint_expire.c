@@ -4,7 +4,7 @@
  *	  snapshot-expiry: remove old snapshots and expired refs from a table,
  *	  then delete the files only they reached (Iceberg's ExpireSnapshots).
  *
- * Which snapshots and refs expire is src/iceberg/expire.h's decision,
+ * Which snapshots and refs expire is src/iceberg/maint/expire.h's decision,
  * with Iceberg's rules: options older-than (else the table property
  * history.expire.max-snapshot-age-ms, else 5 days), retain-last (else
  * history.expire.min-snapshots-to-keep, else 1), max-ref-age-ms (else
@@ -42,8 +42,8 @@
 
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
-#include "iceberg/commit.h"
-#include "iceberg/expire.h"
+#include "iceberg/write/commit_request.h"
+#include "iceberg/maint/expire.h"
 #include "ops/maint_int.h"
 
 /* The walk's callback: each file only the expired snapshots reached. */

@@ -26,7 +26,7 @@
 #include "utils/jsonb.h"
 
 #include "bridge/catalog.h"
-#include "bridge/engine.h"
+#include "bridge/engine_server.h"
 #include "iceberg/iceberg.h"
 #include "io/io.h"
 #include "sched/sched.h"
@@ -168,7 +168,7 @@ typedef struct MaintRun
 	int64		deleter_counted;	/* its files already in files_deleted */
 	int64		deleter_bytes_counted;
 
-	/* a job on an engine server (maint_engine.c) */
+	/* a job on an engine server (maint_on_engine.c) */
 	char	   *engine_name;
 	char	   *statement;		/* recorded by an earlier attempt, or NULL */
 	char	   *engine_job_id;	/* likewise */
@@ -296,7 +296,7 @@ extern void maint_run_compact(MaintRun *run);	/* maint_compact.c */
 /* compaction's checks of its options against the loaded table (run_operation) */
 extern void maint_compact_check_table(MaintRun *run);
 
-/* a job on an engine server (maint_engine.c): submit, track, record */
+/* a job on an engine server (maint_on_engine.c): submit, track, record */
 extern void maint_run_engine(MaintRun *run);
 
 /* resuming a job whose commit was in flight or landed (phase commit / cleanup) */

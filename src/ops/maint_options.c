@@ -11,7 +11,7 @@
  *	  refused with 0A000 when tms was built without libduckdb) or on an
  *	  engine; position-delete-rewrite needs an engine ("local" refuses it,
  *	  SQLSTATE 0A000).  An engine is
- *	  "local" or the name of a tms_engine server (bridge/engine.h), whose
+ *	  "local" or the name of a tms_engine server (bridge/engine_server.h), whose
  *	  type (livy, trino, gravitino) decides which operations it runs and
  *	  which options they take: src/engine/statement.c checks those, the
  *	  same code that later builds the statement.  The names "spark" and
@@ -63,9 +63,9 @@
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
-#include "bridge/engine.h"
+#include "bridge/engine_server.h"
 #include "bridge/role.h"
-#include "iceberg/compact.h"
+#include "iceberg/compact/compact.h"
 #include "ops/compactor.h"
 #include "ops/maint.h"
 #include "ops/maint_int.h"

@@ -5,7 +5,7 @@
  *	  metadata reaches and that are older than a threshold (Iceberg's
  *	  DeleteOrphanFiles).
  *
- * The valid set (src/iceberg/orphan.h) holds every file the table's
+ * The valid set (src/iceberg/maint/orphan.h) holds every file the table's
  * metadata reaches from every snapshot, every metadata file of the
  * metadata log, statistics and partition statistics, and
  * version-hint.text; building it reads every manifest, and any file that
@@ -47,7 +47,7 @@
 
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
-#include "iceberg/orphan.h"
+#include "iceberg/maint/orphan.h"
 #include "ops/maint_int.h"
 
 #define DEFAULT_ORPHAN_AGE_MS (INT64CONST(3) * 86400 * 1000)

@@ -5,7 +5,7 @@
  *	  near the target size and commit them as a "replace" snapshot
  *	  (Iceberg's RewriteManifests).
  *
- * The plan and the writing are src/iceberg/rewrite.h's: per partition
+ * The plan and the writing are src/iceberg/maint/rewrite_manifests.h's: per partition
  * spec, data and delete manifests apart, manifests smaller than
  * "target-size-bytes" (else the table property
  * commit.manifest.target-size-bytes, else 8 MB) are merged; every live
@@ -34,8 +34,8 @@
 
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
-#include "iceberg/commit.h"
-#include "iceberg/rewrite.h"
+#include "iceberg/write/commit_request.h"
+#include "iceberg/maint/rewrite_manifests.h"
 #include "ops/maint_int.h"
 
 static char *

@@ -25,7 +25,7 @@
 #include "utils/tuplestore.h"
 
 #include "bridge/catalog.h"
-#include "bridge/engine.h"
+#include "bridge/engine_server.h"
 #include "bridge/errors.h"
 #include "bridge/names.h"
 #include "bridge/role.h"

@@ -38,7 +38,7 @@
 
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
-#include "io/secrets.h"
+#include "io/util/secret_names.h"
 #include "ops/purge_int.h"
 
 /* Fill *out with a refusal; returns false. */

@@ -56,8 +56,8 @@
 #include "utils/timestamp.h"
 
 #include "bridge/catalog.h"
-#include "bridge/options.h"
-#include "bridge/secrets.h"
+#include "bridge/fdw_options.h"
+#include "bridge/jsonb_secrets.h"
 #include "io/io.h"
 #include "ops/events.h"
 #include "sched/lease.h"

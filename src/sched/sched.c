@@ -76,7 +76,7 @@
 
 #include "bridge/catalog.h"
 #include "bridge/role.h"
-#include "bridge/stats.h"
+#include "observe/stats.h"
 #include "bridge/usercode.h"
 #include "sched/lease.h"
 #include "sched/sched.h"

@@ -15,7 +15,7 @@
 
 #include "utils/timestamp.h"
 
-#include "bridge/notify.h"
+#include "observe/notify.h"
 #include "sched/task_events.h"
 
 /* The state tms.tasks shows for a task that is not running. */

@@ -9,7 +9,7 @@
  * The scheduler calls these right after the statement that changed the
  * row, so an event is sent exactly when that change commits: a settle
  * rolled back with a lost lease sends nothing.  Each returns at once when
- * its class is off ("task" is by default: see src/bridge/notify.c).
+ * its class is off ("task" is by default: see src/observe/notify.c).
  *
  *-------------------------------------------------------------------------
  */

@@ -3,7 +3,7 @@
  * catalog_fdw.c
  *	  The validators of the tms_iceberg and tms_engine foreign-data
  *	  wrappers: they unpack their arguments for tms_iceberg_validate() and
- *	  tms_engine_validate() (src/bridge/options.c), where every option is
+ *	  tms_engine_validate() (src/bridge/fdw_options.c), where every option is
  *	  defined and checked.
  *
  *-------------------------------------------------------------------------
@@ -13,7 +13,7 @@
 #include "access/reloptions.h"
 #include "fmgr.h"
 
-#include "bridge/options.h"
+#include "bridge/fdw_options.h"
 
 PG_FUNCTION_INFO_V1(tms_iceberg_fdw_validator);
 PG_FUNCTION_INFO_V1(tms_engine_fdw_validator);

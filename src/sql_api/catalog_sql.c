@@ -17,7 +17,7 @@
  * Namespaces are written with '.' between levels ("db.schema").
  *
  * tms.catalog_config shows what the catalog answered without its
- * credentials (io/secrets.h, the one list): credential-shaped keys and
+ * credentials (io/util/secret_names.h, the one list): credential-shaped keys and
  * values are left out, and a URL's login user info ("user:password@") is
  * shown as "***@".
  *
@@ -43,7 +43,7 @@
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
 #include "bridge/names.h"
-#include "io/secrets.h"
+#include "io/util/secret_names.h"
 #include "sql_api/api.h"
 
 PG_FUNCTION_INFO_V1(tms_catalog_config);

@@ -3,7 +3,7 @@
  * maint_sql.c
  *	  tms.run_operation(), tms.plan_operation(), tms.engine_statement()
  *	  and tms._check_operation(): maintenance operations on demand
- *	  (src/ops/maint.c, src/ops/maint_engine.c).
+ *	  (src/ops/maint.c, src/ops/maint_on_engine.c).
  *
  *-------------------------------------------------------------------------
  */

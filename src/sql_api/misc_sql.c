@@ -4,7 +4,7 @@
  *	  Small SQL functions through which the extension script uses the one
  *	  implementation of a rule kept in C: glob matching of object groups
  *	  (src/bridge/names.c) and the credential check of JSON documents
- *	  (src/bridge/secrets.c).
+ *	  (src/bridge/jsonb_secrets.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -15,7 +15,7 @@
 #include "utils/jsonb.h"
 
 #include "bridge/names.h"
-#include "bridge/secrets.h"
+#include "bridge/jsonb_secrets.h"
 
 PG_FUNCTION_INFO_V1(tms_glob_match_sql);
 PG_FUNCTION_INFO_V1(tms_find_credential_sql);

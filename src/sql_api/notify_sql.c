@@ -4,7 +4,7 @@
  *	  The SQL entry points of state-change events: the row trigger on the
  *	  job and purge tables (tms._state_event, whose work is
  *	  ops_state_event in src/ops/events.c) and the validator of the
- *	  tms_webhook wrapper (tms_webhook_validate in src/bridge/options.c).
+ *	  tms_webhook wrapper (tms_webhook_validate in src/bridge/fdw_options.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -14,7 +14,7 @@
 #include "commands/trigger.h"
 #include "fmgr.h"
 
-#include "bridge/options.h"
+#include "bridge/fdw_options.h"
 #include "ops/events.h"
 
 PG_FUNCTION_INFO_V1(tms_state_event);

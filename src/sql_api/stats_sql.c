@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * stats_sql.c
- *	  SQL functions over the cumulative statistics of src/bridge/stats.c:
+ *	  SQL functions over the cumulative statistics of src/observe/stats.c:
  *	  the rows the tms.stat_* views unpack, tms.stat_reset(), and the
  *	  count of a maintenance job's end (tms._job_ended calls it).
  *
@@ -17,7 +17,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "bridge/stats.h"
+#include "observe/stats.h"
 
 PG_FUNCTION_INFO_V1(tms_stat_counters_sql);
 PG_FUNCTION_INFO_V1(tms_stat_reset_sql);

@@ -110,7 +110,7 @@ extern PGDLLEXPORT void tms_launcher_main(Datum main_arg);
 extern PGDLLEXPORT void tms_supervisor_main(Datum main_arg);
 extern PGDLLEXPORT void tms_worker_main(Datum main_arg);
 
-/* common.c: helpers shared by the three loops */
+/* worker_base.c: helpers shared by the three loops */
 typedef struct TmsWorkerExtra
 {
 	Oid			dboid;

@@ -7,7 +7,7 @@ of a catalog) accept only requests signed with SigV4.  The test catalog
 catalog request with this module, the way such a front end does: it
 recomputes the canonical request from the request as it arrived (method,
 raw path, raw query, headers, body) with the Python standard library (hmac,
-hashlib), independently of the C signer (src/io/sigv4.c), and refuses what
+hashlib), independently of the C signer (src/io/http/aws_sigv4.c), and refuses what
 it cannot verify with the status, error type and message AWS uses.
 
     v = Verifier("eu-west-1", "glue", {"AKID": Key("secret", session_token=None)})

@@ -4,7 +4,7 @@
  *	  libFuzzer target for what the compaction's plain-C half reads from
  *	  outside: the compaction helper's lines (the worker treats the helper
  *	  as untrusted), the worker's lines as the helper reads them, and the
- *	  user's where filter (src/iceberg/compact_wire.h, compact.h).
+ *	  user's where filter (src/iceberg/compact/compact_wire.h, compact.h).
  *
  * The first input byte selects the reader, the rest is its input:
  *	0: a helper line (iceberg_compact_message_parse), with a small JSON
@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iceberg/compact.h"
-#include "iceberg/compact_wire.h"
+#include "iceberg/compact/compact.h"
+#include "iceberg/compact/compact_wire.h"
 #include "io/io.h"
 
 static const char *metadata_json =

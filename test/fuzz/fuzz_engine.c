@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_int.h"
+#include "engine/statement_int.h"
 
 int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

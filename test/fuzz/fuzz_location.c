@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_location.c
- *	  libFuzzer target for the location rule of src/io/location.c.
+ *	  libFuzzer target for the location rule of src/io/storage/location.c.
  *
  * The input is "path" or "path\nrelative_root".  For every input:
  *	- io_location_canonical either fails with IO_ERR_INVALID_ARGUMENT or
@@ -10,7 +10,7 @@
  *	- when the root is canonical too, io_location_under(path, root)
  *	  implies that the path starts with the root (trailing slashes
  *	  removed) followed by '/', and nothing is under itself.
- *	- io_webhook_origin (src/io/webhook.c: what a message may name of a
+ *	- io_webhook_origin (src/io/http/webhook_post.c: what a message may name of a
  *	  webhook URL, which is a secret) of the path either refuses it or
  *	  gives "http://" or "https://" and a host part with no user info,
  *	  path, query or fragment in it, taken from the URL itself.

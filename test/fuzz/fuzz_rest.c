@@ -2,7 +2,7 @@
  *
  * fuzz_rest.c
  *	  libFuzzer target for the JSON readers of the Iceberg REST catalog
- *	  client (src/io/rest_int.h), without a network.
+ *	  client (src/io/rest/rest_int.h), without a network.
  *
  * The first input byte selects the reader, the rest is the response body:
  *	0: /v1/config (io_rest_read_config), with and without a warehouse
@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/rest_int.h"
+#include "io/rest/rest_int.h"
 
 #define FUZZ_MAX_JSON (64 * 1024)
 

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * fuzz_xml.c
- *	  libFuzzer target for the hand-written S3 XML reader of src/io/xml.c.
+ *	  libFuzzer target for the hand-written S3 XML reader of src/io/storage/s3_xml.c.
  *
  * The input is an XML document as S3 would answer it.  io_xml_parse must
  * return a tree or NULL with IO_ERR_PROTOCOL (or TOO_LARGE, OUT_OF_MEMORY),

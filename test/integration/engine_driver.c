@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * engine_driver.c
- *		A command-line driver of the engine clients of src/io (engine.h)
+ *		A command-line driver of the engine clients of src/io (engine_client.h)
  *		for the integration tests (test/integration/test_engine_clients.py),
  *		which compile it with the files of src/io/ and run it against stub
  *		Livy, Trino and Gravitino servers.
@@ -33,7 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/engine.h"
+#include "io/engines/engine_client.h"
 
 /* Print s as a JSON string (NULL: null). */
 static void

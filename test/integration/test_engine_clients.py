@@ -1,5 +1,5 @@
 """
-test_engine_clients.py -- the engine clients of src/io (engine.h: Livy,
+test_engine_clients.py -- the engine clients of src/io (engine_client.h: Livy,
 Trino, Gravitino), through the command-line driver engine_driver.c,
 against small strict stub servers defined here.
 
@@ -42,7 +42,8 @@ FAST = ["-T", "1000", "-b", "10", "-i", "5"]
 @pytest.fixture(scope="session")
 def driver():
     out = os.path.join(tempfile.mkdtemp(prefix="tms-engine-driver-"), "engine_driver")
-    srcs = sorted(glob.glob(os.path.join(REPO, "src", "io", "*.c")))
+    srcs = sorted(glob.glob(os.path.join(REPO, "src", "io", "*.c"))
+                  + glob.glob(os.path.join(REPO, "src", "io", "*", "*.c")))
     subprocess.run(["gcc", "-std=gnu99", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
                     "-I", os.path.join(REPO, "src"), "-o", out,
                     os.path.join(HERE, "engine_driver.c")] + srcs +

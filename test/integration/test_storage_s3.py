@@ -39,7 +39,8 @@ REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 @pytest.fixture(scope="session")
 def driver():
     out = os.path.join(tempfile.mkdtemp(prefix="tms-io-driver-"), "io_driver")
-    srcs = sorted(glob.glob(os.path.join(REPO, "src", "io", "*.c")))
+    srcs = sorted(glob.glob(os.path.join(REPO, "src", "io", "*.c"))
+                  + glob.glob(os.path.join(REPO, "src", "io", "*", "*.c")))
     subprocess.run(["gcc", "-std=gnu99", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
                     "-I", os.path.join(REPO, "src"), "-o", out,
                     os.path.join(HERE, "io_driver.c")] + srcs +

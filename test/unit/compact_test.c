@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * compact_test.c
- *	  Unit driver of the compaction's plain-C half (src/iceberg/compact*.c,
+ *	  Unit driver of the compaction's plain-C half (src/iceberg/compact/,
  *	  schema.c): the where filter (syntax, binding, three-valued
  *	  evaluation), Iceberg's single-value serialization and truncation of
  *	  bounds, the helper protocol's encoders and strict decoders, the
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "iceberg/compact.h"
-#include "iceberg/compact_wire.h"
+#include "iceberg/compact/compact.h"
+#include "iceberg/compact/compact_wire.h"
 #include "iceberg/iceberg.h"
 #include "io/io.h"
 #include "unit.h"

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_int.h"
+#include "engine/statement_int.h"
 #include "unit.h"
 
 /* 2026-11-08T00:00:00Z */

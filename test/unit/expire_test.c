@@ -2,7 +2,7 @@
  *
  * expire_test.c
  *	  Unit tests of snapshot expiry, orphan cleanup and the REST commit
- *	  bodies of src/iceberg (expire.h, orphan.h, commit.h): the retention
+ *	  bodies of src/iceberg (expire.h, orphan.h, commit_request.h): the retention
  *	  rules of Iceberg's RemoveSnapshots on hand-built metadata; the files
  *	  of expired snapshots on the real fixture tables and on synthetic
  *	  tables (test/fixtures/synth.py, when python3 is there), checked by
@@ -28,11 +28,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "iceberg/commit.h"
-#include "iceberg/expire.h"
+#include "iceberg/write/commit_request.h"
+#include "iceberg/maint/expire.h"
 #include "iceberg/iceberg.h"
-#include "iceberg/orphan.h"
-#include "iceberg/pathhash.h"
+#include "iceberg/maint/orphan.h"
+#include "iceberg/maint/pathhash.h"
 #include "io/io.h"
 #include "unit.h"
 

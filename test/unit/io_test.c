@@ -58,8 +58,8 @@
 
 #include "io/io.h"
 #include "io/io_int.h"
-#include "io/rest_int.h"
-#include "io/engine_int.h"
+#include "io/rest/rest_int.h"
+#include "io/engines/engine_client_int.h"
 #include "unit.h"
 
 /* A timing window's upper bound or a heap size: checked in bench/io_bench.sh. */
@@ -2467,7 +2467,7 @@ deleter_finish(IoDeleter *d, int started, IoDeleteDone *out)
 }
 
 /*
- * Bulk deletes with several requests in flight (delete.c) against the
+ * Bulk deletes with several requests in flight (bulk_delete.c) against the
  * forked server: concurrency, keys refused to slow down, a request refused
  * as a whole with its Retry-After, bad input.
  */
@@ -2771,7 +2771,7 @@ test_credentials_refresh(void)
 	server_down(server);
 }
 
-/* The request window of a storage target (aimd.c). */
+/* The request window of a storage target (aimd_window.c). */
 static void
 test_aimd(void)
 {
@@ -3461,7 +3461,7 @@ test_wire_paths(void)
 	io_http_shutdown();
 }
 
-/* The engine clients' origins, result cells and rows (engine_int.h). */
+/* The engine clients' origins, result cells and rows (engine_client_int.h). */
 static void
 test_engine_results(void)
 {

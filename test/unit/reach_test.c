@@ -2,12 +2,12 @@
  *
  * reach_test.c
  *		Unit tests of what tms may reach and what it may show: the list of
- *		tms.allowed_hosts (src/io/reach.c: parsing, names, addresses,
+ *		tms.allowed_hosts (src/io/http/reach.c: parsing, names, addresses,
  *		networks, ports, IPv4-mapped IPv6) and its check on real
  *		connections (a request to 127.0.0.1 refused before it connects
  *		when the list names other hosts, let through when it names the
  *		address, its network or the name "localhost"); and the one list of
- *		credential shapes (src/io/secrets.c: URL logins, Azure keys and SAS
+ *		credential shapes (src/io/util/secret_names.c: URL logins, Azure keys and SAS
  *		tokens, GCS tokens, fs.gs.auth.*).
  *
  * Built by "make unit" with the files of src/io/.  No server: the requests
@@ -30,8 +30,8 @@
 
 #include "io/io.h"
 #include "io/io_int.h"
-#include "io/reach.h"
-#include "io/secrets.h"
+#include "io/http/reach.h"
+#include "io/util/secret_names.h"
 #include "unit.h"
 
 static IoReachRules *

@@ -2,7 +2,7 @@
  *
  * rest_sigv4_test.c
  *		Unit tests of the headers the Iceberg REST catalog client sends
- *		(io_rest_headers, src/io/rest_auth.c) without a server: a catalog
+ *		(io_rest_headers, src/io/rest/rest_auth.c) without a server: a catalog
  *		request signed with AWS SigV4 for known inputs (the canonical
  *		request, the string to sign, the signature and the header lines),
  *		as AWS Glue's and S3 Tables' Iceberg REST endpoints and API
@@ -30,7 +30,7 @@
 #include <strings.h>
 
 #include "io/io.h"
-#include "io/rest_int.h"
+#include "io/rest/rest_int.h"
 #include "unit.h"
 
 /* 2015-08-30T12:36:00Z, the AWS suite's time */

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * rewrite_test.c
- *	  Unit driver of the manifest rewrite (src/iceberg/rewrite.c), the Avro
+ *	  Unit driver of the manifest rewrite (src/iceberg/maint/rewrite_manifests.c), the Avro
  *	  writer (avro_write.c) and the readers' raw spans: built by "make unit"
  *	  with the iceberg layer (UNIT_LAYER_rewrite).
  *
@@ -27,9 +27,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "iceberg/avro_write.h"
+#include "iceberg/avro/avro_write.h"
 #include "iceberg/iceberg.h"
-#include "iceberg/rewrite.h"
+#include "iceberg/maint/rewrite_manifests.h"
 #include "io/io.h"
 #include "unit.h"
 

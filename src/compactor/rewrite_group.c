@@ -1,0 +1,1071 @@
+/*-------------------------------------------------------------------------
+ *
+ * rewrite_group.c
+ *	  The rewrite of one file group by the compaction helper, with DuckDB.
+ *
+ * The group's rows are split into job->files outputs by row position:
+ * the inputs in the worker's order make one sequence of rows (the row
+ * counts of their manifests), output i takes rows [T*i/k, T*(i+1)/k),
+ * and the last slice of every file is open-ended, so a row past its
+ * manifest's count is never dropped.  For each output:
+ *	 - its inputs are downloaded through tms's storage into the
+ *	   temporary directory (each file once; removed after its last slice);
+ *	 - one COPY statement reads them by Iceberg field id (read_parquet's
+ *	   schema map: renamed and added columns resolve as Iceberg says, a
+ *	   column missing from an old file is null), keeps the slice, drops
+ *	   the rows deleted by the group's delete files (position deletes:
+ *	   same file path and position, delete sequence number >= the data
+ *	   file's; equality deletes: equal on their columns with nulls equal,
+ *	   delete sequence number > the data file's) by equi-joins against
+ *	   small tables built once per group (the deleted positions by local
+ *	   file; each equality key with its newest delete's sequence number),
+ *	   so that the rows stream, and writes Parquet with
+ *	   the schema's field ids, Avro-compatible column names (as Iceberg's
+ *	   writers name them), the table's codec and the iceberg.schema
+ *	   key-value metadata;
+ *	 - one query over the written file gives the column metrics (value,
+ *	   null and NaN counts, min and max, serialized as Iceberg does and
+ *	   truncated per the column's metrics mode); parquet_metadata gives
+ *	   the column sizes and the row groups' offsets (split offsets), and
+ *	   parquet_schema proves every column carries its field id;
+ *	 - the file is uploaded through tms's storage (mapped, not copied),
+ *	   removed locally, and announced to the worker.
+ * Before the first output the inputs' row counts (their Parquet footers)
+ * are compared with their manifests': a file that disagrees fails the
+ * group.  DuckDB's memory limit applies to all of it; what does not fit
+ * spills below the temporary directory.
+ *
+ * src/compactor/rewrite_group.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "compactor/compactor_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define POS_PATH_ID		2147483546
+#define POS_POS_ID		2147483545
+#define DOWNLOAD_CHUNK	((uint64_t) 8 * 1024 * 1024)
+
+/* A growable SQL text. */
+typedef struct Sql
+{
+	char	   *s;
+	size_t		len;
+	size_t		cap;
+	bool		oom;
+} Sql;
+
+static void sql_add(Sql *q, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+
+static void
+sql_add(Sql *q, const char *fmt,...)
+{
+	va_list		ap;
+	int			n;
+
+	if (q->oom)
+		return;
+	for (;;)
+	{
+		va_start(ap, fmt);
+		n = vsnprintf(q->s ? q->s + q->len : NULL, q->s ? q->cap - q->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+		{
+			q->oom = true;
+			return;
+		}
+		if (q->s && q->len + (size_t) n < q->cap)
+		{
+			q->len += (size_t) n;
+			return;
+		}
+		{
+			size_t		nc = (q->cap ? q->cap * 2 : 4096) + (size_t) n;
+			char	   *ns = realloc(q->s, nc);
+
+			if (ns == NULL)
+			{
+				q->oom = true;
+				return;
+			}
+			q->s = ns;
+			q->cap = nc;
+		}
+	}
+}
+
+/* A SQL string literal of s: quotes doubled. */
+static void
+sql_lit(Sql *q, const char *s)
+{
+	sql_add(q, "'");
+	for (; *s; s++)
+		sql_add(q, *s == '\'' ? "''" : "%c", *s);
+	sql_add(q, "'");
+}
+
+/* A quoted identifier. */
+static void
+sql_ident(Sql *q, const char *s)
+{
+	sql_add(q, "\"");
+	for (; *s; s++)
+		sql_add(q, *s == '"' ? "\"\"" : "%c", *s);
+	sql_add(q, "\"");
+}
+
+static void
+sql_reset(Sql *q)
+{
+	q->len = 0;
+	if (q->s)
+		q->s[0] = '\0';
+}
+
+/*
+ * The Parquet column name Iceberg's writers give a field: its name made
+ * Avro-compatible (AvroSchemaUtil.makeCompatibleName): a first character
+ * that is not a letter or '_' and any later one that is not a letter,
+ * digit or '_' becomes "_x" and its code in upper-case hex (a leading
+ * digit becomes '_' and the digit).
+ */
+static void
+avro_name(Sql *q, const char *name)
+{
+	const unsigned char *s = (const unsigned char *) name;
+	size_t		i;
+
+	for (i = 0; s[i]; i++)
+	{
+		unsigned	c = s[i];
+		bool		letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+		bool		digit = c >= '0' && c <= '9';
+
+		if (letter || (digit && i > 0))
+			sql_add(q, "%c", (char) c);
+		else if (digit)
+			sql_add(q, "_%c", (char) c);
+		else
+		{
+			/* one code point of UTF-8 */
+			unsigned	cp = c;
+			int			more = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
+
+			cp = more == 3 ? c & 0x07 : more == 2 ? c & 0x0f : more == 1 ? c & 0x1f : c;
+			while (more-- > 0 && s[i + 1] >= 0x80 && s[i + 1] < 0xc0)
+				cp = (cp << 6) | (s[++i] & 0x3f);
+			sql_add(q, "_x%X", cp);
+		}
+	}
+}
+
+static const char *
+duck_type(const IcebergColumn *c, char *buf, size_t len)
+{
+	switch (c->type)
+	{
+		case ICEBERG_TYPE_BOOLEAN:
+			return "BOOLEAN";
+		case ICEBERG_TYPE_INT:
+			return "INTEGER";
+		case ICEBERG_TYPE_LONG:
+			return "BIGINT";
+		case ICEBERG_TYPE_FLOAT:
+			return "FLOAT";
+		case ICEBERG_TYPE_DOUBLE:
+			return "DOUBLE";
+		case ICEBERG_TYPE_DECIMAL:
+			snprintf(buf, len, "DECIMAL(%d, %d)", c->precision, c->scale);
+			return buf;
+		case ICEBERG_TYPE_DATE:
+			return "DATE";
+		case ICEBERG_TYPE_TIME:
+			return "TIME";
+		case ICEBERG_TYPE_TIMESTAMP:
+			return "TIMESTAMP";
+		case ICEBERG_TYPE_TIMESTAMPTZ:
+			return "TIMESTAMPTZ";
+		case ICEBERG_TYPE_STRING:
+			return "VARCHAR";
+		case ICEBERG_TYPE_UUID:
+			return "UUID";
+		case ICEBERG_TYPE_BINARY:
+			return "BLOB";
+		default:
+			return NULL;
+	}
+}
+
+/* The read_parquet schema map of the columns ids[0..n) (NULL: all). */
+static bool
+schema_map(Sql *q, const IcebergSchema *s, const int32_t *ids, int n)
+{
+	char		tb[64];
+	int			i;
+	int			count = ids ? n : s->ncolumns;
+
+	sql_add(q, "MAP {");
+	for (i = 0; i < count; i++)
+	{
+		const IcebergColumn *c = ids ? iceberg_schema_column(s, ids[i]) : &s->columns[i];
+		const char *t;
+
+		if (c == NULL || (t = duck_type(c, tb, sizeof(tb))) == NULL)
+			return false;
+		sql_add(q, "%s%d: {name: 'c%d', type: '%s', default_value: NULL}", i ? ", " : "",
+				(int) c->id, (int) c->id, t);
+	}
+	sql_add(q, "}");
+	return true;
+}
+
+/* Run a statement; false with msg on failure. */
+static bool
+run(Helper *h, const char *sql, duckdb_result *res, char *msg, size_t msglen)
+{
+	duckdb_result local;
+	duckdb_result *r = res ? res : &local;
+
+	if (duckdb_query(h->con, sql, r) != DuckDBSuccess)
+	{
+		const char *e = duckdb_result_error(r);
+
+		snprintf(msg, msglen, "DuckDB: %.1800s", e ? e : "unknown error");
+		duckdb_destroy_result(r);
+		return false;
+	}
+	if (res == NULL)
+		duckdb_destroy_result(r);
+	return true;
+}
+
+/* Copy an object from storage to a local file, in chunks. */
+static bool
+download(Helper *h, const char *uri, const char *local, char *msg, size_t msglen)
+{
+	int			fd = open(local, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	uint64_t	off = 0;
+
+	if (fd < 0)
+	{
+		snprintf(msg, msglen, "cannot create \"%s\": %s", local, strerror(errno));
+		return false;
+	}
+	for (;;)
+	{
+		IoBuffer	b = {0};
+		IoError		err;
+		size_t		done = 0;
+
+		if (io_storage_read(h->storage, uri, off, DOWNLOAD_CHUNK, &b, &err) != 0)
+		{
+			snprintf(msg, msglen, "cannot read \"%.1000s\": %s%s%s", uri, err.message,
+					 err.detail[0] ? ": " : "", err.detail);
+			close(fd);
+			return false;
+		}
+		while (done < b.len)
+		{
+			ssize_t		n = write(fd, b.data + done, b.len - done);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+			{
+				snprintf(msg, msglen, "cannot write \"%s\": %s", local, strerror(errno));
+				io_buffer_free(&b);
+				close(fd);
+				return false;
+			}
+			done += (size_t) n;
+		}
+		off += b.len;
+		io_buffer_free(&b);
+		if (done < DOWNLOAD_CHUNK)
+			break;
+	}
+	if (close(fd) != 0)
+	{
+		snprintf(msg, msglen, "cannot write \"%s\": %s", local, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/* Upload a local file through storage, mapped. */
+static bool
+upload(Helper *h, const char *local, const char *uri, int64_t *size, char *msg, size_t msglen)
+{
+	int			fd = open(local, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	void	   *map;
+	IoError		err;
+	int			rc;
+
+	if (fd < 0 || fstat(fd, &sb) != 0 || sb.st_size <= 0)
+	{
+		snprintf(msg, msglen, "cannot open \"%s\": %s", local, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	map = mmap(NULL, (size_t) sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+	{
+		snprintf(msg, msglen, "cannot map \"%s\": %s", local, strerror(errno));
+		return false;
+	}
+	rc = io_storage_write(h->storage, uri, map, (size_t) sb.st_size, &err);
+	munmap(map, (size_t) sb.st_size);
+	if (rc != 0)
+	{
+		snprintf(msg, msglen, "cannot write \"%.1000s\": %s%s%s", uri, err.message,
+				 err.detail[0] ? ": " : "", err.detail);
+		return false;
+	}
+	*size = (int64_t) sb.st_size;
+	return true;
+}
+
+/* The metrics mode of a column. */
+static const IcebergCompactJobMetric *
+mode_of(const IcebergCompactJob *job, int32_t id)
+{
+	static const IcebergCompactJobMetric dflt = {0, ICEBERG_METRICS_TRUNCATE, 16};
+	int			i;
+
+	for (i = 0; i < job->nmetrics; i++)
+		if (job->metrics[i].id == id)
+			return &job->metrics[i];
+	return &dflt;
+}
+
+/* The SQL expression of a bound of column c<id> (min or max) as text. */
+static void
+bound_expr(Sql *q, const IcebergColumn *c, const char *agg)
+{
+	int			id = (int) c->id;
+
+	switch (c->type)
+	{
+		case ICEBERG_TYPE_DATE:
+			sql_add(q, "CAST(%s(c%d) - DATE '1970-01-01' AS VARCHAR)", agg, id);
+			break;
+		case ICEBERG_TYPE_TIME:
+			sql_add(q, "CAST(epoch_us(TIMESTAMP '1970-01-01' + %s(c%d)) AS VARCHAR)", agg, id);
+			break;
+		case ICEBERG_TYPE_TIMESTAMP:
+		case ICEBERG_TYPE_TIMESTAMPTZ:
+			sql_add(q, "CAST(epoch_us(%s(c%d)) AS VARCHAR)", agg, id);
+			break;
+		case ICEBERG_TYPE_FLOAT:
+		case ICEBERG_TYPE_DOUBLE:
+			sql_add(q, "CAST(%s(c%d) FILTER (WHERE NOT isnan(c%d)) AS VARCHAR)", agg, id, id);
+			break;
+		case ICEBERG_TYPE_BINARY:
+			sql_add(q, "hex(%s(c%d))", agg, id);
+			break;
+		default:
+			sql_add(q, "CAST(%s(c%d) AS VARCHAR)", agg, id);
+	}
+}
+
+/* Compute the metrics of a written file into out (its columns: schema order). */
+static bool
+file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
+			 IcebergCompactOutput *out, char *msg, size_t msglen)
+{
+	const IcebergSchema *s = job->schema;
+	Sql			q = {0};
+	duckdb_result r;
+	int			i,
+				col = 1;
+	bool		ok = false;
+
+	out->metrics = calloc((size_t) s->ncolumns + 1, sizeof(IcebergColumnMetrics));
+	if (out->metrics == NULL)
+	{
+		snprintf(msg, msglen, "out of memory");
+		return false;
+	}
+	/* counts and bounds, in one pass */
+	sql_add(&q, "SELECT count(*)");
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		const IcebergColumn *c = &s->columns[i];
+		const IcebergCompactJobMetric *m = mode_of(job, c->id);
+
+		sql_add(&q, ", count(c%d)", (int) c->id);
+		if (c->type == ICEBERG_TYPE_FLOAT || c->type == ICEBERG_TYPE_DOUBLE)
+			sql_add(&q, ", count_if(isnan(c%d))", (int) c->id);
+		if (m->mode == ICEBERG_METRICS_TRUNCATE || m->mode == ICEBERG_METRICS_FULL)
+		{
+			sql_add(&q, ", ");
+			bound_expr(&q, c, "min");
+			sql_add(&q, ", ");
+			bound_expr(&q, c, "max");
+		}
+	}
+	sql_add(&q, " FROM read_parquet(");
+	sql_lit(&q, local);
+	sql_add(&q, ", schema = ");
+	if (!schema_map(&q, s, NULL, 0) || q.oom)
+	{
+		snprintf(msg, msglen, "cannot build the metrics query");
+		free(q.s);
+		return false;
+	}
+	sql_add(&q, ")");
+	if (!run(h, q.s, &r, msg, msglen))
+	{
+		free(q.s);
+		return false;
+	}
+	out->records = duckdb_value_int64(&r, 0, 0);
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		const IcebergColumn *c = &s->columns[i];
+		const IcebergCompactJobMetric *m = mode_of(job, c->id);
+		IcebergColumnMetrics *cm = &out->metrics[out->nmetrics];
+		int64_t		nonnull = duckdb_value_int64(&r, (idx_t) col++, 0);
+		int64_t		nans = -1;
+
+		if (c->type == ICEBERG_TYPE_FLOAT || c->type == ICEBERG_TYPE_DOUBLE)
+			nans = duckdb_value_int64(&r, (idx_t) col++, 0);
+		memset(cm, 0, sizeof(*cm));
+		cm->id = c->id;
+		cm->column_size = -1;
+		cm->value_count = -1;
+		cm->null_count = -1;
+		cm->nan_count = -1;
+		if (m->mode != ICEBERG_METRICS_NONE)
+		{
+			cm->value_count = out->records;
+			cm->null_count = out->records - nonnull;
+			cm->nan_count = nans;
+		}
+		if (m->mode == ICEBERG_METRICS_TRUNCATE || m->mode == ICEBERG_METRICS_FULL)
+		{
+			int			b;
+
+			for (b = 0; b < 2; b++)
+			{
+				idx_t		k = (idx_t) col++;
+				char	   *v;
+				uint8_t    *bytes;
+				size_t		n;
+				bool		oom;
+
+				if (duckdb_value_is_null(&r, k, 0))
+					continue;
+				v = duckdb_value_varchar(&r, k, 0);
+				if (v == NULL)
+					continue;
+				/* a value we cannot serialize (a uuid's order, say) gets no bound */
+				if (c->type != ICEBERG_TYPE_UUID &&
+					iceberg_value_serialize(c, v, strlen(v), b == 1,
+											m->mode == ICEBERG_METRICS_TRUNCATE ? m->length : 0,
+											&bytes, &n, &oom) && bytes != NULL &&
+					n <= ICEBERG_COMPACT_MAX_BOUND)
+				{
+					if (b == 0)
+					{
+						cm->lower = bytes;
+						cm->lower_len = n;
+						cm->has_lower = true;
+					}
+					else
+					{
+						cm->upper = bytes;
+						cm->upper_len = n;
+						cm->has_upper = true;
+					}
+				}
+				else
+					free(bytes);
+				duckdb_free(v);
+				if (oom)
+				{
+					snprintf(msg, msglen, "out of memory");
+					goto done;
+				}
+			}
+		}
+		out->nmetrics++;
+	}
+	duckdb_destroy_result(&r);
+
+	/* column sizes and the field ids, from the footer */
+	sql_reset(&q);
+	sql_add(&q, "SELECT s.field_id, sum(m.total_compressed_size)::BIGINT, count(*)"
+			" FROM parquet_metadata(");
+	sql_lit(&q, local);
+	sql_add(&q, ") m JOIN (SELECT name, field_id FROM parquet_schema(");
+	sql_lit(&q, local);
+	sql_add(&q, ") WHERE field_id IS NOT NULL) s ON m.path_in_schema = s.name GROUP BY 1");
+	if (q.oom || !run(h, q.s, &r, msg, msglen))
+		goto fail;
+	if ((int) duckdb_row_count(&r) != s->ncolumns)
+	{
+		snprintf(msg, msglen, "the file written has %d columns with field ids, the schema %d",
+				 (int) duckdb_row_count(&r), s->ncolumns);
+		duckdb_destroy_result(&r);
+		goto fail;
+	}
+	for (i = 0; i < (int) duckdb_row_count(&r); i++)
+	{
+		int32_t		id = (int32_t) duckdb_value_int64(&r, 0, (idx_t) i);
+		int			k;
+		bool		found = false;
+
+		for (k = 0; k < out->nmetrics; k++)
+			if (out->metrics[k].id == id)
+			{
+				if (mode_of(job, id)->mode != ICEBERG_METRICS_NONE)
+					out->metrics[k].column_size = duckdb_value_int64(&r, 1, (idx_t) i);
+				found = true;
+			}
+		if (!found)
+		{
+			snprintf(msg, msglen, "the file written has a column with field id %d, which the schema lacks",
+					 (int) id);
+			duckdb_destroy_result(&r);
+			goto fail;
+		}
+	}
+	duckdb_destroy_result(&r);
+
+	/* split offsets: where each row group starts */
+	sql_reset(&q);
+	sql_add(&q, "SELECT min(CASE WHEN dictionary_page_offset > 0"
+			" THEN least(dictionary_page_offset, data_page_offset) ELSE data_page_offset END)"
+			" FROM parquet_metadata(");
+	sql_lit(&q, local);
+	sql_add(&q, ") GROUP BY row_group_id ORDER BY row_group_id");
+	if (q.oom || !run(h, q.s, &r, msg, msglen))
+		goto fail;
+	out->split_offsets = calloc((size_t) duckdb_row_count(&r) + 1, sizeof(int64_t));
+	if (out->split_offsets == NULL)
+	{
+		duckdb_destroy_result(&r);
+		snprintf(msg, msglen, "out of memory");
+		goto fail;
+	}
+	for (i = 0; i < (int) duckdb_row_count(&r); i++)
+		if (!duckdb_value_is_null(&r, 0, (idx_t) i))
+			out->split_offsets[out->nsplit_offsets++] = duckdb_value_int64(&r, 0, (idx_t) i);
+	ok = true;
+done:
+	duckdb_destroy_result(&r);
+fail:
+	free(q.s);
+	return ok;
+}
+
+/* The output containing global row position x (T rows in k outputs). */
+static int
+output_of(int64_t x, int64_t total, int k)
+{
+	int			i;
+
+	if (total <= 0 || x >= total)
+		return k - 1;
+	i = (int) ((__int128) x * k / total);
+	while (i > 0 && (int64_t) ((__int128) total * i / k) > x)
+		i--;
+	while (i < k - 1 && (int64_t) ((__int128) total * (i + 1) / k) <= x)
+		i++;
+	return i;
+}
+
+/* A Parquet codec name of DuckDB's for an Iceberg one. */
+static const char *
+codec(const char *c)
+{
+	static const char *const map[][2] = {
+		{"zstd", "zstd"}, {"gzip", "gzip"}, {"snappy", "snappy"}, {"lz4", "lz4"},
+		{"uncompressed", "uncompressed"}, {"none", "uncompressed"}, {"brotli", "brotli"},
+	};
+	size_t		i;
+
+	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strcasecmp(c, map[i][0]) == 0)
+			return map[i][1];
+	return NULL;
+}
+
+bool
+helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t msglen)
+{
+	const IcebergSchema *s = job->schema;
+	char		dir[4300];
+	char		path[4400];
+	char		path2[4400];
+	Sql			q = {0};
+	int64_t		total = 0;
+	int64_t	   *offset = NULL;
+	int		   *first_out = NULL;
+	int		   *last_out = NULL;
+	bool	   *have = NULL;
+	int32_t   **eq_sets = NULL;
+	int		   *eq_nids = NULL;
+	int			neq_sets = 0;
+	int64_t		rows_in = 0,
+				rows_out = 0,
+				bytes_in = 0,
+				done_bytes = 0;
+	int			files_written = 0;
+	bool		has_pos = false;
+	const char *cc = codec(job->compression);
+	int			i,
+				j,
+				o;
+	bool		ok = false;
+
+	if (cc == NULL)
+	{
+		snprintf(msg, msglen, "compression codec \"%s\" is not supported", job->compression);
+		return false;
+	}
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		char		tb[64];
+
+		if (duck_type(&s->columns[i], tb, sizeof(tb)) == NULL)
+		{
+			snprintf(msg, msglen, "column \"%s\" of type %s cannot be rewritten",
+					 s->columns[i].name, s->columns[i].type_text);
+			return false;
+		}
+	}
+	snprintf(dir, sizeof(dir), "%s/g%d", h->temp_directory, job->group);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+	{
+		snprintf(msg, msglen, "cannot create \"%s\": %s", dir, strerror(errno));
+		return false;
+	}
+	offset = calloc((size_t) job->ninputs + 1, sizeof(int64_t));
+	first_out = calloc((size_t) job->ninputs + 1, sizeof(int));
+	last_out = calloc((size_t) job->ninputs + 1, sizeof(int));
+	have = calloc((size_t) job->ninputs + 1, sizeof(bool));
+	eq_sets = calloc((size_t) job->ndeletes + 1, sizeof(int32_t *));
+	eq_nids = calloc((size_t) job->ndeletes + 1, sizeof(int));
+	if (!offset || !first_out || !last_out || !have || !eq_sets || !eq_nids)
+	{
+		snprintf(msg, msglen, "out of memory");
+		goto done;
+	}
+	for (i = 0; i < job->ninputs; i++)
+	{
+		offset[i] = total;
+		total += job->inputs[i].records;
+	}
+	for (i = 0; i < job->ninputs; i++)
+	{
+		first_out[i] = output_of(offset[i], total, job->files);
+		last_out[i] = job->inputs[i].records > 0 ?
+			output_of(offset[i] + job->inputs[i].records - 1, total, job->files) : first_out[i];
+	}
+
+	/* the delete files, once: position deletes of the group's files, equality deletes by column set */
+	if (!run(h, "CREATE OR REPLACE TEMP TABLE inputs (local VARCHAR, uri VARCHAR, seq BIGINT)",
+			 NULL, msg, msglen))
+		goto done;
+	sql_add(&q, "INSERT INTO inputs VALUES ");
+	for (i = 0; i < job->ninputs; i++)
+	{
+		snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
+		sql_add(&q, "%s(", i ? ", " : "");
+		sql_lit(&q, path);
+		sql_add(&q, ", ");
+		sql_lit(&q, job->inputs[i].path);
+		sql_add(&q, ", %" PRId64 ")", job->inputs[i].seq);
+	}
+	if (q.oom || !run(h, q.s, NULL, msg, msglen))
+		goto done;
+	for (i = 0; i < job->ndeletes; i++)
+	{
+		const IcebergCompactJobDelete *d = &job->deletes[i];
+
+		snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
+		if (!download(h, d->uri, path, msg, msglen))
+			goto done;
+		if (d->content == ICEBERG_CONTENT_POSITION_DELETES)
+			has_pos = true;
+		else
+		{
+			for (j = 0; j < neq_sets; j++)
+				if (eq_nids[j] == d->nequality_ids &&
+					memcmp(eq_sets[j], d->equality_ids, sizeof(int32_t) * (size_t) d->nequality_ids) == 0)
+					break;
+			if (j == neq_sets)
+			{
+				eq_sets[neq_sets] = d->equality_ids;
+				eq_nids[neq_sets] = d->nequality_ids;
+				neq_sets++;
+			}
+		}
+	}
+	if (has_pos)
+	{
+		sql_reset(&q);
+		sql_add(&q, "CREATE OR REPLACE TEMP TABLE pos AS SELECT p.file_path, p.pos, v.seq"
+				" FROM read_parquet([");
+		for (i = 0, j = 0; i < job->ndeletes; i++)
+			if (job->deletes[i].content == ICEBERG_CONTENT_POSITION_DELETES)
+			{
+				snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
+				sql_add(&q, "%s", j++ ? ", " : "");
+				sql_lit(&q, path);
+			}
+		sql_add(&q, "], filename = true, schema = MAP {%d: {name: 'file_path', type: 'VARCHAR', default_value: NULL},"
+				" %d: {name: 'pos', type: 'BIGINT', default_value: NULL}}) p JOIN (VALUES ",
+				POS_PATH_ID, POS_POS_ID);
+		for (i = 0, j = 0; i < job->ndeletes; i++)
+			if (job->deletes[i].content == ICEBERG_CONTENT_POSITION_DELETES)
+			{
+				snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
+				sql_add(&q, "%s(", j++ ? ", " : "");
+				sql_lit(&q, path);
+				sql_add(&q, ", %" PRId64 "::BIGINT)", job->deletes[i].seq);
+			}
+		sql_add(&q, ") v(local, seq) ON p.filename = v.local"
+				" WHERE p.file_path IN (SELECT uri FROM inputs)");
+		if (q.oom || !run(h, q.s, NULL, msg, msglen))
+			goto done;
+		/* the rows deleted, by local file: the sequence number rule applied once */
+		if (!run(h, "CREATE OR REPLACE TEMP TABLE posl AS SELECT DISTINCT i.local, p.pos"
+				 " FROM pos p JOIN inputs i ON p.file_path = i.uri AND p.seq >= i.seq",
+				 NULL, msg, msglen))
+			goto done;
+	}
+	for (j = 0; j < neq_sets; j++)
+	{
+		int			k,
+					n = 0;
+
+		sql_reset(&q);
+		sql_add(&q, "CREATE OR REPLACE TEMP TABLE eq%d AS SELECT ", j);
+		for (k = 0; k < eq_nids[j]; k++)
+			sql_add(&q, "e.c%d, ", (int) eq_sets[j][k]);
+		sql_add(&q, "v.seq FROM read_parquet([");
+		for (i = 0; i < job->ndeletes; i++)
+			if (job->deletes[i].content == ICEBERG_CONTENT_EQUALITY_DELETES &&
+				job->deletes[i].nequality_ids == eq_nids[j] &&
+				memcmp(job->deletes[i].equality_ids, eq_sets[j], sizeof(int32_t) * (size_t) eq_nids[j]) == 0)
+			{
+				snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
+				sql_add(&q, "%s", n++ ? ", " : "");
+				sql_lit(&q, path);
+			}
+		sql_add(&q, "], filename = true, schema = ");
+		if (!schema_map(&q, s, eq_sets[j], eq_nids[j]))
+		{
+			snprintf(msg, msglen, "an equality delete file names a column that is not in the schema");
+			goto done;
+		}
+		sql_add(&q, ") e JOIN (VALUES ");
+		for (i = 0, n = 0; i < job->ndeletes; i++)
+			if (job->deletes[i].content == ICEBERG_CONTENT_EQUALITY_DELETES)
+			{
+				snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
+				sql_add(&q, "%s(", n++ ? ", " : "");
+				sql_lit(&q, path);
+				sql_add(&q, ", %" PRId64 "::BIGINT)", job->deletes[i].seq);
+			}
+		sql_add(&q, ") v(local, seq) ON e.filename = v.local");
+		if (q.oom || !run(h, q.s, NULL, msg, msglen))
+			goto done;
+		/* one row per key (nulls equal), with the newest delete of it */
+		sql_reset(&q);
+		sql_add(&q, "CREATE OR REPLACE TEMP TABLE eqm%d AS SELECT ", j);
+		for (k = 0; k < eq_nids[j]; k++)
+			sql_add(&q, "c%d, ", (int) eq_sets[j][k]);
+		sql_add(&q, "max(seq) AS maxseq FROM eq%d GROUP BY ALL", j);
+		if (q.oom || !run(h, q.s, NULL, msg, msglen))
+			goto done;
+	}
+	for (i = 0; i < job->ndeletes; i++)
+	{
+		snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
+		unlink(path);
+	}
+
+	/* the outputs */
+	for (o = 0; o < job->files; o++)
+	{
+		int64_t		lo = (int64_t) ((__int128) total * o / job->files);
+		int64_t		hi = (int64_t) ((__int128) total * (o + 1) / job->files);
+		char		local_out[4400];
+		IcebergCompactOutput out;
+		duckdb_result r;
+		int			n = 0;
+		int64_t		written;
+
+		memset(&out, 0, sizeof(out));
+		/* download what this output reads, and check the row counts */
+		sql_reset(&q);
+		sql_add(&q, "SELECT file_name, num_rows FROM parquet_file_metadata([");
+		for (i = 0; i < job->ninputs; i++)
+		{
+			if (first_out[i] > o || last_out[i] < o)
+				continue;
+			snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
+			if (!have[i])
+			{
+				if (!download(h, job->inputs[i].uri, path, msg, msglen))
+					goto done;
+				have[i] = true;
+				bytes_in += job->inputs[i].size;
+				sql_add(&q, "%s", n++ ? ", " : "");
+				sql_lit(&q, path);
+			}
+		}
+		sql_add(&q, "])");
+		if (n > 0)
+		{
+			if (q.oom || !run(h, q.s, &r, msg, msglen))
+				goto done;
+			for (idx_t row = 0; row < duckdb_row_count(&r); row++)
+			{
+				char	   *fname = duckdb_value_varchar(&r, 0, row);
+				int64_t		rows = duckdb_value_int64(&r, 1, row);
+				int			k = -1;
+
+				if (fname != NULL && sscanf(fname + strlen(dir), "/in%d.parquet", &k) == 1 &&
+					k >= 0 && k < job->ninputs && rows != job->inputs[k].records)
+				{
+					snprintf(msg, msglen, "data file \"%.1000s\" has %" PRId64 " rows; its manifest says %" PRId64,
+							 job->inputs[k].path, rows, job->inputs[k].records);
+					duckdb_free(fname);
+					duckdb_destroy_result(&r);
+					goto done;
+				}
+				rows_in += rows;
+				duckdb_free(fname);
+			}
+			duckdb_destroy_result(&r);
+		}
+
+		/* the slices of this output */
+		if (!run(h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT)",
+				 NULL, msg, msglen))
+			goto done;
+		sql_reset(&q);
+		sql_add(&q, "INSERT INTO slices VALUES ");
+		n = 0;
+		for (i = 0; i < job->ninputs; i++)
+		{
+			int64_t		from,
+						to;
+
+			if (first_out[i] > o || last_out[i] < o)
+				continue;
+			from = o == first_out[i] ? 0 : lo - offset[i];
+			to = o == last_out[i] ? -1 : hi - offset[i];
+			snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
+			sql_add(&q, "%s(", n++ ? ", " : "");
+			sql_lit(&q, path);
+			if (to < 0)
+				sql_add(&q, ", %" PRId64 ", NULL, %" PRId64 ")", from, job->inputs[i].seq);
+			else
+				sql_add(&q, ", %" PRId64 ", %" PRId64 ", %" PRId64 ")", from, to,
+						job->inputs[i].seq);
+		}
+		if (n == 0)
+			continue;			/* no rows fall in this output */
+		if (q.oom || !run(h, q.s, NULL, msg, msglen))
+			goto done;
+
+		/* the rewrite */
+		snprintf(local_out, sizeof(local_out), "%s/out%d.parquet", dir, o);
+		sql_reset(&q);
+		sql_add(&q, "COPY (SELECT ");
+		for (i = 0; i < s->ncolumns; i++)
+		{
+			sql_add(&q, "%sd.c%d AS ", i ? ", " : "", (int) s->columns[i].id);
+			{
+				Sql			nm = {0};
+
+				avro_name(&nm, s->columns[i].name);
+				if (nm.oom)
+					q.oom = true;
+				else
+					sql_ident(&q, nm.s ? nm.s : "_");
+				free(nm.s);
+			}
+		}
+		sql_add(&q, " FROM read_parquet([");
+		for (i = 0, n = 0; i < job->ninputs; i++)
+			if (first_out[i] <= o && last_out[i] >= o)
+			{
+				snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
+				sql_add(&q, "%s", n++ ? ", " : "");
+				sql_lit(&q, path);
+			}
+		sql_add(&q, "], filename = true, file_row_number = true, schema = ");
+		schema_map(&q, s, NULL, 0);
+		/*
+		 * Equi-joins only, each against a small table built above: DuckDB
+		 * streams the rows through them (a correlated NOT EXISTS would
+		 * make it hold every row's keys).
+		 */
+		sql_add(&q, ") d JOIN slices s ON d.filename = s.local");
+		if (has_pos)
+			sql_add(&q, " LEFT JOIN posl p ON p.local = d.filename AND p.pos = d.file_row_number");
+		for (j = 0; j < neq_sets; j++)
+		{
+			int			k;
+
+			sql_add(&q, " LEFT JOIN eqm%d e%d ON", j, j);
+			for (k = 0; k < eq_nids[j]; k++)
+				sql_add(&q, "%s e%d.c%d IS NOT DISTINCT FROM d.c%d", k ? " AND" : "", j,
+						(int) eq_sets[j][k], (int) eq_sets[j][k]);
+		}
+		sql_add(&q, " WHERE d.file_row_number >= s.lo AND (s.hi IS NULL OR d.file_row_number < s.hi)");
+		if (has_pos)
+			sql_add(&q, " AND p.pos IS NULL");
+		for (j = 0; j < neq_sets; j++)
+			sql_add(&q, " AND (e%d.maxseq IS NULL OR e%d.maxseq <= s.seq)", j, j);
+		sql_add(&q, ") TO ");
+		sql_lit(&q, local_out);
+		sql_add(&q, " (FORMAT parquet, COMPRESSION %s", cc);
+		if (job->compression_level >= 0 && strcmp(cc, "zstd") == 0)
+			sql_add(&q, ", COMPRESSION_LEVEL %d", job->compression_level);
+		sql_add(&q, ", FIELD_IDS {");
+		for (i = 0; i < s->ncolumns; i++)
+		{
+			Sql			nm = {0};
+
+			avro_name(&nm, s->columns[i].name);
+			sql_add(&q, "%s", i ? ", " : "");
+			if (nm.oom)
+				q.oom = true;
+			else
+				sql_ident(&q, nm.s ? nm.s : "_");
+			sql_add(&q, ": %d", (int) s->columns[i].id);
+			free(nm.s);
+		}
+		sql_add(&q, "}, KV_METADATA {'iceberg.schema': ");
+		sql_lit(&q, job->schema_json);
+		sql_add(&q, "})");
+		if (q.oom)
+		{
+			snprintf(msg, msglen, "out of memory");
+			goto done;
+		}
+		if (!run(h, q.s, &r, msg, msglen))
+			goto done;
+		written = duckdb_value_int64(&r, 0, 0);
+		duckdb_destroy_result(&r);
+
+		/* inputs no later output reads */
+		for (i = 0; i < job->ninputs; i++)
+			if (have[i] && last_out[i] <= o)
+			{
+				snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
+				unlink(path);
+				have[i] = false;
+				done_bytes += job->inputs[i].size;
+			}
+		helper_progress(job->group, done_bytes);
+
+		if (written == 0)
+		{
+			unlink(local_out);	/* every row of the slice was deleted */
+			continue;
+		}
+		if (!file_metrics(h, job, local_out, &out, msg, msglen))
+		{
+			iceberg_compact_output_free(&out);
+			goto done;
+		}
+		if (out.records != written)
+		{
+			snprintf(msg, msglen, "the file written holds %" PRId64 " rows, the rewrite wrote %" PRId64,
+					 out.records, written);
+			iceberg_compact_output_free(&out);
+			goto done;
+		}
+		if (snprintf(path, sizeof(path), "%s%s-%05d.parquet", job->upload_dir, job->prefix, o) >=
+			(int) sizeof(path) ||
+			snprintf(path2, sizeof(path2), "%s%s-%05d.parquet", job->output_dir, job->prefix, o) >=
+			(int) sizeof(path2))
+		{
+			snprintf(msg, msglen, "the output file's path is too long");
+			iceberg_compact_output_free(&out);
+			goto done;
+		}
+		/* upload() says why it failed; only strdup's failure is memory */
+		if (!upload(h, local_out, path, &out.size, msg, msglen))
+		{
+			iceberg_compact_output_free(&out);
+			goto done;
+		}
+		if ((out.path = strdup(path2)) == NULL)
+		{
+			snprintf(msg, msglen, "out of memory");
+			iceberg_compact_output_free(&out);
+			goto done;
+		}
+		unlink(local_out);
+		rows_out += written;
+		files_written++;
+		helper_send(iceberg_compact_file_json(job->group, &out));
+		iceberg_compact_output_free(&out);
+	}
+	helper_send(iceberg_compact_done_json(job->group, files_written, rows_in,
+										  rows_in - rows_out, rows_out, bytes_in,
+										  helper_peak_rss()));
+	ok = true;
+done:
+	(void) run(h, "DROP TABLE IF EXISTS pos", NULL, path, sizeof(path));
+	(void) run(h, "DROP TABLE IF EXISTS posl", NULL, path, sizeof(path));
+	for (j = 0; j < neq_sets; j++)
+	{
+		char		drop[64];
+
+		snprintf(drop, sizeof(drop), "DROP TABLE IF EXISTS eq%d", j);
+		(void) run(h, drop, NULL, path, sizeof(path));
+		snprintf(drop, sizeof(drop), "DROP TABLE IF EXISTS eqm%d", j);
+		(void) run(h, drop, NULL, path, sizeof(path));
+	}
+	for (i = 0; i < job->ninputs; i++)
+		if (have && have[i])
+		{
+			snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
+			unlink(path);
+		}
+	for (i = 0; i < job->ndeletes; i++)
+	{
+		snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
+		unlink(path);
+	}
+	for (o = 0; o < job->files; o++)
+	{
+		snprintf(path, sizeof(path), "%s/out%d.parquet", dir, o);
+		unlink(path);
+	}
+	rmdir(dir);
+	free(q.s);
+	free(offset);
+	free(first_out);
+	free(last_out);
+	free(have);
+	free(eq_sets);
+	free(eq_nids);
+	return ok;
+}

@@ -1,0 +1,402 @@
+/*-------------------------------------------------------------------------
+ *
+ * compact.h
+ *	  Iceberg data file compaction (RewriteDataFiles with the bin-pack
+ *	  strategy), the plain-C half: the table schema's columns, a filter on
+ *	  partitions ("where"), the plan (which data files to rewrite, in which
+ *	  groups, with which delete files), and the commit of one group's
+ *	  rewrite (its manifests, the manifest list and the "replace" snapshot).
+ *	  Rewriting the rows themselves is the helper program's work
+ *	  (src/compactor/, through compact_wire.h); committing, retrying and
+ *	  deleting are the caller's.
+ *
+ * The plan follows Apache Iceberg's BinPackRewriteFilePlanner and
+ * SizeBasedFileRewritePlanner
+ * (https://github.com/apache/iceberg/blob/main/core/src/main/java/org/apache/iceberg/actions/BinPackRewriteFilePlanner.java):
+ *	- the live data files of the current snapshot are grouped by partition
+ *	  spec and partition (a file keeps its own spec: it is written back in
+ *	  the spec it was read in, where Iceberg moves files of older specs to
+ *	  the current one, which needs Iceberg's transforms in the writer);
+ *	- a file is a candidate when rewrite-all, or its size is outside
+ *	  [min-file-size-bytes, max-file-size-bytes] (75 % and 180 % of
+ *	  target-file-size-bytes), or at least delete-file-threshold delete
+ *	  files apply to it, or its file-scoped position deletes cover at
+ *	  least delete-ratio-threshold of its rows;
+ *	- the candidates of a partition are packed in order into groups of at
+ *	  most max-file-group-size-bytes (and max_group_files files); a group
+ *	  is rewritten when it has more than one file and at least
+ *	  min-input-files, or more than one file and more bytes than the
+ *	  target, or more bytes than max-file-size-bytes, or a file with too
+ *	  many deletes or too high a delete ratio; with rewrite-all every
+ *	  file is a candidate and every group is rewritten, whatever
+ *	  min-input-files, the sizes and the delete thresholds say (Iceberg's
+ *	  SizeBasedFileRewritePlanner skips both filters when rewrite-all is
+ *	  set);
+ *	- its output file count is Iceberg's expectedOutputFiles(bytes).
+ * Deletes apply by the spec's sequence number rules
+ * (https://iceberg.apache.org/spec/#scan-planning): a position delete file
+ * to the data files of its spec and partition whose data sequence number
+ * is not greater than its own (only to referenced_data_file when set); an
+ * equality delete file to those whose data sequence number is smaller
+ * (every partition of every spec when its spec is unpartitioned).
+ *
+ * The commit (Iceberg's RewriteFiles with the starting sequence number):
+ * the new data files get the plan's base sequence number as their
+ * explicit data sequence number, so an equality delete committed after
+ * the plan still applies to them, and one applied by the rewrite no
+ * longer does; the rewritten files become DELETED entries of their
+ * manifests (rewritten with the other entries as EXISTING, data_file
+ * bytes copied); a delete file is removed in the commit that rewrites the
+ * last data file of the base it applied to.  Before writing, the group is
+ * checked against the table it is committed on (iceberg_compact_commit_
+ * write): every rewritten file must still be live and no position delete
+ * file added since the plan may touch the group's partition (Iceberg's
+ * validateNoNewDeletesForDataFiles; new equality deletes are fine, as
+ * above); otherwise ICEBERG_ERR_CONFLICT and the group is given up.
+ *
+ * Refused (ICEBERG_ERR_UNSUPPORTED): format v3 (deletion vectors, row
+ * lineage), snapshots without a manifest list, columns of a nested or
+ * fixed type (the helper writes primitive columns only), manifests of a
+ * v2 table written without sequence numbers (only for a group whose files
+ * they hold).
+ *
+ * Memory: the plan holds one record per candidate data file and per live
+ * delete file (with the groups each delete file's data files fall in);
+ * non-candidate data files are streamed.  A commit holds one manifest
+ * being written.
+ *
+ * src/iceberg/compact/compact.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_ICEBERG_COMPACT_H
+#define TMS_ICEBERG_COMPACT_H
+
+#include "iceberg/write/commit_request.h"
+#include "iceberg/iceberg.h"
+#include "iceberg/maint/rewrite_manifests.h"
+
+/* ------------------------------------------------------------------------
+ * The table schema's top-level columns (schema.c)
+ * ------------------------------------------------------------------------
+ */
+
+typedef enum IcebergTypeId
+{
+	ICEBERG_TYPE_BOOLEAN,
+	ICEBERG_TYPE_INT,
+	ICEBERG_TYPE_LONG,
+	ICEBERG_TYPE_FLOAT,
+	ICEBERG_TYPE_DOUBLE,
+	ICEBERG_TYPE_DECIMAL,
+	ICEBERG_TYPE_DATE,
+	ICEBERG_TYPE_TIME,
+	ICEBERG_TYPE_TIMESTAMP,
+	ICEBERG_TYPE_TIMESTAMPTZ,
+	ICEBERG_TYPE_TIMESTAMP_NS,
+	ICEBERG_TYPE_TIMESTAMPTZ_NS,
+	ICEBERG_TYPE_STRING,
+	ICEBERG_TYPE_UUID,
+	ICEBERG_TYPE_FIXED,
+	ICEBERG_TYPE_BINARY,
+	ICEBERG_TYPE_NESTED,		/* struct, list, map */
+	ICEBERG_TYPE_OTHER			/* unknown, variant, geometry, ... */
+} IcebergTypeId;
+
+typedef struct IcebergColumn
+{
+	int32_t		id;
+	char	   *name;
+	IcebergTypeId type;
+	int			precision;		/* decimal */
+	int			scale;			/* decimal */
+	int			length;			/* fixed */
+	bool		required;
+	char	   *type_text;		/* as in the schema ("decimal(10, 2)"), or
+								 * "struct"/"list"/"map" */
+} IcebergColumn;
+
+typedef struct IcebergSchema
+{
+	int32_t		schema_id;
+	int			ncolumns;
+	IcebergColumn *columns;
+} IcebergSchema;
+
+/* Parse a schema object's JSON text (IcebergTableMetadata.current_schema_json). */
+extern bool iceberg_schema_parse(const char *json, IcebergSchema **out,
+								 IcebergError *err);
+extern void iceberg_schema_free(IcebergSchema *s);
+extern const IcebergColumn *iceberg_schema_column(const IcebergSchema *s, int32_t id);
+
+/* ------------------------------------------------------------------------
+ * A filter on partitions ("where", compact_filter.c)
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * The grammar, SQL-like and case-insensitive in its keywords:
+ *	  expr    := term { OR term }
+ *	  term    := factor { AND factor }
+ *	  factor  := NOT factor | '(' expr ')' | name op literal
+ *				 | name [NOT] IN '(' literal { ',' literal } ')'
+ *				 | name [NOT] BETWEEN literal AND literal
+ *				 | name IS [NOT] NULL
+ *	  op      := = | <> | != | < | <= | > | >=
+ *	  literal := 'text' ('' inside) | number | TRUE | FALSE
+ *	  name    := identifier | "quoted identifier" ("" inside)
+ * A name is a partition field of the file's spec, or a table column that
+ * an identity partition field of that spec has as its source.  A file is
+ * selected when its partition values make the filter true; a name its
+ * spec does not partition by, and a comparison with a null value, are
+ * unknown (SQL's three-valued logic), and unknown is not true.  Literals
+ * are read as the value's type: dates as 'YYYY-MM-DD' (day and identity
+ * date), timestamps as 'YYYY-MM-DD HH:MM:SS[.ffffff][Z|+HH:MM]',
+ * decimals exactly, uuids in their text form.
+ */
+typedef struct IcebergPartitionFilter IcebergPartitionFilter;
+
+/* Parse (the syntax only): 1 KiB of text at most, 256 terms. */
+extern bool iceberg_partition_filter_parse(const char *text,
+										   IcebergPartitionFilter **out,
+										   IcebergError *err);
+
+/*
+ * Check every name and literal against the table (its current schema and
+ * partition specs): ICEBERG_ERR_INVALID_ARGUMENT naming the first bad one.
+ */
+extern bool iceberg_partition_filter_bind(IcebergPartitionFilter *f,
+										  const IcebergTableMetadata *md,
+										  IcebergError *err);
+
+/* Does a partition (spec id, canonical text) satisfy the bound filter? */
+extern bool iceberg_partition_filter_match(const IcebergPartitionFilter *f,
+										   int32_t spec_id, const char *partition,
+										   size_t len);
+extern void iceberg_partition_filter_free(IcebergPartitionFilter *f);
+
+/* ------------------------------------------------------------------------
+ * The plan
+ * ------------------------------------------------------------------------
+ */
+
+typedef struct IcebergCompactOptions
+{
+	int64_t		target_file_size_bytes; /* <= 0: write.target-file-size-bytes,
+										 * else 512 MiB */
+	int64_t		min_file_size_bytes;	/* < 0: 75 % of the target */
+	int64_t		max_file_size_bytes;	/* < 0: 180 % of the target */
+	int32_t		min_input_files;	/* <= 0: 5 */
+	int64_t		max_file_group_size_bytes;	/* <= 0: 100 GiB */
+	int32_t		max_group_files;	/* <= 0: 100,000 */
+	bool		rewrite_all;
+	int32_t		delete_file_threshold;	/* < 0: none */
+	double		delete_ratio_threshold; /* <= 0: 0.3 */
+	const IcebergPartitionFilter *where;	/* bound; NULL: every partition */
+} IcebergCompactOptions;
+
+/* Why a group is rewritten (bits of IcebergCompactGroup.reasons). */
+#define ICEBERG_COMPACT_ENOUGH_INPUTS	0x01
+#define ICEBERG_COMPACT_ENOUGH_CONTENT	0x02
+#define ICEBERG_COMPACT_TOO_MUCH_CONTENT 0x04
+#define ICEBERG_COMPACT_DELETES			0x08
+#define ICEBERG_COMPACT_DELETE_RATIO	0x10
+#define ICEBERG_COMPACT_REWRITE_ALL		0x20
+
+/* A live delete file of the base snapshot. */
+typedef struct IcebergCompactDelete
+{
+	char	   *path;
+	int32_t		content;		/* ICEBERG_CONTENT_POSITION_DELETES or
+								 * _EQUALITY_DELETES */
+	int64_t		seq;			/* data sequence number */
+	int64_t		size;
+	int64_t		records;
+	int32_t		spec_id;
+	char	   *partition;
+	bool		global;			/* equality deletes of an unpartitioned spec */
+	int			nequality_ids;
+	int32_t    *equality_ids;
+	char	   *referenced;		/* referenced_data_file, or NULL */
+	int			manifest;		/* index into plan->manifests */
+	int64_t		applies;		/* live data files of the base it applies to */
+	int64_t		covered;		/* of them, rewritten by committed groups */
+	int			ngroups;		/* groups that rewrite some of them */
+	int		   *groups;
+	int64_t    *group_files;	/* how many each */
+} IcebergCompactDelete;
+
+/* A data file to rewrite. */
+typedef struct IcebergCompactFile
+{
+	char	   *path;
+	int64_t		size;
+	int64_t		records;
+	int64_t		seq;			/* data sequence number */
+	int			manifest;		/* index into plan->manifests */
+	int			ndeletes;		/* delete files applying to it */
+	int		   *deletes;		/* indexes into plan->deletes */
+} IcebergCompactFile;
+
+typedef struct IcebergCompactGroup
+{
+	int32_t		spec_id;
+	char	   *partition;		/* canonical text */
+	int			first;			/* its files: plan->files[first ..] */
+	int			nfiles;
+	int64_t		bytes;
+	int64_t		records;
+	int			expected_outputs;
+	unsigned	reasons;		/* ICEBERG_COMPACT_* */
+	int			ndeletes;		/* distinct delete files applying to its files */
+	int		   *deletes;
+} IcebergCompactGroup;
+
+typedef struct IcebergCompactPlan
+{
+	int64_t		base_snapshot_id;	/* -1: an empty table, nothing to do */
+	int64_t		base_sequence_number;
+	int			format_version;
+	/* the options resolved */
+	int64_t		target_file_size_bytes;
+	int64_t		min_file_size_bytes;
+	int64_t		max_file_size_bytes;
+	int32_t		min_input_files;
+	int64_t		max_file_group_size_bytes;
+	bool		rewrite_all;
+	int32_t		delete_file_threshold;
+	double		delete_ratio_threshold;
+	/* the groups, in (spec id, partition) order */
+	int			ngroups;
+	IcebergCompactGroup *groups;
+	int			nfiles;
+	IcebergCompactFile *files;
+	int			ndeletes;
+	IcebergCompactDelete *deletes;
+	/* manifests holding the plan's files, as the table has them now */
+	int			nmanifests;
+	char	  **manifests;
+	/* what was looked at */
+	int64_t		data_files;		/* live data files of the base */
+	int64_t		data_bytes;
+	int64_t		filtered_out;	/* not selected by the filter */
+	int64_t		candidates;		/* candidate files, before the groups */
+} IcebergCompactPlan;
+
+/*
+ * Plan on md's current snapshot.  A table without a current snapshot
+ * gets an empty plan (base_snapshot_id -1).  Invalid options (a target
+ * not between min and max, negative counts) are
+ * ICEBERG_ERR_INVALID_ARGUMENT.
+ */
+extern bool iceberg_compact_plan(const IcebergFileIO *io,
+								 const IcebergTableMetadata *md,
+								 const IcebergCompactOptions *opt,
+								 IcebergCompactPlan **out, IcebergError *err);
+extern void iceberg_compact_plan_free(IcebergCompactPlan *p);
+
+/*
+ * The delete files group g's commit removes: those whose data files of
+ * the base are all rewritten once g is (with the groups committed
+ * before).  Fills (*out, *n) with indexes into plan->deletes (malloc'd).
+ */
+extern bool iceberg_compact_removable(const IcebergCompactPlan *p, int g,
+									  int **out, int *n, IcebergError *err);
+
+/*
+ * Where group g's data files go: the table's data location
+ * (write.data.path, else write.folder-storage.path, else
+ * <location>/data) and, for a partitioned spec, the partition path as
+ * Iceberg names it (field=value/...), with a trailing '/'.  malloc'd.
+ */
+extern char *iceberg_compact_output_dir(const IcebergTableMetadata *md,
+										const IcebergSchema *schema,
+										const IcebergCompactPlan *p, int g,
+										IcebergError *err);
+
+/* ------------------------------------------------------------------------
+ * The commit of one group
+ * ------------------------------------------------------------------------
+ */
+
+/* The metrics of one column of a data file written. */
+typedef struct IcebergColumnMetrics
+{
+	int32_t		id;
+	int64_t		column_size;	/* -1: absent */
+	int64_t		value_count;	/* -1: absent */
+	int64_t		null_count;		/* -1: absent */
+	int64_t		nan_count;		/* -1: absent */
+	bool		has_lower;
+	bool		has_upper;
+	size_t		lower_len;
+	size_t		upper_len;
+	uint8_t    *lower;			/* single-value serialization */
+	uint8_t    *upper;
+} IcebergColumnMetrics;
+
+/* A data file the helper wrote for a group. */
+typedef struct IcebergCompactOutput
+{
+	char	   *path;
+	int64_t		size;
+	int64_t		records;
+	int			nmetrics;
+	IcebergColumnMetrics *metrics;
+	int			nsplit_offsets;
+	int64_t    *split_offsets;
+} IcebergCompactOutput;
+
+extern void iceberg_compact_output_free(IcebergCompactOutput *o);
+
+typedef struct IcebergCompactCommit
+{
+	int			nwritten;
+	char	  **written;		/* manifests and the list, also on failure */
+	IcebergNewSnapshot snapshot;
+	int			nreplaced;		/* manifests rewritten: old and new paths */
+	char	  **replaced_old;
+	char	  **replaced_new;
+	int64_t		data_files_rewritten;
+	int64_t		bytes_rewritten;
+	int64_t		records_rewritten;
+	int64_t		data_files_added;
+	int64_t		bytes_added;
+	int64_t		records_added;
+	int64_t		delete_files_removed;
+	int			nremoved;		/* the delete files removed (plan indexes) */
+	int		   *removed;
+} IcebergCompactCommit;
+
+/*
+ * Check group g against md (the table it is to be committed on: the base,
+ * or the table after a conflict or after the groups committed before),
+ * then write the manifests and the manifest list of a "replace" snapshot
+ * new_snapshot_id that rewrites the group's files into outputs (none
+ * when the group's deletes took every row) and
+ * removes the delete files iceberg_compact_removable() names (those no
+ * longer live are left out).  ICEBERG_ERR_CONFLICT: the group cannot go
+ * on md (a file gone, a position delete added since the plan); nothing
+ * was written.  res is always initialised; free it with
+ * iceberg_compact_commit_free().
+ */
+extern bool iceberg_compact_commit_write(const IcebergFileIO *io,
+										 const IcebergWriter *w,
+										 const IcebergTableMetadata *md,
+										 IcebergCompactPlan *p, int g,
+										 const IcebergCompactOutput *outputs,
+										 int noutputs, int64_t new_snapshot_id,
+										 IcebergCompactCommit *res,
+										 IcebergError *err);
+
+/*
+ * After group g's commit landed: its delete coverage counts, and the plan
+ * follows the manifests the commit replaced (so that later groups find
+ * their files).
+ */
+extern bool iceberg_compact_committed(IcebergCompactPlan *p, int g,
+									  const IcebergCompactCommit *res,
+									  IcebergError *err);
+extern void iceberg_compact_commit_free(IcebergCompactCommit *res);
+
+#endif							/* TMS_ICEBERG_COMPACT_H */

@@ -1,0 +1,53 @@
+/*-------------------------------------------------------------------------
+ *
+ * compact_int.h
+ *	  What compact_plan.c shares with compact_commit.c: a map from strings
+ *	  to indexes, the manifest-list records kept for a second look and the
+ *	  checks of the table (not part of the API; compact.h is).
+ *
+ * Rules of this file: plain C, errors as IcebergError values; include it
+ * only from src/iceberg/compact/compact_*.c.
+ *
+ * src/iceberg/compact/compact_int.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_ICEBERG_COMPACT_INT_H
+#define TMS_ICEBERG_COMPACT_INT_H
+
+#include "iceberg/compact/compact.h"
+#include "iceberg/write/write_internal.h"
+
+#define MIB						(INT64_C(1024) * 1024)
+
+/* A map from strings to indexes (open addressing, keys borrowed) */
+typedef struct StrMap
+{
+	const char **keys;
+	uint64_t   *hashes;
+	int		   *values;
+	size_t		nslots;
+	size_t		count;
+} StrMap;
+
+/* A manifest-list record kept for a second look: its fields and raw bytes. */
+typedef struct ListRec
+{
+	IcebergManifestFile mf;		/* manifest_path points to path */
+	char	   *path;
+	uint8_t    *raw;
+	size_t		raw_len;
+} ListRec;
+
+extern bool compact_oom(IcebergError *err);
+extern bool compact_map_put(StrMap *m, const char *key, int value);
+extern int	compact_map_get(const StrMap *m, const char *key);
+extern void compact_map_free(StrMap *m);
+extern bool compact_check_table(const IcebergTableMetadata *md,
+								const IcebergSnapshot **snap, IcebergError *err);
+extern void compact_free_recs(ListRec *r, int n);
+extern bool compact_read_list(const IcebergFileIO *io, const IcebergTableMetadata *md,
+							  const IcebergSnapshot *snap, ListRec **out, int *nout,
+							  IcebergError *err);
+
+#endif							/* TMS_ICEBERG_COMPACT_INT_H */

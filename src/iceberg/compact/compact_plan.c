@@ -1,0 +1,1260 @@
+/*-------------------------------------------------------------------------
+ *
+ * compact_plan.c
+ *	  Data file compaction, the plain-C half, part one: the bin-pack plan,
+ *	  the files a committed group may remove and the output directory,
+ *	  plus the helpers the commit shares (compact_int.h); compact.h states
+ *	  the semantics, the refusals and the memory bounds, compact_commit.c
+ *	  holds the commit of one group.
+ *
+ * Rules of this file: plain C, errors as IcebergError values, every
+ * allocation freed on every path; nothing here runs the rewrite of the
+ * rows, commits, retries or deletes.  Manifests are read with the
+ * layer's streaming readers; entries carried into a rewritten manifest
+ * keep their data_file bytes (ICEBERG_READ_RAW); the new data files'
+ * entries are encoded from values by field id (avro_write.c) in the
+ * manifest schema of the spec (Iceberg's, with the partition record of
+ * the manifests the files came from).
+ *
+ * src/iceberg/compact/compact_plan.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "iceberg/compact/compact.h"
+#include "iceberg/compact/compact_int.h"
+#include "iceberg/write/write_internal.h"
+#include "io/util/jsonmem.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_TARGET			(512 * MIB)
+#define DEFAULT_MAX_GROUP		(100 * 1024 * MIB)
+#define DEFAULT_MIN_INPUTS		5
+#define DEFAULT_DELETE_RATIO	0.3
+#define DEFAULT_MAX_GROUP_FILES 100000
+#define SPLIT_OVERHEAD			(5 * 1024)
+
+bool
+compact_oom(IcebergError *err)
+{
+	return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
+/* ---------------------------------------------------------------------
+ * A map from strings to indexes (open addressing, keys borrowed)
+ * ---------------------------------------------------------------------
+ */
+
+static uint64_t
+hash_str(const char *s)
+{
+	return iceberg_hash_bytes(ICEBERG_HASH_INIT, s, strlen(s));
+}
+
+bool
+compact_map_put(StrMap *m, const char *key, int value)
+{
+	uint64_t	h = hash_str(key);
+	size_t		j;
+
+	if ((m->count + 1) * 2 > m->nslots)
+	{
+		size_t		n = m->nslots ? m->nslots * 2 : 64;
+		StrMap		g = {calloc(n, sizeof(char *)), calloc(n, sizeof(uint64_t)),
+		calloc(n, sizeof(int)), n, 0};
+		size_t		i;
+
+		if (g.keys == NULL || g.hashes == NULL || g.values == NULL)
+		{
+			free(g.keys);
+			free(g.hashes);
+			free(g.values);
+			return false;
+		}
+		for (i = 0; i < m->nslots; i++)
+			if (m->keys[i] != NULL)
+			{
+				j = m->hashes[i] & (n - 1);
+				while (g.keys[j] != NULL)
+					j = (j + 1) & (n - 1);
+				g.keys[j] = m->keys[i];
+				g.hashes[j] = m->hashes[i];
+				g.values[j] = m->values[i];
+				g.count++;
+			}
+		free(m->keys);
+		free(m->hashes);
+		free(m->values);
+		*m = g;
+	}
+	j = h & (m->nslots - 1);
+	while (m->keys[j] != NULL)
+	{
+		if (m->hashes[j] == h && strcmp(m->keys[j], key) == 0)
+		{
+			m->values[j] = value;
+			return true;
+		}
+		j = (j + 1) & (m->nslots - 1);
+	}
+	m->keys[j] = key;
+	m->hashes[j] = h;
+	m->values[j] = value;
+	m->count++;
+	return true;
+}
+
+/* The value of key, or -1. */
+int
+compact_map_get(const StrMap *m, const char *key)
+{
+	uint64_t	h;
+	size_t		j;
+
+	if (m->nslots == 0)
+		return -1;
+	h = hash_str(key);
+	j = h & (m->nslots - 1);
+	while (m->keys[j] != NULL)
+	{
+		if (m->hashes[j] == h && strcmp(m->keys[j], key) == 0)
+			return m->values[j];
+		j = (j + 1) & (m->nslots - 1);
+	}
+	return -1;
+}
+
+void
+compact_map_free(StrMap *m)
+{
+	free(m->keys);
+	free(m->hashes);
+	free(m->values);
+	memset(m, 0, sizeof(*m));
+}
+
+/* Append v to a growable int array. */
+static bool
+int_push(int **arr, int *n, int *alloc, int v)
+{
+	if (*n == *alloc)
+	{
+		int			na = *alloc ? *alloc * 2 : 8;
+		int		   *nw = realloc(*arr, sizeof(int) * (size_t) na);
+
+		if (nw == NULL)
+			return false;
+		*arr = nw;
+		*alloc = na;
+	}
+	(*arr)[(*n)++] = v;
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Checks shared by the plan and the commit
+ * ---------------------------------------------------------------------
+ */
+
+bool
+compact_check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap, IcebergError *err)
+{
+	return iceberg_write_check_table(md, "compaction",
+									 "Format v3 adds deletion vectors and row lineage, which this rewrite does not maintain.",
+									 "", snap, err);
+}
+
+/* Are the schema's columns all of types the helper writes? */
+static bool
+check_schema(const IcebergSchema *s, IcebergError *err)
+{
+	int			i;
+
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		IcebergTypeId t = s->columns[i].type;
+
+		if (t == ICEBERG_TYPE_NESTED || t == ICEBERG_TYPE_FIXED || t == ICEBERG_TYPE_OTHER ||
+			t == ICEBERG_TYPE_TIMESTAMP_NS || t == ICEBERG_TYPE_TIMESTAMPTZ_NS)
+		{
+			iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
+							  "compaction does not support column \"%s\" of type %s",
+							  s->columns[i].name, s->columns[i].type_text);
+			iceberg_set_detail(err, "The local engine rewrites tables whose columns are of primitive types other than fixed; use an engine server for this table.");
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Is the spec unpartitioned (no fields, or only void transforms)? */
+static bool
+spec_unpartitioned(const IcebergTableMetadata *md, int32_t spec_id)
+{
+	const IcebergPartitionSpec *spec = iceberg_metadata_spec(md, spec_id);
+	int			i;
+
+	if (spec == NULL)
+		return false;
+	for (i = 0; i < spec->nfields; i++)
+		if (strcmp(spec->fields[i].transform, "void") != 0)
+			return false;
+	return true;
+}
+
+/* An IcebergManifestFile to read a manifest of a list again. */
+static void
+copy_mf(const IcebergManifestFile *in, IcebergManifestFile *out)
+{
+	*out = *in;
+	out->raw = NULL;
+	out->raw_len = 0;
+}
+
+void
+compact_free_recs(ListRec *r, int n)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		free(r[i].path);
+		free(r[i].raw);
+	}
+	free(r);
+}
+
+/* Read a snapshot's manifest list into an array (raw bytes too). */
+bool
+compact_read_list(const IcebergFileIO *io, const IcebergTableMetadata *md,
+		  const IcebergSnapshot *snap, ListRec **out, int *nout, IcebergError *err)
+{
+	IcebergManifestListReader *lr;
+	const IcebergManifestFile *mf;
+	ListRec    *recs = NULL;
+	int			n = 0,
+				alloc = 0,
+				rc;
+
+	*out = NULL;
+	*nout = 0;
+	if (!iceberg_manifest_list_open(io, md, snap, &lr, err))
+		return false;
+	while ((rc = iceberg_manifest_list_next(lr, &mf, err)) == 1)
+	{
+		ListRec    *r;
+
+		if (n == alloc)
+		{
+			int			na = alloc ? alloc * 2 : 64;
+			ListRec    *nr = na < INT32_MAX / 2 ? realloc(recs, sizeof(ListRec) * (size_t) na) : NULL;
+
+			if (nr == NULL)
+			{
+				compact_oom(err);
+				rc = -1;
+				break;
+			}
+			recs = nr;
+			alloc = na;
+		}
+		r = &recs[n];
+		memset(r, 0, sizeof(*r));
+		copy_mf(mf, &r->mf);
+		r->path = iceberg_strdup(mf->manifest_path, err);
+		r->raw = mf->raw_len ? malloc(mf->raw_len) : NULL;
+		n++;
+		if (r->path == NULL || (mf->raw_len && r->raw == NULL))
+		{
+			compact_oom(err);
+			rc = -1;
+			break;
+		}
+		if (mf->raw_len)
+			memcpy(r->raw, mf->raw, mf->raw_len);
+		r->raw_len = mf->raw_len;
+		r->mf.manifest_path = r->path;
+	}
+	iceberg_manifest_list_close(lr);
+	if (rc < 0)
+	{
+		compact_free_recs(recs, n);
+		return false;
+	}
+	*out = recs;
+	*nout = n;
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * The plan
+ * ---------------------------------------------------------------------
+ */
+
+void
+iceberg_compact_plan_free(IcebergCompactPlan *p)
+{
+	int			i;
+
+	if (p == NULL)
+		return;
+	for (i = 0; i < p->ngroups; i++)
+	{
+		free(p->groups[i].partition);
+		free(p->groups[i].deletes);
+	}
+	free(p->groups);
+	for (i = 0; i < p->nfiles; i++)
+	{
+		free(p->files[i].path);
+		free(p->files[i].deletes);
+	}
+	free(p->files);
+	for (i = 0; i < p->ndeletes; i++)
+	{
+		IcebergCompactDelete *d = &p->deletes[i];
+
+		free(d->path);
+		free(d->partition);
+		free(d->equality_ids);
+		free(d->referenced);
+		free(d->groups);
+		free(d->group_files);
+	}
+	free(p->deletes);
+	for (i = 0; i < p->nmanifests; i++)
+		free(p->manifests[i]);
+	free(p->manifests);
+	free(p);
+}
+
+/* Build state of a plan. */
+typedef struct Planner
+{
+	IcebergCompactPlan *p;
+	const IcebergTableMetadata *md;
+	const IcebergCompactOptions *opt;
+	IcebergError *err;
+	StrMap		manifest_ix;	/* path -> index into p->manifests */
+	int			manifests_alloc;
+	int			deletes_alloc;
+	int			files_alloc;
+	/* deletes by (spec, partition): chains through next_in_part */
+	StrMap		part_ix;		/* "spec|partition" -> first delete */
+	char	  **part_keys;		/* owned keys of part_ix */
+	int			npart_keys;
+	int			part_keys_alloc;
+	int		   *next_in_part;
+	int		   *global;			/* global equality deletes */
+	int			nglobal;
+	int			global_alloc;
+	/* candidates by partition */
+	StrMap		cand_ix;		/* "spec|partition" -> index into cands */
+	struct Cands
+	{
+		char	   *key;
+		int32_t		spec_id;
+		char	   *partition;
+		int		   *files;
+		int			nfiles;
+		int			alloc;
+	}		   *cands;
+	int			ncands;
+	int			cands_alloc;
+	/* scratch */
+	int		   *scratch;
+	int			nscratch;
+	int			scratch_alloc;
+} Planner;
+
+static void
+planner_free(Planner *pl)
+{
+	int			i;
+
+	compact_map_free(&pl->manifest_ix);
+	compact_map_free(&pl->part_ix);
+	for (i = 0; i < pl->npart_keys; i++)
+		free(pl->part_keys[i]);
+	free(pl->part_keys);
+	free(pl->next_in_part);
+	free(pl->global);
+	compact_map_free(&pl->cand_ix);
+	for (i = 0; i < pl->ncands; i++)
+	{
+		free(pl->cands[i].key);
+		free(pl->cands[i].partition);
+		free(pl->cands[i].files);
+	}
+	free(pl->cands);
+	free(pl->scratch);
+}
+
+/* "spec|partition" (malloc'd). */
+static char *
+part_key(int32_t spec_id, const char *partition, size_t len)
+{
+	char	   *k = malloc(len + 16);
+
+	if (k != NULL)
+	{
+		int			n = snprintf(k, 16, "%d|", (int) spec_id);
+
+		memcpy(k + n, partition, len);
+		k[n + len] = '\0';
+	}
+	return k;
+}
+
+/* The index of a manifest path in the plan (added when new). */
+static int
+manifest_index(Planner *pl, const char *path)
+{
+	IcebergCompactPlan *p = pl->p;
+	int			i = compact_map_get(&pl->manifest_ix, path);
+
+	if (i >= 0)
+		return i;
+	if (p->nmanifests == pl->manifests_alloc)
+	{
+		int			na = pl->manifests_alloc ? pl->manifests_alloc * 2 : 64;
+		char	  **nm = realloc(p->manifests, sizeof(char *) * (size_t) na);
+
+		if (nm == NULL)
+			return -1;
+		p->manifests = nm;
+		pl->manifests_alloc = na;
+	}
+	p->manifests[p->nmanifests] = strdup(path);
+	if (p->manifests[p->nmanifests] == NULL)
+		return -1;
+	if (!compact_map_put(&pl->manifest_ix, p->manifests[p->nmanifests], p->nmanifests))
+	{
+		free(p->manifests[p->nmanifests]);
+		return -1;
+	}
+	return p->nmanifests++;
+}
+
+/* Add one live delete file of the base. */
+static bool
+add_delete(Planner *pl, const IcebergManifestEntry *e, int manifest)
+{
+	IcebergCompactPlan *p = pl->p;
+	IcebergCompactDelete *d;
+	int			ix = p->ndeletes;
+
+	if (ix == pl->deletes_alloc)
+	{
+		int			na = pl->deletes_alloc ? pl->deletes_alloc * 2 : 16;
+		IcebergCompactDelete *nd = realloc(p->deletes, sizeof(*nd) * (size_t) na);
+		int		   *nn = realloc(pl->next_in_part, sizeof(int) * (size_t) na);
+
+		if (nd != NULL)
+			p->deletes = nd;
+		if (nn != NULL)
+			pl->next_in_part = nn;
+		if (nd == NULL || nn == NULL)
+			return compact_oom(pl->err);
+		pl->deletes_alloc = na;
+	}
+	d = &p->deletes[ix];
+	memset(d, 0, sizeof(*d));
+	p->ndeletes++;
+	d->content = e->content;
+	d->seq = e->sequence_number < 0 ? 0 : e->sequence_number;
+	d->size = e->file_size_in_bytes;
+	d->records = e->record_count;
+	d->spec_id = e->spec_id;
+	d->manifest = manifest;
+	d->path = strdup(e->file_path);
+	d->partition = strndup(e->partition, e->partition_len);
+	d->referenced = e->referenced_data_file ? strdup(e->referenced_data_file) : NULL;
+	if (d->path == NULL || d->partition == NULL ||
+		(e->referenced_data_file && d->referenced == NULL))
+		return compact_oom(pl->err);
+	if (e->nequality_ids > 0)
+	{
+		d->equality_ids = malloc(sizeof(int32_t) * (size_t) e->nequality_ids);
+		if (d->equality_ids == NULL)
+			return compact_oom(pl->err);
+		memcpy(d->equality_ids, e->equality_ids, sizeof(int32_t) * (size_t) e->nequality_ids);
+		d->nequality_ids = e->nequality_ids;
+	}
+	if (e->content == ICEBERG_CONTENT_EQUALITY_DELETES && spec_unpartitioned(pl->md, e->spec_id))
+	{
+		d->global = true;
+		if (!int_push(&pl->global, &pl->nglobal, &pl->global_alloc, ix))
+			return compact_oom(pl->err);
+		pl->next_in_part[ix] = -1;
+		return true;
+	}
+	{
+		char	   *key = part_key(e->spec_id, e->partition, e->partition_len);
+		int			first;
+
+		if (key == NULL)
+			return compact_oom(pl->err);
+		first = compact_map_get(&pl->part_ix, key);
+		pl->next_in_part[ix] = first;
+		if (first >= 0)
+		{
+			/* the partition's chain starts here now (the map keeps its key) */
+			bool		put = compact_map_put(&pl->part_ix, key, ix);
+
+			free(key);
+			if (!put)
+				return compact_oom(pl->err);
+			return true;
+		}
+		if (pl->npart_keys == pl->part_keys_alloc)
+		{
+			int			na = pl->part_keys_alloc ? pl->part_keys_alloc * 2 : 16;
+			char	  **nk = realloc(pl->part_keys, sizeof(char *) * (size_t) na);
+
+			if (nk == NULL)
+			{
+				free(key);
+				return compact_oom(pl->err);
+			}
+			pl->part_keys = nk;
+			pl->part_keys_alloc = na;
+		}
+		pl->part_keys[pl->npart_keys++] = key;
+		if (!compact_map_put(&pl->part_ix, key, ix))
+			return compact_oom(pl->err);
+	}
+	return true;
+}
+
+/* Collect into pl->scratch the deletes applying to a data entry. */
+static bool
+match(Planner *pl, const IcebergManifestEntry *e, int64_t *known_deleted)
+{
+	IcebergCompactPlan *p = pl->p;
+	int64_t		seq = e->sequence_number < 0 ? 0 : e->sequence_number;
+	int			i;
+
+	pl->nscratch = 0;
+	*known_deleted = 0;
+	for (i = 0; i < pl->nglobal; i++)
+		if (p->deletes[pl->global[i]].seq > seq &&
+			!int_push(&pl->scratch, &pl->nscratch, &pl->scratch_alloc, pl->global[i]))
+			return compact_oom(pl->err);
+	if (pl->part_ix.count > 0)
+	{
+		char	   *key = part_key(e->spec_id, e->partition, e->partition_len);
+		int			d;
+
+		if (key == NULL)
+			return compact_oom(pl->err);
+		for (d = compact_map_get(&pl->part_ix, key); d >= 0; d = pl->next_in_part[d])
+		{
+			const IcebergCompactDelete *x = &p->deletes[d];
+			bool		applies;
+
+			if (x->content == ICEBERG_CONTENT_POSITION_DELETES)
+				applies = x->seq >= seq &&
+					(x->referenced == NULL || strcmp(x->referenced, e->file_path) == 0);
+			else
+				applies = x->seq > seq;
+			if (!applies)
+				continue;
+			if (!int_push(&pl->scratch, &pl->nscratch, &pl->scratch_alloc, d))
+			{
+				free(key);
+				return compact_oom(pl->err);
+			}
+			if (x->referenced != NULL)
+				*known_deleted += x->records;
+		}
+		free(key);
+	}
+	return true;
+}
+
+/* Add a candidate data file to its partition's list. */
+static bool
+add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
+{
+	IcebergCompactPlan *p = pl->p;
+	IcebergCompactFile *f;
+	char	   *key;
+	int			c;
+	struct Cands *cd;
+
+	if (p->nfiles == pl->files_alloc)
+	{
+		int			na = pl->files_alloc ? pl->files_alloc * 2 : 64;
+		IcebergCompactFile *nf = na < INT32_MAX / 2 ?
+			realloc(p->files, sizeof(*nf) * (size_t) na) : NULL;
+
+		if (nf == NULL)
+			return compact_oom(pl->err);
+		p->files = nf;
+		pl->files_alloc = na;
+	}
+	f = &p->files[p->nfiles];
+	memset(f, 0, sizeof(*f));
+	p->nfiles++;
+	f->path = strdup(e->file_path);
+	f->size = e->file_size_in_bytes;
+	f->records = e->record_count;
+	f->seq = e->sequence_number < 0 ? 0 : e->sequence_number;
+	f->manifest = manifest;
+	if (f->path == NULL)
+		return compact_oom(pl->err);
+	if (pl->nscratch > 0)
+	{
+		f->deletes = malloc(sizeof(int) * (size_t) pl->nscratch);
+		if (f->deletes == NULL)
+			return compact_oom(pl->err);
+		memcpy(f->deletes, pl->scratch, sizeof(int) * (size_t) pl->nscratch);
+		f->ndeletes = pl->nscratch;
+	}
+	key = part_key(e->spec_id, e->partition, e->partition_len);
+	if (key == NULL)
+		return compact_oom(pl->err);
+	c = compact_map_get(&pl->cand_ix, key);
+	if (c < 0)
+	{
+		if (pl->ncands == pl->cands_alloc)
+		{
+			int			na = pl->cands_alloc ? pl->cands_alloc * 2 : 16;
+			struct Cands *nc = realloc(pl->cands, sizeof(*nc) * (size_t) na);
+
+			if (nc == NULL)
+			{
+				free(key);
+				return compact_oom(pl->err);
+			}
+			pl->cands = nc;
+			pl->cands_alloc = na;
+		}
+		c = pl->ncands++;
+		cd = &pl->cands[c];
+		memset(cd, 0, sizeof(*cd));
+		cd->key = key;
+		cd->spec_id = e->spec_id;
+		cd->partition = strndup(e->partition, e->partition_len);
+		if (cd->partition == NULL || !compact_map_put(&pl->cand_ix, cd->key, c))
+			return compact_oom(pl->err);
+	}
+	else
+		free(key);
+	cd = &pl->cands[c];
+	if (!int_push(&cd->files, &cd->nfiles, &cd->alloc, p->nfiles - 1))
+		return compact_oom(pl->err);
+	p->candidates++;
+	return true;
+}
+
+/* Resolve and check the options into the plan. */
+static bool
+resolve_options(IcebergCompactPlan *p, const IcebergTableMetadata *md,
+				const IcebergCompactOptions *opt, IcebergError *err)
+{
+	int64_t		target = opt ? opt->target_file_size_bytes : 0;
+
+	if (target <= 0)
+	{
+		const char *prop = iceberg_metadata_property(md, "write.target-file-size-bytes");
+		char	   *end;
+		long long	v = prop ? strtoll(prop, &end, 10) : 0;
+
+		target = (prop && end != prop && *end == '\0' && v > 0) ? (int64_t) v : DEFAULT_TARGET;
+	}
+	p->target_file_size_bytes = target;
+	p->min_file_size_bytes = opt && opt->min_file_size_bytes >= 0 ?
+		opt->min_file_size_bytes : (int64_t) ((double) target * 0.75);
+	p->max_file_size_bytes = opt && opt->max_file_size_bytes >= 0 ?
+		opt->max_file_size_bytes : (int64_t) ((double) target * 1.8);
+	p->min_input_files = opt && opt->min_input_files > 0 ? opt->min_input_files : DEFAULT_MIN_INPUTS;
+	p->max_file_group_size_bytes = opt && opt->max_file_group_size_bytes > 0 ?
+		opt->max_file_group_size_bytes : DEFAULT_MAX_GROUP;
+	p->rewrite_all = opt && opt->rewrite_all;
+	p->delete_file_threshold = opt && opt->delete_file_threshold >= 0 ?
+		opt->delete_file_threshold : INT32_MAX;
+	p->delete_ratio_threshold = opt && opt->delete_ratio_threshold > 0 ?
+		opt->delete_ratio_threshold : DEFAULT_DELETE_RATIO;
+	if (p->delete_ratio_threshold > 1.0)
+		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
+								 "delete-ratio-threshold must not be above 1");
+	if (!(p->min_file_size_bytes < p->target_file_size_bytes &&
+		  p->target_file_size_bytes < p->max_file_size_bytes))
+	{
+		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
+						  "min-file-size-bytes < target-file-size-bytes < max-file-size-bytes does not hold");
+		iceberg_set_detail(err, "They are %" PRId64 ", %" PRId64 " and %" PRId64 ".",
+						   p->min_file_size_bytes, p->target_file_size_bytes,
+						   p->max_file_size_bytes);
+		return false;
+	}
+	return true;
+}
+
+/* Iceberg's expectedOutputFiles. */
+static int
+expected_outputs(const IcebergCompactPlan *p, int64_t bytes)
+{
+	int64_t		target = p->target_file_size_bytes;
+	int64_t		with_rem,
+				without;
+	double		write_max = (double) target + (double) (p->max_file_size_bytes - target) * 0.5;
+
+	if (bytes < target)
+		return 1;
+	with_rem = (bytes + target - 1) / target;
+	without = bytes / target;
+	if (bytes % target > p->min_file_size_bytes)
+		return (int) (with_rem > INT32_MAX ? INT32_MAX : with_rem);
+	if ((double) (bytes / without) < (1.1 * (double) target < write_max ? 1.1 * (double) target : write_max))
+		return (int) (without > INT32_MAX ? INT32_MAX : without);
+	return (int) (with_rem > INT32_MAX ? INT32_MAX : with_rem);
+}
+
+static bool
+too_many_deletes(const IcebergCompactPlan *p, const IcebergCompactFile *f)
+{
+	return f->ndeletes > 0 && f->ndeletes >= p->delete_file_threshold;
+}
+
+static bool
+too_high_ratio(const IcebergCompactPlan *p, const IcebergCompactFile *f, int64_t known)
+{
+	double		deleted;
+
+	if (f->ndeletes == 0 || f->records <= 0)
+		return false;
+	deleted = (double) (known < f->records ? known : f->records);
+	return deleted / (double) f->records >= p->delete_ratio_threshold;
+}
+
+/* Sort the candidate partitions by (spec, partition text). */
+static int
+cmp_cands(const void *a, const void *b)
+{
+	const struct Cands *x = a;
+	const struct Cands *y = b;
+
+	if (x->spec_id != y->spec_id)
+		return x->spec_id < y->spec_id ? -1 : 1;
+	return strcmp(x->partition, y->partition);
+}
+
+/*
+ * Pack one partition's candidates into groups (Iceberg's ListPacker with a
+ * lookback of one: a file goes into the open group while it fits, else
+ * closes it and opens a new one), keep the groups worth rewriting.
+ * known[] holds each plan file's known deleted records.
+ */
+static bool
+pack_partition(Planner *pl, struct Cands *c, const int64_t *known,
+			   int **order, int *norder, int *order_alloc)
+{
+	IcebergCompactPlan *p = pl->p;
+	int			i = 0;
+	int64_t		max_files = pl->opt && pl->opt->max_group_files > 0 ?
+		pl->opt->max_group_files : DEFAULT_MAX_GROUP_FILES;
+
+	while (i < c->nfiles)
+	{
+		int			start = i;
+		int64_t		bytes = 0;
+		int64_t		records = 0;
+		unsigned	reasons = 0;
+		int			n;
+
+		/* one group: files while they fit (the first always does) */
+		do
+		{
+			IcebergCompactFile *f = &p->files[c->files[i]];
+
+			bytes += f->size;
+			records += f->records;
+			if (too_many_deletes(p, f))
+				reasons |= ICEBERG_COMPACT_DELETES;
+			if (too_high_ratio(p, f, known[c->files[i]]))
+				reasons |= ICEBERG_COMPACT_DELETE_RATIO;
+			i++;
+		} while (i < c->nfiles && i - start < max_files &&
+				 bytes + p->files[c->files[i]].size <= p->max_file_group_size_bytes);
+		n = i - start;
+		/* rewrite-all keeps every group, whatever the thresholds */
+		if (p->rewrite_all)
+			reasons |= ICEBERG_COMPACT_REWRITE_ALL;
+		if (n > 1 && n >= p->min_input_files)
+			reasons |= ICEBERG_COMPACT_ENOUGH_INPUTS;
+		if (n > 1 && bytes > p->target_file_size_bytes)
+			reasons |= ICEBERG_COMPACT_ENOUGH_CONTENT;
+		if (bytes > p->max_file_size_bytes)
+			reasons |= ICEBERG_COMPACT_TOO_MUCH_CONTENT;
+		if (reasons == 0)
+			continue;
+		{
+			IcebergCompactGroup *ng = realloc(p->groups, sizeof(*ng) * (size_t) (p->ngroups + 1));
+			IcebergCompactGroup *g;
+			int			k;
+
+			if (ng == NULL)
+				return compact_oom(pl->err);
+			p->groups = ng;
+			g = &ng[p->ngroups];
+			memset(g, 0, sizeof(*g));
+			g->partition = strdup(c->partition);
+			if (g->partition == NULL)
+				return compact_oom(pl->err);
+			p->ngroups++;
+			g->spec_id = c->spec_id;
+			g->first = *norder;
+			g->nfiles = n;
+			g->bytes = bytes;
+			g->records = records;
+			g->reasons = reasons;
+			g->expected_outputs = expected_outputs(p, bytes);
+			for (k = start; k < i; k++)
+				if (!int_push(order, norder, order_alloc, c->files[k]))
+					return compact_oom(pl->err);
+		}
+	}
+	return true;
+}
+
+/* The groups' distinct deletes, and each delete's groups. */
+static bool
+link_deletes(IcebergCompactPlan *p, IcebergError *err)
+{
+	int		   *seen = calloc((size_t) p->ndeletes + 1, sizeof(int));
+	int			g,
+				i,
+				k;
+
+	if (seen == NULL)
+		return compact_oom(err);
+	for (i = 0; i < p->ndeletes; i++)
+		seen[i] = -1;
+	for (g = 0; g < p->ngroups; g++)
+	{
+		IcebergCompactGroup *gr = &p->groups[g];
+		int			alloc = 0;
+
+		for (i = gr->first; i < gr->first + gr->nfiles; i++)
+			for (k = 0; k < p->files[i].ndeletes; k++)
+			{
+				int			d = p->files[i].deletes[k];
+				IcebergCompactDelete *x = &p->deletes[d];
+
+				if (seen[d] != g)
+				{
+					int		   *ng = realloc(x->groups, sizeof(int) * (size_t) (x->ngroups + 1));
+					int64_t    *nc = realloc(x->group_files, sizeof(int64_t) * (size_t) (x->ngroups + 1));
+
+					if (ng != NULL)
+						x->groups = ng;
+					if (nc != NULL)
+						x->group_files = nc;
+					if (ng == NULL || nc == NULL || !int_push(&gr->deletes, &gr->ndeletes, &alloc, d))
+					{
+						free(seen);
+						return compact_oom(err);
+					}
+					x->groups[x->ngroups] = g;
+					x->group_files[x->ngroups] = 0;
+					x->ngroups++;
+					seen[d] = g;
+				}
+				x->group_files[x->ngroups - 1]++;
+			}
+	}
+	free(seen);
+	return true;
+}
+
+bool
+iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
+					 const IcebergCompactOptions *opt, IcebergCompactPlan **out,
+					 IcebergError *err)
+{
+	const IcebergSnapshot *snap;
+	IcebergSchema *schema = NULL;
+	IcebergCompactPlan *p;
+	Planner		pl;
+	ListRec    *recs = NULL;
+	int			nrecs = 0;
+	int64_t    *known = NULL;
+	int			known_alloc = 0;
+	int		   *order = NULL;
+	int			norder = 0,
+				order_alloc = 0;
+	int			pass,
+				i;
+
+	iceberg_error_clear(err);
+	*out = NULL;
+	if (io == NULL)
+		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no file io given");
+	if (!compact_check_table(md, &snap, err))
+		return false;
+	p = calloc(1, sizeof(IcebergCompactPlan));
+	if (p == NULL)
+		return compact_oom(err);
+	memset(&pl, 0, sizeof(pl));
+	pl.p = p;
+	pl.md = md;
+	pl.opt = opt;
+	pl.err = err;
+	p->format_version = md->format_version;
+	p->base_snapshot_id = snap ? snap->snapshot_id : -1;
+	p->base_sequence_number = snap ? snap->sequence_number : 0;
+	if (!resolve_options(p, md, opt, err))
+		goto fail;
+	if (!iceberg_schema_parse(md->current_schema_json, &schema, err) ||
+		!check_schema(schema, err))
+		goto fail;
+	if (snap == NULL)
+		goto done;
+	if (!compact_read_list(io, md, snap, &recs, &nrecs, err))
+		goto fail;
+
+	/* pass 0: delete manifests; pass 1: data manifests */
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < nrecs; i++)
+		{
+			IcebergManifestReader *r;
+			const IcebergManifestEntry *e;
+			int			rc,
+						mix;
+
+			if ((recs[i].mf.content == ICEBERG_MANIFEST_CONTENT_DELETES) != (pass == 0))
+				continue;
+			if (iceberg_check_interrupt(io, err))
+				goto fail;
+			if (!iceberg_manifest_open(io, &recs[i].mf, md->format_version,
+									   ICEBERG_READ_PARTITION, &r, err))
+				goto fail;
+			mix = manifest_index(&pl, recs[i].path);
+			if (mix < 0)
+			{
+				iceberg_manifest_close(r);
+				compact_oom(err);
+				goto fail;
+			}
+			while ((rc = iceberg_manifest_next(r, &e, err)) == 1)
+			{
+				int64_t		kd;
+
+				if (e->status == ICEBERG_STATUS_DELETED)
+					continue;
+				if (pass == 0)
+				{
+					if (e->content == ICEBERG_CONTENT_DATA)
+						continue;
+					if (!add_delete(&pl, e, mix))
+						break;
+					continue;
+				}
+				if (e->content != ICEBERG_CONTENT_DATA)
+					continue;
+				p->data_files++;
+				p->data_bytes += e->file_size_in_bytes > 0 ? e->file_size_in_bytes : 0;
+				if (!match(&pl, e, &kd))
+					break;
+				for (int k = 0; k < pl.nscratch; k++)
+					p->deletes[pl.scratch[k]].applies++;
+				if (opt != NULL && opt->where != NULL &&
+					!iceberg_partition_filter_match(opt->where, e->spec_id, e->partition,
+													e->partition_len))
+				{
+					p->filtered_out++;
+					continue;
+				}
+				{
+					IcebergCompactFile probe;
+
+					memset(&probe, 0, sizeof(probe));
+					probe.records = e->record_count;
+					probe.ndeletes = pl.nscratch;
+					if (!(p->rewrite_all || e->file_size_in_bytes < p->min_file_size_bytes ||
+						  e->file_size_in_bytes > p->max_file_size_bytes ||
+						  too_many_deletes(p, &probe) || too_high_ratio(p, &probe, kd)))
+						continue;
+				}
+				if (!add_candidate(&pl, e, mix))
+					break;
+				if (p->nfiles > known_alloc)
+				{
+					int			na = known_alloc ? known_alloc * 2 : 64;
+					int64_t    *nk = realloc(known, sizeof(int64_t) * (size_t) na);
+
+					if (nk == NULL)
+					{
+						compact_oom(err);
+						break;
+					}
+					known = nk;
+					known_alloc = na;
+				}
+				known[p->nfiles - 1] = kd;
+			}
+			iceberg_manifest_close(r);
+			if (rc != 0 || err->code != ICEBERG_OK)
+			{
+				if (err->code == ICEBERG_OK)
+					compact_oom(err);
+				goto fail;
+			}
+		}
+
+	/* the groups, partition by partition (no candidate: cands is NULL) */
+	if (pl.ncands > 1)
+		qsort(pl.cands, (size_t) pl.ncands, sizeof(struct Cands), cmp_cands);
+	for (i = 0; i < pl.ncands; i++)
+		if (!pack_partition(&pl, &pl.cands[i], known, &order, &norder, &order_alloc))
+			goto fail;
+
+	/* the files of the groups, in group order; the others go */
+	{
+		IcebergCompactFile *nf = calloc((size_t) norder + 1, sizeof(IcebergCompactFile));
+		char	   *used = calloc((size_t) p->nfiles + 1, 1);
+
+		if (nf == NULL || used == NULL)
+		{
+			free(nf);
+			free(used);
+			compact_oom(err);
+			goto fail;
+		}
+		for (i = 0; i < norder; i++)
+		{
+			nf[i] = p->files[order[i]];
+			used[order[i]] = 1;
+		}
+		for (i = 0; i < p->nfiles; i++)
+			if (!used[i])
+			{
+				free(p->files[i].path);
+				free(p->files[i].deletes);
+			}
+		free(used);
+		free(p->files);
+		p->files = nf;
+		p->nfiles = norder;
+	}
+	if (!link_deletes(p, err))
+		goto fail;
+done:
+	compact_free_recs(recs, nrecs);
+	free(known);
+	free(order);
+	iceberg_schema_free(schema);
+	planner_free(&pl);
+	*out = p;
+	return true;
+fail:
+	compact_free_recs(recs, nrecs);
+	free(known);
+	free(order);
+	iceberg_schema_free(schema);
+	planner_free(&pl);
+	iceberg_compact_plan_free(p);
+	return false;
+}
+
+bool
+iceberg_compact_removable(const IcebergCompactPlan *p, int g, int **out, int *n,
+						  IcebergError *err)
+{
+	const IcebergCompactGroup *gr = &p->groups[g];
+	int			alloc = 0;
+	int			i,
+				k;
+
+	*out = NULL;
+	*n = 0;
+	for (i = 0; i < gr->ndeletes; i++)
+	{
+		const IcebergCompactDelete *d = &p->deletes[gr->deletes[i]];
+
+		for (k = 0; k < d->ngroups; k++)
+			if (d->groups[k] == g && d->covered + d->group_files[k] == d->applies &&
+				d->applies > 0 && !int_push(out, n, &alloc, gr->deletes[i]))
+			{
+				free(*out);
+				*out = NULL;
+				*n = 0;
+				return compact_oom(err);
+			}
+	}
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * Where the new files go
+ * ---------------------------------------------------------------------
+ */
+
+static void
+civil_from_days(int64_t z, int *y, unsigned *m, unsigned *d)
+{
+	int64_t		era;
+	unsigned	doe,
+				yoe,
+				doy,
+				mp;
+
+	z += 719468;
+	era = (z >= 0 ? z : z - 146096) / 146097;
+	doe = (unsigned) (z - era * 146097);
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int) ((int64_t) yoe + era * 400 + (*m <= 2));
+}
+
+/* Append s percent-encoded (unreserved characters kept). */
+static bool
+append_encoded(IcebergBuf *b, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t		i;
+
+	for (i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) s[i];
+		char		e[3];
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			c == '-' || c == '_' || c == '.' || c == '*')
+		{
+			if (!iceberg_buf_append(b, s + i, 1))
+				return false;
+			continue;
+		}
+		e[0] = '%';
+		e[1] = hex[c >> 4];
+		e[2] = hex[c & 15];
+		if (!iceberg_buf_append(b, e, 3))
+			return false;
+	}
+	return true;
+}
+
+char *
+iceberg_compact_output_dir(const IcebergTableMetadata *md, const IcebergSchema *schema,
+						   const IcebergCompactPlan *p, int g, IcebergError *err)
+{
+	const IcebergCompactGroup *gr = &p->groups[g];
+	const IcebergPartitionSpec *spec = iceberg_metadata_spec(md, gr->spec_id);
+	const char *base = iceberg_metadata_property(md, "write.data.path");
+	IcebergBuf	b = {0};
+	IcebergBuf	tmp = {0};
+	const char *pp = gr->partition;
+	const char *end = gr->partition + strlen(gr->partition);
+	size_t		bl;
+	int			k;
+
+	if (base == NULL)
+		base = iceberg_metadata_property(md, "write.folder-storage.path");
+	if (spec == NULL)
+	{
+		iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "partition spec %d is not in the table metadata",
+						  (int) gr->spec_id);
+		return NULL;
+	}
+	if (base == NULL)
+	{
+		bl = strlen(md->location);
+		while (bl > 0 && md->location[bl - 1] == '/')
+			bl--;
+		if (!iceberg_buf_append(&b, md->location, bl) || !iceberg_buf_append(&b, "/data/", 6))
+			goto nomem;
+	}
+	else
+	{
+		bl = strlen(base);
+		while (bl > 0 && base[bl - 1] == '/')
+			bl--;
+		if (!iceberg_buf_append(&b, base, bl) || !iceberg_buf_append(&b, "/", 1))
+			goto nomem;
+	}
+	for (k = 0; k < spec->nfields; k++)
+	{
+		const IcebergPartitionField *pf = &spec->fields[k];
+		const IcebergColumn *src = iceberg_schema_column(schema, pf->source_id);
+		const char *tok;
+		size_t		tl;
+		char		text[64];
+		const char *v = NULL;
+		size_t		vl = 0;
+
+		if (!iceberg_partition_next(&pp, end, &tok, &tl))
+		{
+			iceberg_buf_free(&b);
+			iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid partition \"%.200s\"", gr->partition);
+			return NULL;
+		}
+		if (tl == 4 && memcmp(tok, "null", 4) == 0)
+		{
+			v = "null";
+			vl = 4;
+		}
+		else if (tok[0] == '"')
+		{
+			if (!iceberg_json_unescape(tok, tl, &tmp))
+				goto nomem;
+			v = tmp.data ? tmp.data : "";
+			vl = tmp.len;
+		}
+		else
+		{
+			long long	n = strtoll(tok, NULL, 10);
+			int			y;
+			unsigned	m,
+						d;
+
+			v = text;
+			if (strcmp(pf->transform, "day") == 0 ||
+				(strcmp(pf->transform, "identity") == 0 && src && src->type == ICEBERG_TYPE_DATE))
+			{
+				civil_from_days(n, &y, &m, &d);
+				vl = (size_t) snprintf(text, sizeof(text), "%04d-%02u-%02u", y, m, d);
+			}
+			else if (strcmp(pf->transform, "month") == 0)
+				vl = (size_t) snprintf(text, sizeof(text), "%04lld-%02lld",
+									   1970 + (n >= 0 ? n / 12 : (n - 11) / 12),
+									   ((n % 12) + 12) % 12 + 1);
+			else if (strcmp(pf->transform, "year") == 0)
+				vl = (size_t) snprintf(text, sizeof(text), "%04lld", 1970 + n);
+			else if (strcmp(pf->transform, "hour") == 0)
+			{
+				long long	days = n >= 0 ? n / 24 : (n - 23) / 24;
+
+				civil_from_days(days, &y, &m, &d);
+				vl = (size_t) snprintf(text, sizeof(text), "%04d-%02u-%02u-%02lld", y, m, d,
+									   n - days * 24);
+			}
+			else
+			{
+				v = tok;
+				vl = tl;
+			}
+		}
+		if (!append_encoded(&b, pf->name, strlen(pf->name)) || !iceberg_buf_append(&b, "=", 1) ||
+			!append_encoded(&b, v, vl) || !iceberg_buf_append(&b, "/", 1))
+			goto nomem;
+	}
+	iceberg_buf_free(&tmp);
+	if (!iceberg_buf_append(&b, "", 1))
+		goto nomem;
+	return b.data;
+nomem:
+	iceberg_buf_free(&b);
+	iceberg_buf_free(&tmp);
+	compact_oom(err);
+	return NULL;
+}

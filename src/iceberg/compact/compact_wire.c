@@ -1,0 +1,1237 @@
+/*-------------------------------------------------------------------------
+ *
+ * compact_wire.c
+ *	  The worker <-> compaction helper protocol: encoders and strict
+ *	  decoders of its lines, the metrics modes of a table's columns, and
+ *	  Iceberg's single-value serialization of the helper's column bounds
+ *	  (compact_wire.h describes the messages).
+ *
+ * Rules: plain C; JSON documents are built with json_pack (never
+ * json_object(), see src/io/util/jsonmem.h) and parsed with io_json_load
+ * under a budget; a decoder checks every field it reads (type, range,
+ * length) and fails with ICEBERG_ERR_MALFORMED naming the field, never
+ * trusting the other side.
+ *
+ * src/iceberg/compact/compact_wire.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "iceberg/compact/compact_wire.h"
+#include "iceberg/iceberg_internal.h"
+#include "io/util/jsonmem.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_PATH		4096
+#define MAX_ITEMS		1000000
+#define MAX_METRICS		100000
+#define MAX_TEXT		4096
+
+static bool
+oom(IcebergError *err)
+{
+	return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
+static bool
+bad(IcebergError *err, const char *what)
+{
+	return iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: %s", what);
+}
+
+/* Dump and copy to malloc'd memory; consumes doc. */
+static char *
+dump(json_t *doc, IcebergError *err)
+{
+	char	   *text;
+	char	   *r = NULL;
+
+	if (doc == NULL)
+	{
+		oom(err);
+		return NULL;
+	}
+	text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	if (text != NULL)
+	{
+		r = strdup(text);
+		io_json_free(text);
+	}
+	if (r == NULL)
+		oom(err);
+	return r;
+}
+
+static bool
+set(json_t *obj, const char *key, json_t *v)
+{
+	return v != NULL && json_object_set_new(obj, key, v) == 0;
+}
+
+static bool
+append(json_t *arr, json_t *v)
+{
+	return v != NULL && json_array_append_new(arr, v) == 0;
+}
+
+/* A string field (or NULL when absent and optional); *ok false on a bad one. */
+static char *
+get_str(json_t *o, const char *key, bool required, size_t max, bool *ok, IcebergError *err)
+{
+	json_t	   *v = json_object_get(o, key);
+	char	   *s;
+
+	if (v == NULL || json_is_null(v))
+	{
+		if (required)
+		{
+			*ok = false;
+			iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: \"%s\" missing", key);
+		}
+		return NULL;
+	}
+	if (!json_is_string(v) || json_string_length(v) > max ||
+		strlen(json_string_value(v)) != json_string_length(v))
+	{
+		*ok = false;
+		iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: \"%s\" is not a string of at most %zu bytes", key, max);
+		return NULL;
+	}
+	s = strdup(json_string_value(v));
+	if (s == NULL)
+	{
+		*ok = false;
+		oom(err);
+	}
+	return s;
+}
+
+/* An integer field in [min, max]; dflt when absent and not required. */
+static int64_t
+get_int(json_t *o, const char *key, bool required, int64_t min, int64_t max, int64_t dflt,
+		bool *ok, IcebergError *err)
+{
+	json_t	   *v = json_object_get(o, key);
+
+	if (v == NULL || json_is_null(v))
+	{
+		if (required)
+		{
+			*ok = false;
+			iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: \"%s\" missing", key);
+		}
+		return dflt;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+	{
+		*ok = false;
+		iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
+						  "invalid compaction message: \"%s\" is not an integer in [%" PRId64 ", %" PRId64 "]",
+						  key, min, max);
+		return dflt;
+	}
+	return (int64_t) json_integer_value(v);
+}
+
+static json_t *
+load(const char *text, size_t len, int64_t max_json, IcebergError *err)
+{
+	json_t	   *root = iceberg_json_load(text, len, 0, max_json, "compaction message", err);
+
+	if (root != NULL && !json_is_object(root))
+	{
+		json_decref(root);
+		bad(err, "not an object");
+		return NULL;
+	}
+	return root;
+}
+
+/* ---------------------------------------------------------------------
+ * hello
+ * ---------------------------------------------------------------------
+ */
+
+char *
+iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit, int threads,
+						   const char *temp_directory, const char *allowed_hosts,
+						   IcebergError *err)
+{
+	json_t	   *st = json_pack("{s:i, s:I, s:I, s:i}", "s3_path_style", cfg->s3_path_style,
+							   "connect_timeout_ms", (json_int_t) cfg->http.connect_timeout_ms,
+							   "request_timeout_ms", (json_int_t) cfg->http.request_timeout_ms,
+							   "retries", cfg->http.retries);
+	json_t	   *roots = json_array();
+	json_t	   *doc;
+	size_t		i;
+	bool		ok = st != NULL && roots != NULL;
+
+#define OPT(k, v) do { if (ok && (v) != NULL) ok = set(st, k, json_string(v)); } while (0)
+	OPT("s3_endpoint", cfg->s3_endpoint);
+	OPT("s3_region", cfg->s3_region);
+	OPT("s3_access_key_id", cfg->s3_access_key_id);
+	OPT("s3_secret_access_key", cfg->s3_secret_access_key);
+	OPT("s3_session_token", cfg->s3_session_token);
+	if (allowed_hosts != NULL && allowed_hosts[0] != '\0')
+		OPT("allowed_hosts", allowed_hosts);
+#undef OPT
+	for (i = 0; ok && i < cfg->nlocal_roots; i++)
+		ok = append(roots, json_string(cfg->local_roots[i]));
+	if (ok)
+	{
+		ok = set(st, "local_roots", roots);
+		roots = NULL;
+	}
+	if (!ok)
+	{
+		json_decref(st);
+		json_decref(roots);
+		oom(err);
+		return NULL;
+	}
+	doc = json_pack("{s:s, s:i, s:I, s:i, s:s, s:o}", "type", "hello",
+					"protocol", ICEBERG_COMPACT_PROTOCOL, "memory_limit", (json_int_t) memory_limit,
+					"threads", threads, "temp_directory", temp_directory, "storage", st);
+	return dump(doc, err);
+}
+
+bool
+iceberg_compact_hello_parse(const char *text, size_t len, IcebergCompactHello *h,
+							IcebergError *err)
+{
+	json_t	   *root = load(text, len, 0, err);
+	json_t	   *st;
+	json_t	   *roots;
+	const char *type;
+	bool		ok = true;
+	size_t		i;
+
+	memset(h, 0, sizeof(*h));
+	if (root == NULL)
+		return false;
+	type = json_string_value(json_object_get(root, "type"));
+	if (type == NULL || strcmp(type, "hello") != 0 ||
+		get_int(root, "protocol", true, 0, INT32_MAX, 0, &ok, err) != ICEBERG_COMPACT_PROTOCOL)
+	{
+		json_decref(root);
+		return ok ? bad(err, "not a hello of this protocol") : false;
+	}
+	h->memory_limit = get_int(root, "memory_limit", true, 1 << 20, INT64_MAX, 0, &ok, err);
+	h->threads = (int) get_int(root, "threads", true, 1, 1024, 1, &ok, err);
+	h->temp_directory = get_str(root, "temp_directory", true, MAX_PATH, &ok, err);
+	st = json_object_get(root, "storage");
+	if (ok && !json_is_object(st))
+		ok = bad(err, "no storage");
+	if (ok)
+	{
+		h->s3_endpoint = get_str(st, "s3_endpoint", false, MAX_TEXT, &ok, err);
+		h->s3_region = get_str(st, "s3_region", false, MAX_TEXT, &ok, err);
+		h->s3_path_style = (int) get_int(st, "s3_path_style", false, -1, 1, -1, &ok, err);
+		h->s3_access_key_id = get_str(st, "s3_access_key_id", false, MAX_TEXT, &ok, err);
+		h->s3_secret_access_key = get_str(st, "s3_secret_access_key", false, MAX_TEXT, &ok, err);
+		h->s3_session_token = get_str(st, "s3_session_token", false, 65536, &ok, err);
+		h->connect_timeout_ms = (long) get_int(st, "connect_timeout_ms", false, 0, INT32_MAX, 0, &ok, err);
+		h->request_timeout_ms = (long) get_int(st, "request_timeout_ms", false, 0, INT32_MAX, 0, &ok, err);
+		h->retries = (int) get_int(st, "retries", false, -1, 100, -1, &ok, err);
+		h->allowed_hosts = get_str(st, "allowed_hosts", false, 65536, &ok, err);
+		roots = json_object_get(st, "local_roots");
+		if (ok && roots != NULL && (!json_is_array(roots) || json_array_size(roots) > 1000))
+			ok = bad(err, "local_roots");
+		if (ok && json_array_size(roots) > 0)
+		{
+			h->local_roots = calloc(json_array_size(roots), sizeof(char *));
+			if (h->local_roots == NULL)
+				ok = oom(err);
+			for (i = 0; ok && i < json_array_size(roots); i++)
+			{
+				json_t	   *r = json_array_get(roots, i);
+
+				if (!json_is_string(r) || (h->local_roots[i] = strdup(json_string_value(r))) == NULL)
+					ok = json_is_string(r) ? oom(err) : bad(err, "local_roots");
+				else
+					h->nlocal_roots++;
+			}
+		}
+	}
+	json_decref(root);
+	if (!ok)
+		iceberg_compact_hello_free(h);
+	return ok;
+}
+
+void
+iceberg_compact_hello_storage(const IcebergCompactHello *h, IoStorageConfig *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->s3_endpoint = h->s3_endpoint;
+	cfg->s3_region = h->s3_region;
+	cfg->s3_path_style = h->s3_path_style;
+	cfg->s3_access_key_id = h->s3_access_key_id;
+	cfg->s3_secret_access_key = h->s3_secret_access_key;
+	cfg->s3_session_token = h->s3_session_token;
+	cfg->local_roots = (const char *const *) h->local_roots;
+	cfg->nlocal_roots = (size_t) h->nlocal_roots;
+	cfg->http.connect_timeout_ms = h->connect_timeout_ms;
+	cfg->http.request_timeout_ms = h->request_timeout_ms;
+	cfg->http.retries = h->retries;
+}
+
+static void
+wipe_free(char *s)
+{
+	if (s != NULL)
+	{
+		volatile char *v = s;
+
+		while (*v)
+			*v++ = '\0';
+		free(s);
+	}
+}
+
+void
+iceberg_compact_hello_free(IcebergCompactHello *h)
+{
+	int			i;
+
+	free(h->temp_directory);
+	free(h->allowed_hosts);
+	free(h->s3_endpoint);
+	free(h->s3_region);
+	wipe_free(h->s3_access_key_id);
+	wipe_free(h->s3_secret_access_key);
+	wipe_free(h->s3_session_token);
+	for (i = 0; i < h->nlocal_roots; i++)
+		free(h->local_roots[i]);
+	free(h->local_roots);
+	memset(h, 0, sizeof(*h));
+}
+
+/* ---------------------------------------------------------------------
+ * group
+ * ---------------------------------------------------------------------
+ */
+
+/* "truncate(N)", "full", "counts", "none"; false when none of them. */
+static bool
+parse_mode(const char *s, IcebergCompactJobMetric *m)
+{
+	int			n,
+				k = 0;
+
+	while (isspace((unsigned char) *s))
+		s++;
+	if (strcasecmp(s, "none") == 0)
+		m->mode = ICEBERG_METRICS_NONE;
+	else if (strcasecmp(s, "counts") == 0)
+		m->mode = ICEBERG_METRICS_COUNTS;
+	else if (strcasecmp(s, "full") == 0)
+		m->mode = ICEBERG_METRICS_FULL;
+	else if (sscanf(s, "truncate(%d)%n", &n, &k) == 1 && k > 0 && s[k] == '\0' && n > 0)
+	{
+		m->mode = ICEBERG_METRICS_TRUNCATE;
+		m->length = n;
+	}
+	else
+		return false;
+	return true;
+}
+
+bool
+iceberg_compact_metrics_modes(const IcebergTableMetadata *md, const IcebergSchema *schema,
+							  IcebergCompactJobMetric **out, IcebergError *err)
+{
+	IcebergCompactJobMetric dflt = {0, ICEBERG_METRICS_TRUNCATE, 16};
+	const char *d = iceberg_metadata_property(md, "write.metadata.metrics.default");
+	const char *mx = iceberg_metadata_property(md, "write.metadata.metrics.max-inferred-column-defaults");
+	long		max_inferred = 100;
+	int			i;
+
+	*out = calloc((size_t) schema->ncolumns + 1, sizeof(IcebergCompactJobMetric));
+	if (*out == NULL)
+		return oom(err);
+	if (d != NULL && !parse_mode(d, &dflt))
+		dflt.mode = ICEBERG_METRICS_TRUNCATE, dflt.length = 16;
+	if (mx != NULL)
+	{
+		char	   *end;
+		long		v = strtol(mx, &end, 10);
+
+		if (*end == '\0' && end != mx && v >= 0)
+			max_inferred = v;
+	}
+	for (i = 0; i < schema->ncolumns; i++)
+	{
+		char		key[1200];
+		const char *own;
+		IcebergCompactJobMetric *m = &(*out)[i];
+
+		*m = dflt;
+		m->id = schema->columns[i].id;
+		snprintf(key, sizeof(key), "write.metadata.metrics.column.%.1100s", schema->columns[i].name);
+		own = iceberg_metadata_property(md, key);
+		if (own != NULL && parse_mode(own, m))
+			continue;
+		if (d == NULL && i >= max_inferred)
+			m->mode = ICEBERG_METRICS_NONE;
+		m->id = schema->columns[i].id;
+	}
+	return true;
+}
+
+char *
+iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPlan *p, int g,
+						 const IcebergCompactJobMetric *metrics, int nmetrics,
+						 const char *const *input_uris, const char *const *delete_uris,
+						 const char *output_dir, const char *upload_dir, const char *prefix,
+						 const char *compression, int compression_level, IcebergError *err)
+{
+	const IcebergCompactGroup *gr = &p->groups[g];
+	json_t	   *schema = iceberg_json_load(md->current_schema_json, strlen(md->current_schema_json),
+										   0, 0, "schema", err);
+	json_t	   *inputs = json_array();
+	json_t	   *deletes = json_array();
+	json_t	   *mets = json_array();
+	json_t	   *output;
+	bool		ok = schema != NULL && inputs != NULL && deletes != NULL && mets != NULL;
+	int			i,
+				k;
+
+	for (i = 0; ok && i < gr->nfiles; i++)
+	{
+		const IcebergCompactFile *f = &p->files[gr->first + i];
+
+		ok = append(inputs, json_pack("{s:s, s:s, s:I, s:I, s:I}", "path", f->path,
+									  "uri", input_uris[i], "records", (json_int_t) f->records,
+									  "size", (json_int_t) f->size, "seq", (json_int_t) f->seq));
+	}
+	for (i = 0; ok && i < gr->ndeletes; i++)
+	{
+		const IcebergCompactDelete *d = &p->deletes[gr->deletes[i]];
+		json_t	   *ids = json_array();
+
+		for (k = 0; ok && ids != NULL && k < d->nequality_ids; k++)
+			ok = append(ids, json_integer(d->equality_ids[k]));
+		ok = ok && ids != NULL &&
+			append(deletes, json_pack("{s:s, s:i, s:I, s:o}", "uri", delete_uris[i],
+									  "content", (int) d->content, "seq", (json_int_t) d->seq,
+									  "equality_ids", ids));
+	}
+	for (i = 0; ok && i < nmetrics; i++)
+		ok = append(mets, json_pack("{s:i, s:s, s:i}", "id", (int) metrics[i].id,
+									"mode", metrics[i].mode == ICEBERG_METRICS_NONE ? "none" :
+									metrics[i].mode == ICEBERG_METRICS_COUNTS ? "counts" :
+									metrics[i].mode == ICEBERG_METRICS_FULL ? "full" : "truncate",
+									"length", metrics[i].length));
+	if (!ok)
+	{
+		json_decref(schema);
+		json_decref(inputs);
+		json_decref(deletes);
+		json_decref(mets);
+		if (err->code == ICEBERG_OK)
+			oom(err);
+		return NULL;
+	}
+	output = json_pack("{s:s, s:s, s:s, s:i, s:s, s:i, s:o}", "dir", output_dir,
+					   "upload_dir", upload_dir, "prefix", prefix,
+					   "files", gr->expected_outputs, "compression", compression,
+					   "compression_level", compression_level, "metrics", mets);
+	return dump(json_pack("{s:s, s:i, s:o, s:o, s:o, s:o}", "type", "group", "group", g,
+						  "schema", schema, "inputs", inputs, "deletes", deletes,
+						  "output", output), err);
+}
+
+void
+iceberg_compact_job_free(IcebergCompactJob *job)
+{
+	int			i;
+
+	if (job == NULL)
+		return;
+	free(job->schema_json);
+	iceberg_schema_free(job->schema);
+	for (i = 0; i < job->ninputs; i++)
+	{
+		free(job->inputs[i].path);
+		free(job->inputs[i].uri);
+	}
+	free(job->inputs);
+	for (i = 0; i < job->ndeletes; i++)
+	{
+		free(job->deletes[i].uri);
+		free(job->deletes[i].equality_ids);
+	}
+	free(job->deletes);
+	free(job->output_dir);
+	free(job->upload_dir);
+	free(job->prefix);
+	free(job->compression);
+	free(job->metrics);
+	free(job);
+}
+
+bool
+iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
+						  IcebergError *err)
+{
+	json_t	   *root = load(text, len, 0, err);
+	json_t	   *a;
+	json_t	   *o;
+	IcebergCompactJob *job;
+	bool		ok = true;
+	size_t		i,
+				k;
+	const char *type;
+
+	*out = NULL;
+	if (root == NULL)
+		return false;
+	type = json_string_value(json_object_get(root, "type"));
+	job = calloc(1, sizeof(IcebergCompactJob));
+	if (job == NULL)
+	{
+		json_decref(root);
+		return oom(err);
+	}
+	if (type == NULL || strcmp(type, "group") != 0)
+		ok = bad(err, "not a group");
+	job->group = (int) get_int(root, "group", true, 0, INT32_MAX, 0, &ok, err);
+	if (ok)
+	{
+		char	   *s = json_dumps(json_object_get(root, "schema"), JSON_COMPACT);
+
+		if (s == NULL)
+			ok = bad(err, "no schema");
+		else
+		{
+			job->schema_json = strdup(s);
+			io_json_free(s);
+			ok = job->schema_json != NULL ? iceberg_schema_parse(job->schema_json, &job->schema, err) : oom(err);
+		}
+	}
+	a = json_object_get(root, "inputs");
+	if (ok && (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > MAX_ITEMS))
+		ok = bad(err, "inputs");
+	if (ok && (job->inputs = calloc(json_array_size(a), sizeof(IcebergCompactJobInput))) == NULL)
+		ok = oom(err);
+	for (i = 0; ok && i < json_array_size(a); i++)
+	{
+		IcebergCompactJobInput *in = &job->inputs[i];
+
+		o = json_array_get(a, i);
+		job->ninputs++;
+		in->path = get_str(o, "path", true, MAX_PATH, &ok, err);
+		in->uri = get_str(o, "uri", true, MAX_PATH, &ok, err);
+		in->records = get_int(o, "records", true, 0, INT64_MAX, 0, &ok, err);
+		in->size = get_int(o, "size", true, 0, INT64_MAX, 0, &ok, err);
+		in->seq = get_int(o, "seq", true, 0, INT64_MAX, 0, &ok, err);
+	}
+	a = json_object_get(root, "deletes");
+	if (ok && (!json_is_array(a) || json_array_size(a) > MAX_ITEMS))
+		ok = bad(err, "deletes");
+	if (ok && (job->deletes = calloc(json_array_size(a) + 1, sizeof(IcebergCompactJobDelete))) == NULL)
+		ok = oom(err);
+	for (i = 0; ok && i < json_array_size(a); i++)
+	{
+		IcebergCompactJobDelete *d = &job->deletes[i];
+		json_t	   *ids;
+
+		o = json_array_get(a, i);
+		job->ndeletes++;
+		d->uri = get_str(o, "uri", true, MAX_PATH, &ok, err);
+		d->content = (int32_t) get_int(o, "content", true, 1, 2, 1, &ok, err);
+		d->seq = get_int(o, "seq", true, 0, INT64_MAX, 0, &ok, err);
+		ids = json_object_get(o, "equality_ids");
+		if (ok && ids != NULL && (!json_is_array(ids) || json_array_size(ids) > 10000))
+			ok = bad(err, "equality_ids");
+		if (ok && d->content == 2 && json_array_size(ids) == 0)
+			ok = bad(err, "an equality delete without equality_ids");
+		if (ok && json_array_size(ids) > 0)
+		{
+			d->equality_ids = calloc(json_array_size(ids), sizeof(int32_t));
+			if (d->equality_ids == NULL)
+				ok = oom(err);
+			for (k = 0; ok && k < json_array_size(ids); k++)
+			{
+				json_t	   *v = json_array_get(ids, k);
+
+				if (!json_is_integer(v) || json_integer_value(v) <= 0 || json_integer_value(v) > INT32_MAX)
+					ok = bad(err, "equality_ids");
+				else
+					d->equality_ids[d->nequality_ids++] = (int32_t) json_integer_value(v);
+			}
+		}
+	}
+	o = json_object_get(root, "output");
+	if (ok && !json_is_object(o))
+		ok = bad(err, "output");
+	if (ok)
+	{
+		job->output_dir = get_str(o, "dir", true, MAX_PATH, &ok, err);
+		job->upload_dir = get_str(o, "upload_dir", true, MAX_PATH, &ok, err);
+		job->prefix = get_str(o, "prefix", true, 256, &ok, err);
+		job->files = (int) get_int(o, "files", true, 1, 1000000, 1, &ok, err);
+		job->compression = get_str(o, "compression", true, 64, &ok, err);
+		job->compression_level = (int) get_int(o, "compression_level", false, -1, 22, -1, &ok, err);
+		a = json_object_get(o, "metrics");
+		if (ok && (!json_is_array(a) || json_array_size(a) > MAX_METRICS))
+			ok = bad(err, "metrics");
+		if (ok && (job->metrics = calloc(json_array_size(a) + 1, sizeof(IcebergCompactJobMetric))) == NULL)
+			ok = oom(err);
+		for (i = 0; ok && i < json_array_size(a); i++)
+		{
+			IcebergCompactJobMetric *m = &job->metrics[i];
+			json_t	   *mo = json_array_get(a, i);
+			const char *mode = json_string_value(json_object_get(mo, "mode"));
+
+			job->nmetrics++;
+			m->id = (int32_t) get_int(mo, "id", true, 1, INT32_MAX, 1, &ok, err);
+			m->length = (int) get_int(mo, "length", false, 0, 1 << 20, 16, &ok, err);
+			if (ok && mode == NULL)
+				ok = bad(err, "metrics mode");
+			else if (ok)
+			{
+				m->mode = strcmp(mode, "none") == 0 ? ICEBERG_METRICS_NONE :
+					strcmp(mode, "counts") == 0 ? ICEBERG_METRICS_COUNTS :
+					strcmp(mode, "full") == 0 ? ICEBERG_METRICS_FULL : ICEBERG_METRICS_TRUNCATE;
+				if (m->mode == ICEBERG_METRICS_TRUNCATE && m->length <= 0)
+					ok = bad(err, "metrics length");
+			}
+		}
+	}
+	json_decref(root);
+	if (!ok)
+	{
+		iceberg_compact_job_free(job);
+		return false;
+	}
+	*out = job;
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * The helper's lines
+ * ---------------------------------------------------------------------
+ */
+
+char *
+iceberg_compact_ready_json(const char *version)
+{
+	IcebergError err;
+
+	return dump(json_pack("{s:s, s:i, s:s}", "type", "ready", "protocol",
+						  ICEBERG_COMPACT_PROTOCOL, "duckdb", version ? version : ""), &err);
+}
+
+char *
+iceberg_compact_progress_json(int group, int64_t done)
+{
+	IcebergError err;
+
+	return dump(json_pack("{s:s, s:i, s:I}", "type", "progress", "group", group,
+						  "done", (json_int_t) done), &err);
+}
+
+static json_t *
+hex(const uint8_t *b, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	char	   *s = malloc(n * 2 + 1);
+	json_t	   *v;
+	size_t		i;
+
+	if (s == NULL)
+		return NULL;
+	for (i = 0; i < n; i++)
+	{
+		s[2 * i] = digits[b[i] >> 4];
+		s[2 * i + 1] = digits[b[i] & 15];
+	}
+	s[2 * n] = '\0';
+	v = json_string(s);
+	free(s);
+	return v;
+}
+
+char *
+iceberg_compact_file_json(int group, const IcebergCompactOutput *f)
+{
+	IcebergError err;
+	json_t	   *mets = json_array();
+	json_t	   *splits = json_array();
+	bool		ok = mets != NULL && splits != NULL;
+	int			i;
+
+	for (i = 0; ok && i < f->nmetrics; i++)
+	{
+		const IcebergColumnMetrics *m = &f->metrics[i];
+		json_t	   *o = json_pack("{s:i}", "id", (int) m->id);
+
+		ok = o != NULL;
+#define NUM(k, v) do { if (ok && (v) >= 0) ok = set(o, k, json_integer((json_int_t) (v))); } while (0)
+		NUM("column_size", m->column_size);
+		NUM("value_count", m->value_count);
+		NUM("null_count", m->null_count);
+		NUM("nan_count", m->nan_count);
+#undef NUM
+		if (ok && m->has_lower)
+			ok = set(o, "lower", hex(m->lower, m->lower_len));
+		if (ok && m->has_upper)
+			ok = set(o, "upper", hex(m->upper, m->upper_len));
+		ok = ok && append(mets, o);
+		if (!ok && o != NULL)
+			json_decref(o);
+	}
+	for (i = 0; ok && i < f->nsplit_offsets; i++)
+		ok = append(splits, json_integer((json_int_t) f->split_offsets[i]));
+	if (!ok)
+	{
+		json_decref(mets);
+		json_decref(splits);
+		return NULL;
+	}
+	return dump(json_pack("{s:s, s:i, s:s, s:I, s:I, s:o, s:o}", "type", "file", "group", group,
+						  "path", f->path, "size", (json_int_t) f->size,
+						  "records", (json_int_t) f->records, "metrics", mets,
+						  "split_offsets", splits), &err);
+}
+
+char *
+iceberg_compact_done_json(int group, int files, int64_t rows_in, int64_t rows_deleted,
+						  int64_t rows_out, int64_t bytes_in, int64_t peak_rss)
+{
+	IcebergError err;
+
+	return dump(json_pack("{s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I}", "type", "done",
+						  "group", group, "files", files, "rows_in", (json_int_t) rows_in,
+						  "rows_deleted", (json_int_t) rows_deleted,
+						  "rows_out", (json_int_t) rows_out, "bytes_in", (json_int_t) bytes_in,
+						  "peak_rss", (json_int_t) peak_rss), &err);
+}
+
+char *
+iceberg_compact_error_json(int group, const char *message)
+{
+	IcebergError err;
+	size_t		n = strnlen(message, 2000);
+	json_t	   *m = json_stringn(message, n);
+
+	if (m == NULL)
+	{
+		/* not valid UTF-8: the bytes above ASCII become '?' */
+		char	   *copy = strndup(message, n);
+
+		if (copy != NULL)
+		{
+			for (size_t i = 0; i < n; i++)
+				if ((unsigned char) copy[i] >= 0x80)
+					copy[i] = '?';
+			m = json_string(copy);
+			free(copy);
+		}
+	}
+	return dump(json_pack("{s:s, s:i, s:o}", "type", "error", "group", group,
+						  "message", m ? m : json_string("(no message)")), &err);
+}
+
+/* ---------------------------------------------------------------------
+ * Parsing what the helper says
+ * ---------------------------------------------------------------------
+ */
+
+static bool
+unhex(const char *s, uint8_t **out, size_t *n)
+{
+	size_t		len = strlen(s);
+	size_t		i;
+
+	*out = NULL;
+	*n = 0;
+	if (len % 2 != 0 || len / 2 > ICEBERG_COMPACT_MAX_BOUND)
+		return false;
+	*out = malloc(len / 2 + 1);
+	if (*out == NULL)
+		return false;
+	for (i = 0; i < len; i += 2)
+	{
+		int			h = isdigit((unsigned char) s[i]) ? s[i] - '0' :
+			(s[i] >= 'a' && s[i] <= 'f') ? s[i] - 'a' + 10 : -1;
+		int			l = isdigit((unsigned char) s[i + 1]) ? s[i + 1] - '0' :
+			(s[i + 1] >= 'a' && s[i + 1] <= 'f') ? s[i + 1] - 'a' + 10 : -1;
+
+		if (h < 0 || l < 0)
+		{
+			free(*out);
+			*out = NULL;
+			return false;
+		}
+		(*out)[i / 2] = (uint8_t) (h * 16 + l);
+	}
+	*n = len / 2;
+	return true;
+}
+
+static bool
+parse_file(json_t *root, IcebergCompactOutput *f, IcebergError *err)
+{
+	json_t	   *a;
+	bool		ok = true;
+	size_t		i;
+
+	f->path = get_str(root, "path", true, MAX_PATH, &ok, err);
+	f->size = get_int(root, "size", true, 1, INT64_MAX, 0, &ok, err);
+	f->records = get_int(root, "records", true, 0, INT64_MAX, 0, &ok, err);
+	a = json_object_get(root, "metrics");
+	if (ok && (!json_is_array(a) || json_array_size(a) > MAX_METRICS))
+		return bad(err, "metrics");
+	if (ok && (f->metrics = calloc(json_array_size(a) + 1, sizeof(IcebergColumnMetrics))) == NULL)
+		return oom(err);
+	for (i = 0; ok && i < json_array_size(a); i++)
+	{
+		json_t	   *o = json_array_get(a, i);
+		IcebergColumnMetrics *m = &f->metrics[i];
+		const char *lo;
+		const char *up;
+
+		f->nmetrics++;
+		if (!json_is_object(o))
+			return bad(err, "a metric is not an object");
+		m->id = (int32_t) get_int(o, "id", true, 1, INT32_MAX, 1, &ok, err);
+		m->column_size = get_int(o, "column_size", false, 0, INT64_MAX, -1, &ok, err);
+		m->value_count = get_int(o, "value_count", false, 0, INT64_MAX, -1, &ok, err);
+		m->null_count = get_int(o, "null_count", false, 0, INT64_MAX, -1, &ok, err);
+		m->nan_count = get_int(o, "nan_count", false, 0, INT64_MAX, -1, &ok, err);
+		lo = json_string_value(json_object_get(o, "lower"));
+		up = json_string_value(json_object_get(o, "upper"));
+		if (ok && ((json_object_get(o, "lower") && lo == NULL) ||
+				   (json_object_get(o, "upper") && up == NULL)))
+			return bad(err, "a bound is not a string");
+		if (ok && lo != NULL)
+		{
+			if (!unhex(lo, &m->lower, &m->lower_len))
+				return bad(err, "a lower bound is not hex of at most 64 KiB");
+			m->has_lower = true;
+		}
+		if (ok && up != NULL)
+		{
+			if (!unhex(up, &m->upper, &m->upper_len))
+				return bad(err, "an upper bound is not hex of at most 64 KiB");
+			m->has_upper = true;
+		}
+		if (ok && m->value_count >= 0 && m->null_count > m->value_count)
+			return bad(err, "more nulls than values");
+	}
+	a = json_object_get(root, "split_offsets");
+	if (ok && a != NULL)
+	{
+		if (!json_is_array(a) || json_array_size(a) > MAX_METRICS)
+			return bad(err, "split_offsets");
+		f->split_offsets = calloc(json_array_size(a) + 1, sizeof(int64_t));
+		if (f->split_offsets == NULL)
+			return oom(err);
+		for (i = 0; i < json_array_size(a); i++)
+		{
+			json_t	   *v = json_array_get(a, i);
+
+			if (!json_is_integer(v) || json_integer_value(v) < 4 ||
+				json_integer_value(v) >= f->size ||
+				(i > 0 && json_integer_value(v) <= f->split_offsets[i - 1]))
+				return bad(err, "split_offsets are not increasing offsets inside the file");
+			f->split_offsets[f->nsplit_offsets++] = (int64_t) json_integer_value(v);
+		}
+	}
+	return ok;
+}
+
+bool
+iceberg_compact_message_parse(const char *line, size_t len, int64_t max_json,
+							  IcebergCompactMessage *m, IcebergError *err)
+{
+	json_t	   *root;
+	const char *type;
+	bool		ok = true;
+
+	iceberg_error_clear(err);
+	memset(m, 0, sizeof(*m));
+	if (len > ICEBERG_COMPACT_MAX_LINE)
+		return bad(err, "too long");
+	root = load(line, len, max_json, err);
+	if (root == NULL)
+		return false;
+	type = json_string_value(json_object_get(root, "type"));
+	m->group = (int) get_int(root, "group", false, 0, INT32_MAX, -1, &ok, err);
+	if (!ok)
+		;
+	else if (type == NULL)
+		ok = bad(err, "no type");
+	else if (strcmp(type, "ready") == 0)
+	{
+		m->type = ICEBERG_MSG_READY;
+		m->protocol = (int) get_int(root, "protocol", true, 0, INT32_MAX, 0, &ok, err);
+		m->version = get_str(root, "duckdb", false, 64, &ok, err);
+	}
+	else if (strcmp(type, "progress") == 0)
+	{
+		m->type = ICEBERG_MSG_PROGRESS;
+		m->done = get_int(root, "done", true, 0, INT64_MAX, 0, &ok, err);
+	}
+	else if (strcmp(type, "file") == 0)
+	{
+		m->type = ICEBERG_MSG_FILE;
+		ok = parse_file(root, &m->file, err);
+	}
+	else if (strcmp(type, "done") == 0)
+	{
+		m->type = ICEBERG_MSG_DONE;
+		m->files = (int) get_int(root, "files", true, 0, INT32_MAX, 0, &ok, err);
+		m->rows_in = get_int(root, "rows_in", true, 0, INT64_MAX, 0, &ok, err);
+		m->rows_deleted = get_int(root, "rows_deleted", true, 0, INT64_MAX, 0, &ok, err);
+		m->rows_out = get_int(root, "rows_out", true, 0, INT64_MAX, 0, &ok, err);
+		m->bytes_in = get_int(root, "bytes_in", true, 0, INT64_MAX, 0, &ok, err);
+		m->peak_rss = get_int(root, "peak_rss", true, 0, INT64_MAX, 0, &ok, err);
+		if (ok && m->rows_deleted > m->rows_in)
+			ok = bad(err, "more rows deleted than read");
+	}
+	else if (strcmp(type, "error") == 0)
+	{
+		m->type = ICEBERG_MSG_ERROR;
+		m->message = get_str(root, "message", true, 4096, &ok, err);
+	}
+	else
+		ok = bad(err, "unknown type");
+	json_decref(root);
+	if (!ok)
+		iceberg_compact_message_free(m);
+	return ok;
+}
+
+void
+iceberg_compact_message_free(IcebergCompactMessage *m)
+{
+	if (m == NULL)
+		return;
+	free(m->version);
+	free(m->message);
+	iceberg_compact_output_free(&m->file);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---------------------------------------------------------------------
+ * Iceberg values
+ * ---------------------------------------------------------------------
+ */
+
+static bool
+put(uint8_t **out, size_t *out_len, const void *p, size_t n)
+{
+	*out = malloc(n + 1);
+	if (*out == NULL)
+		return false;
+	memcpy(*out, p, n);
+	*out_len = n;
+	return true;
+}
+
+static bool
+le(uint8_t **out, size_t *out_len, int64_t v, int n)
+{
+	uint8_t		b[8];
+	int			i;
+
+	for (i = 0; i < 8; i++)
+		b[i] = (uint8_t) ((uint64_t) v >> (8 * i));
+	return put(out, out_len, b, (size_t) n);
+}
+
+/* Length of the UTF-8 sequence starting with byte c (1 for a stray byte). */
+static int
+utf8_len(unsigned char c)
+{
+	return c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+}
+
+static uint32_t
+utf8_decode(const unsigned char *s, int n)
+{
+	uint32_t	v = n == 1 ? s[0] : n == 2 ? (s[0] & 0x1f) : n == 3 ? (s[0] & 0x0f) : (s[0] & 0x07);
+	int			i;
+
+	for (i = 1; i < n; i++)
+		v = (v << 6) | (s[i] & 0x3f);
+	return v;
+}
+
+static int
+utf8_encode(uint32_t v, unsigned char *o)
+{
+	if (v < 0x80)
+	{
+		o[0] = (unsigned char) v;
+		return 1;
+	}
+	if (v < 0x800)
+	{
+		o[0] = (unsigned char) (0xc0 | (v >> 6));
+		o[1] = (unsigned char) (0x80 | (v & 0x3f));
+		return 2;
+	}
+	if (v < 0x10000)
+	{
+		o[0] = (unsigned char) (0xe0 | (v >> 12));
+		o[1] = (unsigned char) (0x80 | ((v >> 6) & 0x3f));
+		o[2] = (unsigned char) (0x80 | (v & 0x3f));
+		return 3;
+	}
+	o[0] = (unsigned char) (0xf0 | (v >> 18));
+	o[1] = (unsigned char) (0x80 | ((v >> 12) & 0x3f));
+	o[2] = (unsigned char) (0x80 | ((v >> 6) & 0x3f));
+	o[3] = (unsigned char) (0x80 | (v & 0x3f));
+	return 4;
+}
+
+/* Truncate a UTF-8 string to n characters (Iceberg's truncate). */
+static bool
+truncate_string(const char *s, size_t len, int n, bool upper, uint8_t **out, size_t *out_len,
+				bool *oom_out)
+{
+	size_t		offs[1024 + 1];
+	int			chars = 0;
+	size_t		i = 0;
+
+	if (n > 1024)
+		n = 1024;
+	while (i < len && chars < n)
+	{
+		size_t		step = (size_t) utf8_len((unsigned char) s[i]);
+
+		offs[chars++] = i;
+		i += step < len - i ? step : len - i;
+	}
+	offs[chars] = i;
+	if (i >= len)
+	{
+		/* no longer than the limit: the value itself */
+		if (!put(out, out_len, s, len))
+			*oom_out = true;
+		return !*oom_out;
+	}
+	if (!upper)
+	{
+		if (!put(out, out_len, s, i))
+			*oom_out = true;
+		return !*oom_out;
+	}
+	/* the prefix with its last character incremented, dropping those at the top */
+	while (chars > 0)
+	{
+		size_t		at = offs[chars - 1];
+		int			cl = (int) (offs[chars] - at);
+		uint32_t	cp = utf8_decode((const unsigned char *) s + at, cl) + 1;
+		unsigned char enc[4];
+		int			el;
+
+		if (cp >= 0xD800 && cp <= 0xDFFF)
+			cp = 0xE000;
+		if (cp <= 0x10FFFF)
+		{
+			el = utf8_encode(cp, enc);
+			*out = malloc(at + (size_t) el + 1);
+			if (*out == NULL)
+			{
+				*oom_out = true;
+				return false;
+			}
+			memcpy(*out, s, at);
+			memcpy(*out + at, enc, (size_t) el);
+			*out_len = at + (size_t) el;
+			return true;
+		}
+		chars--;
+	}
+	*out = NULL;				/* no upper bound */
+	*out_len = 0;
+	return true;
+}
+
+bool
+iceberg_value_serialize(const IcebergColumn *c, const char *text, size_t len, bool upper,
+						int truncate_length, uint8_t **out, size_t *out_len, bool *oom_out)
+{
+	char		buf[128];
+	char	   *end;
+
+	*out = NULL;
+	*out_len = 0;
+	*oom_out = false;
+	if (c->type != ICEBERG_TYPE_STRING && c->type != ICEBERG_TYPE_BINARY)
+	{
+		if (len >= sizeof(buf))
+			return false;
+		memcpy(buf, text, len);
+		buf[len] = '\0';
+	}
+	switch (c->type)
+	{
+		case ICEBERG_TYPE_BOOLEAN:
+			if (strcmp(buf, "true") != 0 && strcmp(buf, "false") != 0)
+				return false;
+			return le(out, out_len, buf[0] == 't', 1) || (*oom_out = true, false);
+		case ICEBERG_TYPE_INT:
+		case ICEBERG_TYPE_DATE:
+		case ICEBERG_TYPE_LONG:
+		case ICEBERG_TYPE_TIME:
+		case ICEBERG_TYPE_TIMESTAMP:
+		case ICEBERG_TYPE_TIMESTAMPTZ:
+			{
+				long long	v;
+				bool		four = c->type == ICEBERG_TYPE_INT || c->type == ICEBERG_TYPE_DATE;
+
+				errno = 0;
+				v = strtoll(buf, &end, 10);
+				if (buf[0] == '\0' || *end != '\0' || errno != 0 ||
+					(four && (v < INT32_MIN || v > INT32_MAX)))
+					return false;
+				return le(out, out_len, v, four ? 4 : 8) || (*oom_out = true, false);
+			}
+		case ICEBERG_TYPE_FLOAT:
+		case ICEBERG_TYPE_DOUBLE:
+			{
+				double		d = strtod(buf, &end);
+
+				if (buf[0] == '\0' || *end != '\0' || isnan(d))
+					return false;
+				if (c->type == ICEBERG_TYPE_FLOAT)
+				{
+					float		f = (float) d;
+
+					return put(out, out_len, &f, 4) || (*oom_out = true, false);
+				}
+				return put(out, out_len, &d, 8) || (*oom_out = true, false);
+			}
+		case ICEBERG_TYPE_DECIMAL:
+			{
+				__int128	v = 0;
+				const char *s = buf;
+				bool		neg = false;
+				bool		point = false;
+				int			frac = 0,
+							digits = 0;
+				uint8_t		be[16];
+				int			k = 0,
+							i;
+
+				if (*s == '-' || *s == '+')
+					neg = *s++ == '-';
+				for (; *s; s++)
+				{
+					if (*s == '.' && !point)
+					{
+						point = true;
+						continue;
+					}
+					if (!isdigit((unsigned char) *s) || ++digits > 38 || (point && ++frac > c->scale))
+						return false;
+					v = v * 10 + (*s - '0');
+				}
+				/* at most the column's precision once at its scale (and 38) */
+				if (digits == 0 || digits - frac + c->scale > (c->precision > 0 ? c->precision : 38) ||
+					digits - frac + c->scale > 38)
+					return false;
+				for (; frac < c->scale; frac++)
+					v *= 10;
+				if (neg)
+					v = -v;
+				for (i = 0; i < 16; i++)
+					be[15 - i] = (uint8_t) ((unsigned __int128) v >> (8 * i));
+				/* minimal two's complement */
+				while (k < 15 && ((be[k] == 0x00 && !(be[k + 1] & 0x80)) ||
+								  (be[k] == 0xff && (be[k + 1] & 0x80))))
+					k++;
+				return put(out, out_len, be + k, (size_t) (16 - k)) || (*oom_out = true, false);
+			}
+		case ICEBERG_TYPE_STRING:
+			if (truncate_length > 0)
+				return truncate_string(text, len, truncate_length, upper, out, out_len, oom_out);
+			return put(out, out_len, text, len) || (*oom_out = true, false);
+		case ICEBERG_TYPE_BINARY:
+			{
+				uint8_t    *b;
+				size_t		n;
+				size_t		keep;
+
+				if (len % 2 != 0)
+					return false;
+				{
+					char	   *copy = strndup(text, len);
+					bool		h;
+
+					if (copy == NULL)
+					{
+						*oom_out = true;
+						return false;
+					}
+					for (size_t i = 0; copy[i]; i++)
+						copy[i] = (char) tolower((unsigned char) copy[i]);
+					h = unhex(copy, &b, &n);
+					free(copy);
+					if (!h)
+						return false;
+				}
+				keep = truncate_length > 0 && n > (size_t) truncate_length ? (size_t) truncate_length : n;
+				if (keep < n && upper)
+				{
+					while (keep > 0 && b[keep - 1] == 0xff)
+						keep--;
+					if (keep == 0)
+					{
+						free(b);
+						return true;	/* no upper bound */
+					}
+					b[keep - 1]++;
+				}
+				*out = b;
+				*out_len = keep;
+				return true;
+			}
+		case ICEBERG_TYPE_UUID:
+			{
+				uint8_t		u[16];
+				int			k = 0;
+				size_t		i;
+
+				if (len != 36)
+					return false;
+				for (i = 0; i < 36; i++)
+				{
+					int			h,
+								l;
+
+					if (i == 8 || i == 13 || i == 18 || i == 23)
+					{
+						if (buf[i] != '-')
+							return false;
+						continue;
+					}
+					h = isdigit((unsigned char) buf[i]) ? buf[i] - '0' : tolower((unsigned char) buf[i]) - 'a' + 10;
+					l = isdigit((unsigned char) buf[i + 1]) ? buf[i + 1] - '0' : tolower((unsigned char) buf[i + 1]) - 'a' + 10;
+					if (h < 0 || h > 15 || l < 0 || l > 15)
+						return false;
+					u[k++] = (uint8_t) (h * 16 + l);
+					i++;
+				}
+				return put(out, out_len, u, 16) || (*oom_out = true, false);
+			}
+		default:
+			return false;
+	}
+}

@@ -1,0 +1,250 @@
+/*-------------------------------------------------------------------------
+ *
+ * compact_wire.h
+ *	  The protocol between a tms worker and the compaction helper
+ *	  (tms_compactor, src/compactor/), and the Iceberg values the helper
+ *	  reports: both sides encode and decode through this file, so the
+ *	  protocol has one implementation.
+ *
+ * Framing: newline-delimited JSON.  Each message is one JSON object on
+ * one line (JSON strings escape their newlines), at most
+ * ICEBERG_COMPACT_MAX_LINE bytes; "type" says which message it is.
+ *
+ *	worker -> helper (the helper's stdin)
+ *	  hello		{"type":"hello","protocol":1,"memory_limit":bytes,
+ *				 "threads":n,"temp_directory":dir,"storage":{...}}:
+ *				 once, first; the storage the table's files are read
+ *				 and written with (endpoint, region, path style, keys,
+ *				 local roots, timeouts), as the worker has it
+ *	  group		{"type":"group","group":g,"schema":{Iceberg schema},
+ *				 "inputs":[{"path","uri","records","size","seq"}],
+ *				 "deletes":[{"uri","content":1|2,"seq","equality_ids"}],
+ *				 "output":{"dir","upload_dir","prefix","files":k,
+ *				 "compression","compression_level",
+ *				 "metrics":[{"id","mode","length"}]}}:
+ *				 rewrite these data files, applying these delete files
+ *				 by the sequence number rules, into k Parquet files named
+ *				 <dir><prefix>-NNNNN.parquet; "path" and "dir" are spelled
+ *				 as the table's metadata spells them (position deletes
+ *				 name data files so), "uri" and "upload_dir" are where
+ *				 storage reads and writes them (relative paths resolved)
+ *	  (end of input: the helper exits)
+ *
+ *	helper -> worker (its stdout)
+ *	  ready		{"type":"ready","protocol":1,"duckdb":"v1.5.6"}
+ *	  progress	{"type":"progress","group":g,"done":bytes}: at least
+ *				 once a second while a group runs (the worker's sign of
+ *				 life)
+ *	  file		{"type":"file","group":g,"path","size","records",
+ *				 "metrics":[{"id","column_size","value_count","null_count",
+ *				 "nan_count","lower","upper"}],"split_offsets":[...]}:
+ *				 one written and uploaded file; bounds are hex of Iceberg's
+ *				 single-value serialization
+ *	  done		{"type":"done","group":g,"files":k,"rows_in","rows_deleted",
+ *				 "rows_out","bytes_in","peak_rss"}
+ *	  error		{"type":"error","group":g,"message":"..."}: the group
+ *				 failed; the helper exits after it
+ *
+ * The worker treats what the helper sends as untrusted: a message is
+ * parsed under a memory budget and every field is checked for type and
+ * range (iceberg_compact_message_parse); the caller checks the meaning
+ * (paths, counts).
+ *
+ * src/iceberg/compact/compact_wire.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_ICEBERG_COMPACT_WIRE_H
+#define TMS_ICEBERG_COMPACT_WIRE_H
+
+#include "iceberg/compact/compact.h"
+#include "io/io.h"
+
+#define ICEBERG_COMPACT_PROTOCOL	1
+#define ICEBERG_COMPACT_MAX_LINE	(64 * 1024 * 1024)
+#define ICEBERG_COMPACT_MAX_BOUND	65536	/* bytes of one bound */
+
+/* ---- hello ---- */
+
+typedef struct IcebergCompactHello
+{
+	int64_t		memory_limit;	/* bytes */
+	int			threads;
+	char	   *temp_directory;
+	/* storage, owned */
+	char	   *s3_endpoint;
+	char	   *s3_region;
+	int			s3_path_style;
+	char	   *s3_access_key_id;
+	char	   *s3_secret_access_key;
+	char	   *s3_session_token;
+	int			nlocal_roots;
+	char	  **local_roots;
+	long		connect_timeout_ms;
+	long		request_timeout_ms;
+	int			retries;
+	char	   *allowed_hosts;	/* tms.allowed_hosts (io/http/reach.h), NULL: none */
+} IcebergCompactHello;
+
+/*
+ * The hello line for storage cfg (its secrets included: for the pipe only)
+ * and the hosts the helper may connect to (NULL or "": no limit).
+ */
+extern char *iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit,
+										int threads, const char *temp_directory,
+										const char *allowed_hosts, IcebergError *err);
+extern bool iceberg_compact_hello_parse(const char *text, size_t len,
+										IcebergCompactHello *out, IcebergError *err);
+/* cfg points into h. */
+extern void iceberg_compact_hello_storage(const IcebergCompactHello *h, IoStorageConfig *cfg);
+extern void iceberg_compact_hello_free(IcebergCompactHello *h);
+
+/* ---- group ---- */
+
+typedef enum IcebergMetricsMode
+{
+	ICEBERG_METRICS_NONE,
+	ICEBERG_METRICS_COUNTS,
+	ICEBERG_METRICS_TRUNCATE,
+	ICEBERG_METRICS_FULL
+} IcebergMetricsMode;
+
+typedef struct IcebergCompactJobInput
+{
+	char	   *path;			/* as the metadata spells it */
+	char	   *uri;			/* where to read it */
+	int64_t		records;
+	int64_t		size;
+	int64_t		seq;
+} IcebergCompactJobInput;
+
+typedef struct IcebergCompactJobDelete
+{
+	char	   *uri;			/* where to read it */
+	int32_t		content;
+	int64_t		seq;
+	int			nequality_ids;
+	int32_t    *equality_ids;
+} IcebergCompactJobDelete;
+
+typedef struct IcebergCompactJobMetric
+{
+	int32_t		id;
+	IcebergMetricsMode mode;
+	int			length;			/* truncate */
+} IcebergCompactJobMetric;
+
+typedef struct IcebergCompactJob
+{
+	int			group;
+	char	   *schema_json;
+	IcebergSchema *schema;		/* parsed (iceberg_compact_job_parse) */
+	int			ninputs;
+	IcebergCompactJobInput *inputs;
+	int			ndeletes;
+	IcebergCompactJobDelete *deletes;
+	char	   *output_dir;		/* as the metadata spells it */
+	char	   *upload_dir;		/* where storage writes it */
+	char	   *prefix;
+	int			files;
+	char	   *compression;
+	int			compression_level;	/* -1: the codec's default */
+	int			nmetrics;
+	IcebergCompactJobMetric *metrics;
+} IcebergCompactJob;
+
+/*
+ * The metrics modes of the table's columns (Iceberg's MetricsConfig):
+ * write.metadata.metrics.column.<name>, else write.metadata.metrics.default
+ * (truncate(16)); columns past write.metadata.metrics.max-inferred-column-
+ * defaults (100) without a mode of their own get none.  n = the schema's.
+ */
+extern bool iceberg_compact_metrics_modes(const IcebergTableMetadata *md,
+										  const IcebergSchema *schema,
+										  IcebergCompactJobMetric **out,
+										  IcebergError *err);
+
+/*
+ * The group line of plan group g: output dir (as the metadata spells it)
+ * and upload_dir, prefix, compression given; input_uris[i] and
+ * delete_uris[i] are where storage reads the group's i-th file and i-th
+ * delete file.
+ */
+extern char *iceberg_compact_job_json(const IcebergTableMetadata *md,
+									  const IcebergCompactPlan *p, int g,
+									  const IcebergCompactJobMetric *metrics,
+									  int nmetrics, const char *const *input_uris,
+									  const char *const *delete_uris,
+									  const char *output_dir, const char *upload_dir,
+									  const char *prefix, const char *compression,
+									  int compression_level, IcebergError *err);
+extern bool iceberg_compact_job_parse(const char *text, size_t len,
+									  IcebergCompactJob **out, IcebergError *err);
+extern void iceberg_compact_job_free(IcebergCompactJob *job);
+
+/* ---- what the helper says ---- */
+
+typedef enum IcebergCompactMsgType
+{
+	ICEBERG_MSG_READY,
+	ICEBERG_MSG_PROGRESS,
+	ICEBERG_MSG_FILE,
+	ICEBERG_MSG_DONE,
+	ICEBERG_MSG_ERROR
+} IcebergCompactMsgType;
+
+typedef struct IcebergCompactMessage
+{
+	IcebergCompactMsgType type;
+	int			group;
+	/* ready */
+	int			protocol;
+	char	   *version;
+	/* progress */
+	int64_t		done;
+	/* file */
+	IcebergCompactOutput file;
+	/* done */
+	int			files;
+	int64_t		rows_in;
+	int64_t		rows_deleted;
+	int64_t		rows_out;
+	int64_t		bytes_in;
+	int64_t		peak_rss;
+	/* error */
+	char	   *message;
+} IcebergCompactMessage;
+
+/* Parse one line (len bytes, no newline) under a budget of max_json bytes. */
+extern bool iceberg_compact_message_parse(const char *line, size_t len, int64_t max_json,
+										  IcebergCompactMessage *out, IcebergError *err);
+extern void iceberg_compact_message_free(IcebergCompactMessage *m);
+
+/* The helper's lines (malloc'd, no newline). */
+extern char *iceberg_compact_ready_json(const char *version);
+extern char *iceberg_compact_progress_json(int group, int64_t done);
+extern char *iceberg_compact_file_json(int group, const IcebergCompactOutput *file);
+extern char *iceberg_compact_done_json(int group, int files, int64_t rows_in,
+									   int64_t rows_deleted, int64_t rows_out,
+									   int64_t bytes_in, int64_t peak_rss);
+extern char *iceberg_compact_error_json(int group, const char *message);
+
+/* ---- Iceberg values (https://iceberg.apache.org/spec/#binary-single-value-serialization) ---- */
+
+/*
+ * The single-value serialization of a value of column c given as text:
+ * booleans "true"/"false"; int, long, date (days), time, timestamps
+ * (microseconds) as integers; float and double as decimal text ("inf",
+ * "-inf" too); decimals as decimal text at any scale up to the column's;
+ * strings as they are (len bytes); binary as hex; uuids in their text
+ * form.  For a lower or upper bound in mode truncate(length), strings
+ * (in characters) and binary are truncated as Iceberg does: a lower bound
+ * is the prefix, an upper bound the prefix with its last character (byte)
+ * incremented; *out NULL when no such upper bound exists.  *out is
+ * malloc'd.  False: not a value of that type, or out of memory (*oom).
+ */
+extern bool iceberg_value_serialize(const IcebergColumn *c, const char *text, size_t len,
+									bool upper, int truncate_length, uint8_t **out,
+									size_t *out_len, bool *oom);
+
+#endif							/* TMS_ICEBERG_COMPACT_WIRE_H */

@@ -1,0 +1,691 @@
+/*-------------------------------------------------------------------------
+ *
+ * iceberg_base.c
+ *	  Error values, limits, byte buffers, hashing, a string set, and the
+ *	  two IoFileIO implementations of this layer (unconfined local files,
+ *	  for tests and tools only, and an in-memory buffer).
+ *
+ * src/iceberg/iceberg_base.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "iceberg/iceberg_internal.h"
+#include "io/util/jsonmem.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * iceberg_error_clear: reset an error value to "no error".
+ */
+void
+iceberg_error_clear(IcebergError *err)
+{
+	if (err == NULL)
+		return;
+	err->code = ICEBERG_OK;
+	err->io_code = IO_OK;
+	err->message[0] = '\0';
+	err->detail[0] = '\0';
+}
+
+/*
+ * iceberg_error_code_name: a constant, stable name for an error code.
+ */
+const char *
+iceberg_error_code_name(IcebergErrorCode code)
+{
+	switch (code)
+	{
+		case ICEBERG_OK:
+			return "ok";
+		case ICEBERG_ERR_MALFORMED:
+			return "malformed";
+		case ICEBERG_ERR_UNSUPPORTED:
+			return "unsupported";
+		case ICEBERG_ERR_IO:
+			return "io";
+		case ICEBERG_ERR_NOT_FOUND:
+			return "not-found";
+		case ICEBERG_ERR_LIMIT:
+			return "limit";
+		case ICEBERG_ERR_OUT_OF_MEMORY:
+			return "out-of-memory";
+		case ICEBERG_ERR_CANCELLED:
+			return "cancelled";
+		case ICEBERG_ERR_INVALID_ARGUMENT:
+			return "invalid-argument";
+		case ICEBERG_ERR_CONFLICT:
+			return "conflict";
+	}
+	return "unknown";
+}
+
+/*
+ * iceberg_set_error: fill code and message; clears detail.  Always
+ * returns false so callers can "return iceberg_set_error(...)".
+ */
+bool
+iceberg_set_error(IcebergError *err, IcebergErrorCode code, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (err == NULL)
+		return false;
+	err->code = code;
+	err->io_code = IO_OK;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+	err->detail[0] = '\0';
+	return false;
+}
+
+/*
+ * iceberg_set_io_error: see iceberg_internal.h.  An IoFileIO that failed
+ * without filling its IoError still gives ICEBERG_ERR_IO.
+ */
+bool
+iceberg_set_io_error(IcebergError *err, const IoError *ioerr, const char *path)
+{
+	IoErrorCode ic = ioerr->code == IO_OK ? IO_ERR_STORAGE : ioerr->code;
+
+	if (err == NULL)
+		return false;
+	err->code = ic == IO_ERR_INTERRUPTED ? ICEBERG_ERR_CANCELLED :
+		ic == IO_ERR_OUT_OF_MEMORY ? ICEBERG_ERR_OUT_OF_MEMORY :
+		ICEBERG_ERR_IO;
+	err->io_code = ic;
+	snprintf(err->message, sizeof(err->message), "could not read \"%.200s\"",
+			 path);
+	snprintf(err->detail, sizeof(err->detail), "%.300s%s%.200s",
+			 ioerr->message, ioerr->detail[0] ? ": " : "", ioerr->detail);
+	return false;
+}
+
+/* Fill an IoError from this layer's own IoFileIO implementations. */
+static void
+set_ioerror(IoError *err, IoErrorCode code, const char *fmt,...)
+	ICEBERG_PRINTF(3, 4);
+
+static void
+set_ioerror(IoError *err, IoErrorCode code, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (err == NULL)
+		return;
+	err->code = code;
+	err->http_status = 0;
+	err->detail[0] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * iceberg_set_detail: set the detail sentence of an error already set.
+ */
+void
+iceberg_set_detail(IcebergError *err, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (err == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err->detail, sizeof(err->detail), fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * iceberg_limits_default: the default caps (see iceberg.h).
+ */
+void
+iceberg_limits_default(IcebergLimits *limits)
+{
+	limits->max_metadata_bytes = INT64_C(256) * 1024 * 1024;
+	limits->max_header_bytes = INT64_C(16) * 1024 * 1024;
+	limits->max_block_bytes = INT64_C(64) * 1024 * 1024;
+	limits->max_block_items = INT64_C(16) * 1024 * 1024;
+	limits->max_string_bytes = INT64_C(16) * 1024 * 1024;
+	limits->max_collection_items = INT64_C(16) * 1024 * 1024;
+	limits->max_json_bytes = INT64_C(256) * 1024 * 1024;
+}
+
+/*
+ * iceberg_effective_limits: "in" with every zero (or negative) field
+ * replaced by its default; in may be NULL.
+ */
+void
+iceberg_effective_limits(const IcebergLimits *in, IcebergLimits *out)
+{
+	IcebergLimits def;
+
+	iceberg_limits_default(&def);
+	*out = def;
+	if (in == NULL)
+		return;
+#define PICK(f) out->f = in->f > 0 ? in->f : def.f
+	PICK(max_metadata_bytes);
+	PICK(max_header_bytes);
+	PICK(max_block_bytes);
+	PICK(max_block_items);
+	PICK(max_string_bytes);
+	PICK(max_collection_items);
+	PICK(max_json_bytes);
+#undef PICK
+}
+
+/*
+ * iceberg_json_load: see iceberg_internal.h.  The budget is io's
+ * (src/io/util/jsonmem.h): jansson's allocations are counted while it runs.
+ */
+struct json_t *
+iceberg_json_load(const char *text, size_t len, size_t flags,
+				  int64_t max_json_bytes, const char *what, IcebergError *err)
+{
+	IoJsonLoadInfo info;
+	json_t	   *doc;
+
+	doc = io_json_load(text, len, flags,
+					   max_json_bytes > 0 ? (size_t) max_json_bytes : 0, &info);
+	if (doc != NULL)
+		return doc;
+	if (info.not_initialised)
+		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
+						  "cannot parse %s: io_init() was not called", what);
+	else if (info.exceeded)
+		iceberg_set_error(err, ICEBERG_ERR_LIMIT,
+						  "%s needs more than max_json_bytes (%zu bytes) of memory to parse",
+						  what, info.limit);
+	else
+	{
+		iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid %s: not valid JSON", what);
+		iceberg_set_detail(err, "JSON error at line %d, column %d: %s.",
+						   info.line, info.column, info.text);
+	}
+	return NULL;
+}
+
+/*
+ * iceberg_check_interrupt: poll io->interrupted; on an interrupt fill err
+ * with ICEBERG_ERR_CANCELLED and return true.
+ */
+bool
+iceberg_check_interrupt(const IcebergFileIO *io, IcebergError *err)
+{
+	if (io != NULL && io->io.interrupted != NULL &&
+		io->io.interrupted(io->io.arg))
+	{
+		iceberg_set_error(err, ICEBERG_ERR_CANCELLED, "operation interrupted");
+		return true;
+	}
+	return false;
+}
+
+/*
+ * iceberg_strdup: copy a string, reporting OOM through err.
+ */
+char *
+iceberg_strdup(const char *s, IcebergError *err)
+{
+	char	   *r;
+	size_t		n;
+
+	if (s == NULL)
+		return NULL;
+	n = strlen(s);
+	r = malloc(n + 1);
+	if (r == NULL)
+	{
+		iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return NULL;
+	}
+	memcpy(r, s, n + 1);
+	return r;
+}
+
+/*
+ * iceberg_hash_bytes: FNV-1a 64, chained through h.
+ */
+uint64_t
+iceberg_hash_bytes(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	size_t		i;
+
+	for (i = 0; i < len; i++)
+	{
+		h ^= p[i];
+		h *= UINT64_C(1099511628211);
+	}
+	return h;
+}
+
+/*
+ * iceberg_buf_reserve: make room for "extra" more bytes plus a NUL.
+ */
+bool
+iceberg_buf_reserve(IcebergBuf *b, size_t extra)
+{
+	size_t		need;
+	size_t		n;
+	char	   *p;
+
+	if (extra > SIZE_MAX / 2 - b->len)
+		return false;
+	need = b->len + extra + 1;
+	if (need <= b->alloc)
+		return true;
+	n = b->alloc ? b->alloc : 256;
+	while (n < need)
+		n *= 2;
+	p = realloc(b->data, n);
+	if (p == NULL)
+		return false;
+	b->data = p;
+	b->alloc = n;
+	return true;
+}
+
+/*
+ * iceberg_buf_append: append bytes and keep the buffer NUL-terminated.
+ */
+bool
+iceberg_buf_append(IcebergBuf *b, const void *data, size_t len)
+{
+	if (!iceberg_buf_reserve(b, len))
+		return false;
+	if (len > 0)
+		memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return true;
+}
+
+/*
+ * iceberg_buf_free: release the buffer's memory and zero it.
+ */
+void
+iceberg_buf_free(IcebergBuf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->alloc = 0;
+}
+
+/* Grows the string set's table to nslots (a power of two). */
+static bool
+string_set_grow(IcebergStringSet *set, size_t nslots)
+{
+	char	  **slots = calloc(nslots, sizeof(char *));
+	uint64_t   *hashes = calloc(nslots, sizeof(uint64_t));
+	size_t		i;
+
+	if (slots == NULL || hashes == NULL)
+	{
+		free(slots);
+		free(hashes);
+		return false;
+	}
+	for (i = 0; i < set->nslots; i++)
+	{
+		size_t		j;
+
+		if (set->slots[i] == NULL)
+			continue;
+		j = set->hashes[i] & (nslots - 1);
+		while (slots[j] != NULL)
+			j = (j + 1) & (nslots - 1);
+		slots[j] = set->slots[i];
+		hashes[j] = set->hashes[i];
+	}
+	free(set->slots);
+	free(set->hashes);
+	set->slots = slots;
+	set->hashes = hashes;
+	set->nslots = nslots;
+	return true;
+}
+
+/*
+ * iceberg_string_set_add: insert a copy of key unless present.
+ */
+bool
+iceberg_string_set_add(IcebergStringSet *set, const char *key, bool *added)
+{
+	size_t		len = strlen(key);
+	uint64_t	h = iceberg_hash_bytes(ICEBERG_HASH_INIT, key, len);
+	size_t		j;
+	char	   *copy;
+
+	*added = false;
+	if ((set->count + 1) * 2 > set->nslots)
+	{
+		if (!string_set_grow(set, set->nslots ? set->nslots * 2 : 64))
+			return false;
+	}
+	j = h & (set->nslots - 1);
+	while (set->slots[j] != NULL)
+	{
+		if (set->hashes[j] == h && strcmp(set->slots[j], key) == 0)
+			return true;
+		j = (j + 1) & (set->nslots - 1);
+	}
+	copy = malloc(len + 1);
+	if (copy == NULL)
+		return false;
+	memcpy(copy, key, len + 1);
+	set->slots[j] = copy;
+	set->hashes[j] = h;
+	set->count++;
+	*added = true;
+	return true;
+}
+
+/*
+ * iceberg_string_set_free: free every key and the table.
+ */
+void
+iceberg_string_set_free(IcebergStringSet *set)
+{
+	size_t		i;
+
+	for (i = 0; i < set->nslots; i++)
+		free(set->slots[i]);
+	free(set->slots);
+	free(set->hashes);
+	memset(set, 0, sizeof(*set));
+}
+
+/* ---------------------------------------------------------------------
+ * Local files
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Resolve an Iceberg path to a local one: apply the first prefix map,
+ * then strip a file: scheme.  Returns a malloc'ed string or NULL (OOM).
+ */
+static char *
+local_resolve(const IcebergLocalFS *fs, const char *path)
+{
+	const char *rest = path;
+	const char *to = "";
+	char	   *mapped;
+	char	   *out;
+	const char *p;
+	int			i;
+
+	if (fs != NULL)
+	{
+		for (i = 0; i < fs->nmaps && i < ICEBERG_LOCAL_MAX_MAPS; i++)
+		{
+			size_t		n;
+
+			if (fs->maps[i].from == NULL || fs->maps[i].to == NULL)
+				continue;
+			n = strlen(fs->maps[i].from);
+			if (strncmp(path, fs->maps[i].from, n) == 0)
+			{
+				rest = path + n;
+				to = fs->maps[i].to;
+				break;
+			}
+		}
+	}
+	mapped = malloc(strlen(to) + strlen(rest) + 1);
+	if (mapped == NULL)
+		return NULL;
+	strcpy(mapped, to);
+	strcat(mapped, rest);
+
+	/* strip a file: scheme */
+	p = mapped;
+	if (strncmp(p, "file:", 5) == 0)
+	{
+		p += 5;
+		if (strncmp(p, "///", 3) == 0)
+			p += 2;				/* file:///abs -> /abs */
+		else if (strncmp(p, "//", 2) == 0)
+			p += 2;				/* file://host/rest -> host/rest */
+	}
+	out = malloc(strlen(p) + 1);
+	if (out != NULL)
+		strcpy(out, p);
+	free(mapped);
+	return out;
+}
+
+/* IoFileIO.open for local files. */
+static void *
+local_open(void *arg, const char *path, int64_t *size_out, IoError *err)
+{
+	char	   *local = local_resolve(arg, path);
+	FILE	   *f;
+
+	*size_out = -1;
+	if (local == NULL)
+	{
+		set_ioerror(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+		return NULL;
+	}
+	f = fopen(local, "rb");
+	if (f == NULL)
+	{
+		int			e = errno;
+
+		set_ioerror(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE,
+					"could not open file \"%.400s\": %s", local, strerror(e));
+		free(local);
+		return NULL;
+	}
+	free(local);
+	if (fseek(f, 0, SEEK_END) == 0)
+	{
+		long		n = ftell(f);
+
+		if (n >= 0)
+			*size_out = n;
+		if (fseek(f, 0, SEEK_SET) != 0)
+		{
+			fclose(f);
+			set_ioerror(err, IO_ERR_STORAGE, "could not seek in file \"%.400s\"",
+						path);
+			return NULL;
+		}
+	}
+	return f;
+}
+
+/* IoFileIO.read for local files. */
+static int64_t
+local_read(void *arg, void *handle, void *buf, size_t len, IoError *err)
+{
+	size_t		n;
+
+	(void) arg;
+	n = fread(buf, 1, len, (FILE *) handle);
+	if (n == 0 && ferror((FILE *) handle))
+	{
+		set_ioerror(err, IO_ERR_STORAGE, "could not read file: %s",
+					strerror(errno));
+		return -1;
+	}
+	return (int64_t) n;
+}
+
+/* IoFileIO.close for local files. */
+static void
+local_close(void *arg, void *handle)
+{
+	(void) arg;
+	fclose((FILE *) handle);
+}
+
+/*
+ * iceberg_local_fileio: fill io with the local implementation.  For unit
+ * tests, the fuzzer's tools and benchmarks only: it reads any path the
+ * process can, follows symbolic links and knows no allowed roots.  The
+ * server reads local files through io_storage_fileio (src/io), which is
+ * confined.
+ */
+void
+iceberg_local_fileio(IcebergFileIO *io, IcebergLocalFS *fs)
+{
+	memset(io, 0, sizeof(*io));
+	io->io.arg = fs;
+	io->io.open = local_open;
+	io->io.read = local_read;
+	io->io.close = local_close;
+	io->limits = NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * In-memory buffer
+ * ---------------------------------------------------------------------
+ */
+
+typedef struct MemHandle
+{
+	const IcebergMemoryFile *file;
+	size_t		pos;
+} MemHandle;
+
+static void *
+mem_open(void *arg, const char *path, int64_t *size_out, IoError *err)
+{
+	MemHandle  *h = malloc(sizeof(MemHandle));
+
+	(void) path;
+	if (h == NULL)
+	{
+		set_ioerror(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+		return NULL;
+	}
+	h->file = arg;
+	h->pos = 0;
+	*size_out = (int64_t) h->file->len;
+	return h;
+}
+
+static int64_t
+mem_read(void *arg, void *handle, void *buf, size_t len, IoError *err)
+{
+	MemHandle  *h = handle;
+	size_t		n = h->file->len - h->pos;
+
+	(void) arg;
+	(void) err;
+	if (n > len)
+		n = len;
+	if (n > 0)
+		memcpy(buf, (const char *) h->file->data + h->pos, n);
+	h->pos += n;
+	return (int64_t) n;
+}
+
+static void
+mem_close(void *arg, void *handle)
+{
+	(void) arg;
+	free(handle);
+}
+
+/*
+ * iceberg_memory_fileio: fill io so that every path reads *buf.
+ */
+void
+iceberg_memory_fileio(IcebergFileIO *io, IcebergMemoryFile *buf)
+{
+	memset(io, 0, sizeof(*io));
+	io->io.arg = buf;
+	io->io.open = mem_open;
+	io->io.read = mem_read;
+	io->io.close = mem_close;
+	io->limits = NULL;
+}
+
+/*
+ * iceberg_read_all: read a whole object, at most max_bytes.
+ */
+bool
+iceberg_read_all(const IcebergFileIO *io, const char *path, int64_t max_bytes,
+				 char **data_out, size_t *len_out, IcebergError *err)
+{
+	IcebergBuf	b = {0};
+	IoError		ioerr;
+	void	   *h;
+	int64_t		size;
+
+	*data_out = NULL;
+	*len_out = 0;
+	if (io == NULL || io->io.open == NULL || io->io.read == NULL ||
+		io->io.close == NULL || path == NULL)
+		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
+								 "no file reader given");
+	io_error_clear(&ioerr);
+	h = io->io.open(io->io.arg, path, &size, &ioerr);
+	if (h == NULL)
+		return iceberg_set_io_error(err, &ioerr, path);
+	if (size > max_bytes)
+	{
+		io->io.close(io->io.arg, h);
+		iceberg_set_error(err, ICEBERG_ERR_LIMIT,
+						  "file \"%s\" is too large", path);
+		iceberg_set_detail(err, "The file has %lld bytes; the limit is %lld.",
+						   (long long) size, (long long) max_bytes);
+		return false;
+	}
+	for (;;)
+	{
+		int64_t		n;
+		size_t		want = ICEBERG_READ_CHUNK;
+
+		if (!iceberg_buf_reserve(&b, want))
+		{
+			io->io.close(io->io.arg, h);
+			iceberg_buf_free(&b);
+			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		}
+		n = io->io.read(io->io.arg, h, b.data + b.len, want, &ioerr);
+		if (n < 0)
+		{
+			io->io.close(io->io.arg, h);
+			iceberg_buf_free(&b);
+			return iceberg_set_io_error(err, &ioerr, path);
+		}
+		if (n == 0)
+			break;
+		if ((size_t) n > want)
+			n = (int64_t) want;
+		b.len += (size_t) n;
+		if ((int64_t) b.len > max_bytes)
+		{
+			io->io.close(io->io.arg, h);
+			iceberg_buf_free(&b);
+			iceberg_set_error(err, ICEBERG_ERR_LIMIT,
+							  "file \"%s\" is too large", path);
+			iceberg_set_detail(err, "The limit is %lld bytes.", (long long) max_bytes);
+			return false;
+		}
+		if (iceberg_check_interrupt(io, err))
+		{
+			io->io.close(io->io.arg, h);
+			iceberg_buf_free(&b);
+			return false;
+		}
+	}
+	io->io.close(io->io.arg, h);
+	if (b.data == NULL && !iceberg_buf_reserve(&b, 0))
+		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	b.data[b.len] = '\0';
+	*data_out = b.data;
+	*len_out = b.len;
+	return true;
+}

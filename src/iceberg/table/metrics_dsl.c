@@ -1,0 +1,136 @@
+/*-------------------------------------------------------------------------
+ *
+ * metrics_dsl.c
+ *	  Adapters from this layer's metrics and data-file stream to the
+ *	  policy DSL's input types (src/dsl/dsl.h).
+ *
+ * Only dsl.h's types are used, never its functions, so src/iceberg links
+ * and is tested without src/dsl.
+ *
+ * src/iceberg/table/metrics_dsl.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "iceberg/iceberg_internal.h"
+#include "dsl/dsl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DSL_BATCH 512
+
+/*
+ * iceberg_metrics_to_dsl: see iceberg.h.
+ */
+void
+iceberg_metrics_to_dsl(const IcebergTableMetrics *m, struct DslMetrics *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->snapshots = m->snapshots;
+	out->oldest_snapshot_age = m->oldest_snapshot_age_ms;
+	out->time_since_last_update = m->time_since_last_update_ms;
+	out->present = DSL_VAR_BIT(DSL_VAR_SNAPSHOTS) |
+		DSL_VAR_BIT(DSL_VAR_OLDEST_SNAPSHOT_AGE) |
+		DSL_VAR_BIT(DSL_VAR_TIME_SINCE_LAST_UPDATE);
+	if (m->level < ICEBERG_METRICS_MANIFEST_LIST)
+		return;
+	out->manifests = m->manifests;
+	out->present |= DSL_VAR_BIT(DSL_VAR_MANIFESTS);
+	if (m->level < ICEBERG_METRICS_MANIFESTS)
+		return;
+	out->data_files = m->data_files;
+	out->data_files_size = m->data_files_size;
+	out->data_records = m->data_records;
+	out->equality_delete_files = m->equality_delete_files;
+	out->equality_delete_files_size = m->equality_delete_files_size;
+	out->equality_delete_records = m->equality_delete_records;
+	out->position_delete_files = m->position_delete_files;
+	out->position_delete_files_size = m->position_delete_files_size;
+	out->position_delete_records = m->position_delete_records;
+	out->avg_data_file_size = m->avg_data_file_size;
+	out->present |= DSL_VAR_BIT(DSL_VAR_DATA_FILES) |
+		DSL_VAR_BIT(DSL_VAR_DATA_FILES_SIZE) |
+		DSL_VAR_BIT(DSL_VAR_DATA_RECORDS) |
+		DSL_VAR_BIT(DSL_VAR_EQUALITY_DELETE_FILES) |
+		DSL_VAR_BIT(DSL_VAR_EQUALITY_DELETE_FILES_SIZE) |
+		DSL_VAR_BIT(DSL_VAR_EQUALITY_DELETE_RECORDS) |
+		DSL_VAR_BIT(DSL_VAR_POSITION_DELETE_FILES) |
+		DSL_VAR_BIT(DSL_VAR_POSITION_DELETE_FILES_SIZE) |
+		DSL_VAR_BIT(DSL_VAR_POSITION_DELETE_RECORDS) |
+		DSL_VAR_BIT(DSL_VAR_AVG_DATA_FILE_SIZE);
+	if (m->level < ICEBERG_METRICS_DELETES)
+		return;
+	out->data_files_with_deletes = m->data_files_with_deletes;
+	out->data_files_with_position_deletes = m->data_files_with_position_deletes;
+	out->data_files_with_equality_deletes = m->data_files_with_equality_deletes;
+	out->present |= DSL_VAR_BIT(DSL_VAR_DATA_FILES_WITH_DELETES) |
+		DSL_VAR_BIT(DSL_VAR_DATA_FILES_WITH_POSITION_DELETES) |
+		DSL_VAR_BIT(DSL_VAR_DATA_FILES_WITH_EQUALITY_DELETES);
+}
+
+/* DslProperties.get over table properties. */
+static const char *
+property_get_adapter(void *arg, const char *name)
+{
+	return iceberg_metadata_property((const IcebergTableMetadata *) arg, name);
+}
+
+/*
+ * iceberg_dsl_properties: see iceberg.h.
+ */
+void
+iceberg_dsl_properties(const IcebergTableMetadata *md, struct DslProperties *out)
+{
+	out->get = property_get_adapter;
+	out->arg = (void *) md;
+}
+
+/* DslFileSource.next: fill a batch of up to DSL_BATCH files. */
+static int
+files_next_adapter(void *arg, const DslFile **files, size_t *nfiles)
+{
+	IcebergDataFileIter *it = arg;
+	DslFile   *batch = *iceberg_data_files_adapter_slot(it);
+	size_t		n = 0;
+	IcebergError err;
+
+	while (n < DSL_BATCH)
+	{
+		const IcebergDataFileInfo *f;
+		int			rc = iceberg_data_files_next(it, &f, &err);
+
+		if (rc < 0)
+			return -1;
+		if (rc == 0)
+			break;
+		batch[n].size = f->size;
+		batch[n].records = f->records;
+		batch[n].has_deletes = f->has_deletes;
+		batch[n].has_position_deletes = f->has_position_deletes;
+		batch[n].has_equality_deletes = f->has_equality_deletes;
+		n++;
+	}
+	*files = batch;
+	*nfiles = n;
+	return n > 0 ? 1 : 0;
+}
+
+/*
+ * iceberg_data_files_dsl_source: see iceberg.h.
+ */
+bool
+iceberg_data_files_dsl_source(IcebergDataFileIter *it,
+							  struct DslFileSource *out, IcebergError *err)
+{
+	void	  **slot = iceberg_data_files_adapter_slot(it);
+
+	if (*slot == NULL)
+	{
+		*slot = malloc(sizeof(DslFile) * DSL_BATCH);
+		if (*slot == NULL)
+			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	}
+	out->next = files_next_adapter;
+	out->arg = it;
+	return true;
+}

@@ -1,0 +1,378 @@
+/*-------------------------------------------------------------------------
+ *
+ * rest_auth.c
+ *		How the Iceberg REST catalog client authenticates: OAuth2 (the
+ *		client-credentials grant against "oauth2_server_uri" or the spec's
+ *		default v1/oauth/tokens, a token cache refreshed a minute before
+ *		expiry and once after a 401, by the callers, and the reader of
+ *		token responses), AWS SigV4 signing, and the one function that
+ *		makes the headers of every catalog request (io_rest_headers), which
+ *		the request core and the batches of loads both call.
+ *
+ * SigV4 follows Iceberg's RESTSigV4AuthSession (aws module): the request
+ * is first given its bearer token, then signed; an Authorization header
+ * already there moves to Original-Authorization and is signed with the
+ * rest; x-amz-content-sha256 carries the body's sha256 and is signed;
+ * the service is the server's signing name ("execute-api" by default,
+ * "glue", "s3tables"), the path is normalised and encoded twice (the rule
+ * of every service but S3).  The OAuth2 token request is not signed, as
+ * in Iceberg, where the OAuth2 manager fetches tokens itself.
+ *
+ * Rules: the client secret, the AWS secret key, session tokens and every
+ * token are wiped before their memory is freed and never appear in an
+ * IoError; an "expires_in" is trusted up to TOKEN_MAX_LIFETIME_S.
+ *
+ * src/io/rest/rest_auth.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/rest/rest_int.h"
+
+/* Refresh a token this long before it expires. */
+#define TOKEN_REFRESH_MARGIN_MS	60000
+
+/* The longest token lifetime believed (a year): no overflow, no forever. */
+#define TOKEN_MAX_LIFETIME_S	(365 * 24 * 3600)
+
+/*
+ * See rest_int.h: POST the client credentials to oauth2_server_uri (an
+ * absolute URL, or a path below the catalog URI) or to the spec's
+ * default v1/oauth/tokens.  The form body holds the secret and is wiped.
+ */
+int
+io_rest_fetch_token(IoCatalog *cat, IoError *err)
+{
+	IoStrBuf	body;
+	IoStrBuf	url;
+	IoHttpRequest req;
+	IoHttpResponse resp;
+	const char *headers[2] = {"Content-Type: application/x-www-form-urlencoded",
+	"Accept: application/json"};
+	int			rc;
+
+	io_sb_init(&body);
+	io_sb_init(&url);
+	io_form_add(&body, "grant_type", "client_credentials");
+	io_form_add(&body, "client_id", cat->client_id);
+	io_form_add(&body, "client_secret", cat->client_secret);
+	io_form_add(&body, "scope", cat->scope ? cat->scope : "catalog");
+	if (cat->oauth_uri != NULL && strstr(cat->oauth_uri, "://") != NULL)
+		io_sb_puts(&url, cat->oauth_uri);
+	else if (cat->oauth_uri != NULL)
+		io_sb_printf(&url, "%s/%s", cat->uri,
+					 cat->oauth_uri[0] == '/' ? cat->oauth_uri + 1 : cat->oauth_uri);
+	else
+		io_sb_printf(&url, "%s/v1/oauth/tokens", cat->uri);
+	if (body.oom || url.oom)
+	{
+		if (body.data)
+			memset(body.data, 0, body.len);
+		io_sb_free(&body);
+		io_sb_free(&url);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	memset(&req, 0, sizeof(req));
+	req.method = "POST";
+	req.url = url.data;
+	req.headers = headers;
+	req.nheaders = 2;
+	req.body = body.data;
+	req.body_len = body.len;
+	req.idempotent = true;		/* asking for a token twice is harmless */
+	req.what = "OAuth2 token endpoint";
+	rc = io_http_perform(&cat->http, &req, &resp, err);
+	cat->requests++;
+	memset(body.data, 0, body.len);
+	io_sb_free(&body);
+	io_sb_free(&url);
+	if (rc != 0)
+	{
+		io_http_response_free(&resp);
+		return -1;
+	}
+	if (resp.status != 200)
+	{
+		io_rest_status_error(&resp, REST_CALL_GENERIC, "OAuth2 token request",
+							 cat->http.max_json_bytes, err);
+		if (resp.status == 400 || resp.status == 401 || resp.status == 403)
+			err->code = IO_ERR_UNAUTHORIZED;
+		io_http_response_free(&resp);
+		return -1;
+	}
+	rc = io_rest_read_token(cat, resp.body, resp.body_len, err);
+	io_http_response_free(&resp);
+	return rc;
+}
+
+/*
+ * See rest_int.h: a token is fetched when none is cached or when the
+ * cached one expires within TOKEN_REFRESH_MARGIN_MS.
+ */
+int
+io_rest_ensure_token(IoCatalog *cat, IoError *err)
+{
+	if (cat->client_id == NULL)
+		return 0;
+	if (cat->token != NULL &&
+		(cat->token_expires_ms == 0 ||
+		 io_now_ms() < cat->token_expires_ms - TOKEN_REFRESH_MARGIN_MS))
+		return 0;
+	return io_rest_fetch_token(cat, err);
+}
+
+/* See rest_int.h (the reader of OAuth2 token responses). */
+int
+io_rest_read_token(IoCatalog *cat, const char *body, size_t len, IoError *err)
+{
+	json_t	   *doc;
+	const char *tok;
+	json_t	   *exp;
+	json_int_t	secs;
+
+	doc = io_json_parse(body, len, cat->http.max_json_bytes, "OAuth2 token", err);
+	if (doc == NULL && err->code != IO_ERR_PROTOCOL)
+		return -1;
+	tok = json_string_value(json_object_get(doc, "access_token"));
+	if (tok == NULL || tok[0] == '\0')
+	{
+		json_decref(doc);
+		return io_set_error(err, IO_ERR_PROTOCOL, 200,
+							"OAuth2 token response has no \"access_token\"");
+	}
+	io_wipe_free(cat->token);
+	cat->token = io_strdup(tok);
+	cat->token_fetches++;
+	exp = json_object_get(doc, "expires_in");
+	secs = json_is_integer(exp) ? json_integer_value(exp) : 0;
+	if (secs > TOKEN_MAX_LIFETIME_S)
+		secs = TOKEN_MAX_LIFETIME_S;
+	cat->token_expires_ms = secs > 0 ? io_now_ms() + (int64_t) secs * 1000 : 0;
+	json_decref(doc);
+	if (cat->token == NULL)
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	return 0;
+}
+
+/* ----------------------------------------------------------------
+ * The headers of a request, SigV4
+ * ----------------------------------------------------------------
+ */
+
+/* Append "name: value" to *l (the text is wiped if it cannot be kept). */
+static bool
+add_line(IoStringList *l, const char *name, const char *value)
+{
+	IoStrBuf	sb;
+	char	  **grown;
+
+	io_sb_init(&sb);
+	io_sb_printf(&sb, "%s: %s", name, value);
+	grown = sb.oom ? NULL : realloc(l->items, (l->n + 1) * sizeof(char *));
+	if (grown == NULL)
+	{
+		if (sb.data != NULL)
+			memset(sb.data, 0, sb.len);
+		io_sb_free(&sb);
+		return false;
+	}
+	l->items = grown;
+	l->items[l->n++] = io_sb_steal(&sb);
+	return true;
+}
+
+/*
+ * Split url ("scheme://[user@]host[:port]/path?query") into the Host
+ * header's value and the path and query as sent (all malloc'd; *query
+ * NULL without a query).  The catalog URI was checked to start with
+ * http:// or https://.
+ */
+static bool
+split_url(const char *url, char **host, char **path, char **query)
+{
+	const char *h = strstr(url, "://");
+	const char *end;
+	const char *at;
+	const char *q;
+
+	*host = *path = *query = NULL;
+	h = h ? h + 3 : url;
+	end = h + strcspn(h, "/?#");
+	at = memchr(h, '@', (size_t) (end - h));
+	if (at != NULL)
+		h = at + 1;
+	*host = io_strndup(h, (size_t) (end - h));
+	q = strchr(end, '?');
+	if (*end == '/')
+		*path = io_strndup(end, q ? (size_t) (q - end) : strlen(end));
+	else
+		*path = io_strdup("/");
+	if (q != NULL)
+		*query = io_strdup(q + 1);
+	return *host != NULL && *path != NULL && (q == NULL || *query != NULL);
+}
+
+/*
+ * Sign the request whose headers are lines[0..n) with SigV4 at time now
+ * and append Host, the signer's headers and Authorization to *lines.
+ */
+static int
+sign_request(IoCatalog *cat, const char *method, const char *url,
+			 const char *body, time_t now, IoStringList *lines,
+			 IoSigV4Output *sig, IoError *err)
+{
+	size_t		nlines = lines->n;
+	IoHeader   *hdrs;
+	char	  **names;
+	size_t		nh = 0,
+				i;
+	char	   *host = NULL,
+			   *path = NULL,
+			   *query = NULL;
+	char		payload_hash[65];
+	char		amz_date[17];
+	IoSigV4Input in;
+	IoSigV4Output out;
+	int			rc = -1;
+
+	memset(&out, 0, sizeof(out));
+	hdrs = calloc(nlines + 1, sizeof(IoHeader));
+	names = calloc(nlines + 1, sizeof(char *));
+	if (hdrs == NULL || names == NULL || !split_url(url, &host, &path, &query))
+	{
+		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		goto done;
+	}
+
+	/* every header so far is signed, and Host */
+	hdrs[nh].name = "host";
+	hdrs[nh++].value = host;
+	for (i = 0; i < nlines; i++)
+	{
+		const char *line = lines->items[i];
+		const char *colon = strchr(line, ':');
+		const char *v;
+
+		if (colon == NULL)
+			continue;
+		names[i] = io_strndup(line, (size_t) (colon - line));
+		if (names[i] == NULL)
+		{
+			rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			goto done;
+		}
+		for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
+			;
+		hdrs[nh].name = names[i];
+		hdrs[nh++].value = v;
+	}
+	io_sha256_hex(body ? body : "", body ? strlen(body) : 0, payload_hash);
+	io_amz_date(now, amz_date);
+
+	memset(&in, 0, sizeof(in));
+	in.method = method;
+	in.path = path;
+	in.query = query;
+	in.headers = hdrs;
+	in.nheaders = nh;
+	in.payload_hash = payload_hash;
+	in.access_key_id = cat->aws_access_key_id;
+	in.secret_access_key = cat->aws_secret_access_key;
+	in.session_token = cat->aws_session_token;
+	in.region = cat->signing_region;
+	in.service = cat->signing_name ? cat->signing_name : "execute-api";
+	in.amz_date = amz_date;
+	in.normalize_path = true;
+	in.double_encode_path = true;
+	in.sign_session_token = true;
+	in.add_content_sha256 = true;
+	if (io_sigv4_sign(&in, &out, err) != 0)
+		goto done;
+	if (!add_line(lines, "Host", host))
+	{
+		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		goto done;
+	}
+	for (i = 0; i < out.nadd_headers; i++)
+		if (!add_line(lines, out.add_headers[i].key, out.add_headers[i].value))
+		{
+			rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			goto done;
+		}
+	rc = 0;
+	if (sig != NULL)
+	{
+		*sig = out;
+		memset(&out, 0, sizeof(out));
+	}
+
+done:
+	io_sigv4_free(&out);
+	for (i = 0; names != NULL && i < nlines; i++)
+		free(names[i]);
+	free(names);
+	free(hdrs);
+	free(host);
+	free(path);
+	free(query);
+	return rc;
+}
+
+/* See rest_int.h. */
+int
+io_rest_headers(IoCatalog *cat, const char *method, const char *url,
+				const char *body, const char *const *extra, size_t nextra,
+				time_t now, IoStringList *out, IoSigV4Output *sig, IoError *err)
+{
+	const char *bearer = cat->token ? cat->token : cat->static_token;
+	IoStrBuf	auth;
+	bool		ok;
+	size_t		i;
+
+	memset(out, 0, sizeof(*out));
+	if (sig != NULL)
+		memset(sig, 0, sizeof(*sig));
+	ok = add_line(out, "Accept", "application/json");
+	if (ok && body != NULL)
+		ok = add_line(out, "Content-Type", "application/json");
+	for (i = 0; ok && i < nextra; i++)
+	{
+		char	   *copy = io_strdup(extra[i]);
+		char	  **grown = copy ? realloc(out->items, (out->n + 1) * sizeof(char *)) : NULL;
+
+		ok = grown != NULL;
+		if (!ok)
+		{
+			io_wipe_free(copy);
+			break;
+		}
+		out->items = grown;
+		out->items[out->n++] = copy;
+	}
+	if (ok && bearer != NULL)
+	{
+		/* SigV4 takes Authorization: the bearer token moves, and is signed */
+		io_sb_init(&auth);
+		io_sb_printf(&auth, "Bearer %s", bearer);
+		ok = !auth.oom &&
+			add_line(out, cat->signing_region ? "Original-Authorization" : "Authorization",
+					 auth.data);
+		if (auth.data != NULL)
+			memset(auth.data, 0, auth.len);
+		io_sb_free(&auth);
+	}
+	if (!ok)
+	{
+		io_string_list_wipe(out);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	if (cat->signing_region != NULL &&
+		sign_request(cat, method, url, body, now, out, sig, err) != 0)
+	{
+		io_string_list_wipe(out);
+		return -1;
+	}
+	return 0;
+}

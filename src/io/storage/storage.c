@@ -1,0 +1,646 @@
+/*-------------------------------------------------------------------------
+ *
+ * storage.c
+ *		Object storage, the interface (io.h): storage URIs, the handle and
+ *		its configuration, vended credentials and their refresh, and the
+ *		entry points, which send local files (file:// URIs and absolute
+ *		paths) to the local backend (storage_local.c) and S3 (s3://, s3a://,
+ *		s3n://) to the S3 backend (storage_s3.c).  Every location goes
+ *		through the location rule (location.c) first.
+ *
+ * The two backends share only this interface and the handle
+ * (storage_int.h); neither calls the other.
+ *
+ * src/io/storage/storage.c
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "io/io_int.h"
+#include "io/storage/storage_int.h"
+
+#define S3_DELETE_BATCH IO_S3_DELETE_MAX_KEYS
+
+/* ----------------------------------------------------------------
+ * URIs
+ * ----------------------------------------------------------------
+ */
+
+void
+io_uri_free(IoParsedUri *uri)
+{
+	if (uri == NULL)
+		return;
+	free(uri->bucket);
+	free(uri->path);
+	uri->bucket = NULL;
+	uri->path = NULL;
+}
+
+/*
+ * Parse a storage URI (see io.h): the canonical form of location.c, split
+ * into bucket and key for S3.  S3 URIs need a bucket; the key may be empty
+ * (a bucket-wide prefix).  Relative locations are refused here: callers
+ * that have a relative root canonicalise first.
+ */
+int
+io_uri_parse(const char *uri, IoParsedUri *out, IoError *err)
+{
+	char	   *c;
+
+	memset(out, 0, sizeof(*out));
+	if (io_location_canonical(uri, NULL, &c, err) != 0)
+		return -1;
+	if (strncmp(c, "s3://", 5) == 0)
+	{
+		const char *rest = c + 5;
+		const char *slash = strchr(rest, '/');
+		size_t		blen = slash ? (size_t) (slash - rest) : strlen(rest);
+
+		out->scheme = IO_URI_S3;
+		out->bucket = io_strndup(rest, blen);
+		out->path = io_strdup(slash ? slash + 1 : "");
+		free(c);
+	}
+	else
+	{
+		out->scheme = IO_URI_FILE;
+		out->path = c;
+	}
+	if (out->path == NULL || (out->scheme == IO_URI_S3 && out->bucket == NULL))
+	{
+		io_uri_free(out);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------------
+ * Handle
+ * ----------------------------------------------------------------
+ */
+
+
+IoStorage *
+io_storage_create(const IoStorageConfig *cfg, IoError *err)
+{
+	IoStorage  *st = calloc(1, sizeof(IoStorage));
+
+	if (st == NULL)
+	{
+		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return NULL;
+	}
+	if (cfg->s3_endpoint != NULL && cfg->s3_endpoint[0] != '\0')
+	{
+		size_t		n = strlen(cfg->s3_endpoint);
+
+		if (strncmp(cfg->s3_endpoint, "http://", 7) != 0 &&
+			strncmp(cfg->s3_endpoint, "https://", 8) != 0)
+		{
+			free(st);
+			io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+						 "invalid S3 endpoint \"%s\": must start with http:// or https://",
+						 cfg->s3_endpoint);
+			return NULL;
+		}
+		while (n > 0 && cfg->s3_endpoint[n - 1] == '/')
+			n--;
+		st->endpoint = io_strndup(cfg->s3_endpoint, n);
+	}
+	/* the region goes into a host name and into the signature's scope */
+	if (cfg->s3_region != NULL && cfg->s3_region[0] != '\0' &&
+		!io_sigv4_scope_valid(cfg->s3_region))
+	{
+		io_storage_free(st);
+		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+					 "invalid S3 region \"%.100s\": only letters, digits, '-', '_' and '.' are allowed",
+					 cfg->s3_region);
+		return NULL;
+	}
+	st->region = io_strdup(cfg->s3_region && cfg->s3_region[0] ? cfg->s3_region : "us-east-1");
+	st->path_style = cfg->s3_path_style;
+	st->list_page_size = cfg->s3_list_page_size > 0 && cfg->s3_list_page_size <= 1000 ?
+		cfg->s3_list_page_size : 1000;
+	st->access_key_id = io_strdup(cfg->s3_access_key_id);
+	st->secret_access_key = io_strdup(cfg->s3_secret_access_key);
+	st->session_token = io_strdup(cfg->s3_session_token);
+	st->vended = cfg->s3_credentials_vended;
+	st->expire_ms = cfg->s3_credentials_expire_ms;
+	st->received_ms = io_wall_ms();
+	st->http = cfg->http;
+	st->http.ca_file = NULL;
+	st->http.ca_path = NULL;
+	if (cfg->nlocal_roots > 0)
+	{
+		size_t		i;
+
+		st->local_roots = calloc(cfg->nlocal_roots, sizeof(char *));
+		if (st->local_roots == NULL)
+		{
+			io_storage_free(st);
+			io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return NULL;
+		}
+		for (i = 0; i < cfg->nlocal_roots; i++)
+		{
+			const char *r = cfg->local_roots[i];
+
+			if (r == NULL || r[0] != '/' ||
+				io_location_canonical(r, NULL, &st->local_roots[i], err) != 0)
+			{
+				io_storage_free(st);
+				if (r == NULL || r[0] != '/' || err->code == IO_ERR_INVALID_ARGUMENT)
+					io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+								 "invalid allowed location \"%.300s\": it must be an absolute directory without \".\" or \"..\" segments",
+								 r ? r : "");
+				return NULL;
+			}
+			st->nlocal_roots++;
+		}
+	}
+	if (st->region == NULL ||
+		(cfg->s3_access_key_id && st->access_key_id == NULL) ||
+		(cfg->s3_secret_access_key && st->secret_access_key == NULL) ||
+		(cfg->s3_session_token && st->session_token == NULL))
+	{
+		io_storage_free(st);
+		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return NULL;
+	}
+	return st;
+}
+
+void
+io_storage_config_get(const IoStorage *st, IoStorageConfig *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->s3_endpoint = st->endpoint;
+	cfg->s3_region = st->region;
+	cfg->s3_path_style = st->path_style;
+	cfg->s3_access_key_id = st->access_key_id;
+	cfg->s3_secret_access_key = st->secret_access_key;
+	cfg->s3_session_token = st->session_token;
+	cfg->s3_list_page_size = st->list_page_size;
+	cfg->local_roots = (const char *const *) st->local_roots;
+	cfg->nlocal_roots = st->nlocal_roots;
+	cfg->http = st->http;
+}
+
+/* Free the handle; secrets are wiped first. */
+void
+io_storage_free(IoStorage *st)
+{
+	if (st == NULL)
+		return;
+	if (st->secret_access_key)
+		memset(st->secret_access_key, 0, strlen(st->secret_access_key));
+	if (st->session_token)
+		memset(st->session_token, 0, strlen(st->session_token));
+	if (st->refresh_free != NULL)
+		st->refresh_free(st->refresh_arg);
+	free(st->endpoint);
+	free(st->region);
+	free(st->access_key_id);
+	free(st->secret_access_key);
+	free(st->session_token);
+	for (size_t i = 0; i < st->nlocal_roots; i++)
+		free(st->local_roots[i]);
+	free(st->local_roots);
+	free(st);
+}
+
+/* See io_int.h. */
+const IoHttpOptions *
+io_storage_http(const IoStorage *st)
+{
+	return &st->http;
+}
+
+/* See io.h. */
+int
+io_storage_target(IoStorage *st, const char *uri, char *buf, size_t size)
+{
+	IoParsedUri u;
+	IoError		err;
+	int			n;
+
+	if (io_uri_parse(uri, &u, &err) != 0)
+		return -1;
+	if (u.scheme != IO_URI_S3)
+		n = -1;
+	else if (st->endpoint != NULL)
+		n = snprintf(buf, size, "%s/%s", st->endpoint, u.bucket);
+	else
+		n = snprintf(buf, size, "https://s3.%s.amazonaws.com/%s", st->region, u.bucket);
+	io_uri_free(&u);
+	return n < 0 || (size_t) n >= size ? -1 : 0;
+}
+
+void
+io_buffer_free(IoBuffer *buf)
+{
+	if (buf == NULL)
+		return;
+	free(buf->data);
+	buf->data = NULL;
+	buf->len = 0;
+}
+
+/*
+ * Apply vended properties (see io.h).  Two passes: first find out whether
+ * the catalog vended a complete pair of credentials, then apply.
+ */
+void
+io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
+						bool allow_vended_endpoint)
+{
+	const char *key_id = NULL,
+			   *secret = NULL,
+			   *token = NULL,
+			   *endpoint = NULL,
+			   *expires = NULL;
+	size_t		i;
+
+	for (i = 0; i < n; i++)
+	{
+		const char *k = kv[i].key;
+		const char *v = kv[i].value;
+
+		if (k == NULL || v == NULL)
+			continue;
+		if (strcmp(k, "s3.access-key-id") == 0)
+			key_id = v;
+		else if (strcmp(k, "s3.secret-access-key") == 0)
+			secret = v;
+		else if (strcmp(k, "s3.session-token") == 0)
+			token = v;
+		else if (strcmp(k, "s3.endpoint") == 0)
+			endpoint = v;
+		else if (strcmp(k, "s3.session-token-expires-at-ms") == 0)
+			expires = v;
+		else if ((strcmp(k, "client.region") == 0 || strcmp(k, "s3.region") == 0) &&
+				 io_sigv4_scope_valid(v))
+			cfg->s3_region = v;
+		else if (strcmp(k, "s3.path-style-access") == 0)
+			cfg->s3_path_style = strcasecmp(v, "true") == 0 ? 1 : 0;
+	}
+	if (key_id == NULL || key_id[0] == '\0' || secret == NULL || secret[0] == '\0')
+		return;					/* the mapping's credentials, the server's endpoint */
+	cfg->s3_access_key_id = key_id;
+	cfg->s3_secret_access_key = secret;
+	/* never pair the vended key with the mapping's session token */
+	cfg->s3_session_token = token != NULL && token[0] != '\0' ? token : NULL;
+	cfg->s3_credentials_vended = true;
+	cfg->s3_credentials_expire_ms = expires ? strtoll(expires, NULL, 10) : 0;
+	if (cfg->s3_credentials_expire_ms < 0)
+		cfg->s3_credentials_expire_ms = 0;
+	if (endpoint != NULL && endpoint[0] != '\0' && allow_vended_endpoint)
+		cfg->s3_endpoint = endpoint;
+}
+
+/* ----------------------------------------------------------------
+ * Vended credentials that expire (io.h, io_storage_set_refresh)
+ * ----------------------------------------------------------------
+ */
+
+/* Credentials are refreshed this long before they expire, at most. */
+#define REFRESH_MARGIN_MAX_MS	(5 * 60 * 1000)
+
+/* See io.h. */
+void
+io_storage_set_refresh(IoStorage *st, IoRefreshFn fn, void *arg, void (*free_arg) (void *))
+{
+	if (st->refresh_free != NULL)
+		st->refresh_free(st->refresh_arg);
+	st->refresh = st->vended ? fn : NULL;
+	st->refresh_arg = st->vended ? arg : NULL;
+	st->refresh_free = st->vended ? free_arg : NULL;
+	if (!st->vended && free_arg != NULL)
+		free_arg(arg);
+}
+
+/* See io.h. */
+bool
+io_storage_refreshable(const IoStorage *st)
+{
+	return st->refresh != NULL;
+}
+
+/* See io.h. */
+int
+io_storage_refresh_count(const IoStorage *st)
+{
+	return st->refreshes;
+}
+
+/* See io.h. */
+int64_t
+io_storage_credentials_expire_ms(const IoStorage *st)
+{
+	return st->expire_ms;
+}
+
+/* See io.h. */
+int
+io_storage_refresh(IoStorage *st, IoError *err)
+{
+	IoTableCredentials c;
+	IoStorageConfig cfg;
+	char	   *key_id,
+			   *secret,
+			   *token;
+
+	if (st->refresh == NULL)
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+							"the storage credentials cannot be refreshed");
+	memset(&c, 0, sizeof(c));
+	if (st->refresh(st->refresh_arg, &c, err) != 0)
+		return -1;
+	memset(&cfg, 0, sizeof(cfg));
+	io_storage_config_apply(&cfg, c.config, c.nconfig, false);
+	if (!cfg.s3_credentials_vended)
+	{
+		io_table_credentials_free(&c);
+		return io_set_error(err, IO_ERR_PROTOCOL, 0,
+							"the catalog vended no storage credentials (an access key id and a secret) to refresh them with");
+	}
+	key_id = io_strdup(cfg.s3_access_key_id);
+	secret = io_strdup(cfg.s3_secret_access_key);
+	token = cfg.s3_session_token ? io_strdup(cfg.s3_session_token) : NULL;
+	if (key_id == NULL || secret == NULL || (cfg.s3_session_token && token == NULL))
+	{
+		free(key_id);
+		io_wipe_free(secret);
+		io_wipe_free(token);
+		io_table_credentials_free(&c);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	free(st->access_key_id);
+	io_wipe_free(st->secret_access_key);
+	io_wipe_free(st->session_token);
+	st->access_key_id = key_id;
+	st->secret_access_key = secret;
+	st->session_token = token;
+	st->expire_ms = cfg.s3_credentials_expire_ms;
+	st->received_ms = io_wall_ms();
+	st->refreshes++;
+	io_table_credentials_free(&c);
+	return 0;
+}
+
+/* See io_int.h. */
+void
+io_storage_refresh_if_due(IoStorage *st)
+{
+	int64_t		now,
+				margin;
+	IoError		err;
+
+	if (st->refresh == NULL || st->expire_ms <= 0)
+		return;
+	now = io_wall_ms();
+	margin = (st->expire_ms - st->received_ms) / 4;
+	if (margin > REFRESH_MARGIN_MAX_MS)
+		margin = REFRESH_MARGIN_MAX_MS;
+	if (margin < 0)
+		margin = 0;
+	if (now >= st->expire_ms - margin)
+		(void) io_storage_refresh(st, &err);
+}
+
+/* See io_int.h. */
+bool
+io_s3_credentials_refused(long status, const char *s3code)
+{
+	return status == 403 ||
+		(s3code != NULL && (strcmp(s3code, "ExpiredToken") == 0 ||
+							strcmp(s3code, "InvalidToken") == 0 ||
+							strcmp(s3code, "TokenRefreshRequired") == 0));
+}
+
+
+/* ----------------------------------------------------------------
+ * Entry points
+ * ----------------------------------------------------------------
+ */
+
+int
+io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
+				uint64_t len, IoBuffer *out, IoError *err)
+{
+	IoParsedUri u;
+	IoHttpOptions opt;
+	int			rc;
+
+	out->data = NULL;
+	out->len = 0;
+	if (io_uri_parse(uri, &u, err) != 0)
+		return -1;
+	io_http_options_resolve(&st->http, &opt);
+	if (u.scheme == IO_URI_FILE)
+		rc = io_local_read(st, uri, u.path, offset, len, out, opt.max_response_bytes, err);
+	else
+		rc = io_s3_read(st, &u, offset, len, out, err);
+	io_uri_free(&u);
+	return rc;
+}
+
+int
+io_storage_size(IoStorage *st, const char *uri, uint64_t *size, IoError *err)
+{
+	IoParsedUri u;
+	int			rc = 0;
+
+	if (io_uri_parse(uri, &u, err) != 0)
+		return -1;
+	if (u.scheme == IO_URI_FILE)
+		rc = io_local_size(st, uri, u.path, size, err);
+	else
+	{
+		IoHttpResponse resp;
+
+		rc = io_s3_request(st, "HEAD", u.bucket, u.path, NULL, NULL, 0, NULL, 0, &resp, err);
+		if (rc == 0 && resp.status != 200)
+			rc = io_s3_status_error(&resp, "stat", u.bucket, u.path, NULL, 0, err);
+		else if (rc == 0)
+		{
+			const char *cl = io_http_header(&resp, "content-length", NULL);
+
+			if (cl == NULL)
+				rc = io_set_error(err, IO_ERR_PROTOCOL, resp.status,
+								  "S3 HEAD response has no Content-Length");
+			else
+				*size = strtoull(cl, NULL, 10);
+		}
+		io_http_response_free(&resp);
+	}
+	io_uri_free(&u);
+	return rc;
+}
+
+int
+io_storage_write(IoStorage *st, const char *uri, const void *data, size_t len,
+				 IoError *err)
+{
+	IoParsedUri u;
+	int			rc;
+
+	if (io_uri_parse(uri, &u, err) != 0)
+		return -1;
+	if (u.scheme == IO_URI_FILE)
+		rc = io_local_write(st, uri, u.path, data, len, err);
+	else if (u.path[0] == '\0')
+		rc = io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+						  "invalid S3 location \"%s\": missing key", uri);
+	else
+	{
+		IoHttpResponse resp;
+		IoHeader	h = {"content-type", "application/octet-stream"};
+
+		rc = io_s3_request(st, "PUT", u.bucket, u.path, NULL, &h, 1, data ? data : "", len,
+						   &resp, err);
+		if (rc == 0 && resp.status != 200 && resp.status != 201 && resp.status != 204)
+			rc = io_s3_status_error(&resp, "write", u.bucket, u.path, NULL, 0, err);
+		io_http_response_free(&resp);
+	}
+	io_uri_free(&u);
+	return rc;
+}
+
+int
+io_storage_list(IoStorage *st, const char *prefix, IoListFn fn, void *arg,
+				IoError *err)
+{
+	IoParsedUri u;
+	int			rc;
+
+	if (io_uri_parse(prefix, &u, err) != 0)
+		return -1;
+	if (u.scheme == IO_URI_FILE)
+		rc = io_local_list(st, prefix, u.path, fn, arg, err);
+	else
+		rc = io_s3_list(st, &u, prefix, fn, arg, err);
+	io_uri_free(&u);
+	return rc;
+}
+
+/* A local file of one io_storage_delete call: its path and its index. */
+typedef struct LocalEntry
+{
+	const char *path;
+	size_t		i;
+} LocalEntry;
+
+/* By directory, then by name: the files of one directory stand together. */
+static int
+local_entry_cmp(const void *a, const void *b)
+{
+	const char *pa = ((const LocalEntry *) a)->path;
+	const char *pb = ((const LocalEntry *) b)->path;
+	const char *sa = strrchr(pa, '/');
+	const char *sb = strrchr(pb, '/');
+	size_t		la = sa ? (size_t) (sa - pa) : 0;
+	size_t		lb = sb ? (size_t) (sb - pb) : 0;
+	int			c = memcmp(pa, pb, la < lb ? la : lb);
+
+	if (c != 0)
+		return c;
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return strcmp(pa + la, pb + lb);
+}
+
+int
+io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
+				  IoDeleteResult *results, IoError *err)
+{
+	IoParsedUri *parsed;
+	size_t	   *idx;
+	bool	   *taken;
+	LocalEntry *locals;
+	size_t		nlocal = 0;
+	LocalDirCache dircache = {NULL, -1};
+	size_t		i;
+	int			rc = 0;
+
+	if (n == 0)
+		return 0;
+	parsed = calloc(n, sizeof(IoParsedUri));
+	idx = calloc(n, sizeof(size_t));
+	taken = calloc(n, sizeof(bool));
+	locals = calloc(n, sizeof(LocalEntry));
+	if (parsed == NULL || idx == NULL || taken == NULL || locals == NULL)
+	{
+		free(parsed);
+		free(idx);
+		free(taken);
+		free(locals);
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	for (i = 0; i < n; i++)
+	{
+		IoError		perr;
+
+		memset(&results[i], 0, sizeof(IoDeleteResult));
+		if (io_uri_parse(uris[i], &parsed[i], &perr) != 0)
+		{
+			taken[i] = true;
+			snprintf(results[i].code, sizeof(results[i].code), "InvalidLocation");
+			snprintf(results[i].message, sizeof(results[i].message), "%.255s", perr.message);
+			continue;
+		}
+		if (parsed[i].scheme == IO_URI_FILE)
+		{
+			taken[i] = true;
+			locals[nlocal].path = parsed[i].path;
+			locals[nlocal++].i = i;
+		}
+		else if (parsed[i].path[0] == '\0')
+		{
+			taken[i] = true;
+			snprintf(results[i].code, sizeof(results[i].code), "InvalidLocation");
+			snprintf(results[i].message, sizeof(results[i].message), "missing key");
+		}
+	}
+	/* local files by directory, so that each directory is walked once */
+	qsort(locals, nlocal, sizeof(LocalEntry), local_entry_cmp);
+	for (i = 0; i < nlocal; i++)
+		io_local_delete(st, uris[locals[i].i], locals[i].path, &dircache, &results[locals[i].i]);
+	io_local_dir_cache_end(&dircache);
+	/* S3: batches of up to 1000 keys of the same bucket, in input order */
+	for (i = 0; i < n && rc == 0; i++)
+	{
+		size_t		nb = 0,
+					j;
+
+		if (taken[i])
+			continue;
+		for (j = i; j < n && nb < S3_DELETE_BATCH; j++)
+			if (!taken[j] && strcmp(parsed[j].bucket, parsed[i].bucket) == 0)
+			{
+				idx[nb++] = j;
+				taken[j] = true;
+			}
+		rc = io_s3_delete_batch(st, parsed[i].bucket, parsed, idx, nb, results, err);
+	}
+	for (i = 0; i < n; i++)
+		io_uri_free(&parsed[i]);
+	free(parsed);
+	free(idx);
+	free(taken);
+	free(locals);
+	return rc;
+}
