@@ -144,6 +144,17 @@ _PG_init(void)
 							GUC_UNIT_S,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("tms.task_history_prune_interval",
+							gettext_noop("How often the supervisors prune tms.task_history."),
+							gettext_noop("Each time a batch of rows older than "
+										 "tms.task_history_retention; while batches come "
+										 "full, one at every heartbeat."),
+							&tms_task_history_prune_interval_ms,
+							60 * 1000, 1000, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
 	DefineCustomIntVariable("tms.retry_delay",
 							gettext_noop("Delay before the first retry of a failed task."),
 							gettext_noop("Each further consecutive failure doubles it, up to "

@@ -605,9 +605,10 @@ class CatalogServer:
 
     def fault(self, path_regex, action="status", count=1, method=None, status=503,
               seconds=5, body=None, headers=None, at="request", body_repeat=None,
-              encoding=None, commits=None, table=None):
+              encoding=None, commits=None, table=None, conditional=None):
         """Arm a fault for the next `count` requests matching method and
-        path_regex (see server.py); returns its id.  body_repeat is a dict
+        path_regex (and, when conditional is not None, carrying If-None-Match
+        or not; see server.py); returns its id.  body_repeat is a dict
         (head, unit, count, tail) the server builds a large body from;
         encoding="gzip" compresses the body.  action="interpose" with
         commits=[{"requirements": [...], "updates": [...]}, ...] applies
@@ -623,6 +624,8 @@ class CatalogServer:
                              "name": name}
         if method:
             spec["match"]["method"] = method
+        if conditional is not None:
+            spec["match"]["conditional"] = conditional
         if body is not None:
             spec["body"] = body
         if headers:

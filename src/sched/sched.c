@@ -88,6 +88,7 @@ int			tms_retry_delay_ms = 5000;
 int			tms_retry_delay_max_ms = 3600 * 1000;
 int			tms_stuck_task_age_s = 3600;
 int			tms_task_history_retention_s = 14 * 86400;
+int			tms_task_history_prune_interval_ms = 60 * 1000;
 
 /* ---------------------------------------------------------------------
  * Built-in kinds
@@ -514,12 +515,12 @@ sched_task_idle(SchedTask *task)
 /*
  * Prune tms.task_history: a batch of the rows older than
  * tms.task_history_retention, their counts kept in tms.task_run_totals
- * (tms._prune_task_history).  Once a minute, or at every call while the
- * last batch was full, so that a busy scheduler's history is pruned as
- * fast as it grows (up to a batch per heartbeat interval).
+ * (tms._prune_task_history).  Once every tms.task_history_prune_interval
+ * (a minute), or at every call while the last batch was full, so that a
+ * busy scheduler's history is pruned as fast as it grows (up to a batch
+ * per heartbeat interval).
  */
 #define HISTORY_PRUNE_BATCH 10000
-#define HISTORY_PRUNE_INTERVAL_MS (60 * 1000)
 
 static TimestampTz history_pruned_at = 0;	/* the last batch's start */
 static bool history_behind = false; /* the last batch was full */
@@ -529,7 +530,7 @@ sched_history_prune_due(void)
 {
 	return history_behind ||
 		TimestampDifferenceExceeds(history_pruned_at, GetCurrentTimestamp(),
-								   HISTORY_PRUNE_INTERVAL_MS);
+								   tms_task_history_prune_interval_ms);
 }
 
 void
@@ -543,7 +544,7 @@ sched_prune_history(void)
 	if (!sched_history_prune_due())
 		return;
 	history_pruned_at = GetCurrentTimestamp();
-	history_behind = false;		/* a failed batch waits for the next minute */
+	history_behind = false;		/* a failed batch waits for the next interval */
 	args[0] = Int32GetDatum(tms_task_history_retention_s);
 	args[1] = Int32GetDatum(HISTORY_PRUNE_BATCH);
 	rc = SPI_execute_with_args("SELECT tms._prune_task_history(make_interval(secs => $1), $2)",

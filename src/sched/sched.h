@@ -38,6 +38,7 @@ extern int	tms_retry_delay_ms;
 extern int	tms_retry_delay_max_ms;
 extern int	tms_stuck_task_age_s;	/* read by the view tms.stat_stuck_tasks */
 extern int	tms_task_history_retention_s;
+extern int	tms_task_history_prune_interval_ms;
 
 /* A claimed task, palloc'd in the caller's context. */
 typedef struct SchedTask
@@ -153,8 +154,8 @@ extern void sched_maintain(void);
 
 /*
  * Prune a batch of tms.task_history's rows older than
- * tms.task_history_retention, when one is due (at most once a minute
- * unless the last batch was full).  In a transaction of its own: a batch
+ * tms.task_history_retention, when one is due (at most once every
+ * tms.task_history_prune_interval unless the last batch was full).  In a transaction of its own: a batch
  * deletes up to 10,000 rows, work no heartbeat should wait for.
  */
 extern void sched_prune_history(void);

@@ -47,13 +47,18 @@ without a prefix are accepted too):
 
 Test-only admin endpoints (outside /v1; open unless --admin-token is given,
 then they need the header "X-Admin-Token: TOKEN"):
-  POST   /admin/faults    {"match": {"method": "GET", "path_regex": "..."},
+  POST   /admin/faults    {"match": {"method": "GET", "path_regex": "...",
+                                     "conditional": false},
                            "count": N, "action": "status|hang|late|lost|malformed|close|interpose",
                            "status": 503, "seconds": 5, "body": "...",
                            "body_repeat": {"head": "", "unit": "x", "count": n,
                                            "tail": ""},
                            "encoding": "gzip",
                            "headers": {...}, "at": "request"}   -> {"id": n}
+                          conditional (optional): true matches only
+                          requests carrying If-None-Match, false only those
+                          without it (a conditional refresh versus a full
+                          load of the same table).
                           status: answer with that status and body (default:
                           the error model); hang: sleep `seconds`, then serve
                           normally; late: serve normally (the request takes
@@ -501,6 +506,7 @@ class Faults:
             "id": self.next_id,
             "method": (match.get("method") or "").upper() or None,
             "path_regex": match.get("path_regex") or ".*",
+            "conditional": match.get("conditional"),
             "count": int(spec.get("count", 1)),
             "action": action,
             "status": int(spec.get("status", 503)),
@@ -518,20 +524,26 @@ class Faults:
         if item["at"] == "pointer-swap" and action != "hang":
             raise bad_request("only hang faults can fire at pointer-swap")
         re.compile(item["path_regex"])
+        if item["conditional"] not in (None, True, False):
+            raise bad_request("fault match conditional must be true or false")
         with self.lock:
             self.next_id += 1
             self.items.append(item)
         return item["id"]
 
-    def take(self, method, path, at="request"):
+    def take(self, method, path, at="request", conditional=None):
         """Return the first armed fault matching and use one of its firings.
         at is "request" (on arrival) or "pointer-swap" (in a commit, after the
-        new metadata file is written, just before the compare-and-swap)."""
+        new metadata file is written, just before the compare-and-swap);
+        conditional: whether the request carries If-None-Match (None: not
+        known, matched by faults that do not ask)."""
         with self.lock:
             for f in self.items:
                 if f["count"] <= 0 or f["at"] != at:
                     continue
                 if f["method"] and f["method"] != method:
+                    continue
+                if f["conditional"] is not None and f["conditional"] != conditional:
                     continue
                 if not re.search(f["path_regex"], path):
                     continue
@@ -1335,7 +1347,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._sigv4 = {"error": e.type}
                 self._pending_log = (self.command, path, parts.query, None)
                 return self._sigv4_refusal(check, e)
-        fault = self.server.faults.take(self.command, path)
+        fault = self.server.faults.take(self.command, path,
+                                        conditional=self.headers.get("If-None-Match") is not None)
         self._pending_log = (self.command, path, parts.query,
                              fault["action"] if fault else None)
         self.server.catalog.current.method = self.command

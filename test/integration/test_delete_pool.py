@@ -160,10 +160,13 @@ def target(env):
 # ---------------------------------------------------------------------------
 
 def run_throttled(env, files, adaptive):
-    """Purge a table of `files` files against a gate that takes 8
-    DeleteObjects a second; the gate's entries of its deletes, the job row."""
+    """Purge a table of `files` files in DeleteObjects of 25 keys against a
+    gate that takes 8 DeleteObjects a second; the gate's entries of its
+    deletes, the job row.  (The gate counts requests, not keys: 25 keys a
+    request make as many requests as 50 would of twice the files, with a
+    table half as long to make.)"""
     name, prefix, data = s3_table(env, files)
-    set_conf(env, delete_adaptive="on" if adaptive else "off")
+    set_conf(env, delete_adaptive="on" if adaptive else "off", purge_delete_batch_size=25)
     env["gate"].reset_log()
     env["gate"].throttle(rate=8, burst=2, mode="request")
     job_id = purge(env, name)
@@ -177,11 +180,11 @@ def run_throttled(env, files, adaptive):
 
 @pytest.fixture(scope="module")
 def adaptive_run(env):
-    """One purge of 5000 files against the throttling gate, adaptive window:
+    """One purge of 2500 files against the throttling gate, adaptive window:
     (the gate's entries of its deletes, its job row, the target's counters
     before and after)."""
     before = target(env)
-    entries, row = run_throttled(env, 5000, adaptive=True)
+    entries, row = run_throttled(env, 2500, adaptive=True)
     return entries, row, before, target(env)
 
 
@@ -194,7 +197,7 @@ def test_throttled_purge_adapts_and_finishes(env, adaptive_run):
     assert share_first > 0, "the gate never refused: the test throttles nothing"
     assert share_last <= share_first / 2, (share_first, share_last)
     # every refused request was sent again: the answered ones cover the files
-    assert sum(e["keys"] for e in entries if e["status"] == 200) >= 5000
+    assert sum(e["keys"] for e in entries if e["status"] == 200) >= 2500
     assert after is not None and after[1] > (before[1] if before else 0), after
     assert after[2] > (before[2] if before else 0), "the window was never halved"
     assert after[5] == 0, "nothing in flight any more"
@@ -202,7 +205,7 @@ def test_throttled_purge_adapts_and_finishes(env, adaptive_run):
 
 def test_fixed_window_keeps_being_refused(env, adaptive_run):
     adaptive = adaptive_run[0]
-    fixed, _ = run_throttled(env, 3000, adaptive=False)
+    fixed, _ = run_throttled(env, 1500, adaptive=False)
     a_last = refused_share(thirds(adaptive)[1])
     f_first, f_last = (refused_share(x) for x in thirds(fixed))
     print("last third refused: adaptive %.0f %%, fixed window %.0f %% (first third %.0f %%)"
@@ -232,9 +235,10 @@ def test_retry_after_holds_the_deletes(env):
     Retry-After: 1.  With one permit (tms.delete_concurrency 1: no request
     is in flight when a refusal comes) the next DeleteObjects reaches the
     storage no sooner than a second after each refusal; the window alone
-    sends it at once or a few hundred ms later."""
-    set_conf(env, delete_concurrency=1)
-    name, prefix, data = s3_table(env, 1000)
+    sends it at once or a few hundred ms later.  (DeleteObjects of 25
+    keys: 500 files make 20 requests.)"""
+    set_conf(env, delete_concurrency=1, purge_delete_batch_size=25)
+    name, prefix, data = s3_table(env, 500)
     env["gate"].reset_log()
     env["gate"].throttle(rate=4, burst=2, mode="request", retry_after=1)
     row = wait_done(env, purge(env, name))
@@ -255,9 +259,10 @@ def test_retry_after_holds_the_deletes(env):
 # ---------------------------------------------------------------------------
 
 def test_two_purges_share_the_pool(env):
-    a = s3_table(env, 2000)
-    b = s3_table(env, 2000)
-    set_conf(env, purge_delete_batch_size=20)
+    # 100 DeleteObjects each, of 10 keys
+    a = s3_table(env, 1000)
+    b = s3_table(env, 1000)
+    set_conf(env, purge_delete_batch_size=10)
     env["gate"].reset_log()
     # each DeleteObjects takes 100 ms more: the 4 permits are what limits
     env["gate"].delay(0.1, count=100000)

@@ -488,9 +488,17 @@ def test_engine_500_fails_clearly(env, mtable):
 def test_engine_hang_fails_clearly(env, mtable):
     ns, name = mtable
     livy = env["engines"]["livy"]
-    livy.fault(path_regex=r"^/sessions", action="hang", seconds=8, count=100)
+    # a server of its own whose requests time out after 1 s (each attempt
+    # of the job: the request and its retry), the engine hanging 3 s
+    if not q(env, "SELECT 1 FROM pg_foreign_server WHERE srvname = 'hang_livy'"):
+        q(env, """CREATE SERVER hang_livy FOREIGN DATA WRAPPER tms_engine OPTIONS (
+                    type 'livy', uri '%s', catalog 'lake', poll_interval '50ms',
+                    request_timeout '1s', retries '1');
+                  CREATE USER MAPPING FOR PUBLIC SERVER hang_livy OPTIONS (%s)"""
+          % (livy.uri, MAPPINGS["livy"]))
+    livy.fault(path_regex=r"^/sessions", action="hang", seconds=3, count=100)
     try:
-        jid = run(env, ns, name, "manifest-rewrite", engine="livy")
+        jid = run(env, ns, name, "manifest-rewrite", engine="hang_livy")
         row = wait_job(env, jid, states=("failed",), timeout=90)
         assert "timed out" in row["last_error"].lower() or "timeout" in row["last_error"].lower(), row
     finally:
@@ -570,13 +578,16 @@ SUBMIT_PATH = {"livy": r"^/sessions/\d+/statements$", "trino": r"^/v1/statement$
 
 
 def once_server(env, kind):
-    """A server of kind whose requests may take 20 s: a hung submit is
-    still in flight when its worker is killed."""
+    """A server of kind whose requests may take 8 s: a submit hung 3 s is
+    still in flight when its worker is killed, and the resumed job waits
+    out the request timeout (for that submit to land) before it asks the
+    engine, long after the test has seen the landed run and made the
+    engine forget it."""
     srv = "once_" + kind
     if not q(env, "SELECT 1 FROM pg_foreign_server WHERE srvname = %s", (srv,)):
         q(env, """CREATE SERVER %s FOREIGN DATA WRAPPER tms_engine OPTIONS (
                     type '%s', uri '%s', catalog 'lake', metalake 'ml',
-                    poll_interval '50ms', request_timeout '20s', retries '0'%s);
+                    poll_interval '50ms', request_timeout '8s', retries '0'%s);
                   CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (%s)"""
           % (srv, kind, env["engines"][kind].uri,
              ", oauth2_server_uri '%s/oauth/tokens'" % env["engines"][kind].uri
@@ -598,7 +609,7 @@ def snapshots_after(env, ns, name, base):
 
 
 def kill_during_submit(env, kind, ns, name, stuck=False):
-    """Start a manifest rewrite on kind whose submit hangs 5 s, SIGKILL its
+    """Start a manifest rewrite on kind whose submit hangs 3 s, SIGKILL its
     worker while it hangs, and request a cancel once the cluster is back.
     Returns (job id, the snapshot before)."""
     eng = env["engines"][kind]
@@ -606,7 +617,7 @@ def kill_during_submit(env, kind, ns, name, stuck=False):
     base = ow.current_id(ow.load(env["catalog"], ns, name)[1])
     if stuck:
         eng.fault(action="stuck-run", count=1)
-    fid = eng.fault(path_regex=SUBMIT_PATH[kind], method="POST", action="hang", seconds=5,
+    fid = eng.fault(path_regex=SUBMIT_PATH[kind], method="POST", action="hang", seconds=3,
                     count=1)
     jid = run(env, ns, name, "manifest-rewrite", engine=srv)
     wait_for(lambda: fid not in eng.armed_faults(), timeout=30, what="the submit to hang")

@@ -15,10 +15,11 @@ thing: nextval() is not transactional, so a second execution would show
 even if it were rolled back.
 
   - small settings (heartbeat 1 s, dead after 2 s), a load hanging 15 s,
-    a handler sleeping 12 s: run_pending executes nothing, the heartbeat
-    stays fresh, the handler ran once;
-  - the defaults (dead after 30 s), a load hanging 45 s, a handler
-    sleeping 40 s: the same;
+    a handler running past the dead-lease age (until the test lets it go):
+    run_pending executes nothing, the heartbeat stays fresh, the handler
+    ran once;
+  - the defaults (dead after 30 s), a load hanging 45 s: the same (the
+    one test that waits for the default dead-lease age);
   - a purge under the same stall finishes with no spurious failed attempt;
   - a handler whose lease is taken away learns it at once: its network
     wait ends long before the catalog answers, and it writes nothing more.
@@ -40,16 +41,20 @@ sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
 import synth  # noqa: E402
 from pgcluster import wait_for  # noqa: E402
 
+# the handler runs until the test lets it go: it waits for the advisory
+# lock the test's session holds (freed when that session ends, whatever
+# happens to the test)
+SLOW_LOCK = 4242
 SLOW_HANDLER = """
 CREATE SEQUENCE public.execs;
 CREATE PROCEDURE public.slow(instance text, data jsonb)
 LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM nextval('public.execs');
-    PERFORM pg_sleep((data ->> 'seconds')::float8);
+    PERFORM pg_advisory_xact_lock(%d);
 END $$;
 SELECT tms.register_task_kind('slow', 'public.slow(text, jsonb)', 1);
-"""
+""" % SLOW_LOCK
 
 
 def one_table(catalog, file_root):
@@ -99,26 +104,30 @@ def slow_task_running_for(cluster, seconds):
     return bool(rows) and rows[0][0]
 
 
-def run_the_reproduction(cluster, catalog, file_root, hang_s, sleep_s, dead_s):
+def run_the_reproduction(cluster, catalog, file_root, hang_s, dead_s):
     cluster.query("CREATE EXTENSION IF NOT EXISTS tms")
     cluster.query(SLOW_HANDLER)
     stalled_policy(cluster, catalog, file_root, hang_s)
-    cluster.query("SELECT tms.schedule_task('slow', 'one', %s)",
-                  ('{"seconds": %d}' % sleep_s,))
-    wait_for(lambda: cluster.query("SELECT state FROM tms.tasks WHERE kind = 'slow'")
-             == [("running",)], timeout=30, what="the slow task claimed")
-    # the handler has run past the dead-lease age while the catalog stalls
-    wait_for(lambda: slow_task_running_for(cluster, dead_s + 2), timeout=dead_s + 30,
-             what="the slow handler running past the dead-lease age")
-    # its heartbeat is fresh: the supervisor renews it whatever the catalog does
-    age = cluster.query("SELECT extract(epoch FROM heartbeat_age) FROM tms.tasks"
-                        " WHERE kind = 'slow'")[0][0]
-    assert age < dead_s, "heartbeat %.1f s old while the catalog stalls" % age
-    # another executor finds nothing to run: the lease is live
-    assert cluster.query("CALL tms.run_pending(1, '{slow}')") == [(0, 0)]
+    hold = cluster.connect()
+    try:
+        cluster.query("SELECT pg_advisory_lock(%s)", (SLOW_LOCK,), conn=hold)
+        cluster.query("SELECT tms.schedule_task('slow', 'one', '{}')")
+        wait_for(lambda: cluster.query("SELECT state FROM tms.tasks WHERE kind = 'slow'")
+                 == [("running",)], timeout=30, what="the slow task claimed")
+        # the handler has run past the dead-lease age while the catalog stalls
+        wait_for(lambda: slow_task_running_for(cluster, dead_s + 2), timeout=dead_s + 30,
+                 what="the slow handler running past the dead-lease age")
+        # its heartbeat is fresh: the supervisor renews it whatever the catalog does
+        age = cluster.query("SELECT extract(epoch FROM heartbeat_age) FROM tms.tasks"
+                            " WHERE kind = 'slow'")[0][0]
+        assert age < dead_s, "heartbeat %.1f s old while the catalog stalls" % age
+        # another executor finds nothing to run: the lease is live
+        assert cluster.query("CALL tms.run_pending(1, '{slow}')") == [(0, 0)]
+    finally:
+        hold.close()            # the handler ends
     wait_for(lambda: cluster.query("SELECT count(*) FROM tms.scheduled_tasks"
                                    " WHERE task_name = 'slow'")[0][0] == 0,
-             timeout=sleep_s + 30, what="the slow task finished")
+             timeout=30, what="the slow task finished")
     assert cluster.query("SELECT last_value FROM public.execs")[0][0] == 1
     assert "released the lease" not in cluster.log_tail(5000)
     catalog.clear_faults()
@@ -128,12 +137,12 @@ def test_one_execution_small_settings(new_cluster, catalog, file_root):
     cluster = new_cluster(settings={"tms.heartbeat_interval": "'1s'",
                                     "tms.missed_heartbeats_limit": "2",
                                     "tms.naptime": "'100ms'"})
-    run_the_reproduction(cluster, catalog, file_root, hang_s=15, sleep_s=12, dead_s=2)
+    run_the_reproduction(cluster, catalog, file_root, hang_s=15, dead_s=2)
 
 
 def test_one_execution_default_settings(new_cluster, catalog, file_root):
     cluster = new_cluster(settings={"tms.naptime": "'100ms'"})
-    run_the_reproduction(cluster, catalog, file_root, hang_s=45, sleep_s=40, dead_s=30)
+    run_the_reproduction(cluster, catalog, file_root, hang_s=45, dead_s=30)
 
 
 def test_purge_under_a_stall_counts_no_failed_attempt(new_cluster, catalog, file_root):

@@ -26,6 +26,7 @@ Run: /usr/bin/python3 -m pytest -q test/integration/test_monitoring.py
 """
 
 import collections
+import contextlib
 import datetime
 import json
 import os
@@ -105,6 +106,21 @@ def one(env, sql, args=None):
     return rows[0] if rows else None
 
 
+@contextlib.contextmanager
+def reloaded(env, **settings):
+    """The tms.* settings given set (ALTER SYSTEM, reload) for the duration
+    of the block, reset after it."""
+    for k, v in settings.items():
+        env["pg"].psql("ALTER SYSTEM SET tms.%s = '%s'" % (k, v))
+    env["pg"].psql("SELECT pg_reload_conf()")
+    try:
+        yield
+    finally:
+        for k in settings:
+            env["pg"].psql("ALTER SYSTEM RESET tms.%s" % k)
+        env["pg"].psql("SELECT pg_reload_conf()")
+
+
 def counters(env, view, where, args=()):
     """The row of a stat view of this database as a dict; before it has
     one, every counter reads 0."""
@@ -176,17 +192,19 @@ def test_tasks_counted_with_their_failures(env):
 
 def test_supervisor_prunes_the_history(env):
     """The supervisor prunes the history rows older than
-    tms.task_history_retention (a batch a minute, in a transaction of its
-    own, after its heartbeats), folding their counts into
-    tms.task_run_totals: tms.job_stats still counts them."""
-    q(env, "INSERT INTO tms.task_history (kind, instance, attempt, started_at,"
-           " finished_at, succeeded)"
-           " SELECT 'aged', 'i' || g, 1, now() - interval '15 days',"
-           " now() - interval '15 days' + interval '1 s', true"
-           " FROM generate_series(1, 3) g")
-    wait_for(lambda: one(env, "SELECT count(*) FROM tms.task_history"
-                              " WHERE kind = 'aged'")[0] == 0,
-             timeout=150, what="the supervisor to prune the aged rows")
+    tms.task_history_retention (a batch every
+    tms.task_history_prune_interval, in a transaction of its own, after its
+    heartbeats), folding their counts into tms.task_run_totals:
+    tms.job_stats still counts them."""
+    with reloaded(env, task_history_prune_interval="1s"):
+        q(env, "INSERT INTO tms.task_history (kind, instance, attempt, started_at,"
+               " finished_at, succeeded)"
+               " SELECT 'aged', 'i' || g, 1, now() - interval '15 days',"
+               " now() - interval '15 days' + interval '1 s', true"
+               " FROM generate_series(1, 3) g")
+        wait_for(lambda: one(env, "SELECT count(*) FROM tms.task_history"
+                                  " WHERE kind = 'aged'")[0] == 0,
+                 timeout=150, what="the supervisor to prune the aged rows")
     assert one(env, "SELECT total_runs, total_successes, total_duration FROM tms.job_stats"
                     " WHERE kind = 'aged'") == (3, 3, datetime.timedelta(seconds=3))
 
@@ -228,47 +246,49 @@ def test_policy_runs_kept_per_rule(env):
     """A policy's job is a run of its rule in tms.job_stats and
     tms.job_history (policy name, rule, operation, table), and its
     evaluations are runs of the policy (kind policy-expand)."""
-    ns = "monpol_%s" % uuid.uuid4().hex[:6]
-    env["catalog"].create_namespace(ns)
-    name, _ = new_table(env, "file", "--snapshots", "4", "--data-files", "8", ns=ns)
-    tag = uuid.uuid4().hex[:6]
-    policy = "p-" + tag
-    q(env, "SELECT tms.create_object_group(%s, server => %s, namespace_pattern => %s,"
-           " table_pattern => %s)", ("g-" + tag, env["server"], ns, name))
-    q(env, "SELECT tms.create_policy(%s, %s)", (policy, "g-" + tag))
-    rule = one(env, "SELECT tms.add_rule(%s, 'snapshot-expiry', 'local',"
-                    " '{\"commits-added\": 1}', 'true', 'catch-up',"
-                    " '{\"older-than\": \"1 second\", \"retain-last\": 2}')", (policy,))[0]
-    pid = one(env, "SELECT id FROM tms.maintenance_policies WHERE name = %s", (policy,))[0]
-    try:
-        wait_for(lambda: one(env, "SELECT count(*) FROM tms.maintenance_jobs WHERE rule_id = %s"
-                                  " AND state IN ('succeeded', 'failed')", (rule,))[0] > 0,
-                 timeout=120, what="the policy's job")
-        jid, state, err = one(env, "SELECT id, state, last_error FROM tms.maintenance_jobs"
-                                   " WHERE rule_id = %s ORDER BY id LIMIT 1", (rule,))
-        assert state == "succeeded", err
-        # the settle that wrote the history row commits with the job's end
-        wait_for(lambda: one(env, "SELECT count(*) FROM tms.job_history"
-                                  " WHERE kind = 'maintenance' AND job_id = %s", (jid,))[0] == 1,
-                 what="the job's run in the history")
-        row = one(env, "SELECT policy, policy_id, rule_id, operation, table_name, server,"
-                       " succeeded, sqlerrcode FROM tms.job_history"
-                       " WHERE kind = 'maintenance' AND job_id = %s", (jid,))
-        assert row == (policy, pid, rule, "snapshot-expiry", name, env["server"], True, None), row
-        stats = one(env, "SELECT policy, operation, total_runs, total_successes, total_failures,"
-                         " last_run_status, last_successful_finish IS NOT NULL,"
-                         " average_duration > '0' FROM tms.job_stats"
-                         " WHERE kind = 'maintenance' AND rule_id = %s", (rule,))
-        assert stats is not None and stats[:2] == (policy, "snapshot-expiry"), stats
-        assert stats[2] >= 1 and stats[2] == stats[3] and stats[4] == 0, stats
-        assert stats[5:] == ("succeeded", True, True), stats
-        # the policy's evaluations: runs of the policy, without a rule
-        expand = one(env, "SELECT policy, total_runs, total_failures FROM tms.job_stats"
-                          " WHERE kind = 'policy-expand' AND policy_id = %s"
-                          " AND rule_id IS NULL", (pid,))
-        assert expand is not None and expand[0] == policy and expand[1] >= 1, expand
-    finally:
-        q(env, "SELECT tms.drop_policy(%s)", (policy,))
+    # its task runs again a second after a run, not a minute
+    with reloaded(env, evaluation_cycle_interval="1s"):
+        ns = "monpol_%s" % uuid.uuid4().hex[:6]
+        env["catalog"].create_namespace(ns)
+        name, _ = new_table(env, "file", "--snapshots", "4", "--data-files", "8", ns=ns)
+        tag = uuid.uuid4().hex[:6]
+        policy = "p-" + tag
+        q(env, "SELECT tms.create_object_group(%s, server => %s, namespace_pattern => %s,"
+               " table_pattern => %s)", ("g-" + tag, env["server"], ns, name))
+        q(env, "SELECT tms.create_policy(%s, %s)", (policy, "g-" + tag))
+        rule = one(env, "SELECT tms.add_rule(%s, 'snapshot-expiry', 'local',"
+                        " '{\"commits-added\": 1}', 'true', 'catch-up',"
+                        " '{\"older-than\": \"1 second\", \"retain-last\": 2}')", (policy,))[0]
+        pid = one(env, "SELECT id FROM tms.maintenance_policies WHERE name = %s", (policy,))[0]
+        try:
+            wait_for(lambda: one(env, "SELECT count(*) FROM tms.maintenance_jobs WHERE rule_id = %s"
+                                      " AND state IN ('succeeded', 'failed')", (rule,))[0] > 0,
+                     timeout=120, what="the policy's job")
+            jid, state, err = one(env, "SELECT id, state, last_error FROM tms.maintenance_jobs"
+                                       " WHERE rule_id = %s ORDER BY id LIMIT 1", (rule,))
+            assert state == "succeeded", err
+            # the settle that wrote the history row commits with the job's end
+            wait_for(lambda: one(env, "SELECT count(*) FROM tms.job_history"
+                                      " WHERE kind = 'maintenance' AND job_id = %s", (jid,))[0] == 1,
+                     what="the job's run in the history")
+            row = one(env, "SELECT policy, policy_id, rule_id, operation, table_name, server,"
+                           " succeeded, sqlerrcode FROM tms.job_history"
+                           " WHERE kind = 'maintenance' AND job_id = %s", (jid,))
+            assert row == (policy, pid, rule, "snapshot-expiry", name, env["server"], True, None), row
+            stats = one(env, "SELECT policy, operation, total_runs, total_successes, total_failures,"
+                             " last_run_status, last_successful_finish IS NOT NULL,"
+                             " average_duration > '0' FROM tms.job_stats"
+                             " WHERE kind = 'maintenance' AND rule_id = %s", (rule,))
+            assert stats is not None and stats[:2] == (policy, "snapshot-expiry"), stats
+            assert stats[2] >= 1 and stats[2] == stats[3] and stats[4] == 0, stats
+            assert stats[5:] == ("succeeded", True, True), stats
+            # the policy's evaluations: runs of the policy, without a rule
+            expand = one(env, "SELECT policy, total_runs, total_failures FROM tms.job_stats"
+                              " WHERE kind = 'policy-expand' AND policy_id = %s"
+                              " AND rule_id IS NULL", (pid,))
+            assert expand is not None and expand[0] == policy and expand[1] >= 1, expand
+        finally:
+            q(env, "SELECT tms.drop_policy(%s)", (policy,))
 
 
 def test_purge_counted_with_storage_requests(env):

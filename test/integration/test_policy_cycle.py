@@ -17,6 +17,7 @@ catalog: 1,000 synthetic tables in three namespaces, three policies.
 Run: /usr/bin/python3 -m pytest test/integration/test_policy_cycle.py
 """
 
+import concurrent.futures
 import json
 import os
 import signal
@@ -33,7 +34,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
 
 import synth  # noqa: E402
-from pgcluster import fetch as q, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, fetch as q, wait_for  # noqa: E402
 
 NTABLES = 1000
 SPLIT = {"sales": 400, "ops": 300, "logs": 300}
@@ -341,13 +342,12 @@ def refreshed_since(conn, policy, t0):
 
 
 def test_policy_tasks_window_and_kill(new_cluster, catalog, file_root, world1000):
-    cluster = new_cluster(settings={"tms.evaluation_cycle_interval": "1s",
-                                    "tms.heartbeat_interval": "1s",
-                                    "tms.retry_delay": "'200ms'",
-                                    "tms.retry_delay_max": "'1s'",
-                                    "tms.maintenance_handler": "'public.maint_handler'",
-                                    "tms.max_active_operations": "3",
-                                    "tms.evaluation_pool_size": "4"})
+    # FAST_WORKERS: the killed worker's lease is dead after 1 s
+    cluster = new_cluster(settings=dict(FAST_WORKERS, **{
+        "tms.evaluation_cycle_interval": "1s",
+        "tms.maintenance_handler": "'public.maint_handler'",
+        "tms.max_active_operations": "3",
+        "tms.evaluation_pool_size": "4"}))
     conn = cluster.connect()
     q(conn, "CREATE EXTENSION IF NOT EXISTS tms")
     q(conn, HANDLER)
@@ -391,13 +391,14 @@ def test_policy_tasks_window_and_kill(new_cluster, catalog, file_root, world1000
     # and evaluate them before the loads are slowed.
     q(conn, "SELECT tms.set_policy_active(%s, false)", (pol["sales"],))
     sales = world1000["tables"]["sales"][200:400]
-    for t in sales:
-        commit_append(catalog, nss["sales"], t)
-    # slow every load of the namespace (0.5 s) so that the kill lands
-    # mid-evaluation: a batch of 64 candidates is loaded 4 at a time (8 s),
-    # then recorded, so 20 records are seen while a later batch loads
-    catalog.fault(r"/namespaces/%s/tables/t" % nss["sales"], action="hang", seconds=0.5,
-                  count=100000, method="GET")
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda t: commit_append(catalog, nss["sales"], t), sales))
+    # slow every full load of the namespace (0.25 s) so that the kill lands
+    # mid-evaluation: a batch of 64 candidates is loaded 4 at a time (4 s),
+    # then recorded, so 20 records are seen while a later batch loads.  The
+    # refresh before it loads conditionally (If-None-Match) and is not slowed.
+    catalog.fault(r"/namespaces/%s/tables/t" % nss["sales"], action="hang", seconds=0.25,
+                  count=100000, method="GET", conditional=False)
     q(conn, "SELECT tms.set_policy_active(%s, true)", (pol["sales"],))
     wait_for(lambda: q(conn, "SELECT count(*) FROM tms.evaluation_log WHERE policy_name = %s",
                        (pol["sales"],))[0][0] >= 20, timeout=120, what="evaluations start")

@@ -552,10 +552,12 @@ def test_sigkill_mid_purge_resumes_and_finishes(env):
                            (job,))[0][0], timeout=60, what="progress")
         pid = q(env, "SELECT picked_pid FROM tms.scheduled_tasks WHERE task_name = 'purge'"
                 " AND task_instance = %s", (str(job),))[0][0]
+        killed_at = q(env, "SELECT now()")[0][0]
         os.kill(pid, signal.SIGKILL)         # PostgreSQL crash-restarts
-        time.sleep(1)
-        wait_for(lambda: env["pg"].psql("SELECT 1", check=False) == "1", timeout=60,
-                 what="the restart")
+        # the restart is over once a new checkpointer runs
+        wait_for(lambda: q(env, "SELECT count(*) FROM pg_stat_activity"
+                                " WHERE backend_type = 'checkpointer' AND backend_start > %s",
+                           (killed_at,))[0][0] == 1, timeout=60, what="the restart")
         assert any(os.path.exists(local(f)) for f in out["files"])
     finally:
         set_conf(env, purge_delete_batch_size=None, purge_batch_pause=None)

@@ -12,16 +12,20 @@ test_schedules.py -- rules on schedules, end to end, run by the worker pool
   - min_interval holds after a job, and a commit that came during the
     cooldown is acted on when it ends;
   - tms.notify_commit does the same for a catalog that is polled;
-  - a crontab rule fires at its instant and its policy-expand task
-    enqueues the firing's cron-jobs in batches of tms.expand_batch_size;
-  - on a cluster whose clock is set by libfaketime, a crontab fires at its
-    instant across a daylight-saving change: in Berlin on the spring-forward
-    day (a local time that does not exist) and in New York on the
-    fall-back day (a local time that occurs twice, fired once); its tasks
-    are driven by a session's CALL tms.run_pending(), as pg_cron drives
-    them, since libfaketime does not reach background workers;
+  - on a cluster whose clock is set by libfaketime (FakedClock: set while
+    the server runs, so that no test waits for a minute's start), a
+    crontab rule fires at its instant and its policy-expand task enqueues
+    the firing's cron-jobs in batches of tms.expand_batch_size; and a
+    crontab fires at its instant across a daylight-saving change: in
+    Berlin on the spring-forward day (a local time that does not exist)
+    and in New York on the fall-back day (a local time that occurs twice,
+    fired once); their tasks are driven by a session's CALL
+    tms.run_pending(), as pg_cron drives them, since libfaketime does not
+    reach background workers;
   - SIGKILL of the worker in the middle of a commit-job, and of one in the
-    middle of a cron-job, loses nothing and duplicates nothing.
+    middle of a cron-job, loses nothing and duplicates nothing (the rule of
+    the cron-job is made by a session whose clock is set before a firing
+    the workers' real clock has passed: they fire it at once).
 
 The module runs its own cluster (fast workers), whose database also holds
 the catalog's table of pointers; a job of the legacy engine "spark" with
@@ -32,6 +36,7 @@ Run: /usr/bin/python3 -m pytest -q test/integration/test_schedules.py
 """
 
 import calendar
+import concurrent.futures
 import os
 import shutil
 import signal
@@ -313,33 +318,51 @@ def test_killing_the_worker_mid_commit_job_loses_and_duplicates_nothing(env):
 def test_killing_the_worker_mid_cron_job_loses_and_duplicates_nothing(env):
     ns = "cr_k"
     make_table(env, ns, "crash")
-    rule, = policy(env, ns, "cr-k", [("snapshot-expiry",
-                                     "schedule => '{\"crontab\": \"* * * * *\"}',"
-                                     " condition => 'true'")])
-    wait_policy_refreshed(env, "cr-k")
-    # the cron-job's load of the table hangs: the worker is in the middle of it
-    env["catalog"].fault("namespaces/%s/tables/crash$" % ns, action="hang", seconds=5,
-                         method="GET", count=1)
-    pid = wait_for(lambda: one(env, "SELECT pid FROM tms.workers"
-                                    " WHERE current_task LIKE 'cron-job/%'"),
-                   timeout=90, what="a worker in the cron-job at the next firing")
-    os.kill(int(pid), signal.SIGKILL)
-    wait_for(lambda: one(env, "SELECT count(*) FROM tms.table_maintenance_job"
-                                 " WHERE rule_id = %s" % rule) == 1,
-             timeout=60, what="the job after the crash")
-    wait_for(lambda: one(env, "SELECT count(*) FROM tms.scheduled_tasks"
-                                 " WHERE task_name = 'cron-job'") == 0,
-             timeout=30, what="the cron-job to end")
-    # one firing, one job: the run after the crash submitted it (a load the
-    # restart cut off is a failed evaluation, and the task was retried);
-    # the next firings find it in flight
-    assert q(env, "SELECT decision, count(*) FROM tms.evaluation_log WHERE rule_id = %s"
-                  " AND decision <> 'failed' GROUP BY 1", (rule,)) == [("submitted", 1)]
-    assert len(jobs(env, rule)) == 1
-    env["catalog"].clear_faults()
-    q(env, "SELECT tms.drop_policy('cr-k')")
-    q(env, "SELECT tms.finish_operation(id) FROM tms.table_maintenance_job WHERE rule_id = %s",
-      (rule,))
+    # a cluster of its own with the pool, whose sessions' clock is set: the
+    # rule is made at a faked time before a firing the workers' real clock
+    # has passed, so that they fire it at once (no wait for a minute's start)
+    root = tempfile.mkdtemp(prefix="tms-cronkill-", dir="/tmp")
+    os.chmod(root, 0o755)
+    c, clock = _faked_cluster(os.path.join(root, "pg"), datetime.now(timezone.utc), pool=True)
+    cenv = dict(env, pg=c)
+    try:
+        _faked_server(c, env)
+        wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
+                                " AND state = 'idle'") == "4", what="the pool")
+        policy(cenv, ns, "cr-k", [])
+        wait_policy_refreshed(cenv, "cr-k")
+        # the cron-job's load of the table hangs: the worker is in the middle of it
+        env["catalog"].fault("namespaces/%s/tables/crash$" % ns, action="hang", seconds=5,
+                             method="GET", count=1)
+        # the last minute's start, once a day: no other firing in the test
+        firing = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+        clock.set(firing - timedelta(seconds=30))
+        rule = one(cenv, "SELECT tms.add_rule('cr-k', 'snapshot-expiry', 'spark',"
+                         " schedule => jsonb_build_object('crontab', %s::text),"
+                         " condition => 'true')", ("%d %d * * *" % (firing.minute, firing.hour),))
+        pid = wait_for(lambda: one(cenv, "SELECT pid FROM tms.workers"
+                                         " WHERE current_task LIKE 'cron-job/%'"),
+                       timeout=60, what="a worker in the cron-job of the firing")
+        os.kill(int(pid), signal.SIGKILL)
+        wait_for(lambda: one(cenv, "SELECT count(*) FROM tms.table_maintenance_job"
+                                   " WHERE rule_id = %s" % rule) == 1,
+                 timeout=60, what="the job after the crash")
+        wait_for(lambda: one(cenv, "SELECT count(*) FROM tms.scheduled_tasks"
+                                   " WHERE task_name = 'cron-job'") == 0,
+                 timeout=30, what="the cron-job to end")
+        # one firing, one job: the run after the crash submitted it (a load the
+        # restart cut off is a failed evaluation, and the task was retried)
+        assert q(cenv, "SELECT decision, count(*) FROM tms.evaluation_log WHERE rule_id = %s"
+                       " AND decision <> 'failed' GROUP BY 1", (rule,)) == [("submitted", 1)]
+        assert len(jobs(cenv, rule)) == 1
+        assert one(cenv, "SELECT last_firing FROM tms.rules WHERE id = %s", (rule,)) == firing
+    except Exception:
+        sys.stderr.write("---- cluster log ----\n%s\n" % c.log_tail(80))
+        raise
+    finally:
+        env["catalog"].clear_faults()
+        c.destroy()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------
@@ -347,63 +370,127 @@ def test_killing_the_worker_mid_cron_job_loses_and_duplicates_nothing(env):
 # ---------------------------------------------------------------------------
 
 def test_a_crontab_fires_at_its_instant_and_expands_in_batches(env):
+    """On a cluster whose clock is set (its tasks driven by a session, see
+    _faked_cluster): the rule is made 45 s before a minute's start, the
+    clock then set to a second before it."""
     ns = "cr_a"
     res = make_table(env, ns, "t0")
-    for i in range(1, 250):
-        env["catalog"].register(ns, "t%d" % i, res["metadata_location"])
-    # well before a minute's end, so that the setting up is done before the firing
-    if datetime.now().second > 40:
-        time.sleep(61 - datetime.now().second)
-    rule, = policy(env, ns, "cr-a", [("snapshot-expiry",
-                                     "schedule => '{\"crontab\": \"* * * * *\"}',"
-                                     " condition => 'snapshots > 1000'")])
-    wait_for(lambda: one(env, "SELECT count(*) FROM tms.rule_baselines WHERE rule_id = %s",
-                         (rule,)) == 250, what="the 250 tables")
-    firing = one(env, "SELECT next_firing FROM tms.rules WHERE id = %s", (rule,))
-    # the policy's task is due at the firing, not at its cycle an hour away
-    task = ("SELECT due_at, state, data, last_error FROM tms.tasks WHERE kind = 'policy-expand'"
-            " AND instance = (SELECT id::text FROM tms.maintenance_policies WHERE name = 'cr-a')")
+    with concurrent.futures.ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda i: env["catalog"].register(ns, "t%d" % i, res["metadata_location"]),
+                    range(1, 250)))
+    at = datetime(2027, 1, 4, 12, 0, tzinfo=timezone.utc)
+    root = tempfile.mkdtemp(prefix="tms-cron-", dir="/tmp")
+    os.chmod(root, 0o755)
+    c, clock = _faked_cluster(os.path.join(root, "pg"), at - timedelta(seconds=45))
+    cenv = dict(env, pg=c)
+    conn = None
     try:
-        wait_for(lambda: q(env, task)[0][0] == firing, what="policy-expand due at the firing")
-    except TimeoutError:
-        raise AssertionError("policy-expand: %s, firing %s" % (q(env, task), firing))
-    wait_for(lambda: one(env, "SELECT count(*) FROM tms.evaluation_log WHERE rule_id = %s",
-                         (rule,)) == 250, timeout=90, what="every table evaluated at the firing")
-    assert one(env, "SELECT last_firing FROM tms.rules WHERE id = %s", (rule,)) == firing
-    first, last, decisions = q(env, "SELECT min(evaluated_at), max(evaluated_at),"
-                                    " array_agg(DISTINCT decision)"
-                                    " FROM tms.evaluation_log WHERE rule_id = %s", (rule,))[0]
-    assert first >= firing and decisions == ["not-needed"]
-    sys.stderr.write("crontab: first evaluation %.3f s after the firing, last %.3f s\n"
-                     % ((first - firing).total_seconds(), (last - firing).total_seconds()))
-    # the firing was not missed and not left to a later one
-    assert last < firing + timedelta(seconds=60)
-    # the expansion took three runs of 100 (tms.expand_batch_size); the
-    # task is due at the next firing again
-    wait_for(lambda: one(env, "SELECT data -> 'cron' ->> 'more' FROM tms.tasks"
-                              " WHERE kind = 'policy-expand' AND instance ="
-                              " (SELECT id::text FROM tms.maintenance_policies WHERE name = 'cr-a')")
-             == "false", what="the expansion to end")
-    q(env, "SELECT tms.drop_policy('cr-a')")
+        _faked_server(c, env)
+        conn = c.connect()
+
+        def run(max_tasks=100, kinds=None):
+            return c.query("CALL tms.run_pending(%s, %s)", (max_tasks, kinds), conn=conn)[0][0]
+
+        rule, = policy(cenv, ns, "cr-a", [("snapshot-expiry",
+                                          "schedule => '{\"crontab\": \"* * * * *\"}',"
+                                          " condition => 'snapshots > 1000'")])
+        # the policy's task refreshes the group: a baseline per table
+        wait_for(lambda: run() >= 0 and
+                 one(cenv, "SELECT count(*) FROM tms.rule_baselines WHERE rule_id = %s",
+                     (rule,)) == 250, what="the 250 tables")
+        firing = one(cenv, "SELECT next_firing FROM tms.rules WHERE id = %s", (rule,))
+        assert firing == at
+        # the policy's task is due at the firing, not at its cycle an hour away
+        task = ("SELECT due_at, data FROM tms.tasks WHERE kind = 'policy-expand' AND instance ="
+                " (SELECT id::text FROM tms.maintenance_policies WHERE name = 'cr-a')")
+        assert q(cenv, task)[0][0] == firing, q(cenv, task)
+        clock.set(firing - timedelta(seconds=1))
+        # at the firing, a run of the task enqueues 100 cron-jobs
+        # (tms.expand_batch_size) and is due again at once for the rest
+        wait_for(lambda: run(1, ["policy-expand"]) == 1, what="the firing")
+        cron = q(cenv, task)[0][1]["cron"]
+        assert cron["enqueued"] == 100 and cron["more"] is True, cron
+        assert one(cenv, "SELECT count(*) FROM tms.scheduled_tasks"
+                         " WHERE task_name = 'cron-job'") == 100
+        wait_for(lambda: run() >= 0 and
+                 one(cenv, "SELECT count(*) FROM tms.evaluation_log WHERE rule_id = %s",
+                     (rule,)) == 250, timeout=90, what="every table evaluated at the firing")
+        assert one(cenv, "SELECT last_firing FROM tms.rules WHERE id = %s", (rule,)) == firing
+        first, last, decisions = q(cenv, "SELECT min(evaluated_at), max(evaluated_at),"
+                                         " array_agg(DISTINCT decision)"
+                                         " FROM tms.evaluation_log WHERE rule_id = %s",
+                                   (rule,))[0]
+        assert first >= firing and decisions == ["not-needed"]
+        sys.stderr.write("crontab: first evaluation %.3f s after the firing, last %.3f s\n"
+                         % ((first - firing).total_seconds(), (last - firing).total_seconds()))
+        # the firing was not missed and not left to a later one
+        assert last < firing + timedelta(seconds=60)
+        # the expansion ended; the task is due at the next firing
+        assert q(cenv, task)[0][1]["cron"]["more"] is False, q(cenv, task)
+    except Exception:
+        sys.stderr.write("---- faked server log ----\n%s\n" % c.log_tail(80))
+        raise
+    finally:
+        if conn is not None:
+            conn.close()
+        c.destroy()
+        shutil.rmtree(root, ignore_errors=True)
 
 
-def _faked_cluster(root, instant):
-    """A cluster whose clock reads `instant` (UTC, aware) now and runs on.
+class FakedClock:
+    """The clock of a cluster's sessions, through libfaketime: an offset
+    from the real time in a file the library reads at every call
+    (FAKETIME_TIMESTAMP_FILE, FAKETIME_NO_CACHE), so that a test sets it
+    while the server runs.  The monotonic clock (timeouts, latches) is the
+    real one."""
+
+    def __init__(self, root):
+        self.path = os.path.join(root, "faketime")
+
+    def set(self, instant):
+        """From now on the sessions' clock reads `instant` (UTC, aware) and
+        runs on."""
+        with open(self.path + ".new", "w") as f:
+            f.write("%+ds\n" % int(round(instant.timestamp() - time.time())))
+        os.chmod(self.path + ".new", 0o644)
+        os.replace(self.path + ".new", self.path)
+
+    def server_env(self):
+        return {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME_TIMESTAMP_FILE": self.path,
+                "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_NO_CACHE": "1"}
+
+
+def _faked_cluster(root, instant, pool=False):
+    """A cluster whose sessions' clock reads `instant` (UTC, aware) now and
+    runs on; returns (cluster, its FakedClock).
 
     libfaketime fakes the clock of the postmaster's backends but not of its
     background workers (which PostgreSQL 15's postmaster starts from its
-    signal handlers), so the pool is off and a session drives the tasks
-    with CALL tms.run_pending(), as pg_cron would (doc/scheduler.md)."""
-    offset = int(round(instant.timestamp() - time.time()))
-    c = Cluster(os.path.join(root, "data"), preload=("tms",),
-                settings=dict(SETTINGS, **{"tms.enabled": "off"}),
-                server_env={"LD_PRELOAD": FAKETIME_LIB, "FAKETIME": "%+ds" % offset,
-                            "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_NO_CACHE": "1"})
+    signal handlers).  Without `pool` the pool is off and a session drives
+    the tasks with CALL tms.run_pending(), as pg_cron would
+    (doc/scheduler.md); with it, what a session does (add a rule) happens
+    at the faked time and the workers run on the real one."""
+    os.makedirs(root)
+    os.chmod(root, 0o755)
+    clock = FakedClock(root)
+    clock.set(instant)
+    settings = SETTINGS if pool else dict(SETTINGS, **{"tms.enabled": "off"})
+    c = Cluster(os.path.join(root, "data"), preload=("tms",), settings=settings,
+                server_env=clock.server_env())
     c.init()
     c.start()
     c.create_database()
     c.psql("CREATE EXTENSION tms")
-    return c
+    return c, clock
+
+
+def _faked_server(c, env):
+    """Server cat of the faked cluster c: the module's catalog."""
+    c.psql("""CREATE SERVER cat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+                uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
+                allowed_locations 'file://%s/');
+              CREATE USER MAPPING FOR PUBLIC SERVER cat;"""
+           % (env["catalog"].uri, env["file_root"], env["file_root"]))
 
 
 @pytest.mark.parametrize("zone,crontab,fake_now,expected,next_expected", [
@@ -427,13 +514,9 @@ def test_a_crontab_fires_across_a_daylight_saving_change(env, zone, crontab, fak
     make_table(env, ns, "t")
     root = tempfile.mkdtemp(prefix="tms-dst-", dir="/tmp")
     os.chmod(root, 0o755)
-    c = _faked_cluster(os.path.join(root, "pg"), utc(fake_now))
+    c, clock = _faked_cluster(os.path.join(root, "pg"), utc(fake_now))
     try:
-        c.psql("""CREATE SERVER cat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                    uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
-                    allowed_locations 'file://%s/');
-                  CREATE USER MAPPING FOR PUBLIC SERVER cat;"""
-               % (env["catalog"].uri, env["file_root"], env["file_root"]))
+        _faked_server(c, env)
         c.query("SELECT tms.create_object_group('g', server => 'cat', namespace_pattern => %s)",
                 (ns,))
         c.query("SELECT tms.create_policy('p', 'g')")
@@ -441,6 +524,8 @@ def test_a_crontab_fires_across_a_daylight_saving_change(env, zone, crontab, fak
                      " schedule => jsonb_build_object('crontab', %s::text, 'time-zone', %s::text),"
                      " condition => 'true')", (crontab, zone))
         assert c.one("SELECT next_firing FROM tms.rules WHERE id = %s", (rule,)) == utc(expected)
+        # the rule is made: on to a second before its firing
+        clock.set(utc(expected) - timedelta(seconds=1))
         conn = c.connect()
         try:
             def fired():

@@ -19,6 +19,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import world  # noqa: E402
+from pgcluster import wait_for  # noqa: E402
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
     {"id": 1, "name": "id", "type": "long", "required": True},
@@ -382,8 +383,11 @@ def test_oauth_tokens_and_expiry(make_catalog):
         "subject_token": tok["access_token"],
         "subject_token_type": "urn:ietf:params:oauth:token-type:access_token"})
     assert st == 200 and tok2["access_token"] != tok["access_token"]
-    time.sleep(2.2)
-    st, body, _ = cat.raw("GET", p, auth=tok["access_token"])
+    # the first token expires 2 s after it was issued
+    def refused():
+        r = cat.raw("GET", p, auth=tok["access_token"])
+        return r if r[0] != 200 else None
+    st, body, _ = wait_for(refused, timeout=10, what="the token to expire")
     assert st == 401 and "expired" in body["error"]["message"]
     # admin: expire everything now
     fresh = cat.token(fresh=True)
