@@ -18,6 +18,8 @@
 #   make test                 check-fast, then the integration tests, on a
 #                             throwaway cluster (test/run-tests.sh)
 #   make check-standalone     no file names the shared/ reference tree
+#   make check-format         the C layout of src/ and test/unit against
+#                             .clang-format (scripts/check-format.sh)
 #   make demo / demo-stop     a running stack to play with (scripts/demo.sh)
 
 EXTENSION = tms
@@ -293,7 +295,7 @@ print-inflate-libs:
 # ---------------------------------------------------------------------------
 # Whole-project entry points.
 
-.PHONY: test check-fast demo demo-stop check-standalone install-deps
+.PHONY: test check-fast demo demo-stop check-standalone check-format install-deps
 # Debian packages and the test world's npm packages, libduckdb among them
 # (scripts/install-deps.sh; make test runs it first).
 install-deps:
@@ -307,6 +309,9 @@ check-fast:
 
 check-standalone:
 	bash scripts/check-standalone.sh
+
+check-format:
+	bash scripts/check-format.sh
 
 demo:
 	bash scripts/demo.sh start
