@@ -19,6 +19,8 @@ ALTER EXTENSION UPDATE and pg_upgrade (doc/architecture.md, "Data model").
     upgrade script names is in the library; the generated update script
     (scripts/sql-gen.sh) is the last step from 0.5.0 and from 0.6.0, and
     either ends equal to a fresh installation, SET search_path included;
+    the generator puts the drops a fragment lists first and refuses a
+    statement that cannot run twice among the idempotent files;
   - pg_upgrade: a postmaster in binary-upgrade mode (-b, as pg_upgrade
     starts it) starts no tms process, and a real pg_upgrade between two
     PostgreSQL 15 clusters with tms preloaded keeps tms's data and
@@ -356,6 +358,46 @@ def test_generated_update_equals_a_fresh_install(new_cluster, start):
     with_path = dict(c.query(SEARCH_PATH_FUNCTIONS, dbname="fresh"))
     assert len(with_path) >= 49, with_path
     assert dict(c.query(SEARCH_PATH_FUNCTIONS)) == with_path
+
+
+def test_the_generator_refuses_what_cannot_run_twice(tmp_path):
+    """scripts/sql-gen.sh, on a copy of the tree: an update script drops
+    what its fragment lists before the fragment, then replays the
+    idempotent files; a statement that cannot run twice in an idempotent
+    file, or a "-- drop:" line naming a table, fails the build."""
+    root = str(tmp_path)
+    os.makedirs(os.path.join(root, "scripts"))
+    shutil.copy(os.path.join(REPO, "scripts", "sql-gen.sh"), os.path.join(root, "scripts"))
+    shutil.copytree(os.path.join(REPO, "sql", "install"), os.path.join(root, "sql", "install"))
+    os.makedirs(os.path.join(root, "sql", "updates"))
+    fragment = os.path.join(root, "sql", "updates", "1.0.0--1.1.0.sql")
+
+    def gen(*args):
+        return subprocess.run(["bash", os.path.join(root, "scripts", "sql-gen.sh")] + list(args),
+                              capture_output=True, text=True)
+
+    with open(fragment, "w") as f:
+        f.write("-- drop: VIEW tms.workers\n-- drop: FUNCTION tms.workers_internal()\n"
+                "ALTER TABLE tms.task_kinds ADD COLUMN note text;\n")
+    r = gen("update", fragment)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "ALTER EXTENSION tms UPDATE TO '1.1.0'" in out
+    drop = out.index("DROP VIEW tms.workers;\nDROP FUNCTION tms.workers_internal();")
+    alter = out.index("ALTER TABLE tms.task_kinds ADD COLUMN note text;")
+    replay = out.index("CREATE OR REPLACE VIEW tms.workers AS")
+    assert drop < alter < replay
+    assert not re.search(r"^CREATE (TABLE|INDEX|TRIGGER|FOREIGN)", out, re.M)
+
+    with open(fragment, "w") as f:
+        f.write("-- drop: TABLE tms.tables\n")
+    r = gen("update", fragment)
+    assert r.returncode == 1 and "drop: TABLE tms.tables" in r.stderr, r.stderr
+
+    with open(os.path.join(root, "sql", "install", "functions", "30_dsl.sql"), "a") as f:
+        f.write("INSERT INTO tms.task_kinds VALUES ('x', NULL, 1, true);\n")
+    r = gen("install")
+    assert r.returncode == 1 and "30_dsl.sql" in r.stderr and "INSERT INTO" in r.stderr, r.stderr
 
 
 # ---------------------------------------------------------------------------
