@@ -21,6 +21,8 @@
 #   make test                 check-fast, then the integration tests, on a
 #                             throwaway cluster (test/run-tests.sh)
 #   make check-standalone     no file names the shared/ reference tree
+#   make check-format         the C layout of src/ and test/unit against
+#                             .clang-format (scripts/check-format.sh)
 #   make demo / demo-stop     a running stack to play with (scripts/demo.sh)
 
 EXTENSION = tms
@@ -34,14 +36,25 @@ layer_files = $(wildcard src/$(1)/*.c src/$(1)/*/*.c)
 SRCS = $(sort $(filter-out src/compactor/%,$(wildcard src/*.c src/*/*.c src/*/*/*.c)))
 OBJS = $(SRCS:.c=.o)
 
-# The install script is assembled from sql/install/NN_area.sql in name order,
-# so that each area of the code keeps its SQL objects beside its own files.
-INSTALL_PARTS = $(sort $(wildcard sql/install/*.sql))
-DATA_built = $(EXTENSION)--$(EXTVERSION).sql
-# Upgrade scripts (sql/tms--A--B.sql) and the install scripts of earlier
-# versions (sql/tms--A.sql, frozen as released: the upgrade test installs
-# the previous version and updates it).
-DATA = $(filter-out sql/$(EXTENSION)--$(EXTVERSION).sql,$(wildcard sql/$(EXTENSION)--*.sql))
+# The install script and the update script to this version are built by
+# scripts/sql-gen.sh (doc/developing.md, "Changing the schema"): the install
+# script from sql/install/ (once-only NN_area.sql, then the idempotent
+# functions/NN_area.sql, then post/NN_area.sql, each in name order, so that
+# each area of the code keeps its SQL objects beside its own files); the
+# update script from A, tms--A--$(EXTVERSION).sql, from the hand-written
+# fragment sql/updates/A--$(EXTVERSION).sql followed by every idempotent
+# file, as TimescaleDB builds its update scripts.
+SQL_PARTS = $(sort $(wildcard sql/install/*.sql)) $(sort $(wildcard sql/install/functions/*.sql)) \
+	$(sort $(wildcard sql/install/post/*.sql))
+UPDATE_FRAGMENTS = $(wildcard sql/updates/*--$(EXTVERSION).sql)
+UPDATE_SCRIPTS = $(patsubst sql/updates/%.sql,$(EXTENSION)--%.sql,$(UPDATE_FRAGMENTS))
+DATA_built = $(EXTENSION)--$(EXTVERSION).sql $(UPDATE_SCRIPTS)
+# Upgrade scripts of released versions (sql/tms--A--B.sql) and their install
+# scripts (sql/tms--A.sql), frozen as released: the upgrade test installs an
+# earlier version and updates it.  A release copies the two generated
+# scripts into sql/ (doc/developing.md, "Releasing").
+DATA = $(filter-out sql/$(EXTENSION)--$(EXTVERSION).sql sql/$(EXTENSION)--%--$(EXTVERSION).sql,\
+	$(wildcard sql/$(EXTENSION)--*.sql))
 
 # Every test/regress/sql/<name>.sql is a pg_regress test (expected output
 # in test/regress/expected/<name>.out), and every
@@ -160,9 +173,12 @@ check-symbols: $(shlib)
 	    echo "error: $(shlib) calls json_object(); use json_pack(\"{}\") (src/io/util/jsonmem.h)" >&2; \
 	    rm -f $(shlib); exit 1; fi
 
-$(DATA_built): $(INSTALL_PARTS) tms.control
-	@{ echo '-- Generated from sql/install/*.sql by the Makefile; edit those files.'; \
-	   for f in $(INSTALL_PARTS); do printf '\n-- %s\n' "$$f"; cat "$$f"; done; } > $@
+$(EXTENSION)--$(EXTVERSION).sql: $(SQL_PARTS) scripts/sql-gen.sh tms.control
+	@bash scripts/sql-gen.sh install > $@.tmp && mv $@.tmp $@ || { rm -f $@.tmp; exit 1; }
+
+$(UPDATE_SCRIPTS): $(EXTENSION)--%.sql: sql/updates/%.sql $(wildcard sql/updates/*.post.sql) \
+		$(SQL_PARTS) scripts/sql-gen.sh tms.control
+	@bash scripts/sql-gen.sh update $< > $@.tmp && mv $@.tmp $@ || { rm -f $@.tmp; exit 1; }
 
 # ---------------------------------------------------------------------------
 # The compaction helper, tms_compactor (src/compactor/): the program a
@@ -306,7 +322,7 @@ print-inflate-libs:
 # ---------------------------------------------------------------------------
 # Whole-project entry points.
 
-.PHONY: test check-fast demo demo-stop check-standalone install-deps
+.PHONY: test check-fast demo demo-stop check-standalone check-format install-deps
 # Debian packages and the test world's npm packages, libduckdb among them
 # (scripts/install-deps.sh; make test runs it first).
 install-deps:
@@ -320,6 +336,9 @@ check-fast:
 
 check-standalone:
 	bash scripts/check-standalone.sh
+
+check-format:
+	bash scripts/check-format.sh
 
 demo:
 	bash scripts/demo.sh start

@@ -5,6 +5,9 @@
 #   nothing names shared/             (scripts/check-standalone.sh)
 #   the layers are one-way            (scripts/check-layers.sh)
 #   file names unique, .c files short (scripts/check-files.sh)
+#   README's settings table is right  (scripts/check-docs.sh)
+#   the C layout, .clang-format       (scripts/check-format.sh; only with
+#                                      TMS_CHECK_FORMAT=1 for now)
 #   plain-C unit drivers, ASan/UBSan  (make unit-san; LeakSanitizer on, any
 #                                      finding fails the driver)
 #   fuzz corpora replayed, ASan/UBSan (make fuzz-replay, test/fuzz/corpus/)
@@ -26,7 +29,8 @@
 # regression diffs and the server log tail are printed.
 #
 # Environment: REGRESS_DIR (default: a new directory under /tmp, removed
-# when everything passed), MAKE_JOBS (default 2).
+# when everything passed), MAKE_JOBS (default 2), TMS_CHECK_FORMAT (1:
+# check the C layout too).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,6 +61,16 @@ bash scripts/check-layers.sh || failed+=(layers)
 
 echo "== every name under src/ unique, no .c file over 1,500 lines (scripts/check-files.sh)"
 bash scripts/check-files.sh || failed+=(files)
+echo "== README.md's settings table matches the settings of src/ (scripts/check-docs.sh)"
+bash scripts/check-docs.sh || failed+=(docs)
+
+# Off until the tree has had its formatting pass (.clang-format).
+if [ "${TMS_CHECK_FORMAT:-0}" = 1 ]; then
+  echo "== the C layout of src/ and test/unit (scripts/check-format.sh)"
+  bash scripts/check-format.sh || failed+=(format)
+else
+  echo "== the C layout: skipped (TMS_CHECK_FORMAT=1 runs scripts/check-format.sh)"
+fi
 
 # The drivers and replays in parallel, each one's output in one piece.
 echo "== unit drivers and fuzz corpus replay under ASan and UBSan (make unit-san fuzz-replay)"

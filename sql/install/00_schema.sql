@@ -1,7 +1,7 @@
 -- tms: Apache Iceberg table maintenance from inside PostgreSQL.
 -- The schema "tms" is created by CREATE EXTENSION (tms.control: schema = tms).
-
-\echo Use "CREATE EXTENSION tms" to load this file. \quit
+-- Once-only part: run by the install script, changed for a new version
+-- through sql/updates/ (doc/developing.md).
 
 COMMENT ON SCHEMA tms IS 'Apache Iceberg table maintenance (tms extension)';
 

@@ -4,6 +4,9 @@
 -- evaluation log.  See doc/policies.md; the evaluation of a policy is C
 -- (src/ops/policy_*.c), run as a task of kind policy-expand by the pool
 -- workers, and by tms.evaluate_now().
+-- Once-only part: run by the install script, changed for a new version
+-- through sql/updates/ (doc/developing.md).  Functions and views:
+-- sql/install/functions/60_policy_tables.sql.
 
 -- Iceberg tables tms has seen in each catalog, with activity counters
 -- accumulated from the commits (snapshots) it observed.
@@ -272,4 +275,3 @@ SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_rules_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.table_maintenance_job_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.evaluation_log_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.table_snapshot_metrics_id_seq', '');
-

@@ -8,25 +8,9 @@
 -- (src/sched/task_events.c).  A webhook delivery is a row of
 -- tms.webhook_outbox written in the transaction of the change, delivered
 -- by a task of kind "webhook" (src/ops/webhook.c).
-
--- The receivers of webhooks: a server names which events it gets; the
--- user mapping of its owner (or PUBLIC) holds the URL, which may carry a
--- secret, and an optional bearer token.  USAGE on the wrapper is not
--- granted to anyone: a webhook receives every job's and purge's outcome.
-CREATE FUNCTION tms.webhook_fdw_validator(text[], oid)
-RETURNS void
-LANGUAGE c STRICT
-SET search_path = pg_catalog, pg_temp
-AS 'MODULE_PATHNAME', 'tms_webhook_fdw_validator';
-
-COMMENT ON FUNCTION tms.webhook_fdw_validator(text[], oid) IS
-    'validator of the tms_webhook foreign-data wrapper';
-
-CREATE FOREIGN DATA WRAPPER tms_webhook
-    VALIDATOR tms.webhook_fdw_validator;
-
-COMMENT ON FOREIGN DATA WRAPPER tms_webhook IS
-    'webhook receivers of tms events: CREATE SERVER ... FOREIGN DATA WRAPPER tms_webhook OPTIONS (events ''job-failed, purge-failed''); the URL in the user mapping';
+-- Once-only part: run by the install script, changed for a new version
+-- through sql/updates/ (doc/developing.md).  Functions and views:
+-- sql/install/functions/68_events.sql.
 
 -- One row per (event, webhook server) to deliver; readable by the
 -- extension owner only (the view below is what others read).
@@ -63,52 +47,3 @@ INSERT INTO tms.task_kinds (kind, handler, max_concurrency, builtin)
     VALUES ('webhook', NULL, 2, true);
 INSERT INTO tms.task_slots (kind, slot)
     SELECT 'webhook', s FROM generate_series(1, 2) s;
-
--- What an operator reads: state ("retrying": pending after a failed
--- attempt), attempts, the last answer and error; never the URL.
-CREATE VIEW tms.webhook_deliveries AS
-    SELECT o.id, o.server, o.event,
-           CASE WHEN o.state = 'pending' AND o.attempts > 0 THEN 'retrying'
-                ELSE o.state END AS state,
-           o.attempts, o.last_status, o.last_error,
-           o.created_at, o.last_attempt_at,
-           CASE WHEN o.state = 'pending' THEN o.next_attempt_at END AS next_attempt_at,
-           o.finished_at,
-           t.picked_by AS running_on,
-           o.payload
-      FROM tms.webhook_outbox o
-      LEFT JOIN tms.scheduled_tasks t
-        ON t.task_name = 'webhook' AND t.task_instance = o.id::text;
-
-COMMENT ON VIEW tms.webhook_deliveries IS
-    'webhook deliveries of state-change events: state, attempts, last answer and error (never the URL)';
-
-GRANT SELECT ON tms.webhook_deliveries TO pg_monitor;
-
--- The triggers: a job or purge recorded pending, and every change of its
--- state.  The INSERT triggers ignore rows recorded in another state (a
--- restored dump's finished jobs).
-CREATE FUNCTION tms._state_event()
-RETURNS trigger
-LANGUAGE c
-SET search_path = pg_catalog, pg_temp
-AS 'MODULE_PATHNAME', 'tms_state_event';
-
-REVOKE ALL ON FUNCTION tms._state_event() FROM PUBLIC;
-
-CREATE TRIGGER tms_job_created
-    AFTER INSERT ON tms.table_maintenance_job
-    FOR EACH ROW WHEN (NEW.state = 'pending')
-    EXECUTE FUNCTION tms._state_event('job');
-CREATE TRIGGER tms_job_state
-    AFTER UPDATE OF state ON tms.table_maintenance_job
-    FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state)
-    EXECUTE FUNCTION tms._state_event('job');
-CREATE TRIGGER tms_purge_created
-    AFTER INSERT ON tms.iceberg_cleanup_job
-    FOR EACH ROW WHEN (NEW.state = 'PENDING')
-    EXECUTE FUNCTION tms._state_event('purge');
-CREATE TRIGGER tms_purge_state
-    AFTER UPDATE OF state ON tms.iceberg_cleanup_job
-    FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state)
-    EXECUTE FUNCTION tms._state_event('purge');

@@ -7,12 +7,13 @@
  *
  * Where events come from.  Every state change of a maintenance job
  * (tms.table_maintenance_job) and of a purge (tms.iceberg_cleanup_job)
- * goes through one of two row triggers per table (sql/install/68_events.sql):
- * AFTER INSERT of a pending row, AFTER UPDATE OF state when the state
- * changed.  Triggers, not calls in the code that changes states: those
- * UPDATEs are spread over C and SQL (a worker's steps, tms.finish_operation,
- * tms.cancel_operation, tms.retry_purge, _start_job's gates), and a trigger
- * is the one place none of them, present or future, can miss.  Being in
+ * goes through one of two row triggers per table
+ * (sql/install/post/68_events.sql): AFTER INSERT of a pending row, AFTER
+ * UPDATE OF state when the state changed.  Triggers, not calls in the
+ * code that changes states: those UPDATEs are spread over C and SQL (a
+ * worker's steps, tms.finish_operation, tms.cancel_operation,
+ * tms.retry_purge, _start_job's gates), and a trigger is the one place
+ * none of them, present or future, can miss.  Being in
  * the changing transaction, an event is sent when the change commits and
  * not at all when it rolls back.
  *

@@ -16,8 +16,8 @@
  * the evaluation cycle of the rules without a schedule and expands the
  * crontab firings into "cron-job" tasks, one per (policy, table); a
  * "commit-job", one per table, is made by the commit events of
- * sql/install/67_schedules.sql and runs the table's on-commit rules
- * (policy_tasks.c).
+ * sql/install/functions/67_schedules.sql and runs the table's on-commit
+ * rules (policy_tasks.c).
  *
  *-------------------------------------------------------------------------
  */

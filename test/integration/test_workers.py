@@ -123,6 +123,30 @@ def test_reload_disables_and_enables_without_restart(cluster):
     assert workers(c) == before
 
 
+def test_a_misspelt_setting_in_postgresql_conf(new_cluster):
+    """README.md, "Settings": tms reserves the prefix tms., so a misspelt
+    tms.* line of postgresql.conf is removed at start with a WARNING (the
+    server starts), refused with a LOG line at a reload (the other changes
+    are applied), and SET of it is an error."""
+    c = new_cluster(settings={"tms.max_workrs": "3", "tms.enabled": "off"})
+    with open(c.logfile, errors="replace") as f:
+        log = f.read()
+    assert 'WARNING:  invalid configuration parameter name "tms.max_workrs", removing it' in log
+    assert '"tms" is now a reserved prefix' in log
+    assert c.query_error("SHOW tms.max_workrs").pgcode == "42704"
+    e = c.query_error("SET tms.max_workrs = 1")
+    assert e.pgcode == "42602" and "reserved prefix" in e.diag.message_detail
+
+    with open(os.path.join(c.datadir, "postgresql.conf"), "a") as f:
+        f.write("tms.naptme = '2s'\ntms.enabled = on\n")
+    c.query("SELECT pg_reload_conf()")
+    wait_for(lambda: c.one("SHOW tms.enabled") == "on", what="the reload to apply tms.enabled")
+    with open(c.logfile, errors="replace") as f:
+        log = f.read()
+    assert 'invalid configuration parameter name "tms.naptme"' in log
+    assert "contains errors; unaffected changes were applied" in log
+
+
 def test_workers_wait_for_the_extension(new_cluster):
     c = new_cluster()
     # the database exists but has no CREATE EXTENSION tms yet: the view is

@@ -4,8 +4,10 @@
 -- shared fairly, and the request window of every storage target, which
 -- shrinks when the storage asks to slow down (SlowDown, 503) and grows
 -- back with each success.  Both views read shared memory.
+-- Idempotent: replayed by every update script, so only statements that
+-- may run again (doc/developing.md).
 
-CREATE FUNCTION tms.delete_pool_internal(
+CREATE OR REPLACE FUNCTION tms.delete_pool_internal(
     OUT pid integer,
     OUT database name,
     OUT job text,
@@ -20,7 +22,7 @@ AS 'MODULE_PATHNAME', 'tms_delete_pool';
 COMMENT ON FUNCTION tms.delete_pool_internal() IS
     'the processes of the delete pools, from shared memory; use the view tms.delete_pool';
 
-CREATE VIEW tms.delete_pool AS
+CREATE OR REPLACE VIEW tms.delete_pool AS
     SELECT pid, database, job, requests_in_flight, waiting, waiting_since, requests
       FROM tms.delete_pool_internal()
      ORDER BY database, pid;
@@ -28,7 +30,7 @@ CREATE VIEW tms.delete_pool AS
 COMMENT ON VIEW tms.delete_pool IS
     'processes that delete files: their requests in flight (permits of tms.delete_concurrency), whether they wait for one, permits taken so far';
 
-CREATE FUNCTION tms.delete_targets_internal(
+CREATE OR REPLACE FUNCTION tms.delete_targets_internal(
     OUT database name,
     OUT target text,
     OUT request_window double precision,
@@ -48,7 +50,7 @@ AS 'MODULE_PATHNAME', 'tms_delete_targets';
 COMMENT ON FUNCTION tms.delete_targets_internal() IS
     'storage targets of the delete pools, from shared memory; use the view tms.delete_targets';
 
-CREATE VIEW tms.delete_targets AS
+CREATE OR REPLACE VIEW tms.delete_targets AS
     SELECT database, target, request_window, allowed_in_flight, in_flight, pause_ms,
            requests, succeeded, throttled, window_decreases, retried_keys,
            last_throttled_at

@@ -3,8 +3,10 @@
 -- extension owner and calls the internal function of the same name with a
 -- leading underscore, which checks that role's privileges and does the
 -- work; no function here is SECURITY DEFINER.
+-- Idempotent: replayed by every update script, so only statements that
+-- may run again (doc/developing.md).
 
-CREATE FUNCTION tms._create_object_group(acting regrole, name text, server name, namespace_pattern text, table_pattern text)
+CREATE OR REPLACE FUNCTION tms._create_object_group(acting regrole, name text, server name, namespace_pattern text, table_pattern text)
 RETURNS integer
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -39,7 +41,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms._add_group_member(acting regrole, group_name text, namespace text, table_name text)
+CREATE OR REPLACE FUNCTION tms._add_group_member(acting regrole, group_name text, namespace text, table_name text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -63,7 +65,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms._remove_group_member(acting regrole, group_name text, namespace text, table_name text)
+CREATE OR REPLACE FUNCTION tms._remove_group_member(acting regrole, group_name text, namespace text, table_name text)
 RETURNS boolean
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -86,7 +88,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms._drop_object_group(acting regrole, name text)
+CREATE OR REPLACE FUNCTION tms._drop_object_group(acting regrole, name text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -107,7 +109,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms._create_policy(acting regrole, name text, group_name text, description text, time_window jsonb, active boolean)
+CREATE OR REPLACE FUNCTION tms._create_policy(acting regrole, name text, group_name text, description text, time_window jsonb, active boolean)
 RETURNS integer
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -151,7 +153,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms._add_rule(acting regrole, policy_name text, operation text, engine text, counters jsonb, condition text, baseline_mode text, options jsonb, schedule jsonb, min_interval interval)
+CREATE OR REPLACE FUNCTION tms._add_rule(acting regrole, policy_name text, operation text, engine text, counters jsonb, condition text, baseline_mode text, options jsonb, schedule jsonb, min_interval interval)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -247,7 +249,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms._drop_rule(acting regrole, rule_id bigint)
+CREATE OR REPLACE FUNCTION tms._drop_rule(acting regrole, rule_id bigint)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -265,7 +267,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms._set_policy_active(acting regrole, name text, active boolean)
+CREATE OR REPLACE FUNCTION tms._set_policy_active(acting regrole, name text, active boolean)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -283,7 +285,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms._set_policy_window(acting regrole, name text, time_window jsonb)
+CREATE OR REPLACE FUNCTION tms._set_policy_window(acting regrole, name text, time_window jsonb)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -297,7 +299,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms._drop_policy(acting regrole, name text)
+CREATE OR REPLACE FUNCTION tms._drop_policy(acting regrole, name text)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -312,8 +314,7 @@ BEGIN
 END
 $$;
 
-
-CREATE FUNCTION tms._grant_object_group(acting regrole, group_name text, grantee regrole)
+CREATE OR REPLACE FUNCTION tms._grant_object_group(acting regrole, group_name text, grantee regrole)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -330,7 +331,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms._revoke_object_group(acting regrole, group_name text, grantee regrole)
+CREATE OR REPLACE FUNCTION tms._revoke_object_group(acting regrole, group_name text, grantee regrole)
 RETURNS boolean
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -360,7 +361,7 @@ $$;
 -- extension owner, passing the acting role first (src/sql_api/api.c).
 -- ---------------------------------------------------------------------
 
-CREATE FUNCTION tms.create_object_group(name text, server name,
+CREATE OR REPLACE FUNCTION tms.create_object_group(name text, server name,
                                         namespace_pattern text DEFAULT NULL,
                                         table_pattern text DEFAULT '*')
 RETURNS integer
@@ -371,7 +372,7 @@ AS 'MODULE_PATHNAME', 'tms_api_call';
 COMMENT ON FUNCTION tms.create_object_group(text, name, text, text) IS
     'create a target group: the tables of a catalog server whose namespace and name match glob patterns, plus explicit members';
 
-CREATE FUNCTION tms.add_group_member(group_name text, namespace text, table_name text)
+CREATE OR REPLACE FUNCTION tms.add_group_member(group_name text, namespace text, table_name text)
 RETURNS void
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -380,7 +381,7 @@ AS 'MODULE_PATHNAME', 'tms_api_call';
 COMMENT ON FUNCTION tms.add_group_member(text, text, text) IS
     'add an explicit member table to an object group';
 
-CREATE FUNCTION tms.remove_group_member(group_name text, namespace text, table_name text)
+CREATE OR REPLACE FUNCTION tms.remove_group_member(group_name text, namespace text, table_name text)
 RETURNS boolean
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -389,7 +390,7 @@ AS 'MODULE_PATHNAME', 'tms_api_call';
 COMMENT ON FUNCTION tms.remove_group_member(text, text, text) IS
     'remove an explicit member table from an object group';
 
-CREATE FUNCTION tms.drop_object_group(name text)
+CREATE OR REPLACE FUNCTION tms.drop_object_group(name text)
 RETURNS void
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -398,7 +399,7 @@ AS 'MODULE_PATHNAME', 'tms_api_call';
 COMMENT ON FUNCTION tms.drop_object_group(text) IS
     'drop an object group no policy uses';
 
-CREATE FUNCTION tms.grant_object_group(group_name text, grantee regrole)
+CREATE OR REPLACE FUNCTION tms.grant_object_group(group_name text, grantee regrole)
 RETURNS void
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -407,7 +408,7 @@ AS 'MODULE_PATHNAME', 'tms_api_call';
 COMMENT ON FUNCTION tms.grant_object_group(text, regrole) IS
     'let a role build policies on an object group';
 
-CREATE FUNCTION tms.revoke_object_group(group_name text, grantee regrole)
+CREATE OR REPLACE FUNCTION tms.revoke_object_group(group_name text, grantee regrole)
 RETURNS boolean
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -416,7 +417,7 @@ AS 'MODULE_PATHNAME', 'tms_api_call';
 COMMENT ON FUNCTION tms.revoke_object_group(text, regrole) IS
     'take back a grant of an object group';
 
-CREATE FUNCTION tms.create_policy(name text, group_name text,
+CREATE OR REPLACE FUNCTION tms.create_policy(name text, group_name text,
                                   description text DEFAULT NULL,
                                   time_window jsonb DEFAULT NULL,
                                   active boolean DEFAULT true)
@@ -428,7 +429,7 @@ AS 'MODULE_PATHNAME', 'tms_api_call';
 COMMENT ON FUNCTION tms.create_policy(text, text, text, jsonb, boolean) IS
     'create a maintenance policy over an object group, owned by (and run as) the acting role';
 
-CREATE FUNCTION tms.add_rule(policy_name text, operation text, engine text,
+CREATE OR REPLACE FUNCTION tms.add_rule(policy_name text, operation text, engine text,
                              counters jsonb DEFAULT NULL,
                              condition text DEFAULT 'true',
                              baseline_mode text DEFAULT 'catch-up',
@@ -443,7 +444,7 @@ AS 'MODULE_PATHNAME', 'tms_api_call';
 COMMENT ON FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval) IS
     'add a rule to a policy: operation, engine, counter thresholds, DSL condition, baseline mode, options, schedule (crontab, on-commit; NULL: every evaluation cycle), cooldown';
 
-CREATE FUNCTION tms.drop_rule(rule_id bigint)
+CREATE OR REPLACE FUNCTION tms.drop_rule(rule_id bigint)
 RETURNS void
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -452,7 +453,7 @@ AS 'MODULE_PATHNAME', 'tms_api_call';
 COMMENT ON FUNCTION tms.drop_rule(bigint) IS
     'drop a rule of a policy';
 
-CREATE FUNCTION tms.set_policy_active(name text, active boolean)
+CREATE OR REPLACE FUNCTION tms.set_policy_active(name text, active boolean)
 RETURNS void
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -461,7 +462,7 @@ AS 'MODULE_PATHNAME', 'tms_api_call';
 COMMENT ON FUNCTION tms.set_policy_active(text, boolean) IS
     'activate or deactivate a policy';
 
-CREATE FUNCTION tms.set_policy_window(name text, time_window jsonb)
+CREATE OR REPLACE FUNCTION tms.set_policy_window(name text, time_window jsonb)
 RETURNS void
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -470,7 +471,7 @@ AS 'MODULE_PATHNAME', 'tms_api_call';
 COMMENT ON FUNCTION tms.set_policy_window(text, jsonb) IS
     'set (NULL: remove) the time window of a policy';
 
-CREATE FUNCTION tms.drop_policy(name text)
+CREATE OR REPLACE FUNCTION tms.drop_policy(name text)
 RETURNS void
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp

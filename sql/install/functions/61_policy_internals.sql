@@ -1,9 +1,11 @@
 -- Maintenance policies, part 2: internals.  Helpers in C, group
 -- membership and windows, baselines and observations, and the checks the
 -- API makes.  None of these is for PUBLIC.
+-- Idempotent: replayed by every update script, so only statements that
+-- may run again (doc/developing.md).
 
 -- Next / previous firing of a 5-field cron expression in a time zone.
-CREATE FUNCTION tms.cron_next(expr text, after timestamptz DEFAULT now(),
+CREATE OR REPLACE FUNCTION tms.cron_next(expr text, after timestamptz DEFAULT now(),
                               zone text DEFAULT 'UTC')
 RETURNS timestamptz
 LANGUAGE c STABLE STRICT PARALLEL SAFE
@@ -12,7 +14,7 @@ AS 'MODULE_PATHNAME', 'tms_cron_next';
 COMMENT ON FUNCTION tms.cron_next(text, timestamptz, text) IS
     'the first firing of a 5-field cron expression strictly after "after", in time zone "zone" (null: none within 30 years)';
 
-CREATE FUNCTION tms.cron_prev(expr text, before timestamptz DEFAULT now(),
+CREATE OR REPLACE FUNCTION tms.cron_prev(expr text, before timestamptz DEFAULT now(),
                               zone text DEFAULT 'UTC')
 RETURNS timestamptz
 LANGUAGE c STABLE STRICT PARALLEL SAFE
@@ -27,14 +29,14 @@ GRANT EXECUTE ON FUNCTION tms.cron_next(text, timestamptz, text),
 -- Does s match the glob pattern ("*" any run of characters, "?" one
 -- character)?  The one implementation is C's (src/bridge/names.c), which
 -- the policy evaluation uses too.
-CREATE FUNCTION tms._glob_match(pattern text, s text)
+CREATE OR REPLACE FUNCTION tms._glob_match(pattern text, s text)
 RETURNS boolean
 LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE
 AS 'MODULE_PATHNAME', 'tms_glob_match_sql';
 
 -- The path of the first credential in a JSON document, or NULL
 -- (src/bridge/secrets.c).
-CREATE FUNCTION tms._find_credential(doc jsonb)
+CREATE OR REPLACE FUNCTION tms._find_credential(doc jsonb)
 RETURNS text
 LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE
 AS 'MODULE_PATHNAME', 'tms_find_credential_sql';
@@ -42,20 +44,20 @@ AS 'MODULE_PATHNAME', 'tms_find_credential_sql';
 -- The cooldown of an operation when its rule gives no min_interval: the
 -- setting tms.<operation>_min_interval, in milliseconds
 -- (src/ops/policy.c).
-CREATE FUNCTION tms._default_min_interval(operation text)
+CREATE OR REPLACE FUNCTION tms._default_min_interval(operation text)
 RETURNS bigint
 LANGUAGE c STABLE STRICT
 AS 'MODULE_PATHNAME', 'tms_default_min_interval';
 
 -- Compile a condition; returns the metric level it needs, or raises the
 -- compile error (SQLSTATE, caret excerpt in DETAIL).
-CREATE FUNCTION tms._compile_condition(condition text)
+CREATE OR REPLACE FUNCTION tms._compile_condition(condition text)
 RETURNS text
 LANGUAGE c IMMUTABLE STRICT
 AS 'MODULE_PATHNAME', 'tms_policy_compile_condition';
 
 -- Is table t in group g?
-CREATE FUNCTION tms._in_group(g tms.object_groups, t tms.tables)
+CREATE OR REPLACE FUNCTION tms._in_group(g tms.object_groups, t tms.tables)
 RETURNS boolean
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -70,7 +72,7 @@ AS $$
 $$;
 
 -- Is a time window open at "at"?  NULL window: always.
-CREATE FUNCTION tms.window_open(time_window jsonb, at timestamptz DEFAULT now())
+CREATE OR REPLACE FUNCTION tms.window_open(time_window jsonb, at timestamptz DEFAULT now())
 RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
@@ -98,7 +100,7 @@ GRANT EXECUTE ON FUNCTION tms.window_open(jsonb, timestamptz) TO PUBLIC;
 -- current counters, time from now.  Planned for the filters it is given
 -- (custom plans), so each call uses the index its filter needs: a table
 -- joining is the common case, one row of tms.tables.
-CREATE FUNCTION tms._attach(rule_filter bigint, table_filter bigint)
+CREATE OR REPLACE FUNCTION tms._attach(rule_filter bigint, table_filter bigint)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -147,7 +149,7 @@ $$;
 -- base + new unless another observer already counted further, so two
 -- observers of one commit (a refresh and a commit-job) count it once.
 -- Returns the table id.
-CREATE FUNCTION tms.observe_table(server name, namespace text, table_name text,
+CREATE OR REPLACE FUNCTION tms.observe_table(server name, namespace text, table_name text,
                                   table_uuid text, metadata_location text,
                                   snapshot_id bigint,
                                   new_commits bigint DEFAULT 0,
@@ -215,7 +217,7 @@ COMMENT ON FUNCTION tms.observe_table(name, text, text, text, text, bigint, bigi
 REVOKE ALL ON FUNCTION tms.observe_table(name, text, text, text, text, bigint, bigint, bigint, timestamptz, timestamptz, text, bigint, bigint) FROM PUBLIC;
 
 -- Mark a table dropped: it leaves every group.
-CREATE FUNCTION tms._table_dropped(tid bigint)
+CREATE OR REPLACE FUNCTION tms._table_dropped(tid bigint)
 RETURNS void
 LANGUAGE sql
 SET search_path = pg_catalog, pg_temp
@@ -227,7 +229,7 @@ $$;
 -- Reset a baseline to the table's current counters when the rule's job
 -- on the table ended, and start the rule's cooldown there (its
 -- min_interval, or the operation's setting).
-CREATE FUNCTION tms._reset_baseline(rid bigint, tid bigint)
+CREATE OR REPLACE FUNCTION tms._reset_baseline(rid bigint, tid bigint)
 RETURNS void
 LANGUAGE sql
 SET search_path = pg_catalog, pg_temp
@@ -246,7 +248,7 @@ $$;
 
 -- The policy's row: raise unless it exists and the acting role owns it
 -- (has the privileges of its owner role).
-CREATE FUNCTION tms._own_policy(acting regrole, policy_name text)
+CREATE OR REPLACE FUNCTION tms._own_policy(acting regrole, policy_name text)
 RETURNS tms.maintenance_policies
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -270,7 +272,7 @@ END
 $$;
 
 -- The server must be a tms_iceberg server the role may use.
-CREATE FUNCTION tms._check_server(srv name, who regrole)
+CREATE OR REPLACE FUNCTION tms._check_server(srv name, who regrole)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -301,7 +303,7 @@ END
 $$;
 
 -- Validate a time window document.
-CREATE FUNCTION tms._check_window(w jsonb)
+CREATE OR REPLACE FUNCTION tms._check_window(w jsonb)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -375,7 +377,7 @@ $$;
 -- Validate a rule's schedule document (NULL: the policy's evaluation
 -- cycle) for its operation; returns the time zone of its crontab (NULL:
 -- none).
-CREATE FUNCTION tms._check_schedule(operation text, schedule jsonb)
+CREATE OR REPLACE FUNCTION tms._check_schedule(operation text, schedule jsonb)
 RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -451,7 +453,7 @@ $$;
 -- Reject credentials anywhere in an options document: a credential-shaped
 -- key, or a string value holding one ("...secret.key=..."), at any depth.
 -- The one list of credential-shaped names is C's (src/io/secrets.c).
-CREATE FUNCTION tms._check_options(options jsonb)
+CREATE OR REPLACE FUNCTION tms._check_options(options jsonb)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -475,7 +477,7 @@ END
 $$;
 
 -- The group's row: raise unless it exists and the acting role owns it.
-CREATE FUNCTION tms._own_group(acting regrole, group_name text)
+CREATE OR REPLACE FUNCTION tms._own_group(acting regrole, group_name text)
 RETURNS tms.object_groups
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -499,7 +501,7 @@ $$;
 
 -- May the acting role build a policy on the group?  Its owner may, and the
 -- roles the owner granted it to (tms.grant_object_group).
-CREATE FUNCTION tms._may_use_group(acting regrole, g tms.object_groups)
+CREATE OR REPLACE FUNCTION tms._may_use_group(acting regrole, g tms.object_groups)
 RETURNS boolean
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp

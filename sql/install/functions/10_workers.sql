@@ -1,6 +1,8 @@
 -- The tms background processes, from the shared memory they maintain.
+-- Idempotent: replayed by every update script, so only statements that
+-- may run again (doc/developing.md).
 
-CREATE FUNCTION tms.workers_internal(
+CREATE OR REPLACE FUNCTION tms.workers_internal(
     OUT pid integer,
     OUT role text,
     OUT database name,
@@ -16,7 +18,7 @@ AS 'MODULE_PATHNAME', 'tms_workers';
 COMMENT ON FUNCTION tms.workers_internal() IS
     'tms processes from shared memory; use the view tms.workers';
 
-CREATE VIEW tms.workers AS
+CREATE OR REPLACE VIEW tms.workers AS
     SELECT pid, role, database, worker_number, state, current_task,
            started_at, state_since
       FROM tms.workers_internal()

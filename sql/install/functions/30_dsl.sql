@@ -1,7 +1,9 @@
 -- The policy condition language (src/dsl/, src/sql_api/dsl_sql.c).
 -- Pure functions: they work without shared_preload_libraries.
+-- Idempotent: replayed by every update script, so only statements that
+-- may run again (doc/developing.md).
 
-CREATE FUNCTION tms.dsl_check(
+CREATE OR REPLACE FUNCTION tms.dsl_check(
     expr text,
     OUT ok boolean,
     OUT type text,
@@ -18,7 +20,7 @@ AS 'MODULE_PATHNAME', 'tms_dsl_check';
 COMMENT ON FUNCTION tms.dsl_check(text) IS
     'compile a policy condition: whether it is valid, what it needs, or the error and its 1-based position';
 
-CREATE FUNCTION tms.dsl_eval(
+CREATE OR REPLACE FUNCTION tms.dsl_eval(
     expr text,
     metrics jsonb,
     properties jsonb DEFAULT '{}',
@@ -30,7 +32,7 @@ AS 'MODULE_PATHNAME', 'tms_dsl_eval';
 COMMENT ON FUNCTION tms.dsl_eval(text, jsonb, jsonb, jsonb) IS
     'evaluate a policy condition over table metrics (jsonb keyed by variable), table properties and data files';
 
-CREATE FUNCTION tms.dsl_explain(
+CREATE OR REPLACE FUNCTION tms.dsl_explain(
     expr text,
     metrics jsonb,
     properties jsonb DEFAULT '{}',

@@ -7,6 +7,8 @@
 -- are never NULL, and a stats_reset column saying since when a row
 -- counts.  Their names and columns are an interface: change them only
 -- with a new version's upgrade script and the docs.
+-- Idempotent: replayed by every update script, so only statements that
+-- may run again (doc/developing.md).
 
 -- ---------------------------------------------------------------------
 -- Cumulative statistics
@@ -14,14 +16,14 @@
 
 -- The rows of one area of every database (counters in the order of
 -- src/bridge/stats.h); the views below unpack them.
-CREATE FUNCTION tms._stat_counters(area text)
+CREATE OR REPLACE FUNCTION tms._stat_counters(area text)
 RETURNS TABLE (dbid oid, label1 text, label2 text, label3 text,
                counters bigint[], stats_reset timestamptz)
 LANGUAGE c VOLATILE STRICT
 AS 'MODULE_PATHNAME', 'tms_stat_counters_sql';
 
 -- Count a maintenance job that ended (tms._job_ended calls it).
-CREATE FUNCTION tms._stat_count_job(operation text, engine text, outcome text,
+CREATE OR REPLACE FUNCTION tms._stat_count_job(operation text, engine text, outcome text,
                                     duration_us bigint, files bigint, bytes bigint)
 RETURNS void
 LANGUAGE c VOLATILE
@@ -29,7 +31,7 @@ AS 'MODULE_PATHNAME', 'tms_stat_count_job_sql';
 
 -- Zero the counters of an area (tasks, maintenance, purges, requests;
 -- NULL: all of them) of this database.
-CREATE FUNCTION tms.stat_reset(area text DEFAULT NULL)
+CREATE OR REPLACE FUNCTION tms.stat_reset(area text DEFAULT NULL)
 RETURNS void
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -39,7 +41,7 @@ COMMENT ON FUNCTION tms.stat_reset(text) IS
     'zero the cumulative statistics of this database: one area (tasks, maintenance, purges, requests) or all';
 
 -- The database of a row; "(other)" for an area's overflow row.
-CREATE FUNCTION tms._stat_database(dbid oid)
+CREATE OR REPLACE FUNCTION tms._stat_database(dbid oid)
 RETURNS text
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -48,7 +50,7 @@ AS $$
                 ELSE (SELECT d.datname::text FROM pg_database d WHERE d.oid = dbid) END
 $$;
 
-CREATE VIEW tms.stat_tasks AS
+CREATE OR REPLACE VIEW tms.stat_tasks AS
     SELECT db AS database,
            s.label1 AS kind,
            s.counters[1] AS claimed,
@@ -64,7 +66,7 @@ CREATE VIEW tms.stat_tasks AS
 COMMENT ON VIEW tms.stat_tasks IS
     'tasks claimed, succeeded, failed and whose lease was lost, per database and kind, since stats_reset';
 
-CREATE VIEW tms.stat_maintenance AS
+CREATE OR REPLACE VIEW tms.stat_maintenance AS
     SELECT db AS database,
            s.label1 AS operation,
            s.label2 AS engine,
@@ -81,7 +83,7 @@ CREATE VIEW tms.stat_maintenance AS
 COMMENT ON VIEW tms.stat_maintenance IS
     'maintenance jobs ended per database, operation, engine and outcome, with their time and what they deleted';
 
-CREATE VIEW tms.stat_purges AS
+CREATE OR REPLACE VIEW tms.stat_purges AS
     SELECT db AS database,
            s.label1 AS server,
            s.label2 AS outcome,
@@ -102,7 +104,7 @@ COMMENT ON VIEW tms.stat_purges IS
 -- latency_seconds, _bucket, _sum and _count are a histogram as
 -- prometheus-postgres-exporter's HISTOGRAM usage reads it: the upper
 -- bounds (+Inf implied), cumulative counts, sum and count.
-CREATE VIEW tms.stat_requests AS
+CREATE OR REPLACE VIEW tms.stat_requests AS
     SELECT db AS database,
            s.label1 AS server,
            s.label2 AS service,
@@ -123,7 +125,7 @@ CREATE VIEW tms.stat_requests AS
 COMMENT ON VIEW tms.stat_requests IS
     'HTTP exchanges with catalogs, storage and engines per database, foreign server and service: requests, retries, errors, latency histogram';
 
-CREATE VIEW tms.stat_request_errors AS
+CREATE OR REPLACE VIEW tms.stat_request_errors AS
     SELECT db AS database,
            s.label1 AS server,
            s.label2 AS service,
@@ -145,7 +147,7 @@ COMMENT ON VIEW tms.stat_request_errors IS
 
 -- A lease is dead after tms.heartbeat_interval x tms.missed_heartbeats_limit
 -- without a heartbeat (src/sched/lease.c).
-CREATE FUNCTION tms._dead_lease_age()
+CREATE OR REPLACE FUNCTION tms._dead_lease_age()
 RETURNS interval
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
@@ -157,7 +159,7 @@ $$;
 -- Running tasks that look stuck: no heartbeat for the dead-lease age (its
 -- executor is gone or hangs; recovery will release it unless a live
 -- process holds it), or held longer than tms.stuck_task_age.
-CREATE VIEW tms.stat_stuck_tasks AS
+CREATE OR REPLACE VIEW tms.stat_stuck_tasks AS
     SELECT current_database()::text AS database,
            t.task_name AS kind,
            t.task_instance AS instance,
@@ -178,7 +180,7 @@ CREATE VIEW tms.stat_stuck_tasks AS
 COMMENT ON VIEW tms.stat_stuck_tasks IS
     'running tasks without a heartbeat for the dead-lease age, or held longer than tms.stuck_task_age';
 
-CREATE VIEW tms.stat_task_queue AS
+CREATE OR REPLACE VIEW tms.stat_task_queue AS
     SELECT current_database()::text AS database,
            k.kind,
            k.max_concurrency,
@@ -197,7 +199,7 @@ CREATE VIEW tms.stat_task_queue AS
 COMMENT ON VIEW tms.stat_task_queue IS
     'tasks per kind: running, due, scheduled, failing, the oldest due one''s wait, stuck';
 
-CREATE VIEW tms.stat_maintenance_queue AS
+CREATE OR REPLACE VIEW tms.stat_maintenance_queue AS
     SELECT current_database()::text AS database,
            j.operation,
            j.engine,
@@ -218,7 +220,7 @@ COMMENT ON VIEW tms.stat_maintenance_queue IS
 
 -- One row per tms_iceberg server (and per server of a job in flight that
 -- is gone), so that an empty backlog is a row of zeros.
-CREATE VIEW tms.stat_purge_queue AS
+CREATE OR REPLACE VIEW tms.stat_purge_queue AS
     WITH jobs AS (
         SELECT j.server,
                count(*) FILTER (WHERE j.state = 'PENDING') AS pending,
@@ -254,7 +256,7 @@ COMMENT ON VIEW tms.stat_purge_queue IS
 
 -- Every run of a task (tms.task_history, kept for
 -- tms.task_history_retention) with the names of what it worked on.
-CREATE VIEW tms.job_history AS
+CREATE OR REPLACE VIEW tms.job_history AS
     SELECT h.id,
            h.kind,
            h.instance,
@@ -284,7 +286,7 @@ CREATE VIEW tms.job_history AS
 COMMENT ON VIEW tms.job_history IS
     'every run of a task: what it worked on, when, its outcome, its error with SQLSTATE (tms.task_history_retention)';
 
-CREATE VIEW tms.job_errors AS
+CREATE OR REPLACE VIEW tms.job_errors AS
     SELECT id, kind, instance, policy, policy_id, rule_id, operation, server, namespace,
            table_name, job_id, attempt, pid, start_time, finish_time, duration,
            sqlerrcode, err_message
@@ -300,7 +302,7 @@ COMMENT ON VIEW tms.job_errors IS
 -- waiting or running now; their subjects are read from the instance the
 -- way each kind's handler reads it: policy-expand "<policy>", cron-job
 -- "<policy>:<table>", maintenance "job-<id>" (the job's policy and rule).
-CREATE VIEW tms.job_stats AS
+CREATE OR REPLACE VIEW tms.job_stats AS
     WITH live AS (
         SELECT h.kind, h.policy_id, h.rule_id,
                count(*) AS runs,

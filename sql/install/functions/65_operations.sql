@@ -2,12 +2,14 @@
 -- tms.run_operation (a job a worker runs), tms.cancel_operation.  The
 -- operations themselves, and the validation of an operation's options
 -- that rules share, are C (src/ops/maint*.c).
+-- Idempotent: replayed by every update script, so only statements that
+-- may run again (doc/developing.md).
 
 -- Raise unless engine can run operation with these options (NULL: check
 -- the names only): the one check of operation names, engines and option
 -- keys and types, for rules and for run_operation alike.  Credentials in
 -- options are tms._check_options's to refuse, before this.
-CREATE FUNCTION tms._check_operation(operation text, engine text, options jsonb)
+CREATE OR REPLACE FUNCTION tms._check_operation(operation text, engine text, options jsonb)
 RETURNS void
 LANGUAGE c STABLE
 SET search_path = pg_catalog, pg_temp
@@ -16,7 +18,7 @@ AS 'MODULE_PATHNAME', 'tms_check_operation';
 -- Record a job for the acting role and its task (called by
 -- tms.run_operation after it validated the options and loaded the table as
 -- that role).
-CREATE FUNCTION tms._submit_operation(acting regrole, server name, namespace text,
+CREATE OR REPLACE FUNCTION tms._submit_operation(acting regrole, server name, namespace text,
                                       table_name text, operation text, engine text,
                                       options jsonb, table_uuid text,
                                       metadata_location text, snapshot_id bigint)
@@ -49,7 +51,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms.run_operation(server name, namespace text, table_name text,
+CREATE OR REPLACE FUNCTION tms.run_operation(server name, namespace text, table_name text,
                                   operation text, options jsonb DEFAULT '{}',
                                   engine text DEFAULT 'local')
 RETURNS bigint
@@ -60,7 +62,7 @@ AS 'MODULE_PATHNAME', 'tms_run_operation';
 COMMENT ON FUNCTION tms.run_operation(name, text, text, text, jsonb, text) IS
     'validate, then record a maintenance job on one table for the acting role; a worker runs it; returns the job id';
 
-CREATE FUNCTION tms.plan_operation(server name, namespace text, table_name text,
+CREATE OR REPLACE FUNCTION tms.plan_operation(server name, namespace text, table_name text,
                                    operation text, options jsonb DEFAULT '{}')
 RETURNS TABLE (action text, target text, detail jsonb)
 LANGUAGE c VOLATILE
@@ -74,7 +76,7 @@ COMMENT ON FUNCTION tms.plan_operation(name, text, text, text, jsonb) IS
 -- step (a commit in flight is resolved first; after a commit landed, the
 -- files it unreferenced are left to orphan cleanup).  The requester, the
 -- owner of the job's policy and superusers may cancel.
-CREATE FUNCTION tms._cancel_operation(acting regrole, job_id bigint)
+CREATE OR REPLACE FUNCTION tms._cancel_operation(acting regrole, job_id bigint)
 RETURNS boolean
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -118,7 +120,7 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION tms.cancel_operation(job_id bigint)
+CREATE OR REPLACE FUNCTION tms.cancel_operation(job_id bigint)
 RETURNS boolean
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp

@@ -1,7 +1,9 @@
 -- Maintenance policies, part 5: the views an operator reads, and who may
 -- read what.
+-- Idempotent: replayed by every update script, so only statements that
+-- may run again (doc/developing.md).
 
-CREATE VIEW tms.policies AS
+CREATE OR REPLACE VIEW tms.policies AS
     SELECT p.name, g.name AS group_name, g.server, p.owner, p.description,
            p.active, p.time_window,
            tms.window_open(p.time_window, now()) AS window_open,
@@ -12,7 +14,7 @@ CREATE VIEW tms.policies AS
 
 COMMENT ON VIEW tms.policies IS 'maintenance policies with their group, owner, window state and rule count';
 
-CREATE VIEW tms.rules AS
+CREATE OR REPLACE VIEW tms.rules AS
     SELECT r.id, p.name AS policy, r.operation, r.engine, r.options,
            r.commits_threshold AS commits_added,
            r.bytes_threshold AS bytes_added,
@@ -33,7 +35,7 @@ CREATE VIEW tms.rules AS
 COMMENT ON VIEW tms.rules IS 'rules of every policy: operation, engine, thresholds, condition, baseline mode, schedule, cooldown, next crontab firing';
 
 -- What the next cycle would evaluate, and why.
-CREATE VIEW tms.candidates AS
+CREATE OR REPLACE VIEW tms.candidates AS
     SELECT p.name AS policy, r.id AS rule_id, r.operation,
            t.server, t.namespace, t.table_name,
            t.commits - b.base_commits AS commits_added,
@@ -62,7 +64,7 @@ CREATE VIEW tms.candidates AS
 COMMENT ON VIEW tms.candidates IS
     '(table, rule) pairs whose counters reached a threshold: what the next cycle (schedule null), firing or commit evaluates (runnable: policy active, window open, no cooldown)';
 
-CREATE VIEW tms.maintenance_jobs AS
+CREATE OR REPLACE VIEW tms.maintenance_jobs AS
     SELECT j.id, p.name AS policy, j.rule_id, j.operation, j.engine, t.server,
            t.namespace, t.table_name, j.state, j.reason, j.attempts, j.last_error,
            j.phase, j.cancel_requested,

@@ -2,12 +2,14 @@
 -- job: recording an evaluation and submitting its job, starting jobs under
 -- tms.max_active_operations, finishing them, log retention, and
 -- tms.evaluate_now.
+-- Idempotent: replayed by every update script, so only statements that
+-- may run again (doc/developing.md).
 
 -- Record one evaluation (called by the cycle): the log row, and for a
 -- true result the job and its task, guarded so that a (table, rule) never
 -- has two operations in flight.  Returns the job id (NULL if none) and
 -- the decision.
-CREATE FUNCTION tms._record_evaluation(p_policy integer, p_rule bigint, p_table bigint,
+CREATE OR REPLACE FUNCTION tms._record_evaluation(p_policy integer, p_rule bigint, p_table bigint,
                                        p_counters jsonb, p_metrics jsonb,
                                        p_result boolean, p_outcome text,
                                        p_explanation text, p_explain jsonb,
@@ -72,7 +74,7 @@ $$;
 -- Gravitino's table maintenance service design
 -- (https://github.com/apache/gravitino/pull/13386): data files first,
 -- then delete files, manifests, snapshots, and orphans last.
-CREATE FUNCTION tms._chain_rank(operation text)
+CREATE OR REPLACE FUNCTION tms._chain_rank(operation text)
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
@@ -104,7 +106,7 @@ $$;
 -- count and a start are one step.  A deferred start is due again after a
 -- jittered wait (tms._jitter), so that jobs deferred together do not all
 -- come back at once.
-CREATE FUNCTION tms._start_job(jid bigint,
+CREATE OR REPLACE FUNCTION tms._start_job(jid bigint,
                                OUT state text, OUT reason text,
                                OUT retry_at timestamptz, OUT job jsonb)
 LANGUAGE plpgsql
@@ -233,7 +235,7 @@ $$;
 -- again, though not before the rule's min_interval (minIntervalMs of
 -- Gravitino's table maintenance service design) has passed; old snapshot
 -- metrics are pruned.
-CREATE FUNCTION tms._job_ended(jid bigint)
+CREATE OR REPLACE FUNCTION tms._job_ended(jid bigint)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -262,7 +264,7 @@ $$;
 -- Finish a job run by an external executor (a procedure named by
 -- tms.maintenance_handler, for engines tms does not run itself): record
 -- the outcome and reset the (table, rule) baseline.
-CREATE FUNCTION tms.finish_operation(job_id bigint, outcome text DEFAULT 'succeeded',
+CREATE OR REPLACE FUNCTION tms.finish_operation(job_id bigint, outcome text DEFAULT 'succeeded',
                                      after_snapshot_id bigint DEFAULT NULL,
                                      message text DEFAULT NULL)
 RETURNS boolean
@@ -297,7 +299,7 @@ REVOKE ALL ON FUNCTION tms.finish_operation(bigint, text, bigint, text) FROM PUB
 
 -- Retention: delete log rows older than tms.evaluation_log_retention, at
 -- most batch rows per call; returns how many.
-CREATE FUNCTION tms.prune_evaluation_log(batch integer DEFAULT 1000)
+CREATE OR REPLACE FUNCTION tms.prune_evaluation_log(batch integer DEFAULT 1000)
 RETURNS integer
 LANGUAGE sql
 SET search_path = pg_catalog, pg_temp
@@ -316,7 +318,7 @@ REVOKE ALL ON FUNCTION tms.prune_evaluation_log(integer) FROM PUBLIC;
 -- One evaluation cycle for one policy, now: refresh its tables, find its
 -- candidates, evaluate, log, submit.  Returns one row per evaluation.
 -- force evaluates even an inactive policy or one whose window is closed.
-CREATE FUNCTION tms.evaluate_now(policy text, force boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION tms.evaluate_now(policy text, force boolean DEFAULT false)
 RETURNS TABLE (rule_id bigint, operation text, namespace text, table_name text,
                result boolean, decision text, job_id bigint, explanation text)
 LANGUAGE c VOLATILE
@@ -328,4 +330,3 @@ COMMENT ON FUNCTION tms.evaluate_now(text, boolean) IS
 
 -- The acting role must own the policy (it runs as the policy's owner).
 GRANT EXECUTE ON FUNCTION tms.evaluate_now(text, boolean) TO PUBLIC;
-

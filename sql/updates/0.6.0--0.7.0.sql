@@ -1,0 +1,8 @@
+-- tms 0.6.0 to 0.7.0: the once-only changes (tables, types, indexes,
+-- data) of 0.7.0, run before every file of sql/install/functions/ is
+-- replayed (scripts/sql-gen.sh builds tms--0.6.0--0.7.0.sql; the rules are
+-- in doc/developing.md, "Changing the schema").
+--
+-- A function whose result type changes, or a view whose columns change
+-- other than by appending, is dropped first: list it here, one line each,
+-- as "-- drop: FUNCTION tms.name(argument types)" or "-- drop: VIEW tms.name".
