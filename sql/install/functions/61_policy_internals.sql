@@ -35,7 +35,7 @@ LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE
 AS 'MODULE_PATHNAME', 'tms_glob_match_sql';
 
 -- The path of the first credential in a JSON document, or NULL
--- (src/bridge/secrets.c).
+-- (src/bridge/jsonb_secrets.c).
 CREATE OR REPLACE FUNCTION tms._find_credential(doc jsonb)
 RETURNS text
 LANGUAGE c IMMUTABLE STRICT PARALLEL SAFE
@@ -452,7 +452,7 @@ $$;
 
 -- Reject credentials anywhere in an options document: a credential-shaped
 -- key, or a string value holding one ("...secret.key=..."), at any depth.
--- The one list of credential-shaped names is C's (src/io/secrets.c).
+-- The one list of credential-shaped names is C's (src/io/util/secret_names.c).
 CREATE OR REPLACE FUNCTION tms._check_options(options jsonb)
 RETURNS void
 LANGUAGE plpgsql

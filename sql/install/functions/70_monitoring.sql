@@ -1,5 +1,5 @@
 -- Monitoring (doc/operations.md, "Monitoring"): the cumulative statistics
--- kept in shared memory (src/bridge/stats.c) and views of the current
+-- kept in shared memory (src/observe/stats.c) and views of the current
 -- state of the work, all readable by pg_monitor.
 --
 -- The tms.stat_* views are built for prometheus-postgres-exporter: one
@@ -15,7 +15,7 @@
 -- ---------------------------------------------------------------------
 
 -- The rows of one area of every database (counters in the order of
--- src/bridge/stats.h); the views below unpack them.
+-- src/observe/stats.h); the views below unpack them.
 CREATE OR REPLACE FUNCTION tms._stat_counters(area text)
 RETURNS TABLE (dbid oid, label1 text, label2 text, label3 text,
                counters bigint[], stats_reset timestamptz)
