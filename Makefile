@@ -20,7 +20,8 @@
 #                             (scripts/check-fast.sh)
 #   make test                 check-fast, then the integration tests, on a
 #                             throwaway cluster (test/run-tests.sh)
-#   make check-standalone     no file names the shared/ reference tree
+#   make check-standalone     the repository stands alone: no file names
+#                             a tree outside it
 #   make check-format         the C layout of src/ and test/unit against
 #                             .clang-format (scripts/check-format.sh)
 #   make demo / demo-stop     a running stack to play with (scripts/demo.sh)

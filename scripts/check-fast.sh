@@ -2,7 +2,7 @@
 # make check-fast: the checks that need no test world, in a few minutes
 # (under 3 on two cores):
 #
-#   nothing names shared/             (scripts/check-standalone.sh)
+#   the repository stands alone       (scripts/check-standalone.sh)
 #   the layers are one-way            (scripts/check-layers.sh)
 #   file names unique, .c files short (scripts/check-files.sh)
 #   README's settings table is right  (scripts/check-docs.sh)
@@ -53,7 +53,7 @@ if ! { make -s -j"$jobs" WERROR=1 && make -s WERROR=1 install >/dev/null; }; the
   exit 1
 fi
 
-echo "== nothing names the shared/ reference tree (scripts/check-standalone.sh)"
+echo "== the repository stands alone (scripts/check-standalone.sh)"
 bash scripts/check-standalone.sh || failed+=(standalone)
 
 echo "== the includes of src/ follow the layers (scripts/check-layers.sh)"
