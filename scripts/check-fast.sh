@@ -4,6 +4,7 @@
 #
 #   nothing names shared/             (scripts/check-standalone.sh)
 #   the layers are one-way            (scripts/check-layers.sh)
+#   no function over 200 lines        (scripts/check-functions.sh)
 #   plain-C unit drivers, ASan/UBSan  (make unit-san; LeakSanitizer on, any
 #                                      finding fails the driver)
 #   fuzz corpora replayed, ASan/UBSan (make fuzz-replay, test/fuzz/corpus/)
@@ -47,6 +48,9 @@ bash scripts/check-standalone.sh || failed+=(standalone)
 
 echo "== the includes of src/ follow the layers (scripts/check-layers.sh)"
 bash scripts/check-layers.sh || failed+=(layers)
+
+echo "== no C function in src/ is over 200 lines (scripts/check-functions.sh)"
+bash scripts/check-functions.sh || failed+=(functions)
 
 # The drivers and replays in parallel, each one's output in one piece.
 echo "== unit drivers and fuzz corpus replay under ASan and UBSan (make unit-san fuzz-replay)"
