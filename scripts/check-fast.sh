@@ -5,6 +5,7 @@
 #   the repository stands alone       (scripts/check-standalone.sh)
 #   the layers are one-way            (scripts/check-layers.sh)
 #   file names unique, .c files short (scripts/check-files.sh)
+#   no function over 200 lines        (scripts/check-functions.sh)
 #   README's settings table is right  (scripts/check-docs.sh)
 #   the C layout, .clang-format       (scripts/check-format.sh; only with
 #                                      TMS_CHECK_FORMAT=1 for now)
@@ -61,6 +62,8 @@ bash scripts/check-layers.sh || failed+=(layers)
 
 echo "== every name under src/ unique, no .c file over 1,500 lines (scripts/check-files.sh)"
 bash scripts/check-files.sh || failed+=(files)
+echo "== no C function in src/ is over 200 lines (scripts/check-functions.sh)"
+bash scripts/check-functions.sh || failed+=(functions)
 echo "== README.md's settings table matches the settings of src/ (scripts/check-docs.sh)"
 bash scripts/check-docs.sh || failed+=(docs)
 

@@ -607,31 +607,610 @@ codec(const char *c)
 	return NULL;
 }
 
+/* The state of one group's rewrite, shared by its steps. */
+typedef struct GroupRun
+{
+	Helper	   *h;
+	const IcebergCompactJob *job;
+	const char *cc;				/* DuckDB's name of the output codec */
+	char		dir[4300];		/* the group's temporary directory */
+	char		path[4400];		/* scratch: a local file's path */
+	Sql			q;				/* scratch: the statement being built */
+	int64_t		total;			/* the rows of all inputs */
+	int64_t    *offset;			/* global position of input i's first row */
+	int		   *first_out;		/* the first output that reads input i */
+	int		   *last_out;		/* the last output that reads input i */
+	bool	   *have;			/* input i is downloaded */
+	int32_t   **eq_sets;		/* the distinct equality column sets */
+	int		   *eq_nids;		/* the number of columns of each */
+	int			neq_sets;
+	bool		has_pos;		/* the group has position delete files */
+	int64_t		rows_in;
+	int64_t		rows_out;
+	int64_t		bytes_in;
+	int64_t		done_bytes;
+	int			files_written;
+	char	   *msg;			/* why it failed */
+	size_t		msglen;
+} GroupRun;
+
+/*
+ * Where each input's rows fall: its first row's global position and the
+ * first and last outputs that read it.
+ */
+static void
+group_place_inputs(GroupRun *g)
+{
+	const IcebergCompactJob *job = g->job;
+	int			i;
+
+	for (i = 0; i < job->ninputs; i++)
+	{
+		g->offset[i] = g->total;
+		g->total += job->inputs[i].records;
+	}
+	for (i = 0; i < job->ninputs; i++)
+	{
+		g->first_out[i] = output_of(g->offset[i], g->total, job->files);
+		g->last_out[i] = job->inputs[i].records > 0 ?
+			output_of(g->offset[i] + job->inputs[i].records - 1, g->total, job->files) : g->first_out[i];
+	}
+}
+
+/* The table "inputs": each input's local file, URI and sequence number. */
+static bool
+group_inputs_table(GroupRun *g)
+{
+	const IcebergCompactJob *job = g->job;
+	int			i;
+
+	if (!run(g->h, "CREATE OR REPLACE TEMP TABLE inputs (local VARCHAR, uri VARCHAR, seq BIGINT)",
+			 NULL, g->msg, g->msglen))
+		return false;
+	sql_add(&g->q, "INSERT INTO inputs VALUES ");
+	for (i = 0; i < job->ninputs; i++)
+	{
+		snprintf(g->path, sizeof(g->path), "%s/in%d.parquet", g->dir, i);
+		sql_add(&g->q, "%s(", i ? ", " : "");
+		sql_lit(&g->q, g->path);
+		sql_add(&g->q, ", ");
+		sql_lit(&g->q, job->inputs[i].path);
+		sql_add(&g->q, ", %" PRId64 ")", job->inputs[i].seq);
+	}
+	if (g->q.oom || !run(g->h, g->q.s, NULL, g->msg, g->msglen))
+		return false;
+	return true;
+}
+
+/*
+ * Download the delete files and sort them: whether there are position
+ * deletes, and each distinct set of equality columns once.
+ */
+static bool
+group_fetch_deletes(GroupRun *g)
+{
+	const IcebergCompactJob *job = g->job;
+	int			i,
+				j;
+
+	for (i = 0; i < job->ndeletes; i++)
+	{
+		const IcebergCompactJobDelete *d = &job->deletes[i];
+
+		snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
+		if (!download(g->h, d->uri, g->path, g->msg, g->msglen))
+			return false;
+		if (d->content == ICEBERG_CONTENT_POSITION_DELETES)
+			g->has_pos = true;
+		else
+		{
+			for (j = 0; j < g->neq_sets; j++)
+				if (g->eq_nids[j] == d->nequality_ids &&
+					memcmp(g->eq_sets[j], d->equality_ids, sizeof(int32_t) * (size_t) d->nequality_ids) == 0)
+					break;
+			if (j == g->neq_sets)
+			{
+				g->eq_sets[g->neq_sets] = d->equality_ids;
+				g->eq_nids[g->neq_sets] = d->nequality_ids;
+				g->neq_sets++;
+			}
+		}
+	}
+	return true;
+}
+
+/*
+ * The tables of the position deletes: "pos", the delete rows naming one of
+ * the group's files with their delete file's sequence number, and "posl",
+ * the rows deleted by local file (the sequence number rule applied once).
+ */
+static bool
+group_pos_tables(GroupRun *g)
+{
+	const IcebergCompactJob *job = g->job;
+	int			i,
+				j;
+
+	sql_reset(&g->q);
+	sql_add(&g->q, "CREATE OR REPLACE TEMP TABLE pos AS SELECT p.file_path, p.pos, v.seq"
+			" FROM read_parquet([");
+	for (i = 0, j = 0; i < job->ndeletes; i++)
+		if (job->deletes[i].content == ICEBERG_CONTENT_POSITION_DELETES)
+		{
+			snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
+			sql_add(&g->q, "%s", j++ ? ", " : "");
+			sql_lit(&g->q, g->path);
+		}
+	sql_add(&g->q, "], filename = true, schema = MAP {%d: {name: 'file_path', type: 'VARCHAR', default_value: NULL},"
+			" %d: {name: 'pos', type: 'BIGINT', default_value: NULL}}) p JOIN (VALUES ",
+			POS_PATH_ID, POS_POS_ID);
+	for (i = 0, j = 0; i < job->ndeletes; i++)
+		if (job->deletes[i].content == ICEBERG_CONTENT_POSITION_DELETES)
+		{
+			snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
+			sql_add(&g->q, "%s(", j++ ? ", " : "");
+			sql_lit(&g->q, g->path);
+			sql_add(&g->q, ", %" PRId64 "::BIGINT)", job->deletes[i].seq);
+		}
+	sql_add(&g->q, ") v(local, seq) ON p.filename = v.local"
+			" WHERE p.file_path IN (SELECT uri FROM inputs)");
+	if (g->q.oom || !run(g->h, g->q.s, NULL, g->msg, g->msglen))
+		return false;
+	/* the rows deleted, by local file: the sequence number rule applied once */
+	if (!run(g->h, "CREATE OR REPLACE TEMP TABLE posl AS SELECT DISTINCT i.local, p.pos"
+			 " FROM pos p JOIN inputs i ON p.file_path = i.uri AND p.seq >= i.seq",
+			 NULL, g->msg, g->msglen))
+		return false;
+	return true;
+}
+
+/*
+ * The tables of equality column set j: "eqJ", the rows of its delete files
+ * with their sequence numbers, and "eqmJ", one row per key (nulls equal)
+ * with the newest delete of it.
+ */
+static bool
+group_eq_tables(GroupRun *g, int j)
+{
+	const IcebergCompactJob *job = g->job;
+	int			i,
+				k,
+				n = 0;
+
+	sql_reset(&g->q);
+	sql_add(&g->q, "CREATE OR REPLACE TEMP TABLE eq%d AS SELECT ", j);
+	for (k = 0; k < g->eq_nids[j]; k++)
+		sql_add(&g->q, "e.c%d, ", (int) g->eq_sets[j][k]);
+	sql_add(&g->q, "v.seq FROM read_parquet([");
+	for (i = 0; i < job->ndeletes; i++)
+		if (job->deletes[i].content == ICEBERG_CONTENT_EQUALITY_DELETES &&
+			job->deletes[i].nequality_ids == g->eq_nids[j] &&
+			memcmp(job->deletes[i].equality_ids, g->eq_sets[j], sizeof(int32_t) * (size_t) g->eq_nids[j]) == 0)
+		{
+			snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
+			sql_add(&g->q, "%s", n++ ? ", " : "");
+			sql_lit(&g->q, g->path);
+		}
+	sql_add(&g->q, "], filename = true, schema = ");
+	if (!schema_map(&g->q, job->schema, g->eq_sets[j], g->eq_nids[j]))
+	{
+		snprintf(g->msg, g->msglen, "an equality delete file names a column that is not in the schema");
+		return false;
+	}
+	sql_add(&g->q, ") e JOIN (VALUES ");
+	for (i = 0, n = 0; i < job->ndeletes; i++)
+		if (job->deletes[i].content == ICEBERG_CONTENT_EQUALITY_DELETES)
+		{
+			snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
+			sql_add(&g->q, "%s(", n++ ? ", " : "");
+			sql_lit(&g->q, g->path);
+			sql_add(&g->q, ", %" PRId64 "::BIGINT)", job->deletes[i].seq);
+		}
+	sql_add(&g->q, ") v(local, seq) ON e.filename = v.local");
+	if (g->q.oom || !run(g->h, g->q.s, NULL, g->msg, g->msglen))
+		return false;
+	/* one row per key (nulls equal), with the newest delete of it */
+	sql_reset(&g->q);
+	sql_add(&g->q, "CREATE OR REPLACE TEMP TABLE eqm%d AS SELECT ", j);
+	for (k = 0; k < g->eq_nids[j]; k++)
+		sql_add(&g->q, "c%d, ", (int) g->eq_sets[j][k]);
+	sql_add(&g->q, "max(seq) AS maxseq FROM eq%d GROUP BY ALL", j);
+	if (g->q.oom || !run(g->h, g->q.s, NULL, g->msg, g->msglen))
+		return false;
+	return true;
+}
+
+/*
+ * The delete files, once: the tables "inputs", "pos" and "posl" (position
+ * deletes of the group's files) and "eqJ", "eqmJ" (equality deletes by
+ * column set); the local delete files are removed once they are read.
+ */
+static bool
+group_delete_tables(GroupRun *g)
+{
+	int			i,
+				j;
+
+	if (!group_inputs_table(g))
+		return false;
+	if (!group_fetch_deletes(g))
+		return false;
+	if (g->has_pos && !group_pos_tables(g))
+		return false;
+	for (j = 0; j < g->neq_sets; j++)
+		if (!group_eq_tables(g, j))
+			return false;
+	for (i = 0; i < g->job->ndeletes; i++)
+	{
+		snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
+		unlink(g->path);
+	}
+	return true;
+}
+
+/*
+ * Download the inputs output o reads that are not here yet, and check
+ * their row counts (their Parquet footers) against their manifests'.
+ */
+static bool
+group_fetch_inputs(GroupRun *g, int o)
+{
+	const IcebergCompactJob *job = g->job;
+	duckdb_result r;
+	int			i,
+				n = 0;
+
+	sql_reset(&g->q);
+	sql_add(&g->q, "SELECT file_name, num_rows FROM parquet_file_metadata([");
+	for (i = 0; i < job->ninputs; i++)
+	{
+		if (g->first_out[i] > o || g->last_out[i] < o)
+			continue;
+		snprintf(g->path, sizeof(g->path), "%s/in%d.parquet", g->dir, i);
+		if (!g->have[i])
+		{
+			if (!download(g->h, job->inputs[i].uri, g->path, g->msg, g->msglen))
+				return false;
+			g->have[i] = true;
+			g->bytes_in += job->inputs[i].size;
+			sql_add(&g->q, "%s", n++ ? ", " : "");
+			sql_lit(&g->q, g->path);
+		}
+	}
+	sql_add(&g->q, "])");
+	if (n == 0)
+		return true;
+	if (g->q.oom || !run(g->h, g->q.s, &r, g->msg, g->msglen))
+		return false;
+	for (idx_t row = 0; row < duckdb_row_count(&r); row++)
+	{
+		char	   *fname = duckdb_value_varchar(&r, 0, row);
+		int64_t		rows = duckdb_value_int64(&r, 1, row);
+		int			k = -1;
+
+		if (fname != NULL && sscanf(fname + strlen(g->dir), "/in%d.parquet", &k) == 1 &&
+			k >= 0 && k < job->ninputs && rows != job->inputs[k].records)
+		{
+			snprintf(g->msg, g->msglen, "data file \"%.1000s\" has %" PRId64 " rows; its manifest says %" PRId64,
+					 job->inputs[k].path, rows, job->inputs[k].records);
+			duckdb_free(fname);
+			duckdb_destroy_result(&r);
+			return false;
+		}
+		g->rows_in += rows;
+		duckdb_free(fname);
+	}
+	duckdb_destroy_result(&r);
+	return true;
+}
+
+/*
+ * The table "slices": the rows output o takes of each input it reads
+ * (file row positions [lo, hi), hi NULL for the rest of the file).
+ * *nslices is the number of those inputs; with none the table stays empty.
+ */
+static bool
+group_slices_table(GroupRun *g, int o, int *nslices)
+{
+	const IcebergCompactJob *job = g->job;
+	int64_t		lo = (int64_t) ((__int128) g->total * o / job->files);
+	int64_t		hi = (int64_t) ((__int128) g->total * (o + 1) / job->files);
+	int			i,
+				n = 0;
+
+	*nslices = 0;
+	if (!run(g->h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT)",
+			 NULL, g->msg, g->msglen))
+		return false;
+	sql_reset(&g->q);
+	sql_add(&g->q, "INSERT INTO slices VALUES ");
+	for (i = 0; i < job->ninputs; i++)
+	{
+		int64_t		from,
+					to;
+
+		if (g->first_out[i] > o || g->last_out[i] < o)
+			continue;
+		from = o == g->first_out[i] ? 0 : lo - g->offset[i];
+		to = o == g->last_out[i] ? -1 : hi - g->offset[i];
+		snprintf(g->path, sizeof(g->path), "%s/in%d.parquet", g->dir, i);
+		sql_add(&g->q, "%s(", n++ ? ", " : "");
+		sql_lit(&g->q, g->path);
+		if (to < 0)
+			sql_add(&g->q, ", %" PRId64 ", NULL, %" PRId64 ")", from, job->inputs[i].seq);
+		else
+			sql_add(&g->q, ", %" PRId64 ", %" PRId64 ", %" PRId64 ")", from, to,
+					job->inputs[i].seq);
+	}
+	*nslices = n;
+	if (n == 0)
+		return true;
+	if (g->q.oom || !run(g->h, g->q.s, NULL, g->msg, g->msglen))
+		return false;
+	return true;
+}
+
+/*
+ * The COPY statement writing output o to local_out, built in g->q
+ * (g->q.oom when out of memory): the slices' rows read by Iceberg field
+ * id, less the deleted ones, as Parquet with the schema's field ids,
+ * Avro-compatible column names, the codec and the iceberg.schema metadata.
+ */
+static void
+group_copy_sql(GroupRun *g, int o, const char *local_out)
+{
+	const IcebergCompactJob *job = g->job;
+	const IcebergSchema *s = job->schema;
+	Sql		   *q = &g->q;
+	int			i,
+				j,
+				n;
+
+	sql_reset(q);
+	sql_add(q, "COPY (SELECT ");
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		sql_add(q, "%sd.c%d AS ", i ? ", " : "", (int) s->columns[i].id);
+		{
+			Sql			nm = {0};
+
+			avro_name(&nm, s->columns[i].name);
+			if (nm.oom)
+				q->oom = true;
+			else
+				sql_ident(q, nm.s ? nm.s : "_");
+			free(nm.s);
+		}
+	}
+	sql_add(q, " FROM read_parquet([");
+	for (i = 0, n = 0; i < job->ninputs; i++)
+		if (g->first_out[i] <= o && g->last_out[i] >= o)
+		{
+			snprintf(g->path, sizeof(g->path), "%s/in%d.parquet", g->dir, i);
+			sql_add(q, "%s", n++ ? ", " : "");
+			sql_lit(q, g->path);
+		}
+	sql_add(q, "], filename = true, file_row_number = true, schema = ");
+	schema_map(q, s, NULL, 0);
+	/*
+	 * Equi-joins only, each against a small table built above: DuckDB
+	 * streams the rows through them (a correlated NOT EXISTS would
+	 * make it hold every row's keys).
+	 */
+	sql_add(q, ") d JOIN slices s ON d.filename = s.local");
+	if (g->has_pos)
+		sql_add(q, " LEFT JOIN posl p ON p.local = d.filename AND p.pos = d.file_row_number");
+	for (j = 0; j < g->neq_sets; j++)
+	{
+		int			k;
+
+		sql_add(q, " LEFT JOIN eqm%d e%d ON", j, j);
+		for (k = 0; k < g->eq_nids[j]; k++)
+			sql_add(q, "%s e%d.c%d IS NOT DISTINCT FROM d.c%d", k ? " AND" : "", j,
+					(int) g->eq_sets[j][k], (int) g->eq_sets[j][k]);
+	}
+	sql_add(q, " WHERE d.file_row_number >= s.lo AND (s.hi IS NULL OR d.file_row_number < s.hi)");
+	if (g->has_pos)
+		sql_add(q, " AND p.pos IS NULL");
+	for (j = 0; j < g->neq_sets; j++)
+		sql_add(q, " AND (e%d.maxseq IS NULL OR e%d.maxseq <= s.seq)", j, j);
+	sql_add(q, ") TO ");
+	sql_lit(q, local_out);
+	sql_add(q, " (FORMAT parquet, COMPRESSION %s", g->cc);
+	if (job->compression_level >= 0 && strcmp(g->cc, "zstd") == 0)
+		sql_add(q, ", COMPRESSION_LEVEL %d", job->compression_level);
+	sql_add(q, ", FIELD_IDS {");
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		Sql			nm = {0};
+
+		avro_name(&nm, s->columns[i].name);
+		sql_add(q, "%s", i ? ", " : "");
+		if (nm.oom)
+			q->oom = true;
+		else
+			sql_ident(q, nm.s ? nm.s : "_");
+		sql_add(q, ": %d", (int) s->columns[i].id);
+		free(nm.s);
+	}
+	sql_add(q, "}, KV_METADATA {'iceberg.schema': ");
+	sql_lit(q, job->schema_json);
+	sql_add(q, "})");
+}
+
+/* Remove the inputs no output after o reads, and report the progress. */
+static void
+group_release_inputs(GroupRun *g, int o)
+{
+	const IcebergCompactJob *job = g->job;
+	int			i;
+
+	for (i = 0; i < job->ninputs; i++)
+		if (g->have[i] && g->last_out[i] <= o)
+		{
+			snprintf(g->path, sizeof(g->path), "%s/in%d.parquet", g->dir, i);
+			unlink(g->path);
+			g->have[i] = false;
+			g->done_bytes += job->inputs[i].size;
+		}
+	helper_progress(job->group, g->done_bytes);
+}
+
+/*
+ * Measure the file local_out written for output o (written rows), check
+ * its row count, upload it, remove it and announce it to the worker.
+ */
+static bool
+group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written)
+{
+	const IcebergCompactJob *job = g->job;
+	IcebergCompactOutput out;
+	char		path2[4400];
+
+	memset(&out, 0, sizeof(out));
+	if (!file_metrics(g->h, job, local_out, &out, g->msg, g->msglen))
+	{
+		iceberg_compact_output_free(&out);
+		return false;
+	}
+	if (out.records != written)
+	{
+		snprintf(g->msg, g->msglen, "the file written holds %" PRId64 " rows, the rewrite wrote %" PRId64,
+				 out.records, written);
+		iceberg_compact_output_free(&out);
+		return false;
+	}
+	if (snprintf(g->path, sizeof(g->path), "%s%s-%05d.parquet", job->upload_dir, job->prefix, o) >=
+		(int) sizeof(g->path) ||
+		snprintf(path2, sizeof(path2), "%s%s-%05d.parquet", job->output_dir, job->prefix, o) >=
+		(int) sizeof(path2))
+	{
+		snprintf(g->msg, g->msglen, "the output file's path is too long");
+		iceberg_compact_output_free(&out);
+		return false;
+	}
+	/* upload() says why it failed; only strdup's failure is memory */
+	if (!upload(g->h, local_out, g->path, &out.size, g->msg, g->msglen))
+	{
+		iceberg_compact_output_free(&out);
+		return false;
+	}
+	if ((out.path = strdup(path2)) == NULL)
+	{
+		snprintf(g->msg, g->msglen, "out of memory");
+		iceberg_compact_output_free(&out);
+		return false;
+	}
+	unlink(local_out);
+	g->rows_out += written;
+	g->files_written++;
+	helper_send(iceberg_compact_file_json(job->group, &out));
+	iceberg_compact_output_free(&out);
+	return true;
+}
+
+/*
+ * Write output o: download what it reads, run the COPY of its slices,
+ * drop the inputs no later output reads, and publish the file (none when
+ * no row falls in it or every row of it was deleted).
+ */
+static bool
+group_write_output(GroupRun *g, int o)
+{
+	char		local_out[4400];
+	duckdb_result r;
+	int			n;
+	int64_t		written;
+
+	/* download what this output reads, and check the row counts */
+	if (!group_fetch_inputs(g, o))
+		return false;
+	/* the slices of this output */
+	if (!group_slices_table(g, o, &n))
+		return false;
+	if (n == 0)
+		return true;			/* no rows fall in this output */
+
+	/* the rewrite */
+	snprintf(local_out, sizeof(local_out), "%s/out%d.parquet", g->dir, o);
+	group_copy_sql(g, o, local_out);
+	if (g->q.oom)
+	{
+		snprintf(g->msg, g->msglen, "out of memory");
+		return false;
+	}
+	if (!run(g->h, g->q.s, &r, g->msg, g->msglen))
+		return false;
+	written = duckdb_value_int64(&r, 0, 0);
+	duckdb_destroy_result(&r);
+
+	/* inputs no later output reads */
+	group_release_inputs(g, o);
+
+	if (written == 0)
+	{
+		unlink(local_out);		/* every row of the slice was deleted */
+		return true;
+	}
+	return group_publish_output(g, o, local_out, written);
+}
+
+/*
+ * Drop the group's delete tables, remove its local files and directory and
+ * free its state.
+ */
+static void
+group_cleanup(GroupRun *g)
+{
+	const IcebergCompactJob *job = g->job;
+	int			i,
+				j,
+				o;
+
+	(void) run(g->h, "DROP TABLE IF EXISTS pos", NULL, g->path, sizeof(g->path));
+	(void) run(g->h, "DROP TABLE IF EXISTS posl", NULL, g->path, sizeof(g->path));
+	for (j = 0; j < g->neq_sets; j++)
+	{
+		char		drop[64];
+
+		snprintf(drop, sizeof(drop), "DROP TABLE IF EXISTS eq%d", j);
+		(void) run(g->h, drop, NULL, g->path, sizeof(g->path));
+		snprintf(drop, sizeof(drop), "DROP TABLE IF EXISTS eqm%d", j);
+		(void) run(g->h, drop, NULL, g->path, sizeof(g->path));
+	}
+	for (i = 0; i < job->ninputs; i++)
+		if (g->have && g->have[i])
+		{
+			snprintf(g->path, sizeof(g->path), "%s/in%d.parquet", g->dir, i);
+			unlink(g->path);
+		}
+	for (i = 0; i < job->ndeletes; i++)
+	{
+		snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
+		unlink(g->path);
+	}
+	for (o = 0; o < job->files; o++)
+	{
+		snprintf(g->path, sizeof(g->path), "%s/out%d.parquet", g->dir, o);
+		unlink(g->path);
+	}
+	rmdir(g->dir);
+	free(g->q.s);
+	free(g->offset);
+	free(g->first_out);
+	free(g->last_out);
+	free(g->have);
+	free(g->eq_sets);
+	free(g->eq_nids);
+}
+
 bool
 helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t msglen)
 {
 	const IcebergSchema *s = job->schema;
-	char		dir[4300];
-	char		path[4400];
-	char		path2[4400];
-	Sql			q = {0};
-	int64_t		total = 0;
-	int64_t	   *offset = NULL;
-	int		   *first_out = NULL;
-	int		   *last_out = NULL;
-	bool	   *have = NULL;
-	int32_t   **eq_sets = NULL;
-	int		   *eq_nids = NULL;
-	int			neq_sets = 0;
-	int64_t		rows_in = 0,
-				rows_out = 0,
-				bytes_in = 0,
-				done_bytes = 0;
-	int			files_written = 0;
-	bool		has_pos = false;
+	GroupRun	g;
 	const char *cc = codec(job->compression);
 	int			i,
-				j,
 				o;
 	bool		ok = false;
 
@@ -651,421 +1230,44 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 			return false;
 		}
 	}
-	snprintf(dir, sizeof(dir), "%s/g%d", h->temp_directory, job->group);
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+	memset(&g, 0, sizeof(g));
+	g.h = h;
+	g.job = job;
+	g.cc = cc;
+	g.msg = msg;
+	g.msglen = msglen;
+	snprintf(g.dir, sizeof(g.dir), "%s/g%d", h->temp_directory, job->group);
+	if (mkdir(g.dir, 0700) != 0 && errno != EEXIST)
 	{
-		snprintf(msg, msglen, "cannot create \"%s\": %s", dir, strerror(errno));
+		snprintf(msg, msglen, "cannot create \"%s\": %s", g.dir, strerror(errno));
 		return false;
 	}
-	offset = calloc((size_t) job->ninputs + 1, sizeof(int64_t));
-	first_out = calloc((size_t) job->ninputs + 1, sizeof(int));
-	last_out = calloc((size_t) job->ninputs + 1, sizeof(int));
-	have = calloc((size_t) job->ninputs + 1, sizeof(bool));
-	eq_sets = calloc((size_t) job->ndeletes + 1, sizeof(int32_t *));
-	eq_nids = calloc((size_t) job->ndeletes + 1, sizeof(int));
-	if (!offset || !first_out || !last_out || !have || !eq_sets || !eq_nids)
+	g.offset = calloc((size_t) job->ninputs + 1, sizeof(int64_t));
+	g.first_out = calloc((size_t) job->ninputs + 1, sizeof(int));
+	g.last_out = calloc((size_t) job->ninputs + 1, sizeof(int));
+	g.have = calloc((size_t) job->ninputs + 1, sizeof(bool));
+	g.eq_sets = calloc((size_t) job->ndeletes + 1, sizeof(int32_t *));
+	g.eq_nids = calloc((size_t) job->ndeletes + 1, sizeof(int));
+	if (!g.offset || !g.first_out || !g.last_out || !g.have || !g.eq_sets || !g.eq_nids)
 	{
 		snprintf(msg, msglen, "out of memory");
 		goto done;
 	}
-	for (i = 0; i < job->ninputs; i++)
-	{
-		offset[i] = total;
-		total += job->inputs[i].records;
-	}
-	for (i = 0; i < job->ninputs; i++)
-	{
-		first_out[i] = output_of(offset[i], total, job->files);
-		last_out[i] = job->inputs[i].records > 0 ?
-			output_of(offset[i] + job->inputs[i].records - 1, total, job->files) : first_out[i];
-	}
+	group_place_inputs(&g);
 
 	/* the delete files, once: position deletes of the group's files, equality deletes by column set */
-	if (!run(h, "CREATE OR REPLACE TEMP TABLE inputs (local VARCHAR, uri VARCHAR, seq BIGINT)",
-			 NULL, msg, msglen))
+	if (!group_delete_tables(&g))
 		goto done;
-	sql_add(&q, "INSERT INTO inputs VALUES ");
-	for (i = 0; i < job->ninputs; i++)
-	{
-		snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
-		sql_add(&q, "%s(", i ? ", " : "");
-		sql_lit(&q, path);
-		sql_add(&q, ", ");
-		sql_lit(&q, job->inputs[i].path);
-		sql_add(&q, ", %" PRId64 ")", job->inputs[i].seq);
-	}
-	if (q.oom || !run(h, q.s, NULL, msg, msglen))
-		goto done;
-	for (i = 0; i < job->ndeletes; i++)
-	{
-		const IcebergCompactJobDelete *d = &job->deletes[i];
-
-		snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
-		if (!download(h, d->uri, path, msg, msglen))
-			goto done;
-		if (d->content == ICEBERG_CONTENT_POSITION_DELETES)
-			has_pos = true;
-		else
-		{
-			for (j = 0; j < neq_sets; j++)
-				if (eq_nids[j] == d->nequality_ids &&
-					memcmp(eq_sets[j], d->equality_ids, sizeof(int32_t) * (size_t) d->nequality_ids) == 0)
-					break;
-			if (j == neq_sets)
-			{
-				eq_sets[neq_sets] = d->equality_ids;
-				eq_nids[neq_sets] = d->nequality_ids;
-				neq_sets++;
-			}
-		}
-	}
-	if (has_pos)
-	{
-		sql_reset(&q);
-		sql_add(&q, "CREATE OR REPLACE TEMP TABLE pos AS SELECT p.file_path, p.pos, v.seq"
-				" FROM read_parquet([");
-		for (i = 0, j = 0; i < job->ndeletes; i++)
-			if (job->deletes[i].content == ICEBERG_CONTENT_POSITION_DELETES)
-			{
-				snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
-				sql_add(&q, "%s", j++ ? ", " : "");
-				sql_lit(&q, path);
-			}
-		sql_add(&q, "], filename = true, schema = MAP {%d: {name: 'file_path', type: 'VARCHAR', default_value: NULL},"
-				" %d: {name: 'pos', type: 'BIGINT', default_value: NULL}}) p JOIN (VALUES ",
-				POS_PATH_ID, POS_POS_ID);
-		for (i = 0, j = 0; i < job->ndeletes; i++)
-			if (job->deletes[i].content == ICEBERG_CONTENT_POSITION_DELETES)
-			{
-				snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
-				sql_add(&q, "%s(", j++ ? ", " : "");
-				sql_lit(&q, path);
-				sql_add(&q, ", %" PRId64 "::BIGINT)", job->deletes[i].seq);
-			}
-		sql_add(&q, ") v(local, seq) ON p.filename = v.local"
-				" WHERE p.file_path IN (SELECT uri FROM inputs)");
-		if (q.oom || !run(h, q.s, NULL, msg, msglen))
-			goto done;
-		/* the rows deleted, by local file: the sequence number rule applied once */
-		if (!run(h, "CREATE OR REPLACE TEMP TABLE posl AS SELECT DISTINCT i.local, p.pos"
-				 " FROM pos p JOIN inputs i ON p.file_path = i.uri AND p.seq >= i.seq",
-				 NULL, msg, msglen))
-			goto done;
-	}
-	for (j = 0; j < neq_sets; j++)
-	{
-		int			k,
-					n = 0;
-
-		sql_reset(&q);
-		sql_add(&q, "CREATE OR REPLACE TEMP TABLE eq%d AS SELECT ", j);
-		for (k = 0; k < eq_nids[j]; k++)
-			sql_add(&q, "e.c%d, ", (int) eq_sets[j][k]);
-		sql_add(&q, "v.seq FROM read_parquet([");
-		for (i = 0; i < job->ndeletes; i++)
-			if (job->deletes[i].content == ICEBERG_CONTENT_EQUALITY_DELETES &&
-				job->deletes[i].nequality_ids == eq_nids[j] &&
-				memcmp(job->deletes[i].equality_ids, eq_sets[j], sizeof(int32_t) * (size_t) eq_nids[j]) == 0)
-			{
-				snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
-				sql_add(&q, "%s", n++ ? ", " : "");
-				sql_lit(&q, path);
-			}
-		sql_add(&q, "], filename = true, schema = ");
-		if (!schema_map(&q, s, eq_sets[j], eq_nids[j]))
-		{
-			snprintf(msg, msglen, "an equality delete file names a column that is not in the schema");
-			goto done;
-		}
-		sql_add(&q, ") e JOIN (VALUES ");
-		for (i = 0, n = 0; i < job->ndeletes; i++)
-			if (job->deletes[i].content == ICEBERG_CONTENT_EQUALITY_DELETES)
-			{
-				snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
-				sql_add(&q, "%s(", n++ ? ", " : "");
-				sql_lit(&q, path);
-				sql_add(&q, ", %" PRId64 "::BIGINT)", job->deletes[i].seq);
-			}
-		sql_add(&q, ") v(local, seq) ON e.filename = v.local");
-		if (q.oom || !run(h, q.s, NULL, msg, msglen))
-			goto done;
-		/* one row per key (nulls equal), with the newest delete of it */
-		sql_reset(&q);
-		sql_add(&q, "CREATE OR REPLACE TEMP TABLE eqm%d AS SELECT ", j);
-		for (k = 0; k < eq_nids[j]; k++)
-			sql_add(&q, "c%d, ", (int) eq_sets[j][k]);
-		sql_add(&q, "max(seq) AS maxseq FROM eq%d GROUP BY ALL", j);
-		if (q.oom || !run(h, q.s, NULL, msg, msglen))
-			goto done;
-	}
-	for (i = 0; i < job->ndeletes; i++)
-	{
-		snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
-		unlink(path);
-	}
 
 	/* the outputs */
 	for (o = 0; o < job->files; o++)
-	{
-		int64_t		lo = (int64_t) ((__int128) total * o / job->files);
-		int64_t		hi = (int64_t) ((__int128) total * (o + 1) / job->files);
-		char		local_out[4400];
-		IcebergCompactOutput out;
-		duckdb_result r;
-		int			n = 0;
-		int64_t		written;
-
-		memset(&out, 0, sizeof(out));
-		/* download what this output reads, and check the row counts */
-		sql_reset(&q);
-		sql_add(&q, "SELECT file_name, num_rows FROM parquet_file_metadata([");
-		for (i = 0; i < job->ninputs; i++)
-		{
-			if (first_out[i] > o || last_out[i] < o)
-				continue;
-			snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
-			if (!have[i])
-			{
-				if (!download(h, job->inputs[i].uri, path, msg, msglen))
-					goto done;
-				have[i] = true;
-				bytes_in += job->inputs[i].size;
-				sql_add(&q, "%s", n++ ? ", " : "");
-				sql_lit(&q, path);
-			}
-		}
-		sql_add(&q, "])");
-		if (n > 0)
-		{
-			if (q.oom || !run(h, q.s, &r, msg, msglen))
-				goto done;
-			for (idx_t row = 0; row < duckdb_row_count(&r); row++)
-			{
-				char	   *fname = duckdb_value_varchar(&r, 0, row);
-				int64_t		rows = duckdb_value_int64(&r, 1, row);
-				int			k = -1;
-
-				if (fname != NULL && sscanf(fname + strlen(dir), "/in%d.parquet", &k) == 1 &&
-					k >= 0 && k < job->ninputs && rows != job->inputs[k].records)
-				{
-					snprintf(msg, msglen, "data file \"%.1000s\" has %" PRId64 " rows; its manifest says %" PRId64,
-							 job->inputs[k].path, rows, job->inputs[k].records);
-					duckdb_free(fname);
-					duckdb_destroy_result(&r);
-					goto done;
-				}
-				rows_in += rows;
-				duckdb_free(fname);
-			}
-			duckdb_destroy_result(&r);
-		}
-
-		/* the slices of this output */
-		if (!run(h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT)",
-				 NULL, msg, msglen))
+		if (!group_write_output(&g, o))
 			goto done;
-		sql_reset(&q);
-		sql_add(&q, "INSERT INTO slices VALUES ");
-		n = 0;
-		for (i = 0; i < job->ninputs; i++)
-		{
-			int64_t		from,
-						to;
-
-			if (first_out[i] > o || last_out[i] < o)
-				continue;
-			from = o == first_out[i] ? 0 : lo - offset[i];
-			to = o == last_out[i] ? -1 : hi - offset[i];
-			snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
-			sql_add(&q, "%s(", n++ ? ", " : "");
-			sql_lit(&q, path);
-			if (to < 0)
-				sql_add(&q, ", %" PRId64 ", NULL, %" PRId64 ")", from, job->inputs[i].seq);
-			else
-				sql_add(&q, ", %" PRId64 ", %" PRId64 ", %" PRId64 ")", from, to,
-						job->inputs[i].seq);
-		}
-		if (n == 0)
-			continue;			/* no rows fall in this output */
-		if (q.oom || !run(h, q.s, NULL, msg, msglen))
-			goto done;
-
-		/* the rewrite */
-		snprintf(local_out, sizeof(local_out), "%s/out%d.parquet", dir, o);
-		sql_reset(&q);
-		sql_add(&q, "COPY (SELECT ");
-		for (i = 0; i < s->ncolumns; i++)
-		{
-			sql_add(&q, "%sd.c%d AS ", i ? ", " : "", (int) s->columns[i].id);
-			{
-				Sql			nm = {0};
-
-				avro_name(&nm, s->columns[i].name);
-				if (nm.oom)
-					q.oom = true;
-				else
-					sql_ident(&q, nm.s ? nm.s : "_");
-				free(nm.s);
-			}
-		}
-		sql_add(&q, " FROM read_parquet([");
-		for (i = 0, n = 0; i < job->ninputs; i++)
-			if (first_out[i] <= o && last_out[i] >= o)
-			{
-				snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
-				sql_add(&q, "%s", n++ ? ", " : "");
-				sql_lit(&q, path);
-			}
-		sql_add(&q, "], filename = true, file_row_number = true, schema = ");
-		schema_map(&q, s, NULL, 0);
-		/*
-		 * Equi-joins only, each against a small table built above: DuckDB
-		 * streams the rows through them (a correlated NOT EXISTS would
-		 * make it hold every row's keys).
-		 */
-		sql_add(&q, ") d JOIN slices s ON d.filename = s.local");
-		if (has_pos)
-			sql_add(&q, " LEFT JOIN posl p ON p.local = d.filename AND p.pos = d.file_row_number");
-		for (j = 0; j < neq_sets; j++)
-		{
-			int			k;
-
-			sql_add(&q, " LEFT JOIN eqm%d e%d ON", j, j);
-			for (k = 0; k < eq_nids[j]; k++)
-				sql_add(&q, "%s e%d.c%d IS NOT DISTINCT FROM d.c%d", k ? " AND" : "", j,
-						(int) eq_sets[j][k], (int) eq_sets[j][k]);
-		}
-		sql_add(&q, " WHERE d.file_row_number >= s.lo AND (s.hi IS NULL OR d.file_row_number < s.hi)");
-		if (has_pos)
-			sql_add(&q, " AND p.pos IS NULL");
-		for (j = 0; j < neq_sets; j++)
-			sql_add(&q, " AND (e%d.maxseq IS NULL OR e%d.maxseq <= s.seq)", j, j);
-		sql_add(&q, ") TO ");
-		sql_lit(&q, local_out);
-		sql_add(&q, " (FORMAT parquet, COMPRESSION %s", cc);
-		if (job->compression_level >= 0 && strcmp(cc, "zstd") == 0)
-			sql_add(&q, ", COMPRESSION_LEVEL %d", job->compression_level);
-		sql_add(&q, ", FIELD_IDS {");
-		for (i = 0; i < s->ncolumns; i++)
-		{
-			Sql			nm = {0};
-
-			avro_name(&nm, s->columns[i].name);
-			sql_add(&q, "%s", i ? ", " : "");
-			if (nm.oom)
-				q.oom = true;
-			else
-				sql_ident(&q, nm.s ? nm.s : "_");
-			sql_add(&q, ": %d", (int) s->columns[i].id);
-			free(nm.s);
-		}
-		sql_add(&q, "}, KV_METADATA {'iceberg.schema': ");
-		sql_lit(&q, job->schema_json);
-		sql_add(&q, "})");
-		if (q.oom)
-		{
-			snprintf(msg, msglen, "out of memory");
-			goto done;
-		}
-		if (!run(h, q.s, &r, msg, msglen))
-			goto done;
-		written = duckdb_value_int64(&r, 0, 0);
-		duckdb_destroy_result(&r);
-
-		/* inputs no later output reads */
-		for (i = 0; i < job->ninputs; i++)
-			if (have[i] && last_out[i] <= o)
-			{
-				snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
-				unlink(path);
-				have[i] = false;
-				done_bytes += job->inputs[i].size;
-			}
-		helper_progress(job->group, done_bytes);
-
-		if (written == 0)
-		{
-			unlink(local_out);	/* every row of the slice was deleted */
-			continue;
-		}
-		if (!file_metrics(h, job, local_out, &out, msg, msglen))
-		{
-			iceberg_compact_output_free(&out);
-			goto done;
-		}
-		if (out.records != written)
-		{
-			snprintf(msg, msglen, "the file written holds %" PRId64 " rows, the rewrite wrote %" PRId64,
-					 out.records, written);
-			iceberg_compact_output_free(&out);
-			goto done;
-		}
-		if (snprintf(path, sizeof(path), "%s%s-%05d.parquet", job->upload_dir, job->prefix, o) >=
-			(int) sizeof(path) ||
-			snprintf(path2, sizeof(path2), "%s%s-%05d.parquet", job->output_dir, job->prefix, o) >=
-			(int) sizeof(path2))
-		{
-			snprintf(msg, msglen, "the output file's path is too long");
-			iceberg_compact_output_free(&out);
-			goto done;
-		}
-		/* upload() says why it failed; only strdup's failure is memory */
-		if (!upload(h, local_out, path, &out.size, msg, msglen))
-		{
-			iceberg_compact_output_free(&out);
-			goto done;
-		}
-		if ((out.path = strdup(path2)) == NULL)
-		{
-			snprintf(msg, msglen, "out of memory");
-			iceberg_compact_output_free(&out);
-			goto done;
-		}
-		unlink(local_out);
-		rows_out += written;
-		files_written++;
-		helper_send(iceberg_compact_file_json(job->group, &out));
-		iceberg_compact_output_free(&out);
-	}
-	helper_send(iceberg_compact_done_json(job->group, files_written, rows_in,
-										  rows_in - rows_out, rows_out, bytes_in,
+	helper_send(iceberg_compact_done_json(job->group, g.files_written, g.rows_in,
+										  g.rows_in - g.rows_out, g.rows_out, g.bytes_in,
 										  helper_peak_rss()));
 	ok = true;
 done:
-	(void) run(h, "DROP TABLE IF EXISTS pos", NULL, path, sizeof(path));
-	(void) run(h, "DROP TABLE IF EXISTS posl", NULL, path, sizeof(path));
-	for (j = 0; j < neq_sets; j++)
-	{
-		char		drop[64];
-
-		snprintf(drop, sizeof(drop), "DROP TABLE IF EXISTS eq%d", j);
-		(void) run(h, drop, NULL, path, sizeof(path));
-		snprintf(drop, sizeof(drop), "DROP TABLE IF EXISTS eqm%d", j);
-		(void) run(h, drop, NULL, path, sizeof(path));
-	}
-	for (i = 0; i < job->ninputs; i++)
-		if (have && have[i])
-		{
-			snprintf(path, sizeof(path), "%s/in%d.parquet", dir, i);
-			unlink(path);
-		}
-	for (i = 0; i < job->ndeletes; i++)
-	{
-		snprintf(path, sizeof(path), "%s/del%d.parquet", dir, i);
-		unlink(path);
-	}
-	for (o = 0; o < job->files; o++)
-	{
-		snprintf(path, sizeof(path), "%s/out%d.parquet", dir, o);
-		unlink(path);
-	}
-	rmdir(dir);
-	free(q.s);
-	free(offset);
-	free(first_out);
-	free(last_out);
-	free(have);
-	free(eq_sets);
-	free(eq_nids);
+	group_cleanup(&g);
 	return ok;
 }

@@ -581,6 +581,170 @@ wait_in_flight(MaintRun *run, long ms)
 	return true;
 }
 
+/*
+ * Follow the run of a resumed job (its submit was recorded): never
+ * submitted again.  Wait for a request still on its way, then attach to
+ * the run whose id was recorded or find it by the job's tag; without one,
+ * the table decides.  false when the job ends here (run->result says how).
+ */
+static bool
+engine_resume(MaintRun *run, TmsEngine *eng, const char *tag, EngineStatement *st,
+			  IoEngineRun *r, bool *have_run)
+{
+	IoError		err;
+	bool		found = false;
+	size_t		idlen = run->engine_job_id ? strlen(run->engine_job_id) : 0;
+
+	/* a submit, or Livy's statement post, may still be on its way */
+	if ((strcmp(run->phase, "submit") == 0 || idlen == 0 ||
+		 run->engine_job_id[idlen - 1] == '/') &&
+		!wait_in_flight(run, eng->request_timeout_ms))
+		return false;
+
+	if (idlen > 0 && run->engine_job_id[idlen - 1] != '/')
+	{
+		/* the engine's id of the run was recorded: follow it */
+		if (io_engine_attach(eng->client, run->engine_job_id,
+							 run->statement ? run->statement : st->text, r, &err) != 0)
+		{
+			engine_failed(run, "cannot follow the run of this job at", &err);
+			return false;
+		}
+		found = true;
+	}
+	else if (io_engine_find(eng->client, tag, run->statement ? run->statement : st->text,
+							st->template_name, r, &found, &err) != 0)
+	{
+		if (err.code == IO_ERR_UNSUPPORTED)
+			resolve_from_table(run, tag, run->engine_job_id,
+							   psprintf("engine \"%s\" cannot find a run by its tag (%s)",
+										run->engine_name, tms_io_error_text(&err)));
+		else
+			engine_failed(run, "cannot look up the run of this job at", &err);
+		return false;
+	}
+	*have_run = found;
+	if (!found)
+	{
+		resolve_from_table(run, tag, run->engine_job_id,
+						   psprintf("engine \"%s\" knows no run of its tag",
+									run->engine_name));
+		return false;
+	}
+	ereport(LOG,
+			(errmsg("maintenance job " INT64_FORMAT ": following its run %s at engine \"%s\"",
+					run->job_id, r->run_id ? r->run_id : "(unnamed)", run->engine_name)));
+	return true;
+}
+
+/*
+ * Submit the job's run: a Gravitino server's job templates are checked
+ * first, the submit is recorded before anything is sent, and a submit
+ * that may have arrived is looked up by its tag.  false when the job ends
+ * here (run->result says how).
+ */
+static bool
+engine_submit(MaintRun *run, TmsEngine *eng, const char *tag, EngineStatement *st,
+			  IoKeyValue *session, IoEngineRun *r, bool *have_run)
+{
+	IoError		err;
+	char	   *offered = NULL;
+
+	/* a Gravitino server runs only the job templates it offers */
+	switch (tms_engine_template_check(eng, maint_op_name(run->opt.op), &offered, &err))
+	{
+		case TMS_TEMPLATE_OFFERED:
+			break;
+		case TMS_TEMPLATE_MISSING:
+			maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED,
+							"engine \"%s\" cannot run operation \"%s\": its Gravitino server offers no job template \"%s\" (it offers: %s)",
+							run->engine_name, maint_op_name(run->opt.op),
+							st->template_name ? st->template_name : "", offered);
+			return false;
+		case TMS_TEMPLATE_UNKNOWN:
+			engine_failed(run, "cannot read the job templates of", &err);
+			return false;
+	}
+	/* nothing was sent: recorded first, unless a cancel came first */
+	if (!record_submit(run, st->text))
+		return false;
+	if (io_engine_submit(eng->client, tag, st->text, session, st->nsession, r, &err) != 0)
+	{
+		bool		found = false;
+		IoError		ferr;
+
+		if (err.code != IO_ERR_COMMIT_STATE_UNKNOWN && err.code != IO_ERR_ALREADY_EXISTS)
+		{
+			/* it certainly did not arrive: the next attempt starts afresh */
+			if (!record(run, "start", NULL, NULL, false))
+				return false;
+			engine_failed(run, "cannot submit to", &err);
+			return false;
+		}
+		/*
+		 * It may have arrived: the tag decides, now or (the run not
+		 * found yet) when the job is resumed.
+		 */
+		if (io_engine_find(eng->client, tag, st->text, st->template_name, r, &found, &ferr) != 0 ||
+			!found)
+		{
+			engine_failed(run, "cannot submit to", &err);
+			return false;
+		}
+	}
+	*have_run = true;
+	if (!record(run, "engine", NULL, r->run_id, false))
+		return false;
+	return true;
+}
+
+/*
+ * What the finished run r did: counts recorded when it succeeded; when it
+ * was cancelled, the table says whether it committed first; else the job
+ * fails.  false when recording failed (run->result says how).
+ */
+static bool
+engine_outcome(MaintRun *run, TmsEngine *eng, IoEngineRun *r, const char *tag,
+			   bool cancelled)
+{
+	switch (r->state)
+	{
+		case IO_ENGINE_RUN_SUCCEEDED:
+			/* it ran to its end: succeeded, whatever was requested since */
+			read_counts(run, eng, r);
+			if (!record(run, "engine", NULL, NULL, true))
+				return false;
+			break;
+		case IO_ENGINE_RUN_CANCELLED:
+			{
+				int64		snap = -1;
+
+				/* a run cancelled after its commit did what it did */
+				switch (table_shows_run(run, tag, r->run_id, &snap))
+				{
+					case TABLE_COMMITTED:
+						ereport(LOG,
+								(errmsg("maintenance job " INT64_FORMAT ": its run was cancelled at engine \"%s\" after it committed snapshot " INT64_FORMAT,
+										run->job_id, run->engine_name, snap)));
+						run->after_snapshot_id = snap;
+						break;
+					case TABLE_UNPROVEN:
+						maint_fail(run, MAINT_CANCELLED, cancelled ? "cancelled at engine \"%s\"" :
+								   "the run was cancelled at engine \"%s\"", run->engine_name);
+						break;
+					case TABLE_UNREADABLE:
+						break;
+				}
+				break;
+			}
+		default:
+			maint_fail(run, MAINT_TERMINAL, "engine \"%s\" failed the run: %s",
+					   run->engine_name, r->message ? r->message : "no reason given");
+			break;
+	}
+	return true;
+}
+
 void
 maint_run_engine(MaintRun *run)
 {
@@ -651,138 +815,16 @@ maint_run_engine(MaintRun *run)
 		 */
 		if (resumed)
 		{
-			bool		found = false;
-			size_t		idlen = run->engine_job_id ? strlen(run->engine_job_id) : 0;
-
-			/* a submit, or Livy's statement post, may still be on its way */
-			if ((strcmp(run->phase, "submit") == 0 || idlen == 0 ||
-				 run->engine_job_id[idlen - 1] == '/') &&
-				!wait_in_flight(run, eng->request_timeout_ms))
-				goto done;
-
-			if (idlen > 0 && run->engine_job_id[idlen - 1] != '/')
-			{
-				/* the engine's id of the run was recorded: follow it */
-				if (io_engine_attach(eng->client, run->engine_job_id,
-									 run->statement ? run->statement : st.text, &r, &err) != 0)
-				{
-					engine_failed(run, "cannot follow the run of this job at", &err);
-					goto done;
-				}
-				found = true;
-			}
-			else if (io_engine_find(eng->client, tag, run->statement ? run->statement : st.text,
-									st.template_name, &r, &found, &err) != 0)
-			{
-				if (err.code == IO_ERR_UNSUPPORTED)
-					resolve_from_table(run, tag, run->engine_job_id,
-									   psprintf("engine \"%s\" cannot find a run by its tag (%s)",
-												run->engine_name, tms_io_error_text(&err)));
-				else
-					engine_failed(run, "cannot look up the run of this job at", &err);
-				goto done;
-			}
-			have_run = found;
-			if (!found)
-			{
-				resolve_from_table(run, tag, run->engine_job_id,
-								   psprintf("engine \"%s\" knows no run of its tag",
-											run->engine_name));
-				goto done;
-			}
-			ereport(LOG,
-					(errmsg("maintenance job " INT64_FORMAT ": following its run %s at engine \"%s\"",
-							run->job_id, r.run_id ? r.run_id : "(unnamed)", run->engine_name)));
-		}
-		else
-		{
-			char	   *offered = NULL;
-
-			/* a Gravitino server runs only the job templates it offers */
-			switch (tms_engine_template_check(eng, maint_op_name(run->opt.op), &offered, &err))
-			{
-				case TMS_TEMPLATE_OFFERED:
-					break;
-				case TMS_TEMPLATE_MISSING:
-					maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED,
-									"engine \"%s\" cannot run operation \"%s\": its Gravitino server offers no job template \"%s\" (it offers: %s)",
-									run->engine_name, maint_op_name(run->opt.op),
-									st.template_name ? st.template_name : "", offered);
-					goto done;
-				case TMS_TEMPLATE_UNKNOWN:
-					engine_failed(run, "cannot read the job templates of", &err);
-					goto done;
-			}
-			/* nothing was sent: recorded first, unless a cancel came first */
-			if (!record_submit(run, st.text))
-				goto done;
-			if (io_engine_submit(eng->client, tag, st.text, session, st.nsession, &r, &err) != 0)
-			{
-				bool		found = false;
-				IoError		ferr;
-
-				if (err.code != IO_ERR_COMMIT_STATE_UNKNOWN && err.code != IO_ERR_ALREADY_EXISTS)
-				{
-					/* it certainly did not arrive: the next attempt starts afresh */
-					if (!record(run, "start", NULL, NULL, false))
-						goto done;
-					engine_failed(run, "cannot submit to", &err);
-					goto done;
-				}
-				/*
-				 * It may have arrived: the tag decides, now or (the run not
-				 * found yet) when the job is resumed.
-				 */
-				if (io_engine_find(eng->client, tag, st.text, st.template_name, &r, &found, &ferr) != 0 ||
-					!found)
-				{
-					engine_failed(run, "cannot submit to", &err);
-					goto done;
-				}
-			}
-			have_run = true;
-			if (!record(run, "engine", NULL, r.run_id, false))
+			if (!engine_resume(run, eng, tag, &st, &r, &have_run))
 				goto done;
 		}
+		else if (!engine_submit(run, eng, tag, &st, session, &r, &have_run))
+			goto done;
 
 		if (!track(run, eng, &r, deadline, tag, &cancelled))
 			goto done;
-
-		switch (r.state)
-		{
-			case IO_ENGINE_RUN_SUCCEEDED:
-				/* it ran to its end: succeeded, whatever was requested since */
-				read_counts(run, eng, &r);
-				if (!record(run, "engine", NULL, NULL, true))
-					goto done;
-				break;
-			case IO_ENGINE_RUN_CANCELLED:
-				{
-					int64		snap = -1;
-
-					/* a run cancelled after its commit did what it did */
-					switch (table_shows_run(run, tag, r.run_id, &snap))
-					{
-						case TABLE_COMMITTED:
-							ereport(LOG,
-									(errmsg("maintenance job " INT64_FORMAT ": its run was cancelled at engine \"%s\" after it committed snapshot " INT64_FORMAT,
-											run->job_id, run->engine_name, snap)));
-							run->after_snapshot_id = snap;
-							break;
-						case TABLE_UNPROVEN:
-							maint_fail(run, MAINT_CANCELLED, cancelled ? "cancelled at engine \"%s\"" :
-									   "the run was cancelled at engine \"%s\"", run->engine_name);
-							break;
-						case TABLE_UNREADABLE:
-							break;
-					}
-					break;
-				}
-			default:
-				maint_fail(run, MAINT_TERMINAL, "engine \"%s\" failed the run: %s",
-						   run->engine_name, r.message ? r.message : "no reason given");
-				break;
-		}
+		if (!engine_outcome(run, eng, &r, tag, cancelled))
+			goto done;
 		if (io_engine_close(eng->client, &r, &err) != 0)
 			ereport(LOG,
 					(errmsg("maintenance job " INT64_FORMAT ": could not release its run at engine \"%s\": %s",

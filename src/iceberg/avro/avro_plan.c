@@ -304,6 +304,158 @@ compile_record(Compiler *cc, json_t *def, const IcebergAvroTarget *targets,
 }
 
 /*
+ * Compile a union (a JSON array of branch schemas): the leaf and targets
+ * apply to every branch but "null".
+ */
+static IcebergAvroPlanNode *
+compile_union(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
+			  const IcebergAvroTarget *targets, int ntargets, int depth)
+{
+	IcebergAvroPlanNode *n;
+	size_t		i;
+	size_t		nb = json_array_size(schema);
+
+	if (nb == 0 || nb > ICEBERG_AVRO_MAX_FIELDS)
+	{
+		cc->bad = "invalid union";
+		return NULL;
+	}
+	n = new_node(cc, AT_UNION, (int) nb);
+	if (n == NULL)
+		return NULL;
+	n->min_size = 1;
+	for (i = 0; i < nb; i++)
+	{
+		json_t	   *b = json_array_get(schema, i);
+		bool		is_null = json_is_string(b) &&
+			strcmp(json_string_value(b), "null") == 0;
+		IcebergAvroPlanNode *child = compile(cc, b, is_null ? NULL : leaf,
+											 is_null ? NULL : targets,
+											 is_null ? 0 : ntargets, depth + 1);
+
+		if (child == NULL)
+		{
+			iceberg_avro_free_plan(n);
+			return NULL;
+		}
+		n->children[n->nchildren++] = child;
+		if (child->wanted)
+			n->wanted = true;
+	}
+	return n;
+}
+
+/* Compile an enum schema object (named; its symbols counted). */
+static IcebergAvroPlanNode *
+compile_enum(Compiler *cc, json_t *schema)
+{
+	IcebergAvroPlanNode *n;
+	json_t	   *syms = json_object_get(schema, "symbols");
+
+	if (!register_named(cc, schema))
+		return NULL;
+	if (!json_is_array(syms))
+	{
+		cc->bad = "enum without symbols";
+		return NULL;
+	}
+	n = new_node(cc, AT_ENUM, 0);
+	if (n == NULL)
+		return NULL;
+	n->size = (int32_t) json_array_size(syms);
+	n->min_size = 1;
+	return n;
+}
+
+/* Compile a fixed schema object (named; its size at most 1 MiB). */
+static IcebergAvroPlanNode *
+compile_fixed(Compiler *cc, json_t *schema)
+{
+	IcebergAvroPlanNode *n;
+	json_t	   *sz = json_object_get(schema, "size");
+
+	if (!register_named(cc, schema))
+		return NULL;
+	if (!json_is_integer(sz) || json_integer_value(sz) < 0 ||
+		json_integer_value(sz) > 1024 * 1024)
+	{
+		cc->bad = "fixed without a valid size";
+		return NULL;
+	}
+	n = new_node(cc, AT_FIXED, 0);
+	if (n == NULL)
+		return NULL;
+	n->size = (int32_t) json_integer_value(sz);
+	n->min_size = n->size;
+	return n;
+}
+
+/*
+ * Compile an array or map schema object (type "array" or "map"): one
+ * child, its items or values, wanted by no target.
+ */
+static IcebergAvroPlanNode *
+compile_container(Compiler *cc, json_t *schema, const char *type, int depth)
+{
+	bool		is_map = type[0] == 'm';
+	json_t	   *inner = json_object_get(schema, is_map ? "values" : "items");
+	IcebergAvroPlanNode *n;
+	IcebergAvroPlanNode *child;
+
+	if (inner == NULL)
+	{
+		cc->bad = "array or map without an item type";
+		return NULL;
+	}
+	n = new_node(cc, is_map ? AT_MAP : AT_ARRAY, 1);
+	if (n == NULL)
+		return NULL;
+	child = compile(cc, inner, NULL, NULL, 0, depth + 1);
+	if (child == NULL)
+	{
+		free(n->children);
+		free(n);
+		return NULL;
+	}
+	n->children[n->nchildren++] = child;
+	n->min_size = 1;
+	return n;
+}
+
+/*
+ * Bind node n to the target whose slot it fills (leaf, may be NULL): a raw
+ * slot records a span around the value; another must suit the value's
+ * type, else n is freed and the error set.  n, or NULL.
+ */
+static IcebergAvroPlanNode *
+bind_leaf(Compiler *cc, IcebergAvroPlanNode *n, const IcebergAvroTarget *leaf)
+{
+	if (leaf != NULL && leaf->kind == ICEBERG_AVRO_SLOT_RAW)
+	{
+		/* a span is recorded around the value, decoded or skipped */
+		n->raw_slot = leaf->slot;
+		n->wanted = true;
+	}
+	else if (leaf != NULL)
+	{
+		if (!leaf_compatible(n, leaf->kind))
+		{
+			iceberg_set_error(cc->err, ICEBERG_ERR_MALFORMED,
+							  "field \"%s\" has an unexpected type in %s",
+							  leaf->name, cc->r->what);
+			iceberg_set_detail(cc->err, "The file is \"%s\".", cc->r->path);
+			cc->bad = "";
+			iceberg_avro_free_plan(n);
+			return NULL;
+		}
+		n->slot = leaf->slot;
+		n->kind = leaf->kind;
+		n->wanted = true;
+	}
+	return n;
+}
+
+/*
  * Compile one schema into a plan node.  "leaf" (may be NULL) is a target
  * whose slot this value fills; targets/ntargets apply to a record.
  */
@@ -343,39 +495,7 @@ compile(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
 		}
 	}
 	else if (json_is_array(schema))
-	{
-		size_t		i;
-		size_t		nb = json_array_size(schema);
-
-		if (nb == 0 || nb > ICEBERG_AVRO_MAX_FIELDS)
-		{
-			cc->bad = "invalid union";
-			return NULL;
-		}
-		n = new_node(cc, AT_UNION, (int) nb);
-		if (n == NULL)
-			return NULL;
-		n->min_size = 1;
-		for (i = 0; i < nb; i++)
-		{
-			json_t	   *b = json_array_get(schema, i);
-			bool		is_null = json_is_string(b) &&
-				strcmp(json_string_value(b), "null") == 0;
-			IcebergAvroPlanNode *child = compile(cc, b, is_null ? NULL : leaf,
-												 is_null ? NULL : targets,
-												 is_null ? 0 : ntargets, depth + 1);
-
-			if (child == NULL)
-			{
-				iceberg_avro_free_plan(n);
-				return NULL;
-			}
-			n->children[n->nchildren++] = child;
-			if (child->wanted)
-				n->wanted = true;
-		}
-		return n;
-	}
+		return compile_union(cc, schema, leaf, targets, ntargets, depth);
 	else if (json_is_object(schema))
 	{
 		const char *type = json_string_value(json_object_get(schema, "type"));
@@ -416,62 +536,21 @@ compile(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
 		}
 		else if (strcmp(type, "enum") == 0)
 		{
-			json_t	   *syms = json_object_get(schema, "symbols");
-
-			if (!register_named(cc, schema))
-				return NULL;
-			if (!json_is_array(syms))
-			{
-				cc->bad = "enum without symbols";
-				return NULL;
-			}
-			n = new_node(cc, AT_ENUM, 0);
+			n = compile_enum(cc, schema);
 			if (n == NULL)
 				return NULL;
-			n->size = (int32_t) json_array_size(syms);
-			n->min_size = 1;
 		}
 		else if (strcmp(type, "fixed") == 0)
 		{
-			json_t	   *sz = json_object_get(schema, "size");
-
-			if (!register_named(cc, schema))
-				return NULL;
-			if (!json_is_integer(sz) || json_integer_value(sz) < 0 ||
-				json_integer_value(sz) > 1024 * 1024)
-			{
-				cc->bad = "fixed without a valid size";
-				return NULL;
-			}
-			n = new_node(cc, AT_FIXED, 0);
+			n = compile_fixed(cc, schema);
 			if (n == NULL)
 				return NULL;
-			n->size = (int32_t) json_integer_value(sz);
-			n->min_size = n->size;
 		}
 		else if (strcmp(type, "array") == 0 || strcmp(type, "map") == 0)
 		{
-			bool		is_map = type[0] == 'm';
-			json_t	   *inner = json_object_get(schema, is_map ? "values" : "items");
-			IcebergAvroPlanNode *child;
-
-			if (inner == NULL)
-			{
-				cc->bad = "array or map without an item type";
-				return NULL;
-			}
-			n = new_node(cc, is_map ? AT_MAP : AT_ARRAY, 1);
+			n = compile_container(cc, schema, type, depth);
 			if (n == NULL)
 				return NULL;
-			child = compile(cc, inner, NULL, NULL, 0, depth + 1);
-			if (child == NULL)
-			{
-				free(n->children);
-				free(n);
-				return NULL;
-			}
-			n->children[n->nchildren++] = child;
-			n->min_size = 1;
 		}
 		else
 		{
@@ -491,29 +570,7 @@ compile(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
 		return NULL;
 	}
 
-	if (leaf != NULL && leaf->kind == ICEBERG_AVRO_SLOT_RAW)
-	{
-		/* a span is recorded around the value, decoded or skipped */
-		n->raw_slot = leaf->slot;
-		n->wanted = true;
-	}
-	else if (leaf != NULL)
-	{
-		if (!leaf_compatible(n, leaf->kind))
-		{
-			iceberg_set_error(cc->err, ICEBERG_ERR_MALFORMED,
-							  "field \"%s\" has an unexpected type in %s",
-							  leaf->name, cc->r->what);
-			iceberg_set_detail(cc->err, "The file is \"%s\".", cc->r->path);
-			cc->bad = "";
-			iceberg_avro_free_plan(n);
-			return NULL;
-		}
-		n->slot = leaf->slot;
-		n->kind = leaf->kind;
-		n->wanted = true;
-	}
-	return n;
+	return bind_leaf(cc, n, leaf);
 }
 
 /* ---------------------------------------------------------------------

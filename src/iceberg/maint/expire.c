@@ -197,29 +197,22 @@ mark_ancestors(const IcebergTableMetadata *md, const SnapIndex *ix,
 	}
 }
 
-bool
-iceberg_expire_plan(const IcebergTableMetadata *md,
-					const IcebergExpireOptions *opt, IcebergExpirePlan *out,
-					IcebergError *err)
+/*
+ * Check the arguments and work out the effective settings into out
+ * (older_than_ms, retain_last, max_ref_age_ms), as RemoveSnapshots'
+ * constructor and setters do: the options, else the table's properties,
+ * else Iceberg's defaults.
+ */
+static bool
+expire_settings(const IcebergTableMetadata *md, const IcebergExpireOptions *opt,
+				IcebergExpirePlan *out, IcebergError *err)
 {
 	const char *gc;
 	int64_t		max_age,
 				older_than,
 				max_ref_age,
 				retain_last;
-	SnapIndex  *ix = NULL;
-	bool	   *ref_kept = NULL;
-	bool	   *retain = NULL;
-	bool	   *referenced = NULL;
-	bool	   *expire = NULL;
-	TsId	   *order = NULL;
-	int			i,
-				j,
-				n;
 
-	iceberg_error_clear(err);
-	if (out != NULL)
-		memset(out, 0, sizeof(*out));
 	if (md == NULL || opt == NULL || out == NULL ||
 		(opt->nsnapshot_ids > 0 && opt->snapshot_ids == NULL) ||
 		opt->nsnapshot_ids < 0)
@@ -273,6 +266,206 @@ iceberg_expire_plan(const IcebergTableMetadata *md,
 	out->older_than_ms = older_than;
 	out->retain_last = (int32_t) retain_last;
 	out->max_ref_age_ms = max_ref_age;
+	return true;
+}
+
+/*
+ * computeRetainedRefs: which refs are kept (main always; another while its
+ * snapshot is no older than its max ref age) into ref_kept; the others go
+ * to out->removed_refs with their snapshot ids.
+ */
+static bool
+expire_retained_refs(const IcebergTableMetadata *md, const IcebergExpireOptions *opt,
+					 const SnapIndex *ix, bool *ref_kept, IcebergExpirePlan *out,
+					 IcebergError *err)
+{
+	int			i;
+
+	for (i = 0; i < md->nrefs; i++)
+	{
+		const IcebergRef *r = &md->refs[i];
+		int			k;
+
+		if (r->name != NULL && strcmp(r->name, "main") == 0)
+		{
+			ref_kept[i] = true;
+			continue;
+		}
+		k = snap_lookup(ix, md->nsnapshots, r->snapshot_id);
+		if (k >= 0)
+		{
+			int64_t		age = minus_sat(opt->now_ms, md->snapshots[k].timestamp_ms);
+			int64_t		limit = r->max_ref_age_ms >= 0 ? r->max_ref_age_ms : out->max_ref_age_ms;
+
+			ref_kept[i] = age <= limit;
+		}
+		if (!ref_kept[i])
+		{
+			out->removed_refs[out->nremoved_refs] = iceberg_strdup(r->name ? r->name : "", err);
+			if (out->removed_refs[out->nremoved_refs] == NULL)
+				return false;
+			out->removed_ref_snapshot_ids[out->nremoved_refs] = r->snapshot_id;
+			out->nremoved_refs++;
+		}
+	}
+	return true;
+}
+
+/*
+ * The snapshots to keep for the kept refs, into retain: each kept ref's
+ * head (an explicit id naming one is an error), the ancestors a branch's
+ * retention rule keeps (computeAllBranchSnapshotsToRetain), and, into
+ * referenced, every snapshot a kept ref reaches.
+ */
+static bool
+expire_retain_refs(const IcebergTableMetadata *md, const IcebergExpireOptions *opt,
+				   const SnapIndex *ix, const bool *ref_kept, const IcebergExpirePlan *out,
+				   bool *retain, bool *referenced, IcebergError *err)
+{
+	int			i,
+				j,
+				n = md->nsnapshots;
+
+	/* the heads of retained refs; explicit ids must not be one */
+	for (i = 0; i < md->nrefs; i++)
+	{
+		int			k;
+
+		if (!ref_kept[i])
+			continue;
+		for (j = 0; j < opt->nsnapshot_ids; j++)
+			if (opt->snapshot_ids[j] == md->refs[i].snapshot_id)
+			{
+				iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
+								  "cannot expire snapshot %lld: it is still referenced by ref \"%.100s\"",
+								  (long long) opt->snapshot_ids[j], md->refs[i].name);
+				return false;
+			}
+		k = snap_lookup(ix, n, md->refs[i].snapshot_id);
+		if (k >= 0)
+			retain[k] = true;
+	}
+
+	/* computeAllBranchSnapshotsToRetain, and what refs reference */
+	for (i = 0; i < md->nrefs; i++)
+	{
+		const IcebergRef *r = &md->refs[i];
+
+		if (!ref_kept[i])
+			continue;
+		if (r->type == ICEBERG_REF_BRANCH)
+		{
+			int64_t		ot = r->max_snapshot_age_ms >= 0
+				? minus_sat(opt->now_ms, r->max_snapshot_age_ms) : out->older_than_ms;
+			int64_t		mk = r->min_snapshots_to_keep >= 0
+				? r->min_snapshots_to_keep : out->retain_last;
+
+			mark_ancestors(md, ix, r->snapshot_id, true, mk, ot, retain);
+			mark_ancestors(md, ix, r->snapshot_id, false, 0, 0, referenced);
+		}
+		else
+		{
+			int			k = snap_lookup(ix, n, r->snapshot_id);
+
+			if (k >= 0)
+				referenced[k] = true;
+		}
+	}
+	return true;
+}
+
+/*
+ * The snapshots to expire, into expire: those not retained, except the
+ * unreferenced ones no older than older_than (unreferencedSnapshotsToRetain)
+ * and the current snapshot, plus the explicit ids (the current snapshot's
+ * is an error).
+ */
+static bool
+expire_choose(const IcebergTableMetadata *md, const IcebergExpireOptions *opt,
+			  int64_t older_than, bool *retain, const bool *referenced,
+			  bool *expire, IcebergError *err)
+{
+	int			i,
+				j,
+				n = md->nsnapshots;
+
+	/* unreferencedSnapshotsToRetain; the current snapshot, always */
+	for (i = 0; i < n; i++)
+	{
+		if (!referenced[i] && md->snapshots[i].timestamp_ms >= older_than)
+			retain[i] = true;
+		if (md->snapshots[i].snapshot_id == md->current_snapshot_id)
+			retain[i] = true;
+	}
+	for (i = 0; i < n; i++)
+		expire[i] = !retain[i];
+	for (j = 0; j < opt->nsnapshot_ids; j++)
+	{
+		if (opt->snapshot_ids[j] == md->current_snapshot_id)
+		{
+			iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
+							  "cannot expire snapshot %lld: it is the current snapshot",
+							  (long long) opt->snapshot_ids[j]);
+			return false;
+		}
+		for (i = 0; i < n; i++)
+			if (md->snapshots[i].snapshot_id == opt->snapshot_ids[j])
+				expire[i] = true;
+	}
+	return true;
+}
+
+/*
+ * The plan's two lists, ascending by timestamp (then id): out->expired
+ * (each id once) and out->retained; order is scratch space for n + 1.
+ */
+static void
+expire_lists(const IcebergTableMetadata *md, const bool *expire, TsId *order,
+			 IcebergExpirePlan *out)
+{
+	int			i,
+				j,
+				n = md->nsnapshots;
+
+	for (i = 0, j = 0; i < n; i++)
+		if (expire[i])
+		{
+			order[j].ts = md->snapshots[i].timestamp_ms;
+			order[j++].id = md->snapshots[i].snapshot_id;
+		}
+	qsort(order, (size_t) j, sizeof(TsId), cmp_ts_id);
+	for (i = 0; i < j; i++)
+		if (i == 0 || order[i].id != order[i - 1].id)
+			out->expired[out->nexpired++] = order[i].id;
+	for (i = 0, j = 0; i < n; i++)
+		if (!expire[i])
+		{
+			order[j].ts = md->snapshots[i].timestamp_ms;
+			order[j++].id = md->snapshots[i].snapshot_id;
+		}
+	qsort(order, (size_t) j, sizeof(TsId), cmp_ts_id);
+	for (i = 0; i < j; i++)
+		out->retained[out->nretained++] = order[i].id;
+}
+
+bool
+iceberg_expire_plan(const IcebergTableMetadata *md,
+					const IcebergExpireOptions *opt, IcebergExpirePlan *out,
+					IcebergError *err)
+{
+	SnapIndex  *ix = NULL;
+	bool	   *ref_kept = NULL;
+	bool	   *retain = NULL;
+	bool	   *referenced = NULL;
+	bool	   *expire = NULL;
+	TsId	   *order = NULL;
+	int			n;
+
+	iceberg_error_clear(err);
+	if (out != NULL)
+		memset(out, 0, sizeof(*out));
+	if (!expire_settings(md, opt, out, err))
+		return false;
 
 	n = md->nsnapshots;
 	ix = snap_index_build(md, err);
@@ -295,124 +488,16 @@ iceberg_expire_plan(const IcebergTableMetadata *md,
 	}
 
 	/* computeRetainedRefs */
-	for (i = 0; i < md->nrefs; i++)
-	{
-		const IcebergRef *r = &md->refs[i];
-		int			k;
-
-		if (r->name != NULL && strcmp(r->name, "main") == 0)
-		{
-			ref_kept[i] = true;
-			continue;
-		}
-		k = snap_lookup(ix, n, r->snapshot_id);
-		if (k >= 0)
-		{
-			int64_t		age = minus_sat(opt->now_ms, md->snapshots[k].timestamp_ms);
-			int64_t		limit = r->max_ref_age_ms >= 0 ? r->max_ref_age_ms : max_ref_age;
-
-			ref_kept[i] = age <= limit;
-		}
-		if (!ref_kept[i])
-		{
-			out->removed_refs[out->nremoved_refs] = iceberg_strdup(r->name ? r->name : "", err);
-			if (out->removed_refs[out->nremoved_refs] == NULL)
-				goto fail;
-			out->removed_ref_snapshot_ids[out->nremoved_refs] = r->snapshot_id;
-			out->nremoved_refs++;
-		}
-	}
-
-	/* the heads of retained refs; explicit ids must not be one */
-	for (i = 0; i < md->nrefs; i++)
-	{
-		int			k;
-
-		if (!ref_kept[i])
-			continue;
-		for (j = 0; j < opt->nsnapshot_ids; j++)
-			if (opt->snapshot_ids[j] == md->refs[i].snapshot_id)
-			{
-				iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								  "cannot expire snapshot %lld: it is still referenced by ref \"%.100s\"",
-								  (long long) opt->snapshot_ids[j], md->refs[i].name);
-				goto fail;
-			}
-		k = snap_lookup(ix, n, md->refs[i].snapshot_id);
-		if (k >= 0)
-			retain[k] = true;
-	}
-
-	/* computeAllBranchSnapshotsToRetain, and what refs reference */
-	for (i = 0; i < md->nrefs; i++)
-	{
-		const IcebergRef *r = &md->refs[i];
-
-		if (!ref_kept[i])
-			continue;
-		if (r->type == ICEBERG_REF_BRANCH)
-		{
-			int64_t		ot = r->max_snapshot_age_ms >= 0
-				? minus_sat(opt->now_ms, r->max_snapshot_age_ms) : older_than;
-			int64_t		mk = r->min_snapshots_to_keep >= 0
-				? r->min_snapshots_to_keep : retain_last;
-
-			mark_ancestors(md, ix, r->snapshot_id, true, mk, ot, retain);
-			mark_ancestors(md, ix, r->snapshot_id, false, 0, 0, referenced);
-		}
-		else
-		{
-			int			k = snap_lookup(ix, n, r->snapshot_id);
-
-			if (k >= 0)
-				referenced[k] = true;
-		}
-	}
-
-	/* unreferencedSnapshotsToRetain; the current snapshot, always */
-	for (i = 0; i < n; i++)
-	{
-		if (!referenced[i] && md->snapshots[i].timestamp_ms >= older_than)
-			retain[i] = true;
-		if (md->snapshots[i].snapshot_id == md->current_snapshot_id)
-			retain[i] = true;
-	}
-	for (i = 0; i < n; i++)
-		expire[i] = !retain[i];
-	for (j = 0; j < opt->nsnapshot_ids; j++)
-	{
-		if (opt->snapshot_ids[j] == md->current_snapshot_id)
-		{
-			iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-							  "cannot expire snapshot %lld: it is the current snapshot",
-							  (long long) opt->snapshot_ids[j]);
-			goto fail;
-		}
-		for (i = 0; i < n; i++)
-			if (md->snapshots[i].snapshot_id == opt->snapshot_ids[j])
-				expire[i] = true;
-	}
-
+	if (!expire_retained_refs(md, opt, ix, ref_kept, out, err))
+		goto fail;
+	/* the heads and branches of retained refs, and what refs reference */
+	if (!expire_retain_refs(md, opt, ix, ref_kept, out, retain, referenced, err))
+		goto fail;
+	/* unreferencedSnapshotsToRetain, the current snapshot, explicit ids */
+	if (!expire_choose(md, opt, out->older_than_ms, retain, referenced, expire, err))
+		goto fail;
 	/* the two lists, ascending by timestamp */
-	for (i = 0, j = 0; i < n; i++)
-		if (expire[i])
-		{
-			order[j].ts = md->snapshots[i].timestamp_ms;
-			order[j++].id = md->snapshots[i].snapshot_id;
-		}
-	qsort(order, (size_t) j, sizeof(TsId), cmp_ts_id);
-	for (i = 0; i < j; i++)
-		if (i == 0 || order[i].id != order[i - 1].id)
-			out->expired[out->nexpired++] = order[i].id;
-	for (i = 0, j = 0; i < n; i++)
-		if (!expire[i])
-		{
-			order[j].ts = md->snapshots[i].timestamp_ms;
-			order[j++].id = md->snapshots[i].snapshot_id;
-		}
-	qsort(order, (size_t) j, sizeof(TsId), cmp_ts_id);
-	for (i = 0; i < j; i++)
-		out->retained[out->nretained++] = order[i].id;
+	expire_lists(md, expire, order, out);
 
 	free(ix);
 	free(ref_kept);

@@ -355,17 +355,282 @@ io_sigv4_free(IoSigV4Output *out)
 }
 
 /*
+ * The canonical URI: the path, normalised if asked ("/" when empty), then
+ * encoded a second time if asked.  NULL when out of memory.
+ */
+static char *
+sig_canonical_uri(const IoSigV4Input *in)
+{
+	char	   *path;
+	char	   *enc_path;
+
+	path = in->normalize_path ? normalize_path(in->path) : io_strdup(in->path);
+	if (path == NULL)
+		return NULL;
+	if (path[0] == '\0')
+	{
+		free(path);
+		path = io_strdup("/");
+		if (path == NULL)
+			return NULL;
+	}
+	enc_path = in->double_encode_path ?
+		io_uri_encode(path, strlen(path), true) : io_strdup(path);
+	free(path);
+	return enc_path;
+}
+
+/*
+ * The headers signed, sorted by name: the caller's plus the ones the
+ * algorithm adds in the header form, into *hdrs and *nhdrs (which the
+ * caller frees, also on failure), and their distinct names joined with
+ * ';' into signed_hdrs.  False when out of memory.
+ */
+static bool
+sig_headers(const IoSigV4Input *in, bool token, SigHeader **hdrs, size_t *nhdrs,
+			IoStrBuf *signed_hdrs)
+{
+	SigHeader  *h;
+	size_t		i;
+
+	h = *hdrs = calloc(in->nheaders + 4, sizeof(SigHeader));
+	if (h == NULL)
+		return false;
+	for (i = 0; i < in->nheaders; i++)
+		if (!add_header(h, nhdrs, in->headers[i].name, in->headers[i].value))
+			return false;
+	if (!in->query_mode)
+	{
+		if (!add_header(h, nhdrs, "x-amz-date", in->amz_date))
+			return false;
+		if (token && in->sign_session_token &&
+			!add_header(h, nhdrs, "x-amz-security-token", in->session_token))
+			return false;
+		if (in->add_content_sha256 &&
+			!add_header(h, nhdrs, "x-amz-content-sha256", in->payload_hash))
+			return false;
+	}
+	qsort(h, *nhdrs, sizeof(SigHeader), header_cmp);
+	for (i = 0; i < *nhdrs; i++)
+	{
+		if (i > 0 && strcmp(h[i].name, h[i - 1].name) == 0)
+			continue;
+		if (signed_hdrs->len > 0)
+			io_sb_putc(signed_hdrs, ';');
+		io_sb_puts(signed_hdrs, h[i].name);
+	}
+	return !signed_hdrs->oom;
+}
+
+/*
+ * The canonical query into query: the caller's parameters plus, in the
+ * presigned form, the presigning ones, decoded, re-encoded and sorted.
+ * False when out of memory.
+ */
+static bool
+sig_canonical_query(const IoSigV4Input *in, bool token, const char *credential,
+					const IoStrBuf *signed_hdrs, IoStrBuf *query)
+{
+	SigParam   *params = NULL;
+	size_t		nparams = 0;
+	IoStrBuf	raw;
+	char	   *enc;
+	size_t		i;
+
+	io_sb_init(&raw);
+	if (in->query != NULL)
+		io_sb_puts(&raw, in->query);
+	if (in->query_mode)
+	{
+		char	   *c = io_uri_encode(credential, strlen(credential), false);
+		char	   *s = io_uri_encode(signed_hdrs->data, signed_hdrs->len, false);
+
+		if (raw.len > 0)
+			io_sb_putc(&raw, '&');
+		io_sb_printf(&raw,
+					 "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=%s"
+					 "&X-Amz-Date=%s&X-Amz-Expires=%ld&X-Amz-SignedHeaders=%s",
+					 c ? c : "", in->amz_date, in->expires_seconds,
+					 s ? s : "");
+		if (c == NULL || s == NULL)
+			raw.oom = true;
+		free(c);
+		free(s);
+		if (token && in->sign_session_token)
+		{
+			enc = io_uri_encode(in->session_token,
+								strlen(in->session_token), false);
+			if (enc == NULL)
+				raw.oom = true;
+			io_sb_printf(&raw, "&X-Amz-Security-Token=%s", enc ? enc : "");
+			free(enc);
+		}
+	}
+	if (raw.oom || parse_query(raw.data ? raw.data : "", &params, &nparams) != 0)
+	{
+		io_sb_free(&raw);
+		free_params(params, nparams);
+		return false;
+	}
+	io_sb_free(&raw);
+	for (i = 0; i < nparams; i++)
+	{
+		if (i > 0)
+			io_sb_putc(query, '&');
+		io_sb_printf(query, "%s=%s", params[i].key, params[i].value);
+	}
+	if (query->data == NULL)
+		io_sb_puts(query, "");
+	free_params(params, nparams);
+	return true;
+}
+
+/*
+ * The canonical request: method, URI, query, headers (repeated ones
+ * joined with ','), signed header names and payload hash.  NULL when out
+ * of memory.
+ */
+static char *
+sig_canonical_request(const IoSigV4Input *in, const char *enc_path,
+					  const IoStrBuf *query, const SigHeader *hdrs, size_t nhdrs,
+					  const IoStrBuf *signed_hdrs)
+{
+	IoStrBuf	sb;
+	size_t		i;
+
+	io_sb_init(&sb);
+	io_sb_printf(&sb, "%s\n%s\n%s\n", in->method, enc_path, query->data ? query->data : "");
+	for (i = 0; i < nhdrs; i++)
+	{
+		if (i > 0 && strcmp(hdrs[i].name, hdrs[i - 1].name) == 0)
+		{
+			io_sb_printf(&sb, ",%s", hdrs[i].value);
+			continue;
+		}
+		if (i > 0)
+			io_sb_putc(&sb, '\n');
+		io_sb_printf(&sb, "%s:%s", hdrs[i].name, hdrs[i].value);
+	}
+	io_sb_printf(&sb, "\n\n%s\n%s", signed_hdrs->data, in->payload_hash);
+	return io_sb_steal(&sb);
+}
+
+/*
+ * The signing key (from the secret key, date, region and service) and the
+ * signature of string_to_sign with it, hex-encoded into signature (65
+ * bytes); the key material is wiped.  False when out of memory.
+ */
+static bool
+sig_signature(const IoSigV4Input *in, const char *date8, const char *string_to_sign,
+			  char *signature)
+{
+	IoStrBuf	sb;
+	unsigned char k1[32],
+				k2[32],
+				k3[32],
+				k4[32],
+				sig[32];
+	char	   *kdate;
+
+	io_sb_init(&sb);
+	io_sb_printf(&sb, "AWS4%s", in->secret_access_key);
+	kdate = io_sb_steal(&sb);
+	if (kdate == NULL ||
+		!hmac256(kdate, strlen(kdate), date8, k1) ||
+		!hmac256(k1, 32, in->region, k2) ||
+		!hmac256(k2, 32, in->service, k3) ||
+		!hmac256(k3, 32, "aws4_request", k4) ||
+		!hmac256(k4, 32, string_to_sign, sig))
+	{
+		if (kdate != NULL)
+		{
+			memset(kdate, 0, strlen(kdate));
+			free(kdate);
+		}
+		return false;
+	}
+	memset(kdate, 0, strlen(kdate));
+	free(kdate);
+	memset(k1, 0, sizeof(k1));
+	memset(k2, 0, sizeof(k2));
+	memset(k3, 0, sizeof(k3));
+	memset(k4, 0, sizeof(k4));
+	hex_encode(sig, 32, signature);
+	return true;
+}
+
+/*
+ * The presigned form's result: the canonical query with the signature
+ * (and an unsigned session token) appended.  False when out of memory.
+ */
+static bool
+sig_presigned_query(const IoSigV4Input *in, bool token, const IoStrBuf *query,
+					IoSigV4Output *out)
+{
+	IoStrBuf	sb;
+
+	io_sb_init(&sb);
+	io_sb_printf(&sb, "%s&X-Amz-Signature=%s", query->data, out->signature);
+	if (token && !in->sign_session_token)
+	{
+		char	   *enc = io_uri_encode(in->session_token,
+										strlen(in->session_token), false);
+
+		if (enc == NULL)
+		{
+			io_sb_free(&sb);
+			return false;
+		}
+		io_sb_printf(&sb, "&X-Amz-Security-Token=%s", enc);
+		free(enc);
+	}
+	out->presigned_query = io_sb_steal(&sb);
+	return out->presigned_query != NULL;
+}
+
+/*
+ * The header form's result: the headers to add to the request (date,
+ * session token, payload hash, Authorization).  False when out of memory.
+ */
+static bool
+sig_auth_headers(const IoSigV4Input *in, bool token, const char *credential,
+				 IoSigV4Output *out)
+{
+	IoStrBuf	sb;
+	char	   *p;
+
+	out->add_headers = calloc(4, sizeof(IoKeyValue));
+	if (out->add_headers == NULL)
+		return false;
+	if (!add_out_header(out, "X-Amz-Date", in->amz_date))
+		return false;
+	if (token && !add_out_header(out, "X-Amz-Security-Token", in->session_token))
+		return false;
+	if (in->add_content_sha256 &&
+		!add_out_header(out, "x-amz-content-sha256", in->payload_hash))
+		return false;
+	io_sb_init(&sb);
+	io_sb_printf(&sb, "AWS4-HMAC-SHA256 Credential=%s, SignedHeaders=%s, Signature=%s",
+				 credential, out->signed_headers, out->signature);
+	p = io_sb_steal(&sb);
+	if (p == NULL || !add_out_header(out, "Authorization", p))
+	{
+		free(p);
+		return false;
+	}
+	free(p);
+	return true;
+}
+
+/*
  * Sign a request (see io.h).  Every output string is malloc'd into *out;
  * on failure *out is left empty.
  */
 int
 io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, IoError *err)
 {
-	SigParam   *params = NULL;
-	size_t		nparams = 0;
 	SigHeader  *hdrs = NULL;
 	size_t		nhdrs = 0;
-	char	   *path = NULL;
 	char	   *enc_path = NULL;
 	char		date8[9];
 	char	   *scope = NULL;
@@ -374,15 +639,7 @@ io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, IoError *err)
 	IoStrBuf	query;
 	IoStrBuf	signed_hdrs;
 	char		creq_hash[65];
-	unsigned char k1[32],
-				k2[32],
-				k3[32],
-				k4[32],
-				sig[32];
-	char	   *kdate = NULL;
-	size_t		i;
 	bool		token = in->session_token != NULL && in->session_token[0] != '\0';
-	const char *p;
 
 	memset(out, 0, sizeof(*out));
 	io_sb_init(&sb);
@@ -399,18 +656,7 @@ io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, IoError *err)
 	date8[8] = '\0';
 
 	/* canonical URI */
-	path = in->normalize_path ? normalize_path(in->path) : io_strdup(in->path);
-	if (path == NULL)
-		goto oom;
-	if (path[0] == '\0')
-	{
-		free(path);
-		path = io_strdup("/");
-		if (path == NULL)
-			goto oom;
-	}
-	enc_path = in->double_encode_path ?
-		io_uri_encode(path, strlen(path), true) : io_strdup(path);
+	enc_path = sig_canonical_uri(in);
 	if (enc_path == NULL)
 		goto oom;
 
@@ -423,100 +669,16 @@ io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, IoError *err)
 		goto oom;
 
 	/* headers: caller's plus the ones the algorithm adds */
-	hdrs = calloc(in->nheaders + 4, sizeof(SigHeader));
-	if (hdrs == NULL)
-		goto oom;
-	for (i = 0; i < in->nheaders; i++)
-		if (!add_header(hdrs, &nhdrs, in->headers[i].name, in->headers[i].value))
-			goto oom;
-	if (!in->query_mode)
-	{
-		if (!add_header(hdrs, &nhdrs, "x-amz-date", in->amz_date))
-			goto oom;
-		if (token && in->sign_session_token &&
-			!add_header(hdrs, &nhdrs, "x-amz-security-token", in->session_token))
-			goto oom;
-		if (in->add_content_sha256 &&
-			!add_header(hdrs, &nhdrs, "x-amz-content-sha256", in->payload_hash))
-			goto oom;
-	}
-	qsort(hdrs, nhdrs, sizeof(SigHeader), header_cmp);
-	for (i = 0; i < nhdrs; i++)
-	{
-		if (i > 0 && strcmp(hdrs[i].name, hdrs[i - 1].name) == 0)
-			continue;
-		if (signed_hdrs.len > 0)
-			io_sb_putc(&signed_hdrs, ';');
-		io_sb_puts(&signed_hdrs, hdrs[i].name);
-	}
-	if (signed_hdrs.oom)
+	if (!sig_headers(in, token, &hdrs, &nhdrs, &signed_hdrs))
 		goto oom;
 
 	/* query: caller's plus the presigning parameters */
-	{
-		IoStrBuf	raw;
-		char	   *enc;
-
-		io_sb_init(&raw);
-		if (in->query != NULL)
-			io_sb_puts(&raw, in->query);
-		if (in->query_mode)
-		{
-			char	   *c = io_uri_encode(credential, strlen(credential), false);
-			char	   *s = io_uri_encode(signed_hdrs.data, signed_hdrs.len, false);
-
-			if (raw.len > 0)
-				io_sb_putc(&raw, '&');
-			io_sb_printf(&raw,
-						 "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=%s"
-						 "&X-Amz-Date=%s&X-Amz-Expires=%ld&X-Amz-SignedHeaders=%s",
-						 c ? c : "", in->amz_date, in->expires_seconds,
-						 s ? s : "");
-			if (c == NULL || s == NULL)
-				raw.oom = true;
-			free(c);
-			free(s);
-			if (token && in->sign_session_token)
-			{
-				enc = io_uri_encode(in->session_token,
-									strlen(in->session_token), false);
-				if (enc == NULL)
-					raw.oom = true;
-				io_sb_printf(&raw, "&X-Amz-Security-Token=%s", enc ? enc : "");
-				free(enc);
-			}
-		}
-		if (raw.oom || parse_query(raw.data ? raw.data : "", &params, &nparams) != 0)
-		{
-			io_sb_free(&raw);
-			goto oom;
-		}
-		io_sb_free(&raw);
-	}
-	for (i = 0; i < nparams; i++)
-	{
-		if (i > 0)
-			io_sb_putc(&query, '&');
-		io_sb_printf(&query, "%s=%s", params[i].key, params[i].value);
-	}
-	if (query.data == NULL)
-		io_sb_puts(&query, "");
+	if (!sig_canonical_query(in, token, credential, &signed_hdrs, &query))
+		goto oom;
 
 	/* canonical request */
-	io_sb_printf(&sb, "%s\n%s\n%s\n", in->method, enc_path, query.data ? query.data : "");
-	for (i = 0; i < nhdrs; i++)
-	{
-		if (i > 0 && strcmp(hdrs[i].name, hdrs[i - 1].name) == 0)
-		{
-			io_sb_printf(&sb, ",%s", hdrs[i].value);
-			continue;
-		}
-		if (i > 0)
-			io_sb_putc(&sb, '\n');
-		io_sb_printf(&sb, "%s:%s", hdrs[i].name, hdrs[i].value);
-	}
-	io_sb_printf(&sb, "\n\n%s\n%s", signed_hdrs.data, in->payload_hash);
-	out->canonical_request = io_sb_steal(&sb);
+	out->canonical_request = sig_canonical_request(in, enc_path, &query, hdrs, nhdrs,
+												   &signed_hdrs);
 	if (out->canonical_request == NULL)
 		goto oom;
 
@@ -528,90 +690,31 @@ io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, IoError *err)
 		goto oom;
 
 	/* signing key and signature */
-	io_sb_printf(&sb, "AWS4%s", in->secret_access_key);
-	kdate = io_sb_steal(&sb);
-	if (kdate == NULL ||
-		!hmac256(kdate, strlen(kdate), date8, k1) ||
-		!hmac256(k1, 32, in->region, k2) ||
-		!hmac256(k2, 32, in->service, k3) ||
-		!hmac256(k3, 32, "aws4_request", k4) ||
-		!hmac256(k4, 32, out->string_to_sign, sig))
-	{
-		if (kdate != NULL)
-		{
-			memset(kdate, 0, strlen(kdate));
-			free(kdate);
-		}
-		kdate = NULL;
+	if (!sig_signature(in, date8, out->string_to_sign, out->signature))
 		goto oom;
-	}
-	memset(kdate, 0, strlen(kdate));
-	free(kdate);
-	kdate = NULL;
-	memset(k1, 0, sizeof(k1));
-	memset(k2, 0, sizeof(k2));
-	memset(k3, 0, sizeof(k3));
-	memset(k4, 0, sizeof(k4));
-	hex_encode(sig, 32, out->signature);
 	out->signed_headers = io_sb_steal(&signed_hdrs);
 	if (out->signed_headers == NULL)
 		goto oom;
 
 	if (in->query_mode)
 	{
-		io_sb_printf(&sb, "%s&X-Amz-Signature=%s", query.data, out->signature);
-		if (token && !in->sign_session_token)
-		{
-			char	   *enc = io_uri_encode(in->session_token,
-											strlen(in->session_token), false);
-
-			if (enc == NULL)
-				goto oom;
-			io_sb_printf(&sb, "&X-Amz-Security-Token=%s", enc);
-			free(enc);
-		}
-		out->presigned_query = io_sb_steal(&sb);
-		if (out->presigned_query == NULL)
+		if (!sig_presigned_query(in, token, &query, out))
 			goto oom;
 	}
-	else
-	{
-		out->add_headers = calloc(4, sizeof(IoKeyValue));
-		if (out->add_headers == NULL)
-			goto oom;
-		if (!add_out_header(out, "X-Amz-Date", in->amz_date))
-			goto oom;
-		if (token && !add_out_header(out, "X-Amz-Security-Token", in->session_token))
-			goto oom;
-		if (in->add_content_sha256 &&
-			!add_out_header(out, "x-amz-content-sha256", in->payload_hash))
-			goto oom;
-		io_sb_printf(&sb, "AWS4-HMAC-SHA256 Credential=%s, SignedHeaders=%s, Signature=%s",
-					 credential, out->signed_headers, out->signature);
-		p = io_sb_steal(&sb);
-		if (p == NULL || !add_out_header(out, "Authorization", p))
-		{
-			free((char *) p);
-			goto oom;
-		}
-		free((char *) p);
-	}
+	else if (!sig_auth_headers(in, token, credential, out))
+		goto oom;
 
-	free(path);
 	free(enc_path);
 	free(scope);
 	free(credential);
-	free_params(params, nparams);
 	free_headers(hdrs, nhdrs);
 	io_sb_free(&query);
 	return 0;
 
 oom:
-	free(path);
 	free(enc_path);
 	free(scope);
 	free(credential);
-	free_params(params, nparams);
 	free_headers(hdrs, nhdrs);
 	io_sb_free(&sb);
 	io_sb_free(&query);
