@@ -14,9 +14,11 @@
 #                             dsl, iceberg, location, xml, rest, engine, compact
 #   make fuzz-replay          every fuzz target over test/fuzz/corpus/<name>/,
 #                             once each, no fuzzing, under ASan and UBSan
-#   make check-fast           build, install, standalone, layer and file checks,
-#                             unit-san, fuzz-replay, installcheck (pg_regress
-#                             and isolation): under 3 minutes
+#   make check-fast           build, install, checks of standalone, layers,
+#                             file names and sizes, function sizes and the
+#                             settings table, unit-san, fuzz-replay,
+#                             installcheck (pg_regress and isolation): under
+#                             3 minutes
 #                             (scripts/check-fast.sh)
 #   make test                 check-fast, then the integration tests, on a
 #                             throwaway cluster (test/run-tests.sh)
