@@ -31,7 +31,8 @@ the request log, advertised or not; a replayed answer is logged with
 fault "idempotent-replay".
 
 It listens on 127.0.0.1 only, prints "catalog listening on http://127.0.0.1:PORT"
-on stdout once it accepts connections, and exits cleanly on SIGTERM/SIGINT.
+on stdout once it accepts connections, and exits cleanly on SIGTERM/SIGINT
+(the HTTP scaffolding is test/httpserve.py, shared with the other servers).
 
 Served (prefix = the catalog name, advertised as overrides.prefix; requests
 without a prefix are accepted too):
@@ -150,19 +151,18 @@ import json
 import os
 import re
 import secrets
-import signal
 import sys
 import threading
 import time
 import urllib.parse
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import psycopg2  # noqa: E402
 import psycopg2.errorcodes  # noqa: E402
 
+import httpserve  # noqa: E402  (the test world's HTTP scaffolding)
 import sigv4  # noqa: E402
 import storage as storage_mod  # noqa: E402
 import tablemeta  # noqa: E402
@@ -1236,27 +1236,19 @@ class Catalog:
 # HTTP
 # ---------------------------------------------------------------------------
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(httpserve.Handler):
     """Routes one request; the server object carries catalog, faults, log,
     tokens and the admin token."""
 
-    protocol_version = "HTTP/1.1"
-    # head and body go out in two writes; with Nagle's algorithm the body
-    # waits for the client's delayed ACK (~40 ms per response)
-    disable_nagle_algorithm = True
     server_version = "tms-test-catalog/1"
-
-    def log_message(self, fmt, *args):
-        if self.server.verbose:
-            sys.stderr.write("catalog: %s\n" % (fmt % args))
+    log_prefix = "catalog"
 
     # -- plumbing ---------------------------------------------------------------
 
     def _body(self):
         """The request body, read once."""
         if self._raw is None:
-            n = int(self.headers.get("Content-Length") or 0)
-            self._raw = self.rfile.read(n) if n else b""
+            self._raw = self.read_body()
         return self._raw
 
     def _json_body(self, raw):
@@ -1303,19 +1295,7 @@ class Handler(BaseHTTPRequestHandler):
             # a "late" fault: the request took effect, its answer waits
             seconds, self._late = self._late, None
             time.sleep(seconds)
-        try:
-            self.send_response(status)
-            if status != 304 and status != 204:
-                self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)) if status not in (204, 304) or data else "0")
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            if data and self.command != "HEAD":
-                self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            # the client gave up (a timeout, a response over its limit)
-            self.close_connection = True
+        self.reply(status, data, headers, content_type if status not in (204, 304) else None)
         self._status = status
 
     def _error(self, status, type_, message):
@@ -1712,11 +1692,6 @@ class Handler(BaseHTTPRequestHandler):
         self._handle()
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 def parse_args(argv):
     p = argparse.ArgumentParser(description="Iceberg REST catalog for the tms tests")
     p.add_argument("--port", type=int, required=True)
@@ -1752,7 +1727,7 @@ def main(argv=None):
     args = parse_args(argv if argv is not None else sys.argv[1:])
     if storage_mod.is_s3(args.warehouse) and not args.s3_endpoint:
         raise SystemExit("an s3:// warehouse needs --s3-endpoint")
-    server = Server(("127.0.0.1", args.port), Handler)
+    server = httpserve.Server(args.port, Handler, verbose=args.verbose)
     server.catalog = Catalog(args)
     server.faults = Faults()
     server.catalog.faults = server.faults
@@ -1760,23 +1735,12 @@ def main(argv=None):
     server.tokens = Tokens(args.token_credential, args.token_ttl, args.static_token)
     server.admin_token = args.admin_token
     server.sigv4 = SigV4Check.from_args(args)
-    server.verbose = args.verbose
     try:
         server.idempotency = Idempotency(args.idempotency_key_lifetime)
     except CatalogError as e:
         raise SystemExit("--idempotency-key-lifetime: %s" % e.message)
     server.catalog.idempotency = server.idempotency
-
-    def stop(signum, frame):
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    print("catalog listening on http://127.0.0.1:%d" % server.server_address[1], flush=True)
-    try:
-        server.serve_forever(poll_interval=0.2)
-    finally:
-        server.server_close()
+    httpserve.serve(server, "catalog")
     return 0
 
 

@@ -19,8 +19,9 @@ through its REST API as a real engine commits) and its storage:
 
 It listens on 127.0.0.1 only, prints "engine listening on http://127.0.0.1:PORT"
 once it accepts connections (--port 0 picks a port), exits cleanly on
-SIGTERM/SIGINT.  Statements are parsed by test/engines/grammar.py and run by
-test/engines/actions.py in a background thread per run.
+SIGTERM/SIGINT (the HTTP scaffolding is test/httpserve.py).  Statements are
+parsed by test/engines/grammar.py and run by test/engines/actions.py in a
+background thread per run.
 
 Served, livy (https://livy.apache.org/docs/latest/rest-api.html):
   POST/GET /sessions (?from=&size=)      GET/DELETE /sessions/{id}
@@ -119,13 +120,11 @@ import queue
 import random
 import re
 import secrets
-import signal
 import sys
 import threading
 import time
 import traceback
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEST_DIR = os.path.dirname(HERE)
@@ -134,6 +133,7 @@ for _d in (HERE, TEST_DIR, os.path.join(TEST_DIR, "catalog")):
         sys.path.insert(0, _d)
 
 import actions  # noqa: E402
+import httpserve  # noqa: E402  (the test world's HTTP scaffolding)
 import grammar  # noqa: E402
 import storage as storage_mod  # noqa: E402
 from grammar import EngineError  # noqa: E402
@@ -1490,38 +1490,25 @@ class Request:
 
 
 def make_handler(engine, personality, auth, args):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+    class Handler(httpserve.Handler):
         server_version = "tms-test-engine"
-
-        def log_message(self, fmt, *a):
-            if args.verbose:
-                sys.stderr.write("engine: " + fmt % a + "\n")
+        log_prefix = "engine"
 
         def send(self, status, body, headers=None):
-            headers = dict(headers or {})
+            """Answer body: JSON for a dict or list, text otherwise, nothing
+            for None (headers may name another Content-Type)."""
             if body is None:
-                data = b""
+                self.reply(status, b"", headers)
             elif isinstance(body, (dict, list)):
-                data = json.dumps(body).encode()
-                headers.setdefault("Content-Type", "application/json")
+                self.reply(status, json.dumps(body).encode(), headers, "application/json")
             else:
-                data = str(body).encode()
-                headers.setdefault("Content-Type", "text/plain")
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if data and self.command != "HEAD":
-                self.wfile.write(data)
+                self.reply(status, str(body).encode(), headers, "text/plain")
 
         def dispatch(self):
             parts = urllib.parse.urlsplit(self.path)
             path = parts.path.rstrip("/") or "/"
             query = dict(urllib.parse.parse_qsl(parts.query))
-            n = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(n) if n else b""
+            body = self.read_body()
             if path.startswith("/admin/") or path == "/admin":
                 return self.admin(path, query, body)
             if path == "/oauth/tokens" and self.command == "POST" and auth.client_id:
@@ -1587,11 +1574,11 @@ def make_handler(engine, personality, auth, args):
         def admin(self, path, query, body):
             if args.admin_token and not secrets.compare_digest(
                     self.headers.get("X-Admin-Token") or "", args.admin_token):
-                return self.send(401, {"error": "admin token required"})
+                return self.reply_error(401, "admin token required")
             try:
                 spec = json.loads(body) if body else {}
             except ValueError:
-                return self.send(400, {"error": "invalid JSON"})
+                return self.reply_error(400, "invalid JSON")
             c = self.command
             try:
                 if path == "/admin/faults" and c == "POST":
@@ -1631,7 +1618,7 @@ def make_handler(engine, personality, auth, args):
                     return self.send(204, None)
             except HttpError as e:
                 return self.send(e.status, e.body)
-            return self.send(404, {"error": "no such admin endpoint"})
+            return self.reply_error(404, "no such admin endpoint")
 
         do_GET = do_POST = do_DELETE = do_PUT = do_HEAD = do_PATCH = dispatch
 
@@ -1669,21 +1656,11 @@ def main():
 
     engine = Engine(args)
     auth = Auth(args)
-    httpd = ThreadingHTTPServer(("127.0.0.1", args.port), None)
-    httpd.daemon_threads = True
-    args.port = httpd.server_address[1]
+    httpd = httpserve.Server(args.port, None, verbose=args.verbose)
+    args.port = httpd.port
     personality = {"livy": Livy, "trino": Trino, "gravitino": Gravitino}[args.type](engine, args)
     httpd.RequestHandlerClass = make_handler(engine, personality, auth, args)
-
-    def stop(*_):
-        engine.stopping.set()
-        threading.Thread(target=httpd.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    print("engine listening on http://127.0.0.1:%d" % args.port, flush=True)
-    httpd.serve_forever(poll_interval=0.2)
-    httpd.server_close()
+    httpserve.serve(httpd, "engine", on_stop=engine.stopping.set)
 
 
 if __name__ == "__main__":

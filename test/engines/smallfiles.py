@@ -26,7 +26,9 @@ with_deletes adds two snapshots: position deletes (one file per affected
 partition, rows 0 and 3 of every 7th data file) and equality deletes on id
 (one file in partition c1, ids congruent to 5 modulo 97 among c1's rows).
 
-Rules: no sleeping; one node process per 1,000 files; nothing here talks to
+Rules: no sleeping; the data files are written by one node process (one
+DuckDB COPY a file, then read back and checked against the rows it was
+given: each file exactly its rows, in order); nothing here talks to
 PostgreSQL.
 """
 
@@ -46,12 +48,12 @@ for _d in (os.path.join(TEST_DIR, "catalog"), os.path.join(TEST_DIR, "fixtures")
         sys.path.insert(0, _d)
 
 import avro_codec  # noqa: E402
+import storage as storage_mod  # noqa: E402
 import iceberg_avro_schemas  # noqa: E402
 import opsworld  # noqa: E402
 import compact as compact_mod  # noqa: E402
 
 CATEGORIES = 4
-NODE_CHUNK = 1000
 POS_FIELDS = compact_mod.POS_FIELDS
 
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
@@ -64,18 +66,33 @@ SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
     {"id": 7, "name": "flag", "required": False, "type": "boolean"}]}
 
 
-def _rows_query(first, count, category, seed):
-    """DuckDB SQL of `count` rows with ids first.. (columns c_<field id>)."""
+def _columns(category, seed):
+    """The select list of the columns c_<field id> of the row of id x (a
+    BIGINT column of the FROM clause), category an SQL expression."""
     k = seed % 1000
-    return ("SELECT x::BIGINT AS c_1, %s AS c_2, "
+    return ("x::BIGINT AS c_1, %s AS c_2, "
             "(((x * 37 + %d) %% 100000) / 100.0)::DECIMAL(10,2) AS c_3, "
             "CASE WHEN x %% 11 = 0 THEN NULL ELSE (x * 1.5 + %d)::DOUBLE END AS c_4, "
             "DATE '2024-01-01' + ((x + %d) %% 30)::INTEGER AS c_5, "
             "TIMESTAMPTZ '2024-01-01 00:00:00+00' + to_seconds(x * 60 + %d) AS c_6, "
-            "((x + %d) %% 3 = 0) AS c_7 "
-            "FROM (SELECT (%d + i)::BIGINT AS x FROM range(%d) t(i)) r ORDER BY x"
-            % ("'%s'" % category if category is not None else "NULL",
-               k, k, k, k, k, first, count))
+            "((x + %d) %% 3 = 0) AS c_7" % (category, k, k, k, k, k))
+
+
+def _rows_query(first, count, category, seed):
+    """DuckDB SQL of `count` rows with ids first.. (columns c_<field id>)."""
+    return ("SELECT %s FROM (SELECT (%d + i)::BIGINT AS x FROM range(%d) t(i)) r ORDER BY x"
+            % (_columns("'%s'" % category if category is not None else "NULL", seed),
+               first, count))
+
+
+def _files_query(files, rows_per_file, seed):
+    """DuckDB SQL of the rows of every data file at once, for compact.mjs's
+    by_file write: file i (column __file) holds ids i * rows_per_file..
+    (in order), category c(i % 4)."""
+    return ("SELECT __file, %s FROM (SELECT i::BIGINT AS x, (i // %d)::BIGINT AS __file"
+            " FROM range(%d) t(i)) r ORDER BY x"
+            % (_columns("'c' || (__file %% %d)::VARCHAR" % CATEGORIES, seed),
+               rows_per_file, files * rows_per_file))
 
 
 def _create(catalog, namespace, name, partitioned):
@@ -143,27 +160,26 @@ def make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
     data_dir = compact_mod.data_location(meta)
     tmp = tempfile.mkdtemp(prefix="tms-smallfiles-")
     try:
-        # the data files in node runs of at most NODE_CHUNK files each (a
-        # run of 10,000 would outlast run_node's timeout on a busy machine)
-        jobs, plan = [], []
-        for i in range(files):
+        # the data files: one node run, one COPY a file (compact.mjs's
+        # by_file write, which reads them back and checks every file holds
+        # exactly its rows, in order), described by three queries over all
+        outs = compact_mod.run_node({
+            "mode": "write", "by_file": True, "schema": {"fields": SCHEMA["fields"]},
+            "query": _files_query(files, rows_per_file, seed),
+            "output_dir": os.path.join(tmp, "data"), "file_prefix": "data",
+            "compression": "zstd", "iceberg_schema": json.dumps(SCHEMA)},
+            timeout=300 + files // 10)["files"] if files else []
+        if [o["file"] for o in outs] != list(range(files)) or \
+                any(o["records"] != rows_per_file for o in outs):
+            raise RuntimeError("compact.mjs wrote %d files of %d, not %d rows each"
+                               % (len(outs), files, rows_per_file))
+        written = []
+        for i, o in enumerate(outs):
             cat = "c%d" % (i % CATEGORIES)
             sub = ("category=%s/" % cat) if partitioned else ""
             prefix = "%05d-%d-%s" % (i, seed, uuid.UUID(int=rnd.getrandbits(128)))
-            jobs.append({"mode": "write", "schema": {"fields": SCHEMA["fields"]},
-                         "query": _rows_query(i * rows_per_file, rows_per_file, cat, seed),
-                         "output_files": 1, "output_dir": os.path.join(tmp, "d%05d" % i),
-                         "file_prefix": prefix, "compression": "zstd",
-                         "iceberg_schema": json.dumps(SCHEMA)})
-            plan.append((i, cat, data_dir + "/" + sub + prefix + "-00000.parquet"))
-        outs = []
-        for k in range(0, len(jobs), NODE_CHUNK):
-            outs += compact_mod.run_node({"jobs": jobs[k:k + NODE_CHUNK]})["results"]
-        written = []
-        for (i, cat, uri), res in zip(plan, outs):
-            o = res["files"][0]
-            with open(o["path"], "rb") as fh:
-                st.write(uri, fh.read())
+            uri = data_dir + "/" + sub + prefix + "-00000.parquet"
+            _put(st, uri, o["path"])
             part = {"category": cat} if partitioned else {}
             written.append((i, cat, uri, o, _data_file(uri, o, part)))
         # append snapshots
@@ -260,6 +276,19 @@ def make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
         return mloc if mloc is not None else opsworld.load(catalog, levels, name)[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _put(st, uri, path):
+    """Store the local file path at uri: moved into place when uri is local
+    (one rename, not a copy: 10,000 files are written this way), else
+    uploaded."""
+    if storage_mod.is_s3(uri):
+        with open(path, "rb") as fh:
+            st.write(uri, fh.read())
+        return
+    dst = st.local_path(uri)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    shutil.move(path, dst)
 
 
 def _push(catalog, levels, name, st, meta, snap, records):

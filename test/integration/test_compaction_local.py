@@ -22,9 +22,9 @@ catalog:
     no new file) and bucket/identity partitions keep their rows;
   - a table whose partition spec evolved: each spec's files are rewritten
     in their own spec;
-  - a table of 10,000 small files (one group per partition; with
-    TMS_SLOW_TESTS=1, as writing the table takes minutes -- bench/compact_bench.py
-    compacts such a table on every run too);
+  - a table of 10,000 small files (one group per partition, one replace
+    commit each; bench/compact_bench.py compacts such a table on every run
+    too);
   - the where filter selects partitions, and a bad one is refused before a
     job is recorded;
   - a writer committing during the compaction (the catalog's interpose
@@ -40,7 +40,6 @@ catalog:
 
 The module runs its own cluster, catalog, s3rver and file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_compaction_local.py
-     (TMS_SLOW_TESTS=1 for the 10,000 files)
 """
 
 import json
@@ -442,21 +441,29 @@ def test_where_selects_partitions(env):
     assert per == {"c0": 10, "c1": 1, "c2": 10, "c3": 1}, per
 
 
-@pytest.mark.skipif(os.environ.get("TMS_SLOW_TESTS") != "1",
-                    reason="writing 10,000 Parquet files takes minutes: TMS_SLOW_TESTS=1")
 def test_ten_thousand_small_files(env):
     mloc = small_table(env, "tenk", files=10000, rows_per_file=5, seed=1)
     _, meta0, before = live(env, "cmp", "tenk")
     assert len(before) == 10000
-    ib = ow.icebird(mloc, file_root=env["file_root"])
     want = rows(env, mloc)
+    assert len(want) == 50000
     groups = group_rows(plan(env, "cmp", "tenk"))
     assert [g["detail"]["files"] for g in groups] == [2500] * 4
     row = wait_job(env, run(env, "cmp", "tenk"), timeout=600)
-    mloc2, _, after = live(env, "cmp", "tenk")
+    mloc2, meta, after = live(env, "cmp", "tenk")
     assert len(after) == 4 and row["data_files_rewritten"] == 10000
+    assert row["data_files_added"] == 4, row
+    # four replace commits, one per group, on the table's last append; the
+    # catalog serves the last one
+    snaps = {s["snapshot-id"]: s for s in meta["snapshots"]}
+    chain, sid = [], meta["current-snapshot-id"]
+    while sid != meta0["current-snapshot-id"]:
+        chain.append(snaps[sid])
+        sid = snaps[sid]["parent-snapshot-id"]
+    assert len(chain) == 4 and all(s["summary"]["operation"] == "replace" for s in chain)
+    assert iceberg_js_load(env, "cmp", "tenk") == mloc2
     assert rows(env, mloc2) == want
-    assert ow.icebird(mloc2, file_root=env["file_root"])["records"] == ib["records"] == 50000
+    assert ow.icebird(mloc2, file_root=env["file_root"])["records"] == 50000
 
 
 # ---------------------------------------------------------------------------

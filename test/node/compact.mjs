@@ -22,6 +22,17 @@
 //                   applied Iceberg's sequence-number rules)
 //   query           write: a SQL query whose columns are named c_<field id>
 //                   (rows in the query's order)
+//   by_file         write: the query also has an integer column __file;
+//                   each of its values is one file (file_prefix-<value,
+//                   five digits>.parquet) of the rows with that value, in
+//                   the query's order; output_files and rows_per_file are
+//                   ignored.  All files are written by one COPY ...
+//                   PARTITION_BY (__file), then read back and compared with
+//                   the query's rows (each file exactly its rows, in order):
+//                   DuckDB's partitioned write may reverse a partition's
+//                   row chunks, so a file that differs is written again by
+//                   a COPY of its own and checked again; a second mismatch
+//                   is an error.
 //   sort            [{field_id, direction: "asc"|"desc",
 //                   nulls: "first"|"last"}]; none keeps the input order
 //                   (inputs in order, rows by position)
@@ -37,17 +48,21 @@
 // A batch {jobs: [job, ...]} runs them in one process and prints
 // {results: [output, ...]}.
 // Output (JSON on stdout): {input_rows, deleted_rows, files: [{path,
-//   records, size, field_ids: {column: id} as parquet_schema() reports
+//   file (by_file: its __file value), records, size, field_ids: {column: id} as parquet_schema() reports
 //   them, column_sizes: {id: bytes}, metrics: {id: {value_count,
 //   null_count, nan_count, lower, upper}}}]}.  Bounds are strings (integers,
 //   days for date, microseconds for time and timestamps, the decimal text,
 //   hex for binary, the text of floats) or booleans; null when the column
 //   has no non-null value.  The caller encodes them as Iceberg binary.
 // Rules: one DuckDB in-memory database, one thread (rows keep their order);
-// errors go to stderr with exit status 1; column names in the files are
-// Avro-sanitized (as Iceberg Java writes them).
+// one COPY per written file (by_file: one partitioned COPY for all, checked);
+// the written files are read back once and
+// described by three queries over all of them (parquet_schema,
+// parquet_metadata, one aggregate grouped by file), not by queries per
+// file; errors go to stderr with exit status 1; column names in the files
+// are Avro-sanitized (as Iceberg Java writes them).
 
-import { statSync, mkdirSync, readFileSync } from 'node:fs'
+import { statSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, existsSync } from 'node:fs'
 import path from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 
@@ -132,8 +147,8 @@ async function runJob(db, job) {
   const cols = fields.map(f => col(f.id))
 
   if (mode === 'write') {
-    await c.run(`CREATE TEMP TABLE rows AS SELECT ${cols.join(', ')}, row_number() OVER () - 1 AS __rn
-                 FROM (${job.query}) q`)
+    await c.run(`CREATE TEMP TABLE rows AS SELECT ${cols.join(', ')}${job.by_file ? ', __file' : ''},
+                 row_number() OVER () - 1 AS __rn FROM (${job.query}) q`)
   } else {
     const parts = []
     for (let i = 0; i < job.inputs.length; i++) {
@@ -179,11 +194,6 @@ async function runJob(db, job) {
       inputRows += Number((await all(`SELECT num_rows AS n FROM parquet_file_metadata(${lit(inp.path)})`))[0].n)
     }
   }
-  let perFile
-  if (job.rows_per_file) perFile = Math.max(1, Number(job.rows_per_file))
-  else perFile = Math.max(1, Math.ceil(total / Math.max(1, Number(job.output_files || 1))))
-  const nfiles = total === 0 ? 0 : Math.ceil(total / perFile)
-
   mkdirSync(job.output_dir, { recursive: true })
   const codec = CODECS[(job.compression || 'zstd').toLowerCase()]
   if (!codec) throw new Error(`unknown compression codec ${job.compression}`)
@@ -191,40 +201,117 @@ async function runJob(db, job) {
   const fieldIds = '{' + fields.map((f, i) => `${ident(names[i])}: ${f.id}`).join(', ') + '}'
   const kv = job.iceberg_schema ? `, KV_METADATA {'iceberg.schema': ${lit(job.iceberg_schema)}}` : ''
   const rowGroup = Number(job.row_group_size || 122880)
+  const options = `FORMAT PARQUET, FIELD_IDS ${fieldIds}, COMPRESSION ${codec}, ROW_GROUP_SIZE ${rowGroup}${kv}`
   const select = fields.map((f, i) => `${col(f.id)} AS ${ident(names[i])}`).join(', ')
-  const files = []
-  for (let n = 0; n < nfiles; n++) {
-    const out = path.join(job.output_dir, `${job.file_prefix || 'data'}-${String(n).padStart(5, '0')}.parquet`)
-    await c.run(`COPY (SELECT ${select} FROM rows WHERE __rn >= ${n * perFile} AND __rn < ${(n + 1) * perFile} ORDER BY __rn)
-                 TO ${lit(out)} (FORMAT PARQUET, FIELD_IDS ${fieldIds}, COMPRESSION ${codec}, ROW_GROUP_SIZE ${rowGroup}${kv})`)
-    const schemaRows = await all(`SELECT name, field_id FROM parquet_schema(${lit(out)})`)
-    const ids = {}
-    for (const r of schemaRows) if (r.field_id !== null) ids[r.name] = Number(r.field_id)
-    const sizes = {}
-    for (const r of await all(`SELECT path_in_schema AS p, sum(total_compressed_size) AS s
-                                FROM parquet_metadata(${lit(out)}) GROUP BY path_in_schema`)) {
-      const i = names.indexOf(r.p)
-      if (i >= 0) sizes[fields[i].id] = Number(r.s)
+  const fileName = n => path.join(job.output_dir, `${job.file_prefix || 'data'}-${String(n).padStart(5, '0')}.parquet`)
+  // which rows each file holds: a condition on rows, in __rn order
+  const written = []
+  const copyOne = w => c.run(`COPY (SELECT ${select} FROM rows WHERE ${w.where} ORDER BY __rn) TO ${lit(w.path)} (${options})`)
+  if (mode === 'write' && job.by_file) {
+    for (const r of await all('SELECT DISTINCT __file AS k FROM rows ORDER BY 1')) {
+      const k = Number(r.k)
+      if (!Number.isInteger(k) || k < 0) throw new Error(`bad __file value ${r.k}`)
+      written.push({ file: k, path: fileName(k), where: `__file = ${k}` })
     }
-    const aggs = ['count(*) AS n']
-    for (const f of fields) {
-      const x = col(f.id)
-      aggs.push(`count(${x}) AS nn_${f.id}`, `${boundExpr(f, 'min')} AS lo_${f.id}`, `${boundExpr(f, 'max')} AS hi_${f.id}`)
-      if (f.type === 'float' || f.type === 'double') aggs.push(`count(*) FILTER (WHERE isnan(${x})) AS nan_${f.id}`)
+    // all files by one partitioned COPY; a partition DuckDB did not write
+    // as exactly one file is written again by its own COPY
+    const staging = fileName('partitions').replace(/\.parquet$/, '')
+    await c.run(`COPY (SELECT ${select}, __file FROM rows ORDER BY __rn) TO ${lit(staging)}
+                 (${options}, PARTITION_BY (__file))`)
+    for (const w of written) {
+      const dir = path.join(staging, `__file=${w.file}`)
+      const inside = existsSync(dir) ? readdirSync(dir) : []
+      if (inside.length === 1) renameSync(path.join(dir, inside[0]), w.path)
+      else await copyOne(w)
     }
-    const m = (await all(`SELECT ${aggs.join(', ')} FROM read_parquet(${lit(out)}, schema=${schemaMap(fields)})`))[0]
-    const records = Number(m.n)
-    const metrics = {}
+    rmSync(staging, { recursive: true })
+  } else {
+    let perFile
+    if (job.rows_per_file) perFile = Math.max(1, Number(job.rows_per_file))
+    else perFile = Math.max(1, Math.ceil(total / Math.max(1, Number(job.output_files || 1))))
+    const nfiles = total === 0 ? 0 : Math.ceil(total / perFile)
+    for (let n = 0; n < nfiles; n++) {
+      written.push({ path: fileName(n), where: `__rn >= ${n * perFile} AND __rn < ${(n + 1) * perFile}` })
+      await copyOne(written.at(-1))
+    }
+  }
+  const files = await describe(c, all, written, fields, names, copyOne)
+  c.closeSync()
+  return { input_rows: inputRows, deleted_rows: inputRows - total, files }
+}
+
+// The written files read back (once, into the temporary table back), by_file
+// checked against the rows (every file holds exactly the rows of its
+// __file value, in the query's order: position in the file = rank by
+// __rn) -- DuckDB's partitioned COPY may put a partition's rows out of
+// order, so a file that fails the check is written again by its own COPY
+// (copyOne) and checked again, a second failure is an error -- and what the
+// manifests need of each file: field ids, column sizes, and the counts and
+// bounds of its rows, by three queries over all of them.
+async function describe(c, all, written, fields, names, copyOne) {
+  if (!written.length) return []
+  const cols = fields.map(f => col(f.id))
+  const listOf = ws => '[' + ws.map(w => lit(w.path)).join(', ') + ']'
+  const list = listOf(written)
+  const readBack = ws => `SELECT * FROM read_parquet(${listOf(ws)}, file_row_number=true, filename=true,
+                          schema=${schemaMap(fields)})`
+  await c.run(`CREATE TEMP TABLE back AS ${readBack(written)}`)
+  if (written[0].file !== undefined) {
+    await c.run(`CREATE TEMP TABLE src AS SELECT ${cols.join(', ')}, __file,
+                 row_number() OVER (PARTITION BY __file ORDER BY __rn) - 1 AS pos FROM rows`)
+    await c.run(`CREATE TEMP TABLE paths AS SELECT * FROM (VALUES ${written.map(w =>
+      `(${lit(w.path)}, ${w.file})`).join(', ')}) f(p, k)`)
+    const misplaced = async () => (await all(`
+      SELECT DISTINCT coalesce(src.__file, b.k) AS k
+      FROM src FULL JOIN (SELECT back.*, paths.k FROM back JOIN paths ON back.filename = paths.p) b
+           ON src.__file = b.k AND src.pos = b.file_row_number
+      WHERE src.pos IS NULL OR b.k IS NULL OR ${cols.map(x => `src.${x} IS DISTINCT FROM b.${x}`).join(' OR ')}
+      ORDER BY 1`)).map(r => Number(r.k))
+    const bad = await misplaced()
+    if (bad.length) {
+      const badSet = new Set(bad)
+      const redo = written.filter(w => badSet.has(w.file))
+      for (const w of redo) await copyOne(w)
+      await c.run(`DELETE FROM back WHERE filename IN (SELECT p FROM paths WHERE k IN (${bad.join(', ')}))`)
+      await c.run(`INSERT INTO back ${readBack(redo)}`)
+      const still = await misplaced()
+      if (still.length) throw new Error(`files ${still.slice(0, 10).join(', ')} do not hold their rows in the query's order`)
+    }
+    await c.run('DROP TABLE src')
+    await c.run('DROP TABLE paths')
+  }
+  const byPath = new Map(written.map(w => [w.path, { path: w.path, ...(w.file !== undefined ? { file: w.file } : {}),
+    records: 0, field_ids: {}, column_sizes: {}, metrics: undefined }]))
+  for (const r of await all(`SELECT file_name, name, field_id FROM parquet_schema(${list})`)) {
+    if (r.field_id !== null) byPath.get(r.file_name).field_ids[r.name] = Number(r.field_id)
+  }
+  for (const r of await all(`SELECT file_name, path_in_schema AS p, sum(total_compressed_size) AS s
+                              FROM parquet_metadata(${list}) GROUP BY ALL`)) {
+    const i = names.indexOf(r.p)
+    if (i >= 0) byPath.get(r.file_name).column_sizes[fields[i].id] = Number(r.s)
+  }
+  const aggs = ['filename AS __path', 'count(*) AS n']
+  for (const f of fields) {
+    const x = col(f.id)
+    aggs.push(`count(${x}) AS nn_${f.id}`, `${boundExpr(f, 'min')} AS lo_${f.id}`, `${boundExpr(f, 'max')} AS hi_${f.id}`)
+    if (f.type === 'float' || f.type === 'double') aggs.push(`count(*) FILTER (WHERE isnan(${x})) AS nan_${f.id}`)
+  }
+  for (const m of await all(`SELECT ${aggs.join(', ')} FROM back GROUP BY filename`)) {
+    const out = byPath.get(m.__path)
+    out.records = Number(m.n)
+    out.metrics = {}
     for (const f of fields) {
-      const nonNull = Number(m[`nn_${f.id}`])
-      metrics[f.id] = { value_count: records, null_count: records - nonNull,
+      out.metrics[f.id] = { value_count: out.records, null_count: out.records - Number(m[`nn_${f.id}`]),
         nan_count: m[`nan_${f.id}`] === undefined ? null : Number(m[`nan_${f.id}`]),
         lower: m[`lo_${f.id}`], upper: m[`hi_${f.id}`] }
     }
-    files.push({ path: out, records, size: statSync(out).size, field_ids: ids, column_sizes: sizes, metrics })
   }
-  c.closeSync()
-  return { input_rows: inputRows, deleted_rows: inputRows - total, files }
+  await c.run('DROP TABLE back')
+  return written.map(w => {
+    const out = byPath.get(w.path)
+    if (out.metrics === undefined) throw new Error(`${w.path} holds no row`)
+    return { ...out, size: statSync(w.path).size }
+  })
 }
 
 main().catch(err => {

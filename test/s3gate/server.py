@@ -9,7 +9,8 @@ check credentials like S3, which s3rver does neither of.
 
 It listens on 127.0.0.1 only, prints "gate listening on http://127.0.0.1:PORT"
 once it accepts connections, and exits cleanly on SIGTERM/SIGINT.  Only the
-Python standard library is used (and the test world's SigV4 verifier).
+Python standard library is used (and the test world's SigV4 verifier and
+HTTP scaffolding, test/httpserve.py).
 
 Throttling (off until configured): a token bucket of `rate` tokens a
 second holding at most `burst`, refilled continuously.
@@ -70,16 +71,16 @@ import http.client
 import json
 import os
 import re
-import signal
 import sys
 import threading
 import time
 import urllib.parse
 import xml.etree.ElementTree as ET
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "catalog"))
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+import httpserve  # noqa: E402  (the test world's HTTP scaffolding)
 import sigv4 as sigv4_mod  # noqa: E402  (the test world's one SigV4 verifier)
 
 HOP_BY_HOP = ("expect", "connection", "keep-alive", "proxy-connection",
@@ -190,28 +191,14 @@ def check_signature(state, method, raw_path, raw_query, headers, body):
 # HTTP
 # ---------------------------------------------------------------------------
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
+class Handler(httpserve.Handler):
     server_version = "tms-s3-gate/1"
+    log_prefix = "gate"
+    # a proxy: the answers carry s3rver's own Date and Server headers
+    server_headers = False
 
-    def log_message(self, fmt, *args):
-        if self.server.verbose:
-            sys.stderr.write("gate: %s\n" % (fmt % args))
-
-    def _reply(self, status, body=b"", headers=None, ctype="application/xml"):
-        head = ["HTTP/1.1 %d %s" % (status, self.responses.get(status, ("",))[0])]
-        hdrs = dict(headers or {})
-        hdrs.setdefault("Content-Type", ctype)
-        for k, v in hdrs.items():
-            head.append("%s: %s" % (k, v))
-        head.append("Content-Length: %d" % (0 if self.command == "HEAD" and not body else len(body)))
-        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") +
-                         (b"" if self.command == "HEAD" else body))
-
-    def _json(self, status, obj=None):
-        self._reply(status, json.dumps(obj).encode() if obj is not None else b"",
-                    ctype="application/json")
+    def _reply(self, status, body=b"", headers=None):
+        self.reply(status, body, headers, "application/xml")
 
     # -- forwarding -------------------------------------------------------------
 
@@ -239,10 +226,9 @@ class Handler(BaseHTTPRequestHandler):
         status, _, rh, data = self._upstream(self.command, self.path, body, headers)
         out = {k: v for k, v in rh if k.lower() not in HOP_BY_HOP + ("content-length",)}
         if self.command == "HEAD":
-            out["Content-Length"] = dict((k.lower(), v) for k, v in rh).get("content-length", "0")
-            head = ["HTTP/1.1 %d %s" % (status, self.responses.get(status, ("",))[0])]
-            head += ["%s: %s" % kv for kv in out.items()]
-            self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+            # the length of the body a GET would have, as s3rver said
+            self.reply(status, b"", out, None,
+                       dict((k.lower(), v) for k, v in rh).get("content-length", "0"))
         else:
             self._reply(status, data, out)
         entry["status"] = status
@@ -284,8 +270,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/admin/"):
             return self._admin()
         state = self.server.state
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
+        body = self.read_body()
         raw_path, _, raw_query = self.path.partition("?")
         headers = {k.lower(): v for k, v in self.headers.items()}
         is_delete = self.command == "POST" and "delete" in \
@@ -370,14 +355,13 @@ class Handler(BaseHTTPRequestHandler):
         state = self.server.state
         tok = self.server.admin_token
         if tok and self.headers.get("X-Admin-Token") != tok:
-            return self._json(403, {"error": "admin token required"})
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
+            return self.reply_error(403, "admin token required")
+        raw = self.read_body()
         path, _, query = self.path.partition("?")
         try:
             spec = json.loads(raw) if raw else {}
         except ValueError:
-            return self._json(400, {"error": "body must be JSON"})
+            return self.reply_error(400, "body must be JSON")
         m = self.command
         with state.lock:
             if path == "/admin/throttle" and m == "POST":
@@ -385,53 +369,48 @@ class Handler(BaseHTTPRequestHandler):
                 scope = spec.get("scope", "delete")
                 if mode not in ("request", "keys") or scope not in ("delete", "all") or \
                         float(spec.get("rate", 0)) <= 0:
-                    return self._json(400, {"error": "rate > 0, mode request|keys, scope delete|all"})
+                    return self.reply_error(400, "rate > 0, mode request|keys, scope delete|all")
                 state.throttle = {"bucket": Bucket(spec["rate"], spec.get("burst", 1)),
                                   "mode": mode, "scope": scope,
                                   "retry_after": spec.get("retry_after")}
-                return self._json(204)
+                return self.reply_json(204)
             if path == "/admin/throttle" and m == "DELETE":
                 state.throttle = None
-                return self._json(204)
+                return self.reply_json(204)
             if path == "/admin/delay" and m == "POST":
                 state.delay = {"seconds": float(spec.get("seconds", 5)),
                                "count": int(spec.get("count", 1)),
                                "scope": spec.get("scope", "delete")}
                 state.delay_released = threading.Event()
-                return self._json(204)
+                return self.reply_json(204)
             if path == "/admin/delay" and m == "DELETE":
                 state.delay = None
                 state.delay_released.set()
-                return self._json(204)
+                return self.reply_json(204)
             if path == "/admin/credentials" and m == "POST":
                 if not spec.get("access_key_id") or not spec.get("secret_access_key"):
-                    return self._json(400, {"error": "access_key_id and secret_access_key"})
+                    return self.reply_error(400, "access_key_id and secret_access_key")
                 state.keys[spec["access_key_id"]] = {
                     "secret": spec["secret_access_key"],
                     "token": spec.get("session_token"),
                     "expires_at": spec.get("expires_at")}
-                return self._json(204)
+                return self.reply_json(204)
             if path == "/admin/credentials" and m == "DELETE":
                 state.keys = {}
-                return self._json(204)
+                return self.reply_json(204)
             if path == "/admin/verify" and m == "POST":
                 state.verify = bool(spec.get("enabled"))
-                return self._json(204)
+                return self.reply_json(204)
             if path == "/admin/log" and m == "GET":
                 since = int(urllib.parse.parse_qs(query).get("since", ["0"])[0])
                 entries = [e for e in state.log if e["seq"] > since]
-                return self._json(200, {"requests": entries, "total": state.seq})
+                return self.reply_json(200, {"requests": entries, "total": state.seq})
             if path == "/admin/log" and m == "DELETE":
                 state.log = []
-                return self._json(204)
-        return self._json(404, {"error": "no such admin route: %s %s" % (m, path)})
+                return self.reply_json(204)
+        return self.reply_error(404, "no such admin route: %s %s" % (m, path))
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _handle
-
-
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
 
 
 def main(argv=None):
@@ -444,25 +423,13 @@ def main(argv=None):
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args(argv)
     up = urllib.parse.urlsplit(args.upstream)
-    server = Server(("127.0.0.1", args.port), Handler)
+    server = httpserve.Server(args.port, Handler, verbose=args.verbose)
     server.state = State()
     server.upstream_host = up.hostname
     server.upstream_port = up.port or 80
     server.upstream_key = args.upstream_key
     server.admin_token = args.admin_token
-    server.verbose = args.verbose
-
-    def stop(signum, frame):
-        server.state.delay_released.set()
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    print("gate listening on http://127.0.0.1:%d" % server.server_address[1], flush=True)
-    try:
-        server.serve_forever(poll_interval=0.2)
-    finally:
-        server.server_close()
+    httpserve.serve(server, "gate", on_stop=lambda: server.state.delay_released.set())
     return 0
 
 

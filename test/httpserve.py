@@ -1,0 +1,124 @@
+"""
+httpserve.py -- the HTTP scaffolding the test world's servers share: the
+REST catalog (test/catalog/server.py), the engine look-alikes
+(test/engines/server.py) and the S3 gate (test/s3gate/server.py).
+
+    class Handler(httpserve.Handler):
+        log_prefix = "catalog"              # --verbose lines "catalog: ..."
+        def do_GET(self):
+            body = self.read_body()         # Content-Length bytes, b"" without
+            self.reply(200, data, {"ETag": x}, "application/xml")
+            self.reply_json(200, {"k": "v"}) / self.reply_error(404, "no such route")
+
+    server = httpserve.Server(port, Handler, verbose=args.verbose)   # port 0: any
+    server.thing = ...                      # what the handlers read
+    httpserve.serve(server, "catalog", on_stop=None)
+
+serve() prints "<name> listening on http://127.0.0.1:PORT" (world.py waits
+for that line) once the server accepts connections, serves until SIGTERM or
+SIGINT (on_stop runs first, in the signal handler: release what requests
+wait on), and closes the socket.
+
+Rules: 127.0.0.1 only; a thread per connection, daemon threads (a hanging
+request never holds the process up at exit); HTTP/1.1 keep-alive, Nagle's
+algorithm off (head and body are two writes: with Nagle the body waits for
+the client's delayed ACK, ~40 ms an answer); every answer carries
+Content-Length; a client gone before its answer is complete closes the
+connection quietly.  Only the Python standard library.
+"""
+
+import json
+import signal
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HOST = "127.0.0.1"
+
+
+class Handler(BaseHTTPRequestHandler):
+    """The handler base: keep-alive, no Nagle, verbose logging, replies."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    # the prefix of the request log lines written with the server's verbose
+    log_prefix = "server"
+    # Server and Date headers on every answer; off for a proxy passing its
+    # upstream's own
+    server_headers = True
+
+    def log_message(self, fmt, *args):
+        if getattr(self.server, "verbose", False):
+            sys.stderr.write("%s: %s\n" % (self.log_prefix, fmt % args))
+
+    def read_body(self):
+        """The request body (Content-Length bytes; b"" without one)."""
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def reply(self, status, data=b"", headers=None, content_type=None, content_length=None):
+        """Answer: the status line, Content-Type content_type (unless None or
+        headers name one), headers, Content-Length (len(data), or
+        content_length: a HEAD answer's length of the body it does not
+        send), then data unless the request is a HEAD."""
+        headers = dict(headers or {})
+        try:
+            if self.server_headers:
+                self.send_response(status)
+            else:
+                self.send_response_only(status)
+            if content_type is not None and \
+                    not any(k.lower() == "content-type" for k in headers):
+                self.send_header("Content-Type", content_type)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length",
+                             str(len(data) if content_length is None else content_length))
+            self.end_headers()
+            if data and self.command != "HEAD":
+                self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            # the client gave up (a timeout, a response over its limit)
+            self.close_connection = True
+
+    def reply_json(self, status, obj=None, headers=None):
+        """Answer with obj as JSON (an empty body when obj is None)."""
+        self.reply(status, json.dumps(obj).encode() if obj is not None else b"", headers,
+                   "application/json")
+
+    def reply_error(self, status, message):
+        """Answer {"error": message}, the admin endpoints' error shape."""
+        self.reply_json(status, {"error": message})
+
+
+class Server(ThreadingHTTPServer):
+    """A threaded HTTP server on 127.0.0.1:port (0: a free port, see
+    .port); verbose turns the handlers' request log on."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, port, handler, verbose=False):
+        super().__init__((HOST, port), handler)
+        self.verbose = verbose
+
+    @property
+    def port(self):
+        return self.server_address[1]
+
+
+def serve(server, name, on_stop=None):
+    """Announce, serve until SIGTERM/SIGINT, close (see the module comment)."""
+    def stop(signum, frame):
+        if on_stop is not None:
+            on_stop()
+        # shutdown() waits for serve_forever(), which runs on this thread
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print("%s listening on http://%s:%d" % (name, HOST, server.port), flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
