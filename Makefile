@@ -183,8 +183,10 @@ UNIT_DRIVERS = $(sort $(wildcard test/unit/*_test.c))
 UNIT_BINS = $(patsubst test/unit/%_test.c,test/unit/build/%_test,$(UNIT_DRIVERS))
 
 # The plain-C layers a layer's unit driver and fuzz targets link besides its
-# own src/<layer>/*.c (dependencies go one way: iceberg -> io).
+# own src/<layer>/*.c (dependencies go one way: iceberg -> io, engine ->
+# io for the string buffer of io/strbuf.h).
 LAYER_DEPS_iceberg = io
+LAYER_DEPS_engine = io
 layer_srcs = $(wildcard src/$(1)/*.c) $(foreach d,$(LAYER_DEPS_$(1)),$(wildcard src/$(d)/*.c))
 
 # A unit driver named after a part of a layer links that layer.

@@ -13,6 +13,7 @@
 #define TMS_ICEBERG_INTERNAL_H
 
 #include "iceberg/iceberg.h"
+#include "io/strbuf.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define ICEBERG_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -73,19 +74,33 @@ extern char *iceberg_strdup(const char *s, IcebergError *err);
 extern uint64_t iceberg_hash_bytes(uint64_t h, const void *data, size_t len);
 
 /*
- * A growable byte buffer.  append functions return false only on
- * allocation failure or when the buffer would exceed "cap" (0: no cap).
+ * A growable byte buffer: the plain-C layers' one (io/strbuf.h), with
+ * functions that say whether they succeeded.  They return false only on
+ * allocation failure (or a size past SIZE_MAX / 2), which sticks (oom).
  */
-typedef struct IcebergBuf
-{
-	char	   *data;
-	size_t		len;
-	size_t		alloc;
-} IcebergBuf;
+typedef IoStrBuf IcebergBuf;
 
-extern bool iceberg_buf_reserve(IcebergBuf *b, size_t extra);
-extern bool iceberg_buf_append(IcebergBuf *b, const void *data, size_t len);
-extern void iceberg_buf_free(IcebergBuf *b);
+/* Room for "extra" more bytes plus a NUL. */
+static inline bool
+iceberg_buf_reserve(IcebergBuf *b, size_t extra)
+{
+	return io_sb_reserve(b, extra);
+}
+
+/* Append bytes; the buffer stays NUL-terminated. */
+static inline bool
+iceberg_buf_append(IcebergBuf *b, const void *data, size_t len)
+{
+	io_sb_append(b, data, len);
+	return !b->oom;
+}
+
+/* Release the buffer's memory and zero it. */
+static inline void
+iceberg_buf_free(IcebergBuf *b)
+{
+	io_sb_free(b);
+}
 
 /*
  * The layer's one string hash table: a map from strings to int64 values

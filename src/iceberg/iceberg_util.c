@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * iceberg_util.c
- *	  Error values, limits, byte buffers, hashing, the string map, and the
+ *	  Error values, limits, hashing, the string map, and the
  *	  two IoFileIO implementations of this layer (unconfined local files,
  *	  for tests and tools only, and an in-memory buffer).
  *
@@ -265,58 +265,6 @@ iceberg_hash_bytes(uint64_t h, const void *data, size_t len)
 		h *= UINT64_C(1099511628211);
 	}
 	return h;
-}
-
-/*
- * iceberg_buf_reserve: make room for "extra" more bytes plus a NUL.
- */
-bool
-iceberg_buf_reserve(IcebergBuf *b, size_t extra)
-{
-	size_t		need;
-	size_t		n;
-	char	   *p;
-
-	if (extra > SIZE_MAX / 2 - b->len)
-		return false;
-	need = b->len + extra + 1;
-	if (need <= b->alloc)
-		return true;
-	n = b->alloc ? b->alloc : 256;
-	while (n < need)
-		n *= 2;
-	p = realloc(b->data, n);
-	if (p == NULL)
-		return false;
-	b->data = p;
-	b->alloc = n;
-	return true;
-}
-
-/*
- * iceberg_buf_append: append bytes and keep the buffer NUL-terminated.
- */
-bool
-iceberg_buf_append(IcebergBuf *b, const void *data, size_t len)
-{
-	if (!iceberg_buf_reserve(b, len))
-		return false;
-	if (len > 0)
-		memcpy(b->data + b->len, data, len);
-	b->len += len;
-	b->data[b->len] = '\0';
-	return true;
-}
-
-/*
- * iceberg_buf_free: release the buffer's memory and zero it.
- */
-void
-iceberg_buf_free(IcebergBuf *b)
-{
-	free(b->data);
-	b->data = NULL;
-	b->len = b->alloc = 0;
 }
 
 /* Grows the string map's table to nslots (a power of two). */
