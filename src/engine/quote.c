@@ -3,8 +3,8 @@
  * quote.c
  *	  Escaping for each engine (Spark and Trino identifiers and string
  *	  literals, JSON strings), the tokeniser that checks a Trino WHERE
- *	  expression, exact number reading, and the layer's string buffer and
- *	  error helpers.
+ *	  expression, exact number reading, and the layer's error helpers
+ *	  (its string buffer is io/util/strbuf.h's).
  *
  * The escaping rules (statement.h):
  *	- Spark identifier: `name`, a backtick doubled;
@@ -37,123 +37,6 @@
 #include <string.h>
 
 #include "engine/statement_int.h"
-
-/* ---- string buffer ---- */
-
-void
-eng_buf_init(EngBuf *b)
-{
-	b->data = NULL;
-	b->len = 0;
-	b->cap = 0;
-	b->oom = false;
-}
-
-void
-eng_buf_free(EngBuf *b)
-{
-	free(b->data);
-	eng_buf_init(b);
-}
-
-static bool
-buf_reserve(EngBuf *b, size_t more)
-{
-	size_t		need;
-	size_t		cap;
-	char	   *d;
-
-	if (b->oom)
-		return false;
-	if (more > SIZE_MAX / 2 - b->len - 1)
-	{
-		b->oom = true;
-		return false;
-	}
-	need = b->len + more + 1;
-	if (need <= b->cap)
-		return true;
-	cap = b->cap ? b->cap : 64;
-	while (cap < need)
-		cap *= 2;
-	d = realloc(b->data, cap);
-	if (d == NULL)
-	{
-		b->oom = true;
-		return false;
-	}
-	b->data = d;
-	b->cap = cap;
-	return true;
-}
-
-void
-eng_buf_append(EngBuf *b, const char *s, size_t n)
-{
-	if (!buf_reserve(b, n))
-		return;
-	if (n > 0)
-		memcpy(b->data + b->len, s, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-}
-
-void
-eng_buf_puts(EngBuf *b, const char *s)
-{
-	eng_buf_append(b, s, strlen(s));
-}
-
-void
-eng_buf_putc(EngBuf *b, char c)
-{
-	eng_buf_append(b, &c, 1);
-}
-
-void
-eng_buf_printf(EngBuf *b, const char *fmt,...)
-{
-	va_list		ap;
-	char		small[256];
-	int			n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(small, sizeof(small), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-	{
-		b->oom = true;
-		return;
-	}
-	if ((size_t) n < sizeof(small))
-	{
-		eng_buf_append(b, small, (size_t) n);
-		return;
-	}
-	if (!buf_reserve(b, (size_t) n))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(b->data + b->len, (size_t) n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t) n;
-}
-
-char *
-eng_buf_steal(EngBuf *b)
-{
-	char	   *d;
-
-	if (b->oom)
-	{
-		eng_buf_free(b);
-		return NULL;
-	}
-	if (b->data == NULL)
-		return calloc(1, 1);
-	d = b->data;
-	eng_buf_init(b);
-	return d;
-}
 
 /* ---- errors ---- */
 

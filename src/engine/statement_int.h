@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * statement_int.h
- *	  Private declarations shared by the files of src/engine/: a growable
- *	  string buffer, error helpers, the small JSON reader of the options
+ *	  Private declarations shared by the files of src/engine/: the names
+ *	  it gives the growable string buffer of io/util/strbuf.h, error helpers, the small
+ *	  JSON reader of the options
  *	  (options_json.c), the quoting of names and literals for each engine and the
  *	  Trino WHERE tokeniser (quote.c), and the checked options (engine_options.c)
  *	  that statement.c turns into statements.
@@ -26,6 +27,7 @@
 #define TMS_ENGINE_INT_H
 
 #include "engine/statement.h"
+#include "io/util/strbuf.h"
 
 #if defined(__GNUC__)
 #define ENG_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -40,24 +42,18 @@
 #define ENG_MAX_JSON_DEPTH		8
 #define ENG_MAX_LIST_ITEMS		10000
 
-/* ---- string buffer (quote.c) ---- */
+/* ---- string buffer: the plain-C layers' one (io/util/strbuf.h) ---- */
 
-typedef struct EngBuf
-{
-	char	   *data;
-	size_t		len;
-	size_t		cap;
-	bool		oom;			/* sticks once set */
-} EngBuf;
+typedef IoStrBuf EngBuf;
 
-extern void eng_buf_init(EngBuf *b);
-extern void eng_buf_free(EngBuf *b);
-extern void eng_buf_append(EngBuf *b, const char *s, size_t n);
-extern void eng_buf_puts(EngBuf *b, const char *s);
-extern void eng_buf_putc(EngBuf *b, char c);
-extern void eng_buf_printf(EngBuf *b, const char *fmt,...) ENG_PRINTF(2, 3);
+#define eng_buf_init(b)				io_sb_init(b)
+#define eng_buf_free(b)				io_sb_free(b)
+#define eng_buf_append(b, s, n)		io_sb_append((b), (s), (n))
+#define eng_buf_puts(b, s)			io_sb_puts((b), (s))
+#define eng_buf_putc(b, c)			io_sb_putc((b), (c))
+#define eng_buf_printf				io_sb_printf
 /* Hand the text over (NULL when out of memory); the buffer is reset. */
-extern char *eng_buf_steal(EngBuf *b);
+#define eng_buf_steal(b)			io_sb_steal(b)
 
 /* ---- errors (quote.c) ---- */
 

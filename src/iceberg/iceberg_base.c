@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * iceberg_base.c
- *	  Error values, limits, byte buffers, hashing, a string set, and the
+ *	  Error values, limits, hashing, the string map, and the
  *	  two IoFileIO implementations of this layer (unconfined local files,
  *	  for tests and tools only, and an in-memory buffer).
  *
@@ -267,140 +267,129 @@ iceberg_hash_bytes(uint64_t h, const void *data, size_t len)
 	return h;
 }
 
-/*
- * iceberg_buf_reserve: make room for "extra" more bytes plus a NUL.
- */
-bool
-iceberg_buf_reserve(IcebergBuf *b, size_t extra)
-{
-	size_t		need;
-	size_t		n;
-	char	   *p;
-
-	if (extra > SIZE_MAX / 2 - b->len)
-		return false;
-	need = b->len + extra + 1;
-	if (need <= b->alloc)
-		return true;
-	n = b->alloc ? b->alloc : 256;
-	while (n < need)
-		n *= 2;
-	p = realloc(b->data, n);
-	if (p == NULL)
-		return false;
-	b->data = p;
-	b->alloc = n;
-	return true;
-}
-
-/*
- * iceberg_buf_append: append bytes and keep the buffer NUL-terminated.
- */
-bool
-iceberg_buf_append(IcebergBuf *b, const void *data, size_t len)
-{
-	if (!iceberg_buf_reserve(b, len))
-		return false;
-	if (len > 0)
-		memcpy(b->data + b->len, data, len);
-	b->len += len;
-	b->data[b->len] = '\0';
-	return true;
-}
-
-/*
- * iceberg_buf_free: release the buffer's memory and zero it.
- */
-void
-iceberg_buf_free(IcebergBuf *b)
-{
-	free(b->data);
-	b->data = NULL;
-	b->len = b->alloc = 0;
-}
-
-/* Grows the string set's table to nslots (a power of two). */
+/* Grows the string map's table to nslots (a power of two). */
 static bool
-string_set_grow(IcebergStringSet *set, size_t nslots)
+strmap_grow(IcebergStrMap *m, size_t nslots)
 {
-	char	  **slots = calloc(nslots, sizeof(char *));
+	char	  **keys = calloc(nslots, sizeof(char *));
 	uint64_t   *hashes = calloc(nslots, sizeof(uint64_t));
+	int64_t    *values = calloc(nslots, sizeof(int64_t));
 	size_t		i;
 
-	if (slots == NULL || hashes == NULL)
+	if (keys == NULL || hashes == NULL || values == NULL)
 	{
-		free(slots);
+		free(keys);
 		free(hashes);
+		free(values);
 		return false;
 	}
-	for (i = 0; i < set->nslots; i++)
+	for (i = 0; i < m->nslots; i++)
 	{
 		size_t		j;
 
-		if (set->slots[i] == NULL)
+		if (m->keys[i] == NULL)
 			continue;
-		j = set->hashes[i] & (nslots - 1);
-		while (slots[j] != NULL)
+		j = m->hashes[i] & (nslots - 1);
+		while (keys[j] != NULL)
 			j = (j + 1) & (nslots - 1);
-		slots[j] = set->slots[i];
-		hashes[j] = set->hashes[i];
+		keys[j] = m->keys[i];
+		hashes[j] = m->hashes[i];
+		values[j] = m->values[i];
 	}
-	free(set->slots);
-	free(set->hashes);
-	set->slots = slots;
-	set->hashes = hashes;
-	set->nslots = nslots;
+	free(m->keys);
+	free(m->hashes);
+	free(m->values);
+	m->keys = keys;
+	m->hashes = hashes;
+	m->values = values;
+	m->nslots = nslots;
 	return true;
 }
 
+/* The slot of key (h its hash) or the empty slot where it would go. */
+static size_t
+strmap_slot(const IcebergStrMap *m, const char *key, uint64_t h)
+{
+	size_t		j = h & (m->nslots - 1);
+
+	while (m->keys[j] != NULL &&
+		   !(m->hashes[j] == h && strcmp(m->keys[j], key) == 0))
+		j = (j + 1) & (m->nslots - 1);
+	return j;
+}
+
 /*
- * iceberg_string_set_add: insert a copy of key unless present.
+ * iceberg_strmap_get: the value of key, or NULL.
  */
-bool
-iceberg_string_set_add(IcebergStringSet *set, const char *key, bool *added)
+int64_t *
+iceberg_strmap_get(const IcebergStrMap *m, const char *key)
+{
+	size_t		j;
+
+	if (m->nslots == 0)
+		return NULL;
+	j = strmap_slot(m, key, iceberg_hash_bytes(ICEBERG_HASH_INIT, key, strlen(key)));
+	return m->keys[j] != NULL ? &m->values[j] : NULL;
+}
+
+/*
+ * iceberg_strmap_put: the value of key, inserted (a copy of key, unless
+ * borrowed) with the value init when absent.
+ */
+int64_t *
+iceberg_strmap_put(IcebergStrMap *m, const char *key, int64_t init, bool *added)
 {
 	size_t		len = strlen(key);
 	uint64_t	h = iceberg_hash_bytes(ICEBERG_HASH_INIT, key, len);
 	size_t		j;
 	char	   *copy;
 
-	*added = false;
-	if ((set->count + 1) * 2 > set->nslots)
+	if (added != NULL)
+		*added = false;
+	if ((m->count + 1) * 2 > m->nslots)
 	{
-		if (!string_set_grow(set, set->nslots ? set->nslots * 2 : 64))
-			return false;
+		if (!strmap_grow(m, m->nslots ? m->nslots * 2 : 64))
+			return NULL;
 	}
-	j = h & (set->nslots - 1);
-	while (set->slots[j] != NULL)
+	j = strmap_slot(m, key, h);
+	if (m->keys[j] != NULL)
+		return &m->values[j];
+	if (m->borrow_keys)
+		copy = (char *) key;
+	else
 	{
-		if (set->hashes[j] == h && strcmp(set->slots[j], key) == 0)
-			return true;
-		j = (j + 1) & (set->nslots - 1);
+		copy = malloc(len + 1);
+		if (copy == NULL)
+			return NULL;
+		memcpy(copy, key, len + 1);
 	}
-	copy = malloc(len + 1);
-	if (copy == NULL)
-		return false;
-	memcpy(copy, key, len + 1);
-	set->slots[j] = copy;
-	set->hashes[j] = h;
-	set->count++;
-	*added = true;
-	return true;
+	m->keys[j] = copy;
+	m->hashes[j] = h;
+	m->values[j] = init;
+	m->count++;
+	if (added != NULL)
+		*added = true;
+	return &m->values[j];
 }
 
 /*
- * iceberg_string_set_free: free every key and the table.
+ * iceberg_strmap_free: free the table and every key it copied; the map
+ * is empty again (borrow_keys kept).
  */
 void
-iceberg_string_set_free(IcebergStringSet *set)
+iceberg_strmap_free(IcebergStrMap *m)
 {
+	bool		borrow = m->borrow_keys;
 	size_t		i;
 
-	for (i = 0; i < set->nslots; i++)
-		free(set->slots[i]);
-	free(set->slots);
-	free(set->hashes);
-	memset(set, 0, sizeof(*set));
+	if (!borrow)
+		for (i = 0; i < m->nslots; i++)
+			free(m->keys[i]);
+	free(m->keys);
+	free(m->hashes);
+	free(m->values);
+	memset(m, 0, sizeof(*m));
+	m->borrow_keys = borrow;
 }
 
 /* ---------------------------------------------------------------------

@@ -13,6 +13,7 @@
 #define TMS_ICEBERG_INTERNAL_H
 
 #include "iceberg/iceberg.h"
+#include "io/util/strbuf.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define ICEBERG_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -73,36 +74,63 @@ extern char *iceberg_strdup(const char *s, IcebergError *err);
 extern uint64_t iceberg_hash_bytes(uint64_t h, const void *data, size_t len);
 
 /*
- * A growable byte buffer.  append functions return false only on
- * allocation failure or when the buffer would exceed "cap" (0: no cap).
+ * A growable byte buffer: the plain-C layers' one (io/util/strbuf.h), with
+ * functions that say whether they succeeded.  They return false only on
+ * allocation failure (or a size past SIZE_MAX / 2), which sticks (oom).
  */
-typedef struct IcebergBuf
-{
-	char	   *data;
-	size_t		len;
-	size_t		alloc;
-} IcebergBuf;
+typedef IoStrBuf IcebergBuf;
 
-extern bool iceberg_buf_reserve(IcebergBuf *b, size_t extra);
-extern bool iceberg_buf_append(IcebergBuf *b, const void *data, size_t len);
-extern void iceberg_buf_free(IcebergBuf *b);
+/* Room for "extra" more bytes plus a NUL. */
+static inline bool
+iceberg_buf_reserve(IcebergBuf *b, size_t extra)
+{
+	return io_sb_reserve(b, extra);
+}
+
+/* Append bytes; the buffer stays NUL-terminated. */
+static inline bool
+iceberg_buf_append(IcebergBuf *b, const void *data, size_t len)
+{
+	io_sb_append(b, data, len);
+	return !b->oom;
+}
+
+/* Release the buffer's memory and zero it. */
+static inline void
+iceberg_buf_free(IcebergBuf *b)
+{
+	io_sb_free(b);
+}
 
 /*
- * A set of strings (manifest paths in the walk, referenced data files in
- * the delete index).  Open addressing, keys copied.
+ * The layer's one string hash table: a map from strings to int64 values
+ * (manifest paths seen by the walk, referenced data files in the delete
+ * index of metrics.c, paths to indexes in compaction).  Open addressing
+ * with linear probing, FNV-1a (iceberg_hash_bytes), load at most 1/2,
+ * 64 slots at first.  Keys are copied, or borrowed when borrow_keys is
+ * set before the first insert (they must then outlive the map).  A map
+ * all zero but borrow_keys is empty; iceberg_strmap_free returns it to
+ * that state.
  */
-typedef struct IcebergStringSet
+typedef struct IcebergStrMap
 {
-	char	  **slots;
+	char	  **keys;			/* NULL: an empty slot */
 	uint64_t   *hashes;
-	size_t		nslots;
+	int64_t    *values;
+	size_t		nslots;			/* 0 or a power of two */
 	size_t		count;
-} IcebergStringSet;
+	bool		borrow_keys;
+} IcebergStrMap;
 
-/* Inserts key; *added tells whether it was new. False on OOM. */
-extern bool iceberg_string_set_add(IcebergStringSet *set, const char *key,
-								   bool *added);
-extern void iceberg_string_set_free(IcebergStringSet *set);
+/* The value of key, or NULL when key is absent. */
+extern int64_t *iceberg_strmap_get(const IcebergStrMap *m, const char *key);
+/*
+ * The value of key, inserted with the value init when absent (*added
+ * tells whether it was, when added is not NULL).  NULL when out of memory.
+ */
+extern int64_t *iceberg_strmap_put(IcebergStrMap *m, const char *key,
+								   int64_t init, bool *added);
+extern void iceberg_strmap_free(IcebergStrMap *m);
 
 /* ---- Avro object container reader (avro_*.c, see avro_internal.h) ---- */
 

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * io_int.h
- *		Private declarations shared by the files of src/io/: a growable
- *		string buffer, error helpers, JSON parsing under a budget and the
+ *		Private declarations shared by the files of src/io/: the growable
+ *		string buffer (strbuf.h, shared with the layers above), error
+ *		helpers, JSON parsing under a budget and the
  *		HTTP core.
  *
  * Not part of the layer's interface (that is io.h); nothing outside
@@ -17,30 +18,7 @@
 
 #include "io/io.h"
 #include "io/util/jsonmem.h"
-
-#if defined(__GNUC__)
-#define IO_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define IO_PRINTF(f, a)
-#endif
-
-/* A growable NUL-terminated byte buffer; oom sticks once set. */
-typedef struct IoStrBuf
-{
-	char	   *data;
-	size_t		len;
-	size_t		cap;
-	bool		oom;
-} IoStrBuf;
-
-extern void io_sb_init(IoStrBuf *sb);
-extern void io_sb_free(IoStrBuf *sb);
-extern void io_sb_append(IoStrBuf *sb, const char *s, size_t n);
-extern void io_sb_puts(IoStrBuf *sb, const char *s);
-extern void io_sb_putc(IoStrBuf *sb, char c);
-extern void io_sb_printf(IoStrBuf *sb, const char *fmt,...) IO_PRINTF(2, 3);
-/* Hand the buffer over (never NULL unless oom); the IoStrBuf is reset. */
-extern char *io_sb_steal(IoStrBuf *sb);
+#include "io/util/strbuf.h"
 
 /* Set *err (code, status, formatted message); detail cleared. Returns -1. */
 extern int	io_set_error(IoError *err, IoErrorCode code, long status,

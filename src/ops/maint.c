@@ -99,6 +99,7 @@
 #include "ops/maint.h"
 #include "ops/maint_int.h"
 #include "ops/ops.h"
+#include "ops/outcome.h"
 #include "ops/policy.h"
 #include "sched/lease.h"
 #include "sched/sched.h"
@@ -1292,6 +1293,7 @@ maintenance_handler(SchedTask *task, ErrorData **error)
 	MaintRun   *run = palloc0(sizeof(MaintRun));
 	StartStep	st;
 	FinishStep	fin;
+	OpsRunFailure failure;
 	volatile SchedOutcome outcome = SCHED_DONE;
 	char	   *end;
 
@@ -1358,32 +1360,18 @@ maintenance_handler(SchedTask *task, ErrorData **error)
 					run->result == MAINT_SKIPPED ? "skipped" :
 					run->result == MAINT_CANCELLED ? "cancelled" : "failed";
 				sched_owner_step(step_finish, &fin);
-				if (!fin.held)
-					outcome = SCHED_LEASE_LOST;
-				else if (strcmp(fin.state, "pending") == 0)
-				{
-					MemoryContextSwitchTo(old);
-					*error = sched_error(run->sqlerrcode ? run->sqlerrcode :
-										 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error,
-										 run->detail[0] ? run->detail : NULL);
-					(*error)->hint = run->hint[0] ? pstrdup(run->hint) : NULL;
-					outcome = SCHED_FAILED;
-				}
-				else if (strcmp(fin.state, "failed") == 0)
-				{
-					ereport(LOG,
-							(errmsg("maintenance job " INT64_FORMAT " (%s of %s.%s) failed: %s",
-									run->job_id, maint_op_name(run->opt.op), run->ns,
-									run->table, run->error),
-							 run->detail[0] ? errdetail_internal("%s", run->detail) : 0,
-							 run->hint[0] ? errhint("%s", run->hint) : 0));
-					/* done for good: the task's history row has the failure */
-					MemoryContextSwitchTo(old);
-					*error = sched_error(run->sqlerrcode ? run->sqlerrcode :
-										 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error,
-										 run->detail[0] ? run->detail : NULL);
-					(*error)->hint = run->hint[0] ? pstrdup(run->hint) : NULL;
-				}
+				failure.sqlerrcode = run->sqlerrcode;
+				failure.message = run->error;
+				failure.detail = run->detail;
+				failure.hint = run->hint;
+				outcome = ops_run_outcome(!fin.held ? OPS_RUN_LEASE_LOST :
+										  strcmp(fin.state, "pending") == 0 ? OPS_RUN_RETRY :
+										  strcmp(fin.state, "failed") == 0 ? OPS_RUN_FAILED :
+										  OPS_RUN_ENDED, &failure,
+										  psprintf("maintenance job " INT64_FORMAT " (%s of %s.%s)",
+												   run->job_id, maint_op_name(run->opt.op),
+												   run->ns, run->table),
+										  old, error);
 			}
 		}
 	}

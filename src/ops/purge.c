@@ -80,6 +80,7 @@
 #include "observe/stats.h"
 #include "io/util/secret_names.h"
 #include "ops/ops.h"
+#include "ops/outcome.h"
 #include "ops/purge.h"
 #include "ops/purge_int.h"
 #include "sched/lease.h"
@@ -1205,6 +1206,7 @@ purge_handler(SchedTask *task, ErrorData **error)
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	PurgeRun   *run = palloc0(sizeof(PurgeRun));
 	FinishArg	fin;
+	OpsRunFailure failure;
 	char	   *end;
 	volatile SchedOutcome outcome = SCHED_DONE;
 
@@ -1278,30 +1280,16 @@ purge_handler(SchedTask *task, ErrorData **error)
 				fin.terminal = run->result == RUN_TERMINAL;
 				fin.state = NULL;
 				sched_owner_step(step_finish, &fin);
-				if (fin.state == NULL)
-					outcome = SCHED_LEASE_LOST;
-				else if (strcmp(fin.state, "PENDING") == 0)
-				{
-					MemoryContextSwitchTo(old);
-					*error = sched_error(run->sqlerrcode ? run->sqlerrcode :
-										 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error, NULL);
-					outcome = SCHED_FAILED;
-				}
-				else
-				{
-					if (strcmp(fin.state, "FAILED") == 0)
-					{
-						ereport(LOG,
-								(errmsg("purge job " INT64_FORMAT " failed: %s", run->job_id,
-										run->error)));
-						/* done for good: the task's history row has the failure */
-						MemoryContextSwitchTo(old);
-						*error = sched_error(run->sqlerrcode ? run->sqlerrcode :
-											 ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, run->error,
-											 NULL);
-					}
-					outcome = SCHED_DONE;
-				}
+				failure.sqlerrcode = run->sqlerrcode;
+				failure.message = run->error;
+				failure.detail = NULL;
+				failure.hint = NULL;
+				outcome = ops_run_outcome(fin.state == NULL ? OPS_RUN_LEASE_LOST :
+										  strcmp(fin.state, "PENDING") == 0 ? OPS_RUN_RETRY :
+										  strcmp(fin.state, "FAILED") == 0 ? OPS_RUN_FAILED :
+										  OPS_RUN_ENDED, &failure,
+										  psprintf("purge job " INT64_FORMAT, run->job_id),
+										  old, error);
 			}
 		}
 	}

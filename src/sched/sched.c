@@ -77,6 +77,7 @@
 #include "bridge/catalog.h"
 #include "bridge/role.h"
 #include "observe/stats.h"
+#include "bridge/subxact.h"
 #include "bridge/usercode.h"
 #include "sched/lease.h"
 #include "sched/sched.h"
@@ -1007,60 +1008,52 @@ sched_step(void (*fn) (void *arg), void *arg)
 	MemoryContextSwitchTo(cxt);
 }
 
+/* sched_try_step's work in its subtransaction: fn with SPI and a snapshot. */
+typedef struct TryStep
+{
+	void		(*fn) (void *arg);
+	void	   *arg;
+} TryStep;
+
+static void
+try_step_body(void *arg)
+{
+	TryStep    *t = (TryStep *) arg;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	MemoryContextSwitchTo(cxt);
+	t->fn(t->arg);
+	PopActiveSnapshot();
+	SPI_finish();
+}
+
 /*
  * Like sched_step(), but an error fn raises is returned as a value: the
- * step's work is rolled back (a subtransaction around fn), its
- * transaction ends, and false is returned with *error (copied in the
- * caller's context).  A query cancel, a termination and running out of
- * memory are raised again, not returned: the executor must stop.
+ * step's work is rolled back (a subtransaction around fn,
+ * bridge/subxact.h), its transaction ends, and false is returned with
+ * *error (copied in the caller's context).  A query cancel, a termination
+ * and running out of memory are raised again, not returned: the executor
+ * must stop (tms_error_must_propagate).
  */
 bool
 sched_try_step(void (*fn) (void *arg), void *arg, ErrorData **error)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner;
 	bool		session = IsTransactionState();
-	volatile bool ok = true;
+	TryStep		t;
+	bool		ok;
 
-	*error = NULL;
 	if (!session)
 	{
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
 	}
-	owner = CurrentResourceOwner;
-	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		SPI_connect();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		MemoryContextSwitchTo(cxt);
-		fn(arg);
-		PopActiveSnapshot();
-		SPI_finish();
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *e;
-
-		MemoryContextSwitchTo(cxt);
-		e = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		/* the executor must stop: raise it again, out of the subtransaction */
-		if (e->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			e->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
-			ReThrowError(e);
-		*error = e;
-		ok = false;
-	}
-	PG_END_TRY();
+	t.fn = fn;
+	t.arg = arg;
+	ok = tms_try_subxact(try_step_body, &t, error);
 	if (session)
 		sched_session_commit();
 	else

@@ -21,8 +21,9 @@
  * Rows of views, and updates that change neither the location nor the
  * name, make no event.  Each event is recorded by tms._jdbc_event, as the
  * extension's owner, in a subtransaction: tms's bookkeeping must never
- * make a catalog's commit fail, so an error there (other than a cancel)
- * is reported as a WARNING and the commit goes on; the group is still
+ * make a catalog's commit fail, so an error there (other than a cancel,
+ * a termination or running out of memory: bridge/subxact.h) is reported
+ * as a WARNING and the commit goes on; the group is still
  * refreshed every tms.commit_event_resync_interval.
  *
  *-------------------------------------------------------------------------
@@ -39,6 +40,7 @@
 #include "utils/resowner.h"
 
 #include "bridge/role.h"
+#include "bridge/subxact.h"
 
 PG_FUNCTION_INFO_V1(tms_jdbc_commit_trigger);
 
@@ -97,73 +99,78 @@ same(const char *a, const char *b)
 	return strcmp(a, b) == 0;
 }
 
-/* Record one event; errors become a WARNING (see the file header). */
+/* One event to record (record_event_body's argument). */
+typedef struct EventArg
+{
+	Oid			relid;
+	const PointerRow *p;
+	bool		dropped;
+} EventArg;
+
+/* tms._jdbc_event for one event, in record_event's subtransaction. */
+static void
+record_event_body(void *arg)
+{
+	EventArg   *ev = (EventArg *) arg;
+	Oid			relid = ev->relid;
+	const PointerRow *p = ev->p;
+	bool		dropped = ev->dropped;
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	TmsRoleSave save;
+	int			rc;
+
+	values[0] = ObjectIdGetDatum(relid);
+	if (p->catalog)
+		values[1] = CStringGetTextDatum(p->catalog);
+	else
+		nulls[1] = 'n';
+	values[2] = CStringGetTextDatum(p->ns);
+	values[3] = CStringGetTextDatum(p->table);
+	if (p->location && !dropped)
+		values[4] = CStringGetTextDatum(p->location);
+	else
+		nulls[4] = 'n';
+	values[5] = BoolGetDatum(dropped);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (event_plan == NULL)
+	{
+		Oid			types[6] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID};
+		SPIPlanPtr	plan = SPI_prepare("SELECT tms._jdbc_event($1, $2, $3, $4, $5, $6)",
+									   6, types);
+
+		if (plan == NULL || SPI_keepplan(plan) != 0)
+			elog(ERROR, "could not prepare the commit event: %s",
+				 SPI_result_code_string(SPI_result));
+		event_plan = plan;
+	}
+	tms_become_extension_owner(&save);
+	rc = SPI_execute_plan(event_plan, values, nulls, false, 0);
+	tms_restore_role(&save);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not record a commit event: %s", SPI_result_code_string(rc));
+	SPI_finish();
+}
+
+/*
+ * Record one event; errors become a WARNING (see the file header), but
+ * those tms_error_must_propagate names (a cancel, a termination, out of
+ * memory), which are raised again (bridge/subxact.h).
+ */
 static void
 record_event(Oid relid, const PointerRow *p, bool dropped)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
+	EventArg	ev;
+	ErrorData  *e;
 
 	if (!p->is_table || p->ns == NULL || p->table == NULL)
 		return;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
+	ev.relid = relid;
+	ev.p = p;
+	ev.dropped = dropped;
+	if (!tms_try_subxact(record_event_body, &ev, &e))
 	{
-		Datum		values[6];
-		char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-		TmsRoleSave save;
-		int			rc;
-
-		values[0] = ObjectIdGetDatum(relid);
-		if (p->catalog)
-			values[1] = CStringGetTextDatum(p->catalog);
-		else
-			nulls[1] = 'n';
-		values[2] = CStringGetTextDatum(p->ns);
-		values[3] = CStringGetTextDatum(p->table);
-		if (p->location && !dropped)
-			values[4] = CStringGetTextDatum(p->location);
-		else
-			nulls[4] = 'n';
-		values[5] = BoolGetDatum(dropped);
-		if (SPI_connect() != SPI_OK_CONNECT)
-			elog(ERROR, "SPI_connect failed");
-		if (event_plan == NULL)
-		{
-			Oid			types[6] = {OIDOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID};
-			SPIPlanPtr	plan = SPI_prepare("SELECT tms._jdbc_event($1, $2, $3, $4, $5, $6)",
-										   6, types);
-
-			if (plan == NULL || SPI_keepplan(plan) != 0)
-				elog(ERROR, "could not prepare the commit event: %s",
-					 SPI_result_code_string(SPI_result));
-			event_plan = plan;
-		}
-		tms_become_extension_owner(&save);
-		rc = SPI_execute_plan(event_plan, values, nulls, false, 0);
-		tms_restore_role(&save);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "could not record a commit event: %s", SPI_result_code_string(rc));
-		SPI_finish();
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *e;
-
-		MemoryContextSwitchTo(cxt);
-		e = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (e->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			e->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
-			e->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
-			ReThrowError(e);
 		ereport(WARNING,
 				(errcode(e->sqlerrcode),
 				 errmsg("tms could not record a commit event of table \"%s.%s\": %s",
@@ -172,7 +179,6 @@ record_event(Oid relid, const PointerRow *p, bool dropped)
 				 errhint("The catalog's commit goes on; tms sees it at the next refresh of the table's groups.")));
 		FreeErrorData(e);
 	}
-	PG_END_TRY();
 }
 
 Datum

@@ -108,7 +108,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 				rc = io_rest_read_token(cat, body, len, &err);
 				check_rc(rc, &err);
-				if (rc == 0 && (cat->token == NULL || cat->token_expires_ms < 0))
+				if (rc == 0 && (cat->oauth.token == NULL || cat->oauth.expires_ms < 0))
 					abort();
 				io_catalog_free(cat);
 				break;

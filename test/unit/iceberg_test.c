@@ -27,6 +27,7 @@
 
 #include "dsl/dsl.h"
 #include "iceberg/iceberg.h"
+#include "iceberg/iceberg_internal.h"
 #include "io/io.h"
 #include "unit.h"
 
@@ -1932,6 +1933,65 @@ test_json_budget(void)
 	}
 }
 
+/* The layer's string map (iceberg_strmap, iceberg_internal.h). */
+static void
+test_strmap(void)
+{
+	IcebergStrMap m = {0};
+	IcebergStrMap b = {0};
+	char		key[32];
+	char		keys[200][16];
+	bool		added;
+	int64_t    *v;
+	int			i;
+	bool		ok = true;
+
+	CHECK(iceberg_strmap_get(&m, "a") == NULL, "strmap: empty map has no key");
+	/* past several growths: every key keeps its value */
+	for (i = 0; i < 1000; i++)
+	{
+		snprintf(key, sizeof(key), "s3://b/p/%d.parquet", i);
+		v = iceberg_strmap_put(&m, key, i, &added);
+		ok = ok && v != NULL && added && *v == i;
+	}
+	CHECK(ok && m.count == 1000 && m.nslots >= 2000, "strmap: 1000 keys, load at most 1/2");
+	ok = true;
+	for (i = 0; i < 1000; i++)
+	{
+		snprintf(key, sizeof(key), "s3://b/p/%d.parquet", i);
+		v = iceberg_strmap_get(&m, key);
+		ok = ok && v != NULL && *v == i;
+	}
+	CHECK(ok, "strmap: every key found with its value");
+	/* a present key: not added, its value kept, and writable */
+	v = iceberg_strmap_put(&m, "s3://b/p/7.parquet", -1, &added);
+	CHECK(v != NULL && !added && *v == 7, "strmap: a present key is not added again");
+	*v = 70;
+	CHECK(*iceberg_strmap_get(&m, "s3://b/p/7.parquet") == 70, "strmap: the value is writable");
+	CHECK(iceberg_strmap_get(&m, "s3://b/p/1000.parquet") == NULL &&
+		  iceberg_strmap_get(&m, "") == NULL, "strmap: absent keys");
+	CHECK(iceberg_strmap_put(&m, "", 5, NULL) != NULL &&
+		  *iceberg_strmap_get(&m, "") == 5, "strmap: the empty key");
+	iceberg_strmap_free(&m);
+	CHECK(m.count == 0 && m.nslots == 0 && iceberg_strmap_get(&m, "s3://b/p/1.parquet") == NULL,
+		  "strmap: free empties the map");
+
+	/* borrowed keys: the map keeps the caller's pointers */
+	b.borrow_keys = true;
+	for (i = 0; i < 200; i++)
+	{
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		iceberg_strmap_put(&b, keys[i], i, NULL);
+	}
+	ok = b.count == 200;
+	for (i = 0; i < (int) b.nslots; i++)
+		if (b.keys[i] != NULL)
+			ok = ok && b.keys[i] == keys[b.values[i]];
+	CHECK(ok, "strmap: borrowed keys are the caller's");
+	iceberg_strmap_free(&b);
+	CHECK(b.borrow_keys && b.count == 0, "strmap: free keeps borrow_keys");
+}
+
 int
 main(void)
 {
@@ -1957,6 +2017,7 @@ main(void)
 	test_walk_and_adapters();
 	test_io_router();
 	test_json_budget();
+	test_strmap();
 	test_truncation_and_corruption("standalone-avro/duckdb_v3_manifest_list.avro", 0);
 	test_truncation_and_corruption("standalone-avro/manifest-list-v2-1.avro", 0);
 	test_truncation_and_corruption("spark-v2-partitioned-bucket-identity/metadata/abf62b15-903b-40b6-9e6b-26bcdceac9b3-m0.avro", 1);

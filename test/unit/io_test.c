@@ -60,6 +60,7 @@
 #include "io/io_int.h"
 #include "io/rest/rest_int.h"
 #include "io/engines/engine_client_int.h"
+#include "io/http/oauth2.h"
 #include "unit.h"
 
 /* A timing window's upper bound or a heap size: checked in bench/io_bench.sh. */
@@ -3461,6 +3462,73 @@ test_wire_paths(void)
 	io_http_shutdown();
 }
 
+/*
+ * The OAuth2 token reader both clients share (oauth2.c): what a token
+ * response must hold, the lifetime clamp, the cache's freshness and the
+ * refusal of a token that would break its header line.
+ */
+static void
+test_oauth2_read(void)
+{
+	static const struct
+	{
+		const char *body;
+		bool		ok;
+		IoErrorCode code;
+	}			cases[] = {
+		{"{\"access_token\": \"t1\", \"expires_in\": 3600}", true, IO_OK},
+		{"{\"access_token\": \"t2\"}", true, IO_OK},
+		{"{\"access_token\": \"\"}", false, IO_ERR_PROTOCOL},
+		{"{\"token_type\": \"bearer\"}", false, IO_ERR_PROTOCOL},
+		{"{\"access_token\": 7}", false, IO_ERR_PROTOCOL},
+		{"{\"access_token\": \"a\\r\\nX-Injected: 1\"}", false, IO_ERR_PROTOCOL},
+		{"{\"access_token\": \"a\\nb\"}", false, IO_ERR_PROTOCOL},
+		{"[\"access_token\"]", false, IO_ERR_PROTOCOL},
+		{"not json", false, IO_ERR_PROTOCOL},
+	};
+	IoOAuth2Token tok;
+	IoError		err;
+	const char *body;
+	size_t		i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		int			rc;
+
+		memset(&tok, 0, sizeof(tok));
+		io_error_clear(&err);
+		rc = io_oauth2_read(&tok, cases[i].body, strlen(cases[i].body), 1 << 20, &err);
+		CHECK((rc == 0) == cases[i].ok, "oauth2 read %s: rc %d", cases[i].body, rc);
+		if (cases[i].ok)
+			CHECK(tok.token != NULL && tok.fetches == 1 && io_oauth2_fresh(&tok),
+				  "oauth2 read %s: token cached and fresh", cases[i].body);
+		else
+		{
+			CHECK(err.code == cases[i].code && err.http_status == 200 &&
+				  tok.token == NULL && tok.fetches == 0,
+				  "oauth2 read %s: code %s status %ld", cases[i].body,
+				  io_error_code_name(err.code), err.http_status);
+			CHECK(strstr(err.message, "X-Injected") == NULL,
+				  "oauth2 read %s: the token is not in the message", cases[i].body);
+		}
+		io_oauth2_forget(&tok);
+		CHECK(tok.token == NULL && !io_oauth2_fresh(&tok), "oauth2 forget");
+	}
+
+	/* expires_in: trusted up to a year; within the refresh margin: stale */
+	memset(&tok, 0, sizeof(tok));
+	body = "{\"access_token\": \"t\", \"expires_in\": 9223372036854775807}";
+	CHECK(io_oauth2_read(&tok, body, strlen(body), 1 << 20, &err) == 0 &&
+		  tok.expires_ms - io_now_ms() <= (int64_t) IO_OAUTH2_MAX_LIFETIME_S * 1000 &&
+		  tok.expires_ms - io_now_ms() > (int64_t) (IO_OAUTH2_MAX_LIFETIME_S - 60) * 1000,
+		  "oauth2: a huge expires_in is clamped to a year");
+	body = "{\"access_token\": \"u\", \"expires_in\": 30}";
+	CHECK(io_oauth2_read(&tok, body, strlen(body), 1 << 20, &err) == 0 &&
+		  tok.fetches == 2 && strcmp(tok.token, "u") == 0 && !io_oauth2_fresh(&tok),
+		  "oauth2: a token expiring within the margin is not fresh");
+	io_oauth2_forget(&tok);
+}
+
 /* The engine clients' origins, result cells and rows (engine_client_int.h). */
 static void
 test_engine_results(void)
@@ -3864,6 +3932,7 @@ main(void)
 	test_json_budget();
 	test_wire_paths();
 	test_engine_results();
+	test_oauth2_read();
 	test_retry_after();
 	test_deleter();
 	test_aimd();

@@ -348,7 +348,7 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 			  IcebergError *err)
 {
 	size_t		cap = (size_t) r->limits.max_block_bytes;
-	size_t		want = r->inflated.alloc > 0 ? r->inflated.alloc - 1
+	size_t		want = r->inflated.cap > 0 ? r->inflated.cap - 1
 		: (inlen < cap / 4 ? inlen * 4 + 65536 : cap);
 
 	if (r->ld == NULL)
@@ -409,10 +409,10 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 	{
 		size_t		room;
 
-		if (r->inflated.alloc - r->inflated.len < 65536 + 1)
+		if (r->inflated.cap - r->inflated.len < 65536 + 1)
 		{
 			/* the whole buffer's size: doubled, or a first guess */
-			size_t		want = r->inflated.alloc ? r->inflated.alloc * 2 : inlen * 4 + 65536;
+			size_t		want = r->inflated.cap ? r->inflated.cap * 2 : inlen * 4 + 65536;
 
 			if (want > cap + 1)
 				want = cap + 1;
@@ -421,7 +421,7 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 			if (!iceberg_buf_reserve(&r->inflated, want - r->inflated.len))
 				return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		}
-		room = r->inflated.alloc - r->inflated.len - 1;
+		room = r->inflated.cap - r->inflated.len - 1;
 		if (r->inflated.len + room > cap)
 			room = cap - r->inflated.len;
 		if (room == 0)

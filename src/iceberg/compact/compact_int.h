@@ -20,15 +20,11 @@
 
 #define MIB						(INT64_C(1024) * 1024)
 
-/* A map from strings to indexes (open addressing, keys borrowed) */
-typedef struct StrMap
-{
-	const char **keys;
-	uint64_t   *hashes;
-	int		   *values;
-	size_t		nslots;
-	size_t		count;
-} StrMap;
+/*
+ * A map from strings to indexes: the layer's string map (iceberg_strmap,
+ * iceberg_internal.h), its keys borrowed (they must outlive the map).
+ */
+typedef IcebergStrMap StrMap;
 
 /* A manifest-list record kept for a second look: its fields and raw bytes. */
 typedef struct ListRec

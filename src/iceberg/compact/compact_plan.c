@@ -44,66 +44,22 @@ compact_oom(IcebergError *err)
 }
 
 /* ---------------------------------------------------------------------
- * A map from strings to indexes (open addressing, keys borrowed)
+ * A map from strings to indexes (iceberg_strmap, keys borrowed)
  * ---------------------------------------------------------------------
  */
 
-static uint64_t
-hash_str(const char *s)
-{
-	return iceberg_hash_bytes(ICEBERG_HASH_INIT, s, strlen(s));
-}
-
+/* key -> value (a present key takes the new value).  False on OOM. */
 bool
 compact_map_put(StrMap *m, const char *key, int value)
 {
-	uint64_t	h = hash_str(key);
-	size_t		j;
+	int64_t    *v;
 
-	if ((m->count + 1) * 2 > m->nslots)
-	{
-		size_t		n = m->nslots ? m->nslots * 2 : 64;
-		StrMap		g = {calloc(n, sizeof(char *)), calloc(n, sizeof(uint64_t)),
-		calloc(n, sizeof(int)), n, 0};
-		size_t		i;
-
-		if (g.keys == NULL || g.hashes == NULL || g.values == NULL)
-		{
-			free(g.keys);
-			free(g.hashes);
-			free(g.values);
-			return false;
-		}
-		for (i = 0; i < m->nslots; i++)
-			if (m->keys[i] != NULL)
-			{
-				j = m->hashes[i] & (n - 1);
-				while (g.keys[j] != NULL)
-					j = (j + 1) & (n - 1);
-				g.keys[j] = m->keys[i];
-				g.hashes[j] = m->hashes[i];
-				g.values[j] = m->values[i];
-				g.count++;
-			}
-		free(m->keys);
-		free(m->hashes);
-		free(m->values);
-		*m = g;
-	}
-	j = h & (m->nslots - 1);
-	while (m->keys[j] != NULL)
-	{
-		if (m->hashes[j] == h && strcmp(m->keys[j], key) == 0)
-		{
-			m->values[j] = value;
-			return true;
-		}
-		j = (j + 1) & (m->nslots - 1);
-	}
-	m->keys[j] = key;
-	m->hashes[j] = h;
-	m->values[j] = value;
-	m->count++;
+	if (m->nslots == 0)
+		m->borrow_keys = true;
+	v = iceberg_strmap_put(m, key, value, NULL);
+	if (v == NULL)
+		return false;
+	*v = value;
 	return true;
 }
 
@@ -111,29 +67,15 @@ compact_map_put(StrMap *m, const char *key, int value)
 int
 compact_map_get(const StrMap *m, const char *key)
 {
-	uint64_t	h;
-	size_t		j;
+	const int64_t *v = iceberg_strmap_get(m, key);
 
-	if (m->nslots == 0)
-		return -1;
-	h = hash_str(key);
-	j = h & (m->nslots - 1);
-	while (m->keys[j] != NULL)
-	{
-		if (m->hashes[j] == h && strcmp(m->keys[j], key) == 0)
-			return m->values[j];
-		j = (j + 1) & (m->nslots - 1);
-	}
-	return -1;
+	return v != NULL ? (int) *v : -1;
 }
 
 void
 compact_map_free(StrMap *m)
 {
-	free(m->keys);
-	free(m->hashes);
-	free(m->values);
-	memset(m, 0, sizeof(*m));
+	iceberg_strmap_free(m);
 }
 
 /* Append v to a growable int array. */

@@ -573,10 +573,10 @@ hold_entry(Exec *x, const IcebergManifestEntry *e, int32_t spec_id, int32_t cont
 		x->idx = ni;
 		x->idx_alloc = na;
 	}
-	if (x->arena.alloc < x->arena.len + need + 1)
+	if (x->arena.cap < x->arena.len + need + 1)
 	{
 		/* grow by doubling, but not past the budget (unless one entry) */
-		size_t		want = x->arena.alloc ? x->arena.alloc * 2 : 64 * 1024;
+		size_t		want = x->arena.cap ? x->arena.cap * 2 : 64 * 1024;
 		char	   *nd;
 
 		if (want > budget)
@@ -587,7 +587,7 @@ hold_entry(Exec *x, const IcebergManifestEntry *e, int32_t spec_id, int32_t cont
 		if (nd == NULL)
 			return oom(x->err);
 		x->arena.data = nd;
-		x->arena.alloc = want;
+		x->arena.cap = want;
 	}
 	memset(&h, 0, sizeof(h));
 	h.snapshot_id = e->snapshot_id;

@@ -58,22 +58,13 @@ typedef struct DeletePartition
 	int64_t		max_eq_seq;		/* -1: none */
 } DeletePartition;
 
-/* A data file named by position deletes' referenced_data_file. */
-typedef struct ReferencedFile
-{
-	uint64_t	hash;
-	char	   *path;
-	int64_t		max_pos_seq;
-} ReferencedFile;
-
 typedef struct DeleteIndex
 {
 	DeletePartition *parts;
 	size_t		nparts_slots;
 	size_t		nparts;
-	ReferencedFile *refs;
-	size_t		nrefs_slots;
-	size_t		nrefs;
+	IcebergStrMap refs;			/* data files named by position deletes'
+								 * referenced_data_file -> max_pos_seq */
 	int64_t		max_global_eq_seq;	/* -1: none */
 } DeleteIndex;
 
@@ -132,32 +123,6 @@ grow_parts(DeleteIndex *ix)
 	return true;
 }
 
-static bool
-grow_refs(DeleteIndex *ix)
-{
-	size_t		n = ix->nrefs_slots ? ix->nrefs_slots * 2 : 64;
-	ReferencedFile *t = calloc(n, sizeof(ReferencedFile));
-	size_t		i;
-
-	if (t == NULL)
-		return false;
-	for (i = 0; i < ix->nrefs_slots; i++)
-	{
-		size_t		j;
-
-		if (ix->refs[i].path == NULL)
-			continue;
-		j = ix->refs[i].hash & (n - 1);
-		while (t[j].path != NULL)
-			j = (j + 1) & (n - 1);
-		t[j] = ix->refs[i];
-	}
-	free(ix->refs);
-	ix->refs = t;
-	ix->nrefs_slots = n;
-	return true;
-}
-
 /* Find (or, with create, add) the partition of an entry. */
 static DeletePartition *
 find_partition(DeleteIndex *ix, const IcebergManifestEntry *e, bool create,
@@ -211,54 +176,6 @@ find_partition(DeleteIndex *ix, const IcebergManifestEntry *e, bool create,
 	return &ix->parts[j];
 }
 
-/* Find (or add) a referenced data file. */
-static ReferencedFile *
-find_ref(DeleteIndex *ix, const char *path, bool create, bool *oom)
-{
-	uint64_t	h = iceberg_hash_bytes(ICEBERG_HASH_INIT, path, strlen(path));
-	size_t		j;
-
-	*oom = false;
-	if (ix->nrefs_slots == 0)
-	{
-		if (!create)
-			return NULL;
-		if (!grow_refs(ix))
-		{
-			*oom = true;
-			return NULL;
-		}
-	}
-	j = h & (ix->nrefs_slots - 1);
-	while (ix->refs[j].path != NULL)
-	{
-		if (ix->refs[j].hash == h && strcmp(ix->refs[j].path, path) == 0)
-			return &ix->refs[j];
-		j = (j + 1) & (ix->nrefs_slots - 1);
-	}
-	if (!create)
-		return NULL;
-	if ((ix->nrefs + 1) * 2 > ix->nrefs_slots)
-	{
-		if (!grow_refs(ix))
-		{
-			*oom = true;
-			return NULL;
-		}
-		return find_ref(ix, path, true, oom);
-	}
-	ix->refs[j].path = iceberg_strdup(path, NULL);
-	if (ix->refs[j].path == NULL)
-	{
-		*oom = true;
-		return NULL;
-	}
-	ix->refs[j].hash = h;
-	ix->refs[j].max_pos_seq = -1;
-	ix->nrefs++;
-	return &ix->refs[j];
-}
-
 static void
 free_index(DeleteIndex *ix)
 {
@@ -267,9 +184,7 @@ free_index(DeleteIndex *ix)
 	for (i = 0; i < ix->nparts_slots; i++)
 		free(ix->parts[i].partition);
 	free(ix->parts);
-	for (i = 0; i < ix->nrefs_slots; i++)
-		free(ix->refs[i].path);
-	free(ix->refs);
+	iceberg_strmap_free(&ix->refs);
 	memset(ix, 0, sizeof(*ix));
 }
 
@@ -306,12 +221,14 @@ index_delete(DeleteIndex *ix, const IcebergTableMetadata *md,
 	if (e->content == ICEBERG_CONTENT_POSITION_DELETES &&
 		e->referenced_data_file != NULL)
 	{
-		ReferencedFile *rf = find_ref(ix, e->referenced_data_file, true, &oom);
+		int64_t    *max_pos_seq = iceberg_strmap_put(&ix->refs,
+												 e->referenced_data_file,
+												 -1, NULL);
 
-		if (rf == NULL)
+		if (max_pos_seq == NULL)
 			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
-		if (seq > rf->max_pos_seq)
-			rf->max_pos_seq = seq;
+		if (seq > *max_pos_seq)
+			*max_pos_seq = seq;
 		return true;
 	}
 	{
@@ -349,11 +266,11 @@ match_deletes(DeleteIndex *ix, const IcebergManifestEntry *e, bool *pos,
 		if (p->max_eq_seq > seq)
 			*eq = true;
 	}
-	if (!*pos && ix->nrefs > 0)
+	if (!*pos && ix->refs.count > 0)
 	{
-		ReferencedFile *rf = find_ref(ix, e->file_path, false, &oom);
+		const int64_t *max_pos_seq = iceberg_strmap_get(&ix->refs, e->file_path);
 
-		if (rf != NULL && rf->max_pos_seq >= seq)
+		if (max_pos_seq != NULL && *max_pos_seq >= seq)
 			*pos = true;
 	}
 }

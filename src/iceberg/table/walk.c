@@ -60,7 +60,7 @@ typedef struct Walk
 	IcebergWalkCallback cb;
 	void	   *arg;
 	IcebergError *err;
-	IcebergStringSet seen;
+	IcebergStrMap seen;		/* manifest paths walked */
 } Walk;
 
 /* Deliver one file; false ends the walk with err set. */
@@ -138,7 +138,7 @@ walk_snapshot(Walk *w, const IcebergSnapshot *s)
 			rc = -1;
 			break;
 		}
-		if (!iceberg_string_set_add(&w->seen, mf->manifest_path, &added))
+		if (iceberg_strmap_put(&w->seen, mf->manifest_path, 0, &added) == NULL)
 		{
 			iceberg_set_error(w->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 			rc = -1;
@@ -230,7 +230,7 @@ iceberg_walk(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		else
 			ok = walk_snapshot(&w, &md->snapshots[i]);
 	}
-	iceberg_string_set_free(&w.seen);
+	iceberg_strmap_free(&w.seen);
 	if (!ok)
 		return false;
 	if (flags & ICEBERG_WALK_STATISTICS)

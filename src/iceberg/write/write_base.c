@@ -475,7 +475,7 @@ iceberg_part_sum_add(IcebergPartSum *fs, const IcebergPartType *types, int ntype
 				}
 				if (!(types[i] == ICEBERG_PT_STRING ? iceberg_json_unescape(tok, tl, tmp) : iceberg_json_unhex(tok, tl, tmp)))
 				{
-					if (tmp->alloc < tl)
+					if (tmp->cap < tl)
 						return false;	/* allocation failed */
 					*bad = true;
 					return true;

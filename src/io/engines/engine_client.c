@@ -8,7 +8,8 @@
  *		engine_gravitino.c.
  *
  * Authentication, one kind per handle (the user mapping's): OAuth2
- * client credentials when "credential" is set (a form POST of
+ * client credentials when "credential" is set (the grant of oauth2.c,
+ * shared with the REST catalog client: a form POST of
  * grant_type=client_credentials, client_id, client_secret and scope, when
  * given, to oauth2_server_uri, which is then required; the token is
  * cached in the handle until a minute before its expires_in and fetched
@@ -43,12 +44,6 @@
 #include <strings.h>
 
 #include "io/engines/engine_client_int.h"
-
-/* Refresh an OAuth2 token this long before it expires. */
-#define TOKEN_REFRESH_MARGIN_MS	60000
-
-/* The longest token lifetime believed (a year). */
-#define TOKEN_MAX_LIFETIME_S	(365 * 24 * 3600)
 
 /* Default first poll delay; the delay doubles up to 10 x between polls. */
 #define DEFAULT_POLL_MS			500
@@ -168,7 +163,7 @@ io_engine_free(IoEngine *eng)
 	free(eng->scope);
 	free(eng->ca_file);
 	free(eng->ca_path);
-	io_wipe_free(eng->oauth_token);
+	io_oauth2_forget(&eng->oauth);
 	free(eng);
 }
 
@@ -339,100 +334,46 @@ sb_wipe_free(IoStrBuf *sb)
 	io_sb_free(sb);
 }
 
-/* POST the client credentials to oauth2_server_uri; cache the token. */
-static int
-fetch_token(IoEngine *eng, IoError *err)
+/* The engine's refusal of a token request, in the engines' error shapes. */
+static void
+token_status_error(void *arg, const IoHttpResponse *resp, const char *what,
+				   IoError *err)
 {
-	IoStrBuf	body;
-	IoHttpRequest req;
-	IoHttpResponse resp;
-	const char *headers[2] = {"Content-Type: application/x-www-form-urlencoded",
-	"Accept: application/json"};
-	json_t	   *doc;
-	const char *tok;
-	json_t	   *exp;
-	json_int_t	secs;
-	int			rc;
-
-	io_sb_init(&body);
-	io_form_add(&body, "grant_type", "client_credentials");
-	io_form_add(&body, "client_id", eng->client_id);
-	io_form_add(&body, "client_secret", eng->client_secret);
-	if (eng->scope != NULL && eng->scope[0] != '\0')
-		io_form_add(&body, "scope", eng->scope);
-	if (body.oom)
-	{
-		sb_wipe_free(&body);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-	}
-	memset(&req, 0, sizeof(req));
-	req.method = "POST";
-	req.url = eng->oauth_uri;
-	req.headers = headers;
-	req.nheaders = 2;
-	req.body = body.data;
-	req.body_len = body.len;
-	req.idempotent = true;		/* asking for a token twice is harmless */
-	req.what = "OAuth2 token endpoint";
-	rc = io_http_perform(&eng->http, &req, &resp, err);
-	eng->requests++;
-	sb_wipe_free(&body);
-	if (rc != 0)
-	{
-		io_http_response_free(&resp);
-		return -1;
-	}
-	if (resp.status != 200)
-	{
-		io_engine_status_error(eng, &resp, false, "OAuth2 token request", err);
-		if (resp.status == 400 || resp.status == 401 || resp.status == 403)
-			err->code = IO_ERR_UNAUTHORIZED;
-		io_http_response_free(&resp);
-		return -1;
-	}
-	doc = io_engine_parse(eng, &resp, "OAuth2 token", err);
-	io_http_response_free(&resp);
-	if (doc == NULL)
-		return -1;
-	tok = json_string_value(json_object_get(doc, "access_token"));
-	if (tok == NULL || tok[0] == '\0' || strpbrk(tok, "\r\n") != NULL)
-	{
-		json_decref(doc);
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"OAuth2 token response has no usable \"access_token\"");
-	}
-	io_wipe_free(eng->oauth_token);
-	eng->oauth_token = io_strdup(tok);
-	exp = json_object_get(doc, "expires_in");
-	secs = json_is_integer(exp) ? json_integer_value(exp) : 0;
-	if (secs > TOKEN_MAX_LIFETIME_S)
-		secs = TOKEN_MAX_LIFETIME_S;
-	eng->oauth_expires_ms = secs > 0 ? io_now_ms() + (int64_t) secs * 1000 : 0;
-	json_decref(doc);
-	if (eng->oauth_token == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-	return 0;
+	io_engine_status_error((IoEngine *) arg, resp, false, what, err);
 }
 
-/* Fetch a token when none is cached or the cached one is about to expire. */
+/*
+ * Fetch a token (oauth2.c) when none is cached or the cached one is about
+ * to expire: the client credentials go to oauth2_server_uri, with the
+ * scope when one is set.
+ */
 static int
 ensure_token(IoEngine *eng, IoError *err)
 {
+	IoOAuth2Request rq;
+
 	if (eng->client_id == NULL)
 		return 0;
-	if (eng->oauth_token != NULL &&
-		(eng->oauth_expires_ms == 0 ||
-		 io_now_ms() < eng->oauth_expires_ms - TOKEN_REFRESH_MARGIN_MS))
+	if (io_oauth2_fresh(&eng->oauth))
 		return 0;
-	return fetch_token(eng, err);
+	memset(&rq, 0, sizeof(rq));
+	rq.http = &eng->http;
+	rq.url = eng->oauth_uri;
+	rq.client_id = eng->client_id;
+	rq.client_secret = eng->client_secret;
+	rq.scope = (eng->scope != NULL && eng->scope[0] != '\0') ? eng->scope : NULL;
+	rq.status_error = token_status_error;
+	rq.arg = eng;
+	rq.requests = &eng->requests;
+	return io_oauth2_fetch(&rq, &eng->oauth, err);
 }
 
 /* The Authorization header line into sb (nothing when no credentials). */
 static void
 auth_header(IoEngine *eng, IoStrBuf *sb)
 {
-	if (eng->client_id != NULL && eng->oauth_token != NULL)
-		io_sb_printf(sb, "Authorization: Bearer %s", eng->oauth_token);
+	if (eng->client_id != NULL && eng->oauth.token != NULL)
+		io_sb_printf(sb, "Authorization: Bearer %s", eng->oauth.token);
 	else if (eng->token != NULL)
 		io_sb_printf(sb, "Authorization: Bearer %s", eng->token);
 	else if (eng->user != NULL && eng->password != NULL)
@@ -535,8 +476,7 @@ io_engine_request(IoEngine *eng, const char *method, const char *url,
 		if (resp->status == 401 && attempt == 0 && eng->client_id != NULL)
 		{
 			/* token revoked or expired early: get a new one, once */
-			io_wipe_free(eng->oauth_token);
-			eng->oauth_token = NULL;
+			io_oauth2_forget(&eng->oauth);
 			continue;
 		}
 		break;

@@ -29,6 +29,7 @@
 
 #include "io/engines/engine_client.h"
 #include "io/io_int.h"
+#include "io/http/oauth2.h"
 
 /* Longest tag accepted (a Livy session name, a Trino client tag). */
 #define ENGINE_MAX_TAG_BYTES	200
@@ -54,8 +55,7 @@ struct IoEngine
 	long		poll_interval_ms;
 	IoHttpOptions http;
 
-	char	   *oauth_token;	/* the current OAuth2 token, NULL: none */
-	int64_t		oauth_expires_ms;	/* monotonic; 0: no known expiry */
+	IoOAuth2Token oauth;		/* the current OAuth2 token (oauth2.h) */
 	uint64_t	requests;
 };
 

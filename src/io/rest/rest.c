@@ -69,7 +69,7 @@ io_catalog_free(IoCatalog *cat)
 	free(cat->aws_access_key_id);
 	io_wipe_free(cat->aws_secret_access_key);
 	io_wipe_free(cat->aws_session_token);
-	io_wipe_free(cat->token);
+	io_oauth2_forget(&cat->oauth);
 	io_rest_kv_free(cat->props, cat->nprops);
 	io_string_list_free(&cat->endpoints);
 	free(cat->prefix);
@@ -373,8 +373,7 @@ io_rest_request(IoCatalog *cat, const char *method, const char *path,
 		if (resp->status == 401 && attempt == 0 && cat->client_id != NULL)
 		{
 			/* token revoked or expired early: get a new one, once */
-			io_wipe_free(cat->token);
-			cat->token = NULL;
+			io_oauth2_forget(&cat->oauth);
 			continue;
 		}
 		break;

@@ -32,7 +32,7 @@ typedef struct LoadSlot
 	size_t		idx;			/* index into the requests */
 	int			attempt;		/* transport/5xx retries so far */
 	bool		auth_retried;	/* retried once after a 401 */
-	uint64_t	token_gen;		/* cat->token_fetches when sent */
+	uint64_t	token_gen;		/* cat->oauth.fetches when sent */
 	int64_t		ready_ms;		/* waiting: backoff ends */
 	char	   *path;
 	char	   *inm;
@@ -83,7 +83,7 @@ load_slot_send(IoCatalog *cat, IoHttpBatch *b, int i, LoadSlot *s, IoError *err)
 	{
 		cat->requests++;
 		s->in_flight = true;
-		s->token_gen = cat->token_fetches;
+		s->token_gen = cat->oauth.fetches;
 	}
 	return rc;
 }
@@ -116,17 +116,16 @@ load_slot_finished(IoCatalog *cat, const IoLoadRequest *reqs, LoadSlot *s,
 
 	s->in_flight = false;
 	if (rc == 0 && resp->status == 401 && cat->client_id != NULL && !s->auth_retried &&
-		(s->token_gen != cat->token_fetches || !*refreshed))
+		(s->token_gen != cat->oauth.fetches || !*refreshed))
 	{
 		/*
 		 * Token revoked or expired early: one new token for the batch (a
 		 * request sent with an older token than the current one is just
 		 * sent again).
 		 */
-		if (s->token_gen == cat->token_fetches)
+		if (s->token_gen == cat->oauth.fetches)
 		{
-			io_wipe_free(cat->token);
-			cat->token = NULL;
+			io_oauth2_forget(&cat->oauth);
 			*refreshed = true;
 			if (io_rest_fetch_token(cat, err) != 0)
 				return -1;

@@ -10,8 +10,9 @@
  * The client is split by concern:
  *	rest.c			the handle, /v1/config, errors, the request core,
  *					names and paths
- *	rest_auth.c		the headers of a request: OAuth2 tokens (fetch, cache,
- *					refresh) and AWS SigV4 signing
+ *	rest_auth.c		the headers of a request: OAuth2 tokens (the grant of
+ *					oauth2.c, shared with the engine clients) and AWS
+ *					SigV4 signing
  *	rest_list.c		namespace and table listings (one pager), creating a
  *					namespace
  *	rest_table.c	load, commit, drop and rename of one table, its vended
@@ -33,6 +34,7 @@
 #include <jansson.h>
 
 #include "io/io_int.h"
+#include "io/http/oauth2.h"
 
 typedef struct TableCacheEntry
 {
@@ -65,9 +67,7 @@ struct IoCatalog
 	char	   *aws_secret_access_key;
 	char	   *aws_session_token;
 
-	char	   *token;			/* current bearer token */
-	int64_t		token_expires_ms;	/* monotonic; 0 = no known expiry */
-	uint64_t	token_fetches;	/* tokens fetched so far */
+	IoOAuth2Token oauth;		/* the current OAuth2 token (oauth2.h) */
 
 	IoKeyValue *props;
 	size_t		nprops;

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * io_base.c
- *		Helpers of the io layer: error values, string buffers, URI
- *		percent-encoding, sha256, clocks and interruptible sleeps, UUIDv7
- *		idempotency keys and ISO-8601 durations.
+ *		Helpers of the io layer: error values, the string buffer of the
+ *		plain-C layers (strbuf.h), URI percent-encoding, sha256, clocks
+ *		and interruptible sleeps, UUIDv7 idempotency keys and ISO-8601
+ *		durations.
  *
  * src/io/util/io_base.c
  *
@@ -147,8 +148,11 @@ io_sb_free(IoStrBuf *sb)
 	io_sb_init(sb);
 }
 
-/* Make room for n more bytes plus a NUL; sets oom on failure. */
-static bool
+/*
+ * See strbuf.h: room for n more bytes plus a NUL, or oom (also when the
+ * size would pass SIZE_MAX / 2).
+ */
+bool
 io_sb_reserve(IoStrBuf *sb, size_t n)
 {
 	size_t		need;
@@ -157,12 +161,12 @@ io_sb_reserve(IoStrBuf *sb, size_t n)
 
 	if (sb->oom)
 		return false;
-	need = sb->len + n + 1;
-	if (need < sb->len)
+	if (n > SIZE_MAX / 2 - sb->len - 1)
 	{
 		sb->oom = true;
 		return false;
 	}
+	need = sb->len + n + 1;
 	if (need <= sb->cap)
 		return true;
 	cap = sb->cap ? sb->cap : 64;
@@ -180,7 +184,7 @@ io_sb_reserve(IoStrBuf *sb, size_t n)
 }
 
 void
-io_sb_append(IoStrBuf *sb, const char *s, size_t n)
+io_sb_append(IoStrBuf *sb, const void *s, size_t n)
 {
 	if (!io_sb_reserve(sb, n))
 		return;
@@ -206,19 +210,27 @@ void
 io_sb_printf(IoStrBuf *sb, const char *fmt,...)
 {
 	va_list		ap;
-	int			n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	io_sb_vprintf(sb, fmt, ap);
 	va_end(ap);
+}
+
+void
+io_sb_vprintf(IoStrBuf *sb, const char *fmt, va_list ap)
+{
+	va_list		aq;
+	int			n;
+
+	va_copy(aq, ap);
+	n = vsnprintf(NULL, 0, fmt, aq);
+	va_end(aq);
 	if (n < 0 || !io_sb_reserve(sb, (size_t) n))
 	{
 		sb->oom = true;
 		return;
 	}
-	va_start(ap, fmt);
 	vsnprintf(sb->data + sb->len, (size_t) n + 1, fmt, ap);
-	va_end(ap);
 	sb->len += (size_t) n;
 }
 
