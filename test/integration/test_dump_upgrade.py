@@ -38,6 +38,7 @@ import urllib.parse
 import uuid
 
 import psycopg2
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
@@ -49,6 +50,10 @@ from pgcluster import BINDIR, FAST_WORKERS, Cluster, _as_server_user, \
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 FAST = dict(FAST_WORKERS, **{"tms.evaluation_cycle_interval": "'1s'"})
+
+
+# clusters of its own (new_cluster): see test/integration/conftest.py
+pytestmark = pytest.mark.own_cluster
 
 
 def run(cmd, **kw):
