@@ -30,8 +30,12 @@ conftest.py (test/integration) -- pytest fixtures of the test world.
 Modules marked own_cluster start a cluster of their own (through
 tms_world or new_cluster) because they need settings of their own, crash
 or restart a server, or count what the whole database holds; the others
-share the session world (pg, s3, catalog, file_root: one of each per
-xdist worker, see test/conftest.py).
+run on the session world only.  Session fixtures exist once per xdist
+worker (test/run-tests.sh runs -n 4 --dist loadfile; test/conftest.py), so
+the modules a worker runs one after the other share them.
+
+pytest_collection_modifyitems hands the longest modules out first
+(LONG_FIRST).
 """
 
 import os
