@@ -8,7 +8,7 @@ One implementation used three ways:
       c.query(sql, args), c.one(...), c.query_error(...): one statement each;
       c.pool(on): switch the tms worker pool on or off and await it
       c.set_conf({name: value or None}): ALTER SYSTEM SET/RESET, reload,
-      await the reload
+      await the reload; c.reload_conf(): reload and await it
       fetch(conn, sql, args) on a connection of the caller's; error_text(e)
       FAST_WORKERS: worker intervals short enough for tests to await
 * from shell scripts (test/run-tests.sh, scripts/demo.sh):
@@ -188,13 +188,18 @@ class Cluster:
         has the new values before it claims anything queued after this
         returns; tms exposes no reload count of a worker's to await.  A
         worker busy with a task reads them when it next waits."""
-        import uuid
-        token = uuid.uuid4().hex
         for k, v in settings.items():
             if v is None:
                 self.psql("ALTER SYSTEM RESET %s" % k)
             else:
                 self.psql("ALTER SYSTEM SET %s = '%s'" % (k, str(v).replace("'", "''")))
+        self.reload_conf()
+
+    def reload_conf(self):
+        """pg_reload_conf() and await it (see set_conf) after ALTER SYSTEM
+        statements of the caller's."""
+        import uuid
+        token = uuid.uuid4().hex
         self.psql("ALTER SYSTEM SET tms_test.reload_token = '%s'" % token)
         self.psql("SELECT pg_reload_conf()")
         wait_for(lambda: self.psql(

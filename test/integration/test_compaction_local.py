@@ -584,8 +584,10 @@ def helper_pids(env):
 
 
 def set_and_reload(env, name, value):
+    """ALTER SYSTEM SET name = value (as written) and await the reload:
+    a worker claiming the job queued next must have it."""
     env["pg"].psql("ALTER SYSTEM SET %s = %s" % (name, value))
-    env["pg"].psql("SELECT pg_reload_conf()")
+    env["pg"].reload_conf()
 
 
 def test_helper_killed_mid_write_leaves_the_table_unchanged(env):
