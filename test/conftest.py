@@ -2,14 +2,27 @@
 
 pg           the session's PostgreSQL 15 cluster with tms and pg_cron
              preloaded (tms.database_name = cron.database_name = tms_regress).
-             Under `make test` it is the cluster test/run-tests.sh started;
-             run alone (`/usr/bin/python3 -m pytest test/integration/...`) it
-             is started here and stopped at the end.
+             Without xdist it is the cluster the caller started (PGPORT set
+             and $TMS_TEST_ROOT/pg/data present, as /work/helpers/pytest.sh
+             does) or else one started here in $TMS_TEST_ROOT/pg and stopped
+             at the end.  Under xdist (`-n N`, as test/run-tests.sh runs)
+             every xdist worker process starts one of its own in
+             $TMS_TEST_ROOT/pg-gwK: the tms workers of a cluster act on its
+             one database (tms.database_name), so two modules running at
+             once must never share one; the modules of one xdist worker run
+             one after the other and share its cluster, as all modules did
+             in a serial run.
 new_cluster  a factory for clusters of a test's own, for tests that crash,
              restart or reconfigure a server: new_cluster(preload=..., settings=...)
              returns a started Cluster; every one is destroyed after the test.
 
 On a failing test, the server log tail of every cluster it used is printed.
+
+Everything a test starts must be safe to run beside the same test of
+another xdist worker: directories come from tempfile.mkdtemp (under
+$TMS_TEST_ROOT where a server runs from them), TCP ports are picked free
+(world.free_port), catalog names carry a random suffix; nothing uses a fixed
+port, path or lock file.
 """
 
 import os
@@ -47,11 +60,18 @@ def _report_logs(request, clusters):
                              % (c.datadir, c.log_tail()))
 
 
+def xdist_worker():
+    """The xdist worker id ("gw0", "gw1", ...), or None in a serial run."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
 @pytest.fixture(scope="session")
 def pg():
     root = _test_root()
-    datadir = os.path.join(root, "pg", "data")
-    if os.environ.get("PGPORT") and os.path.exists(os.path.join(datadir, "PG_VERSION")):
+    worker = xdist_worker()
+    datadir = os.path.join(root, "pg-%s" % worker if worker else "pg", "data")
+    if (not worker and os.environ.get("PGPORT")
+            and os.path.exists(os.path.join(datadir, "PG_VERSION"))):
         c = Cluster(datadir, port=int(os.environ["PGPORT"]))
         c.psql("CREATE EXTENSION IF NOT EXISTS tms")
         yield c

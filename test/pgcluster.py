@@ -7,6 +7,8 @@ One implementation used three ways:
       c = Cluster(datadir, preload=("tms", "pg_cron")); c.init(); c.start()
       c.query(sql, args), c.one(...), c.query_error(...): one statement each;
       c.pool(on): switch the tms worker pool on or off and await it
+      c.set_conf({name: value or None}): ALTER SYSTEM SET/RESET, reload,
+      await the reload; c.reload_conf(): reload and await it
       fetch(conn, sql, args) on a connection of the caller's; error_text(e)
       FAST_WORKERS: worker intervals short enough for tests to await
 * from shell scripts (test/run-tests.sh, scripts/demo.sh):
@@ -111,6 +113,9 @@ class Cluster:
             "log_line_prefix": "'%m [%p] %b %a: '",
             "log_min_messages": "info",
             "restart_after_crash": "on",
+            # a placeholder set_conf() writes to await a reload (ALTER
+            # SYSTEM takes only a name the server knows)
+            "tms_test.reload_token": "''",
         }
         if self.preload:
             conf["shared_preload_libraries"] = "'%s'" % ",".join(self.preload)
@@ -172,6 +177,34 @@ class Cluster:
             "SELECT count(*) FILTER (WHERE state %s 'disabled') FROM tms.workers"
             " WHERE role = 'worker'" % ("<>" if on else "=")) == str(workers),
             what="the pool to be %s" % ("on" if on else "off"))
+
+    def set_conf(self, settings):
+        """ALTER SYSTEM SET each name to its value (a string, quoted here),
+        or RESET it for None, then reload and await the reload: a new
+        session sees the token of this call in tms_test.reload_token, a
+        placeholder (see init()) written with the settings.  The postmaster reads the
+        whole file at once and signals its children (the tms workers among
+        them) before it accepts that session, so a worker waiting for work
+        has the new values before it claims anything queued after this
+        returns; tms exposes no reload count of a worker's to await.  A
+        worker busy with a task reads them when it next waits."""
+        for k, v in settings.items():
+            if v is None:
+                self.psql("ALTER SYSTEM RESET %s" % k)
+            else:
+                self.psql("ALTER SYSTEM SET %s = '%s'" % (k, str(v).replace("'", "''")))
+        self.reload_conf()
+
+    def reload_conf(self):
+        """pg_reload_conf() and await it (see set_conf) after ALTER SYSTEM
+        statements of the caller's."""
+        import uuid
+        token = uuid.uuid4().hex
+        self.psql("ALTER SYSTEM SET tms_test.reload_token = '%s'" % token)
+        self.psql("SELECT pg_reload_conf()")
+        wait_for(lambda: self.psql(
+            "SELECT current_setting('tms_test.reload_token', true)") == token,
+            interval=0.01, what="the configuration reload")
 
     # -- access ----------------------------------------------------------
 

@@ -10,10 +10,15 @@
 #                                      test/isolation/, on temporary instances
 #                                      of their own in $root/regress,
 #                                      test/regress.conf)
-#   2. integration tests              (pytest test/integration, on a
-#                                      throwaway PostgreSQL 15 in $root/pg with
-#                                      tms and pg_cron preloaded, and clusters
-#                                      of their own)
+#   2. integration tests              (pytest test/integration in
+#                                      $TMS_TEST_JOBS xdist worker processes,
+#                                      one test module each at a time
+#                                      (--dist loadfile); each worker starts
+#                                      its own throwaway PostgreSQL 15 in
+#                                      $root/pg-gwK with tms and pg_cron
+#                                      preloaded (test/conftest.py), modules
+#                                      marked own_cluster start clusters of
+#                                      their own)
 #
 # Every server started here or by a test is stopped on exit, also on
 # failure; on failure the regression diffs and the server log tail are
@@ -32,6 +37,8 @@
 # fails.
 #
 # Environment: TMS_TEST_ROOT (default: a new directory under /tmp),
+# TMS_TEST_JOBS (xdist workers, default 4: the tests mostly wait on
+# servers, so more than the cores pays; measured in test/README.md),
 # PYTEST_ARGS (extra pytest arguments, e.g. "-k workers").
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -78,7 +85,10 @@ make -s WERROR=1 install >/dev/null || exit 1
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
 cleanup() {
-  /usr/bin/python3 test/pgcluster.py stop --dir "$root/pg" >/dev/null 2>&1
+  # the clusters of the xdist workers (stopped by pytest, unless it was killed)
+  for d in "$root"/pg*; do
+    [ -d "$d/data" ] && /usr/bin/python3 test/pgcluster.py stop --dir "$d" >/dev/null 2>&1
+  done
   # pg_regress and pg_isolation_regress stop their instances themselves,
   # unless they were killed
   for d in tmp_check tmp_check_iso; do
@@ -98,31 +108,30 @@ failed=()
 echo "== make check-fast (scripts/check-fast.sh)"
 REGRESS_DIR="$root/regress" bash scripts/check-fast.sh || failed+=(check-fast)
 
-echo "== starting PostgreSQL for the integration tests in $root/pg"
-if ! env_lines=$(/usr/bin/python3 test/pgcluster.py start --dir "$root/pg"); then
-  echo "could not start PostgreSQL"; cat "$root/pg/postgres.log" 2>/dev/null | tail -50
-  exit 1
-fi
-eval "$env_lines"
-export PGHOST PGPORT PGUSER
-
-echo "== integration tests (pytest)"
-# The integration tests share this cluster (fixture "pg") and start their
-# own ones where they need to crash or reconfigure a server.
+echo "== integration tests (pytest, ${TMS_TEST_JOBS:-4} xdist workers)"
+# Every xdist worker starts its own cluster for the session fixture "pg"
+# in $root/pg-gwK (test/conftest.py): the tms workers of a cluster act on
+# its one database, so modules running at once never share one.  Modules
+# that crash or reconfigure a server start clusters of their own
+# (own_cluster, test/integration/conftest.py).  --dist loadfile: a module's
+# tests run in one worker, in order, as their module-scoped fixtures need.
 export TMS_TEST_ROOT="$root"
 # Every test has 10 minutes at most (python3-pytest-timeout), so a hung
 # test fails with its stack instead of holding the run; the 25 slowest are
 # listed at the end of every run.
 /usr/bin/python3 -m pytest -p no:cacheprovider -ra --timeout=600 --durations=25 \
-  test/integration ${PYTEST_ARGS:-}
+  -n "${TMS_TEST_JOBS:-4}" --dist loadfile test/integration ${PYTEST_ARGS:-}
 rc=$?
 if [ $rc -eq 5 ]; then
   echo "pytest collected no tests"
   failed+=(pytest-empty)
 elif [ $rc -ne 0 ]; then
   failed+=(pytest)
-  echo "---- server log (tail) ----"
-  tail -n 80 "$TMS_PGLOG"
+  for log in "$root"/pg*/postgres.log; do
+    [ -f "$log" ] || continue
+    echo "---- server log $log (tail) ----"
+    tail -n 80 "$log"
+  done
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -30,9 +30,7 @@ Run: /usr/bin/python3 -m pytest -q test/integration/test_catalog_sigv4.py
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 
@@ -42,9 +40,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-import world  # noqa: E402
 import opsworld as ow  # noqa: E402
-from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 REGION, SERVICE = "eu-west-1", "glue"
 KEY_ID = "ASIATESTSIGV4KEY"
@@ -61,21 +58,13 @@ def quote(v):
     return "'" + v.replace("'", "''") + "'"
 
 
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture(scope="module")
-def env():
-    root = tempfile.mkdtemp(prefix="tms-sigv4-", dir="/tmp")
-    os.chmod(root, 0o755)
-    c = Cluster(os.path.join(root, "pg", "data"), settings=FAST_WORKERS)
-    c.init()
-    c.start()
-    c.create_database()
-    c.psql("CREATE EXTENSION tms")
-    file_root = os.path.join(root, "files")
-    os.makedirs(file_root)
-    s3 = world.S3Server(buckets=["warehouse"])
-    cat = world.CatalogServer(c.dsn(), "file://%s/wh" % file_root,
-                              catalog_name="sig_%s" % uuid.uuid4().hex[:6],
-                              s3=s3, file_root=file_root, credential=CLIENT)
+def env(tms_world):
+    w = tms_world("sig", settings=FAST_WORKERS, catalog=dict(credential=CLIENT))
+    c, cat, file_root = w["pg"], w["catalog"], w["file_root"]
     # tables first (synth registers unsigned), then the catalog verifies
     tables = {}
     for name, args in [("orders", ["--snapshots", "2", "--data-files", "4"]),
@@ -95,14 +84,7 @@ def env():
                 aws_session_token %s);"""
            % (srv, cat.uri, file_root, file_root, REGION, SERVICE, srv,
               quote(CLIENT), quote(KEY_ID), quote(SECRET), quote(SESSION)))
-    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
-                            " AND state = 'idle'") == "4", what="the pool")
-    yield dict(pg=c, catalog=cat, server=srv, file_root=file_root, tables=tables,
-               st=ow.storage(s3, file_root))
-    cat.stop()
-    s3.stop()
-    c.destroy()
-    shutil.rmtree(root, ignore_errors=True)
+    return dict(w, server=srv, tables=tables)
 
 
 @pytest.fixture(autouse=True)

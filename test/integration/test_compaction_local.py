@@ -61,7 +61,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "engines"))
 import world  # noqa: E402
 import opsworld as ow  # noqa: E402
 import smallfiles  # noqa: E402
-from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
 JOB_COLS = ("id", "state", "reason", "last_error", "attempts", "after_snapshot_id",
@@ -69,38 +69,20 @@ JOB_COLS = ("id", "state", "reason", "last_error", "attempts", "after_snapshot_i
             "delete_files_rewritten")
 
 
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture(scope="module")
-def env():
-    root = tempfile.mkdtemp(prefix="tms-compact-local-", dir="/tmp")
-    os.chmod(root, 0o755)
-    c = Cluster(os.path.join(root, "pg", "data"), settings=dict(FAST_WORKERS))
-    c.init()
-    c.start()
-    c.create_database()
-    c.psql("CREATE EXTENSION tms")
-    file_root = os.path.join(root, "files")
-    os.makedirs(file_root)
-    s3 = world.S3Server(buckets=["warehouse"])
-    cat = world.CatalogServer(c.dsn(), "file://%s/wh" % file_root,
-                              catalog_name="cmp_%s" % uuid.uuid4().hex[:6],
-                              s3=s3, file_root=file_root)
-    real = world.load_real_fixtures(cat, s3=s3, file_root=file_root)
+def env(tms_world):
     srv = "cmpcat"
-    c.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                uri '%s', relative_path_root '%s', request_timeout '10s', retries '0',
-                s3_vended_endpoint 'true',
-                allowed_locations 'file://%s/, s3://warehouse/, s3://hyperparam-iceberg/, s3a://hyperparam-iceberg/');
-              CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
-           % (srv, cat.uri, file_root, file_root, srv))
-    ow.give_to_server(file_root)
-    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
-                            " AND state = 'idle'") == "4", what="the pool")
-    yield dict(pg=c, s3=s3, catalog=cat, file_root=file_root, server=srv, real=real,
-               root=root, st=ow.storage(s3, file_root))
-    cat.stop()
-    s3.stop()
-    c.destroy()
-    shutil.rmtree(root, ignore_errors=True)
+    w = tms_world("cmp", settings=dict(FAST_WORKERS), catalog={}, real=True, sql=lambda w: [
+        """CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+             uri '%s', relative_path_root '%s', request_timeout '10s', retries '0',
+             s3_vended_endpoint 'true',
+             allowed_locations 'file://%s/, s3://warehouse/, s3://hyperparam-iceberg/, s3a://hyperparam-iceberg/');
+           CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
+        % (srv, w["catalog"].uri, w["file_root"], w["file_root"], srv)])
+    return dict(w, server=srv)
 
 
 @pytest.fixture(autouse=True)
@@ -609,8 +591,10 @@ def helper_pids(env):
 
 
 def set_and_reload(env, name, value):
+    """ALTER SYSTEM SET name = value (as written) and await the reload:
+    a worker claiming the job queued next must have it."""
     env["pg"].psql("ALTER SYSTEM SET %s = %s" % (name, value))
-    env["pg"].psql("SELECT pg_reload_conf()")
+    env["pg"].reload_conf()
 
 
 def test_helper_killed_mid_write_leaves_the_table_unchanged(env):

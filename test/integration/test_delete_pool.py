@@ -18,9 +18,7 @@ Run: /usr/bin/python3 -m pytest test/integration/test_delete_pool.py
 """
 
 import os
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 
@@ -30,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
 import world  # noqa: E402
-from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 BUCKET = "deletepool"
 SETTINGS = dict(FAST_WORKERS, **{
@@ -45,34 +43,23 @@ SETTINGS = dict(FAST_WORKERS, **{
 PER_PARTITION = 250
 
 
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture(scope="module")
-def env(s3, s3_gate):
-    root = tempfile.mkdtemp(prefix="tms-deletepool-", dir="/tmp")
-    os.chmod(root, 0o755)
-    c = Cluster(os.path.join(root, "pg", "data"), settings=SETTINGS)
-    c.init()
-    c.start()
-    c.create_database()
-    c.psql("CREATE EXTENSION tms")
+def env(tms_world, s3, s3_gate):
     s3.create_bucket(BUCKET)
     gate = s3_gate
-    cat = world.CatalogServer(c.dsn(), "file://%s/wh" % root,
-                              catalog_name="dp_%s" % uuid.uuid4().hex[:6],
-                              s3=gate.config(), file_root=root)
     srv = "dpcat"
-    c.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                uri '%s', s3_endpoint '%s', request_timeout '30s',
-                allowed_locations 's3://%s/');
-              CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
-           % (srv, cat.uri, gate.endpoint, BUCKET, srv))
-    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
-                            " AND state = 'idle'") == "4", what="the pool")
-    e = dict(pg=c, s3=s3, gate=gate, catalog=cat, server=srv, root=root)
-    yield e
+    w = tms_world("dp", settings=SETTINGS, s3=s3, catalog=dict(s3=gate.config()),
+                  sql=lambda w: [
+        """CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+             uri '%s', s3_endpoint '%s', request_timeout '30s',
+             allowed_locations 's3://%s/');
+           CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
+        % (srv, w["catalog"].uri, gate.endpoint, BUCKET, srv)])
+    yield dict(w, gate=gate, server=srv)
     gate.undelay()
-    cat.stop()
-    c.destroy()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -89,13 +76,8 @@ def q(env, sql, args=None):
 
 
 def set_conf(env, **kv):
-    for k, v in kv.items():
-        if v is None:
-            env["pg"].psql("ALTER SYSTEM RESET tms.%s" % k)
-        else:
-            env["pg"].psql("ALTER SYSTEM SET tms.%s = '%s'" % (k, v))
-    env["pg"].psql("SELECT pg_reload_conf()")
-    time.sleep(0.3)
+    """Set (None: reset) tms.<name> settings and await the reload."""
+    env["pg"].set_conf({"tms." + k: v for k, v in kv.items()})
 
 
 def s3_table(env, files, snapshots=4, per_manifest=500):

@@ -56,6 +56,10 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 FAST = dict(FAST_WORKERS, **{"tms.evaluation_cycle_interval": "'1s'"})
 
 
+# clusters of its own (new_cluster): see test/integration/conftest.py
+pytestmark = pytest.mark.own_cluster
+
+
 def run(cmd, **kw):
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)
     assert r.returncode == 0, "%s failed (%d):\n%s\n%s" % (

@@ -41,11 +41,8 @@ Run: /usr/bin/python3 -m pytest -q test/integration/test_engine_jobs.py
 
 import json
 import os
-import shutil
 import signal
 import sys
-import tempfile
-import uuid
 
 import pytest
 
@@ -56,7 +53,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "engines"))
 import world  # noqa: E402
 import opsworld as ow  # noqa: E402
 import smallfiles  # noqa: E402
-from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 SETTINGS = dict(FAST_WORKERS, **{"tms.evaluation_cycle_interval": "1s",
                                  "tms.maintenance_max_attempts": "2"})
@@ -70,26 +67,15 @@ MAPPINGS = {"livy": "user 'svc', password 'pw-livy'",
             "gravitino": "credential 'client:s3cr3t'"}
 
 
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture(scope="module")
-def env():
-    root = tempfile.mkdtemp(prefix="tms-engines-", dir="/tmp")
-    os.chmod(root, 0o755)
-    c = Cluster(os.path.join(root, "pg", "data"), settings=SETTINGS)
-    c.init()
-    c.start()
-    c.create_database()
-    c.psql("CREATE EXTENSION tms")
-    file_root = os.path.join(root, "files")
-    os.makedirs(file_root)
-    os.chmod(file_root, 0o755)
+def env(tms_world):
     # the catalog's pointers in a cluster of their own: the SIGKILL test's
     # crash restart of tms's cluster must not cut the catalog off
-    catpg = Cluster(os.path.join(root, "catpg", "data"), preload=())
-    catpg.init()
-    catpg.start()
-    catpg.create_database()
-    cat = world.CatalogServer(catpg.dsn(), "file://%s/wh" % file_root,
-                              catalog_name="eng_%s" % uuid.uuid4().hex[:6], file_root=file_root)
+    w = tms_world("eng", settings=SETTINGS, s3=None, catalog={}, pointers="own")
+    c, cat, file_root = w["pg"], w["catalog"], w["file_root"]
     engines = {}
     for kind in KINDS:
         engines[kind] = world.EngineServer(kind, cat, file_root=file_root, metalake="ml",
@@ -106,16 +92,9 @@ def env():
                % (kind, kind, e.uri,
                   ", oauth2_server_uri '%s/oauth/tokens'" % e.uri if kind == "gravitino" else "",
                   kind, MAPPINGS[kind]))
-    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
-                            " AND state = 'idle'") == "4", what="the pool")
-    yield dict(pg=c, catalog=cat, engines=engines, file_root=file_root, root=root,
-               st=ow.storage(None, file_root))
+    yield dict(w, engines=engines)
     for e in engines.values():
         e.stop()
-    cat.stop()
-    catpg.destroy()
-    c.destroy()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def q(env, sql, args=None):

@@ -23,9 +23,7 @@ import http.server
 import json
 import os
 import select
-import shutil
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -36,9 +34,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-import world  # noqa: E402
 import opsworld as ow  # noqa: E402
-from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 SETTINGS = dict(FAST_WORKERS, **{
     "tms.events": "'all'",
@@ -110,32 +107,19 @@ class Receiver:
         self.server.server_close()
 
 
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture(scope="module")
-def env():
-    root = tempfile.mkdtemp(prefix="tms-events-", dir="/tmp")
-    os.chmod(root, 0o755)
-    c = Cluster(os.path.join(root, "pg", "data"), settings=SETTINGS)
-    c.init()
-    c.start()
-    c.create_database()
-    c.psql("CREATE EXTENSION tms")
-    file_root = os.path.join(root, "files")
-    os.makedirs(file_root)
-    cat = world.CatalogServer(c.dsn(), "file://%s/wh" % file_root,
-                              catalog_name="ev_%s" % uuid.uuid4().hex[:6], file_root=file_root)
-    ow.give_to_server(file_root)
-    c.psql("""CREATE SERVER evcat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                uri '%s', request_timeout '5s', retries '0',
-                allowed_locations 'file://%s/');
-              CREATE USER MAPPING FOR PUBLIC SERVER evcat;""" % (cat.uri, file_root))
+def env(tms_world):
+    w = tms_world("ev", settings=SETTINGS, s3=None, catalog={}, sql=lambda w: [
+        """CREATE SERVER evcat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+             uri '%s', request_timeout '5s', retries '0',
+             allowed_locations 'file://%s/');
+           CREATE USER MAPPING FOR PUBLIC SERVER evcat;""" % (w["catalog"].uri, w["file_root"])])
     rec = Receiver()
-    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
-                            " AND state = 'idle'") == "4", what="the pool")
-    yield dict(pg=c, catalog=cat, file_root=file_root, receiver=rec)
+    yield dict(w, receiver=rec)
     rec.stop()
-    cat.stop()
-    c.destroy()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -54,7 +54,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "catalog"))
 
 import avro_codec  # noqa: E402
 import world  # noqa: E402
-from pgcluster import FAST_WORKERS, Cluster, error_text, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, error_text, wait_for  # noqa: E402
 
 SYNTH = os.path.join(world.FIXTURES_DIR, "synth.py")
 SETTINGS = dict(FAST_WORKERS, **{"tms.purge_max_attempts": "3"})
@@ -66,34 +66,12 @@ MB = 1024 * 1024
 # the world
 # ---------------------------------------------------------------------------
 
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture(scope="module")
-def env():
-    root = tempfile.mkdtemp(prefix="tms-hostile-", dir="/tmp")
-    os.chmod(root, 0o755)
-    c = Cluster(os.path.join(root, "pg", "data"), settings=SETTINGS)
-    started = []
-    try:
-        c.init()
-        c.start()
-        c.create_database()
-        c.psql("CREATE EXTENSION tms")
-        file_root = os.path.join(root, "files")
-        os.makedirs(file_root)
-        s3 = world.S3Server(buckets=["warehouse"])
-        started.append(s3)
-        cat = world.CatalogServer(c.dsn(), "file://%s/wh" % file_root,
-                                  catalog_name="hostile_%s" % uuid.uuid4().hex[:6],
-                                  s3=s3, file_root=file_root)
-        started.append(cat)
-        give_to_server(file_root)
-        wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
-                                " AND state = 'idle'") == "4", what="the pool")
-        yield dict(pg=c, s3=s3, catalog=cat, file_root=file_root, root=root)
-    finally:
-        for server in reversed(started):
-            server.stop()
-        c.destroy()
-        shutil.rmtree(root, ignore_errors=True)
+def env(tms_world):
+    return tms_world("hostile", settings=SETTINGS, catalog={})
 
 
 def give_to_server(path):

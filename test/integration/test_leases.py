@@ -57,6 +57,10 @@ SELECT tms.register_task_kind('slow', 'public.slow(text, jsonb)', 1);
 """ % SLOW_LOCK
 
 
+# clusters of its own (new_cluster): see test/integration/conftest.py
+pytestmark = pytest.mark.own_cluster
+
+
 def one_table(catalog, file_root):
     """A namespace with one small synthetic table; returns (ns, table)."""
     ns = "lease_%s" % uuid.uuid4().hex[:6]

@@ -30,10 +30,8 @@ import contextlib
 import datetime
 import json
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import uuid
 
 import pytest
@@ -41,9 +39,8 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-import world  # noqa: E402
 import opsworld as ow  # noqa: E402
-from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
 
@@ -52,41 +49,24 @@ TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
 # the world
 # ---------------------------------------------------------------------------
 
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture(scope="module")
-def env():
-    root = tempfile.mkdtemp(prefix="tms-mon-", dir="/tmp")
-    os.chmod(root, 0o755)
-    c = Cluster(os.path.join(root, "pg", "data"), settings=FAST_WORKERS)
-    c.init()
-    c.start()
-    c.create_database()
-    c.psql("CREATE EXTENSION tms")
-    file_root = os.path.join(root, "files")
-    os.makedirs(file_root)
-    s3 = world.S3Server(buckets=["warehouse"])
-    cat = world.CatalogServer(c.dsn(), "file://%s/wh" % file_root,
-                              catalog_name="mon_%s" % uuid.uuid4().hex[:6],
-                              s3=s3, file_root=file_root)
-    ow.give_to_server(file_root)
+def env(tms_world):
     srv = "moncat"
-    c.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                uri '%s', relative_path_root '%s', request_timeout '5s', retries '2',
-                s3_vended_endpoint 'true',
-                allowed_locations 'file://%s/, s3://warehouse/');
-              CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
-           % (srv, cat.uri, file_root, file_root, srv))
-    c.psql("CREATE PROCEDURE ok(i text, d jsonb) LANGUAGE sql AS $$ SELECT 1 $$")
-    c.psql("CREATE PROCEDURE bad(i text, d jsonb) LANGUAGE plpgsql"
-            " AS $$ BEGIN RAISE EXCEPTION 'no %', i USING ERRCODE = 'check_violation'; END $$")
-    c.psql("SELECT tms.register_task_kind('ok', 'ok(text, jsonb)', 4)")
-    c.psql("SELECT tms.register_task_kind('bad', 'bad(text, jsonb)', 4)")
-    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
-                            " AND state = 'idle'") == "4", what="the pool")
-    yield dict(pg=c, s3=s3, catalog=cat, file_root=file_root, server=srv, root=root)
-    cat.stop()
-    s3.stop()
-    c.destroy()
-    shutil.rmtree(root, ignore_errors=True)
+    w = tms_world("mon", settings=FAST_WORKERS, catalog={}, sql=lambda w: [
+        """CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+             uri '%s', relative_path_root '%s', request_timeout '5s', retries '2',
+             s3_vended_endpoint 'true',
+             allowed_locations 'file://%s/, s3://warehouse/');
+           CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
+        % (srv, w["catalog"].uri, w["file_root"], w["file_root"], srv),
+        "CREATE PROCEDURE ok(i text, d jsonb) LANGUAGE sql AS $$ SELECT 1 $$",
+        "CREATE PROCEDURE bad(i text, d jsonb) LANGUAGE plpgsql"
+        " AS $$ BEGIN RAISE EXCEPTION 'no %', i USING ERRCODE = 'check_violation'; END $$"],
+        task_kinds={"ok": ("ok(text, jsonb)", 4), "bad": ("bad(text, jsonb)", 4)})
+    return dict(w, server=srv)
 
 
 @pytest.fixture(autouse=True)

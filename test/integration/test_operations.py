@@ -43,10 +43,8 @@ Run: /usr/bin/python3 -m pytest -q test/integration/test_operations.py
 
 import json
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
 import uuid
 
@@ -58,7 +56,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 
 import world  # noqa: E402
 import opsworld as ow  # noqa: E402
-from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 SETTINGS = dict(FAST_WORKERS, **{"tms.evaluation_cycle_interval": "1s"})
 TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
@@ -78,38 +76,20 @@ DAY = 86400
 # the world
 # ---------------------------------------------------------------------------
 
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture(scope="module")
-def env():
-    root = tempfile.mkdtemp(prefix="tms-ops-", dir="/tmp")
-    os.chmod(root, 0o755)
-    c = Cluster(os.path.join(root, "pg", "data"), settings=SETTINGS)
-    c.init()
-    c.start()
-    c.create_database()
-    c.psql("CREATE EXTENSION tms")
-    file_root = os.path.join(root, "files")
-    os.makedirs(file_root)
-    s3 = world.S3Server(buckets=["warehouse"])
-    cat = world.CatalogServer(c.dsn(), "file://%s/wh" % file_root,
-                              catalog_name="ops_%s" % uuid.uuid4().hex[:6],
-                              s3=s3, file_root=file_root)
-    real = world.load_real_fixtures(cat, s3=s3, file_root=file_root)
-    ow.give_to_server(file_root)
+def env(tms_world):
     srv = "opscat"
-    c.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
-                s3_vended_endpoint 'true',
-                allowed_locations 'file://%s/, s3://warehouse/, s3://hyperparam-iceberg/, s3a://hyperparam-iceberg/');
-              CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
-           % (srv, cat.uri, file_root, file_root, srv))
-    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
-                            " AND state = 'idle'") == "4", what="the pool")
-    yield dict(pg=c, s3=s3, catalog=cat, file_root=file_root, server=srv, real=real,
-               root=root, st=ow.storage(s3, file_root))
-    cat.stop()
-    s3.stop()
-    c.destroy()
-    shutil.rmtree(root, ignore_errors=True)
+    w = tms_world("ops", settings=SETTINGS, catalog={}, real=True, sql=lambda w: [
+        """CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+             uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
+             s3_vended_endpoint 'true',
+             allowed_locations 'file://%s/, s3://warehouse/, s3://hyperparam-iceberg/, s3a://hyperparam-iceberg/');
+           CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
+        % (srv, w["catalog"].uri, w["file_root"], w["file_root"], srv)])
+    return dict(w, server=srv)
 
 
 @pytest.fixture(autouse=True)

@@ -40,6 +40,10 @@ SELECT cron.schedule('tms-run-pending', '@reboot', 'CALL tms.run_pending()');
 """
 
 
+# clusters of its own (new_cluster): see test/integration/conftest.py
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.mark.parametrize("mode", ["libpq", "background_worker"])
 def test_pg_cron_job_runs_a_tms_task(new_cluster, mode):
     settings = {"tms.enabled": "off"}

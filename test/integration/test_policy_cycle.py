@@ -44,6 +44,10 @@ SPLIT = {"sales": 400, "ops": 300, "logs": 300}
 # helpers
 # ---------------------------------------------------------------------------
 
+# clusters of its own (new_cluster): see test/integration/conftest.py
+pytestmark = pytest.mark.own_cluster
+
+
 def make_server(conn, catalog, file_root):
     name = "pol_%s" % uuid.uuid4().hex[:8]
     q(conn, "CREATE EXTENSION IF NOT EXISTS tms")

@@ -52,6 +52,10 @@ CONDITION = "dataFiles > 100"        # needs the manifest list; false for 5 data
 SETTINGS = {"tms.max_workers": "1", "tms.evaluation_cycle_interval": "'1h'"}
 
 
+# clusters of its own (new_cluster): see test/integration/conftest.py
+pytestmark = pytest.mark.own_cluster
+
+
 def q(conn, sql, args=None):
     with conn.cursor() as cur:
         cur.execute(sql, args)

@@ -57,6 +57,10 @@ TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
 # the stack
 # ---------------------------------------------------------------------------
 
+# clusters of its own (new_cluster): see test/integration/conftest.py
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture(scope="module")
 def stack():
     root = tempfile.mkdtemp(prefix="tms-prom-", dir="/tmp")

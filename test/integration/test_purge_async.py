@@ -22,7 +22,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 
@@ -34,7 +33,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "catalog"))
 
 import world  # noqa: E402
-from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 SYNTH = os.path.join(world.FIXTURES_DIR, "synth.py")
 SETTINGS = dict(FAST_WORKERS, **{"tms.purge_max_attempts": "3"})
@@ -45,38 +44,20 @@ PG_UID = pwd.getpwnam("postgres").pw_uid
 # the world
 # ---------------------------------------------------------------------------
 
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture(scope="module")
-def env():
-    root = tempfile.mkdtemp(prefix="tms-purge-", dir="/tmp")
-    os.chmod(root, 0o755)
-    c = Cluster(os.path.join(root, "pg", "data"), settings=SETTINGS)
-    c.init()
-    c.start()
-    c.create_database()
-    c.psql("CREATE EXTENSION tms")
-    file_root = os.path.join(root, "files")
-    os.makedirs(file_root)
-    s3 = world.S3Server(buckets=["warehouse"])
-    cat = world.CatalogServer(c.dsn(), "file://%s/wh" % file_root,
-                              catalog_name="purge_%s" % uuid.uuid4().hex[:6],
-                              s3=s3, file_root=file_root)
-    real = world.load_real_fixtures(cat, s3=s3, file_root=file_root)
-    give_to_server(file_root)
+def env(tms_world):
     srv = "purgecat"
-    c.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
-                s3_vended_endpoint 'true',
-                allowed_locations 'file://%s/, s3://warehouse/, s3://hyperparam-iceberg/');
-              CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
-           % (srv, cat.uri, file_root, file_root, srv))
-    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
-                            " AND state = 'idle'") == "4", what="the pool")
-    yield dict(pg=c, s3=s3, catalog=cat, file_root=file_root, server=srv, real=real,
-               root=root)
-    cat.stop()
-    s3.stop()
-    c.destroy()
-    shutil.rmtree(root, ignore_errors=True)
+    w = tms_world("purge", settings=SETTINGS, catalog={}, real=True, sql=lambda w: [
+        """CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+             uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
+             s3_vended_endpoint 'true',
+             allowed_locations 'file://%s/, s3://warehouse/, s3://hyperparam-iceberg/');
+           CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
+        % (srv, w["catalog"].uri, w["file_root"], w["file_root"], srv)])
+    return dict(w, server=srv)
 
 
 def give_to_server(path):
@@ -131,13 +112,8 @@ def local(uri):
 
 
 def set_conf(env, **kv):
-    for k, v in kv.items():
-        if v is None:
-            env["pg"].psql("ALTER SYSTEM RESET tms.%s" % k)
-        else:
-            env["pg"].psql("ALTER SYSTEM SET tms.%s = '%s'" % (k, v))
-    env["pg"].psql("SELECT pg_reload_conf()")
-    time.sleep(0.3)
+    """Set (None: reset) tms.<name> settings and await the reload."""
+    env["pg"].set_conf({"tms." + k: v for k, v in kv.items()})
 
 
 # ---------------------------------------------------------------------------

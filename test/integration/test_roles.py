@@ -56,6 +56,10 @@ PG_UID = pwd.getpwnam("postgres").pw_uid
 SUPERUSER_ERROR = "must be superuser to alter superuser roles"
 
 
+# clusters of its own (new_cluster): see test/integration/conftest.py
+pytestmark = pytest.mark.own_cluster
+
+
 def pool_ready(c):
     wait_for(lambda: c.one("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
                            " AND state = 'idle'") == 4, what="the pool")

@@ -23,6 +23,10 @@ FAST = {
 }
 
 
+# clusters of its own (new_cluster): see test/integration/conftest.py
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture
 def cluster(new_cluster):
     c = new_cluster(settings=FAST)

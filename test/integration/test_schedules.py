@@ -59,40 +59,27 @@ SETTINGS = dict(FAST_WORKERS, **{"tms.evaluation_cycle_interval": "'1h'"})
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture(scope="module")
-def env():
-    root = tempfile.mkdtemp(prefix="tms-schedules-", dir="/tmp")
-    os.chmod(root, 0o755)
-    c = Cluster(os.path.join(root, "pg", "data"), settings=SETTINGS)
-    c.init()
-    c.start()
-    c.create_database()
-    c.psql("CREATE EXTENSION tms")
-    file_root = os.path.join(root, "files")
-    os.makedirs(file_root)
-    os.chmod(file_root, 0o755)
+def env(tms_world):
     name = "sch_%s" % uuid.uuid4().hex[:6]
     # the pointers in tms's own database: the trigger can see them
-    cat = world.CatalogServer(c.dsn(), "file://%s/wh" % file_root, catalog_name=name,
-                              file_root=file_root)
-    c.psql("""CREATE SERVER cat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
-                allowed_locations 'file://%s/');
-              CREATE USER MAPPING FOR PUBLIC SERVER cat;
-              CREATE SERVER polled FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
-                allowed_locations 'file://%s/');
-              CREATE USER MAPPING FOR PUBLIC SERVER polled;"""
-           % (cat.uri, file_root, file_root, cat.uri, file_root, file_root))
-    c.psql("SELECT tms.attach_jdbc_catalog('iceberg_tables', server => 'cat',"
-           " catalog_name => '%s')" % name)
-    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
-                            " AND state = 'idle'") == "4", what="the pool")
-    yield dict(pg=c, catalog=cat, file_root=file_root, root=root,
-               st=ow.storage(None, file_root))
-    cat.stop()
-    c.destroy()
-    shutil.rmtree(root, ignore_errors=True)
+    return tms_world("sch", settings=SETTINGS, s3=None, catalog=dict(catalog_name=name),
+                     sql=lambda w: [
+        """CREATE SERVER cat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+             uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
+             allowed_locations 'file://%s/');
+           CREATE USER MAPPING FOR PUBLIC SERVER cat;
+           CREATE SERVER polled FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+             uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
+             allowed_locations 'file://%s/');
+           CREATE USER MAPPING FOR PUBLIC SERVER polled;"""
+        % (w["catalog"].uri, w["file_root"], w["file_root"],
+           w["catalog"].uri, w["file_root"], w["file_root"]),
+        "SELECT tms.attach_jdbc_catalog('iceberg_tables', server => 'cat',"
+        " catalog_name => '%s')" % name])
 
 
 @pytest.fixture(autouse=True)

@@ -18,9 +18,7 @@ Run: /usr/bin/python3 -m pytest test/integration/test_vended_credentials.py
 """
 
 import os
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 
@@ -32,7 +30,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "catalog"))
 
 import storage as storage_mod  # noqa: E402
 import world  # noqa: E402
-from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 BUCKET = "vended"
 HOLD = "tms_hold"
@@ -45,42 +43,32 @@ SETTINGS = dict(FAST_WORKERS, **{
 TTL = 3
 
 
+pytestmark = pytest.mark.own_cluster
+
+
 @pytest.fixture(scope="module")
-def env(s3, s3_gate):
-    root = tempfile.mkdtemp(prefix="tms-vended-", dir="/tmp")
-    os.chmod(root, 0o755)
-    c = Cluster(os.path.join(root, "pg", "data"), settings=SETTINGS)
-    c.init()
-    c.start()
-    c.create_database()
-    c.psql("CREATE EXTENSION tms")
+def env(tms_world, s3, s3_gate):
     s3.create_bucket(BUCKET)
     gate = s3_gate
     # the catalog reads and writes metadata through the gate with s3rver's key
     gate.add_credentials(s3.access_key_id, s3.secret_access_key)
     gate.verify(True)
-    cat = world.CatalogServer(c.dsn(), "file://%s/wh" % root,
-                              catalog_name="vc_%s" % uuid.uuid4().hex[:6],
-                              s3=gate.config(), file_root=root)
-    cat.create_namespace("vc")
-    for srv, hold in (("held", "purge_hold_namespace '%s'," % HOLD), ("plain", "")):
-        # the mapping's keys are not the gate's: were they ever sent, the
-        # gate would log them, refused
-        c.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                    uri '%s', s3_endpoint '%s', request_timeout '30s', %s
-                    allowed_locations 's3://%s/');
-                  CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (
-                    s3_access_key_id 'MAPPINGKEY', s3_secret_access_key 'mapping-secret');"""
-               % (srv, cat.uri, gate.endpoint, hold, BUCKET, srv))
-    wait_for(lambda: c.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
-                            " AND state = 'idle'") == "4", what="the pool")
-    yield dict(pg=c, s3=s3, gate=gate, catalog=cat, root=root)
+    # the mapping's keys are not the gate's: were they ever sent, the gate
+    # would log them, refused
+    w = tms_world("vc", settings=SETTINGS, s3=s3, catalog=dict(s3=gate.config()),
+                  sql=lambda w: [
+        """CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+             uri '%s', s3_endpoint '%s', request_timeout '30s', %s
+             allowed_locations 's3://%s/');
+           CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (
+             s3_access_key_id 'MAPPINGKEY', s3_secret_access_key 'mapping-secret');"""
+        % (srv, w["catalog"].uri, gate.endpoint, hold, BUCKET, srv)
+        for srv, hold in (("held", "purge_hold_namespace '%s'," % HOLD), ("plain", ""))])
+    w["catalog"].create_namespace("vc")
+    yield dict(w, gate=gate)
     gate.verify(False)
     gate.clear_credentials()
     gate.unthrottle()
-    cat.stop()
-    c.destroy()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

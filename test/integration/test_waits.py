@@ -45,6 +45,10 @@ from pgcluster import Cluster, wait_for  # noqa: E402
 # the servers
 # ---------------------------------------------------------------------------
 
+# clusters of its own (new_cluster): see test/integration/conftest.py
+pytestmark = pytest.mark.own_cluster
+
+
 class HangingServer:
     """Accepts connections and reads what comes, never answers."""
 

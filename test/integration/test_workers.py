@@ -17,6 +17,10 @@ POOL = 4                       # tms.max_workers default
 ALL_UP = "role = 'launcher' OR (role IN ('supervisor', 'worker') AND state = 'idle')"
 
 
+# clusters of its own (new_cluster): see test/integration/conftest.py
+pytestmark = pytest.mark.own_cluster
+
+
 def workers(c):
     """{(role, worker_number): pid} of the running tms processes."""
     rows = c.psql("SELECT role, coalesce(worker_number, -1), pid FROM tms.workers")

@@ -42,25 +42,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "engines"))
 
-import world  # noqa: E402
 import opsworld as ow  # noqa: E402
 import compact as cp  # noqa: E402
 import smallfiles  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def env(catalog_dsn):
-    root = tempfile.mkdtemp(prefix="tms-compact-world-")
-    s3 = world.S3Server(buckets=["warehouse"])
-    cat = world.CatalogServer(catalog_dsn, "file://%s/warehouse" % root,
-                              catalog_name="compact_%s" % uuid.uuid4().hex[:8],
-                              s3=s3, file_root=root)
-    st = ow.storage(s3, root)
-    real = world.load_real_fixtures(cat, s3=s3, file_root=root, namespace="real")
-    yield {"cat": cat, "s3": s3, "root": root, "st": st, "real": real}
-    cat.stop()
-    s3.stop()
-    shutil.rmtree(root, ignore_errors=True)
+def env(tms_world, catalog_dsn):
+    w = tms_world("compact", cluster=False, catalog={}, pointers=catalog_dsn, real=True)
+    # root: the file root every relative path resolves against
+    return {"cat": w["catalog"], "s3": w["s3"], "root": w["file_root"], "st": w["st"],
+            "real": w["real"]}
 
 
 def rows(env, mloc):
