@@ -24,8 +24,10 @@
 #                             throwaway cluster (test/run-tests.sh)
 #   make check-standalone     the repository stands alone: no file names
 #                             a tree outside it
-#   make check-format         the C layout of src/ and test/unit against
-#                             .clang-format (scripts/check-format.sh)
+#   make check-format         the C layout of src/ and test/unit is
+#                             pgindent's (scripts/check-format.sh)
+#   make pgindent             lay out src/ and test/unit as pgindent does
+#                             (scripts/pgindent.sh)
 #   make demo / demo-stop     a running stack to play with (scripts/demo.sh)
 
 EXTENSION = tms
@@ -327,7 +329,7 @@ print-inflate-libs:
 # ---------------------------------------------------------------------------
 # Whole-project entry points.
 
-.PHONY: test check-fast demo demo-stop check-standalone check-format install-deps
+.PHONY: test check-fast demo demo-stop check-standalone check-format pgindent install-deps
 # Debian packages and the test world's npm packages, libduckdb among them
 # (scripts/install-deps.sh; make test runs it first).
 install-deps:
@@ -344,6 +346,9 @@ check-standalone:
 
 check-format:
 	bash scripts/check-format.sh
+
+pgindent:
+	bash scripts/pgindent.sh
 
 demo:
 	bash scripts/demo.sh start

@@ -7,7 +7,7 @@
 #   file names unique, .c files short (scripts/check-files.sh)
 #   no function over 200 lines        (scripts/check-functions.sh)
 #   README's settings table is right  (scripts/check-docs.sh)
-#   the C layout, .clang-format       (scripts/check-format.sh; only with
+#   the C layout is pgindent's        (scripts/check-format.sh; only with
 #                                      TMS_CHECK_FORMAT=1 for now)
 #   plain-C unit drivers, ASan/UBSan  (make unit-san; LeakSanitizer on, any
 #                                      finding fails the driver)
@@ -67,7 +67,7 @@ bash scripts/check-functions.sh || failed+=(functions)
 echo "== README.md's settings table matches the settings of src/ (scripts/check-docs.sh)"
 bash scripts/check-docs.sh || failed+=(docs)
 
-# Off until the tree has had its formatting pass (.clang-format).
+# Off until the tree has had its formatting pass (scripts/pgindent.sh).
 if [ "${TMS_CHECK_FORMAT:-0}" = 1 ]; then
   echo "== the C layout of src/ and test/unit (scripts/check-format.sh)"
   bash scripts/check-format.sh || failed+=(format)
