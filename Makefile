@@ -16,7 +16,8 @@
 #                             once each, no fuzzing, under ASan and UBSan
 #   make check-fast           build, install, checks of standalone, layers,
 #                             file names and sizes, function sizes and the
-#                             settings table, unit-san, fuzz-replay,
+#                             settings table, the C layout, unit-san,
+#                             fuzz-replay,
 #                             installcheck (pg_regress and isolation): under
 #                             3 minutes
 #                             (scripts/check-fast.sh)
