@@ -16,7 +16,8 @@
 #                             once each, no fuzzing, under ASan and UBSan
 #   make check-fast           build, install, checks of standalone, layers,
 #                             file names and sizes, function sizes and the
-#                             settings table, unit-san, fuzz-replay,
+#                             settings table, the C layout, unit-san,
+#                             fuzz-replay,
 #                             installcheck (pg_regress and isolation): under
 #                             3 minutes
 #                             (scripts/check-fast.sh)
@@ -24,8 +25,10 @@
 #                             throwaway cluster (test/run-tests.sh)
 #   make check-standalone     the repository stands alone: no file names
 #                             a tree outside it
-#   make check-format         the C layout of src/ and test/unit against
-#                             .clang-format (scripts/check-format.sh)
+#   make check-format         the C layout of src/ and test/unit is
+#                             pgindent's (scripts/check-format.sh)
+#   make pgindent             lay out src/ and test/unit as pgindent does
+#                             (scripts/pgindent.sh)
 #   make demo / demo-stop     a running stack to play with (scripts/demo.sh)
 
 EXTENSION = tms
@@ -327,7 +330,7 @@ print-inflate-libs:
 # ---------------------------------------------------------------------------
 # Whole-project entry points.
 
-.PHONY: test check-fast demo demo-stop check-standalone check-format install-deps
+.PHONY: test check-fast demo demo-stop check-standalone check-format pgindent install-deps
 # Debian packages and the test world's npm packages, libduckdb among them
 # (scripts/install-deps.sh; make test runs it first).
 install-deps:
@@ -344,6 +347,9 @@ check-standalone:
 
 check-format:
 	bash scripts/check-format.sh
+
+pgindent:
+	bash scripts/pgindent.sh
 
 demo:
 	bash scripts/demo.sh start

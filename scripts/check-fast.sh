@@ -7,8 +7,8 @@
 #   file names unique, .c files short (scripts/check-files.sh)
 #   no function over 200 lines        (scripts/check-functions.sh)
 #   README's settings table is right  (scripts/check-docs.sh)
-#   the C layout, .clang-format       (scripts/check-format.sh; only with
-#                                      TMS_CHECK_FORMAT=1 for now)
+#   the C layout is pgindent's        (scripts/check-format.sh,
+#                                      pg_bsd_indent)
 #   plain-C unit drivers, ASan/UBSan  (make unit-san; LeakSanitizer on, any
 #                                      finding fails the driver)
 #   fuzz corpora replayed, ASan/UBSan (make fuzz-replay, test/fuzz/corpus/)
@@ -30,8 +30,7 @@
 # regression diffs and the server log tail are printed.
 #
 # Environment: REGRESS_DIR (default: a new directory under /tmp, removed
-# when everything passed), MAKE_JOBS (default 2), TMS_CHECK_FORMAT (1:
-# check the C layout too).
+# when everything passed), MAKE_JOBS (default 2).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,13 +66,8 @@ bash scripts/check-functions.sh || failed+=(functions)
 echo "== README.md's settings table matches the settings of src/ (scripts/check-docs.sh)"
 bash scripts/check-docs.sh || failed+=(docs)
 
-# Off until the tree has had its formatting pass (.clang-format).
-if [ "${TMS_CHECK_FORMAT:-0}" = 1 ]; then
-  echo "== the C layout of src/ and test/unit (scripts/check-format.sh)"
-  bash scripts/check-format.sh || failed+=(format)
-else
-  echo "== the C layout: skipped (TMS_CHECK_FORMAT=1 runs scripts/check-format.sh)"
-fi
+echo "== the C layout of src/ and test/unit is pgindent's (scripts/check-format.sh)"
+bash scripts/check-format.sh || failed+=(format)
 
 # The drivers and replays in parallel, each one's output in one piece.
 echo "== unit drivers and fuzz corpus replay under ASan and UBSan (make unit-san fuzz-replay)"

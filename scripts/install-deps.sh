@@ -14,14 +14,16 @@ cd "$(dirname "$0")/.."
 # prometheus and prometheus-postgres-exporter are for the monitoring test
 # (test/integration/test_prometheus.py), which starts its own on 127.0.0.1:
 # their packaged services must not run (below).  python3-pytest-xdist runs
-# the integration modules in parallel; clang-format-14 checks the C layout
-# (make check-fast).
+# the integration modules in parallel.  pg-bsd-indent is pg_bsd_indent 2.1.1,
+# the indent program of PostgreSQL 15's pgindent: scripts/pgindent.sh lays out
+# the C code with it and scripts/check-format.sh (make check-fast) checks the
+# layout.
 DEBS=(
   build-essential
   postgresql-15 postgresql-server-dev-15 postgresql-15-cron postgresql-client-15
   libcurl4-openssl-dev libjansson-dev libavro-dev libssl-dev zlib1g-dev libdeflate-dev
   python3 python3-psycopg2 python3-pytest python3-pytest-timeout python3-pytest-xdist python3-avro
-  clang-format-14
+  pg-bsd-indent
   clang-14 libclang-rt-14-dev
   libfaketime
   prometheus prometheus-postgres-exporter

@@ -261,4 +261,3 @@ _PG_init(void)
 	shmem_startup_hook = tms_shmem_startup;
 	tms_register_launcher();
 }
-

@@ -437,7 +437,7 @@ static void
 check_signing(const TmsServer *s, const TmsCredentials *c, Oid userid)
 {
 	const char *role = c->mapping_user == InvalidOid ? "public" :
-		GetUserNameFromId(userid, false);
+	GetUserNameFromId(userid, false);
 
 	if (s->signing_region != NULL && c->aws_access_key_id == NULL)
 		ereport(ERROR,
@@ -491,7 +491,10 @@ tms_catalog_connect(const char *server_name)
 
 		if (e->valid && e->serverid == server->serverid && e->userid == userid)
 		{
-			/* the memory limits are settings: a superuser's SET applies at once */
+			/*
+			 * the memory limits are settings: a superuser's SET applies at
+			 * once
+			 */
 			set_memory_limits(&e->server->http);
 			io_catalog_set_http(e->catalog, &e->server->http);
 			e->xact_pins++;

@@ -25,7 +25,7 @@ extern const DslAllocator tms_dsl_allocator;
 
 /* Compile, or return NULL with *err set; raises nothing but out-of-memory. */
 extern DslProgram *tms_condition_compile(const char *src, size_t len,
-										  DslError *err);
+										 DslError *err);
 
 /*
  * Compile or raise the compile error: syntax 42601, datatype 42804,

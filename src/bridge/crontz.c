@@ -200,4 +200,3 @@ tms_cron_prev_instant(const CronExpr *expr, TimestampTz before, pg_tz *tz,
 	}
 	return have;
 }
-

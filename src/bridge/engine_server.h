@@ -36,7 +36,8 @@ typedef struct TmsEngine
 	EngineType	type;
 	char	   *catalog;		/* the engine's name of the Iceberg catalog */
 	long		run_timeout_ms; /* 0: none */
-	long		request_timeout_ms; /* one request's limit, as the client has it */
+	long		request_timeout_ms; /* one request's limit, as the client has
+									 * it */
 	IoEngine   *client;
 } TmsEngine;
 

@@ -576,8 +576,8 @@ tms_engine_validate(List *options, Oid catalog)
 	int			where = validate_options(&engine_wrapper, options, catalog);
 	const char *type = tms_option(options, "type");
 	int			auths = (tms_option(options, "password") != NULL) +
-		(tms_option(options, "token") != NULL) +
-		(tms_option(options, "credential") != NULL);
+	(tms_option(options, "token") != NULL) +
+	(tms_option(options, "credential") != NULL);
 
 	if (where == OPT_SERVER)
 	{
@@ -685,4 +685,3 @@ tms_option(List *options, const char *name)
 	}
 	return NULL;
 }
-

@@ -39,6 +39,7 @@ extern void tms_webhook_validate(List *options, Oid catalog);
  * event.  An event is "<job|purge>-<new state, lowercase>".
  */
 extern int	tms_webhook_events(const char *value);
+
 /* The bit of one event, 0 for one a webhook cannot receive. */
 extern int	tms_webhook_event_bit(const char *event);
 

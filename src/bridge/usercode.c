@@ -54,6 +54,7 @@ tms_call_procedure_as_owner(Oid proc, const char *what, int nargs, Datum *args,
 {
 	Oid			owner = tms_procedure_owner(proc, what);
 	FmgrInfo	flinfo;
+
 	LOCAL_FCINFO(fcinfo, USERCODE_MAX_ARGS);
 	CallContext *callcontext;
 	PgStat_FunctionCallUsage fcusage;

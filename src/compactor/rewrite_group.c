@@ -474,7 +474,11 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 				v = duckdb_value_varchar(&r, k, 0);
 				if (v == NULL)
 					continue;
-				/* a value we cannot serialize (a uuid's order, say) gets no bound */
+
+				/*
+				 * a value we cannot serialize (a uuid's order, say) gets no
+				 * bound
+				 */
 				if (c->type != ICEBERG_TYPE_UUID &&
 					iceberg_value_serialize(c, v, strlen(v), b == 1,
 											m->mode == ICEBERG_METRICS_TRUNCATE ? m->length : 0,
@@ -992,10 +996,11 @@ group_copy_sql(GroupRun *g, int o, const char *local_out)
 		}
 	sql_add(q, "], filename = true, file_row_number = true, schema = ");
 	schema_map(q, s, NULL, 0);
+
 	/*
-	 * Equi-joins only, each against a small table built above: DuckDB
-	 * streams the rows through them (a correlated NOT EXISTS would
-	 * make it hold every row's keys).
+	 * Equi-joins only, each against a small table built above: DuckDB streams
+	 * the rows through them (a correlated NOT EXISTS would make it hold every
+	 * row's keys).
 	 */
 	sql_add(q, ") d JOIN slices s ON d.filename = s.local");
 	if (g->has_pos)
@@ -1255,7 +1260,10 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 	}
 	group_place_inputs(&g);
 
-	/* the delete files, once: position deletes of the group's files, equality deletes by column set */
+	/*
+	 * the delete files, once: position deletes of the group's files, equality
+	 * deletes by column set
+	 */
 	if (!group_delete_tables(&g))
 		goto done;
 

@@ -175,10 +175,11 @@ open_duckdb(Helper *h)
 	snprintf(val, sizeof(val), "%lldB", (long long) h->memory_limit);
 	if (duckdb_set_config(cfg, "memory_limit", val) != DuckDBSuccess)
 		fail(-1, "DuckDB refused memory_limit");
+
 	/*
-	 * Each thread of a COPY buffers the row groups it reads and writes:
-	 * below about 48 MB a thread, fewer threads (at least one) keep the
-	 * rewrite within the limit instead of failing it.
+	 * Each thread of a COPY buffers the row groups it reads and writes: below
+	 * about 48 MB a thread, fewer threads (at least one) keep the rewrite
+	 * within the limit instead of failing it.
 	 */
 	if (h->threads > 1 && h->memory_limit / h->threads < PER_THREAD_MEMORY)
 		h->threads = h->memory_limit / PER_THREAD_MEMORY > 1 ?

@@ -342,7 +342,7 @@ void
 cron_time_add_minutes(CronTime *t, int64_t minutes)
 {
 	int64_t		total = days_from_civil(t->year, t->month, t->day) * 1440 +
-		t->hour * 60 + t->minute + minutes;
+	t->hour * 60 + t->minute + minutes;
 	int64_t		days = total >= 0 ? total / 1440 : -((-total + 1439) / 1440);
 	int64_t		rem = total - days * 1440;
 

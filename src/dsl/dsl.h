@@ -168,7 +168,7 @@ typedef struct DslInput
 {
 	const DslMetrics *metrics;
 	const DslProperties *properties;	/* NULL: the table has none */
-	const DslFileSource *files;	/* NULL: no stream available */
+	const DslFileSource *files; /* NULL: no stream available */
 } DslInput;
 
 /*
@@ -215,7 +215,7 @@ typedef struct DslError
 	int32_t		column;
 	int32_t		position;
 	bool		has_type;
-	DslType	type;
+	DslType		type;
 	char		message[256];
 	char		hint[256];
 	char		excerpt[512];
@@ -241,8 +241,8 @@ typedef struct DslProgram DslProgram;
  * err may be NULL.  The program only ever compiles BOOLEAN conditions.
  */
 extern DslProgram *dsl_compile(const char *src, size_t len,
-								const DslAllocator *allocator,
-								DslError *err);
+							   const DslAllocator *allocator,
+							   DslError *err);
 
 /* Free a program and everything it owns.  NULL is allowed. */
 extern void dsl_free(DslProgram *program);
@@ -253,6 +253,7 @@ extern uint32_t dsl_program_variables(const DslProgram *program);	/* DSL_VAR_BIT
 extern uint32_t dsl_program_fields(const DslProgram *program);	/* DSL_FIELD_BIT()s */
 extern bool dsl_program_uses_files(const DslProgram *program);
 extern bool dsl_program_uses_properties(const DslProgram *program);
+
 /* The compiled text, NUL-terminated; explanation spans index into it. */
 extern const char *dsl_program_source(const DslProgram *program);
 
@@ -262,7 +263,7 @@ extern const char *dsl_program_source(const DslProgram *program);
  * is read once from its current position.
  */
 extern DslOutcome dsl_eval(const DslProgram *program, const DslInput *input,
-							bool *result);
+						   bool *result);
 
 /* ---- explanations ---- */
 
@@ -315,10 +316,10 @@ typedef struct DslExplainNode
 	int32_t		offset;
 	int32_t		length;
 	DslNodeKind kind;
-	DslType	type;
+	DslType		type;
 	const char *op;
 	DslNodeState state;
-	DslOutcome outcome;		/* DSL_NODE_FAILED: why */
+	DslOutcome	outcome;		/* DSL_NODE_FAILED: why */
 	DslValue	value;			/* DSL_NODE_EVALUATED: the value */
 	bool		property_found;
 	const char *raw;
@@ -332,7 +333,7 @@ extern int32_t dsl_explain_count(const DslProgram *program);
  * node in nodes[0 .. dsl_explain_count() - 1].  Slower: use it for logging.
  */
 extern DslOutcome dsl_explain(const DslProgram *program, const DslInput *input,
-							   bool *result, DslExplainNode *nodes);
+							  bool *result, DslExplainNode *nodes);
 
 /*
  * Render an explanation as text, one line per comparison or boolean leaf,
@@ -352,8 +353,8 @@ extern size_t dsl_explain_text(const DslProgram *program,
 
 /* ---- names ---- */
 
-extern const char *dsl_type_name(DslType type);	/* "BOOLEAN", ... */
-extern const char *dsl_needs_name(DslNeeds needs); /* "metadata", ... */
+extern const char *dsl_type_name(DslType type); /* "BOOLEAN", ... */
+extern const char *dsl_needs_name(DslNeeds needs);	/* "metadata", ... */
 extern const char *dsl_outcome_name(DslOutcome outcome);	/* "ok", ... */
 extern const char *dsl_var_name(DslVar var);	/* "dataFiles", ... */
 extern DslType dsl_var_type(DslVar var);

@@ -50,7 +50,7 @@ default_free(void *arg, void *ptr)
 void *
 dsl_arena_alloc(DslProgram *p, size_t size)
 {
-	DslChunk  *c = p->chunks;
+	DslChunk   *c = p->chunks;
 	size_t		hdr = (sizeof(DslChunk) + ARENA_ALIGN - 1) & ~(size_t) (ARENA_ALIGN - 1);
 	char	   *mem;
 
@@ -81,14 +81,14 @@ dsl_arena_alloc(DslProgram *p, size_t size)
 void
 dsl_free(DslProgram *p)
 {
-	DslChunk  *c;
+	DslChunk   *c;
 
 	if (p == NULL)
 		return;
 	c = p->chunks;
 	while (c)
 	{
-		DslChunk  *next = c->next;
+		DslChunk   *next = c->next;
 
 		p->alloc.free(p->alloc.arg, c);
 		c = next;
@@ -110,7 +110,7 @@ dsl_compile(const char *src, size_t len, const DslAllocator *allocator,
 	DslAllocator alloc;
 	DslProgram *p;
 	DslParser	ps;
-	DslNode   *root;
+	DslNode    *root;
 	bool		blank = true;
 
 	if (err == NULL)

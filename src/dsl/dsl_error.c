@@ -125,7 +125,7 @@ dsl_error_at(DslParser *ps, DslErrorKind kind, int32_t off, const char *hint,
 			 const char *fmt,...)
 {
 	va_list		ap;
-	DslError  *err = ps->err;
+	DslError   *err = ps->err;
 
 	if (ps->failed)
 		return NULL;

@@ -34,7 +34,7 @@
 typedef struct EvalCtx
 {
 	const char *base[3];		/* BASE_METRICS, BASE_FILE, BASE_SLOTS */
-	DslOutcome outcome;		/* first failure, or DSL_OK */
+	DslOutcome	outcome;		/* first failure, or DSL_OK */
 	const DslProgram *p;
 	const DslInput *in;
 	bool		pass_done;
@@ -43,7 +43,7 @@ typedef struct EvalCtx
 	DslExplainNode *rec;
 	int64_t		files;			/* files read by the pass */
 	int64_t		counts[DSL_MAX_LAMBDAS];
-	DslOutcome lam_outcome[DSL_MAX_LAMBDAS];
+	DslOutcome	lam_outcome[DSL_MAX_LAMBDAS];
 	DslValue	slots[DSL_MAX_SLOTS];
 } EvalCtx;
 
@@ -364,15 +364,15 @@ ev_b(const DslNode *n, EvalCtx *c)
 		case OP_OR:
 			return ev_b(n->a, c) || ev_b(n->b, c);
 			CMP_CASES(OP_CMPK_L, int64_t, LOAD_L(c, n->abase, n->aoff), n->k.l)
-			CMP_CASES(OP_CMPK_D, double, LOAD_D(c, n->abase, n->aoff), n->k.d)
-			CMP_CASES(OP_CMPX_L, int64_t, LOAD_L(c, n->abase, n->aoff), LOAD_L(c, n->bbase, n->boff))
-			CMP_CASES(OP_CMPX_D, double, LOAD_D(c, n->abase, n->aoff), LOAD_D(c, n->bbase, n->boff))
-			CMP_CASES(OP_CMPE_L, int64_t, ev_l(n->a, c), n->k.l)
-			CMP_CASES(OP_CMPE_D, double, ev_d(n->a, c), n->k.d)
-			CMP_CASES(OP_CMP_LL, int64_t, ev_l(n->a, c), ev_l(n->b, c))
-			CMP_CASES(OP_CMP_DD, double, ev_d(n->a, c), ev_d(n->b, c))
-			CMP_CASES(OP_CMP_BB, bool, ev_b(n->a, c), ev_b(n->b, c))
-			CMP_CASES(OP_CMP_SS, int, strcmp(ev_s(n->a, c), ev_s(n->b, c)), 0)
+				CMP_CASES(OP_CMPK_D, double, LOAD_D(c, n->abase, n->aoff), n->k.d)
+				CMP_CASES(OP_CMPX_L, int64_t, LOAD_L(c, n->abase, n->aoff), LOAD_L(c, n->bbase, n->boff))
+				CMP_CASES(OP_CMPX_D, double, LOAD_D(c, n->abase, n->aoff), LOAD_D(c, n->bbase, n->boff))
+				CMP_CASES(OP_CMPE_L, int64_t, ev_l(n->a, c), n->k.l)
+				CMP_CASES(OP_CMPE_D, double, ev_d(n->a, c), n->k.d)
+				CMP_CASES(OP_CMP_LL, int64_t, ev_l(n->a, c), ev_l(n->b, c))
+				CMP_CASES(OP_CMP_DD, double, ev_d(n->a, c), ev_d(n->b, c))
+				CMP_CASES(OP_CMP_BB, bool, ev_b(n->a, c), ev_b(n->b, c))
+				CMP_CASES(OP_CMP_SS, int, strcmp(ev_s(n->a, c), ev_s(n->b, c)), 0)
 		case OP_PROP_B:
 			raw = prop_raw(c, n);
 			if (raw && dsl_parse_bool(raw, &b))
@@ -771,13 +771,13 @@ static int64_t
 count_batch(const DslNode *body, const DslFile *files, size_t n, EvalCtx *c)
 {
 	int64_t		cnt = 0;
-	FileTerm		t[MAX_FTERMS];
+	FileTerm	t[MAX_FTERMS];
 	int			nt = 0;
 
 	if (collect_terms(body, c, t, &nt))
 	{
 		const char *f = (const char *) files;
-		FileTerm		t0 = t[0],
+		FileTerm	t0 = t[0],
 					t1 = t[nt > 1 ? 1 : 0];
 
 		if (nt == 1)
@@ -951,7 +951,7 @@ dsl_eval(const DslProgram *p, const DslInput *in, bool *result)
 {
 	EvalCtx		c;
 	bool		r;
-	DslOutcome o;
+	DslOutcome	o;
 
 	*result = false;
 	if ((o = check_input(p, in)) != DSL_OK)
@@ -1019,7 +1019,7 @@ dsl_explain(const DslProgram *p, const DslInput *in, bool *result,
 {
 	EvalCtx		c;
 	DslValue	v;
-	DslOutcome o;
+	DslOutcome	o;
 
 	*result = false;
 	explain_init(p->root, -1, nodes);

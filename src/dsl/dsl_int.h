@@ -98,14 +98,14 @@ struct DslNode
 	int32_t		depth;			/* tree depth below and including this */
 	const char *opname;			/* operator text for explanations */
 	DslValue	k;				/* constant / unit factor / property name */
-	DslNode   *a;				/* children: operands, property default */
-	DslNode   *b;
+	DslNode    *a;				/* children: operands, property default */
+	DslNode    *b;
 };
 
 typedef struct DslLambda
 {
-	DslNode   *body;			/* BOOLEAN predicate */
-	DslNode   *hoisted[DSL_MAX_SLOTS];	/* nodes whose slot to compute */
+	DslNode    *body;			/* BOOLEAN predicate */
+	DslNode    *hoisted[DSL_MAX_SLOTS]; /* nodes whose slot to compute */
 	int			nhoisted;
 } DslLambda;
 
@@ -120,8 +120,8 @@ typedef struct DslChunk
 struct DslProgram
 {
 	DslAllocator alloc;
-	DslChunk  *chunks;
-	DslNode   *root;
+	DslChunk   *chunks;
+	DslNode    *root;
 	char	   *source;			/* NUL-terminated copy */
 	size_t		source_len;
 	DslNeeds	needs;
@@ -148,7 +148,7 @@ typedef enum DslTokKind
 
 typedef struct DslToken
 {
-	DslTokKind kind;
+	DslTokKind	kind;
 	int32_t		offset;
 	int32_t		length;
 	int64_t		l;
@@ -169,7 +169,7 @@ typedef struct DslParser
 	DslToken	tok;			/* current token */
 	DslToken	ahead;			/* lookahead, valid if has_ahead */
 	bool		has_ahead;
-	DslError  *err;
+	DslError   *err;
 	bool		failed;
 	int			nesting;
 	int			lambda;			/* index of the lambda being parsed, or -1 */
@@ -195,8 +195,10 @@ extern void *dsl_arena_alloc(DslProgram *p, size_t size);
 extern void *dsl_error_at(DslParser *ps, DslErrorKind kind, int32_t off,
 						  const char *hint, const char *fmt,...)
 			__attribute__((format(printf, 5, 6)));
+
 /* DslError.c: DSL_ERROR_OUT_OF_MEMORY at the current token; NULL. */
 extern void *dsl_out_of_memory(DslParser *ps);
+
 /* DslError.c: "syntax error at or near" token t, with hint; NULL. */
 extern void *dsl_syntax_error(DslParser *ps, const DslToken *t,
 							  const char *hint);
@@ -206,8 +208,10 @@ extern void *dsl_syntax_error(DslParser *ps, const DslToken *t,
  * recorded, on a bad token.
  */
 extern bool dsl_advance(DslParser *ps);
+
 /* dsl_lex.c: the token after the current one (lexed once); NULL on error. */
 extern const DslToken *dsl_peek(DslParser *ps);
+
 /* dsl_lex.c: whether s[0 .. len) is word (lowercase), in any ASCII case. */
 extern bool dsl_word_is(const char *s, int32_t len, const char *word);
 

@@ -14,7 +14,7 @@
 typedef struct VarInfo
 {
 	const char *name;
-	DslType	type;
+	DslType		type;
 	DslNeeds	needs;
 	uint32_t	offset;
 } VarInfo;
@@ -47,7 +47,7 @@ static const VarInfo vars[DSL_VAR_COUNT] = {
 typedef struct FieldInfo
 {
 	const char *name;
-	DslType	type;
+	DslType		type;
 	uint32_t	offset;
 } FieldInfo;
 

@@ -90,7 +90,7 @@ fuse(DslNode *n)
 	int			gop;
 	bool		is_l;
 	int			ck;
-	DslNode   *a,
+	DslNode    *a,
 			   *b;
 
 	if (n == NULL)
@@ -111,7 +111,7 @@ fuse(DslNode *n)
 	b = n->b;
 	if (a->constant && !b->constant)
 	{
-		DslNode   *t = a;
+		DslNode    *t = a;
 
 		a = b;
 		b = t;

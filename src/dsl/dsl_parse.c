@@ -48,7 +48,7 @@ static DslNode *
 new_node(DslParser *ps, DslOp op, DslType type, DslNodeKind kind,
 		 int32_t off, int32_t len)
 {
-	DslNode   *n = dsl_arena_alloc(ps->p, sizeof(DslNode));
+	DslNode    *n = dsl_arena_alloc(ps->p, sizeof(DslNode));
 
 	if (n == NULL)
 		return dsl_out_of_memory(ps);
@@ -107,7 +107,7 @@ make_constant(DslNode *n, DslValue v)
 static DslNode *
 to_double(DslParser *ps, DslNode *n)
 {
-	DslNode   *c;
+	DslNode    *c;
 
 	if (n->type == DSL_DOUBLE)
 		return n;
@@ -254,7 +254,7 @@ fold_arith(DslNode *n)
 static DslNode *
 make_binary(DslParser *ps, const DslToken *op, DslNode *l, DslNode *r)
 {
-	DslNode   *n;
+	DslNode    *n;
 	int32_t		off = l->offset;
 	int32_t		len = r->offset + r->length - l->offset;
 	const char *name = tok_text(op->kind);
@@ -385,7 +385,7 @@ static DslNode *
 make_unit(DslParser *ps, const DslToken *name, DslNode *arg, int64_t factor,
 		  int32_t end)
 {
-	DslNode   *n;
+	DslNode    *n;
 	char		fname[16];
 
 	snprintf(fname, sizeof(fname), "%.*s", (int) name->length, ps->src + name->offset);
@@ -412,7 +412,7 @@ static DslNode *
 parse_count(DslParser *ps, const DslToken *name)
 {
 	DslToken	param;
-	DslNode   *body,
+	DslNode    *body,
 			   *n;
 	int			index;
 
@@ -471,11 +471,11 @@ parse_call(DslParser *ps)
 	DslToken	name = ps->tok;
 	const char *s = ps->src + name.offset;
 	int32_t		len = name.length;
-	DslNode   *args[2] = {NULL, NULL};
+	DslNode    *args[2] = {NULL, NULL};
 	int			nargs = 0;
 	int32_t		end;
 	int			fn = -1;
-	DslNode   *n;
+	DslNode    *n;
 
 	for (int i = 0; i < NFUNCTIONS; i++)
 		if ((int32_t) strlen(function_names[i]) == len &&
@@ -513,7 +513,7 @@ parse_call(DslParser *ps)
 	{
 		for (;;)
 		{
-			DslNode   *arg = dsl_parse_expr(ps);
+			DslNode    *arg = dsl_parse_expr(ps);
 
 			if (arg == NULL)
 				return NULL;
@@ -577,7 +577,7 @@ parse_name(DslParser *ps)
 	int32_t		len = id.length;
 	const DslToken *next;
 	int			v;
-	DslNode   *n;
+	DslNode    *n;
 
 	if ((next = dsl_peek(ps)) == NULL)
 		return NULL;
@@ -670,7 +670,7 @@ static DslNode *
 parse_primary(DslParser *ps)
 {
 	DslToken	t = ps->tok;
-	DslNode   *n;
+	DslNode    *n;
 
 	switch (t.kind)
 	{
@@ -735,7 +735,7 @@ static DslNode *
 parse_unary(DslParser *ps)
 {
 	DslToken	t = ps->tok;
-	DslNode   *arg,
+	DslNode    *arg,
 			   *n;
 
 	if (t.kind != T_NOT && t.kind != T_MINUS)
@@ -795,13 +795,13 @@ at_level(DslTokKind k, int level)
 static DslNode *
 parse_level(DslParser *ps, int level)
 {
-	DslNode   *l;
+	DslNode    *l;
 
 	l = level == 5 ? parse_unary(ps) : parse_level(ps, level + 1);
 	while (l && at_level(ps->tok.kind, level))
 	{
 		DslToken	op = ps->tok;
-		DslNode   *r;
+		DslNode    *r;
 
 		if (!dsl_advance(ps))
 			return NULL;

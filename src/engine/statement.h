@@ -77,8 +77,8 @@ typedef enum EngineErrorCode
 	ENGINE_ERR_UNKNOWN_OPTION,	/* a key the (engine, operation) does not take */
 	ENGINE_ERR_INVALID_VALUE,	/* a value of the wrong type or form */
 	ENGINE_ERR_INVALID_NAME,	/* an empty name, a NUL, too long */
-	ENGINE_ERR_INVALID_RESULT,	/* a result row that is not what the
-								 * procedure returns (not a number ...) */
+	ENGINE_ERR_INVALID_RESULT,	/* a result row that is not what the procedure
+								 * returns (not a number ...) */
 	ENGINE_ERR_OUT_OF_MEMORY
 } EngineErrorCode;
 

@@ -62,6 +62,7 @@ extern int	eng_error(EngineError *err, EngineErrorCode code, const char *fmt,...
 			ENG_PRINTF(3, 4);
 extern void eng_detail(EngineError *err, const char *fmt,...) ENG_PRINTF(2, 3);
 extern void eng_hint(EngineError *err, const char *fmt,...) ENG_PRINTF(2, 3);
+
 /*
  * A caller's text shown in a detail: at most max bytes, control bytes
  * and quotes as escapes, so that a message can never be mistaken for
@@ -127,14 +128,19 @@ extern bool eng_utf8_valid(const char *s, size_t len);
 
 /* Spark: `name`, backticks doubled. */
 extern void eng_spark_ident(EngBuf *b, const char *name);
+
 /* Spark: 'text', backslash and quote escaped, control bytes as escapes. */
 extern void eng_spark_string(EngBuf *b, const char *s);
+
 /* Trino: "name", double quotes doubled. */
 extern void eng_trino_ident(EngBuf *b, const char *name);
+
 /* Trino: 'text', single quotes doubled. */
 extern void eng_trino_string(EngBuf *b, const char *s);
+
 /* JSON: "text" with ", \ and control bytes escaped. */
 extern void eng_json_string(EngBuf *b, const char *s);
+
 /* Gravitino's table_identifier part: as is, or `quoted` when it needs it. */
 extern void eng_dotted_part(EngBuf *b, const char *name);
 
@@ -213,6 +219,7 @@ typedef struct EngOptions
 
 /* The option's key as users write it ("target-file-size-bytes"). */
 extern const char *eng_key_name(EngKey k);
+
 /* The Iceberg rewrite option a top-level key stands for, or NULL. */
 extern const char *eng_key_iceberg_option(EngKey k);
 
@@ -237,8 +244,10 @@ extern void eng_pairs_free(char **keys, char **vals, long n);
 
 /* Time rendering: Unix ms as "YYYY-MM-DD HH:MM:SS[.mmm]+00:00". */
 extern bool eng_format_utc(int64_t ms, char *out, size_t outsz);
+
 /* A size as Trino's DataSize: "128MB", exact ("1000B" when it must). */
 extern void eng_format_datasize(int64_t bytes, char *out, size_t outsz);
+
 /* A duration as Trino's Duration: "7.00d", exact ("1.50h", "100.00m"). */
 extern void eng_format_duration(int64_t ms, char *out, size_t outsz);
 

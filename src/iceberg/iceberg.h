@@ -107,16 +107,15 @@ typedef struct IcebergLimits
 {
 	int64_t		max_metadata_bytes; /* metadata.json, after inflate [256 MiB] */
 	int64_t		max_header_bytes;	/* Avro file header incl. schema [16 MiB] */
-	int64_t		max_block_bytes;	/* one Avro block, compressed or not
-									 * [64 MiB] */
+	int64_t		max_block_bytes;	/* one Avro block, compressed or not [64
+									 * MiB] */
 	int64_t		max_block_items;	/* objects in one Avro block [16 Mi] */
 	int64_t		max_string_bytes;	/* one string / bytes value [16 MiB] */
 	int64_t		max_collection_items;	/* items in one JSON array / Avro
 										 * array or map [16 Mi] */
-	int64_t		max_json_bytes; /* memory one JSON parse (metadata.json,
-								 * an Avro schema) may take, counted by
-								 * io's jansson allocators (io_init())
-								 * [256 MiB] */
+	int64_t		max_json_bytes; /* memory one JSON parse (metadata.json, an
+								 * Avro schema) may take, counted by io's
+								 * jansson allocators (io_init()) [256 MiB] */
 } IcebergLimits;
 
 /* Fills *limits with the defaults above. */
@@ -298,8 +297,8 @@ typedef struct IcebergTableMetadata
 	int			nsnapshots;
 	IcebergSnapshot *snapshots; /* in file order */
 	int			nrefs;
-	IcebergRef *refs;			/* includes a synthesized "main" when the
-								 * file has a current snapshot but no refs */
+	IcebergRef *refs;			/* includes a synthesized "main" when the file
+								 * has a current snapshot but no refs */
 	int			nsnapshot_log;
 	IcebergSnapshotLogEntry *snapshot_log;
 	int			nmetadata_log;
@@ -387,10 +386,10 @@ typedef struct IcebergManifestFile
 	int64_t		first_row_id;	/* v3; -1: absent */
 
 	/*
-	 * The whole manifest_file record's encoded Avro bytes as they are in
-	 * the decoded block (in the list's writer schema, see
-	 * iceberg_manifest_list_header()), borrowed like the rest; NULL / 0
-	 * for an inline v1 list.
+	 * The whole manifest_file record's encoded Avro bytes as they are in the
+	 * decoded block (in the list's writer schema, see
+	 * iceberg_manifest_list_header()), borrowed like the rest; NULL / 0 for
+	 * an inline v1 list.
 	 */
 	const uint8_t *raw;
 	size_t		raw_len;
@@ -492,8 +491,8 @@ typedef struct IcebergManifestEntry
 	int64_t		content_size_in_bytes;	/* -1: absent */
 
 	/*
-	 * With ICEBERG_READ_RAW: the encoded Avro bytes of the data_file
-	 * field (id 2, a record in the manifest's writer schema, see
+	 * With ICEBERG_READ_RAW: the encoded Avro bytes of the data_file field
+	 * (id 2, a record in the manifest's writer schema, see
 	 * iceberg_manifest_header("avro.schema")), exactly as they are in the
 	 * decoded block; valid until the next call.  NULL / 0 otherwise.
 	 */
@@ -573,10 +572,10 @@ typedef struct IcebergWalkFile
 	IcebergFileKind kind;
 	const char *path;
 	int64_t		size;			/* bytes, -1 when unknown */
-	int64_t		snapshot_id;	/* snapshot through which it was reached,
-								 * -1 for metadata files */
-	int32_t		status;			/* manifest entry status for content files,
-								 * -1 otherwise */
+	int64_t		snapshot_id;	/* snapshot through which it was reached, -1
+								 * for metadata files */
+	int32_t		status;			/* manifest entry status for content files, -1
+								 * otherwise */
 } IcebergWalkFile;
 
 /*
@@ -726,6 +725,7 @@ extern bool iceberg_data_files_open(const IcebergFileIO *io,
 extern int	iceberg_data_files_next(IcebergDataFileIter *it,
 									const IcebergDataFileInfo **out,
 									IcebergError *err);
+
 /* The error that ended the stream (code ICEBERG_OK if none). */
 extern const IcebergError *iceberg_data_files_error(const IcebergDataFileIter *it);
 extern void iceberg_data_files_close(IcebergDataFileIter *it);

@@ -108,9 +108,8 @@ iceberg_set_io_error(IcebergError *err, const IoError *ioerr, const char *path)
 }
 
 /* Fill an IoError from this layer's own IoFileIO implementations. */
-static void
-set_ioerror(IoError *err, IoErrorCode code, const char *fmt,...)
-	ICEBERG_PRINTF(3, 4);
+static void set_ioerror(IoError *err, IoErrorCode code, const char *fmt,...)
+			ICEBERG_PRINTF(3, 4);
 
 static void
 set_ioerror(IoError *err, IoErrorCode code, const char *fmt,...)

@@ -124,6 +124,7 @@ typedef struct IcebergStrMap
 
 /* The value of key, or NULL when key is absent. */
 extern int64_t *iceberg_strmap_get(const IcebergStrMap *m, const char *key);
+
 /*
  * The value of key, inserted with the value init when absent (*added
  * tells whether it was, when added is not NULL).  NULL when out of memory.
@@ -145,9 +146,9 @@ typedef enum IcebergAvroSlotKind
 	ICEBERG_AVRO_SLOT_RAW		/* the value's encoded bytes as they are in
 								 * the block (s, slen; s points into the
 								 * block, valid until the next call): the
-								 * value is skipped, or, for a record
-								 * target with children, decoded as usual
-								 * while its span is recorded */
+								 * value is skipped, or, for a record target
+								 * with children, decoded as usual while its
+								 * span is recorded */
 } IcebergAvroSlotKind;
 
 /*
@@ -160,8 +161,8 @@ typedef struct IcebergAvroTarget
 	const char *name;
 	const char *alt_name;		/* older spelling, or NULL */
 	IcebergAvroSlotKind kind;
-	int			slot;			/* index into the values, or -1 for a
-								 * record with children */
+	int			slot;			/* index into the values, or -1 for a record
+								 * with children */
 	const struct IcebergAvroTarget *children;	/* for nested records */
 	int			nchildren;
 } IcebergAvroTarget;

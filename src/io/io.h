@@ -126,13 +126,13 @@ typedef struct IoHttpOptions
 {
 	long		connect_timeout_ms; /* 0: 10 s */
 	long		request_timeout_ms; /* whole request, 0: 60 s */
-	int			retries;		/* extra attempts for idempotent requests; <0: 2 */
+	int			retries;		/* extra attempts for idempotent requests; <0:
+								 * 2 */
 	long		retry_base_ms;	/* first backoff, 0: 200 ms (doubles, jitter) */
-	size_t		max_response_bytes; /* body after Content-Encoding is
-									 * decoded; 0: 64 MiB */
+	size_t		max_response_bytes; /* body after Content-Encoding is decoded;
+									 * 0: 64 MiB */
 	size_t		max_json_bytes; /* memory one JSON parse may take (jansson's
-								 * tree and what is built from it); 0:
-								 * 256 MiB */
+								 * tree and what is built from it); 0: 256 MiB */
 	const char *ca_file;		/* PEM bundle, NULL: system default */
 	const char *ca_path;		/* directory of CA certs, NULL: default */
 	IoInterruptFn interrupted;	/* may be NULL */
@@ -181,7 +181,8 @@ typedef struct IoSigV4Input
 	const char *query;			/* raw query after '?', or NULL */
 	const IoHeader *headers;	/* every header to sign, host included */
 	size_t		nheaders;
-	const char *payload_hash;	/* hex sha256 of the body (or UNSIGNED-PAYLOAD) */
+	const char *payload_hash;	/* hex sha256 of the body (or
+								 * UNSIGNED-PAYLOAD) */
 	const char *access_key_id;
 	const char *secret_access_key;
 	const char *session_token;	/* NULL: none */
@@ -290,11 +291,11 @@ typedef struct IoStorageConfig
 	/*
 	 * The local directories tms may touch (absolute, canonical: no "." or
 	 * ".." segment).  Every local read, size, write, list and delete is
-	 * IO_ERR_FORBIDDEN ("path ... is outside the allowed locations", the
-	 * same whether the file exists or not) unless the path lies strictly
-	 * below one of them; none configured: no local access at all.  Below
-	 * a root no symbolic link is ever followed (the root itself may be
-	 * one: it is resolved with realpath()).
+	 * IO_ERR_FORBIDDEN ("path ... is outside the allowed locations", the same
+	 * whether the file exists or not) unless the path lies strictly below one
+	 * of them; none configured: no local access at all.  Below a root no
+	 * symbolic link is ever followed (the root itself may be one: it is
+	 * resolved with realpath()).
 	 */
 	const char *const *local_roots;
 	size_t		nlocal_roots;
@@ -436,7 +437,8 @@ typedef struct IoDeleteDone
 {
 	int			slot;			/* free again */
 	int			rc;				/* 0: answered, the results are filled */
-	IoError		err;			/* rc -1: why (the request's results untouched) */
+	IoError		err;			/* rc -1: why (the request's results
+								 * untouched) */
 	char		s3code[64];		/* rc -1 with an S3 error document: its Code */
 	bool		throttled;		/* rc -1: refused as a whole to slow down
 								 * (503, 429, SlowDown) */
@@ -508,14 +510,19 @@ typedef struct IoAimd
 
 /* A window of limit (the caller's bound, >= 1). */
 extern void io_aimd_init(IoAimd *a, int limit);
+
 /* Requests that may be in flight now: max(1, min(limit, floor(w))). */
 extern int	io_aimd_allowed(const IoAimd *a, int limit);
+
 /* The pause between two starts (0 at w >= 1). */
 extern long io_aimd_pause_ms(const IoAimd *a);
+
 /* A request started now: the next may not start before the pause. */
 extern void io_aimd_started(IoAimd *a, int64_t now_ms);
+
 /* A request succeeded: additive increase, up to limit. */
 extern void io_aimd_succeeded(IoAimd *a, int limit);
+
 /*
  * A request started at epoch started_epoch was refused to slow down:
  * halve the window (when adapt, once per epoch) and hold starts for
@@ -613,8 +620,10 @@ typedef struct IoXmlStats
 /* io_xml_parse, also filling *stats (success or not; stats may be NULL). */
 extern IoXmlNode *io_xml_parse_stats(const char *data, size_t len,
 									 IoXmlStats *stats, IoError *err);
+
 /* First child named name, or NULL. */
 extern const IoXmlNode *io_xml_child(const IoXmlNode *node, const char *name);
+
 /* Text of the first child named name, or NULL. */
 extern const char *io_xml_child_text(const IoXmlNode *node, const char *name);
 
@@ -636,10 +645,10 @@ typedef struct IoCatalogConfig
 	/*
 	 * AWS Signature Version 4 on every catalog request (AWS Glue's and S3
 	 * Tables' Iceberg REST endpoints, API Gateway), as Iceberg's
-	 * RESTSigV4AuthSession signs: on when signing_region is set, which
-	 * then needs both keys.  A bearer token (credential, token) still
-	 * goes along, relocated to Original-Authorization and signed; the
-	 * OAuth2 token request itself is not signed.
+	 * RESTSigV4AuthSession signs: on when signing_region is set, which then
+	 * needs both keys.  A bearer token (credential, token) still goes along,
+	 * relocated to Original-Authorization and signed; the OAuth2 token
+	 * request itself is not signed.
 	 */
 	const char *signing_region; /* NULL: requests are not signed */
 	const char *signing_name;	/* the scope's service; NULL: "execute-api" */
@@ -666,10 +675,13 @@ extern void io_catalog_set_http(IoCatalog *cat, const IoHttpOptions *http);
 
 /* The merged configuration (defaults < client < overrides); borrowed. */
 extern const IoKeyValue *io_catalog_properties(const IoCatalog *cat, size_t *n);
+
 /* A merged property or NULL. */
 extern const char *io_catalog_property(const IoCatalog *cat, const char *key);
+
 /* The server's endpoints list (empty: spec defaults); borrowed. */
 extern const IoStringList *io_catalog_endpoints(const IoCatalog *cat);
+
 /* The effective prefix ("" when none). */
 extern const char *io_catalog_prefix(const IoCatalog *cat);
 

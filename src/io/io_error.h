@@ -26,7 +26,8 @@ typedef enum IoErrorCode
 	IO_ERR_TIMEOUT,				/* connect or total timeout expired */
 	IO_ERR_CONNECT,				/* DNS, connection refused/reset */
 	IO_ERR_TLS,					/* certificate or handshake failure */
-	IO_ERR_PROTOCOL,			/* malformed response (bad JSON/XML, bad status) */
+	IO_ERR_PROTOCOL,			/* malformed response (bad JSON/XML, bad
+								 * status) */
 	IO_ERR_TOO_LARGE,			/* response exceeds the size cap */
 	IO_ERR_BAD_REQUEST,			/* HTTP 400 (and 422) */
 	IO_ERR_UNAUTHORIZED,		/* HTTP 401 (after one token refresh), 419 */

@@ -23,6 +23,7 @@
 /* Set *err (code, status, formatted message); detail cleared. Returns -1. */
 extern int	io_set_error(IoError *err, IoErrorCode code, long status,
 						 const char *fmt,...) IO_PRINTF(4, 5);
+
 /* Set err->detail from the given text (truncated, control chars blanked). */
 extern void io_set_detail(IoError *err, const char *text, size_t len);
 
@@ -30,6 +31,7 @@ extern char *io_strdup(const char *s);	/* NULL-safe; NULL on oom too */
 
 /* Overwrite a secret's bytes (not optimised away), then free it; NULL-safe. */
 extern void io_wipe_free(char *s);
+
 /* io_string_list_free for lists that may hold secrets: every item wiped. */
 extern void io_string_list_wipe(IoStringList *list);
 
@@ -38,6 +40,7 @@ extern void io_string_list_wipe(IoStringList *list);
 extern void io_form_add(IoStrBuf *sb, const char *key, const char *value);
 extern char *io_strndup(const char *s, size_t n);
 extern bool io_str_has_prefix(const char *s, const char *prefix);
+
 /*
  * Percent-decode s[0..len) into a malloc'd string (no '+' handling).  For
  * SigV4's canonical query string only: no path or location is ever
@@ -83,12 +86,11 @@ typedef struct IoHttpRequest
 								 * retry (io_http_perform counts its own) */
 
 	/*
-	 * NULL, or a function that makes the headers of every attempt anew,
-	 * in place of headers (io_http_perform only): a signature over the
-	 * current date must be fresh on each retry.  It fills *lines ("Name:
-	 * value", malloc'd), which the core wipes and frees after the
-	 * attempt; it must not send requests itself.  0, or -1 with *err,
-	 * which ends the request.
+	 * NULL, or a function that makes the headers of every attempt anew, in
+	 * place of headers (io_http_perform only): a signature over the current
+	 * date must be fresh on each retry.  It fills *lines ("Name: value",
+	 * malloc'd), which the core wipes and frees after the attempt; it must
+	 * not send requests itself.  0, or -1 with *err, which ends the request.
 	 */
 	int			(*attempt_headers) (void *arg, IoStringList *lines, IoError *err);
 	void	   *attempt_arg;
@@ -113,6 +115,7 @@ typedef struct IoHttpResponse
 extern int	io_http_perform(const IoHttpOptions *opt, const IoHttpRequest *req,
 							IoHttpResponse *resp, IoError *err);
 extern void io_http_response_free(IoHttpResponse *resp);
+
 /* Value of a response header (case-insensitive), borrowed, or NULL. */
 extern const char *io_http_header(const IoHttpResponse *resp, const char *name,
 								  size_t *len);
@@ -229,7 +232,7 @@ typedef struct IoS3Request
 {
 	IoHttpRequest req;
 	char	   *url;
-	char	   *lines[IO_S3_MAX_LINES];	/* "Name: value", wiped when freed */
+	char	   *lines[IO_S3_MAX_LINES]; /* "Name: value", wiped when freed */
 	size_t		nlines;
 } IoS3Request;
 

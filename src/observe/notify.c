@@ -150,10 +150,11 @@ tms_event_text(TmsEvent *ev, const char *key, const char *value, int max)
 		appendStringInfoString(&ev->buf, "null");
 		return;
 	}
+
 	/*
 	 * escape_json() one character at a time, to stop within the budget; a
-	 * text that does not fit ends at the last character that leaves room
-	 * for the "..." marking it clipped.
+	 * text that does not fit ends at the last character that leaves room for
+	 * the "..." marking it clipped.
 	 */
 	initStringInfo(&one);
 	appendStringInfoChar(&ev->buf, '"');
@@ -242,8 +243,8 @@ tms_event_send(const char *payload)
 
 	/*
 	 * A full queue makes every committing notifier fail ("too many
-	 * notifications in the NOTIFY queue"); a listener that stopped reading
-	 * in an open transaction must not make tms's own state changes fail.
+	 * notifications in the NOTIFY queue"); a listener that stopped reading in
+	 * an open transaction must not make tms's own state changes fail.
 	 */
 	usage = DatumGetFloat8(OidFunctionCall0Coll(F_PG_NOTIFICATION_QUEUE_USAGE, InvalidOid));
 	if (usage > QUEUE_USAGE_LIMIT)

@@ -36,7 +36,8 @@ typedef enum TmsEventClass
 {
 	TMS_EVENT_JOB = 0x01,		/* tms.table_maintenance_job.state */
 	TMS_EVENT_PURGE = 0x02,		/* tms.iceberg_cleanup_job.state */
-	TMS_EVENT_TASK = 0x04,		/* claims and completions of tms.scheduled_tasks */
+	TMS_EVENT_TASK = 0x04,		/* claims and completions of
+								 * tms.scheduled_tasks */
 	TMS_EVENT_TASK_FAILURE = 0x08	/* their failures and released leases */
 } TmsEventClass;
 
@@ -54,7 +55,7 @@ tms_events_on(TmsEventClass c)
 }
 
 /* Budgets of one text field, in bytes after JSON escaping. */
-#define TMS_EVENT_NAME_MAX	256		/* names, kinds, instances, states */
+#define TMS_EVENT_NAME_MAX	256 /* names, kinds, instances, states */
 #define TMS_EVENT_TEXT_MAX	1024	/* error texts and reasons */
 
 typedef struct TmsEvent
@@ -64,11 +65,14 @@ typedef struct TmsEvent
 
 /* {"type": type */
 extern void tms_event_begin(TmsEvent *ev, const char *type);
+
 /* , "key": "value" (NULL: null), escaped and clipped to max bytes */
 extern void tms_event_text(TmsEvent *ev, const char *key, const char *value, int max);
 extern void tms_event_int(TmsEvent *ev, const char *key, int64 value);
+
 /* , "key": "2026-12-01T10:00:00.123456+00:00" (UTC); 0: null */
 extern void tms_event_time(TmsEvent *ev, const char *key, TimestampTz t);
+
 /* , "at": now}; returns the payload (palloc'd) */
 extern char *tms_event_end(TmsEvent *ev);
 

@@ -67,7 +67,8 @@ typedef enum TmsStatArea
 #define TMS_STAT_JOB_DURATION_US	1	/* first start to end */
 #define TMS_STAT_JOB_FILES			2	/* files deleted */
 #define TMS_STAT_JOB_BYTES			3	/* bytes deleted */
-#define TMS_STAT_JOB_SKIPPED		4	/* purges: files outside the allowed roots */
+#define TMS_STAT_JOB_SKIPPED		4	/* purges: files outside the allowed
+										 * roots */
 #define TMS_STAT_JOB_REQUESTS		5	/* purges: delete requests */
 
 /* HTTP exchanges */
@@ -75,8 +76,8 @@ typedef enum TmsStatArea
 #define TMS_STAT_HTTP_RETRIES		1
 #define TMS_STAT_HTTP_ERRORS		2
 #define TMS_STAT_HTTP_ERROR_CLASS	3	/* first of TMS_STAT_HTTP_NCLASSES */
-#define TMS_STAT_HTTP_NCLASSES		6	/* timeout, connect, throttled, client,
-										 * server, other */
+#define TMS_STAT_HTTP_NCLASSES		6	/* timeout, connect, throttled,
+										 * client, server, other */
 #define TMS_STAT_HTTP_LATENCY_US	9	/* sum of the latencies */
 #define TMS_STAT_HTTP_BUCKET		10	/* first of TMS_STAT_HTTP_NBUCKETS */
 #define TMS_STAT_HTTP_NBUCKETS		12	/* the bounds below, then +Inf */

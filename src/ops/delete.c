@@ -128,9 +128,8 @@ tms_delete_init(void)
  * ----------------------------------------------------------------
  */
 
-static void
-stop(TmsDeleter *d, TmsDeleteStatus status, long http_status, const char *code,
-	 const char *uri, const char *fmt,...) pg_attribute_printf(6, 7);
+static void stop(TmsDeleter *d, TmsDeleteStatus status, long http_status, const char *code,
+				 const char *uri, const char *fmt,...) pg_attribute_printf(6, 7);
 
 static void
 stop(TmsDeleter *d, TmsDeleteStatus status, long http_status, const char *code,
@@ -603,7 +602,11 @@ tms_deleter_free(TmsDeleter *d)
 	if (d == NULL)
 		return;
 	p = d->priv;
-	/* the requests first (their bodies live in the io deleter), then the permits */
+
+	/*
+	 * the requests first (their bodies live in the io deleter), then the
+	 * permits
+	 */
 	io_deleter_free(p->io);
 	p->io = NULL;
 	for (int i = 0; i < p->nslots; i++)

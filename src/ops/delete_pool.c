@@ -102,7 +102,7 @@ typedef struct DeletePool
 } DeletePool;
 
 static DeletePool *SharedPool = NULL;
-static DeletePool *Pool = NULL;		/* SharedPool, or a private one */
+static DeletePool *Pool = NULL; /* SharedPool, or a private one */
 static PoolHolder *Me = NULL;
 
 /* Latches to set once the lock is released. */

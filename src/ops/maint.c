@@ -156,9 +156,8 @@ tms_maint_init(void)
  * ----------------------------------------------------------------
  */
 
-static void
-maint_fail_va(MaintRun *run, MaintResult kind, int sqlerrcode, const char *fmt,
-			  va_list ap) pg_attribute_printf(4, 0);
+static void maint_fail_va(MaintRun *run, MaintResult kind, int sqlerrcode, const char *fmt,
+						  va_list ap) pg_attribute_printf(4, 0);
 
 static void
 maint_fail_va(MaintRun *run, MaintResult kind, int sqlerrcode, const char *fmt, va_list ap)
@@ -195,8 +194,8 @@ void
 maint_fail_iceberg(MaintRun *run, const char *what, const IcebergError *err)
 {
 	bool		transient = err->code == ICEBERG_ERR_IO &&
-		err->io_code != IO_ERR_NOT_FOUND && err->io_code != IO_ERR_FORBIDDEN &&
-		err->io_code != IO_ERR_INVALID_ARGUMENT;
+	err->io_code != IO_ERR_NOT_FOUND && err->io_code != IO_ERR_FORBIDDEN &&
+	err->io_code != IO_ERR_INVALID_ARGUMENT;
 
 	if (err->code == ICEBERG_ERR_CANCELLED || err->io_code == IO_ERR_INTERRUPTED)
 	{
@@ -422,13 +421,16 @@ step_start(void *arg)
 
 		/*
 		 * Another engine's job goes to tms.maintenance_handler in this same
-		 * transaction: if the handler fails, the start is rolled back with
-		 * it and the job waits, pending, for the retry.
+		 * transaction: if the handler fails, the start is rolled back with it
+		 * and the job waits, pending, for the retry.
 		 */
 		char	   *name = engine && engine->type == jbvString ?
-			pnstrdup(engine->val.string.val, engine->val.string.len) : NULL;
+		pnstrdup(engine->val.string.val, engine->val.string.len) : NULL;
 
-		/* the run's row of tms.task_history names the job's policy, rule, table */
+		/*
+		 * the run's row of tms.task_history names the job's policy, rule,
+		 * table
+		 */
 		sched_task_subject(run->task, maint_json_int(jb, "policy_id"), maint_json_int(jb, "rule_id"),
 						   maint_json_int(jb, "table_id"), run->job_id);
 

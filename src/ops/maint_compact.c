@@ -455,7 +455,11 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		maint_fail_iceberg(run, "cannot name the files of the compaction", &err);
 		return false;
 	}
-	/* the rule of every write of tms: below the table location and an allowed location */
+
+	/*
+	 * the rule of every write of tms: below the table location and an allowed
+	 * location
+	 */
 	upload_dir = tms_location_canonical(run->conn->server, dir, NULL);
 	if (upload_dir == NULL || !io_location_under(upload_dir, run->location) ||
 		!tms_location_allowed(run->conn->server, upload_dir))
@@ -466,16 +470,24 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		free(dir);
 		return false;
 	}
-	/* one slash before the file names (an unpartitioned table's dir ends in one) */
+
+	/*
+	 * one slash before the file names (an unpartitioned table's dir ends in
+	 * one)
+	 */
 	if (upload_dir[0] == '\0' || upload_dir[strlen(upload_dir) - 1] != '/')
 		upload_dir = psprintf("%s/", upload_dir);
-	/* where storage reads each file (relative paths resolved, as the FileIO does) */
+
+	/*
+	 * where storage reads each file (relative paths resolved, as the FileIO
+	 * does)
+	 */
 	input_uris = palloc(sizeof(char *) * (gr->nfiles + 1));
 	delete_uris = palloc(sizeof(char *) * (gr->ndeletes + 1));
 	for (int i = 0; i < gr->nfiles + gr->ndeletes; i++)
 	{
 		const char *pth = i < gr->nfiles ? p->files[gr->first + i].path :
-			p->deletes[gr->deletes[i - gr->nfiles]].path;
+		p->deletes[gr->deletes[i - gr->nfiles]].path;
 		char	   *c = tms_location_canonical(run->conn->server, pth, NULL);
 
 		if (c == NULL)
@@ -545,7 +557,7 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		if (m.type == ICEBERG_MSG_DONE)
 		{
 			bool		consistent = m.files == *nout && m.rows_out == records &&
-				m.rows_in == gr->records && m.rows_in - m.rows_deleted == m.rows_out;
+			m.rows_in == gr->records && m.rows_in - m.rows_deleted == m.rows_out;
 
 			*peak_rss = Max(*peak_rss, m.peak_rss);
 
@@ -653,7 +665,10 @@ commit_group(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput *
 			return run->result == MAINT_OK ? GROUP_COMMITTED : GROUP_FAILED;
 		if (outcome == MAINT_COMMIT_FAILED || run->result != MAINT_OK)
 		{
-			/* certainly not landed (phase back at start): its data files go too */
+			/*
+			 * certainly not landed (phase back at start): its data files go
+			 * too
+			 */
 			if (run->phase != NULL && strcmp(run->phase, "start") == 0 &&
 				run->result != MAINT_LEASE_LOST)
 				maint_delete_written(run, paths, noutputs);
@@ -692,7 +707,8 @@ maint_run_compact(MaintRun *run)
 	IoStorageConfig cfg;
 	TimestampTz deadline;
 	volatile int given_up = 0;
-	int64	   *peak_rss = palloc0(sizeof(int64));	/* the helper's, over the groups */
+	int64	   *peak_rss = palloc0(sizeof(int64));	/* the helper's, over the
+													 * groups */
 
 	if (!bind_where(run, (IcebergPartitionFilter **) &where))
 		return;
@@ -739,7 +755,10 @@ maint_run_compact(MaintRun *run)
 								 peak_rss);
 				if (!ok)
 				{
-					/* what the helper may have written goes, once it is stopped */
+					/*
+					 * what the helper may have written goes, once it is
+					 * stopped
+					 */
 					compactor_stop(helper);
 					helper = NULL;
 					if (run->result != MAINT_LEASE_LOST)

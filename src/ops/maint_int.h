@@ -199,8 +199,10 @@ typedef struct MaintRun
 	bool		ignore_cancel;	/* deleting what a failed attempt wrote */
 	ErrorData  *callback_error; /* what a callback caught, raised after */
 
-	/* the io failure of the last load, or the location it refused (for a
-	 * session's error) */
+	/*
+	 * the io failure of the last load, or the location it refused (for a
+	 * session's error)
+	 */
 	bool		load_failed;
 	IoError		load_err;
 	char	   *refused_location;
@@ -221,6 +223,7 @@ typedef struct MaintRun
 
 /* maint.c */
 extern int	tms_engine_run_timeout_s;
+
 /*
  * Record the run's outcome (the first one sticks), with the SQLSTATE its
  * failure is recorded with (maint_fail: none known, the run's failure is
@@ -232,6 +235,7 @@ extern void maint_fail_code(MaintRun *run, MaintResult kind, int sqlerrcode,
 extern void maint_fail_iceberg(MaintRun *run, const char *what, const IcebergError *err);
 extern void maint_emit(MaintRun *run, const char *action, const char *target,
 					   const char *detail_json);
+
 /* tms.maintenance_commit_retries (defined with the settings, maint.c) */
 extern int	tms_maintenance_commit_retries;
 
@@ -277,11 +281,13 @@ extern MaintCommitOutcome maint_commit(MaintRun *run, const char *body,
 									   MaintLandedFn landed, void *arg);
 extern void maint_delete_written(MaintRun *run, char **written, int nwritten);
 extern void maint_drop_stale_written(MaintRun *run, int64 base, char **written,
-									int nwritten);
+									 int nwritten);
 extern char **maint_state_written(Jsonb *cs, int *nwritten);
 extern int64 maint_json_int(Jsonb *jb, const char *key);
+
 /* the MaintLandedFn of a commit adding snapshot *(int64 *) arg */
 extern bool maint_snapshot_landed(void *arg, const IcebergTableMetadata *md);
+
 /* the IcebergWriter callback of a run writing table files (arg: the run) */
 extern int	maint_write_file(void *arg, const char *path, const void *data, size_t len,
 							 IoError *err);

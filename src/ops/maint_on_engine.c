@@ -311,7 +311,7 @@ table_shows_run(MaintRun *run, const char *tag, const char *run_id, int64 *snaps
 	int64		id;
 	int64		replace = -1;
 	bool		rewrite = run->opt.op == MAINT_COMPACTION || run->opt.op == MAINT_REWRITE ||
-		run->opt.op == MAINT_POSDELETE;
+	run->opt.op == MAINT_POSDELETE;
 
 	if (!maint_load(run))
 		return TABLE_UNREADABLE;
@@ -531,7 +531,11 @@ track(MaintRun *run, TmsEngine *eng, IoEngineRun *r, TimestampTz deadline, const
 		{
 			if (run->result != MAINT_CANCELLED)
 				return false;
-			/* cancelled by the user: at the engine too, then followed to its end */
+
+			/*
+			 * cancelled by the user: at the engine too, then followed to its
+			 * end
+			 */
 			run->result = MAINT_OK;
 			run->error[0] = '\0';
 			*cancelled = true;
@@ -681,9 +685,10 @@ engine_submit(MaintRun *run, TmsEngine *eng, const char *tag, EngineStatement *s
 			engine_failed(run, "cannot submit to", &err);
 			return false;
 		}
+
 		/*
-		 * It may have arrived: the tag decides, now or (the run not
-		 * found yet) when the job is resumed.
+		 * It may have arrived: the tag decides, now or (the run not found
+		 * yet) when the job is resumed.
 		 */
 		if (io_engine_find(eng->client, tag, st->text, st->template_name, r, &found, &ferr) != 0 ||
 			!found)
@@ -757,7 +762,7 @@ maint_run_engine(MaintRun *run)
 	IoError		err;
 	char	   *tag = psprintf("tms-job-" INT64_FORMAT, run->job_id);
 	bool		resumed = run->phase != NULL &&
-		(strcmp(run->phase, "submit") == 0 || strcmp(run->phase, "engine") == 0);
+	(strcmp(run->phase, "submit") == 0 || strcmp(run->phase, "engine") == 0);
 	bool		have_run = false;
 	bool		have_st = false;
 	bool		cancelled = false;

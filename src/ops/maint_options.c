@@ -162,8 +162,7 @@ check_names(const char *operation, const char *engine, EngineType *type)
 	return op;
 }
 
-static void
-bad_option(const char *operation, const char *key, const char *fmt,...) pg_attribute_printf(3, 4) pg_attribute_noreturn();
+static void bad_option(const char *operation, const char *key, const char *fmt,...) pg_attribute_printf(3, 4) pg_attribute_noreturn();
 
 static void
 bad_option(const char *operation, const char *key, const char *fmt,...)

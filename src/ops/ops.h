@@ -22,9 +22,11 @@ extern void tms_ops_init(void);
 extern void tms_purge_init(void);	/* purge.c: async purge of dropped tables */
 extern void tms_policy_init(void);	/* policy.c: policies and their evaluation */
 extern void tms_roles_init(void);	/* roles.c: roles that own tms objects */
-extern void tms_maint_init(void);	/* maint.c: maintenance jobs and local operations */
+extern void tms_maint_init(void);	/* maint.c: maintenance jobs and local
+									 * operations */
 extern void tms_delete_init(void);	/* delete.c: the deleter and its pool */
 extern void tms_events_init(void);	/* events.c: state-change events, webhooks */
-extern void tms_compact_init(void); /* maint_compact.c: compaction on engine local */
+extern void tms_compact_init(void); /* maint_compact.c: compaction on engine
+									 * local */
 
 #endif							/* TMS_OPS_H */

@@ -79,7 +79,8 @@ tms_policy_default_min_interval_ms(const char *operation)
 	for (size_t i = 0; i < lengthof(min_intervals); i++)
 		if (strcmp(min_intervals[i].operation, operation) == 0)
 			return (int64) min_intervals[i].value_s * 1000;
-	return (int64) min_intervals[0].value_s * 1000;	/* other engines' operations */
+	return (int64) min_intervals[0].value_s * 1000; /* other engines'
+													 * operations */
 }
 
 /*

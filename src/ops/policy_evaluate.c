@@ -183,9 +183,9 @@ candidates_step(void *arg)
 
 	/*
 	 * In the chain order of Gravitino's table maintenance service design
-	 * (tms._chain_rank): a table's compaction is recorded before its
-	 * manifest rewrite, that before its expiry, so each later job finds the
-	 * earlier ones and waits for them.
+	 * (tms._chain_rank): a table's compaction is recorded before its manifest
+	 * rewrite, that before its expiry, so each later job finds the earlier
+	 * ones and waits for them.
 	 */
 	if (r->scope == POLICY_SCOPE_CYCLE)
 		policy_exec(cycle_candidates_sql, 5, types, values, nulls, SPI_OK_SELECT);
@@ -325,13 +325,13 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 		IoError		ioerr;
 		IcebergFileIO fio;
 		IcebergTableMetrics m;
-		DslMetrics dm;
+		DslMetrics	dm;
 		DslProperties props;
 		DslFileSource src;
-		DslInput input;
+		DslInput	input;
 		DslExplainNode *nodes;
 		int32		n = dsl_explain_count(prog);
-		DslOutcome outcome;
+		DslOutcome	outcome;
 		bool		result = false;
 		size_t		len;
 		uint32		fields = dsl_program_fields(prog);

@@ -64,6 +64,7 @@ typedef struct PolicyRun
 	int64		table_id;		/* CRON, COMMIT: the table */
 	int			nrules;			/* CRON: the rules that fired */
 	int64	   *rule_ids;
+
 	/*
 	 * COMMIT: the table as its observation loaded it (io's, freed with
 	 * io_loaded_table_free), taken by the first evaluation of the table

@@ -125,7 +125,7 @@ ns_selected(const GroupSpec *g, const char *ns)
 		return true;
 	foreach(lc, g->member_ns)
 		if (strcmp((char *) lfirst(lc), ns) == 0)
-			return true;
+		return true;
 	return false;
 }
 
@@ -358,7 +358,7 @@ load_result(void *arg, size_t index, IoLoadedTable *lt, const IoError *err)
 			else
 			{
 				bool		same = t->metadata_location && lt->metadata_location &&
-					strcmp(t->metadata_location, lt->metadata_location) == 0;
+				strcmp(t->metadata_location, lt->metadata_location) == 0;
 
 				t->changed = true;
 				t->uuid = md->table_uuid ? pstrdup(md->table_uuid) : NULL;

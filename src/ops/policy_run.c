@@ -480,7 +480,7 @@ policy_expand_task(SchedTask *task, ErrorData **error)
 		PolicyRow  *p = r->policy;
 		bool		refresh = p->active && p->cycle_due && p->refresh_due;
 		bool		evaluate = p->active && p->cycle_due && p->window_open &&
-			p->has_cycle_rules;
+		p->has_cycle_rules;
 
 		pgstat_report_activity(STATE_RUNNING,
 							   psprintf("tms: evaluating policy \"%s\"", p->name));

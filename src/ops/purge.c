@@ -184,7 +184,8 @@ typedef struct Enqueue
 	char	   *location;		/* canonical */
 	char	   *metadata_location;
 	char	   *storage_json;	/* non-secret storage settings */
-	char	   *vended_json;	/* the vended config, NULL: nothing secret vended */
+	char	   *vended_json;	/* the vended config, NULL: nothing secret
+								 * vended */
 	int64		expires_ms;		/* -1: unknown */
 	bool		delete_others;	/* delete_other_tables_files */
 } Enqueue;
@@ -396,9 +397,8 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table, bool de
  * ----------------------------------------------------------------
  */
 
-static void
-purge_run_fail_va(PurgeRun *run, RunResult kind, int sqlerrcode, const char *fmt,
-				  va_list ap) pg_attribute_printf(4, 0);
+static void purge_run_fail_va(PurgeRun *run, RunResult kind, int sqlerrcode, const char *fmt,
+							  va_list ap) pg_attribute_printf(4, 0);
 
 static void
 purge_run_fail_va(PurgeRun *run, RunResult kind, int sqlerrcode, const char *fmt, va_list ap)
@@ -608,7 +608,7 @@ fill_counter_args(PurgeRun *run, Datum *args, char *nulls, const char *phase)
 }
 
 static Oid	counter_types[NCOUNTER_ARGS] = {INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID,
-	INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID, TEXTOID, TEXTOID};
+INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID, TEXTOID, TEXTOID};
 
 typedef struct ProgressArg
 {
@@ -1064,9 +1064,12 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 		/* a namespace is dropped only when empty: its tables are gone too */
 		if (err.code != IO_ERR_NO_SUCH_TABLE && err.code != IO_ERR_NO_SUCH_NAMESPACE)
 		{
-			/* a catalog that refuses the load (400, 403) will not change its mind */
+			/*
+			 * a catalog that refuses the load (400, 403) will not change its
+			 * mind
+			 */
 			bool		terminal = err.code == IO_ERR_BAD_REQUEST ||
-				err.code == IO_ERR_FORBIDDEN;
+			err.code == IO_ERR_FORBIDDEN;
 
 			purge_run_fail_code(run, terminal ? RUN_TERMINAL : RUN_TRANSIENT,
 								tms_io_sqlstate(err.code),
@@ -1234,7 +1237,8 @@ purge_handler(SchedTask *task, ErrorData **error)
 			outcome = SCHED_LEASE_LOST;
 		else if (!run->found ||
 				 (strcmp(run->state, "PENDING") != 0 && strcmp(run->state, "RUNNING") != 0))
-			outcome = SCHED_DONE;	/* deleted by an operator, or ended already */
+			outcome = SCHED_DONE;	/* deleted by an operator, or ended
+									 * already */
 		else
 		{
 			pgstat_report_activity(STATE_RUNNING,

@@ -124,9 +124,9 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 									   (IcebergTableMetadata **) &md, &ierr))
 			{
 				bool		transient = ierr.code == ICEBERG_ERR_IO &&
-					ierr.io_code != IO_ERR_FORBIDDEN && ierr.io_code != IO_ERR_NOT_FOUND &&
-					ierr.io_code != IO_ERR_UNAUTHORIZED &&
-					ierr.io_code != IO_ERR_INVALID_ARGUMENT;
+				ierr.io_code != IO_ERR_FORBIDDEN && ierr.io_code != IO_ERR_NOT_FOUND &&
+				ierr.io_code != IO_ERR_UNAUTHORIZED &&
+				ierr.io_code != IO_ERR_INVALID_ARGUMENT;
 
 				md = NULL;
 				ok = refuse(out, tms_iceberg_sqlstate(&ierr), transient,

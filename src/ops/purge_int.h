@@ -88,8 +88,8 @@ typedef struct PurgeRun
 	IcebergManifestReader *mr;
 	bool		gc_enabled;
 	HTAB	   *seen;			/* manifest path hashes */
-	char	  **others;			/* canonical locations of the other tables
-								 * tms knows at or below the location */
+	char	  **others;			/* canonical locations of the other tables tms
+								 * knows at or below the location */
 	int			nothers;
 
 	PurgeQueue	q[NQUEUES];

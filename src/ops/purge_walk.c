@@ -120,10 +120,10 @@ read_failed(PurgeRun *run, const char *what, const char *path, const IcebergErro
 	else if (err->code == ICEBERG_ERR_MALFORMED || err->code == ICEBERG_ERR_UNSUPPORTED ||
 			 err->code == ICEBERG_ERR_LIMIT)
 		purge_run_fail(run, RUN_TERMINAL, "cannot read %s \"%s\": %s", what, path,
-				 iceberg_error_text(run, err));
+					   iceberg_error_text(run, err));
 	else
 		purge_run_fail(run, RUN_TRANSIENT, "could not read %s \"%s\": %s", what, path,
-				 iceberg_error_text(run, err));
+					   iceberg_error_text(run, err));
 	return false;
 }
 
@@ -375,9 +375,9 @@ walk_manifest(PurgeRun *run, const IcebergManifestFile *mf)
 	if (rc < 0)
 	{
 		purge_run_fail(run, err.code == ICEBERG_ERR_IO || err.code == ICEBERG_ERR_CANCELLED
-				 ? RUN_TRANSIENT : RUN_TERMINAL,
-				 "could not read manifest \"%s\": %s", mf->manifest_path,
-				 iceberg_error_text(run, &err));
+					   ? RUN_TRANSIENT : RUN_TERMINAL,
+					   "could not read manifest \"%s\": %s", mf->manifest_path,
+					   iceberg_error_text(run, &err));
 		return false;
 	}
 	return run->result == RUN_OK;
@@ -402,7 +402,7 @@ walk_snapshot(PurgeRun *run, const IcebergSnapshot *s)
 		}
 		if (s->manifest_list == NULL)
 			purge_run_fail(run, RUN_TERMINAL, "cannot read the manifests of snapshot %lld: %s",
-					 (long long) s->snapshot_id, iceberg_error_text(run, &err));
+						   (long long) s->snapshot_id, iceberg_error_text(run, &err));
 		return false;
 	}
 	while ((rc = iceberg_manifest_list_next(run->lr, &mf, &err)) == 1)
@@ -418,10 +418,10 @@ walk_snapshot(PurgeRun *run, const IcebergSnapshot *s)
 	if (rc < 0)
 	{
 		purge_run_fail(run, err.code == ICEBERG_ERR_IO || err.code == ICEBERG_ERR_CANCELLED
-				 ? RUN_TRANSIENT : RUN_TERMINAL,
-				 "could not read manifest list \"%s\": %s",
-				 s->manifest_list ? s->manifest_list : "(inline)",
-				 iceberg_error_text(run, &err));
+					   ? RUN_TRANSIENT : RUN_TERMINAL,
+					   "could not read manifest list \"%s\": %s",
+					   s->manifest_list ? s->manifest_list : "(inline)",
+					   iceberg_error_text(run, &err));
 		return false;
 	}
 	if (run->result != RUN_OK)
@@ -546,7 +546,7 @@ run_walk(PurgeRun *run)
 			if (run->phase && strcmp(run->phase, "metadata") == 0)
 				return;			/* a previous run got to the very end */
 			purge_run_fail(run, RUN_TERMINAL, "metadata file \"%s\" does not exist",
-					 run->metadata_location);
+						   run->metadata_location);
 		}
 		else
 			(void) read_failed(run, "metadata file", run->metadata_location, &err);
@@ -638,4 +638,3 @@ purge_walk(PurgeRun *run)
 	PG_END_TRY();
 	run_cleanup(run);
 }
-

@@ -553,7 +553,7 @@ sched_prune_history(void)
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not prune the task history: %s", SPI_result_code_string(rc));
 	history_behind = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
-										 1, &isnull)) >= HISTORY_PRUNE_BATCH;
+												 1, &isnull)) >= HISTORY_PRUNE_BATCH;
 }
 
 /*
@@ -1282,4 +1282,3 @@ sched_execute(SchedTask *task, ErrorData **error)
 	}
 	return outcome;
 }
-

@@ -54,9 +54,9 @@ typedef struct SchedTask
 	Oid			handler;		/* that procedure now, InvalidOid if none */
 
 	/*
-	 * What the run worked on, for its row of tms.task_history (-1: nothing
-	 * of the kind), and whether it is worth a row at all: a handler tells
-	 * with sched_task_subject() and sched_task_idle().
+	 * What the run worked on, for its row of tms.task_history (-1: nothing of
+	 * the kind), and whether it is worth a row at all: a handler tells with
+	 * sched_task_subject() and sched_task_idle().
 	 */
 	int64		policy_id;
 	int64		rule_id;

@@ -63,14 +63,14 @@ PG_FUNCTION_INFO_V1(tms_dsl_explain);
  * compile (the caller decides whether to raise).
  */
 static DslProgram *
-compile_text(text *t, DslError *err)
+compile_text(text * t, DslError *err)
 {
 	return tms_condition_compile(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), err);
 }
 
 /* Compile a text condition or raise its compile error. */
 static DslProgram *
-compile_or_raise(text *t)
+compile_or_raise(text * t)
 {
 	return tms_condition_compile_or_raise(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 }
@@ -203,7 +203,7 @@ typedef struct PropTable
 static const char *
 prop_get(void *arg, const char *name)
 {
-	PropTable *t = arg;
+	PropTable  *t = arg;
 
 	for (int i = 0; i < t->n; i++)
 		if (strcmp(t->names[i], name) == 0)
@@ -272,7 +272,7 @@ read_properties(Jsonb *jb, PropTable *t)
 
 typedef struct FileArray
 {
-	DslFile   *files;
+	DslFile    *files;
 	size_t		n;
 	bool		done;
 } FileArray;
@@ -281,7 +281,7 @@ typedef struct FileArray
 static int
 files_next(void *arg, const DslFile **files, size_t *nfiles)
 {
-	FileArray *a = arg;
+	FileArray  *a = arg;
 
 	if (a->done)
 		return 0;
@@ -373,7 +373,7 @@ read_files(Jsonb *jb, uint32 fields, FileArray *a)
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		JsonbContainer *obj;
-		DslFile   *f;
+		DslFile    *f;
 		bool		has_pos,
 					has_eq,
 					has_any;
@@ -409,7 +409,7 @@ read_files(Jsonb *jb, uint32 fields, FileArray *a)
 typedef struct EvalArgs
 {
 	DslProgram *p;
-	DslMetrics metrics;
+	DslMetrics	metrics;
 	PropTable	props;
 	DslProperties properties;
 	FileArray	files;
@@ -501,7 +501,7 @@ tms_dsl_check(PG_FUNCTION_ARGS)
 		}
 		values[3] = CStringGetTextDatum(err.message);
 		values[4] = Int32GetDatum(tms_condition_char_position(VARDATA_ANY(t),
-												VARSIZE_ANY_EXHDR(t), err.offset));
+															  VARSIZE_ANY_EXHDR(t), err.offset));
 		nulls[3] = nulls[4] = false;
 		if (err.hint[0])
 		{
@@ -539,7 +539,7 @@ tms_dsl_explain(PG_FUNCTION_ARGS)
 {
 	EvalArgs	a;
 	bool		result;
-	DslOutcome outcome;
+	DslOutcome	outcome;
 	DslExplainNode *nodes;
 	int32		n;
 	StringInfoData b;

@@ -187,7 +187,7 @@ tms_jdbc_commit_trigger(PG_FUNCTION_ARGS)
 	TriggerData *td = (TriggerData *) fcinfo->context;
 	TupleDesc	desc;
 	Oid			relid;
-	PointerRow		oldp,
+	PointerRow	oldp,
 				newp;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))

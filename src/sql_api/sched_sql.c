@@ -288,16 +288,16 @@ tms_schedule_task(PG_FUNCTION_ARGS)
 				 errmsg("task kind \"%s\" does not exist", kind),
 				 errhint("Register it with tms.register_task_kind().")));
 	rc = SPI_execute_with_args(
-		"INSERT INTO tms.scheduled_tasks"
-		"  (task_name, task_instance, task_data, execution_time, priority)"
-		" VALUES ($1, $2, $3, $4, $5)"
-		" ON CONFLICT (task_name, task_instance) DO UPDATE"
-		" SET task_data = EXCLUDED.task_data,"
-		"     execution_time = EXCLUDED.execution_time,"
-		"     priority = EXCLUDED.priority,"
-		"     version = CASE WHEN scheduled_tasks.picked THEN scheduled_tasks.version"
-		"                    ELSE scheduled_tasks.version + 1 END",
-		5, types, args, nulls, false, 0);
+							   "INSERT INTO tms.scheduled_tasks"
+							   "  (task_name, task_instance, task_data, execution_time, priority)"
+							   " VALUES ($1, $2, $3, $4, $5)"
+							   " ON CONFLICT (task_name, task_instance) DO UPDATE"
+							   " SET task_data = EXCLUDED.task_data,"
+							   "     execution_time = EXCLUDED.execution_time,"
+							   "     priority = EXCLUDED.priority,"
+							   "     version = CASE WHEN scheduled_tasks.picked THEN scheduled_tasks.version"
+							   "                    ELSE scheduled_tasks.version + 1 END",
+							   5, types, args, nulls, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "could not schedule task: %s", SPI_result_code_string(rc));
 	SPI_finish();

@@ -25,7 +25,7 @@ PG_FUNCTION_INFO_V1(tms_stat_count_job_sql);
 
 /* The area an argument names, or an error listing the names. */
 static int
-area_arg(text *t)
+area_arg(text * t)
 {
 	char	   *name = text_to_cstring(t);
 	int			area = tms_stat_area_by_name(name);

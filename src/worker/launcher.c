@@ -215,8 +215,8 @@ launcher_ensure_supervisor(LauncherDb *db)
 		db->handle = NULL;
 
 		/*
-		 * Look the name up again before the restart, in case the database
-		 * was dropped (the supervisor could not connect) or re-created.
+		 * Look the name up again before the restart, in case the database was
+		 * dropped (the supervisor could not connect) or re-created.
 		 */
 		launcher_resolve(db);
 		if (!OidIsValid(db->oid))

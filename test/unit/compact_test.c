@@ -403,6 +403,7 @@ test_plan_fixture(void)
 				  "group %d of %d files", g, p->groups[g].nfiles);
 		iceberg_compact_plan_free(p);
 	}
+
 	/*
 	 * rewrite-all alone (min-input-files left at 5): every file in a group,
 	 * every group kept, though each partition has one or two files

@@ -43,7 +43,7 @@ parse_bad(const char *text, const char *want, int pos)
 	if (strstr(err.message, want) == NULL || (pos > 0 && err.position != pos))
 	{
 		FAIL("\"%s\": got \"%s\" at %d, expected \"%s\" at %d",
-				text, err.message, err.position, want, pos);
+			 text, err.message, err.position, want, pos);
 	}
 }
 
@@ -64,7 +64,7 @@ next_is(const char *text, CronTime after, CronTime want)
 	if (!cron_next_local(&e, &after, &got) || cron_time_cmp(&got, &want) != 0)
 	{
 		FAIL("next(\"%s\"): got %04d-%02d-%02d %02d:%02d", text,
-				got.year, got.month, got.day, got.hour, got.minute);
+			 got.year, got.month, got.day, got.hour, got.minute);
 	}
 }
 
@@ -77,7 +77,7 @@ prev_is(const char *text, CronTime before, CronTime want)
 	if (!cron_prev_local(&e, &before, &got) || cron_time_cmp(&got, &want) != 0)
 	{
 		FAIL("prev(\"%s\"): got %04d-%02d-%02d %02d:%02d", text,
-				got.year, got.month, got.day, got.hour, got.minute);
+			 got.year, got.month, got.day, got.hour, got.minute);
 	}
 }
 
@@ -153,7 +153,7 @@ main(void)
 	}
 	t = T(2026, 1, 1, 0, 0);
 	cron_time_add_minutes(&t, -1);
-	CHECK(cron_time_cmp(&t, &(CronTime){2025, 12, 31, 23, 59}) == 0);
+	CHECK(cron_time_cmp(&t, &(CronTime) {2025, 12, 31, 23, 59}) == 0);
 
 	return unit_done();
 }

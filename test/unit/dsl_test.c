@@ -95,7 +95,7 @@ reset_inputs(void)
 static void
 add_file(int64_t size, int64_t records, bool pos, bool eq)
 {
-	DslFile	f = {size, records, pos || eq, pos, eq};
+	DslFile		f = {size, records, pos || eq, pos, eq};
 
 	files[nfiles++] = f;
 }
@@ -116,7 +116,7 @@ run(const char *src, bool *result, char *text, size_t textlen)
 	DslError	err;
 	DslProgram *p = dsl_compile(src, strlen(src), NULL, &err);
 	DslInput	in = {&metrics, &properties, &source};
-	DslOutcome o1,
+	DslOutcome	o1,
 				o2;
 	bool		r1,
 				r2;
@@ -154,7 +154,7 @@ static void
 expect(const char *src, bool want)
 {
 	bool		r;
-	DslOutcome o = run(src, &r, NULL, 0);
+	DslOutcome	o = run(src, &r, NULL, 0);
 
 	CHECK(o == DSL_OK && r == want, "%s: want %s, got %s (outcome %s)",
 		  src, want ? "true" : "false", r ? "true" : "false",
@@ -165,7 +165,7 @@ static void
 expect_outcome(const char *src, DslOutcome want)
 {
 	bool		r;
-	DslOutcome o = run(src, &r, NULL, 0);
+	DslOutcome	o = run(src, &r, NULL, 0);
 
 	CHECK(o == want && !r, "%s: want outcome %s, got %s", src,
 		  dsl_outcome_name(want), (int) o < 0 ? "compile error" : dsl_outcome_name(o));
@@ -327,7 +327,8 @@ test_properties(void)
 	expect("property('exp.v', 1.0) == 1000.0", true);
 	expect("property('neg.long', 1.0) == -17.0", true);
 	expect("property('nan.v', 2.5) == 2.5", true);
-	expect("property('double.v', 5) == 5", true);	/* LONG default: 0.25 fails */
+	expect("property('double.v', 5) == 5", true);	/* LONG default: 0.25
+													 * fails */
 	expect("property('owner.team', 'default') == 'data-eng'", true);
 	expect("property('nobody', 'default') == 'default'", true);
 	expect("property('bool.bad', true)", true);
@@ -390,7 +391,7 @@ test_variables(void)
 static void
 test_metrics_get(void)
 {
-	DslMetrics m;
+	DslMetrics	m;
 	DslValue	v;
 
 	/* one distinct value per field, set directly, not through the table */
@@ -537,9 +538,9 @@ test_spec_examples(void)
 
 	{
 		const char *combined = "!property('maintenance.disabled', false) AND (\n"
-			"    (dataFiles > 100 AND avgDataFileSize < 128MB)\n"
-			"    OR equalityDeleteFiles > 50\n"
-			"    OR (timeSinceLastUpdate > 3d AND snapshots > 50)\n)";
+		"    (dataFiles > 100 AND avgDataFileSize < 128MB)\n"
+		"    OR equalityDeleteFiles > 50\n"
+		"    OR (timeSinceLastUpdate > 3d AND snapshots > 50)\n)";
 		static const char *const off[] = {"maintenance.disabled", "true", NULL};
 
 		set_props(NULL);

@@ -37,13 +37,13 @@ build_is(int line, EngineType type, const char *op, const EngineTarget *t,
 	if (engine_statement_build(type, op, t, json, "tms-job-7", NOW, &st, &err) != 0)
 	{
 		FAIL("line %d: unexpected error: %s (%s) [%s]", line, err.message,
-				err.detail, err.hint);
+			 err.detail, err.hint);
 		return;
 	}
 	if (st.text == NULL || strcmp(st.text, want) != 0)
 	{
 		FAIL("line %d:\n  got:  %s\n  want: %s", line,
-				st.text ? st.text : "(null)", want);
+			 st.text ? st.text : "(null)", want);
 	}
 	engine_statement_free(&st);
 }
@@ -71,7 +71,7 @@ build_err(int line, EngineType type, const char *op, const EngineTarget *t,
 	{
 		FAIL("line %d: got code %d \"%s\" (%s) [%s], want code %d \"%s\" / \"%s\"",
 			 line, err.code, err.message, err.detail, err.hint, code, want_msg,
-				want_detail ? want_detail : "");
+			 want_detail ? want_detail : "");
 	}
 	/* the check alone says the same when no target is involved */
 	if (code != ENGINE_ERR_INVALID_NAME && t == &T)
@@ -784,7 +784,7 @@ test_renderings(void)
 	CHECK(eng_format_utc(INT64_C(951782400001), b, sizeof(b)) &&
 		  strcmp(b, "2000-02-29 00:00:00.001+00:00") == 0);
 	CHECK(!eng_format_utc(-1, b, sizeof(b)));
-	CHECK(!eng_format_utc(INT64_C(253402300800000), b, sizeof(b)));	/* 10000-01-01 */
+	CHECK(!eng_format_utc(INT64_C(253402300800000), b, sizeof(b))); /* 10000-01-01 */
 	eng_format_datasize(134217728, b, sizeof(b));
 	CHECK(strcmp(b, "128MB") == 0);
 	eng_format_datasize(1024, b, sizeof(b));

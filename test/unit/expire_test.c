@@ -57,7 +57,7 @@ build_json(const Snap *s, int n, const char *refs, const char *props,
 		   int64_t current)
 {
 	size_t		cap = 4096 + (size_t) n * 256 + (refs ? strlen(refs) : 0) +
-		(props ? strlen(props) : 0);
+	(props ? strlen(props) : 0);
 	char	   *b = malloc(cap);
 	size_t		len = 0;
 	int			i;
@@ -413,7 +413,10 @@ test_plan_refs(void)
 	expect_plan("ref to a missing snapshot", md, &o, "1,2,3,4", "gone");
 	iceberg_metadata_free(md);
 
-	/* unreferenced snapshots: 6 hangs off 3 (a rolled-back branch), 7 stands alone */
+	/*
+	 * unreferenced snapshots: 6 hangs off 3 (a rolled-back branch), 7 stands
+	 * alone
+	 */
 	{
 		Snap		s[] = {{1, -1, 100}, {2, 1, 200}, {3, 2, 300}, {4, 3, 400},
 		{5, 4, 500}, {6, 3, 550}, {7, -1, 50}};
@@ -538,7 +541,11 @@ test_plan_random(void)
 			iceberg_metadata_free(md);
 			continue;
 		}
-		/* partition, heads of retained refs kept, current kept, young unreferenced kept */
+
+		/*
+		 * partition, heads of retained refs kept, current kept, young
+		 * unreferenced kept
+		 */
 		if (p.nexpired + p.nretained != n)
 			bad++;
 		for (i = 0; i < p.nexpired; i++)
@@ -703,7 +710,7 @@ check_expired(const char *name, const IcebergFileIO *io,
 				result;
 	IcebergError err;
 	unsigned	flags = ICEBERG_WALK_MANIFEST_LISTS | ICEBERG_WALK_MANIFESTS |
-		ICEBERG_WALK_CONTENT_FILES | ICEBERG_WALK_STATISTICS;
+	ICEBERG_WALK_CONTENT_FILES | ICEBERG_WALK_STATISTICS;
 
 	e.root = k.root = got.root = root;
 	for (i = 0; i < old_md->nsnapshots; i++)
@@ -834,7 +841,8 @@ test_expired_fixtures(void)
 		memset(&p, 0, sizeof(p));
 		p.nexpired = 1;
 		p.expired = &md2->snapshots[0].snapshot_id;
-		kept = iceberg_metadata_without(md, &p, &err);	/* newest metadata minus snapshot 1 */
+		kept = iceberg_metadata_without(md, &p, &err);	/* newest metadata minus
+														 * snapshot 1 */
 		n = check_expired("pyiceberg old=00002 kept=00003-minus-1", &io, md2, kept, "/fixroot", kinds);
 		CHECK(n == 1 && kinds[ICEBERG_FILE_MANIFEST_LIST] == 1,
 			  "only the manifest list of snapshot 1 (%d files)", n);

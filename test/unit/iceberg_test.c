@@ -1147,7 +1147,7 @@ test_deflate_blocks(void)
 		if (i == 1)
 			comp[c / 3] ^= 0xff;
 		if (i == 2)
-			memset(comp, 0xff, 16);	/* an invalid block type right away */
+			memset(comp, 0xff, 16); /* an invalid block type right away */
 		n = put_header(file, list_schema_noids, "deflate");
 		n += put_block(file + n, comp, len, nrec);
 		CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 &&
@@ -1170,21 +1170,21 @@ static void
 test_skip_shapes(void)
 {
 	const char *schema =
-		"{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":["
-		"{\"name\":\"counts\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
-		"\"name\":\"kv\",\"fields\":[{\"name\":\"k\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"long\"}]}}},"
-		"{\"name\":\"bounds\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
-		"\"name\":\"kb\",\"fields\":[{\"name\":\"k\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"bytes\"},"
-		"{\"name\":\"f\",\"type\":{\"type\":\"fixed\",\"name\":\"f3\",\"size\":3}},"
-		"{\"name\":\"d\",\"type\":\"double\"},{\"name\":\"b\",\"type\":\"boolean\"}]}}},"
-		"{\"name\":\"m\",\"type\":{\"type\":\"map\",\"values\":\"kb\"}},"
-		"{\"name\":\"lb\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
-		"\"name\":\"kv2\",\"fields\":[{\"name\":\"k\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"bytes\"}]}}},"
-		"{\"name\":\"manifest_path\",\"type\":\"string\"},"
-		"{\"name\":\"manifest_length\",\"type\":\"long\"},"
-		"{\"name\":\"partition_spec_id\",\"type\":\"int\"},"
-		"{\"name\":\"added_snapshot_id\",\"type\":[\"null\",\"long\"]}"
-		"]}";
+	"{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":["
+	"{\"name\":\"counts\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
+	"\"name\":\"kv\",\"fields\":[{\"name\":\"k\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"long\"}]}}},"
+	"{\"name\":\"bounds\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
+	"\"name\":\"kb\",\"fields\":[{\"name\":\"k\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"bytes\"},"
+	"{\"name\":\"f\",\"type\":{\"type\":\"fixed\",\"name\":\"f3\",\"size\":3}},"
+	"{\"name\":\"d\",\"type\":\"double\"},{\"name\":\"b\",\"type\":\"boolean\"}]}}},"
+	"{\"name\":\"m\",\"type\":{\"type\":\"map\",\"values\":\"kb\"}},"
+	"{\"name\":\"lb\",\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\","
+	"\"name\":\"kv2\",\"fields\":[{\"name\":\"k\",\"type\":\"int\"},{\"name\":\"v\",\"type\":\"bytes\"}]}}},"
+	"{\"name\":\"manifest_path\",\"type\":\"string\"},"
+	"{\"name\":\"manifest_length\",\"type\":\"long\"},"
+	"{\"name\":\"partition_spec_id\",\"type\":\"int\"},"
+	"{\"name\":\"added_snapshot_id\",\"type\":[\"null\",\"long\"]}"
+	"]}";
 	unsigned char *file = malloc(1 << 16);
 	unsigned char rec[8192];
 	size_t		n,
@@ -1571,7 +1571,7 @@ test_walk_and_adapters(void)
 	/* DSL adapters */
 	{
 		IcebergTableMetrics m;
-		DslMetrics dm;
+		DslMetrics	dm;
 		DslProperties props;
 		DslFileSource src;
 		IcebergDataFileIter *it;
@@ -1727,8 +1727,8 @@ test_metrics_saturate(void)
 {
 	static const struct
 	{
-		int64_t		ts;				/* the snapshot's timestamp */
-		int64_t		updated;		/* last-updated-ms */
+		int64_t		ts;			/* the snapshot's timestamp */
+		int64_t		updated;	/* last-updated-ms */
 		int64_t		now;
 		int64_t		oldest_age;
 		int64_t		since_update;

@@ -706,7 +706,7 @@ test_location_canonical(void)
 		{"..", "/wh", NULL},
 		{"file:", "/wh", NULL},
 		{"file://", "/wh", NULL},
-		{"a", "file://", NULL},		/* found by fuzz_location */
+		{"a", "file://", NULL}, /* found by fuzz_location */
 		{"file://.", "/wh", NULL},
 		{"file://../x", "/wh", NULL},
 		/* other schemes, empty */
@@ -831,12 +831,12 @@ test_xml(void)
 {
 	IoError		err;
 	const char *list =
-		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		"<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-		"<Name>bucket</Name><IsTruncated>true</IsTruncated>"
-		"<Contents><Key>a&amp;b/&lt;c&gt; &#233;&#x4E2D;</Key><Size>12</Size></Contents>"
-		"<!-- comment --><Contents><Key><![CDATA[x<y]]></Key><Size>0</Size></Contents>"
-		"<NextContinuationToken>tok==</NextContinuationToken><Empty/></ListBucketResult>\n";
+	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+	"<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+	"<Name>bucket</Name><IsTruncated>true</IsTruncated>"
+	"<Contents><Key>a&amp;b/&lt;c&gt; &#233;&#x4E2D;</Key><Size>12</Size></Contents>"
+	"<!-- comment --><Contents><Key><![CDATA[x<y]]></Key><Size>0</Size></Contents>"
+	"<NextContinuationToken>tok==</NextContinuationToken><Empty/></ListBucketResult>\n";
 	IoXmlNode  *doc = io_xml_parse(list, strlen(list), &err);
 	const IoXmlNode *c;
 	int			n = 0;
@@ -866,9 +866,9 @@ test_xml(void)
 
 	{
 		const char *del =
-			"<DeleteResult><Deleted><Key>k1</Key></Deleted>"
-			"<Error><Key>k2</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
-			"</DeleteResult>";
+		"<DeleteResult><Deleted><Key>k1</Key></Deleted>"
+		"<Error><Key>k2</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+		"</DeleteResult>";
 
 		doc = io_xml_parse(del, strlen(del), &err);
 		CHECK(doc != NULL, "delete result parses");
@@ -1344,10 +1344,10 @@ test_local_confinement(void)
 	}
 
 	/*
-	 * One batch, as a purge sends it: files of one directory (the second
-	 * and later take the kept directory), a file through a symlinked
-	 * directory between them, ".." and "." as final names, a file outside.
-	 * Only the plain files below the root go.
+	 * One batch, as a purge sends it: files of one directory (the second and
+	 * later take the kept directory), a file through a symlinked directory
+	 * between them, ".." and "." as final names, a file outside. Only the
+	 * plain files below the root go.
 	 */
 	{
 		char		u[8][512];
@@ -1760,14 +1760,14 @@ test_http_interrupts(void)
 	CHECK(cat == NULL && err.code == IO_ERR_INTERRUPTED, "interrupt ends the request (%s)", err.message);
 	CHECK(el >= 290, "not interrupted before 300 ms: %lld ms", (long long) el);
 	BENCH_CHECK(el < 300 + 2 * IO_POLL_INTERVAL_MS + 50,
-		  "interrupted within a poll interval: %lld ms", (long long) el);
+				"interrupted within a poll interval: %lld ms", (long long) el);
 	printf("interrupt requested at 300 ms, request ended after %lld ms (%d checks)\n",
 		   (long long) el, d.calls);
 
 	/*
 	 * Every network wait is told to the waiting callback (the wait event
-	 * inside PostgreSQL), begun and ended in pairs, and the interrupt
-	 * check (which may end the process) runs only between waits.
+	 * inside PostgreSQL), begun and ended in pairs, and the interrupt check
+	 * (which may end the process) runs only between waits.
 	 */
 	memset(&d, 0, sizeof(d));
 	d.at = now_ms() + 300;
@@ -1832,8 +1832,9 @@ typedef struct ServerStats
 	int			tokens;			/* tokens issued: "tok<N>" */
 	int			min_valid_token;	/* loads with an older token: 401 */
 	int			flaky_left;		/* 503s still to give for "flaky" */
-	char		last_request[1024];	/* "METHOD path" of the last request */
-	char		hook_request[4096]; /* head and body of the last /hook/ request */
+	char		last_request[1024]; /* "METHOD path" of the last request */
+	char		hook_request[4096]; /* head and body of the last /hook/
+									 * request */
 	int			hook_requests;
 	int			overlap_wanted; /* slow requests wait for this many at once */
 } ServerStats;
@@ -2379,7 +2380,7 @@ test_load_batches(void)
 			  "interrupted batch: rc %d (%s), %d results", rc, err.message, r.calls);
 		CHECK(el >= 290, "batch not interrupted before 300 ms: %lld ms", (long long) el);
 		BENCH_CHECK(el < 300 + 2 * IO_POLL_INTERVAL_MS + 50,
-			  "batch interrupted within a poll interval: %lld ms", (long long) el);
+					"batch interrupted within a poll interval: %lld ms", (long long) el);
 	}
 	io_catalog_free(cat);
 
@@ -2535,7 +2536,7 @@ test_deleter(void)
 		  "requests overlap, at most 4: %d", stats->max_in_flight);
 	BENCH_CHECK(stats->max_in_flight == 4, "four in flight at once: %d", stats->max_in_flight);
 	BENCH_CHECK(now_ms() - t0 < 350, "at once, not one after the other: %lld ms",
-		  (long long) (now_ms() - t0));
+				(long long) (now_ms() - t0));
 	for (int i = 0; i < got; i++)
 		CHECK(done[i].rc == 0 && !done[i].throttled && done[i].nthrottled == 0 &&
 			  res[done[i].slot][0].deleted && res[done[i].slot][1].deleted,
@@ -2652,16 +2653,16 @@ test_credentials_refresh(void)
 	IoStorageConfig cfg;
 	IoKeyValue	vended[4] = {
 		{"s3.access-key-id", "STALE"}, {"s3.secret-access-key", "stale-secret"},
-		{"s3.session-token", "stale-token"}, {"s3.session-token-expires-at-ms", "4102444800000"}};
+	{"s3.session-token", "stale-token"}, {"s3.session-token-expires-at-ms", "4102444800000"}};
 	IoStorage  *st;
 	IoBuffer	buf;
 	IoError		err;
 	RefreshArg	ra;
 	IoTableCredentials c;
 	const char *creds_body =
-		"{\"storage-credentials\": ["
-		"{\"prefix\": \"s3://b/\", \"config\": {\"s3.access-key-id\": \"WIDE\"}},"
-		"{\"prefix\": \"s3://b/wh/t\", \"config\": {\"s3.access-key-id\": \"NARROW\"}}]}";
+	"{\"storage-credentials\": ["
+	"{\"prefix\": \"s3://b/\", \"config\": {\"s3.access-key-id\": \"WIDE\"}},"
+	"{\"prefix\": \"s3://b/wh/t\", \"config\": {\"s3.access-key-id\": \"NARROW\"}}]}";
 
 	/* the reader: the longest prefix of the location */
 	CHECK(io_rest_read_credentials(creds_body, strlen(creds_body), 0, "s3://b/wh/t/data", &c,
@@ -3031,9 +3032,9 @@ test_json_budget(void)
 
 	/*
 	 * Every budget, from far too small to enough: the parse stops cleanly.
-	 * (jansson 2.14 crashes when an allocation fails inside its lexer;
-	 * the budget never fails one, it stops feeding input.  Found by
-	 * fuzz_rest; the input is in test/fuzz/corpus/rest/regress-*.)
+	 * (jansson 2.14 crashes when an allocation fails inside its lexer; the
+	 * budget never fails one, it stops feeding input.  Found by fuzz_rest;
+	 * the input is in test/fuzz/corpus/rest/regress-*.)
 	 */
 	{
 		IoStrBuf	small;
@@ -3177,7 +3178,7 @@ test_paged_listing(const char *uri)
 	printf("listing %d tables, pages of 1000: paged peak heap +%zu bytes, collected list +%zu bytes\n",
 		   MANY_TABLES, c.heap_peak > c.heap0 ? c.heap_peak - c.heap0 : 0, full_heap);
 	BENCH_CHECK((c.heap_peak > c.heap0 ? c.heap_peak - c.heap0 : 0) < full_heap,
-		  "paged listing holds less than the whole list");
+				"paged listing holds less than the whole list");
 	io_table_list_free(&tl);
 	io_catalog_free(cat);
 }
@@ -3638,7 +3639,7 @@ test_retry_after(void)
 		{503, "Retry-After: 7", 7000},
 		{429, "retry-after:  0 ", 0},
 		{503, "Retry-After: Wed, 21 Oct 2015 07:28:05 GMT", 5000},
-		{503, "Retry-After: Wed, 21 Oct 2015 07:27:00 GMT", 0},	/* past */
+		{503, "Retry-After: Wed, 21 Oct 2015 07:27:00 GMT", 0}, /* past */
 		{503, "Retry-After: 3600", 60000},	/* capped at a minute */
 		{503, "Retry-After: 99999999999999999999", 60000},
 		{503, "Retry-After: -5", -1},

@@ -288,8 +288,7 @@ typedef struct Expect
 	int			kept;			/* -1: no check */
 	bool		check_roll;		/* new manifests near the target */
 	bool		expect_chunks;	/* budget smaller than the entries */
-	bool		summaries;		/* new manifests must have partition
-								 * summaries */
+	bool		summaries;		/* new manifests must have partition summaries */
 } Expect;
 
 static bool
@@ -749,10 +748,10 @@ test_small_things(void)
 	size_t		len;
 	IcebergAvroWField f[3];
 	const char *schema =
-		"{\"type\":\"record\",\"name\":\"r\",\"fields\":["
-		"{\"name\":\"a\",\"type\":\"int\",\"field-id\":1},"
-		"{\"name\":\"b\",\"type\":[\"null\",\"string\"],\"field-id\":2},"
-		"{\"name\":\"c\",\"type\":{\"type\":\"array\",\"items\":\"long\"},\"field-id\":3}]}";
+	"{\"type\":\"record\",\"name\":\"r\",\"fields\":["
+	"{\"name\":\"a\",\"type\":\"int\",\"field-id\":1},"
+	"{\"name\":\"b\",\"type\":[\"null\",\"string\"],\"field-id\":2},"
+	"{\"name\":\"c\",\"type\":{\"type\":\"array\",\"items\":\"long\"},\"field-id\":3}]}";
 	IcebergAvroWValue items[2];
 
 	CHECK(iceberg_avro_writer_create(schema, NULL, 0, ICEBERG_AVRO_WRITE_DEFLATE, -1, 0, &aw, &err),

@@ -349,7 +349,7 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 {
 	size_t		cap = (size_t) r->limits.max_block_bytes;
 	size_t		want = r->inflated.cap > 0 ? r->inflated.cap - 1
-		: (inlen < cap / 4 ? inlen * 4 + 65536 : cap);
+	: (inlen < cap / 4 ? inlen * 4 + 65536 : cap);
 
 	if (r->ld == NULL)
 	{

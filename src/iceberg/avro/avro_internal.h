@@ -96,22 +96,22 @@ typedef struct IcebergAvroPlanNode
 {
 	IcebergAvroType type;
 	int			slot;			/* >= 0: store the value here */
-	int			raw_slot;		/* >= 0: store the span of the value's
-								 * bytes here (ICEBERG_AVRO_SLOT_RAW) */
+	int			raw_slot;		/* >= 0: store the span of the value's bytes
+								 * here (ICEBERG_AVRO_SLOT_RAW) */
 	IcebergAvroSlotKind kind;	/* what to store (when slot >= 0) */
 	bool		wanted;			/* this subtree stores something */
 	int32_t		size;			/* fixed: byte size; enum: symbol count */
 	int64_t		min_size;		/* minimum encoded size in bytes */
 	int8_t		nflat;			/* >= 0: the value's flat program has this
-								 * many ops (0: the value has no bytes);
-								 * -1: not flat */
+								 * many ops (0: the value has no bytes); -1:
+								 * not flat */
 	int32_t		flat[ICEBERG_AVRO_MAX_FLAT];	/* > 0: skip that many
 												 * varints; 0: a byte string;
 												 * < 0: skip -op bytes */
 	int			nchildren;
-	struct IcebergAvroPlanNode **children;	/* record fields, union
-											 * branches, or the array item /
-											 * map value as [0] */
+	struct IcebergAvroPlanNode **children;	/* record fields, union branches,
+											 * or the array item / map value
+											 * as [0] */
 } IcebergAvroPlanNode;
 
 /* A cursor over decoded block bytes. */

@@ -328,7 +328,7 @@ compile_union(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
 	{
 		json_t	   *b = json_array_get(schema, i);
 		bool		is_null = json_is_string(b) &&
-			strcmp(json_string_value(b), "null") == 0;
+		strcmp(json_string_value(b), "null") == 0;
 		IcebergAvroPlanNode *child = compile(cc, b, is_null ? NULL : leaf,
 											 is_null ? NULL : targets,
 											 is_null ? 0 : ntargets, depth + 1);

@@ -35,8 +35,8 @@ typedef struct WNode
 	IcebergAvroType type;
 	int32_t		size;			/* fixed */
 	int			nchildren;
-	struct WNode **children;	/* record fields, union branches, array
-								 * item / map value as [0] */
+	struct WNode **children;	/* record fields, union branches, array item /
+								 * map value as [0] */
 	int32_t    *ids;			/* record: field ids, -1 when absent */
 	char	  **names;			/* record: field names */
 } WNode;

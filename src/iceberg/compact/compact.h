@@ -214,7 +214,7 @@ typedef struct IcebergCompactDelete
 	int64_t		records;
 	int32_t		spec_id;
 	char	   *partition;
-	bool		global;			/* equality deletes of an unpartitioned spec */
+	bool global;				/* equality deletes of an unpartitioned spec */
 	int			nequality_ids;
 	int32_t    *equality_ids;
 	char	   *referenced;		/* referenced_data_file, or NULL */

@@ -260,7 +260,7 @@ entry_schema(int format_version, const char *source_schema, int64_t max_json,
 		json_array_remove(fields, 3);
 		json_array_remove(fields, 2);
 		json_array_remove(df, json_array_size(df) - 1);
-		json_array_remove(df, json_array_size(df) - 2);	/* equality_ids */
+		json_array_remove(df, json_array_size(df) - 2); /* equality_ids */
 		json_array_remove(df, 0);
 	}
 	{
@@ -321,7 +321,7 @@ map_field(MapField *m, const IcebergCompactOutput *o, int which, IcebergError *e
 		IcebergAvroWField *kv = &m->kv[m->n * 2];
 		static const int32_t key_ids[] = {117, 119, 121, 138, 126, 129};
 		int64_t		v = which == 0 ? c->column_size : which == 1 ? c->value_count :
-			which == 2 ? c->null_count : c->nan_count;
+		which == 2 ? c->null_count : c->nan_count;
 
 		if (which <= 3 && v < 0)
 			continue;
@@ -1016,7 +1016,10 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 		if (!compact_map_put(&c.removable, p->deletes[rm[i]].path, i))
 			goto nomem;
 
-	/* the current manifests: those of the group's files, and every delete manifest */
+	/*
+	 * the current manifests: those of the group's files, and every delete
+	 * manifest
+	 */
 	if (!compact_read_list(io, md, snap, &recs, &nrecs, err))
 		goto done;
 	c.news = calloc((size_t) nrecs + 1, sizeof(IcebergNewManifest));
@@ -1031,7 +1034,11 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 			if (recs[i].mf.content == ICEBERG_MANIFEST_CONTENT_DATA &&
 				compact_map_get(&wanted, recs[i].path) >= 0)
 				present++;
-		/* a manifest of the plan is gone (rewritten meanwhile): look everywhere */
+
+		/*
+		 * a manifest of the plan is gone (rewritten meanwhile): look
+		 * everywhere
+		 */
 		fallback = present < (int) wanted.count;
 	}
 	for (i = 0; i < nrecs; i++)

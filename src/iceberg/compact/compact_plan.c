@@ -172,7 +172,7 @@ compact_free_recs(ListRec *r, int n)
 /* Read a snapshot's manifest list into an array (raw bytes too). */
 bool
 compact_read_list(const IcebergFileIO *io, const IcebergTableMetadata *md,
-		  const IcebergSnapshot *snap, ListRec **out, int *nout, IcebergError *err)
+				  const IcebergSnapshot *snap, ListRec **out, int *nout, IcebergError *err)
 {
 	IcebergManifestListReader *lr;
 	const IcebergManifestFile *mf;
@@ -532,7 +532,7 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 	{
 		int			na = pl->files_alloc ? pl->files_alloc * 2 : 64;
 		IcebergCompactFile *nf = na < INT32_MAX / 2 ?
-			realloc(p->files, sizeof(*nf) * (size_t) na) : NULL;
+		realloc(p->files, sizeof(*nf) * (size_t) na) : NULL;
 
 		if (nf == NULL)
 			return compact_oom(pl->err);
@@ -700,7 +700,7 @@ pack_partition(Planner *pl, struct Cands *c, const int64_t *known,
 	IcebergCompactPlan *p = pl->p;
 	int			i = 0;
 	int64_t		max_files = pl->opt && pl->opt->max_group_files > 0 ?
-		pl->opt->max_group_files : DEFAULT_MAX_GROUP_FILES;
+	pl->opt->max_group_files : DEFAULT_MAX_GROUP_FILES;
 
 	while (i < c->nfiles)
 	{

@@ -765,9 +765,9 @@ unhex(const char *s, uint8_t **out, size_t *n)
 	for (i = 0; i < len; i += 2)
 	{
 		int			h = isdigit((unsigned char) s[i]) ? s[i] - '0' :
-			(s[i] >= 'a' && s[i] <= 'f') ? s[i] - 'a' + 10 : -1;
+		(s[i] >= 'a' && s[i] <= 'f') ? s[i] - 'a' + 10 : -1;
 		int			l = isdigit((unsigned char) s[i + 1]) ? s[i + 1] - '0' :
-			(s[i + 1] >= 'a' && s[i + 1] <= 'f') ? s[i + 1] - 'a' + 10 : -1;
+		(s[i + 1] >= 'a' && s[i + 1] <= 'f') ? s[i + 1] - 'a' + 10 : -1;
 
 		if (h < 0 || l < 0)
 		{
@@ -1031,7 +1031,11 @@ truncate_string(const char *s, size_t len, int n, bool upper, uint8_t **out, siz
 			*oom_out = true;
 		return !*oom_out;
 	}
-	/* the prefix with its last character incremented, dropping those at the top */
+
+	/*
+	 * the prefix with its last character incremented, dropping those at the
+	 * top
+	 */
 	while (chars > 0)
 	{
 		size_t		at = offs[chars - 1];

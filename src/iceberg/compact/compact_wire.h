@@ -83,7 +83,8 @@ typedef struct IcebergCompactHello
 	long		connect_timeout_ms;
 	long		request_timeout_ms;
 	int			retries;
-	char	   *allowed_hosts;	/* tms.allowed_hosts (io/http/reach.h), NULL: none */
+	char	   *allowed_hosts;	/* tms.allowed_hosts (io/http/reach.h), NULL:
+								 * none */
 } IcebergCompactHello;
 
 /*
@@ -95,6 +96,7 @@ extern char *iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memo
 										const char *allowed_hosts, IcebergError *err);
 extern bool iceberg_compact_hello_parse(const char *text, size_t len,
 										IcebergCompactHello *out, IcebergError *err);
+
 /* cfg points into h. */
 extern void iceberg_compact_hello_storage(const IcebergCompactHello *h, IoStorageConfig *cfg);
 extern void iceberg_compact_hello_free(IcebergCompactHello *h);

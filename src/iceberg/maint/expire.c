@@ -356,9 +356,9 @@ expire_retain_refs(const IcebergTableMetadata *md, const IcebergExpireOptions *o
 		if (r->type == ICEBERG_REF_BRANCH)
 		{
 			int64_t		ot = r->max_snapshot_age_ms >= 0
-				? minus_sat(opt->now_ms, r->max_snapshot_age_ms) : out->older_than_ms;
+			? minus_sat(opt->now_ms, r->max_snapshot_age_ms) : out->older_than_ms;
 			int64_t		mk = r->min_snapshots_to_keep >= 0
-				? r->min_snapshots_to_keep : out->retain_last;
+			? r->min_snapshots_to_keep : out->retain_last;
 
 			mark_ancestors(md, ix, r->snapshot_id, true, mk, ot, retain);
 			mark_ancestors(md, ix, r->snapshot_id, false, 0, 0, referenced);
@@ -880,7 +880,11 @@ expired_manifest(Expired *x, const IcebergManifestFile *mf, int64_t snapshot_id)
 	iceberg_manifest_close(mr);
 	if (rc != 0)
 		return false;
-	/* streamed after its content, so that an interrupted run leaves orphans, never dangling manifests */
+
+	/*
+	 * streamed after its content, so that an interrupted run leaves orphans,
+	 * never dangling manifests
+	 */
 	if (!expired_emit(x, ICEBERG_FILE_MANIFEST, mf->manifest_path,
 					  mf->manifest_length, snapshot_id, -1))
 		return false;

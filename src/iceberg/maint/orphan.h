@@ -44,7 +44,8 @@
 
 typedef enum IcebergPrefixMismatchMode
 {
-	ICEBERG_PREFIX_ERROR,		/* a mismatch fails the run (Iceberg's default) */
+	ICEBERG_PREFIX_ERROR,		/* a mismatch fails the run (Iceberg's
+								 * default) */
 	ICEBERG_PREFIX_IGNORE,		/* keep the file */
 	ICEBERG_PREFIX_DELETE		/* delete the file */
 } IcebergPrefixMismatchMode;
@@ -56,8 +57,8 @@ typedef struct IcebergOrphanOptions
 											 * s3a,s3n -> s3 always */
 	int			nequal_authorities;
 	const IcebergKeyValue *equal_authorities;
-	IcebergPrefixMismatchMode mode; /* for the caller; the set does not act
-									 * on it */
+	IcebergPrefixMismatchMode mode; /* for the caller; the set does not act on
+									 * it */
 } IcebergOrphanOptions;
 
 typedef struct IcebergValidSet IcebergValidSet;

@@ -52,6 +52,7 @@ typedef struct IcebergHashArray
 /* Appends x; false when out of memory or over max (err filled). */
 extern bool iceberg_hash_array_add(IcebergHashArray *a, uint64_t x,
 								   IcebergError *err);
+
 /* Sorts and deduplicates; afterwards _has() works. */
 extern void iceberg_hash_array_seal(IcebergHashArray *a);
 extern bool iceberg_hash_array_has(const IcebergHashArray *a, uint64_t x);

@@ -368,7 +368,7 @@ typedef struct Exec
 	char	   *schema;			/* writer schema text of the group */
 	int			nmeta;
 	IcebergKeyValue *meta;		/* header metadata of its first manifest */
-	IcebergPartType   *types;
+	IcebergPartType *types;
 	int			ntypes;			/* -1: summaries unsupported */
 
 	/* clustering */
@@ -383,7 +383,7 @@ typedef struct Exec
 	int64_t		out_files;
 	int64_t		out_rows;
 	int64_t		out_min_seq;
-	IcebergPartSum   *summ;
+	IcebergPartSum *summ;
 	bool		summ_bad;
 	IcebergBuf	tmp;
 } Exec;
@@ -518,7 +518,7 @@ cmp_entries(const void *a, const void *b)
 	const EntryHdr *ha = (const EntryHdr *) (sort_base + *(const size_t *) a);
 	const EntryHdr *hb = (const EntryHdr *) (sort_base + *(const size_t *) b);
 	int			c = iceberg_bytes_cmp((const char *) (ha + 1), ha->part_len,
-							  (const char *) (hb + 1), hb->part_len);
+									  (const char *) (hb + 1), hb->part_len);
 
 	if (c != 0)
 		return c;
@@ -817,7 +817,7 @@ fill_summary(Exec *x, const IcebergSnapshot *parent)
 	for (i = 0; i < parent->nsummary; i++)
 		if (strncmp(parent->summary[i].key, "total-", 6) == 0 &&
 			!iceberg_kv_set(s->summary, &s->nsummary, parent->summary[i].key,
-					parent->summary[i].value, true, x->err))
+							parent->summary[i].value, true, x->err))
 			return false;
 	return true;
 }

@@ -81,29 +81,28 @@ typedef struct IcebergWriter	/* how iceberg writes a whole object;
 typedef struct IcebergRewriteOptions
 {
 	int64_t		target_size_bytes;	/* <= 0: table property
-									 * commit.manifest.target-size-bytes,
-									 * else 8 MiB */
+									 * commit.manifest.target-size-bytes, else
+									 * 8 MiB */
 	int32_t		spec_id;		/* -1: every spec */
 	int64_t		now_ms;			/* snapshot timestamp (<= 0: the clock) */
-	int64_t		memory_budget_bytes;	/* <= 0: 32 MiB; raw entry bytes
-										 * held at once for clustering */
+	int64_t		memory_budget_bytes;	/* <= 0: 32 MiB; raw entry bytes held
+										 * at once for clustering */
 } IcebergRewriteOptions;
 
-typedef struct IcebergRewriteManifest	/* one manifest of the base
-										 * snapshot */
+typedef struct IcebergRewriteManifest	/* one manifest of the base snapshot */
 {
 	char	   *path;
 	int64_t		length;
 	int32_t		spec_id;
 	int32_t		content;
-	int64_t		live_entries;	/* added + existing files count (-1:
-								 * unknown, v1 nulls) */
+	int64_t		live_entries;	/* added + existing files count (-1: unknown,
+								 * v1 nulls) */
 	int			group;			/* index into groups, -1: kept as is */
 	/* added fields */
 	int64_t		sequence_number;	/* of its manifest list record */
 	int64_t		added_snapshot_id;
-	uint64_t	schema_hash;	/* of its writer schema text (candidates
-								 * only, else 0) */
+	uint64_t	schema_hash;	/* of its writer schema text (candidates only,
+								 * else 0) */
 } IcebergRewriteManifest;
 
 typedef struct IcebergRewriteGroup	/* manifests merged together */
@@ -149,16 +148,16 @@ typedef struct IcebergRewriteResult
 {
 	int			nwritten;
 	char	  **written;		/* every object written, manifests then the
-								 * list, ALSO on failure (caller deletes
-								 * them once the commit certainly failed) */
+								 * list, ALSO on failure (caller deletes them
+								 * once the commit certainly failed) */
 	IcebergNewSnapshot snapshot;
 	int64_t		manifests_replaced;
 	int64_t		manifests_added;
 	int64_t		entries_rewritten;
 	/* added fields */
 	int64_t		entries_dropped;	/* DELETED entries left out */
-	int64_t		cluster_chunks; /* sorted chunks (> groups: the budget
-								 * split a group) */
+	int64_t		cluster_chunks; /* sorted chunks (> groups: the budget split a
+								 * group) */
 	int64_t		cluster_peak_bytes; /* most clustering bytes held at once */
 } IcebergRewriteResult;
 

@@ -222,8 +222,8 @@ index_delete(DeleteIndex *ix, const IcebergTableMetadata *md,
 		e->referenced_data_file != NULL)
 	{
 		int64_t    *max_pos_seq = iceberg_strmap_put(&ix->refs,
-												 e->referenced_data_file,
-												 -1, NULL);
+													 e->referenced_data_file,
+													 -1, NULL);
 
 		if (max_pos_seq == NULL)
 			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");

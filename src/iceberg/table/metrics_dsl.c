@@ -90,7 +90,7 @@ static int
 files_next_adapter(void *arg, const DslFile **files, size_t *nfiles)
 {
 	IcebergDataFileIter *it = arg;
-	DslFile   *batch = *iceberg_data_files_adapter_slot(it);
+	DslFile    *batch = *iceberg_data_files_adapter_slot(it);
 	size_t		n = 0;
 	IcebergError err;
 

@@ -60,7 +60,7 @@ typedef struct Walk
 	IcebergWalkCallback cb;
 	void	   *arg;
 	IcebergError *err;
-	IcebergStrMap seen;		/* manifest paths walked */
+	IcebergStrMap seen;			/* manifest paths walked */
 } Walk;
 
 /* Deliver one file; false ends the walk with err set. */

@@ -120,9 +120,9 @@ part_type(json_t *t)
 	if (strcmp(type, "boolean") == 0)
 		return ICEBERG_PT_BOOL;
 	if (strcmp(type, "int") == 0)
-		return ICEBERG_PT_INT;			/* int, date */
+		return ICEBERG_PT_INT;	/* int, date */
 	if (strcmp(type, "long") == 0)
-		return ICEBERG_PT_LONG;			/* long, time, timestamp(tz) */
+		return ICEBERG_PT_LONG; /* long, time, timestamp(tz) */
 	if (strcmp(type, "float") == 0)
 		return ICEBERG_PT_FLOAT;
 	if (strcmp(type, "double") == 0)
@@ -140,7 +140,7 @@ part_type(json_t *t)
  */
 bool
 iceberg_partition_types(const char *schema_text, int64_t max_json, IcebergPartType **types,
-				int *ntypes, IcebergError *err)
+						int *ntypes, IcebergError *err)
 {
 	json_t	   *s = iceberg_json_load(schema_text, strlen(schema_text), JSON_DECODE_ANY,
 									  max_json, "avro.schema", err);
@@ -369,7 +369,7 @@ buf_set(IcebergBuf *dst, const void *p, size_t len)
  */
 bool
 iceberg_part_sum_add(IcebergPartSum *fs, const IcebergPartType *types, int ntypes, const char *text,
-		 size_t len, IcebergBuf *tmp, bool *bad)
+					 size_t len, IcebergBuf *tmp, bool *bad)
 {
 	const char *p = text;
 	const char *end = text + len;
@@ -379,7 +379,7 @@ iceberg_part_sum_add(IcebergPartSum *fs, const IcebergPartType *types, int ntype
 
 	for (i = 0; i < ntypes; i++)
 	{
-		IcebergPartSum   *f = &fs[i];
+		IcebergPartSum *f = &fs[i];
 		char		num[64];
 
 		if (!iceberg_partition_next(&p, end, &tok, &tl))

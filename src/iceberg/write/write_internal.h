@@ -151,6 +151,7 @@ extern bool iceberg_manifest_list_add_new(IcebergAvroWriter *lw,
 
 /* Header metadata arrays (IcebergKeyValue, malloc'd strings). */
 extern void iceberg_kv_free(IcebergKeyValue *kv, int n);
+
 /* Set key (or, with add, add it: room reserved by the caller). */
 extern bool iceberg_kv_set(IcebergKeyValue *kv, int *n, const char *key,
 						   const char *value, bool add, IcebergError *err);

@@ -300,7 +300,7 @@ static void
 append_base64(IoStrBuf *sb, const unsigned char *s, size_t len)
 {
 	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	size_t		i;
 
 	for (i = 0; i + 2 < len; i += 3)

@@ -533,7 +533,7 @@ io_livy_submit(IoEngine *eng, const char *tag, const char *statement,
 		io_engine_status_error(eng, &resp, true, "livy session request", err);
 		if (resp.status == 409 ||
 			(resp.status == 400 && (strstr(err->detail, "Duplicate session name") != NULL ||
-									 strstr(err->detail, "duplicate session name") != NULL)))
+									strstr(err->detail, "duplicate session name") != NULL)))
 		{
 			err->code = IO_ERR_ALREADY_EXISTS;
 			snprintf(err->message, sizeof(err->message),

@@ -397,6 +397,7 @@ transfer_setup(CURL *easy, const IoHttpOptions *opt, const IoHttpRequest *req,
 	curl_easy_setopt(easy, CURLOPT_ACCEPT_ENCODING, "");
 	/* send the path exactly as built: never squash "/../" or "/./" */
 	curl_easy_setopt(easy, CURLOPT_PATH_AS_IS, 1L);
+
 	/*
 	 * A request that must not be repeated gets a connection of its own:
 	 * libcurl silently resends a request whose reused connection turns out
@@ -729,6 +730,7 @@ long
 io_http_retry_delay_ms(const IoHttpOptions *opt, int attempt, const IoHttpResponse *resp)
 {
 	long		delay = io_http_backoff_ms(opt, attempt);
+
 	/* an HTTP date is wall-clock time (io_now_ms() is monotonic) */
 	long		asked = io_http_retry_after_ms(resp, io_wall_ms());
 

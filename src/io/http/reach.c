@@ -469,8 +469,8 @@ reach_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
 	{
 		bool		v6 = sa->sa_family == AF_INET6;
 		const void *bytes = v6 ?
-			(const void *) ((const struct sockaddr_in6 *) sa)->sin6_addr.s6_addr :
-			(const void *) &((const struct sockaddr_in *) sa)->sin_addr;
+		(const void *) ((const struct sockaddr_in6 *) sa)->sin6_addr.s6_addr :
+		(const void *) &((const struct sockaddr_in *) sa)->sin_addr;
 		int			port = ntohs(v6 ? ((const struct sockaddr_in6 *) sa)->sin6_port :
 								 ((const struct sockaddr_in *) sa)->sin_port);
 

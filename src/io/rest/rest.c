@@ -244,9 +244,9 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 	}
 
 	/*
-	 * A refused signature's message may go on with the canonical request
-	 * AWS expected, whose headers hold the session token and the bearer
-	 * token, in whatever shape it comes: its first line only.
+	 * A refused signature's message may go on with the canonical request AWS
+	 * expected, whose headers hold the session token and the bearer token, in
+	 * whatever shape it comes: its first line only.
 	 */
 	if (emsg != NULL && etype != NULL && aws_authentication_failure(etype))
 		emsg_len = strcspn(emsg, "\r\n");
@@ -276,8 +276,8 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 		/*
 		 * The REST spec's UnsupportedOperationResponse: "Not Acceptable /
 		 * Unsupported Operation.  The server does not support this
-		 * operation."  The catalog answered and said no: not a fault of
-		 * the connection nor of this client's request format.
+		 * operation."  The catalog answered and said no: not a fault of the
+		 * connection nor of this client's request format.
 		 */
 		io_set_error(err, code, st,
 					 "catalog refused %s: it does not support this operation (HTTP status 406)",
@@ -295,7 +295,7 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 		char		d[sizeof(err->detail)];
 
 		size_t		shown = emsg == NULL ? 0 :
-			emsg_len == SIZE_MAX ? strlen(emsg) : emsg_len;
+		emsg_len == SIZE_MAX ? strlen(emsg) : emsg_len;
 
 		snprintf(d, sizeof(d), "%s%s%.*s", etype ? etype : "",
 				 (etype && emsg) ? ": " : "",
@@ -668,10 +668,11 @@ io_rest_read_config(IoCatalog *cat, const char *body, size_t len, IoError *err)
 		json_decref(doc);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	}
+
 	/*
 	 * ConfigResponse."idempotency-key-lifetime": the catalog honours an
-	 * Idempotency-Key for that long.  A value we cannot read counts as
-	 * none: then no key is sent and commits keep never being retried.
+	 * Idempotency-Key for that long.  A value we cannot read counts as none:
+	 * then no key is sent and commits keep never being retried.
 	 */
 	cat->idem_lifetime_ms = 0;
 	{
@@ -949,4 +950,3 @@ oom:
 	io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	return NULL;
 }
-

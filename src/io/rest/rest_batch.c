@@ -120,8 +120,8 @@ load_slot_finished(IoCatalog *cat, const IoLoadRequest *reqs, LoadSlot *s,
 	{
 		/*
 		 * Token revoked or expired early: one new token for the batch (a
-		 * request sent with an older token than the current one is just
-		 * sent again).
+		 * request sent with an older token than the current one is just sent
+		 * again).
 		 */
 		if (s->token_gen == cat->oauth.fetches)
 		{
@@ -267,4 +267,3 @@ io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs, size_t n,
 	free(slots);
 	return rc;
 }
-

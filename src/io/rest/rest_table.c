@@ -726,11 +726,11 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 		delay = io_http_retry_delay_ms(&opt, attempt, rc == 0 ? &resp : NULL);
 
 		/*
-		 * Only while the catalog surely still remembers the key: it saw
-		 * the key no earlier than key_until - lifetime (key_until was
-		 * taken before the first send), and the retry reaches it after the
-		 * delay plus at most a connect timeout.  Past that a retry could
-		 * be applied a second time.
+		 * Only while the catalog surely still remembers the key: it saw the
+		 * key no earlier than key_until - lifetime (key_until was taken
+		 * before the first send), and the retry reaches it after the delay
+		 * plus at most a connect timeout.  Past that a retry could be applied
+		 * a second time.
 		 */
 		if (io_now_ms() + delay + opt.connect_timeout_ms >= key_until)
 			break;
@@ -766,9 +766,9 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 	if (resp.status != 200 && maybe_applied && resp.status < 500)
 	{
 		/*
-		 * A refusal of a retry after an attempt that may have landed (a
-		 * 409 because it did, with a catalog that forgot the key): not a
-		 * conflict to rebase on, the caller must reload and check.
+		 * A refusal of a retry after an attempt that may have landed (a 409
+		 * because it did, with a catalog that forgot the key): not a conflict
+		 * to rebase on, the caller must reload and check.
 		 */
 		io_rest_status_error(&resp, REST_CALL_COMMIT, "commit", cat->http.max_json_bytes,
 							 err);

@@ -298,7 +298,8 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 			cfg->s3_path_style = strcasecmp(v, "true") == 0 ? 1 : 0;
 	}
 	if (key_id == NULL || key_id[0] == '\0' || secret == NULL || secret[0] == '\0')
-		return;					/* the mapping's credentials, the server's endpoint */
+		return;					/* the mapping's credentials, the server's
+								 * endpoint */
 	cfg->s3_access_key_id = key_id;
 	cfg->s3_secret_access_key = secret;
 	/* never pair the vended key with the mapping's session token */

@@ -602,7 +602,8 @@ io_parse_iso_duration_ms(const char *s, int64_t *ms)
 				return false;
 		}
 		if (*p == '\0' || (u = strchr(units, *p)) == NULL)
-			return false;		/* no designator, or Y/M(onth): no fixed length */
+			return false;		/* no designator, or Y/M(onth): no fixed
+								 * length */
 		idx = (int) (u - units);
 		if (idx < next)
 			return false;		/* out of order or repeated */

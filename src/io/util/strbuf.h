@@ -42,6 +42,7 @@ typedef struct IoStrBuf
 
 extern void io_sb_init(IoStrBuf *sb);
 extern void io_sb_free(IoStrBuf *sb);
+
 /* Room for n more bytes and the NUL; false (and oom) when there is none. */
 extern bool io_sb_reserve(IoStrBuf *sb, size_t n);
 extern void io_sb_append(IoStrBuf *sb, const void *s, size_t n);
@@ -49,6 +50,7 @@ extern void io_sb_puts(IoStrBuf *sb, const char *s);
 extern void io_sb_putc(IoStrBuf *sb, char c);
 extern void io_sb_printf(IoStrBuf *sb, const char *fmt,...) IO_PRINTF(2, 3);
 extern void io_sb_vprintf(IoStrBuf *sb, const char *fmt, va_list ap) IO_PRINTF(2, 0);
+
 /*
  * Hand the text over, malloc'd (an empty string for an empty buffer), or
  * NULL when oom; the buffer is reset either way.
