@@ -40,6 +40,7 @@
  *-------------------------------------------------------------------------
  */
 #include "compactor/compactor_int.h"
+#include "io/util/strbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,14 +58,8 @@
 #define POS_POS_ID		2147483545
 #define DOWNLOAD_CHUNK	((uint64_t) 8 * 1024 * 1024)
 
-/* A growable SQL text. */
-typedef struct Sql
-{
-	char	   *s;
-	size_t		len;
-	size_t		cap;
-	bool		oom;
-} Sql;
+/* A growable SQL text: the plain-C layers' one buffer (io/util/strbuf.h). */
+typedef IoStrBuf Sql;
 
 static void sql_add(Sql *q, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
@@ -72,38 +67,10 @@ static void
 sql_add(Sql *q, const char *fmt,...)
 {
 	va_list		ap;
-	int			n;
 
-	if (q->oom)
-		return;
-	for (;;)
-	{
-		va_start(ap, fmt);
-		n = vsnprintf(q->s ? q->s + q->len : NULL, q->s ? q->cap - q->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-		{
-			q->oom = true;
-			return;
-		}
-		if (q->s && q->len + (size_t) n < q->cap)
-		{
-			q->len += (size_t) n;
-			return;
-		}
-		{
-			size_t		nc = (q->cap ? q->cap * 2 : 4096) + (size_t) n;
-			char	   *ns = realloc(q->s, nc);
-
-			if (ns == NULL)
-			{
-				q->oom = true;
-				return;
-			}
-			q->s = ns;
-			q->cap = nc;
-		}
-	}
+	va_start(ap, fmt);
+	io_sb_vprintf(q, fmt, ap);
+	va_end(ap);
 }
 
 /* A SQL string literal of s: quotes doubled. */
@@ -130,8 +97,8 @@ static void
 sql_reset(Sql *q)
 {
 	q->len = 0;
-	if (q->s)
-		q->s[0] = '\0';
+	if (q->data)
+		q->data[0] = '\0';
 }
 
 /*
@@ -425,13 +392,13 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 	if (!schema_map(&q, s, NULL, 0) || q.oom)
 	{
 		snprintf(msg, msglen, "cannot build the metrics query");
-		free(q.s);
+		io_sb_free(&q);
 		return false;
 	}
 	sql_add(&q, ")");
-	if (!run(h, q.s, &r, msg, msglen))
+	if (!run(h, q.data, &r, msg, msglen))
 	{
-		free(q.s);
+		io_sb_free(&q);
 		return false;
 	}
 	out->records = duckdb_value_int64(&r, 0, 0);
@@ -520,7 +487,7 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 	sql_add(&q, ") m JOIN (SELECT name, field_id FROM parquet_schema(");
 	sql_lit(&q, local);
 	sql_add(&q, ") WHERE field_id IS NOT NULL) s ON m.path_in_schema = s.name GROUP BY 1");
-	if (q.oom || !run(h, q.s, &r, msg, msglen))
+	if (q.oom || !run(h, q.data, &r, msg, msglen))
 		goto fail;
 	if ((int) duckdb_row_count(&r) != s->ncolumns)
 	{
@@ -559,7 +526,7 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 			" FROM parquet_metadata(");
 	sql_lit(&q, local);
 	sql_add(&q, ") GROUP BY row_group_id ORDER BY row_group_id");
-	if (q.oom || !run(h, q.s, &r, msg, msglen))
+	if (q.oom || !run(h, q.data, &r, msg, msglen))
 		goto fail;
 	out->split_offsets = calloc((size_t) duckdb_row_count(&r) + 1, sizeof(int64_t));
 	if (out->split_offsets == NULL)
@@ -575,7 +542,7 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 done:
 	duckdb_destroy_result(&r);
 fail:
-	free(q.s);
+	io_sb_free(&q);
 	return ok;
 }
 
@@ -681,7 +648,7 @@ group_inputs_table(GroupRun *g)
 		sql_lit(&g->q, job->inputs[i].path);
 		sql_add(&g->q, ", %" PRId64 ")", job->inputs[i].seq);
 	}
-	if (g->q.oom || !run(g->h, g->q.s, NULL, g->msg, g->msglen))
+	if (g->q.oom || !run(g->h, g->q.data, NULL, g->msg, g->msglen))
 		return false;
 	return true;
 }
@@ -758,7 +725,7 @@ group_pos_tables(GroupRun *g)
 		}
 	sql_add(&g->q, ") v(local, seq) ON p.filename = v.local"
 			" WHERE p.file_path IN (SELECT uri FROM inputs)");
-	if (g->q.oom || !run(g->h, g->q.s, NULL, g->msg, g->msglen))
+	if (g->q.oom || !run(g->h, g->q.data, NULL, g->msg, g->msglen))
 		return false;
 	/* the rows deleted, by local file: the sequence number rule applied once */
 	if (!run(g->h, "CREATE OR REPLACE TEMP TABLE posl AS SELECT DISTINCT i.local, p.pos"
@@ -811,7 +778,7 @@ group_eq_tables(GroupRun *g, int j)
 			sql_add(&g->q, ", %" PRId64 "::BIGINT)", job->deletes[i].seq);
 		}
 	sql_add(&g->q, ") v(local, seq) ON e.filename = v.local");
-	if (g->q.oom || !run(g->h, g->q.s, NULL, g->msg, g->msglen))
+	if (g->q.oom || !run(g->h, g->q.data, NULL, g->msg, g->msglen))
 		return false;
 	/* one row per key (nulls equal), with the newest delete of it */
 	sql_reset(&g->q);
@@ -819,7 +786,7 @@ group_eq_tables(GroupRun *g, int j)
 	for (k = 0; k < g->eq_nids[j]; k++)
 		sql_add(&g->q, "c%d, ", (int) g->eq_sets[j][k]);
 	sql_add(&g->q, "max(seq) AS maxseq FROM eq%d GROUP BY ALL", j);
-	if (g->q.oom || !run(g->h, g->q.s, NULL, g->msg, g->msglen))
+	if (g->q.oom || !run(g->h, g->q.data, NULL, g->msg, g->msglen))
 		return false;
 	return true;
 }
@@ -884,7 +851,7 @@ group_fetch_inputs(GroupRun *g, int o)
 	sql_add(&g->q, "])");
 	if (n == 0)
 		return true;
-	if (g->q.oom || !run(g->h, g->q.s, &r, g->msg, g->msglen))
+	if (g->q.oom || !run(g->h, g->q.data, &r, g->msg, g->msglen))
 		return false;
 	for (idx_t row = 0; row < duckdb_row_count(&r); row++)
 	{
@@ -949,7 +916,7 @@ group_slices_table(GroupRun *g, int o, int *nslices)
 	*nslices = n;
 	if (n == 0)
 		return true;
-	if (g->q.oom || !run(g->h, g->q.s, NULL, g->msg, g->msglen))
+	if (g->q.oom || !run(g->h, g->q.data, NULL, g->msg, g->msglen))
 		return false;
 	return true;
 }
@@ -982,8 +949,8 @@ group_copy_sql(GroupRun *g, int o, const char *local_out)
 			if (nm.oom)
 				q->oom = true;
 			else
-				sql_ident(q, nm.s ? nm.s : "_");
-			free(nm.s);
+				sql_ident(q, nm.data ? nm.data : "_");
+			io_sb_free(&nm);
 		}
 	}
 	sql_add(q, " FROM read_parquet([");
@@ -1034,9 +1001,9 @@ group_copy_sql(GroupRun *g, int o, const char *local_out)
 		if (nm.oom)
 			q->oom = true;
 		else
-			sql_ident(q, nm.s ? nm.s : "_");
+			sql_ident(q, nm.data ? nm.data : "_");
 		sql_add(q, ": %d", (int) s->columns[i].id);
-		free(nm.s);
+		io_sb_free(&nm);
 	}
 	sql_add(q, "}, KV_METADATA {'iceberg.schema': ");
 	sql_lit(q, job->schema_json);
@@ -1144,7 +1111,7 @@ group_write_output(GroupRun *g, int o)
 		snprintf(g->msg, g->msglen, "out of memory");
 		return false;
 	}
-	if (!run(g->h, g->q.s, &r, g->msg, g->msglen))
+	if (!run(g->h, g->q.data, &r, g->msg, g->msglen))
 		return false;
 	written = duckdb_value_int64(&r, 0, 0);
 	duckdb_destroy_result(&r);
@@ -1200,7 +1167,7 @@ group_cleanup(GroupRun *g)
 		unlink(g->path);
 	}
 	rmdir(g->dir);
-	free(g->q.s);
+	io_sb_free(&g->q);
 	free(g->offset);
 	free(g->first_out);
 	free(g->last_out);
