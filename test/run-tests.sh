@@ -18,7 +18,8 @@
 #                                      $root/pg-gwK with tms and pg_cron
 #                                      preloaded (test/conftest.py), modules
 #                                      marked own_cluster start clusters of
-#                                      their own)
+#                                      their own); then the modules marked
+#                                      serial, alone in one process
 #
 # Every server started here or by a test is stopped on exit, also on
 # failure; on failure the regression diffs and the server log tail are
@@ -119,9 +120,27 @@ export TMS_TEST_ROOT="$root"
 # Every test has 10 minutes at most (python3-pytest-timeout), so a hung
 # test fails with its stack instead of holding the run; the 25 slowest are
 # listed at the end of every run.
+# Modules marked serial (test/integration/conftest.py: what they assert
+# depends on the machine's speed) are left out here and run afterwards,
+# alone, in one process.  Exit status 5 is "no test collected": an empty
+# stage is fine (PYTEST_ARGS may select tests of one stage only), both
+# empty is not.
 /usr/bin/python3 -m pytest -p no:cacheprovider -ra --timeout=600 --durations=25 \
-  -n "${TMS_TEST_JOBS:-4}" --dist loadfile test/integration ${PYTEST_ARGS:-}
-rc=$?
+  -n "${TMS_TEST_JOBS:-4}" --dist loadfile -m "not serial" test/integration ${PYTEST_ARGS:-}
+rc_par=$?
+echo "== integration tests marked serial (pytest, alone)"
+/usr/bin/python3 -m pytest -p no:cacheprovider -ra --timeout=600 --durations=10 \
+  -m serial test/integration ${PYTEST_ARGS:-}
+rc_ser=$?
+if [ $rc_par -eq 5 ] && [ $rc_ser -eq 5 ]; then
+  rc=5
+elif [ $rc_par -ne 0 ] && [ $rc_par -ne 5 ]; then
+  rc=$rc_par
+elif [ $rc_ser -ne 0 ] && [ $rc_ser -ne 5 ]; then
+  rc=$rc_ser
+else
+  rc=0
+fi
 if [ $rc -eq 5 ]; then
   echo "pytest collected no tests"
   failed+=(pytest-empty)

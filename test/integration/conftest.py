@@ -36,6 +36,11 @@ the modules a worker runs one after the other share them.
 
 pytest_collection_modifyitems hands the longest modules out first
 (LONG_FIRST).
+
+Modules marked serial (a module-level pytestmark) assert what depends on
+the machine's speed, not only on tms: test/run-tests.sh runs them alone,
+after the parallel run (-m "not serial", then -m serial), so that the
+other workers' load never decides their outcome.
 """
 
 import os
@@ -63,7 +68,6 @@ LONG_FIRST = (
     "test_compaction_local.py",
     "test_engine_jobs.py",
     "test_world_compact.py",
-    "test_delete_pool.py",
     "test_workers.py",
     "test_policy_cycle.py",
     "test_policy_memory.py",
@@ -88,6 +92,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "own_cluster: the module runs on a cluster of its own "
         "(tms_world or new_cluster), not on the session's `pg`")
+    config.addinivalue_line(
+        "markers", "serial: the module runs alone, after the parallel run "
+        "(test/run-tests.sh): what it asserts depends on the machine's speed")
 
 
 @pytest.fixture(scope="session")

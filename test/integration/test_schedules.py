@@ -501,12 +501,16 @@ def test_a_crontab_fires_across_a_daylight_saving_change(env, zone, crontab, fak
     make_table(env, ns, "t")
     root = tempfile.mkdtemp(prefix="tms-dst-", dir="/tmp")
     os.chmod(root, 0o755)
-    c, clock = _faked_cluster(os.path.join(root, "pg"), utc(fake_now))
+    # the cluster is made some minutes of faked time before the rule (on the
+    # same side of the change), however long making it takes; the clock is
+    # set to the rule's instant once the rest is made
+    c, clock = _faked_cluster(os.path.join(root, "pg"), utc(fake_now) - timedelta(minutes=10))
     try:
         _faked_server(c, env)
         c.query("SELECT tms.create_object_group('g', server => 'cat', namespace_pattern => %s)",
                 (ns,))
         c.query("SELECT tms.create_policy('p', 'g')")
+        clock.set(utc(fake_now))
         rule = c.one("SELECT tms.add_rule('p', 'snapshot-expiry', 'spark',"
                      " schedule => jsonb_build_object('crontab', %s::text, 'time-zone', %s::text),"
                      " condition => 'true')", (crontab, zone))
