@@ -18,7 +18,7 @@
 #                                      $root/pg-gwK with tms and pg_cron
 #                                      preloaded (test/conftest.py), modules
 #                                      marked own_cluster start clusters of
-#                                      their own); then the modules marked
+#                                      their own); then the tests marked
 #                                      serial, alone in one process
 #
 # Every server started here or by a test is stopped on exit, also on
@@ -120,7 +120,7 @@ export TMS_TEST_ROOT="$root"
 # Every test has 10 minutes at most (python3-pytest-timeout), so a hung
 # test fails with its stack instead of holding the run; the 25 slowest are
 # listed at the end of every run.
-# Modules marked serial (test/integration/conftest.py: what they assert
+# Tests marked serial (test/integration/conftest.py: what they assert
 # depends on the machine's speed) are left out here and run afterwards,
 # alone, in one process.  Exit status 5 is "no test collected": an empty
 # stage is fine (PYTEST_ARGS may select tests of one stage only), both

@@ -37,8 +37,8 @@ the modules a worker runs one after the other share them.
 pytest_collection_modifyitems hands the longest modules out first
 (LONG_FIRST).
 
-Modules marked serial (a module-level pytestmark) assert what depends on
-the machine's speed, not only on tms: test/run-tests.sh runs them alone,
+Tests marked serial assert what depends on the machine's speed, not
+only on tms: test/run-tests.sh runs them alone,
 after the parallel run (-m "not serial", then -m serial), so that the
 other workers' load never decides their outcome.
 """
@@ -93,7 +93,7 @@ def pytest_configure(config):
         "markers", "own_cluster: the module runs on a cluster of its own "
         "(tms_world or new_cluster), not on the session's `pg`")
     config.addinivalue_line(
-        "markers", "serial: the module runs alone, after the parallel run "
+        "markers", "serial: the test runs alone, after the parallel run "
         "(test/run-tests.sh): what it asserts depends on the machine's speed")
 
 

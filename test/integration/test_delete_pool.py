@@ -14,9 +14,10 @@ batches so that a table of some thousands of files makes a hundred
 requests) over the session's s3rver behind the session's S3 gate, and a
 test catalog that vends the gate as the S3 endpoint.
 
-The module is marked serial: its throttling tests measure the client
+The two throttling tests are marked serial: they measure the client
 against a gate that refuses by wall-clock rate, so test/run-tests.sh runs
-it alone after the parallel run (see pytestmark).
+them alone after the parallel run (see SERIAL_WHY); the module's other
+tests run in the parallel run.
 
 Run: /usr/bin/python3 -m pytest test/integration/test_delete_pool.py
 """
@@ -47,12 +48,13 @@ SETTINGS = dict(FAST_WORKERS, **{
 PER_PARTITION = 250
 
 
-# serial: the shares of refused requests compare the client's request rate
+# SERIAL_WHY: the shares of refused requests compare the client's request rate
 # with the gate's, a rate in wall time; under CPU contention the client (and
 # s3rver behind the gate) run slower, the full window hardly overruns the
 # gate, and the first third is refused hardly more than the last (19 % and
-# 14 % seen with three other modules running).  Run alone (test/run-tests.sh).
-pytestmark = [pytest.mark.own_cluster, pytest.mark.serial]
+# 14 % seen with three other modules running).  The two tests that compare
+# those shares run alone (marked serial; test/run-tests.sh).
+pytestmark = pytest.mark.own_cluster
 
 
 @pytest.fixture(scope="module")
@@ -179,6 +181,7 @@ def adaptive_run(env):
     return entries, row, before, target(env)
 
 
+@pytest.mark.serial
 def test_throttled_purge_adapts_and_finishes(env, adaptive_run):
     entries, row, before, after = adaptive_run
     first, last = thirds(entries)
@@ -194,6 +197,7 @@ def test_throttled_purge_adapts_and_finishes(env, adaptive_run):
     assert after[5] == 0, "nothing in flight any more"
 
 
+@pytest.mark.serial
 def test_fixed_window_keeps_being_refused(env, adaptive_run):
     adaptive = adaptive_run[0]
     fixed, _ = run_throttled(env, 1500, adaptive=False)
