@@ -17,7 +17,7 @@ Retry-After, at most a minute).  Both listen on 127.0.0.1.  The
 postmaster-death tests run clusters of their own (the kill ends them);
 the others use the session cluster.  Every wait is an awaited condition.
 
-Run: /work/helpers/pytest.sh -q test/integration/test_waits.py
+Run: /usr/bin/python3 -m pytest -q test/integration/test_waits.py
 """
 
 import http.server
