@@ -5,8 +5,9 @@ pg           the session's PostgreSQL 15 cluster with tms and pg_cron
              Without xdist it is the cluster the caller started (PGPORT set
              and $TMS_TEST_ROOT/pg/data present: a cluster started with
              `test/pgcluster.py start --dir $TMS_TEST_ROOT/pg`) or else
-             one started here in $TMS_TEST_ROOT/pg and stopped at the end.  Under xdist (`-n N`, as test/run-tests.sh runs)
-             every xdist worker process starts one of its own in
+             one started here in $TMS_TEST_ROOT/pg and stopped at the end.
+             Under xdist (`-n N`, as test/run-tests.sh runs) every xdist
+             worker process starts one of its own in
              $TMS_TEST_ROOT/pg-gwK: the tms workers of a cluster act on its
              one database (tms.database_name), so two modules running at
              once must never share one; the modules of one xdist worker run
