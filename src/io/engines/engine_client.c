@@ -325,15 +325,6 @@ append_base64(IoStrBuf *sb, const unsigned char *s, size_t len)
 	}
 }
 
-/* Wipe and free a buffer that held a secret. */
-static void
-sb_wipe_free(IoStrBuf *sb)
-{
-	if (sb->data != NULL)
-		memset(sb->data, 0, sb->len);
-	io_sb_free(sb);
-}
-
 /* The engine's refusal of a token request, in the engines' error shapes. */
 static void
 token_status_error(void *arg, const IoHttpResponse *resp, const char *what,
@@ -387,7 +378,7 @@ auth_header(IoEngine *eng, IoStrBuf *sb)
 			sb->oom = true;
 		else
 			append_base64(sb, (const unsigned char *) up.data, up.len);
-		sb_wipe_free(&up);
+		io_sb_wipe_free(&up);
 	}
 }
 
@@ -447,7 +438,7 @@ io_engine_request(IoEngine *eng, const char *method, const char *url,
 		auth_header(eng, &auth);
 		if (auth.oom)
 		{
-			sb_wipe_free(&auth);
+			io_sb_wipe_free(&auth);
 			rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 			break;
 		}
@@ -470,7 +461,7 @@ io_engine_request(IoEngine *eng, const char *method, const char *url,
 		io_http_response_free(resp);
 		rc = io_http_perform(&eng->http, &req, resp, err);
 		eng->requests++;
-		sb_wipe_free(&auth);
+		io_sb_wipe_free(&auth);
 		if (rc != 0)
 			break;
 		if (resp->status == 401 && attempt == 0 && eng->client_id != NULL)

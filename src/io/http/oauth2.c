@@ -20,15 +20,6 @@
 
 #include "io/http/oauth2.h"
 
-/* Wipe and free a buffer that held a secret. */
-static void
-sb_wipe_free(IoStrBuf *sb)
-{
-	if (sb->data != NULL)
-		memset(sb->data, 0, sb->len);
-	io_sb_free(sb);
-}
-
 /* See oauth2.h. */
 int
 io_oauth2_fetch(const IoOAuth2Request *rq, IoOAuth2Token *tok, IoError *err)
@@ -48,7 +39,7 @@ io_oauth2_fetch(const IoOAuth2Request *rq, IoOAuth2Token *tok, IoError *err)
 		io_form_add(&body, "scope", rq->scope);
 	if (body.oom)
 	{
-		sb_wipe_free(&body);
+		io_sb_wipe_free(&body);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	}
 	memset(&req, 0, sizeof(req));
@@ -63,7 +54,7 @@ io_oauth2_fetch(const IoOAuth2Request *rq, IoOAuth2Token *tok, IoError *err)
 	rc = io_http_perform(rq->http, &req, &resp, err);
 	if (rq->requests != NULL)
 		(*rq->requests)++;
-	sb_wipe_free(&body);
+	io_sb_wipe_free(&body);
 	if (rc != 0)
 	{
 		io_http_response_free(&resp);

@@ -120,9 +120,7 @@ add_line(IoStringList *l, const char *name, const char *value)
 	grown = sb.oom ? NULL : realloc(l->items, (l->n + 1) * sizeof(char *));
 	if (grown == NULL)
 	{
-		if (sb.data != NULL)
-			memset(sb.data, 0, sb.len);
-		io_sb_free(&sb);
+		io_sb_wipe_free(&sb);
 		return false;
 	}
 	l->items = grown;
@@ -306,9 +304,7 @@ io_rest_headers(IoCatalog *cat, const char *method, const char *url,
 		ok = !auth.oom &&
 			add_line(out, cat->signing_region ? "Original-Authorization" : "Authorization",
 					 auth.data);
-		if (auth.data != NULL)
-			memset(auth.data, 0, auth.len);
-		io_sb_free(&auth);
+		io_sb_wipe_free(&auth);
 	}
 	if (!ok)
 	{

@@ -148,6 +148,17 @@ io_sb_free(IoStrBuf *sb)
 	io_sb_init(sb);
 }
 
+void
+io_sb_wipe_free(IoStrBuf *sb)
+{
+	volatile char *p = sb->data;
+
+	/* a volatile store is not removed as dead before free() */
+	for (size_t i = 0; p != NULL && i < sb->len; i++)
+		p[i] = '\0';
+	io_sb_free(sb);
+}
+
 /*
  * See strbuf.h: room for n more bytes plus a NUL, or oom (also when the
  * size would pass SIZE_MAX / 2).

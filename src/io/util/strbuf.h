@@ -43,6 +43,10 @@ typedef struct IoStrBuf
 extern void io_sb_init(IoStrBuf *sb);
 extern void io_sb_free(IoStrBuf *sb);
 
+/* io_sb_free for a buffer that held a secret: its bytes are overwritten
+ * first, by stores the compiler may not remove as dead before free(). */
+extern void io_sb_wipe_free(IoStrBuf *sb);
+
 /* Room for n more bytes and the NUL; false (and oom) when there is none. */
 extern bool io_sb_reserve(IoStrBuf *sb, size_t n);
 extern void io_sb_append(IoStrBuf *sb, const void *s, size_t n);
