@@ -125,7 +125,8 @@ for f in "${files[@]}"; do
     write) cat "$tmp/final" >"$f" ;;
     *)
       d=$(diff -u --label "$f" --label "$f (pgindent)" "$f" "$tmp/final")
-      echo "$f: $(grep -c '^[-+][^-+]' <<< "$d") lines differ"
+      # changed lines: every - or + line but the two file headers
+      echo "$f: $(grep -E '^[-+]' <<< "$d" | grep -cvE '^(--- |\+\+\+ )') lines differ"
       [ $mode = diff ] && printf '%s\n' "$d"
       differ=$((differ + 1))
       ;;
