@@ -199,6 +199,17 @@ def differences(a, b, a_name, b_name):
     return out
 
 
+def assert_equals_a_fresh_install(c):
+    """The tms of c's database tms_regress has the shape of a fresh
+    CREATE EXTENSION tms in a new database "fresh" of the same cluster."""
+    c.create_database("fresh")
+    c.query("CREATE EXTENSION tms", dbname="fresh")
+    upgraded, fresh = shape(c, "tms_regress"), shape(c, "fresh")
+    assert len(fresh) > 150
+    diff = differences(upgraded, fresh, "upgraded", "fresh")
+    assert not diff, "the updated installation differs from a fresh one:\n\n" + "\n\n".join(diff)
+
+
 # ---------------------------------------------------------------------------
 # ALTER EXTENSION tms UPDATE
 # ---------------------------------------------------------------------------
@@ -279,12 +290,7 @@ def test_update_from_0_1_0_equals_a_fresh_install(new_cluster, catalog, file_roo
     current = c.one("SELECT default_version FROM pg_available_extensions WHERE name = 'tms'")
     assert c.one("SELECT extversion FROM pg_extension WHERE extname = 'tms'") == current
 
-    c.create_database("fresh")
-    c.query("CREATE EXTENSION tms", dbname="fresh")
-    upgraded, fresh = shape(c, "tms_regress"), shape(c, "fresh")
-    assert len(fresh) > 150
-    diff = differences(upgraded, fresh, "upgraded", "fresh")
-    assert not diff, "the updated installation differs from a fresh one:\n\n" + "\n\n".join(diff)
+    assert_equals_a_fresh_install(c)
 
     # the data: requested_by from created_by (a role that is gone: the
     # extension's owner), the phase, the job id sequence, each policy's task
@@ -353,12 +359,7 @@ def test_generated_update_equals_a_fresh_install(new_cluster, start):
     c.query("ALTER EXTENSION tms UPDATE")
     assert c.one("SELECT extversion FROM pg_extension WHERE extname = 'tms'") == current
 
-    c.create_database("fresh")
-    c.query("CREATE EXTENSION tms", dbname="fresh")
-    upgraded, fresh = shape(c, "tms_regress"), shape(c, "fresh")
-    assert len(fresh) > 150
-    diff = differences(upgraded, fresh, "upgraded", "fresh")
-    assert not diff, "the updated installation differs from a fresh one:\n\n" + "\n\n".join(diff)
+    assert_equals_a_fresh_install(c)
     with_path = dict(c.query(SEARCH_PATH_FUNCTIONS, dbname="fresh"))
     assert len(with_path) >= 49, with_path
     assert dict(c.query(SEARCH_PATH_FUNCTIONS)) == with_path
