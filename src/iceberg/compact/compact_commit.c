@@ -1117,10 +1117,10 @@ done:
 	free(c.removed_found);
 	free(c.source_schema);
 	iceberg_kv_free(c.source_meta, c.nsource_meta);
-	compact_map_free(&c.group_files);
-	compact_map_free(&c.removable);
-	compact_map_free(&c.known_deletes);
-	compact_map_free(&wanted);
+	iceberg_strmap_free(&c.group_files);
+	iceberg_strmap_free(&c.removable);
+	iceberg_strmap_free(&c.known_deletes);
+	iceberg_strmap_free(&wanted);
 	return ok;
 }
 
@@ -1144,7 +1144,7 @@ iceberg_compact_committed(IcebergCompactPlan *p, int g, const IcebergCompactComm
 	for (i = 0; i < res->nreplaced; i++)
 		if (!compact_map_put(&old, res->replaced_old[i], i))
 		{
-			compact_map_free(&old);
+			iceberg_strmap_free(&old);
 			return compact_oom(err);
 		}
 	for (i = 0; i < p->nmanifests; i++)
@@ -1157,12 +1157,12 @@ iceberg_compact_committed(IcebergCompactPlan *p, int g, const IcebergCompactComm
 		np = strdup(res->replaced_new[k2]);
 		if (np == NULL)
 		{
-			compact_map_free(&old);
+			iceberg_strmap_free(&old);
 			return compact_oom(err);
 		}
 		free(p->manifests[i]);
 		p->manifests[i] = np;
 	}
-	compact_map_free(&old);
+	iceberg_strmap_free(&old);
 	return true;
 }

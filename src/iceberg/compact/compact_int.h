@@ -38,7 +38,6 @@ typedef struct ListRec
 extern bool compact_oom(IcebergError *err);
 extern bool compact_map_put(StrMap *m, const char *key, int value);
 extern int	compact_map_get(const StrMap *m, const char *key);
-extern void compact_map_free(StrMap *m);
 extern bool compact_check_table(const IcebergTableMetadata *md,
 								const IcebergSnapshot **snap, IcebergError *err);
 extern void compact_free_recs(ListRec *r, int n);

@@ -72,12 +72,6 @@ compact_map_get(const StrMap *m, const char *key)
 	return v != NULL ? (int) *v : -1;
 }
 
-void
-compact_map_free(StrMap *m)
-{
-	iceberg_strmap_free(m);
-}
-
 /* Append v to a growable int array. */
 static bool
 int_push(int **arr, int *n, int *alloc, int v)
@@ -317,14 +311,14 @@ planner_free(Planner *pl)
 {
 	int			i;
 
-	compact_map_free(&pl->manifest_ix);
-	compact_map_free(&pl->part_ix);
+	iceberg_strmap_free(&pl->manifest_ix);
+	iceberg_strmap_free(&pl->part_ix);
 	for (i = 0; i < pl->npart_keys; i++)
 		free(pl->part_keys[i]);
 	free(pl->part_keys);
 	free(pl->next_in_part);
 	free(pl->global);
-	compact_map_free(&pl->cand_ix);
+	iceberg_strmap_free(&pl->cand_ix);
 	for (i = 0; i < pl->ncands; i++)
 	{
 		free(pl->cands[i].key);
