@@ -672,7 +672,7 @@ get_rewrite_options(EngineOperation op, const EngJson *v, EngValue *val, EngineE
 		if (rs == NULL)
 		{
 			char		shown[160];
-			EngBuf		hint;
+			IoStrBuf	hint;
 
 			eng_show(shown, sizeof(shown), k, strlen(k), 64);
 			eng_error(err, ENGINE_ERR_UNKNOWN_OPTION,
@@ -680,15 +680,15 @@ get_rewrite_options(EngineOperation op, const EngJson *v, EngValue *val, EngineE
 			eng_detail(err, "%s does not take \"%s\".",
 					   op == ENGINE_OP_COMPACTION ? "rewrite_data_files" :
 					   "rewrite_position_delete_files", shown);
-			eng_buf_init(&hint);
+			io_sb_init(&hint);
 			for (j = 0; j < N_REWRITE_SPECS; j++)
 				if (op == ENGINE_OP_COMPACTION || !rewrite_specs[j].data_only)
 				{
-					eng_buf_puts(&hint, hint.len ? ", " : "");
-					eng_buf_puts(&hint, rewrite_specs[j].name);
+					io_sb_puts(&hint, hint.len ? ", " : "");
+					io_sb_puts(&hint, rewrite_specs[j].name);
 				}
 			eng_hint(err, "Allowed in \"options\": %s.", hint.data ? hint.data : "");
-			eng_buf_free(&hint);
+			io_sb_free(&hint);
 			return -1;
 		}
 		if (absent(item))

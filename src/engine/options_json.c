@@ -140,27 +140,27 @@ hex4(const char *s)
 }
 
 static void
-put_utf8(EngBuf *b, unsigned cp)
+put_utf8(IoStrBuf *b, unsigned cp)
 {
 	char		out[4];
 
 	if (cp < 0x80)
 	{
 		out[0] = (char) cp;
-		eng_buf_append(b, out, 1);
+		io_sb_append(b, out, 1);
 	}
 	else if (cp < 0x800)
 	{
 		out[0] = (char) (0xC0 | (cp >> 6));
 		out[1] = (char) (0x80 | (cp & 0x3F));
-		eng_buf_append(b, out, 2);
+		io_sb_append(b, out, 2);
 	}
 	else if (cp < 0x10000)
 	{
 		out[0] = (char) (0xE0 | (cp >> 12));
 		out[1] = (char) (0x80 | ((cp >> 6) & 0x3F));
 		out[2] = (char) (0x80 | (cp & 0x3F));
-		eng_buf_append(b, out, 3);
+		io_sb_append(b, out, 3);
 	}
 	else
 	{
@@ -168,7 +168,7 @@ put_utf8(EngBuf *b, unsigned cp)
 		out[1] = (char) (0x80 | ((cp >> 12) & 0x3F));
 		out[2] = (char) (0x80 | ((cp >> 6) & 0x3F));
 		out[3] = (char) (0x80 | (cp & 0x3F));
-		eng_buf_append(b, out, 4);
+		io_sb_append(b, out, 4);
 	}
 }
 
@@ -176,10 +176,10 @@ put_utf8(EngBuf *b, unsigned cp)
 static char *
 parse_string(JsonParser *p, size_t *lenp)
 {
-	EngBuf		b;
+	IoStrBuf	b;
 	size_t		start;
 
-	eng_buf_init(&b);
+	io_sb_init(&b);
 	p->pos++;					/* the opening quote */
 	for (;;)
 	{
@@ -201,8 +201,8 @@ parse_string(JsonParser *p, size_t *lenp)
 				break;
 			}
 			if (b.data == NULL)
-				eng_buf_append(&b, "", 0);
-			return eng_buf_steal(&b);
+				io_sb_append(&b, "", 0);
+			return io_sb_steal(&b);
 		}
 		if (c < 0x20)
 		{
@@ -222,7 +222,7 @@ parse_string(JsonParser *p, size_t *lenp)
 				json_fail(p, "invalid UTF-8 in string");
 				break;
 			}
-			eng_buf_append(&b, p->s + start, p->pos - start);
+			io_sb_append(&b, p->s + start, p->pos - start);
 			continue;
 		}
 		/* an escape */
@@ -238,22 +238,22 @@ parse_string(JsonParser *p, size_t *lenp)
 			case '"':
 			case '\\':
 			case '/':
-				eng_buf_putc(&b, (char) c);
+				io_sb_putc(&b, (char) c);
 				break;
 			case 'b':
-				eng_buf_putc(&b, '\b');
+				io_sb_putc(&b, '\b');
 				break;
 			case 'f':
-				eng_buf_putc(&b, '\f');
+				io_sb_putc(&b, '\f');
 				break;
 			case 'n':
-				eng_buf_putc(&b, '\n');
+				io_sb_putc(&b, '\n');
 				break;
 			case 'r':
-				eng_buf_putc(&b, '\r');
+				io_sb_putc(&b, '\r');
 				break;
 			case 't':
-				eng_buf_putc(&b, '\t');
+				io_sb_putc(&b, '\t');
 				break;
 			case 'u':
 				{
@@ -306,7 +306,7 @@ parse_string(JsonParser *p, size_t *lenp)
 		}
 	}
 fail:
-	eng_buf_free(&b);
+	io_sb_free(&b);
 	return NULL;
 }
 

@@ -333,104 +333,104 @@ eng_utf8_valid(const char *s, size_t len)
 
 /* s between two q, each q inside doubled (SQL's rule for its quotes) */
 static void
-quote_doubling(EngBuf *b, const char *s, char q)
+quote_doubling(IoStrBuf *b, const char *s, char q)
 {
-	eng_buf_putc(b, q);
+	io_sb_putc(b, q);
 	for (const char *p = s; *p; p++)
 	{
 		if (*p == q)
-			eng_buf_putc(b, q);
-		eng_buf_putc(b, *p);
+			io_sb_putc(b, q);
+		io_sb_putc(b, *p);
 	}
-	eng_buf_putc(b, q);
+	io_sb_putc(b, q);
 }
 
 void
-eng_spark_ident(EngBuf *b, const char *name)
+eng_spark_ident(IoStrBuf *b, const char *name)
 {
 	quote_doubling(b, name, '`');
 }
 
 void
-eng_spark_string(EngBuf *b, const char *s)
+eng_spark_string(IoStrBuf *b, const char *s)
 {
 	const unsigned char *p;
 
-	eng_buf_putc(b, '\'');
+	io_sb_putc(b, '\'');
 	for (p = (const unsigned char *) s; *p; p++)
 	{
 		switch (*p)
 		{
 			case '\\':
-				eng_buf_puts(b, "\\\\");
+				io_sb_puts(b, "\\\\");
 				break;
 			case '\'':
-				eng_buf_puts(b, "\\'");
+				io_sb_puts(b, "\\'");
 				break;
 			case '\n':
-				eng_buf_puts(b, "\\n");
+				io_sb_puts(b, "\\n");
 				break;
 			case '\r':
-				eng_buf_puts(b, "\\r");
+				io_sb_puts(b, "\\r");
 				break;
 			case '\t':
-				eng_buf_puts(b, "\\t");
+				io_sb_puts(b, "\\t");
 				break;
 			default:
 				if (*p < 0x20 || *p == 0x7F)
-					eng_buf_printf(b, "\\u%04x", *p);
+					io_sb_printf(b, "\\u%04x", *p);
 				else
-					eng_buf_putc(b, (char) *p);
+					io_sb_putc(b, (char) *p);
 		}
 	}
-	eng_buf_putc(b, '\'');
+	io_sb_putc(b, '\'');
 }
 
 void
-eng_trino_ident(EngBuf *b, const char *name)
+eng_trino_ident(IoStrBuf *b, const char *name)
 {
 	quote_doubling(b, name, '"');
 }
 
 void
-eng_trino_string(EngBuf *b, const char *s)
+eng_trino_string(IoStrBuf *b, const char *s)
 {
 	quote_doubling(b, s, '\'');
 }
 
 void
-eng_json_string(EngBuf *b, const char *s)
+eng_json_string(IoStrBuf *b, const char *s)
 {
 	const unsigned char *p;
 
-	eng_buf_putc(b, '"');
+	io_sb_putc(b, '"');
 	for (p = (const unsigned char *) s; *p; p++)
 	{
 		switch (*p)
 		{
 			case '"':
-				eng_buf_puts(b, "\\\"");
+				io_sb_puts(b, "\\\"");
 				break;
 			case '\\':
-				eng_buf_puts(b, "\\\\");
+				io_sb_puts(b, "\\\\");
 				break;
 			case '\n':
-				eng_buf_puts(b, "\\n");
+				io_sb_puts(b, "\\n");
 				break;
 			case '\r':
-				eng_buf_puts(b, "\\r");
+				io_sb_puts(b, "\\r");
 				break;
 			case '\t':
-				eng_buf_puts(b, "\\t");
+				io_sb_puts(b, "\\t");
 				break;
 			default:
 				if (*p < 0x20 || *p == 0x7F)
-					eng_buf_printf(b, "\\u%04x", *p);
+					io_sb_printf(b, "\\u%04x", *p);
 				else
-					eng_buf_putc(b, (char) *p);
+					io_sb_putc(b, (char) *p);
 		}
 	}
-	eng_buf_putc(b, '"');
+	io_sb_putc(b, '"');
 }
 
 static bool
@@ -446,7 +446,7 @@ is_ident_char(char c)
 }
 
 void
-eng_dotted_part(EngBuf *b, const char *name)
+eng_dotted_part(IoStrBuf *b, const char *name)
 {
 	const char *p;
 	bool		plain = is_ident_start(name[0]);
@@ -454,7 +454,7 @@ eng_dotted_part(EngBuf *b, const char *name)
 	for (p = name; plain && *p; p++)
 		plain = is_ident_char(*p);
 	if (plain)
-		eng_buf_puts(b, name);
+		io_sb_puts(b, name);
 	else
 		eng_spark_ident(b, name);
 }

@@ -126,26 +126,26 @@ check_target(EngineType type, const EngineTarget *t, EngineError *err)
 /* ---- livy ---- */
 
 static void
-spark_arg(EngBuf *b, const char *name)
+spark_arg(IoStrBuf *b, const char *name)
 {
-	eng_buf_printf(b, ", %s => ", name);
+	io_sb_printf(b, ", %s => ", name);
 }
 
 static void
-spark_map(EngBuf *b, char **keys, char **vals, size_t n)
+spark_map(IoStrBuf *b, char **keys, char **vals, size_t n)
 {
 	size_t		i;
 
-	eng_buf_puts(b, "map(");
+	io_sb_puts(b, "map(");
 	for (i = 0; i < n; i++)
 	{
 		if (i > 0)
-			eng_buf_puts(b, ", ");
+			io_sb_puts(b, ", ");
 		eng_spark_string(b, keys[i]);
-		eng_buf_puts(b, ", ");
+		io_sb_puts(b, ", ");
 		eng_spark_string(b, vals[i]);
 	}
-	eng_buf_putc(b, ')');
+	io_sb_putc(b, ')');
 }
 
 /* The point in time of older-than, rendered; -1 with *err when out of range. */
@@ -165,29 +165,29 @@ older_than_text(const EngValue *v, int64_t now_ms, char *out, size_t outsz, Engi
 
 static int
 build_livy(EngineOperation op, const EngineTarget *t, const EngOptions *o, int64_t now_ms,
-		   EngBuf *b, EngineError *err)
+		   IoStrBuf *b, EngineError *err)
 {
 	static const char *const procs[] = {"rewrite_data_files", "rewrite_position_delete_files",
 	"rewrite_manifests", "expire_snapshots", "remove_orphan_files"};
-	EngBuf		ident;
+	IoStrBuf	ident;
 	size_t		i;
 	const EngValue *v = o->v;
 	char	   *id;
 
-	eng_buf_init(&ident);
+	io_sb_init(&ident);
 	for (i = 0; i < t->nns; i++)
 	{
 		eng_spark_ident(&ident, t->ns[i]);
-		eng_buf_putc(&ident, '.');
+		io_sb_putc(&ident, '.');
 	}
 	eng_spark_ident(&ident, t->table);
-	id = eng_buf_steal(&ident);
+	id = io_sb_steal(&ident);
 	if (id == NULL)
 		return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 
-	eng_buf_puts(b, "CALL ");
+	io_sb_puts(b, "CALL ");
 	eng_spark_ident(b, t->catalog);
-	eng_buf_printf(b, ".system.%s(table => ", procs[op]);
+	io_sb_printf(b, ".system.%s(table => ", procs[op]);
 	eng_spark_string(b, id);
 	free(id);
 
@@ -230,12 +230,12 @@ build_livy(EngineOperation op, const EngineTarget *t, const EngOptions *o, int64
 			if (v[EK_USE_CACHING].present)
 			{
 				spark_arg(b, "use_caching");
-				eng_buf_puts(b, v[EK_USE_CACHING].b ? "true" : "false");
+				io_sb_puts(b, v[EK_USE_CACHING].b ? "true" : "false");
 			}
 			if (v[EK_SPEC_ID].present)
 			{
 				spark_arg(b, "spec_id");
-				eng_buf_printf(b, "%lld", (long long) v[EK_SPEC_ID].i);
+				io_sb_printf(b, "%lld", (long long) v[EK_SPEC_ID].i);
 			}
 			break;
 		case ENGINE_OP_SNAPSHOT_EXPIRY:
@@ -247,13 +247,13 @@ build_livy(EngineOperation op, const EngineTarget *t, const EngOptions *o, int64
 				if (older_than_text(&v[EK_OLDER_THAN], now_ms, ts, sizeof(ts), err) != 0)
 					return -1;
 				spark_arg(b, "older_than");
-				eng_buf_puts(b, "TIMESTAMP ");
+				io_sb_puts(b, "TIMESTAMP ");
 				eng_spark_string(b, ts);
 			}
 			if (op == ENGINE_OP_SNAPSHOT_EXPIRY && v[EK_RETAIN_LAST].present)
 			{
 				spark_arg(b, "retain_last");
-				eng_buf_printf(b, "%lld", (long long) v[EK_RETAIN_LAST].i);
+				io_sb_printf(b, "%lld", (long long) v[EK_RETAIN_LAST].i);
 			}
 			if (op == ENGINE_OP_ORPHAN_CLEANUP && v[EK_LOCATION].present)
 			{
@@ -263,28 +263,28 @@ build_livy(EngineOperation op, const EngineTarget *t, const EngOptions *o, int64
 			if (v[EK_MAX_CONCURRENT_DELETES].present)
 			{
 				spark_arg(b, "max_concurrent_deletes");
-				eng_buf_printf(b, "%lld", (long long) v[EK_MAX_CONCURRENT_DELETES].i);
+				io_sb_printf(b, "%lld", (long long) v[EK_MAX_CONCURRENT_DELETES].i);
 			}
 			if (op == ENGINE_OP_SNAPSHOT_EXPIRY)
 			{
 				if (v[EK_STREAM_RESULTS].present)
 				{
 					spark_arg(b, "stream_results");
-					eng_buf_puts(b, v[EK_STREAM_RESULTS].b ? "true" : "false");
+					io_sb_puts(b, v[EK_STREAM_RESULTS].b ? "true" : "false");
 				}
 				if (v[EK_SNAPSHOT_IDS].present)
 				{
 					spark_arg(b, "snapshot_ids");
-					eng_buf_puts(b, "array(");
+					io_sb_puts(b, "array(");
 					for (i = 0; i < v[EK_SNAPSHOT_IDS].n; i++)
-						eng_buf_printf(b, "%s%lldL", i ? ", " : "",
-									   (long long) v[EK_SNAPSHOT_IDS].ints[i]);
-					eng_buf_putc(b, ')');
+						io_sb_printf(b, "%s%lldL", i ? ", " : "",
+									 (long long) v[EK_SNAPSHOT_IDS].ints[i]);
+					io_sb_putc(b, ')');
 				}
 				if (v[EK_CLEAN_EXPIRED_METADATA].present)
 				{
 					spark_arg(b, "clean_expired_metadata");
-					eng_buf_puts(b, v[EK_CLEAN_EXPIRED_METADATA].b ? "true" : "false");
+					io_sb_puts(b, v[EK_CLEAN_EXPIRED_METADATA].b ? "true" : "false");
 				}
 			}
 			else
@@ -311,7 +311,7 @@ build_livy(EngineOperation op, const EngineTarget *t, const EngOptions *o, int64
 		default:
 			break;
 	}
-	eng_buf_putc(b, ')');
+	io_sb_putc(b, ')');
 	return 0;
 }
 
@@ -319,38 +319,38 @@ build_livy(EngineOperation op, const EngineTarget *t, const EngOptions *o, int64
 
 static int
 build_trino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
-			EngBuf *b, EngineStatement *st, EngineError *err)
+			IoStrBuf *b, EngineStatement *st, EngineError *err)
 {
 	const EngValue *v = o->v;
 	char		text[64];
 
-	eng_buf_puts(b, "ALTER TABLE ");
+	io_sb_puts(b, "ALTER TABLE ");
 	eng_trino_ident(b, t->catalog);
-	eng_buf_putc(b, '.');
+	io_sb_putc(b, '.');
 	eng_trino_ident(b, t->ns[0]);
-	eng_buf_putc(b, '.');
+	io_sb_putc(b, '.');
 	eng_trino_ident(b, t->table);
-	eng_buf_puts(b, " EXECUTE ");
+	io_sb_puts(b, " EXECUTE ");
 	switch (op)
 	{
 		case ENGINE_OP_COMPACTION:
-			eng_buf_puts(b, "optimize");
+			io_sb_puts(b, "optimize");
 			if (v[EK_FILE_SIZE_THRESHOLD].present)
 			{
 				eng_format_datasize(v[EK_FILE_SIZE_THRESHOLD].i, text, sizeof(text));
-				eng_buf_puts(b, "(file_size_threshold => ");
+				io_sb_puts(b, "(file_size_threshold => ");
 				eng_trino_string(b, text);
-				eng_buf_putc(b, ')');
+				io_sb_putc(b, ')');
 			}
 			if (v[EK_WHERE].present)
 			{
-				eng_buf_puts(b, " WHERE ");
-				eng_buf_puts(b, v[EK_WHERE].s);
+				io_sb_puts(b, " WHERE ");
+				io_sb_puts(b, v[EK_WHERE].s);
 			}
 			if (v[EK_TARGET_FILE_SIZE].present)
 			{
 				const char *p;
-				EngBuf		name;
+				IoStrBuf	name;
 
 				/* X-Trino-Session "name=value": a catalog name plain */
 				for (p = t->catalog; *p; p++)
@@ -369,9 +369,9 @@ build_trino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 				if (st->session == NULL)
 					return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 				st->nsession = 1;
-				eng_buf_init(&name);
-				eng_buf_printf(&name, "%s.target_max_file_size", t->catalog);
-				st->session[0].name = eng_buf_steal(&name);
+				io_sb_init(&name);
+				io_sb_printf(&name, "%s.target_max_file_size", t->catalog);
+				st->session[0].name = io_sb_steal(&name);
 				snprintf(text, sizeof(text), "%lldB", (long long) v[EK_TARGET_FILE_SIZE].i);
 				st->session[0].value = strdup(text);
 				if (st->session[0].name == NULL || st->session[0].value == NULL)
@@ -379,18 +379,18 @@ build_trino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 			}
 			break;
 		case ENGINE_OP_MANIFEST_REWRITE:
-			eng_buf_puts(b, "optimize_manifests");
+			io_sb_puts(b, "optimize_manifests");
 			break;
 		case ENGINE_OP_SNAPSHOT_EXPIRY:
 		case ENGINE_OP_ORPHAN_CLEANUP:
-			eng_buf_puts(b, op == ENGINE_OP_SNAPSHOT_EXPIRY ? "expire_snapshots" :
-						 "remove_orphan_files");
+			io_sb_puts(b, op == ENGINE_OP_SNAPSHOT_EXPIRY ? "expire_snapshots" :
+					   "remove_orphan_files");
 			if (v[EK_OLDER_THAN].present)
 			{
 				eng_format_duration(v[EK_OLDER_THAN].i, text, sizeof(text));
-				eng_buf_puts(b, "(retention_threshold => ");
+				io_sb_puts(b, "(retention_threshold => ");
 				eng_trino_string(b, text);
-				eng_buf_putc(b, ')');
+				io_sb_putc(b, ')');
 			}
 			break;
 		default:
@@ -415,11 +415,11 @@ gravitino_safe(const char *what, const char *s, EngineErrorCode code, EngineErro
 }
 
 static void
-conf_put(EngBuf *b, const char *key, const char *val)
+conf_put(IoStrBuf *b, const char *key, const char *val)
 {
-	eng_buf_putc(b, ',');
+	io_sb_putc(b, ',');
 	eng_json_string(b, key);
-	eng_buf_putc(b, ':');
+	io_sb_putc(b, ':');
 	eng_json_string(b, val);
 }
 
@@ -442,13 +442,13 @@ engine_gravitino_template(EngineOperation op)
 
 static int
 build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
-				const char *tag, int64_t now_ms, EngBuf *b, EngineStatement *st,
+				const char *tag, int64_t now_ms, IoStrBuf *b, EngineStatement *st,
 				EngineError *err)
 {
 	const char *const *templates = gravitino_templates;
 	const EngValue *v = o->v;
 	const char *p;
-	EngBuf		id;
+	IoStrBuf	id;
 	char	   *ids;
 	size_t		i;
 	char		text[64];
@@ -478,23 +478,23 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 		 gravitino_safe("option \"sort-order\"", v[EK_SORT_ORDER].s, ENGINE_ERR_INVALID_VALUE, err) != 0))
 		return -1;
 
-	eng_buf_init(&id);
+	io_sb_init(&id);
 	for (i = 0; i < t->nns; i++)
 	{
 		eng_dotted_part(&id, t->ns[i]);
-		eng_buf_putc(&id, '.');
+		io_sb_putc(&id, '.');
 	}
 	eng_dotted_part(&id, t->table);
-	ids = eng_buf_steal(&id);
+	ids = io_sb_steal(&id);
 	if (ids == NULL)
 		return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 
 	st->template_name = strdup(templates[op]);
-	eng_buf_puts(b, "{\"jobTemplateName\":");
+	io_sb_puts(b, "{\"jobTemplateName\":");
 	eng_json_string(b, templates[op]);
-	eng_buf_puts(b, ",\"jobConf\":{");
+	io_sb_puts(b, ",\"jobConf\":{");
 	eng_json_string(b, "catalog_name");
-	eng_buf_putc(b, ':');
+	io_sb_putc(b, ':');
 	eng_json_string(b, t->catalog);
 	conf_put(b, "table_identifier", ids);
 	free(ids);
@@ -517,22 +517,22 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 					return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 				if (n > 0)
 				{
-					EngBuf		obj;
+					IoStrBuf	obj;
 					char	   *objs;
 					long		k;
 
-					eng_buf_init(&obj);
-					eng_buf_putc(&obj, '{');
+					io_sb_init(&obj);
+					io_sb_putc(&obj, '{');
 					for (k = 0; k < n; k++)
 					{
 						if (k > 0)
-							eng_buf_putc(&obj, ',');
+							io_sb_putc(&obj, ',');
 						eng_json_string(&obj, keys[k]);
-						eng_buf_putc(&obj, ':');
+						io_sb_putc(&obj, ':');
 						eng_json_string(&obj, vals[k]);
 					}
-					eng_buf_putc(&obj, '}');
-					objs = eng_buf_steal(&obj);
+					io_sb_putc(&obj, '}');
+					objs = io_sb_steal(&obj);
 					if (objs == NULL)
 					{
 						eng_pairs_free(keys, vals, n);
@@ -572,7 +572,7 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 			break;
 	}
 	conf_put(b, "tms_tag", tag);
-	eng_buf_puts(b, "}}");
+	io_sb_puts(b, "}}");
 	if (st->template_name == NULL)
 		return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 	return 0;
@@ -587,7 +587,7 @@ engine_statement_build(EngineType type, const char *operation, const EngineTarge
 {
 	EngineOperation op = engine_op_from_name(operation);
 	EngOptions	o;
-	EngBuf		b;
+	IoStrBuf	b;
 	int			rc = -1;
 
 	memset(out, 0, sizeof(*out));
@@ -600,7 +600,7 @@ engine_statement_build(EngineType type, const char *operation, const EngineTarge
 		eng_options_free(&o);
 		return -1;
 	}
-	eng_buf_init(&b);
+	io_sb_init(&b);
 	if (check_target(type, target, err) != 0)
 		goto done;
 	switch (type)
@@ -620,12 +620,12 @@ engine_statement_build(EngineType type, const char *operation, const EngineTarge
 	}
 	if (rc == 0)
 	{
-		out->text = eng_buf_steal(&b);
+		out->text = io_sb_steal(&b);
 		if (out->text == NULL)
 			rc = eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 done:
-	eng_buf_free(&b);
+	io_sb_free(&b);
 	eng_options_free(&o);
 	if (rc != 0)
 	{

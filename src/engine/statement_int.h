@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * statement_int.h
- *	  Private declarations shared by the files of src/engine/: the names
- *	  it gives the growable string buffer of io/util/strbuf.h, error helpers, the small
- *	  JSON reader of the options
- *	  (options_json.c), the quoting of names and literals for each engine and the
- *	  Trino WHERE tokeniser (quote.c), and the checked options (engine_options.c)
- *	  that statement.c turns into statements.
+ *	  Private declarations shared by the files of src/engine/: error
+ *	  helpers, the small JSON reader of the options (options_json.c), the
+ *	  quoting of names and literals for each engine and the Trino WHERE
+ *	  tokeniser (quote.c), and the checked options (engine_options.c) that
+ *	  statement.c turns into statements.  Text is built in the plain-C
+ *	  layers' one string buffer (io/util/strbuf.h).
  *
  * Why a JSON reader of its own rather than jansson: a number must reach
  * the checks as the text the user wrote (jansson turns an integer past
@@ -41,19 +41,6 @@
 #define ENG_MAX_VALUE_BYTES		(16 * 1024)
 #define ENG_MAX_JSON_DEPTH		8
 #define ENG_MAX_LIST_ITEMS		10000
-
-/* ---- string buffer: the plain-C layers' one (io/util/strbuf.h) ---- */
-
-typedef IoStrBuf EngBuf;
-
-#define eng_buf_init(b)				io_sb_init(b)
-#define eng_buf_free(b)				io_sb_free(b)
-#define eng_buf_append(b, s, n)		io_sb_append((b), (s), (n))
-#define eng_buf_puts(b, s)			io_sb_puts((b), (s))
-#define eng_buf_putc(b, c)			io_sb_putc((b), (c))
-#define eng_buf_printf				io_sb_printf
-/* Hand the text over (NULL when out of memory); the buffer is reset. */
-#define eng_buf_steal(b)			io_sb_steal(b)
 
 /* ---- errors (quote.c) ---- */
 
@@ -127,22 +114,22 @@ extern bool eng_parse_whole(const char *s, int64_t *out);
 extern bool eng_utf8_valid(const char *s, size_t len);
 
 /* Spark: `name`, backticks doubled. */
-extern void eng_spark_ident(EngBuf *b, const char *name);
+extern void eng_spark_ident(IoStrBuf *b, const char *name);
 
 /* Spark: 'text', backslash and quote escaped, control bytes as escapes. */
-extern void eng_spark_string(EngBuf *b, const char *s);
+extern void eng_spark_string(IoStrBuf *b, const char *s);
 
 /* Trino: "name", double quotes doubled. */
-extern void eng_trino_ident(EngBuf *b, const char *name);
+extern void eng_trino_ident(IoStrBuf *b, const char *name);
 
 /* Trino: 'text', single quotes doubled. */
-extern void eng_trino_string(EngBuf *b, const char *s);
+extern void eng_trino_string(IoStrBuf *b, const char *s);
 
 /* JSON: "text" with ", \ and control bytes escaped. */
-extern void eng_json_string(EngBuf *b, const char *s);
+extern void eng_json_string(IoStrBuf *b, const char *s);
 
 /* Gravitino's table_identifier part: as is, or `quoted` when it needs it. */
-extern void eng_dotted_part(EngBuf *b, const char *name);
+extern void eng_dotted_part(IoStrBuf *b, const char *name);
 
 /*
  * Check a Trino WHERE expression: tokenised, one expression only (no ';',

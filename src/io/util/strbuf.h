@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * strbuf.h
- *		The one growable byte buffer of the plain-C layers: io (IoStrBuf,
- *		io_sb_*), and through it iceberg (IcebergBuf), engine (EngBuf)
- *		and the compaction helper (its SQL text), which name it their way
- *		but share this implementation (src/io/util/io_base.c).  The lowest layer
+ *		The one growable byte buffer of the plain-C layers: io and engine
+ *		(IoStrBuf, io_sb_*), iceberg (IcebergBuf, functions that return
+ *		whether they succeeded) and the compaction helper (its SQL text)
+ *		share this implementation (src/io/util/io_base.c).  The lowest layer
  *		all of them may include is io (scripts/check-layers.sh); dsl and
  *		cron build no text of unbounded size.
  *
