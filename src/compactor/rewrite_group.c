@@ -233,7 +233,7 @@ download(Helper *h, const char *uri, const char *local, char *msg, size_t msglen
 	for (;;)
 	{
 		IoBuffer	b = {0};
-		IoError		err;
+		TmsError	err;
 		size_t		done = 0;
 
 		if (io_storage_read(h->storage, uri, off, DOWNLOAD_CHUNK, &b, &err) != 0)
@@ -278,7 +278,7 @@ upload(Helper *h, const char *local, const char *uri, int64_t *size, char *msg, 
 	int			fd = open(local, O_RDONLY | O_CLOEXEC);
 	struct stat sb;
 	void	   *map;
-	IoError		err;
+	TmsError	err;
 	int			rc;
 
 	if (fd < 0 || fstat(fd, &sb) != 0 || sb.st_size <= 0)

@@ -209,8 +209,8 @@ main(int argc, char **argv)
 	Helper		h;
 	IcebergCompactHello hello;
 	IoStorageConfig cfg;
-	IcebergError err;
-	IoError		ioerr;
+	TmsError	err;
+	TmsError	ioerr;
 	pthread_t	hb;
 	char	   *line;
 	size_t		len;
