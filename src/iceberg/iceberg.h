@@ -103,8 +103,8 @@ extern void iceberg_limits_default(IcebergLimits *limits);
  * This layer asks the IoFileIO for chunks of about 1 MiB and polls its
  * interrupted() between Avro blocks and between files (true ends the
  * operation with ICEBERG_ERR_CANCELLED).  A failed open or read becomes
- * ICEBERG_ERR_IO (CANCELLED, OUT_OF_MEMORY) with TmsError.io_code set
- * from the TmsError.
+ * ICEBERG_ERR_IO (CANCELLED, OUT_OF_MEMORY) wrapping the IoFileIO's
+ * error (tms_error_wrap: io_code is its code, detail its texts).
  *
  * limits:	 optional; NULL means iceberg_limits_default().
  */

@@ -10,7 +10,7 @@
  *
  * This layer is plain C.  It includes no PostgreSQL header, never calls
  * ereport/elog, never longjmps and never exits: every function reports
- * failure as a value (an TmsError filled by the callee).  Everything it
+ * failure as a value (a TmsError filled by the callee).  Everything it
  * returns is malloc'd and is freed by the matching io_*_free function;
  * callers inside the server copy what they need into palloc'd memory and
  * free the io result at once.

@@ -5,7 +5,7 @@
  *	  canonical-location helper of expiry and orphan cleanup.
  *
  * Rules: plain C, no allocation in proportion to anything but the members
- * actually added; every failure is an TmsError value.
+ * actually added; every failure is a TmsError value.
  *
  * src/iceberg/maint/pathhash.c
  *

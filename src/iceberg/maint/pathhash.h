@@ -76,7 +76,7 @@ extern bool iceberg_hash_table_has(const IcebergHashTable *t, uint64_t x);
 extern void iceberg_hash_table_free(IcebergHashTable *t);
 
 /*
- * io_location_canonical as an TmsError: ICEBERG_ERR_INVALID_ARGUMENT
+ * io_location_canonical as a TmsError: ICEBERG_ERR_INVALID_ARGUMENT
  * ("cannot canonicalise location", the io message as detail) or
  * ICEBERG_ERR_OUT_OF_MEMORY.  *out is malloc'd.
  */

@@ -27,7 +27,7 @@
  * token refresh.)
  *
  * Rules: the engine URI holds no credentials, query or fragment; every
- * secret is wiped before it is freed and never appears in an TmsError
+ * secret is wiped before it is freed and never appears in a TmsError
  * (the Authorization header is built per request and wiped after it);
  * response bodies are capped by max_response_bytes (the HTTP core), JSON
  * by max_json_bytes, and the result rows a run collects by

@@ -16,7 +16,7 @@
  * Not part of the layer's interface (that is engine_client.h); nothing outside
  * src/io/, its unit test and its drivers includes this file.  Secrets
  * (password, token, client secret, the OAuth2 token) are wiped before
- * their memory is freed and never appear in an TmsError.
+ * their memory is freed and never appear in a TmsError.
  *
  * src/io/engines/engine_client_int.h
  *
@@ -100,7 +100,7 @@ extern int	io_engine_request(IoEngine *eng, const char *method, const char *url,
 							  IoHttpResponse *resp, TmsError *err);
 
 /*
- * A non-success response as an TmsError: the status mapped to a code (a
+ * A non-success response as a TmsError: the status mapped to a code (a
  * submit's 5xx is IO_ERR_COMMIT_STATE_UNKNOWN), the engine's own text
  * (Livy "msg", Gravitino "type" and "message", Trino's plain text) in
  * detail.  Returns -1.

@@ -7,12 +7,12 @@
  *		responses, the token cache and its expiry.
  *
  * The caller says where to ask (an absolute URL), with which credentials
- * and scope, and how a refused request becomes an TmsError (each client
+ * and scope, and how a refused request becomes a TmsError (each client
  * has its own error shapes); everything else is here, once.
  *
  * Rules: the form body (it holds the client secret) is wiped before it
  * is freed, the token is wiped when replaced or forgotten, and neither
- * ever appears in an TmsError.  An "access_token" that is empty or holds
+ * ever appears in a TmsError.  An "access_token" that is empty or holds
  * CR or LF (it goes into a header line) is refused; "expires_in" is
  * trusted up to IO_OAUTH2_MAX_LIFETIME_S, and a cached token is renewed
  * IO_OAUTH2_REFRESH_MARGIN_MS before it expires.

@@ -22,7 +22,7 @@
  * Not part of the layer's interface (that is io.h); nothing outside
  * src/io/, its unit test and its fuzz targets includes this file.  Every
  * reader parses under the handle's JSON budget (max_json_bytes) and
- * reports failure as an TmsError; none keeps a pointer into the body.
+ * reports failure as a TmsError; none keeps a pointer into the body.
  *
  * src/io/rest/rest_int.h
  *

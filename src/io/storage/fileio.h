@@ -11,7 +11,7 @@
  * includes an iceberg header.
  *
  * Rules: plain C, no PostgreSQL header; the callbacks never longjmp and
- * report failure as an TmsError value (no secrets in it).
+ * report failure as a TmsError value (no secrets in it).
  *
  * src/io/storage/fileio.h
  *
