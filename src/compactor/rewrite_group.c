@@ -251,7 +251,8 @@ download(Helper *h, const char *uri, const char *local, TmsError *err)
 				continue;
 			if (n <= 0)
 			{
-				tms_error_set(err, ICEBERG_ERR_IO, "cannot write \"%.300s\": %s", local, strerror(errno));
+				tms_error_set(err, ICEBERG_ERR_IO,
+							  "cannot write \"%.300s\": %s", local, strerror(errno));
 				io_buffer_free(&b);
 				close(fd);
 				return false;
@@ -490,7 +491,8 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 		goto fail;
 	if ((int) duckdb_row_count(&r) != s->ncolumns)
 	{
-		tms_error_set(err, ICEBERG_ERR_MALFORMED, "the file written has %d columns with field ids, the schema %d",
+		tms_error_set(err, ICEBERG_ERR_MALFORMED,
+					  "the file written has %d columns with field ids, the schema %d",
 					  (int) duckdb_row_count(&r), s->ncolumns);
 		duckdb_destroy_result(&r);
 		goto fail;
@@ -510,7 +512,8 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 			}
 		if (!found)
 		{
-			tms_error_set(err, ICEBERG_ERR_MALFORMED, "the file written has a column with field id %d, which the schema lacks",
+			tms_error_set(err, ICEBERG_ERR_MALFORMED,
+						  "the file written has a column with field id %d, which the schema lacks",
 						  (int) id);
 			duckdb_destroy_result(&r);
 			goto fail;
@@ -763,7 +766,8 @@ group_eq_tables(GroupRun *g, int j)
 	sql_add(&g->q, "], filename = true, schema = ");
 	if (!schema_map(&g->q, job->schema, g->eq_sets[j], g->eq_nids[j]))
 	{
-		tms_error_set(g->err, ICEBERG_ERR_MALFORMED, "an equality delete file names a column that is not in the schema");
+		tms_error_set(g->err, ICEBERG_ERR_MALFORMED,
+					  "an equality delete file names a column that is not in the schema");
 		return false;
 	}
 	sql_add(&g->q, ") e JOIN (VALUES ");
@@ -860,7 +864,8 @@ group_fetch_inputs(GroupRun *g, int o)
 		if (fname != NULL && sscanf(fname + strlen(g->dir), "/in%d.parquet", &k) == 1 &&
 			k >= 0 && k < job->ninputs && rows != job->inputs[k].records)
 		{
-			tms_error_set(g->err, ICEBERG_ERR_MALFORMED, "data file \"%.300s\" has %" PRId64 " rows; its manifest says %" PRId64,
+			tms_error_set(g->err, ICEBERG_ERR_MALFORMED,
+						  "data file \"%.300s\" has %" PRId64 " rows; its manifest says %" PRId64,
 						  job->inputs[k].path, rows, job->inputs[k].records);
 			duckdb_free(fname);
 			duckdb_destroy_result(&r);
@@ -1045,7 +1050,8 @@ group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written)
 	}
 	if (out.records != written)
 	{
-		tms_error_set(g->err, ICEBERG_ERR_MALFORMED, "the file written holds %" PRId64 " rows, the rewrite wrote %" PRId64,
+		tms_error_set(g->err, ICEBERG_ERR_MALFORMED,
+					  "the file written holds %" PRId64 " rows, the rewrite wrote %" PRId64,
 					  out.records, written);
 		iceberg_compact_output_free(&out);
 		return false;
@@ -1187,7 +1193,8 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 
 	if (cc == NULL)
 	{
-		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED, "compression codec \"%s\" is not supported", job->compression);
+		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+					  "compression codec \"%s\" is not supported", job->compression);
 		return false;
 	}
 	for (i = 0; i < s->ncolumns; i++)
@@ -1196,7 +1203,8 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 
 		if (duck_type(&s->columns[i], tb, sizeof(tb)) == NULL)
 		{
-			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED, "column \"%s\" of type %s cannot be rewritten",
+			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+						  "column \"%s\" of type %s cannot be rewritten",
 						  s->columns[i].name, s->columns[i].type_text);
 			return false;
 		}
