@@ -41,7 +41,7 @@ measure_once(IoCatalog *cat, int n)
 	const char *url = "https://glue.eu-west-1.amazonaws.com/iceberg/v1/catalogs/111122223333/"
 		"namespaces/sales%1Feu/tables/orders?snapshots=all";
 	double		t0 = seconds();
-	IoError		err;
+	TmsError	err;
 
 	for (int i = 0; i < n; i++)
 	{

@@ -488,7 +488,7 @@ run_ours(Loaded *l, int64_t *inflated, int64_t *checksum)
 		IcebergManifestFile mf;
 		IcebergManifestReader *mr;
 		const IcebergManifestEntry *e;
-		IcebergError err;
+		TmsError	err;
 		int64_t		c,
 					inf;
 		int			rc;
@@ -600,7 +600,7 @@ run_full(Loaded *l, int64_t *rendered)
 		IcebergFileIO io;
 		IcebergAvroReader *r;
 		IcebergAvroValue v[ICEBERG_AVRO_MAX_SLOTS];
-		IcebergError err;
+		TmsError	err;
 		int			rc;
 
 		iceberg_memory_fileio(&io, &mem);
@@ -864,7 +864,7 @@ cmd_walk(const char *dir)
 	IcebergFileIO io;
 	IcebergTableMetadata *md;
 	IcebergTableMetrics m;
-	IcebergError err;
+	TmsError	err;
 	char		path[4096];
 	double		t0 = now_s();
 

@@ -44,7 +44,7 @@ now_s(void)
 }
 
 static void
-die(const char *what, const IcebergError *err)
+die(const char *what, const TmsError *err)
 {
 	fprintf(stderr, "%s: %s (%s)\n", what, err->message, err->detail);
 	exit(1);
@@ -60,7 +60,7 @@ local_path(const char *p)
 }
 
 static int
-local_write(void *arg, const char *path, const void *data, size_t len, IoError *err)
+local_write(void *arg, const char *path, const void *data, size_t len, TmsError *err)
 {
 	FILE	   *f = fopen(local_path(path), "wb");
 
@@ -81,7 +81,7 @@ decode_pass(const IcebergFileIO *io, const IcebergTableMetadata *md, unsigned fl
 {
 	IcebergManifestListReader *lr;
 	const IcebergManifestFile *mf;
-	IcebergError err;
+	TmsError	err;
 	int			rc;
 
 	*entries = *inflated = 0;
@@ -115,7 +115,7 @@ main(int argc, char **argv)
 {
 	IcebergFileIO io;
 	IcebergTableMetadata *md;
-	IcebergError err;
+	TmsError	err;
 	char		mdpath[1024];
 
 	if (argc < 3)

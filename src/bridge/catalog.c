@@ -227,7 +227,7 @@ tms_credentials_read(Oid role, Oid serverid, TmsCredentials *out)
 char *
 tms_location_canonical(const TmsServer *s, const char *path, char **why)
 {
-	IoError		err;
+	TmsError	err;
 	char	   *c;
 	char	   *r;
 
@@ -290,7 +290,7 @@ tms_check_table_location(const TmsServer *s, const char *ns, const char *table,
 
 IoStorage *
 tms_storage_open(const TmsServer *s, const TmsCredentials *c,
-				 const IoKeyValue *vended, size_t n, IoError *err)
+				 const IoKeyValue *vended, size_t n, TmsError *err)
 {
 	IoStorageConfig cfg;
 
@@ -466,7 +466,7 @@ tms_catalog_connect(const char *server_name)
 	Oid			userid = GetUserId();
 	TmsCatalogConn *volatile c = NULL;
 	IoCatalogConfig cfg;
-	IoError		err;
+	TmsError	err;
 	IoCatalog  *cat;
 
 	if (!IsTransactionState())
@@ -565,7 +565,7 @@ tms_catalog_connect(const char *server_name)
 	if (cat == NULL)
 	{
 		conn_free(c);
-		tms_io_ereport(&err);
+		tms_error_ereport(&err);
 	}
 	c->catalog = cat;
 	c->valid = true;
@@ -588,7 +588,7 @@ tms_catalog_release(TmsCatalogConn *conn)
 }
 
 IoStorage *
-tms_catalog_storage(TmsCatalogConn *conn, const IoLoadedTable *table, IoError *err)
+tms_catalog_storage(TmsCatalogConn *conn, const IoLoadedTable *table, TmsError *err)
 {
 	return tms_storage_open(conn->server, &conn->creds,
 							table ? table->config : NULL,
@@ -617,7 +617,7 @@ vended_source_free(void *arg)
 
 /* The refresh callback: no ereport, only the io layer. */
 static int
-vended_source_refresh(void *arg, IoTableCredentials *out, IoError *err)
+vended_source_refresh(void *arg, IoTableCredentials *out, TmsError *err)
 {
 	VendedSource *v = arg;
 
@@ -652,12 +652,12 @@ void
 tms_catalog_drop_table(TmsCatalogConn *conn, const char *ns, const char *table, bool purge)
 {
 	char	   *ns_io;
-	IoError		err;
+	TmsError	err;
 
 	tms_check_namespace(ns);
 	tms_check_table_name("table name", table);
 	ns_io = tms_namespace_to_io(ns);
 	if (io_catalog_drop_table(conn->catalog, ns_io, table, purge, &err) != 0)
-		tms_io_ereport(&err);
+		tms_error_ereport(&err);
 	io_catalog_forget(conn->catalog, ns_io, table);
 }

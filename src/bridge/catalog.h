@@ -139,7 +139,7 @@ extern char *tms_check_table_location(const TmsServer *s, const char *ns,
  */
 extern IoStorage *tms_storage_open(const TmsServer *s, const TmsCredentials *c,
 								   const IoKeyValue *vended, size_t n,
-								   IoError *err);
+								   TmsError *err);
 
 /*
  * The FileIO through which src/iceberg reads a table's files: every path
@@ -185,7 +185,7 @@ extern void tms_catalog_drop_table(TmsCatalogConn *conn, const char *ns,
 
 /* Storage for a table loaded through conn (its vended config applied). */
 extern IoStorage *tms_catalog_storage(TmsCatalogConn *conn, const IoLoadedTable *table,
-									  IoError *err);
+									  TmsError *err);
 
 /*
  * Let storage get the credentials a catalog vended for a table again when

@@ -113,7 +113,7 @@ tms_engine_open(const char *name)
 	List	   *o = server->options;
 	const char *v;
 	IoEngineConfig cfg;
-	IoError		err;
+	TmsError	err;
 	TmsEngine  *volatile e;
 	char	   *secrets[3] = {NULL, NULL, NULL};
 
@@ -167,7 +167,7 @@ tms_engine_open(const char *name)
 			tms_free_secret(secrets[i]);
 		secrets[0] = secrets[1] = secrets[2] = NULL;
 		if (e->client == NULL)
-			tms_io_ereport(&err);
+			tms_error_ereport(&err);
 	}
 	PG_CATCH();
 	{
@@ -193,7 +193,7 @@ tms_engine_close(TmsEngine *e)
 }
 
 TmsTemplateCheck
-tms_engine_template_check(TmsEngine *e, const char *operation, char **offered, IoError *err)
+tms_engine_template_check(TmsEngine *e, const char *operation, char **offered, TmsError *err)
 {
 	const char *tmpl;
 	bool		has = false;
@@ -227,37 +227,4 @@ tms_engine_template_refuse(const TmsEngine *e, const char *operation, const char
 					   tmpl ? tmpl : "", offered),
 			 errhint("Run %s on another engine (a livy server, or \"local\" where tms runs it), or choose an operation the server has a template for.",
 					 operation)));
-}
-
-int
-tms_engine_sqlstate(EngineErrorCode code)
-{
-	switch (code)
-	{
-		case ENGINE_OK:
-			return ERRCODE_INTERNAL_ERROR;
-		case ENGINE_ERR_UNKNOWN_OPERATION:
-		case ENGINE_ERR_UNKNOWN_OPTION:
-		case ENGINE_ERR_INVALID_VALUE:
-			return ERRCODE_INVALID_PARAMETER_VALUE;
-		case ENGINE_ERR_UNSUPPORTED:
-			return ERRCODE_FEATURE_NOT_SUPPORTED;
-		case ENGINE_ERR_INVALID_NAME:
-			return ERRCODE_INVALID_NAME;
-		case ENGINE_ERR_INVALID_RESULT:
-			return ERRCODE_DATA_EXCEPTION;
-		case ENGINE_ERR_OUT_OF_MEMORY:
-			return ERRCODE_OUT_OF_MEMORY;
-	}
-	return ERRCODE_INTERNAL_ERROR;
-}
-
-void
-tms_engine_ereport(const EngineError *err)
-{
-	ereport(ERROR,
-			(errcode(tms_engine_sqlstate(err->code)),
-			 errmsg("%s", err->message),
-			 err->detail[0] ? errdetail("%s", err->detail) : 0,
-			 err->hint[0] ? errhint("%s", err->hint) : 0));
 }

@@ -75,16 +75,10 @@ typedef enum TmsTemplateCheck
 } TmsTemplateCheck;
 
 extern TmsTemplateCheck tms_engine_template_check(TmsEngine *e, const char *operation,
-												  char **offered, IoError *err);
+												  char **offered, TmsError *err);
 
 /* Refuse the operation (0A000) for a template the server does not offer. */
 extern void tms_engine_template_refuse(const TmsEngine *e, const char *operation,
 									   const char *offered) pg_attribute_noreturn();
-
-/* The SQLSTATE of an engine-layer error. */
-extern int	tms_engine_sqlstate(EngineErrorCode code);
-
-/* Raise err (with its detail and hint). */
-extern void tms_engine_ereport(const EngineError *err) pg_attribute_noreturn();
 
 #endif							/* TMS_BRIDGE_ENGINE_H */

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * errors.c
- *	  io and iceberg error values as PostgreSQL errors (errors.h).
+ *	  The error value of the plain-C layers as a PostgreSQL error
+ *	  (errors.h): one switch per layer's codes, chosen by the code's
+ *	  domain.
  *
  *-------------------------------------------------------------------------
  */
@@ -10,9 +12,10 @@
 #include "miscadmin.h"
 
 #include "bridge/errors.h"
+#include "engine/statement.h"
 
-int
-tms_io_sqlstate(IoErrorCode code)
+static int
+io_sqlstate(IoErrorCode code)
 {
 	switch (code)
 	{
@@ -66,8 +69,8 @@ tms_io_sqlstate(IoErrorCode code)
 	return ERRCODE_INTERNAL_ERROR;
 }
 
-int
-tms_iceberg_sqlstate(const IcebergError *err)
+static int
+iceberg_sqlstate(const TmsError *err)
 {
 	switch (err->code)
 	{
@@ -76,7 +79,7 @@ tms_iceberg_sqlstate(const IcebergError *err)
 		case ICEBERG_ERR_UNSUPPORTED:
 			return ERRCODE_FEATURE_NOT_SUPPORTED;
 		case ICEBERG_ERR_IO:
-			return err->io_code != IO_OK ? tms_io_sqlstate(err->io_code) : ERRCODE_IO_ERROR;
+			return err->io_code != IO_OK ? io_sqlstate(err->io_code) : ERRCODE_IO_ERROR;
 		case ICEBERG_ERR_NOT_FOUND:
 			return ERRCODE_UNDEFINED_OBJECT;
 		case ICEBERG_ERR_LIMIT:
@@ -95,50 +98,87 @@ tms_iceberg_sqlstate(const IcebergError *err)
 	}
 }
 
-void
-tms_io_ereport(const IoError *err)
+static int
+engine_sqlstate(EngineErrorCode code)
 {
+	switch (code)
+	{
+		case ENGINE_OK:
+			return ERRCODE_INTERNAL_ERROR;
+		case ENGINE_ERR_UNKNOWN_OPERATION:
+		case ENGINE_ERR_UNKNOWN_OPTION:
+		case ENGINE_ERR_INVALID_VALUE:
+			return ERRCODE_INVALID_PARAMETER_VALUE;
+		case ENGINE_ERR_UNSUPPORTED:
+			return ERRCODE_FEATURE_NOT_SUPPORTED;
+		case ENGINE_ERR_INVALID_NAME:
+			return ERRCODE_INVALID_NAME;
+		case ENGINE_ERR_INVALID_RESULT:
+			return ERRCODE_DATA_EXCEPTION;
+		case ENGINE_ERR_OUT_OF_MEMORY:
+			return ERRCODE_OUT_OF_MEMORY;
+	}
+	return ERRCODE_INTERNAL_ERROR;
+}
+
+int
+tms_error_sqlstate(const TmsError *err)
+{
+	switch (tms_error_domain(err->code))
+	{
+		case TMS_ERROR_NONE:
+			break;
+		case TMS_ERROR_IO:
+			return io_sqlstate((IoErrorCode) err->code);
+		case TMS_ERROR_ICEBERG:
+			return iceberg_sqlstate(err);
+		case TMS_ERROR_ENGINE:
+			return engine_sqlstate((EngineErrorCode) err->code);
+	}
+	return ERRCODE_INTERNAL_ERROR;
+}
+
+/* The hint of an io error that has none of its own. */
+static const char *
+io_hint(IoErrorCode code)
+{
+	switch (code)
+	{
+		case IO_ERR_CONFLICT:
+			return "Another writer changed the table; reload its metadata and retry.";
+		case IO_ERR_COMMIT_STATE_UNKNOWN:
+			return "The commit may or may not have been applied; reload the table and check before retrying.";
+		case IO_ERR_TIMEOUT:
+			return "The server options \"connect_timeout\" and \"request_timeout\" set the limits.";
+		case IO_ERR_UNAUTHORIZED:
+			return "Check the credentials of the user mapping: \"credential\" or \"token\" (OAuth2), or the AWS keys that sign requests (SigV4).";
+		case IO_ERR_TOO_LARGE:
+			return "The settings \"tms.max_response_size\" and \"tms.max_json_memory\" set the limits.";
+		case IO_ERR_UNSUPPORTED:
+			return "The catalog does not offer this operation.";
+		default:
+			return NULL;
+	}
+}
+
+void
+tms_error_ereport(const TmsError *err)
+{
+	const char *hint = err->hint[0] ? err->hint : NULL;
+
+	if (hint == NULL && tms_error_domain(err->code) == TMS_ERROR_IO)
+		hint = io_hint((IoErrorCode) err->code);
 	CHECK_FOR_INTERRUPTS();
 	ereport(ERROR,
-			(errcode(tms_io_sqlstate(err->code)),
+			(errcode(tms_error_sqlstate(err)),
 			 errmsg("%s", err->message),
 			 err->detail[0] ? errdetail("%s", err->detail) : 0,
-			 err->code == IO_ERR_CONFLICT ?
-			 errhint("Another writer changed the table; reload its metadata and retry.") :
-			 err->code == IO_ERR_COMMIT_STATE_UNKNOWN ?
-			 errhint("The commit may or may not have been applied; reload the table and check before retrying.") :
-			 err->code == IO_ERR_TIMEOUT ?
-			 errhint("The server options \"connect_timeout\" and \"request_timeout\" set the limits.") :
-			 err->code == IO_ERR_UNAUTHORIZED ?
-			 errhint("Check the credentials of the user mapping: \"credential\" or \"token\" (OAuth2), or the AWS keys that sign requests (SigV4).") :
-			 err->code == IO_ERR_TOO_LARGE ?
-			 errhint("The settings \"tms.max_response_size\" and \"tms.max_json_memory\" set the limits.") :
-			 err->code == IO_ERR_UNSUPPORTED ?
-			 errhint("The catalog does not offer this operation.") : 0));
-	pg_unreachable();
-}
-
-void
-tms_iceberg_ereport(const IcebergError *err)
-{
-	CHECK_FOR_INTERRUPTS();
-	ereport(ERROR,
-			(errcode(tms_iceberg_sqlstate(err)),
-			 errmsg("%s", err->message),
-			 err->detail[0] ? errdetail("%s", err->detail) : 0));
+			 hint ? errhint("%s", hint) : 0));
 	pg_unreachable();
 }
 
 char *
-tms_io_error_text(const IoError *err)
-{
-	if (err->detail[0])
-		return psprintf("%s: %s", err->message, err->detail);
-	return pstrdup(err->message);
-}
-
-char *
-tms_iceberg_error_text(const IcebergError *err)
+tms_error_text(const TmsError *err)
 {
 	if (err->detail[0])
 		return psprintf("%s: %s", err->message, err->detail);

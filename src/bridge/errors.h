@@ -1,12 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * errors.h
- *	  The errors of the plain-C layers (io and iceberg error values) as
- *	  PostgreSQL errors: one mapping to SQLSTATEs (doc/catalogs.md has the
- *	  table), raised with ereport or kept as text.
+ *	  The error value of the plain-C layers (TmsError, io/io_error.h) as
+ *	  a PostgreSQL error: one mapping of its domain and code to a SQLSTATE
+ *	  (doc/catalogs.md has the table), raised with ereport or kept as
+ *	  text.
  *
  * Code that runs outside a transaction or must not raise (a task handler
- * collecting a failure, an io callback) uses the _text forms and raises or
+ * collecting a failure, an io callback) uses the _text form and raises or
  * records later; everything else raises.
  *
  *-------------------------------------------------------------------------
@@ -19,26 +20,23 @@
 #include "iceberg/iceberg.h"
 #include "io/io.h"
 
-/* SQLSTATE for an io error code. */
-extern int	tms_io_sqlstate(IoErrorCode code);
-
-/* SQLSTATE for an iceberg error (its storage error's, for ICEBERG_ERR_IO). */
-extern int	tms_iceberg_sqlstate(const IcebergError *err);
+/*
+ * SQLSTATE of an error of any plain-C layer: by its code, for an iceberg
+ * ICEBERG_ERR_IO by the io failure underneath (io_code).
+ */
+extern int	tms_error_sqlstate(const TmsError *err);
 
 /*
  * Raise *err as an ERROR: CHECK_FOR_INTERRUPTS() first (an interrupted
- * call ends as the pending cancel), then the mapped SQLSTATE, the io
- * message as primary message, the server's text as DETAIL, and a HINT for
- * commit conflicts, unknown commit states, timeouts and refused
- * credentials.
+ * call ends as the pending cancel), then the mapped SQLSTATE, the message
+ * as primary message, the detail as DETAIL, and the hint as HINT; an io
+ * error without a hint of its own gets one for commit conflicts, unknown
+ * commit states, timeouts, refused credentials, size caps and refused
+ * operations.
  */
-extern void tms_io_ereport(const IoError *err) pg_attribute_noreturn();
+extern void tms_error_ereport(const TmsError *err) pg_attribute_noreturn();
 
-/* Raise an iceberg error (its SQLSTATE from its io_code, for a read). */
-extern void tms_iceberg_ereport(const IcebergError *err) pg_attribute_noreturn();
-
-/* "message: detail" of an io / iceberg error, palloc'd. */
-extern char *tms_io_error_text(const IoError *err);
-extern char *tms_iceberg_error_text(const IcebergError *err);
+/* "message: detail" of an error, palloc'd. */
+extern char *tms_error_text(const TmsError *err);
 
 #endif							/* TMS_BRIDGE_ERRORS_H */

@@ -302,7 +302,7 @@ tms_option_locations(const char *name, const char *value)
 
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
 	{
-		IoError		err;
+		TmsError	err;
 		char	   *t = tok;
 		char	   *canonical;
 		size_t		n;

@@ -40,10 +40,10 @@ extern void helper_progress(int group, int64_t done);
 
 /*
  * Rewrite one group (rewrite_group.c): every file message is sent as its file is
- * uploaded, then the done message.  False with msg filled on failure.
+ * uploaded, then the done message.  False with err set on failure.
  */
 extern bool helper_rewrite_group(Helper *h, const IcebergCompactJob *job,
-								 char *msg, size_t msglen);
+								 TmsError *err);
 
 /* Peak resident set size of this process, in bytes. */
 extern int64_t helper_peak_rss(void);

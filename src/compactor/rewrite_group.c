@@ -198,9 +198,9 @@ schema_map(Sql *q, const IcebergSchema *s, const int32_t *ids, int n)
 	return true;
 }
 
-/* Run a statement; false with msg on failure. */
+/* Run a statement; false with err set on failure. */
 static bool
-run(Helper *h, const char *sql, duckdb_result *res, char *msg, size_t msglen)
+run(Helper *h, const char *sql, duckdb_result *res, TmsError *err)
 {
 	duckdb_result local;
 	duckdb_result *r = res ? res : &local;
@@ -209,7 +209,8 @@ run(Helper *h, const char *sql, duckdb_result *res, char *msg, size_t msglen)
 	{
 		const char *e = duckdb_result_error(r);
 
-		snprintf(msg, msglen, "DuckDB: %.1800s", e ? e : "unknown error");
+		tms_error_set(err, ICEBERG_ERR_IO, "DuckDB failed");
+		tms_error_detail(err, "%.1000s", e ? e : "unknown error");
 		duckdb_destroy_result(r);
 		return false;
 	}
@@ -220,26 +221,25 @@ run(Helper *h, const char *sql, duckdb_result *res, char *msg, size_t msglen)
 
 /* Copy an object from storage to a local file, in chunks. */
 static bool
-download(Helper *h, const char *uri, const char *local, char *msg, size_t msglen)
+download(Helper *h, const char *uri, const char *local, TmsError *err)
 {
 	int			fd = open(local, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	uint64_t	off = 0;
 
 	if (fd < 0)
 	{
-		snprintf(msg, msglen, "cannot create \"%s\": %s", local, strerror(errno));
+		tms_error_set(err, ICEBERG_ERR_IO, "cannot create \"%.300s\": %s", local, strerror(errno));
 		return false;
 	}
 	for (;;)
 	{
 		IoBuffer	b = {0};
-		IoError		err;
+		TmsError	ioerr;
 		size_t		done = 0;
 
-		if (io_storage_read(h->storage, uri, off, DOWNLOAD_CHUNK, &b, &err) != 0)
+		if (io_storage_read(h->storage, uri, off, DOWNLOAD_CHUNK, &b, &ioerr) != 0)
 		{
-			snprintf(msg, msglen, "cannot read \"%.1000s\": %s%s%s", uri, err.message,
-					 err.detail[0] ? ": " : "", err.detail);
+			tms_error_wrap(err, ICEBERG_ERR_IO, &ioerr, "cannot read \"%.400s\"", uri);
 			close(fd);
 			return false;
 		}
@@ -251,7 +251,8 @@ download(Helper *h, const char *uri, const char *local, char *msg, size_t msglen
 				continue;
 			if (n <= 0)
 			{
-				snprintf(msg, msglen, "cannot write \"%s\": %s", local, strerror(errno));
+				tms_error_set(err, ICEBERG_ERR_IO,
+							  "cannot write \"%.300s\": %s", local, strerror(errno));
 				io_buffer_free(&b);
 				close(fd);
 				return false;
@@ -265,7 +266,7 @@ download(Helper *h, const char *uri, const char *local, char *msg, size_t msglen
 	}
 	if (close(fd) != 0)
 	{
-		snprintf(msg, msglen, "cannot write \"%s\": %s", local, strerror(errno));
+		tms_error_set(err, ICEBERG_ERR_IO, "cannot write \"%.300s\": %s", local, strerror(errno));
 		return false;
 	}
 	return true;
@@ -273,17 +274,17 @@ download(Helper *h, const char *uri, const char *local, char *msg, size_t msglen
 
 /* Upload a local file through storage, mapped. */
 static bool
-upload(Helper *h, const char *local, const char *uri, int64_t *size, char *msg, size_t msglen)
+upload(Helper *h, const char *local, const char *uri, int64_t *size, TmsError *err)
 {
 	int			fd = open(local, O_RDONLY | O_CLOEXEC);
 	struct stat sb;
 	void	   *map;
-	IoError		err;
+	TmsError	ioerr;
 	int			rc;
 
 	if (fd < 0 || fstat(fd, &sb) != 0 || sb.st_size <= 0)
 	{
-		snprintf(msg, msglen, "cannot open \"%s\": %s", local, strerror(errno));
+		tms_error_set(err, ICEBERG_ERR_IO, "cannot open \"%.300s\": %s", local, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return false;
@@ -292,15 +293,14 @@ upload(Helper *h, const char *local, const char *uri, int64_t *size, char *msg, 
 	close(fd);
 	if (map == MAP_FAILED)
 	{
-		snprintf(msg, msglen, "cannot map \"%s\": %s", local, strerror(errno));
+		tms_error_set(err, ICEBERG_ERR_IO, "cannot map \"%.300s\": %s", local, strerror(errno));
 		return false;
 	}
-	rc = io_storage_write(h->storage, uri, map, (size_t) sb.st_size, &err);
+	rc = io_storage_write(h->storage, uri, map, (size_t) sb.st_size, &ioerr);
 	munmap(map, (size_t) sb.st_size);
 	if (rc != 0)
 	{
-		snprintf(msg, msglen, "cannot write \"%.1000s\": %s%s%s", uri, err.message,
-				 err.detail[0] ? ": " : "", err.detail);
+		tms_error_wrap(err, ICEBERG_ERR_IO, &ioerr, "cannot write \"%.400s\"", uri);
 		return false;
 	}
 	*size = (int64_t) sb.st_size;
@@ -353,7 +353,7 @@ bound_expr(Sql *q, const IcebergColumn *c, const char *agg)
 /* Compute the metrics of a written file into out (its columns: schema order). */
 static bool
 file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
-			 IcebergCompactOutput *out, char *msg, size_t msglen)
+			 IcebergCompactOutput *out, TmsError *err)
 {
 	const IcebergSchema *s = job->schema;
 	Sql			q = {0};
@@ -365,7 +365,7 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 	out->metrics = calloc((size_t) s->ncolumns + 1, sizeof(IcebergColumnMetrics));
 	if (out->metrics == NULL)
 	{
-		snprintf(msg, msglen, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		return false;
 	}
 	/* counts and bounds, in one pass */
@@ -391,12 +391,12 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 	sql_add(&q, ", schema = ");
 	if (!schema_map(&q, s, NULL, 0) || q.oom)
 	{
-		snprintf(msg, msglen, "cannot build the metrics query");
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "cannot build the metrics query");
 		io_sb_free(&q);
 		return false;
 	}
 	sql_add(&q, ")");
-	if (!run(h, q.data, &r, msg, msglen))
+	if (!run(h, q.data, &r, err))
 	{
 		io_sb_free(&q);
 		return false;
@@ -470,7 +470,7 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 				duckdb_free(v);
 				if (oom)
 				{
-					snprintf(msg, msglen, "out of memory");
+					tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 					goto done;
 				}
 			}
@@ -487,12 +487,13 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 	sql_add(&q, ") m JOIN (SELECT name, field_id FROM parquet_schema(");
 	sql_lit(&q, local);
 	sql_add(&q, ") WHERE field_id IS NOT NULL) s ON m.path_in_schema = s.name GROUP BY 1");
-	if (q.oom || !run(h, q.data, &r, msg, msglen))
+	if (q.oom || !run(h, q.data, &r, err))
 		goto fail;
 	if ((int) duckdb_row_count(&r) != s->ncolumns)
 	{
-		snprintf(msg, msglen, "the file written has %d columns with field ids, the schema %d",
-				 (int) duckdb_row_count(&r), s->ncolumns);
+		tms_error_set(err, ICEBERG_ERR_MALFORMED,
+					  "the file written has %d columns with field ids, the schema %d",
+					  (int) duckdb_row_count(&r), s->ncolumns);
 		duckdb_destroy_result(&r);
 		goto fail;
 	}
@@ -511,8 +512,9 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 			}
 		if (!found)
 		{
-			snprintf(msg, msglen, "the file written has a column with field id %d, which the schema lacks",
-					 (int) id);
+			tms_error_set(err, ICEBERG_ERR_MALFORMED,
+						  "the file written has a column with field id %d, which the schema lacks",
+						  (int) id);
 			duckdb_destroy_result(&r);
 			goto fail;
 		}
@@ -526,13 +528,13 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 			" FROM parquet_metadata(");
 	sql_lit(&q, local);
 	sql_add(&q, ") GROUP BY row_group_id ORDER BY row_group_id");
-	if (q.oom || !run(h, q.data, &r, msg, msglen))
+	if (q.oom || !run(h, q.data, &r, err))
 		goto fail;
 	out->split_offsets = calloc((size_t) duckdb_row_count(&r) + 1, sizeof(int64_t));
 	if (out->split_offsets == NULL)
 	{
 		duckdb_destroy_result(&r);
-		snprintf(msg, msglen, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		goto fail;
 	}
 	for (i = 0; i < (int) duckdb_row_count(&r); i++)
@@ -601,8 +603,7 @@ typedef struct GroupRun
 	int64_t		bytes_in;
 	int64_t		done_bytes;
 	int			files_written;
-	char	   *msg;			/* why it failed */
-	size_t		msglen;
+	TmsError   *err;			/* why it failed */
 } GroupRun;
 
 /*
@@ -636,7 +637,7 @@ group_inputs_table(GroupRun *g)
 	int			i;
 
 	if (!run(g->h, "CREATE OR REPLACE TEMP TABLE inputs (local VARCHAR, uri VARCHAR, seq BIGINT)",
-			 NULL, g->msg, g->msglen))
+			 NULL, g->err))
 		return false;
 	sql_add(&g->q, "INSERT INTO inputs VALUES ");
 	for (i = 0; i < job->ninputs; i++)
@@ -648,7 +649,7 @@ group_inputs_table(GroupRun *g)
 		sql_lit(&g->q, job->inputs[i].path);
 		sql_add(&g->q, ", %" PRId64 ")", job->inputs[i].seq);
 	}
-	if (g->q.oom || !run(g->h, g->q.data, NULL, g->msg, g->msglen))
+	if (g->q.oom || !run(g->h, g->q.data, NULL, g->err))
 		return false;
 	return true;
 }
@@ -669,7 +670,7 @@ group_fetch_deletes(GroupRun *g)
 		const IcebergCompactJobDelete *d = &job->deletes[i];
 
 		snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
-		if (!download(g->h, d->uri, g->path, g->msg, g->msglen))
+		if (!download(g->h, d->uri, g->path, g->err))
 			return false;
 		if (d->content == ICEBERG_CONTENT_POSITION_DELETES)
 			g->has_pos = true;
@@ -725,12 +726,12 @@ group_pos_tables(GroupRun *g)
 		}
 	sql_add(&g->q, ") v(local, seq) ON p.filename = v.local"
 			" WHERE p.file_path IN (SELECT uri FROM inputs)");
-	if (g->q.oom || !run(g->h, g->q.data, NULL, g->msg, g->msglen))
+	if (g->q.oom || !run(g->h, g->q.data, NULL, g->err))
 		return false;
 	/* the rows deleted, by local file: the sequence number rule applied once */
 	if (!run(g->h, "CREATE OR REPLACE TEMP TABLE posl AS SELECT DISTINCT i.local, p.pos"
 			 " FROM pos p JOIN inputs i ON p.file_path = i.uri AND p.seq >= i.seq",
-			 NULL, g->msg, g->msglen))
+			 NULL, g->err))
 		return false;
 	return true;
 }
@@ -765,7 +766,8 @@ group_eq_tables(GroupRun *g, int j)
 	sql_add(&g->q, "], filename = true, schema = ");
 	if (!schema_map(&g->q, job->schema, g->eq_sets[j], g->eq_nids[j]))
 	{
-		snprintf(g->msg, g->msglen, "an equality delete file names a column that is not in the schema");
+		tms_error_set(g->err, ICEBERG_ERR_MALFORMED,
+					  "an equality delete file names a column that is not in the schema");
 		return false;
 	}
 	sql_add(&g->q, ") e JOIN (VALUES ");
@@ -778,7 +780,7 @@ group_eq_tables(GroupRun *g, int j)
 			sql_add(&g->q, ", %" PRId64 "::BIGINT)", job->deletes[i].seq);
 		}
 	sql_add(&g->q, ") v(local, seq) ON e.filename = v.local");
-	if (g->q.oom || !run(g->h, g->q.data, NULL, g->msg, g->msglen))
+	if (g->q.oom || !run(g->h, g->q.data, NULL, g->err))
 		return false;
 	/* one row per key (nulls equal), with the newest delete of it */
 	sql_reset(&g->q);
@@ -786,7 +788,7 @@ group_eq_tables(GroupRun *g, int j)
 	for (k = 0; k < g->eq_nids[j]; k++)
 		sql_add(&g->q, "c%d, ", (int) g->eq_sets[j][k]);
 	sql_add(&g->q, "max(seq) AS maxseq FROM eq%d GROUP BY ALL", j);
-	if (g->q.oom || !run(g->h, g->q.data, NULL, g->msg, g->msglen))
+	if (g->q.oom || !run(g->h, g->q.data, NULL, g->err))
 		return false;
 	return true;
 }
@@ -840,7 +842,7 @@ group_fetch_inputs(GroupRun *g, int o)
 		snprintf(g->path, sizeof(g->path), "%s/in%d.parquet", g->dir, i);
 		if (!g->have[i])
 		{
-			if (!download(g->h, job->inputs[i].uri, g->path, g->msg, g->msglen))
+			if (!download(g->h, job->inputs[i].uri, g->path, g->err))
 				return false;
 			g->have[i] = true;
 			g->bytes_in += job->inputs[i].size;
@@ -851,7 +853,7 @@ group_fetch_inputs(GroupRun *g, int o)
 	sql_add(&g->q, "])");
 	if (n == 0)
 		return true;
-	if (g->q.oom || !run(g->h, g->q.data, &r, g->msg, g->msglen))
+	if (g->q.oom || !run(g->h, g->q.data, &r, g->err))
 		return false;
 	for (idx_t row = 0; row < duckdb_row_count(&r); row++)
 	{
@@ -862,8 +864,9 @@ group_fetch_inputs(GroupRun *g, int o)
 		if (fname != NULL && sscanf(fname + strlen(g->dir), "/in%d.parquet", &k) == 1 &&
 			k >= 0 && k < job->ninputs && rows != job->inputs[k].records)
 		{
-			snprintf(g->msg, g->msglen, "data file \"%.1000s\" has %" PRId64 " rows; its manifest says %" PRId64,
-					 job->inputs[k].path, rows, job->inputs[k].records);
+			tms_error_set(g->err, ICEBERG_ERR_MALFORMED,
+						  "data file \"%.300s\" has %" PRId64 " rows; its manifest says %" PRId64,
+						  job->inputs[k].path, rows, job->inputs[k].records);
 			duckdb_free(fname);
 			duckdb_destroy_result(&r);
 			return false;
@@ -891,7 +894,7 @@ group_slices_table(GroupRun *g, int o, int *nslices)
 
 	*nslices = 0;
 	if (!run(g->h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT)",
-			 NULL, g->msg, g->msglen))
+			 NULL, g->err))
 		return false;
 	sql_reset(&g->q);
 	sql_add(&g->q, "INSERT INTO slices VALUES ");
@@ -916,7 +919,7 @@ group_slices_table(GroupRun *g, int o, int *nslices)
 	*nslices = n;
 	if (n == 0)
 		return true;
-	if (g->q.oom || !run(g->h, g->q.data, NULL, g->msg, g->msglen))
+	if (g->q.oom || !run(g->h, g->q.data, NULL, g->err))
 		return false;
 	return true;
 }
@@ -1040,15 +1043,16 @@ group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written)
 	char		path2[4400];
 
 	memset(&out, 0, sizeof(out));
-	if (!file_metrics(g->h, job, local_out, &out, g->msg, g->msglen))
+	if (!file_metrics(g->h, job, local_out, &out, g->err))
 	{
 		iceberg_compact_output_free(&out);
 		return false;
 	}
 	if (out.records != written)
 	{
-		snprintf(g->msg, g->msglen, "the file written holds %" PRId64 " rows, the rewrite wrote %" PRId64,
-				 out.records, written);
+		tms_error_set(g->err, ICEBERG_ERR_MALFORMED,
+					  "the file written holds %" PRId64 " rows, the rewrite wrote %" PRId64,
+					  out.records, written);
 		iceberg_compact_output_free(&out);
 		return false;
 	}
@@ -1057,19 +1061,19 @@ group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written)
 		snprintf(path2, sizeof(path2), "%s%s-%05d.parquet", job->output_dir, job->prefix, o) >=
 		(int) sizeof(path2))
 	{
-		snprintf(g->msg, g->msglen, "the output file's path is too long");
+		tms_error_set(g->err, ICEBERG_ERR_LIMIT, "the output file's path is too long");
 		iceberg_compact_output_free(&out);
 		return false;
 	}
 	/* upload() says why it failed; only strdup's failure is memory */
-	if (!upload(g->h, local_out, g->path, &out.size, g->msg, g->msglen))
+	if (!upload(g->h, local_out, g->path, &out.size, g->err))
 	{
 		iceberg_compact_output_free(&out);
 		return false;
 	}
 	if ((out.path = strdup(path2)) == NULL)
 	{
-		snprintf(g->msg, g->msglen, "out of memory");
+		tms_error_set(g->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		iceberg_compact_output_free(&out);
 		return false;
 	}
@@ -1108,10 +1112,10 @@ group_write_output(GroupRun *g, int o)
 	group_copy_sql(g, o, local_out);
 	if (g->q.oom)
 	{
-		snprintf(g->msg, g->msglen, "out of memory");
+		tms_error_set(g->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		return false;
 	}
-	if (!run(g->h, g->q.data, &r, g->msg, g->msglen))
+	if (!run(g->h, g->q.data, &r, g->err))
 		return false;
 	written = duckdb_value_int64(&r, 0, 0);
 	duckdb_destroy_result(&r);
@@ -1138,17 +1142,18 @@ group_cleanup(GroupRun *g)
 	int			i,
 				j,
 				o;
+	TmsError	ignored;		/* not to overwrite the group's error */
 
-	(void) run(g->h, "DROP TABLE IF EXISTS pos", NULL, g->path, sizeof(g->path));
-	(void) run(g->h, "DROP TABLE IF EXISTS posl", NULL, g->path, sizeof(g->path));
+	(void) run(g->h, "DROP TABLE IF EXISTS pos", NULL, &ignored);
+	(void) run(g->h, "DROP TABLE IF EXISTS posl", NULL, &ignored);
 	for (j = 0; j < g->neq_sets; j++)
 	{
 		char		drop[64];
 
 		snprintf(drop, sizeof(drop), "DROP TABLE IF EXISTS eq%d", j);
-		(void) run(g->h, drop, NULL, g->path, sizeof(g->path));
+		(void) run(g->h, drop, NULL, &ignored);
 		snprintf(drop, sizeof(drop), "DROP TABLE IF EXISTS eqm%d", j);
-		(void) run(g->h, drop, NULL, g->path, sizeof(g->path));
+		(void) run(g->h, drop, NULL, &ignored);
 	}
 	for (i = 0; i < job->ninputs; i++)
 		if (g->have && g->have[i])
@@ -1177,7 +1182,7 @@ group_cleanup(GroupRun *g)
 }
 
 bool
-helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t msglen)
+helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 {
 	const IcebergSchema *s = job->schema;
 	GroupRun	g;
@@ -1188,7 +1193,8 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 
 	if (cc == NULL)
 	{
-		snprintf(msg, msglen, "compression codec \"%s\" is not supported", job->compression);
+		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+					  "compression codec \"%s\" is not supported", job->compression);
 		return false;
 	}
 	for (i = 0; i < s->ncolumns; i++)
@@ -1197,8 +1203,9 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 
 		if (duck_type(&s->columns[i], tb, sizeof(tb)) == NULL)
 		{
-			snprintf(msg, msglen, "column \"%s\" of type %s cannot be rewritten",
-					 s->columns[i].name, s->columns[i].type_text);
+			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+						  "column \"%s\" of type %s cannot be rewritten",
+						  s->columns[i].name, s->columns[i].type_text);
 			return false;
 		}
 	}
@@ -1206,12 +1213,11 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 	g.h = h;
 	g.job = job;
 	g.cc = cc;
-	g.msg = msg;
-	g.msglen = msglen;
+	g.err = err;
 	snprintf(g.dir, sizeof(g.dir), "%s/g%d", h->temp_directory, job->group);
 	if (mkdir(g.dir, 0700) != 0 && errno != EEXIST)
 	{
-		snprintf(msg, msglen, "cannot create \"%s\": %s", g.dir, strerror(errno));
+		tms_error_set(err, ICEBERG_ERR_IO, "cannot create \"%.300s\": %s", g.dir, strerror(errno));
 		return false;
 	}
 	g.offset = calloc((size_t) job->ninputs + 1, sizeof(int64_t));
@@ -1222,7 +1228,7 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, char *msg, size_t 
 	g.eq_nids = calloc((size_t) job->ndeletes + 1, sizeof(int));
 	if (!g.offset || !g.first_out || !g.last_out || !g.have || !g.eq_sets || !g.eq_nids)
 	{
-		snprintf(msg, msglen, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
 	}
 	group_place_inputs(&g);

@@ -209,8 +209,8 @@ main(int argc, char **argv)
 	Helper		h;
 	IcebergCompactHello hello;
 	IoStorageConfig cfg;
-	IcebergError err;
-	IoError		ioerr;
+	TmsError	err;
+	TmsError	ioerr;
 	pthread_t	hb;
 	char	   *line;
 	size_t		len;
@@ -278,8 +278,12 @@ main(int argc, char **argv)
 			fail(-1, msg);
 		}
 		helper_progress(job->group, 0);
-		if (!helper_rewrite_group(&h, job, msg, sizeof(msg)))
+		if (!helper_rewrite_group(&h, job, &err))
+		{
+			snprintf(msg, sizeof(msg), "%s%s%s", err.message,
+					 err.detail[0] ? ": " : "", err.detail);
 			fail(job->group, msg);
+		}
 		helper_progress(-1, 0);
 		iceberg_compact_job_free(job);
 	}

@@ -255,13 +255,13 @@ show_value(const EngJson *v, char *out, size_t outsz)
 }
 
 static int
-bad_value(EngineError *err, const char *key, const EngJson *v, const char *fmt_must)
+bad_value(TmsError *err, const char *key, const EngJson *v, const char *fmt_must)
 {
 	char		shown[256];
 
 	show_value(v, shown, sizeof(shown));
-	eng_error(err, ENGINE_ERR_INVALID_VALUE, "invalid value for option \"%s\"", key);
-	eng_detail(err, "\"%s\" %s, not %s.", key, fmt_must, shown);
+	tms_error_set(err, ENGINE_ERR_INVALID_VALUE, "invalid value for option \"%s\"", key);
+	tms_error_detail(err, "\"%s\" %s, not %s.", key, fmt_must, shown);
 	return -1;
 }
 
@@ -479,7 +479,7 @@ parse_timestamp(const char *s, int64_t *out)
 /* An integer value (JSON integer or string of digits) in lo..hi. */
 static int
 get_int(const char *key, const EngJson *v, int64_t lo, int64_t hi, int64_t *out,
-		EngineError *err)
+		TmsError *err)
 {
 	char		must[160];
 	int			r = 0;
@@ -510,7 +510,7 @@ get_int(const char *key, const EngJson *v, int64_t lo, int64_t hi, int64_t *out,
 static int
 get_scalar(const char *key, EngOptKind kind, int64_t lo, int64_t hi,
 		   const char *const *choices, const EngJson *v, EngValue *val,
-		   EngineError *err)
+		   TmsError *err)
 {
 	switch (kind)
 	{
@@ -574,7 +574,7 @@ get_scalar(const char *key, EngOptKind kind, int64_t lo, int64_t hi,
 						{
 							val->s = strdup(*c);
 							if (val->s == NULL)
-								return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+								return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 							return 0;
 						}
 				{
@@ -589,14 +589,14 @@ get_scalar(const char *key, EngOptKind kind, int64_t lo, int64_t hi,
 				}
 			}
 		default:
-			return eng_error(err, ENGINE_ERR_INVALID_VALUE, "option \"%s\" has no scalar value", key);
+			return tms_error_set(err, ENGINE_ERR_INVALID_VALUE, "option \"%s\" has no scalar value", key);
 	}
 	return 0;
 }
 
 /* A double, re-rendered in its shortest exact form. */
 static int
-get_double(const char *key, const EngJson *v, char **out, EngineError *err)
+get_double(const char *key, const EngJson *v, char **out, TmsError *err)
 {
 	double		d;
 	char	   *end;
@@ -619,7 +619,7 @@ get_double(const char *key, const EngJson *v, char **out, EngineError *err)
 	}
 	*out = strdup(buf);
 	if (*out == NULL)
-		return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+		return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 	return 0;
 }
 
@@ -648,7 +648,7 @@ push_pair(EngValue *val, char *k, char *s)
 
 /* The "options" object: Iceberg rewrite options, values rendered. */
 static int
-get_rewrite_options(EngineOperation op, const EngJson *v, EngValue *val, EngineError *err)
+get_rewrite_options(EngineOperation op, const EngJson *v, EngValue *val, TmsError *err)
 {
 	size_t		i;
 
@@ -675,11 +675,11 @@ get_rewrite_options(EngineOperation op, const EngJson *v, EngValue *val, EngineE
 			IoStrBuf	hint;
 
 			eng_show(shown, sizeof(shown), k, strlen(k), 64);
-			eng_error(err, ENGINE_ERR_UNKNOWN_OPTION,
-					  "unknown Iceberg rewrite option \"%s\" in option \"options\"", shown);
-			eng_detail(err, "%s does not take \"%s\".",
-					   op == ENGINE_OP_COMPACTION ? "rewrite_data_files" :
-					   "rewrite_position_delete_files", shown);
+			tms_error_set(err, ENGINE_ERR_UNKNOWN_OPTION,
+						  "unknown Iceberg rewrite option \"%s\" in option \"options\"", shown);
+			tms_error_detail(err, "%s does not take \"%s\".",
+							 op == ENGINE_OP_COMPACTION ? "rewrite_data_files" :
+							 "rewrite_position_delete_files", shown);
 			io_sb_init(&hint);
 			for (j = 0; j < N_REWRITE_SPECS; j++)
 				if (op == ENGINE_OP_COMPACTION || !rewrite_specs[j].data_only)
@@ -687,7 +687,7 @@ get_rewrite_options(EngineOperation op, const EngJson *v, EngValue *val, EngineE
 					io_sb_puts(&hint, hint.len ? ", " : "");
 					io_sb_puts(&hint, rewrite_specs[j].name);
 				}
-			eng_hint(err, "Allowed in \"options\": %s.", hint.data ? hint.data : "");
+			tms_error_hint(err, "Allowed in \"options\": %s.", hint.data ? hint.data : "");
 			io_sb_free(&hint);
 			return -1;
 		}
@@ -715,7 +715,7 @@ get_rewrite_options(EngineOperation op, const EngJson *v, EngValue *val, EngineE
 			}
 		}
 		if (!push_pair(val, strdup(k), rendered))
-			return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+			return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	val->present = val->n > 0;
 	return 0;
@@ -723,7 +723,7 @@ get_rewrite_options(EngineOperation op, const EngJson *v, EngValue *val, EngineE
 
 static int
 get_value(EngineType type, EngineOperation op, EngKey key, const EngJson *v,
-		  EngValue *val, EngineError *err)
+		  EngValue *val, TmsError *err)
 {
 	const KeySpec *ks = &key_specs[key];
 	EngOptKind	kind = ks->kind;
@@ -746,7 +746,7 @@ get_value(EngineType type, EngineOperation op, EngKey key, const EngJson *v,
 					return bad_value(err, ks->name, item,
 									 "must map non-empty strings to non-empty strings");
 				if (!push_pair(val, strdup(v->keys[i]), strdup(item->str)))
-					return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+					return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 			}
 			val->present = val->n > 0;
 			return 0;
@@ -755,7 +755,7 @@ get_value(EngineType type, EngineOperation op, EngKey key, const EngJson *v,
 				return bad_value(err, ks->name, v, "must be a non-empty array of snapshot ids");
 			val->ints = malloc(v->nitems * sizeof(int64_t));
 			if (val->ints == NULL)
-				return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+				return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 			for (i = 0; i < v->nitems; i++)
 			{
 				if (absent(v->items[i]))
@@ -789,7 +789,7 @@ get_value(EngineType type, EngineOperation op, EngKey key, const EngJson *v,
 					return bad_value(err, ks->name, v, "must be a non-empty string");
 				val->s = strndup(b, n);
 				if (val->s == NULL)
-					return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+					return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 			}
 			val->present = true;
 			return 0;
@@ -806,7 +806,7 @@ type_label(EngineType type)
 
 int
 eng_options_parse(EngineType type, EngineOperation op, const char *options_json,
-				  EngOptions *out, EngineError *err)
+				  EngOptions *out, TmsError *err)
 {
 	EngJson    *doc = NULL;
 	size_t		len;
@@ -816,19 +816,19 @@ eng_options_parse(EngineType type, EngineOperation op, const char *options_json,
 
 	memset(out, 0, sizeof(*out));
 	if (!valid_pair(type, op))
-		return eng_error(err, type < 0 || type > ENGINE_TYPE_GRAVITINO ?
-						 ENGINE_ERR_UNSUPPORTED : ENGINE_ERR_UNKNOWN_OPERATION,
-						 type < 0 || type > ENGINE_TYPE_GRAVITINO ?
-						 "unknown engine type" : "unknown operation");
+		return tms_error_set(err, type < 0 || type > ENGINE_TYPE_GRAVITINO ?
+							 ENGINE_ERR_UNSUPPORTED : ENGINE_ERR_UNKNOWN_OPERATION,
+							 type < 0 || type > ENGINE_TYPE_GRAVITINO ?
+							 "unknown engine type" : "unknown operation");
 	if (!engine_supports(type, op))
 	{
-		eng_error(err, ENGINE_ERR_UNSUPPORTED, "engine %s cannot run %s",
-				  type_label(type), engine_op_name(op));
+		tms_error_set(err, ENGINE_ERR_UNSUPPORTED, "engine %s cannot run %s",
+					  type_label(type), engine_op_name(op));
 		if (op == ENGINE_OP_POSITION_DELETE_REWRITE)
-			eng_hint(err, "Use an engine of type livy, or compaction, which "
-					 "applies delete files as it rewrites data files.");
+			tms_error_hint(err, "Use an engine of type livy, or compaction, which "
+						   "applies delete files as it rewrites data files.");
 		else
-			eng_hint(err, "Use an engine of type livy, or the engine local.");
+			tms_error_hint(err, "Use an engine of type livy, or the engine local.");
 		return -1;
 	}
 	allowed = allowed_table[type][op];
@@ -837,9 +837,9 @@ eng_options_parse(EngineType type, EngineOperation op, const char *options_json,
 	len = strlen(options_json);
 	if (len > ENG_MAX_OPTIONS_BYTES)
 	{
-		eng_error(err, ENGINE_ERR_INVALID_VALUE, "options are too long");
-		eng_detail(err, "The options take %zu bytes, at most %d are allowed.",
-				   len, ENG_MAX_OPTIONS_BYTES);
+		tms_error_set(err, ENGINE_ERR_INVALID_VALUE, "options are too long");
+		tms_error_detail(err, "The options take %zu bytes, at most %d are allowed.",
+						 len, ENG_MAX_OPTIONS_BYTES);
 		return -1;
 	}
 	for (i = 0; i < len; i++)
@@ -853,8 +853,8 @@ eng_options_parse(EngineType type, EngineOperation op, const char *options_json,
 		return -1;
 	if (doc->kind != EJ_OBJECT)
 	{
-		eng_error(err, ENGINE_ERR_INVALID_VALUE, "options must be a JSON object");
-		eng_detail(err, "The options are %s.", eng_json_kind_name(doc->kind));
+		tms_error_set(err, ENGINE_ERR_INVALID_VALUE, "options must be a JSON object");
+		tms_error_detail(err, "The options are %s.", eng_json_kind_name(doc->kind));
 		goto done;
 	}
 	for (i = 0; i < doc->nitems; i++)
@@ -870,17 +870,17 @@ eng_options_parse(EngineType type, EngineOperation op, const char *options_json,
 			char		shown[160];
 
 			eng_show(shown, sizeof(shown), k, strlen(k), 64);
-			eng_error(err, ENGINE_ERR_UNKNOWN_OPTION,
-					  "unknown option \"%s\" for %s on %s", shown,
-					  engine_op_name(op), type_label(type));
+			tms_error_set(err, ENGINE_ERR_UNKNOWN_OPTION,
+						  "unknown option \"%s\" for %s on %s", shown,
+						  engine_op_name(op), type_label(type));
 			if (key < EK__COUNT)
-				eng_detail(err, "Option \"%s\" is not one of %s's for %s.", shown,
-						   type_label(type), engine_op_name(op));
+				tms_error_detail(err, "Option \"%s\" is not one of %s's for %s.", shown,
+								 type_label(type), engine_op_name(op));
 			if (allowed[0])
-				eng_hint(err, "Allowed options: %s.", allowed);
+				tms_error_hint(err, "Allowed options: %s.", allowed);
 			else
-				eng_hint(err, "%s on %s takes no options.", engine_op_name(op),
-						 type_label(type));
+				tms_error_hint(err, "%s on %s takes no options.", engine_op_name(op),
+							   type_label(type));
 			goto done;
 		}
 		if (absent(doc->items[i]))
@@ -893,16 +893,16 @@ eng_options_parse(EngineType type, EngineOperation op, const char *options_json,
 	if (out->v[EK_SORT_ORDER].present && out->v[EK_STRATEGY].present &&
 		strcmp(out->v[EK_STRATEGY].s, "sort") != 0)
 	{
-		eng_error(err, ENGINE_ERR_INVALID_VALUE, "option \"sort-order\" needs strategy \"sort\"");
-		eng_detail(err, "The strategy is \"%s\".", out->v[EK_STRATEGY].s);
+		tms_error_set(err, ENGINE_ERR_INVALID_VALUE, "option \"sort-order\" needs strategy \"sort\"");
+		tms_error_detail(err, "The strategy is \"%s\".", out->v[EK_STRATEGY].s);
 		goto done;
 	}
 	if (type == ENGINE_TYPE_TRINO && out->v[EK_OLDER_THAN].present &&
 		out->v[EK_OLDER_THAN].is_timestamp)
 	{
-		eng_error(err, ENGINE_ERR_INVALID_VALUE, "invalid value for option \"older-than\"");
-		eng_detail(err, "Trino takes a retention threshold, not a point in time.");
-		eng_hint(err, "Give an age such as \"7 days\".");
+		tms_error_set(err, ENGINE_ERR_INVALID_VALUE, "invalid value for option \"older-than\"");
+		tms_error_detail(err, "Trino takes a retention threshold, not a point in time.");
+		tms_error_hint(err, "Give an age such as \"7 days\".");
 		goto done;
 	}
 	if (out->v[EK_OPTIONS].present)
@@ -917,12 +917,12 @@ eng_options_parse(EngineType type, EngineOperation op, const char *options_json,
 			for (i = 0; i < ov->n; i++)
 				if (strcmp(ov->keys[i], key_specs[key].iceberg) == 0)
 				{
-					eng_error(err, ENGINE_ERR_INVALID_VALUE,
-							  "Iceberg option \"%s\" is given twice",
-							  key_specs[key].iceberg);
-					eng_detail(err, "Both option \"%s\" and \"options\".\"%s\" set it.",
-							   key_specs[key].name, ov->keys[i]);
-					eng_hint(err, "Give it once.");
+					tms_error_set(err, ENGINE_ERR_INVALID_VALUE,
+								  "Iceberg option \"%s\" is given twice",
+								  key_specs[key].iceberg);
+					tms_error_detail(err, "Both option \"%s\" and \"options\".\"%s\" set it.",
+									 key_specs[key].name, ov->keys[i]);
+					tms_error_hint(err, "Give it once.");
 					goto done;
 				}
 		}
@@ -958,7 +958,7 @@ eng_options_free(EngOptions *o)
 
 int
 engine_options_check(EngineType type, const char *operation, const char *options_json,
-					 EngineError *err)
+					 TmsError *err)
 {
 	EngOptions	o;
 	int			rc;
@@ -969,9 +969,9 @@ engine_options_check(EngineType type, const char *operation, const char *options
 		char		shown[160];
 
 		eng_show(shown, sizeof(shown), operation ? operation : "", operation ? strlen(operation) : 0, 64);
-		eng_error(err, ENGINE_ERR_UNKNOWN_OPERATION, "unknown operation \"%s\"", shown);
-		eng_hint(err, "Operations: compaction, position-delete-rewrite, manifest-rewrite, "
-				 "snapshot-expiry, orphan-cleanup.");
+		tms_error_set(err, ENGINE_ERR_UNKNOWN_OPERATION, "unknown operation \"%s\"", shown);
+		tms_error_hint(err, "Operations: compaction, position-delete-rewrite, manifest-rewrite, "
+					   "snapshot-expiry, orphan-cleanup.");
 		return -1;
 	}
 	rc = eng_options_parse(type, op, options_json, &o, err);

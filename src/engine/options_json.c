@@ -25,7 +25,7 @@ typedef struct JsonParser
 	const char *s;
 	size_t		len;
 	size_t		pos;
-	EngineError *err;
+	TmsError   *err;
 	bool		failed;
 } JsonParser;
 
@@ -37,8 +37,8 @@ json_fail(JsonParser *p, const char *what)
 	if (p->failed)
 		return;
 	p->failed = true;
-	eng_error(p->err, ENGINE_ERR_INVALID_VALUE, "options are not valid JSON");
-	eng_detail(p->err, "%s at byte %zu.", what, p->pos);
+	tms_error_set(p->err, ENGINE_ERR_INVALID_VALUE, "options are not valid JSON");
+	tms_error_detail(p->err, "%s at byte %zu.", what, p->pos);
 }
 
 static void
@@ -47,7 +47,7 @@ json_oom(JsonParser *p)
 	if (p->failed)
 		return;
 	p->failed = true;
-	eng_error(p->err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+	tms_error_set(p->err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 }
 
 static void
@@ -553,7 +553,7 @@ parse_value(JsonParser *p, int depth)
 }
 
 EngJson *
-eng_json_parse(const char *text, size_t len, EngineError *err)
+eng_json_parse(const char *text, size_t len, TmsError *err)
 {
 	JsonParser	p;
 	EngJson    *v;

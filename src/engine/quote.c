@@ -3,8 +3,8 @@
  * quote.c
  *	  Escaping for each engine (Spark and Trino identifiers and string
  *	  literals, JSON strings), the tokeniser that checks a Trino WHERE
- *	  expression, exact number reading, and the layer's error helpers
- *	  (its string buffer is io/util/strbuf.h's).
+ *	  expression, and exact number reading (its string buffer is
+ *	  io/util/strbuf.h's, its error value io/io_error.h's TmsError).
  *
  * The escaping rules (statement.h):
  *	- Spark identifier: `name`, a backtick doubled;
@@ -37,48 +37,6 @@
 #include <string.h>
 
 #include "engine/statement_int.h"
-
-/* ---- errors ---- */
-
-int
-eng_error(EngineError *err, EngineErrorCode code, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (err == NULL)
-		return -1;
-	err->code = code;
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	va_end(ap);
-	err->detail[0] = '\0';
-	err->hint[0] = '\0';
-	return -1;
-}
-
-void
-eng_detail(EngineError *err, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (err == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err->detail, sizeof(err->detail), fmt, ap);
-	va_end(ap);
-}
-
-void
-eng_hint(EngineError *err, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (err == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err->hint, sizeof(err->hint), fmt, ap);
-	va_end(ap);
-}
 
 void
 eng_show(char *out, size_t outsz, const char *s, size_t len, size_t max)
@@ -462,22 +420,22 @@ eng_dotted_part(IoStrBuf *b, const char *name)
 /* ---- the Trino WHERE tokeniser ---- */
 
 static int
-where_fail(EngineError *err, const char *s, size_t at, const char *what)
+where_fail(TmsError *err, const char *s, size_t at, const char *what)
 {
 	char		shown[160];
 	size_t		len = strlen(s);
 
 	eng_show(shown, sizeof(shown), s + at, len - at, 40);
-	eng_error(err, ENGINE_ERR_INVALID_VALUE,
-			  "option \"where\" is not a single SQL expression");
-	eng_detail(err, "%s at byte %zu: \"%s\".", what, at, shown);
-	eng_hint(err, "Give one boolean expression over the table's columns, "
-			 "without ';' or comments.");
+	tms_error_set(err, ENGINE_ERR_INVALID_VALUE,
+				  "option \"where\" is not a single SQL expression");
+	tms_error_detail(err, "%s at byte %zu: \"%s\".", what, at, shown);
+	tms_error_hint(err, "Give one boolean expression over the table's columns, "
+				   "without ';' or comments.");
 	return -1;
 }
 
 int
-eng_trino_where_check(const char *s, EngineError *err)
+eng_trino_where_check(const char *s, TmsError *err)
 {
 	size_t		i = 0;
 	size_t		len = strlen(s);

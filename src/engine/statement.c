@@ -78,45 +78,45 @@ engine_op_name(EngineOperation op)
 /* ---- names ---- */
 
 static int
-check_name(const char *what, const char *name, EngineError *err)
+check_name(const char *what, const char *name, TmsError *err)
 {
 	size_t		len;
 
 	if (name == NULL || name[0] == '\0')
-		return eng_error(err, ENGINE_ERR_INVALID_NAME, "the %s name is empty", what);
+		return tms_error_set(err, ENGINE_ERR_INVALID_NAME, "the %s name is empty", what);
 	len = strlen(name);
 	if (len > ENG_MAX_NAME_BYTES)
 	{
-		eng_error(err, ENGINE_ERR_INVALID_NAME, "the %s name is too long", what);
-		eng_detail(err, "It takes %zu bytes, at most %d are allowed.", len, ENG_MAX_NAME_BYTES);
+		tms_error_set(err, ENGINE_ERR_INVALID_NAME, "the %s name is too long", what);
+		tms_error_detail(err, "It takes %zu bytes, at most %d are allowed.", len, ENG_MAX_NAME_BYTES);
 		return -1;
 	}
 	if (!eng_utf8_valid(name, len))
-		return eng_error(err, ENGINE_ERR_INVALID_NAME, "the %s name is not valid UTF-8", what);
+		return tms_error_set(err, ENGINE_ERR_INVALID_NAME, "the %s name is not valid UTF-8", what);
 	return 0;
 }
 
 static int
-check_target(EngineType type, const EngineTarget *t, EngineError *err)
+check_target(EngineType type, const EngineTarget *t, TmsError *err)
 {
 	size_t		i;
 
 	if (t == NULL)
-		return eng_error(err, ENGINE_ERR_INVALID_NAME, "no table given");
+		return tms_error_set(err, ENGINE_ERR_INVALID_NAME, "no table given");
 	if (check_name("catalog", t->catalog, err) != 0)
 		return -1;
 	if (t->nns == 0 || t->ns == NULL)
-		return eng_error(err, ENGINE_ERR_INVALID_NAME, "the table has no namespace");
+		return tms_error_set(err, ENGINE_ERR_INVALID_NAME, "the table has no namespace");
 	if (type == ENGINE_TYPE_TRINO && t->nns != 1)
 	{
-		eng_error(err, ENGINE_ERR_INVALID_NAME,
-				  "trino cannot name a table in a namespace of %zu levels", t->nns);
-		eng_detail(err, "A Trino schema is one level; the table's namespace has %zu.", t->nns);
-		eng_hint(err, "Use an engine of type livy for this table.");
+		tms_error_set(err, ENGINE_ERR_INVALID_NAME,
+					  "trino cannot name a table in a namespace of %zu levels", t->nns);
+		tms_error_detail(err, "A Trino schema is one level; the table's namespace has %zu.", t->nns);
+		tms_error_hint(err, "Use an engine of type livy for this table.");
 		return -1;
 	}
 	if (t->nns > 64)
-		return eng_error(err, ENGINE_ERR_INVALID_NAME, "the namespace has too many levels");
+		return tms_error_set(err, ENGINE_ERR_INVALID_NAME, "the namespace has too many levels");
 	for (i = 0; i < t->nns; i++)
 		if (check_name("namespace", t->ns[i], err) != 0)
 			return -1;
@@ -150,14 +150,14 @@ spark_map(IoStrBuf *b, char **keys, char **vals, size_t n)
 
 /* The point in time of older-than, rendered; -1 with *err when out of range. */
 static int
-older_than_text(const EngValue *v, int64_t now_ms, char *out, size_t outsz, EngineError *err)
+older_than_text(const EngValue *v, int64_t now_ms, char *out, size_t outsz, TmsError *err)
 {
 	int64_t		at = v->is_timestamp ? v->i : now_ms - v->i;
 
 	if ((!v->is_timestamp && (now_ms < 0 || v->i > now_ms)) || !eng_format_utc(at, out, outsz))
 	{
-		eng_error(err, ENGINE_ERR_INVALID_VALUE, "invalid value for option \"older-than\"");
-		eng_detail(err, "The point in time is out of range (1970 to 9999).");
+		tms_error_set(err, ENGINE_ERR_INVALID_VALUE, "invalid value for option \"older-than\"");
+		tms_error_detail(err, "The point in time is out of range (1970 to 9999).");
 		return -1;
 	}
 	return 0;
@@ -165,7 +165,7 @@ older_than_text(const EngValue *v, int64_t now_ms, char *out, size_t outsz, Engi
 
 static int
 build_livy(EngineOperation op, const EngineTarget *t, const EngOptions *o, int64_t now_ms,
-		   IoStrBuf *b, EngineError *err)
+		   IoStrBuf *b, TmsError *err)
 {
 	static const char *const procs[] = {"rewrite_data_files", "rewrite_position_delete_files",
 	"rewrite_manifests", "expire_snapshots", "remove_orphan_files"};
@@ -183,7 +183,7 @@ build_livy(EngineOperation op, const EngineTarget *t, const EngOptions *o, int64
 	eng_spark_ident(&ident, t->table);
 	id = io_sb_steal(&ident);
 	if (id == NULL)
-		return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+		return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 
 	io_sb_puts(b, "CALL ");
 	eng_spark_ident(b, t->catalog);
@@ -217,7 +217,7 @@ build_livy(EngineOperation op, const EngineTarget *t, const EngOptions *o, int64
 				}
 				n = eng_rewrite_pairs(o, &keys, &vals);
 				if (n < 0)
-					return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+					return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 				if (n > 0)
 				{
 					spark_arg(b, "options");
@@ -319,7 +319,7 @@ build_livy(EngineOperation op, const EngineTarget *t, const EngOptions *o, int64
 
 static int
 build_trino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
-			IoStrBuf *b, EngineStatement *st, EngineError *err)
+			IoStrBuf *b, EngineStatement *st, TmsError *err)
 {
 	const EngValue *v = o->v;
 	char		text[64];
@@ -357,17 +357,17 @@ build_trino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 					if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
 						  (*p >= '0' && *p <= '9') || *p == '_'))
 					{
-						eng_error(err, ENGINE_ERR_INVALID_NAME,
-								  "catalog name cannot name a session property");
-						eng_detail(err, "Option \"target-file-size-bytes\" sets the session "
-								   "property <catalog>.target_max_file_size, and the "
-								   "catalog name holds other characters than letters, "
-								   "digits and '_'.");
+						tms_error_set(err, ENGINE_ERR_INVALID_NAME,
+									  "catalog name cannot name a session property");
+						tms_error_detail(err, "Option \"target-file-size-bytes\" sets the session "
+										 "property <catalog>.target_max_file_size, and the "
+										 "catalog name holds other characters than letters, "
+										 "digits and '_'.");
 						return -1;
 					}
 				st->session = calloc(1, sizeof(EngineProperty));
 				if (st->session == NULL)
-					return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+					return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 				st->nsession = 1;
 				io_sb_init(&name);
 				io_sb_printf(&name, "%s.target_max_file_size", t->catalog);
@@ -375,7 +375,7 @@ build_trino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 				snprintf(text, sizeof(text), "%lldB", (long long) v[EK_TARGET_FILE_SIZE].i);
 				st->session[0].value = strdup(text);
 				if (st->session[0].name == NULL || st->session[0].value == NULL)
-					return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+					return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 			}
 			break;
 		case ENGINE_OP_MANIFEST_REWRITE:
@@ -403,14 +403,14 @@ build_trino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 
 /* A value a built-in job pastes into a Spark literal: nothing it would mangle. */
 static int
-gravitino_safe(const char *what, const char *s, EngineErrorCode code, EngineError *err)
+gravitino_safe(const char *what, const char *s, EngineErrorCode code, TmsError *err)
 {
 	if (strpbrk(s, "'\\") == NULL && strstr(s, "{{") == NULL)
 		return 0;
-	eng_error(err, code, "%s cannot be passed to a Gravitino job", what);
-	eng_detail(err, "It holds a single quote, a backslash or \"{{\", which Gravitino's "
-			   "built-in job would not escape in the Spark SQL it builds.");
-	eng_hint(err, "Use an engine of type livy for this.");
+	tms_error_set(err, code, "%s cannot be passed to a Gravitino job", what);
+	tms_error_detail(err, "It holds a single quote, a backslash or \"{{\", which Gravitino's "
+					 "built-in job would not escape in the Spark SQL it builds.");
+	tms_error_hint(err, "Use an engine of type livy for this.");
 	return -1;
 }
 
@@ -443,7 +443,7 @@ engine_gravitino_template(EngineOperation op)
 static int
 build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 				const char *tag, int64_t now_ms, IoStrBuf *b, EngineStatement *st,
-				EngineError *err)
+				TmsError *err)
 {
 	const char *const *templates = gravitino_templates;
 	const EngValue *v = o->v;
@@ -455,16 +455,16 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 
 	if (tag == NULL || tag[0] == '\0' || !eng_utf8_valid(tag, strlen(tag)) ||
 		strlen(tag) > ENG_MAX_NAME_BYTES)
-		return eng_error(err, ENGINE_ERR_INVALID_NAME, "the job tag is empty or not valid UTF-8");
+		return tms_error_set(err, ENGINE_ERR_INVALID_NAME, "the job tag is empty or not valid UTF-8");
 	/* the job writes the catalog bare into CALL <catalog>.system... */
 	for (p = t->catalog; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || *p == '_' ||
 			  (p > t->catalog && *p >= '0' && *p <= '9')))
 		{
-			eng_error(err, ENGINE_ERR_INVALID_NAME,
-					  "the catalog name cannot be passed to a Gravitino job");
-			eng_detail(err, "Gravitino's built-in job writes the catalog name unquoted; "
-					   "it must be letters, digits and '_', not starting with a digit.");
+			tms_error_set(err, ENGINE_ERR_INVALID_NAME,
+						  "the catalog name cannot be passed to a Gravitino job");
+			tms_error_detail(err, "Gravitino's built-in job writes the catalog name unquoted; "
+							 "it must be letters, digits and '_', not starting with a digit.");
 			return -1;
 		}
 	for (i = 0; i < t->nns; i++)
@@ -487,7 +487,7 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 	eng_dotted_part(&id, t->table);
 	ids = io_sb_steal(&id);
 	if (ids == NULL)
-		return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+		return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 
 	st->template_name = strdup(templates[op]);
 	io_sb_puts(b, "{\"jobTemplateName\":");
@@ -514,7 +514,7 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 					conf_put(b, "where_clause", v[EK_WHERE].s);
 				n = eng_rewrite_pairs(o, &keys, &vals);
 				if (n < 0)
-					return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+					return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 				if (n > 0)
 				{
 					IoStrBuf	obj;
@@ -536,7 +536,7 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 					if (objs == NULL)
 					{
 						eng_pairs_free(keys, vals, n);
-						return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+						return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 					}
 					conf_put(b, "options", objs);
 					free(objs);
@@ -574,7 +574,7 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 	conf_put(b, "tms_tag", tag);
 	io_sb_puts(b, "}}");
 	if (st->template_name == NULL)
-		return eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+		return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 	return 0;
 }
 
@@ -583,7 +583,7 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 int
 engine_statement_build(EngineType type, const char *operation, const EngineTarget *target,
 					   const char *options_json, const char *tag, int64_t now_ms,
-					   EngineStatement *out, EngineError *err)
+					   EngineStatement *out, TmsError *err)
 {
 	EngineOperation op = engine_op_from_name(operation);
 	EngOptions	o;
@@ -615,14 +615,14 @@ engine_statement_build(EngineType type, const char *operation, const EngineTarge
 			rc = build_gravitino(op, target, &o, tag, now_ms, &b, out, err);
 			break;
 		default:
-			rc = eng_error(err, ENGINE_ERR_UNSUPPORTED, "unknown engine type");
+			rc = tms_error_set(err, ENGINE_ERR_UNSUPPORTED, "unknown engine type");
 			break;
 	}
 	if (rc == 0)
 	{
 		out->text = io_sb_steal(&b);
 		if (out->text == NULL)
-			rc = eng_error(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+			rc = tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 done:
 	io_sb_free(&b);
@@ -785,20 +785,20 @@ engine_counts_init(EngineCounts *c)
 }
 
 static int
-bad_result(EngineError *err, const char *name, const char *cell, size_t row)
+bad_result(TmsError *err, const char *name, const char *cell, size_t row)
 {
 	char		shown[160];
 
 	eng_show(shown, sizeof(shown), cell, strlen(cell), 64);
-	eng_error(err, ENGINE_ERR_INVALID_RESULT, "the engine returned a count that is not a count");
-	eng_detail(err, "Row %zu, \"%s\": \"%s\".", row + 1, name, shown);
+	tms_error_set(err, ENGINE_ERR_INVALID_RESULT, "the engine returned a count that is not a count");
+	tms_error_detail(err, "Row %zu, \"%s\": \"%s\".", row + 1, name, shown);
 	return -1;
 }
 
 /* Add the cell's count to the field; -1 with *err when not a count. */
 static int
 add_count(EngineCounts *c, CountField f, const char *name, const char *cell, size_t row,
-		  EngineError *err)
+		  TmsError *err)
 {
 	int64_t		n;
 	int64_t    *slot;
@@ -816,8 +816,8 @@ add_count(EngineCounts *c, CountField f, const char *name, const char *cell, siz
 		*slot = 0;
 	if (n > INT64_MAX - *slot)
 	{
-		eng_error(err, ENGINE_ERR_INVALID_RESULT, "the engine's counts overflow");
-		eng_detail(err, "The sum of \"%s\" passes 2^63.", name);
+		tms_error_set(err, ENGINE_ERR_INVALID_RESULT, "the engine's counts overflow");
+		tms_error_detail(err, "The sum of \"%s\" passes 2^63.", name);
 		return -1;
 	}
 	*slot += n;
@@ -827,7 +827,7 @@ add_count(EngineCounts *c, CountField f, const char *name, const char *cell, siz
 int
 engine_counts_read(EngineType type, EngineOperation op, const char *const *columns,
 				   size_t ncolumns, const char *const *const *rows, size_t nrows,
-				   EngineCounts *out, EngineError *err)
+				   EngineCounts *out, TmsError *err)
 {
 	size_t		ci;
 	size_t		r;
@@ -836,11 +836,11 @@ engine_counts_read(EngineType type, EngineOperation op, const char *const *colum
 
 	engine_counts_init(out);
 	if (op < ENGINE_OP_COMPACTION || op > ENGINE_OP_ORPHAN_CLEANUP)
-		return eng_error(err, ENGINE_ERR_UNKNOWN_OPERATION, "unknown operation");
+		return tms_error_set(err, ENGINE_ERR_UNKNOWN_OPERATION, "unknown operation");
 	if (ncolumns > 0 && columns == NULL)
-		return eng_error(err, ENGINE_ERR_INVALID_RESULT, "the result has no column names");
+		return tms_error_set(err, ENGINE_ERR_INVALID_RESULT, "the result has no column names");
 	if (nrows > 0 && rows == NULL)
-		return eng_error(err, ENGINE_ERR_INVALID_RESULT, "the result has no rows");
+		return tms_error_set(err, ENGINE_ERR_INVALID_RESULT, "the result has no rows");
 	for (ci = 0; ci < ncolumns; ci++)
 	{
 		if (columns[ci] && strcmp(columns[ci], "metric_name") == 0)
@@ -858,7 +858,7 @@ engine_counts_read(EngineType type, EngineOperation op, const char *const *colum
 			CountField	f;
 
 			if (rows[r] == NULL)
-				return eng_error(err, ENGINE_ERR_INVALID_RESULT, "the result has a missing row");
+				return tms_error_set(err, ENGINE_ERR_INVALID_RESULT, "the result has a missing row");
 			name = rows[r][mname];
 			f = count_field(op, name);
 			if (f == CF_NONE || f == CF_ORPHAN_ROW)
@@ -881,7 +881,7 @@ engine_counts_read(EngineType type, EngineOperation op, const char *const *colum
 		for (r = 0; r < nrows; r++)
 		{
 			if (rows[r] == NULL)
-				return eng_error(err, ENGINE_ERR_INVALID_RESULT, "the result has a missing row");
+				return tms_error_set(err, ENGINE_ERR_INVALID_RESULT, "the result has a missing row");
 			if (add_count(out, f, columns[ci], rows[r][ci], r, err) != 0)
 				return -1;
 		}

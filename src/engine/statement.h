@@ -37,7 +37,7 @@
  *	  anything but one expression (a ';', a comment, an unbalanced quote
  *	  or parenthesis).
  *
- * Plain C: no PostgreSQL header; errors are values (EngineError).
+ * Plain C: no PostgreSQL header; errors are values (TmsError).
  * Everything returned is malloc'd and freed by its *_free function.
  *
  * src/engine/statement.h
@@ -50,6 +50,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "io/io_error.h"
 
 typedef enum EngineType
 {
@@ -69,27 +71,11 @@ typedef enum EngineOperation
 	ENGINE_OP_UNKNOWN = -1
 } EngineOperation;
 
-typedef enum EngineErrorCode
-{
-	ENGINE_OK = 0,
-	ENGINE_ERR_UNKNOWN_OPERATION,	/* no such operation name */
-	ENGINE_ERR_UNSUPPORTED,		/* this engine cannot run this operation */
-	ENGINE_ERR_UNKNOWN_OPTION,	/* a key the (engine, operation) does not take */
-	ENGINE_ERR_INVALID_VALUE,	/* a value of the wrong type or form */
-	ENGINE_ERR_INVALID_NAME,	/* an empty name, a NUL, too long */
-	ENGINE_ERR_INVALID_RESULT,	/* a result row that is not what the procedure
-								 * returns (not a number ...) */
-	ENGINE_ERR_OUT_OF_MEMORY
-} EngineErrorCode;
-
-/* Messages follow PostgreSQL's style: lowercase, no trailing period. */
-typedef struct EngineError
-{
-	EngineErrorCode code;
-	char		message[256];
-	char		detail[1024];	/* names the bad value */
-	char		hint[1024];		/* e.g. the allowed keys */
-} EngineError;
+/*
+ * Errors are TmsError values (io/io_error.h) with an EngineErrorCode;
+ * messages follow PostgreSQL's style: lowercase, no trailing period; the
+ * detail names the bad value, the hint e.g. the allowed keys.
+ */
 
 /* "livy" -> ENGINE_TYPE_LIVY ...; unknown: ENGINE_TYPE_UNKNOWN */
 extern EngineType engine_type_from_name(const char *name);
@@ -150,7 +136,7 @@ extern int	engine_statement_build(EngineType type, const char *operation,
 								   const EngineTarget *target,
 								   const char *options_json, const char *tag,
 								   int64_t now_ms,
-								   EngineStatement *out, EngineError *err);
+								   EngineStatement *out, TmsError *err);
 extern void engine_statement_free(EngineStatement *st);
 
 /*
@@ -158,7 +144,7 @@ extern void engine_statement_free(EngineStatement *st);
  * tms.run_operation calls before it records a job.
  */
 extern int	engine_options_check(EngineType type, const char *operation,
-								 const char *options_json, EngineError *err);
+								 const char *options_json, TmsError *err);
 
 /* The effect of a run, read from the procedure's result rows; -1: not reported. */
 typedef struct EngineCounts
@@ -186,6 +172,6 @@ extern void engine_counts_init(EngineCounts *c);	/* all -1 */
 extern int	engine_counts_read(EngineType type, EngineOperation op,
 							   const char *const *columns, size_t ncolumns,
 							   const char *const *const *rows, size_t nrows,
-							   EngineCounts *out, EngineError *err);
+							   EngineCounts *out, TmsError *err);
 
 #endif							/* TMS_ENGINE_STATEMENT_H */

@@ -29,12 +29,6 @@
 #include "engine/statement.h"
 #include "io/util/strbuf.h"
 
-#if defined(__GNUC__)
-#define ENG_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define ENG_PRINTF(f, a)
-#endif
-
 /* The longest options document, name and string value taken. */
 #define ENG_MAX_OPTIONS_BYTES	(64 * 1024)
 #define ENG_MAX_NAME_BYTES		1024
@@ -42,13 +36,7 @@
 #define ENG_MAX_JSON_DEPTH		8
 #define ENG_MAX_LIST_ITEMS		10000
 
-/* ---- errors (quote.c) ---- */
-
-/* Set code and message (detail and hint cleared).  Returns -1. */
-extern int	eng_error(EngineError *err, EngineErrorCode code, const char *fmt,...)
-			ENG_PRINTF(3, 4);
-extern void eng_detail(EngineError *err, const char *fmt,...) ENG_PRINTF(2, 3);
-extern void eng_hint(EngineError *err, const char *fmt,...) ENG_PRINTF(2, 3);
+/* ---- quoting (quote.c) ---- */
 
 /*
  * A caller's text shown in a detail: at most max bytes, control bytes
@@ -90,7 +78,7 @@ struct EngJson
  * Strings must be valid UTF-8 and hold no NUL; an object's keys are
  * unique; nesting is at most ENG_MAX_JSON_DEPTH.
  */
-extern EngJson *eng_json_parse(const char *text, size_t len, EngineError *err);
+extern EngJson *eng_json_parse(const char *text, size_t len, TmsError *err);
 extern void eng_json_free(EngJson *v);
 extern const char *eng_json_kind_name(EngJsonKind kind);
 
@@ -137,7 +125,7 @@ extern void eng_dotted_part(IoStrBuf *b, const char *name);
  * a literal or quoted identifier).  Returns 0, or -1 with *err
  * (INVALID_VALUE; the detail names the offending byte offset).
  */
-extern int	eng_trino_where_check(const char *s, EngineError *err);
+extern int	eng_trino_where_check(const char *s, TmsError *err);
 
 /* ---- checked options (engine_options.c) ---- */
 
@@ -216,7 +204,7 @@ extern const char *eng_key_iceberg_option(EngKey k);
  */
 extern int	eng_options_parse(EngineType type, EngineOperation op,
 							  const char *options_json, EngOptions *out,
-							  EngineError *err);
+							  TmsError *err);
 extern void eng_options_free(EngOptions *o);
 
 /*

@@ -13,7 +13,7 @@
  * implementation for tests and tools).  The dependency goes one way:
  * iceberg includes io/storage/fileio.h, io never includes this header.  Every
  * function reports failure as a value: it returns false (or -1) and fills
- * the caller's IcebergError.  Nothing here aborts, exits or longjmps, and
+ * the caller's TmsError.  Nothing here aborts, exits or longjmps, and
  * every allocation is freed on every path.
  *
  * Reading model, in short (doc/iceberg-io.md has the long form):
@@ -50,48 +50,18 @@
  * ------------------------------------------------------------------------
  */
 
-typedef enum IcebergErrorCode
-{
-	ICEBERG_OK = 0,
-	ICEBERG_ERR_MALFORMED,		/* input violates JSON / Avro / Iceberg rules */
-	ICEBERG_ERR_UNSUPPORTED,	/* well-formed but uses a feature we lack
-								 * (zstd metadata, unknown codec, format v4) */
-	ICEBERG_ERR_IO,				/* the IoFileIO failed (see io_code) */
-	ICEBERG_ERR_NOT_FOUND,		/* a snapshot id / ref / spec is not in the
-								 * metadata */
-	ICEBERG_ERR_LIMIT,			/* a size or count limit was exceeded */
-	ICEBERG_ERR_OUT_OF_MEMORY,	/* malloc failed */
-	ICEBERG_ERR_CANCELLED,		/* interrupted() or a callback asked to stop */
-	ICEBERG_ERR_INVALID_ARGUMENT,	/* the caller passed something wrong */
-	ICEBERG_ERR_CONFLICT		/* the table moved on since the caller's plan
-								 * (rewrite: the current snapshot is not the
-								 * planned base): plan again */
-} IcebergErrorCode;
-
 /*
- * An error value.  "message" is a lowercase one-line primary message in
- * PostgreSQL style ("invalid avro block count in manifest"); "detail" is
- * a full sentence naming the offending file and value, or empty.  Neither
- * ever contains credentials (this layer never sees any).
+ * Errors are TmsError values (io/io_error.h, through fileio.h) with an
+ * IcebergErrorCode.  The message is a lowercase one-line primary message
+ * in PostgreSQL style ("invalid avro block count in manifest"); the detail
+ * is a full sentence naming the offending file and value, or empty.
+ * Neither ever contains credentials (this layer never sees any).
  *
  * io_code is the IoFileIO's own error code when reading failed (then code
  * is ICEBERG_ERR_IO, or ICEBERG_ERR_CANCELLED for IO_ERR_INTERRUPTED, or
  * ICEBERG_ERR_OUT_OF_MEMORY), so that callers can tell a timeout, a
  * forbidden path or a missing object apart; IO_OK otherwise.
  */
-typedef struct IcebergError
-{
-	IcebergErrorCode code;
-	IoErrorCode io_code;
-	char		message[256];
-	char		detail[512];
-} IcebergError;
-
-/* Resets *err to ICEBERG_OK with empty texts. */
-extern void iceberg_error_clear(IcebergError *err);
-
-/* A short constant name for a code, e.g. "malformed", for logs and tests. */
-extern const char *iceberg_error_code_name(IcebergErrorCode code);
 
 /* ------------------------------------------------------------------------
  * Limits
@@ -133,8 +103,8 @@ extern void iceberg_limits_default(IcebergLimits *limits);
  * This layer asks the IoFileIO for chunks of about 1 MiB and polls its
  * interrupted() between Avro blocks and between files (true ends the
  * operation with ICEBERG_ERR_CANCELLED).  A failed open or read becomes
- * ICEBERG_ERR_IO (CANCELLED, OUT_OF_MEMORY) with IcebergError.io_code set
- * from the IoError.
+ * ICEBERG_ERR_IO (CANCELLED, OUT_OF_MEMORY) wrapping the IoFileIO's
+ * error (tms_error_wrap: io_code is its code, detail its texts).
  *
  * limits:	 optional; NULL means iceberg_limits_default().
  */
@@ -192,7 +162,7 @@ extern void iceberg_memory_fileio(IcebergFileIO *io, IcebergMemoryFile *buf);
  */
 extern bool iceberg_read_all(const IcebergFileIO *io, const char *path,
 							 int64_t max_bytes, char **data_out,
-							 size_t *len_out, IcebergError *err);
+							 size_t *len_out, TmsError *err);
 
 /* ------------------------------------------------------------------------
  * Table metadata (metadata.json)
@@ -329,7 +299,7 @@ typedef struct IcebergTableMetadata
 extern bool iceberg_metadata_parse(const void *data, size_t len,
 								   const IcebergLimits *limits,
 								   IcebergTableMetadata **out,
-								   IcebergError *err);
+								   TmsError *err);
 
 /*
  * Reads "path" through io (capped) and parses it as above.  The detail of
@@ -337,7 +307,7 @@ extern bool iceberg_metadata_parse(const void *data, size_t len,
  */
 extern bool iceberg_metadata_read(const IcebergFileIO *io, const char *path,
 								  IcebergTableMetadata **out,
-								  IcebergError *err);
+								  TmsError *err);
 
 /* Frees metadata; NULL is fine. */
 extern void iceberg_metadata_free(IcebergTableMetadata *md);
@@ -406,13 +376,13 @@ extern bool iceberg_manifest_list_open(const IcebergFileIO *io,
 									   const IcebergTableMetadata *md,
 									   const IcebergSnapshot *snap,
 									   IcebergManifestListReader **out,
-									   IcebergError *err);
+									   TmsError *err);
 
 /* Opens a manifest list file by path, without table metadata. */
 extern bool iceberg_manifest_list_open_path(const IcebergFileIO *io,
 											const char *path,
 											IcebergManifestListReader **out,
-											IcebergError *err);
+											TmsError *err);
 
 /*
  * Next record: 1 and *out set (borrowed until the next call), 0 at the
@@ -420,7 +390,7 @@ extern bool iceberg_manifest_list_open_path(const IcebergFileIO *io,
  */
 extern int	iceberg_manifest_list_next(IcebergManifestListReader *r,
 									   const IcebergManifestFile **out,
-									   IcebergError *err);
+									   TmsError *err);
 
 /* Format version from the file header (or inferred from field ids). */
 extern int	iceberg_manifest_list_format_version(const IcebergManifestListReader *r);
@@ -515,12 +485,12 @@ extern bool iceberg_manifest_open(const IcebergFileIO *io,
 								  const IcebergManifestFile *mf,
 								  int format_version, unsigned flags,
 								  IcebergManifestReader **out,
-								  IcebergError *err);
+								  TmsError *err);
 
 /* Next entry: 1 / 0 (end) / -1 (error); *out borrowed until next call. */
 extern int	iceberg_manifest_next(IcebergManifestReader *r,
 								  const IcebergManifestEntry **out,
-								  IcebergError *err);
+								  TmsError *err);
 
 /*
  * A header metadata value of the manifest file: "avro.schema" (the
@@ -584,7 +554,7 @@ typedef struct IcebergWalkFile
  * filled *err with its own error.
  */
 typedef bool (*IcebergWalkCallback) (void *arg, const IcebergWalkFile *file,
-									 IcebergError *err);
+									 TmsError *err);
 
 #define ICEBERG_WALK_METADATA_FILES		0x01	/* metadata_location +
 												 * metadata-log */
@@ -619,7 +589,7 @@ extern bool iceberg_walk(const IcebergFileIO *io,
 						 const int64_t *snapshot_ids, int nsnapshot_ids,
 						 unsigned flags,
 						 IcebergWalkCallback callback, void *callback_arg,
-						 IcebergError *err);
+						 TmsError *err);
 
 /* ------------------------------------------------------------------------
  * Table metrics (the policy DSL's variables)
@@ -686,7 +656,7 @@ typedef struct IcebergDataFileInfo
  * with ICEBERG_ERR_CANCELLED unless *err was filled). */
 typedef bool (*IcebergDataFileCallback) (void *arg,
 										 const IcebergDataFileInfo *file,
-										 IcebergError *err);
+										 TmsError *err);
 
 /*
  * Computes the metrics up to "level" for md's current snapshot, loading
@@ -705,7 +675,7 @@ extern bool iceberg_table_metrics(const IcebergFileIO *io,
 								  IcebergDataFileCallback file_callback,
 								  void *file_callback_arg,
 								  IcebergTableMetrics *out,
-								  IcebergError *err);
+								  TmsError *err);
 
 /*
  * The same file stream, pulled instead of pushed (the DSL's
@@ -721,13 +691,13 @@ extern bool iceberg_data_files_open(const IcebergFileIO *io,
 									const IcebergTableMetadata *md,
 									bool match_deletes,
 									IcebergDataFileIter **out,
-									IcebergError *err);
+									TmsError *err);
 extern int	iceberg_data_files_next(IcebergDataFileIter *it,
 									const IcebergDataFileInfo **out,
-									IcebergError *err);
+									TmsError *err);
 
 /* The error that ended the stream (code ICEBERG_OK if none). */
-extern const IcebergError *iceberg_data_files_error(const IcebergDataFileIter *it);
+extern const TmsError *iceberg_data_files_error(const IcebergDataFileIter *it);
 extern void iceberg_data_files_close(IcebergDataFileIter *it);
 
 /* ------------------------------------------------------------------------
@@ -759,9 +729,9 @@ extern void iceberg_dsl_properties(const IcebergTableMetadata *md,
  */
 extern bool iceberg_data_files_dsl_source(IcebergDataFileIter *it,
 										  struct DslFileSource *out,
-										  IcebergError *err);
+										  TmsError *err);
 
 /* A random v4 UUID in text form (out: 37 bytes); write_base.c. */
-extern bool iceberg_make_uuid(char *out, IcebergError *err);
+extern bool iceberg_make_uuid(char *out, TmsError *err);
 
 #endif							/* TMS_ICEBERG_H */

@@ -1,7 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * iceberg_base.c
- *	  Error values, limits, hashing, the string map, and the
+ *	  The code of a wrapped io failure, limits, hashing, the string map, and the
  *	  two IoFileIO implementations of this layer (unconfined local files,
  *	  for tests and tools only, and an in-memory buffer).
  *
@@ -20,125 +20,16 @@
 #include <string.h>
 
 /*
- * iceberg_error_clear: reset an error value to "no error".
+ * iceberg_code_of_io: see iceberg_internal.h.
  */
-void
-iceberg_error_clear(IcebergError *err)
+IcebergErrorCode
+iceberg_code_of_io(const TmsError *ioerr)
 {
-	if (err == NULL)
-		return;
-	err->code = ICEBERG_OK;
-	err->io_code = IO_OK;
-	err->message[0] = '\0';
-	err->detail[0] = '\0';
-}
-
-/*
- * iceberg_error_code_name: a constant, stable name for an error code.
- */
-const char *
-iceberg_error_code_name(IcebergErrorCode code)
-{
-	switch (code)
-	{
-		case ICEBERG_OK:
-			return "ok";
-		case ICEBERG_ERR_MALFORMED:
-			return "malformed";
-		case ICEBERG_ERR_UNSUPPORTED:
-			return "unsupported";
-		case ICEBERG_ERR_IO:
-			return "io";
-		case ICEBERG_ERR_NOT_FOUND:
-			return "not-found";
-		case ICEBERG_ERR_LIMIT:
-			return "limit";
-		case ICEBERG_ERR_OUT_OF_MEMORY:
-			return "out-of-memory";
-		case ICEBERG_ERR_CANCELLED:
-			return "cancelled";
-		case ICEBERG_ERR_INVALID_ARGUMENT:
-			return "invalid-argument";
-		case ICEBERG_ERR_CONFLICT:
-			return "conflict";
-	}
-	return "unknown";
-}
-
-/*
- * iceberg_set_error: fill code and message; clears detail.  Always
- * returns false so callers can "return iceberg_set_error(...)".
- */
-bool
-iceberg_set_error(IcebergError *err, IcebergErrorCode code, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (err == NULL)
-		return false;
-	err->code = code;
-	err->io_code = IO_OK;
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	va_end(ap);
-	err->detail[0] = '\0';
-	return false;
-}
-
-/*
- * iceberg_set_io_error: see iceberg_internal.h.  An IoFileIO that failed
- * without filling its IoError still gives ICEBERG_ERR_IO.
- */
-bool
-iceberg_set_io_error(IcebergError *err, const IoError *ioerr, const char *path)
-{
-	IoErrorCode ic = ioerr->code == IO_OK ? IO_ERR_STORAGE : ioerr->code;
-
-	if (err == NULL)
-		return false;
-	err->code = ic == IO_ERR_INTERRUPTED ? ICEBERG_ERR_CANCELLED :
-		ic == IO_ERR_OUT_OF_MEMORY ? ICEBERG_ERR_OUT_OF_MEMORY :
-		ICEBERG_ERR_IO;
-	err->io_code = ic;
-	snprintf(err->message, sizeof(err->message), "could not read \"%.200s\"",
-			 path);
-	snprintf(err->detail, sizeof(err->detail), "%.300s%s%.200s",
-			 ioerr->message, ioerr->detail[0] ? ": " : "", ioerr->detail);
-	return false;
-}
-
-/* Fill an IoError from this layer's own IoFileIO implementations. */
-static void set_ioerror(IoError *err, IoErrorCode code, const char *fmt,...)
-			ICEBERG_PRINTF(3, 4);
-
-static void
-set_ioerror(IoError *err, IoErrorCode code, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (err == NULL)
-		return;
-	err->code = code;
-	err->http_status = 0;
-	err->detail[0] = '\0';
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	va_end(ap);
-}
-
-/*
- * iceberg_set_detail: set the detail sentence of an error already set.
- */
-void
-iceberg_set_detail(IcebergError *err, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (err == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err->detail, sizeof(err->detail), fmt, ap);
-	va_end(ap);
+	if (ioerr->code == IO_ERR_INTERRUPTED)
+		return ICEBERG_ERR_CANCELLED;
+	if (ioerr->code == IO_ERR_OUT_OF_MEMORY)
+		return ICEBERG_ERR_OUT_OF_MEMORY;
+	return ICEBERG_ERR_IO;
 }
 
 /*
@@ -186,7 +77,7 @@ iceberg_effective_limits(const IcebergLimits *in, IcebergLimits *out)
  */
 struct json_t *
 iceberg_json_load(const char *text, size_t len, size_t flags,
-				  int64_t max_json_bytes, const char *what, IcebergError *err)
+				  int64_t max_json_bytes, const char *what, TmsError *err)
 {
 	IoJsonLoadInfo info;
 	json_t	   *doc;
@@ -196,17 +87,17 @@ iceberg_json_load(const char *text, size_t len, size_t flags,
 	if (doc != NULL)
 		return doc;
 	if (info.not_initialised)
-		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-						  "cannot parse %s: io_init() was not called", what);
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "cannot parse %s: io_init() was not called", what);
 	else if (info.exceeded)
-		iceberg_set_error(err, ICEBERG_ERR_LIMIT,
-						  "%s needs more than max_json_bytes (%zu bytes) of memory to parse",
-						  what, info.limit);
+		tms_error_set(err, ICEBERG_ERR_LIMIT,
+					  "%s needs more than max_json_bytes (%zu bytes) of memory to parse",
+					  what, info.limit);
 	else
 	{
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid %s: not valid JSON", what);
-		iceberg_set_detail(err, "JSON error at line %d, column %d: %s.",
-						   info.line, info.column, info.text);
+		tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid %s: not valid JSON", what);
+		tms_error_detail(err, "JSON error at line %d, column %d: %s.",
+						 info.line, info.column, info.text);
 	}
 	return NULL;
 }
@@ -216,12 +107,12 @@ iceberg_json_load(const char *text, size_t len, size_t flags,
  * with ICEBERG_ERR_CANCELLED and return true.
  */
 bool
-iceberg_check_interrupt(const IcebergFileIO *io, IcebergError *err)
+iceberg_check_interrupt(const IcebergFileIO *io, TmsError *err)
 {
 	if (io != NULL && io->io.interrupted != NULL &&
 		io->io.interrupted(io->io.arg))
 	{
-		iceberg_set_error(err, ICEBERG_ERR_CANCELLED, "operation interrupted");
+		tms_error_set(err, ICEBERG_ERR_CANCELLED, "operation interrupted");
 		return true;
 	}
 	return false;
@@ -231,7 +122,7 @@ iceberg_check_interrupt(const IcebergFileIO *io, IcebergError *err)
  * iceberg_strdup: copy a string, reporting OOM through err.
  */
 char *
-iceberg_strdup(const char *s, IcebergError *err)
+iceberg_strdup(const char *s, TmsError *err)
 {
 	char	   *r;
 	size_t		n;
@@ -242,7 +133,7 @@ iceberg_strdup(const char *s, IcebergError *err)
 	r = malloc(n + 1);
 	if (r == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	memcpy(r, s, n + 1);
@@ -452,7 +343,7 @@ local_resolve(const IcebergLocalFS *fs, const char *path)
 
 /* IoFileIO.open for local files. */
 static void *
-local_open(void *arg, const char *path, int64_t *size_out, IoError *err)
+local_open(void *arg, const char *path, int64_t *size_out, TmsError *err)
 {
 	char	   *local = local_resolve(arg, path);
 	FILE	   *f;
@@ -460,7 +351,7 @@ local_open(void *arg, const char *path, int64_t *size_out, IoError *err)
 	*size_out = -1;
 	if (local == NULL)
 	{
-		set_ioerror(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	f = fopen(local, "rb");
@@ -468,8 +359,8 @@ local_open(void *arg, const char *path, int64_t *size_out, IoError *err)
 	{
 		int			e = errno;
 
-		set_ioerror(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE,
-					"could not open file \"%.400s\": %s", local, strerror(e));
+		tms_error_set(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE,
+					  "could not open file \"%.400s\": %s", local, strerror(e));
 		free(local);
 		return NULL;
 	}
@@ -483,8 +374,8 @@ local_open(void *arg, const char *path, int64_t *size_out, IoError *err)
 		if (fseek(f, 0, SEEK_SET) != 0)
 		{
 			fclose(f);
-			set_ioerror(err, IO_ERR_STORAGE, "could not seek in file \"%.400s\"",
-						path);
+			tms_error_set(err, IO_ERR_STORAGE, "could not seek in file \"%.400s\"",
+						  path);
 			return NULL;
 		}
 	}
@@ -493,7 +384,7 @@ local_open(void *arg, const char *path, int64_t *size_out, IoError *err)
 
 /* IoFileIO.read for local files. */
 static int64_t
-local_read(void *arg, void *handle, void *buf, size_t len, IoError *err)
+local_read(void *arg, void *handle, void *buf, size_t len, TmsError *err)
 {
 	size_t		n;
 
@@ -501,8 +392,8 @@ local_read(void *arg, void *handle, void *buf, size_t len, IoError *err)
 	n = fread(buf, 1, len, (FILE *) handle);
 	if (n == 0 && ferror((FILE *) handle))
 	{
-		set_ioerror(err, IO_ERR_STORAGE, "could not read file: %s",
-					strerror(errno));
+		tms_error_set(err, IO_ERR_STORAGE, "could not read file: %s",
+					  strerror(errno));
 		return -1;
 	}
 	return (int64_t) n;
@@ -546,14 +437,14 @@ typedef struct MemHandle
 } MemHandle;
 
 static void *
-mem_open(void *arg, const char *path, int64_t *size_out, IoError *err)
+mem_open(void *arg, const char *path, int64_t *size_out, TmsError *err)
 {
 	MemHandle  *h = malloc(sizeof(MemHandle));
 
 	(void) path;
 	if (h == NULL)
 	{
-		set_ioerror(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	h->file = arg;
@@ -563,7 +454,7 @@ mem_open(void *arg, const char *path, int64_t *size_out, IoError *err)
 }
 
 static int64_t
-mem_read(void *arg, void *handle, void *buf, size_t len, IoError *err)
+mem_read(void *arg, void *handle, void *buf, size_t len, TmsError *err)
 {
 	MemHandle  *h = handle;
 	size_t		n = h->file->len - h->pos;
@@ -604,10 +495,10 @@ iceberg_memory_fileio(IcebergFileIO *io, IcebergMemoryFile *buf)
  */
 bool
 iceberg_read_all(const IcebergFileIO *io, const char *path, int64_t max_bytes,
-				 char **data_out, size_t *len_out, IcebergError *err)
+				 char **data_out, size_t *len_out, TmsError *err)
 {
 	IcebergBuf	b = {0};
-	IoError		ioerr;
+	TmsError	ioerr;
 	void	   *h;
 	int64_t		size;
 
@@ -615,19 +506,26 @@ iceberg_read_all(const IcebergFileIO *io, const char *path, int64_t max_bytes,
 	*len_out = 0;
 	if (io == NULL || io->io.open == NULL || io->io.read == NULL ||
 		io->io.close == NULL || path == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "no file reader given");
-	io_error_clear(&ioerr);
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "no file reader given");
+		return false;
+	}
+	tms_error_clear(&ioerr);
 	h = io->io.open(io->io.arg, path, &size, &ioerr);
 	if (h == NULL)
-		return iceberg_set_io_error(err, &ioerr, path);
+	{
+		tms_error_wrap(err, iceberg_code_of_io(&ioerr), &ioerr,
+					   "could not read \"%.200s\"", path);
+		return false;
+	}
 	if (size > max_bytes)
 	{
 		io->io.close(io->io.arg, h);
-		iceberg_set_error(err, ICEBERG_ERR_LIMIT,
-						  "file \"%s\" is too large", path);
-		iceberg_set_detail(err, "The file has %lld bytes; the limit is %lld.",
-						   (long long) size, (long long) max_bytes);
+		tms_error_set(err, ICEBERG_ERR_LIMIT,
+					  "file \"%s\" is too large", path);
+		tms_error_detail(err, "The file has %lld bytes; the limit is %lld.",
+						 (long long) size, (long long) max_bytes);
 		return false;
 	}
 	for (;;)
@@ -639,14 +537,17 @@ iceberg_read_all(const IcebergFileIO *io, const char *path, int64_t max_bytes,
 		{
 			io->io.close(io->io.arg, h);
 			iceberg_buf_free(&b);
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
 		}
 		n = io->io.read(io->io.arg, h, b.data + b.len, want, &ioerr);
 		if (n < 0)
 		{
 			io->io.close(io->io.arg, h);
 			iceberg_buf_free(&b);
-			return iceberg_set_io_error(err, &ioerr, path);
+			tms_error_wrap(err, iceberg_code_of_io(&ioerr), &ioerr,
+						   "could not read \"%.200s\"", path);
+			return false;
 		}
 		if (n == 0)
 			break;
@@ -657,9 +558,9 @@ iceberg_read_all(const IcebergFileIO *io, const char *path, int64_t max_bytes,
 		{
 			io->io.close(io->io.arg, h);
 			iceberg_buf_free(&b);
-			iceberg_set_error(err, ICEBERG_ERR_LIMIT,
-							  "file \"%s\" is too large", path);
-			iceberg_set_detail(err, "The limit is %lld bytes.", (long long) max_bytes);
+			tms_error_set(err, ICEBERG_ERR_LIMIT,
+						  "file \"%s\" is too large", path);
+			tms_error_detail(err, "The limit is %lld bytes.", (long long) max_bytes);
 			return false;
 		}
 		if (iceberg_check_interrupt(io, err))
@@ -671,7 +572,10 @@ iceberg_read_all(const IcebergFileIO *io, const char *path, int64_t max_bytes,
 	}
 	io->io.close(io->io.arg, h);
 	if (b.data == NULL && !iceberg_buf_reserve(&b, 0))
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
 	b.data[b.len] = '\0';
 	*data_out = b.data;
 	*len_out = b.len;

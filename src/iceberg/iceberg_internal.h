@@ -16,11 +16,9 @@
 #include "io/util/strbuf.h"
 
 #if defined(__GNUC__) || defined(__clang__)
-#define ICEBERG_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define ICEBERG_LIKELY(x) __builtin_expect(!!(x), 1)
 #define ICEBERG_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
-#define ICEBERG_PRINTF(f, a)
 #define ICEBERG_LIKELY(x) (x)
 #define ICEBERG_UNLIKELY(x) (x)
 #endif
@@ -28,21 +26,12 @@
 /* Size of the chunks requested from IcebergFileIO.read. */
 #define ICEBERG_READ_CHUNK	(1024 * 1024)
 
-/* Fills err: code, message (printf format), no detail. Returns false. */
-extern bool iceberg_set_error(IcebergError *err, IcebergErrorCode code,
-							  const char *fmt,...) ICEBERG_PRINTF(3, 4);
-
-/* Sets err->detail (printf format), keeping code and message. */
-extern void iceberg_set_detail(IcebergError *err, const char *fmt,...)
-			ICEBERG_PRINTF(2, 3);
-
 /*
- * Fills err from a failed IoFileIO call on path: ICEBERG_ERR_IO (or
- * CANCELLED / OUT_OF_MEMORY) with io_code = ioerr->code, message
- * 'could not read "path"', the IoError's texts as detail.  Returns false.
+ * The code of a failed IoFileIO call wrapped into this layer's error
+ * (tms_error_wrap): ICEBERG_ERR_CANCELLED for IO_ERR_INTERRUPTED,
+ * ICEBERG_ERR_OUT_OF_MEMORY for IO_ERR_OUT_OF_MEMORY, else ICEBERG_ERR_IO.
  */
-extern bool iceberg_set_io_error(IcebergError *err, const IoError *ioerr,
-								 const char *path);
+extern IcebergErrorCode iceberg_code_of_io(const TmsError *ioerr);
 
 /* The effective limits of an io (defaults when io or io->limits is NULL). */
 extern void iceberg_effective_limits(const IcebergLimits *in,
@@ -60,14 +49,14 @@ struct json_t;
  */
 extern struct json_t *iceberg_json_load(const char *text, size_t len,
 										size_t flags, int64_t max_json_bytes,
-										const char *what, IcebergError *err);
+										const char *what, TmsError *err);
 
 /* True when io has an interrupted() hook that reports an interrupt. */
 extern bool iceberg_check_interrupt(const IcebergFileIO *io,
-									IcebergError *err);
+									TmsError *err);
 
 /* strdup that reports ICEBERG_ERR_OUT_OF_MEMORY. NULL in gives NULL. */
-extern char *iceberg_strdup(const char *s, IcebergError *err);
+extern char *iceberg_strdup(const char *s, TmsError *err);
 
 /* 64-bit FNV-1a over bytes, continuing from "h" (start: ICEBERG_HASH_INIT) */
 #define ICEBERG_HASH_INIT UINT64_C(14695981039346656037)
@@ -190,7 +179,7 @@ extern bool iceberg_avro_reader_open(const IcebergFileIO *io,
 									 const char *path, const char *what,
 									 const IcebergAvroTarget *targets,
 									 int ntargets, IcebergAvroReader **out,
-									 IcebergError *err);
+									 TmsError *err);
 
 /*
  * Decodes the next record into values[0..ICEBERG_AVRO_MAX_SLOTS): every
@@ -200,7 +189,7 @@ extern bool iceberg_avro_reader_open(const IcebergFileIO *io,
  */
 extern int	iceberg_avro_reader_next(IcebergAvroReader *r,
 									 IcebergAvroValue *values,
-									 IcebergError *err);
+									 TmsError *err);
 
 /* The header's user metadata value for key (NUL-terminated) or NULL. */
 extern const char *iceberg_avro_reader_meta(const IcebergAvroReader *r,

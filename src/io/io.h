@@ -10,7 +10,7 @@
  *
  * This layer is plain C.  It includes no PostgreSQL header, never calls
  * ereport/elog, never longjmps and never exits: every function reports
- * failure as a value (an IoError filled by the callee).  Everything it
+ * failure as a value (a TmsError filled by the callee).  Everything it
  * returns is malloc'd and is freed by the matching io_*_free function;
  * callers inside the server copy what they need into palloc'd memory and
  * free the io result at once.
@@ -33,7 +33,7 @@
  * shows).  Both are optional; the same rules as for "interrupted" apply.
  *
  * Secrets (bearer tokens, client secrets, S3 keys) never appear in an
- * IoError message or detail.
+ * TmsError message or detail.
  *
  * Bounds: a response body is capped after decompression
  * (max_response_bytes), a JSON parse by the memory jansson takes
@@ -85,7 +85,7 @@ extern void io_init(void);
  */
 #define IO_MAX_NAME_BYTES 1024
 
-/* Errors: IoError and IoErrorCode are in io_error.h. */
+/* Errors: TmsError and IoErrorCode are in io_error.h. */
 
 /* ----------------------------------------------------------------
  * HTTP options shared by the catalog client and S3
@@ -214,7 +214,7 @@ typedef struct IoSigV4Output
  * Sign a request.  Returns 0 and fills *out (free with io_sigv4_free), or
  * -1 with *err set.
  */
-extern int	io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, IoError *err);
+extern int	io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, TmsError *err);
 extern void io_sigv4_free(IoSigV4Output *out);
 
 /*
@@ -262,7 +262,7 @@ extern char *io_uri_encode(const char *s, size_t len, bool keep_slash);
  * canonical(canonical(x)) == canonical(x).
  */
 extern int	io_location_canonical(const char *path, const char *relative_root,
-								  char **out, IoError *err);
+								  char **out, TmsError *err);
 
 /*
  * True when path lies strictly below root at a '/' boundary.  Both must be
@@ -324,14 +324,14 @@ typedef struct IoParsedUri
  * split.  Returns 0, or -1 with *err (INVALID_ARGUMENT: relative, other
  * scheme, dot segment ...).
  */
-extern int	io_uri_parse(const char *uri, IoParsedUri *out, IoError *err);
+extern int	io_uri_parse(const char *uri, IoParsedUri *out, TmsError *err);
 extern void io_uri_free(IoParsedUri *uri);
 
 /*
  * Create a storage handle; copies every string of cfg.  Returns NULL with
  * *err on failure.
  */
-extern IoStorage *io_storage_create(const IoStorageConfig *cfg, IoError *err);
+extern IoStorage *io_storage_create(const IoStorageConfig *cfg, TmsError *err);
 extern void io_storage_free(IoStorage *st);
 
 /*
@@ -358,15 +358,15 @@ extern void io_buffer_free(IoBuffer *buf);
  * as well.
  */
 extern int	io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
-							uint64_t len, IoBuffer *out, IoError *err);
+							uint64_t len, IoBuffer *out, TmsError *err);
 
 /* Size of an object (HEAD / stat).  Missing: IO_ERR_NOT_FOUND. */
 extern int	io_storage_size(IoStorage *st, const char *uri, uint64_t *size,
-							IoError *err);
+							TmsError *err);
 
 /* Create or replace an object with the given bytes. */
 extern int	io_storage_write(IoStorage *st, const char *uri, const void *data,
-							 size_t len, IoError *err);
+							 size_t len, TmsError *err);
 
 typedef struct IoObjectInfo
 {
@@ -384,7 +384,7 @@ typedef int (*IoListFn) (void *arg, const IoObjectInfo *obj);
  * callback is called once per object, as pages arrive.
  */
 extern int	io_storage_list(IoStorage *st, const char *prefix, IoListFn fn,
-							void *arg, IoError *err);
+							void *arg, TmsError *err);
 
 typedef struct IoDeleteResult
 {
@@ -405,7 +405,7 @@ typedef struct IoDeleteResult
  * request failed as a whole (results of earlier batches stay filled).
  */
 extern int	io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
-							  IoDeleteResult *results, IoError *err);
+							  IoDeleteResult *results, TmsError *err);
 
 /* Keys one S3 DeleteObjects request takes at most. */
 #define IO_S3_DELETE_MAX_KEYS 1000
@@ -437,7 +437,7 @@ typedef struct IoDeleteDone
 {
 	int			slot;			/* free again */
 	int			rc;				/* 0: answered, the results are filled */
-	IoError		err;			/* rc -1: why (the request's results
+	TmsError	err;			/* rc -1: why (the request's results
 								 * untouched) */
 	char		s3code[64];		/* rc -1 with an S3 error document: its Code */
 	bool		throttled;		/* rc -1: refused as a whole to slow down
@@ -453,7 +453,7 @@ typedef struct IoDeleteDone
  * requests in flight at most, on the HTTP core's batch multi handle.
  * NULL with *err on failure.
  */
-extern IoDeleter *io_deleter_create(IoStorage *st, int nslots, IoError *err);
+extern IoDeleter *io_deleter_create(IoStorage *st, int nslots, TmsError *err);
 
 /*
  * Start one DeleteObjects request in a free slot for uris[0..n): s3://
@@ -462,14 +462,14 @@ extern IoDeleter *io_deleter_create(IoStorage *st, int nslots, IoError *err);
  * outlive the request.  0, or -1 with *err (the slot stays free).
  */
 extern int	io_deleter_start(IoDeleter *d, int slot, const char *const *uris,
-							 size_t n, IoDeleteResult *results, IoError *err);
+							 size_t n, IoDeleteResult *results, TmsError *err);
 
 /*
  * Wait up to timeout_ms (at most IO_POLL_INTERVAL_MS) for network activity
  * and advance the requests.  0, or -1 with *err (IO_ERR_INTERRUPTED: the
  * storage's interrupt callback asked to stop).
  */
-extern int	io_deleter_wait(IoDeleter *d, long timeout_ms, IoError *err);
+extern int	io_deleter_wait(IoDeleter *d, long timeout_ms, TmsError *err);
 
 /* Hand back one finished request, if any (true), its slot free again. */
 extern bool io_deleter_done(IoDeleter *d, IoDeleteDone *out);
@@ -572,12 +572,12 @@ extern void io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv,
  * arg with the storage.  No-op on a storage whose credentials are not
  * vended.
  */
-typedef int (*IoRefreshFn) (void *arg, IoTableCredentials *out, IoError *err);
+typedef int (*IoRefreshFn) (void *arg, IoTableCredentials *out, TmsError *err);
 extern void io_storage_set_refresh(IoStorage *st, IoRefreshFn fn, void *arg,
 								   void (*free_arg) (void *));
 
 /* Refresh now (as above).  0, or -1 with *err (the old credentials stay). */
-extern int	io_storage_refresh(IoStorage *st, IoError *err);
+extern int	io_storage_refresh(IoStorage *st, TmsError *err);
 
 /* Can st refresh its credentials (vended, and a refresh set)? */
 extern bool io_storage_refreshable(const IoStorage *st);
@@ -606,7 +606,7 @@ struct IoXmlNode
  * elements.  Free the result (the root) with io_xml_free, which frees the
  * whole tree at once; never free a node inside it.
  */
-extern IoXmlNode *io_xml_parse(const char *data, size_t len, IoError *err);
+extern IoXmlNode *io_xml_parse(const char *data, size_t len, TmsError *err);
 extern void io_xml_free(IoXmlNode *root);
 
 /* What a parse cost, as its allocator counted (malloc overhead included). */
@@ -619,7 +619,7 @@ typedef struct IoXmlStats
 
 /* io_xml_parse, also filling *stats (success or not; stats may be NULL). */
 extern IoXmlNode *io_xml_parse_stats(const char *data, size_t len,
-									 IoXmlStats *stats, IoError *err);
+									 IoXmlStats *stats, TmsError *err);
 
 /* First child named name, or NULL. */
 extern const IoXmlNode *io_xml_child(const IoXmlNode *node, const char *name);
@@ -664,7 +664,7 @@ typedef struct IoCatalog IoCatalog;
  * Connect: fetch a token when a credential is configured, then GET
  * /v1/config.  Copies every string of cfg.  Returns NULL with *err.
  */
-extern IoCatalog *io_catalog_open(const IoCatalogConfig *cfg, IoError *err);
+extern IoCatalog *io_catalog_open(const IoCatalogConfig *cfg, TmsError *err);
 extern void io_catalog_free(IoCatalog *cat);
 
 /*
@@ -693,7 +693,7 @@ extern uint64_t io_catalog_request_count(const IoCatalog *cat);
  * pagination.  Items use IO_NS_SEP between levels.
  */
 extern int	io_catalog_list_namespaces(IoCatalog *cat, const char *parent,
-									   IoStringList *out, IoError *err);
+									   IoStringList *out, TmsError *err);
 
 typedef struct IoTableIdent
 {
@@ -725,14 +725,14 @@ typedef int (*IoTablePageFn) (void *arg, const IoTableIdent *items, size_t n);
  */
 extern int	io_catalog_list_tables_paged(IoCatalog *cat, const char *ns,
 										 IoTablePageFn fn, void *arg,
-										 IoError *err);
+										 TmsError *err);
 
 /*
  * List the tables of one namespace into one list, following pagination
  * (io_catalog_list_tables_paged collecting every page).
  */
 extern int	io_catalog_list_tables(IoCatalog *cat, const char *ns,
-								   IoTableList *out, IoError *err);
+								   IoTableList *out, TmsError *err);
 
 typedef struct IoLoadedTable
 {
@@ -751,7 +751,7 @@ typedef struct IoLoadedTable
  */
 extern int	io_catalog_load_table(IoCatalog *cat, const char *ns,
 								  const char *table, IoLoadedTable *out,
-								  IoError *err);
+								  TmsError *err);
 extern void io_loaded_table_free(IoLoadedTable *t);
 
 /*
@@ -762,7 +762,7 @@ extern void io_loaded_table_free(IoLoadedTable *t);
  */
 extern int	io_catalog_load_table_refs(IoCatalog *cat, const char *ns,
 									   const char *table, IoLoadedTable *out,
-									   IoError *err);
+									   TmsError *err);
 
 /*
  * Load a table the caller has seen as version known_etag (NULL: like
@@ -774,7 +774,7 @@ extern int	io_catalog_load_table_refs(IoCatalog *cat, const char *ns,
  */
 extern int	io_catalog_load_table_etag(IoCatalog *cat, const char *ns,
 									   const char *table, const char *known_etag,
-									   IoLoadedTable *out, IoError *err);
+									   IoLoadedTable *out, TmsError *err);
 
 /* One load of a batch (io_catalog_load_tables_etag). */
 typedef struct IoLoadRequest
@@ -796,7 +796,7 @@ typedef struct IoLoadRequest
  * non-zero to stop the batch.
  */
 typedef int (*IoLoadResultFn) (void *arg, size_t index, IoLoadedTable *t,
-							   const IoError *err);
+							   const TmsError *err);
 
 /*
  * Load n tables with up to `concurrency` requests in flight at once on one
@@ -820,7 +820,7 @@ typedef int (*IoLoadResultFn) (void *arg, size_t index, IoLoadedTable *t,
 extern int	io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs,
 										size_t n, int concurrency,
 										IoLoadResultFn fn, void *arg,
-										IoError *err);
+										TmsError *err);
 
 /* A table's vended storage configuration (s3.access-key-id, ...). */
 struct IoTableCredentials
@@ -842,7 +842,7 @@ struct IoTableCredentials
  */
 extern int	io_catalog_load_credentials(IoCatalog *cat, const char *ns, const char *table,
 										const char *location, IoTableCredentials *out,
-										IoError *err);
+										TmsError *err);
 extern void io_table_credentials_free(IoTableCredentials *c);
 
 /*
@@ -851,14 +851,14 @@ extern void io_table_credentials_free(IoTableCredentials *c);
  * 409): a failure whose outcome is unknown is resolved by the caller.
  */
 extern int	io_catalog_rename_table(IoCatalog *cat, const char *ns, const char *table,
-									const char *to_ns, const char *to_table, IoError *err);
+									const char *to_ns, const char *to_table, TmsError *err);
 
 /* Create a namespace without properties; one that exists is IO_ERR_ALREADY_EXISTS. */
-extern int	io_catalog_create_namespace(IoCatalog *cat, const char *ns, IoError *err);
+extern int	io_catalog_create_namespace(IoCatalog *cat, const char *ns, TmsError *err);
 
 /* Drop a table; purge asks the catalog to delete its files too. */
 extern int	io_catalog_drop_table(IoCatalog *cat, const char *ns,
-								  const char *table, bool purge, IoError *err);
+								  const char *table, bool purge, TmsError *err);
 
 /*
  * Commit: body is a CommitTableRequest JSON built by the caller
@@ -873,7 +873,7 @@ extern int	io_catalog_drop_table(IoCatalog *cat, const char *ns,
  */
 extern int	io_catalog_commit_table(IoCatalog *cat, const char *ns,
 									const char *table, const char *body,
-									IoLoadedTable *out, IoError *err);
+									IoLoadedTable *out, TmsError *err);
 
 /* Drop cached table state (ETag, metadata) of one table or all (ns NULL). */
 extern void io_catalog_forget(IoCatalog *cat, const char *ns, const char *table);
@@ -902,7 +902,7 @@ typedef struct IoWebhookRequest
  * detail.
  */
 extern int	io_webhook_post(const IoWebhookRequest *req, long *status,
-							long *retry_after_ms, IoError *err);
+							long *retry_after_ms, TmsError *err);
 
 /* "scheme://host[:port]" of an http(s) URL into buf; false if it is none. */
 extern bool io_webhook_origin(const char *url, char *buf, size_t size);

@@ -20,13 +20,6 @@
 #include "io/util/jsonmem.h"
 #include "io/util/strbuf.h"
 
-/* Set *err (code, status, formatted message); detail cleared. Returns -1. */
-extern int	io_set_error(IoError *err, IoErrorCode code, long status,
-						 const char *fmt,...) IO_PRINTF(4, 5);
-
-/* Set err->detail from the given text (truncated, control chars blanked). */
-extern void io_set_detail(IoError *err, const char *text, size_t len);
-
 extern char *io_strdup(const char *s);	/* NULL-safe; NULL on oom too */
 
 /* Overwrite a secret's bytes (not optimised away), then free it; NULL-safe. */
@@ -61,14 +54,14 @@ struct json_t;
  */
 extern struct json_t *io_json_parse(const char *text, size_t len,
 									size_t max_bytes, const char *what,
-									IoError *err);
+									TmsError *err);
 
 
 /*
  * Sleep ms milliseconds in slices, polling the interrupt callback.
  * Returns -1 (with *err INTERRUPTED) when interrupted.
  */
-extern int	io_sleep_ms(const IoHttpOptions *opt, long ms, IoError *err);
+extern int	io_sleep_ms(const IoHttpOptions *opt, long ms, TmsError *err);
 
 /* ---- HTTP core (http.c) ---- */
 
@@ -92,7 +85,7 @@ typedef struct IoHttpRequest
 	 * malloc'd), which the core wipes and frees after the attempt; it must
 	 * not send requests itself.  0, or -1 with *err, which ends the request.
 	 */
-	int			(*attempt_headers) (void *arg, IoStringList *lines, IoError *err);
+	int			(*attempt_headers) (void *arg, IoStringList *lines, TmsError *err);
 	void	   *attempt_arg;
 } IoHttpRequest;
 
@@ -113,7 +106,7 @@ typedef struct IoHttpResponse
  * freed with io_http_response_free in both cases.
  */
 extern int	io_http_perform(const IoHttpOptions *opt, const IoHttpRequest *req,
-							IoHttpResponse *resp, IoError *err);
+							IoHttpResponse *resp, TmsError *err);
 extern void io_http_response_free(IoHttpResponse *resp);
 
 /* Value of a response header (case-insensitive), borrowed, or NULL. */
@@ -136,7 +129,7 @@ extern int64_t io_wall_ms(void);
  * characters and a NUL into out (at least 37 bytes): the Idempotency-Key
  * of a catalog request.  0, or -1 with *err when no randomness is had.
  */
-extern int	io_make_uuid7(char *out, IoError *err);
+extern int	io_make_uuid7(char *out, TmsError *err);
 
 /* Longest ISO-8601 duration io_parse_iso_duration_ms accepts: a year. */
 #define IO_MAX_ISO_DURATION_MS	(366LL * 86400000LL)
@@ -199,7 +192,7 @@ extern long io_http_backoff_ms(const IoHttpOptions *opt, int attempt);
 typedef struct IoHttpBatch IoHttpBatch;
 
 extern IoHttpBatch *io_http_batch_create(const IoHttpOptions *opt, int nslots,
-										 IoError *err);
+										 TmsError *err);
 extern void io_http_batch_free(IoHttpBatch *b);
 
 /*
@@ -207,21 +200,21 @@ extern void io_http_batch_free(IoHttpBatch *b);
  * outlive the transfer.  Returns 0, or -1 with *err.
  */
 extern int	io_http_batch_start(IoHttpBatch *b, int slot, const IoHttpRequest *req,
-								IoError *err);
+								TmsError *err);
 
 /*
  * Wait up to timeout_ms (at most IO_POLL_INTERVAL_MS) for network
  * activity and advance the transfers.  Returns 0, or -1 with *err when
  * interrupted (IO_ERR_INTERRUPTED) or libcurl failed as a whole.
  */
-extern int	io_http_batch_wait(IoHttpBatch *b, long timeout_ms, IoError *err);
+extern int	io_http_batch_wait(IoHttpBatch *b, long timeout_ms, TmsError *err);
 
 /*
  * Hand back one finished transfer, if any: true with *slot (now free) and
  * *rc (0: *resp holds a response to free; -1: *err says why not).
  */
 extern bool io_http_batch_done(IoHttpBatch *b, int *slot, int *rc,
-							   IoHttpResponse *resp, IoError *err);
+							   IoHttpResponse *resp, TmsError *err);
 
 /* ---- S3 requests (storage.c, storage_s3.c), shared with bulk_delete.c ---- */
 
@@ -258,7 +251,7 @@ extern int	io_s3_request_build(IoStorage *st, const char *method, const char *bu
 								const char *key, const char *query,
 								const IoHeader *extra, size_t nextra,
 								const void *body, size_t body_len,
-								IoS3Request *r, IoError *err);
+								IoS3Request *r, TmsError *err);
 extern void io_s3_request_free(IoS3Request *r);
 
 /*
@@ -268,14 +261,14 @@ extern void io_s3_request_free(IoS3Request *r);
  */
 extern int	io_s3_status_error(const IoHttpResponse *resp, const char *what,
 							   const char *bucket, const char *key,
-							   char *s3code_out, size_t s3code_size, IoError *err);
+							   char *s3code_out, size_t s3code_size, TmsError *err);
 
 /*
  * The DeleteObjects body for keys[0..n) (Quiet false) into *body (free
  * with io_sb_free) and its base64 Content-MD5 into md5b64.  0 or -1.
  */
 extern int	io_s3_delete_body(const char *const *keys, size_t n, IoStrBuf *body,
-							  char md5b64[32], IoError *err);
+							  char md5b64[32], TmsError *err);
 
 /*
  * Read a 200 answer to DeleteObjects for keys[0..n) into results[0..n):
@@ -284,7 +277,7 @@ extern int	io_s3_delete_body(const char *const *keys, size_t n, IoStrBuf *body,
  * "NoResult".  0, or -1 with *err when the answer is not a DeleteResult.
  */
 extern int	io_s3_delete_read(const IoHttpResponse *resp, const char *const *keys,
-							  size_t n, IoDeleteResult *results, IoError *err);
+							  size_t n, IoDeleteResult *results, TmsError *err);
 
 /* Options with defaults filled in. */
 extern void io_http_options_resolve(const IoHttpOptions *in, IoHttpOptions *out);

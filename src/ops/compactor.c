@@ -261,7 +261,7 @@ compactor_start(MaintRun *run, const IoStorageConfig *storage)
 	char		ppid[32];
 	char	   *argv[3];
 	char	   *hello;
-	IcebergError ierr;
+	TmsError	ierr;
 	IcebergCompactMessage m;
 	int			rc;
 
@@ -427,7 +427,7 @@ compactor_send(Compactor *c, MaintRun *run, const char *line)
 bool
 compactor_next(Compactor *c, MaintRun *run, TimestampTz deadline, IcebergCompactMessage *m)
 {
-	IcebergError err;
+	TmsError	err;
 
 	for (;;)
 	{

@@ -264,7 +264,7 @@ batch_answered(TmsDeleter *d, const IoDeleteDone *done)
 		io_storage_refreshable(p->storage))
 	{
 		/* vended credentials expired: new ones from the catalog, once */
-		IoError		rerr;
+		TmsError	rerr;
 
 		b->refreshed = true;
 		if (io_storage_refresh(p->storage, &rerr) == 0)
@@ -335,7 +335,7 @@ start_ready(TmsDeleter *d, int64 *wake_ms)
 		DeleteBatch *b = NULL;
 		int			slot = -1;
 		int64		retry_ms;
-		IoError		err;
+		TmsError	err;
 
 		for (int i = 0; i < p->nslots; i++)
 		{
@@ -392,7 +392,7 @@ pump(TmsDeleter *d, bool block)
 	int64		wake_ms = io_now_ms() + 1000;
 	bool		in_flight = false;
 	IoDeleteDone done;
-	IoError		err;
+	TmsError	err;
 
 	if (d->status != TMS_DELETE_OK)
 		return;
@@ -447,7 +447,7 @@ static void
 delete_local(TmsDeleter *d, const char **uris, const int64 *sizes, int n)
 {
 	IoDeleteResult *results = palloc0(sizeof(IoDeleteResult) * n);
-	IoError		err;
+	TmsError	err;
 
 	d->requests += n;
 	if (io_storage_delete(d->priv->storage, uris, n, results, &err) != 0)
@@ -540,7 +540,7 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 		MemoryContext old;
 		size_t		blen;
 		char		target[TMS_DELETE_TARGET_LEN];
-		IoError		err;
+		TmsError	err;
 
 		if (taken[i])
 			continue;

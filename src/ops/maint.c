@@ -191,7 +191,7 @@ maint_fail_code(MaintRun *run, MaintResult kind, int sqlerrcode, const char *fmt
 
 /* An iceberg error: transient when it came from storage or the network. */
 void
-maint_fail_iceberg(MaintRun *run, const char *what, const IcebergError *err)
+maint_fail_iceberg(MaintRun *run, const char *what, const TmsError *err)
 {
 	bool		transient = err->code == ICEBERG_ERR_IO &&
 	err->io_code != IO_ERR_NOT_FOUND && err->io_code != IO_ERR_FORBIDDEN &&
@@ -207,7 +207,7 @@ maint_fail_iceberg(MaintRun *run, const char *what, const IcebergError *err)
 		return;
 	}
 	maint_fail_code(run, transient ? MAINT_TRANSIENT : MAINT_TERMINAL,
-					tms_iceberg_sqlstate(err), "%s: %s", what, tms_iceberg_error_text(err));
+					tms_error_sqlstate(err), "%s: %s", what, tms_error_text(err));
 }
 
 void
@@ -245,8 +245,8 @@ bool
 maint_load(MaintRun *run)
 {
 	IoLoadedTable t;
-	IoError		err;
-	IcebergError ierr;
+	TmsError	err;
+	TmsError	ierr;
 	IcebergTableMetadata *md = NULL;
 	const IcebergSnapshot *cur;
 	char	   *c;
@@ -267,9 +267,9 @@ maint_load(MaintRun *run)
 		run->load_err = err;
 		maint_fail_code(run, err.code == IO_ERR_NO_SUCH_TABLE || err.code == IO_ERR_NO_SUCH_NAMESPACE ||
 						err.code == IO_ERR_FORBIDDEN || err.code == IO_ERR_UNAUTHORIZED
-						? MAINT_TERMINAL : MAINT_TRANSIENT, tms_io_sqlstate(err.code),
+						? MAINT_TERMINAL : MAINT_TRANSIENT, tms_error_sqlstate(&err),
 						"cannot load table \"%s.%s\": %s", run->ns, run->table,
-						tms_io_error_text(&err));
+						tms_error_text(&err));
 		return false;
 	}
 	if (t.metadata_location == NULL || t.metadata_json == NULL)
@@ -325,7 +325,7 @@ static char *
 metrics_json(MaintRun *run)
 {
 	IcebergTableMetrics m;
-	IcebergError err;
+	TmsError	err;
 	const IcebergSnapshot *cur = iceberg_metadata_current_snapshot(run->md);
 	StringInfoData b;
 	static const char *const totals[][2] = {
@@ -884,7 +884,7 @@ maint_delete_ex(MaintRun *run, const char *path, int64 size, const char *kind,
 	{
 		/* the metadata does not say (manifest lists, metadata files): ask */
 		uint64		sz;
-		IoError		err;
+		TmsError	err;
 
 		if (io_storage_size(run->storage, c, &sz, &err) == 0)
 			size = (int64) sz;

@@ -51,7 +51,7 @@
  * Called from the plain-C layer: nothing raises.
  */
 int
-maint_write_file(void *arg, const char *path, const void *data, size_t len, IoError *err)
+maint_write_file(void *arg, const char *path, const void *data, size_t len, TmsError *err)
 {
 	MaintRun   *run = arg;
 	MemoryContext cxt = CurrentMemoryContext;
@@ -196,7 +196,7 @@ maint_commit(MaintRun *run, const char *body, const char *commit_state,
 			 MaintLandedFn landed, void *arg)
 {
 	IoLoadedTable out;
-	IoError		err;
+	TmsError	err;
 
 	if (!maint_record_phase(run, "commit", commit_state))
 		return MAINT_COMMIT_FAILED;
@@ -245,8 +245,8 @@ maint_commit(MaintRun *run, const char *body, const char *commit_state,
 			/* the catalog answered no: nothing landed */
 			maint_delete_written(run, written, nwritten);
 			(void) maint_record_phase(run, "start", NULL);
-			maint_fail_code(run, MAINT_TERMINAL, tms_io_sqlstate(err.code),
-							"the catalog refused the commit: %s", tms_io_error_text(&err));
+			maint_fail_code(run, MAINT_TERMINAL, tms_error_sqlstate(&err),
+							"the catalog refused the commit: %s", tms_error_text(&err));
 			return MAINT_COMMIT_FAILED;
 		}
 
@@ -266,9 +266,9 @@ maint_commit(MaintRun *run, const char *body, const char *commit_state,
 		}
 		if (attempt >= tms_maintenance_commit_retries)
 		{
-			maint_fail_code(run, MAINT_TRANSIENT, tms_io_sqlstate(err.code),
+			maint_fail_code(run, MAINT_TRANSIENT, tms_error_sqlstate(&err),
 							"the outcome of the commit is unknown after %d attempts (%s); nothing was deleted",
-							attempt + 1, tms_io_error_text(&err));
+							attempt + 1, tms_error_text(&err));
 			return MAINT_COMMIT_FAILED;
 		}
 		commit_backoff(attempt + 1);

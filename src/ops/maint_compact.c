@@ -107,7 +107,7 @@ fill_options(MaintRun *run, IcebergCompactOptions *o, const IcebergPartitionFilt
 static bool
 bind_where(MaintRun *run, IcebergPartitionFilter **out)
 {
-	IcebergError err;
+	TmsError	err;
 
 	*out = NULL;
 	if (run->opt.where == NULL)
@@ -132,7 +132,7 @@ void
 maint_compact_check_table(MaintRun *run)
 {
 	IcebergPartitionFilter *f = NULL;
-	IcebergError err;
+	TmsError	err;
 	IcebergSchema *schema = NULL;
 
 	if (run->opt.where != NULL)
@@ -374,7 +374,7 @@ check_output(MaintRun *run, const IcebergCompactOutput *o, const char *dir, cons
 	char		tail[32];
 	char	   *c;
 	uint64		size;
-	IoError		err;
+	TmsError	err;
 
 	if (strncmp(p, dir, dl) != 0 || strncmp(p + dl, prefix, pl) != 0 ||
 		sscanf(p + dl + pl, "-%5d.parquet%1s", &n, tail) != 1 || n < 0 || n >= files ||
@@ -430,7 +430,7 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 			char ***written, int *nwritten, int64 *peak_rss)
 {
 	const IcebergCompactGroup *gr = &p->groups[g];
-	IcebergError err;
+	TmsError	err;
 	char	   *dir;
 	char	   *upload_dir;
 	const char **input_uris;
@@ -589,7 +589,7 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 {
 	IcebergWriter w = {run, maint_write_file};
 	IcebergCompactCommit res;
-	IcebergError err;
+	TmsError	err;
 	int64		id = iceberg_new_snapshot_id(run->md);
 	char	   *volatile body = NULL;
 	volatile MaintCommitOutcome outcome = MAINT_COMMIT_FAILED;
@@ -610,7 +610,7 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 			{
 				ereport(LOG,
 						(errmsg("maintenance job " INT64_FORMAT ": compaction group %d given up: %s",
-								run->job_id, g, tms_iceberg_error_text(&err))));
+								run->job_id, g, tms_error_text(&err))));
 				outcome = MAINT_COMMIT_RETRY;
 			}
 			else
@@ -629,7 +629,7 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 								   maint_snapshot_landed, &id);
 			if (outcome == MAINT_COMMIT_LANDED)
 			{
-				IcebergError cerr;
+				TmsError	cerr;
 
 				run->after_snapshot_id = id;
 				if (!iceberg_compact_committed(p, g, &res, &cerr))
@@ -703,7 +703,7 @@ maint_run_compact(MaintRun *run)
 	IcebergCompactJobMetric *volatile metrics = NULL;
 	Compactor  *volatile helper = NULL;
 	IcebergCompactOptions o;
-	IcebergError err;
+	TmsError	err;
 	IoStorageConfig cfg;
 	TimestampTz deadline;
 	volatile int given_up = 0;
@@ -718,9 +718,9 @@ maint_run_compact(MaintRun *run)
 		if (!iceberg_compact_plan(&run->fio, run->md, &o, (IcebergCompactPlan **) &plan, &err))
 		{
 			if (err.code == ICEBERG_ERR_UNSUPPORTED)
-				maint_fail(run, MAINT_SKIPPED, "%s", tms_iceberg_error_text(&err));
+				maint_fail(run, MAINT_SKIPPED, "%s", tms_error_text(&err));
 			else if (err.code == ICEBERG_ERR_INVALID_ARGUMENT)
-				maint_fail(run, MAINT_TERMINAL, "%s", tms_iceberg_error_text(&err));
+				maint_fail(run, MAINT_TERMINAL, "%s", tms_error_text(&err));
 			else
 				maint_fail_iceberg(run, "cannot plan the compaction", &err);
 		}

@@ -48,7 +48,7 @@
 
 /* The walk's callback: each file only the expired snapshots reached. */
 static bool
-expired_file(void *arg, const IcebergWalkFile *file, IcebergError *err)
+expired_file(void *arg, const IcebergWalkFile *file, TmsError *err)
 {
 	MaintRun   *run = arg;
 
@@ -65,7 +65,7 @@ static void
 delete_expired_files(MaintRun *run, const IcebergTableMetadata *old_md,
 					 const IcebergTableMetadata *kept)
 {
-	IcebergError err;
+	TmsError	err;
 	bool		ok;
 	const char *gc = iceberg_metadata_property(kept, ICEBERG_PROP_GC_ENABLED);
 
@@ -169,7 +169,7 @@ static void
 expire_cleanup(MaintRun *run, const char *base_metadata)
 {
 	IcebergTableMetadata *volatile old_md = NULL;
-	IcebergError err;
+	TmsError	err;
 
 	if (!iceberg_metadata_read(&run->fio, base_metadata, (IcebergTableMetadata **) &old_md, &err))
 	{
@@ -193,7 +193,7 @@ expire_once(MaintRun *run)
 {
 	IcebergExpireOptions o;
 	IcebergExpirePlan plan;
-	IcebergError err;
+	TmsError	err;
 	char	   *volatile body = NULL;
 	IcebergTableMetadata *volatile kept = NULL;
 	int64		main_id = main_id_of(run->md);
@@ -215,7 +215,7 @@ expire_once(MaintRun *run)
 	if (!iceberg_expire_plan(run->md, &o, &plan, &err))
 	{
 		maint_fail(run, MAINT_TERMINAL, "cannot expire snapshots of table \"%s.%s\": %s",
-				   run->ns, run->table, tms_iceberg_error_text(&err));
+				   run->ns, run->table, tms_error_text(&err));
 		return MAINT_COMMIT_FAILED;
 	}
 	PG_TRY();

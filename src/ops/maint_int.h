@@ -204,7 +204,7 @@ typedef struct MaintRun
 	 * session's error)
 	 */
 	bool		load_failed;
-	IoError		load_err;
+	TmsError	load_err;
 	char	   *refused_location;
 
 	/* outcome */
@@ -232,7 +232,7 @@ extern int	tms_engine_run_timeout_s;
 extern void maint_fail(MaintRun *run, MaintResult kind, const char *fmt,...) pg_attribute_printf(3, 4);
 extern void maint_fail_code(MaintRun *run, MaintResult kind, int sqlerrcode,
 							const char *fmt,...) pg_attribute_printf(4, 5);
-extern void maint_fail_iceberg(MaintRun *run, const char *what, const IcebergError *err);
+extern void maint_fail_iceberg(MaintRun *run, const char *what, const TmsError *err);
 extern void maint_emit(MaintRun *run, const char *action, const char *target,
 					   const char *detail_json);
 
@@ -290,7 +290,7 @@ extern bool maint_snapshot_landed(void *arg, const IcebergTableMetadata *md);
 
 /* the IcebergWriter callback of a run writing table files (arg: the run) */
 extern int	maint_write_file(void *arg, const char *path, const void *data, size_t len,
-							 IoError *err);
+							 TmsError *err);
 extern bool maint_commit_retry_allowed(MaintRun *run, int retry);
 
 /* the operations: each runs (or dry-runs) one operation on run->md */

@@ -412,7 +412,7 @@ namespace_levels(const char *ns_io, size_t *n)
 
 /* An io failure of the engine: a transient one is retried by the scheduler. */
 static void
-engine_failed(MaintRun *run, const char *what, const IoError *err)
+engine_failed(MaintRun *run, const char *what, const TmsError *err)
 {
 	bool		transient;
 
@@ -430,8 +430,8 @@ engine_failed(MaintRun *run, const char *what, const IoError *err)
 		default:
 			transient = false;
 	}
-	maint_fail_code(run, transient ? MAINT_TRANSIENT : MAINT_TERMINAL, tms_io_sqlstate(err->code),
-					"%s engine \"%s\": %s", what, run->engine_name, tms_io_error_text(err));
+	maint_fail_code(run, transient ? MAINT_TRANSIENT : MAINT_TERMINAL, tms_error_sqlstate(err),
+					"%s engine \"%s\": %s", what, run->engine_name, tms_error_text(err));
 }
 
 /* Read the run's result rows into the run's counts. */
@@ -439,7 +439,7 @@ static void
 read_counts(MaintRun *run, TmsEngine *eng, const IoEngineRun *r)
 {
 	EngineCounts c;
-	EngineError err;
+	TmsError	err;
 
 	if (r->rows_lost || r->ncolumns == 0)
 		return;
@@ -486,7 +486,7 @@ track(MaintRun *run, TmsEngine *eng, IoEngineRun *r, TimestampTz deadline, const
 	*cancelled = false;
 	while (r->state == IO_ENGINE_RUN_PENDING || r->state == IO_ENGINE_RUN_RUNNING)
 	{
-		IoError		err;
+		TmsError	err;
 
 		if (io_engine_wait(eng->client, r, ENGINE_SLICE_MS, &err) != 0)
 		{
@@ -496,7 +496,7 @@ track(MaintRun *run, TmsEngine *eng, IoEngineRun *r, TimestampTz deadline, const
 				/* its outcome is the table's to tell; never submitted again */
 				resolve_from_table(run, tag, r->run_id ? r->run_id : run->engine_job_id,
 								   psprintf("engine \"%s\" no longer knows its run (%s)",
-											run->engine_name, tms_io_error_text(&err)));
+											run->engine_name, tms_error_text(&err)));
 				return false;
 			}
 			if (++errors >= ENGINE_MAX_POLL_ERRORS)
@@ -542,7 +542,7 @@ track(MaintRun *run, TmsEngine *eng, IoEngineRun *r, TimestampTz deadline, const
 			if (io_engine_cancel(eng->client, r, &err) != 0)
 				ereport(LOG,
 						(errmsg("maintenance job " INT64_FORMAT ": engine \"%s\" did not take the cancel yet: %s",
-								run->job_id, run->engine_name, tms_io_error_text(&err))));
+								run->job_id, run->engine_name, tms_error_text(&err))));
 			else
 				cancel_sent = true;
 		}
@@ -595,7 +595,7 @@ static bool
 engine_resume(MaintRun *run, TmsEngine *eng, const char *tag, EngineStatement *st,
 			  IoEngineRun *r, bool *have_run)
 {
-	IoError		err;
+	TmsError	err;
 	bool		found = false;
 	size_t		idlen = run->engine_job_id ? strlen(run->engine_job_id) : 0;
 
@@ -622,7 +622,7 @@ engine_resume(MaintRun *run, TmsEngine *eng, const char *tag, EngineStatement *s
 		if (err.code == IO_ERR_UNSUPPORTED)
 			resolve_from_table(run, tag, run->engine_job_id,
 							   psprintf("engine \"%s\" cannot find a run by its tag (%s)",
-										run->engine_name, tms_io_error_text(&err)));
+										run->engine_name, tms_error_text(&err)));
 		else
 			engine_failed(run, "cannot look up the run of this job at", &err);
 		return false;
@@ -651,7 +651,7 @@ static bool
 engine_submit(MaintRun *run, TmsEngine *eng, const char *tag, EngineStatement *st,
 			  IoKeyValue *session, IoEngineRun *r, bool *have_run)
 {
-	IoError		err;
+	TmsError	err;
 	char	   *offered = NULL;
 
 	/* a Gravitino server runs only the job templates it offers */
@@ -675,7 +675,7 @@ engine_submit(MaintRun *run, TmsEngine *eng, const char *tag, EngineStatement *s
 	if (io_engine_submit(eng->client, tag, st->text, session, st->nsession, r, &err) != 0)
 	{
 		bool		found = false;
-		IoError		ferr;
+		TmsError	ferr;
 
 		if (err.code != IO_ERR_COMMIT_STATE_UNKNOWN && err.code != IO_ERR_ALREADY_EXISTS)
 		{
@@ -756,10 +756,10 @@ maint_run_engine(MaintRun *run)
 	OpenStep	o = {run, NULL};
 	ErrorData  *e = NULL;
 	EngineStatement st;
-	EngineError eerr;
+	TmsError	eerr;
 	EngineTarget target;
 	IoEngineRun r;
-	IoError		err;
+	TmsError	err;
 	char	   *tag = psprintf("tms-job-" INT64_FORMAT, run->job_id);
 	bool		resumed = run->phase != NULL &&
 	(strcmp(run->phase, "submit") == 0 || strcmp(run->phase, "engine") == 0);
@@ -833,7 +833,7 @@ maint_run_engine(MaintRun *run)
 		if (io_engine_close(eng->client, &r, &err) != 0)
 			ereport(LOG,
 					(errmsg("maintenance job " INT64_FORMAT ": could not release its run at engine \"%s\": %s",
-							run->job_id, run->engine_name, tms_io_error_text(&err))));
+							run->job_id, run->engine_name, tms_error_text(&err))));
 done:
 		;
 	}
@@ -854,7 +854,7 @@ tms_engine_statement(const char *engine, const char *ns, const char *table,
 {
 	MaintOptions opt;
 	EngineStatement st;
-	EngineError err;
+	TmsError	err;
 	EngineTarget target;
 	ForeignServer *server;
 	char	   *text;
@@ -876,7 +876,7 @@ tms_engine_statement(const char *engine, const char *ns, const char *table,
 	target.table = table;
 	if (engine_statement_build(opt.engine_type, operation, &target, opt.options_json, tag,
 							   maint_timestamp_to_ms(GetCurrentTimestamp()), &st, &err) != 0)
-		tms_engine_ereport(&err);
+		tms_error_ereport(&err);
 	text = pstrdup(st.text);
 	engine_statement_free(&st);
 	return text;

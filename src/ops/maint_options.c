@@ -64,6 +64,7 @@
 #include "utils/timestamp.h"
 
 #include "bridge/engine_server.h"
+#include "bridge/errors.h"
 #include "bridge/role.h"
 #include "iceberg/compact/compact.h"
 #include "ops/compactor.h"
@@ -499,7 +500,7 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 		else if (op == MAINT_COMPACTION && strcmp(key, "where") == 0)
 		{
 			IcebergPartitionFilter *f;
-			IcebergError err;
+			TmsError	err;
 
 			out->where = opt_string(operation, key, &v);
 			if (!iceberg_partition_filter_parse(out->where, &f, &err))
@@ -554,11 +555,11 @@ maint_options_parse(const char *operation, const char *engine, Jsonb *options,
 	else if (out->engine_type != ENGINE_TYPE_UNKNOWN)
 	{
 		/* the engine layer's check, the one its statement builder applies */
-		EngineError err;
+		TmsError	err;
 		char	   *json = JsonbToCString(NULL, &options->root, VARSIZE(options));
 
 		if (engine_options_check(out->engine_type, operation, json, &err) != 0)
-			tms_engine_ereport(&err);
+			tms_error_ereport(&err);
 		out->options_json = json;
 		return;
 	}
@@ -617,7 +618,7 @@ check_gravitino_template(const char *operation, const char *engine)
 	PG_TRY();
 	{
 		char	   *offered = NULL;
-		IoError		err;
+		TmsError	err;
 
 		e = tms_engine_open(engine);
 		if (tms_engine_template_check(e, operation, &offered, &err) == TMS_TEMPLATE_MISSING)

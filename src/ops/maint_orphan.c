@@ -108,8 +108,8 @@ maint_run_orphan(MaintRun *run)
 	IcebergOrphanOptions oo;
 	IcebergKeyValue *schemes;
 	IcebergKeyValue *auths;
-	IcebergError err;
-	IoError		ioerr;
+	TmsError	err;
+	TmsError	ioerr;
 	OrphanScan	sc;
 	TimestampTz older;
 	char	   *root;
@@ -207,8 +207,8 @@ maint_run_orphan(MaintRun *run)
 							   "\"%s\" matches a file of the table by path but not by scheme or authority; nothing was deleted",
 							   sc.mismatch);
 				else if (rc != 0 && run->result == MAINT_OK)
-					maint_fail_code(run, MAINT_TRANSIENT, tms_io_sqlstate(ioerr.code),
-									"cannot list \"%s\": %s", root, tms_io_error_text(&ioerr));
+					maint_fail_code(run, MAINT_TRANSIENT, tms_error_sqlstate(&ioerr),
+									"cannot list \"%s\": %s", root, tms_error_text(&ioerr));
 				if (!sc.count_only || sc.candidates == 0)
 					break;
 				sc.count_only = false;

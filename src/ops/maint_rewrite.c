@@ -94,7 +94,7 @@ rewrite_once(MaintRun *run)
 	IcebergRewritePlan *volatile plan = NULL;
 	IcebergRewriteResult res;
 	IcebergWriter w = {run, maint_write_file};
-	IcebergError err;
+	TmsError	err;
 	char	   *volatile body = NULL;
 	volatile MaintCommitOutcome outcome = MAINT_COMMIT_FAILED;
 
@@ -107,7 +107,7 @@ rewrite_once(MaintRun *run)
 	{
 		/* a table tms cannot rewrite is skipped, with the reason, not retried */
 		if (err.code == ICEBERG_ERR_UNSUPPORTED)
-			maint_fail(run, MAINT_SKIPPED, "%s", tms_iceberg_error_text(&err));
+			maint_fail(run, MAINT_SKIPPED, "%s", tms_error_text(&err));
 		else
 			maint_fail_iceberg(run, "cannot plan the manifest rewrite", &err);
 		return MAINT_COMMIT_FAILED;

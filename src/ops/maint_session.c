@@ -63,7 +63,7 @@ session_load(MaintRun *run, const char *server, const char *ns, const char *tabl
 	if (!maint_load(run))
 	{
 		if (run->load_failed)
-			tms_io_ereport(&run->load_err);
+			tms_error_ereport(&run->load_err);
 		if (run->refused_location)
 			(void) tms_check_table_location(run->conn->server, ns, table,
 											run->refused_location, "maintain");

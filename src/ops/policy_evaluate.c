@@ -81,7 +81,7 @@ typedef struct Preload
 {
 	bool		loaded;			/* t is set; else err says why not */
 	IoLoadedTable t;
-	IoError		err;
+	TmsError	err;
 } Preload;
 
 typedef struct Batch
@@ -230,7 +230,7 @@ typedef struct PreloadArgs
  * from the io layer) or its error.  Allocates nothing, cannot fail.
  */
 static int
-preload_result(void *arg, size_t index, IoLoadedTable *t, const IoError *err)
+preload_result(void *arg, size_t index, IoLoadedTable *t, const TmsError *err)
 {
 	PreloadArgs *pa = arg;
 	Preload    *pre = &pa->pre[pa->which[index]];
@@ -260,7 +260,7 @@ preload_tables(Batch *b, Preload *pre)
 	IoLoadRequest *reqs = palloc(sizeof(IoLoadRequest) * b->n);
 	PreloadArgs pa;
 	size_t		nreqs = 0;
-	IoError		err;
+	TmsError	err;
 
 	pa.pre = pre;
 	pa.which = palloc(sizeof(int) * b->n);
@@ -321,8 +321,8 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 	memset(&pre->t, 0, sizeof(pre->t));
 	PG_TRY();
 	{
-		IcebergError ierr;
-		IoError		ioerr;
+		TmsError	ierr;
+		TmsError	ioerr;
 		IcebergFileIO fio;
 		IcebergTableMetrics m;
 		DslMetrics	dm;
@@ -341,7 +341,7 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 		memset(&input, 0, sizeof(input));
 		if (!pre->loaded)
 		{
-			eval_failed(ev, tms_io_error_text(&pre->err));
+			eval_failed(ev, tms_error_text(&pre->err));
 			ok = false;
 		}
 		else if (t.metadata_json == NULL)
@@ -353,7 +353,7 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 		else if (!iceberg_metadata_parse(t.metadata_json, strlen(t.metadata_json),
 										 NULL, (IcebergTableMetadata **) &md, &ierr))
 		{
-			eval_failed(ev, tms_iceberg_error_text(&ierr));
+			eval_failed(ev, tms_error_text(&ierr));
 			ok = false;
 		}
 		if (ok && (dsl_program_needs(prog) > DSL_NEEDS_METADATA || dsl_program_uses_files(prog)))
@@ -361,7 +361,7 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 			storage = tms_catalog_storage(r->conn, &t, &ioerr);
 			if (storage == NULL)
 			{
-				eval_failed(ev, tms_io_error_text(&ioerr));
+				eval_failed(ev, tms_error_text(&ioerr));
 				ok = false;
 			}
 			else
@@ -374,7 +374,7 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 			if (!iceberg_table_metrics(&fio, md, (IcebergMetricsLevel) dsl_program_needs(prog),
 									   policy_now_ms(), NULL, NULL, &m, &ierr))
 			{
-				eval_failed(ev, tms_iceberg_error_text(&ierr));
+				eval_failed(ev, tms_error_text(&ierr));
 				ok = false;
 			}
 		}
@@ -394,7 +394,7 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 											 (IcebergDataFileIter **) &it, &ierr) ||
 					!iceberg_data_files_dsl_source(it, &src, &ierr))
 				{
-					eval_failed(ev, tms_iceberg_error_text(&ierr));
+					eval_failed(ev, tms_error_text(&ierr));
 					ok = false;
 				}
 				else
@@ -407,7 +407,7 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 			outcome = dsl_explain(prog, &input, &result, nodes);
 			CHECK_FOR_INTERRUPTS();
 			if (outcome == DSL_FILE_SOURCE_ERROR)
-				eval_failed(ev, tms_iceberg_error_text(iceberg_data_files_error(it)));
+				eval_failed(ev, tms_error_text(iceberg_data_files_error(it)));
 			else
 			{
 				len = dsl_explain_text(prog, nodes, result, outcome, NULL, 0);

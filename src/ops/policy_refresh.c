@@ -317,7 +317,7 @@ count_commits(const IcebergTableMetadata *md, PageTable *t)
  * does not parse, ends the refresh with that failure.
  */
 static int
-load_result(void *arg, size_t index, IoLoadedTable *lt, const IoError *err)
+load_result(void *arg, size_t index, IoLoadedTable *lt, const TmsError *err)
 {
 	Refresh    *rf = arg;
 	PageTable  *t = &rf->tables[index];
@@ -332,7 +332,7 @@ load_result(void *arg, size_t index, IoLoadedTable *lt, const IoError *err)
 				t->vanished = true;
 			else
 			{
-				(void) policy_fail(rf->run, tms_io_sqlstate(err->code),
+				(void) policy_fail(rf->run, tms_error_sqlstate(err),
 								   psprintf("could not load table \"%s.%s\": %s",
 											rf->ns, t->name, err->message),
 								   err->detail[0] ? err->detail : NULL);
@@ -343,12 +343,12 @@ load_result(void *arg, size_t index, IoLoadedTable *lt, const IoError *err)
 		else if (!(lt->not_modified && t->id != 0) && lt->metadata_json != NULL)
 		{
 			IcebergTableMetadata *md = NULL;
-			IcebergError ierr;
+			TmsError	ierr;
 
 			if (!iceberg_metadata_parse(lt->metadata_json, strlen(lt->metadata_json),
 										NULL, &md, &ierr))
 			{
-				(void) policy_fail(rf->run, tms_iceberg_sqlstate(&ierr),
+				(void) policy_fail(rf->run, tms_error_sqlstate(&ierr),
 								   psprintf("cannot read the metadata of table \"%s.%s\": %s",
 											rf->ns, t->name, ierr.message),
 								   ierr.detail[0] ? ierr.detail : NULL);
@@ -451,7 +451,7 @@ static bool
 refresh_page(Refresh *rf)
 {
 	IoLoadRequest *reqs;
-	IoError		err;
+	TmsError	err;
 	int			rc;
 
 	if (rf->ntables == 0)
@@ -476,7 +476,7 @@ refresh_page(Refresh *rf)
 		CHECK_FOR_INTERRUPTS();
 		if (sched_lease_lost())
 			return false;
-		return policy_fail(rf->run, tms_io_sqlstate(err.code),
+		return policy_fail(rf->run, tms_error_sqlstate(&err),
 						   psprintf("could not load the tables of namespace \"%s\": %s",
 									rf->ns, err.message),
 						   err.detail[0] ? err.detail : NULL);
@@ -593,7 +593,7 @@ dropped_step(void *arg)
 static bool
 refresh_namespace(Refresh *rf, const char *ns_io, const char *ns)
 {
-	IoError		err;
+	TmsError	err;
 	int			rc;
 
 	rf->ns = ns;
@@ -609,7 +609,7 @@ refresh_namespace(Refresh *rf, const char *ns_io, const char *ns)
 		CHECK_FOR_INTERRUPTS();
 		if (err.code == IO_ERR_NO_SUCH_NAMESPACE)
 			return true;		/* dropped since it was listed */
-		return policy_fail(rf->run, tms_io_sqlstate(err.code),
+		return policy_fail(rf->run, tms_error_sqlstate(&err),
 						   psprintf("could not list the tables of namespace \"%s\": %s",
 									ns, err.message),
 						   err.detail[0] ? err.detail : NULL);
@@ -623,7 +623,7 @@ static bool
 refresh_walk(Refresh *rf, const char *parent_io, int depth)
 {
 	IoStringList nss;
-	IoError		err;
+	TmsError	err;
 	List	   *volatile names = NIL;
 	ListCell   *lc;
 
@@ -636,7 +636,7 @@ refresh_walk(Refresh *rf, const char *parent_io, int depth)
 		CHECK_FOR_INTERRUPTS();
 		if (err.code == IO_ERR_NO_SUCH_NAMESPACE && parent_io != NULL)
 			return true;
-		return policy_fail(rf->run, tms_io_sqlstate(err.code),
+		return policy_fail(rf->run, tms_error_sqlstate(&err),
 						   psprintf("could not list namespaces: %s", err.message),
 						   err.detail[0] ? err.detail : NULL);
 	}

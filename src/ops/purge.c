@@ -307,7 +307,7 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table, bool de
 	IoLoadedTable t;
 	IcebergTableMetadata *volatile md = NULL;
 	Enqueue		e;
-	IoError		err;
+	TmsError	err;
 	TmsRoleSave save;
 	int64		id;
 	MemoryContext cxt = CurrentMemoryContext;
@@ -345,10 +345,10 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table, bool de
 	 */
 	memset(&t, 0, sizeof(t));
 	if (io_catalog_load_table_refs(conn->catalog, tms_namespace_to_io(ns), table, &t, &err) != 0)
-		tms_io_ereport(&err);	/* 404: a clear error, no job */
+		tms_error_ereport(&err);	/* 404: a clear error, no job */
 	PG_TRY();
 	{
-		IcebergError ierr;
+		TmsError	ierr;
 		PurgeCheck	check;
 
 		CHECK_FOR_INTERRUPTS();
@@ -360,7 +360,7 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table, bool de
 					 errhint("Drop it with tms.drop_table().")));
 		if (!iceberg_metadata_parse(t.metadata_json, strlen(t.metadata_json), NULL,
 									(IcebergTableMetadata **) &md, &ierr))
-			tms_iceberg_ereport(&ierr);
+			tms_error_ereport(&ierr);
 		e.location = tms_check_table_location(conn->server, ns, table, md->location, "purge");
 		e.uuid = md->table_uuid ? pstrdup(md->table_uuid) : NULL;
 		e.metadata_location = pstrdup(t.metadata_location);
@@ -844,7 +844,7 @@ step_drop_record(void *arg)
 
 /* Did the table go?  Load it once more (the outcome of a drop). */
 static int
-table_gone(TmsCatalogConn *conn, const char *ns_io, const char *table, IoError *err)
+table_gone(TmsCatalogConn *conn, const char *ns_io, const char *table, TmsError *err)
 {
 	IoLoadedTable again;
 
@@ -893,7 +893,7 @@ check_loaded(PurgeRun *run, IoLoadedTable *t, DropRecord *dr)
 
 	PG_TRY();
 	{
-		IcebergError ierr;
+		TmsError	ierr;
 		PurgeCheck	check;
 		char	   *c = NULL;
 
@@ -951,7 +951,7 @@ check_loaded(PurgeRun *run, IoLoadedTable *t, DropRecord *dr)
 
 /* A failed catalog change whose outcome nobody knows: read to resolve it. */
 static bool
-outcome_unknown(const IoError *err)
+outcome_unknown(const TmsError *err)
 {
 	return err->code == IO_ERR_TIMEOUT || err->code == IO_ERR_SERVER ||
 		err->code == IO_ERR_UNAVAILABLE || err->code == IO_ERR_PROTOCOL ||
@@ -991,8 +991,8 @@ static int
 hold_table(PurgeRun *run, TmsCatalogConn *conn, const char *ns_io)
 {
 	char	   *hold_io = tms_namespace_to_io(run->held_ns);
-	IoError		err;
-	IoError		err2;
+	TmsError	err;
+	TmsError	err2;
 	int			rc;
 
 	rc = io_catalog_rename_table(conn->catalog, ns_io, run->table, hold_io, run->held_name,
@@ -1002,9 +1002,9 @@ hold_table(PurgeRun *run, TmsCatalogConn *conn, const char *ns_io)
 		if (io_catalog_create_namespace(conn->catalog, hold_io, &err2) != 0 &&
 			err2.code != IO_ERR_ALREADY_EXISTS)
 		{
-			purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(err2.code),
+			purge_run_fail_code(run, RUN_TRANSIENT, tms_error_sqlstate(&err2),
 								"could not create the namespace \"%s\" to hold table \"%s.%s\": %s",
-								run->held_ns, run->ns, run->table, tms_io_error_text(&err2));
+								run->held_ns, run->ns, run->table, tms_error_text(&err2));
 			return -1;
 		}
 		rc = io_catalog_rename_table(conn->catalog, ns_io, run->table, hold_io,
@@ -1018,26 +1018,26 @@ hold_table(PurgeRun *run, TmsCatalogConn *conn, const char *ns_io)
 		if (table_gone(conn, ns_io, run->table, &err2) == 1 &&
 			table_gone(conn, hold_io, run->held_name, &err2) == 0)
 			return 1;
-		purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(err.code),
+		purge_run_fail_code(run, RUN_TRANSIENT, tms_error_sqlstate(&err),
 							"could not move table \"%s.%s\" to \"%s.%s\": %s",
 							run->ns, run->table, run->held_ns, run->held_name,
-							tms_io_error_text(&err));
+							tms_error_text(&err));
 		return -1;
 	}
 	if (err.code != IO_ERR_BAD_REQUEST && err.code != IO_ERR_FORBIDDEN &&
 		err.code != IO_ERR_NOT_FOUND && err.code != IO_ERR_UNSUPPORTED &&
 		err.code != IO_ERR_NO_SUCH_TABLE)
 	{
-		purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(err.code),
+		purge_run_fail_code(run, RUN_TRANSIENT, tms_error_sqlstate(&err),
 							"could not move table \"%s.%s\" to \"%s.%s\": %s",
 							run->ns, run->table, run->held_ns, run->held_name,
-							tms_io_error_text(&err));
+							tms_error_text(&err));
 		return -1;
 	}
 	/* the catalog will not (or the table went meanwhile): a plain drop */
 	ereport(LOG,
 			(errmsg("purge job " INT64_FORMAT ": the catalog would not move table \"%s.%s\" to namespace \"%s\" (%s); it is dropped instead",
-					run->job_id, run->ns, run->table, run->held_ns, tms_io_error_text(&err))));
+					run->job_id, run->ns, run->table, run->held_ns, tms_error_text(&err))));
 	return record_hold(run, NULL, NULL) ? 0 : -1;
 }
 
@@ -1050,7 +1050,7 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 {
 	char	   *ns_io = tms_namespace_to_io(run->ns);
 	IoLoadedTable t;
-	IoError		err;
+	TmsError	err;
 	DropRecord	dr;
 	ErrorData  *e;
 
@@ -1072,9 +1072,9 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 			err.code == IO_ERR_FORBIDDEN;
 
 			purge_run_fail_code(run, terminal ? RUN_TERMINAL : RUN_TRANSIENT,
-								tms_io_sqlstate(err.code),
+								tms_error_sqlstate(&err),
 								"could not load table \"%s.%s\" to drop it: %s",
-								run->ns, run->table, tms_io_error_text(&err));
+								run->ns, run->table, tms_error_text(&err));
 			return;
 		}
 
@@ -1119,7 +1119,7 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 		if (!held && io_catalog_drop_table(conn->catalog, ns_io, run->table, false, &err) != 0 &&
 			err.code != IO_ERR_NO_SUCH_TABLE)
 		{
-			IoError		first = err;
+			TmsError	first = err;
 			int			gone = -1;
 
 			/* an outcome we do not know is resolved before anything else */
@@ -1127,11 +1127,11 @@ run_drop(PurgeRun *run, TmsCatalogConn *conn)
 				gone = table_gone(conn, ns_io, run->table, &err);
 			if (gone != 1)
 			{
-				purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(first.code),
+				purge_run_fail_code(run, RUN_TRANSIENT, tms_error_sqlstate(&first),
 									"could not drop table \"%s.%s\" from its catalog%s: %s",
 									run->ns, run->table,
 									gone == 0 ? " (it is still there)" : "",
-									tms_io_error_text(&first));
+									tms_error_text(&first));
 				return;
 			}
 		}
@@ -1167,8 +1167,8 @@ static void
 release_held(PurgeRun *run)
 {
 	char	   *hold_io = tms_namespace_to_io(run->held_ns);
-	IoError		err;
-	IoError		err2;
+	TmsError	err;
+	TmsError	err2;
 
 	purge_write_progress(run, "release", true);
 	if (run->result != RUN_OK)
@@ -1177,9 +1177,9 @@ release_held(PurgeRun *run)
 		err.code == IO_ERR_NO_SUCH_TABLE ||
 		(outcome_unknown(&err) && table_gone(run->conn, hold_io, run->held_name, &err2) == 1))
 		return;
-	purge_run_fail_code(run, RUN_TRANSIENT, tms_io_sqlstate(err.code),
+	purge_run_fail_code(run, RUN_TRANSIENT, tms_error_sqlstate(&err),
 						"every file is deleted, but the held catalog entry \"%s.%s\" could not be dropped: %s",
-						run->held_ns, run->held_name, tms_io_error_text(&err));
+						run->held_ns, run->held_name, tms_error_text(&err));
 }
 
 /* ----------------------------------------------------------------

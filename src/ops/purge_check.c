@@ -103,8 +103,8 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 
 	PG_TRY();
 	{
-		IoError		err;
-		IcebergError ierr;
+		TmsError	err;
+		TmsError	ierr;
 		TmsTableFileIO tio;
 		IcebergFileIO fio;
 		const char *gc;
@@ -113,10 +113,10 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 		storage = tms_storage_open(s, creds, purge_config_has_secret(vended, n) ? vended : NULL,
 								   purge_config_has_secret(vended, n) ? n : 0, &err);
 		if (storage == NULL)
-			ok = refuse(out, tms_io_sqlstate(err.code), false,
+			ok = refuse(out, tms_error_sqlstate(&err), false,
 						psprintf("cannot purge table \"%s.%s\": its storage cannot be set up",
 								 ns, table),
-						tms_io_error_text(&err), NULL);
+						tms_error_text(&err), NULL);
 		else
 		{
 			tms_table_fileio(&tio, s, storage, &fio);
@@ -129,11 +129,11 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 				ierr.io_code != IO_ERR_INVALID_ARGUMENT;
 
 				md = NULL;
-				ok = refuse(out, tms_iceberg_sqlstate(&ierr), transient,
+				ok = refuse(out, tms_error_sqlstate(&ierr), transient,
 							psprintf("cannot purge table \"%s.%s\": its metadata file cannot be read",
 									 ns, table),
 							psprintf("Reading \"%s\": %s.", metadata_location,
-									 tms_iceberg_error_text(&ierr)),
+									 tms_error_text(&ierr)),
 							"A purge finds the table's files through its metadata file; a table it cannot read is not dropped.");
 			}
 			else if (uuid != NULL && md->table_uuid != NULL &&

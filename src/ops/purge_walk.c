@@ -82,19 +82,12 @@ file_missing(PurgeRun *run, const char *path)
 {
 	char	   *c = tms_location_canonical(run->server, path, NULL);
 	uint64_t	size;
-	IoError		err;
+	TmsError	err;
 
 	if (c == NULL)
 		return false;
 	return io_storage_size(run->storage, c, &size, &err) != 0 &&
 		err.code == IO_ERR_NOT_FOUND;
-}
-
-/* Describe an iceberg error (and the storage error behind it). */
-static const char *
-iceberg_error_text(PurgeRun *run, const IcebergError *err)
-{
-	return tms_iceberg_error_text(err);
 }
 
 /* What to say when the storage refused the credentials the catalog vended. */
@@ -108,7 +101,7 @@ vended_refused(PurgeRun *run)
 
 /* Classify a failed read of path and record it; true if it was missing. */
 static bool
-read_failed(PurgeRun *run, const char *what, const char *path, const IcebergError *err)
+read_failed(PurgeRun *run, const char *what, const char *path, const TmsError *err)
 {
 	if (err->code == ICEBERG_ERR_IO && file_missing(run, path))
 		return true;
@@ -116,14 +109,14 @@ read_failed(PurgeRun *run, const char *what, const char *path, const IcebergErro
 		(err->io_code == IO_ERR_FORBIDDEN || err->io_code == IO_ERR_UNAUTHORIZED ||
 		 (err->io_code == IO_ERR_BAD_REQUEST && strstr(err->detail, "ExpiredToken") != NULL)))
 		purge_run_fail(run, RUN_TERMINAL, "could not read %s \"%s\": %s%s", what, path,
-					   iceberg_error_text(run, err), vended_refused(run));
+					   tms_error_text(err), vended_refused(run));
 	else if (err->code == ICEBERG_ERR_MALFORMED || err->code == ICEBERG_ERR_UNSUPPORTED ||
 			 err->code == ICEBERG_ERR_LIMIT)
 		purge_run_fail(run, RUN_TERMINAL, "cannot read %s \"%s\": %s", what, path,
-					   iceberg_error_text(run, err));
+					   tms_error_text(err));
 	else
 		purge_run_fail(run, RUN_TRANSIENT, "could not read %s \"%s\": %s", what, path,
-					   iceberg_error_text(run, err));
+					   tms_error_text(err));
 	return false;
 }
 
@@ -350,7 +343,7 @@ static bool
 walk_manifest(PurgeRun *run, const IcebergManifestFile *mf)
 {
 	const IcebergManifestEntry *e;
-	IcebergError err;
+	TmsError	err;
 	int			rc;
 
 	if (!iceberg_manifest_open(&run->fio, mf, run->md->format_version, 0, &run->mr, &err))
@@ -377,7 +370,7 @@ walk_manifest(PurgeRun *run, const IcebergManifestFile *mf)
 		purge_run_fail(run, err.code == ICEBERG_ERR_IO || err.code == ICEBERG_ERR_CANCELLED
 					   ? RUN_TRANSIENT : RUN_TERMINAL,
 					   "could not read manifest \"%s\": %s", mf->manifest_path,
-					   iceberg_error_text(run, &err));
+					   tms_error_text(&err));
 		return false;
 	}
 	return run->result == RUN_OK;
@@ -388,7 +381,7 @@ static bool
 walk_snapshot(PurgeRun *run, const IcebergSnapshot *s)
 {
 	const IcebergManifestFile *mf;
-	IcebergError err;
+	TmsError	err;
 	int			rc;
 
 	if (!iceberg_manifest_list_open(&run->fio, run->md, s, &run->lr, &err))
@@ -402,7 +395,7 @@ walk_snapshot(PurgeRun *run, const IcebergSnapshot *s)
 		}
 		if (s->manifest_list == NULL)
 			purge_run_fail(run, RUN_TERMINAL, "cannot read the manifests of snapshot %lld: %s",
-						   (long long) s->snapshot_id, iceberg_error_text(run, &err));
+						   (long long) s->snapshot_id, tms_error_text(&err));
 		return false;
 	}
 	while ((rc = iceberg_manifest_list_next(run->lr, &mf, &err)) == 1)
@@ -421,7 +414,7 @@ walk_snapshot(PurgeRun *run, const IcebergSnapshot *s)
 					   ? RUN_TRANSIENT : RUN_TERMINAL,
 					   "could not read manifest list \"%s\": %s",
 					   s->manifest_list ? s->manifest_list : "(inline)",
-					   iceberg_error_text(run, &err));
+					   tms_error_text(&err));
 		return false;
 	}
 	if (run->result != RUN_OK)
@@ -503,7 +496,7 @@ step_known_tables(void *arg)
 static bool
 open_storage(PurgeRun *run)
 {
-	IoError		err;
+	TmsError	err;
 
 	run->storage = tms_storage_open(run->server, &run->creds, run->vended_kv,
 									run->nvended, &err);
@@ -531,7 +524,7 @@ open_storage(PurgeRun *run)
 static pg_noinline void
 run_walk(PurgeRun *run)
 {
-	IcebergError err;
+	TmsError	err;
 	const char *gc;
 	HASHCTL		ctl;
 

@@ -283,7 +283,7 @@ static void
 post(Delivery *d)
 {
 	IoWebhookRequest req;
-	IoError		err;
+	TmsError	err;
 	long		status;
 
 	memset(&req, 0, sizeof(req));

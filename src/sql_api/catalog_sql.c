@@ -95,12 +95,12 @@ static void
 load_table(TmsCatalogConn *conn, const char *ns, const char *table,
 		   IoLoadedTable *out)
 {
-	IoError		err;
+	TmsError	err;
 
 	check_ident(ns, table);
 	if (io_catalog_load_table(conn->catalog, tms_namespace_to_io(ns), table,
 							  out, &err) != 0)
-		tms_io_ereport(&err);
+		tms_error_ereport(&err);
 	CHECK_FOR_INTERRUPTS();
 	if (out->metadata_json == NULL)
 		ereport(ERROR,
@@ -113,11 +113,11 @@ static IcebergTableMetadata *
 parse_metadata(const IoLoadedTable *t)
 {
 	IcebergTableMetadata *md = NULL;
-	IcebergError err;
+	TmsError	err;
 
 	if (!iceberg_metadata_parse(t->metadata_json, strlen(t->metadata_json),
 								NULL, &md, &err))
-		tms_iceberg_ereport(&err);
+		tms_error_ereport(&err);
 	return md;
 }
 
@@ -212,12 +212,12 @@ static List *
 fetch_namespaces(TmsCatalogConn *conn, const char *parent_io)
 {
 	IoStringList list;
-	IoError		err;
+	TmsError	err;
 	List	   *volatile result = NIL;
 	size_t		i;
 
 	if (io_catalog_list_namespaces(conn->catalog, parent_io, &list, &err) != 0)
-		tms_io_ereport(&err);
+		tms_error_ereport(&err);
 	PG_TRY();
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -266,11 +266,11 @@ static void
 put_tables(ReturnSetInfo *rsinfo, TmsCatalogConn *conn, const char *ns_io)
 {
 	IoTableList list;
-	IoError		err;
+	TmsError	err;
 	size_t		i;
 
 	if (io_catalog_list_tables(conn->catalog, ns_io, &list, &err) != 0)
-		tms_io_ereport(&err);
+		tms_error_ereport(&err);
 	PG_TRY();
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -452,20 +452,20 @@ content_name(int32_t content)
 
 /* Raise an iceberg error, with the storage error behind it if any. */
 static void
-raise_iceberg(const IcebergError *err, TmsTableFileIO *tio)
+raise_iceberg(const TmsError *err, TmsTableFileIO *tio)
 {
-	tms_iceberg_ereport(err);
+	tms_error_ereport(err);
 }
 
 /* Storage for a loaded table, or raise. */
 static IoStorage *
 table_storage(TmsCatalogConn *conn, const IoLoadedTable *t)
 {
-	IoError		err;
+	TmsError	err;
 	IoStorage  *st = tms_catalog_storage(conn, t, &err);
 
 	if (st == NULL)
-		tms_io_ereport(&err);
+		tms_error_ereport(&err);
 	return st;
 }
 
@@ -498,7 +498,7 @@ tms_table_files(PG_FUNCTION_ARGS)
 	{
 		const IcebergSnapshot *snap;
 		const IcebergManifestFile *mf;
-		IcebergError err;
+		TmsError	err;
 		int			rc;
 
 		load_table(conn, ns, table, &t);
@@ -625,7 +625,7 @@ tms_table_metrics(PG_FUNCTION_ARGS)
 	memset(&m, 0, sizeof(m));
 	PG_TRY();
 	{
-		IcebergError err;
+		TmsError	err;
 
 		load_table(conn, ns, table, &t);
 		md = parse_metadata(&t);

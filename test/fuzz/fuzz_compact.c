@@ -53,7 +53,7 @@ static IcebergTableMetadata *md;
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	IcebergError err;
+	TmsError	err;
 	char	   *text;
 	size_t		len;
 

@@ -43,7 +43,7 @@ typedef struct iter
 	const DslFile *files;
 	size_t		n;
 	size_t		pos;
-} iter;
+}			iter;
 
 static int
 next_files(void *arg, const DslFile **files, size_t *nfiles)
@@ -95,7 +95,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nodes = malloc(sizeof(*nodes) * (size_t) (dsl_explain_count(p) + 1));
 	for (int i = 0; i < 3; i++)
 	{
-		DslMetrics m;
+		DslMetrics	m;
 		DslProperties props = {get_prop, NULL};
 		iter		it1 = {files, i == 1 ? 0 : 5, 0};
 		iter		it2 = it1;
@@ -105,7 +105,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		DslInput	in2 = {&m, &props, &src2};
 		bool		r1,
 					r2;
-		DslOutcome o1,
+		DslOutcome	o1,
 					o2;
 
 		fill(&m, bases[i]);

@@ -102,7 +102,7 @@ check_spark(const char *s)
 static void
 check_gravitino(const char *s)
 {
-	EngineError err;
+	TmsError	err;
 	EngJson    *doc = eng_json_parse(s, strlen(s), &err);
 	EngJson    *conf = NULL;
 	bool		tag = false;
@@ -143,8 +143,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	EngineOperation op;
 	int			mode;
 	EngineStatement st;
-	EngineError err;
-	EngineError err2;
+	TmsError	err;
+	TmsError	err2;
 	const char *ns[1];
 	EngineTarget t;
 	int			rc;

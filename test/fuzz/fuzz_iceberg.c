@@ -35,7 +35,7 @@ fuzz_list(const IcebergFileIO *io)
 {
 	IcebergManifestListReader *lr;
 	const IcebergManifestFile *mf;
-	IcebergError err;
+	TmsError	err;
 
 	if (!iceberg_manifest_list_open_path(io, "fuzz", &lr, &err))
 		return;
@@ -55,7 +55,7 @@ fuzz_manifest(const IcebergFileIO *io)
 	IcebergManifestFile mf;
 	IcebergManifestReader *mr;
 	const IcebergManifestEntry *e;
-	IcebergError err;
+	TmsError	err;
 
 	memset(&mf, 0, sizeof(mf));
 	mf.manifest_path = "fuzz";
@@ -88,7 +88,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	IcebergMemoryFile mem;
 	IcebergFileIO io;
 	IcebergTableMetadata *md;
-	IcebergError err;
+	TmsError	err;
 
 	io_init();					/* idempotent; before any jansson use */
 	if (size < 1)

@@ -54,7 +54,7 @@ check_canonical(const char *path, const char *root)
 {
 	char	   *c = NULL;
 	char	   *again = NULL;
-	IoError		err;
+	TmsError	err;
 
 	if (io_location_canonical(path, root, &c, &err) != 0)
 	{
@@ -84,7 +84,7 @@ check_origin(const char *url)
 	if (!io_webhook_origin(url, origin, sizeof(origin)))
 	{
 		const char *after = strncmp(url, "http://", 7) == 0 ? url + 7 :
-			strncmp(url, "https://", 8) == 0 ? url + 8 : NULL;
+		strncmp(url, "https://", 8) == 0 ? url + 8 : NULL;
 
 		/* refused although a host came first */
 		if (after != NULL && strchr(url, '@') == NULL && *after != '\0' &&

@@ -21,7 +21,7 @@
  *	   is the URL, the others extra header lines; signed with SigV4 (and
  *	   a bearer token) when the selector's bit 3 is set.
  * A small JSON budget (64 KiB) makes the max_json_bytes paths reachable.
- * Every reader must end in a value: 0, or -1 with an IoError whose code is
+ * Every reader must end in a value: 0, or -1 with an TmsError whose code is
  * set; ASan/UBSan and the leak checker do the rest.
  *
  * Build: make fuzz-rest (this file with every .c file of src/io).
@@ -57,7 +57,7 @@ fake_catalog(bool warehouse, bool prefix)
 
 /* A failed reader must say why. */
 static void
-check_rc(int rc, const IoError *err)
+check_rc(int rc, const TmsError *err)
 {
 	if (rc != 0 && (rc != -1 || err->code == IO_OK || err->message[0] == '\0'))
 		abort();
@@ -70,7 +70,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	429, 500, 501, 502, 503, 504, 418, 599};
 	const char *body;
 	size_t		len;
-	IoError		err;
+	TmsError	err;
 	int			rc;
 
 	io_init();					/* idempotent; before any jansson use */
@@ -78,7 +78,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	body = (const char *) data + 1;
 	len = size - 1;
-	io_error_clear(&err);
+	tms_error_clear(&err);
 	switch (data[0] & 7)
 	{
 		case 0:

@@ -45,12 +45,12 @@ walk(const IoXmlNode *n, int depth)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	IoError		err;
+	TmsError	err;
 	IoXmlNode  *doc;
 	const IoXmlNode *c;
 	IoXmlStats	stats;
 
-	io_error_clear(&err);
+	tms_error_clear(&err);
 	doc = io_xml_parse_stats((const char *) data, size, &stats, &err);
 	if (stats.peak > stats.limit || stats.limit > 2 * size + 16 * 1024)
 		abort();

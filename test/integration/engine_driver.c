@@ -115,14 +115,14 @@ put_run(const IoEngineRun *run)
 }
 
 static void
-put_result(const char *step, int rc, const IoEngineRun *run, const IoError *err,
+put_result(const char *step, int rc, const IoEngineRun *run, const TmsError *err,
 		   const bool *found)
 {
 	printf("{\"step\":\"%s\",\"ok\":%s", step, rc == 0 ? "true" : "false");
 	if (rc != 0)
 	{
 		printf(",\"error\":{\"code\":\"%s\",\"http_status\":%ld,\"message\":",
-			   io_error_code_name(err->code), err->http_status);
+			   tms_error_code_name(err->code), err->http_status);
 		put_json_string(err->message);
 		fputs(",\"detail\":", stdout);
 		put_json_string(err->detail);
@@ -159,7 +159,7 @@ main(int argc, char **argv)
 	const char *template_name = NULL;
 	IoEngine   *eng;
 	IoEngineRun run;
-	IoError		err;
+	TmsError	err;
 	int			opt;
 	int			i;
 
@@ -256,7 +256,7 @@ main(int argc, char **argv)
 		const char *step = argv[i];
 		int			rc;
 
-		io_error_clear(&err);
+		tms_error_clear(&err);
 		if (strcmp(step, "submit") == 0 && i + 2 < argc)
 		{
 			io_engine_run_free(&run);

@@ -37,9 +37,9 @@
 #include "io/io.h"
 
 static int
-fail(const IoError *err)
+fail(const TmsError *err)
 {
-	fprintf(stderr, "error\t%s\t%ld\t%s\t%s\n", io_error_code_name(err->code),
+	fprintf(stderr, "error\t%s\t%ld\t%s\t%s\n", tms_error_code_name(err->code),
 			err->http_status, err->message, err->detail);
 	return 2;
 }
@@ -74,7 +74,7 @@ static int
 do_delete(IoStorage *st, char **uris, size_t n)
 {
 	IoDeleteResult *res = calloc(n ? n : 1, sizeof(IoDeleteResult));
-	IoError		err;
+	TmsError	err;
 	int			rc = 0;
 
 	if (io_storage_delete(st, (const char *const *) uris, n, res, &err) != 0)
@@ -92,7 +92,7 @@ do_catalog(const char *cmd, char **args, int nargs, long timeout_ms, int retries
 {
 	IoCatalogConfig cfg;
 	IoCatalog  *cat;
-	IoError		err;
+	TmsError	err;
 	IoLoadedTable t;
 	int			rc = 0;
 
@@ -157,7 +157,7 @@ main(int argc, char **argv)
 {
 	IoStorageConfig cfg;
 	IoStorage  *st;
-	IoError		err;
+	TmsError	err;
 	int			c;
 	int			rc = 0;
 	const char *cmd;

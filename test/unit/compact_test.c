@@ -52,7 +52,7 @@ static bool
 match(IcebergTableMetadata *md, const char *where, int spec, const char *part)
 {
 	IcebergPartitionFilter *f;
-	IcebergError err;
+	TmsError	err;
 	bool		r;
 
 	if (!iceberg_partition_filter_parse(where, &f, &err) ||
@@ -67,10 +67,10 @@ match(IcebergTableMetadata *md, const char *where, int spec, const char *part)
 }
 
 static bool
-refused(IcebergTableMetadata *md, const char *where, IcebergErrorCode code, const char *says)
+refused(IcebergTableMetadata *md, const char *where, int code, const char *says)
 {
 	IcebergPartitionFilter *f = NULL;
-	IcebergError err;
+	TmsError	err;
 	bool		ok;
 
 	ok = iceberg_partition_filter_parse(where, &f, &err) &&
@@ -90,7 +90,7 @@ static void
 test_filter(void)
 {
 	IcebergTableMetadata *md;
-	IcebergError err;
+	TmsError	err;
 	int64_t		day = 20422;	/* 2025-11-30 */
 	char		p1[128];
 
@@ -219,7 +219,7 @@ static bool
 parses(const char *line)
 {
 	IcebergCompactMessage m;
-	IcebergError err;
+	TmsError	err;
 	bool		ok = iceberg_compact_message_parse(line, strlen(line), 0, &m, &err);
 
 	iceberg_compact_message_free(&m);
@@ -230,7 +230,7 @@ static void
 test_wire(void)
 {
 	IcebergCompactMessage m;
-	IcebergError err;
+	TmsError	err;
 	IcebergCompactOutput o;
 	IcebergColumnMetrics cm[2];
 	int64_t		splits[2] = {4, 1000};
@@ -342,7 +342,7 @@ test_metrics_modes(void)
 	IcebergTableMetadata *md;
 	IcebergSchema *s;
 	IcebergCompactJobMetric *m;
-	IcebergError err;
+	TmsError	err;
 
 	if (!iceberg_metadata_parse(metadata_json, strlen(metadata_json), NULL, &md, &err) ||
 		!iceberg_schema_parse(md->current_schema_json, &s, &err))
@@ -369,7 +369,7 @@ test_plan_fixture(void)
 	IcebergTableMetadata *md;
 	IcebergCompactPlan *p;
 	IcebergCompactOptions o;
-	IcebergError err;
+	TmsError	err;
 	char		folder[1024];
 	char		path[1200];
 	int			total = 0;
@@ -470,7 +470,7 @@ test_plan_rewrite_all(void)
 	IcebergTableMetadata *md;
 	IcebergCompactPlan *p;
 	IcebergCompactOptions o;
-	IcebergError err;
+	TmsError	err;
 	char		folder[1024];
 	char		path[1200];
 

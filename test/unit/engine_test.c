@@ -32,7 +32,7 @@ build_is(int line, EngineType type, const char *op, const EngineTarget *t,
 		 const char *json, const char *want)
 {
 	EngineStatement st;
-	EngineError err;
+	TmsError	err;
 
 	if (engine_statement_build(type, op, t, json, "tms-job-7", NOW, &st, &err) != 0)
 	{
@@ -52,11 +52,11 @@ build_is(int line, EngineType type, const char *op, const EngineTarget *t,
 /* Expect an error of code whose message (or detail, hint) contains want. */
 static void
 build_err(int line, EngineType type, const char *op, const EngineTarget *t,
-		  const char *json, EngineErrorCode code, const char *want_msg,
+		  const char *json, int code, const char *want_msg,
 		  const char *want_detail)
 {
 	EngineStatement st;
-	EngineError err;
+	TmsError	err;
 
 	memset(&err, 0, sizeof(err));
 	if (engine_statement_build(type, op, t, json, "tms-job-7", NOW, &st, &err) == 0)
@@ -76,7 +76,7 @@ build_err(int line, EngineType type, const char *op, const EngineTarget *t,
 	/* the check alone says the same when no target is involved */
 	if (code != ENGINE_ERR_INVALID_NAME && t == &T)
 	{
-		EngineError e2;
+		TmsError	e2;
 
 		if (engine_options_check(type, op, json, &e2) == 0 && code != ENGINE_ERR_INVALID_VALUE)
 		{
@@ -223,7 +223,7 @@ test_trino(void)
 	/* every option, and the session property */
 	{
 		EngineStatement st;
-		EngineError err;
+		TmsError	err;
 
 		CHECK(engine_statement_build(TRINO, "compaction", &T,
 									 "{\"file-size-threshold\": \"100MB\","
@@ -251,7 +251,7 @@ static void
 test_gravitino(void)
 {
 	EngineStatement st;
-	EngineError err;
+	TmsError	err;
 
 	BUILD_IS(GRAV, "compaction", &T, NULL,
 			 "{\"jobTemplateName\":\"builtin-iceberg-rewrite-data-files\",\"jobConf\":"
@@ -347,7 +347,7 @@ test_hostile_names(void)
 	longname[1024] = '\0';
 	{
 		EngineStatement st;
-		EngineError err;
+		TmsError	err;
 
 		CHECK(engine_statement_build(LIVY, "manifest-rewrite", &tl, NULL, "x", NOW, &st, &err) == 0);
 		CHECK(st.text && strlen(st.text) == strlen("CALL `lake`.system.rewrite_manifests(table => '`sales`.``')") + 1024);
@@ -401,7 +401,7 @@ test_trino_where(void)
 		NULL
 	};
 	int			i;
-	EngineError err;
+	TmsError	err;
 
 	for (i = 0; bad[i]; i++)
 		if (eng_trino_where_check(bad[i], &err) == 0 || err.code != ENGINE_ERR_INVALID_VALUE)
@@ -621,7 +621,7 @@ test_placeholders_and_big(void)
 /* Read counts from a result of rows of text. */
 static int
 counts(EngineType type, EngineOperation op, const char *const *cols, size_t ncols,
-	   const char *const *const *rows, size_t nrows, EngineCounts *c, EngineError *err)
+	   const char *const *const *rows, size_t nrows, EngineCounts *c, TmsError *err)
 {
 	return engine_counts_read(type, op, cols, ncols, rows, nrows, c, err);
 }
@@ -630,7 +630,7 @@ static void
 test_counts(void)
 {
 	EngineCounts c;
-	EngineError err;
+	TmsError	err;
 
 	/* Spark rewrite_data_files, in the JSON forms a client may give */
 	{

@@ -100,7 +100,7 @@ build(const Snap *s, int n, const char *refs, const char *props, int64_t current
 {
 	char	   *j = build_json(s, n, refs, props, current);
 	IcebergTableMetadata *md = NULL;
-	IcebergError err;
+	TmsError	err;
 
 	if (!iceberg_metadata_parse(j, strlen(j), NULL, &md, &err))
 	{
@@ -160,7 +160,7 @@ expect_plan(const char *name, const IcebergTableMetadata *md,
 			const char *removed)
 {
 	IcebergExpirePlan p;
-	IcebergError err;
+	TmsError	err;
 
 	if (md == NULL)
 	{
@@ -182,14 +182,14 @@ expect_plan(const char *name, const IcebergTableMetadata *md,
 
 static void
 expect_refused(const char *name, const IcebergTableMetadata *md,
-			   const IcebergExpireOptions *o, IcebergErrorCode code)
+			   const IcebergExpireOptions *o, int code)
 {
 	IcebergExpirePlan p;
-	IcebergError err;
+	TmsError	err;
 	bool		ok = iceberg_expire_plan(md, o, &p, &err);
 
 	CHECK(!ok && err.code == code, "%s: want %s, got %s", name,
-		  iceberg_error_code_name(code), ok ? "success" : iceberg_error_code_name(err.code));
+		  tms_error_code_name(code), ok ? "success" : tms_error_code_name(err.code));
 	if (ok)
 		iceberg_expire_plan_free(&p);
 	else
@@ -207,7 +207,7 @@ test_plan_rules(void)
 	IcebergTableMetadata *md;
 	IcebergExpireOptions o;
 	IcebergExpirePlan p;
-	IcebergError err;
+	TmsError	err;
 	int64_t		ids[4];
 
 	/* older-than and retain-last on main */
@@ -332,7 +332,7 @@ test_plan_refs(void)
 	IcebergTableMetadata *md;
 	IcebergExpireOptions o;
 	IcebergExpirePlan p;
-	IcebergError err;
+	TmsError	err;
 	int64_t		ids[2];
 
 	/* a branch with its own min-snapshots-to-keep */
@@ -505,7 +505,7 @@ test_plan_random(void)
 		IcebergTableMetadata *md;
 		IcebergExpireOptions o;
 		IcebergExpirePlan p;
-		IcebergError err;
+		TmsError	err;
 
 		n = 1 + RND() % 40;
 		for (i = 0; i < n; i++)
@@ -648,11 +648,11 @@ strlist_free(StrList *l)
 
 /* Walk callback: add the canonical path. */
 static bool
-collect_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
+collect_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 {
 	StrList    *l = arg;
 	char	   *c;
-	IoError		ioerr;
+	TmsError	ioerr;
 
 	(void) err;
 	if (io_location_canonical(f->path, l->root, &c, &ioerr) != 0)
@@ -671,11 +671,11 @@ collect_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
 
 /* Stream callback: paths must already be canonical. */
 static bool
-stream_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
+stream_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 {
 	StrList    *l = arg;
 	char	   *c;
-	IoError		ioerr;
+	TmsError	ioerr;
 
 	(void) err;
 	if (io_location_canonical(f->path, NULL, &c, &ioerr) != 0 || strcmp(c, f->path) != 0)
@@ -708,7 +708,7 @@ check_expired(const char *name, const IcebergFileIO *io,
 				missing = 0,
 				extra = 0,
 				result;
-	IcebergError err;
+	TmsError	err;
 	unsigned	flags = ICEBERG_WALK_MANIFEST_LISTS | ICEBERG_WALK_MANIFESTS |
 	ICEBERG_WALK_CONTENT_FILES | ICEBERG_WALK_STATISTICS;
 
@@ -791,7 +791,7 @@ test_expired_fixtures(void)
 			   *kept;
 	IcebergExpireOptions o;
 	IcebergExpirePlan p;
-	IcebergError err;
+	TmsError	err;
 	char		folder[1024];
 	char		path[1200];
 	int			kinds[8];
@@ -827,7 +827,7 @@ test_expired_fixtures(void)
 	/* relative paths without a root: refused, never guessed */
 	CHECK(!iceberg_expired_files(&io, md, kept, NULL, stream_cb, &(StrList) {0}, &err) &&
 		  err.code == ICEBERG_ERR_INVALID_ARGUMENT,
-		  "relative paths without a root fail (%s)", iceberg_error_code_name(err.code));
+		  "relative paths without a root fail (%s)", tms_error_code_name(err.code));
 	/* nothing expired: nothing streamed */
 	n = check_expired("pyiceberg kept = old", &io, md, md, "/fixroot", NULL);
 	CHECK(n == 0, "nothing expired streams nothing (%d)", n);
@@ -968,7 +968,7 @@ test_expired_all_fixtures(void)
 		IcebergTableMetadata *md,
 				   *kept;
 		IcebergExpirePlan p;
-		IcebergError err;
+		TmsError	err;
 		char		folder[1024];
 		char		path[1200];
 		char		name[160];
@@ -1066,7 +1066,7 @@ test_expired_synth(void)
 			   *kept;
 	IcebergExpirePlan p;
 	IcebergExpireOptions o;
-	IcebergError err;
+	TmsError	err;
 	int			kinds[8];
 	int			a,
 				n;
@@ -1148,7 +1148,7 @@ test_expired_synth(void)
  */
 
 static bool
-valid_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
+valid_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 {
 	StrList    *l = arg;
 
@@ -1165,7 +1165,7 @@ test_valid_set(void)
 	IcebergTableMetadata *md;
 	IcebergValidSet *vs;
 	IcebergOrphanOptions oo;
-	IcebergError err;
+	TmsError	err;
 	StrList		all = {0};
 	char		folder[1024];
 	char		path[1400];
@@ -1455,7 +1455,7 @@ static void
 test_commit(void)
 {
 	IcebergExpirePlan p;
-	IcebergError err;
+	TmsError	err;
 	int64_t		expired[] = {11, 12, 9007199254740993LL};
 	char	   *refs[] = {"old-tag", "dead-branch"};
 	int64_t		refids[] = {11, -1};
@@ -1641,7 +1641,7 @@ test_hash_sets(void)
 	int			bad = 0;
 	IcebergHashArray a = {0};
 	IcebergHashTable t = {0};
-	IcebergError err;
+	TmsError	err;
 
 	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
 	{
@@ -1701,7 +1701,7 @@ test_hash_sets(void)
  */
 
 static bool
-null_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
+null_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 {
 	(void) arg;
 	(void) f;
@@ -1731,7 +1731,7 @@ test_robustness(void)
 		int			k,
 					nmut = 1 + (int) (RND() % 4);
 		IcebergTableMetadata *md;
-		IcebergError err;
+		TmsError	err;
 
 		memcpy(m, base, len + 1);
 		for (k = 0; k < nmut; k++)
@@ -1787,7 +1787,7 @@ peak_rss_kb(void)
 }
 
 static bool
-count_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
+count_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 {
 	(void) f;
 	(void) err;
@@ -1804,7 +1804,7 @@ bench(const char *meta)
 	IcebergFileIO io;
 	IcebergTableMetadata *md,
 			   *kept;
-	IcebergError err;
+	TmsError	err;
 	IcebergValidSet *vs;
 	IcebergOrphanOptions oo;
 	IcebergExpirePlan p;

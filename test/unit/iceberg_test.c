@@ -82,7 +82,7 @@ test_standalone_metadata(void)
 	static const struct
 	{
 		const char *file;
-		IcebergErrorCode expect;
+		int			expect;
 		int			fv;
 		int			nsnapshots;
 	}			cases[] = {
@@ -126,7 +126,7 @@ test_standalone_metadata(void)
 	{
 		char		rel[512];
 		IcebergTableMetadata *md = NULL;
-		IcebergError err;
+		TmsError	err;
 		bool		ok;
 
 		snprintf(rel, sizeof(rel), "standalone-metadata/%s", cases[i].file);
@@ -146,8 +146,8 @@ test_standalone_metadata(void)
 		{
 			CHECK(!ok && err.code == cases[i].expect && md == NULL,
 				  "%s should fail with %s, got %s: %s", cases[i].file,
-				  iceberg_error_code_name(cases[i].expect),
-				  ok ? "success" : iceberg_error_code_name(err.code), err.message);
+				  tms_error_code_name(cases[i].expect),
+				  ok ? "success" : tms_error_code_name(err.code), err.message);
 			CHECK(ok || err.message[0] != '\0', "%s: empty error message", cases[i].file);
 		}
 		iceberg_metadata_free(md);
@@ -160,7 +160,7 @@ test_metadata_details(void)
 {
 	IcebergFileIO io;
 	IcebergTableMetadata *md;
-	IcebergError err;
+	TmsError	err;
 
 	iceberg_local_fileio(&io, NULL);
 
@@ -255,7 +255,7 @@ test_metadata_malformed(void)
 	static const struct
 	{
 		const char *json;
-		IcebergErrorCode code;
+		int			code;
 	}			cases[] = {
 		{"", ICEBERG_ERR_MALFORMED},
 		{"{", ICEBERG_ERR_MALFORMED},
@@ -288,7 +288,7 @@ test_metadata_malformed(void)
 	" \"current-snapshot-id\": 1}";
 	IcebergLimits limits;
 	IcebergTableMetadata *md;
-	IcebergError err;
+	TmsError	err;
 	size_t		i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -297,8 +297,8 @@ test_metadata_malformed(void)
 												NULL, &md, &err);
 
 		CHECK(!ok && err.code == cases[i].code, "case %zu should fail with %s, got %s",
-			  i, iceberg_error_code_name(cases[i].code),
-			  ok ? "success" : iceberg_error_code_name(err.code));
+			  i, tms_error_code_name(cases[i].code),
+			  ok ? "success" : tms_error_code_name(err.code));
 		if (ok)
 			iceberg_metadata_free(md);
 	}
@@ -320,7 +320,7 @@ test_metadata_malformed(void)
 	limits.max_collection_items = 1;
 	CHECK(!iceberg_metadata_parse(minimal_v1, strlen(minimal_v1), &limits, &md, &err) &&
 		  err.code == ICEBERG_ERR_LIMIT, "collection limit: %s",
-		  iceberg_error_code_name(err.code));
+		  tms_error_code_name(err.code));
 
 	/* a gzip bomb is capped */
 	{
@@ -337,7 +337,7 @@ test_metadata_malformed(void)
 			/* truncated gzip */
 			CHECK(!iceberg_metadata_parse(gz, len / 2, NULL, &md, &err) &&
 				  err.code == ICEBERG_ERR_MALFORMED, "truncated gzip: %s",
-				  iceberg_error_code_name(err.code));
+				  tms_error_code_name(err.code));
 			free(gz);
 		}
 	}
@@ -351,7 +351,7 @@ test_metadata_malformed(void)
 			  err.code == ICEBERG_ERR_IO, "missing file");
 		/* the IoFileIO's own code travels with the iceberg error */
 		CHECK(err.io_code == IO_ERR_NOT_FOUND, "missing file: io_code %s",
-			  io_error_code_name(err.io_code));
+			  tms_error_code_name(err.io_code));
 		CHECK(!iceberg_metadata_parse("{", 1, NULL, &md, &err) &&
 			  err.io_code == IO_OK, "parse error: io_code stays IO_OK");
 	}
@@ -425,7 +425,7 @@ typedef struct WalkCount
 } WalkCount;
 
 static bool
-count_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
+count_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 {
 	WalkCount  *wc = arg;
 	int			i;
@@ -444,7 +444,7 @@ count_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
 	/* every reached file exists once the prefix is mapped */
 	if (wc->io != NULL && f->kind != ICEBERG_FILE_METADATA)
 	{
-		IcebergError e2;
+		TmsError	e2;
 		char	   *data;
 		size_t		len;
 
@@ -485,7 +485,7 @@ typedef struct FileTally
 } FileTally;
 
 static bool
-tally_cb(void *arg, const IcebergDataFileInfo *f, IcebergError *err)
+tally_cb(void *arg, const IcebergDataFileInfo *f, TmsError *err)
 {
 	FileTally  *t = arg;
 
@@ -503,7 +503,7 @@ test_fixture_table(const TableCase *tc)
 	IcebergLocalFS fs;
 	IcebergFileIO io;
 	IcebergTableMetadata *md;
-	IcebergError err;
+	TmsError	err;
 	char		folder[1024];
 	char		mdpath[1200];
 	WalkCount	wc;
@@ -623,7 +623,7 @@ test_fixture_details(void)
 	IcebergLocalFS fs;
 	IcebergFileIO io;
 	IcebergTableMetadata *md;
-	IcebergError err;
+	TmsError	err;
 	IcebergManifestListReader *lr;
 	const IcebergManifestFile *mf;
 	IcebergManifestReader *mr;
@@ -757,7 +757,7 @@ test_standalone_avro(void)
 	IcebergFileIO io;
 	IcebergManifestListReader *lr;
 	const IcebergManifestFile *mf;
-	IcebergError err;
+	TmsError	err;
 	IcebergManifestFile v1copy;
 	char		path1[1024];
 	int			n;
@@ -845,7 +845,7 @@ test_standalone_avro(void)
 
 /* Read every entry of a manifest (kind 1) or manifest list (kind 0). */
 static int
-read_avro_buffer(const void *data, size_t len, int kind, IcebergError *err,
+read_avro_buffer(const void *data, size_t len, int kind, TmsError *err,
 				 int *nentries)
 {
 	IcebergMemoryFile mem;
@@ -893,7 +893,7 @@ test_truncation_and_corruption(const char *rel, int kind)
 				cut,
 				i;
 	unsigned char *data = slurp(fx(rel), &len);
-	IcebergError err;
+	TmsError	err;
 	int			full,
 				n,
 				bad = 0,
@@ -1069,7 +1069,7 @@ test_deflate_blocks(void)
 				r;
 	int			cnt,
 				i;
-	IcebergError err;
+	TmsError	err;
 	IcebergLimits lim;
 	IcebergMemoryFile mem;
 	IcebergFileIO io;
@@ -1124,7 +1124,7 @@ test_deflate_blocks(void)
 	if (iceberg_manifest_list_open_path(&io, "mem", &lr, &err))
 	{
 		CHECK(iceberg_manifest_list_next(lr, &mf, &err) < 0 && err.code == ICEBERG_ERR_LIMIT,
-			  "inflated block over the limit: %s", iceberg_error_code_name(err.code));
+			  "inflated block over the limit: %s", tms_error_code_name(err.code));
 		iceberg_manifest_list_close(lr);
 	}
 	else
@@ -1152,7 +1152,7 @@ test_deflate_blocks(void)
 		n += put_block(file + n, comp, len, nrec);
 		CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 &&
 			  (err.code == ICEBERG_ERR_MALFORMED || err.code == ICEBERG_ERR_LIMIT),
-			  "corrupt deflate %d: %s", i, iceberg_error_code_name(err.code));
+			  "corrupt deflate %d: %s", i, tms_error_code_name(err.code));
 	}
 	free(rec);
 	free(comp);
@@ -1193,7 +1193,7 @@ test_skip_shapes(void)
 	int			cnt,
 				k,
 				j;
-	IcebergError err;
+	TmsError	err;
 	IcebergManifestListReader *lr;
 	IcebergMemoryFile mem;
 	IcebergFileIO io;
@@ -1276,7 +1276,7 @@ test_skip_shapes(void)
 		n = put_header(file, schema, "null");
 		n += put_block(file + n, rec, cut[k], 1);
 		CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 && err.code == ICEBERG_ERR_MALFORMED,
-			  "record cut in skipped field %d: %s", k, iceberg_error_code_name(err.code));
+			  "record cut in skipped field %d: %s", k, tms_error_code_name(err.code));
 	}
 	free(file);
 }
@@ -1330,7 +1330,7 @@ test_handmade_avro(void)
 				r,
 				c;
 	int			cnt;
-	IcebergError err;
+	TmsError	err;
 	IcebergManifestListReader *lr;
 	IcebergMemoryFile mem;
 	IcebergFileIO io;
@@ -1461,7 +1461,7 @@ test_handmade_avro(void)
 			n = put_header(file, schemas[i], "null");
 			CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 &&
 				  err.code == ICEBERG_ERR_MALFORMED, "bad schema %d: %s", i,
-				  iceberg_error_code_name(err.code));
+				  tms_error_code_name(err.code));
 		}
 	}
 	/* required field missing */
@@ -1501,7 +1501,7 @@ test_handmade_avro(void)
  */
 
 static bool
-stop_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
+stop_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 {
 	int		   *n = arg;
 
@@ -1523,7 +1523,7 @@ test_walk_and_adapters(void)
 	IcebergLocalFS fs;
 	IcebergFileIO io;
 	IcebergTableMetadata *md;
-	IcebergError err;
+	TmsError	err;
 	char		folder[1024];
 	WalkCount	wc;
 	int64_t		first;
@@ -1564,7 +1564,7 @@ test_walk_and_adapters(void)
 
 		CHECK(!iceberg_table_metrics(&io, md, ICEBERG_METRICS_MANIFESTS, 0, NULL, NULL, &m, &err) &&
 			  err.code == ICEBERG_ERR_CANCELLED, "interrupted metrics: %s",
-			  iceberg_error_code_name(err.code));
+			  tms_error_code_name(err.code));
 	}
 	io.io.interrupted = NULL;
 
@@ -1661,7 +1661,7 @@ test_metadata_timestamps(void)
 	};
 	char		json[1024];
 	IcebergTableMetadata *md;
-	IcebergError err;
+	TmsError	err;
 	IcebergFileIO io;
 
 	/* the two ends of the range are accepted */
@@ -1747,7 +1747,7 @@ test_metrics_saturate(void)
 	IcebergTableMetadata md;
 	IcebergSnapshot snap;
 	IcebergTableMetrics m;
-	IcebergError err;
+	TmsError	err;
 
 	/* metadata built by hand: the parser would refuse these timestamps */
 	memset(&md, 0, sizeof(md));
@@ -1856,9 +1856,9 @@ test_io_router(void)
 	IoStorage  *st;
 	IoStorageFileIO state;
 	IcebergFileIO io;
-	IoError		ioerr;
+	TmsError	ioerr;
 	IcebergTableMetadata *md;
-	IcebergError err;
+	TmsError	err;
 	struct
 	{
 		const char *path;
@@ -1895,8 +1895,8 @@ test_io_router(void)
 	{
 		CHECK(!iceberg_metadata_read(&io, fails[i].path, &md, &err) &&
 			  err.code == ICEBERG_ERR_IO && err.io_code == fails[i].io_code,
-			  "\"%s\": %s / %s (%s)", fails[i].path, iceberg_error_code_name(err.code),
-			  io_error_code_name(err.io_code), err.detail);
+			  "\"%s\": %s / %s (%s)", fails[i].path, tms_error_code_name(err.code),
+			  tms_error_code_name(err.io_code), err.detail);
 	}
 	io_storage_free(st);
 	free(root);
@@ -1910,7 +1910,7 @@ test_json_budget(void)
 	IcebergLocalFS fs;
 	IcebergFileIO io;
 	IcebergTableMetadata *md = NULL;
-	IcebergError err;
+	TmsError	err;
 	const char *path = fx("pyiceberg-v1-overwrite/metadata/00003-8d01e4aa-d143-49c9-898e-b5e477577b70.metadata.json");
 
 	memset(&fs, 0, sizeof(fs));

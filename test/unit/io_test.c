@@ -352,7 +352,7 @@ run_sigv4_case(const char *dir, const char *name, int *cases_ok, int *cases)
 	{
 		IoSigV4Input in;
 		IoSigV4Output out;
-		IoError		err;
+		TmsError	err;
 		char		fname[128];
 		char	   *creq,
 				   *sts,
@@ -557,7 +557,7 @@ static void
 test_uri_parse(void)
 {
 	IoParsedUri u;
-	IoError		err;
+	TmsError	err;
 	struct
 	{
 		const char *uri;
@@ -722,10 +722,10 @@ test_location_canonical(void)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
 	{
 		char	   *out = NULL;
-		IoError		err;
+		TmsError	err;
 		int			rc;
 
-		io_error_clear(&err);
+		tms_error_clear(&err);
 		rc = io_location_canonical(cases[i].path, cases[i].root, &out, &err);
 		if (cases[i].want == NULL)
 		{
@@ -758,7 +758,7 @@ test_location_canonical(void)
 	/* the message says why */
 	{
 		char	   *out;
-		IoError		err;
+		TmsError	err;
 
 		io_location_canonical("s3://b/a/../k", NULL, &out, &err);
 		CHECK(strstr(err.message, "\"..\" segment") != NULL, "dot message: %s", err.message);
@@ -829,7 +829,7 @@ test_location_under(void)
 static void
 test_xml(void)
 {
-	IoError		err;
+	TmsError	err;
 	const char *list =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 	"<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
@@ -943,7 +943,7 @@ static size_t heap_in_use(void);
 static void
 test_xml_budget(void)
 {
-	IoError		err;
+	TmsError	err;
 	IoXmlStats	st;
 	IoXmlNode  *doc;
 	size_t		n = 2 * 1024 * 1024;	/* 8 MB of <a/> */
@@ -957,7 +957,7 @@ test_xml_budget(void)
 		len += 4;
 	}
 	len += (size_t) sprintf(flood + len, "</r>");
-	io_error_clear(&err);
+	tms_error_clear(&err);
 	doc = io_xml_parse_stats(flood, len, &st, &err);
 	CHECK(doc == NULL && err.code == IO_ERR_TOO_LARGE,
 		  "an <a/> flood of %zu bytes fails with a budget error (code %d: %s)",
@@ -968,7 +968,7 @@ test_xml_budget(void)
 	CHECK(st.peak <= st.limit && st.peak > len,
 		  "the flood's peak %zu stays within the budget %zu", st.peak, st.limit);
 	printf("%zu bytes of <a/>: stopped with %s after holding %zu bytes (budget %zu)\n",
-		   len, io_error_code_name(err.code), st.peak, st.limit);
+		   len, tms_error_code_name(err.code), st.peak, st.limit);
 	io_xml_free(doc);
 	free(flood);
 
@@ -1126,7 +1126,7 @@ test_config_apply(void)
 	{
 		IoStorageConfig cfg;
 		IoStorage  *st;
-		IoError		err;
+		TmsError	err;
 
 		mapping_config(&cfg);
 		cfg.s3_region = "us-east-1/../x";
@@ -1157,7 +1157,7 @@ test_file_storage(void)
 	const char *roots[1] = {dir};
 	IoStorageConfig cfg;
 	IoStorage  *st;
-	IoError		err;
+	TmsError	err;
 	IoBuffer	buf;
 	char		uri[256];
 	uint64_t	size = 0;
@@ -1269,7 +1269,7 @@ test_local_confinement(void)
 	const char *roots[1];
 	IoStorageConfig cfg;
 	IoStorage  *st;
-	IoError		err;
+	TmsError	err;
 	IoBuffer	buf;
 	uint64_t	size;
 	int			n;
@@ -1517,7 +1517,7 @@ out:
 
 /* Read a whole object through an IoFileIO; malloc'd or NULL with *err. */
 static char *
-fileio_slurp(const IoFileIO *fio, const char *path, size_t *len, IoError *err)
+fileio_slurp(const IoFileIO *fio, const char *path, size_t *len, TmsError *err)
 {
 	int64_t		size;
 	void	   *h = fio->open(fio->arg, path, &size, err);
@@ -1563,7 +1563,7 @@ test_storage_fileio(void)
 	IoStorage  *st;
 	IoStorageFileIO state;
 	IoFileIO	fio;
-	IoError		err;
+	TmsError	err;
 	char	   *big,
 			   *got;
 	size_t		len,
@@ -1629,7 +1629,7 @@ test_storage_fileio(void)
 	CHECK(fileio_slurp(&fio, "gs://b/x", &len, &err) == NULL &&
 		  err.code == IO_ERR_INVALID_ARGUMENT, "other scheme refused: %s", err.message);
 	CHECK(fileio_slurp(&fio, "t/metadata/v9.json", &len, &err) == NULL &&
-		  err.code == IO_ERR_NOT_FOUND, "missing: %s", io_error_code_name(err.code));
+		  err.code == IO_ERR_NOT_FOUND, "missing: %s", tms_error_code_name(err.code));
 	io_storage_fileio(&state, st, NULL, NULL, NULL, &fio);
 	CHECK(fileio_slurp(&fio, "t/metadata/v1.json", &len, &err) == NULL &&
 		  err.code == IO_ERR_INVALID_ARGUMENT, "relative without a root: %s", err.message);
@@ -1720,7 +1720,7 @@ test_http_interrupts(void)
 	char		uri[128];
 	IoCatalogConfig cfg;
 	IoCatalog  *cat;
-	IoError		err;
+	TmsError	err;
 	Deadline	d = {0};
 	int64_t		t0,
 				el;
@@ -2232,7 +2232,7 @@ typedef struct BatchResults
 } BatchResults;
 
 static int
-collect_result(void *arg, size_t index, IoLoadedTable *t, const IoError *err)
+collect_result(void *arg, size_t index, IoLoadedTable *t, const TmsError *err)
 {
 	BatchResults *r = arg;
 
@@ -2261,7 +2261,7 @@ test_load_batches(void)
 	char		uri[128];
 	IoCatalogConfig cfg;
 	IoCatalog  *cat;
-	IoError		err;
+	TmsError	err;
 	IoLoadRequest reqs[20];
 	char		names[20][16];
 	BatchResults r;
@@ -2456,7 +2456,7 @@ deleter_finish(IoDeleter *d, int started, IoDeleteDone *out)
 {
 	int			got = 0;
 	int64_t		until = now_ms() + 10000;
-	IoError		err;
+	TmsError	err;
 
 	while (got < started && now_ms() < until)
 	{
@@ -2481,7 +2481,7 @@ test_deleter(void)
 	IoStorageConfig cfg;
 	IoStorage  *st;
 	IoDeleter  *d;
-	IoError		err;
+	TmsError	err;
 	IoDeleteResult res[4][3];
 	IoDeleteDone done[4];
 	const char *uris[4][2];
@@ -2617,7 +2617,7 @@ typedef struct RefreshArg
 } RefreshArg;
 
 static int
-vend_fresh(void *arg, IoTableCredentials *out, IoError *err)
+vend_fresh(void *arg, IoTableCredentials *out, TmsError *err)
 {
 	RefreshArg *r = arg;
 	char		exp[32];
@@ -2656,7 +2656,7 @@ test_credentials_refresh(void)
 	{"s3.session-token", "stale-token"}, {"s3.session-token-expires-at-ms", "4102444800000"}};
 	IoStorage  *st;
 	IoBuffer	buf;
-	IoError		err;
+	TmsError	err;
 	RefreshArg	ra;
 	IoTableCredentials c;
 	const char *creds_body =
@@ -2832,7 +2832,7 @@ test_aimd(void)
 
 /* Does the error say nothing of the URL's path, query or user info? */
 static bool
-error_keeps_secret(const IoError *err)
+error_keeps_secret(const TmsError *err)
 {
 	return strstr(err->message, "SECRET") == NULL && strstr(err->detail, "SECRET") == NULL &&
 		strstr(err->message, "hook/") == NULL && strstr(err->message, "user:") == NULL;
@@ -2847,7 +2847,7 @@ test_webhook(void)
 	char		origin[64];
 	const char *body = "{\"type\": \"job\", \"id\": 7, \"new\": \"failed\"}";
 	IoWebhookRequest req;
-	IoError		err;
+	TmsError	err;
 	long		status;
 	long		retry_after;
 	int64_t		t0,
@@ -2912,7 +2912,7 @@ test_webhook(void)
 	CHECK(rc == -1 && err.code == IO_ERR_UNAVAILABLE && err.http_status == 503 &&
 		  status == 503 && retry_after == 2000 && stats->hook_requests == 1,
 		  "503: rc %d code %s status %ld retry-after %ld, %d requests", rc,
-		  io_error_code_name(err.code), err.http_status, retry_after, stats->hook_requests);
+		  tms_error_code_name(err.code), err.http_status, retry_after, stats->hook_requests);
 	CHECK(error_keeps_secret(&err) && strstr(err.message, "127.0.0.1") != NULL &&
 		  strstr(err.message, "503") != NULL, "503 message: %s / %s", err.message, err.detail);
 
@@ -2983,7 +2983,7 @@ test_json_budget(void)
 {
 	IoHttpOptions def;
 	IoStrBuf	sb;
-	IoError		err;
+	TmsError	err;
 	json_t	   *doc;
 	IoJsonBudget b;
 	size_t		n = 200000;
@@ -3129,7 +3129,7 @@ test_paged_listing(const char *uri)
 {
 	IoCatalogConfig ccfg;
 	IoCatalog  *cat;
-	IoError		err;
+	TmsError	err;
 	PageCount	c;
 	IoTableList tl;
 	uint64_t	before;
@@ -3195,7 +3195,7 @@ test_wire_paths(void)
 	char		uri[128];
 	IoStorageConfig scfg;
 	IoStorage  *st;
-	IoError		err;
+	TmsError	err;
 	IoBuffer	buf;
 
 	if (stats == NULL)
@@ -3475,7 +3475,7 @@ test_oauth2_read(void)
 	{
 		const char *body;
 		bool		ok;
-		IoErrorCode code;
+		int			code;
 	}			cases[] = {
 		{"{\"access_token\": \"t1\", \"expires_in\": 3600}", true, IO_OK},
 		{"{\"access_token\": \"t2\"}", true, IO_OK},
@@ -3488,7 +3488,7 @@ test_oauth2_read(void)
 		{"not json", false, IO_ERR_PROTOCOL},
 	};
 	IoOAuth2Token tok;
-	IoError		err;
+	TmsError	err;
 	const char *body;
 	size_t		i;
 
@@ -3497,7 +3497,7 @@ test_oauth2_read(void)
 		int			rc;
 
 		memset(&tok, 0, sizeof(tok));
-		io_error_clear(&err);
+		tms_error_clear(&err);
 		rc = io_oauth2_read(&tok, cases[i].body, strlen(cases[i].body), 1 << 20, &err);
 		CHECK((rc == 0) == cases[i].ok, "oauth2 read %s: rc %d", cases[i].body, rc);
 		if (cases[i].ok)
@@ -3508,7 +3508,7 @@ test_oauth2_read(void)
 			CHECK(err.code == cases[i].code && err.http_status == 200 &&
 				  tok.token == NULL && tok.fetches == 0,
 				  "oauth2 read %s: code %s status %ld", cases[i].body,
-				  io_error_code_name(err.code), err.http_status);
+				  tms_error_code_name(err.code), err.http_status);
 			CHECK(strstr(err.message, "X-Injected") == NULL,
 				  "oauth2 read %s: the token is not in the message", cases[i].body);
 		}
@@ -3556,7 +3556,7 @@ test_engine_results(void)
 	IoEngineConfig cfg;
 	IoEngine   *eng;
 	IoEngineRun run;
-	IoError		err;
+	TmsError	err;
 	const char *names[2] = {"a", "b"};
 	json_t	   *data;
 	size_t		i;
@@ -3712,7 +3712,7 @@ test_http_observer(void)
 	IoCatalogConfig cfg;
 	IoCatalog  *cat = NULL;
 	IoLoadedTable t;
-	IoError		err;
+	TmsError	err;
 	IoLoadRequest reqs[2];
 	BatchResults r;
 	Observed	seen;
@@ -3808,7 +3808,7 @@ test_http_observer(void)
 	CHECK(cat == NULL && seen.n == 1 && seen.obs[0].status == 0 &&
 		  seen.obs[0].error == IO_ERR_CONNECT,
 		  "connection refused: %d seen, status %ld, error %s", seen.n, seen.obs[0].status,
-		  io_error_code_name(seen.obs[0].error));
+		  tms_error_code_name(seen.obs[0].error));
 
 out:
 	if (cat != NULL)
@@ -3832,7 +3832,7 @@ test_idempotency(void)
 {
 	char		a[40],
 				b[40];
-	IoError		err;
+	TmsError	err;
 	int64_t		before = io_wall_ms();
 	int64_t		ms;
 	uint64_t	ts = 0;
@@ -3912,6 +3912,67 @@ test_idempotency(void)
 	}
 }
 
+/*
+ * The one error value of the plain-C layers (io_error.h): each layer's
+ * codes have their own domain, the setters clear what they do not set,
+ * and a wrapped io failure keeps its code, status and texts.
+ */
+static void
+test_tms_error(void)
+{
+	TmsError	err;
+	TmsError	under;
+	TmsError	none;
+
+	CHECK(tms_error_domain(0) == TMS_ERROR_NONE &&
+		  tms_error_domain(IO_ERR_INVALID_ARGUMENT) == TMS_ERROR_IO &&
+		  tms_error_domain(IO_ERR_INTERNAL) == TMS_ERROR_IO &&
+		  tms_error_domain(ICEBERG_ERR_MALFORMED) == TMS_ERROR_ICEBERG &&
+		  tms_error_domain(ICEBERG_ERR_CONFLICT) == TMS_ERROR_ICEBERG &&
+		  tms_error_domain(ENGINE_ERR_UNKNOWN_OPERATION) == TMS_ERROR_ENGINE &&
+		  tms_error_domain(ENGINE_ERR_OUT_OF_MEMORY) == TMS_ERROR_ENGINE,
+		  "each layer's codes are in its own domain");
+	CHECK(strcmp(tms_error_code_name(IO_ERR_CONFLICT), "conflict") == 0 &&
+		  strcmp(tms_error_code_name(ICEBERG_ERR_NOT_FOUND), "not-found") == 0 &&
+		  strcmp(tms_error_code_name(ENGINE_ERR_UNKNOWN_OPTION),
+				 "unknown option") == 0 &&
+		  strcmp(tms_error_code_name(0), "ok") == 0,
+		  "code names of every layer");
+
+	tms_error_set_http(&err, IO_ERR_FORBIDDEN, 403, "access to \"%s\" refused",
+					   "s3://b/k");
+	tms_error_detail_raw(&err, "Access\nDenied", 13);
+	CHECK(err.code == IO_ERR_FORBIDDEN && err.http_status == 403 &&
+		  strcmp(err.message, "access to \"s3://b/k\" refused") == 0 &&
+		  strcmp(err.detail, "Access Denied") == 0,
+		  "set_http and a server's text: %s / %s", err.message, err.detail);
+	under = err;
+
+	CHECK(tms_error_wrap(&err, ICEBERG_ERR_IO, &under, "could not read \"%s\"",
+						 "m.avro") == -1 &&
+		  err.code == ICEBERG_ERR_IO && err.io_code == IO_ERR_FORBIDDEN &&
+		  err.http_status == 403 &&
+		  strcmp(err.message, "could not read \"m.avro\"") == 0 &&
+		  strcmp(err.detail, "access to \"s3://b/k\" refused: Access Denied") == 0,
+		  "wrap keeps the io code, status and texts: %s", err.detail);
+
+	tms_error_clear(&none);
+	tms_error_wrap(&err, ICEBERG_ERR_IO, &none, "could not read");
+	CHECK(err.io_code == IO_ERR_STORAGE && err.detail[0] == '\0',
+		  "an io failure that said nothing is a storage error");
+
+	tms_error_hint(&err, "do %s", "this");
+	CHECK(strcmp(err.hint, "do this") == 0, "hint set");
+	CHECK(tms_error_set(&err, ENGINE_ERR_INVALID_VALUE, "invalid %s", "x") == -1 &&
+		  err.code == ENGINE_ERR_INVALID_VALUE && err.io_code == IO_OK &&
+		  err.http_status == 0 && err.detail[0] == '\0' && err.hint[0] == '\0',
+		  "set clears io code, status, detail and hint");
+	CHECK(tms_error_set(NULL, IO_ERR_INTERNAL, "x") == -1, "NULL err");
+	tms_error_clear(&err);
+	CHECK(err.code == 0 && err.message[0] == '\0' && err.hint[0] == '\0',
+		  "clear");
+}
+
 int
 main(void)
 {
@@ -3940,5 +4001,6 @@ main(void)
 	test_credentials_refresh();
 	test_webhook();
 	test_idempotency();
+	test_tms_error();
 	return unit_done();
 }

@@ -175,7 +175,7 @@ dead_port(int *fd)
 
 /* GET url with rules in force: the error code of the attempt. */
 static IoErrorCode
-get_with(const char *rules_text, const char *url, IoError *err)
+get_with(const char *rules_text, const char *url, TmsError *err)
 {
 	IoReachRules *rules = parse_ok(rules_text);
 	IoHttpRequest req;
@@ -211,7 +211,7 @@ test_connections(void)
 	char		url[128];
 	char		named[128];
 	char		listed[64];
-	IoError		err;
+	TmsError	err;
 	IoErrorCode code;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/config", port);
@@ -219,7 +219,7 @@ test_connections(void)
 
 	/* no list: the connection is tried (and refused by the kernel) */
 	code = get_with("", url, &err);
-	CHECK(code == IO_ERR_CONNECT, "no list: tried, got %s", io_error_code_name(code));
+	CHECK(code == IO_ERR_CONNECT, "no list: tried, got %s", tms_error_code_name(code));
 
 	/* another host only: refused before connecting, naming host and address */
 	code = get_with("10.9.9.9, catalog.example.com", url, &err);
@@ -227,29 +227,29 @@ test_connections(void)
 		  strstr(err.message, "tms.allowed_hosts") != NULL &&
 		  strstr(err.message, "127.0.0.1") != NULL &&
 		  strstr(err.detail, "Address 127.0.0.1 port") != NULL,
-		  "refused: %s: %s / %s", io_error_code_name(code), err.message, err.detail);
+		  "refused: %s: %s / %s", tms_error_code_name(code), err.message, err.detail);
 	code = get_with("10.9.9.9", named, &err);
 	CHECK(code == IO_ERR_FORBIDDEN && strstr(err.detail, "Neither host \"localhost\"") != NULL,
 		  "a name resolving to an unlisted address: %s / %s", err.message, err.detail);
 
 	/* the address, its network, or the name in the URL: tried */
 	code = get_with("127.0.0.1", url, &err);
-	CHECK(code == IO_ERR_CONNECT, "listed address: %s", io_error_code_name(code));
+	CHECK(code == IO_ERR_CONNECT, "listed address: %s", tms_error_code_name(code));
 	code = get_with("127.0.0.0/8, ::1", url, &err);
-	CHECK(code == IO_ERR_CONNECT, "listed network: %s", io_error_code_name(code));
+	CHECK(code == IO_ERR_CONNECT, "listed network: %s", tms_error_code_name(code));
 	code = get_with("127.0.0.0/8", named, &err);
 	CHECK(code == IO_ERR_CONNECT, "a name resolving to a listed network: %s",
-		  io_error_code_name(code));
+		  tms_error_code_name(code));
 	snprintf(listed, sizeof(listed), "localhost:%d", port);
 	code = get_with(listed, named, &err);
-	CHECK(code == IO_ERR_CONNECT, "listed name and port: %s", io_error_code_name(code));
+	CHECK(code == IO_ERR_CONNECT, "listed name and port: %s", tms_error_code_name(code));
 
 	/* the port counts */
 	snprintf(listed, sizeof(listed), "127.0.0.1:%d", port == 65535 ? 1 : port + 1);
 	code = get_with(listed, url, &err);
-	CHECK(code == IO_ERR_FORBIDDEN, "listed address, other port: %s", io_error_code_name(code));
+	CHECK(code == IO_ERR_FORBIDDEN, "listed address, other port: %s", tms_error_code_name(code));
 	code = get_with("localhost:1", named, &err);
-	CHECK(code == IO_ERR_FORBIDDEN, "listed name, other port: %s", io_error_code_name(code));
+	CHECK(code == IO_ERR_FORBIDDEN, "listed name, other port: %s", tms_error_code_name(code));
 	close(fd);
 }
 

@@ -94,7 +94,7 @@ test_glue_load(void)
 	"If-None-Match: \"v1-abc\""};
 	IoStringList l;
 	IoSigV4Output sig;
-	IoError		err;
+	TmsError	err;
 	int			rc;
 
 	rc = io_rest_headers(cat, "GET",
@@ -176,7 +176,7 @@ test_s3tables_commit(void)
 	const char *body = "{\"requirements\":[],\"updates\":[]}";
 	IoStringList l;
 	IoSigV4Output sig;
-	IoError		err;
+	TmsError	err;
 	int			rc;
 
 	rc = io_rest_headers(cat, "POST",
@@ -220,7 +220,7 @@ test_listing_query(void)
 	IoCatalog  *cat = catalog("http://127.0.0.1:8181", "us-east-1", "execute-api", NULL, NULL);
 	IoStringList l;
 	IoSigV4Output sig;
-	IoError		err;
+	TmsError	err;
 	int			rc;
 
 	rc = io_rest_headers(cat, "GET",
@@ -259,7 +259,7 @@ test_unsigned(void)
 	const char *extra[] = {"If-None-Match: \"e\""};
 	IoStringList l;
 	IoSigV4Output sig;
-	IoError		err;
+	TmsError	err;
 	int			rc;
 
 	rc = io_rest_headers(cat, "POST", "http://127.0.0.1:8181/v1/tms/namespaces/db/tables/t",
@@ -281,7 +281,7 @@ static void
 test_open_refuses(void)
 {
 	IoCatalogConfig cfg;
-	IoError		err;
+	TmsError	err;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.uri = "http://127.0.0.1:1";
@@ -327,7 +327,7 @@ static void
 test_aws_errors(void)
 {
 	IoHttpResponse r;
-	IoError		err;
+	TmsError	err;
 
 	/* API Gateway / REST-JSON: {"message"} and x-amzn-ErrorType */
 	response(&r, 403,
@@ -337,7 +337,7 @@ test_aws_errors(void)
 			 "x-amzn-ErrorType: InvalidSignatureException:http://internal.amazon.com/coral/com.amazon.coral.service/");
 	io_rest_status_error(&r, REST_CALL_GENERIC, "catalog configuration request", 0, &err);
 	CHECK(err.code == IO_ERR_UNAUTHORIZED && err.http_status == 403,
-		  "a refused signature is an authentication failure (%s)", io_error_code_name(err.code));
+		  "a refused signature is an authentication failure (%s)", tms_error_code_name(err.code));
 	CHECK(strcmp(err.detail, "InvalidSignatureException: The request signature we calculated "
 				 "does not match the signature you provided.") == 0,
 		  "type and first line only: %s", err.detail);
@@ -350,7 +350,7 @@ test_aws_errors(void)
 	io_rest_status_error(&r, REST_CALL_TABLE, "load of table", 0, &err);
 	CHECK(err.code == IO_ERR_UNAUTHORIZED &&
 		  strcmp(err.detail, "UnrecognizedClientException: The security token included in the request is invalid.") == 0,
-		  "unknown keys: %s %s", io_error_code_name(err.code), err.detail);
+		  "unknown keys: %s %s", tms_error_code_name(err.code), err.detail);
 	io_http_response_free(&r);
 
 	/* the keys are fine, their policy is not */
@@ -358,7 +358,7 @@ test_aws_errors(void)
 			 "x-amzn-ErrorType: AccessDeniedException");
 	io_rest_status_error(&r, REST_CALL_TABLE, "load of table", 0, &err);
 	CHECK(err.code == IO_ERR_FORBIDDEN && strncmp(err.detail, "AccessDeniedException: User:", 28) == 0,
-		  "a refused permission stays forbidden: %s %s", io_error_code_name(err.code), err.detail);
+		  "a refused permission stays forbidden: %s %s", tms_error_code_name(err.code), err.detail);
 	io_http_response_free(&r);
 
 	/* the Iceberg error model wrapping the same type */
@@ -375,7 +375,7 @@ test_aws_errors(void)
 	response(&r, 403, "{\"error\": {\"message\": \"no\", \"type\": \"ForbiddenException\", \"code\": 403}}",
 			 NULL);
 	io_rest_status_error(&r, REST_CALL_GENERIC, "catalog request", 0, &err);
-	CHECK(err.code == IO_ERR_FORBIDDEN, "ForbiddenException: %s", io_error_code_name(err.code));
+	CHECK(err.code == IO_ERR_FORBIDDEN, "ForbiddenException: %s", tms_error_code_name(err.code));
 	io_http_response_free(&r);
 }
 

@@ -50,7 +50,7 @@ typedef struct Table
 
 /* Writer: map the prefix like IcebergLocalFS, strip file://, write. */
 static int
-local_write(void *arg, const char *path, const void *data, size_t len, IoError *err)
+local_write(void *arg, const char *path, const void *data, size_t len, TmsError *err)
 {
 	Table	   *t = arg;
 	char		p[2048];
@@ -74,7 +74,7 @@ local_write(void *arg, const char *path, const void *data, size_t len, IoError *
 
 /* A writer that always fails. */
 static int
-failing_write(void *arg, const char *path, const void *data, size_t len, IoError *err)
+failing_write(void *arg, const char *path, const void *data, size_t len, TmsError *err)
 {
 	(void) arg;
 	(void) path;
@@ -97,7 +97,7 @@ run(const char *cmd)
 static bool
 table_load(Table *t)
 {
-	IcebergError err;
+	TmsError	err;
 
 	memset(&t->fs, 0, sizeof(t->fs));
 	if (t->prefix[0])
@@ -217,7 +217,7 @@ mix(uint64_t h)
  * manifests (added_snapshot_id).  False on a read error.
  */
 static bool
-live_set(Table *t, const char *list_path, int64_t new_id, LiveSet *ls, IcebergError *err)
+live_set(Table *t, const char *list_path, int64_t new_id, LiveSet *ls, TmsError *err)
 {
 	IcebergManifestListReader *lr;
 	const IcebergManifestFile *mf;
@@ -298,7 +298,7 @@ rewrite_and_check(Table *t, const char *label, const Expect *ex)
 	IcebergRewritePlan *plan = NULL;
 	IcebergRewriteResult res;
 	IcebergWriter w = {t, local_write};
-	IcebergError err;
+	TmsError	err;
 	const IcebergSnapshot *cur = iceberg_metadata_current_snapshot(t->md);
 	LiveSet		before,
 				after;
@@ -464,7 +464,7 @@ test_fixtures(void)
 		if (cur != NULL && cur->manifest_list == NULL)
 		{
 			IcebergRewritePlan *plan;
-			IcebergError err;
+			TmsError	err;
 
 			CHECK(!iceberg_rewrite_plan(&t.io, t.md, NULL, &plan, &err) &&
 				  err.code == ICEBERG_ERR_UNSUPPORTED, "%s: inline manifests refused",
@@ -601,7 +601,7 @@ test_failures(void)
 	Table		t;
 	IcebergRewritePlan *plan;
 	IcebergRewriteResult res;
-	IcebergError err;
+	TmsError	err;
 	IcebergWriter w = {NULL, local_write};
 	IcebergWriter fw = {NULL, failing_write};
 	int64_t		base;
@@ -743,7 +743,7 @@ static void
 test_small_things(void)
 {
 	IcebergAvroWriter *aw;
-	IcebergError err;
+	TmsError	err;
 	const uint8_t *data;
 	size_t		len;
 	IcebergAvroWField f[3];

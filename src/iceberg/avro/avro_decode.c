@@ -578,7 +578,7 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
  */
 int
 iceberg_avro_reader_next(IcebergAvroReader *r, IcebergAvroValue *values,
-						 IcebergError *err)
+						 TmsError *err)
 {
 	bool		oom = false;
 	int			i;
@@ -605,7 +605,7 @@ iceberg_avro_reader_next(IcebergAvroReader *r, IcebergAvroValue *values,
 	if (!decode_node(r, r->root, &r->cur, values, &oom))
 	{
 		if (oom)
-			iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		else
 			iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid or truncated avro record");
 		return -1;

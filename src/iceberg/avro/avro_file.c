@@ -29,12 +29,12 @@
 
 /* See avro_internal.h. */
 bool
-iceberg_avro_error(IcebergAvroReader *r, IcebergError *err,
+iceberg_avro_error(IcebergAvroReader *r, TmsError *err,
 				   IcebergErrorCode code, const char *msg)
 {
-	iceberg_set_error(err, code, "%s in %s", msg, r->what);
-	iceberg_set_detail(err, "The file is \"%s\"%s.", r->path,
-					   r->nblocks > 0 ? " (after its first block)" : "");
+	tms_error_set(err, code, "%s in %s", msg, r->what);
+	tms_error_detail(err, "The file is \"%s\"%s.", r->path,
+					 r->nblocks > 0 ? " (after its first block)" : "");
 	return false;
 }
 
@@ -49,11 +49,11 @@ iceberg_avro_error(IcebergAvroReader *r, IcebergError *err,
  * already be within the caller's limit.
  */
 static bool
-src_fill(IcebergAvroReader *r, size_t need, IcebergError *err)
+src_fill(IcebergAvroReader *r, size_t need, TmsError *err)
 {
 	while (r->end - r->pos < need && !r->eof)
 	{
-		IoError		ioerr;
+		TmsError	ioerr;
 		int64_t		n;
 		size_t		want;
 
@@ -72,18 +72,25 @@ src_fill(IcebergAvroReader *r, size_t need, IcebergError *err)
 				na *= 2;
 			nb = realloc(r->buf, na);
 			if (nb == NULL)
-				return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			{
+				tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+				return false;
+			}
 			r->buf = nb;
 			r->alloc = na;
 		}
 		want = r->alloc - r->end;
 		if (want > ICEBERG_READ_CHUNK)
 			want = ICEBERG_READ_CHUNK;
-		io_error_clear(&ioerr);
+		tms_error_clear(&ioerr);
 		n = r->io->io.read(r->io->io.arg, r->handle, r->buf + r->end, want,
 						   &ioerr);
 		if (n < 0)
-			return iceberg_set_io_error(err, &ioerr, r->path);
+		{
+			tms_error_wrap(err, iceberg_code_of_io(&ioerr), &ioerr,
+						   "could not read \"%.200s\"", r->path);
+			return false;
+		}
 		if (n == 0)
 			r->eof = true;
 		if ((size_t) n > want)
@@ -104,7 +111,7 @@ src_fill(IcebergAvroReader *r, size_t need, IcebergError *err)
  * more bytes, -1 malformed (err set).  *used receives the header size.
  */
 static int
-parse_header(IcebergAvroReader *r, IcebergError *err, size_t *used)
+parse_header(IcebergAvroReader *r, TmsError *err, size_t *used)
 {
 	IcebergAvroCursor c;
 	int			cap_items = 0;
@@ -207,7 +214,7 @@ bad:
 	iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid avro header");
 	return -1;
 oom:
-	iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	return -1;
 }
 
@@ -233,7 +240,7 @@ iceberg_avro_reader_meta_all(const IcebergAvroReader *r, const IcebergKeyValue *
 
 /* The block codec the header's avro.codec names (absent or empty: null). */
 static bool
-select_codec(IcebergAvroReader *r, IcebergError *err)
+select_codec(IcebergAvroReader *r, TmsError *err)
 {
 	const char *codec = iceberg_avro_reader_meta(r, "avro.codec");
 
@@ -245,10 +252,10 @@ select_codec(IcebergAvroReader *r, IcebergError *err)
 		r->codec = CODEC_SNAPPY;
 	else
 	{
-		iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
-						  "unsupported avro codec \"%.40s\" in %s", codec, r->what);
-		iceberg_set_detail(err, "The file is \"%s\"; supported codecs are null, deflate and snappy.",
-						   r->path);
+		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+					  "unsupported avro codec \"%.40s\" in %s", codec, r->what);
+		tms_error_detail(err, "The file is \"%s\"; supported codecs are null, deflate and snappy.",
+						 r->path);
 		return false;
 	}
 	return true;
@@ -261,32 +268,39 @@ bool
 iceberg_avro_reader_open(const IcebergFileIO *io, const char *path,
 						 const char *what, const IcebergAvroTarget *targets,
 						 int ntargets, IcebergAvroReader **out,
-						 IcebergError *err)
+						 TmsError *err)
 {
 	IcebergAvroReader *r;
-	IoError		ioerr;
+	TmsError	ioerr;
 	int64_t		size;
 	size_t		need = 4096;
 
 	*out = NULL;
 	if (io == NULL || io->io.open == NULL || io->io.read == NULL ||
 		io->io.close == NULL || path == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "no file reader given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "no file reader given");
+		return false;
+	}
 	r = calloc(1, sizeof(IcebergAvroReader));
 	if (r == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
 	r->io = io;
 	r->what = what;
 	snprintf(r->path, sizeof(r->path), "%s", path);
 	iceberg_effective_limits(io->limits, &r->limits);
 	r->string_cap = r->limits.max_string_bytes;
 	r->coll_cap = r->limits.max_collection_items;
-	io_error_clear(&ioerr);
+	tms_error_clear(&ioerr);
 	r->handle = io->io.open(io->io.arg, path, &size, &ioerr);
 	if (r->handle == NULL)
 	{
-		iceberg_set_io_error(err, &ioerr, path);
+		tms_error_wrap(err, iceberg_code_of_io(&ioerr), &ioerr,
+					   "could not read \"%.200s\"", path);
 		free(r);
 		return false;
 	}
@@ -345,7 +359,7 @@ fail:
  */
 static bool
 deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
-			  IcebergError *err)
+			  TmsError *err)
 {
 	size_t		cap = (size_t) r->limits.max_block_bytes;
 	size_t		want = r->inflated.cap > 0 ? r->inflated.cap - 1
@@ -355,8 +369,11 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 	{
 		r->ld = libdeflate_alloc_decompressor();
 		if (r->ld == NULL)
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY,
-									 "could not initialise libdeflate");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY,
+						  "could not initialise libdeflate");
+			return false;
+		}
 	}
 	r->inflated.len = 0;
 	for (;;)
@@ -367,7 +384,10 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 		if (want > cap)
 			want = cap;
 		if (!iceberg_buf_reserve(&r->inflated, want))
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 		rc = libdeflate_deflate_decompress(r->ld, in, inlen, r->inflated.data, want, &got);
 		if (rc == LIBDEFLATE_SUCCESS)
 		{
@@ -387,7 +407,7 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 /* Raw-inflate "in" into r->inflated, capped by max_block_bytes. */
 static bool
 deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
-			  IcebergError *err)
+			  TmsError *err)
 {
 	int			rc;
 	size_t		cap = (size_t) r->limits.max_block_bytes;
@@ -396,8 +416,11 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 	{
 		memset(&r->zs, 0, sizeof(r->zs));
 		if (inflateInit2(&r->zs, -15) != Z_OK)
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY,
-									 "could not initialise zlib");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY,
+						  "could not initialise zlib");
+			return false;
+		}
 		r->zs_ready = true;
 	}
 	else
@@ -419,7 +442,10 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 			if (want <= r->inflated.len + 1)
 				return iceberg_avro_error(r, err, ICEBERG_ERR_LIMIT, "avro block too large");
 			if (!iceberg_buf_reserve(&r->inflated, want - r->inflated.len))
-				return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			{
+				tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+				return false;
+			}
 		}
 		room = r->inflated.cap - r->inflated.len - 1;
 		if (r->inflated.len + room > cap)
@@ -452,7 +478,7 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 
 /* See avro_internal.h. */
 int
-iceberg_avro_next_block(IcebergAvroReader *r, IcebergError *err)
+iceberg_avro_next_block(IcebergAvroReader *r, TmsError *err)
 {
 	IcebergAvroCursor c;
 	int64_t		count,

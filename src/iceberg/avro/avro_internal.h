@@ -348,14 +348,14 @@ rd_count(IcebergAvroCursor *c, int64_t min_item, int64_t coll_cap, int64_t *coun
  * avro_file.c: set err to code with "msg in <what>" and a detail naming
  * the file.  Returns false.
  */
-extern bool iceberg_avro_error(IcebergAvroReader *r, IcebergError *err,
+extern bool iceberg_avro_error(IcebergAvroReader *r, TmsError *err,
 							   IcebergErrorCode code, const char *msg);
 
 /*
  * avro_file.c: load the next block into r->cur (decompressed).  Returns 1
  * loaded, 0 clean end of file, -1 error (err set).
  */
-extern int	iceberg_avro_next_block(IcebergAvroReader *r, IcebergError *err);
+extern int	iceberg_avro_next_block(IcebergAvroReader *r, TmsError *err);
 
 /*
  * avro_plan.c: compile the header's avro.schema into r->root for targets,
@@ -363,7 +363,7 @@ extern int	iceberg_avro_next_block(IcebergAvroReader *r, IcebergError *err);
  */
 extern bool iceberg_avro_build_plan(IcebergAvroReader *r,
 									const IcebergAvroTarget *targets,
-									int ntargets, IcebergError *err);
+									int ntargets, TmsError *err);
 
 /* avro_plan.c: free a plan tree; NULL is allowed. */
 extern void iceberg_avro_free_plan(IcebergAvroPlanNode *n);
@@ -374,6 +374,6 @@ extern void iceberg_avro_free_plan(IcebergAvroPlanNode *n);
  * err set.
  */
 extern bool iceberg_avro_snappy_block(IcebergAvroReader *r, const uint8_t *in,
-									  size_t inlen, IcebergError *err);
+									  size_t inlen, TmsError *err);
 
 #endif							/* TMS_ICEBERG_AVRO_INTERNAL_H */

@@ -38,7 +38,7 @@ typedef struct Compiler
 	NamedType  *named;
 	int			nnamed;
 	int			nodes;			/* total plan nodes, bounded */
-	IcebergError *err;
+	TmsError   *err;
 	IcebergAvroReader *r;
 	bool		failed_oom;
 	const char *bad;			/* a short reason for a malformed schema */
@@ -440,10 +440,10 @@ bind_leaf(Compiler *cc, IcebergAvroPlanNode *n, const IcebergAvroTarget *leaf)
 	{
 		if (!leaf_compatible(n, leaf->kind))
 		{
-			iceberg_set_error(cc->err, ICEBERG_ERR_MALFORMED,
-							  "field \"%s\" has an unexpected type in %s",
-							  leaf->name, cc->r->what);
-			iceberg_set_detail(cc->err, "The file is \"%s\".", cc->r->path);
+			tms_error_set(cc->err, ICEBERG_ERR_MALFORMED,
+						  "field \"%s\" has an unexpected type in %s",
+						  leaf->name, cc->r->what);
+			tms_error_detail(cc->err, "The file is \"%s\".", cc->r->path);
 			cc->bad = "";
 			iceberg_avro_free_plan(n);
 			return NULL;
@@ -690,7 +690,7 @@ targets_nslots(const IcebergAvroTarget *targets, int ntargets, int depth)
 /* See avro_internal.h. */
 bool
 iceberg_avro_build_plan(IcebergAvroReader *r, const IcebergAvroTarget *targets,
-						int ntargets, IcebergError *err)
+						int ntargets, TmsError *err)
 {
 	const char *schema_text = iceberg_avro_reader_meta(r, "avro.schema");
 	json_t	   *schema;
@@ -725,7 +725,8 @@ iceberg_avro_build_plan(IcebergAvroReader *r, const IcebergAvroTarget *targets,
 		if (r->top_ids == NULL)
 		{
 			json_decref(schema);
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
 		}
 		for (i = 0; i < (int) json_array_size(fields); i++)
 		{
@@ -749,12 +750,15 @@ iceberg_avro_build_plan(IcebergAvroReader *r, const IcebergAvroTarget *targets,
 	if (r->root == NULL)
 	{
 		if (cc.failed_oom)
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 		if (cc.bad != NULL && cc.bad[0] == '\0')
 			return false;		/* err already set */
 		iceberg_avro_error(r, err, ICEBERG_ERR_MALFORMED, "invalid avro schema");
-		iceberg_set_detail(err, "The file is \"%s\": %s.", r->path,
-						   cc.bad ? cc.bad : "unknown problem");
+		tms_error_detail(err, "The file is \"%s\": %s.", r->path,
+						 cc.bad ? cc.bad : "unknown problem");
 		return false;
 	}
 	return true;

@@ -22,7 +22,7 @@
 /* See avro_internal.h. */
 bool
 iceberg_avro_snappy_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
-						  IcebergError *err)
+						  TmsError *err)
 {
 	IcebergAvroCursor c;
 	int64_t		ulen;
@@ -54,7 +54,10 @@ iceberg_avro_snappy_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 		return iceberg_avro_error(r, err, ICEBERG_ERR_LIMIT, "avro block too large");
 	r->inflated.len = 0;
 	if (!iceberg_buf_reserve(&r->inflated, (size_t) ulen))
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
 	out = (uint8_t *) r->inflated.data;
 	while (c.p < c.end)
 	{

@@ -567,7 +567,7 @@ wencode(WEnc *e, const WNode *n, const IcebergAvroWValue *v, int depth)
 
 /* See avro_write.h. */
 bool
-iceberg_random_bytes(void *buf, size_t n, IcebergError *err)
+iceberg_random_bytes(void *buf, size_t n, TmsError *err)
 {
 	uint8_t    *p = buf;
 	size_t		got = 0;
@@ -603,7 +603,8 @@ iceberg_random_bytes(void *buf, size_t n, IcebergError *err)
 		if (got == n)
 			return true;
 	}
-	return iceberg_set_error(err, ICEBERG_ERR_IO, "could not obtain random bytes");
+	tms_error_set(err, ICEBERG_ERR_IO, "could not obtain random bytes");
+	return false;
 }
 
 /* Append a header metadata entry (string key, bytes value). */
@@ -617,7 +618,7 @@ put_meta(IcebergBuf *b, const char *key, const char *value)
 bool
 iceberg_avro_writer_create(const char *schema_json, const IcebergKeyValue *meta,
 						   int nmeta, int codec, int level, int64_t max_json_bytes,
-						   IcebergAvroWriter **out, IcebergError *err)
+						   IcebergAvroWriter **out, TmsError *err)
 {
 	IcebergAvroWriter *w;
 	json_t	   *schema;
@@ -628,7 +629,10 @@ iceberg_avro_writer_create(const char *schema_json, const IcebergKeyValue *meta,
 
 	*out = NULL;
 	if (schema_json == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no avro schema given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no avro schema given");
+		return false;
+	}
 	schema = iceberg_json_load(schema_json, strlen(schema_json), JSON_DECODE_ANY,
 							   max_json_bytes, "avro schema", err);
 	if (schema == NULL)
@@ -638,14 +642,16 @@ iceberg_avro_writer_create(const char *schema_json, const IcebergKeyValue *meta,
 		strcmp(json_string_value(json_object_get(schema, "type")), "record") != 0)
 	{
 		json_decref(schema);
-		return iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
-								 "avro schema to write is not a record");
+		tms_error_set(err, ICEBERG_ERR_MALFORMED,
+					  "avro schema to write is not a record");
+		return false;
 	}
 	w = calloc(1, sizeof(IcebergAvroWriter));
 	if (w == NULL)
 	{
 		json_decref(schema);
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
 	}
 	memset(&cc, 0, sizeof(cc));
 	w->root = wcompile(&cc, schema, 0);
@@ -658,9 +664,12 @@ iceberg_avro_writer_create(const char *schema_json, const IcebergKeyValue *meta,
 	{
 		free(w);
 		if (cc.oom)
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid avro schema to write");
-		iceberg_set_detail(err, "The schema is invalid: %s.", cc.bad ? cc.bad : "unknown problem");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
+		tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid avro schema to write");
+		tms_error_detail(err, "The schema is invalid: %s.", cc.bad ? cc.bad : "unknown problem");
 		return false;
 	}
 	w->codec = codec;
@@ -675,7 +684,8 @@ iceberg_avro_writer_create(const char *schema_json, const IcebergKeyValue *meta,
 						 Z_DEFAULT_STRATEGY) != Z_OK)
 		{
 			iceberg_avro_writer_free(w);
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "could not start deflate");
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "could not start deflate");
+			return false;
 		}
 		w->zs_ready = true;
 	}
@@ -694,7 +704,8 @@ iceberg_avro_writer_create(const char *schema_json, const IcebergKeyValue *meta,
 	if (!ok)
 	{
 		iceberg_avro_writer_free(w);
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
 	}
 	*out = w;
 	return true;
@@ -702,7 +713,7 @@ iceberg_avro_writer_create(const char *schema_json, const IcebergKeyValue *meta,
 
 /* Compress and append the pending block. */
 static bool
-flush_block(IcebergAvroWriter *w, IcebergError *err)
+flush_block(IcebergAvroWriter *w, TmsError *err)
 {
 	const uint8_t *data = (const uint8_t *) w->block.data;
 	size_t		len = w->block.len;
@@ -715,7 +726,10 @@ flush_block(IcebergAvroWriter *w, IcebergError *err)
 		uLong		bound = deflateBound(&w->zs, (uLong) len);
 
 		if (!iceberg_buf_reserve(&z, bound + 16))
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 		deflateReset(&w->zs);
 		w->zs.next_in = (Bytef *) data;
 		w->zs.avail_in = (uInt) len;
@@ -724,7 +738,8 @@ flush_block(IcebergAvroWriter *w, IcebergError *err)
 		if (deflate(&w->zs, Z_FINISH) != Z_STREAM_END)
 		{
 			iceberg_buf_free(&z);
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "deflate failed");
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "deflate failed");
+			return false;
 		}
 		z.len = (size_t) (bound + 16 - w->zs.avail_out);
 		data = (const uint8_t *) z.data;
@@ -735,7 +750,8 @@ flush_block(IcebergAvroWriter *w, IcebergError *err)
 		!iceberg_buf_append(&w->out, w->sync, 16))
 	{
 		iceberg_buf_free(&z);
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
 	}
 	iceberg_buf_free(&z);
 	w->block.len = 0;
@@ -745,7 +761,7 @@ flush_block(IcebergAvroWriter *w, IcebergError *err)
 
 /* After a record was appended to the block (or failed: roll it back). */
 static bool
-record_done(IcebergAvroWriter *w, IcebergError *err)
+record_done(IcebergAvroWriter *w, TmsError *err)
 {
 	w->block_count++;
 	w->count++;
@@ -757,23 +773,29 @@ record_done(IcebergAvroWriter *w, IcebergError *err)
 /* See avro_write.h. */
 bool
 iceberg_avro_writer_add(IcebergAvroWriter *w, const IcebergAvroWField *fields,
-						int nfields, IcebergError *err)
+						int nfields, TmsError *err)
 {
 	WEnc		e;
 	size_t		start = w->block.len;
 
 	if (w->finished)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "avro writer already finished");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "avro writer already finished");
+		return false;
+	}
 	memset(&e, 0, sizeof(e));
 	e.b = &w->block;
 	if (!wencode_record(&e, w->root, fields, nfields, 0))
 	{
 		w->block.len = start;
 		if (e.oom)
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
-		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-						  "cannot encode avro record: %s", e.bad ? e.bad : "unknown problem");
-		iceberg_set_detail(err, "The field is \"%s\".", e.field ? e.field : "");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "cannot encode avro record: %s", e.bad ? e.bad : "unknown problem");
+		tms_error_detail(err, "The field is \"%s\".", e.field ? e.field : "");
 		return false;
 	}
 	return record_done(w, err);
@@ -782,12 +804,18 @@ iceberg_avro_writer_add(IcebergAvroWriter *w, const IcebergAvroWField *fields,
 /* See avro_write.h. */
 bool
 iceberg_avro_writer_add_raw(IcebergAvroWriter *w, const void *data, size_t len,
-							IcebergError *err)
+							TmsError *err)
 {
 	if (w->finished)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "avro writer already finished");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "avro writer already finished");
+		return false;
+	}
 	if (!iceberg_buf_append(&w->block, data, len))
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
 	return record_done(w, err);
 }
 
@@ -806,7 +834,7 @@ iceberg_avro_writer_count(const IcebergAvroWriter *w)
 /* See avro_write.h. */
 bool
 iceberg_avro_writer_finish(IcebergAvroWriter *w, const uint8_t **data,
-						   size_t *len, IcebergError *err)
+						   size_t *len, TmsError *err)
 {
 	if (!w->finished)
 	{

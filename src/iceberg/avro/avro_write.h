@@ -24,7 +24,7 @@
  *
  * Memory: the file being built (the caller bounds it, e.g. by rolling to
  * a new file at a target size) plus one pending block (about 64 KiB).
- * Nothing aborts; errors are IcebergError values.
+ * Nothing aborts; errors are TmsError values.
  *
  * src/iceberg/avro/avro_write.h
  *
@@ -89,17 +89,17 @@ extern bool iceberg_avro_writer_create(const char *schema_json,
 									   int codec, int level,
 									   int64_t max_json_bytes,
 									   IcebergAvroWriter **out,
-									   IcebergError *err);
+									   TmsError *err);
 
 /* Appends one record given as values by field id. */
 extern bool iceberg_avro_writer_add(IcebergAvroWriter *w,
 									const IcebergAvroWField *fields,
-									int nfields, IcebergError *err);
+									int nfields, TmsError *err);
 
 /* Appends one record already encoded in this schema (copied verbatim). */
 extern bool iceberg_avro_writer_add_raw(IcebergAvroWriter *w,
 										const void *data, size_t len,
-										IcebergError *err);
+										TmsError *err);
 
 /* Bytes so far: the file written plus the pending block (uncompressed). */
 extern int64_t iceberg_avro_writer_size(const IcebergAvroWriter *w);
@@ -113,7 +113,7 @@ extern int64_t iceberg_avro_writer_count(const IcebergAvroWriter *w);
  */
 extern bool iceberg_avro_writer_finish(IcebergAvroWriter *w,
 									   const uint8_t **data, size_t *len,
-									   IcebergError *err);
+									   TmsError *err);
 
 /* Frees; NULL is fine. */
 extern void iceberg_avro_writer_free(IcebergAvroWriter *w);
@@ -122,6 +122,6 @@ extern void iceberg_avro_writer_free(IcebergAvroWriter *w);
  * n random bytes from the system's random source (getrandom, else
  * /dev/urandom).  False with err when none is available.
  */
-extern bool iceberg_random_bytes(void *buf, size_t n, IcebergError *err);
+extern bool iceberg_random_bytes(void *buf, size_t n, TmsError *err);
 
 #endif							/* TMS_ICEBERG_AVRO_WRITE_H */

@@ -125,7 +125,7 @@ typedef struct IcebergSchema
 
 /* Parse a schema object's JSON text (IcebergTableMetadata.current_schema_json). */
 extern bool iceberg_schema_parse(const char *json, IcebergSchema **out,
-								 IcebergError *err);
+								 TmsError *err);
 extern void iceberg_schema_free(IcebergSchema *s);
 extern const IcebergColumn *iceberg_schema_column(const IcebergSchema *s, int32_t id);
 
@@ -159,7 +159,7 @@ typedef struct IcebergPartitionFilter IcebergPartitionFilter;
 /* Parse (the syntax only): 1 KiB of text at most, 256 terms. */
 extern bool iceberg_partition_filter_parse(const char *text,
 										   IcebergPartitionFilter **out,
-										   IcebergError *err);
+										   TmsError *err);
 
 /*
  * Check every name and literal against the table (its current schema and
@@ -167,7 +167,7 @@ extern bool iceberg_partition_filter_parse(const char *text,
  */
 extern bool iceberg_partition_filter_bind(IcebergPartitionFilter *f,
 										  const IcebergTableMetadata *md,
-										  IcebergError *err);
+										  TmsError *err);
 
 /* Does a partition (spec id, canonical text) satisfy the bound filter? */
 extern bool iceberg_partition_filter_match(const IcebergPartitionFilter *f,
@@ -292,7 +292,7 @@ typedef struct IcebergCompactPlan
 extern bool iceberg_compact_plan(const IcebergFileIO *io,
 								 const IcebergTableMetadata *md,
 								 const IcebergCompactOptions *opt,
-								 IcebergCompactPlan **out, IcebergError *err);
+								 IcebergCompactPlan **out, TmsError *err);
 extern void iceberg_compact_plan_free(IcebergCompactPlan *p);
 
 /*
@@ -301,7 +301,7 @@ extern void iceberg_compact_plan_free(IcebergCompactPlan *p);
  * before).  Fills (*out, *n) with indexes into plan->deletes (malloc'd).
  */
 extern bool iceberg_compact_removable(const IcebergCompactPlan *p, int g,
-									  int **out, int *n, IcebergError *err);
+									  int **out, int *n, TmsError *err);
 
 /*
  * Where group g's data files go: the table's data location
@@ -312,7 +312,7 @@ extern bool iceberg_compact_removable(const IcebergCompactPlan *p, int g,
 extern char *iceberg_compact_output_dir(const IcebergTableMetadata *md,
 										const IcebergSchema *schema,
 										const IcebergCompactPlan *p, int g,
-										IcebergError *err);
+										TmsError *err);
 
 /* ------------------------------------------------------------------------
  * The commit of one group
@@ -387,7 +387,7 @@ extern bool iceberg_compact_commit_write(const IcebergFileIO *io,
 										 const IcebergCompactOutput *outputs,
 										 int noutputs, int64_t new_snapshot_id,
 										 IcebergCompactCommit *res,
-										 IcebergError *err);
+										 TmsError *err);
 
 /*
  * After group g's commit landed: its delete coverage counts, and the plan
@@ -396,7 +396,7 @@ extern bool iceberg_compact_commit_write(const IcebergFileIO *io,
  */
 extern bool iceberg_compact_committed(IcebergCompactPlan *p, int g,
 									  const IcebergCompactCommit *res,
-									  IcebergError *err);
+									  TmsError *err);
 extern void iceberg_compact_commit_free(IcebergCompactCommit *res);
 
 #endif							/* TMS_ICEBERG_COMPACT_H */

@@ -6,7 +6,7 @@
  *	  update of the plan once it landed (compact.h states the semantics,
  *	  the refusals and the memory bounds; compact_plan.c holds the plan).
  *
- * Rules of this file: plain C, errors as IcebergError values, every
+ * Rules of this file: plain C, errors as TmsError values, every
  * allocation freed on every path; nothing here runs the rewrite of the
  * rows, commits, retries or deletes.  Manifests are read with the
  * layer's streaming readers; entries carried into a rewritten manifest
@@ -98,7 +98,7 @@ mout_free(MOut *o)
 static bool
 mout_start(MOut *o, const char *schema, const IcebergKeyValue *meta, int nmeta,
 		   int codec, int level, int64_t max_json, int32_t spec_id, int32_t content,
-		   IcebergError *err)
+		   TmsError *err)
 {
 	memset(o, 0, sizeof(*o));
 	o->n.nsumm = -1;
@@ -117,7 +117,7 @@ mout_start(MOut *o, const char *schema, const IcebergKeyValue *meta, int nmeta,
 /* Count an entry written (status, its partition text, records, data seq). */
 static bool
 mout_note(MOut *o, int status, const char *part, size_t part_len, int64_t records,
-		  int64_t seq, IcebergError *err)
+		  int64_t seq, TmsError *err)
 {
 	if (status == ICEBERG_STATUS_DELETED)
 	{
@@ -148,7 +148,7 @@ mout_note(MOut *o, int status, const char *part, size_t part_len, int64_t record
 /* Finish, write at path (noted in written), fill the list record. */
 static bool
 mout_finish(MOut *o, const IcebergWriter *wr, const char *path, int64_t new_seq,
-			char ***written, int *nwritten, IcebergError *err)
+			char ***written, int *nwritten, TmsError *err)
 {
 	const uint8_t *data;
 	size_t		len;
@@ -168,7 +168,7 @@ mout_finish(MOut *o, const IcebergWriter *wr, const char *path, int64_t new_seq,
 /* Copy a reader's header (without avro.*) into a new array with room for extra. */
 static bool
 copy_header(IcebergManifestReader *r, int extra, IcebergKeyValue **out, int *nout,
-			IcebergError *err)
+			TmsError *err)
 {
 	const IcebergKeyValue *kv;
 	int			n = iceberg_manifest_header_all(r, &kv);
@@ -220,7 +220,7 @@ static const char *const entry_schema_v2 =
 /* The schema text for format_version with the partition record of schema_text. */
 static char *
 entry_schema(int format_version, const char *source_schema, int64_t max_json,
-			 IcebergError *err)
+			 TmsError *err)
 {
 	char	   *tmpl;
 	json_t	   *src = NULL;
@@ -245,7 +245,7 @@ entry_schema(int format_version, const char *source_schema, int64_t max_json,
 	part = part ? iceberg_schema_field_type(part, 102, "partition") : NULL;
 	if (part == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "manifest schema without a partition record");
+		tms_error_set(err, ICEBERG_ERR_MALFORMED, "manifest schema without a partition record");
 		goto done;
 	}
 	root = iceberg_json_load(tmpl, strlen(tmpl), 0, max_json, "manifest schema", err);
@@ -306,7 +306,7 @@ typedef struct MapField
 } MapField;
 
 static bool
-map_field(MapField *m, const IcebergCompactOutput *o, int which, IcebergError *err)
+map_field(MapField *m, const IcebergCompactOutput *o, int which, TmsError *err)
 {
 	int			i;
 
@@ -363,15 +363,18 @@ map_field(MapField *m, const IcebergCompactOutput *o, int which, IcebergError *e
  */
 static bool
 partition_values(const IcebergPartitionSpec *spec, const IcebergPartType *types, int ntypes,
-				 const char *text, IcebergAvroWField *f, IcebergBuf *bufs, IcebergError *err)
+				 const char *text, IcebergAvroWField *f, IcebergBuf *bufs, TmsError *err)
 {
 	const char *pp = text;
 	const char *end = text + strlen(text);
 	int			k;
 
 	if (ntypes != spec->nfields)
-		return iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
-								 "the partition record of spec %d cannot be written", (int) spec->spec_id);
+	{
+		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+					  "the partition record of spec %d cannot be written", (int) spec->spec_id);
+		return false;
+	}
 	for (k = 0; k < spec->nfields; k++)
 	{
 		const char *tok;
@@ -381,7 +384,10 @@ partition_values(const IcebergPartitionSpec *spec, const IcebergPartType *types,
 		f[k].field_id = spec->fields[k].field_id;
 		f[k].name = spec->fields[k].name;
 		if (!iceberg_partition_next(&pp, end, &tok, &tl))
-			return iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid partition \"%.200s\"", text);
+		{
+			tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid partition \"%.200s\"", text);
+			return false;
+		}
 		if (tl == 4 && memcmp(tok, "null", 4) == 0)
 		{
 			f[k].v.kind = AVW_NULL;
@@ -422,15 +428,19 @@ partition_values(const IcebergPartitionSpec *spec, const IcebergPartType *types,
 			case ICEBERG_PT_BYTES:
 			case ICEBERG_PT_DECIMAL:
 				if (!iceberg_json_unhex(tok, tl, &bufs[k]))
-					return iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid partition value in \"%.200s\"", text);
+				{
+					tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid partition value in \"%.200s\"", text);
+					return false;
+				}
 				f[k].v.kind = AVW_BYTES;
 				f[k].v.p = bufs[k].data ? bufs[k].data : "";
 				f[k].v.len = bufs[k].len;
 				break;
 			default:
-				return iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
-										 "partition field \"%s\" has a type this writer cannot write",
-										 spec->fields[k].name);
+				tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+							  "partition field \"%s\" has a type this writer cannot write",
+							  spec->fields[k].name);
+				return false;
 		}
 	}
 	return true;
@@ -440,7 +450,7 @@ partition_values(const IcebergPartitionSpec *spec, const IcebergPartType *types,
 static bool
 add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata *md,
 		   const IcebergPartitionSpec *spec, const char *partition, int64_t snapshot_id,
-		   int64_t data_seq, IcebergError *err)
+		   int64_t data_seq, TmsError *err)
 {
 	IcebergAvroWField entry[5];
 	IcebergAvroWField df[20];
@@ -468,8 +478,8 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 	}
 	if (spec->nfields > 0 && o->types == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
-						  "the partition record of spec %d cannot be written", (int) spec->spec_id);
+		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+					  "the partition record of spec %d cannot be written", (int) spec->spec_id);
 		goto done;
 	}
 	if (!partition_values(spec, o->types, o->ntypes < 0 ? spec->nfields : o->ntypes,
@@ -570,7 +580,7 @@ done:
 /* Copy an entry (raw data_file) into o with status, snapshot and seqs. */
 static bool
 copy_entry(MOut *o, const IcebergManifestEntry *e, int status, int64_t snapshot_id,
-		   int format_version, IcebergError *err)
+		   int format_version, TmsError *err)
 {
 	IcebergAvroWField f[5];
 	IcebergAvroWValue df;
@@ -597,7 +607,7 @@ typedef struct Commit
 	IcebergCompactPlan *p;
 	int			g;
 	IcebergCompactCommit *res;
-	IcebergError *err;
+	TmsError   *err;
 	IcebergWriteTarget t;		/* the new snapshot's id, seq, codec, names */
 	int			nout;			/* manifests written so far */
 	StrMap		group_files;	/* path -> index in the group */
@@ -629,7 +639,10 @@ commit_manifest(Commit *c, MOut *o, IcebergNewManifest *n)
 	int			len = snprintf(path, sizeof(path), "%s/%s-m%d.avro", c->t.dir, c->t.uuid, c->nout++);
 
 	if (len < 0 || (size_t) len >= sizeof(path))
-		return iceberg_set_error(c->err, ICEBERG_ERR_LIMIT, "table location too long");
+	{
+		tms_error_set(c->err, ICEBERG_ERR_LIMIT, "table location too long");
+		return false;
+	}
 	if (!mout_finish(o, c->wr, path, c->t.seq, &c->res->written, &c->res->nwritten, c->err))
 		return false;
 	*n = o->n;
@@ -668,7 +681,8 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 	if (schema == NULL)
 	{
 		iceberg_manifest_close(r);
-		return iceberg_set_error(c->err, ICEBERG_ERR_MALFORMED, "manifest without avro.schema");
+		tms_error_set(c->err, ICEBERG_ERR_MALFORMED, "manifest without avro.schema");
+		return false;
 	}
 	if (!copy_header(r, 0, &meta, &nmeta, c->err) ||
 		!mout_start(&o, schema, meta, nmeta, c->t.codec, c->t.level, c->t.lim.max_json_bytes,
@@ -730,10 +744,10 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 					  (e->referenced_data_file != NULL &&
 					   compact_map_get(&c->group_files, e->referenced_data_file) >= 0)))
 			{
-				iceberg_set_error(c->err, ICEBERG_ERR_CONFLICT,
-								  "a position delete file was added to the partition since the plan");
-				iceberg_set_detail(c->err, "\"%s\" may delete rows of the files being rewritten.",
-								   e->file_path);
+				tms_error_set(c->err, ICEBERG_ERR_CONFLICT,
+							  "a position delete file was added to the partition since the plan");
+				tms_error_detail(c->err, "\"%s\" may delete rows of the files being rewritten.",
+								 e->file_path);
 				goto done;
 			}
 		}
@@ -752,18 +766,18 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 			}
 			if (c->md->format_version >= 2 && !has_seq)
 			{
-				iceberg_set_error(c->err, ICEBERG_ERR_UNSUPPORTED,
-								  "cannot rewrite a manifest written without sequence numbers");
-				iceberg_set_detail(c->err, "\"%s\" of this format v2 table has no sequence_number field; rewrite the table's manifests first.",
-								   rec->path);
+				tms_error_set(c->err, ICEBERG_ERR_UNSUPPORTED,
+							  "cannot rewrite a manifest written without sequence numbers");
+				tms_error_detail(c->err, "\"%s\" of this format v2 table has no sequence_number field; rewrite the table's manifests first.",
+								 rec->path);
 				goto done;
 			}
 		}
 		if (c->md->format_version >= 2 && (e->sequence_number < 0 || e->file_sequence_number < 0))
 		{
-			iceberg_set_error(c->err, ICEBERG_ERR_MALFORMED, "manifest entry without a sequence number");
-			iceberg_set_detail(c->err, "Entry \"%s\" of \"%s\" has no sequence number and cannot inherit one.",
-							   e->file_path, rec->path);
+			tms_error_set(c->err, ICEBERG_ERR_MALFORMED, "manifest entry without a sequence number");
+			tms_error_detail(c->err, "Entry \"%s\" of \"%s\" has no sequence number and cannot inherit one.",
+							 e->file_path, rec->path);
 			goto done;
 		}
 		if (!copy_entry(&o, e, status, snap, c->md->format_version, c->err))
@@ -798,11 +812,17 @@ write_added(Commit *c, const IcebergCompactOutput *outputs, int noutputs, Iceber
 
 	memset(&o, 0, sizeof(o));
 	if (spec == NULL)
-		return iceberg_set_error(c->err, ICEBERG_ERR_MALFORMED,
-								 "partition spec %d is not in the table metadata", (int) gr->spec_id);
+	{
+		tms_error_set(c->err, ICEBERG_ERR_MALFORMED,
+					  "partition spec %d is not in the table metadata", (int) gr->spec_id);
+		return false;
+	}
 	if (c->source_schema == NULL)
-		return iceberg_set_error(c->err, ICEBERG_ERR_CONFLICT,
-								 "no manifest of the group's files was found");
+	{
+		tms_error_set(c->err, ICEBERG_ERR_CONFLICT,
+					  "no manifest of the group's files was found");
+		return false;
+	}
 	schema = entry_schema(c->md->format_version, c->source_schema, c->t.lim.max_json_bytes, c->err);
 	if (schema == NULL)
 		return false;
@@ -948,7 +968,7 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 							 const IcebergTableMetadata *md, IcebergCompactPlan *p, int g,
 							 const IcebergCompactOutput *outputs, int noutputs,
 							 int64_t new_snapshot_id, IcebergCompactCommit *res,
-							 IcebergError *err)
+							 TmsError *err)
 {
 	Commit		c;
 	const IcebergSnapshot *snap;
@@ -964,26 +984,41 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	int			i;
 	bool		ok = false;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	if (res == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no result given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no result given");
+		return false;
+	}
 	memset(res, 0, sizeof(*res));
 	res->snapshot.parent_snapshot_id = -1;
 	res->snapshot.schema_id = -1;
 	memset(&added, 0, sizeof(added));
 	added.nsumm = -1;
 	if (io == NULL || w == NULL || w->write == NULL || p == NULL || g < 0 || g >= p->ngroups)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "a commit needs a file io, a writer, a plan and a group");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "a commit needs a file io, a writer, a plan and a group");
+		return false;
+	}
 	if (!compact_check_table(md, &snap, err))
 		return false;
 	if (snap == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_CONFLICT, "the table has no current snapshot");
+	{
+		tms_error_set(err, ICEBERG_ERR_CONFLICT, "the table has no current snapshot");
+		return false;
+	}
 	if (new_snapshot_id <= 0 || iceberg_metadata_snapshot(md, new_snapshot_id) != NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "invalid new snapshot id %" PRId64, new_snapshot_id);
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "invalid new snapshot id %" PRId64, new_snapshot_id);
+		return false;
+	}
 	if (noutputs < 0 || (noutputs > 0 && outputs == NULL))
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid output files");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid output files");
+		return false;
+	}
 	gr = &p->groups[g];
 	memset(&c, 0, sizeof(c));
 	c.io = io;
@@ -1058,10 +1093,10 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	for (i = 0; i < gr->nfiles; i++)
 		if (!c.found[i])
 		{
-			iceberg_set_error(err, ICEBERG_ERR_CONFLICT,
-							  "a file of the group is no longer live in the table");
-			iceberg_set_detail(err, "\"%s\" was removed or rewritten by another commit.",
-							   p->files[gr->first + i].path);
+			tms_error_set(err, ICEBERG_ERR_CONFLICT,
+						  "a file of the group is no longer live in the table");
+			tms_error_detail(err, "\"%s\" was removed or rewritten by another commit.",
+							 p->files[gr->first + i].path);
 			goto done;
 		}
 
@@ -1126,7 +1161,7 @@ done:
 
 bool
 iceberg_compact_committed(IcebergCompactPlan *p, int g, const IcebergCompactCommit *res,
-						  IcebergError *err)
+						  TmsError *err)
 {
 	const IcebergCompactGroup *gr = &p->groups[g];
 	StrMap		old = {0};

@@ -7,7 +7,7 @@
  *
  * Rules: plain C; user input is bounded (1 KiB of text, 256 nodes) and
  * parsed by recursive descent with a depth limit; every failure is an
- * IcebergError naming the offending token.  Binding gives each leaf, per
+ * TmsError naming the offending token.  Binding gives each leaf, per
  * partition spec, the position of its partition field and its literals
  * converted to that field's type, so that evaluation does no parsing of
  * the filter, only of the partition text.
@@ -144,14 +144,14 @@ typedef struct Parser
 	size_t		tok_pos;
 	int			nnodes;
 	int			depth;
-	IcebergError *err;
+	TmsError   *err;
 } Parser;
 
 static bool
 syntax(Parser *p, const char *what)
 {
-	iceberg_set_error(p->err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid where filter: %s", what);
-	iceberg_set_detail(p->err, "at character %zu", p->tok_pos + 1);
+	tms_error_set(p->err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid where filter: %s", what);
+	tms_error_detail(p->err, "at character %zu", p->tok_pos + 1);
 	return false;
 }
 
@@ -202,13 +202,15 @@ next(Parser *p)
 			if (!iceberg_buf_append(&b, &s[i], 1))
 			{
 				iceberg_buf_free(&b);
-				return iceberg_set_error(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+				tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+				return false;
 			}
 		}
 		if (!iceberg_buf_append(&b, "", 1))
 		{
 			iceberg_buf_free(&b);
-			return iceberg_set_error(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
 		}
 		p->text = b.data;
 		p->tok = q == '\'' ? T_STRING : T_NAME;
@@ -250,7 +252,10 @@ next(Parser *p)
 		return syntax(p, "unexpected character");
 	p->text = malloc(i - start + 1);
 	if (p->text == NULL)
-		return iceberg_set_error(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
 	memcpy(p->text, s + start, i - start);
 	p->text[i - start] = '\0';
 	p->pos = i;
@@ -325,7 +330,7 @@ new_node(Parser *p, NodeKind kind)
 	}
 	n = calloc(1, sizeof(Node));
 	if (n == NULL)
-		iceberg_set_error(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	else
 		n->kind = kind;
 	return n;
@@ -344,7 +349,10 @@ parse_lit(Parser *p, Node *n)
 		return syntax(p, is_kw(p, "null") ? "compare with null by IS NULL" : "a literal expected");
 	nl = realloc(n->lits, sizeof(Lit) * (size_t) (n->nlits + 1));
 	if (nl == NULL)
-		return iceberg_set_error(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
 	n->lits = nl;
 	l = &nl[n->nlits++];
 	memset(l, 0, sizeof(*l));
@@ -498,7 +506,7 @@ parse_factor(Parser *p)
 			if (both == NULL || hi->name == NULL)
 			{
 				if (hi->name == NULL)
-					iceberg_set_error(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+					tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 				free_node(hi);
 				free(both);
 				goto fail;
@@ -582,18 +590,24 @@ parse_or(Parser *p)
 
 bool
 iceberg_partition_filter_parse(const char *text, IcebergPartitionFilter **out,
-							   IcebergError *err)
+							   TmsError *err)
 {
 	Parser		p;
 	Node	   *root;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	*out = NULL;
 	if (text == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no where filter given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no where filter given");
+		return false;
+	}
 	if (strlen(text) > MAX_TEXT)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "invalid where filter: longer than %d bytes", MAX_TEXT);
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "invalid where filter: longer than %d bytes", MAX_TEXT);
+		return false;
+	}
 	memset(&p, 0, sizeof(p));
 	p.s = text;
 	p.err = err;
@@ -618,7 +632,8 @@ iceberg_partition_filter_parse(const char *text, IcebergPartitionFilter **out,
 	if (*out == NULL)
 	{
 		free_node(root);
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
 	}
 	(*out)->root = root;
 	(*out)->nnodes = p.nnodes;
@@ -991,7 +1006,7 @@ type_name(IcebergTypeId t, const IcebergColumn *src)
 /* Bind one leaf for every spec. */
 static bool
 bind_leaf(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
-		  IcebergError *err)
+		  TmsError *err)
 {
 	bool		known = false;
 	int			s,
@@ -999,7 +1014,10 @@ bind_leaf(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 
 	n->bind = calloc((size_t) md->nspecs + 1, sizeof(SpecBinding));
 	if (n->bind == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
 	n->nbind = md->nspecs;
 	for (s = 0; s < md->nspecs; s++)
 	{
@@ -1029,10 +1047,10 @@ bind_leaf(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 
 			if (!field_type(pf, schema, &t, &src))
 			{
-				iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								  "partition field \"%s\" cannot be filtered", pf->name);
-				iceberg_set_detail(err, "Its transform \"%s\" or source column is not known.",
-								   pf->transform);
+				tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+							  "partition field \"%s\" cannot be filtered", pf->name);
+				tms_error_detail(err, "Its transform \"%s\" or source column is not known.",
+								 pf->transform);
 				return false;
 			}
 			b->type = t;
@@ -1041,7 +1059,10 @@ bind_leaf(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 				t == ICEBERG_TYPE_STRING || t == ICEBERG_TYPE_UUID ? V_BYTES : V_INT;
 			b->values = calloc((size_t) n->nlits + 1, sizeof(Value));
 			if (b->values == NULL)
-				return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			{
+				tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+				return false;
+			}
 			for (i = 0; i < n->nlits; i++)
 			{
 				bool		oom;
@@ -1050,15 +1071,18 @@ bind_leaf(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 				if (!convert(&n->lits[i], t, pf->transform, &b->values[i], &oom))
 				{
 					if (oom)
-						return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
-					iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-									  "invalid literal for \"%s\" in the where filter", n->name);
-					iceberg_set_detail(err, "%s%s%s is not a value of type %s.",
-									   n->lits[i].kind == L_STRING ? "'" : "",
-									   n->lits[i].kind == L_BOOL ? (n->lits[i].b ? "true" : "false")
-									   : n->lits[i].text,
-									   n->lits[i].kind == L_STRING ? "'" : "",
-									   type_name(t, src));
+					{
+						tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+						return false;
+					}
+					tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+								  "invalid literal for \"%s\" in the where filter", n->name);
+					tms_error_detail(err, "%s%s%s is not a value of type %s.",
+									 n->lits[i].kind == L_STRING ? "'" : "",
+									 n->lits[i].kind == L_BOOL ? (n->lits[i].b ? "true" : "false")
+									 : n->lits[i].text,
+									 n->lits[i].kind == L_STRING ? "'" : "",
+									 type_name(t, src));
 					return false;
 				}
 			}
@@ -1068,10 +1092,10 @@ bind_leaf(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 				for (i = 0; i < n->nlits; i++)
 					if (!parse_decimal(n->lits[i].text, src->scale, &b->values[i].dec))
 					{
-						iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-										  "invalid literal for \"%s\" in the where filter", n->name);
-						iceberg_set_detail(err, "%s has more digits than %s.",
-										   n->lits[i].text, src->type_text);
+						tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+									  "invalid literal for \"%s\" in the where filter", n->name);
+						tms_error_detail(err, "%s has more digits than %s.",
+										 n->lits[i].text, src->type_text);
 						return false;
 					}
 			}
@@ -1084,10 +1108,10 @@ bind_leaf(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 		for (k = 0; k < schema->ncolumns && c == NULL; k++)
 			if (strcmp(schema->columns[k].name, n->name) == 0)
 				c = &schema->columns[k];
-		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-						  c ? "column \"%s\" is not a partition column" :
-						  "\"%s\" is neither a partition field nor a column", n->name);
-		iceberg_set_detail(err, "A where filter of a compaction selects partitions: name a partition field, or a column an identity partition field has as its source.");
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  c ? "column \"%s\" is not a partition column" :
+					  "\"%s\" is neither a partition field nor a column", n->name);
+		tms_error_detail(err, "A where filter of a compaction selects partitions: name a partition field, or a column an identity partition field has as its source.");
 		return false;
 	}
 	return true;
@@ -1095,7 +1119,7 @@ bind_leaf(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 
 static bool
 bind_node(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
-		  IcebergError *err)
+		  TmsError *err)
 {
 	int			i;
 
@@ -1113,12 +1137,12 @@ bind_node(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 
 bool
 iceberg_partition_filter_bind(IcebergPartitionFilter *f, const IcebergTableMetadata *md,
-							  IcebergError *err)
+							  TmsError *err)
 {
 	IcebergSchema *schema;
 	bool		ok;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	if (!iceberg_schema_parse(md->current_schema_json, &schema, err))
 		return false;
 	ok = bind_node(f->root, md, schema, err);

@@ -5,7 +5,7 @@
  *	  to indexes, the manifest-list records kept for a second look and the
  *	  checks of the table (not part of the API; compact.h is).
  *
- * Rules of this file: plain C, errors as IcebergError values; include it
+ * Rules of this file: plain C, errors as TmsError values; include it
  * only from src/iceberg/compact/compact_*.c.
  *
  * src/iceberg/compact/compact_int.h
@@ -35,14 +35,14 @@ typedef struct ListRec
 	size_t		raw_len;
 } ListRec;
 
-extern bool compact_oom(IcebergError *err);
+extern bool compact_oom(TmsError *err);
 extern bool compact_map_put(StrMap *m, const char *key, int value);
 extern int	compact_map_get(const StrMap *m, const char *key);
 extern bool compact_check_table(const IcebergTableMetadata *md,
-								const IcebergSnapshot **snap, IcebergError *err);
+								const IcebergSnapshot **snap, TmsError *err);
 extern void compact_free_recs(ListRec *r, int n);
 extern bool compact_read_list(const IcebergFileIO *io, const IcebergTableMetadata *md,
 							  const IcebergSnapshot *snap, ListRec **out, int *nout,
-							  IcebergError *err);
+							  TmsError *err);
 
 #endif							/* TMS_ICEBERG_COMPACT_INT_H */

@@ -7,7 +7,7 @@
  *	  the semantics, the refusals and the memory bounds, compact_commit.c
  *	  holds the commit of one group.
  *
- * Rules of this file: plain C, errors as IcebergError values, every
+ * Rules of this file: plain C, errors as TmsError values, every
  * allocation freed on every path; nothing here runs the rewrite of the
  * rows, commits, retries or deletes.  Manifests are read with the
  * layer's streaming readers; entries carried into a rewritten manifest
@@ -38,9 +38,10 @@
 #define SPLIT_OVERHEAD			(5 * 1024)
 
 bool
-compact_oom(IcebergError *err)
+compact_oom(TmsError *err)
 {
-	return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	return false;
 }
 
 /* ---------------------------------------------------------------------
@@ -96,7 +97,7 @@ int_push(int **arr, int *n, int *alloc, int v)
  */
 
 bool
-compact_check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap, IcebergError *err)
+compact_check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap, TmsError *err)
 {
 	return iceberg_write_check_table(md, "compaction",
 									 "Format v3 adds deletion vectors and row lineage, which this rewrite does not maintain.",
@@ -105,7 +106,7 @@ compact_check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap
 
 /* Are the schema's columns all of types the helper writes? */
 static bool
-check_schema(const IcebergSchema *s, IcebergError *err)
+check_schema(const IcebergSchema *s, TmsError *err)
 {
 	int			i;
 
@@ -116,10 +117,10 @@ check_schema(const IcebergSchema *s, IcebergError *err)
 		if (t == ICEBERG_TYPE_NESTED || t == ICEBERG_TYPE_FIXED || t == ICEBERG_TYPE_OTHER ||
 			t == ICEBERG_TYPE_TIMESTAMP_NS || t == ICEBERG_TYPE_TIMESTAMPTZ_NS)
 		{
-			iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
-							  "compaction does not support column \"%s\" of type %s",
-							  s->columns[i].name, s->columns[i].type_text);
-			iceberg_set_detail(err, "The local engine rewrites tables whose columns are of primitive types other than fixed; use an engine server for this table.");
+			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+						  "compaction does not support column \"%s\" of type %s",
+						  s->columns[i].name, s->columns[i].type_text);
+			tms_error_detail(err, "The local engine rewrites tables whose columns are of primitive types other than fixed; use an engine server for this table.");
 			return false;
 		}
 	}
@@ -166,7 +167,7 @@ compact_free_recs(ListRec *r, int n)
 /* Read a snapshot's manifest list into an array (raw bytes too). */
 bool
 compact_read_list(const IcebergFileIO *io, const IcebergTableMetadata *md,
-				  const IcebergSnapshot *snap, ListRec **out, int *nout, IcebergError *err)
+				  const IcebergSnapshot *snap, ListRec **out, int *nout, TmsError *err)
 {
 	IcebergManifestListReader *lr;
 	const IcebergManifestFile *mf;
@@ -273,7 +274,7 @@ typedef struct Planner
 	IcebergCompactPlan *p;
 	const IcebergTableMetadata *md;
 	const IcebergCompactOptions *opt;
-	IcebergError *err;
+	TmsError   *err;
 	StrMap		manifest_ix;	/* path -> index into p->manifests */
 	int			manifests_alloc;
 	int			deletes_alloc;
@@ -591,7 +592,7 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 /* Resolve and check the options into the plan. */
 static bool
 resolve_options(IcebergCompactPlan *p, const IcebergTableMetadata *md,
-				const IcebergCompactOptions *opt, IcebergError *err)
+				const IcebergCompactOptions *opt, TmsError *err)
 {
 	int64_t		target = opt ? opt->target_file_size_bytes : 0;
 
@@ -617,16 +618,19 @@ resolve_options(IcebergCompactPlan *p, const IcebergTableMetadata *md,
 	p->delete_ratio_threshold = opt && opt->delete_ratio_threshold > 0 ?
 		opt->delete_ratio_threshold : DEFAULT_DELETE_RATIO;
 	if (p->delete_ratio_threshold > 1.0)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "delete-ratio-threshold must not be above 1");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "delete-ratio-threshold must not be above 1");
+		return false;
+	}
 	if (!(p->min_file_size_bytes < p->target_file_size_bytes &&
 		  p->target_file_size_bytes < p->max_file_size_bytes))
 	{
-		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-						  "min-file-size-bytes < target-file-size-bytes < max-file-size-bytes does not hold");
-		iceberg_set_detail(err, "They are %" PRId64 ", %" PRId64 " and %" PRId64 ".",
-						   p->min_file_size_bytes, p->target_file_size_bytes,
-						   p->max_file_size_bytes);
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "min-file-size-bytes < target-file-size-bytes < max-file-size-bytes does not hold");
+		tms_error_detail(err, "They are %" PRId64 ", %" PRId64 " and %" PRId64 ".",
+						 p->min_file_size_bytes, p->target_file_size_bytes,
+						 p->max_file_size_bytes);
 		return false;
 	}
 	return true;
@@ -761,7 +765,7 @@ pack_partition(Planner *pl, struct Cands *c, const int64_t *known,
 
 /* The groups' distinct deletes, and each delete's groups. */
 static bool
-link_deletes(IcebergCompactPlan *p, IcebergError *err)
+link_deletes(IcebergCompactPlan *p, TmsError *err)
 {
 	int		   *seen = calloc((size_t) p->ndeletes + 1, sizeof(int));
 	int			g,
@@ -812,7 +816,7 @@ link_deletes(IcebergCompactPlan *p, IcebergError *err)
 bool
 iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					 const IcebergCompactOptions *opt, IcebergCompactPlan **out,
-					 IcebergError *err)
+					 TmsError *err)
 {
 	const IcebergSnapshot *snap;
 	IcebergSchema *schema = NULL;
@@ -828,10 +832,13 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	int			pass,
 				i;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	*out = NULL;
 	if (io == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no file io given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no file io given");
+		return false;
+	}
 	if (!compact_check_table(md, &snap, err))
 		return false;
 	p = calloc(1, sizeof(IcebergCompactPlan));
@@ -1001,7 +1008,7 @@ fail:
 
 bool
 iceberg_compact_removable(const IcebergCompactPlan *p, int g, int **out, int *n,
-						  IcebergError *err)
+						  TmsError *err)
 {
 	const IcebergCompactGroup *gr = &p->groups[g];
 	int			alloc = 0;
@@ -1082,7 +1089,7 @@ append_encoded(IcebergBuf *b, const char *s, size_t len)
 
 char *
 iceberg_compact_output_dir(const IcebergTableMetadata *md, const IcebergSchema *schema,
-						   const IcebergCompactPlan *p, int g, IcebergError *err)
+						   const IcebergCompactPlan *p, int g, TmsError *err)
 {
 	const IcebergCompactGroup *gr = &p->groups[g];
 	const IcebergPartitionSpec *spec = iceberg_metadata_spec(md, gr->spec_id);
@@ -1098,8 +1105,8 @@ iceberg_compact_output_dir(const IcebergTableMetadata *md, const IcebergSchema *
 		base = iceberg_metadata_property(md, "write.folder-storage.path");
 	if (spec == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "partition spec %d is not in the table metadata",
-						  (int) gr->spec_id);
+		tms_error_set(err, ICEBERG_ERR_MALFORMED, "partition spec %d is not in the table metadata",
+					  (int) gr->spec_id);
 		return NULL;
 	}
 	if (base == NULL)
@@ -1131,7 +1138,7 @@ iceberg_compact_output_dir(const IcebergTableMetadata *md, const IcebergSchema *
 		if (!iceberg_partition_next(&pp, end, &tok, &tl))
 		{
 			iceberg_buf_free(&b);
-			iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid partition \"%.200s\"", gr->partition);
+			tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid partition \"%.200s\"", gr->partition);
 			return NULL;
 		}
 		if (tl == 4 && memcmp(tok, "null", 4) == 0)

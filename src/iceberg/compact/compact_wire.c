@@ -36,20 +36,22 @@
 #define MAX_TEXT		4096
 
 static bool
-oom(IcebergError *err)
+oom(TmsError *err)
 {
-	return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	return false;
 }
 
 static bool
-bad(IcebergError *err, const char *what)
+bad(TmsError *err, const char *what)
 {
-	return iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: %s", what);
+	tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: %s", what);
+	return false;
 }
 
 /* Dump and copy to malloc'd memory; consumes doc. */
 static char *
-dump(json_t *doc, IcebergError *err)
+dump(json_t *doc, TmsError *err)
 {
 	char	   *text;
 	char	   *r = NULL;
@@ -85,7 +87,7 @@ append(json_t *arr, json_t *v)
 
 /* A string field (or NULL when absent and optional); *ok false on a bad one. */
 static char *
-get_str(json_t *o, const char *key, bool required, size_t max, bool *ok, IcebergError *err)
+get_str(json_t *o, const char *key, bool required, size_t max, bool *ok, TmsError *err)
 {
 	json_t	   *v = json_object_get(o, key);
 	char	   *s;
@@ -95,7 +97,7 @@ get_str(json_t *o, const char *key, bool required, size_t max, bool *ok, Iceberg
 		if (required)
 		{
 			*ok = false;
-			iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: \"%s\" missing", key);
+			tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: \"%s\" missing", key);
 		}
 		return NULL;
 	}
@@ -103,7 +105,7 @@ get_str(json_t *o, const char *key, bool required, size_t max, bool *ok, Iceberg
 		strlen(json_string_value(v)) != json_string_length(v))
 	{
 		*ok = false;
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: \"%s\" is not a string of at most %zu bytes", key, max);
+		tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: \"%s\" is not a string of at most %zu bytes", key, max);
 		return NULL;
 	}
 	s = strdup(json_string_value(v));
@@ -118,7 +120,7 @@ get_str(json_t *o, const char *key, bool required, size_t max, bool *ok, Iceberg
 /* An integer field in [min, max]; dflt when absent and not required. */
 static int64_t
 get_int(json_t *o, const char *key, bool required, int64_t min, int64_t max, int64_t dflt,
-		bool *ok, IcebergError *err)
+		bool *ok, TmsError *err)
 {
 	json_t	   *v = json_object_get(o, key);
 
@@ -127,23 +129,23 @@ get_int(json_t *o, const char *key, bool required, int64_t min, int64_t max, int
 		if (required)
 		{
 			*ok = false;
-			iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: \"%s\" missing", key);
+			tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: \"%s\" missing", key);
 		}
 		return dflt;
 	}
 	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
 	{
 		*ok = false;
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
-						  "invalid compaction message: \"%s\" is not an integer in [%" PRId64 ", %" PRId64 "]",
-						  key, min, max);
+		tms_error_set(err, ICEBERG_ERR_MALFORMED,
+					  "invalid compaction message: \"%s\" is not an integer in [%" PRId64 ", %" PRId64 "]",
+					  key, min, max);
 		return dflt;
 	}
 	return (int64_t) json_integer_value(v);
 }
 
 static json_t *
-load(const char *text, size_t len, int64_t max_json, IcebergError *err)
+load(const char *text, size_t len, int64_t max_json, TmsError *err)
 {
 	json_t	   *root = iceberg_json_load(text, len, 0, max_json, "compaction message", err);
 
@@ -164,7 +166,7 @@ load(const char *text, size_t len, int64_t max_json, IcebergError *err)
 char *
 iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit, int threads,
 						   const char *temp_directory, const char *allowed_hosts,
-						   IcebergError *err)
+						   TmsError *err)
 {
 	json_t	   *st = json_pack("{s:i, s:I, s:I, s:i}", "s3_path_style", cfg->s3_path_style,
 							   "connect_timeout_ms", (json_int_t) cfg->http.connect_timeout_ms,
@@ -206,7 +208,7 @@ iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit, int
 
 bool
 iceberg_compact_hello_parse(const char *text, size_t len, IcebergCompactHello *h,
-							IcebergError *err)
+							TmsError *err)
 {
 	json_t	   *root = load(text, len, 0, err);
 	json_t	   *st;
@@ -348,7 +350,7 @@ parse_mode(const char *s, IcebergCompactJobMetric *m)
 
 bool
 iceberg_compact_metrics_modes(const IcebergTableMetadata *md, const IcebergSchema *schema,
-							  IcebergCompactJobMetric **out, IcebergError *err)
+							  IcebergCompactJobMetric **out, TmsError *err)
 {
 	IcebergCompactJobMetric dflt = {0, ICEBERG_METRICS_TRUNCATE, 16};
 	const char *d = iceberg_metadata_property(md, "write.metadata.metrics.default");
@@ -393,7 +395,7 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 						 const IcebergCompactJobMetric *metrics, int nmetrics,
 						 const char *const *input_uris, const char *const *delete_uris,
 						 const char *output_dir, const char *upload_dir, const char *prefix,
-						 const char *compression, int compression_level, IcebergError *err)
+						 const char *compression, int compression_level, TmsError *err)
 {
 	const IcebergCompactGroup *gr = &p->groups[g];
 	json_t	   *schema = iceberg_json_load(md->current_schema_json, strlen(md->current_schema_json),
@@ -482,7 +484,7 @@ iceberg_compact_job_free(IcebergCompactJob *job)
 
 bool
 iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
-						  IcebergError *err)
+						  TmsError *err)
 {
 	json_t	   *root = load(text, len, 0, err);
 	json_t	   *a;
@@ -627,7 +629,7 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 char *
 iceberg_compact_ready_json(const char *version)
 {
-	IcebergError err;
+	TmsError	err;
 
 	return dump(json_pack("{s:s, s:i, s:s}", "type", "ready", "protocol",
 						  ICEBERG_COMPACT_PROTOCOL, "duckdb", version ? version : ""), &err);
@@ -636,7 +638,7 @@ iceberg_compact_ready_json(const char *version)
 char *
 iceberg_compact_progress_json(int group, int64_t done)
 {
-	IcebergError err;
+	TmsError	err;
 
 	return dump(json_pack("{s:s, s:i, s:I}", "type", "progress", "group", group,
 						  "done", (json_int_t) done), &err);
@@ -666,7 +668,7 @@ hex(const uint8_t *b, size_t n)
 char *
 iceberg_compact_file_json(int group, const IcebergCompactOutput *f)
 {
-	IcebergError err;
+	TmsError	err;
 	json_t	   *mets = json_array();
 	json_t	   *splits = json_array();
 	bool		ok = mets != NULL && splits != NULL;
@@ -710,7 +712,7 @@ char *
 iceberg_compact_done_json(int group, int files, int64_t rows_in, int64_t rows_deleted,
 						  int64_t rows_out, int64_t bytes_in, int64_t peak_rss)
 {
-	IcebergError err;
+	TmsError	err;
 
 	return dump(json_pack("{s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I}", "type", "done",
 						  "group", group, "files", files, "rows_in", (json_int_t) rows_in,
@@ -722,7 +724,7 @@ iceberg_compact_done_json(int group, int files, int64_t rows_in, int64_t rows_de
 char *
 iceberg_compact_error_json(int group, const char *message)
 {
-	IcebergError err;
+	TmsError	err;
 	size_t		n = strnlen(message, 2000);
 	json_t	   *m = json_stringn(message, n);
 
@@ -782,7 +784,7 @@ unhex(const char *s, uint8_t **out, size_t *n)
 }
 
 static bool
-parse_file(json_t *root, IcebergCompactOutput *f, IcebergError *err)
+parse_file(json_t *root, IcebergCompactOutput *f, TmsError *err)
 {
 	json_t	   *a;
 	bool		ok = true;
@@ -855,13 +857,13 @@ parse_file(json_t *root, IcebergCompactOutput *f, IcebergError *err)
 
 bool
 iceberg_compact_message_parse(const char *line, size_t len, int64_t max_json,
-							  IcebergCompactMessage *m, IcebergError *err)
+							  IcebergCompactMessage *m, TmsError *err)
 {
 	json_t	   *root;
 	const char *type;
 	bool		ok = true;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	memset(m, 0, sizeof(*m));
 	if (len > ICEBERG_COMPACT_MAX_LINE)
 		return bad(err, "too long");

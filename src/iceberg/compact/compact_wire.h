@@ -93,9 +93,9 @@ typedef struct IcebergCompactHello
  */
 extern char *iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit,
 										int threads, const char *temp_directory,
-										const char *allowed_hosts, IcebergError *err);
+										const char *allowed_hosts, TmsError *err);
 extern bool iceberg_compact_hello_parse(const char *text, size_t len,
-										IcebergCompactHello *out, IcebergError *err);
+										IcebergCompactHello *out, TmsError *err);
 
 /* cfg points into h. */
 extern void iceberg_compact_hello_storage(const IcebergCompactHello *h, IoStorageConfig *cfg);
@@ -164,7 +164,7 @@ typedef struct IcebergCompactJob
 extern bool iceberg_compact_metrics_modes(const IcebergTableMetadata *md,
 										  const IcebergSchema *schema,
 										  IcebergCompactJobMetric **out,
-										  IcebergError *err);
+										  TmsError *err);
 
 /*
  * The group line of plan group g: output dir (as the metadata spells it)
@@ -179,9 +179,9 @@ extern char *iceberg_compact_job_json(const IcebergTableMetadata *md,
 									  const char *const *delete_uris,
 									  const char *output_dir, const char *upload_dir,
 									  const char *prefix, const char *compression,
-									  int compression_level, IcebergError *err);
+									  int compression_level, TmsError *err);
 extern bool iceberg_compact_job_parse(const char *text, size_t len,
-									  IcebergCompactJob **out, IcebergError *err);
+									  IcebergCompactJob **out, TmsError *err);
 extern void iceberg_compact_job_free(IcebergCompactJob *job);
 
 /* ---- what the helper says ---- */
@@ -219,7 +219,7 @@ typedef struct IcebergCompactMessage
 
 /* Parse one line (len bytes, no newline) under a budget of max_json bytes. */
 extern bool iceberg_compact_message_parse(const char *line, size_t len, int64_t max_json,
-										  IcebergCompactMessage *out, IcebergError *err);
+										  IcebergCompactMessage *out, TmsError *err);
 extern void iceberg_compact_message_free(IcebergCompactMessage *m);
 
 /* The helper's lines (malloc'd, no newline). */

@@ -5,7 +5,7 @@
  *	  without the expired snapshots, and the files they leave behind
  *	  (Iceberg's ReachableFileCleanup).  See expire.h.
  *
- * Rules: plain C, errors as IcebergError values, no allocation sized by
+ * Rules: plain C, errors as TmsError values, no allocation sized by
  * an untrusted count beyond what the parsed metadata already holds; the
  * file stream keeps hashes of canonical paths, never the paths.
  *
@@ -65,7 +65,7 @@ snap_lookup(const SnapIndex *ix, int n, int64_t id)
 }
 
 static SnapIndex *
-snap_index_build(const IcebergTableMetadata *md, IcebergError *err)
+snap_index_build(const IcebergTableMetadata *md, TmsError *err)
 {
 	SnapIndex  *ix;
 	int			i;
@@ -73,7 +73,7 @@ snap_index_build(const IcebergTableMetadata *md, IcebergError *err)
 	ix = malloc(sizeof(SnapIndex) * (size_t) (md->nsnapshots > 0 ? md->nsnapshots : 1));
 	if (ix == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	for (i = 0; i < md->nsnapshots; i++)
@@ -91,7 +91,7 @@ snap_index_build(const IcebergTableMetadata *md, IcebergError *err)
  */
 static bool
 prop_long(const IcebergTableMetadata *md, const char *key, int64_t dflt,
-		  int64_t *out, IcebergError *err)
+		  int64_t *out, TmsError *err)
 {
 	const char *v = iceberg_metadata_property(md, key);
 	const char *p;
@@ -113,9 +113,9 @@ prop_long(const IcebergTableMetadata *md, const char *key, int64_t dflt,
 	*out = (int64_t) x;
 	return true;
 bad:
-	iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
-					  "invalid table property \"%s\"", key);
-	iceberg_set_detail(err, "The value \"%.100s\" is not an integer.", v);
+	tms_error_set(err, ICEBERG_ERR_MALFORMED,
+				  "invalid table property \"%s\"", key);
+	tms_error_detail(err, "The value \"%.100s\" is not an integer.", v);
 	return false;
 }
 
@@ -205,7 +205,7 @@ mark_ancestors(const IcebergTableMetadata *md, const SnapIndex *ix,
  */
 static bool
 expire_settings(const IcebergTableMetadata *md, const IcebergExpireOptions *opt,
-				IcebergExpirePlan *out, IcebergError *err)
+				IcebergExpirePlan *out, TmsError *err)
 {
 	const char *gc;
 	int64_t		max_age,
@@ -216,26 +216,32 @@ expire_settings(const IcebergTableMetadata *md, const IcebergExpireOptions *opt,
 	if (md == NULL || opt == NULL || out == NULL ||
 		(opt->nsnapshot_ids > 0 && opt->snapshot_ids == NULL) ||
 		opt->nsnapshot_ids < 0)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "invalid expiry arguments");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "invalid expiry arguments");
+		return false;
+	}
 	gc = iceberg_metadata_property(md, ICEBERG_PROP_GC_ENABLED);
 	if (gc != NULL && strcasecmp(gc, "true") != 0)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-						  "cannot expire snapshots: garbage collection is disabled for this table");
-		iceberg_set_detail(err, "The table property gc.enabled is \"%.50s\"; deleting files may corrupt other tables that share them.", gc);
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "cannot expire snapshots: garbage collection is disabled for this table");
+		tms_error_detail(err, "The table property gc.enabled is \"%.50s\"; deleting files may corrupt other tables that share them.", gc);
 		return false;
 	}
 	if (opt->retain_last != -1 && opt->retain_last < 1)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-						  "number of snapshots to retain must be at least 1, cannot be: %d",
-						  (int) opt->retain_last);
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "number of snapshots to retain must be at least 1, cannot be: %d",
+					  (int) opt->retain_last);
 		return false;
 	}
 	if (opt->older_than_ms < -1 || opt->max_ref_age_ms < -1 || opt->now_ms < 0)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "invalid expiry options: negative time");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "invalid expiry options: negative time");
+		return false;
+	}
 
 	/* effective defaults, as RemoveSnapshots' constructor and setters */
 	if (!prop_long(md, ICEBERG_PROP_MAX_SNAPSHOT_AGE_MS,
@@ -252,9 +258,9 @@ expire_settings(const IcebergTableMetadata *md, const IcebergExpireOptions *opt,
 			return false;
 		if (retain_last < INT32_MIN || retain_last > INT32_MAX)
 		{
-			iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
-							  "invalid table property \"%s\"", ICEBERG_PROP_MIN_SNAPSHOTS_TO_KEEP);
-			iceberg_set_detail(err, "The value is out of range for an int.");
+			tms_error_set(err, ICEBERG_ERR_MALFORMED,
+						  "invalid table property \"%s\"", ICEBERG_PROP_MIN_SNAPSHOTS_TO_KEEP);
+			tms_error_detail(err, "The value is out of range for an int.");
 			return false;
 		}
 	}
@@ -277,7 +283,7 @@ expire_settings(const IcebergTableMetadata *md, const IcebergExpireOptions *opt,
 static bool
 expire_retained_refs(const IcebergTableMetadata *md, const IcebergExpireOptions *opt,
 					 const SnapIndex *ix, bool *ref_kept, IcebergExpirePlan *out,
-					 IcebergError *err)
+					 TmsError *err)
 {
 	int			i;
 
@@ -320,7 +326,7 @@ expire_retained_refs(const IcebergTableMetadata *md, const IcebergExpireOptions 
 static bool
 expire_retain_refs(const IcebergTableMetadata *md, const IcebergExpireOptions *opt,
 				   const SnapIndex *ix, const bool *ref_kept, const IcebergExpirePlan *out,
-				   bool *retain, bool *referenced, IcebergError *err)
+				   bool *retain, bool *referenced, TmsError *err)
 {
 	int			i,
 				j,
@@ -336,9 +342,9 @@ expire_retain_refs(const IcebergTableMetadata *md, const IcebergExpireOptions *o
 		for (j = 0; j < opt->nsnapshot_ids; j++)
 			if (opt->snapshot_ids[j] == md->refs[i].snapshot_id)
 			{
-				iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								  "cannot expire snapshot %lld: it is still referenced by ref \"%.100s\"",
-								  (long long) opt->snapshot_ids[j], md->refs[i].name);
+				tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+							  "cannot expire snapshot %lld: it is still referenced by ref \"%.100s\"",
+							  (long long) opt->snapshot_ids[j], md->refs[i].name);
 				return false;
 			}
 		k = snap_lookup(ix, n, md->refs[i].snapshot_id);
@@ -383,7 +389,7 @@ expire_retain_refs(const IcebergTableMetadata *md, const IcebergExpireOptions *o
 static bool
 expire_choose(const IcebergTableMetadata *md, const IcebergExpireOptions *opt,
 			  int64_t older_than, bool *retain, const bool *referenced,
-			  bool *expire, IcebergError *err)
+			  bool *expire, TmsError *err)
 {
 	int			i,
 				j,
@@ -403,9 +409,9 @@ expire_choose(const IcebergTableMetadata *md, const IcebergExpireOptions *opt,
 	{
 		if (opt->snapshot_ids[j] == md->current_snapshot_id)
 		{
-			iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-							  "cannot expire snapshot %lld: it is the current snapshot",
-							  (long long) opt->snapshot_ids[j]);
+			tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+						  "cannot expire snapshot %lld: it is the current snapshot",
+						  (long long) opt->snapshot_ids[j]);
 			return false;
 		}
 		for (i = 0; i < n; i++)
@@ -451,7 +457,7 @@ expire_lists(const IcebergTableMetadata *md, const bool *expire, TsId *order,
 bool
 iceberg_expire_plan(const IcebergTableMetadata *md,
 					const IcebergExpireOptions *opt, IcebergExpirePlan *out,
-					IcebergError *err)
+					TmsError *err)
 {
 	SnapIndex  *ix = NULL;
 	bool	   *ref_kept = NULL;
@@ -461,7 +467,7 @@ iceberg_expire_plan(const IcebergTableMetadata *md,
 	TsId	   *order = NULL;
 	int			n;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	if (out != NULL)
 		memset(out, 0, sizeof(*out));
 	if (!expire_settings(md, opt, out, err))
@@ -483,7 +489,7 @@ iceberg_expire_plan(const IcebergTableMetadata *md,
 		out->expired == NULL || out->retained == NULL ||
 		out->removed_ref_snapshot_ids == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		goto fail;
 	}
 
@@ -633,23 +639,23 @@ copy_stats(const IcebergStatisticsFile *st, int n, const IcebergExpirePlan *plan
 
 IcebergTableMetadata *
 iceberg_metadata_without(const IcebergTableMetadata *md,
-						 const IcebergExpirePlan *plan, IcebergError *err)
+						 const IcebergExpirePlan *plan, TmsError *err)
 {
 	IcebergTableMetadata *r;
 	bool		bad = false;
 	int			i,
 				j;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	if (md == NULL || plan == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid arguments");
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid arguments");
 		return NULL;
 	}
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	*r = *md;
@@ -745,7 +751,7 @@ iceberg_metadata_without(const IcebergTableMetadata *md,
 		return r;
 fail:
 	iceberg_metadata_free(r);
-	iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	return NULL;
 }
 
@@ -757,7 +763,7 @@ fail:
 /* Hash of the canonical form of path; false (err) when it has none. */
 static bool
 canonical_hash(const char *path, const char *root, uint64_t *h, char **canon,
-			   IcebergError *err)
+			   TmsError *err)
 {
 	char	   *c;
 
@@ -778,7 +784,7 @@ typedef struct KeptState
 } KeptState;
 
 static bool
-kept_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
+kept_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 {
 	KeptState  *st = arg;
 	uint64_t	h;
@@ -797,7 +803,7 @@ typedef struct Expired
 	IcebergHashTable done;		/* files streamed, manifests read */
 	IcebergWalkCallback cb;
 	void	   *arg;
-	IcebergError *err;
+	TmsError   *err;
 } Expired;
 
 /*
@@ -839,8 +845,8 @@ expired_emit(Expired *x, IcebergFileKind kind, const char *path, int64_t size,
 	ok = x->cb(x->arg, &f, x->err);
 	free(canon);
 	if (!ok && x->err->code == ICEBERG_OK)
-		iceberg_set_error(x->err, ICEBERG_ERR_CANCELLED,
-						  "expired-file stream stopped by its callback");
+		tms_error_set(x->err, ICEBERG_ERR_CANCELLED,
+					  "expired-file stream stopped by its callback");
 	return ok;
 }
 
@@ -932,7 +938,7 @@ iceberg_expired_files(const IcebergFileIO *io,
 					  const IcebergTableMetadata *old_md,
 					  const IcebergTableMetadata *kept_md,
 					  const char *relative_root, IcebergWalkCallback cb,
-					  void *arg, IcebergError *err)
+					  void *arg, TmsError *err)
 {
 	Expired		x;
 	KeptState	ks;
@@ -940,10 +946,13 @@ iceberg_expired_files(const IcebergFileIO *io,
 	bool		ok = false;
 	int			i;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	if (io == NULL || old_md == NULL || kept_md == NULL || cb == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "invalid arguments for the expired-file stream");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "invalid arguments for the expired-file stream");
+		return false;
+	}
 	memset(&x, 0, sizeof(x));
 	x.io = io;
 	x.md = old_md;

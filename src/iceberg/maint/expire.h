@@ -18,7 +18,7 @@
  * (https://iceberg.apache.org/spec/#snapshot-retention-policy).
  *
  * Rules: plain C, no PostgreSQL header, no longjmp; failures are
- * IcebergError values; everything returned is malloc'd and freed by the
+ * TmsError values; everything returned is malloc'd and freed by the
  * matching *_free.  Path comparisons use the canonical form of
  * io_location_canonical only (src/io/storage/location.c).
  *
@@ -98,7 +98,7 @@ typedef struct IcebergExpirePlan
  */
 extern bool iceberg_expire_plan(const IcebergTableMetadata *md,
 								const IcebergExpireOptions *opt,
-								IcebergExpirePlan *out, IcebergError *err);
+								IcebergExpirePlan *out, TmsError *err);
 extern void iceberg_expire_plan_free(IcebergExpirePlan *p);
 
 /* True when md has a snapshot with this id (after a commit: did it land?). */
@@ -121,7 +121,7 @@ extern bool iceberg_expiry_landed(const IcebergTableMetadata *md,
  */
 extern IcebergTableMetadata *iceberg_metadata_without(const IcebergTableMetadata *md,
 													  const IcebergExpirePlan *plan,
-													  IcebergError *err);
+													  TmsError *err);
 
 /*
  * Streams every file reachable from the snapshots of old_md that kept_md
@@ -149,6 +149,6 @@ extern bool iceberg_expired_files(const IcebergFileIO *io,
 								  const IcebergTableMetadata *kept_md,
 								  const char *relative_root,
 								  IcebergWalkCallback cb, void *arg,
-								  IcebergError *err);
+								  TmsError *err);
 
 #endif							/* TMS_ICEBERG_EXPIRE_H */

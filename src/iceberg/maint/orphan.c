@@ -271,11 +271,14 @@ pair_of(const IcebergValidSet *vs, const char *c)
 }
 
 static bool
-add_pair(IcebergValidSet *vs, Pair p, IcebergError *err)
+add_pair(IcebergValidSet *vs, Pair p, TmsError *err)
 {
 	if (vs->sealed)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "the valid-file set is sealed");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "the valid-file set is sealed");
+		return false;
+	}
 	if (vs->n == vs->cap)
 	{
 		size_t		ncap;
@@ -286,10 +289,16 @@ add_pair(IcebergValidSet *vs, Pair p, IcebergError *err)
 			goto append;
 		ncap = vs->cap < 1024 ? 1024 : vs->cap + vs->cap / 2;
 		if (ncap > SIZE_MAX / sizeof(Pair))
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 		nv = realloc(vs->v, ncap * sizeof(Pair));
 		if (nv == NULL)
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 		vs->v = nv;
 		vs->cap = ncap;
 	}
@@ -300,14 +309,17 @@ append:
 
 bool
 iceberg_valid_set_add_path(IcebergValidSet *vs, const char *path,
-						   const char *relative_root, IcebergError *err)
+						   const char *relative_root, TmsError *err)
 {
 	char	   *c;
 	bool		ok;
 
 	if (vs == NULL || path == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "invalid valid-set arguments");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "invalid valid-set arguments");
+		return false;
+	}
 	if (!iceberg_location_canonical(path, relative_root, &c, err))
 		return false;
 	ok = add_pair(vs, pair_of(vs, c), err);
@@ -322,7 +334,7 @@ typedef struct AddState
 } AddState;
 
 static bool
-add_cb(void *arg, const IcebergWalkFile *f, IcebergError *err)
+add_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 {
 	AddState   *st = arg;
 
@@ -333,14 +345,17 @@ bool
 iceberg_valid_set_add_table(IcebergValidSet *vs, const IcebergFileIO *io,
 							const IcebergTableMetadata *md,
 							const char *metadata_location,
-							const char *relative_root, IcebergError *err)
+							const char *relative_root, TmsError *err)
 {
 	AddState	st;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	if (vs == NULL || io == NULL || md == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "invalid valid-set arguments");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "invalid valid-set arguments");
+		return false;
+	}
 	st.vs = vs;
 	st.root = relative_root;
 	if (!iceberg_walk(io, md, metadata_location, NULL, -1, ICEBERG_WALK_PURGE,
@@ -358,7 +373,10 @@ iceberg_valid_set_add_table(IcebergValidSet *vs, const IcebergFileIO *io,
 			n--;
 		hint = malloc(n + sizeof("/metadata/version-hint.text"));
 		if (hint == NULL)
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 		memcpy(hint, md->location, n);
 		strcpy(hint + n, "/metadata/version-hint.text");
 		loc = hint;
@@ -371,12 +389,15 @@ iceberg_valid_set_add_table(IcebergValidSet *vs, const IcebergFileIO *io,
 }
 
 bool
-iceberg_valid_set_seal(IcebergValidSet *vs, IcebergError *err)
+iceberg_valid_set_seal(IcebergValidSet *vs, TmsError *err)
 {
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	if (vs == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "invalid valid-set arguments");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "invalid valid-set arguments");
+		return false;
+	}
 	compact(vs);
 	vs->sealed = true;
 	return true;
@@ -386,7 +407,7 @@ IcebergOrphanVerdict
 iceberg_valid_set_check(const IcebergValidSet *vs, const char *listed_uri)
 {
 	char	   *c;
-	IcebergError err;
+	TmsError	err;
 	Pair		p;
 	size_t		lo = 0,
 				hi;

@@ -30,7 +30,7 @@
  * mismatch), never a valid file look orphaned: a valid file's own pair is
  * always in the set.
  *
- * Rules: plain C, no PostgreSQL header, errors as IcebergError values,
+ * Rules: plain C, no PostgreSQL header, errors as TmsError values,
  * everything returned freed by its *_free.
  *
  * src/iceberg/maint/orphan.h
@@ -81,15 +81,15 @@ extern bool iceberg_valid_set_add_table(IcebergValidSet *vs,
 										const IcebergTableMetadata *md,
 										const char *metadata_location,
 										const char *relative_root,
-										IcebergError *err);
+										TmsError *err);
 
 /* Adds one more valid location (e.g. a file another process is writing). */
 extern bool iceberg_valid_set_add_path(IcebergValidSet *vs, const char *path,
 									   const char *relative_root,
-									   IcebergError *err);
+									   TmsError *err);
 
 /* Sorts and deduplicates; required before checks, ends additions. */
-extern bool iceberg_valid_set_seal(IcebergValidSet *vs, IcebergError *err);
+extern bool iceberg_valid_set_seal(IcebergValidSet *vs, TmsError *err);
 
 typedef enum IcebergOrphanVerdict
 {

@@ -5,7 +5,7 @@
  *	  canonical-location helper of expiry and orphan cleanup.
  *
  * Rules: plain C, no allocation in proportion to anything but the members
- * actually added; every failure is an IcebergError value.
+ * actually added; every failure is a TmsError value.
  *
  * src/iceberg/maint/pathhash.c
  *
@@ -152,7 +152,7 @@ compact(IcebergHashArray *a)
 }
 
 bool
-iceberg_hash_array_add(IcebergHashArray *a, uint64_t x, IcebergError *err)
+iceberg_hash_array_add(IcebergHashArray *a, uint64_t x, TmsError *err)
 {
 	if (a->n == a->cap)
 	{
@@ -161,16 +161,25 @@ iceberg_hash_array_add(IcebergHashArray *a, uint64_t x, IcebergError *err)
 
 		compact(a);
 		if (a->max > 0 && a->n >= a->max)
-			return iceberg_set_error(err, ICEBERG_ERR_LIMIT,
-									 "more than %zu distinct files", a->max);
+		{
+			tms_error_set(err, ICEBERG_ERR_LIMIT,
+						  "more than %zu distinct files", a->max);
+			return false;
+		}
 		if (a->n * 3 < a->cap * 2)
 			goto append;
 		ncap = a->cap < 1024 ? 1024 : a->cap + a->cap / 2;
 		if (ncap > SIZE_MAX / sizeof(uint64_t))
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 		nv = realloc(a->v, ncap * sizeof(uint64_t));
 		if (nv == NULL)
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 		a->v = nv;
 		a->cap = ncap;
 	}
@@ -225,7 +234,7 @@ probe(const uint64_t *slots, size_t nslots, uint64_t x)
 
 bool
 iceberg_hash_table_add(IcebergHashTable *t, uint64_t x, bool *added,
-					   IcebergError *err)
+					   TmsError *err)
 {
 	size_t		i;
 
@@ -238,10 +247,16 @@ iceberg_hash_table_add(IcebergHashTable *t, uint64_t x, bool *added,
 		size_t		k;
 
 		if (n > SIZE_MAX / sizeof(uint64_t))
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 		s = calloc(n, sizeof(uint64_t));
 		if (s == NULL)
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 		for (k = 0; k < t->nslots; k++)
 			if (t->slots[k] != 0)
 				s[probe(s, n, t->slots[k])] = t->slots[k];
@@ -279,18 +294,21 @@ iceberg_hash_table_free(IcebergHashTable *t)
 
 bool
 iceberg_location_canonical(const char *path, const char *relative_root,
-						   char **out, IcebergError *err)
+						   char **out, TmsError *err)
 {
-	IoError		ioerr;
+	TmsError	ioerr;
 
 	*out = NULL;
-	io_error_clear(&ioerr);
+	tms_error_clear(&ioerr);
 	if (io_location_canonical(path, relative_root, out, &ioerr) == 0)
 		return true;
 	if (ioerr.code == IO_ERR_OUT_OF_MEMORY)
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
-	iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-					  "cannot canonicalise location \"%.150s\"", path ? path : "");
-	iceberg_set_detail(err, "%s", ioerr.message);
+	{
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
+	tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+				  "cannot canonicalise location \"%.150s\"", path ? path : "");
+	tms_error_detail(err, "%s", ioerr.message);
 	return false;
 }

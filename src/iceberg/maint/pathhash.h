@@ -51,7 +51,7 @@ typedef struct IcebergHashArray
 
 /* Appends x; false when out of memory or over max (err filled). */
 extern bool iceberg_hash_array_add(IcebergHashArray *a, uint64_t x,
-								   IcebergError *err);
+								   TmsError *err);
 
 /* Sorts and deduplicates; afterwards _has() works. */
 extern void iceberg_hash_array_seal(IcebergHashArray *a);
@@ -71,17 +71,17 @@ typedef struct IcebergHashTable
 
 /* Inserts x; *added tells whether it was new.  False on OOM (err). */
 extern bool iceberg_hash_table_add(IcebergHashTable *t, uint64_t x,
-								   bool *added, IcebergError *err);
+								   bool *added, TmsError *err);
 extern bool iceberg_hash_table_has(const IcebergHashTable *t, uint64_t x);
 extern void iceberg_hash_table_free(IcebergHashTable *t);
 
 /*
- * io_location_canonical as an IcebergError: ICEBERG_ERR_INVALID_ARGUMENT
+ * io_location_canonical as a TmsError: ICEBERG_ERR_INVALID_ARGUMENT
  * ("cannot canonicalise location", the io message as detail) or
  * ICEBERG_ERR_OUT_OF_MEMORY.  *out is malloc'd.
  */
 extern bool iceberg_location_canonical(const char *path,
 									   const char *relative_root,
-									   char **out, IcebergError *err);
+									   char **out, TmsError *err);
 
 #endif							/* TMS_ICEBERG_PATHHASH_H */

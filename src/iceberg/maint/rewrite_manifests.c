@@ -5,7 +5,7 @@
  *	  execute (write the merged manifests and the new manifest list).
  *	  rewrite_manifests.h states the semantics, the limits and the memory bounds.
  *
- * Rules of this file: plain C, errors as IcebergError values, every
+ * Rules of this file: plain C, errors as TmsError values, every
  * allocation freed on every path; nothing here commits, retries or
  * deletes (the caller does, with the list of written objects).  Inputs
  * are read with the layer's streaming readers (manifest.c) using raw
@@ -32,9 +32,10 @@
 #define DEFAULT_BUDGET_BYTES	(INT64_C(32) * 1024 * 1024)
 
 static bool
-oom(IcebergError *err)
+oom(TmsError *err)
 {
-	return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	return false;
 }
 
 /* ---------------------------------------------------------------------
@@ -78,7 +79,7 @@ resolve_target(const IcebergTableMetadata *md, const IcebergRewriteOptions *opt)
 
 /* Common refusals of plan and execute. */
 static bool
-check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap, IcebergError *err)
+check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap, TmsError *err)
 {
 	return iceberg_write_check_table(md, "manifest rewrite",
 									 "Format v3 adds row lineage (first_row_id), which this rewrite does not maintain.",
@@ -88,7 +89,7 @@ check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap, Iceber
 /* Does a manifest's writer schema have a top-level field with this id? */
 static bool
 schema_has_top_id(const char *schema_text, int32_t id, int64_t max_json,
-				  bool *has, IcebergError *err)
+				  bool *has, TmsError *err)
 {
 	json_t	   *s = iceberg_json_load(schema_text, strlen(schema_text), JSON_DECODE_ANY,
 									  max_json, "avro.schema", err);
@@ -132,7 +133,7 @@ plan_manifest_file(const IcebergRewriteManifest *m, IcebergManifestFile *mf)
  */
 static bool
 probe_manifest(const IcebergFileIO *io, const IcebergTableMetadata *md,
-			   IcebergRewriteManifest *m, bool *rewritable, IcebergError *err)
+			   IcebergRewriteManifest *m, bool *rewritable, TmsError *err)
 {
 	IcebergManifestReader *r;
 	IcebergManifestFile mf;
@@ -149,7 +150,8 @@ probe_manifest(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	if (schema == NULL)
 	{
 		iceberg_manifest_close(r);
-		return iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "manifest without avro.schema");
+		tms_error_set(err, ICEBERG_ERR_MALFORMED, "manifest without avro.schema");
+		return false;
 	}
 	m->schema_hash = iceberg_hash_bytes(ICEBERG_HASH_INIT, schema, strlen(schema));
 	if (md->format_version >= 2 &&
@@ -167,7 +169,7 @@ probe_manifest(const IcebergFileIO *io, const IcebergTableMetadata *md,
 bool
 iceberg_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					 const IcebergRewriteOptions *opt, IcebergRewritePlan **out,
-					 IcebergError *err)
+					 TmsError *err)
 {
 	IcebergRewritePlan *p;
 	const IcebergSnapshot *snap;
@@ -178,10 +180,13 @@ iceberg_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 				i,
 				g;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	*out = NULL;
 	if (io == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no file io given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no file io given");
+		return false;
+	}
 	if (!check_table(md, &snap, err))
 		return false;
 	p = calloc(1, sizeof(IcebergRewritePlan));
@@ -210,7 +215,7 @@ iceberg_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 
 			if (na > INT32_MAX / 2)
 			{
-				iceberg_set_error(err, ICEBERG_ERR_LIMIT, "too many manifests");
+				tms_error_set(err, ICEBERG_ERR_LIMIT, "too many manifests");
 				goto fail;
 			}
 			nm = realloc(p->manifests, sizeof(*nm) * (size_t) na);
@@ -356,7 +361,7 @@ typedef struct Exec
 	const IcebergTableMetadata *md;
 	const IcebergRewritePlan *plan;
 	IcebergRewriteResult *res;
-	IcebergError *err;
+	TmsError   *err;
 	IcebergWriteTarget t;		/* the new snapshot's id, seq, codec, names */
 
 	/* new manifests */
@@ -682,9 +687,9 @@ process_group(Exec *x, int g)
 			(x->schema != NULL && strcmp(schema, x->schema) != 0))
 		{
 			iceberg_manifest_close(r);
-			iceberg_set_error(x->err, ICEBERG_ERR_CONFLICT,
-							  "manifest changed since the rewrite was planned");
-			iceberg_set_detail(x->err, "The writer schema of \"%s\" is not the planned one.", m->path);
+			tms_error_set(x->err, ICEBERG_ERR_CONFLICT,
+						  "manifest changed since the rewrite was planned");
+			tms_error_detail(x->err, "The writer schema of \"%s\" is not the planned one.", m->path);
 			return false;
 		}
 		if (x->schema == NULL)
@@ -708,16 +713,17 @@ process_group(Exec *x, int g)
 				(e->sequence_number < 0 || e->file_sequence_number < 0))
 			{
 				iceberg_manifest_close(r);
-				iceberg_set_error(x->err, ICEBERG_ERR_MALFORMED,
-								  "manifest entry without a sequence number");
-				iceberg_set_detail(x->err, "Entry \"%s\" of \"%s\" has no sequence number and cannot inherit one.",
-								   e->file_path, m->path);
+				tms_error_set(x->err, ICEBERG_ERR_MALFORMED,
+							  "manifest entry without a sequence number");
+				tms_error_detail(x->err, "Entry \"%s\" of \"%s\" has no sequence number and cannot inherit one.",
+								 e->file_path, m->path);
 				return false;
 			}
 			if (e->raw_data_file_len > UINT32_MAX || e->partition_len > UINT32_MAX)
 			{
 				iceberg_manifest_close(r);
-				return iceberg_set_error(x->err, ICEBERG_ERR_LIMIT, "manifest entry too large");
+				tms_error_set(x->err, ICEBERG_ERR_LIMIT, "manifest entry too large");
+				return false;
 			}
 			if (!hold_entry(x, e, grp->spec_id, grp->content))
 			{
@@ -760,9 +766,9 @@ write_list(Exec *x, char **path_out)
 	{
 		if (i >= p->nmanifests || strcmp(mf->manifest_path, p->manifests[i].path) != 0)
 		{
-			iceberg_set_error(x->err, ICEBERG_ERR_CONFLICT,
-							  "manifest list changed since the rewrite was planned");
-			iceberg_set_detail(x->err, "Manifest %d is \"%s\".", i, mf->manifest_path);
+			tms_error_set(x->err, ICEBERG_ERR_CONFLICT,
+						  "manifest list changed since the rewrite was planned");
+			tms_error_detail(x->err, "Manifest %d is \"%s\".", i, mf->manifest_path);
 			goto done;
 		}
 		if (p->manifests[i].group < 0 &&
@@ -774,8 +780,8 @@ write_list(Exec *x, char **path_out)
 		goto done;
 	if (i != p->nmanifests)
 	{
-		iceberg_set_error(x->err, ICEBERG_ERR_CONFLICT,
-						  "manifest list changed since the rewrite was planned");
+		tms_error_set(x->err, ICEBERG_ERR_CONFLICT,
+					  "manifest list changed since the rewrite was planned");
 		goto done;
 	}
 	ok = iceberg_manifest_list_end(&x->t, lw, x->wr, &x->res->written, &x->res->nwritten,
@@ -827,7 +833,7 @@ bool
 iceberg_rewrite_execute(const IcebergFileIO *io, const IcebergWriter *w,
 						const IcebergTableMetadata *md,
 						const IcebergRewritePlan *plan, int64_t new_snapshot_id,
-						IcebergRewriteResult *res, IcebergError *err)
+						IcebergRewriteResult *res, TmsError *err)
 {
 	Exec		x;
 	const IcebergSnapshot *snap;
@@ -835,33 +841,48 @@ iceberg_rewrite_execute(const IcebergFileIO *io, const IcebergWriter *w,
 	int			g;
 	bool		ok = false;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	if (res == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no result given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no result given");
+		return false;
+	}
 	memset(res, 0, sizeof(*res));
 	res->snapshot.parent_snapshot_id = -1;
 	res->snapshot.schema_id = -1;
 	if (io == NULL || w == NULL || w->write == NULL || plan == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "rewrite needs a file io, a writer and a plan");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "rewrite needs a file io, a writer and a plan");
+		return false;
+	}
 	if (!check_table(md, &snap, err))
 		return false;
 	if (md->current_snapshot_id != plan->base_snapshot_id)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_CONFLICT,
-						  "the table's current snapshot is not the one the rewrite was planned on");
-		iceberg_set_detail(err, "Planned on snapshot %" PRId64 ", current is %" PRId64 ".",
-						   plan->base_snapshot_id, md->current_snapshot_id);
+		tms_error_set(err, ICEBERG_ERR_CONFLICT,
+					  "the table's current snapshot is not the one the rewrite was planned on");
+		tms_error_detail(err, "Planned on snapshot %" PRId64 ", current is %" PRId64 ".",
+						 plan->base_snapshot_id, md->current_snapshot_id);
 		return false;
 	}
 	if (snap == NULL || plan->nreplaced == 0 || plan->ngroups == 0)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "the rewrite plan replaces no manifest");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "the rewrite plan replaces no manifest");
+		return false;
+	}
 	if (new_snapshot_id <= 0 || iceberg_metadata_snapshot(md, new_snapshot_id) != NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "invalid new snapshot id %" PRId64, new_snapshot_id);
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "invalid new snapshot id %" PRId64, new_snapshot_id);
+		return false;
+	}
 	if (md->location == NULL || md->location[0] == '\0')
-		return iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "table metadata without a location");
+	{
+		tms_error_set(err, ICEBERG_ERR_MALFORMED, "table metadata without a location");
+		return false;
+	}
 
 	memset(&x, 0, sizeof(x));
 	x.io = io;

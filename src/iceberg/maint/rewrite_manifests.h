@@ -75,7 +75,7 @@ typedef struct IcebergWriter	/* how iceberg writes a whole object;
 	void	   *arg;
 	/* create or replace path with these bytes; 0 ok, -1 with *err */
 	int			(*write) (void *arg, const char *path, const void *data, size_t len,
-						  IoError *err);
+						  TmsError *err);
 } IcebergWriter;
 
 typedef struct IcebergRewriteOptions
@@ -137,7 +137,7 @@ typedef struct IcebergRewritePlan
 extern bool iceberg_rewrite_plan(const IcebergFileIO *io,
 								 const IcebergTableMetadata *md,
 								 const IcebergRewriteOptions *opt,
-								 IcebergRewritePlan **out, IcebergError *err);
+								 IcebergRewritePlan **out, TmsError *err);
 extern void iceberg_rewrite_plan_free(IcebergRewritePlan *p);
 
 /* IcebergNewSnapshot: commit_request.h.  Its summary holds manifests-created,
@@ -178,7 +178,7 @@ extern bool iceberg_rewrite_execute(const IcebergFileIO *io,
 									const IcebergRewritePlan *plan,
 									int64_t new_snapshot_id,
 									IcebergRewriteResult *res,
-									IcebergError *err);
+									TmsError *err);
 extern void iceberg_rewrite_result_free(IcebergRewriteResult *res);
 
 /* Random positive, not in md (0 only if no random source is available). */

@@ -69,14 +69,17 @@ struct IcebergManifestListReader
 static bool
 manifest_list_open_file(const IcebergFileIO *io, const char *path,
 						int format_version, IcebergManifestListReader **out,
-						IcebergError *err)
+						TmsError *err)
 {
 	IcebergManifestListReader *r;
 	const char *fv;
 
 	r = calloc(1, sizeof(IcebergManifestListReader));
 	if (r == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
 	if (!iceberg_avro_reader_open(io, path, "manifest list", manifest_file_targets,
 								  (int) (sizeof(manifest_file_targets) / sizeof(manifest_file_targets[0])),
 								  &r->avro, err))
@@ -107,21 +110,27 @@ bool
 iceberg_manifest_list_open(const IcebergFileIO *io,
 						   const IcebergTableMetadata *md,
 						   const IcebergSnapshot *snap,
-						   IcebergManifestListReader **out, IcebergError *err)
+						   IcebergManifestListReader **out, TmsError *err)
 {
 	IcebergManifestListReader *r;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	*out = NULL;
 	if (md == NULL || snap == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "no snapshot given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "no snapshot given");
+		return false;
+	}
 	if (snap->manifest_list != NULL)
 		return manifest_list_open_file(io, snap->manifest_list,
 									   md->format_version, out, err);
 	r = calloc(1, sizeof(IcebergManifestListReader));
 	if (r == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
 	r->inline_snap = snap;
 	r->format_version = 1;
 	*out = r;
@@ -134,9 +143,9 @@ iceberg_manifest_list_open(const IcebergFileIO *io,
 bool
 iceberg_manifest_list_open_path(const IcebergFileIO *io, const char *path,
 								IcebergManifestListReader **out,
-								IcebergError *err)
+								TmsError *err)
 {
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	*out = NULL;
 	return manifest_list_open_file(io, path, 0, out, err);
 }
@@ -164,7 +173,7 @@ slot_int(const IcebergAvroValue *v, int slot, int32_t dflt)
  */
 int
 iceberg_manifest_list_next(IcebergManifestListReader *r,
-						   const IcebergManifestFile **out, IcebergError *err)
+						   const IcebergManifestFile **out, TmsError *err)
 {
 	IcebergManifestFile *m = &r->current;
 	const IcebergAvroValue *v = r->values;
@@ -193,17 +202,17 @@ iceberg_manifest_list_next(IcebergManifestListReader *r,
 	if (!v[ML_PATH].present || !v[ML_LENGTH].present || !v[ML_SPEC].present ||
 		!v[ML_SNAP].present)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
-						  "manifest list entry lacks a required field");
-		iceberg_set_detail(err, "manifest_path, manifest_length, partition_spec_id and added_snapshot_id are required.");
+		tms_error_set(err, ICEBERG_ERR_MALFORMED,
+					  "manifest list entry lacks a required field");
+		tms_error_detail(err, "manifest_path, manifest_length, partition_spec_id and added_snapshot_id are required.");
 		return -1;
 	}
 	if (r->format_version >= 2 &&
 		(!v[ML_CONTENT].present || !v[ML_SEQ].present))
 	{
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
-						  "v2 manifest list entry lacks content or sequence_number");
-		iceberg_set_detail(err, "The entry is for manifest \"%s\".", v[ML_PATH].s);
+		tms_error_set(err, ICEBERG_ERR_MALFORMED,
+					  "v2 manifest list entry lacks content or sequence_number");
+		tms_error_detail(err, "The entry is for manifest \"%s\".", v[ML_PATH].s);
 		return -1;
 	}
 	m->manifest_path = v[ML_PATH].s;
@@ -213,9 +222,9 @@ iceberg_manifest_list_next(IcebergManifestListReader *r,
 	if (m->content != ICEBERG_MANIFEST_CONTENT_DATA &&
 		m->content != ICEBERG_MANIFEST_CONTENT_DELETES)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
-						  "invalid manifest content %d in manifest list", m->content);
-		iceberg_set_detail(err, "The entry is for manifest \"%s\".", m->manifest_path);
+		tms_error_set(err, ICEBERG_ERR_MALFORMED,
+					  "invalid manifest content %d in manifest list", m->content);
+		tms_error_detail(err, "The entry is for manifest \"%s\".", m->manifest_path);
 		return -1;
 	}
 	m->sequence_number = slot_long(v, ML_SEQ, 0);
@@ -345,21 +354,27 @@ parse_small_int(const char *s)
 bool
 iceberg_manifest_open(const IcebergFileIO *io, const IcebergManifestFile *mf,
 					  int format_version, unsigned flags,
-					  IcebergManifestReader **out, IcebergError *err)
+					  IcebergManifestReader **out, TmsError *err)
 {
 	IcebergManifestReader *r;
 	const IcebergAvroTarget *targets;
 	const char *content;
 	int64_t		spec;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	*out = NULL;
 	if (mf == NULL || mf->manifest_path == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "no manifest given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "no manifest given");
+		return false;
+	}
 	r = calloc(1, sizeof(IcebergManifestReader));
 	if (r == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
 	targets = (flags & ICEBERG_READ_PARTITION) ? entry_targets_with_partition
 		: entry_targets_no_partition;
 	if (flags & ICEBERG_READ_RAW)
@@ -397,10 +412,10 @@ iceberg_manifest_open(const IcebergFileIO *io, const IcebergManifestFile *mf,
 
 /* Fail an entry: malformed, naming the manifest. */
 static int
-entry_error(IcebergManifestReader *r, IcebergError *err, const char *msg)
+entry_error(IcebergManifestReader *r, TmsError *err, const char *msg)
 {
-	iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "%s", msg);
-	iceberg_set_detail(err, "The manifest is \"%s\".", r->path);
+	tms_error_set(err, ICEBERG_ERR_MALFORMED, "%s", msg);
+	tms_error_detail(err, "The manifest is \"%s\".", r->path);
 	return -1;
 }
 
@@ -409,7 +424,7 @@ entry_error(IcebergManifestReader *r, IcebergError *err, const char *msg)
  */
 int
 iceberg_manifest_next(IcebergManifestReader *r,
-					  const IcebergManifestEntry **out, IcebergError *err)
+					  const IcebergManifestEntry **out, TmsError *err)
 {
 	IcebergManifestEntry *e = &r->current;
 	const IcebergAvroValue *v = r->values;

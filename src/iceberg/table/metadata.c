@@ -31,17 +31,17 @@
 typedef struct MdParse
 {
 	IcebergLimits limits;
-	IcebergError *err;
+	TmsError   *err;
 } MdParse;
 
 /* Error helper: malformed metadata, naming what is wrong. */
 static bool
 md_malformed(MdParse *p, const char *what, const char *field)
 {
-	iceberg_set_error(p->err, ICEBERG_ERR_MALFORMED, "invalid table metadata: %s",
-					  what);
+	tms_error_set(p->err, ICEBERG_ERR_MALFORMED, "invalid table metadata: %s",
+				  what);
 	if (field != NULL)
-		iceberg_set_detail(p->err, "The offending field is \"%s\".", field);
+		tms_error_detail(p->err, "The offending field is \"%s\".", field);
 	return false;
 }
 
@@ -53,10 +53,10 @@ md_required(MdParse *p, json_t *obj, const char *key, const char *where)
 
 	if (v == NULL || json_is_null(v))
 	{
-		iceberg_set_error(p->err, ICEBERG_ERR_MALFORMED,
-						  "invalid table metadata: missing required field \"%s\"",
-						  key);
-		iceberg_set_detail(p->err, "The field is required in %s.", where);
+		tms_error_set(p->err, ICEBERG_ERR_MALFORMED,
+					  "invalid table metadata: missing required field \"%s\"",
+					  key);
+		tms_error_detail(p->err, "The field is required in %s.", where);
 		return NULL;
 	}
 	return v;
@@ -78,10 +78,10 @@ md_int64(MdParse *p, json_t *obj, const char *key, bool required,
 	}
 	if (!json_is_integer(v))
 	{
-		iceberg_set_error(p->err, ICEBERG_ERR_MALFORMED,
-						  "invalid table metadata: field \"%s\" is not an integer",
-						  key);
-		iceberg_set_detail(p->err, "The field belongs to %s.", where);
+		tms_error_set(p->err, ICEBERG_ERR_MALFORMED,
+					  "invalid table metadata: field \"%s\" is not an integer",
+					  key);
+		tms_error_detail(p->err, "The field belongs to %s.", where);
 		return false;
 	}
 	*out = (int64_t) json_integer_value(v);
@@ -101,11 +101,11 @@ md_timestamp(MdParse *p, json_t *obj, const char *key, int64_t *out,
 		return false;
 	if (*out < 0 || *out > ICEBERG_MAX_TIMESTAMP_MS)
 	{
-		iceberg_set_error(p->err, ICEBERG_ERR_MALFORMED,
-						  "invalid table metadata: field \"%s\" of %s has out-of-range value %lld",
-						  key, where, (long long) *out);
-		iceberg_set_detail(p->err, "A timestamp must lie between 0 (1970-01-01T00:00:00Z) and %lld (9999-12-31T23:59:59.999Z).",
-						   (long long) ICEBERG_MAX_TIMESTAMP_MS);
+		tms_error_set(p->err, ICEBERG_ERR_MALFORMED,
+					  "invalid table metadata: field \"%s\" of %s has out-of-range value %lld",
+					  key, where, (long long) *out);
+		tms_error_detail(p->err, "A timestamp must lie between 0 (1970-01-01T00:00:00Z) and %lld (9999-12-31T23:59:59.999Z).",
+						 (long long) ICEBERG_MAX_TIMESTAMP_MS);
 		return false;
 	}
 	return true;
@@ -122,11 +122,11 @@ md_int32(MdParse *p, json_t *obj, const char *key, bool required,
 		return false;
 	if (v < INT32_MIN || v > INT32_MAX)
 	{
-		iceberg_set_error(p->err, ICEBERG_ERR_MALFORMED,
-						  "invalid table metadata: field \"%s\" is out of range",
-						  key);
-		iceberg_set_detail(p->err, "The value %lld does not fit a 32-bit integer.",
-						   (long long) v);
+		tms_error_set(p->err, ICEBERG_ERR_MALFORMED,
+					  "invalid table metadata: field \"%s\" is out of range",
+					  key);
+		tms_error_detail(p->err, "The value %lld does not fit a 32-bit integer.",
+						 (long long) v);
 		return false;
 	}
 	*out = (int32_t) v;
@@ -152,10 +152,10 @@ md_string(MdParse *p, json_t *obj, const char *key, bool required,
 	}
 	if (!json_is_string(v))
 	{
-		iceberg_set_error(p->err, ICEBERG_ERR_MALFORMED,
-						  "invalid table metadata: field \"%s\" is not a string",
-						  key);
-		iceberg_set_detail(p->err, "The field belongs to %s.", where);
+		tms_error_set(p->err, ICEBERG_ERR_MALFORMED,
+					  "invalid table metadata: field \"%s\" is not a string",
+					  key);
+		tms_error_detail(p->err, "The field belongs to %s.", where);
 		return false;
 	}
 	*out = iceberg_strdup(json_string_value(v), p->err);
@@ -181,19 +181,19 @@ md_array(MdParse *p, json_t *obj, const char *key, bool required,
 	}
 	if (!json_is_array(v))
 	{
-		iceberg_set_error(p->err, ICEBERG_ERR_MALFORMED,
-						  "invalid table metadata: field \"%s\" is not an array",
-						  key);
-		iceberg_set_detail(p->err, "The field belongs to %s.", where);
+		tms_error_set(p->err, ICEBERG_ERR_MALFORMED,
+					  "invalid table metadata: field \"%s\" is not an array",
+					  key);
+		tms_error_detail(p->err, "The field belongs to %s.", where);
 		return false;
 	}
 	if ((int64_t) json_array_size(v) > p->limits.max_collection_items)
 	{
-		iceberg_set_error(p->err, ICEBERG_ERR_LIMIT,
-						  "table metadata field \"%s\" has too many elements", key);
-		iceberg_set_detail(p->err, "It has %zu elements; the limit is %lld.",
-						   json_array_size(v),
-						   (long long) p->limits.max_collection_items);
+		tms_error_set(p->err, ICEBERG_ERR_LIMIT,
+					  "table metadata field \"%s\" has too many elements", key);
+		tms_error_detail(p->err, "It has %zu elements; the limit is %lld.",
+						 json_array_size(v),
+						 (long long) p->limits.max_collection_items);
 		return false;
 	}
 	*arr = v;
@@ -212,7 +212,7 @@ md_calloc(MdParse *p, size_t n, size_t size, bool *ok)
 	r = calloc(n, size);
 	if (r == NULL)
 	{
-		iceberg_set_error(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		*ok = false;
 	}
 	return r;
@@ -239,16 +239,16 @@ md_string_map(MdParse *p, json_t *obj, const char *key, int *n_out,
 		return true;
 	if (!json_is_object(m))
 	{
-		iceberg_set_error(p->err, ICEBERG_ERR_MALFORMED,
-						  "invalid table metadata: field \"%s\" is not an object",
-						  key);
-		iceberg_set_detail(p->err, "The field belongs to %s.", where);
+		tms_error_set(p->err, ICEBERG_ERR_MALFORMED,
+					  "invalid table metadata: field \"%s\" is not an object",
+					  key);
+		tms_error_detail(p->err, "The field belongs to %s.", where);
 		return false;
 	}
 	if ((int64_t) json_object_size(m) > p->limits.max_collection_items)
 	{
-		iceberg_set_error(p->err, ICEBERG_ERR_LIMIT,
-						  "table metadata field \"%s\" has too many entries", key);
+		tms_error_set(p->err, ICEBERG_ERR_LIMIT,
+					  "table metadata field \"%s\" has too many entries", key);
 		return false;
 	}
 	*out = md_calloc(p, json_object_size(m), sizeof(IcebergKeyValue), &ok);
@@ -269,8 +269,11 @@ md_string_map(MdParse *p, json_t *obj, const char *key, int *n_out,
 			char	   *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
 
 			if (text == NULL)
-				return iceberg_set_error(p->err, ICEBERG_ERR_OUT_OF_MEMORY,
-										 "out of memory");
+			{
+				tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY,
+							  "out of memory");
+				return false;
+			}
 			kv->value = iceberg_strdup(text, p->err);
 			io_json_free(text); /* jansson's allocator (io_init) */
 		}
@@ -409,7 +412,10 @@ md_keep_schema(MdParse *p, json_t *s, IcebergTableMetadata *md)
 		io_json_free(text);
 	}
 	if (md->current_schema_json == NULL)
-		return iceberg_set_error(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
 	return true;
 }
 
@@ -451,10 +457,10 @@ md_schemas(MdParse *p, json_t *root, IcebergTableMetadata *md)
 		md->nschemas = (int) json_array_size(schemas);
 		if (!found)
 		{
-			iceberg_set_error(p->err, ICEBERG_ERR_MALFORMED,
-							  "invalid table metadata: current schema not found");
-			iceberg_set_detail(p->err, "No schema has \"schema-id\" %d.",
-							   (int) md->current_schema_id);
+			tms_error_set(p->err, ICEBERG_ERR_MALFORMED,
+						  "invalid table metadata: current schema not found");
+			tms_error_detail(p->err, "No schema has \"schema-id\" %d.",
+							 (int) md->current_schema_id);
 			return false;
 		}
 		return true;
@@ -559,8 +565,11 @@ md_refs(MdParse *p, json_t *root, IcebergTableMetadata *md)
 	if (refs != NULL && json_is_object(refs))
 		n = json_object_size(refs);
 	if ((int64_t) n > p->limits.max_collection_items)
-		return iceberg_set_error(p->err, ICEBERG_ERR_LIMIT,
-								 "table metadata has too many refs");
+	{
+		tms_error_set(p->err, ICEBERG_ERR_LIMIT,
+					  "table metadata has too many refs");
+		return false;
+	}
 	md->refs = md_calloc(p, n + 1, sizeof(IcebergRef), &ok);
 	if (!ok)
 		return false;
@@ -733,9 +742,9 @@ md_parse_root(MdParse *p, json_t *root, IcebergTableMetadata *md)
 		return false;
 	if (fv < 1 || fv > 3)
 	{
-		iceberg_set_error(p->err, ICEBERG_ERR_UNSUPPORTED,
-						  "unsupported table format version %lld", (long long) fv);
-		iceberg_set_detail(p->err, "This reader supports format versions 1 to 3.");
+		tms_error_set(p->err, ICEBERG_ERR_UNSUPPORTED,
+					  "unsupported table format version %lld", (long long) fv);
+		tms_error_detail(p->err, "This reader supports format versions 1 to 3.");
 		return false;
 	}
 	md->format_version = (int) fv;
@@ -791,10 +800,10 @@ md_parse_root(MdParse *p, json_t *root, IcebergTableMetadata *md)
 	if (md->current_snapshot_id >= 0 &&
 		iceberg_metadata_snapshot(md, md->current_snapshot_id) == NULL)
 	{
-		iceberg_set_error(p->err, ICEBERG_ERR_MALFORMED,
-						  "invalid table metadata: current snapshot not found");
-		iceberg_set_detail(p->err, "No snapshot has id %lld.",
-						   (long long) md->current_snapshot_id);
+		tms_error_set(p->err, ICEBERG_ERR_MALFORMED,
+					  "invalid table metadata: current snapshot not found");
+		tms_error_detail(p->err, "No snapshot has id %lld.",
+						 (long long) md->current_snapshot_id);
 		return false;
 	}
 	if (!md_refs(p, root, md) || !md_logs(p, root, md) ||
@@ -812,7 +821,7 @@ md_parse_root(MdParse *p, json_t *root, IcebergTableMetadata *md)
  */
 static bool
 md_gunzip(const unsigned char *in, size_t inlen, int64_t cap, char **out,
-		  size_t *outlen, IcebergError *err)
+		  size_t *outlen, TmsError *err)
 {
 	z_stream	zs;
 	IcebergBuf	b = {0};
@@ -820,8 +829,11 @@ md_gunzip(const unsigned char *in, size_t inlen, int64_t cap, char **out,
 
 	memset(&zs, 0, sizeof(zs));
 	if (inflateInit2(&zs, 15 + 16) != Z_OK)
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY,
-								 "could not initialise zlib");
+	{
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY,
+					  "could not initialise zlib");
+		return false;
+	}
 	zs.next_in = (unsigned char *) in;
 	zs.avail_in = (uInt) (inlen > UINT32_MAX ? UINT32_MAX : inlen);
 	do
@@ -830,7 +842,8 @@ md_gunzip(const unsigned char *in, size_t inlen, int64_t cap, char **out,
 		{
 			inflateEnd(&zs);
 			iceberg_buf_free(&b);
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
 		}
 		zs.next_out = (unsigned char *) b.data + b.len;
 		zs.avail_out = 65536;
@@ -840,10 +853,10 @@ md_gunzip(const unsigned char *in, size_t inlen, int64_t cap, char **out,
 		{
 			inflateEnd(&zs);
 			iceberg_buf_free(&b);
-			iceberg_set_error(err, ICEBERG_ERR_LIMIT,
-							  "gzip-compressed table metadata is too large");
-			iceberg_set_detail(err, "The limit is %lld bytes after decompression.",
-							   (long long) cap);
+			tms_error_set(err, ICEBERG_ERR_LIMIT,
+						  "gzip-compressed table metadata is too large");
+			tms_error_detail(err, "The limit is %lld bytes after decompression.",
+							 (long long) cap);
 			return false;
 		}
 		if (rc == Z_BUF_ERROR && zs.avail_in == 0)
@@ -853,10 +866,10 @@ md_gunzip(const unsigned char *in, size_t inlen, int64_t cap, char **out,
 	if (rc != Z_STREAM_END)
 	{
 		iceberg_buf_free(&b);
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
-						  "invalid gzip-compressed table metadata");
-		iceberg_set_detail(err, "zlib reported: %s.",
-						   zs.msg ? zs.msg : "truncated input");
+		tms_error_set(err, ICEBERG_ERR_MALFORMED,
+					  "invalid gzip-compressed table metadata");
+		tms_error_detail(err, "zlib reported: %s.",
+						 zs.msg ? zs.msg : "truncated input");
 		return false;
 	}
 	*out = b.data;
@@ -869,7 +882,7 @@ md_gunzip(const unsigned char *in, size_t inlen, int64_t cap, char **out,
  */
 bool
 iceberg_metadata_parse(const void *data, size_t len, const IcebergLimits *limits,
-					   IcebergTableMetadata **out, IcebergError *err)
+					   IcebergTableMetadata **out, TmsError *err)
 {
 	const unsigned char *bytes = data;
 	MdParse		p;
@@ -879,22 +892,28 @@ iceberg_metadata_parse(const void *data, size_t len, const IcebergLimits *limits
 	IcebergTableMetadata *md;
 	bool		ok;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	*out = NULL;
 	iceberg_effective_limits(limits, &p.limits);
 	p.err = err;
 	if (data == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "no table metadata given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "no table metadata given");
+		return false;
+	}
 	if ((int64_t) len > p.limits.max_metadata_bytes)
-		return iceberg_set_error(err, ICEBERG_ERR_LIMIT,
-								 "table metadata is too large");
+	{
+		tms_error_set(err, ICEBERG_ERR_LIMIT,
+					  "table metadata is too large");
+		return false;
+	}
 	if (len >= 4 && bytes[0] == 0x28 && bytes[1] == 0xb5 && bytes[2] == 0x2f &&
 		bytes[3] == 0xfd)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
-						  "zstd-compressed table metadata is not supported");
-		iceberg_set_detail(err, "Only plain and gzip-compressed metadata.json files can be read.");
+		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+					  "zstd-compressed table metadata is not supported");
+		tms_error_detail(err, "Only plain and gzip-compressed metadata.json files can be read.");
 		return false;
 	}
 	if (len >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b)
@@ -914,7 +933,8 @@ iceberg_metadata_parse(const void *data, size_t len, const IcebergLimits *limits
 	if (md == NULL)
 	{
 		json_decref(root);
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
 	}
 	md->current_snapshot_id = -1;
 	ok = md_parse_root(&p, root, md);
@@ -933,14 +953,14 @@ iceberg_metadata_parse(const void *data, size_t len, const IcebergLimits *limits
  */
 bool
 iceberg_metadata_read(const IcebergFileIO *io, const char *path,
-					  IcebergTableMetadata **out, IcebergError *err)
+					  IcebergTableMetadata **out, TmsError *err)
 {
 	IcebergLimits limits;
 	char	   *data;
 	size_t		len;
 	bool		ok;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	*out = NULL;
 	iceberg_effective_limits(io ? io->limits : NULL, &limits);
 	if (!iceberg_read_all(io, path, limits.max_metadata_bytes, &data, &len, err))
@@ -953,8 +973,8 @@ iceberg_metadata_read(const IcebergFileIO *io, const char *path,
 		char		said[sizeof(err->detail)];
 
 		snprintf(said, sizeof(said), "%s", err->detail);
-		iceberg_set_detail(err, "%s%sThe file is \"%s\".", said,
-						   said[0] ? " " : "", path);
+		tms_error_detail(err, "%s%sThe file is \"%s\".", said,
+						 said[0] ? " " : "", path);
 	}
 	return ok;
 }

@@ -206,7 +206,7 @@ spec_unpartitioned(const IcebergTableMetadata *md, int32_t spec_id)
 /* Add one live delete file to the index. */
 static bool
 index_delete(DeleteIndex *ix, const IcebergTableMetadata *md,
-			 const IcebergManifestEntry *e, IcebergError *err)
+			 const IcebergManifestEntry *e, TmsError *err)
 {
 	int64_t		seq = e->sequence_number < 0 ? 0 : e->sequence_number;
 	bool		oom;
@@ -226,7 +226,10 @@ index_delete(DeleteIndex *ix, const IcebergTableMetadata *md,
 													 -1, NULL);
 
 		if (max_pos_seq == NULL)
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 		if (seq > *max_pos_seq)
 			*max_pos_seq = seq;
 		return true;
@@ -235,7 +238,10 @@ index_delete(DeleteIndex *ix, const IcebergTableMetadata *md,
 		DeletePartition *p = find_partition(ix, e, true, &oom);
 
 		if (p == NULL)
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 		if (e->content == ICEBERG_CONTENT_POSITION_DELETES)
 		{
 			if (seq > p->max_pos_seq)
@@ -279,7 +285,7 @@ match_deletes(DeleteIndex *ix, const IcebergManifestEntry *e, bool *pos,
 static bool
 load_manifests(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			   const IcebergSnapshot *snap, ManifestRef **out, int *nout,
-			   IcebergError *err)
+			   TmsError *err)
 {
 	IcebergManifestListReader *lr;
 	const IcebergManifestFile *mf;
@@ -302,7 +308,7 @@ load_manifests(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			na = realloc(arr, sizeof(ManifestRef) * (size_t) alloc);
 			if (na == NULL)
 			{
-				iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+				tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 				rc = -1;
 				break;
 			}
@@ -349,7 +355,7 @@ static bool
 scan_manifest(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			  const IcebergManifestFile *mf, unsigned flags, DeleteIndex *build,
 			  DeleteIndex *ix, IcebergDataFileCallback cb, void *cb_arg,
-			  IcebergTableMetrics *m, IcebergError *err)
+			  IcebergTableMetrics *m, TmsError *err)
 {
 	IcebergManifestReader *mr;
 	const IcebergManifestEntry *e;
@@ -389,8 +395,8 @@ scan_manifest(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					if (cb != NULL && !cb(cb_arg, &fi, err))
 					{
 						if (err->code == ICEBERG_OK)
-							iceberg_set_error(err, ICEBERG_ERR_CANCELLED,
-											  "data file stream stopped by its callback");
+							tms_error_set(err, ICEBERG_ERR_CANCELLED,
+										  "data file stream stopped by its callback");
 						rc = -1;
 					}
 					break;
@@ -425,7 +431,7 @@ iceberg_table_metrics(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					  IcebergMetricsLevel level, int64_t now_ms,
 					  IcebergDataFileCallback file_callback,
 					  void *file_callback_arg, IcebergTableMetrics *out,
-					  IcebergError *err)
+					  TmsError *err)
 {
 	const IcebergSnapshot *cur;
 	ManifestRef *mans = NULL;
@@ -435,11 +441,14 @@ iceberg_table_metrics(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	int			i;
 	int64_t		oldest = INT64_MAX;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	memset(out, 0, sizeof(*out));
 	if (md == NULL || level < ICEBERG_METRICS_METADATA || level > ICEBERG_METRICS_DELETES)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "invalid metrics arguments");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "invalid metrics arguments");
+		return false;
+	}
 	if (file_callback != NULL && level < ICEBERG_METRICS_MANIFESTS)
 		level = ICEBERG_METRICS_MANIFESTS;
 	out->level = level;
@@ -519,7 +528,7 @@ struct IcebergDataFileIter
 	IcebergManifestReader *mr;
 	IcebergDataFileInfo current;
 	IcebergTableMetrics delete_counts;	/* filled by the index pass */
-	IcebergError error;			/* the last error, for adapters */
+	TmsError	error;			/* the last error, for adapters */
 	void	   *adapter;		/* owned by metrics_dsl.c, freed with free() */
 };
 
@@ -529,25 +538,31 @@ struct IcebergDataFileIter
 bool
 iceberg_data_files_open(const IcebergFileIO *io, const IcebergTableMetadata *md,
 						bool match_deletes, IcebergDataFileIter **out,
-						IcebergError *err)
+						TmsError *err)
 {
 	IcebergDataFileIter *it;
 	const IcebergSnapshot *cur;
 	int			i;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	*out = NULL;
 	if (md == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "no table metadata given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "no table metadata given");
+		return false;
+	}
 	it = calloc(1, sizeof(IcebergDataFileIter));
 	if (it == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	{
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
 	it->io = io;
 	it->md = md;
 	it->match = match_deletes;
 	it->ix.max_global_eq_seq = -1;
-	iceberg_error_clear(&it->error);
+	tms_error_clear(&it->error);
 	cur = iceberg_metadata_current_snapshot(md);
 	if (cur != NULL && !load_manifests(io, md, cur, &it->mans, &it->nmans, err))
 	{
@@ -575,7 +590,7 @@ iceberg_data_files_open(const IcebergFileIO *io, const IcebergTableMetadata *md,
  */
 int
 iceberg_data_files_next(IcebergDataFileIter *it, const IcebergDataFileInfo **out,
-						IcebergError *err)
+						TmsError *err)
 {
 	const IcebergManifestEntry *e;
 	int			rc;
@@ -631,7 +646,7 @@ iceberg_data_files_next(IcebergDataFileIter *it, const IcebergDataFileInfo **out
 }
 
 /* The iterator's last error (for adapters that cannot return one). */
-const IcebergError *
+const TmsError *
 iceberg_data_files_error(const IcebergDataFileIter *it)
 {
 	return &it->error;

@@ -92,7 +92,7 @@ files_next_adapter(void *arg, const DslFile **files, size_t *nfiles)
 	IcebergDataFileIter *it = arg;
 	DslFile    *batch = *iceberg_data_files_adapter_slot(it);
 	size_t		n = 0;
-	IcebergError err;
+	TmsError	err;
 
 	while (n < DSL_BATCH)
 	{
@@ -120,7 +120,7 @@ files_next_adapter(void *arg, const DslFile **files, size_t *nfiles)
  */
 bool
 iceberg_data_files_dsl_source(IcebergDataFileIter *it,
-							  struct DslFileSource *out, IcebergError *err)
+							  struct DslFileSource *out, TmsError *err)
 {
 	void	  **slot = iceberg_data_files_adapter_slot(it);
 
@@ -128,7 +128,10 @@ iceberg_data_files_dsl_source(IcebergDataFileIter *it,
 	{
 		*slot = malloc(sizeof(DslFile) * DSL_BATCH);
 		if (*slot == NULL)
-			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		{
+			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
 	}
 	out->next = files_next_adapter;
 	out->arg = it;

@@ -69,7 +69,7 @@ type_of(const char *t, IcebergColumn *c)
 }
 
 bool
-iceberg_schema_parse(const char *json, IcebergSchema **out, IcebergError *err)
+iceberg_schema_parse(const char *json, IcebergSchema **out, TmsError *err)
 {
 	json_t	   *root;
 	json_t	   *fields;
@@ -78,10 +78,13 @@ iceberg_schema_parse(const char *json, IcebergSchema **out, IcebergError *err)
 	size_t		i,
 				n;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	*out = NULL;
 	if (json == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no schema given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no schema given");
+		return false;
+	}
 	root = iceberg_json_load(json, strlen(json), 0, 0, "schema", err);
 	if (root == NULL)
 		return false;
@@ -89,7 +92,8 @@ iceberg_schema_parse(const char *json, IcebergSchema **out, IcebergError *err)
 	if (!json_is_array(fields) || json_array_size(fields) > MAX_COLUMNS)
 	{
 		json_decref(root);
-		return iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid schema: no \"fields\" array");
+		tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid schema: no \"fields\" array");
+		return false;
 	}
 	n = json_array_size(fields);
 	s = calloc(1, sizeof(IcebergSchema));
@@ -97,7 +101,8 @@ iceberg_schema_parse(const char *json, IcebergSchema **out, IcebergError *err)
 	{
 		free(s);
 		json_decref(root);
-		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
 	}
 	sid = json_object_get(root, "schema-id");
 	s->schema_id = json_is_integer(sid) ? (int32_t) json_integer_value(sid) : 0;
@@ -114,7 +119,7 @@ iceberg_schema_parse(const char *json, IcebergSchema **out, IcebergError *err)
 			json_integer_value(id) > INT32_MAX || !json_is_string(name) ||
 			!(json_is_string(type) || json_is_object(type)))
 		{
-			iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid schema: field %zu has no id, name or type", i);
+			tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid schema: field %zu has no id, name or type", i);
 			goto fail;
 		}
 		c->id = (int32_t) json_integer_value(id);

@@ -59,7 +59,7 @@ typedef struct Walk
 	unsigned	flags;
 	IcebergWalkCallback cb;
 	void	   *arg;
-	IcebergError *err;
+	TmsError   *err;
 	IcebergStrMap seen;			/* manifest paths walked */
 } Walk;
 
@@ -78,7 +78,7 @@ emit(Walk *w, IcebergFileKind kind, const char *path, int64_t size,
 	if (w->cb(w->arg, &f, w->err))
 		return true;
 	if (w->err->code == ICEBERG_OK)
-		iceberg_set_error(w->err, ICEBERG_ERR_CANCELLED, "walk stopped by its callback");
+		tms_error_set(w->err, ICEBERG_ERR_CANCELLED, "walk stopped by its callback");
 	return false;
 }
 
@@ -140,7 +140,7 @@ walk_snapshot(Walk *w, const IcebergSnapshot *s)
 		}
 		if (iceberg_strmap_put(&w->seen, mf->manifest_path, 0, &added) == NULL)
 		{
-			iceberg_set_error(w->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			tms_error_set(w->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 			rc = -1;
 			break;
 		}
@@ -185,22 +185,25 @@ bool
 iceberg_walk(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			 const char *metadata_location, const int64_t *snapshot_ids,
 			 int nsnapshot_ids, unsigned flags, IcebergWalkCallback callback,
-			 void *callback_arg, IcebergError *err)
+			 void *callback_arg, TmsError *err)
 {
 	Walk		w;
 	int			i;
 	bool		ok = true;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	if (md == NULL || callback == NULL || (nsnapshot_ids > 0 && snapshot_ids == NULL))
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-								 "invalid walk arguments");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "invalid walk arguments");
+		return false;
+	}
 	for (i = 0; i < nsnapshot_ids; i++)
 		if (iceberg_metadata_snapshot(md, snapshot_ids[i]) == NULL)
 		{
-			iceberg_set_error(err, ICEBERG_ERR_NOT_FOUND, "snapshot %lld not found",
-							  (long long) snapshot_ids[i]);
-			iceberg_set_detail(err, "The table metadata has no snapshot with that id.");
+			tms_error_set(err, ICEBERG_ERR_NOT_FOUND, "snapshot %lld not found",
+						  (long long) snapshot_ids[i]);
+			tms_error_detail(err, "The table metadata has no snapshot with that id.");
 			return false;
 		}
 	memset(&w, 0, sizeof(w));

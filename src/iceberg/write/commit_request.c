@@ -64,7 +64,7 @@ fail:
 
 /* {requirements, updates} as malloc'd text; consumes both. */
 static char *
-finish(json_t *req, json_t *upd, IcebergError *err)
+finish(json_t *req, json_t *upd, TmsError *err)
 {
 	json_t	   *body;
 	char	   *text;
@@ -74,52 +74,52 @@ finish(json_t *req, json_t *upd, IcebergError *err)
 	{
 		json_decref(req);
 		json_decref(upd);
-		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-						  "cannot build the commit request");
-		iceberg_set_detail(err, "A string is not valid UTF-8, or memory ran out.");
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "cannot build the commit request");
+		tms_error_detail(err, "A string is not valid UTF-8, or memory ran out.");
 		return NULL;
 	}
 	body = json_pack("{s:o, s:o}", "requirements", req, "updates", upd);
 	if (body == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	if (text == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	r = strdup(text);
 	io_json_free(text);
 	if (r == NULL)
-		iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	return r;
 }
 
 char *
 iceberg_commit_expire(const char *table_uuid, int64_t main_snapshot_id,
-					  const IcebergExpirePlan *plan, IcebergError *err)
+					  const IcebergExpirePlan *plan, TmsError *err)
 {
 	json_t	   *upd;
 	json_t	   *ids;
 	json_t	   *req;
 	int			i;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	if (plan == NULL || plan->nexpired < 0 || plan->nremoved_refs < 0 ||
 		(plan->nexpired > 0 && plan->expired == NULL) ||
 		(plan->nremoved_refs > 0 && plan->removed_refs == NULL))
 	{
-		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid expiry plan");
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid expiry plan");
 		return NULL;
 	}
 	if (plan->nexpired == 0 && plan->nremoved_refs == 0)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
-						  "nothing to commit: the expiry removes no snapshot and no ref");
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "nothing to commit: the expiry removes no snapshot and no ref");
 		return NULL;
 	}
 	upd = json_array();
@@ -168,21 +168,21 @@ iceberg_commit_expire(const char *table_uuid, int64_t main_snapshot_id,
 
 char *
 iceberg_commit_snapshot(const char *table_uuid, const char *ref,
-						const IcebergNewSnapshot *snap, IcebergError *err)
+						const IcebergNewSnapshot *snap, TmsError *err)
 {
 	json_t	   *summary,
 			   *js,
 			   *upd;
 	int			i;
 
-	iceberg_error_clear(err);
+	tms_error_clear(err);
 	if (ref == NULL || ref[0] == '\0' || snap == NULL || snap->snapshot_id < 0 ||
 		snap->manifest_list == NULL || snap->operation == NULL ||
 		snap->timestamp_ms < 0 || snap->sequence_number < 0 ||
 		snap->nsummary < 0 || (snap->nsummary > 0 && snap->summary == NULL))
 	{
-		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid new snapshot");
-		iceberg_set_detail(err, "A snapshot needs a ref, a non-negative id, timestamp and sequence number, a manifest list and an operation.");
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid new snapshot");
+		tms_error_detail(err, "A snapshot needs a ref, a non-negative id, timestamp and sequence number, a manifest list and an operation.");
 		return NULL;
 	}
 	summary = json_pack("{s:s}", "operation", snap->operation);

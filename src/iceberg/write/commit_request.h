@@ -37,7 +37,7 @@
 extern char *iceberg_commit_expire(const char *table_uuid,
 								   int64_t main_snapshot_id,
 								   const IcebergExpirePlan *plan,
-								   IcebergError *err);
+								   TmsError *err);
 
 /* A snapshot a commit adds (add-snapshot); rewrite_manifests.c and compact_commit.c fill one. */
 typedef struct IcebergNewSnapshot
@@ -62,6 +62,6 @@ typedef struct IcebergNewSnapshot
  */
 extern char *iceberg_commit_snapshot(const char *table_uuid, const char *ref,
 									 const IcebergNewSnapshot *snap,
-									 IcebergError *err);
+									 TmsError *err);
 
 #endif							/* TMS_ICEBERG_COMMIT_H */

@@ -7,7 +7,7 @@
  *	  fields, manifest list and record (write_internal.h says what each is
  *	  for).
  *
- * Rules: plain C, errors as IcebergError values, every allocation freed
+ * Rules: plain C, errors as TmsError values, every allocation freed
  * on every path.
  *
  * src/iceberg/write/write_base.c
@@ -27,9 +27,10 @@
 #define MAX_PARTITION_FIELDS	1024
 
 static bool
-oom(IcebergError *err)
+oom(TmsError *err)
 {
-	return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	return false;
 }
 
 /* ---------------------------------------------------------------------
@@ -140,7 +141,7 @@ part_type(json_t *t)
  */
 bool
 iceberg_partition_types(const char *schema_text, int64_t max_json, IcebergPartType **types,
-						int *ntypes, IcebergError *err)
+						int *ntypes, TmsError *err)
 {
 	json_t	   *s = iceberg_json_load(schema_text, strlen(schema_text), JSON_DECODE_ANY,
 									  max_json, "avro.schema", err);
@@ -591,7 +592,7 @@ iceberg_part_sums_free(IcebergPartSum *s, int n)
 bool
 iceberg_new_manifest_summaries(IcebergNewManifest *n, const IcebergPartType *types,
 							   int ntypes, const IcebergPartSum *sums, bool bad,
-							   IcebergError *err)
+							   TmsError *err)
 {
 	int			i;
 
@@ -643,7 +644,7 @@ iceberg_new_manifest_free(IcebergNewManifest *n)
 
 bool
 iceberg_manifest_list_add_new(IcebergAvroWriter *lw, const IcebergNewManifest *n,
-							  int64_t seq, int64_t snapshot_id, IcebergError *err)
+							  int64_t seq, int64_t snapshot_id, TmsError *err)
 {
 	IcebergAvroWField f[14];
 	IcebergAvroWValue *items = NULL;
@@ -748,7 +749,7 @@ iceberg_kv_free(IcebergKeyValue *kv, int n)
 
 bool
 iceberg_kv_set(IcebergKeyValue *kv, int *n, const char *key, const char *value, bool add,
-			   IcebergError *err)
+			   TmsError *err)
 {
 	int			i;
 	char	   *v;
@@ -790,10 +791,10 @@ iceberg_avro_codec_from_properties(const IcebergTableMetadata *md, int *codec, i
 
 bool
 iceberg_write_object(const IcebergWriter *w, char ***written, int *nwritten,
-					 const char *path, const void *data, size_t len, IcebergError *err)
+					 const char *path, const void *data, size_t len, TmsError *err)
 {
 	char	  **nw = realloc(*written, sizeof(char *) * (size_t) (*nwritten + 1));
-	IoError		ioerr;
+	TmsError	ioerr;
 
 	if (nw == NULL)
 		return oom(err);
@@ -805,14 +806,8 @@ iceberg_write_object(const IcebergWriter *w, char ***written, int *nwritten,
 	memset(&ioerr, 0, sizeof(ioerr));
 	if (w->write(w->arg, path, data, len, &ioerr) != 0)
 	{
-		IoErrorCode ic = ioerr.code == IO_OK ? IO_ERR_STORAGE : ioerr.code;
-
-		err->code = ic == IO_ERR_INTERRUPTED ? ICEBERG_ERR_CANCELLED :
-			ic == IO_ERR_OUT_OF_MEMORY ? ICEBERG_ERR_OUT_OF_MEMORY : ICEBERG_ERR_IO;
-		err->io_code = ic;
-		snprintf(err->message, sizeof(err->message), "could not write \"%.200s\"", path);
-		snprintf(err->detail, sizeof(err->detail), "%.300s%s%.200s",
-				 ioerr.message, ioerr.detail[0] ? ": " : "", ioerr.detail);
+		tms_error_wrap(err, iceberg_code_of_io(&ioerr), &ioerr,
+					   "could not write \"%.200s\"", path);
 		return false;
 	}
 	return true;
@@ -826,32 +821,38 @@ iceberg_write_object(const IcebergWriter *w, char ***written, int *nwritten,
 bool
 iceberg_write_check_table(const IcebergTableMetadata *md, const char *what,
 						  const char *v3_detail, const char *inline_hint,
-						  const IcebergSnapshot **snap, IcebergError *err)
+						  const IcebergSnapshot **snap, TmsError *err)
 {
 	*snap = NULL;
 	if (md == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no table metadata given");
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no table metadata given");
+		return false;
+	}
 	if (md->format_version >= 3)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
-						  "%s does not support table format version %d",
-						  what, md->format_version);
-		iceberg_set_detail(err, "%s", v3_detail);
+		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+					  "%s does not support table format version %d",
+					  what, md->format_version);
+		tms_error_detail(err, "%s", v3_detail);
 		return false;
 	}
 	if (md->current_snapshot_id < 0)
 		return true;
 	*snap = iceberg_metadata_current_snapshot(md);
 	if (*snap == NULL)
-		return iceberg_set_error(err, ICEBERG_ERR_MALFORMED,
-								 "current snapshot %" PRId64 " is not in the table metadata",
-								 md->current_snapshot_id);
+	{
+		tms_error_set(err, ICEBERG_ERR_MALFORMED,
+					  "current snapshot %" PRId64 " is not in the table metadata",
+					  md->current_snapshot_id);
+		return false;
+	}
 	if ((*snap)->manifest_list == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
-						  "%s does not support snapshots without a manifest list", what);
-		iceberg_set_detail(err, "Snapshot %" PRId64 " lists its manifests inline (v1 \"manifests\")%s.",
-						   (*snap)->snapshot_id, inline_hint);
+		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+					  "%s does not support snapshots without a manifest list", what);
+		tms_error_detail(err, "Snapshot %" PRId64 " lists its manifests inline (v1 \"manifests\")%s.",
+						 (*snap)->snapshot_id, inline_hint);
 		return false;
 	}
 	return true;
@@ -860,7 +861,7 @@ iceberg_write_check_table(const IcebergTableMetadata *md, const char *what,
 bool
 iceberg_write_target_init(IcebergWriteTarget *t, const IcebergFileIO *io,
 						  const IcebergTableMetadata *md, int64_t new_snapshot_id,
-						  IcebergError *err)
+						  TmsError *err)
 {
 	size_t		dl;
 
@@ -873,7 +874,10 @@ iceberg_write_target_init(IcebergWriteTarget *t, const IcebergFileIO *io,
 	while (dl > 0 && md->location[dl - 1] == '/')
 		dl--;
 	if (dl + 20 > sizeof(t->dir))
-		return iceberg_set_error(err, ICEBERG_ERR_LIMIT, "table location too long");
+	{
+		tms_error_set(err, ICEBERG_ERR_LIMIT, "table location too long");
+		return false;
+	}
 	snprintf(t->dir, sizeof(t->dir), "%.*s/metadata", (int) dl, md->location);
 	return iceberg_make_uuid(t->uuid, err);
 }
@@ -912,7 +916,7 @@ bool
 iceberg_manifest_list_begin(const IcebergFileIO *io, const IcebergTableMetadata *md,
 							const IcebergSnapshot *snap, int64_t parent_snapshot_id,
 							const IcebergWriteTarget *t, IcebergManifestListReader **lr,
-							IcebergAvroWriter **lw, IcebergError *err)
+							IcebergAvroWriter **lw, TmsError *err)
 {
 	const IcebergKeyValue *hkv;
 	IcebergKeyValue *meta = NULL;
@@ -947,7 +951,7 @@ iceberg_manifest_list_begin(const IcebergFileIO *io, const IcebergTableMetadata 
 		goto done;
 	if (iceberg_manifest_list_header(*lr, "avro.schema") == NULL)
 	{
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "manifest list without avro.schema");
+		tms_error_set(err, ICEBERG_ERR_MALFORMED, "manifest list without avro.schema");
 		goto done;
 	}
 	ok = iceberg_avro_writer_create(iceberg_manifest_list_header(*lr, "avro.schema"),
@@ -968,7 +972,7 @@ done:
 bool
 iceberg_manifest_list_end(const IcebergWriteTarget *t, IcebergAvroWriter *lw,
 						  const IcebergWriter *w, char ***written, int *nwritten,
-						  char **path_out, IcebergError *err)
+						  char **path_out, TmsError *err)
 {
 	char		path[2300];
 	const uint8_t *data;
@@ -986,7 +990,7 @@ iceberg_manifest_list_end(const IcebergWriteTarget *t, IcebergAvroWriter *lw,
 bool
 iceberg_new_snapshot_replace(IcebergNewSnapshot *s, const IcebergWriteTarget *t,
 							 int64_t parent_snapshot_id, int64_t timestamp_ms,
-							 int32_t schema_id, char **list_path, IcebergError *err)
+							 int32_t schema_id, char **list_path, TmsError *err)
 {
 	s->snapshot_id = t->snapshot_id;
 	s->parent_snapshot_id = parent_snapshot_id;
@@ -1013,7 +1017,7 @@ iceberg_write_result_free(char **written, int nwritten, IcebergNewSnapshot *snap
 }
 
 bool
-iceberg_make_uuid(char *out, IcebergError *err)
+iceberg_make_uuid(char *out, TmsError *err)
 {
 	uint8_t		b[16];
 

@@ -74,7 +74,7 @@ extern json_t *iceberg_schema_field_type(json_t *rec, int32_t id, const char *na
  */
 extern bool iceberg_partition_types(const char *schema_text, int64_t max_json,
 									IcebergPartType **types, int *ntypes,
-									IcebergError *err);
+									TmsError *err);
 
 /*
  * Next value of a canonical partition text: *tok and *len span its JSON
@@ -137,7 +137,7 @@ typedef struct IcebergNewManifest
 extern bool iceberg_new_manifest_summaries(IcebergNewManifest *n,
 										   const IcebergPartType *types, int ntypes,
 										   const IcebergPartSum *sums, bool bad,
-										   IcebergError *err);
+										   TmsError *err);
 extern void iceberg_new_manifest_free(IcebergNewManifest *n);
 
 /*
@@ -147,14 +147,14 @@ extern void iceberg_new_manifest_free(IcebergNewManifest *n);
 extern bool iceberg_manifest_list_add_new(IcebergAvroWriter *lw,
 										  const IcebergNewManifest *n,
 										  int64_t seq, int64_t snapshot_id,
-										  IcebergError *err);
+										  TmsError *err);
 
 /* Header metadata arrays (IcebergKeyValue, malloc'd strings). */
 extern void iceberg_kv_free(IcebergKeyValue *kv, int n);
 
 /* Set key (or, with add, add it: room reserved by the caller). */
 extern bool iceberg_kv_set(IcebergKeyValue *kv, int *n, const char *key,
-						   const char *value, bool add, IcebergError *err);
+						   const char *value, bool add, TmsError *err);
 
 /*
  * The Avro codec of the files written, from the table properties that
@@ -171,7 +171,7 @@ extern void iceberg_avro_codec_from_properties(const IcebergTableMetadata *md,
  */
 extern bool iceberg_write_object(const IcebergWriter *w, char ***written, int *nwritten,
 								 const char *path, const void *data, size_t len,
-								 IcebergError *err);
+								 TmsError *err);
 
 /*
  * What a writer of a new snapshot needs to name and encode its files: the
@@ -198,12 +198,12 @@ typedef struct IcebergWriteTarget
  */
 extern bool iceberg_write_check_table(const IcebergTableMetadata *md, const char *what,
 									  const char *v3_detail, const char *inline_hint,
-									  const IcebergSnapshot **snap, IcebergError *err);
+									  const IcebergSnapshot **snap, TmsError *err);
 
 /* Fill t for writing snapshot new_snapshot_id of md (md->location set). */
 extern bool iceberg_write_target_init(IcebergWriteTarget *t, const IcebergFileIO *io,
 									  const IcebergTableMetadata *md,
-									  int64_t new_snapshot_id, IcebergError *err);
+									  int64_t new_snapshot_id, TmsError *err);
 
 /*
  * The fields of a manifest entry: status, snapshot_id, then nseq sequence
@@ -227,7 +227,7 @@ extern bool iceberg_manifest_list_begin(const IcebergFileIO *io,
 										int64_t parent_snapshot_id,
 										const IcebergWriteTarget *t,
 										IcebergManifestListReader **lr,
-										IcebergAvroWriter **lw, IcebergError *err);
+										IcebergAvroWriter **lw, TmsError *err);
 
 /*
  * Finish the list lw and write it as <dir>/snap-<id>-1-<uuid>.avro
@@ -236,7 +236,7 @@ extern bool iceberg_manifest_list_begin(const IcebergFileIO *io,
 extern bool iceberg_manifest_list_end(const IcebergWriteTarget *t, IcebergAvroWriter *lw,
 									  const IcebergWriter *w, char ***written,
 									  int *nwritten, char **path_out,
-									  IcebergError *err);
+									  TmsError *err);
 
 /*
  * Fill the new snapshot s of t ("replace"), taking *list_path; summary
@@ -245,7 +245,7 @@ extern bool iceberg_manifest_list_end(const IcebergWriteTarget *t, IcebergAvroWr
 extern bool iceberg_new_snapshot_replace(IcebergNewSnapshot *s, const IcebergWriteTarget *t,
 										 int64_t parent_snapshot_id, int64_t timestamp_ms,
 										 int32_t schema_id, char **list_path,
-										 IcebergError *err);
+										 TmsError *err);
 
 /*
  * Free what a run writing a snapshot returns: the paths it wrote

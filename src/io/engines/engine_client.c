@@ -3,7 +3,7 @@
  * engine_client.c
  *		The engine clients (engine_client.h), common part: the handle, the
  *		authentication of every request, the request core, the mapping of
- *		non-success responses to IoError, result rows, io_engine_wait and
+ *		non-success responses to TmsError, result rows, io_engine_wait and
  *		the dispatch to engine_livy.c, engine_trino.c and
  *		engine_gravitino.c.
  *
@@ -27,7 +27,7 @@
  * token refresh.)
  *
  * Rules: the engine URI holds no credentials, query or fragment; every
- * secret is wiped before it is freed and never appears in an IoError
+ * secret is wiped before it is freed and never appears in a TmsError
  * (the Authorization header is built per request and wiped after it);
  * response bodies are capped by max_response_bytes (the HTTP core), JSON
  * by max_json_bytes, and the result rows a run collects by
@@ -193,7 +193,7 @@ copy_opt(char **dst, const char *s)
 
 /* See engine_client.h: check and copy the configuration; nothing is sent. */
 IoEngine *
-io_engine_open(const IoEngineConfig *cfg, IoError *err)
+io_engine_open(const IoEngineConfig *cfg, TmsError *err)
 {
 	IoEngine   *eng;
 	size_t		n;
@@ -201,34 +201,34 @@ io_engine_open(const IoEngineConfig *cfg, IoError *err)
 	if (cfg->type != IO_ENGINE_LIVY && cfg->type != IO_ENGINE_TRINO &&
 		cfg->type != IO_ENGINE_GRAVITINO)
 	{
-		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "unknown engine type %d",
-					 (int) cfg->type);
+		tms_error_set(err, IO_ERR_INVALID_ARGUMENT, "unknown engine type %d",
+					  (int) cfg->type);
 		return NULL;
 	}
 	if (cfg->uri == NULL ||
 		(strncmp(cfg->uri, "http://", 7) != 0 && strncmp(cfg->uri, "https://", 8) != 0))
 	{
-		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-					 "engine URI must start with http:// or https://");
+		tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+					  "engine URI must start with http:// or https://");
 		return NULL;
 	}
 	if (strpbrk(cfg->uri, "?# \t\r\n") != NULL)
 	{
-		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-					 "engine URI must not have a query, a fragment or white space");
+		tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+					  "engine URI must not have a query, a fragment or white space");
 		return NULL;
 	}
 	if (cfg->type == IO_ENGINE_GRAVITINO &&
 		(cfg->metalake == NULL || cfg->metalake[0] == '\0'))
 	{
-		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-					 "a gravitino engine needs a metalake");
+		tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+					  "a gravitino engine needs a metalake");
 		return NULL;
 	}
 	if (cfg->credential != NULL && strchr(cfg->credential, ':') == NULL)
 	{
-		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-					 "credential must have the form client_id:client_secret");
+		tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+					  "credential must have the form client_id:client_secret");
 		return NULL;
 	}
 	if (cfg->credential != NULL &&
@@ -236,14 +236,14 @@ io_engine_open(const IoEngineConfig *cfg, IoError *err)
 		 (strncmp(cfg->oauth2_server_uri, "http://", 7) != 0 &&
 		  strncmp(cfg->oauth2_server_uri, "https://", 8) != 0)))
 	{
-		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-					 "OAuth2 client credentials need an http:// or https:// oauth2_server_uri");
+		tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+					  "OAuth2 client credentials need an http:// or https:// oauth2_server_uri");
 		return NULL;
 	}
 	eng = calloc(1, sizeof(IoEngine));
 	if (eng == NULL)
 	{
-		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	eng->type = cfg->type;
@@ -257,8 +257,8 @@ io_engine_open(const IoEngineConfig *cfg, IoError *err)
 	if (eng->origin == NULL)
 	{
 		io_engine_free(eng);
-		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-					 "engine URI must be http(s)://host[:port][/path], without user information");
+		tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+					  "engine URI must be http(s)://host[:port][/path], without user information");
 		return NULL;
 	}
 	if (!copy_opt(&eng->catalog, cfg->catalog) ||
@@ -286,7 +286,7 @@ io_engine_open(const IoEngineConfig *cfg, IoError *err)
 
 oom:
 	io_engine_free(eng);
-	io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	return NULL;
 }
 
@@ -328,7 +328,7 @@ append_base64(IoStrBuf *sb, const unsigned char *s, size_t len)
 /* The engine's refusal of a token request, in the engines' error shapes. */
 static void
 token_status_error(void *arg, const IoHttpResponse *resp, const char *what,
-				   IoError *err)
+				   TmsError *err)
 {
 	io_engine_status_error((IoEngine *) arg, resp, false, what, err);
 }
@@ -339,7 +339,7 @@ token_status_error(void *arg, const IoHttpResponse *resp, const char *what,
  * scope when one is set.
  */
 static int
-ensure_token(IoEngine *eng, IoError *err)
+ensure_token(IoEngine *eng, TmsError *err)
 {
 	IoOAuth2Request rq;
 
@@ -395,7 +395,7 @@ io_engine_request(IoEngine *eng, const char *method, const char *url,
 				  const char *accept, const char *content_type,
 				  const char *body, const char *const *extra, size_t nextra,
 				  bool idempotent, const char *what, IoHttpResponse *resp,
-				  IoError *err)
+				  TmsError *err)
 {
 	IoStrBuf	full;
 	IoStrBuf	accept_line;
@@ -405,7 +405,7 @@ io_engine_request(IoEngine *eng, const char *method, const char *url,
 
 	memset(resp, 0, sizeof(*resp));
 	if (nextra > MAX_HEADERS - 4)
-		return io_set_error(err, IO_ERR_INTERNAL, 0, "too many request headers");
+		return tms_error_set(err, IO_ERR_INTERNAL, "too many request headers");
 	io_sb_init(&full);
 	io_sb_init(&accept_line);
 	io_sb_init(&ctype_line);
@@ -418,7 +418,7 @@ io_engine_request(IoEngine *eng, const char *method, const char *url,
 				 content_type ? content_type : "application/json");
 	if (full.oom || accept_line.oom || ctype_line.oom)
 	{
-		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
 	}
 	for (attempt = 0; attempt < 2; attempt++)
@@ -439,7 +439,7 @@ io_engine_request(IoEngine *eng, const char *method, const char *url,
 		if (auth.oom)
 		{
 			io_sb_wipe_free(&auth);
-			rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			break;
 		}
 		headers[nh++] = accept_line.data;
@@ -481,7 +481,7 @@ done:
 
 /* See engine_client_int.h. */
 int
-io_engine_submit_lost(const IoHttpResponse *resp, IoError *err)
+io_engine_submit_lost(const IoHttpResponse *resp, TmsError *err)
 {
 	if (resp->sent && err->code != IO_ERR_OUT_OF_MEMORY &&
 		err->code != IO_ERR_INVALID_ARGUMENT)
@@ -499,7 +499,7 @@ io_engine_submit_lost(const IoHttpResponse *resp, IoError *err)
 /* See engine_client_int.h (the reader of error bodies). */
 int
 io_engine_status_error(IoEngine *eng, const IoHttpResponse *resp, bool submit,
-					   const char *what, IoError *err)
+					   const char *what, TmsError *err)
 {
 	long		st = resp->status;
 	IoErrorCode code;
@@ -509,7 +509,7 @@ io_engine_status_error(IoEngine *eng, const IoHttpResponse *resp, bool submit,
 
 	if (resp->body_len > 0 && (resp->body[0] == '{' || resp->body[0] == '['))
 	{
-		IoError		perr;
+		TmsError	perr;
 
 		doc = io_json_parse(resp->body, resp->body_len, eng->http.max_json_bytes,
 							"error", &perr);
@@ -543,21 +543,21 @@ io_engine_status_error(IoEngine *eng, const IoHttpResponse *resp, bool submit,
 	if (submit && st >= 500)
 	{
 		code = IO_ERR_COMMIT_STATE_UNKNOWN;
-		io_set_error(err, code, st, "submit state unknown: %s returned HTTP status %ld",
-					 what, st);
+		tms_error_set_http(err, code, st, "submit state unknown: %s returned HTTP status %ld",
+						   what, st);
 	}
 	else
-		io_set_error(err, code, st, "%s failed with HTTP status %ld", what, st);
+		tms_error_set_http(err, code, st, "%s failed with HTTP status %ld", what, st);
 	if (etype != NULL || emsg != NULL)
 	{
 		char		d[sizeof(err->detail)];
 
 		snprintf(d, sizeof(d), "%s%s%s", etype ? etype : "",
 				 (etype && emsg) ? ": " : "", emsg ? emsg : "");
-		io_set_detail(err, d, strlen(d));
+		tms_error_detail_raw(err, d, strlen(d));
 	}
 	else if (resp->body_len > 0)
-		io_set_detail(err, resp->body, resp->body_len > 300 ? 300 : resp->body_len);
+		tms_error_detail_raw(err, resp->body, resp->body_len > 300 ? 300 : resp->body_len);
 	json_decref(doc);
 	return -1;
 }
@@ -565,7 +565,7 @@ io_engine_status_error(IoEngine *eng, const IoHttpResponse *resp, bool submit,
 /* See engine_client_int.h. */
 json_t *
 io_engine_parse(IoEngine *eng, const IoHttpResponse *resp, const char *what,
-				IoError *err)
+				TmsError *err)
 {
 	json_t	   *doc = io_json_parse(resp->body, resp->body_len,
 									eng->http.max_json_bytes, what, err);
@@ -578,8 +578,8 @@ io_engine_parse(IoEngine *eng, const IoHttpResponse *resp, const char *what,
 	if (!json_is_object(doc) && !json_is_array(doc))
 	{
 		json_decref(doc);
-		io_set_error(err, IO_ERR_PROTOCOL, resp->status,
-					 "malformed %s response: not a JSON object", what);
+		tms_error_set_http(err, IO_ERR_PROTOCOL, resp->status,
+						   "malformed %s response: not a JSON object", what);
 		return NULL;
 	}
 	return doc;
@@ -713,7 +713,7 @@ io_engine_set_columns(IoEngineRun *run, const char *const *names, size_t n)
 /* See engine_client_int.h. */
 int
 io_engine_add_rows(IoEngine *eng, IoEngineRun *run, const json_t *data,
-				   const char *what, IoError *err)
+				   const char *what, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 	size_t		nnew,
@@ -723,8 +723,8 @@ io_engine_add_rows(IoEngine *eng, IoEngineRun *run, const json_t *data,
 	if (data == NULL || json_is_null(data))
 		return 0;
 	if (!json_is_array(data))
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed %s: \"data\" is not an array", what);
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed %s: \"data\" is not an array", what);
 	nnew = json_array_size(data);
 	if (nnew == 0)
 		return 0;
@@ -733,15 +733,15 @@ io_engine_add_rows(IoEngine *eng, IoEngineRun *run, const json_t *data,
 		json_t	   *row = json_array_get(data, i);
 
 		if (!json_is_array(row) || json_array_size(row) != run->ncolumns)
-			return io_set_error(err, IO_ERR_PROTOCOL, 200,
-								"malformed %s: row %zu has %zu values, expected %zu",
-								what, run->nrows + i + 1,
-								json_is_array(row) ? json_array_size(row) : 0,
-								run->ncolumns);
+			return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+									  "malformed %s: row %zu has %zu values, expected %zu",
+									  what, run->nrows + i + 1,
+									  json_is_array(row) ? json_array_size(row) : 0,
+									  run->ncolumns);
 	}
 	grown = realloc(run->rows, (run->nrows + nnew) * sizeof(char **));
 	if (grown == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	run->rows = grown;
 	for (i = 0; i < nnew; i++)
 	{
@@ -750,19 +750,19 @@ io_engine_add_rows(IoEngine *eng, IoEngineRun *run, const json_t *data,
 		size_t		j;
 
 		if (cells == NULL)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		/* the row is counted from here: a failure frees it with the rest */
 		run->rows[run->nrows++] = cells;
 		for (j = 0; j < run->ncolumns; j++)
 		{
 			if (io_engine_cell_text(json_array_get(row, j), &cells[j]) != 0)
-				return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+				return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			priv->result_bytes += sizeof(char *) + (cells[j] ? strlen(cells[j]) + 1 : 0);
 		}
 		if (priv->result_bytes > eng->http.max_response_bytes)
-			return io_set_error(err, IO_ERR_TOO_LARGE, 0,
-								"result of %s exceeds max_response_bytes (%zu bytes)",
-								what, eng->http.max_response_bytes);
+			return tms_error_set(err, IO_ERR_TOO_LARGE,
+								 "result of %s exceeds max_response_bytes (%zu bytes)",
+								 what, eng->http.max_response_bytes);
 	}
 	return 0;
 }
@@ -790,14 +790,14 @@ io_engine_set_message(IoEngineRun *run, const char *msg)
 
 /* See engine_client_int.h. */
 int
-io_engine_run_init(IoEngine *eng, IoEngineRun *run, IoError *err)
+io_engine_run_init(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv;
 
 	memset(run, 0, sizeof(*run));
 	priv = calloc(1, sizeof(EngineRunPriv));
 	if (priv == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	priv->type = eng->type;
 	priv->session_id = -1;
 	priv->statement_id = -1;
@@ -831,25 +831,25 @@ io_engine_run_free(IoEngineRun *run)
 
 /* See engine_client_int.h. */
 int
-io_engine_check_tag(const char *tag, IoError *err)
+io_engine_check_tag(const char *tag, TmsError *err)
 {
 	size_t		n,
 				i;
 
 	if (tag == NULL || tag[0] == '\0')
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "a run needs a tag");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT, "a run needs a tag");
 	n = strlen(tag);
 	if (n > ENGINE_MAX_TAG_BYTES)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"tag must not exceed %d bytes", ENGINE_MAX_TAG_BYTES);
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "tag must not exceed %d bytes", ENGINE_MAX_TAG_BYTES);
 	for (i = 0; i < n; i++)
 	{
 		unsigned char c = (unsigned char) tag[i];
 
 		if (c <= 0x20 || c >= 0x7f || c == ',')
-			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-								"tag \"%.100s\" must be printable ASCII without spaces or commas",
-								tag);
+			return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+								 "tag \"%.100s\" must be printable ASCII without spaces or commas",
+								 tag);
 	}
 	return 0;
 }
@@ -876,13 +876,13 @@ io_engine_append_encoded(IoStrBuf *sb, const char *s)
 
 /* A run's handle must be of this engine. */
 static int
-check_run(IoEngine *eng, IoEngineRun *run, IoError *err)
+check_run(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv = run ? run->priv : NULL;
 
 	if (priv == NULL || priv->type != eng->type)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"run does not belong to this engine");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "run does not belong to this engine");
 	return 0;
 }
 
@@ -890,7 +890,7 @@ check_run(IoEngine *eng, IoEngineRun *run, IoError *err)
 int
 io_engine_submit(IoEngine *eng, const char *tag, const char *statement,
 				 const IoKeyValue *session, size_t nsession,
-				 IoEngineRun *run, IoError *err)
+				 IoEngineRun *run, TmsError *err)
 {
 	int			rc;
 
@@ -898,7 +898,7 @@ io_engine_submit(IoEngine *eng, const char *tag, const char *statement,
 	if (io_engine_check_tag(tag, err) != 0)
 		return -1;
 	if (statement == NULL || statement[0] == '\0')
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "a run needs a statement");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT, "a run needs a statement");
 	switch (eng->type)
 	{
 		case IO_ENGINE_LIVY:
@@ -918,7 +918,7 @@ io_engine_submit(IoEngine *eng, const char *tag, const char *statement,
 
 /* See engine_client.h. */
 int
-io_engine_poll(IoEngine *eng, IoEngineRun *run, IoError *err)
+io_engine_poll(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	if (check_run(eng, run, err) != 0)
 		return -1;
@@ -946,7 +946,7 @@ run_ended(const IoEngineRun *run)
 
 /* See engine_client.h. */
 int
-io_engine_wait(IoEngine *eng, IoEngineRun *run, long wait_ms, IoError *err)
+io_engine_wait(IoEngine *eng, IoEngineRun *run, long wait_ms, TmsError *err)
 {
 	int64_t		deadline = io_now_ms() + (wait_ms > 0 ? wait_ms : 0);
 	long		delay = eng->poll_interval_ms;
@@ -971,7 +971,7 @@ io_engine_wait(IoEngine *eng, IoEngineRun *run, long wait_ms, IoError *err)
 
 /* See engine_client.h. */
 int
-io_engine_cancel(IoEngine *eng, IoEngineRun *run, IoError *err)
+io_engine_cancel(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	if (check_run(eng, run, err) != 0)
 		return -1;
@@ -991,15 +991,15 @@ io_engine_cancel(IoEngine *eng, IoEngineRun *run, IoError *err)
 /* See engine_client.h. */
 int
 io_engine_offers_template(IoEngine *eng, const char *template_name, bool *offered,
-						  char **names, IoError *err)
+						  char **names, TmsError *err)
 {
 	*offered = false;
 	*names = NULL;
 	if (eng->type != IO_ENGINE_GRAVITINO)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"only a gravitino engine has job templates");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "only a gravitino engine has job templates");
 	if (template_name == NULL || template_name[0] == '\0')
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "no job template name");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT, "no job template name");
 	return io_gravitino_offers_template(eng, template_name, offered, names, err);
 }
 
@@ -1007,7 +1007,7 @@ io_engine_offers_template(IoEngine *eng, const char *template_name, bool *offere
 int
 io_engine_find(IoEngine *eng, const char *tag, const char *statement,
 			   const char *template_name, IoEngineRun *run, bool *found,
-			   IoError *err)
+			   TmsError *err)
 {
 	int			rc;
 
@@ -1038,13 +1038,13 @@ io_engine_find(IoEngine *eng, const char *tag, const char *statement,
 /* See engine_client.h. */
 int
 io_engine_attach(IoEngine *eng, const char *run_id, const char *statement,
-				 IoEngineRun *run, IoError *err)
+				 IoEngineRun *run, TmsError *err)
 {
 	int			rc;
 
 	memset(run, 0, sizeof(*run));
 	if (run_id == NULL || run_id[0] == '\0' || strlen(run_id) > 256)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "invalid run id");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT, "invalid run id");
 	switch (eng->type)
 	{
 		case IO_ENGINE_LIVY:
@@ -1064,7 +1064,7 @@ io_engine_attach(IoEngine *eng, const char *run_id, const char *statement,
 
 /* See engine_client.h. */
 int
-io_engine_close(IoEngine *eng, IoEngineRun *run, IoError *err)
+io_engine_close(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	if (check_run(eng, run, err) != 0)
 		return -1;

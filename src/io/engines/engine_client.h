@@ -47,9 +47,9 @@
  * errors (retries, backoff with jitter); a submit is never retried
  * blindly: after an unanswered submit the caller finds by tag.
  *
- * Plain C, no PostgreSQL header, errors as values (IoError), interrupts
+ * Plain C, no PostgreSQL header, errors as values (TmsError), interrupts
  * through IoHttpOptions as everywhere in io.  Secrets never appear in an
- * IoError.
+ * TmsError.
  *
  * src/io/engines/engine_client.h
  *
@@ -87,7 +87,7 @@ typedef struct IoEngineConfig
 typedef struct IoEngine IoEngine;
 
 /* Copies every string of cfg; sends nothing.  NULL with *err. */
-extern IoEngine *io_engine_open(const IoEngineConfig *cfg, IoError *err);
+extern IoEngine *io_engine_open(const IoEngineConfig *cfg, TmsError *err);
 extern void io_engine_free(IoEngine *eng);
 extern void io_engine_set_http(IoEngine *eng, const IoHttpOptions *http);
 
@@ -135,7 +135,7 @@ typedef struct IoEngineRun
  */
 extern int	io_engine_submit(IoEngine *eng, const char *tag, const char *statement,
 							 const IoKeyValue *session, size_t nsession,
-							 IoEngineRun *run, IoError *err);
+							 IoEngineRun *run, TmsError *err);
 
 /*
  * Advance a run by one request (livy: post the statement once the
@@ -145,19 +145,19 @@ extern int	io_engine_submit(IoEngine *eng, const char *tag, const char *statemen
  * engine no longer knows the run (livy session deleted, trino query
  * expired), so its outcome is unknown.  An ended run is not polled.
  */
-extern int	io_engine_poll(IoEngine *eng, IoEngineRun *run, IoError *err);
+extern int	io_engine_poll(IoEngine *eng, IoEngineRun *run, TmsError *err);
 
 /*
  * Poll until the run ends or wait_ms passed (0: one poll), sleeping
  * poll_interval_ms doubling up to 10 x between polls, interruptible.
  */
-extern int	io_engine_wait(IoEngine *eng, IoEngineRun *run, long wait_ms, IoError *err);
+extern int	io_engine_wait(IoEngine *eng, IoEngineRun *run, long wait_ms, TmsError *err);
 
 /*
  * Ask the engine to cancel; the run's state follows at the next poll
  * (CANCELLED, or the outcome the run reached first).
  */
-extern int	io_engine_cancel(IoEngine *eng, IoEngineRun *run, IoError *err);
+extern int	io_engine_cancel(IoEngine *eng, IoEngineRun *run, TmsError *err);
 
 /*
  * Find the run of tag.  Returns 0 with *found and, when found, *run (its
@@ -167,7 +167,7 @@ extern int	io_engine_cancel(IoEngine *eng, IoEngineRun *run, IoError *err);
  */
 extern int	io_engine_find(IoEngine *eng, const char *tag, const char *statement,
 						   const char *template_name,
-						   IoEngineRun *run, bool *found, IoError *err);
+						   IoEngineRun *run, bool *found, TmsError *err);
 
 /*
  * Rebuild a run from its run_id (a job row's engine_job_id) to poll or
@@ -176,7 +176,7 @@ extern int	io_engine_find(IoEngine *eng, const char *tag, const char *statement,
  * session's statements, so a statement posted before is adopted).
  */
 extern int	io_engine_attach(IoEngine *eng, const char *run_id, const char *statement,
-							 IoEngineRun *run, IoError *err);
+							 IoEngineRun *run, TmsError *err);
 
 /*
  * Gravitino only: whether the server offers job template template_name
@@ -186,10 +186,10 @@ extern int	io_engine_attach(IoEngine *eng, const char *run_id, const char *state
  */
 #define IO_ENGINE_TEMPLATE_LIST_MAX 2000
 extern int	io_engine_offers_template(IoEngine *eng, const char *template_name,
-									  bool *offered, char **names, IoError *err);
+									  bool *offered, char **names, TmsError *err);
 
 /* Release the engine's resources of an ended run (livy: DELETE the session). */
-extern int	io_engine_close(IoEngine *eng, IoEngineRun *run, IoError *err);
+extern int	io_engine_close(IoEngine *eng, IoEngineRun *run, TmsError *err);
 
 extern void io_engine_run_free(IoEngineRun *run);
 

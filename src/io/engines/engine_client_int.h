@@ -16,7 +16,7 @@
  * Not part of the layer's interface (that is engine_client.h); nothing outside
  * src/io/, its unit test and its drivers includes this file.  Secrets
  * (password, token, client secret, the OAuth2 token) are wiped before
- * their memory is freed and never appear in an IoError.
+ * their memory is freed and never appear in a TmsError.
  *
  * src/io/engines/engine_client_int.h
  *
@@ -97,16 +97,16 @@ extern int	io_engine_request(IoEngine *eng, const char *method, const char *url,
 							  const char *accept, const char *content_type,
 							  const char *body, const char *const *extra,
 							  size_t nextra, bool idempotent, const char *what,
-							  IoHttpResponse *resp, IoError *err);
+							  IoHttpResponse *resp, TmsError *err);
 
 /*
- * A non-success response as an IoError: the status mapped to a code (a
+ * A non-success response as a TmsError: the status mapped to a code (a
  * submit's 5xx is IO_ERR_COMMIT_STATE_UNKNOWN), the engine's own text
  * (Livy "msg", Gravitino "type" and "message", Trino's plain text) in
  * detail.  Returns -1.
  */
 extern int	io_engine_status_error(IoEngine *eng, const IoHttpResponse *resp,
-								   bool submit, const char *what, IoError *err);
+								   bool submit, const char *what, TmsError *err);
 
 /*
  * After a failed submit request (rc -1 of io_engine_request): when the
@@ -114,11 +114,11 @@ extern int	io_engine_status_error(IoEngine *eng, const IoHttpResponse *resp,
  * IO_ERR_COMMIT_STATE_UNKNOWN (keeping the cause in the message).
  * Returns -1.
  */
-extern int	io_engine_submit_lost(const IoHttpResponse *resp, IoError *err);
+extern int	io_engine_submit_lost(const IoHttpResponse *resp, TmsError *err);
 
 /* Parse a response body under the JSON budget; NULL with *err. */
 extern json_t *io_engine_parse(IoEngine *eng, const IoHttpResponse *resp,
-							   const char *what, IoError *err);
+							   const char *what, TmsError *err);
 
 /* Serialise a JSON value compactly into malloc'd text (NULL: oom). */
 extern char *io_engine_json_dump(const json_t *v);
@@ -137,7 +137,7 @@ extern int	io_engine_set_columns(IoEngineRun *run, const char *const *names,
  * (PROTOCOL: not rows of the column count; TOO_LARGE).
  */
 extern int	io_engine_add_rows(IoEngine *eng, IoEngineRun *run, const json_t *data,
-							   const char *what, IoError *err);
+							   const char *what, TmsError *err);
 
 /* Drop the collected result of run. */
 extern void io_engine_clear_result(IoEngineRun *run);
@@ -149,10 +149,10 @@ extern void io_engine_clear_result(IoEngineRun *run);
 extern int	io_engine_set_message(IoEngineRun *run, const char *msg);
 
 /* Allocate run->priv for eng's type; -1 with *err on oom. */
-extern int	io_engine_run_init(IoEngine *eng, IoEngineRun *run, IoError *err);
+extern int	io_engine_run_init(IoEngine *eng, IoEngineRun *run, TmsError *err);
 
 /* Check a tag: 1..ENGINE_MAX_TAG_BYTES printable ASCII, no ','. */
-extern int	io_engine_check_tag(const char *tag, IoError *err);
+extern int	io_engine_check_tag(const char *tag, TmsError *err);
 
 /* Append s percent-encoded (nothing kept but unreserved characters). */
 extern void io_engine_append_encoded(IoStrBuf *sb, const char *s);
@@ -164,34 +164,34 @@ extern char *io_engine_url_origin(const char *url);
 /* ---- per engine ---- */
 
 extern int	io_livy_submit(IoEngine *eng, const char *tag, const char *statement,
-						   IoEngineRun *run, IoError *err);
-extern int	io_livy_poll(IoEngine *eng, IoEngineRun *run, IoError *err);
-extern int	io_livy_cancel(IoEngine *eng, IoEngineRun *run, IoError *err);
+						   IoEngineRun *run, TmsError *err);
+extern int	io_livy_poll(IoEngine *eng, IoEngineRun *run, TmsError *err);
+extern int	io_livy_cancel(IoEngine *eng, IoEngineRun *run, TmsError *err);
 extern int	io_livy_find(IoEngine *eng, const char *tag, const char *statement,
-						 IoEngineRun *run, bool *found, IoError *err);
+						 IoEngineRun *run, bool *found, TmsError *err);
 extern int	io_livy_attach(IoEngine *eng, const char *run_id, const char *statement,
-						   IoEngineRun *run, IoError *err);
-extern int	io_livy_close(IoEngine *eng, IoEngineRun *run, IoError *err);
+						   IoEngineRun *run, TmsError *err);
+extern int	io_livy_close(IoEngine *eng, IoEngineRun *run, TmsError *err);
 
 extern int	io_trino_submit(IoEngine *eng, const char *tag, const char *statement,
 							const IoKeyValue *session, size_t nsession,
-							IoEngineRun *run, IoError *err);
-extern int	io_trino_poll(IoEngine *eng, IoEngineRun *run, IoError *err);
-extern int	io_trino_cancel(IoEngine *eng, IoEngineRun *run, IoError *err);
+							IoEngineRun *run, TmsError *err);
+extern int	io_trino_poll(IoEngine *eng, IoEngineRun *run, TmsError *err);
+extern int	io_trino_cancel(IoEngine *eng, IoEngineRun *run, TmsError *err);
 extern int	io_trino_find(IoEngine *eng, const char *tag, IoEngineRun *run,
-						  bool *found, IoError *err);
+						  bool *found, TmsError *err);
 extern int	io_trino_attach(IoEngine *eng, const char *run_id, IoEngineRun *run,
-							IoError *err);
+							TmsError *err);
 
 extern int	io_gravitino_submit(IoEngine *eng, const char *tag, const char *statement,
-								IoEngineRun *run, IoError *err);
-extern int	io_gravitino_poll(IoEngine *eng, IoEngineRun *run, IoError *err);
-extern int	io_gravitino_cancel(IoEngine *eng, IoEngineRun *run, IoError *err);
+								IoEngineRun *run, TmsError *err);
+extern int	io_gravitino_poll(IoEngine *eng, IoEngineRun *run, TmsError *err);
+extern int	io_gravitino_cancel(IoEngine *eng, IoEngineRun *run, TmsError *err);
 extern int	io_gravitino_find(IoEngine *eng, const char *tag, const char *template_name,
-							  IoEngineRun *run, bool *found, IoError *err);
+							  IoEngineRun *run, bool *found, TmsError *err);
 extern int	io_gravitino_attach(IoEngine *eng, const char *run_id, IoEngineRun *run,
-								IoError *err);
+								TmsError *err);
 extern int	io_gravitino_offers_template(IoEngine *eng, const char *template_name,
-										 bool *offered, char **names, IoError *err);
+										 bool *offered, char **names, TmsError *err);
 
 #endif							/* TMS_IO_ENGINE_INT_H */

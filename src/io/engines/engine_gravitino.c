@@ -81,7 +81,7 @@ runs_path(IoEngine *eng, IoStrBuf *sb, const char *job_id)
  */
 static json_t *
 gravitino_call(IoEngine *eng, const char *method, const char *path, const char *body,
-			   bool idempotent, bool submit, const char *what, IoError *err)
+			   bool idempotent, bool submit, const char *what, TmsError *err)
 {
 	IoHttpResponse resp;
 	json_t	   *doc;
@@ -107,8 +107,8 @@ gravitino_call(IoEngine *eng, const char *method, const char *path, const char *
 	{
 		json_decref(doc);
 		doc = NULL;
-		io_set_error(err, IO_ERR_PROTOCOL, 200, "malformed %s response: not a JSON object",
-					 what);
+		tms_error_set_http(err, IO_ERR_PROTOCOL, 200, "malformed %s response: not a JSON object",
+						   what);
 	}
 	if (doc == NULL)
 	{
@@ -123,12 +123,12 @@ gravitino_call(IoEngine *eng, const char *method, const char *path, const char *
 		const char *msg = json_string_value(json_object_get(doc, "message"));
 		char		d[sizeof(err->detail)];
 
-		io_set_error(err, submit ? IO_ERR_COMMIT_STATE_UNKNOWN : IO_ERR_SERVER, 200,
-					 "%s failed with gravitino error code %lld", what,
-					 (long long) json_integer_value(code));
+		tms_error_set_http(err, submit ? IO_ERR_COMMIT_STATE_UNKNOWN : IO_ERR_SERVER, 200,
+						   "%s failed with gravitino error code %lld", what,
+						   (long long) json_integer_value(code));
 		snprintf(d, sizeof(d), "%s%s%s", type ? type : "", type && msg ? ": " : "",
 				 msg ? msg : "");
-		io_set_detail(err, d, strlen(d));
+		tms_error_detail_raw(err, d, strlen(d));
 		json_decref(doc);
 		return NULL;
 	}
@@ -137,13 +137,13 @@ gravitino_call(IoEngine *eng, const char *method, const char *path, const char *
 
 /* Take a JobDTO's status into run. */
 static int
-apply_job(IoEngineRun *run, const json_t *job, IoError *err)
+apply_job(IoEngineRun *run, const json_t *job, TmsError *err)
 {
 	const char *status = json_string_value(json_object_get(job, "status"));
 
 	if (status == NULL)
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed gravitino job: no \"status\"");
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed gravitino job: no \"status\"");
 	if (strcasecmp(status, "queued") == 0)
 		run->state = IO_ENGINE_RUN_PENDING;
 	else if (strcasecmp(status, "started") == 0 || strcasecmp(status, "cancelling") == 0)
@@ -154,7 +154,7 @@ apply_job(IoEngineRun *run, const json_t *job, IoError *err)
 	{
 		run->state = IO_ENGINE_RUN_CANCELLED;
 		if (io_engine_set_message(run, "cancelled") != 0)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	else if (strcasecmp(status, "failed") == 0)
 	{
@@ -162,39 +162,39 @@ apply_job(IoEngineRun *run, const json_t *job, IoError *err)
 
 		snprintf(msg, sizeof(msg), "gravitino job %.200s failed", run->run_id);
 		if (io_engine_set_message(run, msg) != 0)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		run->state = IO_ENGINE_RUN_FAILED;
 	}
 	else
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"gravitino job has an unknown status \"%.40s\"", status);
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "gravitino job has an unknown status \"%.40s\"", status);
 	return 0;
 }
 
 /* Fill run from a JobDTO (id, template, status). */
 static int
-take_job(IoEngine *eng, IoEngineRun *run, const json_t *job, IoError *err)
+take_job(IoEngine *eng, IoEngineRun *run, const json_t *job, TmsError *err)
 {
 	EngineRunPriv *priv;
 	const char *id = json_string_value(json_object_get(job, "jobId"));
 	const char *tmpl = json_string_value(json_object_get(job, "jobTemplateName"));
 
 	if (!valid_job_id(id))
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed gravitino job: no valid \"jobId\"");
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed gravitino job: no valid \"jobId\"");
 	if (io_engine_run_init(eng, run, err) != 0)
 		return -1;
 	priv = run->priv;
 	run->run_id = io_strdup(id);
 	if (run->run_id == NULL || (tmpl != NULL && (priv->template_name = io_strdup(tmpl)) == NULL))
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	return apply_job(run, job, err);
 }
 
 /* See engine_client_int.h. */
 int
 io_gravitino_submit(IoEngine *eng, const char *tag, const char *statement,
-					IoEngineRun *run, IoError *err)
+					IoEngineRun *run, TmsError *err)
 {
 	json_t	   *req;
 	json_t	   *conf;
@@ -214,8 +214,8 @@ io_gravitino_submit(IoEngine *eng, const char *tag, const char *statement,
 	if (!json_is_object(req) || json_string_value(json_object_get(req, "jobTemplateName")) == NULL)
 	{
 		json_decref(req);
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"a gravitino job request must be a JSON object with a \"jobTemplateName\"");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "a gravitino job request must be a JSON object with a \"jobTemplateName\"");
 	}
 	conf = json_object_get(req, "jobConf");
 	if (conf == NULL)
@@ -224,26 +224,26 @@ io_gravitino_submit(IoEngine *eng, const char *tag, const char *statement,
 		if (conf == NULL || json_object_set_new(req, "jobConf", conf) != 0)
 		{
 			json_decref(req);
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		}
 	}
 	if (!json_is_object(conf))
 	{
 		json_decref(req);
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"the \"jobConf\" of a gravitino job request must be an object");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "the \"jobConf\" of a gravitino job request must be an object");
 	}
 	have = json_object_get(conf, "tms_tag");
 	if (have != NULL && (!json_is_string(have) || strcmp(json_string_value(have), tag) != 0))
 	{
 		json_decref(req);
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"the jobConf \"tms_tag\" of the gravitino job request is not the run's tag");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "the jobConf \"tms_tag\" of the gravitino job request is not the run's tag");
 	}
 	if (have == NULL && json_object_set_new(conf, "tms_tag", json_string(tag)) != 0)
 	{
 		json_decref(req);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	body = have != NULL ? io_strdup(statement) : io_engine_json_dump(req);
 	json_decref(req);
@@ -253,7 +253,7 @@ io_gravitino_submit(IoEngine *eng, const char *tag, const char *statement,
 	{
 		free(body);
 		io_sb_free(&path);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	doc = gravitino_call(eng, "POST", path.data, body, false, true,
 						 "gravitino job run request", err);
@@ -271,7 +271,7 @@ io_gravitino_submit(IoEngine *eng, const char *tag, const char *statement,
 /* GET or POST (cancel) one run and take its status. */
 static int
 job_call(IoEngine *eng, IoEngineRun *run, const char *method, const char *what,
-		 IoError *err)
+		 TmsError *err)
 {
 	IoStrBuf	path;
 	json_t	   *doc;
@@ -281,28 +281,28 @@ job_call(IoEngine *eng, IoEngineRun *run, const char *method, const char *what,
 	io_sb_init(&path);
 	runs_path(eng, &path, run->run_id);
 	if (path.oom)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	doc = gravitino_call(eng, method, path.data, NULL, true, false, what, err);
 	io_sb_free(&path);
 	if (doc == NULL)
 		return -1;
 	job = json_object_get(doc, "job");
 	rc = json_is_object(job) ? apply_job(run, job, err) :
-		io_set_error(err, IO_ERR_PROTOCOL, 200, "malformed %s response: no \"job\"", what);
+		tms_error_set_http(err, IO_ERR_PROTOCOL, 200, "malformed %s response: no \"job\"", what);
 	json_decref(doc);
 	return rc;
 }
 
 /* See engine_client_int.h. */
 int
-io_gravitino_poll(IoEngine *eng, IoEngineRun *run, IoError *err)
+io_gravitino_poll(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	return job_call(eng, run, "GET", "gravitino job request", err);
 }
 
 /* See engine_client_int.h. */
 int
-io_gravitino_cancel(IoEngine *eng, IoEngineRun *run, IoError *err)
+io_gravitino_cancel(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	return job_call(eng, run, "POST", "gravitino job cancel request", err);
 }
@@ -361,7 +361,7 @@ job_has_tag(const json_t *job, const char *tag)
 /* See engine_client_int.h. */
 int
 io_gravitino_find(IoEngine *eng, const char *tag, const char *template_name,
-				  IoEngineRun *run, bool *found, IoError *err)
+				  IoEngineRun *run, bool *found, TmsError *err)
 {
 	IoStrBuf	path;
 	json_t	   *doc;
@@ -374,14 +374,14 @@ io_gravitino_find(IoEngine *eng, const char *tag, const char *template_name,
 	int			rc = 0;
 
 	if (template_name == NULL || template_name[0] == '\0')
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"finding a gravitino run needs its job template name");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "finding a gravitino run needs its job template name");
 	io_sb_init(&path);
 	runs_path(eng, &path, NULL);
 	io_sb_puts(&path, "?jobTemplateName=");
 	io_engine_append_encoded(&path, template_name);
 	if (path.oom)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	doc = gravitino_call(eng, "GET", path.data, NULL, true, false,
 						 "gravitino job list request", err);
 	io_sb_free(&path);
@@ -391,14 +391,14 @@ io_gravitino_find(IoEngine *eng, const char *tag, const char *template_name,
 	if (!json_is_array(jobs))
 	{
 		json_decref(doc);
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed gravitino job list: no \"jobs\"");
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed gravitino job list: no \"jobs\"");
 	}
 	unknown = calloc(json_array_size(jobs) + 1, sizeof(json_t *));
 	if (unknown == NULL)
 	{
 		json_decref(doc);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	for (i = 0; i < json_array_size(jobs); i++)
 	{
@@ -423,16 +423,16 @@ io_gravitino_find(IoEngine *eng, const char *tag, const char *template_name,
 
 			if (i == FIND_MAX_GETS)
 			{
-				rc = io_set_error(err, IO_ERR_UNSUPPORTED, 0,
-								  "gravitino lists more than %d runs of job template \"%.100s\" without their jobConf: cannot find the run of tag \"%.100s\"",
-								  FIND_MAX_GETS, template_name, tag);
+				rc = tms_error_set(err, IO_ERR_UNSUPPORTED,
+								   "gravitino lists more than %d runs of job template \"%.100s\" without their jobConf: cannot find the run of tag \"%.100s\"",
+								   FIND_MAX_GETS, template_name, tag);
 				break;
 			}
 			io_sb_init(&path);
 			runs_path(eng, &path, json_string_value(json_object_get(unknown[i], "jobId")));
 			if (path.oom)
 			{
-				rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+				rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 				break;
 			}
 			one = gravitino_call(eng, "GET", path.data, NULL, true, false,
@@ -445,9 +445,9 @@ io_gravitino_find(IoEngine *eng, const char *tag, const char *template_name,
 			}
 			has = job_has_tag(json_object_get(one, "job"), tag);
 			if (has == -1)
-				rc = io_set_error(err, IO_ERR_UNSUPPORTED, 0,
-								  "gravitino does not show the jobConf of its runs: cannot find the run of tag \"%.100s\"",
-								  tag);
+				rc = tms_error_set(err, IO_ERR_UNSUPPORTED,
+								   "gravitino does not show the jobConf of its runs: cannot find the run of tag \"%.100s\"",
+								   tag);
 			else if (has == 1)
 			{
 				fetched = json_incref(json_object_get(one, "job"));
@@ -472,23 +472,23 @@ io_gravitino_find(IoEngine *eng, const char *tag, const char *template_name,
 
 /* See engine_client_int.h. */
 int
-io_gravitino_attach(IoEngine *eng, const char *run_id, IoEngineRun *run, IoError *err)
+io_gravitino_attach(IoEngine *eng, const char *run_id, IoEngineRun *run, TmsError *err)
 {
 	if (!valid_job_id(run_id))
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"invalid gravitino job id \"%.100s\"", run_id);
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "invalid gravitino job id \"%.100s\"", run_id);
 	if (io_engine_run_init(eng, run, err) != 0)
 		return -1;
 	run->run_id = io_strdup(run_id);
 	if (run->run_id == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	return 0;
 }
 
 /* See engine_client_int.h. */
 int
 io_gravitino_offers_template(IoEngine *eng, const char *template_name, bool *offered,
-							 char **names, IoError *err)
+							 char **names, TmsError *err)
 {
 	IoStrBuf	path;
 	IoStrBuf	list;
@@ -504,7 +504,7 @@ io_gravitino_offers_template(IoEngine *eng, const char *template_name, bool *off
 	if (path.oom)
 	{
 		io_sb_free(&path);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	doc = gravitino_call(eng, "GET", path.data, NULL, true, false,
 						 "gravitino job template list request", err);
@@ -515,8 +515,8 @@ io_gravitino_offers_template(IoEngine *eng, const char *template_name, bool *off
 	if (!json_is_array(arr))
 	{
 		json_decref(doc);
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed gravitino job template list: no \"names\"");
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed gravitino job template list: no \"names\"");
 	}
 	io_sb_init(&list);
 	for (i = 0; i < json_array_size(arr); i++)
@@ -545,7 +545,7 @@ io_gravitino_offers_template(IoEngine *eng, const char *template_name, bool *off
 	if (*names == NULL)
 	{
 		*offered = false;
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	return 0;
 }

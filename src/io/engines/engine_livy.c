@@ -58,7 +58,7 @@ static const char *const livy_extra[] = {"X-Requested-By: tms"};
 /* One request to Livy (JSON both ways). */
 static int
 livy_request(IoEngine *eng, const char *method, const char *path, const char *body,
-			 bool idempotent, const char *what, IoHttpResponse *resp, IoError *err)
+			 bool idempotent, const char *what, IoHttpResponse *resp, TmsError *err)
 {
 	return io_engine_request(eng, method, path, NULL, NULL, body, livy_extra, 1,
 							 idempotent, what, resp, err);
@@ -67,7 +67,7 @@ livy_request(IoEngine *eng, const char *method, const char *path, const char *bo
 /* GET path and parse a 200's body; *gone set on 404 (no error then). */
 static json_t *
 livy_get(IoEngine *eng, const char *path, const char *what, bool *gone,
-		 IoHttpResponse *resp, IoError *err)
+		 IoHttpResponse *resp, TmsError *err)
 {
 	json_t	   *doc;
 
@@ -88,8 +88,8 @@ livy_get(IoEngine *eng, const char *path, const char *what, bool *gone,
 	if (doc != NULL && !json_is_object(doc))
 	{
 		json_decref(doc);
-		io_set_error(err, IO_ERR_PROTOCOL, resp->status,
-					 "malformed %s response: not a JSON object", what);
+		tms_error_set_http(err, IO_ERR_PROTOCOL, resp->status,
+						   "malformed %s response: not a JSON object", what);
 		return NULL;
 	}
 	return doc;
@@ -97,7 +97,7 @@ livy_get(IoEngine *eng, const char *path, const char *what, bool *gone,
 
 /* Set run_id to "<session>/" or "<session>/<statement>". */
 static int
-set_run_id(IoEngineRun *run, IoError *err)
+set_run_id(IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 	char		buf[64];
@@ -109,7 +109,7 @@ set_run_id(IoEngineRun *run, IoError *err)
 	free(run->run_id);
 	run->run_id = io_strdup(buf);
 	if (run->run_id == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	return 0;
 }
 
@@ -175,7 +175,7 @@ append_log_tail(IoStrBuf *sb, const json_t *log)
 
 /* The session ended before its statement ran: FAILED, with its log. */
 static int
-session_failed(IoEngine *eng, IoEngineRun *run, const json_t *session, IoError *err)
+session_failed(IoEngine *eng, IoEngineRun *run, const json_t *session, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 	const char *state = json_string_value(json_object_get(session, "state"));
@@ -190,7 +190,7 @@ session_failed(IoEngine *eng, IoEngineRun *run, const json_t *session, IoError *
 	else
 	{
 		IoHttpResponse resp;
-		IoError		lerr;
+		TmsError	lerr;
 		bool		gone;
 		char		path[96];
 		json_t	   *doc;
@@ -206,19 +206,19 @@ session_failed(IoEngine *eng, IoEngineRun *run, const json_t *session, IoError *
 	if (sb.oom)
 	{
 		io_sb_free(&sb);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	rc = io_engine_set_message(run, sb.data);
 	io_sb_free(&sb);
 	if (rc != 0)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	run->state = IO_ENGINE_RUN_FAILED;
 	return 0;
 }
 
 /* The session (or its statement) no longer exists. */
 static int
-session_gone(IoEngineRun *run, const IoHttpResponse *resp, IoError *err)
+session_gone(IoEngineRun *run, const IoHttpResponse *resp, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 
@@ -226,19 +226,19 @@ session_gone(IoEngineRun *run, const IoHttpResponse *resp, IoError *err)
 	{
 		run->state = IO_ENGINE_RUN_CANCELLED;
 		if (io_engine_set_message(run, "cancelled") != 0)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return 0;
 	}
-	io_set_error(err, IO_ERR_NOT_FOUND, resp->status,
-				 "livy session %ld no longer exists", priv->session_id);
+	tms_error_set_http(err, IO_ERR_NOT_FOUND, resp->status,
+					   "livy session %ld no longer exists", priv->session_id);
 	if (resp->body_len > 0)
-		io_set_detail(err, resp->body, resp->body_len > 300 ? 300 : resp->body_len);
+		tms_error_detail_raw(err, resp->body, resp->body_len > 300 ? 300 : resp->body_len);
 	return -1;
 }
 
 /* The result of an available statement: output.data["application/json"]. */
 static int
-read_result(IoEngine *eng, IoEngineRun *run, const json_t *data, IoError *err)
+read_result(IoEngine *eng, IoEngineRun *run, const json_t *data, TmsError *err)
 {
 	json_t	   *aj = json_object_get(data, "application/json");
 	json_t	   *fields;
@@ -251,42 +251,42 @@ read_result(IoEngine *eng, IoEngineRun *run, const json_t *data, IoError *err)
 		return 0;				/* a statement without a table result */
 	fields = json_object_get(json_object_get(aj, "schema"), "fields");
 	if (!json_is_object(aj) || !json_is_array(fields))
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed livy statement output: no schema.fields");
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed livy statement output: no schema.fields");
 	n = json_array_size(fields);
 	names = calloc(n ? n : 1, sizeof(char *));
 	if (names == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	for (i = 0; i < n; i++)
 	{
 		names[i] = json_string_value(json_object_get(json_array_get(fields, i), "name"));
 		if (names[i] == NULL)
 		{
 			free(names);
-			return io_set_error(err, IO_ERR_PROTOCOL, 200,
-								"malformed livy statement output: field %zu has no name",
-								i + 1);
+			return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+									  "malformed livy statement output: field %zu has no name",
+									  i + 1);
 		}
 	}
 	rc = io_engine_set_columns(run, names, n);
 	free(names);
 	if (rc != 0)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	return io_engine_add_rows(eng, run, json_object_get(aj, "data"),
 							  "livy statement output", err);
 }
 
 /* Take the state (and result) of a statement object into run. */
 static int
-apply_statement(IoEngine *eng, IoEngineRun *run, const json_t *stmt, IoError *err)
+apply_statement(IoEngine *eng, IoEngineRun *run, const json_t *stmt, TmsError *err)
 {
 	const char *state = json_string_value(json_object_get(stmt, "state"));
 	json_t	   *output = json_object_get(stmt, "output");
 	const char *ostatus = json_string_value(json_object_get(output, "status"));
 
 	if (state == NULL)
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed livy statement: no \"state\"");
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed livy statement: no \"state\"");
 	if (strcmp(state, "waiting") == 0)
 		run->state = IO_ENGINE_RUN_PENDING;
 	else if (strcmp(state, "running") == 0 || strcmp(state, "cancelling") == 0)
@@ -295,7 +295,7 @@ apply_statement(IoEngine *eng, IoEngineRun *run, const json_t *stmt, IoError *er
 	{
 		run->state = IO_ENGINE_RUN_CANCELLED;
 		if (io_engine_set_message(run, "cancelled") != 0)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	else if ((strcmp(state, "available") == 0 || strcmp(state, "error") == 0) &&
 			 ostatus != NULL && strcmp(ostatus, "error") == 0)
@@ -313,21 +313,21 @@ apply_statement(IoEngine *eng, IoEngineRun *run, const json_t *stmt, IoError *er
 		rc = sb.oom ? -1 : io_engine_set_message(run, sb.data);
 		io_sb_free(&sb);
 		if (rc != 0)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		run->state = IO_ENGINE_RUN_FAILED;
 	}
 	else if (strcmp(state, "error") == 0)
 	{
 		if (io_engine_set_message(run, "livy statement failed") != 0)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		run->state = IO_ENGINE_RUN_FAILED;
 	}
 	else if (strcmp(state, "available") == 0)
 	{
 		if (ostatus == NULL || strcmp(ostatus, "ok") != 0)
-			return io_set_error(err, IO_ERR_PROTOCOL, 200,
-								"malformed livy statement: output status \"%.40s\"",
-								ostatus ? ostatus : "(none)");
+			return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+									  "malformed livy statement: output status \"%.40s\"",
+									  ostatus ? ostatus : "(none)");
 		io_engine_clear_result(run);
 		if (read_result(eng, run, json_object_get(output, "data"), err) != 0)
 		{
@@ -337,21 +337,21 @@ apply_statement(IoEngine *eng, IoEngineRun *run, const json_t *stmt, IoError *er
 		run->state = IO_ENGINE_RUN_SUCCEEDED;
 	}
 	else
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"livy statement has an unknown state \"%.40s\"", state);
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "livy statement has an unknown state \"%.40s\"", state);
 	return 0;
 }
 
 /* Adopt the statement stmt (from a listing or a post) as the run's. */
 static int
-adopt_statement(IoEngine *eng, IoEngineRun *run, const json_t *stmt, IoError *err)
+adopt_statement(IoEngine *eng, IoEngineRun *run, const json_t *stmt, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 	long		sid = object_id(stmt);
 
 	if (sid < 0)
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed livy statement: no \"id\"");
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed livy statement: no \"id\"");
 	priv->statement_id = sid;
 	priv->maybe_posted = false;
 	if (set_run_id(run, err) != 0)
@@ -364,7 +364,7 @@ adopt_statement(IoEngine *eng, IoEngineRun *run, const json_t *stmt, IoError *er
  * says whether there was one.
  */
 static int
-look_for_statement(IoEngine *eng, IoEngineRun *run, bool *any, IoError *err)
+look_for_statement(IoEngine *eng, IoEngineRun *run, bool *any, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 	IoHttpResponse resp;
@@ -392,8 +392,8 @@ look_for_statement(IoEngine *eng, IoEngineRun *run, bool *any, IoError *err)
 	if (!json_is_array(list))
 	{
 		json_decref(doc);
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed livy statement list: no \"statements\"");
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed livy statement list: no \"statements\"");
 	}
 	/* the session is the run's own: its first statement is the run's */
 	for (i = 0; i < json_array_size(list); i++)
@@ -414,7 +414,7 @@ look_for_statement(IoEngine *eng, IoEngineRun *run, bool *any, IoError *err)
 
 /* POST the statement into the idle session. */
 static int
-post_statement(IoEngine *eng, IoEngineRun *run, IoError *err)
+post_statement(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 	IoHttpResponse resp;
@@ -425,14 +425,14 @@ post_statement(IoEngine *eng, IoEngineRun *run, IoError *err)
 	int			rc;
 
 	if (priv->statement == NULL)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"the statement of livy session %ld is not known: attach with the statement",
-							priv->session_id);
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "the statement of livy session %ld is not known: attach with the statement",
+							 priv->session_id);
 	body = json_pack("{s:s,s:s}", "code", priv->statement, "kind", "sql");
 	text = body ? io_engine_json_dump(body) : NULL;
 	json_decref(body);
 	if (text == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	snprintf(path, sizeof(path), "/sessions/%ld/statements", priv->session_id);
 	rc = livy_request(eng, "POST", path, text, false, "livy statement request", &resp, err);
 	free(text);
@@ -474,7 +474,7 @@ post_statement(IoEngine *eng, IoEngineRun *run, IoError *err)
 /* Take the state of a session object (no statement yet) into run. */
 static int
 apply_session(IoEngine *eng, IoEngineRun *run, const json_t *session, bool may_post,
-			  IoError *err)
+			  TmsError *err)
 {
 	const char *state = json_string_value(json_object_get(session, "state"));
 
@@ -489,16 +489,16 @@ apply_session(IoEngine *eng, IoEngineRun *run, const json_t *session, bool may_p
 		case SESSION_ENDED:
 			return session_failed(eng, run, session, err);
 		default:
-			return io_set_error(err, IO_ERR_PROTOCOL, 200,
-								"livy session has an unknown state \"%.40s\"",
-								state ? state : "(none)");
+			return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+									  "livy session has an unknown state \"%.40s\"",
+									  state ? state : "(none)");
 	}
 }
 
 /* See engine_client_int.h. */
 int
 io_livy_submit(IoEngine *eng, const char *tag, const char *statement,
-			   IoEngineRun *run, IoError *err)
+			   IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv;
 	IoHttpResponse resp;
@@ -517,7 +517,7 @@ io_livy_submit(IoEngine *eng, const char *tag, const char *statement,
 	if (text == NULL || priv->statement == NULL)
 	{
 		free(text);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	rc = livy_request(eng, "POST", "/sessions", text, false, "livy session request",
 					  &resp, err);
@@ -550,7 +550,7 @@ io_livy_submit(IoEngine *eng, const char *tag, const char *statement,
 	if (priv->session_id < 0)
 	{
 		json_decref(doc);
-		io_set_error(err, IO_ERR_PROTOCOL, 200, "malformed livy session: no \"id\"");
+		tms_error_set_http(err, IO_ERR_PROTOCOL, 200, "malformed livy session: no \"id\"");
 		return io_engine_submit_lost(&(IoHttpResponse) {.sent = true}, err);
 	}
 	rc = set_run_id(run, err);
@@ -562,7 +562,7 @@ io_livy_submit(IoEngine *eng, const char *tag, const char *statement,
 
 /* See engine_client_int.h. */
 int
-io_livy_poll(IoEngine *eng, IoEngineRun *run, IoError *err)
+io_livy_poll(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 	IoHttpResponse resp;
@@ -613,7 +613,7 @@ io_livy_poll(IoEngine *eng, IoEngineRun *run, IoError *err)
 
 /* DELETE the session; 404 is fine. */
 static int
-delete_session(IoEngine *eng, long session_id, IoError *err)
+delete_session(IoEngine *eng, long session_id, TmsError *err)
 {
 	IoHttpResponse resp;
 	char		path[64];
@@ -630,14 +630,14 @@ delete_session(IoEngine *eng, long session_id, IoError *err)
 
 /* See engine_client_int.h. */
 int
-io_livy_cancel(IoEngine *eng, IoEngineRun *run, IoError *err)
+io_livy_cancel(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 
 	if (priv->statement_id >= 0)
 	{
 		IoHttpResponse resp;
-		IoError		cerr;
+		TmsError	cerr;
 		char		path[96];
 
 		/* best effort: deleting the session stops the statement anyway */
@@ -655,7 +655,7 @@ io_livy_cancel(IoEngine *eng, IoEngineRun *run, IoError *err)
 
 /* See engine_client_int.h. */
 int
-io_livy_close(IoEngine *eng, IoEngineRun *run, IoError *err)
+io_livy_close(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 
@@ -667,7 +667,7 @@ io_livy_close(IoEngine *eng, IoEngineRun *run, IoError *err)
 /* See engine_client_int.h. */
 int
 io_livy_find(IoEngine *eng, const char *tag, const char *statement,
-			 IoEngineRun *run, bool *found, IoError *err)
+			 IoEngineRun *run, bool *found, TmsError *err)
 {
 	EngineRunPriv *priv;
 	long		from = 0;
@@ -702,8 +702,8 @@ io_livy_find(IoEngine *eng, const char *tag, const char *statement,
 		{
 			json_decref(doc);
 			json_decref(match);
-			return io_set_error(err, IO_ERR_PROTOCOL, 200,
-								"malformed livy session list: no \"sessions\"");
+			return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+									  "malformed livy session list: no \"sessions\"");
 		}
 		for (i = 0; i < json_array_size(list); i++)
 		{
@@ -730,8 +730,8 @@ io_livy_find(IoEngine *eng, const char *tag, const char *statement,
 	if (page == FIND_MAX_PAGES)
 	{
 		json_decref(match);
-		return io_set_error(err, IO_ERR_TOO_LARGE, 0,
-							"livy lists more than %d sessions", FIND_PAGE_SIZE * FIND_MAX_PAGES);
+		return tms_error_set(err, IO_ERR_TOO_LARGE,
+							 "livy lists more than %d sessions", FIND_PAGE_SIZE * FIND_MAX_PAGES);
 	}
 	if (match == NULL)
 		return 0;
@@ -745,7 +745,7 @@ io_livy_find(IoEngine *eng, const char *tag, const char *statement,
 	if (statement != NULL && (priv->statement = io_strdup(statement)) == NULL)
 	{
 		json_decref(match);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	rc = set_run_id(run, err);
 	if (rc == 0)
@@ -780,7 +780,7 @@ parse_id(const char *s, size_t n, long *out)
 /* See engine_client_int.h: "<session>/" or "<session>/<statement>". */
 int
 io_livy_attach(IoEngine *eng, const char *run_id, const char *statement,
-			   IoEngineRun *run, IoError *err)
+			   IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv;
 	const char *slash = strchr(run_id, '/');
@@ -789,9 +789,9 @@ io_livy_attach(IoEngine *eng, const char *run_id, const char *statement,
 
 	if (slash == NULL || !parse_id(run_id, (size_t) (slash - run_id), &sid) ||
 		(slash[1] != '\0' && !parse_id(slash + 1, strlen(slash + 1), &stid)))
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"invalid livy run id \"%.100s\": expected <session>/ or <session>/<statement>",
-							run_id);
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "invalid livy run id \"%.100s\": expected <session>/ or <session>/<statement>",
+							 run_id);
 	if (io_engine_run_init(eng, run, err) != 0)
 		return -1;
 	priv = run->priv;
@@ -800,6 +800,6 @@ io_livy_attach(IoEngine *eng, const char *run_id, const char *statement,
 	/* recorded before the statement was posted: it may have been since */
 	priv->maybe_posted = stid < 0;
 	if (statement != NULL && (priv->statement = io_strdup(statement)) == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	return set_run_id(run, err);
 }

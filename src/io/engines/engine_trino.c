@@ -80,7 +80,7 @@ user_header(IoEngine *eng, IoStrBuf *sb)
 /* A request other than the submit (GET/DELETE, retried by the core). */
 static int
 trino_request(IoEngine *eng, const char *method, const char *url, const char *what,
-			  IoHttpResponse *resp, IoError *err)
+			  IoHttpResponse *resp, TmsError *err)
 {
 	IoStrBuf	user;
 	const char *extra[1];
@@ -91,7 +91,7 @@ trino_request(IoEngine *eng, const char *method, const char *url, const char *wh
 	if (user.oom)
 	{
 		memset(resp, 0, sizeof(*resp));
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	extra[0] = user.data;
 	rc = io_engine_request(eng, method, url, NULL, NULL, NULL, extra, 1, true, what,
@@ -140,7 +140,7 @@ truncate_result(IoEngineRun *run, size_t nrows0, size_t ncols0, size_t bytes0)
 
 /* FAILED (or CANCELLED for USER_CANCELED) with "message (name)". */
 static int
-set_failed(IoEngineRun *run, const char *msg, const char *name, IoError *err)
+set_failed(IoEngineRun *run, const char *msg, const char *name, TmsError *err)
 {
 	IoStrBuf	sb;
 	int			rc;
@@ -155,7 +155,7 @@ set_failed(IoEngineRun *run, const char *msg, const char *name, IoError *err)
 	rc = sb.oom ? -1 : io_engine_set_message(run, sb.data);
 	io_sb_free(&sb);
 	if (rc != 0)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	run->state = name != NULL && strcmp(name, "USER_CANCELED") == 0 ?
 		IO_ENGINE_RUN_CANCELLED : IO_ENGINE_RUN_FAILED;
 	return 0;
@@ -177,7 +177,7 @@ live_state(const char *state)
  * error.  On failure the run is as it was.
  */
 static int
-apply_page(IoEngine *eng, IoEngineRun *run, const json_t *doc, IoError *err)
+apply_page(IoEngine *eng, IoEngineRun *run, const json_t *doc, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 	json_t	   *error = json_object_get(doc, "error");
@@ -210,14 +210,14 @@ apply_page(IoEngine *eng, IoEngineRun *run, const json_t *doc, IoError *err)
 		{
 			char	   *origin = io_engine_url_origin(next);
 
-			io_set_error(err, IO_ERR_PROTOCOL, 200,
-						 "refusing to follow a trino nextUri to another server (%.120s)",
-						 origin ? origin : "not an http(s) URL");
+			tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+							   "refusing to follow a trino nextUri to another server (%.120s)",
+							   origin ? origin : "not an http(s) URL");
 			free(origin);
 			return -1;
 		}
 		if ((next_copy = io_strdup(next)) == NULL)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	if (json_is_array(columns) && run->ncolumns == 0)
 	{
@@ -229,7 +229,7 @@ apply_page(IoEngine *eng, IoEngineRun *run, const json_t *doc, IoError *err)
 		if (names == NULL)
 		{
 			free(next_copy);
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		}
 		for (i = 0; i < n; i++)
 			names[i] = json_string_value(json_object_get(json_array_get(columns, i), "name"));
@@ -241,16 +241,16 @@ apply_page(IoEngine *eng, IoEngineRun *run, const json_t *doc, IoError *err)
 		{
 			free(next_copy);
 			if (rc == -2)
-				return io_set_error(err, IO_ERR_PROTOCOL, 200,
-									"malformed trino results: a column has no name");
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+				return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+										  "malformed trino results: a column has no name");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		}
 	}
 	if (json_array_size(json_object_get(doc, "data")) > 0 && run->ncolumns == 0)
 	{
 		free(next_copy);
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed trino results: data before columns");
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed trino results: data before columns");
 	}
 	if (io_engine_add_rows(eng, run, json_object_get(doc, "data"), "trino results",
 						   err) != 0)
@@ -270,13 +270,13 @@ apply_page(IoEngine *eng, IoEngineRun *run, const json_t *doc, IoError *err)
 
 /* Take a (Basic)QueryInfo's state into run (rows lost when FINISHED). */
 static int
-apply_query_info(IoEngineRun *run, const json_t *info, IoError *err)
+apply_query_info(IoEngineRun *run, const json_t *info, TmsError *err)
 {
 	const char *state = json_string_value(json_object_get(info, "state"));
 
 	if (state == NULL)
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed trino query info: no \"state\"");
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed trino query info: no \"state\"");
 	if (strcmp(state, "FINISHED") == 0)
 	{
 		run->state = IO_ENGINE_RUN_SUCCEEDED;
@@ -299,7 +299,7 @@ apply_query_info(IoEngineRun *run, const json_t *info, IoError *err)
 
 /* GET /v1/query/{id} and take its state. */
 static int
-poll_query_info(IoEngine *eng, IoEngineRun *run, IoError *err)
+poll_query_info(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 	IoHttpResponse resp;
@@ -310,7 +310,7 @@ poll_query_info(IoEngine *eng, IoEngineRun *run, IoError *err)
 	io_sb_init(&path);
 	io_sb_printf(&path, "/v1/query/%s", priv->query_id);
 	if (path.oom)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	rc = trino_request(eng, "GET", path.data, "trino query info request", &resp, err);
 	io_sb_free(&path);
 	if (rc != 0)
@@ -320,8 +320,8 @@ poll_query_info(IoEngine *eng, IoEngineRun *run, IoError *err)
 	}
 	if (resp.status == 404 || resp.status == 410)
 	{
-		io_set_error(err, IO_ERR_NOT_FOUND, resp.status,
-					 "trino no longer knows query %s", priv->query_id);
+		tms_error_set_http(err, IO_ERR_NOT_FOUND, resp.status,
+						   "trino no longer knows query %s", priv->query_id);
 		io_http_response_free(&resp);
 		return -1;
 	}
@@ -361,7 +361,7 @@ static void
 cancel_at_engine(IoEngine *eng, const char *query_id)
 {
 	IoHttpResponse resp;
-	IoError		cerr;
+	TmsError	cerr;
 	IoStrBuf	path;
 
 	io_sb_init(&path);
@@ -376,7 +376,7 @@ cancel_at_engine(IoEngine *eng, const char *query_id)
 int
 io_trino_submit(IoEngine *eng, const char *tag, const char *statement,
 				const IoKeyValue *session, size_t nsession,
-				IoEngineRun *run, IoError *err)
+				IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv;
 	IoStrBuf	user,
@@ -393,9 +393,9 @@ io_trino_submit(IoEngine *eng, const char *tag, const char *statement,
 
 	for (i = 0; i < nsession; i++)
 		if (!valid_property_name(session[i].key) || session[i].value == NULL)
-			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-								"invalid trino session property name \"%.100s\"",
-								session[i].key ? session[i].key : "");
+			return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+								 "invalid trino session property name \"%.100s\"",
+								 session[i].key ? session[i].key : "");
 	if (io_engine_run_init(eng, run, err) != 0)
 		return -1;
 	priv = run->priv;
@@ -424,7 +424,7 @@ io_trino_submit(IoEngine *eng, const char *tag, const char *statement,
 		extra[nextra++] = props.data;
 	}
 	if (user.oom || tags.oom || catalog.oom || props.oom)
-		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	else
 		rc = io_engine_request(eng, "POST", "/v1/statement", NULL,
 							   "text/plain; charset=utf-8", statement, extra, nextra,
@@ -453,7 +453,7 @@ io_trino_submit(IoEngine *eng, const char *tag, const char *statement,
 	if (!valid_query_id(id))
 	{
 		json_decref(doc);
-		io_set_error(err, IO_ERR_PROTOCOL, 200, "malformed trino results: no valid \"id\"");
+		tms_error_set_http(err, IO_ERR_PROTOCOL, 200, "malformed trino results: no valid \"id\"");
 		return io_engine_submit_lost(&(IoHttpResponse) {.sent = true}, err);
 	}
 	priv->query_id = io_strdup(id);
@@ -461,7 +461,7 @@ io_trino_submit(IoEngine *eng, const char *tag, const char *statement,
 	if (priv->query_id == NULL || run->run_id == NULL)
 	{
 		json_decref(doc);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	rc = apply_page(eng, run, doc, err);
 	json_decref(doc);
@@ -472,7 +472,7 @@ io_trino_submit(IoEngine *eng, const char *tag, const char *statement,
 
 /* See engine_client_int.h. */
 int
-io_trino_poll(IoEngine *eng, IoEngineRun *run, IoError *err)
+io_trino_poll(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 	IoHttpResponse resp;
@@ -513,7 +513,7 @@ io_trino_poll(IoEngine *eng, IoEngineRun *run, IoError *err)
 
 /* See engine_client_int.h. */
 int
-io_trino_cancel(IoEngine *eng, IoEngineRun *run, IoError *err)
+io_trino_cancel(IoEngine *eng, IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv = run->priv;
 	IoHttpResponse resp;
@@ -526,7 +526,7 @@ io_trino_cancel(IoEngine *eng, IoEngineRun *run, IoError *err)
 	else
 		io_sb_printf(&path, "/v1/query/%s", priv->query_id);
 	if (path.oom)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	rc = trino_request(eng, "DELETE", path.data, "trino query cancel request", &resp, err);
 	io_sb_free(&path);
 	if (rc == 0 && resp.status != 200 && resp.status != 204 &&
@@ -569,7 +569,7 @@ array_has(const json_t *arr, const char *s)
 /* See engine_client_int.h. */
 int
 io_trino_find(IoEngine *eng, const char *tag, IoEngineRun *run, bool *found,
-			  IoError *err)
+			  TmsError *err)
 {
 	EngineRunPriv *priv;
 	IoHttpResponse resp;
@@ -594,8 +594,8 @@ io_trino_find(IoEngine *eng, const char *tag, IoEngineRun *run, bool *found,
 	if (!json_is_array(doc))
 	{
 		json_decref(doc);
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed trino query list: not an array");
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed trino query list: not an array");
 	}
 	for (i = 0; i < json_array_size(doc); i++)
 	{
@@ -638,7 +638,7 @@ io_trino_find(IoEngine *eng, const char *tag, IoEngineRun *run, bool *found,
 	if (priv->query_id == NULL || run->run_id == NULL)
 	{
 		json_decref(doc);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	json_decref(doc);
 	rc = poll_query_info(eng, run, err);
@@ -649,13 +649,13 @@ io_trino_find(IoEngine *eng, const char *tag, IoEngineRun *run, bool *found,
 
 /* See engine_client_int.h. */
 int
-io_trino_attach(IoEngine *eng, const char *run_id, IoEngineRun *run, IoError *err)
+io_trino_attach(IoEngine *eng, const char *run_id, IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv;
 
 	if (!valid_query_id(run_id))
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"invalid trino query id \"%.100s\"", run_id);
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "invalid trino query id \"%.100s\"", run_id);
 	if (io_engine_run_init(eng, run, err) != 0)
 		return -1;
 	priv = run->priv;
@@ -663,6 +663,6 @@ io_trino_attach(IoEngine *eng, const char *run_id, IoEngineRun *run, IoError *er
 	priv->query_id = io_strdup(run_id);
 	run->run_id = io_strdup(run_id);
 	if (priv->query_id == NULL || run->run_id == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	return 0;
 }

@@ -627,7 +627,7 @@ sig_auth_headers(const IoSigV4Input *in, bool token, const char *credential,
  * on failure *out is left empty.
  */
 int
-io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, IoError *err)
+io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, TmsError *err)
 {
 	SigHeader  *hdrs = NULL;
 	size_t		nhdrs = 0;
@@ -650,8 +650,8 @@ io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, IoError *err)
 		strlen(in->amz_date) != 16 || in->access_key_id == NULL ||
 		in->secret_access_key == NULL || in->region == NULL ||
 		in->service == NULL || in->payload_hash == NULL)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"incomplete signing input");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "incomplete signing input");
 	memcpy(date8, in->amz_date, 8);
 	date8[8] = '\0';
 
@@ -720,5 +720,5 @@ oom:
 	io_sb_free(&query);
 	io_sb_free(&signed_hdrs);
 	io_sigv4_free(out);
-	return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory while signing a request");
+	return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory while signing a request");
 }

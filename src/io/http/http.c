@@ -343,7 +343,7 @@ map_curl_code(CURLcode rc)
  */
 static int
 transfer_setup(CURL *easy, const IoHttpOptions *opt, const IoHttpRequest *req,
-			   Transfer *t, IoError *err)
+			   Transfer *t, TmsError *err)
 {
 	struct curl_slist *hdrs = NULL;
 	size_t		i;
@@ -369,7 +369,7 @@ transfer_setup(CURL *easy, const IoHttpOptions *opt, const IoHttpRequest *req,
 		if (n == NULL)
 		{
 			curl_slist_free_all(hdrs);
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		}
 		hdrs = n;
 	}
@@ -443,7 +443,7 @@ transfer_discard(CURL *easy, Transfer *t)
 /* What a finished transfer came to: the work of transfer_finish. */
 static int
 transfer_finish_result(CURL *easy, const IoHttpOptions *opt, Transfer *t, CURLcode rc,
-					   IoHttpResponse *resp, IoError *err)
+					   IoHttpResponse *resp, TmsError *err)
 {
 	long		request_size = 0;
 
@@ -459,22 +459,22 @@ transfer_finish_result(CURL *easy, const IoHttpOptions *opt, Transfer *t, CURLco
 		io_sb_free(&t->body);
 		io_string_list_free(&t->headers);
 		if (t->too_large)
-			return io_set_error(err, IO_ERR_TOO_LARGE, 0,
-								"response from %s exceeds max_response_bytes (%zu bytes, after decompression)",
-								t->where, opt->max_response_bytes);
+			return tms_error_set(err, IO_ERR_TOO_LARGE,
+								 "response from %s exceeds max_response_bytes (%zu bytes, after decompression)",
+								 t->where, opt->max_response_bytes);
 		if (t->body.oom || t->header_oom)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0,
-								"out of memory reading response from %s", t->where);
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY,
+								 "out of memory reading response from %s", t->where);
 		if (io_reach_refused(&t->reach, t->where, err))
 			return -1;
 		if (code == IO_ERR_TIMEOUT)
-			io_set_error(err, code, 0, "request to %s timed out", t->where);
+			tms_error_set(err, code, "request to %s timed out", t->where);
 		else
-			io_set_error(err, code, 0, "could not reach %s: %s", t->where,
-						 curl_easy_strerror(rc));
+			tms_error_set(err, code, "could not reach %s: %s", t->where,
+						  curl_easy_strerror(rc));
 		/* libcurl's own text (with timings) goes to the detail */
 		if (t->errbuf[0] != '\0')
-			io_set_detail(err, t->errbuf, strlen(t->errbuf));
+			tms_error_detail_raw(err, t->errbuf, strlen(t->errbuf));
 		return -1;
 	}
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &resp->status);
@@ -487,7 +487,7 @@ transfer_finish_result(CURL *easy, const IoHttpOptions *opt, Transfer *t, CURLco
 	if (resp->body == NULL)
 	{
 		io_http_response_free(resp);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	return 0;
 }
@@ -519,7 +519,7 @@ transfer_observe(CURL *easy, const IoHttpOptions *opt, const Transfer *t,
  */
 static int
 transfer_finish(CURL *easy, const IoHttpOptions *opt, Transfer *t, CURLcode rc,
-				IoHttpResponse *resp, IoError *err)
+				IoHttpResponse *resp, TmsError *err)
 {
 	int			result = transfer_finish_result(easy, opt, t, rc, resp, err);
 
@@ -551,7 +551,7 @@ poll_waiting(CURLM *multi, const IoHttpOptions *opt, int timeout_ms)
  */
 static int
 perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
-			 const IoHttpRequest *req, IoHttpResponse *resp, IoError *err)
+			 const IoHttpRequest *req, IoHttpResponse *resp, TmsError *err)
 {
 	Transfer	t;
 	CURLcode	rc = CURLE_OK;
@@ -565,9 +565,9 @@ perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
 	if (mc != CURLM_OK)
 	{
 		transfer_discard(easy, &t);
-		return io_set_error(err, IO_ERR_INTERNAL, 0,
-							"could not start request to %s: %s", t.where,
-							curl_multi_strerror(mc));
+		return tms_error_set(err, IO_ERR_INTERNAL,
+							 "could not start request to %s: %s", t.where,
+							 curl_multi_strerror(mc));
 	}
 
 	while (running)
@@ -614,14 +614,14 @@ perform_once(CURLM *multi, CURL *easy, const IoHttpOptions *opt,
 	if (interrupted)
 	{
 		transfer_discard(easy, &t);
-		return io_set_error(err, IO_ERR_INTERRUPTED, 0,
-							"request to %s interrupted", t.where);
+		return tms_error_set(err, IO_ERR_INTERRUPTED,
+							 "request to %s interrupted", t.where);
 	}
 	if (mc != CURLM_OK)
 	{
 		transfer_discard(easy, &t);
-		return io_set_error(err, IO_ERR_INTERNAL, 0, "request to %s failed: %s",
-							t.where, curl_multi_strerror(mc));
+		return tms_error_set(err, IO_ERR_INTERNAL, "request to %s failed: %s",
+							 t.where, curl_multi_strerror(mc));
 	}
 	return transfer_finish(easy, opt, &t, rc, resp, err);
 }
@@ -740,7 +740,7 @@ io_http_retry_delay_ms(const IoHttpOptions *opt, int attempt, const IoHttpRespon
 /* See io_int.h. */
 int
 io_http_perform(const IoHttpOptions *options, const IoHttpRequest *req,
-				IoHttpResponse *resp, IoError *err)
+				IoHttpResponse *resp, TmsError *err)
 {
 	IoHttpOptions opt;
 	CURLM	   *multi;
@@ -752,8 +752,8 @@ io_http_perform(const IoHttpOptions *options, const IoHttpRequest *req,
 	io_http_options_resolve(options, &opt);
 	memset(resp, 0, sizeof(*resp));
 	if (!ensure_global())
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0,
-							"could not initialise libcurl");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY,
+							 "could not initialise libcurl");
 	if (proc_busy)
 	{
 		/* re-entered (should not happen): use private handles */
@@ -766,8 +766,8 @@ io_http_perform(const IoHttpOptions *options, const IoHttpRequest *req,
 				curl_easy_cleanup(easy);
 			if (multi)
 				curl_multi_cleanup(multi);
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0,
-								"could not initialise libcurl");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY,
+								 "could not initialise libcurl");
 		}
 	}
 	else
@@ -784,7 +784,7 @@ io_http_perform(const IoHttpOptions *options, const IoHttpRequest *req,
 		IoStringList lines = {NULL, 0};
 
 		io_http_response_free(resp);
-		io_error_clear(err);
+		tms_error_clear(err);
 		this_attempt.attempt = attempt;
 		if (req->attempt_headers != NULL)
 		{
@@ -851,20 +851,20 @@ struct IoHttpBatch
 
 /* See io_int.h. */
 IoHttpBatch *
-io_http_batch_create(const IoHttpOptions *options, int nslots, IoError *err)
+io_http_batch_create(const IoHttpOptions *options, int nslots, TmsError *err)
 {
 	IoHttpBatch *b;
 	int			i;
 
 	if (nslots < 1)
 	{
-		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-					 "a batch needs at least one transfer slot");
+		tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+					  "a batch needs at least one transfer slot");
 		return NULL;
 	}
 	if (!ensure_global())
 	{
-		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "could not initialise libcurl");
+		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "could not initialise libcurl");
 		return NULL;
 	}
 	b = calloc(1, sizeof(IoHttpBatch));
@@ -908,7 +908,7 @@ io_http_batch_create(const IoHttpOptions *options, int nslots, IoError *err)
 	return b;
 oom:
 	io_http_batch_free(b);
-	io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	return NULL;
 }
 
@@ -944,14 +944,14 @@ io_http_batch_free(IoHttpBatch *b)
 /* See io_int.h. */
 int
 io_http_batch_start(IoHttpBatch *b, int slot, const IoHttpRequest *req,
-					IoError *err)
+					TmsError *err)
 {
 	BatchSlot  *s;
 	CURLMcode	mc;
 
 	if (slot < 0 || slot >= b->nslots || b->slots[slot].busy)
-		return io_set_error(err, IO_ERR_INTERNAL, 0,
-							"transfer slot %d is not free", slot);
+		return tms_error_set(err, IO_ERR_INTERNAL,
+							 "transfer slot %d is not free", slot);
 	s = &b->slots[slot];
 	if (transfer_setup(s->easy, &b->opt, req, &s->t, err) != 0)
 		return -1;
@@ -960,9 +960,9 @@ io_http_batch_start(IoHttpBatch *b, int slot, const IoHttpRequest *req,
 	if (mc != CURLM_OK)
 	{
 		transfer_discard(s->easy, &s->t);
-		return io_set_error(err, IO_ERR_INTERNAL, 0,
-							"could not start request to %s: %s", s->t.where,
-							curl_multi_strerror(mc));
+		return tms_error_set(err, IO_ERR_INTERNAL,
+							 "could not start request to %s: %s", s->t.where,
+							 curl_multi_strerror(mc));
 	}
 	s->busy = true;
 	return 0;
@@ -977,7 +977,7 @@ batch_interrupted(IoHttpBatch *b)
 
 /* See io_int.h. */
 int
-io_http_batch_wait(IoHttpBatch *b, long timeout_ms, IoError *err)
+io_http_batch_wait(IoHttpBatch *b, long timeout_ms, TmsError *err)
 {
 	CURLMcode	mc;
 	int			running;
@@ -985,22 +985,22 @@ io_http_batch_wait(IoHttpBatch *b, long timeout_ms, IoError *err)
 	if (timeout_ms < 0 || timeout_ms > IO_POLL_INTERVAL_MS)
 		timeout_ms = IO_POLL_INTERVAL_MS;
 	if (batch_interrupted(b))
-		return io_set_error(err, IO_ERR_INTERRUPTED, 0, "requests interrupted");
+		return tms_error_set(err, IO_ERR_INTERRUPTED, "requests interrupted");
 	mc = poll_waiting(b->multi, &b->opt, (int) timeout_ms);
 	if (mc == CURLM_OK)
 		mc = curl_multi_perform(b->multi, &running);
 	if (mc != CURLM_OK)
-		return io_set_error(err, IO_ERR_INTERNAL, 0, "requests failed: %s",
-							curl_multi_strerror(mc));
+		return tms_error_set(err, IO_ERR_INTERNAL, "requests failed: %s",
+							 curl_multi_strerror(mc));
 	if (batch_interrupted(b))
-		return io_set_error(err, IO_ERR_INTERRUPTED, 0, "requests interrupted");
+		return tms_error_set(err, IO_ERR_INTERRUPTED, "requests interrupted");
 	return 0;
 }
 
 /* See io_int.h. */
 bool
 io_http_batch_done(IoHttpBatch *b, int *slot, int *rc, IoHttpResponse *resp,
-				   IoError *err)
+				   TmsError *err)
 {
 	CURLMsg    *msg;
 	int			left;
@@ -1019,7 +1019,7 @@ io_http_batch_done(IoHttpBatch *b, int *slot, int *rc, IoHttpResponse *resp,
 		curl_multi_remove_handle(b->multi, easy);
 		s->busy = false;
 		memset(resp, 0, sizeof(*resp));
-		io_error_clear(err);
+		tms_error_clear(err);
 		*slot = (int) (s - b->slots);
 		*rc = transfer_finish(easy, &b->opt, &s->t, result, resp, err);
 		return true;

@@ -22,7 +22,7 @@
 
 /* See oauth2.h. */
 int
-io_oauth2_fetch(const IoOAuth2Request *rq, IoOAuth2Token *tok, IoError *err)
+io_oauth2_fetch(const IoOAuth2Request *rq, IoOAuth2Token *tok, TmsError *err)
 {
 	IoStrBuf	body;
 	IoHttpRequest req;
@@ -40,7 +40,7 @@ io_oauth2_fetch(const IoOAuth2Request *rq, IoOAuth2Token *tok, IoError *err)
 	if (body.oom)
 	{
 		io_sb_wipe_free(&body);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	memset(&req, 0, sizeof(req));
 	req.method = "POST";
@@ -85,7 +85,7 @@ io_oauth2_fresh(const IoOAuth2Token *tok)
 /* See oauth2.h. */
 int
 io_oauth2_read(IoOAuth2Token *tok, const char *body, size_t len,
-			   size_t max_json, IoError *err)
+			   size_t max_json, TmsError *err)
 {
 	json_t	   *doc;
 	const char *t;
@@ -102,8 +102,8 @@ io_oauth2_read(IoOAuth2Token *tok, const char *body, size_t len,
 	if (t == NULL || t[0] == '\0' || strpbrk(t, "\r\n") != NULL)
 	{
 		json_decref(doc);
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"OAuth2 token response has no usable \"access_token\"");
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "OAuth2 token response has no usable \"access_token\"");
 	}
 	io_wipe_free(tok->token);
 	tok->token = io_strdup(t);
@@ -115,7 +115,7 @@ io_oauth2_read(IoOAuth2Token *tok, const char *body, size_t len,
 	tok->expires_ms = secs > 0 ? io_now_ms() + (int64_t) secs * 1000 : 0;
 	json_decref(doc);
 	if (tok->token == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	return 0;
 }
 

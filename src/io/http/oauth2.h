@@ -7,12 +7,12 @@
  *		responses, the token cache and its expiry.
  *
  * The caller says where to ask (an absolute URL), with which credentials
- * and scope, and how a refused request becomes an IoError (each client
+ * and scope, and how a refused request becomes a TmsError (each client
  * has its own error shapes); everything else is here, once.
  *
  * Rules: the form body (it holds the client secret) is wiped before it
  * is freed, the token is wiped when replaced or forgotten, and neither
- * ever appears in an IoError.  An "access_token" that is empty or holds
+ * ever appears in a TmsError.  An "access_token" that is empty or holds
  * CR or LF (it goes into a header line) is refused; "expires_in" is
  * trusted up to IO_OAUTH2_MAX_LIFETIME_S, and a cached token is renewed
  * IO_OAUTH2_REFRESH_MARGIN_MS before it expires.
@@ -48,7 +48,7 @@ typedef struct IoOAuth2Token
  * IO_ERR_UNAUTHORIZED whatever the callback chose.
  */
 typedef void (*IoOAuth2StatusError) (void *arg, const IoHttpResponse *resp,
-									 const char *what, IoError *err);
+									 const char *what, TmsError *err);
 
 /* One token request: where, with what, and how a refusal is reported. */
 typedef struct IoOAuth2Request
@@ -65,7 +65,7 @@ typedef struct IoOAuth2Request
 
 /* Ask for a new token and cache it in *tok.  Returns 0 or -1 with *err. */
 extern int	io_oauth2_fetch(const IoOAuth2Request *rq, IoOAuth2Token *tok,
-							IoError *err);
+							TmsError *err);
 
 /* True when *tok holds a token that is not about to expire. */
 extern bool io_oauth2_fresh(const IoOAuth2Token *tok);
@@ -76,7 +76,7 @@ extern bool io_oauth2_fresh(const IoOAuth2Token *tok);
  * Returns 0 or -1 with *err.
  */
 extern int	io_oauth2_read(IoOAuth2Token *tok, const char *body, size_t len,
-						   size_t max_json, IoError *err);
+						   size_t max_json, TmsError *err);
 
 /* Wipe and drop the cached token (after a 401, or when closing). */
 extern void io_oauth2_forget(IoOAuth2Token *tok);

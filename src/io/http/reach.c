@@ -523,7 +523,7 @@ reach_prereq(void *clientp, char *primary_ip, char *local_ip,
 }
 
 int
-io_reach_attach(void *easy, const char *url, IoReach *r, IoError *err)
+io_reach_attach(void *easy, const char *url, IoReach *r, TmsError *err)
 {
 	CURLU	   *u;
 	char	   *host = NULL;
@@ -535,7 +535,7 @@ io_reach_attach(void *easy, const char *url, IoReach *r, IoError *err)
 		return 0;
 	u = curl_url();
 	if (u == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
 		curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
 		curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
@@ -543,7 +543,7 @@ io_reach_attach(void *easy, const char *url, IoReach *r, IoError *err)
 		curl_free(host);
 		curl_url_cleanup(u);
 		/* libcurl would refuse it too: say so in its words */
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "malformed URL");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT, "malformed URL");
 	}
 	/* a name, not an address literal ("[::1]", "127.0.0.1") */
 	if (host[0] != '[' && inet_pton(AF_INET, host, probe) != 1)
@@ -562,14 +562,14 @@ io_reach_attach(void *easy, const char *url, IoReach *r, IoError *err)
 }
 
 bool
-io_reach_refused(const IoReach *r, const char *where, IoError *err)
+io_reach_refused(const IoReach *r, const char *where, TmsError *err)
 {
 	char		detail[512];
 
 	if (!r->active || !r->refused || (r->tried && !r->aborted))
 		return false;
-	io_set_error(err, IO_ERR_FORBIDDEN, 0,
-				 "connection to %s is not allowed by tms.allowed_hosts", where);
+	tms_error_set(err, IO_ERR_FORBIDDEN,
+				  "connection to %s is not allowed by tms.allowed_hosts", where);
 	if (r->host[0] != '\0')
 		snprintf(detail, sizeof(detail),
 				 "Neither host \"%s\" port %d nor its address %s port %d is listed.",
@@ -577,6 +577,6 @@ io_reach_refused(const IoReach *r, const char *where, IoError *err)
 	else
 		snprintf(detail, sizeof(detail), "Address %s port %d is not listed.",
 				 r->refused_addr, r->refused_port);
-	io_set_detail(err, detail, strlen(detail));
+	tms_error_detail_raw(err, detail, strlen(detail));
 	return true;
 }

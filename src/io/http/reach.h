@@ -98,7 +98,7 @@ typedef struct IoReach
  * connection against it, writing into *r (which must stay at its address
  * until the transfer ends).  Returns 0, or -1 with *err.
  */
-extern int	io_reach_attach(void *easy, const char *url, IoReach *r, IoError *err);
+extern int	io_reach_attach(void *easy, const char *url, IoReach *r, TmsError *err);
 
 /*
  * After a failed transfer: if it failed for a refusal (every address of
@@ -106,6 +106,6 @@ extern int	io_reach_attach(void *easy, const char *url, IoReach *r, IoError *err
  * naming the host) and return true.  A host with one address refused and
  * another let through failed for what that one met.
  */
-extern bool io_reach_refused(const IoReach *r, const char *where, IoError *err);
+extern bool io_reach_refused(const IoReach *r, const char *where, TmsError *err);
 
 #endif							/* TMS_IO_REACH_H */

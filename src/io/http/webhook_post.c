@@ -62,7 +62,7 @@ io_webhook_origin(const char *url, char *buf, size_t size)
 
 int
 io_webhook_post(const IoWebhookRequest *req, long *status, long *retry_after_ms,
-				IoError *err)
+				TmsError *err)
 {
 	char		origin[256];
 	char	   *auth = NULL;
@@ -72,12 +72,12 @@ io_webhook_post(const IoWebhookRequest *req, long *status, long *retry_after_ms,
 	IoHttpResponse resp;
 	int			rc;
 
-	io_error_clear(err);
+	tms_error_clear(err);
 	*status = 0;
 	*retry_after_ms = -1;
 	if (req->url == NULL || !io_webhook_origin(req->url, origin, sizeof(origin)))
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"webhook URL is not an http:// or https:// URL with a host");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "webhook URL is not an http:// or https:// URL with a host");
 
 	headers[0] = "Content-Type: application/json";
 	if (req->token != NULL)
@@ -90,7 +90,7 @@ io_webhook_post(const IoWebhookRequest *req, long *status, long *retry_after_ms,
 		if (sb.oom)
 		{
 			io_wipe_free(sb.data);
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		}
 		auth = io_sb_steal(&sb);
 		headers[1] = auth;
@@ -123,21 +123,21 @@ io_webhook_post(const IoWebhookRequest *req, long *status, long *retry_after_ms,
 		switch (code)
 		{
 			case IO_ERR_TIMEOUT:
-				return io_set_error(err, code, 0,
-									"webhook receiver %s did not answer within %ld ms",
-									origin, resolved.request_timeout_ms);
+				return tms_error_set(err, code,
+									 "webhook receiver %s did not answer within %ld ms",
+									 origin, resolved.request_timeout_ms);
 			case IO_ERR_INTERRUPTED:
-				return io_set_error(err, code, 0, "request to webhook receiver %s interrupted",
-									origin);
+				return tms_error_set(err, code, "request to webhook receiver %s interrupted",
+									 origin);
 			case IO_ERR_TOO_LARGE:
-				return io_set_error(err, code, 0,
-									"answer of webhook receiver %s exceeds %zu bytes",
-									origin, resolved.max_response_bytes);
+				return tms_error_set(err, code,
+									 "answer of webhook receiver %s exceeds %zu bytes",
+									 origin, resolved.max_response_bytes);
 			case IO_ERR_OUT_OF_MEMORY:
-				return io_set_error(err, code, 0, "out of memory");
+				return tms_error_set(err, code, "out of memory");
 			default:
-				return io_set_error(err, code, 0, "could not reach webhook receiver %s (%s)",
-									origin, io_error_code_name(code));
+				return tms_error_set(err, code, "could not reach webhook receiver %s (%s)",
+									 origin, tms_error_code_name(code));
 		}
 	}
 	*status = resp.status;
@@ -147,8 +147,8 @@ io_webhook_post(const IoWebhookRequest *req, long *status, long *retry_after_ms,
 		return 0;
 	}
 	*retry_after_ms = io_http_retry_after_ms(&resp, io_wall_ms());
-	io_set_error(err, io_http_status_code(resp.status), resp.status,
-				 "webhook receiver %s answered HTTP %ld", origin, resp.status);
+	tms_error_set_http(err, io_http_status_code(resp.status), resp.status,
+					   "webhook receiver %s answered HTTP %ld", origin, resp.status);
 	io_http_response_free(&resp);
 	return -1;
 }

@@ -14,7 +14,7 @@
  * headers of every attempt), and the ErrorModel of every non-success
  * response (or AWS's own error shape, for requests AWS's front end
  * refused), mapped to IoErrorCode in io_rest_status_error() with the
- * type and message in IoError.detail.  Tokens, client secrets and AWS
+ * type and message in TmsError.detail.  Tokens, client secrets and AWS
  * keys are never put into an error.
  *
  * Names cannot change a request's target: table names and namespace
@@ -186,7 +186,7 @@ aws_error_type(const char *raw, size_t len, char *buf, size_t size)
 /* See rest_int.h (the reader of error bodies). */
 int
 io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
-					 const char *what, size_t max_json, IoError *err)
+					 const char *what, size_t max_json, TmsError *err)
 {
 	long		st = resp->status;
 	IoErrorCode code;
@@ -198,7 +198,7 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 
 	if (resp->body_len > 0)
 	{
-		IoError		perr;
+		TmsError	perr;
 
 		doc = io_json_parse(resp->body, resp->body_len, max_json, "error", &perr);
 	}
@@ -279,17 +279,17 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 		 * operation."  The catalog answered and said no: not a fault of the
 		 * connection nor of this client's request format.
 		 */
-		io_set_error(err, code, st,
-					 "catalog refused %s: it does not support this operation (HTTP status 406)",
-					 what);
+		tms_error_set_http(err, code, st,
+						   "catalog refused %s: it does not support this operation (HTTP status 406)",
+						   what);
 	}
 	else if (code == IO_ERR_COMMIT_STATE_UNKNOWN)
-		io_set_error(err, code, st, "commit state unknown: %s returned HTTP status %ld",
-					 what, st);
+		tms_error_set_http(err, code, st, "commit state unknown: %s returned HTTP status %ld",
+						   what, st);
 	else if (code == IO_ERR_CONFLICT)
-		io_set_error(err, code, st, "commit conflict: %s returned HTTP status 409", what);
+		tms_error_set_http(err, code, st, "commit conflict: %s returned HTTP status 409", what);
 	else
-		io_set_error(err, code, st, "%s failed with HTTP status %ld", what, st);
+		tms_error_set_http(err, code, st, "%s failed with HTTP status %ld", what, st);
 	if (etype != NULL || emsg != NULL)
 	{
 		char		d[sizeof(err->detail)];
@@ -300,10 +300,10 @@ io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 		snprintf(d, sizeof(d), "%s%s%.*s", etype ? etype : "",
 				 (etype && emsg) ? ": " : "",
 				 (int) (shown < sizeof(d) ? shown : sizeof(d)), emsg ? emsg : "");
-		io_set_detail(err, d, strlen(d));
+		tms_error_detail_raw(err, d, strlen(d));
 	}
 	else if (resp->body_len > 0 && doc == NULL)
-		io_set_detail(err, resp->body, resp->body_len > 200 ? 200 : resp->body_len);
+		tms_error_detail_raw(err, resp->body, resp->body_len > 200 ? 200 : resp->body_len);
 	json_decref(doc);
 	return -1;
 }
@@ -326,7 +326,7 @@ typedef struct RestAttempt
 
 /* IoHttpRequest.attempt_headers: the headers, signed now when SigV4 is on. */
 static int
-attempt_headers(void *arg, IoStringList *lines, IoError *err)
+attempt_headers(void *arg, IoStringList *lines, TmsError *err)
 {
 	RestAttempt *a = arg;
 
@@ -338,7 +338,7 @@ attempt_headers(void *arg, IoStringList *lines, IoError *err)
 int
 io_rest_request(IoCatalog *cat, const char *method, const char *path,
 				const char *body, const char *const *extra, size_t nextra,
-				bool idempotent, IoHttpResponse *resp, IoError *err)
+				bool idempotent, IoHttpResponse *resp, TmsError *err)
 {
 	IoStrBuf	url;
 	int			attempt;
@@ -348,7 +348,7 @@ io_rest_request(IoCatalog *cat, const char *method, const char *path,
 	io_sb_init(&url);
 	io_sb_printf(&url, "%s/%s", cat->uri, path);
 	if (url.oom)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	for (attempt = 0; attempt < 2; attempt++)
 	{
 		RestAttempt a = {cat, method, url.data, body, extra, nextra};
@@ -385,7 +385,7 @@ io_rest_request(IoCatalog *cat, const char *method, const char *path,
 /* See rest_int.h. */
 json_t *
 io_rest_parse_body(const char *body, size_t len, const char *what,
-				   size_t max_json, IoError *err)
+				   size_t max_json, TmsError *err)
 {
 	json_t	   *doc = io_json_parse(body, len, max_json, what, err);
 
@@ -397,8 +397,8 @@ io_rest_parse_body(const char *body, size_t len, const char *what,
 	if (!json_is_object(doc))
 	{
 		json_decref(doc);
-		io_set_error(err, IO_ERR_PROTOCOL, 200,
-					 "malformed %s response: not a JSON object", what);
+		tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+						   "malformed %s response: not a JSON object", what);
 		return NULL;
 	}
 	return doc;
@@ -457,34 +457,34 @@ name_for_message(const char *s, size_t len, char *buf, size_t size)
 /* Check one name (table, or a namespace level) of len bytes. */
 static int
 check_name(const char *what, const char *whole, const char *s, size_t len,
-		   IoError *err)
+		   TmsError *err)
 {
 	char		shown[128];
 
 	name_for_message(whole, strlen(whole), shown, sizeof(shown));
 	if (len == 0)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"invalid %s \"%s\": a name must not be empty", what, shown);
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "invalid %s \"%s\": a name must not be empty", what, shown);
 	if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"invalid %s \"%s\": \".\" and \"..\" are not allowed as names",
-							what, shown);
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "invalid %s \"%s\": \".\" and \"..\" are not allowed as names",
+							 what, shown);
 	if (len > IO_MAX_NAME_BYTES)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"invalid %s \"%s...\": a name must not exceed %d bytes",
-							what, shown, IO_MAX_NAME_BYTES);
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "invalid %s \"%s...\": a name must not exceed %d bytes",
+							 what, shown, IO_MAX_NAME_BYTES);
 	return 0;
 }
 
 /* See rest_int.h. */
 int
-io_rest_check_ident(const char *ns, const char *table, IoError *err)
+io_rest_check_ident(const char *ns, const char *table, TmsError *err)
 {
 	const char *p;
 
 	if (ns == NULL)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"namespace must not be empty");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "namespace must not be empty");
 	p = ns;
 	for (;;)
 	{
@@ -511,7 +511,7 @@ io_rest_check_ident(const char *ns, const char *table, IoError *err)
  * malloc'd string, or NULL with *err.
  */
 static char *
-prefix_clean(const char *raw, IoErrorCode bad_code, IoError *err)
+prefix_clean(const char *raw, IoErrorCode bad_code, TmsError *err)
 {
 	IoStrBuf	sb;
 	size_t		n = strlen(raw);
@@ -537,7 +537,7 @@ prefix_clean(const char *raw, IoErrorCode bad_code, IoError *err)
 	if (sb.oom)
 	{
 		io_sb_free(&sb);
-		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	/* refuse dot segments, also encoded: they would move the request */
@@ -565,9 +565,9 @@ prefix_clean(const char *raw, IoErrorCode bad_code, IoError *err)
 			if (k == i && (strcmp(seg, ".") == 0 || strcmp(seg, "..") == 0))
 			{
 				io_sb_free(&sb);
-				io_set_error(err, bad_code, 0,
-							 "invalid catalog prefix \"%.200s\": \".\" and \"..\" segments are not allowed",
-							 raw);
+				tms_error_set(err, bad_code,
+							  "invalid catalog prefix \"%.200s\": \".\" and \"..\" segments are not allowed",
+							  raw);
 				return NULL;
 			}
 			start = i + 1;
@@ -640,7 +640,7 @@ merge_props(IoCatalog *cat, json_t *obj)
 
 /* See rest_int.h (the reader of /v1/config). */
 int
-io_rest_read_config(IoCatalog *cat, const char *body, size_t len, IoError *err)
+io_rest_read_config(IoCatalog *cat, const char *body, size_t len, TmsError *err)
 {
 	json_t	   *doc;
 	json_t	   *eps;
@@ -666,7 +666,7 @@ io_rest_read_config(IoCatalog *cat, const char *body, size_t len, IoError *err)
 		merge_props(cat, json_object_get(doc, "overrides")) != 0)
 	{
 		json_decref(doc);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 
 	/*
@@ -693,7 +693,7 @@ io_rest_read_config(IoCatalog *cat, const char *body, size_t len, IoError *err)
 		if (cat->endpoints.items == NULL)
 		{
 			json_decref(doc);
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		}
 		json_array_foreach(eps, i, e)
 		{
@@ -715,7 +715,7 @@ io_rest_read_config(IoCatalog *cat, const char *body, size_t len, IoError *err)
 
 /* GET /v1/config and read it. */
 static int
-handshake(IoCatalog *cat, IoError *err)
+handshake(IoCatalog *cat, TmsError *err)
 {
 	IoStrBuf	path;
 	IoHttpResponse resp;
@@ -729,7 +729,7 @@ handshake(IoCatalog *cat, IoError *err)
 		io_rest_append_encoded(&path, cat->warehouse);
 	}
 	if (path.oom)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	rc = io_rest_request(cat, "GET", path.data, NULL, NULL, 0, true, &resp, err);
 	io_sb_free(&path);
 	if (rc == 0 && resp.status != 200)
@@ -787,13 +787,13 @@ io_rest_endpoint_offered(IoCatalog *cat, const char *endpoint)
 /* See rest_int.h. */
 int
 io_rest_post_change(IoCatalog *cat, IoStrBuf *path, IoStrBuf *body, RestCallKind kind,
-					const char *what, IoError *err)
+					const char *what, TmsError *err)
 {
 	IoHttpResponse resp;
 	int			rc;
 
 	if (path->oom || body->oom)
-		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	else
 	{
 		rc = io_rest_request(cat, "POST", path->data, body->data, NULL, 0, false, &resp, err);
@@ -858,7 +858,7 @@ io_rest_append_json_ns(IoStrBuf *sb, const char *ns)
 
 /* See io.h: copy the configuration, fetch a token if needed, handshake. */
 IoCatalog *
-io_catalog_open(const IoCatalogConfig *cfg, IoError *err)
+io_catalog_open(const IoCatalogConfig *cfg, TmsError *err)
 {
 	IoCatalog  *cat;
 	size_t		n;
@@ -866,14 +866,14 @@ io_catalog_open(const IoCatalogConfig *cfg, IoError *err)
 	if (cfg->uri == NULL ||
 		(strncmp(cfg->uri, "http://", 7) != 0 && strncmp(cfg->uri, "https://", 8) != 0))
 	{
-		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-					 "catalog URI must start with http:// or https://");
+		tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+					  "catalog URI must start with http:// or https://");
 		return NULL;
 	}
 	cat = calloc(1, sizeof(IoCatalog));
 	if (cat == NULL)
 	{
-		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	n = strlen(cfg->uri);
@@ -895,8 +895,8 @@ io_catalog_open(const IoCatalogConfig *cfg, IoError *err)
 		if (colon == NULL)
 		{
 			io_catalog_free(cat);
-			io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-						 "credential must have the form client_id:client_secret");
+			tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+						  "credential must have the form client_id:client_secret");
 			return NULL;
 		}
 		cat->client_id = io_strndup(cfg->credential, (size_t) (colon - cfg->credential));
@@ -918,7 +918,7 @@ io_catalog_open(const IoCatalogConfig *cfg, IoError *err)
 		if (why != NULL)
 		{
 			io_catalog_free(cat);
-			io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "%s", why);
+			tms_error_set(err, IO_ERR_INVALID_ARGUMENT, "%s", why);
 			return NULL;
 		}
 		cat->signing_region = io_strdup(cfg->signing_region);
@@ -947,6 +947,6 @@ io_catalog_open(const IoCatalogConfig *cfg, IoError *err)
 
 oom:
 	io_catalog_free(cat);
-	io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	return NULL;
 }

@@ -20,7 +20,7 @@
  *
  * Rules: the client secret, the AWS secret key, session tokens and every
  * token are wiped before their memory is freed and never appear in an
- * IoError; an "expires_in" is trusted up to IO_OAUTH2_MAX_LIFETIME_S.
+ * TmsError; an "expires_in" is trusted up to IO_OAUTH2_MAX_LIFETIME_S.
  *
  * src/io/rest/rest_auth.c
  *
@@ -34,7 +34,7 @@
 /* The catalog's refusal of a token request, in the catalog's error shapes. */
 static void
 token_status_error(void *arg, const IoHttpResponse *resp, const char *what,
-				   IoError *err)
+				   TmsError *err)
 {
 	IoCatalog  *cat = arg;
 
@@ -49,7 +49,7 @@ token_status_error(void *arg, const IoHttpResponse *resp, const char *what,
  * another is set.
  */
 int
-io_rest_fetch_token(IoCatalog *cat, IoError *err)
+io_rest_fetch_token(IoCatalog *cat, TmsError *err)
 {
 	IoStrBuf	url;
 	IoOAuth2Request rq;
@@ -66,7 +66,7 @@ io_rest_fetch_token(IoCatalog *cat, IoError *err)
 	if (url.oom)
 	{
 		io_sb_free(&url);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	memset(&rq, 0, sizeof(rq));
 	rq.http = &cat->http;
@@ -87,7 +87,7 @@ io_rest_fetch_token(IoCatalog *cat, IoError *err)
  * cached one expires within IO_OAUTH2_REFRESH_MARGIN_MS.
  */
 int
-io_rest_ensure_token(IoCatalog *cat, IoError *err)
+io_rest_ensure_token(IoCatalog *cat, TmsError *err)
 {
 	if (cat->client_id == NULL)
 		return 0;
@@ -98,7 +98,7 @@ io_rest_ensure_token(IoCatalog *cat, IoError *err)
 
 /* See rest_int.h (the reader of OAuth2 token responses). */
 int
-io_rest_read_token(IoCatalog *cat, const char *body, size_t len, IoError *err)
+io_rest_read_token(IoCatalog *cat, const char *body, size_t len, TmsError *err)
 {
 	return io_oauth2_read(&cat->oauth, body, len, cat->http.max_json_bytes, err);
 }
@@ -166,7 +166,7 @@ split_url(const char *url, char **host, char **path, char **query)
 static int
 sign_request(IoCatalog *cat, const char *method, const char *url,
 			 const char *body, time_t now, IoStringList *lines,
-			 IoSigV4Output *sig, IoError *err)
+			 IoSigV4Output *sig, TmsError *err)
 {
 	size_t		nlines = lines->n;
 	IoHeader   *hdrs;
@@ -187,7 +187,7 @@ sign_request(IoCatalog *cat, const char *method, const char *url,
 	names = calloc(nlines + 1, sizeof(char *));
 	if (hdrs == NULL || names == NULL || !split_url(url, &host, &path, &query))
 	{
-		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
 	}
 
@@ -205,7 +205,7 @@ sign_request(IoCatalog *cat, const char *method, const char *url,
 		names[i] = io_strndup(line, (size_t) (colon - line));
 		if (names[i] == NULL)
 		{
-			rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			goto done;
 		}
 		for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
@@ -237,13 +237,13 @@ sign_request(IoCatalog *cat, const char *method, const char *url,
 		goto done;
 	if (!add_line(lines, "Host", host))
 	{
-		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
 	}
 	for (i = 0; i < out.nadd_headers; i++)
 		if (!add_line(lines, out.add_headers[i].key, out.add_headers[i].value))
 		{
-			rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			goto done;
 		}
 	rc = 0;
@@ -269,7 +269,7 @@ done:
 int
 io_rest_headers(IoCatalog *cat, const char *method, const char *url,
 				const char *body, const char *const *extra, size_t nextra,
-				time_t now, IoStringList *out, IoSigV4Output *sig, IoError *err)
+				time_t now, IoStringList *out, IoSigV4Output *sig, TmsError *err)
 {
 	const char *bearer = cat->oauth.token ? cat->oauth.token : cat->static_token;
 	IoStrBuf	auth;
@@ -309,7 +309,7 @@ io_rest_headers(IoCatalog *cat, const char *method, const char *url,
 	if (!ok)
 	{
 		io_string_list_wipe(out);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	if (cat->signing_region != NULL &&
 		sign_request(cat, method, url, body, now, out, sig, err) != 0)

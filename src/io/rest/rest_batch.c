@@ -43,7 +43,7 @@ typedef struct LoadSlot
  * signature is fresh on every retry).  Returns 0 or -1 with *err.
  */
 static int
-load_slot_send(IoCatalog *cat, IoHttpBatch *b, int i, LoadSlot *s, IoError *err)
+load_slot_send(IoCatalog *cat, IoHttpBatch *b, int i, LoadSlot *s, TmsError *err)
 {
 	const char *extra[2];
 	size_t		nextra = 0;
@@ -60,7 +60,7 @@ load_slot_send(IoCatalog *cat, IoHttpBatch *b, int i, LoadSlot *s, IoError *err)
 	if (s->inm != NULL)
 		extra[nextra++] = s->inm;
 	if (url.oom)
-		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	else
 		rc = io_rest_headers(cat, "GET", url.data, NULL, extra, nextra, time(NULL),
 							 &headers, NULL, err);
@@ -106,9 +106,9 @@ load_slot_clear(LoadSlot *s)
  */
 static int
 load_slot_finished(IoCatalog *cat, const IoLoadRequest *reqs, LoadSlot *s,
-				   int rc, IoHttpResponse *resp, IoError *rerr,
+				   int rc, IoHttpResponse *resp, TmsError *rerr,
 				   const IoHttpOptions *opt, bool *refreshed, IoLoadResultFn fn,
-				   void *arg, IoError *err)
+				   void *arg, TmsError *err)
 {
 	const IoLoadRequest *r = &reqs[s->idx];
 	IoLoadedTable t;
@@ -151,8 +151,8 @@ load_slot_finished(IoCatalog *cat, const IoLoadRequest *reqs, LoadSlot *s,
 	io_loaded_table_free(&t);
 	load_slot_clear(s);
 	if (stop)
-		return io_set_error(err, IO_ERR_INTERRUPTED, 0,
-							"loading tables stopped by the caller");
+		return tms_error_set(err, IO_ERR_INTERRUPTED,
+							 "loading tables stopped by the caller");
 	return 0;
 }
 
@@ -160,7 +160,7 @@ load_slot_finished(IoCatalog *cat, const IoLoadRequest *reqs, LoadSlot *s,
 int
 io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs, size_t n,
 							int concurrency, IoLoadResultFn fn, void *arg,
-							IoError *err)
+							TmsError *err)
 {
 	IoHttpOptions opt;
 	IoHttpBatch *b;
@@ -172,7 +172,7 @@ io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs, size_t n,
 	int			rc = 0;
 	int			i;
 
-	io_error_clear(err);
+	tms_error_clear(err);
 	if (n == 0)
 		return 0;
 	if (concurrency < 1)
@@ -189,7 +189,7 @@ io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs, size_t n,
 	if (slots == NULL)
 	{
 		io_http_batch_free(b);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 
 	while (done < n)
@@ -199,7 +199,7 @@ io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs, size_t n,
 		int			slot;
 		int			trc;
 		IoHttpResponse resp;
-		IoError		rerr;
+		TmsError	rerr;
 
 		/* start what is ready: new requests into free slots, retries due */
 		for (i = 0; i < nslots && rc == 0; i++)
@@ -221,8 +221,8 @@ io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs, size_t n,
 					load_slot_clear(s);
 					done++;
 					if (stop)
-						rc = io_set_error(err, IO_ERR_INTERRUPTED, 0,
-										  "loading tables stopped by the caller");
+						rc = tms_error_set(err, IO_ERR_INTERRUPTED,
+										   "loading tables stopped by the caller");
 					i--;		/* this slot is free again */
 					continue;
 				}

@@ -22,7 +22,7 @@
  * Not part of the layer's interface (that is io.h); nothing outside
  * src/io/, its unit test and its fuzz targets includes this file.  Every
  * reader parses under the handle's JSON budget (max_json_bytes) and
- * reports failure as an IoError; none keeps a pointer into the body.
+ * reports failure as a TmsError; none keeps a pointer into the body.
  *
  * src/io/rest/rest_int.h
  *
@@ -115,7 +115,7 @@ extern int	io_rest_kv_put(IoKeyValue **arr, size_t *n, const char *key,
  * IO_ERR_FORBIDDEN.  Always returns -1.
  */
 extern int	io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
-								 const char *what, size_t max_json, IoError *err);
+								 const char *what, size_t max_json, TmsError *err);
 
 /*
  * Send a catalog request: path is below the base URI ("v1/..."), already
@@ -126,7 +126,7 @@ extern int	io_rest_status_error(const IoHttpResponse *resp, RestCallKind kind,
 extern int	io_rest_request(IoCatalog *cat, const char *method, const char *path,
 							const char *body, const char *const *extra,
 							size_t nextra, bool idempotent,
-							IoHttpResponse *resp, IoError *err);
+							IoHttpResponse *resp, TmsError *err);
 
 /*
  * Parse a 200 response body as a JSON object under the max_json budget:
@@ -134,7 +134,7 @@ extern int	io_rest_request(IoCatalog *cat, const char *method, const char *path,
  * object, TOO_LARGE when over the budget).
  */
 extern json_t *io_rest_parse_body(const char *body, size_t len, const char *what,
-								  size_t max_json, IoError *err);
+								  size_t max_json, TmsError *err);
 
 /* Append "v1/" or "v1/<prefix>/". */
 extern void io_rest_v1_path(IoCatalog *cat, IoStrBuf *sb);
@@ -150,7 +150,7 @@ extern void io_rest_append_ns(IoStrBuf *sb, const char *ns);
  * NULL, a table name: no empty name or level, no "." or "..", none longer
  * than IO_MAX_NAME_BYTES.  Returns 0, or -1 with *err (INVALID_ARGUMENT).
  */
-extern int	io_rest_check_ident(const char *ns, const char *table, IoError *err);
+extern int	io_rest_check_ident(const char *ns, const char *table, TmsError *err);
 
 /*
  * True when the server offers "METHOD /v1/{prefix}/<rest>": its
@@ -164,7 +164,7 @@ extern bool io_rest_endpoint_offered(IoCatalog *cat, const char *endpoint);
  * statuses read as kind says.  Frees both buffers.  0, or -1 with *err.
  */
 extern int	io_rest_post_change(IoCatalog *cat, IoStrBuf *path, IoStrBuf *body,
-								RestCallKind kind, const char *what, IoError *err);
+								RestCallKind kind, const char *what, TmsError *err);
 
 /* Append s as a JSON string; a namespace (IO_NS_SEP levels) as a JSON array. */
 extern void io_rest_append_json_string(IoStrBuf *sb, const char *s);
@@ -179,7 +179,7 @@ extern void io_rest_append_json_ns(IoStrBuf *sb, const char *ns);
  * retried).  Replaces what an earlier call set.  Returns 0 or -1 with *err.
  */
 extern int	io_rest_read_config(IoCatalog *cat, const char *body, size_t len,
-								IoError *err);
+								TmsError *err);
 
 /* ---- rest_auth.c: OAuth2, SigV4, the headers of a request ---- */
 
@@ -203,20 +203,20 @@ extern int	io_rest_read_config(IoCatalog *cat, const char *body, size_t len,
 extern int	io_rest_headers(IoCatalog *cat, const char *method, const char *url,
 							const char *body, const char *const *extra,
 							size_t nextra, time_t now, IoStringList *out,
-							IoSigV4Output *sig, IoError *err);
+							IoSigV4Output *sig, TmsError *err);
 
 /* Fetch a token with the client-credentials grant. */
-extern int	io_rest_fetch_token(IoCatalog *cat, IoError *err);
+extern int	io_rest_fetch_token(IoCatalog *cat, TmsError *err);
 
 /* Make sure a usable token is cached when client credentials are set. */
-extern int	io_rest_ensure_token(IoCatalog *cat, IoError *err);
+extern int	io_rest_ensure_token(IoCatalog *cat, TmsError *err);
 
 /*
  * Reader of OAuth2 token responses: take "access_token" and "expires_in"
  * into cat (the previous token wiped).  Returns 0 or -1 with *err.
  */
 extern int	io_rest_read_token(IoCatalog *cat, const char *body, size_t len,
-							   IoError *err);
+							   TmsError *err);
 
 /* ---- rest_list.c: listings ---- */
 
@@ -228,7 +228,7 @@ extern int	io_rest_read_token(IoCatalog *cat, const char *body, size_t len,
  */
 extern int	io_rest_read_tables_page(const char *body, size_t len, size_t max_json,
 									 IoTableIdent **items, size_t *n,
-									 char **next, IoError *err);
+									 char **next, TmsError *err);
 extern void io_rest_free_idents(IoTableIdent *items, size_t n);
 
 /*
@@ -238,7 +238,7 @@ extern void io_rest_free_idents(IoTableIdent *items, size_t n);
  */
 extern int	io_rest_read_namespaces_page(const char *body, size_t len,
 										 size_t max_json, IoStringList *out,
-										 char **next, IoError *err);
+										 char **next, TmsError *err);
 
 /* ---- rest_table.c: one table ---- */
 
@@ -251,7 +251,7 @@ extern int	io_rest_read_namespaces_page(const char *body, size_t len,
  */
 extern int	io_rest_read_load_result(const char *body, size_t len, size_t max_json,
 									 const char *what, IoLoadedTable *out,
-									 IoError *err);
+									 TmsError *err);
 
 /*
  * Reader of a LoadCredentialsResponse: the config of the storage
@@ -262,7 +262,7 @@ extern int	io_rest_read_load_result(const char *body, size_t len, size_t max_jso
  */
 extern int	io_rest_read_credentials(const char *body, size_t len, size_t max_json,
 									 const char *location, IoTableCredentials *out,
-									 IoError *err);
+									 TmsError *err);
 
 /* Append the path of a table: "v1/[prefix/]namespaces/<ns>/tables/<t>". */
 extern void io_rest_table_path(IoCatalog *cat, IoStrBuf *sb, const char *ns,
@@ -276,7 +276,7 @@ extern void io_rest_table_path(IoCatalog *cat, IoStrBuf *sb, const char *ns,
  */
 extern int	io_rest_load_request(IoCatalog *cat, const char *ns, const char *table,
 								 const char *known_etag, char **path, char **inm,
-								 IoError *err);
+								 TmsError *err);
 
 /*
  * Turn the response to a load into *out (see io_catalog_load_table_etag);
@@ -286,6 +286,6 @@ extern int	io_rest_load_request(IoCatalog *cat, const char *ns, const char *tabl
 extern int	io_rest_load_response(IoCatalog *cat, const char *ns, const char *table,
 								  const char *known_etag, const char *inm,
 								  const IoHttpResponse *resp, IoLoadedTable *out,
-								  IoError *err);
+								  TmsError *err);
 
 #endif							/* TMS_IO_REST_INT_H */

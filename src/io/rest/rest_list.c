@@ -94,7 +94,7 @@ join_levels(json_t *arr, bool *malformed)
  */
 static json_t *
 read_page(const char *body, size_t len, size_t max_json, const char *what,
-		  const char *key, json_t **array, char **next, IoError *err)
+		  const char *key, json_t **array, char **next, TmsError *err)
 {
 	json_t	   *doc;
 	json_t	   *token;
@@ -107,8 +107,8 @@ read_page(const char *body, size_t len, size_t max_json, const char *what,
 	if (!json_is_array(*array))
 	{
 		json_decref(doc);
-		io_set_error(err, IO_ERR_PROTOCOL, 200,
-					 "malformed %s response: \"%s\" is not an array", what, key);
+		tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+						   "malformed %s response: \"%s\" is not an array", what, key);
 		return NULL;
 	}
 	token = json_object_get(doc, "next-page-token");
@@ -118,7 +118,7 @@ read_page(const char *body, size_t len, size_t max_json, const char *what,
 		if (*next == NULL)
 		{
 			json_decref(doc);
-			io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			return NULL;
 		}
 	}
@@ -129,7 +129,7 @@ read_page(const char *body, size_t len, size_t max_json, const char *what,
 int
 io_rest_read_tables_page(const char *body, size_t len, size_t max_json,
 						 IoTableIdent **items, size_t *n, char **next,
-						 IoError *err)
+						 TmsError *err)
 {
 	json_t	   *doc;
 	json_t	   *ids;
@@ -156,8 +156,8 @@ io_rest_read_tables_page(const char *body, size_t len, size_t max_json,
 			free(tns);
 			if (bad || name == NULL)
 			{
-				io_set_error(err, IO_ERR_PROTOCOL, 200,
-							 "malformed list tables response: invalid table identifier");
+				tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								   "malformed list tables response: invalid table identifier");
 				goto fail;
 			}
 			goto oom;
@@ -176,7 +176,7 @@ io_rest_read_tables_page(const char *body, size_t len, size_t max_json,
 	return 0;
 
 oom:
-	io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 fail:
 	json_decref(doc);
 	io_rest_free_idents(out, *n);
@@ -189,7 +189,7 @@ fail:
 /* See rest_int.h (the reader of ListNamespacesResponse pages). */
 int
 io_rest_read_namespaces_page(const char *body, size_t len, size_t max_json,
-							 IoStringList *out, char **next, IoError *err)
+							 IoStringList *out, char **next, TmsError *err)
 {
 	json_t	   *doc;
 	json_t	   *nss;
@@ -214,8 +214,8 @@ io_rest_read_namespaces_page(const char *body, size_t len, size_t max_json,
 		{
 			if (bad)
 			{
-				io_set_error(err, IO_ERR_PROTOCOL, 200,
-							 "malformed list namespaces response: a namespace is not an array of strings");
+				tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								   "malformed list namespaces response: a namespace is not an array of strings");
 				goto fail;
 			}
 			goto oom;
@@ -226,7 +226,7 @@ io_rest_read_namespaces_page(const char *body, size_t len, size_t max_json,
 	return 0;
 
 oom:
-	io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 fail:
 	json_decref(doc);
 	while (out->n > n0)
@@ -241,7 +241,7 @@ fail:
  * Returns 0 to go on, 1 to stop early (not an error), -1 with *err.
  */
 typedef int (*PageFn) (void *state, const char *body, size_t len,
-					   size_t max_json, char **next, IoError *err);
+					   size_t max_json, char **next, TmsError *err);
 
 /*
  * The one pager: GET base?pageToken=<token>[&pageSize=N]<extra> until the
@@ -251,7 +251,7 @@ typedef int (*PageFn) (void *state, const char *body, size_t len,
  */
 static int
 list_pages(IoCatalog *cat, const char *base, const char *extra, const char *what,
-		   PageFn fn, void *state, IoError *err)
+		   PageFn fn, void *state, TmsError *err)
 {
 	char	   *token = NULL;
 	int			pages = 0;
@@ -275,7 +275,7 @@ list_pages(IoCatalog *cat, const char *base, const char *extra, const char *what
 		if (path.oom)
 		{
 			io_sb_free(&path);
-			rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			break;
 		}
 		rc = io_rest_request(cat, "GET", path.data, NULL, NULL, 0, true, &resp, err);
@@ -288,12 +288,12 @@ list_pages(IoCatalog *cat, const char *base, const char *extra, const char *what
 					&next, err);
 		io_http_response_free(&resp);
 		if (rc == 0 && next != NULL && token != NULL && strcmp(next, token) == 0)
-			rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
-							  "malformed %s response: the catalog repeats its page token",
-							  what);
+			rc = tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+									"malformed %s response: the catalog repeats its page token",
+									what);
 		if (rc == 0 && next != NULL && ++pages >= MAX_PAGES)
-			rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
-							  "catalog keeps returning page tokens after %d pages", MAX_PAGES);
+			rc = tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+									"catalog keeps returning page tokens after %d pages", MAX_PAGES);
 		io_wipe_free(token);
 		token = next;
 		if (rc != 0)
@@ -306,7 +306,7 @@ list_pages(IoCatalog *cat, const char *base, const char *extra, const char *what
 /* The pager's state for namespaces: everything goes into one list. */
 static int
 namespaces_page(void *state, const char *body, size_t len, size_t max_json,
-				char **next, IoError *err)
+				char **next, TmsError *err)
 {
 	return io_rest_read_namespaces_page(body, len, max_json, state, next, err);
 }
@@ -314,7 +314,7 @@ namespaces_page(void *state, const char *body, size_t len, size_t max_json,
 /* See io.h. */
 int
 io_catalog_list_namespaces(IoCatalog *cat, const char *parent,
-						   IoStringList *out, IoError *err)
+						   IoStringList *out, TmsError *err)
 {
 	IoStrBuf	base;
 	IoStrBuf	extra;
@@ -325,8 +325,8 @@ io_catalog_list_namespaces(IoCatalog *cat, const char *parent,
 	if (parent != NULL && parent[0] != '\0' && io_rest_check_ident(parent, NULL, err) != 0)
 		return -1;
 	if (!io_rest_endpoint_offered(cat, "GET /v1/{prefix}/namespaces"))
-		return io_set_error(err, IO_ERR_UNSUPPORTED, 0,
-							"catalog does not offer listing namespaces");
+		return tms_error_set(err, IO_ERR_UNSUPPORTED,
+							 "catalog does not offer listing namespaces");
 	io_sb_init(&base);
 	io_sb_init(&extra);
 	io_rest_v1_path(cat, &base);
@@ -337,7 +337,7 @@ io_catalog_list_namespaces(IoCatalog *cat, const char *parent,
 		io_rest_append_encoded(&extra, parent);
 	}
 	if (base.oom || extra.oom)
-		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	else
 		rc = list_pages(cat, base.data, extra.data, "list namespaces", namespaces_page,
 						out, err);
@@ -357,7 +357,7 @@ typedef struct TablesState
 
 static int
 tables_page(void *state, const char *body, size_t len, size_t max_json,
-			char **next, IoError *err)
+			char **next, TmsError *err)
 {
 	TablesState *s = state;
 	IoTableIdent *items;
@@ -374,7 +374,7 @@ tables_page(void *state, const char *body, size_t len, size_t max_json,
 /* See io.h. */
 int
 io_catalog_list_tables_paged(IoCatalog *cat, const char *ns, IoTablePageFn fn,
-							 void *arg, IoError *err)
+							 void *arg, TmsError *err)
 {
 	IoStrBuf	base;
 	TablesState state;
@@ -383,8 +383,8 @@ io_catalog_list_tables_paged(IoCatalog *cat, const char *ns, IoTablePageFn fn,
 	if (io_rest_check_ident(ns, NULL, err) != 0)
 		return -1;
 	if (!io_rest_endpoint_offered(cat, "GET /v1/{prefix}/namespaces/{namespace}/tables"))
-		return io_set_error(err, IO_ERR_UNSUPPORTED, 0,
-							"catalog does not offer listing tables");
+		return tms_error_set(err, IO_ERR_UNSUPPORTED,
+							 "catalog does not offer listing tables");
 	io_sb_init(&base);
 	io_rest_v1_path(cat, &base);
 	io_rest_append_ns(&base, ns);
@@ -392,7 +392,7 @@ io_catalog_list_tables_paged(IoCatalog *cat, const char *ns, IoTablePageFn fn,
 	state.fn = fn;
 	state.arg = arg;
 	if (base.oom)
-		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	else
 		rc = list_pages(cat, base.data, NULL, "list tables", tables_page, &state, err);
 	io_sb_free(&base);
@@ -448,7 +448,7 @@ collect_page(void *arg, const IoTableIdent *items, size_t n)
 /* See io.h: a thin user of io_catalog_list_tables_paged. */
 int
 io_catalog_list_tables(IoCatalog *cat, const char *ns, IoTableList *out,
-					   IoError *err)
+					   TmsError *err)
 {
 	CollectState c;
 	int			rc;
@@ -460,7 +460,7 @@ io_catalog_list_tables(IoCatalog *cat, const char *ns, IoTableList *out,
 	c.oom = false;
 	rc = io_catalog_list_tables_paged(cat, ns, collect_page, &c, err);
 	if (rc == 0 && c.oom)
-		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	if (rc != 0)
 		io_table_list_free(out);
 	return rc;
@@ -468,7 +468,7 @@ io_catalog_list_tables(IoCatalog *cat, const char *ns, IoTableList *out,
 
 /* See io.h. */
 int
-io_catalog_create_namespace(IoCatalog *cat, const char *ns, IoError *err)
+io_catalog_create_namespace(IoCatalog *cat, const char *ns, TmsError *err)
 {
 	IoStrBuf	path;
 	IoStrBuf	body;

@@ -212,7 +212,7 @@ put_storage_credential(json_t *creds, const char *location, IoKeyValue **kv, siz
  */
 static int
 parse_load_result(json_t *doc, IoLoadedTable *t, const char *what,
-				  size_t max_json, IoError *err)
+				  size_t max_json, TmsError *err)
 {
 	json_t	   *md = json_object_get(doc, "metadata");
 	json_t	   *loc = json_object_get(doc, "metadata-location");
@@ -223,11 +223,11 @@ parse_load_result(json_t *doc, IoLoadedTable *t, const char *what,
 	const char *table_location;
 
 	if (!json_is_object(md))
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed %s response: \"metadata\" is not an object", what);
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed %s response: \"metadata\" is not an object", what);
 	if (loc != NULL && !json_is_null(loc) && !json_is_string(loc))
-		return io_set_error(err, IO_ERR_PROTOCOL, 200,
-							"malformed %s response: \"metadata-location\" is not a string", what);
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								  "malformed %s response: \"metadata-location\" is not a string", what);
 	if (json_is_string(loc))
 	{
 		t->metadata_location = io_strdup(json_string_value(loc));
@@ -245,9 +245,9 @@ parse_load_result(json_t *doc, IoLoadedTable *t, const char *what,
 		{
 			io_sb_free(&d.sb);
 			if (d.over)
-				return io_set_error(err, IO_ERR_TOO_LARGE, 0,
-									"the %s metadata is larger than max_json_bytes (%zu bytes)",
-									what, d.cap);
+				return tms_error_set(err, IO_ERR_TOO_LARGE,
+									 "the %s metadata is larger than max_json_bytes (%zu bytes)",
+									 what, d.cap);
 			goto oom;
 		}
 		t->metadata_json = io_sb_steal(&d.sb);
@@ -268,13 +268,13 @@ parse_load_result(json_t *doc, IoLoadedTable *t, const char *what,
 		goto oom;
 	return 0;
 oom:
-	return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 }
 
 /* See rest_int.h (the reader of LoadTableResult bodies). */
 int
 io_rest_read_load_result(const char *body, size_t len, size_t max_json,
-						 const char *what, IoLoadedTable *out, IoError *err)
+						 const char *what, IoLoadedTable *out, TmsError *err)
 {
 	json_t	   *doc = io_rest_parse_body(body, len, what, max_json, err);
 	int			rc;
@@ -342,7 +342,7 @@ cache_store(IoCatalog *cat, const char *ns, const char *table,
 /* See io.h. */
 int
 io_catalog_load_table(IoCatalog *cat, const char *ns, const char *table,
-					  IoLoadedTable *out, IoError *err)
+					  IoLoadedTable *out, TmsError *err)
 {
 	return io_catalog_load_table_etag(cat, ns, table, NULL, out, err);
 }
@@ -350,7 +350,7 @@ io_catalog_load_table(IoCatalog *cat, const char *ns, const char *table,
 /* See rest_int.h. */
 int
 io_rest_load_request(IoCatalog *cat, const char *ns, const char *table,
-					 const char *known_etag, char **path, char **inm, IoError *err)
+					 const char *known_etag, char **path, char **inm, TmsError *err)
 {
 	IoStrBuf	p;
 	IoStrBuf	h;
@@ -375,7 +375,7 @@ io_rest_load_request(IoCatalog *cat, const char *ns, const char *table,
 	{
 		io_sb_free(&p);
 		io_sb_free(&h);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	*path = io_sb_steal(&p);
 	*inm = h.len > 0 ? io_sb_steal(&h) : NULL;
@@ -387,7 +387,7 @@ io_rest_load_request(IoCatalog *cat, const char *ns, const char *table,
 int
 io_rest_load_response(IoCatalog *cat, const char *ns, const char *table,
 					  const char *known_etag, const char *inm,
-					  const IoHttpResponse *resp, IoLoadedTable *out, IoError *err)
+					  const IoHttpResponse *resp, IoLoadedTable *out, TmsError *err)
 {
 	TableCacheEntry *cached;
 	const char *etag;
@@ -402,7 +402,7 @@ io_rest_load_response(IoCatalog *cat, const char *ns, const char *table,
 		if (cached != NULL && strcmp(cached->etag, sent) == 0)
 		{
 			if (loaded_copy(&cached->table, out) != 0)
-				return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+				return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			out->not_modified = true;
 			return 0;
 		}
@@ -412,7 +412,7 @@ io_rest_load_response(IoCatalog *cat, const char *ns, const char *table,
 			out->not_modified = true;
 			out->etag = io_strdup(known_etag);
 			if (out->etag == NULL)
-				return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+				return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			return 0;
 		}
 	}
@@ -433,7 +433,7 @@ io_rest_load_response(IoCatalog *cat, const char *ns, const char *table,
 		if (out->etag == NULL)
 		{
 			io_loaded_table_free(out);
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		}
 	}
 	cache_store(cat, ns, table, out);
@@ -444,7 +444,7 @@ io_rest_load_response(IoCatalog *cat, const char *ns, const char *table,
 int
 io_catalog_load_table_etag(IoCatalog *cat, const char *ns, const char *table,
 						   const char *known_etag, IoLoadedTable *out,
-						   IoError *err)
+						   TmsError *err)
 {
 	IoHttpResponse resp;
 	char	   *path;
@@ -469,7 +469,7 @@ io_catalog_load_table_etag(IoCatalog *cat, const char *ns, const char *table,
 /* See io.h. */
 int
 io_catalog_load_table_refs(IoCatalog *cat, const char *ns, const char *table,
-						   IoLoadedTable *out, IoError *err)
+						   IoLoadedTable *out, TmsError *err)
 {
 	IoStrBuf	path;
 	IoHttpResponse resp;
@@ -485,7 +485,7 @@ io_catalog_load_table_refs(IoCatalog *cat, const char *ns, const char *table,
 	if (path.oom)
 	{
 		io_sb_free(&path);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	/* no If-None-Match and nothing cached: the cache holds snapshots=all */
 	rc = io_rest_request(cat, "GET", path.data, NULL, extra, 1, true, &resp, err);
@@ -507,7 +507,7 @@ io_catalog_load_table_refs(IoCatalog *cat, const char *ns, const char *table,
 /* See io.h.  Not retried: a retry after a lost 204 would report a 404. */
 int
 io_catalog_drop_table(IoCatalog *cat, const char *ns, const char *table,
-					  bool purge, IoError *err)
+					  bool purge, TmsError *err)
 {
 	IoStrBuf	path;
 	IoHttpResponse resp;
@@ -521,7 +521,7 @@ io_catalog_drop_table(IoCatalog *cat, const char *ns, const char *table,
 	if (path.oom)
 	{
 		io_sb_free(&path);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	/* not retried: a retry after a lost 204 would report a false 404 */
 	rc = io_rest_request(cat, "DELETE", path.data, NULL, NULL, 0, false, &resp, err);
@@ -547,7 +547,7 @@ io_table_credentials_free(IoTableCredentials *c)
 /* See rest_int.h (the reader of LoadCredentialsResponse bodies). */
 int
 io_rest_read_credentials(const char *body, size_t len, size_t max_json,
-						 const char *location, IoTableCredentials *out, IoError *err)
+						 const char *location, IoTableCredentials *out, TmsError *err)
 {
 	json_t	   *doc = io_rest_parse_body(body, len, "load credentials", max_json, err);
 	json_t	   *creds;
@@ -558,14 +558,14 @@ io_rest_read_credentials(const char *body, size_t len, size_t max_json,
 		return -1;
 	creds = json_object_get(doc, "storage-credentials");
 	if (!json_is_array(creds))
-		rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
-						  "malformed load credentials response: \"storage-credentials\" is not an array");
+		rc = tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								"malformed load credentials response: \"storage-credentials\" is not an array");
 	else if (storage_credential(creds, location) == NULL)
-		rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
-						  "the catalog vended no storage credentials for \"%.300s\"",
-						  location ? location : "the table");
+		rc = tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+								"the catalog vended no storage credentials for \"%.300s\"",
+								location ? location : "the table");
 	else if (put_storage_credential(creds, location, &out->config, &out->nconfig) != 0)
-		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	json_decref(doc);
 	if (rc != 0)
 		io_table_credentials_free(out);
@@ -575,7 +575,7 @@ io_rest_read_credentials(const char *body, size_t len, size_t max_json,
 /* See io.h. */
 int
 io_catalog_load_credentials(IoCatalog *cat, const char *ns, const char *table,
-							const char *location, IoTableCredentials *out, IoError *err)
+							const char *location, IoTableCredentials *out, TmsError *err)
 {
 	IoStrBuf	path;
 	IoHttpResponse resp;
@@ -610,7 +610,7 @@ io_catalog_load_credentials(IoCatalog *cat, const char *ns, const char *table,
 	if (path.oom)
 	{
 		io_sb_free(&path);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	rc = io_rest_request(cat, "GET", path.data, NULL, extra, 1, true, &resp, err);
 	io_sb_free(&path);
@@ -629,7 +629,7 @@ io_catalog_load_credentials(IoCatalog *cat, const char *ns, const char *table,
 /* See io.h. */
 int
 io_catalog_rename_table(IoCatalog *cat, const char *ns, const char *table,
-						const char *to_ns, const char *to_table, IoError *err)
+						const char *to_ns, const char *to_table, TmsError *err)
 {
 	IoStrBuf	path;
 	IoStrBuf	body;
@@ -639,7 +639,7 @@ io_catalog_rename_table(IoCatalog *cat, const char *ns, const char *table,
 		io_rest_check_ident(to_ns, to_table ? to_table : "", err) != 0)
 		return -1;
 	if (!io_rest_endpoint_offered(cat, "POST /v1/{prefix}/tables/rename"))
-		return io_set_error(err, IO_ERR_UNSUPPORTED, 0, "catalog does not offer renaming tables");
+		return tms_error_set(err, IO_ERR_UNSUPPORTED, "catalog does not offer renaming tables");
 	io_sb_init(&path);
 	io_sb_init(&body);
 	io_rest_v1_path(cat, &path);
@@ -665,7 +665,7 @@ io_catalog_rename_table(IoCatalog *cat, const char *ns, const char *table,
  * after 500/502/503/504; never after an interrupt or any other answer.
  */
 static bool
-commit_retryable(int rc, const IoHttpResponse *resp, const IoError *err)
+commit_retryable(int rc, const IoHttpResponse *resp, const TmsError *err)
 {
 	if (rc != 0)
 		return err->code == IO_ERR_CONNECT || err->code == IO_ERR_TIMEOUT;
@@ -676,7 +676,7 @@ commit_retryable(int rc, const IoHttpResponse *resp, const IoError *err)
 /* See io.h. */
 int
 io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
-						const char *body, IoLoadedTable *out, IoError *err)
+						const char *body, IoLoadedTable *out, TmsError *err)
 {
 	IoStrBuf	path;
 	IoHttpResponse resp;
@@ -696,7 +696,7 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 	if (io_rest_check_ident(ns, table ? table : "", err) != 0)
 		return -1;
 	if (body == NULL)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "commit body is required");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT, "commit body is required");
 	if (cat->idem_lifetime_ms > 0)
 	{
 		/* one key for this commit, resent unchanged by every retry */
@@ -713,7 +713,7 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 	if (path.oom)
 	{
 		io_sb_free(&path);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	for (attempt = 0;; attempt++)
 	{
@@ -756,8 +756,8 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 				char		msg[sizeof(err->message)];
 
 				snprintf(msg, sizeof(msg), "%s", err->message);
-				io_set_error(err, IO_ERR_COMMIT_STATE_UNKNOWN, 0,
-							 "commit state unknown: %.400s", msg);
+				tms_error_set(err, IO_ERR_COMMIT_STATE_UNKNOWN,
+							  "commit state unknown: %.400s", msg);
 			}
 		}
 		io_http_response_free(&resp);
@@ -778,9 +778,9 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 
 			snprintf(msg, sizeof(msg), "%s", err->message);
 			snprintf(detail, sizeof(detail), "%s", err->detail);
-			io_set_error(err, IO_ERR_COMMIT_STATE_UNKNOWN, resp.status,
-						 "commit state unknown: a retry with the same Idempotency-Key was refused after an earlier attempt may have been applied: %.300s",
-						 msg);
+			tms_error_set_http(err, IO_ERR_COMMIT_STATE_UNKNOWN, resp.status,
+							   "commit state unknown: a retry with the same Idempotency-Key was refused after an earlier attempt may have been applied: %.300s",
+							   msg);
 			snprintf(err->detail, sizeof(err->detail), "%s", detail);
 		}
 		io_http_response_free(&resp);
@@ -809,9 +809,9 @@ io_catalog_commit_table(IoCatalog *cat, const char *ns, const char *table,
 		char		msg[sizeof(err->message)];
 
 		snprintf(msg, sizeof(msg), "%s", err->message);
-		return io_set_error(err, IO_ERR_COMMIT_STATE_UNKNOWN, 200,
-							"commit state unknown: the catalog accepted the commit but its response could not be read: %.300s",
-							msg);
+		return tms_error_set_http(err, IO_ERR_COMMIT_STATE_UNKNOWN, 200,
+								  "commit state unknown: the catalog accepted the commit but its response could not be read: %.300s",
+								  msg);
 	}
 	return 0;
 }

@@ -75,20 +75,20 @@ slot_clear(DeleterSlot *s)
 
 /* See io.h. */
 IoDeleter *
-io_deleter_create(IoStorage *st, int nslots, IoError *err)
+io_deleter_create(IoStorage *st, int nslots, TmsError *err)
 {
 	IoDeleter  *d;
 
 	if (nslots < 1)
 	{
-		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0, "a deleter needs at least one slot");
+		tms_error_set(err, IO_ERR_INVALID_ARGUMENT, "a deleter needs at least one slot");
 		return NULL;
 	}
 	d = calloc(1, sizeof(IoDeleter));
 	if (d == NULL || (d->slots = calloc(nslots, sizeof(DeleterSlot))) == NULL)
 	{
 		free(d);
-		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	d->st = st;
@@ -120,7 +120,7 @@ io_deleter_free(IoDeleter *d)
 /* See io.h. */
 int
 io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
-				 IoDeleteResult *results, IoError *err)
+				 IoDeleteResult *results, TmsError *err)
 {
 	DeleterSlot *s;
 	char		md5b64[32];
@@ -129,18 +129,18 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 	int			rc;
 
 	if (slot < 0 || slot >= d->nslots || d->slots[slot].busy)
-		return io_set_error(err, IO_ERR_INTERNAL, 0, "delete slot %d is not free", slot);
+		return tms_error_set(err, IO_ERR_INTERNAL, "delete slot %d is not free", slot);
 	if (n < 1 || n > IO_S3_DELETE_MAX_KEYS)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"a DeleteObjects request takes 1 to %d keys, not %zu",
-							IO_S3_DELETE_MAX_KEYS, n);
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "a DeleteObjects request takes 1 to %d keys, not %zu",
+							 IO_S3_DELETE_MAX_KEYS, n);
 	s = &d->slots[slot];
 	s->parsed = calloc(n, sizeof(IoParsedUri));
 	s->keys = calloc(n, sizeof(char *));
 	if (s->parsed == NULL || s->keys == NULL)
 	{
 		slot_clear(s);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	for (size_t i = 0; i < n; i++)
 	{
@@ -155,8 +155,8 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 			strlen(s->parsed[i].bucket) >= sizeof(s->bucket))
 		{
 			slot_clear(s);
-			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-								"\"%.300s\" is not an object of the request's bucket", uris[i]);
+			return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+								 "\"%.300s\" is not an object of the request's bucket", uris[i]);
 		}
 		s->keys[i] = s->parsed[i].path;
 	}
@@ -212,7 +212,7 @@ io_deleter_backoff_ms(const IoDeleter *d, int attempt)
 
 /* See io.h. */
 int
-io_deleter_wait(IoDeleter *d, long timeout_ms, IoError *err)
+io_deleter_wait(IoDeleter *d, long timeout_ms, TmsError *err)
 {
 	return io_http_batch_wait(d->batch, timeout_ms, err);
 }
@@ -222,7 +222,7 @@ bool
 io_deleter_done(IoDeleter *d, IoDeleteDone *out)
 {
 	IoHttpResponse resp;
-	IoError		rerr;
+	TmsError	rerr;
 	int			slot;
 	int			rc;
 	DeleterSlot *s;
@@ -233,7 +233,7 @@ io_deleter_done(IoDeleter *d, IoDeleteDone *out)
 	memset(out, 0, sizeof(*out));
 	out->slot = slot;
 	out->retry_after_ms = -1;
-	io_error_clear(&out->err);
+	tms_error_clear(&out->err);
 	if (rc != 0)
 	{
 		out->rc = -1;

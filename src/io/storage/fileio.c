@@ -7,8 +7,8 @@
  *		sequential chunks of IO_FILEIO_CHUNK bytes served from ranged GETs
  *		(S3) or preads (local files, confined as storage_local.c confines them).
  *
- * A failed open or read hands the storage's IoError to the reader, which
- * carries its code on (src/iceberg: IcebergError.io_code) so a caller can
+ * A failed open or read hands the storage's TmsError to the reader, which
+ * carries its code on (src/iceberg: TmsError.io_code) so a caller can
  * map it (timeout, interrupt, 403 ...) to its own error codes.
  *
  * src/io/storage/fileio.c
@@ -32,7 +32,7 @@ typedef struct FileIOHandle
 
 /* IoFileIO.open: fetch the first chunk so a missing object fails here. */
 static void *
-fileio_open(void *arg, const char *path, int64_t *size_out, IoError *err)
+fileio_open(void *arg, const char *path, int64_t *size_out, TmsError *err)
 {
 	IoStorageFileIO *fio = arg;
 	FileIOHandle *h = calloc(1, sizeof(FileIOHandle));
@@ -40,7 +40,7 @@ fileio_open(void *arg, const char *path, int64_t *size_out, IoError *err)
 	*size_out = -1;
 	if (h == NULL)
 	{
-		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	if (io_location_canonical(path, fio->relative_root, &h->uri, err) != 0)
@@ -66,7 +66,7 @@ fileio_open(void *arg, const char *path, int64_t *size_out, IoError *err)
 
 /* IoFileIO.read: serve from the current chunk, fetch the next when empty. */
 static int64_t
-fileio_read(void *arg, void *handle, void *buf, size_t len, IoError *err)
+fileio_read(void *arg, void *handle, void *buf, size_t len, TmsError *err)
 {
 	IoStorageFileIO *fio = arg;
 	FileIOHandle *h = handle;

@@ -11,7 +11,7 @@
  * includes an iceberg header.
  *
  * Rules: plain C, no PostgreSQL header; the callbacks never longjmp and
- * report failure as an IoError value (no secrets in it).
+ * report failure as a TmsError value (no secrets in it).
  *
  * src/io/storage/fileio.h
  *
@@ -48,9 +48,9 @@ typedef struct IoFileIO
 {
 	void	   *arg;
 	void	   *(*open) (void *arg, const char *path, int64_t *size_out,
-						 IoError *err);
+						 TmsError *err);
 	int64_t		(*read) (void *arg, void *handle, void *buf, size_t len,
-						 IoError *err);
+						 TmsError *err);
 	void		(*close) (void *arg, void *handle);
 	bool		(*interrupted) (void *arg);
 } IoFileIO;

@@ -37,10 +37,10 @@
 
 /* Report why path is not a location; returns -1. */
 static int
-refuse(IoError *err, const char *path, const char *why)
+refuse(TmsError *err, const char *path, const char *why)
 {
-	return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-						"invalid location \"%.300s\": %s", path ? path : "", why);
+	return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+						 "invalid location \"%.300s\": %s", path ? path : "", why);
 }
 
 /* True when s[0..n) is "." or "..". */
@@ -125,7 +125,7 @@ squeeze_dup(const char *a, const char *b, const char *c)
 
 /* The canonical form of an S3 location; rest follows "scheme://". */
 static int
-canonical_s3(const char *path, const char *rest, char **out, IoError *err)
+canonical_s3(const char *path, const char *rest, char **out, TmsError *err)
 {
 	const char *slash = strchr(rest, '/');
 	size_t		blen = slash ? (size_t) (slash - rest) : strlen(rest);
@@ -148,7 +148,7 @@ canonical_s3(const char *path, const char *rest, char **out, IoError *err)
 		return refuse(err, path, "it contains a \".\" or \"..\" segment");
 	r = malloc(5 + strlen(rest) + 1);
 	if (r == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	memcpy(r, "s3://", 5);
 	strcpy(r + 5, rest);
 	*out = r;
@@ -169,7 +169,7 @@ canonical_s3(const char *path, const char *rest, char **out, IoError *err)
  */
 int
 io_location_canonical(const char *path, const char *relative_root, char **out,
-					  IoError *err)
+					  TmsError *err)
 {
 	const char *abs = NULL;
 	const char *rel = NULL;
@@ -219,7 +219,7 @@ io_location_canonical(const char *path, const char *relative_root, char **out,
 	if (rel != NULL)
 	{
 		char	   *root;
-		IoError		rerr;
+		TmsError	rerr;
 
 		while (rel[0] == '.' && rel[1] == '/')
 		{
@@ -234,7 +234,7 @@ io_location_canonical(const char *path, const char *relative_root, char **out,
 		if (io_location_canonical(relative_root, NULL, &root, &rerr) != 0)
 		{
 			if (rerr.code == IO_ERR_OUT_OF_MEMORY)
-				return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+				return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			return refuse(err, path, "the location is relative and its root is not an absolute directory");
 		}
 		if (root[0] != '/')
@@ -248,7 +248,7 @@ io_location_canonical(const char *path, const char *relative_root, char **out,
 	else
 		r = squeeze_dup(abs, "", "");
 	if (r == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	if (has_dot_segment(r, strlen(r)))
 	{
 		free(r);

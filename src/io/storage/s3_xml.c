@@ -79,7 +79,7 @@ typedef struct XmlParser
 	const char *p;
 	const char *end;
 	size_t		len;			/* the whole document's */
-	IoError    *err;
+	TmsError   *err;
 	int			depth;
 	size_t		nodes;
 	/* the budget */
@@ -102,8 +102,8 @@ typedef struct XmlParser
 static int
 xml_fail(XmlParser *x, const char *what)
 {
-	return io_set_error(x->err, IO_ERR_PROTOCOL, 0,
-						"malformed XML response: %s", what);
+	return tms_error_set(x->err, IO_ERR_PROTOCOL,
+						 "malformed XML response: %s", what);
 }
 
 /* Count n more bytes against the budget; false with *err when over. */
@@ -112,9 +112,9 @@ charge(XmlParser *x, size_t n)
 {
 	if (n > x->limit - x->used)
 	{
-		io_set_error(x->err, IO_ERR_TOO_LARGE, 0,
-					 "the XML response (%zu bytes) needs more than twice its size in memory to parse (budget %zu bytes)",
-					 x->len, x->limit);
+		tms_error_set(x->err, IO_ERR_TOO_LARGE,
+					  "the XML response (%zu bytes) needs more than twice its size in memory to parse (budget %zu bytes)",
+					  x->len, x->limit);
 		return false;
 	}
 	x->used += n;
@@ -132,7 +132,7 @@ uncharge(XmlParser *x, size_t n)
 static void
 oom(XmlParser *x)
 {
-	io_set_error(x->err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	tms_error_set(x->err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 }
 
 /* n bytes aligned to align (a power of two) from the arena, or NULL. */
@@ -241,8 +241,8 @@ scratch_append(XmlParser *x, const char *s, size_t n)
 		if (need > x->scratch_max)
 		{
 			/* cannot happen: decoded text is never longer than its input */
-			io_set_error(x->err, IO_ERR_INTERNAL, 0,
-						 "XML character data longer than the document");
+			tms_error_set(x->err, IO_ERR_INTERNAL,
+						  "XML character data longer than the document");
 			return false;
 		}
 		if (cap < need)
@@ -444,9 +444,9 @@ parse_element(XmlParser *x, IoXmlNode *node)
 	if (++x->depth > XML_MAX_DEPTH)
 		return xml_fail(x, "nesting too deep");
 	if (++x->nodes > XML_MAX_NODES)
-		return io_set_error(x->err, IO_ERR_TOO_LARGE, 0,
-							"the XML response has more than %zu elements",
-							XML_MAX_NODES);
+		return tms_error_set(x->err, IO_ERR_TOO_LARGE,
+							 "the XML response has more than %zu elements",
+							 XML_MAX_NODES);
 	x->p++;						/* '<' */
 	name_start = x->p;
 	while (x->p < x->end && is_name_char(*x->p))
@@ -599,7 +599,7 @@ bad_eof:
 
 /* See io.h. */
 IoXmlNode *
-io_xml_parse(const char *data, size_t len, IoError *err)
+io_xml_parse(const char *data, size_t len, TmsError *err)
 {
 	return io_xml_parse_stats(data, len, NULL, err);
 }
@@ -607,7 +607,7 @@ io_xml_parse(const char *data, size_t len, IoError *err)
 /* See io.h: a whole document, prolog, one root element, trailing misc. */
 IoXmlNode *
 io_xml_parse_stats(const char *data, size_t len, IoXmlStats *stats,
-				   IoError *err)
+				   TmsError *err)
 {
 	XmlParser	x;
 	XmlDoc	   *doc = NULL;

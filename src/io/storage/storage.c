@@ -56,7 +56,7 @@ io_uri_free(IoParsedUri *uri)
  * that have a relative root canonicalise first.
  */
 int
-io_uri_parse(const char *uri, IoParsedUri *out, IoError *err)
+io_uri_parse(const char *uri, IoParsedUri *out, TmsError *err)
 {
 	char	   *c;
 
@@ -82,7 +82,7 @@ io_uri_parse(const char *uri, IoParsedUri *out, IoError *err)
 	if (out->path == NULL || (out->scheme == IO_URI_S3 && out->bucket == NULL))
 	{
 		io_uri_free(out);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	return 0;
 }
@@ -94,13 +94,13 @@ io_uri_parse(const char *uri, IoParsedUri *out, IoError *err)
 
 
 IoStorage *
-io_storage_create(const IoStorageConfig *cfg, IoError *err)
+io_storage_create(const IoStorageConfig *cfg, TmsError *err)
 {
 	IoStorage  *st = calloc(1, sizeof(IoStorage));
 
 	if (st == NULL)
 	{
-		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	if (cfg->s3_endpoint != NULL && cfg->s3_endpoint[0] != '\0')
@@ -111,9 +111,9 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 			strncmp(cfg->s3_endpoint, "https://", 8) != 0)
 		{
 			free(st);
-			io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-						 "invalid S3 endpoint \"%s\": must start with http:// or https://",
-						 cfg->s3_endpoint);
+			tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+						  "invalid S3 endpoint \"%s\": must start with http:// or https://",
+						  cfg->s3_endpoint);
 			return NULL;
 		}
 		while (n > 0 && cfg->s3_endpoint[n - 1] == '/')
@@ -125,9 +125,9 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 		!io_sigv4_scope_valid(cfg->s3_region))
 	{
 		io_storage_free(st);
-		io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-					 "invalid S3 region \"%.100s\": only letters, digits, '-', '_' and '.' are allowed",
-					 cfg->s3_region);
+		tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+					  "invalid S3 region \"%.100s\": only letters, digits, '-', '_' and '.' are allowed",
+					  cfg->s3_region);
 		return NULL;
 	}
 	st->region = io_strdup(cfg->s3_region && cfg->s3_region[0] ? cfg->s3_region : "us-east-1");
@@ -151,7 +151,7 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 		if (st->local_roots == NULL)
 		{
 			io_storage_free(st);
-			io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			return NULL;
 		}
 		for (i = 0; i < cfg->nlocal_roots; i++)
@@ -163,9 +163,9 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 			{
 				io_storage_free(st);
 				if (r == NULL || r[0] != '/' || err->code == IO_ERR_INVALID_ARGUMENT)
-					io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-								 "invalid allowed location \"%.300s\": it must be an absolute directory without \".\" or \"..\" segments",
-								 r ? r : "");
+					tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+								  "invalid allowed location \"%.300s\": it must be an absolute directory without \".\" or \"..\" segments",
+								  r ? r : "");
 				return NULL;
 			}
 			st->nlocal_roots++;
@@ -177,7 +177,7 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 		(cfg->s3_session_token && st->session_token == NULL))
 	{
 		io_storage_free(st);
-		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
 	return st;
@@ -234,7 +234,7 @@ int
 io_storage_target(IoStorage *st, const char *uri, char *buf, size_t size)
 {
 	IoParsedUri u;
-	IoError		err;
+	TmsError	err;
 	int			n;
 
 	if (io_uri_parse(uri, &u, &err) != 0)
@@ -356,7 +356,7 @@ io_storage_credentials_expire_ms(const IoStorage *st)
 
 /* See io.h. */
 int
-io_storage_refresh(IoStorage *st, IoError *err)
+io_storage_refresh(IoStorage *st, TmsError *err)
 {
 	IoTableCredentials c;
 	IoStorageConfig cfg;
@@ -365,8 +365,8 @@ io_storage_refresh(IoStorage *st, IoError *err)
 			   *token;
 
 	if (st->refresh == NULL)
-		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"the storage credentials cannot be refreshed");
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "the storage credentials cannot be refreshed");
 	memset(&c, 0, sizeof(c));
 	if (st->refresh(st->refresh_arg, &c, err) != 0)
 		return -1;
@@ -375,8 +375,8 @@ io_storage_refresh(IoStorage *st, IoError *err)
 	if (!cfg.s3_credentials_vended)
 	{
 		io_table_credentials_free(&c);
-		return io_set_error(err, IO_ERR_PROTOCOL, 0,
-							"the catalog vended no storage credentials (an access key id and a secret) to refresh them with");
+		return tms_error_set(err, IO_ERR_PROTOCOL,
+							 "the catalog vended no storage credentials (an access key id and a secret) to refresh them with");
 	}
 	key_id = io_strdup(cfg.s3_access_key_id);
 	secret = io_strdup(cfg.s3_secret_access_key);
@@ -387,7 +387,7 @@ io_storage_refresh(IoStorage *st, IoError *err)
 		io_wipe_free(secret);
 		io_wipe_free(token);
 		io_table_credentials_free(&c);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	free(st->access_key_id);
 	io_wipe_free(st->secret_access_key);
@@ -408,7 +408,7 @@ io_storage_refresh_if_due(IoStorage *st)
 {
 	int64_t		now,
 				margin;
-	IoError		err;
+	TmsError	err;
 
 	if (st->refresh == NULL || st->expire_ms <= 0)
 		return;
@@ -440,7 +440,7 @@ io_s3_credentials_refused(long status, const char *s3code)
 
 int
 io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
-				uint64_t len, IoBuffer *out, IoError *err)
+				uint64_t len, IoBuffer *out, TmsError *err)
 {
 	IoParsedUri u;
 	IoHttpOptions opt;
@@ -460,7 +460,7 @@ io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
 }
 
 int
-io_storage_size(IoStorage *st, const char *uri, uint64_t *size, IoError *err)
+io_storage_size(IoStorage *st, const char *uri, uint64_t *size, TmsError *err)
 {
 	IoParsedUri u;
 	int			rc = 0;
@@ -481,8 +481,8 @@ io_storage_size(IoStorage *st, const char *uri, uint64_t *size, IoError *err)
 			const char *cl = io_http_header(&resp, "content-length", NULL);
 
 			if (cl == NULL)
-				rc = io_set_error(err, IO_ERR_PROTOCOL, resp.status,
-								  "S3 HEAD response has no Content-Length");
+				rc = tms_error_set_http(err, IO_ERR_PROTOCOL, resp.status,
+										"S3 HEAD response has no Content-Length");
 			else
 				*size = strtoull(cl, NULL, 10);
 		}
@@ -494,7 +494,7 @@ io_storage_size(IoStorage *st, const char *uri, uint64_t *size, IoError *err)
 
 int
 io_storage_write(IoStorage *st, const char *uri, const void *data, size_t len,
-				 IoError *err)
+				 TmsError *err)
 {
 	IoParsedUri u;
 	int			rc;
@@ -504,8 +504,8 @@ io_storage_write(IoStorage *st, const char *uri, const void *data, size_t len,
 	if (u.scheme == IO_URI_FILE)
 		rc = io_local_write(st, uri, u.path, data, len, err);
 	else if (u.path[0] == '\0')
-		rc = io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-						  "invalid S3 location \"%s\": missing key", uri);
+		rc = tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+						   "invalid S3 location \"%s\": missing key", uri);
 	else
 	{
 		IoHttpResponse resp;
@@ -523,7 +523,7 @@ io_storage_write(IoStorage *st, const char *uri, const void *data, size_t len,
 
 int
 io_storage_list(IoStorage *st, const char *prefix, IoListFn fn, void *arg,
-				IoError *err)
+				TmsError *err)
 {
 	IoParsedUri u;
 	int			rc;
@@ -566,7 +566,7 @@ local_entry_cmp(const void *a, const void *b)
 
 int
 io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
-				  IoDeleteResult *results, IoError *err)
+				  IoDeleteResult *results, TmsError *err)
 {
 	IoParsedUri *parsed;
 	size_t	   *idx;
@@ -589,11 +589,11 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 		free(idx);
 		free(taken);
 		free(locals);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	for (i = 0; i < n; i++)
 	{
-		IoError		perr;
+		TmsError	perr;
 
 		memset(&results[i], 0, sizeof(IoDeleteResult));
 		if (io_uri_parse(uris[i], &parsed[i], &perr) != 0)

@@ -58,16 +58,16 @@ typedef struct LocalDirCache
 
 extern int	io_local_read(IoStorage *st, const char *uri, const char *path,
 						  uint64_t offset, uint64_t len, IoBuffer *out,
-						  size_t cap, IoError *err);
+						  size_t cap, TmsError *err);
 extern int	io_local_size(IoStorage *st, const char *uri, const char *path,
-						  uint64_t *size, IoError *err);
+						  uint64_t *size, TmsError *err);
 extern int	io_local_write(IoStorage *st, const char *uri, const char *path,
-						   const void *data, size_t len, IoError *err);
+						   const void *data, size_t len, TmsError *err);
 extern void io_local_delete(IoStorage *st, const char *uri, const char *path,
 							LocalDirCache *cache, IoDeleteResult *r);
 extern void io_local_dir_cache_end(LocalDirCache *c);
 extern int	io_local_list(IoStorage *st, const char *prefix, const char *path,
-						  IoListFn fn, void *arg, IoError *err);
+						  IoListFn fn, void *arg, TmsError *err);
 
 /* ---- The S3 backend (storage_s3.c) ---- */
 
@@ -75,14 +75,14 @@ extern int	io_s3_request(IoStorage *st, const char *method,
 						  const char *bucket, const char *key,
 						  const char *query, const IoHeader *extra,
 						  size_t nextra, const void *body, size_t body_len,
-						  IoHttpResponse *resp, IoError *err);
+						  IoHttpResponse *resp, TmsError *err);
 extern int	io_s3_read(IoStorage *st, const IoParsedUri *u, uint64_t offset,
-					   uint64_t len, IoBuffer *out, IoError *err);
+					   uint64_t len, IoBuffer *out, TmsError *err);
 extern int	io_s3_list(IoStorage *st, const IoParsedUri *u,
 					   const char *prefix_uri, IoListFn fn, void *arg,
-					   IoError *err);
+					   TmsError *err);
 extern int	io_s3_delete_batch(IoStorage *st, const char *bucket,
 							   IoParsedUri *parsed, const size_t *idx, size_t n,
-							   IoDeleteResult *results, IoError *err);
+							   IoDeleteResult *results, TmsError *err);
 
 #endif							/* TMS_IO_STORAGE_INT_H */

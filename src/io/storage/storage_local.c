@@ -48,27 +48,26 @@
 #define LOCAL_LIST_MAX_DEPTH 64
 
 static int
-file_error(IoError *err, const char *op, const char *path, int e)
+file_error(TmsError *err, const char *op, const char *path, int e)
 {
-	return io_set_error(err, e == ENOENT || e == ENOTDIR ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE,
-						0, "could not %s file \"%.300s\": %s", op, path, strerror(e));
+	return tms_error_set(err, e == ENOENT || e == ENOTDIR ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE, "could not %s file \"%.300s\": %s", op, path, strerror(e));
 }
 
 /* The one answer for a path outside every allowed root. */
 static int
-outside_error(IoError *err, const char *uri)
+outside_error(TmsError *err, const char *uri)
 {
-	return io_set_error(err, IO_ERR_FORBIDDEN, 0,
-						"path \"%.300s\" is outside the allowed locations", uri);
+	return tms_error_set(err, IO_ERR_FORBIDDEN,
+						 "path \"%.300s\" is outside the allowed locations", uri);
 }
 
 /* A symbolic link met below a root. */
 static int
-symlink_error(IoError *err, const char *uri)
+symlink_error(TmsError *err, const char *uri)
 {
-	return io_set_error(err, IO_ERR_FORBIDDEN, 0,
-						"path \"%.300s\" leads through a symbolic link, which is never followed",
-						uri);
+	return tms_error_set(err, IO_ERR_FORBIDDEN,
+						 "path \"%.300s\" leads through a symbolic link, which is never followed",
+						 uri);
 }
 
 /* Is name in directory dfd a symbolic link (without following it)? */
@@ -109,7 +108,7 @@ local_walk_end(LocalWalk *w)
  */
 static int
 local_walk(IoStorage *st, const char *uri, const char *path, bool create,
-		   bool whole, LocalWalk *w, IoError *err)
+		   bool whole, LocalWalk *w, TmsError *err)
 {
 	const char *root = NULL;
 	size_t		rlen = 0,
@@ -139,7 +138,7 @@ local_walk(IoStorage *st, const char *uri, const char *path, bool create,
 	comp = (char *) path + (rlen == 1 ? 1 : rlen + 1);	/* "/" root: rlen 1 */
 	w->copy = io_strdup(comp);
 	if (w->copy == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	resolved = realpath(root, NULL);
 	if (resolved == NULL)
 	{
@@ -147,10 +146,10 @@ local_walk(IoStorage *st, const char *uri, const char *path, bool create,
 
 		local_walk_end(w);
 		if (e == ENOMEM)
-			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
-		return io_set_error(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE, 0,
-							"could not open allowed location \"%.300s\": %s",
-							root, strerror(e));
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+		return tms_error_set(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE,
+							 "could not open allowed location \"%.300s\": %s",
+							 root, strerror(e));
 	}
 	w->dirfd = open(resolved, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	free(resolved);
@@ -159,9 +158,9 @@ local_walk(IoStorage *st, const char *uri, const char *path, bool create,
 		int			e = errno;
 
 		local_walk_end(w);
-		return io_set_error(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE, 0,
-							"could not open allowed location \"%.300s\": %s",
-							root, strerror(e));
+		return tms_error_set(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE,
+							 "could not open allowed location \"%.300s\": %s",
+							 root, strerror(e));
 	}
 	comp = w->copy;
 	for (;;)
@@ -176,8 +175,8 @@ local_walk(IoStorage *st, const char *uri, const char *path, bool create,
 			if (comp[0] == '\0')
 			{
 				local_walk_end(w);
-				return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-									"path \"%.300s\" names a directory, not a file", uri);
+				return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+									 "path \"%.300s\" names a directory, not a file", uri);
 			}
 			w->last = comp;
 			return 0;
@@ -216,7 +215,7 @@ local_walk(IoStorage *st, const char *uri, const char *path, bool create,
 
 /* Open the final component of a walk for reading, never through a link. */
 static int
-local_open_file(const LocalWalk *w, const char *uri, struct stat *sb, IoError *err)
+local_open_file(const LocalWalk *w, const char *uri, struct stat *sb, TmsError *err)
 {
 	int			fd = openat(w->dirfd, w->last,
 							O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -239,15 +238,15 @@ local_open_file(const LocalWalk *w, const char *uri, struct stat *sb, IoError *e
 	if (!S_ISREG(sb->st_mode))
 	{
 		close(fd);
-		return io_set_error(err, IO_ERR_STORAGE, 0,
-							"\"%.300s\" is not a regular file", uri);
+		return tms_error_set(err, IO_ERR_STORAGE,
+							 "\"%.300s\" is not a regular file", uri);
 	}
 	return fd;
 }
 
 int
 io_local_read(IoStorage *st, const char *uri, const char *path, uint64_t offset,
-			  uint64_t len, IoBuffer *out, size_t cap, IoError *err)
+			  uint64_t len, IoBuffer *out, size_t cap, TmsError *err)
 {
 	LocalWalk	w;
 	struct stat stbuf;
@@ -267,15 +266,15 @@ io_local_read(IoStorage *st, const char *uri, const char *path, uint64_t offset,
 	if (want > cap)
 	{
 		close(fd);
-		return io_set_error(err, IO_ERR_TOO_LARGE, 0,
-							"read of %llu bytes from \"%.300s\" exceeds the limit of %zu bytes",
-							(unsigned long long) want, uri, cap);
+		return tms_error_set(err, IO_ERR_TOO_LARGE,
+							 "read of %llu bytes from \"%.300s\" exceeds the limit of %zu bytes",
+							 (unsigned long long) want, uri, cap);
 	}
 	out->data = malloc((size_t) want + 1);
 	if (out->data == NULL)
 	{
 		close(fd);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	while (got < want)
 	{
@@ -303,7 +302,7 @@ io_local_read(IoStorage *st, const char *uri, const char *path, uint64_t offset,
 
 int
 io_local_size(IoStorage *st, const char *uri, const char *path, uint64_t *size,
-			  IoError *err)
+			  TmsError *err)
 {
 	LocalWalk	w;
 	struct stat stbuf;
@@ -316,7 +315,7 @@ io_local_size(IoStorage *st, const char *uri, const char *path, uint64_t *size,
 	else if (S_ISLNK(stbuf.st_mode))
 		rc = symlink_error(err, uri);
 	else if (!S_ISREG(stbuf.st_mode))
-		rc = io_set_error(err, IO_ERR_STORAGE, 0, "\"%.300s\" is not a regular file", uri);
+		rc = tms_error_set(err, IO_ERR_STORAGE, "\"%.300s\" is not a regular file", uri);
 	else
 		*size = (uint64_t) stbuf.st_size;
 	local_walk_end(&w);
@@ -330,7 +329,7 @@ io_local_size(IoStorage *st, const char *uri, const char *path, uint64_t *size,
  */
 int
 io_local_write(IoStorage *st, const char *uri, const char *path, const void *data,
-			   size_t len, IoError *err)
+			   size_t len, TmsError *err)
 {
 	LocalWalk	w;
 	IoStrBuf	tmp;
@@ -345,7 +344,7 @@ io_local_write(IoStorage *st, const char *uri, const char *path, const void *dat
 	{
 		io_sb_free(&tmp);
 		local_walk_end(&w);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	fd = openat(w.dirfd, tmp.data,
 				O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -427,7 +426,7 @@ io_local_delete(IoStorage *st, const char *uri, const char *path,
 				LocalDirCache *cache, IoDeleteResult *r)
 {
 	LocalWalk	w;
-	IoError		err;
+	TmsError	err;
 	const char *slash = strrchr(path, '/');
 	const char *name = slash != NULL ? slash + 1 : path;
 
@@ -482,7 +481,7 @@ io_local_delete(IoStorage *st, const char *uri, const char *path,
 static int
 file_list_fd(int dfd, IoStrBuf *rel, const char *uri_prefix, IoListFn fn,
 			 void *arg, const IoHttpOptions *http, int depth, int *stopped,
-			 IoError *err)
+			 TmsError *err)
 {
 	DIR		   *d = fdopendir(dfd);
 	struct dirent *de;
@@ -499,9 +498,9 @@ file_list_fd(int dfd, IoStrBuf *rel, const char *uri_prefix, IoListFn fn,
 	if (depth > LOCAL_LIST_MAX_DEPTH)
 	{
 		closedir(d);
-		return io_set_error(err, IO_ERR_STORAGE, 0,
-							"directory tree below \"%.300s\" is deeper than %d levels",
-							uri_prefix, LOCAL_LIST_MAX_DEPTH);
+		return tms_error_set(err, IO_ERR_STORAGE,
+							 "directory tree below \"%.300s\" is deeper than %d levels",
+							 uri_prefix, LOCAL_LIST_MAX_DEPTH);
 	}
 	while (rc == 0 && !*stopped && (de = readdir(d)) != NULL)
 	{
@@ -511,7 +510,7 @@ file_list_fd(int dfd, IoStrBuf *rel, const char *uri_prefix, IoListFn fn,
 			continue;
 		if (http->interrupted && http->interrupted(http->interrupt_arg))
 		{
-			rc = io_set_error(err, IO_ERR_INTERRUPTED, 0, "listing interrupted");
+			rc = tms_error_set(err, IO_ERR_INTERRUPTED, "listing interrupted");
 			break;
 		}
 		rel->len = base;
@@ -521,7 +520,7 @@ file_list_fd(int dfd, IoStrBuf *rel, const char *uri_prefix, IoListFn fn,
 		io_sb_puts(rel, de->d_name);
 		if (rel->oom)
 		{
-			rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			break;
 		}
 		if (fstatat(dirfd(d), de->d_name, &stbuf, AT_SYMLINK_NOFOLLOW) != 0)
@@ -556,7 +555,7 @@ file_list_fd(int dfd, IoStrBuf *rel, const char *uri_prefix, IoListFn fn,
 			io_sb_puts(&uri, rel->data);
 			if (uri.oom)
 			{
-				rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+				rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 				break;
 			}
 			info.uri = uri.data;
@@ -581,7 +580,7 @@ file_list_fd(int dfd, IoStrBuf *rel, const char *uri_prefix, IoListFn fn,
  */
 int
 io_local_list(IoStorage *st, const char *prefix, const char *path, IoListFn fn,
-			  void *arg, IoError *err)
+			  void *arg, TmsError *err)
 {
 	LocalWalk	w;
 	IoHttpOptions opt;
@@ -595,7 +594,7 @@ io_local_list(IoStorage *st, const char *prefix, const char *path, IoListFn fn,
 	{
 		if (err->code != IO_ERR_NOT_FOUND)
 			return -1;
-		io_error_clear(err);	/* nothing under a missing prefix */
+		tms_error_clear(err);	/* nothing under a missing prefix */
 		return 0;
 	}
 	while (ulen > 1 && prefix[ulen - 1] == '/')
@@ -604,7 +603,7 @@ io_local_list(IoStorage *st, const char *prefix, const char *path, IoListFn fn,
 	if (up == NULL)
 	{
 		local_walk_end(&w);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	io_http_options_resolve(&st->http, &opt);
 	io_sb_init(&rel);

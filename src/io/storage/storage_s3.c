@@ -74,7 +74,7 @@ split_endpoint(const char *endpoint, const char **scheme_end,
  */
 static int
 s3_target(IoStorage *st, const char *bucket, const char *key,
-		  char **url, char **host, char **wire_path, IoError *err)
+		  char **url, char **host, char **wire_path, TmsError *err)
 {
 	IoStrBuf	u,
 				h,
@@ -83,7 +83,7 @@ s3_target(IoStorage *st, const char *bucket, const char *key,
 	bool		path_style;
 
 	if (ekey == NULL)
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	path_style = st->path_style == 1 ||
 		(st->path_style < 0 && (st->endpoint != NULL || strchr(bucket, '.') != NULL));
 	io_sb_init(&u);
@@ -128,7 +128,7 @@ s3_target(IoStorage *st, const char *bucket, const char *key,
 		io_sb_free(&u);
 		io_sb_free(&h);
 		io_sb_free(&p);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	*url = io_sb_steal(&u);
 	*host = io_sb_steal(&h);
@@ -159,7 +159,7 @@ int
 io_s3_request_build(IoStorage *st, const char *method, const char *bucket,
 					const char *key, const char *query, const IoHeader *extra,
 					size_t nextra, const void *body, size_t body_len,
-					IoS3Request *r, IoError *err)
+					IoS3Request *r, TmsError *err)
 {
 	char	   *url = NULL,
 			   *host = NULL,
@@ -245,12 +245,12 @@ io_s3_request_build(IoStorage *st, const char *method, const char *bucket,
 	for (i = 0; i < r->nlines; i++)
 		if (r->lines[i] == NULL)
 		{
-			io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			goto done;
 		}
 	if (full_url.oom)
 	{
-		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
 	}
 	r->url = io_sb_steal(&full_url);
@@ -283,7 +283,7 @@ int
 io_s3_request(IoStorage *st, const char *method, const char *bucket,
 			  const char *key, const char *query, const IoHeader *extra,
 			  size_t nextra, const void *body, size_t body_len,
-			  IoHttpResponse *resp, IoError *err)
+			  IoHttpResponse *resp, TmsError *err)
 {
 	IoS3Request r;
 	int			rc;
@@ -293,7 +293,7 @@ io_s3_request(IoStorage *st, const char *method, const char *bucket,
 	for (int attempt = 0;; attempt++)
 	{
 		char		code[64];
-		IoError		scratch;
+		TmsError	scratch;
 
 		if (io_s3_request_build(st, method, bucket, key, query, extra, nextra, body,
 								body_len, &r, err) != 0)
@@ -322,11 +322,11 @@ io_s3_request(IoStorage *st, const char *method, const char *bucket,
 int
 io_s3_status_error(const IoHttpResponse *resp, const char *what,
 				   const char *bucket, const char *key, char *s3code_out,
-				   size_t s3code_size, IoError *err)
+				   size_t s3code_size, TmsError *err)
 {
 	IoErrorCode code;
 	IoXmlNode  *doc = NULL;
-	IoError		xerr;
+	TmsError	xerr;
 	const char *s3code = NULL;
 	const char *s3msg = NULL;
 
@@ -352,8 +352,8 @@ io_s3_status_error(const IoHttpResponse *resp, const char *what,
 			code = resp->status >= 500 ? IO_ERR_SERVER : IO_ERR_STORAGE;
 			break;
 	}
-	io_set_error(err, code, resp->status, "could not %s \"s3://%s/%s\": HTTP status %ld",
-				 what, bucket, key ? key : "", resp->status);
+	tms_error_set_http(err, code, resp->status, "could not %s \"s3://%s/%s\": HTTP status %ld",
+					   what, bucket, key ? key : "", resp->status);
 	if (resp->body_len > 0)
 		doc = io_xml_parse(resp->body, resp->body_len, &xerr);
 	if (doc != NULL)
@@ -367,7 +367,7 @@ io_s3_status_error(const IoHttpResponse *resp, const char *what,
 
 		snprintf(d, sizeof(d), "%s%s%s", s3code ? s3code : "",
 				 (s3code && s3msg) ? ": " : "", s3msg ? s3msg : "");
-		io_set_detail(err, d, strlen(d));
+		tms_error_detail_raw(err, d, strlen(d));
 	}
 	if (s3code_out != NULL && s3code_size > 0)
 		snprintf(s3code_out, s3code_size, "%s", s3code ? s3code : "");
@@ -377,7 +377,7 @@ io_s3_status_error(const IoHttpResponse *resp, const char *what,
 
 int
 io_s3_read(IoStorage *st, const IoParsedUri *u, uint64_t offset, uint64_t len,
-		   IoBuffer *out, IoError *err)
+		   IoBuffer *out, TmsError *err)
 {
 	IoHttpResponse resp;
 	char		range[80];
@@ -407,7 +407,7 @@ io_s3_read(IoStorage *st, const IoParsedUri *u, uint64_t offset, uint64_t len,
 		io_http_response_free(&resp);
 		out->data = io_strdup("");
 		out->len = 0;
-		return out->data ? 0 : io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return out->data ? 0 : tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	if (resp.status != 200 && resp.status != 206)
 	{
@@ -453,7 +453,7 @@ parse_s3_time(const char *s)
 
 int
 io_s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
-		   IoListFn fn, void *arg, IoError *err)
+		   IoListFn fn, void *arg, TmsError *err)
 {
 	char	   *token = NULL;
 	size_t		scheme_len = uri_scheme_len(prefix_uri);
@@ -486,7 +486,7 @@ io_s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 		if (q.oom || ep == NULL)
 		{
 			io_sb_free(&q);
-			rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+			rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			break;
 		}
 		rc = io_s3_request(st, "GET", u->bucket, "", q.data, NULL, 0, NULL, 0, &resp, err);
@@ -511,9 +511,9 @@ io_s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 		}
 		if (strcmp(doc->name, "ListBucketResult") != 0)
 		{
-			rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
-							  "unexpected S3 listing response: root element \"%s\"",
-							  doc->name);
+			rc = tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+									"unexpected S3 listing response: root element \"%s\"",
+									doc->name);
 			io_xml_free(doc);
 			break;
 		}
@@ -530,8 +530,8 @@ io_s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 			size = io_xml_child_text(c, "Size");
 			if (key == NULL)
 			{
-				rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
-								  "malformed S3 listing: an entry has no Key");
+				rc = tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+										"malformed S3 listing: an entry has no Key");
 				break;
 			}
 			io_sb_init(&uri);
@@ -539,7 +539,7 @@ io_s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 			io_sb_printf(&uri, "%s/%s", u->bucket, key);
 			if (uri.oom)
 			{
-				rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+				rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 				break;
 			}
 			info.uri = uri.data;
@@ -556,19 +556,19 @@ io_s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 		if (rc == 0 && !stop && truncated != NULL && strcmp(truncated, "true") == 0)
 		{
 			if (next == NULL || next[0] == '\0')
-				rc = io_set_error(err, IO_ERR_PROTOCOL, 200,
-								  "malformed S3 listing: truncated without a continuation token");
+				rc = tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+										"malformed S3 listing: truncated without a continuation token");
 			else
 			{
 				token = io_strdup(next);
 				if (token == NULL)
-					rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+					rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 			}
 		}
 		io_xml_free(doc);
 		if (st->http.interrupted && token != NULL &&
 			st->http.interrupted(st->http.interrupt_arg))
-			rc = io_set_error(err, IO_ERR_INTERRUPTED, 0, "listing interrupted");
+			rc = tms_error_set(err, IO_ERR_INTERRUPTED, "listing interrupted");
 	} while (rc == 0 && token != NULL);
 	free(token);
 	return rc;
@@ -609,7 +609,7 @@ xml_escape(IoStrBuf *sb, const char *s)
 /* See io_int.h: the DeleteObjects body of keys[0..n) and its Content-MD5. */
 int
 io_s3_delete_body(const char *const *keys, size_t n, IoStrBuf *body,
-				  char md5b64[32], IoError *err)
+				  char md5b64[32], TmsError *err)
 {
 	unsigned char md5[16];
 	size_t		i;
@@ -627,12 +627,12 @@ io_s3_delete_body(const char *const *keys, size_t n, IoStrBuf *body,
 	if (body->oom)
 	{
 		io_sb_free(body);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	if (EVP_Digest(body->data, body->len, md5, NULL, EVP_md5(), NULL) != 1)
 	{
 		io_sb_free(body);
-		return io_set_error(err, IO_ERR_INTERNAL, 0, "could not compute MD5");
+		return tms_error_set(err, IO_ERR_INTERNAL, "could not compute MD5");
 	}
 	EVP_EncodeBlock((unsigned char *) md5b64, md5, 16);
 	return 0;
@@ -644,7 +644,7 @@ io_s3_delete_body(const char *const *keys, size_t n, IoStrBuf *body,
  */
 int
 io_s3_delete_read(const IoHttpResponse *resp, const char *const *keys, size_t n,
-				  IoDeleteResult *results, IoError *err)
+				  IoDeleteResult *results, TmsError *err)
 {
 	IoXmlNode  *doc;
 	const IoXmlNode *c;
@@ -656,8 +656,8 @@ io_s3_delete_read(const IoHttpResponse *resp, const char *const *keys, size_t n,
 		return -1;
 	if (strcmp(doc->name, "DeleteResult") != 0)
 	{
-		io_set_error(err, IO_ERR_PROTOCOL, 200,
-					 "unexpected S3 delete response: root element \"%s\"", doc->name);
+		tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
+						   "unexpected S3 delete response: root element \"%s\"", doc->name);
 		io_xml_free(doc);
 		return -1;
 	}
@@ -665,7 +665,7 @@ io_s3_delete_read(const IoHttpResponse *resp, const char *const *keys, size_t n,
 	if (done == NULL)
 	{
 		io_xml_free(doc);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	for (c = doc->children; c != NULL; c = c->next)
 	{
@@ -725,7 +725,7 @@ io_s3_delete_read(const IoHttpResponse *resp, const char *const *keys, size_t n,
 int
 io_s3_delete_batch(IoStorage *st, const char *bucket, IoParsedUri *parsed,
 				   const size_t *idx, size_t n, IoDeleteResult *results,
-				   IoError *err)
+				   TmsError *err)
 {
 	IoStrBuf	body;
 	char		md5b64[32];
@@ -742,7 +742,7 @@ io_s3_delete_batch(IoStorage *st, const char *bucket, IoParsedUri *parsed,
 	{
 		free(keys);
 		free(res);
-		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	for (i = 0; i < n; i++)
 		keys[i] = parsed[idx[i]].path;

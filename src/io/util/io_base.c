@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * io_base.c
- *		Helpers of the io layer: error values, the string buffer of the
- *		plain-C layers (strbuf.h), URI percent-encoding, sha256, clocks
+ *		Helpers of the io layer: the error value of the plain-C layers
+ *		(TmsError of io_error.h), the string buffer of the plain-C layers (strbuf.h), URI percent-encoding, sha256, clocks
  *		and interruptible sleeps, UUIDv7 idempotency keys and ISO-8601
  *		durations.
  *
@@ -25,19 +25,34 @@
 
 /* Reset an error value to "no error". */
 void
-io_error_clear(IoError *err)
+tms_error_clear(TmsError *err)
 {
 	if (err == NULL)
 		return;
-	err->code = IO_OK;
+	err->code = 0;
+	err->io_code = IO_OK;
 	err->http_status = 0;
 	err->message[0] = '\0';
 	err->detail[0] = '\0';
+	err->hint[0] = '\0';
+}
+
+/* The ranges of io_error.h. */
+TmsErrorDomain
+tms_error_domain(int code)
+{
+	if (code == 0)
+		return TMS_ERROR_NONE;
+	if (code < ICEBERG_ERR_MALFORMED)
+		return TMS_ERROR_IO;
+	if (code < ENGINE_ERR_UNKNOWN_OPERATION)
+		return TMS_ERROR_ICEBERG;
+	return TMS_ERROR_ENGINE;
 }
 
 /* Stable short names, used in messages and by tests. */
 const char *
-io_error_code_name(IoErrorCode code)
+tms_error_code_name(int code)
 {
 	switch (code)
 	{
@@ -87,25 +102,123 @@ io_error_code_name(IoErrorCode code)
 			return "storage error";
 		case IO_ERR_INTERNAL:
 			return "internal error";
+		case ICEBERG_ERR_MALFORMED:
+			return "malformed";
+		case ICEBERG_ERR_UNSUPPORTED:
+			return "unsupported";
+		case ICEBERG_ERR_IO:
+			return "io";
+		case ICEBERG_ERR_NOT_FOUND:
+			return "not-found";
+		case ICEBERG_ERR_LIMIT:
+			return "limit";
+		case ICEBERG_ERR_OUT_OF_MEMORY:
+			return "out-of-memory";
+		case ICEBERG_ERR_CANCELLED:
+			return "cancelled";
+		case ICEBERG_ERR_INVALID_ARGUMENT:
+			return "invalid-argument";
+		case ICEBERG_ERR_CONFLICT:
+			return "conflict";
+		case ENGINE_ERR_UNKNOWN_OPERATION:
+			return "unknown operation";
+		case ENGINE_ERR_UNSUPPORTED:
+			return "unsupported by the engine";
+		case ENGINE_ERR_UNKNOWN_OPTION:
+			return "unknown option";
+		case ENGINE_ERR_INVALID_VALUE:
+			return "invalid value";
+		case ENGINE_ERR_INVALID_NAME:
+			return "invalid name";
+		case ENGINE_ERR_INVALID_RESULT:
+			return "invalid result";
+		case ENGINE_ERR_OUT_OF_MEMORY:
+			return "out of memory";
 	}
 	return "unknown";
 }
 
-/* Fill *err; always returns -1 so callers can "return io_set_error(...)". */
+static void set_message(TmsError *err, int code, long http_status,
+						const char *fmt, va_list ap) TMS_ERROR_PRINTF(4, 0);
+
+static void
+set_message(TmsError *err, int code, long http_status, const char *fmt,
+			va_list ap)
+{
+	err->code = code;
+	err->io_code = IO_OK;
+	err->http_status = http_status;
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	err->detail[0] = '\0';
+	err->hint[0] = '\0';
+}
+
+/* Fill *err; always returns -1 so callers can "return tms_error_set(...)". */
 int
-io_set_error(IoError *err, IoErrorCode code, long status, const char *fmt,...)
+tms_error_set(TmsError *err, int code, const char *fmt,...)
 {
 	va_list		ap;
 
 	if (err == NULL)
 		return -1;
-	err->code = code;
-	err->http_status = status;
-	err->detail[0] = '\0';
 	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	set_message(err, code, 0, fmt, ap);
 	va_end(ap);
 	return -1;
+}
+
+/* tms_error_set with the HTTP status of the failed exchange. */
+int
+tms_error_set_http(TmsError *err, int code, long http_status,
+				   const char *fmt,...)
+{
+	va_list		ap;
+
+	if (err == NULL)
+		return -1;
+	va_start(ap, fmt);
+	set_message(err, code, http_status, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/*
+ * An io failure under another layer's code (io_error.h).  under must not
+ * be err: its texts are read after err's message is written.
+ */
+int
+tms_error_wrap(TmsError *err, int code, const TmsError *under,
+			   const char *fmt,...)
+{
+	va_list		ap;
+	IoErrorCode ic;
+
+	if (err == NULL)
+		return -1;
+	if (tms_error_domain(under->code) == TMS_ERROR_IO)
+		ic = (IoErrorCode) under->code;
+	else
+		ic = under->io_code;
+	va_start(ap, fmt);
+	set_message(err, code, under->http_status, fmt, ap);
+	va_end(ap);
+	err->io_code = ic == IO_OK ? IO_ERR_STORAGE : ic;
+	snprintf(err->detail, sizeof(err->detail), "%.500s%s%.500s", under->message,
+			 under->detail[0] ? ": " : "", under->detail);
+	return -1;
+}
+
+/* Set the detail of an error already set. */
+void
+tms_error_detail(TmsError *err, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (err == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err->detail, sizeof(err->detail), fmt, ap);
+	va_end(ap);
 }
 
 /*
@@ -113,7 +226,7 @@ io_set_error(IoError *err, IoErrorCode code, long status, const char *fmt,...)
  * characters replaced by spaces so the text is safe in a log line.
  */
 void
-io_set_detail(IoError *err, const char *text, size_t len)
+tms_error_detail_raw(TmsError *err, const char *text, size_t len)
 {
 	size_t		i;
 
@@ -130,6 +243,19 @@ io_set_detail(IoError *err, const char *text, size_t len)
 		err->detail[i] = (c < 0x20 || c == 0x7f) ? ' ' : (char) c;
 	}
 	err->detail[len] = '\0';
+}
+
+/* Set the hint of an error already set. */
+void
+tms_error_hint(TmsError *err, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (err == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err->hint, sizeof(err->hint), fmt, ap);
+	va_end(ap);
 }
 
 void
@@ -483,7 +609,7 @@ io_wall_ms(void)
  * WaitLatch: it ends early on a signal and exits on postmaster death).
  */
 int
-io_sleep_ms(const IoHttpOptions *opt, long ms, IoError *err)
+io_sleep_ms(const IoHttpOptions *opt, long ms, TmsError *err)
 {
 	int64_t		end = io_now_ms() + ms;
 
@@ -494,8 +620,8 @@ io_sleep_ms(const IoHttpOptions *opt, long ms, IoError *err)
 
 		if (opt != NULL && opt->interrupted != NULL &&
 			opt->interrupted(opt->interrupt_arg))
-			return io_set_error(err, IO_ERR_INTERRUPTED, 0,
-								"request interrupted");
+			return tms_error_set(err, IO_ERR_INTERRUPTED,
+								 "request interrupted");
 		left = end - io_now_ms();
 		if (left <= 0)
 			return 0;
@@ -512,23 +638,23 @@ io_sleep_ms(const IoHttpOptions *opt, long ms, IoError *err)
 		{
 			if (opt != NULL && opt->interrupted != NULL &&
 				opt->interrupted(opt->interrupt_arg))
-				return io_set_error(err, IO_ERR_INTERRUPTED, 0,
-									"request interrupted");
+				return tms_error_set(err, IO_ERR_INTERRUPTED,
+									 "request interrupted");
 		}
 	}
 }
 
 /* See io_int.h. */
 int
-io_make_uuid7(char *out, IoError *err)
+io_make_uuid7(char *out, TmsError *err)
 {
 	uint8_t		b[16];
 	uint64_t	ms = (uint64_t) io_wall_ms();
 	int			i;
 
 	if (RAND_bytes(b + 6, 10) != 1)
-		return io_set_error(err, IO_ERR_INTERNAL, 0,
-							"could not generate random bytes for an idempotency key");
+		return tms_error_set(err, IO_ERR_INTERNAL,
+							 "could not generate random bytes for an idempotency key");
 	/* RFC 9562, 5.7: unix_ts_ms (48 bits, big-endian), ver 7, var 10 */
 	for (i = 0; i < 6; i++)
 		b[i] = (uint8_t) (ms >> (8 * (5 - i)));

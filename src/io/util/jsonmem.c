@@ -224,7 +224,7 @@ io_json_load(const char *text, size_t len, size_t flags, size_t max_bytes,
 /* See io_int.h. */
 struct json_t *
 io_json_parse(const char *text, size_t len, size_t max_bytes, const char *what,
-			  IoError *err)
+			  TmsError *err)
 {
 	IoJsonLoadInfo info;
 	json_t	   *doc = io_json_load(text, len, 0, max_bytes, &info);
@@ -232,14 +232,14 @@ io_json_parse(const char *text, size_t len, size_t max_bytes, const char *what,
 	if (doc != NULL)
 		return doc;
 	if (info.not_initialised)
-		io_set_error(err, IO_ERR_INTERNAL, 0,
-					 "cannot parse the %s response: io_init() was not called", what);
+		tms_error_set(err, IO_ERR_INTERNAL,
+					  "cannot parse the %s response: io_init() was not called", what);
 	else if (info.exceeded)
-		io_set_error(err, IO_ERR_TOO_LARGE, 0,
-					 "the %s response needs more than max_json_bytes (%zu bytes) of memory to parse",
-					 what, info.limit);
+		tms_error_set(err, IO_ERR_TOO_LARGE,
+					  "the %s response needs more than max_json_bytes (%zu bytes) of memory to parse",
+					  what, info.limit);
 	else
-		io_set_error(err, IO_ERR_PROTOCOL, 0, "malformed JSON in %s response: %s (line %d)",
-					 what, info.text, info.line);
+		tms_error_set(err, IO_ERR_PROTOCOL, "malformed JSON in %s response: %s (line %d)",
+					  what, info.text, info.line);
 	return NULL;
 }
