@@ -89,6 +89,23 @@ def split_azure(uri):
     return host.split(".")[0].lower(), container, parts.path.lstrip("/")
 
 
+def canonical_azure(uri):
+    """The one spelling of an Azure location that tms uses (its location
+    rule): "abfs://container@account.dfs.<domain>/blob", whatever the scheme
+    (abfs, abfss, wasb, wasbs) and whether the host is the account's .blob.
+    or .dfs. one."""
+    parts = urllib.parse.urlsplit(uri)
+    container, _, host = parts.netloc.partition("@")
+    labels = host.lower().split(".")
+    if len(labels) == 1:
+        labels += ["dfs", "core", "windows", "net"]
+    elif labels[1] == "blob":
+        labels[1] = "dfs"
+    rest = uri.split("@", 1)[1]
+    path = rest[rest.index("/"):] if "/" in rest else ""
+    return "abfs://%s@%s%s" % (container, ".".join(labels), path)
+
+
 class AzureConfig:
     """Where and how to reach Azure Blob storage: an endpoint URL
     (http://127.0.0.1:PORT, requests go to endpoint/account/container/blob)
@@ -121,6 +138,23 @@ def shared_key_string_to_sign(method, headers, account, path, query):
     for k in sorted(params):
         out += "\n%s:%s" % (k, ",".join(sorted(params[k])))
     return out
+
+
+def account_sas(account, key, expiry, permissions="rwdlac", start=None):
+    """An account SAS token (Microsoft's "Create an account SAS", version
+    2019-12-12) for the Blob service, signed with the account key; expiry
+    and start are datetimes (UTC)."""
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    fields = {"sv": "2019-12-12", "ss": "b", "srt": "sco", "sp": permissions,
+              "se": expiry.strftime(fmt), "spr": "https,http"}
+    if start is not None:
+        fields["st"] = start.strftime(fmt)
+    sts = "\n".join([account, fields["sp"], fields["ss"], fields["srt"],
+                     fields.get("st", ""), fields["se"], "", fields["spr"],
+                     fields["sv"], ""])
+    fields["sig"] = base64.b64encode(hmac.new(base64.b64decode(key), sts.encode(),
+                                              hashlib.sha256).digest()).decode()
+    return urllib.parse.urlencode(fields, quote_via=urllib.parse.quote)
 
 
 class AzureClient:

@@ -176,6 +176,8 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 	if (s->azure)
 	{
 		char		ctype[96];
+		IoParsedUri account = s->parsed[0];
+		bool		whole = io_azure_account_sas(d->st, account.account);
 
 		if (io_azure_batch_body(d->st, &s->parsed[0], s->keys, n, &s->body, ctype,
 								sizeof(ctype), err) != 0)
@@ -183,11 +185,13 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 			slot_clear(s);
 			return -1;
 		}
+		/* an account SAS: the account's batch; else the container's */
+		account.bucket = "";
 		h[0].name = "content-type";
 		h[0].value = ctype;
-		rc = io_azure_request_build(d->st, "POST", &s->parsed[0], NULL,
-									"restype=container&comp=batch", h, 1, s->body.data,
-									s->body.len, &req, err);
+		rc = io_azure_request_build(d->st, "POST", whole ? &account : &s->parsed[0], NULL,
+									whole ? "comp=batch" : "restype=container&comp=batch",
+									h, 1, s->body.data, s->body.len, &req, err);
 	}
 	else
 	{

@@ -319,7 +319,7 @@ account_base(IoStorage *st, const char *host, IoStrBuf *base, IoStrBuf *prefix)
 
 /* The SAS token the catalog vended for the account of host, or NULL. */
 static const char *
-vended_sas(IoStorage *st, const char *host)
+vended_sas(const IoStorage *st, const char *host)
 {
 	size_t		alen = account_len(host);
 
@@ -331,6 +331,19 @@ vended_sas(IoStorage *st, const char *host)
 			return st->azure_vended[i].value;
 	}
 	return NULL;
+}
+
+/* See storage_int.h. */
+bool
+io_azure_account_sas(const IoStorage *st, const char *host)
+{
+	const char *sas = vended_sas(st, host);
+
+	if (sas == NULL && st->azure_account_key == NULL)
+		sas = st->azure_sas_token;
+	/* an account SAS names the resource types it grants (srt) */
+	return sas != NULL && (strncmp(sas, "srt=", 4) == 0 || strstr(sas, "&srt=") != NULL ||
+						   strncmp(sas, "?srt=", 5) == 0);
 }
 
 static void
@@ -382,8 +395,9 @@ add_line(IoS3Request *r, const char *name, const char *value)
 }
 
 /*
- * See storage_int.h: key NULL addresses the container (u->bucket), else
- * the blob key of it; query is raw (already encoded) or NULL.
+ * See storage_int.h: key NULL addresses the container (u->bucket; an
+ * empty one: the account), else the blob key of it; query is raw (already
+ * encoded) or NULL.
  */
 int
 io_azure_request_build(IoStorage *st, const char *method, const IoParsedUri *u,
@@ -420,6 +434,8 @@ io_azure_request_build(IoStorage *st, const char *method, const IoParsedUri *u,
 	io_sb_init(&url);
 	account_base(st, u->account, &base, &prefix);
 	io_sb_printf(&path, "%s/%s", prefix.data ? prefix.data : "", u->bucket);
+	if (u->bucket[0] == '\0' && key != NULL)
+		path.oom = true;		/* a blob needs a container */
 	if (key != NULL)
 	{
 		char	   *ek = io_uri_encode(key, strlen(key), true);
@@ -996,9 +1012,15 @@ io_azure_delete_batch(IoStorage *st, IoParsedUri *parsed, const size_t *idx,
 	rc = io_azure_batch_body(st, u, keys, n, &body, ctype, sizeof(ctype), err);
 	if (rc == 0)
 	{
+		IoParsedUri account = *u;
+		bool		whole = io_azure_account_sas(st, u->account);
+
+		/* an account SAS: the account's batch; else the container's */
+		account.bucket = "";
 		h.name = "content-type";
 		h.value = ctype;
-		rc = io_azure_request(st, "POST", u, NULL, "restype=container&comp=batch", &h, 1,
+		rc = io_azure_request(st, "POST", whole ? &account : u, NULL,
+							  whole ? "comp=batch" : "restype=container&comp=batch", &h, 1,
 							  body.data, body.len, &resp, err);
 		io_sb_wipe_free(&body);
 		if (rc == 0 && resp.status != 202)

@@ -144,6 +144,15 @@ extern int	io_azure_status_error(const IoHttpResponse *resp, const char *what,
 								  const IoParsedUri *u, const char *key,
 								  char *code_out, size_t code_size, IoError *err);
 
+/*
+ * Does a request for the account of host go with an account SAS (one
+ * naming resource types, "srt=")?  Its Blob Batch is then the account's
+ * (POST /?comp=batch), which an account SAS authorises, and a
+ * container's otherwise (POST /<container>?restype=container&comp=batch),
+ * which a container's SAS, a catalog's typical one, authorises.
+ */
+extern bool io_azure_account_sas(const IoStorage *st, const char *host);
+
 /* Was a refusal one to slow down (503, 429, ServerBusy, OperationTimedOut)? */
 extern bool io_azure_throttled(long status, const char *code);
 
