@@ -486,6 +486,11 @@ class AzureGate(S3Gate):
         """An AzureConfig through the gate (Azurite's development key)."""
         return storage_mod.AzureConfig(self.endpoint)
 
+    def bearer(self, verify_url):
+        """Take a request with a bearer token when a GET of verify_url with
+        it answers 200 (signing it again for Azurite); None: no longer."""
+        self._admin("POST", "/admin/bearer", {"verify_url": verify_url})
+
 
 # ---------------------------------------------------------------------------
 # Azurite

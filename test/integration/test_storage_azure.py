@@ -262,7 +262,7 @@ def wait_job(env, jid, states=("succeeded",), timeout=300):
     wait_for(lambda: (job(env, jid) or {}).get("state") in TERMINAL, timeout=timeout,
              what="job %s to finish (now %r)" % (jid, job(env, jid)))
     row = job(env, jid)
-    assert row["state"] in states, row
+    assert row["state"] in states, (row["state"], row["last_error"], row)
     return row
 
 
@@ -478,3 +478,48 @@ def test_bad_key_fails_without_showing_it(env):
     for text in (json.dumps(row), env["pg"].log_tail(2000)):
         assert wrong not in text and wrong[:16] not in text
     assert wrong not in json.dumps(q(env, "SELECT * FROM tms.maintenance_jobs"), default=str)
+
+
+def test_oauth2_client_credentials(env):
+    """Entra ID's client-credentials grant, the test catalog standing in
+    for the token endpoint and the gate checking the bearer tokens it
+    issued (Azurite takes bearer tokens over HTTPS only)."""
+    cat, gate = env["catalog"], env["gate"]
+    issuer = world.CatalogServer(env["pg"].dsn(), "file://%s/issuer" % env["file_root"],
+                                 credential="tms-client:s3cr3t-client-secret",
+                                 catalog_name="issuer_%s" % uuid.uuid4().hex[:6])
+    try:
+        gate.bearer(issuer.uri + "/v1/config")
+        loc, name, _ = new_table(env, "--snapshots", "4", "--data-files", "4",
+                                 "--files-per-manifest", "1")
+        srv = "azoauth_%s" % uuid.uuid4().hex[:6]
+        q(env, "CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri '%s',"
+               " request_timeout '10s', retries '0', azure_endpoint '%s',"
+               " azure_token_url '%s', allowed_locations '%s')"
+          % (srv, cat.uri, gate.endpoint, issuer.uri + "/v1/oauth/tokens", ROOT))
+        q(env, "CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (azure_tenant_id 'tenant',"
+               " azure_client_id 'tms-client', azure_client_secret 's3cr3t-client-secret')"
+          % srv)
+        gate.reset_log()
+        issuer.reset_requests()
+        row = wait_job(env, run(env, "az", name, "snapshot-expiry",
+                                {"retain-last": 1, "older-than": "1 second"}, server=srv))
+        assert row["snapshots_expired"] == 3 and row["files_deleted"] > 0, row
+        log = gate.log()
+        assert log and all(e.get("auth") == "bearer" and e["outcome"] == "ok" for e in log), log[:3]
+        assert any(e["kind"] == "delete" for e in log)
+        tokens = [r for r in issuer.requests()["requests"] if r["path"].endswith("/oauth/tokens")]
+        assert 1 <= len(tokens) <= 2, tokens
+        # a wrong secret: refused, and the secret is in no error
+        q(env, "ALTER USER MAPPING FOR PUBLIC SERVER %s OPTIONS"
+               " (SET azure_client_secret 'wrong-secret-value')" % srv)
+        loc, name, _ = new_table(env, "--snapshots", "3", "--data-files", "3")
+        row = wait_job(env, run(env, "az", name, "snapshot-expiry",
+                                {"retain-last": 1, "older-than": "1 second"}, server=srv),
+                       states=("failed",))
+        assert "401" in row["last_error"] or "refused" in row["last_error"], row
+        for text in (row["last_error"], env["pg"].log_tail(2000)):
+            assert "wrong-secret-value" not in text and "s3cr3t-client-secret" not in text
+    finally:
+        gate.bearer(None)
+        issuer.stop()

@@ -16,7 +16,13 @@ is busy.", x-ms-error-code), or in mode "keys" forwarded with the allowed
 sub-requests only (the outer request signed again with Azurite's
 development key, as its Content-Length changed) and answered with a 503
 ServerBusy sub-response for each of the others.  Credentials are not
-checked in this flavor (Azurite checks SharedKey itself).
+checked in this flavor (Azurite checks SharedKey itself), except bearer
+tokens, which Azurite takes over HTTPS only: once told where
+(POST /admin/bearer {"verify_url": URL}), a request with "Authorization:
+Bearer T" is let through when GET URL with that header answers 200 (the
+test catalog's /v1/config, which checks the tokens it issued), signed
+again with Azurite's development key, else answered 403
+InvalidAuthenticationInfo.
 
 It listens on 127.0.0.1 only, prints "gate listening on http://127.0.0.1:PORT"
 once it accepts connections, and exits cleanly on SIGTERM/SIGINT.  Only the
@@ -70,6 +76,8 @@ Admin endpoints (outside the S3 namespace: /admin/...; open unless
                            register (or replace) a key
   DELETE /admin/credentials forget every key
   POST   /admin/verify     {"enabled": true|false}: check credentials
+  POST   /admin/bearer     {"verify_url": URL|null}: (azure) bearer tokens
+                           checked by a GET of URL
   GET    /admin/log        {"requests": [...], "total": n}; ?since=SEQ for the
                            entries after SEQ
   DELETE /admin/log        reset the log
@@ -161,6 +169,7 @@ class State:
         self.delay_released = threading.Event()
         self.keys = {}              # access key id -> {"secret", "token", "expires_at"}
         self.verify = False
+        self.bearer_url = None      # azure: where bearer tokens are checked
         self.log = []
         self.seq = 0
         self.t0 = time.monotonic()
@@ -298,6 +307,54 @@ class Handler(httpserve.Handler):
         self._reply(200, doc)
         entry["status"] = 200
 
+    def _resign(self, headers, method, body):
+        """headers signed again with Azurite's development key (SharedKey),
+        for a request whose authorisation the gate checked itself."""
+        h = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+        h["Content-Length"] = str(len(body))
+        raw_path, _, raw_query = self.path.partition("?")
+        account = raw_path.lstrip("/").split("/", 1)[0]
+        sts = storage_mod.shared_key_string_to_sign(method, h, account, raw_path, raw_query)
+        sig = base64.b64encode(hmac.new(base64.b64decode(storage_mod.AZURITE_KEY),
+                                        sts.encode(), hashlib.sha256).digest()).decode()
+        h["Authorization"] = "SharedKey %s:%s" % (account, sig)
+        return h
+
+    def _resign_parts(self, body):
+        """A Blob Batch body whose sub-requests carry bearer tokens, each
+        checked and signed again with the development key; None when one
+        is refused."""
+        out = []
+        for m in re.finditer(rb"(--[^\r\n]+\r\n.*?\r\n\r\n)(DELETE (\S+) HTTP/1\.1\r\n)(.*?\r\n)\r\n",
+                             body, re.S):
+            lines = [ln for ln in m.group(4).decode().split("\r\n") if ln]
+            hdrs = dict(ln.split(": ", 1) for ln in lines)
+            auth = hdrs.pop("Authorization", "")
+            if not auth.startswith("Bearer ") or not self._bearer_ok(auth[7:]):
+                return None
+            path, _, query = m.group(3).decode().partition("?")
+            account = path.lstrip("/").split("/", 1)[0]
+            sts = storage_mod.shared_key_string_to_sign("DELETE", hdrs, account, path, query)
+            sig = base64.b64encode(hmac.new(base64.b64decode(storage_mod.AZURITE_KEY),
+                                            sts.encode(), hashlib.sha256).digest()).decode()
+            hdrs["Authorization"] = "SharedKey %s:%s" % (account, sig)
+            out.append(m.group(1) + m.group(2) +
+                       "".join("%s: %s\r\n" % kv for kv in hdrs.items()).encode() + b"\r\n")
+        end = re.search(rb"--[^\r\n]+--\r?\n?$", body)
+        return b"".join(out) + (end.group(0) if end else b"")
+
+    def _bearer_ok(self, token):
+        """Does the verifying URL take this bearer token (200)?"""
+        u = urllib.parse.urlsplit(self.server.state.bearer_url)
+        conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=30)
+        try:
+            conn.request("GET", u.path or "/", headers={"Authorization": "Bearer " + token})
+            r = conn.getresponse()
+            r.read()
+            return r.status == 200
+        finally:
+            conn.close()
+
     def _forward_parts(self, parts, headers, allowed, entry):
         """Forward the Blob Batch of parts[:allowed] (signed again: its
         length changed); the rest answered 503 ServerBusy."""
@@ -306,15 +363,7 @@ class Handler(httpserve.Handler):
         if allowed > 0:
             delim = parts[0][2].split(b"\n", 1)[0].rstrip(b"\r")
             sub = b"".join(p[2] for p in parts[:allowed]) + delim + b"--\r\n"
-            h = dict(headers)
-            h["Content-Length"] = str(len(sub))
-            raw_path, _, raw_query = self.path.partition("?")
-            account = raw_path.lstrip("/").split("/", 1)[0]
-            sts = storage_mod.shared_key_string_to_sign("POST", h, account, raw_path, raw_query)
-            sig = base64.b64encode(hmac.new(base64.b64decode(storage_mod.AZURITE_KEY),
-                                            sts.encode(), hashlib.sha256).digest()).decode()
-            h = {k: v for k, v in h.items() if k.lower() != "authorization"}
-            h["Authorization"] = "SharedKey %s:%s" % (account, sig)
+            h = self._resign(headers, "POST", sub)
             status, _, rh, data = self._upstream("POST", self.path, sub, h)
             if status != 202:
                 self._reply(status, data)
@@ -378,8 +427,30 @@ class Handler(httpserve.Handler):
                     entry["status"] = r.status
                     self._reply(r.status, s3_error(r.code, r.message))
                     return
-            self._maybe_delay(is_delete)
             fwd = self._upstream_headers()
+            bearer = headers.get("authorization", "")
+            if azure and state.bearer_url and bearer.startswith("Bearer "):
+                entry["auth"] = "bearer"
+                if not self._bearer_ok(bearer[7:]):
+                    entry["outcome"] = "denied"
+                    entry["status"] = 403
+                    self._reply(403, azure_error("InvalidAuthenticationInfo",
+                                                 "Authentication information is not given in"
+                                                 " the correct format."),
+                                {"x-ms-error-code": "InvalidAuthenticationInfo"})
+                    return
+                if is_delete:
+                    body = self._resign_parts(body)
+                    if body is None:
+                        entry["outcome"] = "denied"
+                        entry["status"] = 403
+                        self._reply(403, azure_error("InvalidAuthenticationInfo",
+                                                     "A sub-request's bearer token is refused."),
+                                    {"x-ms-error-code": "InvalidAuthenticationInfo"})
+                        return
+                    parts = azure_batch_parts(body)
+                fwd = self._resign(fwd, self.command, body)
+            self._maybe_delay(is_delete)
             with state.lock:
                 th = state.throttle
                 in_scope = th is not None and (th["scope"] == "all" or is_delete)
@@ -482,6 +553,9 @@ class Handler(httpserve.Handler):
                 return self.reply_json(204)
             if path == "/admin/credentials" and m == "DELETE":
                 state.keys = {}
+                return self.reply_json(204)
+            if path == "/admin/bearer" and m == "POST":
+                state.bearer_url = spec.get("verify_url")
                 return self.reply_json(204)
             if path == "/admin/verify" and m == "POST":
                 state.verify = bool(spec.get("enabled"))
