@@ -523,3 +523,27 @@ def test_oauth2_client_credentials(env):
     finally:
         gate.bearer(None)
         issuer.stop()
+
+
+def test_vended_sas_is_fetched_again_when_it_expires(env):
+    """A vended SAS whose vended expiry has passed is fetched again from
+    the catalog before the requests that follow, as S3's vended keys are;
+    the job goes on with the new one."""
+    cat, st = env["catalog"], env["st"]
+    loc, name, _ = new_table(env, "--snapshots", "5", "--data-files", "10",
+                             "--files-per-manifest", "1")
+    srv = "azvend_%s" % uuid.uuid4().hex[:6]
+    q(env, "CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri '%s',"
+           " request_timeout '10s', azure_endpoint '%s', allowed_locations '%s')"
+      % (srv, cat.uri, env["gate"].endpoint, ROOT))
+    q(env, "CREATE USER MAPPING FOR PUBLIC SERVER %s" % srv)
+    cat.set_table_config("az", name, {"adls.sas-token.%s" % ACCOUNT: sas_token(),
+                                      "adls.sas-token-expires-at-ms.%s" % ACCOUNT:
+                                      str(int(time.time() * 1000) - 1000)})
+    cat.reset_requests()
+    row = wait_job(env, run(env, "az", name, "snapshot-expiry",
+                            {"retain-last": 1, "older-than": "1 second"}, server=srv))
+    assert row["snapshots_expired"] == 4 and row["files_deleted"] > 0, row
+    loads = cat.requests(r"/tables/%s(/credentials)?$" % name)["requests"]
+    # the load of the job, then at least one more for fresh credentials
+    assert len([r for r in loads if r["method"] == "GET"]) >= 2, loads
