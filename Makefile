@@ -292,6 +292,7 @@ FUZZ_LAYER_location = io
 FUZZ_LAYER_xml = io
 FUZZ_LAYER_rest = io
 FUZZ_LAYER_compact = iceberg
+FUZZ_LAYER_blob_batch = io
 fuzz_layer = $(or $(FUZZ_LAYER_$(1)),$(1))
 
 test/fuzz/build/fuzz_%: test/fuzz/fuzz_%.c $(PLAIN_TREE)

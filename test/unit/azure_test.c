@@ -169,7 +169,10 @@ test_locations(void)
 	canon_bad("abfss://Wh1@acct.dfs.core.windows.net/x", "lower-case");
 	canon_bad("abfss://wh_1@acct.dfs.core.windows.net/x", "lower-case");
 	canon_bad("abfss://wh1@/x", "host is empty");
-	canon_bad("abfss://wh1@.dfs.core.windows.net/x", "account name is empty");
+	canon_bad("abfss://wh1@.dfs.core.windows.net/x", "3 to 24");
+	canon_bad("abfss://wh1@ab.dfs.core.windows.net/x", "3 to 24");
+	canon_bad("abfss://wh1@a1234567890123456789012345/x", "3 to 24");
+	canon_bad("abfss://wh1@acct./x", "ends in");
 	canon_bad("abfss://wh1@ac-ct.dfs.core.windows.net/x", "account name");
 	canon_bad("abfss://wh1@acct.dfs.core.windows.net:443/x", "account host");
 	canon_bad("abfss://wh1@acct.dfs.core.windows.net/a/../b", "segment");

@@ -173,7 +173,7 @@ is_lower_alnum(char c)
  * "container@host[/path]".  The container is of 3 to 63 lower-case
  * letters, digits and '-' (a leading '$' for $root, $web); the host is the
  * account's, of letters, digits, '-' and '.', its first label the
- * account name (letters and digits).
+ * account name (3 to 24 letters and digits).
  */
 static int
 canonical_azure(const char *path, const char *rest, char **out, IoError *err)
@@ -211,8 +211,10 @@ canonical_azure(const char *path, const char *rest, char **out, IoError *err)
 	for (acct = 0; acct < hlen && host[acct] != '.'; acct++)
 		if (host[acct] == '-')
 			return refuse(err, path, "the Azure account name contains a character other than letters and digits");
-	if (acct == 0 || acct == hlen - 1)
-		return refuse(err, path, "the Azure account name is empty");
+	if (acct < 3 || acct > 24)
+		return refuse(err, path, "the Azure account name is not 3 to 24 letters and digits");
+	if (acct == hlen - 1)
+		return refuse(err, path, "the Azure account host ends in '.'");
 	if (slash != NULL && has_dot_segment(slash + 1, strlen(slash + 1)))
 		return refuse(err, path, "it contains a \".\" or \"..\" segment");
 	io_sb_init(&sb);
