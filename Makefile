@@ -243,6 +243,7 @@ UNIT_LAYER_rewrite = iceberg
 UNIT_LAYER_compact = iceberg
 UNIT_LAYER_rest_sigv4 = io
 UNIT_LAYER_reach = io
+UNIT_LAYER_azure = io
 unit_layer = $(or $(UNIT_LAYER_$(1)),$(1))
 
 test/unit/build/%_test: test/unit/%_test.c test/unit/unit.h $(PLAIN_TREE)
@@ -291,6 +292,7 @@ FUZZ_LAYER_location = io
 FUZZ_LAYER_xml = io
 FUZZ_LAYER_rest = io
 FUZZ_LAYER_compact = iceberg
+FUZZ_LAYER_blob_batch = io
 fuzz_layer = $(or $(FUZZ_LAYER_$(1)),$(1))
 
 test/fuzz/build/fuzz_%: test/fuzz/fuzz_%.c $(PLAIN_TREE)

@@ -73,14 +73,20 @@ done
 catalog_uri=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['catalog_uri'])" "$demo/world/world.json")
 s3_endpoint=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['s3_endpoint'])" "$demo/world/world.json")
 engine_uri=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['engine_uri'])" "$demo/world/world.json")
+azure_endpoint=$($PY -c "import json,sys; print(json.load(open(sys.argv[1]))['azure_endpoint'])" "$demo/world/world.json")
+# Azurite's documented development key (not a secret)
+azurite_key='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
+
 psql -q <<SQL
 DROP SERVER IF EXISTS demo CASCADE;
 CREATE SERVER demo FOREIGN DATA WRAPPER tms_iceberg
     OPTIONS (uri '$catalog_uri', s3_endpoint '$s3_endpoint', s3_path_style 'true',
+             azure_endpoint '$azure_endpoint',
              relative_path_root '$demo/world/files',
-             allowed_locations 's3://hyperparam-iceberg/, file://$demo/world/files/');
+             allowed_locations 's3://hyperparam-iceberg/, file://$demo/world/files/, abfss://warehouse@devstoreaccount1.dfs.core.windows.net/');
 CREATE USER MAPPING FOR CURRENT_USER SERVER demo
-    OPTIONS (s3_access_key_id 'S3RVER', s3_secret_access_key 'S3RVER');
+    OPTIONS (s3_access_key_id 'S3RVER', s3_secret_access_key 'S3RVER',
+             azure_account_key '$azurite_key');
 -- the test world's Trino-protocol engine, which knows the demo catalog as "lake"
 DROP SERVER IF EXISTS trino CASCADE;
 CREATE SERVER trino FOREIGN DATA WRAPPER tms_engine
@@ -105,6 +111,8 @@ echo "== Iceberg tables in the demo catalog (real tables written by Spark, Icebe
 psql -c "SELECT * FROM tms.list_tables('demo')"
 echo "== what a policy condition sees: metrics of real.spark_v2_mor_posdeletes (S3, merge-on-read)"
 psql -c "SELECT key, value FROM jsonb_each(tms.table_metrics('demo', 'real', 'spark_v2_mor_posdeletes')) ORDER BY 1"
+echo "== a table stored on Azure (Azurite): azure.events, its metrics"
+psql -c "SELECT key, value FROM jsonb_each(tms.table_metrics('demo', 'azure', 'events')) ORDER BY 1"
 echo "== a condition, checked and explained against those metrics"
 psql -c "SELECT ok, type, needs FROM tms.dsl_check('positionDeleteFiles > 0 AND (dataFiles > 10 OR snapshots > 2)')"
 psql -c "SELECT tms.dsl_explain('positionDeleteFiles > 0 AND (dataFiles > 10 OR snapshots > 2)',
@@ -257,7 +265,7 @@ The demo is running.
   try:      SELECT * FROM tms.table_files('demo', 'real', 'java_v2_partitioned_eqdeletes');
             SELECT * FROM tms.plan_operation('demo', 'real', 'pyiceberg_v1_overwrite', 'snapshot-expiry');
             SELECT * FROM tms.tasks;  SELECT * FROM tms.workers;
-  catalog:  $catalog_uri (REST), s3: $s3_endpoint (s3rver)
+  catalog:  $catalog_uri (REST), s3: $s3_endpoint (s3rver), azure: $azure_endpoint (Azurite)
   logs:     $demo/pg/postgres.log, $demo/world.log
   stop:     make demo-stop
 MSG

@@ -1,16 +1,18 @@
 #!/usr/bin/python3
-"""The demo's test world: s3rver and the Iceberg REST catalog test server,
+"""The demo's test world: s3rver, Azurite and the Iceberg REST catalog test server,
 with every real fixture table registered, a synthetic table for the
 maintenance operations to work on (ops.events: 30 snapshots, many small
 manifests, statistics files, and orphan files planted under it, three of
-them backdated ten days), a table of many small real Parquet files
+them backdated ten days), a synthetic table stored on Azure (azure.events,
+in Azurite's development account), a table of many small real Parquet files
 (ops.clicks: 120 files of 50 rows) and the test world's Trino-protocol
 engine (test/engines/server.py --type trino), which compacts it, kept
 running until SIGTERM.
 
     scripts/demo_world.py --dir DIR --dsn DSN
 
-Writes DIR/world.json ({"catalog_uri", "s3_endpoint", "engine_uri", "tables"}) once
+Writes DIR/world.json ({"catalog_uri", "s3_endpoint", "azure_endpoint", "engine_uri",
+"tables"}) once
 everything is up, then waits; SIGTERM stops the servers it started.  Both
 listen on 127.0.0.1 only.  Started in the background by scripts/demo.sh.
 """
@@ -46,9 +48,10 @@ def main():
     signal.signal(signal.SIGINT, lambda *_: stop.set())
 
     s3 = world.S3Server(directory=os.path.join(a.dir, "s3"))
+    azure = world.AzuriteServer(containers=["warehouse"])
     engine = None
     catalog = world.CatalogServer(a.dsn, "file://" + os.path.join(files, "warehouse"),
-                                  s3=s3, file_root=files, catalog_name="demo")
+                                  s3=s3, file_root=files, catalog_name="demo", azure=azure)
     try:
         catalog.create_namespace(world.REAL_NAMESPACE)
         tables = world.load_real_fixtures(catalog, s3=s3, file_root=files)
@@ -59,7 +62,13 @@ def main():
                                    "--file-size", "4096")
         catalog.create_namespace("ops")
         catalog.register("ops", "events", res["metadata_location"])
-        st = opsworld.storage(s3, file_root=files)
+        st = opsworld.storage(s3, file_root=files, azure=azure)
+        azure_events = "abfss://warehouse@%s.dfs.core.windows.net/azure/events" % azure.account
+        res = opsworld.synth_table(azure_events, "--snapshots", "12", "--data-files", "60",
+                                   "--files-per-manifest", "5", "--stats-files", "1",
+                                   "--azure-endpoint", azure.endpoint)
+        catalog.create_namespace("azure")
+        catalog.register("azure", "events", res["metadata_location"])
         ten_days_ago = time.time() - 10 * 86400
         for i in range(3):
             opsworld.plant(st, "%s/data/orphan-%d.parquet" % (events, i), mtime=ten_days_ago)
@@ -68,7 +77,7 @@ def main():
                               partitioned=True, seed=1)
         engine = world.EngineServer("trino", catalog, catalog_name="lake", file_root=files,
                                     user="demo")
-        tables = sorted(tables) + ["ops.clicks", "ops.events"]
+        tables = sorted(tables) + ["azure.events", "ops.clicks", "ops.events"]
         # the server process (postgres) reads the file tables, and deletes
         # what maintenance unreferences
         opsworld.give_to_server(files)
@@ -79,6 +88,7 @@ def main():
                 os.chmod(os.path.join(root, n), 0o644)
         with open(os.path.join(a.dir, "world.json.tmp"), "w") as f:
             json.dump({"catalog_uri": catalog.uri, "s3_endpoint": s3.endpoint,
+                       "azure_endpoint": azure.endpoint,
                        "engine_uri": engine.uri,
                        "file_root": files, "tables": tables}, f)
         os.rename(os.path.join(a.dir, "world.json.tmp"), os.path.join(a.dir, "world.json"))
@@ -87,6 +97,7 @@ def main():
         if engine is not None:
             engine.stop()
         catalog.stop()
+        azure.stop()
         s3.stop()
 
 

@@ -12,8 +12,11 @@ paths are compared in canonical form (canon()); nothing here talks to
 PostgreSQL.
 
 Reading (st is a storage.Storage, see storage()):
-  storage(s3=None, file_root=None)        a Storage over file:// and s3rver
-  canon(st, uri)                          "s3://bucket/key" or "file:///abs"
+  storage(s3=None, file_root=None, azure=None)
+                                          a Storage over file://, s3rver and
+                                          Azurite
+  canon(st, uri)                          "s3://bucket/key", "file:///abs" or
+                                          "abfs://container@host/blob"
   load(catalog, ns, name)                 (metadata location, metadata)
   manifest_records(st, snap)              the manifest_file records of a snapshot
   manifest_entries(st, path, cache=None)  the entries of a manifest
@@ -98,19 +101,24 @@ CONTENT_KIND = {0: "data", 1: "position-deletes", 2: "equality-deletes"}
 # storage and paths
 # ---------------------------------------------------------------------------
 
-def storage(s3=None, file_root=None):
-    """A storage.Storage: s3 is an S3Server, an S3Config or None."""
+def storage(s3=None, file_root=None, azure=None):
+    """A storage.Storage: s3 is an S3Server, an S3Config or None; azure an
+    AzuriteServer, an AzureConfig or None."""
     cfg = s3.config() if hasattr(s3, "config") else s3
-    return storage_mod.Storage(s3=cfg, file_root=file_root)
+    az = azure.config() if hasattr(azure, "config") else azure
+    return storage_mod.Storage(s3=cfg, file_root=file_root, azure=az)
 
 
 def canon(st, uri):
-    """One spelling per object: s3/s3a/s3n -> "s3://bucket/key"; anything
+    """One spelling per object: s3/s3a/s3n -> "s3://bucket/key"; Azure ->
+    "abfs://container@account.dfs.<domain>/blob" (tms's form); anything
     else -> "file://" + the local path it resolves to (relative paths and
     file://host/... against the storage's file_root)."""
     if storage_mod.is_s3(uri):
         bucket, key = storage_mod.split_s3(uri)
         return "s3://%s/%s" % (bucket, key)
+    if storage_mod.is_azure(uri):
+        return storage_mod.canonical_azure(uri)
     return "file://" + os.path.normpath(st.local_path(uri))
 
 
@@ -389,6 +397,12 @@ def list_location(st, location):
         for k, size, when in st.s3.list_objects(bucket, key + "/"):
             out["s3://%s/%s" % (bucket, k)] = (size, when)
         return out
+    if storage_mod.is_azure(location):
+        account, container, key = storage_mod.split_azure(location.rstrip("/"))
+        base = storage_mod.canonical_azure(location).split("/", 3)[:3]
+        for k, size, when in st.azure.list_objects(account, container, key + "/"):
+            out["%s/%s" % ("/".join(base), k)] = (size, when)
+        return out
     root = st.local_path(location.rstrip("/"))
     for d, _, names in os.walk(root):
         for n in names:
@@ -441,7 +455,7 @@ def set_mtime(st, uri, when, s3server=None):
 def plant(st, uri, data=b"tms test: an orphan file\n", mtime=None, s3server=None):
     """Write a file no metadata references; with mtime, backdate it."""
     st.write(uri, data)
-    if not storage_mod.is_s3(uri):
+    if not storage_mod.is_s3(uri) and not storage_mod.is_azure(uri):
         give_to_server(os.path.dirname(st.local_path(uri)))
     if mtime is not None:
         set_mtime(st, uri, mtime, s3server)
@@ -671,7 +685,7 @@ def synth_table(out, *args):
     import synth
     opts = synth.build_parser().parse_args(["--out", out, "--list-files"] + [str(a) for a in args])
     res = synth.generate(opts)
-    if not storage_mod.is_s3(out):
+    if not storage_mod.is_s3(out) and not storage_mod.is_azure(out):
         give_to_server(out[len("file://"):] if out.startswith("file://") else out)
     return res
 

@@ -14,6 +14,13 @@ Tests (and people at a Python prompt) import this module to get:
                                    many objects into s3rver at once
   synth_table(args, s3=None)       test/fixtures/synth.py in this process,
                                    its s3:// files written by an S3Uploader
+  AzuriteServer(port=None, containers=[...])
+                                   Azurite's Blob service from test/node on
+                                   127.0.0.1, in memory; .endpoint,
+                                   .account, .key, .config() (an
+                                   AzureConfig), .client(), .stop()
+  AzureGate(azurite, port=None)    the gate below in front of Azurite:
+                                   Blob Batch throttled with 503 ServerBusy
   S3Gate(s3, port=None)            test/s3gate/server.py in front of an
                                    S3Server: .endpoint, .config(),
                                    .throttle(rate, burst, mode, scope),
@@ -377,14 +384,17 @@ class S3Gate:
     keys of a DeleteObjects refused SlowDown) and checks SigV4 credentials
     with their session tokens and expiry, when told to; logs every
     request's outcome.  .endpoint is what clients use instead of the
-    s3rver's."""
+    s3rver's.  In front of an AzuriteServer (flavor "azure") it throttles
+    Blob Batch requests the same ways with Azure's 503 ServerBusy."""
+
+    flavor = "s3"
 
     def __init__(self, s3, port=None, admin_token=None, verbose=False, timeout=30):
         self.s3 = s3
         self.port = port or free_port()
         self.admin_token = admin_token
         argv = [PYTHON, os.path.join(S3GATE_DIR, "server.py"), "--port", str(self.port),
-                "--upstream", s3.endpoint]
+                "--upstream", s3.endpoint, "--flavor", self.flavor]
         if admin_token:
             argv += ["--admin-token", admin_token]
         if verbose:
@@ -392,9 +402,9 @@ class S3Gate:
         self.child = _Child(argv, "gate listening on", timeout, name="s3gate")
         _register(self)
         self.endpoint = "http://127.0.0.1:%d" % self.port
-        self.access_key_id = s3.access_key_id
-        self.secret_access_key = s3.secret_access_key
-        self.region = s3.region
+        self.access_key_id = getattr(s3, "access_key_id", None)
+        self.secret_access_key = getattr(s3, "secret_access_key", None)
+        self.region = getattr(s3, "region", None)
 
     def config(self):
         """An S3Config through the gate (s3rver's credentials)."""
@@ -464,6 +474,72 @@ class S3Gate:
         self.stop()
 
 
+class AzureGate(S3Gate):
+    """The gate (test/s3gate/server.py --flavor azure) in front of an
+    AzuriteServer: .throttle(rate, burst, mode, scope, retry_after) refuses
+    Blob Batch requests with 503 ServerBusy as a whole (mode "request") or
+    sub-request by sub-request (mode "keys"); .delay, .log as S3Gate's."""
+
+    flavor = "azure"
+
+    def config(self):
+        """An AzureConfig through the gate (Azurite's development key)."""
+        return storage_mod.AzureConfig(self.endpoint)
+
+    def bearer(self, verify_url):
+        """Take a request with a bearer token when a GET of verify_url with
+        it answers 200 (signing it again for Azurite); None: no longer."""
+        self._admin("POST", "/admin/bearer", {"verify_url": verify_url})
+
+
+# ---------------------------------------------------------------------------
+# Azurite
+# ---------------------------------------------------------------------------
+
+class AzuriteServer:
+    """Azurite's Blob service (npm, pinned in test/node) on 127.0.0.1, in
+    memory, without telemetry.  Its development account and key
+    (devstoreaccount1, storage.AZURITE_KEY) are the only ones; requests go
+    to endpoint/devstoreaccount1/<container>/<blob>.  containers are created
+    at start."""
+
+    account = storage_mod.AZURITE_ACCOUNT
+    key = storage_mod.AZURITE_KEY
+
+    def __init__(self, port=None, containers=(), timeout=60):
+        argv = ["node", os.path.join(node_modules(), "azurite", "dist", "src", "blob", "main.js"),
+                "--blobHost", "127.0.0.1", "--blobPort", str(port or 0),
+                "--inMemoryPersistence", "--extentMemoryLimit", "512",
+                "--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"]
+        self.child = _Child(argv, "Azurite Blob service successfully listens on", timeout,
+                            name="azurite")
+        _register(self)
+        self.port = int(self.child.ready_line.rsplit(":", 1)[1])
+        self.endpoint = "http://127.0.0.1:%d" % self.port
+        for c in containers:
+            self.create_container(c)
+
+    def config(self):
+        """An AzureConfig for storage.Storage / the catalog."""
+        return storage_mod.AzureConfig(self.endpoint)
+
+    def client(self):
+        return storage_mod.AzureClient(self.config())
+
+    def create_container(self, name):
+        self.client().create_container(self.account, name)
+
+    def stop(self):
+        self.child.stop()
+        _forget(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
 # ---------------------------------------------------------------------------
 # the REST catalog
 # ---------------------------------------------------------------------------
@@ -483,6 +559,7 @@ class CatalogServer:
 
     dsn names the pointer database; warehouse is file:///... or s3://...;
     s3 is an S3Server (or S3Config) the catalog writes through and vends;
+    azure an AzuriteServer (or AzureConfig) it writes abfs[s]:// files to;
     credential "ID:SECRET" turns on OAuth2; static_token adds a fixed bearer
     token; file_root is where relative paths resolve; sigv4 = {"region",
     "service", "keys": {ID: {"secret", "session_token"}}} makes it verify
@@ -491,7 +568,7 @@ class CatalogServer:
 
     def __init__(self, dsn, warehouse, port=None, credential=None, token_ttl=None,
                  static_token=None, catalog_name="tms_test", s3=None, file_root=None,
-                 admin_token=None, verbose=False, timeout=30, sigv4=None):
+                 admin_token=None, verbose=False, timeout=30, sigv4=None, azure=None):
         self.port = port or free_port()
         self.catalog_name = catalog_name
         self.prefix = catalog_name
@@ -516,6 +593,9 @@ class CatalogServer:
                      "--s3-secret-access-key", cfg.secret_access_key,
                      "--s3-region", cfg.region]
         self.s3 = s3
+        if azure is not None:
+            argv += ["--azure-endpoint", azure.endpoint]
+        self.azure = azure
         if file_root:
             argv += ["--file-root", file_root]
         if verbose:

@@ -67,6 +67,8 @@ tms_server_free(TmsServer *s)
 	free((char *) s->http.ca_path);
 	free(s->s3_endpoint);
 	free(s->s3_region);
+	free(s->azure_endpoint);
+	free(s->azure_token_url);
 	free(s->relative_root);
 	free(s->purge_hold_namespace);
 	for (int i = 0; i < s->nallowed; i++)
@@ -131,6 +133,8 @@ tms_server_read(ForeignServer *server)
 			s->s3_path_style = tms_option_bool("s3_path_style", v) ? 1 : 0;
 		if ((v = tms_option(o, "s3_vended_endpoint")) != NULL)
 			s->s3_vended_endpoint = tms_option_bool("s3_vended_endpoint", v);
+		s->azure_endpoint = tms_malloc_strdup(tms_option(o, "azure_endpoint"));
+		s->azure_token_url = tms_malloc_strdup(tms_option(o, "azure_token_url"));
 		s->relative_root = tms_malloc_strdup(tms_option(o, "relative_path_root"));
 		s->purge_hold_namespace = tms_malloc_strdup(tms_option(o, "purge_hold_namespace"));
 
@@ -175,6 +179,11 @@ tms_credentials_free(TmsCredentials *c)
 	free(c->aws_access_key_id);
 	tms_free_secret(c->aws_secret_access_key);
 	tms_free_secret(c->aws_session_token);
+	tms_free_secret(c->azure_account_key);
+	tms_free_secret(c->azure_sas_token);
+	free(c->azure_tenant_id);
+	free(c->azure_client_id);
+	tms_free_secret(c->azure_client_secret);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -210,6 +219,11 @@ tms_credentials_read(Oid role, Oid serverid, TmsCredentials *out)
 		out->aws_access_key_id = tms_malloc_strdup(tms_option(um->options, "aws_access_key_id"));
 		out->aws_secret_access_key = tms_malloc_strdup(tms_option(um->options, "aws_secret_access_key"));
 		out->aws_session_token = tms_malloc_strdup(tms_option(um->options, "aws_session_token"));
+		out->azure_account_key = tms_malloc_strdup(tms_option(um->options, "azure_account_key"));
+		out->azure_sas_token = tms_malloc_strdup(tms_option(um->options, "azure_sas_token"));
+		out->azure_tenant_id = tms_malloc_strdup(tms_option(um->options, "azure_tenant_id"));
+		out->azure_client_id = tms_malloc_strdup(tms_option(um->options, "azure_client_id"));
+		out->azure_client_secret = tms_malloc_strdup(tms_option(um->options, "azure_client_secret"));
 	}
 	PG_CATCH();
 	{
@@ -303,7 +317,14 @@ tms_storage_open(const TmsServer *s, const TmsCredentials *c,
 		cfg.s3_access_key_id = c->s3_access_key_id;
 		cfg.s3_secret_access_key = c->s3_secret_access_key;
 		cfg.s3_session_token = c->s3_session_token;
+		cfg.azure_account_key = c->azure_account_key;
+		cfg.azure_sas_token = c->azure_sas_token;
+		cfg.azure_tenant_id = c->azure_tenant_id;
+		cfg.azure_client_id = c->azure_client_id;
+		cfg.azure_client_secret = c->azure_client_secret;
 	}
+	cfg.azure_endpoint = s->azure_endpoint;
+	cfg.azure_token_url = s->azure_token_url;
 	cfg.local_roots = (const char *const *) s->local;
 	cfg.nlocal_roots = s->nlocal;
 	cfg.http = s->http;

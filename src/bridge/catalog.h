@@ -78,6 +78,8 @@ typedef struct TmsServer
 	char	   *s3_region;
 	int			s3_path_style;	/* -1: auto */
 	bool		s3_vended_endpoint;
+	char	   *azure_endpoint; /* Azure Blob endpoint override, or NULL */
+	char	   *azure_token_url;	/* Entra ID token endpoint override */
 	char	   *relative_root;	/* relative_path_root, or NULL */
 	char	   *purge_hold_namespace;	/* purge_hold_namespace, or NULL */
 	int			nallowed;		/* allowed_locations, canonical */
@@ -99,6 +101,11 @@ typedef struct TmsCredentials
 	char	   *aws_access_key_id;	/* SigV4 signing of catalog requests */
 	char	   *aws_secret_access_key;
 	char	   *aws_session_token;
+	char	   *azure_account_key;	/* Azure Blob storage */
+	char	   *azure_sas_token;
+	char	   *azure_tenant_id;
+	char	   *azure_client_id;
+	char	   *azure_client_secret;
 } TmsCredentials;
 
 /* Read a tms_iceberg server's options (raises if it is another wrapper's). */

@@ -85,6 +85,8 @@ static const TmsOption tms_options[] = {
 	{"s3_region", OPT_SERVER, OPT_TEXT, PRIV_NONE},
 	{"s3_path_style", OPT_SERVER, OPT_BOOL, PRIV_NONE},
 	{"s3_vended_endpoint", OPT_SERVER, OPT_BOOL, PRIV_NONE},
+	{"azure_endpoint", OPT_SERVER, OPT_URL, PRIV_NONE},
+	{"azure_token_url", OPT_SERVER, OPT_URL, PRIV_NONE},
 	{"allowed_locations", OPT_SERVER, OPT_LOCATIONS, PRIV_READ | PRIV_WRITE},
 	{"relative_path_root", OPT_SERVER, OPT_ABSPATH, PRIV_READ | PRIV_WRITE},
 	{"purge_hold_namespace", OPT_SERVER, OPT_NAMESPACE, PRIV_NONE},
@@ -96,6 +98,11 @@ static const TmsOption tms_options[] = {
 	{"aws_access_key_id", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
 	{"aws_secret_access_key", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
 	{"aws_session_token", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"azure_account_key", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"azure_sas_token", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"azure_tenant_id", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
+	{"azure_client_id", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
+	{"azure_client_secret", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
 	{NULL, 0, 0, PRIV_NONE}
 };
 
@@ -318,7 +325,7 @@ tms_option_locations(const char *name, const char *value)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 					 errmsg("invalid value for option \"%s\"", name),
-					 errdetail("\"%s\" is neither an absolute path, a file:// URI nor an s3:// URI without \".\" or \"..\" segments.",
+					 errdetail("\"%s\" is neither an absolute path, a file:// URI, an s3:// URI nor an Azure URI (abfss://container@account.dfs.core.windows.net/path) without \".\" or \"..\" segments.",
 							   t)));
 		if (strcmp(canonical, "/") == 0)
 		{
@@ -525,6 +532,40 @@ validate_options(const TmsWrapper *w, List *options, Oid catalog)
 	return where;
 }
 
+/*
+ * The Azure options of a user mapping: the shared key is base64 (checked
+ * without showing it), and the client credentials go together.
+ */
+static void
+tms_azure_validate(List *options)
+{
+	const char *key = tms_option(options, "azure_account_key");
+	int			nclient = (tms_option(options, "azure_tenant_id") != NULL) +
+	(tms_option(options, "azure_client_id") != NULL) +
+	(tms_option(options, "azure_client_secret") != NULL);
+
+	if (key != NULL)
+	{
+		size_t		n = strlen(key);
+		size_t		pad = 0;
+
+		while (pad < 2 && pad < n && key[n - 1 - pad] == '=')
+			pad++;
+		if (n == 0 || n % 4 != 0 ||
+			strspn(key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") != n - pad)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("invalid value for option \"azure_account_key\""),
+					 errdetail("The value is not base64, as the storage account's access keys are."),
+					 errhint("Copy an access key of the storage account as the portal or \"az storage account keys list\" shows it.")));
+	}
+	if (nclient != 0 && nclient != 3)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("options \"azure_tenant_id\", \"azure_client_id\" and \"azure_client_secret\" must be given together"),
+				 errhint("They are the client credentials of a service principal of Microsoft Entra ID.")));
+}
+
 void
 tms_iceberg_validate(List *options, Oid catalog)
 {
@@ -562,6 +603,7 @@ tms_iceberg_validate(List *options, Oid catalog)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("option \"aws_session_token\" requires \"aws_access_key_id\" and \"aws_secret_access_key\"")));
+	tms_azure_validate(options);
 	if (tms_option(options, "signing_name") != NULL &&
 		tms_option(options, "signing_region") == NULL)
 		ereport(ERROR,

@@ -249,6 +249,9 @@ extern char *io_uri_encode(const char *s, size_t len, bool keep_slash);
  *
  *	s3://b/k, s3a://b/k, s3n://b/k (scheme in any case)	->	"s3://b/k"
  *		(the bucket is non-empty, of letters, digits, '.', '-', '_')
+ *	abfs[s]://c@a.dfs.D/k, wasb[s]://c@a.blob.D/k, abfs://c@a/k	->
+ *		"abfs://c@a.dfs.D/k" (Azure: the container c of account a, the
+ *		host in lower case, D "core.windows.net" when only a is given)
  *	/abs, file:/abs, file:///abs, file://localhost/abs	->	"/abs"
  *	a/b, ./a/b, file:a/b, file://host/a/b			->	relative_root + "/" + rest
  *		(host other than localhost: old local writers such as pyiceberg
@@ -272,7 +275,8 @@ extern int	io_location_canonical(const char *path, const char *relative_root,
 extern bool io_location_under(const char *path, const char *root);
 
 /* ----------------------------------------------------------------
- * Storage: file:// and plain paths, s3:// s3a:// s3n://
+ * Storage: file:// and plain paths, s3:// s3a:// s3n://, Azure (abfs[s]://
+ * wasb[s]://, through the Blob service REST API)
  * ----------------------------------------------------------------
  */
 typedef struct IoStorageConfig
@@ -300,6 +304,30 @@ typedef struct IoStorageConfig
 	const char *const *local_roots;
 	size_t		nlocal_roots;
 	IoHttpOptions http;
+
+	/*
+	 * Azure Blob storage.  The endpoint overrides
+	 * "https://<account>.blob.<domain>": requests go to
+	 * "<endpoint>/<account>/<container>/<blob>" (Azurite's path style).  A
+	 * request for an account is authorised by, in this order: a SAS token the
+	 * catalog vended for the account, the shared key (base64, SharedKey
+	 * signing), the SAS token, a bearer token of the OAuth2 client
+	 * credentials (tenant, client id and secret; the token endpoint
+	 * azure_token_url, by default Entra ID's of the tenant); none: anonymous.
+	 */
+	const char *azure_endpoint;
+	const char *azure_account_key;
+	const char *azure_sas_token;
+	const char *azure_tenant_id;
+	const char *azure_client_id;
+	const char *azure_client_secret;
+	const char *azure_token_url;
+	const IoKeyValue *azure_vended; /* "adls.sas-token.<account>" pairs
+									 * (others ignored) */
+	size_t		nazure_vended;
+	int64_t		azure_vended_expire_ms; /* Unix ms, 0: unknown */
+	size_t		azure_block_size;	/* larger writes: Put Block + Put Block
+									 * List, in blocks this big; 0: 32 MiB */
 } IoStorageConfig;
 
 typedef struct IoStorage IoStorage;
@@ -309,14 +337,18 @@ typedef struct IoTableCredentials IoTableCredentials;
 typedef enum IoUriScheme
 {
 	IO_URI_FILE,				/* file:// or a plain absolute path */
-	IO_URI_S3					/* s3://, s3a://, s3n:// */
+	IO_URI_S3,					/* s3://, s3a://, s3n:// */
+	IO_URI_AZURE				/* abfs://, abfss://, wasb://, wasbs:// */
 } IoUriScheme;
 
 typedef struct IoParsedUri
 {
 	IoUriScheme scheme;
-	char	   *bucket;			/* S3 only */
-	char	   *path;			/* file: absolute path; S3: key (no leading /) */
+	char	   *bucket;			/* S3: bucket; Azure: container */
+	char	   *path;			/* file: absolute path; S3, Azure: key (no
+								 * leading /) */
+	char	   *account;		/* Azure: the account's host,
+								 * "a.dfs.core.windows.net" */
 } IoParsedUri;
 
 /*
@@ -410,11 +442,24 @@ extern int	io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 /* Keys one S3 DeleteObjects request takes at most. */
 #define IO_S3_DELETE_MAX_KEYS 1000
 
+/* Sub-requests one Azure Blob Batch request takes at most. */
+#define IO_AZURE_DELETE_MAX_KEYS 256
+
+/*
+ * How a bulk delete groups a canonical location: the length of its
+ * "scheme://bucket/" ("abfs://container@host/") prefix, the objects of
+ * one request sharing it, into *prefix_len, and the most one request
+ * takes; 0 for a location that is not an object store's (deleted one by
+ * one, locally).
+ */
+extern size_t io_delete_group(const char *canonical, size_t *prefix_len);
+
 /*
  * The storage target of an s3:// URI, as the throttling of a storage
  * applies to it: "<endpoint>/<bucket>" (on AWS "https://s3.<region>.
- * amazonaws.com/<bucket>") into buf.  Returns 0, or -1 (not an S3 URI,
- * or too long for buf).
+ * amazonaws.com/<bucket>") into buf; of an Azure URI "<blob endpoint of
+ * the account>/<container>".  Returns 0, or -1 (not an object store's
+ * URI, or too long for buf).
  */
 extern int	io_storage_target(IoStorage *st, const char *uri, char *buf, size_t size);
 
@@ -426,7 +471,8 @@ extern int	io_storage_target(IoStorage *st, const char *uri, char *buf, size_t s
 /*
  * A key refused inside a DeleteObjects answer with this S3 code is to be
  * sent again later, and is a sign to slow down: SlowDown,
- * ServiceUnavailable, InternalError.
+ * ServiceUnavailable, InternalError; in an Azure Blob Batch answer
+ * ServerBusy (503) and OperationTimedOut (500) as well.
  */
 extern bool io_delete_code_throttled(const char *code);
 
@@ -457,7 +503,9 @@ extern IoDeleter *io_deleter_create(IoStorage *st, int nslots, TmsError *err);
 
 /*
  * Start one DeleteObjects request in a free slot for uris[0..n): s3://
- * objects of one bucket, 1 to IO_S3_DELETE_MAX_KEYS of them.  results
+ * objects of one bucket, 1 to IO_S3_DELETE_MAX_KEYS of them; or one Blob
+ * Batch request for Azure objects of one container, 1 to
+ * IO_AZURE_DELETE_MAX_KEYS of them.  results
  * (n entries, the caller's) are filled when the answer arrives and must
  * outlive the request.  0, or -1 with *err (the slot stays free).
  */

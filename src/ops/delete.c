@@ -3,7 +3,8 @@
  * delete.c
  *	  The deleter of purges and maintenance operations (delete.h): files
  *	  handed over in batches, s3 objects deleted by several DeleteObjects
- *	  requests in flight at once within the database's delete pool
+ *	  requests (Azure blobs by Blob Batch requests) in flight at once
+ *	  within the database's delete pool
  *	  (delete_pool.c), refusals to slow down sent again, the settings.
  *
  * A deleter has tms.delete_concurrency slots (read when it is created),
@@ -20,7 +21,8 @@
  *				(io_delete_code_throttled) stay in the batch, which is
  *				ready again; any other refusal goes to the caller's
  *				refused callback, and is a failure unless it says "skip".
- *	 503/429	(SlowDown) the whole batch is ready again.
+ *	 503/429	(SlowDown; Azure's ServerBusy, OperationTimedOut) the whole
+ *				batch is ready again.
  *	 403, ExpiredToken: when the storage holds vended credentials it can
  *				refresh (io_storage_set_refresh), new ones are fetched and
  *				the batch is sent again, once.
@@ -168,16 +170,20 @@ refused(TmsDeleter *d, const char *uri, const IoDeleteResult *r)
 static bool
 is_s3(const char *uri)
 {
-	return strncmp(uri, "s3://", 5) == 0;
+	size_t		len;
+
+	/* S3, or Azure: an object store's, deleted by bulk requests */
+	return io_delete_group(uri, &len) > 0;
 }
 
-/* Length of "s3://bucket/" of a canonical s3 URI. */
+/* Length of "s3://bucket/" ("abfs://container@host/") of a canonical URI. */
 static size_t
 bucket_prefix_len(const char *uri)
 {
-	const char *slash = strchr(uri + 5, '/');
+	size_t		len;
 
-	return slash ? (size_t) (slash - uri) + 1 : strlen(uri);
+	(void) io_delete_group(uri, &len);
+	return len;
 }
 
 static bool
@@ -533,12 +539,16 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 	if (nlocal > 0)
 		delete_local(d, local, local_sizes, nlocal);
 
-	/* s3: requests of at most 1000 keys of one bucket */
+	/*
+	 * s3: requests of at most 1000 keys of one bucket; Azure: of at most 256
+	 * blobs of one container
+	 */
 	for (int i = 0; i < n && d->status == TMS_DELETE_OK; i++)
 	{
 		DeleteBatch *b;
 		MemoryContext old;
 		size_t		blen;
+		int			max;
 		char		target[TMS_DELETE_TARGET_LEN];
 		TmsError	err;
 
@@ -552,12 +562,12 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 		}
 		if ((b = free_batch(d)) == NULL)
 			break;
-		blen = bucket_prefix_len(uris[i]);
+		max = (int) io_delete_group(uris[i], &blen);
 		old = MemoryContextSwitchTo(b->cxt);
-		b->uris = palloc(sizeof(char *) * Min(n - i, IO_S3_DELETE_MAX_KEYS));
-		b->sizes = palloc(sizeof(int64) * Min(n - i, IO_S3_DELETE_MAX_KEYS));
+		b->uris = palloc(sizeof(char *) * Min(n - i, max));
+		b->sizes = palloc(sizeof(int64) * Min(n - i, max));
 		b->n = 0;
-		for (int j = i; j < n && b->n < IO_S3_DELETE_MAX_KEYS; j++)
+		for (int j = i; j < n && b->n < max; j++)
 			if (!taken[j] && strncmp(uris[j], uris[i], blen) == 0 &&
 				bucket_prefix_len(uris[j]) == blen)
 			{

@@ -212,8 +212,15 @@ describe_storage(const TmsCatalogConn *conn, const IoLoadedTable *t, Enqueue *e)
 
 		if (io_secret_key(k, strlen(k)))
 			any_secret = true;
-		if (strcmp(k, "s3.session-token-expires-at-ms") == 0)
-			e->expires_ms = strtoll(t->config[i].value, NULL, 10);
+		if (strcmp(k, "s3.session-token-expires-at-ms") == 0 ||
+			strncmp(k, "adls.sas-token-expires-at-ms.", 29) == 0)
+		{
+			int64		x = strtoll(t->config[i].value, NULL, 10);
+
+			/* the first of the credentials to expire */
+			if (e->expires_ms < 0 || x < e->expires_ms)
+				e->expires_ms = x;
+		}
 		if (strcmp(k, "s3.endpoint") == 0 && conn->server->s3_vended_endpoint)
 			endpoint = t->config[i].value;
 		if (i > 0)
@@ -235,7 +242,9 @@ describe_storage(const TmsCatalogConn *conn, const IoLoadedTable *t, Enqueue *e)
 		appendStringInfoString(&buf, "null");
 	appendStringInfo(&buf, ", \"credentials\": \"%s\"}",
 					 any_secret ? "vended by the catalog" :
-					 conn->creds.s3_access_key_id ? "user mapping" : "none");
+					 conn->creds.s3_access_key_id || conn->creds.azure_account_key ||
+					 conn->creds.azure_sas_token || conn->creds.azure_client_id ?
+					 "user mapping" : "none");
 	e->storage_json = buf.data;
 }
 

@@ -13,7 +13,7 @@ iceberg_namespace_properties), metadata files go to file:// or s3:// storage.
         --warehouse URI [--catalog-name NAME] [--token-credential ID:SECRET]
         [--token-ttl SECONDS] [--static-token TOKEN] [--admin-token TOKEN]
         [--s3-endpoint URL --s3-access-key-id ID --s3-secret-access-key KEY
-         --s3-region REGION] [--file-root DIR]
+         --s3-region REGION] [--azure-endpoint URL] [--file-root DIR]
         [--sigv4-region REGION [--sigv4-service NAME]
          --sigv4-key ID:SECRET[:SESSION_TOKEN] ...]
         [--idempotency-key-lifetime DURATION]
@@ -768,7 +768,9 @@ class Catalog:
             s3 = storage_mod.S3Config(args.s3_endpoint, args.s3_access_key_id,
                                       args.s3_secret_access_key, args.s3_region)
         self.s3 = s3
-        self.storage = storage_mod.Storage(s3=s3, file_root=args.file_root)
+        azure = (storage_mod.AzureConfig(args.azure_endpoint)
+                 if getattr(args, "azure_endpoint", None) else None)
+        self.storage = storage_mod.Storage(s3=s3, file_root=args.file_root, azure=azure)
         self.separator = "\x1f"
         self.faults = None
         self.current = threading.local()
@@ -1707,6 +1709,8 @@ def parse_args(argv):
     p.add_argument("--s3-access-key-id", default="S3RVER")
     p.add_argument("--s3-secret-access-key", default="S3RVER")
     p.add_argument("--s3-region", default="us-east-1")
+    p.add_argument("--azure-endpoint",
+                   help="Azure Blob endpoint (Azurite, its development account) for abfs[s]:// and wasb[s]:// files")
     p.add_argument("--file-root", default=None,
                    help="directory that relative and file://host/... paths resolve against "
                         "(default: the current directory)")

@@ -19,13 +19,22 @@ URIs understood:
                                         odd PyIceberg form file://data/...)
   * s3://bucket/key, s3a://..., s3n://...  -- path-style requests to the
                                         configured endpoint, SigV4 signed
+  * abfs[s]://container@account.dfs.core.windows.net/blob, wasb[s]://
+    container@account.blob.core.windows.net/blob  -- Blob service requests
+                                        to the configured endpoint (Azurite's
+                                        path style: endpoint/account/container),
+                                        SharedKey signed
 
-Only the Python standard library is used.  S3 requests are signed with AWS
+Only the Python standard library is used (its SharedKey signer is written
+from Microsoft's documentation, independently of tms's C one, so that each
+checks the other against Azurite).  S3 requests are signed with AWS
 Signature Version 4 (header-based, UNSIGNED-PAYLOAD is never used: the body's
 SHA-256 is always sent in x-amz-content-sha256, which s3rver requires).
 """
 
+import base64
 import datetime
+import email.utils
 import hashlib
 import hmac
 import http.client
@@ -34,6 +43,13 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
+AZURE_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
+
+# Azurite's well-known development account and key (Microsoft's documented
+# emulator credentials, not a secret).
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
+               "K1SZFPTOtr/KBHBeksoGMGw==")
 
 
 class StorageError(Exception):
@@ -59,6 +75,189 @@ class S3Config:
         self.access_key_id = access_key_id
         self.secret_access_key = secret_access_key
         self.region = region
+
+
+def is_azure(uri):
+    """True when uri names an Azure blob (abfs[s]://, wasb[s]://)."""
+    return urllib.parse.urlsplit(uri).scheme in AZURE_SCHEMES
+
+
+def split_azure(uri):
+    """Split abfs://container@host/blob into (account, container, blob)."""
+    parts = urllib.parse.urlsplit(uri)
+    container, _, host = parts.netloc.partition("@")
+    return host.split(".")[0].lower(), container, parts.path.lstrip("/")
+
+
+def canonical_azure(uri):
+    """The one spelling of an Azure location that tms uses (its location
+    rule): "abfs://container@account.dfs.<domain>/blob", whatever the scheme
+    (abfs, abfss, wasb, wasbs) and whether the host is the account's .blob.
+    or .dfs. one."""
+    parts = urllib.parse.urlsplit(uri)
+    container, _, host = parts.netloc.partition("@")
+    labels = host.lower().split(".")
+    if len(labels) == 1:
+        labels += ["dfs", "core", "windows", "net"]
+    elif labels[1] == "blob":
+        labels[1] = "dfs"
+    rest = uri.split("@", 1)[1]
+    path = rest[rest.index("/"):] if "/" in rest else ""
+    return "abfs://%s@%s%s" % (container, ".".join(labels), path)
+
+
+class AzureConfig:
+    """Where and how to reach Azure Blob storage: an endpoint URL
+    (http://127.0.0.1:PORT, requests go to endpoint/account/container/blob)
+    and the account's shared key."""
+
+    def __init__(self, endpoint, account=AZURITE_ACCOUNT, key=AZURITE_KEY):
+        self.endpoint = endpoint.rstrip("/")
+        self.account = account
+        self.key = key
+
+
+def shared_key_string_to_sign(method, headers, account, path, query):
+    """Microsoft's "Authorize with Shared Key" string-to-sign (2009-09-19
+    and later): headers a dict (any case), path the URL path as sent,
+    query the raw query string."""
+    low = {k.lower(): str(v) for k, v in headers.items()}
+    std = ["content-encoding", "content-language", "content-length",
+           "content-md5", "content-type", "date", "if-modified-since",
+           "if-match", "if-none-match", "if-unmodified-since", "range"]
+    vals = [low.get(h, "") for h in std]
+    if vals[2] == "0":
+        vals[2] = ""
+    xms = sorted((k, v.strip()) for k, v in low.items() if k.startswith("x-ms-"))
+    out = method + "\n" + "".join(v + "\n" for v in vals)
+    out += "".join("%s:%s\n" % kv for kv in xms)
+    out += "/" + account + path
+    params = {}
+    for k, v in urllib.parse.parse_qsl(query or "", keep_blank_values=True):
+        params.setdefault(k.lower(), []).append(v)
+    for k in sorted(params):
+        out += "\n%s:%s" % (k, ",".join(sorted(params[k])))
+    return out
+
+
+def account_sas(account, key, expiry, permissions="rwdlac", start=None):
+    """An account SAS token (Microsoft's "Create an account SAS", version
+    2019-12-12) for the Blob service, signed with the account key; expiry
+    and start are datetimes (UTC)."""
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    fields = {"sv": "2019-12-12", "ss": "b", "srt": "sco", "sp": permissions,
+              "se": expiry.strftime(fmt), "spr": "https,http"}
+    if start is not None:
+        fields["st"] = start.strftime(fmt)
+    sts = "\n".join([account, fields["sp"], fields["ss"], fields["srt"],
+                     fields.get("st", ""), fields["se"], "", fields["spr"],
+                     fields["sv"], ""])
+    fields["sig"] = base64.b64encode(hmac.new(base64.b64decode(key), sts.encode(),
+                                              hashlib.sha256).digest()).decode()
+    return urllib.parse.urlencode(fields, quote_via=urllib.parse.quote)
+
+
+class AzureClient:
+    """A minimal Blob service client: get, put, delete, head, list and
+    create container, SharedKey signed.  One connection per call."""
+
+    def __init__(self, config, timeout=30):
+        self.config = config
+        self.timeout = timeout
+        parts = urllib.parse.urlsplit(config.endpoint)
+        self.host = parts.hostname
+        self.port = parts.port or 80
+
+    def request(self, method, account, container, blob=None, query="",
+                body=b"", headers=None):
+        """Send one signed request; return (status, headers dict, body)."""
+        path = "/%s/%s" % (account, container)
+        if blob is not None:
+            path += "/" + urllib.parse.quote(blob, safe="/-_.~")
+        hdrs = dict(headers or {})
+        hdrs["x-ms-date"] = email.utils.formatdate(usegmt=True)
+        hdrs["x-ms-version"] = "2021-08-06"
+        hdrs["Content-Length"] = str(len(body))
+        sts = shared_key_string_to_sign(method, hdrs, account, path, query)
+        sig = base64.b64encode(hmac.new(base64.b64decode(self.config.key),
+                                        sts.encode(), hashlib.sha256).digest())
+        hdrs["Authorization"] = "SharedKey %s:%s" % (account, sig.decode())
+        conn = http.client.HTTPConnection(self.host, self.port,
+                                          timeout=self.timeout)
+        try:
+            conn.request(method, path + ("?" + query if query else ""),
+                         body=body, headers=hdrs)
+            resp = conn.getresponse()
+            data = resp.read()
+            return resp.status, dict(resp.getheaders()), data
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _check(status, data, what):
+        if status == 404:
+            raise NotFound("%s: not found" % what, 404)
+        if status >= 300:
+            raise StorageError("%s: HTTP %d: %s" % (
+                what, status, data[:300].decode("utf-8", "replace")), status)
+
+    def get(self, account, container, blob):
+        status, _, data = self.request("GET", account, container, blob)
+        self._check(status, data, "abfs://%s@%s/%s" % (container, account, blob))
+        return data
+
+    def put(self, account, container, blob, data):
+        status, _, body = self.request(
+            "PUT", account, container, blob, body=data,
+            headers={"x-ms-blob-type": "BlockBlob",
+                     "Content-Type": "application/octet-stream"})
+        self._check(status, body, "abfs://%s@%s/%s" % (container, account, blob))
+
+    def delete(self, account, container, blob):
+        status, _, body = self.request("DELETE", account, container, blob)
+        if status != 404:
+            self._check(status, body, "abfs://%s@%s/%s" % (container, account, blob))
+
+    def head(self, account, container, blob):
+        status, _, _ = self.request("HEAD", account, container, blob)
+        if status == 404:
+            return False
+        if status >= 300:
+            raise StorageError("HEAD %s/%s: HTTP %d" % (container, blob, status), status)
+        return True
+
+    def create_container(self, account, container):
+        """Create a container; an existing one is fine."""
+        status, _, body = self.request("PUT", account, container,
+                                       query="restype=container")
+        if status >= 300 and status != 409:
+            self._check(status, body, "container %s" % container)
+
+    def list_objects(self, account, container, prefix=""):
+        """Every blob under prefix as (name, size, Last-Modified as a Unix
+        time), all pages."""
+        out = []
+        marker = None
+        while True:
+            q = [("restype", "container"), ("comp", "list"), ("prefix", prefix)]
+            if marker:
+                q.append(("marker", marker))
+            query = urllib.parse.urlencode(q, quote_via=urllib.parse.quote)
+            status, _, body = self.request("GET", account, container, query=query)
+            self._check(status, body, "list %s/%s" % (container, prefix))
+            root = ET.fromstring(body)
+            for b in root.iter("Blob"):
+                props = b.find("Properties")
+                size = props.find("Content-Length") if props is not None else None
+                lm = props.find("Last-Modified") if props is not None else None
+                when = (email.utils.parsedate_to_datetime(lm.text).timestamp()
+                        if lm is not None and lm.text else None)
+                out.append((b.find("Name").text,
+                            int(size.text) if size is not None else None, when))
+            nm = root.find("NextMarker")
+            marker = nm.text if nm is not None else None
+            if not marker:
+                return out
 
 
 def is_s3(uri):
@@ -250,9 +449,15 @@ class S3Client:
 class Storage:
     """file:// and s3:// behind one interface (see the module comment)."""
 
-    def __init__(self, s3=None, file_root=None):
+    def __init__(self, s3=None, file_root=None, azure=None):
         self.s3 = S3Client(s3) if s3 else None
+        self.azure = AzureClient(azure) if azure else None
         self.file_root = os.path.abspath(file_root or os.getcwd())
+
+    def _az(self, uri):
+        if self.azure is None:
+            raise StorageError("no Azure endpoint configured for %r" % uri)
+        return split_azure(uri)
 
     def local_path(self, uri):
         """Map a non-S3 URI to a local path (see the module comment for the
@@ -279,6 +484,8 @@ class Storage:
         """Return the bytes of uri; NotFound when missing."""
         if is_s3(uri):
             return self.s3.get(*self._s3(uri))
+        if is_azure(uri):
+            return self.azure.get(*self._az(uri))
         try:
             with open(self.local_path(uri), "rb") as f:
                 return f.read()
@@ -291,6 +498,8 @@ class Storage:
         """Create or replace uri with data (creating local directories)."""
         if is_s3(uri):
             return self.s3.put(*self._s3(uri), data)
+        if is_azure(uri):
+            return self.azure.put(*self._az(uri), data)
         path = self.local_path(uri)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = path + ".tmp-%d" % os.getpid()
@@ -302,6 +511,8 @@ class Storage:
         """Delete uri; a missing file is not an error (as with S3)."""
         if is_s3(uri):
             return self.s3.delete(*self._s3(uri))
+        if is_azure(uri):
+            return self.azure.delete(*self._az(uri))
         try:
             os.unlink(self.local_path(uri))
         except FileNotFoundError:
@@ -311,4 +522,6 @@ class Storage:
         """True when uri exists."""
         if is_s3(uri):
             return self.s3.head(*self._s3(uri))
+        if is_azure(uri):
+            return self.azure.head(*self._az(uri))
         return os.path.exists(self.local_path(uri))

@@ -5,8 +5,9 @@
  *
  * The input is "path" or "path\nrelative_root".  For every input:
  *	- io_location_canonical either fails with IO_ERR_INVALID_ARGUMENT or
- *	  returns a form starting with "s3://" or "/" that contains no "." or
- *	  ".." segment and is its own canonical form (idempotent);
+ *	  returns a form starting with "s3://", "abfs://" (Azure: with a
+ *	  container and a lower-case host) or "/" that contains no "." or ".."
+ *	  segment and is its own canonical form (idempotent);
  *	- when the root is canonical too, io_location_under(path, root)
  *	  implies that the path starts with the root (trailing slashes
  *	  removed) followed by '/', and nothing is under itself.
@@ -63,8 +64,20 @@ check_canonical(const char *path, const char *root)
 			abort();
 		return NULL;
 	}
-	if (strncmp(c, "s3://", 5) != 0 && c[0] != '/')
+	if (strncmp(c, "s3://", 5) != 0 && strncmp(c, "abfs://", 7) != 0 && c[0] != '/')
 		abort();
+	if (strncmp(c, "abfs://", 7) == 0)
+	{
+		const char *at = strchr(c + 7, '@');
+		const char *slash = strchr(c + 7, '/');
+
+		/* a container, then the host, in lower case */
+		if (at == NULL || at == c + 7 || (slash != NULL && slash < at))
+			abort();
+		for (const char *h = at + 1; *h && *h != '/'; h++)
+			if (*h >= 'A' && *h <= 'Z')
+				abort();
+	}
 	if (has_dot_segment(c))
 		abort();
 	if (io_location_canonical(c, NULL, &again, &err) != 0 || strcmp(again, c) != 0)

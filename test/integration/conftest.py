@@ -183,9 +183,10 @@ def tms_world(request):
                   "warehouse"); None: none; or a session S3Server/S3Gate
                   (not stopped here)
       catalog     None: no catalog; else keyword arguments of
-                  world.CatalogServer besides the DSN and warehouse (s3,
-                  credential, ...); s3 defaults to the s3rver and file_root
-                  to the world's
+                  world.CatalogServer besides the DSN (s3, azure,
+                  credential, warehouse: by default file://<file root>/wh,
+                  ...); s3 defaults to the s3rver and file_root to the
+                  world's
       pointers    where the catalog keeps its pointers: "tms" (the module's
                   cluster, database tms_regress), "own" (a cluster of its
                   own without tms, one a crash of the first cannot cut off)
@@ -247,13 +248,15 @@ def tms_world(request):
             kw.setdefault("catalog_name", "%s_%s" % (name, uuid.uuid4().hex[:6]))
             kw.setdefault("s3", s3)
             kw.setdefault("file_root", file_root)
-            cat = world.CatalogServer(dsn, "file://%s/wh" % file_root, **kw)
+            cat = world.CatalogServer(dsn, kw.pop("warehouse", "file://%s/wh" % file_root),
+                                      **kw)
             stop.append(cat.stop)
             w["catalog"] = cat
             if real:
                 w["real"] = world.load_real_fixtures(cat, s3=s3, file_root=file_root)
         ow.give_to_server(file_root)
-        w["st"] = ow.storage(s3 if isinstance(s3, world.S3Server) else None, file_root)
+        w["st"] = ow.storage(s3 if isinstance(s3, world.S3Server) else None, file_root,
+                             azure=(catalog or {}).get("azure"))
         for stmt in (sql(w) if sql else ()):
             w["pg"].psql(stmt)
         for kind, (proc, concurrency) in (task_kinds or {}).items():

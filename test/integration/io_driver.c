@@ -12,6 +12,9 @@
  *			   -N RETRIES (of catalog requests; default 0: none)
  *			   -R LOCAL_ROOT (repeatable: the directories local access is
  *			   confined to; without one no local file is touched)
+ *			   -A AZURE_ENDPOINT  -K AZURE_SHARED_KEY  -S AZURE_SAS_TOKEN
+ *			   -B AZURE_BLOCK_SIZE  -V KEY=VALUE (repeatable: a vended
+ *			   property, such as adls.sas-token.ACCOUNT=SAS)
  *	  put URI FILE            store FILE's bytes ("-": stdin)
  *	  get URI [OFFSET LEN]    object bytes (a range) to stdout
  *	  size URI                the size
@@ -164,12 +167,14 @@ main(int argc, char **argv)
 	const char *roots[8];
 	size_t		nroots = 0;
 	int			catalog_retries = 0;
+	IoKeyValue	vended[8];
+	size_t		nvended = 0;
 
 	io_init();
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.s3_path_style = -1;
 	cfg.http.retries = 0;
-	while ((c = getopt(argc, argv, "e:r:k:s:t:p:l:T:R:N:")) != -1)
+	while ((c = getopt(argc, argv, "e:r:k:s:t:p:l:T:R:N:A:K:S:B:V:")) != -1)
 	{
 		switch (c)
 		{
@@ -206,10 +211,33 @@ main(int argc, char **argv)
 				cfg.local_roots = roots;
 				cfg.nlocal_roots = nroots;
 				break;
+			case 'A':
+				cfg.azure_endpoint = optarg;
+				break;
+			case 'K':
+				cfg.azure_account_key = optarg;
+				break;
+			case 'S':
+				cfg.azure_sas_token = optarg;
+				break;
+			case 'B':
+				cfg.azure_block_size = (size_t) atol(optarg);
+				break;
+			case 'V':
+				if (nvended < sizeof(vended) / sizeof(vended[0]) && strchr(optarg, '=') != NULL)
+				{
+					vended[nvended].key = optarg;
+					vended[nvended].value = strchr(optarg, '=') + 1;
+					*strchr(optarg, '=') = '\0';
+					nvended++;
+				}
+				break;
 			default:
 				return 64;
 		}
 	}
+	if (nvended > 0)
+		io_storage_config_apply(&cfg, vended, nvended, false);
 	if (optind >= argc)
 		return 64;
 	cmd = argv[optind++];

@@ -6,6 +6,23 @@ check credentials like S3, which s3rver does neither of.
 
     /usr/bin/python3 test/s3gate/server.py --port PORT --upstream http://127.0.0.1:S3PORT
         [--upstream-key S3RVER] [--admin-token TOKEN] [--verbose]
+        [--flavor s3|azure]
+
+With --flavor azure it stands in front of Azurite instead and throttles
+like Azure Blob storage: the bulk delete is a Blob Batch request (POST
+...?restype=container&comp=batch, its keys the Delete Blob sub-requests of
+its multipart body), refused as a whole with 503 ServerBusy ("The server
+is busy.", x-ms-error-code), or in mode "keys" forwarded with the allowed
+sub-requests only (the outer request signed again with Azurite's
+development key, as its Content-Length changed) and answered with a 503
+ServerBusy sub-response for each of the others.  Credentials are not
+checked in this flavor (Azurite checks SharedKey itself), except bearer
+tokens, which Azurite takes over HTTPS only: once told where
+(POST /admin/bearer {"verify_url": URL}), a request with "Authorization:
+Bearer T" is let through when GET URL with that header answers 200 (the
+test catalog's /v1/config, which checks the tokens it issued), signed
+again with Azurite's development key, else answered 403
+InvalidAuthenticationInfo.
 
 It listens on 127.0.0.1 only, prints "gate listening on http://127.0.0.1:PORT"
 once it accepts connections, and exits cleanly on SIGTERM/SIGINT.  Only the
@@ -59,6 +76,8 @@ Admin endpoints (outside the S3 namespace: /admin/...; open unless
                            register (or replace) a key
   DELETE /admin/credentials forget every key
   POST   /admin/verify     {"enabled": true|false}: check credentials
+  POST   /admin/bearer     {"verify_url": URL|null}: (azure) bearer tokens
+                           checked by a GET of URL
   GET    /admin/log        {"requests": [...], "total": n}; ?since=SEQ for the
                            entries after SEQ
   DELETE /admin/log        reset the log
@@ -67,6 +86,7 @@ Admin endpoints (outside the S3 namespace: /admin/...; open unless
 import argparse
 import base64
 import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -82,6 +102,7 @@ sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import httpserve  # noqa: E402  (the test world's HTTP scaffolding)
 import sigv4 as sigv4_mod  # noqa: E402  (the test world's one SigV4 verifier)
+import storage as storage_mod  # noqa: E402  (the test world's SharedKey signer)
 
 HOP_BY_HOP = ("expect", "connection", "keep-alive", "proxy-connection",
               "transfer-encoding", "te", "upgrade")
@@ -89,6 +110,27 @@ HOP_BY_HOP = ("expect", "connection", "keep-alive", "proxy-connection",
 
 def xml_text(s):
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def azure_error(code, message):
+    return ("<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>%s</Code>"
+            "<Message>%s</Message></Error>" % (code, xml_text(message))).encode()
+
+
+AZ_PART = re.compile(rb"--(?P<b>[^\r\n]+)\r?\n(?P<head>.*?)\r?\n\r?\n(?P<req>DELETE (?P<path>\S+) HTTP/1\.1\r?\n.*?\r?\n\r?\n)",
+                     re.S)
+
+
+def azure_batch_parts(body):
+    """The sub-requests of a Blob Batch body: [(content id, path, the part's
+    text from its delimiter line on)]."""
+    out = []
+    for m in AZ_PART.finditer(body):
+        cid = re.search(rb"Content-ID:\s*(\S+)", m.group("head"), re.I)
+        out.append((cid.group(1).decode() if cid else str(len(out)),
+                    urllib.parse.unquote(m.group("path").decode().split("?")[0]),
+                    m.group(0)))
+    return out
 
 
 def s3_error(code, message):
@@ -127,6 +169,7 @@ class State:
         self.delay_released = threading.Event()
         self.keys = {}              # access key id -> {"secret", "token", "expires_at"}
         self.verify = False
+        self.bearer_url = None      # azure: where bearer tokens are checked
         self.log = []
         self.seq = 0
         self.t0 = time.monotonic()
@@ -264,6 +307,83 @@ class Handler(httpserve.Handler):
         self._reply(200, doc)
         entry["status"] = 200
 
+    def _resign(self, headers, method, body):
+        """headers signed again with Azurite's development key (SharedKey),
+        for a request whose authorisation the gate checked itself."""
+        h = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+        h["Content-Length"] = str(len(body))
+        raw_path, _, raw_query = self.path.partition("?")
+        account = raw_path.lstrip("/").split("/", 1)[0]
+        sts = storage_mod.shared_key_string_to_sign(method, h, account, raw_path, raw_query)
+        sig = base64.b64encode(hmac.new(base64.b64decode(storage_mod.AZURITE_KEY),
+                                        sts.encode(), hashlib.sha256).digest()).decode()
+        h["Authorization"] = "SharedKey %s:%s" % (account, sig)
+        return h
+
+    def _resign_parts(self, body):
+        """A Blob Batch body whose sub-requests carry bearer tokens, each
+        checked and signed again with the development key; None when one
+        is refused."""
+        out = []
+        for m in re.finditer(rb"(--[^\r\n]+\r\n.*?\r\n\r\n)(DELETE (\S+) HTTP/1\.1\r\n)(.*?\r\n)\r\n",
+                             body, re.S):
+            lines = [ln for ln in m.group(4).decode().split("\r\n") if ln]
+            hdrs = dict(ln.split(": ", 1) for ln in lines)
+            auth = hdrs.pop("Authorization", "")
+            if not auth.startswith("Bearer ") or not self._bearer_ok(auth[7:]):
+                return None
+            path, _, query = m.group(3).decode().partition("?")
+            account = path.lstrip("/").split("/", 1)[0]
+            sts = storage_mod.shared_key_string_to_sign("DELETE", hdrs, account, path, query)
+            sig = base64.b64encode(hmac.new(base64.b64decode(storage_mod.AZURITE_KEY),
+                                            sts.encode(), hashlib.sha256).digest()).decode()
+            hdrs["Authorization"] = "SharedKey %s:%s" % (account, sig)
+            out.append(m.group(1) + m.group(2) +
+                       "".join("%s: %s\r\n" % kv for kv in hdrs.items()).encode() + b"\r\n")
+        end = re.search(rb"--[^\r\n]+--\r?\n?$", body)
+        return b"".join(out) + (end.group(0) if end else b"")
+
+    def _bearer_ok(self, token):
+        """Does the verifying URL take this bearer token (200)?"""
+        u = urllib.parse.urlsplit(self.server.state.bearer_url)
+        conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=30)
+        try:
+            conn.request("GET", u.path or "/", headers={"Authorization": "Bearer " + token})
+            r = conn.getresponse()
+            r.read()
+            return r.status == 200
+        finally:
+            conn.close()
+
+    def _forward_parts(self, parts, headers, allowed, entry):
+        """Forward the Blob Batch of parts[:allowed] (signed again: its
+        length changed); the rest answered 503 ServerBusy."""
+        boundary = "batchresponse_tms_gate"
+        answers = []
+        if allowed > 0:
+            delim = parts[0][2].split(b"\n", 1)[0].rstrip(b"\r")
+            sub = b"".join(p[2] for p in parts[:allowed]) + delim + b"--\r\n"
+            h = self._resign(headers, "POST", sub)
+            status, _, rh, data = self._upstream("POST", self.path, sub, h)
+            if status != 202:
+                self._reply(status, data)
+                entry["status"] = status
+                return
+            ct = dict((k.lower(), v) for k, v in rh).get("content-type", "")
+            up_boundary = ct.split("boundary=", 1)[-1].strip().strip('"')
+            for chunk in data.split(b"--" + up_boundary.encode())[1:]:
+                if chunk.startswith(b"--"):
+                    break
+                answers.append(chunk.strip(b"\r\n"))
+        for cid, _, _ in parts[allowed:]:
+            answers.append(("Content-Type: application/http\r\nContent-ID: %s\r\n\r\n"
+                            "HTTP/1.1 503 The server is busy.\r\nx-ms-error-code: ServerBusy\r\n"
+                            "x-ms-version: 2021-08-06\r\n" % cid).encode())
+        doc = b"".join(b"--" + boundary.encode() + b"\r\n" + a + b"\r\n\r\n" for a in answers)
+        doc += b"--" + boundary.encode() + b"--\r\n"
+        self.reply(202, doc, None, "multipart/mixed; boundary=%s" % boundary)
+        entry["status"] = 202
+
     # -- one request ------------------------------------------------------------
 
     def _handle(self):
@@ -273,10 +393,16 @@ class Handler(httpserve.Handler):
         body = self.read_body()
         raw_path, _, raw_query = self.path.partition("?")
         headers = {k.lower(): v for k, v in self.headers.items()}
-        is_delete = self.command == "POST" and "delete" in \
-            urllib.parse.parse_qs(raw_query, keep_blank_values=True)
+        azure = self.server.flavor == "azure"
+        qs = urllib.parse.parse_qs(raw_query, keep_blank_values=True)
+        is_delete = self.command == "POST" and (
+            qs.get("comp") == ["batch"] if azure else "delete" in qs)
         keys = []
-        if is_delete:
+        parts = []
+        if is_delete and azure:
+            parts = azure_batch_parts(body)
+            keys = [p[1] for p in parts]
+        elif is_delete:
             try:
                 root = ET.fromstring(body)
                 keys = [e.text or "" for e in root.iter() if e.tag.endswith("Key")]
@@ -289,7 +415,7 @@ class Handler(httpserve.Handler):
                  "bucket": raw_path.lstrip("/").split("/", 1)[0],
                  "outcome": "ok", "throttled_keys": 0, "access_key_id": None}
         try:
-            if state.verify:
+            if state.verify and not azure:
                 try:
                     entry["access_key_id"] = check_signature(state, self.command, raw_path,
                                                              raw_query, headers, body)
@@ -301,8 +427,30 @@ class Handler(httpserve.Handler):
                     entry["status"] = r.status
                     self._reply(r.status, s3_error(r.code, r.message))
                     return
-            self._maybe_delay(is_delete)
             fwd = self._upstream_headers()
+            bearer = headers.get("authorization", "")
+            if azure and state.bearer_url and bearer.startswith("Bearer "):
+                entry["auth"] = "bearer"
+                if not self._bearer_ok(bearer[7:]):
+                    entry["outcome"] = "denied"
+                    entry["status"] = 403
+                    self._reply(403, azure_error("InvalidAuthenticationInfo",
+                                                 "Authentication information is not given in"
+                                                 " the correct format."),
+                                {"x-ms-error-code": "InvalidAuthenticationInfo"})
+                    return
+                if is_delete:
+                    body = self._resign_parts(body)
+                    if body is None:
+                        entry["outcome"] = "denied"
+                        entry["status"] = 403
+                        self._reply(403, azure_error("InvalidAuthenticationInfo",
+                                                     "A sub-request's bearer token is refused."),
+                                    {"x-ms-error-code": "InvalidAuthenticationInfo"})
+                        return
+                    parts = azure_batch_parts(body)
+                fwd = self._resign(fwd, self.command, body)
+            self._maybe_delay(is_delete)
             with state.lock:
                 th = state.throttle
                 in_scope = th is not None and (th["scope"] == "all" or is_delete)
@@ -311,14 +459,22 @@ class Handler(httpserve.Handler):
             if in_scope and th["mode"] == "keys" and is_delete and got < len(keys):
                 entry["throttled_keys"] = len(keys) - got
                 entry["outcome"] = "keys-throttled"
-                self._forward_keys(body, fwd, keys, got, entry)
+                if azure:
+                    self._forward_parts(parts, fwd, got, entry)
+                else:
+                    self._forward_keys(body, fwd, keys, got, entry)
             elif in_scope and got < want:
                 entry["outcome"] = "throttled"
                 entry["status"] = 503
                 extra = {}
                 if th.get("retry_after") is not None:
                     extra["Retry-After"] = str(th["retry_after"])
-                self._reply(503, s3_error("SlowDown", "Please reduce your request rate."), extra)
+                if azure:
+                    extra["x-ms-error-code"] = "ServerBusy"
+                    self._reply(503, azure_error("ServerBusy", "The server is busy."), extra)
+                else:
+                    self._reply(503, s3_error("SlowDown", "Please reduce your request rate."),
+                                extra)
             else:
                 self._forward(body, fwd, entry)
         finally:
@@ -333,7 +489,7 @@ class Handler(httpserve.Handler):
             lk = k.lower()
             if lk in HOP_BY_HOP or lk == "x-amz-security-token":
                 continue
-            if lk == "authorization":
+            if lk == "authorization" and self.server.flavor != "azure":
                 v = re.sub(r"Credential=[^/,]*/", "Credential=%s/" % self.server.upstream_key, v)
             out[k] = v
         return out
@@ -398,6 +554,9 @@ class Handler(httpserve.Handler):
             if path == "/admin/credentials" and m == "DELETE":
                 state.keys = {}
                 return self.reply_json(204)
+            if path == "/admin/bearer" and m == "POST":
+                state.bearer_url = spec.get("verify_url")
+                return self.reply_json(204)
             if path == "/admin/verify" and m == "POST":
                 state.verify = bool(spec.get("enabled"))
                 return self.reply_json(204)
@@ -420,6 +579,8 @@ def main(argv=None):
     p.add_argument("--upstream-key", default="S3RVER",
                    help="the access key id s3rver knows (requests go on with it)")
     p.add_argument("--admin-token")
+    p.add_argument("--flavor", choices=("s3", "azure"), default="s3",
+                   help="the store behind: s3rver, or Azurite (Blob Batch, ServerBusy)")
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args(argv)
     up = urllib.parse.urlsplit(args.upstream)
@@ -428,6 +589,7 @@ def main(argv=None):
     server.upstream_host = up.hostname
     server.upstream_port = up.port or 80
     server.upstream_key = args.upstream_key
+    server.flavor = args.flavor
     server.admin_token = args.admin_token
     httpserve.serve(server, "gate", on_stop=lambda: server.state.delay_released.set())
     return 0

@@ -183,6 +183,27 @@ iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit, int
 	OPT("s3_access_key_id", cfg->s3_access_key_id);
 	OPT("s3_secret_access_key", cfg->s3_secret_access_key);
 	OPT("s3_session_token", cfg->s3_session_token);
+	OPT("azure_endpoint", cfg->azure_endpoint);
+	OPT("azure_account_key", cfg->azure_account_key);
+	OPT("azure_sas_token", cfg->azure_sas_token);
+	OPT("azure_tenant_id", cfg->azure_tenant_id);
+	OPT("azure_client_id", cfg->azure_client_id);
+	OPT("azure_client_secret", cfg->azure_client_secret);
+	OPT("azure_token_url", cfg->azure_token_url);
+	if (ok && cfg->nazure_vended > 0)
+	{
+		json_t	   *v = json_pack("{}");
+
+		ok = v != NULL;
+		for (i = 0; ok && i < cfg->nazure_vended; i++)
+			if (cfg->azure_vended[i].key != NULL && cfg->azure_vended[i].value != NULL &&
+				strncmp(cfg->azure_vended[i].key, "adls.sas-token.", 15) == 0)
+				ok = set(v, cfg->azure_vended[i].key, json_string(cfg->azure_vended[i].value));
+		if (ok)
+			ok = set(st, "azure_vended", v);
+		else
+			json_decref(v);
+	}
 	if (allowed_hosts != NULL && allowed_hosts[0] != '\0')
 		OPT("allowed_hosts", allowed_hosts);
 #undef OPT
@@ -204,6 +225,35 @@ iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit, int
 					"protocol", ICEBERG_COMPACT_PROTOCOL, "memory_limit", (json_int_t) memory_limit,
 					"threads", threads, "temp_directory", temp_directory, "storage", st);
 	return dump(doc, err);
+}
+
+/* The vended SAS tokens of a hello: an object of at most 1000 strings. */
+static bool
+hello_azure_vended(json_t *v, IcebergCompactHello *h, TmsError *err)
+{
+	const char *k;
+	json_t	   *val;
+
+	if (v == NULL)
+		return true;
+	if (!json_is_object(v) || json_object_size(v) > 1000)
+		return bad(err, "azure_vended");
+	h->azure_vended = calloc(json_object_size(v) + 1, sizeof(IoKeyValue));
+	if (h->azure_vended == NULL)
+		return oom(err);
+	json_object_foreach(v, k, val)
+	{
+		IoKeyValue *e = &h->azure_vended[h->nazure_vended];
+
+		if (!json_is_string(val) || json_string_length(val) > 65536)
+			return bad(err, "azure_vended");
+		e->key = strdup(k);
+		e->value = strdup(json_string_value(val));
+		h->nazure_vended++;
+		if (e->key == NULL || e->value == NULL)
+			return oom(err);
+	}
+	return true;
 }
 
 bool
@@ -245,6 +295,15 @@ iceberg_compact_hello_parse(const char *text, size_t len, IcebergCompactHello *h
 		h->request_timeout_ms = (long) get_int(st, "request_timeout_ms", false, 0, INT32_MAX, 0, &ok, err);
 		h->retries = (int) get_int(st, "retries", false, -1, 100, -1, &ok, err);
 		h->allowed_hosts = get_str(st, "allowed_hosts", false, 65536, &ok, err);
+		h->azure_endpoint = get_str(st, "azure_endpoint", false, MAX_TEXT, &ok, err);
+		h->azure_account_key = get_str(st, "azure_account_key", false, MAX_TEXT, &ok, err);
+		h->azure_sas_token = get_str(st, "azure_sas_token", false, 65536, &ok, err);
+		h->azure_tenant_id = get_str(st, "azure_tenant_id", false, MAX_TEXT, &ok, err);
+		h->azure_client_id = get_str(st, "azure_client_id", false, MAX_TEXT, &ok, err);
+		h->azure_client_secret = get_str(st, "azure_client_secret", false, MAX_TEXT, &ok, err);
+		h->azure_token_url = get_str(st, "azure_token_url", false, MAX_TEXT, &ok, err);
+		if (ok)
+			ok = hello_azure_vended(json_object_get(st, "azure_vended"), h, err);
 		roots = json_object_get(st, "local_roots");
 		if (ok && roots != NULL && (!json_is_array(roots) || json_array_size(roots) > 1000))
 			ok = bad(err, "local_roots");
@@ -280,6 +339,15 @@ iceberg_compact_hello_storage(const IcebergCompactHello *h, IoStorageConfig *cfg
 	cfg->s3_access_key_id = h->s3_access_key_id;
 	cfg->s3_secret_access_key = h->s3_secret_access_key;
 	cfg->s3_session_token = h->s3_session_token;
+	cfg->azure_endpoint = h->azure_endpoint;
+	cfg->azure_account_key = h->azure_account_key;
+	cfg->azure_sas_token = h->azure_sas_token;
+	cfg->azure_tenant_id = h->azure_tenant_id;
+	cfg->azure_client_id = h->azure_client_id;
+	cfg->azure_client_secret = h->azure_client_secret;
+	cfg->azure_token_url = h->azure_token_url;
+	cfg->azure_vended = h->azure_vended;
+	cfg->nazure_vended = (size_t) h->nazure_vended;
 	cfg->local_roots = (const char *const *) h->local_roots;
 	cfg->nlocal_roots = (size_t) h->nlocal_roots;
 	cfg->http.connect_timeout_ms = h->connect_timeout_ms;
@@ -312,6 +380,19 @@ iceberg_compact_hello_free(IcebergCompactHello *h)
 	wipe_free(h->s3_access_key_id);
 	wipe_free(h->s3_secret_access_key);
 	wipe_free(h->s3_session_token);
+	free(h->azure_endpoint);
+	wipe_free(h->azure_account_key);
+	wipe_free(h->azure_sas_token);
+	free(h->azure_tenant_id);
+	free(h->azure_client_id);
+	wipe_free(h->azure_client_secret);
+	free(h->azure_token_url);
+	for (i = 0; i < h->nazure_vended; i++)
+	{
+		free(h->azure_vended[i].key);
+		wipe_free(h->azure_vended[i].value);
+	}
+	free(h->azure_vended);
 	for (i = 0; i < h->nlocal_roots; i++)
 		free(h->local_roots[i]);
 	free(h->local_roots);

@@ -78,6 +78,15 @@ typedef struct IcebergCompactHello
 	char	   *s3_access_key_id;
 	char	   *s3_secret_access_key;
 	char	   *s3_session_token;
+	char	   *azure_endpoint;
+	char	   *azure_account_key;
+	char	   *azure_sas_token;
+	char	   *azure_tenant_id;
+	char	   *azure_client_id;
+	char	   *azure_client_secret;
+	char	   *azure_token_url;
+	IoKeyValue *azure_vended;	/* the vended "adls.sas-token.<account>" */
+	int			nazure_vended;
 	int			nlocal_roots;
 	char	  **local_roots;
 	long		connect_timeout_ms;

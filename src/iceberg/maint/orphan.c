@@ -253,6 +253,18 @@ pair_of(const IcebergValidSet *vs, const char *c)
 		alen = slash ? (size_t) (slash - auth) : strlen(auth);
 		path = slash ? slash : "";
 	}
+	else if (strncmp(c, "abfs://", 7) == 0)
+	{
+		/* Azure: "abfs://container@host/path", every spelling made one */
+		const char *slash;
+
+		scheme = c;
+		slen = 4;
+		auth = c + 7;
+		slash = strchr(auth, '/');
+		alen = slash ? (size_t) (slash - auth) : strlen(auth);
+		path = slash ? slash : "";
+	}
 	else
 	{
 		scheme = "file";

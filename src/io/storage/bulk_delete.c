@@ -2,19 +2,21 @@
  *
  * bulk_delete.c
  *		Bulk deletes with several requests in flight (io.h, IoDeleter):
- *		S3 DeleteObjects requests, one per slot, run at once on the HTTP
- *		core's batch multi handle, each answer read into the caller's
- *		results as it arrives.
+ *		S3 DeleteObjects requests and Azure Blob Batch requests, one per
+ *		slot, run at once on the HTTP core's batch multi handle, each
+ *		answer read into the caller's results as it arrives.
  *
- * The request body and the reader of its answer are storage_s3.c's, the
- * same as io_storage_delete's (one rule, one implementation).  Nothing is
+ * The request body and the reader of its answer are storage_s3.c's (and
+ * azure_batch.c's), the same as io_storage_delete's (one rule, one
+ * implementation).  Nothing is
  * retried here: the caller decides what to send again and when, because
  * the answer to "the storage asks us to slow down" is a matter of the
  * whole process (and, inside PostgreSQL, of every process deleting on the
  * same storage), not of one request.  So every answer is classified for
- * it: refused as a whole for throttling (503, 429, SlowDown, with what a
- * Retry-After asks), keys refused for throttling inside a 200
- * (io_delete_code_throttled), or failed.
+ * it: refused as a whole for throttling (503, 429, SlowDown, Azure's
+ * ServerBusy and OperationTimedOut, with what a Retry-After asks), keys
+ * refused for throttling inside a 200 or 202 (io_delete_code_throttled),
+ * or failed.
  *
  * A request is signed when it starts, with the storage's credentials of
  * that moment (refreshed first when they are about to expire, see
@@ -32,10 +34,12 @@
 #include <string.h>
 
 #include "io/io_int.h"
+#include "io/storage/storage_int.h"
 
 typedef struct DeleterSlot
 {
 	bool		busy;
+	bool		azure;			/* a Blob Batch request */
 	char		bucket[256];
 	IoParsedUri *parsed;		/* n parsed URIs */
 	const char **keys;			/* their keys */
@@ -58,7 +62,8 @@ io_delete_code_throttled(const char *code)
 {
 	return code != NULL &&
 		(strcmp(code, "SlowDown") == 0 || strcmp(code, "ServiceUnavailable") == 0 ||
-		 strcmp(code, "InternalError") == 0);
+		 strcmp(code, "InternalError") == 0 || strcmp(code, "ServerBusy") == 0 ||
+		 strcmp(code, "OperationTimedOut") == 0);
 }
 
 static void
@@ -69,7 +74,7 @@ slot_clear(DeleterSlot *s)
 			io_uri_free(&s->parsed[i]);
 	free(s->parsed);
 	free(s->keys);
-	io_sb_free(&s->body);
+	io_sb_wipe_free(&s->body);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -144,15 +149,20 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 	}
 	for (size_t i = 0; i < n; i++)
 	{
+		const IoParsedUri *p0 = &s->parsed[0];
+		const IoParsedUri *pi = &s->parsed[i];
+
 		if (io_uri_parse(uris[i], &s->parsed[i], err) != 0)
 		{
 			slot_clear(s);
 			return -1;
 		}
 		s->n = i + 1;
-		if (s->parsed[i].scheme != IO_URI_S3 || s->parsed[i].path[0] == '\0' ||
-			(i > 0 && strcmp(s->parsed[i].bucket, s->parsed[0].bucket) != 0) ||
-			strlen(s->parsed[i].bucket) >= sizeof(s->bucket))
+		if ((pi->scheme != IO_URI_S3 && pi->scheme != IO_URI_AZURE) || pi->path[0] == '\0' ||
+			(i > 0 && (pi->scheme != p0->scheme || strcmp(pi->bucket, p0->bucket) != 0 ||
+					   (pi->scheme == IO_URI_AZURE && strcmp(pi->account, p0->account) != 0))) ||
+			strlen(pi->bucket) >= sizeof(s->bucket) ||
+			(pi->scheme == IO_URI_AZURE && n > IO_AZURE_DELETE_MAX_KEYS))
 		{
 			slot_clear(s);
 			return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
@@ -161,18 +171,43 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 		s->keys[i] = s->parsed[i].path;
 	}
 	snprintf(s->bucket, sizeof(s->bucket), "%s", s->parsed[0].bucket);
-	if (io_s3_delete_body(s->keys, n, &s->body, md5b64, err) != 0)
-	{
-		slot_clear(s);
-		return -1;
-	}
-	h[0].name = "content-md5";
-	h[0].value = md5b64;
-	h[1].name = "content-type";
-	h[1].value = "application/xml";
+	s->azure = s->parsed[0].scheme == IO_URI_AZURE;
 	io_storage_refresh_if_due(d->st);
-	if (io_s3_request_build(d->st, "POST", s->bucket, "", "delete=", h, 2, s->body.data,
-							s->body.len, &req, err) != 0)
+	if (s->azure)
+	{
+		char		ctype[96];
+		IoParsedUri account = s->parsed[0];
+		bool		whole = io_azure_account_sas(d->st, account.account);
+
+		if (io_azure_batch_body(d->st, &s->parsed[0], s->keys, n, &s->body, ctype,
+								sizeof(ctype), err) != 0)
+		{
+			slot_clear(s);
+			return -1;
+		}
+		/* an account SAS: the account's batch; else the container's */
+		account.bucket = "";
+		h[0].name = "content-type";
+		h[0].value = ctype;
+		rc = io_azure_request_build(d->st, "POST", whole ? &account : &s->parsed[0], NULL,
+									whole ? "comp=batch" : "restype=container&comp=batch",
+									h, 1, s->body.data, s->body.len, &req, err);
+	}
+	else
+	{
+		if (io_s3_delete_body(s->keys, n, &s->body, md5b64, err) != 0)
+		{
+			slot_clear(s);
+			return -1;
+		}
+		h[0].name = "content-md5";
+		h[0].value = md5b64;
+		h[1].name = "content-type";
+		h[1].value = "application/xml";
+		rc = io_s3_request_build(d->st, "POST", s->bucket, "", "delete=", h, 2, s->body.data,
+								 s->body.len, &req, err);
+	}
+	if (rc != 0)
 	{
 		slot_clear(s);
 		return -1;
@@ -238,6 +273,24 @@ io_deleter_done(IoDeleter *d, IoDeleteDone *out)
 	{
 		out->rc = -1;
 		out->err = rerr;
+	}
+	else if (s->azure && resp.status == 202)
+	{
+		out->rc = io_azure_batch_read(&resp, s->n, s->results, &out->err);
+		for (size_t i = 0; out->rc == 0 && i < s->n; i++)
+			if (!s->results[i].deleted && io_delete_code_throttled(s->results[i].code))
+				out->nthrottled++;
+	}
+	else if (s->azure)
+	{
+		char		code[64];
+
+		out->rc = io_azure_status_error(&resp, "delete blobs in", &s->parsed[0], "", code,
+										sizeof(code), &out->err);
+		snprintf(out->s3code, sizeof(out->s3code), "%s", code);
+		out->throttled = io_azure_throttled(resp.status, code);
+		out->credentials = resp.status == 401 || resp.status == 403;
+		out->retry_after_ms = io_http_retry_after_ms(&resp, io_wall_ms());
 	}
 	else if (resp.status == 200)
 	{

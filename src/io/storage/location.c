@@ -17,14 +17,20 @@
  *	  "%2e%2e" is a name, not "..", and it is sent to S3 as "%252e%252e";
  *	- a "." or ".." segment is refused wherever it appears (never
  *	  resolved), in S3 keys and buckets as in file paths;
- *	- only s3:// s3a:// s3n:// and file locations exist; any other scheme is
- *	  refused;
+ *	- only s3:// s3a:// s3n://, Azure (abfs:// abfss:// wasb:// wasbs://)
+ *	  and file locations exist; any other scheme is refused;
+ *	- the four Azure schemes name the same objects, and so do an
+ *	  account's ".dfs." and ".blob." hosts (Iceberg's ADLSLocation: the
+ *	  account, the container and the path make the object): all become
+ *	  "abfs://container@account.dfs.<domain>/path", the host in lower
+ *	  case (a host that is a bare account name gets ".dfs.core.windows.net");
  *	- the output is a pure function of the input (no file system access).
  *
  * src/io/storage/location.c
  *
  *-------------------------------------------------------------------------
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,9 +161,103 @@ canonical_s3(const char *path, const char *rest, char **out, TmsError *err)
 	return 0;
 }
 
+/* Is c a lower-case letter or a digit? */
+static bool
+is_lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/*
+ * The canonical form of an Azure location; rest follows "scheme://":
+ * "container@host[/path]".  The container is of 3 to 63 lower-case
+ * letters, digits and '-' (a leading '$' for $root, $web); the host is the
+ * account's, of letters, digits, '-' and '.', its first label the
+ * account name (3 to 24 letters and digits).
+ */
+static int
+canonical_azure(const char *path, const char *rest, char **out, TmsError *err)
+{
+	const char *slash = strchr(rest, '/');
+	size_t		alen = slash ? (size_t) (slash - rest) : strlen(rest);
+	const char *at = memchr(rest, '@', alen);
+	const char *host;
+	size_t		clen,
+				hlen,
+				acct,
+				i;
+	IoStrBuf	sb;
+
+	if (at == NULL)
+		return refuse(err, path, "an Azure location names its container: abfss://container@account.dfs.core.windows.net/path");
+	clen = (size_t) (at - rest);
+	host = at + 1;
+	hlen = alen - clen - 1;
+	if (clen < 3 || clen > 63)
+		return refuse(err, path, "the Azure container name is not 3 to 63 characters long");
+	for (i = 0; i < clen; i++)
+		if (!(is_lower_alnum(rest[i]) || rest[i] == '-' || (i == 0 && rest[i] == '$')))
+			return refuse(err, path, "the Azure container name contains a character other than lower-case letters, digits and '-'");
+	if (hlen == 0 || hlen > BUCKET_MAX)
+		return refuse(err, path, "the Azure account host is empty or too long");
+	for (i = 0; i < hlen; i++)
+	{
+		char		c = host[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '.' || c == '-'))
+			return refuse(err, path, "the Azure account host contains a character other than letters, digits, '.' and '-'");
+	}
+	for (acct = 0; acct < hlen && host[acct] != '.'; acct++)
+		if (host[acct] == '-')
+			return refuse(err, path, "the Azure account name contains a character other than letters and digits");
+	if (acct < 3 || acct > 24)
+		return refuse(err, path, "the Azure account name is not 3 to 24 letters and digits");
+	if (acct == hlen - 1)
+		return refuse(err, path, "the Azure account host ends in '.'");
+	if (slash != NULL && has_dot_segment(slash + 1, strlen(slash + 1)))
+		return refuse(err, path, "it contains a \".\" or \"..\" segment");
+	io_sb_init(&sb);
+	io_sb_puts(&sb, "abfs://");
+	io_sb_append(&sb, rest, clen + 1);
+	for (i = 0; i < acct; i++)
+		io_sb_putc(&sb, (char) tolower((unsigned char) host[i]));
+	if (acct == hlen)
+		io_sb_puts(&sb, ".dfs.core.windows.net");
+	else if (hlen - acct > 6 && strncasecmp(host + acct, ".blob.", 6) == 0)
+	{
+		io_sb_puts(&sb, ".dfs.");
+		for (i = acct + 6; i < hlen; i++)
+			io_sb_putc(&sb, (char) tolower((unsigned char) host[i]));
+	}
+	else
+		for (i = acct; i < hlen; i++)
+			io_sb_putc(&sb, (char) tolower((unsigned char) host[i]));
+	if (slash != NULL)
+		io_sb_puts(&sb, slash);
+	if (sb.oom)
+	{
+		io_sb_free(&sb);
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+	}
+	*out = io_sb_steal(&sb);
+	return 0;
+}
+
+/* Is the scheme of sl characters at path one of Azure's? */
+static bool
+azure_scheme(const char *path, size_t sl)
+{
+	return (sl == 4 && (strncasecmp(path, "abfs", 4) == 0 ||
+						strncasecmp(path, "wasb", 4) == 0)) ||
+		(sl == 5 && (strncasecmp(path, "abfss", 5) == 0 ||
+					 strncasecmp(path, "wasbs", 5) == 0));
+}
+
 /*
  * See io.h.  The forms, in the order they are tried:
  *	s3:// s3a:// s3n:// (any case)		S3, "s3://bucket/key"
+ *	abfs[s]:// wasb[s]:// (any case)	Azure, "abfs://container@host/key"
  *	file:// + "/abs"					absolute ("file:///abs")
  *	file://localhost[/abs]				absolute
  *	file://host/rest					relative "host/rest" (old local writers)
@@ -185,6 +285,8 @@ io_location_canonical(const char *path, const char *relative_root, char **out,
 		 (sl == 3 && (strncasecmp(path, "s3a", 3) == 0 ||
 					  strncasecmp(path, "s3n", 3) == 0))))
 		return canonical_s3(path, path + sl + 3, out, err);
+	if (sl > 0 && path[sl + 1] == '/' && path[sl + 2] == '/' && azure_scheme(path, sl))
+		return canonical_azure(path, path + sl + 3, out, err);
 	if (sl == 4 && strncasecmp(path, "file", 4) == 0)
 	{
 		const char *p = path + 5;
@@ -212,7 +314,7 @@ io_location_canonical(const char *path, const char *relative_root, char **out,
 	else if (path[0] == '/')
 		abs = path;
 	else if (sl > 0)
-		return refuse(err, path, "only s3://, s3a://, s3n:// and file locations are supported");
+		return refuse(err, path, "only s3://, s3a://, s3n://, abfs[s]://, wasb[s]:// and file locations are supported");
 	else
 		rel = path;
 
@@ -269,9 +371,14 @@ io_location_under(const char *path, const char *root)
 	n = strlen(root);
 	while (n > 0 && root[n - 1] == '/')
 		n--;
-	/* a canonical root: "/..." ("/" itself included) or "s3://bucket..." */
+
+	/*
+	 * a canonical root: "/..." ("/" itself included), "s3://bucket..." or
+	 * "abfs://container@host..."
+	 */
 	if (!(root[0] == '/' ||
-		  (strncmp(root, "s3://", 5) == 0 && n > 5 && root[5] != '/')))
+		  (strncmp(root, "s3://", 5) == 0 && n > 5 && root[5] != '/') ||
+		  (strncmp(root, "abfs://", 7) == 0 && n > 7 && root[7] != '/')))
 		return false;
 	if (has_dot_segment(path, strlen(path)) || has_dot_segment(root, n))
 		return false;

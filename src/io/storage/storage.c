@@ -4,12 +4,13 @@
  *		Object storage, the interface (io.h): storage URIs, the handle and
  *		its configuration, vended credentials and their refresh, and the
  *		entry points, which send local files (file:// URIs and absolute
- *		paths) to the local backend (storage_local.c) and S3 (s3://, s3a://,
- *		s3n://) to the S3 backend (storage_s3.c).  Every location goes
- *		through the location rule (location.c) first.
+ *		paths) to the local backend (storage_local.c), S3 (s3://, s3a://,
+ *		s3n://) to the S3 backend (storage_s3.c) and Azure (abfs[s]://,
+ *		wasb[s]://) to the Azure backend (storage_azure.c).  Every location
+ *		goes through the location rule (location.c) first.
  *
- * The two backends share only this interface and the handle
- * (storage_int.h); neither calls the other.
+ * The backends share only this interface and the handle (storage_int.h);
+ * none calls another.
  *
  * src/io/storage/storage.c
  *
@@ -45,8 +46,10 @@ io_uri_free(IoParsedUri *uri)
 		return;
 	free(uri->bucket);
 	free(uri->path);
+	free(uri->account);
 	uri->bucket = NULL;
 	uri->path = NULL;
+	uri->account = NULL;
 }
 
 /*
@@ -74,12 +77,31 @@ io_uri_parse(const char *uri, IoParsedUri *out, TmsError *err)
 		out->path = io_strdup(slash ? slash + 1 : "");
 		free(c);
 	}
+	else if (strncmp(c, "abfs://", 7) == 0)
+	{
+		/* canonical: "abfs://container@host[/key]" */
+		const char *rest = c + 7;
+		const char *at = strchr(rest, '@');
+		const char *slash = strchr(at, '/');
+		size_t		hlen = slash ? (size_t) (slash - at - 1) : strlen(at + 1);
+
+		out->scheme = IO_URI_AZURE;
+		out->bucket = io_strndup(rest, (size_t) (at - rest));
+		out->account = io_strndup(at + 1, hlen);
+		out->path = io_strdup(slash ? slash + 1 : "");
+		free(c);
+		if (out->account == NULL)
+		{
+			io_uri_free(out);
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+		}
+	}
 	else
 	{
 		out->scheme = IO_URI_FILE;
 		out->path = c;
 	}
-	if (out->path == NULL || (out->scheme == IO_URI_S3 && out->bucket == NULL))
+	if (out->path == NULL || (out->scheme != IO_URI_FILE && out->bucket == NULL))
 	{
 		io_uri_free(out);
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
@@ -91,6 +113,102 @@ io_uri_parse(const char *uri, IoParsedUri *out, TmsError *err)
  * Handle
  * ----------------------------------------------------------------
  */
+
+/* Is k a vended Azure SAS token's key ("adls.sas-token.<account>")? */
+static bool
+azure_sas_key(const char *k)
+{
+	return k != NULL && strncmp(k, "adls.sas-token.", 15) == 0 && k[15] != '\0';
+}
+
+/* Copy the vended SAS tokens of kv[0..n) into st; false when out of memory. */
+static bool
+azure_vended_copy(IoStorage *st, const IoKeyValue *kv, size_t n)
+{
+	size_t		m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (azure_sas_key(kv[i].key) && kv[i].value != NULL && kv[i].value[0] != '\0')
+			m++;
+	st->azure_vended = m > 0 ? calloc(m, sizeof(IoKeyValue)) : NULL;
+	if (m > 0 && st->azure_vended == NULL)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (azure_sas_key(kv[i].key) && kv[i].value != NULL && kv[i].value[0] != '\0')
+		{
+			IoKeyValue *e = &st->azure_vended[st->nazure_vended++];
+
+			e->key = io_strdup(kv[i].key);
+			e->value = io_strdup(kv[i].value);
+			if (e->key == NULL || e->value == NULL)
+				return false;
+		}
+	return true;
+}
+
+/* Wipe and free the vended SAS tokens of st. */
+static void
+azure_vended_free(IoStorage *st)
+{
+	for (size_t i = 0; i < st->nazure_vended; i++)
+	{
+		free(st->azure_vended[i].key);
+		io_wipe_free(st->azure_vended[i].value);
+	}
+	free(st->azure_vended);
+	st->azure_vended = NULL;
+	st->nazure_vended = 0;
+}
+
+/* The Azure part of io_storage_create.  0, or -1 with *err. */
+static int
+azure_create(IoStorage *st, const IoStorageConfig *cfg, TmsError *err)
+{
+	const char *e = cfg->azure_endpoint;
+
+	if (e != NULL && e[0] != '\0')
+	{
+		size_t		n = strlen(e);
+
+		if (strncmp(e, "http://", 7) != 0 && strncmp(e, "https://", 8) != 0)
+			return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+								 "invalid Azure endpoint \"%.300s\": must start with http:// or https://",
+								 e);
+		while (n > 0 && e[n - 1] == '/')
+			n--;
+		if ((st->azure_endpoint = io_strndup(e, n)) == NULL)
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+	}
+	if (cfg->azure_client_id != NULL &&
+		(cfg->azure_client_secret == NULL ||
+		 (cfg->azure_tenant_id == NULL && cfg->azure_token_url == NULL)))
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "Azure client credentials need a client id, a client secret and a tenant id");
+	st->azure_account_key = io_strdup(cfg->azure_account_key);
+	st->azure_sas_token = io_strdup(cfg->azure_sas_token);
+	st->azure_tenant_id = io_strdup(cfg->azure_tenant_id);
+	st->azure_client_id = io_strdup(cfg->azure_client_id);
+	st->azure_client_secret = io_strdup(cfg->azure_client_secret);
+	st->azure_token_url = io_strdup(cfg->azure_token_url);
+	st->azure_block_size = cfg->azure_block_size;
+	if (!azure_vended_copy(st, cfg->azure_vended, cfg->nazure_vended) ||
+		(cfg->azure_account_key && st->azure_account_key == NULL) ||
+		(cfg->azure_sas_token && st->azure_sas_token == NULL) ||
+		(cfg->azure_tenant_id && st->azure_tenant_id == NULL) ||
+		(cfg->azure_client_id && st->azure_client_id == NULL) ||
+		(cfg->azure_client_secret && st->azure_client_secret == NULL) ||
+		(cfg->azure_token_url && st->azure_token_url == NULL))
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+	st->azure_is_vended = st->nazure_vended > 0;
+	if (st->azure_is_vended)
+	{
+		st->vended = true;
+		if (cfg->azure_vended_expire_ms > 0 &&
+			(st->expire_ms <= 0 || cfg->azure_vended_expire_ms < st->expire_ms))
+			st->expire_ms = cfg->azure_vended_expire_ms;
+	}
+	return 0;
+}
 
 
 IoStorage *
@@ -138,11 +256,17 @@ io_storage_create(const IoStorageConfig *cfg, TmsError *err)
 	st->secret_access_key = io_strdup(cfg->s3_secret_access_key);
 	st->session_token = io_strdup(cfg->s3_session_token);
 	st->vended = cfg->s3_credentials_vended;
+	st->s3_vended = cfg->s3_credentials_vended;
 	st->expire_ms = cfg->s3_credentials_expire_ms;
 	st->received_ms = io_wall_ms();
 	st->http = cfg->http;
 	st->http.ca_file = NULL;
 	st->http.ca_path = NULL;
+	if (azure_create(st, cfg, err) != 0)
+	{
+		io_storage_free(st);
+		return NULL;
+	}
 	if (cfg->nlocal_roots > 0)
 	{
 		size_t		i;
@@ -197,6 +321,16 @@ io_storage_config_get(const IoStorage *st, IoStorageConfig *cfg)
 	cfg->local_roots = (const char *const *) st->local_roots;
 	cfg->nlocal_roots = st->nlocal_roots;
 	cfg->http = st->http;
+	cfg->azure_endpoint = st->azure_endpoint;
+	cfg->azure_account_key = st->azure_account_key;
+	cfg->azure_sas_token = st->azure_sas_token;
+	cfg->azure_tenant_id = st->azure_tenant_id;
+	cfg->azure_client_id = st->azure_client_id;
+	cfg->azure_client_secret = st->azure_client_secret;
+	cfg->azure_token_url = st->azure_token_url;
+	cfg->azure_vended = st->azure_vended;
+	cfg->nazure_vended = st->nazure_vended;
+	cfg->azure_block_size = st->azure_block_size;
 }
 
 /* Free the handle; secrets are wiped first. */
@@ -211,6 +345,15 @@ io_storage_free(IoStorage *st)
 		memset(st->session_token, 0, strlen(st->session_token));
 	if (st->refresh_free != NULL)
 		st->refresh_free(st->refresh_arg);
+	free(st->azure_endpoint);
+	io_wipe_free(st->azure_account_key);
+	io_wipe_free(st->azure_sas_token);
+	free(st->azure_tenant_id);
+	free(st->azure_client_id);
+	io_wipe_free(st->azure_client_secret);
+	free(st->azure_token_url);
+	io_oauth2_forget(&st->azure_token);
+	azure_vended_free(st);
 	free(st->endpoint);
 	free(st->region);
 	free(st->access_key_id);
@@ -239,7 +382,9 @@ io_storage_target(IoStorage *st, const char *uri, char *buf, size_t size)
 
 	if (io_uri_parse(uri, &u, &err) != 0)
 		return -1;
-	if (u.scheme != IO_URI_S3)
+	if (u.scheme == IO_URI_AZURE)
+		n = io_azure_target(st, &u, buf, size) == 0 ? 0 : -1;
+	else if (u.scheme != IO_URI_S3)
 		n = -1;
 	else if (st->endpoint != NULL)
 		n = snprintf(buf, size, "%s/%s", st->endpoint, u.bucket);
@@ -281,7 +426,20 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 
 		if (k == NULL || v == NULL)
 			continue;
-		if (strcmp(k, "s3.access-key-id") == 0)
+		if (azure_sas_key(k) && v[0] != '\0')
+		{
+			/* Azure: the storage picks the tokens out of kv */
+			cfg->azure_vended = kv;
+			cfg->nazure_vended = n;
+		}
+		else if (strncmp(k, "adls.sas-token-expires-at-ms.", 29) == 0)
+		{
+			int64_t		e = strtoll(v, NULL, 10);
+
+			if (e > 0 && (cfg->azure_vended_expire_ms <= 0 || e < cfg->azure_vended_expire_ms))
+				cfg->azure_vended_expire_ms = e;
+		}
+		else if (strcmp(k, "s3.access-key-id") == 0)
 			key_id = v;
 		else if (strcmp(k, "s3.secret-access-key") == 0)
 			secret = v;
@@ -360,9 +518,10 @@ io_storage_refresh(IoStorage *st, TmsError *err)
 {
 	IoTableCredentials c;
 	IoStorageConfig cfg;
-	char	   *key_id,
-			   *secret,
-			   *token;
+	char	   *key_id = NULL,
+			   *secret = NULL,
+			   *token = NULL;
+	IoStorage	az;
 
 	if (st->refresh == NULL)
 		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
@@ -372,30 +531,50 @@ io_storage_refresh(IoStorage *st, TmsError *err)
 		return -1;
 	memset(&cfg, 0, sizeof(cfg));
 	io_storage_config_apply(&cfg, c.config, c.nconfig, false);
-	if (!cfg.s3_credentials_vended)
+	memset(&az, 0, sizeof(az));
+	if ((st->s3_vended && !cfg.s3_credentials_vended) ||
+		(st->azure_is_vended && cfg.nazure_vended == 0))
 	{
 		io_table_credentials_free(&c);
 		return tms_error_set(err, IO_ERR_PROTOCOL,
-							 "the catalog vended no storage credentials (an access key id and a secret) to refresh them with");
+							 "the catalog vended no storage credentials (an access key id and a secret, or a SAS token) to refresh them with");
 	}
-	key_id = io_strdup(cfg.s3_access_key_id);
-	secret = io_strdup(cfg.s3_secret_access_key);
-	token = cfg.s3_session_token ? io_strdup(cfg.s3_session_token) : NULL;
-	if (key_id == NULL || secret == NULL || (cfg.s3_session_token && token == NULL))
+	if (st->s3_vended)
+	{
+		key_id = io_strdup(cfg.s3_access_key_id);
+		secret = io_strdup(cfg.s3_secret_access_key);
+		token = cfg.s3_session_token ? io_strdup(cfg.s3_session_token) : NULL;
+	}
+	if ((st->s3_vended && (key_id == NULL || secret == NULL ||
+						   (cfg.s3_session_token && token == NULL))) ||
+		(st->azure_is_vended && !azure_vended_copy(&az, cfg.azure_vended, cfg.nazure_vended)))
 	{
 		free(key_id);
 		io_wipe_free(secret);
 		io_wipe_free(token);
+		azure_vended_free(&az);
 		io_table_credentials_free(&c);
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
-	free(st->access_key_id);
-	io_wipe_free(st->secret_access_key);
-	io_wipe_free(st->session_token);
-	st->access_key_id = key_id;
-	st->secret_access_key = secret;
-	st->session_token = token;
-	st->expire_ms = cfg.s3_credentials_expire_ms;
+	if (st->s3_vended)
+	{
+		free(st->access_key_id);
+		io_wipe_free(st->secret_access_key);
+		io_wipe_free(st->session_token);
+		st->access_key_id = key_id;
+		st->secret_access_key = secret;
+		st->session_token = token;
+		st->expire_ms = cfg.s3_credentials_expire_ms;
+	}
+	if (st->azure_is_vended)
+	{
+		azure_vended_free(st);
+		st->azure_vended = az.azure_vended;
+		st->nazure_vended = az.nazure_vended;
+		if (!st->s3_vended || (cfg.azure_vended_expire_ms > 0 &&
+							   (st->expire_ms <= 0 || cfg.azure_vended_expire_ms < st->expire_ms)))
+			st->expire_ms = cfg.azure_vended_expire_ms;
+	}
 	st->received_ms = io_wall_ms();
 	st->refreshes++;
 	io_table_credentials_free(&c);
@@ -453,6 +632,8 @@ io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
 	io_http_options_resolve(&st->http, &opt);
 	if (u.scheme == IO_URI_FILE)
 		rc = io_local_read(st, uri, u.path, offset, len, out, opt.max_response_bytes, err);
+	else if (u.scheme == IO_URI_AZURE)
+		rc = io_azure_read(st, &u, offset, len, out, err);
 	else
 		rc = io_s3_read(st, &u, offset, len, out, err);
 	io_uri_free(&u);
@@ -469,6 +650,8 @@ io_storage_size(IoStorage *st, const char *uri, uint64_t *size, TmsError *err)
 		return -1;
 	if (u.scheme == IO_URI_FILE)
 		rc = io_local_size(st, uri, u.path, size, err);
+	else if (u.scheme == IO_URI_AZURE)
+		rc = io_azure_size(st, &u, size, err);
 	else
 	{
 		IoHttpResponse resp;
@@ -503,6 +686,8 @@ io_storage_write(IoStorage *st, const char *uri, const void *data, size_t len,
 		return -1;
 	if (u.scheme == IO_URI_FILE)
 		rc = io_local_write(st, uri, u.path, data, len, err);
+	else if (u.scheme == IO_URI_AZURE)
+		rc = io_azure_write(st, &u, data, len, err);
 	else if (u.path[0] == '\0')
 		rc = tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
 						   "invalid S3 location \"%s\": missing key", uri);
@@ -532,6 +717,8 @@ io_storage_list(IoStorage *st, const char *prefix, IoListFn fn, void *arg,
 		return -1;
 	if (u.scheme == IO_URI_FILE)
 		rc = io_local_list(st, prefix, u.path, fn, arg, err);
+	else if (u.scheme == IO_URI_AZURE)
+		rc = io_azure_list(st, &u, prefix, fn, arg, err);
 	else
 		rc = io_s3_list(st, &u, prefix, fn, arg, err);
 	io_uri_free(&u);
@@ -621,21 +808,32 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 	for (i = 0; i < nlocal; i++)
 		io_local_delete(st, uris[locals[i].i], locals[i].path, &dircache, &results[locals[i].i]);
 	io_local_dir_cache_end(&dircache);
-	/* S3: batches of up to 1000 keys of the same bucket, in input order */
+
+	/*
+	 * S3: batches of up to 1000 keys of the same bucket, in input order;
+	 * Azure: of up to 256 blobs of the same container
+	 */
 	for (i = 0; i < n && rc == 0; i++)
 	{
 		size_t		nb = 0,
 					j;
+		bool		azure = parsed[i].scheme == IO_URI_AZURE;
+		size_t		max = azure ? IO_AZURE_DELETE_MAX_KEYS : S3_DELETE_BATCH;
 
 		if (taken[i])
 			continue;
-		for (j = i; j < n && nb < S3_DELETE_BATCH; j++)
-			if (!taken[j] && strcmp(parsed[j].bucket, parsed[i].bucket) == 0)
+		for (j = i; j < n && nb < max; j++)
+			if (!taken[j] && parsed[j].scheme == parsed[i].scheme &&
+				strcmp(parsed[j].bucket, parsed[i].bucket) == 0 &&
+				(!azure || strcmp(parsed[j].account, parsed[i].account) == 0))
 			{
 				idx[nb++] = j;
 				taken[j] = true;
 			}
-		rc = io_s3_delete_batch(st, parsed[i].bucket, parsed, idx, nb, results, err);
+		if (azure)
+			rc = io_azure_delete_batch(st, parsed, idx, nb, results, err);
+		else
+			rc = io_s3_delete_batch(st, parsed[i].bucket, parsed, idx, nb, results, err);
 	}
 	for (i = 0; i < n; i++)
 		io_uri_free(&parsed[i]);
@@ -644,4 +842,21 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 	free(taken);
 	free(locals);
 	return rc;
+}
+
+/* See io.h. */
+size_t
+io_delete_group(const char *canonical, size_t *prefix_len)
+{
+	const char *slash;
+
+	*prefix_len = 0;
+	if (strncmp(canonical, "s3://", 5) == 0)
+		slash = strchr(canonical + 5, '/');
+	else if (strncmp(canonical, "abfs://", 7) == 0)
+		slash = strchr(canonical + 7, '/');
+	else
+		return 0;
+	*prefix_len = slash ? (size_t) (slash - canonical) + 1 : strlen(canonical);
+	return canonical[0] == 'a' ? IO_AZURE_DELETE_MAX_KEYS : IO_S3_DELETE_MAX_KEYS;
 }

@@ -3,10 +3,11 @@
  * storage_int.h
  *		Private declarations shared by the files of the object storage:
  *		the interface and dispatch (storage.c), the local backend
- *		(storage_local.c) and the S3 backend (storage_s3.c).
+ *		(storage_local.c), the S3 backend (storage_s3.c) and the Azure
+ *		backend (storage_azure.c, azure_batch.c).
  *
- * Not part of the layer's interface (that is io.h); only those three files
- * include this one.
+ * Not part of the layer's interface (that is io.h); only those files and
+ * the bulk deleter (bulk_delete.c) include this one.
  *
  * src/io/storage/storage_int.h
  *
@@ -16,6 +17,7 @@
 #define TMS_IO_STORAGE_INT_H
 
 #include "io/io_int.h"
+#include "io/http/oauth2.h"
 
 /* The storage handle (io.h's IoStorage), filled in by storage.c. */
 struct IoStorage
@@ -37,6 +39,20 @@ struct IoStorage
 	char	  **local_roots;	/* canonical absolute directories */
 	size_t		nlocal_roots;
 	IoHttpOptions http;
+	/* Azure (see IoStorageConfig) */
+	char	   *azure_endpoint; /* no trailing / */
+	char	   *azure_account_key;
+	char	   *azure_sas_token;	/* without a leading '?' */
+	char	   *azure_tenant_id;
+	char	   *azure_client_id;
+	char	   *azure_client_secret;
+	char	   *azure_token_url;
+	IoOAuth2Token azure_token;
+	IoKeyValue *azure_vended;	/* "adls.sas-token.<account>" -> SAS */
+	size_t		nazure_vended;
+	bool		s3_vended;		/* which of the credentials are vended */
+	bool		azure_is_vended;
+	size_t		azure_block_size;
 };
 
 /*
@@ -84,5 +100,92 @@ extern int	io_s3_list(IoStorage *st, const IoParsedUri *u,
 extern int	io_s3_delete_batch(IoStorage *st, const char *bucket,
 							   IoParsedUri *parsed, const size_t *idx, size_t n,
 							   IoDeleteResult *results, TmsError *err);
+
+/* ---- The Azure backend (storage_azure.c, azure_batch.c) ---- */
+
+/* The Blob service REST API version of every request (x-ms-version). */
+#define IO_AZURE_VERSION "2021-08-06"
+
+/*
+ * Build the SharedKey string-to-sign of a request (Microsoft's "Authorize
+ * with Shared Key", version 2009-09-19 and later) into *out: method, the
+ * standard headers and every x-ms- header of headers[0..n) (names in any
+ * case), the account name and the wire path and raw query of the URL.  0,
+ * or -1 with *err.
+ */
+extern int	io_azure_string_to_sign(const char *method, const IoHeader *headers,
+									size_t n, const char *account, const char *path,
+									const char *query, IoStrBuf *out, TmsError *err);
+
+/* The signature: base64(HMAC-SHA256(base64-decoded key, sts)). */
+extern int	io_azure_sign(const char *key_b64, const char *sts, size_t len,
+						  char *out, size_t size, TmsError *err);
+
+/* Build one authorised request; as io_s3_request_build. */
+extern int	io_azure_request_build(IoStorage *st, const char *method,
+								   const IoParsedUri *u, const char *key,
+								   const char *query, const IoHeader *extra,
+								   size_t nextra, const void *body, size_t body_len,
+								   IoS3Request *r, TmsError *err);
+
+/* Send one request, refreshing refused vended credentials once. */
+extern int	io_azure_request(IoStorage *st, const char *method,
+							 const IoParsedUri *u, const char *key,
+							 const char *query, const IoHeader *extra,
+							 size_t nextra, const void *body, size_t body_len,
+							 IoHttpResponse *resp, TmsError *err);
+
+/*
+ * A non-2xx Azure response into *err (always -1): the Azure error code
+ * (x-ms-error-code, else the error document's Code) and Message in the
+ * detail, the code also into code_out when not NULL.
+ */
+extern int	io_azure_status_error(const IoHttpResponse *resp, const char *what,
+								  const IoParsedUri *u, const char *key,
+								  char *code_out, size_t code_size, TmsError *err);
+
+/*
+ * Does a request for the account of host go with an account SAS (one
+ * naming resource types, "srt=")?  Its Blob Batch is then the account's
+ * (POST /?comp=batch), which an account SAS authorises, and a
+ * container's otherwise (POST /<container>?restype=container&comp=batch),
+ * which a container's SAS, a catalog's typical one, authorises.
+ */
+extern bool io_azure_account_sas(const IoStorage *st, const char *host);
+
+/* Was a refusal one to slow down (503, 429, ServerBusy, OperationTimedOut)? */
+extern bool io_azure_throttled(long status, const char *code);
+
+extern int	io_azure_read(IoStorage *st, const IoParsedUri *u, uint64_t offset,
+						  uint64_t len, IoBuffer *out, TmsError *err);
+extern int	io_azure_size(IoStorage *st, const IoParsedUri *u, uint64_t *size,
+						  TmsError *err);
+extern int	io_azure_write(IoStorage *st, const IoParsedUri *u, const void *data,
+						   size_t len, TmsError *err);
+extern int	io_azure_list(IoStorage *st, const IoParsedUri *u,
+						  const char *prefix_uri, IoListFn fn, void *arg,
+						  TmsError *err);
+extern int	io_azure_target(IoStorage *st, const IoParsedUri *u, char *buf,
+							size_t size);
+
+/*
+ * Blob Batch (azure_batch.c): the multipart/mixed body of one Delete Blob
+ * sub-request per key (each authorised as a request of its own) with the
+ * boundary "batch_<uuid>" into *body and its Content-Type into ctype;
+ * then the reader of a 202 answer into results[0..n) (202 and 404
+ * deleted, others with the Azure error code, a sub-request the answer
+ * does not mention "NoResult").
+ */
+extern int	io_azure_batch_body(IoStorage *st, const IoParsedUri *u,
+								const char *const *keys, size_t n,
+								IoStrBuf *body, char *ctype, size_t ctype_size,
+								TmsError *err);
+extern int	io_azure_batch_read(const IoHttpResponse *resp, size_t n,
+								IoDeleteResult *results, TmsError *err);
+
+/* One Blob Batch request for keys[idx[0..n)] of one container. */
+extern int	io_azure_delete_batch(IoStorage *st, IoParsedUri *parsed,
+								  const size_t *idx, size_t n,
+								  IoDeleteResult *results, TmsError *err);
 
 #endif							/* TMS_IO_STORAGE_INT_H */
