@@ -238,7 +238,7 @@ tms_location_canonical(const TmsServer *s, const char *path, char **why)
 		return NULL;
 	}
 	r = pstrdup(c);
-	free(c);
+	io_free(c);
 	return r;
 }
 

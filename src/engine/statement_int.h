@@ -27,6 +27,7 @@
 #define TMS_ENGINE_INT_H
 
 #include "engine/statement.h"
+#include "io/util/io_memory.h"
 #include "io/util/strbuf.h"
 
 #if defined(__GNUC__)

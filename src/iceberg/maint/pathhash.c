@@ -168,7 +168,7 @@ iceberg_hash_array_add(IcebergHashArray *a, uint64_t x, IcebergError *err)
 		ncap = a->cap < 1024 ? 1024 : a->cap + a->cap / 2;
 		if (ncap > SIZE_MAX / sizeof(uint64_t))
 			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
-		nv = realloc(a->v, ncap * sizeof(uint64_t));
+		nv = io_realloc(a->v, ncap * sizeof(uint64_t));
 		if (nv == NULL)
 			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		a->v = nv;
@@ -206,7 +206,7 @@ iceberg_hash_array_has(const IcebergHashArray *a, uint64_t x)
 void
 iceberg_hash_array_free(IcebergHashArray *a)
 {
-	free(a->v);
+	io_free(a->v);
 	a->v = NULL;
 	a->n = a->cap = 0;
 }
@@ -239,13 +239,13 @@ iceberg_hash_table_add(IcebergHashTable *t, uint64_t x, bool *added,
 
 		if (n > SIZE_MAX / sizeof(uint64_t))
 			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
-		s = calloc(n, sizeof(uint64_t));
+		s = io_calloc(n, sizeof(uint64_t));
 		if (s == NULL)
 			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		for (k = 0; k < t->nslots; k++)
 			if (t->slots[k] != 0)
 				s[probe(s, n, t->slots[k])] = t->slots[k];
-		free(t->slots);
+		io_free(t->slots);
 		t->slots = s;
 		t->nslots = n;
 	}
@@ -272,7 +272,7 @@ iceberg_hash_table_has(const IcebergHashTable *t, uint64_t x)
 void
 iceberg_hash_table_free(IcebergHashTable *t)
 {
-	free(t->slots);
+	io_free(t->slots);
 	t->slots = NULL;
 	t->nslots = t->count = 0;
 }

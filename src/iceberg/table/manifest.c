@@ -74,14 +74,14 @@ manifest_list_open_file(const IcebergFileIO *io, const char *path,
 	IcebergManifestListReader *r;
 	const char *fv;
 
-	r = calloc(1, sizeof(IcebergManifestListReader));
+	r = io_calloc(1, sizeof(IcebergManifestListReader));
 	if (r == NULL)
 		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	if (!iceberg_avro_reader_open(io, path, "manifest list", manifest_file_targets,
 								  (int) (sizeof(manifest_file_targets) / sizeof(manifest_file_targets[0])),
 								  &r->avro, err))
 	{
-		free(r);
+		io_free(r);
 		return false;
 	}
 	fv = iceberg_avro_reader_meta(r->avro, "format-version");
@@ -119,7 +119,7 @@ iceberg_manifest_list_open(const IcebergFileIO *io,
 	if (snap->manifest_list != NULL)
 		return manifest_list_open_file(io, snap->manifest_list,
 									   md->format_version, out, err);
-	r = calloc(1, sizeof(IcebergManifestListReader));
+	r = io_calloc(1, sizeof(IcebergManifestListReader));
 	if (r == NULL)
 		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	r->inline_snap = snap;
@@ -260,7 +260,7 @@ iceberg_manifest_list_close(IcebergManifestListReader *r)
 	if (r == NULL)
 		return;
 	iceberg_avro_reader_close(r->avro);
-	free(r);
+	io_free(r);
 }
 
 /* ---------------------------------------------------------------------
@@ -357,7 +357,7 @@ iceberg_manifest_open(const IcebergFileIO *io, const IcebergManifestFile *mf,
 	if (mf == NULL || mf->manifest_path == NULL)
 		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
 								 "no manifest given");
-	r = calloc(1, sizeof(IcebergManifestReader));
+	r = io_calloc(1, sizeof(IcebergManifestReader));
 	if (r == NULL)
 		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	targets = (flags & ICEBERG_READ_PARTITION) ? entry_targets_with_partition
@@ -373,7 +373,7 @@ iceberg_manifest_open(const IcebergFileIO *io, const IcebergManifestFile *mf,
 	if (!iceberg_avro_reader_open(io, mf->manifest_path, "manifest", targets, 5,
 								  &r->avro, err))
 	{
-		free(r);
+		io_free(r);
 		return false;
 	}
 	r->flags = flags;
@@ -517,5 +517,5 @@ iceberg_manifest_close(IcebergManifestReader *r)
 	if (r == NULL)
 		return;
 	iceberg_avro_reader_close(r->avro);
-	free(r);
+	io_free(r);
 }

@@ -92,10 +92,10 @@ iceberg_schema_parse(const char *json, IcebergSchema **out, IcebergError *err)
 		return iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "invalid schema: no \"fields\" array");
 	}
 	n = json_array_size(fields);
-	s = calloc(1, sizeof(IcebergSchema));
-	if (s == NULL || (s->columns = calloc(n + 1, sizeof(IcebergColumn))) == NULL)
+	s = io_calloc(1, sizeof(IcebergSchema));
+	if (s == NULL || (s->columns = io_calloc(n + 1, sizeof(IcebergColumn))) == NULL)
 	{
-		free(s);
+		io_free(s);
 		json_decref(root);
 		return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	}
@@ -155,11 +155,11 @@ iceberg_schema_free(IcebergSchema *s)
 		return;
 	for (i = 0; i < s->ncolumns; i++)
 	{
-		free(s->columns[i].name);
-		free(s->columns[i].type_text);
+		io_free(s->columns[i].name);
+		io_free(s->columns[i].type_text);
 	}
-	free(s->columns);
-	free(s);
+	io_free(s->columns);
+	io_free(s);
 }
 
 const IcebergColumn *

@@ -117,7 +117,7 @@ add_line(IoStringList *l, const char *name, const char *value)
 
 	io_sb_init(&sb);
 	io_sb_printf(&sb, "%s: %s", name, value);
-	grown = sb.oom ? NULL : realloc(l->items, (l->n + 1) * sizeof(char *));
+	grown = sb.oom ? NULL : io_realloc(l->items, (l->n + 1) * sizeof(char *));
 	if (grown == NULL)
 	{
 		io_sb_wipe_free(&sb);
@@ -183,8 +183,8 @@ sign_request(IoCatalog *cat, const char *method, const char *url,
 	int			rc = -1;
 
 	memset(&out, 0, sizeof(out));
-	hdrs = calloc(nlines + 1, sizeof(IoHeader));
-	names = calloc(nlines + 1, sizeof(char *));
+	hdrs = io_calloc(nlines + 1, sizeof(IoHeader));
+	names = io_calloc(nlines + 1, sizeof(char *));
 	if (hdrs == NULL || names == NULL || !split_url(url, &host, &path, &query))
 	{
 		rc = io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
@@ -256,12 +256,12 @@ sign_request(IoCatalog *cat, const char *method, const char *url,
 done:
 	io_sigv4_free(&out);
 	for (i = 0; names != NULL && i < nlines; i++)
-		free(names[i]);
-	free(names);
-	free(hdrs);
-	free(host);
-	free(path);
-	free(query);
+		io_free(names[i]);
+	io_free(names);
+	io_free(hdrs);
+	io_free(host);
+	io_free(path);
+	io_free(query);
 	return rc;
 }
 
@@ -285,7 +285,7 @@ io_rest_headers(IoCatalog *cat, const char *method, const char *url,
 	for (i = 0; ok && i < nextra; i++)
 	{
 		char	   *copy = io_strdup(extra[i]);
-		char	  **grown = copy ? realloc(out->items, (out->n + 1) * sizeof(char *)) : NULL;
+		char	  **grown = copy ? io_realloc(out->items, (out->n + 1) * sizeof(char *)) : NULL;
 
 		ok = grown != NULL;
 		if (!ok)

@@ -43,8 +43,8 @@ io_uri_free(IoParsedUri *uri)
 {
 	if (uri == NULL)
 		return;
-	free(uri->bucket);
-	free(uri->path);
+	io_free(uri->bucket);
+	io_free(uri->path);
 	uri->bucket = NULL;
 	uri->path = NULL;
 }
@@ -72,7 +72,7 @@ io_uri_parse(const char *uri, IoParsedUri *out, IoError *err)
 		out->scheme = IO_URI_S3;
 		out->bucket = io_strndup(rest, blen);
 		out->path = io_strdup(slash ? slash + 1 : "");
-		free(c);
+		io_free(c);
 	}
 	else
 	{
@@ -96,7 +96,7 @@ io_uri_parse(const char *uri, IoParsedUri *out, IoError *err)
 IoStorage *
 io_storage_create(const IoStorageConfig *cfg, IoError *err)
 {
-	IoStorage  *st = calloc(1, sizeof(IoStorage));
+	IoStorage  *st = io_calloc(1, sizeof(IoStorage));
 
 	if (st == NULL)
 	{
@@ -110,7 +110,7 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 		if (strncmp(cfg->s3_endpoint, "http://", 7) != 0 &&
 			strncmp(cfg->s3_endpoint, "https://", 8) != 0)
 		{
-			free(st);
+			io_free(st);
 			io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
 						 "invalid S3 endpoint \"%s\": must start with http:// or https://",
 						 cfg->s3_endpoint);
@@ -147,7 +147,7 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 	{
 		size_t		i;
 
-		st->local_roots = calloc(cfg->nlocal_roots, sizeof(char *));
+		st->local_roots = io_calloc(cfg->nlocal_roots, sizeof(char *));
 		if (st->local_roots == NULL)
 		{
 			io_storage_free(st);
@@ -211,15 +211,15 @@ io_storage_free(IoStorage *st)
 		memset(st->session_token, 0, strlen(st->session_token));
 	if (st->refresh_free != NULL)
 		st->refresh_free(st->refresh_arg);
-	free(st->endpoint);
-	free(st->region);
-	free(st->access_key_id);
-	free(st->secret_access_key);
-	free(st->session_token);
+	io_free(st->endpoint);
+	io_free(st->region);
+	io_free(st->access_key_id);
+	io_free(st->secret_access_key);
+	io_free(st->session_token);
 	for (size_t i = 0; i < st->nlocal_roots; i++)
-		free(st->local_roots[i]);
-	free(st->local_roots);
-	free(st);
+		io_free(st->local_roots[i]);
+	io_free(st->local_roots);
+	io_free(st);
 }
 
 /* See io_int.h. */
@@ -254,7 +254,7 @@ io_buffer_free(IoBuffer *buf)
 {
 	if (buf == NULL)
 		return;
-	free(buf->data);
+	io_free(buf->data);
 	buf->data = NULL;
 	buf->len = 0;
 }
@@ -383,13 +383,13 @@ io_storage_refresh(IoStorage *st, IoError *err)
 	token = cfg.s3_session_token ? io_strdup(cfg.s3_session_token) : NULL;
 	if (key_id == NULL || secret == NULL || (cfg.s3_session_token && token == NULL))
 	{
-		free(key_id);
+		io_free(key_id);
 		io_wipe_free(secret);
 		io_wipe_free(token);
 		io_table_credentials_free(&c);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	}
-	free(st->access_key_id);
+	io_free(st->access_key_id);
 	io_wipe_free(st->secret_access_key);
 	io_wipe_free(st->session_token);
 	st->access_key_id = key_id;
@@ -579,16 +579,16 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 
 	if (n == 0)
 		return 0;
-	parsed = calloc(n, sizeof(IoParsedUri));
-	idx = calloc(n, sizeof(size_t));
-	taken = calloc(n, sizeof(bool));
-	locals = calloc(n, sizeof(LocalEntry));
+	parsed = io_calloc(n, sizeof(IoParsedUri));
+	idx = io_calloc(n, sizeof(size_t));
+	taken = io_calloc(n, sizeof(bool));
+	locals = io_calloc(n, sizeof(LocalEntry));
 	if (parsed == NULL || idx == NULL || taken == NULL || locals == NULL)
 	{
-		free(parsed);
-		free(idx);
-		free(taken);
-		free(locals);
+		io_free(parsed);
+		io_free(idx);
+		io_free(taken);
+		io_free(locals);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 	}
 	for (i = 0; i < n; i++)
@@ -639,9 +639,9 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 	}
 	for (i = 0; i < n; i++)
 		io_uri_free(&parsed[i]);
-	free(parsed);
-	free(idx);
-	free(taken);
-	free(locals);
+	io_free(parsed);
+	io_free(idx);
+	io_free(taken);
+	io_free(locals);
 	return rc;
 }
