@@ -468,6 +468,7 @@ tms_catalog_connect(const char *server_name)
 	IoCatalogConfig cfg;
 	IoError		err;
 	IoCatalog  *cat;
+	const IoAllocator *prev;
 
 	if (!IsTransactionState())
 		elog(ERROR, "tms_catalog_connect called outside a transaction");
@@ -561,7 +562,10 @@ tms_catalog_connect(const char *server_name)
 	cfg.aws_session_token = c->creds.aws_session_token;
 	cfg.page_size = c->server->page_size;
 	cfg.http = c->server->http;
+	/* cached: never from a scope (plain_memory.h); open never longjmps */
+	prev = io_use_allocator(NULL);
 	cat = io_catalog_open(&cfg, &err);
+	io_use_allocator(prev);
 	if (cat == NULL)
 	{
 		conn_free(c);
@@ -609,10 +613,10 @@ vended_source_free(void *arg)
 {
 	VendedSource *v = arg;
 
-	free(v->ns);
-	free(v->table);
-	free(v->location);
-	free(v);
+	io_free(v->ns);
+	io_free(v->table);
+	io_free(v->location);
+	io_free(v);
 }
 
 /* The refresh callback: no ereport, only the io layer. */
@@ -632,13 +636,13 @@ tms_storage_refresh_through(IoStorage *storage, TmsCatalogConn *conn, const char
 
 	if (storage == NULL || conn == NULL)
 		return;
-	v = calloc(1, sizeof(VendedSource));
+	v = io_calloc(1, sizeof(VendedSource)); /* the storage's, like it */
 	if (v == NULL)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	v->catalog = conn->catalog;
-	v->ns = strdup(ns_io);
-	v->table = strdup(table);
-	v->location = location ? strdup(location) : NULL;
+	v->ns = io_strdup(ns_io);
+	v->table = io_strdup(table);
+	v->location = io_strdup(location);
 	if (v->ns == NULL || v->table == NULL || (location && v->location == NULL))
 	{
 		vended_source_free(v);

@@ -395,6 +395,8 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 	if (!r->zs_ready)
 	{
 		memset(&r->zs, 0, sizeof(r->zs));
+		r->zs.zalloc = io_zalloc;
+		r->zs.zfree = io_zfree;
 		if (inflateInit2(&r->zs, -15) != Z_OK)
 			return iceberg_set_error(err, ICEBERG_ERR_OUT_OF_MEMORY,
 									 "could not initialise zlib");

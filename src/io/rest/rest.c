@@ -876,6 +876,7 @@ io_catalog_open(const IoCatalogConfig *cfg, IoError *err)
 		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 		return NULL;
 	}
+	cat->alloc = io_current_allocator();
 	n = strlen(cfg->uri);
 	while (n > 0 && cfg->uri[n - 1] == '/')
 		n--;

@@ -53,6 +53,7 @@ io_rest_fetch_token(IoCatalog *cat, IoError *err)
 {
 	IoStrBuf	url;
 	IoOAuth2Request rq;
+	const IoAllocator *prev;
 	int			rc;
 
 	io_sb_init(&url);
@@ -77,7 +78,9 @@ io_rest_fetch_token(IoCatalog *cat, IoError *err)
 	rq.status_error = token_status_error;
 	rq.arg = cat;
 	rq.requests = &cat->requests;
+	prev = io_use_allocator(cat->alloc);	/* the token outlives the call */
 	rc = io_oauth2_fetch(&rq, &cat->oauth, err);
+	io_use_allocator(prev);
 	io_sb_free(&url);
 	return rc;
 }
@@ -100,7 +103,12 @@ io_rest_ensure_token(IoCatalog *cat, IoError *err)
 int
 io_rest_read_token(IoCatalog *cat, const char *body, size_t len, IoError *err)
 {
-	return io_oauth2_read(&cat->oauth, body, len, cat->http.max_json_bytes, err);
+	const IoAllocator *prev = io_use_allocator(cat->alloc);
+	int			rc;
+
+	rc = io_oauth2_read(&cat->oauth, body, len, cat->http.max_json_bytes, err);
+	io_use_allocator(prev);
+	return rc;
 }
 
 /* ----------------------------------------------------------------

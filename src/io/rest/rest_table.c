@@ -304,8 +304,8 @@ cache_find(IoCatalog *cat, const char *ns, const char *table)
 
 /* Remember a loaded table with its ETag (drops the oldest beyond the cap). */
 static void
-cache_store(IoCatalog *cat, const char *ns, const char *table,
-			const IoLoadedTable *t)
+cache_put(IoCatalog *cat, const char *ns, const char *table,
+		  const IoLoadedTable *t)
 {
 	TableCacheEntry *e;
 
@@ -337,6 +337,17 @@ cache_store(IoCatalog *cat, const char *ns, const char *table,
 		*pp = NULL;
 		cat->ncache--;
 	}
+}
+
+/* cache_put in the catalog's own allocator: the entry outlives the call. */
+static void
+cache_store(IoCatalog *cat, const char *ns, const char *table,
+			const IoLoadedTable *t)
+{
+	const IoAllocator *prev = io_use_allocator(cat->alloc);
+
+	cache_put(cat, ns, table, t);
+	io_use_allocator(prev);
 }
 
 /* See io.h. */

@@ -103,6 +103,7 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 		io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
 		return NULL;
 	}
+	st->alloc = io_current_allocator();
 	if (cfg->s3_endpoint != NULL && cfg->s3_endpoint[0] != '\0')
 	{
 		size_t		n = strlen(cfg->s3_endpoint);
@@ -363,6 +364,7 @@ io_storage_refresh(IoStorage *st, IoError *err)
 	char	   *key_id,
 			   *secret,
 			   *token;
+	const IoAllocator *prev;
 
 	if (st->refresh == NULL)
 		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
@@ -378,9 +380,11 @@ io_storage_refresh(IoStorage *st, IoError *err)
 		return io_set_error(err, IO_ERR_PROTOCOL, 0,
 							"the catalog vended no storage credentials (an access key id and a secret) to refresh them with");
 	}
+	prev = io_use_allocator(st->alloc); /* the storage keeps them */
 	key_id = io_strdup(cfg.s3_access_key_id);
 	secret = io_strdup(cfg.s3_secret_access_key);
 	token = cfg.s3_session_token ? io_strdup(cfg.s3_session_token) : NULL;
+	io_use_allocator(prev);
 	if (key_id == NULL || secret == NULL || (cfg.s3_session_token && token == NULL))
 	{
 		io_free(key_id);

@@ -153,6 +153,20 @@ io_strndup(const char *s, size_t n)
 	return p;
 }
 
+void *
+io_zalloc(void *opaque, unsigned int items, unsigned int size)
+{
+	(void) opaque;
+	return io_calloc(items, size);
+}
+
+void
+io_zfree(void *opaque, void *ptr)
+{
+	(void) opaque;
+	io_free(ptr);
+}
+
 void
 io_free(void *ptr)
 {

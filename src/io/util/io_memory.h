@@ -17,8 +17,16 @@
  * the current one, so a block may be freed or grown wherever it goes; a
  * block grown by io_realloc stays with the allocator it came from.  A
  * block from io_malloc must never reach free(), nor a block from malloc
- * io_free (memory that libcurl, jansson, zlib and OpenSSL hand out stays
- * theirs and goes back through their own free functions).
+ * io_free.
+ *
+ * The libraries: the inflate state of an Avro reader (kept between calls)
+ * goes through io_zalloc/io_zfree.  jansson keeps malloc (jsonmem.c counts
+ * it against the JSON budget; its documents live within one io call, and
+ * text it returns goes back through io_json_free); libcurl's handles,
+ * OpenSSL's and the short-lived zlib streams of one call (gzip metadata,
+ * Avro writers) keep their own memory too.  The reach rules block
+ * (reach.c) is malloc'd: a PostgreSQL setting keeps it and frees it with
+ * free().
  *
  * The current allocator: io_set_allocator() installs one for the process
  * (the base; inside PostgreSQL a memory context that lives as long as the
@@ -82,5 +90,13 @@ extern void *io_realloc(void *ptr, size_t size);
 extern char *io_strdup(const char *s);	/* NULL-safe; NULL on oom too */
 extern char *io_strndup(const char *s, size_t n);
 extern void io_free(void *ptr); /* NULL-safe */
+
+/*
+ * zlib's alloc_func and free_func (z_stream.zalloc, .zfree) over io_malloc:
+ * a stream kept between calls (an Avro reader's inflate state) is then
+ * memory of the reader's allocator like the rest of it.
+ */
+extern void *io_zalloc(void *opaque, unsigned int items, unsigned int size);
+extern void io_zfree(void *opaque, void *ptr);
 
 #endif							/* TMS_IO_MEMORY_H */
