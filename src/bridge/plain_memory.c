@@ -7,9 +7,12 @@
  * The live scopes form a list in the order they began; the current io
  * allocator is the last live one's, or the base.  A scope leaves the list
  * when its context goes (tms_io_scope_end, or the reset of its parent
- * after an error), in any order: a scope left behind by an error caught
- * without a reset stays current until its context goes, and never
- * points the allocator at freed memory.
+ * after an error), in any order, so the allocator never points at freed
+ * memory.  A scope also leaves the list when the (sub)transaction it
+ * began in aborts: an error caught as a value (tms_try_subxact) may leave
+ * the caller's context, and the scope's, alive, and io memory allocated
+ * after that must not go to a scope nobody ends; the scope's memory is
+ * freed (and wiped) with that context.
  *
  * A scope's blocks are linked (ScopeBlock before each), so that when its
  * context goes they are wiped first: what an error leaves unfreed (a
@@ -22,6 +25,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "utils/memutils.h"
 
 #include "bridge/plain_memory.h"
@@ -40,6 +44,8 @@ struct TmsIoScope
 	IoAllocator alloc;
 	MemoryContextCallback cb;
 	ScopeBlock *blocks;			/* live blocks, newest first */
+	int			nest_level;		/* of the transaction it began in */
+	bool		listed;			/* in the live list */
 	TmsIoScope *prev;			/* the live list, in the order begun */
 	TmsIoScope *next;
 };
@@ -47,6 +53,10 @@ struct TmsIoScope
 static MemoryContext io_cxt = NULL;
 static IoAllocator base_alloc;
 static TmsIoScope *last_scope = NULL;
+
+static void memory_xact_callback(XactEvent event, void *arg);
+static void memory_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+									SubTransactionId parentSubid, void *arg);
 
 /*
  * The allocator's callbacks: NULL instead of an error, never a longjmp
@@ -116,6 +126,8 @@ tms_io_memory_init(void)
 	base_alloc.free = cxt_free;
 	base_alloc.arg = io_cxt;
 	io_set_allocator(&base_alloc);
+	RegisterXactCallback(memory_xact_callback, NULL);
+	RegisterSubXactCallback(memory_subxact_callback, NULL);
 }
 
 /* Point the io allocator at the last live scope, or at the base. */
@@ -123,6 +135,22 @@ static void
 retarget(void)
 {
 	io_use_allocator(last_scope != NULL ? &last_scope->alloc : NULL);
+}
+
+/* Take s out of the live list. */
+static void
+unlist(TmsIoScope *s)
+{
+	if (!s->listed)
+		return;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+	else
+		last_scope = s->prev;
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	s->prev = s->next = NULL;
+	s->listed = false;
 }
 
 /*
@@ -137,14 +165,32 @@ scope_gone(void *arg)
 	for (ScopeBlock *b = s->blocks; b != NULL; b = b->next)
 		explicit_bzero(b + 1, b->size);
 	s->blocks = NULL;
-
-	if (s->next != NULL)
-		s->next->prev = s->prev;
-	else
-		last_scope = s->prev;
-	if (s->prev != NULL)
-		s->prev->next = s->next;
+	unlist(s);
 	retarget();
+}
+
+/* An abort: the scopes begun at level or deeper leave the list. */
+static void
+abandon_scopes(int level)
+{
+	while (last_scope != NULL && last_scope->nest_level >= level)
+		unlist(last_scope);
+	retarget();
+}
+
+static void
+memory_xact_callback(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+		abandon_scopes(0);
+}
+
+static void
+memory_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		abandon_scopes(GetCurrentTransactionNestLevel());
 }
 
 TmsIoScope *
@@ -163,6 +209,8 @@ tms_io_scope_begin(void)
 	s->cb.func = scope_gone;
 	s->cb.arg = s;
 	MemoryContextRegisterResetCallback(cxt, &s->cb);
+	s->nest_level = GetCurrentTransactionNestLevel();
+	s->listed = true;
 	s->prev = last_scope;
 	if (last_scope != NULL)
 		last_scope->next = s;

@@ -440,6 +440,25 @@ def test_io_memory_shows_in_its_context(pg, srv):
         conn.close()
 
 
+def test_error_caught_in_a_subtransaction_leaves_no_scope(pg, srv):
+    """An error a PL/pgSQL handler catches (a subtransaction rolled back,
+    the caller's memory not reset) leaves no scope current: the next calls
+    on the backend work, and no "tms io scope" context is left."""
+    conn = pg.connect()
+    try:
+        pg.query("DO $$ BEGIN PERFORM tms.table_metadata(%s, 'real', 'no_such_table');"
+                 " EXCEPTION WHEN undefined_table THEN NULL; END $$" % quote(srv), conn=conn)
+        pg.query("DO $$ BEGIN PERFORM * FROM tms.list_tables(%s, 'no_such_ns');"
+                 " EXCEPTION WHEN invalid_schema_name THEN NULL; END $$" % quote(srv), conn=conn)
+        assert io_contexts(pg, conn)[1] == 0
+        md = pg.query("SELECT tms.table_metadata(%s, 'real', 'spark_v2_mor_posdeletes')",
+                      (srv,), conn=conn)[0][0]
+        assert md["format-version"] == 2
+        assert io_contexts(pg, conn)[1] == 0
+    finally:
+        conn.close()
+
+
 def test_timeout_in_a_scoped_call_keeps_the_cached_connection(pg, make_catalog, real_tables):
     """A statement timeout ends table_metadata while its request hangs,
     after the call fetched a new OAuth2 token for the cached catalog
