@@ -599,7 +599,7 @@ tms_catalog_storage(TmsCatalogConn *conn, const IoLoadedTable *table, IoError *e
 							table ? table->nconfig : 0, err);
 }
 
-/* Where a storage gets a table's vended credentials again (malloc'd). */
+/* Where a storage gets a table's vended credentials again (io_malloc'd). */
 typedef struct VendedSource
 {
 	IoCatalog  *catalog;		/* of a pinned connection */
