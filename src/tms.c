@@ -35,6 +35,7 @@
 #include "storage/shmem.h"
 #include "utils/guc.h"
 
+#include "bridge/plain_memory.h"
 #include "bridge/settings.h"
 #include "observe/stats.h"
 #include "io/io.h"
@@ -88,6 +89,8 @@ _PG_init(void)
 {
 	/* before anything parses JSON: jansson's allocators count (io.h) */
 	io_init();
+	/* io and iceberg allocate in the memory context "tms io" */
+	tms_io_memory_init();
 
 	DefineCustomBoolVariable("tms.enabled",
 							 gettext_noop("Lets the tms workers claim and run work."),

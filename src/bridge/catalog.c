@@ -252,7 +252,7 @@ tms_location_canonical(const TmsServer *s, const char *path, char **why)
 		return NULL;
 	}
 	r = pstrdup(c);
-	free(c);
+	io_free(c);
 	return r;
 }
 
@@ -489,6 +489,7 @@ tms_catalog_connect(const char *server_name)
 	IoCatalogConfig cfg;
 	TmsError	err;
 	IoCatalog  *cat;
+	const IoAllocator *prev;
 
 	if (!IsTransactionState())
 		elog(ERROR, "tms_catalog_connect called outside a transaction");
@@ -582,7 +583,10 @@ tms_catalog_connect(const char *server_name)
 	cfg.aws_session_token = c->creds.aws_session_token;
 	cfg.page_size = c->server->page_size;
 	cfg.http = c->server->http;
+	/* cached: never from a scope (plain_memory.h); open never longjmps */
+	prev = io_use_allocator(NULL);
 	cat = io_catalog_open(&cfg, &err);
+	io_use_allocator(prev);
 	if (cat == NULL)
 	{
 		conn_free(c);
@@ -616,7 +620,7 @@ tms_catalog_storage(TmsCatalogConn *conn, const IoLoadedTable *table, TmsError *
 							table ? table->nconfig : 0, err);
 }
 
-/* Where a storage gets a table's vended credentials again (malloc'd). */
+/* Where a storage gets a table's vended credentials again (io_malloc'd). */
 typedef struct VendedSource
 {
 	IoCatalog  *catalog;		/* of a pinned connection */
@@ -630,10 +634,10 @@ vended_source_free(void *arg)
 {
 	VendedSource *v = arg;
 
-	free(v->ns);
-	free(v->table);
-	free(v->location);
-	free(v);
+	io_free(v->ns);
+	io_free(v->table);
+	io_free(v->location);
+	io_free(v);
 }
 
 /* The refresh callback: no ereport, only the io layer. */
@@ -653,13 +657,13 @@ tms_storage_refresh_through(IoStorage *storage, TmsCatalogConn *conn, const char
 
 	if (storage == NULL || conn == NULL)
 		return;
-	v = calloc(1, sizeof(VendedSource));
+	v = io_calloc(1, sizeof(VendedSource)); /* the storage's, like it */
 	if (v == NULL)
 		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
 	v->catalog = conn->catalog;
-	v->ns = strdup(ns_io);
-	v->table = strdup(table);
-	v->location = location ? strdup(location) : NULL;
+	v->ns = io_strdup(ns_io);
+	v->table = io_strdup(table);
+	v->location = io_strdup(location);
 	if (v->ns == NULL || v->table == NULL || (location && v->location == NULL))
 	{
 		vended_source_free(v);

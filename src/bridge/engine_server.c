@@ -211,7 +211,7 @@ tms_engine_template_check(TmsEngine *e, const char *operation, char **offered, T
 		return TMS_TEMPLATE_UNKNOWN;
 	if (!has)
 		*offered = pstrdup(names[0] ? names : "none");
-	free(names);
+	io_free(names);
 	return has ? TMS_TEMPLATE_OFFERED : TMS_TEMPLATE_MISSING;
 }
 

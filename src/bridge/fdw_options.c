@@ -329,14 +329,14 @@ tms_option_locations(const char *name, const char *value)
 							   t)));
 		if (strcmp(canonical, "/") == 0)
 		{
-			free(canonical);
+			io_free(canonical);
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 					 errmsg("invalid value for option \"%s\"", name),
 					 errdetail("The file system root cannot be an allowed location.")));
 		}
 		result = lappend(result, pstrdup(canonical));
-		free(canonical);
+		io_free(canonical);
 	}
 	if (result == NIL)
 		ereport(ERROR,

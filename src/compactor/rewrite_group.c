@@ -362,7 +362,7 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 				col = 1;
 	bool		ok = false;
 
-	out->metrics = calloc((size_t) s->ncolumns + 1, sizeof(IcebergColumnMetrics));
+	out->metrics = io_calloc((size_t) s->ncolumns + 1, sizeof(IcebergColumnMetrics));
 	if (out->metrics == NULL)
 	{
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -466,7 +466,7 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 					}
 				}
 				else
-					free(bytes);
+					io_free(bytes);
 				duckdb_free(v);
 				if (oom)
 				{
@@ -530,7 +530,7 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 	sql_add(&q, ") GROUP BY row_group_id ORDER BY row_group_id");
 	if (q.oom || !run(h, q.data, &r, err))
 		goto fail;
-	out->split_offsets = calloc((size_t) duckdb_row_count(&r) + 1, sizeof(int64_t));
+	out->split_offsets = io_calloc((size_t) duckdb_row_count(&r) + 1, sizeof(int64_t));
 	if (out->split_offsets == NULL)
 	{
 		duckdb_destroy_result(&r);
@@ -1071,7 +1071,7 @@ group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written)
 		iceberg_compact_output_free(&out);
 		return false;
 	}
-	if ((out.path = strdup(path2)) == NULL)
+	if ((out.path = io_strdup(path2)) == NULL)
 	{
 		tms_error_set(g->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		iceberg_compact_output_free(&out);

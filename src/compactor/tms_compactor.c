@@ -83,7 +83,7 @@ helper_send(char *line)
 	write_all(STDOUT_FILENO, line, strlen(line));
 	write_all(STDOUT_FILENO, "\n", 1);
 	pthread_mutex_unlock(&out_lock);
-	free(line);
+	io_free(line);
 }
 
 void

@@ -572,7 +572,7 @@ get_scalar(const char *key, EngOptKind kind, int64_t lo, int64_t hi,
 					for (c = choices; *c; c++)
 						if (strcasecmp(*c, v->str) == 0)
 						{
-							val->s = strdup(*c);
+							val->s = io_strdup(*c);
 							if (val->s == NULL)
 								return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 							return 0;
@@ -617,7 +617,7 @@ get_double(const char *key, const EngJson *v, char **out, TmsError *err)
 		if (strtod(buf, NULL) == d)
 			break;
 	}
-	*out = strdup(buf);
+	*out = io_strdup(buf);
 	if (*out == NULL)
 		return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 	return 0;
@@ -626,18 +626,18 @@ get_double(const char *key, const EngJson *v, char **out, TmsError *err)
 static bool
 push_pair(EngValue *val, char *k, char *s)
 {
-	char	  **keys = realloc(val->keys, (val->n + 1) * sizeof(char *));
+	char	  **keys = io_realloc(val->keys, (val->n + 1) * sizeof(char *));
 	char	  **vals;
 
 	if (keys != NULL)
 		val->keys = keys;
-	vals = keys ? realloc(val->vals, (val->n + 1) * sizeof(char *)) : NULL;
+	vals = keys ? io_realloc(val->vals, (val->n + 1) * sizeof(char *)) : NULL;
 	if (vals != NULL)
 		val->vals = vals;
 	if (keys == NULL || vals == NULL || k == NULL || s == NULL)
 	{
-		free(k);
-		free(s);
+		io_free(k);
+		io_free(s);
 		return false;
 	}
 	val->keys[val->n] = k;
@@ -705,16 +705,16 @@ get_rewrite_options(EngineOperation op, const EngJson *v, EngValue *val, TmsErro
 			if (get_scalar(full, rs->kind, rs->lo, rs->hi, rs->choices, item, &one, err) != 0)
 				return -1;
 			if (rs->kind == EOK_BOOL)
-				rendered = strdup(one.b ? "true" : "false");
+				rendered = io_strdup(one.b ? "true" : "false");
 			else if (rs->kind == EOK_ENUM)
 				rendered = one.s;
 			else
 			{
 				snprintf(num, sizeof(num), "%lld", (long long) one.i);
-				rendered = strdup(num);
+				rendered = io_strdup(num);
 			}
 		}
-		if (!push_pair(val, strdup(k), rendered))
+		if (!push_pair(val, io_strdup(k), rendered))
 			return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	val->present = val->n > 0;
@@ -745,7 +745,7 @@ get_value(EngineType type, EngineOperation op, EngKey key, const EngJson *v,
 				if (item->kind != EJ_STRING || item->len == 0 || v->keys[i][0] == '\0')
 					return bad_value(err, ks->name, item,
 									 "must map non-empty strings to non-empty strings");
-				if (!push_pair(val, strdup(v->keys[i]), strdup(item->str)))
+				if (!push_pair(val, io_strdup(v->keys[i]), io_strdup(item->str)))
 					return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 			}
 			val->present = val->n > 0;
@@ -753,7 +753,7 @@ get_value(EngineType type, EngineOperation op, EngKey key, const EngJson *v,
 		case EOK_INTLIST:
 			if (v->kind != EJ_ARRAY || v->nitems == 0)
 				return bad_value(err, ks->name, v, "must be a non-empty array of snapshot ids");
-			val->ints = malloc(v->nitems * sizeof(int64_t));
+			val->ints = io_malloc(v->nitems * sizeof(int64_t));
 			if (val->ints == NULL)
 				return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 			for (i = 0; i < v->nitems; i++)
@@ -787,7 +787,7 @@ get_value(EngineType type, EngineOperation op, EngKey key, const EngJson *v,
 					n--;
 				if (n == 0)
 					return bad_value(err, ks->name, v, "must be a non-empty string");
-				val->s = strndup(b, n);
+				val->s = io_strndup(b, n);
 				if (val->s == NULL)
 					return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 			}
@@ -943,15 +943,15 @@ eng_options_free(EngOptions *o)
 	{
 		EngValue   *v = &o->v[k];
 
-		free(v->s);
+		io_free(v->s);
 		for (i = 0; i < v->n && v->keys; i++)
 		{
-			free(v->keys[i]);
-			free(v->vals[i]);
+			io_free(v->keys[i]);
+			io_free(v->vals[i]);
 		}
-		free(v->keys);
-		free(v->vals);
-		free(v->ints);
+		io_free(v->keys);
+		io_free(v->vals);
+		io_free(v->ints);
 	}
 	memset(o, 0, sizeof(*o));
 }
@@ -983,8 +983,8 @@ long
 eng_rewrite_pairs(const EngOptions *o, char ***keysp, char ***valsp)
 {
 	size_t		max = EK__COUNT + o->v[EK_OPTIONS].n;
-	char	  **keys = calloc(max ? max : 1, sizeof(char *));
-	char	  **vals = calloc(max ? max : 1, sizeof(char *));
+	char	  **keys = io_calloc(max ? max : 1, sizeof(char *));
+	char	  **vals = io_calloc(max ? max : 1, sizeof(char *));
 	long		n = 0;
 	int			k;
 	size_t		i;
@@ -1002,16 +1002,16 @@ eng_rewrite_pairs(const EngOptions *o, char ***keysp, char ***valsp)
 			snprintf(num, sizeof(num), "%s", v->b ? "true" : "false");
 		else
 			snprintf(num, sizeof(num), "%lld", (long long) v->i);
-		keys[n] = strdup(key_specs[k].iceberg);
-		vals[n] = strdup(num);
+		keys[n] = io_strdup(key_specs[k].iceberg);
+		vals[n] = io_strdup(num);
 		n++;
 		if (keys[n - 1] == NULL || vals[n - 1] == NULL)
 			goto oom;
 	}
 	for (i = 0; i < o->v[EK_OPTIONS].n; i++)
 	{
-		keys[n] = strdup(o->v[EK_OPTIONS].keys[i]);
-		vals[n] = strdup(o->v[EK_OPTIONS].vals[i]);
+		keys[n] = io_strdup(o->v[EK_OPTIONS].keys[i]);
+		vals[n] = io_strdup(o->v[EK_OPTIONS].vals[i]);
 		n++;
 		if (keys[n - 1] == NULL || vals[n - 1] == NULL)
 			goto oom;
@@ -1032,12 +1032,12 @@ eng_pairs_free(char **keys, char **vals, long n)
 	for (i = 0; i < n; i++)
 	{
 		if (keys)
-			free(keys[i]);
+			io_free(keys[i]);
 		if (vals)
-			free(vals[i]);
+			io_free(vals[i]);
 	}
-	free(keys);
-	free(vals);
+	io_free(keys);
+	io_free(vals);
 }
 
 /* ---- renderings ---- */

@@ -66,7 +66,7 @@ skip_ws(JsonParser *p)
 static EngJson *
 new_value(JsonParser *p, EngJsonKind kind)
 {
-	EngJson    *v = calloc(1, sizeof(EngJson));
+	EngJson    *v = io_calloc(1, sizeof(EngJson));
 
 	if (v == NULL)
 		json_oom(p);
@@ -85,13 +85,13 @@ eng_json_free(EngJson *v)
 	for (i = 0; i < v->nitems; i++)
 	{
 		if (v->keys)
-			free(v->keys[i]);
+			io_free(v->keys[i]);
 		eng_json_free(v->items[i]);
 	}
-	free(v->keys);
-	free(v->items);
-	free(v->str);
-	free(v);
+	io_free(v->keys);
+	io_free(v->items);
+	io_free(v->str);
+	io_free(v);
 }
 
 const char *
@@ -365,7 +365,7 @@ parse_number(JsonParser *p)
 		return NULL;
 	v->integer = integer;
 	v->len = p->pos - start;
-	v->str = malloc(v->len + 1);
+	v->str = io_malloc(v->len + 1);
 	if (v->str == NULL)
 	{
 		json_oom(p);
@@ -381,14 +381,14 @@ parse_number(JsonParser *p)
 static bool
 add_item(JsonParser *p, EngJson *v, char *key, EngJson *item)
 {
-	EngJson   **items = realloc(v->items, (v->nitems + 1) * sizeof(EngJson *));
+	EngJson   **items = io_realloc(v->items, (v->nitems + 1) * sizeof(EngJson *));
 
 	if (items == NULL)
 		goto oom;
 	v->items = items;
 	if (v->kind == EJ_OBJECT)
 	{
-		char	  **keys = realloc(v->keys, (v->nitems + 1) * sizeof(char *));
+		char	  **keys = io_realloc(v->keys, (v->nitems + 1) * sizeof(char *));
 
 		if (keys == NULL)
 			goto oom;
@@ -399,7 +399,7 @@ add_item(JsonParser *p, EngJson *v, char *key, EngJson *item)
 	return true;
 oom:
 	json_oom(p);
-	free(key);
+	io_free(key);
 	eng_json_free(item);
 	return false;
 }
@@ -454,14 +454,14 @@ parse_container(JsonParser *p, int depth, bool object)
 				{
 					p->pos = kpos;
 					json_fail(p, "duplicate member name");
-					free(key);
+					io_free(key);
 					goto fail;
 				}
 			skip_ws(p);
 			if (p->pos >= p->len || p->s[p->pos] != ':')
 			{
 				json_fail(p, "expected ':'");
-				free(key);
+				io_free(key);
 				goto fail;
 			}
 			p->pos++;
@@ -469,7 +469,7 @@ parse_container(JsonParser *p, int depth, bool object)
 		item = parse_value(p, depth + 1);
 		if (item == NULL)
 		{
-			free(key);
+			io_free(key);
 			goto fail;
 		}
 		if (!add_item(p, v, key, item))
@@ -533,7 +533,7 @@ parse_value(JsonParser *p, int depth)
 		v = new_value(p, EJ_STRING);
 		if (v == NULL)
 		{
-			free(s);
+			io_free(s);
 			return NULL;
 		}
 		v->str = s;

@@ -189,7 +189,7 @@ build_livy(EngineOperation op, const EngineTarget *t, const EngOptions *o, int64
 	eng_spark_ident(b, t->catalog);
 	io_sb_printf(b, ".system.%s(table => ", procs[op]);
 	eng_spark_string(b, id);
-	free(id);
+	io_free(id);
 
 	switch (op)
 	{
@@ -365,7 +365,7 @@ build_trino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 										 "digits and '_'.");
 						return -1;
 					}
-				st->session = calloc(1, sizeof(EngineProperty));
+				st->session = io_calloc(1, sizeof(EngineProperty));
 				if (st->session == NULL)
 					return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 				st->nsession = 1;
@@ -373,7 +373,7 @@ build_trino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 				io_sb_printf(&name, "%s.target_max_file_size", t->catalog);
 				st->session[0].name = io_sb_steal(&name);
 				snprintf(text, sizeof(text), "%lldB", (long long) v[EK_TARGET_FILE_SIZE].i);
-				st->session[0].value = strdup(text);
+				st->session[0].value = io_strdup(text);
 				if (st->session[0].name == NULL || st->session[0].value == NULL)
 					return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 			}
@@ -489,7 +489,7 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 	if (ids == NULL)
 		return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 
-	st->template_name = strdup(templates[op]);
+	st->template_name = io_strdup(templates[op]);
 	io_sb_puts(b, "{\"jobTemplateName\":");
 	eng_json_string(b, templates[op]);
 	io_sb_puts(b, ",\"jobConf\":{");
@@ -497,7 +497,7 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 	io_sb_putc(b, ':');
 	eng_json_string(b, t->catalog);
 	conf_put(b, "table_identifier", ids);
-	free(ids);
+	io_free(ids);
 	switch (op)
 	{
 		case ENGINE_OP_COMPACTION:
@@ -539,7 +539,7 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 						return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 					}
 					conf_put(b, "options", objs);
-					free(objs);
+					io_free(objs);
 				}
 				eng_pairs_free(keys, vals, n);
 				break;
@@ -643,14 +643,14 @@ engine_statement_free(EngineStatement *st)
 
 	if (st == NULL)
 		return;
-	free(st->text);
-	free(st->template_name);
+	io_free(st->text);
+	io_free(st->template_name);
 	for (i = 0; i < st->nsession && st->session; i++)
 	{
-		free(st->session[i].name);
-		free(st->session[i].value);
+		io_free(st->session[i].name);
+		io_free(st->session[i].value);
 	}
-	free(st->session);
+	io_free(st->session);
 	st->text = NULL;
 	st->template_name = NULL;
 	st->session = NULL;

@@ -38,7 +38,8 @@
  *	  or parenthesis).
  *
  * Plain C: no PostgreSQL header; errors are values (TmsError).
- * Everything returned is malloc'd and freed by its *_free function.
+ * Everything returned is allocated with io_malloc (io/util/io_memory.h)
+ * and freed by its *_free function (or io_free).
  *
  * src/engine/statement.h
  *

@@ -27,6 +27,7 @@
 #define TMS_ENGINE_INT_H
 
 #include "engine/statement.h"
+#include "io/util/io_memory.h"
 #include "io/util/strbuf.h"
 
 /* The longest options document, name and string value taken. */

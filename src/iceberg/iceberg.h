@@ -158,7 +158,7 @@ extern void iceberg_memory_fileio(IcebergFileIO *io, IcebergMemoryFile *buf);
 /*
  * Reads a whole object into a malloc'ed buffer (NUL-terminated for
  * convenience; *len_out excludes the NUL), refusing more than max_bytes
- * (ICEBERG_ERR_LIMIT).  The caller frees *data_out with free().
+ * (ICEBERG_ERR_LIMIT).  The caller frees *data_out with io_free().
  */
 extern bool iceberg_read_all(const IcebergFileIO *io, const char *path,
 							 int64_t max_bytes, char **data_out,

@@ -130,7 +130,7 @@ iceberg_strdup(const char *s, TmsError *err)
 	if (s == NULL)
 		return NULL;
 	n = strlen(s);
-	r = malloc(n + 1);
+	r = io_malloc(n + 1);
 	if (r == NULL)
 	{
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -161,16 +161,16 @@ iceberg_hash_bytes(uint64_t h, const void *data, size_t len)
 static bool
 strmap_grow(IcebergStrMap *m, size_t nslots)
 {
-	char	  **keys = calloc(nslots, sizeof(char *));
-	uint64_t   *hashes = calloc(nslots, sizeof(uint64_t));
-	int64_t    *values = calloc(nslots, sizeof(int64_t));
+	char	  **keys = io_calloc(nslots, sizeof(char *));
+	uint64_t   *hashes = io_calloc(nslots, sizeof(uint64_t));
+	int64_t    *values = io_calloc(nslots, sizeof(int64_t));
 	size_t		i;
 
 	if (keys == NULL || hashes == NULL || values == NULL)
 	{
-		free(keys);
-		free(hashes);
-		free(values);
+		io_free(keys);
+		io_free(hashes);
+		io_free(values);
 		return false;
 	}
 	for (i = 0; i < m->nslots; i++)
@@ -186,9 +186,9 @@ strmap_grow(IcebergStrMap *m, size_t nslots)
 		hashes[j] = m->hashes[i];
 		values[j] = m->values[i];
 	}
-	free(m->keys);
-	free(m->hashes);
-	free(m->values);
+	io_free(m->keys);
+	io_free(m->hashes);
+	io_free(m->values);
 	m->keys = keys;
 	m->hashes = hashes;
 	m->values = values;
@@ -248,7 +248,7 @@ iceberg_strmap_put(IcebergStrMap *m, const char *key, int64_t init, bool *added)
 		copy = (char *) key;
 	else
 	{
-		copy = malloc(len + 1);
+		copy = io_malloc(len + 1);
 		if (copy == NULL)
 			return NULL;
 		memcpy(copy, key, len + 1);
@@ -274,10 +274,10 @@ iceberg_strmap_free(IcebergStrMap *m)
 
 	if (!borrow)
 		for (i = 0; i < m->nslots; i++)
-			free(m->keys[i]);
-	free(m->keys);
-	free(m->hashes);
-	free(m->values);
+			io_free(m->keys[i]);
+	io_free(m->keys);
+	io_free(m->hashes);
+	io_free(m->values);
 	memset(m, 0, sizeof(*m));
 	m->borrow_keys = borrow;
 }
@@ -318,7 +318,7 @@ local_resolve(const IcebergLocalFS *fs, const char *path)
 			}
 		}
 	}
-	mapped = malloc(strlen(to) + strlen(rest) + 1);
+	mapped = io_malloc(strlen(to) + strlen(rest) + 1);
 	if (mapped == NULL)
 		return NULL;
 	strcpy(mapped, to);
@@ -334,10 +334,10 @@ local_resolve(const IcebergLocalFS *fs, const char *path)
 		else if (strncmp(p, "//", 2) == 0)
 			p += 2;				/* file://host/rest -> host/rest */
 	}
-	out = malloc(strlen(p) + 1);
+	out = io_malloc(strlen(p) + 1);
 	if (out != NULL)
 		strcpy(out, p);
-	free(mapped);
+	io_free(mapped);
 	return out;
 }
 
@@ -361,10 +361,10 @@ local_open(void *arg, const char *path, int64_t *size_out, TmsError *err)
 
 		tms_error_set(err, e == ENOENT ? IO_ERR_NOT_FOUND : IO_ERR_STORAGE,
 					  "could not open file \"%.400s\": %s", local, strerror(e));
-		free(local);
+		io_free(local);
 		return NULL;
 	}
-	free(local);
+	io_free(local);
 	if (fseek(f, 0, SEEK_END) == 0)
 	{
 		long		n = ftell(f);
@@ -439,7 +439,7 @@ typedef struct MemHandle
 static void *
 mem_open(void *arg, const char *path, int64_t *size_out, TmsError *err)
 {
-	MemHandle  *h = malloc(sizeof(MemHandle));
+	MemHandle  *h = io_malloc(sizeof(MemHandle));
 
 	(void) path;
 	if (h == NULL)
@@ -473,7 +473,7 @@ static void
 mem_close(void *arg, void *handle)
 {
 	(void) arg;
-	free(handle);
+	io_free(handle);
 }
 
 /*

@@ -13,6 +13,7 @@
 #define TMS_ICEBERG_INTERNAL_H
 
 #include "iceberg/iceberg.h"
+#include "io/util/io_memory.h"
 #include "io/util/strbuf.h"
 
 #if defined(__GNUC__) || defined(__clang__)

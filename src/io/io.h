@@ -11,9 +11,13 @@
  * This layer is plain C.  It includes no PostgreSQL header, never calls
  * ereport/elog, never longjmps and never exits: every function reports
  * failure as a value (a TmsError filled by the callee).  Everything it
- * returns is malloc'd and is freed by the matching io_*_free function;
- * callers inside the server copy what they need into palloc'd memory and
- * free the io result at once.
+ * returns comes from io_malloc (io/util/io_memory.h: the process's
+ * allocator, inside PostgreSQL a memory context; "malloc'd" in the
+ * comments of src/io, src/iceberg and src/engine means that) and is freed
+ * by the matching io_*_free function or io_free, never free(); callers
+ * inside the server copy what they need into palloc'd memory and free the
+ * io result at once, or run the call in a scope whose memory an error
+ * frees (src/bridge/plain_memory.h).
  *
  * Interrupts: every operation that can block takes an IoHttpOptions whose
  * "interrupted" callback is polled at least every IO_POLL_INTERVAL_MS
@@ -59,6 +63,7 @@
 
 #include "io/io_error.h"
 #include "io/storage/fileio.h"
+#include "io/util/io_memory.h"
 
 /*
  * Initialise the io layer: installs the counting jansson allocators that

@@ -20,8 +20,6 @@
 #include "io/util/jsonmem.h"
 #include "io/util/strbuf.h"
 
-extern char *io_strdup(const char *s);	/* NULL-safe; NULL on oom too */
-
 /* Overwrite a secret's bytes (not optimised away), then free it; NULL-safe. */
 extern void io_wipe_free(char *s);
 
@@ -31,7 +29,6 @@ extern void io_string_list_wipe(IoStringList *list);
 /* Append key=value to an application/x-www-form-urlencoded body, the value
  * percent-encoded (sb->oom on failure; the encoded copy is wiped). */
 extern void io_form_add(IoStrBuf *sb, const char *key, const char *value);
-extern char *io_strndup(const char *s, size_t n);
 extern bool io_str_has_prefix(const char *s, const char *prefix);
 
 /*

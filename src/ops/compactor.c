@@ -329,7 +329,7 @@ compactor_start(MaintRun *run, const IoStorageConfig *storage)
 	}
 	rc = compactor_send(c, run, hello);
 	explicit_bzero(hello, strlen(hello));
-	free(hello);
+	io_free(hello);
 	if (!rc || !compactor_next(c, run, 0, &m))
 		goto fail;
 	if (m.type != ICEBERG_MSG_READY || m.protocol != ICEBERG_COMPACT_PROTOCOL)

@@ -467,7 +467,7 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		maint_fail(run, MAINT_TERMINAL,
 				   "the data location \"%s\" is not below the table location and an allowed location",
 				   dir);
-		free(dir);
+		io_free(dir);
 		return false;
 	}
 
@@ -493,7 +493,7 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		if (c == NULL)
 		{
 			maint_fail(run, MAINT_TERMINAL, "the location of \"%s\" cannot be resolved", pth);
-			free(dir);
+			io_free(dir);
 			return false;
 		}
 		if (i < gr->nfiles)
@@ -503,7 +503,7 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 	}
 	if (!iceberg_make_uuid(uuid, &err))
 	{
-		free(dir);
+		io_free(dir);
 		maint_fail(run, MAINT_TRANSIENT, "no random source to name the files of the compaction");
 		return false;
 	}
@@ -513,7 +513,7 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 									level ? atoi(level) : -1, &err);
 	if (line == NULL)
 	{
-		free(dir);
+		io_free(dir);
 		maint_fail_iceberg(run, "cannot describe the compaction group", &err);
 		return false;
 	}
@@ -521,7 +521,7 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 	*written = attempt_names(dir, prefix, gr->expected_outputs);
 	*nwritten = gr->expected_outputs;
 	sent = compactor_send(helper, run, line);
-	free(line);
+	io_free(line);
 	for (; sent;)
 	{
 		IcebergCompactMessage m;
@@ -566,14 +566,14 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 			if (!consistent || (*nout == 0) != (records == 0))
 				maint_fail(run, MAINT_TRANSIENT,
 						   "the compaction helper's counts of group %d do not add up", g);
-			free(dir);
+			io_free(dir);
 			return run->result == MAINT_OK;
 		}
 		iceberg_compact_message_free(&m);
 		maint_fail(run, MAINT_TRANSIENT, "the compaction helper sent an unexpected message");
 		break;
 	}
-	free(dir);
+	io_free(dir);
 	if (run->result == MAINT_OK)
 		maint_fail(run, MAINT_TRANSIENT, "the compaction of group %d did not finish", g);
 	return false;
@@ -643,7 +643,7 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 	PG_FINALLY();
 	{
 		run->in_callback = false;
-		free(body);
+		io_free(body);
 		iceberg_compact_commit_free(&res);
 	}
 	PG_END_TRY();
@@ -779,7 +779,7 @@ maint_run_compact(MaintRun *run)
 	PG_FINALLY();
 	{
 		compactor_stop(helper);
-		free(metrics);
+		io_free(metrics);
 		iceberg_schema_free(schema);
 		iceberg_compact_plan_free(plan);
 		iceberg_partition_filter_free(where);

@@ -259,7 +259,7 @@ expire_once(MaintRun *run)
 	}
 	PG_FINALLY();
 	{
-		free(body);
+		io_free(body);
 		iceberg_metadata_free(kept);
 		iceberg_expire_plan_free(&plan);
 	}

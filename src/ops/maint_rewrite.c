@@ -168,7 +168,7 @@ rewrite_once(MaintRun *run)
 	PG_FINALLY();
 	{
 		run->in_callback = false;
-		free(body);
+		io_free(body);
 		iceberg_rewrite_result_free(&res);
 		iceberg_rewrite_plan_free(plan);
 	}

@@ -54,6 +54,7 @@
 
 #include "bridge/errors.h"
 #include "bridge/names.h"
+#include "bridge/plain_memory.h"
 #include "iceberg/iceberg.h"
 #include "io/io.h"
 #include "ops/policy.h"
@@ -624,15 +625,18 @@ refresh_walk(Refresh *rf, const char *parent_io, int depth)
 {
 	IoStringList nss;
 	TmsError	err;
-	List	   *volatile names = NIL;
+	List	   *names = NIL;
 	ListCell   *lc;
+	TmsIoScope *scope;
 
 	if (depth > 16)
 		return policy_fail(rf->run, ERRCODE_PROGRAM_LIMIT_EXCEEDED,
 						   "namespaces nested deeper than 16 levels", NULL);
 	memset(&nss, 0, sizeof(nss));
+	scope = tms_io_scope_begin();
 	if (io_catalog_list_namespaces(rf->run->conn->catalog, parent_io, &nss, &err) != 0)
 	{
+		tms_io_scope_end(scope);
 		CHECK_FOR_INTERRUPTS();
 		if (err.code == IO_ERR_NO_SUCH_NAMESPACE && parent_io != NULL)
 			return true;
@@ -640,16 +644,10 @@ refresh_walk(Refresh *rf, const char *parent_io, int depth)
 						   psprintf("could not list namespaces: %s", err.message),
 						   err.detail[0] ? err.detail : NULL);
 	}
-	PG_TRY();
-	{
-		for (size_t i = 0; i < nss.n; i++)
-			names = lappend(names, pstrdup(nss.items[i]));
-	}
-	PG_FINALLY();
-	{
-		io_string_list_free(&nss);
-	}
-	PG_END_TRY();
+	for (size_t i = 0; i < nss.n; i++)
+		names = lappend(names, pstrdup(nss.items[i]));
+	io_string_list_free(&nss);
+	tms_io_scope_end(scope);
 
 	foreach(lc, names)
 	{

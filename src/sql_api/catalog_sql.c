@@ -9,8 +9,10 @@
  * reads files through tms_table_fileio() (the one location rule; local
  * files only below the server's allowed_locations), calls the plain-C io
  * and iceberg layers, and raises errors only after those calls returned:
- * every malloc'd io/iceberg object is freed in a PG_FINALLY block, so an
- * error or a query cancel leaks nothing.  Long
+ * each function runs its io and iceberg calls in a scope
+ * (bridge/plain_memory.h), whose memory context an error or a query
+ * cancel frees (wiped first), so nothing leaks and no PG_TRY is needed;
+ * the results are copied into palloc'd memory inside the scope.  Long
  * work (HTTP, manifest streaming) checks InterruptPending through the
  * layers' interrupt callbacks and ends with CHECK_FOR_INTERRUPTS().
  *
@@ -43,6 +45,7 @@
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
 #include "bridge/names.h"
+#include "bridge/plain_memory.h"
 #include "io/util/secret_names.h"
 #include "sql_api/api.h"
 
@@ -88,8 +91,8 @@ check_ident(const char *ns, const char *table)
 }
 
 /*
- * Load a table through the catalog.  *out is malloc'd by the io layer:
- * free it with io_loaded_table_free (the caller's PG_FINALLY).
+ * Load a table through the catalog.  *out is allocated by the io layer,
+ * in the caller's scope: free it with io_loaded_table_free.
  */
 static void
 load_table(TmsCatalogConn *conn, const char *ns, const char *table,
@@ -213,22 +216,19 @@ fetch_namespaces(TmsCatalogConn *conn, const char *parent_io)
 {
 	IoStringList list;
 	TmsError	err;
-	List	   *volatile result = NIL;
+	List	   *result = NIL;
 	size_t		i;
+	TmsIoScope *scope = tms_io_scope_begin();
 
 	if (io_catalog_list_namespaces(conn->catalog, parent_io, &list, &err) != 0)
 		tms_error_ereport(&err);
-	PG_TRY();
 	{
 		CHECK_FOR_INTERRUPTS();
 		for (i = 0; i < list.n; i++)
 			result = lappend(result, pstrdup(list.items[i]));
 	}
-	PG_FINALLY();
-	{
-		io_string_list_free(&list);
-	}
-	PG_END_TRY();
+	io_string_list_free(&list);
+	tms_io_scope_end(scope);
 	return result;
 }
 
@@ -268,10 +268,10 @@ put_tables(ReturnSetInfo *rsinfo, TmsCatalogConn *conn, const char *ns_io)
 	IoTableList list;
 	TmsError	err;
 	size_t		i;
+	TmsIoScope *scope = tms_io_scope_begin();
 
 	if (io_catalog_list_tables(conn->catalog, ns_io, &list, &err) != 0)
 		tms_error_ereport(&err);
-	PG_TRY();
 	{
 		CHECK_FOR_INTERRUPTS();
 		for (i = 0; i < list.n; i++)
@@ -284,11 +284,8 @@ put_tables(ReturnSetInfo *rsinfo, TmsCatalogConn *conn, const char *ns_io)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}
-	PG_FINALLY();
-	{
-		io_table_list_free(&list);
-	}
-	PG_END_TRY();
+	io_table_list_free(&list);
+	tms_io_scope_end(scope);
 }
 
 /* Depth-first over the namespace tree, tables of each namespace. */
@@ -344,21 +341,19 @@ tms_table_metadata(PG_FUNCTION_ARGS)
 	char	   *table = tms_arg_text(fcinfo, 2, "table name");
 	TmsCatalogConn *conn;
 	IoLoadedTable t;
-	char	   *volatile json = NULL;
+	char	   *json = NULL;
+	TmsIoScope *scope;
 
 	check_ident(ns, table);
 	conn = tms_catalog_connect(server);
 	memset(&t, 0, sizeof(t));
-	PG_TRY();
+	scope = tms_io_scope_begin();
 	{
 		load_table(conn, ns, table, &t);
 		json = pstrdup(t.metadata_json);
 	}
-	PG_FINALLY();
-	{
-		io_loaded_table_free(&t);
-	}
-	PG_END_TRY();
+	io_loaded_table_free(&t);
+	tms_io_scope_end(scope);
 	PG_RETURN_DATUM(jsonb_from_cstring(json));
 }
 
@@ -375,13 +370,14 @@ tms_table_snapshots(PG_FUNCTION_ARGS)
 	char	   *table = tms_arg_text(fcinfo, 2, "table name");
 	TmsCatalogConn *conn;
 	IoLoadedTable t;
-	IcebergTableMetadata *volatile md = NULL;
+	IcebergTableMetadata *md = NULL;
+	TmsIoScope *scope;
 
 	check_ident(ns, table);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	conn = tms_catalog_connect(server);
 	memset(&t, 0, sizeof(t));
-	PG_TRY();
+	scope = tms_io_scope_begin();
 	{
 		int			i;
 
@@ -421,12 +417,9 @@ tms_table_snapshots(PG_FUNCTION_ARGS)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
 	}
-	PG_FINALLY();
-	{
-		iceberg_metadata_free(md);
-		io_loaded_table_free(&t);
-	}
-	PG_END_TRY();
+	iceberg_metadata_free(md);
+	io_loaded_table_free(&t);
+	tms_io_scope_end(scope);
 	return (Datum) 0;
 }
 
@@ -480,13 +473,14 @@ tms_table_files(PG_FUNCTION_ARGS)
 	int64		snapshot_id = have_snapshot ? PG_GETARG_INT64(3) : 0;
 	TmsCatalogConn *conn;
 	IoLoadedTable t;
-	IcebergTableMetadata *volatile md = NULL;
-	IoStorage  *volatile storage = NULL;
-	IcebergManifestListReader *volatile mlr = NULL;
-	IcebergManifestReader *volatile mr = NULL;
+	IcebergTableMetadata *md = NULL;
+	IoStorage  *storage = NULL;
+	IcebergManifestListReader *mlr = NULL;
+	IcebergManifestReader *mr = NULL;
 	TmsTableFileIO *tio = palloc0(sizeof(TmsTableFileIO));
 	IcebergFileIO fio;
 	MemoryContext rowcxt;
+	TmsIoScope *scope;
 
 	check_ident(ns, table);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -494,7 +488,7 @@ tms_table_files(PG_FUNCTION_ARGS)
 	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "tms table_files rows",
 								   ALLOCSET_DEFAULT_SIZES);
 	memset(&t, 0, sizeof(t));
-	PG_TRY();
+	scope = tms_io_scope_begin();
 	{
 		const IcebergSnapshot *snap;
 		const IcebergManifestFile *mf;
@@ -515,7 +509,7 @@ tms_table_files(PG_FUNCTION_ARGS)
 			storage = table_storage(conn, &t);
 			tms_table_fileio(tio, conn->server, storage, &fio);
 			if (!iceberg_manifest_list_open(&fio, md, snap,
-											(IcebergManifestListReader **) &mlr, &err))
+											&mlr, &err))
 				raise_iceberg(&err, tio);
 			while ((rc = iceberg_manifest_list_next(mlr, &mf, &err)) == 1)
 			{
@@ -524,7 +518,7 @@ tms_table_files(PG_FUNCTION_ARGS)
 
 				if (!iceberg_manifest_open(&fio, mf, md->format_version,
 										   ICEBERG_READ_PARTITION,
-										   (IcebergManifestReader **) &mr, &err))
+										   &mr, &err))
 					raise_iceberg(&err, tio);
 				while ((rc = iceberg_manifest_next(mr, &e, &err)) == 1)
 				{
@@ -569,15 +563,12 @@ tms_table_files(PG_FUNCTION_ARGS)
 				raise_iceberg(&err, tio);
 		}
 	}
-	PG_FINALLY();
-	{
-		iceberg_manifest_close(mr);
-		iceberg_manifest_list_close(mlr);
-		io_storage_free(storage);
-		iceberg_metadata_free(md);
-		io_loaded_table_free(&t);
-	}
-	PG_END_TRY();
+	iceberg_manifest_close(mr);
+	iceberg_manifest_list_close(mlr);
+	io_storage_free(storage);
+	iceberg_metadata_free(md);
+	io_loaded_table_free(&t);
+	tms_io_scope_end(scope);
 	MemoryContextDelete(rowcxt);
 	return (Datum) 0;
 }
@@ -596,11 +587,12 @@ tms_table_metrics(PG_FUNCTION_ARGS)
 	IcebergMetricsLevel level;
 	TmsCatalogConn *conn;
 	IoLoadedTable t;
-	IcebergTableMetadata *volatile md = NULL;
-	IoStorage  *volatile storage = NULL;
+	IcebergTableMetadata *md = NULL;
+	IoStorage  *storage = NULL;
 	TmsTableFileIO *tio = palloc0(sizeof(TmsTableFileIO));
 	IcebergFileIO fio;
 	IcebergTableMetrics m;
+	TmsIoScope *scope;
 	StringInfoData buf;
 	static const char *const level_names[] = {"metadata", "manifest_list",
 	"manifests", "deletes"};
@@ -623,7 +615,7 @@ tms_table_metrics(PG_FUNCTION_ARGS)
 	conn = tms_catalog_connect(server);
 	memset(&t, 0, sizeof(t));
 	memset(&m, 0, sizeof(m));
-	PG_TRY();
+	scope = tms_io_scope_begin();
 	{
 		TmsError	err;
 
@@ -637,13 +629,10 @@ tms_table_metrics(PG_FUNCTION_ARGS)
 								   NULL, NULL, &m, &err))
 			raise_iceberg(&err, tio);
 	}
-	PG_FINALLY();
-	{
-		io_storage_free(storage);
-		iceberg_metadata_free(md);
-		io_loaded_table_free(&t);
-	}
-	PG_END_TRY();
+	io_storage_free(storage);
+	iceberg_metadata_free(md);
+	io_loaded_table_free(&t);
+	tms_io_scope_end(scope);
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "{\"level\": \"%s\", \"snapshots\": " INT64_FORMAT

@@ -30,7 +30,7 @@
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char	   *buf = malloc(size + 1);
+	char	   *buf = io_malloc(size + 1);
 	char	   *nl;
 	char	   *line;
 	char	   *items[1];
@@ -45,13 +45,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	buf[size] = '\0';
 	n = size > 0 ? 1 + (size_t) data[0] % 300 : 1;
 	nl = strchr(buf, '\n');
-	line = malloc(strlen("content-type: ") + (nl ? (size_t) (nl - buf) : size) + 1);
-	r = calloc(n, sizeof(IoDeleteResult));
+	line = io_malloc(strlen("content-type: ") + (nl ? (size_t) (nl - buf) : size) + 1);
+	r = io_calloc(n, sizeof(IoDeleteResult));
 	if (line == NULL || r == NULL)
 	{
-		free(buf);
-		free(line);
-		free(r);
+		io_free(buf);
+		io_free(line);
+		io_free(r);
 		return 0;
 	}
 	strcpy(line, "content-type: ");
@@ -77,8 +77,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!r[i].deleted && r[i].code[0] == '\0')
 				abort();
 		}
-	free(r);
-	free(line);
-	free(buf);
+	io_free(r);
+	io_free(line);
+	io_free(buf);
 	return 0;
 }

@@ -66,7 +66,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	len = size - 1;
-	text = malloc(len + 1);
+	text = io_malloc(len + 1);
 	if (text == NULL)
 		return 0;
 	memcpy(text, data + 1, len);
@@ -137,10 +137,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					c.precision = 38;
 					c.scale = 4;
 					if (iceberg_value_serialize(&c, text, len, upper, 3, &out, &n, &oom))
-						free(out);
+						io_free(out);
 				}
 			break;
 	}
-	free(text);
+	io_free(text);
 	return 0;
 }

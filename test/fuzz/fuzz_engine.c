@@ -154,7 +154,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	type = (EngineType) (data[0] % 3);
 	op = (EngineOperation) ((data[0] / 3) % 5);
 	mode = data[1] % 4;
-	buf = malloc(size - 1);
+	buf = io_malloc(size - 1);
 	if (buf == NULL)
 		return 0;
 	memcpy(buf, data + 2, size - 2);
@@ -198,7 +198,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		else if (err.code != ENGINE_ERR_INVALID_RESULT)
 			abort();
-		free(buf);
+		io_free(buf);
 		return 0;
 	}
 	if (mode == 2)
@@ -206,7 +206,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* the tokeniser alone */
 		if (eng_trino_where_check(buf, &err) != 0 && err.code != ENGINE_ERR_INVALID_VALUE)
 			abort();
-		free(buf);
+		io_free(buf);
 		return 0;
 	}
 
@@ -228,7 +228,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			!(type == ENGINE_TYPE_LIVY && err.code == ENGINE_ERR_INVALID_VALUE) &&
 			engine_options_check(type, engine_op_name(op), parts[0], &err2) == 0)
 			abort();
-		free(buf);
+		io_free(buf);
 		return 0;
 	}
 	if (st.text == NULL)
@@ -252,6 +252,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	engine_statement_free(&st);
-	free(buf);
+	io_free(buf);
 	return 0;
 }

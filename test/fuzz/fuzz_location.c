@@ -82,7 +82,7 @@ check_canonical(const char *path, const char *root)
 		abort();
 	if (io_location_canonical(c, NULL, &again, &err) != 0 || strcmp(again, c) != 0)
 		abort();
-	free(again);
+	io_free(again);
 	return c;
 }
 
@@ -124,7 +124,7 @@ check_origin(const char *url)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char	   *buf = malloc(size + 1);
+	char	   *buf = io_malloc(size + 1);
 	char	   *nl;
 	const char *root = NULL;
 	char	   *cpath,
@@ -162,8 +162,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_origin(buf);
 	/* under() on raw input must not crash either */
 	(void) io_location_under(buf, root ? root : "/");
-	free(cpath);
-	free(croot);
-	free(buf);
+	io_free(cpath);
+	io_free(croot);
+	io_free(buf);
 	return 0;
 }

@@ -44,13 +44,13 @@
 static IoCatalog *
 fake_catalog(bool warehouse, bool prefix)
 {
-	IoCatalog  *cat = calloc(1, sizeof(IoCatalog));
+	IoCatalog  *cat = io_calloc(1, sizeof(IoCatalog));
 
 	if (cat == NULL)
 		abort();
-	cat->uri = strdup("http://127.0.0.1:1");
-	cat->warehouse = warehouse ? strdup("s3://wh/") : NULL;
-	cat->prefix_option = prefix ? strdup("cat/a b") : NULL;
+	cat->uri = io_strdup("http://127.0.0.1:1");
+	cat->warehouse = warehouse ? io_strdup("s3://wh/") : NULL;
+	cat->prefix_option = prefix ? io_strdup("cat/a b") : NULL;
 	cat->http.max_json_bytes = FUZZ_MAX_JSON;
 	return cat;
 }
@@ -142,7 +142,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						if (items[i].ns == NULL || items[i].name == NULL)
 							abort();
 					io_rest_free_idents(items, n);
-					free(next);
+					io_free(next);
 				}
 				else if (items != NULL || n != 0 || next != NULL)
 					abort();
@@ -157,7 +157,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 												  &next, &err);
 				check_rc(rc, &err);
 				if (rc == 0)
-					free(next);
+					io_free(next);
 				else if (next != NULL || out.n != 0)
 					abort();
 				io_string_list_free(&out);
@@ -193,7 +193,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 7:
 			{
 				IoCatalog  *cat = fake_catalog(false, false);
-				char	   *s = malloc(len + 1);
+				char	   *s = io_malloc(len + 1);
 				const char *extra[8];
 				size_t		nextra = 0;
 				IoStringList lines;
@@ -212,12 +212,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				}
 				if (data[0] & 8)
 				{
-					cat->static_token = strdup("tok");
-					cat->signing_region = strdup("eu-west-1");
-					cat->signing_name = strdup("glue");
-					cat->aws_access_key_id = strdup("AKID");
-					cat->aws_secret_access_key = strdup("secret");
-					cat->aws_session_token = strdup("session");
+					cat->static_token = io_strdup("tok");
+					cat->signing_region = io_strdup("eu-west-1");
+					cat->signing_name = io_strdup("glue");
+					cat->aws_access_key_id = io_strdup("AKID");
+					cat->aws_secret_access_key = io_strdup("secret");
+					cat->aws_session_token = io_strdup("session");
 				}
 				rc = io_rest_headers(cat, data[0] & 16 ? "POST" : "GET", s,
 									 data[0] & 16 ? "{}" : NULL, extra, nextra,
@@ -229,12 +229,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				io_sigv4_free(&sig);
 				io_string_list_wipe(&lines);
 				io_catalog_free(cat);
-				free(s);
+				io_free(s);
 				break;
 			}
 		default:
 			{
-				char	   *s = malloc(len + 1);
+				char	   *s = io_malloc(len + 1);
 
 				if (s == NULL)
 					return 0;
@@ -244,7 +244,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				check_rc(rc, &err);
 				rc = io_rest_check_ident("ns", s, &err);
 				check_rc(rc, &err);
-				free(s);
+				io_free(s);
 				break;
 			}
 	}

@@ -409,6 +409,97 @@ def test_cancel_during_a_hanging_request(pg, fault_catalog):
         conn.close()
 
 
+# ---------------------------------------------------------------------------
+# memory of the io layer: its context, scopes, the cached connection
+# ---------------------------------------------------------------------------
+
+def io_contexts(pg, conn):
+    """This backend's "tms io" context (parent, used bytes) and the number
+    of "tms io scope" contexts alive."""
+    row = pg.query("SELECT parent, total_bytes - free_bytes FROM pg_backend_memory_contexts"
+                   " WHERE name = 'tms io'", conn=conn)
+    scopes = pg.query("SELECT count(*) FROM pg_backend_memory_contexts"
+                      " WHERE name = 'tms io scope'", conn=conn)[0][0]
+    return (row[0] if row else None), scopes
+
+
+def test_io_memory_shows_in_its_context(pg, srv):
+    """What the io layer keeps (the cached catalog connection with its copy
+    of the loaded table) is in the memory context "tms io", a child of
+    TopMemoryContext; the scope of the call is gone after it."""
+    conn = pg.connect()
+    try:
+        md = pg.query("SELECT tms.table_metadata(%s, 'real', 'spark_v2_mor_posdeletes')::text",
+                      (srv,), conn=conn)[0][0]
+        (parent, used), scopes = io_contexts(pg, conn)
+        assert parent == "TopMemoryContext"
+        # the table cache holds the metadata JSON (and its ETag) there
+        assert used > len(md), (used, len(md))
+        assert scopes == 0
+    finally:
+        conn.close()
+
+
+def test_error_caught_in_a_subtransaction_leaves_no_scope(pg, srv):
+    """An error a PL/pgSQL handler catches (a subtransaction rolled back,
+    the caller's memory not reset) leaves no scope current: the next calls
+    on the backend work, and no "tms io scope" context is left."""
+    conn = pg.connect()
+    try:
+        pg.query("DO $$ BEGIN PERFORM tms.table_metadata(%s, 'real', 'no_such_table');"
+                 " EXCEPTION WHEN undefined_table THEN NULL; END $$" % quote(srv), conn=conn)
+        pg.query("DO $$ BEGIN PERFORM * FROM tms.list_tables(%s, 'no_such_ns');"
+                 " EXCEPTION WHEN invalid_schema_name THEN NULL; END $$" % quote(srv), conn=conn)
+        assert io_contexts(pg, conn)[1] == 0
+        md = pg.query("SELECT tms.table_metadata(%s, 'real', 'spark_v2_mor_posdeletes')",
+                      (srv,), conn=conn)[0][0]
+        assert md["format-version"] == 2
+        assert io_contexts(pg, conn)[1] == 0
+    finally:
+        conn.close()
+
+
+def test_timeout_in_a_scoped_call_keeps_the_cached_connection(pg, make_catalog, real_tables):
+    """A statement timeout ends table_metadata while its request hangs,
+    after the call fetched a new OAuth2 token for the cached catalog
+    connection: the error frees the call's scope, the token (allocated
+    during that call) survives it, and the next call on the same backend
+    and connection succeeds with that token and the cached table (one 304,
+    no new token).  A token allocated from the call's scope would be
+    freed (wiped) by the error: the next call would send a garbage token
+    and fetch another, or crash the backend."""
+    cat = make_catalog(credential="tms-client:tms-secret")
+    loc = real_tables["spark_v1_gzip_metadata"]["metadata_location"]
+    cat.register("m_ns", "t", loc)
+    name = make_server(pg, cat.uri, mapping="credential 'tms-client:tms-secret'",
+                       request_timeout="60s")
+    conn = pg.connect()
+    try:
+        q = "SELECT tms.table_metadata(%s, 'm_ns', 't')"
+        md = pg.query(q, (name,), conn=conn)[0][0]
+        # the next load: a 401 (a new token is fetched in the call), then a hang
+        cat.fault(r"/tables/t$", action="status", status=401, method="GET",
+                  body='{"error": {"message": "expired", "type": "NotAuthorizedException",'
+                       ' "code": 401}}')
+        hang = cat.fault(r"/tables/t$", action="hang", seconds=60, method="GET")
+        pg.query("SET statement_timeout = '3s'", conn=conn)
+        e = pg.query_error(q, (name,), conn=conn)
+        assert e.pgcode == psycopg2.errorcodes.QUERY_CANCELED
+        assert hang not in cat.armed_faults(), "the hang was reached"
+        pg.query("RESET statement_timeout", conn=conn)
+        assert io_contexts(pg, conn)[1] == 0, "the scope went with the error"
+        log = [(r["method"], r["path"].rsplit("/", 1)[-1], r["status"])
+               for r in cat.requests()["requests"]]
+        assert ("POST", "tokens", 200) in log, log
+        cat.reset_requests()
+        assert pg.query(q, (name,), conn=conn)[0][0] == md
+        log = [(r["method"], r["path"].rsplit("/", 1)[-1], r["status"])
+               for r in cat.requests()["requests"]]
+        assert log == [("GET", "t", 304)], log
+    finally:
+        conn.close()
+
+
 def test_dead_port_fails_fast(pg):
     """Nobody listens: the refused connection is the error at once (no
     retries with retries=0), not a connect timeout."""

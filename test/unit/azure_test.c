@@ -120,7 +120,7 @@ canon_is(const char *in, const char *want)
 		return;
 	}
 	CHECK(strcmp(c, want) == 0, "canonical(%s) = %s, want %s", in, c, want);
-	free(c);
+	io_free(c);
 }
 
 static void
@@ -132,7 +132,7 @@ canon_bad(const char *in, const char *fragment)
 	if (io_location_canonical(in, NULL, &c, &err) == 0)
 	{
 		FAIL("canonical(%s) accepted: %s", in, c);
-		free(c);
+		io_free(c);
 		return;
 	}
 	CHECK(err.code == IO_ERR_INVALID_ARGUMENT && strstr(err.message, fragment) != NULL,

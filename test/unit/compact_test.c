@@ -172,7 +172,7 @@ ser(IcebergTypeId t, int scale, const char *text, bool upper, int trunc, const c
 	for (i = 0; i < n && i * 2 + 2 < sizeof(got); i++)
 		snprintf(got + 2 * i, 3, "%02x", out[i]);
 	got[2 * i] = '\0';
-	free(out);
+	io_free(out);
 	if (hex == NULL || strcmp(got, hex) != 0)
 	{
 		printf("  (%s -> %s)\n", text, got);
@@ -273,19 +273,19 @@ test_wire(void)
 			  m.file.metrics[1].value_count == -1 && m.file.metrics[1].nan_count == 0 &&
 			  m.file.nsplit_offsets == 2 && m.file.split_offsets[1] == 1000, "file round trip");
 		iceberg_compact_message_free(&m);
-		free(line);
+		io_free(line);
 	}
 	line = iceberg_compact_done_json(3, 2, 100, 7, 93, 5000, 1 << 20);
 	CHECK(iceberg_compact_message_parse(line, strlen(line), 0, &m, &err) &&
 		  m.type == ICEBERG_MSG_DONE && m.rows_deleted == 7 && m.rows_out == 93, "done");
 	iceberg_compact_message_free(&m);
-	free(line);
+	io_free(line);
 	line = iceberg_compact_error_json(1, "bad \xff bytes");
 	CHECK(iceberg_compact_message_parse(line, strlen(line), 0, &m, &err) &&
 		  m.type == ICEBERG_MSG_ERROR && strcmp(m.message, "bad ? bytes") == 0,
 		  "error with invalid UTF-8: %s", line);
 	iceberg_compact_message_free(&m);
-	free(line);
+	io_free(line);
 
 	/* what a broken or hostile helper may send */
 	CHECK(!parses(""), "empty");
@@ -332,7 +332,7 @@ test_wire(void)
 			  h.s3_session_token == NULL &&
 			  strcmp(h.allowed_hosts, "10.0.0.0/8, s3.example") == 0, "hello round trip");
 		iceberg_compact_hello_free(&h);
-		free(line);
+		io_free(line);
 	}
 }
 
@@ -356,7 +356,7 @@ test_metrics_modes(void)
 	CHECK(iceberg_compact_metrics_modes(md, s, &m, &err), "modes");
 	CHECK(m[0].mode == ICEBERG_METRICS_COUNTS && m[1].mode == ICEBERG_METRICS_FULL,
 		  "default counts, cat full: %d %d", m[0].mode, m[1].mode);
-	free(m);
+	io_free(m);
 	iceberg_schema_free(s);
 	iceberg_metadata_free(md);
 }

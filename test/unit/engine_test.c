@@ -556,14 +556,14 @@ test_errors(void)
 	/* too long a document */
 	{
 		size_t		n = ENG_MAX_OPTIONS_BYTES + 10;
-		char	   *big = malloc(n + 1);
+		char	   *big = io_malloc(n + 1);
 
 		memset(big, ' ', n);
 		big[0] = '{';
 		big[n - 1] = '}';
 		big[n] = '\0';
 		BUILD_ERR(LIVY, "compaction", &T, big, ENGINE_ERR_INVALID_VALUE, "options are too long", NULL);
-		free(big);
+		io_free(big);
 	}
 }
 

@@ -58,7 +58,7 @@ build_json(const Snap *s, int n, const char *refs, const char *props,
 {
 	size_t		cap = 4096 + (size_t) n * 256 + (refs ? strlen(refs) : 0) +
 	(props ? strlen(props) : 0);
-	char	   *b = malloc(cap);
+	char	   *b = io_malloc(cap);
 	size_t		len = 0;
 	int			i;
 
@@ -107,7 +107,7 @@ build(const Snap *s, int n, const char *refs, const char *props, int64_t current
 		printf("build failed: %s (%s)\n%s\n", err.message, err.detail, j);
 		md = NULL;
 	}
-	free(j);
+	io_free(j);
 	return md;
 }
 
@@ -596,9 +596,9 @@ strlist_add(StrList *l, const char *s)
 	if (l->n == l->cap)
 	{
 		l->cap = l->cap ? l->cap * 2 : 64;
-		l->v = realloc(l->v, sizeof(char *) * (size_t) l->cap);
+		l->v = io_realloc(l->v, sizeof(char *) * (size_t) l->cap);
 	}
-	l->v[l->n++] = strdup(s);
+	l->v[l->n++] = io_strdup(s);
 }
 
 static int
@@ -621,7 +621,7 @@ strlist_sort_unique(StrList *l)
 		if (w > 0 && strcmp(l->v[w - 1], l->v[i]) == 0)
 		{
 			l->dups++;
-			free(l->v[i]);
+			io_free(l->v[i]);
 			continue;
 		}
 		l->v[w++] = l->v[i];
@@ -641,8 +641,8 @@ strlist_free(StrList *l)
 	int			i;
 
 	for (i = 0; i < l->n; i++)
-		free(l->v[i]);
-	free(l->v);
+		io_free(l->v[i]);
+	io_free(l->v);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -665,7 +665,7 @@ collect_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 	strlist_add(l, c);
 	if ((int) f->kind >= 0 && f->kind < 8)
 		l->kinds[f->kind]++;
-	free(c);
+	io_free(c);
 	return true;
 }
 
@@ -680,7 +680,7 @@ stream_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 	(void) err;
 	if (io_location_canonical(f->path, NULL, &c, &ioerr) != 0 || strcmp(c, f->path) != 0)
 		l->noncanonical++;
-	free(c);
+	io_free(c);
 	strlist_add(l, f->path);
 	if ((int) f->kind >= 0 && f->kind < 8)
 		l->kinds[f->kind]++;
@@ -702,7 +702,7 @@ check_expired(const char *name, const IcebergFileIO *io,
 	StrList		e = {0},
 				k = {0},
 				got = {0};
-	int64_t    *ids = malloc(sizeof(int64_t) * (size_t) (old_md->nsnapshots + 1));
+	int64_t    *ids = io_malloc(sizeof(int64_t) * (size_t) (old_md->nsnapshots + 1));
 	int			nids = 0,
 				i,
 				missing = 0,
@@ -721,7 +721,7 @@ check_expired(const char *name, const IcebergFileIO *io,
 					  collect_cb, &e, &err))
 	{
 		CHECK(false, "%s: brute-force walk of old: %s (%s)", name, err.message, err.detail);
-		free(ids);
+		io_free(ids);
 		return -1;
 	}
 	for (i = 0; i < old_md->nstatistics; i++)
@@ -739,7 +739,7 @@ check_expired(const char *name, const IcebergFileIO *io,
 	if (!iceberg_walk(io, kept_md, NULL, NULL, -1, flags, collect_cb, &k, &err))
 	{
 		CHECK(false, "%s: brute-force walk of kept: %s", name, err.message);
-		free(ids);
+		io_free(ids);
 		return -1;
 	}
 	strlist_sort_unique(&e);
@@ -776,7 +776,7 @@ done:
 	strlist_free(&e);
 	strlist_free(&k);
 	strlist_free(&got);
-	free(ids);
+	io_free(ids);
 	return result;
 }
 
@@ -987,7 +987,7 @@ test_expired_all_fixtures(void)
 			CHECK(false, "read %s: %s", t[k].folder, err.message);
 			continue;
 		}
-		ids = malloc(sizeof(int64_t) * (size_t) (md->nsnapshots + 1));
+		ids = io_malloc(sizeof(int64_t) * (size_t) (md->nsnapshots + 1));
 		for (a = 0; a < md->nsnapshots; a++)
 		{
 			memset(&p, 0, sizeof(p));
@@ -1009,7 +1009,7 @@ test_expired_all_fixtures(void)
 		CHECK(kept != NULL && kept->nsnapshots == 1, "%s: one snapshot left", t[k].folder);
 		check_expired(name, &io, md, kept, "/fixroot", NULL);
 		iceberg_metadata_free(kept);
-		free(ids);
+		io_free(ids);
 		iceberg_metadata_free(md);
 	}
 }
@@ -1501,7 +1501,7 @@ test_commit(void)
 			  "remove-snapshots with exact 64-bit ids");
 		json_decref(j);
 	}
-	free(body);
+	io_free(body);
 
 	/* main absent: null; no uuid: no assert-table-uuid; refs only */
 	p.nexpired = 0;
@@ -1519,20 +1519,20 @@ test_commit(void)
 	}
 	else
 		CHECK(false, "refs-only body: %s", err.message);
-	free(body);
+	io_free(body);
 	p.nremoved_refs = 0;
 	body = iceberg_commit_expire("u", 1, &p, &err);
 	CHECK(body == NULL && err.code == ICEBERG_ERR_INVALID_ARGUMENT, "empty plan refused");
-	free(body);
+	io_free(body);
 	p.nremoved_refs = 1;
 	refs[0] = "main";
 	body = iceberg_commit_expire("u", 1, &p, &err);
 	CHECK(body == NULL, "removing main refused");
-	free(body);
+	io_free(body);
 	refs[0] = "\xff\xfe";
 	body = iceberg_commit_expire("u", 1, &p, &err);
 	CHECK(body == NULL && err.code == ICEBERG_ERR_INVALID_ARGUMENT, "invalid UTF-8 refused");
-	free(body);
+	io_free(body);
 
 	/* add-snapshot */
 	{
@@ -1584,7 +1584,7 @@ test_commit(void)
 				  json_integer_value(json_object_get(x, "snapshot-id")) == 777, "set-snapshot-ref");
 			json_decref(j);
 		}
-		free(body);
+		io_free(body);
 		/* v1: no sequence number, no parent, no schema id */
 		s.parent_snapshot_id = -1;
 		s.sequence_number = 0;
@@ -1605,15 +1605,15 @@ test_commit(void)
 		}
 		else
 			CHECK(false, "v1 body: %s", err.message);
-		free(body);
+		io_free(body);
 		s.manifest_list = NULL;
 		body = iceberg_commit_snapshot("u", "main", &s, &err);
 		CHECK(body == NULL && err.code == ICEBERG_ERR_INVALID_ARGUMENT, "no manifest list refused");
-		free(body);
+		io_free(body);
 		s.manifest_list = "x";
 		body = iceberg_commit_snapshot("u", "", &s, &err);
 		CHECK(body == NULL, "empty ref refused");
-		free(body);
+		io_free(body);
 	}
 }
 
@@ -1646,8 +1646,8 @@ test_hash_sets(void)
 	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
 	{
 		size_t		n = sizes[k];
-		uint64_t   *v = malloc(sizeof(uint64_t) * 2 * (n + 1));
-		uint64_t   *w = malloc(sizeof(uint64_t) * 2 * (n + 1));
+		uint64_t   *v = io_malloc(sizeof(uint64_t) * 2 * (n + 1));
+		uint64_t   *w = io_malloc(sizeof(uint64_t) * 2 * (n + 1));
 
 		for (i = 0; i < 2 * n; i++)
 			v[i] = w[i] = (uint64_t) (RND() % 50);	/* many duplicates */
@@ -1664,8 +1664,8 @@ test_hash_sets(void)
 		for (i = 1; i < n; i++)
 			bad += v[2 * i - 2] > v[2 * i] ||
 				(v[2 * i - 2] == v[2 * i] && v[2 * i - 1] > v[2 * i + 1]);
-		free(v);
-		free(w);
+		io_free(v);
+		io_free(w);
 	}
 	CHECK(bad == 0, "in-place sorts: %d misordered", bad);
 
@@ -1727,7 +1727,7 @@ test_robustness(void)
 	iceberg_memory_fileio(&io, &mem);
 	for (round = 0; round < 3000; round++)
 	{
-		char	   *m = malloc(len + 1);
+		char	   *m = io_malloc(len + 1);
 		int			k,
 					nmut = 1 + (int) (RND() % 4);
 		IcebergTableMetadata *md;
@@ -1761,15 +1761,15 @@ test_robustness(void)
 					iceberg_metadata_free(kept);
 				}
 				body = iceberg_commit_expire(md->table_uuid, md->current_snapshot_id, &p, &err);
-				free(body);
+				io_free(body);
 				iceberg_expire_plan_free(&p);
 			}
 			iceberg_metadata_free(md);
 		}
-		free(m);
+		io_free(m);
 	}
 	CHECK(parsed > 100, "robustness: %d of 3000 mutations parsed and went through", parsed);
-	free(base);
+	io_free(base);
 }
 
 /* ------------------------------------------------------------------------
@@ -1852,7 +1852,7 @@ expired:
 		/* keep only the first snapshot: nearly every file streams */
 		int			k;
 
-		p.expired = malloc(sizeof(int64_t) * (size_t) md->nsnapshots);
+		p.expired = io_malloc(sizeof(int64_t) * (size_t) md->nsnapshots);
 		for (k = 1; k < md->nsnapshots; k++)
 			p.expired[p.nexpired++] = md->snapshots[k].snapshot_id;
 	}
@@ -1864,7 +1864,7 @@ expired:
 	}
 	kept = iceberg_metadata_without(md, &p, &err);
 	if (p.expired != &id)
-		free(p.expired);
+		io_free(p.expired);
 	if (!iceberg_expired_files(&io, md, kept, NULL, count_cb, &nstream, &err))
 	{
 		printf("expired files: %s\n", err.message);

@@ -59,10 +59,10 @@ slurp(const char *path, size_t *len)
 	fseek(f, 0, SEEK_END);
 	n = ftell(f);
 	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t) n + 1);
+	buf = io_malloc((size_t) n + 1);
 	if (buf == NULL || fread(buf, 1, (size_t) n, f) != (size_t) n)
 	{
-		free(buf);
+		io_free(buf);
 		fclose(f);
 		return NULL;
 	}
@@ -338,7 +338,7 @@ test_metadata_malformed(void)
 			CHECK(!iceberg_metadata_parse(gz, len / 2, NULL, &md, &err) &&
 				  err.code == ICEBERG_ERR_MALFORMED, "truncated gzip: %s",
 				  tms_error_code_name(err.code));
-			free(gz);
+			io_free(gz);
 		}
 	}
 
@@ -439,7 +439,7 @@ count_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 		if (strcmp(wc->seen[i], key) == 0)
 			return true;
 	if (wc->nseen < 256)
-		wc->seen[wc->nseen++] = strdup(key);
+		wc->seen[wc->nseen++] = io_strdup(key);
 	wc->n[f->kind]++;
 	/* every reached file exists once the prefix is mapped */
 	if (wc->io != NULL && f->kind != ICEBERG_FILE_METADATA)
@@ -461,7 +461,7 @@ count_cb(void *arg, const IcebergWalkFile *f, TmsError *err)
 					   (long long) f->size);
 				wc->missing_file = true;
 			}
-			free(data);
+			io_free(data);
 		}
 	}
 	return true;
@@ -473,7 +473,7 @@ free_walk_count(WalkCount *wc)
 	int			i;
 
 	for (i = 0; i < wc->nseen; i++)
-		free(wc->seen[i]);
+		io_free(wc->seen[i]);
 }
 
 /* countDataFiles-style callback. */
@@ -908,7 +908,7 @@ test_truncation_and_corruption(const char *rel, int kind)
 		  "%s reads whole: %s", rel, err.message);
 	for (cut = 0; cut < len; cut++)
 	{
-		unsigned char *copy = malloc(cut + 1);	/* exact size for ASan */
+		unsigned char *copy = io_malloc(cut + 1);	/* exact size for ASan */
 
 		memcpy(copy, data, cut);
 		if (read_avro_buffer(copy, cut, kind, &err, &n) == 0)
@@ -918,23 +918,23 @@ test_truncation_and_corruption(const char *rel, int kind)
 		}
 		else if (err.code != ICEBERG_ERR_MALFORMED)
 			bad++;
-		free(copy);
+		io_free(copy);
 	}
 	CHECK(bad == 0, "%s: every truncation is a malformed error (%d not)", rel, bad);
 
 	/* flip every byte: an error or a result, never a crash */
 	for (i = 0; i < len; i++)
 	{
-		unsigned char *copy = malloc(len);
+		unsigned char *copy = io_malloc(len);
 
 		memcpy(copy, data, len);
 		copy[i] ^= 0xff;
 		(void) read_avro_buffer(copy, len, kind, &err, &n);
 		crashfree++;
-		free(copy);
+		io_free(copy);
 	}
 	CHECK(crashfree == (int) len, "%s: byte flips", rel);
-	free(data);
+	io_free(data);
 }
 
 /* Varint writer for hand-made Avro files. */
@@ -1060,9 +1060,9 @@ test_deflate_blocks(void)
 	const int	nrec = 20000;
 	size_t		reclen = 0,
 				cap = 4 << 20;
-	unsigned char *rec = malloc(cap);
-	unsigned char *comp = malloc(cap);
-	unsigned char *file = malloc(cap);
+	unsigned char *rec = io_malloc(cap);
+	unsigned char *comp = io_malloc(cap);
+	unsigned char *file = io_malloc(cap);
 	char		path[200];
 	size_t		c,
 				n,
@@ -1154,9 +1154,9 @@ test_deflate_blocks(void)
 			  (err.code == ICEBERG_ERR_MALFORMED || err.code == ICEBERG_ERR_LIMIT),
 			  "corrupt deflate %d: %s", i, tms_error_code_name(err.code));
 	}
-	free(rec);
-	free(comp);
-	free(file);
+	io_free(rec);
+	io_free(comp);
+	io_free(file);
 }
 
 /*
@@ -1185,7 +1185,7 @@ test_skip_shapes(void)
 	"{\"name\":\"partition_spec_id\",\"type\":\"int\"},"
 	"{\"name\":\"added_snapshot_id\",\"type\":[\"null\",\"long\"]}"
 	"]}";
-	unsigned char *file = malloc(1 << 16);
+	unsigned char *file = io_malloc(1 << 16);
 	unsigned char rec[8192];
 	size_t		n,
 				r = 0,
@@ -1278,7 +1278,7 @@ test_skip_shapes(void)
 		CHECK(read_avro_buffer(file, n, 0, &err, &cnt) < 0 && err.code == ICEBERG_ERR_MALFORMED,
 			  "record cut in skipped field %d: %s", k, tms_error_code_name(err.code));
 	}
-	free(file);
+	io_free(file);
 }
 
 /* Snappy-encode as literals only, with the Avro CRC-32 trailer. */
@@ -1323,7 +1323,7 @@ put_snappy(unsigned char *p, const unsigned char *in, size_t len)
 static void
 test_handmade_avro(void)
 {
-	unsigned char *file = malloc(1 << 20);
+	unsigned char *file = io_malloc(1 << 20);
 	unsigned char rec[4096];
 	unsigned char comp[8192];
 	size_t		n,
@@ -1492,7 +1492,7 @@ test_handmade_avro(void)
 			   (iceberg_manifest_list_close(lr), true)),
 			  "block size limit");
 	}
-	free(file);
+	io_free(file);
 }
 
 /* ---------------------------------------------------------------------
@@ -1786,7 +1786,7 @@ test_metrics_saturate(void)
 		"{\"name\":\"file_size_in_bytes\",\"type\":\"long\"}]}}]}";
 		static const int64_t sizes[] = {INT64_MAX, INT64_MAX, 5};
 		static const int64_t records[] = {INT64_MIN, -1, 7};
-		unsigned char *file = malloc(1 << 16);
+		unsigned char *file = io_malloc(1 << 16);
 		unsigned char rec[4096];
 		size_t		n = 0,
 					r = 0;
@@ -1815,7 +1815,7 @@ test_metrics_saturate(void)
 		n = put_header(file, list_schema_noids, "null");
 		n += put_block(file + n, rec, r, 1);
 		list_path = temp_file("snap-1.avro", file, n);
-		free(file);
+		io_free(file);
 
 		snprintf(json, sizeof(json),
 				 "{\"format-version\": 1, \"location\": \"s3://b/t\", \"last-updated-ms\": 1,"

@@ -86,10 +86,10 @@ read_file(const char *dir, const char *name, size_t *len)
 	fseek(f, 0, SEEK_END);
 	n = ftell(f);
 	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t) n + 1);
+	buf = io_malloc((size_t) n + 1);
 	if (buf == NULL || fread(buf, 1, (size_t) n, f) != (size_t) n)
 	{
-		free(buf);
+		io_free(buf);
 		fclose(f);
 		return NULL;
 	}
@@ -140,12 +140,12 @@ parse_request(char *text, SuiteRequest *r)
 	sp2 = strrchr(line, ' ');
 	if (sp1 == NULL || sp2 == NULL || sp2 <= sp1)
 		return false;
-	r->method = strndup(line, (size_t) (sp1 - line));
-	r->path = strndup(sp1 + 1, (size_t) (sp2 - sp1 - 1));
+	r->method = io_strndup(line, (size_t) (sp1 - line));
+	r->path = io_strndup(sp1 + 1, (size_t) (sp2 - sp1 - 1));
 	q = strchr(r->path, '?');
 	if (q != NULL)
 	{
-		r->query = strdup(q + 1);
+		r->query = io_strdup(q + 1);
 		*q = '\0';
 	}
 	line = nl + 1;
@@ -160,10 +160,10 @@ parse_request(char *text, SuiteRequest *r)
 		{
 			char	   *prev = r->values[r->nheaders - 1];
 			size_t		n = strlen(prev) + strlen(line) + 2;
-			char	   *v = malloc(n);
+			char	   *v = io_malloc(n);
 
 			snprintf(v, n, "%s\n%s", prev, line);
-			free(prev);
+			io_free(prev);
 			r->values[r->nheaders - 1] = v;
 		}
 		else
@@ -171,8 +171,8 @@ parse_request(char *text, SuiteRequest *r)
 			colon = strchr(line, ':');
 			if (colon == NULL || r->nheaders == 32)
 				return false;
-			r->names[r->nheaders] = strndup(line, (size_t) (colon - line));
-			r->values[r->nheaders] = strdup(colon + 1);
+			r->names[r->nheaders] = io_strndup(line, (size_t) (colon - line));
+			r->values[r->nheaders] = io_strdup(colon + 1);
 			r->nheaders++;
 		}
 		if (nl == NULL)
@@ -184,12 +184,12 @@ parse_request(char *text, SuiteRequest *r)
 	}
 	if (line != NULL && *line == '\n')
 	{
-		r->body = strdup(line + 1);
+		r->body = io_strdup(line + 1);
 		r->body_len = strlen(line + 1);
 	}
 	else
 	{
-		r->body = strdup("");
+		r->body = io_strdup("");
 		r->body_len = 0;
 	}
 	for (size_t i = 0; i < r->nheaders; i++)
@@ -203,14 +203,14 @@ parse_request(char *text, SuiteRequest *r)
 static void
 free_request(SuiteRequest *r)
 {
-	free(r->method);
-	free(r->path);
-	free(r->query);
-	free(r->body);
+	io_free(r->method);
+	io_free(r->path);
+	io_free(r->query);
+	io_free(r->body);
 	for (size_t i = 0; i < r->nheaders; i++)
 	{
-		free(r->names[i]);
-		free(r->values[i]);
+		io_free(r->names[i]);
+		io_free(r->values[i]);
 	}
 }
 
@@ -228,7 +228,7 @@ chomp(char *s)
 static char *
 pct_decode(const char *s)
 {
-	char	   *out = malloc(strlen(s) + 1);
+	char	   *out = io_malloc(strlen(s) + 1);
 	size_t		j = 0;
 	unsigned int c;
 
@@ -254,8 +254,8 @@ pct_decode(const char *s)
 static bool
 same_query_set(const char *a, const char *b)
 {
-	char	   *ca = strdup(a),
-			   *cb = strdup(b);
+	char	   *ca = io_strdup(a),
+			   *cb = io_strdup(b);
 	char	   *pa[64],
 			   *pb[64];
 	int			na = 0,
@@ -287,14 +287,14 @@ same_query_set(const char *a, const char *b)
 				pb[j] = NULL;
 				found = true;
 			}
-			free(da);
-			free(db);
+			io_free(da);
+			io_free(db);
 		}
 		if (!found)
 			ok = false;
 	}
-	free(ca);
-	free(cb);
+	io_free(ca);
+	io_free(cb);
 	return ok;
 }
 
@@ -311,7 +311,7 @@ signed_request_header(const char *text, const char *name)
 		const char *end = strchr(line, '\n');
 
 		if (strncasecmp(line, name, n) == 0 && line[n] == ':')
-			return strndup(line + n + 1, end ? (size_t) (end - line - n - 1) : strlen(line + n + 1));
+			return io_strndup(line + n + 1, end ? (size_t) (end - line - n - 1) : strlen(line + n + 1));
 		p = end;
 	}
 	return NULL;
@@ -334,8 +334,8 @@ run_sigv4_case(const char *dir, const char *name, int *cases_ok, int *cases)
 	if (ctx_text == NULL || req_text == NULL)
 	{
 		CHECK(0, "%s: cannot read case files", name);
-		free(ctx_text);
-		free(req_text);
+		io_free(ctx_text);
+		io_free(req_text);
 		return;
 	}
 	ctx = json_loads(ctx_text, 0, &jerr);
@@ -343,8 +343,8 @@ run_sigv4_case(const char *dir, const char *name, int *cases_ok, int *cases)
 	{
 		CHECK(0, "%s: cannot parse case input", name);
 		json_decref(ctx);
-		free(ctx_text);
-		free(req_text);
+		io_free(ctx_text);
+		io_free(req_text);
 		return;
 	}
 
@@ -438,7 +438,7 @@ run_sigv4_case(const char *dir, const char *name, int *cases_ok, int *cases)
 							  want ? want : "(absent)");
 						case_ok = false;
 					}
-					free(want);
+					io_free(want);
 				}
 				/* and no header the expected request adds is missing */
 				{
@@ -462,7 +462,7 @@ run_sigv4_case(const char *dir, const char *name, int *cases_ok, int *cases)
 							CHECK(0, "%s/header: %s not produced", name, must[k]);
 							case_ok = false;
 						}
-						free(want);
+						io_free(want);
 					}
 				}
 			}
@@ -479,7 +479,7 @@ run_sigv4_case(const char *dir, const char *name, int *cases_ok, int *cases)
 				}
 				else
 				{
-					char	   *want = strndup(q + 1, (size_t) (end - q - 1));
+					char	   *want = io_strndup(q + 1, (size_t) (end - q - 1));
 
 					if (!same_query_set(out.presigned_query, want))
 					{
@@ -487,7 +487,7 @@ run_sigv4_case(const char *dir, const char *name, int *cases_ok, int *cases)
 							  name, out.presigned_query, want);
 						case_ok = false;
 					}
-					free(want);
+					io_free(want);
 				}
 			}
 			io_sigv4_free(&out);
@@ -498,15 +498,15 @@ run_sigv4_case(const char *dir, const char *name, int *cases_ok, int *cases)
 			(*cases_ok)++;
 		}
 		(*cases)++;
-		free(creq);
-		free(sts);
-		free(sig);
-		free(sreq);
+		io_free(creq);
+		io_free(sts);
+		io_free(sig);
+		io_free(sreq);
 	}
 	free_request(&req);
 	json_decref(ctx);
-	free(ctx_text);
-	free(req_text);
+	io_free(ctx_text);
+	io_free(req_text);
 }
 
 static int
@@ -536,13 +536,13 @@ test_sigv4_suite(void)
 	}
 	while ((de = readdir(d)) != NULL && n < 256)
 		if (de->d_name[0] != '.')
-			names[n++] = strdup(de->d_name);
+			names[n++] = io_strdup(de->d_name);
 	closedir(d);
 	qsort(names, (size_t) n, sizeof(char *), cmp_names);
 	for (int i = 0; i < n; i++)
 	{
 		run_sigv4_case(dir, names[i], &ok, &total);
-		free(names[i]);
+		io_free(names[i]);
 	}
 	printf("sigv4 suite: %d cases, %d/%d (case, mode) pairs pass\n", n, ok, total);
 	CHECK(n == 38, "expected 38 suite cases, found %d", n);
@@ -611,10 +611,10 @@ test_uri_parse(void)
 		char	   *e = io_uri_encode("a b/c~d+e\xe1\x88\xb4", 12, true);
 
 		CHECK(e && strcmp(e, "a%20b/c~d%2Be%E1%88%B4") == 0, "uri encode: %s", e ? e : "(null)");
-		free(e);
+		io_free(e);
 		e = io_uri_encode("a/b", 3, false);
 		CHECK(e && strcmp(e, "a%2Fb") == 0, "uri encode without slash: %s", e ? e : "(null)");
-		free(e);
+		io_free(e);
 	}
 }
 
@@ -749,10 +749,10 @@ test_location_canonical(void)
 				CHECK(io_location_canonical(out, NULL, &again, &err) == 0 &&
 					  strcmp(again, out) == 0, "canonical of \"%s\" is not a fixpoint",
 					  out);
-				free(again);
+				io_free(again);
 			}
 		}
-		free(out);
+		io_free(out);
 	}
 
 	/* the message says why */
@@ -915,7 +915,7 @@ test_xml(void)
 
 	{
 		/* deep nesting is refused, not a stack overflow */
-		char	   *deep = malloc(200 * 7 + 1);
+		char	   *deep = io_malloc(200 * 7 + 1);
 		size_t		len = 0;
 
 		for (int i = 0; i < 200; i++)
@@ -925,7 +925,7 @@ test_xml(void)
 		doc = io_xml_parse(deep, len, &err);
 		CHECK(doc == NULL, "deep nesting refused");
 		io_xml_free(doc);
-		free(deep);
+		io_free(deep);
 	}
 }
 
@@ -948,7 +948,7 @@ test_xml_budget(void)
 	IoXmlNode  *doc;
 	size_t		n = 2 * 1024 * 1024;	/* 8 MB of <a/> */
 	size_t		len = 0;
-	char	   *flood = malloc(n * 4 + 16);
+	char	   *flood = io_malloc(n * 4 + 16);
 
 	len += (size_t) sprintf(flood, "<r>");
 	for (size_t i = 0; i < n; i++)
@@ -970,7 +970,7 @@ test_xml_budget(void)
 	printf("%zu bytes of <a/>: stopped with %s after holding %zu bytes (budget %zu)\n",
 		   len, tms_error_code_name(err.code), st.peak, st.limit);
 	io_xml_free(doc);
-	free(flood);
+	io_free(flood);
 
 	{
 		/* a ListObjectsV2 page of 1000 keys, as S3 answers */
@@ -1013,7 +1013,7 @@ test_xml_budget(void)
 	{
 		/* text heavy: entities only shrink, so the text fits too */
 		size_t		m = 1024 * 1024;
-		char	   *amp = malloc(m * 5 + 16);
+		char	   *amp = io_malloc(m * 5 + 16);
 
 		len = (size_t) sprintf(amp, "<a>");
 		for (size_t i = 0; i < m; i++)
@@ -1027,7 +1027,7 @@ test_xml_budget(void)
 			  "a megabyte of entities decodes within the budget");
 		CHECK(st.peak <= st.limit, "entity peak %zu within %zu", st.peak, st.limit);
 		io_xml_free(doc);
-		free(amp);
+		io_free(amp);
 	}
 }
 
@@ -1528,7 +1528,7 @@ fileio_slurp(const IoFileIO *fio, const char *path, size_t *len, TmsError *err)
 		return NULL;
 	for (;;)
 	{
-		char	   *nd = realloc(data, n + 65536 + 1);
+		char	   *nd = io_realloc(data, n + 65536 + 1);
 		int64_t		r;
 
 		if (nd == NULL)
@@ -1537,7 +1537,7 @@ fileio_slurp(const IoFileIO *fio, const char *path, size_t *len, TmsError *err)
 		r = fio->read(fio->arg, h, data + n, 65536, err);
 		if (r < 0)
 		{
-			free(data);
+			io_free(data);
 			data = NULL;
 			break;
 		}
@@ -1588,7 +1588,7 @@ test_storage_fileio(void)
 		return;
 	snprintf(path, sizeof(path), "%s/t/metadata/v1.json", root);
 	CHECK(io_storage_write(st, path, "{\"v\": 1}", 8, &err) == 0, "write: %s", err.message);
-	big = malloc(biglen);
+	big = io_malloc(biglen);
 	for (size_t i = 0; big && i < biglen; i++)
 		big[i] = (char) ('a' + i % 26);
 	snprintf(path, sizeof(path), "%s/t/data/big.bin", root);
@@ -1611,7 +1611,7 @@ test_storage_fileio(void)
 			got = fileio_slurp(&fio, forms[i], &len, &err);
 			CHECK(got && len == 8 && memcmp(got, "{\"v\": 1}", 8) == 0,
 				  "router reads \"%s\": %s", forms[i], got ? "" : err.message);
-			free(got);
+			io_free(got);
 		}
 	}
 	/* across a chunk boundary */
@@ -1620,8 +1620,8 @@ test_storage_fileio(void)
 	CHECK(got && big && len == biglen && memcmp(got, big, biglen) == 0,
 		  "router reads %zu bytes across chunks: %zu", biglen, got ? len : 0);
 	CHECK(state.bytes_read == biglen, "bytes_read %llu", (unsigned long long) state.bytes_read);
-	free(got);
-	free(big);
+	io_free(got);
+	io_free(big);
 
 	/* refusals and missing files keep their codes */
 	CHECK(fileio_slurp(&fio, "t/../t/metadata/v1.json", &len, &err) == NULL &&
@@ -1892,9 +1892,9 @@ static void
 respond_deflate_bomb(int fd)
 {
 	size_t		n = 4 * 1024 * 1024;
-	char	   *plain = malloc(n);
+	char	   *plain = io_malloc(n);
 	uLongf		zlen = compressBound((uLong) n);
-	Bytef	   *z = malloc(zlen);
+	Bytef	   *z = io_malloc(zlen);
 	char		head[256];
 
 	if (plain == NULL || z == NULL)
@@ -1907,8 +1907,8 @@ respond_deflate_bomb(int fd)
 			 "Content-Length: %lu\r\n\r\n", (unsigned long) zlen);
 	write_all(fd, head, strlen(head));
 	write_all(fd, (const char *) z, zlen);
-	free(plain);
-	free(z);
+	io_free(plain);
+	io_free(z);
 }
 
 /*
@@ -2621,19 +2621,19 @@ vend_fresh(void *arg, IoTableCredentials *out, TmsError *err)
 {
 	RefreshArg *r = arg;
 	char		exp[32];
-	IoKeyValue *kv = calloc(4, sizeof(IoKeyValue));
+	IoKeyValue *kv = io_calloc(4, sizeof(IoKeyValue));
 
 	(void) err;
 	r->calls++;
 	snprintf(exp, sizeof(exp), "%lld", (long long) r->expires_ms);
-	kv[0].key = strdup("s3.access-key-id");
-	kv[0].value = strdup("FRESH");
-	kv[1].key = strdup(r->incomplete ? "s3.region" : "s3.secret-access-key");
-	kv[1].value = strdup(r->incomplete ? "us-east-1" : "fresh-secret");
-	kv[2].key = strdup("s3.session-token");
-	kv[2].value = strdup("fresh-token");
-	kv[3].key = strdup("s3.session-token-expires-at-ms");
-	kv[3].value = strdup(exp);
+	kv[0].key = io_strdup("s3.access-key-id");
+	kv[0].value = io_strdup("FRESH");
+	kv[1].key = io_strdup(r->incomplete ? "s3.region" : "s3.secret-access-key");
+	kv[1].value = io_strdup(r->incomplete ? "us-east-1" : "fresh-secret");
+	kv[2].key = io_strdup("s3.session-token");
+	kv[2].value = io_strdup("fresh-token");
+	kv[3].key = io_strdup("s3.session-token-expires-at-ms");
+	kv[3].value = io_strdup(exp);
 	out->config = kv;
 	out->nconfig = 4;
 	return 0;
@@ -2677,7 +2677,7 @@ test_credentials_refresh(void)
 
 	/* loadCredentials is used only when a server lists it: not a default */
 	{
-		IoCatalog  *cat = calloc(1, sizeof(IoCatalog));
+		IoCatalog  *cat = io_calloc(1, sizeof(IoCatalog));
 		const char *listed = "{\"endpoints\": [\"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials\"]}";
 		const char *creds_ep = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials";
 
@@ -3568,7 +3568,7 @@ test_engine_results(void)
 		CHECK((o == NULL && origins[i][1] == NULL) ||
 			  (o != NULL && origins[i][1] != NULL && strcmp(o, origins[i][1]) == 0),
 			  "origin of %s is %s", origins[i][0], o ? o : "NULL");
-		free(o);
+		io_free(o);
 	}
 	for (i = 0; i < sizeof(cells) / sizeof(cells[0]); i++)
 	{
@@ -3579,7 +3579,7 @@ test_engine_results(void)
 			  ((t == NULL && cells[i][1] == NULL) ||
 			   (t != NULL && cells[i][1] != NULL && strcmp(t, cells[i][1]) == 0)),
 			  "cell %s is %s", cells[i][0], t ? t : "NULL");
-		free(t);
+		io_free(t);
 		json_decref(v);
 	}
 
@@ -3891,7 +3891,7 @@ test_idempotency(void)
 	CHECK(!io_parse_iso_duration_ms(NULL, &ms), "NULL duration refused");
 
 	{
-		IoCatalog  *cat = calloc(1, sizeof(IoCatalog));
+		IoCatalog  *cat = io_calloc(1, sizeof(IoCatalog));
 		const char *top = "{\"idempotency-key-lifetime\": \"PT30M\"}";
 		const char *nested = "{\"defaults\": {\"idempotency-key-lifetime\": \"PT30M\"}}";
 		const char *bad = "{\"idempotency-key-lifetime\": \"30 minutes\"}";

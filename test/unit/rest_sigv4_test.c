@@ -43,19 +43,19 @@ static IoCatalog *
 catalog(const char *uri, const char *region, const char *service,
 		const char *token, const char *session_token)
 {
-	IoCatalog  *cat = calloc(1, sizeof(IoCatalog));
+	IoCatalog  *cat = io_calloc(1, sizeof(IoCatalog));
 
-	cat->uri = strdup(uri);
+	cat->uri = io_strdup(uri);
 	if (token != NULL)
-		cat->static_token = strdup(token);
+		cat->static_token = io_strdup(token);
 	if (region != NULL)
 	{
-		cat->signing_region = strdup(region);
-		cat->signing_name = strdup(service);
-		cat->aws_access_key_id = strdup("AKIDEXAMPLE");
-		cat->aws_secret_access_key = strdup(SECRET);
+		cat->signing_region = io_strdup(region);
+		cat->signing_name = io_strdup(service);
+		cat->aws_access_key_id = io_strdup("AKIDEXAMPLE");
+		cat->aws_secret_access_key = io_strdup(SECRET);
 		if (session_token != NULL)
-			cat->aws_session_token = strdup(session_token);
+			cat->aws_session_token = io_strdup(session_token);
 	}
 	return cat;
 }
@@ -312,12 +312,12 @@ response(IoHttpResponse *r, long st, const char *body, const char *header)
 {
 	memset(r, 0, sizeof(*r));
 	r->status = st;
-	r->body = strdup(body);
+	r->body = io_strdup(body);
 	r->body_len = strlen(body);
 	if (header != NULL)
 	{
-		r->headers.items = calloc(1, sizeof(char *));
-		r->headers.items[0] = strdup(header);
+		r->headers.items = io_calloc(1, sizeof(char *));
+		r->headers.items[0] = io_strdup(header);
 		r->headers.n = 1;
 	}
 }

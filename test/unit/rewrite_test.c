@@ -669,7 +669,7 @@ test_failures(void)
 
 		fseek(f, 0, SEEK_END);
 		sz = ftell(f);
-		buf = malloc((size_t) sz);
+		buf = io_malloc((size_t) sz);
 		fseek(f, 0, SEEK_SET);
 		if (buf != NULL && fread(buf, 1, (size_t) sz, f) == (size_t) sz)
 		{
@@ -687,7 +687,7 @@ test_failures(void)
 			}
 			for (i = 0; i < 40; i++)
 			{
-				unsigned char *g = malloc((size_t) sz);
+				unsigned char *g = io_malloc((size_t) sz);
 				long		k;
 
 				memcpy(g, buf, (size_t) sz);
@@ -703,7 +703,7 @@ test_failures(void)
 				else
 					CHECK(res.snapshot.manifest_list != NULL, "fail: garbage ok has a list");
 				iceberg_rewrite_result_free(&res);
-				free(g);
+				io_free(g);
 			}
 			f = fopen(local, "wb");
 			fwrite(buf, 1, (size_t) sz, f);
@@ -711,7 +711,7 @@ test_failures(void)
 		}
 		else
 			fclose(f);
-		free(buf);
+		io_free(buf);
 	}
 	else
 		CHECK(false, "fail: open %s", local);

@@ -70,7 +70,7 @@ src_fill(IcebergAvroReader *r, size_t need, TmsError *err)
 
 			while (na < r->end + ICEBERG_READ_CHUNK || na < need)
 				na *= 2;
-			nb = realloc(r->buf, na);
+			nb = io_realloc(r->buf, na);
 			if (nb == NULL)
 			{
 				tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -134,10 +134,10 @@ parse_header(IcebergAvroReader *r, TmsError *err, size_t *used)
 
 		for (i = 0; i < r->nmeta; i++)
 		{
-			free(r->meta[i].key);
-			free(r->meta[i].value);
+			io_free(r->meta[i].key);
+			io_free(r->meta[i].value);
 		}
-		free(r->meta);
+		io_free(r->meta);
 		r->meta = NULL;
 		r->nmeta = 0;
 	}
@@ -173,19 +173,19 @@ parse_header(IcebergAvroReader *r, TmsError *err, size_t *used)
 				goto need_more;
 			if (r->nmeta % 8 == 0)
 			{
-				IcebergKeyValue *nm = realloc(r->meta, sizeof(IcebergKeyValue) * (size_t) (r->nmeta + 8));
+				IcebergKeyValue *nm = io_realloc(r->meta, sizeof(IcebergKeyValue) * (size_t) (r->nmeta + 8));
 
 				if (nm == NULL)
 					goto oom;
 				r->meta = nm;
 			}
 			kv = &r->meta[r->nmeta];
-			kv->key = malloc((size_t) klen + 1);
-			kv->value = malloc((size_t) vlen + 1);
+			kv->key = io_malloc((size_t) klen + 1);
+			kv->value = io_malloc((size_t) vlen + 1);
 			if (kv->key == NULL || kv->value == NULL)
 			{
-				free(kv->key);
-				free(kv->value);
+				io_free(kv->key);
+				io_free(kv->value);
 				goto oom;
 			}
 			memcpy(kv->key, k, (size_t) klen);
@@ -283,7 +283,7 @@ iceberg_avro_reader_open(const IcebergFileIO *io, const char *path,
 					  "no file reader given");
 		return false;
 	}
-	r = calloc(1, sizeof(IcebergAvroReader));
+	r = io_calloc(1, sizeof(IcebergAvroReader));
 	if (r == NULL)
 	{
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -299,9 +299,8 @@ iceberg_avro_reader_open(const IcebergFileIO *io, const char *path,
 	r->handle = io->io.open(io->io.arg, path, &size, &ioerr);
 	if (r->handle == NULL)
 	{
-		tms_error_wrap(err, iceberg_code_of_io(&ioerr), &ioerr,
-					   "could not read \"%.200s\"", path);
-		free(r);
+		tms_error_wrap(err, iceberg_code_of_io(&ioerr), &ioerr, "could not read \"%.200s\"", path);
+		io_free(r);
 		return false;
 	}
 	for (;;)
@@ -415,6 +414,8 @@ deflate_block(IcebergAvroReader *r, const uint8_t *in, size_t inlen,
 	if (!r->zs_ready)
 	{
 		memset(&r->zs, 0, sizeof(r->zs));
+		r->zs.zalloc = io_zalloc;
+		r->zs.zfree = io_zfree;
 		if (inflateInit2(&r->zs, -15) != Z_OK)
 		{
 			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY,
@@ -579,13 +580,13 @@ iceberg_avro_reader_close(IcebergAvroReader *r)
 		r->io->io.close(r->io->io.arg, r->handle);
 	for (i = 0; i < r->nmeta; i++)
 	{
-		free(r->meta[i].key);
-		free(r->meta[i].value);
+		io_free(r->meta[i].key);
+		io_free(r->meta[i].value);
 	}
-	free(r->meta);
-	free(r->top_ids);
+	io_free(r->meta);
+	io_free(r->top_ids);
 	iceberg_avro_free_plan(r->root);
-	free(r->buf);
+	io_free(r->buf);
 	iceberg_buf_free(&r->inflated);
 	iceberg_buf_free(&r->scratch);
 #ifdef TMS_HAVE_LIBDEFLATE
@@ -595,5 +596,5 @@ iceberg_avro_reader_close(IcebergAvroReader *r)
 	if (r->zs_ready)
 		inflateEnd(&r->zs);
 #endif
-	free(r);
+	io_free(r);
 }

@@ -54,8 +54,8 @@ iceberg_avro_free_plan(IcebergAvroPlanNode *n)
 		return;
 	for (i = 0; i < n->nchildren; i++)
 		iceberg_avro_free_plan(n->children[i]);
-	free(n->children);
-	free(n);
+	io_free(n->children);
+	io_free(n);
 }
 
 /*
@@ -72,7 +72,7 @@ new_node(Compiler *cc, IcebergAvroType t, int nchildren)
 		cc->bad = "schema too large";
 		return NULL;
 	}
-	n = calloc(1, sizeof(IcebergAvroPlanNode));
+	n = io_calloc(1, sizeof(IcebergAvroPlanNode));
 	if (n == NULL)
 	{
 		cc->failed_oom = true;
@@ -83,10 +83,10 @@ new_node(Compiler *cc, IcebergAvroType t, int nchildren)
 	n->raw_slot = -1;
 	if (nchildren > 0)
 	{
-		n->children = calloc((size_t) nchildren, sizeof(IcebergAvroPlanNode *));
+		n->children = io_calloc((size_t) nchildren, sizeof(IcebergAvroPlanNode *));
 		if (n->children == NULL)
 		{
-			free(n);
+			io_free(n);
 			cc->failed_oom = true;
 			return NULL;
 		}
@@ -116,7 +116,7 @@ register_named(Compiler *cc, json_t *def)
 	}
 	if (ns != NULL && ns[0] != '\0' && strchr(name, '.') == NULL)
 	{
-		full = malloc(strlen(ns) + strlen(name) + 2);
+		full = io_malloc(strlen(ns) + strlen(name) + 2);
 		if (full)
 			sprintf(full, "%s.%s", ns, name);
 	}
@@ -131,16 +131,16 @@ register_named(Compiler *cc, json_t *def)
 		if (strcmp(cc->named[i].name, full) == 0)
 		{
 			/* redefinition: keep the first, as Avro forbids it anyway */
-			free(full);
+			io_free(full);
 			return true;
 		}
 	if (cc->nnamed % 16 == 0)
 	{
-		NamedType  *nt = realloc(cc->named, sizeof(NamedType) * (size_t) (cc->nnamed + 16));
+		NamedType  *nt = io_realloc(cc->named, sizeof(NamedType) * (size_t) (cc->nnamed + 16));
 
 		if (nt == NULL)
 		{
-			free(full);
+			io_free(full);
 			cc->failed_oom = true;
 			return false;
 		}
@@ -413,8 +413,8 @@ compile_container(Compiler *cc, json_t *schema, const char *type, int depth)
 	child = compile(cc, inner, NULL, NULL, 0, depth + 1);
 	if (child == NULL)
 	{
-		free(n->children);
-		free(n);
+		io_free(n->children);
+		io_free(n);
 		return NULL;
 	}
 	n->children[n->nchildren++] = child;
@@ -721,7 +721,7 @@ iceberg_avro_build_plan(IcebergAvroReader *r, const IcebergAvroTarget *targets,
 	fields = json_object_get(schema, "fields");
 	if (json_is_array(fields) && json_array_size(fields) <= ICEBERG_AVRO_MAX_FIELDS)
 	{
-		r->top_ids = calloc(json_array_size(fields) + 1, sizeof(int32_t));
+		r->top_ids = io_calloc(json_array_size(fields) + 1, sizeof(int32_t));
 		if (r->top_ids == NULL)
 		{
 			json_decref(schema);
@@ -744,8 +744,8 @@ iceberg_avro_build_plan(IcebergAvroReader *r, const IcebergAvroTarget *targets,
 	if (r->root != NULL)
 		plan_flat(r->root);
 	for (i = 0; i < cc.nnamed; i++)
-		free(cc.named[i].name);
-	free(cc.named);
+		io_free(cc.named[i].name);
+	io_free(cc.named);
 	json_decref(schema);
 	if (r->root == NULL)
 	{

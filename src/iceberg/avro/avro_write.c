@@ -76,12 +76,12 @@ wnode_free(WNode *n)
 	{
 		wnode_free(n->children[i]);
 		if (n->names)
-			free(n->names[i]);
+			io_free(n->names[i]);
 	}
-	free(n->children);
-	free(n->ids);
-	free(n->names);
-	free(n);
+	io_free(n->children);
+	io_free(n->ids);
+	io_free(n->names);
+	io_free(n);
 }
 
 static WNode *
@@ -94,11 +94,11 @@ wnode_new(WCompiler *cc, IcebergAvroType t, int nchildren)
 		cc->bad = "schema too large";
 		return NULL;
 	}
-	n = calloc(1, sizeof(WNode));
+	n = io_calloc(1, sizeof(WNode));
 	if (n == NULL || (nchildren > 0 &&
-					  (n->children = calloc((size_t) nchildren, sizeof(WNode *))) == NULL))
+					  (n->children = io_calloc((size_t) nchildren, sizeof(WNode *))) == NULL))
 	{
-		free(n);
+		io_free(n);
 		cc->oom = true;
 		return NULL;
 	}
@@ -125,7 +125,7 @@ wregister(WCompiler *cc, json_t *def)
 	}
 	if (cc->nnamed % 16 == 0)
 	{
-		json_t	  **d = realloc(cc->named_defs, sizeof(json_t *) * (size_t) (cc->nnamed + 16));
+		json_t	  **d = io_realloc(cc->named_defs, sizeof(json_t *) * (size_t) (cc->nnamed + 16));
 		char	  **nm;
 
 		if (d == NULL)
@@ -134,7 +134,7 @@ wregister(WCompiler *cc, json_t *def)
 			return false;
 		}
 		cc->named_defs = d;
-		nm = realloc(cc->named_names, sizeof(char *) * (size_t) (cc->nnamed + 16));
+		nm = io_realloc(cc->named_names, sizeof(char *) * (size_t) (cc->nnamed + 16));
 		if (nm == NULL)
 		{
 			cc->oom = true;
@@ -142,7 +142,7 @@ wregister(WCompiler *cc, json_t *def)
 		}
 		cc->named_names = nm;
 	}
-	full = malloc(strlen(name) + (ns ? strlen(ns) : 0) + 2);
+	full = io_malloc(strlen(name) + (ns ? strlen(ns) : 0) + 2);
 	if (full == NULL)
 	{
 		cc->oom = true;
@@ -277,8 +277,8 @@ wcompile(WCompiler *cc, json_t *s, int depth)
 		n = wnode_new(cc, AT_RECORD, (int) nf);
 		if (n == NULL)
 			return NULL;
-		n->ids = calloc(nf + 1, sizeof(int32_t));
-		n->names = calloc(nf + 1, sizeof(char *));
+		n->ids = io_calloc(nf + 1, sizeof(int32_t));
+		n->names = io_calloc(nf + 1, sizeof(char *));
 		if (n->ids == NULL || n->names == NULL)
 		{
 			cc->oom = true;
@@ -646,7 +646,7 @@ iceberg_avro_writer_create(const char *schema_json, const IcebergKeyValue *meta,
 					  "avro schema to write is not a record");
 		return false;
 	}
-	w = calloc(1, sizeof(IcebergAvroWriter));
+	w = io_calloc(1, sizeof(IcebergAvroWriter));
 	if (w == NULL)
 	{
 		json_decref(schema);
@@ -656,13 +656,13 @@ iceberg_avro_writer_create(const char *schema_json, const IcebergKeyValue *meta,
 	memset(&cc, 0, sizeof(cc));
 	w->root = wcompile(&cc, schema, 0);
 	for (i = 0; i < cc.nnamed; i++)
-		free(cc.named_names[i]);
-	free(cc.named_names);
-	free(cc.named_defs);
+		io_free(cc.named_names[i]);
+	io_free(cc.named_names);
+	io_free(cc.named_defs);
 	json_decref(schema);
 	if (w->root == NULL)
 	{
-		free(w);
+		io_free(w);
 		if (cc.oom)
 		{
 			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -857,5 +857,5 @@ iceberg_avro_writer_free(IcebergAvroWriter *w)
 	iceberg_buf_free(&w->block);
 	if (w->zs_ready)
 		deflateEnd(&w->zs);
-	free(w);
+	io_free(w);
 }

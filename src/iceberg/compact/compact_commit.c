@@ -41,14 +41,14 @@ iceberg_compact_output_free(IcebergCompactOutput *o)
 
 	if (o == NULL)
 		return;
-	free(o->path);
+	io_free(o->path);
 	for (i = 0; i < o->nmetrics; i++)
 	{
-		free(o->metrics[i].lower);
-		free(o->metrics[i].upper);
+		io_free(o->metrics[i].lower);
+		io_free(o->metrics[i].upper);
 	}
-	free(o->metrics);
-	free(o->split_offsets);
+	io_free(o->metrics);
+	io_free(o->split_offsets);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -62,12 +62,12 @@ iceberg_compact_commit_free(IcebergCompactCommit *res)
 	iceberg_write_result_free(res->written, res->nwritten, &res->snapshot);
 	for (i = 0; i < res->nreplaced; i++)
 	{
-		free(res->replaced_old[i]);
-		free(res->replaced_new[i]);
+		io_free(res->replaced_old[i]);
+		io_free(res->replaced_new[i]);
 	}
-	free(res->replaced_old);
-	free(res->replaced_new);
-	free(res->removed);
+	io_free(res->replaced_old);
+	io_free(res->replaced_new);
+	io_free(res->removed);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -88,7 +88,7 @@ static void
 mout_free(MOut *o)
 {
 	iceberg_avro_writer_free(o->w);
-	free(o->types);
+	io_free(o->types);
 	iceberg_part_sums_free(o->sums, o->ntypes > 0 ? o->ntypes : 0);
 	iceberg_buf_free(&o->tmp);
 	iceberg_new_manifest_free(&o->n);
@@ -109,7 +109,7 @@ mout_start(MOut *o, const char *schema, const IcebergKeyValue *meta, int nmeta,
 		!iceberg_partition_types(schema, max_json, &o->types, &o->ntypes, err))
 		return false;
 	o->bad = o->ntypes < 0;
-	if (o->ntypes > 0 && (o->sums = calloc((size_t) o->ntypes, sizeof(IcebergPartSum))) == NULL)
+	if (o->ntypes > 0 && (o->sums = io_calloc((size_t) o->ntypes, sizeof(IcebergPartSum))) == NULL)
 		return compact_oom(err);
 	return true;
 }
@@ -175,7 +175,7 @@ copy_header(IcebergManifestReader *r, int extra, IcebergKeyValue **out, int *nou
 	int			i;
 
 	*nout = 0;
-	*out = calloc((size_t) (n + extra + 1), sizeof(IcebergKeyValue));
+	*out = io_calloc((size_t) (n + extra + 1), sizeof(IcebergKeyValue));
 	if (*out == NULL)
 		return compact_oom(err);
 	for (i = 0; i < n; i++)
@@ -230,7 +230,7 @@ entry_schema(int format_version, const char *source_schema, int64_t max_json,
 	char	   *out = NULL;
 	size_t		i;
 
-	tmpl = malloc(strlen(entry_schema_v2) + 128);
+	tmpl = io_malloc(strlen(entry_schema_v2) + 128);
 	if (tmpl == NULL)
 	{
 		compact_oom(err);
@@ -291,7 +291,7 @@ entry_schema(int format_version, const char *source_schema, int64_t max_json,
 	out = iceberg_strdup(text, err);
 	io_json_free(text);
 done:
-	free(tmpl);
+	io_free(tmpl);
 	json_decref(src);
 	json_decref(root);
 	return out;
@@ -311,8 +311,8 @@ map_field(MapField *m, const IcebergCompactOutput *o, int which, TmsError *err)
 	int			i;
 
 	m->n = 0;
-	m->items = calloc((size_t) o->nmetrics + 1, sizeof(IcebergAvroWValue));
-	m->kv = calloc((size_t) o->nmetrics * 2 + 2, sizeof(IcebergAvroWField));
+	m->items = io_calloc((size_t) o->nmetrics + 1, sizeof(IcebergAvroWValue));
+	m->kv = io_calloc((size_t) o->nmetrics * 2 + 2, sizeof(IcebergAvroWField));
 	if (m->items == NULL || m->kv == NULL)
 		return compact_oom(err);
 	for (i = 0; i < o->nmetrics; i++)
@@ -469,8 +469,8 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 	memset(entry, 0, sizeof(entry));
 	memset(df, 0, sizeof(df));
 	memset(maps, 0, sizeof(maps));
-	pf = calloc((size_t) spec->nfields + 1, sizeof(IcebergAvroWField));
-	bufs = calloc((size_t) spec->nfields + 1, sizeof(IcebergBuf));
+	pf = io_calloc((size_t) spec->nfields + 1, sizeof(IcebergAvroWField));
+	bufs = io_calloc((size_t) spec->nfields + 1, sizeof(IcebergBuf));
 	if (pf == NULL || bufs == NULL)
 	{
 		compact_oom(err);
@@ -528,7 +528,7 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 	}
 	if (out->nsplit_offsets > 0)
 	{
-		splits = calloc((size_t) out->nsplit_offsets, sizeof(IcebergAvroWValue));
+		splits = io_calloc((size_t) out->nsplit_offsets, sizeof(IcebergAvroWValue));
 		if (splits == NULL)
 		{
 			compact_oom(err);
@@ -566,14 +566,14 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 done:
 	for (i = 0; i < 6; i++)
 	{
-		free(maps[i].items);
-		free(maps[i].kv);
+		io_free(maps[i].items);
+		io_free(maps[i].kv);
 	}
 	for (i = 0; pf && bufs && i < spec->nfields; i++)
 		iceberg_buf_free(&bufs[i]);
-	free(bufs);
-	free(pf);
-	free(splits);
+	io_free(bufs);
+	io_free(pf);
+	io_free(splits);
 	return ok;
 }
 
@@ -849,7 +849,7 @@ write_added(Commit *c, const IcebergCompactOutput *outputs, int noutputs, Iceber
 		goto done;
 	ok = true;
 done:
-	free(schema);
+	io_free(schema);
 	mout_free(&o);
 	return ok;
 }
@@ -930,7 +930,7 @@ fill_summary(Commit *c, const IcebergSnapshot *parent)
 	int			nk = (int) (sizeof(k) / sizeof(k[0]));
 	int			nt = (int) (sizeof(t) / sizeof(t[0]));
 
-	s->summary = calloc((size_t) (nk + nt + 1), sizeof(IcebergKeyValue));
+	s->summary = io_calloc((size_t) (nk + nt + 1), sizeof(IcebergKeyValue));
 	if (s->summary == NULL)
 		return compact_oom(c->err);
 	for (i = 0; i < nk; i++)
@@ -1032,7 +1032,7 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 		return false;
 
 	/* what to look for */
-	c.found = calloc((size_t) gr->nfiles + 1, sizeof(bool));
+	c.found = io_calloc((size_t) gr->nfiles + 1, sizeof(bool));
 	if (c.found == NULL)
 		goto nomem;
 	for (i = 0; i < gr->nfiles; i++)
@@ -1044,7 +1044,7 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 			goto nomem;
 	if (!iceberg_compact_removable(p, g, &rm, &nrm, err))
 		goto done;
-	c.removed_found = calloc((size_t) nrm + 1, sizeof(bool));
+	c.removed_found = io_calloc((size_t) nrm + 1, sizeof(bool));
 	if (c.removed_found == NULL)
 		goto nomem;
 	for (i = 0; i < nrm; i++)
@@ -1057,7 +1057,7 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	 */
 	if (!compact_read_list(io, md, snap, &recs, &nrecs, err))
 		goto done;
-	c.news = calloc((size_t) nrecs + 1, sizeof(IcebergNewManifest));
+	c.news = io_calloc((size_t) nrecs + 1, sizeof(IcebergNewManifest));
 	if (c.news == NULL)
 		goto nomem;
 	for (i = 0; i < nrecs; i++)
@@ -1115,21 +1115,21 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	for (i = 0; i < nrecs; i++)
 		if (c.news[i].path != NULL)
 		{
-			char	  **no = realloc(res->replaced_old, sizeof(char *) * (size_t) (res->nreplaced + 1));
-			char	  **nn = no ? realloc(res->replaced_new, sizeof(char *) * (size_t) (res->nreplaced + 1)) : NULL;
+			char	  **no = io_realloc(res->replaced_old, sizeof(char *) * (size_t) (res->nreplaced + 1));
+			char	  **nn = no ? io_realloc(res->replaced_new, sizeof(char *) * (size_t) (res->nreplaced + 1)) : NULL;
 
 			if (no != NULL)
 				res->replaced_old = no;
 			if (nn == NULL)
 				goto nomem;
 			res->replaced_new = nn;
-			no[res->nreplaced] = strdup(recs[i].path);
-			nn[res->nreplaced] = strdup(c.news[i].path);
+			no[res->nreplaced] = io_strdup(recs[i].path);
+			nn[res->nreplaced] = io_strdup(c.news[i].path);
 			res->nreplaced++;
 			if (no[res->nreplaced - 1] == NULL || nn[res->nreplaced - 1] == NULL)
 				goto nomem;
 		}
-	res->removed = calloc((size_t) nrm + 1, sizeof(int));
+	res->removed = io_calloc((size_t) nrm + 1, sizeof(int));
 	if (res->removed == NULL)
 		goto nomem;
 	for (i = 0; i < nrm; i++)
@@ -1141,16 +1141,16 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 nomem:
 	compact_oom(err);
 done:
-	free(list_path);
+	io_free(list_path);
 	iceberg_new_manifest_free(&added);
 	for (i = 0; c.news && i < nrecs; i++)
 		iceberg_new_manifest_free(&c.news[i]);
-	free(c.news);
+	io_free(c.news);
 	compact_free_recs(recs, nrecs);
-	free(rm);
-	free(c.found);
-	free(c.removed_found);
-	free(c.source_schema);
+	io_free(rm);
+	io_free(c.found);
+	io_free(c.removed_found);
+	io_free(c.source_schema);
 	iceberg_kv_free(c.source_meta, c.nsource_meta);
 	iceberg_strmap_free(&c.group_files);
 	iceberg_strmap_free(&c.removable);
@@ -1189,13 +1189,13 @@ iceberg_compact_committed(IcebergCompactPlan *p, int g, const IcebergCompactComm
 
 		if (k2 < 0)
 			continue;
-		np = strdup(res->replaced_new[k2]);
+		np = io_strdup(res->replaced_new[k2]);
 		if (np == NULL)
 		{
 			iceberg_strmap_free(&old);
 			return compact_oom(err);
 		}
-		free(p->manifests[i]);
+		io_free(p->manifests[i]);
 		p->manifests[i] = np;
 	}
 	iceberg_strmap_free(&old);

@@ -162,7 +162,7 @@ next(Parser *p)
 	size_t		i = p->pos;
 	size_t		start;
 
-	free(p->text);
+	io_free(p->text);
 	p->text = NULL;
 	p->quoted = false;
 	while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
@@ -250,7 +250,7 @@ next(Parser *p)
 	}
 	else
 		return syntax(p, "unexpected character");
-	p->text = malloc(i - start + 1);
+	p->text = io_malloc(i - start + 1);
 	if (p->text == NULL)
 	{
 		tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -293,8 +293,8 @@ free_values(SpecBinding *b)
 	int			i;
 
 	for (i = 0; i < b->nvalues; i++)
-		free(b->values[i].bytes);
-	free(b->values);
+		io_free(b->values[i].bytes);
+	io_free(b->values);
 	b->values = NULL;
 	b->nvalues = 0;
 }
@@ -308,14 +308,14 @@ free_node(Node *n)
 		return;
 	free_node(n->a);
 	free_node(n->b);
-	free(n->name);
+	io_free(n->name);
 	for (i = 0; i < n->nlits; i++)
-		free(n->lits[i].text);
-	free(n->lits);
+		io_free(n->lits[i].text);
+	io_free(n->lits);
 	for (i = 0; i < n->nbind; i++)
 		free_values(&n->bind[i]);
-	free(n->bind);
-	free(n);
+	io_free(n->bind);
+	io_free(n);
 }
 
 static Node *
@@ -328,7 +328,7 @@ new_node(Parser *p, NodeKind kind)
 		syntax(p, "too many terms");
 		return NULL;
 	}
-	n = calloc(1, sizeof(Node));
+	n = io_calloc(1, sizeof(Node));
 	if (n == NULL)
 		tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 	else
@@ -347,7 +347,7 @@ parse_lit(Parser *p, Node *n)
 
 	if (p->tok != T_STRING && p->tok != T_NUMBER && !is_kw(p, "true") && !is_kw(p, "false"))
 		return syntax(p, is_kw(p, "null") ? "compare with null by IS NULL" : "a literal expected");
-	nl = realloc(n->lits, sizeof(Lit) * (size_t) (n->nlits + 1));
+	nl = io_realloc(n->lits, sizeof(Lit) * (size_t) (n->nlits + 1));
 	if (nl == NULL)
 	{
 		tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -501,14 +501,14 @@ parse_factor(Parser *p)
 			if ((hi = new_node(p, N_CMP)) == NULL)
 				goto fail;
 			hi->op = OP_LE;
-			hi->name = strdup(lo->name);
+			hi->name = io_strdup(lo->name);
 			both = new_node(p, N_AND);
 			if (both == NULL || hi->name == NULL)
 			{
 				if (hi->name == NULL)
 					tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 				free_node(hi);
-				free(both);
+				io_free(both);
 				goto fail;
 			}
 			both->a = lo;
@@ -613,7 +613,7 @@ iceberg_partition_filter_parse(const char *text, IcebergPartitionFilter **out,
 	p.err = err;
 	if (!next(&p))
 	{
-		free(p.text);
+		io_free(p.text);
 		return false;
 	}
 	if (p.tok == T_END)
@@ -625,10 +625,10 @@ iceberg_partition_filter_parse(const char *text, IcebergPartitionFilter **out,
 		free_node(root);
 		root = NULL;
 	}
-	free(p.text);
+	io_free(p.text);
 	if (root == NULL)
 		return false;
-	*out = calloc(1, sizeof(IcebergPartitionFilter));
+	*out = io_calloc(1, sizeof(IcebergPartitionFilter));
 	if (*out == NULL)
 	{
 		free_node(root);
@@ -646,7 +646,7 @@ iceberg_partition_filter_free(IcebergPartitionFilter *f)
 	if (f == NULL)
 		return;
 	free_node(f->root);
-	free(f);
+	io_free(f);
 }
 
 /* ---------------------------------------------------------------------
@@ -947,7 +947,7 @@ convert(const Lit *l, IcebergTypeId t, const char *transform, Value *v, bool *oo
 				return false;
 			v->kind = V_BYTES;
 			v->len = strlen(s);
-			v->bytes = strdup(s);
+			v->bytes = io_strdup(s);
 			*oom = v->bytes == NULL;
 			return !*oom;
 		case ICEBERG_TYPE_UUID:
@@ -957,7 +957,7 @@ convert(const Lit *l, IcebergTypeId t, const char *transform, Value *v, bool *oo
 				if (l->kind != L_STRING || strlen(s) != 36)
 					return false;
 				v->kind = V_BYTES;
-				v->bytes = malloc(16);
+				v->bytes = io_malloc(16);
 				if (v->bytes == NULL)
 				{
 					*oom = true;
@@ -1012,7 +1012,7 @@ bind_leaf(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 	int			s,
 				k;
 
-	n->bind = calloc((size_t) md->nspecs + 1, sizeof(SpecBinding));
+	n->bind = io_calloc((size_t) md->nspecs + 1, sizeof(SpecBinding));
 	if (n->bind == NULL)
 	{
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -1057,7 +1057,7 @@ bind_leaf(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 			b->kind = t == ICEBERG_TYPE_FLOAT || t == ICEBERG_TYPE_DOUBLE ? V_DOUBLE :
 				t == ICEBERG_TYPE_DECIMAL ? V_DECIMAL :
 				t == ICEBERG_TYPE_STRING || t == ICEBERG_TYPE_UUID ? V_BYTES : V_INT;
-			b->values = calloc((size_t) n->nlits + 1, sizeof(Value));
+			b->values = io_calloc((size_t) n->nlits + 1, sizeof(Value));
 			if (b->values == NULL)
 			{
 				tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -1129,7 +1129,7 @@ bind_node(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 		return bind_node(n->a, md, schema, err) && bind_node(n->b, md, schema, err);
 	for (i = 0; i < n->nbind; i++)
 		free_values(&n->bind[i]);
-	free(n->bind);
+	io_free(n->bind);
 	n->bind = NULL;
 	n->nbind = 0;
 	return bind_leaf(n, md, schema, err);

@@ -80,7 +80,7 @@ int_push(int **arr, int *n, int *alloc, int v)
 	if (*n == *alloc)
 	{
 		int			na = *alloc ? *alloc * 2 : 8;
-		int		   *nw = realloc(*arr, sizeof(int) * (size_t) na);
+		int		   *nw = io_realloc(*arr, sizeof(int) * (size_t) na);
 
 		if (nw == NULL)
 			return false;
@@ -158,10 +158,10 @@ compact_free_recs(ListRec *r, int n)
 
 	for (i = 0; i < n; i++)
 	{
-		free(r[i].path);
-		free(r[i].raw);
+		io_free(r[i].path);
+		io_free(r[i].raw);
 	}
-	free(r);
+	io_free(r);
 }
 
 /* Read a snapshot's manifest list into an array (raw bytes too). */
@@ -187,7 +187,7 @@ compact_read_list(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		if (n == alloc)
 		{
 			int			na = alloc ? alloc * 2 : 64;
-			ListRec    *nr = na < INT32_MAX / 2 ? realloc(recs, sizeof(ListRec) * (size_t) na) : NULL;
+			ListRec    *nr = na < INT32_MAX / 2 ? io_realloc(recs, sizeof(ListRec) * (size_t) na) : NULL;
 
 			if (nr == NULL)
 			{
@@ -202,7 +202,7 @@ compact_read_list(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		memset(r, 0, sizeof(*r));
 		copy_mf(mf, &r->mf);
 		r->path = iceberg_strdup(mf->manifest_path, err);
-		r->raw = mf->raw_len ? malloc(mf->raw_len) : NULL;
+		r->raw = mf->raw_len ? io_malloc(mf->raw_len) : NULL;
 		n++;
 		if (r->path == NULL || (mf->raw_len && r->raw == NULL))
 		{
@@ -240,32 +240,32 @@ iceberg_compact_plan_free(IcebergCompactPlan *p)
 		return;
 	for (i = 0; i < p->ngroups; i++)
 	{
-		free(p->groups[i].partition);
-		free(p->groups[i].deletes);
+		io_free(p->groups[i].partition);
+		io_free(p->groups[i].deletes);
 	}
-	free(p->groups);
+	io_free(p->groups);
 	for (i = 0; i < p->nfiles; i++)
 	{
-		free(p->files[i].path);
-		free(p->files[i].deletes);
+		io_free(p->files[i].path);
+		io_free(p->files[i].deletes);
 	}
-	free(p->files);
+	io_free(p->files);
 	for (i = 0; i < p->ndeletes; i++)
 	{
 		IcebergCompactDelete *d = &p->deletes[i];
 
-		free(d->path);
-		free(d->partition);
-		free(d->equality_ids);
-		free(d->referenced);
-		free(d->groups);
-		free(d->group_files);
+		io_free(d->path);
+		io_free(d->partition);
+		io_free(d->equality_ids);
+		io_free(d->referenced);
+		io_free(d->groups);
+		io_free(d->group_files);
 	}
-	free(p->deletes);
+	io_free(p->deletes);
 	for (i = 0; i < p->nmanifests; i++)
-		free(p->manifests[i]);
-	free(p->manifests);
-	free(p);
+		io_free(p->manifests[i]);
+	io_free(p->manifests);
+	io_free(p);
 }
 
 /* Build state of a plan. */
@@ -315,26 +315,26 @@ planner_free(Planner *pl)
 	iceberg_strmap_free(&pl->manifest_ix);
 	iceberg_strmap_free(&pl->part_ix);
 	for (i = 0; i < pl->npart_keys; i++)
-		free(pl->part_keys[i]);
-	free(pl->part_keys);
-	free(pl->next_in_part);
-	free(pl->global);
+		io_free(pl->part_keys[i]);
+	io_free(pl->part_keys);
+	io_free(pl->next_in_part);
+	io_free(pl->global);
 	iceberg_strmap_free(&pl->cand_ix);
 	for (i = 0; i < pl->ncands; i++)
 	{
-		free(pl->cands[i].key);
-		free(pl->cands[i].partition);
-		free(pl->cands[i].files);
+		io_free(pl->cands[i].key);
+		io_free(pl->cands[i].partition);
+		io_free(pl->cands[i].files);
 	}
-	free(pl->cands);
-	free(pl->scratch);
+	io_free(pl->cands);
+	io_free(pl->scratch);
 }
 
 /* "spec|partition" (malloc'd). */
 static char *
 part_key(int32_t spec_id, const char *partition, size_t len)
 {
-	char	   *k = malloc(len + 16);
+	char	   *k = io_malloc(len + 16);
 
 	if (k != NULL)
 	{
@@ -358,19 +358,19 @@ manifest_index(Planner *pl, const char *path)
 	if (p->nmanifests == pl->manifests_alloc)
 	{
 		int			na = pl->manifests_alloc ? pl->manifests_alloc * 2 : 64;
-		char	  **nm = realloc(p->manifests, sizeof(char *) * (size_t) na);
+		char	  **nm = io_realloc(p->manifests, sizeof(char *) * (size_t) na);
 
 		if (nm == NULL)
 			return -1;
 		p->manifests = nm;
 		pl->manifests_alloc = na;
 	}
-	p->manifests[p->nmanifests] = strdup(path);
+	p->manifests[p->nmanifests] = io_strdup(path);
 	if (p->manifests[p->nmanifests] == NULL)
 		return -1;
 	if (!compact_map_put(&pl->manifest_ix, p->manifests[p->nmanifests], p->nmanifests))
 	{
-		free(p->manifests[p->nmanifests]);
+		io_free(p->manifests[p->nmanifests]);
 		return -1;
 	}
 	return p->nmanifests++;
@@ -387,8 +387,8 @@ add_delete(Planner *pl, const IcebergManifestEntry *e, int manifest)
 	if (ix == pl->deletes_alloc)
 	{
 		int			na = pl->deletes_alloc ? pl->deletes_alloc * 2 : 16;
-		IcebergCompactDelete *nd = realloc(p->deletes, sizeof(*nd) * (size_t) na);
-		int		   *nn = realloc(pl->next_in_part, sizeof(int) * (size_t) na);
+		IcebergCompactDelete *nd = io_realloc(p->deletes, sizeof(*nd) * (size_t) na);
+		int		   *nn = io_realloc(pl->next_in_part, sizeof(int) * (size_t) na);
 
 		if (nd != NULL)
 			p->deletes = nd;
@@ -407,15 +407,15 @@ add_delete(Planner *pl, const IcebergManifestEntry *e, int manifest)
 	d->records = e->record_count;
 	d->spec_id = e->spec_id;
 	d->manifest = manifest;
-	d->path = strdup(e->file_path);
-	d->partition = strndup(e->partition, e->partition_len);
-	d->referenced = e->referenced_data_file ? strdup(e->referenced_data_file) : NULL;
+	d->path = io_strdup(e->file_path);
+	d->partition = io_strndup(e->partition, e->partition_len);
+	d->referenced = e->referenced_data_file ? io_strdup(e->referenced_data_file) : NULL;
 	if (d->path == NULL || d->partition == NULL ||
 		(e->referenced_data_file && d->referenced == NULL))
 		return compact_oom(pl->err);
 	if (e->nequality_ids > 0)
 	{
-		d->equality_ids = malloc(sizeof(int32_t) * (size_t) e->nequality_ids);
+		d->equality_ids = io_malloc(sizeof(int32_t) * (size_t) e->nequality_ids);
 		if (d->equality_ids == NULL)
 			return compact_oom(pl->err);
 		memcpy(d->equality_ids, e->equality_ids, sizeof(int32_t) * (size_t) e->nequality_ids);
@@ -442,7 +442,7 @@ add_delete(Planner *pl, const IcebergManifestEntry *e, int manifest)
 			/* the partition's chain starts here now (the map keeps its key) */
 			bool		put = compact_map_put(&pl->part_ix, key, ix);
 
-			free(key);
+			io_free(key);
 			if (!put)
 				return compact_oom(pl->err);
 			return true;
@@ -450,11 +450,11 @@ add_delete(Planner *pl, const IcebergManifestEntry *e, int manifest)
 		if (pl->npart_keys == pl->part_keys_alloc)
 		{
 			int			na = pl->part_keys_alloc ? pl->part_keys_alloc * 2 : 16;
-			char	  **nk = realloc(pl->part_keys, sizeof(char *) * (size_t) na);
+			char	  **nk = io_realloc(pl->part_keys, sizeof(char *) * (size_t) na);
 
 			if (nk == NULL)
 			{
-				free(key);
+				io_free(key);
 				return compact_oom(pl->err);
 			}
 			pl->part_keys = nk;
@@ -502,13 +502,13 @@ match(Planner *pl, const IcebergManifestEntry *e, int64_t *known_deleted)
 				continue;
 			if (!int_push(&pl->scratch, &pl->nscratch, &pl->scratch_alloc, d))
 			{
-				free(key);
+				io_free(key);
 				return compact_oom(pl->err);
 			}
 			if (x->referenced != NULL)
 				*known_deleted += x->records;
 		}
-		free(key);
+		io_free(key);
 	}
 	return true;
 }
@@ -527,7 +527,7 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 	{
 		int			na = pl->files_alloc ? pl->files_alloc * 2 : 64;
 		IcebergCompactFile *nf = na < INT32_MAX / 2 ?
-		realloc(p->files, sizeof(*nf) * (size_t) na) : NULL;
+		io_realloc(p->files, sizeof(*nf) * (size_t) na) : NULL;
 
 		if (nf == NULL)
 			return compact_oom(pl->err);
@@ -537,7 +537,7 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 	f = &p->files[p->nfiles];
 	memset(f, 0, sizeof(*f));
 	p->nfiles++;
-	f->path = strdup(e->file_path);
+	f->path = io_strdup(e->file_path);
 	f->size = e->file_size_in_bytes;
 	f->records = e->record_count;
 	f->seq = e->sequence_number < 0 ? 0 : e->sequence_number;
@@ -546,7 +546,7 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 		return compact_oom(pl->err);
 	if (pl->nscratch > 0)
 	{
-		f->deletes = malloc(sizeof(int) * (size_t) pl->nscratch);
+		f->deletes = io_malloc(sizeof(int) * (size_t) pl->nscratch);
 		if (f->deletes == NULL)
 			return compact_oom(pl->err);
 		memcpy(f->deletes, pl->scratch, sizeof(int) * (size_t) pl->nscratch);
@@ -561,11 +561,11 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 		if (pl->ncands == pl->cands_alloc)
 		{
 			int			na = pl->cands_alloc ? pl->cands_alloc * 2 : 16;
-			struct Cands *nc = realloc(pl->cands, sizeof(*nc) * (size_t) na);
+			struct Cands *nc = io_realloc(pl->cands, sizeof(*nc) * (size_t) na);
 
 			if (nc == NULL)
 			{
-				free(key);
+				io_free(key);
 				return compact_oom(pl->err);
 			}
 			pl->cands = nc;
@@ -576,12 +576,12 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 		memset(cd, 0, sizeof(*cd));
 		cd->key = key;
 		cd->spec_id = e->spec_id;
-		cd->partition = strndup(e->partition, e->partition_len);
+		cd->partition = io_strndup(e->partition, e->partition_len);
 		if (cd->partition == NULL || !compact_map_put(&pl->cand_ix, cd->key, c))
 			return compact_oom(pl->err);
 	}
 	else
-		free(key);
+		io_free(key);
 	cd = &pl->cands[c];
 	if (!int_push(&cd->files, &cd->nfiles, &cd->alloc, p->nfiles - 1))
 		return compact_oom(pl->err);
@@ -735,7 +735,7 @@ pack_partition(Planner *pl, struct Cands *c, const int64_t *known,
 		if (reasons == 0)
 			continue;
 		{
-			IcebergCompactGroup *ng = realloc(p->groups, sizeof(*ng) * (size_t) (p->ngroups + 1));
+			IcebergCompactGroup *ng = io_realloc(p->groups, sizeof(*ng) * (size_t) (p->ngroups + 1));
 			IcebergCompactGroup *g;
 			int			k;
 
@@ -744,7 +744,7 @@ pack_partition(Planner *pl, struct Cands *c, const int64_t *known,
 			p->groups = ng;
 			g = &ng[p->ngroups];
 			memset(g, 0, sizeof(*g));
-			g->partition = strdup(c->partition);
+			g->partition = io_strdup(c->partition);
 			if (g->partition == NULL)
 				return compact_oom(pl->err);
 			p->ngroups++;
@@ -767,7 +767,7 @@ pack_partition(Planner *pl, struct Cands *c, const int64_t *known,
 static bool
 link_deletes(IcebergCompactPlan *p, TmsError *err)
 {
-	int		   *seen = calloc((size_t) p->ndeletes + 1, sizeof(int));
+	int		   *seen = io_calloc((size_t) p->ndeletes + 1, sizeof(int));
 	int			g,
 				i,
 				k;
@@ -789,8 +789,8 @@ link_deletes(IcebergCompactPlan *p, TmsError *err)
 
 				if (seen[d] != g)
 				{
-					int		   *ng = realloc(x->groups, sizeof(int) * (size_t) (x->ngroups + 1));
-					int64_t    *nc = realloc(x->group_files, sizeof(int64_t) * (size_t) (x->ngroups + 1));
+					int		   *ng = io_realloc(x->groups, sizeof(int) * (size_t) (x->ngroups + 1));
+					int64_t    *nc = io_realloc(x->group_files, sizeof(int64_t) * (size_t) (x->ngroups + 1));
 
 					if (ng != NULL)
 						x->groups = ng;
@@ -798,7 +798,7 @@ link_deletes(IcebergCompactPlan *p, TmsError *err)
 						x->group_files = nc;
 					if (ng == NULL || nc == NULL || !int_push(&gr->deletes, &gr->ndeletes, &alloc, d))
 					{
-						free(seen);
+						io_free(seen);
 						return compact_oom(err);
 					}
 					x->groups[x->ngroups] = g;
@@ -809,7 +809,7 @@ link_deletes(IcebergCompactPlan *p, TmsError *err)
 				x->group_files[x->ngroups - 1]++;
 			}
 	}
-	free(seen);
+	io_free(seen);
 	return true;
 }
 
@@ -841,7 +841,7 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	}
 	if (!compact_check_table(md, &snap, err))
 		return false;
-	p = calloc(1, sizeof(IcebergCompactPlan));
+	p = io_calloc(1, sizeof(IcebergCompactPlan));
 	if (p == NULL)
 		return compact_oom(err);
 	memset(&pl, 0, sizeof(pl));
@@ -930,7 +930,7 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 				if (p->nfiles > known_alloc)
 				{
 					int			na = known_alloc ? known_alloc * 2 : 64;
-					int64_t    *nk = realloc(known, sizeof(int64_t) * (size_t) na);
+					int64_t    *nk = io_realloc(known, sizeof(int64_t) * (size_t) na);
 
 					if (nk == NULL)
 					{
@@ -960,13 +960,13 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 
 	/* the files of the groups, in group order; the others go */
 	{
-		IcebergCompactFile *nf = calloc((size_t) norder + 1, sizeof(IcebergCompactFile));
-		char	   *used = calloc((size_t) p->nfiles + 1, 1);
+		IcebergCompactFile *nf = io_calloc((size_t) norder + 1, sizeof(IcebergCompactFile));
+		char	   *used = io_calloc((size_t) p->nfiles + 1, 1);
 
 		if (nf == NULL || used == NULL)
 		{
-			free(nf);
-			free(used);
+			io_free(nf);
+			io_free(used);
 			compact_oom(err);
 			goto fail;
 		}
@@ -978,11 +978,11 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		for (i = 0; i < p->nfiles; i++)
 			if (!used[i])
 			{
-				free(p->files[i].path);
-				free(p->files[i].deletes);
+				io_free(p->files[i].path);
+				io_free(p->files[i].deletes);
 			}
-		free(used);
-		free(p->files);
+		io_free(used);
+		io_free(p->files);
 		p->files = nf;
 		p->nfiles = norder;
 	}
@@ -990,16 +990,16 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		goto fail;
 done:
 	compact_free_recs(recs, nrecs);
-	free(known);
-	free(order);
+	io_free(known);
+	io_free(order);
 	iceberg_schema_free(schema);
 	planner_free(&pl);
 	*out = p;
 	return true;
 fail:
 	compact_free_recs(recs, nrecs);
-	free(known);
-	free(order);
+	io_free(known);
+	io_free(order);
 	iceberg_schema_free(schema);
 	planner_free(&pl);
 	iceberg_compact_plan_free(p);
@@ -1025,7 +1025,7 @@ iceberg_compact_removable(const IcebergCompactPlan *p, int g, int **out, int *n,
 			if (d->groups[k] == g && d->covered + d->group_files[k] == d->applies &&
 				d->applies > 0 && !int_push(out, n, &alloc, gr->deletes[i]))
 			{
-				free(*out);
+				io_free(*out);
 				*out = NULL;
 				*n = 0;
 				return compact_oom(err);

@@ -65,7 +65,7 @@ dump(json_t *doc, TmsError *err)
 	json_decref(doc);
 	if (text != NULL)
 	{
-		r = strdup(text);
+		r = io_strdup(text);
 		io_json_free(text);
 	}
 	if (r == NULL)
@@ -108,7 +108,7 @@ get_str(json_t *o, const char *key, bool required, size_t max, bool *ok, TmsErro
 		tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid compaction message: \"%s\" is not a string of at most %zu bytes", key, max);
 		return NULL;
 	}
-	s = strdup(json_string_value(v));
+	s = io_strdup(json_string_value(v));
 	if (s == NULL)
 	{
 		*ok = false;
@@ -238,7 +238,7 @@ hello_azure_vended(json_t *v, IcebergCompactHello *h, TmsError *err)
 		return true;
 	if (!json_is_object(v) || json_object_size(v) > 1000)
 		return bad(err, "azure_vended");
-	h->azure_vended = calloc(json_object_size(v) + 1, sizeof(IoKeyValue));
+	h->azure_vended = io_calloc(json_object_size(v) + 1, sizeof(IoKeyValue));
 	if (h->azure_vended == NULL)
 		return oom(err);
 	json_object_foreach(v, k, val)
@@ -247,8 +247,8 @@ hello_azure_vended(json_t *v, IcebergCompactHello *h, TmsError *err)
 
 		if (!json_is_string(val) || json_string_length(val) > 65536)
 			return bad(err, "azure_vended");
-		e->key = strdup(k);
-		e->value = strdup(json_string_value(val));
+		e->key = io_strdup(k);
+		e->value = io_strdup(json_string_value(val));
 		h->nazure_vended++;
 		if (e->key == NULL || e->value == NULL)
 			return oom(err);
@@ -309,14 +309,14 @@ iceberg_compact_hello_parse(const char *text, size_t len, IcebergCompactHello *h
 			ok = bad(err, "local_roots");
 		if (ok && json_array_size(roots) > 0)
 		{
-			h->local_roots = calloc(json_array_size(roots), sizeof(char *));
+			h->local_roots = io_calloc(json_array_size(roots), sizeof(char *));
 			if (h->local_roots == NULL)
 				ok = oom(err);
 			for (i = 0; ok && i < json_array_size(roots); i++)
 			{
 				json_t	   *r = json_array_get(roots, i);
 
-				if (!json_is_string(r) || (h->local_roots[i] = strdup(json_string_value(r))) == NULL)
+				if (!json_is_string(r) || (h->local_roots[i] = io_strdup(json_string_value(r))) == NULL)
 					ok = json_is_string(r) ? oom(err) : bad(err, "local_roots");
 				else
 					h->nlocal_roots++;
@@ -364,7 +364,7 @@ wipe_free(char *s)
 
 		while (*v)
 			*v++ = '\0';
-		free(s);
+		io_free(s);
 	}
 }
 
@@ -373,29 +373,29 @@ iceberg_compact_hello_free(IcebergCompactHello *h)
 {
 	int			i;
 
-	free(h->temp_directory);
-	free(h->allowed_hosts);
-	free(h->s3_endpoint);
-	free(h->s3_region);
+	io_free(h->temp_directory);
+	io_free(h->allowed_hosts);
+	io_free(h->s3_endpoint);
+	io_free(h->s3_region);
 	wipe_free(h->s3_access_key_id);
 	wipe_free(h->s3_secret_access_key);
 	wipe_free(h->s3_session_token);
-	free(h->azure_endpoint);
+	io_free(h->azure_endpoint);
 	wipe_free(h->azure_account_key);
 	wipe_free(h->azure_sas_token);
-	free(h->azure_tenant_id);
-	free(h->azure_client_id);
+	io_free(h->azure_tenant_id);
+	io_free(h->azure_client_id);
 	wipe_free(h->azure_client_secret);
-	free(h->azure_token_url);
+	io_free(h->azure_token_url);
 	for (i = 0; i < h->nazure_vended; i++)
 	{
-		free(h->azure_vended[i].key);
+		io_free(h->azure_vended[i].key);
 		wipe_free(h->azure_vended[i].value);
 	}
-	free(h->azure_vended);
+	io_free(h->azure_vended);
 	for (i = 0; i < h->nlocal_roots; i++)
-		free(h->local_roots[i]);
-	free(h->local_roots);
+		io_free(h->local_roots[i]);
+	io_free(h->local_roots);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -439,7 +439,7 @@ iceberg_compact_metrics_modes(const IcebergTableMetadata *md, const IcebergSchem
 	long		max_inferred = 100;
 	int			i;
 
-	*out = calloc((size_t) schema->ncolumns + 1, sizeof(IcebergCompactJobMetric));
+	*out = io_calloc((size_t) schema->ncolumns + 1, sizeof(IcebergCompactJobMetric));
 	if (*out == NULL)
 		return oom(err);
 	if (d != NULL && !parse_mode(d, &dflt))
@@ -541,26 +541,26 @@ iceberg_compact_job_free(IcebergCompactJob *job)
 
 	if (job == NULL)
 		return;
-	free(job->schema_json);
+	io_free(job->schema_json);
 	iceberg_schema_free(job->schema);
 	for (i = 0; i < job->ninputs; i++)
 	{
-		free(job->inputs[i].path);
-		free(job->inputs[i].uri);
+		io_free(job->inputs[i].path);
+		io_free(job->inputs[i].uri);
 	}
-	free(job->inputs);
+	io_free(job->inputs);
 	for (i = 0; i < job->ndeletes; i++)
 	{
-		free(job->deletes[i].uri);
-		free(job->deletes[i].equality_ids);
+		io_free(job->deletes[i].uri);
+		io_free(job->deletes[i].equality_ids);
 	}
-	free(job->deletes);
-	free(job->output_dir);
-	free(job->upload_dir);
-	free(job->prefix);
-	free(job->compression);
-	free(job->metrics);
-	free(job);
+	io_free(job->deletes);
+	io_free(job->output_dir);
+	io_free(job->upload_dir);
+	io_free(job->prefix);
+	io_free(job->compression);
+	io_free(job->metrics);
+	io_free(job);
 }
 
 bool
@@ -580,7 +580,7 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 	if (root == NULL)
 		return false;
 	type = json_string_value(json_object_get(root, "type"));
-	job = calloc(1, sizeof(IcebergCompactJob));
+	job = io_calloc(1, sizeof(IcebergCompactJob));
 	if (job == NULL)
 	{
 		json_decref(root);
@@ -597,7 +597,7 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 			ok = bad(err, "no schema");
 		else
 		{
-			job->schema_json = strdup(s);
+			job->schema_json = io_strdup(s);
 			io_json_free(s);
 			ok = job->schema_json != NULL ? iceberg_schema_parse(job->schema_json, &job->schema, err) : oom(err);
 		}
@@ -605,7 +605,7 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 	a = json_object_get(root, "inputs");
 	if (ok && (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > MAX_ITEMS))
 		ok = bad(err, "inputs");
-	if (ok && (job->inputs = calloc(json_array_size(a), sizeof(IcebergCompactJobInput))) == NULL)
+	if (ok && (job->inputs = io_calloc(json_array_size(a), sizeof(IcebergCompactJobInput))) == NULL)
 		ok = oom(err);
 	for (i = 0; ok && i < json_array_size(a); i++)
 	{
@@ -622,7 +622,7 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 	a = json_object_get(root, "deletes");
 	if (ok && (!json_is_array(a) || json_array_size(a) > MAX_ITEMS))
 		ok = bad(err, "deletes");
-	if (ok && (job->deletes = calloc(json_array_size(a) + 1, sizeof(IcebergCompactJobDelete))) == NULL)
+	if (ok && (job->deletes = io_calloc(json_array_size(a) + 1, sizeof(IcebergCompactJobDelete))) == NULL)
 		ok = oom(err);
 	for (i = 0; ok && i < json_array_size(a); i++)
 	{
@@ -641,7 +641,7 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 			ok = bad(err, "an equality delete without equality_ids");
 		if (ok && json_array_size(ids) > 0)
 		{
-			d->equality_ids = calloc(json_array_size(ids), sizeof(int32_t));
+			d->equality_ids = io_calloc(json_array_size(ids), sizeof(int32_t));
 			if (d->equality_ids == NULL)
 				ok = oom(err);
 			for (k = 0; ok && k < json_array_size(ids); k++)
@@ -669,7 +669,7 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 		a = json_object_get(o, "metrics");
 		if (ok && (!json_is_array(a) || json_array_size(a) > MAX_METRICS))
 			ok = bad(err, "metrics");
-		if (ok && (job->metrics = calloc(json_array_size(a) + 1, sizeof(IcebergCompactJobMetric))) == NULL)
+		if (ok && (job->metrics = io_calloc(json_array_size(a) + 1, sizeof(IcebergCompactJobMetric))) == NULL)
 			ok = oom(err);
 		for (i = 0; ok && i < json_array_size(a); i++)
 		{
@@ -729,7 +729,7 @@ static json_t *
 hex(const uint8_t *b, size_t n)
 {
 	static const char digits[] = "0123456789abcdef";
-	char	   *s = malloc(n * 2 + 1);
+	char	   *s = io_malloc(n * 2 + 1);
 	json_t	   *v;
 	size_t		i;
 
@@ -742,7 +742,7 @@ hex(const uint8_t *b, size_t n)
 	}
 	s[2 * n] = '\0';
 	v = json_string(s);
-	free(s);
+	io_free(s);
 	return v;
 }
 
@@ -812,7 +812,7 @@ iceberg_compact_error_json(int group, const char *message)
 	if (m == NULL)
 	{
 		/* not valid UTF-8: the bytes above ASCII become '?' */
-		char	   *copy = strndup(message, n);
+		char	   *copy = io_strndup(message, n);
 
 		if (copy != NULL)
 		{
@@ -820,7 +820,7 @@ iceberg_compact_error_json(int group, const char *message)
 				if ((unsigned char) copy[i] >= 0x80)
 					copy[i] = '?';
 			m = json_string(copy);
-			free(copy);
+			io_free(copy);
 		}
 	}
 	return dump(json_pack("{s:s, s:i, s:o}", "type", "error", "group", group,
@@ -842,7 +842,7 @@ unhex(const char *s, uint8_t **out, size_t *n)
 	*n = 0;
 	if (len % 2 != 0 || len / 2 > ICEBERG_COMPACT_MAX_BOUND)
 		return false;
-	*out = malloc(len / 2 + 1);
+	*out = io_malloc(len / 2 + 1);
 	if (*out == NULL)
 		return false;
 	for (i = 0; i < len; i += 2)
@@ -854,7 +854,7 @@ unhex(const char *s, uint8_t **out, size_t *n)
 
 		if (h < 0 || l < 0)
 		{
-			free(*out);
+			io_free(*out);
 			*out = NULL;
 			return false;
 		}
@@ -877,7 +877,7 @@ parse_file(json_t *root, IcebergCompactOutput *f, TmsError *err)
 	a = json_object_get(root, "metrics");
 	if (ok && (!json_is_array(a) || json_array_size(a) > MAX_METRICS))
 		return bad(err, "metrics");
-	if (ok && (f->metrics = calloc(json_array_size(a) + 1, sizeof(IcebergColumnMetrics))) == NULL)
+	if (ok && (f->metrics = io_calloc(json_array_size(a) + 1, sizeof(IcebergColumnMetrics))) == NULL)
 		return oom(err);
 	for (i = 0; ok && i < json_array_size(a); i++)
 	{
@@ -919,7 +919,7 @@ parse_file(json_t *root, IcebergCompactOutput *f, TmsError *err)
 	{
 		if (!json_is_array(a) || json_array_size(a) > MAX_METRICS)
 			return bad(err, "split_offsets");
-		f->split_offsets = calloc(json_array_size(a) + 1, sizeof(int64_t));
+		f->split_offsets = io_calloc(json_array_size(a) + 1, sizeof(int64_t));
 		if (f->split_offsets == NULL)
 			return oom(err);
 		for (i = 0; i < json_array_size(a); i++)
@@ -1003,8 +1003,8 @@ iceberg_compact_message_free(IcebergCompactMessage *m)
 {
 	if (m == NULL)
 		return;
-	free(m->version);
-	free(m->message);
+	io_free(m->version);
+	io_free(m->message);
 	iceberg_compact_output_free(&m->file);
 	memset(m, 0, sizeof(*m));
 }
@@ -1017,7 +1017,7 @@ iceberg_compact_message_free(IcebergCompactMessage *m)
 static bool
 put(uint8_t **out, size_t *out_len, const void *p, size_t n)
 {
-	*out = malloc(n + 1);
+	*out = io_malloc(n + 1);
 	if (*out == NULL)
 		return false;
 	memcpy(*out, p, n);
@@ -1132,7 +1132,7 @@ truncate_string(const char *s, size_t len, int n, bool upper, uint8_t **out, siz
 		if (cp <= 0x10FFFF)
 		{
 			el = utf8_encode(cp, enc);
-			*out = malloc(at + (size_t) el + 1);
+			*out = io_malloc(at + (size_t) el + 1);
 			if (*out == NULL)
 			{
 				*oom_out = true;
@@ -1259,7 +1259,7 @@ iceberg_value_serialize(const IcebergColumn *c, const char *text, size_t len, bo
 				if (len % 2 != 0)
 					return false;
 				{
-					char	   *copy = strndup(text, len);
+					char	   *copy = io_strndup(text, len);
 					bool		h;
 
 					if (copy == NULL)
@@ -1270,7 +1270,7 @@ iceberg_value_serialize(const IcebergColumn *c, const char *text, size_t len, bo
 					for (size_t i = 0; copy[i]; i++)
 						copy[i] = (char) tolower((unsigned char) copy[i]);
 					h = unhex(copy, &b, &n);
-					free(copy);
+					io_free(copy);
 					if (!h)
 						return false;
 				}
@@ -1281,7 +1281,7 @@ iceberg_value_serialize(const IcebergColumn *c, const char *text, size_t len, bo
 						keep--;
 					if (keep == 0)
 					{
-						free(b);
+						io_free(b);
 						return true;	/* no upper bound */
 					}
 					b[keep - 1]++;

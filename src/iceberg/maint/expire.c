@@ -70,7 +70,7 @@ snap_index_build(const IcebergTableMetadata *md, TmsError *err)
 	SnapIndex  *ix;
 	int			i;
 
-	ix = malloc(sizeof(SnapIndex) * (size_t) (md->nsnapshots > 0 ? md->nsnapshots : 1));
+	ix = io_malloc(sizeof(SnapIndex) * (size_t) (md->nsnapshots > 0 ? md->nsnapshots : 1));
 	if (ix == NULL)
 	{
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -156,12 +156,12 @@ iceberg_expire_plan_free(IcebergExpirePlan *p)
 
 	if (p == NULL)
 		return;
-	free(p->expired);
-	free(p->retained);
+	io_free(p->expired);
+	io_free(p->retained);
 	for (i = 0; i < p->nremoved_refs; i++)
-		free(p->removed_refs[i]);
-	free(p->removed_refs);
-	free(p->removed_ref_snapshot_ids);
+		io_free(p->removed_refs[i]);
+	io_free(p->removed_refs);
+	io_free(p->removed_ref_snapshot_ids);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -475,15 +475,15 @@ iceberg_expire_plan(const IcebergTableMetadata *md,
 
 	n = md->nsnapshots;
 	ix = snap_index_build(md, err);
-	ref_kept = calloc((size_t) md->nrefs + 1, sizeof(bool));
-	retain = calloc((size_t) n + 1, sizeof(bool));
-	referenced = calloc((size_t) n + 1, sizeof(bool));
-	expire = calloc((size_t) n + 1, sizeof(bool));
-	order = malloc(sizeof(TsId) * ((size_t) n + 1));
-	out->removed_refs = calloc((size_t) md->nrefs + 1, sizeof(char *));
-	out->removed_ref_snapshot_ids = calloc((size_t) md->nrefs + 1, sizeof(int64_t));
-	out->expired = malloc(sizeof(int64_t) * ((size_t) n + 1));
-	out->retained = malloc(sizeof(int64_t) * ((size_t) n + 1));
+	ref_kept = io_calloc((size_t) md->nrefs + 1, sizeof(bool));
+	retain = io_calloc((size_t) n + 1, sizeof(bool));
+	referenced = io_calloc((size_t) n + 1, sizeof(bool));
+	expire = io_calloc((size_t) n + 1, sizeof(bool));
+	order = io_malloc(sizeof(TsId) * ((size_t) n + 1));
+	out->removed_refs = io_calloc((size_t) md->nrefs + 1, sizeof(char *));
+	out->removed_ref_snapshot_ids = io_calloc((size_t) md->nrefs + 1, sizeof(int64_t));
+	out->expired = io_malloc(sizeof(int64_t) * ((size_t) n + 1));
+	out->retained = io_malloc(sizeof(int64_t) * ((size_t) n + 1));
 	if (ix == NULL || ref_kept == NULL || retain == NULL || referenced == NULL ||
 		expire == NULL || order == NULL || out->removed_refs == NULL ||
 		out->expired == NULL || out->retained == NULL ||
@@ -505,21 +505,21 @@ iceberg_expire_plan(const IcebergTableMetadata *md,
 	/* the two lists, ascending by timestamp */
 	expire_lists(md, expire, order, out);
 
-	free(ix);
-	free(ref_kept);
-	free(retain);
-	free(referenced);
-	free(expire);
-	free(order);
+	io_free(ix);
+	io_free(ref_kept);
+	io_free(retain);
+	io_free(referenced);
+	io_free(expire);
+	io_free(order);
 	return true;
 
 fail:
-	free(ix);
-	free(ref_kept);
-	free(retain);
-	free(referenced);
-	free(expire);
-	free(order);
+	io_free(ix);
+	io_free(ref_kept);
+	io_free(retain);
+	io_free(referenced);
+	io_free(expire);
+	io_free(order);
 	iceberg_expire_plan_free(out);
 	return false;
 }
@@ -578,7 +578,7 @@ in_names(char *const *names, int n, const char *name)
 static void *
 xcalloc(int n, size_t size, bool *bad)
 {
-	void	   *p = calloc(n > 0 ? (size_t) n : 1, size);
+	void	   *p = io_calloc(n > 0 ? (size_t) n : 1, size);
 
 	if (p == NULL)
 		*bad = true;
@@ -593,7 +593,7 @@ xstrdup(const char *s, bool *bad)
 
 	if (s == NULL)
 		return NULL;
-	r = strdup(s);
+	r = io_strdup(s);
 	if (r == NULL)
 		*bad = true;
 	return r;
@@ -652,7 +652,7 @@ iceberg_metadata_without(const IcebergTableMetadata *md,
 		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid arguments");
 		return NULL;
 	}
-	r = calloc(1, sizeof(*r));
+	r = io_calloc(1, sizeof(*r));
 	if (r == NULL)
 	{
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -773,7 +773,7 @@ canonical_hash(const char *path, const char *root, uint64_t *h, char **canon,
 	if (canon != NULL)
 		*canon = c;
 	else
-		free(c);
+		io_free(c);
 	return true;
 }
 
@@ -824,17 +824,17 @@ expired_emit(Expired *x, IcebergFileKind kind, const char *path, int64_t size,
 		return false;
 	if (iceberg_hash_array_has(&x->kept, h))
 	{
-		free(canon);
+		io_free(canon);
 		return true;
 	}
 	if (!iceberg_hash_table_add(&x->done, h, &added, x->err))
 	{
-		free(canon);
+		io_free(canon);
 		return false;
 	}
 	if (!added)
 	{
-		free(canon);
+		io_free(canon);
 		return true;
 	}
 	f.kind = kind;
@@ -843,7 +843,7 @@ expired_emit(Expired *x, IcebergFileKind kind, const char *path, int64_t size,
 	f.snapshot_id = snapshot_id;
 	f.status = status;
 	ok = x->cb(x->arg, &f, x->err);
-	free(canon);
+	io_free(canon);
 	if (!ok && x->err->code == ICEBERG_OK)
 		tms_error_set(x->err, ICEBERG_ERR_CANCELLED,
 					  "expired-file stream stopped by its callback");
@@ -1005,7 +1005,7 @@ iceberg_expired_files(const IcebergFileIO *io,
 		goto done;
 	ok = true;
 done:
-	free(kix);
+	io_free(kix);
 	iceberg_hash_array_free(&x.kept);
 	iceberg_hash_table_free(&x.done);
 	return ok;

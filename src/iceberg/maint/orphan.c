@@ -87,7 +87,7 @@ trimmed_dup(const char *s, size_t len)
 		s++, len--;
 	while (len > 0 && isspace((unsigned char) s[len - 1]))
 		len--;
-	r = malloc(len + 1);
+	r = io_malloc(len + 1);
 	if (r != NULL)
 	{
 		memcpy(r, s, len);
@@ -117,7 +117,7 @@ flatten(const IcebergKeyValue *kv, int n, Alias **out, int *nout)
 			if (*p == ',')
 				total++;
 	}
-	a = calloc((size_t) total + 1, sizeof(Alias));
+	a = io_calloc((size_t) total + 1, sizeof(Alias));
 	if (a == NULL)
 		return false;
 	*out = a;
@@ -137,14 +137,14 @@ flatten(const IcebergKeyValue *kv, int n, Alias **out, int *nout)
 			a[*nout].to = trimmed_dup(kv[i].value, strlen(kv[i].value));
 			if (a[*nout].from == NULL || a[*nout].to == NULL)
 			{
-				free(a[*nout].from);
-				free(a[*nout].to);
+				io_free(a[*nout].from);
+				io_free(a[*nout].to);
 				return false;
 			}
 			if (a[*nout].from[0] == '\0')
 			{
-				free(a[*nout].from);
-				free(a[*nout].to);
+				io_free(a[*nout].from);
+				io_free(a[*nout].to);
 			}
 			else
 				(*nout)++;
@@ -163,10 +163,10 @@ free_aliases(Alias *a, int n)
 
 	for (i = 0; i < n; i++)
 	{
-		free(a[i].from);
-		free(a[i].to);
+		io_free(a[i].from);
+		io_free(a[i].to);
 	}
-	free(a);
+	io_free(a);
 }
 
 void
@@ -174,16 +174,16 @@ iceberg_valid_set_free(IcebergValidSet *vs)
 {
 	if (vs == NULL)
 		return;
-	free(vs->v);
+	io_free(vs->v);
 	free_aliases(vs->schemes, vs->nschemes);
 	free_aliases(vs->auths, vs->nauths);
-	free(vs);
+	io_free(vs);
 }
 
 IcebergValidSet *
 iceberg_valid_set_new(const IcebergOrphanOptions *opt)
 {
-	IcebergValidSet *vs = calloc(1, sizeof(IcebergValidSet));
+	IcebergValidSet *vs = io_calloc(1, sizeof(IcebergValidSet));
 
 	if (vs == NULL)
 		return NULL;
@@ -305,7 +305,7 @@ add_pair(IcebergValidSet *vs, Pair p, TmsError *err)
 			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 			return false;
 		}
-		nv = realloc(vs->v, ncap * sizeof(Pair));
+		nv = io_realloc(vs->v, ncap * sizeof(Pair));
 		if (nv == NULL)
 		{
 			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -335,7 +335,7 @@ iceberg_valid_set_add_path(IcebergValidSet *vs, const char *path,
 	if (!iceberg_location_canonical(path, relative_root, &c, err))
 		return false;
 	ok = add_pair(vs, pair_of(vs, c), err);
-	free(c);
+	io_free(c);
 	return ok;
 }
 
@@ -383,7 +383,7 @@ iceberg_valid_set_add_table(IcebergValidSet *vs, const IcebergFileIO *io,
 		n = strlen(md->location);
 		while (n > 0 && md->location[n - 1] == '/')
 			n--;
-		hint = malloc(n + sizeof("/metadata/version-hint.text"));
+		hint = io_malloc(n + sizeof("/metadata/version-hint.text"));
 		if (hint == NULL)
 		{
 			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -393,7 +393,7 @@ iceberg_valid_set_add_table(IcebergValidSet *vs, const IcebergFileIO *io,
 		strcpy(hint + n, "/metadata/version-hint.text");
 		loc = hint;
 		ok = iceberg_valid_set_add_path(vs, loc, relative_root, err);
-		free(hint);
+		io_free(hint);
 		if (!ok)
 			return false;
 	}
@@ -430,7 +430,7 @@ iceberg_valid_set_check(const IcebergValidSet *vs, const char *listed_uri)
 	if (!iceberg_location_canonical(listed_uri, NULL, &c, &err))
 		return ICEBERG_ORPHAN_UNKNOWN;
 	p = pair_of(vs, c);
-	free(c);
+	io_free(c);
 	hi = vs->n;
 	while (lo < hi)
 	{

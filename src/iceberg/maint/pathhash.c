@@ -174,7 +174,7 @@ iceberg_hash_array_add(IcebergHashArray *a, uint64_t x, TmsError *err)
 			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 			return false;
 		}
-		nv = realloc(a->v, ncap * sizeof(uint64_t));
+		nv = io_realloc(a->v, ncap * sizeof(uint64_t));
 		if (nv == NULL)
 		{
 			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -215,7 +215,7 @@ iceberg_hash_array_has(const IcebergHashArray *a, uint64_t x)
 void
 iceberg_hash_array_free(IcebergHashArray *a)
 {
-	free(a->v);
+	io_free(a->v);
 	a->v = NULL;
 	a->n = a->cap = 0;
 }
@@ -251,7 +251,7 @@ iceberg_hash_table_add(IcebergHashTable *t, uint64_t x, bool *added,
 			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 			return false;
 		}
-		s = calloc(n, sizeof(uint64_t));
+		s = io_calloc(n, sizeof(uint64_t));
 		if (s == NULL)
 		{
 			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -260,7 +260,7 @@ iceberg_hash_table_add(IcebergHashTable *t, uint64_t x, bool *added,
 		for (k = 0; k < t->nslots; k++)
 			if (t->slots[k] != 0)
 				s[probe(s, n, t->slots[k])] = t->slots[k];
-		free(t->slots);
+		io_free(t->slots);
 		t->slots = s;
 		t->nslots = n;
 	}
@@ -287,7 +287,7 @@ iceberg_hash_table_has(const IcebergHashTable *t, uint64_t x)
 void
 iceberg_hash_table_free(IcebergHashTable *t)
 {
-	free(t->slots);
+	io_free(t->slots);
 	t->slots = NULL;
 	t->nslots = t->count = 0;
 }

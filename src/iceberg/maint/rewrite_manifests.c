@@ -51,10 +51,10 @@ iceberg_rewrite_plan_free(IcebergRewritePlan *p)
 	if (p == NULL)
 		return;
 	for (i = 0; i < p->nmanifests; i++)
-		free(p->manifests[i].path);
-	free(p->manifests);
-	free(p->groups);
-	free(p);
+		io_free(p->manifests[i].path);
+	io_free(p->manifests);
+	io_free(p->groups);
+	io_free(p);
 }
 
 /* The target size: option, table property, default. */
@@ -189,7 +189,7 @@ iceberg_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	}
 	if (!check_table(md, &snap, err))
 		return false;
-	p = calloc(1, sizeof(IcebergRewritePlan));
+	p = io_calloc(1, sizeof(IcebergRewritePlan));
 	if (p == NULL)
 		return oom(err);
 	p->base_snapshot_id = snap ? snap->snapshot_id : -1;
@@ -218,7 +218,7 @@ iceberg_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 				tms_error_set(err, ICEBERG_ERR_LIMIT, "too many manifests");
 				goto fail;
 			}
-			nm = realloc(p->manifests, sizeof(*nm) * (size_t) na);
+			nm = io_realloc(p->manifests, sizeof(*nm) * (size_t) na);
 			if (nm == NULL)
 			{
 				oom(err);
@@ -271,7 +271,7 @@ iceberg_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			IcebergRewriteGroup *ng;
 
 			/* at most one group per candidate: bounded by nmanifests */
-			ng = realloc(p->groups, sizeof(*ng) * (size_t) (p->ngroups + 1));
+			ng = io_realloc(p->groups, sizeof(*ng) * (size_t) (p->ngroups + 1));
 			if (ng == NULL)
 			{
 				oom(err);
@@ -292,7 +292,7 @@ iceberg_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	/* groups of one are kept; renumber the rest */
 	{
 		int			ng = 0;
-		int		   *map = calloc((size_t) p->ngroups + 1, sizeof(int));
+		int		   *map = io_calloc((size_t) p->ngroups + 1, sizeof(int));
 
 		if (map == NULL)
 		{
@@ -325,7 +325,7 @@ iceberg_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			else
 				p->nkept++;
 		}
-		free(map);
+		io_free(map);
 		p->ngroups = ng;
 	}
 	*out = p;
@@ -422,7 +422,7 @@ out_start(Exec *x)
 	free_summ(x);
 	if (x->ntypes > 0)
 	{
-		x->summ = calloc((size_t) x->ntypes, sizeof(IcebergPartSum));
+		x->summ = io_calloc((size_t) x->ntypes, sizeof(IcebergPartSum));
 		if (x->summ == NULL)
 			return oom(x->err);
 	}
@@ -452,7 +452,7 @@ out_finish(Exec *x, int32_t spec_id, int32_t content)
 	if (x->nnews == x->news_alloc)
 	{
 		int			na = x->news_alloc ? x->news_alloc * 2 : 16;
-		IcebergNewManifest *nn = realloc(x->news, sizeof(IcebergNewManifest) * (size_t) na);
+		IcebergNewManifest *nn = io_realloc(x->news, sizeof(IcebergNewManifest) * (size_t) na);
 
 		if (nn == NULL)
 			return oom(x->err);
@@ -572,7 +572,7 @@ hold_entry(Exec *x, const IcebergManifestEntry *e, int32_t spec_id, int32_t cont
 
 		if (na * sizeof(size_t) > budget && x->idx_alloc * sizeof(size_t) < budget)
 			na = budget / sizeof(size_t) + 1;
-		ni = realloc(x->idx, na * sizeof(size_t));
+		ni = io_realloc(x->idx, na * sizeof(size_t));
 		if (ni == NULL)
 			return oom(x->err);
 		x->idx = ni;
@@ -588,7 +588,7 @@ hold_entry(Exec *x, const IcebergManifestEntry *e, int32_t spec_id, int32_t cont
 			want = budget;
 		if (want < x->arena.len + need + 1)
 			want = x->arena.len + need + 1;
-		nd = realloc(x->arena.data, want);
+		nd = io_realloc(x->arena.data, want);
 		if (nd == NULL)
 			return oom(x->err);
 		x->arena.data = nd;
@@ -622,7 +622,7 @@ copy_meta(Exec *x, IcebergManifestReader *r)
 	int			n = iceberg_manifest_header_all(r, &kv);
 	int			i;
 
-	x->meta = calloc((size_t) n + 1, sizeof(IcebergKeyValue));
+	x->meta = io_calloc((size_t) n + 1, sizeof(IcebergKeyValue));
 	if (x->meta == NULL)
 		return oom(x->err);
 	for (i = 0; i < n; i++)
@@ -641,12 +641,12 @@ copy_meta(Exec *x, IcebergManifestReader *r)
 static void
 group_reset(Exec *x)
 {
-	free(x->schema);
+	io_free(x->schema);
 	x->schema = NULL;
 	iceberg_kv_free(x->meta, x->nmeta);
 	x->meta = NULL;
 	x->nmeta = 0;
-	free(x->types);
+	io_free(x->types);
 	x->types = NULL;
 	free_summ(x);
 	x->ntypes = -1;
@@ -807,7 +807,7 @@ fill_summary(Exec *x, const IcebergSnapshot *parent)
 	for (i = 0; i < parent->nsummary; i++)
 		if (strncmp(parent->summary[i].key, "total-", 6) == 0)
 			ntotal++;
-	s->summary = calloc((size_t) ntotal + 4, sizeof(IcebergKeyValue));
+	s->summary = io_calloc((size_t) ntotal + 4, sizeof(IcebergKeyValue));
 	if (s->summary == NULL)
 		return oom(x->err);
 	vals[0] = x->res->manifests_added;
@@ -911,14 +911,14 @@ iceberg_rewrite_execute(const IcebergFileIO *io, const IcebergWriter *w,
 		goto done;
 	ok = true;
 done:
-	free(list_path);
+	io_free(list_path);
 	group_reset(&x);
 	for (g = 0; g < x.nnews; g++)
 		iceberg_new_manifest_free(&x.news[g]);
-	free(x.news);
+	io_free(x.news);
 	iceberg_buf_free(&x.arena);
 	iceberg_buf_free(&x.tmp);
-	free(x.idx);
+	io_free(x.idx);
 	return ok;
 }
 

@@ -74,7 +74,7 @@ manifest_list_open_file(const IcebergFileIO *io, const char *path,
 	IcebergManifestListReader *r;
 	const char *fv;
 
-	r = calloc(1, sizeof(IcebergManifestListReader));
+	r = io_calloc(1, sizeof(IcebergManifestListReader));
 	if (r == NULL)
 	{
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -84,7 +84,7 @@ manifest_list_open_file(const IcebergFileIO *io, const char *path,
 								  (int) (sizeof(manifest_file_targets) / sizeof(manifest_file_targets[0])),
 								  &r->avro, err))
 	{
-		free(r);
+		io_free(r);
 		return false;
 	}
 	fv = iceberg_avro_reader_meta(r->avro, "format-version");
@@ -125,7 +125,7 @@ iceberg_manifest_list_open(const IcebergFileIO *io,
 	if (snap->manifest_list != NULL)
 		return manifest_list_open_file(io, snap->manifest_list,
 									   md->format_version, out, err);
-	r = calloc(1, sizeof(IcebergManifestListReader));
+	r = io_calloc(1, sizeof(IcebergManifestListReader));
 	if (r == NULL)
 	{
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -269,7 +269,7 @@ iceberg_manifest_list_close(IcebergManifestListReader *r)
 	if (r == NULL)
 		return;
 	iceberg_avro_reader_close(r->avro);
-	free(r);
+	io_free(r);
 }
 
 /* ---------------------------------------------------------------------
@@ -369,7 +369,7 @@ iceberg_manifest_open(const IcebergFileIO *io, const IcebergManifestFile *mf,
 					  "no manifest given");
 		return false;
 	}
-	r = calloc(1, sizeof(IcebergManifestReader));
+	r = io_calloc(1, sizeof(IcebergManifestReader));
 	if (r == NULL)
 	{
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -388,7 +388,7 @@ iceberg_manifest_open(const IcebergFileIO *io, const IcebergManifestFile *mf,
 	if (!iceberg_avro_reader_open(io, mf->manifest_path, "manifest", targets, 5,
 								  &r->avro, err))
 	{
-		free(r);
+		io_free(r);
 		return false;
 	}
 	r->flags = flags;
@@ -532,5 +532,5 @@ iceberg_manifest_close(IcebergManifestReader *r)
 	if (r == NULL)
 		return;
 	iceberg_avro_reader_close(r->avro);
-	free(r);
+	io_free(r);
 }

@@ -209,7 +209,7 @@ md_calloc(MdParse *p, size_t n, size_t size, bool *ok)
 	*ok = true;
 	if (n == 0)
 		return NULL;
-	r = calloc(n, size);
+	r = io_calloc(n, size);
 	if (r == NULL)
 	{
 		tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -408,7 +408,7 @@ md_keep_schema(MdParse *p, json_t *s, IcebergTableMetadata *md)
 
 	if (text != NULL)
 	{
-		md->current_schema_json = strdup(text);
+		md->current_schema_json = io_strdup(text);
 		io_json_free(text);
 	}
 	if (md->current_schema_json == NULL)
@@ -595,11 +595,11 @@ md_refs(MdParse *p, json_t *root, IcebergTableMetadata *md)
 				ref->type = ICEBERG_REF_TAG;
 			else
 			{
-				free(type);
+				io_free(type);
 				return md_malformed(p, "a ref type is neither \"branch\" nor \"tag\"",
 									name);
 			}
-			free(type);
+			io_free(type);
 			if (!md_int32(p, r, "min-snapshots-to-keep", false, -1,
 						  &ref->min_snapshots_to_keep, "a ref") ||
 				!md_int64(p, r, "max-snapshot-age-ms", false, -1,
@@ -926,10 +926,10 @@ iceberg_metadata_parse(const void *data, size_t len, const IcebergLimits *limits
 	}
 	root = iceberg_json_load((const char *) bytes, len, 0, p.limits.max_json_bytes,
 							 "table metadata", err);
-	free(inflated);
+	io_free(inflated);
 	if (root == NULL)
 		return false;
-	md = calloc(1, sizeof(IcebergTableMetadata));
+	md = io_calloc(1, sizeof(IcebergTableMetadata));
 	if (md == NULL)
 	{
 		json_decref(root);
@@ -966,7 +966,7 @@ iceberg_metadata_read(const IcebergFileIO *io, const char *path,
 	if (!iceberg_read_all(io, path, limits.max_metadata_bytes, &data, &len, err))
 		return false;
 	ok = iceberg_metadata_parse(data, len, &limits, out, err);
-	free(data);
+	io_free(data);
 	if (!ok && err)
 	{
 		/* name the file, after what the parser said if anything */
@@ -987,10 +987,10 @@ free_kv(IcebergKeyValue *kv, int n)
 
 	for (i = 0; i < n; i++)
 	{
-		free(kv[i].key);
-		free(kv[i].value);
+		io_free(kv[i].key);
+		io_free(kv[i].value);
 	}
-	free(kv);
+	io_free(kv);
 }
 
 /*
@@ -1004,45 +1004,45 @@ iceberg_metadata_free(IcebergTableMetadata *md)
 
 	if (md == NULL)
 		return;
-	free(md->current_schema_json);
-	free(md->table_uuid);
-	free(md->location);
+	io_free(md->current_schema_json);
+	io_free(md->table_uuid);
+	io_free(md->location);
 	free_kv(md->properties, md->nproperties);
 	for (i = 0; i < md->nspecs; i++)
 	{
 		for (j = 0; j < md->specs[i].nfields; j++)
 		{
-			free(md->specs[i].fields[j].name);
-			free(md->specs[i].fields[j].transform);
+			io_free(md->specs[i].fields[j].name);
+			io_free(md->specs[i].fields[j].transform);
 		}
-		free(md->specs[i].fields);
+		io_free(md->specs[i].fields);
 	}
-	free(md->specs);
+	io_free(md->specs);
 	for (i = 0; i < md->nsnapshots; i++)
 	{
 		IcebergSnapshot *s = &md->snapshots[i];
 
-		free(s->manifest_list);
+		io_free(s->manifest_list);
 		for (j = 0; j < s->nmanifests; j++)
-			free(s->manifests[j]);
-		free(s->manifests);
+			io_free(s->manifests[j]);
+		io_free(s->manifests);
 		free_kv(s->summary, s->nsummary);
 	}
-	free(md->snapshots);
+	io_free(md->snapshots);
 	for (i = 0; i < md->nrefs; i++)
-		free(md->refs[i].name);
-	free(md->refs);
-	free(md->snapshot_log);
+		io_free(md->refs[i].name);
+	io_free(md->refs);
+	io_free(md->snapshot_log);
 	for (i = 0; i < md->nmetadata_log; i++)
-		free(md->metadata_log[i].metadata_file);
-	free(md->metadata_log);
+		io_free(md->metadata_log[i].metadata_file);
+	io_free(md->metadata_log);
 	for (i = 0; i < md->nstatistics; i++)
-		free(md->statistics[i].path);
-	free(md->statistics);
+		io_free(md->statistics[i].path);
+	io_free(md->statistics);
 	for (i = 0; i < md->npartition_statistics; i++)
-		free(md->partition_statistics[i].path);
-	free(md->partition_statistics);
-	free(md);
+		io_free(md->partition_statistics[i].path);
+	io_free(md->partition_statistics);
+	io_free(md);
 }
 
 /* Lookups (see iceberg.h). */

@@ -101,7 +101,7 @@ static bool
 grow_parts(DeleteIndex *ix)
 {
 	size_t		n = ix->nparts_slots ? ix->nparts_slots * 2 : 64;
-	DeletePartition *t = calloc(n, sizeof(DeletePartition));
+	DeletePartition *t = io_calloc(n, sizeof(DeletePartition));
 	size_t		i;
 
 	if (t == NULL)
@@ -117,7 +117,7 @@ grow_parts(DeleteIndex *ix)
 			j = (j + 1) & (n - 1);
 		t[j] = ix->parts[i];
 	}
-	free(ix->parts);
+	io_free(ix->parts);
 	ix->parts = t;
 	ix->nparts_slots = n;
 	return true;
@@ -182,8 +182,8 @@ free_index(DeleteIndex *ix)
 	size_t		i;
 
 	for (i = 0; i < ix->nparts_slots; i++)
-		free(ix->parts[i].partition);
-	free(ix->parts);
+		io_free(ix->parts[i].partition);
+	io_free(ix->parts);
 	iceberg_strmap_free(&ix->refs);
 	memset(ix, 0, sizeof(*ix));
 }
@@ -305,7 +305,7 @@ load_manifests(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			ManifestRef *na;
 
 			alloc = alloc ? alloc * 2 : 16;
-			na = realloc(arr, sizeof(ManifestRef) * (size_t) alloc);
+			na = io_realloc(arr, sizeof(ManifestRef) * (size_t) alloc);
 			if (na == NULL)
 			{
 				tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -328,8 +328,8 @@ load_manifests(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	if (rc < 0)
 	{
 		while (n-- > 0)
-			free(arr[n].path);
-		free(arr);
+			io_free(arr[n].path);
+		io_free(arr);
 		return false;
 	}
 	*out = arr;
@@ -343,8 +343,8 @@ free_manifests(ManifestRef *arr, int n)
 	int			i;
 
 	for (i = 0; i < n; i++)
-		free(arr[i].path);
-	free(arr);
+		io_free(arr[i].path);
+	io_free(arr);
 }
 
 /*
@@ -529,7 +529,7 @@ struct IcebergDataFileIter
 	IcebergDataFileInfo current;
 	IcebergTableMetrics delete_counts;	/* filled by the index pass */
 	TmsError	error;			/* the last error, for adapters */
-	void	   *adapter;		/* owned by metrics_dsl.c, freed with free() */
+	void	   *adapter;		/* owned by metrics_dsl.c (io_free) */
 };
 
 /*
@@ -552,7 +552,7 @@ iceberg_data_files_open(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					  "no table metadata given");
 		return false;
 	}
-	it = calloc(1, sizeof(IcebergDataFileIter));
+	it = io_calloc(1, sizeof(IcebergDataFileIter));
 	if (it == NULL)
 	{
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -566,7 +566,7 @@ iceberg_data_files_open(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	cur = iceberg_metadata_current_snapshot(md);
 	if (cur != NULL && !load_manifests(io, md, cur, &it->mans, &it->nmans, err))
 	{
-		free(it);
+		io_free(it);
 		return false;
 	}
 	for (i = 0; match_deletes && i < it->nmans; i++)
@@ -670,6 +670,6 @@ iceberg_data_files_close(IcebergDataFileIter *it)
 	iceberg_manifest_close(it->mr);
 	free_index(&it->ix);
 	free_manifests(it->mans, it->nmans);
-	free(it->adapter);
-	free(it);
+	io_free(it->adapter);
+	io_free(it);
 }

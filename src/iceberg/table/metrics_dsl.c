@@ -126,7 +126,7 @@ iceberg_data_files_dsl_source(IcebergDataFileIter *it,
 
 	if (*slot == NULL)
 	{
-		*slot = malloc(sizeof(DslFile) * DSL_BATCH);
+		*slot = io_malloc(sizeof(DslFile) * DSL_BATCH);
 		if (*slot == NULL)
 		{
 			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");

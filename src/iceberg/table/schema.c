@@ -96,10 +96,10 @@ iceberg_schema_parse(const char *json, IcebergSchema **out, TmsError *err)
 		return false;
 	}
 	n = json_array_size(fields);
-	s = calloc(1, sizeof(IcebergSchema));
-	if (s == NULL || (s->columns = calloc(n + 1, sizeof(IcebergColumn))) == NULL)
+	s = io_calloc(1, sizeof(IcebergSchema));
+	if (s == NULL || (s->columns = io_calloc(n + 1, sizeof(IcebergColumn))) == NULL)
 	{
-		free(s);
+		io_free(s);
 		json_decref(root);
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		return false;
@@ -160,11 +160,11 @@ iceberg_schema_free(IcebergSchema *s)
 		return;
 	for (i = 0; i < s->ncolumns; i++)
 	{
-		free(s->columns[i].name);
-		free(s->columns[i].type_text);
+		io_free(s->columns[i].name);
+		io_free(s->columns[i].type_text);
 	}
-	free(s->columns);
-	free(s);
+	io_free(s->columns);
+	io_free(s);
 }
 
 const IcebergColumn *

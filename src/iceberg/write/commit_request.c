@@ -6,7 +6,7 @@
  * Rules: plain C; jansson documents are built with json_pack (never
  * json_object(): it clashes with PostgreSQL's symbol, see
  * src/io/util/jsonmem.h) and the text jansson returns is copied to malloc'd
- * memory, so the caller frees it with free().
+ * memory (io_malloc), so the caller frees it with io_free().
  *
  * src/iceberg/write/commit_request.c
  *
@@ -92,7 +92,7 @@ finish(json_t *req, json_t *upd, TmsError *err)
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
-	r = strdup(text);
+	r = io_strdup(text);
 	io_json_free(text);
 	if (r == NULL)
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");

@@ -7,7 +7,7 @@
  *	  the expiry of snapshots and the addition of one snapshot to a branch.
  *
  * Rules: plain C, no PostgreSQL header; each function returns a
- * malloc'd NUL-terminated compact JSON text (free with free()) or NULL
+ * malloc'd NUL-terminated compact JSON text (free with io_free()) or NULL
  * with *err filled.  Strings that are not valid UTF-8 are refused
  * (ICEBERG_ERR_INVALID_ARGUMENT).  Every body asserts the table's uuid
  * (when known) and the snapshot its ref points at, so a concurrent

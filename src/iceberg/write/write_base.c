@@ -164,7 +164,7 @@ iceberg_partition_types(const char *schema_text, int64_t max_json, IcebergPartTy
 		return true;
 	}
 	n = json_array_size(fields);
-	*types = calloc(n + 1, sizeof(IcebergPartType));
+	*types = io_calloc(n + 1, sizeof(IcebergPartType));
 	if (*types == NULL)
 	{
 		json_decref(s);
@@ -581,7 +581,7 @@ iceberg_part_sums_free(IcebergPartSum *s, int n)
 		iceberg_buf_free(&s[i].blo);
 		iceberg_buf_free(&s[i].bhi);
 	}
-	free(s);
+	io_free(s);
 }
 
 /* ---------------------------------------------------------------------
@@ -599,11 +599,11 @@ iceberg_new_manifest_summaries(IcebergNewManifest *n, const IcebergPartType *typ
 	n->nsumm = -1;
 	if (bad || ntypes < 0)
 		return true;
-	n->contains_null = calloc((size_t) ntypes + 1, sizeof(bool));
-	n->contains_nan = calloc((size_t) ntypes + 1, sizeof(bool));
-	n->has_bound = calloc((size_t) ntypes + 1, sizeof(bool));
-	n->lower = calloc((size_t) ntypes + 1, sizeof(IcebergBuf));
-	n->upper = calloc((size_t) ntypes + 1, sizeof(IcebergBuf));
+	n->contains_null = io_calloc((size_t) ntypes + 1, sizeof(bool));
+	n->contains_nan = io_calloc((size_t) ntypes + 1, sizeof(bool));
+	n->has_bound = io_calloc((size_t) ntypes + 1, sizeof(bool));
+	n->lower = io_calloc((size_t) ntypes + 1, sizeof(IcebergBuf));
+	n->upper = io_calloc((size_t) ntypes + 1, sizeof(IcebergBuf));
 	if (!n->contains_null || !n->contains_nan || !n->has_bound || !n->lower || !n->upper)
 		return oom(err);
 	n->nsumm = ntypes;
@@ -627,17 +627,17 @@ iceberg_new_manifest_free(IcebergNewManifest *n)
 
 	if (n == NULL)
 		return;
-	free(n->path);
+	io_free(n->path);
 	for (i = 0; i < n->nsumm; i++)
 	{
 		iceberg_buf_free(&n->lower[i]);
 		iceberg_buf_free(&n->upper[i]);
 	}
-	free(n->contains_null);
-	free(n->contains_nan);
-	free(n->lower);
-	free(n->upper);
-	free(n->has_bound);
+	io_free(n->contains_null);
+	io_free(n->contains_nan);
+	io_free(n->lower);
+	io_free(n->upper);
+	io_free(n->has_bound);
 	memset(n, 0, sizeof(*n));
 	n->nsumm = -1;
 }
@@ -679,12 +679,12 @@ iceberg_manifest_list_add_new(IcebergAvroWriter *lw, const IcebergNewManifest *n
 	f[nf].name = "partitions";
 	if (n->nsumm >= 0)
 	{
-		items = calloc((size_t) n->nsumm + 1, sizeof(IcebergAvroWValue));
-		sf = calloc((size_t) n->nsumm * 4 + 1, sizeof(IcebergAvroWField));
+		items = io_calloc((size_t) n->nsumm + 1, sizeof(IcebergAvroWValue));
+		sf = io_calloc((size_t) n->nsumm * 4 + 1, sizeof(IcebergAvroWField));
 		if (items == NULL || sf == NULL)
 		{
-			free(items);
-			free(sf);
+			io_free(items);
+			io_free(sf);
 			return oom(err);
 		}
 		for (i = 0; i < n->nsumm; i++)
@@ -722,8 +722,8 @@ iceberg_manifest_list_add_new(IcebergAvroWriter *lw, const IcebergNewManifest *n
 	}
 	nf++;
 	ok = iceberg_avro_writer_add(lw, f, nf, err);
-	free(items);
-	free(sf);
+	io_free(items);
+	io_free(sf);
 	return ok;
 }
 
@@ -741,10 +741,10 @@ iceberg_kv_free(IcebergKeyValue *kv, int n)
 		return;
 	for (i = 0; i < n; i++)
 	{
-		free(kv[i].key);
-		free(kv[i].value);
+		io_free(kv[i].key);
+		io_free(kv[i].value);
 	}
-	free(kv);
+	io_free(kv);
 }
 
 bool
@@ -767,13 +767,13 @@ iceberg_kv_set(IcebergKeyValue *kv, int *n, const char *key, const char *value, 
 		kv[i].key = iceberg_strdup(key, err);
 		if (kv[i].key == NULL)
 		{
-			free(v);
+			io_free(v);
 			return false;
 		}
 		(*n)++;
 	}
 	else
-		free(kv[i].value);
+		io_free(kv[i].value);
 	kv[i].value = v;
 	return true;
 }
@@ -793,7 +793,7 @@ bool
 iceberg_write_object(const IcebergWriter *w, char ***written, int *nwritten,
 					 const char *path, const void *data, size_t len, TmsError *err)
 {
-	char	  **nw = realloc(*written, sizeof(char *) * (size_t) (*nwritten + 1));
+	char	  **nw = io_realloc(*written, sizeof(char *) * (size_t) (*nwritten + 1));
 	TmsError	ioerr;
 
 	if (nw == NULL)
@@ -931,7 +931,7 @@ iceberg_manifest_list_begin(const IcebergFileIO *io, const IcebergTableMetadata 
 	if (!iceberg_manifest_list_open(io, md, snap, lr, err))
 		return false;
 	nh = iceberg_manifest_list_header_all(*lr, &hkv);
-	meta = calloc((size_t) nh + 4, sizeof(IcebergKeyValue));
+	meta = io_calloc((size_t) nh + 4, sizeof(IcebergKeyValue));
 	if (meta == NULL)
 	{
 		oom(err);
@@ -1009,10 +1009,10 @@ iceberg_write_result_free(char **written, int nwritten, IcebergNewSnapshot *snap
 	int			i;
 
 	for (i = 0; i < nwritten; i++)
-		free(written[i]);
-	free(written);
-	free(snapshot->manifest_list);
-	free(snapshot->operation);
+		io_free(written[i]);
+	io_free(written);
+	io_free(snapshot->manifest_list);
+	io_free(snapshot->operation);
 	iceberg_kv_free(snapshot->summary, snapshot->nsummary);
 }
 

@@ -150,21 +150,21 @@ io_engine_free(IoEngine *eng)
 {
 	if (eng == NULL)
 		return;
-	free(eng->uri);
-	free(eng->origin);
-	free(eng->catalog);
-	free(eng->metalake);
-	free(eng->user);
+	io_free(eng->uri);
+	io_free(eng->origin);
+	io_free(eng->catalog);
+	io_free(eng->metalake);
+	io_free(eng->user);
 	io_wipe_free(eng->password);
 	io_wipe_free(eng->token);
-	free(eng->client_id);
+	io_free(eng->client_id);
 	io_wipe_free(eng->client_secret);
-	free(eng->oauth_uri);
-	free(eng->scope);
-	free(eng->ca_file);
-	free(eng->ca_path);
+	io_free(eng->oauth_uri);
+	io_free(eng->scope);
+	io_free(eng->ca_file);
+	io_free(eng->ca_path);
 	io_oauth2_forget(&eng->oauth);
-	free(eng);
+	io_free(eng);
 }
 
 /* See engine_client.h. */
@@ -240,7 +240,7 @@ io_engine_open(const IoEngineConfig *cfg, TmsError *err)
 					  "OAuth2 client credentials need an http:// or https:// oauth2_server_uri");
 		return NULL;
 	}
-	eng = calloc(1, sizeof(IoEngine));
+	eng = io_calloc(1, sizeof(IoEngine));
 	if (eng == NULL)
 	{
 		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
@@ -666,13 +666,13 @@ io_engine_clear_result(IoEngineRun *run)
 	for (i = 0; i < run->nrows; i++)
 	{
 		for (j = 0; j < run->ncolumns; j++)
-			free(run->rows[i][j]);
-		free(run->rows[i]);
+			io_free(run->rows[i][j]);
+		io_free(run->rows[i]);
 	}
-	free(run->rows);
+	io_free(run->rows);
 	for (j = 0; j < run->ncolumns; j++)
-		free(run->columns[j]);
-	free(run->columns);
+		io_free(run->columns[j]);
+	io_free(run->columns);
 	run->rows = NULL;
 	run->nrows = 0;
 	run->columns = NULL;
@@ -688,7 +688,7 @@ io_engine_set_columns(IoEngineRun *run, const char *const *names, size_t n)
 	char	  **cols;
 	size_t		i;
 
-	cols = calloc(n ? n : 1, sizeof(char *));
+	cols = io_calloc(n ? n : 1, sizeof(char *));
 	if (cols == NULL)
 		return -1;
 	for (i = 0; i < n; i++)
@@ -697,14 +697,14 @@ io_engine_set_columns(IoEngineRun *run, const char *const *names, size_t n)
 		if (cols[i] == NULL)
 		{
 			while (i > 0)
-				free(cols[--i]);
-			free(cols);
+				io_free(cols[--i]);
+			io_free(cols);
 			return -1;
 		}
 	}
 	for (i = 0; i < run->ncolumns; i++)
-		free(run->columns[i]);
-	free(run->columns);
+		io_free(run->columns[i]);
+	io_free(run->columns);
 	run->columns = cols;
 	run->ncolumns = n;
 	return 0;
@@ -739,14 +739,14 @@ io_engine_add_rows(IoEngine *eng, IoEngineRun *run, const json_t *data,
 									  json_is_array(row) ? json_array_size(row) : 0,
 									  run->ncolumns);
 	}
-	grown = realloc(run->rows, (run->nrows + nnew) * sizeof(char **));
+	grown = io_realloc(run->rows, (run->nrows + nnew) * sizeof(char **));
 	if (grown == NULL)
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	run->rows = grown;
 	for (i = 0; i < nnew; i++)
 	{
 		json_t	   *row = json_array_get(data, i);
-		char	  **cells = calloc(run->ncolumns ? run->ncolumns : 1, sizeof(char *));
+		char	  **cells = io_calloc(run->ncolumns ? run->ncolumns : 1, sizeof(char *));
 		size_t		j;
 
 		if (cells == NULL)
@@ -783,7 +783,7 @@ io_engine_set_message(IoEngineRun *run, const char *msg)
 	for (i = 0; i < n; i++)
 		if (((unsigned char) m[i] < 0x20 && m[i] != '\n') || m[i] == 0x7f)
 			m[i] = ' ';
-	free(run->message);
+	io_free(run->message);
 	run->message = m;
 	return 0;
 }
@@ -795,7 +795,7 @@ io_engine_run_init(IoEngine *eng, IoEngineRun *run, TmsError *err)
 	EngineRunPriv *priv;
 
 	memset(run, 0, sizeof(*run));
-	priv = calloc(1, sizeof(EngineRunPriv));
+	priv = io_calloc(1, sizeof(EngineRunPriv));
 	if (priv == NULL)
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	priv->type = eng->type;
@@ -818,14 +818,14 @@ io_engine_run_free(IoEngineRun *run)
 	priv = run->priv;
 	if (priv != NULL)
 	{
-		free(priv->statement);
-		free(priv->query_id);
-		free(priv->next_uri);
-		free(priv->template_name);
-		free(priv);
+		io_free(priv->statement);
+		io_free(priv->query_id);
+		io_free(priv->next_uri);
+		io_free(priv->template_name);
+		io_free(priv);
 	}
-	free(run->run_id);
-	free(run->message);
+	io_free(run->run_id);
+	io_free(run->message);
 	memset(run, 0, sizeof(*run));
 }
 
@@ -866,7 +866,7 @@ io_engine_append_encoded(IoStrBuf *sb, const char *s)
 		return;
 	}
 	io_sb_puts(sb, e);
-	free(e);
+	io_free(e);
 }
 
 /* ----------------------------------------------------------------

@@ -251,13 +251,13 @@ io_gravitino_submit(IoEngine *eng, const char *tag, const char *statement,
 	runs_path(eng, &path, NULL);
 	if (body == NULL || path.oom)
 	{
-		free(body);
+		io_free(body);
 		io_sb_free(&path);
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	doc = gravitino_call(eng, "POST", path.data, body, false, true,
 						 "gravitino job run request", err);
-	free(body);
+	io_free(body);
 	io_sb_free(&path);
 	if (doc == NULL)
 		return -1;
@@ -394,7 +394,7 @@ io_gravitino_find(IoEngine *eng, const char *tag, const char *template_name,
 		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
 								  "malformed gravitino job list: no \"jobs\"");
 	}
-	unknown = calloc(json_array_size(jobs) + 1, sizeof(json_t *));
+	unknown = io_calloc(json_array_size(jobs) + 1, sizeof(json_t *));
 	if (unknown == NULL)
 	{
 		json_decref(doc);
@@ -465,7 +465,7 @@ io_gravitino_find(IoEngine *eng, const char *tag, const char *template_name,
 			*found = true;
 	}
 	json_decref(fetched);
-	free(unknown);
+	io_free(unknown);
 	json_decref(doc);
 	return rc;
 }

@@ -106,7 +106,7 @@ set_run_id(IoEngineRun *run, TmsError *err)
 		snprintf(buf, sizeof(buf), "%ld/%ld", priv->session_id, priv->statement_id);
 	else
 		snprintf(buf, sizeof(buf), "%ld/", priv->session_id);
-	free(run->run_id);
+	io_free(run->run_id);
 	run->run_id = io_strdup(buf);
 	if (run->run_id == NULL)
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
@@ -254,7 +254,7 @@ read_result(IoEngine *eng, IoEngineRun *run, const json_t *data, TmsError *err)
 		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
 								  "malformed livy statement output: no schema.fields");
 	n = json_array_size(fields);
-	names = calloc(n ? n : 1, sizeof(char *));
+	names = io_calloc(n ? n : 1, sizeof(char *));
 	if (names == NULL)
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	for (i = 0; i < n; i++)
@@ -262,14 +262,14 @@ read_result(IoEngine *eng, IoEngineRun *run, const json_t *data, TmsError *err)
 		names[i] = json_string_value(json_object_get(json_array_get(fields, i), "name"));
 		if (names[i] == NULL)
 		{
-			free(names);
+			io_free(names);
 			return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
 									  "malformed livy statement output: field %zu has no name",
 									  i + 1);
 		}
 	}
 	rc = io_engine_set_columns(run, names, n);
-	free(names);
+	io_free(names);
 	if (rc != 0)
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	return io_engine_add_rows(eng, run, json_object_get(aj, "data"),
@@ -435,7 +435,7 @@ post_statement(IoEngine *eng, IoEngineRun *run, TmsError *err)
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	snprintf(path, sizeof(path), "/sessions/%ld/statements", priv->session_id);
 	rc = livy_request(eng, "POST", path, text, false, "livy statement request", &resp, err);
-	free(text);
+	io_free(text);
 	if (rc != 0)
 	{
 		if (resp.sent)
@@ -516,12 +516,12 @@ io_livy_submit(IoEngine *eng, const char *tag, const char *statement,
 	json_decref(body);
 	if (text == NULL || priv->statement == NULL)
 	{
-		free(text);
+		io_free(text);
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	rc = livy_request(eng, "POST", "/sessions", text, false, "livy session request",
 					  &resp, err);
-	free(text);
+	io_free(text);
 	if (rc != 0)
 	{
 		io_engine_submit_lost(&resp, err);

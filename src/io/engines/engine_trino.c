@@ -113,7 +113,7 @@ same_server(IoEngine *eng, const char *url)
 			return false;
 	origin = io_engine_url_origin(url);
 	same = origin != NULL && strcmp(origin, eng->origin) == 0;
-	free(origin);
+	io_free(origin);
 	return same;
 }
 
@@ -132,8 +132,8 @@ truncate_result(IoEngineRun *run, size_t nrows0, size_t ncols0, size_t bytes0)
 
 		run->nrows--;
 		for (j = 0; j < run->ncolumns; j++)
-			free(run->rows[run->nrows][j]);
-		free(run->rows[run->nrows]);
+			io_free(run->rows[run->nrows][j]);
+		io_free(run->rows[run->nrows]);
 	}
 	((EngineRunPriv *) run->priv)->result_bytes = bytes0;
 }
@@ -200,7 +200,7 @@ apply_page(IoEngine *eng, IoEngineRun *run, const json_t *doc, TmsError *err)
 		if (set_failed(run, msg, json_string_value(json_object_get(error, "errorName")),
 					   err) != 0)
 			return -1;
-		free(priv->next_uri);
+		io_free(priv->next_uri);
 		priv->next_uri = NULL;
 		return 0;
 	}
@@ -213,7 +213,7 @@ apply_page(IoEngine *eng, IoEngineRun *run, const json_t *doc, TmsError *err)
 			tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
 							   "refusing to follow a trino nextUri to another server (%.120s)",
 							   origin ? origin : "not an http(s) URL");
-			free(origin);
+			io_free(origin);
 			return -1;
 		}
 		if ((next_copy = io_strdup(next)) == NULL)
@@ -223,12 +223,12 @@ apply_page(IoEngine *eng, IoEngineRun *run, const json_t *doc, TmsError *err)
 	{
 		size_t		n = json_array_size(columns),
 					i;
-		const char **names = calloc(n ? n : 1, sizeof(char *));
+		const char **names = io_calloc(n ? n : 1, sizeof(char *));
 		int			rc;
 
 		if (names == NULL)
 		{
-			free(next_copy);
+			io_free(next_copy);
 			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		}
 		for (i = 0; i < n; i++)
@@ -236,10 +236,10 @@ apply_page(IoEngine *eng, IoEngineRun *run, const json_t *doc, TmsError *err)
 		for (i = 0; i < n && names[i] != NULL; i++)
 			;
 		rc = i < n ? -2 : io_engine_set_columns(run, names, n);
-		free(names);
+		io_free(names);
 		if (rc != 0)
 		{
-			free(next_copy);
+			io_free(next_copy);
 			if (rc == -2)
 				return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
 										  "malformed trino results: a column has no name");
@@ -248,18 +248,18 @@ apply_page(IoEngine *eng, IoEngineRun *run, const json_t *doc, TmsError *err)
 	}
 	if (json_array_size(json_object_get(doc, "data")) > 0 && run->ncolumns == 0)
 	{
-		free(next_copy);
+		io_free(next_copy);
 		return tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
 								  "malformed trino results: data before columns");
 	}
 	if (io_engine_add_rows(eng, run, json_object_get(doc, "data"), "trino results",
 						   err) != 0)
 	{
-		free(next_copy);
+		io_free(next_copy);
 		truncate_result(run, nrows0, ncols0, bytes0);
 		return -1;
 	}
-	free(priv->next_uri);
+	io_free(priv->next_uri);
 	priv->next_uri = next_copy;
 	if (next_copy == NULL)
 		run->state = IO_ENGINE_RUN_SUCCEEDED;
@@ -491,7 +491,7 @@ io_trino_poll(IoEngine *eng, IoEngineRun *run, TmsError *err)
 	{
 		/* the coordinator dropped the results: follow the query's info */
 		io_http_response_free(&resp);
-		free(priv->next_uri);
+		io_free(priv->next_uri);
 		priv->next_uri = NULL;
 		priv->by_query_info = true;
 		return poll_query_info(eng, run, err);
@@ -536,7 +536,7 @@ io_trino_cancel(IoEngine *eng, IoEngineRun *run, TmsError *err)
 	if (rc == 0)
 	{
 		/* the nextUri chain ends with the cancel: follow the query's info */
-		free(priv->next_uri);
+		io_free(priv->next_uri);
 		priv->next_uri = NULL;
 		priv->by_query_info = true;
 	}

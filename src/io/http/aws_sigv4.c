@@ -71,7 +71,7 @@ static char *
 canonical_header_value(const char *v)
 {
 	size_t		n = strlen(v);
-	char	   *out = malloc(n + 1);
+	char	   *out = io_malloc(n + 1);
 	size_t		j = 0;
 	bool		pending_space = false;
 
@@ -109,12 +109,12 @@ normalize_path(const char *path)
 	IoStrBuf	sb;
 	size_t		i;
 
-	segs = malloc((n + 1) * sizeof(char *));
-	lens = malloc((n + 1) * sizeof(size_t));
+	segs = io_malloc((n + 1) * sizeof(char *));
+	lens = io_malloc((n + 1) * sizeof(size_t));
 	if (segs == NULL || lens == NULL)
 	{
-		free(segs);
-		free(lens);
+		io_free(segs);
+		io_free(lens);
 		return NULL;
 	}
 	while (*p)
@@ -159,8 +159,8 @@ normalize_path(const char *path)
 	}
 	if (nseg == 0 || trailing)
 		io_sb_putc(&sb, '/');
-	free(segs);
-	free(lens);
+	io_free(segs);
+	io_free(lens);
 	return io_sb_steal(&sb);
 }
 
@@ -193,7 +193,7 @@ parse_query(const char *query, SigParam **out, size_t *nout)
 				SigParam   *np;
 
 				cap = cap ? cap * 2 : 8;
-				np = realloc(params, cap * sizeof(SigParam));
+				np = io_realloc(params, cap * sizeof(SigParam));
 				if (np == NULL)
 					goto oom;
 				params = np;
@@ -202,8 +202,8 @@ parse_query(const char *query, SigParam **out, size_t *nout)
 			v = eq ? io_uri_decode(eq + 1, len - klen - 1) : io_strdup("");
 			params[n].key = k ? io_uri_encode(k, strlen(k), false) : NULL;
 			params[n].value = v ? io_uri_encode(v, strlen(v), false) : NULL;
-			free(k);
-			free(v);
+			io_free(k);
+			io_free(v);
 			n++;
 			if (params[n - 1].key == NULL || params[n - 1].value == NULL)
 				goto oom;
@@ -220,10 +220,10 @@ oom:
 	while (n > 0)
 	{
 		n--;
-		free(params[n].key);
-		free(params[n].value);
+		io_free(params[n].key);
+		io_free(params[n].value);
 	}
-	free(params);
+	io_free(params);
 	return -1;
 }
 
@@ -234,10 +234,10 @@ free_params(SigParam *p, size_t n)
 
 	for (i = 0; i < n; i++)
 	{
-		free(p[i].key);
-		free(p[i].value);
+		io_free(p[i].key);
+		io_free(p[i].value);
 	}
-	free(p);
+	io_free(p);
 }
 
 static void
@@ -247,10 +247,10 @@ free_headers(SigHeader *h, size_t n)
 
 	for (i = 0; i < n; i++)
 	{
-		free(h[i].name);
-		free(h[i].value);
+		io_free(h[i].name);
+		io_free(h[i].value);
 	}
-	free(h);
+	io_free(h);
 }
 
 static void
@@ -286,8 +286,8 @@ add_header(SigHeader *h, size_t *n, const char *name, const char *value)
 
 	if (lname == NULL || cval == NULL)
 	{
-		free(lname);
-		free(cval);
+		io_free(lname);
+		io_free(cval);
 		return false;
 	}
 	for (i = 0; lname[i]; i++)
@@ -311,8 +311,8 @@ add_out_header(IoSigV4Output *out, const char *name, const char *value)
 	kv->value = io_strdup(value);
 	if (kv->key == NULL || kv->value == NULL)
 	{
-		free(kv->key);
-		free(kv->value);
+		io_free(kv->key);
+		io_free(kv->value);
 		return false;
 	}
 	out->nadd_headers++;
@@ -342,15 +342,15 @@ io_sigv4_free(IoSigV4Output *out)
 		return;
 	/* its canonical headers hold the session token (and a bearer token) */
 	io_wipe_free(out->canonical_request);
-	free(out->string_to_sign);
-	free(out->signed_headers);
-	free(out->presigned_query);
+	io_free(out->string_to_sign);
+	io_free(out->signed_headers);
+	io_free(out->presigned_query);
 	for (i = 0; i < out->nadd_headers; i++)
 	{
-		free(out->add_headers[i].key);
+		io_free(out->add_headers[i].key);
 		io_wipe_free(out->add_headers[i].value);
 	}
-	free(out->add_headers);
+	io_free(out->add_headers);
 	memset(out, 0, sizeof(*out));
 }
 
@@ -369,14 +369,14 @@ sig_canonical_uri(const IoSigV4Input *in)
 		return NULL;
 	if (path[0] == '\0')
 	{
-		free(path);
+		io_free(path);
 		path = io_strdup("/");
 		if (path == NULL)
 			return NULL;
 	}
 	enc_path = in->double_encode_path ?
 		io_uri_encode(path, strlen(path), true) : io_strdup(path);
-	free(path);
+	io_free(path);
 	return enc_path;
 }
 
@@ -393,7 +393,7 @@ sig_headers(const IoSigV4Input *in, bool token, SigHeader **hdrs, size_t *nhdrs,
 	SigHeader  *h;
 	size_t		i;
 
-	h = *hdrs = calloc(in->nheaders + 4, sizeof(SigHeader));
+	h = *hdrs = io_calloc(in->nheaders + 4, sizeof(SigHeader));
 	if (h == NULL)
 		return false;
 	for (i = 0; i < in->nheaders; i++)
@@ -454,8 +454,8 @@ sig_canonical_query(const IoSigV4Input *in, bool token, const char *credential,
 					 s ? s : "");
 		if (c == NULL || s == NULL)
 			raw.oom = true;
-		free(c);
-		free(s);
+		io_free(c);
+		io_free(s);
 		if (token && in->sign_session_token)
 		{
 			enc = io_uri_encode(in->session_token,
@@ -463,7 +463,7 @@ sig_canonical_query(const IoSigV4Input *in, bool token, const char *credential,
 			if (enc == NULL)
 				raw.oom = true;
 			io_sb_printf(&raw, "&X-Amz-Security-Token=%s", enc ? enc : "");
-			free(enc);
+			io_free(enc);
 		}
 	}
 	if (raw.oom || parse_query(raw.data ? raw.data : "", &params, &nparams) != 0)
@@ -545,12 +545,12 @@ sig_signature(const IoSigV4Input *in, const char *date8, const char *string_to_s
 		if (kdate != NULL)
 		{
 			memset(kdate, 0, strlen(kdate));
-			free(kdate);
+			io_free(kdate);
 		}
 		return false;
 	}
 	memset(kdate, 0, strlen(kdate));
-	free(kdate);
+	io_free(kdate);
 	memset(k1, 0, sizeof(k1));
 	memset(k2, 0, sizeof(k2));
 	memset(k3, 0, sizeof(k3));
@@ -582,7 +582,7 @@ sig_presigned_query(const IoSigV4Input *in, bool token, const IoStrBuf *query,
 			return false;
 		}
 		io_sb_printf(&sb, "&X-Amz-Security-Token=%s", enc);
-		free(enc);
+		io_free(enc);
 	}
 	out->presigned_query = io_sb_steal(&sb);
 	return out->presigned_query != NULL;
@@ -599,7 +599,7 @@ sig_auth_headers(const IoSigV4Input *in, bool token, const char *credential,
 	IoStrBuf	sb;
 	char	   *p;
 
-	out->add_headers = calloc(4, sizeof(IoKeyValue));
+	out->add_headers = io_calloc(4, sizeof(IoKeyValue));
 	if (out->add_headers == NULL)
 		return false;
 	if (!add_out_header(out, "X-Amz-Date", in->amz_date))
@@ -615,10 +615,10 @@ sig_auth_headers(const IoSigV4Input *in, bool token, const char *credential,
 	p = io_sb_steal(&sb);
 	if (p == NULL || !add_out_header(out, "Authorization", p))
 	{
-		free(p);
+		io_free(p);
 		return false;
 	}
-	free(p);
+	io_free(p);
 	return true;
 }
 
@@ -704,17 +704,17 @@ io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, TmsError *err)
 	else if (!sig_auth_headers(in, token, credential, out))
 		goto oom;
 
-	free(enc_path);
-	free(scope);
-	free(credential);
+	io_free(enc_path);
+	io_free(scope);
+	io_free(credential);
 	free_headers(hdrs, nhdrs);
 	io_sb_free(&query);
 	return 0;
 
 oom:
-	free(enc_path);
-	free(scope);
-	free(credential);
+	io_free(enc_path);
+	io_free(scope);
+	io_free(credential);
 	free_headers(hdrs, nhdrs);
 	io_sb_free(&sb);
 	io_sb_free(&query);

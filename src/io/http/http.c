@@ -171,7 +171,7 @@ header_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 	t->header_bytes += len;
 	if (t->header_bytes > IO_MAX_HEADER_BYTES)
 		return n;				/* ignore absurd header volumes */
-	items = realloc(t->headers.items, (t->headers.n + 1) * sizeof(char *));
+	items = io_realloc(t->headers.items, (t->headers.n + 1) * sizeof(char *));
 	if (items == NULL)
 	{
 		t->header_oom = true;
@@ -222,7 +222,7 @@ io_http_response_free(IoHttpResponse *resp)
 {
 	if (resp == NULL)
 		return;
-	free(resp->body);
+	io_free(resp->body);
 	io_string_list_free(&resp->headers);
 	memset(resp, 0, sizeof(*resp));
 }
@@ -867,12 +867,12 @@ io_http_batch_create(const IoHttpOptions *options, int nslots, TmsError *err)
 		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "could not initialise libcurl");
 		return NULL;
 	}
-	b = calloc(1, sizeof(IoHttpBatch));
+	b = io_calloc(1, sizeof(IoHttpBatch));
 	if (b == NULL)
 		goto oom;
 	io_http_options_resolve(options, &b->opt);
 	b->nslots = nslots;
-	b->slots = calloc(nslots, sizeof(BatchSlot));
+	b->slots = io_calloc(nslots, sizeof(BatchSlot));
 	if (b->slots == NULL)
 		goto oom;
 	if (!batch_busy)
@@ -937,8 +937,8 @@ io_http_batch_free(IoHttpBatch *b)
 		curl_multi_cleanup(b->multi);
 	else if (b->multi != NULL)
 		batch_busy = false;
-	free(b->slots);
-	free(b);
+	io_free(b->slots);
+	io_free(b);
 }
 
 /* See io_int.h. */

@@ -25,7 +25,8 @@
  * https_proxy environment variables) the address connected is the
  * proxy's.
  *
- * A parsed list is one malloc'd block (free() releases it), so that a
+ * A parsed list is one block from malloc() itself, not io_malloc
+ * (io_memory.h), and free() releases it, so that a
  * PostgreSQL setting can keep it as its "extra".  The list in force is a
  * process-wide pointer (io_reach_set_rules): the bridge sets it from the
  * setting, the compaction helper from its hello; every request of the

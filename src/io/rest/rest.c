@@ -41,10 +41,10 @@ io_rest_kv_free(IoKeyValue *kv, size_t n)
 
 	for (i = 0; i < n; i++)
 	{
-		free(kv[i].key);
+		io_free(kv[i].key);
 		io_wipe_free(kv[i].value);
 	}
-	free(kv);
+	io_free(kv);
 }
 
 /* See io.h; secrets are wiped. */
@@ -54,26 +54,26 @@ io_catalog_free(IoCatalog *cat)
 	if (cat == NULL)
 		return;
 	io_catalog_forget(cat, NULL, NULL);
-	free(cat->uri);
-	free(cat->warehouse);
-	free(cat->prefix_option);
-	free(cat->client_id);
+	io_free(cat->uri);
+	io_free(cat->warehouse);
+	io_free(cat->prefix_option);
+	io_free(cat->client_id);
 	io_wipe_free(cat->client_secret);
 	io_wipe_free(cat->static_token);
-	free(cat->oauth_uri);
-	free(cat->scope);
-	free(cat->ca_file);
-	free(cat->ca_path);
-	free(cat->signing_region);
-	free(cat->signing_name);
-	free(cat->aws_access_key_id);
+	io_free(cat->oauth_uri);
+	io_free(cat->scope);
+	io_free(cat->ca_file);
+	io_free(cat->ca_path);
+	io_free(cat->signing_region);
+	io_free(cat->signing_name);
+	io_free(cat->aws_access_key_id);
 	io_wipe_free(cat->aws_secret_access_key);
 	io_wipe_free(cat->aws_session_token);
 	io_oauth2_forget(&cat->oauth);
 	io_rest_kv_free(cat->props, cat->nprops);
 	io_string_list_free(&cat->endpoints);
-	free(cat->prefix);
-	free(cat);
+	io_free(cat->prefix);
+	io_free(cat);
 }
 
 /* See io.h. */
@@ -426,7 +426,7 @@ io_rest_append_encoded(IoStrBuf *sb, const char *s)
 		return;
 	}
 	io_sb_puts(sb, e);
-	free(e);
+	io_free(e);
 }
 
 /* See rest_int.h. */
@@ -600,10 +600,10 @@ io_rest_kv_put(IoKeyValue **arr, size_t *n, const char *key,
 			return 0;
 		}
 	nk = io_strdup(key);
-	grown = nk ? realloc(*arr, (*n + 1) * sizeof(IoKeyValue)) : NULL;
+	grown = nk ? io_realloc(*arr, (*n + 1) * sizeof(IoKeyValue)) : NULL;
 	if (grown == NULL)
 	{
-		free(nk);
+		io_free(nk);
 		io_wipe_free(nv);
 		return -1;
 	}
@@ -654,7 +654,7 @@ io_rest_read_config(IoCatalog *cat, const char *body, size_t len, TmsError *err)
 	cat->props = NULL;
 	cat->nprops = 0;
 	io_string_list_free(&cat->endpoints);
-	free(cat->prefix);
+	io_free(cat->prefix);
 	cat->prefix = NULL;
 
 	/*
@@ -689,7 +689,7 @@ io_rest_read_config(IoCatalog *cat, const char *body, size_t len, TmsError *err)
 		size_t		i;
 		json_t	   *e;
 
-		cat->endpoints.items = calloc(json_array_size(eps) + 1, sizeof(char *));
+		cat->endpoints.items = io_calloc(json_array_size(eps) + 1, sizeof(char *));
 		if (cat->endpoints.items == NULL)
 		{
 			json_decref(doc);
@@ -848,7 +848,7 @@ io_rest_append_json_ns(IoStrBuf *sb, const char *ns)
 		if (p != ns)
 			io_sb_puts(sb, ", ");
 		io_rest_append_json_string(sb, level);
-		free(level);
+		io_free(level);
 		if (sep == NULL)
 			break;
 		p = sep + 1;
@@ -870,12 +870,13 @@ io_catalog_open(const IoCatalogConfig *cfg, TmsError *err)
 					  "catalog URI must start with http:// or https://");
 		return NULL;
 	}
-	cat = calloc(1, sizeof(IoCatalog));
+	cat = io_calloc(1, sizeof(IoCatalog));
 	if (cat == NULL)
 	{
 		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
+	cat->alloc = io_current_allocator();
 	n = strlen(cfg->uri);
 	while (n > 0 && cfg->uri[n - 1] == '/')
 		n--;

@@ -53,6 +53,7 @@ io_rest_fetch_token(IoCatalog *cat, TmsError *err)
 {
 	IoStrBuf	url;
 	IoOAuth2Request rq;
+	const IoAllocator *prev;
 	int			rc;
 
 	io_sb_init(&url);
@@ -77,7 +78,9 @@ io_rest_fetch_token(IoCatalog *cat, TmsError *err)
 	rq.status_error = token_status_error;
 	rq.arg = cat;
 	rq.requests = &cat->requests;
+	prev = io_use_allocator(cat->alloc);	/* the token outlives the call */
 	rc = io_oauth2_fetch(&rq, &cat->oauth, err);
+	io_use_allocator(prev);
 	io_sb_free(&url);
 	return rc;
 }
@@ -100,7 +103,12 @@ io_rest_ensure_token(IoCatalog *cat, TmsError *err)
 int
 io_rest_read_token(IoCatalog *cat, const char *body, size_t len, TmsError *err)
 {
-	return io_oauth2_read(&cat->oauth, body, len, cat->http.max_json_bytes, err);
+	const IoAllocator *prev = io_use_allocator(cat->alloc);
+	int			rc;
+
+	rc = io_oauth2_read(&cat->oauth, body, len, cat->http.max_json_bytes, err);
+	io_use_allocator(prev);
+	return rc;
 }
 
 /* ----------------------------------------------------------------
@@ -117,7 +125,7 @@ add_line(IoStringList *l, const char *name, const char *value)
 
 	io_sb_init(&sb);
 	io_sb_printf(&sb, "%s: %s", name, value);
-	grown = sb.oom ? NULL : realloc(l->items, (l->n + 1) * sizeof(char *));
+	grown = sb.oom ? NULL : io_realloc(l->items, (l->n + 1) * sizeof(char *));
 	if (grown == NULL)
 	{
 		io_sb_wipe_free(&sb);
@@ -183,8 +191,8 @@ sign_request(IoCatalog *cat, const char *method, const char *url,
 	int			rc = -1;
 
 	memset(&out, 0, sizeof(out));
-	hdrs = calloc(nlines + 1, sizeof(IoHeader));
-	names = calloc(nlines + 1, sizeof(char *));
+	hdrs = io_calloc(nlines + 1, sizeof(IoHeader));
+	names = io_calloc(nlines + 1, sizeof(char *));
 	if (hdrs == NULL || names == NULL || !split_url(url, &host, &path, &query))
 	{
 		rc = tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
@@ -256,12 +264,12 @@ sign_request(IoCatalog *cat, const char *method, const char *url,
 done:
 	io_sigv4_free(&out);
 	for (i = 0; names != NULL && i < nlines; i++)
-		free(names[i]);
-	free(names);
-	free(hdrs);
-	free(host);
-	free(path);
-	free(query);
+		io_free(names[i]);
+	io_free(names);
+	io_free(hdrs);
+	io_free(host);
+	io_free(path);
+	io_free(query);
 	return rc;
 }
 
@@ -285,7 +293,7 @@ io_rest_headers(IoCatalog *cat, const char *method, const char *url,
 	for (i = 0; ok && i < nextra; i++)
 	{
 		char	   *copy = io_strdup(extra[i]);
-		char	  **grown = copy ? realloc(out->items, (out->n + 1) * sizeof(char *)) : NULL;
+		char	  **grown = copy ? io_realloc(out->items, (out->n + 1) * sizeof(char *)) : NULL;
 
 		ok = grown != NULL;
 		if (!ok)

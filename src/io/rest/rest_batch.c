@@ -92,8 +92,8 @@ load_slot_send(IoCatalog *cat, IoHttpBatch *b, int i, LoadSlot *s, TmsError *err
 static void
 load_slot_clear(LoadSlot *s)
 {
-	free(s->path);
-	free(s->inm);
+	io_free(s->path);
+	io_free(s->inm);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -185,7 +185,7 @@ io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs, size_t n,
 	b = io_http_batch_create(&cat->http, nslots, err);
 	if (b == NULL)
 		return -1;
-	slots = calloc(nslots, sizeof(LoadSlot));
+	slots = io_calloc(nslots, sizeof(LoadSlot));
 	if (slots == NULL)
 	{
 		io_http_batch_free(b);
@@ -264,6 +264,6 @@ io_catalog_load_tables_etag(IoCatalog *cat, const IoLoadRequest *reqs, size_t n,
 	io_http_batch_free(b);
 	for (i = 0; i < nslots; i++)
 		load_slot_clear(&slots[i]);
-	free(slots);
+	io_free(slots);
 	return rc;
 }

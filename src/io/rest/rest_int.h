@@ -78,6 +78,13 @@ struct IoCatalog
 
 	TableCacheEntry *cache;
 	int			ncache;
+
+	/*
+	 * What the catalog keeps for later (its OAuth2 token, its table cache) is
+	 * allocated with this, the allocator current when it was opened, never
+	 * with the one current during the call that fills it (io_memory.h).
+	 */
+	const IoAllocator *alloc;
 };
 
 /* What a 404 means, and whether 409 and 5xx are commit outcomes. */

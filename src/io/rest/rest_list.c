@@ -47,10 +47,10 @@ io_rest_free_idents(IoTableIdent *items, size_t n)
 
 	for (i = 0; items != NULL && i < n; i++)
 	{
-		free(items[i].ns);
-		free(items[i].name);
+		io_free(items[i].ns);
+		io_free(items[i].name);
 	}
-	free(items);
+	io_free(items);
 }
 
 /*
@@ -142,7 +142,7 @@ io_rest_read_tables_page(const char *body, size_t len, size_t max_json,
 	doc = read_page(body, len, max_json, "list tables", "identifiers", &ids, next, err);
 	if (doc == NULL)
 		return -1;
-	out = calloc(json_array_size(ids) + 1, sizeof(IoTableIdent));
+	out = io_calloc(json_array_size(ids) + 1, sizeof(IoTableIdent));
 	if (out == NULL)
 		goto oom;
 	json_array_foreach(ids, i, e)
@@ -153,7 +153,7 @@ io_rest_read_tables_page(const char *body, size_t len, size_t max_json,
 
 		if (tns == NULL || name == NULL)
 		{
-			free(tns);
+			io_free(tns);
 			if (bad || name == NULL)
 			{
 				tms_error_set_http(err, IO_ERR_PROTOCOL, 200,
@@ -181,7 +181,7 @@ fail:
 	json_decref(doc);
 	io_rest_free_idents(out, *n);
 	*n = 0;
-	free(*next);
+	io_free(*next);
 	*next = NULL;
 	return -1;
 }
@@ -201,7 +201,7 @@ io_rest_read_namespaces_page(const char *body, size_t len, size_t max_json,
 	doc = read_page(body, len, max_json, "list namespaces", "namespaces", &nss, next, err);
 	if (doc == NULL)
 		return -1;
-	grown = realloc(out->items, (out->n + json_array_size(nss) + 1) * sizeof(char *));
+	grown = io_realloc(out->items, (out->n + json_array_size(nss) + 1) * sizeof(char *));
 	if (grown == NULL)
 		goto oom;
 	out->items = grown;
@@ -230,8 +230,8 @@ oom:
 fail:
 	json_decref(doc);
 	while (out->n > n0)
-		free(out->items[--out->n]);
-	free(*next);
+		io_free(out->items[--out->n]);
+	io_free(*next);
 	*next = NULL;
 	return -1;
 }
@@ -420,7 +420,7 @@ collect_page(void *arg, const IoTableIdent *items, size_t n)
 
 		while (cap < c->out->n + n)
 			cap *= 2;
-		grown = realloc(c->out->items, cap * sizeof(IoTableIdent));
+		grown = io_realloc(c->out->items, cap * sizeof(IoTableIdent));
 		if (grown == NULL)
 		{
 			c->oom = true;

@@ -41,9 +41,9 @@ io_loaded_table_free(IoLoadedTable *t)
 {
 	if (t == NULL)
 		return;
-	free(t->metadata_location);
-	free(t->metadata_json);
-	free(t->etag);
+	io_free(t->metadata_location);
+	io_free(t->metadata_json);
+	io_free(t->etag);
 	io_rest_kv_free(t->config, t->nconfig);
 	memset(t, 0, sizeof(*t));
 }
@@ -62,7 +62,7 @@ loaded_copy(const IoLoadedTable *src, IoLoadedTable *dst)
 		goto oom;
 	if (src->nconfig > 0)
 	{
-		dst->config = calloc(src->nconfig, sizeof(IoKeyValue));
+		dst->config = io_calloc(src->nconfig, sizeof(IoKeyValue));
 		if (dst->config == NULL)
 			goto oom;
 		for (i = 0; i < src->nconfig; i++)
@@ -84,11 +84,11 @@ oom:
 static void
 cache_entry_free(TableCacheEntry *e)
 {
-	free(e->ns);
-	free(e->name);
-	free(e->etag);
+	io_free(e->ns);
+	io_free(e->name);
+	io_free(e->etag);
 	io_loaded_table_free(&e->table);
-	free(e);
+	io_free(e);
 }
 
 /* See io.h. */
@@ -304,15 +304,15 @@ cache_find(IoCatalog *cat, const char *ns, const char *table)
 
 /* Remember a loaded table with its ETag (drops the oldest beyond the cap). */
 static void
-cache_store(IoCatalog *cat, const char *ns, const char *table,
-			const IoLoadedTable *t)
+cache_put(IoCatalog *cat, const char *ns, const char *table,
+		  const IoLoadedTable *t)
 {
 	TableCacheEntry *e;
 
 	io_catalog_forget(cat, ns, table);
 	if (t->etag == NULL)
 		return;
-	e = calloc(1, sizeof(TableCacheEntry));
+	e = io_calloc(1, sizeof(TableCacheEntry));
 	if (e == NULL)
 		return;
 	e->ns = io_strdup(ns);
@@ -337,6 +337,17 @@ cache_store(IoCatalog *cat, const char *ns, const char *table,
 		*pp = NULL;
 		cat->ncache--;
 	}
+}
+
+/* cache_put in the catalog's own allocator: the entry outlives the call. */
+static void
+cache_store(IoCatalog *cat, const char *ns, const char *table,
+			const IoLoadedTable *t)
+{
+	const IoAllocator *prev = io_use_allocator(cat->alloc);
+
+	cache_put(cat, ns, table, t);
+	io_use_allocator(prev);
 }
 
 /* See io.h. */
@@ -458,10 +469,10 @@ io_catalog_load_table_etag(IoCatalog *cat, const char *ns, const char *table,
 	extra[0] = "X-Iceberg-Access-Delegation: vended-credentials";
 	extra[1] = inm;
 	rc = io_rest_request(cat, "GET", path, NULL, extra, inm ? 2 : 1, true, &resp, err);
-	free(path);
+	io_free(path);
 	if (rc == 0)
 		rc = io_rest_load_response(cat, ns, table, known_etag, inm, &resp, out, err);
-	free(inm);
+	io_free(inm);
 	io_http_response_free(&resp);
 	return rc;
 }

@@ -216,7 +216,7 @@ io_azure_batch_read(const IoHttpResponse *resp, size_t n, IoDeleteResult *result
 		return tms_error_set_http(err, IO_ERR_PROTOCOL, resp->status,
 								  "unexpected Azure batch response: bad multipart boundary");
 	dlen = (size_t) snprintf(delim, sizeof(delim), "--%.*s", (int) blen, b);
-	done = calloc(n ? n : 1, sizeof(bool));
+	done = io_calloc(n ? n : 1, sizeof(bool));
 	if (done == NULL)
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	p = resp->body ? strstr(resp->body, delim) : NULL;
@@ -239,6 +239,6 @@ io_azure_batch_read(const IoHttpResponse *resp, size_t n, IoDeleteResult *result
 			snprintf(results[i].message, sizeof(results[i].message),
 					 "the server's batch answer does not mention this blob");
 		}
-	free(done);
+	io_free(done);
 	return 0;
 }

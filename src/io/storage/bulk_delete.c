@@ -72,8 +72,8 @@ slot_clear(DeleterSlot *s)
 	if (s->parsed != NULL)
 		for (size_t i = 0; i < s->n; i++)
 			io_uri_free(&s->parsed[i]);
-	free(s->parsed);
-	free(s->keys);
+	io_free(s->parsed);
+	io_free(s->keys);
 	io_sb_wipe_free(&s->body);
 	memset(s, 0, sizeof(*s));
 }
@@ -89,10 +89,10 @@ io_deleter_create(IoStorage *st, int nslots, TmsError *err)
 		tms_error_set(err, IO_ERR_INVALID_ARGUMENT, "a deleter needs at least one slot");
 		return NULL;
 	}
-	d = calloc(1, sizeof(IoDeleter));
-	if (d == NULL || (d->slots = calloc(nslots, sizeof(DeleterSlot))) == NULL)
+	d = io_calloc(1, sizeof(IoDeleter));
+	if (d == NULL || (d->slots = io_calloc(nslots, sizeof(DeleterSlot))) == NULL)
 	{
-		free(d);
+		io_free(d);
 		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
@@ -101,8 +101,8 @@ io_deleter_create(IoStorage *st, int nslots, TmsError *err)
 	d->batch = io_http_batch_create(io_storage_http(st), nslots, err);
 	if (d->batch == NULL)
 	{
-		free(d->slots);
-		free(d);
+		io_free(d->slots);
+		io_free(d);
 		return NULL;
 	}
 	return d;
@@ -118,8 +118,8 @@ io_deleter_free(IoDeleter *d)
 	io_http_batch_free(d->batch);
 	for (int i = 0; i < d->nslots; i++)
 		slot_clear(&d->slots[i]);
-	free(d->slots);
-	free(d);
+	io_free(d->slots);
+	io_free(d);
 }
 
 /* See io.h. */
@@ -140,8 +140,8 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 							 "a DeleteObjects request takes 1 to %d keys, not %zu",
 							 IO_S3_DELETE_MAX_KEYS, n);
 	s = &d->slots[slot];
-	s->parsed = calloc(n, sizeof(IoParsedUri));
-	s->keys = calloc(n, sizeof(char *));
+	s->parsed = io_calloc(n, sizeof(IoParsedUri));
+	s->keys = io_calloc(n, sizeof(char *));
 	if (s->parsed == NULL || s->keys == NULL)
 	{
 		slot_clear(s);

@@ -35,7 +35,7 @@ static void *
 fileio_open(void *arg, const char *path, int64_t *size_out, TmsError *err)
 {
 	IoStorageFileIO *fio = arg;
-	FileIOHandle *h = calloc(1, sizeof(FileIOHandle));
+	FileIOHandle *h = io_calloc(1, sizeof(FileIOHandle));
 
 	*size_out = -1;
 	if (h == NULL)
@@ -45,14 +45,14 @@ fileio_open(void *arg, const char *path, int64_t *size_out, TmsError *err)
 	}
 	if (io_location_canonical(path, fio->relative_root, &h->uri, err) != 0)
 	{
-		free(h);
+		io_free(h);
 		return NULL;
 	}
 	if (io_storage_read(fio->storage, h->uri, 0, IO_FILEIO_CHUNK, &h->buf,
 						err) != 0)
 	{
-		free(h->uri);
-		free(h);
+		io_free(h->uri);
+		io_free(h);
 		return NULL;
 	}
 	if (h->buf.len < IO_FILEIO_CHUNK)
@@ -106,8 +106,8 @@ fileio_close(void *arg, void *handle)
 	if (h == NULL)
 		return;
 	io_buffer_free(&h->buf);
-	free(h->uri);
-	free(h);
+	io_free(h->uri);
+	io_free(h);
 }
 
 /* IoFileIO.interrupted: the caller's callback. */

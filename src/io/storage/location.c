@@ -104,7 +104,7 @@ static char *
 squeeze_dup(const char *a, const char *b, const char *c)
 {
 	size_t		n = strlen(a) + strlen(b) + strlen(c);
-	char	   *r = malloc(n + 1);
+	char	   *r = io_malloc(n + 1);
 	char	   *w = r;
 	const char *parts[3];
 	int			k;
@@ -152,7 +152,7 @@ canonical_s3(const char *path, const char *rest, char **out, TmsError *err)
 	}
 	if (has_dot_segment(rest, strlen(rest)))
 		return refuse(err, path, "it contains a \".\" or \"..\" segment");
-	r = malloc(5 + strlen(rest) + 1);
+	r = io_malloc(5 + strlen(rest) + 1);
 	if (r == NULL)
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	memcpy(r, "s3://", 5);
@@ -341,11 +341,11 @@ io_location_canonical(const char *path, const char *relative_root, char **out,
 		}
 		if (root[0] != '/')
 		{
-			free(root);
+			io_free(root);
 			return refuse(err, path, "the location is relative and its root is not an absolute directory");
 		}
 		r = squeeze_dup(root, "/", rel);
-		free(root);
+		io_free(root);
 	}
 	else
 		r = squeeze_dup(abs, "", "");
@@ -353,7 +353,7 @@ io_location_canonical(const char *path, const char *relative_root, char **out,
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	if (has_dot_segment(r, strlen(r)))
 	{
-		free(r);
+		io_free(r);
 		return refuse(err, path, "it contains a \".\" or \"..\" segment");
 	}
 	*out = r;

@@ -168,7 +168,7 @@ arena_alloc(XmlParser *x, size_t n, size_t align)
 			size = n;
 		if (!charge(x, XML_CHUNK_HEADER + size + XML_MALLOC_OVERHEAD))
 			return NULL;
-		c = malloc(XML_CHUNK_HEADER + size);
+		c = io_malloc(XML_CHUNK_HEADER + size);
 		if (c == NULL)
 		{
 			uncharge(x, XML_CHUNK_HEADER + size + XML_MALLOC_OVERHEAD);
@@ -192,7 +192,7 @@ arena_free(XmlChunk *c)
 	{
 		XmlChunk   *next = c->next;
 
-		free(c);
+		io_free(c);
 		c = next;
 	}
 }
@@ -252,7 +252,7 @@ scratch_append(XmlParser *x, const char *s, size_t n)
 		/* old and new block may both be live while realloc copies */
 		if (!charge(x, cap + XML_MALLOC_OVERHEAD))
 			return false;
-		d = realloc(x->scratch, cap);
+		d = io_realloc(x->scratch, cap);
 		if (d == NULL)
 		{
 			uncharge(x, cap + XML_MALLOC_OVERHEAD);
@@ -673,7 +673,7 @@ io_xml_parse_stats(const char *data, size_t len, IoXmlStats *stats,
 		xml_fail(&x, "no root element");
 		goto fail;
 	}
-	free(x.scratch);
+	io_free(x.scratch);
 	doc->chunks = x.chunks;
 	if (stats != NULL)
 	{
@@ -686,7 +686,7 @@ io_xml_parse_stats(const char *data, size_t len, IoXmlStats *stats,
 eof:
 	xml_fail(&x, "unexpected end of document");
 fail:
-	free(x.scratch);
+	io_free(x.scratch);
 	arena_free(x.chunks);
 	if (stats != NULL)
 	{

@@ -44,9 +44,9 @@ io_uri_free(IoParsedUri *uri)
 {
 	if (uri == NULL)
 		return;
-	free(uri->bucket);
-	free(uri->path);
-	free(uri->account);
+	io_free(uri->bucket);
+	io_free(uri->path);
+	io_free(uri->account);
 	uri->bucket = NULL;
 	uri->path = NULL;
 	uri->account = NULL;
@@ -75,7 +75,7 @@ io_uri_parse(const char *uri, IoParsedUri *out, TmsError *err)
 		out->scheme = IO_URI_S3;
 		out->bucket = io_strndup(rest, blen);
 		out->path = io_strdup(slash ? slash + 1 : "");
-		free(c);
+		io_free(c);
 	}
 	else if (strncmp(c, "abfs://", 7) == 0)
 	{
@@ -89,7 +89,7 @@ io_uri_parse(const char *uri, IoParsedUri *out, TmsError *err)
 		out->bucket = io_strndup(rest, (size_t) (at - rest));
 		out->account = io_strndup(at + 1, hlen);
 		out->path = io_strdup(slash ? slash + 1 : "");
-		free(c);
+		io_free(c);
 		if (out->account == NULL)
 		{
 			io_uri_free(out);
@@ -130,7 +130,7 @@ azure_vended_copy(IoStorage *st, const IoKeyValue *kv, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (azure_sas_key(kv[i].key) && kv[i].value != NULL && kv[i].value[0] != '\0')
 			m++;
-	st->azure_vended = m > 0 ? calloc(m, sizeof(IoKeyValue)) : NULL;
+	st->azure_vended = m > 0 ? io_calloc(m, sizeof(IoKeyValue)) : NULL;
 	if (m > 0 && st->azure_vended == NULL)
 		return false;
 	for (size_t i = 0; i < n; i++)
@@ -152,10 +152,10 @@ azure_vended_free(IoStorage *st)
 {
 	for (size_t i = 0; i < st->nazure_vended; i++)
 	{
-		free(st->azure_vended[i].key);
+		io_free(st->azure_vended[i].key);
 		io_wipe_free(st->azure_vended[i].value);
 	}
-	free(st->azure_vended);
+	io_free(st->azure_vended);
 	st->azure_vended = NULL;
 	st->nazure_vended = 0;
 }
@@ -214,13 +214,14 @@ azure_create(IoStorage *st, const IoStorageConfig *cfg, TmsError *err)
 IoStorage *
 io_storage_create(const IoStorageConfig *cfg, TmsError *err)
 {
-	IoStorage  *st = calloc(1, sizeof(IoStorage));
+	IoStorage  *st = io_calloc(1, sizeof(IoStorage));
 
 	if (st == NULL)
 	{
 		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		return NULL;
 	}
+	st->alloc = io_current_allocator();
 	if (cfg->s3_endpoint != NULL && cfg->s3_endpoint[0] != '\0')
 	{
 		size_t		n = strlen(cfg->s3_endpoint);
@@ -228,7 +229,7 @@ io_storage_create(const IoStorageConfig *cfg, TmsError *err)
 		if (strncmp(cfg->s3_endpoint, "http://", 7) != 0 &&
 			strncmp(cfg->s3_endpoint, "https://", 8) != 0)
 		{
-			free(st);
+			io_free(st);
 			tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
 						  "invalid S3 endpoint \"%s\": must start with http:// or https://",
 						  cfg->s3_endpoint);
@@ -271,7 +272,7 @@ io_storage_create(const IoStorageConfig *cfg, TmsError *err)
 	{
 		size_t		i;
 
-		st->local_roots = calloc(cfg->nlocal_roots, sizeof(char *));
+		st->local_roots = io_calloc(cfg->nlocal_roots, sizeof(char *));
 		if (st->local_roots == NULL)
 		{
 			io_storage_free(st);
@@ -345,24 +346,24 @@ io_storage_free(IoStorage *st)
 		memset(st->session_token, 0, strlen(st->session_token));
 	if (st->refresh_free != NULL)
 		st->refresh_free(st->refresh_arg);
-	free(st->azure_endpoint);
+	io_free(st->azure_endpoint);
 	io_wipe_free(st->azure_account_key);
 	io_wipe_free(st->azure_sas_token);
-	free(st->azure_tenant_id);
-	free(st->azure_client_id);
+	io_free(st->azure_tenant_id);
+	io_free(st->azure_client_id);
 	io_wipe_free(st->azure_client_secret);
-	free(st->azure_token_url);
+	io_free(st->azure_token_url);
 	io_oauth2_forget(&st->azure_token);
 	azure_vended_free(st);
-	free(st->endpoint);
-	free(st->region);
-	free(st->access_key_id);
-	free(st->secret_access_key);
-	free(st->session_token);
+	io_free(st->endpoint);
+	io_free(st->region);
+	io_free(st->access_key_id);
+	io_free(st->secret_access_key);
+	io_free(st->session_token);
 	for (size_t i = 0; i < st->nlocal_roots; i++)
-		free(st->local_roots[i]);
-	free(st->local_roots);
-	free(st);
+		io_free(st->local_roots[i]);
+	io_free(st->local_roots);
+	io_free(st);
 }
 
 /* See io_int.h. */
@@ -399,7 +400,7 @@ io_buffer_free(IoBuffer *buf)
 {
 	if (buf == NULL)
 		return;
-	free(buf->data);
+	io_free(buf->data);
 	buf->data = NULL;
 	buf->len = 0;
 }
@@ -522,6 +523,8 @@ io_storage_refresh(IoStorage *st, TmsError *err)
 			   *secret = NULL,
 			   *token = NULL;
 	IoStorage	az;
+	bool		az_ok;
+	const IoAllocator *prev;
 
 	if (st->refresh == NULL)
 		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
@@ -539,17 +542,20 @@ io_storage_refresh(IoStorage *st, TmsError *err)
 		return tms_error_set(err, IO_ERR_PROTOCOL,
 							 "the catalog vended no storage credentials (an access key id and a secret, or a SAS token) to refresh them with");
 	}
+	prev = io_use_allocator(st->alloc); /* the storage keeps them */
 	if (st->s3_vended)
 	{
 		key_id = io_strdup(cfg.s3_access_key_id);
 		secret = io_strdup(cfg.s3_secret_access_key);
 		token = cfg.s3_session_token ? io_strdup(cfg.s3_session_token) : NULL;
 	}
+	az_ok = !st->azure_is_vended ||
+		azure_vended_copy(&az, cfg.azure_vended, cfg.nazure_vended);
+	io_use_allocator(prev);
 	if ((st->s3_vended && (key_id == NULL || secret == NULL ||
-						   (cfg.s3_session_token && token == NULL))) ||
-		(st->azure_is_vended && !azure_vended_copy(&az, cfg.azure_vended, cfg.nazure_vended)))
+						   (cfg.s3_session_token && token == NULL))) || !az_ok)
 	{
-		free(key_id);
+		io_free(key_id);
 		io_wipe_free(secret);
 		io_wipe_free(token);
 		azure_vended_free(&az);
@@ -558,7 +564,7 @@ io_storage_refresh(IoStorage *st, TmsError *err)
 	}
 	if (st->s3_vended)
 	{
-		free(st->access_key_id);
+		io_free(st->access_key_id);
 		io_wipe_free(st->secret_access_key);
 		io_wipe_free(st->session_token);
 		st->access_key_id = key_id;
@@ -766,16 +772,16 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 
 	if (n == 0)
 		return 0;
-	parsed = calloc(n, sizeof(IoParsedUri));
-	idx = calloc(n, sizeof(size_t));
-	taken = calloc(n, sizeof(bool));
-	locals = calloc(n, sizeof(LocalEntry));
+	parsed = io_calloc(n, sizeof(IoParsedUri));
+	idx = io_calloc(n, sizeof(size_t));
+	taken = io_calloc(n, sizeof(bool));
+	locals = io_calloc(n, sizeof(LocalEntry));
 	if (parsed == NULL || idx == NULL || taken == NULL || locals == NULL)
 	{
-		free(parsed);
-		free(idx);
-		free(taken);
-		free(locals);
+		io_free(parsed);
+		io_free(idx);
+		io_free(taken);
+		io_free(locals);
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	for (i = 0; i < n; i++)
@@ -837,10 +843,10 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 	}
 	for (i = 0; i < n; i++)
 		io_uri_free(&parsed[i]);
-	free(parsed);
-	free(idx);
-	free(taken);
-	free(locals);
+	io_free(parsed);
+	io_free(idx);
+	io_free(taken);
+	io_free(locals);
 	return rc;
 }
 

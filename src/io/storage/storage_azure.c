@@ -107,7 +107,7 @@ canonical_query(IoStrBuf *sb, const char *query)
 	for (s = query; *s; s++)
 		if (*s == '&')
 			cap++;
-	p = calloc(cap, sizeof(AzParam));
+	p = io_calloc(cap, sizeof(AzParam));
 	if (p == NULL)
 		return -1;
 	for (s = query; *s && rc == 0;)
@@ -143,10 +143,10 @@ canonical_query(IoStrBuf *sb, const char *query)
 	}
 	for (i = 0; i < n; i++)
 	{
-		free(p[i].name);
-		free(p[i].value);
+		io_free(p[i].name);
+		io_free(p[i].value);
 	}
-	free(p);
+	io_free(p);
 	return rc;
 }
 
@@ -176,7 +176,7 @@ io_azure_string_to_sign(const char *method, const IoHeader *headers, size_t n,
 			v = "";
 		io_sb_printf(out, "%s\n", v);
 	}
-	xms = calloc(n ? n : 1, sizeof(char *));
+	xms = io_calloc(n ? n : 1, sizeof(char *));
 	if (xms == NULL)
 	{
 		io_sb_free(out);
@@ -212,7 +212,7 @@ io_azure_string_to_sign(const char *method, const IoHeader *headers, size_t n,
 			io_sb_printf(out, "%s\n", xms[i]);
 		io_wipe_free(xms[i]);
 	}
-	free(xms);
+	io_free(xms);
 	io_sb_printf(out, "/%s%s", account, path);
 	if (canonical_query(out, query) != 0)
 		out->oom = true;
@@ -230,7 +230,7 @@ io_azure_sign(const char *key_b64, const char *sts, size_t len, char *out,
 			  size_t size, TmsError *err)
 {
 	size_t		klen = strlen(key_b64);
-	unsigned char *key = malloc(klen / 4 * 3 + 4);
+	unsigned char *key = io_malloc(klen / 4 * 3 + 4);
 	unsigned char mac[EVP_MAX_MD_SIZE];
 	unsigned int maclen = 0;
 	int			n;
@@ -241,7 +241,7 @@ io_azure_sign(const char *key_b64, const char *sts, size_t len, char *out,
 		EVP_DecodeBlock(key, (const unsigned char *) key_b64, (int) klen) : -1;
 	if (n < 0)
 	{
-		free(key);
+		io_free(key);
 		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
 							 "the Azure shared key is not valid base64");
 	}
@@ -253,11 +253,11 @@ io_azure_sign(const char *key_b64, const char *sts, size_t len, char *out,
 	if (HMAC(EVP_sha256(), key, n, (const unsigned char *) sts, len, mac, &maclen) == NULL)
 	{
 		memset(key, 0, klen / 4 * 3 + 4);
-		free(key);
+		io_free(key);
 		return tms_error_set(err, IO_ERR_INTERNAL, "could not compute HMAC-SHA256");
 	}
 	memset(key, 0, klen / 4 * 3 + 4);
-	free(key);
+	io_free(key);
 	if (size < 4 * ((maclen + 2) / 3) + 1)
 		return tms_error_set(err, IO_ERR_INTERNAL, "signature buffer too small");
 	EVP_EncodeBlock((unsigned char *) out, mac, (int) maclen);
@@ -362,6 +362,8 @@ bearer_token(IoStorage *st, TmsError *err)
 {
 	IoOAuth2Request rq;
 	char		url[512];
+	const IoAllocator *prev;
+	int			rc;
 
 	if (io_oauth2_fresh(&st->azure_token))
 		return 0;
@@ -377,7 +379,10 @@ bearer_token(IoStorage *st, TmsError *err)
 	rq.client_secret = st->azure_client_secret;
 	rq.scope = AZ_TOKEN_SCOPE;
 	rq.status_error = token_status_error;
-	return io_oauth2_fetch(&rq, &st->azure_token, err);
+	prev = io_use_allocator(st->alloc); /* the token outlives the call */
+	rc = io_oauth2_fetch(&rq, &st->azure_token, err);
+	io_use_allocator(prev);
+	return rc;
 }
 
 /* Add a header line "name: value" to r; false when out of room or memory. */
@@ -444,7 +449,7 @@ io_azure_request_build(IoStorage *st, const char *method, const IoParsedUri *u,
 			path.oom = true;
 		else
 			io_sb_printf(&path, "/%s", ek);
-		free(ek);
+		io_free(ek);
 	}
 	io_sb_puts(&url, base.data ? base.data : "");
 	io_sb_puts(&url, path.data + (prefix.data ? prefix.len : 0));
@@ -795,7 +800,7 @@ io_azure_write(IoStorage *st, const IoParsedUri *u, const void *data, size_t len
 			break;
 		}
 		snprintf(q, sizeof(q), "comp=block&blockid=%s", eid);
-		free(eid);
+		io_free(eid);
 		rc = put(st, u, q, "application/octet-stream", (const char *) data + off,
 				 len - off < bs ? len - off : bs, "write a block of", err);
 		io_sb_printf(&list, "<Latest>%s</Latest>", id);
@@ -932,7 +937,7 @@ io_azure_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 		io_sb_printf(&q, "restype=container&comp=list&maxresults=%d&prefix=%s",
 					 st->list_page_size < AZ_LIST_PAGE ? st->list_page_size : AZ_LIST_PAGE,
 					 ep ? ep : "");
-		free(ep);
+		io_free(ep);
 		if (marker != NULL)
 		{
 			char	   *em = io_uri_encode(marker, strlen(marker), false);
@@ -940,7 +945,7 @@ io_azure_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 			io_sb_printf(&q, "&marker=%s", em ? em : "");
 			if (em == NULL)
 				q.oom = true;
-			free(em);
+			io_free(em);
 		}
 		if (q.oom || ep == NULL)
 		{
@@ -955,14 +960,14 @@ io_azure_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 		if (rc == 0)
 			rc = list_page(resp.body, resp.body_len, uri_base, fn, arg, &stop, &next, err);
 		io_http_response_free(&resp);
-		free(marker);
+		io_free(marker);
 		marker = next;
 		if (rc == 0 && marker != NULL && st->http.interrupted &&
 			st->http.interrupted(st->http.interrupt_arg))
 			rc = tms_error_set(err, IO_ERR_INTERRUPTED, "listing interrupted");
 	} while (rc == 0 && marker != NULL);
-	free(marker);
-	free(uri_base);
+	io_free(marker);
+	io_free(uri_base);
 	return rc;
 }
 
@@ -998,12 +1003,12 @@ io_azure_delete_batch(IoStorage *st, IoParsedUri *parsed, const size_t *idx,
 	size_t		i;
 	int			rc;
 
-	keys = calloc(n ? n : 1, sizeof(char *));
-	res = calloc(n ? n : 1, sizeof(IoDeleteResult));
+	keys = io_calloc(n ? n : 1, sizeof(char *));
+	res = io_calloc(n ? n : 1, sizeof(IoDeleteResult));
 	if (keys == NULL || res == NULL)
 	{
-		free(keys);
-		free(res);
+		io_free(keys);
+		io_free(res);
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	for (i = 0; i < n; i++)
@@ -1032,7 +1037,7 @@ io_azure_delete_batch(IoStorage *st, IoParsedUri *parsed, const size_t *idx,
 	if (rc == 0)
 		for (i = 0; i < n; i++)
 			results[idx[i]] = res[i];
-	free(keys);
-	free(res);
+	io_free(keys);
+	io_free(res);
 	return rc;
 }

@@ -35,6 +35,7 @@ struct IoStorage
 	void	   *refresh_arg;
 	void		(*refresh_free) (void *);
 	int			refreshes;
+	const IoAllocator *alloc;	/* current at creation: refreshed keys */
 	int			list_page_size;
 	char	  **local_roots;	/* canonical absolute directories */
 	size_t		nlocal_roots;

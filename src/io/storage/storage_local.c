@@ -92,7 +92,7 @@ local_walk_end(LocalWalk *w)
 {
 	if (w->dirfd >= 0)
 		close(w->dirfd);
-	free(w->copy);
+	io_free(w->copy);
 	w->dirfd = -1;
 	w->copy = NULL;
 	w->last = NULL;
@@ -270,7 +270,7 @@ io_local_read(IoStorage *st, const char *uri, const char *path, uint64_t offset,
 							 "read of %llu bytes from \"%.300s\" exceeds the limit of %zu bytes",
 							 (unsigned long long) want, uri, cap);
 	}
-	out->data = malloc((size_t) want + 1);
+	out->data = io_malloc((size_t) want + 1);
 	if (out->data == NULL)
 	{
 		close(fd);
@@ -403,7 +403,7 @@ io_local_dir_cache_end(LocalDirCache *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
-	free(c->dir);
+	io_free(c->dir);
 	c->fd = -1;
 	c->dir = NULL;
 }
@@ -463,7 +463,7 @@ io_local_delete(IoStorage *st, const char *uri, const char *path,
 	/* keep the parent for the next file; no cache if out of memory */
 	io_local_dir_cache_end(cache);
 	if (slash != NULL &&
-		(cache->dir = malloc(slash - path + 1)) != NULL)
+		(cache->dir = io_malloc(slash - path + 1)) != NULL)
 	{
 		memcpy(cache->dir, path, slash - path);
 		cache->dir[slash - path] = '\0';
@@ -611,6 +611,6 @@ io_local_list(IoStorage *st, const char *prefix, const char *path, IoListFn fn,
 	w.dirfd = -1;				/* taken over by file_list_fd */
 	local_walk_end(&w);
 	io_sb_free(&rel);
-	free(up);
+	io_free(up);
 	return rc;
 }

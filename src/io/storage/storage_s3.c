@@ -120,7 +120,7 @@ s3_target(IoStorage *st, const char *bucket, const char *key,
 			io_sb_printf(&p, "/%s", ekey);
 		io_sb_puts(&u, "https://");
 	}
-	free(ekey);
+	io_free(ekey);
 	io_sb_puts(&u, h.data ? h.data : "");
 	io_sb_puts(&u, p.data ? p.data : "/");
 	if (u.oom || h.oom || p.oom)
@@ -145,9 +145,9 @@ io_s3_request_free(IoS3Request *r)
 		/* lines carry the signature and maybe the token: wipe them */
 		if (r->lines[i])
 			memset(r->lines[i], 0, strlen(r->lines[i]));
-		free(r->lines[i]);
+		io_free(r->lines[i]);
 	}
-	free(r->url);
+	io_free(r->url);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -269,9 +269,9 @@ done:
 		io_s3_request_free(r);
 	io_sigv4_free(&out);
 	io_sb_free(&full_url);
-	free(url);
-	free(host);
-	free(wire);
+	io_free(url);
+	io_free(host);
+	io_free(wire);
 	return rc;
 }
 
@@ -473,7 +473,7 @@ io_s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 		io_sb_init(&q);
 		io_sb_printf(&q, "list-type=2&max-keys=%d&prefix=%s", st->list_page_size,
 					 ep ? ep : "");
-		free(ep);
+		io_free(ep);
 		if (token != NULL)
 		{
 			char	   *et = io_uri_encode(token, strlen(token), false);
@@ -481,7 +481,7 @@ io_s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 			io_sb_printf(&q, "&continuation-token=%s", et ? et : "");
 			if (et == NULL)
 				q.oom = true;
-			free(et);
+			io_free(et);
 		}
 		if (q.oom || ep == NULL)
 		{
@@ -551,7 +551,7 @@ io_s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 		}
 		truncated = io_xml_child_text(doc, "IsTruncated");
 		next = io_xml_child_text(doc, "NextContinuationToken");
-		free(token);
+		io_free(token);
 		token = NULL;
 		if (rc == 0 && !stop && truncated != NULL && strcmp(truncated, "true") == 0)
 		{
@@ -570,7 +570,7 @@ io_s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 			st->http.interrupted(st->http.interrupt_arg))
 			rc = tms_error_set(err, IO_ERR_INTERRUPTED, "listing interrupted");
 	} while (rc == 0 && token != NULL);
-	free(token);
+	io_free(token);
 	return rc;
 }
 
@@ -661,7 +661,7 @@ io_s3_delete_read(const IoHttpResponse *resp, const char *const *keys, size_t n,
 		io_xml_free(doc);
 		return -1;
 	}
-	done = calloc(n ? n : 1, sizeof(bool));
+	done = io_calloc(n ? n : 1, sizeof(bool));
 	if (done == NULL)
 	{
 		io_xml_free(doc);
@@ -713,7 +713,7 @@ io_s3_delete_read(const IoHttpResponse *resp, const char *const *keys, size_t n,
 			snprintf(r->message, sizeof(r->message),
 					 "the server's delete result does not mention this key");
 		}
-	free(done);
+	io_free(done);
 	io_xml_free(doc);
 	return 0;
 }
@@ -736,20 +736,20 @@ io_s3_delete_batch(IoStorage *st, const char *bucket, IoParsedUri *parsed,
 	size_t		i;
 	int			rc = 0;
 
-	keys = calloc(n ? n : 1, sizeof(char *));
-	res = calloc(n ? n : 1, sizeof(IoDeleteResult));
+	keys = io_calloc(n ? n : 1, sizeof(char *));
+	res = io_calloc(n ? n : 1, sizeof(IoDeleteResult));
 	if (keys == NULL || res == NULL)
 	{
-		free(keys);
-		free(res);
+		io_free(keys);
+		io_free(res);
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	for (i = 0; i < n; i++)
 		keys[i] = parsed[idx[i]].path;
 	if (io_s3_delete_body(keys, n, &body, md5b64, err) != 0)
 	{
-		free(keys);
-		free(res);
+		io_free(keys);
+		io_free(res);
 		return -1;
 	}
 	h[0].name = "content-md5";
@@ -768,7 +768,7 @@ io_s3_delete_batch(IoStorage *st, const char *bucket, IoParsedUri *parsed,
 	if (rc == 0)
 		for (i = 0; i < n; i++)
 			results[idx[i]] = res[i];
-	free(keys);
-	free(res);
+	io_free(keys);
+	io_free(res);
 	return rc;
 }

@@ -270,7 +270,7 @@ io_sb_init(IoStrBuf *sb)
 void
 io_sb_free(IoStrBuf *sb)
 {
-	free(sb->data);
+	io_free(sb->data);
 	io_sb_init(sb);
 }
 
@@ -309,7 +309,7 @@ io_sb_reserve(IoStrBuf *sb, size_t n)
 	cap = sb->cap ? sb->cap : 64;
 	while (cap < need)
 		cap *= 2;
-	p = realloc(sb->data, cap);
+	p = io_realloc(sb->data, cap);
 	if (p == NULL)
 	{
 		sb->oom = true;
@@ -402,7 +402,7 @@ io_wipe_free(char *s)
 	/* a volatile store is not removed as dead before free() */
 	while (*p)
 		*p++ = '\0';
-	free(s);
+	io_free(s);
 }
 
 void
@@ -419,26 +419,6 @@ io_form_add(IoStrBuf *sb, const char *key, const char *value)
 		io_sb_putc(sb, '&');
 	io_sb_printf(sb, "%s=%s", key, v);
 	io_wipe_free(v);
-}
-
-char *
-io_strdup(const char *s)
-{
-	if (s == NULL)
-		return NULL;
-	return io_strndup(s, strlen(s));
-}
-
-char *
-io_strndup(const char *s, size_t n)
-{
-	char	   *p = malloc(n + 1);
-
-	if (p == NULL)
-		return NULL;
-	memcpy(p, s, n);
-	p[n] = '\0';
-	return p;
 }
 
 bool
@@ -460,9 +440,9 @@ string_list_free(IoStringList *list, bool wipe)
 		if (wipe)
 			io_wipe_free(list->items[i]);
 		else
-			free(list->items[i]);
+			io_free(list->items[i]);
 	}
-	free(list->items);
+	io_free(list->items);
 	list->items = NULL;
 	list->n = 0;
 }
@@ -507,7 +487,7 @@ io_uri_encode(const char *s, size_t len, bool keep_slash)
 
 	if (len > (SIZE_MAX - 1) / 3)
 		return NULL;
-	out = malloc(len * 3 + 1);
+	out = io_malloc(len * 3 + 1);
 	if (out == NULL)
 		return NULL;
 	for (i = 0; i < len; i++)
@@ -535,7 +515,7 @@ io_uri_encode(const char *s, size_t len, bool keep_slash)
 char *
 io_uri_decode(const char *s, size_t len)
 {
-	char	   *out = malloc(len + 1);
+	char	   *out = io_malloc(len + 1);
 	size_t		i,
 				j = 0;
 

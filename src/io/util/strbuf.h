@@ -12,7 +12,7 @@
  * (data is NULL before); it grows by doubling from 64 bytes; a failed
  * allocation, or a size that would overflow, sets oom, which sticks: every
  * later call does nothing, and the owner checks oom once at the end.
- * Plain C, malloc'd memory, no PostgreSQL header.
+ * Plain C, memory from io_malloc (io_memory.h), no PostgreSQL header.
  *
  * src/io/util/strbuf.h
  *
