@@ -1,0 +1,102 @@
+"""
+test_soak.py -- the randomized data-safety campaign (test/soakworld.py):
+random Iceberg table histories, tms's maintenance operations run against
+them with a concurrent writer and faults, invariants checked by the test
+world's own reference reader.
+
+  test_histories        a fixed set of histories (SOAK_HISTORIES, default
+                        50, numbered from SOAK_SEED, default 1), in batches
+                        of SOAK_BATCH (25) on one cluster; `make soak`
+                        runs it with other numbers (bench/README.md)
+  test_regression       histories that once broke an invariant, each
+                        alone; the comment beside each says what broke
+
+A failure prints each violation with the history's number and a one-line
+summary of it; `SOAK_SEED=N SOAK_HISTORIES=1` replays one history.
+
+The module runs its own cluster, catalog, s3rver and S3 gate.
+Run: /usr/bin/python3 -m pytest -q test/integration/test_soak.py
+"""
+
+import os
+import sys
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+import world  # noqa: E402
+import soakworld as sw  # noqa: E402
+from pgcluster import FAST_WORKERS  # noqa: E402
+
+pytestmark = pytest.mark.own_cluster
+
+SETTINGS = dict(FAST_WORKERS, **{"tms.max_workers": "6", "tms.max_active_operations": "16",
+                                 "tms.maintenance_commit_retries": "4"})
+
+# Histories that broke an invariant once (number: what broke).
+REGRESSIONS = {
+}
+
+
+@pytest.fixture(scope="module")
+def env(tms_world):
+    s3 = world.S3Server(buckets=["warehouse"])
+    gate = world.S3Gate(s3)
+    srv = "soak"
+    try:
+        w = tms_world("soak", settings=SETTINGS, s3=s3, catalog=dict(s3=gate.config()),
+                      pool=6, sql=lambda w: [
+                          """CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+                               uri '%s', relative_path_root '%s', request_timeout '2s',
+                               retries '0', s3_vended_endpoint 'true',
+                               allowed_locations 'file://%s/wh/, s3://warehouse/soak/');
+                             CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
+                          % (srv, w["catalog"].uri, w["file_root"], w["file_root"], srv)])
+        yield dict(w, gate=gate, server=srv)
+    finally:
+        gate.stop()
+        s3.stop()
+
+
+def campaign(env, numbers, batch):
+    started = time.time()
+    camp = sw.Campaign(env, env["server"], big=os.environ.get("SOAK_BIG") == "1",
+                       fast=os.environ.get("SOAK_FULL") != "1")
+    camp.run(numbers, batch=batch)
+    c = camp.counts
+    sys.stderr.write(
+        "\nsoak: histories %d (numbers %d..%d) x moves %d x faults %d in %.0f s; violations %d; "
+        "rows checked %d; files checked %d; writer commits %d; jobs %s; unchecked snapshots %d;"
+        " expiry commits checked %d (kept more than the oracle: %d)\n" % (
+            c["histories"], numbers[0], numbers[-1], c["moves"], c["faults"],
+            time.time() - started, len(camp.violations), c["rows checked"], c["files checked"],
+            c["writer commits"], {k[5:]: v for k, v in c.items() if k.startswith("jobs ")},
+            c["unchecked snapshots"], c["expiry commits checked"],
+            c["expiry kept more than the oracle"]))
+    sys.stderr.write("soak: %s\n" % ", ".join("%s %.1f" % (k, v) for k, v in sorted(c.items())))
+    for row in env["pg"].query(
+            "SELECT operation, count(*), round(avg(extract(epoch FROM finished_at - created_at))::numeric, 1),"
+            " round(max(extract(epoch FROM finished_at - created_at))::numeric, 1),"
+            " round(avg(extract(epoch FROM started_at - created_at))::numeric, 1), sum(attempts)"
+            " FROM tms.maintenance_jobs GROUP BY 1 ORDER BY 1"):
+        sys.stderr.write("soak: jobs %s: %d, %s s on average (%s s at most, %s s waiting), %d attempts\n" % row)
+    for v in camp.violations:
+        sys.stderr.write("VIOLATION %s\n" % v)
+    return camp
+
+
+def test_histories(env):
+    first = int(os.environ.get("SOAK_SEED", "1"))
+    count = int(os.environ.get("SOAK_HISTORIES", "50"))
+    camp = campaign(env, list(range(first, first + count)),
+                    int(os.environ.get("SOAK_BATCH", "25")))
+    assert not camp.violations, "\n".join(camp.violations[:20])
+
+
+@pytest.mark.parametrize("number", sorted(REGRESSIONS))
+def test_regression(env, number):
+    camp = campaign(env, [number], 1)
+    assert not camp.violations, "\n".join(camp.violations)
