@@ -63,8 +63,11 @@ def env(tms_world):
 
 def campaign(env, numbers, batch):
     started = time.time()
+    def log(line):
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
     camp = sw.Campaign(env, env["server"], big=os.environ.get("SOAK_BIG") == "1",
-                       fast=os.environ.get("SOAK_FULL") != "1")
+                       fast=os.environ.get("SOAK_FULL") != "1", log=log)
     camp.run(numbers, batch=batch)
     c = camp.counts
     sys.stderr.write(
@@ -83,8 +86,6 @@ def campaign(env, numbers, batch):
             " round(avg(extract(epoch FROM started_at - created_at))::numeric, 1), sum(attempts)"
             " FROM tms.maintenance_jobs GROUP BY 1 ORDER BY 1"):
         sys.stderr.write("soak: jobs %s: %d, %s s on average (%s s at most, %s s waiting), %d attempts\n" % row)
-    for v in camp.violations:
-        sys.stderr.write("VIOLATION %s\n" % v)
     return camp
 
 
@@ -100,3 +101,32 @@ def test_histories(env):
 def test_regression(env, number):
     camp = campaign(env, [number], 1)
     assert not camp.violations, "\n".join(camp.violations)
+
+
+def test_orphan_location_outside_the_table_is_refused_before_a_job(env, tmp_path):
+    """Found by the campaign (history 9 of the fixed set, when the
+    generator gave orphan-cleanup's "location" as a relative path): the
+    job was recorded and failed when it ran, where every other bad option
+    is refused by tms.run_operation before a job exists."""
+    import psycopg2
+    plan = sw.Plan(900000009, "s3://warehouse/soak", "file://%s/wh/soak" % env["file_root"],
+                   env["file_root"], int(time.time() * 1000), fast=True)
+    sw.Campaign(env, env["server"])          # the namespace
+    sw.write_files([plan], str(tmp_path))
+    sw.Builder(plan, env["catalog"], env["st"], sw.Campaign.NS).run()
+    jobs = env["pg"].one("SELECT count(*) FROM tms.maintenance_jobs")
+    for where in ("data", plan.location + "-nb/data", "file:///tmp"):
+        for sql in ("SELECT tms.run_operation(%s, %s, %s, 'orphan-cleanup', %s::jsonb)",
+                    "SELECT count(*) FROM tms.plan_operation(%s, %s, %s, 'orphan-cleanup',"
+                    " %s::jsonb)"):
+            with pytest.raises(psycopg2.Error) as ei:
+                env["pg"].query(sql, (env["server"], sw.Campaign.NS, plan.name,
+                                      '{"location": "%s", "older-than": "3 days"}' % where))
+            assert ei.value.pgcode == "22023", ei.value
+            assert 'invalid option "location"' in str(ei.value)
+    assert env["pg"].one("SELECT count(*) FROM tms.maintenance_jobs") == jobs
+    # the table location and a place under it are accepted
+    for where in (plan.location, plan.location + "/data"):
+        env["pg"].query("SELECT count(*) FROM tms.plan_operation(%s, %s, %s, 'orphan-cleanup',"
+                        " %s::jsonb)", (env["server"], sw.Campaign.NS, plan.name,
+                                        '{"location": "%s"}' % where))
