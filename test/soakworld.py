@@ -1076,7 +1076,8 @@ class HistoryState:
         self.seen_meta = set()    # metadata files already walked
         self.log_len = 0          # metadata-log entries already checked
         self.jobs = []            # (round, operation, options, job id or error)
-        self.faulted = False
+        self.faulted = False      # a fault may have failed a job of this table
+        self.leaky = False        # ... or left files of an unknown commit (documented)
         self.violations = []
         self.unchecked = 0
 
@@ -1190,7 +1191,14 @@ class Campaign:
             self.st._cache.clear()
 
     def _load(self, s):
-        r = self.w["catalog"].load_table(self.NS, s.p.name)
+        for attempt in range(50):
+            try:
+                r = self.w["catalog"].load_table(self.NS, s.p.name)
+                break
+            except world.CatalogError as e:
+                if e.status < 500 or attempt == 49:
+                    raise
+                time.sleep(0.2)             # its database restarting after a crash
         s.meta = r["metadata"]
         s.mloc = r["metadata-location"]
         return s.meta
@@ -1270,6 +1278,8 @@ class Campaign:
         cat, gate = self.w["catalog"], self.w.get("gate")
         throttle = gate is not None and random.Random(
             states[0].p.number * 31 + rnd).random() < 0.3 if states else False
+        crash = not self.fast and states and random.Random(
+            states[0].p.number * 37 + rnd).random() < 0.2
         if throttle:
             gate.throttle(40, burst=10, mode=random.Random(rnd).choice(["request", "keys"]),
                           scope="delete")
@@ -1287,6 +1297,7 @@ class Campaign:
             if fault:
                 self._arm(s, fault)
                 s.faulted = True
+                s.leaky = s.leaky or fault != "kill-helper"
             if rd["writer"]:
                 t = threading.Thread(target=self._writer, args=(s, rnd), daemon=True)
                 t.start()
@@ -1311,7 +1322,15 @@ class Campaign:
             self.inc("faults", 1 if s.p.rounds[rnd]["fault"] else 0)
         done = threading.Event()
         if killers:
+            for s in states:                # the helper killed may be any table's
+                s.faulted = True
             t = threading.Thread(target=self._kill_helpers, args=(len(killers), done), daemon=True)
+            t.start()
+            writers.append(t)
+        if crash:
+            for s in states:
+                s.faulted = s.leaky = True
+            t = threading.Thread(target=self._kill_worker, args=(done,), daemon=True)
             t.start()
             writers.append(t)
         lap("submitting")
@@ -1378,6 +1397,26 @@ class Campaign:
                     pass
             time.sleep(0.05)
 
+    def _kill_worker(self, done):
+        """SIGKILL a pool worker while it runs a job: the postmaster
+        restarts every process of the cluster (a crash), and dead-lease
+        recovery hands the jobs on."""
+        deadline = time.time() + 60
+        while time.time() < deadline and not done.is_set():
+            try:
+                rows = self.w["pg"].query("SELECT pid FROM tms.workers WHERE role = 'worker'"
+                                          " AND current_task IS NOT NULL")
+            except Exception:
+                rows = []
+            if rows:
+                try:
+                    os.kill(rows[0][0], 9)
+                    self.inc("workers killed (crash and restart)", 1)
+                    return
+                except OSError:
+                    pass
+            time.sleep(0.05)
+
     def _await_jobs(self, submitted):
         deadline = time.time() + self.job_timeout
         pending = {jid for _, jid in submitted}
@@ -1413,12 +1452,12 @@ class Campaign:
             ow.give_to_server(st.local_path(s.p.location))
         for attempt in range(8):
             meta = None
-            for _ in range(5):
+            for _ in range(20):
                 try:
                     meta = cat.load_table(self.NS, s.p.name)["metadata"]
                     break
                 except world.CatalogError:
-                    continue
+                    time.sleep(0.2)             # a fault, or the database restarting
             if meta is None:
                 break
             cur = ow.current_id(meta)
@@ -1427,6 +1466,7 @@ class Campaign:
             body["requirements"].insert(0, {"type": "assert-table-uuid",
                                             "uuid": meta["table-uuid"]})
             sid = body["updates"][0]["snapshot"]["snapshot-id"]
+            s.writer[sid] = collections.Counter(f.ids)      # should it land unseen
             try:
                 ow.commit(cat, self.NS, s.p.name, body)
                 landed = True
@@ -1434,10 +1474,19 @@ class Campaign:
                 landed = False
                 self.inc("writer conflicts %d" % e.status, 1)
                 if e.status != 409:
-                    again = cat.load_table(self.NS, s.p.name)["metadata"]
+                    again = None
+                    for _ in range(50):
+                        try:
+                            again = cat.load_table(self.NS, s.p.name)["metadata"]
+                            break
+                        except world.CatalogError:
+                            time.sleep(0.2)     # the catalog's database restarting
+                    if again is None:
+                        s.ours.add(ow.canon(st, f.uri))
+                        self.inc("writer outcome unknown", 1)
+                        return
                     landed = any(x["snapshot-id"] == sid for x in again["snapshots"])
             if landed:
-                s.writer[sid] = collections.Counter(f.ids)
                 self.inc("writer commits", 1)
                 return
             for u in written:
@@ -1646,7 +1695,8 @@ def _settled(self, s):
         if u in s.ours or u in s.referenced or u in s.b.written or u.endswith(".metadata.json"):
             continue
         left.add(u)
-    clean = not s.faulted and all(v == "succeeded" for v in (s.__dict__.get("states") or {}).values())
+    clean = not s.leaky and all(v in ("succeeded", "failed") if s.faulted else v == "succeeded"
+                                for v in (s.__dict__.get("states") or {}).values())
     if left and clean:
         s.fail("tms left %d files it wrote unreferenced after jobs that succeeded: %s" % (
             len(left), sorted(left)[:3]))
@@ -1669,6 +1719,8 @@ def _purge(self, s):
             break
         time.sleep(0.2)
     self.inc("purges " + str(state), 1)
+    if state == "FAILED":
+        self.inc("purge failed: " + (err or "").splitlines()[0][:100] if err else "purge failed", 1)
     if state not in ("SUCCEEDED", "FAILED"):
         s.fail("purge %d did not end (%s)" % (jid, state))
     elif state == "FAILED" and not err:
