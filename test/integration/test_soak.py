@@ -36,8 +36,20 @@ pytestmark = pytest.mark.own_cluster
 SETTINGS = dict(FAST_WORKERS, **{"tms.max_workers": "6", "tms.max_active_operations": "16",
                                  "tms.maintenance_commit_retries": "4"})
 
-# Histories that broke an invariant once (number: what broke).
+# Histories of `make soak` (SOAK_FULL=1) that broke an invariant once
+# (number: what broke), replayed alone.
 REGRESSIONS = {
+    # round 1 compaction beside a helper killed in the same batch: the
+    # helper left NAME.tms-tmp-PID (fixed; deterministic test:
+    # test_compaction_local.py
+    # test_helper_killed_inside_a_local_write_leaves_no_temporary_file)
+    3339: "a helper's temporary file left behind",
+    # snapshot-expiry beside orphan-cleanup: the expiry fails after its
+    # commit landed when the orphan cleanup deleted the expired snapshots'
+    # files first (open, counted as "known" by soakworld.py)
+    2317: "an expiry failing after its commit beside an orphan cleanup",
+    # the writer's directory removed under it (test world, fixed)
+    2163: "the writer's directory removed under it",
 }
 
 
@@ -61,13 +73,14 @@ def env(tms_world):
         s3.stop()
 
 
-def campaign(env, numbers, batch):
+def campaign(env, numbers, batch, full=None):
     started = time.time()
     def log(line):
         sys.stderr.write(line + "\n")
         sys.stderr.flush()
     camp = sw.Campaign(env, env["server"], big=os.environ.get("SOAK_BIG") == "1",
-                       fast=os.environ.get("SOAK_FULL") != "1", log=log)
+                       fast=(os.environ.get("SOAK_FULL") != "1") if full is None else not full,
+                       log=log)
     camp.run(numbers, batch=batch)
     c = camp.counts
     sys.stderr.write(
@@ -99,7 +112,7 @@ def test_histories(env):
 
 @pytest.mark.parametrize("number", sorted(REGRESSIONS))
 def test_regression(env, number):
-    camp = campaign(env, [number], 1)
+    camp = campaign(env, [number], 1, full=True)
     assert not camp.violations, "\n".join(camp.violations)
 
 
