@@ -35,6 +35,9 @@
  *
  * The helper is stopped in every case (PG_FINALLY): a cancel, a lost
  * lease, an error or the end of the job kill it and remove its directory.
+ * When it fails, every name the attempt may have written is deleted, and
+ * beside each the temporary name of a local write of its pid (a helper
+ * killed inside a write leaves that file; io_local_temp_name).
  *
  *-------------------------------------------------------------------------
  */
