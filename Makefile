@@ -333,7 +333,7 @@ print-inflate-libs:
 # ---------------------------------------------------------------------------
 # Whole-project entry points.
 
-.PHONY: test check-fast demo demo-stop check-standalone check-format pgindent install-deps
+.PHONY: test soak check-fast demo demo-stop check-standalone check-format pgindent install-deps
 # Debian packages and the test world's npm packages, libduckdb among them
 # (scripts/install-deps.sh; make test runs it first).
 install-deps:
@@ -341,6 +341,13 @@ install-deps:
 
 test:
 	bash test/run-tests.sh
+
+# the randomized data-safety campaign (test/soak.sh, test/README.md):
+# SOAK_HISTORIES histories numbered from SOAK_SEED, on an installed build
+SOAK_HISTORIES ?= 200
+SOAK_SEED ?= 1
+soak:
+	SOAK_HISTORIES=$(SOAK_HISTORIES) SOAK_SEED=$(SOAK_SEED) bash test/soak.sh
 
 check-fast:
 	bash scripts/check-fast.sh

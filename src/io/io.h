@@ -365,6 +365,15 @@ extern int	io_uri_parse(const char *uri, IoParsedUri *out, TmsError *err);
 extern void io_uri_free(IoParsedUri *uri);
 
 /*
+ * The temporary name beside a local file that a write of process pid
+ * creates and then renames over the file (io_storage_write): a process
+ * killed mid-write leaves it behind, so whoever knows the writer's pid and
+ * the name can delete it.  NULL for an S3 URI (a PUT leaves nothing) or
+ * out of memory; else malloc'd.
+ */
+extern char *io_local_temp_name(const char *uri, long pid);
+
+/*
  * Create a storage handle; copies every string of cfg.  Returns NULL with
  * *err on failure.
  */

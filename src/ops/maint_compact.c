@@ -35,6 +35,9 @@
  *
  * The helper is stopped in every case (PG_FINALLY): a cancel, a lost
  * lease, an error or the end of the job kill it and remove its directory.
+ * When it fails, every name the attempt may have written is deleted, and
+ * beside each the temporary name of a local write of its pid (a helper
+ * killed inside a write leaves that file; io_local_temp_name).
  *
  *-------------------------------------------------------------------------
  */
@@ -419,6 +422,31 @@ attempt_names(const char *dir, const char *prefix, int files)
 }
 
 /*
+ * The temporary files a helper of pid killed while it wrote local files
+ * of names[] leaves beside them (io_local_temp_name), deleted; none for S3.
+ */
+static void
+delete_temporaries(MaintRun *run, char **names, int n, int pid)
+{
+	char	  **tmp = palloc(sizeof(char *) * (n + 1));
+	int			ntmp = 0;
+
+	if (pid <= 0)
+		return;
+	for (int i = 0; i < n; i++)
+	{
+		char	   *t = io_local_temp_name(names[i], pid);
+
+		if (t != NULL)
+		{
+			tmp[ntmp++] = pstrdup(t);
+			free(t);
+		}
+	}
+	maint_delete_written(run, tmp, ntmp);
+}
+
+/*
  * Have the helper write group g; outputs into *out, their paths into
  * *paths (*nout of each).  false: the helper must be stopped, and then
  * what the attempt may have written, *nwritten names in *written, deleted.
@@ -702,6 +730,7 @@ maint_run_compact(MaintRun *run)
 	IcebergSchema *volatile schema = NULL;
 	IcebergCompactJobMetric *volatile metrics = NULL;
 	Compactor  *volatile helper = NULL;
+	int			helper_pid = 0; /* its pid, known after it exited too */
 	IcebergCompactOptions o;
 	TmsError	err;
 	IoStorageConfig cfg;
@@ -739,6 +768,7 @@ maint_run_compact(MaintRun *run)
 											(int64) tms_engine_run_timeout_s * 1000) : 0;
 			io_storage_config_get(run->storage, &cfg);
 			helper = compactor_start(run, &cfg);
+			helper_pid = compactor_pid(helper);
 			for (int g = 0; helper != NULL && g < plan->ngroups && run->result == MAINT_OK; g++)
 			{
 				IcebergCompactOutput *outputs;
@@ -757,12 +787,16 @@ maint_run_compact(MaintRun *run)
 				{
 					/*
 					 * what the helper may have written goes, once it is
-					 * stopped
+					 * stopped: its files, and the temporary files of local
+					 * writes it was killed in
 					 */
 					compactor_stop(helper);
 					helper = NULL;
 					if (run->result != MAINT_LEASE_LOST)
+					{
 						maint_delete_written(run, written, nwritten);
+						delete_temporaries(run, written, nwritten, helper_pid);
+					}
 				}
 				else if (commit_group(run, plan, g, outputs, nout, paths) == GROUP_GIVEN_UP)
 					given_up++;

@@ -299,8 +299,9 @@ extern void maint_run_orphan(MaintRun *run);
 extern void maint_run_rewrite(MaintRun *run);
 extern void maint_run_compact(MaintRun *run);	/* maint_compact.c */
 
-/* compaction's checks of its options against the loaded table (run_operation) */
+/* checks of options against the loaded table (run_operation) */
 extern void maint_compact_check_table(MaintRun *run);
+extern void maint_orphan_check_table(MaintRun *run);	/* maint_orphan.c */
 
 /* a job on an engine server (maint_on_engine.c): submit, track, record */
 extern void maint_run_engine(MaintRun *run);

@@ -102,6 +102,42 @@ orphan_listed(void *arg, const IoObjectInfo *obj)
 	return maint_callback_delete(run, obj->uri, (int64) obj->size, "orphan", extra) ? 0 : 1;
 }
 
+/*
+ * The canonical place to list: the table location, or the "location"
+ * option when it is the table location or a place under it; NULL when it
+ * is not.
+ */
+static char *
+orphan_root(MaintRun *run)
+{
+	char	   *why = NULL;
+	char	   *c;
+
+	if (run->opt.location == NULL)
+		return run->location;
+	c = tms_location_canonical(run->conn->server, run->opt.location, &why);
+	if (c == NULL || (strcmp(c, run->location) != 0 && !io_location_under(c, run->location)))
+		return NULL;
+	return c;
+}
+
+/*
+ * tms.run_operation's check of the "location" option against the loaded
+ * table: a place outside the table location is refused before a job is
+ * recorded, as every other bad option.
+ */
+void
+maint_orphan_check_table(MaintRun *run)
+{
+	if (orphan_root(run) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid option \"location\" of operation \"orphan-cleanup\""),
+				 errdetail("\"%s\" is not the table location or a place under it (\"%s\").",
+						   run->opt.location, run->location),
+				 errhint("Give the table location or a place under it, as a full URI.")));
+}
+
 void
 maint_run_orphan(MaintRun *run)
 {
@@ -135,20 +171,13 @@ maint_run_orphan(MaintRun *run)
 	sc.older_than_s = maint_timestamp_to_ms(older) / 1000;
 
 	/* where to look: the table location, or a place under it */
-	root = run->location;
-	if (run->opt.location)
+	root = orphan_root(run);
+	if (root == NULL)
 	{
-		char	   *why = NULL;
-		char	   *c = tms_location_canonical(run->conn->server, run->opt.location, &why);
-
-		if (c == NULL || (strcmp(c, run->location) != 0 && !io_location_under(c, run->location)))
-		{
-			maint_fail(run, MAINT_TERMINAL,
-					   "option \"location\" (\"%s\") is not the table location or a place under it (\"%s\")",
-					   run->opt.location, run->location);
-			return;
-		}
-		root = c;
+		maint_fail(run, MAINT_TERMINAL,
+				   "option \"location\" (\"%s\") is not the table location or a place under it (\"%s\")",
+				   run->opt.location, run->location);
+		return;
 	}
 	if (root[strlen(root) - 1] != '/')
 		root = psprintf("%s/", root);

@@ -68,6 +68,7 @@ LONG_FIRST = (
     "test_compaction_local.py",
     "test_engine_jobs.py",
     "test_world_compact.py",
+    "test_soak.py",
     "test_workers.py",
     "test_policy_cycle.py",
     "test_policy_memory.py",

@@ -624,6 +624,53 @@ def test_helper_killed_mid_write_leaves_the_table_unchanged(env):
     assert rows(env, mloc1) == rows(env, mloc0)
 
 
+def test_helper_killed_inside_a_local_write_leaves_no_temporary_file(env):
+    """Found by the data-safety campaign (test_soak.py, a history whose
+    compaction helper was killed): a local write goes to
+    NAME.tms-tmp-PID and is renamed over NAME, so a helper killed inside
+    it left that temporary file, which nothing referenced or deleted.
+    The helper is stepped (SIGSTOP, a few ms of SIGCONT at a time) until
+    it is stopped with a temporary file present, then killed."""
+    small_table(env, "killedtmp", files=8, rows_per_file=60000, seed=17, partitioned=False)
+    mloc0, _, before = live(env, "cmp", "killedtmp")
+    data_dir = os.path.join(env["file_root"], "wh", "cmp", "killedtmp", "data")
+
+    def temporaries():
+        return [os.path.join(d, f) for d, _, fs in os.walk(data_dir) for f in fs
+                if ".tms-tmp-" in f]
+    set_and_reload(env, "tms.maintenance_max_attempts", "1")
+    try:
+        caught = []
+        for _ in range(6):                  # a helper that wrote before it was caught: again
+            jid = run(env, "cmp", "killedtmp", {"rewrite-all": True})
+            wait_for(lambda: helper_pids(env), timeout=60, interval=0.01, what="the helper")
+            pid = helper_pids(env)[0]
+            try:
+                os.kill(pid, signal.SIGSTOP)
+                for _ in range(20000):      # bounded: about 40 s of the helper's time
+                    caught = temporaries()
+                    if caught:
+                        break
+                    os.kill(pid, signal.SIGCONT)
+                    time.sleep(0.002)
+                    os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:      # it ended first
+                pass
+            if caught:
+                break
+            wait_job(env, jid, TERMINAL)
+            mloc0 = live(env, "cmp", "killedtmp")[0]
+        assert caught, "the helper was never stopped inside a write"
+        os.kill(pid, signal.SIGKILL)
+        row = wait_job(env, jid, ("failed",))
+    finally:
+        env["pg"].psql("ALTER SYSTEM RESET tms.maintenance_max_attempts")
+        env["pg"].psql("SELECT pg_reload_conf()")
+    assert "compaction helper failed" in row["last_error"], row
+    assert live(env, "cmp", "killedtmp")[0] == mloc0
+    assert not temporaries(), temporaries()
+
+
 def test_cancel_kills_the_helper(env):
     small_table(env, "cancelled", files=400, rows_per_file=200, seed=15)
     mloc0, _, before = live(env, "cmp", "cancelled")

@@ -47,6 +47,13 @@
 //                   column names through it)
 // A batch {jobs: [job, ...]} runs them in one process and prints
 // {results: [output, ...]}.
+// Mode "read" (the reference reader of test/soakworld.py) writes nothing:
+//   files           [{path (local), fields: [{id, type}]}]: every file read
+//                   by field id (a field the file lacks reads as null, a
+//                   narrower type is widened), no delete applied
+// and prints {files: [{path, rows: [[position, value of each field, ...]]}]}
+// (values as DuckDB's JSON conversion gives them: big integers, decimals,
+// dates and timestamps as text).
 // Output (JSON on stdout): {input_rows, deleted_rows, files: [{path,
 //   file (by_file: its __file value), records, size, field_ids: {column: id} as parquet_schema() reports
 //   them, column_sizes: {id: bytes}, metrics: {id: {value_count,
@@ -139,6 +146,7 @@ async function main() {
 
 // One job on its own connection (its temporary tables go with it).
 async function runJob(db, job) {
+  if (job.mode === 'read') return readFiles(db, job)
   const fields = job.schema.fields
   const byId = new Map(fields.map(f => [f.id, f]))
   const c = await db.connect()
@@ -312,6 +320,32 @@ async function describe(c, all, written, fields, names, copyOne) {
     if (out.metrics === undefined) throw new Error(`${w.path} holds no row`)
     return { ...out, size: statSync(w.path).size }
   })
+}
+
+// Mode "read": the rows of each file by field id, in file order, with
+// their positions; files of one field list are read by one query.
+async function readFiles(db, job) {
+  const c = await db.connect()
+  const groups = new Map()
+  for (const f of job.files) {
+    const key = JSON.stringify(f.fields)
+    if (!groups.has(key)) groups.set(key, [])
+    groups.get(key).push(f.path)
+  }
+  const byPath = new Map(job.files.map(f => [f.path, []]))
+  for (const [key, paths] of groups) {
+    const fields = JSON.parse(key)
+    const cols = fields.map(f => col(f.id))
+    const sql = `SELECT filename, file_row_number, ${cols.join(', ')}
+                 FROM read_parquet([${paths.map(lit).join(', ')}], filename=true, file_row_number=true,
+                                   schema=${schemaMap(fields)})
+                 ORDER BY filename, file_row_number`
+    for (const r of (await c.runAndReadAll(sql)).getRowsJson()) {
+      byPath.get(r[0]).push([Number(r[1]), ...r.slice(2)])
+    }
+  }
+  c.closeSync()
+  return { files: job.files.map(f => ({ path: f.path, rows: byPath.get(f.path) })) }
 }
 
 main().catch(err => {

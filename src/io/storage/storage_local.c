@@ -322,6 +322,27 @@ io_local_size(IoStorage *st, const char *uri, const char *path, uint64_t *size,
 	return rc;
 }
 
+/* the temporary name of a write: the name, this suffix, the writer's pid */
+#define LOCAL_TEMP_FORMAT "%s.tms-tmp-%ld"
+
+char *
+io_local_temp_name(const char *uri, long pid)
+{
+	IoStrBuf	b;
+
+	if (strncasecmp(uri, "s3://", 5) == 0 || strncasecmp(uri, "s3a://", 6) == 0 ||
+		strncasecmp(uri, "s3n://", 6) == 0)
+		return NULL;
+	io_sb_init(&b);
+	io_sb_printf(&b, LOCAL_TEMP_FORMAT, uri, pid);
+	if (b.oom)
+	{
+		io_sb_free(&b);
+		return NULL;
+	}
+	return b.data;
+}
+
 /*
  * Write atomically: a temporary file in the same directory, then renameat
  * over the final name (which replaces a symbolic link there, never its
@@ -339,7 +360,7 @@ io_local_write(IoStorage *st, const char *uri, const char *path, const void *dat
 	if (local_walk(st, uri, path, true, false, &w, err) != 0)
 		return -1;
 	io_sb_init(&tmp);
-	io_sb_printf(&tmp, "%s.tms-tmp-%ld", w.last, (long) getpid());
+	io_sb_printf(&tmp, LOCAL_TEMP_FORMAT, w.last, (long) getpid());
 	if (tmp.oom)
 	{
 		io_sb_free(&tmp);
