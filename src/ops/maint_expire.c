@@ -176,6 +176,7 @@ expire_cleanup(MaintRun *run, const char *base_metadata)
 		maint_fail_iceberg(run, "cannot read the metadata the expiry was planned on", &err);
 		return;
 	}
+	/* not a scope: the deletes may create run->deleter (io), kept past here */
 	PG_TRY();
 	{
 		delete_expired_files(run, old_md, run->md);
@@ -218,6 +219,7 @@ expire_once(MaintRun *run)
 				   run->ns, run->table, tms_error_text(&err));
 		return MAINT_COMMIT_FAILED;
 	}
+	/* not a scope: maint_commit reloads run->md and run->storage (kept) */
 	PG_TRY();
 	{
 		emit_plan(run, &plan);

@@ -208,6 +208,7 @@ maint_run_orphan(MaintRun *run)
 		maint_fail(run, MAINT_TRANSIENT, "out of memory for the valid file set");
 		return;
 	}
+	/* not a scope: the deletes may create run->deleter (io), kept past here */
 	PG_TRY();
 	{
 		if (!iceberg_valid_set_add_table(sc.vs, &run->fio, run->md, run->metadata_location,

@@ -319,6 +319,7 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 
 	memset(ev, 0, sizeof(*ev));
 	memset(&pre->t, 0, sizeof(pre->t));
+	/* not a scope: t was loaded before this call (preload_tables, or r->kept) */
 	PG_TRY();
 	{
 		TmsError	ierr;
@@ -634,6 +635,7 @@ policy_evaluate_candidates(PolicyRun *r)
 	b->run = r;
 	b->cxt = AllocSetContextCreate(r->cxt, "tms candidates", ALLOCSET_DEFAULT_SIZES);
 	b->item_cxt = AllocSetContextCreate(r->cxt, "tms evaluation", ALLOCSET_DEFAULT_SIZES);
+	/* not a scope: pre[] takes r->kept, loaded by the refresh before this */
 	PG_TRY();
 	{
 		for (;;)

@@ -76,6 +76,7 @@
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
 #include "bridge/names.h"
+#include "bridge/plain_memory.h"
 #include "bridge/role.h"
 #include "observe/stats.h"
 #include "io/util/secret_names.h"
@@ -314,7 +315,8 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table, bool de
 {
 	TmsCatalogConn *conn;
 	IoLoadedTable t;
-	IcebergTableMetadata *volatile md = NULL;
+	IcebergTableMetadata *md = NULL;
+	TmsIoScope *scope;
 	Enqueue		e;
 	TmsError	err;
 	TmsRoleSave save;
@@ -353,9 +355,14 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table, bool de
 	 * fast as a new one.  The worker loads it whole before deleting.
 	 */
 	memset(&t, 0, sizeof(t));
+
+	/*
+	 * the loaded table and its metadata live in the scope: an error frees
+	 * them
+	 */
+	scope = tms_io_scope_begin();
 	if (io_catalog_load_table_refs(conn->catalog, tms_namespace_to_io(ns), table, &t, &err) != 0)
 		tms_error_ereport(&err);	/* 404: a clear error, no job */
-	PG_TRY();
 	{
 		TmsError	ierr;
 		PurgeCheck	check;
@@ -368,7 +375,7 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table, bool de
 					 errdetail("A staged table has no files to purge."),
 					 errhint("Drop it with tms.drop_table().")));
 		if (!iceberg_metadata_parse(t.metadata_json, strlen(t.metadata_json), NULL,
-									(IcebergTableMetadata **) &md, &ierr))
+									&md, &ierr))
 			tms_error_ereport(&ierr);
 		e.location = tms_check_table_location(conn->server, ns, table, md->location, "purge");
 		e.uuid = md->table_uuid ? pstrdup(md->table_uuid) : NULL;
@@ -382,13 +389,10 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table, bool de
 					 check.detail[0] ? errdetail_internal("%s", check.detail) : 0,
 					 check.hint[0] ? errhint("%s", check.hint) : 0));
 		describe_storage(conn, &t, &e);
-	}
-	PG_FINALLY();
-	{
 		iceberg_metadata_free(md);
 		io_loaded_table_free(&t);
 	}
-	PG_END_TRY();
+	tms_io_scope_end(scope);
 
 	/* the job, in this transaction; a worker drops the table after commit */
 	SPI_connect();

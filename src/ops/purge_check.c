@@ -26,7 +26,9 @@
  *
  * The check returns its verdict as a value (SQLSTATE, message, detail,
  * hint); the caller raises it or records it as the job's failure.  The
- * storage and the metadata read are freed whatever happens.
+ * storage and the metadata read live in an io scope (bridge/plain_memory.h):
+ * freed whatever happens, an ERROR (a cancel, a timeout) included; the
+ * storage is opened for this check only and kept nowhere.
  *
  *-------------------------------------------------------------------------
  */
@@ -38,6 +40,7 @@
 
 #include "bridge/catalog.h"
 #include "bridge/errors.h"
+#include "bridge/plain_memory.h"
 #include "io/util/secret_names.h"
 #include "ops/purge_int.h"
 
@@ -78,11 +81,12 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 					 const char *metadata_location, const char *location,
 					 const char *uuid, PurgeCheck *out)
 {
-	IoStorage  *volatile storage = NULL;
-	IcebergTableMetadata *volatile md = NULL;
-	volatile bool ok = true;
+	IoStorage  *storage;
+	IcebergTableMetadata *md = NULL;
+	bool		ok = true;
 	char	   *why = NULL;
 	char	   *c;
+	TmsIoScope *scope;
 
 	memset(out, 0, sizeof(*out));
 	c = tms_location_canonical(s, metadata_location, &why);
@@ -101,7 +105,8 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 							   metadata_location),
 					  "Add a storage root above it to the server option allowed_locations, or drop the table with tms.drop_table().");
 
-	PG_TRY();
+	/* the storage and the metadata live in the scope: an error frees them */
+	scope = tms_io_scope_begin();
 	{
 		TmsError	err;
 		TmsError	ierr;
@@ -121,7 +126,7 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 		{
 			tms_table_fileio(&tio, s, storage, &fio);
 			if (!iceberg_metadata_read(&fio, metadata_location,
-									   (IcebergTableMetadata **) &md, &ierr))
+									   &md, &ierr))
 			{
 				bool		transient = ierr.code == ICEBERG_ERR_IO &&
 				ierr.io_code != IO_ERR_FORBIDDEN && ierr.io_code != IO_ERR_NOT_FOUND &&
@@ -162,13 +167,10 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 									 gc),
 							"Drop it without deleting files with tms.drop_table(), or set gc.enabled to true if its files are its own.");
 		}
-	}
-	PG_FINALLY();
-	{
 		iceberg_metadata_free(md);
 		if (storage)
 			io_storage_free(storage);
 	}
-	PG_END_TRY();
+	tms_io_scope_end(scope);
 	return ok;
 }

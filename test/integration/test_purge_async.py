@@ -26,6 +26,7 @@ import time
 import uuid
 
 import psycopg2
+import psycopg2.errorcodes
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -179,6 +180,53 @@ def test_s3_table_purged_credentials_captured_then_deleted(env):
                                                 prefix + "x/data/sibling.parquet"]
     assert q(env, "SELECT count(*) FROM tms.iceberg_cleanup_credentials"
              " WHERE job_id = %s", (job,))[0][0] == 0
+
+
+def test_timeout_in_the_purge_check_then_purge_again_on_the_same_backend(env):
+    """A statement timeout ends tms.purge_table while its check reads the
+    metadata file through the S3 gate (delayed): the error frees the io
+    memory of the call (the loaded table, the storage opened for the check,
+    in io scopes) with no PG_FINALLY.  The same backend then purges the
+    table: anything of the failed call left reachable (a dangling storage
+    or allocator) would fail or crash it.  No scope context is left."""
+    s3, cat, pg = env["s3"], env["catalog"], env["pg"]
+    prefix = "tbl/%s" % uuid.uuid4().hex
+    out = synth("--out", "s3://warehouse/" + prefix, "--snapshots", "2", "--data-files", "3",
+                "--s3-endpoint", s3.endpoint)
+    name = "s3t_%s" % uuid.uuid4().hex[:8]
+    cat.register("ns", name, out["metadata_location"])
+    gate = world.S3Gate(s3)
+    conn = pg.connect()
+    try:
+        cat.set_table_config("ns", name, {
+            "s3.endpoint": gate.endpoint, "s3.access-key-id": s3.access_key_id,
+            "s3.secret-access-key": s3.secret_access_key, "s3.path-style-access": "true",
+            "client.region": s3.region})
+        gate.delay(60, count=1, scope="all")
+        pg.query("SET statement_timeout = '2s'", conn=conn)
+        e = pg.query_error("SELECT tms.purge_table(%s, 'ns', %s)", (env["server"], name),
+                           conn=conn)
+        assert e.pgcode == psycopg2.errorcodes.QUERY_CANCELED, e.diag.message_primary
+        pg.query("RESET statement_timeout", conn=conn)
+        gate.undelay()
+        meta_key = out["metadata_location"].split("/", 3)[3]
+        wait_for(lambda: any(r["method"] == "GET" and r["path"].endswith(meta_key)
+                             for r in gate.log()),
+                 timeout=30, what="the delayed metadata read to reach the gate")
+        assert q(env, "SELECT count(*) FROM tms.iceberg_cleanup_job WHERE table_name = %s",
+                 (name,))[0][0] == 0, "no job for the failed call"
+        assert pg.query("SELECT count(*) FROM pg_backend_memory_contexts"
+                        " WHERE name = 'tms io scope'", conn=conn)[0][0] == 0
+        job = pg.query("SELECT tms.purge_table(%s, 'ns', %s)", (env["server"], name),
+                       conn=conn)[0][0]
+        assert pg.query("SELECT count(*) FROM pg_backend_memory_contexts"
+                        " WHERE name = 'tms io scope'", conn=conn)[0][0] == 0
+        assert wait_state(env, job)[0] == "SUCCEEDED"
+        assert s3.client().list("warehouse", prefix) == []
+    finally:
+        conn.close()
+        cat.clear_table_configs()
+        gate.stop()
 
 
 @pytest.mark.parametrize("name", ["spark_v2_mor_posdeletes",
