@@ -1999,9 +1999,9 @@ respond_delete(int fd, const char *path, const char *body, size_t body_len)
 		snprintf(head, sizeof(head),
 				 "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nRetry-After: 2\r\n"
 				 "Content-Length: %zu\r\n\r\n", strlen(doc));
+		__sync_sub_and_fetch(&stats->in_flight, 1); /* before the answer */
 		write_all(fd, head, strlen(head));
 		write_all(fd, doc, strlen(doc));
-		__sync_sub_and_fetch(&stats->in_flight, 1);
 		return;
 	}
 	if (strncmp(path, "/slowly?", 8) == 0)
@@ -2029,10 +2029,10 @@ respond_delete(int fd, const char *path, const char *body, size_t body_len)
 	snprintf(head, sizeof(head),
 			 "HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: %zu\r\n\r\n",
 			 sb.len);
+	__sync_sub_and_fetch(&stats->in_flight, 1); /* before the answer */
 	write_all(fd, head, strlen(head));
 	write_all(fd, sb.data, sb.len);
 	io_sb_free(&sb);
-	__sync_sub_and_fetch(&stats->in_flight, 1);
 }
 
 /*
@@ -2147,6 +2147,13 @@ serve_connection(int fd)
 				sleep(30);
 			if (strncmp(name, "slow", 4) == 0)
 				slow_request();
+
+			/*
+			 * The request ends here, before its answer is written: once the
+			 * client has the answer it may send the next one, which must not
+			 * find this one still counted.
+			 */
+			__sync_sub_and_fetch(&stats->in_flight, 1);
 			if (auth && atoi(auth + 25) < stats->min_valid_token)
 				respond(fd, 401, NULL, "{\"error\": {\"message\": \"expired\", \"type\": \"NotAuthorizedException\", \"code\": 401}}");
 			else if (strcmp(name, "unsupported") == 0)
@@ -2166,7 +2173,6 @@ serve_connection(int fd)
 						 name);
 				respond(fd, 200, "ETag: \"e1\"\r\n", body);
 			}
-			__sync_sub_and_fetch(&stats->in_flight, 1);
 		}
 		else
 			respond(fd, 404, NULL, "{}");
