@@ -988,11 +988,11 @@ step_finish(void *arg)
 {
 	FinishStep *f = arg;
 	MaintRun   *run = f->run;
-	Oid			types[17] = {INT8OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
+	Oid			types[18] = {INT8OID, TEXTOID, INT8OID, TEXTOID, TEXTOID, INT8OID,
 		INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT4OID, BOOLOID, TEXTOID,
-	INT8OID, TEXTOID};
-	Datum		args[17];
-	char		nulls[17];
+	INT8OID, TEXTOID, INT8OID};
+	Datum		args[18];
+	char		nulls[18];
 	bool		failure = strcmp(f->state, "failed") == 0;
 	int			rc;
 
@@ -1026,11 +1026,13 @@ step_finish(void *arg)
 												run->hint));
 	else
 		nulls[16] = 'n';
+	args[17] = Int64GetDatum(run->files_missing);
 
 	/*
 	 * failed: back to pending (retried) unless terminal or out of attempts,
 	 * message = its detail and hint; skipped and cancelled: reason = the
-	 * run's message; succeeded: the effect.
+	 * run's message; succeeded: the effect (files kept outside the allowed
+	 * locations, files of expired snapshots found already deleted).
 	 */
 	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
 							   "   SET state = CASE WHEN $4 = 'failed' AND NOT $14 AND attempts < $13"
@@ -1040,8 +1042,10 @@ step_finish(void *arg)
 							   "       last_error = CASE WHEN $4 = 'failed' THEN $5 ELSE last_error END,"
 							   "       reason = CASE WHEN $4 IN ('skipped', 'cancelled') THEN $5"
 							   "                     WHEN $4 = 'succeeded' THEN NULL ELSE reason END,"
-							   "       message = CASE WHEN $4 = 'succeeded' AND $16 > 0"
-							   "                      THEN format('%s files outside the table location or the allowed locations were kept', $16)"
+							   "       message = CASE WHEN $4 = 'succeeded' AND ($16 > 0 OR $18 > 0)"
+							   "                      THEN concat_ws('; ',"
+							   "                        CASE WHEN $16 > 0 THEN format('%s files outside the table location or the allowed locations were kept', $16) END,"
+							   "                        CASE WHEN $18 > 0 THEN format('%s manifest lists or manifests of expired snapshots were already missing; the files only they listed are left to orphan cleanup', $18) END)"
 							   "                      WHEN $4 = 'failed' AND $17 IS NOT NULL THEN $17"
 							   "                      ELSE message END,"
 							   "       after_snapshot_id = coalesce($6, after_snapshot_id),"
@@ -1051,7 +1055,7 @@ step_finish(void *arg)
 							   "       phase = CASE WHEN $4 = 'failed' THEN phase ELSE 'done' END"
 							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD
 							   " RETURNING state",
-							   17, types, args, nulls, false, 0);
+							   18, types, args, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not finish maintenance job: %s", SPI_result_code_string(rc));
 	f->held = SPI_processed == 1;

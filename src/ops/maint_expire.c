@@ -25,6 +25,12 @@
  * job computes the same from commit_state, so a crash between the commit
  * and the deletes, or in the middle of them, deletes exactly the same
  * files.  "clean-expired-files": false commits and deletes nothing.
+ * A manifest list or manifest of an expired snapshot found missing then
+ * (a concurrent orphan cleanup may delete them once the commit landed)
+ * is skipped and counted in files_missing, as Iceberg's cleanup ignores
+ * failures to read expired manifests; a missing file of a kept snapshot
+ * fails before anything is deleted.  Every failure after the commit says
+ * that the commit landed (the job also stays in phase "cleanup").
  *
  * A dry run plans the same, computes the files against the metadata as
  * the commit would leave it (iceberg_metadata_without), and emits rows.
@@ -68,6 +74,7 @@ delete_expired_files(MaintRun *run, const IcebergTableMetadata *old_md,
 	TmsError	err;
 	bool		ok;
 	const char *gc = iceberg_metadata_property(kept, ICEBERG_PROP_GC_ENABLED);
+	const char *landed = run->dry_run ? "" : " after the expiry commit landed";
 
 	/* gc.enabled may have turned false since the plan: the files stay */
 	if (gc == NULL || pg_strcasecmp(gc, "true") == 0)
@@ -75,18 +82,23 @@ delete_expired_files(MaintRun *run, const IcebergTableMetadata *old_md,
 	if (gc != NULL && pg_strcasecmp(gc, "true") != 0)
 	{
 		maint_fail_code(run, MAINT_TERMINAL, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-						"cannot delete the files of the expired snapshots of table \"%s.%s\": garbage collection is disabled for it (gc.enabled is \"%s\"); deleting files may corrupt other tables",
-						run->ns, run->table, gc);
+						"cannot delete the files of the expired snapshots of table \"%s.%s\"%s: garbage collection is disabled for it (gc.enabled is \"%s\"); deleting files may corrupt other tables",
+						run->ns, run->table, landed, gc);
 		return;
 	}
 	run->in_callback = true;
 	ok = iceberg_expired_files(&run->fio, old_md, kept, run->conn->server->relative_root,
-							   expired_file, run, &err);
+							   expired_file, run,
+							   run->dry_run ? NULL : &run->files_missing, &err);
 	run->in_callback = false;
 	maint_callback_rethrow(run);
 	CHECK_FOR_INTERRUPTS();
 	if (!ok && run->result == MAINT_OK)
-		maint_fail_iceberg(run, "cannot list the files of the expired snapshots", &err);
+		maint_fail_iceberg(run, psprintf("cannot list the files of the expired snapshots%s",
+										 landed), &err);
+	if (run->files_missing > 0)
+		elog(DEBUG1, "snapshot expiry of table \"%s.%s\": " INT64_FORMAT " manifest lists or manifests of expired snapshots were already missing",
+			 run->ns, run->table, run->files_missing);
 	if (run->result == MAINT_OK)
 		(void) maint_delete_flush(run);
 }
@@ -173,7 +185,7 @@ expire_cleanup(MaintRun *run, const char *base_metadata)
 
 	if (!iceberg_metadata_read(&run->fio, base_metadata, (IcebergTableMetadata **) &old_md, &err))
 	{
-		maint_fail_iceberg(run, "cannot read the metadata the expiry was planned on", &err);
+		maint_fail_iceberg(run, "cannot read the metadata the expiry was planned on after the expiry commit landed", &err);
 		return;
 	}
 	/* not a scope: the deletes may create run->deleter (io), kept past here */

@@ -191,6 +191,7 @@ typedef struct MaintRun
 	int64		files_deleted;
 	int64		bytes_deleted;
 	int64		files_skipped;
+	int64		files_missing;	/* of expired snapshots, gone already */
 	int64		orphans_found;
 	int64		commit_attempts;
 

@@ -420,6 +420,101 @@ def test_expiry_deletes_files_only_expired_snapshots_reach(env, where):
     assert row["files_deleted"] == len(deletes)
 
 
+
+def job_note(env, jid):
+    """(phase, message) of a job: what its record says beyond the counters."""
+    return tuple(q(env, "SELECT phase, message FROM tms.maintenance_jobs WHERE id = %s",
+                   (jid,))[0])
+
+
+def expired_only_world(env, where):
+    """Six appends, then a delete snapshot dropping two manifests: expiring
+    everything but the current snapshot expires six snapshots, whose two
+    dropped manifests (one data file each) only they reach."""
+    cat, st = env["catalog"], env["st"]
+    loc, name, res = new_table(env, where, "--snapshots", "6", "--data-files", "12",
+                               "--files-per-manifest", "1")
+    _, meta = ow.load(cat, "ops", name)
+    cur = ow.snapshot(meta, meta["current-snapshot-id"])
+    data_manifests = [r["manifest_path"] for r in ow.manifest_records(st, cur)
+                      if not r.get("content")]
+    body, _ = ow.delete_manifests_commit(st, meta, data_manifests[-2:], seed=11)
+    ow.commit(cat, "ops", name, body)
+    return loc, name, data_manifests[-2:]
+
+
+@pytest.mark.parametrize("where", ["file", "s3"])
+def test_expiry_skips_missing_files_of_expired_snapshots(env, where):
+    """A concurrent orphan cleanup may delete the manifest lists and
+    manifests of expired snapshots once the expiry commit landed, before
+    the expiry lists them: they are gone, the job skips and reports them,
+    deletes the rest and succeeds (as Iceberg's cleanup ignores failures to
+    read expired manifests).  Here they are deleted before the run: the
+    expiry still sees their snapshots in the metadata and expires them."""
+    cat, st = env["catalog"], env["st"]
+    loc, name, dropped = expired_only_world(env, where)
+    mloc, meta = ow.load(cat, "ops", name)
+    exp, deletes = expect_expiry(env, meta, older_than_ms=int(time.time() * 1000),
+                                 retain_last=1)
+    assert len(exp["expired"]) == 6
+    kinds = {ow.canon(st, p): k for p, k in deletes.items()}
+    seen = observe(env, "ops", name)
+    listing = ow.list_location(st, loc)
+    # gone already: the manifest lists of the two oldest snapshots and one
+    # dropped manifest (whose data file is then reached by nothing)
+    oldest = sorted(meta["snapshots"], key=lambda s: s["timestamp-ms"])[:2]
+    assert all(s["snapshot-id"] in exp["expired"] for s in oldest)
+    gone_lists = [s["manifest-list"] for s in oldest]
+    orphaned = [e["data_file"]["file_path"] for e in ow.manifest_entries(st, dropped[0])]
+    assert len(orphaned) == 1 and kinds.get(ow.canon(st, orphaned[0])) == "data"
+    for p in gone_lists + [dropped[0]]:
+        assert kinds.get(ow.canon(st, p)) in ("manifest-list", "manifest")
+        st.delete(p)
+    row = wait_job(env, run(env, "ops", name, "snapshot-expiry",
+                            {"retain-last": 1, "older-than": "1 second"}))
+    _, meta2 = ow.load(cat, "ops", name)
+    assert snapshot_ids(meta2) == exp["retained"]
+    after = ow.list_location(st, loc)
+    # everything else only the expired snapshots reached is deleted
+    assert set(listing) - set(after) == set(kinds) - {ow.canon(st, orphaned[0])}
+    assert ow.canon(st, orphaned[0]) in after
+    assert row["snapshots_expired"] == 6
+    assert row["files_deleted"] == len(deletes) - 3 - 1
+    phase, message = job_note(env, row["id"])
+    assert phase == "done"
+    assert message.startswith("3 manifest lists or manifests of expired snapshots were "
+                              "already missing"), message
+    # the kept snapshot reads as before
+    assert all(st.exists(p) for p in ow.content_files(st, meta2))
+    assert observe(env, "ops", name) == seen
+
+
+def test_expiry_missing_file_of_kept_snapshot_fails_before_deleting(env):
+    """A missing manifest list of a KEPT snapshot leaves what is kept
+    unproven: the commit lands (the job's record says so: phase cleanup,
+    the snapshots expired, the error names the landed commit) but nothing
+    is deleted, and the job fails."""
+    cat, st = env["catalog"], env["st"]
+    loc, name, dropped = expired_only_world(env, "file")
+    mloc, meta = ow.load(cat, "ops", name)
+    exp, deletes = expect_expiry(env, meta, older_than_ms=int(time.time() * 1000),
+                                 retain_last=2)
+    assert len(exp["expired"]) == 5 and len(exp["retained"]) == 2
+    kept_old = [sid for sid in exp["retained"] if sid != meta["current-snapshot-id"]]
+    victim = ow.snapshot(meta, kept_old[0])["manifest-list"]
+    st.delete(victim)
+    listing = ow.list_location(st, loc)
+    jid = run(env, "ops", name, "snapshot-expiry", {"retain-last": 2, "older-than": "1 second"})
+    row = wait_job(env, jid, ("failed",))
+    mloc2, meta2 = ow.load(cat, "ops", name)
+    assert snapshot_ids(meta2) == exp["retained"]              # the commit landed
+    # nothing deleted: only the new metadata file appeared
+    assert set(ow.list_location(st, loc)) == set(listing) | {ow.canon(st, mloc2)}
+    assert row["files_deleted"] == 0 and row["snapshots_expired"] == 5
+    assert "after the expiry commit landed" in row["last_error"], row["last_error"]
+    assert job_note(env, jid)[0] == "cleanup"
+
+
 def test_expiry_1000_snapshots(env):
     cat, st = env["catalog"], env["st"]
     loc, name, res = new_table(env, "file", "--snapshots", "1000", "--data-files", "100",

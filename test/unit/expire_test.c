@@ -744,7 +744,7 @@ check_expired(const char *name, const IcebergFileIO *io,
 	}
 	strlist_sort_unique(&e);
 	strlist_sort_unique(&k);
-	if (!iceberg_expired_files(io, old_md, kept_md, root, stream_cb, &got, &err))
+	if (!iceberg_expired_files(io, old_md, kept_md, root, stream_cb, &got, NULL, &err))
 	{
 		CHECK(false, "%s: iceberg_expired_files: %s (%s)", name, err.message, err.detail);
 		result = -1;
@@ -778,6 +778,99 @@ done:
 	strlist_free(&got);
 	io_free(ids);
 	return result;
+}
+
+/*
+ * A manifest list gone from storage (a concurrent orphan cleanup deleted
+ * it after the expiry commit landed): of an expired snapshot, skipped and
+ * counted when the caller tolerates it, an error when not; of a kept
+ * snapshot, always an error, and nothing streamed before it.
+ */
+static void
+test_expired_missing(void)
+{
+	IcebergLocalFS fs;
+	IcebergFileIO io;
+	IcebergTableMetadata *md,
+			   *kept;
+	IcebergExpireOptions o;
+	IcebergExpirePlan p;
+	TmsError	err;
+	char		folder[1024];
+	char		path[1200];
+	StrList		all = {0},
+				got = {0},
+				none = {0};
+	int64_t		missing = 0;
+	const IcebergSnapshot *gone = NULL,
+			   *cur;
+	int			i;
+
+	snprintf(folder, sizeof(folder), "%s/pyiceberg-v1-overwrite", fixtures);
+	memset(&fs, 0, sizeof(fs));
+	fs.nmaps = 1;
+	fs.maps[0].from = "data/persistent/iceberg_v1_repro/repro/merch_v1";
+	fs.maps[0].to = folder;
+	iceberg_local_fileio(&io, &fs);
+	snprintf(path, sizeof(path), "%s/metadata/00003-8d01e4aa-d143-49c9-898e-b5e477577b70.metadata.json", folder);
+	if (!iceberg_metadata_read(&io, path, &md, &err))
+	{
+		CHECK(false, "read pyiceberg: %s", err.message);
+		return;
+	}
+	opts_default(&o, md->last_updated_ms + 1, md->last_updated_ms + 1, 1);
+	if (!iceberg_expire_plan(md, &o, &p, &err) || p.nexpired != 2 ||
+		(kept = iceberg_metadata_without(md, &p, &err)) == NULL)
+	{
+		CHECK(false, "pyiceberg plan for the missing-file test");
+		iceberg_metadata_free(md);
+		return;
+	}
+	all.root = got.root = none.root = "/fixroot";
+	CHECK(iceberg_expired_files(&io, md, kept, "/fixroot", stream_cb, &all, NULL, &err),
+		  "missing: the full stream (%s)", err.message);
+	for (i = 0; i < md->nsnapshots; i++)
+		if (md->snapshots[i].snapshot_id == p.expired[0])
+			gone = &md->snapshots[i];
+	cur = iceberg_metadata_snapshot(md, md->current_snapshot_id);
+
+	/* the oldest expired snapshot's manifest list is gone */
+	fs.nmaps = 2;
+	fs.maps[1] = fs.maps[0];
+	fs.maps[0].from = gone->manifest_list;
+	fs.maps[0].to = "/nonexistent-tms-unit/gone.avro";
+	iceberg_local_fileio(&io, &fs);
+	CHECK(!iceberg_expired_files(&io, md, kept, "/fixroot", stream_cb, &none, NULL, &err) &&
+		  (err.code == IO_ERR_NOT_FOUND || err.io_code == IO_ERR_NOT_FOUND),
+		  "missing expired list without tolerance: an error (%s)", tms_error_code_name(err.code));
+	strlist_free(&none);
+	memset(&none, 0, sizeof(none));
+	none.root = "/fixroot";
+	CHECK(iceberg_expired_files(&io, md, kept, "/fixroot", stream_cb, &got, &missing, &err) &&
+		  missing == 1,
+		  "missing expired list tolerated: skipped and counted (%lld, %s)",
+		  (long long) missing, err.message);
+	CHECK(got.n == all.n - 1 &&
+		  got.kinds[ICEBERG_FILE_MANIFEST_LIST] == all.kinds[ICEBERG_FILE_MANIFEST_LIST] - 1 &&
+		  got.kinds[ICEBERG_FILE_DATA] == all.kinds[ICEBERG_FILE_DATA],
+		  "missing expired list: the rest streams (%d of %d, %d data)",
+		  got.n, all.n, got.kinds[ICEBERG_FILE_DATA]);
+
+	/* the kept snapshot's manifest list is gone: an error, nothing streamed */
+	fs.maps[0].from = cur->manifest_list;
+	iceberg_local_fileio(&io, &fs);
+	missing = 0;
+	CHECK(!iceberg_expired_files(&io, md, kept, "/fixroot", stream_cb, &none, &missing, &err) &&
+		  (err.code == IO_ERR_NOT_FOUND || err.io_code == IO_ERR_NOT_FOUND) &&
+		  none.n == 0 && missing == 0,
+		  "missing kept list: an error before anything streams (%s, %d streamed)",
+		  tms_error_code_name(err.code), none.n);
+	strlist_free(&all);
+	strlist_free(&got);
+	strlist_free(&none);
+	iceberg_metadata_free(kept);
+	iceberg_expire_plan_free(&p);
+	iceberg_metadata_free(md);
 }
 
 /* Count of a kind in a stream from check_expired. */
@@ -825,7 +918,7 @@ test_expired_fixtures(void)
 	/* an unrelated relative root changes nothing but the prefix */
 	check_expired("pyiceberg, other root", &io, md, kept, "/elsewhere/x", NULL);
 	/* relative paths without a root: refused, never guessed */
-	CHECK(!iceberg_expired_files(&io, md, kept, NULL, stream_cb, &(StrList) {0}, &err) &&
+	CHECK(!iceberg_expired_files(&io, md, kept, NULL, stream_cb, &(StrList) {0}, NULL, &err) &&
 		  err.code == ICEBERG_ERR_INVALID_ARGUMENT,
 		  "relative paths without a root fail (%s)", tms_error_code_name(err.code));
 	/* nothing expired: nothing streamed */
@@ -1757,7 +1850,7 @@ test_robustness(void)
 				if (kept != NULL)
 				{
 					/* every read fails or finds garbage: an error, no crash */
-					(void) iceberg_expired_files(&io, md, kept, "/r", null_cb, NULL, &err);
+					(void) iceberg_expired_files(&io, md, kept, "/r", null_cb, NULL, NULL, &err);
 					iceberg_metadata_free(kept);
 				}
 				body = iceberg_commit_expire(md->table_uuid, md->current_snapshot_id, &p, &err);
@@ -1865,7 +1958,7 @@ expired:
 	kept = iceberg_metadata_without(md, &p, &err);
 	if (p.expired != &id)
 		io_free(p.expired);
-	if (!iceberg_expired_files(&io, md, kept, NULL, count_cb, &nstream, &err))
+	if (!iceberg_expired_files(&io, md, kept, NULL, count_cb, &nstream, NULL, &err))
 	{
 		printf("expired files: %s\n", err.message);
 		return 1;
@@ -1914,6 +2007,7 @@ main(void)
 	test_plan_refs();
 	test_plan_random();
 	test_expired_fixtures();
+	test_expired_missing();
 	test_expired_all_fixtures();
 	test_expired_synth();
 	test_valid_set();

@@ -804,7 +804,30 @@ typedef struct Expired
 	IcebergWalkCallback cb;
 	void	   *arg;
 	TmsError   *err;
+	int64_t    *missing;		/* NULL: a missing file is an error */
 } Expired;
+
+/*
+ * Is err a missing file (404 / ENOENT) that the caller tolerates?  Then it
+ * is counted, err is cleared and the file's hash is marked done, so that
+ * it is neither read again nor streamed: it is gone already.  Any other
+ * failure (5xx, timeout, a malformed file) stays one.
+ */
+static bool
+expired_missing(Expired *x, uint64_t h)
+{
+	bool		added;
+
+	if (x->missing == NULL ||
+		!(x->err->code == IO_ERR_NOT_FOUND ||
+		  (x->err->code == ICEBERG_ERR_IO && x->err->io_code == IO_ERR_NOT_FOUND)))
+		return false;
+	tms_error_clear(x->err);
+	if (!iceberg_hash_table_add(&x->done, h, &added, x->err))
+		return false;
+	(*x->missing)++;
+	return true;
+}
 
 /*
  * Stream path unless kept or streamed already.  The canonical path goes
@@ -866,7 +889,7 @@ expired_manifest(Expired *x, const IcebergManifestFile *mf, int64_t snapshot_id)
 		iceberg_hash_table_has(&x->done, h))
 		return true;
 	if (!iceberg_manifest_open(x->io, mf, x->md->format_version, 0, &mr, x->err))
-		return false;
+		return expired_missing(x, h);
 	while ((rc = iceberg_manifest_next(mr, &e, x->err)) == 1)
 	{
 		IcebergFileKind kind;
@@ -879,13 +902,13 @@ expired_manifest(Expired *x, const IcebergManifestFile *mf, int64_t snapshot_id)
 		if (!expired_emit(x, kind, e->file_path, e->file_size_in_bytes,
 						  snapshot_id, e->status))
 		{
-			rc = -1;
-			break;
+			iceberg_manifest_close(mr);
+			return false;
 		}
 	}
 	iceberg_manifest_close(mr);
 	if (rc != 0)
-		return false;
+		return expired_missing(x, h);
 
 	/*
 	 * streamed after its content, so that an interrupted run leaves orphans,
@@ -903,20 +926,28 @@ expired_snapshot(Expired *x, const IcebergSnapshot *s)
 {
 	IcebergManifestListReader *lr;
 	const IcebergManifestFile *mf;
+	uint64_t	h = 0;
+	bool		listed = true;
 	int			rc;
 
-	if (!iceberg_manifest_list_open(x->io, x->md, s, &lr, x->err))
+	if (s->manifest_list != NULL &&
+		!canonical_hash(s->manifest_list, x->root, &h, NULL, x->err))
 		return false;
+	if (!iceberg_manifest_list_open(x->io, x->md, s, &lr, x->err))
+		return s->manifest_list != NULL && expired_missing(x, h);
 	while ((rc = iceberg_manifest_list_next(lr, &mf, x->err)) == 1)
 	{
 		if (iceberg_check_interrupt(x->io, x->err) ||
 			!expired_manifest(x, mf, s->snapshot_id))
 		{
 			rc = -1;
+			listed = false;		/* a manifest's failure, not the list's */
 			break;
 		}
 	}
 	iceberg_manifest_list_close(lr);
+	if (rc < 0 && listed && s->manifest_list != NULL)
+		return expired_missing(x, h);
 	return rc == 0;
 }
 
@@ -938,7 +969,7 @@ iceberg_expired_files(const IcebergFileIO *io,
 					  const IcebergTableMetadata *old_md,
 					  const IcebergTableMetadata *kept_md,
 					  const char *relative_root, IcebergWalkCallback cb,
-					  void *arg, TmsError *err)
+					  void *arg, int64_t *missing, TmsError *err)
 {
 	Expired		x;
 	KeptState	ks;
@@ -960,6 +991,7 @@ iceberg_expired_files(const IcebergFileIO *io,
 	x.cb = cb;
 	x.arg = arg;
 	x.err = err;
+	x.missing = missing;
 
 	/* every file of every kept snapshot (live entries), and its statistics */
 	ks.kept = &x.kept;

@@ -143,12 +143,21 @@ extern IcebergTableMetadata *iceberg_metadata_without(const IcebergTableMetadata
  * each, hashes again); a collision can only keep a file, never delete one.
  * A path that cannot be canonicalised fails the call
  * (ICEBERG_ERR_INVALID_ARGUMENT): nothing is guessed.
+ *
+ * missing NULL: every file must be readable.  Else (after the expiry
+ * commit landed, as Iceberg's FileCleanupStrategy ignores failures to
+ * read expired manifests) a manifest list or manifest of an EXPIRED
+ * snapshot that is missing (IO_ERR_NOT_FOUND: a concurrent orphan
+ * cleanup deleted it) is skipped and counted in *missing: it is gone,
+ * and the files only it listed are left to orphan cleanup.  A missing
+ * file of a KEPT snapshot still fails the call, before anything is
+ * streamed: what is kept must be proven complete.  Other failures stay.
  */
 extern bool iceberg_expired_files(const IcebergFileIO *io,
 								  const IcebergTableMetadata *old_md,
 								  const IcebergTableMetadata *kept_md,
 								  const char *relative_root,
 								  IcebergWalkCallback cb, void *arg,
-								  TmsError *err);
+								  int64_t *missing, TmsError *err);
 
 #endif							/* TMS_ICEBERG_EXPIRE_H */
