@@ -1550,14 +1550,6 @@ def _after_round(self, reader, s, rnd, before):
             s.fail("job %d (%s) skipped without a reason" % (jid, op))
         expected = s.faulted or "garbage collection" in (err or "") or (
             s.p.outside and "outside the allowed locations" in (err or ""))
-        if state == "failed" and op == "snapshot-expiry" and \
-                "cannot list the files of the expired snapshots" in (err or "") and \
-                any(j[1] == "orphan-cleanup" for j in jobs):
-            # an open finding (test/README.md): the orphan cleanup beside it
-            # deleted the expired snapshots' files, old and unreferenced
-            # once the expiry's commit landed, before the expiry read them
-            self.inc("known: expiry failed after its commit, beside an orphan cleanup", 1)
-            expected = True
         if state == "failed" and not expected:
             s.fail("job %d (%s %s) failed with no fault injected: %s" % (
                 jid, op, json.dumps(opts), (err or "").splitlines()[0] if err else err))
