@@ -440,7 +440,7 @@ delete_temporaries(MaintRun *run, char **names, int n, int pid)
 		if (t != NULL)
 		{
 			tmp[ntmp++] = pstrdup(t);
-			free(t);
+			io_free(t);
 		}
 	}
 	maint_delete_written(run, tmp, ntmp);
