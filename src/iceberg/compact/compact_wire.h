@@ -156,10 +156,12 @@ typedef struct IcebergCompactJob
 } IcebergCompactJob;
 
 /*
- * The metrics modes of the table's columns (Iceberg's MetricsConfig):
- * write.metadata.metrics.column.<name>, else write.metadata.metrics.default
- * (truncate(16)); columns past write.metadata.metrics.max-inferred-column-
- * defaults (100) without a mode of their own get none.  n = the schema's.
+ * The metrics modes of the table's primitive fields at every depth
+ * (Iceberg's MetricsConfig): write.metadata.metrics.column.<full name>
+ * ("a.b", "l.element", "m.key"), else write.metadata.metrics.default;
+ * without that default, the first write.metadata.metrics.max-inferred-
+ * column-defaults (100) fields, breadth first as Iceberg's limitFieldIds
+ * takes them, get truncate(16) and the others none.  n = schema->nleaves.
  */
 extern bool iceberg_compact_metrics_modes(const IcebergTableMetadata *md,
 										  const IcebergSchema *schema,
@@ -236,11 +238,13 @@ extern char *iceberg_compact_error_json(int group, const char *message);
 /*
  * The single-value serialization of a value of column c given as text:
  * booleans "true"/"false"; int, long, date (days), time, timestamps
- * (microseconds) as integers; float and double as decimal text ("inf",
- * "-inf" too); decimals as decimal text at any scale up to the column's;
- * strings as they are (len bytes); binary as hex; uuids in their text
+ * (microseconds; timestamp_ns and timestamptz_ns in nanoseconds) as
+ * integers; float and double as decimal text ("inf", "-inf" too);
+ * decimals as decimal text at any scale up to the column's; strings as
+ * they are (len bytes); binary and fixed as hex; uuids in their text
  * form.  For a lower or upper bound in mode truncate(length), strings
- * (in characters) and binary are truncated as Iceberg does: a lower bound
+ * (in characters), binary and fixed are truncated as Iceberg does
+ * (UnicodeUtil, BinaryUtil): a lower bound
  * is the prefix, an upper bound the prefix with its last character (byte)
  * incremented; *out NULL when no such upper bound exists.  *out is
  * malloc'd.  False: not a value of that type, or out of memory (*oom).
