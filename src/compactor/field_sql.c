@@ -20,6 +20,8 @@
  *	 - a field the file lacks is its initial-default (a primitive's; the
  *	   spec's JSON single-value serialization read as a literal) or null;
  *	   a field of the file the schema lacks (dropped) is not read.
+ * A file whose top-level columns lack field ids fails the group (Iceberg
+ * reads such files through the table's name mapping, not applied here).
  * Parquet's list and map layouts are read as DuckDB reads them: a LIST
  * group's repeated child is the element when it is a primitive or a
  * group of several fields, else its only child is; a MAP group's
@@ -549,6 +551,14 @@ read_projection(Sql *q, const IcebergSchema *s, const FileNode *root, char *msg,
 {
 	int			i;
 
+	/* without ids, Iceberg reads a file through a name mapping: not here */
+	for (i = 0; i < root->nchildren; i++)
+		if (root->children[i].field_id < 0)
+		{
+			snprintf(msg, msglen, "the data file's column \"%.200s\" has no Iceberg field id (a name mapping is not applied)",
+					 root->children[i].name);
+			return false;
+		}
 	for (i = 0; i < s->ncolumns; i++)
 	{
 		const IcebergColumn *c = &s->columns[i];

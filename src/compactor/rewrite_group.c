@@ -632,7 +632,7 @@ group_read_sql(GroupRun *g, int o)
 				break;
 		if (k < i)
 			continue;
-		sql_add(q, "%sSELECT %s, filename, file_row_number FROM read_parquet([",
+		sql_add(q, "%sSELECT %s, __tms_filename AS filename, file_row_number FROM read_parquet([",
 				parts++ ? " UNION ALL " : "", g->proj[i]);
 		for (k = i, n = 0; k < job->ninputs; k++)
 			if (g->first_out[k] <= o && g->last_out[k] >= o && strcmp(g->sig[k], g->sig[i]) == 0)
@@ -641,7 +641,8 @@ group_read_sql(GroupRun *g, int o)
 				sql_add(q, "%s", n++ ? ", " : "");
 				sql_lit(q, g->path);
 			}
-		sql_add(q, "], filename = true, file_row_number = true)");
+		/* a table may have a column "filename" */
+		sql_add(q, "], filename = '__tms_filename', file_row_number = true)");
 	}
 }
 

@@ -159,8 +159,9 @@ extern const IcebergColumn *iceberg_schema_field(const IcebergSchema *s, int32_t
 
 /*
  * The first field (depth first) of a type the local engine cannot rewrite
- * (see compact_plan.c): ICEBERG_ERR_UNSUPPORTED, the message naming its
- * full name ("a.b.element") and type, the detail why; true when none.
+ * (see compact_plan.c): ICEBERG_ERR_UNSUPPORTED, the message and the
+ * detail naming its full name ("a.b.element") and type, the detail also
+ * saying why; true when none.
  */
 extern bool iceberg_compact_check_schema(const IcebergSchema *s, IcebergError *err);
 

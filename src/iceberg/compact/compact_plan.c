@@ -132,7 +132,7 @@ check_fields(const IcebergColumn *c, int n, const char *prefix, IcebergError *er
 			iceberg_set_error(err, ICEBERG_ERR_UNSUPPORTED,
 							  "compaction on engine \"local\" does not support column \"%s\" of type %s",
 							  name, c[i].type_text);
-			iceberg_set_detail(err, "%s", why);
+			iceberg_set_detail(err, "Column \"%s\" is of type %s. %s", name, c[i].type_text, why);
 			return false;
 		}
 		if (!check_fields(c[i].children, c[i].nchildren, name, err))
