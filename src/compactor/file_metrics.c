@@ -74,7 +74,7 @@ bound_expr(Sql *q, const IcebergColumn *c, const char *agg, const char *x)
 			sql_add(q, "CAST(%s(%s) - DATE '1970-01-01' AS VARCHAR)", agg, x);
 			break;
 		case ICEBERG_TYPE_TIME:
-			sql_add(q, "CAST(epoch_us(TIMESTAMP '1970-01-01' + %s(%s)) AS VARCHAR)", agg, x);
+			sql_add(q, "CAST(epoch_us(DATE '1970-01-01' + %s(%s)) AS VARCHAR)", agg, x);
 			break;
 		case ICEBERG_TYPE_TIMESTAMP:
 		case ICEBERG_TYPE_TIMESTAMPTZ:
