@@ -693,3 +693,60 @@ def test_refused_type(env, tmp_path):
         e.diag.message_detail
     assert "tms_engine" in e.diag.message_hint, e.diag.message_hint
     assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+
+
+# ---------------------------------------------------------------------------
+# timestamp_ns, through the helper alone
+# ---------------------------------------------------------------------------
+
+def test_helper_timestamp_ns(tmp_path):
+    """timestamp_ns is a format v3 type, and tms skips v3 tables: the
+    helper itself (the installed tms_compactor, speaking its protocol)
+    rewrites a file of timestamp_ns values, nested ones too, keeping their
+    nanoseconds, and bounds them in nanoseconds."""
+    libdir = subprocess.run(["pg_config", "--pkglibdir"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    helper = os.path.join(libdir, "tms", "tms_compactor")
+    schema = schema_of(0, [F(1, "id", "int", True), F(2, "t", "timestamp_ns"),
+                           F(3, "s", S(F(4, "u", "timestamp_ns")))])
+    rows = ("SELECT id::INTEGER AS id, t, {'u': u} AS s FROM (VALUES"
+            " (0, TIMESTAMP_NS '1969-12-31 23:59:59.999999999', TIMESTAMP_NS '2262-01-01 00:00:00.000000007'),"
+            " (1, TIMESTAMP_NS '2024-01-01 00:00:00.000000001', TIMESTAMP_NS '1900-01-01 00:00:00.123456789'),"
+            " (2, TIMESTAMP_NS '2024-01-01 00:00:00.000000002', NULL::TIMESTAMP_NS)) v(id, t, u)")
+    src = str(tmp_path / "in.parquet")
+    res = duck(["COPY (%s) TO %s (FORMAT parquet, FIELD_IDS %s)" % (rows, lit(src), field_ids(schema)),
+                "SELECT id, epoch_ns(t)::VARCHAR AS t, epoch_ns(s.u)::VARCHAR AS u FROM (%s)" % rows])
+    want = res[1]
+    out_dir = tmp_path / "out"
+    (tmp_path / "tmp").mkdir()
+    out_dir.mkdir()
+    hello = {"type": "hello", "protocol": 1, "memory_limit": 256 << 20, "threads": 1,
+             "temp_directory": str(tmp_path / "tmp"),
+             "storage": {"s3_path_style": 1, "connect_timeout_ms": 1000,
+                         "request_timeout_ms": 10000, "retries": 0,
+                         "local_roots": [str(tmp_path)]}}
+    group = {"type": "group", "group": 0, "schema": schema,
+             "inputs": [{"path": "file://" + src, "uri": "file://" + src, "records": 3,
+                         "size": os.path.getsize(src), "seq": 1}],
+             "deletes": [],
+             "output": {"dir": "file://%s/" % out_dir, "upload_dir": "file://%s/" % out_dir,
+                        "prefix": "o", "files": 1, "compression": "zstd",
+                        "compression_level": -1, "metrics": []}}
+    r = subprocess.run([helper, str(os.getpid())], input="%s\n%s\n" % (json.dumps(hello),
+                       json.dumps(group)), capture_output=True, text=True, timeout=120)
+    msgs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert r.returncode == 0 and msgs[-1]["type"] == "done", (r.stdout, r.stderr)
+    f = [m for m in msgs if m["type"] == "file"][0]
+    local = str(out_dir / "o-00000.parquet")
+    got, types = duck(["SELECT id, epoch_ns(t)::VARCHAR AS t, epoch_ns(s.u)::VARCHAR AS u"
+                       " FROM read_parquet(%s)" % lit(local),
+                       "SELECT name, logical_type FROM parquet_schema(%s)"
+                       " WHERE name IN ('t', 'u')" % lit(local)])
+    assert canon(got) == canon(want)
+    assert all("NANOS" in (t["logical_type"] or "") for t in types), types
+    m = {x["id"]: x for x in f["metrics"]}
+    for fid, col in ((2, "t"), (4, "u")):
+        vals = [int(w[col]) for w in want if w[col] is not None]
+        assert m[fid]["lower"] == struct.pack("<q", min(vals)).hex(), (fid, m[fid])
+        assert m[fid]["upper"] == struct.pack("<q", max(vals)).hex(), (fid, m[fid])
+    assert m[4]["null_count"] == 1 and m[2]["null_count"] == 0
