@@ -24,7 +24,8 @@
  *				 "metrics":[{"id","mode","length"}]}}:
  *				 rewrite these data files, applying these delete files
  *				 by the sequence number rules, into k Parquet files named
- *				 <dir><prefix>-NNNNN.parquet; "path" and "dir" are spelled
+ *				 <dir><prefix>-NNNNN.parquet (the metrics modes: one per
+ *				 primitive field, at every depth); "path" and "dir" are spelled
  *				 as the table's metadata spells them (position deletes
  *				 name data files so), "uri" and "upload_dir" are where
  *				 storage reads and writes them (relative paths resolved)
@@ -38,7 +39,8 @@
  *	  file		{"type":"file","group":g,"path","size","records",
  *				 "metrics":[{"id","column_size","value_count","null_count",
  *				 "nan_count","lower","upper"}],"split_offsets":[...]}:
- *				 one written and uploaded file; bounds are hex of Iceberg's
+ *				 one written and uploaded file, metrics per primitive
+ *				 field at every depth; bounds are hex of Iceberg's
  *				 single-value serialization
  *	  done		{"type":"done","group":g,"files":k,"rows_in","rows_deleted",
  *				 "rows_out","bytes_in","peak_rss"}
