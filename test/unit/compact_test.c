@@ -402,6 +402,32 @@ test_nested_schema(void)
 	CHECK(iceberg_compact_check_schema(s, &err), "nested, fixed and timestamp_ns are rewritten");
 	iceberg_schema_free(s);
 
+	/* a partition field whose source is inside a struct: typed by it */
+	{
+		static const char *md_nested =
+		"{\"format-version\": 2, \"table-uuid\": \"9c12d441-03fe-4693-9a96-a0705ddf69c1\","
+		" \"location\": \"s3://b/t\", \"last-sequence-number\": 0, \"last-updated-ms\": 1,"
+		" \"last-column-id\": 3, \"current-schema-id\": 0, \"schemas\": [{\"type\": \"struct\","
+		"  \"schema-id\": 0, \"fields\": [{\"id\": 1, \"name\": \"s\", \"required\": false,"
+		"  \"type\": {\"type\": \"struct\", \"fields\": [{\"id\": 2, \"name\": \"d\","
+		"  \"required\": false, \"type\": \"date\"}]}}]}], \"default-spec-id\": 0,"
+		" \"last-partition-id\": 1000, \"partition-specs\": [{\"spec-id\": 0, \"fields\":"
+		"  [{\"name\": \"s_d\", \"transform\": \"identity\", \"source-id\": 2, \"field-id\": 1000}]}],"
+		" \"properties\": {}, \"current-snapshot-id\": -1, \"snapshots\": [], \"snapshot-log\": [],"
+		" \"metadata-log\": [], \"sort-orders\": [{\"order-id\": 0, \"fields\": []}],"
+		" \"default-sort-order-id\": 0}";
+		IcebergTableMetadata *md;
+
+		if (iceberg_metadata_parse(md_nested, strlen(md_nested), NULL, &md, &err))
+		{
+			CHECK(match(md, "s_d = '2025-11-30'", 0, "[20422]"), "nested identity date source");
+			CHECK(!match(md, "s_d < '2025-11-30'", 0, "[20422]"), "nested identity date source, <");
+			iceberg_metadata_free(md);
+		}
+		else
+			CHECK(false, "metadata: %s", err.message);
+	}
+
 	/* refused: timestamptz_ns deep inside, named by its full name */
 	CHECK(iceberg_schema_parse("{\"fields\": [{\"id\": 1, \"name\": \"m\", \"required\": false,"
 							   " \"type\": {\"type\": \"map\", \"key-id\": 2, \"key\": \"int\", \"value-id\": 3,"

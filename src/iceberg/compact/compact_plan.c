@@ -1142,7 +1142,7 @@ iceberg_compact_output_dir(const IcebergTableMetadata *md, const IcebergSchema *
 	for (k = 0; k < spec->nfields; k++)
 	{
 		const IcebergPartitionField *pf = &spec->fields[k];
-		const IcebergColumn *src = iceberg_schema_column(schema, pf->source_id);
+		const IcebergColumn *src = iceberg_schema_field(schema, pf->source_id, NULL);
 		const char *tok;
 		size_t		tl;
 		char		text[64];
