@@ -126,7 +126,9 @@ bind_where(MaintRun *run, IcebergPartitionFilter **out)
 
 /*
  * tms.run_operation: the where filter's names and literals against the
- * table just loaded, and the options' relations, before a job is recorded.
+ * table just loaded, the options' relations, and the schema's types (a
+ * column the local engine cannot rewrite: 0A000 naming it), before a job
+ * is recorded.
  */
 void
 maint_compact_check_table(MaintRun *run)
@@ -153,6 +155,15 @@ maint_compact_check_table(MaintRun *run)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot read the schema of table \"%s.%s\"", run->ns, run->table),
 				 errdetail("%s", err.message)));
+	if (!iceberg_compact_check_schema(schema, &err))
+	{
+		iceberg_schema_free(schema);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s", err.message),
+				 errdetail("%s", err.detail),
+				 errhint("Name a server of the tms_engine wrapper (Spark, Trino) as the engine for this table.")));
+	}
 	iceberg_schema_free(schema);
 }
 
@@ -750,7 +761,7 @@ maint_run_compact(MaintRun *run)
 
 				if (!maint_check_now(run))
 					break;
-				ok = write_group(run, helper, plan, g, metrics, schema->ncolumns, schema,
+				ok = write_group(run, helper, plan, g, metrics, schema->nleaves, schema,
 								 deadline, &outputs, &nout, &paths, &written, &nwritten,
 								 peak_rss);
 				if (!ok)

@@ -213,6 +213,12 @@ test_values(void)
 	CHECK(ser(ICEBERG_TYPE_UUID, 0, "f79c3e09-677c-4bbd-a479-3f349cb785e7", false, 0,
 			  "f79c3e09677c4bbda4793f349cb785e7"), "uuid");
 	CHECK(ser(ICEBERG_TYPE_UUID, 0, "f79c3e09-677c-4bbd-a479-3f349cb785", false, 0, NULL), "short uuid");
+	CHECK(ser(ICEBERG_TYPE_FIXED, 0, "0102ff03", true, 3, "0103"), "fixed upper, truncated as binary");
+	CHECK(ser(ICEBERG_TYPE_FIXED, 0, "0102ff03", false, 0, "0102ff03"), "fixed full");
+	CHECK(ser(ICEBERG_TYPE_TIMESTAMP_NS, 0, "1704067200123456789", false, 0, "15cdc0081710a617"),
+		  "timestamp_ns: nanoseconds, 8 bytes");
+	CHECK(ser(ICEBERG_TYPE_DECIMAL, 0, "-99999999999999999999999999999999999999", false, 0,
+			  "b4c4b357a5793b85f675ddc000000001"), "decimal(38) minimum");
 }
 
 static bool
@@ -356,6 +362,129 @@ test_metrics_modes(void)
 	CHECK(iceberg_compact_metrics_modes(md, s, &m, &err), "modes");
 	CHECK(m[0].mode == ICEBERG_METRICS_COUNTS && m[1].mode == ICEBERG_METRICS_FULL,
 		  "default counts, cat full: %d %d", m[0].mode, m[1].mode);
+	io_free(m);
+	iceberg_schema_free(s);
+	iceberg_metadata_free(md);
+}
+
+/* A schema of nested types: struct, list and map, two deep, evolved. */
+static const char *nested_schema =
+"{\"type\": \"struct\", \"schema-id\": 3, \"fields\": ["
+" {\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"
+" {\"id\": 2, \"name\": \"s\", \"required\": false, \"type\": {\"type\": \"struct\", \"fields\": ["
+"   {\"id\": 3, \"name\": \"a\", \"required\": false, \"type\": \"fixed[4]\", \"initial-default\": \"00ff\"},"
+"   {\"id\": 4, \"name\": \"l\", \"required\": false, \"type\": {\"type\": \"list\", \"element-id\": 5,"
+"      \"element-required\": true, \"element\": {\"type\": \"map\", \"key-id\": 6, \"key\": \"string\","
+"      \"value-id\": 7, \"value-required\": false, \"value\": \"double\"}}}]}},"
+" {\"id\": 8, \"name\": \"t\", \"required\": false, \"type\": \"timestamp_ns\"}]}";
+
+static void
+test_nested_schema(void)
+{
+	IcebergSchema *s;
+	TmsError	err;
+	const IcebergColumn *c,
+			   *up;
+
+	if (!iceberg_schema_parse(nested_schema, &s, &err))
+	{
+		CHECK(false, "nested schema: %s", err.message);
+		return;
+	}
+	CHECK(s->ncolumns == 3 && s->nleaves == 5, "3 columns, 5 leaves: %d %d", s->ncolumns, s->nleaves);
+	c = iceberg_schema_field(s, 6, &up);
+	CHECK(c != NULL && strcmp(c->name, "key") == 0 && c->required && up != NULL && up->id == 5 &&
+		  up->type == ICEBERG_TYPE_MAP && up->required, "map key under a required list element");
+	c = iceberg_schema_field(s, 3, &up);
+	CHECK(c != NULL && c->type == ICEBERG_TYPE_FIXED && c->length == 4 && c->initial_default &&
+		  strcmp(c->initial_default, "\"00ff\"") == 0 && up->id == 2, "fixed with its initial-default");
+	CHECK(iceberg_schema_column(s, 3) == NULL, "a nested field is no top-level column");
+	CHECK(iceberg_compact_check_schema(s, &err), "nested, fixed and timestamp_ns are rewritten");
+	iceberg_schema_free(s);
+
+	/* a partition field whose source is inside a struct: typed by it */
+	{
+		static const char *md_nested =
+		"{\"format-version\": 2, \"table-uuid\": \"9c12d441-03fe-4693-9a96-a0705ddf69c1\","
+		" \"location\": \"s3://b/t\", \"last-sequence-number\": 0, \"last-updated-ms\": 1,"
+		" \"last-column-id\": 3, \"current-schema-id\": 0, \"schemas\": [{\"type\": \"struct\","
+		"  \"schema-id\": 0, \"fields\": [{\"id\": 1, \"name\": \"s\", \"required\": false,"
+		"  \"type\": {\"type\": \"struct\", \"fields\": [{\"id\": 2, \"name\": \"d\","
+		"  \"required\": false, \"type\": \"date\"}]}}]}], \"default-spec-id\": 0,"
+		" \"last-partition-id\": 1000, \"partition-specs\": [{\"spec-id\": 0, \"fields\":"
+		"  [{\"name\": \"s_d\", \"transform\": \"identity\", \"source-id\": 2, \"field-id\": 1000}]}],"
+		" \"properties\": {}, \"current-snapshot-id\": -1, \"snapshots\": [], \"snapshot-log\": [],"
+		" \"metadata-log\": [], \"sort-orders\": [{\"order-id\": 0, \"fields\": []}],"
+		" \"default-sort-order-id\": 0}";
+		IcebergTableMetadata *md;
+
+		if (iceberg_metadata_parse(md_nested, strlen(md_nested), NULL, &md, &err))
+		{
+			CHECK(match(md, "s_d = '2025-11-30'", 0, "[20422]"), "nested identity date source");
+			CHECK(!match(md, "s_d < '2025-11-30'", 0, "[20422]"), "nested identity date source, <");
+			iceberg_metadata_free(md);
+		}
+		else
+			CHECK(false, "metadata: %s", err.message);
+	}
+
+	/* refused: timestamptz_ns deep inside, named by its full name */
+	CHECK(iceberg_schema_parse("{\"fields\": [{\"id\": 1, \"name\": \"m\", \"required\": false,"
+							   " \"type\": {\"type\": \"map\", \"key-id\": 2, \"key\": \"int\", \"value-id\": 3,"
+							   " \"value\": {\"type\": \"struct\", \"fields\": [{\"id\": 4, \"name\": \"at\","
+							   " \"required\": false, \"type\": \"timestamptz_ns\"}]}}}]}", &s, &err), "parse");
+	CHECK(!iceberg_compact_check_schema(s, &err) && err.code == ICEBERG_ERR_UNSUPPORTED &&
+		  strstr(err.message, "\"m.value.at\" of type timestamptz_ns") != NULL && err.detail[0],
+		  "timestamptz_ns refused: %s", err.message);
+	iceberg_schema_free(s);
+	CHECK(iceberg_schema_parse("{\"fields\": [{\"id\": 1, \"name\": \"v\", \"required\": false,"
+							   " \"type\": \"variant\"}]}", &s, &err) &&
+		  !iceberg_compact_check_schema(s, &err) && strstr(err.message, "\"v\" of type variant"),
+		  "variant refused: %s", err.message);
+	iceberg_schema_free(s);
+	CHECK(!iceberg_schema_parse("{\"fields\": [{\"id\": 1, \"name\": \"l\", \"required\": false,"
+								" \"type\": {\"type\": \"list\", \"element\": \"int\"}}]}", &s, &err) &&
+		  err.code == ICEBERG_ERR_MALFORMED, "a list without element-id is malformed");
+}
+
+/* Metrics modes of nested leaves: full names, limitFieldIds' order. */
+static void
+test_nested_modes(void)
+{
+	static const char *md_fmt =
+	"{\"format-version\": 2, \"table-uuid\": \"9c12d441-03fe-4693-9a96-a0705ddf69c1\","
+	" \"location\": \"s3://b/t\", \"last-sequence-number\": 0, \"last-updated-ms\": 1,"
+	" \"last-column-id\": 8, \"current-schema-id\": 3, \"schemas\": [%s],"
+	" \"default-spec-id\": 0, \"last-partition-id\": 999, \"partition-specs\": [{\"spec-id\": 0, \"fields\": []}],"
+	" \"properties\": {\"write.metadata.metrics.column.s.l.element.value\": \"full\","
+	"   \"write.metadata.metrics.max-inferred-column-defaults\": \"2\"},"
+	" \"current-snapshot-id\": -1, \"snapshots\": [], \"snapshot-log\": [], \"metadata-log\": [],"
+	" \"sort-orders\": [{\"order-id\": 0, \"fields\": []}], \"default-sort-order-id\": 0}";
+	char		text[4096];
+	IcebergTableMetadata *md;
+	IcebergSchema *s;
+	IcebergCompactJobMetric *m;
+	TmsError	err;
+	int			i;
+	IcebergMetricsMode want[9] = {0};
+
+	snprintf(text, sizeof(text), md_fmt, nested_schema);
+	if (!iceberg_metadata_parse(text, strlen(text), NULL, &md, &err) ||
+		!iceberg_schema_parse(md->current_schema_json, &s, &err))
+	{
+		CHECK(false, "metadata: %s", err.message);
+		return;
+	}
+	CHECK(iceberg_compact_metrics_modes(md, s, &m, &err), "modes");
+	/* the top level's primitives first (id, t), then none; 7 its own */
+	want[1] = ICEBERG_METRICS_TRUNCATE;
+	want[8] = ICEBERG_METRICS_TRUNCATE;
+	want[3] = want[6] = ICEBERG_METRICS_NONE;
+	want[7] = ICEBERG_METRICS_FULL;
+	for (i = 0; i < s->nleaves; i++)
+		CHECK(m[i].id >= 1 && m[i].id <= 8 && m[i].mode == want[m[i].id] &&
+			  (m[i].mode != ICEBERG_METRICS_TRUNCATE || m[i].length == 16),
+			  "field %d: mode %d", (int) m[i].id, m[i].mode);
 	io_free(m);
 	iceberg_schema_free(s);
 	iceberg_metadata_free(md);
@@ -522,6 +651,8 @@ main(void)
 	test_values();
 	test_wire();
 	test_metrics_modes();
+	test_nested_schema();
+	test_nested_modes();
 	test_plan_fixture();
 	test_plan_rewrite_all();
 	return unit_done();

@@ -54,11 +54,12 @@
  * validateNoNewDeletesForDataFiles; new equality deletes are fine, as
  * above); otherwise ICEBERG_ERR_CONFLICT and the group is given up.
  *
- * Refused (ICEBERG_ERR_UNSUPPORTED): format v3 (deletion vectors, row
- * lineage), snapshots without a manifest list, columns of a nested or
- * fixed type (the helper writes primitive columns only), manifests of a
- * v2 table written without sequence numbers (only for a group whose files
- * they hold).
+ * Refused (ICEBERG_ERR_UNSUPPORTED): a column of a type the helper does
+ * not write (iceberg_compact_check_schema: timestamptz_ns, which DuckDB
+ * has no type for, and v3's unknown, variant and geo types, at any
+ * depth), format v3 (deletion vectors, row lineage), snapshots without a
+ * manifest list, manifests of a v2 table written without sequence
+ * numbers (only for a group whose files they hold).
  *
  * Memory: the plan holds one record per candidate data file and per live
  * delete file (with the groups each delete file's data files fall in);
@@ -99,10 +100,20 @@ typedef enum IcebergTypeId
 	ICEBERG_TYPE_UUID,
 	ICEBERG_TYPE_FIXED,
 	ICEBERG_TYPE_BINARY,
-	ICEBERG_TYPE_NESTED,		/* struct, list, map */
+	ICEBERG_TYPE_STRUCT,
+	ICEBERG_TYPE_LIST,
+	ICEBERG_TYPE_MAP,
 	ICEBERG_TYPE_OTHER			/* unknown, variant, geometry, ... */
 } IcebergTypeId;
 
+#define ICEBERG_TYPE_IS_NESTED(t) \
+	((t) == ICEBERG_TYPE_STRUCT || (t) == ICEBERG_TYPE_LIST || (t) == ICEBERG_TYPE_MAP)
+
+/*
+ * A field of the schema, at any depth: a top-level column, a struct's
+ * field, a list's element (named "element") or a map's key and value
+ * (named "key" and "value"), each with its Iceberg field id.
+ */
 typedef struct IcebergColumn
 {
 	int32_t		id;
@@ -114,20 +125,45 @@ typedef struct IcebergColumn
 	bool		required;
 	char	   *type_text;		/* as in the schema ("decimal(10, 2)"), or
 								 * "struct"/"list"/"map" */
+	int			nchildren;		/* struct: its fields; list: 1 (the element);
+								 * map: 2 (key, value) */
+	struct IcebergColumn *children;
+	char	   *initial_default;	/* the field's "initial-default" as JSON
+									 * text (the spec's JSON single-value
+									 * serialization), or NULL */
 } IcebergColumn;
 
 typedef struct IcebergSchema
 {
 	int32_t		schema_id;
-	int			ncolumns;
+	int			ncolumns;		/* top-level columns */
 	IcebergColumn *columns;
+	int			nleaves;		/* primitive fields at every depth */
 } IcebergSchema;
 
-/* Parse a schema object's JSON text (IcebergTableMetadata.current_schema_json). */
+/*
+ * Parse a schema object's JSON text (IcebergTableMetadata.current_schema_
+ * json): nested types are descended into (64 levels at most), every field
+ * keeps its id.
+ */
 extern bool iceberg_schema_parse(const char *json, IcebergSchema **out,
 								 TmsError *err);
 extern void iceberg_schema_free(IcebergSchema *s);
+
+/* A top-level column by id. */
 extern const IcebergColumn *iceberg_schema_column(const IcebergSchema *s, int32_t id);
+
+/* A field at any depth by id (its parent's in *parent, NULL: top level). */
+extern const IcebergColumn *iceberg_schema_field(const IcebergSchema *s, int32_t id,
+												 const IcebergColumn **parent);
+
+/*
+ * The first field (depth first) of a type the local engine cannot rewrite
+ * (see compact_plan.c): ICEBERG_ERR_UNSUPPORTED, the message and the
+ * detail naming its full name ("a.b.element") and type, the detail also
+ * saying why; true when none.
+ */
+extern bool iceberg_compact_check_schema(const IcebergSchema *s, TmsError *err);
 
 /* ------------------------------------------------------------------------
  * A filter on partitions ("where", compact_filter.c)
