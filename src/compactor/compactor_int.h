@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * compactor_int.h
- *	  What the two files of the compaction helper share: tms_compactor.c
- *	  (the process: the protocol loop, its output, the heartbeat) and
- *	  rewrite_group.c (the rewrite of one group with DuckDB).
+ *	  What the files of the compaction helper share: tms_compactor.c
+ *	  (the process: the protocol loop, its output, the heartbeat),
+ *	  rewrite_group.c (the rewrite of one group with DuckDB) and
+ *	  compactor_sort.c (the ORDER BY of strategies sort and zorder).
  *
  * The helper is a separate program, never loaded into PostgreSQL: it
  * links libduckdb and tms's plain-C layers (io for storage, iceberg for
@@ -21,6 +22,7 @@
 #include "compactor/duckdb_capi.h"
 #include "iceberg/compact/compact_wire.h"
 #include "io/io.h"
+#include "io/util/strbuf.h"
 
 typedef struct Helper
 {
@@ -47,5 +49,13 @@ extern bool helper_rewrite_group(Helper *h, const IcebergCompactJob *job,
 
 /* Peak resident set size of this process, in bytes. */
 extern int64_t helper_peak_rss(void);
+
+/*
+ * Strategies sort and zorder (compactor_sort.c): the z-order keys
+ * ", <key> AS tms_z<j>" over the inputs' d.c<id> (nothing for sort), and
+ * " ORDER BY ..." over the subquery s (false: none, the rows unordered).
+ */
+extern void compactor_sort_keys(IoStrBuf *q, const IcebergCompactJob *job);
+extern bool compactor_order_by(IoStrBuf *q, const IcebergCompactJob *job);
 
 #endif							/* TMS_COMPACTOR_H */

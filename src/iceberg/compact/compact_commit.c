@@ -440,7 +440,7 @@ partition_values(const IcebergPartitionSpec *spec, const IcebergPartType *types,
 static bool
 add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata *md,
 		   const IcebergPartitionSpec *spec, const char *partition, int64_t snapshot_id,
-		   int64_t data_seq, IcebergError *err)
+		   int64_t data_seq, const IcebergSortOrder *sort, IcebergError *err)
 {
 	IcebergAvroWField entry[5];
 	IcebergAvroWField df[20];
@@ -536,6 +536,9 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 		df[nd].v.nitems = out->nsplit_offsets;
 		nd++;
 	}
+	/* sorted or z-ordered files: the id Iceberg stamps (compact_sort.c) */
+	if (sort != NULL)
+		DF(140, "sort_order_id", AVW_LONG, sort->order_id);
 #undef DF
 
 	{
@@ -819,7 +822,7 @@ write_added(Commit *c, const IcebergCompactOutput *outputs, int noutputs, Iceber
 	for (i = 0; i < noutputs; i++)
 	{
 		if (!add_output(&o, &outputs[i], c->md, spec, gr->partition, c->t.snapshot_id,
-						c->p->base_sequence_number, c->err))
+						c->p->base_sequence_number, c->p->sort, c->err))
 			goto done;
 		c->res->data_files_added++;
 		c->res->bytes_added += outputs[i].size;
