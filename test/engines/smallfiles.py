@@ -120,14 +120,14 @@ def _rows_query(first, count, category, seed):
                first, count))
 
 
-def _files_query(files, rows_per_file, seed, extra_columns=0):
+def _files_query(files, rows_per_file, seed, extra_columns=0, first=0):
     """DuckDB SQL of the rows of every data file at once, for compact.mjs's
     by_file write: file i (column __file) holds ids i * rows_per_file..
     (in order), category c(i % 4)."""
     return ("SELECT __file, %s FROM (SELECT i::BIGINT AS x, (i // %d)::BIGINT AS __file"
-            " FROM range(%d) t(i)) r ORDER BY x"
+            " FROM range(%d, %d) t(i)) r ORDER BY x"
             % (_columns("'c' || (__file %% %d)::VARCHAR" % CATEGORIES, seed, extra_columns),
-               rows_per_file, files * rows_per_file))
+               rows_per_file, first * rows_per_file, (first + files) * rows_per_file))
 
 
 def _create(catalog, namespace, name, partitioned, schema=SCHEMA):
@@ -202,12 +202,18 @@ def make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
         # the data files: one node run, one COPY a file (compact.mjs's
         # by_file write, which reads them back and checks every file holds
         # exactly its rows, in order), described by three queries over all
-        outs = compact_mod.run_node({
-            "mode": "write", "by_file": True, "schema": {"fields": table_schema["fields"]},
-            "query": _files_query(files, rows_per_file, seed, extra_columns),
-            "output_dir": os.path.join(tmp, "data"), "file_prefix": "data",
-            "compression": "zstd", "iceberg_schema": json.dumps(table_schema)},
-            timeout=timeout or 300 + files // 10)["files"] if files else []
+        # (in batches of about two million rows: compact.mjs holds a
+        # batch's rows in memory)
+        batch = max(1, 2000000 * 7 // (7 + extra_columns) // max(1, rows_per_file))
+        outs = []
+        for first in range(0, files, batch):
+            outs += compact_mod.run_node({
+                "mode": "write", "by_file": True, "schema": {"fields": table_schema["fields"]},
+                "query": _files_query(min(batch, files - first), rows_per_file, seed,
+                                      extra_columns, first),
+                "output_dir": os.path.join(tmp, "data%d" % first), "file_prefix": "data",
+                "compression": "zstd", "iceberg_schema": json.dumps(table_schema)},
+                timeout=timeout or 300 + files // 10)["files"]
         if [o["file"] for o in outs] != list(range(files)) or \
                 any(o["records"] != rows_per_file for o in outs):
             raise RuntimeError("compact.mjs wrote %d files of %d, not %d rows each"
