@@ -23,9 +23,11 @@
  *	   the schema's field ids, Avro-compatible column names (as Iceberg's
  *	   writers name them), the table's codec and the iceberg.schema
  *	   key-value metadata;
- *	 - one query over the written file gives the column metrics (value,
- *	   null and NaN counts, min and max, serialized as Iceberg does and
- *	   truncated per the column's metrics mode); parquet_metadata gives
+ *	 - the written file's footer gives the column metrics (value, null
+ *	   counts, min and max, serialized as Iceberg does and truncated per
+ *	   the column's metrics mode; NaN counts and float and binary bounds
+ *	   from a pass over those columns, every metric from a pass over the
+ *	   file when the footer lacks one); parquet_metadata gives
  *	   the column sizes and the row groups' offsets (split offsets), and
  *	   parquet_schema proves every column carries its field id;
  *	 - the file is uploaded through tms's storage (mapped, not copied),
@@ -329,34 +331,198 @@ mode_of(const IcebergCompactJob *job, int32_t id)
 	return &dflt;
 }
 
-/* The SQL expression of a bound of column c<id> (min or max) as text. */
+/*
+ * The SQL expression of a bound as text, of x: the bound (min or max) of
+ * column c in its DuckDB type.
+ */
 static void
-bound_expr(Sql *q, const IcebergColumn *c, const char *agg)
+bound_expr(Sql *q, const IcebergColumn *c, const char *x)
 {
-	int			id = (int) c->id;
-
 	switch (c->type)
 	{
 		case ICEBERG_TYPE_DATE:
-			sql_add(q, "CAST(%s(c%d) - DATE '1970-01-01' AS VARCHAR)", agg, id);
+			sql_add(q, "CAST(%s - DATE '1970-01-01' AS VARCHAR)", x);
 			break;
 		case ICEBERG_TYPE_TIME:
-			sql_add(q, "CAST(epoch_us(TIMESTAMP '1970-01-01' + %s(c%d)) AS VARCHAR)", agg, id);
+			sql_add(q, "CAST(epoch_us(TIMESTAMP '1970-01-01' + %s) AS VARCHAR)", x);
 			break;
 		case ICEBERG_TYPE_TIMESTAMP:
 		case ICEBERG_TYPE_TIMESTAMPTZ:
-			sql_add(q, "CAST(epoch_us(%s(c%d)) AS VARCHAR)", agg, id);
-			break;
-		case ICEBERG_TYPE_FLOAT:
-		case ICEBERG_TYPE_DOUBLE:
-			sql_add(q, "CAST(%s(c%d) FILTER (WHERE NOT isnan(c%d)) AS VARCHAR)", agg, id, id);
+			sql_add(q, "CAST(epoch_us(%s) AS VARCHAR)", x);
 			break;
 		case ICEBERG_TYPE_BINARY:
-			sql_add(q, "hex(%s(c%d))", agg, id);
+			sql_add(q, "hex(%s)", x);
 			break;
 		default:
-			sql_add(q, "CAST(%s(c%d) AS VARCHAR)", agg, id);
+			sql_add(q, "CAST(%s AS VARCHAR)", x);
 	}
+}
+
+/* Is column c measured by reading the file (NaN counts, blobs), not its footer? */
+static bool
+scanned(const IcebergColumn *c)
+{
+	return c->type == ICEBERG_TYPE_FLOAT || c->type == ICEBERG_TYPE_DOUBLE ||
+		c->type == ICEBERG_TYPE_BINARY;
+}
+
+/*
+ * The metrics query of file_metrics from the file's footer (the row
+ * groups' statistics DuckDB wrote: null counts, min and max), with the
+ * same columns as the scan, and one more: whether the footer had all it
+ * needed (every row group's null count, and its min and max unless it is
+ * all null; DuckDB omits the statistics of strings over 10,000 bytes).
+ * Float and double (NaN counts, bounds without NaN) and binary columns are
+ * read from the file, those columns only.
+ */
+static bool
+footer_metrics_sql(Sql *q, const IcebergCompactJob *job, const char *local)
+{
+	const IcebergSchema *s = job->schema;
+	int32_t    *ids = calloc((size_t) s->ncolumns + 1, sizeof(int32_t));
+	int			i,
+				nscan = 0;
+	char		tb[64];
+
+	if (ids == NULL)
+		return false;
+	sql_add(q, "SELECT sum(m.row_group_num_rows) FILTER (WHERE m.column_id = 0)::BIGINT");
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		const IcebergColumn *c = &s->columns[i];
+		const IcebergCompactJobMetric *md = mode_of(job, c->id);
+		Sql			nm = {0};
+		Sql			pth = {0};
+		int			b;
+
+		avro_name(&nm, c->name);
+		sql_lit(&pth, nm.data ? nm.data : "_");
+		io_sb_free(&nm);
+		if (pth.oom)
+			q->oom = true;
+		sql_add(q, ", sum(CASE WHEN m.path_in_schema = %s THEN m.row_group_num_rows - m.stats_null_count END)::BIGINT",
+				pth.data ? pth.data : "''");
+		if (scanned(c))
+			ids[nscan++] = c->id;
+		if (c->type == ICEBERG_TYPE_FLOAT || c->type == ICEBERG_TYPE_DOUBLE)
+			sql_add(q, ", any_value(f.n%d)", (int) c->id);
+		for (b = 0; (md->mode == ICEBERG_METRICS_TRUNCATE || md->mode == ICEBERG_METRICS_FULL) && b < 2; b++)
+		{
+			Sql			inner = {0};
+
+			if (scanned(c))
+				sql_add(&inner, "any_value(f.%s%d)", b ? "hi" : "lo", (int) c->id);
+			else
+				sql_add(&inner, "%s(CASE WHEN m.path_in_schema = %s THEN TRY_CAST(m.stats_%s_value AS %s) END)",
+						b ? "max" : "min", pth.data ? pth.data : "''", b ? "max" : "min",
+						duck_type(c, tb, sizeof(tb)));
+			sql_add(q, ", ");
+			bound_expr(q, c, inner.data ? inner.data : "NULL");
+			if (inner.oom)
+				q->oom = true;
+			io_sb_free(&inner);
+		}
+		io_sb_free(&pth);
+	}
+	/* whether the footer had it all */
+	sql_add(q, ", coalesce(true");
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		const IcebergColumn *c = &s->columns[i];
+		Sql			nm = {0};
+
+		avro_name(&nm, c->name);
+		sql_add(q, " AND bool_and(CASE WHEN m.path_in_schema = ");
+		sql_lit(q, nm.data ? nm.data : "_");
+		io_sb_free(&nm);
+		if (scanned(c) || c->type == ICEBERG_TYPE_UUID)
+			sql_add(q, " THEN m.stats_null_count IS NOT NULL END)");
+		else
+			sql_add(q, " THEN m.stats_null_count IS NOT NULL AND (m.stats_null_count = m.row_group_num_rows"
+					" OR (TRY_CAST(m.stats_min_value AS %s) IS NOT NULL AND TRY_CAST(m.stats_max_value AS %s) IS NOT NULL)) END)",
+					duck_type(c, tb, sizeof(tb)), duck_type(c, tb, sizeof(tb)));
+	}
+	sql_add(q, ", false)::INTEGER FROM parquet_metadata(");
+	sql_lit(q, local);
+	sql_add(q, ") m");
+	if (nscan > 0)
+	{
+		sql_add(q, ", (SELECT NULL AS none");
+		for (i = 0; i < nscan; i++)
+		{
+			int			id = (int) ids[i];
+
+			if (iceberg_schema_column(s, ids[i])->type == ICEBERG_TYPE_BINARY)
+				sql_add(q, ", min(c%d) AS lo%d, max(c%d) AS hi%d", id, id, id, id);
+			else
+				sql_add(q, ", count_if(isnan(c%d)) AS n%d, min(c%d) FILTER (WHERE NOT isnan(c%d)) AS lo%d,"
+						" max(c%d) FILTER (WHERE NOT isnan(c%d)) AS hi%d", id, id, id, id, id, id, id, id);
+		}
+		sql_add(q, " FROM read_parquet(");
+		sql_lit(q, local);
+		sql_add(q, ", schema = ");
+		if (!schema_map(q, s, ids, nscan))
+			q->oom = true;
+		sql_add(q, ")) f");
+	}
+	free(ids);
+	return !q->oom;
+}
+
+/*
+ * The metrics query's result (file_metrics): the footer's statistics
+ * first (no pass over the file but its float and binary columns), the
+ * counts and bounds in one pass over the whole file when they fall short.
+ */
+static bool
+metrics_result(Helper *h, const IcebergCompactJob *job, const char *local,
+			   duckdb_result *res, char *msg, size_t msglen)
+{
+	const IcebergSchema *s = job->schema;
+	Sql			q = {0};
+	Sql			fq = {0};
+	int			i;
+	bool		footer = footer_metrics_sql(&fq, job, local) &&
+	run(h, fq.data, res, msg, msglen);
+
+	io_sb_free(&fq);
+	if (footer && duckdb_value_int64(res, duckdb_column_count(res) - 1, 0) == 1)
+		return true;
+	if (footer)
+		duckdb_destroy_result(res);
+	sql_add(&q, "SELECT count(*)");
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		const IcebergColumn *c = &s->columns[i];
+		const IcebergCompactJobMetric *m = mode_of(job, c->id);
+		bool		fl = c->type == ICEBERG_TYPE_FLOAT || c->type == ICEBERG_TYPE_DOUBLE;
+		char		x[80];
+		int			b;
+
+		sql_add(&q, ", count(c%d)", (int) c->id);
+		if (fl)
+			sql_add(&q, ", count_if(isnan(c%d))", (int) c->id);
+		for (b = 0; (m->mode == ICEBERG_METRICS_TRUNCATE || m->mode == ICEBERG_METRICS_FULL) && b < 2; b++)
+		{
+			snprintf(x, sizeof(x), fl ? "%s(c%d) FILTER (WHERE NOT isnan(c%d))" : "%s(c%d)",
+					 b ? "max" : "min", (int) c->id, (int) c->id);
+			sql_add(&q, ", ");
+			bound_expr(&q, c, x);
+		}
+	}
+	sql_add(&q, " FROM read_parquet(");
+	sql_lit(&q, local);
+	sql_add(&q, ", schema = ");
+	if (!schema_map(&q, s, NULL, 0) || q.oom)
+	{
+		snprintf(msg, msglen, "cannot build the metrics query");
+		io_sb_free(&q);
+		return false;
+	}
+	sql_add(&q, ")");
+	footer = run(h, q.data, res, msg, msglen);
+	io_sb_free(&q);
+	return footer;
 }
 
 /* Compute the metrics of a written file into out (its columns: schema order). */
@@ -377,35 +543,7 @@ file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
 		snprintf(msg, msglen, "out of memory");
 		return false;
 	}
-	/* counts and bounds, in one pass */
-	sql_add(&q, "SELECT count(*)");
-	for (i = 0; i < s->ncolumns; i++)
-	{
-		const IcebergColumn *c = &s->columns[i];
-		const IcebergCompactJobMetric *m = mode_of(job, c->id);
-
-		sql_add(&q, ", count(c%d)", (int) c->id);
-		if (c->type == ICEBERG_TYPE_FLOAT || c->type == ICEBERG_TYPE_DOUBLE)
-			sql_add(&q, ", count_if(isnan(c%d))", (int) c->id);
-		if (m->mode == ICEBERG_METRICS_TRUNCATE || m->mode == ICEBERG_METRICS_FULL)
-		{
-			sql_add(&q, ", ");
-			bound_expr(&q, c, "min");
-			sql_add(&q, ", ");
-			bound_expr(&q, c, "max");
-		}
-	}
-	sql_add(&q, " FROM read_parquet(");
-	sql_lit(&q, local);
-	sql_add(&q, ", schema = ");
-	if (!schema_map(&q, s, NULL, 0) || q.oom)
-	{
-		snprintf(msg, msglen, "cannot build the metrics query");
-		io_sb_free(&q);
-		return false;
-	}
-	sql_add(&q, ")");
-	if (!run(h, q.data, &r, msg, msglen))
+	if (!metrics_result(h, job, local, &r, msg, msglen))
 	{
 		io_sb_free(&q);
 		return false;
