@@ -3,9 +3,11 @@
  * compactor_int.h
  *	  What the files of the compaction helper share: tms_compactor.c (the
  *	  process: the protocol loop, its output, the heartbeat),
- *	  rewrite_group.c (the rewrite of one group with DuckDB) and
+ *	  rewrite_group.c (the rewrite of one group with DuckDB),
  *	  field_sql.c (the SQL of a schema at every depth: types, reading by
- *	  field id, field ids written, the leaves' metrics).
+ *	  field id, field ids written, the leaves' metrics), file_metrics.c
+ *	  (the metrics of a file written) and compactor_sort.c (the ORDER BY
+ *	  of strategies sort and zorder).
  *
  * The helper is a separate program, never loaded into PostgreSQL: it
  * links libduckdb and tms's plain-C layers (io for storage, iceberg for
@@ -134,5 +136,14 @@ typedef struct Leaf
 
 extern bool schema_leaves(const IcebergSchema *s, Leaf **out, int *n);
 extern void leaves_free(Leaf *l, int n);
+
+
+/*
+ * Strategies sort and zorder (compactor_sort.c): the z-order keys
+ * ", <key> AS tms_z<j>" over the inputs' d.c<id> (nothing for sort), and
+ * " ORDER BY ..." over the subquery s (false: none, the rows unordered).
+ */
+extern void compactor_sort_keys(IoStrBuf *q, const IcebergCompactJob *job);
+extern bool compactor_order_by(IoStrBuf *q, const IcebergCompactJob *job);
 
 #endif							/* TMS_COMPACTOR_H */

@@ -30,6 +30,15 @@
  *	   and that every field carries its field id;
  *	 - the file is uploaded through tms's storage (mapped, not copied),
  *	   removed locally, and announced to the worker.
+ * Strategies sort and zorder (job->sort; compactor_sort.c is their ORDER
+ * BY): the group is read once, all its inputs, and its rows, less the
+ * deleted ones, sorted by DuckDB (spilling below the temporary directory
+ * beyond the memory limit).  With one output the sorted rows go straight
+ * into it; with k, into one local LZ4 Parquet file, then output i takes
+ * its rows [T'*i/k, T'*(i+1)/k) of it in order (preserve_insertion_order
+ * for those reads), so the outputs are sorted and consecutive: DuckDB's
+ * own file rotation (ROW_GROUPS_PER_FILE) does not keep an ORDER BY's
+ * row groups in order within a file.
  * Before the first output the inputs' row counts (their Parquet footers)
  * are compared with their manifests': a file that disagrees fails the
  * group.  DuckDB's memory limit applies to all of it; what does not fit
@@ -229,6 +238,7 @@ typedef struct GroupRun
 	char		dir[4300];		/* the group's temporary directory */
 	char		path[4400];		/* scratch: a local file's path */
 	Sql			q;				/* scratch: the statement being built */
+	int			nparts;			/* the reads: job->files, or 1 for a sort */
 	int64_t		total;			/* the rows of all inputs */
 	int64_t    *offset;			/* global position of input i's first row */
 	int		   *first_out;		/* the first output that reads input i */
@@ -265,9 +275,9 @@ group_place_inputs(GroupRun *g)
 	}
 	for (i = 0; i < job->ninputs; i++)
 	{
-		g->first_out[i] = output_of(g->offset[i], g->total, job->files);
+		g->first_out[i] = output_of(g->offset[i], g->total, g->nparts);
 		g->last_out[i] = job->inputs[i].records > 0 ?
-			output_of(g->offset[i] + job->inputs[i].records - 1, g->total, job->files) : g->first_out[i];
+			output_of(g->offset[i] + job->inputs[i].records - 1, g->total, g->nparts) : g->first_out[i];
 	}
 }
 
@@ -567,8 +577,8 @@ static bool
 group_slices_table(GroupRun *g, int o, int *nslices)
 {
 	const IcebergCompactJob *job = g->job;
-	int64_t		lo = (int64_t) ((__int128) g->total * o / job->files);
-	int64_t		hi = (int64_t) ((__int128) g->total * (o + 1) / job->files);
+	int64_t		lo = (int64_t) ((__int128) g->total * o / g->nparts);
+	int64_t		hi = (int64_t) ((__int128) g->total * (o + 1) / g->nparts);
 	int			i,
 				n = 0;
 
@@ -643,14 +653,52 @@ group_read_sql(GroupRun *g, int o)
 	}
 }
 
+/* The select list of the written columns (from c<id>), renamed as Iceberg's writers name them. */
+static void
+select_renamed(Sql *q, const IcebergSchema *s, const char *from)
+{
+	int			i;
+
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		Sql			nm = {0};
+
+		sql_add(q, "%s%sc%d AS ", i ? ", " : "", from, (int) s->columns[i].id);
+		avro_name(&nm, s->columns[i].name);
+		if (nm.oom)
+			q->oom = true;
+		else
+			sql_ident(q, nm.data ? nm.data : "_");
+		io_sb_free(&nm);
+	}
+}
+
+/* The COPY options of an output file: codec, field ids, iceberg.schema. */
+static void
+output_options(GroupRun *g, Sql *q)
+{
+	const IcebergCompactJob *job = g->job;
+
+	sql_add(q, " (FORMAT parquet, COMPRESSION %s", g->cc);
+	if (job->compression_level >= 0 && strcmp(g->cc, "zstd") == 0)
+		sql_add(q, ", COMPRESSION_LEVEL %d", job->compression_level);
+	sql_add(q, ", FIELD_IDS ");
+	field_ids_sql(q, job->schema);
+	sql_add(q, ", KV_METADATA {'iceberg.schema': ");
+	sql_lit(q, job->schema_json);
+	sql_add(q, "})");
+}
+
 /*
- * The COPY statement writing output o to local_out, built in g->q
+ * The COPY statement writing read o to local_out, built in g->q
  * (g->q.oom when out of memory): the slices' rows read by Iceberg field
- * id, less the deleted ones, as Parquet with the schema's field ids,
- * Avro-compatible column names, the codec and the iceberg.schema metadata.
+ * id, less the deleted ones, in the strategy's order (sort, zorder), as
+ * Parquet with the schema's field ids, Avro-compatible column names, the
+ * codec and the iceberg.schema metadata; or, sorted (a sort into several
+ * files, split after), as a plain fast Parquet file of columns c<id>.
  */
 static void
-group_copy_sql(GroupRun *g, int o, const char *local_out)
+group_copy_sql(GroupRun *g, int o, const char *local_out, bool sorted)
 {
 	const IcebergCompactJob *job = g->job;
 	const IcebergSchema *s = job->schema;
@@ -660,20 +708,16 @@ group_copy_sql(GroupRun *g, int o, const char *local_out)
 
 	sql_reset(q);
 	sql_add(q, "COPY (SELECT ");
+	if (sorted)
+		for (i = 0; i < s->ncolumns; i++)
+			sql_add(q, "%ss.c%d", i ? ", " : "", (int) s->columns[i].id);
+	else
+		select_renamed(q, s, "s.");
+	sql_add(q, " FROM (SELECT ");
 	for (i = 0; i < s->ncolumns; i++)
-	{
-		sql_add(q, "%sd.c%d AS ", i ? ", " : "", (int) s->columns[i].id);
-		{
-			Sql			nm = {0};
-
-			avro_name(&nm, s->columns[i].name);
-			if (nm.oom)
-				q->oom = true;
-			else
-				sql_ident(q, nm.data ? nm.data : "_");
-			io_sb_free(&nm);
-		}
-	}
+		sql_add(q, "%sd.c%d AS c%d", i ? ", " : "", (int) s->columns[i].id,
+				(int) s->columns[i].id);
+	compactor_sort_keys(q, job);
 	sql_add(q, " FROM (");
 	group_read_sql(g, o);
 
@@ -682,7 +726,7 @@ group_copy_sql(GroupRun *g, int o, const char *local_out)
 	 * the rows through them (a correlated NOT EXISTS would make it hold every
 	 * row's keys).
 	 */
-	sql_add(q, ") d JOIN slices s ON d.filename = s.local");
+	sql_add(q, ") d JOIN slices sl ON d.filename = sl.local");
 	if (g->has_pos)
 		sql_add(q, " LEFT JOIN posl p ON p.local = d.filename AND p.pos = d.file_row_number");
 	for (j = 0; j < g->neq_sets; j++)
@@ -694,21 +738,76 @@ group_copy_sql(GroupRun *g, int o, const char *local_out)
 			sql_add(q, "%s e%d.c%d IS NOT DISTINCT FROM d.c%d", k ? " AND" : "", j,
 					(int) g->eq_sets[j][k], (int) g->eq_sets[j][k]);
 	}
-	sql_add(q, " WHERE d.file_row_number >= s.lo AND (s.hi IS NULL OR d.file_row_number < s.hi)");
+	sql_add(q, " WHERE d.file_row_number >= sl.lo AND (sl.hi IS NULL OR d.file_row_number < sl.hi)");
 	if (g->has_pos)
 		sql_add(q, " AND p.pos IS NULL");
 	for (j = 0; j < g->neq_sets; j++)
-		sql_add(q, " AND (e%d.maxseq IS NULL OR e%d.maxseq <= s.seq)", j, j);
+		sql_add(q, " AND (e%d.maxseq IS NULL OR e%d.maxseq <= sl.seq)", j, j);
+	sql_add(q, ") s");
+	(void) compactor_order_by(q, job);
 	sql_add(q, ") TO ");
 	sql_lit(q, local_out);
-	sql_add(q, " (FORMAT parquet, COMPRESSION %s", g->cc);
-	if (job->compression_level >= 0 && strcmp(g->cc, "zstd") == 0)
-		sql_add(q, ", COMPRESSION_LEVEL %d", job->compression_level);
-	sql_add(q, ", FIELD_IDS ");
-	field_ids_sql(q, s);
-	sql_add(q, ", KV_METADATA {'iceberg.schema': ");
-	sql_lit(q, job->schema_json);
-	sql_add(q, "})");
+	if (sorted)
+		sql_add(q, " (FORMAT parquet, COMPRESSION lz4)");
+	else
+		output_options(g, q);
+}
+
+static bool group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written);
+
+/*
+ * A sort into several files: the sorted rows (written) of local_sorted
+ * split into job->files outputs of consecutive rows, in order, each
+ * published as it is written.
+ */
+static bool
+group_split_sorted(GroupRun *g, const char *local_sorted, int64_t written)
+{
+	const IcebergCompactJob *job = g->job;
+	char		local_out[4400];
+	int			o;
+	bool		ok = true;
+	TmsError	ignored;		/* not to overwrite the group's error */
+
+	/* one file read in order, written in order */
+	if (!helper_run(g->h, "SET preserve_insertion_order = true", NULL, g->err))
+		return false;
+	for (o = 0; ok && o < job->files; o++)
+	{
+		int64_t		lo = (int64_t) ((__int128) written * o / job->files);
+		int64_t		hi = (int64_t) ((__int128) written * (o + 1) / job->files);
+		duckdb_result r;
+		int64_t		n;
+
+		if (hi <= lo)
+			continue;
+		snprintf(local_out, sizeof(local_out), "%s/out%d.parquet", g->dir, o);
+		sql_reset(&g->q);
+		sql_add(&g->q, "COPY (SELECT ");
+		select_renamed(&g->q, job->schema, "");
+		sql_add(&g->q, " FROM read_parquet(");
+		sql_lit(&g->q, local_sorted);
+		sql_add(&g->q, ", file_row_number = true) WHERE file_row_number >= %" PRId64
+				" AND file_row_number < %" PRId64 ") TO ", lo, hi);
+		sql_lit(&g->q, local_out);
+		output_options(g, &g->q);
+		if (g->q.oom)
+		{
+			tms_error_set(g->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			ok = false;
+			break;
+		}
+		ok = helper_run(g->h, g->q.data, &r, g->err);
+		if (!ok)
+			break;
+		n = duckdb_value_int64(&r, 0, 0);
+		duckdb_destroy_result(&r);
+		ok = group_publish_output(g, o, local_out, n);
+	}
+	unlink(local_sorted);
+	if (!helper_run(g->h, "SET preserve_insertion_order = false", NULL, ok ? g->err : &ignored))
+		ok = false;
+	return ok;
 }
 
 /* Remove the inputs no output after o reads, and report the progress. */
@@ -784,9 +883,11 @@ group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written)
 }
 
 /*
- * Write output o: download what it reads, run the COPY of its slices,
+ * Write read o: download what it reads, run the COPY of its slices,
  * drop the inputs no later output reads, and publish the file (none when
- * no row falls in it or every row of it was deleted).
+ * no row falls in it or every row of it was deleted).  A sort reads the
+ * whole group once (o = 0): into its one output, or, for several, into a
+ * sorted file split after into the outputs.
  */
 static bool
 group_write_output(GroupRun *g, int o)
@@ -795,6 +896,7 @@ group_write_output(GroupRun *g, int o)
 	duckdb_result r;
 	int			n;
 	int64_t		written;
+	bool		split = g->job->sort != NULL && g->job->files > 1;
 
 	/* download what this output reads, and check the row counts */
 	if (!group_fetch_inputs(g, o))
@@ -806,8 +908,11 @@ group_write_output(GroupRun *g, int o)
 		return true;			/* no rows fall in this output */
 
 	/* the rewrite */
-	snprintf(local_out, sizeof(local_out), "%s/out%d.parquet", g->dir, o);
-	group_copy_sql(g, o, local_out);
+	if (split)
+		snprintf(local_out, sizeof(local_out), "%s/sorted.parquet", g->dir);
+	else
+		snprintf(local_out, sizeof(local_out), "%s/out%d.parquet", g->dir, o);
+	group_copy_sql(g, o, local_out, split);
 	if (g->q.oom)
 	{
 		tms_error_set(g->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -826,6 +931,8 @@ group_write_output(GroupRun *g, int o)
 		unlink(local_out);		/* every row of the slice was deleted */
 		return true;
 	}
+	if (split)
+		return group_split_sorted(g, local_out, written);
 	return group_publish_output(g, o, local_out, written);
 }
 
@@ -869,6 +976,8 @@ group_cleanup(GroupRun *g)
 		snprintf(g->path, sizeof(g->path), "%s/out%d.parquet", g->dir, o);
 		unlink(g->path);
 	}
+	snprintf(g->path, sizeof(g->path), "%s/sorted.parquet", g->dir);
+	unlink(g->path);
 	rmdir(g->dir);
 	io_sb_free(&g->q);
 	free(g->offset);
@@ -943,6 +1052,7 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
 	}
+	g.nparts = job->sort != NULL ? 1 : job->files;
 	group_place_inputs(&g);
 
 	/*
@@ -952,8 +1062,8 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 	if (!group_delete_tables(&g))
 		goto done;
 
-	/* the outputs */
-	for (o = 0; o < job->files; o++)
+	/* the outputs (a sort reads the group once) */
+	for (o = 0; o < g.nparts; o++)
 		if (!group_write_output(&g, o))
 			goto done;
 	helper_send(iceberg_compact_done_json(job->group, g.files_written, g.rows_in,

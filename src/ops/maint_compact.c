@@ -125,10 +125,30 @@ bind_where(MaintRun *run, IcebergPartitionFilter **out)
 }
 
 /*
+ * The order of strategy sort: the sort-order option bound to the schema,
+ * else the table's default sort order, with the id Iceberg would stamp
+ * on the files; *out NULL for bin-pack.  False with err.
+ */
+static bool
+sort_order(MaintRun *run, const IcebergSchema *schema, IcebergSortOrder **out,
+		   TmsError *err)
+{
+	*out = NULL;
+	if (!run->opt.sort)
+		return true;
+	if (run->opt.sort_order != NULL ?
+		!iceberg_sort_order_parse(run->opt.sort_order, schema, out, err) :
+		!iceberg_sort_order_of_table(run->md, schema, out, err))
+		return false;
+	iceberg_sort_order_match(run->md, *out);
+	return true;
+}
+
+/*
  * tms.run_operation: the where filter's names and literals against the
- * table just loaded, the options' relations, and the schema's types (a
- * column the local engine cannot rewrite: 0A000 naming it), before a job
- * is recorded.
+ * table just loaded, the sort order's columns, the options' relations,
+ * and the schema's types (a column the local engine cannot rewrite:
+ * 0A000 naming it), before a job is recorded.
  */
 void
 maint_compact_check_table(MaintRun *run)
@@ -163,6 +183,21 @@ maint_compact_check_table(MaintRun *run)
 				 errmsg("%s", err.message),
 				 errdetail("%s", err.detail),
 				 errhint("Name a server of the tms_engine wrapper (Spark, Trino) as the engine for this table.")));
+	}
+	{
+		IcebergSortOrder *so;
+
+		if (!sort_order(run, schema, &so, &err))
+		{
+			iceberg_schema_free(schema);
+			ereport(ERROR,
+					(errcode(err.code == ICEBERG_ERR_UNSUPPORTED ? ERRCODE_FEATURE_NOT_SUPPORTED :
+							 ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid option \"%s\" of operation \"compaction\"",
+							run->opt.sort_order ? "sort-order" : "strategy"),
+					 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail)));
+		}
+		iceberg_sort_order_free(so);
 	}
 	iceberg_schema_free(schema);
 }
@@ -742,6 +777,9 @@ maint_run_compact(MaintRun *run)
 			if (!iceberg_schema_parse(run->md->current_schema_json, (IcebergSchema **) &schema, &err) ||
 				!iceberg_compact_metrics_modes(run->md, schema, (IcebergCompactJobMetric **) &metrics, &err))
 				maint_fail_iceberg(run, "cannot read the table's schema", &err);
+			else if (!sort_order(run, schema, &plan->sort, &err))
+				maint_fail(run, MAINT_TERMINAL, "invalid sort order: %s%s%s", err.message,
+						   err.detail[0] ? ": " : "", err.detail);
 		}
 		if (run->result == MAINT_OK && !run->dry_run && plan->ngroups > 0)
 		{

@@ -99,6 +99,8 @@ typedef struct MaintOptions
 	int32		delete_file_threshold;
 	double		delete_ratio_threshold;
 	char	   *where;
+	bool		sort;			/* strategy sort (or a sort-order given) */
+	char	   *sort_order;		/* NULL: the table's sort order */
 } MaintOptions;
 
 extern MaintOp maint_op_from_name(const char *operation);

@@ -39,7 +39,11 @@
  *					   (boolean), delete-file-threshold (integer >= 0),
  *					   delete-ratio-threshold (number in (0, 1]), where (a
  *					   filter on partitions, its syntax checked here and its
- *					   names against the table when it is loaded)
+ *					   names against the table when it is loaded),
+ *					   strategy ("binpack", "sort"), sort-order (Spark's
+ *					   syntax, "id DESC NULLS LAST, name" or "zorder(a, b)";
+ *					   implies sort; its syntax checked here, its columns
+ *					   when the table is loaded)
  * An unknown key or a value of the wrong type is SQLSTATE 22023 with the
  * key in DETAIL; nothing runs and no job is recorded.  On a gravitino
  * engine the check with options (tms.run_operation, tms.add_rule) also
@@ -422,6 +426,7 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 	JsonbValue	k;
 	JsonbValue	v;
 	JsonbIteratorToken tok;
+	bool		binpack = false;
 
 	it = JsonbIteratorInit(&options->root);
 	while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
@@ -508,6 +513,25 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 						   err.message, err.detail);
 			iceberg_partition_filter_free(f);
 		}
+		else if (op == MAINT_COMPACTION && strcmp(key, "strategy") == 0)
+		{
+			char	   *st = opt_string(operation, key, &v);
+
+			if (strcmp(st, "binpack") != 0 && strcmp(st, "sort") != 0)
+				bad_option(operation, key, "The value is \"%s\"; strategies are binpack and sort (z-order is sort with sort-order \"zorder(a, b)\").", st);
+			out->sort = strcmp(st, "sort") == 0;
+			binpack = !out->sort;
+		}
+		else if (op == MAINT_COMPACTION && strcmp(key, "sort-order") == 0)
+		{
+			IcebergSortOrder *so;
+			TmsError	err;
+
+			out->sort_order = opt_string(operation, key, &v);
+			if (!iceberg_sort_order_parse(out->sort_order, NULL, &so, &err))
+				bad_option(operation, key, "%s: %s", err.message, err.detail);
+			iceberg_sort_order_free(so);
+		}
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -518,9 +542,15 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 							 op == MAINT_ORPHAN ?
 							 "Options of orphan-cleanup are older-than, force, location, prefix-mismatch-mode, equal-schemes and equal-authorities." :
 							 op == MAINT_COMPACTION ?
-							 "Options of compaction on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, delete-file-threshold, delete-ratio-threshold and where." :
+							 "Options of compaction on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, delete-file-threshold, delete-ratio-threshold, where, strategy and sort-order." :
 							 "Options of manifest-rewrite are spec-id and target-size-bytes.")));
 	}
+	/* as Spark's rewrite_data_files: a sort order means strategy sort */
+	if (out->sort_order != NULL && binpack)
+		bad_option(operation, "sort-order", "Strategy binpack takes no sort order; the sort order is \"%s\".",
+				   out->sort_order);
+	if (out->sort_order != NULL)
+		out->sort = true;
 }
 
 void

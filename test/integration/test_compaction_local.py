@@ -755,3 +755,176 @@ def test_allowed_hosts_in_the_workers(env):
     finally:
         q(env, "ALTER SYSTEM RESET tms.allowed_hosts")
         q(env, "SELECT pg_reload_conf()")
+
+
+# ---------------------------------------------------------------------------
+# strategies sort and zorder
+# ---------------------------------------------------------------------------
+
+def file_rows(paths, cols):
+    """Each Parquet file's rows (cols, SQL over its columns, as text), in
+    file order, read by DuckDB alone: {path: [[...], ...]}."""
+    sel = ", ".join("(%s)::VARCHAR" % c for c in cols)
+    script = ("import { DuckDBInstance } from '@duckdb/node-api';"
+              "const c = await (await DuckDBInstance.create(':memory:')).connect();"
+              "const out = {};"
+              "for (const p of %s) {"
+              " const r = await c.runAndReadAll(`SELECT %s FROM read_parquet('${p.replaceAll(\"'\", \"''\")}',"
+              " file_row_number = true) ORDER BY file_row_number`);"
+              " out[p] = r.getRows(); }"
+              "console.log(JSON.stringify(out));" % (json.dumps(paths), sel))
+    r = subprocess.run(["node", "--input-type=module", "-e", script], cwd=world.NODE_DIR,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def sort_key(fields):
+    """A Python sort key for rows of text values: fields are (index, kind,
+    descending, nulls_first), kind 'int' or 'float'."""
+    import functools
+
+    def cmp(a, b):
+        for i, kind, desc, nulls_first in fields:
+            x, y = a[i], b[i]
+            if x is None or y is None:
+                if x is None and y is None:
+                    continue
+                return (-1 if x is None else 1) * (1 if nulls_first else -1)
+            x, y = (int(x), int(y)) if kind == "int" else (float(x), float(y))
+            if x != y:
+                return (-1 if x < y else 1) * (-1 if desc else 1)
+        return 0
+    return functools.cmp_to_key(cmp)
+
+
+MASK64 = (1 << 64) - 1
+
+
+def zvalue(keys):
+    """Iceberg's ZOrderByteUtils.interleaveBits of 8-byte column keys."""
+    z = 0
+    for i in range(64):
+        for k in keys:
+            z = (z << 1) | ((k >> (63 - i)) & 1)
+    return z
+
+
+def zkey_long(v):
+    return 0 if v is None else (int(v) + (1 << 63)) & MASK64
+
+
+def zkey_double(v):
+    import struct
+    if v is None:
+        return 0
+    bits = struct.unpack(">q", struct.pack(">d", float(v)))[0]
+    return (~bits) & MASK64 if bits < 0 else (bits ^ (1 << 63)) & MASK64
+
+
+def sorted_run(env, name, opts, files=40, rows_per_file=200, seed=21, order=None):
+    """A table, its sort order (order: fields of a sort order, or None),
+    a compaction with opts; the rows before, the new data files and their
+    manifest entries."""
+    mloc = small_table(env, name, files=files, rows_per_file=rows_per_file, seed=seed,
+                       with_deletes=True)
+    if order is not None:
+        _, meta = ow.load(env["catalog"], "cmp", name)
+        ow.commit(env["catalog"], "cmp", name, {
+            "requirements": [{"type": "assert-table-uuid", "uuid": meta["table-uuid"]}],
+            "updates": [{"action": "add-sort-order", "sort-order": {"order-id": 1, "fields": order}},
+                        {"action": "set-default-sort-order", "sort-order-id": -1}]})
+    want = rows(env, mloc)
+    _, meta0, before = live(env, "cmp", name)
+    row = wait_job(env, run(env, "cmp", name, opts))
+    mloc2, meta, after = live(env, "cmp", name)
+    assert rows(env, mloc2) == want          # the same rows, as a multiset
+    data = {p: f for p, f in after.items() if f["content"] == 0 and p not in before}
+    assert data and row["data_files_added"] == len(data), row
+    return data, new_entries(env, meta, set(data))
+
+
+def by_partition(env, data, cols):
+    """The new files' rows (file_rows), grouped by partition, each
+    partition's files in the order of their names (the helper numbers a
+    group's outputs in order)."""
+    got = file_rows([env["st"].local_path(p) for p in sorted(data)], cols)
+    parts = {}
+    for p in sorted(data):
+        parts.setdefault(dict(data[p]["partition"])["category"], []).append(
+            got[env["st"].local_path(p)])
+    return parts
+
+
+def test_sort_by_the_tables_order(env):
+    # the table's order: day ASC NULLS FIRST, id DESC NULLS LAST; several
+    # outputs a group (a 16 KB target), sorted across them
+    order = [{"transform": "identity", "source-id": 5, "direction": "asc", "null-order": "nulls-first"},
+             {"transform": "identity", "source-id": 1, "direction": "desc", "null-order": "nulls-last"}]
+    data, entries = sorted_run(env, "sorttab", {"strategy": "sort", "target-file-size-bytes": 16384},
+                               order=order)
+    parts = by_partition(env, data, ["day - DATE '1970-01-01'", "id"])
+    key = sort_key([(0, "int", False, True), (1, "int", True, False)])
+    assert any(len(files) > 1 for files in parts.values()), {k: len(v) for k, v in parts.items()}
+    for files in parts.values():
+        rows_ = [r for f in files for r in f]
+        assert rows_ == sorted(rows_, key=key)
+    assert {df["sort_order_id"] for df in entries.values()} == {1}
+
+
+def test_sort_by_an_explicit_order(env):
+    # score DESC NULLS FIRST (score is null every 11th row), then id
+    # ascending; no table order has these fields: sort_order_id 0
+    data, entries = sorted_run(env, "sortexp", {"sort-order": "score DESC NULLS FIRST, `id`",
+                                                "target-file-size-bytes": 16384}, seed=22)
+    parts = by_partition(env, data, ["score", "id"])
+    key = sort_key([(0, "float", True, True), (1, "int", False, True)])
+    for files in parts.values():
+        rows_ = [r for f in files for r in f]
+        assert rows_ == sorted(rows_, key=key)
+        assert rows_[0][0] is None               # nulls first
+    assert {df["sort_order_id"] for df in entries.values()} == {0}
+    # the same order as the table's: its id is stamped
+    order = [{"transform": "identity", "source-id": 4, "direction": "asc", "null-order": "nulls-last"}]
+    data, entries = sorted_run(env, "sortexp2", {"sort-order": "score ASC NULLS LAST"},
+                               seed=23, order=order)
+    parts = by_partition(env, data, ["score"])
+    for files in parts.values():
+        rows_ = [r for f in files for r in f]
+        assert rows_ == sorted(rows_, key=sort_key([(0, "float", False, False)]))
+        assert rows_[-1][0] is None
+    assert {df["sort_order_id"] for df in entries.values()} == {1}
+
+
+def test_zorder(env):
+    data, entries = sorted_run(env, "zorder", {"strategy": "sort",
+                                               "sort-order": "zorder(score, id)",
+                                               "target-file-size-bytes": 16384}, seed=24)
+    parts = by_partition(env, data, ["score", "id"])
+    for files in parts.values():
+        zs = [zvalue([zkey_double(r[0]), zkey_long(r[1])]) for f in files for r in f]
+        assert zs == sorted(zs)
+        assert len(set(zs)) > 1
+    # z-order matches no table order: Iceberg stamps 0
+    assert {df["sort_order_id"] for df in entries.values()} == {0}
+
+
+def test_bad_sort_orders_are_refused(env):
+    small_table(env, "badsort", files=10, rows_per_file=5, seed=25)
+    n = q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
+    for opts, says in (
+            ({"sort-order": "id DESK"}, "id DESK"),
+            ({"sort-order": "id NULLS"}, "id NULLS"),
+            ({"sort-order": ""}, "empty"),
+            ({"sort-order": "zorder(id"}, "zorder(id"),
+            ({"sort-order": "bucket(4, id)"}, "bucket(4, id)"),
+            ({"sort-order": "nosuch DESC"}, "nosuch"),
+            ({"sort-order": "zorder(amount, id)"}, "amount"),
+            ({"strategy": "binpack", "sort-order": "id"}, "id"),
+            ({"strategy": "zorder"}, "zorder"),
+            ({"strategy": "sort"}, "unsorted")):
+        e = env["pg"].query_error("SELECT tms.run_operation(%s, 'cmp', 'badsort', 'compaction',"
+                                  " %s::jsonb)", (env["server"], json.dumps(opts)))
+        assert e.pgcode == "22023", (opts, e.pgcode, str(e))
+        assert says in (e.diag.message_detail or "") + e.diag.message_primary, (opts, str(e))
+    assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n

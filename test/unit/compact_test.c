@@ -5,8 +5,9 @@
  *	  schema.c): the where filter (syntax, binding, three-valued
  *	  evaluation), Iceberg's single-value serialization and truncation of
  *	  bounds, the helper protocol's encoders and strict decoders, the
- *	  metrics modes, and the plan on the real fixture with equality
- *	  deletes and on a synthetic table.  Built by "make unit" with the
+ *	  metrics modes, the plan on the real fixture with equality
+ *	  deletes and on a synthetic table, and the sort orders of strategy
+ *	  sort (Spark's syntax, the table's order, the id stamped).  Built by "make unit" with the
  *	  iceberg layer (UNIT_LAYER_compact).  Prints "N passed, M failed" last.
  *
  * test/unit/compact_test.c
@@ -640,6 +641,139 @@ test_plan_rewrite_all(void)
 	iceberg_metadata_free(md);
 }
 
+/* A sort order's text parsed against md's schema: its fields as "id:dir:nulls,...". */
+static bool
+sort_is(IcebergSchema *schema, const char *text, const char *want)
+{
+	IcebergSortOrder *o;
+	TmsError	err;
+	char		got[512] = "";
+	int			i;
+
+	if (!iceberg_sort_order_parse(text, schema, &o, &err))
+	{
+		printf("  (%s: %s %s)\n", text, err.message, err.detail);
+		return false;
+	}
+	if (o->zorder)
+		strcat(got, "z");
+	for (i = 0; i < o->nfields; i++)
+		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%d:%s:%s", i ? "," : "",
+				 (int) o->fields[i].source_id, o->fields[i].descending ? "desc" : "asc",
+				 o->fields[i].nulls_first ? "first" : "last");
+	iceberg_sort_order_free(o);
+	if (strcmp(got, want) != 0)
+		printf("  (%s: %s, not %s)\n", text, got, want);
+	return strcmp(got, want) == 0;
+}
+
+/* Refused with ICEBERG_ERR_INVALID_ARGUMENT, the detail or message containing says. */
+static bool
+sort_refused(IcebergSchema *schema, const char *text, const char *says)
+{
+	IcebergSortOrder *o = NULL;
+	TmsError	err;
+
+	if (iceberg_sort_order_parse(text, schema, &o, &err))
+	{
+		iceberg_sort_order_free(o);
+		return false;
+	}
+	if (err.code != ICEBERG_ERR_INVALID_ARGUMENT ||
+		(strstr(err.detail, says) == NULL && strstr(err.message, says) == NULL))
+	{
+		printf("  (%s: %s %s)\n", text, err.message, err.detail);
+		return false;
+	}
+	return true;
+}
+
+static void
+test_sort_orders(void)
+{
+	IcebergTableMetadata *md;
+	IcebergSchema *schema;
+	IcebergSortOrder *o = NULL;
+	TmsError	err;
+	char	   *sorted;
+	const char *orders = "\"sort-orders\": [{\"order-id\": 0, \"fields\": []},"
+	" {\"order-id\": 3, \"fields\": [{\"transform\": \"identity\", \"source-id\": 1,"
+	" \"direction\": \"desc\", \"null-order\": \"nulls-last\"}, {\"transform\": \"day\","
+	" \"source-id\": 3, \"direction\": \"asc\", \"null-order\": \"nulls-first\"}]}],"
+	" \"default-sort-order-id\": 3}";
+
+	CHECK(iceberg_metadata_parse(metadata_json, strlen(metadata_json), NULL, &md, &err) &&
+		  iceberg_schema_parse(md->current_schema_json, &schema, &err), "metadata");
+	/* Spark's syntax, its defaults, quoted and case-insensitive names */
+	CHECK(sort_is(schema, "id", "1:asc:first"), "asc nulls first by default");
+	CHECK(sort_is(schema, "id DESC", "1:desc:last"), "desc nulls last by default");
+	CHECK(sort_is(schema, " id desc nulls first , `cat` ASC NULLS LAST,TS", "1:desc:first,2:asc:last,3:asc:first"),
+		  "directions, null orders, quoted and case-insensitive names");
+	CHECK(sort_is(schema, "zorder(cat, id)", "z2:asc:first,1:asc:first"), "zorder");
+	CHECK(sort_is(schema, "ZORDER ( ts , day )", "z3:asc:first,5:asc:first"), "zorder of a timestamp and a date");
+	CHECK(sort_is(NULL, "nosuch DESC", "0:desc:last"), "the syntax alone without a schema");
+	/* refused, the bad text named */
+	CHECK(sort_refused(schema, "", "empty"), "empty");
+	CHECK(sort_refused(schema, "id DESK", "\"id DESK\""), "a bad direction");
+	CHECK(sort_refused(schema, "id NULLS LATER", "NULLS FIRST or NULLS LAST"), "a bad null order");
+	CHECK(sort_refused(schema, "id,", "column name was expected"), "a trailing comma");
+	CHECK(sort_refused(schema, "`id", "not closed"), "an unclosed quote");
+	CHECK(sort_refused(schema, "bucket(4, id)", "bucket(4, id)"), "a transform");
+	CHECK(sort_refused(schema, "zorder(id", "zorder(id"), "an unclosed zorder");
+	CHECK(sort_refused(schema, "zorder(id, id)", "twice"), "a column twice in zorder");
+	CHECK(sort_refused(schema, "zorder(id) DESC", "nothing may follow"), "zorder then more");
+	CHECK(sort_refused(schema, "nosuch", "nosuch"), "an unknown column");
+	CHECK(sort_refused(schema, "zorder(amount)", "amount"), "zorder of a decimal");
+	CHECK(sort_is(schema, "amount DESC", "4:desc:last"), "sort by a decimal");
+	/* the table is unsorted: no default */
+	CHECK(!iceberg_sort_order_of_table(md, schema, &o, &err) &&
+		  err.code == ICEBERG_ERR_INVALID_ARGUMENT && strstr(err.message, "unsorted"),
+		  "an unsorted table has no sort order");
+	iceberg_metadata_free(md);
+
+	/* a table sorted by id DESC, day(ts): its order, and the id stamped */
+	sorted = io_malloc(strlen(metadata_json) + strlen(orders) + 1);
+	strcpy(sorted, metadata_json);
+	strcpy(strstr(sorted, "\"sort-orders\""), orders);
+	CHECK(iceberg_metadata_parse(sorted, strlen(sorted), NULL, &md, &err), "sorted metadata");
+	CHECK(md->default_sort_order_id == 3, "default-sort-order-id kept");
+	CHECK(iceberg_sort_order_of_table(md, schema, &o, &err) && o->order_id == 3 &&
+		  o->nfields == 2 && strcmp(o->fields[1].transform, "day") == 0 &&
+		  o->fields[0].descending && !o->fields[0].nulls_first, "the table's order");
+	{
+		IcebergSortOrder *c = iceberg_sort_order_copy(o);
+
+		CHECK(c != NULL && c->nfields == 2 && c->order_id == 3 &&
+			  strcmp(c->fields[1].transform, "day") == 0, "a copy");
+		iceberg_sort_order_free(c);
+	}
+	iceberg_sort_order_free(o);
+	CHECK(iceberg_sort_order_parse("id DESC, ts", schema, &o, &err), "parse");
+	iceberg_sort_order_match(md, o);
+	CHECK(o->order_id == 0, "identity(ts) is not day(ts): unsorted");
+	iceberg_sort_order_free(o);
+	CHECK(iceberg_sort_order_parse("id DESC NULLS LAST", schema, &o, &err), "parse");
+	iceberg_sort_order_match(md, o);
+	CHECK(o->order_id == 0, "a prefix of the order is not the order");
+	iceberg_sort_order_free(o);
+	CHECK(iceberg_sort_order_parse("zorder(id, ts)", schema, &o, &err), "parse");
+	iceberg_sort_order_match(md, o);
+	CHECK(o->order_id == 0, "z-order stamps 0");
+	iceberg_sort_order_free(o);
+	iceberg_metadata_free(md);
+	/* the same fields as the table's order stamp its id */
+	strcpy(strstr(strstr(sorted, "\"sort-orders\""), "\"transform\": \"day\""), "\"transform\": \"identity\", \"source-id\": 3,"
+		   " \"direction\": \"asc\", \"null-order\": \"nulls-first\"}]}], \"default-sort-order-id\": 3}");
+	CHECK(iceberg_metadata_parse(sorted, strlen(sorted), NULL, &md, &err), "metadata, identity(ts)");
+	CHECK(iceberg_sort_order_parse("id DESC, ts", schema, &o, &err), "parse");
+	iceberg_sort_order_match(md, o);
+	CHECK(o->order_id == 3, "the same fields: the table's order id");
+	iceberg_sort_order_free(o);
+	iceberg_metadata_free(md);
+	iceberg_schema_free(schema);
+	io_free(sorted);
+}
+
 int
 main(void)
 {
@@ -655,5 +789,6 @@ main(void)
 	test_nested_modes();
 	test_plan_fixture();
 	test_plan_rewrite_all();
+	test_sort_orders();
 	return unit_done();
 }

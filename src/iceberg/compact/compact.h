@@ -1,11 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * compact.h
- *	  Iceberg data file compaction (RewriteDataFiles with the bin-pack
- *	  strategy), the plain-C half: the table schema's columns, a filter on
- *	  partitions ("where"), the plan (which data files to rewrite, in which
- *	  groups, with which delete files), and the commit of one group's
- *	  rewrite (its manifests, the manifest list and the "replace" snapshot).
+ *	  Iceberg data file compaction (RewriteDataFiles with the bin-pack,
+ *	  sort and z-order strategies), the plain-C half: the table schema's
+ *	  columns, a filter on partitions ("where"), the sort orders, the plan
+ *	  (which data files to rewrite, in which groups, with which delete
+ *	  files), and the commit of one group's rewrite (its manifests, the
+ *	  manifest list and the "replace" snapshot; sorted files carry the
+ *	  sort_order_id Iceberg stamps).
  *	  Rewriting the rows themselves is the helper program's work
  *	  (src/compactor/, through compact_wire.h); committing, retrying and
  *	  deleting are the caller's.
@@ -212,6 +214,70 @@ extern bool iceberg_partition_filter_match(const IcebergPartitionFilter *f,
 extern void iceberg_partition_filter_free(IcebergPartitionFilter *f);
 
 /* ------------------------------------------------------------------------
+ * Sort orders of the sort and z-order strategies (compact_sort.c)
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * One field of a sort order: a top-level column, the transform applied to
+ * it (Iceberg's text: "identity", "year", "month", "day", "hour",
+ * "truncate[W]", "void"), its direction and null order.
+ */
+typedef struct IcebergSortField
+{
+	int32_t		source_id;
+	char	   *transform;
+	bool		descending;
+	bool		nulls_first;
+} IcebergSortField;
+
+/*
+ * How a group's rows are ordered: by fields (strategy sort), or by the
+ * z-value of the fields' columns (zorder(...): Iceberg's Spark z-order;
+ * directions and null orders unused).  order_id is the id written as the
+ * output files' sort_order_id: the first of the table's sort orders with
+ * the same fields (Iceberg's SortOrderUtil.findTableSortOrder), else 0.
+ */
+typedef struct IcebergSortOrder
+{
+	int32_t		order_id;
+	bool		zorder;
+	int			nfields;
+	IcebergSortField *fields;
+} IcebergSortOrder;
+
+/*
+ * Parse the sort-order option in Spark's rewrite_data_files syntax:
+ * "col [ASC|DESC] [NULLS FIRST|NULLS LAST], ..." (ASC NULLS FIRST and
+ * DESC NULLS LAST by default) or "zorder(col, ...)"; a name is an
+ * identifier or `quoted` (`` inside), matched against the schema's
+ * top-level columns exactly, else case-insensitively when one matches.
+ * schema NULL: the syntax only.  ICEBERG_ERR_INVALID_ARGUMENT with the
+ * bad text in the detail; ICEBERG_ERR_UNSUPPORTED for a column whose type
+ * the strategy cannot order.  order_id is left 0 (see
+ * iceberg_sort_order_match).
+ */
+extern bool iceberg_sort_order_parse(const char *text, const IcebergSchema *schema,
+									 IcebergSortOrder **out, TmsError *err);
+
+/*
+ * The table's default sort order (default-sort-order-id of sort-orders),
+ * checked against schema; ICEBERG_ERR_INVALID_ARGUMENT when the table is
+ * unsorted, ICEBERG_ERR_UNSUPPORTED for a transform the helper cannot
+ * apply (bucket) or a field of an unknown column.
+ */
+extern bool iceberg_sort_order_of_table(const IcebergTableMetadata *md,
+										const IcebergSchema *schema,
+										IcebergSortOrder **out, TmsError *err);
+
+/* Set o->order_id as Iceberg would stamp the files it writes (above). */
+extern void iceberg_sort_order_match(const IcebergTableMetadata *md, IcebergSortOrder *o);
+
+/* A copy (NULL when out of memory), and the free; NULL is fine. */
+extern IcebergSortOrder *iceberg_sort_order_copy(const IcebergSortOrder *o);
+extern void iceberg_sort_order_free(IcebergSortOrder *o);
+
+/* ------------------------------------------------------------------------
  * The plan
  * ------------------------------------------------------------------------
  */
@@ -317,6 +383,8 @@ typedef struct IcebergCompactPlan
 	int64_t		data_bytes;
 	int64_t		filtered_out;	/* not selected by the filter */
 	int64_t		candidates;		/* candidate files, before the groups */
+	/* strategy sort or zorder: set by the caller after planning, owned */
+	IcebergSortOrder *sort;		/* NULL: bin-pack, rows in file order */
 } IcebergCompactPlan;
 
 /*

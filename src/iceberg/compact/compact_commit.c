@@ -450,7 +450,7 @@ partition_values(const IcebergPartitionSpec *spec, const IcebergPartType *types,
 static bool
 add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata *md,
 		   const IcebergPartitionSpec *spec, const char *partition, int64_t snapshot_id,
-		   int64_t data_seq, TmsError *err)
+		   int64_t data_seq, const IcebergSortOrder *sort, TmsError *err)
 {
 	IcebergAvroWField entry[5];
 	IcebergAvroWField df[20];
@@ -546,6 +546,9 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 		df[nd].v.nitems = out->nsplit_offsets;
 		nd++;
 	}
+	/* sorted or z-ordered files: the id Iceberg stamps (compact_sort.c) */
+	if (sort != NULL)
+		DF(140, "sort_order_id", AVW_LONG, sort->order_id);
 #undef DF
 
 	{
@@ -839,7 +842,7 @@ write_added(Commit *c, const IcebergCompactOutput *outputs, int noutputs, Iceber
 	for (i = 0; i < noutputs; i++)
 	{
 		if (!add_output(&o, &outputs[i], c->md, spec, gr->partition, c->t.snapshot_id,
-						c->p->base_sequence_number, c->err))
+						c->p->base_sequence_number, c->p->sort, c->err))
 			goto done;
 		c->res->data_files_added++;
 		c->res->bytes_added += outputs[i].size;

@@ -3,7 +3,8 @@
  * compact_int.h
  *	  What compact_plan.c shares with compact_commit.c: a map from strings
  *	  to indexes, the manifest-list records kept for a second look and the
- *	  checks of the table (not part of the API; compact.h is).
+ *	  checks of the table; and compact_sort.c with compact_wire.c: a sort
+ *	  order's JSON in the group line (not part of the API; compact.h is).
  *
  * Rules of this file: plain C, errors as TmsError values; include it
  * only from src/iceberg/compact/compact_*.c.
@@ -34,6 +35,12 @@ typedef struct ListRec
 	uint8_t    *raw;
 	size_t		raw_len;
 } ListRec;
+
+/* The "sort" of a group line (compact_sort.c, for compact_wire.c). */
+struct json_t;
+extern struct json_t *compact_sort_json(const IcebergSortOrder *o);
+extern bool compact_sort_from_json(struct json_t *j, const IcebergSchema *schema,
+								   IcebergSortOrder **out, TmsError *err);
 
 extern bool compact_oom(TmsError *err);
 extern bool compact_map_put(StrMap *m, const char *key, int value);

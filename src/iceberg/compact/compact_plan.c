@@ -259,6 +259,7 @@ iceberg_compact_plan_free(IcebergCompactPlan *p)
 
 	if (p == NULL)
 		return;
+	iceberg_sort_order_free(p->sort);
 	for (i = 0; i < p->ngroups; i++)
 	{
 		io_free(p->groups[i].partition);

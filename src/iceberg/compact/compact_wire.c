@@ -17,6 +17,7 @@
  *-------------------------------------------------------------------------
  */
 #include "iceberg/compact/compact_wire.h"
+#include "iceberg/compact/compact_int.h"
 #include "iceberg/iceberg_internal.h"
 #include "io/util/jsonmem.h"
 
@@ -608,6 +609,12 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 					   "upload_dir", upload_dir, "prefix", prefix,
 					   "files", gr->expected_outputs, "compression", compression,
 					   "compression_level", compression_level, "metrics", mets);
+	if (output != NULL && p->sort != NULL &&
+		json_object_set_new(output, "sort", compact_sort_json(p->sort)) != 0)
+	{
+		json_decref(output);
+		output = NULL;
+	}
 	return dump(json_pack("{s:s, s:i, s:o, s:o, s:o, s:o}", "type", "group", "group", g,
 						  "schema", schema, "inputs", inputs, "deletes", deletes,
 						  "output", output), err);
@@ -639,6 +646,7 @@ iceberg_compact_job_free(IcebergCompactJob *job)
 	io_free(job->prefix);
 	io_free(job->compression);
 	io_free(job->metrics);
+	iceberg_sort_order_free(job->sort);
 	io_free(job);
 }
 
@@ -770,6 +778,9 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 					ok = bad(err, "metrics length");
 			}
 		}
+		/* strategy sort or zorder: how to order the group's rows */
+		if (ok && json_object_get(o, "sort") != NULL)
+			ok = compact_sort_from_json(json_object_get(o, "sort"), job->schema, &job->sort, err);
 	}
 	json_decref(root);
 	if (!ok)

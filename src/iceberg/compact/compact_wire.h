@@ -21,7 +21,10 @@
  *				 "deletes":[{"uri","content":1|2,"seq","equality_ids"}],
  *				 "output":{"dir","upload_dir","prefix","files":k,
  *				 "compression","compression_level",
- *				 "metrics":[{"id","mode","length"}]}}:
+ *				 "metrics":[{"id","mode","length"}],
+ *				 "sort":{"zorder":bool,"fields":[{"id","transform",
+ *				 "desc","nulls_first"}]}}} ("sort" only for strategies
+ *				 sort and zorder: the group's rows in that order):
  *				 rewrite these data files, applying these delete files
  *				 by the sequence number rules, into k Parquet files named
  *				 <dir><prefix>-NNNNN.parquet (the metrics modes: one per
@@ -164,6 +167,7 @@ typedef struct IcebergCompactJob
 	int			compression_level;	/* -1: the codec's default */
 	int			nmetrics;
 	IcebergCompactJobMetric *metrics;
+	IcebergSortOrder *sort;		/* NULL: rows in file order (bin-pack) */
 } IcebergCompactJob;
 
 /*

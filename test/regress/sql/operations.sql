@@ -33,7 +33,15 @@ SELECT tms._check_operation('compaction', 'local', '{"where": "day = ''2026-11-3
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms._check_operation('compaction', 'local', '{"where": "day = NULL"}');
 \echo :LAST_ERROR_SQLSTATE
-SELECT tms._check_operation('compaction', 'local', '{"strategy": "sort"}');
+SELECT tms._check_operation('compaction', 'local', '{"strategy": "sort", "sort-order": "id DESC NULLS LAST, `name`"}');
+SELECT tms._check_operation('compaction', 'local', '{"sort-order": "zorder(a, b)"}');
+SELECT tms._check_operation('compaction', 'local', '{"strategy": "zorder"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{"sort-order": "id DESC NULLS SOMETIMES"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{"strategy": "binpack", "sort-order": "id"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{"nosuch": 1}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.run_operation('op_srv', 'ns', 't', 'snapshot-expiry', '{"retain_last": 5}');
 \echo :LAST_ERROR_SQLSTATE
