@@ -511,6 +511,256 @@ test_plan_rewrite_all(void)
 	iceberg_metadata_free(md);
 }
 
+/*
+ * The delete files a commit removes: those every data file of which the
+ * commit's groups (with those committed before) rewrite, counted once per
+ * commit whatever number of its groups they touch; with
+ * remove-dangling-deletes also those applying to no live data file.
+ */
+static void
+test_removable(void)
+{
+	IcebergCompactPlan p;
+	IcebergCompactGroup groups[3];
+	IcebergCompactDelete deletes[3];
+	int			g0d[] = {0, 1};
+	int			g1d[] = {0};
+	int			d0g[] = {0, 1};
+	int64_t		d0f[] = {2, 3};
+	int			d1g[] = {0};
+	int64_t		d1f[] = {1};
+	int			both[] = {0, 1};
+	int			only0[] = {0};
+	int			only2[] = {2};
+	int		   *rm;
+	int			n;
+	IcebergError err;
+
+	memset(&p, 0, sizeof(p));
+	memset(groups, 0, sizeof(groups));
+	memset(deletes, 0, sizeof(deletes));
+	groups[0].ndeletes = 2;
+	groups[0].deletes = g0d;
+	groups[1].ndeletes = 1;
+	groups[1].deletes = g1d;
+
+	/*
+	 * d0: 5 files, 2 in group 0 and 3 in group 1; d1: 1 file of group 0; d2
+	 * dangling
+	 */
+	deletes[0].applies = 5;
+	deletes[0].ngroups = 2;
+	deletes[0].groups = d0g;
+	deletes[0].group_files = d0f;
+	deletes[1].applies = 1;
+	deletes[1].ngroups = 1;
+	deletes[1].groups = d1g;
+	deletes[1].group_files = d1f;
+	deletes[2].applies = 0;
+	p.ngroups = 3;
+	p.groups = groups;
+	p.ndeletes = 3;
+	p.deletes = deletes;
+
+	CHECK(iceberg_compact_removable(&p, only0, 1, &rm, &n, &err) && n == 1 && rm[0] == 1,
+		  "group 0 alone removes d1 only (%d)", n);
+	free(rm);
+	CHECK(iceberg_compact_removable(&p, both, 2, &rm, &n, &err) && n == 2 &&
+		  rm[0] == 0 && rm[1] == 1, "groups 0 and 1 in one commit remove d0 (once) and d1 (%d)", n);
+	free(rm);
+	deletes[0].covered = 3;		/* group 1 committed before */
+	CHECK(iceberg_compact_removable(&p, only0, 1, &rm, &n, &err) && n == 2,
+		  "group 0 after group 1 removes d0 and d1 (%d)", n);
+	free(rm);
+	CHECK(iceberg_compact_removable(&p, only2, 1, &rm, &n, &err) && n == 0,
+		  "a dangling delete stays without remove-dangling-deletes (%d)", n);
+	free(rm);
+	p.remove_dangling_deletes = true;
+	CHECK(iceberg_compact_removable(&p, only2, 1, &rm, &n, &err) && n == 1 && rm[0] == 2,
+		  "remove-dangling-deletes removes d2 (%d)", n);
+	free(rm);
+}
+
+/* The options checked against the table before anything runs. */
+static void
+test_check_options(void)
+{
+	IcebergTableMetadata *md;
+	IcebergCompactOptions o;
+	IcebergError err;
+
+	if (!iceberg_metadata_parse(metadata_json, strlen(metadata_json), NULL, &md, &err))
+	{
+		CHECK(false, "metadata: %s", err.message);
+		return;
+	}
+	memset(&o, 0, sizeof(o));
+	o.min_file_size_bytes = -1;
+	o.max_file_size_bytes = -1;
+	o.delete_file_threshold = -1;
+	o.output_spec_id = -1;
+	CHECK(iceberg_compact_check_options(md, &o, &err), "defaults: %s", err.message);
+	o.output_spec_id = 0;
+	CHECK(iceberg_compact_check_options(md, &o, &err), "output-spec-id 0 (an older spec)");
+	o.output_spec_id = 7;
+	CHECK(!iceberg_compact_check_options(md, &o, &err) &&
+		  err.code == ICEBERG_ERR_INVALID_ARGUMENT && strstr(err.message, "7") != NULL,
+		  "output-spec-id 7 refused, naming it: %s", err.message);
+	o.output_spec_id = -1;
+	/* the table's default target (512 MiB) above an explicit maximum */
+	o.max_file_size_bytes = 1024;
+	CHECK(!iceberg_compact_check_options(md, &o, &err) &&
+		  err.code == ICEBERG_ERR_INVALID_ARGUMENT && strstr(err.detail, "1024") != NULL,
+		  "max-file-size-bytes below the table's target refused: %s", err.detail);
+	o.target_file_size_bytes = 512;
+	o.min_file_size_bytes = 100;
+	CHECK(iceberg_compact_check_options(md, &o, &err), "100 < 512 < 1024");
+	iceberg_metadata_free(md);
+}
+
+/* A writer below a folder: path's prefix mapped as the local file io maps it. */
+typedef struct FolderWriter
+{
+	const char *prefix;
+	char		folder[1024];
+	char		list[2048];		/* the last manifest list written */
+} FolderWriter;
+
+static int
+folder_write(void *arg, const char *path, const void *data, size_t len, IoError *err)
+{
+	FolderWriter *fw = arg;
+	char		p[4096];
+	FILE	   *f;
+
+	if (strncmp(path, fw->prefix, strlen(fw->prefix)) != 0)
+	{
+		err->code = IO_ERR_STORAGE;
+		snprintf(err->message, sizeof(err->message), "unexpected path %.300s", path);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s%s", fw->folder, path + strlen(fw->prefix));
+	f = fopen(p, "wb");
+	if (f == NULL || fwrite(data, 1, len, f) != len || fclose(f) != 0)
+	{
+		err->code = IO_ERR_STORAGE;
+		snprintf(err->message, sizeof(err->message), "cannot write %.300s", p);
+		return -1;
+	}
+	if (strstr(path, "/snap-") != NULL)
+		snprintf(fw->list, sizeof(fw->list), "%s", path);
+	return 0;
+}
+
+/*
+ * A format v1 table whose snapshot lists its manifests inline: planned,
+ * and its group committed as a snapshot with a v1 manifest list whose
+ * records carry the spec id from the manifests' headers and no sequence
+ * numbers (https://iceberg.apache.org/spec/#manifest-lists).
+ */
+static void
+test_v1_inline(void)
+{
+	const char *prefix = "data/persistent/iceberg_v1_deprecated/default/legacy_v1";
+	IcebergLocalFS fs;
+	IcebergFileIO io;
+	IcebergTableMetadata *md;
+	IcebergCompactPlan *p;
+	IcebergCompactOptions o;
+	IcebergCompactCommit res;
+	IcebergCompactOutput out;
+	IcebergCompactGroupOutput go;
+	IcebergManifestListReader *lr;
+	const IcebergManifestFile *mf;
+	IcebergError err;
+	FolderWriter fw;
+	IcebergWriter w = {&fw, folder_write};
+	char		tmpl[] = "/tmp/tms-compact-v1-XXXXXX";
+	char		cmd[2600];
+	char		path[1200];
+	int			n = 0,
+				added = 0,
+				deleted = 0,
+				existing = 0;
+
+	if (mkdtemp(tmpl) == NULL)
+	{
+		CHECK(false, "mkdtemp");
+		return;
+	}
+	memset(&fw, 0, sizeof(fw));
+	fw.prefix = prefix;
+	snprintf(fw.folder, sizeof(fw.folder), "%s/t", tmpl);
+	snprintf(cmd, sizeof(cmd), "cp -r '%s/spark-v1-legacy-manifests-field' '%s'", fixtures,
+			 fw.folder);
+	CHECK(system(cmd) == 0, "copy the fixture");
+	memset(&fs, 0, sizeof(fs));
+	fs.nmaps = 1;
+	fs.maps[0].from = prefix;
+	fs.maps[0].to = fw.folder;
+	iceberg_local_fileio(&io, &fs);
+	snprintf(path, sizeof(path), "%s/metadata/v2.metadata.json", fw.folder);
+	if (!iceberg_metadata_read(&io, path, &md, &err))
+	{
+		CHECK(false, "fixture: %s %s", err.message, err.detail);
+		return;
+	}
+	CHECK(md->format_version == 1 && iceberg_metadata_current_snapshot(md)->manifest_list == NULL,
+		  "a v1 snapshot with inline manifests");
+	memset(&o, 0, sizeof(o));
+	o.min_file_size_bytes = -1;
+	o.max_file_size_bytes = -1;
+	o.delete_file_threshold = -1;
+	o.output_spec_id = -1;
+	o.rewrite_all = true;
+	if (!iceberg_compact_plan(&io, md, &o, &p, &err))
+	{
+		CHECK(false, "plan: %s %s", err.message, err.detail);
+		iceberg_metadata_free(md);
+		return;
+	}
+	CHECK(p->data_files == 2 && p->ngroups == 2 && p->nfiles == 2 && p->base_sequence_number == 0,
+		  "two files, two partitions, two groups: %d", p->ngroups);
+
+	/* the first group rewritten into one (pretended) file */
+	memset(&out, 0, sizeof(out));
+	out.path = (char *) "data/persistent/iceberg_v1_deprecated/default/legacy_v1/data/new.parquet";
+	out.size = 1000;
+	out.records = p->groups[0].records;
+	go.group = 0;
+	go.outputs = &out;
+	go.noutputs = 1;
+	CHECK(iceberg_compact_commit_write(&io, &w, md, p, &go, 1, 77, &res, &err),
+		  "commit: %s %s", err.message, err.detail);
+	CHECK(res.snapshot.manifest_list != NULL && res.snapshot.sequence_number == 0 &&
+		  res.data_files_rewritten == 1 && res.data_files_added == 1 && fw.list[0] != '\0',
+		  "a snapshot with a manifest list, no sequence number");
+	if (fw.list[0] != '\0' && iceberg_manifest_list_open_path(&io, fw.list, &lr, &err))
+	{
+		CHECK(iceberg_manifest_list_format_version(lr) == 1, "a v1 list");
+		while (iceberg_manifest_list_next(lr, &mf, &err) == 1)
+		{
+			n++;
+			CHECK(mf->partition_spec_id == 0 && mf->manifest_length > 0 &&
+				  mf->sequence_number == 0, "record %d: spec 0, a length", n);
+			added += mf->added_files_count;
+			deleted += mf->deleted_files_count;
+			existing += mf->existing_files_count;
+		}
+		iceberg_manifest_list_close(lr);
+		CHECK(n == 2 && added == 1 && deleted == 1 && existing == 1,
+			  "the added manifest and the rewritten one: %d records, %d/%d/%d", n, added,
+			  deleted, existing);
+	}
+	else
+		CHECK(false, "read the new list: %s", err.message);
+	iceberg_compact_commit_free(&res);
+	iceberg_compact_plan_free(p);
+	iceberg_metadata_free(md);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl);
+	(void) system(cmd);
+}
+
 int
 main(void)
 {
@@ -524,5 +774,8 @@ main(void)
 	test_metrics_modes();
 	test_plan_fixture();
 	test_plan_rewrite_all();
+	test_removable();
+	test_check_options();
+	test_v1_inline();
 	return unit_done();
 }

@@ -192,6 +192,8 @@ typedef struct IcebergCompactOptions
 	bool		rewrite_all;
 	int32_t		delete_file_threshold;	/* < 0: none */
 	double		delete_ratio_threshold; /* <= 0: 0.3 */
+	bool		remove_dangling_deletes;
+	int32_t		output_spec_id; /* < 0: the table's current spec */
 	const IcebergPartitionFilter *where;	/* bound; NULL: every partition */
 } IcebergCompactOptions;
 
@@ -266,6 +268,8 @@ typedef struct IcebergCompactPlan
 	bool		rewrite_all;
 	int32_t		delete_file_threshold;
 	double		delete_ratio_threshold;
+	bool		remove_dangling_deletes;
+	int32_t		output_spec_id;
 	/* the groups, in (spec id, partition) order */
 	int			ngroups;
 	IcebergCompactGroup *groups;
@@ -281,6 +285,8 @@ typedef struct IcebergCompactPlan
 	int64_t		data_bytes;
 	int64_t		filtered_out;	/* not selected by the filter */
 	int64_t		candidates;		/* candidate files, before the groups */
+	int64_t		dangling;		/* live delete files applying to no live data
+								 * file */
 } IcebergCompactPlan;
 
 /*
@@ -296,12 +302,24 @@ extern bool iceberg_compact_plan(const IcebergFileIO *io,
 extern void iceberg_compact_plan_free(IcebergCompactPlan *p);
 
 /*
- * The delete files group g's commit removes: those whose data files of
- * the base are all rewritten once g is (with the groups committed
- * before).  Fills (*out, *n) with indexes into plan->deletes (malloc'd).
+ * Check the options against md without planning (the sizes resolved with
+ * the table's write.target-file-size-bytes, the output spec one of its
+ * specs): ICEBERG_ERR_INVALID_ARGUMENT naming the bad value.
  */
-extern bool iceberg_compact_removable(const IcebergCompactPlan *p, int g,
-									  int **out, int *n, IcebergError *err);
+extern bool iceberg_compact_check_options(const IcebergTableMetadata *md,
+										  const IcebergCompactOptions *opt,
+										  IcebergError *err);
+
+/*
+ * The delete files the commit of groups[0 .. ngroups) removes: those whose
+ * data files of the base are all rewritten once these groups are (with
+ * the groups committed before), and, with remove-dangling-deletes, those
+ * that apply to no live data file of the base (Iceberg's dangling
+ * deletes).  Fills (*out, *n) with indexes into plan->deletes (malloc'd).
+ */
+extern bool iceberg_compact_removable(const IcebergCompactPlan *p, const int *groups,
+									  int ngroups, int **out, int *n,
+									  IcebergError *err);
 
 /*
  * Where group g's data files go: the table's data location
@@ -368,34 +386,43 @@ typedef struct IcebergCompactCommit
 	int		   *removed;
 } IcebergCompactCommit;
 
+/* One group of a commit and the files the helper wrote for it. */
+typedef struct IcebergCompactGroupOutput
+{
+	int			group;			/* index into plan->groups */
+	const IcebergCompactOutput *outputs;
+	int			noutputs;		/* 0: the group's deletes took every row */
+} IcebergCompactGroupOutput;
+
 /*
- * Check group g against md (the table it is to be committed on: the base,
- * or the table after a conflict or after the groups committed before),
- * then write the manifests and the manifest list of a "replace" snapshot
- * new_snapshot_id that rewrites the group's files into outputs (none
- * when the group's deletes took every row) and
- * removes the delete files iceberg_compact_removable() names (those no
- * longer live are left out).  ICEBERG_ERR_CONFLICT: the group cannot go
- * on md (a file gone, a position delete added since the plan); nothing
- * was written.  res is always initialised; free it with
+ * Check groups[0 .. ngroups) against md (the table they are to be
+ * committed on: the base, or the table after a conflict or after the
+ * commits before), then write the manifests and the manifest list of one
+ * "replace" snapshot new_snapshot_id that rewrites each group's files into
+ * its outputs and removes the delete files iceberg_compact_removable()
+ * names (those no longer live are left out).  Several groups in one
+ * commit are Iceberg's partial progress (a commit every so many groups)
+ * or its all-at-once commit.  ICEBERG_ERR_CONFLICT: a group cannot go on
+ * md (a file gone, a position delete added since the plan); nothing was
+ * written.  res is always initialised; free it with
  * iceberg_compact_commit_free().
  */
 extern bool iceberg_compact_commit_write(const IcebergFileIO *io,
 										 const IcebergWriter *w,
 										 const IcebergTableMetadata *md,
-										 IcebergCompactPlan *p, int g,
-										 const IcebergCompactOutput *outputs,
-										 int noutputs, int64_t new_snapshot_id,
+										 IcebergCompactPlan *p,
+										 const IcebergCompactGroupOutput *groups,
+										 int ngroups, int64_t new_snapshot_id,
 										 IcebergCompactCommit *res,
 										 IcebergError *err);
 
 /*
- * After group g's commit landed: its delete coverage counts, and the plan
- * follows the manifests the commit replaced (so that later groups find
- * their files).
+ * After the commit of groups[0 .. ngroups) landed: their delete coverage
+ * counts, and the plan follows the manifests the commit replaced (so that
+ * later groups find their files).
  */
-extern bool iceberg_compact_committed(IcebergCompactPlan *p, int g,
-									  const IcebergCompactCommit *res,
+extern bool iceberg_compact_committed(IcebergCompactPlan *p, const int *groups,
+									  int ngroups, const IcebergCompactCommit *res,
 									  IcebergError *err);
 extern void iceberg_compact_commit_free(IcebergCompactCommit *res);
 

@@ -259,6 +259,13 @@ entry_schema(int format_version, const char *source_schema, int64_t max_json,
 
 		json_array_remove(fields, 3);
 		json_array_remove(fields, 2);
+
+		/*
+		 * v1: snapshot_id is required
+		 * (https://iceberg.apache.org/spec/#manifests)
+		 */
+		json_object_set_new(json_array_get(fields, 1), "type", json_string("long"));
+		json_object_del(json_array_get(fields, 1), "default");
 		json_array_remove(df, json_array_size(df) - 1);
 		json_array_remove(df, json_array_size(df) - 2); /* equality_ids */
 		json_array_remove(df, 0);
@@ -595,21 +602,35 @@ typedef struct Commit
 	const IcebergWriter *wr;
 	const IcebergTableMetadata *md;
 	IcebergCompactPlan *p;
-	int			g;
+	const IcebergCompactGroupOutput *gs;	/* the commit's groups */
+	const ListRec *recs;		/* the current list's records */
+	int64_t		inline_snapshot_id; /* the snapshot listing inline manifests */
+	int			ngs;
 	IcebergCompactCommit *res;
 	IcebergError *err;
 	IcebergWriteTarget t;		/* the new snapshot's id, seq, codec, names */
 	int			nout;			/* manifests written so far */
-	StrMap		group_files;	/* path -> index in the group */
+	StrMap		group_files;	/* path -> index in files */
+	const char **files;			/* the groups' files, group after group */
+	int			nfiles;
 	bool	   *found;
+	StrMap		group_parts;	/* "spec|partition" of every group */
+	char	  **part_keys;		/* owned keys of group_parts */
+	int			nparts;
 	StrMap		removable;		/* delete path -> plan index */
 	bool	   *removed_found;
 	StrMap		known_deletes;	/* every plan delete path */
 	/* the rewritten manifests' list records (by index into recs) */
 	IcebergNewManifest *news;	/* indexed like recs; path NULL: kept */
-	char	   *source_schema;	/* writer schema of a manifest of the spec */
-	IcebergKeyValue *source_meta;
-	int			nsource_meta;
+	IcebergNewManifest *carried;	/* inline v1 list: the kept manifests'
+									 * records (path NULL: rewritten) */
+	int64_t    *carried_snap;	/* their added_snapshot_id */
+	/* per spec of the groups: the writer schema of one of its manifests */
+	int			nspecs;
+	int32_t    *spec_ids;
+	char	  **source_schema;
+	IcebergKeyValue **source_meta;
+	int		   *nsource_meta;
 	/* the summary */
 	int64_t		removed_pos_files,
 				removed_eq_files,
@@ -638,6 +659,63 @@ commit_manifest(Commit *c, MOut *o, IcebergNewManifest *n)
 	return true;
 }
 
+/* The index of spec_id among the commit's specs, or -1. */
+static int
+commit_spec(const Commit *c, int32_t spec_id)
+{
+	int			i;
+
+	for (i = 0; i < c->nspecs; i++)
+		if (c->spec_ids[i] == spec_id)
+			return i;
+	return -1;
+}
+
+/* Is (spec_id, partition) the partition of one of the commit's groups? */
+static bool
+commit_touches(const Commit *c, int32_t spec_id, const char *partition, size_t len)
+{
+	char	   *key = compact_part_key(spec_id, partition, len);
+	bool		r;
+
+	if (key == NULL)
+		return true;			/* out of memory: assume it does */
+	r = compact_map_get(&c->group_parts, key) >= 0;
+	free(key);
+	return r;
+}
+
+/* The size of the object at path (read through when the store does not say). */
+static bool
+object_length(const IcebergFileIO *io, const char *path, int64_t *len, IcebergError *err)
+{
+	IoError		ioerr;
+	void	   *h;
+	int64_t		size = -1;
+
+	io_error_clear(&ioerr);
+	h = io->io.open(io->io.arg, path, &size, &ioerr);
+	if (h == NULL)
+		return iceberg_set_io_error(err, &ioerr, path);
+	if (size < 0)
+	{
+		char		buf[8192];
+		int64_t		n;
+
+		size = 0;
+		while ((n = io->io.read(io->io.arg, h, buf, sizeof(buf), &ioerr)) > 0)
+			size += n;
+		if (n < 0)
+		{
+			io->io.close(io->io.arg, h);
+			return iceberg_set_io_error(err, &ioerr, path);
+		}
+	}
+	io->io.close(io->io.arg, h);
+	*len = size;
+	return true;
+}
+
 /*
  * Read one manifest of the current list, writing a filtered copy: entries
  * of group files (data) or removable delete files become DELETED, the
@@ -650,8 +728,12 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 {
 	IcebergManifestReader *r;
 	const IcebergManifestEntry *e;
-	const IcebergCompactGroup *gr = &c->p->groups[c->g];
 	MOut		o;
+	int			sx;
+	int32_t		spec_id = rec->mf.partition_spec_id;
+	int			ix = (int) (rec - c->recs);
+	IcebergNewManifest orig;	/* an inline manifest's own counts */
+	int64_t		added_by = -1;
 	IcebergKeyValue *meta = NULL;
 	int			nmeta = 0;
 	const char *schema;
@@ -661,9 +743,15 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 	bool		ok = false;
 
 	memset(&o, 0, sizeof(o));
+	memset(&orig, 0, sizeof(orig));
+	orig.nsumm = -1;
 	if (!iceberg_manifest_open(c->io, &rec->mf, c->md->format_version,
 							   ICEBERG_READ_PARTITION | ICEBERG_READ_RAW, &r, c->err))
 		return false;
+	/* an inline v1 list has no spec id: the manifest's header has it */
+	if (spec_id < 0)
+		spec_id = iceberg_manifest_spec_id(r) >= 0 ? iceberg_manifest_spec_id(r) : 0;
+	sx = commit_spec(c, spec_id);
 	schema = iceberg_manifest_header(r, "avro.schema");
 	if (schema == NULL)
 	{
@@ -672,13 +760,14 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 	}
 	if (!copy_header(r, 0, &meta, &nmeta, c->err) ||
 		!mout_start(&o, schema, meta, nmeta, c->t.codec, c->t.level, c->t.lim.max_json_bytes,
-					rec->mf.partition_spec_id, rec->mf.content, c->err))
+					spec_id, rec->mf.content, c->err))
 		goto done;
-	if (c->source_schema == NULL && rec->mf.content == ICEBERG_MANIFEST_CONTENT_DATA &&
-		rec->mf.partition_spec_id == gr->spec_id)
+	if (sx >= 0 && c->source_schema[sx] == NULL &&
+		rec->mf.content == ICEBERG_MANIFEST_CONTENT_DATA)
 	{
-		c->source_schema = iceberg_strdup(schema, c->err);
-		if (c->source_schema == NULL || !copy_header(r, 4, &c->source_meta, &c->nsource_meta, c->err))
+		c->source_schema[sx] = iceberg_strdup(schema, c->err);
+		if (c->source_schema[sx] == NULL ||
+			!copy_header(r, 4, &c->source_meta[sx], &c->nsource_meta[sx], c->err))
 			goto done;
 	}
 	while ((rc = iceberg_manifest_next(r, &e, c->err)) == 1)
@@ -686,6 +775,25 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 		int			status = ICEBERG_STATUS_EXISTING;
 		int64_t		snap = e->snapshot_id;
 
+		if (e->status == ICEBERG_STATUS_ADDED)
+		{
+			orig.added_files++;
+			orig.added_rows += e->record_count;
+			if (added_by < 0)
+				added_by = e->snapshot_id;
+		}
+		else if (e->status == ICEBERG_STATUS_EXISTING)
+		{
+			orig.existing_files++;
+			orig.existing_rows += e->record_count;
+		}
+		else
+		{
+			orig.deleted_files++;
+			orig.deleted_rows += e->record_count;
+			if (added_by < 0)
+				added_by = e->snapshot_id;
+		}
 		if (e->status == ICEBERG_STATUS_DELETED)
 			continue;
 		if (e->content == ICEBERG_CONTENT_DATA)
@@ -725,8 +833,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 			}
 			else if (compact_map_get(&c->known_deletes, e->file_path) < 0 &&
 					 e->content == ICEBERG_CONTENT_POSITION_DELETES &&
-					 ((e->spec_id == gr->spec_id && e->partition_len == strlen(gr->partition) &&
-					   memcmp(e->partition, gr->partition, e->partition_len) == 0) ||
+					 (commit_touches(c, e->spec_id, e->partition, e->partition_len) ||
 					  (e->referenced_data_file != NULL &&
 					   compact_map_get(&c->group_files, e->referenced_data_file) >= 0)))
 			{
@@ -776,54 +883,90 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 		if (!commit_manifest(c, &o, news))
 			goto done;
 	}
+	else if (rec->raw == NULL && c->carried != NULL)
+	{
+		/*
+		 * kept from an inline v1 list: its manifest_file record, which the
+		 * new list needs (https://iceberg.apache.org/spec/#manifest-lists:
+		 * manifest_length, partition_spec_id and added_snapshot_id are
+		 * required), from the manifest itself; added by the snapshot of its
+		 * first ADDED or DELETED entry, else by the snapshot that lists it,
+		 * as Iceberg Java's BaseSnapshot assumes
+		 */
+		orig.spec_id = spec_id;
+		orig.content = rec->mf.content;
+		orig.path = iceberg_strdup(rec->path, c->err);
+		if (orig.path == NULL || !object_length(c->io, rec->path, &orig.length, c->err))
+			goto done;
+		c->carried[ix] = orig;
+		memset(&orig, 0, sizeof(orig));
+		c->carried_snap[ix] = added_by >= 0 ? added_by : c->inline_snapshot_id;
+	}
 	ok = true;
 done:
+	iceberg_new_manifest_free(&orig);
 	iceberg_manifest_close(r);
 	iceberg_kv_free(meta, nmeta);
 	mout_free(&o);
 	return ok;
 }
 
-/* The manifest of the added files. */
+/* The manifest of the files added in spec sx's partitions. */
 static bool
-write_added(Commit *c, const IcebergCompactOutput *outputs, int noutputs, IcebergNewManifest *n)
+write_added(Commit *c, int sx, IcebergNewManifest *n)
 {
-	const IcebergCompactGroup *gr = &c->p->groups[c->g];
-	const IcebergPartitionSpec *spec = iceberg_metadata_spec(c->md, gr->spec_id);
+	int32_t		spec_id = c->spec_ids[sx];
+	const IcebergPartitionSpec *spec = iceberg_metadata_spec(c->md, spec_id);
 	char	   *schema = NULL;
 	MOut		o;
 	char		num[32];
-	int			i;
+	int			i,
+				j;
 	bool		ok = false;
 
 	memset(&o, 0, sizeof(o));
+	for (i = 0, j = 0; j < c->ngs; j++)
+		if (c->p->groups[c->gs[j].group].spec_id == spec_id)
+			i += c->gs[j].noutputs;
+	if (i == 0)
+		return true;			/* every row of these groups was deleted */
 	if (spec == NULL)
 		return iceberg_set_error(c->err, ICEBERG_ERR_MALFORMED,
-								 "partition spec %d is not in the table metadata", (int) gr->spec_id);
-	if (c->source_schema == NULL)
+								 "partition spec %d is not in the table metadata", (int) spec_id);
+	if (c->source_schema[sx] == NULL)
 		return iceberg_set_error(c->err, ICEBERG_ERR_CONFLICT,
 								 "no manifest of the group's files was found");
-	schema = entry_schema(c->md->format_version, c->source_schema, c->t.lim.max_json_bytes, c->err);
+	schema = entry_schema(c->md->format_version, c->source_schema[sx], c->t.lim.max_json_bytes,
+						  c->err);
 	if (schema == NULL)
 		return false;
 	snprintf(num, sizeof(num), "%d", (int) c->md->current_schema_id);
-	if (!iceberg_kv_set(c->source_meta, &c->nsource_meta, "schema", c->md->current_schema_json,
-						true, c->err) ||
-		!iceberg_kv_set(c->source_meta, &c->nsource_meta, "schema-id", num, true, c->err) ||
+	if (!iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "schema",
+						c->md->current_schema_json, true, c->err) ||
+		!iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "schema-id", num, true, c->err) ||
 		(c->md->format_version >= 2 &&
-		 !iceberg_kv_set(c->source_meta, &c->nsource_meta, "content", "data", true, c->err)))
+		 !iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "content", "data", true, c->err)))
 		goto done;
-	if (!mout_start(&o, schema, c->source_meta, c->nsource_meta, c->t.codec, c->t.level,
-					c->t.lim.max_json_bytes, gr->spec_id, ICEBERG_MANIFEST_CONTENT_DATA, c->err))
+	if (!mout_start(&o, schema, c->source_meta[sx], c->nsource_meta[sx], c->t.codec, c->t.level,
+					c->t.lim.max_json_bytes, spec_id, ICEBERG_MANIFEST_CONTENT_DATA, c->err))
 		goto done;
-	for (i = 0; i < noutputs; i++)
+	for (j = 0; j < c->ngs; j++)
 	{
-		if (!add_output(&o, &outputs[i], c->md, spec, gr->partition, c->t.snapshot_id,
-						c->p->base_sequence_number, c->err))
-			goto done;
-		c->res->data_files_added++;
-		c->res->bytes_added += outputs[i].size;
-		c->res->records_added += outputs[i].records;
+		const IcebergCompactGroup *gr = &c->p->groups[c->gs[j].group];
+
+		if (gr->spec_id != spec_id)
+			continue;
+		for (i = 0; i < c->gs[j].noutputs; i++)
+		{
+			const IcebergCompactOutput *out = &c->gs[j].outputs[i];
+
+			if (!add_output(&o, out, c->md, spec, gr->partition, c->t.snapshot_id,
+							c->p->base_sequence_number, c->err))
+				goto done;
+			c->res->data_files_added++;
+			c->res->bytes_added += out->size;
+			c->res->records_added += out->records;
+		}
 	}
 	if (!commit_manifest(c, &o, n))
 		goto done;
@@ -834,27 +977,89 @@ done:
 	return ok;
 }
 
+/*
+ * The manifest list a v1 snapshot with inline "manifests" gets when it is
+ * replaced: format v1 allows either (https://iceberg.apache.org/spec/#snapshots:
+ * "manifest-list" optional in v1, "manifests" omitted when it is present),
+ * and Iceberg's writers write a list.  Its schema is v1's manifest_file
+ * (https://iceberg.apache.org/spec/#manifest-lists), as Iceberg Java's
+ * V1Metadata writes it.
+ */
+static const char *const list_schema_v1 =
+"{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":["
+"{\"name\":\"manifest_path\",\"type\":\"string\",\"field-id\":500},"
+"{\"name\":\"manifest_length\",\"type\":\"long\",\"field-id\":501},"
+"{\"name\":\"partition_spec_id\",\"type\":\"int\",\"field-id\":502},"
+"{\"name\":\"added_snapshot_id\",\"type\":\"long\",\"field-id\":503},"
+"{\"name\":\"added_files_count\",\"type\":[\"null\",\"int\"],\"default\":null,\"field-id\":504},"
+"{\"name\":\"existing_files_count\",\"type\":[\"null\",\"int\"],\"default\":null,\"field-id\":505},"
+"{\"name\":\"deleted_files_count\",\"type\":[\"null\",\"int\"],\"default\":null,\"field-id\":506},"
+"{\"name\":\"partitions\",\"type\":[\"null\",{\"type\":\"array\",\"items\":{\"type\":\"record\",\"name\":\"r508\",\"fields\":["
+"{\"name\":\"contains_null\",\"type\":\"boolean\",\"field-id\":509},"
+"{\"name\":\"contains_nan\",\"type\":[\"null\",\"boolean\"],\"default\":null,\"field-id\":518},"
+"{\"name\":\"lower_bound\",\"type\":[\"null\",\"bytes\"],\"default\":null,\"field-id\":510},"
+"{\"name\":\"upper_bound\",\"type\":[\"null\",\"bytes\"],\"default\":null,\"field-id\":511}]},"
+"\"element-id\":508}],\"default\":null,\"field-id\":507},"
+"{\"name\":\"added_rows_count\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":512},"
+"{\"name\":\"existing_rows_count\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":513},"
+"{\"name\":\"deleted_rows_count\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":514},"
+"{\"name\":\"key_metadata\",\"type\":[\"null\",\"bytes\"],\"default\":null,\"field-id\":519}]}";
+
+/* A v1 manifest list writer for the snapshot replacing inline snap. */
+static bool
+list_begin_inline(Commit *c, const IcebergSnapshot *snap, IcebergAvroWriter **lw)
+{
+	IcebergKeyValue meta[3];
+	char		id[32];
+	char		parent[32];
+
+	snprintf(id, sizeof(id), "%" PRId64, c->t.snapshot_id);
+	snprintf(parent, sizeof(parent), "%" PRId64, snap->snapshot_id);
+	meta[0].key = "snapshot-id";
+	meta[0].value = id;
+	meta[1].key = "parent-snapshot-id";
+	meta[1].value = parent;
+	meta[2].key = "format-version";
+	meta[2].value = "1";
+	return iceberg_avro_writer_create(list_schema_v1, meta, 3, c->t.codec, c->t.level,
+									  c->t.lim.max_json_bytes, lw, c->err);
+}
+
 /* The new manifest list; its path into *path_out. */
 static bool
 write_list(Commit *c, const IcebergSnapshot *snap, const ListRec *recs, int nrecs,
 		   const IcebergNewManifest *added, char **path_out)
 {
-	IcebergManifestListReader *lr;
-	IcebergAvroWriter *lw;
+	IcebergManifestListReader *lr = NULL;
+	IcebergAvroWriter *lw = NULL;
 	int			i;
 	bool		ok = false;
 
-	if (!iceberg_manifest_list_begin(c->io, c->md, snap, snap->snapshot_id, &c->t,
+	if (snap->manifest_list == NULL ? !list_begin_inline(c, snap, &lw) :
+		!iceberg_manifest_list_begin(c->io, c->md, snap, snap->snapshot_id, &c->t,
 									 &lr, &lw, c->err))
-		return false;
-	if (added->path != NULL &&
-		!iceberg_manifest_list_add_new(lw, added, c->t.seq, c->t.snapshot_id, c->err))
 		goto done;
+	for (i = 0; i < c->nspecs; i++)
+		if (added[i].path != NULL &&
+			!iceberg_manifest_list_add_new(lw, &added[i], c->t.seq, c->t.snapshot_id, c->err))
+			goto done;
 	for (i = 0; i < nrecs; i++)
 	{
 		if (c->news[i].path != NULL)
 		{
 			if (!iceberg_manifest_list_add_new(lw, &c->news[i], c->t.seq, c->t.snapshot_id, c->err))
+				goto done;
+		}
+		else if (recs[i].raw == NULL)
+		{
+			/* a manifest of an inline v1 list, kept */
+			if (c->carried == NULL || c->carried[i].path == NULL)
+			{
+				iceberg_set_error(c->err, ICEBERG_ERR_MALFORMED,
+								  "manifest \"%s\" has no list record", recs[i].path);
+				goto done;
+			}
+			if (!iceberg_manifest_list_add_new(lw, &c->carried[i], 0, c->carried_snap[i], c->err))
 				goto done;
 		}
 		else if (!iceberg_avro_writer_add_raw(lw, recs[i].raw, recs[i].raw_len, c->err))
@@ -893,7 +1098,7 @@ fill_summary(Commit *c, const IcebergSnapshot *parent)
 		{"removed-equality-delete-files", c->removed_eq_files, false},
 		{"removed-position-deletes", c->removed_pos_records, false},
 		{"removed-equality-deletes", c->removed_eq_records, false},
-		{"changed-partition-count", 1, true},
+		{"changed-partition-count", c->nparts, true},
 	};
 	struct
 	{
@@ -943,21 +1148,150 @@ fill_summary(Commit *c, const IcebergSnapshot *parent)
 	return true;
 }
 
+/*
+ * What the commit looks for: the groups' files (and the manifests the plan
+ * found them in, into wanted), their partitions and specs, the plan's
+ * delete files and those the commit removes (*rm, *nrm).
+ */
+static bool
+commit_prepare(Commit *c, StrMap *wanted, int **rm, int *nrm)
+{
+	const IcebergCompactPlan *p = c->p;
+	int			total = 0;
+	int			i,
+				j;
+	int		   *gix;
+
+	for (j = 0; j < c->ngs; j++)
+		total += p->groups[c->gs[j].group].nfiles;
+	c->found = calloc((size_t) total + 1, sizeof(bool));
+	c->files = calloc((size_t) total + 1, sizeof(char *));
+	c->part_keys = calloc((size_t) c->ngs + 1, sizeof(char *));
+	c->spec_ids = calloc((size_t) c->ngs + 1, sizeof(int32_t));
+	c->source_schema = calloc((size_t) c->ngs + 1, sizeof(char *));
+	c->source_meta = calloc((size_t) c->ngs + 1, sizeof(IcebergKeyValue *));
+	c->nsource_meta = calloc((size_t) c->ngs + 1, sizeof(int));
+	gix = calloc((size_t) c->ngs + 1, sizeof(int));
+	if (c->found == NULL || c->files == NULL || c->part_keys == NULL || c->spec_ids == NULL ||
+		c->source_schema == NULL || c->source_meta == NULL || c->nsource_meta == NULL ||
+		gix == NULL)
+		goto nomem;
+	for (j = 0; j < c->ngs; j++)
+	{
+		const IcebergCompactGroup *gr = &p->groups[c->gs[j].group];
+		char	   *key = compact_part_key(gr->spec_id, gr->partition, strlen(gr->partition));
+
+		if (key == NULL)
+			goto nomem;
+		if (compact_map_get(&c->group_parts, key) >= 0)
+			free(key);
+		else
+		{
+			c->part_keys[c->nparts] = key;
+			if (!compact_map_put(&c->group_parts, key, c->nparts++))
+				goto nomem;
+		}
+		if (commit_spec(c, gr->spec_id) < 0)
+			c->spec_ids[c->nspecs++] = gr->spec_id;
+		for (i = 0; i < gr->nfiles; i++)
+		{
+			c->files[c->nfiles] = p->files[gr->first + i].path;
+			if (!compact_map_put(&c->group_files, c->files[c->nfiles], c->nfiles) ||
+				!compact_map_put(wanted, p->manifests[p->files[gr->first + i].manifest], 1))
+				goto nomem;
+			c->nfiles++;
+		}
+		gix[j] = c->gs[j].group;
+	}
+	for (i = 0; i < p->ndeletes; i++)
+		if (!compact_map_put(&c->known_deletes, p->deletes[i].path, i))
+			goto nomem;
+	if (!iceberg_compact_removable(p, gix, c->ngs, rm, nrm, c->err))
+	{
+		free(gix);
+		return false;
+	}
+	free(gix);
+	gix = NULL;
+	c->removed_found = calloc((size_t) *nrm + 1, sizeof(bool));
+	if (c->removed_found == NULL)
+		goto nomem;
+	for (i = 0; i < *nrm; i++)
+		if (!compact_map_put(&c->removable, p->deletes[(*rm)[i]].path, i))
+			goto nomem;
+	return true;
+nomem:
+	free(gix);
+	return compact_oom(c->err);
+}
+
+static void
+commit_free(Commit *c)
+{
+	int			i;
+
+	free(c->found);
+	free(c->files);
+	free(c->removed_found);
+	for (i = 0; i < c->nparts; i++)
+		free(c->part_keys[i]);
+	free(c->part_keys);
+	for (i = 0; i < c->nspecs; i++)
+	{
+		free(c->source_schema[i]);
+		iceberg_kv_free(c->source_meta[i], c->nsource_meta[i]);
+	}
+	free(c->spec_ids);
+	free(c->source_schema);
+	free(c->source_meta);
+	free(c->nsource_meta);
+	iceberg_strmap_free(&c->group_files);
+	iceberg_strmap_free(&c->group_parts);
+	iceberg_strmap_free(&c->removable);
+	iceberg_strmap_free(&c->known_deletes);
+}
+
+/* The manifests the commit replaced (old and new paths) into res. */
+static bool
+note_replaced(Commit *c, const ListRec *recs, int nrecs)
+{
+	IcebergCompactCommit *res = c->res;
+	int			i;
+
+	for (i = 0; i < nrecs; i++)
+		if (c->news[i].path != NULL)
+		{
+			char	  **no = realloc(res->replaced_old, sizeof(char *) * (size_t) (res->nreplaced + 1));
+			char	  **nn = no ? realloc(res->replaced_new, sizeof(char *) * (size_t) (res->nreplaced + 1)) : NULL;
+
+			if (no != NULL)
+				res->replaced_old = no;
+			if (nn == NULL)
+				return compact_oom(c->err);
+			res->replaced_new = nn;
+			no[res->nreplaced] = strdup(recs[i].path);
+			nn[res->nreplaced] = strdup(c->news[i].path);
+			res->nreplaced++;
+			if (no[res->nreplaced - 1] == NULL || nn[res->nreplaced - 1] == NULL)
+				return compact_oom(c->err);
+		}
+	return true;
+}
+
 bool
 iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
-							 const IcebergTableMetadata *md, IcebergCompactPlan *p, int g,
-							 const IcebergCompactOutput *outputs, int noutputs,
+							 const IcebergTableMetadata *md, IcebergCompactPlan *p,
+							 const IcebergCompactGroupOutput *groups, int ngroups,
 							 int64_t new_snapshot_id, IcebergCompactCommit *res,
 							 IcebergError *err)
 {
 	Commit		c;
 	const IcebergSnapshot *snap;
-	const IcebergCompactGroup *gr;
 	ListRec    *recs = NULL;
 	int			nrecs = 0;
 	int		   *rm = NULL;
 	int			nrm = 0;
-	IcebergNewManifest added;
+	IcebergNewManifest *added = NULL;
 	StrMap		wanted = {0};
 	bool		fallback = false;
 	char	   *list_path = NULL;
@@ -970,11 +1304,14 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	memset(res, 0, sizeof(*res));
 	res->snapshot.parent_snapshot_id = -1;
 	res->snapshot.schema_id = -1;
-	memset(&added, 0, sizeof(added));
-	added.nsumm = -1;
-	if (io == NULL || w == NULL || w->write == NULL || p == NULL || g < 0 || g >= p->ngroups)
+	if (io == NULL || w == NULL || w->write == NULL || p == NULL || groups == NULL || ngroups <= 0)
 		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
 								 "a commit needs a file io, a writer, a plan and a group");
+	for (i = 0; i < ngroups; i++)
+		if (groups[i].group < 0 || groups[i].group >= p->ngroups || groups[i].noutputs < 0 ||
+			(groups[i].noutputs > 0 && groups[i].outputs == NULL))
+			return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
+									 "invalid group or output files");
 	if (!compact_check_table(md, &snap, err))
 		return false;
 	if (snap == NULL)
@@ -982,51 +1319,48 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	if (new_snapshot_id <= 0 || iceberg_metadata_snapshot(md, new_snapshot_id) != NULL)
 		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
 								 "invalid new snapshot id %" PRId64, new_snapshot_id);
-	if (noutputs < 0 || (noutputs > 0 && outputs == NULL))
-		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid output files");
-	gr = &p->groups[g];
 	memset(&c, 0, sizeof(c));
 	c.io = io;
 	c.wr = w;
 	c.md = md;
 	c.p = p;
-	c.g = g;
+	c.gs = groups;
+	c.ngs = ngroups;
 	c.res = res;
 	c.err = err;
 	if (!iceberg_write_target_init(&c.t, io, md, new_snapshot_id, err))
 		return false;
-
-	/* what to look for */
-	c.found = calloc((size_t) gr->nfiles + 1, sizeof(bool));
-	if (c.found == NULL)
-		goto nomem;
-	for (i = 0; i < gr->nfiles; i++)
-		if (!compact_map_put(&c.group_files, p->files[gr->first + i].path, i) ||
-			!compact_map_put(&wanted, p->manifests[p->files[gr->first + i].manifest], 1))
-			goto nomem;
-	for (i = 0; i < p->ndeletes; i++)
-		if (!compact_map_put(&c.known_deletes, p->deletes[i].path, i))
-			goto nomem;
-	if (!iceberg_compact_removable(p, g, &rm, &nrm, err))
+	if (!commit_prepare(&c, &wanted, &rm, &nrm))
 		goto done;
-	c.removed_found = calloc((size_t) nrm + 1, sizeof(bool));
-	if (c.removed_found == NULL)
+	added = calloc((size_t) c.nspecs + 1, sizeof(IcebergNewManifest));
+	if (added == NULL)
 		goto nomem;
-	for (i = 0; i < nrm; i++)
-		if (!compact_map_put(&c.removable, p->deletes[rm[i]].path, i))
-			goto nomem;
+	for (i = 0; i < c.nspecs; i++)
+		added[i].nsumm = -1;
 
 	/*
-	 * the current manifests: those of the group's files, and every delete
+	 * the current manifests: those of the groups' files, and every delete
 	 * manifest
 	 */
 	if (!compact_read_list(io, md, snap, &recs, &nrecs, err))
 		goto done;
+	c.recs = recs;
 	c.news = calloc((size_t) nrecs + 1, sizeof(IcebergNewManifest));
 	if (c.news == NULL)
 		goto nomem;
 	for (i = 0; i < nrecs; i++)
 		c.news[i].nsumm = -1;
+	if (snap->manifest_list == NULL)
+	{
+		/* an inline v1 list: every manifest is read for its list record */
+		c.inline_snapshot_id = snap->snapshot_id;
+		c.carried = calloc((size_t) nrecs + 1, sizeof(IcebergNewManifest));
+		c.carried_snap = calloc((size_t) nrecs + 1, sizeof(int64_t));
+		if (c.carried == NULL || c.carried_snap == NULL)
+			goto nomem;
+		for (i = 0; i < nrecs; i++)
+			c.carried[i].nsumm = -1;
+	}
 	{
 		int			present = 0;
 
@@ -1045,8 +1379,10 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	{
 		bool		look;
 
-		if (recs[i].mf.content == ICEBERG_MANIFEST_CONTENT_DATA)
-			look = fallback ? recs[i].mf.partition_spec_id == gr->spec_id :
+		if (c.carried != NULL)
+			look = true;
+		else if (recs[i].mf.content == ICEBERG_MANIFEST_CONTENT_DATA)
+			look = fallback ? commit_spec(&c, recs[i].mf.partition_spec_id) >= 0 :
 				compact_map_get(&wanted, recs[i].path) >= 0;
 		else
 			look = true;
@@ -1055,45 +1391,32 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 		if (iceberg_check_interrupt(io, err) || !filter_manifest(&c, &recs[i], &c.news[i]))
 			goto done;
 	}
-	for (i = 0; i < gr->nfiles; i++)
+	for (i = 0; i < c.nfiles; i++)
 		if (!c.found[i])
 		{
 			iceberg_set_error(err, ICEBERG_ERR_CONFLICT,
 							  "a file of the group is no longer live in the table");
 			iceberg_set_detail(err, "\"%s\" was removed or rewritten by another commit.",
-							   p->files[gr->first + i].path);
+							   c.files[i]);
 			goto done;
 		}
 
 	/*
-	 * the new files (none when the deletes took every row of the group: the
-	 * commit only removes), the list, the snapshot
+	 * the new files, a manifest per spec (none when the deletes took every
+	 * row of the groups: the commit only removes), the list, the snapshot
 	 */
-	if ((noutputs > 0 && !write_added(&c, outputs, noutputs, &added)) ||
-		!write_list(&c, snap, recs, nrecs, &added, &list_path))
+	for (i = 0; i < c.nspecs; i++)
+		if (!write_added(&c, i, &added[i]))
+			goto done;
+	if (!write_list(&c, snap, recs, nrecs, added, &list_path))
 		goto done;
 	if (!iceberg_new_snapshot_replace(&res->snapshot, &c.t, snap->snapshot_id, iceberg_now_ms(),
 									  md->current_schema_id, &list_path, err) ||
 		!fill_summary(&c, snap))
 		goto done;
 	/* the manifests replaced, and the delete files removed */
-	for (i = 0; i < nrecs; i++)
-		if (c.news[i].path != NULL)
-		{
-			char	  **no = realloc(res->replaced_old, sizeof(char *) * (size_t) (res->nreplaced + 1));
-			char	  **nn = no ? realloc(res->replaced_new, sizeof(char *) * (size_t) (res->nreplaced + 1)) : NULL;
-
-			if (no != NULL)
-				res->replaced_old = no;
-			if (nn == NULL)
-				goto nomem;
-			res->replaced_new = nn;
-			no[res->nreplaced] = strdup(recs[i].path);
-			nn[res->nreplaced] = strdup(c.news[i].path);
-			res->nreplaced++;
-			if (no[res->nreplaced - 1] == NULL || nn[res->nreplaced - 1] == NULL)
-				goto nomem;
-		}
+	if (!note_replaced(&c, recs, nrecs))
+		goto done;
 	res->removed = calloc((size_t) nrm + 1, sizeof(int));
 	if (res->removed == NULL)
 		goto nomem;
@@ -1107,39 +1430,44 @@ nomem:
 	compact_oom(err);
 done:
 	free(list_path);
-	iceberg_new_manifest_free(&added);
+	for (i = 0; added && i < c.nspecs; i++)
+		iceberg_new_manifest_free(&added[i]);
+	free(added);
 	for (i = 0; c.news && i < nrecs; i++)
 		iceberg_new_manifest_free(&c.news[i]);
 	free(c.news);
+	for (i = 0; c.carried && i < nrecs; i++)
+		iceberg_new_manifest_free(&c.carried[i]);
+	free(c.carried);
+	free(c.carried_snap);
 	compact_free_recs(recs, nrecs);
 	free(rm);
-	free(c.found);
-	free(c.removed_found);
-	free(c.source_schema);
-	iceberg_kv_free(c.source_meta, c.nsource_meta);
-	iceberg_strmap_free(&c.group_files);
-	iceberg_strmap_free(&c.removable);
-	iceberg_strmap_free(&c.known_deletes);
+	commit_free(&c);
 	iceberg_strmap_free(&wanted);
 	return ok;
 }
 
 bool
-iceberg_compact_committed(IcebergCompactPlan *p, int g, const IcebergCompactCommit *res,
-						  IcebergError *err)
+iceberg_compact_committed(IcebergCompactPlan *p, const int *groups, int ngroups,
+						  const IcebergCompactCommit *res, IcebergError *err)
 {
-	const IcebergCompactGroup *gr = &p->groups[g];
 	StrMap		old = {0};
 	int			i,
+				j,
 				k;
 
-	for (i = 0; i < gr->ndeletes; i++)
+	for (j = 0; j < ngroups; j++)
 	{
-		IcebergCompactDelete *d = &p->deletes[gr->deletes[i]];
+		const IcebergCompactGroup *gr = &p->groups[groups[j]];
 
-		for (k = 0; k < d->ngroups; k++)
-			if (d->groups[k] == g)
-				d->covered += d->group_files[k];
+		for (i = 0; i < gr->ndeletes; i++)
+		{
+			IcebergCompactDelete *d = &p->deletes[gr->deletes[i]];
+
+			for (k = 0; k < d->ngroups; k++)
+				if (d->groups[k] == groups[j])
+					d->covered += d->group_files[k];
+		}
 	}
 	for (i = 0; i < res->nreplaced; i++)
 		if (!compact_map_put(&old, res->replaced_old[i], i))

@@ -41,6 +41,7 @@ extern int	compact_map_get(const StrMap *m, const char *key);
 extern bool compact_check_table(const IcebergTableMetadata *md,
 								const IcebergSnapshot **snap, IcebergError *err);
 extern void compact_free_recs(ListRec *r, int n);
+extern char *compact_part_key(int32_t spec_id, const char *partition, size_t len);
 extern bool compact_read_list(const IcebergFileIO *io, const IcebergTableMetadata *md,
 							  const IcebergSnapshot *snap, ListRec **out, int *nout,
 							  IcebergError *err);

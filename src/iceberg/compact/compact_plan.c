@@ -98,9 +98,22 @@ int_push(int **arr, int *n, int *alloc, int v)
 bool
 compact_check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap, IcebergError *err)
 {
-	return iceberg_write_check_table(md, "compaction",
-									 "Format v3 adds deletion vectors and row lineage, which this rewrite does not maintain.",
-									 "", snap, err);
+	if (iceberg_write_check_table(md, "compaction",
+								  "Format v3 adds deletion vectors and row lineage, which this rewrite does not maintain.",
+								  "", snap, err))
+		return true;
+
+	/*
+	 * a v1 snapshot listing its manifests inline is read and replaced by a
+	 * snapshot with a manifest list (compact_commit.c)
+	 */
+	if (err->code == ICEBERG_ERR_UNSUPPORTED && *snap != NULL &&
+		(*snap)->manifest_list == NULL && md->format_version == 1)
+	{
+		iceberg_error_clear(err);
+		return true;
+	}
+	return false;
 }
 
 /* Are the schema's columns all of types the helper writes? */
@@ -330,8 +343,8 @@ planner_free(Planner *pl)
 }
 
 /* "spec|partition" (malloc'd). */
-static char *
-part_key(int32_t spec_id, const char *partition, size_t len)
+char *
+compact_part_key(int32_t spec_id, const char *partition, size_t len)
 {
 	char	   *k = malloc(len + 16);
 
@@ -429,7 +442,7 @@ add_delete(Planner *pl, const IcebergManifestEntry *e, int manifest)
 		return true;
 	}
 	{
-		char	   *key = part_key(e->spec_id, e->partition, e->partition_len);
+		char	   *key = compact_part_key(e->spec_id, e->partition, e->partition_len);
 		int			first;
 
 		if (key == NULL)
@@ -482,7 +495,7 @@ match(Planner *pl, const IcebergManifestEntry *e, int64_t *known_deleted)
 			return compact_oom(pl->err);
 	if (pl->part_ix.count > 0)
 	{
-		char	   *key = part_key(e->spec_id, e->partition, e->partition_len);
+		char	   *key = compact_part_key(e->spec_id, e->partition, e->partition_len);
 		int			d;
 
 		if (key == NULL)
@@ -551,7 +564,7 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 		memcpy(f->deletes, pl->scratch, sizeof(int) * (size_t) pl->nscratch);
 		f->ndeletes = pl->nscratch;
 	}
-	key = part_key(e->spec_id, e->partition, e->partition_len);
+	key = compact_part_key(e->spec_id, e->partition, e->partition_len);
 	if (key == NULL)
 		return compact_oom(pl->err);
 	c = compact_map_get(&pl->cand_ix, key);
@@ -616,6 +629,16 @@ resolve_options(IcebergCompactPlan *p, const IcebergTableMetadata *md,
 		opt->delete_file_threshold : INT32_MAX;
 	p->delete_ratio_threshold = opt && opt->delete_ratio_threshold > 0 ?
 		opt->delete_ratio_threshold : DEFAULT_DELETE_RATIO;
+	p->remove_dangling_deletes = opt && opt->remove_dangling_deletes;
+	p->output_spec_id = opt && opt->output_spec_id >= 0 ? opt->output_spec_id : md->default_spec_id;
+	if (iceberg_metadata_spec(md, p->output_spec_id) == NULL)
+	{
+		iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
+						  "output-spec-id %d is not a partition spec of the table",
+						  (int) p->output_spec_id);
+		iceberg_set_detail(err, "The table's specs are those of its metadata's \"partition-specs\".");
+		return false;
+	}
 	if (p->delete_ratio_threshold > 1.0)
 		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT,
 								 "delete-ratio-threshold must not be above 1");
@@ -630,6 +653,19 @@ resolve_options(IcebergCompactPlan *p, const IcebergTableMetadata *md,
 		return false;
 	}
 	return true;
+}
+
+bool
+iceberg_compact_check_options(const IcebergTableMetadata *md, const IcebergCompactOptions *opt,
+							  IcebergError *err)
+{
+	IcebergCompactPlan p;
+
+	iceberg_error_clear(err);
+	if (md == NULL)
+		return iceberg_set_error(err, ICEBERG_ERR_INVALID_ARGUMENT, "no table metadata given");
+	memset(&p, 0, sizeof(p));
+	return resolve_options(&p, md, opt, err);
 }
 
 /* Iceberg's expectedOutputFiles. */
@@ -981,6 +1017,8 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	}
 	if (!link_deletes(p, err))
 		goto fail;
+	for (i = 0; i < p->ndeletes; i++)
+		p->dangling += p->deletes[i].applies == 0;
 done:
 	compact_free_recs(recs, nrecs);
 	free(known);
@@ -1000,31 +1038,55 @@ fail:
 }
 
 bool
-iceberg_compact_removable(const IcebergCompactPlan *p, int g, int **out, int *n,
-						  IcebergError *err)
+iceberg_compact_removable(const IcebergCompactPlan *p, const int *groups, int ngroups,
+						  int **out, int *n, IcebergError *err)
 {
-	const IcebergCompactGroup *gr = &p->groups[g];
 	int			alloc = 0;
 	int			i,
-				k;
+				j,
+				k,
+				x;
 
 	*out = NULL;
 	*n = 0;
-	for (i = 0; i < gr->ndeletes; i++)
+	for (j = 0; j < ngroups; j++)
 	{
-		const IcebergCompactDelete *d = &p->deletes[gr->deletes[i]];
+		const IcebergCompactGroup *gr = &p->groups[groups[j]];
 
-		for (k = 0; k < d->ngroups; k++)
-			if (d->groups[k] == g && d->covered + d->group_files[k] == d->applies &&
-				d->applies > 0 && !int_push(out, n, &alloc, gr->deletes[i]))
-			{
-				free(*out);
-				*out = NULL;
-				*n = 0;
-				return compact_oom(err);
-			}
+		for (i = 0; i < gr->ndeletes; i++)
+		{
+			const IcebergCompactDelete *d = &p->deletes[gr->deletes[i]];
+			int64_t		covered = d->covered;
+			bool		listed = false;
+
+			/*
+			 * once, at the commit's first group that rewrites some of its
+			 * files
+			 */
+			for (x = 0; x < j && !listed; x++)
+				for (k = 0; k < d->ngroups; k++)
+					listed |= d->groups[k] == groups[x];
+			if (listed)
+				continue;
+			for (k = 0; k < d->ngroups; k++)
+				for (x = j; x < ngroups; x++)
+					if (d->groups[k] == groups[x])
+						covered += d->group_files[k];
+			if (covered == d->applies && d->applies > 0 &&
+				!int_push(out, n, &alloc, gr->deletes[i]))
+				goto nomem;
+		}
 	}
+	/* Iceberg's remove-dangling-deletes: those applying to nothing */
+	for (i = 0; p->remove_dangling_deletes && ngroups > 0 && i < p->ndeletes; i++)
+		if (p->deletes[i].applies == 0 && !int_push(out, n, &alloc, i))
+			goto nomem;
 	return true;
+nomem:
+	free(*out);
+	*out = NULL;
+	*n = 0;
+	return compact_oom(err);
 }
 
 /* ---------------------------------------------------------------------
