@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "iceberg/compact/compact.h"
+#include "iceberg/compact/compact_int.h"
 #include "iceberg/compact/compact_wire.h"
 #include "iceberg/iceberg.h"
 #include "io/io.h"
@@ -761,6 +762,121 @@ test_v1_inline(void)
 	(void) system(cmd);
 }
 
+/*
+ * Iceberg's transforms against the spec's published examples
+ * (https://iceberg.apache.org/spec/#appendix-b-32-bit-hash-requirements
+ * and #truncate-transform-details), and the projection of a partition of
+ * an older spec into the output spec.
+ */
+static void
+test_transforms(void)
+{
+	static const uint8_t b0123[] = {0, 1, 2, 3};
+	static const uint8_t dec1420[] = {0x05, 0x8c};	/* 1420, minimal bytes */
+	static const uint8_t uuid[] = {0xf7, 0x9c, 0x3e, 0x09, 0x67, 0x7c, 0x4b, 0xbd,
+	0xa4, 0x79, 0x3f, 0x34, 0x9c, 0xb7, 0x85, 0xe7};
+	IcebergTableMetadata *md;
+	IcebergSchema *schema;
+	IcebergError err;
+	char	   *out;
+
+	CHECK((int32_t) iceberg_hash_long(34) == 2017239379, "int/long 34");
+	CHECK((int32_t) iceberg_hash_long(17486) == -653330422, "date 2017-11-16");
+	CHECK((int32_t) iceberg_hash_long(INT64_C(81068000000)) == -662762989, "time 22:31:08");
+	CHECK((int32_t) iceberg_hash_long(INT64_C(1510871468000000)) == -2047944441,
+		  "timestamp 2017-11-16T22:31:08");
+	CHECK((int32_t) iceberg_murmur3_32("iceberg", 7) == 1210000089, "string iceberg");
+	CHECK((int32_t) iceberg_murmur3_32(b0123, 4) == -188683207, "binary 00 01 02 03");
+	CHECK((int32_t) iceberg_murmur3_32(dec1420, 2) == -500754589, "decimal 14.20");
+	CHECK((int32_t) iceberg_murmur3_32(uuid, 16) == 1488055340, "uuid");
+	CHECK(iceberg_bucket_of_hash(iceberg_hash_long(34), 16) == (2017239379 % 16), "bucket[16](34)");
+	CHECK(iceberg_bucket_of_hash(0xffffffffu, 7) == (int32_t) (INT32_MAX % 7), "bucket masks the sign");
+	CHECK(iceberg_truncate_long(1, 10) == 0 && iceberg_truncate_long(-1, 10) == -10 &&
+		  iceberg_truncate_long(10, 10) == 10, "truncate[10] of 1, -1, 10");
+	CHECK(iceberg_truncate_utf8("iceberg", 7, 3) == 3, "truncate[3] iceberg");
+	CHECK(iceberg_truncate_utf8("\xc3\xa9t\xc3\xa9", 6, 2) == 3, "truncate by code points");
+	CHECK(iceberg_years_from_days(17486) == 47 && iceberg_months_from_days(17486) == 574 &&
+		  iceberg_years_from_days(-1) == -1 && iceberg_months_from_days(-1) == -1,
+		  "year and month of 2017-11-16 and 1969-12-31");
+
+	if (!iceberg_metadata_parse(metadata_json, strlen(metadata_json), NULL, &md, &err) ||
+		!iceberg_schema_parse(md->current_schema_json, &schema, &err))
+	{
+		CHECK(false, "metadata: %s", err.message);
+		return;
+	}
+	/* spec 0 is identity(cat): spec 1 needs ts and id, which it does not fix */
+	CHECK(iceberg_partition_project(md, schema, 0, "[\"c1\"]", 6, 1, &out, &err) && out == NULL,
+		  "identity(cat) does not fix day(ts), bucket(id)");
+	/* spec 1 into spec 1: the same values */
+	CHECK(iceberg_partition_project(md, schema, 1, "[20422,3,\"0x04d2\"]", 18, 1, &out, &err) &&
+		  out != NULL && strcmp(out, "[20422,3,\"0x04d2\"]") == 0, "the same spec");
+	free(out);
+	iceberg_schema_free(schema);
+	iceberg_metadata_free(md);
+
+	/* a table whose spec 0 has identity values, spec 1 every transform */
+	{
+		static const char *evolved =
+		"{\"format-version\": 2, \"table-uuid\": \"9c12d441-03fe-4693-9a96-a0705ddf69c2\","
+		" \"location\": \"s3://b/t\", \"last-sequence-number\": 3, \"last-updated-ms\": 1,"
+		" \"last-column-id\": 4, \"current-schema-id\": 0,"
+		" \"schemas\": [{\"type\": \"struct\", \"schema-id\": 0, \"fields\": ["
+		"  {\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"
+		"  {\"id\": 2, \"name\": \"cat\", \"required\": false, \"type\": \"string\"},"
+		"  {\"id\": 3, \"name\": \"ts\", \"required\": false, \"type\": \"timestamp\"},"
+		"  {\"id\": 4, \"name\": \"d\", \"required\": false, \"type\": \"date\"}]}],"
+		" \"default-spec-id\": 1, \"last-partition-id\": 1010,"
+		" \"partition-specs\": ["
+		"  {\"spec-id\": 0, \"fields\": [{\"name\": \"id\", \"transform\": \"identity\", \"source-id\": 1, \"field-id\": 1000},"
+		"     {\"name\": \"cat\", \"transform\": \"identity\", \"source-id\": 2, \"field-id\": 1001},"
+		"     {\"name\": \"ts_hour\", \"transform\": \"hour\", \"source-id\": 3, \"field-id\": 1002},"
+		"     {\"name\": \"d\", \"transform\": \"identity\", \"source-id\": 4, \"field-id\": 1003}]},"
+		"  {\"spec-id\": 1, \"fields\": [{\"name\": \"id_bucket\", \"transform\": \"bucket[16]\", \"source-id\": 1, \"field-id\": 1004},"
+		"     {\"name\": \"id_trunc\", \"transform\": \"truncate[10]\", \"source-id\": 1, \"field-id\": 1005},"
+		"     {\"name\": \"cat_trunc\", \"transform\": \"truncate[3]\", \"source-id\": 2, \"field-id\": 1006},"
+		"     {\"name\": \"ts_day\", \"transform\": \"day\", \"source-id\": 3, \"field-id\": 1007},"
+		"     {\"name\": \"d_year\", \"transform\": \"year\", \"source-id\": 4, \"field-id\": 1008},"
+		"     {\"name\": \"d_month\", \"transform\": \"month\", \"source-id\": 4, \"field-id\": 1009},"
+		"     {\"name\": \"cat\", \"transform\": \"identity\", \"source-id\": 2, \"field-id\": 1010}]},"
+		"  {\"spec-id\": 2, \"fields\": []}],"
+		" \"properties\": {},"
+		" \"current-snapshot-id\": -1, \"snapshots\": [], \"snapshot-log\": [], \"metadata-log\": [],"
+		" \"sort-orders\": [{\"order-id\": 0, \"fields\": []}], \"default-sort-order-id\": 0}";
+
+		/* id 34, cat "iceberg", hour 420242 (2017-12-10T02h), d 2017-11-16 */
+		const char *p0 = "[34,\"iceberg\",420242,17486]";
+		char		want[128];
+		char	   *rs;
+
+		if (!iceberg_metadata_parse(evolved, strlen(evolved), NULL, &md, &err) ||
+			!iceberg_schema_parse(md->current_schema_json, &schema, &err))
+		{
+			CHECK(false, "evolved metadata: %s %s", err.message, err.detail);
+			return;
+		}
+		snprintf(want, sizeof(want), "[%d,30,\"ice\",%d,47,574,\"iceberg\"]",
+				 2017239379 % 16, 420242 / 24);
+		CHECK(iceberg_partition_project(md, schema, 0, p0, strlen(p0), 1, &out, &err) &&
+			  out != NULL && strcmp(out, want) == 0, "every transform: %s, want %s",
+			  out ? out : "(none)", want);
+		free(out);
+		CHECK(iceberg_partition_project(md, schema, 0, "[null,null,null,null]", 21, 1, &out, &err) &&
+			  out != NULL && strcmp(out, "[null,null,null,null,null,null,null]") == 0,
+			  "nulls stay null: %s", out ? out : "(none)");
+		free(out);
+		CHECK(iceberg_partition_project(md, schema, 2, "[]", 2, 1, &out, &err) && out == NULL,
+			  "an unpartitioned file is not fixed");
+		rs = iceberg_partition_record_schema(md, schema, 1, &err);
+		CHECK(rs != NULL && strstr(rs, "\"field-id\":1004") != NULL &&
+			  strstr(rs, "\"logicalType\":\"date\"") != NULL, "partition record of spec 1: %s",
+			  rs ? rs : err.message);
+		free(rs);
+		iceberg_schema_free(schema);
+		iceberg_metadata_free(md);
+	}
+}
+
 int
 main(void)
 {
@@ -777,5 +893,6 @@ main(void)
 	test_removable();
 	test_check_options();
 	test_v1_inline();
+	test_transforms();
 	return unit_done();
 }

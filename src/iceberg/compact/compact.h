@@ -13,10 +13,17 @@
  * The plan follows Apache Iceberg's BinPackRewriteFilePlanner and
  * SizeBasedFileRewritePlanner
  * (https://github.com/apache/iceberg/blob/main/core/src/main/java/org/apache/iceberg/actions/BinPackRewriteFilePlanner.java):
- *	- the live data files of the current snapshot are grouped by partition
- *	  spec and partition (a file keeps its own spec: it is written back in
- *	  the spec it was read in, where Iceberg moves files of older specs to
- *	  the current one, which needs Iceberg's transforms in the writer);
+ *	- the live data files of the current snapshot are grouped by their
+ *	  partition in the output spec (output-spec-id, default the table's
+ *	  current spec), as Iceberg rewrites files of older specs into it: a
+ *	  file of another spec whose partition fixes its output partition
+ *	  (the same source column as identity or a finer transform,
+ *	  compact_transform.c computes identity, bucket, truncate, year,
+ *	  month, day and hour) joins that output partition; a file whose
+ *	  partition does not (unpartitioned, another bucket count) may hold
+ *	  rows of several output partitions, and since the helper does not
+ *	  split rows by partition it is rewritten in its own spec
+ *	  (plan->kept_in_spec counts them);
  *	- a file is a candidate when rewrite-all, or its size is outside
  *	  [min-file-size-bytes, max-file-size-bytes] (75 % and 180 % of
  *	  target-file-size-bytes), or at least delete-file-threshold delete
@@ -54,8 +61,13 @@
  * validateNoNewDeletesForDataFiles; new equality deletes are fine, as
  * above); otherwise ICEBERG_ERR_CONFLICT and the group is given up.
  *
+ * Format v1 (https://iceberg.apache.org/spec/#version-1-analytic-data-tables):
+ * a snapshot that lists its manifests inline ("manifests") is read like
+ * a list and replaced by one with a v1 manifest list (allowed in v1);
+ * entries carry no sequence numbers, the new snapshot none either.
+ *
  * Refused (ICEBERG_ERR_UNSUPPORTED): format v3 (deletion vectors, row
- * lineage), snapshots without a manifest list, columns of a nested or
+ * lineage), columns of a nested or
  * fixed type (the helper writes primitive columns only), manifests of a
  * v2 table written without sequence numbers (only for a group whose files
  * they hold).
@@ -238,6 +250,9 @@ typedef struct IcebergCompactFile
 	int			manifest;		/* index into plan->manifests */
 	int			ndeletes;		/* delete files applying to it */
 	int		   *deletes;		/* indexes into plan->deletes */
+	int32_t		spec_id;		/* its own spec and partition (its group's are
+								 * the output spec's) */
+	char	   *partition;
 } IcebergCompactFile;
 
 typedef struct IcebergCompactGroup
@@ -287,6 +302,9 @@ typedef struct IcebergCompactPlan
 	int64_t		candidates;		/* candidate files, before the groups */
 	int64_t		dangling;		/* live delete files applying to no live data
 								 * file */
+	int64_t		kept_in_spec;	/* candidates of another spec than the output
+								 * spec whose partition does not fix theirs:
+								 * rewritten in their own spec */
 } IcebergCompactPlan;
 
 /*

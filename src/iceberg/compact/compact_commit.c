@@ -185,125 +185,6 @@ copy_header(IcebergManifestReader *r, int extra, IcebergKeyValue **out, int *nou
 	return true;
 }
 
-/*
- * Iceberg's manifest_entry schema (https://iceberg.apache.org/spec/#manifests)
- * for format v1 or v2, its partition record taken from a manifest of the
- * same spec.
- */
-static const char *const entry_schema_v2 =
-"{\"type\":\"record\",\"name\":\"manifest_entry\",\"fields\":["
-"{\"name\":\"status\",\"type\":\"int\",\"field-id\":0},"
-"{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":1},"
-"{\"name\":\"sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":3},"
-"{\"name\":\"file_sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":4},"
-"{\"name\":\"data_file\",\"field-id\":2,\"type\":{\"type\":\"record\",\"name\":\"r2\",\"fields\":["
-"{\"name\":\"content\",\"type\":\"int\",\"field-id\":134},"
-"{\"name\":\"file_path\",\"type\":\"string\",\"field-id\":100},"
-"{\"name\":\"file_format\",\"type\":\"string\",\"field-id\":101},"
-"{\"name\":\"partition\",\"type\":null,\"field-id\":102},"
-"{\"name\":\"record_count\",\"type\":\"long\",\"field-id\":103},"
-"{\"name\":\"file_size_in_bytes\",\"type\":\"long\",\"field-id\":104},"
-"%s"
-"{\"name\":\"column_sizes\",\"type\":[\"null\",{\"type\":\"array\",\"logicalType\":\"map\",\"items\":{\"type\":\"record\",\"name\":\"k117_v118\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":117},{\"name\":\"value\",\"type\":\"long\",\"field-id\":118}]}}],\"default\":null,\"field-id\":108},"
-"{\"name\":\"value_counts\",\"type\":[\"null\",{\"type\":\"array\",\"logicalType\":\"map\",\"items\":{\"type\":\"record\",\"name\":\"k119_v120\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":119},{\"name\":\"value\",\"type\":\"long\",\"field-id\":120}]}}],\"default\":null,\"field-id\":109},"
-"{\"name\":\"null_value_counts\",\"type\":[\"null\",{\"type\":\"array\",\"logicalType\":\"map\",\"items\":{\"type\":\"record\",\"name\":\"k121_v122\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":121},{\"name\":\"value\",\"type\":\"long\",\"field-id\":122}]}}],\"default\":null,\"field-id\":110},"
-"{\"name\":\"nan_value_counts\",\"type\":[\"null\",{\"type\":\"array\",\"logicalType\":\"map\",\"items\":{\"type\":\"record\",\"name\":\"k138_v139\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":138},{\"name\":\"value\",\"type\":\"long\",\"field-id\":139}]}}],\"default\":null,\"field-id\":137},"
-"{\"name\":\"lower_bounds\",\"type\":[\"null\",{\"type\":\"array\",\"logicalType\":\"map\",\"items\":{\"type\":\"record\",\"name\":\"k126_v127\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":126},{\"name\":\"value\",\"type\":\"bytes\",\"field-id\":127}]}}],\"default\":null,\"field-id\":125},"
-"{\"name\":\"upper_bounds\",\"type\":[\"null\",{\"type\":\"array\",\"logicalType\":\"map\",\"items\":{\"type\":\"record\",\"name\":\"k129_v130\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":129},{\"name\":\"value\",\"type\":\"bytes\",\"field-id\":130}]}}],\"default\":null,\"field-id\":128},"
-"{\"name\":\"key_metadata\",\"type\":[\"null\",\"bytes\"],\"default\":null,\"field-id\":131},"
-"{\"name\":\"split_offsets\",\"type\":[\"null\",{\"type\":\"array\",\"items\":\"long\",\"element-id\":133}],\"default\":null,\"field-id\":132},"
-"{\"name\":\"equality_ids\",\"type\":[\"null\",{\"type\":\"array\",\"items\":\"int\",\"element-id\":136}],\"default\":null,\"field-id\":135},"
-"{\"name\":\"sort_order_id\",\"type\":[\"null\",\"int\"],\"default\":null,\"field-id\":140},"
-"{\"name\":\"referenced_data_file\",\"type\":[\"null\",\"string\"],\"default\":null,\"field-id\":143}"
-"]}}]}";
-
-/* The schema text for format_version with the partition record of schema_text. */
-static char *
-entry_schema(int format_version, const char *source_schema, int64_t max_json,
-			 IcebergError *err)
-{
-	char	   *tmpl;
-	json_t	   *src = NULL;
-	json_t	   *root = NULL;
-	json_t	   *part;
-	char	   *text = NULL;
-	char	   *out = NULL;
-	size_t		i;
-
-	tmpl = malloc(strlen(entry_schema_v2) + 128);
-	if (tmpl == NULL)
-	{
-		compact_oom(err);
-		return NULL;
-	}
-	sprintf(tmpl, entry_schema_v2,
-			format_version == 1 ? "{\"name\":\"block_size_in_bytes\",\"type\":\"long\",\"field-id\":105}," : "");
-	src = iceberg_json_load(source_schema, strlen(source_schema), 0, max_json, "avro.schema", err);
-	if (src == NULL)
-		goto done;
-	part = iceberg_schema_strip_null(iceberg_schema_field_type(src, 2, "data_file"));
-	part = part ? iceberg_schema_field_type(part, 102, "partition") : NULL;
-	if (part == NULL)
-	{
-		iceberg_set_error(err, ICEBERG_ERR_MALFORMED, "manifest schema without a partition record");
-		goto done;
-	}
-	root = iceberg_json_load(tmpl, strlen(tmpl), 0, max_json, "manifest schema", err);
-	if (root == NULL)
-		goto done;
-	if (format_version == 1)
-	{
-		/* v1 entries: no sequence numbers, no content, no referenced file */
-		json_t	   *fields = json_object_get(root, "fields");
-		json_t	   *df = json_object_get(json_object_get(json_array_get(fields, 4), "type"), "fields");
-
-		json_array_remove(fields, 3);
-		json_array_remove(fields, 2);
-
-		/*
-		 * v1: snapshot_id is required
-		 * (https://iceberg.apache.org/spec/#manifests)
-		 */
-		json_object_set_new(json_array_get(fields, 1), "type", json_string("long"));
-		json_object_del(json_array_get(fields, 1), "default");
-		json_array_remove(df, json_array_size(df) - 1);
-		json_array_remove(df, json_array_size(df) - 2); /* equality_ids */
-		json_array_remove(df, 0);
-	}
-	{
-		json_t	   *fields = json_object_get(root, "fields");
-		json_t	   *df = NULL;
-
-		for (i = 0; i < json_array_size(fields); i++)
-			if (json_integer_value(json_object_get(json_array_get(fields, i), "field-id")) == 2)
-				df = json_object_get(json_object_get(json_array_get(fields, i), "type"), "fields");
-		for (i = 0; i < json_array_size(df); i++)
-		{
-			json_t	   *f = json_array_get(df, i);
-
-			if (json_integer_value(json_object_get(f, "field-id")) == 102 &&
-				json_object_set(f, "type", part) != 0)
-			{
-				compact_oom(err);
-				goto done;
-			}
-		}
-	}
-	text = json_dumps(root, JSON_COMPACT);
-	if (text == NULL)
-	{
-		compact_oom(err);
-		goto done;
-	}
-	out = iceberg_strdup(text, err);
-	io_json_free(text);
-done:
-	free(tmpl);
-	json_decref(src);
-	json_decref(root);
-	return out;
-}
-
 /* A map<int, long> field of counts (AVW_ARRAY of key/value records). */
 typedef struct MapField
 {
@@ -617,6 +498,7 @@ typedef struct Commit
 	StrMap		group_parts;	/* "spec|partition" of every group */
 	char	  **part_keys;		/* owned keys of group_parts */
 	int			nparts;
+	int			new_parts;		/* output partitions not among them */
 	StrMap		removable;		/* delete path -> plan index */
 	bool	   *removed_found;
 	StrMap		known_deletes;	/* every plan delete path */
@@ -631,6 +513,7 @@ typedef struct Commit
 	char	  **source_schema;
 	IcebergKeyValue **source_meta;
 	int		   *nsource_meta;
+	char	   *part_record;	/* a spec's partition record, built */
 	/* the summary */
 	int64_t		removed_pos_files,
 				removed_eq_files,
@@ -683,37 +566,6 @@ commit_touches(const Commit *c, int32_t spec_id, const char *partition, size_t l
 	r = compact_map_get(&c->group_parts, key) >= 0;
 	free(key);
 	return r;
-}
-
-/* The size of the object at path (read through when the store does not say). */
-static bool
-object_length(const IcebergFileIO *io, const char *path, int64_t *len, IcebergError *err)
-{
-	IoError		ioerr;
-	void	   *h;
-	int64_t		size = -1;
-
-	io_error_clear(&ioerr);
-	h = io->io.open(io->io.arg, path, &size, &ioerr);
-	if (h == NULL)
-		return iceberg_set_io_error(err, &ioerr, path);
-	if (size < 0)
-	{
-		char		buf[8192];
-		int64_t		n;
-
-		size = 0;
-		while ((n = io->io.read(io->io.arg, h, buf, sizeof(buf), &ioerr)) > 0)
-			size += n;
-		if (n < 0)
-		{
-			io->io.close(io->io.arg, h);
-			return iceberg_set_io_error(err, &ioerr, path);
-		}
-	}
-	io->io.close(io->io.arg, h);
-	*len = size;
-	return true;
 }
 
 /*
@@ -896,7 +748,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 		orig.spec_id = spec_id;
 		orig.content = rec->mf.content;
 		orig.path = iceberg_strdup(rec->path, c->err);
-		if (orig.path == NULL || !object_length(c->io, rec->path, &orig.length, c->err))
+		if (orig.path == NULL || !compact_object_length(c->io, rec->path, &orig.length, c->err))
 			goto done;
 		c->carried[ix] = orig;
 		memset(&orig, 0, sizeof(orig));
@@ -908,6 +760,48 @@ done:
 	iceberg_manifest_close(r);
 	iceberg_kv_free(meta, nmeta);
 	mout_free(&o);
+	return ok;
+}
+
+/*
+ * The header of a manifest of spec sx (Iceberg's keys: partition-spec,
+ * partition-spec-id, format-version; schema and content are set by the
+ * caller) and its partition record (c->part_record), from the metadata.
+ */
+static bool
+spec_header(Commit *c, int sx)
+{
+	char	   *spec_json;
+	char		num[32];
+	IcebergSchema *schema = NULL;
+	bool		ok;
+
+	free(c->part_record);
+	c->part_record = NULL;
+	if (!iceberg_schema_parse(c->md->current_schema_json, &schema, c->err))
+		return false;
+	c->part_record = iceberg_partition_record_schema(c->md, schema, c->spec_ids[sx], c->err);
+	iceberg_schema_free(schema);
+	if (c->part_record == NULL)
+		return false;
+	spec_json = iceberg_partition_spec_json(c->md, c->spec_ids[sx], c->err);
+	if (spec_json == NULL)
+		return false;
+	c->source_meta[sx] = calloc(8, sizeof(IcebergKeyValue));
+	if (c->source_meta[sx] == NULL)
+	{
+		free(spec_json);
+		return compact_oom(c->err);
+	}
+	snprintf(num, sizeof(num), "%d", (int) c->spec_ids[sx]);
+	ok = iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "partition-spec", spec_json,
+						true, c->err) &&
+		iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "partition-spec-id", num,
+					   true, c->err);
+	snprintf(num, sizeof(num), "%d", c->md->format_version);
+	ok = ok && iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "format-version", num,
+							  true, c->err);
+	free(spec_json);
 	return ok;
 }
 
@@ -934,10 +828,16 @@ write_added(Commit *c, int sx, IcebergNewManifest *n)
 		return iceberg_set_error(c->err, ICEBERG_ERR_MALFORMED,
 								 "partition spec %d is not in the table metadata", (int) spec_id);
 	if (c->source_schema[sx] == NULL)
-		return iceberg_set_error(c->err, ICEBERG_ERR_CONFLICT,
-								 "no manifest of the group's files was found");
-	schema = entry_schema(c->md->format_version, c->source_schema[sx], c->t.lim.max_json_bytes,
-						  c->err);
+	{
+		/* the output spec of files of older specs: no manifest read has it */
+		if (!spec_header(c, sx))
+			return false;
+		schema = compact_entry_schema(c->md->format_version, NULL, c->part_record,
+									  c->t.lim.max_json_bytes, c->err);
+	}
+	else
+		schema = compact_entry_schema(c->md->format_version, c->source_schema[sx], NULL,
+									  c->t.lim.max_json_bytes, c->err);
 	if (schema == NULL)
 		return false;
 	snprintf(num, sizeof(num), "%d", (int) c->md->current_schema_id);
@@ -978,34 +878,9 @@ done:
 }
 
 /*
- * The manifest list a v1 snapshot with inline "manifests" gets when it is
- * replaced: format v1 allows either (https://iceberg.apache.org/spec/#snapshots:
- * "manifest-list" optional in v1, "manifests" omitted when it is present),
- * and Iceberg's writers write a list.  Its schema is v1's manifest_file
- * (https://iceberg.apache.org/spec/#manifest-lists), as Iceberg Java's
- * V1Metadata writes it.
+ * A v1 manifest list writer for the snapshot replacing inline snap (its
+ * schema: compact_list_schema_v1).
  */
-static const char *const list_schema_v1 =
-"{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":["
-"{\"name\":\"manifest_path\",\"type\":\"string\",\"field-id\":500},"
-"{\"name\":\"manifest_length\",\"type\":\"long\",\"field-id\":501},"
-"{\"name\":\"partition_spec_id\",\"type\":\"int\",\"field-id\":502},"
-"{\"name\":\"added_snapshot_id\",\"type\":\"long\",\"field-id\":503},"
-"{\"name\":\"added_files_count\",\"type\":[\"null\",\"int\"],\"default\":null,\"field-id\":504},"
-"{\"name\":\"existing_files_count\",\"type\":[\"null\",\"int\"],\"default\":null,\"field-id\":505},"
-"{\"name\":\"deleted_files_count\",\"type\":[\"null\",\"int\"],\"default\":null,\"field-id\":506},"
-"{\"name\":\"partitions\",\"type\":[\"null\",{\"type\":\"array\",\"items\":{\"type\":\"record\",\"name\":\"r508\",\"fields\":["
-"{\"name\":\"contains_null\",\"type\":\"boolean\",\"field-id\":509},"
-"{\"name\":\"contains_nan\",\"type\":[\"null\",\"boolean\"],\"default\":null,\"field-id\":518},"
-"{\"name\":\"lower_bound\",\"type\":[\"null\",\"bytes\"],\"default\":null,\"field-id\":510},"
-"{\"name\":\"upper_bound\",\"type\":[\"null\",\"bytes\"],\"default\":null,\"field-id\":511}]},"
-"\"element-id\":508}],\"default\":null,\"field-id\":507},"
-"{\"name\":\"added_rows_count\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":512},"
-"{\"name\":\"existing_rows_count\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":513},"
-"{\"name\":\"deleted_rows_count\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":514},"
-"{\"name\":\"key_metadata\",\"type\":[\"null\",\"bytes\"],\"default\":null,\"field-id\":519}]}";
-
-/* A v1 manifest list writer for the snapshot replacing inline snap. */
 static bool
 list_begin_inline(Commit *c, const IcebergSnapshot *snap, IcebergAvroWriter **lw)
 {
@@ -1021,7 +896,7 @@ list_begin_inline(Commit *c, const IcebergSnapshot *snap, IcebergAvroWriter **lw
 	meta[1].value = parent;
 	meta[2].key = "format-version";
 	meta[2].value = "1";
-	return iceberg_avro_writer_create(list_schema_v1, meta, 3, c->t.codec, c->t.level,
+	return iceberg_avro_writer_create(compact_list_schema_v1, meta, 3, c->t.codec, c->t.level,
 									  c->t.lim.max_json_bytes, lw, c->err);
 }
 
@@ -1098,7 +973,7 @@ fill_summary(Commit *c, const IcebergSnapshot *parent)
 		{"removed-equality-delete-files", c->removed_eq_files, false},
 		{"removed-position-deletes", c->removed_pos_records, false},
 		{"removed-equality-deletes", c->removed_eq_records, false},
-		{"changed-partition-count", c->nparts, true},
+		{"changed-partition-count", c->nparts + c->new_parts, true},
 	};
 	struct
 	{
@@ -1158,6 +1033,7 @@ commit_prepare(Commit *c, StrMap *wanted, int **rm, int *nrm)
 {
 	const IcebergCompactPlan *p = c->p;
 	int			total = 0;
+	int			parts_alloc;
 	int			i,
 				j;
 	int		   *gix;
@@ -1166,7 +1042,8 @@ commit_prepare(Commit *c, StrMap *wanted, int **rm, int *nrm)
 		total += p->groups[c->gs[j].group].nfiles;
 	c->found = calloc((size_t) total + 1, sizeof(bool));
 	c->files = calloc((size_t) total + 1, sizeof(char *));
-	c->part_keys = calloc((size_t) c->ngs + 1, sizeof(char *));
+	parts_alloc = c->ngs + 1;
+	c->part_keys = calloc((size_t) parts_alloc, sizeof(char *));
 	c->spec_ids = calloc((size_t) c->ngs + 1, sizeof(int32_t));
 	c->source_schema = calloc((size_t) c->ngs + 1, sizeof(char *));
 	c->source_meta = calloc((size_t) c->ngs + 1, sizeof(IcebergKeyValue *));
@@ -1179,29 +1056,60 @@ commit_prepare(Commit *c, StrMap *wanted, int **rm, int *nrm)
 	for (j = 0; j < c->ngs; j++)
 	{
 		const IcebergCompactGroup *gr = &p->groups[c->gs[j].group];
-		char	   *key = compact_part_key(gr->spec_id, gr->partition, strlen(gr->partition));
 
-		if (key == NULL)
-			goto nomem;
-		if (compact_map_get(&c->group_parts, key) >= 0)
-			free(key);
-		else
-		{
-			c->part_keys[c->nparts] = key;
-			if (!compact_map_put(&c->group_parts, key, c->nparts++))
-				goto nomem;
-		}
 		if (commit_spec(c, gr->spec_id) < 0)
 			c->spec_ids[c->nspecs++] = gr->spec_id;
 		for (i = 0; i < gr->nfiles; i++)
 		{
-			c->files[c->nfiles] = p->files[gr->first + i].path;
+			const IcebergCompactFile *f = &p->files[gr->first + i];
+			char	   *key = compact_part_key(f->spec_id, f->partition, strlen(f->partition));
+
+			/* the partitions the files come from (new deletes there conflict) */
+			if (key == NULL)
+				goto nomem;
+			if (compact_map_get(&c->group_parts, key) >= 0)
+				free(key);
+			else
+			{
+				if (c->nparts == parts_alloc)
+				{
+					char	  **nk = realloc(c->part_keys, sizeof(char *) * (size_t) (parts_alloc * 2));
+
+					if (nk == NULL)
+					{
+						free(key);
+						goto nomem;
+					}
+					c->part_keys = nk;
+					parts_alloc *= 2;
+				}
+				c->part_keys[c->nparts] = key;
+				if (!compact_map_put(&c->group_parts, key, c->nparts++))
+					goto nomem;
+			}
+			c->files[c->nfiles] = f->path;
 			if (!compact_map_put(&c->group_files, c->files[c->nfiles], c->nfiles) ||
-				!compact_map_put(wanted, p->manifests[p->files[gr->first + i].manifest], 1))
+				!compact_map_put(wanted, p->manifests[f->manifest], 1))
 				goto nomem;
 			c->nfiles++;
 		}
 		gix[j] = c->gs[j].group;
+	}
+	/* the output partitions no file came from, for changed-partition-count */
+	for (j = 0; j < c->ngs; j++)
+	{
+		const IcebergCompactGroup *gr = &p->groups[c->gs[j].group];
+		char	   *key = compact_part_key(gr->spec_id, gr->partition, strlen(gr->partition));
+		bool		seen;
+
+		if (key == NULL)
+			goto nomem;
+		seen = compact_map_get(&c->group_parts, key) >= 0;
+		for (i = 0; i < j && !seen; i++)
+			seen = p->groups[c->gs[i].group].spec_id == gr->spec_id &&
+				strcmp(p->groups[c->gs[i].group].partition, gr->partition) == 0;
+		free(key);
+		c->new_parts += !seen;
 	}
 	for (i = 0; i < p->ndeletes; i++)
 		if (!compact_map_put(&c->known_deletes, p->deletes[i].path, i))
@@ -1245,6 +1153,7 @@ commit_free(Commit *c)
 	free(c->source_schema);
 	free(c->source_meta);
 	free(c->nsource_meta);
+	free(c->part_record);
 	iceberg_strmap_free(&c->group_files);
 	iceberg_strmap_free(&c->group_parts);
 	iceberg_strmap_free(&c->removable);

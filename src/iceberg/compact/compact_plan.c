@@ -259,6 +259,7 @@ iceberg_compact_plan_free(IcebergCompactPlan *p)
 	for (i = 0; i < p->nfiles; i++)
 	{
 		free(p->files[i].path);
+		free(p->files[i].partition);
 		free(p->files[i].deletes);
 	}
 	free(p->files);
@@ -286,6 +287,7 @@ typedef struct Planner
 	IcebergCompactPlan *p;
 	const IcebergTableMetadata *md;
 	const IcebergCompactOptions *opt;
+	const IcebergSchema *schema;
 	IcebergError *err;
 	StrMap		manifest_ix;	/* path -> index into p->manifests */
 	int			manifests_alloc;
@@ -532,6 +534,8 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 	IcebergCompactPlan *p = pl->p;
 	IcebergCompactFile *f;
 	char	   *key;
+	char	   *projected = NULL;
+	int32_t		out_spec;
 	int			c;
 	struct Cands *cd;
 
@@ -554,7 +558,9 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 	f->records = e->record_count;
 	f->seq = e->sequence_number < 0 ? 0 : e->sequence_number;
 	f->manifest = manifest;
-	if (f->path == NULL)
+	f->spec_id = e->spec_id;
+	f->partition = strndup(e->partition, e->partition_len);
+	if (f->path == NULL || f->partition == NULL)
 		return compact_oom(pl->err);
 	if (pl->nscratch > 0)
 	{
@@ -564,9 +570,30 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 		memcpy(f->deletes, pl->scratch, sizeof(int) * (size_t) pl->nscratch);
 		f->ndeletes = pl->nscratch;
 	}
-	key = compact_part_key(e->spec_id, e->partition, e->partition_len);
+
+	/*
+	 * grouped by the partition of the output spec: a file of another spec
+	 * whose partition fixes it goes there, the others stay in their spec
+	 */
+	out_spec = e->spec_id;
+	if (e->spec_id != p->output_spec_id)
+	{
+		if (!iceberg_partition_project(pl->md, pl->schema, e->spec_id, e->partition,
+									   e->partition_len, p->output_spec_id, &projected,
+									   pl->err))
+			return false;
+		if (projected != NULL)
+			out_spec = p->output_spec_id;
+		else
+			p->kept_in_spec++;
+	}
+	key = projected ? compact_part_key(out_spec, projected, strlen(projected)) :
+		compact_part_key(e->spec_id, e->partition, e->partition_len);
 	if (key == NULL)
+	{
+		free(projected);
 		return compact_oom(pl->err);
+	}
 	c = compact_map_get(&pl->cand_ix, key);
 	if (c < 0)
 	{
@@ -578,6 +605,7 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 			if (nc == NULL)
 			{
 				free(key);
+				free(projected);
 				return compact_oom(pl->err);
 			}
 			pl->cands = nc;
@@ -587,13 +615,15 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 		cd = &pl->cands[c];
 		memset(cd, 0, sizeof(*cd));
 		cd->key = key;
-		cd->spec_id = e->spec_id;
-		cd->partition = strndup(e->partition, e->partition_len);
+		cd->spec_id = out_spec;
+		cd->partition = projected ? projected : strndup(e->partition, e->partition_len);
+		projected = NULL;
 		if (cd->partition == NULL || !compact_map_put(&pl->cand_ix, cd->key, c))
 			return compact_oom(pl->err);
 	}
 	else
 		free(key);
+	free(projected);
 	cd = &pl->cands[c];
 	if (!int_push(&cd->files, &cd->nfiles, &cd->alloc, p->nfiles - 1))
 		return compact_oom(pl->err);
@@ -886,6 +916,7 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	if (!iceberg_schema_parse(md->current_schema_json, &schema, err) ||
 		!check_schema(schema, err))
 		goto fail;
+	pl.schema = schema;
 	if (snap == NULL)
 		goto done;
 	if (!compact_read_list(io, md, snap, &recs, &nrecs, err))
@@ -1008,6 +1039,7 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			if (!used[i])
 			{
 				free(p->files[i].path);
+				free(p->files[i].partition);
 				free(p->files[i].deletes);
 			}
 		free(used);
