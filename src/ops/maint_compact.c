@@ -290,11 +290,14 @@ emit_plan(MaintRun *run, const IcebergCompactPlan *p)
 						", \"delete_files\": %d, \"target_file_size_bytes\": " INT64_FORMAT
 						", \"min_file_size_bytes\": " INT64_FORMAT ", \"max_file_size_bytes\": " INT64_FORMAT
 						", \"min_input_files\": %d, \"max_file_group_size_bytes\": " INT64_FORMAT
-						", \"commits\": %d, \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
+						", \"commits\": %d, \"output_spec_id\": %d"
+						", \"kept_in_own_spec\": " INT64_FORMAT ", \"dangling_delete_files\": " INT64_FORMAT
+						", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
 						p->data_files, p->data_bytes, p->filtered_out, p->candidates,
 						p->ngroups, files, bytes, outputs, p->ndeletes, p->target_file_size_bytes,
 						p->min_file_size_bytes, p->max_file_size_bytes, p->min_input_files,
 						p->max_file_group_size_bytes, commits_planned(run, p->ngroups),
+						(int) p->output_spec_id, p->kept_in_spec, p->dangling,
 						p->base_snapshot_id));
 }
 
