@@ -1291,8 +1291,10 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 		if (c.carried != NULL)
 			look = true;
 		else if (recs[i].mf.content == ICEBERG_MANIFEST_CONTENT_DATA)
-			look = fallback ? commit_spec(&c, recs[i].mf.partition_spec_id) >= 0 :
-				compact_map_get(&wanted, recs[i].path) >= 0;
+		{
+			/* every data manifest: the files may be of older specs */
+			look = fallback || compact_map_get(&wanted, recs[i].path) >= 0;
+		}
 		else
 			look = true;
 		if (!look)
