@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "iceberg/compact/compact.h"
+#include "iceberg/compact/compact_int.h"
 #include "iceberg/compact/compact_wire.h"
 #include "iceberg/iceberg.h"
 #include "io/io.h"
@@ -774,6 +775,372 @@ test_sort_orders(void)
 	io_free(sorted);
 }
 
+
+/*
+ * The delete files a commit removes: those every data file of which the
+ * commit's groups (with those committed before) rewrite, counted once per
+ * commit whatever number of its groups they touch; with
+ * remove-dangling-deletes also those applying to no live data file.
+ */
+static void
+test_removable(void)
+{
+	IcebergCompactPlan p;
+	IcebergCompactGroup groups[3];
+	IcebergCompactDelete deletes[3];
+	int			g0d[] = {0, 1};
+	int			g1d[] = {0};
+	int			d0g[] = {0, 1};
+	int64_t		d0f[] = {2, 3};
+	int			d1g[] = {0};
+	int64_t		d1f[] = {1};
+	int			both[] = {0, 1};
+	int			only0[] = {0};
+	int			only2[] = {2};
+	int		   *rm;
+	int			n;
+	TmsError	err;
+
+	memset(&p, 0, sizeof(p));
+	memset(groups, 0, sizeof(groups));
+	memset(deletes, 0, sizeof(deletes));
+	groups[0].ndeletes = 2;
+	groups[0].deletes = g0d;
+	groups[1].ndeletes = 1;
+	groups[1].deletes = g1d;
+
+	/*
+	 * d0: 5 files, 2 in group 0 and 3 in group 1; d1: 1 file of group 0; d2
+	 * dangling
+	 */
+	deletes[0].applies = 5;
+	deletes[0].ngroups = 2;
+	deletes[0].groups = d0g;
+	deletes[0].group_files = d0f;
+	deletes[1].applies = 1;
+	deletes[1].ngroups = 1;
+	deletes[1].groups = d1g;
+	deletes[1].group_files = d1f;
+	deletes[2].applies = 0;
+	p.ngroups = 3;
+	p.groups = groups;
+	p.ndeletes = 3;
+	p.deletes = deletes;
+
+	CHECK(iceberg_compact_removable(&p, only0, 1, &rm, &n, &err) && n == 1 && rm[0] == 1,
+		  "group 0 alone removes d1 only (%d)", n);
+	io_free(rm);
+	CHECK(iceberg_compact_removable(&p, both, 2, &rm, &n, &err) && n == 2 &&
+		  rm[0] == 0 && rm[1] == 1, "groups 0 and 1 in one commit remove d0 (once) and d1 (%d)", n);
+	io_free(rm);
+	deletes[0].covered = 3;		/* group 1 committed before */
+	CHECK(iceberg_compact_removable(&p, only0, 1, &rm, &n, &err) && n == 2,
+		  "group 0 after group 1 removes d0 and d1 (%d)", n);
+	io_free(rm);
+	CHECK(iceberg_compact_removable(&p, only2, 1, &rm, &n, &err) && n == 0,
+		  "a dangling delete stays without remove-dangling-deletes (%d)", n);
+	io_free(rm);
+	p.remove_dangling_deletes = true;
+	CHECK(iceberg_compact_removable(&p, only2, 1, &rm, &n, &err) && n == 1 && rm[0] == 2,
+		  "remove-dangling-deletes removes d2 (%d)", n);
+	io_free(rm);
+}
+
+/* The options checked against the table before anything runs. */
+static void
+test_check_options(void)
+{
+	IcebergTableMetadata *md;
+	IcebergCompactOptions o;
+	TmsError	err;
+
+	if (!iceberg_metadata_parse(metadata_json, strlen(metadata_json), NULL, &md, &err))
+	{
+		CHECK(false, "metadata: %s", err.message);
+		return;
+	}
+	memset(&o, 0, sizeof(o));
+	o.min_file_size_bytes = -1;
+	o.max_file_size_bytes = -1;
+	o.delete_file_threshold = -1;
+	o.output_spec_id = -1;
+	CHECK(iceberg_compact_check_options(md, &o, &err), "defaults: %s", err.message);
+	o.output_spec_id = 0;
+	CHECK(iceberg_compact_check_options(md, &o, &err), "output-spec-id 0 (an older spec)");
+	o.output_spec_id = 7;
+	CHECK(!iceberg_compact_check_options(md, &o, &err) &&
+		  err.code == ICEBERG_ERR_INVALID_ARGUMENT && strstr(err.message, "7") != NULL,
+		  "output-spec-id 7 refused, naming it: %s", err.message);
+	o.output_spec_id = -1;
+	/* the table's default target (512 MiB) above an explicit maximum */
+	o.max_file_size_bytes = 1024;
+	CHECK(!iceberg_compact_check_options(md, &o, &err) &&
+		  err.code == ICEBERG_ERR_INVALID_ARGUMENT && strstr(err.detail, "1024") != NULL,
+		  "max-file-size-bytes below the table's target refused: %s", err.detail);
+	o.target_file_size_bytes = 512;
+	o.min_file_size_bytes = 100;
+	CHECK(iceberg_compact_check_options(md, &o, &err), "100 < 512 < 1024");
+	iceberg_metadata_free(md);
+}
+
+/* A writer below a folder: path's prefix mapped as the local file io maps it. */
+typedef struct FolderWriter
+{
+	const char *prefix;
+	char		folder[1024];
+	char		list[2048];		/* the last manifest list written */
+} FolderWriter;
+
+static int
+folder_write(void *arg, const char *path, const void *data, size_t len, TmsError *err)
+{
+	FolderWriter *fw = arg;
+	char		p[4096];
+	FILE	   *f;
+
+	if (strncmp(path, fw->prefix, strlen(fw->prefix)) != 0)
+	{
+		err->code = IO_ERR_STORAGE;
+		snprintf(err->message, sizeof(err->message), "unexpected path %.300s", path);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s%s", fw->folder, path + strlen(fw->prefix));
+	f = fopen(p, "wb");
+	if (f == NULL || fwrite(data, 1, len, f) != len || fclose(f) != 0)
+	{
+		err->code = IO_ERR_STORAGE;
+		snprintf(err->message, sizeof(err->message), "cannot write %.300s", p);
+		return -1;
+	}
+	if (strstr(path, "/snap-") != NULL)
+		snprintf(fw->list, sizeof(fw->list), "%s", path);
+	return 0;
+}
+
+/*
+ * A format v1 table whose snapshot lists its manifests inline: planned,
+ * and its group committed as a snapshot with a v1 manifest list whose
+ * records carry the spec id from the manifests' headers and no sequence
+ * numbers (https://iceberg.apache.org/spec/#manifest-lists).
+ */
+static void
+test_v1_inline(void)
+{
+	const char *prefix = "data/persistent/iceberg_v1_deprecated/default/legacy_v1";
+	IcebergLocalFS fs;
+	IcebergFileIO io;
+	IcebergTableMetadata *md;
+	IcebergCompactPlan *p;
+	IcebergCompactOptions o;
+	IcebergCompactCommit res;
+	IcebergCompactOutput out;
+	IcebergCompactGroupOutput go;
+	IcebergManifestListReader *lr;
+	const IcebergManifestFile *mf;
+	TmsError	err;
+	FolderWriter fw;
+	IcebergWriter w = {&fw, folder_write};
+	char		tmpl[] = "/tmp/tms-compact-v1-XXXXXX";
+	char		cmd[2600];
+	char		path[1200];
+	int			n = 0,
+				added = 0,
+				deleted = 0,
+				existing = 0;
+
+	if (mkdtemp(tmpl) == NULL)
+	{
+		CHECK(false, "mkdtemp");
+		return;
+	}
+	memset(&fw, 0, sizeof(fw));
+	fw.prefix = prefix;
+	snprintf(fw.folder, sizeof(fw.folder), "%s/t", tmpl);
+	snprintf(cmd, sizeof(cmd), "cp -r '%s/spark-v1-legacy-manifests-field' '%s'", fixtures,
+			 fw.folder);
+	CHECK(system(cmd) == 0, "copy the fixture");
+	memset(&fs, 0, sizeof(fs));
+	fs.nmaps = 1;
+	fs.maps[0].from = prefix;
+	fs.maps[0].to = fw.folder;
+	iceberg_local_fileio(&io, &fs);
+	snprintf(path, sizeof(path), "%s/metadata/v2.metadata.json", fw.folder);
+	if (!iceberg_metadata_read(&io, path, &md, &err))
+	{
+		CHECK(false, "fixture: %s %s", err.message, err.detail);
+		return;
+	}
+	CHECK(md->format_version == 1 && iceberg_metadata_current_snapshot(md)->manifest_list == NULL,
+		  "a v1 snapshot with inline manifests");
+	memset(&o, 0, sizeof(o));
+	o.min_file_size_bytes = -1;
+	o.max_file_size_bytes = -1;
+	o.delete_file_threshold = -1;
+	o.output_spec_id = -1;
+	o.rewrite_all = true;
+	if (!iceberg_compact_plan(&io, md, &o, &p, &err))
+	{
+		CHECK(false, "plan: %s %s", err.message, err.detail);
+		iceberg_metadata_free(md);
+		return;
+	}
+	CHECK(p->data_files == 2 && p->ngroups == 2 && p->nfiles == 2 && p->base_sequence_number == 0,
+		  "two files, two partitions, two groups: %d", p->ngroups);
+
+	/* the first group rewritten into one (pretended) file */
+	memset(&out, 0, sizeof(out));
+	out.path = (char *) "data/persistent/iceberg_v1_deprecated/default/legacy_v1/data/new.parquet";
+	out.size = 1000;
+	out.records = p->groups[0].records;
+	go.group = 0;
+	go.outputs = &out;
+	go.noutputs = 1;
+	CHECK(iceberg_compact_commit_write(&io, &w, md, p, &go, 1, 77, &res, &err),
+		  "commit: %s %s", err.message, err.detail);
+	CHECK(res.snapshot.manifest_list != NULL && res.snapshot.sequence_number == 0 &&
+		  res.data_files_rewritten == 1 && res.data_files_added == 1 && fw.list[0] != '\0',
+		  "a snapshot with a manifest list, no sequence number");
+	if (fw.list[0] != '\0' && iceberg_manifest_list_open_path(&io, fw.list, &lr, &err))
+	{
+		CHECK(iceberg_manifest_list_format_version(lr) == 1, "a v1 list");
+		while (iceberg_manifest_list_next(lr, &mf, &err) == 1)
+		{
+			n++;
+			CHECK(mf->partition_spec_id == 0 && mf->manifest_length > 0 &&
+				  mf->sequence_number == 0, "record %d: spec 0, a length", n);
+			added += mf->added_files_count;
+			deleted += mf->deleted_files_count;
+			existing += mf->existing_files_count;
+		}
+		iceberg_manifest_list_close(lr);
+		CHECK(n == 2 && added == 1 && deleted == 1 && existing == 1,
+			  "the added manifest and the rewritten one: %d records, %d/%d/%d", n, added,
+			  deleted, existing);
+	}
+	else
+		CHECK(false, "read the new list: %s", err.message);
+	iceberg_compact_commit_free(&res);
+	iceberg_compact_plan_free(p);
+	iceberg_metadata_free(md);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl);
+	(void) system(cmd);
+}
+
+/*
+ * Iceberg's transforms against the spec's published examples
+ * (https://iceberg.apache.org/spec/#appendix-b-32-bit-hash-requirements
+ * and #truncate-transform-details), and the projection of a partition of
+ * an older spec into the output spec.
+ */
+static void
+test_transforms(void)
+{
+	static const uint8_t b0123[] = {0, 1, 2, 3};
+	static const uint8_t dec1420[] = {0x05, 0x8c};	/* 1420, minimal bytes */
+	static const uint8_t uuid[] = {0xf7, 0x9c, 0x3e, 0x09, 0x67, 0x7c, 0x4b, 0xbd,
+	0xa4, 0x79, 0x3f, 0x34, 0x9c, 0xb7, 0x85, 0xe7};
+	IcebergTableMetadata *md;
+	IcebergSchema *schema;
+	TmsError	err;
+	char	   *out;
+
+	CHECK((int32_t) iceberg_hash_long(34) == 2017239379, "int/long 34");
+	CHECK((int32_t) iceberg_hash_long(17486) == -653330422, "date 2017-11-16");
+	CHECK((int32_t) iceberg_hash_long(INT64_C(81068000000)) == -662762989, "time 22:31:08");
+	CHECK((int32_t) iceberg_hash_long(INT64_C(1510871468000000)) == -2047944441,
+		  "timestamp 2017-11-16T22:31:08");
+	CHECK((int32_t) iceberg_murmur3_32("iceberg", 7) == 1210000089, "string iceberg");
+	CHECK((int32_t) iceberg_murmur3_32(b0123, 4) == -188683207, "binary 00 01 02 03");
+	CHECK((int32_t) iceberg_murmur3_32(dec1420, 2) == -500754589, "decimal 14.20");
+	CHECK((int32_t) iceberg_murmur3_32(uuid, 16) == 1488055340, "uuid");
+	CHECK(iceberg_bucket_of_hash(iceberg_hash_long(34), 16) == (2017239379 % 16), "bucket[16](34)");
+	CHECK(iceberg_bucket_of_hash(0xffffffffu, 7) == (int32_t) (INT32_MAX % 7), "bucket masks the sign");
+	CHECK(iceberg_truncate_long(1, 10) == 0 && iceberg_truncate_long(-1, 10) == -10 &&
+		  iceberg_truncate_long(10, 10) == 10, "truncate[10] of 1, -1, 10");
+	CHECK(iceberg_truncate_utf8("iceberg", 7, 3) == 3, "truncate[3] iceberg");
+	CHECK(iceberg_truncate_utf8("\xc3\xa9t\xc3\xa9", 6, 2) == 3, "truncate by code points");
+	CHECK(iceberg_years_from_days(17486) == 47 && iceberg_months_from_days(17486) == 574 &&
+		  iceberg_years_from_days(-1) == -1 && iceberg_months_from_days(-1) == -1,
+		  "year and month of 2017-11-16 and 1969-12-31");
+
+	if (!iceberg_metadata_parse(metadata_json, strlen(metadata_json), NULL, &md, &err) ||
+		!iceberg_schema_parse(md->current_schema_json, &schema, &err))
+	{
+		CHECK(false, "metadata: %s", err.message);
+		return;
+	}
+	/* spec 0 is identity(cat): spec 1 needs ts and id, which it does not fix */
+	CHECK(iceberg_partition_project(md, schema, 0, "[\"c1\"]", 6, 1, &out, &err) && out == NULL,
+		  "identity(cat) does not fix day(ts), bucket(id)");
+	/* spec 1 into spec 1: the same values */
+	CHECK(iceberg_partition_project(md, schema, 1, "[20422,3,\"0x04d2\"]", 18, 1, &out, &err) &&
+		  out != NULL && strcmp(out, "[20422,3,\"0x04d2\"]") == 0, "the same spec");
+	io_free(out);
+	iceberg_schema_free(schema);
+	iceberg_metadata_free(md);
+
+	/* a table whose spec 0 has identity values, spec 1 every transform */
+	{
+		static const char *evolved =
+		"{\"format-version\": 2, \"table-uuid\": \"9c12d441-03fe-4693-9a96-a0705ddf69c2\","
+		" \"location\": \"s3://b/t\", \"last-sequence-number\": 3, \"last-updated-ms\": 1,"
+		" \"last-column-id\": 4, \"current-schema-id\": 0,"
+		" \"schemas\": [{\"type\": \"struct\", \"schema-id\": 0, \"fields\": ["
+		"  {\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"
+		"  {\"id\": 2, \"name\": \"cat\", \"required\": false, \"type\": \"string\"},"
+		"  {\"id\": 3, \"name\": \"ts\", \"required\": false, \"type\": \"timestamp\"},"
+		"  {\"id\": 4, \"name\": \"d\", \"required\": false, \"type\": \"date\"}]}],"
+		" \"default-spec-id\": 1, \"last-partition-id\": 1010,"
+		" \"partition-specs\": ["
+		"  {\"spec-id\": 0, \"fields\": [{\"name\": \"id\", \"transform\": \"identity\", \"source-id\": 1, \"field-id\": 1000},"
+		"     {\"name\": \"cat\", \"transform\": \"identity\", \"source-id\": 2, \"field-id\": 1001},"
+		"     {\"name\": \"ts_hour\", \"transform\": \"hour\", \"source-id\": 3, \"field-id\": 1002},"
+		"     {\"name\": \"d\", \"transform\": \"identity\", \"source-id\": 4, \"field-id\": 1003}]},"
+		"  {\"spec-id\": 1, \"fields\": [{\"name\": \"id_bucket\", \"transform\": \"bucket[16]\", \"source-id\": 1, \"field-id\": 1004},"
+		"     {\"name\": \"id_trunc\", \"transform\": \"truncate[10]\", \"source-id\": 1, \"field-id\": 1005},"
+		"     {\"name\": \"cat_trunc\", \"transform\": \"truncate[3]\", \"source-id\": 2, \"field-id\": 1006},"
+		"     {\"name\": \"ts_day\", \"transform\": \"day\", \"source-id\": 3, \"field-id\": 1007},"
+		"     {\"name\": \"d_year\", \"transform\": \"year\", \"source-id\": 4, \"field-id\": 1008},"
+		"     {\"name\": \"d_month\", \"transform\": \"month\", \"source-id\": 4, \"field-id\": 1009},"
+		"     {\"name\": \"cat\", \"transform\": \"identity\", \"source-id\": 2, \"field-id\": 1010}]},"
+		"  {\"spec-id\": 2, \"fields\": []}],"
+		" \"properties\": {},"
+		" \"current-snapshot-id\": -1, \"snapshots\": [], \"snapshot-log\": [], \"metadata-log\": [],"
+		" \"sort-orders\": [{\"order-id\": 0, \"fields\": []}], \"default-sort-order-id\": 0}";
+
+		/* id 34, cat "iceberg", hour 420242 (2017-12-10T02h), d 2017-11-16 */
+		const char *p0 = "[34,\"iceberg\",420242,17486]";
+		char		want[128];
+		char	   *rs;
+
+		if (!iceberg_metadata_parse(evolved, strlen(evolved), NULL, &md, &err) ||
+			!iceberg_schema_parse(md->current_schema_json, &schema, &err))
+		{
+			CHECK(false, "evolved metadata: %s %s", err.message, err.detail);
+			return;
+		}
+		snprintf(want, sizeof(want), "[%d,30,\"ice\",%d,47,574,\"iceberg\"]",
+				 2017239379 % 16, 420242 / 24);
+		CHECK(iceberg_partition_project(md, schema, 0, p0, strlen(p0), 1, &out, &err) &&
+			  out != NULL && strcmp(out, want) == 0, "every transform: %s, want %s",
+			  out ? out : "(none)", want);
+		io_free(out);
+		CHECK(iceberg_partition_project(md, schema, 0, "[null,null,null,null]", 21, 1, &out, &err) &&
+			  out != NULL && strcmp(out, "[null,null,null,null,null,null,null]") == 0,
+			  "nulls stay null: %s", out ? out : "(none)");
+		io_free(out);
+		CHECK(iceberg_partition_project(md, schema, 2, "[]", 2, 1, &out, &err) && out == NULL,
+			  "an unpartitioned file is not fixed");
+		rs = iceberg_partition_record_schema(md, schema, 1, &err);
+		CHECK(rs != NULL && strstr(rs, "\"field-id\":1004") != NULL &&
+			  strstr(rs, "\"logicalType\":\"date\"") != NULL, "partition record of spec 1: %s",
+			  rs ? rs : err.message);
+		io_free(rs);
+		iceberg_schema_free(schema);
+		iceberg_metadata_free(md);
+	}
+}
+
 int
 main(void)
 {
@@ -790,5 +1157,9 @@ main(void)
 	test_plan_fixture();
 	test_plan_rewrite_all();
 	test_sort_orders();
+	test_removable();
+	test_check_options();
+	test_v1_inline();
+	test_transforms();
 	return unit_done();
 }

@@ -15,10 +15,17 @@
  * The plan follows Apache Iceberg's BinPackRewriteFilePlanner and
  * SizeBasedFileRewritePlanner
  * (https://github.com/apache/iceberg/blob/main/core/src/main/java/org/apache/iceberg/actions/BinPackRewriteFilePlanner.java):
- *	- the live data files of the current snapshot are grouped by partition
- *	  spec and partition (a file keeps its own spec: it is written back in
- *	  the spec it was read in, where Iceberg moves files of older specs to
- *	  the current one, which needs Iceberg's transforms in the writer);
+ *	- the live data files of the current snapshot are grouped by their
+ *	  partition in the output spec (output-spec-id, default the table's
+ *	  current spec), as Iceberg rewrites files of older specs into it: a
+ *	  file of another spec whose partition fixes its output partition
+ *	  (the same source column as identity or a finer transform,
+ *	  compact_transform.c computes identity, bucket, truncate, year,
+ *	  month, day and hour) joins that output partition; a file whose
+ *	  partition does not (unpartitioned, another bucket count) may hold
+ *	  rows of several output partitions, and since the helper does not
+ *	  split rows by partition it is rewritten in its own spec
+ *	  (plan->kept_in_spec counts them);
  *	- a file is a candidate when rewrite-all, or its size is outside
  *	  [min-file-size-bytes, max-file-size-bytes] (75 % and 180 % of
  *	  target-file-size-bytes), or at least delete-file-threshold delete
@@ -56,12 +63,17 @@
  * validateNoNewDeletesForDataFiles; new equality deletes are fine, as
  * above); otherwise ICEBERG_ERR_CONFLICT and the group is given up.
  *
+ * Format v1 (https://iceberg.apache.org/spec/#version-1-analytic-data-tables):
+ * a snapshot that lists its manifests inline ("manifests") is read like
+ * a list and replaced by one with a v1 manifest list (allowed in v1);
+ * entries carry no sequence numbers, the new snapshot none either.
+ *
  * Refused (ICEBERG_ERR_UNSUPPORTED): a column of a type the helper does
  * not write (iceberg_compact_check_schema: timestamptz_ns, which DuckDB
  * has no type for, and v3's unknown, variant and geo types, at any
- * depth), format v3 (deletion vectors, row lineage), snapshots without a
- * manifest list, manifests of a v2 table written without sequence
- * numbers (only for a group whose files they hold).
+ * depth), format v3 (deletion vectors, row lineage), manifests of a v2
+ * table written without sequence numbers (only for a group whose files
+ * they hold).
  *
  * Memory: the plan holds one record per candidate data file and per live
  * delete file (with the groups each delete file's data files fall in);
@@ -294,6 +306,8 @@ typedef struct IcebergCompactOptions
 	bool		rewrite_all;
 	int32_t		delete_file_threshold;	/* < 0: none */
 	double		delete_ratio_threshold; /* <= 0: 0.3 */
+	bool		remove_dangling_deletes;
+	int32_t		output_spec_id; /* < 0: the table's current spec */
 	const IcebergPartitionFilter *where;	/* bound; NULL: every partition */
 } IcebergCompactOptions;
 
@@ -338,6 +352,9 @@ typedef struct IcebergCompactFile
 	int			manifest;		/* index into plan->manifests */
 	int			ndeletes;		/* delete files applying to it */
 	int		   *deletes;		/* indexes into plan->deletes */
+	int32_t		spec_id;		/* its own spec and partition (its group's are
+								 * the output spec's) */
+	char	   *partition;
 } IcebergCompactFile;
 
 typedef struct IcebergCompactGroup
@@ -368,6 +385,8 @@ typedef struct IcebergCompactPlan
 	bool		rewrite_all;
 	int32_t		delete_file_threshold;
 	double		delete_ratio_threshold;
+	bool		remove_dangling_deletes;
+	int32_t		output_spec_id;
 	/* the groups, in (spec id, partition) order */
 	int			ngroups;
 	IcebergCompactGroup *groups;
@@ -383,6 +402,11 @@ typedef struct IcebergCompactPlan
 	int64_t		data_bytes;
 	int64_t		filtered_out;	/* not selected by the filter */
 	int64_t		candidates;		/* candidate files, before the groups */
+	int64_t		dangling;		/* live delete files applying to no live data
+								 * file */
+	int64_t		kept_in_spec;	/* candidates of another spec than the output
+								 * spec whose partition does not fix theirs:
+								 * rewritten in their own spec */
 	/* strategy sort or zorder: set by the caller after planning, owned */
 	IcebergSortOrder *sort;		/* NULL: bin-pack, rows in file order */
 } IcebergCompactPlan;
@@ -400,12 +424,24 @@ extern bool iceberg_compact_plan(const IcebergFileIO *io,
 extern void iceberg_compact_plan_free(IcebergCompactPlan *p);
 
 /*
- * The delete files group g's commit removes: those whose data files of
- * the base are all rewritten once g is (with the groups committed
- * before).  Fills (*out, *n) with indexes into plan->deletes (malloc'd).
+ * Check the options against md without planning (the sizes resolved with
+ * the table's write.target-file-size-bytes, the output spec one of its
+ * specs): ICEBERG_ERR_INVALID_ARGUMENT naming the bad value.
  */
-extern bool iceberg_compact_removable(const IcebergCompactPlan *p, int g,
-									  int **out, int *n, TmsError *err);
+extern bool iceberg_compact_check_options(const IcebergTableMetadata *md,
+										  const IcebergCompactOptions *opt,
+										  TmsError *err);
+
+/*
+ * The delete files the commit of groups[0 .. ngroups) removes: those whose
+ * data files of the base are all rewritten once these groups are (with
+ * the groups committed before), and, with remove-dangling-deletes, those
+ * that apply to no live data file of the base (Iceberg's dangling
+ * deletes).  Fills (*out, *n) with indexes into plan->deletes (malloc'd).
+ */
+extern bool iceberg_compact_removable(const IcebergCompactPlan *p, const int *groups,
+									  int ngroups, int **out, int *n,
+									  TmsError *err);
 
 /*
  * Where group g's data files go: the table's data location
@@ -472,34 +508,43 @@ typedef struct IcebergCompactCommit
 	int		   *removed;
 } IcebergCompactCommit;
 
+/* One group of a commit and the files the helper wrote for it. */
+typedef struct IcebergCompactGroupOutput
+{
+	int			group;			/* index into plan->groups */
+	const IcebergCompactOutput *outputs;
+	int			noutputs;		/* 0: the group's deletes took every row */
+} IcebergCompactGroupOutput;
+
 /*
- * Check group g against md (the table it is to be committed on: the base,
- * or the table after a conflict or after the groups committed before),
- * then write the manifests and the manifest list of a "replace" snapshot
- * new_snapshot_id that rewrites the group's files into outputs (none
- * when the group's deletes took every row) and
- * removes the delete files iceberg_compact_removable() names (those no
- * longer live are left out).  ICEBERG_ERR_CONFLICT: the group cannot go
- * on md (a file gone, a position delete added since the plan); nothing
- * was written.  res is always initialised; free it with
+ * Check groups[0 .. ngroups) against md (the table they are to be
+ * committed on: the base, or the table after a conflict or after the
+ * commits before), then write the manifests and the manifest list of one
+ * "replace" snapshot new_snapshot_id that rewrites each group's files into
+ * its outputs and removes the delete files iceberg_compact_removable()
+ * names (those no longer live are left out).  Several groups in one
+ * commit are Iceberg's partial progress (a commit every so many groups)
+ * or its all-at-once commit.  ICEBERG_ERR_CONFLICT: a group cannot go on
+ * md (a file gone, a position delete added since the plan); nothing was
+ * written.  res is always initialised; free it with
  * iceberg_compact_commit_free().
  */
 extern bool iceberg_compact_commit_write(const IcebergFileIO *io,
 										 const IcebergWriter *w,
 										 const IcebergTableMetadata *md,
-										 IcebergCompactPlan *p, int g,
-										 const IcebergCompactOutput *outputs,
-										 int noutputs, int64_t new_snapshot_id,
+										 IcebergCompactPlan *p,
+										 const IcebergCompactGroupOutput *groups,
+										 int ngroups, int64_t new_snapshot_id,
 										 IcebergCompactCommit *res,
 										 TmsError *err);
 
 /*
- * After group g's commit landed: its delete coverage counts, and the plan
- * follows the manifests the commit replaced (so that later groups find
- * their files).
+ * After the commit of groups[0 .. ngroups) landed: their delete coverage
+ * counts, and the plan follows the manifests the commit replaced (so that
+ * later groups find their files).
  */
-extern bool iceberg_compact_committed(IcebergCompactPlan *p, int g,
-									  const IcebergCompactCommit *res,
+extern bool iceberg_compact_committed(IcebergCompactPlan *p, const int *groups,
+									  int ngroups, const IcebergCompactCommit *res,
 									  TmsError *err);
 extern void iceberg_compact_commit_free(IcebergCompactCommit *res);
 
