@@ -7,6 +7,8 @@ its memory limit.
 
 Usage: bench/compact_bench.py [--files N] [--rows-per-file N]
                               [--memory-limit 1GB[,256MB...]] [--threads N]
+                              [--sort ORDER]... [--no-engine]
+                              [--extra-columns N]
                               [--deadline S] [--json PATH] [--no-install]
 
 Run it without an outer flock: the tables are written first, then the
@@ -32,6 +34,18 @@ each run; a compaction deletes no file):
             same --threads: COPY (SELECT * FROM read_parquet([every data
             file])) TO one file, wall clock -- no plan, no deletes, no
             metrics, no commit: the limit.
+
+Each --sort ORDER (the sort-order option: "id DESC", "zorder(score, id)")
+adds two more contenders, run after the bin-pack ones on the same files:
+  duckdb-sort  DuckDB alone, the same --threads, one COPY (SELECT * FROM
+            read_parquet([a partition's files]) ORDER BY ...) TO one file
+            per partition (the groups tms sorts), one after the other; for
+            zorder the helper's z-value expressions (compactor_sort.c,
+            rebuilt here), timed from the first COPY's start to the last's
+            end;
+  tms-sort  tms.run_operation(..., 'compaction', {"sort-order": ORDER})
+            for each --memory-limit.
+--no-engine leaves the test world's engine out (slow on large tables).
 
 Throughput is the input data files' bytes over the time.  For each
 --memory-limit (tms.compaction_memory_limit, default 1GB and 64MB) the tms
@@ -113,12 +127,90 @@ def duckdb_copy(paths, out, threads):
     return json.loads(r.stdout.strip().splitlines()[-1])["ms"] / 1000.0
 
 
+def zorder_sql(cols):
+    """The ORDER BY of zorder(cols) over the bench table's columns, as the
+    helper builds it (src/compactor/compactor_sort.c)."""
+    types = {"id": "long", "score": "double", "day": "date", "category": "string",
+             "flag": "boolean"}
+    keys = []
+    for c in cols:
+        t = types[c]
+        if t == "long":
+            keys.append("coalesce((%s::HUGEINT + 9223372036854775808)::UBIGINT, 0::UBIGINT)" % c)
+        elif t == "date":
+            keys.append("coalesce(((%s - DATE '1970-01-01')::HUGEINT + 9223372036854775808)"
+                        "::UBIGINT, 0::UBIGINT)" % c)
+        elif t == "double":
+            keys.append("CASE WHEN {0} IS NULL THEN 0::UBIGINT WHEN {0}::DOUBLE::BIT::BIGINT < 0"
+                        " THEN (-1 - {0}::DOUBLE::BIT::BIGINT)::UBIGINT ELSE"
+                        " ({0}::DOUBLE::BIT::BIGINT::HUGEINT + 9223372036854775808)::UBIGINT END"
+                        .format(c))
+        elif t == "string":
+            keys.append("coalesce(('0x' || rpad(left(hex(left(%s, 8)), 16), 16, '0'))::UBIGINT,"
+                        " 0::UBIGINT)" % c)
+        else:
+            keys.append("CASE WHEN %s THEN 9295429630892703744::UBIGINT ELSE 0::UBIGINT END" % c)
+    n = len(cols)
+    words = []
+    for w in range(n):
+        words.append("(" + " | ".join(
+            "(((z%d >> %d) & 1::UBIGINT) << %d)" % ((w * 64 + b) % n, 63 - (w * 64 + b) // n, 63 - b)
+            for b in range(64)) + ")")
+    return keys, words
+
+
+def duckdb_sort(groups, outdir, threads, order):
+    """DuckDB alone: each group's files (a list of lists) into one file
+    ORDER BY order (a sort-order option), wall clock in seconds."""
+    listing = os.path.join(outdir, "groups.json")
+    with open(listing, "w") as f:
+        json.dump(groups, f)
+    m = re.match(r"^\s*zorder\((.*)\)\s*$", order, re.I)
+    if m:
+        keys, words = zorder_sql([c.strip() for c in m.group(1).split(",")])
+        query = "SELECT * EXCLUDE (%s) FROM (SELECT *, %s FROM read_parquet([${lit}])) ORDER BY %s" % (
+            ", ".join("z%d" % i for i in range(len(keys))),
+            ", ".join("%s AS z%d" % (k, i) for i, k in enumerate(keys)), ", ".join(words))
+    else:
+        # ASC NULLS FIRST and DESC NULLS LAST by default, as the option
+        terms = []
+        for t in order.split(","):
+            t = t.strip()
+            if "NULLS" not in t.upper():
+                t += " NULLS LAST" if t.upper().endswith(" DESC") else " NULLS FIRST"
+            terms.append(t)
+        query = "SELECT * FROM read_parquet([${lit}]) ORDER BY " + ", ".join(terms)
+    script = (
+        "import { DuckDBInstance } from '@duckdb/node-api';"
+        "import fs from 'fs';"
+        "const groups = JSON.parse(fs.readFileSync(%s));"
+        "const c = await (await DuckDBInstance.create(':memory:', {threads: '%d'})).connect();"
+        "const t0 = performance.now();"
+        "for (const [i, files] of groups.entries()) {"
+        " const lit = files.map(p => \"'\" + p.replace(/'/g, \"''\") + \"'\").join(',');"
+        " await c.run(`COPY (%s) TO '%s/sorted-${i}.parquet' (FORMAT parquet, COMPRESSION zstd)`); }"
+        "console.log(JSON.stringify({ms: performance.now() - t0}));"
+        % (json.dumps(listing), threads, query.replace("`", "\\`"), outdir.replace("'", "''")))
+    r = subprocess.run(["node", "--input-type=module", "-e", script], cwd=ow.NODE_DIR,
+                       capture_output=True, text=True, timeout=3600)
+    if r.returncode != 0:
+        raise RuntimeError(r.stdout + r.stderr)
+    for i in range(len(groups)):
+        os.unlink(os.path.join(outdir, "sorted-%d.parquet" % i))
+    return json.loads(r.stdout.strip().splitlines()[-1])["ms"] / 1000.0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=10000)
     ap.add_argument("--rows-per-file", type=int, default=20)
     ap.add_argument("--memory-limit", default="1GB,64MB")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--sort", action="append", default=[],
+                    help="a sort-order to compact with too (repeatable)")
+    ap.add_argument("--no-engine", action="store_true")
+    ap.add_argument("--extra-columns", type=int, default=0,
+                    help="wider rows: columns added to the table's 7 (smallfiles.schema_of)")
     ap.add_argument("--deadline", type=int, default=3600)
     ap.add_argument("--json")
     ap.add_argument("--no-install", action="store_true",
@@ -135,7 +227,7 @@ def main():
     pg = catpg = cat = lock = None
     limits = a.memory_limit.split(",")
     out = {"files": a.files, "rows_per_file": a.rows_per_file, "threads": a.threads,
-           "runs": []}
+           "columns": 7 + a.extra_columns, "runs": []}
     try:
         # the catalog's pointers live in a plain PostgreSQL (no tms)
         catpg = Cluster(os.path.join(root, "catpg", "data"), preload=())
@@ -153,7 +245,8 @@ def main():
         # set back to it between runs: compaction deletes no file)
         t0 = time.monotonic()
         smallfiles.make_table(cat, st, "b", "t", files=a.files,
-                              rows_per_file=a.rows_per_file, seed=1)
+                              rows_per_file=a.rows_per_file, seed=1, timeout=a.deadline,
+                              extra_columns=a.extra_columns)
         ow.give_to_server(files)
         _, meta0 = ow.load(cat, "b", "t")
         log("table: %d files written in %.1f s" % (a.files, time.monotonic() - t0))
@@ -177,14 +270,28 @@ def main():
                             "mb_per_s": nbytes / secs / 1e6})
         log("duckdb alone: %.2f s, %.1f MB/s" % (secs, nbytes / secs / 1e6))
 
-        t0 = time.monotonic()
-        res = cp.compact(cat.uri, None, st, ["b"], "t")
-        secs = time.monotonic() - t0
-        assert res["rewritten_data_files_count"] == a.files, res
-        out["runs"].append({"who": "engine", "seconds": secs, "input_bytes": nbytes,
-                            "mb_per_s": nbytes / secs / 1e6})
-        log("test world engine: %.2f s, %.1f MB/s" % (secs, nbytes / secs / 1e6))
-        ow.give_to_server(files)
+        if not a.no_engine:
+            t0 = time.monotonic()
+            res = cp.compact(cat.uri, None, st, ["b"], "t")
+            secs = time.monotonic() - t0
+            assert res["rewritten_data_files_count"] == a.files, res
+            out["runs"].append({"who": "engine", "seconds": secs, "input_bytes": nbytes,
+                                "mb_per_s": nbytes / secs / 1e6})
+            log("test world engine: %.2f s, %.1f MB/s" % (secs, nbytes / secs / 1e6))
+            ow.give_to_server(files)
+
+        # DuckDB alone sorting each partition's files (the groups tms sorts)
+        by_part = {}
+        for p, f in ow.live_files(st, meta0).items():
+            if f["content"] == 0:
+                by_part.setdefault(str(f["partition"]), []).append(st.local_path(p))
+        duck_sort = {}
+        for order in a.sort:
+            secs = duckdb_sort(list(by_part.values()), root, a.threads, order)
+            duck_sort[order] = secs
+            out["runs"].append({"who": "duckdb-sort", "sort_order": order, "seconds": secs,
+                                "input_bytes": nbytes, "mb_per_s": nbytes / secs / 1e6})
+            log("duckdb alone, ORDER BY %s: %.2f s, %.1f MB/s" % (order, secs, nbytes / secs / 1e6))
 
         # tms: this tree installed, under the machine's install lock
         lock = install_lock()
@@ -202,12 +309,15 @@ def main():
                 " CREATE USER MAPPING FOR PUBLIC SERVER cat;" % (cat.uri, files, files))
         wait_for(lambda: pg.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
                                  " AND state = 'idle'") == "4", what="the pool")
-        for limit in limits:
+        for order, limit in [(None, lim) for lim in limits] + \
+                [(o, lim) for o in a.sort for lim in limits]:
             rollback()
             name = "t"
             pg.psql("ALTER SYSTEM SET tms.compaction_memory_limit = '%s'" % limit)
             pg.psql("SELECT pg_reload_conf()")
-            jid = int(pg.psql("SELECT tms.run_operation('cat', 'b', '%s', 'compaction')" % name))
+            opts = json.dumps({"sort-order": order} if order else {}).replace("'", "''")
+            jid = int(pg.psql("SELECT tms.run_operation('cat', 'b', '%s', 'compaction', '%s')"
+                              % (name, opts)))
             wait_for(lambda: pg.psql("SELECT finished_at IS NOT NULL FROM"
                                      " tms.maintenance_jobs WHERE id = %d" % jid) == "t",
                      timeout=a.deadline, interval=0.5, what="job %d" % jid)
@@ -219,11 +329,18 @@ def main():
             m = re.findall(r"maintenance job %d: compaction of \d+ groups.*peak RSS was (\d+) MB,"
                            r" its memory limit (\d+) MB" % jid, pg.log_tail(400))
             peak, lim = (int(m[-1][0]), int(m[-1][1])) if m else (None, None)
-            out["runs"].append({"who": "tms", "memory_limit_mb": lim, "peak_rss_mb": peak,
-                                "seconds": secs, "input_bytes": nbytes,
-                                "mb_per_s": nbytes / secs / 1e6})
-            log("tms (limit %s): %.2f s, %.1f MB/s, helper peak RSS %s MB"
-                % (limit, secs, nbytes / secs / 1e6, peak))
+            run_ = {"who": "tms-sort" if order else "tms", "memory_limit_mb": lim,
+                    "peak_rss_mb": peak, "seconds": secs, "input_bytes": nbytes,
+                    "mb_per_s": nbytes / secs / 1e6}
+            if order:
+                run_["sort_order"] = order
+                run_["vs_duckdb"] = duck_sort[order] / secs
+            else:
+                run_["vs_duckdb"] = out["runs"][0]["seconds"] / secs
+            out["runs"].append(run_)
+            log("tms (limit %s%s): %.2f s, %.1f MB/s, %.2fx DuckDB alone, helper peak RSS %s MB"
+                % (limit, ", sort-order %s" % order if order else "", secs,
+                   nbytes / secs / 1e6, run_["vs_duckdb"], peak))
         pg.destroy()
         pg = None
         if lock is not None:

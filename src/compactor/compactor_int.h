@@ -1,9 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * compactor_int.h
- *	  What the two files of the compaction helper share: tms_compactor.c
- *	  (the process: the protocol loop, its output, the heartbeat) and
- *	  rewrite_group.c (the rewrite of one group with DuckDB).
+ *	  What the files of the compaction helper share: tms_compactor.c (the
+ *	  process: the protocol loop, its output, the heartbeat),
+ *	  rewrite_group.c (the rewrite of one group with DuckDB),
+ *	  field_sql.c (the SQL of a schema at every depth: types, reading by
+ *	  field id, field ids written, the leaves' metrics), file_metrics.c
+ *	  (the metrics of a file written) and compactor_sort.c (the ORDER BY
+ *	  of strategies sort and zorder).
  *
  * The helper is a separate program, never loaded into PostgreSQL: it
  * links libduckdb and tms's plain-C layers (io for storage, iceberg for
@@ -21,6 +25,7 @@
 #include "compactor/duckdb_capi.h"
 #include "iceberg/compact/compact_wire.h"
 #include "io/io.h"
+#include "io/util/strbuf.h"
 
 typedef struct Helper
 {
@@ -47,5 +52,98 @@ extern bool helper_rewrite_group(Helper *h, const IcebergCompactJob *job,
 
 /* Peak resident set size of this process, in bytes. */
 extern int64_t helper_peak_rss(void);
+
+/* Run a statement (res NULL: its result dropped); false with err set on failure. */
+extern bool helper_run(Helper *h, const char *sql, duckdb_result *res, TmsError *err);
+
+/*
+ * The metrics of a file written (file_metrics.c) into out: records,
+ * metrics per primitive field, split offsets.
+ */
+extern bool file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
+						 IcebergCompactOutput *out, TmsError *err);
+
+/* ---- SQL for a schema at every depth (field_sql.c) ---- */
+
+/* A growable SQL text: the plain-C layers' one buffer (io/util/strbuf.h). */
+typedef IoStrBuf Sql;
+
+extern void sql_add(Sql *q, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+extern void sql_lit(Sql *q, const char *s); /* a string literal */
+extern void sql_ident(Sql *q, const char *s);	/* a quoted identifier */
+extern void sql_reset(Sql *q);
+
+/*
+ * The Parquet name Iceberg's writers give a field: its name made
+ * Avro-compatible (AvroSchemaUtil.makeCompatibleName): a first character
+ * that is not a letter or '_' and any later one that is not a letter,
+ * digit or '_' becomes "_x" and its code in upper-case hex (a leading
+ * digit becomes '_' and the digit).
+ */
+extern void avro_name(Sql *q, const char *name);
+
+/* DuckDB's type of a primitive field (NULL: none), of any field (false: none). */
+extern const char *duck_primitive(const IcebergColumn *c, char *buf, size_t len);
+extern bool duck_type_sql(Sql *q, const IcebergColumn *c);
+
+/* COPY's FIELD_IDS value for the schema, every depth. */
+extern void field_ids_sql(Sql *q, const IcebergSchema *s);
+
+/* A Parquet file's schema (parquet_schema()) as a tree. */
+typedef struct FileNode
+{
+	char	   *name;
+	int32_t		field_id;		/* -1: none */
+	char		kind;			/* 'P' primitive, 'S' struct, 'L' list, 'M'
+								 * map */
+	bool		repeated;
+	int			leaf;			/* a primitive's column index in the file */
+	int			nleaves;		/* the root: the file's primitive columns */
+	int			nchildren;
+	struct FileNode *children;
+} FileNode;
+
+/* *sig: a text that differs for files whose schemas differ (malloc'd). */
+extern bool file_schema_read(Helper *h, const char *local, FileNode *root, char **sig,
+							 TmsError *err);
+extern void file_schema_free(FileNode *root);
+
+/*
+ * The select list reading a file of schema root by field id into schema
+ * s: one expression "... AS c<id>" per top-level column.
+ */
+extern bool read_projection(Sql *q, const IcebergSchema *s, const FileNode *root,
+							TmsError *err);
+
+/*
+ * Leaf ids of the file written (leaf_ids[column index]; -1: none) and
+ * whether it carries every field id of s.
+ */
+extern bool file_leaf_ids(const IcebergSchema *s, const FileNode *root, int32_t *leaf_ids,
+						  int nleaf_ids, TmsError *err);
+
+/*
+ * A primitive field of the schema and the SQL of its values in a file
+ * written (table alias t): the value itself, or, under a list or a map
+ * (repeated), a list of every value it has in the row.
+ */
+typedef struct Leaf
+{
+	const IcebergColumn *c;
+	bool		repeated;
+	char	   *expr;
+} Leaf;
+
+extern bool schema_leaves(const IcebergSchema *s, Leaf **out, int *n);
+extern void leaves_free(Leaf *l, int n);
+
+
+/*
+ * Strategies sort and zorder (compactor_sort.c): the z-order keys
+ * ", <key> AS tms_z<j>" over the inputs' d.c<id> (nothing for sort), and
+ * " ORDER BY ..." over the subquery s (false: none, the rows unordered).
+ */
+extern void compactor_sort_keys(IoStrBuf *q, const IcebergCompactJob *job);
+extern bool compactor_order_by(IoStrBuf *q, const IcebergCompactJob *job);
 
 #endif							/* TMS_COMPACTOR_H */

@@ -10,9 +10,11 @@
  * manifest's count is never dropped.  For each output:
  *	 - its inputs are downloaded through tms's storage into the
  *	   temporary directory (each file once; removed after its last slice);
- *	 - one COPY statement reads them by Iceberg field id (read_parquet's
- *	   schema map: renamed and added columns resolve as Iceberg says, a
- *	   column missing from an old file is null), keeps the slice, drops
+ *	 - one COPY statement reads them by Iceberg field id at every depth
+ *	   (field_sql.c: each input's Parquet schema read once, its fields
+ *	   projected into the current schema; renamed, moved, promoted,
+ *	   added and dropped fields resolve as Iceberg says; one read_parquet
+ *	   for the inputs of one Parquet schema), keeps the slice, drops
  *	   the rows deleted by the group's delete files (position deletes:
  *	   same file path and position, delete sequence number >= the data
  *	   file's; equality deletes: equal on their columns with nulls equal,
@@ -20,16 +22,23 @@
  *	   small tables built once per group (the deleted positions by local
  *	   file; each equality key with its newest delete's sequence number),
  *	   so that the rows stream, and writes Parquet with
- *	   the schema's field ids, Avro-compatible column names (as Iceberg's
- *	   writers name them), the table's codec and the iceberg.schema
- *	   key-value metadata;
- *	 - one query over the written file gives the column metrics (value,
- *	   null and NaN counts, min and max, serialized as Iceberg does and
- *	   truncated per the column's metrics mode); parquet_metadata gives
- *	   the column sizes and the row groups' offsets (split offsets), and
- *	   parquet_schema proves every column carries its field id;
+ *	   the schema's field ids at every depth, Avro-compatible names (as
+ *	   Iceberg's writers name them), the table's codec and the
+ *	   iceberg.schema key-value metadata;
+ *	 - file_metrics.c measures the written file: the metrics of every
+ *	   primitive field as Iceberg Java reports them, the split offsets,
+ *	   and that every field carries its field id;
  *	 - the file is uploaded through tms's storage (mapped, not copied),
  *	   removed locally, and announced to the worker.
+ * Strategies sort and zorder (job->sort; compactor_sort.c is their ORDER
+ * BY): the group is read once, all its inputs, and its rows, less the
+ * deleted ones, sorted by DuckDB (spilling below the temporary directory
+ * beyond the memory limit).  With one output the sorted rows go straight
+ * into it; with k, into one local LZ4 Parquet file, then output i takes
+ * its rows [T'*i/k, T'*(i+1)/k) of it in order (preserve_insertion_order
+ * for those reads), so the outputs are sorted and consecutive: DuckDB's
+ * own file rotation (ROW_GROUPS_PER_FILE) does not keep an ORDER BY's
+ * row groups in order within a file.
  * Before the first output the inputs' row counts (their Parquet footers)
  * are compared with their manifests': a file that disagrees fails the
  * group.  DuckDB's memory limit applies to all of it; what does not fit
@@ -40,7 +49,6 @@
  *-------------------------------------------------------------------------
  */
 #include "compactor/compactor_int.h"
-#include "io/util/strbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,123 +66,6 @@
 #define POS_POS_ID		2147483545
 #define DOWNLOAD_CHUNK	((uint64_t) 8 * 1024 * 1024)
 
-/* A growable SQL text: the plain-C layers' one buffer (io/util/strbuf.h). */
-typedef IoStrBuf Sql;
-
-static void sql_add(Sql *q, const char *fmt,...) __attribute__((format(printf, 2, 3)));
-
-static void
-sql_add(Sql *q, const char *fmt,...)
-{
-	va_list		ap;
-
-	va_start(ap, fmt);
-	io_sb_vprintf(q, fmt, ap);
-	va_end(ap);
-}
-
-/* A SQL string literal of s: quotes doubled. */
-static void
-sql_lit(Sql *q, const char *s)
-{
-	sql_add(q, "'");
-	for (; *s; s++)
-		sql_add(q, *s == '\'' ? "''" : "%c", *s);
-	sql_add(q, "'");
-}
-
-/* A quoted identifier. */
-static void
-sql_ident(Sql *q, const char *s)
-{
-	sql_add(q, "\"");
-	for (; *s; s++)
-		sql_add(q, *s == '"' ? "\"\"" : "%c", *s);
-	sql_add(q, "\"");
-}
-
-static void
-sql_reset(Sql *q)
-{
-	q->len = 0;
-	if (q->data)
-		q->data[0] = '\0';
-}
-
-/*
- * The Parquet column name Iceberg's writers give a field: its name made
- * Avro-compatible (AvroSchemaUtil.makeCompatibleName): a first character
- * that is not a letter or '_' and any later one that is not a letter,
- * digit or '_' becomes "_x" and its code in upper-case hex (a leading
- * digit becomes '_' and the digit).
- */
-static void
-avro_name(Sql *q, const char *name)
-{
-	const unsigned char *s = (const unsigned char *) name;
-	size_t		i;
-
-	for (i = 0; s[i]; i++)
-	{
-		unsigned	c = s[i];
-		bool		letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-		bool		digit = c >= '0' && c <= '9';
-
-		if (letter || (digit && i > 0))
-			sql_add(q, "%c", (char) c);
-		else if (digit)
-			sql_add(q, "_%c", (char) c);
-		else
-		{
-			/* one code point of UTF-8 */
-			unsigned	cp = c;
-			int			more = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
-
-			cp = more == 3 ? c & 0x07 : more == 2 ? c & 0x0f : more == 1 ? c & 0x1f : c;
-			while (more-- > 0 && s[i + 1] >= 0x80 && s[i + 1] < 0xc0)
-				cp = (cp << 6) | (s[++i] & 0x3f);
-			sql_add(q, "_x%X", cp);
-		}
-	}
-}
-
-static const char *
-duck_type(const IcebergColumn *c, char *buf, size_t len)
-{
-	switch (c->type)
-	{
-		case ICEBERG_TYPE_BOOLEAN:
-			return "BOOLEAN";
-		case ICEBERG_TYPE_INT:
-			return "INTEGER";
-		case ICEBERG_TYPE_LONG:
-			return "BIGINT";
-		case ICEBERG_TYPE_FLOAT:
-			return "FLOAT";
-		case ICEBERG_TYPE_DOUBLE:
-			return "DOUBLE";
-		case ICEBERG_TYPE_DECIMAL:
-			snprintf(buf, len, "DECIMAL(%d, %d)", c->precision, c->scale);
-			return buf;
-		case ICEBERG_TYPE_DATE:
-			return "DATE";
-		case ICEBERG_TYPE_TIME:
-			return "TIME";
-		case ICEBERG_TYPE_TIMESTAMP:
-			return "TIMESTAMP";
-		case ICEBERG_TYPE_TIMESTAMPTZ:
-			return "TIMESTAMPTZ";
-		case ICEBERG_TYPE_STRING:
-			return "VARCHAR";
-		case ICEBERG_TYPE_UUID:
-			return "UUID";
-		case ICEBERG_TYPE_BINARY:
-			return "BLOB";
-		default:
-			return NULL;
-	}
-}
-
 /* The read_parquet schema map of the columns ids[0..n) (NULL: all). */
 static bool
 schema_map(Sql *q, const IcebergSchema *s, const int32_t *ids, int n)
@@ -189,7 +80,7 @@ schema_map(Sql *q, const IcebergSchema *s, const int32_t *ids, int n)
 		const IcebergColumn *c = ids ? iceberg_schema_column(s, ids[i]) : &s->columns[i];
 		const char *t;
 
-		if (c == NULL || (t = duck_type(c, tb, sizeof(tb))) == NULL)
+		if (c == NULL || (t = duck_primitive(c, tb, sizeof(tb))) == NULL)
 			return false;
 		sql_add(q, "%s%d: {name: 'c%d', type: '%s', default_value: NULL}", i ? ", " : "",
 				(int) c->id, (int) c->id, t);
@@ -198,9 +89,8 @@ schema_map(Sql *q, const IcebergSchema *s, const int32_t *ids, int n)
 	return true;
 }
 
-/* Run a statement; false with err set on failure. */
-static bool
-run(Helper *h, const char *sql, duckdb_result *res, TmsError *err)
+bool
+helper_run(Helper *h, const char *sql, duckdb_result *res, TmsError *err)
 {
 	duckdb_result local;
 	duckdb_result *r = res ? res : &local;
@@ -307,247 +197,6 @@ upload(Helper *h, const char *local, const char *uri, int64_t *size, TmsError *e
 	return true;
 }
 
-/* The metrics mode of a column. */
-static const IcebergCompactJobMetric *
-mode_of(const IcebergCompactJob *job, int32_t id)
-{
-	static const IcebergCompactJobMetric dflt = {0, ICEBERG_METRICS_TRUNCATE, 16};
-	int			i;
-
-	for (i = 0; i < job->nmetrics; i++)
-		if (job->metrics[i].id == id)
-			return &job->metrics[i];
-	return &dflt;
-}
-
-/* The SQL expression of a bound of column c<id> (min or max) as text. */
-static void
-bound_expr(Sql *q, const IcebergColumn *c, const char *agg)
-{
-	int			id = (int) c->id;
-
-	switch (c->type)
-	{
-		case ICEBERG_TYPE_DATE:
-			sql_add(q, "CAST(%s(c%d) - DATE '1970-01-01' AS VARCHAR)", agg, id);
-			break;
-		case ICEBERG_TYPE_TIME:
-			sql_add(q, "CAST(epoch_us(TIMESTAMP '1970-01-01' + %s(c%d)) AS VARCHAR)", agg, id);
-			break;
-		case ICEBERG_TYPE_TIMESTAMP:
-		case ICEBERG_TYPE_TIMESTAMPTZ:
-			sql_add(q, "CAST(epoch_us(%s(c%d)) AS VARCHAR)", agg, id);
-			break;
-		case ICEBERG_TYPE_FLOAT:
-		case ICEBERG_TYPE_DOUBLE:
-			sql_add(q, "CAST(%s(c%d) FILTER (WHERE NOT isnan(c%d)) AS VARCHAR)", agg, id, id);
-			break;
-		case ICEBERG_TYPE_BINARY:
-			sql_add(q, "hex(%s(c%d))", agg, id);
-			break;
-		default:
-			sql_add(q, "CAST(%s(c%d) AS VARCHAR)", agg, id);
-	}
-}
-
-/* Compute the metrics of a written file into out (its columns: schema order). */
-static bool
-file_metrics(Helper *h, const IcebergCompactJob *job, const char *local,
-			 IcebergCompactOutput *out, TmsError *err)
-{
-	const IcebergSchema *s = job->schema;
-	Sql			q = {0};
-	duckdb_result r;
-	int			i,
-				col = 1;
-	bool		ok = false;
-
-	out->metrics = io_calloc((size_t) s->ncolumns + 1, sizeof(IcebergColumnMetrics));
-	if (out->metrics == NULL)
-	{
-		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
-		return false;
-	}
-	/* counts and bounds, in one pass */
-	sql_add(&q, "SELECT count(*)");
-	for (i = 0; i < s->ncolumns; i++)
-	{
-		const IcebergColumn *c = &s->columns[i];
-		const IcebergCompactJobMetric *m = mode_of(job, c->id);
-
-		sql_add(&q, ", count(c%d)", (int) c->id);
-		if (c->type == ICEBERG_TYPE_FLOAT || c->type == ICEBERG_TYPE_DOUBLE)
-			sql_add(&q, ", count_if(isnan(c%d))", (int) c->id);
-		if (m->mode == ICEBERG_METRICS_TRUNCATE || m->mode == ICEBERG_METRICS_FULL)
-		{
-			sql_add(&q, ", ");
-			bound_expr(&q, c, "min");
-			sql_add(&q, ", ");
-			bound_expr(&q, c, "max");
-		}
-	}
-	sql_add(&q, " FROM read_parquet(");
-	sql_lit(&q, local);
-	sql_add(&q, ", schema = ");
-	if (!schema_map(&q, s, NULL, 0) || q.oom)
-	{
-		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "cannot build the metrics query");
-		io_sb_free(&q);
-		return false;
-	}
-	sql_add(&q, ")");
-	if (!run(h, q.data, &r, err))
-	{
-		io_sb_free(&q);
-		return false;
-	}
-	out->records = duckdb_value_int64(&r, 0, 0);
-	for (i = 0; i < s->ncolumns; i++)
-	{
-		const IcebergColumn *c = &s->columns[i];
-		const IcebergCompactJobMetric *m = mode_of(job, c->id);
-		IcebergColumnMetrics *cm = &out->metrics[out->nmetrics];
-		int64_t		nonnull = duckdb_value_int64(&r, (idx_t) col++, 0);
-		int64_t		nans = -1;
-
-		if (c->type == ICEBERG_TYPE_FLOAT || c->type == ICEBERG_TYPE_DOUBLE)
-			nans = duckdb_value_int64(&r, (idx_t) col++, 0);
-		memset(cm, 0, sizeof(*cm));
-		cm->id = c->id;
-		cm->column_size = -1;
-		cm->value_count = -1;
-		cm->null_count = -1;
-		cm->nan_count = -1;
-		if (m->mode != ICEBERG_METRICS_NONE)
-		{
-			cm->value_count = out->records;
-			cm->null_count = out->records - nonnull;
-			cm->nan_count = nans;
-		}
-		if (m->mode == ICEBERG_METRICS_TRUNCATE || m->mode == ICEBERG_METRICS_FULL)
-		{
-			int			b;
-
-			for (b = 0; b < 2; b++)
-			{
-				idx_t		k = (idx_t) col++;
-				char	   *v;
-				uint8_t    *bytes;
-				size_t		n;
-				bool		oom;
-
-				if (duckdb_value_is_null(&r, k, 0))
-					continue;
-				v = duckdb_value_varchar(&r, k, 0);
-				if (v == NULL)
-					continue;
-
-				/*
-				 * a value we cannot serialize (a uuid's order, say) gets no
-				 * bound
-				 */
-				if (c->type != ICEBERG_TYPE_UUID &&
-					iceberg_value_serialize(c, v, strlen(v), b == 1,
-											m->mode == ICEBERG_METRICS_TRUNCATE ? m->length : 0,
-											&bytes, &n, &oom) && bytes != NULL &&
-					n <= ICEBERG_COMPACT_MAX_BOUND)
-				{
-					if (b == 0)
-					{
-						cm->lower = bytes;
-						cm->lower_len = n;
-						cm->has_lower = true;
-					}
-					else
-					{
-						cm->upper = bytes;
-						cm->upper_len = n;
-						cm->has_upper = true;
-					}
-				}
-				else
-					io_free(bytes);
-				duckdb_free(v);
-				if (oom)
-				{
-					tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
-					goto done;
-				}
-			}
-		}
-		out->nmetrics++;
-	}
-	duckdb_destroy_result(&r);
-
-	/* column sizes and the field ids, from the footer */
-	sql_reset(&q);
-	sql_add(&q, "SELECT s.field_id, sum(m.total_compressed_size)::BIGINT, count(*)"
-			" FROM parquet_metadata(");
-	sql_lit(&q, local);
-	sql_add(&q, ") m JOIN (SELECT name, field_id FROM parquet_schema(");
-	sql_lit(&q, local);
-	sql_add(&q, ") WHERE field_id IS NOT NULL) s ON m.path_in_schema = s.name GROUP BY 1");
-	if (q.oom || !run(h, q.data, &r, err))
-		goto fail;
-	if ((int) duckdb_row_count(&r) != s->ncolumns)
-	{
-		tms_error_set(err, ICEBERG_ERR_MALFORMED,
-					  "the file written has %d columns with field ids, the schema %d",
-					  (int) duckdb_row_count(&r), s->ncolumns);
-		duckdb_destroy_result(&r);
-		goto fail;
-	}
-	for (i = 0; i < (int) duckdb_row_count(&r); i++)
-	{
-		int32_t		id = (int32_t) duckdb_value_int64(&r, 0, (idx_t) i);
-		int			k;
-		bool		found = false;
-
-		for (k = 0; k < out->nmetrics; k++)
-			if (out->metrics[k].id == id)
-			{
-				if (mode_of(job, id)->mode != ICEBERG_METRICS_NONE)
-					out->metrics[k].column_size = duckdb_value_int64(&r, 1, (idx_t) i);
-				found = true;
-			}
-		if (!found)
-		{
-			tms_error_set(err, ICEBERG_ERR_MALFORMED,
-						  "the file written has a column with field id %d, which the schema lacks",
-						  (int) id);
-			duckdb_destroy_result(&r);
-			goto fail;
-		}
-	}
-	duckdb_destroy_result(&r);
-
-	/* split offsets: where each row group starts */
-	sql_reset(&q);
-	sql_add(&q, "SELECT min(CASE WHEN dictionary_page_offset > 0"
-			" THEN least(dictionary_page_offset, data_page_offset) ELSE data_page_offset END)"
-			" FROM parquet_metadata(");
-	sql_lit(&q, local);
-	sql_add(&q, ") GROUP BY row_group_id ORDER BY row_group_id");
-	if (q.oom || !run(h, q.data, &r, err))
-		goto fail;
-	out->split_offsets = io_calloc((size_t) duckdb_row_count(&r) + 1, sizeof(int64_t));
-	if (out->split_offsets == NULL)
-	{
-		duckdb_destroy_result(&r);
-		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
-		goto fail;
-	}
-	for (i = 0; i < (int) duckdb_row_count(&r); i++)
-		if (!duckdb_value_is_null(&r, 0, (idx_t) i))
-			out->split_offsets[out->nsplit_offsets++] = duckdb_value_int64(&r, 0, (idx_t) i);
-	ok = true;
-done:
-	duckdb_destroy_result(&r);
-fail:
-	io_sb_free(&q);
-	return ok;
-}
-
 /* The output containing global row position x (T rows in k outputs). */
 static int
 output_of(int64_t x, int64_t total, int k)
@@ -589,11 +238,14 @@ typedef struct GroupRun
 	char		dir[4300];		/* the group's temporary directory */
 	char		path[4400];		/* scratch: a local file's path */
 	Sql			q;				/* scratch: the statement being built */
+	int			nparts;			/* the reads: job->files, or 1 for a sort */
 	int64_t		total;			/* the rows of all inputs */
 	int64_t    *offset;			/* global position of input i's first row */
 	int		   *first_out;		/* the first output that reads input i */
 	int		   *last_out;		/* the last output that reads input i */
 	bool	   *have;			/* input i is downloaded */
+	char	  **proj;			/* input i's select list by field id */
+	char	  **sig;			/* input i's Parquet schema, as a key */
 	int32_t   **eq_sets;		/* the distinct equality column sets */
 	int		   *eq_nids;		/* the number of columns of each */
 	int			neq_sets;
@@ -623,9 +275,9 @@ group_place_inputs(GroupRun *g)
 	}
 	for (i = 0; i < job->ninputs; i++)
 	{
-		g->first_out[i] = output_of(g->offset[i], g->total, job->files);
+		g->first_out[i] = output_of(g->offset[i], g->total, g->nparts);
 		g->last_out[i] = job->inputs[i].records > 0 ?
-			output_of(g->offset[i] + job->inputs[i].records - 1, g->total, job->files) : g->first_out[i];
+			output_of(g->offset[i] + job->inputs[i].records - 1, g->total, g->nparts) : g->first_out[i];
 	}
 }
 
@@ -636,8 +288,8 @@ group_inputs_table(GroupRun *g)
 	const IcebergCompactJob *job = g->job;
 	int			i;
 
-	if (!run(g->h, "CREATE OR REPLACE TEMP TABLE inputs (local VARCHAR, uri VARCHAR, seq BIGINT)",
-			 NULL, g->err))
+	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE inputs (local VARCHAR, uri VARCHAR, seq BIGINT)",
+					NULL, g->err))
 		return false;
 	sql_add(&g->q, "INSERT INTO inputs VALUES ");
 	for (i = 0; i < job->ninputs; i++)
@@ -649,7 +301,7 @@ group_inputs_table(GroupRun *g)
 		sql_lit(&g->q, job->inputs[i].path);
 		sql_add(&g->q, ", %" PRId64 ")", job->inputs[i].seq);
 	}
-	if (g->q.oom || !run(g->h, g->q.data, NULL, g->err))
+	if (g->q.oom || !helper_run(g->h, g->q.data, NULL, g->err))
 		return false;
 	return true;
 }
@@ -726,12 +378,12 @@ group_pos_tables(GroupRun *g)
 		}
 	sql_add(&g->q, ") v(local, seq) ON p.filename = v.local"
 			" WHERE p.file_path IN (SELECT uri FROM inputs)");
-	if (g->q.oom || !run(g->h, g->q.data, NULL, g->err))
+	if (g->q.oom || !helper_run(g->h, g->q.data, NULL, g->err))
 		return false;
 	/* the rows deleted, by local file: the sequence number rule applied once */
-	if (!run(g->h, "CREATE OR REPLACE TEMP TABLE posl AS SELECT DISTINCT i.local, p.pos"
-			 " FROM pos p JOIN inputs i ON p.file_path = i.uri AND p.seq >= i.seq",
-			 NULL, g->err))
+	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE posl AS SELECT DISTINCT i.local, p.pos"
+					" FROM pos p JOIN inputs i ON p.file_path = i.uri AND p.seq >= i.seq",
+					NULL, g->err))
 		return false;
 	return true;
 }
@@ -780,7 +432,7 @@ group_eq_tables(GroupRun *g, int j)
 			sql_add(&g->q, ", %" PRId64 "::BIGINT)", job->deletes[i].seq);
 		}
 	sql_add(&g->q, ") v(local, seq) ON e.filename = v.local");
-	if (g->q.oom || !run(g->h, g->q.data, NULL, g->err))
+	if (g->q.oom || !helper_run(g->h, g->q.data, NULL, g->err))
 		return false;
 	/* one row per key (nulls equal), with the newest delete of it */
 	sql_reset(&g->q);
@@ -788,7 +440,7 @@ group_eq_tables(GroupRun *g, int j)
 	for (k = 0; k < g->eq_nids[j]; k++)
 		sql_add(&g->q, "c%d, ", (int) g->eq_sets[j][k]);
 	sql_add(&g->q, "max(seq) AS maxseq FROM eq%d GROUP BY ALL", j);
-	if (g->q.oom || !run(g->h, g->q.data, NULL, g->err))
+	if (g->q.oom || !helper_run(g->h, g->q.data, NULL, g->err))
 		return false;
 	return true;
 }
@@ -822,6 +474,42 @@ group_delete_tables(GroupRun *g)
 }
 
 /*
+ * The select list reading downloaded input i (g->path) by field id into
+ * the job's schema, and its Parquet schema as a key: inputs of one key
+ * are read by one read_parquet.
+ */
+static bool
+group_input_projection(GroupRun *g, int i)
+{
+	FileNode	root;
+	Sql			p = {0};
+	bool		ok;
+
+	io_free(g->proj[i]);
+	io_free(g->sig[i]);
+	g->proj[i] = g->sig[i] = NULL;
+	if (!file_schema_read(g->h, g->path, &root, &g->sig[i], g->err))
+		return false;
+	ok = read_projection(&p, g->job->schema, &root, g->err);
+	file_schema_free(&root);
+	if (ok && p.oom)
+	{
+		tms_error_set(g->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		ok = false;
+	}
+	if (!ok)
+	{
+		/* a refusal of the file names it */
+		if (strncmp(g->err->message, "the data file", 13) == 0 && g->err->detail[0] == '\0')
+			tms_error_detail(g->err, "%.1000s", g->job->inputs[i].path);
+		io_sb_free(&p);
+		return false;
+	}
+	g->proj[i] = p.data;
+	return true;
+}
+
+/*
  * Download the inputs output o reads that are not here yet, and check
  * their row counts (their Parquet footers) against their manifests'.
  */
@@ -846,6 +534,8 @@ group_fetch_inputs(GroupRun *g, int o)
 				return false;
 			g->have[i] = true;
 			g->bytes_in += job->inputs[i].size;
+			if (!group_input_projection(g, i))
+				return false;
 			sql_add(&g->q, "%s", n++ ? ", " : "");
 			sql_lit(&g->q, g->path);
 		}
@@ -853,7 +543,7 @@ group_fetch_inputs(GroupRun *g, int o)
 	sql_add(&g->q, "])");
 	if (n == 0)
 		return true;
-	if (g->q.oom || !run(g->h, g->q.data, &r, g->err))
+	if (g->q.oom || !helper_run(g->h, g->q.data, &r, g->err))
 		return false;
 	for (idx_t row = 0; row < duckdb_row_count(&r); row++)
 	{
@@ -865,7 +555,7 @@ group_fetch_inputs(GroupRun *g, int o)
 			k >= 0 && k < job->ninputs && rows != job->inputs[k].records)
 		{
 			tms_error_set(g->err, ICEBERG_ERR_MALFORMED,
-						  "data file \"%.300s\" has %" PRId64 " rows; its manifest says %" PRId64,
+						  "data file \"%.1000s\" has %" PRId64 " rows; its manifest says %" PRId64,
 						  job->inputs[k].path, rows, job->inputs[k].records);
 			duckdb_free(fname);
 			duckdb_destroy_result(&r);
@@ -887,14 +577,14 @@ static bool
 group_slices_table(GroupRun *g, int o, int *nslices)
 {
 	const IcebergCompactJob *job = g->job;
-	int64_t		lo = (int64_t) ((__int128) g->total * o / job->files);
-	int64_t		hi = (int64_t) ((__int128) g->total * (o + 1) / job->files);
+	int64_t		lo = (int64_t) ((__int128) g->total * o / g->nparts);
+	int64_t		hi = (int64_t) ((__int128) g->total * (o + 1) / g->nparts);
 	int			i,
 				n = 0;
 
 	*nslices = 0;
-	if (!run(g->h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT)",
-			 NULL, g->err))
+	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT)",
+					NULL, g->err))
 		return false;
 	sql_reset(&g->q);
 	sql_add(&g->q, "INSERT INTO slices VALUES ");
@@ -919,60 +609,124 @@ group_slices_table(GroupRun *g, int o, int *nslices)
 	*nslices = n;
 	if (n == 0)
 		return true;
-	if (g->q.oom || !run(g->h, g->q.data, NULL, g->err))
+	if (g->q.oom || !helper_run(g->h, g->q.data, NULL, g->err))
 		return false;
 	return true;
 }
 
 /*
- * The COPY statement writing output o to local_out, built in g->q
- * (g->q.oom when out of memory): the slices' rows read by Iceberg field
- * id, less the deleted ones, as Parquet with the schema's field ids,
- * Avro-compatible column names, the codec and the iceberg.schema metadata.
+ * The rows of the inputs output o reads, by field id (c<id>, filename,
+ * file_row_number), into g->q: one read_parquet for the inputs of one
+ * Parquet schema, UNION ALL of those.
  */
 static void
-group_copy_sql(GroupRun *g, int o, const char *local_out)
+group_read_sql(GroupRun *g, int o)
+{
+	const IcebergCompactJob *job = g->job;
+	Sql		   *q = &g->q;
+	int			i,
+				k,
+				n,
+				parts = 0;
+
+	for (i = 0; i < job->ninputs; i++)
+	{
+		if (g->first_out[i] > o || g->last_out[i] < o)
+			continue;
+		/* the first input of its schema among those output o reads */
+		for (k = 0; k < i; k++)
+			if (g->first_out[k] <= o && g->last_out[k] >= o && strcmp(g->sig[k], g->sig[i]) == 0)
+				break;
+		if (k < i)
+			continue;
+		sql_add(q, "%sSELECT %s, __tms_filename AS filename, file_row_number FROM read_parquet([",
+				parts++ ? " UNION ALL " : "", g->proj[i]);
+		for (k = i, n = 0; k < job->ninputs; k++)
+			if (g->first_out[k] <= o && g->last_out[k] >= o && strcmp(g->sig[k], g->sig[i]) == 0)
+			{
+				snprintf(g->path, sizeof(g->path), "%s/in%d.parquet", g->dir, k);
+				sql_add(q, "%s", n++ ? ", " : "");
+				sql_lit(q, g->path);
+			}
+		/* a table may have a column "filename" */
+		sql_add(q, "], filename = '__tms_filename', file_row_number = true)");
+	}
+}
+
+/* The select list of the written columns (from c<id>), renamed as Iceberg's writers name them. */
+static void
+select_renamed(Sql *q, const IcebergSchema *s, const char *from)
+{
+	int			i;
+
+	for (i = 0; i < s->ncolumns; i++)
+	{
+		Sql			nm = {0};
+
+		sql_add(q, "%s%sc%d AS ", i ? ", " : "", from, (int) s->columns[i].id);
+		avro_name(&nm, s->columns[i].name);
+		if (nm.oom)
+			q->oom = true;
+		else
+			sql_ident(q, nm.data ? nm.data : "_");
+		io_sb_free(&nm);
+	}
+}
+
+/* The COPY options of an output file: codec, field ids, iceberg.schema. */
+static void
+output_options(GroupRun *g, Sql *q)
+{
+	const IcebergCompactJob *job = g->job;
+
+	sql_add(q, " (FORMAT parquet, COMPRESSION %s", g->cc);
+	if (job->compression_level >= 0 && strcmp(g->cc, "zstd") == 0)
+		sql_add(q, ", COMPRESSION_LEVEL %d", job->compression_level);
+	sql_add(q, ", FIELD_IDS ");
+	field_ids_sql(q, job->schema);
+	sql_add(q, ", KV_METADATA {'iceberg.schema': ");
+	sql_lit(q, job->schema_json);
+	sql_add(q, "})");
+}
+
+/*
+ * The COPY statement writing read o to local_out, built in g->q
+ * (g->q.oom when out of memory): the slices' rows read by Iceberg field
+ * id, less the deleted ones, in the strategy's order (sort, zorder), as
+ * Parquet with the schema's field ids, Avro-compatible column names, the
+ * codec and the iceberg.schema metadata; or, sorted (a sort into several
+ * files, split after), as a plain fast Parquet file of columns c<id>.
+ */
+static void
+group_copy_sql(GroupRun *g, int o, const char *local_out, bool sorted)
 {
 	const IcebergCompactJob *job = g->job;
 	const IcebergSchema *s = job->schema;
 	Sql		   *q = &g->q;
 	int			i,
-				j,
-				n;
+				j;
 
 	sql_reset(q);
 	sql_add(q, "COPY (SELECT ");
+	if (sorted)
+		for (i = 0; i < s->ncolumns; i++)
+			sql_add(q, "%ss.c%d", i ? ", " : "", (int) s->columns[i].id);
+	else
+		select_renamed(q, s, "s.");
+	sql_add(q, " FROM (SELECT ");
 	for (i = 0; i < s->ncolumns; i++)
-	{
-		sql_add(q, "%sd.c%d AS ", i ? ", " : "", (int) s->columns[i].id);
-		{
-			Sql			nm = {0};
-
-			avro_name(&nm, s->columns[i].name);
-			if (nm.oom)
-				q->oom = true;
-			else
-				sql_ident(q, nm.data ? nm.data : "_");
-			io_sb_free(&nm);
-		}
-	}
-	sql_add(q, " FROM read_parquet([");
-	for (i = 0, n = 0; i < job->ninputs; i++)
-		if (g->first_out[i] <= o && g->last_out[i] >= o)
-		{
-			snprintf(g->path, sizeof(g->path), "%s/in%d.parquet", g->dir, i);
-			sql_add(q, "%s", n++ ? ", " : "");
-			sql_lit(q, g->path);
-		}
-	sql_add(q, "], filename = true, file_row_number = true, schema = ");
-	schema_map(q, s, NULL, 0);
+		sql_add(q, "%sd.c%d AS c%d", i ? ", " : "", (int) s->columns[i].id,
+				(int) s->columns[i].id);
+	compactor_sort_keys(q, job);
+	sql_add(q, " FROM (");
+	group_read_sql(g, o);
 
 	/*
 	 * Equi-joins only, each against a small table built above: DuckDB streams
 	 * the rows through them (a correlated NOT EXISTS would make it hold every
 	 * row's keys).
 	 */
-	sql_add(q, ") d JOIN slices s ON d.filename = s.local");
+	sql_add(q, ") d JOIN slices sl ON d.filename = sl.local");
 	if (g->has_pos)
 		sql_add(q, " LEFT JOIN posl p ON p.local = d.filename AND p.pos = d.file_row_number");
 	for (j = 0; j < g->neq_sets; j++)
@@ -984,33 +738,76 @@ group_copy_sql(GroupRun *g, int o, const char *local_out)
 			sql_add(q, "%s e%d.c%d IS NOT DISTINCT FROM d.c%d", k ? " AND" : "", j,
 					(int) g->eq_sets[j][k], (int) g->eq_sets[j][k]);
 	}
-	sql_add(q, " WHERE d.file_row_number >= s.lo AND (s.hi IS NULL OR d.file_row_number < s.hi)");
+	sql_add(q, " WHERE d.file_row_number >= sl.lo AND (sl.hi IS NULL OR d.file_row_number < sl.hi)");
 	if (g->has_pos)
 		sql_add(q, " AND p.pos IS NULL");
 	for (j = 0; j < g->neq_sets; j++)
-		sql_add(q, " AND (e%d.maxseq IS NULL OR e%d.maxseq <= s.seq)", j, j);
+		sql_add(q, " AND (e%d.maxseq IS NULL OR e%d.maxseq <= sl.seq)", j, j);
+	sql_add(q, ") s");
+	(void) compactor_order_by(q, job);
 	sql_add(q, ") TO ");
 	sql_lit(q, local_out);
-	sql_add(q, " (FORMAT parquet, COMPRESSION %s", g->cc);
-	if (job->compression_level >= 0 && strcmp(g->cc, "zstd") == 0)
-		sql_add(q, ", COMPRESSION_LEVEL %d", job->compression_level);
-	sql_add(q, ", FIELD_IDS {");
-	for (i = 0; i < s->ncolumns; i++)
-	{
-		Sql			nm = {0};
+	if (sorted)
+		sql_add(q, " (FORMAT parquet, COMPRESSION lz4)");
+	else
+		output_options(g, q);
+}
 
-		avro_name(&nm, s->columns[i].name);
-		sql_add(q, "%s", i ? ", " : "");
-		if (nm.oom)
-			q->oom = true;
-		else
-			sql_ident(q, nm.data ? nm.data : "_");
-		sql_add(q, ": %d", (int) s->columns[i].id);
-		io_sb_free(&nm);
+static bool group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written);
+
+/*
+ * A sort into several files: the sorted rows (written) of local_sorted
+ * split into job->files outputs of consecutive rows, in order, each
+ * published as it is written.
+ */
+static bool
+group_split_sorted(GroupRun *g, const char *local_sorted, int64_t written)
+{
+	const IcebergCompactJob *job = g->job;
+	char		local_out[4400];
+	int			o;
+	bool		ok = true;
+	TmsError	ignored;		/* not to overwrite the group's error */
+
+	/* one file read in order, written in order */
+	if (!helper_run(g->h, "SET preserve_insertion_order = true", NULL, g->err))
+		return false;
+	for (o = 0; ok && o < job->files; o++)
+	{
+		int64_t		lo = (int64_t) ((__int128) written * o / job->files);
+		int64_t		hi = (int64_t) ((__int128) written * (o + 1) / job->files);
+		duckdb_result r;
+		int64_t		n;
+
+		if (hi <= lo)
+			continue;
+		snprintf(local_out, sizeof(local_out), "%s/out%d.parquet", g->dir, o);
+		sql_reset(&g->q);
+		sql_add(&g->q, "COPY (SELECT ");
+		select_renamed(&g->q, job->schema, "");
+		sql_add(&g->q, " FROM read_parquet(");
+		sql_lit(&g->q, local_sorted);
+		sql_add(&g->q, ", file_row_number = true) WHERE file_row_number >= %" PRId64
+				" AND file_row_number < %" PRId64 ") TO ", lo, hi);
+		sql_lit(&g->q, local_out);
+		output_options(g, &g->q);
+		if (g->q.oom)
+		{
+			tms_error_set(g->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			ok = false;
+			break;
+		}
+		ok = helper_run(g->h, g->q.data, &r, g->err);
+		if (!ok)
+			break;
+		n = duckdb_value_int64(&r, 0, 0);
+		duckdb_destroy_result(&r);
+		ok = group_publish_output(g, o, local_out, n);
 	}
-	sql_add(q, "}, KV_METADATA {'iceberg.schema': ");
-	sql_lit(q, job->schema_json);
-	sql_add(q, "})");
+	unlink(local_sorted);
+	if (!helper_run(g->h, "SET preserve_insertion_order = false", NULL, ok ? g->err : &ignored))
+		ok = false;
+	return ok;
 }
 
 /* Remove the inputs no output after o reads, and report the progress. */
@@ -1086,9 +883,11 @@ group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written)
 }
 
 /*
- * Write output o: download what it reads, run the COPY of its slices,
+ * Write read o: download what it reads, run the COPY of its slices,
  * drop the inputs no later output reads, and publish the file (none when
- * no row falls in it or every row of it was deleted).
+ * no row falls in it or every row of it was deleted).  A sort reads the
+ * whole group once (o = 0): into its one output, or, for several, into a
+ * sorted file split after into the outputs.
  */
 static bool
 group_write_output(GroupRun *g, int o)
@@ -1097,6 +896,7 @@ group_write_output(GroupRun *g, int o)
 	duckdb_result r;
 	int			n;
 	int64_t		written;
+	bool		split = g->job->sort != NULL && g->job->files > 1;
 
 	/* download what this output reads, and check the row counts */
 	if (!group_fetch_inputs(g, o))
@@ -1108,14 +908,17 @@ group_write_output(GroupRun *g, int o)
 		return true;			/* no rows fall in this output */
 
 	/* the rewrite */
-	snprintf(local_out, sizeof(local_out), "%s/out%d.parquet", g->dir, o);
-	group_copy_sql(g, o, local_out);
+	if (split)
+		snprintf(local_out, sizeof(local_out), "%s/sorted.parquet", g->dir);
+	else
+		snprintf(local_out, sizeof(local_out), "%s/out%d.parquet", g->dir, o);
+	group_copy_sql(g, o, local_out, split);
 	if (g->q.oom)
 	{
 		tms_error_set(g->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		return false;
 	}
-	if (!run(g->h, g->q.data, &r, g->err))
+	if (!helper_run(g->h, g->q.data, &r, g->err))
 		return false;
 	written = duckdb_value_int64(&r, 0, 0);
 	duckdb_destroy_result(&r);
@@ -1128,6 +931,8 @@ group_write_output(GroupRun *g, int o)
 		unlink(local_out);		/* every row of the slice was deleted */
 		return true;
 	}
+	if (split)
+		return group_split_sorted(g, local_out, written);
 	return group_publish_output(g, o, local_out, written);
 }
 
@@ -1144,16 +949,16 @@ group_cleanup(GroupRun *g)
 				o;
 	TmsError	ignored;		/* not to overwrite the group's error */
 
-	(void) run(g->h, "DROP TABLE IF EXISTS pos", NULL, &ignored);
-	(void) run(g->h, "DROP TABLE IF EXISTS posl", NULL, &ignored);
+	(void) helper_run(g->h, "DROP TABLE IF EXISTS pos", NULL, &ignored);
+	(void) helper_run(g->h, "DROP TABLE IF EXISTS posl", NULL, &ignored);
 	for (j = 0; j < g->neq_sets; j++)
 	{
 		char		drop[64];
 
 		snprintf(drop, sizeof(drop), "DROP TABLE IF EXISTS eq%d", j);
-		(void) run(g->h, drop, NULL, &ignored);
+		(void) helper_run(g->h, drop, NULL, &ignored);
 		snprintf(drop, sizeof(drop), "DROP TABLE IF EXISTS eqm%d", j);
-		(void) run(g->h, drop, NULL, &ignored);
+		(void) helper_run(g->h, drop, NULL, &ignored);
 	}
 	for (i = 0; i < job->ninputs; i++)
 		if (g->have && g->have[i])
@@ -1171,12 +976,23 @@ group_cleanup(GroupRun *g)
 		snprintf(g->path, sizeof(g->path), "%s/out%d.parquet", g->dir, o);
 		unlink(g->path);
 	}
+	snprintf(g->path, sizeof(g->path), "%s/sorted.parquet", g->dir);
+	unlink(g->path);
 	rmdir(g->dir);
 	io_sb_free(&g->q);
 	free(g->offset);
 	free(g->first_out);
 	free(g->last_out);
 	free(g->have);
+	for (i = 0; i < job->ninputs; i++)
+	{
+		if (g->proj)
+			io_free(g->proj[i]);
+		if (g->sig)
+			io_free(g->sig[i]);
+	}
+	free(g->proj);
+	free(g->sig);
 	free(g->eq_sets);
 	free(g->eq_nids);
 }
@@ -1199,9 +1015,11 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 	}
 	for (i = 0; i < s->ncolumns; i++)
 	{
-		char		tb[64];
+		Sql			tq = {0};
+		bool		known = duck_type_sql(&tq, &s->columns[i]);
 
-		if (duck_type(&s->columns[i], tb, sizeof(tb)) == NULL)
+		io_sb_free(&tq);
+		if (!known)
 		{
 			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
 						  "column \"%s\" of type %s cannot be rewritten",
@@ -1224,13 +1042,17 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 	g.first_out = calloc((size_t) job->ninputs + 1, sizeof(int));
 	g.last_out = calloc((size_t) job->ninputs + 1, sizeof(int));
 	g.have = calloc((size_t) job->ninputs + 1, sizeof(bool));
+	g.proj = calloc((size_t) job->ninputs + 1, sizeof(char *));
+	g.sig = calloc((size_t) job->ninputs + 1, sizeof(char *));
 	g.eq_sets = calloc((size_t) job->ndeletes + 1, sizeof(int32_t *));
 	g.eq_nids = calloc((size_t) job->ndeletes + 1, sizeof(int));
-	if (!g.offset || !g.first_out || !g.last_out || !g.have || !g.eq_sets || !g.eq_nids)
+	if (!g.offset || !g.first_out || !g.last_out || !g.have || !g.proj || !g.sig ||
+		!g.eq_sets || !g.eq_nids)
 	{
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
 	}
+	g.nparts = job->sort != NULL ? 1 : job->files;
 	group_place_inputs(&g);
 
 	/*
@@ -1240,8 +1062,8 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 	if (!group_delete_tables(&g))
 		goto done;
 
-	/* the outputs */
-	for (o = 0; o < job->files; o++)
+	/* the outputs (a sort reads the group once) */
+	for (o = 0; o < g.nparts; o++)
 		if (!group_write_output(&g, o))
 			goto done;
 	helper_send(iceberg_compact_done_json(job->group, g.files_written, g.rows_in,

@@ -280,6 +280,9 @@ typedef struct IcebergTableMetadata
 	char	   *current_schema_json;	/* the current schema object, compact
 										 * JSON text (writers put it in
 										 * manifest headers and data files) */
+	int32_t		default_sort_order_id;	/* 0: unsorted (and v1 without one) */
+	char	   *sort_orders_json;	/* the sort-orders array, compact JSON
+									 * text; NULL: absent */
 } IcebergTableMetadata;
 
 /* The largest timestamp metadata may hold: 9999-12-31T23:59:59.999Z. */

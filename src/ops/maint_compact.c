@@ -2,11 +2,19 @@
  *
  * maint_compact.c
  *	  compaction on engine "local": Iceberg's bin-pack rewrite of a table's
- *	  data files, run by tms itself, one commit per file group.
+ *	  data files, run by tms itself.
  *
  * The plan is src/iceberg/compact/compact.h's (the groups, their delete files,
- * the output file counts); tms.plan_operation shows it.  A run then, group
- * after group:
+ * the output file counts); tms.plan_operation shows it.  The groups are
+ * committed as Iceberg's RewriteDataFilesSparkAction commits them: all in
+ * one snapshot (partial-progress.enabled false, the default), or in
+ * batches of ceil(groups / partial-progress.max-commits) groups, each its
+ * own snapshot; a commit that cannot go on the table (a group no longer
+ * fits it) fails the run without partial progress, and with it counts
+ * towards partial-progress.max-failed-commits (default max-commits), past
+ * which the run fails, the commits before staying.  The helper rewrites
+ * one group at a time (max-concurrent-file-group-rewrites is an upper
+ * bound tms keeps).  A run then, batch after batch:
  *	 write		the compaction helper (compactor.c: a process of its own
  *				running DuckDB, capped by tms.compaction_memory_limit and
  *				tms.compaction_threads, spilling to its temporary
@@ -15,18 +23,17 @@
  *				tms's storage; the worker checks every file it announces
  *				(its name is one the worker gave, its object exists with
  *				the size announced, the rows add up);
- *	 commit		the group's "replace" snapshot is built on the table as it
+ *	 commit		the batch's "replace" snapshot is built on the table as it
  *				is now (iceberg_compact_commit_write: the rewritten files
  *				must still be live and no position delete file may have
- *				come to their partition since the plan) and committed with
+ *				come to their partitions since the plan) and committed with
  *				maint.c's protocol (requirements, phase "commit" recorded
  *				first).  A conflict (409) reloads the table and builds the
- *				commit again on it; a group that no longer fits the table
- *				is given up (its files deleted) and the run goes on with
- *				the next;
- *	 record		once landed, the job's counts grow by the group's in the
+ *				commit again on it; a batch that no longer fits the table
+ *				is given up (its files deleted), a failed commit (above);
+ *	 record		once landed, the job's counts grow by the batch's in the
  *				same short step that leaves phase "cleanup" (so a resumed
- *				job counts a landed group once).
+ *				job counts a landed commit once).
  * Nothing is deleted from the table's files: the rewritten data files and
  * removed delete files stay reachable from earlier snapshots until
  * snapshot expiry.  What a failed attempt wrote (data files, manifests)
@@ -103,6 +110,8 @@ fill_options(MaintRun *run, IcebergCompactOptions *o, const IcebergPartitionFilt
 	o->rewrite_all = run->opt.rewrite_all;
 	o->delete_file_threshold = run->opt.delete_file_threshold;
 	o->delete_ratio_threshold = run->opt.delete_ratio_threshold;
+	o->remove_dangling_deletes = run->opt.remove_dangling_deletes;
+	o->output_spec_id = run->opt.output_spec_id;
 	o->where = where;
 }
 
@@ -128,8 +137,30 @@ bind_where(MaintRun *run, IcebergPartitionFilter **out)
 }
 
 /*
+ * The order of strategy sort: the sort-order option bound to the schema,
+ * else the table's default sort order, with the id Iceberg would stamp
+ * on the files; *out NULL for bin-pack.  False with err.
+ */
+static bool
+sort_order(MaintRun *run, const IcebergSchema *schema, IcebergSortOrder **out,
+		   TmsError *err)
+{
+	*out = NULL;
+	if (!run->opt.sort)
+		return true;
+	if (run->opt.sort_order != NULL ?
+		!iceberg_sort_order_parse(run->opt.sort_order, schema, out, err) :
+		!iceberg_sort_order_of_table(run->md, schema, out, err))
+		return false;
+	iceberg_sort_order_match(run->md, *out);
+	return true;
+}
+
+/*
  * tms.run_operation: the where filter's names and literals against the
- * table just loaded, and the options' relations, before a job is recorded.
+ * table just loaded, the sort order's columns, the options' relations,
+ * and the schema's types (a column the local engine cannot rewrite:
+ * 0A000 naming it), before a job is recorded.
  */
 void
 maint_compact_check_table(MaintRun *run)
@@ -137,7 +168,15 @@ maint_compact_check_table(MaintRun *run)
 	IcebergPartitionFilter *f = NULL;
 	TmsError	err;
 	IcebergSchema *schema = NULL;
+	IcebergCompactOptions o;
 
+	fill_options(run, &o, NULL);
+	if (!iceberg_compact_check_options(run->md, &o, &err))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid options of operation \"compaction\" on table \"%s.%s\"",
+						run->ns, run->table),
+				 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail)));
 	if (run->opt.where != NULL)
 	{
 		if (!iceberg_partition_filter_parse(run->opt.where, &f, &err) ||
@@ -156,6 +195,30 @@ maint_compact_check_table(MaintRun *run)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot read the schema of table \"%s.%s\"", run->ns, run->table),
 				 errdetail("%s", err.message)));
+	if (!iceberg_compact_check_schema(schema, &err))
+	{
+		iceberg_schema_free(schema);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s", err.message),
+				 errdetail("%s", err.detail),
+				 errhint("Name a server of the tms_engine wrapper (Spark, Trino) as the engine for this table.")));
+	}
+	{
+		IcebergSortOrder *so;
+
+		if (!sort_order(run, schema, &so, &err))
+		{
+			iceberg_schema_free(schema);
+			ereport(ERROR,
+					(errcode(err.code == ICEBERG_ERR_UNSUPPORTED ? ERRCODE_FEATURE_NOT_SUPPORTED :
+							 ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid option \"%s\" of operation \"compaction\"",
+							run->opt.sort_order ? "sort-order" : "strategy"),
+					 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail)));
+		}
+		iceberg_sort_order_free(so);
+	}
 	iceberg_schema_free(schema);
 }
 
@@ -192,6 +255,29 @@ reasons_json(unsigned r)
 		}
 	appendStringInfoChar(&b, ']');
 	return b.data;
+}
+
+/*
+ * Groups per commit: all in one without partial progress (Iceberg's
+ * default), else ceil(groups / partial-progress.max-commits), as Iceberg's
+ * RewriteDataFilesSparkAction divides them.
+ */
+static int
+groups_per_commit(const MaintRun *run, int ngroups)
+{
+	int64		max_commits = Max(run->opt.partial_progress_max_commits, 1);
+
+	if (!run->opt.partial_progress || ngroups <= 0)
+		return Max(ngroups, 1);
+	return (int) Max((ngroups + max_commits - 1) / max_commits, 1);
+}
+
+static int
+commits_planned(const MaintRun *run, int ngroups)
+{
+	int			per = groups_per_commit(run, ngroups);
+
+	return ngroups <= 0 ? 0 : (ngroups + per - 1) / per;
 }
 
 static void
@@ -238,7 +324,8 @@ emit_plan(MaintRun *run, const IcebergCompactPlan *p)
 
 		for (int k = 0; k < x->ngroups; k++)
 			covered += x->group_files[k];
-		if (x->applies > 0 && covered == x->applies)
+		if ((x->applies > 0 && covered == x->applies) ||
+			(x->applies == 0 && p->remove_dangling_deletes && p->ngroups > 0))
 			maint_emit(run, "remove-delete-file", x->path,
 					   psprintf("{\"kind\": \"%s\", \"size\": " INT64_FORMAT ", \"records\": " INT64_FORMAT "}",
 								x->content == ICEBERG_CONTENT_POSITION_DELETES ?
@@ -252,11 +339,15 @@ emit_plan(MaintRun *run, const IcebergCompactPlan *p)
 						", \"delete_files\": %d, \"target_file_size_bytes\": " INT64_FORMAT
 						", \"min_file_size_bytes\": " INT64_FORMAT ", \"max_file_size_bytes\": " INT64_FORMAT
 						", \"min_input_files\": %d, \"max_file_group_size_bytes\": " INT64_FORMAT
-						", \"commits\": %d, \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
+						", \"commits\": %d, \"output_spec_id\": %d"
+						", \"kept_in_own_spec\": " INT64_FORMAT ", \"dangling_delete_files\": " INT64_FORMAT
+						", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
 						p->data_files, p->data_bytes, p->filtered_out, p->candidates,
 						p->ngroups, files, bytes, outputs, p->ndeletes, p->target_file_size_bytes,
 						p->min_file_size_bytes, p->max_file_size_bytes, p->min_input_files,
-						p->max_file_group_size_bytes, p->ngroups, p->base_snapshot_id));
+						p->max_file_group_size_bytes, commits_planned(run, p->ngroups),
+						(int) p->output_spec_id, p->kept_in_spec, p->dangling,
+						p->base_snapshot_id));
 }
 
 /* ----------------------------------------------------------------
@@ -608,12 +699,13 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 }
 
 /*
- * One attempt at group g's commit on run->md: MAINT_COMMIT_RETRY with
- * *written false when the group no longer fits the table (given up).
+ * One attempt at the commit of gs[0 .. ngs) on run->md: MAINT_COMMIT_RETRY
+ * with *written false when a group no longer fits the table (the commit is
+ * given up).  paths: the data files the helper wrote for them.
  */
 static MaintCommitOutcome
-commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput *outputs,
-			   int noutputs, char **paths, bool *written_out)
+commit_attempt(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOutput *gs,
+			   int ngs, char **paths, int npaths, bool *written_out)
 {
 	IcebergWriter w = {run, maint_write_file};
 	IcebergCompactCommit res;
@@ -622,13 +714,15 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 	char	   *volatile body = NULL;
 	volatile MaintCommitOutcome outcome = MAINT_COMMIT_FAILED;
 	volatile bool written = false;
+	int		   *groups = palloc(sizeof(int) * ngs);
 
+	for (int k = 0; k < ngs; k++)
+		groups[k] = gs[k].group;
 	memset(&res, 0, sizeof(res));
 	PG_TRY();
 	{
 		run->in_callback = true;
-		written = iceberg_compact_commit_write(&run->fio, &w, run->md, p, g, outputs, noutputs,
-											   id, &res, &err);
+		written = iceberg_compact_commit_write(&run->fio, &w, run->md, p, gs, ngs, id, &res, &err);
 		run->in_callback = false;
 		CHECK_FOR_INTERRUPTS();
 		if (!written)
@@ -637,8 +731,9 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 			if (err.code == ICEBERG_ERR_CONFLICT || err.code == ICEBERG_ERR_UNSUPPORTED)
 			{
 				ereport(LOG,
-						(errmsg("maintenance job " INT64_FORMAT ": compaction group %d given up: %s",
-								run->job_id, g, tms_error_text(&err))));
+						(errmsg("maintenance job " INT64_FORMAT ": compaction commit of groups %d to %d given up: %s",
+								run->job_id, gs[0].group, gs[ngs - 1].group,
+								tms_error_text(&err))));
 				outcome = MAINT_COMMIT_RETRY;
 			}
 			else
@@ -652,7 +747,7 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 		}
 		else
 		{
-			outcome = maint_commit(run, body, commit_state_json(g, &res, paths, noutputs),
+			outcome = maint_commit(run, body, commit_state_json(gs[0].group, &res, paths, npaths),
 								   res.written, res.nwritten, res.snapshot.parent_snapshot_id,
 								   maint_snapshot_landed, &id);
 			if (outcome == MAINT_COMMIT_LANDED)
@@ -660,7 +755,7 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 				TmsError	cerr;
 
 				run->after_snapshot_id = id;
-				if (!iceberg_compact_committed(p, g, &res, &cerr))
+				if (!iceberg_compact_committed(p, groups, ngs, &res, &cerr))
 					maint_fail_iceberg(run, "cannot follow the compaction's commit", &cerr);
 				else
 					(void) record_counts(run, res.data_files_rewritten, res.data_files_added,
@@ -679,15 +774,18 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput
 	return outcome;
 }
 
-/* Build and commit group g's snapshot; retries conflicts on the reloaded table. */
+/*
+ * Build and commit the snapshot of gs[0 .. ngs); retries conflicts on the
+ * reloaded table.
+ */
 static GroupOutcome
-commit_group(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput *outputs,
-			 int noutputs, char **paths)
+commit_groups(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOutput *gs,
+			  int ngs, char **paths, int npaths)
 {
 	for (int retry = 1;; retry++)
 	{
 		bool		written;
-		MaintCommitOutcome outcome = commit_attempt(run, p, g, outputs, noutputs, paths, &written);
+		MaintCommitOutcome outcome = commit_attempt(run, p, gs, ngs, paths, npaths, &written);
 
 		if (outcome == MAINT_COMMIT_LANDED)
 			return run->result == MAINT_OK ? GROUP_COMMITTED : GROUP_FAILED;
@@ -699,22 +797,87 @@ commit_group(MaintRun *run, IcebergCompactPlan *p, int g, IcebergCompactOutput *
 			 */
 			if (run->phase != NULL && strcmp(run->phase, "start") == 0 &&
 				run->result != MAINT_LEASE_LOST)
-				maint_delete_written(run, paths, noutputs);
+				maint_delete_written(run, paths, npaths);
 			return GROUP_FAILED;
 		}
 		if (!written)
 		{
-			/* the group no longer fits the table */
-			maint_delete_written(run, paths, noutputs);
+			/* a group no longer fits the table */
+			maint_delete_written(run, paths, npaths);
 			return GROUP_GIVEN_UP;
 		}
 		/* a conflict: look at the table again */
 		if (!maint_commit_retry_allowed(run, retry) || !maint_load(run))
 		{
-			maint_delete_written(run, paths, noutputs);
+			maint_delete_written(run, paths, npaths);
 			return GROUP_FAILED;
 		}
 	}
+}
+
+/*
+ * Rewrite the groups first .. first + n - 1 with the helper and commit
+ * them as one snapshot.  A helper that fails is stopped (*helper NULL)
+ * and what the batch wrote is deleted.  Returns the commit's outcome
+ * (GROUP_FAILED with run->result set when it did not get that far).
+ */
+static GroupOutcome
+rewrite_and_commit(MaintRun *run, Compactor **helper, IcebergCompactPlan *p, int first, int n,
+				   const IcebergCompactJobMetric *metrics, const IcebergSchema *schema,
+				   TimestampTz deadline, int64 *peak_rss)
+{
+	IcebergCompactGroupOutput *gs = palloc0(sizeof(IcebergCompactGroupOutput) * n);
+	char	  **paths = NULL;
+	int			npaths = 0;
+	int			done = 0;
+	GroupOutcome outcome = GROUP_FAILED;
+
+	for (int k = 0; k < n && run->result == MAINT_OK; k++)
+	{
+		IcebergCompactOutput *outputs;
+		char	  **gpaths;
+		char	  **written;
+		int			nout;
+		int			nwritten;
+
+		if (!maint_check_now(run))
+			break;
+		if (!write_group(run, *helper, p, first + k, metrics, schema->nleaves, schema,
+						 deadline, &outputs, &nout, &gpaths, &written, &nwritten, peak_rss))
+		{
+			int			pid = compactor_pid(*helper);
+
+			/*
+			 * what the helper may have written goes, once it is stopped: its
+			 * files, and the temporary files of local writes it was killed in
+			 */
+			compactor_stop(*helper);
+			*helper = NULL;
+			if (run->result != MAINT_LEASE_LOST)
+			{
+				maint_delete_written(run, written, nwritten);
+				delete_temporaries(run, written, nwritten, pid);
+			}
+			break;
+		}
+		gs[k].group = first + k;
+		gs[k].outputs = outputs;
+		gs[k].noutputs = nout;
+		paths = paths ? repalloc(paths, sizeof(char *) * (npaths + nout + 1)) :
+			palloc(sizeof(char *) * (nout + 1));
+		for (int i = 0; i < nout; i++)
+			paths[npaths++] = gpaths[i];
+		done++;
+	}
+	if (done == n && run->result == MAINT_OK)
+		outcome = commit_groups(run, p, gs, n, paths, npaths);
+	else if (run->result != MAINT_LEASE_LOST)
+		maint_delete_written(run, paths, npaths);	/* the batch's groups
+													 * before */
+	for (int k = 0; k < done; k++)
+		for (int i = 0; i < gs[k].noutputs; i++)
+			iceberg_compact_output_free((IcebergCompactOutput *) &gs[k].outputs[i]);
+	return outcome;
 }
 
 /* ----------------------------------------------------------------
@@ -730,12 +893,15 @@ maint_run_compact(MaintRun *run)
 	IcebergSchema *volatile schema = NULL;
 	IcebergCompactJobMetric *volatile metrics = NULL;
 	Compactor  *volatile helper = NULL;
-	int			helper_pid = 0; /* its pid, known after it exited too */
 	IcebergCompactOptions o;
 	TmsError	err;
 	IoStorageConfig cfg;
 	TimestampTz deadline;
 	volatile int given_up = 0;
+	volatile int failed_commits = 0;
+	int			per;
+	int			max_failed = run->opt.partial_progress_max_failed_commits >= 0 ?
+	run->opt.partial_progress_max_failed_commits : run->opt.partial_progress_max_commits;
 	int64	   *peak_rss = palloc0(sizeof(int64));	/* the helper's, over the
 													 * groups */
 
@@ -760,6 +926,9 @@ maint_run_compact(MaintRun *run)
 			if (!iceberg_schema_parse(run->md->current_schema_json, (IcebergSchema **) &schema, &err) ||
 				!iceberg_compact_metrics_modes(run->md, schema, (IcebergCompactJobMetric **) &metrics, &err))
 				maint_fail_iceberg(run, "cannot read the table's schema", &err);
+			else if (!sort_order(run, schema, &plan->sort, &err))
+				maint_fail(run, MAINT_TERMINAL, "invalid sort order: %s%s%s", err.message,
+						   err.detail[0] ? ": " : "", err.detail);
 		}
 		if (run->result == MAINT_OK && !run->dry_run && plan->ngroups > 0)
 		{
@@ -768,40 +937,26 @@ maint_run_compact(MaintRun *run)
 											(int64) tms_engine_run_timeout_s * 1000) : 0;
 			io_storage_config_get(run->storage, &cfg);
 			helper = compactor_start(run, &cfg);
-			helper_pid = compactor_pid(helper);
-			for (int g = 0; helper != NULL && g < plan->ngroups && run->result == MAINT_OK; g++)
+			per = groups_per_commit(run, plan->ngroups);
+			for (int first = 0; helper != NULL && first < plan->ngroups && run->result == MAINT_OK;
+				 first += per)
 			{
-				IcebergCompactOutput *outputs;
-				char	  **paths;
-				char	  **written;
-				int			nout;
-				int			nwritten;
-				bool		ok;
+				int			n = Min(per, plan->ngroups - first);
+				GroupOutcome outcome = rewrite_and_commit(run, (Compactor **) &helper, plan,
+														  first, n, metrics, schema,
+														  deadline, peak_rss);
 
-				if (!maint_check_now(run))
-					break;
-				ok = write_group(run, helper, plan, g, metrics, schema->ncolumns, schema,
-								 deadline, &outputs, &nout, &paths, &written, &nwritten,
-								 peak_rss);
-				if (!ok)
-				{
-					/*
-					 * what the helper may have written goes, once it is
-					 * stopped: its files, and the temporary files of local
-					 * writes it was killed in
-					 */
-					compactor_stop(helper);
-					helper = NULL;
-					if (run->result != MAINT_LEASE_LOST)
-					{
-						maint_delete_written(run, written, nwritten);
-						delete_temporaries(run, written, nwritten, helper_pid);
-					}
-				}
-				else if (commit_group(run, plan, g, outputs, nout, paths) == GROUP_GIVEN_UP)
-					given_up++;
-				for (int i = 0; i < nout; i++)
-					iceberg_compact_output_free(&outputs[i]);
+				if (outcome != GROUP_GIVEN_UP)
+					continue;
+				given_up += n;
+				failed_commits++;
+				if (!run->opt.partial_progress)
+					maint_fail(run, MAINT_TRANSIENT,
+							   "the table changed under the compaction: a file it rewrote is gone, or a position delete came to its partitions; nothing was committed");
+				else if (failed_commits > max_failed)
+					maint_fail(run, MAINT_TRANSIENT,
+							   "%d commits of the compaction failed, more than partial-progress.max-failed-commits (%d); the commits before stay",
+							   failed_commits, max_failed);
 			}
 			if (run->result == MAINT_OK)
 				ereport(LOG,

@@ -99,6 +99,14 @@ typedef struct MaintOptions
 	int32		delete_file_threshold;
 	double		delete_ratio_threshold;
 	char	   *where;
+	bool		sort;			/* strategy sort (or a sort-order given) */
+	char	   *sort_order;		/* NULL: the table's sort order */
+	int32		output_spec_id; /* -1: the table's current spec */
+	bool		remove_dangling_deletes;
+	bool		partial_progress;
+	int32		partial_progress_max_commits;
+	int32		partial_progress_max_failed_commits;	/* -1: max-commits */
+	int32		max_concurrent_group_rewrites;
 } MaintOptions;
 
 extern MaintOp maint_op_from_name(const char *operation);

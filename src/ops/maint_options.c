@@ -37,9 +37,22 @@
  *					   bytes, or strings such as "128MB", "1GiB", binary
  *					   units), min-input-files (integer >= 1), rewrite-all
  *					   (boolean), delete-file-threshold (integer >= 0),
- *					   delete-ratio-threshold (number in (0, 1]), where (a
- *					   filter on partitions, its syntax checked here and its
- *					   names against the table when it is loaded)
+ *					   delete-ratio-threshold (number in (0, 1]),
+ *					   remove-dangling-deletes (boolean), output-spec-id
+ *					   (integer >= 0, a spec of the table),
+ *					   partial-progress.enabled (boolean),
+ *					   partial-progress.max-commits (integer >= 1),
+ *					   partial-progress.max-failed-commits (integer >= 0),
+ *					   max-concurrent-file-group-rewrites (integer >= 1),
+ *					   where (a filter on partitions, its syntax checked
+ *					   here and its names against the table when it is
+ *					   loaded), strategy ("binpack", "sort"), sort-order
+ *					   (Spark's syntax, "id DESC NULLS LAST, name" or
+ *					   "zorder(a, b)"; implies sort; its syntax checked
+ *					   here, its columns when the table is loaded);
+ *					   Iceberg's names, meanings and defaults
+ *					   (https://iceberg.apache.org/docs/latest/spark-procedures/#rewrite_data_files);
+ *					   the sizes set must keep min < target < max
  * An unknown key or a value of the wrong type is SQLSTATE 22023 with the
  * key in DETAIL; nothing runs and no job is recorded.  On a gravitino
  * engine the check with options (tms.run_operation, tms.add_rule) also
@@ -422,6 +435,7 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 	JsonbValue	k;
 	JsonbValue	v;
 	JsonbIteratorToken tok;
+	bool		binpack = false;
 
 	it = JsonbIteratorInit(&options->root);
 	while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
@@ -497,6 +511,18 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 			if (!(out->delete_ratio_threshold > 0 && out->delete_ratio_threshold <= 1))
 				bad_option(operation, key, "The value is %s; it must be a number in (0, 1].", t);
 		}
+		else if (op == MAINT_COMPACTION && strcmp(key, "output-spec-id") == 0)
+			out->output_spec_id = (int32) opt_int(operation, key, &v, 0, PG_INT32_MAX);
+		else if (op == MAINT_COMPACTION && strcmp(key, "remove-dangling-deletes") == 0)
+			out->remove_dangling_deletes = opt_bool(operation, key, &v);
+		else if (op == MAINT_COMPACTION && strcmp(key, "partial-progress.enabled") == 0)
+			out->partial_progress = opt_bool(operation, key, &v);
+		else if (op == MAINT_COMPACTION && strcmp(key, "partial-progress.max-commits") == 0)
+			out->partial_progress_max_commits = (int32) opt_int(operation, key, &v, 1, PG_INT32_MAX);
+		else if (op == MAINT_COMPACTION && strcmp(key, "partial-progress.max-failed-commits") == 0)
+			out->partial_progress_max_failed_commits = (int32) opt_int(operation, key, &v, 0, PG_INT32_MAX);
+		else if (op == MAINT_COMPACTION && strcmp(key, "max-concurrent-file-group-rewrites") == 0)
+			out->max_concurrent_group_rewrites = (int32) opt_int(operation, key, &v, 1, PG_INT32_MAX);
 		else if (op == MAINT_COMPACTION && strcmp(key, "where") == 0)
 		{
 			IcebergPartitionFilter *f;
@@ -508,6 +534,25 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 						   err.message, err.detail);
 			iceberg_partition_filter_free(f);
 		}
+		else if (op == MAINT_COMPACTION && strcmp(key, "strategy") == 0)
+		{
+			char	   *st = opt_string(operation, key, &v);
+
+			if (strcmp(st, "binpack") != 0 && strcmp(st, "sort") != 0)
+				bad_option(operation, key, "The value is \"%s\"; strategies are binpack and sort (z-order is sort with sort-order \"zorder(a, b)\").", st);
+			out->sort = strcmp(st, "sort") == 0;
+			binpack = !out->sort;
+		}
+		else if (op == MAINT_COMPACTION && strcmp(key, "sort-order") == 0)
+		{
+			IcebergSortOrder *so;
+			TmsError	err;
+
+			out->sort_order = opt_string(operation, key, &v);
+			if (!iceberg_sort_order_parse(out->sort_order, NULL, &so, &err))
+				bad_option(operation, key, "%s: %s", err.message, err.detail);
+			iceberg_sort_order_free(so);
+		}
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -518,9 +563,48 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 							 op == MAINT_ORPHAN ?
 							 "Options of orphan-cleanup are older-than, force, location, prefix-mismatch-mode, equal-schemes and equal-authorities." :
 							 op == MAINT_COMPACTION ?
-							 "Options of compaction on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, delete-file-threshold, delete-ratio-threshold and where." :
+							 "Options of compaction on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, delete-file-threshold, delete-ratio-threshold, remove-dangling-deletes, output-spec-id, partial-progress.enabled, partial-progress.max-commits, partial-progress.max-failed-commits, max-concurrent-file-group-rewrites, where, strategy and sort-order." :
 							 "Options of manifest-rewrite are spec-id and target-size-bytes.")));
 	}
+	/* as Spark's rewrite_data_files: a sort order means strategy sort */
+	if (out->sort_order != NULL && binpack)
+		bad_option(operation, "sort-order", "Strategy binpack takes no sort order; the sort order is \"%s\".",
+				   out->sort_order);
+	if (out->sort_order != NULL)
+		out->sort = true;
+}
+
+/*
+ * Iceberg's checks of the sizes given (SizeBasedFileRewritePlanner):
+ * min-file-size-bytes < target-file-size-bytes < max-file-size-bytes among
+ * those set; those left to the table are checked against it when the
+ * table is loaded (maint_compact_check_table).
+ */
+static void
+check_compaction_sizes(const MaintOptions *o)
+{
+	int64		min = o->min_file_size_bytes;
+	int64		max = o->max_file_size_bytes;
+	int64		target = o->target_file_size_bytes;
+
+	if (min >= 0 && max >= 0 && min >= max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid option \"min-file-size-bytes\" of operation \"compaction\""),
+				 errdetail("min-file-size-bytes is " INT64_FORMAT " and max-file-size-bytes " INT64_FORMAT "; the minimum must be below the maximum.",
+						   min, max)));
+	if (target > 0 && min >= 0 && target <= min)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid option \"target-file-size-bytes\" of operation \"compaction\""),
+				 errdetail("target-file-size-bytes is " INT64_FORMAT " and min-file-size-bytes " INT64_FORMAT "; the target must be above the minimum.",
+						   target, min)));
+	if (target > 0 && max >= 0 && target >= max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid option \"target-file-size-bytes\" of operation \"compaction\""),
+				 errdetail("target-file-size-bytes is " INT64_FORMAT " and max-file-size-bytes " INT64_FORMAT "; the target must be below the maximum.",
+						   target, max)));
 }
 
 void
@@ -543,6 +627,10 @@ maint_options_parse(const char *operation, const char *engine, Jsonb *options,
 	out->max_file_group_size_bytes = -1;
 	out->delete_file_threshold = -1;
 	out->delete_ratio_threshold = -1;
+	out->output_spec_id = -1;
+	out->partial_progress_max_commits = 10;
+	out->partial_progress_max_failed_commits = -1;
+	out->max_concurrent_group_rewrites = 5;
 	if (options == NULL)
 		return;
 	if (!JB_ROOT_IS_OBJECT(options) || JB_ROOT_IS_SCALAR(options))
@@ -551,7 +639,11 @@ maint_options_parse(const char *operation, const char *engine, Jsonb *options,
 				 errmsg("invalid options of operation \"%s\"", operation),
 				 errdetail("Options must be a JSON object such as {\"retain-last\": 5}.")));
 	if (out->local)
+	{
 		parse_local(out->op, options, out);
+		if (out->op == MAINT_COMPACTION)
+			check_compaction_sizes(out);
+	}
 	else if (out->engine_type != ENGINE_TYPE_UNKNOWN)
 	{
 		/* the engine layer's check, the one its statement builder applies */

@@ -3,7 +3,8 @@ smallfiles.py -- synthetic Iceberg tables of many small REAL Parquet files,
 for the compaction tests and the demo.
 
     make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
-               partitioned=True, with_deletes=False, seed=0)
+               partitioned=True, with_deletes=False, seed=0, timeout=None,
+               extra_columns=0)
         -> metadata location
 
 catalog is a world.CatalogServer, st an opsworld.storage() object.  The
@@ -19,8 +20,10 @@ manifests, so icebird (test/opsworld.icebird) reads the rows.
 Schema: id long (required, unique, 0..files*rows_per_file-1), category
 string ("c0".."c3", the identity partition when partitioned; file i holds
 category c(i % 4)), amount decimal(10,2), score double (null every 11th
-row), day date, ts timestamptz, flag boolean.  Values derive from id and
-the seed only, so tables are reproducible.
+row), day date, ts timestamptz, flag boolean; extra_columns adds columns
+x8, x9, ... of types long, double, string, int and date in turn (wide
+rows).  Values derive from id and the seed only, so tables are
+reproducible.
 
 with_deletes adds two snapshots: position deletes (one file per affected
 partition, rows 0 and 3 of every 7th data file) and equality deletes on id
@@ -66,10 +69,42 @@ SCHEMA = {"type": "struct", "schema-id": 0, "fields": [
     {"id": 7, "name": "flag", "required": False, "type": "boolean"}]}
 
 
-def _columns(category, seed):
+EXTRA_TYPES = ("long", "double", "string", "int", "date")
+
+
+def schema_of(extra_columns=0):
+    """SCHEMA with extra_columns more columns x8, x9, ... (field ids 8..),
+    their types long, double, string, int, date in turn."""
+    if not extra_columns:
+        return SCHEMA
+    return dict(SCHEMA, fields=list(SCHEMA["fields"]) + [
+        {"id": 8 + k, "name": "x%d" % (8 + k), "required": False,
+         "type": EXTRA_TYPES[k % len(EXTRA_TYPES)]} for k in range(extra_columns)])
+
+
+def _extra(extra_columns):
+    """The select list of the extra columns, derived from x."""
+    out = []
+    for k in range(extra_columns):
+        f = 8 + k
+        t = EXTRA_TYPES[k % len(EXTRA_TYPES)]
+        out.append({"long": "((x * %d + 7) %% 1000003)::BIGINT",
+                    "double": "((x * %d) %% 100003 * 0.37)::DOUBLE",
+                    "string": "'v' || ((x * %d) %% 10007)::VARCHAR",
+                    "int": "((x * %d) %% 65521)::INTEGER",
+                    "date": "DATE '2020-01-01' + ((x * %d) %% 1500)::INTEGER"}[t] % (f * 31)
+                   + " AS c_%d" % f)
+    return "".join(", " + c for c in out)
+
+
+def _columns(category, seed, extra_columns=0):
     """The select list of the columns c_<field id> of the row of id x (a
     BIGINT column of the FROM clause), category an SQL expression."""
     k = seed % 1000
+    return _columns7(category, k) + _extra(extra_columns)
+
+
+def _columns7(category, k):
     return ("x::BIGINT AS c_1, %s AS c_2, "
             "(((x * 37 + %d) %% 100000) / 100.0)::DECIMAL(10,2) AS c_3, "
             "CASE WHEN x %% 11 = 0 THEN NULL ELSE (x * 1.5 + %d)::DOUBLE END AS c_4, "
@@ -85,34 +120,34 @@ def _rows_query(first, count, category, seed):
                first, count))
 
 
-def _files_query(files, rows_per_file, seed):
+def _files_query(files, rows_per_file, seed, extra_columns=0, first=0):
     """DuckDB SQL of the rows of every data file at once, for compact.mjs's
     by_file write: file i (column __file) holds ids i * rows_per_file..
     (in order), category c(i % 4)."""
     return ("SELECT __file, %s FROM (SELECT i::BIGINT AS x, (i // %d)::BIGINT AS __file"
-            " FROM range(%d) t(i)) r ORDER BY x"
-            % (_columns("'c' || (__file %% %d)::VARCHAR" % CATEGORIES, seed),
-               rows_per_file, files * rows_per_file))
+            " FROM range(%d, %d) t(i)) r ORDER BY x"
+            % (_columns("'c' || (__file %% %d)::VARCHAR" % CATEGORIES, seed, extra_columns),
+               rows_per_file, first * rows_per_file, (first + files) * rows_per_file))
 
 
-def _create(catalog, namespace, name, partitioned):
+def _create(catalog, namespace, name, partitioned, schema=SCHEMA):
     levels = [namespace] if isinstance(namespace, str) else list(namespace)
     catalog.create_namespace(*levels)
     spec = {"spec-id": 0, "fields": [{"name": "category", "transform": "identity",
                                       "source-id": 2, "field-id": 1000}] if partitioned else []}
-    body = {"name": name, "schema": SCHEMA, "partition-spec": spec,
+    body = {"name": name, "schema": schema, "partition-spec": spec,
             "properties": {"format-version": "2", "write.parquet.compression-codec": "zstd"}}
     catalog.request("POST", "namespaces/%s/tables" % urllib.parse.quote("\x1f".join(levels)),
                     body)
     return levels
 
 
-def _manifest(st, meta, snap, partitioned, entries, content):
+def _manifest(st, meta, snap, partitioned, entries, content, table_schema=SCHEMA):
     """Write one manifest of ADDED entries; returns its manifest list record."""
     fv = 2
     pfields = [("category", "string", 1000)] if partitioned else []
     schema = iceberg_avro_schemas.manifest_entry_schema(fv, pfields)
-    hmeta = {"schema": json.dumps(SCHEMA), "schema-id": "0",
+    hmeta = {"schema": json.dumps(table_schema), "schema-id": "0",
              "partition-spec": json.dumps(meta["partition-specs"][0]["fields"]),
              "partition-spec-id": "0", "format-version": str(fv),
              "content": "data" if content == 0 else "deletes"}
@@ -151,11 +186,15 @@ def _snapshot(meta, rnd, operation):
 
 
 def make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
-               partitioned=True, with_deletes=False, seed=0):
+               partitioned=True, with_deletes=False, seed=0, timeout=None,
+               extra_columns=0):
     """Create and fill the table (see the module comment); returns the
-    metadata location of its last commit."""
+    metadata location of its last commit.  timeout: seconds the data
+    files' write may take (default 300 + files / 10); extra_columns: wider
+    rows (schema_of)."""
+    table_schema = schema_of(extra_columns)
     rnd = random.Random(seed)
-    levels = _create(catalog, namespace, name, partitioned)
+    levels = _create(catalog, namespace, name, partitioned, table_schema)
     _, meta = opsworld.load(catalog, levels, name)
     data_dir = compact_mod.data_location(meta)
     tmp = tempfile.mkdtemp(prefix="tms-smallfiles-")
@@ -163,12 +202,18 @@ def make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
         # the data files: one node run, one COPY a file (compact.mjs's
         # by_file write, which reads them back and checks every file holds
         # exactly its rows, in order), described by three queries over all
-        outs = compact_mod.run_node({
-            "mode": "write", "by_file": True, "schema": {"fields": SCHEMA["fields"]},
-            "query": _files_query(files, rows_per_file, seed),
-            "output_dir": os.path.join(tmp, "data"), "file_prefix": "data",
-            "compression": "zstd", "iceberg_schema": json.dumps(SCHEMA)},
-            timeout=300 + files // 10)["files"] if files else []
+        # (in batches of about two million rows: compact.mjs holds a
+        # batch's rows in memory)
+        batch = max(1, 2000000 * 7 // (7 + extra_columns) // max(1, rows_per_file))
+        outs = []
+        for first in range(0, files, batch):
+            outs += compact_mod.run_node({
+                "mode": "write", "by_file": True, "schema": {"fields": table_schema["fields"]},
+                "query": _files_query(min(batch, files - first), rows_per_file, seed,
+                                      extra_columns, first),
+                "output_dir": os.path.join(tmp, "data%d" % first), "file_prefix": "data",
+                "compression": "zstd", "iceberg_schema": json.dumps(table_schema)},
+                timeout=timeout or 300 + files // 10)["files"]
         if [o["file"] for o in outs] != list(range(files)) or \
                 any(o["records"] != rows_per_file for o in outs):
             raise RuntimeError("compact.mjs wrote %d files of %d, not %d rows each"
@@ -181,7 +226,7 @@ def make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
             uri = data_dir + "/" + sub + prefix + "-00000.parquet"
             _put(st, uri, o["path"])
             part = {"category": cat} if partitioned else {}
-            written.append((i, cat, uri, o, _data_file(uri, o, part)))
+            written.append((i, cat, uri, o, _data_file(uri, o, part, schema=table_schema)))
         # append snapshots
         per = max(1, min(40, -(-files // 5)))
         records = []
@@ -198,7 +243,7 @@ def make_table(catalog, st, namespace, name, *, files=200, rows_per_file=50,
         for start in range(0, files, per):
             chunk = written[start:start + per]
             snap = _snapshot(meta, rnd, "append")
-            rec = _manifest(st, meta, snap, partitioned, [w[4] for w in chunk], 0)
+            rec = _manifest(st, meta, snap, partitioned, [w[4] for w in chunk], 0, table_schema)
             records = [rec] + records
             snap["summary"].update({
                 "added-data-files": str(len(chunk)),

@@ -167,6 +167,16 @@ def small_table(env, name, ns="cmp", **kw):
     return mloc
 
 
+def replace_chain(meta, meta0):
+    """The snapshots committed after meta0's current one, newest first."""
+    snaps = {s["snapshot-id"]: s for s in meta["snapshots"]}
+    chain, sid = [], meta["current-snapshot-id"]
+    while sid != meta0["current-snapshot-id"]:
+        chain.append(snaps[sid])
+        sid = snaps[sid]["parent-snapshot-id"]
+    return chain
+
+
 def group_rows(p):
     return [r for r in p if r["action"] == "rewrite-group"]
 
@@ -209,13 +219,12 @@ def test_small_files_with_deletes(env):
     assert not [p for p, f in after.items() if f["content"] != 0]
     assert row["data_files_rewritten"] == 120 and row["data_files_added"] == 4, row
     assert row["delete_files_rewritten"] == len(deletes), row
-    # four commits, one per group, each a replace snapshot on the one before
+    # one replace snapshot for the four groups (Iceberg's default:
+    # partial-progress.enabled false)
     snaps = {s["snapshot-id"]: s for s in meta["snapshots"]}
-    chain, sid = [], meta["current-snapshot-id"]
-    while sid != meta0["current-snapshot-id"]:
-        chain.append(snaps[sid])
-        sid = snaps[sid]["parent-snapshot-id"]
-    assert len(chain) == 4 and all(s["summary"]["operation"] == "replace" for s in chain)
+    chain = replace_chain(meta, meta0)
+    assert len(chain) == 1 and chain[0]["summary"]["operation"] == "replace"
+    assert chain[0]["summary"]["changed-partition-count"] == "4", chain[0]["summary"]
     # the new entries carry the base's sequence number (Iceberg's starting sequence number)
     base_seq = snaps[meta0["current-snapshot-id"]]["sequence-number"]
     assert {f["seq"] for f in data.values()} == {base_seq}
@@ -435,14 +444,9 @@ def test_ten_thousand_small_files(env):
     mloc2, meta, after = live(env, "cmp", "tenk")
     assert len(after) == 4 and row["data_files_rewritten"] == 10000
     assert row["data_files_added"] == 4, row
-    # four replace commits, one per group, on the table's last append; the
-    # catalog serves the last one
-    snaps = {s["snapshot-id"]: s for s in meta["snapshots"]}
-    chain, sid = [], meta["current-snapshot-id"]
-    while sid != meta0["current-snapshot-id"]:
-        chain.append(snaps[sid])
-        sid = snaps[sid]["parent-snapshot-id"]
-    assert len(chain) == 4 and all(s["summary"]["operation"] == "replace" for s in chain)
+    # one replace commit of the four groups on the table's last append
+    chain = replace_chain(meta, meta0)
+    assert len(chain) == 1 and chain[0]["summary"]["operation"] == "replace"
     assert iceberg_js_load(env, "cmp", "tenk") == mloc2
     assert rows(env, mloc2) == want
     assert ow.icebird(mloc2, file_root=env["file_root"])["records"] == 50000
@@ -557,8 +561,15 @@ def test_concurrent_position_delete_gives_the_group_up(env):
     ow.give_to_server(env["file_root"])
     want_before = rows(env, mloc)
     env["catalog"].fault(r"/tables/cpos$", action="interpose", method="POST", commits=[body])
-    wait_job(env, run(env, "cmp", "cpos"))
-    mloc2, _, after = live(env, "cmp", "cpos")
+    # partial progress, a commit per group: the failed one leaves the others
+    # committed (Iceberg's partial-progress.max-failed-commits defaults to
+    # max-commits, so one failure does not fail the run)
+    opts = {"partial-progress.enabled": True, "partial-progress.max-commits": 4}
+    assert summary_row(plan(env, "cmp", "cpos", opts))["commits"] == 4
+    wait_job(env, run(env, "cmp", "cpos", opts))
+    mloc2, meta2, after = live(env, "cmp", "cpos")
+    chain = [s for s in replace_chain(meta2, meta) if s["summary"]["operation"] == "replace"]
+    assert len(chain) == 3, [s["summary"] for s in chain]
     # the c0 group was given up: its files and the new delete are live, the rest compacted
     per = {}
     for f in after.values():
@@ -802,3 +813,459 @@ def test_allowed_hosts_in_the_workers(env):
     finally:
         q(env, "ALTER SYSTEM RESET tms.allowed_hosts")
         q(env, "SELECT pg_reload_conf()")
+
+
+# ---------------------------------------------------------------------------
+# strategies sort and zorder
+# ---------------------------------------------------------------------------
+
+def file_rows(paths, cols):
+    """Each Parquet file's rows (cols, SQL over its columns, as text), in
+    file order, read by DuckDB alone: {path: [[...], ...]}."""
+    sel = ", ".join("(%s)::VARCHAR" % c for c in cols)
+    script = ("import { DuckDBInstance } from '@duckdb/node-api';"
+              "const c = await (await DuckDBInstance.create(':memory:')).connect();"
+              "const out = {};"
+              "for (const p of %s) {"
+              " const r = await c.runAndReadAll(`SELECT %s FROM read_parquet('${p.replaceAll(\"'\", \"''\")}',"
+              " file_row_number = true) ORDER BY file_row_number`);"
+              " out[p] = r.getRows(); }"
+              "console.log(JSON.stringify(out));" % (json.dumps(paths), sel))
+    r = subprocess.run(["node", "--input-type=module", "-e", script], cwd=world.NODE_DIR,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def sort_key(fields):
+    """A Python sort key for rows of text values: fields are (index, kind,
+    descending, nulls_first), kind 'int' or 'float'."""
+    import functools
+
+    def cmp(a, b):
+        for i, kind, desc, nulls_first in fields:
+            x, y = a[i], b[i]
+            if x is None or y is None:
+                if x is None and y is None:
+                    continue
+                return (-1 if x is None else 1) * (1 if nulls_first else -1)
+            x, y = (int(x), int(y)) if kind == "int" else (float(x), float(y))
+            if x != y:
+                return (-1 if x < y else 1) * (-1 if desc else 1)
+        return 0
+    return functools.cmp_to_key(cmp)
+
+
+MASK64 = (1 << 64) - 1
+
+
+def zvalue(keys):
+    """Iceberg's ZOrderByteUtils.interleaveBits of 8-byte column keys."""
+    z = 0
+    for i in range(64):
+        for k in keys:
+            z = (z << 1) | ((k >> (63 - i)) & 1)
+    return z
+
+
+def zkey_long(v):
+    return 0 if v is None else (int(v) + (1 << 63)) & MASK64
+
+
+def zkey_double(v):
+    import struct
+    if v is None:
+        return 0
+    bits = struct.unpack(">q", struct.pack(">d", float(v)))[0]
+    return (~bits) & MASK64 if bits < 0 else (bits ^ (1 << 63)) & MASK64
+
+
+def sorted_run(env, name, opts, files=40, rows_per_file=200, seed=21, order=None):
+    """A table, its sort order (order: fields of a sort order, or None),
+    a compaction with opts; the rows before, the new data files and their
+    manifest entries."""
+    mloc = small_table(env, name, files=files, rows_per_file=rows_per_file, seed=seed,
+                       with_deletes=True)
+    if order is not None:
+        _, meta = ow.load(env["catalog"], "cmp", name)
+        ow.commit(env["catalog"], "cmp", name, {
+            "requirements": [{"type": "assert-table-uuid", "uuid": meta["table-uuid"]}],
+            "updates": [{"action": "add-sort-order", "sort-order": {"order-id": 1, "fields": order}},
+                        {"action": "set-default-sort-order", "sort-order-id": -1}]})
+    want = rows(env, mloc)
+    _, meta0, before = live(env, "cmp", name)
+    row = wait_job(env, run(env, "cmp", name, opts))
+    mloc2, meta, after = live(env, "cmp", name)
+    assert rows(env, mloc2) == want          # the same rows, as a multiset
+    data = {p: f for p, f in after.items() if f["content"] == 0 and p not in before}
+    assert data and row["data_files_added"] == len(data), row
+    return data, new_entries(env, meta, set(data))
+
+
+def by_partition(env, data, cols):
+    """The new files' rows (file_rows), grouped by partition, each
+    partition's files in the order of their names (the helper numbers a
+    group's outputs in order)."""
+    got = file_rows([env["st"].local_path(p) for p in sorted(data)], cols)
+    parts = {}
+    for p in sorted(data):
+        parts.setdefault(dict(data[p]["partition"])["category"], []).append(
+            got[env["st"].local_path(p)])
+    return parts
+
+
+def test_sort_by_the_tables_order(env):
+    # the table's order: day ASC NULLS FIRST, id DESC NULLS LAST; several
+    # outputs a group (a 16 KB target), sorted across them
+    order = [{"transform": "identity", "source-id": 5, "direction": "asc", "null-order": "nulls-first"},
+             {"transform": "identity", "source-id": 1, "direction": "desc", "null-order": "nulls-last"}]
+    data, entries = sorted_run(env, "sorttab", {"strategy": "sort", "target-file-size-bytes": 16384},
+                               order=order)
+    parts = by_partition(env, data, ["day - DATE '1970-01-01'", "id"])
+    key = sort_key([(0, "int", False, True), (1, "int", True, False)])
+    assert any(len(files) > 1 for files in parts.values()), {k: len(v) for k, v in parts.items()}
+    for files in parts.values():
+        rows_ = [r for f in files for r in f]
+        assert rows_ == sorted(rows_, key=key)
+    assert {df["sort_order_id"] for df in entries.values()} == {1}
+
+
+def test_sort_by_an_explicit_order(env):
+    # score DESC NULLS FIRST (score is null every 11th row), then id
+    # ascending; no table order has these fields: sort_order_id 0
+    data, entries = sorted_run(env, "sortexp", {"sort-order": "score DESC NULLS FIRST, `id`",
+                                                "target-file-size-bytes": 16384}, seed=22)
+    parts = by_partition(env, data, ["score", "id"])
+    key = sort_key([(0, "float", True, True), (1, "int", False, True)])
+    for files in parts.values():
+        rows_ = [r for f in files for r in f]
+        assert rows_ == sorted(rows_, key=key)
+        assert rows_[0][0] is None               # nulls first
+    assert {df["sort_order_id"] for df in entries.values()} == {0}
+    # the same order as the table's: its id is stamped
+    order = [{"transform": "identity", "source-id": 4, "direction": "asc", "null-order": "nulls-last"}]
+    data, entries = sorted_run(env, "sortexp2", {"sort-order": "score ASC NULLS LAST"},
+                               seed=23, order=order)
+    parts = by_partition(env, data, ["score"])
+    for files in parts.values():
+        rows_ = [r for f in files for r in f]
+        assert rows_ == sorted(rows_, key=sort_key([(0, "float", False, False)]))
+        assert rows_[-1][0] is None
+    assert {df["sort_order_id"] for df in entries.values()} == {1}
+
+
+def test_zorder(env):
+    data, entries = sorted_run(env, "zorder", {"strategy": "sort",
+                                               "sort-order": "zorder(score, id)",
+                                               "target-file-size-bytes": 16384}, seed=24)
+    parts = by_partition(env, data, ["score", "id"])
+    for files in parts.values():
+        zs = [zvalue([zkey_double(r[0]), zkey_long(r[1])]) for f in files for r in f]
+        assert zs == sorted(zs)
+        assert len(set(zs)) > 1
+    # z-order matches no table order: Iceberg stamps 0
+    assert {df["sort_order_id"] for df in entries.values()} == {0}
+
+
+def test_bad_sort_orders_are_refused(env):
+    small_table(env, "badsort", files=10, rows_per_file=5, seed=25)
+    n = q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
+    for opts, says in (
+            ({"sort-order": "id DESK"}, "id DESK"),
+            ({"sort-order": "id NULLS"}, "id NULLS"),
+            ({"sort-order": ""}, "empty"),
+            ({"sort-order": "zorder(id"}, "zorder(id"),
+            ({"sort-order": "bucket(4, id)"}, "bucket(4, id)"),
+            ({"sort-order": "nosuch DESC"}, "nosuch"),
+            ({"sort-order": "zorder(amount, id)"}, "amount"),
+            ({"strategy": "binpack", "sort-order": "id"}, "id"),
+            ({"strategy": "zorder"}, "zorder"),
+            ({"strategy": "sort"}, "unsorted")):
+        e = env["pg"].query_error("SELECT tms.run_operation(%s, 'cmp', 'badsort', 'compaction',"
+                                  " %s::jsonb)", (env["server"], json.dumps(opts)))
+        assert e.pgcode == "22023", (opts, e.pgcode, str(e))
+        assert says in (e.diag.message_detail or "") + e.diag.message_primary, (opts, str(e))
+    assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+
+
+
+
+# ---------------------------------------------------------------------------
+# Iceberg's rewrite options, v1 inline manifests, the output spec
+# ---------------------------------------------------------------------------
+
+def test_partial_progress_commits_in_batches(env):
+    small_table(env, "pp", files=24, rows_per_file=10, seed=21)
+    mloc, meta0, _ = live(env, "cmp", "pp")
+    want = rows(env, mloc)
+    # four groups, at most two commits: ceil(4 / 2) = two groups a commit
+    opts = {"partial-progress.enabled": True, "partial-progress.max-commits": 2,
+            "min-input-files": 2}
+    assert summary_row(plan(env, "cmp", "pp", opts))["commits"] == 2
+    assert summary_row(plan(env, "cmp", "pp", {"min-input-files": 2}))["commits"] == 1
+    row = wait_job(env, run(env, "cmp", "pp", opts))
+    mloc2, meta, after = live(env, "cmp", "pp")
+    chain = replace_chain(meta, meta0)
+    assert len(chain) == 2 and all(s["summary"]["operation"] == "replace" and
+                                   s["summary"]["changed-partition-count"] == "2"
+                                   for s in chain), [s["summary"] for s in chain]
+    assert row["data_files_rewritten"] == 24 and row["data_files_added"] == 4
+    assert rows(env, mloc2) == want
+
+
+_OPTS_TABLE = []
+
+
+def opts_table(env):
+    if not _OPTS_TABLE:
+        small_table(env, "opts", files=4, rows_per_file=5, seed=22)
+        _OPTS_TABLE.append(True)
+
+
+@pytest.mark.parametrize("opts,says", [
+    ({"partial-progress.max-commits": 0}, "0"),
+    ({"partial-progress.max-failed-commits": -1}, "-1"),
+    ({"max-concurrent-file-group-rewrites": 0}, "0"),
+    ({"partial-progress.enabled": "yes"}, "string"),
+    ({"remove-dangling-deletes": 1}, "number"),
+    ({"output-spec-id": 9}, "9"),
+    ({"min-file-size-bytes": 100, "max-file-size-bytes": 50}, "100"),
+    ({"target-file-size-bytes": 4096, "max-file-size-bytes": 1024}, "4096"),
+    ({"max-file-size-bytes": 1024}, "1024"),
+])
+def test_invalid_options_refused_before_a_job(env, opts, says):
+    """Refused with 22023, the value named, before a job is recorded."""
+    opts_table(env)
+    n = q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
+    e = env["pg"].query_error("SELECT tms.run_operation(%s, 'cmp', 'opts', 'compaction',"
+                              " %s::jsonb)", (env["server"], json.dumps(opts)))
+    assert e.pgcode == "22023", (opts, str(e))
+    assert says in (e.diag.message_detail or ""), (opts, str(e), e.diag.message_detail)
+    assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+
+
+def duck_rows(paths, columns, select=None):
+    """The rows of local Parquet files read by DuckDB (not tms), columns by
+    name (or a select list), as sorted JSON texts."""
+    sql = "SELECT %s FROM read_parquet(%s)" % (
+        select or ", ".join('"%s"' % c for c in columns), json.dumps(paths).replace('"', "'"))
+    script = ("import { DuckDBInstance } from '@duckdb/node-api';"
+              "const db = await DuckDBInstance.create(':memory:');"
+              "const c = await db.connect();"
+              "const r = await c.runAndReadAll(%s);"
+              "console.log(JSON.stringify(r.getRowObjectsJson()));" % json.dumps(sql))
+    r = subprocess.run(["node", "--input-type=module", "-e", script], cwd=world.NODE_DIR,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return sorted(json.dumps(x, sort_keys=True) for x in json.loads(r.stdout.strip().splitlines()[-1]))
+
+
+def local_copy(env, uri, tmp):
+    """A local copy of a data file (read through the test world's storage)."""
+    path = os.path.join(tmp, "%s-%s" % (uuid.uuid4().hex[:8], os.path.basename(uri)))
+    with open(path, "wb") as fh:
+        fh.write(env["st"].read(uri))
+    return path
+
+
+def test_v1_inline_manifests(env):
+    ns, name = world.REAL_NAMESPACE, "spark_v1_legacy_manifests_field"
+    mloc, meta0, before = live(env, ns, name)
+    snap0 = ow.snapshot(meta0, meta0["current-snapshot-id"])
+    assert meta0["format-version"] == 1 and "manifest-list" not in snap0 and snap0["manifests"]
+    schema = meta0.get("schema") or [s for s in meta0["schemas"]
+                                     if s["schema-id"] == meta0["current-schema-id"]][0]
+    cols = [f["name"] for f in schema["fields"]]
+    tmp = tempfile.mkdtemp(prefix="tms-v1-")
+    try:
+        want = duck_rows([local_copy(env, p, tmp) for p, f in before.items() if f["content"] == 0],
+                         cols)
+        assert len(want) == 3
+        pl = plan(env, ns, name, {"rewrite-all": True})
+        assert len(group_rows(pl)) == 2, pl
+        row = wait_job(env, run(env, ns, name, {"rewrite-all": True}))
+        mloc2, meta, after = live(env, ns, name)
+        snap = ow.snapshot(meta, meta["current-snapshot-id"])
+        # the v1 rules: a manifest list now (allowed in v1), no sequence number
+        assert meta["format-version"] == 1
+        assert snap["manifest-list"] and "manifests" not in snap and "sequence-number" not in snap
+        assert snap["summary"]["operation"] == "replace" and snap["parent-snapshot-id"] == snap0["snapshot-id"]
+        assert row["data_files_rewritten"] == 2 and row["data_files_added"] == 2, row
+        data = [p for p, f in after.items() if f["content"] == 0]
+        assert len(data) == 2 and not set(data) & set(before)
+        assert all(f["seq"] in (None, 0) for f in after.values())
+        got = duck_rows([local_copy(env, p, tmp) for p in data], cols)
+        assert got == want
+        # (icebird 0.3.1 reads neither the inline list nor v1 entries,
+        # which have no sequence numbers: DuckDB is the independent reader)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def murmur3_32(data):
+    """MurmurHash3 x86 32-bit, seed 0 (Iceberg's bucket hash), computed here."""
+    def rotl(x, r):
+        return ((x << r) | (x >> (32 - r))) & 0xffffffff
+    c1, c2, h = 0xcc9e2d51, 0x1b873593, 0
+    n = len(data) // 4
+    for i in range(n):
+        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
+        k = rotl((k * c1) & 0xffffffff, 15) * c2 & 0xffffffff
+        h = (rotl(h ^ k, 13) * 5 + 0xe6546b64) & 0xffffffff
+    k = 0
+    tail = data[4 * n:]
+    for i in reversed(range(len(tail))):
+        k = (k << 8) | tail[i]
+    if tail:
+        h ^= rotl((k * c1) & 0xffffffff, 15) * c2 & 0xffffffff
+    h ^= len(data)
+    h = (h ^ (h >> 16)) * 0x85ebca6b & 0xffffffff
+    h = (h ^ (h >> 13)) * 0xc2b2ae35 & 0xffffffff
+    return h ^ (h >> 16)
+
+
+def iceberg_bucket(value_bytes, n):
+    return (murmur3_32(value_bytes) & 0x7fffffff) % n
+
+
+def test_murmur3_of_this_test():
+    # the spec's examples (Appendix B), so that the test's own hash is right
+    assert murmur3_32(b"iceberg") == 1210000089
+    assert murmur3_32((34).to_bytes(8, "little", signed=True)) == 2017239379
+
+
+def append_in_spec(env, ns, name, spec, pfields, files):
+    """Append Parquet files written in spec (already the table's default):
+    files = [(partition dict, DuckDB query of c_<field id> columns)]."""
+    cat, st = env["catalog"], env["st"]
+    _, meta = ow.load(cat, ns, name)
+    import compact as cp
+    import iceberg_avro_schemas as ias
+    import avro_codec
+    import random
+    tmp = tempfile.mkdtemp(prefix="tms-spec-")
+    try:
+        data_dir = cp.data_location(meta)
+        jobs, uris = [], []
+        for i, (part, query) in enumerate(files):
+            prefix = "spec%d-%05d-%s" % (spec["spec-id"], i, uuid.uuid4())
+            jobs.append({"mode": "write", "schema": {"fields": smallfiles.SCHEMA["fields"]},
+                         "query": query, "output_files": 1,
+                         "output_dir": os.path.join(tmp, "d%d" % i), "file_prefix": prefix,
+                         "compression": "zstd", "iceberg_schema": json.dumps(smallfiles.SCHEMA)})
+            uris.append("%s/spec%d/%s-00000.parquet" % (data_dir, spec["spec-id"], prefix))
+        outs = cp.run_node({"jobs": jobs})["results"]
+        entries = []
+        for uri, res, (part, _) in zip(uris, outs, files):
+            o = res["files"][0]
+            with open(o["path"], "rb") as fh:
+                st.write(uri, fh.read())
+            entries.append(smallfiles._data_file(uri, o, part))
+        snap = smallfiles._snapshot(meta, random.Random(17), "append")
+        records = ow.manifest_records(st, ow.snapshot(meta, meta["current-snapshot-id"]))
+        schema = ias.manifest_entry_schema(2, pfields)
+        recs = [ow._conform({"status": 1, "snapshot_id": snap["snapshot-id"],
+                             "sequence_number": None, "file_sequence_number": None,
+                             "data_file": df}, json.loads(schema)) for df in entries]
+        path = "%s/metadata/%s-m0.avro" % (meta["location"].rstrip("/"), uuid.uuid4())
+        hmeta = {"schema": json.dumps(smallfiles.SCHEMA), "schema-id": "0",
+                 "partition-spec": json.dumps(spec["fields"]),
+                 "partition-spec-id": str(spec["spec-id"]), "format-version": "2",
+                 "content": "data"}
+        data = avro_codec.write_container(schema, recs, "deflate", hmeta)
+        st.write(path, data)
+        seq = snap["sequence-number"]
+        rec = {"manifest_path": path, "manifest_length": len(data),
+               "partition_spec_id": spec["spec-id"], "content": 0, "sequence_number": seq,
+               "min_sequence_number": seq, "added_snapshot_id": snap["snapshot-id"],
+               "added_files_count": len(entries), "existing_files_count": 0,
+               "deleted_files_count": 0,
+               "added_rows_count": sum(e["record_count"] for e in entries),
+               "existing_rows_count": 0, "deleted_rows_count": 0, "partitions": None,
+               "key_metadata": None}
+        smallfiles._push(cat, [ns], name, st, meta, snap, [rec] + records)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ow.give_to_server(env["file_root"])
+
+
+def set_spec(env, ns, name, spec):
+    _, meta = ow.load(env["catalog"], ns, name)
+    ow.commit(env["catalog"], ns, name, {
+        "requirements": [{"type": "assert-table-uuid", "uuid": meta["table-uuid"]}],
+        "updates": [{"action": "add-spec", "spec": spec},
+                    {"action": "set-default-spec", "spec-id": spec["spec-id"]}]})
+
+
+def test_output_spec_computes_every_transform(env):
+    import datetime
+    # spec 0: identity(category) (the small files); spec 1: identity of
+    # category, day and ts, each file one value of each
+    small_table(env, "xform", files=8, rows_per_file=5, seed=23)
+    spec1 = {"spec-id": 1, "fields": [
+        {"name": "category", "transform": "identity", "source-id": 2, "field-id": 1001},
+        {"name": "day", "transform": "identity", "source-id": 5, "field-id": 1002},
+        {"name": "ts", "transform": "identity", "source-id": 6, "field-id": 1003}]}
+    set_spec(env, "cmp", "xform", spec1)
+    epoch = datetime.date(1970, 1, 1)
+    values = [("iceberg", datetime.date(2017, 11, 16), datetime.datetime(2017, 11, 16, 22, 31, 8)),
+              ("ibis", datetime.date(2017, 11, 30), datetime.datetime(2017, 11, 16, 22, 59, 0)),
+              ("zeta", datetime.date(1969, 12, 31), datetime.datetime(1969, 12, 31, 23, 30, 0)),
+              ("eclair", datetime.date(2024, 2, 29), datetime.datetime(2024, 2, 29, 0, 0, 1))]
+    files = []
+    for i, (cat, d, ts) in enumerate(values * 2):
+        micros = int((ts - datetime.datetime(1970, 1, 1)).total_seconds()) * 1000000
+        query = ("SELECT x::BIGINT AS c_1, '%s' AS c_2, (x / 100.0)::DECIMAL(10,2) AS c_3,"
+                 " (x * 1.5)::DOUBLE AS c_4, DATE '%s' AS c_5,"
+                 " make_timestamptz(%d::BIGINT) AS c_6, (x %% 3 = 0) AS c_7"
+                 " FROM (SELECT (%d + i)::BIGINT AS x FROM range(5) t(i)) r ORDER BY x"
+                 % (cat, d.isoformat(), micros, 500000 + i * 5))
+        files.append(({"category": cat, "day": (d - epoch).days, "ts": micros}, query))
+    append_in_spec(env, "cmp", "xform", spec1,
+                   [("category", "string", 1001), ("day", {"type": "int", "logicalType": "date"}, 1002),
+                    ("ts", {"type": "long", "logicalType": "timestamp-micros",
+                            "adjust-to-utc": True}, 1003)], files)
+    # spec 2, the current one: every transform
+    spec2 = {"spec-id": 2, "fields": [
+        {"name": "cat_bucket", "transform": "bucket[4]", "source-id": 2, "field-id": 1004},
+        {"name": "cat_trunc", "transform": "truncate[1]", "source-id": 2, "field-id": 1005},
+        {"name": "cat", "transform": "identity", "source-id": 2, "field-id": 1006},
+        {"name": "day_year", "transform": "year", "source-id": 5, "field-id": 1007},
+        {"name": "day_month", "transform": "month", "source-id": 5, "field-id": 1008},
+        {"name": "ts_day", "transform": "day", "source-id": 6, "field-id": 1009},
+        {"name": "ts_hour", "transform": "hour", "source-id": 6, "field-id": 1010}]}
+    set_spec(env, "cmp", "xform", spec2)
+    mloc, meta0, before = live(env, "cmp", "xform")
+    want = rows(env, mloc)
+    pl = plan(env, "cmp", "xform", {"rewrite-all": True})
+    # the spec-1 files go to spec 2 (their partition fixes every field), the
+    # spec-0 files (category only) stay in spec 0
+    assert summary_row(pl)["output_spec_id"] == 2 and summary_row(pl)["kept_in_own_spec"] == 8
+    assert sorted(g["detail"]["spec_id"] for g in group_rows(pl)) == [0] * 4 + [2] * 4, pl
+    wait_job(env, run(env, "cmp", "xform", {"rewrite-all": True}))
+    mloc2, meta, after = live(env, "cmp", "xform")
+    assert rows(env, mloc2) == want
+    new = {p: f for p, f in after.items() if f["content"] == 0 and p not in before}
+    spec2_files = {p: f for p, f in new.items()
+                   if {k for k, _ in f["partition"]} == {x["name"] for x in spec2["fields"]}}
+    assert len(spec2_files) == 4, new
+    tmp = tempfile.mkdtemp(prefix="tms-xform-")
+    try:
+        for p, f in spec2_files.items():
+            part = dict(f["partition"])
+            got = [json.loads(r) for r in duck_rows(
+                [local_copy(env, p, tmp)], None,
+                select="category, strftime(day, '%Y-%m-%d') AS day, epoch_us(ts) AS us")]
+            assert len(got) == 10
+            for r in got:
+                # the partition of every row, computed here
+                cat = r["category"]
+                d = datetime.date.fromisoformat(r["day"])
+                micros = int(r["us"])
+                exp = {"cat_bucket": iceberg_bucket(cat.encode(), 4), "cat_trunc": cat[:1],
+                       "cat": cat, "day_year": d.year - 1970,
+                       "day_month": (d.year - 1970) * 12 + d.month - 1,
+                       "ts_day": micros // 86400000000, "ts_hour": micros // 3600000000}
+                assert part == exp, (p, part, exp, r)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

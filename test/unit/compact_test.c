@@ -5,8 +5,9 @@
  *	  schema.c): the where filter (syntax, binding, three-valued
  *	  evaluation), Iceberg's single-value serialization and truncation of
  *	  bounds, the helper protocol's encoders and strict decoders, the
- *	  metrics modes, and the plan on the real fixture with equality
- *	  deletes and on a synthetic table.  Built by "make unit" with the
+ *	  metrics modes, the plan on the real fixture with equality
+ *	  deletes and on a synthetic table, and the sort orders of strategy
+ *	  sort (Spark's syntax, the table's order, the id stamped).  Built by "make unit" with the
  *	  iceberg layer (UNIT_LAYER_compact).  Prints "N passed, M failed" last.
  *
  * test/unit/compact_test.c
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "iceberg/compact/compact.h"
+#include "iceberg/compact/compact_int.h"
 #include "iceberg/compact/compact_wire.h"
 #include "iceberg/iceberg.h"
 #include "io/io.h"
@@ -213,6 +215,12 @@ test_values(void)
 	CHECK(ser(ICEBERG_TYPE_UUID, 0, "f79c3e09-677c-4bbd-a479-3f349cb785e7", false, 0,
 			  "f79c3e09677c4bbda4793f349cb785e7"), "uuid");
 	CHECK(ser(ICEBERG_TYPE_UUID, 0, "f79c3e09-677c-4bbd-a479-3f349cb785", false, 0, NULL), "short uuid");
+	CHECK(ser(ICEBERG_TYPE_FIXED, 0, "0102ff03", true, 3, "0103"), "fixed upper, truncated as binary");
+	CHECK(ser(ICEBERG_TYPE_FIXED, 0, "0102ff03", false, 0, "0102ff03"), "fixed full");
+	CHECK(ser(ICEBERG_TYPE_TIMESTAMP_NS, 0, "1704067200123456789", false, 0, "15cdc0081710a617"),
+		  "timestamp_ns: nanoseconds, 8 bytes");
+	CHECK(ser(ICEBERG_TYPE_DECIMAL, 0, "-99999999999999999999999999999999999999", false, 0,
+			  "b4c4b357a5793b85f675ddc000000001"), "decimal(38) minimum");
 }
 
 static bool
@@ -356,6 +364,129 @@ test_metrics_modes(void)
 	CHECK(iceberg_compact_metrics_modes(md, s, &m, &err), "modes");
 	CHECK(m[0].mode == ICEBERG_METRICS_COUNTS && m[1].mode == ICEBERG_METRICS_FULL,
 		  "default counts, cat full: %d %d", m[0].mode, m[1].mode);
+	io_free(m);
+	iceberg_schema_free(s);
+	iceberg_metadata_free(md);
+}
+
+/* A schema of nested types: struct, list and map, two deep, evolved. */
+static const char *nested_schema =
+"{\"type\": \"struct\", \"schema-id\": 3, \"fields\": ["
+" {\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"
+" {\"id\": 2, \"name\": \"s\", \"required\": false, \"type\": {\"type\": \"struct\", \"fields\": ["
+"   {\"id\": 3, \"name\": \"a\", \"required\": false, \"type\": \"fixed[4]\", \"initial-default\": \"00ff\"},"
+"   {\"id\": 4, \"name\": \"l\", \"required\": false, \"type\": {\"type\": \"list\", \"element-id\": 5,"
+"      \"element-required\": true, \"element\": {\"type\": \"map\", \"key-id\": 6, \"key\": \"string\","
+"      \"value-id\": 7, \"value-required\": false, \"value\": \"double\"}}}]}},"
+" {\"id\": 8, \"name\": \"t\", \"required\": false, \"type\": \"timestamp_ns\"}]}";
+
+static void
+test_nested_schema(void)
+{
+	IcebergSchema *s;
+	TmsError	err;
+	const IcebergColumn *c,
+			   *up;
+
+	if (!iceberg_schema_parse(nested_schema, &s, &err))
+	{
+		CHECK(false, "nested schema: %s", err.message);
+		return;
+	}
+	CHECK(s->ncolumns == 3 && s->nleaves == 5, "3 columns, 5 leaves: %d %d", s->ncolumns, s->nleaves);
+	c = iceberg_schema_field(s, 6, &up);
+	CHECK(c != NULL && strcmp(c->name, "key") == 0 && c->required && up != NULL && up->id == 5 &&
+		  up->type == ICEBERG_TYPE_MAP && up->required, "map key under a required list element");
+	c = iceberg_schema_field(s, 3, &up);
+	CHECK(c != NULL && c->type == ICEBERG_TYPE_FIXED && c->length == 4 && c->initial_default &&
+		  strcmp(c->initial_default, "\"00ff\"") == 0 && up->id == 2, "fixed with its initial-default");
+	CHECK(iceberg_schema_column(s, 3) == NULL, "a nested field is no top-level column");
+	CHECK(iceberg_compact_check_schema(s, &err), "nested, fixed and timestamp_ns are rewritten");
+	iceberg_schema_free(s);
+
+	/* a partition field whose source is inside a struct: typed by it */
+	{
+		static const char *md_nested =
+		"{\"format-version\": 2, \"table-uuid\": \"9c12d441-03fe-4693-9a96-a0705ddf69c1\","
+		" \"location\": \"s3://b/t\", \"last-sequence-number\": 0, \"last-updated-ms\": 1,"
+		" \"last-column-id\": 3, \"current-schema-id\": 0, \"schemas\": [{\"type\": \"struct\","
+		"  \"schema-id\": 0, \"fields\": [{\"id\": 1, \"name\": \"s\", \"required\": false,"
+		"  \"type\": {\"type\": \"struct\", \"fields\": [{\"id\": 2, \"name\": \"d\","
+		"  \"required\": false, \"type\": \"date\"}]}}]}], \"default-spec-id\": 0,"
+		" \"last-partition-id\": 1000, \"partition-specs\": [{\"spec-id\": 0, \"fields\":"
+		"  [{\"name\": \"s_d\", \"transform\": \"identity\", \"source-id\": 2, \"field-id\": 1000}]}],"
+		" \"properties\": {}, \"current-snapshot-id\": -1, \"snapshots\": [], \"snapshot-log\": [],"
+		" \"metadata-log\": [], \"sort-orders\": [{\"order-id\": 0, \"fields\": []}],"
+		" \"default-sort-order-id\": 0}";
+		IcebergTableMetadata *md;
+
+		if (iceberg_metadata_parse(md_nested, strlen(md_nested), NULL, &md, &err))
+		{
+			CHECK(match(md, "s_d = '2025-11-30'", 0, "[20422]"), "nested identity date source");
+			CHECK(!match(md, "s_d < '2025-11-30'", 0, "[20422]"), "nested identity date source, <");
+			iceberg_metadata_free(md);
+		}
+		else
+			CHECK(false, "metadata: %s", err.message);
+	}
+
+	/* refused: timestamptz_ns deep inside, named by its full name */
+	CHECK(iceberg_schema_parse("{\"fields\": [{\"id\": 1, \"name\": \"m\", \"required\": false,"
+							   " \"type\": {\"type\": \"map\", \"key-id\": 2, \"key\": \"int\", \"value-id\": 3,"
+							   " \"value\": {\"type\": \"struct\", \"fields\": [{\"id\": 4, \"name\": \"at\","
+							   " \"required\": false, \"type\": \"timestamptz_ns\"}]}}}]}", &s, &err), "parse");
+	CHECK(!iceberg_compact_check_schema(s, &err) && err.code == ICEBERG_ERR_UNSUPPORTED &&
+		  strstr(err.message, "\"m.value.at\" of type timestamptz_ns") != NULL && err.detail[0],
+		  "timestamptz_ns refused: %s", err.message);
+	iceberg_schema_free(s);
+	CHECK(iceberg_schema_parse("{\"fields\": [{\"id\": 1, \"name\": \"v\", \"required\": false,"
+							   " \"type\": \"variant\"}]}", &s, &err) &&
+		  !iceberg_compact_check_schema(s, &err) && strstr(err.message, "\"v\" of type variant"),
+		  "variant refused: %s", err.message);
+	iceberg_schema_free(s);
+	CHECK(!iceberg_schema_parse("{\"fields\": [{\"id\": 1, \"name\": \"l\", \"required\": false,"
+								" \"type\": {\"type\": \"list\", \"element\": \"int\"}}]}", &s, &err) &&
+		  err.code == ICEBERG_ERR_MALFORMED, "a list without element-id is malformed");
+}
+
+/* Metrics modes of nested leaves: full names, limitFieldIds' order. */
+static void
+test_nested_modes(void)
+{
+	static const char *md_fmt =
+	"{\"format-version\": 2, \"table-uuid\": \"9c12d441-03fe-4693-9a96-a0705ddf69c1\","
+	" \"location\": \"s3://b/t\", \"last-sequence-number\": 0, \"last-updated-ms\": 1,"
+	" \"last-column-id\": 8, \"current-schema-id\": 3, \"schemas\": [%s],"
+	" \"default-spec-id\": 0, \"last-partition-id\": 999, \"partition-specs\": [{\"spec-id\": 0, \"fields\": []}],"
+	" \"properties\": {\"write.metadata.metrics.column.s.l.element.value\": \"full\","
+	"   \"write.metadata.metrics.max-inferred-column-defaults\": \"2\"},"
+	" \"current-snapshot-id\": -1, \"snapshots\": [], \"snapshot-log\": [], \"metadata-log\": [],"
+	" \"sort-orders\": [{\"order-id\": 0, \"fields\": []}], \"default-sort-order-id\": 0}";
+	char		text[4096];
+	IcebergTableMetadata *md;
+	IcebergSchema *s;
+	IcebergCompactJobMetric *m;
+	TmsError	err;
+	int			i;
+	IcebergMetricsMode want[9] = {0};
+
+	snprintf(text, sizeof(text), md_fmt, nested_schema);
+	if (!iceberg_metadata_parse(text, strlen(text), NULL, &md, &err) ||
+		!iceberg_schema_parse(md->current_schema_json, &s, &err))
+	{
+		CHECK(false, "metadata: %s", err.message);
+		return;
+	}
+	CHECK(iceberg_compact_metrics_modes(md, s, &m, &err), "modes");
+	/* the top level's primitives first (id, t), then none; 7 its own */
+	want[1] = ICEBERG_METRICS_TRUNCATE;
+	want[8] = ICEBERG_METRICS_TRUNCATE;
+	want[3] = want[6] = ICEBERG_METRICS_NONE;
+	want[7] = ICEBERG_METRICS_FULL;
+	for (i = 0; i < s->nleaves; i++)
+		CHECK(m[i].id >= 1 && m[i].id <= 8 && m[i].mode == want[m[i].id] &&
+			  (m[i].mode != ICEBERG_METRICS_TRUNCATE || m[i].length == 16),
+			  "field %d: mode %d", (int) m[i].id, m[i].mode);
 	io_free(m);
 	iceberg_schema_free(s);
 	iceberg_metadata_free(md);
@@ -511,6 +642,505 @@ test_plan_rewrite_all(void)
 	iceberg_metadata_free(md);
 }
 
+/* A sort order's text parsed against md's schema: its fields as "id:dir:nulls,...". */
+static bool
+sort_is(IcebergSchema *schema, const char *text, const char *want)
+{
+	IcebergSortOrder *o;
+	TmsError	err;
+	char		got[512] = "";
+	int			i;
+
+	if (!iceberg_sort_order_parse(text, schema, &o, &err))
+	{
+		printf("  (%s: %s %s)\n", text, err.message, err.detail);
+		return false;
+	}
+	if (o->zorder)
+		strcat(got, "z");
+	for (i = 0; i < o->nfields; i++)
+		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%d:%s:%s", i ? "," : "",
+				 (int) o->fields[i].source_id, o->fields[i].descending ? "desc" : "asc",
+				 o->fields[i].nulls_first ? "first" : "last");
+	iceberg_sort_order_free(o);
+	if (strcmp(got, want) != 0)
+		printf("  (%s: %s, not %s)\n", text, got, want);
+	return strcmp(got, want) == 0;
+}
+
+/* Refused with ICEBERG_ERR_INVALID_ARGUMENT, the detail or message containing says. */
+static bool
+sort_refused(IcebergSchema *schema, const char *text, const char *says)
+{
+	IcebergSortOrder *o = NULL;
+	TmsError	err;
+
+	if (iceberg_sort_order_parse(text, schema, &o, &err))
+	{
+		iceberg_sort_order_free(o);
+		return false;
+	}
+	if (err.code != ICEBERG_ERR_INVALID_ARGUMENT ||
+		(strstr(err.detail, says) == NULL && strstr(err.message, says) == NULL))
+	{
+		printf("  (%s: %s %s)\n", text, err.message, err.detail);
+		return false;
+	}
+	return true;
+}
+
+static void
+test_sort_orders(void)
+{
+	IcebergTableMetadata *md;
+	IcebergSchema *schema;
+	IcebergSortOrder *o = NULL;
+	TmsError	err;
+	char	   *sorted;
+	const char *orders = "\"sort-orders\": [{\"order-id\": 0, \"fields\": []},"
+	" {\"order-id\": 3, \"fields\": [{\"transform\": \"identity\", \"source-id\": 1,"
+	" \"direction\": \"desc\", \"null-order\": \"nulls-last\"}, {\"transform\": \"day\","
+	" \"source-id\": 3, \"direction\": \"asc\", \"null-order\": \"nulls-first\"}]}],"
+	" \"default-sort-order-id\": 3}";
+
+	CHECK(iceberg_metadata_parse(metadata_json, strlen(metadata_json), NULL, &md, &err) &&
+		  iceberg_schema_parse(md->current_schema_json, &schema, &err), "metadata");
+	/* Spark's syntax, its defaults, quoted and case-insensitive names */
+	CHECK(sort_is(schema, "id", "1:asc:first"), "asc nulls first by default");
+	CHECK(sort_is(schema, "id DESC", "1:desc:last"), "desc nulls last by default");
+	CHECK(sort_is(schema, " id desc nulls first , `cat` ASC NULLS LAST,TS", "1:desc:first,2:asc:last,3:asc:first"),
+		  "directions, null orders, quoted and case-insensitive names");
+	CHECK(sort_is(schema, "zorder(cat, id)", "z2:asc:first,1:asc:first"), "zorder");
+	CHECK(sort_is(schema, "ZORDER ( ts , day )", "z3:asc:first,5:asc:first"), "zorder of a timestamp and a date");
+	CHECK(sort_is(NULL, "nosuch DESC", "0:desc:last"), "the syntax alone without a schema");
+	/* refused, the bad text named */
+	CHECK(sort_refused(schema, "", "empty"), "empty");
+	CHECK(sort_refused(schema, "id DESK", "\"id DESK\""), "a bad direction");
+	CHECK(sort_refused(schema, "id NULLS LATER", "NULLS FIRST or NULLS LAST"), "a bad null order");
+	CHECK(sort_refused(schema, "id,", "column name was expected"), "a trailing comma");
+	CHECK(sort_refused(schema, "`id", "not closed"), "an unclosed quote");
+	CHECK(sort_refused(schema, "bucket(4, id)", "bucket(4, id)"), "a transform");
+	CHECK(sort_refused(schema, "zorder(id", "zorder(id"), "an unclosed zorder");
+	CHECK(sort_refused(schema, "zorder(id, id)", "twice"), "a column twice in zorder");
+	CHECK(sort_refused(schema, "zorder(id) DESC", "nothing may follow"), "zorder then more");
+	CHECK(sort_refused(schema, "nosuch", "nosuch"), "an unknown column");
+	CHECK(sort_refused(schema, "zorder(amount)", "amount"), "zorder of a decimal");
+	CHECK(sort_is(schema, "amount DESC", "4:desc:last"), "sort by a decimal");
+	/* the table is unsorted: no default */
+	CHECK(!iceberg_sort_order_of_table(md, schema, &o, &err) &&
+		  err.code == ICEBERG_ERR_INVALID_ARGUMENT && strstr(err.message, "unsorted"),
+		  "an unsorted table has no sort order");
+	iceberg_metadata_free(md);
+
+	/* a table sorted by id DESC, day(ts): its order, and the id stamped */
+	sorted = io_malloc(strlen(metadata_json) + strlen(orders) + 1);
+	strcpy(sorted, metadata_json);
+	strcpy(strstr(sorted, "\"sort-orders\""), orders);
+	CHECK(iceberg_metadata_parse(sorted, strlen(sorted), NULL, &md, &err), "sorted metadata");
+	CHECK(md->default_sort_order_id == 3, "default-sort-order-id kept");
+	CHECK(iceberg_sort_order_of_table(md, schema, &o, &err) && o->order_id == 3 &&
+		  o->nfields == 2 && strcmp(o->fields[1].transform, "day") == 0 &&
+		  o->fields[0].descending && !o->fields[0].nulls_first, "the table's order");
+	{
+		IcebergSortOrder *c = iceberg_sort_order_copy(o);
+
+		CHECK(c != NULL && c->nfields == 2 && c->order_id == 3 &&
+			  strcmp(c->fields[1].transform, "day") == 0, "a copy");
+		iceberg_sort_order_free(c);
+	}
+	iceberg_sort_order_free(o);
+	CHECK(iceberg_sort_order_parse("id DESC, ts", schema, &o, &err), "parse");
+	iceberg_sort_order_match(md, o);
+	CHECK(o->order_id == 0, "identity(ts) is not day(ts): unsorted");
+	iceberg_sort_order_free(o);
+	CHECK(iceberg_sort_order_parse("id DESC NULLS LAST", schema, &o, &err), "parse");
+	iceberg_sort_order_match(md, o);
+	CHECK(o->order_id == 0, "a prefix of the order is not the order");
+	iceberg_sort_order_free(o);
+	CHECK(iceberg_sort_order_parse("zorder(id, ts)", schema, &o, &err), "parse");
+	iceberg_sort_order_match(md, o);
+	CHECK(o->order_id == 0, "z-order stamps 0");
+	iceberg_sort_order_free(o);
+	iceberg_metadata_free(md);
+	/* the same fields as the table's order stamp its id */
+	strcpy(strstr(strstr(sorted, "\"sort-orders\""), "\"transform\": \"day\""), "\"transform\": \"identity\", \"source-id\": 3,"
+		   " \"direction\": \"asc\", \"null-order\": \"nulls-first\"}]}], \"default-sort-order-id\": 3}");
+	CHECK(iceberg_metadata_parse(sorted, strlen(sorted), NULL, &md, &err), "metadata, identity(ts)");
+	CHECK(iceberg_sort_order_parse("id DESC, ts", schema, &o, &err), "parse");
+	iceberg_sort_order_match(md, o);
+	CHECK(o->order_id == 3, "the same fields: the table's order id");
+	iceberg_sort_order_free(o);
+	iceberg_metadata_free(md);
+	iceberg_schema_free(schema);
+	io_free(sorted);
+}
+
+
+/*
+ * The delete files a commit removes: those every data file of which the
+ * commit's groups (with those committed before) rewrite, counted once per
+ * commit whatever number of its groups they touch; with
+ * remove-dangling-deletes also those applying to no live data file.
+ */
+static void
+test_removable(void)
+{
+	IcebergCompactPlan p;
+	IcebergCompactGroup groups[3];
+	IcebergCompactDelete deletes[3];
+	int			g0d[] = {0, 1};
+	int			g1d[] = {0};
+	int			d0g[] = {0, 1};
+	int64_t		d0f[] = {2, 3};
+	int			d1g[] = {0};
+	int64_t		d1f[] = {1};
+	int			both[] = {0, 1};
+	int			only0[] = {0};
+	int			only2[] = {2};
+	int		   *rm;
+	int			n;
+	TmsError	err;
+
+	memset(&p, 0, sizeof(p));
+	memset(groups, 0, sizeof(groups));
+	memset(deletes, 0, sizeof(deletes));
+	groups[0].ndeletes = 2;
+	groups[0].deletes = g0d;
+	groups[1].ndeletes = 1;
+	groups[1].deletes = g1d;
+
+	/*
+	 * d0: 5 files, 2 in group 0 and 3 in group 1; d1: 1 file of group 0; d2
+	 * dangling
+	 */
+	deletes[0].applies = 5;
+	deletes[0].ngroups = 2;
+	deletes[0].groups = d0g;
+	deletes[0].group_files = d0f;
+	deletes[1].applies = 1;
+	deletes[1].ngroups = 1;
+	deletes[1].groups = d1g;
+	deletes[1].group_files = d1f;
+	deletes[2].applies = 0;
+	p.ngroups = 3;
+	p.groups = groups;
+	p.ndeletes = 3;
+	p.deletes = deletes;
+
+	CHECK(iceberg_compact_removable(&p, only0, 1, &rm, &n, &err) && n == 1 && rm[0] == 1,
+		  "group 0 alone removes d1 only (%d)", n);
+	io_free(rm);
+	CHECK(iceberg_compact_removable(&p, both, 2, &rm, &n, &err) && n == 2 &&
+		  rm[0] == 0 && rm[1] == 1, "groups 0 and 1 in one commit remove d0 (once) and d1 (%d)", n);
+	io_free(rm);
+	deletes[0].covered = 3;		/* group 1 committed before */
+	CHECK(iceberg_compact_removable(&p, only0, 1, &rm, &n, &err) && n == 2,
+		  "group 0 after group 1 removes d0 and d1 (%d)", n);
+	io_free(rm);
+	CHECK(iceberg_compact_removable(&p, only2, 1, &rm, &n, &err) && n == 0,
+		  "a dangling delete stays without remove-dangling-deletes (%d)", n);
+	io_free(rm);
+	p.remove_dangling_deletes = true;
+	CHECK(iceberg_compact_removable(&p, only2, 1, &rm, &n, &err) && n == 1 && rm[0] == 2,
+		  "remove-dangling-deletes removes d2 (%d)", n);
+	io_free(rm);
+}
+
+/* The options checked against the table before anything runs. */
+static void
+test_check_options(void)
+{
+	IcebergTableMetadata *md;
+	IcebergCompactOptions o;
+	TmsError	err;
+
+	if (!iceberg_metadata_parse(metadata_json, strlen(metadata_json), NULL, &md, &err))
+	{
+		CHECK(false, "metadata: %s", err.message);
+		return;
+	}
+	memset(&o, 0, sizeof(o));
+	o.min_file_size_bytes = -1;
+	o.max_file_size_bytes = -1;
+	o.delete_file_threshold = -1;
+	o.output_spec_id = -1;
+	CHECK(iceberg_compact_check_options(md, &o, &err), "defaults: %s", err.message);
+	o.output_spec_id = 0;
+	CHECK(iceberg_compact_check_options(md, &o, &err), "output-spec-id 0 (an older spec)");
+	o.output_spec_id = 7;
+	CHECK(!iceberg_compact_check_options(md, &o, &err) &&
+		  err.code == ICEBERG_ERR_INVALID_ARGUMENT && strstr(err.message, "7") != NULL,
+		  "output-spec-id 7 refused, naming it: %s", err.message);
+	o.output_spec_id = -1;
+	/* the table's default target (512 MiB) above an explicit maximum */
+	o.max_file_size_bytes = 1024;
+	CHECK(!iceberg_compact_check_options(md, &o, &err) &&
+		  err.code == ICEBERG_ERR_INVALID_ARGUMENT && strstr(err.detail, "1024") != NULL,
+		  "max-file-size-bytes below the table's target refused: %s", err.detail);
+	o.target_file_size_bytes = 512;
+	o.min_file_size_bytes = 100;
+	CHECK(iceberg_compact_check_options(md, &o, &err), "100 < 512 < 1024");
+	iceberg_metadata_free(md);
+}
+
+/* A writer below a folder: path's prefix mapped as the local file io maps it. */
+typedef struct FolderWriter
+{
+	const char *prefix;
+	char		folder[1024];
+	char		list[2048];		/* the last manifest list written */
+} FolderWriter;
+
+static int
+folder_write(void *arg, const char *path, const void *data, size_t len, TmsError *err)
+{
+	FolderWriter *fw = arg;
+	char		p[4096];
+	FILE	   *f;
+
+	if (strncmp(path, fw->prefix, strlen(fw->prefix)) != 0)
+	{
+		err->code = IO_ERR_STORAGE;
+		snprintf(err->message, sizeof(err->message), "unexpected path %.300s", path);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s%s", fw->folder, path + strlen(fw->prefix));
+	f = fopen(p, "wb");
+	if (f == NULL || fwrite(data, 1, len, f) != len || fclose(f) != 0)
+	{
+		err->code = IO_ERR_STORAGE;
+		snprintf(err->message, sizeof(err->message), "cannot write %.300s", p);
+		return -1;
+	}
+	if (strstr(path, "/snap-") != NULL)
+		snprintf(fw->list, sizeof(fw->list), "%s", path);
+	return 0;
+}
+
+/*
+ * A format v1 table whose snapshot lists its manifests inline: planned,
+ * and its group committed as a snapshot with a v1 manifest list whose
+ * records carry the spec id from the manifests' headers and no sequence
+ * numbers (https://iceberg.apache.org/spec/#manifest-lists).
+ */
+static void
+test_v1_inline(void)
+{
+	const char *prefix = "data/persistent/iceberg_v1_deprecated/default/legacy_v1";
+	IcebergLocalFS fs;
+	IcebergFileIO io;
+	IcebergTableMetadata *md;
+	IcebergCompactPlan *p;
+	IcebergCompactOptions o;
+	IcebergCompactCommit res;
+	IcebergCompactOutput out;
+	IcebergCompactGroupOutput go;
+	IcebergManifestListReader *lr;
+	const IcebergManifestFile *mf;
+	TmsError	err;
+	FolderWriter fw;
+	IcebergWriter w = {&fw, folder_write};
+	char		tmpl[] = "/tmp/tms-compact-v1-XXXXXX";
+	char		cmd[2600];
+	char		path[1200];
+	int			n = 0,
+				added = 0,
+				deleted = 0,
+				existing = 0;
+
+	if (mkdtemp(tmpl) == NULL)
+	{
+		CHECK(false, "mkdtemp");
+		return;
+	}
+	memset(&fw, 0, sizeof(fw));
+	fw.prefix = prefix;
+	snprintf(fw.folder, sizeof(fw.folder), "%s/t", tmpl);
+	snprintf(cmd, sizeof(cmd), "cp -r '%s/spark-v1-legacy-manifests-field' '%s'", fixtures,
+			 fw.folder);
+	CHECK(system(cmd) == 0, "copy the fixture");
+	memset(&fs, 0, sizeof(fs));
+	fs.nmaps = 1;
+	fs.maps[0].from = prefix;
+	fs.maps[0].to = fw.folder;
+	iceberg_local_fileio(&io, &fs);
+	snprintf(path, sizeof(path), "%s/metadata/v2.metadata.json", fw.folder);
+	if (!iceberg_metadata_read(&io, path, &md, &err))
+	{
+		CHECK(false, "fixture: %s %s", err.message, err.detail);
+		return;
+	}
+	CHECK(md->format_version == 1 && iceberg_metadata_current_snapshot(md)->manifest_list == NULL,
+		  "a v1 snapshot with inline manifests");
+	memset(&o, 0, sizeof(o));
+	o.min_file_size_bytes = -1;
+	o.max_file_size_bytes = -1;
+	o.delete_file_threshold = -1;
+	o.output_spec_id = -1;
+	o.rewrite_all = true;
+	if (!iceberg_compact_plan(&io, md, &o, &p, &err))
+	{
+		CHECK(false, "plan: %s %s", err.message, err.detail);
+		iceberg_metadata_free(md);
+		return;
+	}
+	CHECK(p->data_files == 2 && p->ngroups == 2 && p->nfiles == 2 && p->base_sequence_number == 0,
+		  "two files, two partitions, two groups: %d", p->ngroups);
+
+	/* the first group rewritten into one (pretended) file */
+	memset(&out, 0, sizeof(out));
+	out.path = (char *) "data/persistent/iceberg_v1_deprecated/default/legacy_v1/data/new.parquet";
+	out.size = 1000;
+	out.records = p->groups[0].records;
+	go.group = 0;
+	go.outputs = &out;
+	go.noutputs = 1;
+	CHECK(iceberg_compact_commit_write(&io, &w, md, p, &go, 1, 77, &res, &err),
+		  "commit: %s %s", err.message, err.detail);
+	CHECK(res.snapshot.manifest_list != NULL && res.snapshot.sequence_number == 0 &&
+		  res.data_files_rewritten == 1 && res.data_files_added == 1 && fw.list[0] != '\0',
+		  "a snapshot with a manifest list, no sequence number");
+	if (fw.list[0] != '\0' && iceberg_manifest_list_open_path(&io, fw.list, &lr, &err))
+	{
+		CHECK(iceberg_manifest_list_format_version(lr) == 1, "a v1 list");
+		while (iceberg_manifest_list_next(lr, &mf, &err) == 1)
+		{
+			n++;
+			CHECK(mf->partition_spec_id == 0 && mf->manifest_length > 0 &&
+				  mf->sequence_number == 0, "record %d: spec 0, a length", n);
+			added += mf->added_files_count;
+			deleted += mf->deleted_files_count;
+			existing += mf->existing_files_count;
+		}
+		iceberg_manifest_list_close(lr);
+		CHECK(n == 2 && added == 1 && deleted == 1 && existing == 1,
+			  "the added manifest and the rewritten one: %d records, %d/%d/%d", n, added,
+			  deleted, existing);
+	}
+	else
+		CHECK(false, "read the new list: %s", err.message);
+	iceberg_compact_commit_free(&res);
+	iceberg_compact_plan_free(p);
+	iceberg_metadata_free(md);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl);
+	(void) system(cmd);
+}
+
+/*
+ * Iceberg's transforms against the spec's published examples
+ * (https://iceberg.apache.org/spec/#appendix-b-32-bit-hash-requirements
+ * and #truncate-transform-details), and the projection of a partition of
+ * an older spec into the output spec.
+ */
+static void
+test_transforms(void)
+{
+	static const uint8_t b0123[] = {0, 1, 2, 3};
+	static const uint8_t dec1420[] = {0x05, 0x8c};	/* 1420, minimal bytes */
+	static const uint8_t uuid[] = {0xf7, 0x9c, 0x3e, 0x09, 0x67, 0x7c, 0x4b, 0xbd,
+	0xa4, 0x79, 0x3f, 0x34, 0x9c, 0xb7, 0x85, 0xe7};
+	IcebergTableMetadata *md;
+	IcebergSchema *schema;
+	TmsError	err;
+	char	   *out;
+
+	CHECK((int32_t) iceberg_hash_long(34) == 2017239379, "int/long 34");
+	CHECK((int32_t) iceberg_hash_long(17486) == -653330422, "date 2017-11-16");
+	CHECK((int32_t) iceberg_hash_long(INT64_C(81068000000)) == -662762989, "time 22:31:08");
+	CHECK((int32_t) iceberg_hash_long(INT64_C(1510871468000000)) == -2047944441,
+		  "timestamp 2017-11-16T22:31:08");
+	CHECK((int32_t) iceberg_murmur3_32("iceberg", 7) == 1210000089, "string iceberg");
+	CHECK((int32_t) iceberg_murmur3_32(b0123, 4) == -188683207, "binary 00 01 02 03");
+	CHECK((int32_t) iceberg_murmur3_32(dec1420, 2) == -500754589, "decimal 14.20");
+	CHECK((int32_t) iceberg_murmur3_32(uuid, 16) == 1488055340, "uuid");
+	CHECK(iceberg_bucket_of_hash(iceberg_hash_long(34), 16) == (2017239379 % 16), "bucket[16](34)");
+	CHECK(iceberg_bucket_of_hash(0xffffffffu, 7) == (int32_t) (INT32_MAX % 7), "bucket masks the sign");
+	CHECK(iceberg_truncate_long(1, 10) == 0 && iceberg_truncate_long(-1, 10) == -10 &&
+		  iceberg_truncate_long(10, 10) == 10, "truncate[10] of 1, -1, 10");
+	CHECK(iceberg_truncate_utf8("iceberg", 7, 3) == 3, "truncate[3] iceberg");
+	CHECK(iceberg_truncate_utf8("\xc3\xa9t\xc3\xa9", 6, 2) == 3, "truncate by code points");
+	CHECK(iceberg_years_from_days(17486) == 47 && iceberg_months_from_days(17486) == 574 &&
+		  iceberg_years_from_days(-1) == -1 && iceberg_months_from_days(-1) == -1,
+		  "year and month of 2017-11-16 and 1969-12-31");
+
+	if (!iceberg_metadata_parse(metadata_json, strlen(metadata_json), NULL, &md, &err) ||
+		!iceberg_schema_parse(md->current_schema_json, &schema, &err))
+	{
+		CHECK(false, "metadata: %s", err.message);
+		return;
+	}
+	/* spec 0 is identity(cat): spec 1 needs ts and id, which it does not fix */
+	CHECK(iceberg_partition_project(md, schema, 0, "[\"c1\"]", 6, 1, &out, &err) && out == NULL,
+		  "identity(cat) does not fix day(ts), bucket(id)");
+	/* spec 1 into spec 1: the same values */
+	CHECK(iceberg_partition_project(md, schema, 1, "[20422,3,\"0x04d2\"]", 18, 1, &out, &err) &&
+		  out != NULL && strcmp(out, "[20422,3,\"0x04d2\"]") == 0, "the same spec");
+	io_free(out);
+	iceberg_schema_free(schema);
+	iceberg_metadata_free(md);
+
+	/* a table whose spec 0 has identity values, spec 1 every transform */
+	{
+		static const char *evolved =
+		"{\"format-version\": 2, \"table-uuid\": \"9c12d441-03fe-4693-9a96-a0705ddf69c2\","
+		" \"location\": \"s3://b/t\", \"last-sequence-number\": 3, \"last-updated-ms\": 1,"
+		" \"last-column-id\": 4, \"current-schema-id\": 0,"
+		" \"schemas\": [{\"type\": \"struct\", \"schema-id\": 0, \"fields\": ["
+		"  {\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"
+		"  {\"id\": 2, \"name\": \"cat\", \"required\": false, \"type\": \"string\"},"
+		"  {\"id\": 3, \"name\": \"ts\", \"required\": false, \"type\": \"timestamp\"},"
+		"  {\"id\": 4, \"name\": \"d\", \"required\": false, \"type\": \"date\"}]}],"
+		" \"default-spec-id\": 1, \"last-partition-id\": 1010,"
+		" \"partition-specs\": ["
+		"  {\"spec-id\": 0, \"fields\": [{\"name\": \"id\", \"transform\": \"identity\", \"source-id\": 1, \"field-id\": 1000},"
+		"     {\"name\": \"cat\", \"transform\": \"identity\", \"source-id\": 2, \"field-id\": 1001},"
+		"     {\"name\": \"ts_hour\", \"transform\": \"hour\", \"source-id\": 3, \"field-id\": 1002},"
+		"     {\"name\": \"d\", \"transform\": \"identity\", \"source-id\": 4, \"field-id\": 1003}]},"
+		"  {\"spec-id\": 1, \"fields\": [{\"name\": \"id_bucket\", \"transform\": \"bucket[16]\", \"source-id\": 1, \"field-id\": 1004},"
+		"     {\"name\": \"id_trunc\", \"transform\": \"truncate[10]\", \"source-id\": 1, \"field-id\": 1005},"
+		"     {\"name\": \"cat_trunc\", \"transform\": \"truncate[3]\", \"source-id\": 2, \"field-id\": 1006},"
+		"     {\"name\": \"ts_day\", \"transform\": \"day\", \"source-id\": 3, \"field-id\": 1007},"
+		"     {\"name\": \"d_year\", \"transform\": \"year\", \"source-id\": 4, \"field-id\": 1008},"
+		"     {\"name\": \"d_month\", \"transform\": \"month\", \"source-id\": 4, \"field-id\": 1009},"
+		"     {\"name\": \"cat\", \"transform\": \"identity\", \"source-id\": 2, \"field-id\": 1010}]},"
+		"  {\"spec-id\": 2, \"fields\": []}],"
+		" \"properties\": {},"
+		" \"current-snapshot-id\": -1, \"snapshots\": [], \"snapshot-log\": [], \"metadata-log\": [],"
+		" \"sort-orders\": [{\"order-id\": 0, \"fields\": []}], \"default-sort-order-id\": 0}";
+
+		/* id 34, cat "iceberg", hour 420242 (2017-12-10T02h), d 2017-11-16 */
+		const char *p0 = "[34,\"iceberg\",420242,17486]";
+		char		want[128];
+		char	   *rs;
+
+		if (!iceberg_metadata_parse(evolved, strlen(evolved), NULL, &md, &err) ||
+			!iceberg_schema_parse(md->current_schema_json, &schema, &err))
+		{
+			CHECK(false, "evolved metadata: %s %s", err.message, err.detail);
+			return;
+		}
+		snprintf(want, sizeof(want), "[%d,30,\"ice\",%d,47,574,\"iceberg\"]",
+				 2017239379 % 16, 420242 / 24);
+		CHECK(iceberg_partition_project(md, schema, 0, p0, strlen(p0), 1, &out, &err) &&
+			  out != NULL && strcmp(out, want) == 0, "every transform: %s, want %s",
+			  out ? out : "(none)", want);
+		io_free(out);
+		CHECK(iceberg_partition_project(md, schema, 0, "[null,null,null,null]", 21, 1, &out, &err) &&
+			  out != NULL && strcmp(out, "[null,null,null,null,null,null,null]") == 0,
+			  "nulls stay null: %s", out ? out : "(none)");
+		io_free(out);
+		CHECK(iceberg_partition_project(md, schema, 2, "[]", 2, 1, &out, &err) && out == NULL,
+			  "an unpartitioned file is not fixed");
+		rs = iceberg_partition_record_schema(md, schema, 1, &err);
+		CHECK(rs != NULL && strstr(rs, "\"field-id\":1004") != NULL &&
+			  strstr(rs, "\"logicalType\":\"date\"") != NULL, "partition record of spec 1: %s",
+			  rs ? rs : err.message);
+		io_free(rs);
+		iceberg_schema_free(schema);
+		iceberg_metadata_free(md);
+	}
+}
+
 int
 main(void)
 {
@@ -522,7 +1152,14 @@ main(void)
 	test_values();
 	test_wire();
 	test_metrics_modes();
+	test_nested_schema();
+	test_nested_modes();
 	test_plan_fixture();
 	test_plan_rewrite_all();
+	test_sort_orders();
+	test_removable();
+	test_check_options();
+	test_v1_inline();
+	test_transforms();
 	return unit_done();
 }

@@ -1,11 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * compact.h
- *	  Iceberg data file compaction (RewriteDataFiles with the bin-pack
- *	  strategy), the plain-C half: the table schema's columns, a filter on
- *	  partitions ("where"), the plan (which data files to rewrite, in which
- *	  groups, with which delete files), and the commit of one group's
- *	  rewrite (its manifests, the manifest list and the "replace" snapshot).
+ *	  Iceberg data file compaction (RewriteDataFiles with the bin-pack,
+ *	  sort and z-order strategies), the plain-C half: the table schema's
+ *	  columns, a filter on partitions ("where"), the sort orders, the plan
+ *	  (which data files to rewrite, in which groups, with which delete
+ *	  files), and the commit of one group's rewrite (its manifests, the
+ *	  manifest list and the "replace" snapshot; sorted files carry the
+ *	  sort_order_id Iceberg stamps).
  *	  Rewriting the rows themselves is the helper program's work
  *	  (src/compactor/, through compact_wire.h); committing, retrying and
  *	  deleting are the caller's.
@@ -13,10 +15,17 @@
  * The plan follows Apache Iceberg's BinPackRewriteFilePlanner and
  * SizeBasedFileRewritePlanner
  * (https://github.com/apache/iceberg/blob/main/core/src/main/java/org/apache/iceberg/actions/BinPackRewriteFilePlanner.java):
- *	- the live data files of the current snapshot are grouped by partition
- *	  spec and partition (a file keeps its own spec: it is written back in
- *	  the spec it was read in, where Iceberg moves files of older specs to
- *	  the current one, which needs Iceberg's transforms in the writer);
+ *	- the live data files of the current snapshot are grouped by their
+ *	  partition in the output spec (output-spec-id, default the table's
+ *	  current spec), as Iceberg rewrites files of older specs into it: a
+ *	  file of another spec whose partition fixes its output partition
+ *	  (the same source column as identity or a finer transform,
+ *	  compact_transform.c computes identity, bucket, truncate, year,
+ *	  month, day and hour) joins that output partition; a file whose
+ *	  partition does not (unpartitioned, another bucket count) may hold
+ *	  rows of several output partitions, and since the helper does not
+ *	  split rows by partition it is rewritten in its own spec
+ *	  (plan->kept_in_spec counts them);
  *	- a file is a candidate when rewrite-all, or its size is outside
  *	  [min-file-size-bytes, max-file-size-bytes] (75 % and 180 % of
  *	  target-file-size-bytes), or at least delete-file-threshold delete
@@ -54,10 +63,16 @@
  * validateNoNewDeletesForDataFiles; new equality deletes are fine, as
  * above); otherwise ICEBERG_ERR_CONFLICT and the group is given up.
  *
- * Refused (ICEBERG_ERR_UNSUPPORTED): format v3 (deletion vectors, row
- * lineage), snapshots without a manifest list, columns of a nested or
- * fixed type (the helper writes primitive columns only), manifests of a
- * v2 table written without sequence numbers (only for a group whose files
+ * Format v1 (https://iceberg.apache.org/spec/#version-1-analytic-data-tables):
+ * a snapshot that lists its manifests inline ("manifests") is read like
+ * a list and replaced by one with a v1 manifest list (allowed in v1);
+ * entries carry no sequence numbers, the new snapshot none either.
+ *
+ * Refused (ICEBERG_ERR_UNSUPPORTED): a column of a type the helper does
+ * not write (iceberg_compact_check_schema: timestamptz_ns, which DuckDB
+ * has no type for, and v3's unknown, variant and geo types, at any
+ * depth), format v3 (deletion vectors, row lineage), manifests of a v2
+ * table written without sequence numbers (only for a group whose files
  * they hold).
  *
  * Memory: the plan holds one record per candidate data file and per live
@@ -99,10 +114,20 @@ typedef enum IcebergTypeId
 	ICEBERG_TYPE_UUID,
 	ICEBERG_TYPE_FIXED,
 	ICEBERG_TYPE_BINARY,
-	ICEBERG_TYPE_NESTED,		/* struct, list, map */
+	ICEBERG_TYPE_STRUCT,
+	ICEBERG_TYPE_LIST,
+	ICEBERG_TYPE_MAP,
 	ICEBERG_TYPE_OTHER			/* unknown, variant, geometry, ... */
 } IcebergTypeId;
 
+#define ICEBERG_TYPE_IS_NESTED(t) \
+	((t) == ICEBERG_TYPE_STRUCT || (t) == ICEBERG_TYPE_LIST || (t) == ICEBERG_TYPE_MAP)
+
+/*
+ * A field of the schema, at any depth: a top-level column, a struct's
+ * field, a list's element (named "element") or a map's key and value
+ * (named "key" and "value"), each with its Iceberg field id.
+ */
 typedef struct IcebergColumn
 {
 	int32_t		id;
@@ -114,20 +139,45 @@ typedef struct IcebergColumn
 	bool		required;
 	char	   *type_text;		/* as in the schema ("decimal(10, 2)"), or
 								 * "struct"/"list"/"map" */
+	int			nchildren;		/* struct: its fields; list: 1 (the element);
+								 * map: 2 (key, value) */
+	struct IcebergColumn *children;
+	char	   *initial_default;	/* the field's "initial-default" as JSON
+									 * text (the spec's JSON single-value
+									 * serialization), or NULL */
 } IcebergColumn;
 
 typedef struct IcebergSchema
 {
 	int32_t		schema_id;
-	int			ncolumns;
+	int			ncolumns;		/* top-level columns */
 	IcebergColumn *columns;
+	int			nleaves;		/* primitive fields at every depth */
 } IcebergSchema;
 
-/* Parse a schema object's JSON text (IcebergTableMetadata.current_schema_json). */
+/*
+ * Parse a schema object's JSON text (IcebergTableMetadata.current_schema_
+ * json): nested types are descended into (64 levels at most), every field
+ * keeps its id.
+ */
 extern bool iceberg_schema_parse(const char *json, IcebergSchema **out,
 								 TmsError *err);
 extern void iceberg_schema_free(IcebergSchema *s);
+
+/* A top-level column by id. */
 extern const IcebergColumn *iceberg_schema_column(const IcebergSchema *s, int32_t id);
+
+/* A field at any depth by id (its parent's in *parent, NULL: top level). */
+extern const IcebergColumn *iceberg_schema_field(const IcebergSchema *s, int32_t id,
+												 const IcebergColumn **parent);
+
+/*
+ * The first field (depth first) of a type the local engine cannot rewrite
+ * (see compact_plan.c): ICEBERG_ERR_UNSUPPORTED, the message and the
+ * detail naming its full name ("a.b.element") and type, the detail also
+ * saying why; true when none.
+ */
+extern bool iceberg_compact_check_schema(const IcebergSchema *s, TmsError *err);
 
 /* ------------------------------------------------------------------------
  * A filter on partitions ("where", compact_filter.c)
@@ -176,6 +226,70 @@ extern bool iceberg_partition_filter_match(const IcebergPartitionFilter *f,
 extern void iceberg_partition_filter_free(IcebergPartitionFilter *f);
 
 /* ------------------------------------------------------------------------
+ * Sort orders of the sort and z-order strategies (compact_sort.c)
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * One field of a sort order: a top-level column, the transform applied to
+ * it (Iceberg's text: "identity", "year", "month", "day", "hour",
+ * "truncate[W]", "void"), its direction and null order.
+ */
+typedef struct IcebergSortField
+{
+	int32_t		source_id;
+	char	   *transform;
+	bool		descending;
+	bool		nulls_first;
+} IcebergSortField;
+
+/*
+ * How a group's rows are ordered: by fields (strategy sort), or by the
+ * z-value of the fields' columns (zorder(...): Iceberg's Spark z-order;
+ * directions and null orders unused).  order_id is the id written as the
+ * output files' sort_order_id: the first of the table's sort orders with
+ * the same fields (Iceberg's SortOrderUtil.findTableSortOrder), else 0.
+ */
+typedef struct IcebergSortOrder
+{
+	int32_t		order_id;
+	bool		zorder;
+	int			nfields;
+	IcebergSortField *fields;
+} IcebergSortOrder;
+
+/*
+ * Parse the sort-order option in Spark's rewrite_data_files syntax:
+ * "col [ASC|DESC] [NULLS FIRST|NULLS LAST], ..." (ASC NULLS FIRST and
+ * DESC NULLS LAST by default) or "zorder(col, ...)"; a name is an
+ * identifier or `quoted` (`` inside), matched against the schema's
+ * top-level columns exactly, else case-insensitively when one matches.
+ * schema NULL: the syntax only.  ICEBERG_ERR_INVALID_ARGUMENT with the
+ * bad text in the detail; ICEBERG_ERR_UNSUPPORTED for a column whose type
+ * the strategy cannot order.  order_id is left 0 (see
+ * iceberg_sort_order_match).
+ */
+extern bool iceberg_sort_order_parse(const char *text, const IcebergSchema *schema,
+									 IcebergSortOrder **out, TmsError *err);
+
+/*
+ * The table's default sort order (default-sort-order-id of sort-orders),
+ * checked against schema; ICEBERG_ERR_INVALID_ARGUMENT when the table is
+ * unsorted, ICEBERG_ERR_UNSUPPORTED for a transform the helper cannot
+ * apply (bucket) or a field of an unknown column.
+ */
+extern bool iceberg_sort_order_of_table(const IcebergTableMetadata *md,
+										const IcebergSchema *schema,
+										IcebergSortOrder **out, TmsError *err);
+
+/* Set o->order_id as Iceberg would stamp the files it writes (above). */
+extern void iceberg_sort_order_match(const IcebergTableMetadata *md, IcebergSortOrder *o);
+
+/* A copy (NULL when out of memory), and the free; NULL is fine. */
+extern IcebergSortOrder *iceberg_sort_order_copy(const IcebergSortOrder *o);
+extern void iceberg_sort_order_free(IcebergSortOrder *o);
+
+/* ------------------------------------------------------------------------
  * The plan
  * ------------------------------------------------------------------------
  */
@@ -192,6 +306,8 @@ typedef struct IcebergCompactOptions
 	bool		rewrite_all;
 	int32_t		delete_file_threshold;	/* < 0: none */
 	double		delete_ratio_threshold; /* <= 0: 0.3 */
+	bool		remove_dangling_deletes;
+	int32_t		output_spec_id; /* < 0: the table's current spec */
 	const IcebergPartitionFilter *where;	/* bound; NULL: every partition */
 } IcebergCompactOptions;
 
@@ -236,6 +352,9 @@ typedef struct IcebergCompactFile
 	int			manifest;		/* index into plan->manifests */
 	int			ndeletes;		/* delete files applying to it */
 	int		   *deletes;		/* indexes into plan->deletes */
+	int32_t		spec_id;		/* its own spec and partition (its group's are
+								 * the output spec's) */
+	char	   *partition;
 } IcebergCompactFile;
 
 typedef struct IcebergCompactGroup
@@ -266,6 +385,8 @@ typedef struct IcebergCompactPlan
 	bool		rewrite_all;
 	int32_t		delete_file_threshold;
 	double		delete_ratio_threshold;
+	bool		remove_dangling_deletes;
+	int32_t		output_spec_id;
 	/* the groups, in (spec id, partition) order */
 	int			ngroups;
 	IcebergCompactGroup *groups;
@@ -281,6 +402,13 @@ typedef struct IcebergCompactPlan
 	int64_t		data_bytes;
 	int64_t		filtered_out;	/* not selected by the filter */
 	int64_t		candidates;		/* candidate files, before the groups */
+	int64_t		dangling;		/* live delete files applying to no live data
+								 * file */
+	int64_t		kept_in_spec;	/* candidates of another spec than the output
+								 * spec whose partition does not fix theirs:
+								 * rewritten in their own spec */
+	/* strategy sort or zorder: set by the caller after planning, owned */
+	IcebergSortOrder *sort;		/* NULL: bin-pack, rows in file order */
 } IcebergCompactPlan;
 
 /*
@@ -296,12 +424,24 @@ extern bool iceberg_compact_plan(const IcebergFileIO *io,
 extern void iceberg_compact_plan_free(IcebergCompactPlan *p);
 
 /*
- * The delete files group g's commit removes: those whose data files of
- * the base are all rewritten once g is (with the groups committed
- * before).  Fills (*out, *n) with indexes into plan->deletes (malloc'd).
+ * Check the options against md without planning (the sizes resolved with
+ * the table's write.target-file-size-bytes, the output spec one of its
+ * specs): ICEBERG_ERR_INVALID_ARGUMENT naming the bad value.
  */
-extern bool iceberg_compact_removable(const IcebergCompactPlan *p, int g,
-									  int **out, int *n, TmsError *err);
+extern bool iceberg_compact_check_options(const IcebergTableMetadata *md,
+										  const IcebergCompactOptions *opt,
+										  TmsError *err);
+
+/*
+ * The delete files the commit of groups[0 .. ngroups) removes: those whose
+ * data files of the base are all rewritten once these groups are (with
+ * the groups committed before), and, with remove-dangling-deletes, those
+ * that apply to no live data file of the base (Iceberg's dangling
+ * deletes).  Fills (*out, *n) with indexes into plan->deletes (malloc'd).
+ */
+extern bool iceberg_compact_removable(const IcebergCompactPlan *p, const int *groups,
+									  int ngroups, int **out, int *n,
+									  TmsError *err);
 
 /*
  * Where group g's data files go: the table's data location
@@ -368,34 +508,43 @@ typedef struct IcebergCompactCommit
 	int		   *removed;
 } IcebergCompactCommit;
 
+/* One group of a commit and the files the helper wrote for it. */
+typedef struct IcebergCompactGroupOutput
+{
+	int			group;			/* index into plan->groups */
+	const IcebergCompactOutput *outputs;
+	int			noutputs;		/* 0: the group's deletes took every row */
+} IcebergCompactGroupOutput;
+
 /*
- * Check group g against md (the table it is to be committed on: the base,
- * or the table after a conflict or after the groups committed before),
- * then write the manifests and the manifest list of a "replace" snapshot
- * new_snapshot_id that rewrites the group's files into outputs (none
- * when the group's deletes took every row) and
- * removes the delete files iceberg_compact_removable() names (those no
- * longer live are left out).  ICEBERG_ERR_CONFLICT: the group cannot go
- * on md (a file gone, a position delete added since the plan); nothing
- * was written.  res is always initialised; free it with
+ * Check groups[0 .. ngroups) against md (the table they are to be
+ * committed on: the base, or the table after a conflict or after the
+ * commits before), then write the manifests and the manifest list of one
+ * "replace" snapshot new_snapshot_id that rewrites each group's files into
+ * its outputs and removes the delete files iceberg_compact_removable()
+ * names (those no longer live are left out).  Several groups in one
+ * commit are Iceberg's partial progress (a commit every so many groups)
+ * or its all-at-once commit.  ICEBERG_ERR_CONFLICT: a group cannot go on
+ * md (a file gone, a position delete added since the plan); nothing was
+ * written.  res is always initialised; free it with
  * iceberg_compact_commit_free().
  */
 extern bool iceberg_compact_commit_write(const IcebergFileIO *io,
 										 const IcebergWriter *w,
 										 const IcebergTableMetadata *md,
-										 IcebergCompactPlan *p, int g,
-										 const IcebergCompactOutput *outputs,
-										 int noutputs, int64_t new_snapshot_id,
+										 IcebergCompactPlan *p,
+										 const IcebergCompactGroupOutput *groups,
+										 int ngroups, int64_t new_snapshot_id,
 										 IcebergCompactCommit *res,
 										 TmsError *err);
 
 /*
- * After group g's commit landed: its delete coverage counts, and the plan
- * follows the manifests the commit replaced (so that later groups find
- * their files).
+ * After the commit of groups[0 .. ngroups) landed: their delete coverage
+ * counts, and the plan follows the manifests the commit replaced (so that
+ * later groups find their files).
  */
-extern bool iceberg_compact_committed(IcebergCompactPlan *p, int g,
-									  const IcebergCompactCommit *res,
+extern bool iceberg_compact_committed(IcebergCompactPlan *p, const int *groups,
+									  int ngroups, const IcebergCompactCommit *res,
 									  TmsError *err);
 extern void iceberg_compact_commit_free(IcebergCompactCommit *res);
 

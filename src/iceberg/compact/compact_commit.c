@@ -185,117 +185,6 @@ copy_header(IcebergManifestReader *r, int extra, IcebergKeyValue **out, int *nou
 	return true;
 }
 
-/*
- * Iceberg's manifest_entry schema (https://iceberg.apache.org/spec/#manifests)
- * for format v1 or v2, its partition record taken from a manifest of the
- * same spec.
- */
-static const char *const entry_schema_v2 =
-"{\"type\":\"record\",\"name\":\"manifest_entry\",\"fields\":["
-"{\"name\":\"status\",\"type\":\"int\",\"field-id\":0},"
-"{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":1},"
-"{\"name\":\"sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":3},"
-"{\"name\":\"file_sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":4},"
-"{\"name\":\"data_file\",\"field-id\":2,\"type\":{\"type\":\"record\",\"name\":\"r2\",\"fields\":["
-"{\"name\":\"content\",\"type\":\"int\",\"field-id\":134},"
-"{\"name\":\"file_path\",\"type\":\"string\",\"field-id\":100},"
-"{\"name\":\"file_format\",\"type\":\"string\",\"field-id\":101},"
-"{\"name\":\"partition\",\"type\":null,\"field-id\":102},"
-"{\"name\":\"record_count\",\"type\":\"long\",\"field-id\":103},"
-"{\"name\":\"file_size_in_bytes\",\"type\":\"long\",\"field-id\":104},"
-"%s"
-"{\"name\":\"column_sizes\",\"type\":[\"null\",{\"type\":\"array\",\"logicalType\":\"map\",\"items\":{\"type\":\"record\",\"name\":\"k117_v118\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":117},{\"name\":\"value\",\"type\":\"long\",\"field-id\":118}]}}],\"default\":null,\"field-id\":108},"
-"{\"name\":\"value_counts\",\"type\":[\"null\",{\"type\":\"array\",\"logicalType\":\"map\",\"items\":{\"type\":\"record\",\"name\":\"k119_v120\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":119},{\"name\":\"value\",\"type\":\"long\",\"field-id\":120}]}}],\"default\":null,\"field-id\":109},"
-"{\"name\":\"null_value_counts\",\"type\":[\"null\",{\"type\":\"array\",\"logicalType\":\"map\",\"items\":{\"type\":\"record\",\"name\":\"k121_v122\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":121},{\"name\":\"value\",\"type\":\"long\",\"field-id\":122}]}}],\"default\":null,\"field-id\":110},"
-"{\"name\":\"nan_value_counts\",\"type\":[\"null\",{\"type\":\"array\",\"logicalType\":\"map\",\"items\":{\"type\":\"record\",\"name\":\"k138_v139\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":138},{\"name\":\"value\",\"type\":\"long\",\"field-id\":139}]}}],\"default\":null,\"field-id\":137},"
-"{\"name\":\"lower_bounds\",\"type\":[\"null\",{\"type\":\"array\",\"logicalType\":\"map\",\"items\":{\"type\":\"record\",\"name\":\"k126_v127\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":126},{\"name\":\"value\",\"type\":\"bytes\",\"field-id\":127}]}}],\"default\":null,\"field-id\":125},"
-"{\"name\":\"upper_bounds\",\"type\":[\"null\",{\"type\":\"array\",\"logicalType\":\"map\",\"items\":{\"type\":\"record\",\"name\":\"k129_v130\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":129},{\"name\":\"value\",\"type\":\"bytes\",\"field-id\":130}]}}],\"default\":null,\"field-id\":128},"
-"{\"name\":\"key_metadata\",\"type\":[\"null\",\"bytes\"],\"default\":null,\"field-id\":131},"
-"{\"name\":\"split_offsets\",\"type\":[\"null\",{\"type\":\"array\",\"items\":\"long\",\"element-id\":133}],\"default\":null,\"field-id\":132},"
-"{\"name\":\"equality_ids\",\"type\":[\"null\",{\"type\":\"array\",\"items\":\"int\",\"element-id\":136}],\"default\":null,\"field-id\":135},"
-"{\"name\":\"sort_order_id\",\"type\":[\"null\",\"int\"],\"default\":null,\"field-id\":140},"
-"{\"name\":\"referenced_data_file\",\"type\":[\"null\",\"string\"],\"default\":null,\"field-id\":143}"
-"]}}]}";
-
-/* The schema text for format_version with the partition record of schema_text. */
-static char *
-entry_schema(int format_version, const char *source_schema, int64_t max_json,
-			 TmsError *err)
-{
-	char	   *tmpl;
-	json_t	   *src = NULL;
-	json_t	   *root = NULL;
-	json_t	   *part;
-	char	   *text = NULL;
-	char	   *out = NULL;
-	size_t		i;
-
-	tmpl = io_malloc(strlen(entry_schema_v2) + 128);
-	if (tmpl == NULL)
-	{
-		compact_oom(err);
-		return NULL;
-	}
-	sprintf(tmpl, entry_schema_v2,
-			format_version == 1 ? "{\"name\":\"block_size_in_bytes\",\"type\":\"long\",\"field-id\":105}," : "");
-	src = iceberg_json_load(source_schema, strlen(source_schema), 0, max_json, "avro.schema", err);
-	if (src == NULL)
-		goto done;
-	part = iceberg_schema_strip_null(iceberg_schema_field_type(src, 2, "data_file"));
-	part = part ? iceberg_schema_field_type(part, 102, "partition") : NULL;
-	if (part == NULL)
-	{
-		tms_error_set(err, ICEBERG_ERR_MALFORMED, "manifest schema without a partition record");
-		goto done;
-	}
-	root = iceberg_json_load(tmpl, strlen(tmpl), 0, max_json, "manifest schema", err);
-	if (root == NULL)
-		goto done;
-	if (format_version == 1)
-	{
-		/* v1 entries: no sequence numbers, no content, no referenced file */
-		json_t	   *fields = json_object_get(root, "fields");
-		json_t	   *df = json_object_get(json_object_get(json_array_get(fields, 4), "type"), "fields");
-
-		json_array_remove(fields, 3);
-		json_array_remove(fields, 2);
-		json_array_remove(df, json_array_size(df) - 1);
-		json_array_remove(df, json_array_size(df) - 2); /* equality_ids */
-		json_array_remove(df, 0);
-	}
-	{
-		json_t	   *fields = json_object_get(root, "fields");
-		json_t	   *df = NULL;
-
-		for (i = 0; i < json_array_size(fields); i++)
-			if (json_integer_value(json_object_get(json_array_get(fields, i), "field-id")) == 2)
-				df = json_object_get(json_object_get(json_array_get(fields, i), "type"), "fields");
-		for (i = 0; i < json_array_size(df); i++)
-		{
-			json_t	   *f = json_array_get(df, i);
-
-			if (json_integer_value(json_object_get(f, "field-id")) == 102 &&
-				json_object_set(f, "type", part) != 0)
-			{
-				compact_oom(err);
-				goto done;
-			}
-		}
-	}
-	text = json_dumps(root, JSON_COMPACT);
-	if (text == NULL)
-	{
-		compact_oom(err);
-		goto done;
-	}
-	out = iceberg_strdup(text, err);
-	io_json_free(text);
-done:
-	io_free(tmpl);
-	json_decref(src);
-	json_decref(root);
-	return out;
-}
 
 /* A map<int, long> field of counts (AVW_ARRAY of key/value records). */
 typedef struct MapField
@@ -450,7 +339,7 @@ partition_values(const IcebergPartitionSpec *spec, const IcebergPartType *types,
 static bool
 add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata *md,
 		   const IcebergPartitionSpec *spec, const char *partition, int64_t snapshot_id,
-		   int64_t data_seq, TmsError *err)
+		   int64_t data_seq, const IcebergSortOrder *sort, TmsError *err)
 {
 	IcebergAvroWField entry[5];
 	IcebergAvroWField df[20];
@@ -546,6 +435,9 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 		df[nd].v.nitems = out->nsplit_offsets;
 		nd++;
 	}
+	/* sorted or z-ordered files: the id Iceberg stamps (compact_sort.c) */
+	if (sort != NULL)
+		DF(140, "sort_order_id", AVW_LONG, sort->order_id);
 #undef DF
 
 	{
@@ -605,21 +497,37 @@ typedef struct Commit
 	const IcebergWriter *wr;
 	const IcebergTableMetadata *md;
 	IcebergCompactPlan *p;
-	int			g;
+	const IcebergCompactGroupOutput *gs;	/* the commit's groups */
+	const ListRec *recs;		/* the current list's records */
+	int64_t		inline_snapshot_id; /* the snapshot listing inline manifests */
+	int			ngs;
 	IcebergCompactCommit *res;
 	TmsError   *err;
 	IcebergWriteTarget t;		/* the new snapshot's id, seq, codec, names */
 	int			nout;			/* manifests written so far */
-	StrMap		group_files;	/* path -> index in the group */
+	StrMap		group_files;	/* path -> index in files */
+	const char **files;			/* the groups' files, group after group */
+	int			nfiles;
 	bool	   *found;
+	StrMap		group_parts;	/* "spec|partition" of every group */
+	char	  **part_keys;		/* owned keys of group_parts */
+	int			nparts;
+	int			new_parts;		/* output partitions not among them */
 	StrMap		removable;		/* delete path -> plan index */
 	bool	   *removed_found;
 	StrMap		known_deletes;	/* every plan delete path */
 	/* the rewritten manifests' list records (by index into recs) */
 	IcebergNewManifest *news;	/* indexed like recs; path NULL: kept */
-	char	   *source_schema;	/* writer schema of a manifest of the spec */
-	IcebergKeyValue *source_meta;
-	int			nsource_meta;
+	IcebergNewManifest *carried;	/* inline v1 list: the kept manifests'
+									 * records (path NULL: rewritten) */
+	int64_t    *carried_snap;	/* their added_snapshot_id */
+	/* per spec of the groups: the writer schema of one of its manifests */
+	int			nspecs;
+	int32_t    *spec_ids;
+	char	  **source_schema;
+	IcebergKeyValue **source_meta;
+	int		   *nsource_meta;
+	char	   *part_record;	/* a spec's partition record, built */
 	/* the summary */
 	int64_t		removed_pos_files,
 				removed_eq_files,
@@ -651,6 +559,32 @@ commit_manifest(Commit *c, MOut *o, IcebergNewManifest *n)
 	return true;
 }
 
+/* The index of spec_id among the commit's specs, or -1. */
+static int
+commit_spec(const Commit *c, int32_t spec_id)
+{
+	int			i;
+
+	for (i = 0; i < c->nspecs; i++)
+		if (c->spec_ids[i] == spec_id)
+			return i;
+	return -1;
+}
+
+/* Is (spec_id, partition) the partition of one of the commit's groups? */
+static bool
+commit_touches(const Commit *c, int32_t spec_id, const char *partition, size_t len)
+{
+	char	   *key = compact_part_key(spec_id, partition, len);
+	bool		r;
+
+	if (key == NULL)
+		return true;			/* out of memory: assume it does */
+	r = compact_map_get(&c->group_parts, key) >= 0;
+	io_free(key);
+	return r;
+}
+
 /*
  * Read one manifest of the current list, writing a filtered copy: entries
  * of group files (data) or removable delete files become DELETED, the
@@ -663,8 +597,12 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 {
 	IcebergManifestReader *r;
 	const IcebergManifestEntry *e;
-	const IcebergCompactGroup *gr = &c->p->groups[c->g];
 	MOut		o;
+	int			sx;
+	int32_t		spec_id = rec->mf.partition_spec_id;
+	int			ix = (int) (rec - c->recs);
+	IcebergNewManifest orig;	/* an inline manifest's own counts */
+	int64_t		added_by = -1;
 	IcebergKeyValue *meta = NULL;
 	int			nmeta = 0;
 	const char *schema;
@@ -674,9 +612,15 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 	bool		ok = false;
 
 	memset(&o, 0, sizeof(o));
+	memset(&orig, 0, sizeof(orig));
+	orig.nsumm = -1;
 	if (!iceberg_manifest_open(c->io, &rec->mf, c->md->format_version,
 							   ICEBERG_READ_PARTITION | ICEBERG_READ_RAW, &r, c->err))
 		return false;
+	/* an inline v1 list has no spec id: the manifest's header has it */
+	if (spec_id < 0)
+		spec_id = iceberg_manifest_spec_id(r) >= 0 ? iceberg_manifest_spec_id(r) : 0;
+	sx = commit_spec(c, spec_id);
 	schema = iceberg_manifest_header(r, "avro.schema");
 	if (schema == NULL)
 	{
@@ -686,13 +630,14 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 	}
 	if (!copy_header(r, 0, &meta, &nmeta, c->err) ||
 		!mout_start(&o, schema, meta, nmeta, c->t.codec, c->t.level, c->t.lim.max_json_bytes,
-					rec->mf.partition_spec_id, rec->mf.content, c->err))
+					spec_id, rec->mf.content, c->err))
 		goto done;
-	if (c->source_schema == NULL && rec->mf.content == ICEBERG_MANIFEST_CONTENT_DATA &&
-		rec->mf.partition_spec_id == gr->spec_id)
+	if (sx >= 0 && c->source_schema[sx] == NULL &&
+		rec->mf.content == ICEBERG_MANIFEST_CONTENT_DATA)
 	{
-		c->source_schema = iceberg_strdup(schema, c->err);
-		if (c->source_schema == NULL || !copy_header(r, 4, &c->source_meta, &c->nsource_meta, c->err))
+		c->source_schema[sx] = iceberg_strdup(schema, c->err);
+		if (c->source_schema[sx] == NULL ||
+			!copy_header(r, 4, &c->source_meta[sx], &c->nsource_meta[sx], c->err))
 			goto done;
 	}
 	while ((rc = iceberg_manifest_next(r, &e, c->err)) == 1)
@@ -700,6 +645,25 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 		int			status = ICEBERG_STATUS_EXISTING;
 		int64_t		snap = e->snapshot_id;
 
+		if (e->status == ICEBERG_STATUS_ADDED)
+		{
+			orig.added_files++;
+			orig.added_rows += e->record_count;
+			if (added_by < 0)
+				added_by = e->snapshot_id;
+		}
+		else if (e->status == ICEBERG_STATUS_EXISTING)
+		{
+			orig.existing_files++;
+			orig.existing_rows += e->record_count;
+		}
+		else
+		{
+			orig.deleted_files++;
+			orig.deleted_rows += e->record_count;
+			if (added_by < 0)
+				added_by = e->snapshot_id;
+		}
 		if (e->status == ICEBERG_STATUS_DELETED)
 			continue;
 		if (e->content == ICEBERG_CONTENT_DATA)
@@ -739,8 +703,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 			}
 			else if (compact_map_get(&c->known_deletes, e->file_path) < 0 &&
 					 e->content == ICEBERG_CONTENT_POSITION_DELETES &&
-					 ((e->spec_id == gr->spec_id && e->partition_len == strlen(gr->partition) &&
-					   memcmp(e->partition, gr->partition, e->partition_len) == 0) ||
+					 (commit_touches(c, e->spec_id, e->partition, e->partition_len) ||
 					  (e->referenced_data_file != NULL &&
 					   compact_map_get(&c->group_files, e->referenced_data_file) >= 0)))
 			{
@@ -790,60 +753,141 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 		if (!commit_manifest(c, &o, news))
 			goto done;
 	}
+	else if (rec->raw == NULL && c->carried != NULL)
+	{
+		/*
+		 * kept from an inline v1 list: its manifest_file record, which the
+		 * new list needs (https://iceberg.apache.org/spec/#manifest-lists:
+		 * manifest_length, partition_spec_id and added_snapshot_id are
+		 * required), from the manifest itself; added by the snapshot of its
+		 * first ADDED or DELETED entry, else by the snapshot that lists it,
+		 * as Iceberg Java's BaseSnapshot assumes
+		 */
+		orig.spec_id = spec_id;
+		orig.content = rec->mf.content;
+		orig.path = iceberg_strdup(rec->path, c->err);
+		if (orig.path == NULL || !compact_object_length(c->io, rec->path, &orig.length, c->err))
+			goto done;
+		c->carried[ix] = orig;
+		memset(&orig, 0, sizeof(orig));
+		c->carried_snap[ix] = added_by >= 0 ? added_by : c->inline_snapshot_id;
+	}
 	ok = true;
 done:
+	iceberg_new_manifest_free(&orig);
 	iceberg_manifest_close(r);
 	iceberg_kv_free(meta, nmeta);
 	mout_free(&o);
 	return ok;
 }
 
-/* The manifest of the added files. */
+/*
+ * The header of a manifest of spec sx (Iceberg's keys: partition-spec,
+ * partition-spec-id, format-version; schema and content are set by the
+ * caller) and its partition record (c->part_record), from the metadata.
+ */
 static bool
-write_added(Commit *c, const IcebergCompactOutput *outputs, int noutputs, IcebergNewManifest *n)
+spec_header(Commit *c, int sx)
 {
-	const IcebergCompactGroup *gr = &c->p->groups[c->g];
-	const IcebergPartitionSpec *spec = iceberg_metadata_spec(c->md, gr->spec_id);
+	char	   *spec_json;
+	char		num[32];
+	IcebergSchema *schema = NULL;
+	bool		ok;
+
+	io_free(c->part_record);
+	c->part_record = NULL;
+	if (!iceberg_schema_parse(c->md->current_schema_json, &schema, c->err))
+		return false;
+	c->part_record = iceberg_partition_record_schema(c->md, schema, c->spec_ids[sx], c->err);
+	iceberg_schema_free(schema);
+	if (c->part_record == NULL)
+		return false;
+	spec_json = iceberg_partition_spec_json(c->md, c->spec_ids[sx], c->err);
+	if (spec_json == NULL)
+		return false;
+	c->source_meta[sx] = io_calloc(8, sizeof(IcebergKeyValue));
+	if (c->source_meta[sx] == NULL)
+	{
+		io_free(spec_json);
+		return compact_oom(c->err);
+	}
+	snprintf(num, sizeof(num), "%d", (int) c->spec_ids[sx]);
+	ok = iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "partition-spec", spec_json,
+						true, c->err) &&
+		iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "partition-spec-id", num,
+					   true, c->err);
+	snprintf(num, sizeof(num), "%d", c->md->format_version);
+	ok = ok && iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "format-version", num,
+							  true, c->err);
+	io_free(spec_json);
+	return ok;
+}
+
+/* The manifest of the files added in spec sx's partitions. */
+static bool
+write_added(Commit *c, int sx, IcebergNewManifest *n)
+{
+	int32_t		spec_id = c->spec_ids[sx];
+	const IcebergPartitionSpec *spec = iceberg_metadata_spec(c->md, spec_id);
 	char	   *schema = NULL;
 	MOut		o;
 	char		num[32];
-	int			i;
+	int			i,
+				j;
 	bool		ok = false;
 
 	memset(&o, 0, sizeof(o));
+	for (i = 0, j = 0; j < c->ngs; j++)
+		if (c->p->groups[c->gs[j].group].spec_id == spec_id)
+			i += c->gs[j].noutputs;
+	if (i == 0)
+		return true;			/* every row of these groups was deleted */
 	if (spec == NULL)
 	{
 		tms_error_set(c->err, ICEBERG_ERR_MALFORMED,
-					  "partition spec %d is not in the table metadata", (int) gr->spec_id);
+					  "partition spec %d is not in the table metadata", (int) spec_id);
 		return false;
 	}
-	if (c->source_schema == NULL)
+	if (c->source_schema[sx] == NULL)
 	{
-		tms_error_set(c->err, ICEBERG_ERR_CONFLICT,
-					  "no manifest of the group's files was found");
-		return false;
+		/* the output spec of files of older specs: no manifest read has it */
+		if (!spec_header(c, sx))
+			return false;
+		schema = compact_entry_schema(c->md->format_version, NULL, c->part_record,
+									  c->t.lim.max_json_bytes, c->err);
 	}
-	schema = entry_schema(c->md->format_version, c->source_schema, c->t.lim.max_json_bytes, c->err);
+	else
+		schema = compact_entry_schema(c->md->format_version, c->source_schema[sx], NULL,
+									  c->t.lim.max_json_bytes, c->err);
 	if (schema == NULL)
 		return false;
 	snprintf(num, sizeof(num), "%d", (int) c->md->current_schema_id);
-	if (!iceberg_kv_set(c->source_meta, &c->nsource_meta, "schema", c->md->current_schema_json,
-						true, c->err) ||
-		!iceberg_kv_set(c->source_meta, &c->nsource_meta, "schema-id", num, true, c->err) ||
+	if (!iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "schema",
+						c->md->current_schema_json, true, c->err) ||
+		!iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "schema-id", num, true, c->err) ||
 		(c->md->format_version >= 2 &&
-		 !iceberg_kv_set(c->source_meta, &c->nsource_meta, "content", "data", true, c->err)))
+		 !iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "content", "data", true, c->err)))
 		goto done;
-	if (!mout_start(&o, schema, c->source_meta, c->nsource_meta, c->t.codec, c->t.level,
-					c->t.lim.max_json_bytes, gr->spec_id, ICEBERG_MANIFEST_CONTENT_DATA, c->err))
+	if (!mout_start(&o, schema, c->source_meta[sx], c->nsource_meta[sx], c->t.codec, c->t.level,
+					c->t.lim.max_json_bytes, spec_id, ICEBERG_MANIFEST_CONTENT_DATA, c->err))
 		goto done;
-	for (i = 0; i < noutputs; i++)
+	for (j = 0; j < c->ngs; j++)
 	{
-		if (!add_output(&o, &outputs[i], c->md, spec, gr->partition, c->t.snapshot_id,
-						c->p->base_sequence_number, c->err))
-			goto done;
-		c->res->data_files_added++;
-		c->res->bytes_added += outputs[i].size;
-		c->res->records_added += outputs[i].records;
+		const IcebergCompactGroup *gr = &c->p->groups[c->gs[j].group];
+
+		if (gr->spec_id != spec_id)
+			continue;
+		for (i = 0; i < c->gs[j].noutputs; i++)
+		{
+			const IcebergCompactOutput *out = &c->gs[j].outputs[i];
+
+			if (!add_output(&o, out, c->md, spec, gr->partition, c->t.snapshot_id,
+							c->p->base_sequence_number, c->p->sort, c->err))
+				goto done;
+			c->res->data_files_added++;
+			c->res->bytes_added += out->size;
+			c->res->records_added += out->records;
+		}
 	}
 	if (!commit_manifest(c, &o, n))
 		goto done;
@@ -854,27 +898,64 @@ done:
 	return ok;
 }
 
+/*
+ * A v1 manifest list writer for the snapshot replacing inline snap (its
+ * schema: compact_list_schema_v1).
+ */
+static bool
+list_begin_inline(Commit *c, const IcebergSnapshot *snap, IcebergAvroWriter **lw)
+{
+	IcebergKeyValue meta[3];
+	char		id[32];
+	char		parent[32];
+
+	snprintf(id, sizeof(id), "%" PRId64, c->t.snapshot_id);
+	snprintf(parent, sizeof(parent), "%" PRId64, snap->snapshot_id);
+	meta[0].key = "snapshot-id";
+	meta[0].value = id;
+	meta[1].key = "parent-snapshot-id";
+	meta[1].value = parent;
+	meta[2].key = "format-version";
+	meta[2].value = "1";
+	return iceberg_avro_writer_create(compact_list_schema_v1, meta, 3, c->t.codec, c->t.level,
+									  c->t.lim.max_json_bytes, lw, c->err);
+}
+
 /* The new manifest list; its path into *path_out. */
 static bool
 write_list(Commit *c, const IcebergSnapshot *snap, const ListRec *recs, int nrecs,
 		   const IcebergNewManifest *added, char **path_out)
 {
-	IcebergManifestListReader *lr;
-	IcebergAvroWriter *lw;
+	IcebergManifestListReader *lr = NULL;
+	IcebergAvroWriter *lw = NULL;
 	int			i;
 	bool		ok = false;
 
-	if (!iceberg_manifest_list_begin(c->io, c->md, snap, snap->snapshot_id, &c->t,
+	if (snap->manifest_list == NULL ? !list_begin_inline(c, snap, &lw) :
+		!iceberg_manifest_list_begin(c->io, c->md, snap, snap->snapshot_id, &c->t,
 									 &lr, &lw, c->err))
-		return false;
-	if (added->path != NULL &&
-		!iceberg_manifest_list_add_new(lw, added, c->t.seq, c->t.snapshot_id, c->err))
 		goto done;
+	for (i = 0; i < c->nspecs; i++)
+		if (added[i].path != NULL &&
+			!iceberg_manifest_list_add_new(lw, &added[i], c->t.seq, c->t.snapshot_id, c->err))
+			goto done;
 	for (i = 0; i < nrecs; i++)
 	{
 		if (c->news[i].path != NULL)
 		{
 			if (!iceberg_manifest_list_add_new(lw, &c->news[i], c->t.seq, c->t.snapshot_id, c->err))
+				goto done;
+		}
+		else if (recs[i].raw == NULL)
+		{
+			/* a manifest of an inline v1 list, kept */
+			if (c->carried == NULL || c->carried[i].path == NULL)
+			{
+				tms_error_set(c->err, ICEBERG_ERR_MALFORMED,
+							  "manifest \"%s\" has no list record", recs[i].path);
+				goto done;
+			}
+			if (!iceberg_manifest_list_add_new(lw, &c->carried[i], 0, c->carried_snap[i], c->err))
 				goto done;
 		}
 		else if (!iceberg_avro_writer_add_raw(lw, recs[i].raw, recs[i].raw_len, c->err))
@@ -913,7 +994,7 @@ fill_summary(Commit *c, const IcebergSnapshot *parent)
 		{"removed-equality-delete-files", c->removed_eq_files, false},
 		{"removed-position-deletes", c->removed_pos_records, false},
 		{"removed-equality-deletes", c->removed_eq_records, false},
-		{"changed-partition-count", 1, true},
+		{"changed-partition-count", c->nparts + c->new_parts, true},
 	};
 	struct
 	{
@@ -963,21 +1044,184 @@ fill_summary(Commit *c, const IcebergSnapshot *parent)
 	return true;
 }
 
+/*
+ * What the commit looks for: the groups' files (and the manifests the plan
+ * found them in, into wanted), their partitions and specs, the plan's
+ * delete files and those the commit removes (*rm, *nrm).
+ */
+static bool
+commit_prepare(Commit *c, StrMap *wanted, int **rm, int *nrm)
+{
+	const IcebergCompactPlan *p = c->p;
+	int			total = 0;
+	int			parts_alloc;
+	int			i,
+				j;
+	int		   *gix;
+
+	for (j = 0; j < c->ngs; j++)
+		total += p->groups[c->gs[j].group].nfiles;
+	c->found = io_calloc((size_t) total + 1, sizeof(bool));
+	c->files = io_calloc((size_t) total + 1, sizeof(char *));
+	parts_alloc = c->ngs + 1;
+	c->part_keys = io_calloc((size_t) parts_alloc, sizeof(char *));
+	c->spec_ids = io_calloc((size_t) c->ngs + 1, sizeof(int32_t));
+	c->source_schema = io_calloc((size_t) c->ngs + 1, sizeof(char *));
+	c->source_meta = io_calloc((size_t) c->ngs + 1, sizeof(IcebergKeyValue *));
+	c->nsource_meta = io_calloc((size_t) c->ngs + 1, sizeof(int));
+	gix = io_calloc((size_t) c->ngs + 1, sizeof(int));
+	if (c->found == NULL || c->files == NULL || c->part_keys == NULL || c->spec_ids == NULL ||
+		c->source_schema == NULL || c->source_meta == NULL || c->nsource_meta == NULL ||
+		gix == NULL)
+		goto nomem;
+	for (j = 0; j < c->ngs; j++)
+	{
+		const IcebergCompactGroup *gr = &p->groups[c->gs[j].group];
+
+		if (commit_spec(c, gr->spec_id) < 0)
+			c->spec_ids[c->nspecs++] = gr->spec_id;
+		for (i = 0; i < gr->nfiles; i++)
+		{
+			const IcebergCompactFile *f = &p->files[gr->first + i];
+			char	   *key = compact_part_key(f->spec_id, f->partition, strlen(f->partition));
+
+			/* the partitions the files come from (new deletes there conflict) */
+			if (key == NULL)
+				goto nomem;
+			if (compact_map_get(&c->group_parts, key) >= 0)
+				io_free(key);
+			else
+			{
+				if (c->nparts == parts_alloc)
+				{
+					char	  **nk = io_realloc(c->part_keys, sizeof(char *) * (size_t) (parts_alloc * 2));
+
+					if (nk == NULL)
+					{
+						io_free(key);
+						goto nomem;
+					}
+					c->part_keys = nk;
+					parts_alloc *= 2;
+				}
+				c->part_keys[c->nparts] = key;
+				if (!compact_map_put(&c->group_parts, key, c->nparts++))
+					goto nomem;
+			}
+			c->files[c->nfiles] = f->path;
+			if (!compact_map_put(&c->group_files, c->files[c->nfiles], c->nfiles) ||
+				!compact_map_put(wanted, p->manifests[f->manifest], 1))
+				goto nomem;
+			c->nfiles++;
+		}
+		gix[j] = c->gs[j].group;
+	}
+	/* the output partitions no file came from, for changed-partition-count */
+	for (j = 0; j < c->ngs; j++)
+	{
+		const IcebergCompactGroup *gr = &p->groups[c->gs[j].group];
+		char	   *key = compact_part_key(gr->spec_id, gr->partition, strlen(gr->partition));
+		bool		seen;
+
+		if (key == NULL)
+			goto nomem;
+		seen = compact_map_get(&c->group_parts, key) >= 0;
+		for (i = 0; i < j && !seen; i++)
+			seen = p->groups[c->gs[i].group].spec_id == gr->spec_id &&
+				strcmp(p->groups[c->gs[i].group].partition, gr->partition) == 0;
+		io_free(key);
+		c->new_parts += !seen;
+	}
+	for (i = 0; i < p->ndeletes; i++)
+		if (!compact_map_put(&c->known_deletes, p->deletes[i].path, i))
+			goto nomem;
+	if (!iceberg_compact_removable(p, gix, c->ngs, rm, nrm, c->err))
+	{
+		io_free(gix);
+		return false;
+	}
+	io_free(gix);
+	gix = NULL;
+	c->removed_found = io_calloc((size_t) *nrm + 1, sizeof(bool));
+	if (c->removed_found == NULL)
+		goto nomem;
+	for (i = 0; i < *nrm; i++)
+		if (!compact_map_put(&c->removable, p->deletes[(*rm)[i]].path, i))
+			goto nomem;
+	return true;
+nomem:
+	io_free(gix);
+	return compact_oom(c->err);
+}
+
+static void
+commit_free(Commit *c)
+{
+	int			i;
+
+	io_free(c->found);
+	io_free(c->files);
+	io_free(c->removed_found);
+	for (i = 0; i < c->nparts; i++)
+		io_free(c->part_keys[i]);
+	io_free(c->part_keys);
+	for (i = 0; i < c->nspecs; i++)
+	{
+		io_free(c->source_schema[i]);
+		iceberg_kv_free(c->source_meta[i], c->nsource_meta[i]);
+	}
+	io_free(c->spec_ids);
+	io_free(c->source_schema);
+	io_free(c->source_meta);
+	io_free(c->nsource_meta);
+	io_free(c->part_record);
+	iceberg_strmap_free(&c->group_files);
+	iceberg_strmap_free(&c->group_parts);
+	iceberg_strmap_free(&c->removable);
+	iceberg_strmap_free(&c->known_deletes);
+}
+
+/* The manifests the commit replaced (old and new paths) into res. */
+static bool
+note_replaced(Commit *c, const ListRec *recs, int nrecs)
+{
+	IcebergCompactCommit *res = c->res;
+	int			i;
+
+	for (i = 0; i < nrecs; i++)
+		if (c->news[i].path != NULL)
+		{
+			char	  **no = io_realloc(res->replaced_old, sizeof(char *) * (size_t) (res->nreplaced + 1));
+			char	  **nn = no ? io_realloc(res->replaced_new, sizeof(char *) * (size_t) (res->nreplaced + 1)) : NULL;
+
+			if (no != NULL)
+				res->replaced_old = no;
+			if (nn == NULL)
+				return compact_oom(c->err);
+			res->replaced_new = nn;
+			no[res->nreplaced] = io_strdup(recs[i].path);
+			nn[res->nreplaced] = io_strdup(c->news[i].path);
+			res->nreplaced++;
+			if (no[res->nreplaced - 1] == NULL || nn[res->nreplaced - 1] == NULL)
+				return compact_oom(c->err);
+		}
+	return true;
+}
+
 bool
 iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
-							 const IcebergTableMetadata *md, IcebergCompactPlan *p, int g,
-							 const IcebergCompactOutput *outputs, int noutputs,
+							 const IcebergTableMetadata *md, IcebergCompactPlan *p,
+							 const IcebergCompactGroupOutput *groups, int ngroups,
 							 int64_t new_snapshot_id, IcebergCompactCommit *res,
 							 TmsError *err)
 {
 	Commit		c;
 	const IcebergSnapshot *snap;
-	const IcebergCompactGroup *gr;
 	ListRec    *recs = NULL;
 	int			nrecs = 0;
 	int		   *rm = NULL;
 	int			nrm = 0;
-	IcebergNewManifest added;
+	IcebergNewManifest *added = NULL;
 	StrMap		wanted = {0};
 	bool		fallback = false;
 	char	   *list_path = NULL;
@@ -993,14 +1237,20 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	memset(res, 0, sizeof(*res));
 	res->snapshot.parent_snapshot_id = -1;
 	res->snapshot.schema_id = -1;
-	memset(&added, 0, sizeof(added));
-	added.nsumm = -1;
-	if (io == NULL || w == NULL || w->write == NULL || p == NULL || g < 0 || g >= p->ngroups)
+	if (io == NULL || w == NULL || w->write == NULL || p == NULL || groups == NULL || ngroups <= 0)
 	{
 		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
 					  "a commit needs a file io, a writer, a plan and a group");
 		return false;
 	}
+	for (i = 0; i < ngroups; i++)
+		if (groups[i].group < 0 || groups[i].group >= p->ngroups || groups[i].noutputs < 0 ||
+			(groups[i].noutputs > 0 && groups[i].outputs == NULL))
+		{
+			tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+						  "invalid group or output files");
+			return false;
+		}
 	if (!compact_check_table(md, &snap, err))
 		return false;
 	if (snap == NULL)
@@ -1014,54 +1264,48 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 					  "invalid new snapshot id %" PRId64, new_snapshot_id);
 		return false;
 	}
-	if (noutputs < 0 || (noutputs > 0 && outputs == NULL))
-	{
-		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "invalid output files");
-		return false;
-	}
-	gr = &p->groups[g];
 	memset(&c, 0, sizeof(c));
 	c.io = io;
 	c.wr = w;
 	c.md = md;
 	c.p = p;
-	c.g = g;
+	c.gs = groups;
+	c.ngs = ngroups;
 	c.res = res;
 	c.err = err;
 	if (!iceberg_write_target_init(&c.t, io, md, new_snapshot_id, err))
 		return false;
-
-	/* what to look for */
-	c.found = io_calloc((size_t) gr->nfiles + 1, sizeof(bool));
-	if (c.found == NULL)
-		goto nomem;
-	for (i = 0; i < gr->nfiles; i++)
-		if (!compact_map_put(&c.group_files, p->files[gr->first + i].path, i) ||
-			!compact_map_put(&wanted, p->manifests[p->files[gr->first + i].manifest], 1))
-			goto nomem;
-	for (i = 0; i < p->ndeletes; i++)
-		if (!compact_map_put(&c.known_deletes, p->deletes[i].path, i))
-			goto nomem;
-	if (!iceberg_compact_removable(p, g, &rm, &nrm, err))
+	if (!commit_prepare(&c, &wanted, &rm, &nrm))
 		goto done;
-	c.removed_found = io_calloc((size_t) nrm + 1, sizeof(bool));
-	if (c.removed_found == NULL)
+	added = io_calloc((size_t) c.nspecs + 1, sizeof(IcebergNewManifest));
+	if (added == NULL)
 		goto nomem;
-	for (i = 0; i < nrm; i++)
-		if (!compact_map_put(&c.removable, p->deletes[rm[i]].path, i))
-			goto nomem;
+	for (i = 0; i < c.nspecs; i++)
+		added[i].nsumm = -1;
 
 	/*
-	 * the current manifests: those of the group's files, and every delete
+	 * the current manifests: those of the groups' files, and every delete
 	 * manifest
 	 */
 	if (!compact_read_list(io, md, snap, &recs, &nrecs, err))
 		goto done;
+	c.recs = recs;
 	c.news = io_calloc((size_t) nrecs + 1, sizeof(IcebergNewManifest));
 	if (c.news == NULL)
 		goto nomem;
 	for (i = 0; i < nrecs; i++)
 		c.news[i].nsumm = -1;
+	if (snap->manifest_list == NULL)
+	{
+		/* an inline v1 list: every manifest is read for its list record */
+		c.inline_snapshot_id = snap->snapshot_id;
+		c.carried = io_calloc((size_t) nrecs + 1, sizeof(IcebergNewManifest));
+		c.carried_snap = io_calloc((size_t) nrecs + 1, sizeof(int64_t));
+		if (c.carried == NULL || c.carried_snap == NULL)
+			goto nomem;
+		for (i = 0; i < nrecs; i++)
+			c.carried[i].nsumm = -1;
+	}
 	{
 		int			present = 0;
 
@@ -1080,9 +1324,13 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	{
 		bool		look;
 
-		if (recs[i].mf.content == ICEBERG_MANIFEST_CONTENT_DATA)
-			look = fallback ? recs[i].mf.partition_spec_id == gr->spec_id :
-				compact_map_get(&wanted, recs[i].path) >= 0;
+		if (c.carried != NULL)
+			look = true;
+		else if (recs[i].mf.content == ICEBERG_MANIFEST_CONTENT_DATA)
+		{
+			/* every data manifest: the files may be of older specs */
+			look = fallback || compact_map_get(&wanted, recs[i].path) >= 0;
+		}
 		else
 			look = true;
 		if (!look)
@@ -1090,45 +1338,32 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 		if (iceberg_check_interrupt(io, err) || !filter_manifest(&c, &recs[i], &c.news[i]))
 			goto done;
 	}
-	for (i = 0; i < gr->nfiles; i++)
+	for (i = 0; i < c.nfiles; i++)
 		if (!c.found[i])
 		{
 			tms_error_set(err, ICEBERG_ERR_CONFLICT,
 						  "a file of the group is no longer live in the table");
 			tms_error_detail(err, "\"%s\" was removed or rewritten by another commit.",
-							 p->files[gr->first + i].path);
+							 c.files[i]);
 			goto done;
 		}
 
 	/*
-	 * the new files (none when the deletes took every row of the group: the
-	 * commit only removes), the list, the snapshot
+	 * the new files, a manifest per spec (none when the deletes took every
+	 * row of the groups: the commit only removes), the list, the snapshot
 	 */
-	if ((noutputs > 0 && !write_added(&c, outputs, noutputs, &added)) ||
-		!write_list(&c, snap, recs, nrecs, &added, &list_path))
+	for (i = 0; i < c.nspecs; i++)
+		if (!write_added(&c, i, &added[i]))
+			goto done;
+	if (!write_list(&c, snap, recs, nrecs, added, &list_path))
 		goto done;
 	if (!iceberg_new_snapshot_replace(&res->snapshot, &c.t, snap->snapshot_id, iceberg_now_ms(),
 									  md->current_schema_id, &list_path, err) ||
 		!fill_summary(&c, snap))
 		goto done;
 	/* the manifests replaced, and the delete files removed */
-	for (i = 0; i < nrecs; i++)
-		if (c.news[i].path != NULL)
-		{
-			char	  **no = io_realloc(res->replaced_old, sizeof(char *) * (size_t) (res->nreplaced + 1));
-			char	  **nn = no ? io_realloc(res->replaced_new, sizeof(char *) * (size_t) (res->nreplaced + 1)) : NULL;
-
-			if (no != NULL)
-				res->replaced_old = no;
-			if (nn == NULL)
-				goto nomem;
-			res->replaced_new = nn;
-			no[res->nreplaced] = io_strdup(recs[i].path);
-			nn[res->nreplaced] = io_strdup(c.news[i].path);
-			res->nreplaced++;
-			if (no[res->nreplaced - 1] == NULL || nn[res->nreplaced - 1] == NULL)
-				goto nomem;
-		}
+	if (!note_replaced(&c, recs, nrecs))
+		goto done;
 	res->removed = io_calloc((size_t) nrm + 1, sizeof(int));
 	if (res->removed == NULL)
 		goto nomem;
@@ -1142,39 +1377,44 @@ nomem:
 	compact_oom(err);
 done:
 	io_free(list_path);
-	iceberg_new_manifest_free(&added);
+	for (i = 0; added && i < c.nspecs; i++)
+		iceberg_new_manifest_free(&added[i]);
+	io_free(added);
 	for (i = 0; c.news && i < nrecs; i++)
 		iceberg_new_manifest_free(&c.news[i]);
 	io_free(c.news);
+	for (i = 0; c.carried && i < nrecs; i++)
+		iceberg_new_manifest_free(&c.carried[i]);
+	io_free(c.carried);
+	io_free(c.carried_snap);
 	compact_free_recs(recs, nrecs);
 	io_free(rm);
-	io_free(c.found);
-	io_free(c.removed_found);
-	io_free(c.source_schema);
-	iceberg_kv_free(c.source_meta, c.nsource_meta);
-	iceberg_strmap_free(&c.group_files);
-	iceberg_strmap_free(&c.removable);
-	iceberg_strmap_free(&c.known_deletes);
+	commit_free(&c);
 	iceberg_strmap_free(&wanted);
 	return ok;
 }
 
 bool
-iceberg_compact_committed(IcebergCompactPlan *p, int g, const IcebergCompactCommit *res,
-						  TmsError *err)
+iceberg_compact_committed(IcebergCompactPlan *p, const int *groups, int ngroups,
+						  const IcebergCompactCommit *res, TmsError *err)
 {
-	const IcebergCompactGroup *gr = &p->groups[g];
 	StrMap		old = {0};
 	int			i,
+				j,
 				k;
 
-	for (i = 0; i < gr->ndeletes; i++)
+	for (j = 0; j < ngroups; j++)
 	{
-		IcebergCompactDelete *d = &p->deletes[gr->deletes[i]];
+		const IcebergCompactGroup *gr = &p->groups[groups[j]];
 
-		for (k = 0; k < d->ngroups; k++)
-			if (d->groups[k] == g)
-				d->covered += d->group_files[k];
+		for (i = 0; i < gr->ndeletes; i++)
+		{
+			IcebergCompactDelete *d = &p->deletes[gr->deletes[i]];
+
+			for (k = 0; k < d->ngroups; k++)
+				if (d->groups[k] == groups[j])
+					d->covered += d->group_files[k];
+		}
 	}
 	for (i = 0; i < res->nreplaced; i++)
 		if (!compact_map_put(&old, res->replaced_old[i], i))

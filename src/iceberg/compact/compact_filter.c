@@ -661,7 +661,7 @@ field_type(const IcebergPartitionField *pf, const IcebergSchema *schema,
 {
 	const char *t = pf->transform;
 
-	*src = iceberg_schema_column(schema, pf->source_id);
+	*src = iceberg_schema_field(schema, pf->source_id, NULL);
 	if (strncmp(t, "bucket", 6) == 0 || strcmp(t, "year") == 0 ||
 		strcmp(t, "month") == 0 || strcmp(t, "hour") == 0)
 		*type = ICEBERG_TYPE_INT;

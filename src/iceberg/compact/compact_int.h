@@ -3,7 +3,8 @@
  * compact_int.h
  *	  What compact_plan.c shares with compact_commit.c: a map from strings
  *	  to indexes, the manifest-list records kept for a second look and the
- *	  checks of the table (not part of the API; compact.h is).
+ *	  checks of the table; and compact_sort.c with compact_wire.c: a sort
+ *	  order's JSON in the group line (not part of the API; compact.h is).
  *
  * Rules of this file: plain C, errors as TmsError values; include it
  * only from src/iceberg/compact/compact_*.c.
@@ -35,14 +36,65 @@ typedef struct ListRec
 	size_t		raw_len;
 } ListRec;
 
+/* The "sort" of a group line (compact_sort.c, for compact_wire.c). */
+struct json_t;
+extern struct json_t *compact_sort_json(const IcebergSortOrder *o);
+extern bool compact_sort_from_json(struct json_t *j, const IcebergSchema *schema,
+								   IcebergSortOrder **out, TmsError *err);
+
 extern bool compact_oom(TmsError *err);
 extern bool compact_map_put(StrMap *m, const char *key, int value);
 extern int	compact_map_get(const StrMap *m, const char *key);
 extern bool compact_check_table(const IcebergTableMetadata *md,
 								const IcebergSnapshot **snap, TmsError *err);
 extern void compact_free_recs(ListRec *r, int n);
+extern char *compact_part_key(int32_t spec_id, const char *partition, size_t len);
 extern bool compact_read_list(const IcebergFileIO *io, const IcebergTableMetadata *md,
 							  const IcebergSnapshot *snap, ListRec **out, int *nout,
 							  TmsError *err);
+
+/*
+ * Iceberg's manifest_entry schema for format_version with the partition
+ * record of source_schema (a manifest's writer schema) or, when it is
+ * NULL, part_record (compact_schema.c); malloc'd.
+ */
+extern char *compact_entry_schema(int format_version, const char *source_schema,
+								  const char *part_record, int64_t max_json,
+								  TmsError *err);
+
+/* The v1 manifest list schema (manifest_file of format v1). */
+extern const char *const compact_list_schema_v1;
+
+/* The size of the object at path. */
+extern bool compact_object_length(const IcebergFileIO *io, const char *path, int64_t *len,
+								  TmsError *err);
+
+/* Iceberg's partition transforms (compact_transform.c) */
+extern uint32_t iceberg_murmur3_32(const void *data, size_t len);
+extern uint32_t iceberg_hash_long(int64_t v);
+extern int32_t iceberg_bucket_of_hash(uint32_t hash, int32_t n);
+extern int64_t iceberg_truncate_long(int64_t v, int64_t w);
+extern size_t iceberg_truncate_utf8(const char *s, size_t len, int64_t w);
+extern int64_t iceberg_years_from_days(int64_t days);
+extern int64_t iceberg_months_from_days(int64_t days);
+
+/*
+ * The partition in spec to_spec of a file of spec from_spec and partition
+ * text (len bytes), computed from its values; *out NULL (and true) when
+ * they do not fix it (the file may hold rows of several partitions).
+ */
+extern bool iceberg_partition_project(const IcebergTableMetadata *md,
+									  const IcebergSchema *schema, int32_t from_spec,
+									  const char *text, size_t len, int32_t to_spec,
+									  char **out, TmsError *err);
+
+/* The Avro partition record (field 102) of a spec's manifests. */
+extern char *iceberg_partition_record_schema(const IcebergTableMetadata *md,
+											 const IcebergSchema *schema,
+											 int32_t spec_id, TmsError *err);
+
+/* The spec's fields as a manifest header's "partition-spec" JSON. */
+extern char *iceberg_partition_spec_json(const IcebergTableMetadata *md, int32_t spec_id,
+										 TmsError *err);
 
 #endif							/* TMS_ICEBERG_COMPACT_INT_H */

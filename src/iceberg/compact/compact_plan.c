@@ -99,32 +99,66 @@ int_push(int **arr, int *n, int *alloc, int v)
 bool
 compact_check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap, TmsError *err)
 {
-	return iceberg_write_check_table(md, "compaction",
-									 "Format v3 adds deletion vectors and row lineage, which this rewrite does not maintain.",
-									 "", snap, err);
+	if (iceberg_write_check_table(md, "compaction",
+								  "Format v3 adds deletion vectors and row lineage, which this rewrite does not maintain.",
+								  "", snap, err))
+		return true;
+
+	/*
+	 * a v1 snapshot listing its manifests inline is read and replaced by a
+	 * snapshot with a manifest list (compact_commit.c)
+	 */
+	if (err->code == ICEBERG_ERR_UNSUPPORTED && *snap != NULL &&
+		(*snap)->manifest_list == NULL && md->format_version == 1)
+	{
+		tms_error_clear(err);
+		return true;
+	}
+	return false;
 }
 
-/* Are the schema's columns all of types the helper writes? */
+/*
+ * The first field under c[0..n) (full names below prefix) of a type the
+ * helper does not write: timestamptz_ns (DuckDB has no UTC-adjusted
+ * nanosecond type: its values would lose their nanoseconds), a struct
+ * without fields (DuckDB has no empty struct), and types this code does
+ * not know (v3's unknown, variant, geometry, geography).
+ */
 static bool
-check_schema(const IcebergSchema *s, TmsError *err)
+check_fields(const IcebergColumn *c, int n, const char *prefix, TmsError *err)
 {
 	int			i;
 
-	for (i = 0; i < s->ncolumns; i++)
+	for (i = 0; i < n; i++)
 	{
-		IcebergTypeId t = s->columns[i].type;
+		char		name[512];
+		const char *why = NULL;
 
-		if (t == ICEBERG_TYPE_NESTED || t == ICEBERG_TYPE_FIXED || t == ICEBERG_TYPE_OTHER ||
-			t == ICEBERG_TYPE_TIMESTAMP_NS || t == ICEBERG_TYPE_TIMESTAMPTZ_NS)
+		snprintf(name, sizeof(name), "%s%s%s", prefix, prefix[0] ? "." : "", c[i].name);
+		if (c[i].type == ICEBERG_TYPE_TIMESTAMPTZ_NS)
+			why = "DuckDB, which the local engine rewrites with, has no type for timestamps with time zone in nanoseconds.";
+		else if (c[i].type == ICEBERG_TYPE_STRUCT && c[i].nchildren == 0)
+			why = "DuckDB, which the local engine rewrites with, has no struct without fields.";
+		else if (c[i].type == ICEBERG_TYPE_OTHER)
+			why = "The local engine rewrites the types of the Iceberg spec's formats v1 and v2, nested ones included, and timestamp_ns.";
+		if (why != NULL)
 		{
 			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
-						  "compaction does not support column \"%s\" of type %s",
-						  s->columns[i].name, s->columns[i].type_text);
-			tms_error_detail(err, "The local engine rewrites tables whose columns are of primitive types other than fixed; use an engine server for this table.");
+						  "compaction on engine \"local\" does not support column \"%s\" of type %s",
+						  name, c[i].type_text);
+			tms_error_detail(err, "Column \"%s\" is of type %s. %s", name, c[i].type_text, why);
 			return false;
 		}
+		if (!check_fields(c[i].children, c[i].nchildren, name, err))
+			return false;
 	}
 	return true;
+}
+
+bool
+iceberg_compact_check_schema(const IcebergSchema *s, TmsError *err)
+{
+	return check_fields(s->columns, s->ncolumns, "", err);
 }
 
 /* Is the spec unpartitioned (no fields, or only void transforms)? */
@@ -238,6 +272,7 @@ iceberg_compact_plan_free(IcebergCompactPlan *p)
 
 	if (p == NULL)
 		return;
+	iceberg_sort_order_free(p->sort);
 	for (i = 0; i < p->ngroups; i++)
 	{
 		io_free(p->groups[i].partition);
@@ -247,6 +282,7 @@ iceberg_compact_plan_free(IcebergCompactPlan *p)
 	for (i = 0; i < p->nfiles; i++)
 	{
 		io_free(p->files[i].path);
+		io_free(p->files[i].partition);
 		io_free(p->files[i].deletes);
 	}
 	io_free(p->files);
@@ -274,6 +310,7 @@ typedef struct Planner
 	IcebergCompactPlan *p;
 	const IcebergTableMetadata *md;
 	const IcebergCompactOptions *opt;
+	const IcebergSchema *schema;
 	TmsError   *err;
 	StrMap		manifest_ix;	/* path -> index into p->manifests */
 	int			manifests_alloc;
@@ -331,8 +368,8 @@ planner_free(Planner *pl)
 }
 
 /* "spec|partition" (malloc'd). */
-static char *
-part_key(int32_t spec_id, const char *partition, size_t len)
+char *
+compact_part_key(int32_t spec_id, const char *partition, size_t len)
 {
 	char	   *k = io_malloc(len + 16);
 
@@ -430,7 +467,7 @@ add_delete(Planner *pl, const IcebergManifestEntry *e, int manifest)
 		return true;
 	}
 	{
-		char	   *key = part_key(e->spec_id, e->partition, e->partition_len);
+		char	   *key = compact_part_key(e->spec_id, e->partition, e->partition_len);
 		int			first;
 
 		if (key == NULL)
@@ -483,7 +520,7 @@ match(Planner *pl, const IcebergManifestEntry *e, int64_t *known_deleted)
 			return compact_oom(pl->err);
 	if (pl->part_ix.count > 0)
 	{
-		char	   *key = part_key(e->spec_id, e->partition, e->partition_len);
+		char	   *key = compact_part_key(e->spec_id, e->partition, e->partition_len);
 		int			d;
 
 		if (key == NULL)
@@ -520,6 +557,8 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 	IcebergCompactPlan *p = pl->p;
 	IcebergCompactFile *f;
 	char	   *key;
+	char	   *projected = NULL;
+	int32_t		out_spec;
 	int			c;
 	struct Cands *cd;
 
@@ -542,7 +581,9 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 	f->records = e->record_count;
 	f->seq = e->sequence_number < 0 ? 0 : e->sequence_number;
 	f->manifest = manifest;
-	if (f->path == NULL)
+	f->spec_id = e->spec_id;
+	f->partition = io_strndup(e->partition, e->partition_len);
+	if (f->path == NULL || f->partition == NULL)
 		return compact_oom(pl->err);
 	if (pl->nscratch > 0)
 	{
@@ -552,9 +593,30 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 		memcpy(f->deletes, pl->scratch, sizeof(int) * (size_t) pl->nscratch);
 		f->ndeletes = pl->nscratch;
 	}
-	key = part_key(e->spec_id, e->partition, e->partition_len);
+
+	/*
+	 * grouped by the partition of the output spec: a file of another spec
+	 * whose partition fixes it goes there, the others stay in their spec
+	 */
+	out_spec = e->spec_id;
+	if (e->spec_id != p->output_spec_id)
+	{
+		if (!iceberg_partition_project(pl->md, pl->schema, e->spec_id, e->partition,
+									   e->partition_len, p->output_spec_id, &projected,
+									   pl->err))
+			return false;
+		if (projected != NULL)
+			out_spec = p->output_spec_id;
+		else
+			p->kept_in_spec++;
+	}
+	key = projected ? compact_part_key(out_spec, projected, strlen(projected)) :
+		compact_part_key(e->spec_id, e->partition, e->partition_len);
 	if (key == NULL)
+	{
+		io_free(projected);
 		return compact_oom(pl->err);
+	}
 	c = compact_map_get(&pl->cand_ix, key);
 	if (c < 0)
 	{
@@ -566,6 +628,7 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 			if (nc == NULL)
 			{
 				io_free(key);
+				io_free(projected);
 				return compact_oom(pl->err);
 			}
 			pl->cands = nc;
@@ -575,13 +638,15 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 		cd = &pl->cands[c];
 		memset(cd, 0, sizeof(*cd));
 		cd->key = key;
-		cd->spec_id = e->spec_id;
-		cd->partition = io_strndup(e->partition, e->partition_len);
+		cd->spec_id = out_spec;
+		cd->partition = projected ? projected : io_strndup(e->partition, e->partition_len);
+		projected = NULL;
 		if (cd->partition == NULL || !compact_map_put(&pl->cand_ix, cd->key, c))
 			return compact_oom(pl->err);
 	}
 	else
 		io_free(key);
+	io_free(projected);
 	cd = &pl->cands[c];
 	if (!int_push(&cd->files, &cd->nfiles, &cd->alloc, p->nfiles - 1))
 		return compact_oom(pl->err);
@@ -617,6 +682,16 @@ resolve_options(IcebergCompactPlan *p, const IcebergTableMetadata *md,
 		opt->delete_file_threshold : INT32_MAX;
 	p->delete_ratio_threshold = opt && opt->delete_ratio_threshold > 0 ?
 		opt->delete_ratio_threshold : DEFAULT_DELETE_RATIO;
+	p->remove_dangling_deletes = opt && opt->remove_dangling_deletes;
+	p->output_spec_id = opt && opt->output_spec_id >= 0 ? opt->output_spec_id : md->default_spec_id;
+	if (iceberg_metadata_spec(md, p->output_spec_id) == NULL)
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+					  "output-spec-id %d is not a partition spec of the table",
+					  (int) p->output_spec_id);
+		tms_error_detail(err, "The table's specs are those of its metadata's \"partition-specs\".");
+		return false;
+	}
 	if (p->delete_ratio_threshold > 1.0)
 	{
 		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
@@ -634,6 +709,22 @@ resolve_options(IcebergCompactPlan *p, const IcebergTableMetadata *md,
 		return false;
 	}
 	return true;
+}
+
+bool
+iceberg_compact_check_options(const IcebergTableMetadata *md, const IcebergCompactOptions *opt,
+							  TmsError *err)
+{
+	IcebergCompactPlan p;
+
+	tms_error_clear(err);
+	if (md == NULL)
+	{
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no table metadata given");
+		return false;
+	}
+	memset(&p, 0, sizeof(p));
+	return resolve_options(&p, md, opt, err);
 }
 
 /* Iceberg's expectedOutputFiles. */
@@ -855,8 +946,9 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	if (!resolve_options(p, md, opt, err))
 		goto fail;
 	if (!iceberg_schema_parse(md->current_schema_json, &schema, err) ||
-		!check_schema(schema, err))
+		!iceberg_compact_check_schema(schema, err))
 		goto fail;
+	pl.schema = schema;
 	if (snap == NULL)
 		goto done;
 	if (!compact_read_list(io, md, snap, &recs, &nrecs, err))
@@ -979,6 +1071,7 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			if (!used[i])
 			{
 				io_free(p->files[i].path);
+				io_free(p->files[i].partition);
 				io_free(p->files[i].deletes);
 			}
 		io_free(used);
@@ -988,6 +1081,8 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	}
 	if (!link_deletes(p, err))
 		goto fail;
+	for (i = 0; i < p->ndeletes; i++)
+		p->dangling += p->deletes[i].applies == 0;
 done:
 	compact_free_recs(recs, nrecs);
 	io_free(known);
@@ -1007,31 +1102,55 @@ fail:
 }
 
 bool
-iceberg_compact_removable(const IcebergCompactPlan *p, int g, int **out, int *n,
-						  TmsError *err)
+iceberg_compact_removable(const IcebergCompactPlan *p, const int *groups, int ngroups,
+						  int **out, int *n, TmsError *err)
 {
-	const IcebergCompactGroup *gr = &p->groups[g];
 	int			alloc = 0;
 	int			i,
-				k;
+				j,
+				k,
+				x;
 
 	*out = NULL;
 	*n = 0;
-	for (i = 0; i < gr->ndeletes; i++)
+	for (j = 0; j < ngroups; j++)
 	{
-		const IcebergCompactDelete *d = &p->deletes[gr->deletes[i]];
+		const IcebergCompactGroup *gr = &p->groups[groups[j]];
 
-		for (k = 0; k < d->ngroups; k++)
-			if (d->groups[k] == g && d->covered + d->group_files[k] == d->applies &&
-				d->applies > 0 && !int_push(out, n, &alloc, gr->deletes[i]))
-			{
-				io_free(*out);
-				*out = NULL;
-				*n = 0;
-				return compact_oom(err);
-			}
+		for (i = 0; i < gr->ndeletes; i++)
+		{
+			const IcebergCompactDelete *d = &p->deletes[gr->deletes[i]];
+			int64_t		covered = d->covered;
+			bool		listed = false;
+
+			/*
+			 * once, at the commit's first group that rewrites some of its
+			 * files
+			 */
+			for (x = 0; x < j && !listed; x++)
+				for (k = 0; k < d->ngroups; k++)
+					listed |= d->groups[k] == groups[x];
+			if (listed)
+				continue;
+			for (k = 0; k < d->ngroups; k++)
+				for (x = j; x < ngroups; x++)
+					if (d->groups[k] == groups[x])
+						covered += d->group_files[k];
+			if (covered == d->applies && d->applies > 0 &&
+				!int_push(out, n, &alloc, gr->deletes[i]))
+				goto nomem;
+		}
 	}
+	/* Iceberg's remove-dangling-deletes: those applying to nothing */
+	for (i = 0; p->remove_dangling_deletes && ngroups > 0 && i < p->ndeletes; i++)
+		if (p->deletes[i].applies == 0 && !int_push(out, n, &alloc, i))
+			goto nomem;
 	return true;
+nomem:
+	io_free(*out);
+	*out = NULL;
+	*n = 0;
+	return compact_oom(err);
 }
 
 /* ---------------------------------------------------------------------
@@ -1128,7 +1247,7 @@ iceberg_compact_output_dir(const IcebergTableMetadata *md, const IcebergSchema *
 	for (k = 0; k < spec->nfields; k++)
 	{
 		const IcebergPartitionField *pf = &spec->fields[k];
-		const IcebergColumn *src = iceberg_schema_column(schema, pf->source_id);
+		const IcebergColumn *src = iceberg_schema_field(schema, pf->source_id, NULL);
 		const char *tok;
 		size_t		tl;
 		char		text[64];

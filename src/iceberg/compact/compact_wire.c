@@ -17,6 +17,7 @@
  *-------------------------------------------------------------------------
  */
 #include "iceberg/compact/compact_wire.h"
+#include "iceberg/compact/compact_int.h"
 #include "iceberg/iceberg_internal.h"
 #include "io/util/jsonmem.h"
 
@@ -429,45 +430,124 @@ parse_mode(const char *s, IcebergCompactJobMetric *m)
 	return true;
 }
 
+/* The metrics modes being worked out: one per primitive leaf. */
+typedef struct ModeWalk
+{
+	const IcebergTableMetadata *md;
+	IcebergCompactJobMetric dflt;
+	bool		have_default;	/* write.metadata.metrics.default is set */
+	long		max_inferred;
+	long		inferred;		/* leaves given the default so far */
+	IcebergCompactJobMetric *out;
+	char	   *flag;			/* per leaf: 'o' its own mode, 'i' inferred */
+	int			n;
+	int			cap;
+} ModeWalk;
+
+/*
+ * Iceberg's MetricsConfig.limitFieldIds: without a default mode of the
+ * table's, the first max-inferred-column-defaults primitive fields get
+ * truncate(16), taken breadth first (a struct's primitive fields, then
+ * its nested fields' in order; a list's element, a map's key and value),
+ * the others none.  Marks them 'i' in w->flag.
+ */
+static void
+modes_infer(ModeWalk *w, const IcebergColumn *c, int n)
+{
+	int			i,
+				k;
+
+	for (i = 0; i < n && w->inferred < w->max_inferred; i++)
+		if (!ICEBERG_TYPE_IS_NESTED(c[i].type))
+			for (k = 0; k < w->n; k++)
+				if (w->out[k].id == c[i].id)
+				{
+					if (w->flag[k] == '\0')
+						w->flag[k] = 'i';
+					w->inferred++;
+				}
+	for (i = 0; i < n && w->inferred < w->max_inferred; i++)
+		if (ICEBERG_TYPE_IS_NESTED(c[i].type))
+			modes_infer(w, c[i].children, c[i].nchildren);
+}
+
+/* The leaves under c[0..n), their full names below prefix, into w->out. */
+static void
+modes_leaves(ModeWalk *w, const IcebergColumn *c, int n, const char *prefix)
+{
+	int			i;
+
+	for (i = 0; i < n && w->n < w->cap; i++)
+	{
+		char		name[1100];
+
+		snprintf(name, sizeof(name), "%s%s%s", prefix, prefix[0] ? "." : "", c[i].name);
+		if (ICEBERG_TYPE_IS_NESTED(c[i].type))
+			modes_leaves(w, c[i].children, c[i].nchildren, name);
+		else if (c[i].type != ICEBERG_TYPE_OTHER)
+		{
+			char		key[1200];
+			const char *own;
+			IcebergCompactJobMetric *m = &w->out[w->n++];
+
+			*m = w->dflt;
+			m->id = c[i].id;
+			snprintf(key, sizeof(key), "write.metadata.metrics.column.%s", name);
+			own = iceberg_metadata_property(w->md, key);
+			if (own != NULL && parse_mode(own, m))
+				w->flag[w->n - 1] = 'o';
+			else
+				*m = w->dflt, m->id = c[i].id;
+		}
+	}
+}
+
 bool
 iceberg_compact_metrics_modes(const IcebergTableMetadata *md, const IcebergSchema *schema,
 							  IcebergCompactJobMetric **out, TmsError *err)
 {
-	IcebergCompactJobMetric dflt = {0, ICEBERG_METRICS_TRUNCATE, 16};
 	const char *d = iceberg_metadata_property(md, "write.metadata.metrics.default");
 	const char *mx = iceberg_metadata_property(md, "write.metadata.metrics.max-inferred-column-defaults");
-	long		max_inferred = 100;
+	ModeWalk	w;
 	int			i;
 
-	*out = io_calloc((size_t) schema->ncolumns + 1, sizeof(IcebergCompactJobMetric));
-	if (*out == NULL)
+	memset(&w, 0, sizeof(w));
+	w.md = md;
+	w.dflt.mode = ICEBERG_METRICS_TRUNCATE;
+	w.dflt.length = 16;
+	w.max_inferred = 100;
+	w.cap = schema->nleaves;
+	*out = w.out = io_calloc((size_t) schema->nleaves + 1, sizeof(IcebergCompactJobMetric));
+	w.flag = io_calloc((size_t) schema->nleaves + 1, 1);
+	if (*out == NULL || w.flag == NULL)
+	{
+		io_free(w.flag);
+		io_free(*out);
+		*out = NULL;
 		return oom(err);
-	if (d != NULL && !parse_mode(d, &dflt))
-		dflt.mode = ICEBERG_METRICS_TRUNCATE, dflt.length = 16;
+	}
+	/* a default that does not parse is truncate(16), as Iceberg reads it */
+	w.have_default = d != NULL;
+	if (d != NULL && !parse_mode(d, &w.dflt))
+		w.dflt.mode = ICEBERG_METRICS_TRUNCATE, w.dflt.length = 16;
 	if (mx != NULL)
 	{
 		char	   *end;
 		long		v = strtol(mx, &end, 10);
 
 		if (*end == '\0' && end != mx && v >= 0)
-			max_inferred = v;
+			w.max_inferred = v;
 	}
-	for (i = 0; i < schema->ncolumns; i++)
-	{
-		char		key[1200];
-		const char *own;
-		IcebergCompactJobMetric *m = &(*out)[i];
-
-		*m = dflt;
-		m->id = schema->columns[i].id;
-		snprintf(key, sizeof(key), "write.metadata.metrics.column.%.1100s", schema->columns[i].name);
-		own = iceberg_metadata_property(md, key);
-		if (own != NULL && parse_mode(own, m))
-			continue;
-		if (d == NULL && i >= max_inferred)
-			m->mode = ICEBERG_METRICS_NONE;
-		m->id = schema->columns[i].id;
-	}
+	modes_leaves(&w, schema->columns, schema->ncolumns, "");
+	if (!w.have_default)
+		modes_infer(&w, schema->columns, schema->ncolumns);
+	for (i = 0; i < w.n; i++)
+		if (!w.have_default && w.flag[i] == '\0')
+		{
+			w.out[i].mode = ICEBERG_METRICS_NONE;
+			w.out[i].length = 0;
+		}
+	io_free(w.flag);
 	return true;
 }
 
@@ -529,6 +609,12 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 					   "upload_dir", upload_dir, "prefix", prefix,
 					   "files", gr->expected_outputs, "compression", compression,
 					   "compression_level", compression_level, "metrics", mets);
+	if (output != NULL && p->sort != NULL &&
+		json_object_set_new(output, "sort", compact_sort_json(p->sort)) != 0)
+	{
+		json_decref(output);
+		output = NULL;
+	}
 	return dump(json_pack("{s:s, s:i, s:o, s:o, s:o, s:o}", "type", "group", "group", g,
 						  "schema", schema, "inputs", inputs, "deletes", deletes,
 						  "output", output), err);
@@ -560,6 +646,7 @@ iceberg_compact_job_free(IcebergCompactJob *job)
 	io_free(job->prefix);
 	io_free(job->compression);
 	io_free(job->metrics);
+	iceberg_sort_order_free(job->sort);
 	io_free(job);
 }
 
@@ -691,6 +778,9 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 					ok = bad(err, "metrics length");
 			}
 		}
+		/* strategy sort or zorder: how to order the group's rows */
+		if (ok && json_object_get(o, "sort") != NULL)
+			ok = compact_sort_from_json(json_object_get(o, "sort"), job->schema, &job->sort, err);
 	}
 	json_decref(root);
 	if (!ok)
@@ -1160,7 +1250,8 @@ iceberg_value_serialize(const IcebergColumn *c, const char *text, size_t len, bo
 	*out = NULL;
 	*out_len = 0;
 	*oom_out = false;
-	if (c->type != ICEBERG_TYPE_STRING && c->type != ICEBERG_TYPE_BINARY)
+	if (c->type != ICEBERG_TYPE_STRING && c->type != ICEBERG_TYPE_BINARY &&
+		c->type != ICEBERG_TYPE_FIXED)
 	{
 		if (len >= sizeof(buf))
 			return false;
@@ -1179,6 +1270,8 @@ iceberg_value_serialize(const IcebergColumn *c, const char *text, size_t len, bo
 		case ICEBERG_TYPE_TIME:
 		case ICEBERG_TYPE_TIMESTAMP:
 		case ICEBERG_TYPE_TIMESTAMPTZ:
+		case ICEBERG_TYPE_TIMESTAMP_NS:
+		case ICEBERG_TYPE_TIMESTAMPTZ_NS:
 			{
 				long long	v;
 				bool		four = c->type == ICEBERG_TYPE_INT || c->type == ICEBERG_TYPE_DATE;
@@ -1251,6 +1344,7 @@ iceberg_value_serialize(const IcebergColumn *c, const char *text, size_t len, bo
 				return truncate_string(text, len, truncate_length, upper, out, out_len, oom_out);
 			return put(out, out_len, text, len) || (*oom_out = true, false);
 		case ICEBERG_TYPE_BINARY:
+		case ICEBERG_TYPE_FIXED:
 			{
 				uint8_t    *b;
 				size_t		n;

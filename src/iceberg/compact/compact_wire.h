@@ -21,10 +21,14 @@
  *				 "deletes":[{"uri","content":1|2,"seq","equality_ids"}],
  *				 "output":{"dir","upload_dir","prefix","files":k,
  *				 "compression","compression_level",
- *				 "metrics":[{"id","mode","length"}]}}:
+ *				 "metrics":[{"id","mode","length"}],
+ *				 "sort":{"zorder":bool,"fields":[{"id","transform",
+ *				 "desc","nulls_first"}]}}} ("sort" only for strategies
+ *				 sort and zorder: the group's rows in that order):
  *				 rewrite these data files, applying these delete files
  *				 by the sequence number rules, into k Parquet files named
- *				 <dir><prefix>-NNNNN.parquet; "path" and "dir" are spelled
+ *				 <dir><prefix>-NNNNN.parquet (the metrics modes: one per
+ *				 primitive field, at every depth); "path" and "dir" are spelled
  *				 as the table's metadata spells them (position deletes
  *				 name data files so), "uri" and "upload_dir" are where
  *				 storage reads and writes them (relative paths resolved)
@@ -38,7 +42,8 @@
  *	  file		{"type":"file","group":g,"path","size","records",
  *				 "metrics":[{"id","column_size","value_count","null_count",
  *				 "nan_count","lower","upper"}],"split_offsets":[...]}:
- *				 one written and uploaded file; bounds are hex of Iceberg's
+ *				 one written and uploaded file, metrics per primitive
+ *				 field at every depth; bounds are hex of Iceberg's
  *				 single-value serialization
  *	  done		{"type":"done","group":g,"files":k,"rows_in","rows_deleted",
  *				 "rows_out","bytes_in","peak_rss"}
@@ -162,13 +167,16 @@ typedef struct IcebergCompactJob
 	int			compression_level;	/* -1: the codec's default */
 	int			nmetrics;
 	IcebergCompactJobMetric *metrics;
+	IcebergSortOrder *sort;		/* NULL: rows in file order (bin-pack) */
 } IcebergCompactJob;
 
 /*
- * The metrics modes of the table's columns (Iceberg's MetricsConfig):
- * write.metadata.metrics.column.<name>, else write.metadata.metrics.default
- * (truncate(16)); columns past write.metadata.metrics.max-inferred-column-
- * defaults (100) without a mode of their own get none.  n = the schema's.
+ * The metrics modes of the table's primitive fields at every depth
+ * (Iceberg's MetricsConfig): write.metadata.metrics.column.<full name>
+ * ("a.b", "l.element", "m.key"), else write.metadata.metrics.default;
+ * without that default, the first write.metadata.metrics.max-inferred-
+ * column-defaults (100) fields, breadth first as Iceberg's limitFieldIds
+ * takes them, get truncate(16) and the others none.  n = schema->nleaves.
  */
 extern bool iceberg_compact_metrics_modes(const IcebergTableMetadata *md,
 										  const IcebergSchema *schema,
@@ -245,11 +253,13 @@ extern char *iceberg_compact_error_json(int group, const char *message);
 /*
  * The single-value serialization of a value of column c given as text:
  * booleans "true"/"false"; int, long, date (days), time, timestamps
- * (microseconds) as integers; float and double as decimal text ("inf",
- * "-inf" too); decimals as decimal text at any scale up to the column's;
- * strings as they are (len bytes); binary as hex; uuids in their text
+ * (microseconds; timestamp_ns and timestamptz_ns in nanoseconds) as
+ * integers; float and double as decimal text ("inf", "-inf" too);
+ * decimals as decimal text at any scale up to the column's; strings as
+ * they are (len bytes); binary and fixed as hex; uuids in their text
  * form.  For a lower or upper bound in mode truncate(length), strings
- * (in characters) and binary are truncated as Iceberg does: a lower bound
+ * (in characters), binary and fixed are truncated as Iceberg does
+ * (UnicodeUtil, BinaryUtil): a lower bound
  * is the prefix, an upper bound the prefix with its last character (byte)
  * incremented; *out NULL when no such upper bound exists.  *out is
  * malloc'd.  False: not a value of that type, or out of memory (*oom).

@@ -662,6 +662,7 @@ iceberg_metadata_without(const IcebergTableMetadata *md,
 	/* nothing of md's may be freed with r */
 	r->table_uuid = r->location = NULL;
 	r->current_schema_json = NULL;
+	r->sort_orders_json = NULL;
 	r->properties = NULL;
 	r->specs = NULL;
 	r->snapshots = NULL;
@@ -673,6 +674,7 @@ iceberg_metadata_without(const IcebergTableMetadata *md,
 	r->table_uuid = xstrdup(md->table_uuid, &bad);
 	r->location = xstrdup(md->location, &bad);
 	r->current_schema_json = xstrdup(md->current_schema_json, &bad);
+	r->sort_orders_json = xstrdup(md->sort_orders_json, &bad);
 	r->properties = copy_kv(md->properties, md->nproperties, &bad);
 	r->specs = xcalloc(md->nspecs, sizeof(IcebergPartitionSpec), &bad);
 	r->snapshots = xcalloc(md->nsnapshots, sizeof(IcebergSnapshot), &bad);

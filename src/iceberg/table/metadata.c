@@ -771,13 +771,24 @@ md_parse_root(MdParse *p, json_t *root, IcebergTableMetadata *md)
 		return false;
 	if (!md_array(p, root, "sort-orders", fv >= 2, &sorts, "v2 table metadata"))
 		return false;
-	if (fv >= 2)
+	if (!md_int32(p, root, "default-sort-order-id", fv >= 2, 0,
+				  &md->default_sort_order_id, "v2 table metadata"))
+		return false;
+	if (sorts != NULL)
 	{
-		int32_t		dflt;
+		/* kept as text: compaction's sort strategy reads it (compact_sort.c) */
+		char	   *text = json_dumps(sorts, JSON_COMPACT);
 
-		if (!md_int32(p, root, "default-sort-order-id", true, 0, &dflt,
-					  "v2 table metadata"))
+		if (text != NULL)
+		{
+			md->sort_orders_json = io_strdup(text);
+			io_json_free(text);
+		}
+		if (md->sort_orders_json == NULL)
+		{
+			tms_error_set(p->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 			return false;
+		}
 	}
 	if (!md_string_map(p, root, "properties", &md->nproperties, &md->properties,
 					   "table metadata"))
@@ -1005,6 +1016,7 @@ iceberg_metadata_free(IcebergTableMetadata *md)
 	if (md == NULL)
 		return;
 	io_free(md->current_schema_json);
+	io_free(md->sort_orders_json);
 	io_free(md->table_uuid);
 	io_free(md->location);
 	free_kv(md->properties, md->nproperties);

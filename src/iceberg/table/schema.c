@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * schema.c
- *	  The top-level columns of an Iceberg schema (compact.h): id, name,
- *	  type, required.  Nested types are named, not descended into.
+ *	  The fields of an Iceberg schema (compact.h) at every depth: id, name,
+ *	  type, required, initial-default; a struct's fields, a list's element
+ *	  and a map's key and value are the children of their field.
  *
  * Types as the table spec writes them
  * (https://iceberg.apache.org/spec/#schemas-and-data-types): a primitive
@@ -22,7 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_COLUMNS 100000
+#define MAX_COLUMNS 100000		/* fields at every depth */
+#define MAX_DEPTH 64
 
 /* The type of a primitive type string. */
 static IcebergTypeId
@@ -68,15 +70,164 @@ type_of(const char *t, IcebergColumn *c)
 	return ICEBERG_TYPE_OTHER;
 }
 
+/* Parsing state: the fields counted (MAX_COLUMNS at most). */
+typedef struct SchemaParse
+{
+	IcebergSchema *s;
+	int			nfields;
+	TmsError   *err;
+} SchemaParse;
+
+static bool parse_type(SchemaParse *sp, json_t *type, IcebergColumn *c, int depth);
+
+/* One field: id, name, required, type, initial-default. */
+static bool
+parse_field(SchemaParse *sp, json_t *id, const char *name, bool required, json_t *type,
+			json_t *dflt, IcebergColumn *c, int depth)
+{
+	if (!json_is_integer(id) || json_integer_value(id) <= 0 ||
+		json_integer_value(id) > INT32_MAX || name == NULL ||
+		!(json_is_string(type) || json_is_object(type)))
+	{
+		tms_error_set(sp->err, ICEBERG_ERR_MALFORMED,
+					  "invalid schema: field %d has no id, name or type", sp->nfields);
+		return false;
+	}
+	if (++sp->nfields > MAX_COLUMNS)
+	{
+		tms_error_set(sp->err, ICEBERG_ERR_MALFORMED,
+					  "invalid schema: more than %d fields", MAX_COLUMNS);
+		return false;
+	}
+	c->id = (int32_t) json_integer_value(id);
+	c->required = required;
+	if ((c->name = iceberg_strdup(name, sp->err)) == NULL)
+		return false;
+	if (dflt != NULL && !json_is_null(dflt))
+	{
+		/* jansson's text is freed by its allocator (io_json_free) */
+		char	   *t = json_dumps(dflt, JSON_ENCODE_ANY | JSON_COMPACT);
+
+		c->initial_default = t ? io_strdup(t) : NULL;
+		io_json_free(t);
+		if (c->initial_default == NULL)
+		{
+			tms_error_set(sp->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
+	}
+	return parse_type(sp, type, c, depth);
+}
+
+/* A struct's fields into c->children. */
+static bool
+parse_struct(SchemaParse *sp, json_t *fields, IcebergColumn *c, int depth)
+{
+	size_t		i,
+				n;
+
+	if (!json_is_array(fields) || json_array_size(fields) > MAX_COLUMNS)
+	{
+		tms_error_set(sp->err, ICEBERG_ERR_MALFORMED,
+					  "invalid schema: a struct has no \"fields\" array");
+		return false;
+	}
+	n = json_array_size(fields);
+	if ((c->children = io_calloc(n + 1, sizeof(IcebergColumn))) == NULL)
+	{
+		tms_error_set(sp->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
+	for (i = 0; i < n; i++)
+	{
+		json_t	   *f = json_array_get(fields, i);
+
+		c->nchildren++;
+		if (!parse_field(sp, json_object_get(f, "id"),
+						 json_string_value(json_object_get(f, "name")),
+						 json_is_true(json_object_get(f, "required")),
+						 json_object_get(f, "type"), json_object_get(f, "initial-default"),
+						 &c->children[i], depth + 1))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A type: a primitive's string, or a struct, list or map object (list:
+ * element-id, element, element-required; map: key-id, key, value-id,
+ * value, value-required).
+ */
+static bool
+parse_type(SchemaParse *sp, json_t *type, IcebergColumn *c, int depth)
+{
+	const char *k;
+
+	if (json_is_string(type))
+	{
+		if ((c->type_text = iceberg_strdup(json_string_value(type), sp->err)) == NULL)
+			return false;
+		c->type = type_of(c->type_text, c);
+		if (c->type != ICEBERG_TYPE_OTHER)
+			sp->s->nleaves++;
+		return true;
+	}
+	if (depth >= MAX_DEPTH)
+	{
+		tms_error_set(sp->err, ICEBERG_ERR_MALFORMED,
+					  "invalid schema: types nested more than %d deep", MAX_DEPTH);
+		return false;
+	}
+	k = json_string_value(json_object_get(type, "type"));
+	if ((c->type_text = iceberg_strdup(k ? k : "nested", sp->err)) == NULL)
+		return false;
+	if (k != NULL && strcmp(k, "struct") == 0)
+	{
+		c->type = ICEBERG_TYPE_STRUCT;
+		return parse_struct(sp, json_object_get(type, "fields"), c, depth);
+	}
+	if (k != NULL && strcmp(k, "list") == 0)
+	{
+		c->type = ICEBERG_TYPE_LIST;
+		if ((c->children = io_calloc(1, sizeof(IcebergColumn))) == NULL)
+		{
+			tms_error_set(sp->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
+		c->nchildren = 1;
+		return parse_field(sp, json_object_get(type, "element-id"), "element",
+						   json_is_true(json_object_get(type, "element-required")),
+						   json_object_get(type, "element"), NULL, &c->children[0], depth + 1);
+	}
+	if (k != NULL && strcmp(k, "map") == 0)
+	{
+		c->type = ICEBERG_TYPE_MAP;
+		if ((c->children = io_calloc(2, sizeof(IcebergColumn))) == NULL)
+		{
+			tms_error_set(sp->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
+		c->nchildren = 1;
+		if (!parse_field(sp, json_object_get(type, "key-id"), "key", true,
+						 json_object_get(type, "key"), NULL, &c->children[0], depth + 1))
+			return false;
+		c->nchildren = 2;
+		return parse_field(sp, json_object_get(type, "value-id"), "value",
+						   json_is_true(json_object_get(type, "value-required")),
+						   json_object_get(type, "value"), NULL, &c->children[1], depth + 1);
+	}
+	c->type = ICEBERG_TYPE_OTHER;
+	return true;
+}
+
 bool
 iceberg_schema_parse(const char *json, IcebergSchema **out, TmsError *err)
 {
 	json_t	   *root;
-	json_t	   *fields;
 	json_t	   *sid;
 	IcebergSchema *s;
-	size_t		i,
-				n;
+	IcebergColumn top;
+	SchemaParse sp;
 
 	tms_error_clear(err);
 	*out = NULL;
@@ -88,67 +239,52 @@ iceberg_schema_parse(const char *json, IcebergSchema **out, TmsError *err)
 	root = iceberg_json_load(json, strlen(json), 0, 0, "schema", err);
 	if (root == NULL)
 		return false;
-	fields = json_object_get(root, "fields");
-	if (!json_is_array(fields) || json_array_size(fields) > MAX_COLUMNS)
+	if (!json_is_array(json_object_get(root, "fields")))
 	{
 		json_decref(root);
 		tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid schema: no \"fields\" array");
 		return false;
 	}
-	n = json_array_size(fields);
 	s = io_calloc(1, sizeof(IcebergSchema));
-	if (s == NULL || (s->columns = io_calloc(n + 1, sizeof(IcebergColumn))) == NULL)
+	if (s == NULL)
 	{
-		io_free(s);
+
 		json_decref(root);
 		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
 		return false;
 	}
 	sid = json_object_get(root, "schema-id");
 	s->schema_id = json_is_integer(sid) ? (int32_t) json_integer_value(sid) : 0;
-	for (i = 0; i < n; i++)
+	memset(&top, 0, sizeof(top));
+	sp.s = s;
+	sp.nfields = 0;
+	sp.err = err;
+	if (!parse_struct(&sp, json_object_get(root, "fields"), &top, 0))
 	{
-		json_t	   *f = json_array_get(fields, i);
-		json_t	   *id = json_object_get(f, "id");
-		json_t	   *name = json_object_get(f, "name");
-		json_t	   *type = json_object_get(f, "type");
-		json_t	   *req = json_object_get(f, "required");
-		IcebergColumn *c = &s->columns[s->ncolumns];
-
-		if (!json_is_integer(id) || json_integer_value(id) <= 0 ||
-			json_integer_value(id) > INT32_MAX || !json_is_string(name) ||
-			!(json_is_string(type) || json_is_object(type)))
-		{
-			tms_error_set(err, ICEBERG_ERR_MALFORMED, "invalid schema: field %zu has no id, name or type", i);
-			goto fail;
-		}
-		c->id = (int32_t) json_integer_value(id);
-		c->required = json_is_true(req);
-		c->name = iceberg_strdup(json_string_value(name), err);
-		if (json_is_string(type))
-		{
-			c->type_text = iceberg_strdup(json_string_value(type), err);
-			if (c->type_text != NULL)
-				c->type = type_of(c->type_text, c);
-		}
-		else
-		{
-			const char *k = json_string_value(json_object_get(type, "type"));
-
-			c->type_text = iceberg_strdup(k ? k : "nested", err);
-			c->type = ICEBERG_TYPE_NESTED;
-		}
-		s->ncolumns++;
-		if (c->name == NULL || c->type_text == NULL)
-			goto fail;
+		s->columns = top.children;
+		s->ncolumns = top.nchildren;
+		json_decref(root);
+		iceberg_schema_free(s);
+		return false;
 	}
+	s->columns = top.children;
+	s->ncolumns = top.nchildren;
 	json_decref(root);
 	*out = s;
 	return true;
-fail:
-	json_decref(root);
-	iceberg_schema_free(s);
-	return false;
+}
+
+static void
+column_free(IcebergColumn *c)
+{
+	int			i;
+
+	for (i = 0; i < c->nchildren; i++)
+		column_free(&c->children[i]);
+	io_free(c->children);
+	io_free(c->name);
+	io_free(c->type_text);
+	io_free(c->initial_default);
 }
 
 void
@@ -159,12 +295,41 @@ iceberg_schema_free(IcebergSchema *s)
 	if (s == NULL)
 		return;
 	for (i = 0; i < s->ncolumns; i++)
-	{
-		io_free(s->columns[i].name);
-		io_free(s->columns[i].type_text);
-	}
+		column_free(&s->columns[i]);
 	io_free(s->columns);
 	io_free(s);
+}
+
+/* The field id in c's subtree, its parent in *parent. */
+static const IcebergColumn *
+field_in(const IcebergColumn *c, int n, int32_t id, const IcebergColumn *up,
+		 const IcebergColumn **parent)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		const IcebergColumn *f;
+
+		if (c[i].id == id)
+		{
+			*parent = up;
+			return &c[i];
+		}
+		if ((f = field_in(c[i].children, c[i].nchildren, id, &c[i], parent)) != NULL)
+			return f;
+	}
+	return NULL;
+}
+
+const IcebergColumn *
+iceberg_schema_field(const IcebergSchema *s, int32_t id, const IcebergColumn **parent)
+{
+	const IcebergColumn *dummy;
+
+	if (s == NULL)
+		return NULL;
+	return field_in(s->columns, s->ncolumns, id, NULL, parent ? parent : &dummy);
 }
 
 const IcebergColumn *

@@ -29,11 +29,25 @@ SELECT tms._check_operation('compaction', 'local', '{"min-input-files": 0}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms._check_operation('compaction', 'local', '{"delete-ratio-threshold": 1.5}');
 \echo :LAST_ERROR_SQLSTATE
+-- (Iceberg's partial progress and other rewrite options)
+SELECT tms._check_operation('compaction', 'local', '{"partial-progress.enabled": true, "partial-progress.max-commits": 3, "partial-progress.max-failed-commits": 0, "remove-dangling-deletes": true, "output-spec-id": 0, "max-concurrent-file-group-rewrites": 2}');
+SELECT tms._check_operation('compaction', 'local', '{"partial-progress.max-commits": 0}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{"min-file-size-bytes": 100, "max-file-size-bytes": 50}');
+\echo :LAST_ERROR_SQLSTATE
 SELECT tms._check_operation('compaction', 'local', '{"where": "day = ''2026-11-30'' AND"}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms._check_operation('compaction', 'local', '{"where": "day = NULL"}');
 \echo :LAST_ERROR_SQLSTATE
-SELECT tms._check_operation('compaction', 'local', '{"strategy": "sort"}');
+SELECT tms._check_operation('compaction', 'local', '{"strategy": "sort", "sort-order": "id DESC NULLS LAST, `name`"}');
+SELECT tms._check_operation('compaction', 'local', '{"sort-order": "zorder(a, b)"}');
+SELECT tms._check_operation('compaction', 'local', '{"strategy": "zorder"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{"sort-order": "id DESC NULLS SOMETIMES"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{"strategy": "binpack", "sort-order": "id"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('compaction', 'local', '{"nosuch": 1}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.run_operation('op_srv', 'ns', 't', 'snapshot-expiry', '{"retain_last": 5}');
 \echo :LAST_ERROR_SQLSTATE
