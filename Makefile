@@ -243,6 +243,7 @@ UNIT_LAYER_rewrite = iceberg
 UNIT_LAYER_compact = iceberg
 UNIT_LAYER_rest_sigv4 = io
 UNIT_LAYER_reach = io
+UNIT_LAYER_gcs = io
 unit_layer = $(or $(UNIT_LAYER_$(1)),$(1))
 
 test/unit/build/%_test: test/unit/%_test.c test/unit/unit.h $(PLAIN_TREE)

@@ -5,7 +5,7 @@
  *
  * The input is "path" or "path\nrelative_root".  For every input:
  *	- io_location_canonical either fails with IO_ERR_INVALID_ARGUMENT or
- *	  returns a form starting with "s3://" or "/" that contains no "." or
+ *	  returns a form starting with "s3://", "gs://" or "/" that contains no "." or
  *	  ".." segment and is its own canonical form (idempotent);
  *	- when the root is canonical too, io_location_under(path, root)
  *	  implies that the path starts with the root (trailing slashes
@@ -63,7 +63,7 @@ check_canonical(const char *path, const char *root)
 			abort();
 		return NULL;
 	}
-	if (strncmp(c, "s3://", 5) != 0 && c[0] != '/')
+	if (strncmp(c, "s3://", 5) != 0 && strncmp(c, "gs://", 5) != 0 && c[0] != '/')
 		abort();
 	if (has_dot_segment(c))
 		abort();
@@ -84,7 +84,7 @@ check_origin(const char *url)
 	if (!io_webhook_origin(url, origin, sizeof(origin)))
 	{
 		const char *after = strncmp(url, "http://", 7) == 0 ? url + 7 :
-			strncmp(url, "https://", 8) == 0 ? url + 8 : NULL;
+		strncmp(url, "https://", 8) == 0 ? url + 8 : NULL;
 
 		/* refused although a host came first */
 		if (after != NULL && strchr(url, '@') == NULL && *after != '\0' &&

@@ -2,12 +2,14 @@
  *
  * bulk_delete.c
  *		Bulk deletes with several requests in flight (io.h, IoDeleter):
- *		S3 DeleteObjects requests, one per slot, run at once on the HTTP
- *		core's batch multi handle, each answer read into the caller's
+ *		S3 DeleteObjects requests or GCS deletes (JSON API batches, or one
+ *		XML API DELETE with HMAC keys), one per slot, run at once on the
+ *		HTTP core's batch multi handle, each answer read into the caller's
  *		results as it arrives.
  *
- * The request body and the reader of its answer are storage_s3.c's, the
- * same as io_storage_delete's (one rule, one implementation).  Nothing is
+ * The request body and the reader of its answer are storage_s3.c's and
+ * storage_gcs.c's, the same as io_storage_delete's (one rule, one
+ * implementation).  Nothing is
  * retried here: the caller decides what to send again and when, because
  * the answer to "the storage asks us to slow down" is a matter of the
  * whole process (and, inside PostgreSQL, of every process deleting on the
@@ -32,10 +34,12 @@
 #include <string.h>
 
 #include "io/io_int.h"
+#include "io/storage/storage_int.h"
 
 typedef struct DeleterSlot
 {
 	bool		busy;
+	bool		gcs;			/* a GCS delete, else S3's DeleteObjects */
 	char		bucket[256];
 	IoParsedUri *parsed;		/* n parsed URIs */
 	const char **keys;			/* their keys */
@@ -127,13 +131,14 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 	IoHeader	h[2];
 	IoS3Request req;
 	int			rc;
+	int			max = n > 0 ? io_storage_delete_max_keys(d->st, uris[0]) : 0;
 
 	if (slot < 0 || slot >= d->nslots || d->slots[slot].busy)
 		return io_set_error(err, IO_ERR_INTERNAL, 0, "delete slot %d is not free", slot);
-	if (n < 1 || n > IO_S3_DELETE_MAX_KEYS)
+	if (n < 1 || max <= 0 || n > (size_t) max)
 		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
-							"a DeleteObjects request takes 1 to %d keys, not %zu",
-							IO_S3_DELETE_MAX_KEYS, n);
+							"a delete request takes 1 to %d objects of one bucket, not %zu",
+							max > 0 ? max : IO_S3_DELETE_MAX_KEYS, n);
 	s = &d->slots[slot];
 	s->parsed = calloc(n, sizeof(IoParsedUri));
 	s->keys = calloc(n, sizeof(char *));
@@ -150,7 +155,8 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 			return -1;
 		}
 		s->n = i + 1;
-		if (s->parsed[i].scheme != IO_URI_S3 || s->parsed[i].path[0] == '\0' ||
+		if (s->parsed[i].scheme == IO_URI_FILE || s->parsed[i].path[0] == '\0' ||
+			s->parsed[i].scheme != s->parsed[0].scheme ||
 			(i > 0 && strcmp(s->parsed[i].bucket, s->parsed[0].bucket) != 0) ||
 			strlen(s->parsed[i].bucket) >= sizeof(s->bucket))
 		{
@@ -161,7 +167,17 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 		s->keys[i] = s->parsed[i].path;
 	}
 	snprintf(s->bucket, sizeof(s->bucket), "%s", s->parsed[0].bucket);
-	if (io_s3_delete_body(s->keys, n, &s->body, md5b64, err) != 0)
+	s->gcs = s->parsed[0].scheme == IO_URI_GCS;
+	if (s->gcs)
+	{
+		io_storage_refresh_if_due(d->st);
+		if (io_gcs_delete_request(d->st, s->bucket, s->keys, n, &s->body, &req, err) != 0)
+		{
+			slot_clear(s);
+			return -1;
+		}
+	}
+	else if (io_s3_delete_body(s->keys, n, &s->body, md5b64, err) != 0)
 	{
 		slot_clear(s);
 		return -1;
@@ -170,8 +186,10 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 	h[0].value = md5b64;
 	h[1].name = "content-type";
 	h[1].value = "application/xml";
-	io_storage_refresh_if_due(d->st);
-	if (io_s3_request_build(d->st, "POST", s->bucket, "", "delete=", h, 2, s->body.data,
+	if (!s->gcs)
+		io_storage_refresh_if_due(d->st);
+	if (!s->gcs &&
+		io_s3_request_build(d->st, "POST", s->bucket, "", "delete=", h, 2, s->body.data,
 							s->body.len, &req, err) != 0)
 	{
 		slot_clear(s);
@@ -238,6 +256,16 @@ io_deleter_done(IoDeleter *d, IoDeleteDone *out)
 	{
 		out->rc = -1;
 		out->err = rerr;
+	}
+	else if (s->gcs)
+	{
+		out->rc = io_gcs_delete_answer(d->st, &resp, s->bucket, s->keys, s->n, s->results,
+									   &out->throttled, &out->credentials, &out->err);
+		if (out->rc != 0)
+			out->retry_after_ms = io_http_retry_after_ms(&resp, io_wall_ms());
+		for (size_t i = 0; out->rc == 0 && i < s->n; i++)
+			if (!s->results[i].deleted && io_delete_code_throttled(s->results[i].code))
+				out->nthrottled++;
 	}
 	else if (resp.status == 200)
 	{

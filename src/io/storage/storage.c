@@ -4,12 +4,13 @@
  *		Object storage, the interface (io.h): storage URIs, the handle and
  *		its configuration, vended credentials and their refresh, and the
  *		entry points, which send local files (file:// URIs and absolute
- *		paths) to the local backend (storage_local.c) and S3 (s3://, s3a://,
- *		s3n://) to the S3 backend (storage_s3.c).  Every location goes
+ *		paths) to the local backend (storage_local.c), S3 (s3://, s3a://,
+ *		s3n://) to the S3 backend (storage_s3.c) and Google Cloud Storage
+ *		(gs://) to the GCS backend (storage_gcs.c).  Every location goes
  *		through the location rule (location.c) first.
  *
- * The two backends share only this interface and the handle
- * (storage_int.h); neither calls the other.
+ * The backends share only this interface and the handle (storage_int.h);
+ * none calls another.
  *
  * src/io/storage/storage.c
  *
@@ -29,6 +30,7 @@
 #include <openssl/evp.h>
 
 #include "io/io_int.h"
+#include "io/http/gcs_auth.h"
 #include "io/storage/storage_int.h"
 
 #define S3_DELETE_BATCH IO_S3_DELETE_MAX_KEYS
@@ -74,12 +76,23 @@ io_uri_parse(const char *uri, IoParsedUri *out, IoError *err)
 		out->path = io_strdup(slash ? slash + 1 : "");
 		free(c);
 	}
+	else if (strncmp(c, "gs://", 5) == 0)
+	{
+		const char *rest = c + 5;
+		const char *slash = strchr(rest, '/');
+		size_t		blen = slash ? (size_t) (slash - rest) : strlen(rest);
+
+		out->scheme = IO_URI_GCS;
+		out->bucket = io_strndup(rest, blen);
+		out->path = io_strdup(slash ? slash + 1 : "");
+		free(c);
+	}
 	else
 	{
 		out->scheme = IO_URI_FILE;
 		out->path = c;
 	}
-	if (out->path == NULL || (out->scheme == IO_URI_S3 && out->bucket == NULL))
+	if (out->path == NULL || (out->scheme != IO_URI_FILE && out->bucket == NULL))
 	{
 		io_uri_free(out);
 		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
@@ -92,6 +105,61 @@ io_uri_parse(const char *uri, IoParsedUri *out, IoError *err)
  * ----------------------------------------------------------------
  */
 
+
+/* Default size of the parts of a GCS multipart upload. */
+#define GCS_PART_BYTES_DEFAULT ((size_t) 32 * 1024 * 1024)
+
+/*
+ * The GCS settings of cfg into st: the endpoint (http:// or https://, no
+ * path), the one way to authenticate (io.h) and the part size.  0, or -1
+ * with *err (st is freed by the caller).
+ */
+static int
+gcs_configure(IoStorage *st, const IoStorageConfig *cfg, IoError *err)
+{
+	const char *ep = cfg->gcs_endpoint;
+
+	if (ep != NULL && ep[0] != '\0')
+	{
+		size_t		n = strlen(ep);
+		bool		web = strncmp(ep, "http://", 7) == 0 || strncmp(ep, "https://", 8) == 0;
+		const char *host = web ? strstr(ep, "://") + 3 : ep;
+		const char *slash = strchr(host, '/');
+
+		if (!web || host[0] == '\0' || host[0] == '/' ||
+			(slash != NULL && slash[strspn(slash, "/")] != '\0'))
+			return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+								"invalid GCS endpoint \"%.200s\": it must be http:// or https:// and a host, without a path",
+								ep);
+		while (n > 0 && ep[n - 1] == '/')
+			n--;
+		if ((st->gcs_endpoint = io_strndup(ep, n)) == NULL)
+			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	st->gcs_part_bytes = cfg->gcs_upload_part_bytes > 0 ?
+		cfg->gcs_upload_part_bytes : GCS_PART_BYTES_DEFAULT;
+	st->gcs_vended = cfg->gcs_credentials_vended && cfg->gcs_oauth2_token != NULL;
+	st->gcs_expire_ms = st->gcs_vended ? cfg->gcs_token_expire_ms : 0;
+	if (cfg->gcs_oauth2_token != NULL && strpbrk(cfg->gcs_oauth2_token, "\r\n") != NULL)
+		return io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
+							"invalid GCS OAuth2 token: it contains a line break");
+	if ((cfg->gcs_oauth2_token && (st->gcs_token = io_strdup(cfg->gcs_oauth2_token)) == NULL) ||
+		(!st->gcs_vended && cfg->gcs_hmac_access_id &&
+		 (st->gcs_hmac_access_id = io_strdup(cfg->gcs_hmac_access_id)) == NULL) ||
+		(!st->gcs_vended && cfg->gcs_hmac_secret &&
+		 (st->gcs_hmac_secret = io_strdup(cfg->gcs_hmac_secret)) == NULL))
+		return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	if (!st->gcs_vended && cfg->gcs_service_account_key != NULL)
+	{
+		st->gcs_sa = io_gcs_sa_parse(cfg->gcs_service_account_key,
+									 strlen(cfg->gcs_service_account_key), err);
+		if (st->gcs_sa == NULL)
+			return -1;
+		if ((st->gcs_sa_key = io_strdup(cfg->gcs_service_account_key)) == NULL)
+			return io_set_error(err, IO_ERR_OUT_OF_MEMORY, 0, "out of memory");
+	}
+	return 0;
+}
 
 IoStorage *
 io_storage_create(const IoStorageConfig *cfg, IoError *err)
@@ -137,7 +205,7 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 	st->access_key_id = io_strdup(cfg->s3_access_key_id);
 	st->secret_access_key = io_strdup(cfg->s3_secret_access_key);
 	st->session_token = io_strdup(cfg->s3_session_token);
-	st->vended = cfg->s3_credentials_vended;
+	st->vended = cfg->s3_credentials_vended || cfg->gcs_credentials_vended;
 	st->expire_ms = cfg->s3_credentials_expire_ms;
 	st->received_ms = io_wall_ms();
 	st->http = cfg->http;
@@ -171,6 +239,11 @@ io_storage_create(const IoStorageConfig *cfg, IoError *err)
 			st->nlocal_roots++;
 		}
 	}
+	if (gcs_configure(st, cfg, err) != 0)
+	{
+		io_storage_free(st);
+		return NULL;
+	}
 	if (st->region == NULL ||
 		(cfg->s3_access_key_id && st->access_key_id == NULL) ||
 		(cfg->s3_secret_access_key && st->secret_access_key == NULL) ||
@@ -197,6 +270,14 @@ io_storage_config_get(const IoStorage *st, IoStorageConfig *cfg)
 	cfg->local_roots = (const char *const *) st->local_roots;
 	cfg->nlocal_roots = st->nlocal_roots;
 	cfg->http = st->http;
+	cfg->gcs_endpoint = st->gcs_endpoint;
+	cfg->gcs_hmac_access_id = st->gcs_hmac_access_id;
+	cfg->gcs_hmac_secret = st->gcs_hmac_secret;
+	cfg->gcs_oauth2_token = st->gcs_token;
+	cfg->gcs_service_account_key = st->gcs_sa_key;
+	cfg->gcs_credentials_vended = st->gcs_vended;
+	cfg->gcs_token_expire_ms = st->gcs_expire_ms;
+	cfg->gcs_upload_part_bytes = st->gcs_part_bytes;
 }
 
 /* Free the handle; secrets are wiped first. */
@@ -216,6 +297,13 @@ io_storage_free(IoStorage *st)
 	free(st->access_key_id);
 	free(st->secret_access_key);
 	free(st->session_token);
+	free(st->gcs_endpoint);
+	free(st->gcs_hmac_access_id);
+	io_wipe_free(st->gcs_hmac_secret);
+	io_wipe_free(st->gcs_token);
+	io_wipe_free(st->gcs_sa_key);
+	io_gcs_sa_free(st->gcs_sa);
+	io_oauth2_forget(&st->gcs_sa_token);
 	for (size_t i = 0; i < st->nlocal_roots; i++)
 		free(st->local_roots[i]);
 	free(st->local_roots);
@@ -239,7 +327,9 @@ io_storage_target(IoStorage *st, const char *uri, char *buf, size_t size)
 
 	if (io_uri_parse(uri, &u, &err) != 0)
 		return -1;
-	if (u.scheme != IO_URI_S3)
+	if (u.scheme == IO_URI_GCS)
+		n = io_gcs_target(st, u.bucket, buf, size) == 0 ? 0 : -1;
+	else if (u.scheme != IO_URI_S3)
 		n = -1;
 	else if (st->endpoint != NULL)
 		n = snprintf(buf, size, "%s/%s", st->endpoint, u.bucket);
@@ -271,7 +361,10 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 			   *secret = NULL,
 			   *token = NULL,
 			   *endpoint = NULL,
-			   *expires = NULL;
+			   *expires = NULL,
+			   *gcs_token = NULL,
+			   *gcs_expires = NULL,
+			   *gcs_host = NULL;
 	size_t		i;
 
 	for (i = 0; i < n; i++)
@@ -296,6 +389,26 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 			cfg->s3_region = v;
 		else if (strcmp(k, "s3.path-style-access") == 0)
 			cfg->s3_path_style = strcasecmp(v, "true") == 0 ? 1 : 0;
+		else if (strcmp(k, "gcs.oauth2.token") == 0)
+			gcs_token = v;
+		else if (strcmp(k, "gcs.oauth2.token-expires-at") == 0)
+			gcs_expires = v;
+		else if (strcmp(k, "gcs.service.host") == 0)
+			gcs_host = v;
+	}
+	if (gcs_token != NULL && gcs_token[0] != '\0')
+	{
+		/* replaces every GCS credential of the mapping */
+		cfg->gcs_oauth2_token = gcs_token;
+		cfg->gcs_hmac_access_id = NULL;
+		cfg->gcs_hmac_secret = NULL;
+		cfg->gcs_service_account_key = NULL;
+		cfg->gcs_credentials_vended = true;
+		cfg->gcs_token_expire_ms = gcs_expires ? strtoll(gcs_expires, NULL, 10) : 0;
+		if (cfg->gcs_token_expire_ms < 0)
+			cfg->gcs_token_expire_ms = 0;
+		if (gcs_host != NULL && gcs_host[0] != '\0' && allow_vended_endpoint)
+			cfg->gcs_endpoint = gcs_host;
 	}
 	if (key_id == NULL || key_id[0] == '\0' || secret == NULL || secret[0] == '\0')
 		return;					/* the mapping's credentials, the server's
@@ -351,6 +464,10 @@ io_storage_refresh_count(const IoStorage *st)
 int64_t
 io_storage_credentials_expire_ms(const IoStorage *st)
 {
+	/* the earlier of the S3 keys' and the GCS token's */
+	if (st->gcs_vended && st->gcs_expire_ms > 0 &&
+		(st->expire_ms <= 0 || st->gcs_expire_ms < st->expire_ms))
+		return st->gcs_expire_ms;
 	return st->expire_ms;
 }
 
@@ -372,6 +489,34 @@ io_storage_refresh(IoStorage *st, IoError *err)
 		return -1;
 	memset(&cfg, 0, sizeof(cfg));
 	io_storage_config_apply(&cfg, c.config, c.nconfig, false);
+	if (st->gcs_vended && cfg.gcs_credentials_vended)
+	{
+		char	   *t = io_strdup(cfg.gcs_oauth2_token);
+
+		if (t == NULL || strpbrk(t, "\r\n") != NULL)
+		{
+			io_wipe_free(t);
+			io_table_credentials_free(&c);
+			return io_set_error(err, t ? IO_ERR_PROTOCOL : IO_ERR_OUT_OF_MEMORY, 0,
+								t ? "the catalog vended an unusable GCS token" : "out of memory");
+		}
+		io_wipe_free(st->gcs_token);
+		st->gcs_token = t;
+		st->gcs_expire_ms = cfg.gcs_token_expire_ms;
+		if (!cfg.s3_credentials_vended)
+		{
+			st->received_ms = io_wall_ms();
+			st->refreshes++;
+			io_table_credentials_free(&c);
+			return 0;
+		}
+	}
+	else if (st->gcs_vended)
+	{
+		io_table_credentials_free(&c);
+		return io_set_error(err, IO_ERR_PROTOCOL, 0,
+							"the catalog vended no GCS token (gcs.oauth2.token) to refresh the storage credentials with");
+	}
 	if (!cfg.s3_credentials_vended)
 	{
 		io_table_credentials_free(&c);
@@ -410,15 +555,17 @@ io_storage_refresh_if_due(IoStorage *st)
 				margin;
 	IoError		err;
 
-	if (st->refresh == NULL || st->expire_ms <= 0)
+	int64_t		expire = io_storage_credentials_expire_ms(st);
+
+	if (st->refresh == NULL || expire <= 0)
 		return;
 	now = io_wall_ms();
-	margin = (st->expire_ms - st->received_ms) / 4;
+	margin = (expire - st->received_ms) / 4;
 	if (margin > REFRESH_MARGIN_MAX_MS)
 		margin = REFRESH_MARGIN_MAX_MS;
 	if (margin < 0)
 		margin = 0;
-	if (now >= st->expire_ms - margin)
+	if (now >= expire - margin)
 		(void) io_storage_refresh(st, &err);
 }
 
@@ -453,6 +600,8 @@ io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
 	io_http_options_resolve(&st->http, &opt);
 	if (u.scheme == IO_URI_FILE)
 		rc = io_local_read(st, uri, u.path, offset, len, out, opt.max_response_bytes, err);
+	else if (u.scheme == IO_URI_GCS)
+		rc = io_gcs_read(st, &u, offset, len, out, err);
 	else
 		rc = io_s3_read(st, &u, offset, len, out, err);
 	io_uri_free(&u);
@@ -469,6 +618,8 @@ io_storage_size(IoStorage *st, const char *uri, uint64_t *size, IoError *err)
 		return -1;
 	if (u.scheme == IO_URI_FILE)
 		rc = io_local_size(st, uri, u.path, size, err);
+	else if (u.scheme == IO_URI_GCS)
+		rc = io_gcs_size(st, &u, size, err);
 	else
 	{
 		IoHttpResponse resp;
@@ -503,6 +654,8 @@ io_storage_write(IoStorage *st, const char *uri, const void *data, size_t len,
 		return -1;
 	if (u.scheme == IO_URI_FILE)
 		rc = io_local_write(st, uri, u.path, data, len, err);
+	else if (u.scheme == IO_URI_GCS)
+		rc = io_gcs_write(st, &u, data, len, err);
 	else if (u.path[0] == '\0')
 		rc = io_set_error(err, IO_ERR_INVALID_ARGUMENT, 0,
 						  "invalid S3 location \"%s\": missing key", uri);
@@ -532,6 +685,8 @@ io_storage_list(IoStorage *st, const char *prefix, IoListFn fn, void *arg,
 		return -1;
 	if (u.scheme == IO_URI_FILE)
 		rc = io_local_list(st, prefix, u.path, fn, arg, err);
+	else if (u.scheme == IO_URI_GCS)
+		rc = io_gcs_list(st, &u, fn, arg, err);
 	else
 		rc = io_s3_list(st, &u, prefix, fn, arg, err);
 	io_uri_free(&u);
@@ -621,21 +776,31 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 	for (i = 0; i < nlocal; i++)
 		io_local_delete(st, uris[locals[i].i], locals[i].path, &dircache, &results[locals[i].i]);
 	io_local_dir_cache_end(&dircache);
-	/* S3: batches of up to 1000 keys of the same bucket, in input order */
+
+	/*
+	 * S3: batches of up to 1000 keys of the same bucket, in input order; GCS:
+	 * of up to 100 objects of the same bucket
+	 */
 	for (i = 0; i < n && rc == 0; i++)
 	{
 		size_t		nb = 0,
 					j;
+		bool		gcs = parsed[i].scheme == IO_URI_GCS;
+		size_t		max = gcs ? IO_GCS_DELETE_MAX_KEYS : S3_DELETE_BATCH;
 
 		if (taken[i])
 			continue;
-		for (j = i; j < n && nb < S3_DELETE_BATCH; j++)
-			if (!taken[j] && strcmp(parsed[j].bucket, parsed[i].bucket) == 0)
+		for (j = i; j < n && nb < max; j++)
+			if (!taken[j] && parsed[j].scheme == parsed[i].scheme &&
+				strcmp(parsed[j].bucket, parsed[i].bucket) == 0)
 			{
 				idx[nb++] = j;
 				taken[j] = true;
 			}
-		rc = io_s3_delete_batch(st, parsed[i].bucket, parsed, idx, nb, results, err);
+		if (gcs)
+			rc = io_gcs_delete_batch(st, parsed[i].bucket, parsed, idx, nb, results, err);
+		else
+			rc = io_s3_delete_batch(st, parsed[i].bucket, parsed, idx, nb, results, err);
 	}
 	for (i = 0; i < n; i++)
 		io_uri_free(&parsed[i]);
@@ -644,4 +809,15 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 	free(taken);
 	free(locals);
 	return rc;
+}
+
+/* See io.h. */
+int
+io_storage_delete_max_keys(const IoStorage *st, const char *uri)
+{
+	if (strncmp(uri, "gs://", 5) == 0)
+		return IO_GCS_HMAC(st) ? 1 : IO_GCS_DELETE_MAX_KEYS;
+	if (strncmp(uri, "s3://", 5) == 0)
+		return IO_S3_DELETE_MAX_KEYS;
+	return 0;
 }
