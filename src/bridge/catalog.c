@@ -67,6 +67,7 @@ tms_server_free(TmsServer *s)
 	free((char *) s->http.ca_path);
 	free(s->s3_endpoint);
 	free(s->s3_region);
+	free(s->gcs_endpoint);
 	free(s->relative_root);
 	free(s->purge_hold_namespace);
 	for (int i = 0; i < s->nallowed; i++)
@@ -131,6 +132,7 @@ tms_server_read(ForeignServer *server)
 			s->s3_path_style = tms_option_bool("s3_path_style", v) ? 1 : 0;
 		if ((v = tms_option(o, "s3_vended_endpoint")) != NULL)
 			s->s3_vended_endpoint = tms_option_bool("s3_vended_endpoint", v);
+		s->gcs_endpoint = tms_malloc_strdup(tms_option(o, "gcs_endpoint"));
 		s->relative_root = tms_malloc_strdup(tms_option(o, "relative_path_root"));
 		s->purge_hold_namespace = tms_malloc_strdup(tms_option(o, "purge_hold_namespace"));
 
@@ -175,6 +177,10 @@ tms_credentials_free(TmsCredentials *c)
 	free(c->aws_access_key_id);
 	tms_free_secret(c->aws_secret_access_key);
 	tms_free_secret(c->aws_session_token);
+	free(c->gcs_hmac_access_id);
+	tms_free_secret(c->gcs_hmac_secret);
+	tms_free_secret(c->gcs_oauth2_token);
+	tms_free_secret(c->gcs_service_account_key);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -210,6 +216,10 @@ tms_credentials_read(Oid role, Oid serverid, TmsCredentials *out)
 		out->aws_access_key_id = tms_malloc_strdup(tms_option(um->options, "aws_access_key_id"));
 		out->aws_secret_access_key = tms_malloc_strdup(tms_option(um->options, "aws_secret_access_key"));
 		out->aws_session_token = tms_malloc_strdup(tms_option(um->options, "aws_session_token"));
+		out->gcs_hmac_access_id = tms_malloc_strdup(tms_option(um->options, "gcs_hmac_access_id"));
+		out->gcs_hmac_secret = tms_malloc_strdup(tms_option(um->options, "gcs_hmac_secret"));
+		out->gcs_oauth2_token = tms_malloc_strdup(tms_option(um->options, "gcs_oauth2_token"));
+		out->gcs_service_account_key = tms_malloc_strdup(tms_option(um->options, "gcs_service_account_key"));
 	}
 	PG_CATCH();
 	{
@@ -303,7 +313,12 @@ tms_storage_open(const TmsServer *s, const TmsCredentials *c,
 		cfg.s3_access_key_id = c->s3_access_key_id;
 		cfg.s3_secret_access_key = c->s3_secret_access_key;
 		cfg.s3_session_token = c->s3_session_token;
+		cfg.gcs_hmac_access_id = c->gcs_hmac_access_id;
+		cfg.gcs_hmac_secret = c->gcs_hmac_secret;
+		cfg.gcs_oauth2_token = c->gcs_oauth2_token;
+		cfg.gcs_service_account_key = c->gcs_service_account_key;
 	}
+	cfg.gcs_endpoint = s->gcs_endpoint;
 	cfg.local_roots = (const char *const *) s->local;
 	cfg.nlocal_roots = s->nlocal;
 	cfg.http = s->http;

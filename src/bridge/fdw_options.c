@@ -85,6 +85,7 @@ static const TmsOption tms_options[] = {
 	{"s3_region", OPT_SERVER, OPT_TEXT, PRIV_NONE},
 	{"s3_path_style", OPT_SERVER, OPT_BOOL, PRIV_NONE},
 	{"s3_vended_endpoint", OPT_SERVER, OPT_BOOL, PRIV_NONE},
+	{"gcs_endpoint", OPT_SERVER, OPT_URL, PRIV_NONE},
 	{"allowed_locations", OPT_SERVER, OPT_LOCATIONS, PRIV_READ | PRIV_WRITE},
 	{"relative_path_root", OPT_SERVER, OPT_ABSPATH, PRIV_READ | PRIV_WRITE},
 	{"purge_hold_namespace", OPT_SERVER, OPT_NAMESPACE, PRIV_NONE},
@@ -96,6 +97,10 @@ static const TmsOption tms_options[] = {
 	{"aws_access_key_id", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
 	{"aws_secret_access_key", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
 	{"aws_session_token", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"gcs_hmac_access_id", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
+	{"gcs_hmac_secret", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"gcs_oauth2_token", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"gcs_service_account_key", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
 	{NULL, 0, 0, PRIV_NONE}
 };
 
@@ -525,6 +530,37 @@ validate_options(const TmsWrapper *w, List *options, Oid catalog)
 	return where;
 }
 
+/*
+ * The GCS credentials of a user mapping: HMAC keys come as a pair, one
+ * way to authenticate at most, and a service account key that tms can
+ * sign with (never echoed).
+ */
+static void
+tms_gcs_validate(List *options)
+{
+	const char *key = tms_option(options, "gcs_service_account_key");
+	bool		have_id = tms_option(options, "gcs_hmac_access_id") != NULL;
+	int			ways = (have_id || tms_option(options, "gcs_hmac_secret") != NULL) +
+	(tms_option(options, "gcs_oauth2_token") != NULL) + (key != NULL);
+	IoError		err;
+
+	if (have_id != (tms_option(options, "gcs_hmac_secret") != NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("options \"gcs_hmac_access_id\" and \"gcs_hmac_secret\" must be given together")));
+	if (ways > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("only one of HMAC keys, \"gcs_oauth2_token\" and \"gcs_service_account_key\" can be used"),
+				 errhint("Use HMAC keys (gcs_hmac_access_id and gcs_hmac_secret), an OAuth2 access token, or a service account key.")));
+	if (key != NULL && io_gcs_key_check(key, &err) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"gcs_service_account_key\""),
+				 errdetail("%s.", err.message),
+				 errhint("Give the text of the service account's JSON key file.")));
+}
+
 void
 tms_iceberg_validate(List *options, Oid catalog)
 {
@@ -562,6 +598,7 @@ tms_iceberg_validate(List *options, Oid catalog)
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("option \"aws_session_token\" requires \"aws_access_key_id\" and \"aws_secret_access_key\"")));
+	tms_gcs_validate(options);
 	if (tms_option(options, "signing_name") != NULL &&
 		tms_option(options, "signing_region") == NULL)
 		ereport(ERROR,

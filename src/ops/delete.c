@@ -3,8 +3,9 @@
  * delete.c
  *	  The deleter of purges and maintenance operations (delete.h): files
  *	  handed over in batches, s3 objects deleted by several DeleteObjects
- *	  requests in flight at once within the database's delete pool
- *	  (delete_pool.c), refusals to slow down sent again, the settings.
+ *	  requests (gs objects by several GCS batches) in flight at once
+ *	  within the database's delete pool (delete_pool.c), refusals to slow
+ *	  down sent again, the settings.
  *
  * A deleter has tms.delete_concurrency slots (read when it is created),
  * each holding one batch: free, ready (queued for a permit, or waiting
@@ -168,10 +169,11 @@ refused(TmsDeleter *d, const char *uri, const IoDeleteResult *r)
 static bool
 is_s3(const char *uri)
 {
-	return strncmp(uri, "s3://", 5) == 0;
+	/* an object of a store: S3, or Google Cloud Storage */
+	return strncmp(uri, "s3://", 5) == 0 || strncmp(uri, "gs://", 5) == 0;
 }
 
-/* Length of "s3://bucket/" of a canonical s3 URI. */
+/* Length of "s3://bucket/" (or "gs://bucket/") of a canonical URI. */
 static size_t
 bucket_prefix_len(const char *uri)
 {
@@ -533,7 +535,10 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 	if (nlocal > 0)
 		delete_local(d, local, local_sizes, nlocal);
 
-	/* s3: requests of at most 1000 keys of one bucket */
+	/*
+	 * s3: requests of at most 1000 keys of one bucket; gs: of at most 100
+	 * objects (1 with HMAC keys)
+	 */
 	for (int i = 0; i < n && d->status == TMS_DELETE_OK; i++)
 	{
 		DeleteBatch *b;
@@ -541,9 +546,11 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 		size_t		blen;
 		char		target[TMS_DELETE_TARGET_LEN];
 		IoError		err;
+		int			max;
 
 		if (taken[i])
 			continue;
+		max = Max(1, io_storage_delete_max_keys(p->storage, uris[i]));
 		if (p->io == NULL && (p->io = io_deleter_create(p->storage, p->nslots, &err)) == NULL)
 		{
 			stop(d, TMS_DELETE_FAILED, 0, NULL, NULL, "could not delete files: %s",
@@ -554,10 +561,10 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 			break;
 		blen = bucket_prefix_len(uris[i]);
 		old = MemoryContextSwitchTo(b->cxt);
-		b->uris = palloc(sizeof(char *) * Min(n - i, IO_S3_DELETE_MAX_KEYS));
-		b->sizes = palloc(sizeof(int64) * Min(n - i, IO_S3_DELETE_MAX_KEYS));
+		b->uris = palloc(sizeof(char *) * Min(n - i, max));
+		b->sizes = palloc(sizeof(int64) * Min(n - i, max));
 		b->n = 0;
-		for (int j = i; j < n && b->n < IO_S3_DELETE_MAX_KEYS; j++)
+		for (int j = i; j < n && b->n < max; j++)
 			if (!taken[j] && strncmp(uris[j], uris[i], blen) == 0 &&
 				bucket_prefix_len(uris[j]) == blen)
 			{

@@ -212,8 +212,14 @@ describe_storage(const TmsCatalogConn *conn, const IoLoadedTable *t, Enqueue *e)
 
 		if (io_secret_key(k, strlen(k)))
 			any_secret = true;
-		if (strcmp(k, "s3.session-token-expires-at-ms") == 0)
-			e->expires_ms = strtoll(t->config[i].value, NULL, 10);
+		if (strcmp(k, "s3.session-token-expires-at-ms") == 0 ||
+			strcmp(k, "gcs.oauth2.token-expires-at") == 0)
+		{
+			int64		ms = strtoll(t->config[i].value, NULL, 10);
+
+			if (e->expires_ms < 0 || ms < e->expires_ms)
+				e->expires_ms = ms;
+		}
 		if (strcmp(k, "s3.endpoint") == 0 && conn->server->s3_vended_endpoint)
 			endpoint = t->config[i].value;
 		if (i > 0)
@@ -235,7 +241,9 @@ describe_storage(const TmsCatalogConn *conn, const IoLoadedTable *t, Enqueue *e)
 		appendStringInfoString(&buf, "null");
 	appendStringInfo(&buf, ", \"credentials\": \"%s\"}",
 					 any_secret ? "vended by the catalog" :
-					 conn->creds.s3_access_key_id ? "user mapping" : "none");
+					 (conn->creds.s3_access_key_id || conn->creds.gcs_hmac_access_id ||
+					  conn->creds.gcs_oauth2_token || conn->creds.gcs_service_account_key) ?
+					 "user mapping" : "none");
 	e->storage_json = buf.data;
 }
 

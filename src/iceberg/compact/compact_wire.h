@@ -78,6 +78,13 @@ typedef struct IcebergCompactHello
 	char	   *s3_access_key_id;
 	char	   *s3_secret_access_key;
 	char	   *s3_session_token;
+	char	   *gcs_endpoint;
+	char	   *gcs_hmac_access_id;
+	char	   *gcs_hmac_secret;
+	char	   *gcs_oauth2_token;
+	char	   *gcs_service_account_key;
+	bool		gcs_credentials_vended;
+	int64_t		gcs_upload_part_bytes;
 	int			nlocal_roots;
 	char	  **local_roots;
 	long		connect_timeout_ms;
