@@ -291,6 +291,7 @@ FUZZ_FLAGS = -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
 FUZZ_LAYER_location = io
 FUZZ_LAYER_xml = io
 FUZZ_LAYER_rest = io
+FUZZ_LAYER_gcs_batch = io
 FUZZ_LAYER_compact = iceberg
 fuzz_layer = $(or $(FUZZ_LAYER_$(1)),$(1))
 

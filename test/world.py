@@ -12,8 +12,18 @@ Tests (and people at a Python prompt) import this module to get:
                                    object's LastModified), .stop()
   S3Uploader(s3), put_objects(s3, uris)
                                    many objects into s3rver at once
-  synth_table(args, s3=None)       test/fixtures/synth.py in this process,
-                                   its s3:// files written by an S3Uploader
+  synth_table(args, s3=None, gcs=None)
+                                   test/fixtures/synth.py in this process,
+                                   its s3:// files written by an S3Uploader,
+                                   its gs:// ones to a GcsServer
+  GcsServer(buckets=())            test/gcs/server.py: .endpoint, .token,
+                                   .token_uri, .config(), .client(),
+                                   .create_bucket(b), .add_hmac(id, secret),
+                                   .add_service_account(email, modulus),
+                                   .add_token(t, expires_at, who),
+                                   .throttle(status, count, scope),
+                                   .unthrottle(), .set_mtime(b, n, t),
+                                   .log(), .reset_log(), .stats(), .stop()
   S3Gate(s3, port=None)            test/s3gate/server.py in front of an
                                    S3Server: .endpoint, .config(),
                                    .throttle(rate, burst, mode, scope),

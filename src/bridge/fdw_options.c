@@ -323,7 +323,7 @@ tms_option_locations(const char *name, const char *value)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 					 errmsg("invalid value for option \"%s\"", name),
-					 errdetail("\"%s\" is neither an absolute path, a file:// URI nor an s3:// URI without \".\" or \"..\" segments.",
+					 errdetail("\"%s\" is neither an absolute path, a file:// URI, an s3:// URI nor a gs:// URI without \".\" or \"..\" segments.",
 							   t)));
 		if (strcmp(canonical, "/") == 0)
 		{
@@ -543,6 +543,7 @@ tms_gcs_validate(List *options)
 	int			ways = (have_id || tms_option(options, "gcs_hmac_secret") != NULL) +
 	(tms_option(options, "gcs_oauth2_token") != NULL) + (key != NULL);
 	IoError		err;
+	char		detail[sizeof(err.message)];
 
 	if (have_id != (tms_option(options, "gcs_hmac_secret") != NULL))
 		ereport(ERROR,
@@ -553,12 +554,16 @@ tms_gcs_validate(List *options)
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("only one of HMAC keys, \"gcs_oauth2_token\" and \"gcs_service_account_key\" can be used"),
 				 errhint("Use HMAC keys (gcs_hmac_access_id and gcs_hmac_secret), an OAuth2 access token, or a service account key.")));
-	if (key != NULL && io_gcs_key_check(key, &err) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
-				 errmsg("invalid value for option \"gcs_service_account_key\""),
-				 errdetail("%s.", err.message),
-				 errhint("Give the text of the service account's JSON key file.")));
+	if (key == NULL || io_gcs_key_check(key, &err) == 0)
+		return;
+	/* the reason as a sentence: io's messages start in lowercase */
+	strlcpy(detail, err.message, sizeof(detail));
+	detail[0] = pg_toupper((unsigned char) detail[0]);
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+			 errmsg("invalid value for option \"gcs_service_account_key\""),
+			 errdetail("%s.", detail),
+			 errhint("Give the text of the service account's JSON key file.")));
 }
 
 void

@@ -92,16 +92,18 @@ def env(tms_world, tmp_path_factory):
                               catalog_name="gcs_%s" % uuid.uuid4().hex[:6], gcs=gcs,
                               file_root=w["file_root"])
     cat.create_namespace(NS)
-    servers = {"gsa": ("gs://%s/wh/" % BUCKET, "gcs_service_account_key %s" % sql_lit(key)),
+    sa = "gcs_service_account_key %s" % sql_lit(key)
+    servers = {"gsa": ("gs://%s/wh/" % BUCKET, sa, ""),
                "ghmac": ("gs://%s/wh/" % BUCKET, "gcs_hmac_access_id '%s', gcs_hmac_secret '%s'"
-                         % (HMAC_ID, HMAC_SECRET)),
-               "gnarrow": ("gs://%s/other/" % BUCKET, "gcs_service_account_key %s" % sql_lit(key))}
-    for srv, (allowed, mapping) in servers.items():
+                         % (HMAC_ID, HMAC_SECRET), ""),
+               "gnarrow": ("gs://%s/other/" % BUCKET, sa, ""),
+               "gheld": ("gs://%s/wh/" % BUCKET, sa, ", purge_hold_namespace 'gcs_hold'")}
+    for srv, (allowed, mapping, extra) in servers.items():
         w["pg"].psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
                           uri '%s', gcs_endpoint '%s', request_timeout '30s',
-                          allowed_locations '%s');
+                          allowed_locations '%s'%s);
                         CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (%s);"""
-                     % (srv, cat.uri, gcs.endpoint, allowed, srv, mapping))
+                     % (srv, cat.uri, gcs.endpoint, allowed, extra, srv, mapping))
     st = ow.storage(None, w["file_root"], gcs=gcs)
     yield dict(w, gcs=gcs, catalog=cat, st=st, email=email, pem=pem, key=key)
     cat.stop()
@@ -395,6 +397,32 @@ def test_vended_tokens_replace_the_key_and_are_refreshed(env):
     assert not [e for e in entries if e["status"] == 401], "a vended token expired in use"
     issued = [v for v in cat.vended() if "token" in v]
     assert len(issued) >= 2, "the job never got a new token"
+
+
+def test_purge_outlives_its_vended_token_through_the_hold(env):
+    gcs, cat = env["gcs"], env["catalog"]
+    loc, name, res = new_table(env, "--snapshots", "2", "--data-files", "400",
+                               "--files-per-manifest", "100")
+    prefix = loc.split("/", 3)[3] + "/"
+    cat.set_vending(gcs, 3)
+    q(env, "ALTER SERVER gheld OPTIONS (SET request_timeout '31s')")
+    gcs.reset_log()
+    # deletes held back for over 3 s: the first vended token expires meanwhile
+    gcs.throttle(503, 12, scope="delete", retry_after=2)
+    t0 = time.time()
+    jid = q(env, "SELECT tms.purge_table('gheld', %s, %s)", (NS, name))[0][0]
+    row = wait_purge(env, jid)
+    assert row[0] == "SUCCEEDED", row
+    assert time.time() - t0 > 3, "the purge did not outlive its first token"
+    assert gcs.client().list(BUCKET, prefix) == []
+    entries = [e for e in tms_requests(env) if e["path"] != "/token"]
+    assert entries and all(e["who"] == "vended" for e in entries), \
+        [e for e in entries if e["who"] != "vended"][:3]
+    assert not [e for e in entries if e["status"] == 401], "a vended token expired in use"
+    vended = [v for v in cat.vended() if "token" in v]
+    assert len(vended) >= 2 and [v for v in vended if v["via"] == "credentials"], vended
+    assert cat.requests(r"/namespaces/gcs_hold/tables/tms_purge_%d/credentials$" % jid)[
+        "requests"], "no loadCredentials through the held entry"
 
 
 def test_bad_key_is_refused_at_create_and_never_shown(env):
