@@ -293,7 +293,7 @@ extern int	io_location_canonical(const char *path, const char *relative_root,
 extern bool io_location_under(const char *path, const char *root);
 
 /* ----------------------------------------------------------------
- * Storage: file:// and plain paths, s3:// s3a:// s3n://
+ * Storage: file:// and plain paths, s3:// s3a:// s3n://, gs://
  * ----------------------------------------------------------------
  */
 typedef struct IoStorageConfig
@@ -626,10 +626,11 @@ extern void io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv,
  *	- before a request, when its credentials expire within a margin (a
  *	  quarter of their lifetime, at most 5 minutes), and
  *	- once after a request refused for its credentials (403, or an S3
- *	  error ExpiredToken, InvalidToken, TokenRefreshRequired), which is
- *	  then sent again;
- * and replaces its key id, secret and session token in place (everything
- * sharing the handle uses the new ones), never its endpoint.  A refreshed
+ *	  error ExpiredToken, InvalidToken, TokenRefreshRequired; GCS: 401),
+ *	  which is then sent again;
+ * and replaces its key id, secret and session token (GCS: its token) in
+ * place (everything sharing the handle uses the new ones), never its
+ * endpoint.  A refreshed
  * config without both a key id and a secret is a failure: the storage
  * never falls back to other credentials.  free_arg (may be NULL) frees
  * arg with the storage.  No-op on a storage whose credentials are not
