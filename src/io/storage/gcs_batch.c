@@ -27,7 +27,6 @@
  *
  *-------------------------------------------------------------------------
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +133,25 @@ next_line(const char *p, const char *end)
 	return e < end ? e + 1 : end;
 }
 
+/*
+ * The decimal number of at most 9 digits at p, read no further than end
+ * (the answer is not NUL-terminated): -1 when there is none; *stop after it.
+ */
+static long
+bounded_number(const char *p, const char *end, const char **stop)
+{
+	long		v = 0;
+	int			n = 0;
+
+	while (p < end && n < 9 && *p >= '0' && *p <= '9')
+	{
+		v = v * 10 + (*p++ - '0');
+		n++;
+	}
+	*stop = p;
+	return n > 0 ? v : -1;
+}
+
 /* Length of the line p..e without its CR. */
 static size_t
 line_len(const char *p, const char *e)
@@ -169,12 +187,12 @@ skip_headers(const char **p, const char *end, long *item)
 			for (const char *q = v; q + 5 <= ve; q++)
 				if (strncmp(q, "item-", 5) == 0)
 					r = q + 5;
-			if (r != NULL && r < ve && isdigit((unsigned char) *r))
+			if (r != NULL && r < ve)
 			{
-				char	   *stop;
-				long		v2 = strtol(r, &stop, 10);
+				const char *stop;
+				long		v2 = bounded_number(r, ve, &stop);
 
-				if (stop <= ve && (stop == ve || *stop == '>'))
+				if (v2 >= 0 && (stop == ve || *stop == '>'))
 					*item = v2;
 			}
 		}
@@ -268,7 +286,9 @@ io_gcs_batch_read(const char *content_type, const char *body, size_t len, size_t
 		if (skip_headers(&q, next, &item) &&
 			(size_t) (next - q) > 12 && strncmp(q, "HTTP/1.1 ", 9) == 0)
 		{
-			status = strtol(q + 9, NULL, 10);
+			const char *stop;
+
+			status = bounded_number(q + 9, next, &stop);
 			q = next_line(q, next);
 			if (!skip_headers(&q, next, NULL))
 				status = 0;
