@@ -30,7 +30,7 @@ Avro writer and REST catalog; the schema evolves through the catalog
     naming the column and its type and a HINT, before a job is recorded.
 
 The module runs its own cluster, catalog, s3rver and file root.
-Run: /work/helpers/pytest.sh -q test/integration/test_compaction_types.py
+Run: /usr/bin/python3 -m pytest -q test/integration/test_compaction_types.py
 """
 
 import datetime

@@ -24,7 +24,7 @@ through PostgreSQL as tables on S3 are, against the GCS test server
 
 The module runs its own cluster, GCS test server and catalog (warehouse
 gs://gwh/wh).
-Run: /work/helpers/pytest.sh -q test/integration/test_gcs_world.py
+Run: /usr/bin/python3 -m pytest -q test/integration/test_gcs_world.py
 """
 
 import json

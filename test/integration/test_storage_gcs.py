@@ -19,7 +19,7 @@ test/gcs/goog4.py), every bearer token and every service account JWT
   - an expired token is refused; no secret (token, HMAC secret, private
     key) appears in an error.
 
-Run: /work/helpers/pytest.sh -q test/integration/test_storage_gcs.py
+Run: /usr/bin/python3 -m pytest -q test/integration/test_storage_gcs.py
 """
 
 import glob
