@@ -123,6 +123,55 @@ io_uri_parse(const char *uri, IoParsedUri *out, TmsError *err)
 }
 
 /* ----------------------------------------------------------------
+ * Ranged reads, the part every HTTP backend shares (storage_int.h)
+ * ----------------------------------------------------------------
+ */
+
+bool
+io_range_value(uint64_t offset, uint64_t len, char *buf, size_t size)
+{
+	if (offset == 0 && len == 0)
+		return false;
+	if (len > 0)
+		snprintf(buf, size, "bytes=%llu-%llu", (unsigned long long) offset,
+				 (unsigned long long) (offset + len - 1));
+	else
+		snprintf(buf, size, "bytes=%llu-", (unsigned long long) offset);
+	return true;
+}
+
+int
+io_read_result(IoHttpResponse *resp, bool ranged, uint64_t offset, uint64_t len,
+			   IoBuffer *out, TmsError *err)
+{
+	if (resp->status == 416)
+	{
+		/* offset at or past the end: an empty read */
+		out->data = io_strdup("");
+		out->len = 0;
+		return out->data ? 0 : tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+	}
+	if (resp->status != 200 && resp->status != 206)
+		return 1;
+	if (resp->status == 200 && ranged)
+	{
+		/* the server ignored the range: cut it out ourselves */
+		size_t		from = offset < resp->body_len ? (size_t) offset : resp->body_len;
+		size_t		n = resp->body_len - from;
+
+		if (len > 0 && len < n)
+			n = (size_t) len;
+		memmove(resp->body, resp->body + from, n);
+		resp->body[n] = '\0';
+		resp->body_len = n;
+	}
+	out->data = resp->body;
+	out->len = resp->body_len;
+	resp->body = NULL;
+	return 0;
+}
+
+/* ----------------------------------------------------------------
  * Handle
  * ----------------------------------------------------------------
  */

@@ -651,15 +651,10 @@ io_azure_read(IoStorage *st, const IoParsedUri *u, uint64_t offset, uint64_t len
 	char		range[80];
 	IoHeader	h;
 	size_t		nh = 0;
+	int			rc;
 
-	if (offset > 0 || len > 0)
+	if (io_range_value(offset, len, range, sizeof(range)))
 	{
-		if (len > 0)
-			snprintf(range, sizeof(range), "bytes=%llu-%llu",
-					 (unsigned long long) offset,
-					 (unsigned long long) (offset + len - 1));
-		else
-			snprintf(range, sizeof(range), "bytes=%llu-", (unsigned long long) offset);
 		h.name = "x-ms-range";
 		h.value = range;
 		nh = 1;
@@ -669,37 +664,11 @@ io_azure_read(IoStorage *st, const IoParsedUri *u, uint64_t offset, uint64_t len
 		io_http_response_free(&resp);
 		return -1;
 	}
-	if (resp.status == 416)
-	{
-		/* offset at or past the end: an empty read */
-		io_http_response_free(&resp);
-		out->data = io_strdup("");
-		out->len = 0;
-		return out->data ? 0 : tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
-	}
-	if (resp.status != 200 && resp.status != 206)
-	{
+	rc = io_read_result(&resp, nh > 0, offset, len, out, err);
+	if (rc > 0)
 		io_azure_status_error(&resp, "read", u, u->path, NULL, 0, err);
-		io_http_response_free(&resp);
-		return -1;
-	}
-	if (resp.status == 200 && nh > 0)
-	{
-		/* server ignored the range: cut it out ourselves */
-		size_t		from = offset < resp.body_len ? (size_t) offset : resp.body_len;
-		size_t		n = resp.body_len - from;
-
-		if (len > 0 && len < n)
-			n = (size_t) len;
-		memmove(resp.body, resp.body + from, n);
-		resp.body[n] = '\0';
-		resp.body_len = n;
-	}
-	out->data = resp.body;
-	out->len = resp.body_len;
-	resp.body = NULL;
 	io_http_response_free(&resp);
-	return 0;
+	return rc == 0 ? 0 : -1;
 }
 
 /* See storage_int.h. */

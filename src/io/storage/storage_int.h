@@ -84,6 +84,24 @@ typedef struct LocalDirCache
 	int			fd;				/* -1: none */
 } LocalDirCache;
 
+/* ---- Ranged reads, shared by the HTTP backends (storage.c) ---- */
+
+/*
+ * The Range header value of a read of len bytes (0: to the end) at offset,
+ * into buf; false when the whole object is read (no header at all).
+ */
+extern bool io_range_value(uint64_t offset, uint64_t len, char *buf, size_t size);
+
+/*
+ * The answer to a (ranged) GET made the read's result, taking resp's body:
+ * 416 is an empty read; 200 to a ranged request is cut to the range (a
+ * server that ignores Range); 206 as it is.  0 when *out is set, -1 with
+ * *err when out of memory, 1 when the status is not a read's: the caller
+ * reports it in its store's words.
+ */
+extern int	io_read_result(IoHttpResponse *resp, bool ranged, uint64_t offset,
+						   uint64_t len, IoBuffer *out, TmsError *err);
+
 /* ---- The Google Cloud Storage backend (storage_gcs.c, gcs_batch.c) ---- */
 
 /* Is the GCS handle signing with HMAC keys (XML API only)? */
