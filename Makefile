@@ -245,6 +245,7 @@ UNIT_LAYER_rest_sigv4 = io
 UNIT_LAYER_reach = io
 UNIT_LAYER_azure = io
 UNIT_LAYER_memory = iceberg
+UNIT_LAYER_gcs = io
 unit_layer = $(or $(UNIT_LAYER_$(1)),$(1))
 
 test/unit/build/%_test: test/unit/%_test.c test/unit/unit.h $(PLAIN_TREE)
@@ -292,6 +293,7 @@ FUZZ_FLAGS = -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
 FUZZ_LAYER_location = io
 FUZZ_LAYER_xml = io
 FUZZ_LAYER_rest = io
+FUZZ_LAYER_gcs_batch = io
 FUZZ_LAYER_compact = iceberg
 FUZZ_LAYER_blob_batch = io
 fuzz_layer = $(or $(FUZZ_LAYER_$(1)),$(1))

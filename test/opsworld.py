@@ -101,12 +101,14 @@ CONTENT_KIND = {0: "data", 1: "position-deletes", 2: "equality-deletes"}
 # storage and paths
 # ---------------------------------------------------------------------------
 
-def storage(s3=None, file_root=None, azure=None):
+def storage(s3=None, file_root=None, azure=None, gcs=None):
     """A storage.Storage: s3 is an S3Server, an S3Config or None; azure an
-    AzuriteServer, an AzureConfig or None."""
+    AzuriteServer, an AzureConfig or None; gcs a GcsServer (world.py), a
+    GcsConfig or None."""
     cfg = s3.config() if hasattr(s3, "config") else s3
     az = azure.config() if hasattr(azure, "config") else azure
-    return storage_mod.Storage(s3=cfg, file_root=file_root, azure=az)
+    gcfg = gcs.config() if hasattr(gcs, "config") else gcs
+    return storage_mod.Storage(s3=cfg, file_root=file_root, azure=az, gcs=gcfg)
 
 
 def canon(st, uri):
@@ -119,6 +121,8 @@ def canon(st, uri):
         return "s3://%s/%s" % (bucket, key)
     if storage_mod.is_azure(uri):
         return storage_mod.canonical_azure(uri)
+    if storage_mod.is_gs(uri):
+        return "gs://%s/%s" % storage_mod.split_gs(uri)
     return "file://" + os.path.normpath(st.local_path(uri))
 
 
@@ -403,6 +407,11 @@ def list_location(st, location):
         for k, size, when in st.azure.list_objects(account, container, key + "/"):
             out["%s/%s" % ("/".join(base), k)] = (size, when)
         return out
+    if storage_mod.is_gs(location):
+        bucket, key = storage_mod.split_gs(location.rstrip("/"))
+        for k, size, when in st.gcs.list_objects(bucket, key + "/"):
+            out["gs://%s/%s" % (bucket, k)] = (size, when)
+        return out
     root = st.local_path(location.rstrip("/"))
     for d, _, names in os.walk(root):
         for n in names:
@@ -442,8 +451,13 @@ def give_to_server(path):
 
 def set_mtime(st, uri, when, s3server=None):
     """Set a file's modification time (Unix time): os.utime locally, the
-    s3rver backing file in S3 (s3server: a world.S3Server)."""
-    if storage_mod.is_s3(uri):
+    s3rver backing file in S3 (s3server: a world.S3Server), the GCS test
+    server's record in GCS (s3server: a world.GcsServer)."""
+    if storage_mod.is_gs(uri):
+        if s3server is None:
+            raise ValueError("set_mtime of %s needs the GcsServer" % uri)
+        s3server.set_mtime(*storage_mod.split_gs(uri), when)
+    elif storage_mod.is_s3(uri):
         if s3server is None:
             raise ValueError("set_mtime of %s needs the S3Server" % uri)
         s3server.set_mtime(*storage_mod.split_s3(uri), when)
@@ -455,7 +469,7 @@ def set_mtime(st, uri, when, s3server=None):
 def plant(st, uri, data=b"tms test: an orphan file\n", mtime=None, s3server=None):
     """Write a file no metadata references; with mtime, backdate it."""
     st.write(uri, data)
-    if not storage_mod.is_s3(uri) and not storage_mod.is_azure(uri):
+    if not storage_mod.is_s3(uri) and not storage_mod.is_azure(uri) and not storage_mod.is_gs(uri):
         give_to_server(os.path.dirname(st.local_path(uri)))
     if mtime is not None:
         set_mtime(st, uri, mtime, s3server)
@@ -685,7 +699,7 @@ def synth_table(out, *args):
     import synth
     opts = synth.build_parser().parse_args(["--out", out, "--list-files"] + [str(a) for a in args])
     res = synth.generate(opts)
-    if not storage_mod.is_s3(out) and not storage_mod.is_azure(out):
+    if not storage_mod.is_s3(out) and not storage_mod.is_azure(out) and not storage_mod.is_gs(out):
         give_to_server(out[len("file://"):] if out.startswith("file://") else out)
     return res
 

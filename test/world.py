@@ -12,8 +12,10 @@ Tests (and people at a Python prompt) import this module to get:
                                    object's LastModified), .stop()
   S3Uploader(s3), put_objects(s3, uris)
                                    many objects into s3rver at once
-  synth_table(args, s3=None)       test/fixtures/synth.py in this process,
-                                   its s3:// files written by an S3Uploader
+  synth_table(args, s3=None, gcs=None)
+                                   test/fixtures/synth.py in this process,
+                                   its s3:// files written by an S3Uploader,
+                                   its gs:// ones to a GcsServer
   AzuriteServer(port=None, containers=[...])
                                    Azurite's Blob service from test/node on
                                    127.0.0.1, in memory; .endpoint,
@@ -21,6 +23,14 @@ Tests (and people at a Python prompt) import this module to get:
                                    AzureConfig), .client(), .stop()
   AzureGate(azurite, port=None)    the gate below in front of Azurite:
                                    Blob Batch throttled with 503 ServerBusy
+  GcsServer(buckets=())            test/gcs/server.py: .endpoint, .token,
+                                   .token_uri, .config(), .client(),
+                                   .create_bucket(b), .add_hmac(id, secret),
+                                   .add_service_account(email, modulus),
+                                   .add_token(t, expires_at, who),
+                                   .throttle(status, count, scope),
+                                   .unthrottle(), .set_mtime(b, n, t),
+                                   .log(), .reset_log(), .stats(), .stop()
   S3Gate(s3, port=None)            test/s3gate/server.py in front of an
                                    S3Server: .endpoint, .config(),
                                    .throttle(rate, burst, mode, scope),
@@ -100,6 +110,7 @@ NODE_DIR = os.path.join(TEST_DIR, "node")
 CATALOG_DIR = os.path.join(TEST_DIR, "catalog")
 ENGINES_DIR = os.path.join(TEST_DIR, "engines")
 S3GATE_DIR = os.path.join(TEST_DIR, "s3gate")
+GCS_DIR = os.path.join(TEST_DIR, "gcs")
 FIXTURES_DIR = os.path.join(TEST_DIR, "fixtures")
 REAL_FIXTURES = os.path.join(FIXTURES_DIR, "iceberg")
 PYTHON = "/usr/bin/python3"
@@ -344,11 +355,12 @@ def put_objects(s3, uris, data=b"x", threads=4):
         up.join()
 
 
-def synth_table(args, s3=None):
+def synth_table(args, s3=None, gcs=None):
     """test/fixtures/synth.py in this process (its argument list, "--out"
     and "--list-files" included), the s3:// objects it writes PUT through
     an S3Uploader to s3 (an S3Server) instead of one signed request at a
-    time; returns synth's summary."""
+    time, the gs:// ones to gcs (a GcsServer) with its world token;
+    returns synth's summary."""
     import synth  # test/fixtures, on sys.path
 
     up = S3Uploader(s3) if s3 is not None else None
@@ -363,15 +375,99 @@ def synth_table(args, s3=None):
     saved = synth.storage_mod
     synth.storage_mod = types.SimpleNamespace(is_s3=storage_mod.is_s3,
                                               S3Config=storage_mod.S3Config,
+                                              GcsConfig=storage_mod.GcsConfig,
                                               Storage=Pooled)
     try:
         opts = synth.build_parser().parse_args(
-            list(args) + (["--s3-endpoint", s3.endpoint] if s3 is not None else []))
+            list(args) + (["--s3-endpoint", s3.endpoint] if s3 is not None else []) +
+            (["--gcs-endpoint", gcs.endpoint, "--gcs-token", gcs.token] if gcs is not None else []))
         return synth.generate(opts)
     finally:
         synth.storage_mod = saved
         if up is not None:
             up.join()
+
+
+# ---------------------------------------------------------------------------
+# the GCS test server
+# ---------------------------------------------------------------------------
+
+class GcsServer:
+    """test/gcs/server.py: the XML and JSON APIs of Google Cloud Storage
+    that tms uses, a token endpoint for service accounts (.token_uri),
+    credential checks and injected throttling.  .token is the world's own
+    bearer token (no expiry), which the catalog and the table writers use."""
+
+    def __init__(self, buckets=(), port=None, verbose=False, timeout=30):
+        self.port = port or free_port()
+        argv = [PYTHON, os.path.join(GCS_DIR, "server.py"), "--port", str(self.port)]
+        if verbose:
+            argv.append("--verbose")
+        self.child = _Child(argv, "gcs listening on", timeout, name="gcs")
+        _register(self)
+        self.endpoint = "http://127.0.0.1:%d" % self.port
+        self.token_uri = self.endpoint + "/token"
+        self.token = "ya29.world-" + os.urandom(16).hex()
+        self.add_token(self.token, None, "world")
+        for b in buckets:
+            self.create_bucket(b)
+
+    def config(self):
+        return storage_mod.GcsConfig(self.endpoint, self.token)
+
+    def client(self):
+        return storage_mod.GcsClient(self.config())
+
+    def _admin(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.endpoint + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read()
+        return json.loads(text) if text else None
+
+    def create_bucket(self, name):
+        self._admin("POST", "/admin/buckets", {"name": name})
+
+    def add_hmac(self, access_id, secret):
+        self._admin("POST", "/admin/hmac", {"access_id": access_id, "secret": secret})
+
+    def add_service_account(self, email, modulus_hex, exponent=65537):
+        self._admin("POST", "/admin/service-accounts",
+                    {"email": email, "n": modulus_hex, "e": exponent})
+
+    def add_token(self, token, expires_at, who):
+        self._admin("POST", "/admin/tokens", {"token": token, "expires_at": expires_at,
+                                              "who": who})
+
+    def token_ttl(self, seconds):
+        self._admin("POST", "/admin/token-ttl", {"ttl": seconds})
+
+    def throttle(self, status, count, scope="all", retry_after=None):
+        """The next `count` requests in scope ("all", "delete", "read",
+        "list", "write") are answered `status` as a whole; scope "items":
+        the next `count` objects of batches are refused 429 in their part."""
+        self._admin("POST", "/admin/throttle", {"status": status, "count": count,
+                                                "scope": scope, "retry_after": retry_after})
+
+    def unthrottle(self):
+        self._admin("DELETE", "/admin/throttle")
+
+    def set_mtime(self, bucket, name, when):
+        self._admin("POST", "/admin/mtime", {"bucket": bucket, "name": name, "mtime": when})
+
+    def log(self):
+        return self._admin("GET", "/admin/log")["log"]
+
+    def reset_log(self):
+        self._admin("DELETE", "/admin/log")
+
+    def stats(self):
+        return self._admin("GET", "/admin/stats")
+
+    def stop(self):
+        self.child.stop()
+        _forget(self)
 
 
 # ---------------------------------------------------------------------------
@@ -568,7 +664,8 @@ class CatalogServer:
 
     def __init__(self, dsn, warehouse, port=None, credential=None, token_ttl=None,
                  static_token=None, catalog_name="tms_test", s3=None, file_root=None,
-                 admin_token=None, verbose=False, timeout=30, sigv4=None, azure=None):
+                 admin_token=None, verbose=False, timeout=30, sigv4=None, azure=None,
+                 gcs=None):
         self.port = port or free_port()
         self.catalog_name = catalog_name
         self.prefix = catalog_name
@@ -596,6 +693,9 @@ class CatalogServer:
         if azure is not None:
             argv += ["--azure-endpoint", azure.endpoint]
         self.azure = azure
+        if gcs is not None:
+            argv += ["--gcs-endpoint", gcs.endpoint, "--gcs-token", gcs.token]
+        self.gcs = gcs
         if file_root:
             argv += ["--file-root", file_root]
         if verbose:

@@ -69,6 +69,7 @@ tms_server_free(TmsServer *s)
 	free(s->s3_region);
 	free(s->azure_endpoint);
 	free(s->azure_token_url);
+	free(s->gcs_endpoint);
 	free(s->relative_root);
 	free(s->purge_hold_namespace);
 	for (int i = 0; i < s->nallowed; i++)
@@ -135,6 +136,7 @@ tms_server_read(ForeignServer *server)
 			s->s3_vended_endpoint = tms_option_bool("s3_vended_endpoint", v);
 		s->azure_endpoint = tms_malloc_strdup(tms_option(o, "azure_endpoint"));
 		s->azure_token_url = tms_malloc_strdup(tms_option(o, "azure_token_url"));
+		s->gcs_endpoint = tms_malloc_strdup(tms_option(o, "gcs_endpoint"));
 		s->relative_root = tms_malloc_strdup(tms_option(o, "relative_path_root"));
 		s->purge_hold_namespace = tms_malloc_strdup(tms_option(o, "purge_hold_namespace"));
 
@@ -184,6 +186,10 @@ tms_credentials_free(TmsCredentials *c)
 	free(c->azure_tenant_id);
 	free(c->azure_client_id);
 	tms_free_secret(c->azure_client_secret);
+	free(c->gcs_hmac_access_id);
+	tms_free_secret(c->gcs_hmac_secret);
+	tms_free_secret(c->gcs_oauth2_token);
+	tms_free_secret(c->gcs_service_account_key);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -224,6 +230,10 @@ tms_credentials_read(Oid role, Oid serverid, TmsCredentials *out)
 		out->azure_tenant_id = tms_malloc_strdup(tms_option(um->options, "azure_tenant_id"));
 		out->azure_client_id = tms_malloc_strdup(tms_option(um->options, "azure_client_id"));
 		out->azure_client_secret = tms_malloc_strdup(tms_option(um->options, "azure_client_secret"));
+		out->gcs_hmac_access_id = tms_malloc_strdup(tms_option(um->options, "gcs_hmac_access_id"));
+		out->gcs_hmac_secret = tms_malloc_strdup(tms_option(um->options, "gcs_hmac_secret"));
+		out->gcs_oauth2_token = tms_malloc_strdup(tms_option(um->options, "gcs_oauth2_token"));
+		out->gcs_service_account_key = tms_malloc_strdup(tms_option(um->options, "gcs_service_account_key"));
 	}
 	PG_CATCH();
 	{
@@ -322,9 +332,14 @@ tms_storage_open(const TmsServer *s, const TmsCredentials *c,
 		cfg.azure_tenant_id = c->azure_tenant_id;
 		cfg.azure_client_id = c->azure_client_id;
 		cfg.azure_client_secret = c->azure_client_secret;
+		cfg.gcs_hmac_access_id = c->gcs_hmac_access_id;
+		cfg.gcs_hmac_secret = c->gcs_hmac_secret;
+		cfg.gcs_oauth2_token = c->gcs_oauth2_token;
+		cfg.gcs_service_account_key = c->gcs_service_account_key;
 	}
 	cfg.azure_endpoint = s->azure_endpoint;
 	cfg.azure_token_url = s->azure_token_url;
+	cfg.gcs_endpoint = s->gcs_endpoint;
 	cfg.local_roots = (const char *const *) s->local;
 	cfg.nlocal_roots = s->nlocal;
 	cfg.http = s->http;

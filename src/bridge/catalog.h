@@ -77,9 +77,10 @@ typedef struct TmsServer
 	char	   *s3_endpoint;
 	char	   *s3_region;
 	int			s3_path_style;	/* -1: auto */
-	bool		s3_vended_endpoint;
+	bool		s3_vended_endpoint; /* also gcs.service.host */
 	char	   *azure_endpoint; /* Azure Blob endpoint override, or NULL */
 	char	   *azure_token_url;	/* Entra ID token endpoint override */
+	char	   *gcs_endpoint;	/* NULL: https://storage.googleapis.com */
 	char	   *relative_root;	/* relative_path_root, or NULL */
 	char	   *purge_hold_namespace;	/* purge_hold_namespace, or NULL */
 	int			nallowed;		/* allowed_locations, canonical */
@@ -106,6 +107,10 @@ typedef struct TmsCredentials
 	char	   *azure_tenant_id;
 	char	   *azure_client_id;
 	char	   *azure_client_secret;
+	char	   *gcs_hmac_access_id; /* Google Cloud Storage: one of these */
+	char	   *gcs_hmac_secret;
+	char	   *gcs_oauth2_token;
+	char	   *gcs_service_account_key;
 } TmsCredentials;
 
 /* Read a tms_iceberg server's options (raises if it is another wrapper's). */

@@ -87,6 +87,7 @@ static const TmsOption tms_options[] = {
 	{"s3_vended_endpoint", OPT_SERVER, OPT_BOOL, PRIV_NONE},
 	{"azure_endpoint", OPT_SERVER, OPT_URL, PRIV_NONE},
 	{"azure_token_url", OPT_SERVER, OPT_URL, PRIV_NONE},
+	{"gcs_endpoint", OPT_SERVER, OPT_URL, PRIV_NONE},
 	{"allowed_locations", OPT_SERVER, OPT_LOCATIONS, PRIV_READ | PRIV_WRITE},
 	{"relative_path_root", OPT_SERVER, OPT_ABSPATH, PRIV_READ | PRIV_WRITE},
 	{"purge_hold_namespace", OPT_SERVER, OPT_NAMESPACE, PRIV_NONE},
@@ -103,6 +104,10 @@ static const TmsOption tms_options[] = {
 	{"azure_tenant_id", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
 	{"azure_client_id", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
 	{"azure_client_secret", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"gcs_hmac_access_id", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
+	{"gcs_hmac_secret", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"gcs_oauth2_token", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
+	{"gcs_service_account_key", OPT_MAPPING, OPT_SECRET, PRIV_NONE},
 	{NULL, 0, 0, PRIV_NONE}
 };
 
@@ -325,7 +330,7 @@ tms_option_locations(const char *name, const char *value)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 					 errmsg("invalid value for option \"%s\"", name),
-					 errdetail("\"%s\" is neither an absolute path, a file:// URI, an s3:// URI nor an Azure URI (abfss://container@account.dfs.core.windows.net/path) without \".\" or \"..\" segments.",
+					 errdetail("\"%s\" is neither an absolute path, a file:// URI, an s3:// URI, an Azure URI (abfss://container@account.dfs.core.windows.net/path) nor a gs:// URI without \".\" or \"..\" segments.",
 							   t)));
 		if (strcmp(canonical, "/") == 0)
 		{
@@ -566,6 +571,42 @@ tms_azure_validate(List *options)
 				 errhint("They are the client credentials of a service principal of Microsoft Entra ID.")));
 }
 
+/*
+ * The GCS credentials of a user mapping: HMAC keys come as a pair, one
+ * way to authenticate at most, and a service account key that tms can
+ * sign with (never echoed).
+ */
+static void
+tms_gcs_validate(List *options)
+{
+	const char *key = tms_option(options, "gcs_service_account_key");
+	bool		have_id = tms_option(options, "gcs_hmac_access_id") != NULL;
+	int			ways = (have_id || tms_option(options, "gcs_hmac_secret") != NULL) +
+	(tms_option(options, "gcs_oauth2_token") != NULL) + (key != NULL);
+	TmsError	err;
+	char		detail[sizeof(err.message)];
+
+	if (have_id != (tms_option(options, "gcs_hmac_secret") != NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("options \"gcs_hmac_access_id\" and \"gcs_hmac_secret\" must be given together")));
+	if (ways > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("only one of HMAC keys, \"gcs_oauth2_token\" and \"gcs_service_account_key\" can be used"),
+				 errhint("Use HMAC keys (gcs_hmac_access_id and gcs_hmac_secret), an OAuth2 access token, or a service account key.")));
+	if (key == NULL || io_gcs_key_check(key, &err) == 0)
+		return;
+	/* the reason as a sentence: io's messages start in lowercase */
+	strlcpy(detail, err.message, sizeof(detail));
+	detail[0] = pg_toupper((unsigned char) detail[0]);
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+			 errmsg("invalid value for option \"gcs_service_account_key\""),
+			 errdetail("%s.", detail),
+			 errhint("Give the text of the service account's JSON key file.")));
+}
+
 void
 tms_iceberg_validate(List *options, Oid catalog)
 {
@@ -604,6 +645,7 @@ tms_iceberg_validate(List *options, Oid catalog)
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("option \"aws_session_token\" requires \"aws_access_key_id\" and \"aws_secret_access_key\"")));
 	tms_azure_validate(options);
+	tms_gcs_validate(options);
 	if (tms_option(options, "signing_name") != NULL &&
 		tms_option(options, "signing_region") == NULL)
 		ereport(ERROR,

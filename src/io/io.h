@@ -179,8 +179,27 @@ typedef struct IoHeader
 	const char *value;
 } IoHeader;
 
+/*
+ * The names that tell one V4 signing dialect from another: AWS's
+ * (io_sigv4_aws) and Google Cloud Storage's for HMAC keys (io_sigv4_goog,
+ * https://cloud.google.com/storage/docs/authentication/signatures).  The
+ * algorithm is the same.
+ */
+typedef struct IoSigV4Dialect
+{
+	const char *algorithm;		/* "AWS4-HMAC-SHA256" */
+	const char *key_prefix;		/* of the secret in the signing key: "AWS4" */
+	const char *terminator;		/* of the scope: "aws4_request" */
+	const char *header_prefix;	/* "x-amz": x-amz-date, x-amz-content-sha256 */
+	const char *param_prefix;	/* "X-Amz": X-Amz-Date, X-Amz-Signature */
+} IoSigV4Dialect;
+
+extern const IoSigV4Dialect io_sigv4_aws;
+extern const IoSigV4Dialect io_sigv4_goog;
+
 typedef struct IoSigV4Input
 {
+	const IoSigV4Dialect *dialect;	/* NULL: io_sigv4_aws */
 	const char *method;
 	const char *path;			/* path as sent on the wire (no query) */
 	const char *query;			/* raw query after '?', or NULL */
@@ -257,6 +276,8 @@ extern char *io_uri_encode(const char *s, size_t len, bool keep_slash);
  *	abfs[s]://c@a.dfs.D/k, wasb[s]://c@a.blob.D/k, abfs://c@a/k	->
  *		"abfs://c@a.dfs.D/k" (Azure: the container c of account a, the
  *		host in lower case, D "core.windows.net" when only a is given)
+ *	gs://b/k (scheme in any case)				->	"gs://b/k"
+ *		(the bucket has 3 to 222 lowercase letters, digits, '.', '-', '_')
  *	/abs, file:/abs, file:///abs, file://localhost/abs	->	"/abs"
  *	a/b, ./a/b, file:a/b, file://host/a/b			->	relative_root + "/" + rest
  *		(host other than localhost: old local writers such as pyiceberg
@@ -281,7 +302,7 @@ extern bool io_location_under(const char *path, const char *root);
 
 /* ----------------------------------------------------------------
  * Storage: file:// and plain paths, s3:// s3a:// s3n://, Azure (abfs[s]://
- * wasb[s]://, through the Blob service REST API)
+ * wasb[s]://, through the Blob service REST API), gs://
  * ----------------------------------------------------------------
  */
 typedef struct IoStorageConfig
@@ -296,6 +317,24 @@ typedef struct IoStorageConfig
 										 * io_storage_config_apply) */
 	int64_t		s3_credentials_expire_ms;	/* Unix ms, 0: unknown */
 	int			s3_list_page_size;	/* ListObjectsV2 max-keys; 0: 1000 */
+
+	/*
+	 * Google Cloud Storage (gs://, storage_gcs.c).  One way to authenticate
+	 * is used, the first of: a vended token, HMAC keys (V4 signatures, XML
+	 * API only), a bearer token, a service account key (its JWT exchanged for
+	 * tokens at the key's token_uri); none: anonymous.
+	 */
+	const char *gcs_endpoint;	/* NULL: https://storage.googleapis.com */
+	const char *gcs_hmac_access_id;
+	const char *gcs_hmac_secret;
+	const char *gcs_oauth2_token;	/* an OAuth2 access token */
+	const char *gcs_service_account_key;	/* the JSON key's text */
+	bool		gcs_credentials_vended; /* the token is a catalog's (set by
+										 * io_storage_config_apply) */
+	int64_t		gcs_token_expire_ms;	/* Unix ms, 0: unknown */
+	size_t		gcs_upload_part_bytes;	/* uploads larger than this go as an
+										 * XML multipart upload of parts this
+										 * large; 0: 32 MiB */
 
 	/*
 	 * The local directories tms may touch (absolute, canonical: no "." or
@@ -343,15 +382,16 @@ typedef enum IoUriScheme
 {
 	IO_URI_FILE,				/* file:// or a plain absolute path */
 	IO_URI_S3,					/* s3://, s3a://, s3n:// */
-	IO_URI_AZURE				/* abfs://, abfss://, wasb://, wasbs:// */
+	IO_URI_AZURE,				/* abfs://, abfss://, wasb://, wasbs:// */
+	IO_URI_GCS					/* gs:// */
 } IoUriScheme;
 
 typedef struct IoParsedUri
 {
 	IoUriScheme scheme;
-	char	   *bucket;			/* S3: bucket; Azure: container */
-	char	   *path;			/* file: absolute path; S3, Azure: key (no
-								 * leading /) */
+	char	   *bucket;			/* S3, GCS: bucket; Azure: container */
+	char	   *path;			/* file: absolute path; S3, Azure, GCS: key
+								 * (no leading /) */
 	char	   *account;		/* Azure: the account's host,
 								 * "a.dfs.core.windows.net" */
 } IoParsedUri;
@@ -461,7 +501,7 @@ extern int	io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 
 /*
  * How a bulk delete groups a canonical location: the length of its
- * "scheme://bucket/" ("abfs://container@host/") prefix, the objects of
+ * "scheme://bucket/" (s3://, gs://; "abfs://container@host/") prefix, the objects of
  * one request sharing it, into *prefix_len, and the most one request
  * takes; 0 for a location that is not an object store's (deleted one by
  * one, locally).
@@ -469,11 +509,29 @@ extern int	io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 extern size_t io_delete_group(const char *canonical, size_t *prefix_len);
 
 /*
- * The storage target of an s3:// URI, as the throttling of a storage
- * applies to it: "<endpoint>/<bucket>" (on AWS "https://s3.<region>.
- * amazonaws.com/<bucket>") into buf; of an Azure URI "<blob endpoint of
- * the account>/<container>".  Returns 0, or -1 (not an object store's
- * URI, or too long for buf).
+ * Check the text of a Google service account key (a user mapping's
+ * gcs_service_account_key): 0, or -1 with *err saying what is wrong
+ * (naming a field, never quoting the key).
+ */
+extern int	io_gcs_key_check(const char *json, TmsError *err);
+
+/* Objects one GCS JSON API batch request deletes at most. */
+#define IO_GCS_DELETE_MAX_KEYS 100
+
+/*
+ * How many objects one delete request of st takes for a canonical uri:
+ * S3's DeleteObjects 1000, an Azure Blob Batch 256, a GCS batch 100 (1
+ * with HMAC keys: the XML API deletes one object a request), 0 for local
+ * files (no request).
+ */
+extern int	io_storage_delete_max_keys(const IoStorage *st, const char *uri);
+
+/*
+ * The storage target of an s3:// or gs:// URI, as the throttling of a
+ * storage applies to it: "<endpoint>/<bucket>" (on AWS "https://s3.<region>.
+ * amazonaws.com/<bucket>", on GCS "https://storage.googleapis.com/<bucket>")
+ * into buf; of an Azure URI "<blob endpoint of the account>/<container>".
+ * Returns 0, or -1 (a local file, or too long for buf).
  */
 extern int	io_storage_target(IoStorage *st, const char *uri, char *buf, size_t size);
 
@@ -519,7 +577,9 @@ extern IoDeleter *io_deleter_create(IoStorage *st, int nslots, TmsError *err);
  * Start one DeleteObjects request in a free slot for uris[0..n): s3://
  * objects of one bucket, 1 to IO_S3_DELETE_MAX_KEYS of them; or one Blob
  * Batch request for Azure objects of one container, 1 to
- * IO_AZURE_DELETE_MAX_KEYS of them.  results
+ * IO_AZURE_DELETE_MAX_KEYS of them; or one GCS delete for gs:// objects of
+ * one bucket, up to io_storage_delete_max_keys (a JSON API batch, or one
+ * XML API DELETE with HMAC keys).  results
  * (n entries, the caller's) are filled when the answer arrives and must
  * outlive the request.  0, or -1 with *err (the slot stays free).
  */
@@ -611,7 +671,10 @@ extern int64_t io_now_ms(void);
  *	- client.region / s3.region apply when they look like a region
  *	  (letters, digits, '-', '_', '.'); s3.path-style-access applies;
  *	- with vended credentials, s3_credentials_vended is set and
- *	  s3.session-token-expires-at-ms (Unix ms) is their expiry.
+ *	  s3.session-token-expires-at-ms (Unix ms) is their expiry;
+ *	- gcs.oauth2.token, when vended, replaces every GCS credential of the
+ *	  mapping (gcs_credentials_vended), gcs.oauth2.token-expires-at (Unix
+ *	  ms) is its expiry; gcs.service.host is used as S3's endpoint is.
  * Pointers in cfg then point into kv: keep kv alive as long as cfg is used.
  */
 extern void io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv,
@@ -625,10 +688,11 @@ extern void io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv,
  *	- before a request, when its credentials expire within a margin (a
  *	  quarter of their lifetime, at most 5 minutes), and
  *	- once after a request refused for its credentials (403, or an S3
- *	  error ExpiredToken, InvalidToken, TokenRefreshRequired), which is
- *	  then sent again;
- * and replaces its key id, secret and session token in place (everything
- * sharing the handle uses the new ones), never its endpoint.  A refreshed
+ *	  error ExpiredToken, InvalidToken, TokenRefreshRequired; GCS: 401),
+ *	  which is then sent again;
+ * and replaces its key id, secret and session token (GCS: its token) in
+ * place (everything sharing the handle uses the new ones), never its
+ * endpoint.  A refreshed
  * config without both a key id and a secret is a failure: the storage
  * never falls back to other credentials.  free_arg (may be NULL) frees
  * arg with the storage.  No-op on a storage whose credentials are not

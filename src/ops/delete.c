@@ -3,8 +3,8 @@
  * delete.c
  *	  The deleter of purges and maintenance operations (delete.h): files
  *	  handed over in batches, s3 objects deleted by several DeleteObjects
- *	  requests (Azure blobs by Blob Batch requests) in flight at once
- *	  within the database's delete pool
+ *	  requests (Azure blobs by Blob Batch requests, gs objects by several
+ *	  GCS batches) in flight at once within the database's delete pool
  *	  (delete_pool.c), refusals to slow down sent again, the settings.
  *
  * A deleter has tms.delete_concurrency slots (read when it is created),
@@ -172,11 +172,11 @@ is_s3(const char *uri)
 {
 	size_t		len;
 
-	/* S3, or Azure: an object store's, deleted by bulk requests */
+	/* S3, Azure or GCS: an object store's, deleted by bulk requests */
 	return io_delete_group(uri, &len) > 0;
 }
 
-/* Length of "s3://bucket/" ("abfs://container@host/") of a canonical URI. */
+/* Length of "s3://bucket/" ("gs://bucket/", "abfs://container@host/"). */
 static size_t
 bucket_prefix_len(const char *uri)
 {
@@ -541,7 +541,7 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 
 	/*
 	 * s3: requests of at most 1000 keys of one bucket; Azure: of at most 256
-	 * blobs of one container
+	 * blobs of one container; gs: of at most 100 objects (1 with HMAC keys)
 	 */
 	for (int i = 0; i < n && d->status == TMS_DELETE_OK; i++)
 	{
@@ -554,6 +554,7 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 
 		if (taken[i])
 			continue;
+		max = Max(1, io_storage_delete_max_keys(p->storage, uris[i]));
 		if (p->io == NULL && (p->io = io_deleter_create(p->storage, p->nslots, &err)) == NULL)
 		{
 			stop(d, TMS_DELETE_FAILED, 0, NULL, NULL, "could not delete files: %s",
@@ -562,7 +563,7 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 		}
 		if ((b = free_batch(d)) == NULL)
 			break;
-		max = (int) io_delete_group(uris[i], &blen);
+		(void) io_delete_group(uris[i], &blen);
 		old = MemoryContextSwitchTo(b->cxt);
 		b->uris = palloc(sizeof(char *) * Min(n - i, max));
 		b->sizes = palloc(sizeof(int64) * Min(n - i, max));

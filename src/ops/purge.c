@@ -213,7 +213,8 @@ describe_storage(const TmsCatalogConn *conn, const IoLoadedTable *t, Enqueue *e)
 		if (io_secret_key(k, strlen(k)))
 			any_secret = true;
 		if (strcmp(k, "s3.session-token-expires-at-ms") == 0 ||
-			strncmp(k, "adls.sas-token-expires-at-ms.", 29) == 0)
+			strncmp(k, "adls.sas-token-expires-at-ms.", 29) == 0 ||
+			strcmp(k, "gcs.oauth2.token-expires-at") == 0)
 		{
 			int64		x = strtoll(t->config[i].value, NULL, 10);
 
@@ -243,7 +244,9 @@ describe_storage(const TmsCatalogConn *conn, const IoLoadedTable *t, Enqueue *e)
 	appendStringInfo(&buf, ", \"credentials\": \"%s\"}",
 					 any_secret ? "vended by the catalog" :
 					 conn->creds.s3_access_key_id || conn->creds.azure_account_key ||
-					 conn->creds.azure_sas_token || conn->creds.azure_client_id ?
+					 conn->creds.azure_sas_token || conn->creds.azure_client_id ||
+					 conn->creds.gcs_hmac_access_id || conn->creds.gcs_oauth2_token ||
+					 conn->creds.gcs_service_account_key ?
 					 "user mapping" : "none");
 	e->storage_json = buf.data;
 }

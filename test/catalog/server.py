@@ -13,7 +13,8 @@ iceberg_namespace_properties), metadata files go to file:// or s3:// storage.
         --warehouse URI [--catalog-name NAME] [--token-credential ID:SECRET]
         [--token-ttl SECONDS] [--static-token TOKEN] [--admin-token TOKEN]
         [--s3-endpoint URL --s3-access-key-id ID --s3-secret-access-key KEY
-         --s3-region REGION] [--azure-endpoint URL] [--file-root DIR]
+         --s3-region REGION] [--azure-endpoint URL]
+         [--gcs-endpoint URL --gcs-token TOKEN] [--file-root DIR]
         [--sigv4-region REGION [--sigv4-service NAME]
          --sigv4-key ID:SECRET[:SESSION_TOKEN] ...]
         [--idempotency-key-lifetime DURATION]
@@ -770,7 +771,11 @@ class Catalog:
         self.s3 = s3
         azure = (storage_mod.AzureConfig(args.azure_endpoint)
                  if getattr(args, "azure_endpoint", None) else None)
-        self.storage = storage_mod.Storage(s3=s3, file_root=args.file_root, azure=azure)
+        gcs = None
+        if getattr(args, "gcs_endpoint", None):
+            gcs = storage_mod.GcsConfig(args.gcs_endpoint, args.gcs_token or "")
+        self.storage = storage_mod.Storage(s3=s3, file_root=args.file_root, azure=azure,
+                                           gcs=gcs)
         self.separator = "\x1f"
         self.faults = None
         self.current = threading.local()
@@ -864,6 +869,8 @@ class Catalog:
         the gate (which refuses them with 400 ExpiredToken after `ttl`
         seconds); the StorageCredential config, or None when not vending."""
         v = self.vending
+        if v is not None and location and storage_mod.is_gs(location):
+            return self.vend_gcs(v, via)
         if v is None or not location or not storage_mod.is_s3(location):
             return None
         key_id = "TMSV" + secrets.token_hex(8).upper()
@@ -885,11 +892,35 @@ class Catalog:
             cfg["s3.session-token-expires-at-ms"] = str(int(expires_at * 1000))
         return cfg
 
+    def vend_gcs(self, v, via):
+        """A short-lived OAuth2 token for a table in GCS, registered with the
+        GCS test server (v["gate"]) to expire `ttl` seconds from now."""
+        token = "ya29.vended-" + secrets.token_urlsafe(24)
+        expires_at = time.time() + v["ttl"]
+        body = json.dumps({"token": token, "expires_at": expires_at,
+                           "who": "vended"}).encode()
+        req = urllib.request.Request(v["gate"] + "/admin/tokens", data=body,
+                                     headers={"Content-Type": "application/json"},
+                                     method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            r.read()
+        with self.issued_lock:
+            self.issued.append({"access_key_id": token[:20], "token": token,
+                                "expires_at": expires_at, "via": via,
+                                "issued_at": time.time()})
+        cfg = {"gcs.oauth2.token": token}
+        if v["expiry_visible"]:
+            cfg["gcs.oauth2.token-expires-at"] = str(int(expires_at * 1000))
+        return cfg
+
     def storage_credentials(self, location, via):
         """LoadTableResult / LoadCredentialsResponse storage-credentials."""
         cfg = self.vend(location, via)
         if cfg is None:
             return None
+        if storage_mod.is_gs(location):
+            bucket, _ = storage_mod.split_gs(location)
+            return [{"prefix": "gs://%s/" % bucket, "config": cfg}]
         bucket, _ = storage_mod.split_s3(location)
         return [{"prefix": "s3://%s/" % bucket, "config": cfg}]
 
@@ -1711,6 +1742,8 @@ def parse_args(argv):
     p.add_argument("--s3-region", default="us-east-1")
     p.add_argument("--azure-endpoint",
                    help="Azure Blob endpoint (Azurite, its development account) for abfs[s]:// and wasb[s]:// files")
+    p.add_argument("--gcs-endpoint", help="the GCS (test) server of gs:// tables")
+    p.add_argument("--gcs-token", help="the catalog's own bearer token there")
     p.add_argument("--file-root", default=None,
                    help="directory that relative and file://host/... paths resolve against "
                         "(default: the current directory)")

@@ -24,6 +24,10 @@ URIs understood:
                                         to the configured endpoint (Azurite's
                                         path style: endpoint/account/container),
                                         SharedKey signed
+  * gs://bucket/name                 -- the XML API of the configured GCS
+                                        endpoint (the test server,
+                                        test/gcs/server.py) with a bearer
+                                        token, listing through the JSON API
 
 Only the Python standard library is used (its SharedKey signer is written
 from Microsoft's documentation, independently of tms's C one, so that each
@@ -38,6 +42,7 @@ import email.utils
 import hashlib
 import hmac
 import http.client
+import json
 import os
 import urllib.parse
 import xml.etree.ElementTree as ET
@@ -260,6 +265,20 @@ class AzureClient:
                 return out
 
 
+class GcsConfig:
+    """Where and how to reach Google Cloud Storage: endpoint URL
+    (http://127.0.0.1:PORT) and an OAuth2 access token."""
+
+    def __init__(self, endpoint, token):
+        self.endpoint = endpoint.rstrip("/")
+        self.token = token
+
+
+def is_gs(uri):
+    """True when uri names a Google Cloud Storage object (gs://)."""
+    return urllib.parse.urlsplit(uri).scheme == "gs"
+
+
 def is_s3(uri):
     """True when uri names an S3 object (s3://, s3a://, s3n://)."""
     return urllib.parse.urlsplit(uri).scheme in S3_SCHEMES
@@ -446,18 +465,110 @@ class S3Client:
                 return keys
 
 
-class Storage:
-    """file:// and s3:// behind one interface (see the module comment)."""
+class GcsClient:
+    """A minimal Google Cloud Storage client with a bearer token: get, put,
+    delete, head through the XML API, list through the JSON API.  One HTTP
+    connection per call."""
 
-    def __init__(self, s3=None, file_root=None, azure=None):
+    def __init__(self, config, timeout=30):
+        self.config = config
+        self.timeout = timeout
+        parts = urllib.parse.urlsplit(config.endpoint)
+        self.host = parts.hostname
+        self.port = parts.port or 80
+
+    def request(self, method, path, query="", body=b""):
+        hdrs = {"Authorization": "Bearer " + self.config.token,
+                "Content-Length": str(len(body))}
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        try:
+            conn.request(method, path + ("?" + query if query else ""), body=body,
+                         headers=hdrs)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    @staticmethod
+    def xml_path(bucket, name):
+        return "/%s/%s" % (bucket, urllib.parse.quote(name, safe="/-_.~"))
+
+    def _check(self, status, data, what):
+        if status == 404:
+            raise NotFound("%s: not found" % what, 404)
+        if status >= 300:
+            raise StorageError("%s: HTTP %d: %s" % (
+                what, status, data[:300].decode("utf-8", "replace")), status)
+
+    def get(self, bucket, name):
+        status, data = self.request("GET", self.xml_path(bucket, name))
+        self._check(status, data, "gs://%s/%s" % (bucket, name))
+        return data
+
+    def put(self, bucket, name, data):
+        status, body = self.request("PUT", self.xml_path(bucket, name), body=data)
+        self._check(status, body, "gs://%s/%s" % (bucket, name))
+
+    def delete(self, bucket, name):
+        """Delete an object; a missing one is not an error."""
+        status, body = self.request("DELETE", self.xml_path(bucket, name))
+        if status != 404:
+            self._check(status, body, "gs://%s/%s" % (bucket, name))
+
+    def head(self, bucket, name):
+        status, _ = self.request("HEAD", self.xml_path(bucket, name))
+        if status == 404:
+            return False
+        if status >= 300:
+            raise StorageError("HEAD gs://%s/%s: HTTP %d" % (bucket, name, status), status)
+        return True
+
+    def list(self, bucket, prefix=""):
+        return [k for k, _, _ in self.list_objects(bucket, prefix)]
+
+    def list_objects(self, bucket, prefix=""):
+        """Every object under prefix as (name, size, updated as a Unix
+        time): objects.list of the JSON API, all pages."""
+        out, token = [], None
+        while True:
+            q = [("prefix", prefix)] + ([("pageToken", token)] if token else [])
+            status, body = self.request("GET", "/storage/v1/b/%s/o" % urllib.parse.quote(bucket),
+                                        urllib.parse.urlencode(q, quote_via=urllib.parse.quote))
+            self._check(status, body, "list gs://%s/%s" % (bucket, prefix))
+            doc = json.loads(body)
+            for it in doc.get("items", []):
+                out.append((it["name"], int(it["size"]), datetime.datetime.fromisoformat(
+                    it["updated"].replace("Z", "+00:00")).timestamp()))
+            token = doc.get("nextPageToken")
+            if not token:
+                return out
+
+
+def split_gs(uri):
+    """Split gs://bucket/name into (bucket, name)."""
+    parts = urllib.parse.urlsplit(uri)
+    return parts.netloc, parts.path.lstrip("/")
+
+
+class Storage:
+    """file://, s3:// and gs:// behind one interface (see the module
+    comment)."""
+
+    def __init__(self, s3=None, file_root=None, azure=None, gcs=None):
         self.s3 = S3Client(s3) if s3 else None
         self.azure = AzureClient(azure) if azure else None
+        self.gcs = GcsClient(gcs) if gcs else None
         self.file_root = os.path.abspath(file_root or os.getcwd())
 
     def _az(self, uri):
         if self.azure is None:
             raise StorageError("no Azure endpoint configured for %r" % uri)
         return split_azure(uri)
+
+    def _gs(self, uri):
+        if self.gcs is None:
+            raise StorageError("no GCS endpoint configured for %r" % uri)
+        return split_gs(uri)
 
     def local_path(self, uri):
         """Map a non-S3 URI to a local path (see the module comment for the
@@ -486,6 +597,8 @@ class Storage:
             return self.s3.get(*self._s3(uri))
         if is_azure(uri):
             return self.azure.get(*self._az(uri))
+        if is_gs(uri):
+            return self.gcs.get(*self._gs(uri))
         try:
             with open(self.local_path(uri), "rb") as f:
                 return f.read()
@@ -500,6 +613,8 @@ class Storage:
             return self.s3.put(*self._s3(uri), data)
         if is_azure(uri):
             return self.azure.put(*self._az(uri), data)
+        if is_gs(uri):
+            return self.gcs.put(*self._gs(uri), data)
         path = self.local_path(uri)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = path + ".tmp-%d" % os.getpid()
@@ -513,6 +628,8 @@ class Storage:
             return self.s3.delete(*self._s3(uri))
         if is_azure(uri):
             return self.azure.delete(*self._az(uri))
+        if is_gs(uri):
+            return self.gcs.delete(*self._gs(uri))
         try:
             os.unlink(self.local_path(uri))
         except FileNotFoundError:
@@ -524,4 +641,6 @@ class Storage:
             return self.s3.head(*self._s3(uri))
         if is_azure(uri):
             return self.azure.head(*self._az(uri))
+        if is_gs(uri):
+            return self.gcs.head(*self._gs(uri))
         return os.path.exists(self.local_path(uri))

@@ -471,7 +471,7 @@ class _Local:
     def path(self, uri):
         if uri in self.map:
             return self.map[uri]
-        if storage_mod.is_s3(uri):
+        if storage_mod.is_s3(uri) or storage_mod.is_gs(uri):
             p = os.path.join(self.tmp, "in", "%05d.parquet" % len(self.map))
             os.makedirs(os.path.dirname(p), exist_ok=True)
             with open(p, "wb") as f:

@@ -282,7 +282,7 @@ def _put(st, uri, path):
     """Store the local file path at uri: moved into place when uri is local
     (one rename, not a copy: 10,000 files are written this way), else
     uploaded."""
-    if storage_mod.is_s3(uri) or storage_mod.is_azure(uri):
+    if storage_mod.is_s3(uri) or storage_mod.is_azure(uri) or storage_mod.is_gs(uri):
         with open(path, "rb") as fh:
             st.write(uri, fh.read())
         return

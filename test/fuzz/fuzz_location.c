@@ -6,8 +6,8 @@
  * The input is "path" or "path\nrelative_root".  For every input:
  *	- io_location_canonical either fails with IO_ERR_INVALID_ARGUMENT or
  *	  returns a form starting with "s3://", "abfs://" (Azure: with a
- *	  container and a lower-case host) or "/" that contains no "." or ".."
- *	  segment and is its own canonical form (idempotent);
+ *	  container and a lower-case host), "gs://" or "/" that contains no
+ *	  "." or ".." segment and is its own canonical form (idempotent);
  *	- when the root is canonical too, io_location_under(path, root)
  *	  implies that the path starts with the root (trailing slashes
  *	  removed) followed by '/', and nothing is under itself.
@@ -64,7 +64,8 @@ check_canonical(const char *path, const char *root)
 			abort();
 		return NULL;
 	}
-	if (strncmp(c, "s3://", 5) != 0 && strncmp(c, "abfs://", 7) != 0 && c[0] != '/')
+	if (strncmp(c, "s3://", 5) != 0 && strncmp(c, "abfs://", 7) != 0 &&
+		strncmp(c, "gs://", 5) != 0 && c[0] != '/')
 		abort();
 	if (strncmp(c, "abfs://", 7) == 0)
 	{

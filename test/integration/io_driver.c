@@ -2,9 +2,10 @@
  *
  * io_driver.c
  *		A command-line driver of src/io for the integration tests
- *		(test/integration/test_storage_s3.py, test_catalog_commit.py), which
- *		compile it with the files of src/io/ and run it against s3rver, a
- *		checking fake S3 and the test catalog.
+ *		(test/integration/test_storage_s3.py, test_storage_gcs.py,
+ *		test_catalog_commit.py), which compile it with the files of src/io/
+ *		and run it against s3rver, a checking fake S3, the GCS test server
+ *		and the test catalog.
  *
  *	io_driver [options] COMMAND ARGS...
  *	  options: -e ENDPOINT  -r REGION  -k KEY_ID  -s SECRET  -t SESSION_TOKEN
@@ -15,6 +16,9 @@
  *			   -A AZURE_ENDPOINT  -K AZURE_SHARED_KEY  -S AZURE_SAS_TOKEN
  *			   -B AZURE_BLOCK_SIZE  -V KEY=VALUE (repeatable: a vended
  *			   property, such as adls.sas-token.ACCOUNT=SAS)
+ *			   GCS: -G ENDPOINT  -H ACCESS_ID:SECRET (HMAC keys)
+ *			   -O OAUTH2_TOKEN  -J SERVICE_ACCOUNT_KEY_FILE  -P PART_BYTES
+ *			   -X RETRIES (of storage requests; default 0: none)
  *	  put URI FILE            store FILE's bytes ("-": stdin)
  *	  get URI [OFFSET LEN]    object bytes (a range) to stdout
  *	  size URI                the size
@@ -174,7 +178,7 @@ main(int argc, char **argv)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.s3_path_style = -1;
 	cfg.http.retries = 0;
-	while ((c = getopt(argc, argv, "e:r:k:s:t:p:l:T:R:N:A:K:S:B:V:")) != -1)
+	while ((c = getopt(argc, argv, "e:r:k:s:t:p:l:T:R:N:A:K:S:B:V:G:H:O:J:P:X:")) != -1)
 	{
 		switch (c)
 		{
@@ -204,6 +208,45 @@ main(int argc, char **argv)
 				break;
 			case 'N':
 				catalog_retries = atoi(optarg);
+				break;
+			case 'G':
+				cfg.gcs_endpoint = optarg;
+				break;
+			case 'H':
+				{
+					char	   *colon = strchr(optarg, ':');
+
+					if (colon == NULL)
+						return 64;
+					*colon = '\0';
+					cfg.gcs_hmac_access_id = optarg;
+					cfg.gcs_hmac_secret = colon + 1;
+					break;
+				}
+			case 'O':
+				cfg.gcs_oauth2_token = optarg;
+				break;
+			case 'J':
+				{
+					FILE	   *f = fopen(optarg, "rb");
+					size_t		len = 0;
+					char	   *key = f ? slurp(f, &len) : NULL;
+
+					if (f)
+						fclose(f);
+					if (key == NULL)
+						return 66;
+					key = realloc(key, len + 1);
+					key[len] = '\0';
+					cfg.gcs_service_account_key = key;
+					break;
+				}
+			case 'P':
+				cfg.gcs_upload_part_bytes = (size_t) atol(optarg);
+				break;
+			case 'X':
+				cfg.http.retries = atoi(optarg);
+				cfg.http.retry_base_ms = 20;
 				break;
 			case 'R':
 				if (nroots < sizeof(roots) / sizeof(roots[0]))

@@ -1232,7 +1232,7 @@ test_valid_set(void)
 		  "unknown data file is an orphan");
 	CHECK(iceberg_valid_set_check(vs, "s3://hyperparam-iceberg/spark/bunnies/data/../x") == ICEBERG_ORPHAN_UNKNOWN,
 		  "dot segment: unknown (kept)");
-	CHECK(iceberg_valid_set_check(vs, "gs://hyperparam-iceberg/spark/bunnies/x") == ICEBERG_ORPHAN_UNKNOWN,
+	CHECK(iceberg_valid_set_check(vs, "hdfs://hyperparam-iceberg/spark/bunnies/x") == ICEBERG_ORPHAN_UNKNOWN,
 		  "other scheme: unknown (kept)");
 	CHECK(strcmp(iceberg_orphan_verdict_name(ICEBERG_ORPHAN_PREFIX_MISMATCH), "prefix-mismatch") == 0,
 		  "verdict names");

@@ -1866,7 +1866,7 @@ test_io_router(void)
 	}			fails[] = {
 		{"pyiceberg-v1-overwrite/metadata/no-such.metadata.json", IO_ERR_NOT_FOUND},
 		{"/etc/passwd", IO_ERR_FORBIDDEN},
-		{"gs://bucket/metadata.json", IO_ERR_INVALID_ARGUMENT},
+		{"hdfs://bucket/metadata.json", IO_ERR_INVALID_ARGUMENT},
 		{"pyiceberg-v1-overwrite/../pyiceberg-v1-overwrite/metadata/x.json", IO_ERR_INVALID_ARGUMENT},
 	};
 

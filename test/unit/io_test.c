@@ -582,7 +582,7 @@ test_uri_parse(void)
 		{"s3://b/%2e%2e/k", 1, IO_URI_S3, "b", "%2e%2e/k"},
 		{"/var/data/f", 1, IO_URI_FILE, NULL, "/var/data/f"},
 		{"relative/path", 0, 0, NULL, NULL},
-		{"gs://bucket/x", 0, 0, NULL, NULL},
+		{"hdfs://bucket/x", 0, 0, NULL, NULL},
 		{"", 0, 0, NULL, NULL},
 	};
 
@@ -713,7 +713,7 @@ test_location_canonical(void)
 		{"", "/wh", NULL},
 		{"http://host/x", "/wh", NULL},
 		{"https://host/x", "/wh", NULL},
-		{"gs://b/x", "/wh", NULL},
+		{"hdfs://b/x", "/wh", NULL},
 		{"abfs://c@a.dfs.core.windows.net/x", "/wh", NULL},
 		{"hdfs://nn/x", "/wh", NULL},
 		{"c:/x", "/wh", NULL},
@@ -764,7 +764,7 @@ test_location_canonical(void)
 		CHECK(strstr(err.message, "\"..\" segment") != NULL, "dot message: %s", err.message);
 		io_location_canonical("a/b", NULL, &out, &err);
 		CHECK(strstr(err.message, "relative") != NULL, "relative message: %s", err.message);
-		io_location_canonical("gs://b/k", NULL, &out, &err);
+		io_location_canonical("hdfs://b/k", NULL, &out, &err);
 		CHECK(strstr(err.message, "supported") != NULL, "scheme message: %s", err.message);
 		io_location_canonical(NULL, NULL, &out, &err);
 		CHECK(err.code == IO_ERR_INVALID_ARGUMENT && strstr(err.message, "empty") != NULL,
@@ -1626,7 +1626,7 @@ test_storage_fileio(void)
 	/* refusals and missing files keep their codes */
 	CHECK(fileio_slurp(&fio, "t/../t/metadata/v1.json", &len, &err) == NULL &&
 		  err.code == IO_ERR_INVALID_ARGUMENT, "dot segment refused: %s", err.message);
-	CHECK(fileio_slurp(&fio, "gs://b/x", &len, &err) == NULL &&
+	CHECK(fileio_slurp(&fio, "hdfs://b/x", &len, &err) == NULL &&
 		  err.code == IO_ERR_INVALID_ARGUMENT, "other scheme refused: %s", err.message);
 	CHECK(fileio_slurp(&fio, "t/metadata/v9.json", &len, &err) == NULL &&
 		  err.code == IO_ERR_NOT_FOUND, "missing: %s", tms_error_code_name(err.code));

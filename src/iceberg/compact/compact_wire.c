@@ -204,6 +204,15 @@ iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit, int
 		else
 			json_decref(v);
 	}
+	OPT("gcs_endpoint", cfg->gcs_endpoint);
+	OPT("gcs_hmac_access_id", cfg->gcs_hmac_access_id);
+	OPT("gcs_hmac_secret", cfg->gcs_hmac_secret);
+	OPT("gcs_oauth2_token", cfg->gcs_oauth2_token);
+	OPT("gcs_service_account_key", cfg->gcs_service_account_key);
+	if (ok && cfg->gcs_credentials_vended)
+		ok = set(st, "gcs_credentials_vended", json_true());
+	if (ok && cfg->gcs_upload_part_bytes > 0)
+		ok = set(st, "gcs_upload_part_bytes", json_integer((json_int_t) cfg->gcs_upload_part_bytes));
 	if (allowed_hosts != NULL && allowed_hosts[0] != '\0')
 		OPT("allowed_hosts", allowed_hosts);
 #undef OPT
@@ -291,6 +300,13 @@ iceberg_compact_hello_parse(const char *text, size_t len, IcebergCompactHello *h
 		h->s3_access_key_id = get_str(st, "s3_access_key_id", false, MAX_TEXT, &ok, err);
 		h->s3_secret_access_key = get_str(st, "s3_secret_access_key", false, MAX_TEXT, &ok, err);
 		h->s3_session_token = get_str(st, "s3_session_token", false, 65536, &ok, err);
+		h->gcs_endpoint = get_str(st, "gcs_endpoint", false, MAX_TEXT, &ok, err);
+		h->gcs_hmac_access_id = get_str(st, "gcs_hmac_access_id", false, MAX_TEXT, &ok, err);
+		h->gcs_hmac_secret = get_str(st, "gcs_hmac_secret", false, MAX_TEXT, &ok, err);
+		h->gcs_oauth2_token = get_str(st, "gcs_oauth2_token", false, 65536, &ok, err);
+		h->gcs_service_account_key = get_str(st, "gcs_service_account_key", false, 65536, &ok, err);
+		h->gcs_credentials_vended = json_is_true(json_object_get(st, "gcs_credentials_vended"));
+		h->gcs_upload_part_bytes = get_int(st, "gcs_upload_part_bytes", false, 0, INT64_MAX, 0, &ok, err);
 		h->connect_timeout_ms = (long) get_int(st, "connect_timeout_ms", false, 0, INT32_MAX, 0, &ok, err);
 		h->request_timeout_ms = (long) get_int(st, "request_timeout_ms", false, 0, INT32_MAX, 0, &ok, err);
 		h->retries = (int) get_int(st, "retries", false, -1, 100, -1, &ok, err);
@@ -348,6 +364,13 @@ iceberg_compact_hello_storage(const IcebergCompactHello *h, IoStorageConfig *cfg
 	cfg->azure_token_url = h->azure_token_url;
 	cfg->azure_vended = h->azure_vended;
 	cfg->nazure_vended = (size_t) h->nazure_vended;
+	cfg->gcs_endpoint = h->gcs_endpoint;
+	cfg->gcs_hmac_access_id = h->gcs_hmac_access_id;
+	cfg->gcs_hmac_secret = h->gcs_hmac_secret;
+	cfg->gcs_oauth2_token = h->gcs_oauth2_token;
+	cfg->gcs_service_account_key = h->gcs_service_account_key;
+	cfg->gcs_credentials_vended = h->gcs_credentials_vended;
+	cfg->gcs_upload_part_bytes = (size_t) h->gcs_upload_part_bytes;
 	cfg->local_roots = (const char *const *) h->local_roots;
 	cfg->nlocal_roots = (size_t) h->nlocal_roots;
 	cfg->http.connect_timeout_ms = h->connect_timeout_ms;
@@ -393,6 +416,11 @@ iceberg_compact_hello_free(IcebergCompactHello *h)
 		wipe_free(h->azure_vended[i].value);
 	}
 	io_free(h->azure_vended);
+	io_free(h->gcs_endpoint);
+	wipe_free(h->gcs_hmac_access_id);
+	wipe_free(h->gcs_hmac_secret);
+	wipe_free(h->gcs_oauth2_token);
+	wipe_free(h->gcs_service_account_key);
 	for (i = 0; i < h->nlocal_roots; i++)
 		io_free(h->local_roots[i]);
 	io_free(h->local_roots);

@@ -87,6 +87,13 @@ typedef struct IcebergCompactHello
 	char	   *azure_token_url;
 	IoKeyValue *azure_vended;	/* the vended "adls.sas-token.<account>" */
 	int			nazure_vended;
+	char	   *gcs_endpoint;
+	char	   *gcs_hmac_access_id;
+	char	   *gcs_hmac_secret;
+	char	   *gcs_oauth2_token;
+	char	   *gcs_service_account_key;
+	bool		gcs_credentials_vended;
+	int64_t		gcs_upload_part_bytes;
 	int			nlocal_roots;
 	char	  **local_roots;
 	long		connect_timeout_ms;

@@ -2,10 +2,16 @@
  *
  * aws_sigv4.c
  *		AWS Signature Version 4 (HMAC-SHA256), header and presigned-query
- *		forms.
+ *		forms, and its Google Cloud Storage dialect (V4 signing with HMAC
+ *		keys, GOOG4-HMAC-SHA256).
  *
  * Built from the published algorithm and checked against every case of
- * the AWS SigV4 test suite (test/unit/io_test.c).  libcurl's own
+ * the AWS SigV4 test suite (test/unit/io_test.c) and the canonical
+ * requests and strings to sign of Google's V4 signing conformance cases
+ * (test/unit/gcs_test.c).  The two differ only in names (IoSigV4Dialect):
+ * the algorithm, the prefix of the signing key, the scope's terminator,
+ * the x-amz- / x-goog- headers and the X-Amz- / X-Goog- query parameters
+ * (https://cloud.google.com/storage/docs/authentication/signatures).  libcurl's own
  * CURLOPT_AWS_SIGV4 is not used: it signs the query string as written,
  * without the canonical sorting and encoding the algorithm requires.
  *
@@ -23,6 +29,7 @@
  *-------------------------------------------------------------------------
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +37,17 @@
 #include <openssl/hmac.h>
 
 #include "io/io_int.h"
+
+/* See io.h. */
+const IoSigV4Dialect io_sigv4_aws = {
+	"AWS4-HMAC-SHA256", "AWS4", "aws4_request", "x-amz", "X-Amz"
+};
+const IoSigV4Dialect io_sigv4_goog = {
+	"GOOG4-HMAC-SHA256", "GOOG4", "goog4_request", "x-goog", "X-Goog"
+};
+
+/* The dialect of a signing input: AWS unless it names another. */
+#define DIALECT(in) ((in)->dialect != NULL ? (in)->dialect : &io_sigv4_aws)
 
 typedef struct SigParam
 {
@@ -401,13 +419,19 @@ sig_headers(const IoSigV4Input *in, bool token, SigHeader **hdrs, size_t *nhdrs,
 			return false;
 	if (!in->query_mode)
 	{
-		if (!add_header(h, nhdrs, "x-amz-date", in->amz_date))
+		const char *hp = DIALECT(in)->header_prefix;
+		char		name[64];
+
+		snprintf(name, sizeof(name), "%s-date", hp);
+		if (!add_header(h, nhdrs, name, in->amz_date))
 			return false;
+		snprintf(name, sizeof(name), "%s-security-token", hp);
 		if (token && in->sign_session_token &&
-			!add_header(h, nhdrs, "x-amz-security-token", in->session_token))
+			!add_header(h, nhdrs, name, in->session_token))
 			return false;
+		snprintf(name, sizeof(name), "%s-content-sha256", hp);
 		if (in->add_content_sha256 &&
-			!add_header(h, nhdrs, "x-amz-content-sha256", in->payload_hash))
+			!add_header(h, nhdrs, name, in->payload_hash))
 			return false;
 	}
 	qsort(h, *nhdrs, sizeof(SigHeader), header_cmp);
@@ -444,14 +468,16 @@ sig_canonical_query(const IoSigV4Input *in, bool token, const char *credential,
 	{
 		char	   *c = io_uri_encode(credential, strlen(credential), false);
 		char	   *s = io_uri_encode(signed_hdrs->data, signed_hdrs->len, false);
+		const char *pp = DIALECT(in)->param_prefix;
 
 		if (raw.len > 0)
 			io_sb_putc(&raw, '&');
 		io_sb_printf(&raw,
-					 "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=%s"
-					 "&X-Amz-Date=%s&X-Amz-Expires=%ld&X-Amz-SignedHeaders=%s",
-					 c ? c : "", in->amz_date, in->expires_seconds,
-					 s ? s : "");
+					 "%s-Algorithm=%s&%s-Credential=%s"
+					 "&%s-Date=%s&%s-Expires=%ld&%s-SignedHeaders=%s",
+					 pp, DIALECT(in)->algorithm, pp, c ? c : "",
+					 pp, in->amz_date, pp, in->expires_seconds,
+					 pp, s ? s : "");
 		if (c == NULL || s == NULL)
 			raw.oom = true;
 		io_free(c);
@@ -462,7 +488,8 @@ sig_canonical_query(const IoSigV4Input *in, bool token, const char *credential,
 								strlen(in->session_token), false);
 			if (enc == NULL)
 				raw.oom = true;
-			io_sb_printf(&raw, "&X-Amz-Security-Token=%s", enc ? enc : "");
+			io_sb_printf(&raw, "&%s-Security-Token=%s", DIALECT(in)->param_prefix,
+						 enc ? enc : "");
 			io_free(enc);
 		}
 	}
@@ -533,13 +560,13 @@ sig_signature(const IoSigV4Input *in, const char *date8, const char *string_to_s
 	char	   *kdate;
 
 	io_sb_init(&sb);
-	io_sb_printf(&sb, "AWS4%s", in->secret_access_key);
+	io_sb_printf(&sb, "%s%s", DIALECT(in)->key_prefix, in->secret_access_key);
 	kdate = io_sb_steal(&sb);
 	if (kdate == NULL ||
 		!hmac256(kdate, strlen(kdate), date8, k1) ||
 		!hmac256(k1, 32, in->region, k2) ||
 		!hmac256(k2, 32, in->service, k3) ||
-		!hmac256(k3, 32, "aws4_request", k4) ||
+		!hmac256(k3, 32, DIALECT(in)->terminator, k4) ||
 		!hmac256(k4, 32, string_to_sign, sig))
 	{
 		if (kdate != NULL)
@@ -570,7 +597,8 @@ sig_presigned_query(const IoSigV4Input *in, bool token, const IoStrBuf *query,
 	IoStrBuf	sb;
 
 	io_sb_init(&sb);
-	io_sb_printf(&sb, "%s&X-Amz-Signature=%s", query->data, out->signature);
+	io_sb_printf(&sb, "%s&%s-Signature=%s", query->data, DIALECT(in)->param_prefix,
+				 out->signature);
 	if (token && !in->sign_session_token)
 	{
 		char	   *enc = io_uri_encode(in->session_token,
@@ -581,7 +609,7 @@ sig_presigned_query(const IoSigV4Input *in, bool token, const IoStrBuf *query,
 			io_sb_free(&sb);
 			return false;
 		}
-		io_sb_printf(&sb, "&X-Amz-Security-Token=%s", enc);
+		io_sb_printf(&sb, "&%s-Security-Token=%s", DIALECT(in)->param_prefix, enc);
 		io_free(enc);
 	}
 	out->presigned_query = io_sb_steal(&sb);
@@ -598,20 +626,25 @@ sig_auth_headers(const IoSigV4Input *in, bool token, const char *credential,
 {
 	IoStrBuf	sb;
 	char	   *p;
+	const IoSigV4Dialect *d = DIALECT(in);
+	char		name[64];
 
 	out->add_headers = io_calloc(4, sizeof(IoKeyValue));
 	if (out->add_headers == NULL)
 		return false;
-	if (!add_out_header(out, "X-Amz-Date", in->amz_date))
+	snprintf(name, sizeof(name), "%s-Date", d->param_prefix);
+	if (!add_out_header(out, name, in->amz_date))
 		return false;
-	if (token && !add_out_header(out, "X-Amz-Security-Token", in->session_token))
+	snprintf(name, sizeof(name), "%s-Security-Token", d->param_prefix);
+	if (token && !add_out_header(out, name, in->session_token))
 		return false;
+	snprintf(name, sizeof(name), "%s-content-sha256", d->header_prefix);
 	if (in->add_content_sha256 &&
-		!add_out_header(out, "x-amz-content-sha256", in->payload_hash))
+		!add_out_header(out, name, in->payload_hash))
 		return false;
 	io_sb_init(&sb);
-	io_sb_printf(&sb, "AWS4-HMAC-SHA256 Credential=%s, SignedHeaders=%s, Signature=%s",
-				 credential, out->signed_headers, out->signature);
+	io_sb_printf(&sb, "%s Credential=%s, SignedHeaders=%s, Signature=%s",
+				 d->algorithm, credential, out->signed_headers, out->signature);
 	p = io_sb_steal(&sb);
 	if (p == NULL || !add_out_header(out, "Authorization", p))
 	{
@@ -661,7 +694,8 @@ io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, TmsError *err)
 		goto oom;
 
 	/* scope and credential */
-	io_sb_printf(&sb, "%s/%s/%s/aws4_request", date8, in->region, in->service);
+	io_sb_printf(&sb, "%s/%s/%s/%s", date8, in->region, in->service,
+				 DIALECT(in)->terminator);
 	scope = io_sb_steal(&sb);
 	io_sb_printf(&sb, "%s/%s", in->access_key_id, scope ? scope : "");
 	credential = io_sb_steal(&sb);
@@ -684,7 +718,8 @@ io_sigv4_sign(const IoSigV4Input *in, IoSigV4Output *out, TmsError *err)
 
 	/* string to sign */
 	io_sha256_hex(out->canonical_request, strlen(out->canonical_request), creq_hash);
-	io_sb_printf(&sb, "AWS4-HMAC-SHA256\n%s\n%s\n%s", in->amz_date, scope, creq_hash);
+	io_sb_printf(&sb, "%s\n%s\n%s\n%s", DIALECT(in)->algorithm, in->amz_date, scope,
+				 creq_hash);
 	out->string_to_sign = io_sb_steal(&sb);
 	if (out->string_to_sign == NULL)
 		goto oom;

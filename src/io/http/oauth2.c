@@ -4,7 +4,9 @@
  *		The OAuth2 client-credentials grant shared by the REST catalog
  *		client and the engine clients: the token request (a form POST of
  *		grant_type=client_credentials, client_id, client_secret and,
- *		when given, scope), the reader of token responses and the cache.
+ *		when given, scope; or, for a Google service account, of
+ *		grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer and the
+ *		signed assertion), the reader of token responses and the cache.
  *
  * Rules: see oauth2.h.  The secret lives only in the form body, which is
  * wiped; no error message quotes the body, the secret or a token.
@@ -32,11 +34,19 @@ io_oauth2_fetch(const IoOAuth2Request *rq, IoOAuth2Token *tok, TmsError *err)
 	int			rc;
 
 	io_sb_init(&body);
-	io_form_add(&body, "grant_type", "client_credentials");
-	io_form_add(&body, "client_id", rq->client_id);
-	io_form_add(&body, "client_secret", rq->client_secret);
-	if (rq->scope != NULL)
-		io_form_add(&body, "scope", rq->scope);
+	if (rq->assertion != NULL)
+	{
+		io_form_add(&body, "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer");
+		io_form_add(&body, "assertion", rq->assertion);
+	}
+	else
+	{
+		io_form_add(&body, "grant_type", "client_credentials");
+		io_form_add(&body, "client_id", rq->client_id);
+		io_form_add(&body, "client_secret", rq->client_secret);
+		if (rq->scope != NULL)
+			io_form_add(&body, "scope", rq->scope);
+	}
 	if (body.oom)
 	{
 		io_sb_wipe_free(&body);

@@ -3,8 +3,10 @@
  * oauth2.h
  *		The OAuth2 client-credentials grant (RFC 6749 section 4.4) shared
  *		by the Iceberg REST catalog client (rest/rest_auth.c) and the engine
- *		clients (engines/engine_client.c): the token request, the reader of token
- *		responses, the token cache and its expiry.
+ *		clients (engines/engine_client.c), and the JWT bearer grant (RFC
+ *		7523) of Google service accounts (http/gcs_auth.c): the token
+ *		request, the reader of token responses, the token cache and its
+ *		expiry.
  *
  * The caller says where to ask (an absolute URL), with which credentials
  * and scope, and how a refused request becomes a TmsError (each client
@@ -58,6 +60,9 @@ typedef struct IoOAuth2Request
 	const char *client_id;
 	const char *client_secret;
 	const char *scope;			/* NULL: no scope parameter */
+	const char *assertion;		/* non-NULL: the JWT bearer grant with this
+								 * signed JWT, client_id, client_secret and
+								 * scope unused */
 	IoOAuth2StatusError status_error;
 	void	   *arg;			/* status_error's first argument */
 	uint64_t   *requests;		/* incremented per HTTP request, or NULL */

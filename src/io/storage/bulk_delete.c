@@ -2,13 +2,14 @@
  *
  * bulk_delete.c
  *		Bulk deletes with several requests in flight (io.h, IoDeleter):
- *		S3 DeleteObjects requests and Azure Blob Batch requests, one per
- *		slot, run at once on the HTTP core's batch multi handle, each
- *		answer read into the caller's results as it arrives.
+ *		S3 DeleteObjects requests, Azure Blob Batch requests or GCS
+ *		deletes (JSON API batches, or one XML API DELETE with HMAC keys),
+ *		one per slot, run at once on the HTTP core's batch multi handle,
+ *		each answer read into the caller's results as it arrives.
  *
  * The request body and the reader of its answer are storage_s3.c's (and
- * azure_batch.c's), the same as io_storage_delete's (one rule, one
- * implementation).  Nothing is
+ * azure_batch.c's, storage_gcs.c's), the same as io_storage_delete's (one
+ * rule, one implementation).  Nothing is
  * retried here: the caller decides what to send again and when, because
  * the answer to "the storage asks us to slow down" is a matter of the
  * whole process (and, inside PostgreSQL, of every process deleting on the
@@ -40,6 +41,7 @@ typedef struct DeleterSlot
 {
 	bool		busy;
 	bool		azure;			/* a Blob Batch request */
+	bool		gcs;			/* a GCS delete */
 	char		bucket[256];
 	IoParsedUri *parsed;		/* n parsed URIs */
 	const char **keys;			/* their keys */
@@ -122,6 +124,17 @@ io_deleter_free(IoDeleter *d)
 	io_free(d);
 }
 
+/* The objects one delete request of st takes at most for a scheme. */
+static size_t
+request_max(const IoStorage *st, IoUriScheme scheme)
+{
+	if (scheme == IO_URI_AZURE)
+		return IO_AZURE_DELETE_MAX_KEYS;
+	if (scheme == IO_URI_GCS)
+		return IO_GCS_HMAC(st) ? 1 : IO_GCS_DELETE_MAX_KEYS;
+	return IO_S3_DELETE_MAX_KEYS;
+}
+
 /* See io.h. */
 int
 io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
@@ -137,7 +150,7 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 		return tms_error_set(err, IO_ERR_INTERNAL, "delete slot %d is not free", slot);
 	if (n < 1 || n > IO_S3_DELETE_MAX_KEYS)
 		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
-							 "a DeleteObjects request takes 1 to %d keys, not %zu",
+							 "a delete request takes 1 to %d objects of one bucket, not %zu",
 							 IO_S3_DELETE_MAX_KEYS, n);
 	s = &d->slots[slot];
 	s->parsed = io_calloc(n, sizeof(IoParsedUri));
@@ -158,11 +171,11 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 			return -1;
 		}
 		s->n = i + 1;
-		if ((pi->scheme != IO_URI_S3 && pi->scheme != IO_URI_AZURE) || pi->path[0] == '\0' ||
+		if (pi->scheme == IO_URI_FILE || pi->path[0] == '\0' ||
 			(i > 0 && (pi->scheme != p0->scheme || strcmp(pi->bucket, p0->bucket) != 0 ||
 					   (pi->scheme == IO_URI_AZURE && strcmp(pi->account, p0->account) != 0))) ||
 			strlen(pi->bucket) >= sizeof(s->bucket) ||
-			(pi->scheme == IO_URI_AZURE && n > IO_AZURE_DELETE_MAX_KEYS))
+			n > request_max(d->st, pi->scheme))
 		{
 			slot_clear(s);
 			return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
@@ -172,8 +185,11 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 	}
 	snprintf(s->bucket, sizeof(s->bucket), "%s", s->parsed[0].bucket);
 	s->azure = s->parsed[0].scheme == IO_URI_AZURE;
+	s->gcs = s->parsed[0].scheme == IO_URI_GCS;
 	io_storage_refresh_if_due(d->st);
-	if (s->azure)
+	if (s->gcs)
+		rc = io_gcs_delete_request(d->st, s->bucket, s->keys, n, &s->body, &req, err);
+	else if (s->azure)
 	{
 		char		ctype[96];
 		IoParsedUri account = s->parsed[0];
@@ -291,6 +307,16 @@ io_deleter_done(IoDeleter *d, IoDeleteDone *out)
 		out->throttled = io_azure_throttled(resp.status, code);
 		out->credentials = resp.status == 401 || resp.status == 403;
 		out->retry_after_ms = io_http_retry_after_ms(&resp, io_wall_ms());
+	}
+	else if (s->gcs)
+	{
+		out->rc = io_gcs_delete_answer(d->st, &resp, s->bucket, s->keys, s->n, s->results,
+									   &out->throttled, &out->credentials, &out->err);
+		if (out->rc != 0)
+			out->retry_after_ms = io_http_retry_after_ms(&resp, io_wall_ms());
+		for (size_t i = 0; out->rc == 0 && i < s->n; i++)
+			if (!s->results[i].deleted && io_delete_code_throttled(s->results[i].code))
+				out->nthrottled++;
 	}
 	else if (resp.status == 200)
 	{

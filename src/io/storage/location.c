@@ -17,8 +17,9 @@
  *	  "%2e%2e" is a name, not "..", and it is sent to S3 as "%252e%252e";
  *	- a "." or ".." segment is refused wherever it appears (never
  *	  resolved), in S3 keys and buckets as in file paths;
- *	- only s3:// s3a:// s3n://, Azure (abfs:// abfss:// wasb:// wasbs://)
- *	  and file locations exist; any other scheme is refused;
+ *	- only s3:// s3a:// s3n://, Azure (abfs:// abfss:// wasb:// wasbs://),
+ *	  gs:// (Google Cloud Storage) and file locations exist; any other
+ *	  scheme is refused;
  *	- the four Azure schemes name the same objects, and so do an
  *	  account's ".dfs." and ".blob." hosts (Iceberg's ADLSLocation: the
  *	  account, the container and the path make the object): all become
@@ -40,6 +41,9 @@
 
 /* Longest bucket name S3 (or any S3-compatible store) accepts, with margin. */
 #define BUCKET_MAX 255
+
+/* Longest GCS bucket name (with dots; 63 without). */
+#define GCS_BUCKET_MAX 222
 
 /* Report why path is not a location; returns -1. */
 static int
@@ -255,9 +259,46 @@ azure_scheme(const char *path, size_t sl)
 }
 
 /*
+ * The canonical form of a Google Cloud Storage location; rest follows
+ * "gs://".  Bucket names are 3 to 222 lowercase letters, digits, '-', '_'
+ * and '.' (https://cloud.google.com/storage/docs/buckets#naming).
+ */
+static int
+canonical_gs(const char *path, const char *rest, char **out, TmsError *err)
+{
+	const char *slash = strchr(rest, '/');
+	size_t		blen = slash ? (size_t) (slash - rest) : strlen(rest);
+	size_t		i;
+	char	   *r;
+
+	if (blen == 0)
+		return refuse(err, path, "the GCS bucket name is empty");
+	if (blen < 3 || blen > GCS_BUCKET_MAX)
+		return refuse(err, path, "the GCS bucket name must have 3 to 222 characters");
+	for (i = 0; i < blen; i++)
+	{
+		char		c = rest[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			  c == '.' || c == '-' || c == '_'))
+			return refuse(err, path, "the GCS bucket name contains a character other than lowercase letters, digits, '.', '-' and '_'");
+	}
+	if (has_dot_segment(rest, strlen(rest)))
+		return refuse(err, path, "it contains a \".\" or \"..\" segment");
+	r = io_malloc(5 + strlen(rest) + 1);
+	if (r == NULL)
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+	memcpy(r, "gs://", 5);
+	strcpy(r + 5, rest);
+	*out = r;
+	return 0;
+}
+
+/*
  * See io.h.  The forms, in the order they are tried:
  *	s3:// s3a:// s3n:// (any case)		S3, "s3://bucket/key"
  *	abfs[s]:// wasb[s]:// (any case)	Azure, "abfs://container@host/key"
+ *	gs:// (any case)					GCS, "gs://bucket/key"
  *	file:// + "/abs"					absolute ("file:///abs")
  *	file://localhost[/abs]				absolute
  *	file://host/rest					relative "host/rest" (old local writers)
@@ -287,6 +328,8 @@ io_location_canonical(const char *path, const char *relative_root, char **out,
 		return canonical_s3(path, path + sl + 3, out, err);
 	if (sl > 0 && path[sl + 1] == '/' && path[sl + 2] == '/' && azure_scheme(path, sl))
 		return canonical_azure(path, path + sl + 3, out, err);
+	if (sl == 2 && path[3] == '/' && path[4] == '/' && strncasecmp(path, "gs", 2) == 0)
+		return canonical_gs(path, path + 5, out, err);
 	if (sl == 4 && strncasecmp(path, "file", 4) == 0)
 	{
 		const char *p = path + 5;
@@ -314,7 +357,7 @@ io_location_canonical(const char *path, const char *relative_root, char **out,
 	else if (path[0] == '/')
 		abs = path;
 	else if (sl > 0)
-		return refuse(err, path, "only s3://, s3a://, s3n://, abfs[s]://, wasb[s]:// and file locations are supported");
+		return refuse(err, path, "only s3://, s3a://, s3n://, abfs[s]://, wasb[s]://, gs:// and file locations are supported");
 	else
 		rel = path;
 
@@ -373,12 +416,13 @@ io_location_under(const char *path, const char *root)
 		n--;
 
 	/*
-	 * a canonical root: "/..." ("/" itself included), "s3://bucket..." or
-	 * "abfs://container@host..."
+	 * a canonical root: "/..." ("/" itself included), "s3://bucket...",
+	 * "abfs://container@host..." or "gs://bucket..."
 	 */
 	if (!(root[0] == '/' ||
 		  (strncmp(root, "s3://", 5) == 0 && n > 5 && root[5] != '/') ||
-		  (strncmp(root, "abfs://", 7) == 0 && n > 7 && root[7] != '/')))
+		  (strncmp(root, "abfs://", 7) == 0 && n > 7 && root[7] != '/') ||
+		  (strncmp(root, "gs://", 5) == 0 && n > 5 && root[5] != '/')))
 		return false;
 	if (has_dot_segment(path, strlen(path)) || has_dot_segment(root, n))
 		return false;

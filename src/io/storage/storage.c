@@ -5,8 +5,9 @@
  *		its configuration, vended credentials and their refresh, and the
  *		entry points, which send local files (file:// URIs and absolute
  *		paths) to the local backend (storage_local.c), S3 (s3://, s3a://,
- *		s3n://) to the S3 backend (storage_s3.c) and Azure (abfs[s]://,
- *		wasb[s]://) to the Azure backend (storage_azure.c).  Every location
+ *		s3n://) to the S3 backend (storage_s3.c), Azure (abfs[s]://,
+ *		wasb[s]://) to the Azure backend (storage_azure.c) and Google Cloud
+ *		Storage (gs://) to the GCS backend (storage_gcs.c).  Every location
  *		goes through the location rule (location.c) first.
  *
  * The backends share only this interface and the handle (storage_int.h);
@@ -30,6 +31,7 @@
 #include <openssl/evp.h>
 
 #include "io/io_int.h"
+#include "io/http/gcs_auth.h"
 #include "io/storage/storage_int.h"
 
 #define S3_DELETE_BATCH IO_S3_DELETE_MAX_KEYS
@@ -95,6 +97,17 @@ io_uri_parse(const char *uri, IoParsedUri *out, TmsError *err)
 			io_uri_free(out);
 			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		}
+	}
+	else if (strncmp(c, "gs://", 5) == 0)
+	{
+		const char *rest = c + 5;
+		const char *slash = strchr(rest, '/');
+		size_t		blen = slash ? (size_t) (slash - rest) : strlen(rest);
+
+		out->scheme = IO_URI_GCS;
+		out->bucket = io_strndup(rest, blen);
+		out->path = io_strdup(slash ? slash + 1 : "");
+		io_free(c);
 	}
 	else
 	{
@@ -211,6 +224,61 @@ azure_create(IoStorage *st, const IoStorageConfig *cfg, TmsError *err)
 }
 
 
+/* Default size of the parts of a GCS multipart upload. */
+#define GCS_PART_BYTES_DEFAULT ((size_t) 32 * 1024 * 1024)
+
+/*
+ * The GCS settings of cfg into st: the endpoint (http:// or https://, no
+ * path), the one way to authenticate (io.h) and the part size.  0, or -1
+ * with *err (st is freed by the caller).
+ */
+static int
+gcs_configure(IoStorage *st, const IoStorageConfig *cfg, TmsError *err)
+{
+	const char *ep = cfg->gcs_endpoint;
+
+	if (ep != NULL && ep[0] != '\0')
+	{
+		size_t		n = strlen(ep);
+		bool		web = strncmp(ep, "http://", 7) == 0 || strncmp(ep, "https://", 8) == 0;
+		const char *host = web ? strstr(ep, "://") + 3 : ep;
+		const char *slash = strchr(host, '/');
+
+		if (!web || host[0] == '\0' || host[0] == '/' ||
+			(slash != NULL && slash[strspn(slash, "/")] != '\0'))
+			return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+								 "invalid GCS endpoint \"%.200s\": it must be http:// or https:// and a host, without a path",
+								 ep);
+		while (n > 0 && ep[n - 1] == '/')
+			n--;
+		if ((st->gcs_endpoint = io_strndup(ep, n)) == NULL)
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+	}
+	st->gcs_part_bytes = cfg->gcs_upload_part_bytes > 0 ?
+		cfg->gcs_upload_part_bytes : GCS_PART_BYTES_DEFAULT;
+	st->gcs_vended = cfg->gcs_credentials_vended && cfg->gcs_oauth2_token != NULL;
+	st->gcs_expire_ms = st->gcs_vended ? cfg->gcs_token_expire_ms : 0;
+	if (cfg->gcs_oauth2_token != NULL && strpbrk(cfg->gcs_oauth2_token, "\r\n") != NULL)
+		return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+							 "invalid GCS OAuth2 token: it contains a line break");
+	if ((cfg->gcs_oauth2_token && (st->gcs_token = io_strdup(cfg->gcs_oauth2_token)) == NULL) ||
+		(!st->gcs_vended && cfg->gcs_hmac_access_id &&
+		 (st->gcs_hmac_access_id = io_strdup(cfg->gcs_hmac_access_id)) == NULL) ||
+		(!st->gcs_vended && cfg->gcs_hmac_secret &&
+		 (st->gcs_hmac_secret = io_strdup(cfg->gcs_hmac_secret)) == NULL))
+		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+	if (!st->gcs_vended && cfg->gcs_service_account_key != NULL)
+	{
+		st->gcs_sa = io_gcs_sa_parse(cfg->gcs_service_account_key,
+									 strlen(cfg->gcs_service_account_key), err);
+		if (st->gcs_sa == NULL)
+			return -1;
+		if ((st->gcs_sa_key = io_strdup(cfg->gcs_service_account_key)) == NULL)
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+	}
+	return 0;
+}
+
 IoStorage *
 io_storage_create(const IoStorageConfig *cfg, TmsError *err)
 {
@@ -256,7 +324,7 @@ io_storage_create(const IoStorageConfig *cfg, TmsError *err)
 	st->access_key_id = io_strdup(cfg->s3_access_key_id);
 	st->secret_access_key = io_strdup(cfg->s3_secret_access_key);
 	st->session_token = io_strdup(cfg->s3_session_token);
-	st->vended = cfg->s3_credentials_vended;
+	st->vended = cfg->s3_credentials_vended || cfg->gcs_credentials_vended;
 	st->s3_vended = cfg->s3_credentials_vended;
 	st->expire_ms = cfg->s3_credentials_expire_ms;
 	st->received_ms = io_wall_ms();
@@ -296,6 +364,11 @@ io_storage_create(const IoStorageConfig *cfg, TmsError *err)
 			st->nlocal_roots++;
 		}
 	}
+	if (gcs_configure(st, cfg, err) != 0)
+	{
+		io_storage_free(st);
+		return NULL;
+	}
 	if (st->region == NULL ||
 		(cfg->s3_access_key_id && st->access_key_id == NULL) ||
 		(cfg->s3_secret_access_key && st->secret_access_key == NULL) ||
@@ -332,6 +405,14 @@ io_storage_config_get(const IoStorage *st, IoStorageConfig *cfg)
 	cfg->azure_vended = st->azure_vended;
 	cfg->nazure_vended = st->nazure_vended;
 	cfg->azure_block_size = st->azure_block_size;
+	cfg->gcs_endpoint = st->gcs_endpoint;
+	cfg->gcs_hmac_access_id = st->gcs_hmac_access_id;
+	cfg->gcs_hmac_secret = st->gcs_hmac_secret;
+	cfg->gcs_oauth2_token = st->gcs_token;
+	cfg->gcs_service_account_key = st->gcs_sa_key;
+	cfg->gcs_credentials_vended = st->gcs_vended;
+	cfg->gcs_token_expire_ms = st->gcs_expire_ms;
+	cfg->gcs_upload_part_bytes = st->gcs_part_bytes;
 }
 
 /* Free the handle; secrets are wiped first. */
@@ -360,6 +441,13 @@ io_storage_free(IoStorage *st)
 	io_free(st->access_key_id);
 	io_free(st->secret_access_key);
 	io_free(st->session_token);
+	io_free(st->gcs_endpoint);
+	io_free(st->gcs_hmac_access_id);
+	io_wipe_free(st->gcs_hmac_secret);
+	io_wipe_free(st->gcs_token);
+	io_wipe_free(st->gcs_sa_key);
+	io_gcs_sa_free(st->gcs_sa);
+	io_oauth2_forget(&st->gcs_sa_token);
 	for (size_t i = 0; i < st->nlocal_roots; i++)
 		io_free(st->local_roots[i]);
 	io_free(st->local_roots);
@@ -385,6 +473,8 @@ io_storage_target(IoStorage *st, const char *uri, char *buf, size_t size)
 		return -1;
 	if (u.scheme == IO_URI_AZURE)
 		n = io_azure_target(st, &u, buf, size) == 0 ? 0 : -1;
+	else if (u.scheme == IO_URI_GCS)
+		n = io_gcs_target(st, u.bucket, buf, size) == 0 ? 0 : -1;
 	else if (u.scheme != IO_URI_S3)
 		n = -1;
 	else if (st->endpoint != NULL)
@@ -417,7 +507,10 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 			   *secret = NULL,
 			   *token = NULL,
 			   *endpoint = NULL,
-			   *expires = NULL;
+			   *expires = NULL,
+			   *gcs_token = NULL,
+			   *gcs_expires = NULL,
+			   *gcs_host = NULL;
 	size_t		i;
 
 	for (i = 0; i < n; i++)
@@ -455,6 +548,26 @@ io_storage_config_apply(IoStorageConfig *cfg, const IoKeyValue *kv, size_t n,
 			cfg->s3_region = v;
 		else if (strcmp(k, "s3.path-style-access") == 0)
 			cfg->s3_path_style = strcasecmp(v, "true") == 0 ? 1 : 0;
+		else if (strcmp(k, "gcs.oauth2.token") == 0)
+			gcs_token = v;
+		else if (strcmp(k, "gcs.oauth2.token-expires-at") == 0)
+			gcs_expires = v;
+		else if (strcmp(k, "gcs.service.host") == 0)
+			gcs_host = v;
+	}
+	if (gcs_token != NULL && gcs_token[0] != '\0')
+	{
+		/* replaces every GCS credential of the mapping */
+		cfg->gcs_oauth2_token = gcs_token;
+		cfg->gcs_hmac_access_id = NULL;
+		cfg->gcs_hmac_secret = NULL;
+		cfg->gcs_service_account_key = NULL;
+		cfg->gcs_credentials_vended = true;
+		cfg->gcs_token_expire_ms = gcs_expires ? strtoll(gcs_expires, NULL, 10) : 0;
+		if (cfg->gcs_token_expire_ms < 0)
+			cfg->gcs_token_expire_ms = 0;
+		if (gcs_host != NULL && gcs_host[0] != '\0' && allow_vended_endpoint)
+			cfg->gcs_endpoint = gcs_host;
 	}
 	if (key_id == NULL || key_id[0] == '\0' || secret == NULL || secret[0] == '\0')
 		return;					/* the mapping's credentials, the server's
@@ -510,6 +623,10 @@ io_storage_refresh_count(const IoStorage *st)
 int64_t
 io_storage_credentials_expire_ms(const IoStorage *st)
 {
+	/* the earlier of the S3 keys' and the GCS token's */
+	if (st->gcs_vended && st->gcs_expire_ms > 0 &&
+		(st->expire_ms <= 0 || st->gcs_expire_ms < st->expire_ms))
+		return st->gcs_expire_ms;
 	return st->expire_ms;
 }
 
@@ -521,7 +638,8 @@ io_storage_refresh(IoStorage *st, TmsError *err)
 	IoStorageConfig cfg;
 	char	   *key_id = NULL,
 			   *secret = NULL,
-			   *token = NULL;
+			   *token = NULL,
+			   *gcs_token = NULL;
 	IoStorage	az;
 	bool		az_ok;
 	const IoAllocator *prev;
@@ -535,6 +653,12 @@ io_storage_refresh(IoStorage *st, TmsError *err)
 	memset(&cfg, 0, sizeof(cfg));
 	io_storage_config_apply(&cfg, c.config, c.nconfig, false);
 	memset(&az, 0, sizeof(az));
+	if (st->gcs_vended && (!cfg.gcs_credentials_vended || cfg.gcs_oauth2_token == NULL))
+	{
+		io_table_credentials_free(&c);
+		return tms_error_set(err, IO_ERR_PROTOCOL,
+							 "the catalog vended no GCS token (gcs.oauth2.token) to refresh the storage credentials with");
+	}
 	if ((st->s3_vended && !cfg.s3_credentials_vended) ||
 		(st->azure_is_vended && cfg.nazure_vended == 0))
 	{
@@ -549,17 +673,27 @@ io_storage_refresh(IoStorage *st, TmsError *err)
 		secret = io_strdup(cfg.s3_secret_access_key);
 		token = cfg.s3_session_token ? io_strdup(cfg.s3_session_token) : NULL;
 	}
+	if (st->gcs_vended)
+		gcs_token = io_strdup(cfg.gcs_oauth2_token);
 	az_ok = !st->azure_is_vended ||
 		azure_vended_copy(&az, cfg.azure_vended, cfg.nazure_vended);
 	io_use_allocator(prev);
 	if ((st->s3_vended && (key_id == NULL || secret == NULL ||
-						   (cfg.s3_session_token && token == NULL))) || !az_ok)
+						   (cfg.s3_session_token && token == NULL))) || !az_ok ||
+		(st->gcs_vended && (gcs_token == NULL || strpbrk(gcs_token, "\r\n") != NULL)))
 	{
+		bool		unusable = st->gcs_vended && gcs_token != NULL &&
+		strpbrk(gcs_token, "\r\n") != NULL;
+
 		io_free(key_id);
 		io_wipe_free(secret);
 		io_wipe_free(token);
+		io_wipe_free(gcs_token);
 		azure_vended_free(&az);
 		io_table_credentials_free(&c);
+		if (unusable)
+			return tms_error_set(err, IO_ERR_PROTOCOL,
+								 "the catalog vended an unusable GCS token");
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
 	if (st->s3_vended)
@@ -581,6 +715,13 @@ io_storage_refresh(IoStorage *st, TmsError *err)
 							   (st->expire_ms <= 0 || cfg.azure_vended_expire_ms < st->expire_ms)))
 			st->expire_ms = cfg.azure_vended_expire_ms;
 	}
+	if (st->gcs_vended)
+	{
+		/* io_storage_credentials_expire_ms takes the earlier of both */
+		io_wipe_free(st->gcs_token);
+		st->gcs_token = gcs_token;
+		st->gcs_expire_ms = cfg.gcs_token_expire_ms;
+	}
 	st->received_ms = io_wall_ms();
 	st->refreshes++;
 	io_table_credentials_free(&c);
@@ -595,15 +736,17 @@ io_storage_refresh_if_due(IoStorage *st)
 				margin;
 	TmsError	err;
 
-	if (st->refresh == NULL || st->expire_ms <= 0)
+	int64_t		expire = io_storage_credentials_expire_ms(st);
+
+	if (st->refresh == NULL || expire <= 0)
 		return;
 	now = io_wall_ms();
-	margin = (st->expire_ms - st->received_ms) / 4;
+	margin = (expire - st->received_ms) / 4;
 	if (margin > REFRESH_MARGIN_MAX_MS)
 		margin = REFRESH_MARGIN_MAX_MS;
 	if (margin < 0)
 		margin = 0;
-	if (now >= st->expire_ms - margin)
+	if (now >= expire - margin)
 		(void) io_storage_refresh(st, &err);
 }
 
@@ -640,6 +783,8 @@ io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
 		rc = io_local_read(st, uri, u.path, offset, len, out, opt.max_response_bytes, err);
 	else if (u.scheme == IO_URI_AZURE)
 		rc = io_azure_read(st, &u, offset, len, out, err);
+	else if (u.scheme == IO_URI_GCS)
+		rc = io_gcs_read(st, &u, offset, len, out, err);
 	else
 		rc = io_s3_read(st, &u, offset, len, out, err);
 	io_uri_free(&u);
@@ -658,6 +803,8 @@ io_storage_size(IoStorage *st, const char *uri, uint64_t *size, TmsError *err)
 		rc = io_local_size(st, uri, u.path, size, err);
 	else if (u.scheme == IO_URI_AZURE)
 		rc = io_azure_size(st, &u, size, err);
+	else if (u.scheme == IO_URI_GCS)
+		rc = io_gcs_size(st, &u, size, err);
 	else
 	{
 		IoHttpResponse resp;
@@ -694,6 +841,8 @@ io_storage_write(IoStorage *st, const char *uri, const void *data, size_t len,
 		rc = io_local_write(st, uri, u.path, data, len, err);
 	else if (u.scheme == IO_URI_AZURE)
 		rc = io_azure_write(st, &u, data, len, err);
+	else if (u.scheme == IO_URI_GCS)
+		rc = io_gcs_write(st, &u, data, len, err);
 	else if (u.path[0] == '\0')
 		rc = tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
 						   "invalid S3 location \"%s\": missing key", uri);
@@ -725,6 +874,8 @@ io_storage_list(IoStorage *st, const char *prefix, IoListFn fn, void *arg,
 		rc = io_local_list(st, prefix, u.path, fn, arg, err);
 	else if (u.scheme == IO_URI_AZURE)
 		rc = io_azure_list(st, &u, prefix, fn, arg, err);
+	else if (u.scheme == IO_URI_GCS)
+		rc = io_gcs_list(st, &u, fn, arg, err);
 	else
 		rc = io_s3_list(st, &u, prefix, fn, arg, err);
 	io_uri_free(&u);
@@ -817,14 +968,17 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 
 	/*
 	 * S3: batches of up to 1000 keys of the same bucket, in input order;
-	 * Azure: of up to 256 blobs of the same container
+	 * Azure: of up to 256 blobs of the same container; GCS: of up to 100
+	 * objects of the same bucket
 	 */
 	for (i = 0; i < n && rc == 0; i++)
 	{
 		size_t		nb = 0,
 					j;
 		bool		azure = parsed[i].scheme == IO_URI_AZURE;
-		size_t		max = azure ? IO_AZURE_DELETE_MAX_KEYS : S3_DELETE_BATCH;
+		bool		gcs = parsed[i].scheme == IO_URI_GCS;
+		size_t		max = azure ? IO_AZURE_DELETE_MAX_KEYS :
+		gcs ? IO_GCS_DELETE_MAX_KEYS : S3_DELETE_BATCH;
 
 		if (taken[i])
 			continue;
@@ -838,6 +992,8 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 			}
 		if (azure)
 			rc = io_azure_delete_batch(st, parsed, idx, nb, results, err);
+		else if (gcs)
+			rc = io_gcs_delete_batch(st, parsed[i].bucket, parsed, idx, nb, results, err);
 		else
 			rc = io_s3_delete_batch(st, parsed[i].bucket, parsed, idx, nb, results, err);
 	}
@@ -857,12 +1013,25 @@ io_delete_group(const char *canonical, size_t *prefix_len)
 	const char *slash;
 
 	*prefix_len = 0;
-	if (strncmp(canonical, "s3://", 5) == 0)
+	if (strncmp(canonical, "s3://", 5) == 0 || strncmp(canonical, "gs://", 5) == 0)
 		slash = strchr(canonical + 5, '/');
 	else if (strncmp(canonical, "abfs://", 7) == 0)
 		slash = strchr(canonical + 7, '/');
 	else
 		return 0;
 	*prefix_len = slash ? (size_t) (slash - canonical) + 1 : strlen(canonical);
-	return canonical[0] == 'a' ? IO_AZURE_DELETE_MAX_KEYS : IO_S3_DELETE_MAX_KEYS;
+	if (canonical[0] == 'a')
+		return IO_AZURE_DELETE_MAX_KEYS;
+	return canonical[0] == 'g' ? IO_GCS_DELETE_MAX_KEYS : IO_S3_DELETE_MAX_KEYS;
+}
+
+/* See io.h. */
+int
+io_storage_delete_max_keys(const IoStorage *st, const char *uri)
+{
+	size_t		len;
+
+	if (strncmp(uri, "gs://", 5) == 0 && IO_GCS_HMAC(st))
+		return 1;
+	return (int) io_delete_group(uri, &len);
 }

@@ -3,11 +3,12 @@
  * storage_int.h
  *		Private declarations shared by the files of the object storage:
  *		the interface and dispatch (storage.c), the local backend
- *		(storage_local.c), the S3 backend (storage_s3.c) and the Azure
- *		backend (storage_azure.c, azure_batch.c).
+ *		(storage_local.c), the S3 backend (storage_s3.c), the Azure
+ *		backend (storage_azure.c, azure_batch.c) and the Google Cloud
+ *		Storage backend (storage_gcs.c, gcs_batch.c).
  *
- * Not part of the layer's interface (that is io.h); only those files and
- * the bulk deleter (bulk_delete.c) include this one.
+ * Not part of the layer's interface (that is io.h); only those files, the
+ * bulk deleter (bulk_delete.c) and the unit test include this one.
  *
  * src/io/storage/storage_int.h
  *
@@ -54,6 +55,18 @@ struct IoStorage
 	bool		s3_vended;		/* which of the credentials are vended */
 	bool		azure_is_vended;
 	size_t		azure_block_size;
+
+	/* Google Cloud Storage (storage_gcs.c) */
+	char	   *gcs_endpoint;	/* scheme://host[:port], no trailing / */
+	char	   *gcs_hmac_access_id;
+	char	   *gcs_hmac_secret;
+	char	   *gcs_token;		/* a fixed or vended OAuth2 access token */
+	bool		gcs_vended;		/* gcs_token is a catalog's */
+	int64_t		gcs_expire_ms;	/* its expiry, Unix ms; 0: unknown */
+	char	   *gcs_sa_key;		/* the service account key's JSON */
+	struct IoGcsServiceAccount *gcs_sa; /* parsed from it, NULL: none */
+	IoOAuth2Token gcs_sa_token; /* the token of the service account */
+	size_t		gcs_part_bytes;
 };
 
 /*
@@ -70,6 +83,75 @@ typedef struct LocalDirCache
 	char	   *dir;			/* the parent's path, as the walk's input */
 	int			fd;				/* -1: none */
 } LocalDirCache;
+
+/* ---- The Google Cloud Storage backend (storage_gcs.c, gcs_batch.c) ---- */
+
+/* Is the GCS handle signing with HMAC keys (XML API only)? */
+#define IO_GCS_HMAC(st) ((st)->gcs_hmac_access_id != NULL && (st)->gcs_hmac_secret != NULL && \
+						 !(st)->gcs_vended)
+
+extern int	io_gcs_read(IoStorage *st, const IoParsedUri *u, uint64_t offset,
+						uint64_t len, IoBuffer *out, TmsError *err);
+extern int	io_gcs_size(IoStorage *st, const IoParsedUri *u, uint64_t *size,
+						TmsError *err);
+extern int	io_gcs_write(IoStorage *st, const IoParsedUri *u, const void *data,
+						 size_t len, TmsError *err);
+extern int	io_gcs_list(IoStorage *st, const IoParsedUri *u, IoListFn fn, void *arg,
+						TmsError *err);
+extern int	io_gcs_delete_batch(IoStorage *st, const char *bucket,
+								IoParsedUri *parsed, const size_t *idx, size_t n,
+								IoDeleteResult *results, TmsError *err);
+extern int	io_gcs_target(const IoStorage *st, const char *bucket, char *buf,
+						  size_t size);
+
+/*
+ * One GCS request ready to send (the URL and the header lines, signed or
+ * with the bearer token), for the bulk deleter: the JSON API batch that
+ * deletes keys[0..n) of bucket (n <= IO_GCS_DELETE_MAX_KEYS) with a bearer
+ * token, or with HMAC keys one XML API DELETE of keys[0] (n == 1).  body
+ * (the batch's, freed by the caller with io_sb_free) must outlive the
+ * request.  0, or -1 with *err.
+ */
+extern int	io_gcs_delete_request(IoStorage *st, const char *bucket,
+								  const char *const *keys, size_t n,
+								  IoStrBuf *body, IoS3Request *r, TmsError *err);
+
+/*
+ * Read the answer to io_gcs_delete_request into results[0..n): 0, or -1
+ * with *err when the answer as a whole is a refusal (then *throttled,
+ * *credentials and *retry_after_ms say whether to slow down or refresh)
+ * or cannot be read.  Objects refused inside a batch with 429 or 503 get
+ * the code "SlowDown" (io_delete_code_throttled); a missing object is
+ * deleted.
+ */
+extern int	io_gcs_delete_answer(IoStorage *st, const IoHttpResponse *resp,
+								 const char *bucket, const char *const *keys,
+								 size_t n, IoDeleteResult *results,
+								 bool *throttled, bool *credentials,
+								 TmsError *err);
+
+/* The boundary of the batches this client sends. */
+#define IO_GCS_BATCH_BOUNDARY "tms_gcs_batch_8c5b2d41e7"
+
+/*
+ * The body of a JSON API batch (multipart/mixed, boundary
+ * IO_GCS_BATCH_BOUNDARY) deleting keys[0..n) of bucket: one part per key,
+ * "Content-ID: <item-i>", "DELETE /storage/v1/b/BUCKET/o/KEY" with the
+ * name percent-encoded ('/' too).  0, or -1 with *err (out of memory).
+ */
+extern int	io_gcs_batch_body(const char *bucket, const char *const *keys, size_t n,
+							  IoStrBuf *body, TmsError *err);
+
+/*
+ * Read a batch answer (its Content-Type, which names the boundary, and
+ * its body) into results[0..n): each part's status (matched by its
+ * Content-ID "<response-item-i>", else by position) makes the result:
+ * 2xx and 404 deleted, 429 and 503 "SlowDown", anything else the JSON
+ * error's reason/message.  A key no part answers is "NoResult".  0, or -1
+ * with *err when the answer is not a multipart batch.
+ */
+extern int	io_gcs_batch_read(const char *content_type, const char *body, size_t len,
+							  size_t n, IoDeleteResult *results, TmsError *err);
 
 /* ---- The local backend (storage_local.c) ---- */
 
