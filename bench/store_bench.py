@@ -184,8 +184,8 @@ def classify(store, entries):
             keys += 1
         elif e.get("kind") == "delete" or path.startswith("/batch/storage/v1"):
             k = "batch delete"
-            items = e.get("items")     # the GCS server's log: the batch's objects
-            keys += e.get("keys") or (len(items) if isinstance(items, list) else items or 0)
+            items = e.get("items") or {}   # the GCS server's log: {"count": objects}
+            keys += e.get("keys") or items.get("count", 0)
         elif method == "GET" and ("comp=list" in query or "list-type" in query or
                                   (path.startswith("/storage/v1/b/") and path.endswith("/o"))):
             k = "list"
