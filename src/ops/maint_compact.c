@@ -831,6 +831,7 @@ rewrite_and_commit(MaintRun *run, Compactor **helper, IcebergCompactPlan *p, int
 	int			npaths = 0;
 	int			done = 0;
 	GroupOutcome outcome = GROUP_FAILED;
+	int			pid = compactor_pid(*helper);	/* known once it died, too */
 
 	for (int k = 0; k < n && run->result == MAINT_OK; k++)
 	{
@@ -845,8 +846,6 @@ rewrite_and_commit(MaintRun *run, Compactor **helper, IcebergCompactPlan *p, int
 		if (!write_group(run, *helper, p, first + k, metrics, schema->nleaves, schema,
 						 deadline, &outputs, &nout, &gpaths, &written, &nwritten, peak_rss))
 		{
-			int			pid = compactor_pid(*helper);
-
 			/*
 			 * what the helper may have written goes, once it is stopped: its
 			 * files, and the temporary files of local writes it was killed in
