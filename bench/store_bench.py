@@ -82,12 +82,6 @@ class Store:
         self.kind = kind
         self.backend = self.gate = None
         if kind == "s3":
-            # s3rver 3.7 makes ListObjectsV2 continuation tokens with DES,
-            # which Node 17+ (OpenSSL 3) refuses without the legacy
-            # provider: every listing of more than one page answered 500
-            opt = os.environ.get("NODE_OPTIONS", "")
-            if "--openssl-legacy-provider" not in opt:
-                os.environ["NODE_OPTIONS"] = (opt + " --openssl-legacy-provider").strip()
             self.backend = world.S3Server(buckets=[BUCKET])
             self.gate = world.S3Gate(self.backend)
             self.root = "s3://%s/" % BUCKET

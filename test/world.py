@@ -247,7 +247,12 @@ class S3Server:
                 "--port", str(self.port), "--silent", "--no-vhost-buckets"]
         for b in buckets:
             argv += ["--configure-bucket", b]
-        self.child = _Child(argv, "S3rver listening on", timeout, name="s3rver")
+        # s3rver 3.7 encrypts ListObjectsV2 continuation tokens with DES,
+        # which Node 17+ (OpenSSL 3) has only in its legacy provider:
+        # without it every listing of more than one page answers 500.
+        env = dict(os.environ)
+        env["NODE_OPTIONS"] = (env.get("NODE_OPTIONS", "") + " --openssl-legacy-provider").strip()
+        self.child = _Child(argv, "S3rver listening on", timeout, env=env, name="s3rver")
         _register(self)
         self.port = int(self.child.ready_line.rsplit(":", 1)[1])
         self.endpoint = "http://127.0.0.1:%d" % self.port

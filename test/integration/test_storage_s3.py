@@ -89,18 +89,9 @@ class Driver:
 
 @pytest.fixture(scope="module")
 def s3(request):
-    """An s3rver of this module.  s3rver 3.7.1 encrypts continuation tokens
-    with DES, which Node 20's OpenSSL 3 only has in the legacy provider:
-    without it every truncated ListObjectsV2 answer is a 500."""
-    old = os.environ.get("NODE_OPTIONS")
-    os.environ["NODE_OPTIONS"] = ((old + " ") if old else "") + "--openssl-legacy-provider"
-    try:
-        server = world.S3Server()
-    finally:
-        if old is None:
-            del os.environ["NODE_OPTIONS"]
-        else:
-            os.environ["NODE_OPTIONS"] = old
+    """An s3rver of this module (world.S3Server: listings of several pages
+    work)."""
+    server = world.S3Server()
     yield server
     server.stop()
 
