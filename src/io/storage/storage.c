@@ -171,6 +171,19 @@ io_read_result(IoHttpResponse *resp, bool ranged, uint64_t offset, uint64_t len,
 	return 0;
 }
 
+int
+io_head_size(const IoHttpResponse *resp, const char *header, const char *store,
+			 uint64_t *size, TmsError *err)
+{
+	const char *v = io_http_header(resp, header, NULL);
+
+	if (v == NULL)
+		return tms_error_set_http(err, IO_ERR_PROTOCOL, resp->status,
+								  "%s HEAD response has no %s", store, header);
+	*size = strtoull(v, NULL, 10);
+	return 0;
+}
+
 /* ----------------------------------------------------------------
  * Handle
  * ----------------------------------------------------------------
@@ -855,24 +868,7 @@ io_storage_size(IoStorage *st, const char *uri, uint64_t *size, TmsError *err)
 	else if (u.scheme == IO_URI_GCS)
 		rc = io_gcs_size(st, &u, size, err);
 	else
-	{
-		IoHttpResponse resp;
-
-		rc = io_s3_request(st, "HEAD", u.bucket, u.path, NULL, NULL, 0, NULL, 0, &resp, err);
-		if (rc == 0 && resp.status != 200)
-			rc = io_s3_status_error(&resp, "stat", u.bucket, u.path, NULL, 0, err);
-		else if (rc == 0)
-		{
-			const char *cl = io_http_header(&resp, "content-length", NULL);
-
-			if (cl == NULL)
-				rc = tms_error_set_http(err, IO_ERR_PROTOCOL, resp.status,
-										"S3 HEAD response has no Content-Length");
-			else
-				*size = strtoull(cl, NULL, 10);
-		}
-		io_http_response_free(&resp);
-	}
+		rc = io_s3_size(st, &u, size, err);
 	io_uri_free(&u);
 	return rc;
 }

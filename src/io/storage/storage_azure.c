@@ -682,15 +682,7 @@ io_azure_size(IoStorage *st, const IoParsedUri *u, uint64_t *size, TmsError *err
 	if (rc == 0 && resp.status != 200)
 		rc = io_azure_status_error(&resp, "stat", u, u->path, NULL, 0, err);
 	else if (rc == 0)
-	{
-		const char *cl = io_http_header(&resp, "content-length", NULL);
-
-		if (cl == NULL)
-			rc = tms_error_set_http(err, IO_ERR_PROTOCOL, resp.status,
-									"Azure HEAD response has no Content-Length");
-		else
-			*size = strtoull(cl, NULL, 10);
-	}
+		rc = io_head_size(&resp, "content-length", "Azure", size, err);
 	io_http_response_free(&resp);
 	return rc;
 }

@@ -396,17 +396,11 @@ io_gcs_size(IoStorage *st, const IoParsedUri *u, uint64_t *size, TmsError *err)
 	if (rc == 0 && resp.status != 200)
 		rc = gcs_status_error(&resp, "stat", u->bucket, u->path, err);
 	else if (rc == 0)
-	{
-		const char *cl = io_http_header(&resp, "x-goog-stored-content-length", NULL);
-
-		if (cl == NULL)
-			cl = io_http_header(&resp, "content-length", NULL);
-		if (cl == NULL)
-			rc = tms_error_set_http(err, IO_ERR_PROTOCOL, resp.status,
-									"GCS HEAD response has no Content-Length");
-		else
-			*size = strtoull(cl, NULL, 10);
-	}
+		/* the stored size, when GCS serves the object decompressed */
+		rc = io_head_size(&resp,
+						  io_http_header(&resp, "x-goog-stored-content-length", NULL) ?
+						  "x-goog-stored-content-length" : "content-length",
+						  "GCS", size, err);
 	io_http_response_free(&resp);
 	return rc;
 }

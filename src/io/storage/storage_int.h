@@ -102,6 +102,13 @@ extern bool io_range_value(uint64_t offset, uint64_t len, char *buf, size_t size
 extern int	io_read_result(IoHttpResponse *resp, bool ranged, uint64_t offset,
 						   uint64_t len, IoBuffer *out, TmsError *err);
 
+/*
+ * The size a HEAD answer gives in header; 0, or -1 with *err (naming the
+ * store) when the header is missing.
+ */
+extern int	io_head_size(const IoHttpResponse *resp, const char *header,
+						 const char *store, uint64_t *size, TmsError *err);
+
 /* ---- The Google Cloud Storage backend (storage_gcs.c, gcs_batch.c) ---- */
 
 /* Is the GCS handle signing with HMAC keys (XML API only)? */
@@ -193,6 +200,8 @@ extern int	io_s3_request(IoStorage *st, const char *method,
 						  const char *query, const IoHeader *extra,
 						  size_t nextra, const void *body, size_t body_len,
 						  IoHttpResponse *resp, TmsError *err);
+extern int	io_s3_size(IoStorage *st, const IoParsedUri *u, uint64_t *size,
+					   TmsError *err);
 extern int	io_s3_read(IoStorage *st, const IoParsedUri *u, uint64_t offset,
 					   uint64_t len, IoBuffer *out, TmsError *err);
 extern int	io_s3_list(IoStorage *st, const IoParsedUri *u,

@@ -403,6 +403,21 @@ io_s3_read(IoStorage *st, const IoParsedUri *u, uint64_t offset, uint64_t len,
 	return rc == 0 ? 0 : -1;
 }
 
+int
+io_s3_size(IoStorage *st, const IoParsedUri *u, uint64_t *size, TmsError *err)
+{
+	IoHttpResponse resp;
+	int			rc;
+
+	rc = io_s3_request(st, "HEAD", u->bucket, u->path, NULL, NULL, 0, NULL, 0, &resp, err);
+	if (rc == 0 && resp.status != 200)
+		rc = io_s3_status_error(&resp, "stat", u->bucket, u->path, NULL, 0, err);
+	else if (rc == 0)
+		rc = io_head_size(&resp, "content-length", "S3", size, err);
+	io_http_response_free(&resp);
+	return rc;
+}
+
 /* Parse S3 time "2024-01-02T03:04:05.000Z" to epoch seconds (0 if bad). */
 static int64_t
 parse_s3_time(const char *s)
