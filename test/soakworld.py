@@ -1708,15 +1708,8 @@ def _settled(self, s):
     clean = not s.leaky and all(v in ("succeeded", "failed") if s.faulted else v == "succeeded"
                                 for v in (s.__dict__.get("states") or {}).values())
     if left and clean:
-        # An open finding (test/README.md, "The data-safety campaign"): in
-        # batches of 25 histories run side by side, a few histories end with
-        # a data file and a manifest of tms's that the purge found reachable
-        # from old metadata but no kept snapshot references, although every
-        # job succeeded; a history replayed alone does not.  Counted, and
-        # printed, until it is understood; the other invariants still fail.
-        self.inc("known: files of tms left unreferenced after jobs that succeeded", 1)
-        sys.stderr.write("soak: known finding, history %d: %d files left: %s\n" % (
-            s.p.number, len(left), sorted(left)[:3]))
+        s.fail("tms left %d files it wrote unreferenced after jobs that succeeded: %s" % (
+            len(left), sorted(left)[:3]))
     self.inc("files left after failures (documented)", 0 if clean else len(left))
 
 
