@@ -320,6 +320,38 @@ maint_load(MaintRun *run)
 	return ok;
 }
 
+/*
+ * Whether a file the run's step needed was missing only because the table
+ * moved on since the run loaded it: err is a "not found", and the catalog
+ * now has another metadata file.  A writer's commit can make the loaded
+ * snapshot old, and an expiry beside the run can then delete its manifest
+ * list and manifests; the step must be planned again on the table as it
+ * is (the caller reloads it), not failed.  A file missing from the table
+ * the catalog still has is a real loss: false, and the caller fails.
+ */
+bool
+maint_moved_on(MaintRun *run, const TmsError *err)
+{
+	IoLoadedTable t;
+	TmsError	lerr;
+	bool		moved;
+
+	if (err->code != IO_ERR_NOT_FOUND &&
+		!(err->code == ICEBERG_ERR_IO && err->io_code == IO_ERR_NOT_FOUND))
+		return false;
+	memset(&t, 0, sizeof(t));
+	io_catalog_forget(run->conn->catalog, run->ns_io, run->table);
+	if (io_catalog_load_table(run->conn->catalog, run->ns_io, run->table, &t, &lerr) != 0)
+	{
+		CHECK_FOR_INTERRUPTS();
+		return false;
+	}
+	moved = t.metadata_location != NULL && run->metadata_location != NULL &&
+		strcmp(t.metadata_location, run->metadata_location) != 0;
+	io_loaded_table_free(&t);
+	return moved;
+}
+
 /* The metrics tms.table_snapshot_metrics records, as JSON. */
 static char *
 metrics_json(MaintRun *run)

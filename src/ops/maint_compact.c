@@ -701,11 +701,13 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 /*
  * One attempt at the commit of gs[0 .. ngs) on run->md: MAINT_COMMIT_RETRY
  * with *written false when a group no longer fits the table (the commit is
- * given up).  paths: the data files the helper wrote for them.
+ * given up), or with *stale_out true when run->md is out of date and a file
+ * of its snapshot is gone (maint_moved_on: the table is to be reloaded and
+ * the commit built again).  paths: the data files the helper wrote for them.
  */
 static MaintCommitOutcome
 commit_attempt(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOutput *gs,
-			   int ngs, char **paths, int npaths, bool *written_out)
+			   int ngs, char **paths, int npaths, bool *written_out, bool *stale_out)
 {
 	IcebergWriter w = {run, maint_write_file};
 	IcebergCompactCommit res;
@@ -716,6 +718,7 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOu
 	volatile bool written = false;
 	int		   *groups = palloc(sizeof(int) * ngs);
 
+	*stale_out = false;
 	for (int k = 0; k < ngs; k++)
 		groups[k] = gs[k].group;
 	memset(&res, 0, sizeof(res));
@@ -734,6 +737,15 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOu
 						(errmsg("maintenance job " INT64_FORMAT ": compaction commit of groups %d to %d given up: %s",
 								run->job_id, gs[0].group, gs[ngs - 1].group,
 								tms_error_text(&err))));
+				outcome = MAINT_COMMIT_RETRY;
+			}
+			else if (maint_moved_on(run, &err))
+			{
+				ereport(LOG,
+						(errmsg("maintenance job " INT64_FORMAT ": compaction commit of groups %d to %d built again on the reloaded table: %s",
+								run->job_id, gs[0].group, gs[ngs - 1].group,
+								tms_error_text(&err))));
+				*stale_out = true;
 				outcome = MAINT_COMMIT_RETRY;
 			}
 			else
@@ -785,7 +797,9 @@ commit_groups(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOut
 	for (int retry = 1;; retry++)
 	{
 		bool		written;
-		MaintCommitOutcome outcome = commit_attempt(run, p, gs, ngs, paths, npaths, &written);
+		bool		stale;
+		MaintCommitOutcome outcome = commit_attempt(run, p, gs, ngs, paths, npaths,
+													&written, &stale);
 
 		if (outcome == MAINT_COMMIT_LANDED)
 			return run->result == MAINT_OK ? GROUP_COMMITTED : GROUP_FAILED;
@@ -800,13 +814,13 @@ commit_groups(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOut
 				maint_delete_written(run, paths, npaths);
 			return GROUP_FAILED;
 		}
-		if (!written)
+		if (!written && !stale)
 		{
 			/* a group no longer fits the table */
 			maint_delete_written(run, paths, npaths);
 			return GROUP_GIVEN_UP;
 		}
-		/* a conflict: look at the table again */
+		/* a conflict, or run->md out of date: look at the table again */
 		if (!maint_commit_retry_allowed(run, retry) || !maint_load(run))
 		{
 			maint_delete_written(run, paths, npaths);
@@ -915,6 +929,9 @@ maint_run_compact(MaintRun *run)
 				maint_fail(run, MAINT_SKIPPED, "%s", tms_error_text(&err));
 			else if (err.code == ICEBERG_ERR_INVALID_ARGUMENT)
 				maint_fail(run, MAINT_TERMINAL, "%s", tms_error_text(&err));
+			else if (maint_moved_on(run, &err))
+				maint_fail(run, MAINT_TRANSIENT, "the table changed while the compaction was planned: %s",
+						   tms_error_text(&err));
 			else
 				maint_fail_iceberg(run, "cannot plan the compaction", &err);
 		}

@@ -249,6 +249,7 @@ extern void maint_emit(MaintRun *run, const char *action, const char *target,
 extern int	tms_maintenance_commit_retries;
 
 extern bool maint_load(MaintRun *run);
+extern bool maint_moved_on(MaintRun *run, const TmsError *err);
 extern void maint_unload(MaintRun *run);
 extern void maint_run_operation(MaintRun *run);
 extern bool maint_delete(MaintRun *run, const char *path, int64 size, const char *kind);

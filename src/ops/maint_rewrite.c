@@ -108,6 +108,8 @@ rewrite_once(MaintRun *run)
 		/* a table tms cannot rewrite is skipped, with the reason, not retried */
 		if (err.code == ICEBERG_ERR_UNSUPPORTED)
 			maint_fail(run, MAINT_SKIPPED, "%s", tms_error_text(&err));
+		else if (maint_moved_on(run, &err))
+			return MAINT_COMMIT_RETRY;
 		else
 			maint_fail_iceberg(run, "cannot plan the manifest rewrite", &err);
 		return MAINT_COMMIT_FAILED;
@@ -138,7 +140,7 @@ rewrite_once(MaintRun *run)
 			if (!written)
 			{
 				/* nothing was sent: what was written is certainly unused */
-				if (err.code == ICEBERG_ERR_CONFLICT)
+				if (err.code == ICEBERG_ERR_CONFLICT || maint_moved_on(run, &err))
 					outcome = MAINT_COMMIT_RETRY;
 				else
 					maint_fail_iceberg(run, "cannot write the new manifests", &err);
@@ -183,7 +185,11 @@ maint_run_rewrite(MaintRun *run)
 	{
 		if (rewrite_once(run) != MAINT_COMMIT_RETRY || run->result != MAINT_OK)
 			return;
-		/* a concurrent commit won: look again */
+
+		/*
+		 * a concurrent commit won, or the loaded table was out of date: look
+		 * again
+		 */
 		if (!maint_commit_retry_allowed(run, retry) || !maint_load(run))
 			return;
 	}

@@ -30,7 +30,10 @@ catalog:
   - a writer committing during the compaction (the catalog's interpose
     fault on the compaction's commit): an append is kept, an equality
     delete still applies to the rewritten rows, a position delete on a
-    rewritten file gives the group up; no row lost or resurrected;
+    rewritten file gives the group up; no row lost or resurrected; a
+    writer's commit and an expiry deleting the manifest list of the
+    snapshot the compaction loaded: the commit is built again on the
+    reloaded table;
   - the helper killed while it writes: the job fails with a clear
     last_error, the table is unchanged, no file it wrote is referenced;
   - a memory limit far below the data's size completes by spilling;
@@ -606,6 +609,48 @@ def set_and_reload(env, name, value):
     a worker claiming the job queued next must have it."""
     env["pg"].psql("ALTER SYSTEM SET %s = %s" % (name, value))
     env["pg"].reload_conf()
+
+
+def test_writer_and_expiry_during_the_rewrite(env):
+    """Found by the data-safety campaign (a history whose writer appended
+    while an expiry ran beside the compaction): the writer's commit made
+    the snapshot the compaction had loaded an old one, the expiry removed
+    it and deleted its manifest list, and the compaction, building its
+    commit on the table as it had loaded it, failed reading that list
+    (404).  It now loads the table again and builds its commit on the
+    writer's snapshot.  The helper is stopped (SIGSTOP) while the writer
+    and the expiry commit."""
+    small_table(env, "stale", files=400, rows_per_file=200, seed=18)
+    mloc0, meta0, _ = live(env, "cmp", "stale")
+    base = rows(env, mloc0)
+    s0 = meta0["current-snapshot-id"]
+    jid = run(env, "cmp", "stale")
+    wait_for(lambda: helper_pids(env), timeout=60, interval=0.01, what="the helper")
+    pid = helper_pids(env)[0]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        body, dst = concurrent_append(env, "cmp", "stale", meta0, "c0")
+        ow.give_to_server(env["file_root"])
+        ow.commit(env["catalog"], "cmp", "stale", body)
+        _, meta1, _ = live(env, "cmp", "stale")
+        s1 = meta1["current-snapshot-id"]
+        assert s1 != s0
+        # the expiry: s0 leaves the table, and its manifest list the storage
+        ow.commit(env["catalog"], "cmp", "stale", {
+            "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": s1}],
+            "updates": [{"action": "remove-snapshots", "snapshot-ids": [s0]}]})
+        env["st"].delete(ow.snapshot(meta0, s0)["manifest-list"])
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    row = wait_job(env, jid)
+    mloc2, meta2, after = live(env, "cmp", "stale")
+    assert dst in after
+    chain = replace_chain(meta2, meta1)
+    assert [s["summary"]["operation"] for s in chain] == ["replace"], chain
+    assert row["after_snapshot_id"] == meta2["current-snapshot-id"]
+    got = rows(env, mloc2)
+    assert len(got) == len(base) + after[dst]["records"]
+    assert set(base) <= set(got)
 
 
 def test_helper_killed_mid_write_leaves_the_table_unchanged(env):
