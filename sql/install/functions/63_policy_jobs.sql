@@ -9,7 +9,9 @@
 -- true result the job and its task, guarded so that a (table, rule) never
 -- has two operations in flight.  p_version is the version of the rule
 -- evaluated (NULL: the current one); the rule's row is locked against
--- tms.alter_rule, and a result of a version since replaced submits
+-- tms.alter_rule (KEY SHARE: it conflicts with alter_rule's FOR UPDATE,
+-- not with the crontab bookkeeping's updates), and a result of a version
+-- since replaced submits
 -- nothing ("superseded": the pair stays a candidate, for the new
 -- version).  Returns the job id (NULL if none) and the decision.
 CREATE OR REPLACE FUNCTION tms._record_evaluation(p_policy integer, p_rule bigint, p_table bigint,
@@ -29,7 +31,7 @@ DECLARE
     thr jsonb;
     cond text;
 BEGIN
-    SELECT * INTO r FROM tms.maintenance_rules WHERE id = p_rule FOR SHARE;
+    SELECT * INTO r FROM tms.maintenance_rules WHERE id = p_rule FOR KEY SHARE;
     SELECT * INTO p FROM tms.maintenance_policies WHERE id = p_policy;
     SELECT * INTO t FROM tms.tables WHERE id = p_table;
     p_version := coalesce(p_version, r.version);
