@@ -1,6 +1,7 @@
 -- Maintenance policies, part 2: internals.  Helpers in C, group
--- membership and windows, baselines and observations, and the checks the
--- API makes.  None of these is for PUBLIC.
+-- membership and windows, baselines and observations, the checks the API
+-- makes (one check of a rule, tms._check_rule), and the precedence
+-- between groups (tms._rule_precedence).  None of these is for PUBLIC.
 -- Idempotent: replayed by every update script, so only statements that
 -- may run again (doc/developing.md).
 
