@@ -1,5 +1,5 @@
 -- Maintenance policies, part 1: the tables.  Object groups, policies and
--- rules, the tables tms knows in each catalog with their activity
+-- rules with the history of their versions, the tables tms knows in each catalog with their activity
 -- counters, per (table, rule) baselines, maintenance jobs and the
 -- evaluation log.  See doc/policies.md; the evaluation of a policy is C
 -- (src/ops/policy_*.c), run as a task of kind policy-expand by the pool
@@ -46,7 +46,10 @@ CREATE TABLE tms.object_groups (
     -- roles the owner lets build policies on the group (tms.grant_object_group)
     grantees          regrole[] NOT NULL DEFAULT '{}',
     -- when a policy last refreshed the group's tables
-    refreshed_at      timestamptz
+    refreshed_at      timestamptz,
+    -- breaks a tie of specificity between groups with rules for the same
+    -- operation on one table: the higher wins (tms._rule_precedence)
+    priority          integer NOT NULL DEFAULT 0
 );
 
 CREATE TABLE tms.object_group_members (
@@ -91,12 +94,35 @@ CREATE TABLE tms.maintenance_rules (
     -- expansion is under way the last table id enqueued (NULL: complete)
     cron_fired_at     timestamptz,
     cron_cursor       bigint,
+    -- tms.alter_rule makes a new version (tms.rule_versions) of the same
+    -- rule: its baselines and cooldowns stay
+    version           integer NOT NULL DEFAULT 1 CHECK (version > 0),
+    active            boolean NOT NULL DEFAULT true,   -- false: never evaluated
+    time_window       jsonb,                  -- its jobs start only then; NULL: always
     CONSTRAINT maintenance_rules_check
         CHECK (schedule IS NOT NULL
                OR num_nonnulls(commits_threshold, bytes_threshold, time_threshold_ms) > 0)
 );
 
 CREATE INDEX maintenance_rules_policy_idx ON tms.maintenance_rules (policy_id);
+
+-- Every version of every rule: who made it, when, what changed from the
+-- version before (NULL for the rule as added) and the whole definition.
+-- No foreign key: the history outlives the rule, as its jobs do.
+CREATE TABLE tms.rule_versions (
+    rule_id           bigint NOT NULL,
+    version           integer NOT NULL CHECK (version > 0),
+    policy_id         integer NOT NULL,
+    policy_name       text NOT NULL,
+    changed_at        timestamptz NOT NULL DEFAULT now(),
+    changed_by        name NOT NULL,          -- the acting role then
+    changes           jsonb,                  -- {"condition": {"from": ..., "to": ...}, ...}
+    definition        jsonb NOT NULL,
+    PRIMARY KEY (rule_id, version)
+);
+
+COMMENT ON TABLE tms.rule_versions IS
+    'every version of every rule: who made it, when, what changed, the definition';
 
 -- One row per maintenance run (Gravitino's table_maintenance_job), from a
 -- policy (rule_id set) or from tms.run_operation (requested_by set).
@@ -119,6 +145,7 @@ CREATE TABLE tms.table_maintenance_job (
     id                bigserial PRIMARY KEY,
     table_id          bigint NOT NULL REFERENCES tms.tables,
     rule_id           bigint,                 -- no FK: jobs outlive rules
+    rule_version      integer,                -- the version whose evaluation submitted it
     policy_id         integer,
     requested_by      oid,                    -- run_operation's acting role
     operation         text NOT NULL,
@@ -227,6 +254,7 @@ CREATE TABLE tms.evaluation_log (
     policy_id         integer,
     policy_name       text,
     rule_id           bigint,
+    rule_version      integer,                -- the version evaluated
     operation         text,
     table_id          bigint,
     server            name,
@@ -241,7 +269,7 @@ CREATE TABLE tms.evaluation_log (
     explanation       text,                   -- one line per comparison
     explain           jsonb,                  -- per-node values
     error             text,
-    decision          text NOT NULL,          -- submitted, not-needed, already-pending, failed
+    decision          text NOT NULL,          -- submitted, not-needed, already-pending, failed, superseded
     job_id            bigint
 );
 
@@ -264,6 +292,7 @@ SELECT pg_catalog.pg_extension_config_dump('tms.object_group_members', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_policies', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_rules', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.rule_baselines', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.rule_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.table_maintenance_job', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.evaluation_log', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.table_snapshot_metrics', '');

@@ -6,3 +6,48 @@
 -- A function whose result type changes, or a view whose columns change
 -- other than by appending, is dropped first: list it here, one line each,
 -- as "-- drop: FUNCTION tms.name(argument types)" or "-- drop: VIEW tms.name".
+--
+-- drop: FUNCTION tms._record_evaluation(integer, bigint, bigint, jsonb, jsonb, boolean, text, text, jsonb, text)
+
+-- Rules people can change (tms.alter_rule): versions, a rule's own
+-- active flag and window, and which version decided an evaluation or
+-- submitted a job; object groups get a priority (tms.effective_rules).
+ALTER TABLE tms.object_groups ADD COLUMN priority integer NOT NULL DEFAULT 0;
+ALTER TABLE tms.maintenance_rules
+    ADD COLUMN version integer NOT NULL DEFAULT 1 CHECK (version > 0),
+    ADD COLUMN active boolean NOT NULL DEFAULT true,
+    ADD COLUMN time_window jsonb;
+ALTER TABLE tms.table_maintenance_job ADD COLUMN rule_version integer;
+ALTER TABLE tms.evaluation_log ADD COLUMN rule_version integer;
+
+CREATE TABLE tms.rule_versions (
+    rule_id           bigint NOT NULL,
+    version           integer NOT NULL CHECK (version > 0),
+    policy_id         integer NOT NULL,
+    policy_name       text NOT NULL,
+    changed_at        timestamptz NOT NULL DEFAULT now(),
+    changed_by        name NOT NULL,
+    changes           jsonb,
+    definition        jsonb NOT NULL,
+    PRIMARY KEY (rule_id, version)
+);
+
+COMMENT ON TABLE tms.rule_versions IS
+    'every version of every rule: who made it, when, what changed, the definition';
+
+SELECT pg_catalog.pg_extension_config_dump('tms.rule_versions', '');
+
+-- the rules of 0.6.0 are their version 1, made by their policy's owner
+INSERT INTO tms.rule_versions (rule_id, version, policy_id, policy_name, changed_at,
+                               changed_by, definition)
+SELECT r.id, 1, p.id, p.name, r.created_at, p.owner::text,
+       jsonb_build_object('operation', r.operation, 'engine', r.engine,
+                          'counters', jsonb_strip_nulls(jsonb_build_object(
+                              'commits-added', r.commits_threshold,
+                              'bytes-added', r.bytes_threshold,
+                              'time-elapsed', r.time_threshold_ms)),
+                          'condition', r.condition, 'baseline_mode', r.baseline_mode,
+                          'options', r.options, 'schedule', r.schedule,
+                          'time_window', r.time_window,
+                          'min_interval_ms', r.min_interval_ms, 'active', r.active)
+  FROM tms.maintenance_rules r JOIN tms.maintenance_policies p ON p.id = r.policy_id;

@@ -10,8 +10,11 @@
  * Iceberg I/O), for the run's scope (policy_int.h: a cycle's rules
  * without a schedule, a firing's rules on one table, the on-commit rules
  * of one table, or every rule), skipping pairs with a job in flight or in
- * their rule's cooldown, CANDIDATE_BATCH at a time in key order, so a backlog of
- * any size is walked in bounded memory: a batch's strings live in a
+ * their rule's cooldown, inactive rules and rules a nearer group's rule
+ * of the same operation overrides on the table (tms._rule_wins, the
+ * precedence tms.effective_rules shows), CANDIDATE_BATCH at a time in
+ * key order, so a backlog of any size is walked in bounded memory: a
+ * batch's strings live in a
  * context reset per batch, and each evaluation (explanations, its record,
  * its row) in one reset after it.  Each batch's tables are loaded
  * together (tms.evaluation_pool_size requests in flight); the rest of an
@@ -19,7 +22,9 @@
  * the condition needs) runs one candidate after the other, and each
  * result is recorded in a step of its own with tms._record_evaluation():
  * the log row, and for a true result the job and its task, guarded so
- * that a (table, rule) never has two operations in flight.
+ * that a (table, rule) never has two operations in flight.  Each
+ * candidate carries its rule's version: a result of a version that
+ * tms.alter_rule replaced while it was evaluated submits nothing.
  *
  * An evaluation's failures (catalog, storage, malformed metadata) are
  * values: they become the log row's error and the pair is evaluated again
@@ -63,6 +68,7 @@ typedef struct Candidate
 	int64		bytes_added;
 	int64		time_elapsed_ms;
 	int32		chain_rank;
+	int32		rule_version;	/* the version whose condition is evaluated */
 } Candidate;
 
 typedef struct Evaluation
@@ -111,13 +117,14 @@ static const char *cycle_candidates_sql =
 "       t.bytes_added - b.base_bytes,"
 "       (extract(epoch FROM least(now() - b.since,"
 "                                 interval '100000 years')) * 1000)::bigint,"
-"       tms._chain_rank(r.operation)"
+"       tms._chain_rank(r.operation), r.version"
 "  FROM tms.maintenance_rules r"
 "  JOIN tms.rule_baselines b ON b.rule_id = r.id"
 "  JOIN tms.tables t ON t.id = b.table_id"
 " WHERE r.policy_id = $1 AND r.schedule IS NULL AND b.pending_job IS NULL"
 "   AND (b.triggered OR b.due_at <= now()) AND t.dropped_at IS NULL"
 "   AND (b.cooldown_until IS NULL OR b.cooldown_until <= now())"
+"   AND r.active AND tms._rule_wins(b.rule_id, b.table_id)"
 "   AND (tms._chain_rank(r.operation), b.rule_id, b.table_id) > ($5, $2, $3)"
 " ORDER BY tms._chain_rank(r.operation), b.rule_id, b.table_id"
 " LIMIT $4";
@@ -135,7 +142,7 @@ static const char *scoped_candidates_sql =
 "       t.bytes_added - b.base_bytes,"
 "       (extract(epoch FROM least(now() - b.since,"
 "                                 interval '100000 years')) * 1000)::bigint,"
-"       tms._chain_rank(r.operation)"
+"       tms._chain_rank(r.operation), r.version"
 "  FROM tms.maintenance_rules r"
 "  JOIN tms.rule_baselines b ON b.rule_id = r.id"
 "  JOIN tms.tables t ON t.id = b.table_id"
@@ -143,6 +150,7 @@ static const char *scoped_candidates_sql =
 "   AND (b.triggered OR b.due_at <= now()"
 "        OR num_nonnulls(r.commits_threshold, r.bytes_threshold, r.time_threshold_ms) = 0)"
 "   AND (b.cooldown_until IS NULL OR b.cooldown_until <= now())"
+"   AND r.active AND tms._rule_wins(b.rule_id, b.table_id)"
 "   AND ($6::bigint IS NULL OR b.table_id = $6)"
 "   AND ($7::bigint[] IS NULL OR r.id = ANY ($7))"
 "   AND (NOT $8 OR r.schedule @> '{\"on-commit\": true}')"
@@ -206,6 +214,7 @@ candidates_step(void *arg)
 		cd->bytes_added = policy_col_int64(i, 8, 0);
 		cd->time_elapsed_ms = policy_col_int64(i, 9, 0);
 		cd->chain_rank = (int32) policy_col_int64(i, 10, 0);
+		cd->rule_version = (int32) policy_col_int64(i, 11, 0);
 	}
 	if (b->n > 0)
 	{
@@ -460,10 +469,10 @@ record_step(void *arg)
 	Record	   *rec = arg;
 	const Candidate *cand = rec->cand;
 	const Evaluation *ev = rec->ev;
-	Oid			types[10] = {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID,
-	BOOLOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[10];
-	char		nulls[10];
+	Oid			types[11] = {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID,
+	BOOLOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
+	Datum		values[11];
+	char		nulls[11];
 	char	   *counters = psprintf("{\"commits-added\": " INT64_FORMAT
 									", \"bytes-added\": " INT64_FORMAT
 									", \"time-elapsed\": " INT64_FORMAT "}",
@@ -495,9 +504,10 @@ record_step(void *arg)
 		values[9] = CStringGetTextDatum(ev->error);
 	else
 		nulls[9] = 'n';
+	values[10] = Int32GetDatum(cand->rule_version);
 	policy_exec("SELECT job_id, decision FROM tms._record_evaluation($1, $2, $3, $4::jsonb,"
-				" $5::jsonb, $6, $7, $8, $9::jsonb, $10)",
-				10, types, values, nulls, SPI_OK_SELECT);
+				" $5::jsonb, $6, $7, $8, $9::jsonb, $10, $11)",
+				11, types, values, nulls, SPI_OK_SELECT);
 	rec->has_job = false;
 	rec->decision = "failed";
 	if (SPI_processed != 1)
@@ -539,11 +549,15 @@ put_row(PolicyRun *r, const Candidate *cd, const Evaluation *ev, const Record *r
 typedef struct RuleProgram
 {
 	int64		rule_id;
+	int32		rule_version;
 	DslProgram *prog;
 	char	   *error;			/* the condition no longer compiles */
 } RuleProgram;
 
-/* The compiled program of a rule, compiled once per run. */
+/*
+ * The compiled program of a rule's version, compiled once per run (a rule
+ * altered while the run walks its batches comes back with a new version).
+ */
 static RuleProgram *
 rule_program(PolicyRun *r, List **progs, const Candidate *cand)
 {
@@ -555,12 +569,13 @@ rule_program(PolicyRun *r, List **progs, const Candidate *cand)
 	foreach(lc, *progs)
 	{
 		rp = lfirst(lc);
-		if (rp->rule_id == cand->rule_id)
+		if (rp->rule_id == cand->rule_id && rp->rule_version == cand->rule_version)
 			return rp;
 	}
 	old = MemoryContextSwitchTo(r->cxt);
 	rp = palloc0(sizeof(RuleProgram));
 	rp->rule_id = cand->rule_id;
+	rp->rule_version = cand->rule_version;
 	rp->prog = tms_condition_compile(cand->condition, strlen(cand->condition), &err);
 	if (rp->prog == NULL)
 		rp->error = psprintf("invalid policy condition: %s", err.message);

@@ -3,7 +3,7 @@ test_dump_upgrade.py -- a tms installation survives pg_dump and restore,
 ALTER EXTENSION UPDATE and pg_upgrade (doc/architecture.md, "Data model").
 
   - dump and restore: a database with groups, policies, rules, known
-    tables, an evaluation log, maintenance jobs, a PENDING purge job with
+    tables, an evaluation log, maintenance jobs, rule versions, a PENDING purge job with
     the storage credentials its catalog vended, a SQL task kind and
     scheduled tasks is dumped (pg_dump -Fc) and restored into another
     cluster; there every table with a sequence takes new rows (the
@@ -650,6 +650,12 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
     # tasks: the policy's, two maintenance jobs', the purge's, the SQL kind's
     assert counts == {"tables": 2, "log": 4, "jobs": 2, "baselines": 4, "tasks": 5}, counts
     last_log = src.one("SELECT max(id) FROM tms.evaluation_log")
+    # a rule changed in place: its versions go with the dump
+    src.query("SET ROLE app; SELECT tms.alter_rule(r.id, condition => 'dataFiles > 2000')"
+              " FROM tms.rules r WHERE r.operation = 'compaction'")
+    versions = src.query("SELECT rule_id, version, changed_by, changes, definition"
+                         " FROM tms.rule_versions ORDER BY 1, 2")
+    assert [(v[1], v[2]) for v in versions] == [(1, "app"), (1, "app"), (2, "app")], versions
 
     dump = os.path.join(str(tmp_path), "tms.dump")
     t0 = time.monotonic()
@@ -664,6 +670,10 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
 
     assert dst.query("SELECT name, owner::text FROM tms.policies") == [("dump-p", "app")]
     assert dst.one("SELECT count(*) FROM tms.evaluation_log") == 4
+    assert dst.query("SELECT rule_id, version, changed_by, changes, definition"
+                     " FROM tms.rule_versions ORDER BY 1, 2") == versions
+    assert dst.query("SELECT version, condition FROM tms.rules WHERE operation = 'compaction'") \
+        == [(2, "dataFiles > 2000")]
 
     # every table with a sequence takes a new row
     with_sequences = set(r[0] for r in dst.query("""

@@ -1,6 +1,7 @@
 -- Maintenance policies, part 2: internals.  Helpers in C, group
--- membership and windows, baselines and observations, and the checks the
--- API makes.  None of these is for PUBLIC.
+-- membership and windows, baselines and observations, the checks the API
+-- makes (one check of a rule, tms._check_rule), and the precedence
+-- between groups (tms._rule_precedence).  None of these is for PUBLIC.
 -- Idempotent: replayed by every update script, so only statements that
 -- may run again (doc/developing.md).
 
@@ -508,4 +509,153 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT pg_has_role(acting, g.owner, 'USAGE')
         OR EXISTS (SELECT 1 FROM unnest(g.grantees) r WHERE pg_has_role(acting, r, 'USAGE'))
+$$;
+
+-- Validate a rule's definition; returns the metric level its condition
+-- needs (tms._compile_condition).  The one check of a rule: tms.add_rule
+-- runs it on the new rule, tms.alter_rule on the rule as it would be after
+-- the change, so both reject the same values with the same errors.
+-- counters NULL: none.
+CREATE OR REPLACE FUNCTION tms._check_rule(operation text, engine text, counters jsonb,
+                                condition text, baseline_mode text, options jsonb,
+                                schedule jsonb, min_interval interval, time_window jsonb)
+RETURNS text
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    k text;
+    v jsonb;
+BEGIN
+    PERFORM tms._check_operation(operation, engine, NULL);   -- names first
+    PERFORM tms._check_schedule(operation, schedule);
+
+    -- counters: each a positive integer; at least one unless a schedule
+    -- says when to look
+    IF counters IS NULL THEN
+        counters := '{}';
+    END IF;
+    IF jsonb_typeof(counters) <> 'object' THEN
+        RAISE EXCEPTION 'invalid rule counters'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('Counters are %s; they must be a JSON object such as {"commits-added": 100}.', counters);
+    END IF;
+    FOR k, v IN SELECT * FROM jsonb_each(counters) LOOP
+        IF k NOT IN ('commits-added', 'bytes-added', 'time-elapsed') THEN
+            RAISE EXCEPTION 'unknown activity counter "%"', k
+                  USING ERRCODE = 'invalid_parameter_value',
+                        HINT = 'Counters are commits-added, bytes-added and time-elapsed (milliseconds).';
+        END IF;
+        IF jsonb_typeof(v) <> 'number' OR (v::text)::numeric <> trunc((v::text)::numeric)
+           OR (v::text)::numeric > 9223372036854775807 THEN
+            RAISE EXCEPTION 'invalid threshold for counter "%"', k
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('The threshold is %s; it must be a whole number.', v);
+        END IF;
+        IF (v::text)::numeric <= 0 THEN
+            RAISE EXCEPTION 'threshold for counter "%" must be greater than zero', k
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('The threshold is %s.', v);
+        END IF;
+    END LOOP;
+    IF schedule IS NULL
+       AND NOT (counters ? 'commits-added' OR counters ? 'bytes-added' OR counters ? 'time-elapsed') THEN
+        RAISE EXCEPTION 'a rule needs at least one counter threshold or a schedule'
+              USING ERRCODE = 'invalid_parameter_value',
+                    HINT = 'Give commits-added, bytes-added or time-elapsed, e.g. {"commits-added": 100}, or a schedule such as {"crontab": "0 2 * * *"}.';
+    END IF;
+    IF min_interval IS NOT NULL AND (NOT isfinite(min_interval) OR min_interval < interval '0'
+                                     OR min_interval > interval '100 years') THEN
+        RAISE EXCEPTION 'invalid min_interval'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = format('min_interval is %s; it must be between zero and 100 years.', min_interval);
+    END IF;
+    -- orphan-cleanup scans storage: schedule only, never on commits
+    IF operation = 'orphan-cleanup' AND (counters ? 'commits-added' OR counters ? 'bytes-added') THEN
+        RAISE EXCEPTION 'orphan-cleanup cannot be triggered by commits'
+              USING ERRCODE = 'invalid_parameter_value',
+                    DETAIL = 'The rule has a commits-added or bytes-added threshold; orphan-cleanup scans storage and runs on a schedule only.',
+                    HINT = 'Use only the time-elapsed counter for orphan-cleanup.';
+    END IF;
+
+    IF baseline_mode IS NULL OR baseline_mode NOT IN ('catch-up', 'going-forward') THEN
+        RAISE EXCEPTION 'invalid baseline mode "%"', baseline_mode
+              USING ERRCODE = 'invalid_parameter_value',
+                    HINT = 'Baseline modes are catch-up and going-forward.';
+    END IF;
+    PERFORM tms._check_options(coalesce(options, '{}'));
+    PERFORM tms._check_operation(operation, engine, coalesce(options, '{}'));
+    PERFORM tms._check_window(time_window);
+    IF condition IS NULL THEN
+        RAISE EXCEPTION 'a rule needs a condition' USING ERRCODE = 'null_value_not_allowed',
+              HINT = 'Use ''true'' to act whenever the counters fire.';
+    END IF;
+    RETURN tms._compile_condition(condition);
+END
+$$;
+
+-- A rule's definition as one document (tms.rule_versions).
+CREATE OR REPLACE FUNCTION tms._rule_definition(r tms.maintenance_rules)
+RETURNS jsonb
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT jsonb_build_object('operation', r.operation, 'engine', r.engine,
+                              'counters', jsonb_strip_nulls(jsonb_build_object(
+                                  'commits-added', r.commits_threshold,
+                                  'bytes-added', r.bytes_threshold,
+                                  'time-elapsed', r.time_threshold_ms)),
+                              'condition', r.condition, 'baseline_mode', r.baseline_mode,
+                              'options', r.options, 'schedule', r.schedule,
+                              'time_window', r.time_window,
+                              'min_interval_ms', r.min_interval_ms, 'active', r.active)
+$$;
+
+-- The precedence of the rules attached to each table (those with a
+-- baseline there), per operation.  How closely a rule's group names the
+-- table (specificity): 3, the table itself (an explicit member, or
+-- patterns without "*" or "?"); 1, the whole server (both patterns "*");
+-- 2, anything between (a namespace or table pattern).  The nearest
+-- attachment wins, as in Gravitino's table maintenance design
+-- (https://github.com/apache/gravitino/pull/13386): a table's own policy
+-- over its schema's over its catalog's.  The groups are ranked by
+-- specificity, then priority (higher first), then age (the older group
+-- first); every rule of the first group (group_rank 1) runs, the others
+-- are overridden.  Whether a policy or rule is active or its window open
+-- does not matter: a table's own policy, while inactive, still keeps a
+-- wider group's rule of that operation away.
+-- The one implementation: the evaluation's candidates and the start of a
+-- job (tms._rule_wins), tms.candidates and tms.effective_rules all read
+-- it.  A view, so that the views built on it read tms's tables with their
+-- owner's rights; a condition on table_id is pushed into it (it is a
+-- column of the window's partition), so one table costs an index scan.
+CREATE OR REPLACE VIEW tms._rule_precedence AS
+    SELECT b.table_id, r.operation, r.id AS rule_id, g.id AS group_id,
+           s.level AS specificity, g.priority,
+           dense_rank() OVER (PARTITION BY b.table_id, r.operation
+                              ORDER BY s.level DESC, g.priority DESC, g.id) AS group_rank
+      FROM tms.rule_baselines b
+      JOIN tms.tables t ON t.id = b.table_id
+      JOIN tms.maintenance_rules r ON r.id = b.rule_id
+      JOIN tms.maintenance_policies p ON p.id = r.policy_id
+      JOIN tms.object_groups g ON g.id = p.group_id
+      CROSS JOIN LATERAL (
+          SELECT CASE
+                 WHEN EXISTS (SELECT 1 FROM tms.object_group_members m
+                               WHERE m.group_id = g.id AND m.namespace = t.namespace
+                                 AND m.table_name = t.table_name)
+                      OR (g.namespace_pattern !~ '[*?]' AND g.table_pattern !~ '[*?]') THEN 3
+                 WHEN g.namespace_pattern = '*' AND g.table_pattern = '*' THEN 1
+                 ELSE 2 END AS level) s
+     WHERE t.dropped_at IS NULL;
+
+-- Does rule rid run on table tid, or does a nearer group's rule of the
+-- same operation override it?  A pair with no baseline: it runs.
+CREATE OR REPLACE FUNCTION tms._rule_wins(rid bigint, tid bigint)
+RETURNS boolean
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT NOT EXISTS (SELECT 1 FROM tms._rule_precedence x
+                        WHERE x.table_id = tid AND x.rule_id = rid AND x.group_rank > 1)
 $$;

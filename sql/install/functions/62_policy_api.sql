@@ -160,76 +160,12 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     p tms.maintenance_policies := tms._own_policy(acting, policy_name);
-    k text;
-    v jsonb;
-    thr jsonb := '{}';
     needs text;
-    rid bigint;
+    r tms.maintenance_rules;
 BEGIN
-    PERFORM tms._check_operation(operation, engine, NULL);   -- names first
-    PERFORM tms._check_schedule(operation, schedule);
-
-    -- counters: each a positive integer; at least one unless a schedule
-    -- says when to look
-    IF counters IS NULL THEN
-        counters := '{}';
-    END IF;
-    IF jsonb_typeof(counters) <> 'object' THEN
-        RAISE EXCEPTION 'invalid rule counters'
-              USING ERRCODE = 'invalid_parameter_value',
-                    DETAIL = 'Counters must be a JSON object such as {"commits-added": 100}.';
-    END IF;
-    FOR k, v IN SELECT * FROM jsonb_each(counters) LOOP
-        IF k NOT IN ('commits-added', 'bytes-added', 'time-elapsed') THEN
-            RAISE EXCEPTION 'unknown activity counter "%"', k
-                  USING ERRCODE = 'invalid_parameter_value',
-                        HINT = 'Counters are commits-added, bytes-added and time-elapsed (milliseconds).';
-        END IF;
-        IF jsonb_typeof(v) <> 'number' OR (v::text)::numeric <> trunc((v::text)::numeric)
-           OR (v::text)::numeric > 9223372036854775807 THEN
-            RAISE EXCEPTION 'invalid threshold for counter "%"', k
-                  USING ERRCODE = 'invalid_parameter_value',
-                        DETAIL = format('The threshold is %s; it must be a whole number.', v);
-        END IF;
-        IF (v::text)::numeric <= 0 THEN
-            RAISE EXCEPTION 'threshold for counter "%" must be greater than zero', k
-                  USING ERRCODE = 'invalid_parameter_value',
-                        DETAIL = format('The threshold is %s.', v);
-        END IF;
-    END LOOP;
-    IF schedule IS NULL
-       AND NOT (counters ? 'commits-added' OR counters ? 'bytes-added' OR counters ? 'time-elapsed') THEN
-        RAISE EXCEPTION 'a rule needs at least one counter threshold or a schedule'
-              USING ERRCODE = 'invalid_parameter_value',
-                    HINT = 'Give commits-added, bytes-added or time-elapsed, e.g. {"commits-added": 100}, or a schedule such as {"crontab": "0 2 * * *"}.';
-    END IF;
-    IF min_interval IS NOT NULL AND (NOT isfinite(min_interval) OR min_interval < interval '0'
-                                     OR min_interval > interval '100 years') THEN
-        RAISE EXCEPTION 'invalid min_interval'
-              USING ERRCODE = 'invalid_parameter_value',
-                    DETAIL = format('min_interval is %s; it must be between zero and 100 years.', min_interval);
-    END IF;
-    -- orphan-cleanup scans storage: schedule only, never on commits
-    IF operation = 'orphan-cleanup' AND (counters ? 'commits-added' OR counters ? 'bytes-added') THEN
-        RAISE EXCEPTION 'orphan-cleanup cannot be triggered by commits'
-              USING ERRCODE = 'invalid_parameter_value',
-                    DETAIL = 'The rule has a commits-added or bytes-added threshold; orphan-cleanup scans storage and runs on a schedule only.',
-                    HINT = 'Use only the time-elapsed counter for orphan-cleanup.';
-    END IF;
-
-    IF baseline_mode IS NULL OR baseline_mode NOT IN ('catch-up', 'going-forward') THEN
-        RAISE EXCEPTION 'invalid baseline mode "%"', baseline_mode
-              USING ERRCODE = 'invalid_parameter_value',
-                    HINT = 'Baseline modes are catch-up and going-forward.';
-    END IF;
-    PERFORM tms._check_options(coalesce(options, '{}'));
-    PERFORM tms._check_operation(operation, engine, coalesce(options, '{}'));
-    IF condition IS NULL THEN
-        RAISE EXCEPTION 'a rule needs a condition' USING ERRCODE = 'null_value_not_allowed',
-              HINT = 'Use ''true'' to act whenever the counters fire.';
-    END IF;
-    needs := tms._compile_condition(condition);
-
+    needs := tms._check_rule(operation, engine, counters, condition, baseline_mode,
+                             options, schedule, min_interval, NULL);
+    counters := coalesce(counters, '{}');
     INSERT INTO tms.maintenance_rules (policy_id, operation, engine, options,
                                        commits_threshold, bytes_threshold,
                                        time_threshold_ms, condition, needs,
@@ -239,13 +175,159 @@ BEGIN
             (counters ->> 'time-elapsed')::bigint, condition, needs, baseline_mode,
             schedule,
             (extract(epoch FROM min_interval) * 1000)::bigint)
-    RETURNING id INTO rid;
-    PERFORM tms._attach(rid, NULL);
+    RETURNING * INTO r;
+    INSERT INTO tms.rule_versions (rule_id, version, policy_id, policy_name, changed_by,
+                                   definition)
+    VALUES (r.id, r.version, p.id, p.name, acting::text, tms._rule_definition(r));
+    PERFORM tms._attach(r.id, NULL);
     -- the policy's task is due at its rules' next firing: look again now
     IF schedule ? 'crontab' THEN
         PERFORM tms.schedule_task('policy-expand', p.id::text);
     END IF;
-    RETURN rid;
+    RETURN r.id;
+END
+$$;
+
+-- Change a rule in place: a new version of the same rule, so its
+-- baselines (what it has counted on each table) and cooldowns stay.  An
+-- argument left NULL keeps its value; reset names the ones to set back
+-- to none (schedule, time_window) or to the operation's setting
+-- (min_interval).  The rule as it would be is checked as tms.add_rule
+-- checks a new one.  The rule's row is locked first, so a concurrent
+-- evaluation records its result either before (with the old version) or
+-- after (finding a version newer than the one it evaluated: it submits
+-- nothing; tms._record_evaluation).  New thresholds apply to the
+-- baselines' counts so far.  Returns the rule's version.
+CREATE OR REPLACE FUNCTION tms._alter_rule(acting regrole, rule_id bigint, counters jsonb, condition text, options jsonb, schedule jsonb, time_window jsonb, min_interval interval, active boolean, reset text[])
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    old tms.maintenance_rules;
+    r tms.maintenance_rules;
+    p tms.maintenance_policies;
+    k text;
+    changes jsonb := '{}';
+    d0 jsonb;
+    d1 jsonb;
+BEGIN
+    IF rule_id IS NULL THEN
+        RAISE EXCEPTION 'rule_id must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO old FROM tms.maintenance_rules m WHERE m.id = _alter_rule.rule_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'rule % does not exist', rule_id
+              USING ERRCODE = 'undefined_object',
+                    HINT = 'See SELECT id, policy FROM tms.rules.';
+    END IF;
+    SELECT * INTO p FROM tms.maintenance_policies mp WHERE mp.id = old.policy_id;
+    PERFORM tms._own_policy(acting, p.name);
+    FOREACH k IN ARRAY coalesce(reset, '{}') LOOP
+        IF k IS NULL OR k NOT IN ('schedule', 'time_window', 'min_interval') THEN
+            RAISE EXCEPTION 'cannot reset "%" of a rule', k
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('reset is %s.', reset),
+                        HINT = 'reset takes schedule, time_window and min_interval; give other values as arguments.';
+        END IF;
+        IF (k = 'schedule' AND schedule IS NOT NULL)
+           OR (k = 'time_window' AND time_window IS NOT NULL)
+           OR (k = 'min_interval' AND min_interval IS NOT NULL) THEN
+            RAISE EXCEPTION 'cannot both set and reset "%"', k
+                  USING ERRCODE = 'invalid_parameter_value',
+                        DETAIL = format('reset is %s and %s is given.', reset, k);
+        END IF;
+    END LOOP;
+
+    r := old;
+    IF counters IS NOT NULL THEN
+        r.commits_threshold := NULL;
+        r.bytes_threshold := NULL;
+        r.time_threshold_ms := NULL;
+    END IF;
+    r.condition := coalesce(condition, old.condition);
+    r.options := coalesce(options, old.options);
+    r.schedule := CASE WHEN 'schedule' = ANY (reset) THEN NULL
+                       ELSE coalesce(schedule, old.schedule) END;
+    r.time_window := CASE WHEN 'time_window' = ANY (reset) THEN NULL
+                          ELSE coalesce(time_window, old.time_window) END;
+    r.active := coalesce(active, old.active);
+    -- the one check of a rule, on the rule as it would be
+    r.needs := tms._check_rule(r.operation, r.engine,
+                               coalesce(counters, tms._rule_definition(old) -> 'counters'),
+                               r.condition, r.baseline_mode, r.options, r.schedule,
+                               CASE WHEN 'min_interval' = ANY (reset) THEN NULL
+                                    WHEN min_interval IS NOT NULL THEN min_interval
+                                    ELSE make_interval(secs => old.min_interval_ms / 1000.0) END,
+                               r.time_window);
+    IF counters IS NOT NULL THEN
+        r.commits_threshold := (counters ->> 'commits-added')::bigint;
+        r.bytes_threshold := (counters ->> 'bytes-added')::bigint;
+        r.time_threshold_ms := (counters ->> 'time-elapsed')::bigint;
+    END IF;
+    r.min_interval_ms := CASE WHEN 'min_interval' = ANY (reset) THEN NULL
+                              WHEN min_interval IS NOT NULL
+                              THEN (extract(epoch FROM min_interval) * 1000)::bigint
+                              ELSE old.min_interval_ms END;
+
+    d0 := tms._rule_definition(old);
+    d1 := tms._rule_definition(r);
+    FOR k IN SELECT jsonb_object_keys(d1) LOOP
+        IF d0 -> k IS DISTINCT FROM d1 -> k THEN
+            changes := changes || jsonb_build_object(k, jsonb_build_object('from', d0 -> k,
+                                                                           'to', d1 -> k));
+        END IF;
+    END LOOP;
+    IF changes = '{}' THEN
+        RETURN old.version;             -- nothing changes: no new version
+    END IF;
+    r.version := old.version + 1;
+    UPDATE tms.maintenance_rules m
+       SET commits_threshold = r.commits_threshold, bytes_threshold = r.bytes_threshold,
+           time_threshold_ms = r.time_threshold_ms, condition = r.condition,
+           needs = r.needs, options = r.options, schedule = r.schedule,
+           time_window = r.time_window, min_interval_ms = r.min_interval_ms,
+           active = r.active, version = r.version
+     WHERE m.id = old.id;
+    INSERT INTO tms.rule_versions (rule_id, version, policy_id, policy_name, changed_by,
+                                   changes, definition)
+    VALUES (old.id, r.version, p.id, p.name, acting::text, changes, d1);
+    -- the counts so far stay; the new thresholds say when they fire
+    IF changes ? 'counters' THEN
+        UPDATE tms.rule_baselines b
+           SET due_commits = b.base_commits + r.commits_threshold,
+               due_bytes = b.base_bytes + r.bytes_threshold,
+               due_at = b.since + make_interval(secs => r.time_threshold_ms / 1000.0),
+               triggered = CASE WHEN b.pending_job IS NOT NULL THEN b.triggered
+                                ELSE (t.commits >= b.base_commits + r.commits_threshold) IS TRUE
+                                  OR (t.bytes_added >= b.base_bytes + r.bytes_threshold) IS TRUE END
+          FROM tms.tables t
+         WHERE b.rule_id = old.id AND t.id = b.table_id;
+    END IF;
+    IF r.schedule ? 'crontab' OR (changes ? 'active' AND r.active) THEN
+        PERFORM tms.schedule_task('policy-expand', p.id::text);
+    END IF;
+    RETURN r.version;
+END
+$$;
+
+-- Set an object group's priority: between groups that name a table
+-- equally closely, the higher priority's rules run there
+-- (tms.effective_rules).
+CREATE OR REPLACE FUNCTION tms._set_group_priority(acting regrole, group_name text, priority integer)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    g tms.object_groups := tms._own_group(acting, group_name);
+BEGIN
+    IF priority IS NULL THEN
+        RAISE EXCEPTION 'priority must not be null'
+              USING ERRCODE = 'null_value_not_allowed',
+                    HINT = 'The default priority is 0; a higher priority wins.';
+    END IF;
+    UPDATE tms.object_groups SET priority = _set_group_priority.priority WHERE id = g.id;
 END
 $$;
 
@@ -444,6 +526,32 @@ AS 'MODULE_PATHNAME', 'tms_api_call';
 COMMENT ON FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval) IS
     'add a rule to a policy: operation, engine, counter thresholds, DSL condition, baseline mode, options, schedule (crontab, on-commit; NULL: every evaluation cycle), cooldown';
 
+CREATE OR REPLACE FUNCTION tms.alter_rule(rule_id bigint,
+                               counters jsonb DEFAULT NULL,
+                               condition text DEFAULT NULL,
+                               options jsonb DEFAULT NULL,
+                               schedule jsonb DEFAULT NULL,
+                               time_window jsonb DEFAULT NULL,
+                               min_interval interval DEFAULT NULL,
+                               active boolean DEFAULT NULL,
+                               reset text[] DEFAULT NULL)
+RETURNS integer
+LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.alter_rule(bigint, jsonb, text, jsonb, jsonb, jsonb, interval, boolean, text[]) IS
+    'change a rule, keeping its baselines and cooldowns: a new version in tms.rule_versions (NULL arguments keep their value; reset: schedule, time_window, min_interval); returns the version';
+
+CREATE OR REPLACE FUNCTION tms.set_group_priority(group_name text, priority integer)
+RETURNS void
+LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'tms_api_call';
+
+COMMENT ON FUNCTION tms.set_group_priority(text, integer) IS
+    'set the priority of an object group: it breaks ties of specificity between groups (tms.effective_rules)';
+
 CREATE OR REPLACE FUNCTION tms.drop_rule(rule_id bigint)
 RETURNS void
 LANGUAGE c VOLATILE
@@ -490,6 +598,8 @@ REVOKE ALL ON FUNCTION
     tms._create_policy(regrole, text, text, text, jsonb, boolean),
     tms._add_rule(regrole, text, text, text, jsonb, text, text, jsonb, jsonb, interval),
     tms._drop_rule(regrole, bigint),
+    tms._alter_rule(regrole, bigint, jsonb, text, jsonb, jsonb, jsonb, interval, boolean, text[]),
+    tms._set_group_priority(regrole, text, integer),
     tms._set_policy_active(regrole, text, boolean),
     tms._set_policy_window(regrole, text, jsonb),
     tms._drop_policy(regrole, text)
@@ -504,6 +614,8 @@ GRANT EXECUTE ON FUNCTION
     tms.create_policy(text, text, text, jsonb, boolean),
     tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval),
     tms.drop_rule(bigint),
+    tms.alter_rule(bigint, jsonb, text, jsonb, jsonb, jsonb, interval, boolean, text[]),
+    tms.set_group_priority(text, integer),
     tms.set_policy_active(text, boolean),
     tms.set_policy_window(text, jsonb),
     tms.drop_policy(text)

@@ -7,13 +7,18 @@
 
 -- Record one evaluation (called by the cycle): the log row, and for a
 -- true result the job and its task, guarded so that a (table, rule) never
--- has two operations in flight.  Returns the job id (NULL if none) and
--- the decision.
+-- has two operations in flight.  p_version is the version of the rule
+-- evaluated (NULL: the current one); the rule's row is locked against
+-- tms.alter_rule (KEY SHARE: it conflicts with alter_rule's FOR UPDATE,
+-- not with the crontab bookkeeping's updates), and a result of a version
+-- since replaced submits
+-- nothing ("superseded": the pair stays a candidate, for the new
+-- version).  Returns the job id (NULL if none) and the decision.
 CREATE OR REPLACE FUNCTION tms._record_evaluation(p_policy integer, p_rule bigint, p_table bigint,
                                        p_counters jsonb, p_metrics jsonb,
                                        p_result boolean, p_outcome text,
                                        p_explanation text, p_explain jsonb,
-                                       p_error text,
+                                       p_error text, p_version integer DEFAULT NULL,
                                        OUT job_id bigint, OUT decision text)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -23,12 +28,17 @@ DECLARE
     p tms.maintenance_policies;
     t tms.tables;
     jid bigint;
+    thr jsonb;
+    cond text;
 BEGIN
-    SELECT * INTO r FROM tms.maintenance_rules WHERE id = p_rule;
+    SELECT * INTO r FROM tms.maintenance_rules WHERE id = p_rule FOR KEY SHARE;
     SELECT * INTO p FROM tms.maintenance_policies WHERE id = p_policy;
     SELECT * INTO t FROM tms.tables WHERE id = p_table;
+    p_version := coalesce(p_version, r.version);
     IF p_result IS NULL THEN
         decision := 'failed';           -- retried at the next cycle
+    ELSIF p_version IS DISTINCT FROM r.version THEN
+        decision := 'superseded';       -- evaluated again with the new version
     ELSIF p_result THEN
         jid := nextval(pg_get_serial_sequence('tms.table_maintenance_job', 'id'));
         UPDATE tms.rule_baselines b
@@ -36,9 +46,9 @@ BEGIN
          WHERE b.rule_id = p_rule AND b.table_id = p_table AND b.pending_job IS NULL;
         IF FOUND THEN
             INSERT INTO tms.table_maintenance_job
-                   (id, table_id, rule_id, policy_id, operation, engine, options,
-                    task_kind, task_instance, before_snapshot_id)
-            VALUES (jid, p_table, p_rule, p_policy, r.operation, r.engine, r.options,
+                   (id, table_id, rule_id, rule_version, policy_id, operation, engine,
+                    options, task_kind, task_instance, before_snapshot_id)
+            VALUES (jid, p_table, p_rule, r.version, p_policy, r.operation, r.engine, r.options,
                     'maintenance', 'job-' || jid, t.snapshot_id);
             PERFORM tms.schedule_task('maintenance', 'job-' || jid,
                                       jsonb_build_object('job_id', jid));
@@ -56,16 +66,21 @@ BEGIN
          WHERE b.rule_id = p_rule AND b.table_id = p_table AND b.pending_job IS NULL;
         decision := 'not-needed';
     END IF;
-    INSERT INTO tms.evaluation_log (policy_id, policy_name, rule_id, operation, table_id,
-                                    server, namespace, table_name, thresholds, condition,
-                                    counters, metrics, result, outcome, explanation,
-                                    explain, error, decision, job_id)
-    VALUES (p_policy, p.name, p_rule, r.operation, p_table, t.server, t.namespace,
-            t.table_name,
-            jsonb_strip_nulls(jsonb_build_object('commits-added', r.commits_threshold,
-                                                 'bytes-added', r.bytes_threshold,
-                                                 'time-elapsed', r.time_threshold_ms)),
-            r.condition, p_counters, p_metrics, p_result, p_outcome, p_explanation,
+    -- the log row shows the version that decided
+    thr := jsonb_strip_nulls(jsonb_build_object('commits-added', r.commits_threshold,
+                                                'bytes-added', r.bytes_threshold,
+                                                'time-elapsed', r.time_threshold_ms));
+    cond := r.condition;
+    IF p_version IS DISTINCT FROM r.version THEN
+        SELECT v.definition -> 'counters', v.definition ->> 'condition' INTO thr, cond
+          FROM tms.rule_versions v WHERE v.rule_id = p_rule AND v.version = p_version;
+    END IF;
+    INSERT INTO tms.evaluation_log (policy_id, policy_name, rule_id, rule_version, operation,
+                                    table_id, server, namespace, table_name, thresholds,
+                                    condition, counters, metrics, result, outcome,
+                                    explanation, explain, error, decision, job_id)
+    VALUES (p_policy, p.name, p_rule, p_version, r.operation, p_table, t.server, t.namespace,
+            t.table_name, coalesce(thr, '{}'), coalesce(cond, ''), p_counters, p_metrics, p_result, p_outcome, p_explanation,
             p_explain, p_error, decision, job_id);
 END
 $$;
@@ -96,8 +111,10 @@ $$;
 --   skipped   never (reason says why): the job ended so;
 --   started   the job is running: job holds it with its table.
 -- Gates, in order: a cancel request; for a job that has done nothing yet
--- (phase "start") from a policy: the rule and policy still exist (else
--- skipped), the policy is active and its window open (else deferred);
+-- (phase "start") from a policy: the rule and policy still exist and no
+-- nearer group's rule overrides the rule on the table (tms._rule_wins;
+-- else skipped), the policy and the rule are active and their windows
+-- open (else deferred);
 -- one job at a time per (table, operation); a policy's job waits for the
 -- jobs of the same policy and table earlier in the chain (tms._chain_rank);
 -- at most tms.max_active_operations running jobs, counting a job only
@@ -115,6 +132,7 @@ AS $$
 DECLARE
     j tms.table_maintenance_job;
     p tms.maintenance_policies;
+    rr tms.maintenance_rules;
     other bigint;
     running integer;
 BEGIN
@@ -135,8 +153,14 @@ BEGIN
     END IF;
     IF j.policy_id IS NOT NULL AND j.phase = 'start' THEN
         SELECT * INTO p FROM tms.maintenance_policies WHERE id = j.policy_id;
-        IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM tms.maintenance_rules r WHERE r.id = j.rule_id) THEN
+        IF FOUND THEN
+            SELECT * INTO rr FROM tms.maintenance_rules r WHERE r.id = j.rule_id;
+        END IF;
+        IF NOT FOUND THEN
             reason := 'its policy or rule no longer exists';
+        ELSIF NOT tms._rule_wins(j.rule_id, j.table_id) THEN
+            -- a nearer group got a rule of the operation since
+            reason := format('rule %s is overridden on this table (tms.effective_rules)', j.rule_id);
         END IF;
         IF reason IS NOT NULL THEN
             UPDATE tms.table_maintenance_job
@@ -153,6 +177,14 @@ BEGIN
         ELSIF NOT tms.window_open(p.time_window, now()) THEN
             state := 'deferred';
             reason := format('the time window of policy "%s" is closed', p.name);
+            retry_at := now() + tms._jitter(interval '1 minute');
+        ELSIF NOT rr.active THEN
+            state := 'deferred';
+            reason := format('rule %s is inactive', rr.id);
+            retry_at := now() + tms._jitter(interval '1 minute');
+        ELSIF NOT tms.window_open(rr.time_window, now()) THEN
+            state := 'deferred';
+            reason := format('the time window of rule %s is closed', rr.id);
             retry_at := now() + tms._jitter(interval '1 minute');
         END IF;
     END IF;

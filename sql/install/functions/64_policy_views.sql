@@ -28,11 +28,12 @@ CREATE OR REPLACE VIEW tms.rules AS
            CASE WHEN r.schedule ? 'crontab'
                 THEN tms.cron_next(r.schedule ->> 'crontab', greatest(now(), r.cron_fired_at),
                                    coalesce(r.schedule ->> 'time-zone', 'UTC')) END AS next_firing,
-           r.cron_fired_at AS last_firing
+           r.cron_fired_at AS last_firing,
+           r.version, r.active, r.time_window
       FROM tms.maintenance_rules r
       JOIN tms.maintenance_policies p ON p.id = r.policy_id;
 
-COMMENT ON VIEW tms.rules IS 'rules of every policy: operation, engine, thresholds, condition, baseline mode, schedule, cooldown, next crontab firing';
+COMMENT ON VIEW tms.rules IS 'rules of every policy: operation, engine, thresholds, condition, baseline mode, schedule, cooldown, next crontab firing, version, active, window';
 
 -- What the next cycle would evaluate, and why.
 CREATE OR REPLACE VIEW tms.candidates AS
@@ -51,7 +52,11 @@ CREATE OR REPLACE VIEW tms.candidates AS
                CASE WHEN b.triggered AND NOT (t.commits >= b.due_commits OR t.bytes_added >= b.due_bytes) IS TRUE
                     THEN 'triggered' END) AS reason,
            p.active AND tms.window_open(p.time_window, now())
-             AND (b.cooldown_until IS NULL OR b.cooldown_until <= now()) AS runnable,
+             AND r.active AND tms.window_open(r.time_window, now())
+             AND (b.cooldown_until IS NULL OR b.cooldown_until <= now())
+             AND NOT EXISTS (SELECT 1 FROM tms._rule_precedence x
+                              WHERE x.table_id = t.id AND x.rule_id = r.id
+                                AND x.group_rank > 1) AS runnable,
            r.schedule,
            b.cooldown_until
       FROM tms.rule_baselines b
@@ -62,7 +67,7 @@ CREATE OR REPLACE VIEW tms.candidates AS
        AND t.dropped_at IS NULL;
 
 COMMENT ON VIEW tms.candidates IS
-    '(table, rule) pairs whose counters reached a threshold: what the next cycle (schedule null), firing or commit evaluates (runnable: policy active, window open, no cooldown)';
+    '(table, rule) pairs whose counters reached a threshold: what the next cycle (schedule null), firing or commit evaluates (runnable: policy and rule active, windows open, no cooldown, not overridden)';
 
 CREATE OR REPLACE VIEW tms.maintenance_jobs AS
     SELECT j.id, p.name AS policy, j.rule_id, j.operation, j.engine, t.server,
@@ -74,7 +79,8 @@ CREATE OR REPLACE VIEW tms.maintenance_jobs AS
            j.files_deleted, j.bytes_deleted, j.orphans_found,
            j.data_files_rewritten, j.data_files_added, j.bytes_rewritten,
            j.delete_files_rewritten, j.delete_files_added,
-           j.options, j.requested_by::regrole AS requested_by, j.statement, j.message
+           j.options, j.requested_by::regrole AS requested_by, j.statement, j.message,
+           j.rule_version
       FROM tms.table_maintenance_job j
       JOIN tms.tables t ON t.id = j.table_id
       LEFT JOIN tms.maintenance_policies p ON p.id = j.policy_id;
@@ -82,10 +88,59 @@ CREATE OR REPLACE VIEW tms.maintenance_jobs AS
 COMMENT ON VIEW tms.maintenance_jobs IS
     'maintenance runs, from policies and from tms.run_operation: state with its reason, attempts, effect; finished_at null: in flight';
 
+-- Which rules run on each table, per operation, and which they override
+-- (the view tms._rule_precedence, the one implementation the evaluation uses
+-- too): the rules of the group that names the table most closely, then
+-- the group of highest priority, then the oldest group.  One row per
+-- winning rule; reason compares the winner's group with the next one.
+CREATE OR REPLACE VIEW tms.effective_rules AS
+    SELECT t.server, t.namespace, t.table_name, w.operation, w.rule_id,
+           p.name AS policy, g.name AS group_name, ws.label AS specificity, w.priority,
+           coalesce(l.rules, '{}') AS overridden_rules,
+           coalesce(l.groups, '{}') AS overridden_groups,
+           CASE WHEN l.rules IS NULL
+                THEN format('no other group has a rule of %s for the table', w.operation)
+                WHEN w.specificity > l.specificity
+                THEN format('group "%s" names the table more closely (%s) than group "%s" (%s)',
+                            g.name, ws.label, l.next_group, ls.label)
+                WHEN w.priority > l.priority
+                THEN format('group "%s" has a higher priority (%s) than group "%s" (%s); both name the table by %s',
+                            g.name, w.priority, l.next_group, l.priority, ws.label)
+                ELSE format('groups "%s" and "%s" name the table alike (%s) with the same priority (%s); the older group wins',
+                            g.name, l.next_group, ws.label, w.priority)
+           END AS reason,
+           t.id AS table_id
+      FROM tms.tables t
+      JOIN tms._rule_precedence w ON w.table_id = t.id
+      JOIN tms.maintenance_rules r ON r.id = w.rule_id
+      JOIN tms.maintenance_policies p ON p.id = r.policy_id
+      JOIN tms.object_groups g ON g.id = w.group_id
+      LEFT JOIN LATERAL (
+          SELECT array_agg(y.rule_id ORDER BY y.group_rank, y.rule_id) AS rules,
+                 array_agg(DISTINCT yg.name) AS groups,
+                 (array_agg(yg.name ORDER BY y.group_rank, y.rule_id))[1] AS next_group,
+                 (array_agg(y.specificity ORDER BY y.group_rank, y.rule_id))[1] AS specificity,
+                 (array_agg(y.priority ORDER BY y.group_rank, y.rule_id))[1] AS priority
+            FROM tms._rule_precedence y
+            JOIN tms.object_groups yg ON yg.id = y.group_id
+           WHERE y.table_id = t.id AND y.operation = w.operation AND y.group_rank > 1
+          HAVING count(*) > 0) l ON true
+      CROSS JOIN LATERAL (
+          SELECT CASE w.specificity WHEN 3 THEN 'exact table' WHEN 2 THEN 'pattern'
+                                    ELSE 'server-wide' END AS label) ws
+      LEFT JOIN LATERAL (
+          SELECT CASE l.specificity WHEN 3 THEN 'exact table' WHEN 2 THEN 'pattern'
+                                    ELSE 'server-wide' END AS label) ls ON true
+     WHERE w.group_rank = 1 AND t.dropped_at IS NULL;
+
+COMMENT ON VIEW tms.effective_rules IS
+    'per table and operation, the rules that run there and the rules of other groups they override, with the reason (specificity, then priority, then the older group)';
+
 -- policy content holds no credentials: everyone may read policies and rules
-GRANT SELECT ON tms.policies, tms.rules TO PUBLIC;
+GRANT SELECT ON tms.policies, tms.rules, tms.rule_versions TO PUBLIC;
+REVOKE ALL ON tms._rule_precedence FROM PUBLIC;
 GRANT SELECT ON tms.candidates, tms.evaluation_log, tms.maintenance_jobs,
-                tms.tables, tms.table_snapshot_metrics TO pg_monitor;
+                tms.tables, tms.table_snapshot_metrics, tms.effective_rules TO pg_monitor;
 
 REVOKE ALL ON FUNCTION tms._compile_condition(text), tms._glob_match(text, text),
                        tms._find_credential(jsonb),
@@ -96,6 +151,9 @@ REVOKE ALL ON FUNCTION tms._compile_condition(text), tms._glob_match(text, text)
                        tms._may_use_group(regrole, tms.object_groups),
                        tms._check_server(name, regrole), tms._check_window(jsonb),
                        tms._check_options(jsonb), tms._check_schedule(text, jsonb),
-                       tms._record_evaluation(integer, bigint, bigint, jsonb, jsonb, boolean, text, text, jsonb, text),
+                       tms._check_rule(text, text, jsonb, text, text, jsonb, jsonb, interval, jsonb),
+                       tms._rule_definition(tms.maintenance_rules),
+                       tms._rule_wins(bigint, bigint),
+                       tms._record_evaluation(integer, bigint, bigint, jsonb, jsonb, boolean, text, text, jsonb, text, integer),
                        tms._start_job(bigint), tms._job_ended(bigint)
     FROM PUBLIC;
