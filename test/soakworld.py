@@ -1203,7 +1203,9 @@ class Campaign:
                 return self.w["pg"].query(sql, args)
             except Exception as e:  # the server restarting after a crash or a stop
                 import psycopg2
-                if not isinstance(e, psycopg2.OperationalError) or time.time() > deadline:
+                lost = isinstance(e, psycopg2.Error) and (
+                    e.pgcode is None or e.pgcode[:2] in ("08", "57"))
+                if not lost or time.time() > deadline:
                     raise
                 time.sleep(0.5)
 
@@ -1506,7 +1508,11 @@ class Campaign:
         killed = 0
         deadline = time.time() + 60
         while killed < n and time.time() < deadline and not done.is_set():
-            for pid in helper_pids({"pg": self.w["pg"]}):
+            try:
+                pids = helper_pids({"pg": self.w["pg"]})
+            except Exception:      # the cluster stopped or restarting in the same round
+                pids = []
+            for pid in pids:
                 try:
                     os.kill(pid, 9)
                     killed += 1
@@ -1947,8 +1953,8 @@ def _check_compaction(self, reader, s, rnd, meta, sids, o):
             if rows is None:
                 continue
             self.inc("files checked (sorted)", 1)
-            keys = [tuple(-r[col[fid]] if desc else r[col[fid]] for fid, desc in o["_sort"])
-                    for r in rows]
+            keys = [tuple(-int(r[col[fid]]) if desc else int(r[col[fid]])
+                          for fid, desc in o["_sort"]) for r in rows]
             bad = [k for k in range(len(keys) - 1) if keys[k] > keys[k + 1]]
             if bad:
                 s.fail("round %d: compaction sort-order %r wrote %s with row %d out of order" % (
