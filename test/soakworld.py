@@ -40,23 +40,34 @@ generator's own model (the ids it wrote minus those it deleted), so the
 reader and the generator check each other.
 
 The moves (Campaign._round) go through tms's SQL API: tms.run_operation
-snapshot-expiry, orphan-cleanup, manifest-rewrite, compaction (engine
-local) with random option combinations, and tms.purge_table; several
-operations of a table run at once, the tables of a batch all at once, and
-a writer commits appends to main during a round.  Faults: catalog 503 on a
-commit, a lost answer (the commit landed, 503 answered), a hang or a late
-answer past tms's request timeout, 503 on loads; storage SlowDown on
-deletes (the S3 gate); SIGKILL of the compaction helper.
+snapshot-expiry (snapshot-ids among its options, a ref's head now and
+then, which tms must refuse), orphan-cleanup, manifest-rewrite, compaction
+(engine local; where, sort and z-order among its options) with random
+option combinations, and tms.purge_table; several operations of a table
+run at once, the tables of a batch all at once, and a writer commits to
+main or a branch during a round: appends, whole-file deletes, position
+deletes.  Faults: catalog 503 on a commit, a lost answer (the commit
+landed, 503 answered), a hang or a late answer past tms's request
+timeout, 503 on loads; storage SlowDown on deletes, 500 InternalError and
+503 ServiceUnavailable on any request of tms's (the S3 gate); SIGKILL of
+the compaction helper, of a pool worker (full campaign), and the whole
+cluster stopped with pg_ctl stop -m immediate and started again.  The
+choices added later come from random states of their own (Plan.rnd2 and
+per-round states), so a history's earlier choices stay what they were.
 
 Invariants (Campaign._check): every snapshot the table keeps has the rows
 it had (generator snapshots: the rows read before the moves; a tms
-`replace` snapshot: its parent's rows; the writer's: its parent's plus its
-own); no file reachable from the table's metadata (snapshots, refs,
+`replace` snapshot: its parent's rows; the writer's: its parent's plus the
+rows it added less those it deleted); a compaction with a where rewrote
+only files of partitions it selects, one with a sort order wrote each
+file in that order; no file reachable from the table's metadata (snapshots, refs,
 statistics, metadata log) is missing; nothing outside the table's location
 (the neighbour, the outside files) is touched; no orphan younger than an
 orphan cleanup's threshold is deleted; a ref is removed only by an expiry
 whose rules remove it and a snapshot only by one whose rules expire it
-(test/opsworld.expected_expiry on the metadata the expiry committed on);
+(test/opsworld.expected_expiry on the metadata the expiry committed on,
+with its snapshot-ids); no ref moves but main, forward, and the writer's
+branch, to the writer's snapshots;
 every job ends in a terminal state, a failed one with its error; no data
 file is added by two snapshots and no snapshot of tms's has another
 operation than `replace`; afterwards orphan cleanup finds no file tms wrote
