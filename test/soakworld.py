@@ -1161,7 +1161,8 @@ class HistoryState:
         self.p, self.b, self.meta, self.fields = plan, builder, meta, fields
         self.rows = {}            # snapshot id -> Counter of rows (over fields)
         self.exp = {}             # snapshot id -> Counter of ids expected
-        self.writer = {}          # writer snapshot id -> its ids
+        self.writer = {}          # writer snapshot id -> (ids added, ids deleted)
+        self.writer_parent = {}   # writer snapshot id -> the snapshot it was committed on
         self.ours = set()         # canonical uris planted or left by our writer
         self.sentinels = {}       # canonical uri -> (size, mtime): never to change
         self.referenced = set()   # canonical uris any metadata version reached
@@ -1695,6 +1696,7 @@ class Campaign:
             # its change, should it land unseen: ids added, ids deleted
             s.writer[sid] = (collections.Counter(f.ids if f.kind == "data" else ()),
                              set(getattr(f, "deleted", ())))
+            s.writer_parent[sid] = cur
             try:
                 ow.commit(cat, self.NS, s.p.name, body)
                 landed = True
@@ -1912,10 +1914,13 @@ def _after_round(self, reader, s, rnd, before):
             if name not in allowed_refs:
                 s.fail("round %d: ref %s vanished" % (rnd, name))
         elif name != "main" and now["snapshot-id"] != ref["snapshot-id"]:
-            # only the writer's branch moves, forward, to the writer's snapshots
-            anc = _ancestors(meta, now["snapshot-id"])
-            chain = anc[:anc.index(ref["snapshot-id"])] if ref["snapshot-id"] in anc else None
-            if name != s.p.writer_ref or chain is None or any(x not in s.writer for x in chain):
+            # only the writer's branch moves, forward, to the writer's
+            # snapshots (by the parents they were committed on: an expiry
+            # of the round may have removed the branch's earlier head)
+            x, steps = now["snapshot-id"], 0
+            while x in s.writer and x != ref["snapshot-id"] and steps <= len(s.writer):
+                x, steps = s.writer_parent[x], steps + 1
+            if name != s.p.writer_ref or x != ref["snapshot-id"]:
                 s.fail("round %d: ref %s moved from %d to %d" % (rnd, name, ref["snapshot-id"],
                                                                  now["snapshot-id"]))
         elif name == "main" and now["snapshot-id"] != ref["snapshot-id"]:
