@@ -40,23 +40,34 @@ generator's own model (the ids it wrote minus those it deleted), so the
 reader and the generator check each other.
 
 The moves (Campaign._round) go through tms's SQL API: tms.run_operation
-snapshot-expiry, orphan-cleanup, manifest-rewrite, compaction (engine
-local) with random option combinations, and tms.purge_table; several
-operations of a table run at once, the tables of a batch all at once, and
-a writer commits appends to main during a round.  Faults: catalog 503 on a
-commit, a lost answer (the commit landed, 503 answered), a hang or a late
-answer past tms's request timeout, 503 on loads; storage SlowDown on
-deletes (the S3 gate); SIGKILL of the compaction helper.
+snapshot-expiry (snapshot-ids among its options, a ref's head now and
+then, which tms must refuse), orphan-cleanup, manifest-rewrite, compaction
+(engine local; where, sort and z-order among its options) with random
+option combinations, and tms.purge_table; several operations of a table
+run at once, the tables of a batch all at once, and a writer commits to
+main or a branch during a round: appends, whole-file deletes, position
+deletes.  Faults: catalog 503 on a commit, a lost answer (the commit
+landed, 503 answered), a hang or a late answer past tms's request
+timeout, 503 on loads; storage SlowDown on deletes, 500 InternalError and
+503 ServiceUnavailable on any request of tms's (the S3 gate); SIGKILL of
+the compaction helper, of a pool worker (full campaign), and the whole
+cluster stopped with pg_ctl stop -m immediate and started again.  The
+choices added later come from random states of their own (Plan.rnd2 and
+per-round states), so a history's earlier choices stay what they were.
 
 Invariants (Campaign._check): every snapshot the table keeps has the rows
 it had (generator snapshots: the rows read before the moves; a tms
-`replace` snapshot: its parent's rows; the writer's: its parent's plus its
-own); no file reachable from the table's metadata (snapshots, refs,
+`replace` snapshot: its parent's rows; the writer's: its parent's plus the
+rows it added less those it deleted); a compaction with a where rewrote
+only files of partitions it selects, one with a sort order wrote each
+file in that order; no file reachable from the table's metadata (snapshots, refs,
 statistics, metadata log) is missing; nothing outside the table's location
 (the neighbour, the outside files) is touched; no orphan younger than an
 orphan cleanup's threshold is deleted; a ref is removed only by an expiry
 whose rules remove it and a snapshot only by one whose rules expire it
-(test/opsworld.expected_expiry on the metadata the expiry committed on);
+(test/opsworld.expected_expiry on the metadata the expiry committed on,
+with its snapshot-ids); no ref moves but main, forward, and the writer's
+branch, to the writer's snapshots;
 every job ends in a terminal state, a failed one with its error; no data
 file is added by two snapshots and no snapshot of tms's has another
 operation than `replace`; afterwards orphan cleanup finds no file tms wrote
@@ -396,6 +407,11 @@ class Plan:
 
     def __init__(self, number, loc_s3, loc_file, file_root, t0_ms, big=False, fast=False):
         r = self.rnd = random.Random(number)
+        # the choices added to the campaign later (the writer's deletes and
+        # branch, expiry's snapshot-ids, compaction's where and sort) come
+        # from a second random state, so a history's first choices stay
+        # what they were
+        self.rnd2 = random.Random(number * 1009 + 17)
         self.number = number
         self.name = "h%d" % number
         self.fv = r.choice([1, 2, 2])
@@ -435,6 +451,7 @@ class Plan:
                 self.writer_files.append(self._data_files(r.randint(2, 12), max_files=1)[0])
         self.aged = r.random() < 0.5
         self.rounds = self._moves()
+        self._plan_writer()
 
     # -- table settings -----------------------------------------------------
 
@@ -666,6 +683,38 @@ class Plan:
         self.steps.append(("schema", self.schema_id, [dict(f) for f in self.schema]))
         self.summary.append("schema:" + k)
 
+    def _plan_writer(self):
+        """The writer's ref (main, or in some histories a branch) and, in
+        some histories, deletes it commits besides its appends: whole data
+        files removed, or (v2) position deletes, of files live at the
+        head of its ref; writer_items is everything it commits, in order."""
+        r = self.rnd2
+        self.writer_ref = "main"
+        self.writer_deletes = []
+        self.writer_items = list(self.writer_files)
+        if not self.writer_files:
+            return
+        branches = sorted(n for n, x in self.refs.items() if x["type"] == "branch" and n != "main")
+        if branches and r.random() < 0.3:
+            self.writer_ref = r.choice(branches)
+        if r.random() < 0.5:
+            targets = self._live_targets(self._head(self.writer_ref))
+            r.shuffle(targets)
+            for f, live in targets[:r.randint(1, 2)]:
+                if self.fv >= 2 and r.random() < 0.6:
+                    pos = sorted(r.sample(live, min(len(live), r.randint(1, 3))))
+                    uri = "%s/data/%s-wpos-%05d-%s.parquet" % (
+                        self.location, self.name, len(self.files), uuid.UUID(int=r.getrandbits(128)))
+                    d = PFile("pos", uri, f.spec, f.partition, POS_FIELDS,
+                              rows=[(f.uri, p) for p in pos])
+                    d.deleted = {f.ids[p] for p in pos}
+                else:
+                    d = PFile("delfile", f.uri, f.spec, f.partition, f.fields)
+                    d.deleted = set(f.ids)
+                d.target = f
+                self.writer_deletes.append(d)
+                self.writer_items.insert(r.randint(0, len(self.writer_items)), d)
+
     # -- moves and faults -----------------------------------------------------
 
     def _moves(self):
@@ -687,6 +736,7 @@ class Plan:
     def _options(self, op):
         r = self.rnd
         o = {}
+        self._options2(op, o)
         if op == "snapshot-expiry":
             if r.random() < 0.7:
                 hours = r.choice([0, 24, 48, 96, 120, 168, 240])
@@ -721,13 +771,55 @@ class Plan:
                 o["max-file-group-size-bytes"] = r.choice([4096, 65536])
         return o
 
+    def _options2(self, op, o):
+        """The options added later, from the second random state: expiry's
+        snapshot-ids (o["_ids"]: [how many, with a ref head?], resolved
+        against the table when the round starts), compaction's where (o["_where"]:
+        (partition field, operator, values) to check the rewritten files
+        against) and sort strategy (o["_sort"]: [(field id, descending)],
+        empty for z-order)."""
+        r = self.rnd2
+        if op == "snapshot-expiry" and r.random() < 0.3:
+            o["_ids"] = [r.randint(1, 2), r.random() < 0.15]
+        if op != "compaction":
+            return
+        spec = [f for f in self.specs[self.default_spec]
+                if f["name"] in ("category", "id_bucket", "n_trunc", "ts_day")]
+        live = sorted(self.snaps[self.refs["main"]["key"]]["ids"])
+        if spec and live and r.random() < 0.3:
+            f = r.choice(spec)
+            vals = sorted({transform_value(f["transform"], source_value(f["source-id"], i))
+                           for i in live})
+            lit = (lambda v: "'%s'" % v) if f["name"] == "category" else (
+                (lambda v: "'%s'" % time.strftime("%Y-%m-%d", time.gmtime(v * 86400)))
+                if f["name"] == "ts_day" else str)
+            kind = r.choice(["=", "in", ">="])
+            if kind == "in":
+                pick = sorted(r.sample(vals, min(len(vals), 2)))
+                o["where"] = "%s IN (%s)" % (f["name"], ", ".join(lit(v) for v in pick))
+            else:
+                pick = [r.choice(vals)]
+                o["where"] = "%s %s %s" % (f["name"], kind, lit(pick[0]))
+            o["_where"] = [f["name"], kind, pick]
+        if r.random() < 0.3:
+            n = [f["name"] for f in self.schema if f["id"] == 5][0]
+            o["strategy"] = "sort"
+            o["sort-order"], o["_sort"] = r.choice([
+                ("id DESC", [[1, True]]), ("id", [[1, False]]),
+                ("%s DESC NULLS LAST, id" % n, [[5, True], [1, False]]),
+                ("%s, id DESC" % n, [[5, False], [1, True]]),
+                ("zorder(id, %s)" % n, [])])
+
     def line(self):
         return "history %d: v%d %s%s%s spec %s, %d steps [%s]; rounds %s%s" % (
             self.number, self.fv, "s3" if self.s3 else "file",
             " outside" if self.outside else "", " big" if self.big else "",
             ",".join(f["transform"] for f in self.specs[0]) or "none", len(self.steps),
-            " ".join(self.summary),
-            "; ".join("+".join(m[0] for m in rd["moves"]) + (" !" + rd["fault"] if rd["fault"] else "")
+            " ".join(self.summary) + ("; writer on %s" % self.writer_ref if
+                                      self.writer_ref != "main" else "") +
+            ("".join(" w-" + d.kind for d in self.writer_deletes)),
+            "; ".join("+".join(m[0] + "".join("/" + k[1:] for k in sorted(m[1]) if k[0] == "_")
+                               for m in rd["moves"]) + (" !" + rd["fault"] if rd["fault"] else "")
                       + (" w" if rd["writer"] else "") for rd in self.rounds),
             " purge" if self.purge else "")
 
@@ -742,7 +834,7 @@ def write_files(plans, tmp):
     jobs, keys = [], []
     for p in plans:
         groups = collections.OrderedDict()
-        for f in p.files + p.writer_files:
+        for f in p.files + p.writer_files + [d for d in p.writer_deletes if d.kind == "pos"]:
             groups.setdefault((f.kind, json.dumps(f.fields)), []).append(f)
         for gi, ((kind, _), fs) in enumerate(groups.items()):
             fields = fs[0].fields
@@ -1069,7 +1161,8 @@ class HistoryState:
         self.p, self.b, self.meta, self.fields = plan, builder, meta, fields
         self.rows = {}            # snapshot id -> Counter of rows (over fields)
         self.exp = {}             # snapshot id -> Counter of ids expected
-        self.writer = {}          # writer snapshot id -> its ids
+        self.writer = {}          # writer snapshot id -> (ids added, ids deleted)
+        self.writer_parent = {}   # writer snapshot id -> the snapshot it was committed on
         self.ours = set()         # canonical uris planted or left by our writer
         self.sentinels = {}       # canonical uri -> (size, mtime): never to change
         self.referenced = set()   # canonical uris any metadata version reached
@@ -1080,9 +1173,11 @@ class HistoryState:
         self.leaky = False        # ... or left files of an unknown commit (documented)
         self.violations = []
         self.unchecked = 0
+        self.round_faults = []    # faults of a whole round of the batch: "round N: what"
 
     def fail(self, what):
-        self.violations.append("%s -- %s" % (what, self.p.line()))
+        self.violations.append("%s -- %s%s" % (what, self.p.line(), "".join(
+            "; " + x for x in self.round_faults)))
 
 
 class Campaign:
@@ -1114,12 +1209,15 @@ class Campaign:
     # -- the SQL API ----------------------------------------------------------
 
     def q(self, sql, args=None):
-        for attempt in range(30):
+        deadline = time.time() + 120
+        while True:
             try:
                 return self.w["pg"].query(sql, args)
-            except Exception as e:  # the server restarting after a crash
+            except Exception as e:  # the server restarting after a crash or a stop
                 import psycopg2
-                if not isinstance(e, psycopg2.OperationalError) or attempt == 29:
+                lost = isinstance(e, psycopg2.Error) and (
+                    e.pgcode is None or e.pgcode[:2] in ("08", "57"))
+                if not lost or time.time() > deadline:
                     raise
                 time.sleep(0.5)
 
@@ -1280,6 +1378,20 @@ class Campaign:
             states[0].p.number * 31 + rnd).random() < 0.3 if states else False
         crash = not self.fast and states and random.Random(
             states[0].p.number * 37 + rnd).random() < 0.2
+        # faults of a whole round added later, from random states of their own
+        errors = gate is not None and bool(states) and random.Random(
+            states[0].p.number * 41 + rnd).random() < (0.15 if self.fast else 0.25)
+        pm_stop = bool(states) and not crash and random.Random(
+            states[0].p.number * 43 + rnd).random() < (0.1 if self.fast else 0.12)
+        if errors:
+            every = random.Random(states[0].p.number * 47 + rnd).choice([3, 5, 8])
+            gate.errors(every, agent="tms/")
+            self.inc("faults", 1)
+            for s in states:
+                s.round_faults.append("round %d: storage 500/503 to every %dth request of tms"
+                                      % (rnd, every))
+                if s.p.s3:
+                    s.faulted = s.leaky = True
         if throttle:
             gate.throttle(40, burst=10, mode=random.Random(rnd).choice(["request", "keys"]),
                           scope="delete")
@@ -1305,13 +1417,21 @@ class Campaign:
                     writers.append(t)
             for op, opts in rd["moves"]:
                 started = time.time()
+                opts = self._resolve(s, rnd, opts)
+                send = {k: v for k, v in opts.items() if not k.startswith("_")}
                 try:
                     jid = self.q("SELECT tms.run_operation(%s, %s, %s, %s, %s::jsonb)",
-                                 (self.server, self.NS, s.p.name, op, json.dumps(opts)))[0][0]
+                                 (self.server, self.NS, s.p.name, op, json.dumps(send)))[0][0]
                     with lock:
                         submitted.append((s, jid))
                 except Exception as e:
                     jid = "refused: %s" % str(e).splitlines()[0]
+                    self.inc("moves refused", 1)
+                    if opts.get("_head") and "still referenced" in jid:
+                        self.inc("expiries of a ref head refused", 1)
+                    elif (opts.get("_where") or opts.get("_sort") is not None or
+                          opts.get("_ids")) and "garbage collection" not in jid:
+                        s.fail("round %d: %s %s refused: %s" % (rnd, op, json.dumps(send), jid))
                 s.jobs.append((rnd, op, opts, jid, started))
             if fault == "kill-helper":
                 with lock:
@@ -1330,7 +1450,17 @@ class Campaign:
         if crash:
             for s in states:
                 s.faulted = s.leaky = True
+                s.round_faults.append("round %d: a pool worker killed" % rnd)
             t = threading.Thread(target=self._kill_worker, args=(done,), daemon=True)
+            t.start()
+            writers.append(t)
+        if pm_stop:
+            for s in states:
+                s.faulted = s.leaky = True
+                s.round_faults.append("round %d: the postmaster stopped (immediate) and started"
+                                      % rnd)
+            self.inc("faults", 1)
+            t = threading.Thread(target=self._stop_postmaster, args=(done,), daemon=True)
             t.start()
             writers.append(t)
         lap("submitting")
@@ -1342,6 +1472,8 @@ class Campaign:
         cat.clear_faults()
         if throttle:
             gate.unthrottle()
+        if errors:
+            self.inc("storage errors injected", gate.no_errors())
         need = []
         for s in states:
             try:
@@ -1388,7 +1520,11 @@ class Campaign:
         killed = 0
         deadline = time.time() + 60
         while killed < n and time.time() < deadline and not done.is_set():
-            for pid in helper_pids({"pg": self.w["pg"]}):
+            try:
+                pids = helper_pids({"pg": self.w["pg"]})
+            except Exception:      # the cluster stopped or restarting in the same round
+                pids = []
+            for pid in pids:
                 try:
                     os.kill(pid, 9)
                     killed += 1
@@ -1396,6 +1532,57 @@ class Campaign:
                 except OSError:
                     pass
             time.sleep(0.05)
+
+    def _resolve(self, s, rnd, opts):
+        """opts with the choices made against the table as it is when the
+        round starts: an expiry's snapshot-ids (o["_ids"]: how many
+        snapshots no ref has at its head, and whether a ref's head is
+        among them, which tms must refuse; "_head" says so)."""
+        if "_ids" not in opts:
+            return opts
+        k, head = opts["_ids"]
+        rr = random.Random(s.p.number * 53 + rnd)
+        heads = sorted({x["snapshot-id"] for x in (s.meta.get("refs") or {}).values()})
+        others = sorted(x["snapshot-id"] for x in s.meta["snapshots"]
+                        if x["snapshot-id"] not in heads)
+        pick = rr.sample(others, min(k, len(others)))
+        if head and heads:
+            pick.append(rr.choice(heads))
+        out = dict(opts, _head=bool(head and heads))
+        if pick:
+            out["snapshot-ids"] = pick
+        return out
+
+    def _stop_postmaster(self, done):
+        """Once a pool worker runs a job: stop the whole cluster at once
+        (pg_ctl stop -m immediate: every process ends without a shutdown,
+        the postmaster too, as in a crash of the machine's PostgreSQL),
+        then start it again; dead-lease recovery must settle the jobs."""
+        pg = self.w["pg"]
+        deadline = time.time() + 60
+        while time.time() < deadline and not done.is_set():
+            try:
+                rows = pg.query("SELECT pid FROM tms.workers WHERE role = 'worker'"
+                                " AND current_task IS NOT NULL")
+            except Exception:
+                rows = []
+            if rows:
+                break
+            time.sleep(0.05)
+        else:
+            return
+        pg.stop("immediate")
+        self.inc("postmaster stops (immediate, then started)", 1)
+        err = None
+        for _ in range(5):
+            try:
+                pg.start()
+                return
+            except RuntimeError as e:
+                err = e
+                time.sleep(1)
+        with self._lock:
+            self.violations.append("test world: PostgreSQL did not start again: %s" % err)
 
     def _kill_worker(self, done):
         """SIGKILL a pool worker while it runs a job: the postmaster
@@ -1433,9 +1620,11 @@ class Campaign:
                 s.fail("job %d did not end within %d s" % (jid, self.job_timeout))
 
     def _writer(self, s, rnd):
-        """A writer appending its files to main while the round's moves run."""
+        """A writer committing to its ref (main, or a branch) while the
+        round's moves run: appends of its files, and the deletes it
+        planned (whole files, position deletes)."""
         r = random.Random(s.p.number * 101 + rnd)
-        files = [f for f in s.p.writer_files if not getattr(f, "done", False)]
+        files = [f for f in s.p.writer_items if not getattr(f, "done", False)]
         for f in files[:r.randint(1, len(files))] if files else []:
             time.sleep(r.random() * 1.5)   # pacing, not waiting for anything
             f.done = True
@@ -1454,12 +1643,23 @@ class Campaign:
                 self.inc("writer rewrites (directory removed under it)", 1)
         s.fail("test world: the writer could not write its files")
 
+    def _writer_live(self, meta, sid):
+        """The paths of the live data files of snapshot sid."""
+        out = set()
+        for rec in ow.manifest_records(self.st, ow.snapshot(meta, sid)):
+            for e in ow.manifest_entries(self.st, rec["manifest_path"]):
+                if e["status"] != 2 and (e["data_file"].get("content") or 0) == 0:
+                    out.add(e["data_file"]["file_path"])
+        return out
+
     def _writer_commit1(self, s, f, r):
         cat, st = self.w["catalog"], self.st
-        s.b.upload(f)
-        if not storage_mod.is_s3(f.uri):
-            # the directories it made are root's: tms (postgres) writes there too
-            ow.give_to_server(st.local_path(s.p.location))
+        ref = s.p.writer_ref
+        if f.kind != "delfile":
+            s.b.upload(f)
+            if not storage_mod.is_s3(f.uri):
+                # the directories it made are root's: tms (postgres) writes there too
+                ow.give_to_server(st.local_path(s.p.location))
         for attempt in range(8):
             meta = None
             for _ in range(20):
@@ -1470,13 +1670,33 @@ class Campaign:
                     time.sleep(0.2)             # a fault, or the database restarting
             if meta is None:
                 break
-            cur = ow.current_id(meta)
-            body, written = commit_body(st, meta, cur, "main", "append", [f], [], r,
-                                        int(time.time() * 1000))
+            head = (meta.get("refs") or {}).get(ref)
+            if head is None:
+                # an expiry removed the writer's branch
+                self.inc("writer's branch gone", 1)
+                if f.kind != "delfile":
+                    s.ours.add(ow.canon(st, f.uri))
+                return
+            cur = head["snapshot-id"]
+            if f.kind != "data" and f.target.uri not in self._writer_live(meta, cur):
+                # a compaction rewrote the file it deletes from
+                self.inc("writer deletes whose file went", 1)
+                if f.kind == "pos":
+                    s.ours.add(ow.canon(st, f.uri))
+                return
+            retention = {k: v for k, v in head.items()
+                         if k in ("max-ref-age-ms", "min-snapshots-to-keep", "max-snapshot-age-ms")}
+            body, written = commit_body(
+                st, meta, cur, ref, "append" if f.kind == "data" else "delete",
+                [] if f.kind == "delfile" else [f], [f.uri] if f.kind == "delfile" else [], r,
+                int(time.time() * 1000), retention)
             body["requirements"].insert(0, {"type": "assert-table-uuid",
                                             "uuid": meta["table-uuid"]})
             sid = body["updates"][0]["snapshot"]["snapshot-id"]
-            s.writer[sid] = collections.Counter(f.ids)      # should it land unseen
+            # its change, should it land unseen: ids added, ids deleted
+            s.writer[sid] = (collections.Counter(f.ids if f.kind == "data" else ()),
+                             set(getattr(f, "deleted", ())))
+            s.writer_parent[sid] = cur
             try:
                 ow.commit(cat, self.NS, s.p.name, body)
                 landed = True
@@ -1492,18 +1712,22 @@ class Campaign:
                         except world.CatalogError:
                             time.sleep(0.2)     # the catalog's database restarting
                     if again is None:
-                        s.ours.add(ow.canon(st, f.uri))
+                        if f.kind != "delfile":
+                            s.ours.add(ow.canon(st, f.uri))
+                        s.ours.update(ow.canon(st, u) for u in written)
                         self.inc("writer outcome unknown", 1)
                         return
                     landed = any(x["snapshot-id"] == sid for x in again["snapshots"])
             if landed:
                 self.inc("writer commits", 1)
+                self.inc("writer commits " + f.kind + ("" if ref == "main" else " on a branch"), 1)
                 return
             for u in written:
                 st.delete(u)
                 s.ours.add(ow.canon(st, u))
         self.inc("writer gave up", 1)
-        s.ours.add(ow.canon(st, f.uri))
+        if f.kind != "delfile":
+            s.ours.add(ow.canon(st, f.uri))
 
     def _listing(self, s):
         out = {}
@@ -1549,7 +1773,10 @@ def _after_round(self, reader, s, rnd, before):
         if state == "skipped" and not reason:
             s.fail("job %d (%s) skipped without a reason" % (jid, op))
         expected = s.faulted or "garbage collection" in (err or "") or (
-            s.p.outside and "outside the allowed locations" in (err or ""))
+            s.p.outside and "outside the allowed locations" in (err or "")) or (
+            opts.get("_head") and "still referenced by ref" in (err or ""))
+        if state == "failed" and opts.get("_head") and "still referenced by ref" in (err or ""):
+            self.inc("expiries of a ref head refused", 1)
         if state == "failed" and not expected:
             s.fail("job %d (%s %s) failed with no fault injected: %s" % (
                 jid, op, json.dumps(opts), (err or "").splitlines()[0] if err else err))
@@ -1589,16 +1816,21 @@ def _after_round(self, reader, s, rnd, before):
     uspecs = unpartitioned_specs(meta)
     cur_ids = current_field_ids(meta)
     by = {x["snapshot-id"]: x for x in meta["snapshots"]}
+    new_sids = []
     for sid, snap in sorted(by.items(), key=lambda kv: kv[1].get("sequence-number", 0)):
         if sid in s.rows:
             continue
+        new_sids.append(sid)
         rows = reader.snapshot_rows(meta, sid, s.fields, uspecs)
         self.inc("rows checked", sum(rows.values()))
         parent = snap.get("parent-snapshot-id")
         op = (snap.get("summary") or {}).get("operation")
         if sid in s.writer:
             if parent in s.exp:
-                want = s.exp[parent] + s.writer[sid]
+                added_ids, deleted_ids = s.writer[sid]
+                want = s.exp[parent] + added_ids
+                for i in deleted_ids:
+                    want.pop(i, None)
                 if ids_of(rows, s.fields) != want:
                     s.fail("round %d: the writer's snapshot %d has %d rows, %d expected" % (
                         rnd, sid, sum(rows.values()), sum(want.values())))
@@ -1622,6 +1854,10 @@ def _after_round(self, reader, s, rnd, before):
             s.fail("round %d: snapshot %d of operation %s was committed by no one known"
                    % (rnd, sid, op))
         s.rows[sid] = rows
+    # compaction's where and sort: what it rewrote and how it wrote it
+    comp = [o for _, op, o, jid, _ in jobs if op == "compaction" and isinstance(jid, int)]
+    if comp and ("_where" in comp[0] or "_sort" in comp[0]):
+        _check_compaction(self, reader, s, rnd, meta, new_sids, comp[0])
     # no data file is added by two snapshots
     added = collections.defaultdict(set)
     cache = reader_cache(s)
@@ -1650,10 +1886,18 @@ def _after_round(self, reader, s, rnd, before):
                 rnd, versions[i + 1], sorted(gone), sorted(gone_refs)))
             continue
         o = exp_jobs[0]
-        want = ow.expected_expiry(
-            a, b["last-updated-ms"],
-            older_than_ms=parse_iso(o["older-than"]) if "older-than" in o else None,
-            retain_last=o.get("retain-last"), max_ref_age_ms=o.get("max-ref-age-ms"))
+        try:
+            want = ow.expected_expiry(
+                a, b["last-updated-ms"],
+                older_than_ms=parse_iso(o["older-than"]) if "older-than" in o else None,
+                retain_last=o.get("retain-last"), max_ref_age_ms=o.get("max-ref-age-ms"),
+                snapshot_ids=o.get("snapshot-ids") or ())
+        except ValueError as e:
+            s.fail("round %d: expiry %s committed %s though %s" % (
+                rnd, json.dumps(o), versions[i + 1], e))
+            continue
+        if o.get("snapshot-ids"):
+            self.inc("expiry commits checked with snapshot-ids", 1)
         self.inc("expiry commits checked", 1)
         if gone - want["expired"]:
             s.fail("round %d: expiry %s removed snapshots %s that Iceberg's rules keep" % (
@@ -1670,8 +1914,15 @@ def _after_round(self, reader, s, rnd, before):
             if name not in allowed_refs:
                 s.fail("round %d: ref %s vanished" % (rnd, name))
         elif name != "main" and now["snapshot-id"] != ref["snapshot-id"]:
-            s.fail("round %d: ref %s moved from %d to %d" % (rnd, name, ref["snapshot-id"],
-                                                             now["snapshot-id"]))
+            # only the writer's branch moves, forward, to the writer's
+            # snapshots (by the parents they were committed on: an expiry
+            # of the round may have removed the branch's earlier head)
+            x, steps = now["snapshot-id"], 0
+            while x in s.writer and x != ref["snapshot-id"] and steps <= len(s.writer):
+                x, steps = s.writer_parent[x], steps + 1
+            if name != s.p.writer_ref or x != ref["snapshot-id"]:
+                s.fail("round %d: ref %s moved from %d to %d" % (rnd, name, ref["snapshot-id"],
+                                                                 now["snapshot-id"]))
         elif name == "main" and now["snapshot-id"] != ref["snapshot-id"]:
             anc = _ancestors(meta, now["snapshot-id"])
             if ref["snapshot-id"] in by and ref["snapshot-id"] not in anc:
@@ -1680,6 +1931,50 @@ def _after_round(self, reader, s, rnd, before):
     s.prev_refs = dict(refs)
     s.log_len = len(versions) - 1
     self._walk_referenced(s)
+
+
+def _check_compaction(self, reader, s, rnd, meta, sids, o):
+    """The compaction snapshots of the round (replace snapshots adding data
+    files): with a where, every data file they removed has a partition
+    that makes it true (a partition without the field is unknown, not
+    true); with a sort, the rows of every file they added, read back in
+    file order, are ordered by the sort's columns."""
+    st, cache = self.st, reader_cache(s)
+    fkey = json.dumps(s.fields)
+    col = {f["id"]: i + 1 for i, f in enumerate(s.fields)}     # rows are [pos, values...]
+    for sid in sids:
+        snap = ow.snapshot(meta, sid)
+        if (snap.get("summary") or {}).get("operation") != "replace":
+            continue
+        added, removed = [], []
+        for rec in ow.manifest_records(st, snap):
+            for e in ow.manifest_entries(st, rec["manifest_path"], cache):
+                if e.get("snapshot_id") != sid or (e["data_file"].get("content") or 0) != 0:
+                    continue
+                (added if e["status"] == 1 else removed if e["status"] == 2 else []).append(
+                    e["data_file"])
+        if not added:
+            continue                    # a manifest rewrite's
+        if "_where" in o:
+            name, kind, vals = o["_where"]
+            for df in removed:
+                v = (df.get("partition") or {}).get(name)
+                self.inc("files checked (where)", 1)
+                if v is None or not (v in vals if kind in ("=", "in") else v >= vals[0]):
+                    s.fail("round %d: compaction where %r rewrote %s of partition %s" % (
+                        rnd, o["where"], df["file_path"], json.dumps(df.get("partition"),
+                                                                    default=repr)))
+        for df in added if o.get("_sort") else ():
+            rows = reader.rows.get((df["file_path"], fkey))
+            if rows is None:
+                continue
+            self.inc("files checked (sorted)", 1)
+            keys = [tuple(-int(r[col[fid]]) if desc else int(r[col[fid]])
+                          for fid, desc in o["_sort"]) for r in rows]
+            bad = [k for k in range(len(keys) - 1) if keys[k] > keys[k + 1]]
+            if bad:
+                s.fail("round %d: compaction sort-order %r wrote %s with row %d out of order" % (
+                    rnd, o["sort-order"], df["file_path"], bad[0] + 1))
 
 
 def _settled(self, s):

@@ -533,6 +533,18 @@ class S3Gate:
     def unthrottle(self):
         self._admin("DELETE", "/admin/throttle")
 
+    def errors(self, every, statuses=(500, 503), methods=("GET", "PUT", "HEAD", "POST", "DELETE"),
+               agent=None):
+        """Answer every `every`-th request of `methods` (whose User-Agent
+        starts with `agent`, when given) with the next of `statuses` in
+        turn (500 InternalError, 503 ServiceUnavailable), not forwarded."""
+        self._admin("POST", "/admin/errors", {"every": every, "statuses": list(statuses),
+                                              "methods": list(methods), "agent": agent})
+
+    def no_errors(self):
+        """Stop injecting errors; the number answered since errors()."""
+        return (self._admin("DELETE", "/admin/errors") or {}).get("sent", 0)
+
     def delay(self, seconds, count=1, scope="delete"):
         """The next `count` requests in scope wait `seconds` first."""
         self._admin("POST", "/admin/delay", {"seconds": seconds, "count": count,

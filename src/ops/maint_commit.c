@@ -24,6 +24,14 @@
  *				after the retries: the run fails, the written files stay
  *				(a later run or orphan cleanup removes them once they are
  *				old), and nothing is deleted.
+ *	 400 on a v2 table whose last-sequence-number moved since the plan:
+ *				certainly failed, and a conflict: a commit to another
+ *				branch landed first (main's requirement still held), and the
+ *				catalog refuses the snapshot's sequence number, no longer
+ *				above the table's last one, with 400 where it means 409
+ *				(Iceberg's TableMetadata.Builder.addSnapshot check, see
+ *				https://github.com/apache/iceberg/issues/15001); handled as
+ *				409 after the table is loaded again to find that out.
  *	 other 4xx	certainly failed; the run fails.
  * Files are deleted only after a commit is known to have landed; what a
  * certainly failed attempt wrote is deleted through maint_delete (maint.c),
@@ -197,6 +205,7 @@ maint_commit(MaintRun *run, const char *body, const char *commit_state,
 {
 	IoLoadedTable out;
 	TmsError	err;
+	int64		planned_seq = run->md != NULL ? run->md->last_sequence_number : 0;
 
 	if (!maint_record_phase(run, "commit", commit_state))
 		return MAINT_COMMIT_FAILED;
@@ -245,6 +254,14 @@ maint_commit(MaintRun *run, const char *body, const char *commit_state,
 			/* the catalog answered no: nothing landed */
 			maint_delete_written(run, written, nwritten);
 			(void) maint_record_phase(run, "start", NULL);
+			if (err.code == IO_ERR_BAD_REQUEST && planned_seq > 0)
+			{
+				/* a sequence number overtaken by a commit elsewhere? */
+				if (!maint_load(run))
+					return MAINT_COMMIT_FAILED;
+				if (run->md->last_sequence_number != planned_seq)
+					return MAINT_COMMIT_RETRY;
+			}
 			maint_fail_code(run, MAINT_TERMINAL, tms_error_sqlstate(&err),
 							"the catalog refused the commit: %s", tms_error_text(&err));
 			return MAINT_COMMIT_FAILED;

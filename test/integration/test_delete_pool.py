@@ -7,7 +7,8 @@ keeps being refused), keys refused inside a DeleteObjects are sent again,
 every file gets deleted; a refusal's Retry-After holds the next request;
 two purges share the delete pool; a process waiting for a permit stops at
 once when cancelled or terminated; an operation deletes through the same
-pool.
+pool, and sends again the listings and deletes answered 500 InternalError
+or 503 ServiceUnavailable.
 
 The module runs its own cluster (short worker intervals, small delete
 batches so that a table of some thousands of files makes a hundred
@@ -78,6 +79,7 @@ def clean_gate(env):
     yield
     env["gate"].unthrottle()
     env["gate"].undelay()
+    env["gate"].no_errors()
     set_conf(env, delete_adaptive=None, delete_concurrency=None,
              purge_delete_batch_size=None)
 
@@ -353,3 +355,35 @@ def test_orphan_cleanup_deletes_through_the_pool(env):
     after = target(env)
     assert after[1] > (before[1] if before else 0), \
         "the cleanup's refusals count in the target's window"
+
+
+def test_orphan_cleanup_retries_server_errors(env):
+    """S3 answers 500 InternalError and 503 ServiceUnavailable now and then
+    (S3's error responses, https://docs.aws.amazon.com/AmazonS3/latest/API/
+    ErrorResponses.html): a request so answered was not carried out and is
+    sent again, so the cleanup lists and deletes every orphan and nothing
+    else."""
+    name, prefix, data = s3_table(env, 40)
+    orphans = ["s3://%s/%s/data/orphans/o%04d.parquet" % (BUCKET, prefix, i)
+               for i in range(120)]
+    world.put_objects(env["s3"], orphans)
+    ten_days_ago = time.time() - 10 * 86400
+    for u in orphans:
+        env["s3"].set_mtime(BUCKET, u.split("/", 3)[3], ten_days_ago)
+    kept = set(remaining(env, prefix)) - {u.split("/", 3)[3] for u in orphans}
+    env["gate"].reset_log()
+    env["gate"].errors(every=3, statuses=(500, 503), agent="tms/")
+    job_id = q(env, "SELECT tms.run_operation(%s, 'dp', %s, 'orphan-cleanup',"
+               " '{\"older-than\": \"7 days\"}')", (env["server"], name))[0][0]
+    wait_for(lambda: q(env, "SELECT state FROM tms.maintenance_jobs WHERE id = %s",
+                       (job_id,))[0][0] in ("succeeded", "failed"), timeout=120,
+             interval=0.2, what="the orphan cleanup job")
+    sent = env["gate"].no_errors()
+    row = q(env, "SELECT state, last_error, files_deleted FROM tms.maintenance_jobs"
+            " WHERE id = %s", (job_id,))[0]
+    assert row[0] == "succeeded" and row[2] == 120, row
+    assert set(remaining(env, prefix)) == kept
+    injected = [e for e in env["gate"].log() if e["outcome"] == "injected"]
+    assert sent == len(injected) and {e["status"] for e in injected} == {500, 503}, injected
+    assert {e["method"] for e in injected} >= {"GET", "POST"}, \
+        "neither a listing nor a delete was answered an error: the test injects nothing"

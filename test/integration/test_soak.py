@@ -1,7 +1,9 @@
 """
 test_soak.py -- the randomized data-safety campaign (test/soakworld.py):
 random Iceberg table histories, tms's maintenance operations run against
-them with a concurrent writer and faults, invariants checked by the test
+them with a concurrent writer (appends, deletes, to main or a branch) and
+faults (catalog, storage 5xx and SlowDown, killed helpers and workers, the
+cluster stopped at once), invariants checked by the test
 world's own reference reader.
 
   test_histories        a fixed set of histories (SOAK_HISTORIES, default

@@ -44,6 +44,18 @@ second holding at most `burst`, refilled continuously.
   every request.  An adaptive client sees fewer refusals over time; one
   that keeps its rate does not.
 
+Injected errors (off until configured): S3's server errors other than
+SlowDown, as a request may get them at any time (500 InternalError "We
+encountered an internal error. Please try again.", 503 ServiceUnavailable
+"Please reduce your request rate.", Azure's 500 InternalError and 503
+ServerBusy in that flavor).  A request picked is answered with the error
+and not forwarded, so it had no effect.  The pick counts requests (every
+Nth of those in scope), so a client's order of requests decides which
+fail, not a clock.  The scope is its methods (a LIST is a GET, a
+DeleteObjects a POST) and the prefix of its User-Agent, so the one
+client under test can get the errors while the test world's own clients
+(the catalog, the test's checks) go through untouched.
+
 Credentials (off until enabled): every request must carry an AWS SigV4
 header signature (S3 rules: the path as sent is its own canonical form, a
 query sorted by name, x-amz-content-sha256 the body's hash) of a key
@@ -67,6 +79,13 @@ Admin endpoints (outside the S3 namespace: /admin/...; open unless
   POST   /admin/throttle   {"rate": 20, "burst": 5, "mode": "request"|"keys",
                             "scope": "delete"|"all", "retry_after": null|SECONDS}
   DELETE /admin/throttle   no throttling
+  POST   /admin/errors     {"every": N, "statuses": [500, 503], "methods":
+                            ["GET", "PUT", "HEAD", "POST", "DELETE"],
+                            "agent": "tms/"|null}: every Nth request of those
+                           methods whose User-Agent starts with agent (any
+                           agent when null) is answered with the next of
+                           statuses in turn, before it reaches s3rver (below)
+  DELETE /admin/errors     no injected errors
   POST   /admin/delay      {"seconds": S, "count": N, "scope": "delete"|"all"}:
                            the next N requests in scope wait S seconds
                            before they are forwarded (a storage that hangs)
@@ -167,6 +186,7 @@ class State:
         self.throttle = None        # dict with "bucket"
         self.delay = None           # {"seconds", "count", "scope"}
         self.delay_released = threading.Event()
+        self.errors = None          # {"every", "statuses", "methods", "agent", "seen", "sent"}
         self.keys = {}              # access key id -> {"secret", "token", "expires_at"}
         self.verify = False
         self.bearer_url = None      # azure: where bearer tokens are checked
@@ -450,6 +470,8 @@ class Handler(httpserve.Handler):
                         return
                     parts = azure_batch_parts(body)
                 fwd = self._resign(fwd, self.command, body)
+            if self._maybe_error(entry, azure):
+                return
             self._maybe_delay(is_delete)
             with state.lock:
                 th = state.throttle
@@ -494,6 +516,36 @@ class Handler(httpserve.Handler):
             out[k] = v
         return out
 
+    def _maybe_error(self, entry, azure):
+        """Answer an injected server error (and forward nothing) when this
+        request is the next one picked; True when it was."""
+        state = self.server.state
+        with state.lock:
+            e = state.errors
+            if e is None or self.command not in e["methods"] or (
+                    e["agent"] and not self.headers.get("User-Agent", "").startswith(e["agent"])):
+                return False
+            e["seen"] += 1
+            if e["seen"] % e["every"] != 0:
+                return False
+            status = e["statuses"][e["sent"] % len(e["statuses"])]
+            e["sent"] += 1
+        entry["outcome"] = "injected"
+        entry["status"] = status
+        if azure:
+            code, msg = {500: ("InternalError", "The server encountered an internal error."
+                                                " Please retry the request."),
+                         503: ("ServerBusy", "The server is busy.")}.get(
+                status, ("InternalError", "injected"))
+            self._reply(status, azure_error(code, msg), {"x-ms-error-code": code})
+        else:
+            code, msg = {500: ("InternalError", "We encountered an internal error."
+                                                " Please try again."),
+                         503: ("ServiceUnavailable", "Please reduce your request rate.")}.get(
+                status, ("InternalError", "injected"))
+            self._reply(status, s3_error(code, msg))
+        return True
+
     def _maybe_delay(self, is_delete):
         state = self.server.state
         with state.lock:
@@ -533,6 +585,20 @@ class Handler(httpserve.Handler):
             if path == "/admin/throttle" and m == "DELETE":
                 state.throttle = None
                 return self.reply_json(204)
+            if path == "/admin/errors" and m == "POST":
+                statuses = [int(x) for x in spec.get("statuses", [500, 503])]
+                every = int(spec.get("every", 5))
+                if every < 1 or not statuses or any(x < 500 or x > 599 for x in statuses):
+                    return self.reply_error(400, "every >= 1, statuses 5xx")
+                state.errors = {"every": every, "statuses": statuses,
+                                "methods": [x.upper() for x in spec.get(
+                                    "methods", ["GET", "PUT", "HEAD", "POST", "DELETE"])],
+                                "agent": spec.get("agent"), "seen": 0, "sent": 0}
+                return self.reply_json(204)
+            if path == "/admin/errors" and m == "DELETE":
+                n = state.errors["sent"] if state.errors else 0
+                state.errors = None
+                return self.reply_json(200, {"sent": n})
             if path == "/admin/delay" and m == "POST":
                 state.delay = {"seconds": float(spec.get("seconds", 5)),
                                "count": int(spec.get("count", 1)),
