@@ -8,11 +8,25 @@ DuckDB and Puffin deletion vectors, and its reference reader).
     the writer's model (deletion vectors applied, _row_id inherited as
     first_row_id + position or kept from the file, the sequence number
     inherited or kept), and the table keeps the spec's row lineage rules;
+  - manifest rewrite on v3 (https://iceberg.apache.org/spec/#row-lineage):
+    the rows with _row_id and _last_updated_sequence_number are identical
+    afterwards; every data file keeps its first_row_id (an inherited one
+    written out); new data manifests carry the snapshot's first-row-id,
+    delete manifests none; the snapshot has first-row-id = the table's
+    next-row-id and added-rows 0, next-row-id does not move; deletion
+    vector entries keep referenced_data_file, content_offset and
+    content_size_in_bytes;
+  - a v3 table upgraded from v2 whose files have no row ids yet: the
+    manifest rewrite is refused before anything is written (unsupported,
+    0A000 inside: plan_operation's row is "skip" with the reason and what
+    to do, the job is skipped with it), the table unchanged;
+  - compaction still refuses v3 tables before anything runs, the same way.
 
 The module runs its own cluster and catalog over a file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_v3_tables.py
 """
 
+import copy
 import json
 import os
 import sys
@@ -25,6 +39,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 
 import opsworld as ow  # noqa: E402
 import v3world as v3  # noqa: E402
+import avro_codec  # noqa: E402
 from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 pytestmark = pytest.mark.own_cluster
@@ -112,3 +127,112 @@ def test_world_roaring_round_trip():
     bad[-1] ^= 1
     with pytest.raises(ValueError):
         v3.read_dv_blob(bytes(bad))
+
+
+def test_manifest_rewrite_keeps_rows_and_row_lineage(env):
+    cat, st = env["catalog"], env["st"]
+    name, res = new_table(env, extra_appends=3)
+    _, meta = ow.load(cat, "v3", name)
+    before_rows = v3.rows(st, meta)
+    before = {e["path"]: e for e in v3.live(st, meta)}
+    old_manifests = {e["manifest"] for e in before.values()}
+    assert all(e["first_row_id"] is not None for e in before.values() if e["content"] == 0)
+    assert any(e["written_first_row_id"] is None for e in before.values() if e["content"] == 0)
+
+    rows = plan(env, name, "manifest-rewrite")
+    assert [t for a, t, _ in rows if a == "commit"] == ["replace"]
+    assert ow.load(cat, "v3", name)[1]["current-snapshot-id"] == meta["current-snapshot-id"]
+
+    state, reason, err, rewritten, added = wait_job(env, run(env, name, "manifest-rewrite"))
+    assert state == "succeeded", (reason, err)
+    _, meta2 = ow.load(cat, "v3", name)
+    new = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    assert new["summary"]["operation"] == "replace"
+    assert new["parent-snapshot-id"] == meta["current-snapshot-id"]
+    # https://iceberg.apache.org/spec/#snapshot-row-ids: a commit adding no rows
+    assert new["first-row-id"] == meta["next-row-id"]
+    assert new["added-rows"] == 0
+    assert meta2["next-row-id"] == meta["next-row-id"]
+    assert v3.check_lineage(meta2) == []
+
+    after = {e["path"]: e for e in v3.live(st, meta2)}
+    assert set(after) == set(before)
+    for p, e in after.items():
+        b = before[p]
+        for k in ("content", "records", "seq", "file_seq", "partition", "ref", "offset", "length",
+                  "first_row_id"):
+            assert e[k] == b[k], (p, k, e[k], b[k])
+    rewritten_entries = [e for e in after.values() if e["manifest"] not in old_manifests]
+    assert rewritten_entries and added >= 1 and rewritten >= 2
+    lst = ow.manifest_records(st, new)
+    for e in rewritten_entries:
+        assert e["status"] == 0
+        if e["content"] == 0:                  # inherited values written out
+            assert e["written_first_row_id"] == before[e["path"]]["first_row_id"]
+        else:
+            assert e["written_first_row_id"] is None
+    for r in lst:
+        if r["manifest_path"] in old_manifests:
+            continue
+        if r["content"] == 0:
+            assert r["first_row_id"] == new["first-row-id"]
+        else:
+            assert r["first_row_id"] is None
+    _, hmeta, _ = avro_codec.read_container(st.read(new["manifest-list"]))
+    assert hmeta["first-row-id"] == str(new["first-row-id"]).encode()
+    assert any(r["manifest_path"] not in old_manifests and r["content"] == 1 for r in lst)
+
+    # the rows, with _row_id and _last_updated_sequence_number, are the same
+    assert v3.rows(st, meta2) == before_rows == expected_rows(res)
+
+
+def upgraded(env):
+    """A v3 table as a v2 table upgraded to v3 leaves it: no first-row-id
+    on its snapshots nor first_row_id on its manifests."""
+    name, res = new_table(env)
+    st = env["st"]
+    meta = copy.deepcopy(res["meta"])
+    for s in meta["snapshots"]:
+        s.pop("first-row-id", None)
+        s.pop("added-rows", None)
+        schema, hm, recs = avro_codec.read_container(st.read(s["manifest-list"]))
+        for r in recs:
+            r["first_row_id"] = None
+        path = s["manifest-list"].replace(".avro", "-upgraded.avro")
+        st.write(path, avro_codec.write_container(json.dumps(schema), recs, "deflate",
+                                                  {k: v.decode() for k, v in hm.items()
+                                                   if not k.startswith("avro.")}))
+        s["manifest-list"] = path
+    meta["next-row-id"] = 0
+    loc = res["metadata_location"].replace(".metadata.json", "-upgraded.metadata.json")
+    st.write(loc, json.dumps(meta).encode())
+    ow.give_to_server(os.path.dirname(st.local_path(loc)))
+    name2 = name + "_up"
+    env["catalog"].register("v3", name2, loc)
+    return name2
+
+
+def test_manifest_rewrite_refuses_files_without_row_ids(env):
+    name = upgraded(env)
+    _, meta = ow.load(env["catalog"], "v3", name)
+    # a table the rewrite cannot handle is skipped (ICEBERG_ERR_UNSUPPORTED,
+    # 0A000 inside), with the reason and what to do, before anything is written
+    rows = plan(env, name, "manifest-rewrite")
+    assert [(a, t) for a, t, _ in rows] == [("skip", "manifest-rewrite")], rows
+    reason = rows[0][2]["reason"]
+    assert "does not assign row ids" in reason and "has no first-row-id" in reason, reason
+    assert "Commit to the table once with a v3 writer" in reason, reason
+    state, reason, err, _, _ = wait_job(env, run(env, name, "manifest-rewrite"))
+    assert state == "skipped" and "row ids" in (reason or "") + (err or ""), (state, reason, err)
+    assert ow.load(env["catalog"], "v3", name)[1] == meta
+
+
+def test_compaction_still_refuses_v3(env):
+    name, _ = new_table(env)
+    _, meta = ow.load(env["catalog"], "v3", name)
+    rows = plan(env, name, "compaction")
+    assert [(a, t) for a, t, _ in rows] == [("skip", "compaction")], rows
+    assert "does not support table format version 3" in rows[0][2]["reason"], rows
+    state, reason, err, _, _ = wait_job(env, run(env, name, "compaction"))
+    assert state == "skipped" and "format version 3" in (reason or "") + (err or "")
+    assert ow.load(env["catalog"], "v3", name)[1] == meta
