@@ -471,6 +471,14 @@ typedef struct IcebergManifestEntry
 	 */
 	const uint8_t *raw_data_file;
 	size_t		raw_data_file_len;
+
+	/*
+	 * With ICEBERG_READ_RAW: where first_row_id (id 142, an optional long: a
+	 * union of null and long) is within raw_data_file, its branch index
+	 * included; len 0 when the writer schema has no such field.
+	 */
+	size_t		raw_first_row_id_off;
+	size_t		raw_first_row_id_len;
 } IcebergManifestEntry;
 
 /* Flags for iceberg_manifest_open() */

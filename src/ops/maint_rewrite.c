@@ -105,9 +105,13 @@ rewrite_once(MaintRun *run)
 	memset(&res, 0, sizeof(res));
 	if (!iceberg_rewrite_plan(&run->fio, run->md, &o, (IcebergRewritePlan **) &plan, &err))
 	{
-		/* a table tms cannot rewrite is skipped, with the reason, not retried */
+		/*
+		 * a table tms cannot rewrite is skipped, with the reason (and what to
+		 * do about it), not retried
+		 */
 		if (err.code == ICEBERG_ERR_UNSUPPORTED)
-			maint_fail(run, MAINT_SKIPPED, "%s", tms_error_text(&err));
+			maint_fail(run, MAINT_SKIPPED, "%s%s%s", tms_error_text(&err),
+					   err.hint[0] ? ". " : "", err.hint);
 		else if (maint_moved_on(run, &err))
 			return MAINT_COMMIT_RETRY;
 		else

@@ -437,6 +437,16 @@ def apply_updates(base, updates, base_location):
                         "cannot add snapshot with sequence number %d older than last sequence number %d"
                         % (seq, meta.get("last-sequence-number", 0)))
                 meta["last-sequence-number"] = max(meta.get("last-sequence-number", 0), seq)
+            if meta["format-version"] >= 3:
+                # https://iceberg.apache.org/spec/#snapshot-row-ids: first-row-id
+                # is the table's next-row-id, which advances by added-rows
+                first, added = snap.get("first-row-id"), snap.get("added-rows")
+                if not isinstance(first, int) or not isinstance(added, int) or added < 0:
+                    raise bad_request("a v3 snapshot needs first-row-id and added-rows")
+                if first < meta.get("next-row-id", 0):
+                    raise bad_request("cannot add snapshot: first-row-id %d is behind the "
+                                      "table's next-row-id %d" % (first, meta.get("next-row-id", 0)))
+                meta["next-row-id"] = first + added
             meta["snapshots"].append(snap)
             added_snapshots[sid] = snap
             last_updated = snap.get("timestamp-ms", now)

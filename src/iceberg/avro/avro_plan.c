@@ -305,7 +305,9 @@ compile_record(Compiler *cc, json_t *def, const IcebergAvroTarget *targets,
 
 /*
  * Compile a union (a JSON array of branch schemas): the leaf and targets
- * apply to every branch but "null".
+ * apply to every branch but "null"; a raw leaf records the span of the
+ * whole union value (its branch index included), so that a null is
+ * located too.
  */
 static IcebergAvroPlanNode *
 compile_union(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
@@ -324,6 +326,12 @@ compile_union(Compiler *cc, json_t *schema, const IcebergAvroTarget *leaf,
 	if (n == NULL)
 		return NULL;
 	n->min_size = 1;
+	if (leaf != NULL && leaf->kind == ICEBERG_AVRO_SLOT_RAW && targets == NULL)
+	{
+		n->raw_slot = leaf->slot;
+		n->wanted = true;
+		leaf = NULL;
+	}
 	for (i = 0; i < nb; i++)
 	{
 		json_t	   *b = json_array_get(schema, i);

@@ -11,7 +11,9 @@
  * are read with the layer's streaming readers (manifest.c) using raw
  * spans (ICEBERG_READ_RAW), so data_file records and kept manifest-list
  * records are copied byte for byte; outputs go through avro_write.c and
- * the caller's IcebergWriter.
+ * the caller's IcebergWriter.  In a format v3 table a data file's null
+ * first_row_id is the one field written anew: its union is re-encoded
+ * around the rest of the copied bytes (rewrite_manifests.h, row lineage).
  *
  * src/iceberg/maint/rewrite_manifests.c
  *
@@ -81,9 +83,75 @@ resolve_target(const IcebergTableMetadata *md, const IcebergRewriteOptions *opt)
 static bool
 check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap, TmsError *err)
 {
-	return iceberg_write_check_table(md, "manifest rewrite",
-									 "Format v3 adds row lineage (first_row_id), which this rewrite does not maintain.",
+	/* NULL: format v3 is rewritten, its row lineage kept */
+	return iceberg_write_check_table(md, "manifest rewrite", NULL,
 									 "; a writer that upgrades it is needed first", snap, err);
+}
+
+/*
+ * The refusal of a v3 table whose files lack row ids (upgraded from v2, no
+ * v3 commit yet): the manifest list must then assign them
+ * (https://iceberg.apache.org/spec/#row-lineage-for-upgraded-tables), which
+ * this rewrite does not.
+ */
+static bool
+refuse_unassigned(TmsError *err, const char *what, const char *name)
+{
+	tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+				  "manifest rewrite does not assign row ids to a format v3 table's files");
+	tms_error_detail(err, "%s \"%s\" has no first-row-id: the table was upgraded to v3 and its files have no row ids yet.",
+					 what, name);
+	tms_error_hint(err, "Commit to the table once with a v3 writer (it assigns them), then rewrite the manifests.");
+	return false;
+}
+
+/*
+ * Does a manifest's data_file have first_row_id (id 142) as a union of
+ * null and long?  *branch: the index of "long" in it.
+ */
+static bool
+schema_first_row_id(const char *schema_text, int64_t max_json, int *branch,
+					TmsError *err)
+{
+	json_t	   *s = iceberg_json_load(schema_text, strlen(schema_text), JSON_DECODE_ANY,
+									  max_json, "avro.schema", err);
+	json_t	   *fields;
+	size_t		i,
+				k;
+
+	*branch = -1;
+	if (s == NULL)
+		return false;
+	fields = json_object_get(s, "fields");
+	for (i = 0; i < json_array_size(fields); i++)
+	{
+		json_t	   *f = json_array_get(fields, i);
+		json_t	   *dff;
+
+		if (json_integer_value(json_object_get(f, "field-id")) != 2)
+			continue;
+		dff = json_object_get(json_object_get(f, "type"), "fields");
+		for (k = 0; k < json_array_size(dff); k++)
+		{
+			json_t	   *g = json_array_get(dff, k);
+			json_t	   *t = json_object_get(g, "type");
+
+			if (json_integer_value(json_object_get(g, "field-id")) == 142 &&
+				json_is_array(t) && json_array_size(t) == 2 &&
+				json_is_string(json_array_get(t, 0)) && json_is_string(json_array_get(t, 1)))
+			{
+				const char *a = json_string_value(json_array_get(t, 0));
+				const char *b = json_string_value(json_array_get(t, 1));
+
+				if (strcmp(a, "null") == 0 && strcmp(b, "long") == 0)
+					*branch = 1;
+				else if (strcmp(a, "long") == 0 && strcmp(b, "null") == 0)
+					*branch = 0;
+			}
+		}
+	}
+	json_decref(s);
+	return true;
 }
 
 /* Does a manifest's writer schema have a top-level field with this id? */
@@ -124,7 +192,7 @@ plan_manifest_file(const IcebergRewriteManifest *m, IcebergManifestFile *mf)
 	mf->min_sequence_number = m->sequence_number;
 	mf->added_snapshot_id = m->added_snapshot_id;
 	mf->npartition_summaries = -1;
-	mf->first_row_id = -1;
+	mf->first_row_id = m->first_row_id;
 }
 
 /*
@@ -159,6 +227,17 @@ probe_manifest(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	{
 		iceberg_manifest_close(r);
 		return false;
+	}
+	/* v3 data: first_row_id must be a field its inherited value can fill */
+	m->long_branch = -1;
+	if (has && md->format_version >= 3 && m->content == ICEBERG_MANIFEST_CONTENT_DATA)
+	{
+		if (!schema_first_row_id(schema, lim.max_json_bytes, &m->long_branch, err))
+		{
+			iceberg_manifest_close(r);
+			return false;
+		}
+		has = m->long_branch >= 0;
 	}
 	iceberg_manifest_close(r);
 	*rewritable = has;
@@ -202,6 +281,14 @@ iceberg_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		*out = p;
 		return true;
 	}
+	if (md->format_version >= 3 && snap->first_row_id < 0)
+	{
+		char		id[32];
+
+		snprintf(id, sizeof(id), "%" PRId64, snap->snapshot_id);
+		refuse_unassigned(err, "Snapshot", id);
+		goto fail;
+	}
 	if (!iceberg_manifest_list_open(io, md, snap, &lr, err))
 		goto fail;
 	while ((rc = iceberg_manifest_list_next(lr, &mf, err)) == 1)
@@ -241,6 +328,14 @@ iceberg_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		m->group = -1;
 		m->sequence_number = mf->sequence_number;
 		m->added_snapshot_id = mf->added_snapshot_id;
+		m->first_row_id = mf->first_row_id;
+		m->long_branch = -1;
+		if (md->format_version >= 3 && m->content == ICEBERG_MANIFEST_CONTENT_DATA &&
+			m->first_row_id < 0)
+		{
+			refuse_unassigned(err, "Data manifest", m->path);
+			goto fail;
+		}
 	}
 	if (rc < 0)
 		goto fail;
@@ -391,6 +486,7 @@ typedef struct Exec
 	IcebergPartSum *summ;
 	bool		summ_bad;
 	IcebergBuf	tmp;
+	IcebergBuf	patch;			/* a data_file with first_row_id written out */
 } Exec;
 
 static void
@@ -472,6 +568,15 @@ out_finish(Exec *x, int32_t spec_id, int32_t content)
 	n->existing_files = x->out_files;
 	n->existing_rows = x->out_rows;
 	n->min_seq = x->out_min_seq == INT64_MAX ? 0 : x->out_min_seq;
+
+	/*
+	 * v3: a data manifest gets the snapshot's first-row-id; none of its files
+	 * inherits (each has its first_row_id written), so it consumes no ids
+	 * (https://iceberg.apache.org/spec/#first-row-id-assignment); a delete
+	 * manifest's stays null.
+	 */
+	n->has_first_row_id = x->t.first_row_id >= 0 && content == ICEBERG_MANIFEST_CONTENT_DATA;
+	n->first_row_id = x->t.first_row_id;
 	if (!iceberg_new_manifest_summaries(n, x->types, x->ntypes, x->summ, x->summ_bad, x->err))
 		return false;
 	if (!write_object(x, path, data, len))
@@ -551,9 +656,10 @@ flush_chunk(Exec *x, int32_t spec_id, int32_t content)
 
 /* Hold one live entry for clustering; flushes the chunk at the budget. */
 static bool
-hold_entry(Exec *x, const IcebergManifestEntry *e, int32_t spec_id, int32_t content)
+hold_entry(Exec *x, const IcebergManifestEntry *e, const uint8_t *raw, size_t raw_len,
+		   int32_t spec_id, int32_t content)
 {
-	size_t		need = sizeof(EntryHdr) + e->partition_len + e->raw_data_file_len;
+	size_t		need = sizeof(EntryHdr) + e->partition_len + raw_len;
 	size_t		budget = (size_t) x->plan->memory_budget_bytes;
 	EntryHdr	h;
 	size_t		held;
@@ -601,12 +707,11 @@ hold_entry(Exec *x, const IcebergManifestEntry *e, int32_t spec_id, int32_t cont
 	h.records = e->record_count;
 	h.order = x->order++;
 	h.part_len = (uint32_t) e->partition_len;
-	h.raw_len = (uint32_t) e->raw_data_file_len;
+	h.raw_len = (uint32_t) raw_len;
 	x->idx[x->nidx++] = x->arena.len;
 	memcpy(x->arena.data + x->arena.len, &h, sizeof(h));
 	memcpy(x->arena.data + x->arena.len + sizeof(h), e->partition, e->partition_len);
-	memcpy(x->arena.data + x->arena.len + sizeof(h) + e->partition_len,
-		   e->raw_data_file, e->raw_data_file_len);
+	memcpy(x->arena.data + x->arena.len + sizeof(h) + e->partition_len, raw, raw_len);
 	x->arena.len += need;
 	held = x->arena.len + x->nidx * sizeof(size_t);
 	if ((int64_t) held > x->res->cluster_peak_bytes)
@@ -656,6 +761,50 @@ group_reset(Exec *x)
 	x->arena.len = 0;
 }
 
+/* Append v as an Avro long (zigzag varint). */
+static void
+put_long(IcebergBuf *b, int64_t v)
+{
+	uint64_t	u = ((uint64_t) v << 1) ^ (uint64_t) (v >> 63);
+	uint8_t		out[10];
+	size_t		n = 0;
+
+	while (u >= 0x80)
+	{
+		out[n++] = (uint8_t) (u | 0x80);
+		u >>= 7;
+	}
+	out[n++] = (uint8_t) u;
+	iceberg_buf_append(b, out, n);
+}
+
+/*
+ * x->patch = e's data_file bytes with its null first_row_id replaced by
+ * value (branch: the union's index of "long"); every other byte is copied.
+ */
+static bool
+with_first_row_id(Exec *x, const IcebergManifestEntry *e, int branch, int64_t value)
+{
+	size_t		off = e->raw_first_row_id_off;
+	size_t		len = e->raw_first_row_id_len;
+
+	if (len == 0 || off + len > e->raw_data_file_len)
+	{
+		tms_error_set(x->err, ICEBERG_ERR_MALFORMED, "data file without first_row_id");
+		tms_error_detail(x->err, "Entry \"%s\".", e->file_path);
+		return false;
+	}
+	x->patch.len = 0;
+	iceberg_buf_append(&x->patch, e->raw_data_file, off);
+	put_long(&x->patch, branch);
+	put_long(&x->patch, value);
+	iceberg_buf_append(&x->patch, e->raw_data_file + off + len,
+					   e->raw_data_file_len - off - len);
+	if (x->patch.oom)
+		return oom(x->err);
+	return true;
+}
+
 /* Merge the manifests of group g. */
 static bool
 process_group(Exec *x, int g)
@@ -671,6 +820,7 @@ process_group(Exec *x, int g)
 		IcebergManifestFile mf;
 		const IcebergManifestEntry *e;
 		const char *schema;
+		int64_t		next_row_id;
 		int			rc;
 
 		if (m->group != g)
@@ -702,8 +852,40 @@ process_group(Exec *x, int g)
 				return false;
 			}
 		}
+		next_row_id = m->first_row_id;
 		while ((rc = iceberg_manifest_next(r, &e, x->err)) == 1)
 		{
+			const uint8_t *raw = e->raw_data_file;
+			size_t		raw_len = e->raw_data_file_len;
+
+			/*
+			 * https://iceberg.apache.org/spec/#first-row-id-inheritance: a
+			 * null first_row_id is the manifest's plus the record_count of
+			 * the files before it whose first_row_id is null (any status)
+			 */
+			if (m->long_branch >= 0 && e->first_row_id < 0)
+			{
+				int64_t		inherited = next_row_id;
+
+				if (e->record_count < 0 || next_row_id > INT64_MAX - e->record_count)
+				{
+					iceberg_manifest_close(r);
+					tms_error_set(x->err, ICEBERG_ERR_MALFORMED, "first_row_id out of range");
+					tms_error_detail(x->err, "Manifest \"%s\".", m->path);
+					return false;
+				}
+				next_row_id += e->record_count;
+				if (e->status != ICEBERG_STATUS_DELETED)
+				{
+					if (!with_first_row_id(x, e, m->long_branch, inherited))
+					{
+						iceberg_manifest_close(r);
+						return false;
+					}
+					raw = (const uint8_t *) x->patch.data;
+					raw_len = x->patch.len;
+				}
+			}
 			if (e->status == ICEBERG_STATUS_DELETED)
 			{
 				x->res->entries_dropped++;
@@ -719,13 +901,13 @@ process_group(Exec *x, int g)
 								 e->file_path, m->path);
 				return false;
 			}
-			if (e->raw_data_file_len > UINT32_MAX || e->partition_len > UINT32_MAX)
+			if (raw_len > UINT32_MAX || e->partition_len > UINT32_MAX)
 			{
 				iceberg_manifest_close(r);
 				tms_error_set(x->err, ICEBERG_ERR_LIMIT, "manifest entry too large");
 				return false;
 			}
-			if (!hold_entry(x, e, grp->spec_id, grp->content))
+			if (!hold_entry(x, e, raw, raw_len, grp->spec_id, grp->content))
 			{
 				iceberg_manifest_close(r);
 				return false;
@@ -858,6 +1040,13 @@ iceberg_rewrite_execute(const IcebergFileIO *io, const IcebergWriter *w,
 	}
 	if (!check_table(md, &snap, err))
 		return false;
+	if (md->format_version >= 3 && snap != NULL && snap->first_row_id < 0)
+	{
+		char		id[32];
+
+		snprintf(id, sizeof(id), "%" PRId64, snap->snapshot_id);
+		return refuse_unassigned(err, "Snapshot", id);
+	}
 	if (md->current_snapshot_id != plan->base_snapshot_id)
 	{
 		tms_error_set(err, ICEBERG_ERR_CONFLICT,
@@ -909,6 +1098,10 @@ iceberg_rewrite_execute(const IcebergFileIO *io, const IcebergWriter *w,
 									  md->current_schema_id, &list_path, err) ||
 		!fill_summary(&x, snap))
 		goto done;
+	/* https://iceberg.apache.org/spec/#snapshot-row-ids: no row is added */
+	res->snapshot.row_lineage = x.t.first_row_id >= 0;
+	res->snapshot.first_row_id = x.t.first_row_id;
+	res->snapshot.added_rows = 0;
 	ok = true;
 done:
 	io_free(list_path);
@@ -918,6 +1111,7 @@ done:
 	io_free(x.news);
 	iceberg_buf_free(&x.arena);
 	iceberg_buf_free(&x.tmp);
+	iceberg_buf_free(&x.patch);
 	io_free(x.idx);
 	return ok;
 }

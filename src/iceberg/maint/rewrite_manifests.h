@@ -47,8 +47,28 @@
  *	  but boolean, int, long, float, double, string, bytes, fixed, and the
  *	  logical types date, time, timestamp, decimal, uuid on those), that
  *	  manifest's "partitions" is written null (the field is optional);
- *	- refused: table format v3 (row lineage), and snapshots with an inline
- *	  v1 "manifests" array instead of a manifest list (ICEBERG_ERR_UNSUPPORTED).
+ *	- format v3 keeps row lineage (https://iceberg.apache.org/spec/#row-lineage):
+ *	  every data file's first_row_id is kept, a null one (an ADDED file's,
+ *	  inherited) written out with its inherited value, the manifest's
+ *	  first_row_id plus the record_count of the files before it in that
+ *	  manifest whose first_row_id is null ("First Row ID Inheritance": the
+ *	  inherited value must be written when creating existing entries);
+ *	  so no file of a new manifest inherits, and each new data manifest
+ *	  gets first_row_id = the snapshot's first-row-id = the table's
+ *	  next-row-id, consuming no row ids ("Row lineage example": optional
+ *	  when the writer knows every file's first_row_id is assigned); kept
+ *	  records keep theirs byte for byte; the snapshot has added-rows 0, so
+ *	  the table's next-row-id does not move ("Snapshot Row IDs").  Delete
+ *	  manifests (deletion vectors included: referenced_data_file,
+ *	  content_offset and content_size_in_bytes are in the data_file bytes)
+ *	  are merged like v2 ones; their first_row_id stays null.  A v3 data
+ *	  manifest is a candidate only when its writer schema has first_row_id
+ *	  as a union of null and long;
+ *	- refused: a v3 snapshot without first-row-id or a data manifest without
+ *	  first_row_id (a table upgraded to v3 whose files have no row ids yet:
+ *	  the next commit must assign them, "Row Lineage for Upgraded Tables"),
+ *	  format versions above 3, and snapshots with an inline v1 "manifests"
+ *	  array instead of a manifest list (ICEBERG_ERR_UNSUPPORTED).
  *
  * Conflicts: iceberg_rewrite_execute() refuses with ICEBERG_ERR_CONFLICT
  * (added to IcebergErrorCode for this) when md's current snapshot is not
@@ -103,6 +123,9 @@ typedef struct IcebergRewriteManifest	/* one manifest of the base snapshot */
 	int64_t		added_snapshot_id;
 	uint64_t	schema_hash;	/* of its writer schema text (candidates only,
 								 * else 0) */
+	int64_t		first_row_id;	/* v3, of its manifest list record; -1: null */
+	int			long_branch;	/* v3 data candidates: the branch of "long" in
+								 * data_file.first_row_id's union */
 } IcebergRewriteManifest;
 
 typedef struct IcebergRewriteGroup	/* manifests merged together */

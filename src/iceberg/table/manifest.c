@@ -157,6 +157,37 @@ slot_long(const IcebergAvroValue *v, int slot, int64_t dflt)
 	return v[slot].present ? v[slot].l : dflt;
 }
 
+/*
+ * The value of an optional long's raw span: the union's branch index, then
+ * nothing (null: -1) or the zigzag varint of the long.
+ */
+static bool
+raw_union_long(const uint8_t *p, size_t n, int64_t *out)
+{
+	size_t		i = 0;
+	int			part;
+
+	*out = -1;
+	for (part = 0; part < 2 && i < n; part++)
+	{
+		uint64_t	u = 0;
+		int			shift = 0;
+
+		for (;;)
+		{
+			if (i >= n || shift > 63)
+				return false;
+			u |= (uint64_t) (p[i] & 0x7f) << shift;
+			shift += 7;
+			if (!(p[i++] & 0x80))
+				break;
+		}
+		if (part == 1)
+			*out = (int64_t) (u >> 1) ^ -(int64_t) (u & 1);
+	}
+	return i == n;
+}
+
 /* An int32 slot (the writer may have declared it long). */
 static inline int32_t
 slot_int(const IcebergAvroValue *v, int slot, int32_t dflt)
@@ -281,8 +312,11 @@ enum
 {
 	ME_STATUS, ME_SNAP, ME_SEQ, ME_FILE_SEQ, DF_CONTENT, DF_PATH, DF_FORMAT,
 	DF_PARTITION, DF_RECORDS, DF_SIZE, DF_EQ_IDS, DF_REF_FILE, DF_FIRST_ROW_ID,
-	DF_CONTENT_OFFSET, DF_CONTENT_SIZE, DF_RAW
+	DF_CONTENT_OFFSET, DF_CONTENT_SIZE, DF_RAW, DF_RAW_FIRST_ROW_ID
 };
+
+/* data_file_targets' index of first_row_id (a raw span with ICEBERG_READ_RAW) */
+#define DF_TARGET_FIRST_ROW_ID 7
 
 #define N_DATA_FILE_TARGETS 11
 static const IcebergAvroTarget data_file_targets[N_DATA_FILE_TARGETS] = {
@@ -327,6 +361,7 @@ struct IcebergManifestReader
 	int64_t		snapshot_id;	/* to inherit */
 	char		path[256];
 	IcebergAvroTarget targets[5];	/* with ICEBERG_READ_RAW */
+	IcebergAvroTarget df_targets[N_DATA_FILE_TARGETS];	/* likewise */
 	IcebergManifestEntry current;
 	IcebergAvroValue values[ICEBERG_AVRO_MAX_SLOTS];
 };
@@ -383,6 +418,11 @@ iceberg_manifest_open(const IcebergFileIO *io, const IcebergManifestFile *mf,
 		memcpy(r->targets, targets, sizeof(r->targets));
 		r->targets[4].kind = ICEBERG_AVRO_SLOT_RAW;
 		r->targets[4].slot = DF_RAW;
+		/* and first_row_id's span, so that a rewrite can write it out */
+		memcpy(r->df_targets, data_file_targets, sizeof(r->df_targets));
+		r->df_targets[DF_TARGET_FIRST_ROW_ID].kind = ICEBERG_AVRO_SLOT_RAW;
+		r->df_targets[DF_TARGET_FIRST_ROW_ID].slot = DF_RAW_FIRST_ROW_ID;
+		r->targets[4].children = r->df_targets;
 		targets = r->targets;
 	}
 	if (!iceberg_avro_reader_open(io, mf->manifest_path, "manifest", targets, 5,
@@ -489,6 +529,20 @@ iceberg_manifest_next(IcebergManifestReader *r,
 			return entry_error(r, err, "manifest entry lacks data_file");
 		e->raw_data_file = (const uint8_t *) v[DF_RAW].s;
 		e->raw_data_file_len = v[DF_RAW].slen;
+		e->raw_first_row_id_off = 0;
+		e->raw_first_row_id_len = 0;
+		if (v[DF_RAW_FIRST_ROW_ID].present)
+		{
+			const uint8_t *p = (const uint8_t *) v[DF_RAW_FIRST_ROW_ID].s;
+			size_t		n = v[DF_RAW_FIRST_ROW_ID].slen;
+
+			if (p < e->raw_data_file || p + n > e->raw_data_file + e->raw_data_file_len)
+				return entry_error(r, err, "first_row_id outside its data_file");
+			e->raw_first_row_id_off = (size_t) (p - e->raw_data_file);
+			e->raw_first_row_id_len = n;
+			if (!raw_union_long(p, n, &e->first_row_id))
+				return entry_error(r, err, "invalid first_row_id");
+		}
 	}
 	*out = e;
 	return 1;

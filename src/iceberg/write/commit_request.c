@@ -216,6 +216,11 @@ iceberg_commit_snapshot(const char *table_uuid, const char *ref,
 	if (js != NULL && snap->schema_id >= 0 &&
 		!set(js, "schema-id", json_integer((json_int_t) snap->schema_id)))
 		goto fail;
+	/* https://iceberg.apache.org/spec/#snapshot-row-ids */
+	if (js != NULL && snap->row_lineage &&
+		(!set(js, "first-row-id", json_integer((json_int_t) snap->first_row_id)) ||
+		 !set(js, "added-rows", json_integer((json_int_t) snap->added_rows))))
+		goto fail;
 	upd = json_array();
 	if (upd == NULL ||
 		!append(upd, json_pack("{s:s, s:o}", "action", "add-snapshot", "snapshot", js)) ||

@@ -51,13 +51,17 @@ typedef struct IcebergNewSnapshot
 	char	   *operation;		/* "replace" */
 	int			nsummary;
 	IcebergKeyValue *summary;	/* besides "operation" (not repeated here) */
+	bool		row_lineage;	/* v3: first-row-id and added-rows sent */
+	int64_t		first_row_id;
+	int64_t		added_rows;
 } IcebergNewSnapshot;
 
 /*
  * requirements: assert-table-uuid (omitted when NULL),
  * assert-ref-snapshot-id(ref, snap->parent_snapshot_id; -1: null);
  * updates: add-snapshot (summary: "operation" first, then the summary
- * entries, a second "operation" among them ignored), set-snapshot-ref
+ * entries, a second "operation" among them ignored; with row_lineage the
+ * v3 first-row-id and added-rows), set-snapshot-ref
  * (ref, type branch, the new snapshot id).
  */
 extern char *iceberg_commit_snapshot(const char *table_uuid, const char *ref,

@@ -646,7 +646,7 @@ bool
 iceberg_manifest_list_add_new(IcebergAvroWriter *lw, const IcebergNewManifest *n,
 							  int64_t seq, int64_t snapshot_id, TmsError *err)
 {
-	IcebergAvroWField f[14];
+	IcebergAvroWField f[15];
 	IcebergAvroWValue *items = NULL;
 	IcebergAvroWField *sf = NULL;
 	int			nf = 0,
@@ -674,6 +674,8 @@ iceberg_manifest_list_add_new(IcebergAvroWriter *lw, const IcebergNewManifest *n
 	LONGF(512, "added_rows_count", n->added_rows);
 	LONGF(513, "existing_rows_count", n->existing_rows);
 	LONGF(514, "deleted_rows_count", n->deleted_rows);
+	if (n->has_first_row_id)
+		LONGF(520, "first_row_id", n->first_row_id);
 #undef LONGF
 	f[nf].field_id = 507;
 	f[nf].name = "partitions";
@@ -829,12 +831,13 @@ iceberg_write_check_table(const IcebergTableMetadata *md, const char *what,
 		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no table metadata given");
 		return false;
 	}
-	if (md->format_version >= 3)
+	if (md->format_version > 3 || (md->format_version == 3 && v3_detail != NULL))
 	{
 		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
 					  "%s does not support table format version %d",
 					  what, md->format_version);
-		tms_error_detail(err, "%s", v3_detail);
+		tms_error_detail(err, "%s", v3_detail != NULL ? v3_detail
+						 : "Only format versions 1 to 3 are known.");
 		return false;
 	}
 	if (md->current_snapshot_id < 0)
@@ -869,6 +872,13 @@ iceberg_write_target_init(IcebergWriteTarget *t, const IcebergFileIO *io,
 	iceberg_effective_limits(io->limits, &t->lim);
 	t->snapshot_id = new_snapshot_id;
 	t->seq = md->format_version >= 2 ? md->last_sequence_number + 1 : 0;
+	/* https://iceberg.apache.org/spec/#snapshot-row-ids */
+	t->first_row_id = md->format_version >= 3 ? md->next_row_id : -1;
+	if (md->format_version >= 3 && t->first_row_id < 0)
+	{
+		tms_error_set(err, ICEBERG_ERR_MALFORMED, "format v3 table metadata without next-row-id");
+		return false;
+	}
 	iceberg_avro_codec_from_properties(md, &t->codec, &t->level);
 	dl = strlen(md->location);
 	while (dl > 0 && md->location[dl - 1] == '/')
@@ -931,7 +941,7 @@ iceberg_manifest_list_begin(const IcebergFileIO *io, const IcebergTableMetadata 
 	if (!iceberg_manifest_list_open(io, md, snap, lr, err))
 		return false;
 	nh = iceberg_manifest_list_header_all(*lr, &hkv);
-	meta = io_calloc((size_t) nh + 4, sizeof(IcebergKeyValue));
+	meta = io_calloc((size_t) nh + 5, sizeof(IcebergKeyValue));
 	if (meta == NULL)
 	{
 		oom(err);
@@ -948,6 +958,10 @@ iceberg_manifest_list_begin(const IcebergFileIO *io, const IcebergTableMetadata 
 		goto done;
 	snprintf(num, sizeof(num), "%" PRId64, t->seq);
 	if (!iceberg_kv_set(meta, &nmeta, "sequence-number", num, md->format_version >= 2, err))
+		goto done;
+	snprintf(num, sizeof(num), "%" PRId64, t->first_row_id);
+	if (t->first_row_id >= 0 &&
+		!iceberg_kv_set(meta, &nmeta, "first-row-id", num, true, err))
 		goto done;
 	if (iceberg_manifest_list_header(*lr, "avro.schema") == NULL)
 	{

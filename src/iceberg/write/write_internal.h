@@ -122,6 +122,8 @@ typedef struct IcebergNewManifest
 	int64_t		existing_rows;
 	int64_t		deleted_rows;
 	int64_t		min_seq;
+	bool		has_first_row_id;	/* v3 data manifests: first_row_id set */
+	int64_t		first_row_id;
 	int			nsumm;			/* -1: partitions null */
 	bool	   *contains_null;
 	bool	   *contains_nan;
@@ -142,7 +144,8 @@ extern void iceberg_new_manifest_free(IcebergNewManifest *n);
 
 /*
  * Append n as a new record of a manifest list (its writer schema v1 or
- * v2; fields matched by id): added by snapshot_id at sequence number seq.
+ * v2 or v3; fields matched by id): added by snapshot_id at sequence number
+ * seq; first_row_id (field 520) written when has_first_row_id.
  */
 extern bool iceberg_manifest_list_add_new(IcebergAvroWriter *lw,
 										  const IcebergNewManifest *n,
@@ -184,6 +187,7 @@ typedef struct IcebergWriteTarget
 	IcebergLimits lim;
 	int64_t		snapshot_id;
 	int64_t		seq;
+	int64_t		first_row_id;	/* v3: the table's next-row-id; else -1 */
 	int			codec;			/* ICEBERG_AVRO_WRITE_* */
 	int			level;			/* deflate level, -1: default */
 	char		uuid[40];
@@ -192,7 +196,8 @@ typedef struct IcebergWriteTarget
 
 /*
  * The refusals common to the writers, named by what ("compaction"): no
- * metadata, format v3 (v3_detail says why), a current snapshot missing or
+ * metadata, format v3 (v3_detail says why; NULL: v3 is written, the
+ * writer keeps its row lineage), a format above 3, a current snapshot missing or
  * without a manifest list (inline_hint ends that DETAIL).  *snap: the
  * current snapshot, NULL when the table has none.
  */

@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * dv.h
+ *	  Iceberg v3 deletion vectors: decoding a Puffin "deletion-vector-v1"
+ *	  blob into the sorted row positions it deletes.
+ *
+ * The blob (https://iceberg.apache.org/puffin-spec/#deletion-vector-v1-blob-type):
+ *	  4 bytes big-endian: the length of the magic and the vector;
+ *	  magic D1 D3 39 64; the vector, a roaring bitmap of 64-bit positions in
+ *	  the portable format (8 bytes little-endian: the number of 32-bit
+ *	  bitmaps; per bitmap its key, the high 32 bits, 4 bytes little-endian,
+ *	  keys increasing, then a 32-bit roaring bitmap in the portable
+ *	  serialization with array, bitmap and run containers); 4 bytes
+ *	  big-endian: the CRC-32 of the magic and the vector.
+ *
+ * A data file's rows are deleted at most once (positions are a set) and
+ * its DV's record_count is the cardinality
+ * (https://iceberg.apache.org/spec/#deletion-vectors).
+ *
+ * src/iceberg/table/dv.h
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TMS_ICEBERG_DV_H
+#define TMS_ICEBERG_DV_H
+
+#include "iceberg/iceberg.h"
+
+/*
+ * Decode blob[0..len) (the bytes at the manifest entry's content_offset,
+ * content_size_in_bytes long).  cardinality: the entry's record_count, which
+ * the vector must hold exactly (-1: not checked); at most max_positions
+ * positions are accepted (ICEBERG_ERR_LIMIT beyond).  *positions (malloc'd
+ * with io_malloc, free with io_free; NULL when none) gets them ascending,
+ * *npositions their number.  Anything malformed (length, magic, CRC,
+ * cookies, unordered keys or values, a position above INT64_MAX, trailing
+ * bytes) is ICEBERG_ERR_MALFORMED; nothing is allocated then.
+ */
+extern bool iceberg_dv_decode(const uint8_t *blob, size_t len, int64_t cardinality,
+							  int64_t max_positions, int64_t **positions,
+							  int64_t *npositions, TmsError *err);
+
+#endif							/* TMS_ICEBERG_DV_H */

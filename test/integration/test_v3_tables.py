@@ -1,0 +1,238 @@
+"""
+test_v3_tables.py -- Iceberg format v3 tables (row lineage, deletion
+vectors) under tms's local maintenance, checked independently of tms by the
+v3 test world (test/v3world.py: its own writer of v3 metadata, Parquet by
+DuckDB and Puffin deletion vectors, and its reference reader).
+
+  - the world itself: the reference reader's rows of the written table are
+    the writer's model (deletion vectors applied, _row_id inherited as
+    first_row_id + position or kept from the file, the sequence number
+    inherited or kept), and the table keeps the spec's row lineage rules;
+  - manifest rewrite on v3 (https://iceberg.apache.org/spec/#row-lineage):
+    the rows with _row_id and _last_updated_sequence_number are identical
+    afterwards; every data file keeps its first_row_id (an inherited one
+    written out); new data manifests carry the snapshot's first-row-id,
+    delete manifests none; the snapshot has first-row-id = the table's
+    next-row-id and added-rows 0, next-row-id does not move; deletion
+    vector entries keep referenced_data_file, content_offset and
+    content_size_in_bytes;
+  - a v3 table upgraded from v2 whose files have no row ids yet: the
+    manifest rewrite is refused before anything is written (unsupported,
+    0A000 inside: plan_operation's row is "skip" with the reason and what
+    to do, the job is skipped with it), the table unchanged;
+  - compaction still refuses v3 tables before anything runs, the same way.
+
+The module runs its own cluster and catalog over a file root.
+Run: /usr/bin/python3 -m pytest -q test/integration/test_v3_tables.py
+"""
+
+import copy
+import json
+import os
+import sys
+import uuid
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+import opsworld as ow  # noqa: E402
+import v3world as v3  # noqa: E402
+import avro_codec  # noqa: E402
+from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
+
+pytestmark = pytest.mark.own_cluster
+TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
+
+
+@pytest.fixture(scope="module")
+def env(tms_world):
+    srv = "v3cat"
+    w = tms_world("v3", settings=dict(FAST_WORKERS), catalog={}, sql=lambda w: [
+        """CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+             uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
+             allowed_locations 'file://%s/');
+           CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
+        % (srv, w["catalog"].uri, w["file_root"], w["file_root"], srv)])
+    w = dict(w, server=srv)
+    w["st"] = ow.storage(file_root=w["file_root"])
+    w["catalog"].create_namespace("v3")
+    return w
+
+
+def new_table(env, **kw):
+    loc = "file://%s/v3/%s/t" % (env["file_root"], uuid.uuid4().hex[:10])
+    res = v3.write_table(env["st"], loc, **kw)
+    ow.give_to_server(env["st"].local_path(loc))
+    name = "t_%s" % uuid.uuid4().hex[:8]
+    env["catalog"].register("v3", name, res["metadata_location"])
+    return name, res
+
+
+def q(env, sql, args=None):
+    return env["pg"].query(sql, args)
+
+
+def run(env, name, op, options=None):
+    return q(env, "SELECT tms.run_operation(%s, 'v3', %s, %s, %s::jsonb, 'local')",
+             (env["server"], name, op, json.dumps(options or {})))[0][0]
+
+
+def plan(env, name, op):
+    return q(env, "SELECT action, target, detail FROM tms.plan_operation(%s, 'v3', %s, %s, '{}')",
+             (env["server"], name, op))
+
+
+def wait_job(env, jid, timeout=120):
+    def row():
+        r = q(env, "SELECT state, reason, last_error, manifests_rewritten, manifests_added"
+                   " FROM tms.maintenance_jobs WHERE id = %s", (jid,))
+        return r[0] if r else None
+    wait_for(lambda: (row() or [None])[0] in TERMINAL, timeout=timeout,
+             what="job %s to finish (%r)" % (jid, row()))
+    return row()
+
+
+def expected_rows(res):
+    """The writer's model of the current snapshot (write_table's docstring)."""
+    out = [(i, "a%d" % i, 0, i, 1) for i in range(5) if i not in (1, 3, 4)]
+    out += [(100, "b0-modified", 1, 5, 3)] + [(100 + i, "b%d" % i, 1, 5 + i, 1) for i in range(1, 7)]
+    out += [(200 + i, "c%d" % i, 0, 12 + i, 2) for i in range(1, 4)]
+    # F: the first file of snapshot 6, whose first-row-id is 28
+    out += [(1000 + i, "f%d" % i, 1, 28 + i, 6) for i in range(1, 6000, 2)]
+    # extra appends: three rows each, ids from next-row-id 6028 on
+    for k in range(sum(1 for f in res["files"] if f.startswith("G"))):
+        out += [(5000 + 10 * k + i, "g", k % 2, 6028 + 3 * k + i, 7 + k) for i in range(3)]
+    return sorted(out)
+
+
+def test_world_reader_matches_writer(env):
+    name, res = new_table(env)
+    _, meta = ow.load(env["catalog"], "v3", name)
+    assert meta["format-version"] == 3
+    assert v3.rows(env["st"], meta) == expected_rows(res)
+    assert v3.check_lineage(meta) == []
+    assert meta["next-row-id"] == 6028
+    # at most one deletion vector per data file; the replaced one is gone
+    dvs = [e["ref"] for e in v3.live(env["st"], meta) if e["content"] == 1]
+    assert len(dvs) == len(set(dvs)) == 3
+
+
+def test_world_roaring_round_trip():
+    for positions in ([], [0], [1, 3, 4], list(range(0, 9000, 2)), [5, 70000, 2 ** 33 + 7]):
+        blob = v3.dv_blob(positions)
+        assert v3.read_dv_blob(blob) == set(positions)
+    bad = bytearray(v3.dv_blob([1, 2]))
+    bad[-1] ^= 1
+    with pytest.raises(ValueError):
+        v3.read_dv_blob(bytes(bad))
+
+
+def test_manifest_rewrite_keeps_rows_and_row_lineage(env):
+    cat, st = env["catalog"], env["st"]
+    name, res = new_table(env, extra_appends=3)
+    _, meta = ow.load(cat, "v3", name)
+    before_rows = v3.rows(st, meta)
+    before = {e["path"]: e for e in v3.live(st, meta)}
+    old_manifests = {e["manifest"] for e in before.values()}
+    assert all(e["first_row_id"] is not None for e in before.values() if e["content"] == 0)
+    assert any(e["written_first_row_id"] is None for e in before.values() if e["content"] == 0)
+
+    rows = plan(env, name, "manifest-rewrite")
+    assert [t for a, t, _ in rows if a == "commit"] == ["replace"]
+    assert ow.load(cat, "v3", name)[1]["current-snapshot-id"] == meta["current-snapshot-id"]
+
+    state, reason, err, rewritten, added = wait_job(env, run(env, name, "manifest-rewrite"))
+    assert state == "succeeded", (reason, err)
+    _, meta2 = ow.load(cat, "v3", name)
+    new = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    assert new["summary"]["operation"] == "replace"
+    assert new["parent-snapshot-id"] == meta["current-snapshot-id"]
+    # https://iceberg.apache.org/spec/#snapshot-row-ids: a commit adding no rows
+    assert new["first-row-id"] == meta["next-row-id"]
+    assert new["added-rows"] == 0
+    assert meta2["next-row-id"] == meta["next-row-id"]
+    assert v3.check_lineage(meta2) == []
+
+    after = {e["path"]: e for e in v3.live(st, meta2)}
+    assert set(after) == set(before)
+    for p, e in after.items():
+        b = before[p]
+        for k in ("content", "records", "seq", "file_seq", "partition", "ref", "offset", "length",
+                  "first_row_id"):
+            assert e[k] == b[k], (p, k, e[k], b[k])
+    rewritten_entries = [e for e in after.values() if e["manifest"] not in old_manifests]
+    assert rewritten_entries and added >= 1 and rewritten >= 2
+    lst = ow.manifest_records(st, new)
+    for e in rewritten_entries:
+        assert e["status"] == 0
+        if e["content"] == 0:                  # inherited values written out
+            assert e["written_first_row_id"] == before[e["path"]]["first_row_id"]
+        else:
+            assert e["written_first_row_id"] is None
+    for r in lst:
+        if r["manifest_path"] in old_manifests:
+            continue
+        if r["content"] == 0:
+            assert r["first_row_id"] == new["first-row-id"]
+        else:
+            assert r["first_row_id"] is None
+    _, hmeta, _ = avro_codec.read_container(st.read(new["manifest-list"]))
+    assert hmeta["first-row-id"] == str(new["first-row-id"]).encode()
+    assert any(r["manifest_path"] not in old_manifests and r["content"] == 1 for r in lst)
+
+    # the rows, with _row_id and _last_updated_sequence_number, are the same
+    assert v3.rows(st, meta2) == before_rows == expected_rows(res)
+
+
+def upgraded(env):
+    """A v3 table as a v2 table upgraded to v3 leaves it: no first-row-id
+    on its snapshots nor first_row_id on its manifests."""
+    name, res = new_table(env)
+    st = env["st"]
+    meta = copy.deepcopy(res["meta"])
+    for s in meta["snapshots"]:
+        s.pop("first-row-id", None)
+        s.pop("added-rows", None)
+        schema, hm, recs = avro_codec.read_container(st.read(s["manifest-list"]))
+        for r in recs:
+            r["first_row_id"] = None
+        path = s["manifest-list"].replace(".avro", "-upgraded.avro")
+        st.write(path, avro_codec.write_container(json.dumps(schema), recs, "deflate",
+                                                  {k: v.decode() for k, v in hm.items()
+                                                   if not k.startswith("avro.")}))
+        s["manifest-list"] = path
+    meta["next-row-id"] = 0
+    loc = res["metadata_location"].replace(".metadata.json", "-upgraded.metadata.json")
+    st.write(loc, json.dumps(meta).encode())
+    ow.give_to_server(os.path.dirname(st.local_path(loc)))
+    name2 = name + "_up"
+    env["catalog"].register("v3", name2, loc)
+    return name2
+
+
+def test_manifest_rewrite_refuses_files_without_row_ids(env):
+    name = upgraded(env)
+    _, meta = ow.load(env["catalog"], "v3", name)
+    # a table the rewrite cannot handle is skipped (ICEBERG_ERR_UNSUPPORTED,
+    # 0A000 inside), with the reason and what to do, before anything is written
+    rows = plan(env, name, "manifest-rewrite")
+    assert [(a, t) for a, t, _ in rows] == [("skip", "manifest-rewrite")], rows
+    reason = rows[0][2]["reason"]
+    assert "does not assign row ids" in reason and "has no first-row-id" in reason, reason
+    assert "Commit to the table once with a v3 writer" in reason, reason
+    state, reason, err, _, _ = wait_job(env, run(env, name, "manifest-rewrite"))
+    assert state == "skipped" and "row ids" in (reason or "") + (err or ""), (state, reason, err)
+    assert ow.load(env["catalog"], "v3", name)[1] == meta
+
+
+def test_compaction_still_refuses_v3(env):
+    name, _ = new_table(env)
+    _, meta = ow.load(env["catalog"], "v3", name)
+    rows = plan(env, name, "compaction")
+    assert [(a, t) for a, t, _ in rows] == [("skip", "compaction")], rows
+    assert "does not support table format version 3" in rows[0][2]["reason"], rows
+    state, reason, err, _, _ = wait_job(env, run(env, name, "compaction"))
+    assert state == "skipped" and "format version 3" in (reason or "") + (err or "")
+    assert ow.load(env["catalog"], "v3", name)[1] == meta
