@@ -18,6 +18,9 @@ through DuckDB reading them by Iceberg field id (test/node/compact.mjs):
     number and the metrics Iceberg's PositionDeleteWriter keeps; the job
     counts the files removed and added and says how many dangling deletes
     it dropped;
+  - the Spark fixture's delete file points at a data file a later commit
+    replaced (its sequence numbers prove it dangling): it is removed and
+    nothing is written;
   - tms.plan_operation shows the groups, files, bytes and dangling files;
     min-input-files, rewrite-all, max-file-group-size-bytes, where and
     partial progress are honoured;
@@ -27,7 +30,7 @@ through DuckDB reading them by Iceberg field id (test/node/compact.mjs):
   - format v3, unknown options, bad sizes and a bad filter are refused
     before a job is recorded.
 
-The module runs its own cluster, catalog and file root.
+The module runs its own cluster, catalog, s3rver and file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_posdel_local.py
 """
 
@@ -45,6 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "engines"))
 
+import world  # noqa: E402
 import opsworld as ow  # noqa: E402
 import smallfiles  # noqa: E402
 import compact as compact_mod  # noqa: E402
@@ -67,7 +71,8 @@ def env(tms_world):
     w = tms_world("pd", settings=dict(FAST_WORKERS), catalog={}, real=True, sql=lambda w: [
         """CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
              uri '%s', relative_path_root '%s', request_timeout '10s', retries '0',
-             allowed_locations 'file://%s/');
+             s3_vended_endpoint 'true',
+             allowed_locations 'file://%s/, s3://hyperparam-iceberg/, s3a://hyperparam-iceberg/');
            CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
         % (srv, w["catalog"].uri, w["file_root"], w["file_root"], srv)])
     return dict(w, server=srv)
@@ -99,22 +104,22 @@ def wait_job(env, jid, states=("succeeded",), timeout=300):
     return row
 
 
-def run(env, name, options=None):
-    return q(env, "SELECT tms.run_operation(%s, 'pd', %s, %s, %s::jsonb)",
-             (env["server"], name, OP, json.dumps(options or {})))[0][0]
+def run(env, name, options=None, ns="pd"):
+    return q(env, "SELECT tms.run_operation(%s, %s, %s, %s, %s::jsonb)",
+             (env["server"], ns, name, OP, json.dumps(options or {})))[0][0]
 
 
-def plan(env, name, options=None):
+def plan(env, name, options=None, ns="pd"):
     return [dict(action=a, target=t, detail=d) for a, t, d in q(
-        env, "SELECT action, target, detail FROM tms.plan_operation(%s, 'pd', %s, %s,"
-             " %s::jsonb)", (env["server"], name, OP, json.dumps(options or {})))]
+        env, "SELECT action, target, detail FROM tms.plan_operation(%s, %s, %s, %s,"
+             " %s::jsonb)", (env["server"], ns, name, OP, json.dumps(options or {})))]
 
 
 def groups(p):
     """The rewrite-group rows, each with its partition's category."""
     out = [dict(r["detail"]) for r in p if r["action"] == "rewrite-group"]
     for g in out:
-        g["category"] = g["partition"][0]
+        g["category"] = g["partition"][0] if g["partition"] else None
     return out
 
 
@@ -123,7 +128,8 @@ def summary(p):
 
 
 def rows(env, mloc):
-    out = ow.icebird(mloc, file_root=env["file_root"], dump_rows=True)
+    out = ow.icebird(mloc, s3_endpoint=env["s3"].endpoint, file_root=env["file_root"],
+                     dump_rows=True)
     return sorted(json.dumps(r, sort_keys=True) for r in out["row_values"])
 
 
@@ -284,6 +290,37 @@ def test_merges_small_delete_files_and_drops_dangling(env):
                 assert df.get("sort_order_id") is None
     # the old files are kept for older snapshots (snapshot expiry removes them)
     assert all(os.path.exists(env["st"].local_path(p)) for p in old_pos)
+
+
+def test_spark_delete_file_of_a_replaced_data_file(env):
+    """The Spark fixture's position delete file (sequence number 2) points
+    at a data file a copy-on-write commit (3) replaced: every delete of it
+    is dangling, proven by the sequence numbers alone; its group removes it
+    and writes nothing."""
+    ns, name = world.REAL_NAMESPACE, "spark_v2_mor_posdeletes"
+    mloc, meta0 = ow.load(env["catalog"], ns, name)
+    before = ow.live_files(env["st"], meta0)
+    want = rows(env, mloc)
+    pl = plan(env, name, ns=ns)
+    gs = groups(pl)
+    assert len(gs) == 1 and gs[0]["reasons"] == ["dangling"] and gs[0]["data_files_kept"] == 0
+    assert summary(pl)["dangling_delete_files"] == 1
+    row = wait_job(env, run(env, name, ns=ns))
+    assert row["delete_files_rewritten"] == 1 and row["delete_files_added"] == 0, row
+    mloc2, meta2 = ow.load(env["catalog"], ns, name)
+    after = ow.live_files(env["st"], meta2)
+    assert rows(env, mloc2) == want
+    assert not [f for f in after.values() if f["content"] == 1]
+    assert {p for p, f in after.items() if f["content"] == 0} == \
+        {p for p, f in before.items() if f["content"] == 0}
+    snap = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    assert snap["summary"]["operation"] == "replace"
+    assert snap["summary"]["removed-position-delete-files"] == "1"
+    assert "added-position-delete-files" not in snap["summary"]
+    # the manifest list holds no delete manifest with a live entry
+    for rec in ow.manifest_records(env["st"], snap):
+        if rec["content"] == 1:
+            assert rec["added_data_files_count"] == 0 and rec["existing_data_files_count"] == 0
 
 
 def test_plan_options(env):
