@@ -2,7 +2,10 @@
  *
  * maint_compact.c
  *	  compaction on engine "local": Iceberg's bin-pack rewrite of a table's
- *	  data files, run by tms itself.
+ *	  data files, run by tms itself; and the run of position-delete-rewrite
+ *	  (its plan from posdel.h, its checks and plan rows in maint_posdel.c),
+ *	  whose groups of delete files go through the same helper, batches,
+ *	  commits, resume and cleanup.
  *
  * The plan is src/iceberg/compact/compact.h's (the groups, their delete files,
  * the output file counts); tms.plan_operation shows it.  The groups are

@@ -6,6 +6,13 @@
  *	  update of the plan once it landed (compact.h states the semantics,
  *	  the refusals and the memory bounds; compact_plan.c holds the plan).
  *
+ * A plan of position deletes (rewrite_content, posdel.h): the group files
+ * are delete files, removed from the delete manifests; the outputs are
+ * added in a delete manifest as position delete files with the new
+ * snapshot's sequence number and the metrics iceberg_posdel_metric_kept
+ * keeps; posdel.h's check of the data files pointed at runs first; the
+ * summary counts delete files.
+ *
  * Rules of this file: plain C, errors as TmsError values, every
  * allocation freed on every path; nothing here runs the rewrite of the
  * rows, commits, retries or deletes.  Manifests are read with the
