@@ -21,6 +21,9 @@ through DuckDB reading them by Iceberg field id (test/node/compact.mjs):
   - the Spark fixture's delete file points at a data file a later commit
     replaced (its sequence numbers prove it dangling): it is removed and
     nothing is written;
+  - a group written as several files keeps them consecutive in
+    (file_path, pos) order, and a file pointing at one data file keeps its
+    bounds;
   - tms.plan_operation shows the groups, files, bytes and dangling files;
     min-input-files, rewrite-all, max-file-group-size-bytes, where and
     partial progress are honoured;
@@ -147,7 +150,7 @@ def delete_rows(env, paths):
     read by Iceberg field id by DuckDB: {path: [(file_path, pos)]}."""
     res = compact_mod.run_node({"mode": "read", "files": [
         {"path": env["st"].local_path(p), "fields": smallfiles.POS_FIELDS} for p in paths]})
-    return {p: [(r[1], r[2]) for r in f["rows"]] for p, f in zip(paths, res["files"])}
+    return {p: [(r[1], int(r[2])) for r in f["rows"]] for p, f in zip(paths, res["files"])}
 
 
 def add_delete_files(env, name, files, seed):
@@ -361,6 +364,54 @@ def test_plan_options(env):
     assert chain == ["replace"] * 4
     assert rows(env, mloc2) == want_rows
     assert sum(1 for f in after.values() if f["content"] == 1) == 4
+
+
+def test_several_outputs_stay_sorted(env):
+    """A target far below a group's bytes: the group is written as several
+    files, consecutive in (file_path, pos) order; a file that points at one
+    data file keeps its file_path and pos bounds, as Iceberg's
+    PositionDeleteWriter does."""
+    make_table(env, "split", seed=26)
+    mloc, _, before = live(env, "split")
+    want_rows = rows(env, mloc)
+    live_data = {p for p, f in before.items() if f["content"] == 0}
+    old_pos = {p: f for p, f in before.items() if f["content"] == 1}
+    opts = {"target-file-size-bytes": 3000, "min-file-size-bytes": 2999,
+            "max-file-size-bytes": 1000000, "rewrite-all": True}
+    gs = groups(plan(env, "split", opts))
+    assert len(gs) == 4 and all(g["output_files"] > 1 for g in gs), gs
+    wait_job(env, run(env, "split", opts))
+    mloc2, meta2, after = live(env, "split")
+    assert rows(env, mloc2) == want_rows
+    new_pos = {p: f for p, f in after.items() if f["content"] == 1}
+    got = delete_rows(env, sorted(new_pos))
+    want = {}
+    for p, entries in delete_rows(env, sorted(old_pos)).items():
+        want.setdefault(cat_of(old_pos[p]), []).extend(e for e in entries if e[0] in live_data)
+    for cat in ("c0", "c1", "c2", "c3"):
+        files = sorted(p for p, f in new_pos.items() if cat_of(f) == cat)
+        concat = [e for p in files for e in got[p]]
+        assert len(files) > 1 and concat == sorted(want[cat]), cat
+    snap = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    single = 0
+    for rec in ow.manifest_records(env["st"], snap):
+        for e in ow.manifest_entries(env["st"], rec["manifest_path"]):
+            df = e["data_file"]
+            if e["status"] != 1 or df["file_path"] not in new_pos:
+                continue
+            paths = {x[0] for x in got[df["file_path"]]}
+            lower = {x["key"]: x["value"] for x in df.get("lower_bounds") or []}
+            upper = {x["key"]: x["value"] for x in df.get("upper_bounds") or []}
+            if len(paths) == 1:
+                single += 1
+                path = paths.pop().encode()
+                poss = sorted(x[1] for x in got[df["file_path"]])
+                assert lower[PATH_ID] == path and upper[PATH_ID] == path
+                assert lower[POS_ID] == poss[0].to_bytes(8, "little", signed=True)
+                assert upper[POS_ID] == poss[-1].to_bytes(8, "little", signed=True)
+            else:
+                assert PATH_ID not in lower and POS_ID not in upper
+    assert single > 0
 
 
 def posts(env, name):
