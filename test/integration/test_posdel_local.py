@@ -30,6 +30,8 @@ through DuckDB reading them by Iceberg field id (test/node/compact.mjs):
   - a commit landing during the rewrite that removes a rewritten delete
     file, or a data file the deletes point at, is not overwritten: the
     attempt gives up, the retry plans on the new table;
+  - a group the helper fails (a delete file that is no Parquet) fails the
+    job; nothing is committed and what the helper wrote is deleted;
   - format v3, unknown options, bad sizes and a bad filter are refused
     before a job is recorded.
 
@@ -412,6 +414,31 @@ def test_several_outputs_stay_sorted(env):
             else:
                 assert PATH_ID not in lower and POS_ID not in upper
     assert single > 0
+
+
+def test_failed_group_leaves_the_table_and_storage_unchanged(env):
+    """A delete file that is no Parquet fails its group in the helper: the
+    job fails with the helper's error, nothing is committed, and the files
+    the helper wrote for the groups before it are deleted."""
+    paths, _, _ = make_table(env, "broken", seed=27)
+    mloc0, meta0, before = live(env, "broken")
+    victim = sorted(p for p in paths if "/category=c2/" in p)[0]
+    size = len(env["st"].read(victim))
+    env["st"].write(victim, b"not a parquet file".ljust(size, b"."))
+    data_dir = env["st"].local_path(compact_mod.data_location(meta0))
+    existing = {os.path.join(d, f) for d, _, fs in os.walk(data_dir) for f in fs}
+    env["pg"].psql("ALTER SYSTEM SET tms.maintenance_max_attempts = 1")
+    env["pg"].reload_conf()
+    try:
+        row = wait_job(env, run(env, "broken"), ("failed",))
+    finally:
+        env["pg"].psql("ALTER SYSTEM RESET tms.maintenance_max_attempts")
+        env["pg"].reload_conf()
+    assert "compaction helper failed" in row["last_error"], row
+    mloc1, _, after = live(env, "broken")
+    assert mloc1 == mloc0 and set(after) == set(before)
+    left = {os.path.join(d, f) for d, _, fs in os.walk(data_dir) for f in fs} - existing
+    assert not left, left
 
 
 def posts(env, name):
