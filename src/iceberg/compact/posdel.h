@@ -81,7 +81,9 @@
  * ICEBERG_ERR_UNSUPPORTED; invalid sizes ICEBERG_ERR_INVALID_ARGUMENT.
  * plan->candidates counts the candidate files, plan->filtered_out the
  * delete files the filter left out, plan->dangling those proven dangling,
- * plan->data_files and data_bytes the live data files.
+ * plan->data_files and data_bytes the live data files (counted only when
+ * some position delete file is selected: the data manifests are read only
+ * then).
  */
 extern bool iceberg_posdel_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 								const IcebergCompactOptions *opt, IcebergCompactPlan **out,
