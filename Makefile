@@ -241,6 +241,7 @@ PLAIN_TREE = $(wildcard src/*/*.c src/*/*/*.c) $(HEADERS)
 UNIT_LAYER_expire = iceberg
 UNIT_LAYER_rewrite = iceberg
 UNIT_LAYER_compact = iceberg
+UNIT_LAYER_posdel = iceberg
 UNIT_LAYER_rest_sigv4 = io
 UNIT_LAYER_reach = io
 UNIT_LAYER_azure = io

@@ -39,6 +39,11 @@
  * for those reads), so the outputs are sorted and consecutive: DuckDB's
  * own file rotation (ROW_GROUPS_PER_FILE) does not keep an ORDER BY's
  * row groups in order within a file.
+ * A rewrite of position deletes (job->filter_live: its inputs are position
+ * delete files, its schema file_path and pos, its order theirs) keeps a
+ * row only when its file_path is in the table "keep" with a sequence
+ * number not above the row's delete file's (an equi-join): the others
+ * point at no live data file (dangling) and count as deleted rows.
  * Before the first output the inputs' row counts (their Parquet footers)
  * are compared with their manifests': a file that disagrees fails the
  * group.  DuckDB's memory limit applies to all of it; what does not fit
@@ -446,6 +451,42 @@ group_eq_tables(GroupRun *g, int j)
 }
 
 /*
+ * A rewrite of position deletes (job->filter_live): the table "keep" of
+ * the data files its rows may point at, each with its sequence number.
+ */
+static bool
+group_keep_table(GroupRun *g)
+{
+	const IcebergCompactJob *job = g->job;
+	int			i;
+
+	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE keep (path VARCHAR PRIMARY KEY, seq BIGINT)",
+					NULL, g->err))
+		return false;
+	for (i = 0; i < job->nkeep; i += 1000)
+	{
+		int			k;
+
+		sql_reset(&g->q);
+		sql_add(&g->q, "INSERT INTO keep VALUES ");
+		for (k = i; k < job->nkeep && k < i + 1000; k++)
+		{
+			sql_add(&g->q, "%s(", k > i ? ", " : "");
+			sql_lit(&g->q, job->keep[k].path);
+			sql_add(&g->q, ", %" PRId64 ")", job->keep[k].seq);
+		}
+		if (g->q.oom)
+		{
+			tms_error_set(g->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+			return false;
+		}
+		if (!helper_run(g->h, g->q.data, NULL, g->err))
+			return false;
+	}
+	return true;
+}
+
+/*
  * The delete files, once: the tables "inputs", "pos" and "posl" (position
  * deletes of the group's files) and "eqJ", "eqmJ" (equality deletes by
  * column set); the local delete files are removed once they are read.
@@ -457,6 +498,8 @@ group_delete_tables(GroupRun *g)
 				j;
 
 	if (!group_inputs_table(g))
+		return false;
+	if (g->job->filter_live && !group_keep_table(g))
 		return false;
 	if (!group_fetch_deletes(g))
 		return false;
@@ -727,6 +770,9 @@ group_copy_sql(GroupRun *g, int o, const char *local_out, bool sorted)
 	 * row's keys).
 	 */
 	sql_add(q, ") d JOIN slices sl ON d.filename = sl.local");
+	/* a rewrite of position deletes keeps the rows that point at a live file */
+	if (job->filter_live)
+		sql_add(q, " JOIN keep k ON k.path = d.c%d AND k.seq <= sl.seq", POS_PATH_ID);
 	if (g->has_pos)
 		sql_add(q, " LEFT JOIN posl p ON p.local = d.filename AND p.pos = d.file_row_number");
 	for (j = 0; j < g->neq_sets; j++)
@@ -951,6 +997,7 @@ group_cleanup(GroupRun *g)
 
 	(void) helper_run(g->h, "DROP TABLE IF EXISTS pos", NULL, &ignored);
 	(void) helper_run(g->h, "DROP TABLE IF EXISTS posl", NULL, &ignored);
+	(void) helper_run(g->h, "DROP TABLE IF EXISTS keep", NULL, &ignored);
 	for (j = 0; j < g->neq_sets; j++)
 	{
 		char		drop[64];

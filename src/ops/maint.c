@@ -1153,6 +1153,7 @@ maint_run_operation(MaintRun *run)
 			maint_run_rewrite(run);
 			break;
 		case MAINT_COMPACTION:
+		case MAINT_POSDELETE:
 			maint_run_compact(run);
 			break;
 		default:
@@ -1232,7 +1233,7 @@ run_local(MaintRun *run)
 			maint_resume_expire(run);
 		else if (run->opt.op == MAINT_REWRITE)
 			maint_resume_rewrite(run);
-		else if (run->opt.op == MAINT_COMPACTION)
+		else if (run->opt.op == MAINT_COMPACTION || run->opt.op == MAINT_POSDELETE)
 			maint_resume_compact(run);
 		return;
 	}

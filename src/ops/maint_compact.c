@@ -2,7 +2,10 @@
  *
  * maint_compact.c
  *	  compaction on engine "local": Iceberg's bin-pack rewrite of a table's
- *	  data files, run by tms itself.
+ *	  data files, run by tms itself; and the run of position-delete-rewrite
+ *	  (its plan from posdel.h, its checks and plan rows in maint_posdel.c),
+ *	  whose groups of delete files go through the same helper, batches,
+ *	  commits, resume and cleanup.
  *
  * The plan is src/iceberg/compact/compact.h's (the groups, their delete files,
  * the output file counts); tms.plan_operation shows it.  The groups are
@@ -65,6 +68,7 @@
 #include "iceberg/write/commit_request.h"
 #include "iceberg/compact/compact.h"
 #include "iceberg/compact/compact_wire.h"
+#include "iceberg/compact/posdel.h"
 #include "ops/compactor.h"
 #include "ops/maint_int.h"
 #include "ops/ops.h"
@@ -227,8 +231,8 @@ maint_compact_check_table(MaintRun *run)
  * ----------------------------------------------------------------
  */
 
-static char *
-reasons_json(unsigned r)
+char *
+maint_compact_reasons_json(unsigned r)
 {
 	StringInfoData b;
 	static const struct
@@ -242,6 +246,7 @@ reasons_json(unsigned r)
 		{ICEBERG_COMPACT_DELETES, "delete-file-threshold"},
 		{ICEBERG_COMPACT_DELETE_RATIO, "delete-ratio-threshold"},
 		{ICEBERG_COMPACT_REWRITE_ALL, "rewrite-all"},
+		{ICEBERG_COMPACT_DANGLING, "dangling"},
 	};
 	bool		first = true;
 
@@ -311,7 +316,7 @@ emit_plan(MaintRun *run, const IcebergCompactPlan *p)
 							", \"position_delete_files\": %d, \"equality_delete_files\": %d"
 							", \"reasons\": %s}",
 							gr->spec_id, gr->partition, gr->nfiles, gr->bytes, gr->records,
-							gr->expected_outputs, npos, neq, reasons_json(gr->reasons)));
+							gr->expected_outputs, npos, neq, maint_compact_reasons_json(gr->reasons)));
 		files += gr->nfiles;
 		bytes += gr->bytes;
 		outputs += gr->expected_outputs;
@@ -362,6 +367,7 @@ typedef struct CountStep
 	int64		added;
 	int64		bytes;
 	int64		deletes_removed;
+	int64		deletes_added;
 	bool		written;
 } CountStep;
 
@@ -370,8 +376,9 @@ step_counts(void *arg)
 {
 	CountStep  *s = arg;
 	MaintRun   *run = s->run;
-	Oid			types[7] = {INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID};
-	Datum		args[7];
+	Oid			types[9] = {INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID,
+	INT8OID, INT8OID};
+	Datum		args[9];
 	int			rc;
 
 	args[0] = Int64GetDatum(run->job_id);
@@ -381,29 +388,41 @@ step_counts(void *arg)
 	args[4] = Int64GetDatum(s->added);
 	args[5] = Int64GetDatum(s->bytes);
 	args[6] = Int64GetDatum(s->deletes_removed);
+	args[7] = Int64GetDatum(s->deletes_added);
+	args[8] = Int64GetDatum(run->dangling_dropped);
 	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
 							   "   SET data_files_rewritten = data_files_rewritten + $4,"
 							   "       data_files_added = data_files_added + $5,"
 							   "       bytes_rewritten = bytes_rewritten + $6,"
 							   "       delete_files_rewritten = delete_files_rewritten + $7,"
+							   "       delete_files_added = delete_files_added + $8,"
+							   "       message = CASE WHEN $9 > 0 THEN format('%s dangling position deletes dropped', $9)"
+							   "                      ELSE message END,"
 							   "       phase = 'start', commit_state = NULL"
 							   " WHERE id = $1 AND state = 'running' AND phase = 'cleanup' AND" LEASE_HELD,
-							   7, types, args, NULL, false, 0);
+							   9, types, args, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the counts of a compaction: %s", SPI_result_code_string(rc));
 	s->written = SPI_processed == 1;
 }
 
-/* Add a landed group's counts (once: only from phase cleanup). */
+/*
+ * Add a landed group's counts (once: only from phase cleanup): data files
+ * rewritten and added, bytes rewritten, delete files removed and added,
+ * dangling position deletes dropped.
+ */
 static bool
-record_counts(MaintRun *run, int64 rewritten, int64 added, int64 bytes, int64 deletes)
+record_counts(MaintRun *run, int64 rewritten, int64 added, int64 bytes, int64 deletes,
+			  int64 deletes_added, int64 dangling)
 {
-	CountStep	s = {run, rewritten, added, bytes, deletes, false};
+	CountStep	s = {run, rewritten, added, bytes, deletes, deletes_added, false};
 
 	run->data_files_rewritten += rewritten;
 	run->data_files_added += added;
 	run->bytes_rewritten += bytes;
 	run->delete_files_rewritten += deletes;
+	run->delete_files_added += deletes_added;
+	run->dangling_dropped += dangling;
 	if (run->dry_run)
 		return true;
 	sched_owner_step(step_counts, &s);
@@ -422,22 +441,39 @@ record_counts(MaintRun *run, int64 rewritten, int64 added, int64 bytes, int64 de
  * ----------------------------------------------------------------
  */
 
-static char *
-commit_state_json(int g, const IcebergCompactCommit *res, char **outputs, int noutputs)
+/*
+ * The bytes a landed commit rewrote: its data files' (compaction), else
+ * its delete files' (position-delete-rewrite, as Spark's
+ * rewritten_bytes_count).
+ */
+static int64
+res_bytes(const IcebergCompactPlan *p, const IcebergCompactCommit *res)
 {
+	return p->rewrite_content == ICEBERG_CONTENT_DATA ? res->bytes_rewritten :
+		res->delete_bytes_removed;
+}
+
+static char *
+commit_state_json(const IcebergCompactPlan *p, int g, const IcebergCompactCommit *res,
+				  char **outputs, int noutputs, int64 dangling)
+{
+	const char *op = p->rewrite_content == ICEBERG_CONTENT_DATA ? "compaction" :
+	"position-delete-rewrite";
 	StringInfoData b;
 	bool		first = true;
 
 	initStringInfo(&b);
-	appendStringInfo(&b, "{\"operation\": \"compaction\", \"group\": %d, \"snapshot_id\": " INT64_FORMAT
+	appendStringInfo(&b, "{\"operation\": \"%s\", \"group\": %d, \"snapshot_id\": " INT64_FORMAT
 					 ", \"base_snapshot\": " INT64_FORMAT
 					 ", \"data_files_rewritten\": " INT64_FORMAT
 					 ", \"data_files_added\": " INT64_FORMAT
 					 ", \"bytes_rewritten\": " INT64_FORMAT
-					 ", \"delete_files_removed\": " INT64_FORMAT ", \"written\": [",
-					 g, res->snapshot.snapshot_id, res->snapshot.parent_snapshot_id,
-					 res->data_files_rewritten, res->data_files_added, res->bytes_rewritten,
-					 res->delete_files_removed);
+					 ", \"delete_files_removed\": " INT64_FORMAT
+					 ", \"delete_files_added\": " INT64_FORMAT
+					 ", \"dangling_dropped\": " INT64_FORMAT ", \"written\": [",
+					 op, g, res->snapshot.snapshot_id, res->snapshot.parent_snapshot_id,
+					 res->data_files_rewritten, res->data_files_added, res_bytes(p, res),
+					 res->delete_files_removed, res->delete_files_added, dangling);
 	for (int i = 0; i < noutputs; i++, first = false)
 	{
 		appendStringInfoString(&b, first ? "" : ", ");
@@ -538,6 +574,20 @@ delete_temporaries(MaintRun *run, char **names, int n, int pid)
 }
 
 /*
+ * A Parquet property of the delete files Iceberg writes: its
+ * write.delete.parquet.compression-<what>, else the data files'.
+ */
+static const char *
+delete_property(MaintRun *run, const char *what)
+{
+	const char *v = iceberg_metadata_property(run->md,
+											  psprintf("write.delete.parquet.compression-%s", what));
+
+	return v != NULL ? v :
+		iceberg_metadata_property(run->md, psprintf("write.parquet.compression-%s", what));
+}
+
+/*
  * Have the helper write group g; outputs into *out, their paths into
  * *paths (*nout of each).  false: the helper must be stopped, and then
  * what the attempt may have written, *nwritten names in *written, deleted.
@@ -559,8 +609,11 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 	char		uuid[40];
 	bool	   *seen = palloc0(sizeof(bool) * (gr->expected_outputs + 1));
 	int64		records = 0;
-	const char *codec = iceberg_metadata_property(run->md, "write.parquet.compression-codec");
-	const char *level = iceberg_metadata_property(run->md, "write.parquet.compression-level");
+	bool		posdel = p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
+	const char *codec = posdel ? delete_property(run, "codec") :
+	iceberg_metadata_property(run->md, "write.parquet.compression-codec");
+	const char *level = posdel ? delete_property(run, "level") :
+	iceberg_metadata_property(run->md, "write.parquet.compression-level");
 	bool		sent;
 
 	*out = palloc0(sizeof(IcebergCompactOutput) * (gr->expected_outputs + 1));
@@ -679,6 +732,9 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 			m.rows_in == gr->records && m.rows_in - m.rows_deleted == m.rows_out;
 
 			*peak_rss = Max(*peak_rss, m.peak_rss);
+			/* a rewrite of position deletes: the dangling ones it dropped */
+			if (posdel && consistent)
+				run->batch_dangling += m.rows_deleted;
 
 			iceberg_compact_message_free(&m);
 			/* no file at all only when the deletes took every row */
@@ -759,7 +815,8 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOu
 		}
 		else
 		{
-			outcome = maint_commit(run, body, commit_state_json(gs[0].group, &res, paths, npaths),
+			outcome = maint_commit(run, body, commit_state_json(p, gs[0].group, &res, paths, npaths,
+																run->batch_dangling),
 								   res.written, res.nwritten, res.snapshot.parent_snapshot_id,
 								   maint_snapshot_landed, &id);
 			if (outcome == MAINT_COMMIT_LANDED)
@@ -771,7 +828,8 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOu
 					maint_fail_iceberg(run, "cannot follow the compaction's commit", &cerr);
 				else
 					(void) record_counts(run, res.data_files_rewritten, res.data_files_added,
-										 res.bytes_rewritten, res.delete_files_removed);
+										 res_bytes(p, &res), res.delete_files_removed,
+										 res.delete_files_added, run->batch_dangling);
 			}
 		}
 	}
@@ -846,6 +904,9 @@ rewrite_and_commit(MaintRun *run, Compactor **helper, IcebergCompactPlan *p, int
 	int			done = 0;
 	GroupOutcome outcome = GROUP_FAILED;
 	int			pid = compactor_pid(*helper);	/* known once it died, too */
+	bool		posdel = p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
+
+	run->batch_dangling = 0;
 
 	for (int k = 0; k < n && run->result == MAINT_OK; k++)
 	{
@@ -857,7 +918,8 @@ rewrite_and_commit(MaintRun *run, Compactor **helper, IcebergCompactPlan *p, int
 
 		if (!maint_check_now(run))
 			break;
-		if (!write_group(run, *helper, p, first + k, metrics, schema->nleaves, schema,
+		if (!write_group(run, *helper, p, first + k, posdel ? iceberg_posdel_metrics : metrics,
+						 posdel ? ICEBERG_POSDEL_NMETRICS : schema->nleaves, schema,
 						 deadline, &outputs, &nout, &gpaths, &written, &nwritten, peak_rss))
 		{
 			/*
@@ -917,13 +979,16 @@ maint_run_compact(MaintRun *run)
 	run->opt.partial_progress_max_failed_commits : run->opt.partial_progress_max_commits;
 	int64	   *peak_rss = palloc0(sizeof(int64));	/* the helper's, over the
 													 * groups */
+	bool		posdel = run->opt.op == MAINT_POSDELETE;
 
 	if (!bind_where(run, (IcebergPartitionFilter **) &where))
 		return;
 	fill_options(run, &o, where);
 	PG_TRY();
 	{
-		if (!iceberg_compact_plan(&run->fio, run->md, &o, (IcebergCompactPlan **) &plan, &err))
+		if (!(posdel ?
+			  iceberg_posdel_plan(&run->fio, run->md, &o, (IcebergCompactPlan **) &plan, &err) :
+			  iceberg_compact_plan(&run->fio, run->md, &o, (IcebergCompactPlan **) &plan, &err)))
 		{
 			if (err.code == ICEBERG_ERR_UNSUPPORTED)
 				maint_fail(run, MAINT_SKIPPED, "%s", tms_error_text(&err));
@@ -935,12 +1000,16 @@ maint_run_compact(MaintRun *run)
 			else
 				maint_fail_iceberg(run, "cannot plan the compaction", &err);
 		}
+		else if (posdel)
+			maint_posdel_emit_plan(run, plan, commits_planned(run, plan->ngroups));
 		else
 			emit_plan(run, plan);
 		if (run->result == MAINT_OK && !run->dry_run && plan->ngroups > 0)
 		{
+			/* the table's schema names the partition paths of the outputs */
 			if (!iceberg_schema_parse(run->md->current_schema_json, (IcebergSchema **) &schema, &err) ||
-				!iceberg_compact_metrics_modes(run->md, schema, (IcebergCompactJobMetric **) &metrics, &err))
+				(!posdel &&
+				 !iceberg_compact_metrics_modes(run->md, schema, (IcebergCompactJobMetric **) &metrics, &err)))
 				maint_fail_iceberg(run, "cannot read the table's schema", &err);
 			else if (!sort_order(run, schema, &plan->sort, &err))
 				maint_fail(run, MAINT_TERMINAL, "invalid sort order: %s%s%s", err.message,
@@ -966,7 +1035,10 @@ maint_run_compact(MaintRun *run)
 					continue;
 				given_up += n;
 				failed_commits++;
-				if (!run->opt.partial_progress)
+				if (!run->opt.partial_progress && posdel)
+					maint_fail(run, MAINT_TRANSIENT,
+							   "the table changed under the position-delete-rewrite: a delete file it rewrote, or a data file they point at, is gone; nothing was committed");
+				else if (!run->opt.partial_progress)
 					maint_fail(run, MAINT_TRANSIENT,
 							   "the table changed under the compaction: a file it rewrote is gone, or a position delete came to its partitions; nothing was committed");
 				else if (failed_commits > max_failed)
@@ -974,7 +1046,11 @@ maint_run_compact(MaintRun *run)
 							   "%d commits of the compaction failed, more than partial-progress.max-failed-commits (%d); the commits before stay",
 							   failed_commits, max_failed);
 			}
-			if (run->result == MAINT_OK)
+			if (run->result == MAINT_OK && posdel)
+				ereport(LOG,
+						(errmsg("maintenance job " INT64_FORMAT ": position-delete-rewrite of %d groups, %d given up (the table changed under them), " INT64_FORMAT " dangling position deletes dropped",
+								run->job_id, plan->ngroups, given_up, run->dangling_dropped)));
+			else if (run->result == MAINT_OK)
 				ereport(LOG,
 						(errmsg("maintenance job " INT64_FORMAT ": compaction of %d groups, %d given up (the table changed under them); the helper's peak RSS was " INT64_FORMAT " MB, its memory limit %d MB",
 								run->job_id, plan->ngroups, given_up, *peak_rss / (1024 * 1024),
@@ -1021,12 +1097,15 @@ maint_resume_compact(MaintRun *run)
 		int64		added = maint_json_int(cs, "data_files_added");
 		int64		bytes = maint_json_int(cs, "bytes_rewritten");
 		int64		deletes = maint_json_int(cs, "delete_files_removed");
+		int64		deletes_added = maint_json_int(cs, "delete_files_added");
+		int64		dangling = maint_json_int(cs, "dangling_dropped");
 
 		if (strcmp(run->phase, "cleanup") != 0 &&
 			!maint_record_phase(run, "cleanup", run->commit_state))
 			return;
 		run->after_snapshot_id = id;
-		if (!record_counts(run, Max(rewritten, 0), Max(added, 0), Max(bytes, 0), Max(deletes, 0)))
+		if (!record_counts(run, Max(rewritten, 0), Max(added, 0), Max(bytes, 0), Max(deletes, 0),
+						   Max(deletes_added, 0), Max(dangling, 0)))
 			return;
 	}
 	else

@@ -193,6 +193,9 @@ typedef struct MaintRun
 	int64		bytes_rewritten;
 	int64		delete_files_rewritten;
 	int64		delete_files_added;
+	int64		dangling_dropped;	/* position-delete-rewrite: dangling
+									 * deletes its landed commits dropped */
+	int64		batch_dangling; /* of the batch being committed */
 	int64		snapshots_expired;
 	int64		manifests_rewritten;
 	int64		manifests_added;
@@ -307,11 +310,19 @@ extern bool maint_commit_retry_allowed(MaintRun *run, int retry);
 extern void maint_run_expire(MaintRun *run);
 extern void maint_run_orphan(MaintRun *run);
 extern void maint_run_rewrite(MaintRun *run);
-extern void maint_run_compact(MaintRun *run);	/* maint_compact.c */
+extern void maint_run_compact(MaintRun *run);	/* maint_compact.c; also
+												 * position-delete-rewrite */
 
 /* checks of options against the loaded table (run_operation) */
 extern void maint_compact_check_table(MaintRun *run);
 extern void maint_orphan_check_table(MaintRun *run);	/* maint_orphan.c */
+
+/* position-delete-rewrite on engine local (maint_posdel.c) */
+struct IcebergCompactPlan;
+extern void maint_posdel_check_table(MaintRun *run);
+extern char *maint_compact_reasons_json(unsigned r);	/* maint_compact.c */
+extern void maint_posdel_emit_plan(MaintRun *run, const struct IcebergCompactPlan *p,
+								   int commits);
 
 /* a job on an engine server (maint_on_engine.c): submit, track, record */
 extern void maint_run_engine(MaintRun *run);

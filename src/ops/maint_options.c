@@ -6,11 +6,10 @@
  *	  parses a job's options with it before running the job.
  *
  * Operations and engines:
- *	  snapshot-expiry, orphan-cleanup, manifest-rewrite and compaction run
- *	  on "local" (tms itself; compaction in its DuckDB helper process,
- *	  refused with 0A000 when tms was built without libduckdb) or on an
- *	  engine; position-delete-rewrite needs an engine ("local" refuses it,
- *	  SQLSTATE 0A000).  An engine is
+ *	  every operation runs on "local" (tms itself; compaction and
+ *	  position-delete-rewrite in its DuckDB helper process, refused with
+ *	  0A000 when tms was built without libduckdb) or on an engine.  An
+ *	  engine is
  *	  "local" or the name of a tms_engine server (bridge/engine_server.h), whose
  *	  type (livy, trino, gravitino) decides which operations it runs and
  *	  which options they take: src/engine/statement.c checks those, the
@@ -53,6 +52,13 @@
  *					   Iceberg's names, meanings and defaults
  *					   (https://iceberg.apache.org/docs/latest/spark-procedures/#rewrite_data_files);
  *					   the sizes set must keep min < target < max
+ *	  position-delete-rewrite  compaction's target-file-size-bytes,
+ *					   min-file-size-bytes, max-file-size-bytes,
+ *					   max-file-group-size-bytes, min-input-files,
+ *					   rewrite-all, partial-progress.*,
+ *					   max-concurrent-file-group-rewrites and where, with
+ *					   the meanings of Iceberg's rewrite_position_delete_files
+ *					   (https://iceberg.apache.org/docs/latest/spark-procedures/#rewrite_position_delete_files)
  * An unknown key or a value of the wrong type is SQLSTATE 22023 with the
  * key in DETAIL; nothing runs and no job is recorded.  On a gravitino
  * engine the check with options (tms.run_operation, tms.add_rule) also
@@ -91,6 +97,9 @@ static const char *const operations[] = {
 	"position-delete-rewrite"
 };
 static const char *const handler_engines[] = {"spark", "trino"};
+
+/* the local operations the helper tms_compactor rewrites files for */
+#define REWRITES_FILES(op) ((op) == MAINT_COMPACTION || (op) == MAINT_POSDELETE)
 
 MaintOp
 maint_op_from_name(const char *operation)
@@ -135,17 +144,10 @@ check_names(const char *operation, const char *engine, EngineType *type)
 				 errmsg("a maintenance engine must not be null")));
 	if (strcmp(engine, "local") == 0)
 	{
-		if (op == MAINT_POSDELETE)
+		if (REWRITES_FILES(op) && tms_compactor_path() == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("engine \"local\" cannot run operation \"%s\"", operation),
-					 errdetail("tms itself runs snapshot-expiry, orphan-cleanup, manifest-rewrite and compaction; %s rewrites delete files and needs an engine.",
-							   operation),
-					 errhint("Name a server of the tms_engine wrapper as the engine (CREATE SERVER ... FOREIGN DATA WRAPPER tms_engine).")));
-		if (op == MAINT_COMPACTION && tms_compactor_path() == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("engine \"local\" cannot run operation \"compaction\""),
 					 errdetail("tms was built without libduckdb, so its compaction helper tms_compactor is not installed."),
 					 errhint("Build tms with libduckdb (make install-deps fetches it; see README), or name a server of the tms_engine wrapper as the engine.")));
 		return op;
@@ -485,17 +487,17 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 			out->spec_id = (int32) opt_int(operation, key, &v, 0, PG_INT32_MAX);
 		else if (op == MAINT_REWRITE && strcmp(key, "target-size-bytes") == 0)
 			out->target_size_bytes = opt_int(operation, key, &v, 1024, PG_INT64_MAX);
-		else if (op == MAINT_COMPACTION && strcmp(key, "target-file-size-bytes") == 0)
+		else if (REWRITES_FILES(op) && strcmp(key, "target-file-size-bytes") == 0)
 			out->target_file_size_bytes = opt_size(operation, key, &v, 1);
-		else if (op == MAINT_COMPACTION && strcmp(key, "min-file-size-bytes") == 0)
+		else if (REWRITES_FILES(op) && strcmp(key, "min-file-size-bytes") == 0)
 			out->min_file_size_bytes = opt_size(operation, key, &v, 0);
-		else if (op == MAINT_COMPACTION && strcmp(key, "max-file-size-bytes") == 0)
+		else if (REWRITES_FILES(op) && strcmp(key, "max-file-size-bytes") == 0)
 			out->max_file_size_bytes = opt_size(operation, key, &v, 1);
-		else if (op == MAINT_COMPACTION && strcmp(key, "max-file-group-size-bytes") == 0)
+		else if (REWRITES_FILES(op) && strcmp(key, "max-file-group-size-bytes") == 0)
 			out->max_file_group_size_bytes = opt_size(operation, key, &v, 1);
-		else if (op == MAINT_COMPACTION && strcmp(key, "min-input-files") == 0)
+		else if (REWRITES_FILES(op) && strcmp(key, "min-input-files") == 0)
 			out->min_input_files = (int32) opt_int(operation, key, &v, 1, PG_INT32_MAX);
-		else if (op == MAINT_COMPACTION && strcmp(key, "rewrite-all") == 0)
+		else if (REWRITES_FILES(op) && strcmp(key, "rewrite-all") == 0)
 			out->rewrite_all = opt_bool(operation, key, &v);
 		else if (op == MAINT_COMPACTION && strcmp(key, "delete-file-threshold") == 0)
 			out->delete_file_threshold = (int32) opt_int(operation, key, &v, 0, PG_INT32_MAX);
@@ -515,15 +517,15 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 			out->output_spec_id = (int32) opt_int(operation, key, &v, 0, PG_INT32_MAX);
 		else if (op == MAINT_COMPACTION && strcmp(key, "remove-dangling-deletes") == 0)
 			out->remove_dangling_deletes = opt_bool(operation, key, &v);
-		else if (op == MAINT_COMPACTION && strcmp(key, "partial-progress.enabled") == 0)
+		else if (REWRITES_FILES(op) && strcmp(key, "partial-progress.enabled") == 0)
 			out->partial_progress = opt_bool(operation, key, &v);
-		else if (op == MAINT_COMPACTION && strcmp(key, "partial-progress.max-commits") == 0)
+		else if (REWRITES_FILES(op) && strcmp(key, "partial-progress.max-commits") == 0)
 			out->partial_progress_max_commits = (int32) opt_int(operation, key, &v, 1, PG_INT32_MAX);
-		else if (op == MAINT_COMPACTION && strcmp(key, "partial-progress.max-failed-commits") == 0)
+		else if (REWRITES_FILES(op) && strcmp(key, "partial-progress.max-failed-commits") == 0)
 			out->partial_progress_max_failed_commits = (int32) opt_int(operation, key, &v, 0, PG_INT32_MAX);
-		else if (op == MAINT_COMPACTION && strcmp(key, "max-concurrent-file-group-rewrites") == 0)
+		else if (REWRITES_FILES(op) && strcmp(key, "max-concurrent-file-group-rewrites") == 0)
 			out->max_concurrent_group_rewrites = (int32) opt_int(operation, key, &v, 1, PG_INT32_MAX);
-		else if (op == MAINT_COMPACTION && strcmp(key, "where") == 0)
+		else if (REWRITES_FILES(op) && strcmp(key, "where") == 0)
 		{
 			IcebergPartitionFilter *f;
 			TmsError	err;
@@ -562,6 +564,8 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 							 "Options of snapshot-expiry are older-than, retain-last, max-ref-age-ms, snapshot-ids and clean-expired-files." :
 							 op == MAINT_ORPHAN ?
 							 "Options of orphan-cleanup are older-than, force, location, prefix-mismatch-mode, equal-schemes and equal-authorities." :
+							 op == MAINT_POSDELETE ?
+							 "Options of position-delete-rewrite on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, partial-progress.enabled, partial-progress.max-commits, partial-progress.max-failed-commits, max-concurrent-file-group-rewrites and where." :
 							 op == MAINT_COMPACTION ?
 							 "Options of compaction on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, delete-file-threshold, delete-ratio-threshold, remove-dangling-deletes, output-spec-id, partial-progress.enabled, partial-progress.max-commits, partial-progress.max-failed-commits, max-concurrent-file-group-rewrites, where, strategy and sort-order." :
 							 "Options of manifest-rewrite are spec-id and target-size-bytes.")));
@@ -583,6 +587,7 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 static void
 check_compaction_sizes(const MaintOptions *o)
 {
+	const char *operation = maint_op_name(o->op);
 	int64		min = o->min_file_size_bytes;
 	int64		max = o->max_file_size_bytes;
 	int64		target = o->target_file_size_bytes;
@@ -590,19 +595,19 @@ check_compaction_sizes(const MaintOptions *o)
 	if (min >= 0 && max >= 0 && min >= max)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid option \"min-file-size-bytes\" of operation \"compaction\""),
+				 errmsg("invalid option \"min-file-size-bytes\" of operation \"%s\"", operation),
 				 errdetail("min-file-size-bytes is " INT64_FORMAT " and max-file-size-bytes " INT64_FORMAT "; the minimum must be below the maximum.",
 						   min, max)));
 	if (target > 0 && min >= 0 && target <= min)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid option \"target-file-size-bytes\" of operation \"compaction\""),
+				 errmsg("invalid option \"target-file-size-bytes\" of operation \"%s\"", operation),
 				 errdetail("target-file-size-bytes is " INT64_FORMAT " and min-file-size-bytes " INT64_FORMAT "; the target must be above the minimum.",
 						   target, min)));
 	if (target > 0 && max >= 0 && target >= max)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid option \"target-file-size-bytes\" of operation \"compaction\""),
+				 errmsg("invalid option \"target-file-size-bytes\" of operation \"%s\"", operation),
 				 errdetail("target-file-size-bytes is " INT64_FORMAT " and max-file-size-bytes " INT64_FORMAT "; the target must be below the maximum.",
 						   target, max)));
 }
@@ -641,7 +646,7 @@ maint_options_parse(const char *operation, const char *engine, Jsonb *options,
 	if (out->local)
 	{
 		parse_local(out->op, options, out);
-		if (out->op == MAINT_COMPACTION)
+		if (REWRITES_FILES(out->op))
 			check_compaction_sizes(out);
 	}
 	else if (out->engine_type != ENGINE_TYPE_UNKNOWN)

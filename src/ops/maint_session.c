@@ -120,6 +120,8 @@ tms_operation_plan(const char *server, const char *ns, const char *table,
 		session_load(run, server, ns, table, "plan an operation");
 		if (run->opt.op == MAINT_ORPHAN)
 			maint_orphan_check_table(run);
+		if (run->opt.op == MAINT_POSDELETE)
+			maint_posdel_check_table(run);
 		maint_run_operation(run);
 		if (run->result == MAINT_SKIPPED)
 			maint_emit(run, "skip", operation,
@@ -167,6 +169,8 @@ tms_operation_submit(const char *server, const char *ns, const char *table,
 		session_load(run, server, ns, table, "run an operation");
 		if (run->opt.local && run->opt.op == MAINT_COMPACTION)
 			maint_compact_check_table(run);
+		if (run->opt.local && run->opt.op == MAINT_POSDELETE)
+			maint_posdel_check_table(run);
 		if (run->opt.local && run->opt.op == MAINT_ORPHAN)
 			maint_orphan_check_table(run);
 		args[7] = run->md->table_uuid ? CStringGetTextDatum(run->md->table_uuid) : (Datum) 0;

@@ -234,7 +234,9 @@ def one_table(env):
 
 @pytest.mark.parametrize("op,options,engine,sqlstate", [
     ("vacuum", {}, "local", "22023"),
-    ("position-delete-rewrite", {}, "local", "0A000"),
+    ("position-delete-rewrite", {"strategy": "sort"}, "local", "22023"),
+    ("position-delete-rewrite", {"min-file-size-bytes": 9, "max-file-size-bytes": 8}, "local",
+     "22023"),
     ("compaction", {"min-input-files": 0}, "local", "22023"),
     ("snapshot-expiry", {"bogus": 1}, "local", "22023"),
     ("snapshot-expiry", {"retain-last": "three"}, "local", "22023"),

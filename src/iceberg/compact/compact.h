@@ -75,6 +75,11 @@
  * table written without sequence numbers (only for a group whose files
  * they hold).
  *
+ * The rewrite of position delete files (posdel.h) reuses the plan's
+ * structures, the group line and this commit with rewrite_content
+ * ICEBERG_CONTENT_POSITION_DELETES: its groups' files are then position
+ * delete files, rewritten into position delete files.
+ *
  * Memory: the plan holds one record per candidate data file and per live
  * delete file (with the groups each delete file's data files fall in);
  * non-candidate data files are streamed.  A commit holds one manifest
@@ -357,6 +362,13 @@ typedef struct IcebergCompactFile
 	char	   *partition;
 } IcebergCompactFile;
 
+/* A live data file that a group's position deletes may point at. */
+typedef struct IcebergPosdelKeep
+{
+	char	   *path;
+	int64_t		seq;			/* its data sequence number */
+} IcebergPosdelKeep;
+
 typedef struct IcebergCompactGroup
 {
 	int32_t		spec_id;
@@ -369,6 +381,10 @@ typedef struct IcebergCompactGroup
 	unsigned	reasons;		/* ICEBERG_COMPACT_* */
 	int			ndeletes;		/* distinct delete files applying to its files */
 	int		   *deletes;
+	/* a rewrite of position deletes (posdel.h): the data files they keep */
+	int			nkeep;
+	IcebergPosdelKeep *keep;
+	int			ndangling;		/* of its files, those proven dangling */
 } IcebergCompactGroup;
 
 typedef struct IcebergCompactPlan
@@ -409,6 +425,12 @@ typedef struct IcebergCompactPlan
 								 * rewritten in their own spec */
 	/* strategy sort or zorder: set by the caller after planning, owned */
 	IcebergSortOrder *sort;		/* NULL: bin-pack, rows in file order */
+
+	/*
+	 * what the groups' files are: ICEBERG_CONTENT_DATA (compaction), or
+	 * ICEBERG_CONTENT_POSITION_DELETES (posdel.h's rewrite of delete files)
+	 */
+	int32_t		rewrite_content;
 } IcebergCompactPlan;
 
 /*
@@ -506,6 +528,10 @@ typedef struct IcebergCompactCommit
 	int64_t		delete_files_removed;
 	int			nremoved;		/* the delete files removed (plan indexes) */
 	int		   *removed;
+	/* a rewrite of position deletes: the group files removed, the new ones */
+	int64_t		delete_bytes_removed;
+	int64_t		delete_files_added;
+	int64_t		delete_records_added;
 } IcebergCompactCommit;
 
 /* One group of a commit and the files the helper wrote for it. */

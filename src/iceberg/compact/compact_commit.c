@@ -6,6 +6,13 @@
  *	  update of the plan once it landed (compact.h states the semantics,
  *	  the refusals and the memory bounds; compact_plan.c holds the plan).
  *
+ * A plan of position deletes (rewrite_content, posdel.h): the group files
+ * are delete files, removed from the delete manifests; the outputs are
+ * added in a delete manifest as position delete files with the new
+ * snapshot's sequence number and the metrics iceberg_posdel_metric_kept
+ * keeps; posdel.h's check of the data files pointed at runs first; the
+ * summary counts delete files.
+ *
  * Rules of this file: plain C, errors as TmsError values, every
  * allocation freed on every path; nothing here runs the rewrite of the
  * rows, commits, retries or deletes.  Manifests are read with the
@@ -21,6 +28,7 @@
  */
 #include "iceberg/compact/compact.h"
 #include "iceberg/compact/compact_int.h"
+#include "iceberg/compact/posdel.h"
 #include "iceberg/write/write_internal.h"
 #include "io/util/jsonmem.h"
 
@@ -195,7 +203,7 @@ typedef struct MapField
 } MapField;
 
 static bool
-map_field(MapField *m, const IcebergCompactOutput *o, int which, TmsError *err)
+map_field(MapField *m, const IcebergCompactOutput *o, int which, bool posdel, TmsError *err)
 {
 	int			i;
 
@@ -213,6 +221,8 @@ map_field(MapField *m, const IcebergCompactOutput *o, int which, TmsError *err)
 		which == 2 ? c->null_count : c->nan_count;
 
 		if (which <= 3 && v < 0)
+			continue;
+		if (posdel && !iceberg_posdel_metric_kept(o, c, which))
 			continue;
 		if (which == 4 && !c->has_lower)
 			continue;
@@ -339,7 +349,7 @@ partition_values(const IcebergPartitionSpec *spec, const IcebergPartType *types,
 static bool
 add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata *md,
 		   const IcebergPartitionSpec *spec, const char *partition, int64_t snapshot_id,
-		   int64_t data_seq, const IcebergSortOrder *sort, TmsError *err)
+		   int64_t data_seq, const IcebergSortOrder *sort, int32_t content, TmsError *err)
 {
 	IcebergAvroWField entry[5];
 	IcebergAvroWField df[20];
@@ -378,7 +388,7 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 #define DF(id, nm, kind_, val) do { df[nd].field_id = (id); df[nd].name = (nm); \
 		df[nd].v.kind = (kind_); df[nd].v.l = (val); nd++; } while (0)
 	if (md->format_version >= 2)
-		DF(134, "content", AVW_LONG, 0);
+		DF(134, "content", AVW_LONG, content);
 	df[nd].field_id = 100;
 	df[nd].name = "file_path";
 	df[nd].v.kind = AVW_STRING;
@@ -403,7 +413,7 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 		DF(105, "block_size_in_bytes", AVW_LONG, 64 * MIB);
 	for (i = 0; i < 6; i++)
 	{
-		if (!map_field(&maps[i], out, i, err))
+		if (!map_field(&maps[i], out, i, content == ICEBERG_CONTENT_POSITION_DELETES, err))
 			goto done;
 		df[nd].field_id = map_ids[i];
 		df[nd].name = map_names[i];
@@ -633,7 +643,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 					spec_id, rec->mf.content, c->err))
 		goto done;
 	if (sx >= 0 && c->source_schema[sx] == NULL &&
-		rec->mf.content == ICEBERG_MANIFEST_CONTENT_DATA)
+		(rec->mf.content == ICEBERG_MANIFEST_CONTENT_DATA) == (c->p->rewrite_content == ICEBERG_CONTENT_DATA))
 	{
 		c->source_schema[sx] = iceberg_strdup(schema, c->err);
 		if (c->source_schema[sx] == NULL ||
@@ -683,10 +693,15 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 		else
 		{
 			int			k = compact_map_get(&c->removable, e->file_path);
+			int			gk = e->content == c->p->rewrite_content ?
+			compact_map_get(&c->group_files, e->file_path) : -1;
 
-			if (k >= 0)
+			if (gk >= 0)
+				c->found[gk] = true;	/* a position delete file rewritten */
+			if (gk >= 0 || k >= 0)
 			{
-				c->removed_found[k] = true;
+				if (k >= 0)
+					c->removed_found[k] = true;
 				status = ICEBERG_STATUS_DELETED;
 				snap = c->t.snapshot_id;
 				if (e->content == ICEBERG_CONTENT_POSITION_DELETES)
@@ -702,6 +717,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 				c->removed_delete_bytes += e->file_size_in_bytes;
 			}
 			else if (compact_map_get(&c->known_deletes, e->file_path) < 0 &&
+					 c->p->rewrite_content == ICEBERG_CONTENT_DATA &&
 					 e->content == ICEBERG_CONTENT_POSITION_DELETES &&
 					 (commit_touches(c, e->spec_id, e->partition, e->partition_len) ||
 					  (e->referenced_data_file != NULL &&
@@ -829,6 +845,7 @@ write_added(Commit *c, int sx, IcebergNewManifest *n)
 {
 	int32_t		spec_id = c->spec_ids[sx];
 	const IcebergPartitionSpec *spec = iceberg_metadata_spec(c->md, spec_id);
+	bool		posdel = c->p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
 	char	   *schema = NULL;
 	MOut		o;
 	char		num[32];
@@ -866,10 +883,12 @@ write_added(Commit *c, int sx, IcebergNewManifest *n)
 						c->md->current_schema_json, true, c->err) ||
 		!iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "schema-id", num, true, c->err) ||
 		(c->md->format_version >= 2 &&
-		 !iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "content", "data", true, c->err)))
+		 !iceberg_kv_set(c->source_meta[sx], &c->nsource_meta[sx], "content",
+						 posdel ? "deletes" : "data", true, c->err)))
 		goto done;
 	if (!mout_start(&o, schema, c->source_meta[sx], c->nsource_meta[sx], c->t.codec, c->t.level,
-					c->t.lim.max_json_bytes, spec_id, ICEBERG_MANIFEST_CONTENT_DATA, c->err))
+					c->t.lim.max_json_bytes, spec_id,
+					posdel ? ICEBERG_MANIFEST_CONTENT_DELETES : ICEBERG_MANIFEST_CONTENT_DATA, c->err))
 		goto done;
 	for (j = 0; j < c->ngs; j++)
 	{
@@ -881,11 +900,22 @@ write_added(Commit *c, int sx, IcebergNewManifest *n)
 		{
 			const IcebergCompactOutput *out = &c->gs[j].outputs[i];
 
+			/*
+			 * rewritten position deletes take the new snapshot's sequence
+			 * number, as Iceberg's RewriteFiles gives them (posdel.h)
+			 */
 			if (!add_output(&o, out, c->md, spec, gr->partition, c->t.snapshot_id,
-							c->p->base_sequence_number, c->p->sort, c->err))
+							posdel ? c->t.seq : c->p->base_sequence_number,
+							posdel ? NULL : c->p->sort, c->p->rewrite_content, c->err))
 				goto done;
-			c->res->data_files_added++;
 			c->res->bytes_added += out->size;
+			if (posdel)
+			{
+				c->res->delete_files_added++;
+				c->res->delete_records_added += out->records;
+				continue;
+			}
+			c->res->data_files_added++;
 			c->res->records_added += out->records;
 		}
 	}
@@ -975,6 +1005,7 @@ fill_summary(Commit *c, const IcebergSnapshot *parent)
 {
 	IcebergNewSnapshot *s = &c->res->snapshot;
 	IcebergCompactCommit *r = c->res;
+	bool		data = c->p->rewrite_content == ICEBERG_CONTENT_DATA;
 	char		num[32];
 	int			i;
 	struct
@@ -983,10 +1014,13 @@ fill_summary(Commit *c, const IcebergSnapshot *parent)
 		int64_t		v;
 		bool		always;
 	}			k[] = {
-		{"added-data-files", r->data_files_added, true},
-		{"deleted-data-files", r->data_files_rewritten, true},
-		{"added-records", r->records_added, true},
-		{"deleted-records", r->records_rewritten, true},
+		{"added-data-files", r->data_files_added, data},
+		{"deleted-data-files", r->data_files_rewritten, data},
+		{"added-records", r->records_added, data},
+		{"deleted-records", r->records_rewritten, data},
+		{"added-delete-files", r->delete_files_added, false},
+		{"added-position-delete-files", r->delete_files_added, false},
+		{"added-position-deletes", r->delete_records_added, false},
 		{"added-files-size", r->bytes_added, true},
 		{"removed-files-size", r->bytes_rewritten + c->removed_delete_bytes, true},
 		{"removed-delete-files", c->removed_pos_files + c->removed_eq_files, false},
@@ -1004,8 +1038,8 @@ fill_summary(Commit *c, const IcebergSnapshot *parent)
 		{"total-data-files", r->data_files_added - r->data_files_rewritten},
 		{"total-records", r->records_added - r->records_rewritten},
 		{"total-files-size", r->bytes_added - r->bytes_rewritten - c->removed_delete_bytes},
-		{"total-delete-files", -(c->removed_pos_files + c->removed_eq_files)},
-		{"total-position-deletes", -c->removed_pos_records},
+		{"total-delete-files", r->delete_files_added - (c->removed_pos_files + c->removed_eq_files)},
+		{"total-position-deletes", r->delete_records_added - c->removed_pos_records},
 		{"total-equality-deletes", -c->removed_eq_records},
 	};
 	int			nk = (int) (sizeof(k) / sizeof(k[0]));
@@ -1110,7 +1144,8 @@ commit_prepare(Commit *c, StrMap *wanted, int **rm, int *nrm)
 			}
 			c->files[c->nfiles] = f->path;
 			if (!compact_map_put(&c->group_files, c->files[c->nfiles], c->nfiles) ||
-				!compact_map_put(wanted, p->manifests[f->manifest], 1))
+				(p->rewrite_content == ICEBERG_CONTENT_DATA &&
+				 !compact_map_put(wanted, p->manifests[f->manifest], 1)))
 				goto nomem;
 			c->nfiles++;
 		}
@@ -1264,6 +1299,10 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 					  "invalid new snapshot id %" PRId64, new_snapshot_id);
 		return false;
 	}
+	/* a rewrite of position deletes: the data files they point at stay */
+	if (p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES &&
+		!iceberg_posdel_check_live(io, md, snap, p, groups, ngroups, err))
+		return false;
 	memset(&c, 0, sizeof(c));
 	c.io = io;
 	c.wr = w;
@@ -1370,7 +1409,9 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	for (i = 0; i < nrm; i++)
 		if (c.removed_found[i])
 			res->removed[res->nremoved++] = rm[i];
-	res->delete_files_removed = res->nremoved;
+	res->delete_files_removed = p->rewrite_content == ICEBERG_CONTENT_DATA ? res->nremoved :
+		c.removed_pos_files;
+	res->delete_bytes_removed = c.removed_delete_bytes;
 	ok = true;
 	goto done;
 nomem:

@@ -62,6 +62,28 @@ extern char *compact_entry_schema(int format_version, const char *source_schema,
 								  const char *part_record, int64_t max_json,
 								  TmsError *err);
 
+/*
+ * The plan's rules shared by compaction and the rewrite of position
+ * deletes (compact_plan.c): the options resolved into p (min < target <
+ * max checked), Iceberg's expectedOutputFiles, and why a group of n files
+ * and bytes is worth rewriting by size (ICEBERG_COMPACT_* bits).
+ */
+extern bool compact_resolve_options(IcebergCompactPlan *p, const IcebergTableMetadata *md,
+									const IcebergCompactOptions *opt, TmsError *err);
+extern int	compact_expected_outputs(const IcebergCompactPlan *p, int64_t bytes);
+extern unsigned compact_size_reasons(const IcebergCompactPlan *p, int n, int64_t bytes);
+
+/*
+ * A group line's parts for a rewrite of position deletes (posdel_plan.c,
+ * for compact_wire.c): the schema of position delete files, their order,
+ * the data files kept as JSON, and read back into a job.
+ */
+extern const char *const compact_posdel_schema_json;
+extern const IcebergSortOrder compact_posdel_order;
+extern struct json_t *compact_posdel_keep_json(const IcebergCompactGroup *gr);
+extern bool compact_posdel_keep_parse(struct json_t *a, IcebergPosdelKeep **keep,
+									  int *nkeep, TmsError *err);
+
 /* The v1 manifest list schema (manifest_file of format v1). */
 extern const char *const compact_list_schema_v1;
 

@@ -277,6 +277,9 @@ iceberg_compact_plan_free(IcebergCompactPlan *p)
 	{
 		io_free(p->groups[i].partition);
 		io_free(p->groups[i].deletes);
+		for (int k = 0; k < p->groups[i].nkeep; k++)
+			io_free(p->groups[i].keep[k].path);
+		io_free(p->groups[i].keep);
 	}
 	io_free(p->groups);
 	for (i = 0; i < p->nfiles; i++)
@@ -655,9 +658,9 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 }
 
 /* Resolve and check the options into the plan. */
-static bool
-resolve_options(IcebergCompactPlan *p, const IcebergTableMetadata *md,
-				const IcebergCompactOptions *opt, TmsError *err)
+bool
+compact_resolve_options(IcebergCompactPlan *p, const IcebergTableMetadata *md,
+						const IcebergCompactOptions *opt, TmsError *err)
 {
 	int64_t		target = opt ? opt->target_file_size_bytes : 0;
 
@@ -724,12 +727,12 @@ iceberg_compact_check_options(const IcebergTableMetadata *md, const IcebergCompa
 		return false;
 	}
 	memset(&p, 0, sizeof(p));
-	return resolve_options(&p, md, opt, err);
+	return compact_resolve_options(&p, md, opt, err);
 }
 
 /* Iceberg's expectedOutputFiles. */
-static int
-expected_outputs(const IcebergCompactPlan *p, int64_t bytes)
+int
+compact_expected_outputs(const IcebergCompactPlan *p, int64_t bytes)
 {
 	int64_t		target = p->target_file_size_bytes;
 	int64_t		with_rem,
@@ -745,6 +748,27 @@ expected_outputs(const IcebergCompactPlan *p, int64_t bytes)
 	if ((double) (bytes / without) < (1.1 * (double) target < write_max ? 1.1 * (double) target : write_max))
 		return (int) (without > INT32_MAX ? INT32_MAX : without);
 	return (int) (with_rem > INT32_MAX ? INT32_MAX : with_rem);
+}
+
+/*
+ * Why a group of n files and bytes is worth rewriting by its size alone
+ * (Iceberg's SizeBasedFileRewritePlanner: enoughInputFiles, enoughContent,
+ * tooMuchContent; rewrite-all keeps every group, whatever the thresholds).
+ */
+unsigned
+compact_size_reasons(const IcebergCompactPlan *p, int n, int64_t bytes)
+{
+	unsigned	reasons = 0;
+
+	if (p->rewrite_all)
+		reasons |= ICEBERG_COMPACT_REWRITE_ALL;
+	if (n > 1 && n >= p->min_input_files)
+		reasons |= ICEBERG_COMPACT_ENOUGH_INPUTS;
+	if (n > 1 && bytes > p->target_file_size_bytes)
+		reasons |= ICEBERG_COMPACT_ENOUGH_CONTENT;
+	if (bytes > p->max_file_size_bytes)
+		reasons |= ICEBERG_COMPACT_TOO_MUCH_CONTENT;
+	return reasons;
 }
 
 static bool
@@ -814,15 +838,7 @@ pack_partition(Planner *pl, struct Cands *c, const int64_t *known,
 		} while (i < c->nfiles && i - start < max_files &&
 				 bytes + p->files[c->files[i]].size <= p->max_file_group_size_bytes);
 		n = i - start;
-		/* rewrite-all keeps every group, whatever the thresholds */
-		if (p->rewrite_all)
-			reasons |= ICEBERG_COMPACT_REWRITE_ALL;
-		if (n > 1 && n >= p->min_input_files)
-			reasons |= ICEBERG_COMPACT_ENOUGH_INPUTS;
-		if (n > 1 && bytes > p->target_file_size_bytes)
-			reasons |= ICEBERG_COMPACT_ENOUGH_CONTENT;
-		if (bytes > p->max_file_size_bytes)
-			reasons |= ICEBERG_COMPACT_TOO_MUCH_CONTENT;
+		reasons |= compact_size_reasons(p, n, bytes);
 		if (reasons == 0)
 			continue;
 		{
@@ -845,7 +861,7 @@ pack_partition(Planner *pl, struct Cands *c, const int64_t *known,
 			g->bytes = bytes;
 			g->records = records;
 			g->reasons = reasons;
-			g->expected_outputs = expected_outputs(p, bytes);
+			g->expected_outputs = compact_expected_outputs(p, bytes);
 			for (k = start; k < i; k++)
 				if (!int_push(order, norder, order_alloc, c->files[k]))
 					return compact_oom(pl->err);
@@ -943,7 +959,7 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	p->format_version = md->format_version;
 	p->base_snapshot_id = snap ? snap->snapshot_id : -1;
 	p->base_sequence_number = snap ? snap->sequence_number : 0;
-	if (!resolve_options(p, md, opt, err))
+	if (!compact_resolve_options(p, md, opt, err))
 		goto fail;
 	if (!iceberg_schema_parse(md->current_schema_json, &schema, err) ||
 		!iceberg_compact_check_schema(schema, err))

@@ -587,12 +587,15 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 						 const char *compression, int compression_level, TmsError *err)
 {
 	const IcebergCompactGroup *gr = &p->groups[g];
-	json_t	   *schema = iceberg_json_load(md->current_schema_json, strlen(md->current_schema_json),
-										   0, 0, "schema", err);
+	bool		posdel = p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
+	const char *schema_text = posdel ? compact_posdel_schema_json : md->current_schema_json;
+	const IcebergSortOrder *sort = posdel ? &compact_posdel_order : p->sort;
+	json_t	   *schema = iceberg_json_load(schema_text, strlen(schema_text), 0, 0, "schema", err);
 	json_t	   *inputs = json_array();
 	json_t	   *deletes = json_array();
 	json_t	   *mets = json_array();
 	json_t	   *output;
+	json_t	   *line;
 	bool		ok = schema != NULL && inputs != NULL && deletes != NULL && mets != NULL;
 	int			i,
 				k;
@@ -637,15 +640,20 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 					   "upload_dir", upload_dir, "prefix", prefix,
 					   "files", gr->expected_outputs, "compression", compression,
 					   "compression_level", compression_level, "metrics", mets);
-	if (output != NULL && p->sort != NULL &&
-		json_object_set_new(output, "sort", compact_sort_json(p->sort)) != 0)
+	if (output != NULL && sort != NULL &&
+		json_object_set_new(output, "sort", compact_sort_json(sort)) != 0)
 	{
 		json_decref(output);
 		output = NULL;
 	}
-	return dump(json_pack("{s:s, s:i, s:o, s:o, s:o, s:o}", "type", "group", "group", g,
-						  "schema", schema, "inputs", inputs, "deletes", deletes,
-						  "output", output), err);
+	line = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o}", "type", "group", "group", g,
+					 "schema", schema, "inputs", inputs, "deletes", deletes, "output", output);
+	if (line != NULL && posdel && !set(line, "keep", compact_posdel_keep_json(gr)))
+	{
+		json_decref(line);
+		line = NULL;
+	}
+	return dump(line, err);
 }
 
 void
@@ -675,6 +683,9 @@ iceberg_compact_job_free(IcebergCompactJob *job)
 	io_free(job->compression);
 	io_free(job->metrics);
 	iceberg_sort_order_free(job->sort);
+	for (i = 0; i < job->nkeep; i++)
+		io_free(job->keep[i].path);
+	io_free(job->keep);
 	io_free(job);
 }
 
@@ -809,6 +820,12 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 		/* strategy sort or zorder: how to order the group's rows */
 		if (ok && json_object_get(o, "sort") != NULL)
 			ok = compact_sort_from_json(json_object_get(o, "sort"), job->schema, &job->sort, err);
+	}
+	/* a rewrite of position deletes: the data files its rows may point at */
+	if (ok && json_object_get(root, "keep") != NULL)
+	{
+		job->filter_live = true;
+		ok = compact_posdel_keep_parse(json_object_get(root, "keep"), &job->keep, &job->nkeep, err);
 	}
 	json_decref(root);
 	if (!ok)

@@ -23,8 +23,13 @@
  *				 "compression","compression_level",
  *				 "metrics":[{"id","mode","length"}],
  *				 "sort":{"zorder":bool,"fields":[{"id","transform",
- *				 "desc","nulls_first"}]}}} ("sort" only for strategies
- *				 sort and zorder: the group's rows in that order):
+ *				 "desc","nulls_first"}]}},"keep":[{"path","seq"}]}
+ *				 ("sort" only for strategies sort and zorder and the
+ *				 rewrite of position deletes: the group's rows in that
+ *				 order; "keep" only for the rewrite of position deletes,
+ *				 whose inputs are delete files: a row is kept only when
+ *				 its file_path is a kept data file whose sequence number
+ *				 is not above its delete file's, the others are dangling):
  *				 rewrite these data files, applying these delete files
  *				 by the sequence number rules, into k Parquet files named
  *				 <dir><prefix>-NNNNN.parquet (the metrics modes: one per
@@ -175,6 +180,10 @@ typedef struct IcebergCompactJob
 	int			nmetrics;
 	IcebergCompactJobMetric *metrics;
 	IcebergSortOrder *sort;		/* NULL: rows in file order (bin-pack) */
+	/* a rewrite of position deletes: rows kept only when they point at one */
+	bool		filter_live;
+	int			nkeep;
+	IcebergPosdelKeep *keep;
 } IcebergCompactJob;
 
 /*

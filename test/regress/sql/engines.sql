@@ -128,7 +128,9 @@ SELECT tms.engine_statement('local', 'sales', 'orders', 'manifest-rewrite');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.engine_statement('nosuch', 'sales', 'orders', 'manifest-rewrite');
 \echo :LAST_ERROR_SQLSTATE
-SELECT tms._check_operation('position-delete-rewrite', 'local', '{}');
+SELECT tms._check_operation('position-delete-rewrite', 'local', '{"min-input-files": 2, "where": "a = 1"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('position-delete-rewrite', 'local', '{"sort-order": "id"}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms._check_operation('vacuum', 'spark', '{}');
 \echo :LAST_ERROR_SQLSTATE

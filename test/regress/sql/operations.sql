@@ -15,7 +15,7 @@ SELECT tms.run_operation('op_srv', 'ns', 't', 'vacuum');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.run_operation('op_srv', 'ns', 't', 'snapshot-expiry', engine => 'duckdb');
 \echo :LAST_ERROR_SQLSTATE
-SELECT tms.run_operation('op_srv', 'ns', 't', 'position-delete-rewrite');
+SELECT tms.run_operation('op_srv', 'ns', 't', 'position-delete-rewrite', '{"delete-file-threshold": 1}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.run_operation('op_srv', 'ns', 't', NULL);
 \echo :LAST_ERROR_SQLSTATE

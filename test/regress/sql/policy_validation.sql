@@ -80,7 +80,8 @@ SELECT tms.add_rule('pv', 'vacuum', 'spark', '{"commits-added": 1}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.add_rule('pv', 'compaction', 'flink', '{"commits-added": 1}');
 \echo :LAST_ERROR_SQLSTATE
-SELECT tms.add_rule('pv', 'position-delete-rewrite', 'local', '{"commits-added": 1}');
+-- position-delete-rewrite runs locally, with compaction's size options only
+SELECT tms.add_rule('pv', 'position-delete-rewrite', 'local', '{"commits-added": 1}', options => '{"strategy": "sort"}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.add_rule('pv', 'compaction', 'spark', '{}');
 \echo :LAST_ERROR_SQLSTATE
