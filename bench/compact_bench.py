@@ -8,8 +8,21 @@ its memory limit.
 Usage: bench/compact_bench.py [--files N] [--rows-per-file N]
                               [--memory-limit 1GB[,256MB...]] [--threads N]
                               [--sort ORDER]... [--no-engine]
-                              [--extra-columns N]
+                              [--extra-columns N] [--nested N] [--fast-table]
+                              [--repeat N]
                               [--deadline S] [--json PATH] [--no-install]
+
+--repeat N (default 3): DuckDB alone and tms (each --memory-limit) run
+bin-pack in turn N times on the same snapshot, interleaved, so that the
+load of a shared machine falls on both alike; every run records the
+1-minute load average at its start and end, and "median" in the JSON
+holds the medians (tms against DuckDB alone's).  --nested N adds N nested
+columns (a struct of a long and a string, a list of ints, a map of string
+to double, in turn) after the --extra-columns ones; --fast-table (implied
+by --nested) writes the table by one DuckDB COPY a file with Iceberg field
+ids at every depth and no read-back check, manifests without column
+metrics (optional in the spec; tms computes its own), for 1 GB tables and
+nested columns.
 
 Run it without an outer flock: the tables are written first, then the
 bench takes /tmp/tms-install.lock (scripts/install-lock.sh; an inherited
@@ -200,6 +213,122 @@ def duckdb_sort(groups, outdir, threads, order):
     return json.loads(r.stdout.strip().splitlines()[-1])["ms"] / 1000.0
 
 
+NESTED_TYPES = [
+    {"type": "struct", "fields": [
+        {"id": 0, "name": "a", "required": False, "type": "long"},
+        {"id": 0, "name": "b", "required": False, "type": "string"}]},
+    {"type": "list", "element-id": 0, "element-required": False, "element": "int"},
+    {"type": "map", "key-id": 0, "key": "string", "value-id": 0, "value-required": False,
+     "value": "double"}]
+NESTED_SQL = [
+    "CASE WHEN x %% 13 = 0 THEN NULL ELSE {'a': (x * %d)::BIGINT, 'b': 'n' || (x %% 977)::VARCHAR} END",
+    "[(x %% 1000)::INTEGER, ((x * %d) %% 1000)::INTEGER, NULL]::INTEGER[]",
+    "map_from_entries([{'key': 'k' || (x %% 5)::VARCHAR, 'value': (x * 1.5 + %d)::DOUBLE}])"]
+
+
+def wide_schema(extra_columns, nested):
+    """smallfiles.schema_of(extra_columns) with `nested` more columns of
+    the types of NESTED_TYPES in turn (struct, list, map), ids after."""
+    schema = smallfiles.schema_of(extra_columns)
+    fields = list(schema["fields"])
+    nxt = 8 + extra_columns + nested
+    for k in range(nested):
+        t = json.loads(json.dumps(NESTED_TYPES[k % len(NESTED_TYPES)]))
+        if t["type"] == "struct":
+            for f in t["fields"]:
+                f["id"] = nxt
+                nxt += 1
+        elif t["type"] == "list":
+            t["element-id"] = nxt
+            nxt += 1
+        else:
+            t["key-id"], t["value-id"] = nxt, nxt + 1
+            nxt += 2
+        fields.append({"id": 8 + extra_columns + k, "name": "n%d" % (8 + extra_columns + k),
+                       "required": False, "type": t})
+    return dict(schema, fields=fields), nxt - 1
+
+
+def _ids(t, fid):
+    if isinstance(t, str):
+        return str(fid)
+    if t["type"] == "struct":
+        return "{__duckdb_field_id: %d%s}" % (fid, "".join(
+            ", %s: %s" % (f["name"], _ids(f["type"], f["id"])) for f in t["fields"]))
+    if t["type"] == "list":
+        return "{__duckdb_field_id: %d, element: %s}" % (fid, _ids(t["element"], t["element-id"]))
+    return "{__duckdb_field_id: %d, key: %s, value: %s}" % (
+        fid, _ids(t["key"], t["key-id"]), _ids(t["value"], t["value-id"]))
+
+
+def fast_table(cat, st, files, rows_per_file, extra_columns, nested, deadline):
+    """The bench table written fast (1 GB and more): each data file one
+    DuckDB COPY of rows derived from their ids (smallfiles' columns, file i
+    in category c(i %% 4)), Iceberg field ids at every depth, no read-back
+    check; manifest entries without column metrics (optional in the spec;
+    the compaction computes its own); one append snapshot."""
+    schema, last_id = wide_schema(extra_columns, nested)
+    levels = smallfiles._create(cat, "b", "t", True, schema)
+    _, meta = ow.load(cat, levels, "t")
+    if last_id > meta.get("last-column-id", 0):
+        raise RuntimeError("last-column-id %s below %d" % (meta.get("last-column-id"), last_id))
+    data_dir = cp.data_location(meta)
+    tmp = tempfile.mkdtemp(prefix="tms-bench-table-")
+    try:
+        ids = "{%s}" % ", ".join('"%s": %s' % (f["name"], _ids(f["type"], f["id"]))
+                                 for f in schema["fields"])
+        names = ", ".join('c_%d AS "%s"' % (f["id"], f["name"]) for f in schema["fields"])
+        stmts, paths = [], []
+        for i in range(files):
+            local = os.path.join(tmp, "data-%05d.parquet" % i)
+            ncols = smallfiles._columns("'c%d'" % (i % smallfiles.CATEGORIES), 1, extra_columns)
+            nest = "".join(", %s AS c_%d" % (NESTED_SQL[k % 3] % ((8 + extra_columns + k) * 31),
+                                              8 + extra_columns + k) for k in range(nested))
+            stmts.append("COPY (SELECT %s FROM (SELECT %s%s FROM (SELECT i::BIGINT AS x FROM"
+                         " range(%d, %d) t(i)))) TO '%s' (FORMAT parquet, COMPRESSION zstd,"
+                         " FIELD_IDS %s)" % (names, ncols, nest, i * rows_per_file,
+                                             (i + 1) * rows_per_file, local, ids))
+            paths.append(local)
+        r = subprocess.run(["node", os.path.join(ow.NODE_DIR, "duckdb_sql.mjs")],
+                           input=json.dumps({"statements": stmts}), capture_output=True,
+                           text=True, timeout=deadline, cwd=ow.NODE_DIR)
+        if r.returncode != 0:
+            raise RuntimeError(r.stderr[-3000:])
+        snap = smallfiles._snapshot(meta, __import__("random").Random(1), "append")
+        entries = []
+        for i, local in enumerate(paths):
+            c = "c%d" % (i % smallfiles.CATEGORIES)
+            uri = "%s/category=%s/%05d-%s.parquet" % (data_dir, c, i, uuid.uuid4())
+            size = os.path.getsize(local)
+            smallfiles._put(st, uri, local)
+            entries.append({"content": 0, "file_path": uri, "file_format": "PARQUET",
+                            "partition": {"category": c}, "record_count": rows_per_file,
+                            "file_size_in_bytes": size, "key_metadata": None,
+                            "split_offsets": None, "equality_ids": None, "sort_order_id": 0,
+                            "referenced_data_file": None})
+        rec = smallfiles._manifest(st, meta, snap, True, entries, 0, schema)
+        snap["summary"].update({
+            "added-data-files": str(files), "added-records": str(files * rows_per_file),
+            "added-files-size": str(sum(e["file_size_in_bytes"] for e in entries)),
+            "total-data-files": str(files), "total-records": str(files * rows_per_file),
+            "total-files-size": str(sum(e["file_size_in_bytes"] for e in entries)),
+            "total-delete-files": "0", "total-position-deletes": "0",
+            "total-equality-deletes": "0"})
+        smallfiles._push(cat, levels, "t", st, meta, snap, [rec])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def load():
+    return round(os.getloadavg()[0], 1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=10000)
@@ -211,6 +340,13 @@ def main():
     ap.add_argument("--no-engine", action="store_true")
     ap.add_argument("--extra-columns", type=int, default=0,
                     help="wider rows: columns added to the table's 7 (smallfiles.schema_of)")
+    ap.add_argument("--nested", type=int, default=0,
+                    help="nested columns added after the extra ones (struct, list, map in turn)")
+    ap.add_argument("--fast-table", action="store_true",
+                    help="write the table by one DuckDB COPY a file, no read-back check, no"
+                    " column metrics in the manifests (large tables, nested columns)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="bin-pack runs of DuckDB alone and tms, interleaved (median reported)")
     ap.add_argument("--deadline", type=int, default=3600)
     ap.add_argument("--json")
     ap.add_argument("--no-install", action="store_true",
@@ -227,7 +363,7 @@ def main():
     pg = catpg = cat = lock = None
     limits = a.memory_limit.split(",")
     out = {"files": a.files, "rows_per_file": a.rows_per_file, "threads": a.threads,
-           "columns": 7 + a.extra_columns, "runs": []}
+           "columns": 7 + a.extra_columns + a.nested, "repeat": a.repeat, "runs": []}
     try:
         # the catalog's pointers live in a plain PostgreSQL (no tms)
         catpg = Cluster(os.path.join(root, "catpg", "data"), preload=())
@@ -244,9 +380,12 @@ def main():
         # one table; every contender compacts its first snapshot (main is
         # set back to it between runs: compaction deletes no file)
         t0 = time.monotonic()
-        smallfiles.make_table(cat, st, "b", "t", files=a.files,
-                              rows_per_file=a.rows_per_file, seed=1, timeout=a.deadline,
-                              extra_columns=a.extra_columns)
+        if a.fast_table or a.nested:
+            fast_table(cat, st, a.files, a.rows_per_file, a.extra_columns, a.nested, a.deadline)
+        else:
+            smallfiles.make_table(cat, st, "b", "t", files=a.files,
+                                  rows_per_file=a.rows_per_file, seed=1, timeout=a.deadline,
+                                  extra_columns=a.extra_columns)
         ow.give_to_server(files)
         _, meta0 = ow.load(cat, "b", "t")
         log("table: %d files written in %.1f s" % (a.files, time.monotonic() - t0))
@@ -263,12 +402,18 @@ def main():
         paths = [st.local_path(p) for p, f in ow.live_files(st, meta0).items() if f["content"] == 0]
         nbytes = input_bytes(st, meta0)
         target = os.path.join(root, "duck-out.parquet")
-        secs = duckdb_copy(paths, target, a.threads)
-        os.unlink(target)
         out["input_bytes"] = nbytes
-        out["runs"].append({"who": "duckdb", "seconds": secs, "input_bytes": nbytes,
-                            "mb_per_s": nbytes / secs / 1e6})
-        log("duckdb alone: %.2f s, %.1f MB/s" % (secs, nbytes / secs / 1e6))
+        log("table: %.1f MB of input" % (nbytes / 1e6))
+
+        def duck_run(rep):
+            l0 = load()
+            secs = duckdb_copy(paths, target, a.threads)
+            os.unlink(target)
+            out["runs"].append({"who": "duckdb", "seconds": secs, "input_bytes": nbytes,
+                                "mb_per_s": nbytes / secs / 1e6, "repeat": rep,
+                                "load": [l0, load()]})
+            log("duckdb alone: %.2f s, %.1f MB/s (load %s)" % (secs, nbytes / secs / 1e6,
+                                                                out["runs"][-1]["load"]))
 
         if not a.no_engine:
             t0 = time.monotonic()
@@ -309,9 +454,18 @@ def main():
                 " CREATE USER MAPPING FOR PUBLIC SERVER cat;" % (cat.uri, files, files))
         wait_for(lambda: pg.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
                                  " AND state = 'idle'") == "4", what="the pool")
-        for order, limit in [(None, lim) for lim in limits] + \
-                [(o, lim) for o in a.sort for lim in limits]:
+        # bin-pack: DuckDB alone and tms under each limit, interleaved, a.repeat
+        # times; then the sort-orders, once each
+        plan_ = []
+        for r in range(a.repeat):
+            plan_ += [("duck", None, None, r)] + [("tms", None, lim, r) for lim in limits]
+        plan_ += [("tms", o, lim, 0) for o in a.sort for lim in limits]
+        for who, order, limit, rep in plan_:
+            if who == "duck":
+                duck_run(rep)
+                continue
             rollback()
+            l0 = load()
             name = "t"
             pg.psql("ALTER SYSTEM SET tms.compaction_memory_limit = '%s'" % limit)
             pg.psql("SELECT pg_reload_conf()")
@@ -331,16 +485,30 @@ def main():
             peak, lim = (int(m[-1][0]), int(m[-1][1])) if m else (None, None)
             run_ = {"who": "tms-sort" if order else "tms", "memory_limit_mb": lim,
                     "peak_rss_mb": peak, "seconds": secs, "input_bytes": nbytes,
-                    "mb_per_s": nbytes / secs / 1e6}
+                    "mb_per_s": nbytes / secs / 1e6, "repeat": rep, "load": [l0, load()],
+                    "limit": limit}
             if order:
                 run_["sort_order"] = order
                 run_["vs_duckdb"] = duck_sort[order] / secs
             else:
-                run_["vs_duckdb"] = out["runs"][0]["seconds"] / secs
+                # against DuckDB alone's run just before it
+                run_["vs_duckdb"] = [x for x in out["runs"] if x["who"] == "duckdb"][-1]["seconds"] / secs
             out["runs"].append(run_)
             log("tms (limit %s%s): %.2f s, %.1f MB/s, %.2fx DuckDB alone, helper peak RSS %s MB"
-                % (limit, ", sort-order %s" % order if order else "", secs,
-                   nbytes / secs / 1e6, run_["vs_duckdb"], peak))
+                " (load %s)" % (limit, ", sort-order %s" % order if order else "", secs,
+                                nbytes / secs / 1e6, run_["vs_duckdb"], peak, run_["load"]))
+        # the medians of the interleaved bin-pack runs
+        duck_med = median([x["seconds"] for x in out["runs"] if x["who"] == "duckdb"])
+        out["median"] = {"duckdb": duck_med}
+        for lim in limits:
+            xs = [x for x in out["runs"] if x["who"] == "tms" and x["limit"] == lim]
+            if xs:
+                med = median([x["seconds"] for x in xs])
+                out["median"]["tms " + lim] = {
+                    "seconds": med, "vs_duckdb": duck_med / med,
+                    "peak_rss_mb": max(x["peak_rss_mb"] or 0 for x in xs),
+                    "load": [min(min(x["load"]) for x in xs), max(max(x["load"]) for x in xs)]}
+        log("medians: %s" % json.dumps(out["median"]))
         pg.destroy()
         pg = None
         if lock is not None:

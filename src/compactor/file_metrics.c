@@ -22,10 +22,17 @@
  *	   and truncated in mode truncate(n) (strings to n characters, binary
  *	   and fixed to n bytes, the upper bound incremented).
  * Counts need mode counts or more, bounds truncate or full; mode none
- * reports nothing for the field.  One query over the file gives the
- * counts and bounds, parquet_schema proves every field carries its field
- * id (and maps the file's columns to them), parquet_metadata gives the
- * sizes, the footer counts and the row groups' offsets (split offsets).
+ * reports nothing for the field.  The footer (parquet_metadata: the row
+ * groups' null counts, min and max DuckDB wrote, cast back to the
+ * column's type) gives the counts and bounds of the top-level columns
+ * whose statistics are exact (not float or double, binary, fixed, uuid or
+ * timestamp_ns), without reading the file again; one query over the file
+ * gives those of the other fields (none when there are none), and those
+ * of every field when the footer lacks a statistic (DuckDB leaves out
+ * those of long strings).  parquet_schema proves every field carries its
+ * field id (and maps the file's columns to them), parquet_metadata gives
+ * the sizes, the footer counts and the row groups' offsets (split
+ * offsets).
  *
  * src/compactor/file_metrics.c
  *
@@ -96,15 +103,91 @@ bound_expr(Sql *q, const IcebergColumn *c, const char *agg, const char *x)
 	}
 }
 
-/* The one query of the counts and bounds. */
+/*
+ * Does the footer give the metrics of leaf l?  A top-level column whose
+ * row group statistics DuckDB writes exactly and casts back (not float or
+ * double: NaN; not binary, fixed, uuid or timestamp_ns: their text form).
+ */
+static bool
+from_footer(const IcebergCompactJob *job, const Leaf *l)
+{
+	const IcebergSchema *s = job->schema;
+	IcebergTypeId t = l->c->type;
+
+	return !l->repeated && l->c >= s->columns && l->c < s->columns + s->ncolumns &&
+		!is_float(l->c) && t != ICEBERG_TYPE_BINARY && t != ICEBERG_TYPE_FIXED &&
+		t != ICEBERG_TYPE_UUID && t != ICEBERG_TYPE_TIMESTAMP_NS &&
+		t != ICEBERG_TYPE_TIMESTAMPTZ_NS && !ICEBERG_TYPE_IS_NESTED(t);
+}
+
+/*
+ * The query of the footer's metrics of the leaves from_footer: the rows,
+ * then per leaf its non-null values and bounds (the row groups' null
+ * counts, min and max cast back to the column's type), and last whether
+ * the footer had all of them (a null count in every row group, min and max
+ * unless all null: DuckDB leaves out those of long strings).
+ */
 static void
-metrics_sql(Sql *q, const IcebergCompactJob *job, const Leaf *l, int nl, const char *local)
+footer_sql(Sql *q, const IcebergCompactJob *job, const Leaf *l, int nl, const char *local)
+{
+	Sql			cond = {0};
+	int			i;
+
+	sql_add(q, "SELECT sum(m.row_group_num_rows) FILTER (WHERE m.column_id = 0)::BIGINT");
+	sql_add(&cond, "coalesce(true");
+	for (i = 0; i < nl; i++)
+	{
+		Sql			nm = {0};
+		Sql			pth = {0};
+		Sql			x = {0};
+		char		tb[64];
+		const char *t;
+		int			b;
+
+		if (!from_footer(job, &l[i]))
+			continue;
+		t = duck_primitive(l[i].c, tb, sizeof(tb));
+		avro_name(&nm, l[i].c->name);
+		sql_lit(&pth, nm.data ? nm.data : "_");
+		sql_add(q, ", sum(CASE WHEN m.path_in_schema = %s"
+				" THEN m.row_group_num_rows - m.stats_null_count END)::BIGINT", pth.data);
+		for (b = 0; b < 2 && has_bounds(job, &l[i]); b++)
+		{
+			sql_reset(&x);
+			sql_add(&x, "CASE WHEN m.path_in_schema = %s THEN TRY_CAST(m.stats_%s_value AS %s) END",
+					pth.data, b ? "max" : "min", t);
+			sql_add(q, ", ");
+			bound_expr(q, l[i].c, b ? "max" : "min", x.data);
+		}
+		sql_add(&cond, " AND bool_and(CASE WHEN m.path_in_schema = %s THEN"
+				" m.stats_null_count IS NOT NULL AND (m.stats_null_count = m.row_group_num_rows"
+				" OR (TRY_CAST(m.stats_min_value AS %s) IS NOT NULL"
+				" AND TRY_CAST(m.stats_max_value AS %s) IS NOT NULL)) END)", pth.data, t, t);
+		q->oom |= nm.oom || pth.oom || x.oom;
+		io_sb_free(&nm);
+		io_sb_free(&pth);
+		io_sb_free(&x);
+	}
+	sql_add(&cond, ", false)::INTEGER");
+	sql_add(q, ", %s FROM parquet_metadata(", cond.data ? cond.data : "0");
+	q->oom |= cond.oom;
+	io_sb_free(&cond);
+	sql_lit(q, local);
+	sql_add(q, ") m");
+}
+
+/* The one query of the counts and bounds (of the leaves not skipped). */
+static void
+metrics_sql(Sql *q, const IcebergCompactJob *job, const Leaf *l, int nl, const bool *skip,
+			const char *local)
 {
 	int			i;
 
 	sql_add(q, "SELECT count(*)");
 	for (i = 0; i < nl; i++)
 	{
+		if (skip[i])
+			continue;
 		if (!l[i].repeated)
 			sql_add(q, ", count(%s)", l[i].expr);
 		else
@@ -156,17 +239,39 @@ take_bound(duckdb_result *r, idx_t k, const IcebergCompactJobMetric *m, const Le
 	return !oom;
 }
 
-/* The counts and bounds, from one query over the file. */
+/* The counts of leaf l (mode m) from non-null and NaN counts into cm. */
+static void
+take_counts(const IcebergCompactJobMetric *m, const Leaf *l, int64_t records, int64_t nonnull,
+			int64_t nans, IcebergColumnMetrics *cm)
+{
+	if (m->mode == ICEBERG_METRICS_NONE)
+		return;
+	/* under a list or a map: the footer's slots (metrics_footer) */
+	cm->value_count = l->repeated ? -1 : records;
+	cm->null_count = l->repeated ? -1 - nonnull : records - nonnull;
+	cm->nan_count = nans;
+}
+
+/*
+ * The counts and bounds of the leaves from_footer from the footer (*done
+ * false, nothing taken, when it lacks some), and of the others from one
+ * query over the file (of every leaf when skip is all false).
+ */
 static bool
-metrics_values(Helper *h, const IcebergCompactJob *job, const Leaf *l, int nl,
-			   const char *local, IcebergCompactOutput *out, TmsError *err)
+values_query(Helper *h, const IcebergCompactJob *job, const Leaf *l, int nl, const bool *skip,
+			 bool footer, const char *local, IcebergCompactOutput *out, bool *done,
+			 TmsError *err)
 {
 	Sql			q = {0};
 	duckdb_result r;
 	int			i;
 	idx_t		col = 1;
 
-	metrics_sql(&q, job, l, nl, local);
+	*done = false;
+	if (footer)
+		footer_sql(&q, job, l, nl, local);
+	else
+		metrics_sql(&q, job, l, nl, skip, local);
 	if (q.oom || !helper_run(h, q.data, &r, err))
 	{
 		if (q.oom)
@@ -175,27 +280,26 @@ metrics_values(Helper *h, const IcebergCompactJob *job, const Leaf *l, int nl,
 		return false;
 	}
 	io_sb_free(&q);
+	if (footer && duckdb_value_int64(&r, duckdb_column_count(&r) - 1, 0) != 1)
+	{
+		duckdb_destroy_result(&r);
+		return true;			/* the footer lacks some: the pass over the
+								 * file */
+	}
 	out->records = duckdb_value_int64(&r, 0, 0);
 	for (i = 0; i < nl; i++)
 	{
 		const IcebergCompactJobMetric *m = mode_of(job, l[i].c->id);
-		IcebergColumnMetrics *cm = &out->metrics[out->nmetrics++];
-		int64_t		nonnull = -1;
+		IcebergColumnMetrics *cm = &out->metrics[i];
+		int64_t		nonnull;
 		int64_t		nans = -1;
 
-		memset(cm, 0, sizeof(*cm));
-		cm->id = l[i].c->id;
-		cm->column_size = cm->value_count = cm->null_count = cm->nan_count = -1;
+		if (footer != skip[i])
+			continue;
 		nonnull = duckdb_value_int64(&r, col++, 0);
 		if (is_float(l[i].c))
 			nans = duckdb_value_int64(&r, col++, 0);
-		if (m->mode != ICEBERG_METRICS_NONE)
-		{
-			/* under a list or a map: the footer's slots (metrics_footer) */
-			cm->value_count = l[i].repeated ? -1 : out->records;
-			cm->null_count = l[i].repeated ? -1 - nonnull : out->records - nonnull;
-			cm->nan_count = nans;
-		}
+		take_counts(m, &l[i], out->records, nonnull, nans, cm);
 		if (has_bounds(job, &l[i]))
 		{
 			if (!take_bound(&r, col, m, &l[i], 0, cm) ||
@@ -209,7 +313,51 @@ metrics_values(Helper *h, const IcebergCompactJob *job, const Leaf *l, int nl,
 		}
 	}
 	duckdb_destroy_result(&r);
+	*done = true;
 	return true;
+}
+
+/*
+ * The counts and bounds: the footer's for the leaves from_footer and one
+ * query over the file for the others (none when there are none), or, when
+ * the footer lacks a statistic, one query over the file for all.
+ */
+static bool
+metrics_values(Helper *h, const IcebergCompactJob *job, const Leaf *l, int nl,
+			   const char *local, IcebergCompactOutput *out, TmsError *err)
+{
+	bool	   *skip = io_calloc((size_t) nl + 1, sizeof(bool));
+	bool		done = false;
+	bool		ok = true;
+	bool		any_footer = false;
+	bool		any_scan = false;
+	int			i;
+
+	if (skip == NULL)
+	{
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
+	for (i = 0; i < nl; i++)
+	{
+		IcebergColumnMetrics *cm = &out->metrics[out->nmetrics++];
+
+		memset(cm, 0, sizeof(*cm));
+		cm->id = l[i].c->id;
+		cm->column_size = cm->value_count = cm->null_count = cm->nan_count = -1;
+		skip[i] = from_footer(job, &l[i]);
+		any_footer |= skip[i];
+		any_scan |= !skip[i];
+	}
+	if (any_footer)
+		ok = values_query(h, job, l, nl, skip, true, local, out, &done, err);
+	if (ok && !done)
+		memset(skip, 0, sizeof(bool) * (size_t) nl);	/* every leaf by the
+														 * pass */
+	if (ok && (!done || any_scan))
+		ok = values_query(h, job, l, nl, skip, false, local, out, &done, err);
+	io_free(skip);
+	return ok;
 }
 
 /*

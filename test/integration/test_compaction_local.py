@@ -1314,3 +1314,30 @@ def test_output_spec_computes_every_transform(env):
                 assert part == exp, (p, part, exp, r)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_explicit_output_spec_refuses_a_file_it_cannot_carry(env):
+    # spec 0: identity(category); spec 1, the current one: bucket[4](id),
+    # which a file of spec 0 (many ids) does not fix: its rows may belong
+    # to several buckets, which the helper does not split
+    small_table(env, "xcarry", files=6, rows_per_file=5, seed=29)
+    set_spec(env, "cmp", "xcarry", {"spec-id": 1, "fields": [
+        {"name": "id_bucket", "transform": "bucket[4]", "source-id": 1, "field-id": 1001}]})
+    mloc, meta0, before = live(env, "cmp", "xcarry")
+    # without output-spec-id the files stay in their own spec
+    pl = plan(env, "cmp", "xcarry", {"rewrite-all": True})
+    assert summary_row(pl)["kept_in_own_spec"] == 6, pl
+    # naming it: refused, the file and its partition named, before anything runs
+    opts = {"rewrite-all": True, "output-spec-id": 1}
+    e = env["pg"].query_error(
+        "SELECT * FROM tms.plan_operation(%s, 'cmp', 'xcarry', 'compaction', %s::jsonb)",
+        (env["server"], json.dumps(opts)))
+    assert e.pgcode == "55000", (e.pgcode, str(e))
+    detail = e.diag.message_detail or ""
+    assert "a data file of partition spec 0 cannot be rewritten into output-spec-id 1" in detail
+    assert 'has partition ["c' in detail and "in spec 0" in detail, detail
+    assert any(p in detail for p in before), detail
+    row = wait_job(env, run(env, "cmp", "xcarry", opts), states=("failed",))
+    assert "cannot be rewritten into output-spec-id 1" in row["last_error"], row
+    mloc2, meta, after = live(env, "cmp", "xcarry")
+    assert meta["current-snapshot-id"] == meta0["current-snapshot-id"] and after == before

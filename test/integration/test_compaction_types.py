@@ -167,9 +167,11 @@ def max_id(schema):
     return max(ids)
 
 
-def append_file(env, name, query, schema, tmp, seed):
+def append_file(env, name, query, schema, tmp, seed, spec=None, partition=None, pfields=()):
     """Write the rows of query (its columns named as schema names them) as
-    one Parquet file with schema's field ids and commit it as an append."""
+    one Parquet file with schema's field ids and commit it as an append;
+    in spec (default the unpartitioned spec 0) with partition {name: value}
+    of pfields [(name, Avro type, field id)]."""
     cat, st = env["catalog"], env["st"]
     _, meta = ow.load(cat, NS, name)
     local = os.path.join(tmp, "f-%s.parquet" % uuid.uuid4())
@@ -183,21 +185,23 @@ def append_file(env, name, query, schema, tmp, seed):
     st.write(uri, data)
     rnd = random.Random(seed)
     snap = smallfiles._snapshot(meta, rnd, "append")
-    df = {"content": 0, "file_path": uri, "file_format": "PARQUET", "partition": {},
+    df = {"content": 0, "file_path": uri, "file_format": "PARQUET", "partition": partition or {},
           "record_count": records, "file_size_in_bytes": len(data), "sort_order_id": 0}
-    mschema = iceberg_avro_schemas.manifest_entry_schema(2, [])
+    mschema = iceberg_avro_schemas.manifest_entry_schema(2, list(pfields))
+    spec = spec or {"spec-id": 0, "fields": []}
     recs = [ow._conform({"status": 1, "snapshot_id": snap["snapshot-id"],
                          "sequence_number": None, "file_sequence_number": None,
                          "data_file": df}, json.loads(mschema))]
     path = "%s/metadata/%s-m0.avro" % (meta["location"].rstrip("/"), uuid.uuid4())
     cur = [s for s in meta["schemas"] if s["schema-id"] == meta["current-schema-id"]][0]
     mdata = avro_codec.write_container(mschema, recs, "deflate", {
-        "schema": json.dumps(cur), "schema-id": str(cur["schema-id"]), "partition-spec": "[]",
-        "partition-spec-id": "0", "format-version": "2", "content": "data"})
+        "schema": json.dumps(cur), "schema-id": str(cur["schema-id"]),
+        "partition-spec": json.dumps(spec["fields"]), "partition-spec-id": str(spec["spec-id"]),
+        "format-version": "2", "content": "data"})
     st.write(path, mdata)
     seq = snap["sequence-number"]
-    rec = {"manifest_path": path, "manifest_length": len(mdata), "partition_spec_id": 0,
-           "content": 0, "sequence_number": seq, "min_sequence_number": seq,
+    rec = {"manifest_path": path, "manifest_length": len(mdata),
+           "partition_spec_id": spec["spec-id"], "content": 0, "sequence_number": seq, "min_sequence_number": seq,
            "added_snapshot_id": snap["snapshot-id"], "added_files_count": 1,
            "existing_files_count": 0, "deleted_files_count": 0, "added_rows_count": records,
            "existing_rows_count": 0, "deleted_rows_count": 0, "partitions": None,
@@ -675,6 +679,122 @@ def test_schema_evolution(env, tmp_path, kind):
     evolve(env, name, s1)
     append_file(env, name, new_rows, s1, str(tmp_path), 2)
     check_compaction(env, name, s1, "%s UNION ALL %s" % (old_as_new, new_rows), 2, evolved=True)
+
+
+# ---------------------------------------------------------------------------
+# bucket and truncate of decimal, uuid and binary (the output spec)
+# ---------------------------------------------------------------------------
+
+def murmur3_32(data):
+    """MurmurHash3 x86 32-bit, seed 0 (Iceberg's bucket hash), computed here."""
+    def rotl(x, r):
+        return ((x << r) | (x >> (32 - r))) & 0xffffffff
+
+    def mix(k):
+        return rotl((k * 0xcc9e2d51) & 0xffffffff, 15) * 0x1b873593 & 0xffffffff
+    h, n = 0, len(data) // 4
+    for i in range(n):
+        h = (rotl(h ^ mix(int.from_bytes(data[4 * i:4 * i + 4], "little")), 13) * 5
+             + 0xe6546b64) & 0xffffffff
+    tail = data[4 * n:]
+    if tail:
+        h ^= mix(int.from_bytes(tail, "little"))
+    h ^= len(data)
+    h = (h ^ (h >> 16)) * 0x85ebca6b & 0xffffffff
+    h = (h ^ (h >> 13)) * 0xc2b2ae35 & 0xffffffff
+    return h ^ (h >> 16)
+
+
+def unscaled_bytes(u):
+    """The fewest two's complement big-endian bytes of an unscaled value."""
+    return u.to_bytes(((u if u >= 0 else ~u).bit_length() // 8) + 1, "big", signed=True)
+
+
+def test_murmur3_of_this_test():
+    # Appendix B's examples, so that the test's own hash is right
+    assert murmur3_32(b"iceberg") == 1210000089
+    assert murmur3_32(unscaled_bytes(1420)) == 2 ** 32 - 500754589
+    assert murmur3_32(uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7").bytes) == 1488055340
+    assert unscaled_bytes(-128) == b"\x80" and unscaled_bytes(128) == b"\x00\x80"
+
+
+def test_output_spec_bucket_truncate_of_decimal_uuid_binary(env, tmp_path):
+    """Files of spec 1 (identity of a decimal, a uuid and a binary column,
+    one value of each a file) are rewritten into spec 2 (bucket and
+    truncate of each): the new files' partitions, read by the test world's
+    manifest reader, are those computed here from every row, the rows are
+    the same."""
+    schema = schema_of(0, [F(1, "id", "long", True), F(2, "dec", "decimal(9, 2)"),
+                           F(3, "u", "uuid"), F(4, "b", "binary")])
+    create_table(env, "xbytes", schema)
+    spec1 = {"spec-id": 1, "fields": [
+        {"name": "dec", "transform": "identity", "source-id": 2, "field-id": 1000},
+        {"name": "u", "transform": "identity", "source-id": 3, "field-id": 1001},
+        {"name": "b", "transform": "identity", "source-id": 4, "field-id": 1002}]}
+    spec2 = {"spec-id": 2, "fields": [
+        {"name": "dec_bucket", "transform": "bucket[4]", "source-id": 2, "field-id": 1003},
+        {"name": "dec_trunc", "transform": "truncate[100]", "source-id": 2, "field-id": 1004},
+        {"name": "u_bucket", "transform": "bucket[8]", "source-id": 3, "field-id": 1005},
+        {"name": "b_bucket", "transform": "bucket[4]", "source-id": 4, "field-id": 1006},
+        {"name": "b_trunc", "transform": "truncate[2]", "source-id": 4, "field-id": 1007}]}
+
+    def set_spec(spec):
+        _, meta = ow.load(env["catalog"], NS, "xbytes")
+        ow.commit(env["catalog"], NS, "xbytes", {
+            "requirements": [{"type": "assert-table-uuid", "uuid": meta["table-uuid"]}],
+            "updates": [{"action": "add-spec", "spec": spec},
+                        {"action": "set-default-spec", "spec-id": spec["spec-id"]}]})
+    set_spec(spec1)
+    pfields = [("dec", {"type": "fixed", "name": "decimal_9_2", "size": 4,
+                        "logicalType": "decimal", "precision": 9, "scale": 2}, 1000),
+               ("u", {"type": "fixed", "name": "uuid_fixed", "size": 16, "logicalType": "uuid"},
+                1001),
+               ("b", "bytes", 1002)]
+    # 14.20 and the uuid of the spec's examples, a negative decimal, a
+    # null, a decimal of 7 digits, one- and zero-byte binaries
+    values = [(decimal.Decimal("14.20"), "f79c3e09-677c-4bbd-a479-3f349cb785e7", b"\x00\x01\x02\x03"),
+              (decimal.Decimal("-0.05"), "0b8f7a9e-1c2d-4e5f-8a9b-0c1d2e3f4a5b", b"\xff"),
+              (None, "11111111-2222-4333-8444-555555555555", b""),
+              (decimal.Decimal("1234567.89"), None, b"\x80\x7f\x01")]
+    for k, (d, u, b) in enumerate(values):
+        query = ("SELECT (%d + i)::BIGINT AS id, %s::DECIMAL(9, 2) AS dec, %s::UUID AS u,"
+                 " unhex('%s')::BLOB AS b FROM range(5) t(i)"
+                 % (k * 100, "NULL" if d is None else "'%s'" % d,
+                    "NULL" if u is None else "'%s'" % u, b.hex()))
+        part = {"dec": None if d is None else int(d.scaleb(2)).to_bytes(4, "big", signed=True),
+                "u": None if u is None else uuid.UUID(u).bytes, "b": b}
+        append_file(env, "xbytes", query, schema, str(tmp_path), 40 + k, spec=spec1,
+                    partition=part, pfields=pfields)
+    set_spec(spec2)
+    _, meta0 = ow.load(env["catalog"], NS, "xbytes")
+    before = data_files(env, meta0)
+    sel = "SELECT id::VARCHAR AS id, dec::VARCHAR AS dec, u::VARCHAR AS u, hex(b) AS b"
+    want = canon(duck(["%s FROM read_parquet([%s])" % (
+        sel, ", ".join(lit(env["st"].local_path(p)) for p in before))])[0])
+    compact(env, "xbytes")
+    _, meta = ow.load(env["catalog"], NS, "xbytes")
+    after = data_files(env, meta)
+    assert len(after) == 4 and not set(after) & set(before), after
+    got = []
+    for p, f in after.items():
+        part = dict(f["partition"])
+        assert set(part) == {x["name"] for x in spec2["fields"]}, part
+        for r in duck(["%s FROM read_parquet(%s)" % (sel, lit(env["st"].local_path(p)))])[0]:
+            got.append(r)
+            d = None if r["dec"] is None else int(decimal.Decimal(r["dec"]).scaleb(2))
+            ub = None if r["u"] is None else uuid.UUID(r["u"]).bytes
+            b = bytes.fromhex(r["b"])
+            exp = {
+                "dec_bucket": None if d is None else (murmur3_32(unscaled_bytes(d)) & 0x7fffffff) % 4,
+                "dec_trunc": None if d is None else (d - d % 100).to_bytes(4, "big", signed=True).hex(),
+                "u_bucket": None if ub is None else (murmur3_32(ub) & 0x7fffffff) % 8,
+                "b_bucket": (murmur3_32(b) & 0x7fffffff) % 4,
+                "b_trunc": b[:2].hex()}
+            assert part == exp, (p, part, exp, r)
+    assert canon(got) == want
+    # 14.20 is bucket 3 of 4 (the spec's hash, -500754589), truncate[100] 14.00
+    assert {(dict(f["partition"])["dec_bucket"], dict(f["partition"])["dec_trunc"])
+            for f in after.values()} >= {(3, "00000578")}
 
 
 # ---------------------------------------------------------------------------

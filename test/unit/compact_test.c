@@ -1141,6 +1141,142 @@ test_transforms(void)
 	}
 }
 
+/*
+ * bucket and truncate of decimal, uuid, fixed, binary and timestamp_ns
+ * (https://iceberg.apache.org/spec/#partition-transforms and Appendix B):
+ * a decimal hashes its unscaled value's fewest two's complement big-endian
+ * bytes (14.20: 05 8c, whatever the width of the manifest's fixed), a
+ * uuid its 16 big-endian bytes, timestamp_ns its microseconds; truncate
+ * of a decimal works on the unscaled value; and which transforms of a
+ * transform are fixed by it.
+ */
+static void
+test_transforms_bytes(void)
+{
+	static const char *json =
+	"{\"format-version\": 2, \"table-uuid\": \"9c12d441-03fe-4693-9a96-a0705ddf69c3\","
+	" \"location\": \"s3://b/t\", \"last-sequence-number\": 3, \"last-updated-ms\": 1,"
+	" \"last-column-id\": 6, \"current-schema-id\": 0,"
+	" \"schemas\": [{\"type\": \"struct\", \"schema-id\": 0, \"fields\": ["
+	"  {\"id\": 1, \"name\": \"dec\", \"required\": false, \"type\": \"decimal(9, 2)\"},"
+	"  {\"id\": 2, \"name\": \"u\", \"required\": false, \"type\": \"uuid\"},"
+	"  {\"id\": 3, \"name\": \"fx\", \"required\": false, \"type\": \"fixed[4]\"},"
+	"  {\"id\": 4, \"name\": \"bin\", \"required\": false, \"type\": \"binary\"},"
+	"  {\"id\": 5, \"name\": \"tns\", \"required\": false, \"type\": \"timestamp_ns\"},"
+	"  {\"id\": 6, \"name\": \"id\", \"required\": false, \"type\": \"long\"}]}],"
+	" \"default-spec-id\": 1, \"last-partition-id\": 1020,"
+	" \"partition-specs\": ["
+	"  {\"spec-id\": 0, \"fields\": ["
+	"     {\"name\": \"dec\", \"transform\": \"identity\", \"source-id\": 1, \"field-id\": 1000},"
+	"     {\"name\": \"u\", \"transform\": \"identity\", \"source-id\": 2, \"field-id\": 1001},"
+	"     {\"name\": \"fx\", \"transform\": \"identity\", \"source-id\": 3, \"field-id\": 1002},"
+	"     {\"name\": \"bin\", \"transform\": \"identity\", \"source-id\": 4, \"field-id\": 1003},"
+	"     {\"name\": \"tns\", \"transform\": \"identity\", \"source-id\": 5, \"field-id\": 1004}]},"
+	"  {\"spec-id\": 1, \"fields\": ["
+	"     {\"name\": \"dec_b\", \"transform\": \"bucket[100]\", \"source-id\": 1, \"field-id\": 1005},"
+	"     {\"name\": \"dec_t\", \"transform\": \"truncate[10]\", \"source-id\": 1, \"field-id\": 1006},"
+	"     {\"name\": \"u_b\", \"transform\": \"bucket[16]\", \"source-id\": 2, \"field-id\": 1007},"
+	"     {\"name\": \"fx_b\", \"transform\": \"bucket[8]\", \"source-id\": 3, \"field-id\": 1008},"
+	"     {\"name\": \"bin_b\", \"transform\": \"bucket[8]\", \"source-id\": 4, \"field-id\": 1009},"
+	"     {\"name\": \"bin_t\", \"transform\": \"truncate[2]\", \"source-id\": 4, \"field-id\": 1010},"
+	"     {\"name\": \"tns_b\", \"transform\": \"bucket[16]\", \"source-id\": 5, \"field-id\": 1011},"
+	"     {\"name\": \"tns_y\", \"transform\": \"year\", \"source-id\": 5, \"field-id\": 1012},"
+	"     {\"name\": \"tns_h\", \"transform\": \"hour\", \"source-id\": 5, \"field-id\": 1013}]},"
+	"  {\"spec-id\": 2, \"fields\": ["
+	"     {\"name\": \"id_t\", \"transform\": \"truncate[10]\", \"source-id\": 6, \"field-id\": 1014},"
+	"     {\"name\": \"id_b\", \"transform\": \"bucket[16]\", \"source-id\": 6, \"field-id\": 1015}]},"
+	"  {\"spec-id\": 3, \"fields\": ["
+	"     {\"name\": \"id_t5\", \"transform\": \"truncate[5]\", \"source-id\": 6, \"field-id\": 1016}]},"
+	"  {\"spec-id\": 4, \"fields\": ["
+	"     {\"name\": \"id_t20\", \"transform\": \"truncate[20]\", \"source-id\": 6, \"field-id\": 1017},"
+	"     {\"name\": \"id_b4\", \"transform\": \"bucket[4]\", \"source-id\": 6, \"field-id\": 1018}]},"
+	"  {\"spec-id\": 5, \"fields\": ["
+	"     {\"name\": \"id_b3\", \"transform\": \"bucket[3]\", \"source-id\": 6, \"field-id\": 1019}]}],"
+	" \"properties\": {},"
+	" \"current-snapshot-id\": -1, \"snapshots\": [], \"snapshot-log\": [], \"metadata-log\": [],"
+	" \"sort-orders\": [{\"order-id\": 0, \"fields\": []}], \"default-sort-order-id\": 0}";
+	static const uint8_t dec1420[] = {0x00, 0x00, 0x05, 0x8c};
+	static const uint8_t minus1[] = {0xff, 0xff, 0xff, 0xff};
+	static const uint8_t d1065[] = {0x00, 0x00, 0x04, 0x29};
+	static const uint8_t dm5[] = {0xff, 0xff, 0xff, 0xfb};
+	static const uint8_t big[] = {0x4b, 0x3b, 0x4c, 0xa8, 0x5a, 0x86, 0xc4, 0x7a,
+	0x09, 0x8a, 0x22, 0x3f, 0xff, 0xff, 0xff, 0xff};	/* 10^38 - 1 */
+	uint8_t		out[16];
+	size_t		start;
+	IcebergTableMetadata *md;
+	IcebergSchema *schema;
+	TmsError	err;
+	char	   *res;
+	char	   *rs;
+	char		want[256];
+
+	/* the decimal's fewest bytes */
+	CHECK(iceberg_decimal_min_bytes(dec1420, 4, &start) == 2 && start == 2 &&
+		  (int32_t) iceberg_murmur3_32(dec1420 + start, 2) == -500754589,
+		  "decimal 14.20 of a 4-byte fixed hashes as 05 8c");
+	CHECK(iceberg_decimal_min_bytes(minus1, 4, &start) == 1 && start == 3, "-1 is one byte ff");
+	CHECK(iceberg_decimal_min_bytes((const uint8_t *) "\x00\x80", 2, &start) == 2 && start == 0,
+		  "128 keeps its sign byte");
+	CHECK(iceberg_decimal_bytes(9) == 4 && iceberg_decimal_bytes(10) == 5 &&
+		  iceberg_decimal_bytes(38) == 16, "bytes of decimal(9), (10), (38)");
+
+	/*
+	 * truncate[10] of decimal: 10.65 -> 10.60, -0.05 -> -0.10 (the spec's
+	 * examples)
+	 */
+	CHECK(iceberg_truncate_decimal(d1065, 4, 10, 4, out) &&
+		  memcmp(out, "\x00\x00\x04\x24", 4) == 0, "truncate[10](10.65) = 10.60");
+	CHECK(iceberg_truncate_decimal(dm5, 4, 10, 4, out) &&
+		  memcmp(out, "\xff\xff\xff\xf6", 4) == 0, "truncate[10](-0.05) = -0.10");
+	CHECK(iceberg_truncate_decimal(big, 16, 7, 16, out) && memcmp(out, big, 15) == 0 &&
+		  out[15] == 0xfe, "truncate[7] of 10^38 - 1");
+	CHECK(!iceberg_truncate_decimal(minus1, 4, INT64_C(2147483647), 1, out),
+		  "a result outside the output width is not computed");
+
+	if (!iceberg_metadata_parse(json, strlen(json), NULL, &md, &err) ||
+		!iceberg_schema_parse(md->current_schema_json, &schema, &err))
+	{
+		CHECK(false, "metadata: %s %s", err.message, err.detail);
+		return;
+	}
+
+	/*
+	 * 14.20, the spec's uuid, 00 01 02 03 twice,
+	 * 2017-11-16T22:31:08.000001001
+	 */
+	{
+		const char *p0 = "[\"0x0000058c\",\"0xf79c3e09677c4bbda4793f349cb785e7\","
+		"\"0x00010203\",\"0x00010203\",1510871468000001001]";
+
+		snprintf(want, sizeof(want), "[59,\"0x0000058c\",%d,%d,%d,\"0x0001\",%d,47,%d]",
+				 1488055340 % 16, (-188683207 & INT32_MAX) % 8, (-188683207 & INT32_MAX) % 8,
+				 iceberg_bucket_of_hash(iceberg_hash_long(INT64_C(1510871468000001)), 16),
+				 (int) (INT64_C(1510871468000001) / INT64_C(3600000000)));
+		CHECK(iceberg_partition_project(md, schema, 0, p0, strlen(p0), 1, &res, &err) &&
+			  res != NULL && strcmp(res, want) == 0, "bucket and truncate of bytes: %s, want %s",
+			  res ? res : "(none)", want);
+		io_free(res);
+	}
+	/* truncate[5] of truncate[10] is not fixed (10 and 15), truncate[20] is */
+	CHECK(iceberg_partition_project(md, schema, 2, "[10,3]", 6, 3, &res, &err) && res == NULL,
+		  "truncate[5] is not fixed by truncate[10]");
+	CHECK(iceberg_partition_project(md, schema, 2, "[30,7]", 6, 4, &res, &err) && res != NULL &&
+		  strcmp(res, "[20,3]") == 0, "truncate[20] and bucket[4] of truncate[10], bucket[16]: %s",
+		  res ? res : "(none)");
+	io_free(res);
+	CHECK(iceberg_partition_project(md, schema, 2, "[30,7]", 6, 5, &res, &err) && res == NULL,
+		  "bucket[3] is not fixed by bucket[16]");
+	rs = iceberg_partition_record_schema(md, schema, 0, &err);
+	CHECK(rs != NULL && strstr(rs, "\"logicalType\":\"uuid\"") != NULL &&
+		  strstr(rs, "\"name\":\"fixed_4\",\"size\":4") != NULL &&
+		  strstr(rs, "\"size\":4,\"logicalType\":\"decimal\"") != NULL &&
+		  strstr(rs, "timestamp-nanos") != NULL, "partition record of identity(uuid, fixed, ...): %s",
+		  rs ? rs : err.message);
+	io_free(rs);
+	iceberg_schema_free(schema);
+	iceberg_metadata_free(md);
+}
+
 int
 main(void)
 {
@@ -1161,5 +1297,6 @@ main(void)
 	test_check_options();
 	test_v1_inline();
 	test_transforms();
+	test_transforms_bytes();
 	return unit_done();
 }

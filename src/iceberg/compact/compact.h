@@ -25,7 +25,9 @@
  *	  partition does not (unpartitioned, another bucket count) may hold
  *	  rows of several output partitions, and since the helper does not
  *	  split rows by partition it is rewritten in its own spec
- *	  (plan->kept_in_spec counts them);
+ *	  (plan->kept_in_spec counts them), or, when the options name
+ *	  output-spec-id, the plan fails (ICEBERG_ERR_INVALID_ARGUMENT, naming the
+ *	  file) before anything is rewritten;
  *	- a file is a candidate when rewrite-all, or its size is outside
  *	  [min-file-size-bytes, max-file-size-bytes] (75 % and 180 % of
  *	  target-file-size-bytes), or at least delete-file-threshold delete

@@ -97,6 +97,10 @@ extern uint32_t iceberg_hash_long(int64_t v);
 extern int32_t iceberg_bucket_of_hash(uint32_t hash, int32_t n);
 extern int64_t iceberg_truncate_long(int64_t v, int64_t w);
 extern size_t iceberg_truncate_utf8(const char *s, size_t len, int64_t w);
+extern size_t iceberg_decimal_min_bytes(const uint8_t *b, size_t len, size_t *start);
+extern int	iceberg_decimal_bytes(int precision);
+extern bool iceberg_truncate_decimal(const uint8_t *in, size_t len, int64_t w, int out_len,
+									 uint8_t *out);
 extern int64_t iceberg_years_from_days(int64_t days);
 extern int64_t iceberg_months_from_days(int64_t days);
 

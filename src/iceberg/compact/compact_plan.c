@@ -610,6 +610,22 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 			return false;
 		if (projected != NULL)
 			out_spec = p->output_spec_id;
+		else if (pl->opt != NULL && pl->opt->output_spec_id >= 0)
+		{
+			/*
+			 * asked for that spec explicitly: its rows may belong to several
+			 * partitions of it, which the helper does not split
+			 */
+			tms_error_set(pl->err, ICEBERG_ERR_INVALID_ARGUMENT,
+						  "a data file of partition spec %d cannot be rewritten into output-spec-id %d",
+						  (int) e->spec_id, (int) p->output_spec_id);
+			tms_error_detail(pl->err, "File \"%.400s\" has partition %.200s in spec %d, which does not fix every field of spec %d: its rows may belong to several partitions of that spec.",
+							 e->file_path, f->partition, (int) e->spec_id,
+							 (int) p->output_spec_id);
+			tms_error_hint(pl->err, "Without output-spec-id, local compaction rewrites such files in their own spec; an engine that repartitions rows (Spark's rewrite_data_files) moves them into spec %d.",
+						   (int) p->output_spec_id);
+			return false;
+		}
 		else
 			p->kept_in_spec++;
 	}

@@ -10,14 +10,25 @@
  *	  each output partition field (the partition record of a manifest of a
  *	  spec no manifest of the table has yet).
  *
+ * Every source type the spec allows: bucket of int, long, date, time,
+ * timestamp(tz) and timestamp(tz)_ns (hashLong of the value, of its
+ * microseconds for _ns), string (UTF-8), uuid (its 16 big-endian bytes),
+ * fixed, binary and decimal (the unscaled value's fewest two's complement
+ * big-endian bytes, whatever the width of the manifest's fixed); truncate
+ * of int, long, decimal (on the unscaled value, written back at the
+ * width of the precision), string (code points) and binary (bytes).
+ *
  * A file's rows are not read here: a partition value of the output spec
  * is computed from the file's partition in its own spec, where that value
- * fixes it (the source column's identity value, or a finer transform of
- * the same source: day from hour, month from day, truncate[5] from
- * truncate[10], the same transform).  A file whose partition does not fix
- * every output field (an unpartitioned file, another bucket count) holds
- * rows of several output partitions; iceberg_partition_project() says so
- * and the plan keeps the file in its own spec.
+ * fixes it (the source column's identity value, or a coarser transform of
+ * a finer one on the same source: day from hour, month from day,
+ * truncate[20] of a number from truncate[10] (W a multiple of W'),
+ * truncate[3] of a string from truncate[5], bucket[4] from bucket[16] (N
+ * dividing N'), the same transform).  A file whose partition does not fix
+ * every output field (an unpartitioned file, truncate[5] from
+ * truncate[10], bucket[3] from bucket[16]) holds rows of several output
+ * partitions; iceberg_partition_project() says so and the plan keeps the
+ * file in its own spec, or refuses it when output-spec-id was given.
  *
  * Rules of this file: plain C, errors as TmsError values, every
  * allocation freed on every path.  Values in partition texts are in the
@@ -140,6 +151,62 @@ iceberg_truncate_utf8(const char *s, size_t len, int64_t w)
 		n++;
 	}
 	return i;
+}
+
+size_t
+iceberg_decimal_min_bytes(const uint8_t *b, size_t len, size_t *start)
+{
+	size_t		i = 0;
+
+	/* drop a leading 0x00 (0xff) while the next byte keeps the sign */
+	while (i + 1 < len &&
+		   ((b[i] == 0x00 && (b[i + 1] & 0x80) == 0) ||
+			(b[i] == 0xff && (b[i + 1] & 0x80) != 0)))
+		i++;
+	*start = i;
+	return len - i;
+}
+
+int
+iceberg_decimal_bytes(int precision)
+{
+	/*
+	 * Iceberg's fixed of the fewest bytes for the precision
+	 * (TypeUtil.decimalRequiredBytes): 2^(8 bytes - 1) > 10^p
+	 */
+	int			bytes = 1;
+	double		ten = 1;
+	int			i;
+
+	for (i = 0; i < precision; i++)
+		ten *= 10;
+	while (bytes < 16 && ldexp(1.0, 8 * bytes - 1) <= ten)
+		bytes++;
+	return bytes;
+}
+
+bool
+iceberg_truncate_decimal(const uint8_t *in, size_t len, int64_t w, int out_len, uint8_t *out)
+{
+	__int128	v = 0;
+	__int128	r;
+	__int128	lim;
+	size_t		i;
+
+	if (len == 0 || len > 16 || out_len < 1 || out_len > 16 || w <= 0)
+		return false;
+	v = (in[0] & 0x80) ? -1 : 0;
+	for (i = 0; i < len; i++)
+		v = (__int128) (((unsigned __int128) v << 8) | in[i]);
+	/* v - (((v % W) + W) % W), on the unscaled value */
+	r = v - (((v % w) + w) % w);
+	/* the result must fit out_len bytes of two's complement */
+	lim = (__int128) 1 << (8 * out_len - 1 < 126 ? 8 * out_len - 1 : 126);
+	if (out_len < 16 && (r < -lim || r >= lim))
+		return false;
+	for (i = 0; i < (size_t) out_len; i++)
+		out[out_len - 1 - i] = (uint8_t) ((unsigned __int128) r >> (8 * i));
+	return true;
 }
 
 static int64_t
@@ -298,33 +365,139 @@ append_long(IcebergBuf *b, int64_t v)
 	return iceberg_buf_append(b, num, strlen(num));
 }
 
+/* Append len bytes as the manifest reader renders binary ("0x..."). */
+static bool
+append_hex(IcebergBuf *b, const uint8_t *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t		i;
+
+	if (!iceberg_buf_append(b, "\"0x", 3))
+		return false;
+	for (i = 0; i < len; i++)
+	{
+		char		two[2] = {hex[s[i] >> 4], hex[s[i] & 15]};
+
+		if (!iceberg_buf_append(b, two, 2))
+			return false;
+	}
+	return iceberg_buf_append(b, "\"", 1);
+}
+
 /* Is t one of the types whose values are longs in a partition text? */
 static bool
 long_typed(IcebergTypeId t)
 {
 	return t == ICEBERG_TYPE_INT || t == ICEBERG_TYPE_LONG || t == ICEBERG_TYPE_DATE ||
-		t == ICEBERG_TYPE_TIME || t == ICEBERG_TYPE_TIMESTAMP || t == ICEBERG_TYPE_TIMESTAMPTZ;
+		t == ICEBERG_TYPE_TIME || t == ICEBERG_TYPE_TIMESTAMP || t == ICEBERG_TYPE_TIMESTAMPTZ ||
+		t == ICEBERG_TYPE_TIMESTAMP_NS || t == ICEBERG_TYPE_TIMESTAMPTZ_NS;
 }
 
-/* Days of a date or timestamp value (micros). */
+static bool
+nanos_typed(IcebergTypeId t)
+{
+	return t == ICEBERG_TYPE_TIMESTAMP_NS || t == ICEBERG_TYPE_TIMESTAMPTZ_NS;
+}
+
+static bool
+time_typed(IcebergTypeId t)
+{
+	return t == ICEBERG_TYPE_TIMESTAMP || t == ICEBERG_TYPE_TIMESTAMPTZ || nanos_typed(t);
+}
+
+/* Microseconds of a timestamp value (Iceberg's nanosToMicros: floor). */
+static int64_t
+micros_of(IcebergTypeId t, int64_t v)
+{
+	return nanos_typed(t) ? floor_div(v, 1000) : v;
+}
+
+/* Days of a date or timestamp value (micros or nanos). */
 static int64_t
 days_of(IcebergTypeId t, int64_t v)
 {
-	return t == ICEBERG_TYPE_DATE ? v : floor_div(v, USECS_PER_DAY);
+	return t == ICEBERG_TYPE_DATE ? v : floor_div(micros_of(t, v), USECS_PER_DAY);
+}
+
+/*
+ * bucket[n] of the bytes of a value (Appendix B): a string's UTF-8, a
+ * uuid's 16 big-endian bytes, fixed and binary as they are, a decimal's
+ * unscaled value in its fewest two's complement big-endian bytes.
+ */
+static bool
+bucket_of_bytes(IcebergTypeId t, const char *tok, size_t tl, int32_t n, IcebergBuf *b, bool *ok)
+{
+	IcebergBuf	raw = {0};
+	const uint8_t *p;
+	size_t		len;
+	size_t		start = 0;
+	bool		r;
+
+	if (!(t == ICEBERG_TYPE_STRING ? iceberg_json_unescape(tok, tl, &raw) :
+		  iceberg_json_unhex(tok, tl, &raw)) ||
+		(t == ICEBERG_TYPE_UUID && raw.len != 16) ||
+		(t == ICEBERG_TYPE_DECIMAL && (raw.len == 0 || raw.len > 16)))
+	{
+		iceberg_buf_free(&raw);
+		*ok = false;
+		return false;
+	}
+	p = raw.data ? (const uint8_t *) raw.data : (const uint8_t *) "";
+	len = raw.len;
+	if (t == ICEBERG_TYPE_DECIMAL)
+		len = iceberg_decimal_min_bytes(p, len, &start);
+	r = append_long(b, iceberg_bucket_of_hash(iceberg_murmur3_32(p + start, len), n));
+	iceberg_buf_free(&raw);
+	return r;
+}
+
+/* truncate[w] of a string, binary or decimal value of column c. */
+static bool
+truncate_bytes(const IcebergColumn *c, const char *tok, size_t tl, int64_t w, IcebergBuf *b,
+			   bool *ok)
+{
+	IcebergBuf	raw = {0};
+	const char *p;
+	uint8_t		dec[16];
+	bool		r;
+
+	if (!(c->type == ICEBERG_TYPE_STRING ? iceberg_json_unescape(tok, tl, &raw) :
+		  iceberg_json_unhex(tok, tl, &raw)))
+	{
+		iceberg_buf_free(&raw);
+		*ok = false;
+		return false;
+	}
+	p = raw.data ? raw.data : "";
+	if (c->type == ICEBERG_TYPE_STRING)
+		r = append_json_string(b, p, iceberg_truncate_utf8(p, raw.len, w));
+	else if (c->type == ICEBERG_TYPE_BINARY)
+		r = append_hex(b, (const uint8_t *) p, raw.len < (size_t) w ? raw.len : (size_t) w);
+	else if (iceberg_truncate_decimal((const uint8_t *) p, raw.len, w,
+									  iceberg_decimal_bytes(c->precision), dec))
+		r = append_hex(b, dec, (size_t) iceberg_decimal_bytes(c->precision));
+	else
+	{
+		/* outside the decimal's precision: not computed here */
+		iceberg_buf_free(&raw);
+		*ok = false;
+		return false;
+	}
+	iceberg_buf_free(&raw);
+	return r;
 }
 
 /*
  * Append the value of transform (kind, arg) of the identity value tok of
- * a column of type t; false: not computed here (*ok false) or out of
- * memory (*ok true).
+ * column c; false: not computed here (*ok false) or out of memory (*ok
+ * true).
  */
 static bool
-apply_transform(TransformKind kind, int64_t arg, IcebergTypeId t, const char *tok, size_t tl,
-				IcebergBuf *b, bool *ok)
+apply_transform(TransformKind kind, int64_t arg, const IcebergColumn *c, const char *tok,
+				size_t tl, IcebergBuf *b, bool *ok)
 {
+	IcebergTypeId t = c->type;
 	int64_t		v = 0;
-	IcebergBuf	raw = {0};
-	bool		r = false;
 
 	*ok = true;
 	if (tl == 4 && memcmp(tok, "null", 4) == 0)
@@ -337,52 +510,30 @@ apply_transform(TransformKind kind, int64_t arg, IcebergTypeId t, const char *to
 			return iceberg_buf_append(b, tok, tl);
 		case TK_BUCKET:
 			if (long_typed(t))
-				return append_long(b, iceberg_bucket_of_hash(iceberg_hash_long(v), (int32_t) arg));
-			if (t == ICEBERG_TYPE_STRING)
-			{
-				if (!iceberg_json_unescape(tok, tl, &raw))
-					goto no;
-				r = append_long(b, iceberg_bucket_of_hash(iceberg_murmur3_32(raw.data ? raw.data : "", raw.len),
-														  (int32_t) arg));
-				iceberg_buf_free(&raw);
-				return r;
-			}
-			if (t == ICEBERG_TYPE_BINARY)
-			{
-				if (!iceberg_json_unhex(tok, tl, &raw))
-					goto no;
-				r = append_long(b, iceberg_bucket_of_hash(iceberg_murmur3_32(raw.data ? raw.data : "", raw.len),
-														  (int32_t) arg));
-				iceberg_buf_free(&raw);
-				return r;
-			}
+				return append_long(b, iceberg_bucket_of_hash(iceberg_hash_long(micros_of(t, v)),
+															 (int32_t) arg));
+			if (t == ICEBERG_TYPE_STRING || t == ICEBERG_TYPE_BINARY ||
+				t == ICEBERG_TYPE_FIXED || t == ICEBERG_TYPE_UUID || t == ICEBERG_TYPE_DECIMAL)
+				return bucket_of_bytes(t, tok, tl, (int32_t) arg, b, ok);
 			goto no;
 		case TK_TRUNCATE:
 			if (t == ICEBERG_TYPE_INT || t == ICEBERG_TYPE_LONG)
 				return append_long(b, iceberg_truncate_long(v, arg));
-			if (t == ICEBERG_TYPE_STRING)
-			{
-				if (!iceberg_json_unescape(tok, tl, &raw))
-					goto no;
-				r = append_json_string(b, raw.data ? raw.data : "",
-									   iceberg_truncate_utf8(raw.data ? raw.data : "", raw.len, arg));
-				iceberg_buf_free(&raw);
-				return r;
-			}
+			if (t == ICEBERG_TYPE_STRING || t == ICEBERG_TYPE_BINARY || t == ICEBERG_TYPE_DECIMAL)
+				return truncate_bytes(c, tok, tl, arg, b, ok);
 			goto no;
 		case TK_YEAR:
 		case TK_MONTH:
 		case TK_DAY:
-			if (t != ICEBERG_TYPE_DATE && t != ICEBERG_TYPE_TIMESTAMP &&
-				t != ICEBERG_TYPE_TIMESTAMPTZ)
+			if (t != ICEBERG_TYPE_DATE && !time_typed(t))
 				goto no;
 			v = days_of(t, v);
 			return append_long(b, kind == TK_YEAR ? iceberg_years_from_days(v) :
 							   kind == TK_MONTH ? iceberg_months_from_days(v) : v);
 		case TK_HOUR:
-			if (t != ICEBERG_TYPE_TIMESTAMP && t != ICEBERG_TYPE_TIMESTAMPTZ)
+			if (!time_typed(t))
 				goto no;
-			return append_long(b, floor_div(v, USECS_PER_HOUR));
+			return append_long(b, floor_div(micros_of(t, v), USECS_PER_HOUR));
 		default:
 			goto no;
 	}
@@ -393,18 +544,19 @@ no:
 
 /*
  * Append the output field (kind, arg) from the value tok of a field of
- * the file's spec of transform (fkind, farg) on the same source column;
+ * the file's spec of transform (fkind, farg) on the same source column c;
  * false with *ok false when that value does not fix it.
  */
 static bool
-derive(TransformKind kind, int64_t arg, TransformKind fkind, int64_t farg, IcebergTypeId t,
+derive(TransformKind kind, int64_t arg, TransformKind fkind, int64_t farg, const IcebergColumn *c,
 	   const char *tok, size_t tl, IcebergBuf *b, bool *ok)
 {
+	IcebergTypeId t = c->type;
 	int64_t		v;
 
 	*ok = true;
 	if (fkind == TK_IDENTITY)
-		return apply_transform(kind, arg, t, tok, tl, b, ok);
+		return apply_transform(kind, arg, c, tok, tl, b, ok);
 	if (fkind == kind && farg == arg)
 		return iceberg_buf_append(b, tok, tl);	/* the same transform */
 	if (tl == 4 && memcmp(tok, "null", 4) == 0)
@@ -412,16 +564,22 @@ derive(TransformKind kind, int64_t arg, TransformKind fkind, int64_t farg, Icebe
 	if (fkind == TK_TRUNCATE && kind == TK_TRUNCATE)
 	{
 		/*
-		 * truncate[W] of truncate[W'](v), W dividing W' (ints) or W <= W'
-		 * (strings)
+		 * truncate[W] of truncate[W'](v): numbers when W is a multiple of W'
+		 * (every v of [x, x + W') has the same truncate[W]; truncate[5] of
+		 * truncate[10] is not fixed: 10 and 15 share truncate[10]), strings
+		 * and binary when W <= W' (a prefix of the prefix)
 		 */
-		if ((t == ICEBERG_TYPE_INT || t == ICEBERG_TYPE_LONG) && farg % arg == 0)
-			return apply_transform(kind, arg, t, tok, tl, b, ok);
-		if (t == ICEBERG_TYPE_STRING && arg <= farg)
-			return apply_transform(kind, arg, t, tok, tl, b, ok);
+		if ((t == ICEBERG_TYPE_INT || t == ICEBERG_TYPE_LONG || t == ICEBERG_TYPE_DECIMAL) &&
+			arg % farg == 0)
+			return apply_transform(kind, arg, c, tok, tl, b, ok);
+		if ((t == ICEBERG_TYPE_STRING || t == ICEBERG_TYPE_BINARY) && arg <= farg)
+			return apply_transform(kind, arg, c, tok, tl, b, ok);
 	}
 	else if (token_long(tok, tl, &v))
 	{
+		/* bucket[N] of bucket[N'](v), N dividing N': (h mod N') mod N */
+		if (fkind == TK_BUCKET && kind == TK_BUCKET && farg % arg == 0 && v >= 0)
+			return append_long(b, v % arg);
 		/* a coarser time of a finer one */
 		if (fkind == TK_HOUR && (kind == TK_DAY || kind == TK_MONTH || kind == TK_YEAR))
 		{
@@ -486,7 +644,7 @@ iceberg_partition_project(const IcebergTableMetadata *md, const IcebergSchema *s
 			if (ff->source_id != of->source_id || fkind == TK_VOID || fkind == TK_OTHER ||
 				!nth_token(text, len, k, &tok, &tl))
 				continue;
-			done = derive(kind, arg, fkind, farg, col->type, tok, tl, &b, &ok);
+			done = derive(kind, arg, fkind, farg, col, tok, tl, &b, &ok);
 			if (!done && ok)
 				goto nomem;
 		}
@@ -539,20 +697,22 @@ avro_type_of(const IcebergColumn *c, char *buf, size_t size)
 			return "\"string\"";
 		case ICEBERG_TYPE_BINARY:
 			return "\"bytes\"";
+		case ICEBERG_TYPE_TIMESTAMP_NS:
+			return "{\"type\":\"long\",\"logicalType\":\"timestamp-nanos\",\"adjust-to-utc\":false}";
+		case ICEBERG_TYPE_TIMESTAMPTZ_NS:
+			return "{\"type\":\"long\",\"logicalType\":\"timestamp-nanos\",\"adjust-to-utc\":true}";
+		case ICEBERG_TYPE_UUID:
+			return "{\"type\":\"fixed\",\"name\":\"uuid_fixed\",\"size\":16,\"logicalType\":\"uuid\"}";
+		case ICEBERG_TYPE_FIXED:
+			if (c->length <= 0)
+				return NULL;
+			snprintf(buf, size, "{\"type\":\"fixed\",\"name\":\"fixed_%d\",\"size\":%d}",
+					 c->length, c->length);
+			return buf;
 		case ICEBERG_TYPE_DECIMAL:
 			{
-				/*
-				 * Iceberg's fixed of the fewest bytes for the precision
-				 * (TypeUtil.decimalRequiredBytes): 2^(8 bytes - 1) > 10^p
-				 */
-				int			bytes = 1;
-				double		ten = 1;
-				int			i;
+				int			bytes = iceberg_decimal_bytes(c->precision);
 
-				for (i = 0; i < c->precision; i++)
-					ten *= 10;
-				while (bytes < 16 && ldexp(1.0, 8 * bytes - 1) <= ten)
-					bytes++;
 				snprintf(buf, size, "{\"type\":\"fixed\",\"name\":\"decimal_%d_%d\",\"size\":%d,"
 						 "\"logicalType\":\"decimal\",\"precision\":%d,\"scale\":%d}",
 						 c->precision, c->scale, bytes, c->precision, c->scale);
