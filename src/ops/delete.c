@@ -25,7 +25,9 @@
  *				batch is ready again.
  *	 403, ExpiredToken: when the storage holds vended credentials it can
  *				refresh (io_storage_set_refresh), new ones are fetched and
- *				the batch is sent again, once.
+ *				the batch is sent again, once; so are the keys of a 200 or
+ *				202 refused for their credentials inside it (an Azure Blob
+ *				Batch or GCS batch authorises each sub-request on its own).
  *	 transport failures, 500, 502, 504: sent again after a backoff, at
  *				most the storage's retry count; other failures stop the
  *				deleter.
@@ -209,14 +211,19 @@ batch_free(DeleteBatch *b)
 	b->n = 0;
 }
 
-/* Keep the batch's keys refused to slow down; the number kept. */
+/*
+ * Keep the batch's keys refused to slow down (and, with credentials, those
+ * refused for their credentials); the number kept.
+ */
 static int
-keep_throttled(DeleteBatch *b)
+keep_throttled(DeleteBatch *b, bool credentials)
 {
 	int			kept = 0;
 
 	for (int i = 0; i < b->n; i++)
-		if (!b->results[i].deleted && io_delete_code_throttled(b->results[i].code))
+		if (!b->results[i].deleted &&
+			(io_delete_code_throttled(b->results[i].code) ||
+			 (credentials && b->results[i].credentials)))
 		{
 			b->uris[kept] = b->uris[i];
 			b->sizes[kept] = b->sizes[i];
@@ -251,6 +258,7 @@ batch_answered(TmsDeleter *d, const IoDeleteDone *done)
 	TmsDeleterPrivate *p = d->priv;
 	DeleteBatch *b = &p->batches[done->slot];
 	PoolOutcome outcome;
+	bool		renew = false;
 
 	if (done->rc == 0)
 		outcome = done->nthrottled > 0 ? POOL_THROTTLED : POOL_SUCCEEDED;
@@ -303,6 +311,19 @@ batch_answered(TmsDeleter *d, const IoDeleteDone *done)
 		batch_free(b);
 		return;
 	}
+
+	/*
+	 * Keys refused for their credentials inside the answer (a SAS that
+	 * expired while the storage worked through the batch): new credentials,
+	 * once, and those keys go again.
+	 */
+	if (done->ncredentials > 0 && !b->refreshed && io_storage_refreshable(p->storage))
+	{
+		TmsError	rerr;
+
+		b->refreshed = true;
+		renew = io_storage_refresh(p->storage, &rerr) == 0;
+	}
 	for (int i = 0; i < b->n; i++)
 	{
 		const IoDeleteResult *r = &b->results[i];
@@ -313,15 +334,21 @@ batch_answered(TmsDeleter *d, const IoDeleteDone *done)
 			if (b->sizes[i] > 0)
 				d->bytes += b->sizes[i];
 		}
-		else if (!io_delete_code_throttled(r->code))
+		else if (!io_delete_code_throttled(r->code) && !(renew && r->credentials))
 			refused(d, b->uris[i], r);
 	}
-	if (done->nthrottled > 0)
+	if (done->nthrottled > 0 || renew)
 	{
-		b->n = keep_throttled(b);
+		b->n = keep_throttled(b, renew);
 		d->retried_keys += b->n;
 		b->attempts = 0;
-		batch_refused(d, b, done->retry_after_ms);
+		if (done->nthrottled > 0)
+			batch_refused(d, b, done->retry_after_ms);
+		else
+		{
+			b->not_before_ms = 0;
+			b->state = BATCH_READY;
+		}
 		return;
 	}
 	p->refused_since_ms = 0;

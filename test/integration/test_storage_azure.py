@@ -24,6 +24,9 @@ the gate in front of it (test/s3gate/server.py --flavor azure):
     a SAS the catalog vends instead of a key;
   - deletes throttled by the gate (503 ServerBusy) slow down through the
     delete pool's window and the job succeeds;
+  - a vended SAS that expires during a purge (the catalog vends SAS of 3 s)
+    is fetched again through the held entry, before its vended expiry or
+    after Azurite refused it (403), and the purge deletes everything;
   - a table outside allowed_locations is refused before anything runs;
     an unusable key fails the job without the key in its error or the
     server log.
@@ -40,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import uuid
 
 import pytest
@@ -547,3 +551,58 @@ def test_vended_sas_is_fetched_again_when_it_expires(env):
     loads = cat.requests(r"/tables/%s(/credentials)?$" % name)["requests"]
     # the load of the job, then at least one more for fresh credentials
     assert len([r for r in loads if r["method"] == "GET"]) >= 2, loads
+
+
+@pytest.mark.parametrize("expiry_visible", [True, False])
+def test_purge_outlives_a_vended_sas_that_expires(env, expiry_visible):
+    """The catalog vends an account SAS that lives 3 s (with its expiry,
+    or without it: then Azurite refuses it once it has passed, 403
+    AuthorizationFailure, as Azure does with AuthenticationFailed) and
+    a purge throttled to take longer than that gets new ones through its
+    held entry (loadCredentials) and deletes everything, as S3's vended
+    keys are refreshed (test_vended_credentials.py)."""
+    cat, st, gate = env["catalog"], env["st"], env["gate"]
+    loc, name, _ = new_table(env, "--snapshots", "3", "--data-files", "900",
+                             "--files-per-manifest", "50")
+    files = ow.list_location(st, loc)
+    hold = "azhold_%s" % uuid.uuid4().hex[:6]
+    cat.create_namespace(hold)
+    srv = "azttl_%s" % uuid.uuid4().hex[:6]
+    q(env, "CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri '%s',"
+           " request_timeout '10s', azure_endpoint '%s', allowed_locations '%s',"
+           " purge_hold_namespace '%s')" % (srv, cat.uri, gate.endpoint, ROOT, hold))
+    q(env, "CREATE USER MAPPING FOR PUBLIC SERVER %s" % srv)
+    gate.reset_log()
+    cat.reset_requests()
+    cat.set_vending(gate, 3, expiry_visible=expiry_visible)
+    try:
+        # 4 or more Blob Batch requests at one every 2 s: longer than a SAS lives
+        gate.throttle(0.5, burst=1, mode="request", scope="delete")
+        jid = q(env, "SELECT tms.purge_table(%s, 'az', %s)", (srv, name))[0][0]
+        wait_for(lambda: q(env, "SELECT state FROM tms.purge_jobs WHERE id = %s",
+                           (jid,))[0][0] in ("SUCCEEDED", "FAILED"), timeout=300,
+                 what="the purge")
+    finally:
+        gate.unthrottle()
+        cat.clear_vending()
+    state, deleted, err, started, finished = q(
+        env, "SELECT state, files_deleted, last_error, started_at, finished_at"
+             " FROM tms.purge_jobs WHERE id = %s", (jid,))[0]
+    assert state == "SUCCEEDED", err
+    assert deleted == len(files)
+    assert ow.list_location(st, loc) == {}
+    issued = [v for v in cat.vended() if v.get("token", "").startswith("sv=")]
+    assert len(issued) >= 2, "one SAS served the whole purge"
+    assert cat.requests(r"/namespaces/%s/tables/tms_purge_%d/credentials$" % (hold, jid))[
+        "requests"], "no loadCredentials through the held entry"
+    # every request the purge sent carried a SAS the catalog vended
+    sigs = {v["token"].rsplit("sig=", 1)[1] for v in issued}
+    log = [e for e in gate.log() if e["method"] != "PUT"]
+    assert log and all(urllib.parse.parse_qs(e["query"]).get("sig", [""])[0] in
+                       {urllib.parse.unquote(s) for s in sigs} for e in log), log[:3]
+    refused = [e for e in log if e.get("status") == 403]
+    if expiry_visible:
+        assert not refused, "fetched again before it expired, Azurite never refused it"
+    else:
+        assert refused, "Azurite never refused an expired SAS: nothing was tested"
+    assert (finished - started).total_seconds() > 3, "the purge did not outlive its SAS"
