@@ -23,6 +23,11 @@
  *				refused callback, and is a failure unless it says "skip".
  *	 503/429	(SlowDown; Azure's ServerBusy, OperationTimedOut) the whole
  *				batch is ready again.
+ *	 timeout	the request took longer than the server's request_timeout
+ *				(a slow store working through a Blob Batch of 256
+ *				sub-requests, several in flight): taken as a refusal to
+ *				slow down, the whole batch is ready again (deleting a
+ *				file twice is harmless: the second time it is gone).
  *	 403, ExpiredToken: when the storage holds vended credentials it can
  *				refresh (io_storage_set_refresh), new ones are fetched and
  *				the batch is sent again, once; so are the keys of a 200 or
@@ -260,16 +265,19 @@ batch_answered(TmsDeleter *d, const IoDeleteDone *done)
 	PoolOutcome outcome;
 	bool		renew = false;
 
+	/* a request that timed out: the storage is slower than we ask of it */
+	bool		slow = done->rc != 0 && done->err.code == IO_ERR_TIMEOUT;
+
 	if (done->rc == 0)
 		outcome = done->nthrottled > 0 ? POOL_THROTTLED : POOL_SUCCEEDED;
 	else
-		outcome = done->throttled ? POOL_THROTTLED : POOL_FAILED;
+		outcome = done->throttled || slow ? POOL_THROTTLED : POOL_FAILED;
 	/* the permit goes back first: nothing below may leave it held */
 	b->state = BATCH_ANSWERED;
 	delete_pool_release(b->target, outcome, b->epoch, done->retry_after_ms,
 						(int) done->nthrottled);
 
-	if (done->rc != 0 && done->throttled)
+	if (done->rc != 0 && (done->throttled || slow))
 	{
 		batch_refused(d, b, done->retry_after_ms);
 		return;

@@ -24,6 +24,8 @@ the gate in front of it (test/s3gate/server.py --flavor azure):
     a SAS the catalog vends instead of a key;
   - deletes throttled by the gate (503 ServerBusy) slow down through the
     delete pool's window and the job succeeds;
+  - a Blob Batch that outlasts the request timeout is sent again (the
+    window slows down) and the purge succeeds in its first attempt;
   - a vended SAS that expires during a purge (the catalog vends SAS of 3 s)
     is fetched again through the held entry, before its vended expiry or
     after Azurite refused it (403), and the purge deletes everything;
@@ -445,6 +447,42 @@ def test_throttled_deletes_slow_down_and_succeed(env):
     # every blob went in batches of at most 256, each answered at last
     assert max(e["keys"] for e in log) <= 256
     assert sum(e["keys"] for e in log if e["outcome"] == "ok") == len(files)
+
+
+def test_a_delete_that_times_out_is_sent_again(env):
+    """A Blob Batch that takes longer than the server's request_timeout
+    (Azurite working through 256 sub-requests with others in flight) is
+    taken as the storage asking to slow down: sent again, the files it
+    had deleted meanwhile answered 404 and counted, and the purge
+    succeeds in its first attempt."""
+    cat, st, gate = env["catalog"], env["st"], env["gate"]
+    loc, name, _ = new_table(env, "--snapshots", "2", "--data-files", "300",
+                             "--files-per-manifest", "100")
+    files = ow.list_location(st, loc)
+    srv = "azslow_%s" % uuid.uuid4().hex[:6]
+    q(env, "CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri '%s',"
+           " request_timeout '3s', azure_endpoint '%s', allowed_locations '%s')"
+      % (srv, cat.uri, gate.endpoint, ROOT))
+    q(env, "CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (azure_account_key '%s')"
+      % (srv, KEY))
+    gate.reset_log()
+    try:
+        # the first Blob Batch is held 6 s before it reaches Azurite
+        gate.delay(6, count=1, scope="delete")
+        jid = q(env, "SELECT tms.purge_table(%s, 'az', %s)", (srv, name))[0][0]
+        wait_for(lambda: q(env, "SELECT state FROM tms.purge_jobs WHERE id = %s",
+                           (jid,))[0][0] in ("SUCCEEDED", "FAILED"), timeout=300,
+                 what="the purge")
+    finally:
+        gate.undelay()
+    state, attempts, deleted, err = q(env, "SELECT state, attempts, files_deleted, last_error"
+                                           " FROM tms.purge_jobs WHERE id = %s", (jid,))[0]
+    assert state == "SUCCEEDED" and attempts == 0, (state, attempts, err)
+    assert deleted == len(files)
+    assert ow.list_location(st, loc) == {}
+    batches = [e for e in gate.log() if e["kind"] == "delete"]
+    # the held batch and the same blobs once more: nothing else twice
+    assert sum(e["keys"] for e in batches) <= len(files) + 256, batches
 
 
 def test_outside_allowed_locations_is_refused(env):
