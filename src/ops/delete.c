@@ -30,9 +30,13 @@
  *				file twice is harmless: the second time it is gone).
  *	 403, ExpiredToken: when the storage holds vended credentials it can
  *				refresh (io_storage_set_refresh), new ones are fetched and
- *				the batch is sent again, once; so are the keys of a 200 or
- *				202 refused for their credentials inside it (an Azure Blob
- *				Batch or GCS batch authorises each sub-request on its own).
+ *				the batch is sent again (with the newer ones another
+ *				batch fetched meanwhile, else new ones, at most
+ *				CREDENTIAL_REFRESHES times in a row: a batch held back by
+ *				throttling may outlive several vended tokens); so are
+ *				the keys of a 200 or 202 refused for their credentials
+ *				inside it (an Azure Blob Batch or GCS batch authorises
+ *				each sub-request on its own).
  *	 transport failures, 500, 502, 504: sent again after a backoff, at
  *				most the storage's retry count; other failures stop the
  *				deleter.
@@ -65,6 +69,12 @@ int			tms_delete_throttle_patience_s = 600;
 
 #define MAX_SLOTS 64
 
+/*
+ * Vended credentials fetched again for one batch in a row at most: a batch
+ * held back (throttled, waiting for a permit) may outlive several tokens.
+ */
+#define CREDENTIAL_REFRESHES 3
+
 typedef enum BatchState
 {
 	BATCH_FREE,
@@ -87,7 +97,9 @@ typedef struct DeleteBatch
 	uint32		epoch;			/* the target window's, at its start */
 	int			attempts;		/* failed sends retried */
 	int			refusals;		/* refused in a row */
-	bool		refreshed;		/* sent again with refreshed credentials */
+	int			refreshes;		/* credentials fetched again for it, in a row */
+	int			sent_gen;		/* io_storage_refresh_count() when sent */
+	bool		refresh_due;	/* fetch new credentials before sending it */
 	int64		not_before_ms;	/* io_now_ms() */
 } DeleteBatch;
 
@@ -237,6 +249,29 @@ keep_throttled(DeleteBatch *b, bool credentials)
 	return kept;
 }
 
+/*
+ * A batch was refused for its credentials: may it go again?  True when
+ * the storage holds newer ones than it was sent with (another batch
+ * fetched them), or new ones are to be fetched right before it is sent
+ * (refresh_due: it may wait for a permit longer than a token lives);
+ * false when there is nothing to refresh, or they were fetched
+ * CREDENTIAL_REFRESHES times in a row for this batch already (a storage
+ * that keeps refusing fresh ones refuses them for good).
+ */
+static bool
+credentials_renewed(TmsDeleterPrivate *p, DeleteBatch *b)
+{
+	if (!io_storage_refreshable(p->storage))
+		return false;
+	if (io_storage_refresh_count(p->storage) != b->sent_gen)
+		return true;
+	if (b->refreshes >= CREDENTIAL_REFRESHES)
+		return false;
+	b->refreshes++;
+	b->refresh_due = true;
+	return true;
+}
+
 /* Ready again after a refusal to slow down. */
 static void
 batch_refused(TmsDeleter *d, DeleteBatch *b, long retry_after_ms)
@@ -279,26 +314,19 @@ batch_answered(TmsDeleter *d, const IoDeleteDone *done)
 
 	if (done->rc != 0 && (done->throttled || slow))
 	{
+		/*
+		 * Held back, it may outlive the credentials it was last sent with: a
+		 * refusal for them after this may fetch new ones again.
+		 */
+		b->refreshes = 0;
 		batch_refused(d, b, done->retry_after_ms);
 		return;
 	}
-	if (done->rc != 0 && done->credentials && !b->refreshed &&
-		io_storage_refreshable(p->storage))
+	if (done->rc != 0 && done->credentials && credentials_renewed(p, b))
 	{
-		/* vended credentials expired: new ones from the catalog, once */
-		TmsError	rerr;
-
-		b->refreshed = true;
-		if (io_storage_refresh(p->storage, &rerr) == 0)
-		{
-			b->not_before_ms = 0;
-			b->state = BATCH_READY;
-			return;
-		}
-		stop(d, TMS_DELETE_FAILED, done->err.http_status, done->s3code, NULL,
-			 "could not delete files: %s (%s); the vended credentials could not be refreshed: %s",
-			 done->err.message, done->err.detail, rerr.message);
-		batch_free(b);
+		/* vended credentials expired: new ones from the catalog */
+		b->not_before_ms = 0;
+		b->state = BATCH_READY;
 		return;
 	}
 	if (done->rc != 0)
@@ -323,15 +351,12 @@ batch_answered(TmsDeleter *d, const IoDeleteDone *done)
 	/*
 	 * Keys refused for their credentials inside the answer (a SAS that
 	 * expired while the storage worked through the batch): new credentials,
-	 * once, and those keys go again.
+	 * and those keys go again.
 	 */
-	if (done->ncredentials > 0 && !b->refreshed && io_storage_refreshable(p->storage))
-	{
-		TmsError	rerr;
-
-		b->refreshed = true;
-		renew = io_storage_refresh(p->storage, &rerr) == 0;
-	}
+	if (done->ncredentials > 0)
+		renew = credentials_renewed(p, b);
+	else
+		b->refreshes = 0;
 	for (int i = 0; i < b->n; i++)
 	{
 		const IoDeleteResult *r = &b->results[i];
@@ -403,9 +428,25 @@ start_ready(TmsDeleter *d, int64 *wake_ms)
 			*wake_ms = Min(*wake_ms, retry_ms);
 			break;
 		}
+		if (b->refresh_due)
+		{
+			b->refresh_due = false;
+			if (io_storage_refresh_count(p->storage) == b->sent_gen &&
+				io_storage_refresh(p->storage, &err) != 0)
+			{
+				delete_pool_release(b->target, POOL_ABANDONED, b->epoch, -1, 0);
+				stop(d, TMS_DELETE_FAILED, 0, NULL, NULL,
+					 "could not delete files: the storage refused the vended credentials, and they could not be refreshed: %s",
+					 err.message);
+				batch_free(b);
+				break;
+			}
+		}
 		memset(b->results, 0, sizeof(IoDeleteResult) * b->n);
 		if (io_deleter_start(p->io, slot, (const char *const *) b->uris, b->n, b->results,
-							 &err) != 0)
+							 &err) == 0)
+			b->sent_gen = io_storage_refresh_count(p->storage);
+		else
 		{
 			delete_pool_release(b->target, POOL_ABANDONED, b->epoch, -1, 0);
 			stop(d, TMS_DELETE_FAILED, 0, NULL, NULL, "could not delete files: %s",
@@ -620,7 +661,8 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 		b->seq = p->next_seq++;
 		b->attempts = 0;
 		b->refusals = 0;
-		b->refreshed = false;
+		b->refreshes = 0;
+		b->refresh_due = false;
 		b->not_before_ms = 0;
 		b->state = BATCH_READY;
 	}
