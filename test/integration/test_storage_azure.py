@@ -8,6 +8,7 @@ the gate in front of it (test/s3gate/server.py --flavor azure):
     listings across pages (List Blobs markers), deletes in Blob Batch
     requests of at most 256 blobs, every scheme and host spelling of one
     object, with a shared key, an account SAS and a catalog-vended SAS;
+    a directory of a hierarchical namespace in a listing is no file;
     a missing blob is "not found", a refused key or SAS is 403 and neither
     the key nor the SAS's signature is in the error; a batch refused as a
     whole (503 ServerBusy) and sub-requests refused ServerBusy are
@@ -193,6 +194,54 @@ def test_io_sas_and_vended_sas(driver, azurite):
     # a location that is no Azure one is refused before any request
     r = drive(driver, ep, "get", "abfss://%s/x" % HOST)
     assert r.returncode == 2 and b"invalid argument" in r.stderr and b"container" in r.stderr
+
+
+HNS_LISTING = (b'<?xml version="1.0" encoding="utf-8"?><EnumerationResults'
+               b' ServiceEndpoint="http://127.0.0.1/devstoreaccount1/" ContainerName="warehouse">'
+               b'<Prefix>t/</Prefix><Blobs>'
+               b'<Blob><Name>t/data</Name><Properties><Content-Length>0</Content-Length>'
+               b'<ResourceType>directory</ResourceType></Properties></Blob>'
+               b'<Blob><Name>t/data/f.parquet</Name><Properties>'
+               b'<Last-Modified>Mon, 07 Dec 2026 03:00:00 GMT</Last-Modified>'
+               b'<Content-Length>16</Content-Length><ResourceType>file</ResourceType>'
+               b'</Properties></Blob></Blobs><NextMarker/></EnumerationResults>')
+
+
+def test_io_list_skips_hierarchical_namespace_directories(driver):
+    """An account with a hierarchical namespace (ADLS Gen2) lists its
+    directories as blobs whose ResourceType is "directory" (Azurite has
+    no such namespace: a stand-in on 127.0.0.1 answers List Blobs so):
+    they are no files, so orphan cleanup never sees, nor deletes, one."""
+    import http.server
+    import threading
+
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(HNS_LISTING)))
+            self.end_headers()
+            self.wfile.write(HNS_LISTING)
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        r = drive(driver, "http://127.0.0.1:%d" % srv.server_address[1], "list",
+                  "abfss://warehouse@%s/t/" % HOST)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert r.returncode == 0, r.stderr
+    assert seen and "comp=list" in seen[0], seen
+    listed = [line.split("\t") for line in r.stdout.decode().splitlines()]
+    assert listed == [["abfss://warehouse@%s/t/data/f.parquet" % HOST, "16"]], listed
 
 
 def test_io_throttled_batches_are_reported(driver, azurite, gate):
