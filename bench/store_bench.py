@@ -365,6 +365,7 @@ def run_orphan_cleanup(w, name, orphans, live, timeout):
            "tms_storage_requests": req1[0] - req0[0], "tms_retries": req1[1] - req0[1],
            "listed_objects": live + orphans,
            "orphans_per_s": row[3] / secs if secs > 0 else None}
+    res["load_avg"] = os.getloadavg()
     res["list_requests"] = kinds.get("list", 0)
     res["delete_requests"] = kinds.get("batch delete", 0) + kinds.get("DELETE", 0)
     res["delete_requests_per_orphan"] = res["delete_requests"] / orphans if orphans else None
@@ -401,7 +402,8 @@ def run_purge(w, name, timeout):
            "job_delete_requests": row[3], "requests_by_kind": kinds, "delete_keys": keys,
            "requests": total, "requests_per_file": total / files if files else None,
            "tms_storage_requests": req1[0] - req0[0], "tms_retries": req1[1] - req0[1],
-           "files_per_s": files / secs if secs > 0 else None}
+           "files_per_s": files / secs if secs > 0 else None,
+           "load_avg": os.getloadavg()}
     log("purge: %d files in %.1f s (client %.1f s, %.0f files/s), requests %s "
         "(%.4f per file), %d keys in deletes, tms counted %d"
         % (files, secs, wall, res["files_per_s"] or 0, kinds, res["requests_per_file"] or 0,
@@ -417,6 +419,7 @@ def baseline_list(w, prefix):
     secs = time.monotonic() - t0
     kinds, _ = classify(st, st.log())
     res = {"objects": len(listed), "s": secs, "pages": kinds.get("list", 0),
+           "load_avg": os.getloadavg(),
            "objects_per_s": len(listed) / secs if secs > 0 else None}
     log("baseline listing: %d objects in %.2f s, %d pages" % (len(listed), secs,
                                                             res["pages"]))
@@ -463,7 +466,7 @@ def baseline_delete(w, uris, threads):
         raise RuntimeError("baseline deletes failed: %s" % errors[:3])
     kinds, _ = classify(st, st.log())
     res = {"objects": len(uris), "s": secs, "threads": threads, "requests_by_kind": kinds,
-           "retried_500": len(retried),
+           "retried_500": len(retried), "load_avg": os.getloadavg(),
            "objects_per_s": len(uris) / secs if secs > 0 else None}
     log("baseline DELETE loop: %d objects in %.2f s (%.0f/s, %d threads), %s"
         % (len(uris), secs, res["objects_per_s"], threads, kinds))

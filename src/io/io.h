@@ -475,6 +475,9 @@ extern int	io_storage_list(IoStorage *st, const char *prefix, IoListFn fn,
 typedef struct IoDeleteResult
 {
 	bool		deleted;		/* true also when the object did not exist */
+	bool		credentials;	/* !deleted: refused for the credentials it
+								 * was sent with (a sub-request of a Blob
+								 * Batch or GCS batch answered 401 or 403) */
 	char		code[64];		/* S3 error code or errno name when !deleted */
 	char		message[256];
 } IoDeleteResult;
@@ -564,6 +567,8 @@ typedef struct IoDeleteDone
 								 * ExpiredToken, ...): see io_storage_refresh */
 	long		retry_after_ms; /* what a Retry-After asked for, -1: nothing */
 	size_t		nthrottled;		/* rc 0: keys refused with a throttling code */
+	size_t		ncredentials;	/* rc 0: keys refused for their credentials
+								 * (IoDeleteResult.credentials) */
 } IoDeleteDone;
 
 /*

@@ -23,9 +23,20 @@
  *				refused callback, and is a failure unless it says "skip".
  *	 503/429	(SlowDown; Azure's ServerBusy, OperationTimedOut) the whole
  *				batch is ready again.
+ *	 timeout	the request took longer than the server's request_timeout
+ *				(a slow store working through a Blob Batch of 256
+ *				sub-requests, several in flight): taken as a refusal to
+ *				slow down, the whole batch is ready again (deleting a
+ *				file twice is harmless: the second time it is gone).
  *	 403, ExpiredToken: when the storage holds vended credentials it can
  *				refresh (io_storage_set_refresh), new ones are fetched and
- *				the batch is sent again, once.
+ *				the batch is sent again (with the newer ones another
+ *				batch fetched meanwhile, else new ones, at most
+ *				CREDENTIAL_REFRESHES times in a row: a batch held back by
+ *				throttling may outlive several vended tokens); so are
+ *				the keys of a 200 or 202 refused for their credentials
+ *				inside it (an Azure Blob Batch or GCS batch authorises
+ *				each sub-request on its own).
  *	 transport failures, 500, 502, 504: sent again after a backoff, at
  *				most the storage's retry count; other failures stop the
  *				deleter.
@@ -58,6 +69,12 @@ int			tms_delete_throttle_patience_s = 600;
 
 #define MAX_SLOTS 64
 
+/*
+ * Vended credentials fetched again for one batch in a row at most: a batch
+ * held back (throttled, waiting for a permit) may outlive several tokens.
+ */
+#define CREDENTIAL_REFRESHES 3
+
 typedef enum BatchState
 {
 	BATCH_FREE,
@@ -80,7 +97,9 @@ typedef struct DeleteBatch
 	uint32		epoch;			/* the target window's, at its start */
 	int			attempts;		/* failed sends retried */
 	int			refusals;		/* refused in a row */
-	bool		refreshed;		/* sent again with refreshed credentials */
+	int			refreshes;		/* credentials fetched again for it, in a row */
+	int			sent_gen;		/* io_storage_refresh_count() when sent */
+	bool		refresh_due;	/* fetch new credentials before sending it */
 	int64		not_before_ms;	/* io_now_ms() */
 } DeleteBatch;
 
@@ -209,20 +228,48 @@ batch_free(DeleteBatch *b)
 	b->n = 0;
 }
 
-/* Keep the batch's keys refused to slow down; the number kept. */
+/*
+ * Keep the batch's keys refused to slow down (and, with credentials, those
+ * refused for their credentials); the number kept.
+ */
 static int
-keep_throttled(DeleteBatch *b)
+keep_throttled(DeleteBatch *b, bool credentials)
 {
 	int			kept = 0;
 
 	for (int i = 0; i < b->n; i++)
-		if (!b->results[i].deleted && io_delete_code_throttled(b->results[i].code))
+		if (!b->results[i].deleted &&
+			(io_delete_code_throttled(b->results[i].code) ||
+			 (credentials && b->results[i].credentials)))
 		{
 			b->uris[kept] = b->uris[i];
 			b->sizes[kept] = b->sizes[i];
 			kept++;
 		}
 	return kept;
+}
+
+/*
+ * A batch was refused for its credentials: may it go again?  True when
+ * the storage holds newer ones than it was sent with (another batch
+ * fetched them), or new ones are to be fetched right before it is sent
+ * (refresh_due: it may wait for a permit longer than a token lives);
+ * false when there is nothing to refresh, or they were fetched
+ * CREDENTIAL_REFRESHES times in a row for this batch already (a storage
+ * that keeps refusing fresh ones refuses them for good).
+ */
+static bool
+credentials_renewed(TmsDeleterPrivate *p, DeleteBatch *b)
+{
+	if (!io_storage_refreshable(p->storage))
+		return false;
+	if (io_storage_refresh_count(p->storage) != b->sent_gen)
+		return true;
+	if (b->refreshes >= CREDENTIAL_REFRESHES)
+		return false;
+	b->refreshes++;
+	b->refresh_due = true;
+	return true;
 }
 
 /* Ready again after a refusal to slow down. */
@@ -251,38 +298,35 @@ batch_answered(TmsDeleter *d, const IoDeleteDone *done)
 	TmsDeleterPrivate *p = d->priv;
 	DeleteBatch *b = &p->batches[done->slot];
 	PoolOutcome outcome;
+	bool		renew = false;
+
+	/* a request that timed out: the storage is slower than we ask of it */
+	bool		slow = done->rc != 0 && done->err.code == IO_ERR_TIMEOUT;
 
 	if (done->rc == 0)
 		outcome = done->nthrottled > 0 ? POOL_THROTTLED : POOL_SUCCEEDED;
 	else
-		outcome = done->throttled ? POOL_THROTTLED : POOL_FAILED;
+		outcome = done->throttled || slow ? POOL_THROTTLED : POOL_FAILED;
 	/* the permit goes back first: nothing below may leave it held */
 	b->state = BATCH_ANSWERED;
 	delete_pool_release(b->target, outcome, b->epoch, done->retry_after_ms,
 						(int) done->nthrottled);
 
-	if (done->rc != 0 && done->throttled)
+	if (done->rc != 0 && (done->throttled || slow))
 	{
+		/*
+		 * Held back, it may outlive the credentials it was last sent with: a
+		 * refusal for them after this may fetch new ones again.
+		 */
+		b->refreshes = 0;
 		batch_refused(d, b, done->retry_after_ms);
 		return;
 	}
-	if (done->rc != 0 && done->credentials && !b->refreshed &&
-		io_storage_refreshable(p->storage))
+	if (done->rc != 0 && done->credentials && credentials_renewed(p, b))
 	{
-		/* vended credentials expired: new ones from the catalog, once */
-		TmsError	rerr;
-
-		b->refreshed = true;
-		if (io_storage_refresh(p->storage, &rerr) == 0)
-		{
-			b->not_before_ms = 0;
-			b->state = BATCH_READY;
-			return;
-		}
-		stop(d, TMS_DELETE_FAILED, done->err.http_status, done->s3code, NULL,
-			 "could not delete files: %s (%s); the vended credentials could not be refreshed: %s",
-			 done->err.message, done->err.detail, rerr.message);
-		batch_free(b);
+		/* vended credentials expired: new ones from the catalog */
+		b->not_before_ms = 0;
+		b->state = BATCH_READY;
 		return;
 	}
 	if (done->rc != 0)
@@ -303,6 +347,16 @@ batch_answered(TmsDeleter *d, const IoDeleteDone *done)
 		batch_free(b);
 		return;
 	}
+
+	/*
+	 * Keys refused for their credentials inside the answer (a SAS that
+	 * expired while the storage worked through the batch): new credentials,
+	 * and those keys go again.
+	 */
+	if (done->ncredentials > 0)
+		renew = credentials_renewed(p, b);
+	else
+		b->refreshes = 0;
 	for (int i = 0; i < b->n; i++)
 	{
 		const IoDeleteResult *r = &b->results[i];
@@ -313,15 +367,21 @@ batch_answered(TmsDeleter *d, const IoDeleteDone *done)
 			if (b->sizes[i] > 0)
 				d->bytes += b->sizes[i];
 		}
-		else if (!io_delete_code_throttled(r->code))
+		else if (!io_delete_code_throttled(r->code) && !(renew && r->credentials))
 			refused(d, b->uris[i], r);
 	}
-	if (done->nthrottled > 0)
+	if (done->nthrottled > 0 || renew)
 	{
-		b->n = keep_throttled(b);
+		b->n = keep_throttled(b, renew);
 		d->retried_keys += b->n;
 		b->attempts = 0;
-		batch_refused(d, b, done->retry_after_ms);
+		if (done->nthrottled > 0)
+			batch_refused(d, b, done->retry_after_ms);
+		else
+		{
+			b->not_before_ms = 0;
+			b->state = BATCH_READY;
+		}
 		return;
 	}
 	p->refused_since_ms = 0;
@@ -368,9 +428,25 @@ start_ready(TmsDeleter *d, int64 *wake_ms)
 			*wake_ms = Min(*wake_ms, retry_ms);
 			break;
 		}
+		if (b->refresh_due)
+		{
+			b->refresh_due = false;
+			if (io_storage_refresh_count(p->storage) == b->sent_gen &&
+				io_storage_refresh(p->storage, &err) != 0)
+			{
+				delete_pool_release(b->target, POOL_ABANDONED, b->epoch, -1, 0);
+				stop(d, TMS_DELETE_FAILED, 0, NULL, NULL,
+					 "could not delete files: the storage refused the vended credentials, and they could not be refreshed: %s",
+					 err.message);
+				batch_free(b);
+				break;
+			}
+		}
 		memset(b->results, 0, sizeof(IoDeleteResult) * b->n);
 		if (io_deleter_start(p->io, slot, (const char *const *) b->uris, b->n, b->results,
-							 &err) != 0)
+							 &err) == 0)
+			b->sent_gen = io_storage_refresh_count(p->storage);
+		else
 		{
 			delete_pool_release(b->target, POOL_ABANDONED, b->epoch, -1, 0);
 			stop(d, TMS_DELETE_FAILED, 0, NULL, NULL, "could not delete files: %s",
@@ -585,7 +661,8 @@ tms_deleter_submit(TmsDeleter *d, int level, const char *const *uris, const int6
 		b->seq = p->next_seq++;
 		b->attempts = 0;
 		b->refusals = 0;
-		b->refreshed = false;
+		b->refreshes = 0;
+		b->refresh_due = false;
 		b->not_before_ms = 0;
 		b->state = BATCH_READY;
 	}

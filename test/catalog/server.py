@@ -115,7 +115,14 @@ then they need the header "X-Admin-Token: TOKEN"):
                           expiry_visible is false, and endpoint (default:
                           the gate) as s3.endpoint; credentials_endpoint
                           false leaves loadCredentials out of /v1/config's
-                          endpoints
+                          endpoints.  A table in GCS gets an OAuth2 token
+                          (gcs.oauth2.token) registered with the GCS test
+                          server at gate; a table in Azure an account SAS
+                          (adls.sas-token.<account>, with
+                          adls.sas-token-expires-at-ms.<account> unless
+                          expiry_visible is false) signed with the
+                          catalog's Azure key, which Azurite refuses once
+                          its expiry (se) has passed
   GET    /admin/vending   {"issued": [{access_key_id, expires_at, via, issued_at}]}
   DELETE /admin/vending   back to the catalog's own S3 settings
   POST   /admin/config    {"defaults": {...}, "overrides": {...}}: extra
@@ -146,6 +153,7 @@ then they need the header "X-Admin-Token: TOKEN"):
 import argparse
 import base64
 import bisect
+import datetime
 import gzip
 import hashlib
 import json
@@ -871,6 +879,8 @@ class Catalog:
         v = self.vending
         if v is not None and location and storage_mod.is_gs(location):
             return self.vend_gcs(v, via)
+        if v is not None and location and storage_mod.is_azure(location):
+            return self.vend_azure(v, location, via)
         if v is None or not location or not storage_mod.is_s3(location):
             return None
         key_id = "TMSV" + secrets.token_hex(8).upper()
@@ -913,6 +923,27 @@ class Catalog:
             cfg["gcs.oauth2.token-expires-at"] = str(int(expires_at * 1000))
         return cfg
 
+    def vend_azure(self, v, location, via):
+        """An account SAS for a table in Azure (signed with the account key
+        the catalog reaches Azurite with) that expires `ttl` seconds from
+        now, whole seconds as a SAS says; the storage (Azurite) refuses it
+        after that, 403 AuthorizationFailure."""
+        if self.storage.azure is None:
+            return None
+        account = storage_mod.split_azure(location)[0]
+        expires_at = int(time.time() + v["ttl"] + 0.999)
+        sas = storage_mod.account_sas(
+            account, self.storage.azure.config.key,
+            datetime.datetime.fromtimestamp(expires_at, datetime.timezone.utc))
+        with self.issued_lock:
+            self.issued.append({"access_key_id": "sas:" + sas.rsplit("sig=", 1)[1][:12],
+                                "token": sas, "expires_at": expires_at, "via": via,
+                                "issued_at": time.time()})
+        cfg = {"adls.sas-token.%s" % account: sas}
+        if v["expiry_visible"]:
+            cfg["adls.sas-token-expires-at-ms.%s" % account] = str(expires_at * 1000)
+        return cfg
+
     def storage_credentials(self, location, via):
         """LoadTableResult / LoadCredentialsResponse storage-credentials."""
         cfg = self.vend(location, via)
@@ -921,6 +952,9 @@ class Catalog:
         if storage_mod.is_gs(location):
             bucket, _ = storage_mod.split_gs(location)
             return [{"prefix": "gs://%s/" % bucket, "config": cfg}]
+        if storage_mod.is_azure(location):
+            parts = urllib.parse.urlsplit(location)
+            return [{"prefix": "%s://%s/" % (parts.scheme, parts.netloc), "config": cfg}]
         bucket, _ = storage_mod.split_s3(location)
         return [{"prefix": "s3://%s/" % bucket, "config": cfg}]
 
@@ -958,7 +992,8 @@ class Catalog:
             # vended: the endpoint in config, the keys in storage-credentials
             config = {k: v for k, v in config.items()
                       if k not in ("s3.access-key-id", "s3.secret-access-key")}
-            config["s3.endpoint"] = self.vending["endpoint"]
+            if storage_mod.is_s3(meta.get("location")):
+                config["s3.endpoint"] = self.vending["endpoint"]
         body = {"metadata-location": location, "metadata": body_meta, "config": dict(config)}
         if creds is not None:
             body["storage-credentials"] = creds

@@ -8,6 +8,7 @@ the gate in front of it (test/s3gate/server.py --flavor azure):
     listings across pages (List Blobs markers), deletes in Blob Batch
     requests of at most 256 blobs, every scheme and host spelling of one
     object, with a shared key, an account SAS and a catalog-vended SAS;
+    a directory of a hierarchical namespace in a listing is no file;
     a missing blob is "not found", a refused key or SAS is 403 and neither
     the key nor the SAS's signature is in the error; a batch refused as a
     whole (503 ServerBusy) and sub-requests refused ServerBusy are
@@ -24,6 +25,11 @@ the gate in front of it (test/s3gate/server.py --flavor azure):
     a SAS the catalog vends instead of a key;
   - deletes throttled by the gate (503 ServerBusy) slow down through the
     delete pool's window and the job succeeds;
+  - a Blob Batch that outlasts the request timeout is sent again (the
+    window slows down) and the purge succeeds in its first attempt;
+  - a vended SAS that expires during a purge (the catalog vends SAS of 3 s)
+    is fetched again through the held entry, before its vended expiry or
+    after Azurite refused it (403), and the purge deletes everything;
   - a table outside allowed_locations is refused before anything runs;
     an unusable key fails the job without the key in its error or the
     server log.
@@ -40,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import uuid
 
 import pytest
@@ -187,6 +194,54 @@ def test_io_sas_and_vended_sas(driver, azurite):
     # a location that is no Azure one is refused before any request
     r = drive(driver, ep, "get", "abfss://%s/x" % HOST)
     assert r.returncode == 2 and b"invalid argument" in r.stderr and b"container" in r.stderr
+
+
+HNS_LISTING = (b'<?xml version="1.0" encoding="utf-8"?><EnumerationResults'
+               b' ServiceEndpoint="http://127.0.0.1/devstoreaccount1/" ContainerName="warehouse">'
+               b'<Prefix>t/</Prefix><Blobs>'
+               b'<Blob><Name>t/data</Name><Properties><Content-Length>0</Content-Length>'
+               b'<ResourceType>directory</ResourceType></Properties></Blob>'
+               b'<Blob><Name>t/data/f.parquet</Name><Properties>'
+               b'<Last-Modified>Mon, 07 Dec 2026 03:00:00 GMT</Last-Modified>'
+               b'<Content-Length>16</Content-Length><ResourceType>file</ResourceType>'
+               b'</Properties></Blob></Blobs><NextMarker/></EnumerationResults>')
+
+
+def test_io_list_skips_hierarchical_namespace_directories(driver):
+    """An account with a hierarchical namespace (ADLS Gen2) lists its
+    directories as blobs whose ResourceType is "directory" (Azurite has
+    no such namespace: a stand-in on 127.0.0.1 answers List Blobs so):
+    they are no files, so orphan cleanup never sees, nor deletes, one."""
+    import http.server
+    import threading
+
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(HNS_LISTING)))
+            self.end_headers()
+            self.wfile.write(HNS_LISTING)
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        r = drive(driver, "http://127.0.0.1:%d" % srv.server_address[1], "list",
+                  "abfss://warehouse@%s/t/" % HOST)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert r.returncode == 0, r.stderr
+    assert seen and "comp=list" in seen[0], seen
+    listed = [line.split("\t") for line in r.stdout.decode().splitlines()]
+    assert listed == [["abfss://warehouse@%s/t/data/f.parquet" % HOST, "16"]], listed
 
 
 def test_io_throttled_batches_are_reported(driver, azurite, gate):
@@ -443,6 +498,42 @@ def test_throttled_deletes_slow_down_and_succeed(env):
     assert sum(e["keys"] for e in log if e["outcome"] == "ok") == len(files)
 
 
+def test_a_delete_that_times_out_is_sent_again(env):
+    """A Blob Batch that takes longer than the server's request_timeout
+    (Azurite working through 256 sub-requests with others in flight) is
+    taken as the storage asking to slow down: sent again, the files it
+    had deleted meanwhile answered 404 and counted, and the purge
+    succeeds in its first attempt."""
+    cat, st, gate = env["catalog"], env["st"], env["gate"]
+    loc, name, _ = new_table(env, "--snapshots", "2", "--data-files", "300",
+                             "--files-per-manifest", "100")
+    files = ow.list_location(st, loc)
+    srv = "azslow_%s" % uuid.uuid4().hex[:6]
+    q(env, "CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri '%s',"
+           " request_timeout '3s', azure_endpoint '%s', allowed_locations '%s')"
+      % (srv, cat.uri, gate.endpoint, ROOT))
+    q(env, "CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (azure_account_key '%s')"
+      % (srv, KEY))
+    gate.reset_log()
+    try:
+        # the first Blob Batch is held 6 s before it reaches Azurite
+        gate.delay(6, count=1, scope="delete")
+        jid = q(env, "SELECT tms.purge_table(%s, 'az', %s)", (srv, name))[0][0]
+        wait_for(lambda: q(env, "SELECT state FROM tms.purge_jobs WHERE id = %s",
+                           (jid,))[0][0] in ("SUCCEEDED", "FAILED"), timeout=300,
+                 what="the purge")
+    finally:
+        gate.undelay()
+    state, attempts, deleted, err = q(env, "SELECT state, attempts, files_deleted, last_error"
+                                           " FROM tms.purge_jobs WHERE id = %s", (jid,))[0]
+    assert state == "SUCCEEDED" and attempts == 0, (state, attempts, err)
+    assert deleted == len(files)
+    assert ow.list_location(st, loc) == {}
+    batches = [e for e in gate.log() if e["kind"] == "delete"]
+    # the held batch and the same blobs once more: nothing else twice
+    assert sum(e["keys"] for e in batches) <= len(files) + 256, batches
+
+
 def test_outside_allowed_locations_is_refused(env):
     loc, name, _ = new_table(env, "--data-files", "2",
                              root="abfss://other@%s/" % HOST)
@@ -547,3 +638,58 @@ def test_vended_sas_is_fetched_again_when_it_expires(env):
     loads = cat.requests(r"/tables/%s(/credentials)?$" % name)["requests"]
     # the load of the job, then at least one more for fresh credentials
     assert len([r for r in loads if r["method"] == "GET"]) >= 2, loads
+
+
+@pytest.mark.parametrize("expiry_visible", [True, False])
+def test_purge_outlives_a_vended_sas_that_expires(env, expiry_visible):
+    """The catalog vends an account SAS that lives 3 s (with its expiry,
+    or without it: then Azurite refuses it once it has passed, 403
+    AuthorizationFailure, as Azure does with AuthenticationFailed) and
+    a purge throttled to take longer than that gets new ones through its
+    held entry (loadCredentials) and deletes everything, as S3's vended
+    keys are refreshed (test_vended_credentials.py)."""
+    cat, st, gate = env["catalog"], env["st"], env["gate"]
+    loc, name, _ = new_table(env, "--snapshots", "3", "--data-files", "900",
+                             "--files-per-manifest", "50")
+    files = ow.list_location(st, loc)
+    hold = "azhold_%s" % uuid.uuid4().hex[:6]
+    cat.create_namespace(hold)
+    srv = "azttl_%s" % uuid.uuid4().hex[:6]
+    q(env, "CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (uri '%s',"
+           " request_timeout '10s', azure_endpoint '%s', allowed_locations '%s',"
+           " purge_hold_namespace '%s')" % (srv, cat.uri, gate.endpoint, ROOT, hold))
+    q(env, "CREATE USER MAPPING FOR PUBLIC SERVER %s" % srv)
+    gate.reset_log()
+    cat.reset_requests()
+    cat.set_vending(gate, 3, expiry_visible=expiry_visible)
+    try:
+        # 4 or more Blob Batch requests at one every 2 s: longer than a SAS lives
+        gate.throttle(0.5, burst=1, mode="request", scope="delete")
+        jid = q(env, "SELECT tms.purge_table(%s, 'az', %s)", (srv, name))[0][0]
+        wait_for(lambda: q(env, "SELECT state FROM tms.purge_jobs WHERE id = %s",
+                           (jid,))[0][0] in ("SUCCEEDED", "FAILED"), timeout=300,
+                 what="the purge")
+    finally:
+        gate.unthrottle()
+        cat.clear_vending()
+    state, deleted, err, started, finished = q(
+        env, "SELECT state, files_deleted, last_error, started_at, finished_at"
+             " FROM tms.purge_jobs WHERE id = %s", (jid,))[0]
+    assert state == "SUCCEEDED", err
+    assert deleted == len(files)
+    assert ow.list_location(st, loc) == {}
+    issued = [v for v in cat.vended() if v.get("token", "").startswith("sv=")]
+    assert len(issued) >= 2, "one SAS served the whole purge"
+    assert cat.requests(r"/namespaces/%s/tables/tms_purge_%d/credentials$" % (hold, jid))[
+        "requests"], "no loadCredentials through the held entry"
+    # every request the purge sent carried a SAS the catalog vended
+    sigs = {v["token"].rsplit("sig=", 1)[1] for v in issued}
+    log = [e for e in gate.log() if e["method"] != "PUT"]
+    assert log and all(urllib.parse.parse_qs(e["query"]).get("sig", [""])[0] in
+                       {urllib.parse.unquote(s) for s in sigs} for e in log), log[:3]
+    refused = [e for e in log if e.get("status") == 403]
+    if expiry_visible:
+        assert not refused, "fetched again before it expired, Azurite never refused it"
+    else:
+        assert refused, "Azurite never refused an expired SAS: nothing was tested"
+    assert (finished - started).total_seconds() > 3, "the purge did not outlive its SAS"

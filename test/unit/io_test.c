@@ -2680,6 +2680,31 @@ test_credentials_refresh(void)
 		  "no credential for the location: %s", err.message);
 	CHECK(io_rest_read_credentials("{\"storage-credentials\": 3}", 26, 0, NULL, &c, &err) == -1 &&
 		  err.code == IO_ERR_PROTOCOL, "malformed");
+	/* a prefix as the catalog writes the location covers its canonical form */
+	{
+		const char *az = "{\"storage-credentials\": ["
+		"{\"prefix\": \"abfss://lake@acct.dfs.core.windows.net/\", \"config\": {\"k\": \"AZ\"}},"
+		"{\"prefix\": \"s3a://b/wh/t\", \"config\": {\"k\": \"S3A\"}},"
+		"{\"prefix\": \"abfss://lake@other.dfs.core.windows.net/\", \"config\": {\"k\": \"NO\"}}]}";
+
+		CHECK(io_rest_read_credentials(az, strlen(az), 0,
+									   "abfs://lake@acct.dfs.core.windows.net/t/data", &c,
+									   &err) == 0 && c.nconfig == 1 &&
+			  strcmp(c.config[0].value, "AZ") == 0, "canonical Azure location: %s", err.message);
+		io_table_credentials_free(&c);
+		CHECK(io_rest_read_credentials(az, strlen(az), 0,
+									   "wasbs://lake@acct.blob.core.windows.net/t", &c,
+									   &err) == 0 && c.nconfig == 1 &&
+			  strcmp(c.config[0].value, "AZ") == 0, "wasbs spelling: %s", err.message);
+		io_table_credentials_free(&c);
+		CHECK(io_rest_read_credentials(az, strlen(az), 0, "s3://b/wh/t/x", &c, &err) == 0 &&
+			  c.nconfig == 1 && strcmp(c.config[0].value, "S3A") == 0,
+			  "canonical S3 location: %s", err.message);
+		io_table_credentials_free(&c);
+		CHECK(io_rest_read_credentials(az, strlen(az), 0, "abfs://lake@acct2.dfs.core.windows.net/t",
+									   &c, &err) == -1 && err.code == IO_ERR_PROTOCOL,
+			  "another account is not covered");
+	}
 
 	/* loadCredentials is used only when a server lists it: not a default */
 	{

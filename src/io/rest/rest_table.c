@@ -154,9 +154,44 @@ dump_cb(const char *buffer, size_t size, void *data)
 }
 
 /*
+ * The canonical form of a location prefix (io_location_canonical, which
+ * takes whole locations only: the prefix with one character appended, and
+ * that character taken off again), so that "abfss://c@a.dfs.core.windows.net/"
+ * and "s3a://b/wh" cover the canonical "abfs://c@a.dfs.core.windows.net/x"
+ * and "s3://b/wh/x".  NULL when it has none (or out of memory).
+ */
+static char *
+canonical_prefix(const char *prefix)
+{
+	size_t		n = strlen(prefix);
+	char	   *probe = io_malloc(n + 2);
+	char	   *out = NULL;
+	TmsError	err;
+
+	if (probe == NULL)
+		return NULL;
+	memcpy(probe, prefix, n);
+	probe[n] = 'x';
+	probe[n + 1] = '\0';
+	if (io_location_canonical(probe, NULL, &out, &err) != 0)
+		out = NULL;
+	else if (out[0] != '\0' && out[strlen(out) - 1] == 'x')
+		out[strlen(out) - 1] = '\0';
+	else
+	{
+		io_free(out);
+		out = NULL;
+	}
+	io_free(probe);
+	return out;
+}
+
+/*
  * The entry of a storage-credentials array (may be anything) whose prefix
- * is the longest prefix of location; with location NULL, the only entry.
- * NULL when none.
+ * is the longest prefix of location, as written or in canonical form (a
+ * catalog vends the prefix as the table's location is written, abfss://
+ * or s3a://, and tms may ask with the canonical location); with location
+ * NULL, the only entry.  NULL when none.
  */
 static json_t *
 storage_credential(json_t *creds, const char *location)
@@ -165,22 +200,40 @@ storage_credential(json_t *creds, const char *location)
 				best_len = 0;
 	json_t	   *c,
 			   *best = NULL;
+	char	   *canon = NULL;
+	TmsError	err;
 
 	if (!json_is_array(creds))
 		return NULL;
 	if (location == NULL)
 		return json_array_size(creds) == 1 ? json_array_get(creds, 0) : NULL;
+	if (io_location_canonical(location, NULL, &canon, &err) != 0)
+		canon = NULL;
 	json_array_foreach(creds, i, c)
 	{
 		const char *prefix = json_string_value(json_object_get(c, "prefix"));
+		size_t		len;
 
-		if (prefix != NULL && io_str_has_prefix(location, prefix) &&
-			(best == NULL || strlen(prefix) > best_len))
+		if (prefix == NULL)
+			continue;
+		len = strlen(prefix);
+		if (!io_str_has_prefix(location, prefix))
+		{
+			char	   *cp = canon != NULL ? canonical_prefix(prefix) : NULL;
+			bool		match = cp != NULL && io_str_has_prefix(canon, cp);
+
+			len = cp != NULL ? strlen(cp) : 0;
+			io_free(cp);
+			if (!match)
+				continue;
+		}
+		if (best == NULL || len > best_len)
 		{
 			best = c;
-			best_len = strlen(prefix);
+			best_len = len;
 		}
 	}
+	io_free(canon);
 	return best;
 }
 

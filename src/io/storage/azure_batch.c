@@ -17,7 +17,9 @@
  * index we gave), else by its order.  202 is deleted; 404 (BlobNotFound)
  * is what we wanted too; anything else keeps its Azure error code
  * (x-ms-error-code, else the Code of its error document, else
- * "HTTP <status>") and its reason phrase.  A sub-request the answer does
+ * "HTTP <status>") and its reason phrase; a 401 or 403 is marked refused
+ * for its credentials (a SAS that expired while the batch ran: Azure
+ * authorises every sub-request on its own).  A sub-request the answer does
  * not mention is "NoResult", never deleted.
  *
  * src/io/storage/azure_batch.c
@@ -178,6 +180,7 @@ read_part(const char *p, const char *end, size_t n, size_t *order,
 		r->message[0] = '\0';
 		return;
 	}
+	r->credentials = status == 401 || status == 403;
 	if (code[0] == '\0')
 		snprintf(code, sizeof(code), "HTTP %ld", status);
 	snprintf(r->code, sizeof(r->code), "%s", code);

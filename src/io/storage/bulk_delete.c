@@ -22,9 +22,11 @@
  * A request is signed when it starts, with the storage's credentials of
  * that moment (refreshed first when they are about to expire, see
  * io_storage_set_refresh); a request refused for its credentials says so
- * (IoDeleteDone.credentials), and the caller may refresh them and send it
- * again.  Everything runs in the caller's thread; the storage's interrupt
- * callback is polled in every wait.
+ * (IoDeleteDone.credentials), and so do keys of a batch refused for them
+ * inside its answer (IoDeleteDone.ncredentials): the caller may refresh
+ * them and send the request, or those keys, again.  Everything runs in
+ * the caller's thread; the storage's interrupt callback is polled in
+ * every wait.
  *
  * src/io/storage/bulk_delete.c
  *
@@ -296,6 +298,8 @@ io_deleter_done(IoDeleter *d, IoDeleteDone *out)
 		for (size_t i = 0; out->rc == 0 && i < s->n; i++)
 			if (!s->results[i].deleted && io_delete_code_throttled(s->results[i].code))
 				out->nthrottled++;
+			else if (!s->results[i].deleted && s->results[i].credentials)
+				out->ncredentials++;
 	}
 	else if (s->azure)
 	{
@@ -317,6 +321,8 @@ io_deleter_done(IoDeleter *d, IoDeleteDone *out)
 		for (size_t i = 0; out->rc == 0 && i < s->n; i++)
 			if (!s->results[i].deleted && io_delete_code_throttled(s->results[i].code))
 				out->nthrottled++;
+			else if (!s->results[i].deleted && s->results[i].credentials)
+				out->ncredentials++;
 	}
 	else if (resp.status == 200)
 	{
@@ -324,6 +330,8 @@ io_deleter_done(IoDeleter *d, IoDeleteDone *out)
 		for (size_t i = 0; out->rc == 0 && i < s->n; i++)
 			if (!s->results[i].deleted && io_delete_code_throttled(s->results[i].code))
 				out->nthrottled++;
+			else if (!s->results[i].deleted && s->results[i].credentials)
+				out->ncredentials++;
 	}
 	else
 	{

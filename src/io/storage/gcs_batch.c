@@ -234,6 +234,7 @@ part_result(long status, const char *body, size_t len, IoDeleteResult *r)
 		message = json_string_value(json_object_get(e, "message"));
 		reason = json_string_value(json_object_get(json_array_get(errs, 0), "reason"));
 	}
+	r->credentials = status == 401;
 	snprintf(r->code, sizeof(r->code), "%s", reason ? reason : "HTTP");
 	snprintf(r->message, sizeof(r->message), "HTTP status %ld%s%.200s", status,
 			 message ? ": " : "", message ? message : "");
