@@ -42,8 +42,9 @@ reader and the generator check each other.
 The moves (Campaign._round) go through tms's SQL API: tms.run_operation
 snapshot-expiry (snapshot-ids among its options, a ref's head now and
 then, which tms must refuse), orphan-cleanup, manifest-rewrite, compaction
-(engine local; where, sort and z-order among its options) with random
-option combinations, and tms.purge_table; several operations of a table
+(engine local; where, sort and z-order among its options),
+position-delete-rewrite (engine local, v2 tables) with random option
+combinations, and tms.purge_table; several operations of a table
 run at once, the tables of a batch all at once, and a writer commits to
 main or a branch during a round: appends, whole-file deletes, position
 deletes.  Faults: catalog 503 on a commit, a lost answer (the commit
@@ -52,8 +53,8 @@ timeout, 503 on loads; storage SlowDown on deletes, 500 InternalError and
 503 ServiceUnavailable on any request of tms's (the S3 gate); SIGKILL of
 the compaction helper, of a pool worker (full campaign), and the whole
 cluster stopped with pg_ctl stop -m immediate and started again.  The
-choices added later come from random states of their own (Plan.rnd2 and
-per-round states), so a history's earlier choices stay what they were.
+choices added later come from random states of their own (Plan.rnd2,
+Plan.rnd3 and per-round states), so a history's earlier choices stay what they were.
 
 Invariants (Campaign._check): every snapshot the table keeps has the rows
 it had (generator snapshots: the rows read before the moves; a tms
@@ -412,6 +413,8 @@ class Plan:
         # from a second random state, so a history's first choices stay
         # what they were
         self.rnd2 = random.Random(number * 1009 + 17)
+        # and the position-delete rewrite on engine local from a third
+        self.rnd3 = random.Random(number * 1013 + 29)
         self.number = number
         self.name = "h%d" % number
         self.fv = r.choice([1, 2, 2])
@@ -724,6 +727,8 @@ class Plan:
             ops = r.sample(["snapshot-expiry", "orphan-cleanup", "manifest-rewrite",
                             "compaction"], r.randint(1, 3))
             moves = [(op, self._options(op)) for op in ops]
+            if self.fv >= 2 and self.rnd3.random() < 0.3:
+                moves.append(("position-delete-rewrite", self._posdel_options()))
             fault = None
             if r.random() < 0.35:
                 fault = r.choice(["commit-503", "commit-lost", "commit-hang", "commit-late",
@@ -769,6 +774,21 @@ class Plan:
                 o["delete-file-threshold"] = r.randint(1, 2)
             if r.random() < 0.2:
                 o["max-file-group-size-bytes"] = r.choice([4096, 65536])
+        return o
+
+    def _posdel_options(self):
+        """position-delete-rewrite on engine local: Iceberg's
+        RewritePositionDeleteFiles options that change the plan."""
+        r = self.rnd3
+        o = {}
+        if r.random() < 0.5:
+            o["min-input-files"] = r.randint(1, 3)
+        if r.random() < 0.3:
+            o["rewrite-all"] = True
+        if r.random() < 0.3:
+            o["target-file-size-bytes"] = r.choice([1024, 65536])
+        if r.random() < 0.2:
+            o["max-file-group-size-bytes"] = r.choice([2048, 65536])
         return o
 
     def _options2(self, op, o):
@@ -1764,10 +1784,13 @@ def _after_round(self, reader, s, rnd, before):
     for _, op, opts, jid, _ in jobs:
         if not isinstance(jid, int):
             continue
-        state, err, reason = self.q("SELECT state, last_error, reason FROM tms.maintenance_jobs"
-                                    " WHERE id = %s", (jid,))[0]
+        state, err, reason, drw = self.q(
+            "SELECT state, last_error, reason, delete_files_rewritten FROM tms.maintenance_jobs"
+            " WHERE id = %s", (jid,))[0]
         s.__dict__.setdefault("states", {})[jid] = state
         self.inc("jobs " + state, 1)
+        if op == "position-delete-rewrite" and state == "succeeded" and drw:
+            self.inc("delete files rewritten (position-delete-rewrite)", drw)
         if state == "failed" and not err:
             s.fail("job %d (%s) failed without an error" % (jid, op))
         if state == "skipped" and not reason:
