@@ -29,6 +29,7 @@
  */
 #include "iceberg/iceberg_internal.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,12 +60,36 @@ id_syntax(IdScan *s, const char *what)
 	return false;
 }
 
+/*
+ * Eight bytes at a time where that is cheap: the runs of spaces of an
+ * indented document and the runs of plain characters of its strings.
+ */
+#define ID_ONES UINT64_C(0x0101010101010101)
+#define ID_HIGHS UINT64_C(0x8080808080808080)
+#define ID_HAS_ZERO(x) (((x) - ID_ONES) & ~(x) & ID_HIGHS)
+#define ID_HAS_LESS(x, n) (((x) - ID_ONES * (n)) & ~(x) & ID_HIGHS)
+
+static inline uint64_t
+id_load8(const char *p)
+{
+	uint64_t	v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
 static inline void
 id_ws(IdScan *s)
 {
-	while (s->p < s->end &&
-		   (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
-		s->p++;
+	while (s->p < s->end)
+	{
+		if (s->end - s->p >= 8 && id_load8(s->p) == UINT64_C(0x2020202020202020))
+			s->p += 8;
+		else if (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t')
+			s->p++;
+		else
+			break;
+	}
 }
 
 static int
@@ -147,6 +172,16 @@ id_string(IdScan *s, IcebergBuf *out)
 	{
 		unsigned char c;
 
+		/* eight bytes with no quote, backslash or control character */
+		while (s->end - s->p >= 8)
+		{
+			uint64_t	v = id_load8(s->p);
+
+			if (ID_HAS_ZERO(v ^ (ID_ONES * '"')) | ID_HAS_ZERO(v ^ (ID_ONES * '\\')) |
+				ID_HAS_LESS(v, 0x20))
+				break;
+			s->p += 8;
+		}
 		while (s->p < s->end && (unsigned char) *s->p >= 0x20 &&
 			   *s->p != '"' && *s->p != '\\')
 			s->p++;
