@@ -3,7 +3,8 @@
 the drop-to-return latency of tms.purge_table().
 
 Usage: bench/purge_bench.py [--files N] [--s3-files N] [--s3-small N]
-                            [--latency-calls N] [--latency-only] [--deadline SECONDS]
+                            [--latency-calls N] [--latency-only] [--history N,N...]
+                            [--no-small-large] [--deadline SECONDS]
 
 One throwaway world on 127.0.0.1 / a Unix socket: a PostgreSQL 15 cluster
 with tms (pool of 4 workers), s3rver, a counting HTTP proxy in front of
@@ -35,7 +36,8 @@ the same code path) on file:// and s3rver, and the physical baseline
 without tms: a Python loop of os.unlink() over an identical file set, and
 a loop of single DELETE requests on one keep-alive connection through the
 same proxy.  Latency: --latency-calls purge_table() calls per table shape
-(small, the large table, a long history), timed on the client, workers
+(small, the large table, and a long history per --history snapshot count;
+--no-small-large: the long histories only), timed on the client, workers
 off so the jobs never run (the cluster is destroyed afterwards); through
 the stock catalog and one with TCP_NODELAY, the parts (a load alone, a
 drop alone), and the time spent inside the backend (clock_timestamp()
@@ -263,6 +265,42 @@ def make_table(location, data_files, file_size, s3=None, snapshots=10, no_data=F
             pool.join()
     if s3 is None:
         give_dirs_to_server(location)
+    return out
+
+
+def make_history(location, snapshots):
+    """A table of `snapshots` snapshots in one metadata file, for purge_table()
+    latency (which reads no manifest): synth writes one snapshot, whose entry
+    is then repeated with new ids, each the parent of the next, and a
+    snapshot log of as many entries; only the last is referenced (main).
+    Writing the manifest lists of a real history of 5,000 snapshots takes
+    synth minutes (each list holds every manifest before it)."""
+    out = make_table(location, 1, 64, snapshots=1, no_data=True, single_metadata=True,
+                     per_manifest=1)
+    path = out["metadata_location"][len("file://"):]
+    with open(path) as f:
+        meta = json.load(f)
+    first = meta["snapshots"][0]
+    snaps, log_, parent = [], [], None
+    for i in range(snapshots):
+        s = json.loads(json.dumps(first))
+        s["snapshot-id"] = first["snapshot-id"] + i
+        s["sequence-number"] = i + 1
+        s["timestamp-ms"] = first["timestamp-ms"] + i
+        if parent is None:
+            s.pop("parent-snapshot-id", None)
+        else:
+            s["parent-snapshot-id"] = parent
+        parent = s["snapshot-id"]
+        snaps.append(s)
+        log_.append({"timestamp-ms": s["timestamp-ms"], "snapshot-id": s["snapshot-id"]})
+    meta["snapshots"] = snaps
+    meta["snapshot-log"] = log_
+    meta["last-sequence-number"] = snapshots
+    meta["current-snapshot-id"] = parent
+    meta["refs"] = {"main": {"snapshot-id": parent, "type": "branch"}}
+    with open(path, "w") as f:
+        json.dump(meta, f, indent=2)
     return out
 
 
@@ -587,6 +625,10 @@ def main():
     p.add_argument("--json", help="also write the results here")
     p.add_argument("--latency-only", action="store_true",
                    help="only the purge_table() latency part (no purge runs)")
+    p.add_argument("--history", default="500,5000",
+                   help="snapshot counts of the long-history latency shapes (comma-separated)")
+    p.add_argument("--no-small-large", action="store_true",
+                   help="latency: only the long-history shapes")
     opts = p.parse_args()
 
     def on_alarm(signum, frame):
@@ -647,16 +689,19 @@ def main():
 
         # ---- latency -------------------------------------------------------
         w.set_conf(enabled="off")
-        small = timed("generate latency small", make_table, floc("lsmall"), 2, opts.file_size,
-                      snapshots=1)
-        large = timed("generate latency large", make_table, floc("llarge"), opts.files,
-                      opts.file_size, no_data=True)
-        history = timed("generate latency history", make_table, floc("lhist"), 500,
-                        opts.file_size, snapshots=500, no_data=True, single_metadata=True,
-                        per_manifest=1)
-        for label, out in (("small (2 files, 1 snapshot)", small),
-                           ("large (%d files, 10 snapshots)" % opts.files, large),
-                           ("long history (500 snapshots)", history)):
+        shapes = []
+        if not opts.no_small_large:
+            small = timed("generate latency small", make_table, floc("lsmall"), 2,
+                          opts.file_size, snapshots=1)
+            large = timed("generate latency large", make_table, floc("llarge"), opts.files,
+                          opts.file_size, no_data=True)
+            shapes += [("small (2 files, 1 snapshot)", small),
+                       ("large (%d files, 10 snapshots)" % opts.files, large)]
+        for n in [int(x) for x in opts.history.split(",") if x]:
+            shapes.append(("long history (%d snapshots)" % n,
+                           timed("generate latency history %d" % n, make_history,
+                                 floc("lhist%d" % n), n)))
+        for label, out in shapes:
             r = latency(w, label, out["metadata_location"], opts.latency_calls,
                         max(20, opts.latency_calls // 4))
             r["metadata_json_bytes"] = os.path.getsize(out["metadata_location"][len("file://"):])

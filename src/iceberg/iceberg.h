@@ -315,6 +315,32 @@ extern bool iceberg_metadata_read(const IcebergFileIO *io, const char *path,
 /* Frees metadata; NULL is fine. */
 extern void iceberg_metadata_free(IcebergTableMetadata *md);
 
+/*
+ * A table's identity without its history (metadata_identity.c): what
+ * tms.purge_table() checks before it records a job.  The document's JSON
+ * syntax is checked whole, the members below are decoded with the types
+ * and requirements of iceberg_metadata_parse(); nothing else is built or
+ * validated.  Free with iceberg_table_identity_free().
+ */
+typedef struct IcebergTableIdentity
+{
+	int			format_version; /* 1, 2 or 3 */
+	char	   *table_uuid;		/* NULL only in v1 files without one */
+	char	   *location;
+	char	   *gc_enabled;		/* the property gc.enabled (a non-string value
+								 * as its JSON text); NULL: absent */
+} IcebergTableIdentity;
+
+extern bool iceberg_metadata_identity(const void *data, size_t len,
+									  const IcebergLimits *limits,
+									  IcebergTableIdentity *out, TmsError *err);
+
+/* The same, reading "path" through io (capped); errors name the file. */
+extern bool iceberg_metadata_read_identity(const IcebergFileIO *io, const char *path,
+										   IcebergTableIdentity *out,
+										   TmsError *err);
+extern void iceberg_table_identity_free(IcebergTableIdentity *id);
+
 /* Lookups: NULL when absent.  Linear scans (these lists are short). */
 extern const IcebergSnapshot *iceberg_metadata_snapshot(const IcebergTableMetadata *md,
 														int64_t snapshot_id);

@@ -59,6 +59,13 @@ extern bool iceberg_check_interrupt(const IcebergFileIO *io,
 /* strdup that reports ICEBERG_ERR_OUT_OF_MEMORY. NULL in gives NULL. */
 extern char *iceberg_strdup(const char *s, TmsError *err);
 
+/*
+ * Inflates gzip-compressed metadata.json into a buffer the caller frees with
+ * io_free(), refusing more than cap bytes (metadata.c).
+ */
+extern bool iceberg_metadata_gunzip(const unsigned char *in, size_t inlen, int64_t cap,
+									char **out, size_t *outlen, TmsError *err);
+
 /* 64-bit FNV-1a over bytes, continuing from "h" (start: ICEBERG_HASH_INIT) */
 #define ICEBERG_HASH_INIT UINT64_C(14695981039346656037)
 extern uint64_t iceberg_hash_bytes(uint64_t h, const void *data, size_t len);

@@ -318,7 +318,7 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table, bool de
 {
 	TmsCatalogConn *conn;
 	IoLoadedTable t;
-	IcebergTableMetadata *md = NULL;
+	IcebergTableIdentity ident;
 	TmsIoScope *scope;
 	Enqueue		e;
 	TmsError	err;
@@ -377,22 +377,23 @@ tms_purge_enqueue(const char *server, const char *ns, const char *table, bool de
 					 errmsg("cannot purge table \"%s.%s\": the catalog reports no metadata location", ns, table),
 					 errdetail("A staged table has no files to purge."),
 					 errhint("Drop it with tms.drop_table().")));
-		if (!iceberg_metadata_parse(t.metadata_json, strlen(t.metadata_json), NULL,
-									&md, &ierr))
+		/* the identity only: what the catalog sends besides is not used */
+		if (!iceberg_metadata_identity(t.metadata_json, strlen(t.metadata_json), NULL,
+									   &ident, &ierr))
 			tms_error_ereport(&ierr);
-		e.location = tms_check_table_location(conn->server, ns, table, md->location, "purge");
-		e.uuid = md->table_uuid ? pstrdup(md->table_uuid) : NULL;
+		e.location = tms_check_table_location(conn->server, ns, table, ident.location, "purge");
+		e.uuid = ident.table_uuid ? pstrdup(ident.table_uuid) : NULL;
 		e.metadata_location = pstrdup(t.metadata_location);
 		/* nothing is recorded for a table the purge could not walk */
 		if (!purge_check_walkable(conn->server, &conn->creds, t.config, t.nconfig, ns, table,
-								  e.metadata_location, e.location, e.uuid, &check))
+								  e.metadata_location, e.location, e.uuid, false, &check))
 			ereport(ERROR,
 					(errcode(check.sqlerrcode),
 					 errmsg_internal("%s", check.message),
 					 check.detail[0] ? errdetail_internal("%s", check.detail) : 0,
 					 check.hint[0] ? errhint("%s", check.hint) : 0));
 		describe_storage(conn, &t, &e);
-		iceberg_metadata_free(md);
+		iceberg_table_identity_free(&ident);
 		io_loaded_table_free(&t);
 	}
 	tms_io_scope_end(scope);
@@ -939,7 +940,7 @@ check_loaded(PurgeRun *run, IoLoadedTable *t, DropRecord *dr)
 		}
 		else if (!purge_check_walkable(run->server, &run->creds, t->config, t->nconfig,
 									   run->ns, run->table, t->metadata_location,
-									   run->location, md->table_uuid, &check))
+									   run->location, md->table_uuid, true, &check))
 		{
 			/* what the catalog answers now could not be walked: no drop */
 			purge_run_fail_code(run, check.transient ? RUN_TRANSIENT : RUN_TERMINAL,

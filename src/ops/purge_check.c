@@ -68,10 +68,50 @@ purge_config_has_secret(const IoKeyValue *config, size_t n)
 }
 
 /*
+ * Read the identity of the metadata file at path: with whole, by parsing
+ * and validating the file whole (iceberg_metadata_read, what the walk will
+ * do), else by the scan that builds none of its history
+ * (iceberg_metadata_read_identity: JSON syntax checked whole, the identity
+ * decoded).  On success the caller frees *id with
+ * iceberg_table_identity_free().
+ */
+static bool
+read_identity(const IcebergFileIO *fio, const char *path, bool whole,
+			  IcebergTableIdentity *id, TmsError *err)
+{
+	IcebergTableMetadata *md;
+	const char *gc;
+
+	if (!whole)
+		return iceberg_metadata_read_identity(fio, path, id, err);
+	memset(id, 0, sizeof(*id));
+	if (!iceberg_metadata_read(fio, path, &md, err))
+		return false;
+	gc = iceberg_metadata_property(md, "gc.enabled");
+	id->format_version = md->format_version;
+	id->table_uuid = md->table_uuid ? io_strdup(md->table_uuid) : NULL;
+	id->location = md->location ? io_strdup(md->location) : NULL;
+	id->gc_enabled = gc ? io_strdup(gc) : NULL;
+	if ((md->table_uuid && !id->table_uuid) || (md->location && !id->location) ||
+		(gc && !id->gc_enabled))
+	{
+		iceberg_metadata_free(md);
+		iceberg_table_identity_free(id);
+		return tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory"), false;
+	}
+	iceberg_metadata_free(md);
+	return true;
+}
+
+/*
  * The check of the file header for table ns.table of server s, as the
  * catalog describes it: its metadata_location, its canonical location and
  * uuid (NULL: none).  creds and the vended config (n pairs; only used when
- * it holds a credential, as the walk does) open the storage.  true when the
+ * it holds a credential, as the walk does) open the storage.  whole: the
+ * file is parsed and validated whole, as the walk will (the job, before it
+ * drops the table); else only its syntax and identity are read
+ * (tms.purge_table, whose answer must not grow with the table's history;
+ * the job checks again, whole, before anything is dropped).  true when the
  * purge can walk it; else false with *out.
  */
 bool
@@ -79,10 +119,11 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 					 const IoKeyValue *vended, size_t n,
 					 const char *ns, const char *table,
 					 const char *metadata_location, const char *location,
-					 const char *uuid, PurgeCheck *out)
+					 const char *uuid, bool whole, PurgeCheck *out)
 {
 	IoStorage  *storage;
-	IcebergTableMetadata *md = NULL;
+	IcebergTableIdentity md;
+	bool		have_md = false;
 	bool		ok = true;
 	char	   *why = NULL;
 	char	   *c;
@@ -125,15 +166,13 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 		else
 		{
 			tms_table_fileio(&tio, s, storage, &fio);
-			if (!iceberg_metadata_read(&fio, metadata_location,
-									   &md, &ierr))
+			if (!(have_md = read_identity(&fio, metadata_location, whole, &md, &ierr)))
 			{
 				bool		transient = ierr.code == ICEBERG_ERR_IO &&
 				ierr.io_code != IO_ERR_FORBIDDEN && ierr.io_code != IO_ERR_NOT_FOUND &&
 				ierr.io_code != IO_ERR_UNAUTHORIZED &&
 				ierr.io_code != IO_ERR_INVALID_ARGUMENT;
 
-				md = NULL;
 				ok = refuse(out, tms_error_sqlstate(&ierr), transient,
 							psprintf("cannot purge table \"%s.%s\": its metadata file cannot be read",
 									 ns, table),
@@ -141,24 +180,24 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 									 tms_error_text(&ierr)),
 							"A purge finds the table's files through its metadata file; a table it cannot read is not dropped.");
 			}
-			else if (uuid != NULL && md->table_uuid != NULL &&
-					 strcmp(uuid, md->table_uuid) != 0)
+			else if (uuid != NULL && md.table_uuid != NULL &&
+					 strcmp(uuid, md.table_uuid) != 0)
 				ok = refuse(out, ERRCODE_DATA_EXCEPTION, false,
 							psprintf("cannot purge table \"%s.%s\": its metadata file describes another table",
 									 ns, table),
 							psprintf("The metadata file \"%s\" has table uuid %s, the catalog's metadata %s.",
-									 metadata_location, md->table_uuid, uuid),
+									 metadata_location, md.table_uuid, uuid),
 							NULL);
-			else if ((fl = tms_location_canonical(s, md->location, NULL)) == NULL ||
+			else if ((fl = tms_location_canonical(s, md.location, NULL)) == NULL ||
 					 strcmp(fl, location) != 0)
 				ok = refuse(out, ERRCODE_DATA_EXCEPTION, false,
 							psprintf("cannot purge table \"%s.%s\": its metadata file describes another table",
 									 ns, table),
 							psprintf("The metadata file \"%s\" has the location \"%s\", the catalog's metadata \"%s\".",
-									 metadata_location, md->location ? md->location : "",
+									 metadata_location, md.location ? md.location : "",
 									 location),
 							NULL);
-			else if ((gc = iceberg_metadata_property(md, "gc.enabled")) != NULL &&
+			else if ((gc = md.gc_enabled) != NULL &&
 					 pg_strcasecmp(gc, "true") != 0)
 				ok = refuse(out, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, false,
 							psprintf("cannot purge table \"%s.%s\": garbage collection is disabled for it",
@@ -167,7 +206,8 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 									 gc),
 							"Drop it without deleting files with tms.drop_table(), or set gc.enabled to true if its files are its own.");
 		}
-		iceberg_metadata_free(md);
+		if (have_md)
+			iceberg_table_identity_free(&md);
 		if (storage)
 			io_storage_free(storage);
 	}

@@ -127,7 +127,7 @@ extern bool purge_check_walkable(const TmsServer *s, const TmsCredentials *creds
 								 const IoKeyValue *vended, size_t n,
 								 const char *ns, const char *table,
 								 const char *metadata_location, const char *location,
-								 const char *uuid, PurgeCheck *out);
+								 const char *uuid, bool whole, PurgeCheck *out);
 
 /* purge.c */
 extern void purge_run_fail(PurgeRun *run, RunResult kind, const char *fmt,...) pg_attribute_printf(3, 4);

@@ -790,6 +790,9 @@ class Catalog:
         # set through the admin endpoints: config a table is vended instead
         # of the default, extra /v1/config properties
         self.table_configs = {}
+        # snapshots=refs answers' metadata, encoded, by metadata file (refs_metadata)
+        self.refs_cache = {}
+        self.refs_cache_lock = threading.Lock()
         self.extra_config = {"defaults": {}, "overrides": {}}
         self.idempotency = None     # the server's Idempotency, set by main()
         # set through /admin/vending: short-lived S3 credentials, minted per
@@ -978,11 +981,42 @@ class Catalog:
     def etag(location, mode):
         return '"%s"' % hashlib.sha256(("%s|%s" % (location, mode)).encode()).hexdigest()[:40]
 
-    def load_result(self, location, meta, mode="all", ident=None):
+    REFS_CACHE_ENTRIES = 32
+
+    def refs_metadata(self, location):
+        """The metadata of a snapshots=refs answer for the file at location,
+        JSON-encoded, and the table's location; None for a file that is not
+        local.  A local file's answer is kept by the file's identity (device,
+        inode, size, modification time: a file rewritten in place is read
+        again), at most REFS_CACHE_ENTRIES, as a catalog keeps a table's
+        current state instead of parsing its whole history at each load:
+        without it a load of a table of 5,000 snapshots costs this catalog
+        its 4 MB metadata file, read, parsed and answered (0.1-0.2 s)."""
+        try:
+            st = os.stat(self.storage.local_path(location))
+        except (storage_mod.StorageError, OSError, ValueError):
+            return None
+        key = (location, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        with self.refs_cache_lock:
+            hit = self.refs_cache.get(key)
+        if hit is not None:
+            return hit
+        meta = self.read_meta(location)
+        body_meta = tablemeta.refs_view(meta)
+        hit = (json.dumps(body_meta).encode(), meta.get("location"))
+        with self.refs_cache_lock:
+            while len(self.refs_cache) >= self.REFS_CACHE_ENTRIES:
+                self.refs_cache.pop(next(iter(self.refs_cache)))
+            self.refs_cache[key] = hit
+        return hit
+
+    def load_result(self, location, meta, mode="all", ident=None, meta_json=None):
+        """The LoadTableResult for meta read from location; with meta_json
+        (the metadata already encoded, meta then only needs "location") the
+        body comes encoded, as bytes."""
         body_meta = meta
-        if mode == "refs":
-            body_meta = dict(meta)
-            body_meta["snapshots"] = tablemeta.snapshots_for_refs(meta)
+        if mode == "refs" and meta_json is None:
+            body_meta = tablemeta.refs_view(meta)
         config = self.table_configs.get(ident) if ident is not None else None
         creds = None
         if config is None:
@@ -998,6 +1032,9 @@ class Catalog:
         if creds is not None:
             body["storage-credentials"] = creds
         headers = {"ETag": self.etag(location, mode)} if location else {}
+        if meta_json is not None:
+            del body["metadata"]
+            return json.dumps(body).encode()[:-1] + b', "metadata": ' + meta_json + b"}", headers
         return body, headers
 
     def read_meta(self, location):
@@ -1191,6 +1228,11 @@ class Catalog:
             norm = [t[2:] if t.startswith("W/") else t for t in wanted]
             if "*" in norm or tag in norm or tag.strip('"') in norm:
                 return 304, None, {"ETag": tag}
+        cached = self.refs_metadata(mloc) if mode == "refs" else None
+        if cached is not None:
+            result, hdrs = self.load_result(mloc, {"location": cached[1]}, mode,
+                                            (tuple(levels), name), meta_json=cached[0])
+            return 200, result, hdrs
         meta = self.read_meta(mloc)
         result, hdrs = self.load_result(mloc, meta, mode, (tuple(levels), name))
         return 200, result, hdrs

@@ -163,6 +163,20 @@ def snapshots_for_refs(meta):
     return [s for s in meta.get("snapshots", []) if s["snapshot-id"] in ids]
 
 
+def refs_view(meta):
+    """meta as a snapshots=refs load answers it: the snapshots that branches
+    or tags reference, and the snapshot log's entries of those snapshots only,
+    as Iceberg's TableMetadata.Builder.suppressHistoricalSnapshots() builds it
+    (its test testSuppressHistoricalSnapshotsFiltersSnapshotLog)."""
+    view = dict(meta)
+    view["snapshots"] = snapshots_for_refs(meta)
+    if "snapshot-log" in meta:
+        ids = {s["snapshot-id"] for s in view["snapshots"]}
+        view["snapshot-log"] = [e for e in meta["snapshot-log"]
+                                if isinstance(e, dict) and e.get("snapshot-id") in ids]
+    return view
+
+
 # ---------------------------------------------------------------------------
 # creating a table
 # ---------------------------------------------------------------------------

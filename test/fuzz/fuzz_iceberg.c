@@ -6,7 +6,8 @@
  * The first input byte selects the parser, the rest is the file:
  *	0: metadata.json (plain or gzip), via iceberg_metadata_parse, then its
  *	   metadata-level metrics at the extremes of the clock (ages must
- *	   saturate, never overflow);
+ *	   saturate, never overflow); and via iceberg_metadata_identity, which
+ *	   must accept what the full parse accepts, with the same identity;
  *	1: a manifest list (Avro), read to the end;
  *	2: a manifest (Avro), read to the end with partition rendering;
  *	3: both Avro readers on the same bytes (cheap cross-check of limits).
@@ -108,17 +109,36 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	switch (data[0] & 3)
 	{
 		case 0:
-			if (iceberg_metadata_parse(data + 1, size - 1, &limits, &md, &err))
 			{
-				static const int64_t nows[] = {INT64_MIN, -1, 0, INT64_MAX};
-				IcebergTableMetrics m;
+				/*
+				 * the identity scan: whatever the full parse accepts, it
+				 * accepts, with the same identity
+				 */
+				IcebergTableIdentity id;
+				bool		have_id = iceberg_metadata_identity(data + 1, size - 1, &limits,
+																&id, &err);
 
-				(void) iceberg_metadata_current_snapshot(md);
-				(void) iceberg_metadata_ref(md, "main");
-				for (size_t i = 0; i < sizeof(nows) / sizeof(nows[0]); i++)
-					(void) iceberg_table_metrics(&io, md, ICEBERG_METRICS_METADATA,
-												 nows[i], NULL, NULL, &m, &err);
-				iceberg_metadata_free(md);
+				if (iceberg_metadata_parse(data + 1, size - 1, &limits, &md, &err))
+				{
+					static const int64_t nows[] = {INT64_MIN, -1, 0, INT64_MAX};
+					IcebergTableMetrics m;
+					const char *gc = iceberg_metadata_property(md, "gc.enabled");
+
+					if (!have_id || id.format_version != md->format_version ||
+						strcmp(id.location, md->location) != 0 ||
+						(id.table_uuid == NULL) != (md->table_uuid == NULL) ||
+						(id.table_uuid && strcmp(id.table_uuid, md->table_uuid) != 0) ||
+						(id.gc_enabled == NULL) != (gc == NULL))
+						abort();
+					(void) iceberg_metadata_current_snapshot(md);
+					(void) iceberg_metadata_ref(md, "main");
+					for (size_t i = 0; i < sizeof(nows) / sizeof(nows[0]); i++)
+						(void) iceberg_table_metrics(&io, md, ICEBERG_METRICS_METADATA,
+													 nows[i], NULL, NULL, &m, &err);
+					iceberg_metadata_free(md);
+				}
+				if (have_id)
+					iceberg_table_identity_free(&id);
 			}
 			break;
 		case 1:

@@ -186,6 +186,14 @@ def test_commit_snapshots_refs_and_logs(catalog):
     only = catalog.request("GET", "namespaces/commits/tables/%s?snapshots=refs" % name)
     assert {s["snapshot-id"] for s in full["metadata"]["snapshots"]} == {101, 102, 103}
     assert {s["snapshot-id"] for s in only["metadata"]["snapshots"]} == {101, 102}
+    # its snapshot log keeps the entries of those snapshots only, as Iceberg's
+    # TableMetadata.Builder.suppressHistoricalSnapshots() does
+    assert only["metadata"]["snapshot-log"] == [
+        e for e in full["metadata"]["snapshot-log"] if e["snapshot-id"] in (101, 102)]
+    # answered again (from the catalog's cache of refs answers): the same
+    again = catalog.request("GET", "namespaces/commits/tables/%s?snapshots=refs" % name)
+    assert again["metadata"] == only["metadata"]
+    assert again["metadata-location"] == only["metadata-location"]
     r = commit(catalog, "commits", name, [
         {"action": "remove-snapshot-ref", "ref-name": "v1"},
         {"action": "remove-snapshots", "snapshot-ids": [103]},

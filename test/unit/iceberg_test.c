@@ -497,6 +497,158 @@ tally_cb(void *arg, const IcebergDataFileInfo *f, TmsError *err)
 	return true;
 }
 
+/*
+ * The identity scan (metadata_identity.c): the same identity as the full
+ * parse on every fixture file, plain and gzip; escapes decoded; the last
+ * duplicate wins (as in jansson); syntax anywhere is checked, the history
+ * is not validated.
+ */
+static void
+identity_agrees(const char *path)
+{
+	size_t		len;
+	unsigned char *data = slurp(path, &len);
+	IcebergTableMetadata *md;
+	IcebergTableIdentity id;
+	TmsError	err;
+
+	CHECK(data != NULL, "read %s", path);
+	if (data == NULL)
+		return;
+	CHECK(iceberg_metadata_parse(data, len, NULL, &md, &err), "parse %s: %s", path,
+		  err.message);
+	CHECK(iceberg_metadata_identity(data, len, NULL, &id, &err), "identity %s: %s", path,
+		  err.message);
+	if (md != NULL && id.location != NULL)
+	{
+		const char *gc = iceberg_metadata_property(md, "gc.enabled");
+
+		CHECK(id.format_version == md->format_version &&
+			  strcmp(id.location, md->location) == 0 &&
+			  (id.table_uuid == NULL) == (md->table_uuid == NULL) &&
+			  (id.table_uuid == NULL || strcmp(id.table_uuid, md->table_uuid) == 0) &&
+			  (id.gc_enabled == NULL) == (gc == NULL),
+			  "identity of %s agrees with the full parse", path);
+	}
+	iceberg_metadata_free(md);
+	iceberg_table_identity_free(&id);
+	io_free(data);
+}
+
+static void
+test_metadata_identity(void)
+{
+	static const struct
+	{
+		const char *json;
+		int			code;
+	}			bad[] = {
+		{"", ICEBERG_ERR_MALFORMED},
+		{"[]", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 2, \"location\": \"x\"}", ICEBERG_ERR_MALFORMED},	/* no uuid */
+		{"{\"format-version\": 1}", ICEBERG_ERR_MALFORMED}, /* no location */
+		{"{\"location\": \"x\"}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 2.0, \"table-uuid\": \"u\", \"location\": \"x\"}",
+		ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": \"1\", \"location\": \"x\"}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 4, \"table-uuid\": \"u\", \"location\": \"x\"}",
+		ICEBERG_ERR_UNSUPPORTED},
+		{"{\"format-version\": 1, \"location\": 5}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"properties\": []}",
+		ICEBERG_ERR_MALFORMED},
+		/* syntax errors in members that are skipped */
+		{"{\"format-version\": 1, \"location\": \"x\", \"snapshots\": [1,]}",
+		ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"snapshots\": [{\"a\" 1}]}",
+		ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"s\": 01}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"s\": 1.}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"s\": tru}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"s\": \"a\tb\"}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"s\": \"\\q\"}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\\u0000y\"}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"\\ud800\"}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"\\udc00\"}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\"", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\"} {}", ICEBERG_ERR_MALFORMED},
+		{"{\"format-version\": 1, \"location\": \"x\", \"s\": \"unterminated}",
+		ICEBERG_ERR_MALFORMED},
+	};
+	const char *good =
+	"{\"format-version\": 2, \"table-uuid\": \"first\", \"location\": \"s3://b/\\u00e9\\/t\","
+	" \"snapshots\": [{\"snapshot-id\": \"not checked\", \"x\": [1, -2.5e3, true, false, null, {}]}],"
+	" \"properties\": {\"a\": \"b\", \"gc.enabled\": \"true\", \"gc.enabled\": \"FALSE\"},"
+	" \"table-uuid\": \"\\ud83d\\ude00\"}";
+	IcebergTableIdentity id;
+	IcebergLimits limits;
+	TmsError	err;
+	char	   *deep;
+	size_t		i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+	{
+		bool		ok = iceberg_metadata_identity(bad[i].json, strlen(bad[i].json), NULL,
+												   &id, &err);
+
+		CHECK(!ok && err.code == bad[i].code, "identity case %zu should fail with %s, got %s",
+			  i, tms_error_code_name(bad[i].code),
+			  ok ? "success" : tms_error_code_name(err.code));
+		if (ok)
+			iceberg_table_identity_free(&id);
+	}
+	CHECK(iceberg_metadata_identity(good, strlen(good), NULL, &id, &err), "good: %s",
+		  err.message);
+	if (err.code == ICEBERG_OK)
+	{
+		CHECK(id.format_version == 2 && strcmp(id.location, "s3://b/\xc3\xa9/t") == 0 &&
+			  strcmp(id.table_uuid, "\xf0\x9f\x98\x80") == 0 &&
+			  strcmp(id.gc_enabled, "FALSE") == 0, "decoded identity, last duplicate wins");
+		iceberg_table_identity_free(&id);
+	}
+	/* a non-string gc.enabled comes as its JSON text; v1 needs no uuid */
+	{
+		const char *v1 = "{\"location\": \"x\", \"format-version\": 1,"
+		" \"properties\": {\"gc.enabled\": false}}";
+
+		CHECK(iceberg_metadata_identity(v1, strlen(v1), NULL, &id, &err) &&
+			  id.table_uuid == NULL && strcmp(id.gc_enabled, "false") == 0,
+			  "non-string gc.enabled: %s", err.message);
+		iceberg_table_identity_free(&id);
+	}
+	/* nesting is bounded, not recursed without limit */
+	deep = malloc(100000);
+	if (deep != NULL)
+	{
+		size_t		n = 0;
+
+		n += sprintf(deep, "{\"format-version\": 1, \"location\": \"x\", \"s\": ");
+		for (i = 0; i < 5000; i++)
+			deep[n++] = '[';
+		for (i = 0; i < 5000; i++)
+			deep[n++] = ']';
+		deep[n++] = '}';
+		CHECK(!iceberg_metadata_identity(deep, n, NULL, &id, &err) &&
+			  err.code == ICEBERG_ERR_MALFORMED, "deep nesting refused");
+		free(deep);
+	}
+	/* the size cap; zstd */
+	memset(&limits, 0, sizeof(limits));
+	limits.max_metadata_bytes = 10;
+	CHECK(!iceberg_metadata_identity(good, strlen(good), &limits, &id, &err) &&
+		  err.code == ICEBERG_ERR_LIMIT, "size limit");
+	CHECK(!iceberg_metadata_identity("\x28\xb5\x2f\xfd....", 8, NULL, &id, &err) &&
+		  err.code == ICEBERG_ERR_UNSUPPORTED, "zstd");
+	/* the fixtures: the same identity as the full parse, gzip included */
+	identity_agrees(fx("spark-v1-gzip-metadata/metadata/v2.gz.metadata.json"));
+	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+	{
+		char		path[1200];
+
+		snprintf(path, sizeof(path), "%s/%s", fx(tables[i].folder), tables[i].metadata);
+		identity_agrees(path);
+	}
+}
+
 static void
 test_fixture_table(const TableCase *tc)
 {
@@ -2006,6 +2158,7 @@ main(void)
 	test_metadata_details();
 	test_metadata_malformed();
 	test_metadata_timestamps();
+	test_metadata_identity();
 	test_metrics_saturate();
 	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		test_fixture_table(&tables[i]);

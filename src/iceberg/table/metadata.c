@@ -830,9 +830,9 @@ md_parse_root(MdParse *p, json_t *root, IcebergTableMetadata *md)
 /*
  * Inflate gzip data into a malloc'ed buffer, refusing more than cap bytes.
  */
-static bool
-md_gunzip(const unsigned char *in, size_t inlen, int64_t cap, char **out,
-		  size_t *outlen, TmsError *err)
+bool
+iceberg_metadata_gunzip(const unsigned char *in, size_t inlen, int64_t cap, char **out,
+						size_t *outlen, TmsError *err)
 {
 	z_stream	zs;
 	IcebergBuf	b = {0};
@@ -929,8 +929,8 @@ iceberg_metadata_parse(const void *data, size_t len, const IcebergLimits *limits
 	}
 	if (len >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b)
 	{
-		if (!md_gunzip(bytes, len, p.limits.max_metadata_bytes, &inflated,
-					   &inflated_len, err))
+		if (!iceberg_metadata_gunzip(bytes, len, p.limits.max_metadata_bytes, &inflated,
+									 &inflated_len, err))
 			return false;
 		bytes = (const unsigned char *) inflated;
 		len = inflated_len;
