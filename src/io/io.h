@@ -261,6 +261,9 @@ extern void io_sha256_hex(const void *data, size_t len, char *hex);
  */
 extern char *io_uri_encode(const char *s, size_t len, bool keep_slash);
 
+/* The value of one hex digit (either case), or -1 when c is not one. */
+extern int	io_hex_value(int c);
+
 /* ----------------------------------------------------------------
  * Locations: the one rule for paths (location.c)
  * ----------------------------------------------------------------

@@ -161,6 +161,31 @@ sort_order(MaintRun *run, const IcebergSchema *schema, IcebergSortOrder **out,
 }
 
 /*
+ * The where option (compaction, position-delete-rewrite) against the table
+ * just loaded: its names and literals bound to the table's partition
+ * fields, or 22023 naming the operation.
+ */
+void
+maint_check_where(MaintRun *run, const char *operation)
+{
+	IcebergPartitionFilter *f = NULL;
+	TmsError	err;
+
+	if (run->opt.where == NULL)
+		return;
+	if (!iceberg_partition_filter_parse(run->opt.where, &f, &err) ||
+		!iceberg_partition_filter_bind(f, run->md, &err))
+	{
+		iceberg_partition_filter_free(f);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid option \"where\" of operation \"%s\"", operation),
+				 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail)));
+	}
+	iceberg_partition_filter_free(f);
+}
+
+/*
  * tms.run_operation: the where filter's names and literals against the
  * table just loaded, the sort order's columns, the options' relations,
  * and the schema's types (a column the local engine cannot rewrite:
@@ -169,7 +194,6 @@ sort_order(MaintRun *run, const IcebergSchema *schema, IcebergSortOrder **out,
 void
 maint_compact_check_table(MaintRun *run)
 {
-	IcebergPartitionFilter *f = NULL;
 	TmsError	err;
 	IcebergSchema *schema = NULL;
 	IcebergCompactOptions o;
@@ -181,19 +205,7 @@ maint_compact_check_table(MaintRun *run)
 				 errmsg("invalid options of operation \"compaction\" on table \"%s.%s\"",
 						run->ns, run->table),
 				 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail)));
-	if (run->opt.where != NULL)
-	{
-		if (!iceberg_partition_filter_parse(run->opt.where, &f, &err) ||
-			!iceberg_partition_filter_bind(f, run->md, &err))
-		{
-			iceberg_partition_filter_free(f);
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid option \"where\" of operation \"compaction\""),
-					 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail)));
-		}
-		iceberg_partition_filter_free(f);
-	}
+	maint_check_where(run, "compaction");
 	if (!iceberg_schema_parse(run->md->current_schema_json, &schema, &err))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

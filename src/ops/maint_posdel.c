@@ -31,7 +31,6 @@ void
 maint_posdel_check_table(MaintRun *run)
 {
 	IcebergCompactOptions o;
-	IcebergPartitionFilter *f = NULL;
 	TmsError	err;
 
 	if (run->md->format_version >= 3)
@@ -55,19 +54,7 @@ maint_posdel_check_table(MaintRun *run)
 				 errmsg("invalid options of operation \"position-delete-rewrite\" on table \"%s.%s\"",
 						run->ns, run->table),
 				 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail)));
-	if (run->opt.where != NULL)
-	{
-		if (!iceberg_partition_filter_parse(run->opt.where, &f, &err) ||
-			!iceberg_partition_filter_bind(f, run->md, &err))
-		{
-			iceberg_partition_filter_free(f);
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid option \"where\" of operation \"position-delete-rewrite\""),
-					 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail)));
-		}
-		iceberg_partition_filter_free(f);
-	}
+	maint_check_where(run, "position-delete-rewrite");
 }
 
 /*

@@ -28,6 +28,7 @@
  *-------------------------------------------------------------------------
  */
 #include "iceberg/iceberg_internal.h"
+#include "io/io.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -92,18 +93,6 @@ id_ws(IdScan *s)
 	}
 }
 
-static int
-id_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Four hex digits at p (p + 4 <= end), or -1. */
 static long
 id_hex4(const char *p)
@@ -112,7 +101,7 @@ id_hex4(const char *p)
 
 	for (int i = 0; i < 4; i++)
 	{
-		int			h = id_hex(p[i]);
+		int			h = io_hex_value((unsigned char) p[i]);
 
 		if (h < 0)
 			return -1;

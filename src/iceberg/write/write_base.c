@@ -217,18 +217,6 @@ iceberg_partition_next(const char **pp, const char *end, const char **tok, size_
 	return true;
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Decode a JSON string token (quotes included) into b. */
 bool
 iceberg_json_unescape(const char *t, size_t len, IcebergBuf *b)
@@ -254,7 +242,7 @@ iceberg_json_unescape(const char *t, size_t len, IcebergBuf *b)
 
 				for (k = 1; k <= 4; k++)
 				{
-					int			h = hexval(t[i + k]);
+					int			h = io_hex_value((unsigned char) t[i + k]);
 
 					if (h < 0)
 						return false;
@@ -305,8 +293,8 @@ iceberg_json_unhex(const char *t, size_t len, IcebergBuf *b)
 		return false;
 	for (i = 3; i + 1 < len - 1; i += 2)
 	{
-		int			h = hexval(t[i]),
-					l = hexval(t[i + 1]);
+		int			h = io_hex_value((unsigned char) t[i]),
+					l = io_hex_value((unsigned char) t[i + 1]);
 		uint8_t		v;
 
 		if (h < 0 || l < 0)

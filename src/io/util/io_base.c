@@ -461,8 +461,8 @@ io_string_list_wipe(IoStringList *list)
 	string_list_free(list, true);
 }
 
-static int
-hexval(int c)
+int
+io_hex_value(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -523,11 +523,11 @@ io_uri_decode(const char *s, size_t len)
 		return NULL;
 	for (i = 0; i < len; i++)
 	{
-		if (s[i] == '%' && i + 2 < len && hexval((unsigned char) s[i + 1]) >= 0 &&
-			hexval((unsigned char) s[i + 2]) >= 0)
+		if (s[i] == '%' && i + 2 < len && io_hex_value((unsigned char) s[i + 1]) >= 0 &&
+			io_hex_value((unsigned char) s[i + 2]) >= 0)
 		{
-			out[j++] = (char) (hexval((unsigned char) s[i + 1]) * 16 +
-							   hexval((unsigned char) s[i + 2]));
+			out[j++] = (char) (io_hex_value((unsigned char) s[i + 1]) * 16 +
+							   io_hex_value((unsigned char) s[i + 2]));
 			i += 2;
 		}
 		else
