@@ -3,7 +3,9 @@
 -- (tms._job_ended); tms.prune_purge_jobs() deletes the finished purge jobs
 -- older than tms.purge_retention (30 days), never one in flight.  Ages are
 -- made by backdating the rows; recent rows stay.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tms;
+RESET client_min_messages;
 \set VERBOSITY default
 \set SHOW_CONTEXT never
 

@@ -5,7 +5,9 @@
 -- tms.handler_job_timeout; its (table, rule) is free again.  Times are
 -- moved by backdating the rows.  The supervisor may sweep too: only the
 -- jobs' ends are shown, never a count of what one call ended.
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS tms;
+RESET client_min_messages;
 \set VERBOSITY default
 \set SHOW_CONTEXT never
 
