@@ -1340,6 +1340,13 @@ maintenance_sweep(void)
 	int			rc;
 	int			ended;
 
+	/* a database whose tms is not updated to this version has none */
+	rc = SPI_execute("SELECT 1 WHERE to_regprocedure('tms._reconcile_jobs(interval)') IS NOT NULL",
+					 true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not look up tms._reconcile_jobs: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return;
 	args[0] = Int32GetDatum(tms_handler_job_timeout_s);
 	rc = SPI_execute_with_args("SELECT tms._reconcile_jobs(make_interval(secs => $1))",
 							   1, types, args, NULL, false, 0);
