@@ -28,7 +28,8 @@
  *				operation would; one of 0.2.0's handler engines ("spark",
  *				"trino" naming no server) goes to the procedure named by
  *				tms.maintenance_handler, as its owner, and stays running
- *				until tms.finish_operation.
+ *				until tms.finish_operation, or fails after
+ *				tms.handler_job_timeout.
  *	 connect	(step) as the acting role: the requester of run_operation,
  *				the owner of a policy; its USAGE on the server and its
  *				user mapping.
@@ -55,6 +56,12 @@
  *				back to pending with last_error (the scheduler retries
  *				after its backoff) or failed at tms.maintenance_max_attempts
  *				or at once when retrying cannot help.
+ *
+ * A job nothing will finish, because its task is gone or because
+ * tms.maintenance_handler's executor never called tms.finish_operation
+ * within tms.handler_job_timeout, is ended "failed" by the kind's sweep
+ * (maintenance_sweep, run with the prune of the run history), so that its
+ * table and rule are free again.
  *
  * The commit protocol (maint_commit, maint_commit.c) records phase
  * "commit" before a request is sent and decides an unknown outcome from
@@ -109,11 +116,13 @@ int			tms_maintenance_commit_retries = 4;
 int			tms_snapshot_metrics_retention_s = 90 * 86400;
 int			tms_maintenance_delete_batch_size = 1000;
 int			tms_engine_run_timeout_s = 6 * 3600;
+int			tms_handler_job_timeout_s = 3600;
 
 /* progress, cancel requests and the lease are checked at most this often */
 #define CHECK_INTERVAL_MS 1000
 
 static SchedOutcome maintenance_handler(SchedTask *task, ErrorData **error);
+static void maintenance_sweep(void);
 
 void
 tms_maint_init(void)
@@ -148,7 +157,14 @@ tms_maint_init(void)
 							&tms_engine_run_timeout_s,
 							6 * 3600, 0, INT_MAX,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.handler_job_timeout",
+							gettext_noop("How long a job handed to tms.maintenance_handler may run before it fails (0: no limit)."),
+							NULL,
+							&tms_handler_job_timeout_s,
+							3600, 0, INT_MAX,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	sched_register_detached("maintenance", maintenance_handler, &tms_max_active_operations);
+	sched_register_sweep("maintenance", maintenance_sweep);
 }
 
 /* ----------------------------------------------------------------
@@ -1307,6 +1323,41 @@ call_handler(const char *job, int64 job_id)
 	args[0] = Int64GetDatum(job_id);
 	args[1] = DirectFunctionCall1(jsonb_in, CStringGetDatum(job));
 	tms_call_procedure_as_owner(proc, "tms.maintenance_handler", 2, args, nulls);
+}
+
+/*
+ * The maintenance kind's sweep (sched_register_sweep), run with every prune
+ * of the run history: end "failed" the jobs no task will finish, a job
+ * whose task is gone and one handed to tms.maintenance_handler longer than
+ * tms.handler_job_timeout ago (tms._reconcile_jobs).
+ */
+static void
+maintenance_sweep(void)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		args[1];
+	bool		isnull;
+	int			rc;
+	int			ended;
+
+	/* a database whose tms is not updated to this version has none */
+	rc = SPI_execute("SELECT 1 WHERE to_regprocedure('tms._reconcile_jobs(interval)') IS NOT NULL",
+					 true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not look up tms._reconcile_jobs: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return;
+	args[0] = Int32GetDatum(tms_handler_job_timeout_s);
+	rc = SPI_execute_with_args("SELECT tms._reconcile_jobs(make_interval(secs => $1))",
+							   1, types, args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not reconcile maintenance jobs: %s", SPI_result_code_string(rc));
+	ended = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+										&isnull));
+	if (ended > 0)
+		ereport(LOG,
+				(errmsg("ended %d maintenance jobs that no task would finish", ended),
+				 errdetail("Their reasons are in tms.table_maintenance_job.last_error.")));
 }
 
 /* Free what the run holds outside palloc. */

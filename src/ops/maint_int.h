@@ -235,6 +235,7 @@ typedef struct MaintRun
 
 /* maint.c */
 extern int	tms_engine_run_timeout_s;
+extern int	tms_handler_job_timeout_s;
 
 /*
  * Record the run's outcome (the first one sticks), with the SQLSTATE its

@@ -103,6 +103,7 @@ typedef struct BuiltinKind
 	SchedHandler handler;		/* NULL: no executor in this version */
 	SchedDetachedHandler detached;	/* or this: runs outside transactions */
 	int		   *cap;			/* the setting holding its max_concurrency */
+	SchedSweep	sweep;			/* NULL: none (sched_register_sweep) */
 } BuiltinKind;
 
 static BuiltinKind builtins[MAX_BUILTINS];
@@ -123,6 +124,7 @@ sched_register_builtin(const char *kind, SchedHandler handler, int *cap)
 	builtins[nbuiltins].handler = handler;
 	builtins[nbuiltins].detached = NULL;
 	builtins[nbuiltins].cap = cap;
+	builtins[nbuiltins].sweep = NULL;
 	nbuiltins++;
 }
 
@@ -135,6 +137,22 @@ sched_register_detached(const char *kind, SchedDetachedHandler handler, int *cap
 {
 	sched_register_builtin(kind, NULL, cap);
 	builtins[nbuiltins - 1].detached = handler;
+}
+
+/*
+ * Give a registered built-in kind its sweep, run with every prune of the
+ * run history (sched_prune_history).
+ */
+void
+sched_register_sweep(const char *kind, SchedSweep sweep)
+{
+	for (int i = 0; i < nbuiltins; i++)
+		if (strcmp(builtins[i].kind, kind) == 0)
+		{
+			builtins[i].sweep = sweep;
+			return;
+		}
+	elog(ERROR, "task kind \"%s\" is not registered", kind);
 }
 
 static SchedHandler
@@ -519,7 +537,9 @@ sched_task_idle(SchedTask *task)
  * (tms._prune_task_history).  Once every tms.task_history_prune_interval
  * (a minute), or at every call while the last batch was full, so that a
  * busy scheduler's history is pruned as fast as it grows (up to a batch
- * per heartbeat interval).
+ * per heartbeat interval).  The kinds' sweeps run with it: the one place
+ * where what tasks left behind is reconciled (the maintenance kind's ends
+ * the jobs no task will finish, src/ops/maint.c).
  */
 #define HISTORY_PRUNE_BATCH 10000
 
@@ -554,6 +574,9 @@ sched_prune_history(void)
 		elog(ERROR, "could not prune the task history: %s", SPI_result_code_string(rc));
 	history_behind = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 												 1, &isnull)) >= HISTORY_PRUNE_BATCH;
+	for (int i = 0; i < nbuiltins; i++)
+		if (builtins[i].sweep)
+			builtins[i].sweep();
 }
 
 /*

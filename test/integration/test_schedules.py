@@ -22,6 +22,8 @@ test_schedules.py -- rules on schedules, end to end, run by the worker pool
     fired once); their tasks are driven by a session's CALL
     tms.run_pending(), as pg_cron drives them, since libfaketime does not
     reach background workers;
+  - a rule with both a crontab and on-commit fires at its crontab's
+    instant and after a commit;
   - SIGKILL of the worker in the middle of a commit-job, and of one in the
     middle of a cron-job, loses nothing and duplicates nothing (the rule of
     the cron-job is made by a session whose clock is set before a firing
@@ -414,6 +416,78 @@ def test_a_crontab_fires_at_its_instant_and_expands_in_batches(env):
         assert last < firing + timedelta(seconds=60)
         # the expansion ended; the task is due at the next firing
         assert q(cenv, task)[0][1]["cron"]["more"] is False, q(cenv, task)
+    except Exception:
+        sys.stderr.write("---- faked server log ----\n%s\n" % c.log_tail(80))
+        raise
+    finally:
+        if conn is not None:
+            conn.close()
+        c.destroy()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_rule_with_a_crontab_and_on_commit_fires_on_both(env):
+    """A schedule with both (doc/schedules.md): the rule fires at its
+    crontab's instant, with no commit, and after a commit, long before its
+    next firing.  On a cluster whose clock is set, its tasks driven by a
+    session (as test_a_crontab_fires_at_its_instant_and_expands_in_batches);
+    the commit is declared by tms.notify_commit, its server being polled."""
+    ns = "both"
+    make_table(env, ns, "t")
+    at = datetime(2027, 2, 1, 12, 0, tzinfo=timezone.utc)
+    root = tempfile.mkdtemp(prefix="tms-both-", dir="/tmp")
+    os.chmod(root, 0o755)
+    c, clock = _faked_cluster(os.path.join(root, "pg"), at - timedelta(seconds=45))
+    cenv = dict(env, pg=c)
+    conn = None
+    try:
+        _faked_server(c, env)
+        conn = c.connect()
+
+        def run():
+            return c.query("CALL tms.run_pending()", conn=conn)[0][0]
+
+        def log():
+            return q(cenv, "SELECT evaluated_at, decision, job_id FROM tms.evaluation_log"
+                           " WHERE rule_id = %s ORDER BY id", (rule,))
+
+        rule, = policy(cenv, ns, "both", [("compaction",
+                                          "schedule => '{\"crontab\": \"0 12 * * *\","
+                                          " \"on-commit\": true}', condition => 'true',"
+                                          " min_interval => '0'")])
+        wait_for(lambda: run() >= 0 and
+                 one(cenv, "SELECT count(*) FROM tms.rule_baselines WHERE rule_id = %s",
+                     (rule,)) == 1, what="the table's baseline")
+        assert one(cenv, "SELECT next_firing FROM tms.rules WHERE id = %s", (rule,)) == at
+        assert jobs(cenv, rule) == [] and log() == []
+
+        # the crontab: at its instant the table is evaluated and the job submitted
+        clock.set(at - timedelta(seconds=1))
+        wait_for(lambda: run() >= 0 and len(jobs(cenv, rule)) == 1, timeout=60,
+                 interval=0.05, what="the crontab's job")
+        (when, decision, first), = log()
+        assert decision == "submitted" and at <= when < at + timedelta(seconds=30)
+        assert one(cenv, "SELECT last_firing FROM tms.rules WHERE id = %s", (rule,)) == at
+        assert one(cenv, "SELECT array_agg(kind) FROM tms.task_history"
+                         " WHERE %s BETWEEN started_at AND finished_at", (when,)) == ["cron-job"]
+        assert one(cenv, "SELECT tms.finish_operation(%s)", (first,)) is True
+        run()
+        # no commit, no firing: nothing more
+        assert len(jobs(cenv, rule)) == 1
+
+        # a commit: its commit-job evaluates the table, a day before the next firing
+        append(env, ns, "t", seed=41)
+        assert one(cenv, "SELECT tms.notify_commit('cat', %s, 't')", (ns,)) is True
+        wait_for(lambda: run() >= 0 and len(jobs(cenv, rule)) == 2, timeout=60,
+                 interval=0.05, what="the commit's job")
+        (_, _, _), (when, decision, second) = log()
+        assert decision == "submitted" and second == jobs(cenv, rule)[1][0]
+        assert when < at + timedelta(minutes=5)
+        # evaluated by the commit's commit-job, not by a cron-job
+        assert one(cenv, "SELECT array_agg(kind) FROM tms.task_history"
+                         " WHERE %s BETWEEN started_at AND finished_at", (when,)) == ["commit-job"]
+        assert one(cenv, "SELECT last_firing FROM tms.rules WHERE id = %s", (rule,)) == at
+        q(cenv, "SELECT tms.finish_operation(%s)", (second,))
     except Exception:
         sys.stderr.write("---- faked server log ----\n%s\n" % c.log_tail(80))
         raise

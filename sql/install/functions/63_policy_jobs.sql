@@ -293,6 +293,67 @@ BEGIN
 END
 $$;
 
+-- Reconcile the jobs nothing will ever finish (called with the run
+-- history's prune, src/sched/sched.c, through the maintenance kind's
+-- sweep, src/ops/maint.c): a job in flight whose task is gone (deleted by
+-- hand, or lost), other than a job handed to tms.maintenance_handler,
+-- whose task ends on purpose when the handler took it (a job younger than
+-- a minute is left alone: its task may be on its way); and a job handed
+-- to tms.maintenance_handler that has not called tms.finish_operation
+-- within handler_timeout since it was handed over (NULL or zero: never).
+-- Each ends "failed" with the reason in last_error, through tms._job_ended,
+-- so its (table, rule) is evaluated again and its table's next job of the
+-- operation may start.  A job locked by a step in progress is left to the
+-- next round.  Returns how many ended.
+CREATE OR REPLACE FUNCTION tms._reconcile_jobs(handler_timeout interval)
+RETURNS integer
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j record;
+    n integer := 0;
+BEGIN
+    FOR j IN
+        SELECT o.id,
+               CASE WHEN ext.handed THEN
+                        format('the job was handed to tms.maintenance_handler at %s and did not finish'
+                               ' within tms.handler_job_timeout (%s)', o.started_at, handler_timeout)
+                    ELSE format('its task "%s" instance "%s" no longer exists',
+                                o.task_kind, o.task_instance)
+               END AS why
+          FROM tms.table_maintenance_job o,
+               LATERAL (SELECT o.state = 'running' AND o.engine <> 'local'
+                               AND NOT EXISTS (SELECT 1 FROM pg_foreign_server s
+                                                 JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+                                                WHERE w.fdwname = 'tms_engine'
+                                                  AND s.srvname = o.engine) AS handed) ext
+         WHERE o.finished_at IS NULL AND o.task_kind IS NOT NULL
+           AND CASE WHEN ext.handed THEN
+                        coalesce(handler_timeout > interval '0', false)
+                        AND o.started_at < now() - handler_timeout
+                    ELSE o.created_at < now() - interval '1 minute'
+                         AND NOT EXISTS (SELECT 1 FROM tms.scheduled_tasks t
+                                      WHERE t.task_name = o.task_kind
+                                        AND t.task_instance = o.task_instance)
+               END
+         ORDER BY o.id
+         FOR UPDATE OF o SKIP LOCKED
+    LOOP
+        UPDATE tms.table_maintenance_job
+           SET state = 'failed', finished_at = now(), last_error = j.why
+         WHERE id = j.id AND finished_at IS NULL;
+        IF FOUND THEN
+            PERFORM tms._job_ended(j.id);
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END
+$$;
+
+REVOKE ALL ON FUNCTION tms._reconcile_jobs(interval) FROM PUBLIC;
+
 -- Finish a job run by an external executor (a procedure named by
 -- tms.maintenance_handler, for engines tms does not run itself): record
 -- the outcome and reset the (table, rule) baseline.
