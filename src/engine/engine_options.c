@@ -16,7 +16,9 @@
  * digits, read from their text and range-checked (never rounded); sizes
  * are bytes or "<n><unit>" with binary units (KB = KiB = 1024, as Spark
  * and Trino read them); durations are ms or "<n> <unit>"; a fraction must
- * come out whole (1.5h is 5400000 ms, 1.5B is refused).
+ * come out whole (1.5h is 5400000 ms, 1.5B is refused).  The
+ * "engine-resources" object of livy and gravitino is checked by
+ * engine_resources.c.
  *
  * Plain C, no PostgreSQL header.
  *
@@ -79,6 +81,7 @@ static const KeySpec key_specs[EK__COUNT] = {
 	[EK_EQUAL_SCHEMES] = {"equal-schemes", EOK_STRMAP, 0, 0, NULL, NULL},
 	[EK_EQUAL_AUTHORITIES] = {"equal-authorities", EOK_STRMAP, 0, 0, NULL, NULL},
 	[EK_PREFIX_MISMATCH_MODE] = {"prefix-mismatch-mode", EOK_ENUM, 0, 0, prefix_choices, NULL},
+	[EK_ENGINE_RESOURCES] = {"engine-resources", EOK_RESOURCES, 0, 0, NULL, NULL},
 };
 
 /*
@@ -125,7 +128,7 @@ static const RewriteSpec rewrite_specs[] = {
 
 #define COMPACTION_KEYS "strategy, sort-order, where, target-file-size-bytes, " \
 	"min-input-files, max-file-group-size-bytes, rewrite-all, " \
-	"partial-progress-enabled, delete-file-threshold, options"
+	"partial-progress-enabled, delete-file-threshold, options, engine-resources"
 
 /* [engine][operation]; NULL: unsupported. */
 static const char *const allowed_table[3][5] = {
@@ -133,12 +136,12 @@ static const char *const allowed_table[3][5] = {
 		[ENGINE_OP_COMPACTION] = COMPACTION_KEYS,
 		[ENGINE_OP_POSITION_DELETE_REWRITE] = "where, target-file-size-bytes, "
 		"min-input-files, max-file-group-size-bytes, rewrite-all, "
-		"partial-progress-enabled, options",
-		[ENGINE_OP_MANIFEST_REWRITE] = "use-caching, spec-id",
+		"partial-progress-enabled, options, engine-resources",
+		[ENGINE_OP_MANIFEST_REWRITE] = "use-caching, spec-id, engine-resources",
 		[ENGINE_OP_SNAPSHOT_EXPIRY] = "older-than, retain-last, max-concurrent-deletes, "
-		"stream-results, snapshot-ids, clean-expired-metadata",
+		"stream-results, snapshot-ids, clean-expired-metadata, engine-resources",
 		[ENGINE_OP_ORPHAN_CLEANUP] = "older-than, location, max-concurrent-deletes, "
-		"equal-schemes, equal-authorities, prefix-mismatch-mode",
+		"equal-schemes, equal-authorities, prefix-mismatch-mode, engine-resources",
 	},
 	[ENGINE_TYPE_TRINO] = {
 		[ENGINE_OP_COMPACTION] = "file-size-threshold, where, target-file-size-bytes",
@@ -150,8 +153,9 @@ static const char *const allowed_table[3][5] = {
 	[ENGINE_TYPE_GRAVITINO] = {
 		[ENGINE_OP_COMPACTION] = COMPACTION_KEYS,
 		[ENGINE_OP_POSITION_DELETE_REWRITE] = NULL,
-		[ENGINE_OP_MANIFEST_REWRITE] = "use-caching, spec-id",
-		[ENGINE_OP_SNAPSHOT_EXPIRY] = "older-than, retain-last, stream-results",
+		[ENGINE_OP_MANIFEST_REWRITE] = "use-caching, spec-id, engine-resources",
+		[ENGINE_OP_SNAPSHOT_EXPIRY] = "older-than, retain-last, stream-results, "
+		"engine-resources",
 		[ENGINE_OP_ORPHAN_CLEANUP] = NULL,
 	},
 };
@@ -768,6 +772,14 @@ get_value(EngineType type, EngineOperation op, EngKey key, const EngJson *v,
 			return 0;
 		case EOK_REWRITE_OPTIONS:
 			return get_rewrite_options(op, v, val, err);
+		case EOK_RESOURCES:
+			val->res = io_calloc(1, sizeof(EngResources));
+			if (val->res == NULL)
+				return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+			if (eng_resources_parse(type, v, val->res, err) != 0)
+				return -1;
+			val->present = true;
+			return 0;
 		default:
 			if (get_scalar(ks->name, kind, ks->lo, ks->hi, ks->choices, v, val, err) != 0)
 				return -1;
@@ -952,6 +964,9 @@ eng_options_free(EngOptions *o)
 		io_free(v->keys);
 		io_free(v->vals);
 		io_free(v->ints);
+		if (v->res)
+			eng_resources_free(v->res);
+		io_free(v->res);
 	}
 	memset(o, 0, sizeof(*o));
 }

@@ -21,6 +21,11 @@
  *				identifier, a quote or backslash in any other value, and
  *				"{{" anywhere.
  *
+ * "engine-resources" (engine_resources.c) become, for livy, members of
+ * the session request (session properties of the statement, their values
+ * JSON text: driverMemory, numExecutors, conf, ...), for gravitino the
+ * spark_* keys of jobConf (spark_executor_memory, spark_conf, ...).
+ *
  * Plain C, no PostgreSQL header; errors are values.
  *
  * src/engine/statement.c
@@ -571,6 +576,9 @@ build_gravitino(EngineOperation op, const EngineTarget *t, const EngOptions *o,
 		default:
 			break;
 	}
+	if (v[EK_ENGINE_RESOURCES].present &&
+		eng_resources_gravitino(v[EK_ENGINE_RESOURCES].res, b) != 0)
+		return tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 	conf_put(b, "tms_tag", tag);
 	io_sb_puts(b, "}}");
 	if (st->template_name == NULL)
@@ -607,6 +615,9 @@ engine_statement_build(EngineType type, const char *operation, const EngineTarge
 	{
 		case ENGINE_TYPE_LIVY:
 			rc = build_livy(op, target, &o, now_ms, &b, err);
+			if (rc == 0 && o.v[EK_ENGINE_RESOURCES].present &&
+				eng_resources_livy(o.v[EK_ENGINE_RESOURCES].res, out) != 0)
+				rc = tms_error_set(err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
 			break;
 		case ENGINE_TYPE_TRINO:
 			rc = build_trino(op, target, &o, &b, out, err);

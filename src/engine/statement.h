@@ -16,6 +16,10 @@
  * Operations: compaction, position-delete-rewrite, manifest-rewrite,
  * snapshot-expiry, orphan-cleanup (the names of tms.run_operation).
  *
+ * Livy and Gravitino runs also take "engine-resources" (driverMemory,
+ * driverCores, executorMemory, executorCores, numExecutors, conf: the
+ * names of Livy's session request), checked by engine_resources.c.
+ *
  * The rules (for every operation and engine; as in Gravitino's design of
  * the Iceberg rewrite-manifests job,
  * https://github.com/apache/gravitino/pull/12942):
@@ -106,7 +110,11 @@ typedef struct EngineTarget
 	const char *table;
 } EngineTarget;
 
-/* A session property (Trino: X-Trino-Session "name=value"). */
+/*
+ * A session property (Trino: X-Trino-Session "name=value"; Livy: a member
+ * of the session request, POST /sessions, value its JSON text, such as
+ * "executorMemory" = "\"4g\"" or "conf" = "{...}").
+ */
 typedef struct EngineProperty
 {
 	char	   *name;
@@ -120,7 +128,8 @@ typedef struct EngineStatement
 	char	   *text;			/* livy, trino: the SQL; gravitino: the JSON
 								 * body of POST .../jobs/runs */
 	char	   *template_name;	/* gravitino: jobTemplateName; else NULL */
-	EngineProperty *session;	/* trino: session properties to send */
+	EngineProperty *session;	/* trino: session properties to send; livy:
+								 * session request members (resources) */
 	size_t		nsession;
 } EngineStatement;
 

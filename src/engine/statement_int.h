@@ -142,8 +142,25 @@ typedef enum EngOptKind
 	EOK_STRMAP,					/* object of string -> string */
 	EOK_INTLIST,				/* array of int64 */
 	EOK_REWRITE_OPTIONS,		/* object of Iceberg rewrite options */
+	EOK_RESOURCES,				/* engine-resources (engine_resources.c) */
 	EOK_TRINO_WHERE				/* Trino SQL expression, tokenised */
 } EngOptKind;
+
+/*
+ * The checked "engine-resources" of a run (engine_resources.c), in
+ * Livy's names of the session request; 0 / NULL: not given.
+ */
+typedef struct EngResources
+{
+	char	   *driver_memory;	/* canonical Spark memory string ("4g") */
+	char	   *executor_memory;
+	int64_t		driver_cores;
+	int64_t		executor_cores;
+	int64_t		num_executors;
+	char	  **conf_keys;		/* Spark properties, "spark.*" */
+	char	  **conf_vals;
+	size_t		nconf;
+} EngResources;
 
 /* One checked value. */
 typedef struct EngValue
@@ -157,6 +174,7 @@ typedef struct EngValue
 	char	  **vals;
 	int64_t    *ints;			/* INTLIST */
 	size_t		n;
+	EngResources *res;			/* RESOURCES */
 } EngValue;
 
 /* The option keys, in the order statements name their arguments. */
@@ -185,6 +203,7 @@ typedef enum EngKey
 	EK_EQUAL_SCHEMES,
 	EK_EQUAL_AUTHORITIES,
 	EK_PREFIX_MISMATCH_MODE,
+	EK_ENGINE_RESOURCES,
 	EK__COUNT
 } EngKey;
 
@@ -217,6 +236,26 @@ extern void eng_options_free(EngOptions *o);
  */
 extern long eng_rewrite_pairs(const EngOptions *o, char ***keys, char ***vals);
 extern void eng_pairs_free(char **keys, char **vals, long n);
+
+/* ---- engine resources (engine_resources.c) ---- */
+
+/*
+ * Check the "engine-resources" object v for an engine into *out (free
+ * with eng_resources_free, also after a failure).  Returns 0, or -1 with
+ * *err (ENGINE_ERR_INVALID_VALUE / UNKNOWN_OPTION naming the bad value).
+ */
+extern int	eng_resources_parse(EngineType type, const EngJson *v, EngResources *out,
+								TmsError *err);
+extern void eng_resources_free(EngResources *r);
+
+/*
+ * Livy: the members of POST /sessions the resources set, as session
+ * properties of st (name: the member, value: its JSON text).  Gravitino:
+ * the spark_* jobConf entries, appended to b as ,"key":"value" pairs.
+ * Return 0, or -1 when out of memory.
+ */
+extern int	eng_resources_livy(const EngResources *r, EngineStatement *st);
+extern int	eng_resources_gravitino(const EngResources *r, IoStrBuf *b);
 
 /* Time rendering: Unix ms as "YYYY-MM-DD HH:MM:SS[.mmm]+00:00". */
 extern bool eng_format_utc(int64_t ms, char *out, size_t outsz);

@@ -36,6 +36,10 @@ Served, livy (https://livy.apache.org/docs/latest/rest-api.html):
   Output {"status":"ok","execution_count":n,"data":{"application/json":
   {"schema":{"type":"struct","fields":[...]},"data":[[...]]}}} or
   {"status":"error","ename","evalue","traceback":[]}.
+  A session request's resources are typed as Livy's API documents them
+  (driverMemory/executorMemory: Spark size strings such as "4g";
+  driverCores/executorCores/numExecutors: ints; conf: a map of strings);
+  anything else is 400.  GET /sessions/{id} shows them.
 
 Served, trino (https://trino.io/docs/current/develop/client-protocol.html):
   POST /v1/statement (X-Trino-User required; X-Trino-Catalog, X-Trino-Schema,
@@ -68,7 +72,12 @@ Served, gravitino (https://gravitino.apache.org/docs/latest/manage-jobs-in-gravi
   server does not execute them) (options: a
   JSON object text; older_than: 'YYYY-MM-DD HH:MM:SS' UTC; snapshot_ids:
   comma-separated; booleans true/false); other keys (such as tms_tag) are
-  kept and shown.
+  kept and shown.  The Spark resources of a built-in job
+  (spark_driver_memory, spark_executor_memory: Spark size strings;
+  spark_executor_cores, spark_executor_instances: positive integers;
+  spark_conf: a JSON object of spark.* properties, without
+  spark.sql.catalog.*, spark.sql.extensions, spark.app.name) fail the run
+  when malformed, as spark-submit or the job would.
 
 Authentication: --user/--password (HTTP basic), --token (bearer), or
 --oauth2-credential ID:SECRET (bearer tokens from POST /oauth/tokens,
@@ -99,7 +108,9 @@ then they need "X-Admin-Token: TOKEN"), like the catalog's:
                          GET /admin/runs still lists them
   GET    /admin/faults   armed faults          DELETE /admin/faults  disarm
   GET    /admin/runs     {"runs": [{id, engine_id, tag, statement, state,
-                          submitted_at, finished_at, result, error}]}
+                          submitted_at, finished_at, result, error,
+                          resources}]}; resources: the Livy session's
+                          resource members, or Gravitino's spark_* jobConf
   GET    /admin/requests {"counts": {"METHOD /path/{template}": {"200": n}},
                           "total": n}
   DELETE /admin/requests reset the counters
@@ -294,6 +305,7 @@ class Run:
         self.cancel = threading.Event()
         self.generation = None
         self.done = threading.Event()
+        self.resources = None    # what the run asked of Spark (see spark_resources)
 
     def view(self):
         return {"id": self.id, "engine_id": self.engine_id, "tag": self.tag,
@@ -301,7 +313,7 @@ class Run:
                 "submitted_at": self.submitted_at, "started_at": self.started_at,
                 "finished_at": self.finished_at, "result": self.result,
                 "columns": [c for c, _ in self.columns] if self.columns else None,
-                "rows": self.rows,
+                "rows": self.rows, "resources": self.resources,
                 "error": None if self.error is None else
                 {"kind": self.error.kind, "message": self.error.message}}
 
@@ -651,6 +663,7 @@ class LivySession:
         self.owner = owner or None
         self.proxy_user = req.get("proxyUser")
         self.conf = req.get("conf") or {}
+        self.resources = {k: req[k] for k in LIVY_RESOURCE_FIELDS if req.get(k) is not None}
         self.state = "not_started"
         self.statements = []
         self.queue = queue.Queue()
@@ -661,10 +674,14 @@ class LivySession:
         return {"id": self.id, "name": self.name, "appId": None, "owner": self.owner,
                 "proxyUser": self.proxy_user, "state": self.state, "kind": self.kind,
                 "appInfo": {"driverLogUrl": None, "sparkUiUrl": None},
-                "log": self.log[-100:], "ttl": None, "driverMemory": None,
-                "driverCores": 0, "executorMemory": None, "executorCores": 0, "conf": self.conf,
+                "log": self.log[-100:], "ttl": None,
+                "driverMemory": self.resources.get("driverMemory"),
+                "driverCores": self.resources.get("driverCores", 0),
+                "executorMemory": self.resources.get("executorMemory"),
+                "executorCores": self.resources.get("executorCores", 0), "conf": self.conf,
                 "archives": [], "files": [], "heartbeatTimeoutInSecond": 0, "jars": [],
-                "numExecutors": 0, "pyFiles": [], "queue": None}
+                "numExecutors": self.resources.get("numExecutors", 0), "pyFiles": [],
+                "queue": None}
 
 
 class LivyStatement:
@@ -688,6 +705,36 @@ LIVY_SESSION_FIELDS = {"kind", "proxyUser", "jars", "pyFiles", "files", "driverM
                        "driverCores", "executorMemory", "executorCores", "numExecutors",
                        "archives", "queue", "name", "conf", "heartbeatTimeoutInSecond", "ttl"}
 LIVY_KINDS = ("spark", "pyspark", "sparkr", "sql", "shared")
+# The resources of a session request and their types, as Livy's REST API
+# documents them (https://livy.apache.org/docs/latest/rest-api.html, POST
+# /sessions): memory strings as spark-submit reads them, counts ints, conf a
+# map of strings.
+LIVY_RESOURCE_FIELDS = ("driverMemory", "driverCores", "executorMemory", "executorCores",
+                        "numExecutors", "conf")
+# Spark's size strings (JavaUtils.byteStringAs): digits and an optional unit.
+SPARK_MEMORY = re.compile(r"(?i)[0-9]+(b|k|kb|m|mb|g|gb|t|tb|p|pb)?")
+
+
+def livy_resources_error(body):
+    """Why Livy's request parser would refuse the resources of body, or None."""
+    for k in ("driverMemory", "executorMemory"):
+        v = body.get(k)
+        if v is not None and (not isinstance(v, str) or not SPARK_MEMORY.fullmatch(v)):
+            return "Cannot deserialize value of type `java.lang.String` for %s: %r" % (k, v) \
+                if not isinstance(v, str) else \
+                "Invalid %s %r: size must be specified as bytes (b), kibibytes (k), " \
+                "mebibytes (m), gibibytes (g), tebibytes (t), or pebibytes(p)" % (k, v)
+    for k in ("driverCores", "executorCores", "numExecutors"):
+        v = body.get(k)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool)
+                              or not 0 < v < 2 ** 31):
+            return "Cannot deserialize value of type `int` for %s: %r" % (k, v)
+    conf = body.get("conf")
+    if conf is not None and (not isinstance(conf, dict) or
+                             any(not isinstance(v, str) for v in conf.values())):
+        return "Cannot deserialize value of type `Map[String,String]` for conf: %r" % (conf,)
+    return None
+
 
 
 class Livy:
@@ -760,6 +807,9 @@ class Livy:
                                  % k)
         if body.get("kind") is not None and body["kind"] not in LIVY_KINDS:
             raise self.error(400, "Invalid kind: %s" % body["kind"])
+        bad = livy_resources_error(body)
+        if bad:
+            raise self.error(400, bad)
         with self.lock:
             sid = self.next_id
             self.next_id += 1
@@ -875,6 +925,7 @@ class Livy:
         if kind not in LIVY_KINDS[:4]:
             raise self.error(400, "Invalid kind: %s" % kind)
         run = Run("%d/%d" % (s.id, len(s.statements)), s.name, body["code"])
+        run.resources = dict(s.resources) or None
         stmt = LivyStatement(len(s.statements), body["code"], kind, run)
         self.engine.add_run(run)
         s.statements.append(stmt)
@@ -1221,6 +1272,45 @@ GRAVITINO_TEMPLATES = {
 GRAVITINO_SHIPPED = ["builtin-sparkpi", "builtin-iceberg-rewrite-data-files",
                      "builtin-iceberg-update-stats", "builtin-iceberg-expire-snapshots"]
 G_ILLEGAL, G_INTERNAL, G_NOT_FOUND, G_UNAUTHORIZED = 1001, 1002, 1003, 1011
+# The Spark resources of a built-in job: the placeholders of its template's
+# Spark configs (spark.driver.memory = {{spark_driver_memory}}, ...) and its
+# --spark-conf argument, a JSON object of spark.* properties from which the
+# job refuses those the template manages (Gravitino's IcebergJobUtils /
+# IcebergRewriteDataFilesJob.validateSparkConfigs).
+GRAVITINO_SPARK_KEYS = ("spark_master", "spark_driver_memory", "spark_executor_memory",
+                        "spark_executor_cores", "spark_executor_instances", "spark_conf")
+GRAVITINO_MANAGED = ("spark.sql.catalog.", "spark.sql.extensions", "spark.app.name")
+
+
+def gravitino_resources_error(conf):
+    """Why spark-submit or the built-in job would fail on these jobConf
+    resources (the run fails, as the real one would), or None."""
+    for k in ("spark_driver_memory", "spark_executor_memory"):
+        v = conf.get(k)
+        if v and not SPARK_MEMORY.fullmatch(v):
+            return "Invalid %s %r: size must be specified as bytes (b), kibibytes (k), " \
+                "mebibytes (m), gibibytes (g), tebibytes (t), or pebibytes(p)" % (k, v)
+    for k in ("spark_executor_cores", "spark_executor_instances"):
+        v = conf.get(k)
+        if v and not (re.fullmatch(r"[0-9]+", v) and 0 < int(v) < 2 ** 31):
+            return "%s must be a positive integer: %r" % (k, v)
+    v = conf.get("spark_conf")
+    if v:
+        try:
+            sc = json.loads(v)
+            assert isinstance(sc, dict)
+        except (ValueError, AssertionError):
+            return "Failed to parse Spark configurations JSON: %s" % v
+        for key in sc:
+            for prefix in GRAVITINO_MANAGED:
+                if key.startswith(prefix):
+                    return "Configuration '%s' cannot be overridden. Configs starting with " \
+                        "'%s' are managed by the job template." % (key, prefix)
+            if not key.startswith("spark."):
+                return "Invalid Spark configuration key '%s'. All Spark configs must start " \
+                    "with 'spark.'" % key
+    return None
+
 
 
 class GravitinoJob:
@@ -1349,6 +1439,10 @@ class Gravitino:
         return 200, {"code": 0, "jobTemplate": self.template_view(name)}
 
     @staticmethod
+    def bad_resources(msg):
+        raise EngineError("IllegalArgumentException", msg)
+
+    @staticmethod
     def not_executed(run):
         raise EngineError("NOT_EXECUTED", "this test server does not execute %s"
                           % run.statement[3:])
@@ -1418,14 +1512,18 @@ class Gravitino:
         conf = body.get("jobConf") or {}
         if not isinstance(conf, dict):
             raise self.err(400, G_ILLEGAL, "IllegalArgumentException", "jobConf must be a map")
+        bad = gravitino_resources_error(conf)
         if GRAVITINO_TEMPLATES[template][0] is None:
             text = "-- %s" % template
             runner = self.not_executed
         else:
             text = self.statement(template, conf)
             runner = lambda r: self.engine.run_spark(r, text)  # noqa: E731
+        if bad:
+            runner = lambda r: self.bad_resources(bad)  # noqa: E731
         jid = "job-%d" % random.getrandbits(62)
         run = Run(jid, conf.get("tms_tag"), text)
+        run.resources = {k: conf[k] for k in GRAVITINO_SPARK_KEYS if conf.get(k)} or None
         job = GravitinoJob(jid, template, conf, req.user, run)
         self.engine.add_run(run)
         with self.lock:

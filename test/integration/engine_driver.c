@@ -13,7 +13,8 @@
  *			   -r RETRIES  -b RETRY_BASE_MS  -i POLL_INTERVAL_MS
  *			   -B MAX_RESPONSE_BYTES  -q STATEMENT (for find and attach)
  *			   -j TEMPLATE (gravitino find)  -s NAME=VALUE (a trino
- *			   session property, repeatable)
+ *			   session property, or a livy session request member
+ *			   with a JSON value; repeatable)
  *	  steps, run in order on one handle and one run:
  *		submit TAG STATEMENT	poll	wait MS		cancel
  *		find TAG				attach RUN_ID		close	count

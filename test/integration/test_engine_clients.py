@@ -234,7 +234,8 @@ class Livy(Stub):
         if m == "POST" and path == "/sessions":
             req = json.loads(body)
             need(headers.get("content-type") == "application/json", "Content-Type")
-            need(set(req) == {"kind", "name"} and req["kind"] == "sql", "session body %r" % req)
+            need(set(req) - {"kind", "name"} <= RESOURCE_MEMBERS and
+                 {"kind", "name"} <= set(req) and req["kind"] == "sql", "session body %r" % req)
             for s in self.sessions.values():
                 if s["name"] == req["name"]:
                     return 400, {"msg": "Duplicate session name: Some(%s) for session %d"
@@ -308,6 +309,10 @@ class Livy(Stub):
         return 200, st
 
 
+RESOURCE_MEMBERS = {"driverMemory", "driverCores", "executorMemory", "executorCores",
+                    "numExecutors", "conf"}
+
+
 def livy_args(stub, *more):
     return ["-t", "livy", "-u", stub.url, "-c", "lake", "-U", "svc", "-P", "s3cret"] + FAST + \
         list(more)
@@ -346,6 +351,24 @@ def test_livy_submit_poll_success(driver, stubs):
     assert json.loads(livy.log[0]["body"]) == {"kind": "sql", "name": "tms-job-7"}
     assert json.loads(livy.log[2]["body"]) == {"code": SQL, "kind": "sql"}
     assert livy.sessions == {}
+
+
+def test_livy_session_request_carries_the_resources(driver, stubs):
+    """Session properties of a livy statement are members of POST /sessions
+    (their values JSON); kind and name stay the client's."""
+    livy = Livy(auth=("basic", "svc", "s3cret"))
+    stubs.append(livy)
+    out = run_driver(driver, *livy_args(livy, "-s", 'executorMemory="4g"', "-s",
+                                        "numExecutors=3", "-s",
+                                        'conf={"spark.sql.shuffle.partitions":"8"}'),
+                     "submit", "tms-job-9", SQL, "close")
+    assert out[0]["ok"], out
+    assert json.loads(livy.log[0]["body"]) == {
+        "kind": "sql", "name": "tms-job-9", "executorMemory": "4g", "numExecutors": 3,
+        "conf": {"spark.sql.shuffle.partitions": "8"}}
+    out = run_driver(driver, *livy_args(livy, "-s", 'kind="spark"'), "submit", "tms-job-10", SQL)
+    assert not out[0]["ok"] and "tms's own" in out[0]["error"]["message"], out
+    assert all("tms-job-10" not in (r.get("body") or "") for r in livy.log), livy.log
 
 
 def test_livy_statement_error_is_the_engines_message(driver, stubs):

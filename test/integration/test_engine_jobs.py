@@ -31,7 +31,11 @@ run by the worker pool:
   - a position-delete rewrite on Spark rewrites the delete files and keeps
     every row as it was;
   - hostile table names (quotes, backticks, semicolons, a newline,
-    non-ASCII) run correctly through Spark and Trino statements.
+    non-ASCII) run correctly through Spark and Trino statements;
+  - a rule's or run_operation's "engine-resources" reach Livy as members
+    of the session request and Gravitino as spark_* jobConf (the test
+    servers type-check them as the APIs define them); bad ones and
+    credentials are refused (22023) before a job is recorded.
 
 The module runs its own cluster (fast workers, a 1 s evaluation cycle), and
 one more for the test catalog's pointer tables.
@@ -68,6 +72,17 @@ MAPPINGS = {"livy": "user 'svc', password 'pw-livy'",
 
 
 pytestmark = pytest.mark.own_cluster
+# A rule's "engine-resources" (doc/engines.md), and what each engine's API
+# receives: Livy's session request members, Gravitino's spark_* jobConf.
+RESOURCES = {"driverMemory": "1G", "executorMemory": "2048m", "executorCores": 2,
+             "numExecutors": 3, "conf": {"spark.sql.shuffle.partitions": 16}}
+WANT_RESOURCES = {
+    "livy": {"driverMemory": "1g", "executorMemory": "2048m", "executorCores": 2,
+             "numExecutors": 3, "conf": {"spark.sql.shuffle.partitions": "16"}},
+    "gravitino": {"spark_driver_memory": "1g", "spark_executor_memory": "2048m",
+                  "spark_executor_cores": "2", "spark_executor_instances": "3",
+                  "spark_conf": '{"spark.sql.shuffle.partitions":"16"}'},
+}
 
 
 @pytest.fixture(scope="module")
@@ -201,10 +216,10 @@ def test_policy_compacts_through_engine(env, kind):
     group = "g_" + kind
     q(env, "SELECT tms.create_object_group(%s, 'cat', namespace_pattern => %s)", (group, ns))
     q(env, "SELECT tms.create_policy(%s, %s)", ("compact_" + kind, group))
+    options = {"min-input-files": 2, "engine-resources": RESOURCES} if kind != "trino" else {}
     q(env, "SELECT tms.add_rule(%s, 'compaction', %s, '{\"commits-added\": 1}',"
            " 'dataFiles > 10', 'catch-up', %s::jsonb)",
-      ("compact_" + kind, kind, json.dumps({"min-input-files": 2}
-                                           if kind != "trino" else {})))
+      ("compact_" + kind, kind, json.dumps(options)))
     try:
         wait_for(lambda: q(env, "SELECT id FROM tms.maintenance_jobs WHERE policy = %s",
                            ("compact_" + kind,)), timeout=60, what="the policy's job")
@@ -228,6 +243,8 @@ def test_policy_compacts_through_engine(env, kind):
     else:
         assert runs[0]["statement"] == row["statement"]
     assert row["engine_job_id"]
+    # the rule's engine-resources reached the engine as its API takes them
+    assert runs[0]["resources"] == (None if kind == "trino" else WANT_RESOURCES[kind]), runs[0]
 
     # the table: fewer files, the same rows
     after_files = data_file_count(env, ns, name)
@@ -344,6 +361,31 @@ def test_run_timeout_cancels_at_the_engine(env, mtable):
 
 SHIPPED = ["builtin-iceberg-expire-snapshots", "builtin-iceberg-rewrite-data-files",
            "builtin-iceberg-update-stats", "builtin-sparkpi"]
+
+
+def test_run_operation_engine_resources(env, mtable):
+    ns, name = mtable
+    jid = run(env, ns, name, "manifest-rewrite",
+              {"engine-resources": {"executorMemory": "4g", "driverCores": 1}}, engine="livy")
+    wait_job(env, jid)
+    assert runs_of(env, "livy", jid)[0]["resources"] == {"executorMemory": "4g",
+                                                         "driverCores": 1}
+    # refused before a job is recorded: 22023 naming the value, never a credential
+    n = job_count(env)
+    for eng, res, want in (
+            ("livy", {"executorMemory": "4 gigs"}, '"4 gigs"'),
+            ("livy", {"numExecutors": 0}, "not 0"),
+            ("gravitino", {"conf": {"spark.sql.catalog.lake.uri": "x"}}, "spark.sql.catalog."),
+            ("livy", {"conf": {"spark.hadoop.fs.s3a.secret.key": "wJalrXUtnFEMIK7"}},
+             "credential")):
+        e = env["pg"].query_error("SELECT tms.run_operation('cat', %s, %s, 'snapshot-expiry',"
+                                  " %s::jsonb, %s)",
+                                  (ns, name, json.dumps({"engine-resources": res}), eng))
+        assert e.pgcode == "22023", str(e)
+        text = "%s | %s | %s" % (e.diag.message_primary, e.diag.message_detail,
+                                 e.diag.message_hint)
+        assert want in text and "wJalr" not in text, text
+    assert job_count(env) == n
 
 
 def job_count(env):

@@ -15,6 +15,8 @@ REST catalog):
   - parser rejections: unknown argument, bad quoting, wrong type, a ';'
     inside a quoted name is part of the name, a second statement is a
     parse error;
+  - Spark resources typed as the APIs define them: a Livy session request
+    with a malformed one is 400, a Gravitino run with one fails;
   - faults: a status for N requests, fail-run, stuck-run with cancel and
     Trino's abandonment, a restart that forgets sessions.
 
@@ -184,6 +186,31 @@ def test_livy_session_protocol_and_same_name_refusal(livy):
     # the name is free again once the session is gone
     s2 = livy.request("POST", "/sessions", {"kind": "sql", "name": name}, expect=201)
     livy.request("DELETE", "/sessions/%d" % s2["id"])
+
+
+def test_livy_session_resources_are_typed_as_livy_types_them(livy):
+    """driverMemory/executorMemory Spark size strings, cores and executors
+    ints, conf a map of strings (Livy's POST /sessions); shown afterwards."""
+    ok = {"kind": "sql", "driverMemory": "1g", "executorMemory": "2048m", "driverCores": 1,
+          "executorCores": 2, "numExecutors": 3, "conf": {"spark.sql.shuffle.partitions": "8"}}
+    s = livy.request("POST", "/sessions", ok, expect=201)
+    got = livy.request("GET", "/sessions/%d" % s["id"])
+    assert {k: got[k] for k in ok if k != "kind"} == {k: v for k, v in ok.items() if k != "kind"}
+    livy.request("DELETE", "/sessions/%d" % s["id"])
+    for bad in ({"executorMemory": "4 GB"}, {"driverMemory": 4096}, {"numExecutors": "3"},
+                {"executorCores": 0}, {"conf": {"spark.x": 1}}, {"conf": ["spark.x"]}):
+        st_, body, _ = livy.raw("POST", "/sessions", dict(bad, kind="sql"))
+        assert st_ == 400 and "msg" in body, (bad, st_, body)
+
+
+def test_gravitino_spark_resources_fail_a_run_as_spark_would(grav):
+    base = {"catalog_name": "lake", "table_identifier": "nope.t", "older_than": ""}
+    for bad in ({"spark_executor_memory": "4 GB"}, {"spark_executor_instances": "0"},
+                {"spark_conf": "{\"spark.sql.catalog.lake.uri\": \"x\"}"},
+                {"spark_conf": "{\"sql.x\": \"1\"}"}, {"spark_conf": "[1]"}):
+        job = grav_run(grav, "builtin-iceberg-expire-snapshots", dict(base, **bad))
+        assert job["status"] == "failed", (bad, job)
+        assert "IllegalArgumentException" in job["details"]["errorMessage"], (bad, job)
 
 
 def test_livy_expire_snapshots_follows_the_oracle_and_keeps_refs(livy, cat, s3, file_root):

@@ -5,7 +5,9 @@
  *		operation) with no options and with every option; hostile names
  *		that must not change a statement's structure; every validation
  *		error; placeholders; big integers; counts read from the result
- *		rows of each procedure.  Built and run by "make unit".
+ *		rows of each procedure; "engine-resources" as Livy session
+ *		members and Gravitino spark_* jobConf, and each of its refusals.
+ *		Built and run by "make unit".
  *		Prints each failure and "N passed, M failed" last; the exit
  *		status is non-zero when M > 0 (the harness: test/unit/unit.h).
  *
@@ -441,7 +443,7 @@ test_errors(void)
 	/* unknown options, with the allowed ones */
 	BUILD_ERR(LIVY, "manifest-rewrite", &T, "{\"retain-last\": 1}", ENGINE_ERR_UNKNOWN_OPTION,
 			  "unknown option \"retain-last\" for manifest-rewrite on livy",
-			  "Allowed options: use-caching, spec-id.");
+			  "Allowed options: use-caching, spec-id, engine-resources.");
 	BUILD_ERR(TRINO, "manifest-rewrite", &T, "{\"use-caching\": true}", ENGINE_ERR_UNKNOWN_OPTION,
 			  "unknown option \"use-caching\"", "manifest-rewrite on trino takes no options");
 	BUILD_ERR(TRINO, "snapshot-expiry", &T, "{\"retain-last\": 1}", ENGINE_ERR_UNKNOWN_OPTION,
@@ -799,6 +801,123 @@ test_renderings(void)
 	CHECK(strcmp(b, "1001.00ms") == 0);
 }
 
+/* "engine-resources": Livy session members, Gravitino spark_* jobConf, every refusal. */
+static void
+test_engine_resources(void)
+{
+	EngineStatement st;
+	TmsError	err;
+	const char *res = "{\"engine-resources\": {\"driverMemory\": \"2G\", \"driverCores\": 2,"
+	" \"executorMemory\": \"4096mb\", \"executorCores\": \"4\", \"numExecutors\": 8,"
+	" \"conf\": {\"spark.sql.shuffle.partitions\": 200,"
+	" \"spark.dynamicAllocation.enabled\": false, \"spark.memory.fraction\": 0.6}}}";
+	const char *grav = "{\"engine-resources\": {\"driverMemory\": \"1g\","
+	" \"executorMemory\": \"512m\", \"executorCores\": 2, \"numExecutors\": 3,"
+	" \"conf\": {\"spark.sql.shuffle.partitions\": \"64\"}}}";
+
+	/* livy: the statement is unchanged, the resources are session members */
+	BUILD_IS(LIVY, "manifest-rewrite", &T, res,
+			 "CALL `lake`.system.rewrite_manifests(table => '`sales`.`orders`')");
+	CHECK(engine_statement_build(LIVY, "snapshot-expiry", &T, res, "tms-job-7", NOW, &st,
+								 &err) == 0);
+	CHECK(st.nsession == 6);
+	if (st.nsession == 6)
+	{
+		CHECK(strcmp(st.session[0].name, "driverMemory") == 0 &&
+			  strcmp(st.session[0].value, "\"2g\"") == 0);
+		CHECK(strcmp(st.session[1].name, "driverCores") == 0 &&
+			  strcmp(st.session[1].value, "2") == 0);
+		CHECK(strcmp(st.session[2].name, "executorMemory") == 0 &&
+			  strcmp(st.session[2].value, "\"4096m\"") == 0);
+		CHECK(strcmp(st.session[3].name, "executorCores") == 0 &&
+			  strcmp(st.session[3].value, "4") == 0);
+		CHECK(strcmp(st.session[4].name, "numExecutors") == 0 &&
+			  strcmp(st.session[4].value, "8") == 0);
+		CHECK(strcmp(st.session[5].name, "conf") == 0 &&
+			  strcmp(st.session[5].value, "{\"spark.sql.shuffle.partitions\":\"200\","
+					 "\"spark.dynamicAllocation.enabled\":\"false\","
+					 "\"spark.memory.fraction\":\"0.6\"}") == 0,
+			  "conf is %s", st.session[5].value);
+	}
+	engine_statement_free(&st);
+	/* absent or empty: nothing added */
+	CHECK(engine_statement_build(LIVY, "compaction", &T,
+								 "{\"engine-resources\": {\"numExecutors\": null}}",
+								 "tms-job-7", NOW, &st, &err) == 0 && st.nsession == 0);
+	engine_statement_free(&st);
+
+	/* gravitino: spark_* keys of jobConf */
+	BUILD_IS(GRAV, "snapshot-expiry", &T, grav,
+			 "{\"jobTemplateName\":\"builtin-iceberg-expire-snapshots\",\"jobConf\":"
+			 "{\"catalog_name\":\"lake\",\"table_identifier\":\"sales.orders\","
+			 "\"spark_driver_memory\":\"1g\",\"spark_executor_memory\":\"512m\","
+			 "\"spark_executor_cores\":\"2\",\"spark_executor_instances\":\"3\","
+			 "\"spark_conf\":\"{\\\"spark.sql.shuffle.partitions\\\":\\\"64\\\"}\","
+			 "\"tms_tag\":\"tms-job-7\"}}");
+
+	/* refusals: 22023 (INVALID_VALUE) or unknown field, naming the value */
+	BUILD_ERR(TRINO, "compaction", &T, "{\"engine-resources\": {}}",
+			  ENGINE_ERR_UNKNOWN_OPTION, "unknown option \"engine-resources\"", NULL);
+	BUILD_ERR(LIVY, "compaction", &T, "{\"engine-resources\": 4}",
+			  ENGINE_ERR_INVALID_VALUE, "invalid value for option \"engine-resources\"",
+			  "must be an object");
+	BUILD_ERR(LIVY, "compaction", &T, "{\"engine-resources\": {\"executorMemory\": \"4x\"}}",
+			  ENGINE_ERR_INVALID_VALUE, "invalid value for option \"engine-resources\"",
+			  "\"executorMemory\" must be a Spark memory string such as \"512m\"");
+	BUILD_ERR(LIVY, "compaction", &T, "{\"engine-resources\": {\"executorMemory\": 4096}}",
+			  ENGINE_ERR_INVALID_VALUE, "invalid value", "not 4096");
+	BUILD_ERR(LIVY, "compaction", &T, "{\"engine-resources\": {\"driverMemory\": \"100m\"}}",
+			  ENGINE_ERR_INVALID_VALUE, "invalid value", "from 450m to 2147483647m, not \"100m\"");
+	BUILD_ERR(LIVY, "compaction", &T, "{\"engine-resources\": {\"driverMemory\": \"1.5g\"}}",
+			  ENGINE_ERR_INVALID_VALUE, "invalid value", "not \"1.5g\"");
+	BUILD_ERR(LIVY, "compaction", &T, "{\"engine-resources\": {\"driverMemory\": \"2048t\"}}",
+			  ENGINE_ERR_INVALID_VALUE, "invalid value", "not \"2048t\"");
+	BUILD_ERR(LIVY, "compaction", &T, "{\"engine-resources\": {\"numExecutors\": 0}}",
+			  ENGINE_ERR_INVALID_VALUE, "invalid value", "from 1 to 2147483647, not 0");
+	BUILD_ERR(LIVY, "compaction", &T, "{\"engine-resources\": {\"executorCores\": 2.5}}",
+			  ENGINE_ERR_INVALID_VALUE, "invalid value", "not 2.5");
+	BUILD_ERR(LIVY, "compaction", &T, "{\"engine-resources\": {\"numExecutors\": 2147483648}}",
+			  ENGINE_ERR_INVALID_VALUE, "invalid value", "not 2147483648");
+	BUILD_ERR(LIVY, "compaction", &T, "{\"engine-resources\": {\"memory\": \"4g\"}}",
+			  ENGINE_ERR_UNKNOWN_OPTION, "unknown field \"memory\"", "driverMemory, driverCores");
+	BUILD_ERR(GRAV, "compaction", &T, "{\"engine-resources\": {\"driverCores\": 2}}",
+			  ENGINE_ERR_UNKNOWN_OPTION, "unknown field \"driverCores\"", "no driver cores");
+	BUILD_ERR(LIVY, "compaction", &T, "{\"engine-resources\": {\"conf\": [1]}}",
+			  ENGINE_ERR_INVALID_VALUE, "invalid value", "must be an object of Spark properties");
+	BUILD_ERR(LIVY, "compaction", &T, "{\"engine-resources\": {\"conf\": {\"sql.x\": \"1\"}}}",
+			  ENGINE_ERR_INVALID_VALUE, "invalid Spark property", "\"sql.x\"");
+	BUILD_ERR(LIVY, "compaction", &T,
+			  "{\"engine-resources\": {\"conf\": {\"spark.executor.memory\": \"4g\"}}}",
+			  ENGINE_ERR_INVALID_VALUE, "cannot be set through", "executorMemory");
+	BUILD_ERR(LIVY, "compaction", &T,
+			  "{\"engine-resources\": {\"conf\": {\"spark.x\": {\"a\": 1}}}}",
+			  ENGINE_ERR_INVALID_VALUE, "invalid value", "not an object");
+	BUILD_ERR(GRAV, "compaction", &T,
+			  "{\"engine-resources\": {\"conf\": {\"spark.sql.catalog.lake.uri\": \"x\"}}}",
+			  ENGINE_ERR_INVALID_VALUE, "cannot be passed to a Gravitino job", "spark.sql.catalog.");
+	BUILD_ERR(GRAV, "compaction", &T,
+			  "{\"engine-resources\": {\"conf\": {\"spark.x\": \"{{a}}b\"}}}",
+			  ENGINE_ERR_INVALID_VALUE, "cannot be passed to a Gravitino job", "placeholder");
+	/* credentials: refused by the one rule of tms, never shown */
+	memset(&err, 0, sizeof(err));
+	CHECK(engine_options_check(LIVY, "compaction",
+							   "{\"engine-resources\": {\"conf\": "
+							   "{\"spark.hadoop.fs.s3a.secret.key\": \"AKIAxyz123\"}}}",
+							   &err) != 0 &&
+		  err.code == ENGINE_ERR_INVALID_VALUE &&
+		  strstr(err.message, "must not hold credentials") != NULL &&
+		  strstr(err.detail, "spark.hadoop.fs.s3a.secret.key") != NULL &&
+		  strstr(err.detail, "AKIA") == NULL && strstr(err.message, "AKIA") == NULL);
+	memset(&err, 0, sizeof(err));
+	CHECK(engine_options_check(GRAV, "compaction",
+							   "{\"engine-resources\": {\"conf\": "
+							   "{\"spark.driver.extraJavaOptions\": \"-Dpassword=hunter2\"}}}",
+							   &err) != 0 &&
+		  strstr(err.message, "must not hold credentials") != NULL &&
+		  strstr(err.detail, "holds a credential") != NULL &&
+		  strstr(err.detail, "hunter2") == NULL);
+}
+
 int
 main(void)
 {
@@ -806,6 +925,7 @@ main(void)
 	test_livy();
 	test_trino();
 	test_gravitino();
+	test_engine_resources();
 	test_hostile_names();
 	test_trino_where();
 	test_errors();

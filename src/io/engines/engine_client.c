@@ -902,7 +902,7 @@ io_engine_submit(IoEngine *eng, const char *tag, const char *statement,
 	switch (eng->type)
 	{
 		case IO_ENGINE_LIVY:
-			rc = io_livy_submit(eng, tag, statement, run, err);
+			rc = io_livy_submit(eng, tag, statement, session, nsession, run, err);
 			break;
 		case IO_ENGINE_TRINO:
 			rc = io_trino_submit(eng, tag, statement, session, nsession, run, err);

@@ -127,7 +127,8 @@ typedef struct IoEngineRun
 
 /*
  * Submit statement (SQL; for gravitino the JSON body) under tag, with
- * session properties (trino; ignored elsewhere).  Returns 0 with *run
+ * session properties (trino: X-Trino-Session; livy: members of the
+ * session request, each value JSON text; ignored by gravitino).  Returns 0 with *run
  * (PENDING or RUNNING, run_id set once the engine gave one), or -1 with
  * *err.  IO_ERR_COMMIT_STATE_UNKNOWN: the request may have reached the
  * engine (timeout, 5xx, broken connection): find by tag before anything

@@ -164,6 +164,7 @@ extern char *io_engine_url_origin(const char *url);
 /* ---- per engine ---- */
 
 extern int	io_livy_submit(IoEngine *eng, const char *tag, const char *statement,
+						   const IoKeyValue *session, size_t nsession,
 						   IoEngineRun *run, TmsError *err);
 extern int	io_livy_poll(IoEngine *eng, IoEngineRun *run, TmsError *err);
 extern int	io_livy_cancel(IoEngine *eng, IoEngineRun *run, TmsError *err);

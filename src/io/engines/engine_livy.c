@@ -6,7 +6,8 @@
  *		it.
  *
  * The protocol (Livy's REST API):
- *	submit	POST /sessions {"kind":"sql","name":<tag>} -> the Session
+ *	submit	POST /sessions {"kind":"sql","name":<tag>, and the run's
+ *			resources: driverMemory, executorCores, conf, ...} -> the Session
  *			({"id":N,"state":...}); run_id "<N>/".  Livy refuses a second
  *			session of the same name: its answer (409, or 400 "Duplicate
  *			session name") is IO_ERR_ALREADY_EXISTS.
@@ -495,9 +496,38 @@ apply_session(IoEngine *eng, IoEngineRun *run, const json_t *session, bool may_p
 	}
 }
 
+/*
+ * The members the statement adds to the session request (its resources:
+ * driverMemory, numExecutors, conf, ...), each value JSON text; "kind"
+ * and "name" stay tms's.
+ */
+static int
+livy_session_members(json_t *body, const IoKeyValue *session, size_t nsession,
+					 TmsError *err)
+{
+	for (size_t i = 0; i < nsession; i++)
+	{
+		json_t	   *v;
+
+		if (strcmp(session[i].key, "kind") == 0 || strcmp(session[i].key, "name") == 0)
+			return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+								 "a livy session request member \"%s\" is tms's own",
+								 session[i].key);
+		v = json_loads(session[i].value, JSON_DECODE_ANY, NULL);
+		if (v == NULL)
+			return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,
+								 "livy session request member \"%s\" is not JSON",
+								 session[i].key);
+		if (json_object_set_new(body, session[i].key, v) != 0)
+			return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
+	}
+	return 0;
+}
+
 /* See engine_client_int.h. */
 int
 io_livy_submit(IoEngine *eng, const char *tag, const char *statement,
+			   const IoKeyValue *session, size_t nsession,
 			   IoEngineRun *run, TmsError *err)
 {
 	EngineRunPriv *priv;
@@ -512,6 +542,11 @@ io_livy_submit(IoEngine *eng, const char *tag, const char *statement,
 	priv = run->priv;
 	priv->statement = io_strdup(statement);
 	body = json_pack("{s:s,s:s}", "kind", "sql", "name", tag);
+	if (body != NULL && livy_session_members(body, session, nsession, err) != 0)
+	{
+		json_decref(body);
+		return -1;
+	}
 	text = body ? io_engine_json_dump(body) : NULL;
 	json_decref(body);
 	if (text == NULL || priv->statement == NULL)

@@ -112,6 +112,16 @@ SELECT tms.engine_statement('spark', 'sales', 'orders', 'manifest-rewrite', '{"s
 SELECT tms.engine_statement('spark', 'sales', 'orders', 'snapshot-expiry', '{"older-than": "last tuesday"}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.engine_statement('spark', 'sales', 'orders', 'manifest-rewrite', '{"use-caching": "{{use_caching}}"}');
+-- engine-resources: Gravitino's spark_* jobConf; refusals are 22023, credentials never shown
+SELECT tms.engine_statement('grav', 'sales', 'orders', 'snapshot-expiry', '{"engine-resources": {"executorMemory": "4g", "numExecutors": 4, "conf": {"spark.sql.shuffle.partitions": 64}}}');
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction', '{"engine-resources": {"executorMemory": "4 GB"}}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction', '{"engine-resources": {"conf": {"spark.executor.instances": "4"}}}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('spark', 'sales', 'orders', 'compaction', '{"engine-resources": {"conf": {"spark.hadoop.fs.s3a.secret.key": "wJalrXUtnFEMI"}}}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.engine_statement('trino', 'sales', 'orders', 'compaction', '{"engine-resources": {"numExecutors": 2}}');
+\echo :LAST_ERROR_SQLSTATE
 SELECT tms.engine_statement('trino', 'sales', 'orders', 'compaction', '{"where": "1 = 1; DROP TABLE t"}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.engine_statement('trino', 'sales', 'orders', 'compaction', '{"where": "x = 1 -- comment"}');
