@@ -13,7 +13,7 @@ REST catalog (a namespace of six synthetic tables):
     even look at it), the other tables get the wide group's, and
     tms.effective_rules says so.
 
-Run: /work/helpers/pytest.sh -q test/integration/test_policy_rules.py
+Run: /usr/bin/python3 -m pytest -q test/integration/test_policy_rules.py
 """
 
 import os
