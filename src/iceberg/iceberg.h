@@ -335,7 +335,12 @@ extern bool iceberg_metadata_identity(const void *data, size_t len,
 									  const IcebergLimits *limits,
 									  IcebergTableIdentity *out, TmsError *err);
 
-/* The same, reading "path" through io (capped); errors name the file. */
+/*
+ * The same from the file at "path" through io (capped), reading its head
+ * only when that holds the identity (metadata_identity.c): the members
+ * after the identity's are then neither read nor checked.  Whatever the
+ * head cannot settle is decided by the whole file; errors name the file.
+ */
 extern bool iceberg_metadata_read_identity(const IcebergFileIO *io, const char *path,
 										   IcebergTableIdentity *out,
 										   TmsError *err);

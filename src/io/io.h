@@ -1057,6 +1057,14 @@ typedef struct IoStorageFileIO
 	IoInterruptFn interrupted;
 	void	   *interrupt_arg;
 	uint64_t	bytes_read;
+
+	/*
+	 * 0: every fetch is IO_FILEIO_CHUNK bytes.  Else the first fetch of a
+	 * file is first_chunk bytes and each next one twice the last, up to
+	 * IO_FILEIO_CHUNK: for a reader that usually stops after the file's head
+	 * (set it after io_storage_fileio()).
+	 */
+	uint64_t	first_chunk;
 } IoStorageFileIO;
 
 /*

@@ -17,6 +17,10 @@
  *	  local files the io layer walks from the allowed root with O_NOFOLLOW,
  *	  so a symbolic link anywhere on the path (a table directory that is a
  *	  link out of the root included) fails the read;
+ *	  tms.purge_table reads its head only (up to the identity members, as
+ *	  Iceberg writes them first), the job's check reads and parses it
+ *	  whole, so a history that does not parse fails the job before the
+ *	  drop;
  *	- the file describes the table the catalog described: same uuid, same
  *	  location (a catalog cannot point the purge at another table's file);
  *	- its property gc.enabled is not false: the table's files may belong to
@@ -44,6 +48,13 @@
 #include "io/util/secret_names.h"
 #include "ops/purge_int.h"
 
+/*
+ * The first fetch of the metadata file when only its identity is read: the
+ * identity members come first, so one small ranged read usually holds
+ * them; more follows, doubling, when it does not.
+ */
+#define PURGE_CHECK_HEAD_FETCH ((uint64_t) 64 * 1024)
+
 /* Fill *out with a refusal; returns false. */
 static bool
 refuse(PurgeCheck *out, int sqlerrcode, bool transient, const char *message,
@@ -70,9 +81,9 @@ purge_config_has_secret(const IoKeyValue *config, size_t n)
 /*
  * Read the identity of the metadata file at path: with whole, by parsing
  * and validating the file whole (iceberg_metadata_read, what the walk will
- * do), else by the scan that builds none of its history
- * (iceberg_metadata_read_identity: JSON syntax checked whole, the identity
- * decoded).  On success the caller frees *id with
+ * do), else from the file's head (iceberg_metadata_read_identity: the
+ * members up to the identity's last are read and checked, the history
+ * after them neither read nor checked).  On success the caller frees *id with
  * iceberg_table_identity_free().
  */
 static bool
@@ -109,9 +120,9 @@ read_identity(const IcebergFileIO *fio, const char *path, bool whole,
  * uuid (NULL: none).  creds and the vended config (n pairs; only used when
  * it holds a credential, as the walk does) open the storage.  whole: the
  * file is parsed and validated whole, as the walk will (the job, before it
- * drops the table); else only its syntax and identity are read
- * (tms.purge_table, whose answer must not grow with the table's history;
- * the job checks again, whole, before anything is dropped).  true when the
+ * drops the table); else only its head, up to the identity members, is
+ * read (tms.purge_table, whose answer must not grow with the table's
+ * history; the job checks again, whole, before anything is dropped).  true when the
  * purge can walk it; else false with *out.
  */
 bool
@@ -166,6 +177,9 @@ purge_check_walkable(const TmsServer *s, const TmsCredentials *creds,
 		else
 		{
 			tms_table_fileio(&tio, s, storage, &fio);
+			/* the identity scan usually stops within the file's head */
+			if (!whole)
+				tio.state.first_chunk = PURGE_CHECK_HEAD_FETCH;
 			if (!(have_md = read_identity(&fio, metadata_location, whole, &md, &ierr)))
 			{
 				bool		transient = ierr.code == ICEBERG_ERR_IO &&

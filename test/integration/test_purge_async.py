@@ -334,6 +334,33 @@ def test_corrupt_metadata_fails_at_once(env):
     assert all(os.path.exists(local(f)) for f in out["files"])
 
 
+def test_broken_history_fails_the_job_before_the_drop(env):
+    """tms.purge_table reads the metadata file's head only (the identity
+    members come first); the job parses it whole before it drops the table,
+    so a history that does not parse fails the job with the table and every
+    file left in place.  (A file cut short cannot be served by the test
+    catalog, which parses it; test_metadata_read_identity_head covers it.)"""
+    loc, name, out = file_table(env, "--data-files", "2")
+    path = local(out["metadata_location"])
+    with open(path) as f:
+        meta = json.load(f)
+    # an old snapshot no reference keeps (snapshots=refs leaves it out)
+    # whose timestamp is not a number: the identity is intact
+    meta["snapshots"].insert(0, dict(meta["snapshots"][0], **{
+        "snapshot-id": 1, "timestamp-ms": "yesterday"}))
+    meta["snapshots"][0].pop("parent-snapshot-id", None)
+    with open(path, "w") as f:
+        json.dump(meta, f, indent=2)
+    job, _ = purge(env, "ns", name)
+    row = wait_state(env, job, ("FAILED",))
+    assert row[1] == 1, row
+    # the job's whole parse (of the catalog's full answer, which holds the
+    # file's history) refuses it before the drop
+    assert "cannot read the current metadata" in row[2], row
+    assert env["catalog"].load_table("ns", name)["metadata-location"] == out["metadata_location"]
+    assert all(os.path.exists(local(f)) for f in out["files"])
+
+
 # ---------------------------------------------------------------------------
 # the tombstone
 # ---------------------------------------------------------------------------

@@ -519,6 +519,20 @@ identity_agrees(const char *path)
 		  err.message);
 	CHECK(iceberg_metadata_identity(data, len, NULL, &id, &err), "identity %s: %s", path,
 		  err.message);
+	/* read from the file, the head only where it can (gzip whole) */
+	{
+		IcebergFileIO io;
+		IcebergTableIdentity rid;
+
+		iceberg_local_fileio(&io, NULL);
+		CHECK(iceberg_metadata_read_identity(&io, path, &rid, &err) &&
+			  rid.location && id.location && strcmp(rid.location, id.location) == 0 &&
+			  rid.format_version == id.format_version &&
+			  (rid.table_uuid == NULL) == (id.table_uuid == NULL) &&
+			  (rid.gc_enabled == NULL) == (id.gc_enabled == NULL),
+			  "read identity of %s: %s", path, err.message);
+		iceberg_table_identity_free(&rid);
+	}
 	if (md != NULL && id.location != NULL)
 	{
 		const char *gc = iceberg_metadata_property(md, "gc.enabled");
@@ -647,6 +661,199 @@ test_metadata_identity(void)
 		snprintf(path, sizeof(path), "%s/%s", fx(tables[i].folder), tables[i].metadata);
 		identity_agrees(path);
 	}
+}
+
+/*
+ * iceberg_metadata_read_identity reads a file's head: an IoFileIO over a
+ * buffer that counts the bytes it serves and says nothing of the size.
+ */
+typedef struct MemFile
+{
+	const char *data;
+	size_t		len;
+	size_t		pos;
+	size_t		served;
+} MemFile;
+
+static void *
+mem_open(void *arg, const char *path, int64_t *size_out, TmsError *err)
+{
+	MemFile    *m = arg;
+
+	(void) path;
+	(void) err;
+	m->pos = 0;
+	m->served = 0;
+	*size_out = -1;
+	return m;
+}
+
+static int64_t
+mem_read(void *arg, void *handle, void *buf, size_t len, TmsError *err)
+{
+	MemFile    *m = handle;
+	size_t		n = m->len - m->pos;
+
+	(void) arg;
+	(void) err;
+	if (n > len)
+		n = len;
+	memcpy(buf, m->data + m->pos, n);
+	m->pos += n;
+	m->served += n;
+	return (int64_t) n;
+}
+
+static void
+mem_close(void *arg, void *handle)
+{
+	(void) arg;
+	(void) handle;
+}
+
+/*
+ * A metadata document: the identity (its location "s3://b/" and then loc),
+ * the members "before" (raw JSON, may be empty) after it, the properties
+ * unless props_last, then nsnap snapshots of about 200 bytes, the
+ * properties if props_last, and tail (raw JSON).  The caller frees it.
+ */
+static char *
+head_doc(const char *loc, const char *before, bool props_last, int nsnap,
+		 const char *tail, size_t *len)
+{
+	size_t		cap = strlen(loc) + strlen(before) + strlen(tail) + 1024 + (size_t) nsnap * 256;
+	char	   *d = malloc(cap);
+	size_t		n;
+	const char *props = "\"properties\": {\"a\": \"b\", \"gc.enabled\": \"false\"}";
+
+	if (d == NULL)
+		return NULL;
+	n = snprintf(d, cap, "{\"format-version\": 2, \"table-uuid\": \"u-1\","
+				 " \"location\": \"s3://b/%s\", %s%s%s \"snapshots\": [",
+				 loc, before, props_last ? "" : props, props_last ? "" : ",");
+	for (int i = 0; i < nsnap; i++)
+		n += snprintf(d + n, cap - n, "%s{\"snapshot-id\": %d, \"timestamp-ms\": 1700000000000,"
+					  " \"summary\": {\"operation\": \"append\", \"added-data-files\": \"1\"},"
+					  " \"manifest-list\": \"s3://b/t/metadata/snap-%d-1-0b4c.avro\","
+					  " \"schema-id\": 0, \"sequence-number\": %d}",
+					  i ? ", " : "", i + 1, i + 1, i + 1);
+	n += snprintf(d + n, cap - n, "]%s%s%s}", props_last ? ", " : "",
+				  props_last ? props : "", tail);
+	*len = n;
+	return d;
+}
+
+static void
+test_metadata_read_identity_head(void)
+{
+	MemFile		m;
+	IcebergFileIO io;
+	IcebergTableIdentity id;
+	IcebergTableMetadata *md;
+	TmsError	err;
+	char	   *d;
+	char	   *pad;
+	size_t		len;
+
+	memset(&io, 0, sizeof(io));
+	io.io.arg = &m;
+	io.io.open = mem_open;
+	io.io.read = mem_read;
+	io.io.close = mem_close;
+
+	/* 5,000 snapshots (about 1 MB): the first 64 KB are read */
+	d = head_doc("t", "", false, 5000, "", &len);
+	m.data = d;
+	m.len = len;
+	CHECK(d && iceberg_metadata_read_identity(&io, "m.json", &id, &err) &&
+		  strcmp(id.location, "s3://b/t") == 0 && strcmp(id.table_uuid, "u-1") == 0 &&
+		  strcmp(id.gc_enabled, "false") == 0,
+		  "head identity: %s", err.message);
+	CHECK(m.served == 64 * 1024 && len > 16 * m.served,
+		  "the head only: %zu of %zu bytes", m.served, len);
+	iceberg_table_identity_free(&id);
+	free(d);
+
+	/*
+	 * The history after the identity is neither read nor checked: a file cut
+	 * short passes here, and the whole parse (the purge job's, before it
+	 * drops the table) refuses it.
+	 */
+	d = head_doc("t", "", false, 5000, "", &len);
+	m.data = d;
+	m.len = len - 5000;
+	CHECK(d && iceberg_metadata_read_identity(&io, "m.json", &id, &err) &&
+		  m.served < m.len / 8, "broken history, identity from the head: %s", err.message);
+	iceberg_table_identity_free(&id);
+	CHECK(d && !iceberg_metadata_parse(d, len - 5000, NULL, &md, &err) &&
+		  err.code == ICEBERG_ERR_MALFORMED, "the whole parse refuses the broken history");
+	free(d);
+
+	/* the identity across fetches: 300 KB of schemas, a location of escapes */
+	pad = malloc(300 * 1024 + 64);
+	if (pad != NULL)
+	{
+		char	   *loc = malloc(70 * 6 * 1024 + 1);
+		size_t		n = (size_t) sprintf(pad, "\"schemas\": [");
+
+		for (int i = 0; n < 300 * 1024; i++)
+			n += (size_t) sprintf(pad + n, "%s{\"id\": %d}", i ? ", " : "", i);
+		sprintf(pad + n, "],");
+		for (int i = 0; loc && i < 70 * 1024; i++)
+			memcpy(loc + 6 * i, "\\u00e9", 7);
+		d = loc ? head_doc(loc, pad, false, 5000, "", &len) : NULL;
+		m.data = d;
+		m.len = d ? len : 0;
+		CHECK(d && iceberg_metadata_read_identity(&io, "m.json", &id, &err) &&
+			  strlen(id.location) == 7 + 2 * 70 * 1024 &&
+			  strcmp(id.gc_enabled, "false") == 0 && m.served < len,
+			  "identity across fetches: %s (%zu of %zu bytes)", err.message, m.served, len);
+		iceberg_table_identity_free(&id);
+		free(d);
+		free(loc);
+	}
+
+	/* what the head cannot settle, the whole file decides */
+	d = head_doc("t", "", true, 2000, "", &len);
+	m.data = d;
+	m.len = len;
+	CHECK(d && iceberg_metadata_read_identity(&io, "m.json", &id, &err) &&
+		  strcmp(id.gc_enabled, "false") == 0 && m.served == len,
+		  "properties after the history: read whole: %s", err.message);
+	iceberg_table_identity_free(&id);
+	free(d);
+
+	/*
+	 * A duplicate after the history is not seen by the head (the whole scan
+	 * and parse take the last one): the purge job's check compares the
+	 * location it parses, whole, before the drop.
+	 */
+	d = head_doc("t", "", false, 2000, ", \"location\": \"s3://b/last\"", &len);
+	m.data = d;
+	m.len = len;
+	CHECK(d && iceberg_metadata_read_identity(&io, "m.json", &id, &err) &&
+		  strcmp(id.location, "s3://b/t") == 0 && m.served < len,
+		  "the head's location: %s", err.message);
+	iceberg_table_identity_free(&id);
+	CHECK(d && iceberg_metadata_identity(d, len, NULL, &id, &err) &&
+		  strcmp(id.location, "s3://b/last") == 0, "the whole scan's: %s", err.message);
+	iceberg_table_identity_free(&id);
+	free(d);
+	d = head_doc("t", "\"schemas\": [1,],", false, 2000, "", &len);
+	m.data = d;
+	m.len = len;
+	CHECK(d && !iceberg_metadata_read_identity(&io, "m.json", &id, &err) &&
+		  err.code == ICEBERG_ERR_MALFORMED && m.served == len &&
+		  strstr(err.detail, "m.json") != NULL,
+		  "a syntax error in the head is refused as the whole scan does: %s", err.detail);
+	free(d);
+	d = head_doc("t", "\"format-version\": 9,", false, 2000, "", &len);
+	m.data = d;
+	m.len = len;
+	CHECK(d && !iceberg_metadata_read_identity(&io, "m.json", &id, &err) &&
+		  err.code == ICEBERG_ERR_UNSUPPORTED, "a bad identity in the head is refused");
+	free(d);
+	free(pad);
 }
 
 static void
@@ -2159,6 +2366,7 @@ main(void)
 	test_metadata_malformed();
 	test_metadata_timestamps();
 	test_metadata_identity();
+	test_metadata_read_identity_head();
 	test_metrics_saturate();
 	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
 		test_fixture_table(&tables[i]);

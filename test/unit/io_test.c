@@ -1621,6 +1621,30 @@ test_storage_fileio(void)
 		  "router reads %zu bytes across chunks: %zu", biglen, got ? len : 0);
 	CHECK(state.bytes_read == biglen, "bytes_read %llu", (unsigned long long) state.bytes_read);
 	io_free(got);
+	/* a reader of heads: the first fetch is small, the next ones double */
+	state.first_chunk = 64 * 1024;
+	state.bytes_read = 0;
+	{
+		int64_t		size;
+		char		head[16];
+		void	   *h = fio.open(fio.arg, "t/data/big.bin", &size, &err);
+
+		CHECK(h != NULL && size == -1 &&
+			  fio.read(fio.arg, h, head, sizeof(head), &err) == (int64_t) sizeof(head) &&
+			  big && memcmp(head, big, sizeof(head)) == 0 &&
+			  state.bytes_read == 64 * 1024,
+			  "the head costs one fetch of first_chunk bytes: %llu",
+			  (unsigned long long) state.bytes_read);
+		if (h != NULL)
+			fio.close(fio.arg, h);
+	}
+	state.bytes_read = 0;
+	got = fileio_slurp(&fio, "t/data/big.bin", &len, &err);
+	CHECK(got && big && len == biglen && memcmp(got, big, biglen) == 0 &&
+		  state.bytes_read == biglen,
+		  "growing fetches read the same %zu bytes: %zu", biglen, got ? len : 0);
+	io_free(got);
+	state.first_chunk = 0;
 	io_free(big);
 
 	/* refusals and missing files keep their codes */

@@ -23,6 +23,20 @@
  * parses it in full.  Nesting deeper than ICEBERG_IDENTITY_MAX_DEPTH is
  * refused; nothing here recurses without that bound.
  *
+ * iceberg_metadata_read_identity() reads the file's head only, when it can:
+ * Iceberg's writers put the identity members first (format-version,
+ * table-uuid, location, then the schemas, specs and properties, then the
+ * snapshots and the logs: TableMetadataParser.toJson of
+ * https://github.com/apache/iceberg), so it reads ICEBERG_IDENTITY_HEAD
+ * bytes, then twice as many each time, and stops once the four members
+ * have been seen, each followed by a ','.  The members after them (the
+ * history) are then neither read nor checked, and a later duplicate of an
+ * identity member is not seen: the purge worker's whole parse before the
+ * drop is the check of those.  Whatever the head scan cannot settle (a
+ * syntax or type error, a missing member, gzip) is decided by the scan of
+ * the whole file above, so the head read refuses nothing the whole scan
+ * accepts.
+ *
  * src/iceberg/table/metadata_identity.c
  *
  *-------------------------------------------------------------------------
@@ -42,12 +56,17 @@
  */
 #define ICEBERG_IDENTITY_MAX_DEPTH 2100
 
+/* The first read of iceberg_metadata_read_identity(), in bytes. */
+#define ICEBERG_IDENTITY_HEAD (64 * 1024)
+
 typedef struct IdScan
 {
 	const char *p;
 	const char *end;
 	const char *start;
 	TmsError   *err;
+	bool		head;			/* stop once the identity has been seen */
+	bool		stopped;		/* did (the rest is not scanned) */
 } IdScan;
 
 /* Syntax error at the scan position. */
@@ -495,6 +514,7 @@ id_root(IdScan *s, IcebergTableIdentity *out, bool *have_fv)
 	IcebergBuf	name = {0};
 	bool		more = true;
 	bool		ok = true;
+	int			seen = 0;		/* bits: the members below, by position */
 
 	id_ws(s);
 	if (s->p >= s->end || *s->p != '{')
@@ -534,25 +554,35 @@ id_root(IdScan *s, IcebergTableIdentity *out, bool *have_fv)
 				out->format_version = (s->p - v <= 4) ? atoi(v) : 99;
 				*have_fv = true;
 			}
+			seen |= 1;
 		}
 		else if (strcmp(name.data, "table-uuid") == 0)
-			ok = id_string_member(s, "table-uuid", &out->table_uuid);
+			ok = id_string_member(s, "table-uuid", &out->table_uuid), seen |= 2;
 		else if (strcmp(name.data, "location") == 0)
-			ok = id_string_member(s, "location", &out->location);
+			ok = id_string_member(s, "location", &out->location), seen |= 4;
 		else if (strcmp(name.data, "properties") == 0)
 		{
 			io_free(out->gc_enabled);
 			out->gc_enabled = NULL;
 			ok = id_properties(s, &name, out);
+			seen |= 8;
 		}
 		else
 			ok = id_skip(s, 1);
 		if (ok)
 			ok = id_next(s, &more);
+		/* a ',' ends the last member read: its value is whole */
+		if (ok && more && s->head && seen == 15)
+		{
+			s->stopped = true;
+			break;
+		}
 	}
 	iceberg_buf_free(&name);
 	if (!ok)
 		return false;
+	if (s->stopped)
+		return true;
 	id_ws(s);
 	if (s->p != s->end)
 		return id_syntax(s, "end of file expected");
@@ -568,6 +598,9 @@ id_missing(TmsError *err, const char *field, const char *where)
 	tms_error_detail(err, "The field is required in %s.", where);
 	return false;
 }
+
+static bool id_checked(bool ok, bool have_fv, IcebergTableIdentity *out,
+					   TmsError *err);
 
 /*
  * iceberg_metadata_identity: see iceberg.h.
@@ -608,11 +641,22 @@ iceberg_metadata_identity(const void *data, size_t len, const IcebergLimits *lim
 		bytes = (const unsigned char *) inflated;
 		len = inflated_len;
 	}
+	memset(&s, 0, sizeof(s));
 	s.start = s.p = (const char *) bytes;
 	s.end = s.p + len;
 	s.err = err;
 	ok = id_root(&s, out, &have_fv);
 	io_free(inflated);
+	return id_checked(ok, have_fv, out, err);
+}
+
+/*
+ * The requirements on what id_root() decoded (ok: it succeeded); frees
+ * *out on failure.
+ */
+static bool
+id_checked(bool ok, bool have_fv, IcebergTableIdentity *out, TmsError *err)
+{
 	if (ok && !have_fv)
 		ok = id_missing(err, "format-version", "table metadata");
 	else if (ok && (out->format_version < 1 || out->format_version > 3))
@@ -632,24 +676,128 @@ iceberg_metadata_identity(const void *data, size_t len, const IcebergLimits *lim
 }
 
 /*
- * iceberg_metadata_read_identity: see iceberg.h.
+ * The identity from the head of a file, data[0..len) (complete: the whole
+ * file): true when the four members were seen and pass the checks, else
+ * false with *out empty and nothing in *err (the whole scan decides).
+ */
+static bool
+id_head(const char *data, size_t len, IcebergTableIdentity *out, TmsError *err)
+{
+	IdScan		s;
+	bool		have_fv = false;
+
+	memset(out, 0, sizeof(*out));
+	/* gzip and zstd: the whole scan handles them */
+	if (len >= 2 && (unsigned char) data[0] == 0x1f && (unsigned char) data[1] == 0x8b)
+		return false;
+	if (len >= 4 && (unsigned char) data[0] == 0x28 && (unsigned char) data[1] == 0xb5 &&
+		(unsigned char) data[2] == 0x2f && (unsigned char) data[3] == 0xfd)
+		return false;
+	memset(&s, 0, sizeof(s));
+	s.start = s.p = data;
+	s.end = s.p + len;
+	s.err = err;
+	s.head = true;
+	if (id_root(&s, out, &have_fv) && s.stopped &&
+		id_checked(true, have_fv, out, err))
+		return true;
+	iceberg_table_identity_free(out);
+	tms_error_clear(err);
+	return false;
+}
+
+/*
+ * Read from h into b until it holds want bytes or the file ends (*eof);
+ * false with *err on a read error, the size cap or an interrupt.
+ */
+static bool
+id_read_upto(const IcebergFileIO *io, void *h, const char *path, int64_t cap,
+			 IcebergBuf *b, size_t want, bool *eof, TmsError *err)
+{
+	while (!*eof && b->len < want)
+	{
+		TmsError	ioerr;
+		int64_t		n;
+
+		tms_error_clear(&ioerr);
+		if (!iceberg_buf_reserve(b, want - b->len))
+			return tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory"), false;
+		n = io->io.read(io->io.arg, h, b->data + b->len, want - b->len, &ioerr);
+		if (n < 0)
+		{
+			tms_error_wrap(err, iceberg_code_of_io(&ioerr), &ioerr,
+						   "could not read \"%.200s\"", path);
+			return false;
+		}
+		if (n == 0)
+			*eof = true;
+		if ((size_t) n > want - b->len)
+			n = (int64_t) (want - b->len);
+		b->len += (size_t) n;
+		if ((int64_t) b->len > cap)
+		{
+			tms_error_set(err, ICEBERG_ERR_LIMIT, "file \"%s\" is too large", path);
+			tms_error_detail(err, "The limit is %lld bytes.", (long long) cap);
+			return false;
+		}
+		if (iceberg_check_interrupt(io, err))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * iceberg_metadata_read_identity: see iceberg.h and the file header.
  */
 bool
 iceberg_metadata_read_identity(const IcebergFileIO *io, const char *path,
 							   IcebergTableIdentity *out, TmsError *err)
 {
 	IcebergLimits limits;
-	char	   *data;
-	size_t		len;
-	bool		ok;
+	IcebergBuf	b = {0};
+	TmsError	ioerr;
+	void	   *h;
+	int64_t		size;
+	size_t		want = ICEBERG_IDENTITY_HEAD;
+	bool		eof = false;
+	bool		ok = true;
+	bool		have = false;
 
 	tms_error_clear(err);
 	memset(out, 0, sizeof(*out));
 	iceberg_effective_limits(io ? io->limits : NULL, &limits);
-	if (!iceberg_read_all(io, path, limits.max_metadata_bytes, &data, &len, err))
+	if (io == NULL || io->io.open == NULL || io->io.read == NULL ||
+		io->io.close == NULL || path == NULL)
+		return tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+							 "no file reader given"), false;
+	tms_error_clear(&ioerr);
+	h = io->io.open(io->io.arg, path, &size, &ioerr);
+	if (h == NULL)
+	{
+		tms_error_wrap(err, iceberg_code_of_io(&ioerr), &ioerr,
+					   "could not read \"%.200s\"", path);
 		return false;
-	ok = iceberg_metadata_identity(data, len, &limits, out, err);
-	io_free(data);
+	}
+	if (size > limits.max_metadata_bytes)
+	{
+		tms_error_set(err, ICEBERG_ERR_LIMIT, "file \"%s\" is too large", path);
+		tms_error_detail(err, "The file has %lld bytes; the limit is %lld.",
+						 (long long) size, (long long) limits.max_metadata_bytes);
+		ok = false;
+	}
+	/* the head, twice as much each time, until the identity is seen */
+	while (ok && !have && !eof)
+	{
+		ok = id_read_upto(io, h, path, limits.max_metadata_bytes, &b, want, &eof, err);
+		if (ok)
+			have = id_head(b.data, b.len, out, err);
+		want = want > SIZE_MAX / 4 ? SIZE_MAX / 2 : want * 2;
+	}
+	io->io.close(io->io.arg, h);
+	/* the head did not settle it: the whole file decides, as it is */
+	if (ok && !have)
+		ok = iceberg_metadata_identity(b.data ? b.data : "", b.len, &limits, out, err);
+	iceberg_buf_free(&b);
 	if (!ok && err)
 	{
 		char		said[sizeof(err->detail)];

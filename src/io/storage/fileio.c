@@ -6,6 +6,8 @@
  *		(location.c) against the table's relative root, then read as
  *		sequential chunks of IO_FILEIO_CHUNK bytes served from ranged GETs
  *		(S3) or preads (local files, confined as storage_local.c confines them).
+ *		A reader that needs only a file's head sets first_chunk: the chunks
+ *		then start that small and double up to IO_FILEIO_CHUNK.
  *
  * A failed open or read hands the storage's TmsError to the reader, which
  * carries its code on (src/iceberg: TmsError.io_code) so a caller can
@@ -27,8 +29,20 @@ typedef struct FileIOHandle
 	uint64_t	pos;			/* object offset of buf[0] */
 	IoBuffer	buf;
 	size_t		off;			/* consumed bytes of buf */
+	uint64_t	chunk;			/* bytes asked for by the last fetch */
 	bool		eof;
 } FileIOHandle;
+
+/* The size of the fetch after one of "last" bytes (0: the first). */
+static uint64_t
+fileio_next_chunk(const IoStorageFileIO *fio, uint64_t last)
+{
+	if (fio->first_chunk == 0 || fio->first_chunk >= IO_FILEIO_CHUNK)
+		return IO_FILEIO_CHUNK;
+	if (last == 0)
+		return fio->first_chunk;
+	return last >= IO_FILEIO_CHUNK / 2 ? IO_FILEIO_CHUNK : last * 2;
+}
 
 /* IoFileIO.open: fetch the first chunk so a missing object fails here. */
 static void *
@@ -48,14 +62,15 @@ fileio_open(void *arg, const char *path, int64_t *size_out, TmsError *err)
 		io_free(h);
 		return NULL;
 	}
-	if (io_storage_read(fio->storage, h->uri, 0, IO_FILEIO_CHUNK, &h->buf,
+	h->chunk = fileio_next_chunk(fio, 0);
+	if (io_storage_read(fio->storage, h->uri, 0, h->chunk, &h->buf,
 						err) != 0)
 	{
 		io_free(h->uri);
 		io_free(h);
 		return NULL;
 	}
-	if (h->buf.len < IO_FILEIO_CHUNK)
+	if (h->buf.len < h->chunk)
 	{
 		h->eof = true;
 		*size_out = (int64_t) h->buf.len;
@@ -79,11 +94,12 @@ fileio_read(void *arg, void *handle, void *buf, size_t len, TmsError *err)
 		h->pos += h->buf.len;
 		io_buffer_free(&h->buf);
 		h->off = 0;
-		if (io_storage_read(fio->storage, h->uri, h->pos, IO_FILEIO_CHUNK,
+		h->chunk = fileio_next_chunk(fio, h->chunk);
+		if (io_storage_read(fio->storage, h->uri, h->pos, h->chunk,
 							&h->buf, err) != 0)
 			return -1;
 		fio->bytes_read += h->buf.len;
-		if (h->buf.len < IO_FILEIO_CHUNK)
+		if (h->buf.len < h->chunk)
 			h->eof = true;
 		if (h->buf.len == 0)
 			return 0;
