@@ -60,11 +60,14 @@ extern bool iceberg_check_interrupt(const IcebergFileIO *io,
 extern char *iceberg_strdup(const char *s, TmsError *err);
 
 /*
- * Inflates gzip-compressed metadata.json into a buffer the caller frees with
- * io_free(), refusing more than cap bytes (metadata.c).
+ * The JSON text of a metadata.json file's bytes, as every reader of them
+ * takes it (metadata.c): at most cap bytes, zstd refused, gzip inflated
+ * (refusing more than cap bytes) into *inflated, which the caller frees
+ * with io_free() (NULL when the bytes were not compressed).
  */
-extern bool iceberg_metadata_gunzip(const unsigned char *in, size_t inlen, int64_t cap,
-									char **out, size_t *outlen, TmsError *err);
+extern bool iceberg_metadata_text(const void *data, size_t len, int64_t cap,
+								  const char **text, size_t *text_len, char **inflated,
+								  TmsError *err);
 
 /* 64-bit FNV-1a over bytes, continuing from "h" (start: ICEBERG_HASH_INIT) */
 #define ICEBERG_HASH_INIT UINT64_C(14695981039346656037)

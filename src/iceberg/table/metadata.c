@@ -830,9 +830,9 @@ md_parse_root(MdParse *p, json_t *root, IcebergTableMetadata *md)
 /*
  * Inflate gzip data into a malloc'ed buffer, refusing more than cap bytes.
  */
-bool
-iceberg_metadata_gunzip(const unsigned char *in, size_t inlen, int64_t cap, char **out,
-						size_t *outlen, TmsError *err)
+static bool
+metadata_gunzip(const unsigned char *in, size_t inlen, int64_t cap, char **out,
+				size_t *outlen, TmsError *err)
 {
 	z_stream	zs;
 	IcebergBuf	b = {0};
@@ -889,34 +889,24 @@ iceberg_metadata_gunzip(const unsigned char *in, size_t inlen, int64_t cap, char
 }
 
 /*
- * iceberg_metadata_parse: see iceberg.h.
+ * iceberg_metadata_text: see iceberg_internal.h.
  */
 bool
-iceberg_metadata_parse(const void *data, size_t len, const IcebergLimits *limits,
-					   IcebergTableMetadata **out, TmsError *err)
+iceberg_metadata_text(const void *data, size_t len, int64_t cap, const char **text,
+					  size_t *text_len, char **inflated, TmsError *err)
 {
 	const unsigned char *bytes = data;
-	MdParse		p;
-	char	   *inflated = NULL;
 	size_t		inflated_len = 0;
-	json_t	   *root;
-	IcebergTableMetadata *md;
-	bool		ok;
 
-	tms_error_clear(err);
-	*out = NULL;
-	iceberg_effective_limits(limits, &p.limits);
-	p.err = err;
+	*inflated = NULL;
 	if (data == NULL)
 	{
-		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
-					  "no table metadata given");
+		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no table metadata given");
 		return false;
 	}
-	if ((int64_t) len > p.limits.max_metadata_bytes)
+	if ((int64_t) len > cap)
 	{
-		tms_error_set(err, ICEBERG_ERR_LIMIT,
-					  "table metadata is too large");
+		tms_error_set(err, ICEBERG_ERR_LIMIT, "table metadata is too large");
 		return false;
 	}
 	if (len >= 4 && bytes[0] == 0x28 && bytes[1] == 0xb5 && bytes[2] == 0x2f &&
@@ -927,15 +917,41 @@ iceberg_metadata_parse(const void *data, size_t len, const IcebergLimits *limits
 		tms_error_detail(err, "Only plain and gzip-compressed metadata.json files can be read.");
 		return false;
 	}
+	*text = (const char *) bytes;
+	*text_len = len;
 	if (len >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b)
 	{
-		if (!iceberg_metadata_gunzip(bytes, len, p.limits.max_metadata_bytes, &inflated,
-									 &inflated_len, err))
+		if (!metadata_gunzip(bytes, len, cap, inflated, &inflated_len, err))
 			return false;
-		bytes = (const unsigned char *) inflated;
-		len = inflated_len;
+		*text = *inflated;
+		*text_len = inflated_len;
 	}
-	root = iceberg_json_load((const char *) bytes, len, 0, p.limits.max_json_bytes,
+	return true;
+}
+
+/*
+ * iceberg_metadata_parse: see iceberg.h.
+ */
+bool
+iceberg_metadata_parse(const void *data, size_t len, const IcebergLimits *limits,
+					   IcebergTableMetadata **out, TmsError *err)
+{
+	MdParse		p;
+	const char *text;
+	size_t		text_len;
+	char	   *inflated = NULL;
+	json_t	   *root;
+	IcebergTableMetadata *md;
+	bool		ok;
+
+	tms_error_clear(err);
+	*out = NULL;
+	iceberg_effective_limits(limits, &p.limits);
+	p.err = err;
+	if (!iceberg_metadata_text(data, len, p.limits.max_metadata_bytes, &text, &text_len,
+							   &inflated, err))
+		return false;
+	root = iceberg_json_load(text, text_len, 0, p.limits.max_json_bytes,
 							 "table metadata", err);
 	io_free(inflated);
 	if (root == NULL)

@@ -610,9 +610,9 @@ iceberg_metadata_identity(const void *data, size_t len, const IcebergLimits *lim
 						  IcebergTableIdentity *out, TmsError *err)
 {
 	IcebergLimits lim;
-	const unsigned char *bytes = data;
+	const char *text;
+	size_t		text_len;
 	char	   *inflated = NULL;
-	size_t		inflated_len = 0;
 	IdScan		s;
 	bool		have_fv = false;
 	bool		ok;
@@ -620,30 +620,12 @@ iceberg_metadata_identity(const void *data, size_t len, const IcebergLimits *lim
 	tms_error_clear(err);
 	memset(out, 0, sizeof(*out));
 	iceberg_effective_limits(limits, &lim);
-	if (data == NULL)
-		return tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
-							 "no table metadata given"), false;
-	if ((int64_t) len > lim.max_metadata_bytes)
-		return tms_error_set(err, ICEBERG_ERR_LIMIT, "table metadata is too large"), false;
-	if (len >= 4 && bytes[0] == 0x28 && bytes[1] == 0xb5 && bytes[2] == 0x2f &&
-		bytes[3] == 0xfd)
-	{
-		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
-					  "zstd-compressed table metadata is not supported");
-		tms_error_detail(err, "Only plain and gzip-compressed metadata.json files can be read.");
+	if (!iceberg_metadata_text(data, len, lim.max_metadata_bytes, &text, &text_len,
+							   &inflated, err))
 		return false;
-	}
-	if (len >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b)
-	{
-		if (!iceberg_metadata_gunzip(bytes, len, lim.max_metadata_bytes, &inflated,
-									 &inflated_len, err))
-			return false;
-		bytes = (const unsigned char *) inflated;
-		len = inflated_len;
-	}
 	memset(&s, 0, sizeof(s));
-	s.start = s.p = (const char *) bytes;
-	s.end = s.p + len;
+	s.start = s.p = text;
+	s.end = s.p + text_len;
 	s.err = err;
 	ok = id_root(&s, out, &have_fv);
 	io_free(inflated);
