@@ -413,7 +413,7 @@ def test_purge_outlives_its_vended_token_through_the_hold(env, expiry_visible):
     q(env, "ALTER SERVER gheld OPTIONS (SET request_timeout '31s')")
     gcs.reset_log()
     # deletes held back for over 3 s: the first vended token expires meanwhile
-    gcs.throttle(503, 12, scope="delete", retry_after=2)
+    gcs.throttle(503, 6, scope="delete", retry_after=2)
     t0 = time.time()
     jid = q(env, "SELECT tms.purge_table('gheld', %s, %s)", (NS, name))[0][0]
     row = wait_purge(env, jid)
