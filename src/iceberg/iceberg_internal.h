@@ -103,6 +103,14 @@ iceberg_buf_free(IcebergBuf *b)
 }
 
 /*
+ * Append a string value (JSON-escaped, quoted) or a binary value ("0x" and
+ * lowercase hex, quoted) as the manifest reader renders them in partition
+ * texts (avro_decode.c).  false when out of memory.
+ */
+extern bool iceberg_render_json_string(IcebergBuf *b, const uint8_t *s, int64_t len);
+extern bool iceberg_render_hex(IcebergBuf *b, const uint8_t *s, int64_t len);
+
+/*
  * The layer's one string hash table: a map from strings to int64 values
  * (manifest paths seen by the walk, referenced data files in the delete
  * index of metrics.c, paths to indexes in compaction).  Open addressing

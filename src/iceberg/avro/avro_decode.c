@@ -159,9 +159,9 @@ skip_node(const IcebergAvroPlanNode *n, IcebergAvroCursor *c, int64_t coll_cap)
 	return false;
 }
 
-/* Append JSON text for a string value to the scratch buffer. */
-static bool
-render_json_string(IcebergBuf *b, const uint8_t *s, int64_t len)
+/* iceberg_render_json_string: see iceberg_internal.h. */
+bool
+iceberg_render_json_string(IcebergBuf *b, const uint8_t *s, int64_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	int64_t		i;
@@ -197,9 +197,9 @@ render_json_string(IcebergBuf *b, const uint8_t *s, int64_t len)
 	return iceberg_buf_append(b, "\"", 1);
 }
 
-/* Append "0x<hex>" for binary values. */
-static bool
-render_hex(IcebergBuf *b, const uint8_t *s, int64_t len)
+/* iceberg_render_hex: see iceberg_internal.h. */
+bool
+iceberg_render_hex(IcebergBuf *b, const uint8_t *s, int64_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	int64_t		i;
@@ -297,7 +297,7 @@ render_node(const IcebergAvroPlanNode *n, IcebergAvroCursor *c, IcebergBuf *b,
 		case AT_STRING:
 			if (!rd_bytes(c, &s, &v))
 				return false;
-			if (!render_json_string(b, s, v))
+			if (!iceberg_render_json_string(b, s, v))
 			{
 				*oom = true;
 				return false;
@@ -306,7 +306,7 @@ render_node(const IcebergAvroPlanNode *n, IcebergAvroCursor *c, IcebergBuf *b,
 		case AT_BYTES:
 			if (!rd_bytes(c, &s, &v))
 				return false;
-			if (!render_hex(b, s, v))
+			if (!iceberg_render_hex(b, s, v))
 			{
 				*oom = true;
 				return false;
@@ -315,7 +315,7 @@ render_node(const IcebergAvroPlanNode *n, IcebergAvroCursor *c, IcebergBuf *b,
 		case AT_FIXED:
 			if (c->end - c->p < n->size)
 				return false;
-			if (!render_hex(b, c->p, n->size))
+			if (!iceberg_render_hex(b, c->p, n->size))
 			{
 				*oom = true;
 				return false;
@@ -363,7 +363,7 @@ render_node(const IcebergAvroPlanNode *n, IcebergAvroCursor *c, IcebergBuf *b,
 						{
 							if (!rd_bytes(c, &s, &v))
 								return false;
-							if (!render_json_string(b, s, v))
+							if (!iceberg_render_json_string(b, s, v))
 							{
 								*oom = true;
 								return false;

@@ -325,37 +325,6 @@ token_long(const char *tok, size_t tl, int64_t *v)
 	return *end == '\0';
 }
 
-/* Append s (len bytes) as the manifest reader renders a string. */
-static bool
-append_json_string(IcebergBuf *b, const char *s, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t		i;
-
-	if (!iceberg_buf_append(b, "\"", 1))
-		return false;
-	for (i = 0; i < len; i++)
-	{
-		unsigned char ch = (unsigned char) s[i];
-		char		esc[6] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15]};
-
-		if (ch == '"' || ch == '\\')
-		{
-			esc[1] = (char) ch;
-			if (!iceberg_buf_append(b, esc, 2))
-				return false;
-		}
-		else if (ch < 0x20)
-		{
-			if (!iceberg_buf_append(b, esc, 6))
-				return false;
-		}
-		else if (!iceberg_buf_append(b, &s[i], 1))
-			return false;
-	}
-	return iceberg_buf_append(b, "\"", 1);
-}
-
 static bool
 append_long(IcebergBuf *b, int64_t v)
 {
@@ -363,25 +332,6 @@ append_long(IcebergBuf *b, int64_t v)
 
 	snprintf(num, sizeof(num), "%" PRId64, v);
 	return iceberg_buf_append(b, num, strlen(num));
-}
-
-/* Append len bytes as the manifest reader renders binary ("0x..."). */
-static bool
-append_hex(IcebergBuf *b, const uint8_t *s, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t		i;
-
-	if (!iceberg_buf_append(b, "\"0x", 3))
-		return false;
-	for (i = 0; i < len; i++)
-	{
-		char		two[2] = {hex[s[i] >> 4], hex[s[i] & 15]};
-
-		if (!iceberg_buf_append(b, two, 2))
-			return false;
-	}
-	return iceberg_buf_append(b, "\"", 1);
 }
 
 /* Is t one of the types whose values are longs in a partition text? */
@@ -470,12 +420,12 @@ truncate_bytes(const IcebergColumn *c, const char *tok, size_t tl, int64_t w, Ic
 	}
 	p = raw.data ? raw.data : "";
 	if (c->type == ICEBERG_TYPE_STRING)
-		r = append_json_string(b, p, iceberg_truncate_utf8(p, raw.len, w));
+		r = iceberg_render_json_string(b, (const uint8_t *) p, iceberg_truncate_utf8(p, raw.len, w));
 	else if (c->type == ICEBERG_TYPE_BINARY)
-		r = append_hex(b, (const uint8_t *) p, raw.len < (size_t) w ? raw.len : (size_t) w);
+		r = iceberg_render_hex(b, (const uint8_t *) p, raw.len < (size_t) w ? (int64_t) raw.len : w);
 	else if (iceberg_truncate_decimal((const uint8_t *) p, raw.len, w,
 									  iceberg_decimal_bytes(c->precision), dec))
-		r = append_hex(b, dec, (size_t) iceberg_decimal_bytes(c->precision));
+		r = iceberg_render_hex(b, dec, iceberg_decimal_bytes(c->precision));
 	else
 	{
 		/* outside the decimal's precision: not computed here */
@@ -768,7 +718,7 @@ iceberg_partition_record_schema(const IcebergTableMetadata *md, const IcebergSch
 		}
 		if ((i > 0 && !iceberg_buf_append(&b, ",", 1)) ||
 			!iceberg_buf_append(&b, "{\"name\":", 8) ||
-			!append_json_string(&b, f->name, strlen(f->name)) ||
+			!iceberg_render_json_string(&b, (const uint8_t *) f->name, (int64_t) strlen(f->name)) ||
 			!iceberg_buf_append(&b, ",\"type\":[\"null\",", 16) ||
 			!iceberg_buf_append(&b, type, strlen(type)))
 			goto nomem;
@@ -815,9 +765,9 @@ iceberg_partition_spec_json(const IcebergTableMetadata *md, int32_t spec_id, Tms
 				 (int) f->source_id, (int) f->field_id);
 		if ((i > 0 && !iceberg_buf_append(&b, ",", 1)) ||
 			!iceberg_buf_append(&b, "{\"name\":", 8) ||
-			!append_json_string(&b, f->name, strlen(f->name)) ||
+			!iceberg_render_json_string(&b, (const uint8_t *) f->name, (int64_t) strlen(f->name)) ||
 			!iceberg_buf_append(&b, ",\"transform\":", 13) ||
-			!append_json_string(&b, f->transform, strlen(f->transform)) ||
+			!iceberg_render_json_string(&b, (const uint8_t *) f->transform, (int64_t) strlen(f->transform)) ||
 			!iceberg_buf_append(&b, ids, strlen(ids)))
 			goto nomem;
 	}
