@@ -440,6 +440,7 @@ gcs_abort_upload(IoStorage *st, const char *path, const char *upload_id)
 	IoStrBuf	q;
 	char	   *eid = io_uri_encode(upload_id, strlen(upload_id), false);
 
+	memset(&resp, 0, sizeof(resp));
 	io_sb_init(&q);
 	io_sb_printf(&q, "uploadId=%s", eid ? eid : "");
 	io_free(eid);
@@ -836,8 +837,8 @@ io_gcs_delete_batch(IoStorage *st, const char *bucket, IoParsedUri *parsed,
 			IoStrBuf	body;
 			IoS3Request r;
 			IoHttpResponse resp;
-			bool		throttled,
-						credentials;
+			bool		throttled = false,
+						credentials = false;
 			TmsError	scratch;
 
 			memset(&resp, 0, sizeof(resp));
