@@ -411,7 +411,8 @@ extern void io_uri_free(IoParsedUri *uri);
  * The temporary name beside a local file that a write of process pid
  * creates and then renames over the file (io_storage_write): a process
  * killed mid-write leaves it behind, so whoever knows the writer's pid and
- * the name can delete it.  NULL for an S3 URI (a PUT leaves nothing) or
+ * the name can delete it.  NULL for an object store's URI (a PUT leaves
+ * nothing; only file: URIs and plain absolute paths are local files) or
  * out of memory; else malloc'd.
  */
 extern char *io_local_temp_name(const char *uri, long pid);

@@ -562,7 +562,7 @@ attempt_names(const char *dir, const char *prefix, int files)
 
 /*
  * The temporary files a helper of pid killed while it wrote local files
- * of names[] leaves beside them (io_local_temp_name), deleted; none for S3.
+ * of names[] leaves beside them (io_local_temp_name), deleted; none for object stores.
  */
 static void
 delete_temporaries(MaintRun *run, char **names, int n, int pid)

@@ -330,8 +330,8 @@ io_local_temp_name(const char *uri, long pid)
 {
 	IoStrBuf	b;
 
-	if (strncasecmp(uri, "s3://", 5) == 0 || strncasecmp(uri, "s3a://", 6) == 0 ||
-		strncasecmp(uri, "s3n://", 6) == 0)
+	/* local files only (file: or a plain absolute path): objects have none */
+	if (strncasecmp(uri, "file:", 5) != 0 && uri[0] != '/')
 		return NULL;
 	io_sb_init(&b);
 	io_sb_printf(&b, LOCAL_TEMP_FORMAT, uri, pid);
