@@ -43,6 +43,7 @@
 #include "iceberg/compact/compact_int.h"
 #include "iceberg/write/write_internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -321,8 +322,9 @@ token_long(const char *tok, size_t tl, int64_t *v)
 		return false;
 	memcpy(num, tok, tl);
 	num[tl] = '\0';
+	errno = 0;
 	*v = strtoll(num, &end, 10);
-	return *end == '\0';
+	return *end == '\0' && errno == 0;
 }
 
 static bool

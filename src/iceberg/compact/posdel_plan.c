@@ -319,12 +319,12 @@ add_live(PosPlanner *pl, const IcebergManifestEntry *e)
 		return compact_oom(pl->err);
 	if (l->seq < pt->min_live_seq)
 		pt->min_live_seq = l->seq;
-	pt->live[pt->nlive++] = pl->nlive;
 	if (!compact_map_put(&pl->live_ix, l->path, pl->nlive))
 	{
 		io_free(l->path);
 		return compact_oom(pl->err);
 	}
+	pt->live[pt->nlive++] = pl->nlive;
 	pl->nlive++;
 	return true;
 }
