@@ -102,8 +102,9 @@ tms_compact_init(void)
  * ----------------------------------------------------------------
  */
 
-static void
-fill_options(MaintRun *run, IcebergCompactOptions *o, const IcebergPartitionFilter *where)
+/* The run's options as the plain-C planner takes them (also the position-delete rewrite's). */
+void
+maint_compact_options(MaintRun *run, IcebergCompactOptions *o, const IcebergPartitionFilter *where)
 {
 	memset(o, 0, sizeof(*o));
 	o->target_file_size_bytes = run->opt.target_file_size_bytes;
@@ -198,7 +199,7 @@ maint_compact_check_table(MaintRun *run)
 	IcebergSchema *schema = NULL;
 	IcebergCompactOptions o;
 
-	fill_options(run, &o, NULL);
+	maint_compact_options(run, &o, NULL);
 	if (!iceberg_compact_check_options(run->md, &o, &err))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -995,7 +996,7 @@ maint_run_compact(MaintRun *run)
 
 	if (!bind_where(run, (IcebergPartitionFilter **) &where))
 		return;
-	fill_options(run, &o, where);
+	maint_compact_options(run, &o, where);
 	PG_TRY();
 	{
 		if (!(posdel ?

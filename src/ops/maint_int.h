@@ -317,6 +317,10 @@ extern void maint_run_compact(MaintRun *run);	/* maint_compact.c; also
 /* checks of options against the loaded table (run_operation) */
 extern void maint_compact_check_table(MaintRun *run);
 extern void maint_check_where(MaintRun *run, const char *operation);
+struct IcebergCompactOptions;
+struct IcebergPartitionFilter;
+extern void maint_compact_options(MaintRun *run, struct IcebergCompactOptions *o,
+								  const struct IcebergPartitionFilter *where);
 extern void maint_orphan_check_table(MaintRun *run);	/* maint_orphan.c */
 
 /* position-delete-rewrite on engine local (maint_posdel.c) */

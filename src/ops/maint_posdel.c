@@ -41,13 +41,7 @@ maint_posdel_check_table(MaintRun *run)
 				 errdetail("The table is format v%d; its deletes may be deletion vectors, which tms does not rewrite.",
 						   run->md->format_version),
 				 errhint("Name a server of the tms_engine wrapper (Spark) as the engine for this table.")));
-	memset(&o, 0, sizeof(o));
-	o.target_file_size_bytes = run->opt.target_file_size_bytes;
-	o.min_file_size_bytes = run->opt.min_file_size_bytes;
-	o.max_file_size_bytes = run->opt.max_file_size_bytes;
-	o.min_input_files = run->opt.min_input_files;
-	o.max_file_group_size_bytes = run->opt.max_file_group_size_bytes;
-	o.output_spec_id = -1;
+	maint_compact_options(run, &o, NULL);
 	if (!iceberg_posdel_check_options(run->md, &o, &err))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
