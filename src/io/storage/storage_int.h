@@ -109,6 +109,15 @@ extern int	io_read_result(IoHttpResponse *resp, bool ranged, uint64_t offset,
 extern int	io_head_size(const IoHttpResponse *resp, const char *header,
 						 const char *store, uint64_t *size, TmsError *err);
 
+/*
+ * The most objects one delete request takes for a scheme: 1000 keys on S3,
+ * a Blob Batch of 256 on Azure, a JSON API batch of 100 on GCS, or 1 when
+ * st signs GCS requests with HMAC keys (the XML API has no batch); st NULL
+ * gives the store's own limit.  The one statement of these limits
+ * (storage.c).
+ */
+extern size_t io_storage_scheme_delete_max(const IoStorage *st, IoUriScheme scheme);
+
 /* ---- The Google Cloud Storage backend (storage_gcs.c, gcs_batch.c) ---- */
 
 /* Is the GCS handle signing with HMAC keys (XML API only)? */
