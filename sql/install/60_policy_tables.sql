@@ -193,6 +193,14 @@ CREATE INDEX table_maintenance_job_inflight_idx ON tms.table_maintenance_job (st
     WHERE finished_at IS NULL;
 CREATE INDEX table_maintenance_job_table_idx ON tms.table_maintenance_job (table_id, rule_id);
 
+-- what budgets count (tms._budget_check): a policy's jobs (and so a
+-- rule's) by their first start, and by their end (bytes rewritten in the
+-- last hour)
+CREATE INDEX table_maintenance_job_policy_started_idx
+    ON tms.table_maintenance_job (policy_id, started_at) WHERE policy_id IS NOT NULL;
+CREATE INDEX table_maintenance_job_policy_finished_idx
+    ON tms.table_maintenance_job (policy_id, finished_at) WHERE policy_id IS NOT NULL;
+
 -- A table's metrics at the snapshot before and after every job (the
 -- table_snapshot_metrics of Gravitino's table maintenance service design,
 -- https://github.com/apache/gravitino/pull/13386), so a user sees the

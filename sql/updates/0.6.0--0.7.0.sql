@@ -56,6 +56,14 @@ SELECT r.id, 1, p.id, p.name, r.created_at, p.owner::text,
 -- budget a queued job waits for.
 ALTER TABLE tms.table_maintenance_job ADD COLUMN budget_wait text;
 
+-- what budgets count (tms._budget_check): a policy's jobs (and so a
+-- rule's) by their first start, and by their end (bytes rewritten in the
+-- last hour)
+CREATE INDEX table_maintenance_job_policy_started_idx
+    ON tms.table_maintenance_job (policy_id, started_at) WHERE policy_id IS NOT NULL;
+CREATE INDEX table_maintenance_job_policy_finished_idx
+    ON tms.table_maintenance_job (policy_id, finished_at) WHERE policy_id IS NOT NULL;
+
 CREATE TABLE tms.maintenance_budgets (
     policy_id         integer NOT NULL REFERENCES tms.maintenance_policies ON DELETE CASCADE,
     rule_id           bigint REFERENCES tms.maintenance_rules ON DELETE CASCADE,

@@ -106,8 +106,7 @@ BEGIN
             IF since IS NOT NULL THEN
                 SELECT count(*) INTO used FROM tms.table_maintenance_job o
                  WHERE o.started_at >= since AND o.id IS DISTINCT FROM p_job
-                   AND CASE WHEN b.rule_id IS NULL THEN o.policy_id = p.id
-                            ELSE o.rule_id = r.id END;
+                   AND o.policy_id = p.id AND (b.rule_id IS NULL OR o.rule_id = r.id);
                 IF used + ahead >= b.jobs_per_window THEN
                     wait := format('waiting for budget: %s of %s jobs per window of %s started since %s',
                                    used, b.jobs_per_window, scope,
@@ -125,8 +124,7 @@ BEGIN
                         SELECT o.started_at + interval '1 hour' INTO retry_at
                           FROM tms.table_maintenance_job o
                          WHERE o.started_at >= since AND o.id IS DISTINCT FROM p_job
-                           AND CASE WHEN b.rule_id IS NULL THEN o.policy_id = p.id
-                                    ELSE o.rule_id = r.id END
+                           AND o.policy_id = p.id AND (b.rule_id IS NULL OR o.rule_id = r.id)
                          ORDER BY o.started_at
                          OFFSET used - b.jobs_per_window LIMIT 1;
                     ELSE
@@ -141,8 +139,7 @@ BEGIN
             SELECT o.id INTO other FROM tms.table_maintenance_job o
              WHERE o.state = 'running' AND o.finished_at IS NULL
                AND o.id IS DISTINCT FROM p_job
-               AND CASE WHEN b.rule_id IS NULL THEN o.policy_id = p.id
-                        ELSE o.rule_id = r.id END
+               AND o.policy_id = p.id AND (b.rule_id IS NULL OR o.rule_id = r.id)
              ORDER BY o.id LIMIT 1;
             IF FOUND THEN
                 wait := format('waiting for budget: %s bytes rewritten per hour of %s; job %s runs, its bytes count when it ends',
@@ -153,8 +150,7 @@ BEGIN
             SELECT coalesce(sum(o.bytes_rewritten), 0) INTO bytes
               FROM tms.table_maintenance_job o
              WHERE o.finished_at > now() - interval '1 hour'
-               AND CASE WHEN b.rule_id IS NULL THEN o.policy_id = p.id
-                        ELSE o.rule_id = r.id END;
+               AND o.policy_id = p.id AND (b.rule_id IS NULL OR o.rule_id = r.id);
             IF bytes >= b.bytes_rewritten_per_hour OR ahead > 0 THEN
                 wait := format('waiting for budget: %s of %s bytes rewritten per hour of %s in the last hour',
                                bytes, b.bytes_rewritten_per_hour, scope);
@@ -171,8 +167,7 @@ BEGIN
                                    bytes - sum(o.bytes_rewritten) OVER (ORDER BY o.finished_at, o.id) AS rest
                               FROM tms.table_maintenance_job o
                              WHERE o.finished_at > now() - interval '1 hour'
-                               AND CASE WHEN b.rule_id IS NULL THEN o.policy_id = p.id
-                                        ELSE o.rule_id = r.id END) x
+                               AND o.policy_id = p.id AND (b.rule_id IS NULL OR o.rule_id = r.id)) x
                      WHERE x.rest < b.bytes_rewritten_per_hour;
                 END IF;
                 RETURN;
