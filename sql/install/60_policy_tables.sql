@@ -185,12 +185,21 @@ CREATE TABLE tms.table_maintenance_job (
     message           text,
     submitted_at      timestamptz,            -- a run may have been started on the engine
     submit_snapshot_id bigint,                -- the table's snapshot then (NULL: none)
+    budget_wait       text,                   -- the budget it waits for ("rule:7", "policy:3", "engine:spark")
     CHECK ((finished_at IS NULL) = (state IN ('pending', 'running')))
 );
 
 CREATE INDEX table_maintenance_job_inflight_idx ON tms.table_maintenance_job (state)
     WHERE finished_at IS NULL;
 CREATE INDEX table_maintenance_job_table_idx ON tms.table_maintenance_job (table_id, rule_id);
+
+-- what budgets count (tms._budget_check): a policy's jobs (and so a
+-- rule's) by their first start, and by their end (bytes rewritten in the
+-- last hour)
+CREATE INDEX table_maintenance_job_policy_started_idx
+    ON tms.table_maintenance_job (policy_id, started_at) WHERE policy_id IS NOT NULL;
+CREATE INDEX table_maintenance_job_policy_finished_idx
+    ON tms.table_maintenance_job (policy_id, finished_at) WHERE policy_id IS NOT NULL;
 
 -- A table's metrics at the snapshot before and after every job (the
 -- table_snapshot_metrics of Gravitino's table maintenance service design,
@@ -279,6 +288,28 @@ CREATE INDEX evaluation_log_table_idx ON tms.evaluation_log (table_name, evaluat
 COMMENT ON TABLE tms.evaluation_log IS
     'every policy condition evaluation: trigger configuration, counters, metrics, result with explanation, resulting job';
 
+-- Budgets (doc/policies.md, "Budgets"): what the jobs of one rule, or of
+-- every rule of a policy (rule_id NULL), may spend: data bytes rewritten
+-- in a trailing hour, jobs started in a window (the occurrence of the
+-- rule's or policy's time window open now, else a rolling hour).  NULL:
+-- no limit of that kind; a row has at least one.  Enforced where a job
+-- starts (tms._start_job through tms._budget_check).
+CREATE TABLE tms.maintenance_budgets (
+    policy_id         integer NOT NULL REFERENCES tms.maintenance_policies ON DELETE CASCADE,
+    rule_id           bigint REFERENCES tms.maintenance_rules ON DELETE CASCADE,
+    bytes_rewritten_per_hour bigint CHECK (bytes_rewritten_per_hour > 0),
+    jobs_per_window   integer CHECK (jobs_per_window > 0),
+    set_at            timestamptz NOT NULL DEFAULT now(),
+    set_by            name NOT NULL,
+    CHECK (bytes_rewritten_per_hour IS NOT NULL OR jobs_per_window IS NOT NULL)
+);
+
+CREATE UNIQUE INDEX maintenance_budgets_scope_idx
+    ON tms.maintenance_budgets (policy_id, coalesce(rule_id, 0));
+
+COMMENT ON TABLE tms.maintenance_budgets IS
+    'per rule or policy: bytes rewritten per hour and jobs per window its jobs may spend';
+
 -- The built-in task kind a submitted operation becomes; its cap follows
 -- tms.max_active_operations.
 INSERT INTO tms.task_kinds (kind, handler, max_concurrency, builtin)
@@ -296,6 +327,7 @@ SELECT pg_catalog.pg_extension_config_dump('tms.rule_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.table_maintenance_job', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.evaluation_log', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.table_snapshot_metrics', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_budgets', '');
 -- and their sequences, so that a restored database goes on numbering
 SELECT pg_catalog.pg_extension_config_dump('tms.tables_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.object_groups_id_seq', '');

@@ -51,3 +51,33 @@ SELECT r.id, 1, p.id, p.name, r.created_at, p.owner::text,
                           'time_window', r.time_window,
                           'min_interval_ms', r.min_interval_ms, 'active', r.active)
   FROM tms.maintenance_rules r JOIN tms.maintenance_policies p ON p.id = r.policy_id;
+
+-- Budgets (doc/policies.md, "Budgets"): per rule or policy, and the
+-- budget a queued job waits for.
+ALTER TABLE tms.table_maintenance_job ADD COLUMN budget_wait text;
+
+-- what budgets count (tms._budget_check): a policy's jobs (and so a
+-- rule's) by their first start, and by their end (bytes rewritten in the
+-- last hour)
+CREATE INDEX table_maintenance_job_policy_started_idx
+    ON tms.table_maintenance_job (policy_id, started_at) WHERE policy_id IS NOT NULL;
+CREATE INDEX table_maintenance_job_policy_finished_idx
+    ON tms.table_maintenance_job (policy_id, finished_at) WHERE policy_id IS NOT NULL;
+
+CREATE TABLE tms.maintenance_budgets (
+    policy_id         integer NOT NULL REFERENCES tms.maintenance_policies ON DELETE CASCADE,
+    rule_id           bigint REFERENCES tms.maintenance_rules ON DELETE CASCADE,
+    bytes_rewritten_per_hour bigint CHECK (bytes_rewritten_per_hour > 0),
+    jobs_per_window   integer CHECK (jobs_per_window > 0),
+    set_at            timestamptz NOT NULL DEFAULT now(),
+    set_by            name NOT NULL,
+    CHECK (bytes_rewritten_per_hour IS NOT NULL OR jobs_per_window IS NOT NULL)
+);
+
+CREATE UNIQUE INDEX maintenance_budgets_scope_idx
+    ON tms.maintenance_budgets (policy_id, coalesce(rule_id, 0));
+
+COMMENT ON TABLE tms.maintenance_budgets IS
+    'per rule or policy: bytes rewritten per hour and jobs per window its jobs may spend';
+
+SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_budgets', '');

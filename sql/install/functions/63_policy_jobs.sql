@@ -117,6 +117,9 @@ $$;
 -- open (else deferred);
 -- one job at a time per (table, operation); a policy's job waits for the
 -- jobs of the same policy and table earlier in the chain (tms._chain_rank);
+-- its rule's and policy's budgets and its engine server's
+-- max_concurrent_jobs (tms._budget_check; reason "waiting for budget: ...",
+-- due again when the budget frees, in the order of its budget's queue);
 -- at most tms.max_active_operations running jobs, counting a job only
 -- while a live executor holds its task (or, for tms.maintenance_handler's
 -- engines, while it runs there).  Serialised by an advisory lock so that a
@@ -135,6 +138,7 @@ DECLARE
     rr tms.maintenance_rules;
     other bigint;
     running integer;
+    wait_key text;
 BEGIN
     PERFORM pg_advisory_xact_lock(7367, 1);
     SELECT * INTO j FROM tms.table_maintenance_job WHERE id = jid FOR UPDATE;
@@ -217,6 +221,18 @@ BEGIN
             reason := NULL;
         END IF;
     END IF;
+    IF state IS NULL AND j.phase = 'start' THEN
+        -- budgets (tms._budget_check): the rule's and its policy's at a
+        -- job's first start, its engine server's jobs at once at every
+        -- start of a run there; a job over budget waits in its budget's
+        -- queue (budget_wait), in the order of the job ids
+        SELECT b.wait, b.key, b.retry_at INTO reason, wait_key, retry_at
+          FROM tms._budget_check(CASE WHEN j.started_at IS NULL THEN j.rule_id END,
+                                 j.engine, jid) b;
+        IF reason IS NOT NULL THEN
+            state := 'deferred';
+        END IF;
+    END IF;
     IF state IS NULL THEN
         -- a job counts while a worker holds its task (local jobs and
         -- those of tms_engine servers, which a worker follows); a job
@@ -239,12 +255,14 @@ BEGIN
         END IF;
     END IF;
     IF state = 'deferred' THEN
-        UPDATE tms.table_maintenance_job SET reason = _start_job.reason WHERE id = jid;
+        UPDATE tms.table_maintenance_job
+           SET reason = _start_job.reason, budget_wait = wait_key
+         WHERE id = jid;
         RETURN;
     END IF;
     UPDATE tms.table_maintenance_job
        SET state = 'running', started_at = coalesce(started_at, now()),
-           attempts = attempts + 1, reason = NULL
+           attempts = attempts + 1, reason = NULL, budget_wait = NULL
      WHERE id = jid
     RETURNING * INTO j;
     state := 'started';

@@ -58,7 +58,8 @@ CREATE OR REPLACE VIEW tms.candidates AS
                               WHERE x.table_id = t.id AND x.rule_id = r.id
                                 AND x.group_rank > 1) AS runnable,
            r.schedule,
-           b.cooldown_until
+           b.cooldown_until,
+           tms._budget_wait(r.id, r.engine) AS waiting_for
       FROM tms.rule_baselines b
       JOIN tms.maintenance_rules r ON r.id = b.rule_id
       JOIN tms.maintenance_policies p ON p.id = r.policy_id
@@ -67,7 +68,7 @@ CREATE OR REPLACE VIEW tms.candidates AS
        AND t.dropped_at IS NULL;
 
 COMMENT ON VIEW tms.candidates IS
-    '(table, rule) pairs whose counters reached a threshold: what the next cycle (schedule null), firing or commit evaluates (runnable: policy and rule active, windows open, no cooldown, not overridden)';
+    '(table, rule) pairs whose counters reached a threshold: what the next cycle (schedule null), firing or commit evaluates (runnable: policy and rule active, windows open, no cooldown, not overridden; waiting_for: the budget its job would wait for)';
 
 CREATE OR REPLACE VIEW tms.maintenance_jobs AS
     SELECT j.id, p.name AS policy, j.rule_id, j.operation, j.engine, t.server,
@@ -80,13 +81,15 @@ CREATE OR REPLACE VIEW tms.maintenance_jobs AS
            j.data_files_rewritten, j.data_files_added, j.bytes_rewritten,
            j.delete_files_rewritten, j.delete_files_added,
            j.options, j.requested_by::regrole AS requested_by, j.statement, j.message,
-           j.rule_version
+           j.rule_version,
+           CASE WHEN j.finished_at IS NULL AND j.state = 'pending'
+                THEN tms._budget_wait_job(j.id) END AS waiting_for
       FROM tms.table_maintenance_job j
       JOIN tms.tables t ON t.id = j.table_id
       LEFT JOIN tms.maintenance_policies p ON p.id = j.policy_id;
 
 COMMENT ON VIEW tms.maintenance_jobs IS
-    'maintenance runs, from policies and from tms.run_operation: state with its reason, attempts, effect; finished_at null: in flight';
+    'maintenance runs, from policies and from tms.run_operation: state with its reason, attempts, effect; finished_at null: in flight (waiting_for: the budget a queued job waits for)';
 
 -- Which rules run on each table, per operation, and which they override
 -- (the view tms._rule_precedence, the one implementation the evaluation uses
