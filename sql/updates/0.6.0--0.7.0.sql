@@ -51,3 +51,9 @@ SELECT r.id, 1, p.id, p.name, r.created_at, p.owner::text,
                           'time_window', r.time_window,
                           'min_interval_ms', r.min_interval_ms, 'active', r.active)
   FROM tms.maintenance_rules r JOIN tms.maintenance_policies p ON p.id = r.policy_id;
+
+-- Adaptive cadence: a (rule, table) pair whose jobs change nothing backs
+-- off (sql/install/functions/63_cadence.sql).
+ALTER TABLE tms.rule_baselines
+    ADD COLUMN backoff_level integer NOT NULL DEFAULT 0 CHECK (backoff_level >= 0),
+    ADD COLUMN backoff_reason text;
