@@ -40,18 +40,22 @@ $$;
 -- operation: snapshot expiry expired no snapshot and deleted no file;
 -- orphan cleanup reclaimed fewer bytes than its option
 -- min-reclaimed-bytes (default 1 MiB: a listing of the whole table
--- location is not worth less); any other operation rewrote, added and
--- deleted nothing.
+-- location is not worth less), or on an engine server, which counts
+-- files and not bytes, deleted no file; any other operation rewrote,
+-- added and deleted nothing.
 CREATE OR REPLACE FUNCTION tms._job_noop(j tms.table_maintenance_job)
 RETURNS text
 LANGUAGE sql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE
-        WHEN j.operation = 'orphan-cleanup'
+        WHEN j.operation = 'orphan-cleanup' AND j.engine = 'local'
         THEN CASE WHEN j.bytes_deleted < o.min_reclaimed
                   THEN format('reclaimed %s bytes, less than min-reclaimed-bytes %s',
                               j.bytes_deleted, o.min_reclaimed) END
+        WHEN j.operation = 'orphan-cleanup'
+        THEN CASE WHEN j.files_deleted = 0 AND j.bytes_deleted = 0
+                  THEN 'deleted no file' END
         WHEN j.operation = 'snapshot-expiry'
         THEN CASE WHEN j.snapshots_expired = 0 AND j.files_deleted = 0
                   THEN 'expired no snapshot' END

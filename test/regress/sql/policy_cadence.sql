@@ -26,6 +26,9 @@ SELECT tms.add_rule('cd-p', 'orphan-cleanup', 'local', condition => 'true',
                     schedule => '{"crontab": "0 3 * * *"}', min_interval => '0') AS r_orph \gset
 -- a job handed to tms.maintenance_handler: tms does not see the table before and after
 SELECT tms.add_rule('cd-p', 'compaction', 'spark', '{"commits-added": 1}') AS r_ext \gset
+-- orphan cleanup on an engine, which counts files, not bytes
+SELECT tms.add_rule('cd-p', 'orphan-cleanup', 'spark', condition => 'true',
+                    schedule => '{"crontab": "0 3 * * *"}', min_interval => '0') AS r_eng \gset
 -- the option is checked like every other
 SELECT tms.add_rule('cd-p', 'orphan-cleanup', 'local', condition => 'true',
                     options => '{"min-reclaimed-bytes": -1}', schedule => '{"crontab": "0 3 * * *"}');
@@ -55,7 +58,9 @@ BEGIN
            bytes_deleted = bytes, files_deleted = CASE WHEN bytes > 0 THEN 1 ELSE 0 END,
            after_snapshot_id = 1
      WHERE id = jid RETURNING * INTO j;
-    IF j.engine = 'local' THEN
+    -- tms reads the table before and after the jobs it runs or follows;
+    -- the compaction rule's jobs here are handed to tms.maintenance_handler
+    IF j.operation <> 'compaction' THEN
         INSERT INTO tms.table_snapshot_metrics (job_id, table_id, server, namespace, table_name,
                                                 phase, snapshot_id, metrics)
         VALUES (jid, j.table_id, 'cd_srv', 'cd', 't', 'before', 1,
@@ -121,6 +126,12 @@ SELECT * FROM cd_end(cd_submit(:r_orph), 'succeeded', 0, 4999, false);
 SELECT * FROM cd_end(cd_submit(:r_orph), 'succeeded', 0, 100, false);
 SELECT * FROM cd_end(cd_submit(:r_orph), 'succeeded', 0, 5000, false);
 SELECT * FROM cd_end(cd_submit(:r_orph), 'succeeded', 0, 0, false);
+
+-- on an engine: a run that deleted no file changed nothing, one that
+-- deleted some changed something
+SELECT level, wait, reason FROM cd_end(cd_submit(:r_eng), 'succeeded', 0, 0, false);
+SELECT level, wait, reason FROM cd_end(cd_submit(:r_eng), 'succeeded', 0, 0, false);
+SELECT level, reason FROM cd_end(cd_submit(:r_eng), 'succeeded', 0, 100, false);
 
 -- a job finished by tms.maintenance_handler's executor: tms cannot tell
 SELECT tms.finish_operation(cd_submit(:r_ext));
