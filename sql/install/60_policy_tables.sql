@@ -245,7 +245,12 @@ CREATE TABLE tms.rule_baselines (
     triggered         boolean NOT NULL DEFAULT false,
     pending_job       bigint,                 -- in-flight job: no evaluation
     last_evaluated_at timestamptz,
-    cooldown_until    timestamptz,            -- no job before (the rule's min_interval)
+    cooldown_until    timestamptz,            -- no job before (the rule's min_interval, or its back-off)
+    -- adaptive cadence (functions/63_cadence.sql): the pair's jobs in a
+    -- row that changed nothing (0: not backed off), and what the last one
+    -- did not do
+    backoff_level     integer NOT NULL DEFAULT 0 CHECK (backoff_level >= 0),
+    backoff_reason    text,
     PRIMARY KEY (rule_id, table_id)
 );
 

@@ -81,3 +81,9 @@ COMMENT ON TABLE tms.maintenance_budgets IS
     'per rule or policy: bytes rewritten per hour and jobs per window its jobs may spend';
 
 SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_budgets', '');
+
+-- Adaptive cadence: a (rule, table) pair whose jobs change nothing backs
+-- off (sql/install/functions/63_cadence.sql).
+ALTER TABLE tms.rule_baselines
+    ADD COLUMN backoff_level integer NOT NULL DEFAULT 0 CHECK (backoff_level >= 0),
+    ADD COLUMN backoff_reason text;

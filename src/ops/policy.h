@@ -36,6 +36,7 @@ extern int	tms_commit_concurrency;
 extern int	tms_expand_batch_size;
 extern int	tms_commit_job_delay_ms;
 extern int	tms_commit_event_resync_interval_s;
+extern int	tms_backoff_max_s;
 
 /*
  * The cooldown of an operation whose rule gives no min_interval: the

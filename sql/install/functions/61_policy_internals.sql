@@ -144,7 +144,8 @@ $$;
 -- Record what a policy's refresh or a commit-job observed of a table:
 -- upsert tms.tables with the commits seen since the last observation,
 -- attach it to the groups it belongs to (creating baselines), and mark the
--- (table, rule) pairs whose commit or byte threshold it now reaches.
+-- (table, rule) pairs whose commit or byte threshold it now reaches; a
+-- commit ends the back-off of every rule on the table (63_cadence.sql).
 -- base_commits and base_bytes, when given, are the counters the caller
 -- read before it counted new_commits and new_bytes: the counters become
 -- base + new unless another observer already counted further, so two
@@ -207,6 +208,7 @@ BEGIN
           FROM tms.tables t
          WHERE b.table_id = tid AND t.id = tid AND NOT b.triggered
            AND (t.commits >= b.due_commits OR t.bytes_added >= b.due_bytes);
+        PERFORM tms._end_backoff(tid);  -- a commit ends every back-off on the table
     END IF;
     RETURN tid;
 END

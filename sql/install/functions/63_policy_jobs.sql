@@ -283,7 +283,8 @@ $$;
 -- counted in tms.stat_maintenance; its (table, rule) baseline is reset, so
 -- the counters measure activity since this run and the pair is evaluated
 -- again, though not before the rule's min_interval (minIntervalMs of
--- Gravitino's table maintenance service design) has passed; old snapshot
+-- Gravitino's table maintenance service design) has passed, or its
+-- back-off when the job changed nothing (63_cadence.sql); old snapshot
 -- metrics are pruned.
 CREATE OR REPLACE FUNCTION tms._job_ended(jid bigint)
 RETURNS void
@@ -304,6 +305,7 @@ BEGIN
                     WHERE b.rule_id = j.rule_id AND b.table_id = j.table_id
                       AND b.pending_job = j.id) THEN
             PERFORM tms._reset_baseline(j.rule_id, j.table_id);
+            PERFORM tms._adapt_cadence(j.id);   -- a job that changed nothing backs off
         END IF;
     END IF;
     DELETE FROM tms.table_snapshot_metrics

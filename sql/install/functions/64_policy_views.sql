@@ -59,7 +59,11 @@ CREATE OR REPLACE VIEW tms.candidates AS
                                 AND x.group_rank > 1) AS runnable,
            r.schedule,
            b.cooldown_until,
-           tms._budget_wait(r.id, r.engine) AS waiting_for
+           tms._budget_wait(r.id, r.engine) AS waiting_for,
+           CASE WHEN b.backoff_level > 0
+                THEN format('backed off until %s after %s no-op run%s (%s)', b.cooldown_until,
+                            b.backoff_level, CASE WHEN b.backoff_level = 1 THEN '' ELSE 's' END,
+                            b.backoff_reason) END AS backoff
       FROM tms.rule_baselines b
       JOIN tms.maintenance_rules r ON r.id = b.rule_id
       JOIN tms.maintenance_policies p ON p.id = r.policy_id
