@@ -8,6 +8,8 @@
 -- as "-- drop: FUNCTION tms.name(argument types)" or "-- drop: VIEW tms.name".
 --
 -- drop: FUNCTION tms._record_evaluation(integer, bigint, bigint, jsonb, jsonb, boolean, text, text, jsonb, text)
+-- drop: FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval)
+-- drop: FUNCTION tms._add_rule(regrole, text, text, text, jsonb, text, text, jsonb, jsonb, interval)
 
 -- Rules people can change (tms.alter_rule): versions, a rule's own
 -- active flag and window, and which version decided an evaluation or
@@ -51,3 +53,13 @@ SELECT r.id, 1, p.id, p.name, r.created_at, p.owner::text,
                           'time_window', r.time_window,
                           'min_interval_ms', r.min_interval_ms, 'active', r.active)
   FROM tms.maintenance_rules r JOIN tms.maintenance_policies p ON p.id = r.policy_id;
+
+-- Rule scores: a rule's score expression, the score and rank of each job
+-- it submits, and each evaluation's score with its explanation.
+ALTER TABLE tms.maintenance_rules ADD COLUMN score text;
+ALTER TABLE tms.table_maintenance_job
+    ADD COLUMN score double precision,
+    ADD COLUMN rank_at timestamptz;
+ALTER TABLE tms.evaluation_log
+    ADD COLUMN score double precision,
+    ADD COLUMN score_explanation text;

@@ -464,6 +464,10 @@ typedef struct DslTableFacts
 	int64_t		target_file_size;	/* > 0 */
 	int64_t		removed_files;
 	int64_t		removed_bytes;
+	/* set by dsl_metrics_derive(): the terms of healthScore, 0 .. 1 */
+	double		small_file_ratio;
+	double		position_delete_ratio;
+	double		equality_delete_ratio;
 } DslTableFacts;
 
 /* Weights of the health score (doc/dsl.md states the formula). */
@@ -474,9 +478,10 @@ typedef struct DslTableFacts
 /*
  * Set the four derived variables of m (and their present bits) for a rule
  * of operation op.  They need the manifests level: returns false, setting
- * nothing, unless every manifest-level variable is present in m.
+ * nothing, unless every manifest-level variable is present in m.  The
+ * health score's terms are left in facts.
  */
 extern bool dsl_metrics_derive(DslMetrics *m, DslOperation op,
-							   const DslTableFacts *facts);
+							   DslTableFacts *facts);
 
 #endif							/* TMS_DSL_H */

@@ -94,7 +94,7 @@ files_merged_away(int64_t n, int64_t bytes, int64_t target)
 
 /* See dsl.h. */
 bool
-dsl_metrics_derive(DslMetrics *m, DslOperation op, const DslTableFacts *f)
+dsl_metrics_derive(DslMetrics *m, DslOperation op, DslTableFacts *f)
 {
 	double		s,
 				p,
@@ -112,6 +112,9 @@ dsl_metrics_derive(DslMetrics *m, DslOperation op, const DslTableFacts *f)
 		DSL_HEALTH_POSITION_DELETES_WEIGHT * p -
 		DSL_HEALTH_EQUALITY_DELETES_WEIGHT * e;
 	m->health_score = h < 0.0 ? 0.0 : (h > 100.0 ? 100.0 : h);
+	f->small_file_ratio = s;
+	f->position_delete_ratio = p;
+	f->equality_delete_ratio = e;
 
 	m->estimated_rewrite_bytes = 0;
 	m->estimated_files_removed = 0;

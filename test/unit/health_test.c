@@ -81,6 +81,9 @@ test_health_score(void)
 	dsl_metrics_derive(&m, DSL_OP_COMPACTION, &f);
 	CHECK(fabs(m.health_score - (100.0 - 50.0 - 10.0 - 5.0)) < 1e-9,
 		  "weighted: %g", m.health_score);
+	CHECK(f.small_file_ratio == 1.0 && f.position_delete_ratio == 0.4 &&
+		  f.equality_delete_ratio == 0.2, "terms %g %g %g", f.small_file_ratio,
+		  f.position_delete_ratio, f.equality_delete_ratio);
 
 	/* deletes beyond the rows saturate at the weight: 0 at worst */
 	manifest_metrics(&m, 10, 1000, 4, 4 * MB, 5000, 5000, 2);
