@@ -8,6 +8,8 @@
 -- as "-- drop: FUNCTION tms.name(argument types)" or "-- drop: VIEW tms.name".
 --
 -- drop: FUNCTION tms._record_evaluation(integer, bigint, bigint, jsonb, jsonb, boolean, text, text, jsonb, text)
+-- drop: FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval)
+-- drop: FUNCTION tms._add_rule(regrole, text, text, text, jsonb, text, text, jsonb, jsonb, interval)
 
 -- Rules people can change (tms.alter_rule): versions, a rule's own
 -- active flag and window, and which version decided an evaluation or
@@ -87,3 +89,13 @@ SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_budgets', '');
 ALTER TABLE tms.rule_baselines
     ADD COLUMN backoff_level integer NOT NULL DEFAULT 0 CHECK (backoff_level >= 0),
     ADD COLUMN backoff_reason text;
+
+-- Rule scores: a rule's score expression, the score and rank of each job
+-- it submits, and each evaluation's score with its explanation.
+ALTER TABLE tms.maintenance_rules ADD COLUMN score text;
+ALTER TABLE tms.table_maintenance_job
+    ADD COLUMN score double precision,
+    ADD COLUMN rank_at timestamptz;
+ALTER TABLE tms.evaluation_log
+    ADD COLUMN score double precision,
+    ADD COLUMN score_explanation text;
