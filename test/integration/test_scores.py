@@ -10,6 +10,9 @@ order of jobs"; doc/dsl.md, healthScore):
     100 submitted after it only while they came within (100 - 0) x
     tms.score_aging of it; the first submitted later than that starts
     after it.
+  - with 50 candidates and a budget of 10 jobs per window, window after
+    window the 10 best-scored of the jobs still waiting start, and no
+    eleventh.
 
 The module's own cluster has its sessions' clock set by libfaketime (as
 test_schedules.py does), so that the bound is checked over two hours of
@@ -35,30 +38,12 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 
 import opsworld as ow  # noqa: E402
 from pgcluster import FAST_WORKERS, Cluster  # noqa: E402
+from test_schedules import FAKETIME_LIB, FakedClock  # noqa: E402
 
-FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 SETTINGS = dict(FAST_WORKERS, **{"tms.enabled": "off", "tms.max_active_operations": "1",
                                  "tms.score_aging": "'1min'"})
 
 pytestmark = pytest.mark.own_cluster
-
-
-class FakedClock:
-    """The clock of the cluster's sessions through libfaketime: an offset
-    from the real time in a file read at every call."""
-
-    def __init__(self, root):
-        self.path = os.path.join(root, "faketime")
-
-    def set(self, instant):
-        with open(self.path + ".new", "w") as f:
-            f.write("%+ds\n" % int(round(instant.timestamp() - time.time())))
-        os.chmod(self.path + ".new", 0o644)
-        os.replace(self.path + ".new", self.path)
-
-    def server_env(self):
-        return {"LD_PRELOAD": FAKETIME_LIB, "FAKETIME_TIMESTAMP_FILE": self.path,
-                "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_NO_CACHE": "1"}
 
 
 @pytest.fixture(scope="module")
@@ -214,3 +199,46 @@ def test_a_low_score_waits_at_most_the_score_range_times_the_aging(env):
     assert 100 <= float(waited) <= 111, waited
     q(env, "SELECT tms.finish_operation(id) FROM tms.table_maintenance_job"
            " WHERE rule_id = ANY (%s) AND finished_at IS NULL", (ids,))
+
+
+def test_a_budget_holds_and_the_highest_scores_spend_it(env):
+    """50 tables of different health, a budget of 10 jobs per window (a
+    rolling hour): window after window, the 10 best-scored of the jobs
+    still waiting start, never an eleventh."""
+    clock = env["clock"]
+    now = datetime.now(timezone.utc) + timedelta(days=3)
+    clock.set(now)
+    for i in range(50):
+        make_table(env, "fleetb", "t%02d" % i, "--data-files", 10 + i,
+                   "--pos-deletes", (i * 7) % 11, "--property", "write.target-file-size-bytes=512")
+    rule = policy(env, "fleetb", "fleetb", "100 - healthScore")
+    q(env, "SELECT tms.set_budget('fleetb', %s, jobs_per_window => 10)", (rule,))
+    rows = q(env, "SELECT decision, count(*) FROM tms.evaluate_now('fleetb') GROUP BY 1")
+    assert rows == [("submitted", 50)], rows
+    scores = dict(q(env, "SELECT table_name, score FROM tms.evaluation_log WHERE rule_id = %s",
+                    (rule,)))
+    assert len(set(scores.values())) >= 8, scores
+    waiting = set(scores)
+    for window in range(5):
+        started = []
+        for _ in range(12):     # one job at a time (tms.max_active_operations = 1)
+            q(env, "CALL tms.run_pending(25, '{maintenance}')")
+            rows = running(env, [rule])
+            if not rows:
+                break
+            assert len(rows) == 1, rows
+            started.append(rows[0][1])
+            q(env, "SELECT tms.finish_operation(%s)", (rows[0][0],))
+        assert len(started) == 10, (window, started)
+        best = sorted((scores[t] for t in waiting), reverse=True)[:10]
+        assert sorted((scores[t] for t in started), reverse=True) == best, (window, started)
+        waiting -= set(started)
+        if waiting:
+            reasons = [r[0] for r in q(env, "SELECT waiting_for FROM tms.maintenance_jobs"
+                                            " WHERE rule_id = %s AND state = 'pending'", (rule,))]
+            assert len(reasons) == len(waiting), reasons
+            assert all(r and r.startswith("waiting for budget: 10 of 10 jobs per window")
+                       for r in reasons), reasons
+        now += timedelta(minutes=61)
+        clock.set(now)
+    assert not waiting
