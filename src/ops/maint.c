@@ -454,7 +454,9 @@ step_start(void *arg)
 	int			rc;
 
 	args[0] = Int64GetDatum(run->job_id);
-	rc = SPI_execute_with_args("SELECT state, reason, retry_at, job::text FROM tms._start_job($1)",
+	rc = SPI_execute_with_args("SELECT state, reason, retry_at, job::text,"
+							   " coalesce(tms._handed_to_handler(job->>'engine'), false)"
+							   " FROM tms._start_job($1)",
 							   1, types, args, NULL, false, 0);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not start maintenance job: %s", SPI_result_code_string(rc));
@@ -466,15 +468,8 @@ step_start(void *arg)
 	if (strcmp(s->state, "started") == 0)
 	{
 		Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(s->job)));
-		JsonbValue *engine = getKeyJsonValueFromContainer(&jb->root, "engine", 6, NULL);
-
-		/*
-		 * Another engine's job goes to tms.maintenance_handler in this same
-		 * transaction: if the handler fails, the start is rolled back with it
-		 * and the job waits, pending, for the retry.
-		 */
-		char	   *name = engine && engine->type == jbvString ?
-		pnstrdup(engine->val.string.val, engine->val.string.len) : NULL;
+		bool		handed = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
+														SPI_tuptable->tupdesc, 5, &isnull));
 
 		/*
 		 * the run's row of tms.task_history names the job's policy, rule,
@@ -483,7 +478,13 @@ step_start(void *arg)
 		sched_task_subject(run->task, maint_json_int(jb, "policy_id"), maint_json_int(jb, "rule_id"),
 						   maint_json_int(jb, "table_id"), run->job_id);
 
-		if (name && strcmp(name, "local") != 0 && tms_engine_type(name) == ENGINE_TYPE_UNKNOWN)
+		/*
+		 * Another engine's job (tms._handed_to_handler) goes to
+		 * tms.maintenance_handler in this same transaction: if the handler
+		 * fails, the start is rolled back with it and the job waits, pending,
+		 * for the retry.
+		 */
+		if (handed)
 		{
 			s->external = true;
 			if (tms_maintenance_handler != NULL && tms_maintenance_handler[0] != '\0')

@@ -135,6 +135,23 @@ AS $$
                ELSE 6 END
 $$;
 
+-- Whether a job on this engine is handed to tms.maintenance_handler: an
+-- engine that is neither "local" nor a tms_engine server tms follows
+-- itself.  The one statement of it: _start_job and _reconcile_jobs here,
+-- and the maintenance kind's start of a job (src/ops/maint.c), ask it.
+CREATE OR REPLACE FUNCTION tms._handed_to_handler(engine text)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT engine <> 'local'
+       AND NOT EXISTS (SELECT 1 FROM pg_foreign_server s
+                         JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
+                        WHERE w.fdwname = 'tms_engine' AND s.srvname = engine)
+$$;
+
+REVOKE ALL ON FUNCTION tms._handed_to_handler(text) FROM PUBLIC;
+
 -- Whether job jid may start (or resume) now, and if so mark it running.
 -- Called by the "maintenance" task's handler (src/ops/maint.c) in a short
 -- step, as the extension owner.  Returns
@@ -273,10 +290,7 @@ BEGIN
         SELECT count(*) INTO running
           FROM tms.table_maintenance_job o
          WHERE o.finished_at IS NULL AND o.state = 'running' AND o.id <> jid
-           AND ((o.engine <> 'local'
-                 AND NOT EXISTS (SELECT 1 FROM pg_foreign_server s
-                                   JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
-                                  WHERE w.fdwname = 'tms_engine' AND s.srvname = o.engine))
+           AND (tms._handed_to_handler(o.engine)
                 OR EXISTS (SELECT 1 FROM tms.scheduled_tasks t
                             WHERE t.task_name = o.task_kind AND t.task_instance = o.task_instance
                               AND t.picked));
@@ -385,11 +399,8 @@ BEGIN
                                 o.task_kind, o.task_instance)
                END AS why
           FROM tms.table_maintenance_job o,
-               LATERAL (SELECT o.state = 'running' AND o.engine <> 'local'
-                               AND NOT EXISTS (SELECT 1 FROM pg_foreign_server s
-                                                 JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw
-                                                WHERE w.fdwname = 'tms_engine'
-                                                  AND s.srvname = o.engine) AS handed) ext
+               LATERAL (SELECT o.state = 'running'
+                               AND tms._handed_to_handler(o.engine) AS handed) ext
          WHERE o.finished_at IS NULL AND o.task_kind IS NOT NULL
            AND CASE WHEN ext.handed THEN
                         coalesce(handler_timeout > interval '0', false)
