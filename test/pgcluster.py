@@ -267,12 +267,38 @@ class Cluster:
             self.query(sql, args, dbname=dbname, conn=conn)
         return ei.value
 
+    def job(self, jid):
+        """The row of tms.maintenance_jobs of job jid, as a dict by column
+        name; None when there is none."""
+        conn = self.connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT * FROM tms.maintenance_jobs WHERE id = %s", (jid,))
+                row = cur.fetchone()
+                return dict(zip((d.name for d in cur.description), row)) if row else None
+        finally:
+            conn.close()
+
+    def wait_job(self, jid, states=("succeeded",), timeout=300):
+        """Await the end of job jid (any of JOB_ENDS); return its row (job()),
+        and fail, with the row and the server log's tail, unless its state is
+        one of states."""
+        wait_for(lambda: (self.job(jid) or {}).get("state") in JOB_ENDS, timeout=timeout,
+                 what="job %s to end (now %r)" % (jid, self.job(jid)))
+        row = self.job(jid)
+        assert row["state"] in states, (row, self.log_tail(40))
+        return row
+
     def log_tail(self, lines=80):
         try:
             with open(self.logfile, errors="replace") as f:
                 return "".join(f.readlines()[-lines:])
         except OSError:
             return "(no server log)"
+
+
+# The states a maintenance job ends in (tms.maintenance_jobs.state).
+JOB_ENDS = ("succeeded", "failed", "skipped", "cancelled")
 
 
 def fetch(conn, sql, args=None):

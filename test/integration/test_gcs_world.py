@@ -59,10 +59,6 @@ SETTINGS = dict(FAST_WORKERS, **{
     "tms.maintenance_delete_batch_size": "250",
     "log_min_messages": "info",
 })
-TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
-JOB_COLS = ("id", "state", "reason", "last_error", "snapshots_expired", "files_deleted",
-            "orphans_found", "manifests_rewritten", "data_files_rewritten",
-            "data_files_added", "after_snapshot_id")
 
 
 def key_pair(directory):
@@ -123,20 +119,6 @@ def reset(env):
 
 def q(env, sql, args=None):
     return env["pg"].query(sql, args)
-
-
-def job(env, jid):
-    rows = q(env, "SELECT %s FROM tms.maintenance_jobs WHERE id = %%s" % ", ".join(JOB_COLS),
-             (jid,))
-    return dict(zip(JOB_COLS, rows[0])) if rows else None
-
-
-def wait_job(env, jid, states=("succeeded",), timeout=300):
-    wait_for(lambda: (job(env, jid) or {}).get("state") in TERMINAL, timeout=timeout,
-             what="job %s to finish (now %r)" % (jid, job(env, jid)))
-    row = job(env, jid)
-    assert row["state"] in states, (row, env["pg"].log_tail(40))
-    return row
 
 
 def run(env, name, op, options=None, server="gsa"):
@@ -203,8 +185,8 @@ def test_snapshot_expiry_deletes_exactly_what_expired_snapshots_reach(env):
     deletes = ow.expected_expiry_deletes(st, meta, after_meta)
     assert len(exp["expired"]) == 10 and deletes
     listing = ow.list_location(st, loc)
-    row = wait_job(env, run(env, name, "snapshot-expiry",
-                            {"older-than": ts_text(env, cutoff), "retain-last": 2}))
+    row = env["pg"].wait_job(run(env, name, "snapshot-expiry",
+                                 {"older-than": ts_text(env, cutoff), "retain-last": 2}))
     mloc2, meta2 = ow.load(cat, NS, name)
     assert snapshot_ids(meta2) == exp["retained"]
     after = ow.list_location(st, loc)
@@ -234,7 +216,7 @@ def test_orphan_cleanup_lists_and_deletes_exactly_old_orphans(env):
     expected = ow.expected_orphans(st, meta, mloc, listing, time.time() - 3 * DAY)
     assert expected == {ow.canon(st, p) for p in orphans}
     gcs.reset_log()
-    row = wait_job(env, run(env, name, "orphan-cleanup", {"older-than": "3 days"}))
+    row = env["pg"].wait_job(run(env, name, "orphan-cleanup", {"older-than": "3 days"}))
     after = ow.list_location(st, loc)
     assert set(after) == set(listing) - expected
     assert ow.canon(st, young) in after
@@ -251,7 +233,7 @@ def test_manifest_rewrite_keeps_every_live_file(env):
                                "--files-per-manifest", "5")
     _, meta = ow.load(cat, NS, name)
     before = ow.live_set(ow.live_files(st, meta))
-    row = wait_job(env, run(env, name, "manifest-rewrite"))
+    row = env["pg"].wait_job(run(env, name, "manifest-rewrite"))
     _, meta2 = ow.load(cat, NS, name)
     assert meta2["current-snapshot-id"] != meta["current-snapshot-id"]
     assert ow.live_set(ow.live_files(st, meta2)) == before
@@ -267,7 +249,7 @@ def test_compaction_reads_and_writes_through_gcs(env):
     assert meta["location"].startswith("gs://%s/wh/" % BUCKET), meta["location"]
     records = ow.summary(ow.live_files(st, meta))["records"]
     env["gcs"].reset_log()
-    row = wait_job(env, run(env, name, "compaction"), timeout=400)
+    row = env["pg"].wait_job(run(env, name, "compaction"), timeout=400)
     assert row["data_files_rewritten"] == 12 and row["data_files_added"] >= 1, row
     _, meta2 = ow.load(cat, NS, name)
     live2 = ow.live_files(st, meta2)
@@ -343,10 +325,10 @@ def test_hmac_keys_reach_only_the_xml_api(env):
     gcs.reset_log()
     m = q(env, "SELECT tms.table_metrics('ghmac', %s, %s)", (NS, name))[0][0]
     assert m["dataFiles"] == 12
-    row = wait_job(env, run(env, name, "orphan-cleanup", {"older-than": "3 days"}, "ghmac"))
+    row = env["pg"].wait_job(run(env, name, "orphan-cleanup", {"older-than": "3 days"}, "ghmac"))
     assert row["files_deleted"] == 1 and not st.exists(orphan)
-    row = wait_job(env, run(env, name, "snapshot-expiry",
-                            {"older-than": ts_text(env, time.time()), "retain-last": 1}, "ghmac"))
+    row = env["pg"].wait_job(run(env, name, "snapshot-expiry",
+                                 {"older-than": ts_text(env, time.time()), "retain-last": 1}, "ghmac"))
     assert row["snapshots_expired"] == 3 and row["files_deleted"] > 0
     entries = tms_requests(env)
     assert entries and all(e["auth"] == "hmac" and e["who"] == HMAC_ID for e in entries), \
@@ -388,7 +370,7 @@ def test_vended_tokens_replace_the_key_and_are_refreshed(env):
         gcs.reset_log()
         # deletes held back: the job outlives the first vended token
         gcs.throttle(503, 4, scope="delete", retry_after=2)
-        row = wait_job(env, run(env, name, "orphan-cleanup", {"older-than": "3 days"}))
+        row = env["pg"].wait_job(run(env, name, "orphan-cleanup", {"older-than": "3 days"}))
     finally:
         q(env, "ALTER SERVER gsa OPTIONS (SET request_timeout '30s')")
     assert row["files_deleted"] == len(orphans)

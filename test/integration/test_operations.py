@@ -59,7 +59,6 @@ import opsworld as ow  # noqa: E402
 from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 SETTINGS = dict(FAST_WORKERS, **{"tms.evaluation_cycle_interval": "1s"})
-TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
 # a run with nothing to do may end either way
 DONE = ("succeeded", "skipped")
 REAL = sorted(world.table_name_for(f) for f in world.REAL_TABLES)
@@ -139,28 +138,6 @@ def plan(env, ns, name, op, options=None):
                   " FROM tms.plan_operation(%s, %s, %s, %s, %s::jsonb)",
              (env["server"], ns, name, op, json.dumps(options or {})))
     return [dict(action=a, target=t, detail=d, modified=m) for a, t, d, m in rows]
-
-
-JOB_COLS = ("id", "policy", "rule_id", "operation", "engine", "server", "namespace",
-            "table_name", "state", "reason", "attempts", "last_error", "before_snapshot_id",
-            "after_snapshot_id", "created_at", "started_at", "finished_at",
-            "snapshots_expired", "manifests_rewritten", "manifests_added", "files_deleted",
-            "bytes_deleted", "orphans_found", "options")
-
-
-def job(env, jid):
-    rows = q(env, "SELECT %s FROM tms.maintenance_jobs WHERE id = %%s" % ", ".join(JOB_COLS),
-             (jid,))
-    return dict(zip(JOB_COLS, rows[0])) if rows else None
-
-
-def wait_job(env, jid, states=("succeeded",), timeout=120):
-    """Await a terminal state; fail with the job row unless it is one of states."""
-    wait_for(lambda: (job(env, jid) or {}).get("state") in TERMINAL, timeout=timeout,
-             what="job %s to finish (now %r)" % (jid, job(env, jid)))
-    row = job(env, jid)
-    assert row["state"] in states, (row["state"], row["reason"], row["last_error"], row)
-    return row
 
 
 def metrics(env, jid):
@@ -294,9 +271,9 @@ def test_cancel_pending_operation(env):
     try:
         jid = run(env, "ops", name, "snapshot-expiry", {"older-than": "1 second",
                                                         "retain-last": 1})
-        assert job(env, jid)["state"] == "pending"
+        assert env["pg"].job(jid)["state"] == "pending"
         assert q(env, "SELECT tms.cancel_operation(%s)", (jid,))[0][0] is True
-        row = job(env, jid)
+        row = env["pg"].job(jid)
         assert row["state"] == "cancelled" and row["finished_at"] is not None, row
         assert q(env, "SELECT tms.cancel_operation(%s)", (jid,))[0][0] is False
         assert env["pg"].query_error("SELECT tms.cancel_operation(-1)").pgcode == "42704"
@@ -304,8 +281,8 @@ def test_cancel_pending_operation(env):
         pool(env, True)
     # a later job on the same table runs and finishes; the cancelled one never ran
     later = run(env, "ops", name, "orphan-cleanup")
-    wait_job(env, later, DONE)
-    row = job(env, jid)
+    env["pg"].wait_job(later, DONE)
+    row = env["pg"].job(jid)
     assert row["state"] == "cancelled" and row["started_at"] is None, row
     assert snapshot_ids(ow.load(env["catalog"], "ops", name)[1]) == snapshot_ids(meta)
 
@@ -361,7 +338,7 @@ def test_expiry_plan_equals_run_and_keeps_refs(env, where):
     assert [r["target"] for r in by["commit"]] == ["remove-snapshots"]
 
     jid = run(env, "ops", name, "snapshot-expiry", options)
-    row = wait_job(env, jid)
+    row = env["pg"].wait_job(jid)
     mloc2, meta2 = ow.load(cat, "ops", name)
     assert snapshot_ids(meta2) == exp["retained"]
     refs = meta2["refs"]
@@ -383,7 +360,7 @@ def test_expiry_plan_equals_run_and_keeps_refs(env, where):
     assert m["after"][1]["snapshots"] == len(exp["retained"])
     assert m["before"][1]["dataFiles"] == m["after"][1]["dataFiles"] == 60
     # run again: nothing left to expire, nothing deleted, nothing committed
-    row = wait_job(env, run(env, "ops", name, "snapshot-expiry", options), DONE)
+    row = env["pg"].wait_job(run(env, "ops", name, "snapshot-expiry", options), DONE)
     assert (row["snapshots_expired"] or 0, row["files_deleted"] or 0) == (0, 0)
     assert ow.load(cat, "ops", name)[0] == mloc2
 
@@ -413,14 +390,13 @@ def test_expiry_deletes_files_only_expired_snapshots_reach(env, where):
                                                       "older-than": "1 second"})
     assert {r["target"] for r in rows if r["action"] == "delete-file"} == \
         {ow.canon(st, p) for p in deletes}
-    row = wait_job(env, run(env, "ops", name, "snapshot-expiry",
-                            {"retain-last": 1, "older-than": "1 second"}))
+    row = env["pg"].wait_job(run(env, "ops", name, "snapshot-expiry",
+                                 {"retain-last": 1, "older-than": "1 second"}))
     _, meta2 = ow.load(cat, "ops", name)
     assert snapshot_ids(meta2) == exp["retained"] == {meta["current-snapshot-id"]}
     assert set(listing) - set(ow.list_location(st, loc)) == {ow.canon(st, p) for p in deletes}
     assert observe(env, "ops", name) == seen
     assert row["files_deleted"] == len(deletes)
-
 
 
 def job_note(env, jid):
@@ -472,8 +448,8 @@ def test_expiry_skips_missing_files_of_expired_snapshots(env, where):
     for p in gone_lists + [dropped[0]]:
         assert kinds.get(ow.canon(st, p)) in ("manifest-list", "manifest")
         st.delete(p)
-    row = wait_job(env, run(env, "ops", name, "snapshot-expiry",
-                            {"retain-last": 1, "older-than": "1 second"}))
+    row = env["pg"].wait_job(run(env, "ops", name, "snapshot-expiry",
+                                 {"retain-last": 1, "older-than": "1 second"}))
     _, meta2 = ow.load(cat, "ops", name)
     assert snapshot_ids(meta2) == exp["retained"]
     after = ow.list_location(st, loc)
@@ -507,7 +483,7 @@ def test_expiry_missing_file_of_kept_snapshot_fails_before_deleting(env):
     st.delete(victim)
     listing = ow.list_location(st, loc)
     jid = run(env, "ops", name, "snapshot-expiry", {"retain-last": 2, "older-than": "1 second"})
-    row = wait_job(env, jid, ("failed",))
+    row = env["pg"].wait_job(jid, ("failed",))
     mloc2, meta2 = ow.load(cat, "ops", name)
     assert snapshot_ids(meta2) == exp["retained"]              # the commit landed
     # nothing deleted: only the new metadata file appeared
@@ -532,8 +508,8 @@ def test_expiry_1000_snapshots(env):
                                                       "retain-last": 10})
     assert {int(r["target"]) for r in rows if r["action"] == "expire-snapshot"} == exp["expired"]
     listing = ow.list_location(st, loc)
-    row = wait_job(env, run(env, "ops", name, "snapshot-expiry",
-                            {"older-than": "1 second", "retain-last": 10}), timeout=300)
+    row = env["pg"].wait_job(run(env, "ops", name, "snapshot-expiry",
+                                 {"older-than": "1 second", "retain-last": 10}), timeout=300)
     assert row["snapshots_expired"] == 990 and row["files_deleted"] == 990
     assert set(listing) - set(ow.list_location(st, loc)) == {ow.canon(st, p) for p in deletes}
     assert observe(env, "ops", name) == seen
@@ -547,8 +523,8 @@ def test_expiry_snapshot_ids_and_clean_expired_files_false(env):
     exp, deletes = expect_expiry(env, meta, snapshot_ids=victims)
     assert exp["expired"] == set(victims)
     listing = ow.list_location(st, loc)
-    row = wait_job(env, run(env, "ops", name, "snapshot-expiry",
-                            {"snapshot-ids": victims, "clean-expired-files": False}))
+    row = env["pg"].wait_job(run(env, "ops", name, "snapshot-expiry",
+                                 {"snapshot-ids": victims, "clean-expired-files": False}))
     mloc2, meta2 = ow.load(cat, "ops", name)
     assert snapshot_ids(meta2) == snapshot_ids(meta) - set(victims)
     # without clean-expired-files nothing is deleted (the new metadata file is added)
@@ -568,7 +544,7 @@ def test_expiry_refused_when_gc_disabled(env):
     except psycopg2.Error as e:           # refused when the job is requested
         assert "gc.enabled" in str(e), str(e)
     else:                                 # or by the job, which then changes nothing
-        row = wait_job(env, jid, ("failed", "skipped"))
+        row = env["pg"].wait_job(jid, ("failed", "skipped"))
         assert "gc.enabled" in (row["last_error"] or "") + (row["reason"] or ""), row
         assert row["snapshots_expired"] in (0, None) and row["files_deleted"] in (0, None)
     assert ow.load(cat, "ops", name)[0] == mloc
@@ -590,8 +566,8 @@ def test_expiry_real_fixture(env, name):
     assert {int(r["target"]) for r in rows if r["action"] == "expire-snapshot"} == exp["expired"]
     assert {r["target"] for r in rows if r["action"] == "delete-file"} == \
         {ow.canon(st, p) for p in present}
-    row = wait_job(env, run(env, ns, name, "snapshot-expiry", options),
-                   DONE if not exp["expired"] else ("succeeded",))
+    row = env["pg"].wait_job(run(env, ns, name, "snapshot-expiry", options),
+                             DONE if not exp["expired"] else ("succeeded",))
     mloc2, meta2 = ow.load(cat, ns, name)
     assert snapshot_ids(meta2) == exp["retained"]
     gone = set(listing) - set(ow.list_location(st, meta["location"]))
@@ -648,7 +624,7 @@ def test_orphan_cleanup_deletes_exactly_old_orphans(env, where):
     assert not [r for r in rows if r["action"] == "commit"]      # nothing to commit
 
     jid = run(env, "ops", w["name"], "orphan-cleanup")
-    row = wait_job(env, jid)
+    row = env["pg"].wait_job(jid)
     after = ow.list_location(st, w["loc"])
     assert set(listing) - set(after) == expected
     assert set(after) == set(listing) - expected                  # nothing else changed
@@ -660,7 +636,7 @@ def test_orphan_cleanup_deletes_exactly_old_orphans(env, where):
     assert (row["orphans_found"], row["files_deleted"]) == (len(expected), len(expected))
     assert row["bytes_deleted"] == sum(listing[u][0] for u in expected)
     # a second run finds nothing
-    row = wait_job(env, run(env, "ops", w["name"], "orphan-cleanup"), DONE)
+    row = env["pg"].wait_job(run(env, "ops", w["name"], "orphan-cleanup"), DONE)
     assert (row["orphans_found"] or 0, row["files_deleted"] or 0) == (0, 0)
 
 
@@ -682,7 +658,7 @@ def test_orphan_cleanup_absolute_older_than_needs_force(env, where):
     listing = ow.list_location(st, loc)
     expected = ow.expected_orphans(st, meta, mloc, listing, cutoff)
     assert expected == {ow.canon(st, p) for p in two_hours}
-    row = wait_job(env, run(env, "ops", name, "orphan-cleanup", dict(options, force=True)))
+    row = env["pg"].wait_job(run(env, "ops", name, "orphan-cleanup", dict(options, force=True)))
     assert set(listing) - set(ow.list_location(st, loc)) == expected
     assert st.exists(fresh) and row["files_deleted"] == 2
 
@@ -699,7 +675,7 @@ def test_orphan_cleanup_refused_when_gc_disabled(env):
     ow.age_tree(st, loc, old, s3)
     stray = ow.plant(st, loc + "/data/other-table-file.parquet", mtime=old, s3server=s3)
     listing = ow.list_location(st, loc)
-    row = wait_job(env, run(env, "ops", name, "orphan-cleanup"), ("failed",))
+    row = env["pg"].wait_job(run(env, "ops", name, "orphan-cleanup"), ("failed",))
     assert "gc.enabled" in row["last_error"], row
     assert (row["files_deleted"] or 0) == 0
     assert st.exists(stray) and ow.list_location(st, loc) == listing
@@ -709,8 +685,8 @@ def test_orphan_cleanup_location_option(env):
     st = env["st"]
     w = orphan_world(env, "file")
     listing = ow.list_location(st, w["loc"])
-    row = wait_job(env, run(env, "ops", w["name"], "orphan-cleanup",
-                            {"location": w["loc"] + "/data"}))
+    row = env["pg"].wait_job(run(env, "ops", w["name"], "orphan-cleanup",
+                                 {"location": w["loc"] + "/data"}))
     gone = set(listing) - set(ow.list_location(st, w["loc"]))
     assert gone == {ow.canon(st, p) for p in w["orphans"] if "/data/" in p}
     assert row["files_deleted"] == 2
@@ -735,7 +711,7 @@ def test_orphan_cleanup_real_fixture(env, name):
     seen = observe(env, ns, name, rows=name in REAL_ROWS)
     rows = plan(env, ns, name, "orphan-cleanup")
     assert {ow.canon(st, r["target"]) for r in rows if r["action"] == "delete-file"} == expected
-    row = wait_job(env, run(env, ns, name, "orphan-cleanup"))
+    row = env["pg"].wait_job(run(env, ns, name, "orphan-cleanup"))
     after = set(ow.list_location(st, loc))
     assert set(listing) - after == expected
     assert ow.reachable(st, meta, mloc) & set(listing) <= after
@@ -777,7 +753,7 @@ def test_rewrite_1000_small_manifests(env, where):
     assert [r["target"] for r in rows if r["action"] == "commit"] == ["replace"]
 
     jid = run(env, "ops", name, "manifest-rewrite")
-    row = wait_job(env, jid)
+    row = env["pg"].wait_job(jid)
     mloc2, meta2 = ow.load(cat, "ops", name)
     new = ow.snapshot(meta2, meta2["current-snapshot-id"])
     assert new["summary"]["operation"] == "replace"
@@ -817,7 +793,7 @@ def test_rewrite_with_concurrent_writer_retries_and_loses_nothing(env):
     cat.reset_requests()
     cat.fault(r"/namespaces/ops/tables/%s$" % name, action="interpose", method="POST",
               commits=[body])
-    row = wait_job(env, run(env, "ops", name, "manifest-rewrite"))
+    row = env["pg"].wait_job(run(env, "ops", name, "manifest-rewrite"))
     log = [(r["method"], r["status"], r["fault"])
            for r in cat.requests(r"/tables/%s$" % name)["requests"] if r["method"] == "POST"]
     assert log[:2] == [("POST", 200, "interposed"), ("POST", 409, "interpose")], log
@@ -860,7 +836,7 @@ def test_rewrite_after_a_commit_to_another_branch_retries(env):
     cat.reset_requests()
     cat.fault(r"/namespaces/ops/tables/%s$" % name, action="interpose", method="POST",
               commits=[body])
-    row = wait_job(env, run(env, "ops", name, "manifest-rewrite"))
+    row = env["pg"].wait_job(run(env, "ops", name, "manifest-rewrite"))
     log = [(r["status"], r["fault"])
            for r in cat.requests(r"/tables/%s$" % name)["requests"] if r["method"] == "POST"]
     assert log[:2] == [(200, "interposed"), (400, "interpose")], log
@@ -897,7 +873,7 @@ def test_rewrite_commit_answer_lost_retried_with_same_idempotency_key(env):
                   method="POST")
         jid = q(env, "SELECT tms.run_operation(%s, 'ops', %s, 'manifest-rewrite', '{}', 'local')",
                 (srv, name))[0][0]
-        row = wait_job(env, jid)
+        row = env["pg"].wait_job(jid)
         posts = [r for r in cat.requests(r"/tables/%s$" % name)["requests"]
                  if r["method"] == "POST"]
         assert [(r["status"], r["fault"]) for r in posts] == [
@@ -925,7 +901,7 @@ def test_rewrite_real_fixture(env, name):
     _, meta = ow.load(cat, ns, name)
     live = ow.live_files(st, meta)
     seen = observe(env, ns, name, rows=name in REAL_ROWS)
-    row = wait_job(env, run(env, ns, name, "manifest-rewrite"), DONE)
+    row = env["pg"].wait_job(run(env, ns, name, "manifest-rewrite"), DONE)
     _, meta2 = ow.load(cat, ns, name)
     assert ow.live_set(ow.live_files(st, meta2)) == ow.live_set(live)
     assert observe(env, ns, name, rows=name in REAL_ROWS) == seen
@@ -970,7 +946,7 @@ def test_policy_runs_operation_end_to_end(env, op):
                                 "   AND state IN ('succeeded', 'failed')", (rule,))[0][0] > 0,
                  timeout=120, what="the policy's %s job" % op)
         jid = q(env, "SELECT min(id) FROM tms.maintenance_jobs WHERE rule_id = %s", (rule,))[0][0]
-        row = wait_job(env, jid)
+        row = env["pg"].wait_job(jid)
         assert (row["policy"], row["operation"], row["engine"]) == ("p-" + tag, op, "local")
     finally:
         q(env, "SELECT tms.drop_policy(%s)", ("p-" + tag,))
@@ -1020,7 +996,7 @@ def test_late_commit_and_sigkill_resume_deletes_exactly_the_right_files(env):
     wait_for(lambda: fid not in cat.armed_faults() and ow.load(cat, "ops", name)[0] != mloc,
              timeout=60, what="the commit to land")
     pid = worker_pid(env, jid)
-    assert pid, job(env, jid)
+    assert pid, env["pg"].job(jid)
     assert set(ow.list_location(st, loc)) >= set(listing)      # nothing deleted yet
     os.kill(pid, signal.SIGKILL)                               # PostgreSQL crash-restarts
     wait_for(lambda: env["pg"].psql("SELECT 1", check=False) == "1", timeout=60,
@@ -1030,7 +1006,7 @@ def test_late_commit_and_sigkill_resume_deletes_exactly_the_right_files(env):
     wait_for(lambda: cat.raw("GET", "/v1/%s/namespaces/ops/tables/%s"
                              % (cat.prefix, name))[0] == 200, timeout=60,
              what="the catalog to reconnect")
-    row = wait_job(env, jid, timeout=180)
+    row = env["pg"].wait_job(jid, timeout=180)
     assert row["attempts"] >= 1, row            # the killed run is one
     _, meta2 = ow.load(cat, "ops", name)
     assert snapshot_ids(meta2) == exp["retained"]

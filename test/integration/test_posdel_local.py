@@ -58,12 +58,8 @@ import opsworld as ow  # noqa: E402
 import smallfiles  # noqa: E402
 import compact as compact_mod  # noqa: E402
 import iceberg_avro_schemas as ias  # noqa: E402
-from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS  # noqa: E402
 
-TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
-JOB_COLS = ("id", "state", "reason", "last_error", "attempts", "after_snapshot_id",
-            "bytes_rewritten", "delete_files_rewritten", "delete_files_added", "message",
-            "data_files_rewritten")
 PATH_ID, POS_ID = 2147483546, 2147483545
 OP = "position-delete-rewrite"
 
@@ -93,20 +89,6 @@ def server_log_on_failure(env, request):
 
 def q(env, sql, args=None):
     return env["pg"].query(sql, args)
-
-
-def job(env, jid):
-    rows = q(env, "SELECT %s FROM tms.maintenance_jobs WHERE id = %%s" % ", ".join(JOB_COLS),
-             (jid,))
-    return dict(zip(JOB_COLS, rows[0])) if rows else None
-
-
-def wait_job(env, jid, states=("succeeded",), timeout=300):
-    wait_for(lambda: (job(env, jid) or {}).get("state") in TERMINAL, timeout=timeout,
-             what="job %s to finish (now %r)" % (jid, job(env, jid)))
-    row = job(env, jid)
-    assert row["state"] in states, (row["state"], row["last_error"], row)
-    return row
 
 
 def run(env, name, options=None, ns="pd"):
@@ -254,7 +236,7 @@ def test_merges_small_delete_files_and_drops_dangling(env):
     assert s["target_file_size_bytes"] == 64 * 1024 * 1024
     assert sorted(r["target"] for r in pl if r["action"] == "rewrite-delete-file") == sorted(old_pos)
 
-    row = wait_job(env, run(env, "merge"))
+    row = env["pg"].wait_job(run(env, "merge"))
     assert row["delete_files_rewritten"] == 26 and row["delete_files_added"] == 4, row
     assert row["bytes_rewritten"] == sum(f["size"] for f in old_pos.values()), row
     assert row["data_files_rewritten"] == 0
@@ -310,7 +292,7 @@ def test_spark_delete_file_of_a_replaced_data_file(env):
     gs = groups(pl)
     assert len(gs) == 1 and gs[0]["reasons"] == ["dangling"] and gs[0]["data_files_kept"] == 0
     assert summary(pl)["dangling_delete_files"] == 1
-    row = wait_job(env, run(env, name, ns=ns))
+    row = env["pg"].wait_job(run(env, name, ns=ns))
     assert row["delete_files_rewritten"] == 1 and row["delete_files_added"] == 0, row
     mloc2, meta2 = ow.load(env["catalog"], ns, name)
     after = ow.live_files(env["st"], meta2)
@@ -356,7 +338,7 @@ def test_plan_options(env):
     assert summary(plan(env, "opts", opts))["commits"] == 4
     mloc, meta0, _ = live(env, "opts")
     want_rows = rows(env, mloc)
-    wait_job(env, run(env, "opts", opts))
+    env["pg"].wait_job(run(env, "opts", opts))
     mloc2, meta2, after = live(env, "opts")
     chain, sid = [], meta2["current-snapshot-id"]
     while sid != meta0["current-snapshot-id"]:
@@ -382,7 +364,7 @@ def test_several_outputs_stay_sorted(env):
             "max-file-size-bytes": 1000000, "rewrite-all": True}
     gs = groups(plan(env, "split", opts))
     assert len(gs) == 4 and all(g["output_files"] > 1 for g in gs), gs
-    wait_job(env, run(env, "split", opts))
+    env["pg"].wait_job(run(env, "split", opts))
     mloc2, meta2, after = live(env, "split")
     assert rows(env, mloc2) == want_rows
     new_pos = {p: f for p, f in after.items() if f["content"] == 1}
@@ -430,7 +412,7 @@ def test_failed_group_leaves_the_table_and_storage_unchanged(env):
     env["pg"].psql("ALTER SYSTEM SET tms.maintenance_max_attempts = 1")
     env["pg"].reload_conf()
     try:
-        row = wait_job(env, run(env, "broken"), ("failed",))
+        row = env["pg"].wait_job(run(env, "broken"), ("failed",))
     finally:
         env["pg"].psql("ALTER SYSTEM RESET tms.maintenance_max_attempts")
         env["pg"].reload_conf()
@@ -454,7 +436,7 @@ def test_concurrent_removal_of_a_rewritten_delete_file(env):
     ow.give_to_server(env["file_root"])
     env["catalog"].reset_requests()
     env["catalog"].fault(r"/tables/cdel$", action="interpose", method="POST", commits=[body])
-    row = wait_job(env, run(env, "cdel"))
+    row = env["pg"].wait_job(run(env, "cdel"))
     log = posts(env, "cdel")
     assert log[:2] == [(200, "interposed"), (409, "interpose")], log
     # the first attempt gave up; the retry planned on the table as it is now
@@ -477,7 +459,7 @@ def test_concurrent_removal_of_a_data_file_pointed_at(env):
     body, _ = ow.delete_manifests_commit(env["st"], meta, [victim], seed=4)
     ow.give_to_server(env["file_root"])
     env["catalog"].fault(r"/tables/cdata$", action="interpose", method="POST", commits=[body])
-    row = wait_job(env, run(env, "cdata"))
+    row = env["pg"].wait_job(run(env, "cdata"))
     assert row["attempts"] == 2, row
     mloc2, meta2, after = live(env, "cdata")
     assert not gone & set(after)

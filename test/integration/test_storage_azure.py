@@ -68,7 +68,6 @@ ACCOUNT = storage_mod.AZURITE_ACCOUNT
 KEY = storage_mod.AZURITE_KEY
 HOST = "%s.dfs.core.windows.net" % ACCOUNT
 ROOT = "abfss://warehouse@%s/" % HOST
-TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
 SETTINGS = dict(FAST_WORKERS, **{"tms.delete_concurrency": "4"})
 
 
@@ -302,25 +301,6 @@ def q(env, sql, args=None):
     return env["pg"].query(sql, args)
 
 
-JOB_COLS = ("id", "state", "reason", "last_error", "snapshots_expired", "files_deleted",
-            "bytes_deleted", "orphans_found", "manifests_rewritten", "data_files_rewritten",
-            "data_files_added")
-
-
-def job(env, jid):
-    rows = q(env, "SELECT %s FROM tms.maintenance_jobs WHERE id = %%s" % ", ".join(JOB_COLS),
-             (jid,))
-    return dict(zip(JOB_COLS, rows[0])) if rows else None
-
-
-def wait_job(env, jid, states=("succeeded",), timeout=300):
-    wait_for(lambda: (job(env, jid) or {}).get("state") in TERMINAL, timeout=timeout,
-             what="job %s to finish (now %r)" % (jid, job(env, jid)))
-    row = job(env, jid)
-    assert row["state"] in states, (row["state"], row["last_error"], row)
-    return row
-
-
 def run(env, ns, name, op, options=None, server=None):
     return q(env, "SELECT tms.run_operation(%s, %s, %s, %s, %s::jsonb)",
              (server or env["server"], ns, name, op, json.dumps(options or {})))[0][0]
@@ -358,8 +338,8 @@ def test_expiry_deletes_exactly_and_records_metrics(env):
     listing = ow.list_location(st, loc)
     live = ow.live_files(st, meta)
 
-    row = wait_job(env, run(env, "az", name, "snapshot-expiry",
-                            {"retain-last": 1, "older-than": "1 second"}))
+    row = env["pg"].wait_job(run(env, "az", name, "snapshot-expiry",
+                                 {"retain-last": 1, "older-than": "1 second"}))
     mloc2, meta2 = ow.load(cat, "az", name)
     assert {s["snapshot-id"] for s in meta2["snapshots"]} == exp["retained"]
     after = ow.list_location(st, loc)
@@ -391,8 +371,8 @@ def test_orphan_cleanup_deletes_exactly_the_orphans(env):
     expected = ow.expected_orphans(st, meta, mloc, listing, time.time() - 1)
     assert expected == {ow.canon(st, p) for p in orphans}
 
-    row = wait_job(env, run(env, "az", name, "orphan-cleanup",
-                            {"older-than": "1 second", "force": True}))
+    row = env["pg"].wait_job(run(env, "az", name, "orphan-cleanup",
+                                 {"older-than": "1 second", "force": True}))
     after = ow.list_location(st, loc)
     assert set(after) == set(listing) - expected
     assert st.exists(neighbour)
@@ -407,7 +387,7 @@ def test_manifest_rewrite_keeps_the_live_entries(env):
     _, meta = ow.load(cat, "az", name)
     live = ow.live_files(st, meta)
     before = len(ow.manifest_records(st, ow.snapshot(meta, meta["current-snapshot-id"])))
-    row = wait_job(env, run(env, "az", name, "manifest-rewrite"))
+    row = env["pg"].wait_job(run(env, "az", name, "manifest-rewrite"))
     _, meta2 = ow.load(cat, "az", name)
     after = ow.manifest_records(st, ow.snapshot(meta2, meta2["current-snapshot-id"]))
     assert len(after) < before and row["manifests_rewritten"] == before, row
@@ -423,8 +403,8 @@ def test_compaction_through_the_helper(env):
     assert meta["location"].startswith("abfss://warehouse@")
     live = ow.live_files(st, meta)
     records = sum(f["records"] for f in live.values())
-    row = wait_job(env, q(env, "SELECT tms.run_operation(%s, 'azc', 'small', 'compaction')",
-                          (env["server"],))[0][0])
+    row = env["pg"].wait_job(q(env, "SELECT tms.run_operation(%s, 'azc', 'small', 'compaction')",
+                               (env["server"],))[0][0])
     mloc2, meta2 = ow.load(cat, "azc", "small")
     assert mloc2 != mloc
     after = ow.live_files(st, meta2)
@@ -562,11 +542,11 @@ def test_bad_key_fails_without_showing_it(env):
     e = env["pg"].query_error("ALTER USER MAPPING FOR PUBLIC SERVER %s OPTIONS"
                               " (SET azure_account_key 'not*base64')" % srv)
     assert e.pgcode == "HV024" and "not*base64" not in str(e), str(e)
-    row = wait_job(env, run(env, "az", name, "snapshot-expiry",
-                            {"retain-last": 1, "older-than": "1 second"}, server=srv),
-                   states=("failed",))
+    row = env["pg"].wait_job(run(env, "az", name, "snapshot-expiry",
+                                 {"retain-last": 1, "older-than": "1 second"}, server=srv),
+                             states=("failed",))
     assert "403" in (row["last_error"] or "") or "AuthorizationFailure" in (row["last_error"] or ""), row
-    for text in (json.dumps(row), env["pg"].log_tail(2000)):
+    for text in (json.dumps(row, default=str), env["pg"].log_tail(2000)):
         assert wrong not in text and wrong[:16] not in text
     assert wrong not in json.dumps(q(env, "SELECT * FROM tms.maintenance_jobs"), default=str)
 
@@ -593,8 +573,8 @@ def test_oauth2_client_credentials(env):
           % srv)
         gate.reset_log()
         issuer.reset_requests()
-        row = wait_job(env, run(env, "az", name, "snapshot-expiry",
-                                {"retain-last": 1, "older-than": "1 second"}, server=srv))
+        row = env["pg"].wait_job(run(env, "az", name, "snapshot-expiry",
+                                     {"retain-last": 1, "older-than": "1 second"}, server=srv))
         assert row["snapshots_expired"] == 3 and row["files_deleted"] > 0, row
         log = gate.log()
         assert log and all(e.get("auth") == "bearer" and e["outcome"] == "ok" for e in log), log[:3]
@@ -605,9 +585,9 @@ def test_oauth2_client_credentials(env):
         q(env, "ALTER USER MAPPING FOR PUBLIC SERVER %s OPTIONS"
                " (SET azure_client_secret 'wrong-secret-value')" % srv)
         loc, name, _ = new_table(env, "--snapshots", "3", "--data-files", "3")
-        row = wait_job(env, run(env, "az", name, "snapshot-expiry",
-                                {"retain-last": 1, "older-than": "1 second"}, server=srv),
-                       states=("failed",))
+        row = env["pg"].wait_job(run(env, "az", name, "snapshot-expiry",
+                                     {"retain-last": 1, "older-than": "1 second"}, server=srv),
+                                 states=("failed",))
         assert "401" in row["last_error"] or "refused" in row["last_error"], row
         for text in (row["last_error"], env["pg"].log_tail(2000)):
             assert "wrong-secret-value" not in text and "s3cr3t-client-secret" not in text
@@ -632,8 +612,8 @@ def test_vended_sas_is_fetched_again_when_it_expires(env):
                                       "adls.sas-token-expires-at-ms.%s" % ACCOUNT:
                                       str(int(time.time() * 1000) - 1000)})
     cat.reset_requests()
-    row = wait_job(env, run(env, "az", name, "snapshot-expiry",
-                            {"retain-last": 1, "older-than": "1 second"}, server=srv))
+    row = env["pg"].wait_job(run(env, "az", name, "snapshot-expiry",
+                                 {"retain-last": 1, "older-than": "1 second"}, server=srv))
     assert row["snapshots_expired"] == 4 and row["files_deleted"] > 0, row
     loads = cat.requests(r"/tables/%s(/credentials)?$" % name)["requests"]
     # the load of the job, then at least one more for fresh credentials
