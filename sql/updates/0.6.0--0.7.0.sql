@@ -39,20 +39,8 @@ COMMENT ON TABLE tms.rule_versions IS
 
 SELECT pg_catalog.pg_extension_config_dump('tms.rule_versions', '');
 
--- the rules of 0.6.0 are their version 1, made by their policy's owner
-INSERT INTO tms.rule_versions (rule_id, version, policy_id, policy_name, changed_at,
-                               changed_by, definition)
-SELECT r.id, 1, p.id, p.name, r.created_at, p.owner::text,
-       jsonb_build_object('operation', r.operation, 'engine', r.engine,
-                          'counters', jsonb_strip_nulls(jsonb_build_object(
-                              'commits-added', r.commits_threshold,
-                              'bytes-added', r.bytes_threshold,
-                              'time-elapsed', r.time_threshold_ms)),
-                          'condition', r.condition, 'baseline_mode', r.baseline_mode,
-                          'options', r.options, 'schedule', r.schedule,
-                          'time_window', r.time_window,
-                          'min_interval_ms', r.min_interval_ms, 'active', r.active)
-  FROM tms.maintenance_rules r JOIN tms.maintenance_policies p ON p.id = r.policy_id;
+-- (the rules of 0.6.0 get their version 1 in 0.6.0--0.7.0.post.sql,
+-- which runs once tms._rule_definition exists)
 
 -- Budgets (doc/policies.md, "Budgets"): per rule or policy, and the
 -- budget a queued job waits for.

@@ -301,6 +301,11 @@ def test_update_from_0_1_0_equals_a_fresh_install(new_cluster, catalog, file_roo
     assert c.one("SELECT nextval('tms.iceberg_cleanup_job_id_seq')") == next_job
     assert c.query("SELECT name, owner::text, group_name, rules FROM tms.policies") == \
         [("up-p", "app", "up-g", 1)]
+    # its rule is its version 1, by the policy's owner, defined as
+    # tms.alter_rule defines later versions
+    assert c.query("SELECT v.version, v.changed_by::text, v.definition = tms._rule_definition(r)"
+                   "  FROM tms.rule_versions v JOIN tms.maintenance_rules r ON r.id = v.rule_id") \
+        == [(1, "app", True)]
     policy = c.one("SELECT id FROM tms.maintenance_policies WHERE name = 'up-p'")
     assert c.query("SELECT count(*) FROM tms.scheduled_tasks WHERE task_name = 'policy-expand'"
                    " AND task_instance = %s", (str(policy),)) == [(1,)]
