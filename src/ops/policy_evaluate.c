@@ -71,16 +71,7 @@ typedef struct Candidate
 	int32		rule_version;	/* the version whose condition is evaluated */
 } Candidate;
 
-typedef struct Evaluation
-{
-	bool		has_result;		/* false: the evaluation failed */
-	bool		result;
-	const char *outcome;
-	char	   *explanation;
-	char	   *explain_json;
-	char	   *metrics_json;
-	char	   *error;
-} Evaluation;
+typedef PolicyEvaluation Evaluation;
 
 /* A candidate's table, loaded ahead of its evaluation (malloc'd by io). */
 typedef struct Preload
@@ -312,6 +303,111 @@ eval_failed(Evaluation *ev, char *error)
 	ev->error = error;
 }
 
+/* policy_condition_evaluate's work; *it is the data file stream it opened */
+static void
+evaluate_over(const DslProgram *prog, const IcebergFileIO *fio,
+			  const IcebergTableMetadata *md, PolicyEvaluation *ev,
+			  IcebergDataFileIter **it)
+{
+	TmsError	ierr;
+	IcebergTableMetrics m;
+	DslMetrics	dm;
+	DslProperties props;
+	DslFileSource src;
+	DslInput	input;
+	DslExplainNode *nodes;
+	int32		n = dsl_explain_count(prog);
+	DslOutcome	outcome;
+	bool		result = false;
+	size_t		len;
+	uint32		fields = dsl_program_fields(prog);
+	bool		ok = true;
+
+	memset(&input, 0, sizeof(input));
+	memset(&m, 0, sizeof(m));
+	memset(&dm, 0, sizeof(dm));
+	if (!iceberg_table_metrics(fio, md, (IcebergMetricsLevel) dsl_program_needs(prog),
+							   policy_now_ms(), NULL, NULL, &m, &ierr))
+	{
+		eval_failed(ev, tms_error_text(&ierr));
+		ok = false;
+	}
+	if (ok)
+	{
+		iceberg_metrics_to_dsl(&m, &dm);
+		iceberg_dsl_properties(md, &props);
+		input.metrics = &dm;
+		input.properties = &props;
+		if (dsl_program_uses_files(prog))
+		{
+			bool		match = (fields & (DSL_FIELD_BIT(DSL_FIELD_HAS_DELETES) |
+										   DSL_FIELD_BIT(DSL_FIELD_HAS_POSITION_DELETES) |
+										   DSL_FIELD_BIT(DSL_FIELD_HAS_EQUALITY_DELETES))) != 0;
+
+			if (!iceberg_data_files_open(fio, md, match, it, &ierr) ||
+				!iceberg_data_files_dsl_source(*it, &src, &ierr))
+			{
+				eval_failed(ev, tms_error_text(&ierr));
+				ok = false;
+			}
+			else
+				input.files = &src;
+		}
+	}
+	if (ok)
+	{
+		nodes = palloc0(sizeof(DslExplainNode) * (n + 1));
+		outcome = dsl_explain(prog, &input, &result, nodes);
+		CHECK_FOR_INTERRUPTS();
+		if (outcome == DSL_FILE_SOURCE_ERROR)
+			eval_failed(ev, tms_error_text(iceberg_data_files_error(*it)));
+		else
+		{
+			len = dsl_explain_text(prog, nodes, result, outcome, NULL, 0);
+			ev->explanation = palloc(len + 1);
+			dsl_explain_text(prog, nodes, result, outcome, ev->explanation, len + 1);
+			ev->explain_json = tms_condition_explain_json(prog, nodes, n);
+			ev->metrics_json = tms_condition_metrics_json(prog, &dm);
+			ev->outcome = dsl_outcome_name(outcome);
+			if (outcome == DSL_OK || outcome == DSL_DIVISION_BY_ZERO || outcome == DSL_OVERFLOW)
+			{
+				ev->has_result = true;
+				ev->result = (outcome == DSL_OK) && result;
+			}
+			else
+				ev->error = psprintf("evaluation ended with %s", dsl_outcome_name(outcome));
+		}
+	}
+}
+
+/*
+ * The one evaluation of a condition over a parsed table (policy.h): the
+ * metrics the condition needs, its data file stream when it uses one,
+ * the result and its explanations.
+ */
+void
+policy_condition_evaluate(const DslProgram *prog, const IcebergFileIO *fio,
+						  const IcebergTableMetadata *md, PolicyEvaluation *ev)
+{
+	IcebergDataFileIter *volatile it = NULL;
+
+	memset(ev, 0, sizeof(*ev));
+	PG_TRY();
+	{
+		evaluate_over(prog, fio, md, ev, (IcebergDataFileIter **) &it);
+	}
+	PG_CATCH();
+	{
+		if (it)
+			iceberg_data_files_close(it);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (it)
+		iceberg_data_files_close(it);
+	CHECK_FOR_INTERRUPTS();
+}
+
 /*
  * Evaluate prog over the candidate's table (*pre, taken over and freed
  * here).  Every failure becomes ev->error.
@@ -323,7 +419,6 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 	IoLoadedTable t = pre->t;
 	IcebergTableMetadata *volatile md = NULL;
 	IoStorage  *volatile storage = NULL;
-	IcebergDataFileIter *volatile it = NULL;
 	TmsTableFileIO *tio = palloc0(sizeof(TmsTableFileIO));
 
 	memset(ev, 0, sizeof(*ev));
@@ -334,21 +429,9 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 		TmsError	ierr;
 		TmsError	ioerr;
 		IcebergFileIO fio;
-		IcebergTableMetrics m;
-		DslMetrics	dm;
-		DslProperties props;
-		DslFileSource src;
-		DslInput	input;
-		DslExplainNode *nodes;
-		int32		n = dsl_explain_count(prog);
-		DslOutcome	outcome;
-		bool		result = false;
-		size_t		len;
-		uint32		fields = dsl_program_fields(prog);
 		bool		ok = true;
 
 		memset(&fio, 0, sizeof(fio));
-		memset(&input, 0, sizeof(input));
 		if (!pre->loaded)
 		{
 			eval_failed(ev, tms_error_text(&pre->err));
@@ -378,68 +461,10 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 				tms_table_fileio(tio, r->conn->server, storage, &fio);
 		}
 		if (ok)
-		{
-			memset(&m, 0, sizeof(m));
-			memset(&dm, 0, sizeof(dm));
-			if (!iceberg_table_metrics(&fio, md, (IcebergMetricsLevel) dsl_program_needs(prog),
-									   policy_now_ms(), NULL, NULL, &m, &ierr))
-			{
-				eval_failed(ev, tms_error_text(&ierr));
-				ok = false;
-			}
-		}
-		if (ok)
-		{
-			iceberg_metrics_to_dsl(&m, &dm);
-			iceberg_dsl_properties(md, &props);
-			input.metrics = &dm;
-			input.properties = &props;
-			if (dsl_program_uses_files(prog))
-			{
-				bool		match = (fields & (DSL_FIELD_BIT(DSL_FIELD_HAS_DELETES) |
-											   DSL_FIELD_BIT(DSL_FIELD_HAS_POSITION_DELETES) |
-											   DSL_FIELD_BIT(DSL_FIELD_HAS_EQUALITY_DELETES))) != 0;
-
-				if (!iceberg_data_files_open(&fio, md, match,
-											 (IcebergDataFileIter **) &it, &ierr) ||
-					!iceberg_data_files_dsl_source(it, &src, &ierr))
-				{
-					eval_failed(ev, tms_error_text(&ierr));
-					ok = false;
-				}
-				else
-					input.files = &src;
-			}
-		}
-		if (ok)
-		{
-			nodes = palloc0(sizeof(DslExplainNode) * (n + 1));
-			outcome = dsl_explain(prog, &input, &result, nodes);
-			CHECK_FOR_INTERRUPTS();
-			if (outcome == DSL_FILE_SOURCE_ERROR)
-				eval_failed(ev, tms_error_text(iceberg_data_files_error(it)));
-			else
-			{
-				len = dsl_explain_text(prog, nodes, result, outcome, NULL, 0);
-				ev->explanation = palloc(len + 1);
-				dsl_explain_text(prog, nodes, result, outcome, ev->explanation, len + 1);
-				ev->explain_json = tms_condition_explain_json(prog, nodes, n);
-				ev->metrics_json = tms_condition_metrics_json(prog, &dm);
-				ev->outcome = dsl_outcome_name(outcome);
-				if (outcome == DSL_OK || outcome == DSL_DIVISION_BY_ZERO || outcome == DSL_OVERFLOW)
-				{
-					ev->has_result = true;
-					ev->result = (outcome == DSL_OK) && result;
-				}
-				else
-					ev->error = psprintf("evaluation ended with %s", dsl_outcome_name(outcome));
-			}
-		}
+			policy_condition_evaluate(prog, &fio, md, ev);
 	}
 	PG_FINALLY();
 	{
-		if (it)
-			iceberg_data_files_close(it);
 		io_storage_free(storage);
 		iceberg_metadata_free(md);
 		io_loaded_table_free(&t);
