@@ -41,8 +41,9 @@ catalog:
   - tms.allowed_hosts in the server's configuration limits the workers
     (a catalog not listed fails the job), whatever the asking session set;
   - the snapshot-drift gate per operation: an append lands between a
-    policy's evaluation and its job's run; a manifest rewrite still runs
-    and succeeds on the new snapshot, a compaction whose condition still
+    policy's evaluation and its job's run; a manifest rewrite and a
+    snapshot expiry still run and succeed on the new snapshot (the expiry
+    keeps it and the appended file), a compaction whose condition still
     holds there is planned again on it (the appended file is compacted
     too), one whose condition no longer holds ends skipped saying so.
 
@@ -1401,6 +1402,24 @@ def test_drift_manifest_rewrite_still_runs(env):
     assert message == ("snapshot drift: the condition was evaluated at snapshot %d and the"
                        " table's data changed since; manifest-rewrite does not depend on that"
                        " data, so it ran on snapshot %d" % (s0, s1)), message
+
+
+def test_drift_snapshot_expiry_runs_on_the_new_snapshot(env):
+    small_table(env, "driftd", files=4, rows_per_file=10, seed=34)
+    jid, s0, s1, dst = drift_job(env, "driftd", "snapshot-expiry", "true",
+                                 {"older-than": "0 seconds", "retain-last": 1})
+    wait_job(env, jid)
+    state, reason, message, before, after = drift_row(env, jid)
+    assert state == "succeeded" and reason is None
+    assert before == s1, (before, s0, s1)
+    assert message.startswith("snapshot drift: the condition was evaluated at snapshot %d"
+                              % s0) and "snapshot-expiry does not depend" in message, message
+    # expired up to the append's snapshot, which is kept with its file
+    assert q(env, "SELECT snapshots_expired FROM tms.maintenance_jobs WHERE id = %s",
+             (jid,))[0][0] >= 1
+    _, meta, files = live(env, "cmp", "driftd")
+    assert [x["snapshot-id"] for x in meta["snapshots"]] == [s1]
+    assert dst in files
 
 
 def test_drift_compaction_replanned_while_its_condition_holds(env):
