@@ -99,6 +99,7 @@ CREATE TABLE tms.maintenance_rules (
     version           integer NOT NULL DEFAULT 1 CHECK (version > 0),
     active            boolean NOT NULL DEFAULT true,   -- false: never evaluated
     time_window       jsonb,                  -- its jobs start only then; NULL: always
+    score             text,                   -- DSL, numeric: its jobs' rank; NULL: 0
     CONSTRAINT maintenance_rules_check
         CHECK (schedule IS NOT NULL
                OR num_nonnulls(commits_threshold, bytes_threshold, time_threshold_ms) > 0)
@@ -186,6 +187,10 @@ CREATE TABLE tms.table_maintenance_job (
     submitted_at      timestamptz,            -- a run may have been started on the engine
     submit_snapshot_id bigint,                -- the table's snapshot then (NULL: none)
     budget_wait       text,                   -- the budget it waits for ("rule:7", "policy:3", "engine:spark")
+    -- its rule's score when it was submitted, and its rank: the due time
+    -- of its task, submission time - score x tms.score_aging
+    score             double precision,
+    rank_at           timestamptz,
     CHECK ((finished_at IS NULL) = (state IN ('pending', 'running')))
 );
 
@@ -207,9 +212,9 @@ CREATE INDEX table_maintenance_job_policy_finished_idx
 -- job for the earlier operations of its chain (tms._start_job)
 CREATE INDEX table_maintenance_job_table_policy_idx
     ON tms.table_maintenance_job (table_id, policy_id, finished_at);
--- the queue of the jobs waiting for one budget, in order (tms._budget_check)
+-- the queue of the jobs waiting for one budget (tms._budget_check)
 CREATE INDEX table_maintenance_job_budget_wait_idx
-    ON tms.table_maintenance_job (budget_wait, id)
+    ON tms.table_maintenance_job (budget_wait)
     WHERE finished_at IS NULL AND budget_wait IS NOT NULL;
 
 -- A table's metrics at the snapshot before and after every job (the
@@ -295,7 +300,9 @@ CREATE TABLE tms.evaluation_log (
     explain           jsonb,                  -- per-node values
     error             text,
     decision          text NOT NULL,          -- submitted, not-needed, already-pending, failed, superseded
-    job_id            bigint
+    job_id            bigint,
+    score             double precision,       -- the rule's score (NULL: no score, or no result)
+    score_explanation text                    -- its variables' values and the score
 );
 
 CREATE INDEX evaluation_log_time_idx ON tms.evaluation_log (evaluated_at);

@@ -8,6 +8,8 @@
 -- as "-- drop: FUNCTION tms.name(argument types)" or "-- drop: VIEW tms.name".
 --
 -- drop: FUNCTION tms._record_evaluation(integer, bigint, bigint, jsonb, jsonb, boolean, text, text, jsonb, text)
+-- drop: FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval)
+-- drop: FUNCTION tms._add_rule(regrole, text, text, text, jsonb, text, text, jsonb, jsonb, interval)
 
 -- Rules people can change (tms.alter_rule): versions, a rule's own
 -- active flag and window, and which version decided an evaluation or
@@ -88,6 +90,16 @@ ALTER TABLE tms.rule_baselines
     ADD COLUMN backoff_level integer NOT NULL DEFAULT 0 CHECK (backoff_level >= 0),
     ADD COLUMN backoff_reason text;
 
+-- Rule scores: a rule's score expression, the score and rank of each job
+-- it submits, and each evaluation's score with its explanation.
+ALTER TABLE tms.maintenance_rules ADD COLUMN score text;
+ALTER TABLE tms.table_maintenance_job
+    ADD COLUMN score double precision,
+    ADD COLUMN rank_at timestamptz;
+ALTER TABLE tms.evaluation_log
+    ADD COLUMN score double precision,
+    ADD COLUMN score_explanation text;
+
 -- Indexes of the job tables: a table's jobs of one policy (the chain's
 -- wait, tms._start_job; the idx_tmj_table_policy_finished of Gravitino's
 -- table maintenance service design), the queue of a budget
@@ -95,7 +107,7 @@ ALTER TABLE tms.rule_baselines
 CREATE INDEX table_maintenance_job_table_policy_idx
     ON tms.table_maintenance_job (table_id, policy_id, finished_at);
 CREATE INDEX table_maintenance_job_budget_wait_idx
-    ON tms.table_maintenance_job (budget_wait, id)
+    ON tms.table_maintenance_job (budget_wait)
     WHERE finished_at IS NULL AND budget_wait IS NOT NULL;
 CREATE INDEX iceberg_cleanup_job_finished_idx ON tms.iceberg_cleanup_job (finished_at)
     WHERE state IN ('SUCCEEDED', 'FAILED');

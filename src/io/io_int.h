@@ -252,6 +252,13 @@ extern int	io_s3_request_build(IoStorage *st, const char *method, const char *bu
 extern void io_s3_request_free(IoS3Request *r);
 
 /*
+ * Append the header line "name: value" to r (S3, Azure and GCS requests
+ * alike); false when r is full or out of memory (the request is then
+ * freed by its builder).
+ */
+extern bool io_request_add_line(IoS3Request *r, const char *name, const char *value);
+
+/*
  * Turn a non-2xx S3 response into *err (always -1): the code of the
  * status, the S3 error document's Code and Message in the detail, its
  * Code also into s3code_out when that is not NULL.

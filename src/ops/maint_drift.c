@@ -93,6 +93,8 @@ typedef struct DriftStep
 	MaintRun   *run;
 	const char *note;			/* in: the message to record, NULL: read */
 	char	   *condition;		/* out: the rule's condition, NULL: gone */
+	int64		target_file_size;	/* out: its option target-file-size-bytes,
+									 * or 0 */
 	bool		written;		/* out: the note was recorded */
 } DriftStep;
 
@@ -108,16 +110,25 @@ step_drift(void *arg)
 	args[0] = Int64GetDatum(run->job_id);
 	if (d->note == NULL)
 	{
-		rc = SPI_execute_with_args("SELECT r.condition FROM tms.table_maintenance_job j"
+		rc = SPI_execute_with_args("SELECT r.condition,"
+								   "       CASE WHEN r.options ->> 'target-file-size-bytes'"
+								   "                 ~ '^[0-9]{1,18}$'"
+								   "            THEN r.options ->> 'target-file-size-bytes' END"
+								   "  FROM tms.table_maintenance_job j"
 								   "  JOIN tms.maintenance_rules r ON r.id = j.rule_id"
 								   " WHERE j.id = $1", 1, types, args, NULL, true, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "could not read the condition of a job's rule: %s",
 				 SPI_result_code_string(rc));
 		if (SPI_processed == 1)
+		{
+			char	   *size = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+
 			d->condition = MemoryContextStrdup(run->cxt,
 											   SPI_getvalue(SPI_tuptable->vals[0],
 															SPI_tuptable->tupdesc, 1));
+			d->target_file_size = size ? strtoll(size, NULL, 10) : 0;
+		}
 		return;
 	}
 	args[1] = CStringGetTextDatum(run->task->instance);
@@ -138,7 +149,7 @@ step_drift(void *arg)
 static bool
 drift_note(MaintRun *run, const char *note)
 {
-	DriftStep	d = {run, note, NULL, false};
+	DriftStep	d = {run, note, NULL, 0, false};
 
 	sched_owner_step(step_drift, &d);
 	if (!d.written)
@@ -153,7 +164,7 @@ drift_note(MaintRun *run, const char *note)
 bool
 maint_drift_gate(MaintRun *run)
 {
-	DriftStep	d = {run, NULL, NULL, false};
+	DriftStep	d = {run, NULL, NULL, 0, false};
 	DslProgram *prog;
 	DslError	err;
 	PolicyEvaluation ev;
@@ -184,7 +195,8 @@ maint_drift_gate(MaintRun *run)
 				   INT64_FORMAT ": %s", now, err.message);
 		return false;
 	}
-	policy_condition_evaluate(prog, &run->fio, run->md, &ev);
+	policy_condition_evaluate(prog, maint_op_name(run->opt.op), d.target_file_size,
+							  &run->fio, run->md, &ev);
 	dsl_free(prog);
 	if (!ev.has_result)
 	{

@@ -47,6 +47,7 @@ int			tms_commit_concurrency = 4;
 int			tms_max_active_operations = 8;
 int			tms_evaluation_pool_size = 4;
 int			tms_evaluation_log_retention_s = 14 * 86400;
+int			tms_score_aging_ms = 60000;
 char	   *tms_maintenance_handler = NULL;
 int			tms_expand_batch_size = 100;
 int			tms_commit_job_delay_ms = 0;
@@ -124,6 +125,15 @@ tms_policy_init(void)
 							tms_evaluation_pool_size, 1, 256,
 							PGC_SIGHUP,
 							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.score_aging",
+							gettext_noop("Waiting time one point of a rule's score is worth."),
+							gettext_noop("A submitted job ranks as if it had waited its score times this long already; "
+										 "0 ranks jobs by submission time alone."),
+							&tms_score_aging_ms,
+							60000, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("tms.evaluation_log_retention",
 							gettext_noop("How long rows of tms.evaluation_log are kept."),

@@ -37,6 +37,7 @@ extern int	tms_evaluation_cycle_interval_ms;
 extern int	tms_max_active_operations;
 extern int	tms_evaluation_pool_size;
 extern int	tms_evaluation_log_retention_s;
+extern int	tms_score_aging_ms;
 extern char *tms_maintenance_handler;
 extern int	tms_expand_concurrency;
 extern int	tms_cron_concurrency;
@@ -72,15 +73,21 @@ typedef struct PolicyEvaluation
 	char	   *explain_json;
 	char	   *metrics_json;
 	char	   *error;
+	bool		has_score;		/* the rule has a score, evaluated */
+	double		score;			/* 0 when its evaluation failed */
+	char	   *score_explanation;
 } PolicyEvaluation;
 
 /*
- * Evaluate prog over the parsed table md; fio reads the files the
- * condition needs (manifest lists, manifests, data file lists).  Every
- * failure becomes ev->error; raises only on interrupts and out of memory.
- * No database access.
+ * Evaluate prog, the condition of a rule of operation whose option
+ * target-file-size-bytes is target_file_size (0: none), over the parsed
+ * table md, as a policy's evaluation does (without the rule's score); fio
+ * reads the files the condition needs (manifest lists, manifests, data
+ * file lists).  Every failure becomes ev->error; raises only on
+ * interrupts and out of memory.  No database access.
  */
-extern void policy_condition_evaluate(const DslProgram *prog,
+extern void policy_condition_evaluate(const DslProgram *prog, const char *operation,
+									  int64 target_file_size,
 									  const IcebergFileIO *fio,
 									  const IcebergTableMetadata *md,
 									  PolicyEvaluation *ev);

@@ -41,8 +41,9 @@ $$;
 -- "engine:spark") and retry_at when to look again (when the budget frees,
 -- or a short poll when that depends on a running job's end).  p_job is
 -- the job asking (NULL: a job that does not exist yet, queued behind
--- every job waiting now); jobs of the same budget waiting with a smaller
--- id go first, so a waiting job keeps its place in the queue.
+-- every job waiting now); jobs of the same budget waiting that rank
+-- before it (rank_at, its score aged by the wait, then id) go first, so a
+-- waiting job keeps its place in the queue.
 -- Budgets, in order: the rule's, its policy's (both apply to a job of a
 -- policy; p_rule NULL, a job of tms.run_operation: none), then the
 -- engine server's max_concurrent_jobs.
@@ -75,7 +76,12 @@ DECLARE
     bytes numeric;
     other bigint;
     lim integer;
+    my_rank timestamptz;
 BEGIN
+    IF p_job IS NOT NULL THEN
+        SELECT coalesce(j.rank_at, j.created_at) INTO my_rank
+          FROM tms.table_maintenance_job j WHERE j.id = p_job;
+    END IF;
     IF p_rule IS NOT NULL THEN
         SELECT * INTO r FROM tms.maintenance_rules WHERE id = p_rule;
         IF FOUND THEN
@@ -98,7 +104,7 @@ BEGIN
         END IF;
         SELECT count(*) INTO ahead FROM tms.table_maintenance_job o
          WHERE o.budget_wait = key AND o.finished_at IS NULL
-           AND (p_job IS NULL OR o.id < p_job);
+           AND (p_job IS NULL OR (coalesce(o.rank_at, o.created_at), o.id) < (my_rank, p_job));
         IF b.jobs_per_window IS NOT NULL THEN
             since := CASE WHEN win IS NULL THEN now() - interval '1 hour'
                           ELSE tms._window_opened_at(win, now()) END;
@@ -188,7 +194,7 @@ BEGIN
                AND o.id IS DISTINCT FROM p_job;
             SELECT count(*) INTO ahead FROM tms.table_maintenance_job o
              WHERE o.budget_wait = key AND o.finished_at IS NULL
-               AND (p_job IS NULL OR o.id < p_job);
+               AND (p_job IS NULL OR (coalesce(o.rank_at, o.created_at), o.id) < (my_rank, p_job));
             IF used + ahead >= lim THEN
                 wait := format('waiting for budget: %s of %s jobs at once on engine server "%s" (max_concurrent_jobs)',
                                used, lim, p_engine);

@@ -1048,6 +1048,23 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 }
 
 /* See storage_int.h. */
+int64_t
+io_rfc3339_time(const char *s)
+{
+	struct tm	tm;
+
+	if (s == NULL)
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+			   &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t) timegm(&tm);
+}
+
+/* See storage_int.h. */
 size_t
 io_storage_scheme_delete_max(const IoStorage *st, IoUriScheme scheme)
 {

@@ -385,20 +385,6 @@ bearer_token(IoStorage *st, TmsError *err)
 	return rc;
 }
 
-/* Add a header line "name: value" to r; false when out of room or memory. */
-static bool
-add_line(IoS3Request *r, const char *name, const char *value)
-{
-	IoStrBuf	l;
-
-	if (r->nlines >= IO_S3_MAX_LINES)
-		return false;
-	io_sb_init(&l);
-	io_sb_printf(&l, "%s: %s", name, value);
-	r->lines[r->nlines] = io_sb_steal(&l);
-	return r->lines[r->nlines++] != NULL;
-}
-
 /*
  * See storage_int.h: key NULL addresses the container (u->bucket; an
  * empty one: the account), else the blob key of it; query is raw (already
@@ -468,7 +454,7 @@ io_azure_request_build(IoStorage *st, const char *method, const IoParsedUri *u,
 	for (i = 0; i < nextra && nh < IO_S3_MAX_LINES - 2; i++)
 		hdrs[nh++] = extra[i];
 	for (i = 0; i < nh; i++)
-		if (!add_line(r, hdrs[i].name, hdrs[i].value))
+		if (!io_request_add_line(r, hdrs[i].name, hdrs[i].value))
 			goto oom;
 	if (shared_key)
 	{
@@ -497,7 +483,7 @@ io_azure_request_build(IoStorage *st, const char *method, const IoParsedUri *u,
 		io_sb_init(&auth);
 		io_sb_printf(&auth, "SharedKey %s:%s", acct, sig);
 		memset(sig, 0, sizeof(sig));
-		if (auth.oom || !add_line(r, "Authorization", auth.data))
+		if (auth.oom || !io_request_add_line(r, "Authorization", auth.data))
 		{
 			io_sb_wipe_free(&auth);
 			goto oom;
@@ -510,7 +496,7 @@ io_azure_request_build(IoStorage *st, const char *method, const IoParsedUri *u,
 
 		io_sb_init(&auth);
 		io_sb_printf(&auth, "Bearer %s", st->azure_token.token);
-		if (auth.oom || !add_line(r, "Authorization", auth.data))
+		if (auth.oom || !io_request_add_line(r, "Authorization", auth.data))
 		{
 			io_sb_wipe_free(&auth);
 			goto oom;

@@ -95,20 +95,6 @@ gcs_bearer(IoStorage *st, bool force, const char **tok, TmsError *err)
 	return 0;
 }
 
-/* Append a "Name: value" line to r (false when out of memory or full). */
-static bool
-add_line(IoS3Request *r, const char *name, const char *value)
-{
-	IoStrBuf	l;
-
-	if (r->nlines >= IO_S3_MAX_LINES)
-		return false;
-	io_sb_init(&l);
-	io_sb_printf(&l, "%s: %s", name, value);
-	r->lines[r->nlines] = io_sb_steal(&l);
-	return r->lines[r->nlines++] != NULL;
-}
-
 /* Sign r's request with the HMAC keys (V4, Google's dialect). */
 static int
 gcs_sign(IoStorage *st, const char *method, const char *path, const char *query,
@@ -140,7 +126,7 @@ gcs_sign(IoStorage *st, const char *method, const char *path, const char *query,
 	if (io_sigv4_sign(&in, &out, err) != 0)
 		return -1;
 	for (size_t i = 0; i < out.nadd_headers && ok; i++)
-		ok = add_line(r, out.add_headers[i].key, out.add_headers[i].value);
+		ok = io_request_add_line(r, out.add_headers[i].key, out.add_headers[i].value);
 	io_sigv4_free(&out);
 	return ok ? 0 : tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 }
@@ -175,7 +161,7 @@ gcs_request_build(IoStorage *st, const char *method, const char *path, const cha
 	for (size_t i = 0; i < nextra && nh < 8; i++)
 		hdrs[nh++] = extra[i];
 	for (size_t i = 0; i < nh && ok; i++)
-		ok = add_line(r, i == 0 ? "Host" : hdrs[i].name, hdrs[i].value);
+		ok = io_request_add_line(r, i == 0 ? "Host" : hdrs[i].name, hdrs[i].value);
 	if (!ok)
 	{
 		io_s3_request_free(r);
@@ -202,7 +188,7 @@ gcs_request_build(IoStorage *st, const char *method, const char *path, const cha
 		io_sb_init(&a);
 		if (tok != NULL)
 			io_sb_printf(&a, "Bearer %s", tok);
-		if (tok != NULL && (a.oom || !add_line(r, "Authorization", a.data)))
+		if (tok != NULL && (a.oom || !io_request_add_line(r, "Authorization", a.data)))
 			ok = false;
 		io_sb_wipe_free(&a);
 		if (!ok)
@@ -572,23 +558,6 @@ io_gcs_write(IoStorage *st, const IoParsedUri *u, const void *data, size_t len,
  * ----------------------------------------------------------------
  */
 
-/* An RFC 3339 time "2024-01-02T03:04:05.000Z" to epoch seconds (0 if bad). */
-static int64_t
-parse_time(const char *s)
-{
-	struct tm	tm;
-
-	if (s == NULL)
-		return 0;
-	memset(&tm, 0, sizeof(tm));
-	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-			   &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
-		return 0;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	return (int64_t) timegm(&tm);
-}
-
 /* Hand one listed object to fn: 1 to stop, 0 to go on, -1 with *err. */
 static int
 list_one(const char *bucket, const char *name, uint64_t size, int64_t mtime,
@@ -645,7 +614,7 @@ list_page(const IoParsedUri *u, const IoHttpResponse *resp, bool xml, size_t max
 										"malformed GCS listing: an entry has no Key");
 			else
 				rc = list_one(u->bucket, key, size ? strtoull(size, NULL, 10) : 0,
-							  parse_time(io_xml_child_text(c, "LastModified")), fn, arg, err);
+							  io_rfc3339_time(io_xml_child_text(c, "LastModified")), fn, arg, err);
 		}
 		t = io_xml_child_text(doc, "IsTruncated");
 		if (rc == 0 && t != NULL && strcmp(t, "true") == 0 &&
@@ -678,7 +647,7 @@ list_page(const IoParsedUri *u, const IoHttpResponse *resp, bool xml, size_t max
 										"malformed GCS listing: an item has no name");
 			else
 				rc = list_one(u->bucket, name, size ? strtoull(size, NULL, 10) : 0,
-							  parse_time(json_string_value(json_object_get(o, "updated"))),
+							  io_rfc3339_time(json_string_value(json_object_get(o, "updated"))),
 							  fn, arg, err);
 		}
 		t = json_string_value(json_object_get(doc, "nextPageToken"));

@@ -118,6 +118,13 @@ extern int	io_head_size(const IoHttpResponse *resp, const char *header,
  */
 extern size_t io_storage_scheme_delete_max(const IoStorage *st, IoUriScheme scheme);
 
+/*
+ * An RFC 3339 time as S3's and GCS's listings give it
+ * ("2024-01-02T03:04:05.000Z", the fraction ignored) to epoch seconds; 0
+ * when s is NULL or not such a time (storage.c).
+ */
+extern int64_t io_rfc3339_time(const char *s);
+
 /* ---- Batch answers, multipart/mixed (batch_multipart.c) ---- */
 
 /*

@@ -151,6 +151,20 @@ io_s3_request_free(IoS3Request *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* See io_int.h: one header line of a request. */
+bool
+io_request_add_line(IoS3Request *r, const char *name, const char *value)
+{
+	IoStrBuf	l;
+
+	if (r->nlines >= IO_S3_MAX_LINES)
+		return false;
+	io_sb_init(&l);
+	io_sb_printf(&l, "%s: %s", name, value);
+	r->lines[r->nlines] = io_sb_steal(&l);
+	return r->lines[r->nlines++] != NULL;
+}
+
 /*
  * See io_int.h: build one signed S3 request.  query is the raw (already
  * encoded) query or NULL; extra headers are signed too.
@@ -172,6 +186,7 @@ io_s3_request_build(IoStorage *st, const char *method, const char *bucket,
 	IoSigV4Input in;
 	IoSigV4Output out;
 	IoStrBuf	full_url;
+	bool		ok;
 	int			rc = -1;
 
 	memset(&out, 0, sizeof(out));
@@ -215,40 +230,17 @@ io_s3_request_build(IoStorage *st, const char *method, const char *bucket,
 	}
 
 	/* header lines for libcurl */
-	for (i = 0; i < nh; i++)
-	{
-		IoStrBuf	l;
-
-		io_sb_init(&l);
-		io_sb_printf(&l, "%s: %s", i == 0 ? "Host" : hdrs[i].name, hdrs[i].value);
-		r->lines[r->nlines++] = io_sb_steal(&l);
-	}
+	ok = true;
+	for (i = 0; i < nh && ok; i++)
+		ok = io_request_add_line(r, i == 0 ? "Host" : hdrs[i].name, hdrs[i].value);
 	if (out.nadd_headers > 0)
 	{
-		for (i = 0; i < out.nadd_headers && r->nlines < IO_S3_MAX_LINES; i++)
-		{
-			IoStrBuf	l;
-
-			io_sb_init(&l);
-			io_sb_printf(&l, "%s: %s", out.add_headers[i].key, out.add_headers[i].value);
-			r->lines[r->nlines++] = io_sb_steal(&l);
-		}
+		for (i = 0; i < out.nadd_headers && ok; i++)
+			ok = io_request_add_line(r, out.add_headers[i].key, out.add_headers[i].value);
 	}
-	else
-	{
-		IoStrBuf	l;
-
-		io_sb_init(&l);
-		io_sb_printf(&l, "x-amz-content-sha256: %s", payload_hash);
-		r->lines[r->nlines++] = io_sb_steal(&l);
-	}
-	for (i = 0; i < r->nlines; i++)
-		if (r->lines[i] == NULL)
-		{
-			tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
-			goto done;
-		}
-	if (full_url.oom)
+	else if (ok)
+		ok = io_request_add_line(r, "x-amz-content-sha256", payload_hash);
+	if (!ok || full_url.oom)
 	{
 		tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 		goto done;
@@ -418,23 +410,6 @@ io_s3_size(IoStorage *st, const IoParsedUri *u, uint64_t *size, TmsError *err)
 	return rc;
 }
 
-/* Parse S3 time "2024-01-02T03:04:05.000Z" to epoch seconds (0 if bad). */
-static int64_t
-parse_s3_time(const char *s)
-{
-	struct tm	tm;
-
-	if (s == NULL)
-		return 0;
-	memset(&tm, 0, sizeof(tm));
-	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-			   &tm.tm_hour, &tm.tm_min, &tm.tm_sec) != 6)
-		return 0;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	return (int64_t) timegm(&tm);
-}
-
 int
 io_s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 		   IoListFn fn, void *arg, TmsError *err)
@@ -528,7 +503,7 @@ io_s3_list(IoStorage *st, const IoParsedUri *u, const char *prefix_uri,
 			}
 			info.uri = uri.data;
 			info.size = size ? strtoull(size, NULL, 10) : 0;
-			info.mtime = parse_s3_time(io_xml_child_text(c, "LastModified"));
+			info.mtime = io_rfc3339_time(io_xml_child_text(c, "LastModified"));
 			if (fn(arg, &info) != 0)
 				stop = true;
 			io_sb_free(&uri);

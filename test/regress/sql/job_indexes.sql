@@ -71,9 +71,11 @@ SELECT count(*) AS in_flight FROM tms.table_maintenance_job o
 -- a budget's queue
 EXPLAIN (COSTS OFF)
 SELECT count(*) FROM tms.table_maintenance_job o
- WHERE o.budget_wait = 'policy:1' AND o.finished_at IS NULL AND o.id < 9223372036854775807;
+ WHERE o.budget_wait = 'policy:1' AND o.finished_at IS NULL
+   AND (coalesce(o.rank_at, o.created_at), o.id) < (now(), 9223372036854775807);
 SELECT count(*) AS waiting FROM tms.table_maintenance_job o
- WHERE o.budget_wait = 'policy:1' AND o.finished_at IS NULL AND o.id < 9223372036854775807;
+ WHERE o.budget_wait = 'policy:1' AND o.finished_at IS NULL
+   AND (coalesce(o.rank_at, o.created_at), o.id) < (now(), 9223372036854775807);
 
 -- the finished purge jobs past tms.purge_retention
 EXPLAIN (COSTS OFF)
