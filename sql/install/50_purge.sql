@@ -61,6 +61,9 @@ CREATE UNIQUE INDEX iceberg_cleanup_job_active_idx ON tms.iceberg_cleanup_job
     (server, namespace, table_name) WHERE state IN ('PENDING', 'RUNNING');
 CREATE INDEX iceberg_cleanup_job_object_idx ON tms.iceberg_cleanup_job
     (server, namespace, table_name, id);
+-- the finished jobs by their end, for their prune (tms._prune_purge_jobs)
+CREATE INDEX iceberg_cleanup_job_finished_idx ON tms.iceberg_cleanup_job (finished_at)
+    WHERE state IN ('SUCCEEDED', 'FAILED');
 
 -- Storage credentials a catalog vended at enqueue time, for the workers;
 -- readable by the extension owner only, deleted when the job ends.

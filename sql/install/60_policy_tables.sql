@@ -206,6 +206,17 @@ CREATE INDEX table_maintenance_job_policy_started_idx
 CREATE INDEX table_maintenance_job_policy_finished_idx
     ON tms.table_maintenance_job (policy_id, finished_at) WHERE policy_id IS NOT NULL;
 
+-- a table's jobs of one policy, in flight or by their end (the
+-- idx_tmj_table_policy_finished of Gravitino's table maintenance service
+-- design, https://github.com/apache/gravitino/pull/13386): the wait of a
+-- job for the earlier operations of its chain (tms._start_job)
+CREATE INDEX table_maintenance_job_table_policy_idx
+    ON tms.table_maintenance_job (table_id, policy_id, finished_at);
+-- the queue of the jobs waiting for one budget (tms._budget_check)
+CREATE INDEX table_maintenance_job_budget_wait_idx
+    ON tms.table_maintenance_job (budget_wait)
+    WHERE finished_at IS NULL AND budget_wait IS NOT NULL;
+
 -- A table's metrics at the snapshot before and after every job (the
 -- table_snapshot_metrics of Gravitino's table maintenance service design,
 -- https://github.com/apache/gravitino/pull/13386), so a user sees the

@@ -87,3 +87,15 @@ ALTER TABLE tms.table_maintenance_job
 ALTER TABLE tms.evaluation_log
     ADD COLUMN score double precision,
     ADD COLUMN score_explanation text;
+
+-- Indexes of the job tables: a table's jobs of one policy (the chain's
+-- wait, tms._start_job; the idx_tmj_table_policy_finished of Gravitino's
+-- table maintenance service design), the queue of a budget
+-- (tms._budget_check), the finished purge jobs by their end (their prune).
+CREATE INDEX table_maintenance_job_table_policy_idx
+    ON tms.table_maintenance_job (table_id, policy_id, finished_at);
+CREATE INDEX table_maintenance_job_budget_wait_idx
+    ON tms.table_maintenance_job (budget_wait)
+    WHERE finished_at IS NULL AND budget_wait IS NOT NULL;
+CREATE INDEX iceberg_cleanup_job_finished_idx ON tms.iceberg_cleanup_job (finished_at)
+    WHERE state IN ('SUCCEEDED', 'FAILED');

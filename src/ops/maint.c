@@ -8,7 +8,8 @@
  *	  tms.plan_operation are maint_session.c.  The operations are
  *	  maint_expire.c, maint_orphan.c, maint_rewrite.c and maint_compact.c
  *	  (with its helper process, compactor.c); their options
- *	  maint_options.c; a job on an engine server maint_on_engine.c.
+ *	  maint_options.c; a job on an engine server maint_on_engine.c; the
+ *	  snapshot-drift gate maint_drift.c.
  *
  * A job is recorded by a policy's evaluation (tms._record_evaluation) or
  * by tms.run_operation, with a task of kind "maintenance" (instance
@@ -45,10 +46,13 @@
  *				resume function); in phase "cleanup" the commit landed and
  *				the deletes it allows are done again (deleting twice is
  *				harmless).
- *	 load		the table; a policy's job whose table moved past the
- *				snapshot its condition was evaluated at ends skipped
- *				("snapshot drift"), as Gravitino's table maintenance
- *				service design prescribes
+ *	 load		the table; a policy's job whose table's data changed
+ *				after the snapshot its condition was evaluated at passes
+ *				the snapshot-drift gate of maint_drift.c: an operation
+ *				that does not depend on that data runs, one that does
+ *				runs only if its condition still holds now, else it ends
+ *				skipped ("snapshot drift"), as Gravitino's table
+ *				maintenance service design describes
  *				(https://github.com/apache/gravitino/pull/13386).
  *	 before		(step) the table's metrics, tms.table_snapshot_metrics.
  *	 operation	plan, commit (the protocol below), delete.
@@ -1123,38 +1127,6 @@ step_finish(void *arg)
 	MemoryContextSwitchTo(run->cxt);
 }
 
-/*
- * The snapshot-drift gate of Gravitino's table maintenance service design:
- * a policy's job carries the snapshot its condition was evaluated at; if
- * the table's data changed since, the decision is stale.  Snapshots of
- * operation "replace" (manifest rewrite, compaction: the same rows)
- * between the two are not drift, so one operation's commit does not skip
- * the other operations decided with it.
- * A snapshot that is no longer an ancestor of the current one (expired,
- * or main moved elsewhere) is drift.
- */
-static bool
-snapshot_drift(MaintRun *run)
-{
-	int64		id = run->before_snapshot_id;
-
-	if (run->evaluated_snapshot_id < 0 || id == run->evaluated_snapshot_id)
-		return false;
-	for (int steps = 0; id >= 0 && steps <= run->md->nsnapshots; steps++)
-	{
-		const IcebergSnapshot *s = iceberg_metadata_snapshot(run->md, id);
-
-		if (s == NULL)
-			return true;
-		if (id == run->evaluated_snapshot_id)
-			return false;
-		if (s->operation == NULL || strcmp(s->operation, "replace") != 0)
-			return true;
-		id = s->parent_snapshot_id;
-	}
-	return true;
-}
-
 /* Run (or dry-run) the run's operation on the loaded table. */
 void
 maint_run_operation(MaintRun *run)
@@ -1258,14 +1230,8 @@ run_local(MaintRun *run)
 
 	if (!maint_load(run))
 		return;
-	if (run->policy_job && snapshot_drift(run))
-	{
-		maint_fail(run, MAINT_SKIPPED,
-				   "snapshot drift: the condition was evaluated at snapshot " INT64_FORMAT
-				   ", and the table's data changed since (it is now at snapshot " INT64_FORMAT ")",
-				   run->evaluated_snapshot_id, run->before_snapshot_id);
+	if (!maint_drift_gate(run))
 		return;
-	}
 	record_metrics(run, "before");
 	if (!check_run(run, true))
 		return;

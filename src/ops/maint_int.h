@@ -253,6 +253,12 @@ extern void maint_emit(MaintRun *run, const char *action, const char *target,
 extern int	tms_maintenance_commit_retries;
 
 extern bool maint_load(MaintRun *run);
+
+/*
+ * maint_drift.c: the snapshot-drift gate of a policy's job, after
+ * maint_load; false (run->result set) when the job does not run.
+ */
+extern bool maint_drift_gate(MaintRun *run);
 extern bool maint_moved_on(MaintRun *run, const TmsError *err);
 extern void maint_unload(MaintRun *run);
 extern void maint_run_operation(MaintRun *run);

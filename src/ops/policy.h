@@ -14,6 +14,11 @@
  * it; a task whose policy is gone ends.  tms.evaluate_now runs the same
  * steps inside its caller's transaction.
  *
+ * policy_condition_evaluate is the one evaluation of a rule's condition
+ * over a table: a policy run's (policy_evaluate.c), and a job's again at
+ * the snapshot it runs on when the table's data changed since (the
+ * snapshot-drift gate of maint.c).
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef TMS_OPS_POLICY_H
@@ -23,6 +28,9 @@
 
 #include "access/tupdesc.h"
 #include "utils/tuplestore.h"
+
+#include "dsl/dsl.h"
+#include "iceberg/iceberg.h"
 
 /* settings (policy.c) */
 extern int	tms_evaluation_cycle_interval_ms;
@@ -54,5 +62,34 @@ extern int64 tms_policy_default_min_interval_ms(const char *operation);
  */
 extern void tms_policy_evaluate_now(const char *policy, bool force,
 									Tuplestorestate *tupstore, TupleDesc desc);
+
+/* One evaluation of a condition: its result, or the error that ended it. */
+typedef struct PolicyEvaluation
+{
+	bool		has_result;		/* false: the evaluation failed */
+	bool		result;
+	const char *outcome;
+	char	   *explanation;
+	char	   *explain_json;
+	char	   *metrics_json;
+	char	   *error;
+	bool		has_score;		/* the rule has a score, evaluated */
+	double		score;			/* 0 when its evaluation failed */
+	char	   *score_explanation;
+} PolicyEvaluation;
+
+/*
+ * Evaluate prog, the condition of a rule of operation whose option
+ * target-file-size-bytes is target_file_size (0: none), over the parsed
+ * table md, as a policy's evaluation does (without the rule's score); fio
+ * reads the files the condition needs (manifest lists, manifests, data
+ * file lists).  Every failure becomes ev->error; raises only on
+ * interrupts and out of memory.  No database access.
+ */
+extern void policy_condition_evaluate(const DslProgram *prog, const char *operation,
+									  int64 target_file_size,
+									  const IcebergFileIO *fio,
+									  const IcebergTableMetadata *md,
+									  PolicyEvaluation *ev);
 
 #endif							/* TMS_OPS_POLICY_H */

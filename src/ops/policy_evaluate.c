@@ -76,19 +76,7 @@ typedef struct Candidate
 	int64		target_file_size;	/* the rule's option, or 0 */
 } Candidate;
 
-typedef struct Evaluation
-{
-	bool		has_result;		/* false: the evaluation failed */
-	bool		result;
-	const char *outcome;
-	char	   *explanation;
-	char	   *explain_json;
-	char	   *metrics_json;
-	char	   *error;
-	bool		has_score;		/* the rule has a score, evaluated */
-	double		score;			/* 0 when its evaluation failed */
-	char	   *score_explanation;
-} Evaluation;
+typedef PolicyEvaluation Evaluation;
 
 /* A candidate's table, loaded ahead of its evaluation (malloc'd by io). */
 typedef struct Preload
@@ -413,6 +401,141 @@ score_candidate(const DslProgram *sprog, const IcebergFileIO *fio,
 }
 
 /*
+ * The one evaluation of a condition (and of the rule's score, sprog, when
+ * it has one) over a parsed table: the metric levels either needs, the
+ * derived variables of operation (dsl_metrics_derive, with the rule's
+ * target file size) whenever the manifests are read, the data file
+ * stream (*itp, closed by the caller) when one reads the files, the
+ * result and its explanations.  Every failure becomes ev->error.
+ */
+static void
+evaluate_over(const DslProgram *prog, const DslProgram *sprog, const char *operation,
+			  int64 target_file_size, const IcebergFileIO *fio,
+			  const IcebergTableMetadata *md, Evaluation *ev,
+			  IcebergDataFileIter *volatile *itp)
+{
+	TmsError	ierr;
+	IcebergTableMetrics m;
+	DslMetrics	dm;
+	DslTableFacts facts;
+	DslProperties props;
+	DslFileSource src;
+	DslInput	input;
+	DslExplainNode *nodes;
+	int32		n = dsl_explain_count(prog);
+	DslOutcome	outcome;
+	bool		result = false;
+	size_t		len;
+	uint32		fields = dsl_program_fields(prog);
+	DslNeeds	needs = dsl_program_needs(prog);
+	uint32		vars = dsl_program_variables(prog);
+	bool		derived;
+	bool		ok = true;
+
+	if (sprog != NULL)
+	{
+		needs = Max(needs, dsl_program_needs(sprog));
+		vars |= dsl_program_variables(sprog);
+	}
+	derived = needs >= DSL_NEEDS_MANIFESTS;
+	memset(&input, 0, sizeof(input));
+	if (ok)
+	{
+		memset(&m, 0, sizeof(m));
+		memset(&dm, 0, sizeof(dm));
+		iceberg_dsl_table_facts(md, target_file_size, &facts);
+		if (!iceberg_table_metrics(fio, md, (IcebergMetricsLevel) needs,
+								   policy_now_ms(),
+								   derived ? iceberg_small_files_callback : NULL,
+								   derived ? &facts : NULL, &m, &ierr))
+		{
+			eval_failed(ev, tms_error_text(&ierr));
+			ok = false;
+		}
+	}
+	if (ok)
+	{
+		iceberg_metrics_to_dsl(&m, &dm);
+		if (derived &&
+			!dsl_metrics_derive(&dm, dsl_operation_lookup(operation), &facts))
+			derived = false;
+		iceberg_dsl_properties(md, &props);
+		input.metrics = &dm;
+		input.properties = &props;
+		if (dsl_program_uses_files(prog))
+		{
+			bool		match = (fields & (DSL_FIELD_BIT(DSL_FIELD_HAS_DELETES) |
+										   DSL_FIELD_BIT(DSL_FIELD_HAS_POSITION_DELETES) |
+										   DSL_FIELD_BIT(DSL_FIELD_HAS_EQUALITY_DELETES))) != 0;
+
+			if (!iceberg_data_files_open(fio, md, match,
+										 (IcebergDataFileIter **) itp, &ierr) ||
+				!iceberg_data_files_dsl_source(*itp, &src, &ierr))
+			{
+				eval_failed(ev, tms_error_text(&ierr));
+				ok = false;
+			}
+			else
+				input.files = &src;
+		}
+	}
+	if (ok)
+	{
+		nodes = palloc0(sizeof(DslExplainNode) * (n + 1));
+		outcome = dsl_explain(prog, &input, &result, nodes);
+		CHECK_FOR_INTERRUPTS();
+		if (outcome == DSL_FILE_SOURCE_ERROR)
+			eval_failed(ev, tms_error_text(iceberg_data_files_error(*itp)));
+		else
+		{
+			len = dsl_explain_text(prog, nodes, result, outcome, NULL, 0);
+			ev->explanation = palloc(len + 1);
+			dsl_explain_text(prog, nodes, result, outcome, ev->explanation, len + 1);
+			ev->explain_json = tms_condition_explain_json(prog, nodes, n);
+			ev->metrics_json = metrics_json(vars, &dm, derived ? &facts : NULL);
+			ev->outcome = dsl_outcome_name(outcome);
+			if (outcome == DSL_OK || outcome == DSL_DIVISION_BY_ZERO || outcome == DSL_OVERFLOW)
+			{
+				ev->has_result = true;
+				ev->result = (outcome == DSL_OK) && result;
+			}
+			else
+				ev->error = psprintf("evaluation ended with %s", dsl_outcome_name(outcome));
+		}
+	}
+	if (ok && ev->has_result && sprog != NULL)
+		score_candidate(sprog, fio, md, &input, itp, ev);
+}
+
+/*
+ * The evaluation of a rule's condition over a parsed table (policy.h),
+ * as a policy's evaluation makes it (evaluate_over), without a score.
+ */
+void
+policy_condition_evaluate(const DslProgram *prog, const char *operation,
+						  int64 target_file_size, const IcebergFileIO *fio,
+						  const IcebergTableMetadata *md, PolicyEvaluation *ev)
+{
+	IcebergDataFileIter *volatile it = NULL;
+
+	memset(ev, 0, sizeof(*ev));
+	PG_TRY();
+	{
+		evaluate_over(prog, NULL, operation, target_file_size, fio, md, ev, &it);
+	}
+	PG_CATCH();
+	{
+		if (it)
+			iceberg_data_files_close(it);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (it)
+		iceberg_data_files_close(it);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
  * Evaluate the rule's condition (and score) over the candidate's table
  * (*pre, taken over and freed here), loading the metric levels either
  * needs; the derived variables (dsl_metrics_derive) whenever the
@@ -432,13 +555,11 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const RuleProgram *rp,
 	IcebergDataFileIter *volatile it = NULL;
 	TmsTableFileIO *tio = palloc0(sizeof(TmsTableFileIO));
 	DslNeeds	needs = dsl_program_needs(prog);
-	uint32		vars = dsl_program_variables(prog);
 	bool		files = dsl_program_uses_files(prog);
 
 	if (sprog != NULL)
 	{
 		needs = Max(needs, dsl_program_needs(sprog));
-		vars |= dsl_program_variables(sprog);
 		files = files || dsl_program_uses_files(sprog);
 	}
 	memset(ev, 0, sizeof(*ev));
@@ -449,23 +570,9 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const RuleProgram *rp,
 		TmsError	ierr;
 		TmsError	ioerr;
 		IcebergFileIO fio;
-		IcebergTableMetrics m;
-		DslMetrics	dm;
-		DslTableFacts facts;
-		DslProperties props;
-		DslFileSource src;
-		DslInput	input;
-		DslExplainNode *nodes;
-		int32		n = dsl_explain_count(prog);
-		DslOutcome	outcome;
-		bool		result = false;
-		size_t		len;
-		uint32		fields = dsl_program_fields(prog);
-		bool		derived = needs >= DSL_NEEDS_MANIFESTS;
 		bool		ok = true;
 
 		memset(&fio, 0, sizeof(fio));
-		memset(&input, 0, sizeof(input));
 		if (!pre->loaded)
 		{
 			eval_failed(ev, tms_error_text(&pre->err));
@@ -495,71 +602,8 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const RuleProgram *rp,
 				tms_table_fileio(tio, r->conn->server, storage, &fio);
 		}
 		if (ok)
-		{
-			memset(&m, 0, sizeof(m));
-			memset(&dm, 0, sizeof(dm));
-			iceberg_dsl_table_facts(md, cand->target_file_size, &facts);
-			if (!iceberg_table_metrics(&fio, md, (IcebergMetricsLevel) needs,
-									   policy_now_ms(),
-									   derived ? iceberg_small_files_callback : NULL,
-									   derived ? &facts : NULL, &m, &ierr))
-			{
-				eval_failed(ev, tms_error_text(&ierr));
-				ok = false;
-			}
-		}
-		if (ok)
-		{
-			iceberg_metrics_to_dsl(&m, &dm);
-			if (derived &&
-				!dsl_metrics_derive(&dm, dsl_operation_lookup(cand->operation), &facts))
-				derived = false;
-			iceberg_dsl_properties(md, &props);
-			input.metrics = &dm;
-			input.properties = &props;
-			if (dsl_program_uses_files(prog))
-			{
-				bool		match = (fields & (DSL_FIELD_BIT(DSL_FIELD_HAS_DELETES) |
-											   DSL_FIELD_BIT(DSL_FIELD_HAS_POSITION_DELETES) |
-											   DSL_FIELD_BIT(DSL_FIELD_HAS_EQUALITY_DELETES))) != 0;
-
-				if (!iceberg_data_files_open(&fio, md, match,
-											 (IcebergDataFileIter **) &it, &ierr) ||
-					!iceberg_data_files_dsl_source(it, &src, &ierr))
-				{
-					eval_failed(ev, tms_error_text(&ierr));
-					ok = false;
-				}
-				else
-					input.files = &src;
-			}
-		}
-		if (ok)
-		{
-			nodes = palloc0(sizeof(DslExplainNode) * (n + 1));
-			outcome = dsl_explain(prog, &input, &result, nodes);
-			CHECK_FOR_INTERRUPTS();
-			if (outcome == DSL_FILE_SOURCE_ERROR)
-				eval_failed(ev, tms_error_text(iceberg_data_files_error(it)));
-			else
-			{
-				len = dsl_explain_text(prog, nodes, result, outcome, NULL, 0);
-				ev->explanation = palloc(len + 1);
-				dsl_explain_text(prog, nodes, result, outcome, ev->explanation, len + 1);
-				ev->explain_json = tms_condition_explain_json(prog, nodes, n);
-				ev->metrics_json = metrics_json(vars, &dm, derived ? &facts : NULL);
-				ev->outcome = dsl_outcome_name(outcome);
-				if (outcome == DSL_OK || outcome == DSL_DIVISION_BY_ZERO || outcome == DSL_OVERFLOW)
-				{
-					ev->has_result = true;
-					ev->result = (outcome == DSL_OK) && result;
-				}
-				else
-					ev->error = psprintf("evaluation ended with %s", dsl_outcome_name(outcome));
-			}
-		}
-		if (ok && ev->has_result && sprog != NULL)
-			score_candidate(sprog, &fio, md, &input, &it, ev);
+			evaluate_over(prog, sprog, cand->operation, cand->target_file_size, &fio, md,
+						  ev, &it);
 	}
 	PG_FINALLY();
 	{

@@ -39,7 +39,13 @@ catalog:
   - a memory limit far below the data's size completes by spilling;
   - cancel_operation kills the helper;
   - tms.allowed_hosts in the server's configuration limits the workers
-    (a catalog not listed fails the job), whatever the asking session set.
+    (a catalog not listed fails the job), whatever the asking session set;
+  - the snapshot-drift gate per operation: an append lands between a
+    policy's evaluation and its job's run; a manifest rewrite and a
+    snapshot expiry still run and succeed on the new snapshot (the expiry
+    keeps it and the appended file), a compaction whose condition still
+    holds there is planned again on it (the appended file is compacted
+    too), one whose condition no longer holds ends skipped saying so.
 
 The module runs its own cluster, catalog, s3rver and file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_compaction_local.py
@@ -1310,3 +1316,101 @@ def test_explicit_output_spec_refuses_a_file_it_cannot_carry(env):
     assert "cannot be rewritten into output-spec-id 1" in row["last_error"], row
     mloc2, meta, after = live(env, "cmp", "xcarry")
     assert meta["current-snapshot-id"] == meta0["current-snapshot-id"] and after == before
+
+
+# ---------------------------------------------------------------------------
+# the snapshot-drift gate, per operation
+# ---------------------------------------------------------------------------
+
+def drift_job(env, name, operation, condition, options=None):
+    """A policy's job over cmp.<name>, evaluated at the table's snapshot S0,
+    and an append committed (S1) after that evaluation and before the job
+    can run (the evaluation's transaction is still open).  Returns the
+    job's id, S0, S1 and the appended file."""
+    pol = "drift_%s" % name
+    q(env, "SELECT tms.create_object_group(%s, %s, namespace_pattern => 'cmp',"
+           " table_pattern => %s)", (pol, env["server"], name))
+    q(env, "SELECT tms.create_policy(%s, %s, active => false)", (pol, pol))
+    q(env, "SELECT tms.add_rule(%s, %s, 'local', '{\"commits-added\": 1}', %s, 'catch-up',"
+           " %s::jsonb, min_interval => '0')",
+      (pol, operation, condition, json.dumps(options or {})))
+    conn = env["pg"].connect(autocommit=False)
+    try:
+        env["pg"].query("SELECT tms.set_policy_active(%s, true)", (pol,), conn=conn)
+        rows = env["pg"].query("SELECT decision, job_id FROM tms.evaluate_now(%s, true)",
+                               (pol,), conn=conn)
+        assert [r[0] for r in rows] == ["submitted"], rows
+        jid = rows[0][1]
+        _, meta, _ = live(env, "cmp", name)
+        s0 = meta["current-snapshot-id"]
+        body, dst = concurrent_append(env, "cmp", name, meta, "c0")
+        ow.give_to_server(env["file_root"])
+        ow.commit(env["catalog"], "cmp", name, body)
+        conn.commit()
+    finally:
+        conn.close()
+    s1 = ow.load(env["catalog"], "cmp", name)[1]["current-snapshot-id"]
+    assert s1 != s0
+    assert q(env, "SELECT before_snapshot_id FROM tms.table_maintenance_job WHERE id = %s",
+             (jid,))[0][0] in (s0, s1)
+    return jid, s0, s1, dst
+
+
+def drift_row(env, jid):
+    return q(env, "SELECT state, reason, message, before_snapshot_id, after_snapshot_id"
+                  " FROM tms.maintenance_jobs WHERE id = %s", (jid,))[0]
+
+
+def test_drift_manifest_rewrite_still_runs(env):
+    small_table(env, "drifta", files=12, rows_per_file=10, seed=31)
+    jid, s0, s1, _ = drift_job(env, "drifta", "manifest-rewrite", "true")
+    wait_job(env, jid)
+    state, reason, message, before, after = drift_row(env, jid)
+    assert state == "succeeded" and reason is None
+    assert before == s1, (before, s0, s1)
+    assert message == ("snapshot drift: the condition was evaluated at snapshot %d and the"
+                       " table's data changed since; manifest-rewrite does not depend on that"
+                       " data, so it ran on snapshot %d" % (s0, s1)), message
+
+
+def test_drift_snapshot_expiry_runs_on_the_new_snapshot(env):
+    small_table(env, "driftd", files=4, rows_per_file=10, seed=34)
+    jid, s0, s1, dst = drift_job(env, "driftd", "snapshot-expiry", "true",
+                                 {"older-than": "0 seconds", "retain-last": 1})
+    wait_job(env, jid)
+    state, reason, message, before, after = drift_row(env, jid)
+    assert state == "succeeded" and reason is None
+    assert before == s1, (before, s0, s1)
+    assert message.startswith("snapshot drift: the condition was evaluated at snapshot %d"
+                              % s0) and "snapshot-expiry does not depend" in message, message
+    # expired up to the append's snapshot, which is kept with its file
+    assert q(env, "SELECT snapshots_expired FROM tms.maintenance_jobs WHERE id = %s",
+             (jid,))[0][0] >= 1
+    _, meta, files = live(env, "cmp", "driftd")
+    assert [x["snapshot-id"] for x in meta["snapshots"]] == [s1]
+    assert dst in files
+
+
+def test_drift_compaction_replanned_while_its_condition_holds(env):
+    small_table(env, "driftb", files=24, rows_per_file=10, seed=32)
+    jid, s0, s1, dst = drift_job(env, "driftb", "compaction", "dataFiles > 1")
+    row = wait_job(env, jid)
+    state, reason, message, before, after = drift_row(env, jid)
+    assert before == s1 and after != s1, (before, after, s0, s1)
+    assert "it still holds at snapshot %d, where compaction was planned again" % s1 in message, message
+    # planned on S1: the file S1 appended was compacted with the others
+    _, meta, files = live(env, "cmp", "driftb")
+    assert dst not in files
+    assert row["data_files_rewritten"] > 0
+
+
+def test_drift_compaction_skipped_when_its_condition_no_longer_holds(env):
+    small_table(env, "driftc", files=24, rows_per_file=10, seed=33)
+    jid, s0, s1, dst = drift_job(env, "driftc", "compaction", "dataFiles <= 24")
+    wait_job(env, jid, states=("skipped",))
+    state, reason, message, before, after = drift_row(env, jid)
+    assert reason.startswith("snapshot drift: the condition no longer holds at snapshot %d"
+                             " (it held at snapshot %d): " % (s1, s0)), reason
+    assert "25" in reason, reason          # the explanation: dataFiles is 25 now
+    _, meta, files = live(env, "cmp", "driftc")
+    assert meta["current-snapshot-id"] == s1 and dst in files

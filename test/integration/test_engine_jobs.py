@@ -13,6 +13,10 @@ run by the worker pool:
     does not fire again;
   - a policy whose rules fire compaction, manifest rewrite and snapshot
     expiry on one table runs them as one chain, in that order;
+  - an append committed between a policy's evaluation and its chain's
+    run skips only the step whose input it changed: the compaction whose
+    condition no longer holds ends skipped, nothing submitted, and the
+    manifest rewrite runs on the appended snapshot;
   - SIGKILL of the worker right after the submission leaves exactly one
     engine run, which the resumed job follows to its end;
   - SIGKILL of the worker while its submit hangs, a cancel, the submit
@@ -292,6 +296,65 @@ def test_chain_runs_compaction_then_manifests_then_expiry(env):
     _, meta = ow.load(env["catalog"], ns, name)
     assert len(meta["snapshots"]) == 1
     q(env, "SELECT tms.drop_policy('chain')")
+
+
+def test_drift_in_a_chain_skips_only_the_step_whose_input_changed(env):
+    """An append committed between a policy's evaluation and its chain's
+    run on Livy: the compaction, whose condition no longer holds on the
+    appended snapshot, ends skipped and submits nothing; the manifest
+    rewrite, which does not depend on the data, runs on that snapshot."""
+    ns, name = "drift", "t"
+    env["catalog"].create_namespace(ns)
+    small_table(env, ns, name, files=16)
+    q(env, "SELECT tms.create_object_group('g_drift', 'cat', namespace_pattern => 'drift')")
+    q(env, "SELECT tms.create_policy('drift', 'g_drift', active => false)")
+    q(env, "SELECT tms.add_rule('drift', 'manifest-rewrite', 'livy', '{\"commits-added\": 1}',"
+           " 'true', 'catch-up')")
+    q(env, "SELECT tms.add_rule('drift', 'compaction', 'livy', '{\"commits-added\": 1}',"
+           " 'dataFiles <= 16', 'catch-up', '{\"min-input-files\": 2}')")
+    conn = env["pg"].connect(autocommit=False)
+    try:
+        env["pg"].query("SELECT tms.set_policy_active('drift', true)", conn=conn)
+        decided = env["pg"].query("SELECT operation, decision, job_id"
+                                  " FROM tms.evaluate_now('drift', true)", conn=conn)
+        assert sorted(d[:2] for d in decided) == [("compaction", "submitted"),
+                                                  ("manifest-rewrite", "submitted")], decided
+        jids = {op: jid for op, _, jid in decided}
+        # the append, committed while the evaluation's transaction is open
+        _, meta = ow.load(env["catalog"], ns, name)
+        s0 = meta["current-snapshot-id"]
+        live = ow.live_files(env["st"], meta)
+        src = sorted(p for p, f in live.items() if f["content"] == 0)[0]
+        dst = src.rsplit("/", 1)[0] + "/appended-after-evaluation.parquet"
+        data = env["st"].read(src)
+        env["st"].write(dst, data)
+        body, _ = ow.append_commit(env["st"], meta, [{
+            "path": dst, "records": live[src]["records"], "size": len(data),
+            "partition": dict(live[src]["partition"])}], seed=5)
+        ow.give_to_server(env["file_root"])
+        ow.commit(env["catalog"], ns, name, body)
+        conn.commit()
+    finally:
+        conn.close()
+    s1 = ow.load(env["catalog"], ns, name)[1]["current-snapshot-id"]
+    assert s1 != s0
+
+    compaction = wait_job(env, jids["compaction"], states=("skipped",))
+    assert compaction["reason"].startswith(
+        "snapshot drift: the condition no longer holds at snapshot %d (it held at snapshot %d): "
+        % (s1, s0)), compaction
+    assert "17" in compaction["reason"], compaction      # dataFiles is 17 now
+    assert runs_of(env, "livy", jids["compaction"]) == []
+
+    rewrite = wait_job(env, jids["manifest-rewrite"])
+    assert rewrite["before_snapshot_id"] == s1, (rewrite, s0, s1)
+    assert len(runs_of(env, "livy", jids["manifest-rewrite"])) == 1
+    assert "manifest-rewrite does not depend on that data" in q(
+        env, "SELECT message FROM tms.maintenance_jobs WHERE id = %s",
+        (jids["manifest-rewrite"],))[0][0]
+    _, meta = ow.load(env["catalog"], ns, name)
+    assert dst in ow.live_files(env["st"], meta)
+    q(env, "SELECT tms.drop_policy('drift')")
 
 
 def test_position_delete_rewrite_on_spark(env):
