@@ -268,6 +268,13 @@ class Database:
         if conn is None:
             conn = psycopg2.connect(self.dsn)
             conn.autocommit = True
+            with conn.cursor() as cur:
+                # planned once per connection: a 304 is mostly this lookup
+                cur.execute("PREPARE pointer (text, text, text) AS"
+                            " SELECT metadata_location, previous_metadata_location"
+                            "   FROM iceberg_tables WHERE catalog_name = $1"
+                            "    AND table_namespace = $2 AND table_name = $3"
+                            "    AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)")
         try:
             with conn.cursor() as cur:
                 result = fn(cur)
@@ -429,10 +436,7 @@ class Database:
     def get_table(self, ns_str, name):
         """Return (metadata_location, previous_metadata_location) or None."""
         def q(cur):
-            cur.execute("SELECT metadata_location, previous_metadata_location"
-                        " FROM iceberg_tables WHERE catalog_name = %s AND table_namespace = %s"
-                        " AND table_name = %s AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)",
-                        (self.catalog, ns_str, name))
+            cur.execute("EXECUTE pointer (%s, %s, %s)", (self.catalog, ns_str, name))
             return cur.fetchone()
         return self.read(q)
 
