@@ -47,7 +47,7 @@ done: what the catalog server can answer), then tms's refresh of the
 unchanged group (the run's DEBUG1 figures), with the CPU time of the
 backend, of the catalog server and of the catalog's PostgreSQL
 connections.  Then --changed-pct of the tables move to a version with one
-more commit and one more refresh is measured.
+more commit and one more refresh is measured (none with --changed-pct 0).
 
 Prints JSON and a short table; see bench/README.md, "Scale".  Every wait
 is bounded; everything is stopped in `finally`.
@@ -364,6 +364,10 @@ def polled(args):
             out["rounds"].append(rnd)
             print("[polled] round %d: %s" % (i + 1, json.dumps(rnd)), file=sys.stderr, flush=True)
         n = int(args.tables * args.changed_pct / 100)
+        if n == 0:
+            print(json.dumps(out, indent=2))
+            print_polled(args, pool, out)
+            return
         q(conn, "UPDATE iceberg_tables SET metadata_location = %s WHERE catalog_name = %s"
                 " AND table_namespace = %s AND table_name IN"
                 " (SELECT 't' || lpad(g::text, 6, '0') FROM generate_series(1, %s, %s) g)",
@@ -371,23 +375,30 @@ def polled(args):
         out["changed"], out["changed_cpu"] = measured(refresh)
         out["changed"]["tables_changed"] = n
         print(json.dumps(out, indent=2))
-        print("\n%d polled tables, page_size %d, %d in flight:" % (args.tables, args.page_size, pool))
-        for i, r in enumerate(out["rounds"]):
-            print("  round %d: limit (client, %d x 304) %.1f s (%d/s); tms refresh %.1f s"
-                  " (%d requests, 200/304 %s), CPU: backend %.1f s, catalog server %.1f s,"
-                  " catalog db %.1f s; load %s"
-                  % (i + 1, r["limit"]["status_304"], r["limit"]["seconds"],
-                     r["limit"]["per_second"], r["refresh"]["refresh_ms"] / 1000,
-                     r["refresh"]["refresh_requests"], r["refresh"]["loads_200_304"],
-                     r["refresh_cpu"]["tms_backend_cpu_s"], r["refresh_cpu"]["catalog_server_cpu_s"],
-                     r["refresh_cpu"]["catalog_db_cpu_s"], r["refresh_cpu"]["load_average"]))
-        c = out["changed"]
-        print("  %g%% changed: refresh %.1f s (%d requests, 200/304 %s), evaluation %.1f s"
-              % (args.changed_pct, c["refresh_ms"] / 1000, c["refresh_requests"],
-                 c["loads_200_304"], c["evaluation_ms"] / 1000))
+        print_polled(args, pool, out)
     finally:
         w.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def print_polled(args, pool, out):
+    """The short table of a polled run."""
+    print("\n%d polled tables, page_size %d, %d in flight:" % (args.tables, args.page_size, pool))
+    for i, r in enumerate(out["rounds"]):
+        print("  round %d: limit (client, %d x 304) %.1f s (%d/s); tms refresh %.1f s"
+              " (%d requests, 200/304 %s), CPU: backend %.1f s, catalog server %.1f s,"
+              " catalog db %.1f s; load %s"
+              % (i + 1, r["limit"]["status_304"], r["limit"]["seconds"],
+                 r["limit"]["per_second"], r["refresh"]["refresh_ms"] / 1000,
+                 r["refresh"]["refresh_requests"], r["refresh"]["loads_200_304"],
+                 r["refresh_cpu"]["tms_backend_cpu_s"], r["refresh_cpu"]["catalog_server_cpu_s"],
+                 r["refresh_cpu"]["catalog_db_cpu_s"], r["refresh_cpu"]["load_average"]))
+    if "changed" not in out:
+        return
+    c = out["changed"]
+    print("  %g%% changed: refresh %.1f s (%d requests, 200/304 %s), evaluation %.1f s"
+          % (args.changed_pct, c["refresh_ms"] / 1000, c["refresh_requests"],
+             c["loads_200_304"], c["evaluation_ms"] / 1000))
 
 
 def main():
