@@ -8,6 +8,10 @@ test_schedules.py -- rules on schedules, end to end, run by the worker pool
     with no polling at all (the evaluation cycle is an hour): the commit-job
     loads the table once, counts the commit from its snapshots, and the job
     starts;
+  - a cycle of a policy over such an event-fed group, with no event,
+    makes no catalog request at all, in any pool worker and in a new
+    session's tms.evaluate_now (not even a first connection's
+    GET /v1/config); a counter that fires makes it load and evaluate;
   - a burst of 1,000 commits to one table makes one maintenance job;
   - min_interval holds after a job, and a commit that came during the
     cooldown is acted on when it ends;
@@ -189,6 +193,40 @@ def test_jdbc_commit_starts_the_on_commit_maintenance_without_polling(env):
     log = q(env, "SELECT decision, job_id FROM tms.evaluation_log WHERE rule_id = %s", (rule,))
     assert log == [("submitted", jid)]
     q(env, "SELECT tms.finish_operation(%s)", (jid,))
+
+
+def test_an_event_fed_cycle_without_events_makes_no_catalog_request(env):
+    ns = "ev_z"
+    for name in ("a", "b", "c"):
+        make_table(env, ns, name)
+    # an on-commit rule and one on the evaluation cycle: the cycle has
+    # something to evaluate, were any counter to fire (none does)
+    commit_rule, cycle_rule = policy(env, ns, "ev-z", [
+        ("compaction", "counters => '{\"commits-added\": 100}', condition => 'true',"
+                       " schedule => '{\"on-commit\": true}'"),
+        ("manifest-rewrite", "counters => '{\"commits-added\": 100}', condition => 'false'")])
+    wait_policy_refreshed(env, "ev-z")
+    pid = one(env, "SELECT id FROM tms.maintenance_policies WHERE name = 'ev-z'")
+    env["catalog"].reset_requests()
+    # the policy's cycle, run by the pool as many times as it has workers
+    # (each may land on a worker that never connected to the catalog)
+    workers = one(env, "SELECT count(*) FROM tms.workers WHERE role = 'worker'")
+    for _ in range(workers + 1):
+        t0 = one(env, "SELECT clock_timestamp()")
+        q(env, "SELECT tms.schedule_task('policy-expand', %s)", (str(pid),))
+        wait_for(lambda: one(env, "SELECT last_success >= %s AND NOT picked"
+                                  "  FROM tms.scheduled_tasks WHERE task_name = 'policy-expand'"
+                                  "   AND task_instance = %s", (t0, str(pid))),
+                 what="the policy's cycle")
+    # and in a new session (a backend that never connected)
+    assert q(env, "SELECT * FROM tms.evaluate_now('ev-z', force => true)") == []
+    assert env["catalog"].requests()["requests"] == []
+    # a counter that fires makes the cycle connect and evaluate as before
+    q(env, "UPDATE tms.rule_baselines SET triggered = true WHERE rule_id = %s", (cycle_rule,))
+    decisions = q(env, "SELECT decision FROM tms.evaluate_now('ev-z', force => true)")
+    assert len(decisions) == 3, decisions
+    assert len(table_loads(env, ns, "a")) == 1
+    assert jobs(env, commit_rule) == [] and jobs(env, cycle_rule) == []
 
 
 def test_a_burst_of_commits_makes_one_job(env):
