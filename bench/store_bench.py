@@ -42,7 +42,8 @@ Runs, in order, on the same table:
 
 --azurite-mariadb (with --store azure) keeps Azurite's blob metadata in
 a private MariaDB server (Debian's mariadb-server, its binaries only:
-mariadb-install-db, mariadbd) started here on 127.0.0.1 and a Unix socket
+mariadb-install-db, mariadbd; installed first when missing, by
+scripts/install-deps.sh --bench-mariadb as root) started here on 127.0.0.1 and a Unix socket
 in the run's temporary directory, instead of Azurite's in-memory LokiJS
 collections, where every lookup and delete scans every blob held (a purge
 of n files costs O(n^2 log n) there).  The server is tuned for a throwaway
@@ -92,16 +93,40 @@ log = pb.log
 # a private MariaDB for Azurite's SQL metadata store
 # ---------------------------------------------------------------------------
 
+MARIADB_PROGS = ("mariadb-install-db", "mariadbd", "mariadb")
+
+
+def mariadb_missing():
+    return [p for p in MARIADB_PROGS
+            if shutil.which(p) is None and not os.path.exists("/usr/sbin/" + p)]
+
+
+def install_mariadb():
+    """Debian's mariadb-server when its programs are missing, through
+    scripts/install-deps.sh --bench-mariadb (as root: it starts no service
+    and keeps the packaged one off); otherwise what to run."""
+    missing = mariadb_missing()
+    if not missing:
+        return
+    script = os.path.join(HERE, "..", "scripts", "install-deps.sh")
+    if os.geteuid() != 0:
+        raise SystemExit("--azurite-mariadb needs %s: run (as root) %s --bench-mariadb"
+                         % (", ".join(missing), script))
+    log("installing mariadb-server (%s --bench-mariadb)" % script)
+    subprocess.run(["bash", script, "--bench-mariadb"], check=True, timeout=1800)
+    missing = mariadb_missing()
+    if missing:
+        raise SystemExit("--azurite-mariadb: still no %s after %s --bench-mariadb"
+                         % (", ".join(missing), script))
+
+
 class MariaDB:
     """mariadbd on 127.0.0.1:port and root/sock, its data in root/data,
     with one database and user for Azurite (url()).  stop() ends it
     (SIGTERM, then SIGKILL after 60 s); the caller removes root."""
 
     def __init__(self, root, timeout=120):
-        for prog in ("mariadb-install-db", "mariadbd", "mariadb"):
-            if shutil.which(prog) is None and not os.path.exists("/usr/sbin/" + prog):
-                raise SystemExit("--azurite-mariadb needs %s: apt-get install mariadb-server"
-                                 % prog)
+        install_mariadb()
         self.root = root
         self.proc = None
         os.makedirs(root, exist_ok=True)
