@@ -5,6 +5,7 @@ file, next to what the store takes from a plain client.
 
 Usage: bench/store_bench.py --store s3|azure|gcs [--files N] [--orphans N]
                             [--threads N] [--deadline SECONDS] [--json FILE]
+                            [--azurite-mariadb]
 
 One throwaway world on 127.0.0.1 / a Unix socket: PostgreSQL 15 with tms
 (4 pool workers, defaults otherwise: tms.purge_delete_batch_size,
@@ -39,6 +40,22 @@ Runs, in order, on the same table:
                   connections (the store's per-object delete rate; the
                   batch endpoints are tms's)
 
+--azurite-mariadb (with --store azure) keeps Azurite's blob metadata in
+a private MariaDB server (Debian's mariadb-server, its binaries only:
+mariadb-install-db, mariadbd; installed first when missing, by
+scripts/install-deps.sh --bench-mariadb as root) started here on 127.0.0.1 and a Unix socket
+in the run's temporary directory, instead of Azurite's in-memory LokiJS
+collections, where every lookup and delete scans every blob held (a purge
+of n files costs O(n^2 log n) there).  The server is tuned for a throwaway
+bench (no binary log, the redo log flushed once a second) and stopped with
+the rest.  Azurite on MariaDB takes 30-70 PUTs a second here, so the data
+files, orphans and baseline objects (not the metadata files, manifest lists
+and manifests, which go through Azurite) are written as copies of one
+blob's metadata row, straight in the database (Store.bulk_write): the same
+blobs as far as listing and deleting go; every timed run goes through
+Azurite.  The CPU time Azurite, MariaDB, the gate and the PostgreSQL cluster
+(tms) used during each run is read from /proc and reported with it.
+
 Everything is bounded by --deadline (SIGALRM) and stopped in `finally`.
 """
 
@@ -49,6 +66,7 @@ import os
 import queue
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -65,9 +83,167 @@ import storage as storage_mod  # noqa: E402
 from pgcluster import Cluster, wait_for  # noqa: E402
 
 BUCKET = "warehouse"
+DATA_FILE = b"0" * 16           # synth.py --file-size 16 (bulk_write's content)
 SERVER = "storebench"
 NS = "bench"
 log = pb.log
+
+
+# ---------------------------------------------------------------------------
+# a private MariaDB for Azurite's SQL metadata store
+# ---------------------------------------------------------------------------
+
+MARIADB_PROGS = ("mariadb-install-db", "mariadbd", "mariadb")
+
+
+def mariadb_missing():
+    return [p for p in MARIADB_PROGS
+            if shutil.which(p) is None and not os.path.exists("/usr/sbin/" + p)]
+
+
+def install_mariadb():
+    """Debian's mariadb-server when its programs are missing, through
+    scripts/install-deps.sh --bench-mariadb (as root: it starts no service
+    and keeps the packaged one off); otherwise what to run."""
+    missing = mariadb_missing()
+    if not missing:
+        return
+    script = os.path.join(HERE, "..", "scripts", "install-deps.sh")
+    if os.geteuid() != 0:
+        raise SystemExit("--azurite-mariadb needs %s: run (as root) %s --bench-mariadb"
+                         % (", ".join(missing), script))
+    log("installing mariadb-server (%s --bench-mariadb)" % script)
+    subprocess.run(["bash", script, "--bench-mariadb"], check=True, timeout=1800)
+    missing = mariadb_missing()
+    if missing:
+        raise SystemExit("--azurite-mariadb: still no %s after %s --bench-mariadb"
+                         % (", ".join(missing), script))
+
+
+class MariaDB:
+    """mariadbd on 127.0.0.1:port and root/sock, its data in root/data,
+    with one database and user for Azurite (url()).  stop() ends it
+    (SIGTERM, then SIGKILL after 60 s); the caller removes root."""
+
+    def __init__(self, root, timeout=120):
+        install_mariadb()
+        self.root = root
+        self.proc = None
+        os.makedirs(root, exist_ok=True)
+        self.data = os.path.join(root, "data")
+        self.sock = os.path.join(root, "sock")
+        self.port = world.free_port()
+        user = ["--user=root"] if os.geteuid() == 0 else []
+        subprocess.run(["mariadb-install-db", "--no-defaults", "--datadir=" + self.data,
+                        "--auth-root-authentication-method=socket", "--skip-test-db"] + user,
+                       check=True, timeout=timeout, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.STDOUT)
+        mariadbd = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
+        self.log = open(os.path.join(root, "server.log"), "wb")
+        self.proc = subprocess.Popen(
+            [mariadbd, "--no-defaults", "--datadir=" + self.data, "--socket=" + self.sock,
+             "--port=%d" % self.port, "--bind-address=127.0.0.1", "--skip-name-resolve",
+             "--pid-file=" + os.path.join(root, "pid"), "--skip-log-bin",
+             "--innodb-flush-log-at-trx-commit=0", "--innodb-buffer-pool-size=512M",
+             "--max-connections=100"] + user,
+            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+        try:
+            wait_for(lambda: self.proc.poll() is not None or self._sql("SELECT 1") is not None,
+                     timeout=timeout, what="mariadbd")
+            if self.proc.poll() is not None:
+                raise RuntimeError("mariadbd exited %s, see %s" % (self.proc.returncode,
+                                                                   self.log.name))
+            self._sql("CREATE DATABASE azurite; CREATE USER 'azurite'@'127.0.0.1'"
+                      " IDENTIFIED BY 'azurite'; GRANT ALL ON azurite.* TO"
+                      " 'azurite'@'127.0.0.1'", check=True)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _sql(self, sql, check=False):
+        r = subprocess.run(["mariadb", "--no-defaults", "-S", self.sock, "-uroot", "-N",
+                            "-e", sql], capture_output=True, timeout=30)
+        if r.returncode != 0:
+            if check:
+                raise RuntimeError("mariadb: %s" % r.stderr.decode(errors="replace"))
+            return None
+        return r.stdout.decode()
+
+    def url(self):
+        return "mysql://azurite:azurite@127.0.0.1:%d/azurite" % self.port
+
+    def clone_blobs(self, account, container, template, names):
+        """Rows of Azurite's Blobs table for `names`, each a copy of the
+        row of the blob `template` (written through Azurite) with only its
+        name changed: what a PUT of the same content would leave, without
+        Azurite's per-PUT round trips."""
+        cols = self._sql("SELECT column_name FROM information_schema.columns WHERE"
+                         " table_schema = 'azurite' AND table_name = 'Blobs' AND"
+                         " extra NOT LIKE '%auto_increment%' ORDER BY ordinal_position",
+                         check=True).split()
+        sel = ", ".join("bench_names.n" if c == "blobName" else "b.`%s`" % c for c in cols)
+
+        def lit(v):
+            return "'" + v.replace("\\", "\\\\").replace("'", "''") + "'"
+
+        sql = ["CREATE TEMPORARY TABLE bench_names (n VARCHAR(1024) NOT NULL);"]
+        for i in range(0, len(names), 1000):
+            sql.append("INSERT INTO bench_names VALUES %s;"
+                       % ",".join("(%s)" % lit(n) for n in names[i:i + 1000]))
+        sql.append("INSERT INTO Blobs (%s) SELECT %s FROM Blobs b JOIN bench_names"
+                   " WHERE b.accountName = %s AND b.containerName = %s AND b.blobName = %s"
+                   " AND b.snapshot = '';"
+                   % (", ".join("`%s`" % c for c in cols), sel, lit(account), lit(container),
+                      lit(template)))
+        sql.append("SELECT ROW_COUNT();")
+        r = subprocess.run(["mariadb", "--no-defaults", "-S", self.sock, "-uroot", "-N",
+                            "azurite"], input="\n".join(sql).encode(), capture_output=True,
+                           timeout=600)
+        if r.returncode != 0:
+            raise RuntimeError("mariadb: %s" % r.stderr.decode(errors="replace")[-2000:])
+        made = int(r.stdout.split()[-1])
+        if made != len(names):
+            raise RuntimeError("cloned %d blob rows for %d names" % (made, len(names)))
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            except ProcessLookupError:
+                pass
+        self.log.close()
+
+
+def cpu_seconds(pids):
+    """user + system CPU seconds of pids and their descendants, from /proc."""
+    tck = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                rest = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # rest[1] ppid; rest[11..14] utime, stime, and of its reaped
+        # children cutime, cstime (a backend that ended counts in the
+        # postmaster's)
+        stats[int(d)] = (int(rest[1]), sum(int(x) for x in rest[11:15]) / tck)
+    total = 0.0
+    for pid, (ppid, secs) in stats.items():
+        p = pid
+        while p > 1:
+            if p in pids:
+                total += secs
+                break
+            p = stats.get(p, (0, 0))[0]
+    return total
 
 
 # ---------------------------------------------------------------------------
@@ -78,8 +254,9 @@ class Store:
     """One store, the endpoint tms uses (counted), a writer's Storage
     arguments, and the request log since reset_log()."""
 
-    def __init__(self, kind):
+    def __init__(self, kind, mariadb=None):
         self.kind = kind
+        self.mariadb = mariadb
         self.backend = self.gate = None
         if kind == "s3":
             self.backend = world.S3Server(buckets=[BUCKET])
@@ -91,7 +268,8 @@ class Store:
             self.storage_kw = {"s3": self.backend.config()}
             self.catalog_kw = {"s3": self.gate.config()}
         elif kind == "azure":
-            self.backend = world.AzuriteServer(containers=[BUCKET])
+            self.backend = world.AzuriteServer(containers=[BUCKET], sql_db=(
+                mariadb.url() if mariadb is not None else None))
             self.gate = world.AzureGate(self.backend)
             self.root = "abfss://%s@%s.dfs.core.windows.net/" % (BUCKET,
                                                                  storage_mod.AZURITE_ACCOUNT)
@@ -119,6 +297,25 @@ class Store:
         if self.kind == "azure":
             return ["--azure-endpoint", self.backend.endpoint]
         return ["--gcs-endpoint", self.backend.endpoint, "--gcs-token", self.backend.token]
+
+    def bulk_write(self, uris, data):
+        """(Azurite on MariaDB) one blob of `data` PUT through Azurite,
+        then its metadata row copied for every uri straight in the
+        database: the same blobs a PUT each would make (same size, etag,
+        properties), written in seconds instead of at Azurite's 30-70 PUTs
+        a second.  Only their content's extent is shared, which neither the
+        cleanup nor the purge reads."""
+        account, container, _ = storage_mod.split_azure(uris[0])
+        template = "bench-template/%s" % uuid.uuid4().hex
+        self.client(through_counted=False).put(account, container, template, data)
+        names = []
+        for u in uris:
+            a, c, blob = storage_mod.split_azure(u)
+            if (a, c) != (account, container):
+                raise RuntimeError("bulk write across containers: %s" % u)
+            names.append(blob)
+        # the template stays (outside every table's prefix): its extent is theirs
+        self.mariadb.clone_blobs(account, container, template, names)
 
     def counted(self):
         return self.gate or self.backend
@@ -239,12 +436,17 @@ class WriterPool:
 
 class PooledStorage(storage_mod.Storage):
     """What synth.py sees as storage.Storage: local paths as usual, every
-    object store URI written through the current WriterPool."""
+    object store URI written through the current WriterPool, or, when
+    `bulk` is a list, data files (below a data/ directory) only noted there
+    for Store.bulk_write."""
 
     pool = None
+    bulk = None
 
     def write(self, uri, data):
-        if "://" in uri and not uri.startswith("file:"):
+        if self.bulk is not None and "/data/" in uri:
+            self.bulk.append(uri)
+        elif "://" in uri and not uri.startswith("file:"):
             self.pool.put(uri, data)
         else:
             super().write(uri, data)
@@ -256,6 +458,7 @@ def write_table(store, location, files, threads):
     import synth  # test/fixtures
 
     pool = PooledStorage.pool = WriterPool(store.storage_kw, threads)
+    PooledStorage.bulk = [] if store.mariadb is not None else None
     saved = synth.storage_mod
     ns = type(sys)("storage_pooled")
     ns.__dict__.update(vars(storage_mod))
@@ -265,13 +468,20 @@ def write_table(store, location, files, threads):
         args = ["--out", location, "--data-files", str(files), "--snapshots", "4",
                 "--files-per-manifest", "1000", "--file-size", "16", "--list-files",
                 "--partitions", str(max(1, files // pb.FILES_PER_PARTITION))]
-        return synth.generate(synth.build_parser().parse_args(args + store.synth_args()))
+        out = synth.generate(synth.build_parser().parse_args(args + store.synth_args()))
     finally:
         synth.storage_mod = saved
         pool.join()
+        bulk, PooledStorage.bulk = PooledStorage.bulk, None
+    if bulk:
+        store.bulk_write(bulk, DATA_FILE)
+    return out
 
 
 def plant(store, uris, threads):
+    if store.mariadb is not None:
+        store.bulk_write(uris, b"orphan!!")
+        return
     pool = WriterPool(store.storage_kw, threads)
     for u in uris:
         pool.put(u, b"orphan!!")
@@ -283,10 +493,11 @@ def plant(store, uris, threads):
 # ---------------------------------------------------------------------------
 
 class World:
-    def __init__(self, root, store_kind):
+    def __init__(self, root, store_kind, mariadb=False):
         self.root = root
         self.kind = store_kind
-        self.pg = self.store = self.catalog = None
+        self.want_mariadb = mariadb
+        self.pg = self.store = self.catalog = self.mariadb = None
 
     def start(self):
         self.pg = Cluster(os.path.join(self.root, "pg", "data"), settings={
@@ -296,7 +507,9 @@ class World:
         self.pg.start()
         self.pg.create_database()
         self.pg.psql("CREATE EXTENSION tms")
-        self.store = Store(self.kind)
+        if self.want_mariadb:
+            self.mariadb = MariaDB(os.path.join(self.root, "mariadb"))
+        self.store = Store(self.kind, self.mariadb)
         self.catalog = world.CatalogServer(self.pg.dsn(), self.store.root + "wh",
                                            catalog_name="sb_%s" % uuid.uuid4().hex[:6],
                                            file_root=self.root, **self.store.catalog_kw)
@@ -311,7 +524,7 @@ class World:
         self.conn = self.pg.connect()
 
     def stop(self):
-        for what in (self.catalog, self.store):
+        for what in (self.catalog, self.store, self.mariadb):
             if what is not None:
                 try:
                     what.stop()
@@ -325,6 +538,21 @@ class World:
             cur.execute(sql, args)
             return cur.fetchall() if cur.description else None
 
+    def processes(self):
+        """{name: pid} of the processes whose CPU time a run reports."""
+        with open(os.path.join(self.pg.datadir, "postmaster.pid")) as f:
+            out = {"postgres (tms)": int(f.readline())}
+        out["store"] = self.store.backend.child.proc.pid
+        if self.store.gate is not None:
+            out["gate"] = self.store.gate.child.proc.pid
+        if self.mariadb is not None:
+            out["mariadb"] = self.mariadb.proc.pid
+        out["catalog"] = self.catalog.child.proc.pid
+        return out
+
+    def cpu(self):
+        return {k: cpu_seconds({pid}) for k, pid in self.processes().items()}
+
     def storage_requests(self):
         """tms's own count of its storage requests through SERVER."""
         r = self.q("SELECT coalesce(sum(requests), 0), coalesce(sum(retries), 0)"
@@ -337,9 +565,33 @@ class World:
 # runs
 # ---------------------------------------------------------------------------
 
+def cpu_delta(w, before):
+    after = w.cpu()
+    return {k: round(after[k] - before[k], 2) for k in after}
+
+
+def delete_rate_by_fifth(entries):
+    """Batch deletes' keys/s in five consecutive fifths of the keys (by
+    arrival at the gate): flat when a delete costs the store the same
+    whatever it still holds."""
+    ds = [(e["received"], e.get("keys", 0)) for e in entries
+          if e.get("kind") == "delete" and "received" in e]
+    total = sum(k for _, k in ds)
+    if total == 0 or len(ds) < 10:
+        return None
+    out, acc, acc0, start = [], 0, 0, ds[0][0]
+    for t, k in ds:
+        acc += k
+        if len(out) < 5 and acc >= total * (len(out) + 1) / 5:
+            out.append(round((acc - acc0) / max(t - start, 1e-3), 1))
+            start, acc0 = t, acc
+    return out
+
+
 def run_orphan_cleanup(w, name, orphans, live, timeout):
     st = w.store
     req0 = w.storage_requests()
+    cpu0 = w.cpu()
     st.reset_log()
     t0 = time.monotonic()
     jid = w.q("SELECT tms.run_operation(%s, %s, %s, 'orphan-cleanup', %s::jsonb)",
@@ -366,18 +618,21 @@ def run_orphan_cleanup(w, name, orphans, live, timeout):
            "listed_objects": live + orphans,
            "orphans_per_s": row[3] / secs if secs > 0 else None}
     res["load_avg"] = os.getloadavg()
+    res["cpu_s"] = cpu_delta(w, cpu0)
     res["list_requests"] = kinds.get("list", 0)
     res["delete_requests"] = kinds.get("batch delete", 0) + kinds.get("DELETE", 0)
     res["delete_requests_per_orphan"] = res["delete_requests"] / orphans if orphans else None
     log("orphan cleanup: %d found, %d deleted in %.1f s (client %.1f s), requests %s,"
-        " %d keys in deletes, tms counted %d" % (row[2], row[3], secs, wall, kinds, keys,
-                                                 res["tms_storage_requests"]))
+        " %d keys in deletes, tms counted %d, CPU s %s"
+        % (row[2], row[3], secs, wall, kinds, keys, res["tms_storage_requests"],
+           res["cpu_s"]))
     return res
 
 
 def run_purge(w, name, timeout):
     st = w.store
     req0 = w.storage_requests()
+    cpu0 = w.cpu()
     st.reset_log()
     t0 = time.monotonic()
     job = w.q("SELECT tms.purge_table(%s, %s, %s)", (SERVER, NS, name))[0][0]
@@ -394,7 +649,8 @@ def run_purge(w, name, timeout):
     if row is None or row[0] != "SUCCEEDED":
         raise RuntimeError("purge job %s ended %r after %.0f s" % (job, row, wall))
     req1 = w.storage_requests()
-    kinds, keys = classify(st, st.log())
+    entries = st.log()
+    kinds, keys = classify(st, entries)
     files = row[2]
     secs = float(row[5] or wall)
     total = sum(kinds.values())
@@ -403,23 +659,26 @@ def run_purge(w, name, timeout):
            "requests": total, "requests_per_file": total / files if files else None,
            "tms_storage_requests": req1[0] - req0[0], "tms_retries": req1[1] - req0[1],
            "files_per_s": files / secs if secs > 0 else None,
-           "load_avg": os.getloadavg()}
+           "load_avg": os.getloadavg(), "cpu_s": cpu_delta(w, cpu0),
+           "delete_keys_per_s_by_fifth": delete_rate_by_fifth(entries)}
     log("purge: %d files in %.1f s (client %.1f s, %.0f files/s), requests %s "
-        "(%.4f per file), %d keys in deletes, tms counted %d"
+        "(%.4f per file), %d keys in deletes, tms counted %d, CPU s %s, keys/s by fifth %s"
         % (files, secs, wall, res["files_per_s"] or 0, kinds, res["requests_per_file"] or 0,
-           keys, res["tms_storage_requests"]))
+           keys, res["tms_storage_requests"], res["cpu_s"],
+           res["delete_keys_per_s_by_fifth"]))
     return res
 
 
 def baseline_list(w, prefix):
     st = w.store
     st.reset_log()
+    cpu0 = w.cpu()
     t0 = time.monotonic()
     listed = st.list_prefix(st.client(), prefix)
     secs = time.monotonic() - t0
     kinds, _ = classify(st, st.log())
     res = {"objects": len(listed), "s": secs, "pages": kinds.get("list", 0),
-           "load_avg": os.getloadavg(),
+           "load_avg": os.getloadavg(), "cpu_s": cpu_delta(w, cpu0),
            "objects_per_s": len(listed) / secs if secs > 0 else None}
     log("baseline listing: %d objects in %.2f s, %d pages" % (len(listed), secs,
                                                             res["pages"]))
@@ -455,6 +714,7 @@ def baseline_delete(w, uris, threads):
                     retried.append(u)
 
     st.reset_log()
+    cpu0 = w.cpu()
     t0 = time.monotonic()
     ts = [threading.Thread(target=run, daemon=True) for _ in range(threads)]
     for t in ts:
@@ -467,6 +727,7 @@ def baseline_delete(w, uris, threads):
     kinds, _ = classify(st, st.log())
     res = {"objects": len(uris), "s": secs, "threads": threads, "requests_by_kind": kinds,
            "retried_500": len(retried), "load_avg": os.getloadavg(),
+           "cpu_s": cpu_delta(w, cpu0),
            "objects_per_s": len(uris) / secs if secs > 0 else None}
     log("baseline DELETE loop: %d objects in %.2f s (%.0f/s, %d threads), %s"
         % (len(uris), secs, res["objects_per_s"], threads, kinds))
@@ -481,7 +742,11 @@ def main():
     p.add_argument("--threads", type=int, default=8, help="writers / baseline clients")
     p.add_argument("--deadline", type=int, default=1800, help="abort after this many seconds")
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--azurite-mariadb", action="store_true",
+                   help="Azurite's metadata in a private MariaDB (with --store azure)")
     opts = p.parse_args()
+    if opts.azurite_mariadb and opts.store != "azure":
+        p.error("--azurite-mariadb goes with --store azure")
 
     def on_alarm(signum, frame):
         raise TimeoutError("bench deadline of %d s reached" % opts.deadline)
@@ -491,7 +756,7 @@ def main():
     signal.alarm(opts.deadline)
     root = tempfile.mkdtemp(prefix="tms-store-bench-", dir="/tmp")
     os.chmod(root, 0o755)
-    w = World(root, opts.store)
+    w = World(root, opts.store, mariadb=opts.azurite_mariadb)
     res = {"opts": vars(opts)}
     timeout = max(300, opts.files // 20)
     try:
@@ -503,6 +768,7 @@ def main():
         t0 = time.monotonic()
         out = write_table(st, loc, opts.files, opts.threads)
         res["write_table_s"] = time.monotonic() - t0
+        res["write_load_avg"] = os.getloadavg()
         live = len(out["files"])
         log("wrote the table: %d files in %.0f s" % (live, res["write_table_s"]))
         # directories of FILES_PER_PARTITION objects, as the data files:

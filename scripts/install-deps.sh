@@ -30,6 +30,16 @@ DEBS=(
 )
 # Services the packages above would start, listening on every address.
 SERVICES=(prometheus prometheus-postgres-exporter prometheus-node-exporter)
+# --bench-mariadb: also mariadb-server, for bench/store_bench.py
+# --azurite-mariadb only (it starts a private mariadbd of its own on
+# 127.0.0.1 and a socket in its temporary directory); the packaged service
+# is kept stopped and off, as Prometheus's.  The tests do not need it.
+for arg in "$@"; do
+  case "$arg" in
+    --bench-mariadb) DEBS+=(mariadb-server); SERVICES+=(mariadb) ;;
+    *) echo "install-deps: unknown option $arg (known: --bench-mariadb)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${DEBS[@]}"; do
@@ -60,7 +70,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ -z "$own_policy" ] || { rm -f /usr/sbin/policy-rc.d; trap - EXIT; }
 fi
 
-# The packaged Prometheus and exporter services are never used (the tests
+# The packaged Prometheus, exporter (and MariaDB) services are never used (the tests
 # start their own, on 127.0.0.1): keep them stopped and off at boot, also
 # when they were installed before this script ran.
 for s in "${SERVICES[@]}"; do
