@@ -9,7 +9,7 @@ Usage: bench/compact_bench.py [--files N] [--rows-per-file N]
                               [--memory-limit 1GB[,256MB...]] [--threads N]
                               [--sort ORDER]... [--no-engine]
                               [--extra-columns N] [--nested N] [--fast-table]
-                              [--repeat N]
+                              [--repeat N] [--no-binpack]
                               [--deadline S] [--json PATH] [--no-install]
 
 --repeat N (default 3): DuckDB alone and tms (each --memory-limit) run
@@ -49,7 +49,9 @@ each run; a compaction deletes no file):
             metrics, no commit: the limit.
 
 Each --sort ORDER (the sort-order option: "id DESC", "zorder(score, id)")
-adds two more contenders, run after the bin-pack ones on the same files:
+adds two more contenders, run after the bin-pack ones on the same files,
+in turn --repeat times as those (each tms-sort against the duckdb-sort of
+the same order just before it; "median" holds their medians too):
   duckdb-sort  DuckDB alone, the same --threads, one COPY (SELECT * FROM
             read_parquet([a partition's files]) ORDER BY ...) TO one file
             per partition (the groups tms sorts), one after the other; for
@@ -58,7 +60,9 @@ adds two more contenders, run after the bin-pack ones on the same files:
             end;
   tms-sort  tms.run_operation(..., 'compaction', {"sort-order": ORDER})
             for each --memory-limit.
---no-engine leaves the test world's engine out (slow on large tables).
+--no-engine leaves the test world's engine out (slow on large tables);
+--no-binpack leaves out the bin-pack runs of DuckDB alone and tms (only the
+sort-orders).
 
 Throughput is the input data files' bytes over the time.  For each
 --memory-limit (tms.compaction_memory_limit, default 1GB and 64MB) the tms
@@ -346,7 +350,10 @@ def main():
                     help="write the table by one DuckDB COPY a file, no read-back check, no"
                     " column metrics in the manifests (large tables, nested columns)")
     ap.add_argument("--repeat", type=int, default=3,
-                    help="bin-pack runs of DuckDB alone and tms, interleaved (median reported)")
+                    help="runs of DuckDB alone and tms, interleaved (median reported), for"
+                    " bin-pack and each --sort")
+    ap.add_argument("--no-binpack", action="store_true",
+                    help="only the --sort contenders")
     ap.add_argument("--deadline", type=int, default=3600)
     ap.add_argument("--json")
     ap.add_argument("--no-install", action="store_true",
@@ -431,12 +438,16 @@ def main():
             if f["content"] == 0:
                 by_part.setdefault(str(f["partition"]), []).append(st.local_path(p))
         duck_sort = {}
-        for order in a.sort:
+
+        def duck_sort_run(order, rep):
+            l0 = load()
             secs = duckdb_sort(list(by_part.values()), root, a.threads, order)
             duck_sort[order] = secs
             out["runs"].append({"who": "duckdb-sort", "sort_order": order, "seconds": secs,
-                                "input_bytes": nbytes, "mb_per_s": nbytes / secs / 1e6})
-            log("duckdb alone, ORDER BY %s: %.2f s, %.1f MB/s" % (order, secs, nbytes / secs / 1e6))
+                                "input_bytes": nbytes, "mb_per_s": nbytes / secs / 1e6,
+                                "repeat": rep, "load": [l0, load()]})
+            log("duckdb alone, ORDER BY %s: %.2f s, %.1f MB/s (load %s)"
+                % (order, secs, nbytes / secs / 1e6, out["runs"][-1]["load"]))
 
         # tms: this tree installed, under the machine's install lock
         lock = install_lock()
@@ -455,14 +466,19 @@ def main():
         wait_for(lambda: pg.psql("SELECT count(*) FROM tms.workers WHERE role = 'worker'"
                                  " AND state = 'idle'") == "4", what="the pool")
         # bin-pack: DuckDB alone and tms under each limit, interleaved, a.repeat
-        # times; then the sort-orders, once each
+        # times; then each sort-order the same way
         plan_ = []
-        for r in range(a.repeat):
+        for r in range(0 if a.no_binpack else a.repeat):
             plan_ += [("duck", None, None, r)] + [("tms", None, lim, r) for lim in limits]
-        plan_ += [("tms", o, lim, 0) for o in a.sort for lim in limits]
+        for o in a.sort:
+            for r in range(a.repeat):
+                plan_ += [("duck", o, None, r)] + [("tms", o, lim, r) for lim in limits]
         for who, order, limit, rep in plan_:
             if who == "duck":
-                duck_run(rep)
+                if order:
+                    duck_sort_run(order, rep)
+                else:
+                    duck_run(rep)
                 continue
             rollback()
             l0 = load()
@@ -497,17 +513,27 @@ def main():
             log("tms (limit %s%s): %.2f s, %.1f MB/s, %.2fx DuckDB alone, helper peak RSS %s MB"
                 " (load %s)" % (limit, ", sort-order %s" % order if order else "", secs,
                                 nbytes / secs / 1e6, run_["vs_duckdb"], peak, run_["load"]))
-        # the medians of the interleaved bin-pack runs
-        duck_med = median([x["seconds"] for x in out["runs"] if x["who"] == "duckdb"])
-        out["median"] = {"duckdb": duck_med}
-        for lim in limits:
-            xs = [x for x in out["runs"] if x["who"] == "tms" and x["limit"] == lim]
-            if xs:
-                med = median([x["seconds"] for x in xs])
-                out["median"]["tms " + lim] = {
-                    "seconds": med, "vs_duckdb": duck_med / med,
-                    "peak_rss_mb": max(x["peak_rss_mb"] or 0 for x in xs),
-                    "load": [min(min(x["load"]) for x in xs), max(max(x["load"]) for x in xs)]}
+        # the medians of the interleaved runs: bin-pack, then each sort-order
+        out["median"] = {}
+        for order in [None] + a.sort:
+            duck_who, tms_who = ("duckdb-sort", "tms-sort") if order else ("duckdb", "tms")
+            ds = [x["seconds"] for x in out["runs"]
+                  if x["who"] == duck_who and x.get("sort_order") == order]
+            if not ds:
+                continue
+            duck_med = median(ds)
+            suffix = ", sort-order " + order if order else ""
+            out["median"][duck_who + suffix] = duck_med
+            for lim in limits:
+                xs = [x for x in out["runs"]
+                      if x["who"] == tms_who and x["limit"] == lim and x.get("sort_order") == order]
+                if xs:
+                    med = median([x["seconds"] for x in xs])
+                    out["median"]["tms " + lim + suffix] = {
+                        "seconds": med, "vs_duckdb": duck_med / med,
+                        "peak_rss_mb": max(x["peak_rss_mb"] or 0 for x in xs),
+                        "load": [min(min(x["load"]) for x in xs),
+                                 max(max(x["load"]) for x in xs)]}
         log("medians: %s" % json.dumps(out["median"]))
         pg.destroy()
         pg = None

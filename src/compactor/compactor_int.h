@@ -93,7 +93,8 @@ extern void field_ids_sql(Sql *q, const IcebergSchema *s);
 typedef struct FileNode
 {
 	char	   *name;
-	int32_t		field_id;		/* -1: none */
+	int32_t		field_id;		/* -1: none; FIELD_UNMAPPED: none, and the
+								 * name mapping names it not */
 	char		kind;			/* 'P' primitive, 'S' struct, 'L' list, 'M'
 								 * map */
 	bool		repeated;
@@ -107,6 +108,14 @@ typedef struct FileNode
 extern bool file_schema_read(Helper *h, const char *local, FileNode *root, char **sig,
 							 TmsError *err);
 extern void file_schema_free(FileNode *root);
+
+#define FIELD_UNMAPPED (-2)
+
+/*
+ * Give the fields of root without a field id those of the table's name
+ * mapping (a JSON array; NULL: none), FIELD_UNMAPPED where it has none.
+ */
+extern bool file_schema_map_names(FileNode *root, const char *mapping, TmsError *err);
 
 /*
  * The select list reading a file of schema root by field id into schema

@@ -20,8 +20,13 @@
  *	 - a field the file lacks is its initial-default (a primitive's; the
  *	   spec's JSON single-value serialization read as a literal) or null;
  *	   a field of the file the schema lacks (dropped) is not read.
- * A file whose top-level columns lack field ids fails the group (Iceberg
- * reads such files through the table's name mapping, not applied here).
+ * A file whose fields lack field ids (imported or migrated files) is read
+ * as Iceberg reads it: through the table's name mapping
+ * (schema.name-mapping.default, https://iceberg.apache.org/spec/#name-mapping-serialization):
+ * a field without an id gets the id of the mapped field, among its
+ * parent's, that lists its name ("element" for a list's element, "key"
+ * and "value" for a map's), and a field the mapping does not name is not
+ * read; without a mapping such a file fails the group.
  * Parquet's list and map layouts are read as DuckDB reads them: a LIST
  * group's repeated child is the element when it is a primitive or a
  * group of several fields, else its only child is; a MAP group's
@@ -411,6 +416,89 @@ file_map_part(const FileNode *n, int k)
 }
 
 /* ---------------------------------------------------------------------
+ * The name mapping
+ * ---------------------------------------------------------------------
+ */
+
+/* The mapped field of array fields that lists name, or NULL. */
+static json_t *
+mapped_field(json_t *fields, const char *name)
+{
+	size_t		i,
+				k;
+
+	for (i = 0; json_is_array(fields) && i < json_array_size(fields); i++)
+	{
+		json_t	   *names = json_object_get(json_array_get(fields, i), "names");
+
+		for (k = 0; json_is_array(names) && k < json_array_size(names); k++)
+			if (json_is_string(json_array_get(names, k)) &&
+				strcmp(json_string_value(json_array_get(names, k)), name) == 0)
+				return json_array_get(fields, i);
+	}
+	return NULL;
+}
+
+static void map_children(FileNode *n, json_t *mf, int depth);
+
+/* Node n, named name in its parent's mapped fields: its id, its children's. */
+static void
+map_node(FileNode *n, json_t *fields, const char *name, int depth)
+{
+	json_t	   *mf;
+	json_t	   *id;
+
+	if (n == NULL || depth > MAX_FILE_DEPTH)
+		return;
+	mf = mapped_field(fields, name);
+	id = json_object_get(mf, "field-id");
+	if (n->field_id < 0)
+		n->field_id = json_is_integer(id) && json_integer_value(id) > 0 &&
+			json_integer_value(id) <= INT32_MAX ? (int32_t) json_integer_value(id) : FIELD_UNMAPPED;
+	if (mf != NULL)
+		map_children(n, json_object_get(mf, "fields"), depth + 1);
+}
+
+/* The children of n, their mapped fields in fields. */
+static void
+map_children(FileNode *n, json_t *fields, int depth)
+{
+	int			i;
+
+	if (n->kind == 'S')
+		for (i = 0; i < n->nchildren; i++)
+			map_node(&n->children[i], fields, n->children[i].name, depth);
+	else if (n->kind == 'L')
+		map_node((FileNode *) file_element(n), fields, "element", depth);
+	else if (n->kind == 'M')
+	{
+		map_node((FileNode *) file_map_part(n, 0), fields, "key", depth);
+		map_node((FileNode *) file_map_part(n, 1), fields, "value", depth);
+	}
+}
+
+bool
+file_schema_map_names(FileNode *root, const char *mapping, TmsError *err)
+{
+	json_t	   *m;
+	int			i;
+
+	if (mapping == NULL)
+		return true;
+	m = json_loads(mapping, 0, NULL);
+	if (!json_is_array(m))
+	{
+		json_decref(m);
+		tms_error_set(err, ICEBERG_ERR_MALFORMED, "the table's name mapping is not a JSON array");
+		return false;
+	}
+	for (i = 0; i < root->nchildren; i++)
+		map_node(&root->children[i], m, root->children[i].name, 1);
+	json_decref(m);
+	return true;
+}
+
+/* ---------------------------------------------------------------------
  * Reading a data file by field id
  * ---------------------------------------------------------------------
  */
@@ -555,13 +643,14 @@ read_projection(Sql *q, const IcebergSchema *s, const FileNode *root, TmsError *
 	int			i;
 
 	tms_error_clear(err);		/* a failure below without one is memory */
-	/* without ids, Iceberg reads a file through a name mapping: not here */
+	/* without ids, Iceberg reads a file through the table's name mapping */
 	for (i = 0; i < root->nchildren; i++)
-		if (root->children[i].field_id < 0)
+		if (root->children[i].field_id == -1)
 		{
 			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
-						  "the data file's column \"%.200s\" has no Iceberg field id (a name mapping is not applied)",
+						  "the data file's column \"%.200s\" has no Iceberg field id and the table no name mapping",
 						  root->children[i].name);
+			tms_error_hint(err, "Set the table's schema.name-mapping.default, as Iceberg's migrate and add_files procedures do.");
 			return false;
 		}
 	for (i = 0; i < s->ncolumns; i++)

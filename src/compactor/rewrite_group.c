@@ -533,7 +533,8 @@ group_input_projection(GroupRun *g, int i)
 	g->proj[i] = g->sig[i] = NULL;
 	if (!file_schema_read(g->h, g->path, &root, &g->sig[i], g->err))
 		return false;
-	ok = read_projection(&p, g->job->schema, &root, g->err);
+	ok = file_schema_map_names(&root, g->job->name_mapping, g->err) &&
+		read_projection(&p, g->job->schema, &root, g->err);
 	file_schema_free(&root);
 	if (ok && p.oom)
 	{

@@ -25,6 +25,9 @@ Avro writer and REST catalog; the schema evolves through the catalog
   - icebird reads the same rows before and after where it reads the table
     at all (it reads a file by its column names, not by field id: of an
     evolved table, only the compacted table, whose row count is checked);
+  - files without field ids (imported) are read through the table's name
+    mapping (an alias, an unmapped column, lists and maps), and fail the
+    job, leaving the table as it was, on a table without one;
   - a table with a column the local engine cannot rewrite (timestamptz_ns
     inside a struct) is refused by run_operation with 0A000, a DETAIL
     naming the column and its type and a HINT, before a job is recorded.
@@ -130,11 +133,12 @@ def schema_of(schema_id, fields):
     return {"type": "struct", "schema-id": schema_id, "fields": fields}
 
 
-def create_table(env, name, schema, fv=2):
+def create_table(env, name, schema, fv=2, props=None):
     env["catalog"].create_namespace(NS)
     env["catalog"].request("POST", "namespaces/%s/tables" % urllib.parse.quote(NS), {
         "name": name, "schema": schema, "partition-spec": {"spec-id": 0, "fields": []},
-        "properties": {"format-version": str(fv), "write.parquet.compression-codec": "zstd"}})
+        "properties": dict({"format-version": str(fv), "write.parquet.compression-codec": "zstd"},
+                           **(props or {}))})
 
 
 def evolve(env, name, schema):
@@ -168,16 +172,18 @@ def max_id(schema):
     return max(ids)
 
 
-def append_file(env, name, query, schema, tmp, seed, spec=None, partition=None, pfields=()):
+def append_file(env, name, query, schema, tmp, seed, spec=None, partition=None, pfields=(),
+                ids=True):
     """Write the rows of query (its columns named as schema names them) as
-    one Parquet file with schema's field ids and commit it as an append;
+    one Parquet file with schema's field ids (none when not ids: a file
+    imported into Iceberg) and commit it as an append;
     in spec (default the unpartitioned spec 0) with partition {name: value}
     of pfields [(name, Avro type, field id)]."""
     cat, st = env["catalog"], env["st"]
     _, meta = ow.load(cat, NS, name)
     local = os.path.join(tmp, "f-%s.parquet" % uuid.uuid4())
-    res = duck(["COPY (%s) TO %s (FORMAT parquet, COMPRESSION zstd, FIELD_IDS %s)"
-                % (query, lit(local), field_ids(schema)),
+    res = duck(["COPY (%s) TO %s (FORMAT parquet, COMPRESSION zstd%s)"
+                % (query, lit(local), ", FIELD_IDS %s" % field_ids(schema) if ids else ""),
                 "SELECT count(*)::BIGINT AS n FROM read_parquet(%s)" % lit(local)])
     records = int(res[1][0]["n"])
     uri = "%s/%s" % (compact_mod.data_location(meta), os.path.basename(local))
@@ -680,6 +686,66 @@ def test_schema_evolution(env, tmp_path, kind):
     evolve(env, name, s1)
     append_file(env, name, new_rows, s1, str(tmp_path), 2)
     check_compaction(env, name, s1, "%s UNION ALL %s" % (old_as_new, new_rows), 2, evolved=True)
+
+
+# ---------------------------------------------------------------------------
+# files without field ids, read through the table's name mapping
+# ---------------------------------------------------------------------------
+
+MAPPED = schema_of(0, [
+    F(1, "id", "long", True),
+    F(2, "s", S(F(3, "a", "int"), F(4, "b", {"type": "list", "element-id": 5,
+                                             "element-required": False, "element": "string"}))),
+    F(6, "m", {"type": "map", "key-id": 7, "key": "string", "value-id": 8,
+               "value-required": False, "value": "int"})])
+
+# Iceberg's name mapping serialization (https://iceberg.apache.org/spec/#name-mapping-serialization):
+# id is also found under its former name "ident"
+NAME_MAPPING = [
+    {"field-id": 1, "names": ["id", "ident"]},
+    {"field-id": 2, "names": ["s"], "fields": [
+        {"field-id": 3, "names": ["a"]},
+        {"field-id": 4, "names": ["b"], "fields": [{"field-id": 5, "names": ["element"]}]}]},
+    {"field-id": 6, "names": ["m"], "fields": [
+        {"field-id": 7, "names": ["key"]}, {"field-id": 8, "names": ["value"]}]}]
+
+
+def mapped_rows(first, idname="id", junk=False):
+    return ("SELECT (%d + i)::BIGINT AS %s, {'a': i::INTEGER, 'b': ['b' || i::VARCHAR, NULL]} AS s,"
+            " MAP {'k' || i::VARCHAR: i::INTEGER} AS m%s FROM range(10) t(i)"
+            % (first, idname, ", 'not read' AS junk" if junk else ""))
+
+
+def test_files_without_field_ids_read_by_name_mapping(env, tmp_path):
+    """Imported files (no field ids, as add_files or migrate leave them; one
+    with a column the mapping does not name, one with id under a name the
+    mapping lists too) and a file with ids: compacted by the mapping, as
+    Iceberg reads them."""
+    create_table(env, "mapped", MAPPED,
+                 props={"schema.name-mapping.default": json.dumps(NAME_MAPPING)})
+    append_file(env, "mapped", mapped_rows(0, junk=True), MAPPED, str(tmp_path), 1, ids=False)
+    append_file(env, "mapped", mapped_rows(100, idname="ident"), MAPPED, str(tmp_path), 2,
+                ids=False)
+    append_file(env, "mapped", mapped_rows(200), MAPPED, str(tmp_path), 3)
+    want = " UNION ALL ".join(mapped_rows(k) for k in (0, 100, 200))
+    check_compaction(env, "mapped", MAPPED, want, 3, evolved=True)
+
+
+def test_files_without_field_ids_fail_without_a_name_mapping(env, tmp_path):
+    create_table(env, "unmapped", MAPPED)
+    append_file(env, "unmapped", mapped_rows(0), MAPPED, str(tmp_path), 1, ids=False)
+    append_file(env, "unmapped", mapped_rows(100), MAPPED, str(tmp_path), 2, ids=False)
+    _, meta0 = ow.load(env["catalog"], NS, "unmapped")
+    jid = q(env, "SELECT tms.run_operation(%s, %s, %s, 'compaction', %s::jsonb)",
+            (env["server"], NS, "unmapped", json.dumps({"rewrite-all": True})))[0][0]
+    state = lambda: q(env, "SELECT state, last_error FROM tms.maintenance_jobs WHERE id = %s",  # noqa: E731
+                      (jid,))[0]
+    wait_for(lambda: state()[0] in TERMINAL, timeout=300, what="job %s" % jid)
+    st, last_error = state()
+    assert st == "failed" and "no Iceberg field id and the table no name mapping" in last_error, \
+        (st, last_error)
+    assert ow.load(env["catalog"], NS, "unmapped")[1]["current-snapshot-id"] == \
+        meta0["current-snapshot-id"]
 
 
 # ---------------------------------------------------------------------------

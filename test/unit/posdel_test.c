@@ -6,7 +6,8 @@
  *	  whose position delete file is dangling (its data file was replaced:
  *	  proven by the sequence numbers; sizes, rewrite-all,
  *	  min-input-files), the group line of such a plan and its strict
- *	  decoding (schema, order, keep list), the metrics a new delete file's
+ *	  decoding (schema, order, keep list, and any group line's name
+ *	  mapping), the metrics a new delete file's
  *	  entry keeps, and the refusal of format v3.  Built by "make unit"
  *	  with the iceberg layer (UNIT_LAYER_posdel).  Prints "N passed, M
  *	  failed" last.
@@ -198,6 +199,39 @@ test_line(const IcebergTableMetadata *md, const IcebergCompactPlan *p)
 			job = NULL;
 			CHECK(!iceberg_compact_job_parse(text, strlen(text), &job, &err) &&
 				  err.code == ICEBERG_ERR_MALFORMED, "bad keep %d refused", i);
+			iceberg_compact_job_free(job);
+		}
+	}
+
+	/* a group line's name mapping (any group line): a JSON array as text */
+	{
+		static const char *nm[] = {
+			"\"name_mapping\": \"[{\\\"field-id\\\": 1, \\\"names\\\": [\\\"a\\\"]}]\"",
+			"\"name_mapping\": \"{}\"",
+			"\"name_mapping\": \"[\"",
+			"\"name_mapping\": []",
+		};
+
+		for (int i = 0; i < (int) (sizeof(nm) / sizeof(nm[0])); i++)
+		{
+			char		text[2048];
+			bool		ok;
+
+			snprintf(text, sizeof(text),
+					 "{\"type\": \"group\", \"group\": 0, \"schema\": %s,"
+					 " \"inputs\": [{\"path\": \"a\", \"uri\": \"a\", \"records\": 1, \"size\": 1, \"seq\": 1}],"
+					 " \"deletes\": [], \"output\": {\"dir\": \"d/\", \"upload_dir\": \"d/\", \"prefix\": \"p\","
+					 " \"files\": 1, \"compression\": \"zstd\", \"metrics\": []}, %s}",
+					 "{\"type\": \"struct\", \"schema-id\": 0, \"fields\": [{\"id\": 1,"
+					 " \"name\": \"a\", \"required\": true, \"type\": \"string\"}]}", nm[i]);
+			job = NULL;
+			ok = iceberg_compact_job_parse(text, strlen(text), &job, &err);
+			if (i == 0)
+				CHECK(ok && job->name_mapping != NULL &&
+					  strcmp(job->name_mapping, "[{\"field-id\": 1, \"names\": [\"a\"]}]") == 0,
+					  "a name mapping kept as its text: %s", ok ? "" : err.message);
+			else
+				CHECK(!ok && err.code == ICEBERG_ERR_MALFORMED, "bad name mapping %d refused", i);
 			iceberg_compact_job_free(job);
 		}
 	}

@@ -4,10 +4,12 @@
  *	  What compact_plan.c shares with compact_commit.c: a map from strings
  *	  to indexes, the manifest-list records kept for a second look and the
  *	  checks of the table; and compact_sort.c with compact_wire.c: a sort
- *	  order's JSON in the group line (not part of the API; compact.h is).
+ *	  order's JSON in the group line; and compact_plan.c with posdel_plan.c:
+ *	  the plan's rules and the one packer of both plans (not part of the
+ *	  API; compact.h is).
  *
  * Rules of this file: plain C, errors as TmsError values; include it
- * only from src/iceberg/compact/compact_*.c.
+ * only from the .c files of src/iceberg/compact.
  *
  * src/iceberg/compact/compact_int.h
  *
@@ -72,6 +74,32 @@ extern bool compact_resolve_options(IcebergCompactPlan *p, const IcebergTableMet
 									const IcebergCompactOptions *opt, TmsError *err);
 extern int	compact_expected_outputs(const IcebergCompactPlan *p, int64_t bytes);
 extern unsigned compact_size_reasons(const IcebergCompactPlan *p, int n, int64_t bytes);
+
+/*
+ * The packer of both plans (compact_plan.c), Iceberg's ListPacker with a
+ * lookback of one: the n candidates of one partition, in order, go into
+ * groups; a candidate goes into the open group while the group stays
+ * within p->max_file_group_size_bytes and opt's max_group_files (the
+ * first always goes in), else it closes the group and opens the next.
+ * item(arg, i, out) describes candidate i: its size, records and the
+ * reasons it gives its group (bits of IcebergCompactGroup.reasons).  A
+ * group [start, end) with a reason, its own or compact_size_reasons',
+ * is handed to group(arg, start, end, bytes, records, reasons); a false
+ * from it stops the packing and is returned.
+ */
+typedef struct CompactPackItem
+{
+	int64_t		size;
+	int64_t		records;
+	unsigned	reasons;
+} CompactPackItem;
+
+typedef void (*CompactPackItemFn) (void *arg, int i, CompactPackItem *out);
+typedef bool (*CompactPackGroupFn) (void *arg, int start, int end, int64_t bytes,
+									int64_t records, unsigned reasons);
+
+extern bool compact_pack(const IcebergCompactPlan *p, const IcebergCompactOptions *opt,
+						 int n, CompactPackItemFn item, CompactPackGroupFn group, void *arg);
 
 /*
  * A group line's parts for a rewrite of position deletes (posdel_plan.c,

@@ -816,74 +816,111 @@ cmp_cands(const void *a, const void *b)
 	return strcmp(x->partition, y->partition);
 }
 
-/*
- * Pack one partition's candidates into groups (Iceberg's ListPacker with a
- * lookback of one: a file goes into the open group while it fits, else
- * closes it and opens a new one), keep the groups worth rewriting.
- * known[] holds each plan file's known deleted records.
- */
-static bool
-pack_partition(Planner *pl, struct Cands *c, const int64_t *known,
-			   int **order, int *norder, int *order_alloc)
+bool
+compact_pack(const IcebergCompactPlan *p, const IcebergCompactOptions *opt, int n,
+			 CompactPackItemFn item, CompactPackGroupFn group, void *arg)
 {
-	IcebergCompactPlan *p = pl->p;
 	int			i = 0;
-	int64_t		max_files = pl->opt && pl->opt->max_group_files > 0 ?
-	pl->opt->max_group_files : DEFAULT_MAX_GROUP_FILES;
+	int64_t		max_files = opt && opt->max_group_files > 0 ?
+	opt->max_group_files : DEFAULT_MAX_GROUP_FILES;
+	CompactPackItem it;
 
-	while (i < c->nfiles)
+	while (i < n)
 	{
 		int			start = i;
 		int64_t		bytes = 0;
 		int64_t		records = 0;
 		unsigned	reasons = 0;
-		int			n;
 
-		/* one group: files while they fit (the first always does) */
-		do
+		/* one group: items while they fit (the first always does) */
+		item(arg, i, &it);
+		for (;;)
 		{
-			IcebergCompactFile *f = &p->files[c->files[i]];
-
-			bytes += f->size;
-			records += f->records;
-			if (too_many_deletes(p, f))
-				reasons |= ICEBERG_COMPACT_DELETES;
-			if (too_high_ratio(p, f, known[c->files[i]]))
-				reasons |= ICEBERG_COMPACT_DELETE_RATIO;
-			i++;
-		} while (i < c->nfiles && i - start < max_files &&
-				 bytes + p->files[c->files[i]].size <= p->max_file_group_size_bytes);
-		n = i - start;
-		reasons |= compact_size_reasons(p, n, bytes);
-		if (reasons == 0)
-			continue;
-		{
-			IcebergCompactGroup *ng = io_realloc(p->groups, sizeof(*ng) * (size_t) (p->ngroups + 1));
-			IcebergCompactGroup *g;
-			int			k;
-
-			if (ng == NULL)
-				return compact_oom(pl->err);
-			p->groups = ng;
-			g = &ng[p->ngroups];
-			memset(g, 0, sizeof(*g));
-			g->partition = io_strdup(c->partition);
-			if (g->partition == NULL)
-				return compact_oom(pl->err);
-			p->ngroups++;
-			g->spec_id = c->spec_id;
-			g->first = *norder;
-			g->nfiles = n;
-			g->bytes = bytes;
-			g->records = records;
-			g->reasons = reasons;
-			g->expected_outputs = compact_expected_outputs(p, bytes);
-			for (k = start; k < i; k++)
-				if (!int_push(order, norder, order_alloc, c->files[k]))
-					return compact_oom(pl->err);
+			bytes += it.size;
+			records += it.records;
+			reasons |= it.reasons;
+			if (++i >= n || i - start >= max_files)
+				break;
+			item(arg, i, &it);
+			if (bytes + it.size > p->max_file_group_size_bytes)
+				break;
 		}
+		reasons |= compact_size_reasons(p, i - start, bytes);
+		if (reasons != 0 && !group(arg, start, i, bytes, records, reasons))
+			return false;
 	}
 	return true;
+}
+
+/* A partition being packed: its planner, its candidates, known[] and the order. */
+typedef struct PackPart
+{
+	Planner    *pl;
+	struct Cands *c;
+	const int64_t *known;		/* each plan file's known deleted records */
+	int		  **order;
+	int		   *norder;
+	int		   *order_alloc;
+} PackPart;
+
+/* A candidate's size, records and the reasons its deletes give. */
+static void
+pack_item(void *arg, int i, CompactPackItem *out)
+{
+	PackPart   *pp = arg;
+	IcebergCompactPlan *p = pp->pl->p;
+	int			fi = pp->c->files[i];
+	const IcebergCompactFile *f = &p->files[fi];
+
+	out->size = f->size;
+	out->records = f->records;
+	out->reasons = 0;
+	if (too_many_deletes(p, f))
+		out->reasons |= ICEBERG_COMPACT_DELETES;
+	if (too_high_ratio(p, f, pp->known[fi]))
+		out->reasons |= ICEBERG_COMPACT_DELETE_RATIO;
+}
+
+/* The group of candidates [start, end), worth rewriting: added to the plan. */
+static bool
+pack_group(void *arg, int start, int end, int64_t bytes, int64_t records, unsigned reasons)
+{
+	PackPart   *pp = arg;
+	IcebergCompactPlan *p = pp->pl->p;
+	IcebergCompactGroup *ng = io_realloc(p->groups, sizeof(*ng) * (size_t) (p->ngroups + 1));
+	IcebergCompactGroup *g;
+	int			k;
+
+	if (ng == NULL)
+		return compact_oom(pp->pl->err);
+	p->groups = ng;
+	g = &ng[p->ngroups];
+	memset(g, 0, sizeof(*g));
+	g->partition = io_strdup(pp->c->partition);
+	if (g->partition == NULL)
+		return compact_oom(pp->pl->err);
+	p->ngroups++;
+	g->spec_id = pp->c->spec_id;
+	g->first = *pp->norder;
+	g->nfiles = end - start;
+	g->bytes = bytes;
+	g->records = records;
+	g->reasons = reasons;
+	g->expected_outputs = compact_expected_outputs(p, bytes);
+	for (k = start; k < end; k++)
+		if (!int_push(pp->order, pp->norder, pp->order_alloc, pp->c->files[k]))
+			return compact_oom(pp->pl->err);
+	return true;
+}
+
+/* Pack one partition's candidates into groups, keep those worth rewriting. */
+static bool
+pack_partition(Planner *pl, struct Cands *c, const int64_t *known,
+			   int **order, int *norder, int *order_alloc)
+{
+	PackPart	pp = {pl, c, known, order, norder, order_alloc};
+
+	return compact_pack(pl->p, pl->opt, c->nfiles, pack_item, pack_group, &pp);
 }
 
 /* The groups' distinct deletes, and each delete's groups. */

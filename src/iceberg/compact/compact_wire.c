@@ -35,6 +35,10 @@
 #define MAX_ITEMS		1000000
 #define MAX_METRICS		100000
 #define MAX_TEXT		4096
+#define MAX_NAME_MAPPING (16 * 1024 * 1024)
+
+/* https://iceberg.apache.org/spec/#column-projection */
+#define ICEBERG_NAME_MAPPING_PROPERTY "schema.name-mapping.default"
 
 static bool
 oom(TmsError *err)
@@ -653,6 +657,15 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 		json_decref(line);
 		line = NULL;
 	}
+	/* data files without field ids are read through it, as Iceberg does */
+	if (line != NULL && !posdel &&
+		iceberg_metadata_property(md, ICEBERG_NAME_MAPPING_PROPERTY) != NULL &&
+		!set(line, "name_mapping",
+			 json_string(iceberg_metadata_property(md, ICEBERG_NAME_MAPPING_PROPERTY))))
+	{
+		json_decref(line);
+		line = NULL;
+	}
 	return dump(line, err);
 }
 
@@ -686,6 +699,7 @@ iceberg_compact_job_free(IcebergCompactJob *job)
 	for (i = 0; i < job->nkeep; i++)
 		io_free(job->keep[i].path);
 	io_free(job->keep);
+	io_free(job->name_mapping);
 	io_free(job);
 }
 
@@ -826,6 +840,20 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 	{
 		job->filter_live = true;
 		ok = compact_posdel_keep_parse(json_object_get(root, "keep"), &job->keep, &job->nkeep, err);
+	}
+	/* the table's name mapping: a JSON array */
+	if (ok)
+		job->name_mapping = get_str(root, "name_mapping", false, MAX_NAME_MAPPING, &ok, err);
+	if (ok && job->name_mapping != NULL)
+	{
+		json_t	   *nm = iceberg_json_load(job->name_mapping, strlen(job->name_mapping), 0, 0,
+										   "name mapping", err);
+
+		if (nm == NULL)
+			ok = false;
+		else if (!json_is_array(nm))
+			ok = bad(err, "name_mapping");
+		json_decref(nm);
 	}
 	json_decref(root);
 	if (!ok)

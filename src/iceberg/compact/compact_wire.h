@@ -23,13 +23,17 @@
  *				 "compression","compression_level",
  *				 "metrics":[{"id","mode","length"}],
  *				 "sort":{"zorder":bool,"fields":[{"id","transform",
- *				 "desc","nulls_first"}]}},"keep":[{"path","seq"}]}
+ *				 "desc","nulls_first"}]}},"keep":[{"path","seq"}],
+ *				 "name_mapping":"[...]"}
  *				 ("sort" only for strategies sort and zorder and the
  *				 rewrite of position deletes: the group's rows in that
  *				 order; "keep" only for the rewrite of position deletes,
  *				 whose inputs are delete files: a row is kept only when
  *				 its file_path is a kept data file whose sequence number
- *				 is not above its delete file's, the others are dangling):
+ *				 is not above its delete file's, the others are dangling;
+ *				 "name_mapping" only when the table has
+ *				 schema.name-mapping.default, its text: a data file
+ *				 without field ids is read through it):
  *				 rewrite these data files, applying these delete files
  *				 by the sequence number rules, into k Parquet files named
  *				 <dir><prefix>-NNNNN.parquet (the metrics modes: one per
@@ -184,6 +188,8 @@ typedef struct IcebergCompactJob
 	bool		filter_live;
 	int			nkeep;
 	IcebergPosdelKeep *keep;
+	/* the table's schema.name-mapping.default (a JSON array), or NULL */
+	char	   *name_mapping;
 } IcebergCompactJob;
 
 /*

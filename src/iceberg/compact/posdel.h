@@ -19,8 +19,9 @@
  *	  target-file-size-bytes, whose default is the table's
  *	  write.delete.target-file-size-bytes, else 64 MiB), or it is proven
  *	  dangling (below);
- *	- the candidates of a partition are packed in order into groups of at
- *	  most max-file-group-size-bytes; a group is rewritten by compaction's
+ *	- the candidates of a partition are packed in order by compaction's
+ *	  packer into groups of at most max-file-group-size-bytes (and
+ *	  max_group_files files); a group is rewritten by compaction's
  *	  size rules (enough input files, enough content, too much content,
  *	  rewrite-all) or when it holds a dangling file;
  *	- its output file count is Iceberg's expectedOutputFiles(bytes).
@@ -76,8 +77,9 @@
 
 /*
  * Plan on md's current snapshot with compaction's options (the sizes,
- * min-input-files, max-file-group-size-bytes, rewrite-all, where; the
- * delete thresholds and output-spec-id are not used).  Format v3 is
+ * min-input-files, max-file-group-size-bytes, max_group_files,
+ * rewrite-all, where; the delete thresholds and output-spec-id are not
+ * used).  Format v3 is
  * ICEBERG_ERR_UNSUPPORTED; invalid sizes ICEBERG_ERR_INVALID_ARGUMENT.
  * plan->candidates counts the candidate files, plan->filtered_out the
  * delete files the filter left out, plan->dangling those proven dangling,

@@ -9,8 +9,9 @@
  *
  * Rules of this file: plain C, errors as TmsError values, every
  * allocation freed on every path.  Manifests are read with the layer's
- * streaming readers; compaction's rules (options, group sizes, output
- * counts) are compact_plan.c's, called here.
+ * streaming readers; compaction's rules (options, the packer and its
+ * bounds on a group's bytes and files, group sizes, output counts) are
+ * compact_plan.c's, called here.
  *
  * src/iceberg/compact/posdel_plan.c
  *
@@ -508,39 +509,47 @@ add_group(PosPlanner *pl, const PPart *pt, const int *cands, int n, int64_t byte
 	return group_keep(pl, pt, g, cands, n, max_seq);
 }
 
+/* A partition being packed: its planner, partition and candidates. */
+typedef struct PosPack
+{
+	PosPlanner *pl;
+	const PPart *pt;
+	const int  *cands;
+} PosPack;
+
+/* A candidate's size, records and whether it makes its group worth it. */
+static void
+pack_item(void *arg, int i, CompactPackItem *out)
+{
+	PosPack    *pp = arg;
+	const PDel *d = &pp->pl->dels[pp->cands[i]];
+
+	out->size = d->size;
+	out->records = d->records;
+	out->reasons = d->dangling ? ICEBERG_COMPACT_DANGLING : 0;
+}
+
+/* The group of candidates [start, end), worth rewriting: added. */
+static bool
+pack_group(void *arg, int start, int end, int64_t bytes, int64_t records, unsigned reasons)
+{
+	PosPack    *pp = arg;
+
+	return add_group(pp->pl, pp->pt, pp->cands + start, end - start, bytes, records, reasons);
+}
+
 /*
- * Pack a partition's candidates into groups (Iceberg's ListPacker with a
- * lookback of one, as compaction), keep those worth rewriting.
+ * Pack a partition's candidates into groups with compaction's packer (its
+ * bounds: max-file-group-size-bytes and max_group_files), keep those
+ * worth rewriting.
  */
 static bool
-pack_part(PosPlanner *pl, const PPart *pt, const int *cands, int ncands)
+pack_part(PosPlanner *pl, const IcebergCompactOptions *opt, const PPart *pt,
+		  const int *cands, int ncands)
 {
-	IcebergCompactPlan *p = pl->p;
-	int			i = 0;
+	PosPack		pp = {pl, pt, cands};
 
-	while (i < ncands)
-	{
-		int			start = i;
-		int64_t		bytes = 0;
-		int64_t		records = 0;
-		unsigned	reasons = 0;
-
-		do
-		{
-			const PDel *d = &pl->dels[cands[i]];
-
-			bytes += d->size;
-			records += d->records;
-			if (d->dangling)
-				reasons |= ICEBERG_COMPACT_DANGLING;
-			i++;
-		} while (i < ncands && bytes + pl->dels[cands[i]].size <= p->max_file_group_size_bytes);
-		reasons |= compact_size_reasons(p, i - start, bytes);
-		if (reasons != 0 &&
-			!add_group(pl, pt, cands + start, i - start, bytes, records, reasons))
-			return false;
-	}
-	return true;
+	return compact_pack(pl->p, opt, ncands, pack_item, pack_group, &pp);
 }
 
 /* The options with the delete files' target size (Iceberg's default). */
@@ -583,7 +592,7 @@ iceberg_posdel_check_options(const IcebergTableMetadata *md, const IcebergCompac
 
 /* The groups, partition by partition; the proven dangling files counted. */
 static bool
-plan_groups(PosPlanner *pl)
+plan_groups(PosPlanner *pl, const IcebergCompactOptions *opt)
 {
 	IcebergCompactPlan *p = pl->p;
 	int		   *cands = io_calloc((size_t) pl->ndels + 1, sizeof(int));
@@ -620,7 +629,7 @@ plan_groups(PosPlanner *pl)
 				cands[n++] = pt->dels[j];
 		}
 		p->candidates += n;
-		if (!pack_part(pl, pt, cands, n))
+		if (!pack_part(pl, opt, pt, cands, n))
 		{
 			io_free(cands);
 			return false;
@@ -668,7 +677,7 @@ iceberg_posdel_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		ok = compact_read_list(io, md, snap, &recs, &nrecs, err) &&
 			read_pass(&pl, io, md, &o, recs, nrecs, 0) &&
 			(pl.nparts == 0 || read_pass(&pl, io, md, &o, recs, nrecs, 1)) &&
-			plan_groups(&pl);
+			plan_groups(&pl, &o);
 	compact_free_recs(recs, nrecs);
 	planner_free(&pl);
 	if (!ok)
