@@ -305,6 +305,18 @@ def test_compaction_of_one_partition_keeps_the_others(env):
     assert [e["ref"] for e in after.values() if e["content"] == 1] == [res["files"]["F"]["path"]]
 
 
+def test_sorted_compaction_into_several_files_keeps_row_lineage(env):
+    # strategy sort, several outputs per partition: the rows go through the
+    # sorted intermediate file and are split, their lineage with them
+    st = env["st"]
+    name, res = new_table(env)
+    _, meta2, _ = compact_and_check(env, name, {"rewrite-all": True, "sort-order": "id DESC",
+                                                "target-file-size-bytes": 4096})
+    assert v3.rows(st, meta2) == expected_rows(res)
+    data = [e for e in v3.live(st, meta2) if e["content"] == 0]
+    assert len(data) > 2 and not [e for e in v3.live(st, meta2) if e["content"] != 0]
+
+
 def test_compaction_refuses_files_without_row_ids(env):
     name = upgraded(env)
     _, meta = ow.load(env["catalog"], "v3", name)
