@@ -81,6 +81,9 @@ typedef enum DslVar
 	DSL_VAR_OLDEST_SNAPSHOT_AGE,
 	DSL_VAR_MANIFESTS,
 	DSL_VAR_TIME_SINCE_LAST_UPDATE,
+	DSL_VAR_DELETION_VECTORS,
+	DSL_VAR_DELETION_VECTOR_RECORDS,
+	DSL_VAR_DELETED_RECORD_RATIO,
 	DSL_VAR_COUNT
 } DslVar;
 
@@ -103,7 +106,8 @@ typedef enum DslField
  * The metrics of one table.  Set the fields the program reads (see
  * dsl_program_variables()) and their bits in "present"; dsl_eval() refuses
  * to run (DSL_MISSING_METRIC) rather than read an unset metric as 0.
- * avg_data_file_size is the only DOUBLE; every other variable is a LONG.
+ * avg_data_file_size and deleted_record_ratio are DOUBLEs; every other
+ * variable is a LONG.
  */
 typedef struct DslMetrics
 {
@@ -125,6 +129,9 @@ typedef struct DslMetrics
 	int64_t		oldest_snapshot_age;
 	int64_t		manifests;
 	int64_t		time_since_last_update;
+	int64_t		deletion_vectors;
+	int64_t		deletion_vector_records;
+	double		deleted_record_ratio;
 } DslMetrics;
 
 /*

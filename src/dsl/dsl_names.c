@@ -40,6 +40,9 @@ static const VarInfo vars[DSL_VAR_COUNT] = {
 	{"oldestSnapshotAge", DSL_LONG, DSL_NEEDS_METADATA, M(oldest_snapshot_age)},
 	{"manifests", DSL_LONG, DSL_NEEDS_MANIFEST_LIST, M(manifests)},
 	{"timeSinceLastUpdate", DSL_LONG, DSL_NEEDS_METADATA, M(time_since_last_update)},
+	{"deletionVectors", DSL_LONG, DSL_NEEDS_MANIFESTS, M(deletion_vectors)},
+	{"deletionVectorRecords", DSL_LONG, DSL_NEEDS_MANIFESTS, M(deletion_vector_records)},
+	{"deletedRecordRatio", DSL_DOUBLE, DSL_NEEDS_MANIFESTS, M(deleted_record_ratio)},
 };
 
 #undef M

@@ -290,6 +290,32 @@ def test_compaction_keeps_rows_and_row_lineage(env):
     assert int(new["summary"]["added-records"]) == len(expected_rows(res))
 
 
+def test_metrics_count_deletion_vectors_before_and_after_compaction(env):
+    # tms.table_metrics gives the policy DSL's variables: the deletion
+    # vectors (Puffin blobs) and the rows they delete, counted by the world's
+    # manifests, and the deleted-row ratio; compaction applies them all
+    st = env["st"]
+    name, _ = new_table(env)
+    _, meta = ow.load(env["catalog"], "v3", name)
+    live = v3.live(st, meta)
+    dvs = [e for e in live if e["content"] == 1 and (e["format"] or "").lower() == "puffin"]
+    pos = [e for e in live if e["content"] == 1]
+    data = sum(e["records"] for e in live if e["content"] == 0)
+    assert dvs
+
+    def metrics():
+        return q(env, "SELECT tms.table_metrics(%s, 'v3', %s, 'manifests')",
+                 (env["server"], name))[0][0]
+    m = metrics()
+    assert m["deletionVectors"] == len(dvs)
+    assert m["deletionVectorRecords"] == sum(e["records"] for e in dvs)
+    assert m["positionDeleteFiles"] == len(pos)
+    assert m["deletedRecordRatio"] == pytest.approx(sum(e["records"] for e in pos) / data)
+    compact_and_check(env, name, {"rewrite-all": True})
+    m = metrics()
+    assert (m["deletionVectors"], m["deletionVectorRecords"], m["deletedRecordRatio"]) == (0, 0, 0)
+
+
 def test_compaction_of_one_partition_keeps_the_others(env):
     st = env["st"]
     name, res = new_table(env, extra_appends=3)

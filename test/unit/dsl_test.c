@@ -418,6 +418,9 @@ test_metrics_get(void)
 		{DSL_VAR_OLDEST_SNAPSHOT_AGE, "oldestSnapshotAge", INT64_MIN},
 		{DSL_VAR_MANIFESTS, "manifests", -1},
 		{DSL_VAR_TIME_SINCE_LAST_UPDATE, "timeSinceLastUpdate", 117},
+		{DSL_VAR_DELETION_VECTORS, "deletionVectors", 118},
+		{DSL_VAR_DELETION_VECTOR_RECORDS, "deletionVectorRecords", 119},
+		{DSL_VAR_DELETED_RECORD_RATIO, "deletedRecordRatio", 0},
 	};
 
 	CHECK(sizeof(want) / sizeof(want[0]) == DSL_VAR_COUNT, "a case per variable");
@@ -439,6 +442,9 @@ test_metrics_get(void)
 	m.oldest_snapshot_age = INT64_MIN;
 	m.manifests = -1;
 	m.time_since_last_update = 117;
+	m.deletion_vectors = 118;
+	m.deletion_vector_records = 119;
+	m.deleted_record_ratio = 0.125;
 
 	/* nothing present: every metric is absent, the value zeroed */
 	for (int i = 0; i < DSL_VAR_COUNT; i++)
@@ -460,6 +466,9 @@ test_metrics_get(void)
 		if (var == DSL_VAR_AVG_DATA_FILE_SIZE)
 			CHECK(dsl_var_type(var) == DSL_DOUBLE && v.d == 113.25,
 				  "%s: %g", want[i].name, v.d);
+		else if (var == DSL_VAR_DELETED_RECORD_RATIO)
+			CHECK(dsl_var_type(var) == DSL_DOUBLE && v.d == 0.125,
+				  "%s: %g", want[i].name, v.d);
 		else
 			CHECK(dsl_var_type(var) == DSL_LONG && v.l == want[i].l,
 				  "%s: %" PRId64 ", want %" PRId64, want[i].name, v.l, want[i].l);
@@ -476,7 +485,7 @@ test_metrics_get(void)
 	CHECK(m.present == (UINT32_C(1) << DSL_VAR_COUNT) - 1, "all present");
 	for (int i = 0; i < DSL_VAR_COUNT; i++)
 		CHECK(dsl_metrics_get(&m, want[i].var, &v) &&
-			  (want[i].var == DSL_VAR_AVG_DATA_FILE_SIZE ? v.d == 113.25 : v.l == want[i].l),
+			  (dsl_var_type(want[i].var) == DSL_DOUBLE ? v.d == 113.25 : v.l == want[i].l),
 			  "%s: set then get", want[i].name);
 
 	/* not a variable */
@@ -516,6 +525,15 @@ test_spec_examples(void)
 	expect("equalityDeleteFiles > 10 OR equalityDeleteRecords > 100000", false);
 	setm(DSL_VAR_EQUALITY_DELETE_RECORDS, 100001);
 	expect("equalityDeleteFiles > 10 OR equalityDeleteRecords > 100000", true);
+
+	/* format v3: deletion vectors and the share of rows they delete */
+	setm(DSL_VAR_DELETION_VECTORS, 3);
+	dsl_metrics_set(&metrics, DSL_VAR_DELETED_RECORD_RATIO, 0, 0.1);
+	expect("deletionVectors > 0 AND deletedRecordRatio >= 0.1", true);
+	dsl_metrics_set(&metrics, DSL_VAR_DELETED_RECORD_RATIO, 0, 0.05);
+	expect("deletionVectors > 0 AND deletedRecordRatio >= 0.1", false);
+	setm(DSL_VAR_DELETION_VECTOR_RECORDS, 1000);
+	expect("deletionVectorRecords > 999", true);
 
 	setm(DSL_VAR_EQUALITY_DELETE_FILES_SIZE, 512 * 1048576LL);
 	setm(DSL_VAR_POSITION_DELETE_FILES_SIZE, 512 * 1048576LL);
