@@ -125,6 +125,12 @@ extern bool read_projection(Sql *q, const IcebergSchema *s, const FileNode *root
 							TmsError *err);
 
 /*
+ * Row lineage: ", <stored _row_id or null> AS __rid, <stored
+ * _last_updated_sequence_number or null> AS __lus" of a file of schema root.
+ */
+extern void lineage_projection(Sql *q, const FileNode *root);
+
+/*
  * Leaf ids of the file written (leaf_ids[column index]; -1: none) and
  * whether it carries every field id of s.
  */

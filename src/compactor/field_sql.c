@@ -32,6 +32,9 @@
  * group of several fields, else its only child is; a MAP group's
  * repeated child holds the key and the value.
  *
+ * A v3 table's rows keep their row lineage: lineage_projection reads the
+ * reserved columns _row_id and _last_updated_sequence_number by field id.
+ *
  * Names written are those Iceberg's writers give (avro_name), at every
  * depth; every field carries its id (FIELD_IDS with __duckdb_field_id for
  * a nested field's own id, "element", "key" and "value" for a list's and
@@ -673,6 +676,33 @@ read_projection(Sql *q, const IcebergSchema *s, const FileNode *root, TmsError *
 		sql_add(q, " AS c%d", (int) c->id);
 	}
 	return true;
+}
+
+/*
+ * Row lineage (https://iceberg.apache.org/spec/#row-lineage): the values a
+ * file stores of the reserved columns _row_id (field id 2147483540) and
+ * _last_updated_sequence_number (2147483539), found by id, else null, as
+ * ", ... AS __rid, ... AS __lus".
+ */
+void
+lineage_projection(Sql *q, const FileNode *root)
+{
+	static const int32_t ids[2] = {2147483540, 2147483539};
+	static const char *const as[2] = {"__rid", "__lus"};
+
+	for (int i = 0; i < 2; i++)
+	{
+		const FileNode *n = file_child(root, ids[i]);
+
+		if (n != NULL && n->kind == 'P' && !n->repeated)
+		{
+			sql_add(q, ", CAST(");
+			sql_ident(q, n->name);
+			sql_add(q, " AS BIGINT) AS %s", as[i]);
+		}
+		else
+			sql_add(q, ", NULL::BIGINT AS %s", as[i]);
+	}
 }
 
 /* ---------------------------------------------------------------------

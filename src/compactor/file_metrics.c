@@ -401,6 +401,9 @@ metrics_footer(Helper *h, const IcebergCompactJob *job, const Leaf *l, int nl,
 
 		for (k = 0; k < nl && out->metrics[k].id != id; k++)
 			;
+		/* row lineage's reserved columns: no metrics (none are required) */
+		if (k == nl && job->row_lineage && (id == 2147483540 || id == 2147483539))
+			continue;
 		if (k == nl)
 		{
 			tms_error_set(err, ICEBERG_ERR_MALFORMED,

@@ -39,6 +39,13 @@
  * for those reads), so the outputs are sorted and consecutive: DuckDB's
  * own file rotation (ROW_GROUPS_PER_FILE) does not keep an ORDER BY's
  * row groups in order within a file.
+ * Deletion vectors (v3) join the position deletes: each blob is read from
+ * its Puffin file, decoded by dv.c and its positions added to "pos" for
+ * its one data file.  A v3 table's rows keep their row lineage
+ * (job->row_lineage): _row_id and _last_updated_sequence_number, stored
+ * or inherited (the file's first_row_id + position, its data sequence
+ * number), are written as the reserved columns of field ids 2147483540
+ * and 2147483539.
  * A rewrite of position deletes (job->filter_live: its inputs are position
  * delete files, its schema file_path and pos, its order theirs) keeps a
  * row only when its file_path is in the table "keep" with a sequence
@@ -54,6 +61,7 @@
  *-------------------------------------------------------------------------
  */
 #include "compactor/compactor_int.h"
+#include "iceberg/table/dv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,6 +77,8 @@
 
 #define POS_PATH_ID		2147483546
 #define POS_POS_ID		2147483545
+#define ROW_ID_ID		2147483540
+#define LAST_SEQ_ID		2147483539
 #define DOWNLOAD_CHUNK	((uint64_t) 8 * 1024 * 1024)
 
 /* The read_parquet schema map of the columns ids[0..n) (NULL: all). */
@@ -254,7 +264,8 @@ typedef struct GroupRun
 	int32_t   **eq_sets;		/* the distinct equality column sets */
 	int		   *eq_nids;		/* the number of columns of each */
 	int			neq_sets;
-	bool		has_pos;		/* the group has position delete files */
+	bool		has_pos;		/* the group has position deletes */
+	bool		has_pos_files;	/* of them, Parquet position delete files */
 	int64_t		rows_in;
 	int64_t		rows_out;
 	int64_t		bytes_in;
@@ -312,6 +323,72 @@ group_inputs_table(GroupRun *g)
 }
 
 /*
+ * Deletion vector i (https://iceberg.apache.org/spec/#deletion-vectors):
+ * its blob read from the Puffin file, decoded (dv.c: checked, at most the
+ * referenced input's row count of positions) and written as the local
+ * text file del<i>.csv, one position a line, for group_pos_tables.
+ */
+static bool
+group_fetch_dv(GroupRun *g, int i)
+{
+	const IcebergCompactJobDelete *d = &g->job->deletes[i];
+	IoBuffer	b = {0};
+	TmsError	ioerr;
+	int64_t    *pos = NULL;
+	int64_t		npos = 0,
+				cap = -1,
+				k;
+	FILE	   *f;
+	bool		ok;
+
+	for (k = 0; k < g->job->ninputs; k++)
+		if (strcmp(g->job->inputs[k].path, d->dv_referenced) == 0)
+			cap = g->job->inputs[k].records;
+	if (cap < 0)
+	{
+		tms_error_set(g->err, ICEBERG_ERR_MALFORMED,
+					  "a deletion vector of the group references a data file outside it");
+		tms_error_detail(g->err, "%.1000s", d->dv_referenced);
+		return false;
+	}
+	if (io_storage_read(g->h->storage, d->uri, (uint64_t) d->dv_offset, (uint64_t) d->dv_length,
+						&b, &ioerr) != 0)
+	{
+		tms_error_wrap(g->err, ICEBERG_ERR_IO, &ioerr, "cannot read \"%.400s\"", d->uri);
+		return false;
+	}
+	if ((int64_t) b.len != d->dv_length)
+	{
+		io_buffer_free(&b);
+		tms_error_set(g->err, ICEBERG_ERR_MALFORMED,
+					  "deletion vector of \"%.400s\" ends beyond its Puffin file", d->dv_referenced);
+		tms_error_detail(g->err, "%.1000s", d->uri);
+		return false;
+	}
+	ok = iceberg_dv_decode((const uint8_t *) b.data, b.len, d->dv_records, cap, &pos, &npos,
+						   g->err);
+	io_buffer_free(&b);
+	if (!ok)
+	{
+		tms_error_detail(g->err, "The deletion vector of \"%.400s\" in \"%.400s\".",
+						 d->dv_referenced, d->uri);
+		return false;
+	}
+	snprintf(g->path, sizeof(g->path), "%s/del%d.csv", g->dir, i);
+	f = fopen(g->path, "we");
+	ok = f != NULL;
+	for (k = 0; ok && k < npos; k++)
+		ok = fprintf(f, "%" PRId64 "\n", pos[k]) > 0;
+	if (f != NULL && fclose(f) != 0)
+		ok = false;
+	io_free(pos);
+	if (!ok)
+		tms_error_set(g->err, ICEBERG_ERR_IO, "cannot write \"%.300s\": %s", g->path,
+					  strerror(errno));
+	return ok;
+}
+
+/*
  * Download the delete files and sort them: whether there are position
  * deletes, and each distinct set of equality columns once.
  */
@@ -326,11 +403,18 @@ group_fetch_deletes(GroupRun *g)
 	{
 		const IcebergCompactJobDelete *d = &job->deletes[i];
 
+		if (d->dv_offset >= 0)
+		{
+			if (!group_fetch_dv(g, i))
+				return false;
+			g->has_pos = true;
+			continue;
+		}
 		snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
 		if (!download(g->h, d->uri, g->path, g->err))
 			return false;
 		if (d->content == ICEBERG_CONTENT_POSITION_DELETES)
-			g->has_pos = true;
+			g->has_pos = g->has_pos_files = true;
 		else
 		{
 			for (j = 0; j < g->neq_sets; j++)
@@ -360,11 +444,28 @@ group_pos_tables(GroupRun *g)
 	int			i,
 				j;
 
+	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE pos (file_path VARCHAR, pos BIGINT, seq BIGINT)",
+					NULL, g->err))
+		return false;
+	/* deletion vectors: their positions, of their one data file */
+	for (i = 0; i < job->ndeletes; i++)
+		if (job->deletes[i].dv_offset >= 0)
+		{
+			sql_reset(&g->q);
+			sql_add(&g->q, "INSERT INTO pos SELECT ");
+			sql_lit(&g->q, job->deletes[i].dv_referenced);
+			sql_add(&g->q, ", column0, %" PRId64 "::BIGINT FROM read_csv(", job->deletes[i].seq);
+			snprintf(g->path, sizeof(g->path), "%s/del%d.csv", g->dir, i);
+			sql_lit(&g->q, g->path);
+			sql_add(&g->q, ", header = false, columns = {'column0': 'BIGINT'})");
+			if (g->q.oom || !helper_run(g->h, g->q.data, NULL, g->err))
+				return false;
+		}
 	sql_reset(&g->q);
-	sql_add(&g->q, "CREATE OR REPLACE TEMP TABLE pos AS SELECT p.file_path, p.pos, v.seq"
-			" FROM read_parquet([");
+	sql_add(&g->q, "INSERT INTO pos SELECT p.file_path, p.pos, v.seq FROM read_parquet([");
 	for (i = 0, j = 0; i < job->ndeletes; i++)
-		if (job->deletes[i].content == ICEBERG_CONTENT_POSITION_DELETES)
+		if (job->deletes[i].content == ICEBERG_CONTENT_POSITION_DELETES &&
+			job->deletes[i].dv_offset < 0)
 		{
 			snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
 			sql_add(&g->q, "%s", j++ ? ", " : "");
@@ -374,7 +475,8 @@ group_pos_tables(GroupRun *g)
 			" %d: {name: 'pos', type: 'BIGINT', default_value: NULL}}) p JOIN (VALUES ",
 			POS_PATH_ID, POS_POS_ID);
 	for (i = 0, j = 0; i < job->ndeletes; i++)
-		if (job->deletes[i].content == ICEBERG_CONTENT_POSITION_DELETES)
+		if (job->deletes[i].content == ICEBERG_CONTENT_POSITION_DELETES &&
+			job->deletes[i].dv_offset < 0)
 		{
 			snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
 			sql_add(&g->q, "%s(", j++ ? ", " : "");
@@ -383,7 +485,7 @@ group_pos_tables(GroupRun *g)
 		}
 	sql_add(&g->q, ") v(local, seq) ON p.filename = v.local"
 			" WHERE p.file_path IN (SELECT uri FROM inputs)");
-	if (g->q.oom || !helper_run(g->h, g->q.data, NULL, g->err))
+	if (g->has_pos_files && (g->q.oom || !helper_run(g->h, g->q.data, NULL, g->err)))
 		return false;
 	/* the rows deleted, by local file: the sequence number rule applied once */
 	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE posl AS SELECT DISTINCT i.local, p.pos"
@@ -512,6 +614,8 @@ group_delete_tables(GroupRun *g)
 	{
 		snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
 		unlink(g->path);
+		snprintf(g->path, sizeof(g->path), "%s/del%d.csv", g->dir, i);
+		unlink(g->path);
 	}
 	return true;
 }
@@ -535,6 +639,8 @@ group_input_projection(GroupRun *g, int i)
 		return false;
 	ok = file_schema_map_names(&root, g->job->name_mapping, g->err) &&
 		read_projection(&p, g->job->schema, &root, g->err);
+	if (ok && g->job->row_lineage)
+		lineage_projection(&p, &root);
 	file_schema_free(&root);
 	if (ok && p.oom)
 	{
@@ -627,7 +733,7 @@ group_slices_table(GroupRun *g, int o, int *nslices)
 				n = 0;
 
 	*nslices = 0;
-	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT)",
+	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT, frid BIGINT)",
 					NULL, g->err))
 		return false;
 	sql_reset(&g->q);
@@ -645,10 +751,11 @@ group_slices_table(GroupRun *g, int o, int *nslices)
 		sql_add(&g->q, "%s(", n++ ? ", " : "");
 		sql_lit(&g->q, g->path);
 		if (to < 0)
-			sql_add(&g->q, ", %" PRId64 ", NULL, %" PRId64 ")", from, job->inputs[i].seq);
+			sql_add(&g->q, ", %" PRId64 ", NULL, %" PRId64, from, job->inputs[i].seq);
 		else
-			sql_add(&g->q, ", %" PRId64 ", %" PRId64 ", %" PRId64 ")", from, to,
+			sql_add(&g->q, ", %" PRId64 ", %" PRId64 ", %" PRId64, from, to,
 					job->inputs[i].seq);
+		sql_add(&g->q, ", %" PRId64 ")", job->inputs[i].first_row_id);
 	}
 	*nslices = n;
 	if (n == 0)
@@ -727,7 +834,21 @@ output_options(GroupRun *g, Sql *q)
 	if (job->compression_level >= 0 && strcmp(g->cc, "zstd") == 0)
 		sql_add(q, ", COMPRESSION_LEVEL %d", job->compression_level);
 	sql_add(q, ", FIELD_IDS ");
-	field_ids_sql(q, job->schema);
+	if (job->row_lineage)
+	{
+		/* the schema's ids and the reserved columns' */
+		Sql			ids = {0};
+
+		field_ids_sql(&ids, job->schema);
+		if (ids.oom || ids.len < 2)
+			q->oom = true;
+		else
+			sql_add(q, "%.*s, \"_row_id\": %d, \"_last_updated_sequence_number\": %d}",
+					(int) ids.len - 1, ids.data, ROW_ID_ID, LAST_SEQ_ID);
+		io_sb_free(&ids);
+	}
+	else
+		field_ids_sql(q, job->schema);
 	sql_add(q, ", KV_METADATA {'iceberg.schema': ");
 	sql_lit(q, job->schema_json);
 	sql_add(q, "})");
@@ -757,10 +878,22 @@ group_copy_sql(GroupRun *g, int o, const char *local_out, bool sorted)
 			sql_add(q, "%ss.c%d", i ? ", " : "", (int) s->columns[i].id);
 	else
 		select_renamed(q, s, "s.");
+	if (job->row_lineage)
+		sql_add(q, sorted ? ", s.__rid, s.__lus" :
+				", s.__rid AS _row_id, s.__lus AS _last_updated_sequence_number");
 	sql_add(q, " FROM (SELECT ");
 	for (i = 0; i < s->ncolumns; i++)
 		sql_add(q, "%sd.c%d AS c%d", i ? ", " : "", (int) s->columns[i].id,
 				(int) s->columns[i].id);
+
+	/*
+	 * https://iceberg.apache.org/spec/#row-lineage: a null _row_id is the
+	 * file's first_row_id plus the row's position, a null
+	 * _last_updated_sequence_number the file's data sequence number
+	 */
+	if (job->row_lineage)
+		sql_add(q, ", coalesce(d.__rid, sl.frid + d.file_row_number) AS __rid,"
+				" coalesce(d.__lus, sl.seq) AS __lus");
 	compactor_sort_keys(q, job);
 	sql_add(q, " FROM (");
 	group_read_sql(g, o);
@@ -832,6 +965,8 @@ group_split_sorted(GroupRun *g, const char *local_sorted, int64_t written)
 		sql_reset(&g->q);
 		sql_add(&g->q, "COPY (SELECT ");
 		select_renamed(&g->q, job->schema, "");
+		if (job->row_lineage)
+			sql_add(&g->q, ", __rid AS _row_id, __lus AS _last_updated_sequence_number");
 		sql_add(&g->q, " FROM read_parquet(");
 		sql_lit(&g->q, local_sorted);
 		sql_add(&g->q, ", file_row_number = true) WHERE file_row_number >= %" PRId64
@@ -1017,6 +1152,8 @@ group_cleanup(GroupRun *g)
 	for (i = 0; i < job->ndeletes; i++)
 	{
 		snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
+		unlink(g->path);
+		snprintf(g->path, sizeof(g->path), "%s/del%d.csv", g->dir, i);
 		unlink(g->path);
 	}
 	for (o = 0; o < job->files; o++)

@@ -81,6 +81,9 @@ typedef enum DslVar
 	DSL_VAR_OLDEST_SNAPSHOT_AGE,
 	DSL_VAR_MANIFESTS,
 	DSL_VAR_TIME_SINCE_LAST_UPDATE,
+	DSL_VAR_DELETION_VECTORS,
+	DSL_VAR_DELETION_VECTOR_RECORDS,
+	DSL_VAR_DELETED_RECORD_RATIO,
 	/* derived from the ones above by dsl_metrics_derive() (dsl_health.c) */
 	DSL_VAR_HEALTH_SCORE,
 	DSL_VAR_ESTIMATED_REWRITE_BYTES,
@@ -116,8 +119,8 @@ typedef enum DslField
  * The metrics of one table.  Set the fields the program reads (see
  * dsl_program_variables()) and their bits in "present"; dsl_eval() refuses
  * to run (DSL_MISSING_METRIC) rather than read an unset metric as 0.
- * avg_data_file_size and health_score are the DOUBLEs; every other variable
- * is a LONG.
+ * avg_data_file_size, deleted_record_ratio and health_score are the
+ * DOUBLEs; every other variable is a LONG.
  */
 typedef struct DslMetrics
 {
@@ -139,6 +142,9 @@ typedef struct DslMetrics
 	int64_t		oldest_snapshot_age;
 	int64_t		manifests;
 	int64_t		time_since_last_update;
+	int64_t		deletion_vectors;
+	int64_t		deletion_vector_records;
+	double		deleted_record_ratio;
 	double		health_score;	/* derived: dsl_metrics_derive() */
 	int64_t		estimated_rewrite_bytes;
 	int64_t		estimated_files_removed;

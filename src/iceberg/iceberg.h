@@ -677,6 +677,15 @@ typedef struct IcebergTableMetrics
 	int64_t		position_delete_records;
 	double		avg_data_file_size; /* 0 for an empty table */
 
+	/*
+	 * v3 deletion vectors: position deletes held as Puffin blobs (counted in
+	 * position_delete_* too)
+	 */
+	int64_t		deletion_vectors;
+	int64_t		deletion_vector_records;
+	/* position_delete_records / data_records, 0 for an empty table */
+	double		deleted_record_ratio;
+
 	/* delete matching */
 	int64_t		data_files_with_deletes;
 	int64_t		data_files_with_position_deletes;

@@ -13,8 +13,9 @@
  * recorded and the plan as rows of tms.plan_operation.
  *
  * Refused before anything runs (tms.run_operation, tms.add_rule's
- * checks with the table loaded): format v3 tables (SQLSTATE 0A000: their
- * deletion vectors are not rewritten here; an engine does), invalid
+ * checks with the table loaded): format v3 tables (SQLSTATE 0A000: the
+ * conversion of position delete files into deletion vectors and the merge
+ * of a data file's deletion vectors are not done here; an engine does), invalid
  * sizes and a where filter that does not bind to the table (22023).
  *
  *-------------------------------------------------------------------------
@@ -38,9 +39,9 @@ maint_posdel_check_table(MaintRun *run)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("engine \"local\" cannot run operation \"position-delete-rewrite\" on table \"%s.%s\"",
 						run->ns, run->table),
-				 errdetail("The table is format v%d; its deletes may be deletion vectors, which tms does not rewrite.",
+				 errdetail("The table is format v%d: its position deletes are deletion vectors (https://iceberg.apache.org/spec/#deletion-vectors); engine \"local\" neither converts position delete files into them nor merges the deletion vectors of a data file.",
 						   run->md->format_version),
-				 errhint("Name a server of the tms_engine wrapper (Spark) as the engine for this table.")));
+				 errhint("Name a server of the tms_engine wrapper (Spark's rewrite_position_delete_files does both on v3) as the engine for this table.")));
 	maint_compact_options(run, &o, NULL);
 	if (!iceberg_posdel_check_options(run->md, &o, &err))
 		ereport(ERROR,

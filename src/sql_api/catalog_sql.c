@@ -652,12 +652,16 @@ tms_table_metrics(PG_FUNCTION_ARGS)
 						 ", \"positionDeleteFiles\": " INT64_FORMAT
 						 ", \"positionDeleteFilesSize\": " INT64_FORMAT
 						 ", \"positionDeleteRecords\": " INT64_FORMAT
-						 ", \"avgDataFileSize\": %.17g",
+						 ", \"avgDataFileSize\": %.17g"
+						 ", \"deletionVectors\": " INT64_FORMAT
+						 ", \"deletionVectorRecords\": " INT64_FORMAT
+						 ", \"deletedRecordRatio\": %.17g",
 						 m.data_files, m.data_files_size, m.data_records,
 						 m.equality_delete_files, m.equality_delete_files_size,
 						 m.equality_delete_records, m.position_delete_files,
 						 m.position_delete_files_size, m.position_delete_records,
-						 m.avg_data_file_size);
+						 m.avg_data_file_size, m.deletion_vectors,
+						 m.deletion_vector_records, m.deleted_record_ratio);
 	if (m.level >= ICEBERG_METRICS_DELETES)
 		appendStringInfo(&buf,
 						 ", \"dataFilesWithDeletes\": " INT64_FORMAT

@@ -20,7 +20,14 @@ DuckDB and Puffin deletion vectors, and its reference reader).
     manifest rewrite is refused before anything is written (unsupported,
     0A000 inside: plan_operation's row is "skip" with the reason and what
     to do, the job is skipped with it), the table unchanged;
-  - compaction still refuses v3 tables before anything runs, the same way.
+  - local compaction on v3 (https://iceberg.apache.org/spec/#row-lineage,
+    #deletion-vectors): the world's reader sees the same live rows with the
+    same _row_id and _last_updated_sequence_number afterwards; the deletion
+    vectors applied are removed in the commit; the new data manifests take
+    row ids from next-row-id on (added and existing rows each), the
+    snapshot's first-row-id and added-rows and the table's next-row-id
+    follow; a partition left out keeps its files and DV; a table whose
+    files have no row ids yet is skipped before anything is written.
 
 The module runs its own cluster and catalog over a file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_v3_tables.py
@@ -227,12 +234,118 @@ def test_manifest_rewrite_refuses_files_without_row_ids(env):
     assert ow.load(env["catalog"], "v3", name)[1] == meta
 
 
-def test_compaction_still_refuses_v3(env):
+def compact_and_check(env, name, options):
+    """Run local compaction on a v3 table and check what the spec asks of
+    it; returns (meta before, meta after, the new snapshot)."""
+    cat, st = env["catalog"], env["st"]
+    _, meta = ow.load(cat, "v3", name)
+    before_rows = v3.rows(st, meta)
+    state, reason, err, _, _ = wait_job(env, run(env, name, "compaction", options))
+    assert state == "succeeded", (state, reason, err)
+    _, meta2 = ow.load(cat, "v3", name)
+    new = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    assert new["summary"]["operation"] == "replace"
+    assert new["parent-snapshot-id"] == meta["current-snapshot-id"]
+    # the live rows, with their _row_id and _last_updated_sequence_number,
+    # read by the world's reader (not tms's planner)
+    assert v3.rows(st, meta2) == before_rows
+    # https://iceberg.apache.org/spec/#snapshot-row-ids: the new data
+    # manifests take the ids from the table's next-row-id on, each its
+    # added and existing rows; next-row-id moves by added-rows
+    old_manifests = {e["manifest"] for e in v3.entries(st, meta)}
+    lst = ow.manifest_records(st, new)
+    fresh = [r for r in lst if r["manifest_path"] not in old_manifests]
+    nxt = meta["next-row-id"]
+    assert new["first-row-id"] == nxt
+    for r in fresh:
+        if r["content"] == 0:
+            assert r["first_row_id"] == nxt, (r, nxt)
+            nxt += r["added_rows_count"] + r["existing_rows_count"]
+        else:
+            assert r["first_row_id"] is None
+    assert new["added-rows"] == nxt - meta["next-row-id"]
+    assert meta2["next-row-id"] == nxt
+    assert v3.check_lineage(meta2) == []
+    return meta, meta2, new
+
+
+def test_compaction_keeps_rows_and_row_lineage(env):
+    st = env["st"]
+    name, res = new_table(env, extra_appends=2)
+    meta, meta2, new = compact_and_check(env, name, {"rewrite-all": True})
+    assert v3.rows(st, meta2) == expected_rows(res)
+    before = v3.live(st, meta)
+    after = v3.live(st, meta2)
+    # every data file rewritten, the deletion vectors it applied removed
+    assert {e["path"] for e in after if e["content"] == 0}.isdisjoint(
+        e["path"] for e in before if e["content"] == 0)
+    assert [e for e in after if e["content"] != 0] == []
+    assert len([e for e in after if e["content"] == 0]) == 2     # one per partition
+    removed = {e["path"] for e in v3.entries(st, meta2) if e["status"] == 2 and e["content"] == 1}
+    assert removed == {e["path"] for e in before if e["content"] == 1}
+    # the rows' ids are the values the new files store: their own first_row_id
+    # (inherited from a manifest given ids past the old next-row-id) would differ
+    assert all(e["first_row_id"] >= meta["next-row-id"] for e in after if e["content"] == 0)
+    assert int(new["summary"]["removed-position-delete-files"]) == 3
+    assert int(new["summary"]["added-records"]) == len(expected_rows(res))
+
+
+def test_metrics_count_deletion_vectors_before_and_after_compaction(env):
+    # tms.table_metrics gives the policy DSL's variables: the deletion
+    # vectors (Puffin blobs) and the rows they delete, counted by the world's
+    # manifests, and the deleted-row ratio; compaction applies them all
+    st = env["st"]
     name, _ = new_table(env)
     _, meta = ow.load(env["catalog"], "v3", name)
-    rows = plan(env, name, "compaction")
-    assert [(a, t) for a, t, _ in rows] == [("skip", "compaction")], rows
-    assert "does not support table format version 3" in rows[0][2]["reason"], rows
-    state, reason, err, _, _ = wait_job(env, run(env, name, "compaction"))
-    assert state == "skipped" and "format version 3" in (reason or "") + (err or "")
+    live = v3.live(st, meta)
+    dvs = [e for e in live if e["content"] == 1 and (e["format"] or "").lower() == "puffin"]
+    pos = [e for e in live if e["content"] == 1]
+    data = sum(e["records"] for e in live if e["content"] == 0)
+    assert dvs
+
+    def metrics():
+        return q(env, "SELECT tms.table_metrics(%s, 'v3', %s, 'manifests')",
+                 (env["server"], name))[0][0]
+    m = metrics()
+    assert m["deletionVectors"] == len(dvs)
+    assert m["deletionVectorRecords"] == sum(e["records"] for e in dvs)
+    assert m["positionDeleteFiles"] == len(pos)
+    assert m["deletedRecordRatio"] == pytest.approx(sum(e["records"] for e in pos) / data)
+    compact_and_check(env, name, {"rewrite-all": True})
+    m = metrics()
+    assert (m["deletionVectors"], m["deletionVectorRecords"], m["deletedRecordRatio"]) == (0, 0, 0)
+
+
+def test_compaction_of_one_partition_keeps_the_others(env):
+    st = env["st"]
+    name, res = new_table(env, extra_appends=3)
+    meta, meta2, _ = compact_and_check(env, name, {"rewrite-all": True, "where": "part = 0"})
+    assert v3.rows(st, meta2) == expected_rows(res)
+    before = {e["path"]: e for e in v3.live(st, meta)}
+    after = {e["path"]: e for e in v3.live(st, meta2)}
+    part1 = json.dumps({"part": 1}, sort_keys=True)
+    # partition 1 and its deletion vector as they were, first_row_id included
+    for p, e in before.items():
+        if e["partition"] == part1:
+            assert p in after and after[p]["first_row_id"] == e["first_row_id"], p
+    assert [e["ref"] for e in after.values() if e["content"] == 1] == [res["files"]["F"]["path"]]
+
+
+def test_sorted_compaction_into_several_files_keeps_row_lineage(env):
+    # strategy sort, several outputs per partition: the rows go through the
+    # sorted intermediate file and are split, their lineage with them
+    st = env["st"]
+    name, res = new_table(env)
+    _, meta2, _ = compact_and_check(env, name, {"rewrite-all": True, "sort-order": "id DESC",
+                                                "target-file-size-bytes": 4096})
+    assert v3.rows(st, meta2) == expected_rows(res)
+    data = [e for e in v3.live(st, meta2) if e["content"] == 0]
+    assert len(data) > 2 and not [e for e in v3.live(st, meta2) if e["content"] != 0]
+
+
+def test_compaction_refuses_files_without_row_ids(env):
+    name = upgraded(env)
+    _, meta = ow.load(env["catalog"], "v3", name)
+    state, reason, err, _, _ = wait_job(env, run(env, name, "compaction", {"rewrite-all": True}))
+    assert state == "skipped" and "row ids" in (reason or "") + (err or ""), (state, reason, err)
     assert ow.load(env["catalog"], "v3", name)[1] == meta

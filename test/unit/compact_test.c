@@ -318,6 +318,59 @@ test_wire(void)
 	CHECK(!parses("{\"type\":\"error\",\"group\":1,\"message\":\"a\\u0000b\"}"), "NUL in a string");
 	CHECK(parses("{\"type\":\"progress\",\"group\":1,\"done\":5}"), "progress");
 
+	/* a v3 group line: row lineage and a deletion vector, and their checks */
+	{
+		static const char *const lines[] = {
+			/* 0: good */
+			"\"row_lineage\": true, \"inputs\": [%s, \"first_row_id\": 7}],"
+			" \"deletes\": [{\"uri\": \"d\", \"content\": 1, \"seq\": 2, \"dv\":"
+			" {\"offset\": 4, \"length\": 40, \"records\": 2, \"referenced\": \"a\"}}]",
+			/* refused: */
+			"\"row_lineage\": true, \"inputs\": [%s}], \"deletes\": []",
+			"\"row_lineage\": 1, \"inputs\": [%s, \"first_row_id\": 7}], \"deletes\": []",
+			"\"row_lineage\": true, \"inputs\": [%s, \"first_row_id\": -1}], \"deletes\": []",
+			"\"row_lineage\": true, \"inputs\": [%s, \"first_row_id\": 9223372036854775806}],"
+			" \"deletes\": []",
+			"\"inputs\": [%s}], \"deletes\": [{\"uri\": \"d\", \"content\": 2, \"seq\": 2,"
+			" \"equality_ids\": [1], \"dv\": {\"offset\": 4, \"length\": 40, \"records\": 2,"
+			" \"referenced\": \"a\"}}]",
+			"\"inputs\": [%s}], \"deletes\": [{\"uri\": \"d\", \"content\": 1, \"seq\": 2,"
+			" \"dv\": {\"offset\": 4, \"length\": 0, \"records\": 2, \"referenced\": \"a\"}}]",
+			"\"inputs\": [%s}], \"deletes\": [{\"uri\": \"d\", \"content\": 1, \"seq\": 2,"
+			" \"dv\": {\"offset\": 4, \"length\": 40, \"records\": 2}}]",
+			"\"inputs\": [%s}], \"deletes\": [{\"uri\": \"d\", \"content\": 1, \"seq\": 2,"
+			" \"dv\": [4, 40]}]",
+		};
+
+		for (int i = 0; i < (int) (sizeof(lines) / sizeof(lines[0])); i++)
+		{
+			char		part[1024];
+			char		text[4096];
+			IcebergCompactJob *job = NULL;
+			bool		ok;
+
+			snprintf(part, sizeof(part), lines[i],
+					 "{\"path\": \"a\", \"uri\": \"a\", \"records\": 5, \"size\": 1, \"seq\": 1");
+			snprintf(text, sizeof(text),
+					 "{\"type\": \"group\", \"group\": 0, \"schema\": {\"type\": \"struct\","
+					 " \"fields\": [{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"}]},"
+					 " %s, \"output\": {\"dir\": \"d/\", \"upload_dir\": \"d/\", \"prefix\": \"p\","
+					 " \"files\": 1, \"compression\": \"zstd\", \"metrics\": []}}", part);
+			ok = iceberg_compact_job_parse(text, strlen(text), &job, &err);
+			if (i == 0)
+			{
+				CHECK(ok && job->row_lineage && job->inputs[0].first_row_id == 7 &&
+					  job->ndeletes == 1 && job->deletes[0].dv_offset == 4 &&
+					  job->deletes[0].dv_length == 40 && job->deletes[0].dv_records == 2 &&
+					  strcmp(job->deletes[0].dv_referenced, "a") == 0,
+					  "v3 group line: %s %s", ok ? "" : err.message, ok ? "" : err.detail);
+			}
+			else
+				CHECK(!ok && err.code == ICEBERG_ERR_MALFORMED, "bad v3 group line %d refused", i);
+			iceberg_compact_job_free(job);
+		}
+	}
+
 	/* the hello keeps the storage */
 	{
 		IoStorageConfig cfg;
@@ -443,6 +496,15 @@ test_nested_schema(void)
 							   " \"type\": \"variant\"}]}", &s, &err) &&
 		  !iceberg_compact_check_schema(s, &err) && strstr(err.message, "\"v\" of type variant"),
 		  "variant refused: %s", err.message);
+	iceberg_schema_free(s);
+	/* v3 default values: a struct's initial-default is not filled in */
+	CHECK(iceberg_schema_parse("{\"fields\": [{\"id\": 1, \"name\": \"s\", \"required\": false,"
+							   " \"type\": {\"type\": \"struct\", \"fields\": [{\"id\": 2, \"name\": \"a\","
+							   " \"required\": false, \"type\": \"int\"}]}, \"initial-default\": {\"2\": 1}}]}",
+							   &s, &err) &&
+		  !iceberg_compact_check_schema(s, &err) && err.code == ICEBERG_ERR_UNSUPPORTED &&
+		  strstr(err.message, "initial-default of column \"s\"") != NULL,
+		  "nested initial-default refused: %s", err.message);
 	iceberg_schema_free(s);
 	CHECK(!iceberg_schema_parse("{\"fields\": [{\"id\": 1, \"name\": \"l\", \"required\": false,"
 								" \"type\": {\"type\": \"list\", \"element\": \"int\"}}]}", &s, &err) &&
@@ -1277,6 +1339,60 @@ test_transforms_bytes(void)
 	iceberg_metadata_free(md);
 }
 
+/*
+ * v3: the commit's new data manifests take the next row ids, each its added
+ * and existing rows; delete manifests and absent ones take none
+ * (https://iceberg.apache.org/spec/#snapshot-row-ids).
+ */
+static void
+test_assign_row_ids(void)
+{
+	IcebergTableMetadata md;
+	IcebergWriteTarget t;
+	IcebergNewSnapshot snap;
+	IcebergNewManifest added[2];
+	IcebergNewManifest news[3];
+	TmsError	err;
+
+	memset(&md, 0, sizeof(md));
+	memset(&t, 0, sizeof(t));
+	memset(&snap, 0, sizeof(snap));
+	memset(added, 0, sizeof(added));
+	memset(news, 0, sizeof(news));
+	md.format_version = 3;
+	t.first_row_id = 6028;
+	added[0].path = "m0";
+	added[0].content = ICEBERG_MANIFEST_CONTENT_DATA;
+	added[0].added_rows = 3002; /* added[1]: no manifest for that spec */
+	news[0].path = "m1";
+	news[0].content = ICEBERG_MANIFEST_CONTENT_DELETES;
+	news[0].existing_rows = 9;
+	news[2].path = "m2";
+	news[2].content = ICEBERG_MANIFEST_CONTENT_DATA;
+	news[2].existing_rows = 5;
+	news[2].deleted_rows = 7;
+	CHECK(compact_assign_row_ids(&md, added, 2, news, 3, &t, &snap, &err), "assign: %s",
+		  err.message);
+	CHECK(added[0].has_first_row_id && added[0].first_row_id == 6028 &&
+		  !added[1].has_first_row_id && !news[0].has_first_row_id &&
+		  !news[1].has_first_row_id && news[2].has_first_row_id &&
+		  news[2].first_row_id == 6028 + 3002, "each data manifest its ids");
+	CHECK(snap.row_lineage && snap.first_row_id == 6028 && snap.added_rows == 3002 + 5,
+		  "the snapshot's first-row-id and added-rows");
+	/* v2: nothing; v3 without next-row-id: refused */
+	memset(&snap, 0, sizeof(snap));
+	md.format_version = 2;
+	CHECK(compact_assign_row_ids(&md, added, 2, news, 3, &t, &snap, &err) && !snap.row_lineage,
+		  "v2: no row ids");
+	md.format_version = 3;
+	t.first_row_id = -1;
+	CHECK(!compact_assign_row_ids(&md, added, 2, news, 3, &t, &snap, &err) &&
+		  err.code == ICEBERG_ERR_MALFORMED, "no next-row-id");
+	t.first_row_id = INT64_MAX - 10;
+	CHECK(!compact_assign_row_ids(&md, added, 2, news, 3, &t, &snap, &err) &&
+		  err.code == ICEBERG_ERR_MALFORMED, "row ids out of range");
+}
+
 int
 main(void)
 {
@@ -1298,5 +1414,6 @@ main(void)
 	test_v1_inline();
 	test_transforms();
 	test_transforms_bytes();
+	test_assign_row_ids();
 	return unit_done();
 }

@@ -418,6 +418,9 @@ test_metrics_get(void)
 		{DSL_VAR_OLDEST_SNAPSHOT_AGE, "oldestSnapshotAge", INT64_MIN},
 		{DSL_VAR_MANIFESTS, "manifests", -1},
 		{DSL_VAR_TIME_SINCE_LAST_UPDATE, "timeSinceLastUpdate", 117},
+		{DSL_VAR_DELETION_VECTORS, "deletionVectors", 118},
+		{DSL_VAR_DELETION_VECTOR_RECORDS, "deletionVectorRecords", 119},
+		{DSL_VAR_DELETED_RECORD_RATIO, "deletedRecordRatio", 0},
 		{DSL_VAR_HEALTH_SCORE, "healthScore", 0},
 		{DSL_VAR_ESTIMATED_REWRITE_BYTES, "estimatedRewriteBytes", 119},
 		{DSL_VAR_ESTIMATED_FILES_REMOVED, "estimatedFilesRemoved", 120},
@@ -443,6 +446,9 @@ test_metrics_get(void)
 	m.oldest_snapshot_age = INT64_MIN;
 	m.manifests = -1;
 	m.time_since_last_update = 117;
+	m.deletion_vectors = 118;
+	m.deletion_vector_records = 119;
+	m.deleted_record_ratio = 0.125;
 	m.health_score = 113.25;
 	m.estimated_rewrite_bytes = 119;
 	m.estimated_files_removed = 120;
@@ -467,6 +473,9 @@ test_metrics_get(void)
 		CHECK(dsl_metrics_get(&m, var, &v), "%s present", want[i].name);
 		if (var == DSL_VAR_AVG_DATA_FILE_SIZE || var == DSL_VAR_HEALTH_SCORE)
 			CHECK(dsl_var_type(var) == DSL_DOUBLE && v.d == 113.25,
+				  "%s: %g", want[i].name, v.d);
+		else if (var == DSL_VAR_DELETED_RECORD_RATIO)
+			CHECK(dsl_var_type(var) == DSL_DOUBLE && v.d == 0.125,
 				  "%s: %g", want[i].name, v.d);
 		else
 			CHECK(dsl_var_type(var) == DSL_LONG && v.l == want[i].l,
@@ -524,6 +533,15 @@ test_spec_examples(void)
 	expect("equalityDeleteFiles > 10 OR equalityDeleteRecords > 100000", false);
 	setm(DSL_VAR_EQUALITY_DELETE_RECORDS, 100001);
 	expect("equalityDeleteFiles > 10 OR equalityDeleteRecords > 100000", true);
+
+	/* format v3: deletion vectors and the share of rows they delete */
+	setm(DSL_VAR_DELETION_VECTORS, 3);
+	dsl_metrics_set(&metrics, DSL_VAR_DELETED_RECORD_RATIO, 0, 0.1);
+	expect("deletionVectors > 0 AND deletedRecordRatio >= 0.1", true);
+	dsl_metrics_set(&metrics, DSL_VAR_DELETED_RECORD_RATIO, 0, 0.05);
+	expect("deletionVectors > 0 AND deletedRecordRatio >= 0.1", false);
+	setm(DSL_VAR_DELETION_VECTOR_RECORDS, 1000);
+	expect("deletionVectorRecords > 999", true);
 
 	setm(DSL_VAR_EQUALITY_DELETE_FILES_SIZE, 512 * 1048576LL);
 	setm(DSL_VAR_POSITION_DELETE_FILES_SIZE, 512 * 1048576LL);

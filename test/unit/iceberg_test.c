@@ -938,6 +938,10 @@ test_fixture_table(const TableCase *tc)
 		  (long long) m.equality_delete_files);
 	CHECK(m.avg_data_file_size * (double) m.data_files == (double) m.data_files_size,
 		  "%s: avgDataFileSize", tc->folder);
+	CHECK(m.deletion_vectors == 0 && m.deletion_vector_records == 0 &&
+		  m.deleted_record_ratio == (m.data_records > 0 ?
+									 (double) m.position_delete_records / (double) m.data_records : 0.0),
+		  "%s: no deletion vectors, deletedRecordRatio %g", tc->folder, m.deleted_record_ratio);
 	CHECK(m.data_files_with_deletes == 0, "%s: no matching below DELETES", tc->folder);
 	memset(&tally, 0, sizeof(tally));
 	CHECK(iceberg_table_metrics(&io, md, ICEBERG_METRICS_DELETES, 0, tally_cb, &tally,

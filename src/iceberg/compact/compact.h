@@ -70,12 +70,25 @@
  * a list and replaced by one with a v1 manifest list (allowed in v1);
  * entries carry no sequence numbers, the new snapshot none either.
  *
+ * Format v3 (https://iceberg.apache.org/spec/#row-lineage): a deletion
+ * vector (a Puffin blob, content_offset and content_size_in_bytes, for
+ * referenced_data_file) applies as a position delete file would and is
+ * passed to the helper as its blob, which it decodes (table/dv.h); each
+ * candidate's first_row_id (written, else inherited) goes with it, and the
+ * helper writes every row's _row_id and _last_updated_sequence_number
+ * (stored, else first_row_id + position and the data sequence number) as
+ * the reserved columns; the commit gives its data manifests new row ids
+ * (compact_lineage.c) and writes out the first_row_id of the entries they
+ * carry.
+ *
  * Refused (ICEBERG_ERR_UNSUPPORTED): a column of a type the helper does
  * not write (iceberg_compact_check_schema: timestamptz_ns, which DuckDB
  * has no type for, and v3's unknown, variant and geo types, at any
- * depth), format v3 (deletion vectors, row lineage), manifests of a v2
- * table written without sequence numbers (only for a group whose files
- * they hold).
+ * depth, and a nested field's initial-default other than null), a v3
+ * data file without a first_row_id to keep (a table upgraded to v3
+ * before a v3 writer assigned row ids), the rewrite of position delete
+ * files of a v3 table, manifests of a v2 table written without sequence
+ * numbers (only for a group whose files they hold).
  *
  * The rewrite of position delete files (posdel.h) reuses the plan's
  * structures, the group line and this commit with rewrite_content
@@ -326,6 +339,9 @@ typedef struct IcebergCompactOptions
 #define ICEBERG_COMPACT_DELETE_RATIO	0x10
 #define ICEBERG_COMPACT_REWRITE_ALL		0x20
 
+/* The largest deletion vector blob read (content_size_in_bytes). */
+#define ICEBERG_DV_MAX_BYTES	(256 * 1024 * 1024)
+
 /* A live delete file of the base snapshot. */
 typedef struct IcebergCompactDelete
 {
@@ -341,6 +357,9 @@ typedef struct IcebergCompactDelete
 	int			nequality_ids;
 	int32_t    *equality_ids;
 	char	   *referenced;		/* referenced_data_file, or NULL */
+	int64_t		dv_offset;		/* a v3 deletion vector: its blob's
+								 * content_offset; -1: a delete file */
+	int64_t		dv_length;		/* its content_size_in_bytes */
 	int			manifest;		/* index into plan->manifests */
 	int64_t		applies;		/* live data files of the base it applies to */
 	int64_t		covered;		/* of them, rewritten by committed groups */
@@ -356,6 +375,8 @@ typedef struct IcebergCompactFile
 	int64_t		size;
 	int64_t		records;
 	int64_t		seq;			/* data sequence number */
+	int64_t		first_row_id;	/* v3: its first_row_id, written or inherited;
+								 * else -1 */
 	int			manifest;		/* index into plan->manifests */
 	int			ndeletes;		/* delete files applying to it */
 	int		   *deletes;		/* indexes into plan->deletes */

@@ -479,10 +479,10 @@ done:
 	return ok;
 }
 
-/* Copy an entry (raw data_file) into o with status, snapshot and seqs. */
+/* Copy an entry (data_file bytes raw) into o with status, snapshot and seqs. */
 static bool
-copy_entry(MOut *o, const IcebergManifestEntry *e, int status, int64_t snapshot_id,
-		   int format_version, TmsError *err)
+copy_entry(MOut *o, const IcebergManifestEntry *e, const void *raw, size_t raw_len,
+		   int status, int64_t snapshot_id, int format_version, TmsError *err)
 {
 	IcebergAvroWField f[5];
 	IcebergAvroWValue df;
@@ -490,8 +490,8 @@ copy_entry(MOut *o, const IcebergManifestEntry *e, int status, int64_t snapshot_
 
 	memset(&df, 0, sizeof(df));
 	df.kind = AVW_RAW;
-	df.p = e->raw_data_file;
-	df.len = e->raw_data_file_len;
+	df.p = raw;
+	df.len = raw_len;
 	n = iceberg_manifest_entry_fields(f, status, snapshot_id, format_version >= 2 ? 2 : 0,
 									  e->sequence_number, e->file_sequence_number, &df);
 	if (!iceberg_avro_writer_add(o->w, f, n, err))
@@ -538,6 +538,7 @@ typedef struct Commit
 	IcebergKeyValue **source_meta;
 	int		   *nsource_meta;
 	char	   *part_record;	/* a spec's partition record, built */
+	IcebergBuf	patch;			/* v3: a data_file with first_row_id written */
 	/* the summary */
 	int64_t		removed_pos_files,
 				removed_eq_files,
@@ -620,6 +621,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 	int			has_seq = -1;	/* -1: not looked at yet */
 	int			rc;
 	bool		ok = false;
+	CompactLineage lin;
 
 	memset(&o, 0, sizeof(o));
 	memset(&orig, 0, sizeof(orig));
@@ -640,7 +642,9 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 	}
 	if (!copy_header(r, 0, &meta, &nmeta, c->err) ||
 		!mout_start(&o, schema, meta, nmeta, c->t.codec, c->t.level, c->t.lim.max_json_bytes,
-					spec_id, rec->mf.content, c->err))
+					spec_id, rec->mf.content, c->err) ||
+		!compact_lineage_start(&lin, c->md, &rec->mf, rec->path, schema, c->t.lim.max_json_bytes,
+							   &c->patch, c->err))
 		goto done;
 	if (sx >= 0 && c->source_schema[sx] == NULL &&
 		(rec->mf.content == ICEBERG_MANIFEST_CONTENT_DATA) == (c->p->rewrite_content == ICEBERG_CONTENT_DATA))
@@ -654,7 +658,11 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 	{
 		int			status = ICEBERG_STATUS_EXISTING;
 		int64_t		snap = e->snapshot_id;
+		const void *raw;
+		size_t		raw_len;
 
+		if (!compact_lineage_entry(&lin, e, &raw, &raw_len, c->err))
+			goto done;
 		if (e->status == ICEBERG_STATUS_ADDED)
 		{
 			orig.added_files++;
@@ -759,10 +767,12 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 							 e->file_path, rec->path);
 			goto done;
 		}
-		if (!copy_entry(&o, e, status, snap, c->md->format_version, c->err))
+		if (!copy_entry(&o, e, raw, raw_len, status, snap, c->md->format_version, c->err))
 			goto done;
 	}
 	if (rc < 0)
+		goto done;
+	if (changed && !compact_lineage_check(&lin, c->err))
 		goto done;
 	if (changed)
 	{
@@ -1197,6 +1207,7 @@ commit_free(Commit *c)
 	io_free(c->found);
 	io_free(c->files);
 	io_free(c->removed_found);
+	iceberg_buf_free(&c->patch);
 	for (i = 0; i < c->nparts; i++)
 		io_free(c->part_keys[i]);
 	io_free(c->part_keys);
@@ -1286,7 +1297,7 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 						  "invalid group or output files");
 			return false;
 		}
-	if (!compact_check_table(md, &snap, err))
+	if (!compact_check_table(md, p->rewrite_content == ICEBERG_CONTENT_DATA, &snap, err))
 		return false;
 	if (snap == NULL)
 	{
@@ -1394,7 +1405,8 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	for (i = 0; i < c.nspecs; i++)
 		if (!write_added(&c, i, &added[i]))
 			goto done;
-	if (!write_list(&c, snap, recs, nrecs, added, &list_path))
+	if (!compact_assign_row_ids(md, added, c.nspecs, c.news, nrecs, &c.t, &res->snapshot, err) ||
+		!write_list(&c, snap, recs, nrecs, added, &list_path))
 		goto done;
 	if (!iceberg_new_snapshot_replace(&res->snapshot, &c.t, snap->snapshot_id, iceberg_now_ms(),
 									  md->current_schema_id, &list_path, err) ||

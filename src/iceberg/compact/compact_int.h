@@ -47,7 +47,12 @@ extern bool compact_sort_from_json(struct json_t *j, const IcebergSchema *schema
 extern bool compact_oom(TmsError *err);
 extern bool compact_map_put(StrMap *m, const char *key, int value);
 extern int	compact_map_get(const StrMap *m, const char *key);
-extern bool compact_check_table(const IcebergTableMetadata *md,
+
+/*
+ * The table checks of the plan and the commit (iceberg_write_check_table):
+ * v3 false refuses format v3 (the rewrite of position delete files).
+ */
+extern bool compact_check_table(const IcebergTableMetadata *md, bool v3,
 								const IcebergSnapshot **snap, TmsError *err);
 extern void compact_free_recs(ListRec *r, int n);
 extern char *compact_part_key(int32_t spec_id, const char *partition, size_t len);
@@ -111,6 +116,40 @@ extern const IcebergSortOrder compact_posdel_order;
 extern struct json_t *compact_posdel_keep_json(const IcebergCompactGroup *gr);
 extern bool compact_posdel_keep_parse(struct json_t *a, IcebergPosdelKeep **keep,
 									  int *nkeep, TmsError *err);
+
+/*
+ * Row lineage in the commit (compact_lineage.c,
+ * https://iceberg.apache.org/spec/#row-lineage): a data manifest rewritten
+ * on a v3 table gets a new first_row_id, so the entries it carries write
+ * out the first_row_id they inherited; compact_lineage_entry gives the
+ * data_file bytes to copy (*raw the entry's, or patched), compact_lineage_
+ * check refuses (ICEBERG_ERR_UNSUPPORTED) a changed manifest with a data
+ * file that has none.  compact_assign_row_ids (v3; nothing otherwise)
+ * gives every new data manifest (added[], news[]: path NULL for none) the
+ * next row ids from t->first_row_id on, taking its added and existing
+ * rows, and sets snap's first-row-id and added-rows.
+ */
+typedef struct CompactLineage
+{
+	bool		on;				/* a data manifest of a v3 table */
+	int			branch;			/* first_row_id's "long" in the union, or -1 */
+	int64_t		next;			/* the next inherited first_row_id, or -1 */
+	const char *manifest;
+	const char *missing;		/* a manifest with a data file without one */
+	IcebergBuf *patch;
+} CompactLineage;
+
+extern bool compact_lineage_start(CompactLineage *l, const IcebergTableMetadata *md,
+								  const IcebergManifestFile *mf, const char *path,
+								  const char *schema, int64_t max_json, IcebergBuf *patch,
+								  TmsError *err);
+extern bool compact_lineage_entry(CompactLineage *l, const IcebergManifestEntry *e,
+								  const void **raw, size_t *raw_len, TmsError *err);
+extern bool compact_lineage_check(const CompactLineage *l, TmsError *err);
+extern bool compact_assign_row_ids(const IcebergTableMetadata *md, IcebergNewManifest *added,
+								   int nadded, IcebergNewManifest *news, int nnews,
+								   const IcebergWriteTarget *t, IcebergNewSnapshot *snap,
+								   TmsError *err);
 
 /* The v1 manifest list schema (manifest_file of format v1). */
 extern const char *const compact_list_schema_v1;

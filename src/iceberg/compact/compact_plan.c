@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define DEFAULT_TARGET			(512 * MIB)
 #define DEFAULT_MAX_GROUP		(100 * 1024 * MIB)
@@ -97,10 +98,11 @@ int_push(int **arr, int *n, int *alloc, int v)
  */
 
 bool
-compact_check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap, TmsError *err)
+compact_check_table(const IcebergTableMetadata *md, bool v3, const IcebergSnapshot **snap,
+					TmsError *err)
 {
 	if (iceberg_write_check_table(md, "compaction",
-								  "Format v3 adds deletion vectors and row lineage, which this rewrite does not maintain.",
+								  v3 ? NULL : "Format v3 adds deletion vectors, which this rewrite of position delete files does not read.",
 								  "", snap, err))
 		return true;
 
@@ -141,6 +143,16 @@ check_fields(const IcebergColumn *c, int n, const char *prefix, TmsError *err)
 			why = "DuckDB, which the local engine rewrites with, has no struct without fields.";
 		else if (c[i].type == ICEBERG_TYPE_OTHER)
 			why = "The local engine rewrites the types of the Iceberg spec's formats v1 and v2, nested ones included, and timestamp_ns.";
+		if (why == NULL && ICEBERG_TYPE_IS_NESTED(c[i].type) && c[i].initial_default != NULL &&
+			strcmp(c[i].initial_default, "null") != 0)
+		{
+			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+						  "compaction on engine \"local\" does not support the initial-default of column \"%s\"",
+						  name);
+			tms_error_detail(err, "Column \"%s\" of type %s has initial-default %.200s; the local engine fills a field a data file lacks with a primitive's default or null only.",
+							 name, c[i].type_text, c[i].initial_default);
+			return false;
+		}
 		if (why != NULL)
 		{
 			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
@@ -450,9 +462,31 @@ add_delete(Planner *pl, const IcebergManifestEntry *e, int manifest)
 	d->path = io_strdup(e->file_path);
 	d->partition = io_strndup(e->partition, e->partition_len);
 	d->referenced = e->referenced_data_file ? io_strdup(e->referenced_data_file) : NULL;
+	d->dv_offset = -1;
+	d->dv_length = -1;
 	if (d->path == NULL || d->partition == NULL ||
 		(e->referenced_data_file && d->referenced == NULL))
 		return compact_oom(pl->err);
+
+	/*
+	 * a deletion vector (https://iceberg.apache.org/spec/#deletion-vectors):
+	 * a blob of a Puffin file, for referenced_data_file only
+	 */
+	if (e->content_offset >= 0 ||
+		(e->file_format != NULL && strcasecmp(e->file_format, "puffin") == 0))
+	{
+		if (e->content != ICEBERG_CONTENT_POSITION_DELETES || e->content_offset < 0 ||
+			e->content_size_in_bytes <= 0 || e->referenced_data_file == NULL ||
+			e->content_size_in_bytes > ICEBERG_DV_MAX_BYTES)
+		{
+			tms_error_set(pl->err, ICEBERG_ERR_MALFORMED, "invalid deletion vector entry");
+			tms_error_detail(pl->err, "Delete file \"%.400s\" is a Puffin blob without a referenced data file, a content offset or a size of at most %d bytes.",
+							 e->file_path, ICEBERG_DV_MAX_BYTES);
+			return false;
+		}
+		d->dv_offset = e->content_offset;
+		d->dv_length = e->content_size_in_bytes;
+	}
 	if (e->nequality_ids > 0)
 	{
 		d->equality_ids = io_malloc(sizeof(int32_t) * (size_t) e->nequality_ids);
@@ -555,7 +589,7 @@ match(Planner *pl, const IcebergManifestEntry *e, int64_t *known_deleted)
 
 /* Add a candidate data file to its partition's list. */
 static bool
-add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
+add_candidate(Planner *pl, const IcebergManifestEntry *e, int64_t first_row_id, int manifest)
 {
 	IcebergCompactPlan *p = pl->p;
 	IcebergCompactFile *f;
@@ -583,6 +617,7 @@ add_candidate(Planner *pl, const IcebergManifestEntry *e, int manifest)
 	f->size = e->file_size_in_bytes;
 	f->records = e->record_count;
 	f->seq = e->sequence_number < 0 ? 0 : e->sequence_number;
+	f->first_row_id = first_row_id;
 	f->manifest = manifest;
 	f->spec_id = e->spec_id;
 	f->partition = io_strndup(e->partition, e->partition_len);
@@ -999,7 +1034,7 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no file io given");
 		return false;
 	}
-	if (!compact_check_table(md, &snap, err))
+	if (!compact_check_table(md, true, &snap, err))
 		return false;
 	p = io_calloc(1, sizeof(IcebergCompactPlan));
 	if (p == NULL)
@@ -1031,6 +1066,7 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			const IcebergManifestEntry *e;
 			int			rc,
 						mix;
+			int64_t		next_row_id;
 
 			if ((recs[i].mf.content == ICEBERG_MANIFEST_CONTENT_DELETES) != (pass == 0))
 				continue;
@@ -1046,10 +1082,30 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 				compact_oom(err);
 				goto fail;
 			}
+			next_row_id = recs[i].mf.first_row_id;
 			while ((rc = iceberg_manifest_next(r, &e, err)) == 1)
 			{
 				int64_t		kd;
+				int64_t		frid = e->first_row_id;
 
+				/*
+				 * v3: a null first_row_id is the manifest's plus the
+				 * record_count of the data files before it without one
+				 * (https://iceberg.apache.org/spec/#first-row-id-inheritance),
+				 * counted over every status as the manifest rewrite does
+				 */
+				if (md->format_version >= 3 && pass == 1 &&
+					e->content == ICEBERG_CONTENT_DATA && frid < 0 && next_row_id >= 0)
+				{
+					frid = next_row_id;
+					if (e->record_count < 0 || next_row_id > INT64_MAX - e->record_count)
+					{
+						tms_error_set(err, ICEBERG_ERR_MALFORMED, "first_row_id out of range");
+						tms_error_detail(err, "Manifest \"%s\".", recs[i].path);
+						break;
+					}
+					next_row_id += e->record_count;
+				}
 				if (e->status == ICEBERG_STATUS_DELETED)
 					continue;
 				if (pass == 0)
@@ -1086,7 +1142,16 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 						  too_many_deletes(p, &probe) || too_high_ratio(p, &probe, kd)))
 						continue;
 				}
-				if (!add_candidate(&pl, e, mix))
+				if (md->format_version >= 3 && frid < 0)
+				{
+					tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+								  "compaction does not assign row ids to a format v3 table's files");
+					tms_error_detail(err, "Data file \"%.400s\" has no first_row_id and its manifest \"%.400s\" none to inherit: the table was upgraded to v3 and its files have no row ids yet.",
+									 e->file_path, recs[i].path);
+					tms_error_hint(err, "Commit to the table once with a v3 writer (it assigns them), or compact it with an engine.");
+					break;
+				}
+				if (!add_candidate(&pl, e, md->format_version >= 3 ? frid : -1, mix))
 					break;
 				if (p->nfiles > known_alloc)
 				{

@@ -601,6 +601,7 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 	json_t	   *output;
 	json_t	   *line;
 	bool		ok = schema != NULL && inputs != NULL && deletes != NULL && mets != NULL;
+	bool		lineage = !posdel && p->format_version >= 3;
 	int			i,
 				k;
 
@@ -608,21 +609,33 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 	{
 		const IcebergCompactFile *f = &p->files[gr->first + i];
 
-		ok = append(inputs, json_pack("{s:s, s:s, s:I, s:I, s:I}", "path", f->path,
+		/* (a missing first_row_id fails the helper's parse of the line) */
+		ok = append(inputs, json_pack("{s:s, s:s, s:I, s:I, s:I, s:o*}", "path", f->path,
 									  "uri", input_uris[i], "records", (json_int_t) f->records,
-									  "size", (json_int_t) f->size, "seq", (json_int_t) f->seq));
+									  "size", (json_int_t) f->size, "seq", (json_int_t) f->seq,
+									  "first_row_id", lineage ? json_integer(f->first_row_id) : NULL));
 	}
 	for (i = 0; ok && i < gr->ndeletes; i++)
 	{
 		const IcebergCompactDelete *d = &p->deletes[gr->deletes[i]];
 		json_t	   *ids = json_array();
+		json_t	   *dv;
 
 		for (k = 0; ok && ids != NULL && k < d->nequality_ids; k++)
 			ok = append(ids, json_integer(d->equality_ids[k]));
-		ok = ok && ids != NULL &&
-			append(deletes, json_pack("{s:s, s:i, s:I, s:o}", "uri", delete_uris[i],
-									  "content", (int) d->content, "seq", (json_int_t) d->seq,
-									  "equality_ids", ids));
+		dv = d->dv_offset < 0 ? NULL :
+			json_pack("{s:I, s:I, s:I, s:s}", "offset", (json_int_t) d->dv_offset,
+					  "length", (json_int_t) d->dv_length, "records", (json_int_t) d->records,
+					  "referenced", d->referenced ? d->referenced : "");
+		if (!ok || ids == NULL || (dv == NULL && d->dv_offset >= 0))
+		{
+			json_decref(dv);
+			ok = false;
+		}
+		else
+			ok = append(deletes, json_pack("{s:s, s:i, s:I, s:o, s:o*}", "uri", delete_uris[i],
+										   "content", (int) d->content, "seq", (json_int_t) d->seq,
+										   "equality_ids", ids, "dv", dv));
 	}
 	for (i = 0; ok && i < nmetrics; i++)
 		ok = append(mets, json_pack("{s:i, s:s, s:i}", "id", (int) metrics[i].id,
@@ -650,8 +663,9 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 		json_decref(output);
 		output = NULL;
 	}
-	line = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o}", "type", "group", "group", g,
-					 "schema", schema, "inputs", inputs, "deletes", deletes, "output", output);
+	line = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o*}", "type", "group", "group", g,
+					 "schema", schema, "inputs", inputs, "deletes", deletes, "output", output,
+					 "row_lineage", lineage ? json_true() : NULL);
 	if (line != NULL && posdel && !set(line, "keep", compact_posdel_keep_json(gr)))
 	{
 		json_decref(line);
@@ -688,6 +702,7 @@ iceberg_compact_job_free(IcebergCompactJob *job)
 	{
 		io_free(job->deletes[i].uri);
 		io_free(job->deletes[i].equality_ids);
+		io_free(job->deletes[i].dv_referenced);
 	}
 	io_free(job->deletes);
 	io_free(job->output_dir);
@@ -742,6 +757,10 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 			ok = job->schema_json != NULL ? iceberg_schema_parse(job->schema_json, &job->schema, err) : oom(err);
 		}
 	}
+	o = json_object_get(root, "row_lineage");
+	if (ok && o != NULL && !json_is_boolean(o))
+		ok = bad(err, "row_lineage");
+	job->row_lineage = json_is_true(o);
 	a = json_object_get(root, "inputs");
 	if (ok && (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > MAX_ITEMS))
 		ok = bad(err, "inputs");
@@ -758,6 +777,10 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 		in->records = get_int(o, "records", true, 0, INT64_MAX, 0, &ok, err);
 		in->size = get_int(o, "size", true, 0, INT64_MAX, 0, &ok, err);
 		in->seq = get_int(o, "seq", true, 0, INT64_MAX, 0, &ok, err);
+		in->first_row_id = get_int(o, "first_row_id", job->row_lineage, 0, INT64_MAX - 1, -1,
+								   &ok, err);
+		if (ok && job->row_lineage && in->records > INT64_MAX - in->first_row_id)
+			ok = bad(err, "first_row_id");
 	}
 	a = json_object_get(root, "deletes");
 	if (ok && (!json_is_array(a) || json_array_size(a) > MAX_ITEMS))
@@ -774,6 +797,18 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 		d->uri = get_str(o, "uri", true, MAX_PATH, &ok, err);
 		d->content = (int32_t) get_int(o, "content", true, 1, 2, 1, &ok, err);
 		d->seq = get_int(o, "seq", true, 0, INT64_MAX, 0, &ok, err);
+		d->dv_offset = d->dv_length = d->dv_records = -1;
+		if (ok && json_object_get(o, "dv") != NULL)
+		{
+			json_t	   *dv = json_object_get(o, "dv");
+
+			if (!json_is_object(dv) || d->content != ICEBERG_CONTENT_POSITION_DELETES)
+				ok = bad(err, "dv");
+			d->dv_offset = get_int(dv, "offset", true, 0, INT64_MAX, 0, &ok, err);
+			d->dv_length = get_int(dv, "length", true, 1, ICEBERG_DV_MAX_BYTES, 1, &ok, err);
+			d->dv_records = get_int(dv, "records", true, 0, INT64_MAX, 0, &ok, err);
+			d->dv_referenced = get_str(dv, "referenced", true, MAX_PATH, &ok, err);
+		}
 		ids = json_object_get(o, "equality_ids");
 		if (ok && ids != NULL && (!json_is_array(ids) || json_array_size(ids) > 10000))
 			ok = bad(err, "equality_ids");

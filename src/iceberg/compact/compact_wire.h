@@ -17,8 +17,11 @@
  *				 and written with (endpoint, region, path style, keys,
  *				 local roots, timeouts), as the worker has it
  *	  group		{"type":"group","group":g,"schema":{Iceberg schema},
- *				 "inputs":[{"path","uri","records","size","seq"}],
- *				 "deletes":[{"uri","content":1|2,"seq","equality_ids"}],
+ *				 "inputs":[{"path","uri","records","size","seq",
+ *				 "first_row_id"}],
+ *				 "deletes":[{"uri","content":1|2,"seq","equality_ids",
+ *				 "dv":{"offset","length","records","referenced"}}],
+ *				 "row_lineage":true,
  *				 "output":{"dir","upload_dir","prefix","files":k,
  *				 "compression","compression_level",
  *				 "metrics":[{"id","mode","length"}],
@@ -33,7 +36,16 @@
  *				 is not above its delete file's, the others are dangling;
  *				 "name_mapping" only when the table has
  *				 schema.name-mapping.default, its text: a data file
- *				 without field ids is read through it):
+ *				 without field ids is read through it;
+ *				 "dv" only for a v3 deletion vector: the Puffin blob at
+ *				 offset, length bytes, deleting records positions of the
+ *				 data file "referenced"; "row_lineage" and "first_row_id"
+ *				 only for a v3 table, every input has one then: the
+ *				 outputs keep each row's _row_id and
+ *				 _last_updated_sequence_number, the values the file
+ *				 stores, else first_row_id + position and the file's
+ *				 data sequence number, as the reserved columns of field
+ *				 ids 2147483540 and 2147483539):
  *				 rewrite these data files, applying these delete files
  *				 by the sequence number rules, into k Parquet files named
  *				 <dir><prefix>-NNNNN.parquet (the metrics modes: one per
@@ -148,6 +160,7 @@ typedef struct IcebergCompactJobInput
 	int64_t		records;
 	int64_t		size;
 	int64_t		seq;
+	int64_t		first_row_id;	/* row lineage: its first_row_id; else -1 */
 } IcebergCompactJobInput;
 
 typedef struct IcebergCompactJobDelete
@@ -157,6 +170,11 @@ typedef struct IcebergCompactJobDelete
 	int64_t		seq;
 	int			nequality_ids;
 	int32_t    *equality_ids;
+	/* a deletion vector: its blob, the data file it deletes rows of */
+	int64_t		dv_offset;		/* -1: a Parquet delete file */
+	int64_t		dv_length;
+	int64_t		dv_records;		/* its cardinality */
+	char	   *dv_referenced;	/* as the metadata spells it */
 } IcebergCompactJobDelete;
 
 typedef struct IcebergCompactJobMetric
@@ -184,6 +202,9 @@ typedef struct IcebergCompactJob
 	int			nmetrics;
 	IcebergCompactJobMetric *metrics;
 	IcebergSortOrder *sort;		/* NULL: rows in file order (bin-pack) */
+	bool		row_lineage;	/* v3: every input has first_row_id; the
+								 * outputs carry _row_id and
+								 * _last_updated_sequence_number */
 	/* a rewrite of position deletes: rows kept only when they point at one */
 	bool		filter_live;
 	int			nkeep;

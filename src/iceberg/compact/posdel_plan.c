@@ -658,7 +658,7 @@ iceberg_posdel_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no file io or table metadata given");
 		return false;
 	}
-	if (!compact_check_table(md, &snap, err))
+	if (!compact_check_table(md, false, &snap, err))
 		return false;
 	p = io_calloc(1, sizeof(IcebergCompactPlan));
 	if (p == NULL)

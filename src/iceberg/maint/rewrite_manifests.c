@@ -107,11 +107,12 @@ refuse_unassigned(TmsError *err, const char *what, const char *name)
 
 /*
  * Does a manifest's data_file have first_row_id (id 142) as a union of
- * null and long?  *branch: the index of "long" in it.
+ * null and long?  *branch: the index of "long" in it (write_internal.h;
+ * compaction's commit uses it too).
  */
-static bool
-schema_first_row_id(const char *schema_text, int64_t max_json, int *branch,
-					TmsError *err)
+bool
+iceberg_manifest_first_row_id_branch(const char *schema_text, int64_t max_json, int *branch,
+									 TmsError *err)
 {
 	json_t	   *s = iceberg_json_load(schema_text, strlen(schema_text), JSON_DECODE_ANY,
 									  max_json, "avro.schema", err);
@@ -232,7 +233,7 @@ probe_manifest(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	m->long_branch = -1;
 	if (has && md->format_version >= 3 && m->content == ICEBERG_MANIFEST_CONTENT_DATA)
 	{
-		if (!schema_first_row_id(schema, lim.max_json_bytes, &m->long_branch, err))
+		if (!iceberg_manifest_first_row_id_branch(schema, lim.max_json_bytes, &m->long_branch, err))
 		{
 			iceberg_manifest_close(r);
 			return false;
@@ -779,29 +780,31 @@ put_long(IcebergBuf *b, int64_t v)
 }
 
 /*
- * x->patch = e's data_file bytes with its null first_row_id replaced by
- * value (branch: the union's index of "long"); every other byte is copied.
+ * *patch = e's data_file bytes with its null first_row_id replaced by
+ * value (branch: the union's index of "long"); every other byte is copied
+ * (write_internal.h; compaction's commit uses it too).
  */
-static bool
-with_first_row_id(Exec *x, const IcebergManifestEntry *e, int branch, int64_t value)
+bool
+iceberg_data_file_with_first_row_id(IcebergBuf *patch, const IcebergManifestEntry *e,
+									int branch, int64_t value, TmsError *err)
 {
 	size_t		off = e->raw_first_row_id_off;
 	size_t		len = e->raw_first_row_id_len;
 
 	if (len == 0 || off + len > e->raw_data_file_len)
 	{
-		tms_error_set(x->err, ICEBERG_ERR_MALFORMED, "data file without first_row_id");
-		tms_error_detail(x->err, "Entry \"%s\".", e->file_path);
+		tms_error_set(err, ICEBERG_ERR_MALFORMED, "data file without first_row_id");
+		tms_error_detail(err, "Entry \"%s\".", e->file_path);
 		return false;
 	}
-	x->patch.len = 0;
-	iceberg_buf_append(&x->patch, e->raw_data_file, off);
-	put_long(&x->patch, branch);
-	put_long(&x->patch, value);
-	iceberg_buf_append(&x->patch, e->raw_data_file + off + len,
+	patch->len = 0;
+	iceberg_buf_append(patch, e->raw_data_file, off);
+	put_long(patch, branch);
+	put_long(patch, value);
+	iceberg_buf_append(patch, e->raw_data_file + off + len,
 					   e->raw_data_file_len - off - len);
-	if (x->patch.oom)
-		return oom(x->err);
+	if (patch->oom)
+		return oom(err);
 	return true;
 }
 
@@ -877,7 +880,7 @@ process_group(Exec *x, int g)
 				next_row_id += e->record_count;
 				if (e->status != ICEBERG_STATUS_DELETED)
 				{
-					if (!with_first_row_id(x, e, m->long_branch, inherited))
+					if (!iceberg_data_file_with_first_row_id(&x->patch, e, m->long_branch, inherited, x->err))
 					{
 						iceberg_manifest_close(r);
 						return false;

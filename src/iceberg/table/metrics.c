@@ -40,6 +40,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* A manifest of the current snapshot, copied out of the manifest list. */
 typedef struct ManifestRef
@@ -405,6 +406,13 @@ scan_manifest(const IcebergFileIO *io, const IcebergTableMetadata *md,
 				m->position_delete_files++;
 				add_saturating(&m->position_delete_files_size, e->file_size_in_bytes);
 				add_saturating(&m->position_delete_records, e->record_count);
+				/* https://iceberg.apache.org/spec/#deletion-vectors */
+				if (e->content_offset >= 0 ||
+					(e->file_format != NULL && strcasecmp(e->file_format, "puffin") == 0))
+				{
+					m->deletion_vectors++;
+					add_saturating(&m->deletion_vector_records, e->record_count);
+				}
 				if (build != NULL && !index_delete(build, md, e, err))
 					rc = -1;
 				break;
@@ -508,6 +516,8 @@ iceberg_table_metrics(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		return false;
 	out->avg_data_file_size = out->data_files > 0 ?
 		(double) out->data_files_size / (double) out->data_files : 0.0;
+	out->deleted_record_ratio = out->data_records > 0 ?
+		(double) out->position_delete_records / (double) out->data_records : 0.0;
 	return true;
 }
 

@@ -52,6 +52,9 @@ iceberg_metrics_to_dsl(const IcebergTableMetrics *m, struct DslMetrics *out)
 	out->position_delete_files_size = m->position_delete_files_size;
 	out->position_delete_records = m->position_delete_records;
 	out->avg_data_file_size = m->avg_data_file_size;
+	out->deletion_vectors = m->deletion_vectors;
+	out->deletion_vector_records = m->deletion_vector_records;
+	out->deleted_record_ratio = m->deleted_record_ratio;
 	out->present |= DSL_VAR_BIT(DSL_VAR_DATA_FILES) |
 		DSL_VAR_BIT(DSL_VAR_DATA_FILES_SIZE) |
 		DSL_VAR_BIT(DSL_VAR_DATA_RECORDS) |
@@ -61,7 +64,10 @@ iceberg_metrics_to_dsl(const IcebergTableMetrics *m, struct DslMetrics *out)
 		DSL_VAR_BIT(DSL_VAR_POSITION_DELETE_FILES) |
 		DSL_VAR_BIT(DSL_VAR_POSITION_DELETE_FILES_SIZE) |
 		DSL_VAR_BIT(DSL_VAR_POSITION_DELETE_RECORDS) |
-		DSL_VAR_BIT(DSL_VAR_AVG_DATA_FILE_SIZE);
+		DSL_VAR_BIT(DSL_VAR_AVG_DATA_FILE_SIZE) |
+		DSL_VAR_BIT(DSL_VAR_DELETION_VECTORS) |
+		DSL_VAR_BIT(DSL_VAR_DELETION_VECTOR_RECORDS) |
+		DSL_VAR_BIT(DSL_VAR_DELETED_RECORD_RATIO);
 	if (m->level < ICEBERG_METRICS_DELETES)
 		return;
 	out->data_files_with_deletes = m->data_files_with_deletes;

@@ -152,6 +152,19 @@ extern bool iceberg_manifest_list_add_new(IcebergAvroWriter *lw,
 										  int64_t seq, int64_t snapshot_id,
 										  TmsError *err);
 
+/*
+ * v3 row lineage in manifests written (maint/rewrite_manifests.c): does a
+ * manifest's writer schema have data_file.first_row_id (id 142) as a
+ * union of null and long (*branch: the index of "long", else -1); and
+ * *patch = entry e's raw data_file (ICEBERG_READ_RAW) with its null
+ * first_row_id replaced by value.
+ */
+extern bool iceberg_manifest_first_row_id_branch(const char *schema_text, int64_t max_json,
+												 int *branch, TmsError *err);
+extern bool iceberg_data_file_with_first_row_id(IcebergBuf *patch,
+												const IcebergManifestEntry *e, int branch,
+												int64_t value, TmsError *err);
+
 /* Header metadata arrays (IcebergKeyValue, malloc'd strings). */
 extern void iceberg_kv_free(IcebergKeyValue *kv, int n);
 
