@@ -4,8 +4,10 @@
  *	  Manifest decoding benchmark of src/iceberg: a generator for a
  *	  synthetic Iceberg v2 table and the C-side measurements.
  *
- *	  gen DIR FILES PER_MANIFEST
- *		write DIR/metadata/{v1.metadata.json, snap-1.avro, m-N.avro}: one
+ *	  gen DIR FILES PER_MANIFEST [SCHEME]
+ *		write DIR/metadata/{v1.metadata.json, snap-1.avro, m-N.avro}
+ *		(the paths inside them prefixed with SCHEME, e.g. file://, for a
+ *		catalog to serve the table; none by default): one
  *		snapshot whose manifests hold FILES data-file entries in total,
  *		deflate, Java-like 64 KB blocks, realistic paths, a day partition
  *		and column statistics for 12 columns (column_sizes, value_counts,
@@ -21,6 +23,10 @@
  *		limit of a deflate reader) with zlib, and with libdeflate and
  *		ISA-L when built with them (-DBENCH_LIBDEFLATE, -DBENCH_ISAL), and
  *		print entries/s and MB/s for each, best of 3 (avro-c: one run);
+ *	  core DIR
+ *		the decoder (the fields the metrics use) against the inflater it
+ *		is built with alone (libdeflate when built with it, else zlib),
+ *		alternating, 5 rounds: best and median of each, and their ratio;
  *	  one DIR NAME
  *		load the manifests, then run one contender once (ours, full,
  *		avroc, zlib, libdeflate, isal, or none: the loading alone), for
@@ -284,7 +290,7 @@ put_bounds(Buf *b, int64_t base, bool upper)
 }
 
 static int
-cmd_gen(const char *dir, long files, long per)
+cmd_gen(const char *dir, long files, long per, const char *scheme)
 {
 	char		path[4096];
 	Buf			list = {0},
@@ -370,7 +376,8 @@ cmd_gen(const char *dir, long files, long per)
 		snprintf(mpath, sizeof(mpath), "%s/metadata/m-%05ld.avro", dir, m);
 		write_file(mpath, &file);
 		/* manifest list entry */
-		put_str(&lblk, mpath);
+		snprintf(path, sizeof(path), "%s%s", scheme, mpath);
+		put_str(&lblk, path);
 		put_long(&lblk, (int64_t) file.len);
 		put_long(&lblk, 0);
 		put_long(&lblk, 0);
@@ -393,7 +400,7 @@ cmd_gen(const char *dir, long files, long per)
 	snprintf(path, sizeof(path), "%s/metadata/v1.metadata.json", dir);
 	f = fopen(path, "w");
 	fprintf(f, "{\"format-version\":2,\"table-uuid\":\"5f7c1c1e-0000-4000-8000-000000000001\","
-			"\"location\":\"%s\",\"last-sequence-number\":1,\"last-updated-ms\":1700000000000,"
+			"\"location\":\"%s%s\",\"last-sequence-number\":1,\"last-updated-ms\":1700000000000,"
 			"\"last-column-id\":12,\"current-schema-id\":0,\"schemas\":[{\"type\":\"struct\",\"schema-id\":0,\"fields\":["
 			"{\"id\":1,\"name\":\"id\",\"required\":false,\"type\":\"long\"},"
 			"{\"id\":2,\"name\":\"ts\",\"required\":false,\"type\":\"timestamptz\"}]}],"
@@ -401,8 +408,8 @@ cmd_gen(const char *dir, long files, long per)
 			"\"last-partition-id\":1000,\"default-sort-order-id\":0,\"sort-orders\":[{\"order-id\":0,\"fields\":[]}],"
 			"\"properties\":{},\"current-snapshot-id\":1,\"refs\":{\"main\":{\"snapshot-id\":1,\"type\":\"branch\"}},"
 			"\"snapshots\":[{\"snapshot-id\":1,\"sequence-number\":1,\"timestamp-ms\":1700000000000,"
-			"\"summary\":{\"operation\":\"append\"},\"manifest-list\":\"%s/metadata/snap-1.avro\",\"schema-id\":0}],"
-			"\"snapshot-log\":[],\"metadata-log\":[]}\n", dir, dir);
+			"\"summary\":{\"operation\":\"append\"},\"manifest-list\":\"%s%s/metadata/snap-1.avro\",\"schema-id\":0}],"
+			"\"snapshot-log\":[],\"metadata-log\":[]}\n", scheme, dir, scheme, dir);
 	fclose(f);
 	printf("wrote %ld entries in %ld manifests under %s (declared data bytes %lld)\n",
 		   files, nman, dir, (long long) total_size);
@@ -833,6 +840,48 @@ cmd_bench(const char *dir)
 	return 0;
 }
 
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The decoder against its inflater alone, alternating. */
+static int
+cmd_core(const char *dir)
+{
+	Loaded		l;
+	Inflater	inf = have_inflater(INF_LIBDEFLATE) ? INF_LIBDEFLATE : INF_ZLIB;
+	double		ours[5],
+				alone[5],
+				t0;
+	int64_t		n = 0,
+				inflated,
+				ck;
+	int			rep;
+
+	load_manifests(dir, &l);
+	for (rep = 0; rep < 5; rep++)
+	{
+		t0 = now_s();
+		n = run_ours(&l, &inflated, &ck);
+		ours[rep] = now_s() - t0;
+		t0 = now_s();
+		(void) run_inflate(&l, inf);
+		alone[rep] = now_s() - t0;
+	}
+	qsort(ours, 5, sizeof(double), cmp_double);
+	qsort(alone, 5, sizeof(double), cmp_double);
+	printf("entries %lld; %s inflate alone best %.3f s median %.3f s; "
+		   "decoder best %.3f s median %.3f s; decoder / inflate alone: best %.2fx median %.2fx\n",
+		   (long long) n, inflater_name[inf], alone[0], alone[2], ours[0], ours[2],
+		   ours[0] / alone[0], ours[2] / alone[2]);
+	return 0;
+}
+
 /* One contender, once, for instruction counts. */
 static int
 cmd_one(const char *dir, const char *name)
@@ -890,13 +939,15 @@ main(int argc, char **argv)
 {
 	io_init();					/* before any jansson use (src/io/util/jsonmem.h) */
 	if (argc >= 5 && strcmp(argv[1], "gen") == 0)
-		return cmd_gen(argv[2], atol(argv[3]), atol(argv[4]));
+		return cmd_gen(argv[2], atol(argv[3]), atol(argv[4]), argc >= 6 ? argv[5] : "");
 	if (argc >= 3 && strcmp(argv[1], "bench") == 0)
 		return cmd_bench(argv[2]);
+	if (argc >= 3 && strcmp(argv[1], "core") == 0)
+		return cmd_core(argv[2]);
 	if (argc >= 4 && strcmp(argv[1], "one") == 0)
 		return cmd_one(argv[2], argv[3]);
 	if (argc >= 3 && strcmp(argv[1], "walk") == 0)
 		return cmd_walk(argv[2]);
-	fprintf(stderr, "usage: %s gen DIR FILES PER_MANIFEST | bench DIR | one DIR NAME | walk DIR\n", argv[0]);
+	fprintf(stderr, "usage: %s gen DIR FILES PER_MANIFEST [SCHEME] | bench DIR | core DIR | one DIR NAME | walk DIR\n", argv[0]);
 	return 2;
 }

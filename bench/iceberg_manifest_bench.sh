@@ -22,6 +22,8 @@
 #      /usr/bin/time -v.
 # The decoder is built as tms is: with libdeflate when the Makefile finds
 # it (TMS_INFLATE=zlib forces the zlib fallback, to compare the two).
+# BUILD_ONLY=1 builds bench/build/iceberg_manifest_bench and stops
+# (bench/metrics_sql_bench.py uses it).
 set -eu
 cd "$(dirname "$0")/.."
 FILES=${1:-1000000}
@@ -48,6 +50,7 @@ echo "decoder built with: ${INFLATE_CFLAGS:-zlib} $INFLATE_LIBS"
 ${CC:-gcc} -std=gnu99 -O2 -Wall -Wextra -Werror -Isrc $EXTRA $INFLATE_CFLAGS -o "$BIN" \
 	bench/iceberg_manifest_bench.c src/iceberg/*.c src/iceberg/*/*.c src/io/*/*.c \
 	-lcurl -ljansson $INFLATE_LIBS -lz -lavro -lssl -lcrypto -lm $LIBS
+[ "${BUILD_ONLY:-0}" = 0 ] || exit 0
 if [ ! -f "$DIR/metadata/v1.metadata.json" ]; then
 	rm -rf "$DIR"
 	"$BIN" gen "$DIR" "$FILES" "$PER"

@@ -26,10 +26,18 @@ twice, one after the other on the same cluster and tables:
             what the tms being measured does.
 
 Both are timed the same way: from the start (pool switched on / lock
-released) to the moment the task table is empty, polled every 10 ms with
-one cheap query over one connection kept for the whole run.  The figure is
-N / that time; the ratio tms / limit is reported per round and as the
-median of the rounds, which alternate which side runs first.
+released, each by statements over the connection that polls, so neither
+side's time includes starting a client) to the moment the task table is
+empty, polled every 10 ms with one cheap query over one connection kept
+for the whole run.  The figure is N / that time; the ratio tms / limit is
+reported per round and as the median of the rounds, which alternate which
+side runs first.
+
+Beside the rate, the CPU time per task of the processes doing the work
+(/proc/PID/stat, user + system): the pool workers and their supervisor
+for tms, the W sessions' backends for the limit.  Other work on a shared
+machine stretches wall time, far less the CPU time a task takes, so the
+CPU ratio (limit's CPU per task / tms's) is the steadier figure there.
 
 What tms does besides the limit: the claim's result is copied out (9
 columns), its lease is published in shared memory, the handler runs as its
@@ -197,18 +205,37 @@ class Listener:
         self.conn.close()
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pids):
+    """User + system CPU seconds the processes pids have used so far."""
+    total = 0
+    for pid in pids:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
+
+
 def run_tms(c, poll, ntasks, events=None, listen=False):
-    """Claims per second of the pool; events: the value of tms.events
-    (None: its default), set while the pool is paused."""
+    """(claims per second of the pool, CPU seconds per task of its workers
+    and supervisor); events: the value of tms.events (None: its default),
+    set while the pool is paused."""
     schedule(c, ntasks)
     if events is not None:
         c.psql("ALTER SYSTEM SET tms.events = '%s'" % events)
+    pids = [int(p) for p in c.psql("SELECT pid FROM tms.workers WHERE role IN "
+                                   "('worker', 'supervisor') AND pid IS NOT NULL").split()]
     listener = Listener(c) if listen else None
     try:
+        cpu0 = cpu_seconds(pids)
         t0 = time.monotonic()
-        c.psql("ALTER SYSTEM RESET tms.enabled")
-        c.psql("SELECT pg_reload_conf()")
+        with poll.cursor() as cur:
+            cur.execute("ALTER SYSTEM RESET tms.enabled")
+            cur.execute("SELECT pg_reload_conf()")
         t1 = wait_empty(poll)
+        cpu1 = cpu_seconds(pids)
         if listener is not None:
             # every claim and every completion: two events a task
             want = 2 * ntasks if events in ("all", "task") else 0
@@ -217,7 +244,7 @@ def run_tms(c, poll, ntasks, events=None, listen=False):
         if listener is not None:
             listener.stop()
     pause(c)
-    return ntasks / (t1 - t0)
+    return ntasks / (t1 - t0), (cpu1 - cpu0) / ntasks
 
 
 def run_limit(c, poll, ntasks, sessions):
@@ -240,17 +267,20 @@ def run_limit(c, poll, ntasks, sessions):
     # every session waits at the lock before the clock starts
     wait_for(lambda: c.one("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
                            "AND NOT granted") == sessions, what="the sessions to wait")
+    pids = [conn.get_backend_pid() for conn in conns]
+    cpu0 = cpu_seconds(pids)
     t0 = time.monotonic()
     with poll.cursor() as cur:
         cur.execute("SELECT pg_advisory_unlock(%d)" % LOCK_KEY)
     t1 = wait_empty(poll)
+    cpu1 = cpu_seconds(pids)
     for t in threads:
         t.join(RUN_TIMEOUT)
     for conn in conns:
         conn.close()
     if errors:
         raise RuntimeError("limit loop failed: %s" % errors[0])
-    return ntasks / (t1 - t0)
+    return ntasks / (t1 - t0), (cpu1 - cpu0) / ntasks
 
 
 def label(events):
@@ -284,11 +314,12 @@ def measure(root, workers, ntasks, rounds, events, listen, fsync):
                 lim = run_limit(c, poll, ntasks, workers)
                 tms = {e: run_tms(c, poll, ntasks, e, listen) for e in order}
             out.append(([tms[e] for e in events], lim))
-            print("  W=%d round %d: %s, limit %.0f/s, load %.1f"
-                  % (workers, r + 1, ", ".join("%s %.0f/s (ratio %.2f)" % (label(e), tms[e],
-                                                                             tms[e] / lim)
-                                               for e in events),
-                     lim, os.getloadavg()[0]))
+            print("  W=%d round %d: %s, limit %.0f/s %.0f us CPU/task, load %.1f"
+                  % (workers, r + 1, ", ".join(
+                      "%s %.0f/s %.0f us CPU/task (ratio %.2f, CPU ratio %.2f)"
+                      % (label(e), tms[e][0], tms[e][1] * 1e6, tms[e][0] / lim[0],
+                         lim[1] / tms[e][1]) for e in events),
+                     lim[0], lim[1] * 1e6, os.getloadavg()[0]))
             sys.stdout.flush()
         poll.close()
         return out
@@ -317,16 +348,20 @@ def main():
     rows = []
     for w in (int(x) for x in a.workers.split(",")):
         rows.append((w, measure(root, w, a.tasks, a.rounds, events, a.listen, a.fsync)))
-    print("%-8s %-28s %14s %16s %14s %10s" % ("workers", "tms.events", "tms claims/s",
-                                              "limit claims/s", "ratio median",
-                                              "ratio min-max"))
+    print("%-8s %-28s %14s %16s %14s %10s %10s %10s %10s %10s" % (
+        "workers", "tms.events", "tms claims/s", "limit claims/s", "ratio median",
+        "ratio min-max", "tms us/task", "limit us/task", "CPU ratio", "CPU min-max"))
     for w, out in rows:
         for i, e in enumerate(events):
-            ratios = [t[i] / l for t, l in out]
-            print("%-8d %-28s %14.0f %16.0f %14.2f %5.2f-%.2f" % (
-                w, label(e), statistics.median(t[i] for t, _ in out),
-                statistics.median(l for _, l in out),
-                statistics.median(ratios), min(ratios), max(ratios)))
+            ratios = [t[i][0] / l[0] for t, l in out]
+            cpu_ratios = [l[1] / t[i][1] for t, l in out]
+            print("%-8d %-28s %14.0f %16.0f %14.2f %5.2f-%.2f %10.0f %10.0f %10.2f %5.2f-%.2f" % (
+                w, label(e), statistics.median(t[i][0] for t, _ in out),
+                statistics.median(l[0] for _, l in out),
+                statistics.median(ratios), min(ratios), max(ratios),
+                statistics.median(t[i][1] for t, _ in out) * 1e6,
+                statistics.median(l[1] for _, l in out) * 1e6,
+                statistics.median(cpu_ratios), min(cpu_ratios), max(cpu_ratios)))
     os.rmdir(root)
 
 

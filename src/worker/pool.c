@@ -10,7 +10,9 @@
  * task the worker looks for the next one at once; with nothing due it
  * sleeps tms.naptime, or less when tms.schedule_task() wakes it.  It does
  * nothing while tms.enabled is off, while the server is in recovery, or
- * while its database lacks the extension.
+ * while its database lacks the extension (looked up in the catalog by the
+ * first pass after a nap: between tasks run back to back it was there a
+ * moment ago, and a claim statement on a dropped extension fails anyway).
  *
  * An error outside a handler (a handler's own errors fail its task) is
  * reported and the pass is abandoned; the worker carries on after a nap.
@@ -38,6 +40,7 @@
 
 typedef struct PoolPass
 {
+	bool		check_extension;	/* look the extension up first */
 	bool		worked;			/* a task was claimed and run */
 	bool		no_extension;
 } PoolPass;
@@ -61,7 +64,7 @@ pool_pass(void *arg)
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
-	if (!OidIsValid(get_extension_oid("tms", true)))
+	if (pass->check_extension && !OidIsValid(get_extension_oid("tms", true)))
 	{
 		pass->no_extension = true;
 		CommitTransactionCommand();
@@ -129,6 +132,7 @@ tms_worker_main(Datum main_arg)
 	TmsWorkerExtra extra;
 	char		appname[NAMEDATALEN];
 	MemoryContext pass_cxt;
+	bool		worked = false;
 
 	memcpy(&extra, MyBgworkerEntry->bgw_extra, sizeof(extra));
 
@@ -151,7 +155,13 @@ tms_worker_main(Datum main_arg)
 
 	for (;;)
 	{
-		PoolPass	pass = {false, false};
+		/*
+		 * After a pass that ran a task the extension was there a moment ago:
+		 * the next claim follows without looking it up again (a catalog
+		 * scan).  Were it dropped meanwhile, the claim statement fails, the
+		 * pass is abandoned, and the pass after the nap looks it up.
+		 */
+		PoolPass	pass = {!worked, false, false};
 
 		if (RecoveryInProgress())
 			tms_slot_set_state(TMS_STATE_STANDBY, NULL);
@@ -162,7 +172,7 @@ tms_worker_main(Datum main_arg)
 			MemoryContext old = MemoryContextSwitchTo(pass_cxt);
 
 			tms_slot_set_state(TMS_STATE_IDLE, NULL);
-			(void) tms_run_guarded(pool_pass, &pass);
+			worked = tms_run_guarded(pool_pass, &pass) && pass.worked;
 			sched_lease_clear();
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(pass_cxt);
@@ -178,6 +188,7 @@ tms_worker_main(Datum main_arg)
 				continue;		/* look for the next task at once */
 			}
 		}
+		worked = false;
 		tms_wait(tms_naptime_ms, PG_WAIT_EXTENSION);
 	}
 }

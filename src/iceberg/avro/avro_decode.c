@@ -11,6 +11,13 @@
  * (the buffer may move while it grows).  Every count is checked against
  * the bytes left and the collection limit before it is used.
  *
+ * The hot cases of a manifest entry take no call: a record's optional
+ * fields (a union whose one-byte branch index is read in the record's
+ * loop), its long slots, the fields it skips when flat, the arrays of
+ * column statistics, and their items whose key and length are one byte
+ * each (the bounds maps).  Each still checks every read against the end
+ * of the block, as the general paths do.
+ *
  * src/iceberg/avro/avro_decode.c
  *
  *-------------------------------------------------------------------------
@@ -69,6 +76,20 @@ skip_collection(const IcebergAvroPlanNode *n, IcebergAvroCursor *c,
 				uint64_t	len = 0;
 				int			shift = 0;
 
+				if (ICEBERG_LIKELY(end - p >= 2))
+				{
+					/* a key and a length of one byte each: most items */
+					unsigned	k = p[0],
+								l = p[1];
+
+					if (ICEBERG_LIKELY(!((k | l) & 0x81)))
+					{
+						if ((size_t) (l >> 1) > (size_t) (end - p) - 2)
+							return false;	/* beyond the block */
+						p += 2 + (l >> 1);
+						continue;
+					}
+				}
 				while (p < end && (*p & 0x80))	/* the key */
 					p++;
 				if (++p >= end)
@@ -114,49 +135,53 @@ skip_collection(const IcebergAvroPlanNode *n, IcebergAvroCursor *c,
 	}
 }
 
-/* Skip one value of node n. */
+/* Skip one value of node n; a union's branch is followed without a call. */
 static bool
 skip_node(const IcebergAvroPlanNode *n, IcebergAvroCursor *c, int64_t coll_cap)
 {
 	int64_t		v;
 	int			i;
 
-	if (n->nflat >= 0)
-		return skip_flat(n, c);
-	switch (n->type)
+	for (;;)
 	{
-		case AT_NULL:
-			return true;
-		case AT_BOOLEAN:
-			return skip_bytes(c, 1);
-		case AT_INT:
-		case AT_LONG:
-		case AT_ENUM:
-			return skip_varint(c);
-		case AT_FLOAT:
-			return skip_bytes(c, 4);
-		case AT_DOUBLE:
-			return skip_bytes(c, 8);
-		case AT_BYTES:
-		case AT_STRING:
-			return rd_long(c, &v) && skip_bytes(c, v);
-		case AT_FIXED:
-			return skip_bytes(c, n->size);
-		case AT_RECORD:
-			for (i = 0; i < n->nchildren; i++)
-				if (!skip_node(n->children[i], c, coll_cap))
+		if (n->nflat >= 0)
+			return skip_flat(n, c);
+		switch (n->type)
+		{
+			case AT_RECORD:
+				for (i = 0; i < n->nchildren; i++)
+					if (!skip_node(n->children[i], c, coll_cap))
+						return false;
+				return true;
+			case AT_ARRAY:
+				return skip_collection(n, c, coll_cap, false);
+			case AT_MAP:
+				return skip_collection(n, c, coll_cap, true);
+			case AT_UNION:
+				if (!rd_long(c, &v) || v < 0 || v >= n->nchildren)
 					return false;
-			return true;
-		case AT_ARRAY:
-			return skip_collection(n, c, coll_cap, false);
-		case AT_MAP:
-			return skip_collection(n, c, coll_cap, true);
-		case AT_UNION:
-			if (!rd_long(c, &v) || v < 0 || v >= n->nchildren)
-				return false;
-			return skip_node(n->children[v], c, coll_cap);
+				n = n->children[v];
+				continue;
+			case AT_NULL:
+				return true;
+			case AT_BOOLEAN:
+				return skip_bytes(c, 1);
+			case AT_INT:
+			case AT_LONG:
+			case AT_ENUM:
+				return skip_varint(c);
+			case AT_FLOAT:
+				return skip_bytes(c, 4);
+			case AT_DOUBLE:
+				return skip_bytes(c, 8);
+			case AT_BYTES:
+			case AT_STRING:
+				return rd_long(c, &v) && skip_bytes(c, v);
+			case AT_FIXED:
+				return skip_bytes(c, n->size);
+		}
+		return false;
 	}
-	return false;
 }
 
 /* iceberg_render_json_string: see iceberg_internal.h. */
@@ -392,6 +417,17 @@ scratch_align(IcebergBuf *b)
 	return pad == 0 || iceberg_buf_append(b, zeros, pad);
 }
 
+/* Skip a field not wanted: without a call when flat or an array. */
+static inline bool
+skip_field(const IcebergAvroPlanNode *n, IcebergAvroCursor *c, int64_t coll_cap)
+{
+	if (n->nflat >= 0)
+		return skip_flat(n, c);
+	if (n->type == AT_ARRAY)
+		return skip_collection(n, c, coll_cap, false);
+	return skip_node(n, c, coll_cap);
+}
+
 /*
  * Decode one value of n, storing wanted leaves into values (string
  * offsets into r->sofs / r->iofs, resolved after the record).  On a
@@ -429,13 +465,18 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
 						return false;
 					if (v > r->string_cap)
 						return false;
-					r->sofs[n->slot] = r->scratch.len;
-					if (!iceberg_buf_append(&r->scratch, s, (size_t) v) ||
-						!iceberg_buf_append(&r->scratch, "", 1))
+					/* the bytes and a NUL, and the buffer's own NUL after */
+					if (r->scratch.cap - r->scratch.len < (size_t) v + 2 &&
+						!iceberg_buf_reserve(&r->scratch, (size_t) v + 1))
 					{
 						*oom = true;
 						return false;
 					}
+					r->sofs[n->slot] = r->scratch.len;
+					memcpy(r->scratch.data + r->scratch.len, s, (size_t) v);
+					r->scratch.len += (size_t) v + 1;
+					r->scratch.data[r->scratch.len - 1] = '\0';
+					r->scratch.data[r->scratch.len] = '\0';
 					out->slen = (size_t) v;
 					out->present = true;
 					return true;
@@ -547,12 +588,35 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
 			{
 				const IcebergAvroPlanNode *child = n->children[i];
 
-				/* the fields not wanted: skipped, without a call when flat */
+				/*
+				 * A union's one-byte branch index (optional fields) is read
+				 * here, unless a span is recorded around the union; then the
+				 * fields not wanted are skipped without a call when flat, and
+				 * long slots are stored without a call.
+				 */
+				if (child->type == AT_UNION && child->raw_slot < 0 &&
+					ICEBERG_LIKELY(c->p < c->end) && !(*c->p & 0x80))
+				{
+					v = (int64_t) ((*c->p >> 1) ^ (~(*c->p & 1) + 1));
+					if (v < 0 || v >= child->nchildren)
+						return false;
+					c->p++;
+					child = child->children[v];
+				}
 				if (!child->wanted)
 				{
-					if (!(child->nflat >= 0 ? skip_flat(child, c)
-						  : skip_node(child, c, r->coll_cap)))
+					if (!skip_field(child, c, r->coll_cap))
 						return false;
+				}
+				else if (child->slot >= 0 && child->kind == ICEBERG_AVRO_SLOT_LONG &&
+						 child->raw_slot < 0)
+				{
+					if (!rd_long(c, &v))
+						return false;
+					if (child->type == AT_INT && (v < INT32_MIN || v > INT32_MAX))
+						return false;
+					values[child->slot].l = v;
+					values[child->slot].present = true;
 				}
 				else if (!decode_node(r, child, c, values, oom))
 					return false;

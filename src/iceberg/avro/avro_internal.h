@@ -231,8 +231,9 @@ skip_varint(IcebergAvroCursor *c)
 
 /*
  * Skip n varints: count the bytes that end one (high bit clear), eight at
- * a time while the n-th is not among them.  Overlong varints are not
- * diagnosed here; the values are not used.
+ * a time while the n-th is not among them, then find the n-th in its word
+ * (on little-endian machines; elsewhere byte by byte).  Overlong varints
+ * are not diagnosed here; the values are not used.
  */
 static inline bool
 skip_varints(IcebergAvroCursor *c, int64_t n)
@@ -240,16 +241,31 @@ skip_varints(IcebergAvroCursor *c, int64_t n)
 	const uint8_t *p = c->p;
 	const uint8_t *end = c->end;
 
-	while (n > 8 && end - p >= 8)
+	while (n > 0 && end - p >= 8)
 	{
 		uint64_t	w;
 		uint64_t	ends;
+		int64_t		nends;
 
 		memcpy(&w, p, 8);
-		/* one bit (bit 0 of each byte) per byte ending a varint, summed */
-		ends = ((~w & UINT64_C(0x8080808080808080)) >> 7) * UINT64_C(0x0101010101010101) >> 56;
-		n -= (int64_t) ends;	/* ends <= 8 < n */
-		p += 8;
+		/* bit 7 of each byte that ends a varint */
+		ends = ~w & UINT64_C(0x8080808080808080);
+		nends = (int64_t) ((ends >> 7) * UINT64_C(0x0101010101010101) >> 56);
+		if (nends < n)
+		{
+			n -= nends;
+			p += 8;
+			continue;
+		}
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		/* the n-th end is in this word (byte 0 is bit 7): drop those before */
+		while (--n > 0)
+			ends &= ends - 1;
+		c->p = p + (__builtin_ctzll(ends) >> 3) + 1;
+		return true;
+#else
+		break;					/* found bytewise below */
+#endif
 	}
 	while (n > 0)
 	{
@@ -321,6 +337,8 @@ static inline bool
 rd_count(IcebergAvroCursor *c, int64_t min_item, int64_t coll_cap, int64_t *count,
 		 int64_t *bsize)
 {
+	int64_t		need;
+
 	*bsize = -1;
 	if (!rd_long(c, count))
 		return false;
@@ -334,7 +352,9 @@ rd_count(IcebergAvroCursor *c, int64_t min_item, int64_t coll_cap, int64_t *coun
 	}
 	if (*count > coll_cap)
 		return false;
-	if (min_item > 0 && *count > (c->end - c->p) / min_item)
+	/* a product, not a quotient: a division per collection costs more */
+	if (min_item > 0 && (__builtin_mul_overflow(*count, min_item, &need) ||
+						 need > c->end - c->p))
 		return false;
 	return true;
 }
