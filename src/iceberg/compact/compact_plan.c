@@ -978,7 +978,7 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	if (!compact_resolve_options(p, md, opt, err))
 		goto fail;
 	if (!iceberg_schema_parse(md->current_schema_json, &schema, err) ||
-		!iceberg_compact_check_schema(schema, err))
+		((opt == NULL || opt->select == NULL) && !iceberg_compact_check_schema(schema, err)))
 		goto fail;
 	pl.schema = schema;
 	if (snap == NULL)
@@ -1000,7 +1000,9 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			if (iceberg_check_interrupt(io, err))
 				goto fail;
 			if (!iceberg_manifest_open(io, &recs[i].mf, md->format_version,
-									   ICEBERG_READ_PARTITION, &r, err))
+									   ICEBERG_READ_PARTITION |
+									   (pass == 1 && opt != NULL && opt->select != NULL ?
+										ICEBERG_READ_BOUNDS : 0), &r, err))
 				goto fail;
 			mix = manifest_index(&pl, recs[i].path);
 			if (mix < 0)
@@ -1038,6 +1040,16 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					p->filtered_out++;
 					continue;
 				}
+				if (opt != NULL && opt->select != NULL)
+				{
+					int			sel = opt->select(opt->select_arg, e, err);
+
+					if (sel < 0)
+						break;
+					if (sel == 0)
+						continue;
+				}
+				else
 				{
 					IcebergCompactFile probe;
 
