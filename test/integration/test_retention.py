@@ -305,3 +305,37 @@ def test_nothing_older_and_bad_column(env):
             run(env, "ret", "young", opts)
         assert says in str(ei.value) and "22023" in repr(ei.value) or says in str(ei.value), ei.value
     assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+
+
+def test_concurrent_append_kept(env):
+    """A writer's append lands between the plan and the commit (the
+    catalog's interpose fault): the retention's first commit is refused
+    (409), it reloads and plans again, and lands on top of the append,
+    whose file (a copy without column metrics: unknown, kept) stays live."""
+    smallfiles.make_table(env["catalog"], env["st"], "ret", "cappend", files=12, rows_per_file=10,
+                          partitioned=True, seed=6)
+    _, meta, before = live(env, "ret", "cappend")
+    src = sorted(p for p, f in before.items()
+                 if f["content"] == 0 and dict(f["partition"]).get("category") == "c3")[-1]
+    dst = src.rsplit("/", 1)[0] + "/concurrent-%s.parquet" % uuid.uuid4().hex[:8]
+    data = env["st"].read(src)
+    env["st"].write(dst, data)
+    body, _ = ow.append_commit(env["st"], meta, [{
+        "path": dst, "records": before[src]["records"], "size": len(data),
+        "partition": dict(before[src]["partition"])}], seed=3)
+    ow.give_to_server(env["file_root"])
+    env["catalog"].reset_requests()
+    env["catalog"].fault(r"/tables/cappend$", action="interpose", method="POST", commits=[body])
+    row = wait_job(env, run(env, "ret", "cappend", {"column": "ts", "older-than": cutoff_text(60)}))
+    log = [(r["status"], r["fault"]) for r in
+           env["catalog"].requests(r"/tables/cappend$")["requests"] if r["method"] == "POST"]
+    assert log[:2] == [(200, "interposed"), (409, "interpose")] and log[-1][0] == 200, log
+    _, meta2, after = live(env, "ret", "cappend")
+    assert dst in after
+    snap = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    assert snap["summary"]["operation"] == "delete" and snap["summary"]["deleted-data-files"] == "6"
+    # the append is the delete snapshot's parent: nothing of it was undone
+    appended = ow.snapshot(meta2, snap["parent-snapshot-id"])
+    assert appended["parent-snapshot-id"] == meta["current-snapshot-id"]
+    assert len(data_files(after)) == 12 - 6 + 1
+    assert "1 files without bounds on the column were kept" in row["message"], row

@@ -936,6 +936,28 @@ link_deletes(IcebergCompactPlan *p, TmsError *err)
 	return true;
 }
 
+/*
+ * Whether a live data file the filter let through is a candidate: the
+ * options' selection when they have one, else the size and delete rules.
+ * 1 / 0 / -1 (an error of the selection, in pl->err).  kd: its known
+ * deleted records; pl->nscratch the delete files applying to it.
+ */
+static int
+is_candidate(Planner *pl, const IcebergManifestEntry *e, int64_t kd)
+{
+	const IcebergCompactPlan *p = pl->p;
+	IcebergCompactFile probe;
+
+	if (pl->opt != NULL && pl->opt->select != NULL)
+		return pl->opt->select(pl->opt->select_arg, e, pl->err);
+	memset(&probe, 0, sizeof(probe));
+	probe.records = e->record_count;
+	probe.ndeletes = pl->nscratch;
+	return p->rewrite_all || e->file_size_in_bytes < p->min_file_size_bytes ||
+		e->file_size_in_bytes > p->max_file_size_bytes ||
+		too_many_deletes(p, &probe) || too_high_ratio(p, &probe, kd);
+}
+
 bool
 iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					 const IcebergCompactOptions *opt, IcebergCompactPlan **out,
@@ -1040,25 +1062,12 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					p->filtered_out++;
 					continue;
 				}
-				if (opt != NULL && opt->select != NULL)
 				{
-					int			sel = opt->select(opt->select_arg, e, err);
+					int			cand = is_candidate(&pl, e, kd);
 
-					if (sel < 0)
+					if (cand < 0)
 						break;
-					if (sel == 0)
-						continue;
-				}
-				else
-				{
-					IcebergCompactFile probe;
-
-					memset(&probe, 0, sizeof(probe));
-					probe.records = e->record_count;
-					probe.ndeletes = pl.nscratch;
-					if (!(p->rewrite_all || e->file_size_in_bytes < p->min_file_size_bytes ||
-						  e->file_size_in_bytes > p->max_file_size_bytes ||
-						  too_many_deletes(p, &probe) || too_high_ratio(p, &probe, kd)))
+					if (cand == 0)
 						continue;
 				}
 				if (!add_candidate(&pl, e, mix))
