@@ -22,7 +22,10 @@ operation and summary from the catalog's metadata:
     their bounds; exactly the rows before the cutoff (a midnight) are
     gone;
   - a cutoff before every row changes nothing and commits nothing; an
-    unknown column is refused (22023) before a job is recorded.
+    unknown column is refused (22023) before a job is recorded;
+  - a writer's append interposed before the commit: refused, reloaded,
+    re-planned, landed on top of it (the append kept);
+  - a policy's rule schedules retention like every operation.
 
 The module runs its own cluster, catalog, s3rver and file root.
 Run: /work/helpers/pytest.sh -q test/integration/test_retention.py
@@ -339,3 +342,31 @@ def test_concurrent_append_kept(env):
     assert appended["parent-snapshot-id"] == meta["current-snapshot-id"]
     assert len(data_files(after)) == 12 - 6 + 1
     assert "1 files without bounds on the column were kept" in row["message"], row
+
+
+def test_policy_schedules_retention(env):
+    """A policy's rule runs retention like every operation: its job drops
+    the files wholly before the cutoff, recorded with the rule."""
+    smallfiles.make_table(env["catalog"], env["st"], "ret", "bypolicy", files=12,
+                          rows_per_file=10, partitioned=False, seed=7)
+    ow.give_to_server(env["file_root"])
+    tag = uuid.uuid4().hex[:6]
+    q(env, "SELECT tms.create_object_group(%s, server => %s, namespace_pattern => 'ret',"
+           " table_pattern => 'bypolicy')", ("g-" + tag, env["server"]))
+    q(env, "SELECT tms.create_policy(%s, %s)", ("p-" + tag, "g-" + tag))
+    rule = q(env, "SELECT tms.add_rule(%s, 'retention', 'local', %s::jsonb, 'true', 'catch-up',"
+                  " %s::jsonb)", ("p-" + tag, json.dumps({"commits-added": 1}),
+                                  json.dumps({"column": "ts",
+                                              "older-than": cutoff_text(60)})))[0][0]
+    try:
+        wait_for(lambda: q(env, "SELECT count(*) FROM tms.maintenance_jobs WHERE rule_id = %s"
+                                "   AND state IN ('succeeded', 'failed')", (rule,))[0][0] > 0,
+                 timeout=120, what="the policy's retention job")
+        jid = q(env, "SELECT min(id) FROM tms.maintenance_jobs WHERE rule_id = %s", (rule,))[0][0]
+        row = wait_job(env, jid)
+    finally:
+        q(env, "SELECT tms.drop_policy(%s)", ("p-" + tag,))
+    assert "6 data files dropped whole, 60 rows removed" in row["message"], row
+    _, meta, after = live(env, "ret", "bypolicy")
+    assert len(data_files(after)) == 6
+    assert ow.snapshot(meta, meta["current-snapshot-id"])["summary"]["operation"] == "delete"
