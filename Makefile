@@ -249,6 +249,7 @@ UNIT_LAYER_memory = iceberg
 UNIT_LAYER_gcs = io
 UNIT_LAYER_dv = iceberg
 UNIT_LAYER_retention = iceberg
+UNIT_LAYER_health = dsl
 unit_layer = $(or $(UNIT_LAYER_$(1)),$(1))
 
 test/unit/build/%_test: test/unit/%_test.c test/unit/unit.h $(PLAIN_TREE)

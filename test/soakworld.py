@@ -101,6 +101,7 @@ for _d in (os.path.join(TEST_DIR, "catalog"), os.path.join(TEST_DIR, "fixtures")
 
 import avro_codec  # noqa: E402
 import iceberg_avro_schemas  # noqa: E402
+import iceberg_transforms  # noqa: E402
 import storage as storage_mod  # noqa: E402
 import opsworld as ow  # noqa: E402
 import compact as compact_mod  # noqa: E402
@@ -137,37 +138,6 @@ PARTITION_SOURCES = {1, 2, 5, 6}
 # values: the row of an id, and its partition values (Iceberg's transforms)
 # ---------------------------------------------------------------------------
 
-def murmur3_32(data, seed=0):
-    """MurmurHash3 x86 32-bit, as Iceberg's bucket transform uses it."""
-    c1, c2 = 0xcc9e2d51, 0x1b873593
-    h = seed
-    n = len(data) // 4
-    for i in range(n):
-        k = struct.unpack_from("<I", data, i * 4)[0]
-        k = (k * c1) & 0xffffffff
-        k = ((k << 15) | (k >> 17)) & 0xffffffff
-        k = (k * c2) & 0xffffffff
-        h ^= k
-        h = ((h << 13) | (h >> 19)) & 0xffffffff
-        h = (h * 5 + 0xe6546b64) & 0xffffffff
-    tail = data[n * 4:]
-    k = 0
-    for i, b in enumerate(tail):
-        k |= b << (8 * i)
-    if tail:
-        k = (k * c1) & 0xffffffff
-        k = ((k << 15) | (k >> 17)) & 0xffffffff
-        k = (k * c2) & 0xffffffff
-        h ^= k
-    h ^= len(data)
-    h ^= h >> 16
-    h = (h * 0x85ebca6b) & 0xffffffff
-    h ^= h >> 13
-    h = (h * 0xc2b2ae35) & 0xffffffff
-    h ^= h >> 16
-    return h
-
-
 def ts_seconds(i):
     """Column ts of row i, in seconds since the epoch: spread over days,
     months and hours so every time transform has several values."""
@@ -191,7 +161,7 @@ def transform_value(transform, v):
         return v
     if transform.startswith("bucket["):
         n = int(transform[7:-1])
-        return (murmur3_32(struct.pack("<q", v)) & 0x7fffffff) % n
+        return iceberg_transforms.bucket(struct.pack("<q", v), n)
     if transform.startswith("truncate["):
         w = int(transform[9:-1])
         return v - (v % w)

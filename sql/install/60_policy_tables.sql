@@ -99,6 +99,7 @@ CREATE TABLE tms.maintenance_rules (
     version           integer NOT NULL DEFAULT 1 CHECK (version > 0),
     active            boolean NOT NULL DEFAULT true,   -- false: never evaluated
     time_window       jsonb,                  -- its jobs start only then; NULL: always
+    score             text,                   -- DSL, numeric: its jobs' rank; NULL: 0
     CONSTRAINT maintenance_rules_check
         CHECK (schedule IS NOT NULL
                OR num_nonnulls(commits_threshold, bytes_threshold, time_threshold_ms) > 0)
@@ -185,12 +186,25 @@ CREATE TABLE tms.table_maintenance_job (
     message           text,
     submitted_at      timestamptz,            -- a run may have been started on the engine
     submit_snapshot_id bigint,                -- the table's snapshot then (NULL: none)
+    budget_wait       text,                   -- the budget it waits for ("rule:7", "policy:3", "engine:spark")
+    -- its rule's score when it was submitted, and its rank: the due time
+    -- of its task, submission time - score x tms.score_aging
+    score             double precision,
+    rank_at           timestamptz,
     CHECK ((finished_at IS NULL) = (state IN ('pending', 'running')))
 );
 
 CREATE INDEX table_maintenance_job_inflight_idx ON tms.table_maintenance_job (state)
     WHERE finished_at IS NULL;
 CREATE INDEX table_maintenance_job_table_idx ON tms.table_maintenance_job (table_id, rule_id);
+
+-- what budgets count (tms._budget_check): a policy's jobs (and so a
+-- rule's) by their first start, and by their end (bytes rewritten in the
+-- last hour)
+CREATE INDEX table_maintenance_job_policy_started_idx
+    ON tms.table_maintenance_job (policy_id, started_at) WHERE policy_id IS NOT NULL;
+CREATE INDEX table_maintenance_job_policy_finished_idx
+    ON tms.table_maintenance_job (policy_id, finished_at) WHERE policy_id IS NOT NULL;
 
 -- A table's metrics at the snapshot before and after every job (the
 -- table_snapshot_metrics of Gravitino's table maintenance service design,
@@ -236,7 +250,12 @@ CREATE TABLE tms.rule_baselines (
     triggered         boolean NOT NULL DEFAULT false,
     pending_job       bigint,                 -- in-flight job: no evaluation
     last_evaluated_at timestamptz,
-    cooldown_until    timestamptz,            -- no job before (the rule's min_interval)
+    cooldown_until    timestamptz,            -- no job before (the rule's min_interval, or its back-off)
+    -- adaptive cadence (functions/63_cadence.sql): the pair's jobs in a
+    -- row that changed nothing (0: not backed off), and what the last one
+    -- did not do
+    backoff_level     integer NOT NULL DEFAULT 0 CHECK (backoff_level >= 0),
+    backoff_reason    text,
     PRIMARY KEY (rule_id, table_id)
 );
 
@@ -270,7 +289,9 @@ CREATE TABLE tms.evaluation_log (
     explain           jsonb,                  -- per-node values
     error             text,
     decision          text NOT NULL,          -- submitted, not-needed, already-pending, failed, superseded
-    job_id            bigint
+    job_id            bigint,
+    score             double precision,       -- the rule's score (NULL: no score, or no result)
+    score_explanation text                    -- its variables' values and the score
 );
 
 CREATE INDEX evaluation_log_time_idx ON tms.evaluation_log (evaluated_at);
@@ -278,6 +299,28 @@ CREATE INDEX evaluation_log_table_idx ON tms.evaluation_log (table_name, evaluat
 
 COMMENT ON TABLE tms.evaluation_log IS
     'every policy condition evaluation: trigger configuration, counters, metrics, result with explanation, resulting job';
+
+-- Budgets (doc/policies.md, "Budgets"): what the jobs of one rule, or of
+-- every rule of a policy (rule_id NULL), may spend: data bytes rewritten
+-- in a trailing hour, jobs started in a window (the occurrence of the
+-- rule's or policy's time window open now, else a rolling hour).  NULL:
+-- no limit of that kind; a row has at least one.  Enforced where a job
+-- starts (tms._start_job through tms._budget_check).
+CREATE TABLE tms.maintenance_budgets (
+    policy_id         integer NOT NULL REFERENCES tms.maintenance_policies ON DELETE CASCADE,
+    rule_id           bigint REFERENCES tms.maintenance_rules ON DELETE CASCADE,
+    bytes_rewritten_per_hour bigint CHECK (bytes_rewritten_per_hour > 0),
+    jobs_per_window   integer CHECK (jobs_per_window > 0),
+    set_at            timestamptz NOT NULL DEFAULT now(),
+    set_by            name NOT NULL,
+    CHECK (bytes_rewritten_per_hour IS NOT NULL OR jobs_per_window IS NOT NULL)
+);
+
+CREATE UNIQUE INDEX maintenance_budgets_scope_idx
+    ON tms.maintenance_budgets (policy_id, coalesce(rule_id, 0));
+
+COMMENT ON TABLE tms.maintenance_budgets IS
+    'per rule or policy: bytes rewritten per hour and jobs per window its jobs may spend';
 
 -- The built-in task kind a submitted operation becomes; its cap follows
 -- tms.max_active_operations.
@@ -296,6 +339,7 @@ SELECT pg_catalog.pg_extension_config_dump('tms.rule_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.table_maintenance_job', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.evaluation_log', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.table_snapshot_metrics', '');
+SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_budgets', '');
 -- and their sequences, so that a restored database goes on numbering
 SELECT pg_catalog.pg_extension_config_dump('tms.tables_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('tms.object_groups_id_seq', '');

@@ -8,6 +8,8 @@
 -- as "-- drop: FUNCTION tms.name(argument types)" or "-- drop: VIEW tms.name".
 --
 -- drop: FUNCTION tms._record_evaluation(integer, bigint, bigint, jsonb, jsonb, boolean, text, text, jsonb, text)
+-- drop: FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval)
+-- drop: FUNCTION tms._add_rule(regrole, text, text, text, jsonb, text, text, jsonb, jsonb, interval)
 
 -- Rules people can change (tms.alter_rule): versions, a rule's own
 -- active flag and window, and which version decided an evaluation or
@@ -51,3 +53,49 @@ SELECT r.id, 1, p.id, p.name, r.created_at, p.owner::text,
                           'time_window', r.time_window,
                           'min_interval_ms', r.min_interval_ms, 'active', r.active)
   FROM tms.maintenance_rules r JOIN tms.maintenance_policies p ON p.id = r.policy_id;
+
+-- Budgets (doc/policies.md, "Budgets"): per rule or policy, and the
+-- budget a queued job waits for.
+ALTER TABLE tms.table_maintenance_job ADD COLUMN budget_wait text;
+
+-- what budgets count (tms._budget_check): a policy's jobs (and so a
+-- rule's) by their first start, and by their end (bytes rewritten in the
+-- last hour)
+CREATE INDEX table_maintenance_job_policy_started_idx
+    ON tms.table_maintenance_job (policy_id, started_at) WHERE policy_id IS NOT NULL;
+CREATE INDEX table_maintenance_job_policy_finished_idx
+    ON tms.table_maintenance_job (policy_id, finished_at) WHERE policy_id IS NOT NULL;
+
+CREATE TABLE tms.maintenance_budgets (
+    policy_id         integer NOT NULL REFERENCES tms.maintenance_policies ON DELETE CASCADE,
+    rule_id           bigint REFERENCES tms.maintenance_rules ON DELETE CASCADE,
+    bytes_rewritten_per_hour bigint CHECK (bytes_rewritten_per_hour > 0),
+    jobs_per_window   integer CHECK (jobs_per_window > 0),
+    set_at            timestamptz NOT NULL DEFAULT now(),
+    set_by            name NOT NULL,
+    CHECK (bytes_rewritten_per_hour IS NOT NULL OR jobs_per_window IS NOT NULL)
+);
+
+CREATE UNIQUE INDEX maintenance_budgets_scope_idx
+    ON tms.maintenance_budgets (policy_id, coalesce(rule_id, 0));
+
+COMMENT ON TABLE tms.maintenance_budgets IS
+    'per rule or policy: bytes rewritten per hour and jobs per window its jobs may spend';
+
+SELECT pg_catalog.pg_extension_config_dump('tms.maintenance_budgets', '');
+
+-- Adaptive cadence: a (rule, table) pair whose jobs change nothing backs
+-- off (sql/install/functions/63_cadence.sql).
+ALTER TABLE tms.rule_baselines
+    ADD COLUMN backoff_level integer NOT NULL DEFAULT 0 CHECK (backoff_level >= 0),
+    ADD COLUMN backoff_reason text;
+
+-- Rule scores: a rule's score expression, the score and rank of each job
+-- it submits, and each evaluation's score with its explanation.
+ALTER TABLE tms.maintenance_rules ADD COLUMN score text;
+ALTER TABLE tms.table_maintenance_job
+    ADD COLUMN score double precision,
+    ADD COLUMN rank_at timestamptz;
+ALTER TABLE tms.evaluation_log
+    ADD COLUMN score double precision,
+    ADD COLUMN score_explanation text;

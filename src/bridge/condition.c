@@ -72,21 +72,51 @@ tms_condition_compile(const char *src, size_t len, DslError *err)
 	return p;
 }
 
+/* Raise a compile error of a condition or a score ("what" says which). */
+static void
+raise_compile_error(const char *what, const DslError *err)
+{
+	ereport(ERROR,
+			(errcode(tms_condition_sqlstate(err->kind)),
+			 errmsg("invalid %s: %s", what, err->message),
+			 err->kind == DSL_ERROR_TOO_LONG ? 0 :
+			 errdetail("At line %d, column %d:\n%s", err->line, err->column, err->excerpt),
+			 err->hint[0] ? errhint("%s", err->hint) : 0));
+}
+
 DslProgram *
 tms_condition_compile_or_raise(const char *src, size_t len)
 {
 	DslError	err;
 	DslProgram *p = tms_condition_compile(src, len, &err);
 
-	if (p != NULL)
-		return p;
-	ereport(ERROR,
-			(errcode(tms_condition_sqlstate(err.kind)),
-			 errmsg("invalid policy condition: %s", err.message),
-			 err.kind == DSL_ERROR_TOO_LONG ? 0 :
-			 errdetail("At line %d, column %d:\n%s", err.line, err.column, err.excerpt),
-			 err.hint[0] ? errhint("%s", err.hint) : 0));
-	return NULL;
+	if (p == NULL)
+		raise_compile_error("policy condition", &err);
+	return p;
+}
+
+DslProgram *
+tms_score_compile(const char *src, size_t len, DslError *err)
+{
+	DslProgram *p = dsl_compile_score(src, len, &tms_dsl_allocator, err);
+
+	if (p == NULL && err->kind == DSL_ERROR_OUT_OF_MEMORY)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Compiling a rule score of %zu bytes.", len)));
+	return p;
+}
+
+DslProgram *
+tms_score_compile_or_raise(const char *src, size_t len)
+{
+	DslError	err;
+	DslProgram *p = tms_score_compile(src, len, &err);
+
+	if (p == NULL)
+		raise_compile_error("rule score", &err);
+	return p;
 }
 
 static const char *
@@ -204,8 +234,14 @@ tms_condition_explain_json(const DslProgram *prog,
 char *
 tms_condition_metrics_json(const DslProgram *prog, const DslMetrics *m)
 {
+	return tms_metrics_json(dsl_program_variables(prog), m);
+}
+
+/* The metric values of the variables vars (DSL_VAR_BIT()s). */
+char *
+tms_metrics_json(uint32 vars, const DslMetrics *m)
+{
 	StringInfoData b;
-	uint32		vars = dsl_program_variables(prog);
 	bool		first = true;
 
 	initStringInfo(&b);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * condition.h
- *	  Policy conditions (the DSL of src/dsl) inside PostgreSQL: compiling
+ *	  Policy conditions and rule scores (the DSL of src/dsl) inside
+ *	  PostgreSQL: compiling
  *	  with palloc, the compile error as an ereport, and an evaluation's
  *	  explanation and metrics as JSON.  Used by the SQL functions of the
  *	  DSL, by rule validation and by the policy evaluation, so that all of
@@ -33,6 +34,14 @@ extern DslProgram *tms_condition_compile(const char *src, size_t len,
  */
 extern DslProgram *tms_condition_compile_or_raise(const char *src, size_t len);
 
+/*
+ * The same for a rule's score (dsl_compile_score: LONG or DOUBLE), raising
+ * "invalid rule score: ..." with the same SQLSTATEs.
+ */
+extern DslProgram *tms_score_compile(const char *src, size_t len,
+									 DslError *err);
+extern DslProgram *tms_score_compile_or_raise(const char *src, size_t len);
+
 /* SQLSTATE of a compile error kind. */
 extern int	tms_condition_sqlstate(DslErrorKind kind);
 
@@ -51,5 +60,8 @@ extern char *tms_condition_explain_json(const DslProgram *prog,
 /* The metric values the program reads, as a JSON object.  palloc'd. */
 extern char *tms_condition_metrics_json(const DslProgram *prog,
 										const DslMetrics *m);
+
+/* The values of the variables vars (DSL_VAR_BIT()s) present in m. */
+extern char *tms_metrics_json(uint32 vars, const DslMetrics *m);
 
 #endif							/* TMS_BRIDGE_CONDITION_H */

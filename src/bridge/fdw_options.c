@@ -123,6 +123,7 @@ static const TmsOption engine_options[] = {
 	{"retries", OPT_SERVER, OPT_INT, PRIV_NONE},
 	{"poll_interval", OPT_SERVER, OPT_MS, PRIV_NONE},
 	{"run_timeout", OPT_SERVER, OPT_MS, PRIV_NONE},
+	{"max_concurrent_jobs", OPT_SERVER, OPT_INT, PRIV_NONE},
 	{"ca_file", OPT_SERVER, OPT_TEXT, PRIV_READ},
 	{"ca_path", OPT_SERVER, OPT_TEXT, PRIV_READ},
 	{"user", OPT_MAPPING, OPT_TEXT, PRIV_NONE},
@@ -459,7 +460,21 @@ validate_options(const TmsWrapper *w, List *options, Oid catalog)
 				(void) tms_option_ms(o->name, value);
 				break;
 			case OPT_INT:
-				if (strcmp(o->name, "page_size") == 0)
+				if (strcmp(o->name, "max_concurrent_jobs") == 0)
+				{
+					/*
+					 * read by SQL (tms._budget_check): decimal, no leading
+					 * zero
+					 */
+					if (value[0] < '1' || value[0] > '9' || strspn(value, "0123456789") != strlen(value))
+						ereport(ERROR,
+								(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+								 errmsg("invalid value for option \"%s\"", o->name),
+								 errdetail("\"%s\" is not an integer between %d and %d.",
+										   value, 1, 100000)));
+					(void) tms_option_int(o->name, value, 1, 100000);
+				}
+				else if (strcmp(o->name, "page_size") == 0)
 					(void) tms_option_int(o->name, value, 1, 100000);
 				else
 					(void) tms_option_int(o->name, value, 0, 10);

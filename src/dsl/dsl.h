@@ -81,8 +81,21 @@ typedef enum DslVar
 	DSL_VAR_OLDEST_SNAPSHOT_AGE,
 	DSL_VAR_MANIFESTS,
 	DSL_VAR_TIME_SINCE_LAST_UPDATE,
+	/* derived from the ones above by dsl_metrics_derive() (dsl_health.c) */
+	DSL_VAR_HEALTH_SCORE,
+	DSL_VAR_ESTIMATED_REWRITE_BYTES,
+	DSL_VAR_ESTIMATED_FILES_REMOVED,
+	DSL_VAR_ESTIMATED_BYTES_RECLAIMED,
 	DSL_VAR_COUNT
 } DslVar;
+
+/* The variables read from the table; the ones after are derived. */
+#define DSL_VAR_FIRST_DERIVED DSL_VAR_HEALTH_SCORE
+#define DSL_VAR_DERIVED_BITS \
+	(DSL_VAR_BIT(DSL_VAR_HEALTH_SCORE) | \
+	 DSL_VAR_BIT(DSL_VAR_ESTIMATED_REWRITE_BYTES) | \
+	 DSL_VAR_BIT(DSL_VAR_ESTIMATED_FILES_REMOVED) | \
+	 DSL_VAR_BIT(DSL_VAR_ESTIMATED_BYTES_RECLAIMED))
 
 #define DSL_VAR_BIT(v)	(UINT32_C(1) << (v))
 
@@ -103,7 +116,8 @@ typedef enum DslField
  * The metrics of one table.  Set the fields the program reads (see
  * dsl_program_variables()) and their bits in "present"; dsl_eval() refuses
  * to run (DSL_MISSING_METRIC) rather than read an unset metric as 0.
- * avg_data_file_size is the only DOUBLE; every other variable is a LONG.
+ * avg_data_file_size and health_score are the DOUBLEs; every other variable
+ * is a LONG.
  */
 typedef struct DslMetrics
 {
@@ -125,6 +139,10 @@ typedef struct DslMetrics
 	int64_t		oldest_snapshot_age;
 	int64_t		manifests;
 	int64_t		time_since_last_update;
+	double		health_score;	/* derived: dsl_metrics_derive() */
+	int64_t		estimated_rewrite_bytes;
+	int64_t		estimated_files_removed;
+	int64_t		estimated_bytes_reclaimed;
 } DslMetrics;
 
 /*
@@ -238,11 +256,24 @@ typedef struct DslProgram DslProgram;
 /*
  * Compile len bytes of src (need not be NUL-terminated).  Returns the
  * program, or NULL with *err filled in; nothing is left allocated on error.
- * err may be NULL.  The program only ever compiles BOOLEAN conditions.
+ * err may be NULL.  dsl_compile() compiles BOOLEAN conditions only.
  */
 extern DslProgram *dsl_compile(const char *src, size_t len,
 							   const DslAllocator *allocator,
 							   DslError *err);
+
+/*
+ * The same for a rule's score: a numeric (LONG or DOUBLE) expression; any
+ * other type is a DSL_ERROR_TYPE error with has_type set.  Such a program
+ * is evaluated with dsl_eval_score() / dsl_explain_score(), never with
+ * dsl_eval().
+ */
+extern DslProgram *dsl_compile_score(const char *src, size_t len,
+									 const DslAllocator *allocator,
+									 DslError *err);
+
+/* Whether the program is a score (dsl_compile_score). */
+extern bool dsl_program_is_score(const DslProgram *program);
 
 /* Free a program and everything it owns.  NULL is allowed. */
 extern void dsl_free(DslProgram *program);
@@ -264,6 +295,13 @@ extern const char *dsl_program_source(const DslProgram *program);
  */
 extern DslOutcome dsl_eval(const DslProgram *program, const DslInput *input,
 						   bool *result);
+
+/*
+ * Evaluate a score program.  Returns the outcome; *score is its value (a
+ * LONG converted to double), 0 unless the outcome is DSL_OK.
+ */
+extern DslOutcome dsl_eval_score(const DslProgram *program,
+								 const DslInput *input, double *score);
 
 /* ---- explanations ---- */
 
@@ -335,6 +373,11 @@ extern int32_t dsl_explain_count(const DslProgram *program);
 extern DslOutcome dsl_explain(const DslProgram *program, const DslInput *input,
 							  bool *result, DslExplainNode *nodes);
 
+/* dsl_explain() of a score program (dsl_eval_score's result). */
+extern DslOutcome dsl_explain_score(const DslProgram *program,
+									const DslInput *input, double *score,
+									DslExplainNode *nodes);
+
 /*
  * Render an explanation as text, one line per comparison or boolean leaf,
  * then a "result:" line, e.g.
@@ -350,6 +393,15 @@ extern size_t dsl_explain_text(const DslProgram *program,
 							   const DslExplainNode *nodes,
 							   bool result, DslOutcome outcome,
 							   char *buf, size_t buflen);
+
+/*
+ * The same for a score: the lines of its comparisons and variables (the
+ * values it read), then "score: <value>" (or "score: 0 (<outcome>)").
+ */
+extern size_t dsl_explain_score_text(const DslProgram *program,
+									 const DslExplainNode *nodes,
+									 double score, DslOutcome outcome,
+									 char *buf, size_t buflen);
 
 /* ---- names ---- */
 
@@ -378,5 +430,58 @@ extern void dsl_metrics_set(DslMetrics *metrics, DslVar var,
  */
 extern bool dsl_metrics_get(const DslMetrics *metrics, DslVar var,
 							DslValue *value);
+
+/* ---- derived variables (dsl_health.c) ---- */
+
+/*
+ * The operation a rule runs, for the estimates of the derived variables
+ * (each operation estimates what it would rewrite, remove and reclaim).
+ */
+typedef enum DslOperation
+{
+	DSL_OP_NONE,				/* unknown: the estimates are 0 */
+	DSL_OP_COMPACTION,
+	DSL_OP_POSITION_DELETE_REWRITE,
+	DSL_OP_MANIFEST_REWRITE,
+	DSL_OP_SNAPSHOT_EXPIRY,
+	DSL_OP_ORPHAN_CLEANUP
+} DslOperation;
+
+/* "compaction", ... -> DslOperation; DSL_OP_NONE for anything else. */
+extern DslOperation dsl_operation_lookup(const char *name);
+
+/*
+ * What the derived variables read beyond DslMetrics: the live data files
+ * under the target file size (count and bytes), the target size itself,
+ * and the totals of the snapshot summaries' removals ("deleted-data-files"
+ * + "removed-delete-files", "removed-files-size") over the snapshots that
+ * are not the oldest (files that only older snapshots still reference).
+ */
+typedef struct DslTableFacts
+{
+	int64_t		small_files;
+	int64_t		small_files_size;
+	int64_t		target_file_size;	/* > 0 */
+	int64_t		removed_files;
+	int64_t		removed_bytes;
+	/* set by dsl_metrics_derive(): the terms of healthScore, 0 .. 1 */
+	double		small_file_ratio;
+	double		position_delete_ratio;
+	double		equality_delete_ratio;
+} DslTableFacts;
+
+/* Weights of the health score (doc/dsl.md states the formula). */
+#define DSL_HEALTH_SMALL_FILES_WEIGHT	50.0
+#define DSL_HEALTH_POSITION_DELETES_WEIGHT 25.0
+#define DSL_HEALTH_EQUALITY_DELETES_WEIGHT 25.0
+
+/*
+ * Set the four derived variables of m (and their present bits) for a rule
+ * of operation op.  They need the manifests level: returns false, setting
+ * nothing, unless every manifest-level variable is present in m.  The
+ * health score's terms are left in facts.
+ */
+extern bool dsl_metrics_derive(DslMetrics *m, DslOperation op,
+							   DslTableFacts *facts);
 
 #endif							/* TMS_DSL_H */

@@ -6,7 +6,8 @@
  *
  * dsl_compile() copies the source, runs the parser (dsl_parse.c, which
  * pulls tokens from dsl_lex.c and reports through DslError.c), checks that
- * the condition is BOOLEAN, works out what the program needs, and hands
+ * the condition is BOOLEAN (a rule's score, dsl_compile_score(): LONG or
+ * DOUBLE), works out what the program needs, and hands
  * the tree to dsl_optimize() (dsl_optimize.c).
  *
  * All memory of a program comes from its arena, allocated in chunks through
@@ -101,11 +102,15 @@ dsl_free(DslProgram *p)
  * ---------------------------------------------------------------------
  */
 
-/* See dsl.h. */
-DslProgram *
-dsl_compile(const char *src, size_t len, const DslAllocator *allocator,
-			DslError *err)
+/*
+ * Compile a condition (BOOLEAN) or a score (LONG or DOUBLE): dsl_compile()
+ * and dsl_compile_score().
+ */
+static DslProgram *
+compile(const char *src, size_t len, const DslAllocator *allocator,
+		DslError *err, bool score)
 {
+	const char *what = score ? "rule score" : "policy condition";
 	DslError	dummy;
 	DslAllocator alloc;
 	DslProgram *p;
@@ -137,7 +142,7 @@ dsl_compile(const char *src, size_t len, const DslAllocator *allocator,
 		err->line = err->column = err->position = 1;
 		dsl_error_at(&ps, DSL_ERROR_TOO_LONG, 0,
 					 "A condition may be at most 65536 bytes long.",
-					 "policy condition is too long (%zu bytes)", len);
+					 "%s is too long (%zu bytes)", what, len);
 		return NULL;
 	}
 	ps.len = (int32_t) len;
@@ -171,8 +176,9 @@ dsl_compile(const char *src, size_t len, const DslAllocator *allocator,
 	if (blank)
 	{
 		dsl_error_at(&ps, DSL_ERROR_SYNTAX, (int32_t) len,
+					 score ? "Write a numeric expression, for example 100 - healthScore." :
 					 "Write a BOOLEAN expression, for example dataFiles > 100.",
-					 "policy condition is empty");
+					 "%s is empty", what);
 		dsl_free(p);
 		return NULL;
 	}
@@ -183,7 +189,17 @@ dsl_compile(const char *src, size_t len, const DslAllocator *allocator,
 	if (root && ps.tok.kind != T_END)
 		root = dsl_syntax_error(&ps, &ps.tok,
 								"Expected an operator or the end of the condition.");
-	if (root && root->type != DSL_BOOLEAN)
+	if (root && score && root->type != DSL_LONG && root->type != DSL_DOUBLE)
+	{
+		dsl_error_at(&ps, DSL_ERROR_TYPE, root->offset,
+					 "A score is a number, such as 100 - healthScore or estimatedFilesRemoved / 1000.",
+					 "rule score must be of type LONG or DOUBLE, not %s",
+					 dsl_type_name(root->type));
+		err->has_type = true;
+		err->type = root->type;
+		root = NULL;
+	}
+	else if (root && !score && root->type != DSL_BOOLEAN)
 	{
 		dsl_error_at(&ps, DSL_ERROR_TYPE, root->offset,
 					 "A condition is a comparison or a logical combination of comparisons, such as dataFiles > 100.",
@@ -210,7 +226,31 @@ dsl_compile(const char *src, size_t len, const DslAllocator *allocator,
 	}
 	dsl_optimize(p, root);
 	p->root = root;
+	p->score = score;
 	return p;
+}
+
+/* See dsl.h. */
+DslProgram *
+dsl_compile(const char *src, size_t len, const DslAllocator *allocator,
+			DslError *err)
+{
+	return compile(src, len, allocator, err, false);
+}
+
+/* See dsl.h. */
+DslProgram *
+dsl_compile_score(const char *src, size_t len, const DslAllocator *allocator,
+				  DslError *err)
+{
+	return compile(src, len, allocator, err, true);
+}
+
+/* See dsl.h. */
+bool
+dsl_program_is_score(const DslProgram *p)
+{
+	return p->score;
 }
 
 /* See dsl.h. */

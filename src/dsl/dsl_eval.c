@@ -974,6 +974,33 @@ dsl_eval(const DslProgram *p, const DslInput *in, bool *result)
 	return DSL_OK;
 }
 
+/* See dsl.h. */
+DslOutcome
+dsl_eval_score(const DslProgram *p, const DslInput *in, double *score)
+{
+	EvalCtx		c;
+	double		r;
+	DslOutcome	o;
+
+	*score = 0.0;
+	if ((o = check_input(p, in)) != DSL_OK)
+		return o;
+	memset(&c, 0, sizeof(c));
+	c.base[BASE_METRICS] = (const char *) in->metrics;
+	c.base[BASE_SLOTS] = (const char *) c.slots;
+	c.outcome = DSL_OK;
+	c.p = p;
+	c.in = in;
+	if (p->root->type == DSL_LONG)
+		r = (double) ev_l(p->root, &c);
+	else
+		r = ev_d(p->root, &c);
+	if (c.outcome != DSL_OK)
+		return c.outcome;
+	*score = r;
+	return DSL_OK;
+}
+
 /* The explanation index of n, looking through implicit conversions. */
 static int32_t
 xid_of(const DslNode *n)
@@ -1037,5 +1064,33 @@ dsl_explain(const DslProgram *p, const DslInput *in, bool *result,
 	if (c.outcome != DSL_OK)
 		return c.outcome;
 	*result = v.b;
+	return DSL_OK;
+}
+
+/* See dsl.h. */
+DslOutcome
+dsl_explain_score(const DslProgram *p, const DslInput *in, double *score,
+				  DslExplainNode *nodes)
+{
+	EvalCtx		c;
+	DslValue	v;
+	DslOutcome	o;
+
+	*score = 0.0;
+	explain_init(p->root, -1, nodes);
+	if ((o = check_input(p, in)) != DSL_OK)
+		return o;
+	memset(&c, 0, sizeof(c));
+	c.base[BASE_METRICS] = (const char *) in->metrics;
+	c.base[BASE_SLOTS] = (const char *) c.slots;
+	c.p = p;
+	c.in = in;
+	c.explain = true;
+	c.recording = true;
+	c.rec = nodes;
+	v = gev(p->root, &c);
+	if (c.outcome != DSL_OK)
+		return c.outcome;
+	*score = p->root->type == DSL_LONG ? (double) v.l : v.d;
 	return DSL_OK;
 }

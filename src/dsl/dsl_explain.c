@@ -276,3 +276,24 @@ dsl_explain_text(const DslProgram *p, const DslExplainNode *nodes,
 		out(&o, "result: false (%s)", outcome_text(outcome));
 	return o.len;
 }
+
+/* See dsl.h. */
+size_t
+dsl_explain_score_text(const DslProgram *p, const DslExplainNode *nodes,
+					   double score, DslOutcome outcome, char *buf, size_t buflen)
+{
+	OutBuf		o = {buf, buflen, 0};
+	char		num[64];
+
+	if (buflen > 0)
+		buf[0] = '\0';
+	if (outcome != DSL_MISSING_METRIC && outcome != DSL_MISSING_FILES &&
+		p->nexplain > 0)
+		out_tree(&o, p->source, nodes, 0);
+	format_double(score, num, sizeof(num));
+	if (outcome == DSL_OK)
+		out(&o, "score: %s", num);
+	else
+		out(&o, "score: 0 (%s)", outcome_text(outcome));
+	return o.len;
+}

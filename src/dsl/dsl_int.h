@@ -128,6 +128,7 @@ struct DslProgram
 	uint32_t	vars;
 	uint32_t	fields;
 	bool		uses_properties;
+	bool		score;			/* numeric: dsl_compile_score() */
 	int			nlambdas;
 	int			nslots;
 	int32_t		nexplain;

@@ -40,6 +40,10 @@ static const VarInfo vars[DSL_VAR_COUNT] = {
 	{"oldestSnapshotAge", DSL_LONG, DSL_NEEDS_METADATA, M(oldest_snapshot_age)},
 	{"manifests", DSL_LONG, DSL_NEEDS_MANIFEST_LIST, M(manifests)},
 	{"timeSinceLastUpdate", DSL_LONG, DSL_NEEDS_METADATA, M(time_since_last_update)},
+	{"healthScore", DSL_DOUBLE, DSL_NEEDS_MANIFESTS, M(health_score)},
+	{"estimatedRewriteBytes", DSL_LONG, DSL_NEEDS_MANIFESTS, M(estimated_rewrite_bytes)},
+	{"estimatedFilesRemoved", DSL_LONG, DSL_NEEDS_MANIFESTS, M(estimated_files_removed)},
+	{"estimatedBytesReclaimed", DSL_LONG, DSL_NEEDS_MANIFESTS, M(estimated_bytes_reclaimed)},
 };
 
 #undef M

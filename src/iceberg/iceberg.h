@@ -779,6 +779,7 @@ extern void iceberg_data_files_close(IcebergDataFileIter *it);
 struct DslMetrics;
 struct DslProperties;
 struct DslFileSource;
+struct DslTableFacts;
 
 /*
  * Fills *out with every variable computed at m->level (and sets its
@@ -801,6 +802,23 @@ extern void iceberg_dsl_properties(const IcebergTableMetadata *md,
 extern bool iceberg_data_files_dsl_source(IcebergDataFileIter *it,
 										  struct DslFileSource *out,
 										  TmsError *err);
+
+/*
+ * The facts of md that the DSL's derived variables read beyond the
+ * metrics (dsl_metrics_derive): the target file size (target_file_size if
+ * > 0, else the table property write.target-file-size-bytes, else 512 MiB)
+ * and the snapshot summaries' removals.  The small-file counts start at 0:
+ * pass iceberg_small_files_callback with *out to iceberg_table_metrics().
+ */
+extern void iceberg_dsl_table_facts(const IcebergTableMetadata *md,
+									int64_t target_file_size,
+									struct DslTableFacts *out);
+
+/* An IcebergDataFileCallback counting the files under the target size
+ * into the DslTableFacts *arg. */
+extern bool iceberg_small_files_callback(void *arg,
+										 const IcebergDataFileInfo *file,
+										 TmsError *err);
 
 /* A random v4 UUID in text form (out: 37 bytes); write_base.c. */
 extern bool iceberg_make_uuid(char *out, TmsError *err);

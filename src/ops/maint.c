@@ -18,7 +18,8 @@
  * its lease writes nothing).  A run:
  *
  *	 start		(step) tms._start_job: a cancel request, the policy's state
- *				and window, one job per (table, operation), and
+ *				and window, one job per (table, operation), the budgets of
+ *				its rule, policy and engine server (tms._budget_check), and
  *				tms.max_active_operations (counting only jobs whose task a
  *				live executor holds) decide whether it starts now, later
  *				or never (skipped, with the reason).

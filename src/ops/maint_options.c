@@ -28,7 +28,9 @@
  *					   less than 1 day ago needs "force": true), force,
  *					   location (a path), prefix-mismatch-mode ("error",
  *					   "ignore", "delete"), equal-schemes and
- *					   equal-authorities (objects of strings)
+ *					   equal-authorities (objects of strings),
+ *					   min-reclaimed-bytes (integer >= 0; not the run's:
+ *					   its rule's adaptive cadence, 63_cadence.sql)
  *	  manifest-rewrite spec-id (integer >= 0), target-size-bytes
  *					   (integer >= 1024)
  *	  compaction	   target-file-size-bytes, min-file-size-bytes,
@@ -466,6 +468,8 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 			out->clean_expired_files = opt_bool(operation, key, &v);
 		else if (op == MAINT_ORPHAN && strcmp(key, "older-than") == 0)
 			opt_time(operation, key, &v, &out->older_than);
+		else if (op == MAINT_ORPHAN && strcmp(key, "min-reclaimed-bytes") == 0)
+			(void) opt_int(operation, key, &v, 0, PG_INT64_MAX);	/* read by tms._job_noop */
 		else if (op == MAINT_ORPHAN && strcmp(key, "force") == 0)
 			out->force = opt_bool(operation, key, &v);
 		else if (op == MAINT_ORPHAN && strcmp(key, "location") == 0)
@@ -604,7 +608,7 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 							 op == MAINT_EXPIRE ?
 							 "Options of snapshot-expiry are older-than, retain-last, max-ref-age-ms, snapshot-ids and clean-expired-files." :
 							 op == MAINT_ORPHAN ?
-							 "Options of orphan-cleanup are older-than, force, location, prefix-mismatch-mode, equal-schemes and equal-authorities." :
+							 "Options of orphan-cleanup are older-than, force, location, prefix-mismatch-mode, equal-schemes, equal-authorities and min-reclaimed-bytes." :
 							 op == MAINT_POSDELETE ?
 							 "Options of position-delete-rewrite on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, partial-progress.enabled, partial-progress.max-commits, partial-progress.max-failed-commits, max-concurrent-file-group-rewrites and where." :
 							 op == MAINT_RETENTION ?

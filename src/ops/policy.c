@@ -19,6 +19,11 @@
  * sql/install/functions/67_schedules.sql and runs the table's on-commit
  * rules (policy_tasks.c).
  *
+ * Adaptive cadence (tms.backoff_max): a (rule, table) whose jobs change
+ * nothing waits longer and longer before its next one, until a commit to
+ * the table; the rule is SQL (sql/install/functions/63_cadence.sql), run
+ * when a job ends and when a commit is observed.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -42,10 +47,12 @@ int			tms_commit_concurrency = 4;
 int			tms_max_active_operations = 8;
 int			tms_evaluation_pool_size = 4;
 int			tms_evaluation_log_retention_s = 14 * 86400;
+int			tms_score_aging_ms = 60000;
 char	   *tms_maintenance_handler = NULL;
 int			tms_expand_batch_size = 100;
 int			tms_commit_job_delay_ms = 0;
 int			tms_commit_event_resync_interval_s = 86400;
+int			tms_backoff_max_s = 7 * 86400;
 
 /*
  * The cooldown of each operation when its rule gives no min_interval
@@ -121,6 +128,15 @@ tms_policy_init(void)
 							PGC_SIGHUP,
 							0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.score_aging",
+							gettext_noop("Waiting time one point of a rule's score is worth."),
+							gettext_noop("A submitted job ranks as if it had waited its score times this long already; "
+										 "0 ranks jobs by submission time alone."),
+							&tms_score_aging_ms,
+							60000, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("tms.evaluation_log_retention",
 							gettext_noop("How long rows of tms.evaluation_log are kept."),
 							NULL,
@@ -184,6 +200,14 @@ tms_policy_init(void)
 							gettext_noop("A safety net for events that were lost; commits arriving as events need no refresh."),
 							&tms_commit_event_resync_interval_s,
 							86400, 0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_S,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("tms.backoff_max",
+							gettext_noop("Longest time a (rule, table) whose runs change nothing waits before its next run (0: no back-off)."),
+							gettext_noop("The wait starts at the rule's cadence and doubles at each further run that changes nothing; a commit to the table ends it."),
+							&tms_backoff_max_s,
+							7 * 86400, 0, INT_MAX,
 							PGC_SIGHUP,
 							GUC_UNIT_S,
 							NULL, NULL, NULL);

@@ -29,6 +29,7 @@ extern int	tms_evaluation_cycle_interval_ms;
 extern int	tms_max_active_operations;
 extern int	tms_evaluation_pool_size;
 extern int	tms_evaluation_log_retention_s;
+extern int	tms_score_aging_ms;
 extern char *tms_maintenance_handler;
 extern int	tms_expand_concurrency;
 extern int	tms_cron_concurrency;
@@ -36,6 +37,7 @@ extern int	tms_commit_concurrency;
 extern int	tms_expand_batch_size;
 extern int	tms_commit_job_delay_ms;
 extern int	tms_commit_event_resync_interval_s;
+extern int	tms_backoff_max_s;
 
 /*
  * The cooldown of an operation whose rule gives no min_interval: the

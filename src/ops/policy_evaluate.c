@@ -19,9 +19,12 @@
  * its row) in one reset after it.  Each batch's tables are loaded
  * together (tms.evaluation_pool_size requests in flight); the rest of an
  * evaluation (manifest lists, manifests, data file lists, only the levels
- * the condition needs) runs one candidate after the other, and each
+ * the condition, and the rule's score if it has one, need; the derived
+ * variables of dsl_metrics_derive when either reads one) runs one
+ * candidate after the other, and each
  * result is recorded in a step of its own with tms._record_evaluation():
- * the log row, and for a true result the job and its task, guarded so
+ * the log row (with the score and its explanation), and for a true result
+ * the job and its task, ranked by the score, guarded so
  * that a (table, rule) never has two operations in flight.  Each
  * candidate carries its rule's version: a result of a version that
  * tms.alter_rule replaced while it was evaluated submits nothing.
@@ -69,6 +72,8 @@ typedef struct Candidate
 	int64		time_elapsed_ms;
 	int32		chain_rank;
 	int32		rule_version;	/* the version whose condition is evaluated */
+	char	   *score;			/* the rule's score expression, or NULL */
+	int64		target_file_size;	/* the rule's option, or 0 */
 } Candidate;
 
 typedef struct Evaluation
@@ -80,6 +85,9 @@ typedef struct Evaluation
 	char	   *explain_json;
 	char	   *metrics_json;
 	char	   *error;
+	bool		has_score;		/* the rule has a score, evaluated */
+	double		score;			/* 0 when its evaluation failed */
+	char	   *score_explanation;
 } Evaluation;
 
 /* A candidate's table, loaded ahead of its evaluation (malloc'd by io). */
@@ -117,7 +125,9 @@ static const char *cycle_candidates_sql =
 "       t.bytes_added - b.base_bytes,"
 "       (extract(epoch FROM least(now() - b.since,"
 "                                 interval '100000 years')) * 1000)::bigint,"
-"       tms._chain_rank(r.operation), r.version"
+"       tms._chain_rank(r.operation), r.version, r.score,"
+"       CASE WHEN r.options ->> 'target-file-size-bytes' ~ '^[0-9]{1,18}$'"
+"            THEN (r.options ->> 'target-file-size-bytes')::bigint END"
 "  FROM tms.maintenance_rules r"
 "  JOIN tms.rule_baselines b ON b.rule_id = r.id"
 "  JOIN tms.tables t ON t.id = b.table_id"
@@ -142,7 +152,9 @@ static const char *scoped_candidates_sql =
 "       t.bytes_added - b.base_bytes,"
 "       (extract(epoch FROM least(now() - b.since,"
 "                                 interval '100000 years')) * 1000)::bigint,"
-"       tms._chain_rank(r.operation), r.version"
+"       tms._chain_rank(r.operation), r.version, r.score,"
+"       CASE WHEN r.options ->> 'target-file-size-bytes' ~ '^[0-9]{1,18}$'"
+"            THEN (r.options ->> 'target-file-size-bytes')::bigint END"
 "  FROM tms.maintenance_rules r"
 "  JOIN tms.rule_baselines b ON b.rule_id = r.id"
 "  JOIN tms.tables t ON t.id = b.table_id"
@@ -215,6 +227,8 @@ candidates_step(void *arg)
 		cd->time_elapsed_ms = policy_col_int64(i, 9, 0);
 		cd->chain_rank = (int32) policy_col_int64(i, 10, 0);
 		cd->rule_version = (int32) policy_col_int64(i, 11, 0);
+		cd->score = policy_col_str(i, 12, b->cxt);
+		cd->target_file_size = policy_col_int64(i, 13, 0);
 	}
 	if (b->n > 0)
 	{
@@ -313,19 +327,120 @@ eval_failed(Evaluation *ev, char *error)
 }
 
 /*
- * Evaluate prog over the candidate's table (*pre, taken over and freed
- * here).  Every failure becomes ev->error.
+ * The log row's metrics: the values of the variables read, and with the
+ * derived ones (facts not NULL) all four and the health score's terms
+ * under "healthTerms".
+ */
+static char *
+metrics_json(uint32 vars, const DslMetrics *dm, const DslTableFacts *facts)
+{
+	char	   *j;
+	size_t		len;
+
+	if (facts == NULL)
+		return tms_metrics_json(vars, dm);
+	j = tms_metrics_json(vars | DSL_VAR_DERIVED_BITS, dm);
+	len = strlen(j);
+	Assert(len >= 2 && j[len - 1] == '}');
+	j[len - 1] = '\0';
+	return psprintf("%s, \"healthTerms\": {\"smallFileRatio\": %.17g, "
+					"\"positionDeleteRatio\": %.17g, \"equalityDeleteRatio\": %.17g, "
+					"\"smallFiles\": " INT64_FORMAT ", \"targetFileSize\": " INT64_FORMAT "}}",
+					j, facts->small_file_ratio, facts->position_delete_ratio,
+					facts->equality_delete_ratio, facts->small_files,
+					facts->target_file_size);
+}
+
+/* A rule's compiled condition and score, compiled once per run. */
+typedef struct RuleProgram
+{
+	int64		rule_id;
+	int32		rule_version;
+	DslProgram *prog;
+	DslProgram *score;			/* NULL: the rule has no score */
+	char	   *error;			/* the condition or score no longer compiles */
+} RuleProgram;
+
+/*
+ * Evaluate the rule's score over the metrics the condition's evaluation
+ * read (dm), with the table's properties; a score that reads the data
+ * files streams them again (*itp, closed by the caller).  A run-time
+ * failure makes the score 0, with its outcome in the explanation.
  */
 static void
-evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
+score_candidate(const DslProgram *sprog, const IcebergFileIO *fio,
+				const IcebergTableMetadata *md, DslInput *input,
+				IcebergDataFileIter *volatile *itp, Evaluation *ev)
+{
+	int32		n = dsl_explain_count(sprog);
+	DslExplainNode *nodes = palloc0(sizeof(DslExplainNode) * (n + 1));
+	DslFileSource src;
+	TmsError	ierr;
+	DslOutcome	outcome;
+	double		score = 0.0;
+	size_t		len;
+
+	input->files = NULL;
+	if (dsl_program_uses_files(sprog))
+	{
+		bool		match = (dsl_program_fields(sprog) &
+							 (DSL_FIELD_BIT(DSL_FIELD_HAS_DELETES) |
+							  DSL_FIELD_BIT(DSL_FIELD_HAS_POSITION_DELETES) |
+							  DSL_FIELD_BIT(DSL_FIELD_HAS_EQUALITY_DELETES))) != 0;
+
+		if (*itp)
+		{
+			iceberg_data_files_close(*itp);
+			*itp = NULL;
+		}
+		if (!iceberg_data_files_open(fio, md, match, (IcebergDataFileIter **) itp, &ierr) ||
+			!iceberg_data_files_dsl_source(*itp, &src, &ierr))
+		{
+			ev->has_score = true;
+			ev->score = 0.0;
+			ev->score_explanation = psprintf("score: 0 (%s)", tms_error_text(&ierr));
+			return;
+		}
+		input->files = &src;
+	}
+	outcome = dsl_explain_score(sprog, input, &score, nodes);
+	CHECK_FOR_INTERRUPTS();
+	len = dsl_explain_score_text(sprog, nodes, score, outcome, NULL, 0);
+	ev->score_explanation = palloc(len + 1);
+	dsl_explain_score_text(sprog, nodes, score, outcome, ev->score_explanation, len + 1);
+	ev->has_score = true;
+	ev->score = outcome == DSL_OK ? score : 0.0;
+}
+
+/*
+ * Evaluate the rule's condition (and score) over the candidate's table
+ * (*pre, taken over and freed here), loading the metric levels either
+ * needs; the derived variables (dsl_metrics_derive) whenever the
+ * manifests are read, so the log row has the table's health (for
+ * tms.table_health) whatever the rule reads.  Every failure becomes
+ * ev->error.
+ */
+static void
+evaluate_candidate(PolicyRun *r, const Candidate *cand, const RuleProgram *rp,
 				   Preload *pre, Evaluation *ev)
 {
+	const DslProgram *prog = rp->prog;
+	const DslProgram *sprog = rp->score;
 	IoLoadedTable t = pre->t;
 	IcebergTableMetadata *volatile md = NULL;
 	IoStorage  *volatile storage = NULL;
 	IcebergDataFileIter *volatile it = NULL;
 	TmsTableFileIO *tio = palloc0(sizeof(TmsTableFileIO));
+	DslNeeds	needs = dsl_program_needs(prog);
+	uint32		vars = dsl_program_variables(prog);
+	bool		files = dsl_program_uses_files(prog);
 
+	if (sprog != NULL)
+	{
+		needs = Max(needs, dsl_program_needs(sprog));
+		vars |= dsl_program_variables(sprog);
+		files = files || dsl_program_uses_files(sprog);
+	}
 	memset(ev, 0, sizeof(*ev));
 	memset(&pre->t, 0, sizeof(pre->t));
 	/* not a scope: t was loaded before this call (preload_tables, or r->kept) */
@@ -336,6 +451,7 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 		IcebergFileIO fio;
 		IcebergTableMetrics m;
 		DslMetrics	dm;
+		DslTableFacts facts;
 		DslProperties props;
 		DslFileSource src;
 		DslInput	input;
@@ -345,6 +461,7 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 		bool		result = false;
 		size_t		len;
 		uint32		fields = dsl_program_fields(prog);
+		bool		derived = needs >= DSL_NEEDS_MANIFESTS;
 		bool		ok = true;
 
 		memset(&fio, 0, sizeof(fio));
@@ -366,7 +483,7 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 			eval_failed(ev, tms_error_text(&ierr));
 			ok = false;
 		}
-		if (ok && (dsl_program_needs(prog) > DSL_NEEDS_METADATA || dsl_program_uses_files(prog)))
+		if (ok && (needs > DSL_NEEDS_METADATA || files))
 		{
 			storage = tms_catalog_storage(r->conn, &t, &ioerr);
 			if (storage == NULL)
@@ -381,8 +498,11 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 		{
 			memset(&m, 0, sizeof(m));
 			memset(&dm, 0, sizeof(dm));
-			if (!iceberg_table_metrics(&fio, md, (IcebergMetricsLevel) dsl_program_needs(prog),
-									   policy_now_ms(), NULL, NULL, &m, &ierr))
+			iceberg_dsl_table_facts(md, cand->target_file_size, &facts);
+			if (!iceberg_table_metrics(&fio, md, (IcebergMetricsLevel) needs,
+									   policy_now_ms(),
+									   derived ? iceberg_small_files_callback : NULL,
+									   derived ? &facts : NULL, &m, &ierr))
 			{
 				eval_failed(ev, tms_error_text(&ierr));
 				ok = false;
@@ -391,6 +511,9 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 		if (ok)
 		{
 			iceberg_metrics_to_dsl(&m, &dm);
+			if (derived &&
+				!dsl_metrics_derive(&dm, dsl_operation_lookup(cand->operation), &facts))
+				derived = false;
 			iceberg_dsl_properties(md, &props);
 			input.metrics = &dm;
 			input.properties = &props;
@@ -424,7 +547,7 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 				ev->explanation = palloc(len + 1);
 				dsl_explain_text(prog, nodes, result, outcome, ev->explanation, len + 1);
 				ev->explain_json = tms_condition_explain_json(prog, nodes, n);
-				ev->metrics_json = tms_condition_metrics_json(prog, &dm);
+				ev->metrics_json = metrics_json(vars, &dm, derived ? &facts : NULL);
 				ev->outcome = dsl_outcome_name(outcome);
 				if (outcome == DSL_OK || outcome == DSL_DIVISION_BY_ZERO || outcome == DSL_OVERFLOW)
 				{
@@ -435,6 +558,8 @@ evaluate_candidate(PolicyRun *r, const Candidate *cand, const DslProgram *prog,
 					ev->error = psprintf("evaluation ended with %s", dsl_outcome_name(outcome));
 			}
 		}
+		if (ok && ev->has_result && sprog != NULL)
+			score_candidate(sprog, &fio, md, &input, &it, ev);
 	}
 	PG_FINALLY();
 	{
@@ -469,10 +594,10 @@ record_step(void *arg)
 	Record	   *rec = arg;
 	const Candidate *cand = rec->cand;
 	const Evaluation *ev = rec->ev;
-	Oid			types[11] = {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID,
-	BOOLOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID};
-	Datum		values[11];
-	char		nulls[11];
+	Oid			types[13] = {INT4OID, INT8OID, INT8OID, TEXTOID, TEXTOID,
+	BOOLOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, INT4OID, FLOAT8OID, TEXTOID};
+	Datum		values[13];
+	char		nulls[13];
 	char	   *counters = psprintf("{\"commits-added\": " INT64_FORMAT
 									", \"bytes-added\": " INT64_FORMAT
 									", \"time-elapsed\": " INT64_FORMAT "}",
@@ -505,9 +630,16 @@ record_step(void *arg)
 	else
 		nulls[9] = 'n';
 	values[10] = Int32GetDatum(cand->rule_version);
+	values[11] = Float8GetDatum(ev->score);
+	if (!ev->has_score)
+		nulls[11] = 'n';
+	if (ev->score_explanation)
+		values[12] = CStringGetTextDatum(ev->score_explanation);
+	else
+		nulls[12] = 'n';
 	policy_exec("SELECT job_id, decision FROM tms._record_evaluation($1, $2, $3, $4::jsonb,"
-				" $5::jsonb, $6, $7, $8, $9::jsonb, $10, $11)",
-				11, types, values, nulls, SPI_OK_SELECT);
+				" $5::jsonb, $6, $7, $8, $9::jsonb, $10, $11, $12, $13)",
+				13, types, values, nulls, SPI_OK_SELECT);
 	rec->has_job = false;
 	rec->decision = "failed";
 	if (SPI_processed != 1)
@@ -546,14 +678,6 @@ put_row(PolicyRun *r, const Candidate *cd, const Evaluation *ev, const Record *r
  * The batches
  * --------------------------------------------------------------------- */
 
-typedef struct RuleProgram
-{
-	int64		rule_id;
-	int32		rule_version;
-	DslProgram *prog;
-	char	   *error;			/* the condition no longer compiles */
-} RuleProgram;
-
 /*
  * The compiled program of a rule's version, compiled once per run (a rule
  * altered while the run walks its batches comes back with a new version).
@@ -579,6 +703,12 @@ rule_program(PolicyRun *r, List **progs, const Candidate *cand)
 	rp->prog = tms_condition_compile(cand->condition, strlen(cand->condition), &err);
 	if (rp->prog == NULL)
 		rp->error = psprintf("invalid policy condition: %s", err.message);
+	else if (cand->score != NULL)
+	{
+		rp->score = tms_score_compile(cand->score, strlen(cand->score), &err);
+		if (rp->score == NULL)
+			rp->error = psprintf("invalid rule score: %s", err.message);
+	}
 	*progs = lappend(*progs, rp);
 	MemoryContextSwitchTo(old);
 	return rp;
@@ -610,8 +740,8 @@ evaluate_batch(Batch *b, List **progs, Preload *pre)
 			return false;
 		MemoryContextSwitchTo(b->item_cxt);
 		pgstat_report_activity(STATE_RUNNING, "tms: evaluating a policy condition");
-		if (rp->prog != NULL)
-			evaluate_candidate(r, cd, rp->prog, &pre[i], &ev);
+		if (rp->error == NULL)
+			evaluate_candidate(r, cd, rp, &pre[i], &ev);
 		else
 		{
 			memset(&ev, 0, sizeof(ev));

@@ -2,7 +2,7 @@
  *
  * policy_sql.c
  *	  SQL functions of the policy area: cron firings in a time zone
- *	  (tms.cron_next, tms.cron_prev), condition compilation for rule
+ *	  (tms.cron_next, tms.cron_prev), condition and score compilation for rule
  *	  validation, the operations' default cooldowns, and tms.evaluate_now.
  *
  *-------------------------------------------------------------------------
@@ -22,6 +22,7 @@
 PG_FUNCTION_INFO_V1(tms_cron_next);
 PG_FUNCTION_INFO_V1(tms_cron_prev);
 PG_FUNCTION_INFO_V1(tms_policy_compile_condition);
+PG_FUNCTION_INFO_V1(tms_policy_compile_score);
 PG_FUNCTION_INFO_V1(tms_evaluate_now);
 PG_FUNCTION_INFO_V1(tms_default_min_interval);
 
@@ -90,6 +91,23 @@ tms_policy_compile_condition(PG_FUNCTION_ARGS)
 {
 	text	   *t = PG_GETARG_TEXT_PP(0);
 	DslProgram *p = tms_condition_compile_or_raise(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+	const char *needs = dsl_needs_name(dsl_program_needs(p));
+	bool		files = dsl_program_uses_files(p);
+
+	dsl_free(p);
+	PG_RETURN_TEXT_P(cstring_to_text(files ? psprintf("%s+files", needs) : needs));
+}
+
+/*
+ * tms._compile_score(score) -> the metric level it needs.  Raises the
+ * DSL's compile error as "invalid rule score" (a BOOLEAN or STRING score
+ * is 42804).
+ */
+Datum
+tms_policy_compile_score(PG_FUNCTION_ARGS)
+{
+	text	   *t = PG_GETARG_TEXT_PP(0);
+	DslProgram *p = tms_score_compile_or_raise(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
 	const char *needs = dsl_needs_name(dsl_program_needs(p));
 	bool		files = dsl_program_uses_files(p);
 

@@ -65,6 +65,7 @@ import world  # noqa: E402
 import opsworld as ow  # noqa: E402
 import smallfiles  # noqa: E402
 from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
+from iceberg_transforms import bucket as iceberg_bucket  # noqa: E402
 
 TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
 JOB_COLS = ("id", "state", "reason", "last_error", "attempts", "after_snapshot_id",
@@ -1145,38 +1146,6 @@ def test_v1_inline_manifests(env):
         # which have no sequence numbers: DuckDB is the independent reader)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def murmur3_32(data):
-    """MurmurHash3 x86 32-bit, seed 0 (Iceberg's bucket hash), computed here."""
-    def rotl(x, r):
-        return ((x << r) | (x >> (32 - r))) & 0xffffffff
-    c1, c2, h = 0xcc9e2d51, 0x1b873593, 0
-    n = len(data) // 4
-    for i in range(n):
-        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
-        k = rotl((k * c1) & 0xffffffff, 15) * c2 & 0xffffffff
-        h = (rotl(h ^ k, 13) * 5 + 0xe6546b64) & 0xffffffff
-    k = 0
-    tail = data[4 * n:]
-    for i in reversed(range(len(tail))):
-        k = (k << 8) | tail[i]
-    if tail:
-        h ^= rotl((k * c1) & 0xffffffff, 15) * c2 & 0xffffffff
-    h ^= len(data)
-    h = (h ^ (h >> 16)) * 0x85ebca6b & 0xffffffff
-    h = (h ^ (h >> 13)) * 0xc2b2ae35 & 0xffffffff
-    return h ^ (h >> 16)
-
-
-def iceberg_bucket(value_bytes, n):
-    return (murmur3_32(value_bytes) & 0x7fffffff) % n
-
-
-def test_murmur3_of_this_test():
-    # the spec's examples (Appendix B), so that the test's own hash is right
-    assert murmur3_32(b"iceberg") == 1210000089
-    assert murmur3_32((34).to_bytes(8, "little", signed=True)) == 2017239379
 
 
 def append_in_spec(env, ns, name, spec, pfields, files):

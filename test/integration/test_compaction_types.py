@@ -57,6 +57,7 @@ import smallfiles  # noqa: E402
 import avro_codec  # noqa: E402
 import iceberg_avro_schemas  # noqa: E402
 import compact as compact_mod  # noqa: E402
+from iceberg_transforms import murmur3_32, unscaled_bytes  # noqa: E402
 from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 pytestmark = pytest.mark.own_cluster
@@ -685,34 +686,10 @@ def test_schema_evolution(env, tmp_path, kind):
 # bucket and truncate of decimal, uuid and binary (the output spec)
 # ---------------------------------------------------------------------------
 
-def murmur3_32(data):
-    """MurmurHash3 x86 32-bit, seed 0 (Iceberg's bucket hash), computed here."""
-    def rotl(x, r):
-        return ((x << r) | (x >> (32 - r))) & 0xffffffff
-
-    def mix(k):
-        return rotl((k * 0xcc9e2d51) & 0xffffffff, 15) * 0x1b873593 & 0xffffffff
-    h, n = 0, len(data) // 4
-    for i in range(n):
-        h = (rotl(h ^ mix(int.from_bytes(data[4 * i:4 * i + 4], "little")), 13) * 5
-             + 0xe6546b64) & 0xffffffff
-    tail = data[4 * n:]
-    if tail:
-        h ^= mix(int.from_bytes(tail, "little"))
-    h ^= len(data)
-    h = (h ^ (h >> 16)) * 0x85ebca6b & 0xffffffff
-    h = (h ^ (h >> 13)) * 0xc2b2ae35 & 0xffffffff
-    return h ^ (h >> 16)
-
-
-def unscaled_bytes(u):
-    """The fewest two's complement big-endian bytes of an unscaled value."""
-    return u.to_bytes(((u if u >= 0 else ~u).bit_length() // 8) + 1, "big", signed=True)
-
-
-def test_murmur3_of_this_test():
-    # Appendix B's examples, so that the test's own hash is right
+def test_murmur3_of_the_tests():
+    # Appendix B's examples, so that the tests' own hash is right
     assert murmur3_32(b"iceberg") == 1210000089
+    assert murmur3_32((34).to_bytes(8, "little", signed=True)) == 2017239379
     assert murmur3_32(unscaled_bytes(1420)) == 2 ** 32 - 500754589
     assert murmur3_32(uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7").bytes) == 1488055340
     assert unscaled_bytes(-128) == b"\x80" and unscaled_bytes(128) == b"\x00\x80"

@@ -3,7 +3,7 @@ test_dump_upgrade.py -- a tms installation survives pg_dump and restore,
 ALTER EXTENSION UPDATE and pg_upgrade (doc/architecture.md, "Data model").
 
   - dump and restore: a database with groups, policies, rules, known
-    tables, an evaluation log, maintenance jobs, rule versions, a PENDING purge job with
+    tables, an evaluation log, maintenance jobs, rule versions, budgets, a PENDING purge job with
     the storage credentials its catalog vended, a SQL task kind and
     scheduled tasks is dumped (pg_dump -Fc) and restored into another
     cluster; there every table with a sequence takes new rows (the
@@ -656,6 +656,13 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
     versions = src.query("SELECT rule_id, version, changed_by, changes, definition"
                          " FROM tms.rule_versions ORDER BY 1, 2")
     assert [(v[1], v[2]) for v in versions] == [(1, "app"), (1, "app"), (2, "app")], versions
+    # budgets go with the dump
+    src.query("SET ROLE app; SELECT tms.set_budget('dump-p', jobs_per_window => 3);"
+              " SELECT tms.set_budget('dump-p', r.id, bytes_rewritten_per_hour => 1000)"
+              " FROM tms.rules r WHERE r.operation = 'compaction'")
+    budgets = src.query("SELECT policy, rule_id, bytes_rewritten_per_hour, jobs_per_window, set_by"
+                        " FROM tms.budgets ORDER BY rule_id NULLS FIRST")
+    assert len(budgets) == 2, budgets
 
     dump = os.path.join(str(tmp_path), "tms.dump")
     t0 = time.monotonic()
@@ -674,6 +681,8 @@ def test_dump_and_restore_into_another_cluster(new_cluster, catalog, s3, file_ro
                      " FROM tms.rule_versions ORDER BY 1, 2") == versions
     assert dst.query("SELECT version, condition FROM tms.rules WHERE operation = 'compaction'") \
         == [(2, "dataFiles > 2000")]
+    assert dst.query("SELECT policy, rule_id, bytes_rewritten_per_hour, jobs_per_window, set_by"
+                     " FROM tms.budgets ORDER BY rule_id NULLS FIRST") == budgets
 
     # every table with a sequence takes a new row
     with_sequences = set(r[0] for r in dst.query("""

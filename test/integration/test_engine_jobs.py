@@ -20,6 +20,8 @@ run by the worker pool:
     submits again; the table shows the run's commit and the job ends
     succeeded with it (every engine type), or shows nothing and the job
     ends failed, outcome unknown;
+  - an engine server's max_concurrent_jobs: a job over it waits, pending,
+    saying so, and starts when a run there ends;
   - tms.cancel_operation and the run timeout reach the engine (the run
     ends cancelled there);
   - Gravitino runs only the job templates its server offers: an
@@ -709,3 +711,39 @@ def test_unknown_outcome_fails_without_submitting_again(env, kind):
     hist = q(env, "SELECT sqlstate FROM tms.task_history WHERE job_id = %s AND NOT succeeded"
                   " ORDER BY id DESC LIMIT 1", (jid,))
     assert hist and hist[0][0] == "08007", hist
+
+
+def test_engine_server_runs_at_most_max_concurrent_jobs(env):
+    """An engine server's max_concurrent_jobs (doc/engines.md): with 2,
+    three jobs on it run two at once (the engine holds their runs open);
+    the third waits, pending, saying for what, and starts when one ends."""
+    trino = env["engines"]["trino"]
+    env["catalog"].create_namespace("mc")
+    for i in range(3):
+        small_table(env, "mc", "t%d" % i, files=4)
+    q(env, "ALTER SERVER trino OPTIONS (ADD max_concurrent_jobs '2')")
+    jids = []
+    try:
+        trino.fault(action="stuck-run", count=3)
+        jids.extend(run(env, "mc", "t%d" % i, "manifest-rewrite", engine="trino") for i in range(3))
+        wait_for(lambda: all(runs_of(env, "trino", j) for j in jids[:2]), timeout=60,
+                 what="the first two runs at the engine")
+        row = job(env, jids[2])
+        assert row["state"] == "pending" and runs_of(env, "trino", jids[2]) == [], row
+        want = 'waiting for budget: 2 of 2 jobs at once on engine server "trino"'
+        assert row["reason"].startswith(want), row
+        assert q(env, "SELECT waiting_for FROM tms.maintenance_jobs WHERE id = %s",
+                 (jids[2],))[0][0].startswith(want)
+        assert [job(env, j)["state"] for j in jids[:2]] == ["running", "running"]
+        # one ends: the third starts
+        assert q(env, "SELECT tms.cancel_operation(%s)", (jids[0],))[0][0] is True
+        wait_job(env, jids[0], states=("cancelled",))
+        wait_for(lambda: runs_of(env, "trino", jids[2]), timeout=60, what="the third run")
+        assert job(env, jids[2])["state"] == "running"
+    finally:
+        for j in jids:
+            q(env, "SELECT tms.cancel_operation(%s)", (j,))
+        for j in jids:
+            wait_job(env, j, states=TERMINAL)
+        q(env, "ALTER SERVER trino OPTIONS (DROP max_concurrent_jobs)")
+        trino.clear_faults()

@@ -418,6 +418,10 @@ test_metrics_get(void)
 		{DSL_VAR_OLDEST_SNAPSHOT_AGE, "oldestSnapshotAge", INT64_MIN},
 		{DSL_VAR_MANIFESTS, "manifests", -1},
 		{DSL_VAR_TIME_SINCE_LAST_UPDATE, "timeSinceLastUpdate", 117},
+		{DSL_VAR_HEALTH_SCORE, "healthScore", 0},
+		{DSL_VAR_ESTIMATED_REWRITE_BYTES, "estimatedRewriteBytes", 119},
+		{DSL_VAR_ESTIMATED_FILES_REMOVED, "estimatedFilesRemoved", 120},
+		{DSL_VAR_ESTIMATED_BYTES_RECLAIMED, "estimatedBytesReclaimed", 121},
 	};
 
 	CHECK(sizeof(want) / sizeof(want[0]) == DSL_VAR_COUNT, "a case per variable");
@@ -439,6 +443,10 @@ test_metrics_get(void)
 	m.oldest_snapshot_age = INT64_MIN;
 	m.manifests = -1;
 	m.time_since_last_update = 117;
+	m.health_score = 113.25;
+	m.estimated_rewrite_bytes = 119;
+	m.estimated_files_removed = 120;
+	m.estimated_bytes_reclaimed = 121;
 
 	/* nothing present: every metric is absent, the value zeroed */
 	for (int i = 0; i < DSL_VAR_COUNT; i++)
@@ -457,7 +465,7 @@ test_metrics_get(void)
 			  want[i].name, dsl_var_name(var));
 		m.present = DSL_VAR_BIT(var);
 		CHECK(dsl_metrics_get(&m, var, &v), "%s present", want[i].name);
-		if (var == DSL_VAR_AVG_DATA_FILE_SIZE)
+		if (var == DSL_VAR_AVG_DATA_FILE_SIZE || var == DSL_VAR_HEALTH_SCORE)
 			CHECK(dsl_var_type(var) == DSL_DOUBLE && v.d == 113.25,
 				  "%s: %g", want[i].name, v.d);
 		else
@@ -476,7 +484,7 @@ test_metrics_get(void)
 	CHECK(m.present == (UINT32_C(1) << DSL_VAR_COUNT) - 1, "all present");
 	for (int i = 0; i < DSL_VAR_COUNT; i++)
 		CHECK(dsl_metrics_get(&m, want[i].var, &v) &&
-			  (want[i].var == DSL_VAR_AVG_DATA_FILE_SIZE ? v.d == 113.25 : v.l == want[i].l),
+			  (dsl_var_type(want[i].var) == DSL_DOUBLE ? v.d == 113.25 : v.l == want[i].l),
 			  "%s: set then get", want[i].name);
 
 	/* not a variable */

@@ -2725,6 +2725,18 @@ test_credentials_refresh(void)
 			  c.nconfig == 1 && strcmp(c.config[0].value, "S3A") == 0,
 			  "canonical S3 location: %s", err.message);
 		io_table_credentials_free(&c);
+		{
+			/* the narrower prefix wins whatever each is spelt in */
+			const char *mixed = "{\"storage-credentials\": ["
+			"{\"prefix\": \"s3a://b/wh/\", \"config\": {\"k\": \"WIDE\"}},"
+			"{\"prefix\": \"s3://b/wh/t\", \"config\": {\"k\": \"NARROW\"}}]}";
+
+			CHECK(io_rest_read_credentials(mixed, strlen(mixed), 0, "s3a://b/wh/t/x", &c,
+										   &err) == 0 && c.nconfig == 1 &&
+				  strcmp(c.config[0].value, "NARROW") == 0, "longest in canonical form: %s",
+				  c.nconfig == 1 ? c.config[0].value : err.message);
+			io_table_credentials_free(&c);
+		}
 		CHECK(io_rest_read_credentials(az, strlen(az), 0, "abfs://lake@acct2.dfs.core.windows.net/t",
 									   &c, &err) == -1 && err.code == IO_ERR_PROTOCOL,
 			  "another account is not covered");

@@ -194,9 +194,10 @@ REVOKE ALL ON FUNCTION tms.prune_purge_jobs() FROM PUBLIC;
 --   CREATE TRIGGER tms_tombstone BEFORE INSERT ON iceberg_tables
 --     FOR EACH ROW EXECUTE FUNCTION tms.refuse_purging_tables('server' [, 'catalog_name']);
 -- It refuses a pointer row (create, register) for an identifier whose
--- purge job of that tms server is PENDING or RUNNING.  The one SECURITY
--- DEFINER function of tms: it runs on another owner's table and must read
--- the job table, which it only reads.
+-- purge job of that tms server is PENDING or RUNNING.  SECURITY DEFINER
+-- (as only tms._budget_wait and tms._budget_wait_job are besides): it runs
+-- on another owner's table and must read the job table, which it only
+-- reads.
 CREATE OR REPLACE FUNCTION tms.refuse_purging_tables()
 RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER

@@ -57,6 +57,14 @@ RETURNS text
 LANGUAGE c IMMUTABLE STRICT
 AS 'MODULE_PATHNAME', 'tms_policy_compile_condition';
 
+-- Compile a rule's score (a numeric expression); returns the metric level
+-- it needs, or raises the compile error as "invalid rule score" (a
+-- BOOLEAN or STRING score is 42804).
+CREATE OR REPLACE FUNCTION tms._compile_score(score text)
+RETURNS text
+LANGUAGE c IMMUTABLE STRICT
+AS 'MODULE_PATHNAME', 'tms_policy_compile_score';
+
 -- Is table t in group g?
 CREATE OR REPLACE FUNCTION tms._in_group(g tms.object_groups, t tms.tables)
 RETURNS boolean
@@ -144,7 +152,8 @@ $$;
 -- Record what a policy's refresh or a commit-job observed of a table:
 -- upsert tms.tables with the commits seen since the last observation,
 -- attach it to the groups it belongs to (creating baselines), and mark the
--- (table, rule) pairs whose commit or byte threshold it now reaches.
+-- (table, rule) pairs whose commit or byte threshold it now reaches; a
+-- commit ends the back-off of every rule on the table (63_cadence.sql).
 -- base_commits and base_bytes, when given, are the counters the caller
 -- read before it counted new_commits and new_bytes: the counters become
 -- base + new unless another observer already counted further, so two
@@ -207,6 +216,7 @@ BEGIN
           FROM tms.tables t
          WHERE b.table_id = tid AND t.id = tid AND NOT b.triggered
            AND (t.commits >= b.due_commits OR t.bytes_added >= b.due_bytes);
+        PERFORM tms._end_backoff(tid);  -- a commit ends every back-off on the table
     END IF;
     RETURN tid;
 END
@@ -512,13 +522,15 @@ AS $$
 $$;
 
 -- Validate a rule's definition; returns the metric level its condition
--- needs (tms._compile_condition).  The one check of a rule: tms.add_rule
+-- needs (tms._compile_condition).  score NULL: none; else it must compile
+-- as a numeric expression (tms._compile_score).  The one check of a rule: tms.add_rule
 -- runs it on the new rule, tms.alter_rule on the rule as it would be after
 -- the change, so both reject the same values with the same errors.
 -- counters NULL: none.
 CREATE OR REPLACE FUNCTION tms._check_rule(operation text, engine text, counters jsonb,
                                 condition text, baseline_mode text, options jsonb,
-                                schedule jsonb, min_interval interval, time_window jsonb)
+                                schedule jsonb, min_interval interval, time_window jsonb,
+                                score text)
 RETURNS text
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -590,11 +602,16 @@ BEGIN
         RAISE EXCEPTION 'a rule needs a condition' USING ERRCODE = 'null_value_not_allowed',
               HINT = 'Use ''true'' to act whenever the counters fire.';
     END IF;
-    RETURN tms._compile_condition(condition);
+    k := tms._compile_condition(condition);
+    IF score IS NOT NULL THEN
+        PERFORM tms._compile_score(score);
+    END IF;
+    RETURN k;
 END
 $$;
 
--- A rule's definition as one document (tms.rule_versions).
+-- A rule's definition as one document (tms.rule_versions); "score" only
+-- when the rule has one.
 CREATE OR REPLACE FUNCTION tms._rule_definition(r tms.maintenance_rules)
 RETURNS jsonb
 LANGUAGE sql IMMUTABLE
@@ -609,6 +626,8 @@ AS $$
                               'options', r.options, 'schedule', r.schedule,
                               'time_window', r.time_window,
                               'min_interval_ms', r.min_interval_ms, 'active', r.active)
+           || CASE WHEN r.score IS NULL THEN '{}'::jsonb
+                   ELSE jsonb_build_object('score', r.score) END
 $$;
 
 -- The precedence of the rules attached to each table (those with a

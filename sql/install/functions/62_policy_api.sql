@@ -153,7 +153,7 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION tms._add_rule(acting regrole, policy_name text, operation text, engine text, counters jsonb, condition text, baseline_mode text, options jsonb, schedule jsonb, min_interval interval)
+CREATE OR REPLACE FUNCTION tms._add_rule(acting regrole, policy_name text, operation text, engine text, counters jsonb, condition text, baseline_mode text, options jsonb, schedule jsonb, min_interval interval, score text)
 RETURNS bigint
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -164,17 +164,17 @@ DECLARE
     r tms.maintenance_rules;
 BEGIN
     needs := tms._check_rule(operation, engine, counters, condition, baseline_mode,
-                             options, schedule, min_interval, NULL);
+                             options, schedule, min_interval, NULL, score);
     counters := coalesce(counters, '{}');
     INSERT INTO tms.maintenance_rules (policy_id, operation, engine, options,
                                        commits_threshold, bytes_threshold,
                                        time_threshold_ms, condition, needs,
-                                       baseline_mode, schedule, min_interval_ms)
+                                       baseline_mode, schedule, min_interval_ms, score)
     VALUES (p.id, operation, engine, coalesce(options, '{}'),
             (counters ->> 'commits-added')::bigint, (counters ->> 'bytes-added')::bigint,
             (counters ->> 'time-elapsed')::bigint, condition, needs, baseline_mode,
             schedule,
-            (extract(epoch FROM min_interval) * 1000)::bigint)
+            (extract(epoch FROM min_interval) * 1000)::bigint, _add_rule.score)
     RETURNING * INTO r;
     INSERT INTO tms.rule_versions (rule_id, version, policy_id, policy_name, changed_by,
                                    definition)
@@ -191,14 +191,14 @@ $$;
 -- Change a rule in place: a new version of the same rule, so its
 -- baselines (what it has counted on each table) and cooldowns stay.  An
 -- argument left NULL keeps its value; reset names the ones to set back
--- to none (schedule, time_window) or to the operation's setting
+-- to none (schedule, time_window, score) or to the operation's setting
 -- (min_interval).  The rule as it would be is checked as tms.add_rule
 -- checks a new one.  The rule's row is locked first, so a concurrent
 -- evaluation records its result either before (with the old version) or
 -- after (finding a version newer than the one it evaluated: it submits
 -- nothing; tms._record_evaluation).  New thresholds apply to the
 -- baselines' counts so far.  Returns the rule's version.
-CREATE OR REPLACE FUNCTION tms._alter_rule(acting regrole, rule_id bigint, counters jsonb, condition text, options jsonb, schedule jsonb, time_window jsonb, min_interval interval, active boolean, reset text[])
+CREATE OR REPLACE FUNCTION tms._alter_rule(acting regrole, rule_id bigint, counters jsonb, condition text, options jsonb, schedule jsonb, time_window jsonb, min_interval interval, active boolean, reset text[], score text)
 RETURNS integer
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -224,15 +224,16 @@ BEGIN
     SELECT * INTO p FROM tms.maintenance_policies mp WHERE mp.id = old.policy_id;
     PERFORM tms._own_policy(acting, p.name);
     FOREACH k IN ARRAY coalesce(reset, '{}') LOOP
-        IF k IS NULL OR k NOT IN ('schedule', 'time_window', 'min_interval') THEN
+        IF k IS NULL OR k NOT IN ('schedule', 'time_window', 'min_interval', 'score') THEN
             RAISE EXCEPTION 'cannot reset "%" of a rule', k
                   USING ERRCODE = 'invalid_parameter_value',
                         DETAIL = format('reset is %s.', reset),
-                        HINT = 'reset takes schedule, time_window and min_interval; give other values as arguments.';
+                        HINT = 'reset takes schedule, time_window, min_interval and score; give other values as arguments.';
         END IF;
         IF (k = 'schedule' AND schedule IS NOT NULL)
            OR (k = 'time_window' AND time_window IS NOT NULL)
-           OR (k = 'min_interval' AND min_interval IS NOT NULL) THEN
+           OR (k = 'min_interval' AND min_interval IS NOT NULL)
+           OR (k = 'score' AND score IS NOT NULL) THEN
             RAISE EXCEPTION 'cannot both set and reset "%"', k
                   USING ERRCODE = 'invalid_parameter_value',
                         DETAIL = format('reset is %s and %s is given.', reset, k);
@@ -252,6 +253,8 @@ BEGIN
     r.time_window := CASE WHEN 'time_window' = ANY (reset) THEN NULL
                           ELSE coalesce(time_window, old.time_window) END;
     r.active := coalesce(active, old.active);
+    r.score := CASE WHEN 'score' = ANY (reset) THEN NULL
+                    ELSE coalesce(_alter_rule.score, old.score) END;
     -- the one check of a rule, on the rule as it would be
     r.needs := tms._check_rule(r.operation, r.engine,
                                coalesce(counters, tms._rule_definition(old) -> 'counters'),
@@ -259,7 +262,7 @@ BEGIN
                                CASE WHEN 'min_interval' = ANY (reset) THEN NULL
                                     WHEN min_interval IS NOT NULL THEN min_interval
                                     ELSE make_interval(secs => old.min_interval_ms / 1000.0) END,
-                               r.time_window);
+                               r.time_window, r.score);
     IF counters IS NOT NULL THEN
         r.commits_threshold := (counters ->> 'commits-added')::bigint;
         r.bytes_threshold := (counters ->> 'bytes-added')::bigint;
@@ -272,7 +275,7 @@ BEGIN
 
     d0 := tms._rule_definition(old);
     d1 := tms._rule_definition(r);
-    FOR k IN SELECT jsonb_object_keys(d1) LOOP
+    FOR k IN SELECT jsonb_object_keys(d0 || d1) LOOP
         IF d0 -> k IS DISTINCT FROM d1 -> k THEN
             changes := changes || jsonb_build_object(k, jsonb_build_object('from', d0 -> k,
                                                                            'to', d1 -> k));
@@ -287,7 +290,7 @@ BEGIN
            time_threshold_ms = r.time_threshold_ms, condition = r.condition,
            needs = r.needs, options = r.options, schedule = r.schedule,
            time_window = r.time_window, min_interval_ms = r.min_interval_ms,
-           active = r.active, version = r.version
+           active = r.active, version = r.version, score = r.score
      WHERE m.id = old.id;
     INSERT INTO tms.rule_versions (rule_id, version, policy_id, policy_name, changed_by,
                                    changes, definition)
@@ -517,14 +520,15 @@ CREATE OR REPLACE FUNCTION tms.add_rule(policy_name text, operation text, engine
                              baseline_mode text DEFAULT 'catch-up',
                              options jsonb DEFAULT '{}',
                              schedule jsonb DEFAULT NULL,
-                             min_interval interval DEFAULT NULL)
+                             min_interval interval DEFAULT NULL,
+                             score text DEFAULT NULL)
 RETURNS bigint
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
-COMMENT ON FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval) IS
-    'add a rule to a policy: operation, engine, counter thresholds, DSL condition, baseline mode, options, schedule (crontab, on-commit; NULL: every evaluation cycle), cooldown';
+COMMENT ON FUNCTION tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval, text) IS
+    'add a rule to a policy: operation, engine, counter thresholds, DSL condition, baseline mode, options, schedule (crontab, on-commit; NULL: every evaluation cycle), cooldown, score (DSL, numeric: the rank of its jobs)';
 
 CREATE OR REPLACE FUNCTION tms.alter_rule(rule_id bigint,
                                counters jsonb DEFAULT NULL,
@@ -534,14 +538,15 @@ CREATE OR REPLACE FUNCTION tms.alter_rule(rule_id bigint,
                                time_window jsonb DEFAULT NULL,
                                min_interval interval DEFAULT NULL,
                                active boolean DEFAULT NULL,
-                               reset text[] DEFAULT NULL)
+                               reset text[] DEFAULT NULL,
+                               score text DEFAULT NULL)
 RETURNS integer
 LANGUAGE c VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'tms_api_call';
 
-COMMENT ON FUNCTION tms.alter_rule(bigint, jsonb, text, jsonb, jsonb, jsonb, interval, boolean, text[]) IS
-    'change a rule, keeping its baselines and cooldowns: a new version in tms.rule_versions (NULL arguments keep their value; reset: schedule, time_window, min_interval); returns the version';
+COMMENT ON FUNCTION tms.alter_rule(bigint, jsonb, text, jsonb, jsonb, jsonb, interval, boolean, text[], text) IS
+    'change a rule, keeping its baselines and cooldowns: a new version in tms.rule_versions (NULL arguments keep their value; reset: schedule, time_window, min_interval, score); returns the version';
 
 CREATE OR REPLACE FUNCTION tms.set_group_priority(group_name text, priority integer)
 RETURNS void
@@ -596,9 +601,9 @@ REVOKE ALL ON FUNCTION
     tms._grant_object_group(regrole, text, regrole),
     tms._revoke_object_group(regrole, text, regrole),
     tms._create_policy(regrole, text, text, text, jsonb, boolean),
-    tms._add_rule(regrole, text, text, text, jsonb, text, text, jsonb, jsonb, interval),
+    tms._add_rule(regrole, text, text, text, jsonb, text, text, jsonb, jsonb, interval, text),
     tms._drop_rule(regrole, bigint),
-    tms._alter_rule(regrole, bigint, jsonb, text, jsonb, jsonb, jsonb, interval, boolean, text[]),
+    tms._alter_rule(regrole, bigint, jsonb, text, jsonb, jsonb, jsonb, interval, boolean, text[], text),
     tms._set_group_priority(regrole, text, integer),
     tms._set_policy_active(regrole, text, boolean),
     tms._set_policy_window(regrole, text, jsonb),
@@ -612,9 +617,9 @@ GRANT EXECUTE ON FUNCTION
     tms.grant_object_group(text, regrole),
     tms.revoke_object_group(text, regrole),
     tms.create_policy(text, text, text, jsonb, boolean),
-    tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval),
+    tms.add_rule(text, text, text, jsonb, text, text, jsonb, jsonb, interval, text),
     tms.drop_rule(bigint),
-    tms.alter_rule(bigint, jsonb, text, jsonb, jsonb, jsonb, interval, boolean, text[]),
+    tms.alter_rule(bigint, jsonb, text, jsonb, jsonb, jsonb, interval, boolean, text[], text),
     tms.set_group_priority(text, integer),
     tms.set_policy_active(text, boolean),
     tms.set_policy_window(text, jsonb),

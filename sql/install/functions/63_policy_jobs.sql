@@ -13,12 +13,19 @@
 -- not with the crontab bookkeeping's updates), and a result of a version
 -- since replaced submits
 -- nothing ("superseded": the pair stays a candidate, for the new
--- version).  Returns the job id (NULL if none) and the decision.
+-- version).  p_score is the rule's score over the table (NULL: the rule
+-- has none, 0 counts); the job's task is due at its rank, now() - score x
+-- tms.score_aging, the score clamped to 0 .. 10000: the claim takes due
+-- tasks in due-time order, so a job ranks as if it had already waited
+-- that long (doc/policies.md, "Scores and the order of jobs").  Returns
+-- the job id (NULL if none) and the decision.
 CREATE OR REPLACE FUNCTION tms._record_evaluation(p_policy integer, p_rule bigint, p_table bigint,
                                        p_counters jsonb, p_metrics jsonb,
                                        p_result boolean, p_outcome text,
                                        p_explanation text, p_explain jsonb,
                                        p_error text, p_version integer DEFAULT NULL,
+                                       p_score double precision DEFAULT NULL,
+                                       p_score_explanation text DEFAULT NULL,
                                        OUT job_id bigint, OUT decision text)
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
@@ -30,6 +37,7 @@ DECLARE
     jid bigint;
     thr jsonb;
     cond text;
+    rank timestamptz;
 BEGIN
     SELECT * INTO r FROM tms.maintenance_rules WHERE id = p_rule FOR KEY SHARE;
     SELECT * INTO p FROM tms.maintenance_policies WHERE id = p_policy;
@@ -45,13 +53,15 @@ BEGIN
            SET pending_job = jid, triggered = false, last_evaluated_at = now()
          WHERE b.rule_id = p_rule AND b.table_id = p_table AND b.pending_job IS NULL;
         IF FOUND THEN
+            rank := now() - make_interval(secs => tms._score_clamp(p_score)
+                                                  * tms._score_aging_s());
             INSERT INTO tms.table_maintenance_job
                    (id, table_id, rule_id, rule_version, policy_id, operation, engine,
-                    options, task_kind, task_instance, before_snapshot_id)
+                    options, task_kind, task_instance, before_snapshot_id, score, rank_at)
             VALUES (jid, p_table, p_rule, r.version, p_policy, r.operation, r.engine, r.options,
-                    'maintenance', 'job-' || jid, t.snapshot_id);
+                    'maintenance', 'job-' || jid, t.snapshot_id, p_score, rank);
             PERFORM tms.schedule_task('maintenance', 'job-' || jid,
-                                      jsonb_build_object('job_id', jid));
+                                      jsonb_build_object('job_id', jid), run_at => rank);
             job_id := jid;
             decision := 'submitted';
         ELSE
@@ -78,11 +88,33 @@ BEGIN
     INSERT INTO tms.evaluation_log (policy_id, policy_name, rule_id, rule_version, operation,
                                     table_id, server, namespace, table_name, thresholds,
                                     condition, counters, metrics, result, outcome,
-                                    explanation, explain, error, decision, job_id)
+                                    explanation, explain, error, decision, job_id,
+                                    score, score_explanation)
     VALUES (p_policy, p.name, p_rule, p_version, r.operation, p_table, t.server, t.namespace,
             t.table_name, coalesce(thr, '{}'), coalesce(cond, ''), p_counters, p_metrics, p_result, p_outcome, p_explanation,
-            p_explain, p_error, decision, job_id);
+            p_explain, p_error, decision, job_id, p_score, p_score_explanation);
 END
+$$;
+
+-- A score as it ranks a job: 0 .. 10000 (NULL, NaN and below 0: 0).
+CREATE OR REPLACE FUNCTION tms._score_clamp(score double precision)
+RETURNS double precision
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN score IS NULL OR score = 'NaN'::float8 OR score <= 0 THEN 0
+                WHEN score >= 10000 THEN 10000
+                ELSE score END
+$$;
+
+-- tms.score_aging in seconds (the setting's default when tms is not loaded).
+CREATE OR REPLACE FUNCTION tms._score_aging_s()
+RETURNS double precision
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT extract(epoch FROM coalesce(nullif(current_setting('tms.score_aging', true), ''),
+                                       '1min')::interval)::float8
 $$;
 
 -- The place of an operation in the chain of one table's operations of
@@ -119,6 +151,9 @@ $$;
 -- open (else deferred);
 -- one job at a time per (table, operation); a policy's job waits for the
 -- jobs of the same policy and table earlier in the chain (tms._chain_rank);
+-- its rule's and policy's budgets and its engine server's
+-- max_concurrent_jobs (tms._budget_check; reason "waiting for budget: ...",
+-- due again when the budget frees, in the order of its budget's queue);
 -- at most tms.max_active_operations running jobs, counting a job only
 -- while a live executor holds its task (or, for tms.maintenance_handler's
 -- engines, while it runs there).  Serialised by an advisory lock so that a
@@ -137,6 +172,7 @@ DECLARE
     rr tms.maintenance_rules;
     other bigint;
     running integer;
+    wait_key text;
 BEGIN
     PERFORM pg_advisory_xact_lock(7367, 1);
     SELECT * INTO j FROM tms.table_maintenance_job WHERE id = jid FOR UPDATE;
@@ -219,6 +255,18 @@ BEGIN
             reason := NULL;
         END IF;
     END IF;
+    IF state IS NULL AND j.phase = 'start' THEN
+        -- budgets (tms._budget_check): the rule's and its policy's at a
+        -- job's first start, its engine server's jobs at once at every
+        -- start of a run there; a job over budget waits in its budget's
+        -- queue (budget_wait), in the order of the job ids
+        SELECT b.wait, b.key, b.retry_at INTO reason, wait_key, retry_at
+          FROM tms._budget_check(CASE WHEN j.started_at IS NULL THEN j.rule_id END,
+                                 j.engine, jid) b;
+        IF reason IS NOT NULL THEN
+            state := 'deferred';
+        END IF;
+    END IF;
     IF state IS NULL THEN
         -- a job counts while a worker holds its task (local jobs and
         -- those of tms_engine servers, which a worker follows); a job
@@ -241,12 +289,14 @@ BEGIN
         END IF;
     END IF;
     IF state = 'deferred' THEN
-        UPDATE tms.table_maintenance_job SET reason = _start_job.reason WHERE id = jid;
+        UPDATE tms.table_maintenance_job
+           SET reason = _start_job.reason, budget_wait = wait_key
+         WHERE id = jid;
         RETURN;
     END IF;
     UPDATE tms.table_maintenance_job
        SET state = 'running', started_at = coalesce(started_at, now()),
-           attempts = attempts + 1, reason = NULL
+           attempts = attempts + 1, reason = NULL, budget_wait = NULL
      WHERE id = jid
     RETURNING * INTO j;
     state := 'started';
@@ -267,7 +317,8 @@ $$;
 -- counted in tms.stat_maintenance; its (table, rule) baseline is reset, so
 -- the counters measure activity since this run and the pair is evaluated
 -- again, though not before the rule's min_interval (minIntervalMs of
--- Gravitino's table maintenance service design) has passed; old snapshot
+-- Gravitino's table maintenance service design) has passed, or its
+-- back-off when the job changed nothing (63_cadence.sql); old snapshot
 -- metrics are pruned.
 CREATE OR REPLACE FUNCTION tms._job_ended(jid bigint)
 RETURNS void
@@ -288,8 +339,19 @@ BEGIN
                     WHERE b.rule_id = j.rule_id AND b.table_id = j.table_id
                       AND b.pending_job = j.id) THEN
             PERFORM tms._reset_baseline(j.rule_id, j.table_id);
+            PERFORM tms._adapt_cadence(j.id);   -- a job that changed nothing backs off
         END IF;
     END IF;
+    -- a place under tms.max_active_operations is free: the jobs deferred
+    -- for want of one are due again at their rank, so the best-ranked
+    -- starts next (not the one whose deferral happened to end first)
+    UPDATE tms.scheduled_tasks st
+       SET execution_time = o.rank_at
+      FROM tms.table_maintenance_job o
+     WHERE o.finished_at IS NULL AND o.state = 'pending' AND o.rank_at IS NOT NULL
+       AND o.reason LIKE '%(tms.max_active_operations)'
+       AND st.task_name = o.task_kind AND st.task_instance = o.task_instance
+       AND NOT st.picked AND st.execution_time > o.rank_at;
     DELETE FROM tms.table_snapshot_metrics
      WHERE recorded_at < now() - current_setting('tms.snapshot_metrics_retention')::interval;
 END

@@ -4,6 +4,9 @@
  *	  Adapters from this layer's metrics and data-file stream to the
  *	  policy DSL's input types (src/dsl/dsl.h).
  *
+ * Also the facts of a table that the DSL's derived variables need beyond
+ * the metrics (iceberg_dsl_table_facts, iceberg_small_files_callback).
+ *
  * Only dsl.h's types are used, never its functions, so src/iceberg links
  * and is tested without src/dsl.
  *
@@ -14,6 +17,7 @@
 #include "iceberg/iceberg_internal.h"
 #include "dsl/dsl.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,5 +139,110 @@ iceberg_data_files_dsl_source(IcebergDataFileIter *it,
 	}
 	out->next = files_next_adapter;
 	out->arg = it;
+	return true;
+}
+
+#define DEFAULT_TARGET_FILE_SIZE (INT64_C(512) * 1024 * 1024)
+
+/* A summary entry as a count or size; 0 when absent or not a number. */
+static int64_t
+summary_long(const IcebergSnapshot *sn, const char *key)
+{
+	for (int i = 0; i < sn->nsummary; i++)
+		if (strcmp(sn->summary[i].key, key) == 0 && sn->summary[i].value)
+		{
+			char	   *end;
+			long long	v;
+
+			errno = 0;
+			v = strtoll(sn->summary[i].value, &end, 10);
+			if (errno != 0 || end == sn->summary[i].value || *end != '\0' || v < 0)
+				return 0;
+			return (int64_t) v;
+		}
+	return 0;
+}
+
+static int
+cmp_id(const void *a, const void *b)
+{
+	int64_t		x = *(const int64_t *) a;
+	int64_t		y = *(const int64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * iceberg_dsl_table_facts: see iceberg.h.  A snapshot's removals are files
+ * its parent still references; they count when that parent is still in the
+ * metadata (expiring it would free them).  Without memory for the sorted
+ * ids the removals count 0 (an estimate, never a failure).
+ */
+void
+iceberg_dsl_table_facts(const IcebergTableMetadata *md, int64_t target_file_size,
+						struct DslTableFacts *out)
+{
+	const char *prop;
+	int64_t    *ids;
+
+	memset(out, 0, sizeof(*out));
+	out->target_file_size = target_file_size;
+	if (out->target_file_size <= 0)
+	{
+		prop = iceberg_metadata_property(md, "write.target-file-size-bytes");
+		if (prop != NULL)
+		{
+			char	   *end;
+			long long	v;
+
+			errno = 0;
+			v = strtoll(prop, &end, 10);
+			if (errno == 0 && end != prop && *end == '\0' && v > 0)
+				out->target_file_size = (int64_t) v;
+		}
+	}
+	if (out->target_file_size <= 0)
+		out->target_file_size = DEFAULT_TARGET_FILE_SIZE;
+	if (md->nsnapshots < 2)
+		return;
+	ids = malloc(sizeof(int64_t) * (size_t) md->nsnapshots);
+	if (ids == NULL)
+		return;
+	for (int i = 0; i < md->nsnapshots; i++)
+		ids[i] = md->snapshots[i].snapshot_id;
+	qsort(ids, (size_t) md->nsnapshots, sizeof(int64_t), cmp_id);
+	for (int i = 0; i < md->nsnapshots; i++)
+	{
+		const IcebergSnapshot *sn = &md->snapshots[i];
+		int64_t		files;
+
+		if (sn->parent_snapshot_id < 0 ||
+			bsearch(&sn->parent_snapshot_id, ids, (size_t) md->nsnapshots,
+					sizeof(int64_t), cmp_id) == NULL)
+			continue;
+		files = summary_long(sn, "deleted-data-files");
+		if (__builtin_add_overflow(files, summary_long(sn, "removed-delete-files"), &files) ||
+			__builtin_add_overflow(out->removed_files, files, &out->removed_files))
+			out->removed_files = INT64_MAX;
+		if (__builtin_add_overflow(out->removed_bytes, summary_long(sn, "removed-files-size"),
+								   &out->removed_bytes))
+			out->removed_bytes = INT64_MAX;
+	}
+	free(ids);
+}
+
+/* iceberg_small_files_callback: see iceberg.h. */
+bool
+iceberg_small_files_callback(void *arg, const IcebergDataFileInfo *file,
+							 TmsError *err)
+{
+	struct DslTableFacts *f = arg;
+
+	(void) err;
+	if (file->size >= f->target_file_size)
+		return true;
+	f->small_files++;
+	if (__builtin_add_overflow(f->small_files_size, file->size, &f->small_files_size))
+		f->small_files_size = INT64_MAX;
 	return true;
 }

@@ -190,8 +190,9 @@ canonical_prefix(const char *prefix)
  * The entry of a storage-credentials array (may be anything) whose prefix
  * is the longest prefix of location, as written or in canonical form (a
  * catalog vends the prefix as the table's location is written, abfss://
- * or s3a://, and tms may ask with the canonical location); with location
- * NULL, the only entry.  NULL when none.
+ * or s3a://, and tms may ask with the canonical location), the lengths
+ * compared in canonical form; with location NULL, the only entry.  NULL
+ * when none.
  */
 static json_t *
 storage_credential(json_t *creds, const char *location)
@@ -214,19 +215,23 @@ storage_credential(json_t *creds, const char *location)
 		const char *prefix = json_string_value(json_object_get(c, "prefix"));
 		size_t		len;
 
+		char	   *cp;
+		bool		match;
+
 		if (prefix == NULL)
 			continue;
-		len = strlen(prefix);
-		if (!io_str_has_prefix(location, prefix))
-		{
-			char	   *cp = canon != NULL ? canonical_prefix(prefix) : NULL;
-			bool		match = cp != NULL && io_str_has_prefix(canon, cp);
+		cp = canon != NULL ? canonical_prefix(prefix) : NULL;
+		match = io_str_has_prefix(location, prefix) ||
+			(cp != NULL && io_str_has_prefix(canon, cp));
 
-			len = cp != NULL ? strlen(cp) : 0;
-			io_free(cp);
-			if (!match)
-				continue;
-		}
+		/*
+		 * lengths compared in one form: "s3a://b/wh/" is shorter than
+		 * "s3://b/wh/t"
+		 */
+		len = cp != NULL ? strlen(cp) : strlen(prefix);
+		io_free(cp);
+		if (!match)
+			continue;
 		if (best == NULL || len > best_len)
 		{
 			best = c;

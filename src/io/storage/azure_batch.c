@@ -11,7 +11,7 @@
  * by io_azure_request_build exactly as a lone Delete Blob would be, and
  * its path, query (a SAS token) and header lines are copied into the
  * body, which therefore holds secrets: callers wipe it (io_sb_wipe_free).
- * Lines end in CRLF; the answer is read with CRLF or LF.
+ * Lines end in CRLF; the answer's parts are split by batch_multipart.c.
  *
  * A sub-response is matched to its sub-request by its Content-ID (the
  * index we gave), else by its order.  202 is deleted; 404 (BlobNotFound)
@@ -89,102 +89,100 @@ io_azure_batch_body(IoStorage *st, const IoParsedUri *u, const char *const *keys
 	return 0;
 }
 
-/*
- * The next line of [*p, end): its start and length without CR LF; *p
- * moves past it.  False at the end.
- */
-static bool
-next_line(const char **p, const char *end, const char **line, size_t *len)
+/* The state of reading an answer: the results, which are done. */
+typedef struct AzureBatchRead
 {
-	const char *nl;
+	size_t		n;
+	IoDeleteResult *results;
+	bool	   *done;
+	size_t		order;			/* the next result not done, for a part
+								 * without an id */
+} AzureBatchRead;
 
-	if (*p >= end)
+/* n, at most max. */
+static int
+clipped(size_t n, size_t max)
+{
+	return (int) (n < max ? n : max);
+}
+
+/* The Code of an error document body[0..len), into code; false: none. */
+static bool
+document_code(const char *body, size_t len, char *code, size_t size)
+{
+	const char *end = body + len;
+	const char *c = NULL;
+	const char *ce = NULL;
+
+	for (const char *q = body; q + 6 <= end; q++)
+		if (memcmp(q, "<Code>", 6) == 0)
+		{
+			c = q + 6;
+			break;
+		}
+	for (const char *q = c; q != NULL && q + 7 <= end; q++)
+		if (memcmp(q, "</Code>", 7) == 0)
+		{
+			ce = q;
+			break;
+		}
+	if (ce == NULL)
 		return false;
-	*line = *p;
-	nl = memchr(*p, '\n', (size_t) (end - *p));
-	*len = nl ? (size_t) (nl - *p) : (size_t) (end - *p);
-	*p = nl ? nl + 1 : end;
-	if (*len > 0 && (*line)[*len - 1] == '\r')
-		(*len)--;
+	snprintf(code, size, "%.*s", clipped((size_t) (ce - c), size - 1), c);
 	return true;
 }
 
-/* Is line[0..len) header name (any case) with a ':'?  Its value then. */
-static const char *
-header_is(const char *line, size_t len, const char *name, size_t *vlen)
-{
-	size_t		nl = strlen(name);
-	const char *v;
-
-	if (len <= nl || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
-		return NULL;
-	v = line + nl + 1;
-	while (v < line + len && (*v == ' ' || *v == '\t'))
-		v++;
-	*vlen = (size_t) (line + len - v);
-	return v;
-}
-
-/* Read one part [p, end) into results (n entries, done marks). */
+/* One part of the answer: the result of its Content-ID (or the next one). */
 static void
-read_part(const char *p, const char *end, size_t n, size_t *order,
-		  IoDeleteResult *results, bool *done)
+azure_part(const IoBatchPart *part, void *arg)
 {
-	const char *line;
-	size_t		len,
-				vlen;
-	const char *v;
+	AzureBatchRead *rd = arg;
 	long		id = -1;
-	long		status = 0;
-	char		reason[128] = "";
 	char		code[64] = "";
+	const char *v;
+	size_t		vlen;
 	IoDeleteResult *r;
 
-	/* the rest of the delimiter's line, then the part's own headers */
-	(void) next_line(&p, end, &line, &len);
-	while (next_line(&p, end, &line, &len) && len > 0)
-		if ((v = header_is(line, len, "Content-ID", &vlen)) != NULL)
-			id = vlen > 0 && vlen < 12 ? strtol(v, NULL, 10) : -1;
-	/* the status line of the sub-response */
-	if (!next_line(&p, end, &line, &len) || len < 12 || strncmp(line, "HTTP/1.", 7) != 0)
+	if (part->status == 0)
 		return;
-	status = strtol(line + 9, NULL, 10);
-	if (len > 13)
-		snprintf(reason, sizeof(reason), "%.*s", (int) (len - 13), line + 13);
-	while (next_line(&p, end, &line, &len) && len > 0)
-		if ((v = header_is(line, len, "x-ms-error-code", &vlen)) != NULL)
-			snprintf(code, sizeof(code), "%.*s", (int) (vlen < 63 ? vlen : 63), v);
-	if (code[0] == '\0' && p < end)
+	if (part->content_id != NULL && part->content_id_len > 0 && part->content_id_len < 12)
 	{
-		const char *c = strstr(p, "<Code>");
-		const char *ce = c ? strstr(c, "</Code>") : NULL;
+		char		buf[12];
+		char	   *stop;
 
-		if (c != NULL && ce != NULL && ce < end)
-			snprintf(code, sizeof(code), "%.*s", (int) (ce - c - 6 < 63 ? ce - c - 6 : 63), c + 6);
+		memcpy(buf, part->content_id, part->content_id_len);
+		buf[part->content_id_len] = '\0';
+		id = strtol(buf, &stop, 10);
+		if (stop == buf || *stop != '\0')
+			id = -1;
 	}
-	if (id < 0 || (size_t) id >= n || done[id])
+	if (id < 0 || (size_t) id >= rd->n || rd->done[id])
 	{
 		/* no usable Content-ID: by order */
-		while (*order < n && done[*order])
-			(*order)++;
-		if (*order >= n)
+		while (rd->order < rd->n && rd->done[rd->order])
+			rd->order++;
+		if (rd->order >= rd->n)
 			return;
-		id = (long) *order;
+		id = (long) rd->order;
 	}
-	done[id] = true;
-	r = &results[id];
-	r->deleted = status == 202 || status == 200 || status == 404;
-	if (status == 202 || status == 200)
+	rd->done[id] = true;
+	r = &rd->results[id];
+	r->deleted = part->status == 202 || part->status == 200 || part->status == 404;
+	if (part->status == 202 || part->status == 200)
 	{
 		r->code[0] = '\0';
 		r->message[0] = '\0';
 		return;
 	}
-	r->credentials = status == 401 || status == 403;
-	if (code[0] == '\0')
-		snprintf(code, sizeof(code), "HTTP %ld", status);
+	r->credentials = part->status == 401 || part->status == 403;
+	if ((v = io_batch_part_header(part, "x-ms-error-code", &vlen)) != NULL)
+		snprintf(code, sizeof(code), "%.*s", clipped(vlen, sizeof(code) - 1), v);
+	else if (!document_code(part->body, part->body_len, code, sizeof(code)))
+		snprintf(code, sizeof(code), "HTTP %ld", part->status);
 	snprintf(r->code, sizeof(r->code), "%s", code);
-	snprintf(r->message, sizeof(r->message), "%s", reason);
+	snprintf(r->message, sizeof(r->message), "%.*s",
+			 clipped(part->reason_len, sizeof(r->message) - 1),
+			 part->reason ? part->reason : "");
 }
 
 /* See storage_int.h. */
@@ -192,56 +190,22 @@ int
 io_azure_batch_read(const IoHttpResponse *resp, size_t n, IoDeleteResult *results,
 					TmsError *err)
 {
-	size_t		blen = 0;
-	const char *ct = io_http_header(resp, "content-type", &blen);
-	const char *b;
-	char		delim[128];
-	size_t		dlen;
-	const char *p;
-	const char *end = resp->body + resp->body_len;
-	size_t		order = 0;
-	bool	   *done;
+	AzureBatchRead rd = {n, results, NULL, 0};
+	int			rc;
 
-	b = ct ? strstr(ct, "boundary=") : NULL;
-	if (b == NULL || b >= ct + blen)
-		return tms_error_set_http(err, IO_ERR_PROTOCOL, resp->status,
-								  "unexpected Azure batch response: no multipart boundary");
-	b += 9;
-	blen = (size_t) (ct + blen - b);
-	if (blen > 0 && b[0] == '"')
-	{
-		b++;
-		blen = strcspn(b, "\"");
-	}
-	else
-		blen = strcspn(b, "; \r\n") < blen ? strcspn(b, "; \r\n") : blen;
-	if (blen == 0 || blen > 100)
-		return tms_error_set_http(err, IO_ERR_PROTOCOL, resp->status,
-								  "unexpected Azure batch response: bad multipart boundary");
-	dlen = (size_t) snprintf(delim, sizeof(delim), "--%.*s", (int) blen, b);
-	done = io_calloc(n ? n : 1, sizeof(bool));
-	if (done == NULL)
+	rd.done = io_calloc(n ? n : 1, sizeof(bool));
+	if (rd.done == NULL)
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
-	p = resp->body ? strstr(resp->body, delim) : NULL;
-	while (p != NULL && p + dlen <= end)
-	{
-		const char *start = p + dlen;
-		const char *next;
-
-		if (start + 2 <= end && start[0] == '-' && start[1] == '-')
-			break;				/* the closing delimiter */
-		next = strstr(start, delim);
-		read_part(start, next ? next : end, n, &order, results, done);
-		p = next;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (!done[i])
+	rc = io_batch_parts(io_http_header(resp, "content-type", NULL), resp->body,
+						resp->body_len, azure_part, &rd, "Azure", resp->status, err);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!rd.done[i])
 		{
 			results[i].deleted = false;
 			snprintf(results[i].code, sizeof(results[i].code), "NoResult");
 			snprintf(results[i].message, sizeof(results[i].message),
 					 "the server's batch answer does not mention this blob");
 		}
-	io_free(done);
-	return 0;
+	io_free(rd.done);
+	return rc;
 }

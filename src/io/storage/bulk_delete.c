@@ -126,17 +126,6 @@ io_deleter_free(IoDeleter *d)
 	io_free(d);
 }
 
-/* The objects one delete request of st takes at most for a scheme. */
-static size_t
-request_max(const IoStorage *st, IoUriScheme scheme)
-{
-	if (scheme == IO_URI_AZURE)
-		return IO_AZURE_DELETE_MAX_KEYS;
-	if (scheme == IO_URI_GCS)
-		return IO_GCS_HMAC(st) ? 1 : IO_GCS_DELETE_MAX_KEYS;
-	return IO_S3_DELETE_MAX_KEYS;
-}
-
 /* See io.h. */
 int
 io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
@@ -177,7 +166,7 @@ io_deleter_start(IoDeleter *d, int slot, const char *const *uris, size_t n,
 			(i > 0 && (pi->scheme != p0->scheme || strcmp(pi->bucket, p0->bucket) != 0 ||
 					   (pi->scheme == IO_URI_AZURE && strcmp(pi->account, p0->account) != 0))) ||
 			strlen(pi->bucket) >= sizeof(s->bucket) ||
-			n > request_max(d->st, pi->scheme))
+			n > io_storage_scheme_delete_max(d->st, pi->scheme))
 		{
 			slot_clear(s);
 			return tms_error_set(err, IO_ERR_INVALID_ARGUMENT,

@@ -34,8 +34,6 @@
 #include "io/http/gcs_auth.h"
 #include "io/storage/storage_int.h"
 
-#define S3_DELETE_BATCH IO_S3_DELETE_MAX_KEYS
-
 /* ----------------------------------------------------------------
  * URIs
  * ----------------------------------------------------------------
@@ -1012,9 +1010,8 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 	io_local_dir_cache_end(&dircache);
 
 	/*
-	 * S3: batches of up to 1000 keys of the same bucket, in input order;
-	 * Azure: of up to 256 blobs of the same container; GCS: of up to 100
-	 * objects of the same bucket
+	 * Batches of objects of the same bucket (container and account on Azure),
+	 * in input order, of up to io_storage_scheme_delete_max
 	 */
 	for (i = 0; i < n && rc == 0; i++)
 	{
@@ -1022,8 +1019,7 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 					j;
 		bool		azure = parsed[i].scheme == IO_URI_AZURE;
 		bool		gcs = parsed[i].scheme == IO_URI_GCS;
-		size_t		max = azure ? IO_AZURE_DELETE_MAX_KEYS :
-		gcs ? IO_GCS_DELETE_MAX_KEYS : S3_DELETE_BATCH;
+		size_t		max = io_storage_scheme_delete_max(st, parsed[i].scheme);
 
 		if (taken[i])
 			continue;
@@ -1051,32 +1047,64 @@ io_storage_delete(IoStorage *st, const char *const *uris, size_t n,
 	return rc;
 }
 
-/* See io.h. */
+/* See storage_int.h. */
 size_t
-io_delete_group(const char *canonical, size_t *prefix_len)
+io_storage_scheme_delete_max(const IoStorage *st, IoUriScheme scheme)
+{
+	switch (scheme)
+	{
+		case IO_URI_S3:
+			return IO_S3_DELETE_MAX_KEYS;
+		case IO_URI_AZURE:
+			return IO_AZURE_DELETE_MAX_KEYS;
+		case IO_URI_GCS:
+			return st != NULL && IO_GCS_HMAC(st) ? 1 : IO_GCS_DELETE_MAX_KEYS;
+		case IO_URI_FILE:
+			break;
+	}
+	return 0;
+}
+
+/*
+ * The scheme of a canonical object-store location, and where its bucket
+ * part ends; false for anything else.
+ */
+static bool
+canonical_bucket(const char *canonical, IoUriScheme *scheme, size_t *prefix_len)
 {
 	const char *slash;
 
-	*prefix_len = 0;
 	if (strncmp(canonical, "s3://", 5) == 0 || strncmp(canonical, "gs://", 5) == 0)
 		slash = strchr(canonical + 5, '/');
 	else if (strncmp(canonical, "abfs://", 7) == 0)
 		slash = strchr(canonical + 7, '/');
 	else
-		return 0;
+		return false;
+	*scheme = canonical[0] == 'a' ? IO_URI_AZURE : canonical[0] == 'g' ? IO_URI_GCS : IO_URI_S3;
 	*prefix_len = slash ? (size_t) (slash - canonical) + 1 : strlen(canonical);
-	if (canonical[0] == 'a')
-		return IO_AZURE_DELETE_MAX_KEYS;
-	return canonical[0] == 'g' ? IO_GCS_DELETE_MAX_KEYS : IO_S3_DELETE_MAX_KEYS;
+	return true;
+}
+
+/* See io.h. */
+size_t
+io_delete_group(const char *canonical, size_t *prefix_len)
+{
+	IoUriScheme scheme;
+
+	*prefix_len = 0;
+	if (!canonical_bucket(canonical, &scheme, prefix_len))
+		return 0;
+	return io_storage_scheme_delete_max(NULL, scheme);
 }
 
 /* See io.h. */
 int
 io_storage_delete_max_keys(const IoStorage *st, const char *uri)
 {
+	IoUriScheme scheme;
 	size_t		len;
 
-	if (strncmp(uri, "gs://", 5) == 0 && IO_GCS_HMAC(st))
-		return 1;
-	return (int) io_delete_group(uri, &len);
+	if (!canonical_bucket(uri, &scheme, &len))
+		return 0;
+	return (int) io_storage_scheme_delete_max(st, scheme);
 }

@@ -109,6 +109,51 @@ extern int	io_read_result(IoHttpResponse *resp, bool ranged, uint64_t offset,
 extern int	io_head_size(const IoHttpResponse *resp, const char *header,
 						 const char *store, uint64_t *size, TmsError *err);
 
+/*
+ * The most objects one delete request takes for a scheme: 1000 keys on S3,
+ * a Blob Batch of 256 on Azure, a JSON API batch of 100 on GCS, or 1 when
+ * st signs GCS requests with HMAC keys (the XML API has no batch); st NULL
+ * gives the store's own limit.  The one statement of these limits
+ * (storage.c).
+ */
+extern size_t io_storage_scheme_delete_max(const IoStorage *st, IoUriScheme scheme);
+
+/* ---- Batch answers, multipart/mixed (batch_multipart.c) ---- */
+
+/*
+ * One part of a batch answer: the Content-ID of the part's own headers,
+ * then its sub-response (status 0 when it has no status line).  Every
+ * pointer is into the answer, not NUL-terminated.
+ */
+typedef struct IoBatchPart
+{
+	const char *content_id;		/* NULL: none */
+	size_t		content_id_len;
+	long		status;
+	const char *reason;			/* the reason phrase, NULL: none */
+	size_t		reason_len;
+	const char *headers;		/* the sub-response's header lines */
+	const char *headers_end;
+	const char *body;			/* without the line end before the delimiter */
+	size_t		body_len;
+} IoBatchPart;
+
+typedef void (*IoBatchPartFn) (const IoBatchPart *part, void *arg);
+
+/*
+ * Call fn for each part of the answer body[0..len) in order, the boundary
+ * named by content_type (a NUL-terminated header value).  0, or -1 with
+ * *err (naming store, with the answer's HTTP status) when the answer is
+ * not multipart with a boundary.
+ */
+extern int	io_batch_parts(const char *content_type, const char *body, size_t len,
+						   IoBatchPartFn fn, void *arg, const char *store,
+						   long status, TmsError *err);
+
+/* The value of a header of part's sub-response (any case), or NULL. */
+extern const char *io_batch_part_header(const IoBatchPart *part, const char *name,
+										size_t *vlen);
+
 /* ---- The Google Cloud Storage backend (storage_gcs.c, gcs_batch.c) ---- */
 
 /* Is the GCS handle signing with HMAC keys (XML API only)? */
