@@ -63,8 +63,9 @@
  *					   (https://iceberg.apache.org/docs/latest/spark-procedures/#rewrite_position_delete_files)
  *	  retention		   column and older-than (both required), unit (a long
  *					   or int epoch column's: s, ms, us, ns), mode
- *					   (metadata; rewrite and delete-files are 0A000 on
- *					   local), scan (true is 0A000 on local); the column
+ *					   (metadata; rewrite and delete-files are 0A000: not
+ *					   done yet), scan (true is 0A000: not done yet); on
+ *					   any engine but local retention is 0A000; the column
  *					   and unit are checked when the table is loaded
  * An unknown key or a value of the wrong type is SQLSTATE 22023 with the
  * key in DETAIL; nothing runs and no job is recorded.  On a gravitino
@@ -172,8 +173,15 @@ check_names(const char *operation, const char *engine, EngineType *type)
 					 errdetail("An engine is \"local\" or the name of a server of the tms_engine wrapper."),
 					 errhint("Create it with CREATE SERVER %s FOREIGN DATA WRAPPER tms_engine OPTIONS (type ..., uri ..., catalog ...).",
 							 quote_identifier(engine))));
-		return op;
 	}
+	if (op == MAINT_RETENTION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("engine \"%s\" cannot run operation \"retention\"", engine),
+				 errdetail("tms does not hand retention to engines yet (Spark's and Trino's DELETE FROM ... WHERE)."),
+				 errhint("Use engine \"local\", which drops the data files wholly older than the cutoff.")));
+	if (*type == ENGINE_TYPE_UNKNOWN)
+		return op;				/* a handler engine of 0.2.0 */
 	if (!engine_supports(*type, engine_op_from_name(operation)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -585,9 +593,9 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 			if (strcmp(m, "rewrite") == 0 || strcmp(m, "delete-files") == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("retention mode \"%s\" is not supported on engine \"local\"", m),
-						 errdetail("Engine local drops only the data files whose rows are all older than the cutoff (mode \"metadata\"); files straddling the cutoff are kept and listed."),
-						 errhint("Name a server of the tms_engine wrapper (Spark or Trino) as the engine to remove the older rows of straddling files.")));
+						 errmsg("retention mode \"%s\" is not supported yet", m),
+						 errdetail("Retention drops only the data files whose rows are all older than the cutoff (mode \"metadata\"); files straddling the cutoff are kept and listed by tms.plan_operation."),
+						 errhint("Leave out \"mode\"; remove the older rows of the straddling files with DELETE FROM ... WHERE on Spark or Trino.")));
 			if (strcmp(m, "metadata") != 0)
 				bad_option(operation, key, "The value is \"%s\"; modes are metadata, rewrite and delete-files.", m);
 		}
@@ -596,9 +604,9 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 			if (opt_bool(operation, key, &v))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("retention option \"scan\" is not supported on engine \"local\""),
-						 errdetail("Engine local does not read data files; a file without bounds on the column is kept and listed."),
-						 errhint("Name a server of the tms_engine wrapper (Spark or Trino) as the engine to read them.")));
+						 errmsg("retention option \"scan\" is not supported yet"),
+						 errdetail("Retention does not read data files; a file without bounds on the column is kept and listed by tms.plan_operation."),
+						 errhint("Leave out \"scan\"; remove the older rows of those files with DELETE FROM ... WHERE on Spark or Trino.")));
 		}
 		else
 			ereport(ERROR,

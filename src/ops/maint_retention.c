@@ -10,9 +10,9 @@
  * before the cutoff), straddling (some rows older), kept, or unknown (no
  * bounds on the column).  Only the files dropped whole are committed
  * here; straddling and unknown files are kept and listed in the plan and
- * the job's message (mode "metadata", the only mode on engine local for
- * now: "rewrite" and "delete-files" are refused with 0A000 when the
- * options are checked, as is "scan").  Delete files that applied only to
+ * the job's message (mode "metadata", the only mode for now: "rewrite"
+ * and "delete-files" are refused with 0A000 when the options are checked,
+ * as are "scan" and engine servers).  Delete files that applied only to
  * dropped files are removed in the same commit.
  *
  * Options: column (required), older-than (required: an age before the run,
@@ -77,7 +77,7 @@ bind_run(MaintRun *run, bool raise)
 							run->ns, run->table),
 					 errdetail("The table is format v%d; deletion vectors and row lineage are not maintained by this commit.",
 							   run->md->format_version),
-					 errhint("Name a server of the tms_engine wrapper (Spark or Trino) as the engine for this table.")));
+					 errhint("Remove the older rows of this table with DELETE FROM ... WHERE on Spark or Trino.")));
 		maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED,
 						"engine \"local\" cannot run retention on a format v%d table",
 						run->md->format_version);

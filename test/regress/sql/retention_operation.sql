@@ -46,6 +46,20 @@ SELECT tms._check_operation('retention', 'local', '{"column": "ts", "older-than"
 SELECT tms._check_operation('retention', 'local', '{"column": "ts", "older-than": "90 days", "scan": true}');
 \echo :LAST_ERROR_SQLSTATE
 
+-- not done by engines yet (their DELETE FROM ... WHERE): neither engine
+-- servers nor the handler engines of 0.2.0 run it
+CREATE SERVER ret_livy FOREIGN DATA WRAPPER tms_engine
+    OPTIONS (type 'livy', uri 'http://127.0.0.1:9', catalog 'c');
+CREATE SERVER ret_trino FOREIGN DATA WRAPPER tms_engine
+    OPTIONS (type 'trino', uri 'http://127.0.0.1:9', catalog 'c');
+SELECT tms._check_operation('retention', 'ret_livy', '{"column": "ts", "older-than": "90 days"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('retention', 'ret_trino', '{"column": "ts", "older-than": "90 days"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('retention', 'spark', '{"column": "ts", "older-than": "90 days"}');
+\echo :LAST_ERROR_SQLSTATE
+DROP SERVER ret_livy, ret_trino;
+
 -- run_operation and plan_operation refuse the same before loading the table
 SELECT tms.run_operation('ret_srv', 'ns', 't', 'retention', '{"column": "ts"}');
 \echo :LAST_ERROR_SQLSTATE
