@@ -99,3 +99,8 @@ ALTER TABLE tms.table_maintenance_job
 ALTER TABLE tms.evaluation_log
     ADD COLUMN score double precision,
     ADD COLUMN score_explanation text;
+
+-- Retention: the data files a job dropped whole and their rows.
+ALTER TABLE tms.table_maintenance_job
+    ADD COLUMN data_files_removed bigint NOT NULL DEFAULT 0,
+    ADD COLUMN rows_removed bigint NOT NULL DEFAULT 0;

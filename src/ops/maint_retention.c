@@ -212,6 +212,8 @@ typedef struct MessageStep
 	MaintRun   *run;
 	const char *message;
 	int64		deletes_removed;
+	int64		files;			/* data files dropped whole */
+	int64		rows;			/* their rows */
 	bool		written;
 } MessageStep;
 
@@ -220,8 +222,8 @@ step_message(void *arg)
 {
 	MessageStep *s = arg;
 	MaintRun   *run = s->run;
-	Oid			types[5] = {INT8OID, TEXTOID, INT8OID, TEXTOID, INT8OID};
-	Datum		args[5];
+	Oid			types[7] = {INT8OID, TEXTOID, INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID};
+	Datum		args[7];
 	int			rc;
 
 	args[0] = Int64GetDatum(run->job_id);
@@ -229,25 +231,30 @@ step_message(void *arg)
 	args[2] = Int64GetDatum(run->task->version);
 	args[3] = CStringGetTextDatum(s->message);
 	args[4] = Int64GetDatum(s->deletes_removed);
+	args[5] = Int64GetDatum(s->files);
+	args[6] = Int64GetDatum(s->rows);
 	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
-							   "   SET message = $4, delete_files_rewritten = $5"
+							   "   SET message = $4, delete_files_rewritten = $5,"
+							   "       data_files_removed = $6, rows_removed = $7"
 							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
-							   5, types, args, NULL, false, 0);
+							   7, types, args, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the effect of a retention: %s", SPI_result_code_string(rc));
 	s->written = SPI_processed == 1;
 }
 
 /*
- * The job's message: the files dropped whole and their rows (exact: the
- * manifests' record counts), the delete files removed, and the files
- * kept because they straddle the cutoff or have no bounds.
+ * The job's record: data_files_removed and rows_removed, the files dropped
+ * whole and their rows (exact: the manifests' record counts);
+ * delete_files_rewritten, the delete files removed; and its message,
+ * which says all that and how many files were kept because they straddle
+ * the cutoff or have no bounds.
  */
 static void
 record_effect(MaintRun *run, int64 files, int64 rows, int64 deletes, int straddling,
 			  int unknown)
 {
-	MessageStep s = {run, NULL, deletes, false};
+	MessageStep s = {run, NULL, deletes, files, rows, false};
 
 	run->delete_files_rewritten = deletes;
 	if (run->dry_run)

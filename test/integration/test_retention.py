@@ -12,7 +12,7 @@ operation and summary from the catalog's metadata:
   - an unpartitioned table, the cutoff on a file boundary: exactly the
     rows whose ts is before the cutoff are gone, every other row stays;
     tms.plan_operation listed those files and changed nothing; the job's
-    message counts the files and rows;
+    message and its data_files_removed and rows_removed count the files and rows;
   - a table partitioned by category (identity), the cutoff inside a file:
     the files wholly before it are dropped, the straddling one is kept
     and listed with its estimate, so the rows before the cutoff that are
@@ -51,7 +51,7 @@ from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
 JOB_COLS = ("id", "state", "reason", "last_error", "after_snapshot_id", "message",
-            "delete_files_rewritten")
+            "delete_files_rewritten", "data_files_removed", "rows_removed")
 # smallfiles: row id x has ts = 2024-01-01 00:00:00+00 plus x minutes
 EPOCH = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
 
@@ -175,6 +175,7 @@ def check_dropped(env, ns, name, minutes, want_dropped, want_straddling=0):
     assert {ow.canon(env["st"], x) for x in gone} == {ow.canon(env["st"], x) for x in dropped}
     assert "%d data files dropped whole, %d rows removed" % (want_dropped, len(removed)) in \
         row["message"], row
+    assert (row["data_files_removed"], row["rows_removed"]) == (want_dropped, len(removed)), row
     return got0, got, s
 
 
@@ -300,6 +301,7 @@ def test_nothing_older_and_bad_column(env):
     assert ow.load(env["catalog"], "ret", "young")[1]["current-snapshot-id"] == \
         meta0["current-snapshot-id"]
     assert "0 data files dropped whole" in row["message"], row
+    assert (row["data_files_removed"], row["rows_removed"]) == (0, 0), row
     n = q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
     for opts, says in (({"column": "nosuch", "older-than": "1 day"}, "is not a column"),
                        ({"column": "category", "older-than": "1 day"}, "is of type string"),
@@ -367,6 +369,7 @@ def test_policy_schedules_retention(env):
     finally:
         q(env, "SELECT tms.drop_policy(%s)", ("p-" + tag,))
     assert "6 data files dropped whole, 60 rows removed" in row["message"], row
+    assert (row["data_files_removed"], row["rows_removed"]) == (6, 60), row
     _, meta, after = live(env, "ret", "bypolicy")
     assert len(data_files(after)) == 6
     assert ow.snapshot(meta, meta["current-snapshot-id"])["summary"]["operation"] == "delete"
