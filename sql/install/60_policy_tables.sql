@@ -191,6 +191,10 @@ CREATE TABLE tms.table_maintenance_job (
     -- of its task, submission time - score x tms.score_aging
     score             double precision,
     rank_at           timestamptz,
+    -- retention: the data files it dropped whole and their rows (exact:
+    -- the manifests' record counts)
+    data_files_removed bigint NOT NULL DEFAULT 0,
+    rows_removed      bigint NOT NULL DEFAULT 0,
     CHECK ((finished_at IS NULL) = (state IN ('pending', 'running')))
 );
 

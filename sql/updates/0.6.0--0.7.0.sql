@@ -99,3 +99,8 @@ CREATE INDEX table_maintenance_job_budget_wait_idx
     WHERE finished_at IS NULL AND budget_wait IS NOT NULL;
 CREATE INDEX iceberg_cleanup_job_finished_idx ON tms.iceberg_cleanup_job (finished_at)
     WHERE state IN ('SUCCEEDED', 'FAILED');
+
+-- Retention: the data files a job dropped whole and their rows.
+ALTER TABLE tms.table_maintenance_job
+    ADD COLUMN data_files_removed bigint NOT NULL DEFAULT 0,
+    ADD COLUMN rows_removed bigint NOT NULL DEFAULT 0;

@@ -510,11 +510,40 @@ typedef struct IcebergManifestEntry
 	 */
 	size_t		raw_first_row_id_off;
 	size_t		raw_first_row_id_len;
+
+	/*
+	 * With ICEBERG_READ_BOUNDS: the encoded Avro bytes of null_value_counts
+	 * (id 110), lower_bounds (125) and upper_bounds (128), each an optional
+	 * map from field id to a count or to a bound in Iceberg's single-value
+	 * serialization, its union branch included (read them with
+	 * iceberg_metric_count and iceberg_metric_bound); NULL / 0 when the
+	 * writer schema has no such field.  Valid until the next call.
+	 */
+	const uint8_t *null_value_counts;
+	size_t		null_value_counts_len;
+	const uint8_t *lower_bounds;
+	size_t		lower_bounds_len;
+	const uint8_t *upper_bounds;
+	size_t		upper_bounds_len;
 } IcebergManifestEntry;
 
 /* Flags for iceberg_manifest_open() */
 #define ICEBERG_READ_PARTITION		0x01	/* fill partition / hash */
 #define ICEBERG_READ_RAW			0x02	/* fill raw_data_file */
+#define ICEBERG_READ_BOUNDS			0x04	/* fill the column metrics' spans */
+
+/*
+ * The entry of key field_id in a column metrics span of an entry read with
+ * ICEBERG_READ_BOUNDS: a bound (*val, *vlen borrowed from the span) or a
+ * count.  1 found, 0 absent (no span, a null map, no such key), -1 the
+ * span is not a map of that kind (the caller treats the metric as
+ * unknown).  The union's branch is told from what follows it, so either
+ * order of "null" and the map in the writer schema reads right.
+ */
+extern int	iceberg_metric_bound(const uint8_t *span, size_t len, int32_t field_id,
+								 const uint8_t **val, size_t *vlen);
+extern int	iceberg_metric_count(const uint8_t *span, size_t len, int32_t field_id,
+								 int64_t *count);
 
 typedef struct IcebergManifestReader IcebergManifestReader;
 

@@ -1146,6 +1146,9 @@ maint_run_operation(MaintRun *run)
 		case MAINT_POSDELETE:
 			maint_run_compact(run);
 			break;
+		case MAINT_RETENTION:
+			maint_run_retention(run);
+			break;
 		default:
 			maint_fail(run, MAINT_TERMINAL, "operation \"%s\" cannot run locally",
 					   maint_op_name(run->opt.op));
@@ -1225,6 +1228,8 @@ run_local(MaintRun *run)
 			maint_resume_rewrite(run);
 		else if (run->opt.op == MAINT_COMPACTION || run->opt.op == MAINT_POSDELETE)
 			maint_resume_compact(run);
+		else if (run->opt.op == MAINT_RETENTION)
+			maint_resume_retention(run);
 		return;
 	}
 

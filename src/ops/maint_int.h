@@ -4,7 +4,7 @@
  *	  What the files of the maintenance area share (maint.c: jobs, runs,
  *	  the commit protocol and the delete queue; maint_options.c; one file
  *	  per operation: maint_expire.c, maint_orphan.c, maint_rewrite.c,
- *	  maint_compact.c); not
+ *	  maint_compact.c, maint_retention.c); not
  *	  an interface for anyone else.
  *
  * A MaintRun is one execution of one operation on one table, either a
@@ -38,6 +38,7 @@ typedef enum MaintOp
 	MAINT_REWRITE = 2,
 	MAINT_COMPACTION = 3,
 	MAINT_POSDELETE = 4,		/* position-delete-rewrite */
+	MAINT_RETENTION = 5,
 	MAINT_OP_UNKNOWN = -1
 } MaintOp;
 
@@ -107,6 +108,10 @@ typedef struct MaintOptions
 	int32		partial_progress_max_commits;
 	int32		partial_progress_max_failed_commits;	/* -1: max-commits */
 	int32		max_concurrent_group_rewrites;
+
+	/* retention (older_than: the cutoff) */
+	char	   *retention_column;
+	char	   *retention_unit; /* a long or int column's; NULL: none */
 } MaintOptions;
 
 extern MaintOp maint_op_from_name(const char *operation);
@@ -319,6 +324,7 @@ extern void maint_run_orphan(MaintRun *run);
 extern void maint_run_rewrite(MaintRun *run);
 extern void maint_run_compact(MaintRun *run);	/* maint_compact.c; also
 												 * position-delete-rewrite */
+extern void maint_run_retention(MaintRun *run); /* maint_retention.c */
 
 /* checks of options against the loaded table (run_operation) */
 extern void maint_compact_check_table(MaintRun *run);
@@ -328,6 +334,7 @@ struct IcebergPartitionFilter;
 extern void maint_compact_options(MaintRun *run, struct IcebergCompactOptions *o,
 								  const struct IcebergPartitionFilter *where);
 extern void maint_orphan_check_table(MaintRun *run);	/* maint_orphan.c */
+extern void maint_retention_check_table(MaintRun *run); /* maint_retention.c */
 
 /* position-delete-rewrite on engine local (maint_posdel.c) */
 struct IcebergCompactPlan;
@@ -343,5 +350,6 @@ extern void maint_run_engine(MaintRun *run);
 extern void maint_resume_expire(MaintRun *run);
 extern void maint_resume_rewrite(MaintRun *run);
 extern void maint_resume_compact(MaintRun *run);
+extern void maint_resume_retention(MaintRun *run);
 
 #endif							/* TMS_OPS_MAINT_INT_H */

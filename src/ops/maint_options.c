@@ -61,6 +61,12 @@
  *					   max-concurrent-file-group-rewrites and where, with
  *					   the meanings of Iceberg's rewrite_position_delete_files
  *					   (https://iceberg.apache.org/docs/latest/spark-procedures/#rewrite_position_delete_files)
+ *	  retention		   column and older-than (both required), unit (a long
+ *					   or int epoch column's: s, ms, us, ns), mode
+ *					   (metadata; rewrite and delete-files are 0A000: not
+ *					   done yet), scan (true is 0A000: not done yet); on
+ *					   any engine but local retention is 0A000; the column
+ *					   and unit are checked when the table is loaded
  * An unknown key or a value of the wrong type is SQLSTATE 22023 with the
  * key in DETAIL; nothing runs and no job is recorded.  On a gravitino
  * engine the check with options (tms.run_operation, tms.add_rule) also
@@ -88,6 +94,7 @@
 #include "bridge/errors.h"
 #include "bridge/role.h"
 #include "iceberg/compact/compact.h"
+#include "iceberg/maint/retention.h"
 #include "ops/compactor.h"
 #include "ops/maint.h"
 #include "ops/maint_int.h"
@@ -96,7 +103,7 @@
 
 static const char *const operations[] = {
 	"snapshot-expiry", "orphan-cleanup", "manifest-rewrite", "compaction",
-	"position-delete-rewrite"
+	"position-delete-rewrite", "retention"
 };
 static const char *const handler_engines[] = {"spark", "trino"};
 
@@ -139,7 +146,7 @@ check_names(const char *operation, const char *engine, EngineType *type)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown maintenance operation \"%s\"", operation),
-				 errhint("Operations are compaction, position-delete-rewrite, manifest-rewrite, snapshot-expiry and orphan-cleanup.")));
+				 errhint("Operations are compaction, position-delete-rewrite, manifest-rewrite, snapshot-expiry, orphan-cleanup and retention.")));
 	if (engine == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -166,8 +173,15 @@ check_names(const char *operation, const char *engine, EngineType *type)
 					 errdetail("An engine is \"local\" or the name of a server of the tms_engine wrapper."),
 					 errhint("Create it with CREATE SERVER %s FOREIGN DATA WRAPPER tms_engine OPTIONS (type ..., uri ..., catalog ...).",
 							 quote_identifier(engine))));
-		return op;
 	}
+	if (op == MAINT_RETENTION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("engine \"%s\" cannot run operation \"retention\"", engine),
+				 errdetail("tms does not hand retention to engines yet (Spark's and Trino's DELETE FROM ... WHERE)."),
+				 errhint("Use engine \"local\", which drops the data files wholly older than the cutoff.")));
+	if (*type == ENGINE_TYPE_UNKNOWN)
+		return op;				/* a handler engine of 0.2.0 */
 	if (!engine_supports(*type, engine_op_from_name(operation)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -559,6 +573,41 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 				bad_option(operation, key, "%s: %s", err.message, err.detail);
 			iceberg_sort_order_free(so);
 		}
+		else if (op == MAINT_RETENTION && strcmp(key, "column") == 0)
+			out->retention_column = opt_string(operation, key, &v);
+		else if (op == MAINT_RETENTION && strcmp(key, "older-than") == 0)
+			opt_time(operation, key, &v, &out->older_than);
+		else if (op == MAINT_RETENTION && strcmp(key, "unit") == 0)
+		{
+			IcebergEpochUnit u;
+
+			out->retention_unit = opt_string(operation, key, &v);
+			if (!iceberg_epoch_unit_parse(out->retention_unit, &u))
+				bad_option(operation, key, "The value is \"%s\"; units of an epoch column are s, ms, us and ns.",
+						   out->retention_unit);
+		}
+		else if (op == MAINT_RETENTION && strcmp(key, "mode") == 0)
+		{
+			char	   *m = opt_string(operation, key, &v);
+
+			if (strcmp(m, "rewrite") == 0 || strcmp(m, "delete-files") == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("retention mode \"%s\" is not supported yet", m),
+						 errdetail("Retention drops only the data files whose rows are all older than the cutoff (mode \"metadata\"); files straddling the cutoff are kept and listed by tms.plan_operation."),
+						 errhint("Leave out \"mode\"; remove the older rows of the straddling files with DELETE FROM ... WHERE on Spark or Trino.")));
+			if (strcmp(m, "metadata") != 0)
+				bad_option(operation, key, "The value is \"%s\"; modes are metadata, rewrite and delete-files.", m);
+		}
+		else if (op == MAINT_RETENTION && strcmp(key, "scan") == 0)
+		{
+			if (opt_bool(operation, key, &v))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("retention option \"scan\" is not supported yet"),
+						 errdetail("Retention does not read data files; a file without bounds on the column is kept and listed by tms.plan_operation."),
+						 errhint("Leave out \"scan\"; remove the older rows of those files with DELETE FROM ... WHERE on Spark or Trino.")));
+		}
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -570,6 +619,8 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 							 "Options of orphan-cleanup are older-than, force, location, prefix-mismatch-mode, equal-schemes, equal-authorities and min-reclaimed-bytes." :
 							 op == MAINT_POSDELETE ?
 							 "Options of position-delete-rewrite on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, partial-progress.enabled, partial-progress.max-commits, partial-progress.max-failed-commits, max-concurrent-file-group-rewrites and where." :
+							 op == MAINT_RETENTION ?
+							 "Options of retention on engine local are column, older-than, unit, mode and scan." :
 							 op == MAINT_COMPACTION ?
 							 "Options of compaction on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, delete-file-threshold, delete-ratio-threshold, remove-dangling-deletes, output-spec-id, partial-progress.enabled, partial-progress.max-commits, partial-progress.max-failed-commits, max-concurrent-file-group-rewrites, where, strategy and sort-order." :
 							 "Options of manifest-rewrite are spec-id and target-size-bytes.")));
@@ -616,6 +667,27 @@ check_compaction_sizes(const MaintOptions *o)
 						   target, max)));
 }
 
+/* retention needs its column and its cutoff */
+static void
+check_retention(const MaintOptions *o)
+{
+	if (o->retention_column == NULL || o->retention_column[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("operation \"retention\" needs option \"column\""),
+				 errdetail("The options give %s; \"column\" names the timestamp, date or long epoch column a row's age is read from.",
+						   o->retention_column == NULL ? "no column" : "an empty column name"),
+				 errhint("For example {\"column\": \"event_ts\", \"older-than\": \"90 days\"}.")));
+	if (!o->older_than.set)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("operation \"retention\" needs option \"older-than\""),
+				 errdetail("The column is \"%s\"; \"older-than\" is the cutoff: an age (\"90 days\") or a point in time (\"2026-01-01 00:00Z\").",
+						   o->retention_column),
+				 errhint("For example {\"column\": \"%s\", \"older-than\": \"90 days\"}.",
+						 o->retention_column)));
+}
+
 void
 maint_options_parse(const char *operation, const char *engine, Jsonb *options,
 					MaintOptions *out)
@@ -652,6 +724,8 @@ maint_options_parse(const char *operation, const char *engine, Jsonb *options,
 		parse_local(out->op, options, out);
 		if (REWRITES_FILES(out->op))
 			check_compaction_sizes(out);
+		if (out->op == MAINT_RETENTION)
+			check_retention(out);
 	}
 	else if (out->engine_type != ENGINE_TYPE_UNKNOWN)
 	{

@@ -122,6 +122,8 @@ tms_operation_plan(const char *server, const char *ns, const char *table,
 			maint_orphan_check_table(run);
 		if (run->opt.op == MAINT_POSDELETE)
 			maint_posdel_check_table(run);
+		if (run->opt.op == MAINT_RETENTION)
+			maint_retention_check_table(run);
 		maint_run_operation(run);
 		if (run->result == MAINT_SKIPPED)
 			maint_emit(run, "skip", operation,
@@ -173,6 +175,8 @@ tms_operation_submit(const char *server, const char *ns, const char *table,
 			maint_posdel_check_table(run);
 		if (run->opt.local && run->opt.op == MAINT_ORPHAN)
 			maint_orphan_check_table(run);
+		if (run->opt.local && run->opt.op == MAINT_RETENTION)
+			maint_retention_check_table(run);
 		args[7] = run->md->table_uuid ? CStringGetTextDatum(run->md->table_uuid) : (Datum) 0;
 		nulls[7] = run->md->table_uuid ? ' ' : 'n';
 		args[8] = CStringGetTextDatum(run->metadata_location);

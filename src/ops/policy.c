@@ -78,6 +78,8 @@ static MinInterval min_intervals[] = {
 	"Cooldown of snapshot-expiry when its rule gives no min_interval.", 3600},
 	{"orphan-cleanup", "tms.orphan_cleanup_min_interval",
 	"Cooldown of orphan-cleanup when its rule gives no min_interval.", 86400},
+	{"retention", "tms.retention_min_interval",
+	"Cooldown of retention when its rule gives no min_interval.", 86400},
 };
 
 int64

@@ -9,7 +9,8 @@
  *	   saturate, never overflow); and via iceberg_metadata_identity, which
  *	   must accept what the full parse accepts, with the same identity;
  *	1: a manifest list (Avro), read to the end;
- *	2: a manifest (Avro), read to the end with partition rendering;
+ *	2: a manifest (Avro), read to the end with partition rendering and
+ *	   its column metrics (null counts, bounds) looked up;
  *	3: both Avro readers on the same bytes (cheap cross-check of limits).
  * Small limits make the cap paths reachable.  Every error must be a value:
  * ASan/UBSan and the leak checker do the rest.
@@ -63,7 +64,7 @@ fuzz_manifest(const IcebergFileIO *io)
 	mf.partition_spec_id = -1;
 	mf.sequence_number = 3;
 	mf.added_snapshot_id = 7;
-	if (!iceberg_manifest_open(io, &mf, 2, ICEBERG_READ_PARTITION, &mr, &err))
+	if (!iceberg_manifest_open(io, &mf, 2, ICEBERG_READ_PARTITION | ICEBERG_READ_BOUNDS, &mr, &err))
 		return;
 	while (iceberg_manifest_next(mr, &e, &err) == 1)
 	{
@@ -77,6 +78,22 @@ fuzz_manifest(const IcebergFileIO *io)
 			sum += e->equality_ids[i];
 		if (e->referenced_data_file != NULL && strlen(e->referenced_data_file) == (size_t) -1)
 			abort();
+		for (int32_t id = 0; id < 4; id++)
+		{
+			int64_t		count;
+			const uint8_t *val;
+			size_t		vlen;
+
+			if (iceberg_metric_count(e->null_value_counts, e->null_value_counts_len, id,
+									 &count) == 1)
+				sum += (long) count;
+			if (iceberg_metric_bound(e->lower_bounds, e->lower_bounds_len, id, &val, &vlen) == 1)
+				for (size_t k = 0; k < vlen; k++)
+					sum += val[k];
+			if (iceberg_metric_bound(e->upper_bounds, e->upper_bounds_len, id, &val, &vlen) == 1)
+				for (size_t k = 0; k < vlen; k++)
+					sum += val[k];
+		}
 		(void) sum;
 	}
 	iceberg_manifest_close(mr);

@@ -120,13 +120,15 @@ $$;
 -- The place of an operation in the chain of one table's operations of
 -- Gravitino's table maintenance service design
 -- (https://github.com/apache/gravitino/pull/13386): data files first,
--- then delete files, manifests, snapshots, and orphans last.
+-- then delete files, manifests, snapshots, and orphans last; retention,
+-- which removes data files, before them all.
 CREATE OR REPLACE FUNCTION tms._chain_rank(operation text)
 RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE operation
+               WHEN 'retention' THEN 0
                WHEN 'compaction' THEN 1
                WHEN 'position-delete-rewrite' THEN 2
                WHEN 'manifest-rewrite' THEN 3

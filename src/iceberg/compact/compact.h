@@ -329,6 +329,17 @@ typedef struct IcebergCompactOptions
 	bool		remove_dangling_deletes;
 	int32_t		output_spec_id; /* < 0: the table's current spec */
 	const IcebergPartitionFilter *where;	/* bound; NULL: every partition */
+
+	/*
+	 * Instead of the size and delete rules (retention.h): a live data file
+	 * the where filter lets through is a candidate when select returns 1 (0:
+	 * not; -1: an error, set in *err, ends the plan).  The manifests are then
+	 * read with the files' column metrics (ICEBERG_READ_BOUNDS) and the
+	 * schema is not checked for the helper (the caller checks it when it
+	 * rewrites rows).  Set rewrite_all too to keep every group.
+	 */
+	int			(*select) (void *arg, const IcebergManifestEntry *e, TmsError *err);
+	void	   *select_arg;
 } IcebergCompactOptions;
 
 /* Why a group is rewritten (bits of IcebergCompactGroup.reasons). */

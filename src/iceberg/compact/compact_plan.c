@@ -1008,6 +1008,28 @@ link_deletes(IcebergCompactPlan *p, TmsError *err)
 	return true;
 }
 
+/*
+ * Whether a live data file the filter let through is a candidate: the
+ * options' selection when they have one, else the size and delete rules.
+ * 1 / 0 / -1 (an error of the selection, in pl->err).  kd: its known
+ * deleted records; pl->nscratch the delete files applying to it.
+ */
+static int
+is_candidate(Planner *pl, const IcebergManifestEntry *e, int64_t kd)
+{
+	const IcebergCompactPlan *p = pl->p;
+	IcebergCompactFile probe;
+
+	if (pl->opt != NULL && pl->opt->select != NULL)
+		return pl->opt->select(pl->opt->select_arg, e, pl->err);
+	memset(&probe, 0, sizeof(probe));
+	probe.records = e->record_count;
+	probe.ndeletes = pl->nscratch;
+	return p->rewrite_all || e->file_size_in_bytes < p->min_file_size_bytes ||
+		e->file_size_in_bytes > p->max_file_size_bytes ||
+		too_many_deletes(p, &probe) || too_high_ratio(p, &probe, kd);
+}
+
 bool
 iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					 const IcebergCompactOptions *opt, IcebergCompactPlan **out,
@@ -1050,7 +1072,7 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 	if (!compact_resolve_options(p, md, opt, err))
 		goto fail;
 	if (!iceberg_schema_parse(md->current_schema_json, &schema, err) ||
-		!iceberg_compact_check_schema(schema, err))
+		((opt == NULL || opt->select == NULL) && !iceberg_compact_check_schema(schema, err)))
 		goto fail;
 	pl.schema = schema;
 	if (snap == NULL)
@@ -1073,7 +1095,9 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 			if (iceberg_check_interrupt(io, err))
 				goto fail;
 			if (!iceberg_manifest_open(io, &recs[i].mf, md->format_version,
-									   ICEBERG_READ_PARTITION, &r, err))
+									   ICEBERG_READ_PARTITION |
+									   (pass == 1 && opt != NULL && opt->select != NULL ?
+										ICEBERG_READ_BOUNDS : 0), &r, err))
 				goto fail;
 			mix = manifest_index(&pl, recs[i].path);
 			if (mix < 0)
@@ -1132,14 +1156,11 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					continue;
 				}
 				{
-					IcebergCompactFile probe;
+					int			cand = is_candidate(&pl, e, kd);
 
-					memset(&probe, 0, sizeof(probe));
-					probe.records = e->record_count;
-					probe.ndeletes = pl.nscratch;
-					if (!(p->rewrite_all || e->file_size_in_bytes < p->min_file_size_bytes ||
-						  e->file_size_in_bytes > p->max_file_size_bytes ||
-						  too_many_deletes(p, &probe) || too_high_ratio(p, &probe, kd)))
+					if (cand < 0)
+						break;
+					if (cand == 0)
 						continue;
 				}
 				if (md->format_version >= 3 && frid < 0)

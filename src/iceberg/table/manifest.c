@@ -13,7 +13,10 @@
  * a null data or file sequence number is replaced by the manifest's
  * sequence number when the entry is ADDED or the manifest's sequence
  * number is 0 (v1); a null snapshot id by the manifest's
- * added_snapshot_id.
+ * added_snapshot_id.  With ICEBERG_READ_BOUNDS the column metrics maps
+ * (null_value_counts, lower_bounds, upper_bounds) are kept as raw spans
+ * and looked up by field id on demand (iceberg_metric_bound, _count), so
+ * that a reader that does not ask for them pays nothing.
  *
  * src/iceberg/table/manifest.c
  *
@@ -312,7 +315,8 @@ enum
 {
 	ME_STATUS, ME_SNAP, ME_SEQ, ME_FILE_SEQ, DF_CONTENT, DF_PATH, DF_FORMAT,
 	DF_PARTITION, DF_RECORDS, DF_SIZE, DF_EQ_IDS, DF_REF_FILE, DF_FIRST_ROW_ID,
-	DF_CONTENT_OFFSET, DF_CONTENT_SIZE, DF_RAW, DF_RAW_FIRST_ROW_ID
+	DF_CONTENT_OFFSET, DF_CONTENT_SIZE, DF_RAW, DF_RAW_FIRST_ROW_ID,
+	DF_NULL_COUNTS, DF_LOWER, DF_UPPER
 };
 
 /* data_file_targets' index of first_row_id (a raw span with ICEBERG_READ_RAW) */
@@ -332,6 +336,14 @@ static const IcebergAvroTarget data_file_targets[N_DATA_FILE_TARGETS] = {
 	{145, "content_size_in_bytes", NULL, ICEBERG_AVRO_SLOT_LONG, DF_CONTENT_SIZE, NULL, 0},
 	/* last, so that it can be left out */
 	{102, "partition", NULL, ICEBERG_AVRO_SLOT_PARTITION, DF_PARTITION, NULL, 0},
+};
+
+/* the column metrics ICEBERG_READ_BOUNDS adds, as raw spans */
+#define N_BOUNDS_TARGETS 3
+static const IcebergAvroTarget bounds_targets[N_BOUNDS_TARGETS] = {
+	{110, "null_value_counts", NULL, ICEBERG_AVRO_SLOT_RAW, DF_NULL_COUNTS, NULL, 0},
+	{125, "lower_bounds", NULL, ICEBERG_AVRO_SLOT_RAW, DF_LOWER, NULL, 0},
+	{128, "upper_bounds", NULL, ICEBERG_AVRO_SLOT_RAW, DF_UPPER, NULL, 0},
 };
 
 static const IcebergAvroTarget entry_targets_with_partition[] = {
@@ -360,8 +372,8 @@ struct IcebergManifestReader
 	int64_t		sequence_number;	/* to inherit */
 	int64_t		snapshot_id;	/* to inherit */
 	char		path[256];
-	IcebergAvroTarget targets[5];	/* with ICEBERG_READ_RAW */
-	IcebergAvroTarget df_targets[N_DATA_FILE_TARGETS];	/* likewise */
+	IcebergAvroTarget targets[5];	/* with ICEBERG_READ_RAW or _BOUNDS */
+	IcebergAvroTarget df_targets[N_DATA_FILE_TARGETS + N_BOUNDS_TARGETS];	/* likewise */
 	IcebergManifestEntry current;
 	IcebergAvroValue values[ICEBERG_AVRO_MAX_SLOTS];
 };
@@ -412,17 +424,28 @@ iceberg_manifest_open(const IcebergFileIO *io, const IcebergManifestFile *mf,
 	}
 	targets = (flags & ICEBERG_READ_PARTITION) ? entry_targets_with_partition
 		: entry_targets_no_partition;
-	if (flags & ICEBERG_READ_RAW)
+	if (flags & (ICEBERG_READ_RAW | ICEBERG_READ_BOUNDS))
 	{
-		/* data_file decoded as usual, its span recorded too */
+		int			ndf = targets[4].nchildren;
+
 		memcpy(r->targets, targets, sizeof(r->targets));
-		r->targets[4].kind = ICEBERG_AVRO_SLOT_RAW;
-		r->targets[4].slot = DF_RAW;
-		/* and first_row_id's span, so that a rewrite can write it out */
-		memcpy(r->df_targets, data_file_targets, sizeof(r->df_targets));
-		r->df_targets[DF_TARGET_FIRST_ROW_ID].kind = ICEBERG_AVRO_SLOT_RAW;
-		r->df_targets[DF_TARGET_FIRST_ROW_ID].slot = DF_RAW_FIRST_ROW_ID;
+		memcpy(r->df_targets, data_file_targets, sizeof(IcebergAvroTarget) * (size_t) ndf);
+		if (flags & ICEBERG_READ_RAW)
+		{
+			/* data_file decoded as usual, its span recorded too */
+			r->targets[4].kind = ICEBERG_AVRO_SLOT_RAW;
+			r->targets[4].slot = DF_RAW;
+			/* and first_row_id's span, so that a rewrite can write it out */
+			r->df_targets[DF_TARGET_FIRST_ROW_ID].kind = ICEBERG_AVRO_SLOT_RAW;
+			r->df_targets[DF_TARGET_FIRST_ROW_ID].slot = DF_RAW_FIRST_ROW_ID;
+		}
+		if (flags & ICEBERG_READ_BOUNDS)
+		{
+			memcpy(&r->df_targets[ndf], bounds_targets, sizeof(bounds_targets));
+			ndf += N_BOUNDS_TARGETS;
+		}
 		r->targets[4].children = r->df_targets;
+		r->targets[4].nchildren = ndf;
 		targets = r->targets;
 	}
 	if (!iceberg_avro_reader_open(io, mf->manifest_path, "manifest", targets, 5,
@@ -523,6 +546,30 @@ iceberg_manifest_next(IcebergManifestReader *r,
 	e->first_row_id = slot_long(v, DF_FIRST_ROW_ID, -1);
 	e->content_offset = slot_long(v, DF_CONTENT_OFFSET, -1);
 	e->content_size_in_bytes = slot_long(v, DF_CONTENT_SIZE, -1);
+	e->null_value_counts = NULL;
+	e->null_value_counts_len = 0;
+	e->lower_bounds = NULL;
+	e->lower_bounds_len = 0;
+	e->upper_bounds = NULL;
+	e->upper_bounds_len = 0;
+	if (r->flags & ICEBERG_READ_BOUNDS)
+	{
+		if (v[DF_NULL_COUNTS].present)
+		{
+			e->null_value_counts = (const uint8_t *) v[DF_NULL_COUNTS].s;
+			e->null_value_counts_len = v[DF_NULL_COUNTS].slen;
+		}
+		if (v[DF_LOWER].present)
+		{
+			e->lower_bounds = (const uint8_t *) v[DF_LOWER].s;
+			e->lower_bounds_len = v[DF_LOWER].slen;
+		}
+		if (v[DF_UPPER].present)
+		{
+			e->upper_bounds = (const uint8_t *) v[DF_UPPER].s;
+			e->upper_bounds_len = v[DF_UPPER].slen;
+		}
+	}
 	if (r->flags & ICEBERG_READ_RAW)
 	{
 		if (!v[DF_RAW].present)
@@ -587,4 +634,110 @@ iceberg_manifest_close(IcebergManifestReader *r)
 		return;
 	iceberg_avro_reader_close(r->avro);
 	io_free(r);
+}
+
+/* ---------------------------------------------------------------------
+ * Column metrics (ICEBERG_READ_BOUNDS)
+ * ---------------------------------------------------------------------
+ */
+
+/* A zigzag varint at p[*i .. n); false when truncated or overlong. */
+static bool
+metric_varint(const uint8_t *p, size_t n, size_t *i, int64_t *out)
+{
+	uint64_t	u = 0;
+	int			shift = 0;
+
+	for (;;)
+	{
+		if (*i >= n || shift > 63)
+			return false;
+		u |= (uint64_t) (p[*i] & 0x7f) << shift;
+		shift += 7;
+		if (!(p[(*i)++] & 0x80))
+			break;
+	}
+	*out = (int64_t) (u >> 1) ^ -(int64_t) (u & 1);
+	return true;
+}
+
+/*
+ * Look field_id up in an optional map span: Iceberg writes the map as an
+ * array of key/value records (blocks of items, a negative count followed
+ * by the block's byte size, a zero count ending it).  bytes: the values
+ * are byte strings (bounds), else longs (counts).
+ */
+static int
+metric_lookup(const uint8_t *span, size_t len, int32_t field_id, bool bytes,
+			  const uint8_t **val, size_t *vlen, int64_t *count)
+{
+	size_t		i = 0;
+	int64_t		branch;
+	int			found = 0;
+
+	if (span == NULL || len == 0)
+		return 0;
+	if (!metric_varint(span, len, &i, &branch) || branch < 0 || branch > 1)
+		return -1;
+	if (i == len)
+		return 0;				/* the null branch */
+	for (;;)
+	{
+		int64_t		items;
+
+		if (!metric_varint(span, len, &i, &items))
+			return -1;
+		if (items == 0)
+			break;
+		if (items < 0)
+		{
+			int64_t		size;
+
+			if (items == INT64_MIN || !metric_varint(span, len, &i, &size) || size < 0)
+				return -1;
+			items = -items;
+		}
+		for (; items > 0; items--)
+		{
+			int64_t		key,
+						v;
+
+			if (!metric_varint(span, len, &i, &key) || !metric_varint(span, len, &i, &v))
+				return -1;
+			if (bytes)
+			{
+				if (v < 0 || (uint64_t) v > len - i)
+					return -1;
+				if (key == field_id && !found)
+				{
+					*val = span + i;
+					*vlen = (size_t) v;
+					found = 1;
+				}
+				i += (size_t) v;
+			}
+			else if (key == field_id && !found)
+			{
+				*count = v;
+				found = 1;
+			}
+		}
+	}
+	return i == len ? found : -1;
+}
+
+int
+iceberg_metric_bound(const uint8_t *span, size_t len, int32_t field_id,
+					 const uint8_t **val, size_t *vlen)
+{
+	*val = NULL;
+	*vlen = 0;
+	return metric_lookup(span, len, field_id, true, val, vlen, NULL);
+}
+
+int
+iceberg_metric_count(const uint8_t *span, size_t len, int32_t field_id, int64_t *count)
+{
+	*count = -1;
+	return metric_lookup(span, len, field_id, false, NULL, NULL, count);
 }

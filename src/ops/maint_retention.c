@@ -1,0 +1,453 @@
+/*-------------------------------------------------------------------------
+ *
+ * maint_retention.c
+ *	  retention on engine "local": the data files whose rows are all older
+ *	  than a cutoff on a time column leave the table by one metadata-only
+ *	  "delete" snapshot.
+ *
+ * The plan is src/iceberg/maint/retention.h's: each live data file is
+ * dropped whole (its partition in its own spec, or its bounds, lie wholly
+ * before the cutoff), straddling (some rows older), kept, or unknown (no
+ * bounds on the column).  Only the files dropped whole are committed
+ * here; straddling and unknown files are kept and listed in the plan and
+ * the job's message (mode "metadata", the only mode for now: "rewrite"
+ * and "delete-files" are refused with 0A000 when the options are checked,
+ * as are "scan" and engine servers).  Delete files that applied only to
+ * dropped files are removed in the same commit.
+ *
+ * Options: column (required), older-than (required: an age before the run,
+ * "90 days", or a point in time, "2026-01-01 00:00Z"), unit (for a long or
+ * int epoch column: s, ms, us or ns).  The cutoff is resolved when the
+ * table is loaded (again after a conflict).
+ *
+ * The commit follows maint_rewrite.c: the new snapshot, assert-table-uuid
+ * and assert-ref-snapshot-id (maint.c's protocol); commit_state records
+ * the snapshot id, the base and every file written; a conflict deletes
+ * what the attempt wrote, reloads and plans again.  Nothing is deleted
+ * from storage: the dropped files stay reachable from earlier snapshots
+ * until snapshot expiry, and orphan cleanup, remove them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type_d.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+#include "bridge/errors.h"
+#include "iceberg/maint/retention.h"
+#include "iceberg/write/commit_request.h"
+#include "ops/maint_int.h"
+#include "sched/lease.h"
+
+/* The cutoff as microseconds since 1970-01-01 UTC, at the run's load. */
+static int64
+cutoff_us(MaintRun *run)
+{
+	TimestampTz t = maint_time_resolve(&run->opt.older_than,
+									   maint_ms_to_timestamp(run->now_ms));
+
+	return t + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+}
+
+/*
+ * Bind the column and cutoff to run->md.  raise: 22023 / 0A000 errors (the
+ * checks before a job is recorded); else the run fails terminally with
+ * the same SQLSTATE and NULL is returned (a job's run raises nothing).
+ */
+static IcebergRetention *
+bind_run(MaintRun *run, bool raise)
+{
+	IcebergRetention *r;
+	IcebergEpochUnit unit = ICEBERG_EPOCH_NONE;
+	TmsError	err;
+
+	if (run->md->format_version >= 3)
+	{
+		if (raise)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("engine \"local\" cannot run operation \"retention\" on table \"%s.%s\"",
+							run->ns, run->table),
+					 errdetail("The table is format v%d; deletion vectors and row lineage are not maintained by this commit.",
+							   run->md->format_version),
+					 errhint("Remove the older rows of this table with DELETE FROM ... WHERE on Spark or Trino.")));
+		maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED,
+						"engine \"local\" cannot run retention on a format v%d table",
+						run->md->format_version);
+		return NULL;
+	}
+	if (run->opt.retention_unit != NULL)
+		(void) iceberg_epoch_unit_parse(run->opt.retention_unit, &unit);
+	if (!iceberg_retention_bind(run->md, run->opt.retention_column, cutoff_us(run), unit, &r, &err))
+	{
+		if (raise)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid options of operation \"retention\" on table \"%s.%s\"",
+							run->ns, run->table),
+					 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail)));
+		maint_fail_code(run, MAINT_TERMINAL, ERRCODE_INVALID_PARAMETER_VALUE,
+						"invalid options of retention: %s", tms_error_text(&err));
+		return NULL;
+	}
+	return r;
+}
+
+void
+maint_retention_check_table(MaintRun *run)
+{
+	iceberg_retention_free(bind_run(run, true));
+}
+
+static char *
+commit_state_json(const IcebergCompactCommit *res, int64 base, const IcebergRetentionPlan *p)
+{
+	StringInfoData b;
+
+	initStringInfo(&b);
+	appendStringInfo(&b, "{\"operation\": \"retention\", \"snapshot_id\": " INT64_FORMAT
+					 ", \"base_snapshot\": " INT64_FORMAT
+					 ", \"data_files_dropped\": " INT64_FORMAT
+					 ", \"rows_removed\": " INT64_FORMAT
+					 ", \"delete_files_removed\": " INT64_FORMAT
+					 ", \"straddling_files\": %d, \"unknown_files\": %d, \"written\": [",
+					 res->snapshot.snapshot_id, base, res->data_files_rewritten,
+					 res->records_rewritten, res->delete_files_removed, p->nstraddling,
+					 p->nunknown);
+	for (int i = 0; i < res->nwritten; i++)
+	{
+		if (i)
+			appendStringInfoString(&b, ", ");
+		escape_json(&b, res->written[i]);
+	}
+	appendStringInfoString(&b, "]}");
+	return b.data;
+}
+
+/* A cutoff (microseconds since 1970) as a JSON string in timestamptz's text. */
+static char *
+json_quote_timestamptz(int64 us)
+{
+	TimestampTz t = us - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+	StringInfoData b;
+
+	initStringInfo(&b);
+	escape_json(&b, DatumGetCString(DirectFunctionCall1(timestamptz_out,
+														TimestampTzGetDatum(t))));
+	return b.data;
+}
+
+static char *
+file_json(const IcebergRetentionFile *f, bool straddling)
+{
+	StringInfoData b;
+
+	initStringInfo(&b);
+	appendStringInfo(&b, "{\"spec_id\": %d, \"partition\": %s, \"size\": " INT64_FORMAT
+					 ", \"records\": " INT64_FORMAT,
+					 f->spec_id, f->partition, f->size, f->records);
+	if (straddling)
+		appendStringInfo(&b, ", \"rows_older_estimated\": " INT64_FORMAT ", \"kept\": true",
+						 f->older);
+	else
+		appendStringInfoString(&b, ", \"kept\": true, \"why\": \"no bounds on the column\"");
+	appendStringInfoChar(&b, '}');
+	return b.data;
+}
+
+/*
+ * The plan as rows: each file dropped whole, each straddling and unknown
+ * file (kept), and a summary with the cutoff and the estimate of rows
+ * removed.
+ */
+static void
+emit_plan(MaintRun *run, const IcebergRetention *r, const IcebergRetentionPlan *p)
+{
+	const IcebergCompactPlan *d = p->drop;
+	StringInfoData b;
+
+	for (int i = 0; i < d->nfiles; i++)
+		maint_emit(run, "drop-data-file", d->files[i].path,
+				   psprintf("{\"spec_id\": %d, \"partition\": %s, \"size\": " INT64_FORMAT
+							", \"records\": " INT64_FORMAT "}",
+							d->files[i].spec_id, d->files[i].partition, d->files[i].size,
+							d->files[i].records));
+	for (int i = 0; i < p->nstraddling; i++)
+		maint_emit(run, "straddling-data-file", p->straddling[i].path,
+				   file_json(&p->straddling[i], true));
+	for (int i = 0; i < p->nunknown; i++)
+		maint_emit(run, "unknown-data-file", p->unknown[i].path, file_json(&p->unknown[i], false));
+	initStringInfo(&b);
+	appendStringInfoString(&b, "{\"column\": ");
+	escape_json(&b, r->column);
+	appendStringInfo(&b, ", \"cutoff\": %s, \"cutoff_in_column_units\": " INT64_FORMAT
+					 ", \"mode\": \"metadata\", \"data_files\": " INT64_FORMAT
+					 ", \"files_dropped\": " INT64_FORMAT ", \"files_dropped_by_partition\": " INT64_FORMAT
+					 ", \"bytes_dropped\": " INT64_FORMAT ", \"rows_removed\": " INT64_FORMAT
+					 ", \"straddling_files\": %d, \"straddling_rows\": " INT64_FORMAT
+					 ", \"straddling_rows_older_estimated\": " INT64_FORMAT
+					 ", \"unknown_files\": %d, \"unknown_rows\": " INT64_FORMAT
+					 ", \"files_kept\": " INT64_FORMAT ", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
+					 json_quote_timestamptz(r->cutoff_us), r->cutoff, d->data_files,
+					 p->dropped_files, p->dropped_by_partition, p->dropped_bytes, p->dropped_rows,
+					 p->nstraddling, p->straddling_rows, p->straddling_older, p->nunknown,
+					 p->unknown_rows, p->kept_files, d->base_snapshot_id);
+	maint_emit(run, "summary", "retention", b.data);
+}
+
+/* ----------------------------------------------------------------
+ * The job's record of what it removed
+ * ----------------------------------------------------------------
+ */
+
+typedef struct MessageStep
+{
+	MaintRun   *run;
+	const char *message;
+	int64		deletes_removed;
+	int64		files;			/* data files dropped whole */
+	int64		rows;			/* their rows */
+	bool		written;
+} MessageStep;
+
+static void
+step_message(void *arg)
+{
+	MessageStep *s = arg;
+	MaintRun   *run = s->run;
+	Oid			types[7] = {INT8OID, TEXTOID, INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID};
+	Datum		args[7];
+	int			rc;
+
+	args[0] = Int64GetDatum(run->job_id);
+	args[1] = CStringGetTextDatum(run->task->instance);
+	args[2] = Int64GetDatum(run->task->version);
+	args[3] = CStringGetTextDatum(s->message);
+	args[4] = Int64GetDatum(s->deletes_removed);
+	args[5] = Int64GetDatum(s->files);
+	args[6] = Int64GetDatum(s->rows);
+	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
+							   "   SET message = $4, delete_files_rewritten = $5,"
+							   "       data_files_removed = $6, rows_removed = $7"
+							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
+							   7, types, args, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the effect of a retention: %s", SPI_result_code_string(rc));
+	s->written = SPI_processed == 1;
+}
+
+/*
+ * The job's record: data_files_removed and rows_removed, the files dropped
+ * whole and their rows (exact: the manifests' record counts);
+ * delete_files_rewritten, the delete files removed; and its message,
+ * which says all that and how many files were kept because they straddle
+ * the cutoff or have no bounds.
+ */
+static void
+record_effect(MaintRun *run, int64 files, int64 rows, int64 deletes, int straddling,
+			  int unknown)
+{
+	MessageStep s = {run, NULL, deletes, files, rows, false};
+
+	run->delete_files_rewritten = deletes;
+	if (run->dry_run)
+		return;
+	s.message = psprintf("retention: " INT64_FORMAT " data files dropped whole, " INT64_FORMAT
+						 " rows removed, " INT64_FORMAT " delete files removed; %d files straddling the cutoff and %d files without bounds on the column were kept",
+						 files, rows, deletes, straddling, unknown);
+	sched_owner_step(step_message, &s);
+	if (!s.written && sched_lease_lost())
+		run->result = MAINT_LEASE_LOST;
+}
+
+/* ----------------------------------------------------------------
+ * The run
+ * ----------------------------------------------------------------
+ */
+
+/* What one attempt holds, freed whatever happens. */
+typedef struct Attempt
+{
+	IcebergRetention *r;
+	IcebergRetentionPlan *plan;
+	IcebergCompactCommit res;
+	char	   *body;
+	MaintCommitOutcome outcome;
+} Attempt;
+
+/* Write the delete snapshot of a plan and commit it; its outcome. */
+static MaintCommitOutcome
+commit_plan(MaintRun *run, Attempt *a)
+{
+	IcebergWriter w = {run, maint_write_file};
+	IcebergRetentionPlan *plan = a->plan;
+	int64		id = iceberg_new_snapshot_id(run->md);
+	MaintCommitOutcome outcome = MAINT_COMMIT_FAILED;
+	TmsError	err;
+	bool		written;
+
+	/* the writer is called from the plain-C layer */
+	run->in_callback = true;
+	written = iceberg_retention_commit_write(&run->fio, &w, run->md, plan, id, &a->res, &err);
+	run->in_callback = false;
+	CHECK_FOR_INTERRUPTS();
+	if (!written)
+	{
+		/* nothing was sent: what was written is certainly unused */
+		if (err.code == ICEBERG_ERR_CONFLICT || maint_moved_on(run, &err))
+			outcome = MAINT_COMMIT_RETRY;
+		else
+			maint_fail_iceberg(run, "cannot write the delete snapshot", &err);
+		if (run->result != MAINT_LEASE_LOST)
+			maint_delete_written(run, a->res.written, a->res.nwritten);
+		return outcome;
+	}
+	a->body = iceberg_commit_snapshot(run->md->table_uuid, "main", &a->res.snapshot, &err);
+	if (a->body == NULL)
+	{
+		maint_fail(run, MAINT_TERMINAL, "cannot build the commit: %s", err.message);
+		maint_delete_written(run, a->res.written, a->res.nwritten);
+		return outcome;
+	}
+	outcome = maint_commit(run, a->body,
+						   commit_state_json(&a->res, plan->drop->base_snapshot_id, plan),
+						   a->res.written, a->res.nwritten, plan->drop->base_snapshot_id,
+						   maint_snapshot_landed, &id);
+	if (outcome == MAINT_COMMIT_LANDED)
+	{
+		run->after_snapshot_id = id;
+		record_effect(run, a->res.data_files_rewritten, a->res.records_rewritten,
+					  a->res.delete_files_removed, plan->nstraddling, plan->nunknown);
+	}
+	return outcome;
+}
+
+/* Bind, plan, emit, and commit unless a dry run (not inlined into PG_TRY). */
+static pg_noinline MaintCommitOutcome
+attempt(MaintRun *run, Attempt *a)
+{
+	TmsError	err;
+
+	a->r = bind_run(run, false);
+	if (a->r == NULL)
+		return MAINT_COMMIT_FAILED; /* run->result says why */
+	if (!iceberg_retention_plan(&run->fio, run->md, a->r, &a->plan, &err))
+	{
+		if (err.code == ICEBERG_ERR_UNSUPPORTED)
+			maint_fail(run, MAINT_SKIPPED, "%s%s%s", tms_error_text(&err),
+					   err.hint[0] ? ". " : "", err.hint);
+		else if (maint_moved_on(run, &err))
+			return MAINT_COMMIT_RETRY;
+		else
+			maint_fail_iceberg(run, "cannot plan the retention", &err);
+		return MAINT_COMMIT_FAILED;
+	}
+	emit_plan(run, a->r, a->plan);
+	if (a->plan->drop->ngroups == 0)
+	{
+		/* no file is wholly older */
+		record_effect(run, 0, 0, 0, a->plan->nstraddling, a->plan->nunknown);
+		return MAINT_COMMIT_LANDED;
+	}
+	if (run->dry_run)
+	{
+		maint_emit(run, "commit", "delete",
+				   psprintf("{\"deleted-data-files\": " INT64_FORMAT
+							", \"deleted-records\": " INT64_FORMAT
+							", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
+							a->plan->dropped_files, a->plan->dropped_rows,
+							a->plan->drop->base_snapshot_id));
+		return MAINT_COMMIT_LANDED;
+	}
+	return commit_plan(run, a);
+}
+
+/* One attempt; its outcome, whatever it holds freed. */
+static MaintCommitOutcome
+retention_once(MaintRun *run)
+{
+	Attempt    *a = palloc0(sizeof(Attempt));
+	MaintCommitOutcome outcome;
+
+	a->outcome = MAINT_COMMIT_FAILED;
+	PG_TRY();
+	{
+		a->outcome = attempt(run, a);
+	}
+	PG_FINALLY();
+	{
+		run->in_callback = false;
+		io_free(a->body);
+		iceberg_compact_commit_free(&a->res);
+		iceberg_retention_plan_free(a->plan);
+		iceberg_retention_free(a->r);
+	}
+	PG_END_TRY();
+	outcome = a->outcome;
+	pfree(a);
+	return outcome;
+}
+
+void
+maint_run_retention(MaintRun *run)
+{
+	for (int retry = 1;; retry++)
+	{
+		if (retention_once(run) != MAINT_COMMIT_RETRY || run->result != MAINT_OK)
+			return;
+
+		/*
+		 * a concurrent commit won, or the loaded table was out of date: look
+		 * again
+		 */
+		if (!maint_commit_retry_allowed(run, retry) || !maint_load(run))
+			return;
+	}
+}
+
+/*
+ * A job found in phase "commit" or "cleanup" (as maint_resume_rewrite):
+ * landed, done (its counts from the commit state); else what the old
+ * attempt wrote is dropped when it can never land, and the job plans
+ * again.
+ */
+void
+maint_resume_retention(MaintRun *run)
+{
+	Jsonb	   *cs = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(run->commit_state)));
+	int64		id = maint_json_int(cs, "snapshot_id");
+	int64		base = maint_json_int(cs, "base_snapshot");
+	char	  **written;
+	int			nwritten;
+
+	if (id < 0)
+	{
+		maint_fail(run, MAINT_TERMINAL, "the job's commit state has no snapshot id");
+		return;
+	}
+	written = maint_state_written(cs, &nwritten);
+	if (!maint_load(run))
+		return;
+	if (strcmp(run->phase, "cleanup") == 0 || maint_snapshot_landed(&id, run->md))
+	{
+		run->after_snapshot_id = id;
+		record_effect(run, Max(maint_json_int(cs, "data_files_dropped"), 0),
+					  Max(maint_json_int(cs, "rows_removed"), 0),
+					  Max(maint_json_int(cs, "delete_files_removed"), 0),
+					  (int) Max(maint_json_int(cs, "straddling_files"), 0),
+					  (int) Max(maint_json_int(cs, "unknown_files"), 0));
+		(void) maint_record_phase(run, "cleanup", run->commit_state);
+		return;
+	}
+	maint_drop_stale_written(run, base, written, nwritten);
+	if (!maint_record_phase(run, "start", NULL))
+		return;
+	maint_run_retention(run);
+}
