@@ -45,6 +45,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
+#include "utils/builtins.h"
 #include "utils/jsonb.h"
 
 #include "bridge/catalog.h"
@@ -320,4 +321,51 @@ maint_commit_retry_allowed(MaintRun *run, int retry)
 	}
 	commit_backoff(retry);
 	return maint_check_now(run);
+}
+
+/* See maint_int.h: attempts until one does not conflict. */
+void
+maint_commit_attempts(MaintRun *run, MaintAttemptFn attempt)
+{
+	for (int retry = 1;; retry++)
+	{
+		if (attempt(run) != MAINT_COMMIT_RETRY || run->result != MAINT_OK)
+			return;
+
+		/*
+		 * a concurrent commit won, or the loaded table was out of date: look
+		 * again
+		 */
+		if (!maint_commit_retry_allowed(run, retry) || !maint_load(run))
+			return;
+	}
+}
+
+/* See maint_int.h: where a resumed job that wrote files stands. */
+MaintResumed
+maint_resume_written(MaintRun *run, Jsonb **cs)
+{
+	int64		id;
+	int64		base;
+	char	  **written;
+	int			nwritten;
+
+	*cs = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(run->commit_state)));
+	id = maint_json_int(*cs, "snapshot_id");
+	base = maint_json_int(*cs, "base_snapshot");
+	if (id < 0)
+	{
+		maint_fail(run, MAINT_TERMINAL, "the job's commit state has no snapshot id");
+		return MAINT_RESUMED_STOP;
+	}
+	written = maint_state_written(*cs, &nwritten);
+	if (!maint_load(run))
+		return MAINT_RESUMED_STOP;
+	if (strcmp(run->phase, "cleanup") == 0 || maint_snapshot_landed(&id, run->md))
+	{
+		run->after_snapshot_id = id;
+		return MAINT_RESUMED_LANDED;
+	}
+	maint_drop_stale_written(run, base, written, nwritten);
+	return maint_record_phase(run, "start", NULL) ? MAINT_RESUMED_AGAIN : MAINT_RESUMED_STOP;
 }

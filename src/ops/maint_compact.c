@@ -1090,41 +1090,25 @@ maint_run_compact(MaintRun *run)
 void
 maint_resume_compact(MaintRun *run)
 {
-	Jsonb	   *cs = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(run->commit_state)));
-	int64		id = maint_json_int(cs, "snapshot_id");
-	int64		base = maint_json_int(cs, "base_snapshot");
-	char	  **written;
-	int			nwritten;
+	Jsonb	   *cs;
 
-	if (id < 0)
+	switch (maint_resume_written(run, &cs))
 	{
-		maint_fail(run, MAINT_TERMINAL, "the job's commit state has no snapshot id");
-		return;
-	}
-	written = maint_state_written(cs, &nwritten);
-	if (!maint_load(run))
-		return;
-	if (strcmp(run->phase, "cleanup") == 0 || maint_snapshot_landed(&id, run->md))
-	{
-		int64		rewritten = maint_json_int(cs, "data_files_rewritten");
-		int64		added = maint_json_int(cs, "data_files_added");
-		int64		bytes = maint_json_int(cs, "bytes_rewritten");
-		int64		deletes = maint_json_int(cs, "delete_files_removed");
-		int64		deletes_added = maint_json_int(cs, "delete_files_added");
-		int64		dangling = maint_json_int(cs, "dangling_dropped");
-
-		if (strcmp(run->phase, "cleanup") != 0 &&
-			!maint_record_phase(run, "cleanup", run->commit_state))
-			return;
-		run->after_snapshot_id = id;
-		if (!record_counts(run, Max(rewritten, 0), Max(added, 0), Max(bytes, 0), Max(deletes, 0),
-						   Max(deletes_added, 0), Max(dangling, 0)))
-			return;
-	}
-	else
-	{
-		maint_drop_stale_written(run, base, written, nwritten);
-		if (!maint_record_phase(run, "start", NULL))
+		case MAINT_RESUMED_LANDED:
+			if (strcmp(run->phase, "cleanup") != 0 &&
+				!maint_record_phase(run, "cleanup", run->commit_state))
+				return;
+			if (!record_counts(run, Max(maint_json_int(cs, "data_files_rewritten"), 0),
+							   Max(maint_json_int(cs, "data_files_added"), 0),
+							   Max(maint_json_int(cs, "bytes_rewritten"), 0),
+							   Max(maint_json_int(cs, "delete_files_removed"), 0),
+							   Max(maint_json_int(cs, "delete_files_added"), 0),
+							   Max(maint_json_int(cs, "dangling_dropped"), 0)))
+				return;
+			break;
+		case MAINT_RESUMED_AGAIN:
+			break;
+		case MAINT_RESUMED_STOP:
 			return;
 	}
 	maint_run_compact(run);

@@ -286,14 +286,7 @@ expire_once(MaintRun *run)
 void
 maint_run_expire(MaintRun *run)
 {
-	for (int retry = 1;; retry++)
-	{
-		if (expire_once(run) != MAINT_COMMIT_RETRY || run->result != MAINT_OK)
-			return;
-		/* a concurrent commit won: look again */
-		if (!maint_commit_retry_allowed(run, retry) || !maint_load(run))
-			return;
-	}
+	maint_commit_attempts(run, expire_once);
 }
 
 /*

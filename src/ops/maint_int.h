@@ -318,6 +318,39 @@ extern int	maint_write_file(void *arg, const char *path, const void *data, size_
 							 TmsError *err);
 extern bool maint_commit_retry_allowed(MaintRun *run, int retry);
 
+/*
+ * Run an operation's commit attempts (one plan, one commit each) until one
+ * does not end MAINT_COMMIT_RETRY: after a conflict, within
+ * tms.maintenance_commit_retries, the table is loaded again and the next
+ * attempt plans on it (maint_commit.c).
+ */
+typedef MaintCommitOutcome (*MaintAttemptFn) (MaintRun *run);
+extern void maint_commit_attempts(MaintRun *run, MaintAttemptFn attempt);
+
+/*
+ * A job of an operation that writes files (manifest rewrite, compaction,
+ * retention), found in phase "commit" or "cleanup", reloads the table and
+ * learns where its commit stands (*cs: its commit state):
+ *	 MAINT_RESUMED_LANDED	the snapshot is in the table (or the job was
+ *							already cleaning up): run->after_snapshot_id is
+ *							set; the operation records the counts *cs holds
+ *	 MAINT_RESUMED_AGAIN	not landed: what the old attempt wrote is
+ *							deleted when main moved away from its base (it
+ *							can never land), kept otherwise (orphan
+ *							cleanup); the job is back in phase "start" and
+ *							plans again
+ *	 MAINT_RESUMED_STOP		run->result says why (no snapshot id, the
+ *							table did not load)
+ */
+typedef enum MaintResumed
+{
+	MAINT_RESUMED_LANDED,
+	MAINT_RESUMED_AGAIN,
+	MAINT_RESUMED_STOP
+} MaintResumed;
+
+extern MaintResumed maint_resume_written(MaintRun *run, Jsonb **cs);
+
 /* the operations: each runs (or dry-runs) one operation on run->md */
 extern void maint_run_expire(MaintRun *run);
 extern void maint_run_orphan(MaintRun *run);

@@ -185,18 +185,7 @@ rewrite_once(MaintRun *run)
 void
 maint_run_rewrite(MaintRun *run)
 {
-	for (int retry = 1;; retry++)
-	{
-		if (rewrite_once(run) != MAINT_COMMIT_RETRY || run->result != MAINT_OK)
-			return;
-
-		/*
-		 * a concurrent commit won, or the loaded table was out of date: look
-		 * again
-		 */
-		if (!maint_commit_retry_allowed(run, retry) || !maint_load(run))
-			return;
-	}
+	maint_commit_attempts(run, rewrite_once);
 }
 
 /*
@@ -211,31 +200,19 @@ maint_run_rewrite(MaintRun *run)
 void
 maint_resume_rewrite(MaintRun *run)
 {
-	Jsonb	   *cs = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(run->commit_state)));
-	int64		id = maint_json_int(cs, "snapshot_id");
-	int64		base = maint_json_int(cs, "base_snapshot");
-	char	  **written;
-	int			nwritten;
+	Jsonb	   *cs;
 
-	if (id < 0)
+	switch (maint_resume_written(run, &cs))
 	{
-		maint_fail(run, MAINT_TERMINAL, "the job's commit state has no snapshot id");
-		return;
+		case MAINT_RESUMED_LANDED:
+			run->manifests_rewritten = Max(maint_json_int(cs, "manifests_replaced"), 0);
+			run->manifests_added = Max(maint_json_int(cs, "manifests_added"), 0);
+			(void) maint_record_phase(run, "cleanup", run->commit_state);
+			break;
+		case MAINT_RESUMED_AGAIN:
+			maint_run_rewrite(run);
+			break;
+		case MAINT_RESUMED_STOP:
+			break;
 	}
-	written = maint_state_written(cs, &nwritten);
-
-	if (!maint_load(run))
-		return;
-	if (strcmp(run->phase, "cleanup") == 0 || maint_snapshot_landed(&id, run->md))
-	{
-		run->manifests_rewritten = Max(maint_json_int(cs, "manifests_replaced"), 0);
-		run->manifests_added = Max(maint_json_int(cs, "manifests_added"), 0);
-		run->after_snapshot_id = id;
-		(void) maint_record_phase(run, "cleanup", run->commit_state);
-		return;
-	}
-	maint_drop_stale_written(run, base, written, nwritten);
-	if (!maint_record_phase(run, "start", NULL))
-		return;
-	maint_run_rewrite(run);
 }
