@@ -1039,16 +1039,16 @@ explain_init(const DslNode *n, int32_t parent, DslExplainNode *rec)
 	explain_init(n->b, n->xid, rec);
 }
 
-/* See dsl.h. */
-DslOutcome
-dsl_explain(const DslProgram *p, const DslInput *in, bool *result,
-			DslExplainNode *nodes)
+/*
+ * Evaluate p on in, recording every node's value and outcome in nodes:
+ * the one explained evaluation of dsl_explain and dsl_explain_score.
+ */
+static DslOutcome
+explain_eval(const DslProgram *p, const DslInput *in, DslExplainNode *nodes, DslValue *v)
 {
 	EvalCtx		c;
-	DslValue	v;
 	DslOutcome	o;
 
-	*result = false;
 	explain_init(p->root, -1, nodes);
 	if ((o = check_input(p, in)) != DSL_OK)
 		return o;
@@ -1060,9 +1060,21 @@ dsl_explain(const DslProgram *p, const DslInput *in, bool *result,
 	c.explain = true;
 	c.recording = true;
 	c.rec = nodes;
-	v = gev(p->root, &c);
-	if (c.outcome != DSL_OK)
-		return c.outcome;
+	*v = gev(p->root, &c);
+	return c.outcome;
+}
+
+/* See dsl.h. */
+DslOutcome
+dsl_explain(const DslProgram *p, const DslInput *in, bool *result,
+			DslExplainNode *nodes)
+{
+	DslValue	v;
+	DslOutcome	o;
+
+	*result = false;
+	if ((o = explain_eval(p, in, nodes, &v)) != DSL_OK)
+		return o;
 	*result = v.b;
 	return DSL_OK;
 }
@@ -1072,25 +1084,12 @@ DslOutcome
 dsl_explain_score(const DslProgram *p, const DslInput *in, double *score,
 				  DslExplainNode *nodes)
 {
-	EvalCtx		c;
 	DslValue	v;
 	DslOutcome	o;
 
 	*score = 0.0;
-	explain_init(p->root, -1, nodes);
-	if ((o = check_input(p, in)) != DSL_OK)
+	if ((o = explain_eval(p, in, nodes, &v)) != DSL_OK)
 		return o;
-	memset(&c, 0, sizeof(c));
-	c.base[BASE_METRICS] = (const char *) in->metrics;
-	c.base[BASE_SLOTS] = (const char *) c.slots;
-	c.p = p;
-	c.in = in;
-	c.explain = true;
-	c.recording = true;
-	c.rec = nodes;
-	v = gev(p->root, &c);
-	if (c.outcome != DSL_OK)
-		return c.outcome;
 	*score = p->root->type == DSL_LONG ? (double) v.l : v.d;
 	return DSL_OK;
 }
