@@ -70,13 +70,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "engines"))
 import world  # noqa: E402
 import opsworld as ow  # noqa: E402
 import smallfiles  # noqa: E402
-from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
+from pgcluster import FAST_WORKERS, JOB_ENDS, wait_for  # noqa: E402
 from iceberg_transforms import bucket as iceberg_bucket  # noqa: E402
 
-TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
-JOB_COLS = ("id", "state", "reason", "last_error", "attempts", "after_snapshot_id",
-            "data_files_rewritten", "data_files_added", "bytes_rewritten",
-            "delete_files_rewritten")
+TERMINAL = JOB_ENDS
 
 
 pytestmark = pytest.mark.own_cluster
@@ -105,20 +102,6 @@ def server_log_on_failure(env, request):
 
 def q(env, sql, args=None):
     return env["pg"].query(sql, args)
-
-
-def job(env, jid):
-    rows = q(env, "SELECT %s FROM tms.maintenance_jobs WHERE id = %%s" % ", ".join(JOB_COLS),
-             (jid,))
-    return dict(zip(JOB_COLS, rows[0])) if rows else None
-
-
-def wait_job(env, jid, states=("succeeded",), timeout=300):
-    wait_for(lambda: (job(env, jid) or {}).get("state") in TERMINAL, timeout=timeout,
-             what="job %s to finish (now %r)" % (jid, job(env, jid)))
-    row = job(env, jid)
-    assert row["state"] in states, (row["state"], row["last_error"], row)
-    return row
 
 
 def run(env, ns, name, options=None):
@@ -217,7 +200,7 @@ def test_small_files_with_deletes(env):
         meta0["current-snapshot-id"]
 
     jid = run(env, "cmp", "small")
-    row = wait_job(env, jid)
+    row = env["pg"].wait_job(jid)
     mloc2, meta, after = live(env, "cmp", "small")
     # iceberg-js loads the table the catalog holds; icebird reads its rows
     js_loc = iceberg_js_load(env, "cmp", "small")
@@ -296,7 +279,7 @@ def test_real_fixture_keeps_its_rows(env, name):
         {ow.canon(env["st"], p) for p, f in before.items() if f["content"] == 0}, pl
     assert all("rewrite-all" in g["detail"]["reasons"] for g in group_rows(pl)), pl
     removed = {ow.canon(env["st"], r["target"]) for r in pl if r["action"] == "remove-delete-file"}
-    row = wait_job(env, run(env, ns, name, opts))
+    row = env["pg"].wait_job(run(env, ns, name, opts))
     mloc2, meta, after = live(env, ns, name)
     js_loc = iceberg_js_load(env, ns, name)
     assert js_loc == mloc2
@@ -407,7 +390,7 @@ def test_evolved_partition_spec(env):
     # the four category partitions of spec 0 and the one bucket of spec 1
     assert sorted((g["detail"]["spec_id"], g["detail"]["files"]) for g in groups) == \
         [(0, 5), (0, 5), (0, 5), (0, 5), (1, 12)], groups
-    wait_job(env, run(env, "cmp", "evolved"))
+    env["pg"].wait_job(run(env, "cmp", "evolved"))
     mloc2, meta, after = live(env, "cmp", "evolved")
     assert rows(env, mloc2) == want
     data = [f for f in after.values() if f["content"] == 0]
@@ -432,7 +415,7 @@ def test_where_selects_partitions(env):
     opts = {"where": "category IN ('c1', 'c3')"}
     groups = group_rows(plan(env, "cmp", "where", opts))
     assert sorted(g["detail"]["partition"] for g in groups) == [["c1"], ["c3"]]
-    wait_job(env, run(env, "cmp", "where", opts))
+    env["pg"].wait_job(run(env, "cmp", "where", opts))
     mloc2, _, after = live(env, "cmp", "where")
     assert rows(env, mloc2) == want
     per = {}
@@ -450,7 +433,7 @@ def test_ten_thousand_small_files(env):
     assert len(want) == 50000
     groups = group_rows(plan(env, "cmp", "tenk"))
     assert [g["detail"]["files"] for g in groups] == [2500] * 4
-    row = wait_job(env, run(env, "cmp", "tenk"), timeout=600)
+    row = env["pg"].wait_job(run(env, "cmp", "tenk"), timeout=600)
     mloc2, meta, after = live(env, "cmp", "tenk")
     assert len(after) == 4 and row["data_files_rewritten"] == 10000
     assert row["data_files_added"] == 4, row
@@ -535,7 +518,7 @@ def test_concurrent_append_kept(env):
     ow.give_to_server(env["file_root"])
     env["catalog"].reset_requests()
     env["catalog"].fault(r"/tables/cappend$", action="interpose", method="POST", commits=[body])
-    wait_job(env, run(env, "cmp", "cappend"))
+    env["pg"].wait_job(run(env, "cmp", "cappend"))
     log = posts(env, "cappend")
     assert log[:2] == [(200, "interposed"), (409, "interpose")], log
     mloc2, meta2, after = live(env, "cmp", "cappend")
@@ -555,7 +538,7 @@ def test_concurrent_equality_delete_applies(env):
     body = concurrent_delete(env, "cmp", "ceq", meta, "c1", ids=gone)
     ow.give_to_server(env["file_root"])
     env["catalog"].fault(r"/tables/ceq$", action="interpose", method="POST", commits=[body])
-    wait_job(env, run(env, "cmp", "ceq"))
+    env["pg"].wait_job(run(env, "cmp", "ceq"))
     mloc2, _, after = live(env, "cmp", "ceq")
     want = [r for r in rows(env, mloc) if int(json.loads(r)["id"]) not in gone]
     assert rows(env, mloc2) == want
@@ -576,7 +559,7 @@ def test_concurrent_position_delete_gives_the_group_up(env):
     # max-commits, so one failure does not fail the run)
     opts = {"partial-progress.enabled": True, "partial-progress.max-commits": 4}
     assert summary_row(plan(env, "cmp", "cpos", opts))["commits"] == 4
-    wait_job(env, run(env, "cmp", "cpos", opts))
+    env["pg"].wait_job(run(env, "cmp", "cpos", opts))
     mloc2, meta2, after = live(env, "cmp", "cpos")
     chain = [s for s in replace_chain(meta2, meta) if s["summary"]["operation"] == "replace"]
     assert len(chain) == 3, [s["summary"] for s in chain]
@@ -649,7 +632,7 @@ def test_writer_and_expiry_during_the_rewrite(env):
         env["st"].delete(ow.snapshot(meta0, s0)["manifest-list"])
     finally:
         os.kill(pid, signal.SIGCONT)
-    row = wait_job(env, jid)
+    row = env["pg"].wait_job(jid)
     mloc2, meta2, after = live(env, "cmp", "stale")
     assert dst in after
     chain = replace_chain(meta2, meta1)
@@ -671,7 +654,7 @@ def test_helper_killed_mid_write_leaves_the_table_unchanged(env):
         wait_for(lambda: helper_pids(env), timeout=60, interval=0.02, what="the helper")
         pid = helper_pids(env)[0]
         os.kill(pid, signal.SIGKILL)
-        row = wait_job(env, jid, ("failed",))
+        row = env["pg"].wait_job(jid, ("failed",))
     finally:
         env["pg"].psql("ALTER SYSTEM RESET tms.maintenance_max_attempts")
         env["pg"].psql("SELECT pg_reload_conf()")
@@ -721,11 +704,11 @@ def test_helper_killed_inside_a_local_write_leaves_no_temporary_file(env):
                 pass
             if caught:
                 break
-            wait_job(env, jid, TERMINAL)
+            env["pg"].wait_job(jid, TERMINAL)
             mloc0 = live(env, "cmp", "killedtmp")[0]
         assert caught, "the helper was never stopped inside a write"
         os.kill(pid, signal.SIGKILL)
-        row = wait_job(env, jid, ("failed",))
+        row = env["pg"].wait_job(jid, ("failed",))
     finally:
         env["pg"].psql("ALTER SYSTEM RESET tms.maintenance_max_attempts")
         env["pg"].psql("SELECT pg_reload_conf()")
@@ -740,7 +723,7 @@ def test_cancel_kills_the_helper(env):
     jid = run(env, "cmp", "cancelled")
     wait_for(lambda: helper_pids(env), timeout=60, interval=0.02, what="the helper")
     assert q(env, "SELECT tms.cancel_operation(%s)", (jid,))[0][0] is True
-    row = wait_job(env, jid, ("cancelled", "succeeded"))
+    row = env["pg"].wait_job(jid, ("cancelled", "succeeded"))
     wait_for(lambda: not helper_pids(env), timeout=30, what="the helper to be gone")
     if row["state"] == "cancelled":
         assert live(env, "cmp", "cancelled")[0] == mloc0 or row["data_files_rewritten"] > 0
@@ -768,7 +751,7 @@ def test_memory_limit_far_below_the_data(env):
     small_table(env, "bigrows", files=files, rows_per_file=per, seed=16, with_deletes=True)
     set_and_reload(env, "tms.compaction_memory_limit", "'64MB'")
     try:
-        row = wait_job(env, run(env, "cmp", "bigrows"), timeout=600)
+        row = env["pg"].wait_job(run(env, "cmp", "bigrows"), timeout=600)
     finally:
         env["pg"].psql("ALTER SYSTEM RESET tms.compaction_memory_limit")
         env["pg"].psql("SELECT pg_reload_conf()")
@@ -806,7 +789,7 @@ def test_refused_without_the_helper(env):
         os.chmod(path, mode)
     assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
     # installed again: accepted
-    wait_job(env, run(env, "cmp", "nohelper"), ("succeeded", "skipped"))
+    env["pg"].wait_job(run(env, "cmp", "nohelper"), ("succeeded", "skipped"))
 
 
 # ---------------------------------------------------------------------------
@@ -832,7 +815,7 @@ def run_until(env, ns, name, opts, want, timeout=60):
             jid = env["pg"].query(
                 "SELECT tms.run_operation(%s, %s, %s, 'compaction', %s::jsonb)",
                 (env["server"], ns, name, json.dumps(opts)), conn=conn)[0][0]
-            row = wait_job(env, jid, states=TERMINAL)
+            row = env["pg"].wait_job(jid, states=TERMINAL)
             if row["state"] == want or time.monotonic() > deadline:
                 return row
     finally:
@@ -946,7 +929,7 @@ def sorted_run(env, name, opts, files=40, rows_per_file=200, seed=21, order=None
                         {"action": "set-default-sort-order", "sort-order-id": -1}]})
     want = rows(env, mloc)
     _, meta0, before = live(env, "cmp", name)
-    row = wait_job(env, run(env, "cmp", name, opts))
+    row = env["pg"].wait_job(run(env, "cmp", name, opts))
     mloc2, meta, after = live(env, "cmp", name)
     assert rows(env, mloc2) == want          # the same rows, as a multiset
     data = {p: f for p, f in after.items() if f["content"] == 0 and p not in before}
@@ -1040,8 +1023,6 @@ def test_bad_sort_orders_are_refused(env):
     assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
 
 
-
-
 # ---------------------------------------------------------------------------
 # Iceberg's rewrite options, v1 inline manifests, the output spec
 # ---------------------------------------------------------------------------
@@ -1055,7 +1036,7 @@ def test_partial_progress_commits_in_batches(env):
             "min-input-files": 2}
     assert summary_row(plan(env, "cmp", "pp", opts))["commits"] == 2
     assert summary_row(plan(env, "cmp", "pp", {"min-input-files": 2}))["commits"] == 1
-    row = wait_job(env, run(env, "cmp", "pp", opts))
+    row = env["pg"].wait_job(run(env, "cmp", "pp", opts))
     mloc2, meta, after = live(env, "cmp", "pp")
     chain = replace_chain(meta, meta0)
     assert len(chain) == 2 and all(s["summary"]["operation"] == "replace" and
@@ -1135,7 +1116,7 @@ def test_v1_inline_manifests(env):
         assert len(want) == 3
         pl = plan(env, ns, name, {"rewrite-all": True})
         assert len(group_rows(pl)) == 2, pl
-        row = wait_job(env, run(env, ns, name, {"rewrite-all": True}))
+        row = env["pg"].wait_job(run(env, ns, name, {"rewrite-all": True}))
         mloc2, meta, after = live(env, ns, name)
         snap = ow.snapshot(meta, meta["current-snapshot-id"])
         # the v1 rules: a manifest list now (allowed in v1), no sequence number
@@ -1262,7 +1243,7 @@ def test_output_spec_computes_every_transform(env):
     # spec-0 files (category only) stay in spec 0
     assert summary_row(pl)["output_spec_id"] == 2 and summary_row(pl)["kept_in_own_spec"] == 8
     assert sorted(g["detail"]["spec_id"] for g in group_rows(pl)) == [0] * 4 + [2] * 4, pl
-    wait_job(env, run(env, "cmp", "xform", {"rewrite-all": True}))
+    env["pg"].wait_job(run(env, "cmp", "xform", {"rewrite-all": True}))
     mloc2, meta, after = live(env, "cmp", "xform")
     assert rows(env, mloc2) == want
     new = {p: f for p, f in after.items() if f["content"] == 0 and p not in before}
@@ -1312,7 +1293,7 @@ def test_explicit_output_spec_refuses_a_file_it_cannot_carry(env):
     assert "a data file of partition spec 0 cannot be rewritten into output-spec-id 1" in detail
     assert 'has partition ["c' in detail and "in spec 0" in detail, detail
     assert any(p in detail for p in before), detail
-    row = wait_job(env, run(env, "cmp", "xcarry", opts), states=("failed",))
+    row = env["pg"].wait_job(run(env, "cmp", "xcarry", opts), states=("failed",))
     assert "cannot be rewritten into output-spec-id 1" in row["last_error"], row
     mloc2, meta, after = live(env, "cmp", "xcarry")
     assert meta["current-snapshot-id"] == meta0["current-snapshot-id"] and after == before
@@ -1364,7 +1345,7 @@ def drift_row(env, jid):
 def test_drift_manifest_rewrite_still_runs(env):
     small_table(env, "drifta", files=12, rows_per_file=10, seed=31)
     jid, s0, s1, _ = drift_job(env, "drifta", "manifest-rewrite", "true")
-    wait_job(env, jid)
+    env["pg"].wait_job(jid)
     state, reason, message, before, after = drift_row(env, jid)
     assert state == "succeeded" and reason is None
     assert before == s1, (before, s0, s1)
@@ -1377,7 +1358,7 @@ def test_drift_snapshot_expiry_runs_on_the_new_snapshot(env):
     small_table(env, "driftd", files=4, rows_per_file=10, seed=34)
     jid, s0, s1, dst = drift_job(env, "driftd", "snapshot-expiry", "true",
                                  {"older-than": "0 seconds", "retain-last": 1})
-    wait_job(env, jid)
+    env["pg"].wait_job(jid)
     state, reason, message, before, after = drift_row(env, jid)
     assert state == "succeeded" and reason is None
     assert before == s1, (before, s0, s1)
@@ -1394,7 +1375,7 @@ def test_drift_snapshot_expiry_runs_on_the_new_snapshot(env):
 def test_drift_compaction_replanned_while_its_condition_holds(env):
     small_table(env, "driftb", files=24, rows_per_file=10, seed=32)
     jid, s0, s1, dst = drift_job(env, "driftb", "compaction", "dataFiles > 1")
-    row = wait_job(env, jid)
+    row = env["pg"].wait_job(jid)
     state, reason, message, before, after = drift_row(env, jid)
     assert before == s1 and after != s1, (before, after, s0, s1)
     assert "it still holds at snapshot %d, where compaction was planned again" % s1 in message, message
@@ -1407,7 +1388,7 @@ def test_drift_compaction_replanned_while_its_condition_holds(env):
 def test_drift_compaction_skipped_when_its_condition_no_longer_holds(env):
     small_table(env, "driftc", files=24, rows_per_file=10, seed=33)
     jid, s0, s1, dst = drift_job(env, "driftc", "compaction", "dataFiles <= 24")
-    wait_job(env, jid, states=("skipped",))
+    env["pg"].wait_job(jid, states=("skipped",))
     state, reason, message, before, after = drift_row(env, jid)
     assert reason.startswith("snapshot drift: the condition no longer holds at snapshot %d"
                              " (it held at snapshot %d): " % (s1, s0)), reason

@@ -28,7 +28,7 @@ operation and summary from the catalog's metadata:
   - a policy's rule schedules retention like every operation.
 
 The module runs its own cluster, catalog, s3rver and file root.
-Run: /work/helpers/pytest.sh -q test/integration/test_retention.py
+Run: /usr/bin/python3 -m pytest -q test/integration/test_retention.py
 """
 
 import datetime
@@ -49,9 +49,6 @@ import opsworld as ow  # noqa: E402
 import smallfiles  # noqa: E402
 from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
-TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
-JOB_COLS = ("id", "state", "reason", "last_error", "after_snapshot_id", "message",
-            "delete_files_rewritten", "data_files_removed", "rows_removed")
 # smallfiles: row id x has ts = 2024-01-01 00:00:00+00 plus x minutes
 EPOCH = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
 
@@ -81,20 +78,6 @@ def server_log_on_failure(env, request):
 
 def q(env, sql, args=None):
     return env["pg"].query(sql, args)
-
-
-def job(env, jid):
-    rows = q(env, "SELECT %s FROM tms.maintenance_jobs WHERE id = %%s" % ", ".join(JOB_COLS),
-             (jid,))
-    return dict(zip(JOB_COLS, rows[0])) if rows else None
-
-
-def wait_job(env, jid, states=("succeeded",), timeout=300):
-    wait_for(lambda: (job(env, jid) or {}).get("state") in TERMINAL, timeout=timeout,
-             what="job %s to finish (now %r)" % (jid, job(env, jid)))
-    row = job(env, jid)
-    assert row["state"] in states, (row["state"], row["last_error"], row)
-    return row
 
 
 def run(env, ns, name, options):
@@ -159,7 +142,7 @@ def check_dropped(env, ns, name, minutes, want_dropped, want_straddling=0):
     # the plan changed nothing
     assert ow.load(env["catalog"], ns, name)[1]["current-snapshot-id"] == \
         meta0["current-snapshot-id"]
-    row = wait_job(env, run(env, ns, name, opts))
+    row = env["pg"].wait_job(run(env, ns, name, opts))
     mloc, meta, after = live(env, ns, name)
     got = rows(env, mloc)
     snap = ow.snapshot(meta, meta["current-snapshot-id"])
@@ -297,7 +280,7 @@ def test_nothing_older_and_bad_column(env):
     opts = {"column": "ts", "older-than": "2023-06-01 00:00Z"}
     s = summary_of(plan(env, "ret", "young", opts))
     assert s["files_dropped"] == 0 and s["files_kept"] == 4, s
-    row = wait_job(env, run(env, "ret", "young", opts))
+    row = env["pg"].wait_job(run(env, "ret", "young", opts))
     assert ow.load(env["catalog"], "ret", "young")[1]["current-snapshot-id"] == \
         meta0["current-snapshot-id"]
     assert "0 data files dropped whole" in row["message"], row
@@ -341,7 +324,8 @@ def test_concurrent_append_kept(env):
     ow.give_to_server(env["file_root"])
     env["catalog"].reset_requests()
     env["catalog"].fault(r"/tables/cappend$", action="interpose", method="POST", commits=[body])
-    row = wait_job(env, run(env, "ret", "cappend", {"column": "ts", "older-than": cutoff_text(60)}))
+    row = env["pg"].wait_job(run(env, "ret", "cappend",
+                                 {"column": "ts", "older-than": cutoff_text(60)}))
     log = [(r["status"], r["fault"]) for r in
            env["catalog"].requests(r"/tables/cappend$")["requests"] if r["method"] == "POST"]
     assert log[:2] == [(200, "interposed"), (409, "interpose")] and log[-1][0] == 200, log
@@ -375,7 +359,7 @@ def test_policy_schedules_retention(env):
                                 "   AND state IN ('succeeded', 'failed')", (rule,))[0][0] > 0,
                  timeout=120, what="the policy's retention job")
         jid = q(env, "SELECT min(id) FROM tms.maintenance_jobs WHERE rule_id = %s", (rule,))[0][0]
-        row = wait_job(env, jid)
+        row = env["pg"].wait_job(jid)
     finally:
         q(env, "SELECT tms.drop_policy(%s)", ("p-" + tag,))
     assert "6 data files dropped whole, 60 rows removed" in row["message"], row
