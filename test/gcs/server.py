@@ -119,6 +119,11 @@ def rfc3339(t):
 
 class Handler(httpserve.Handler):
     log_prefix = "gcs"
+    # A buffered answer, sent when the handler returns (http.server flushes
+    # wfile after each request): so a request's entry is in the log before
+    # its client has the whole answer, and a test that resets the log after
+    # a request never sees that request's entry arrive late.
+    wbufsize = -1
 
     # -- plumbing -------------------------------------------------------------
 
