@@ -243,30 +243,13 @@ class Database:
         self.lock = threading.Lock()
         self.ensure_schema()
 
-    def _get(self):
+    def _get(self, pool, autocommit):
+        """A connection: (conn, pooled), from pool when it has one, else new."""
         with self.lock:
-            if self.pool:
-                return self.pool.pop()
-        return psycopg2.connect(self.dsn)
-
-    def _put(self, conn):
-        if conn.closed:
-            return
-        with self.lock:
-            if len(self.pool) < 8:
-                self.pool.append(conn)
-                return
-        conn.close()
-
-    def read(self, fn):
-        """Run fn(cursor), one statement that only reads, on a connection
-        in autocommit: one round trip to PostgreSQL instead of three
-        (BEGIN, the statement, COMMIT), and the same snapshot rule (a
-        statement sees what was committed when it started)."""
-        with self.lock:
-            conn = self.read_pool.pop() if self.read_pool else None
-        if conn is None:
-            conn = psycopg2.connect(self.dsn)
+            if pool:
+                return pool.pop(), True
+        conn = psycopg2.connect(self.dsn)
+        if autocommit:
             conn.autocommit = True
             with conn.cursor() as cur:
                 # planned once per connection: a 304 is mostly this lookup
@@ -275,35 +258,62 @@ class Database:
                             "   FROM iceberg_tables WHERE catalog_name = $1"
                             "    AND table_namespace = $2 AND table_name = $3"
                             "    AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)")
-        try:
-            with conn.cursor() as cur:
-                result = fn(cur)
-        except psycopg2.OperationalError:
-            conn.close()
-            raise
+        return conn, False
+
+    def _put(self, pool, conn):
+        if conn.closed:
+            return
         with self.lock:
-            if len(self.read_pool) < 8:
-                self.read_pool.append(conn)
-                conn = None
-        if conn is not None:
-            conn.close()
-        return result
+            if len(pool) < 8:
+                pool.append(conn)
+                return
+        conn.close()
+
+    def _drop_pools(self):
+        """Close every pooled connection: after one was found dead (the
+        server restarted, or terminated its backends), the others are too."""
+        with self.lock:
+            conns, self.pool[:], self.read_pool[:] = self.pool + self.read_pool, [], []
+        for c in conns:
+            c.close()
+
+    def _on_connection(self, fn, pool, autocommit):
+        """Run fn(cursor) on a connection of pool (one transaction, or one
+        autocommit statement).  A pooled connection that turns out dead is
+        dropped with the whole pool and fn runs once more on a new one; an
+        error of a new connection is the database's, and raised."""
+        for attempt in (1, 2):
+            conn, pooled = self._get(pool, autocommit)
+            try:
+                if autocommit:
+                    with conn.cursor() as cur:
+                        result = fn(cur)
+                else:
+                    with conn:
+                        with conn.cursor() as cur:
+                            result = fn(cur)
+            except psycopg2.OperationalError:
+                conn.close()
+                if pooled and attempt == 1:
+                    self._drop_pools()
+                    continue
+                raise
+            except Exception:
+                self._put(pool, conn)
+                raise
+            self._put(pool, conn)
+            return result
+
+    def read(self, fn):
+        """Run fn(cursor), one statement that only reads, on a connection
+        in autocommit: one round trip to PostgreSQL instead of three
+        (BEGIN, the statement, COMMIT), and the same snapshot rule (a
+        statement sees what was committed when it started)."""
+        return self._on_connection(fn, self.read_pool, True)
 
     def run(self, fn):
         """Run fn(cursor) in one transaction and return its result."""
-        conn = self._get()
-        try:
-            with conn:
-                with conn.cursor() as cur:
-                    result = fn(cur)
-            self._put(conn)
-            return result
-        except psycopg2.OperationalError:
-            conn.close()
-            raise
-        except Exception:
-            self._put(conn)
-            raise
+        return self._on_connection(fn, self.pool, False)
 
     def ensure_schema(self):
         """Create iceberg_tables and iceberg_namespace_properties if missing
