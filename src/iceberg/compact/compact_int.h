@@ -190,4 +190,11 @@ extern char *iceberg_partition_record_schema(const IcebergTableMetadata *md,
 extern char *iceberg_partition_spec_json(const IcebergTableMetadata *md, int32_t spec_id,
 										 TmsError *err);
 
+/*
+ * Lowercase hex (as the helper sends binary bounds) to bytes: *out (io_malloc,
+ * at most ICEBERG_COMPACT_MAX_BOUND bytes) and *n; false when s is not such
+ * hex or memory ran out (compact_values.c).
+ */
+extern bool iceberg_compact_unhex(const char *s, uint8_t **out, size_t *n);
+
 #endif							/* TMS_ICEBERG_COMPACT_INT_H */
