@@ -596,6 +596,26 @@ commit_touches(const Commit *c, int32_t spec_id, const char *partition, size_t l
 	return r;
 }
 
+/* e in the manifest's own counts; *added_by: its first ADDED or DELETED's snapshot */
+static void
+count_original(IcebergNewManifest *orig, int64_t *added_by, const IcebergManifestEntry *e)
+{
+	bool		added = e->status == ICEBERG_STATUS_ADDED;
+
+	if (e->status == ICEBERG_STATUS_EXISTING)
+	{
+		orig->existing_files++;
+		orig->existing_rows += e->record_count;
+		return;
+	}
+	orig->added_files += added;
+	orig->added_rows += added ? e->record_count : 0;
+	orig->deleted_files += !added;
+	orig->deleted_rows += added ? 0 : e->record_count;
+	if (*added_by < 0)
+		*added_by = e->snapshot_id;
+}
+
 /*
  * Read one manifest of the current list, writing a filtered copy: entries
  * of group files (data) or removable delete files become DELETED, the
@@ -663,25 +683,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 
 		if (!compact_lineage_entry(&lin, e, &raw, &raw_len, c->err))
 			goto done;
-		if (e->status == ICEBERG_STATUS_ADDED)
-		{
-			orig.added_files++;
-			orig.added_rows += e->record_count;
-			if (added_by < 0)
-				added_by = e->snapshot_id;
-		}
-		else if (e->status == ICEBERG_STATUS_EXISTING)
-		{
-			orig.existing_files++;
-			orig.existing_rows += e->record_count;
-		}
-		else
-		{
-			orig.deleted_files++;
-			orig.deleted_rows += e->record_count;
-			if (added_by < 0)
-				added_by = e->snapshot_id;
-		}
+		count_original(&orig, &added_by, e);
 		if (e->status == ICEBERG_STATUS_DELETED)
 			continue;
 		if (e->content == ICEBERG_CONTENT_DATA)

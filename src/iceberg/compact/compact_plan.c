@@ -1030,6 +1030,41 @@ is_candidate(Planner *pl, const IcebergManifestEntry *e, int64_t kd)
 		too_many_deletes(p, &probe) || too_high_ratio(p, &probe, kd);
 }
 
+/*
+ * Keep the plan's files that went into a group, in group order (order:
+ * their indexes, norder of them); the others' strings are freed.
+ */
+static bool
+keep_grouped_files(IcebergCompactPlan *p, const int *order, int norder, TmsError *err)
+{
+	IcebergCompactFile *nf = io_calloc((size_t) norder + 1, sizeof(IcebergCompactFile));
+	char	   *used = io_calloc((size_t) p->nfiles + 1, 1);
+
+	if (nf == NULL || used == NULL)
+	{
+		io_free(nf);
+		io_free(used);
+		return compact_oom(err);
+	}
+	for (int i = 0; i < norder; i++)
+	{
+		nf[i] = p->files[order[i]];
+		used[order[i]] = 1;
+	}
+	for (int i = 0; i < p->nfiles; i++)
+		if (!used[i])
+		{
+			io_free(p->files[i].path);
+			io_free(p->files[i].partition);
+			io_free(p->files[i].deletes);
+		}
+	io_free(used);
+	io_free(p->files);
+	p->files = nf;
+	p->nfiles = norder;
+	return true;
+}
+
 bool
 iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					 const IcebergCompactOptions *opt, IcebergCompactPlan **out,
@@ -1205,35 +1240,8 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		if (!pack_partition(&pl, &pl.cands[i], known, &order, &norder, &order_alloc))
 			goto fail;
 
-	/* the files of the groups, in group order; the others go */
-	{
-		IcebergCompactFile *nf = io_calloc((size_t) norder + 1, sizeof(IcebergCompactFile));
-		char	   *used = io_calloc((size_t) p->nfiles + 1, 1);
-
-		if (nf == NULL || used == NULL)
-		{
-			io_free(nf);
-			io_free(used);
-			compact_oom(err);
-			goto fail;
-		}
-		for (i = 0; i < norder; i++)
-		{
-			nf[i] = p->files[order[i]];
-			used[order[i]] = 1;
-		}
-		for (i = 0; i < p->nfiles; i++)
-			if (!used[i])
-			{
-				io_free(p->files[i].path);
-				io_free(p->files[i].partition);
-				io_free(p->files[i].deletes);
-			}
-		io_free(used);
-		io_free(p->files);
-		p->files = nf;
-		p->nfiles = norder;
-	}
+	if (!keep_grouped_files(p, order, norder, err))
+		goto fail;
 	if (!link_deletes(p, err))
 		goto fail;
 	for (i = 0; i < p->ndeletes; i++)
