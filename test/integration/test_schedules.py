@@ -328,9 +328,11 @@ def test_killing_the_worker_mid_commit_job_loses_and_duplicates_nothing(env):
     os.kill(int(pid), signal.SIGKILL)
     # the cluster restarts after the crash (wait_for retries through its
     # errors); the lease is recovered and the task runs again
+    # (the recovery, the lease's release and the run again take seconds on
+    # an idle machine, a minute and more on a loaded one)
     wait_for(lambda: one(env, "SELECT count(*) FROM tms.table_maintenance_job"
                                  " WHERE rule_id = %s" % rule) == 1,
-             timeout=60, what="the job after the crash")
+             timeout=180, what="the job after the crash")
     wait_for(lambda: one(env, "SELECT count(*) FROM tms.scheduled_tasks"
                                  " WHERE task_name = 'commit-job'") == 0,
              timeout=30, what="the commit-job to end")
@@ -373,7 +375,7 @@ def test_killing_the_worker_mid_cron_job_loses_and_duplicates_nothing(env):
         os.kill(int(pid), signal.SIGKILL)
         wait_for(lambda: one(cenv, "SELECT count(*) FROM tms.table_maintenance_job"
                                    " WHERE rule_id = %s" % rule) == 1,
-                 timeout=60, what="the job after the crash")
+                 timeout=180, what="the job after the crash")
         wait_for(lambda: one(cenv, "SELECT count(*) FROM tms.scheduled_tasks"
                                    " WHERE task_name = 'cron-job'") == 0,
                  timeout=30, what="the cron-job to end")
