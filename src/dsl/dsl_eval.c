@@ -945,6 +945,27 @@ check_input(const DslProgram *p, const DslInput *in)
 	return DSL_OK;
 }
 
+/*
+ * Start an evaluation context of p on in: everything but the slots, the
+ * lambdas' counts and outcomes, which the evaluation writes before it
+ * reads them (the pass over the files sets the counts).
+ */
+static void
+eval_start(EvalCtx *c, const DslProgram *p, const DslInput *in)
+{
+	c->base[BASE_METRICS] = (const char *) in->metrics;
+	c->base[BASE_FILE] = NULL;
+	c->base[BASE_SLOTS] = (const char *) c->slots;
+	c->outcome = DSL_OK;
+	c->p = p;
+	c->in = in;
+	c->pass_done = false;
+	c->explain = false;
+	c->recording = false;
+	c->rec = NULL;
+	c->files = 0;
+}
+
 /* See dsl.h. */
 DslOutcome
 dsl_eval(const DslProgram *p, const DslInput *in, bool *result)
@@ -956,17 +977,7 @@ dsl_eval(const DslProgram *p, const DslInput *in, bool *result)
 	*result = false;
 	if ((o = check_input(p, in)) != DSL_OK)
 		return o;
-	c.base[BASE_METRICS] = (const char *) in->metrics;
-	c.base[BASE_FILE] = NULL;
-	c.base[BASE_SLOTS] = (const char *) c.slots;
-	c.outcome = DSL_OK;
-	c.p = p;
-	c.in = in;
-	c.pass_done = false;
-	c.explain = false;
-	c.recording = false;
-	c.rec = NULL;
-	c.files = 0;
+	eval_start(&c, p, in);
 	r = ev_b(p->root, &c);
 	if (c.outcome != DSL_OK)
 		return c.outcome;
@@ -985,12 +996,7 @@ dsl_eval_score(const DslProgram *p, const DslInput *in, double *score)
 	*score = 0.0;
 	if ((o = check_input(p, in)) != DSL_OK)
 		return o;
-	memset(&c, 0, sizeof(c));
-	c.base[BASE_METRICS] = (const char *) in->metrics;
-	c.base[BASE_SLOTS] = (const char *) c.slots;
-	c.outcome = DSL_OK;
-	c.p = p;
-	c.in = in;
+	eval_start(&c, p, in);
 	if (p->root->type == DSL_LONG)
 		r = (double) ev_l(p->root, &c);
 	else
@@ -1052,11 +1058,7 @@ explain_eval(const DslProgram *p, const DslInput *in, DslExplainNode *nodes, Dsl
 	explain_init(p->root, -1, nodes);
 	if ((o = check_input(p, in)) != DSL_OK)
 		return o;
-	memset(&c, 0, sizeof(c));
-	c.base[BASE_METRICS] = (const char *) in->metrics;
-	c.base[BASE_SLOTS] = (const char *) c.slots;
-	c.p = p;
-	c.in = in;
+	eval_start(&c, p, in);
 	c.explain = true;
 	c.recording = true;
 	c.rec = nodes;
