@@ -369,3 +369,20 @@ maint_resume_written(MaintRun *run, Jsonb **cs)
 	maint_drop_stale_written(run, base, written, nwritten);
 	return maint_record_phase(run, "start", NULL) ? MAINT_RESUMED_AGAIN : MAINT_RESUMED_STOP;
 }
+
+/* See maint_int.h: an attempt whose files could not all be written. */
+MaintCommitOutcome
+maint_unsent(MaintRun *run, const TmsError *err, const char *what,
+			 char **written, int nwritten)
+{
+	MaintCommitOutcome outcome = MAINT_COMMIT_FAILED;
+
+	if (err->code == ICEBERG_ERR_CONFLICT || maint_moved_on(run, err))
+		outcome = MAINT_COMMIT_RETRY;
+	else
+		maint_fail_iceberg(run, what, err);
+	/* nothing was sent: what was written is certainly unused */
+	if (run->result != MAINT_LEASE_LOST)
+		maint_delete_written(run, written, nwritten);
+	return outcome;
+}

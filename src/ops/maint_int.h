@@ -324,6 +324,15 @@ extern bool maint_commit_retry_allowed(MaintRun *run, int retry);
  * tms.maintenance_commit_retries, the table is loaded again and the next
  * attempt plans on it (maint_commit.c).
  */
+/*
+ * An attempt that failed before it sent its commit (err: why; written: the
+ * files it wrote, deleted now, since nothing can reference them): RETRY
+ * when the table moved on (a conflict, or a file of the loaded snapshot
+ * gone), else FAILED with run->result set (maint_commit.c).
+ */
+extern MaintCommitOutcome maint_unsent(MaintRun *run, const TmsError *err, const char *what,
+									   char **written, int nwritten);
+
 typedef MaintCommitOutcome (*MaintAttemptFn) (MaintRun *run);
 extern void maint_commit_attempts(MaintRun *run, MaintAttemptFn attempt);
 

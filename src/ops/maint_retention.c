@@ -300,14 +300,8 @@ commit_plan(MaintRun *run, Attempt *a)
 	CHECK_FOR_INTERRUPTS();
 	if (!written)
 	{
-		/* nothing was sent: what was written is certainly unused */
-		if (err.code == ICEBERG_ERR_CONFLICT || maint_moved_on(run, &err))
-			outcome = MAINT_COMMIT_RETRY;
-		else
-			maint_fail_iceberg(run, "cannot write the delete snapshot", &err);
-		if (run->result != MAINT_LEASE_LOST)
-			maint_delete_written(run, a->res.written, a->res.nwritten);
-		return outcome;
+		return maint_unsent(run, &err, "cannot write the delete snapshot",
+							a->res.written, a->res.nwritten);
 	}
 	a->body = iceberg_commit_snapshot(run->md->table_uuid, "main", &a->res.snapshot, &err);
 	if (a->body == NULL)

@@ -143,13 +143,8 @@ rewrite_once(MaintRun *run)
 			CHECK_FOR_INTERRUPTS();
 			if (!written)
 			{
-				/* nothing was sent: what was written is certainly unused */
-				if (err.code == ICEBERG_ERR_CONFLICT || maint_moved_on(run, &err))
-					outcome = MAINT_COMMIT_RETRY;
-				else
-					maint_fail_iceberg(run, "cannot write the new manifests", &err);
-				if (run->result != MAINT_LEASE_LOST)
-					maint_delete_written(run, res.written, res.nwritten);
+				outcome = maint_unsent(run, &err, "cannot write the new manifests",
+									   res.written, res.nwritten);
 			}
 			else if ((body = iceberg_commit_snapshot(run->md->table_uuid, "main",
 													 &res.snapshot, &err)) == NULL)
