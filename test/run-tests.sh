@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make test: install what is missing, build, install, then run every test:
 #
-#   1. make check-fast                (scripts/check-fast.sh): nothing names
-#                                      shared/, the layers are one-way, the
+#   1. make check-fast                (scripts/check-fast.sh, beside stage
+#                                      2, its output printed after it):
+#                                      nothing names shared/, the layers
+#                                      are one-way, the
 #                                      plain-C unit drivers and the fuzz
 #                                      corpora under ASan and UBSan,
 #                                      pg_regress and the isolation specs
@@ -18,8 +20,15 @@
 #                                      $root/pg-gwK with tms and pg_cron
 #                                      preloaded (test/conftest.py), modules
 #                                      marked own_cluster start clusters of
-#                                      their own); then the tests marked
-#                                      serial, alone in one process
+#                                      their own)
+#   3. the integration tests marked serial, alone in one process, once 1
+#      and 2 have ended
+#
+# Stages 1 and 2 run at once: the integration tests mostly wait on servers
+# (the two cores were busy 56 % of a run that did them one after the
+# other), and check-fast is mostly compiling and running the sanitizer
+# builds.  check-fast does not install again (CHECK_FAST_INSTALLED=1): the
+# build installed here is the one both stages test.
 #
 # Every server started here or by a test is stopped on exit, also on
 # failure; on failure the regression diffs and the server log tail are
@@ -37,10 +46,12 @@
 # test is a run of a lone clone, and a test that reads the shared/ tree
 # fails.
 #
-# Environment: TMS_TEST_ROOT (default: a new directory under /tmp),
+# Environment: TMS_TEST_ROOT (default: a new directory under /dev/shm or
+# /tmp, below),
 # TMS_TEST_JOBS (xdist workers, default 4: the tests mostly wait on
 # servers, so more than the cores pays; measured in test/README.md),
-# PYTEST_ARGS (extra pytest arguments, e.g. "-k workers").
+# PYTEST_ARGS (extra pytest arguments, e.g. "-k workers"), MAKE_JOBS (make's
+# -j for the build and check-fast, default 2).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -48,9 +59,30 @@ top=$(pwd)
 . scripts/install-lock.sh
 tms_install_lock
 
-root=${TMS_TEST_ROOT:-$(mktemp -d /tmp/tms-test.XXXXXX)}
-mkdir -p "$root"
+# The run's root: everything the test world writes (clusters, object
+# stores, Parquet and Avro files, the lone clone and its build) and, through
+# TMPDIR, every temporary file of the tests and the tools they start.  On a
+# memory file system when the machine has one with room (/dev/shm with 8 GiB
+# free): the tests write and remove hundreds of thousands of small files,
+# and on a disk that discards freed blocks at each unlink, as the 2-core
+# machines this is run on do, that alone took minutes.  A root made here is
+# removed when every stage passed; after a failure it is kept for reading
+# (and named at the end: in memory, it holds RAM until removed).
+if [ -z "${TMS_TEST_ROOT:-}" ]; then
+  base=/tmp
+  if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] &&
+     [ "$(df -k --output=avail /dev/shm 2>/dev/null | tail -1)" -ge $((8 * 1024 * 1024)) ]; then
+    base=/dev/shm
+  fi
+  root=$(mktemp -d "$base/tms-test.XXXXXX")
+  own_root=1
+else
+  root=$TMS_TEST_ROOT
+fi
+mkdir -p "$root" "$root/tmp"
 chmod 755 "$root"
+chmod 1777 "$root/tmp"
+export TMPDIR="$root/tmp"
 
 # True when a directory named shared sits beside $1 or beside (or as) any
 # directory above it.
@@ -76,11 +108,12 @@ if shared_near "$top"; then
   echo "== $top has a shared/ near it: testing a copy of its working tree in $lone"
   bash scripts/lone-clone.sh "$lone" || exit 1
   cd "$lone" || exit 1
-  TMS_LONE_CLONE=1 TMS_TEST_ROOT="$root" exec bash test/run-tests.sh
+  TMS_LONE_CLONE=1 TMS_TEST_ROOT="$root" TMS_TEST_OWN_ROOT=${own_root:-} \
+    exec bash test/run-tests.sh
 fi
 
 bash scripts/install-deps.sh || exit 1
-make -s WERROR=1 || exit 1
+make -s -j"${MAKE_JOBS:-2}" WERROR=1 || exit 1
 make -s WERROR=1 install >/dev/null || exit 1
 
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
@@ -98,6 +131,8 @@ cleanup() {
         -m immediate stop) >/dev/null 2>&1
     fi
   done
+  # check-fast, when this run ends before it (its own process group)
+  [ -n "${check_fast_pid:-}" ] && kill -TERM -- -"$check_fast_pid" >/dev/null 2>&1
   # anything a test left behind in its process group
   pkill -TERM -f "$root" >/dev/null 2>&1 || true
 }
@@ -106,8 +141,10 @@ trap 'exit 130' INT TERM
 
 failed=()
 
-echo "== make check-fast (scripts/check-fast.sh)"
-REGRESS_DIR="$root/regress" bash scripts/check-fast.sh || failed+=(check-fast)
+echo "== make check-fast (scripts/check-fast.sh), beside the integration tests; its output follows them"
+REGRESS_DIR="$root/regress" CHECK_FAST_INSTALLED=1 \
+  setsid bash scripts/check-fast.sh >"$root/check-fast.log" 2>&1 &
+check_fast_pid=$!
 
 echo "== integration tests (pytest, ${TMS_TEST_JOBS:-4} xdist workers)"
 # Every xdist worker starts its own cluster for the session fixture "pg"
@@ -128,6 +165,12 @@ export TMS_TEST_ROOT="$root"
 /usr/bin/python3 -m pytest -p no:cacheprovider -ra --timeout=600 --durations=25 \
   -n "${TMS_TEST_JOBS:-4}" --dist loadfile -m "not serial" test/integration ${PYTEST_ARGS:-}
 rc_par=$?
+wait "$check_fast_pid"
+rc_fast=$?
+check_fast_pid=
+echo "== make check-fast (scripts/check-fast.sh), its output"
+cat "$root/check-fast.log"
+[ $rc_fast -ne 0 ] && failed+=(check-fast)
 echo "== integration tests marked serial (pytest, alone)"
 /usr/bin/python3 -m pytest -p no:cacheprovider -ra --timeout=600 --durations=10 \
   -m serial test/integration ${PYTEST_ARGS:-}
@@ -155,6 +198,10 @@ fi
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "FAILED: ${failed[*]}"
+  echo "the run's files are kept in $root (remove them when read)"
   exit 1
 fi
 echo "all test stages passed"
+if [ -n "${own_root:-}${TMS_TEST_OWN_ROOT:-}" ]; then
+  cd / && rm -rf "$root"
+fi
