@@ -16,6 +16,10 @@ conftest.py (test/integration) -- pytest fixtures of the test world.
   make_catalog   factory for catalogs with other options (auth, S3 warehouse,
                  ...); each gets its own catalog name and is stopped at the
                  end of the test
+  server_log_on_failure
+                 (autouse) after a failed test of a module whose `env`
+                 fixture is a world with a cluster (env["pg"]), the tail of
+                 that cluster's server log in the test's report
   tms_world      module-scoped factory of a module's own tms world: a
                  cluster of its own with the module's settings and the pool,
                  a file root, an s3rver (its own, or one given), a catalog,
@@ -96,6 +100,18 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "serial: the test runs alone, after the parallel run "
         "(test/run-tests.sh): what it asserts depends on the machine's speed")
+
+
+@pytest.fixture(autouse=True)
+def server_log_on_failure(request):
+    yield
+    rep = getattr(request.node, "rep_call", None)
+    if rep is None or not rep.failed or "env" not in request.fixturenames:
+        return
+    env = request.getfixturevalue("env")
+    pg = env.get("pg") if isinstance(env, dict) else None
+    if pg is not None:
+        sys.stderr.write("---- server log (tail) ----\n%s\n" % pg.log_tail(150))
 
 
 @pytest.fixture(scope="session")

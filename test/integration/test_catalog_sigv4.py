@@ -87,14 +87,6 @@ def env(tms_world):
     return dict(w, server=srv, tables=tables)
 
 
-@pytest.fixture(autouse=True)
-def server_log_on_failure(env, request):
-    yield
-    rep = getattr(request.node, "rep_call", None)
-    if rep is not None and rep.failed:
-        sys.stderr.write("---- server log (tail) ----\n%s\n" % env["pg"].log_tail(150))
-
-
 def q(env, sql, args=None):
     return env["pg"].query(sql, args)
 

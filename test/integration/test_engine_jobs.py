@@ -129,15 +129,6 @@ JOB_COLS = ("id", "policy", "operation", "engine", "state", "reason", "attempts"
             "manifests_added", "snapshots_expired", "finished_at")
 
 
-@pytest.fixture(autouse=True)
-def server_log_on_failure(env, request):
-    """The server log of a failed test, for its report."""
-    yield
-    rep = getattr(request.node, "rep_call", None)
-    if rep is not None and rep.failed:
-        sys.stderr.write("---- server log (tail) ----\n%s\n" % env["pg"].log_tail(150))
-
-
 def job(env, jid):
     rows = q(env, "SELECT %s, (SELECT engine_job_id FROM tms.table_maintenance_job"
                   " WHERE id = j.id), (SELECT phase FROM tms.table_maintenance_job"

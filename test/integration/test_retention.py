@@ -58,7 +58,10 @@ pytestmark = pytest.mark.own_cluster
 @pytest.fixture(scope="module")
 def env(tms_world):
     srv = "retcat"
-    w = tms_world("ret", settings=dict(FAST_WORKERS), catalog={}, real=True, sql=lambda w: [
+    # a policy cycle every second: test_policy_schedules_retention awaits
+    # the first one after its rule is added
+    w = tms_world("ret", settings=dict(FAST_WORKERS, **{"tms.evaluation_cycle_interval": "1s"}),
+                  catalog={}, real=True, sql=lambda w: [
         """CREATE SERVER %s FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
              uri '%s', relative_path_root '%s', request_timeout '10s', retries '0',
              s3_vended_endpoint 'true',
@@ -66,14 +69,6 @@ def env(tms_world):
            CREATE USER MAPPING FOR PUBLIC SERVER %s;"""
         % (srv, w["catalog"].uri, w["file_root"], w["file_root"], srv)])
     return dict(w, server=srv)
-
-
-@pytest.fixture(autouse=True)
-def server_log_on_failure(env, request):
-    yield
-    rep = getattr(request.node, "rep_call", None)
-    if rep is not None and rep.failed:
-        sys.stderr.write("---- server log (tail) ----\n%s\n" % env["pg"].log_tail(150))
 
 
 def q(env, sql, args=None):

@@ -288,15 +288,6 @@ def env(tms_world, azurite, gate):
     return dict(w, server=srv, st=st, azurite=azurite, gate=gate)
 
 
-@pytest.fixture(autouse=True)
-def server_log_on_failure(request):
-    yield
-    rep = getattr(request.node, "rep_call", None)
-    if rep is not None and rep.failed and "env" in request.fixturenames:
-        env = request.getfixturevalue("env")
-        sys.stderr.write("---- server log (tail) ----\n%s\n" % env["pg"].log_tail(150))
-
-
 def q(env, sql, args=None):
     return env["pg"].query(sql, args)
 
