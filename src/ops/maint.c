@@ -13,7 +13,8 @@
  *
  * A job is recorded by a policy's evaluation (tms._record_evaluation) or
  * by tms.run_operation, with a task of kind "maintenance" (instance
- * "job-<id>").  The kind is detached: its handler runs outside
+ * "job-<id>"), or in a batch whose one task ("batch-<id>") runs its jobs
+ * one after the other (maint_batch.c).  The kind is detached: its handler runs outside
  * transactions and records its progress in short steps, as the
  * extension's owner, conditional on the task's lease (a worker that lost
  * its lease writes nothing).  A run:
