@@ -118,5 +118,13 @@ SELECT task_instance ~ '^job-\d+$' AS own FROM tms.table_maintenance_job
 SELECT kind, policy, rule_id = :rule AS its_rule, job_status FROM tms.job_stats
  WHERE policy = 'bt-p' AND kind = 'maintenance';
 
+-- nothing of this test is left for the others
+DELETE FROM tms.scheduled_tasks s USING tms.table_maintenance_job j
+ WHERE s.task_name = 'maintenance' AND s.task_instance = j.task_instance AND j.rule_id = :rule;
 SELECT tms.drop_policy('bt-p');
+SELECT tms.drop_object_group('bt-g');
+DELETE FROM tms.table_maintenance_job WHERE rule_id = :rule;
+DELETE FROM tms.task_history WHERE rule_id = :rule;
+DELETE FROM tms.evaluation_log WHERE server = 'bt_srv';
+DELETE FROM tms.tables WHERE server = 'bt_srv';
 DROP SERVER bt_srv CASCADE;
