@@ -14,10 +14,10 @@
  * A job is recorded by a policy's evaluation (tms._record_evaluation) or
  * by tms.run_operation, with a task of kind "maintenance" (instance
  * "job-<id>"), or in a batch whose one task ("batch-<id>") runs its jobs
- * one after the other (maint_batch.c).  The kind is detached: its handler runs outside
- * transactions and records its progress in short steps, as the
- * extension's owner, conditional on the task's lease (a worker that lost
- * its lease writes nothing).  A run:
+ * one after the other (maint_batch.c).  The kind is detached: its handler
+ * runs outside transactions and records its progress in short steps, as
+ * the extension's owner, conditional on the task's lease (a worker that
+ * lost its lease writes nothing).  A run:
  *
  *	 start		(step) tms._start_job: a cancel request, the policy's state
  *				and window, one job per (table, operation), the budgets of
