@@ -9,12 +9,14 @@ test_batches.py -- batched snapshot expiry, end to end (doc/policies.md,
     its job ends failed with the catalog's answer, the other tables of its
     batch are expired, each job with its own effect (snapshots expired,
     snapshot before and after), the catalog agrees;
-  - every table's (table, rule) gate reopens: the rule fires again on the
-    tables left, into a new batch.
+  - every table's (table, rule) gate reopens once its job ended;
+  - with the pool on, the workers claim and run the batches' tasks as any
+    task: four tables of batch-size 2 are expired by two runs.
 
-The pool is off (tms.enabled = off): the evaluation is tms.evaluate_now,
-and the batches' tasks run through CALL tms.run_task (whether due or
-not), so nothing depends on timing.
+The first test runs with the pool off (tms.enabled = off): the evaluation
+is tms.evaluate_now, and the batches' tasks run through CALL tms.run_task
+(whether due or not), so nothing depends on timing; the second turns the
+pool on and awaits the jobs' ends.
 
 Run: /work/helpers/pytest.sh -q test/integration/test_batches.py
 """
@@ -29,7 +31,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 import opsworld as ow  # noqa: E402
-from pgcluster import FAST_WORKERS  # noqa: E402
+from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 pytestmark = pytest.mark.own_cluster
 
@@ -54,25 +56,34 @@ def q(w, sql, args=None):
     return w["pg"].query(sql, args)
 
 
-def snapshots(w, name):
-    return len(ow.load(w["catalog"], NS, name)[1].get("snapshots") or [])
+def snapshots(w, name, ns=NS):
+    return len(ow.load(w["catalog"], ns, name)[1].get("snapshots") or [])
+
+
+def make_tables(w, ns, names):
+    for name in names:
+        loc = "file://%s/wh/%s/%s" % (w["file_root"], ns, name)
+        res = ow.synth_table(loc, "--data-files", "2", "--no-data-bytes", "--codec", "null",
+                             "--snapshots", "3")
+        w["catalog"].register(ns, name, res["metadata_location"])
+        assert snapshots(w, name, ns) == 3
+
+
+def expiry_rule(w, ns, batch_size):
+    """A policy over namespace ns with a snapshot-expiry rule of batch_size."""
+    q(w, "SELECT tms.create_object_group(%s, server => 'cat', namespace_pattern => %s)",
+      (ns + "-g", ns))
+    q(w, "SELECT tms.create_policy(%s, %s)", (ns + "-p", ns + "-g"))
+    return q(w, "SELECT tms.add_rule(%s, 'snapshot-expiry', 'local',"
+                " '{\"commits-added\": 1}', 'snapshots > 1', 'catch-up',"
+                " options => jsonb_build_object('older-than', '1 second', 'retain-last', 1,"
+                " 'batch-size', %s), min_interval => '0')", (ns + "-p", batch_size))[0][0]
 
 
 def test_five_tables_expired_by_two_batches_one_failing_alone(world):
     w = world
-    for name in TABLES:
-        loc = "file://%s/wh/%s/%s" % (w["file_root"], NS, name)
-        res = ow.synth_table(loc, "--data-files", "2", "--no-data-bytes", "--codec", "null",
-                             "--snapshots", "3")
-        w["catalog"].register(NS, name, res["metadata_location"])
-        assert snapshots(w, name) == 3
-    q(w, "SELECT tms.create_object_group('bt-g', server => 'cat', namespace_pattern => %s)",
-      (NS,))
-    q(w, "SELECT tms.create_policy('bt-p', 'bt-g')")
-    rule = q(w, "SELECT tms.add_rule('bt-p', 'snapshot-expiry', 'local',"
-                " '{\"commits-added\": 1}', 'snapshots > 1', 'catch-up',"
-                " options => '{\"older-than\": \"1 second\", \"retain-last\": 1,"
-                " \"batch-size\": 3}', min_interval => '0')")[0][0]
+    make_tables(w, NS, TABLES)
+    rule = expiry_rule(w, NS, 3)
 
     # one evaluation: five jobs in two batches, two tasks
     rows = q(w, "SELECT table_name, decision FROM tms.evaluate_now('bt-p', force => true)"
@@ -125,3 +136,32 @@ def test_five_tables_expired_by_two_batches_one_failing_alone(world):
                 " ORDER BY table_name")
     assert all(d != "already-pending" for _, d in rows), rows
     assert {t for t, _ in rows} <= set(left), rows
+
+
+def test_the_pool_runs_batches(world):
+    w = world
+    ns = "bq"
+    names = ["u1", "u2", "u3", "u4"]
+    make_tables(w, ns, names)
+    rule = expiry_rule(w, ns, 2)
+    rows = q(w, "SELECT table_name, decision FROM tms.evaluate_now(%s, force => true)"
+                " ORDER BY table_name", (ns + "-p",))
+    assert rows == [(t, "submitted") for t in names], rows
+    w["pg"].psql("ALTER SYSTEM SET tms.enabled = on")
+    w["pg"].psql("SELECT pg_reload_conf()")
+    try:
+        wait_for(lambda: q(w, "SELECT count(*) FROM tms.table_maintenance_job"
+                              " WHERE rule_id = %s AND finished_at IS NULL", (rule,))[0][0] == 0,
+                 timeout=180, what="the batches' jobs to end")
+    finally:
+        w["pg"].psql("ALTER SYSTEM RESET tms.enabled")
+        w["pg"].psql("SELECT pg_reload_conf()")
+    ended = q(w, "SELECT table_name, state, snapshots_expired, batch_id"
+                 " FROM tms.maintenance_jobs WHERE rule_id = %s ORDER BY id", (rule,))
+    assert [(e[0], e[1], e[2]) for e in ended] == [(t, "succeeded", 2) for t in names], ended
+    batches = sorted({e[3] for e in ended})
+    assert len(batches) == 2, ended
+    assert all(snapshots(w, t, ns) == 1 for t in names)
+    hist = q(w, "SELECT instance, succeeded FROM tms.task_history"
+                " WHERE kind = 'maintenance' AND rule_id = %s ORDER BY id", (rule,))
+    assert sorted(hist) == [("batch-%d" % b, True) for b in batches], hist
