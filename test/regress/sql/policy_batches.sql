@@ -106,6 +106,7 @@ ROLLBACK;
 -- batch-size 1 (and a rule without it) runs a job per task, as before
 SELECT tms.cancel_operation(id) AS cancelled FROM tms.maintenance_jobs
  WHERE server = 'bt_srv' AND table_name = 't5' AND finished_at IS NULL;
+SELECT tms.alter_rule(:rule, options => '{"retain-last": 1, "batch-size": -2}');
 SELECT tms.alter_rule(:rule, options => '{"retain-last": 1, "batch-size": 1}') AS version;
 SELECT bt_submit('t5') AS t5_again;
 SELECT table_name, own_task, has_task FROM bt_jobs WHERE table_name = 't5';
