@@ -75,10 +75,13 @@ BEGIN
                                           jsonb_build_object('batch_id', bid),
                                           run_at => greatest(rank, now() + interval '5 seconds'));
             ELSE
-                -- joined: the batch is due at its best-ranked job
+                -- joined: the batch is due at its best-ranked job, once
+                -- its first job's 5 seconds are over
+                rank := greatest(rank, (SELECT o.created_at FROM tms.table_maintenance_job o
+                                         WHERE o.id = bid) + interval '5 seconds');
                 UPDATE tms.scheduled_tasks st SET execution_time = rank
                  WHERE st.task_name = 'maintenance' AND st.task_instance = 'batch-' || bid
-                   AND NOT st.picked AND st.execution_time > greatest(rank, now());
+                   AND NOT st.picked AND st.execution_time > rank;
             END IF;
             job_id := jid;
             decision := 'submitted';

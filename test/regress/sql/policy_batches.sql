@@ -57,6 +57,12 @@ SELECT t, bt_submit(t) FROM unnest(ARRAY['t1', 't2', 't3', 't4', 't5']) t;
 SELECT * FROM bt_jobs;
 SELECT count(*) AS batch_tasks FROM tms.scheduled_tasks
  WHERE task_name = 'maintenance' AND task_instance LIKE 'batch-%';
+-- a batch's task waits 5 seconds after its first job for the others of
+-- the evaluation (a job joining moves it no earlier)
+SELECT st.execution_time - j.created_at AS due_after
+  FROM tms.scheduled_tasks st JOIN tms.table_maintenance_job j ON j.id = j.batch_id
+ WHERE st.task_name = 'maintenance' AND st.task_instance = 'batch-' || j.batch_id
+   AND j.rule_id = :rule ORDER BY j.id;
 -- the task of a batch is named after its first job
 SELECT bool_and(j.task_instance = 'batch-' || j.batch_id) AS named,
        bool_and(st.task_data = jsonb_build_object('batch_id', j.batch_id)) AS data
