@@ -195,12 +195,20 @@ CREATE TABLE tms.table_maintenance_job (
     -- the manifests' record counts)
     data_files_removed bigint NOT NULL DEFAULT 0,
     rows_removed      bigint NOT NULL DEFAULT 0,
+    -- the batch it runs in (a rule's batch-size: one task, "batch-<id>",
+    -- runs the jobs of up to that many tables one after the other); the
+    -- id of the batch's first job; NULL: a job of its own ("job-<id>")
+    batch_id          bigint,
     CHECK ((finished_at IS NULL) = (state IN ('pending', 'running')))
 );
 
 CREATE INDEX table_maintenance_job_inflight_idx ON tms.table_maintenance_job (state)
     WHERE finished_at IS NULL;
 CREATE INDEX table_maintenance_job_table_idx ON tms.table_maintenance_job (table_id, rule_id);
+-- the jobs of one batch (the batch's task runs them; tms._record_evaluation
+-- adds to an open one)
+CREATE INDEX table_maintenance_job_batch_idx ON tms.table_maintenance_job (batch_id)
+    WHERE batch_id IS NOT NULL;
 
 -- what budgets count (tms._budget_check): a policy's jobs (and so a
 -- rule's) by their first start, and by their end (bytes rewritten in the

@@ -104,3 +104,9 @@ CREATE INDEX iceberg_cleanup_job_finished_idx ON tms.iceberg_cleanup_job (finish
 ALTER TABLE tms.table_maintenance_job
     ADD COLUMN data_files_removed bigint NOT NULL DEFAULT 0,
     ADD COLUMN rows_removed bigint NOT NULL DEFAULT 0;
+
+-- Batched snapshot expiry (doc/policies.md, "Batches"): the jobs of a
+-- rule's batch share one task, "batch-<batch id>".
+ALTER TABLE tms.table_maintenance_job ADD COLUMN batch_id bigint;
+CREATE INDEX table_maintenance_job_batch_idx ON tms.table_maintenance_job (batch_id)
+    WHERE batch_id IS NOT NULL;

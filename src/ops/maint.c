@@ -13,10 +13,11 @@
  *
  * A job is recorded by a policy's evaluation (tms._record_evaluation) or
  * by tms.run_operation, with a task of kind "maintenance" (instance
- * "job-<id>").  The kind is detached: its handler runs outside
- * transactions and records its progress in short steps, as the
- * extension's owner, conditional on the task's lease (a worker that lost
- * its lease writes nothing).  A run:
+ * "job-<id>"), or in a batch whose one task ("batch-<id>") runs its jobs
+ * one after the other (maint_batch.c).  The kind is detached: its handler
+ * runs outside transactions and records its progress in short steps, as
+ * the extension's owner, conditional on the task's lease (a worker that
+ * lost its lease writes nothing).  A run:
  *
  *	 start		(step) tms._start_job: a cancel request, the policy's state
  *				and window, one job per (table, operation), the budgets of
@@ -1345,10 +1346,36 @@ run_release(MaintRun *run)
 
 /*
  * The handler of the "maintenance" task kind (detached; see the file
- * header).
+ * header): a job's task ("job-<id>") runs its job, a batch's task
+ * ("batch-<id>") the jobs of its batch (maint_batch.c).
  */
 static SchedOutcome
 maintenance_handler(SchedTask *task, ErrorData **error)
+{
+	bool		batch = strncmp(task->instance, "batch-", 6) == 0;
+	const char *digits = batch ? task->instance + 6 :
+	strncmp(task->instance, "job-", 4) == 0 ? task->instance + 4 : NULL;
+	char	   *end = NULL;
+	int64		id = 0;
+
+	if (digits != NULL && *digits >= '0' && *digits <= '9')
+		id = strtoi64(digits, &end, 10);
+	if (id <= 0 || *end != '\0')
+	{
+		*error = sched_error(ERRCODE_INVALID_PARAMETER_VALUE,
+							 psprintf("invalid maintenance task instance \"%s\"", task->instance),
+							 NULL);
+		return SCHED_FAILED;
+	}
+	return batch ? maint_run_batch(task, id, error) : maint_run_job(task, id, error);
+}
+
+/*
+ * Run job job_id of task (its own, or its batch's): start it, run it,
+ * finish it.  SCHED_DONE with *error set: it failed for good.
+ */
+SchedOutcome
+maint_run_job(SchedTask *task, int64 job_id, ErrorData **error)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "tms maintenance run",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -1358,7 +1385,6 @@ maintenance_handler(SchedTask *task, ErrorData **error)
 	FinishStep	fin;
 	OpsRunFailure failure;
 	volatile SchedOutcome outcome = SCHED_DONE;
-	char	   *end;
 
 	run->cxt = cxt;
 	run->qcxt = AllocSetContextCreate(cxt, "tms maintenance deletes", ALLOCSET_DEFAULT_SIZES);
@@ -1366,17 +1392,7 @@ maintenance_handler(SchedTask *task, ErrorData **error)
 	run->result = MAINT_OK;
 	run->after_snapshot_id = -1;
 	run->before_snapshot_id = -1;
-	run->job_id = strncmp(task->instance, "job-", 4) == 0 ?
-		strtoi64(task->instance + 4, &end, 10) : 0;
-	if (run->job_id <= 0 || *end != '\0')
-	{
-		MemoryContextSwitchTo(old);
-		*error = sched_error(ERRCODE_INVALID_PARAMETER_VALUE,
-							 psprintf("invalid maintenance task instance \"%s\"", task->instance),
-							 NULL);
-		MemoryContextDelete(cxt);
-		return SCHED_FAILED;
-	}
+	run->job_id = job_id;
 
 	sched_task_subject(task, -1, -1, -1, run->job_id);
 

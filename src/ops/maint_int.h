@@ -238,9 +238,16 @@ typedef struct MaintRun
  */
 #define LEASE_HELD SCHED_LEASE_HELD("maintenance")
 
+/* the largest batch-size of a snapshot-expiry rule (maint_batch.c) */
+#define MAINT_BATCH_MAX 1000
+
 /* maint.c */
 extern int	tms_engine_run_timeout_s;
 extern int	tms_handler_job_timeout_s;
+extern SchedOutcome maint_run_job(SchedTask *task, int64 job_id, ErrorData **error);
+
+/* maint_batch.c */
+extern SchedOutcome maint_run_batch(SchedTask *task, int64 batch_id, ErrorData **error);
 
 /*
  * Record the run's outcome (the first one sticks), with the SQLSTATE its

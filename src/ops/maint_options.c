@@ -23,7 +23,13 @@
  *	  snapshot-expiry  older-than (interval or timestamp), retain-last
  *					   (integer >= 1), max-ref-age-ms (integer >= 0),
  *					   snapshot-ids (array of integers),
- *					   clean-expired-files (boolean)
+ *					   clean-expired-files (boolean), batch-size
+ *					   (integer 1 .. 1000; not the run's: its rule's
+ *					   batches, tms._open_batch; a job of
+ *					   tms.run_operation is one table and ignores it;
+ *					   on any engine but local 0A000: an engine server's
+ *					   run is one table's submission, followed and
+ *					   recovered under that job's own tag)
  *	  orphan-cleanup   older-than (interval or timestamp; default 3 days;
  *					   less than 1 day ago needs "force": true), force,
  *					   location (a path), prefix-mismatch-mode ("error",
@@ -474,6 +480,9 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 			opt_id_array(operation, key, &v, &out->nsnapshot_ids, &out->snapshot_ids);
 		else if (op == MAINT_EXPIRE && strcmp(key, "clean-expired-files") == 0)
 			out->clean_expired_files = opt_bool(operation, key, &v);
+		else if (op == MAINT_EXPIRE && strcmp(key, "batch-size") == 0)
+			(void) opt_int(operation, key, &v, 1, MAINT_BATCH_MAX); /* read by
+																	 * tms._open_batch */
 		else if (op == MAINT_ORPHAN && strcmp(key, "older-than") == 0)
 			opt_time(operation, key, &v, &out->older_than);
 		else if (op == MAINT_ORPHAN && strcmp(key, "min-reclaimed-bytes") == 0)
@@ -614,7 +623,7 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 					 errmsg("unknown option \"%s\" of operation \"%s\"", key, operation),
 					 errhint("%s",
 							 op == MAINT_EXPIRE ?
-							 "Options of snapshot-expiry are older-than, retain-last, max-ref-age-ms, snapshot-ids and clean-expired-files." :
+							 "Options of snapshot-expiry are older-than, retain-last, max-ref-age-ms, snapshot-ids, clean-expired-files and batch-size." :
 							 op == MAINT_ORPHAN ?
 							 "Options of orphan-cleanup are older-than, force, location, prefix-mismatch-mode, equal-schemes, equal-authorities and min-reclaimed-bytes." :
 							 op == MAINT_POSDELETE ?
@@ -727,6 +736,15 @@ maint_options_parse(const char *operation, const char *engine, Jsonb *options,
 		if (out->op == MAINT_RETENTION)
 			check_retention(out);
 	}
+	else if (out->op == MAINT_EXPIRE &&
+			 getKeyJsonValueFromContainer(&options->root, "batch-size", strlen("batch-size"),
+										  NULL) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("option \"batch-size\" of operation \"%s\" is supported only on engine local",
+						operation),
+				 errdetail("The engine is \"%s\".", engine),
+				 errhint("A job on an engine is one table's submission, followed and recovered under its own tag; leave out \"batch-size\", or use engine local.")));
 	else if (out->engine_type != ENGINE_TYPE_UNKNOWN)
 	{
 		/* the engine layer's check, the one its statement builder applies */

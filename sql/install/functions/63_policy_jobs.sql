@@ -38,6 +38,7 @@ DECLARE
     thr jsonb;
     cond text;
     rank timestamptz;
+    bid bigint;
 BEGIN
     SELECT * INTO r FROM tms.maintenance_rules WHERE id = p_rule FOR KEY SHARE;
     SELECT * INTO p FROM tms.maintenance_policies WHERE id = p_policy;
@@ -55,13 +56,33 @@ BEGIN
         IF FOUND THEN
             rank := now() - make_interval(secs => tms._score_clamp(p_score)
                                                   * tms._score_aging_s());
+            bid := tms._open_batch(r, jid);
             INSERT INTO tms.table_maintenance_job
                    (id, table_id, rule_id, rule_version, policy_id, operation, engine,
-                    options, task_kind, task_instance, before_snapshot_id, score, rank_at)
+                    options, task_kind, task_instance, before_snapshot_id, score, rank_at,
+                    batch_id)
             VALUES (jid, p_table, p_rule, r.version, p_policy, r.operation, r.engine, r.options,
-                    'maintenance', 'job-' || jid, t.snapshot_id, p_score, rank);
-            PERFORM tms.schedule_task('maintenance', 'job-' || jid,
-                                      jsonb_build_object('job_id', jid), run_at => rank);
+                    'maintenance', CASE WHEN bid IS NULL THEN 'job-' || jid
+                                        ELSE 'batch-' || bid END,
+                    t.snapshot_id, p_score, rank, bid);
+            IF bid IS NULL THEN
+                PERFORM tms.schedule_task('maintenance', 'job-' || jid,
+                                          jsonb_build_object('job_id', jid), run_at => rank);
+            ELSIF bid = jid THEN
+                -- a new batch: its task waits a little for the other
+                -- candidates of the evaluation to join
+                PERFORM tms.schedule_task('maintenance', 'batch-' || bid,
+                                          jsonb_build_object('batch_id', bid),
+                                          run_at => greatest(rank, now() + interval '5 seconds'));
+            ELSE
+                -- joined: the batch is due at its best-ranked job, once
+                -- its first job's 5 seconds are over
+                rank := greatest(rank, (SELECT o.created_at FROM tms.table_maintenance_job o
+                                         WHERE o.id = bid) + interval '5 seconds');
+                UPDATE tms.scheduled_tasks st SET execution_time = rank
+                 WHERE st.task_name = 'maintenance' AND st.task_instance = 'batch-' || bid
+                   AND NOT st.picked AND st.execution_time > rank;
+            END IF;
             job_id := jid;
             decision := 'submitted';
         ELSE
@@ -95,6 +116,54 @@ BEGIN
             p_explain, p_error, decision, job_id, p_score, p_score_explanation);
 END
 $$;
+
+-- The batch a new job jid of rule r joins (doc/policies.md, "Batches"):
+-- NULL when the rule does not batch (its option batch-size absent or 1;
+-- only snapshot-expiry on engine local takes it, tms._check_operation);
+-- else the rule's open batch: the newest in flight whose task no executor
+-- has claimed yet (its row is locked here, so a claim waits for this
+-- transaction and then runs the job too, or comes first and the batch is
+-- closed), whose jobs have not started and which has fewer than
+-- batch-size jobs; else jid, the first job of a new batch.  One batch is
+-- filled at a time per rule (an advisory lock per rule).
+CREATE OR REPLACE FUNCTION tms._open_batch(r tms.maintenance_rules, jid bigint)
+RETURNS bigint
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    size integer;
+    bid bigint;
+BEGIN
+    IF r.operation <> 'snapshot-expiry' OR r.engine <> 'local'
+       OR jsonb_typeof(r.options -> 'batch-size') IS DISTINCT FROM 'number' THEN
+        RETURN NULL;
+    END IF;
+    size := (r.options ->> 'batch-size')::numeric::integer;
+    IF size <= 1 THEN
+        RETURN NULL;
+    END IF;
+    PERFORM pg_advisory_xact_lock(7368, (r.id % 2147483647)::integer);
+    SELECT max(o.batch_id) INTO bid
+      FROM tms.table_maintenance_job o
+     WHERE o.finished_at IS NULL AND o.rule_id = r.id AND o.batch_id IS NOT NULL;
+    IF bid IS NOT NULL THEN
+        PERFORM 1 FROM tms.scheduled_tasks st
+         WHERE st.task_name = 'maintenance' AND st.task_instance = 'batch-' || bid
+           AND NOT st.picked
+           FOR UPDATE;
+        IF NOT FOUND
+           OR (SELECT count(*) FROM tms.table_maintenance_job o WHERE o.batch_id = bid) >= size
+           OR EXISTS (SELECT 1 FROM tms.table_maintenance_job o
+                       WHERE o.batch_id = bid AND (o.attempts > 0 OR o.state <> 'pending')) THEN
+            bid := NULL;
+        END IF;
+    END IF;
+    RETURN coalesce(bid, jid);
+END
+$$;
+
+REVOKE ALL ON FUNCTION tms._open_batch(tms.maintenance_rules, bigint) FROM PUBLIC;
 
 -- A score as it ranks a job: 0 .. 10000 (NULL, NaN and below 0: 0).
 CREATE OR REPLACE FUNCTION tms._score_clamp(score double precision)

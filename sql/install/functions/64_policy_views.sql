@@ -88,13 +88,13 @@ CREATE OR REPLACE VIEW tms.maintenance_jobs AS
            j.rule_version,
            CASE WHEN j.finished_at IS NULL AND j.state = 'pending'
                 THEN tms._budget_wait_job(j.id) END AS waiting_for,
-           j.score, j.rank_at, j.data_files_removed, j.rows_removed
+           j.score, j.rank_at, j.data_files_removed, j.rows_removed, j.batch_id
       FROM tms.table_maintenance_job j
       JOIN tms.tables t ON t.id = j.table_id
       LEFT JOIN tms.maintenance_policies p ON p.id = j.policy_id;
 
 COMMENT ON VIEW tms.maintenance_jobs IS
-    'maintenance runs, from policies and from tms.run_operation: state with its reason, attempts, effect (retention: data files and rows removed), score and rank; finished_at null: in flight (waiting_for: the budget a queued job waits for)';
+    'maintenance runs, from policies and from tms.run_operation: state with its reason, attempts, effect (retention: data files and rows removed), score and rank; finished_at null: in flight (waiting_for: the budget a queued job waits for; batch_id: the batch whose one task runs it with the other tables of its batch)';
 
 -- Every known table: its health from its latest evaluation that read the
 -- manifests (the terms dsl_metrics_derive computed; debt = 100 -

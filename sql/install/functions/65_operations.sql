@@ -109,7 +109,11 @@ BEGIN
         PERFORM tms.cancel_task(j.task_kind, j.task_instance)
           FROM tms.scheduled_tasks t
          WHERE t.task_name = j.task_kind AND t.task_instance = j.task_instance
-           AND NOT t.picked;
+           AND NOT t.picked
+           -- a batch's task stays while it has other jobs to run
+           AND NOT EXISTS (SELECT 1 FROM tms.table_maintenance_job o
+                            WHERE o.task_kind = j.task_kind AND o.task_instance = j.task_instance
+                              AND o.id <> j.id AND o.finished_at IS NULL);
         PERFORM tms._job_ended(j.id);
     ELSE
         UPDATE tms.table_maintenance_job

@@ -301,7 +301,8 @@ COMMENT ON VIEW tms.job_errors IS
 -- (tms.task_run_totals).  next_start and job_status come from the tasks
 -- waiting or running now; their subjects are read from the instance the
 -- way each kind's handler reads it: policy-expand "<policy>", cron-job
--- "<policy>:<table>", maintenance "job-<id>" (the job's policy and rule).
+-- "<policy>:<table>", maintenance "job-<id>" (the job's policy and rule)
+-- and "batch-<id>" (its first job's).
 CREATE OR REPLACE VIEW tms.job_stats AS
     WITH live AS (
         SELECT h.kind, h.policy_id, h.rule_id,
@@ -332,7 +333,9 @@ CREATE OR REPLACE VIEW tms.job_stats AS
           LEFT JOIN tms.table_maintenance_job j
             ON t.task_name = 'maintenance'
            AND j.id = CASE WHEN t.task_instance ~ '^job-[0-9]{1,18}$'
-                           THEN substr(t.task_instance, 5)::bigint END
+                           THEN substr(t.task_instance, 5)::bigint
+                           WHEN t.task_instance ~ '^batch-[0-9]{1,18}$'
+                           THEN substr(t.task_instance, 7)::bigint END
     ), waiting AS (
         SELECT kind, policy_id, rule_id,
                count(*) FILTER (WHERE picked) AS running,
