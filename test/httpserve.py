@@ -25,15 +25,113 @@ algorithm off (head and body are two writes: with Nagle the body waits for
 the client's delayed ACK, ~40 ms an answer); every answer carries
 Content-Length; a client gone before its answer is complete closes the
 connection quietly.  Only the Python standard library.
+
+A handler may set MessageClass = httpserve.Headers: its request headers
+are then read by a plain line parser (the same lines, limits and errors
+as http.client's) instead of the email package's, about a tenth of the
+CPU: the header parsing was half of what the catalog spent on a 304.
 """
 
+import email.utils
+import http.client
 import json
 import signal
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HOST = "127.0.0.1"
+
+
+class Headers:
+    """A request's header fields, in the part of email.message.Message's
+    interface the servers use: get (the first field of that name, any
+    case), get_all, [] (None when absent), in, items, keys, values, len,
+    iteration over the names.  Names keep their case; values have no
+    leading or trailing white space (obsolete line folding is joined
+    with one space)."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields=()):
+        self._fields = list(fields)
+
+    @classmethod
+    def read(cls, fp):
+        """The fields up to the empty line, from a binary file; raises
+        http.client.LineTooLong and HTTPException ("got more than 100
+        headers") as http.client.parse_headers does."""
+        fields = []
+        while True:
+            line = fp.readline(http.client._MAXLINE + 1)
+            if len(line) > http.client._MAXLINE:
+                raise http.client.LineTooLong("header line")
+            if line in (b"\r\n", b"\n", b""):
+                break
+            text = line.decode("iso-8859-1")
+            if text[0] in " \t" and fields:
+                name, value = fields[-1]
+                fields[-1] = (name, (value + " " + text.strip()).strip())
+            else:
+                name, sep, value = text.partition(":")
+                if sep:
+                    fields.append((name.strip(), value.strip()))
+            if len(fields) > http.client._MAXHEADERS:
+                raise http.client.HTTPException("got more than %d headers"
+                                                % http.client._MAXHEADERS)
+        return cls(fields)
+
+    def get(self, name, failobj=None):
+        name = name.lower()
+        for k, v in self._fields:
+            if k.lower() == name:
+                return v
+        return failobj
+
+    def get_all(self, name, failobj=None):
+        name = name.lower()
+        found = [v for k, v in self._fields if k.lower() == name]
+        return found or failobj
+
+    def __getitem__(self, name):
+        return self.get(name)
+
+    def __contains__(self, name):
+        return self.get(name) is not None
+
+    def items(self):
+        return list(self._fields)
+
+    def keys(self):
+        return [k for k, _ in self._fields]
+
+    def values(self):
+        return [v for _, v in self._fields]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self._fields)
+
+    def __str__(self):
+        return "".join("%s: %s\r\n" % f for f in self._fields) + "\r\n"
+
+
+_parse_headers = http.client.parse_headers
+
+
+def _parse_headers_of(fp, _class=http.client.HTTPMessage):
+    """http.client.parse_headers, but Headers for a handler that asks for
+    them (BaseHTTPRequestHandler.parse_request passes its MessageClass);
+    every other caller gets http.client's own."""
+    if _class is Headers:
+        return Headers.read(fp)
+    return _parse_headers(fp, _class)
+
+
+http.client.parse_headers = _parse_headers_of
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -46,6 +144,19 @@ class Handler(BaseHTTPRequestHandler):
     # Server and Date headers on every answer; off for a proxy passing its
     # upstream's own
     server_headers = True
+
+    _date = (None, None)
+
+    def date_time_string(self, timestamp=None):
+        """The Date header's value, formatted once a second."""
+        if timestamp is not None:
+            return email.utils.formatdate(timestamp, usegmt=True)
+        now = int(time.time())
+        second, text = Handler._date
+        if second != now:
+            text = email.utils.formatdate(now, usegmt=True)
+            Handler._date = (now, text)
+        return text
 
     def log_message(self, fmt, *args):
         if getattr(self.server, "verbose", False):

@@ -106,25 +106,36 @@ typedef struct Batch
  * The candidates of a cycle: rules without a schedule whose counters
  * fired.  The two partial indexes of tms.rule_baselines serve its two
  * arms.
+ *
+ * Both candidate queries find the pairs by the cheap tests first, in key
+ * order, behind an OFFSET 0 (the planner may not push the precedence test
+ * down into it), and ask tms._rule_wins (an index scan per call, not
+ * inlined) only of those pairs, one after the other until LIMIT rows
+ * pass: a batch costs at most LIMIT plus the overridden pairs calls.
+ * Pushed down, it ran for every baseline the scan read (the scoped query
+ * reads all of the policy's): 20,000 calls, 2.9 s, per batch of 64.
  */
 static const char *cycle_candidates_sql =
+"SELECT c.* FROM ("
 "SELECT b.rule_id, b.table_id, t.namespace, t.table_name, r.operation,"
-"       r.condition, t.commits - b.base_commits,"
-"       t.bytes_added - b.base_bytes,"
+"       r.condition, t.commits - b.base_commits AS commits_added,"
+"       t.bytes_added - b.base_bytes AS bytes_added,"
 "       (extract(epoch FROM least(now() - b.since,"
-"                                 interval '100000 years')) * 1000)::bigint,"
-"       tms._chain_rank(r.operation), r.version, r.score,"
+"                                 interval '100000 years')) * 1000)::bigint AS elapsed_ms,"
+"       tms._chain_rank(r.operation) AS chain_rank, r.version, r.score,"
 "       CASE WHEN r.options ->> 'target-file-size-bytes' ~ '^[0-9]{1,18}$'"
-"            THEN (r.options ->> 'target-file-size-bytes')::bigint END"
+"            THEN (r.options ->> 'target-file-size-bytes')::bigint END AS target_size"
 "  FROM tms.maintenance_rules r"
 "  JOIN tms.rule_baselines b ON b.rule_id = r.id"
 "  JOIN tms.tables t ON t.id = b.table_id"
 " WHERE r.policy_id = $1 AND r.schedule IS NULL AND b.pending_job IS NULL"
 "   AND (b.triggered OR b.due_at <= now()) AND t.dropped_at IS NULL"
 "   AND (b.cooldown_until IS NULL OR b.cooldown_until <= now())"
-"   AND r.active AND tms._rule_wins(b.rule_id, b.table_id)"
+"   AND r.active"
 "   AND (tms._chain_rank(r.operation), b.rule_id, b.table_id) > ($5, $2, $3)"
-" ORDER BY tms._chain_rank(r.operation), b.rule_id, b.table_id"
+" ORDER BY tms._chain_rank(r.operation), b.rule_id, b.table_id OFFSET 0) c"
+" WHERE tms._rule_wins(c.rule_id, c.table_id)"
+" ORDER BY c.chain_rank, c.rule_id, c.table_id"
 " LIMIT $4";
 
 /*
@@ -135,14 +146,15 @@ static const char *cycle_candidates_sql =
  * only.
  */
 static const char *scoped_candidates_sql =
+"SELECT c.* FROM ("
 "SELECT b.rule_id, b.table_id, t.namespace, t.table_name, r.operation,"
-"       r.condition, t.commits - b.base_commits,"
-"       t.bytes_added - b.base_bytes,"
+"       r.condition, t.commits - b.base_commits AS commits_added,"
+"       t.bytes_added - b.base_bytes AS bytes_added,"
 "       (extract(epoch FROM least(now() - b.since,"
-"                                 interval '100000 years')) * 1000)::bigint,"
-"       tms._chain_rank(r.operation), r.version, r.score,"
+"                                 interval '100000 years')) * 1000)::bigint AS elapsed_ms,"
+"       tms._chain_rank(r.operation) AS chain_rank, r.version, r.score,"
 "       CASE WHEN r.options ->> 'target-file-size-bytes' ~ '^[0-9]{1,18}$'"
-"            THEN (r.options ->> 'target-file-size-bytes')::bigint END"
+"            THEN (r.options ->> 'target-file-size-bytes')::bigint END AS target_size"
 "  FROM tms.maintenance_rules r"
 "  JOIN tms.rule_baselines b ON b.rule_id = r.id"
 "  JOIN tms.tables t ON t.id = b.table_id"
@@ -150,12 +162,14 @@ static const char *scoped_candidates_sql =
 "   AND (b.triggered OR b.due_at <= now()"
 "        OR num_nonnulls(r.commits_threshold, r.bytes_threshold, r.time_threshold_ms) = 0)"
 "   AND (b.cooldown_until IS NULL OR b.cooldown_until <= now())"
-"   AND r.active AND tms._rule_wins(b.rule_id, b.table_id)"
+"   AND r.active"
 "   AND ($6::bigint IS NULL OR b.table_id = $6)"
 "   AND ($7::bigint[] IS NULL OR r.id = ANY ($7))"
 "   AND (NOT $8 OR r.schedule @> '{\"on-commit\": true}')"
 "   AND (tms._chain_rank(r.operation), b.rule_id, b.table_id) > ($5, $2, $3)"
-" ORDER BY tms._chain_rank(r.operation), b.rule_id, b.table_id"
+" ORDER BY tms._chain_rank(r.operation), b.rule_id, b.table_id OFFSET 0) c"
+" WHERE tms._rule_wins(c.rule_id, c.table_id)"
+" ORDER BY c.chain_rank, c.rule_id, c.table_id"
 " LIMIT $4";
 
 static void

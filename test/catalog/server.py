@@ -1394,6 +1394,9 @@ class Handler(httpserve.Handler):
 
     server_version = "tms-test-catalog/1"
     log_prefix = "catalog"
+    # the plain header parser (httpserve.Headers): a refresh is 100,000 of
+    # these requests
+    MessageClass = httpserve.Headers
 
     # -- plumbing ---------------------------------------------------------------
 
