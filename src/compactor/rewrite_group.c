@@ -110,7 +110,7 @@ helper_run(Helper *h, const char *sql, duckdb_result *res, TmsError *err)
 	duckdb_result local;
 	duckdb_result *r = res ? res : &local;
 
-	if (duckdb_query(h->con, sql, r) != DuckDBSuccess)
+	if (!helper_statement(h, sql, r))
 	{
 		const char *e = duckdb_result_error(r);
 
@@ -1253,7 +1253,7 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 			goto done;
 	helper_send(iceberg_compact_done_json(job->group, g.files_written, g.rows_in,
 										  g.rows_in - g.rows_out, g.rows_out, g.bytes_in,
-										  helper_peak_rss()));
+										  helper_peak_rss(), helper_in_flight(job->group)));
 	ok = true;
 done:
 	group_cleanup(&g);

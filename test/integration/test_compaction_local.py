@@ -1046,6 +1046,55 @@ def test_partial_progress_commits_in_batches(env):
     assert rows(env, mloc2) == want
 
 
+def groups_at_once(env, jid):
+    """How many groups the helper said it rewrote at once in job jid (the
+    worker's LOG line at the job's end)."""
+    import re
+    m = re.search(r"maintenance job %d: compaction of \d+ groups, \d+ given up [^,]*, "
+                  r"up to (\d+) rewritten at once" % jid, env["pg"].log_tail(5000))
+    assert m, env["pg"].log_tail(40)
+    return int(m.group(1))
+
+
+def test_groups_rewritten_at_once(env):
+    # Iceberg's max-concurrent-file-group-rewrites: up to N groups in the
+    # helper at once.  Four groups, all four sent at once: the helper
+    # starts the second while the first runs (its done reports the most
+    # groups it ran at once); with partial progress the batches still
+    # commit in plan order, two groups each
+    small_table(env, "conc", files=24, rows_per_file=10, seed=23)
+    mloc, meta0, _ = live(env, "cmp", "conc")
+    want = rows(env, mloc)
+    opts = {"max-concurrent-file-group-rewrites": 4, "partial-progress.enabled": True,
+            "partial-progress.max-commits": 2}
+    planned = [g["detail"]["partition"] for g in group_rows(plan(env, "cmp", "conc", opts))]
+    assert len(planned) == 4
+    jid = run(env, "cmp", "conc", opts)
+    row = env["pg"].wait_job(jid)
+    mloc2, meta, after = live(env, "cmp", "conc")
+    chain = replace_chain(meta, meta0)
+    assert len(chain) == 2 and all(s["summary"]["operation"] == "replace" and
+                                   s["summary"]["changed-partition-count"] == "2"
+                                   for s in chain), [s["summary"] for s in chain]
+    # the first commit holds the plan's first two groups, whichever ended first
+    first = sorted([dict(f["partition"])["category"]] for f in after.values()
+                   if f["content"] == 0 and f["snapshot_id"] == chain[1]["snapshot-id"])
+    assert row["data_files_rewritten"] == 24 and row["data_files_added"] == 4, row
+    assert rows(env, mloc2) == want
+    assert 2 <= groups_at_once(env, jid) <= 4
+    assert first == sorted(planned[:2]), (first, planned)
+
+    # one at a time when asked
+    small_table(env, "conc1", files=24, rows_per_file=10, seed=24)
+    mloc, _, _ = live(env, "cmp", "conc1")
+    want = rows(env, mloc)
+    jid = run(env, "cmp", "conc1", {"max-concurrent-file-group-rewrites": 1})
+    row = env["pg"].wait_job(jid)
+    assert row["data_files_rewritten"] == 24 and row["data_files_added"] == 4, row
+    assert rows(env, live(env, "cmp", "conc1")[0]) == want
+    assert groups_at_once(env, jid) == 1
+
+
 _OPTS_TABLE = []
 
 
