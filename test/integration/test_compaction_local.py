@@ -36,6 +36,9 @@ catalog:
     reloaded table;
   - the helper killed while it writes: the job fails with a clear
     last_error, the table is unchanged, no file it wrote is referenced;
+  - max-concurrent-file-group-rewrites: four groups in the helper at once
+    (its done messages say so), partial progress's batches still committed
+    in plan order; one at a time when asked;
   - a memory limit far below the data's size completes by spilling;
   - cancel_operation kills the helper;
   - tms.allowed_hosts in the server's configuration limits the workers
