@@ -22,6 +22,8 @@ catalog:
     no new file) and bucket/identity partitions keep their rows;
   - a table whose partition spec evolved: each spec's files are rewritten
     in their own spec;
+  - files of two specs in one partition of the output spec: one group,
+    written in the output spec; another output partition its own group;
   - a table of 10,000 small files (one group per partition, one replace
     commit each; bench/compact_bench.py compacts such a table on every run
     too);
@@ -1320,6 +1322,51 @@ def test_output_spec_computes_every_transform(env):
                        "day_month": (d.year - 1970) * 12 + d.month - 1,
                        "ts_day": micros // 86400000000, "ts_hour": micros // 3600000000}
                 assert part == exp, (p, part, exp, r)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_two_specs_in_one_output_partition(env):
+    # spec 0: identity(category), categories c0..c3; spec 1, the current
+    # one: truncate[1](category), files of "c9" (partition "c") and "d1"
+    # (partition "d").  Every spec-0 file falls into output partition "c":
+    # one group holds them with the spec-1 files of "c", and the "d" files
+    # are a group of their own (a group never spans output partitions)
+    small_table(env, "twospec", files=8, rows_per_file=5, seed=25)
+    spec1 = {"spec-id": 1, "fields": [
+        {"name": "cat_trunc", "transform": "truncate[1]", "source-id": 2, "field-id": 1001}]}
+    set_spec(env, "cmp", "twospec", spec1)
+    files = []
+    for i, cat in enumerate(["c9", "c9", "d1", "d1"]):
+        query = ("SELECT x::BIGINT AS c_1, '%s' AS c_2, (x / 100.0)::DECIMAL(10,2) AS c_3,"
+                 " (x * 1.5)::DOUBLE AS c_4, DATE '2026-01-02' AS c_5,"
+                 " make_timestamptz(0::BIGINT) AS c_6, (x %% 3 = 0) AS c_7"
+                 " FROM (SELECT (%d + i)::BIGINT AS x FROM range(5) t(i)) r ORDER BY x"
+                 % (cat, 700000 + i * 5))
+        files.append(({"cat_trunc": cat[:1]}, query))
+    append_in_spec(env, "cmp", "twospec", spec1, [("cat_trunc", "string", 1001)], files)
+    mloc, meta0, before = live(env, "cmp", "twospec")
+    want = rows(env, mloc)
+    opts = {"rewrite-all": True, "max-concurrent-file-group-rewrites": 2}
+    pl = plan(env, "cmp", "twospec", opts)
+    assert summary_row(pl)["kept_in_own_spec"] == 0, summary_row(pl)
+    groups = sorted((g["detail"]["spec_id"], g["detail"]["partition"], g["detail"]["files"])
+                    for g in group_rows(pl))
+    assert groups == [(1, ["c"], 10), (1, ["d"], 2)], pl
+    env["pg"].wait_job(run(env, "cmp", "twospec", opts))
+    mloc2, meta, after = live(env, "cmp", "twospec")
+    assert rows(env, mloc2) == want
+    new = {p: f for p, f in after.items() if f["content"] == 0}
+    assert sorted(f["partition"] for f in new.values()) == \
+        [(("cat_trunc", "c"),), (("cat_trunc", "d"),)], new
+    tmp = tempfile.mkdtemp(prefix="tms-twospec-")
+    try:
+        for p, f in new.items():
+            got = [json.loads(r)["category"] for r in duck_rows(
+                [local_copy(env, p, tmp)], None, select="category")]
+            # every row of a file in its partition
+            assert got and {c[:1] for c in got} == {dict(f["partition"])["cat_trunc"]}, (p, got)
+            assert len(got) == (40 + 10 if dict(f["partition"])["cat_trunc"] == "c" else 10)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
