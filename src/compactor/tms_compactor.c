@@ -37,9 +37,11 @@
  * statements (storage, which is single-threaded by design; jansson, whose
  * allocator hooks are process-wide) runs under one lock, released only
  * while a statement runs (helper_run): the groups overlap their DuckDB
- * work with each other and with one group's transfers.  A group that
- * fails fails the helper (its error names the group): the worker stops
- * it and deletes what the groups in flight wrote.
+ * work with each other and with one group's transfers.  A group whose
+ * rewrite fails (helper_rewrite_group removes its files and tables) is
+ * an error line of that group "alone", and the others go on: the worker
+ * decides (with partial progress the group is left out of its commit;
+ * without, the run fails).  Any other failure ends the helper.
  *
  * Nothing here trusts its own input beyond the worker's word: the lines
  * are parsed by the protocol's decoders; output paths are the worker's
@@ -261,11 +263,12 @@ group_thread(void *arg)
 	pthread_mutex_lock(&big_lock);
 	if (duckdb_connect(shared->db, &h.con) != DuckDBSuccess)
 		fail(s->group, "cannot connect to DuckDB");
+	/* a failed rewrite cleaned up after itself: the others go on */
 	if (!helper_rewrite_group(&h, s->job, &err))
 	{
 		snprintf(msg, sizeof(msg), "%s%s%s", err.message,
 				 err.detail[0] ? ": " : "", err.detail);
-		fail(s->group, msg);
+		helper_send(iceberg_compact_group_error_json(s->group, msg, true));
 	}
 	duckdb_disconnect(&h.con);
 	iceberg_compact_job_free(s->job);

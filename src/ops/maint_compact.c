@@ -547,7 +547,8 @@ typedef enum GroupOutcome
 {
 	GROUP_COMMITTED,
 	GROUP_GIVEN_UP,
-	GROUP_FAILED
+	GROUP_FAILED,
+	GROUP_NONE					/* every group of the batch failed alone */
 } GroupOutcome;
 
 /*
@@ -609,7 +610,9 @@ delete_property(MaintRun *run, const char *what)
 typedef struct GroupWork
 {
 	bool		sent;
-	bool		done;			/* its done message read, its files checked */
+	bool		done;			/* its done message read, its files checked;
+								 * or it failed */
+	bool		failed;			/* it failed alone (partial progress) */
 	bool		handled;		/* its batch's commit was tried: its files are
 								 * the commit's business */
 	char	   *dir;
@@ -747,7 +750,9 @@ next_done(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, GroupWork *wo
 
 		if (!compactor_next(helper, run, deadline, &m))
 			return false;
-		if (m.type == ICEBERG_MSG_ERROR)
+		if (m.type == ICEBERG_MSG_ERROR &&
+			!(m.alone && run->opt.partial_progress && m.group >= 0 && m.group < nsent &&
+			  works[m.group].sent && !works[m.group].done))
 		{
 			maint_fail(run, MAINT_TRANSIENT, "the compaction helper failed: %s", m.message);
 			iceberg_compact_message_free(&m);
@@ -762,6 +767,25 @@ next_done(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, GroupWork *wo
 		}
 		w = &works[m.group];
 		gr = &p->groups[m.group];
+		if (m.type == ICEBERG_MSG_ERROR)
+		{
+			/*
+			 * partial progress: the group fails alone (as Iceberg's rewrite
+			 * of a group that throws), left out of its batch's commit; what
+			 * it wrote goes now
+			 */
+			ereport(WARNING,
+					(errmsg("maintenance job " INT64_FORMAT ": group %d of the compaction failed and is left out of its commit: %s",
+							run->job_id, m.group, m.message)));
+			iceberg_compact_message_free(&m);
+			maint_delete_written(run, w->written, w->nwritten);
+			for (int i = 0; i < w->nout; i++)
+				iceberg_compact_output_free(&w->out[i]);
+			w->nout = 0;
+			w->done = w->failed = w->handled = true;
+			*g = m.group;
+			return true;
+		}
 		if (m.type == ICEBERG_MSG_FILE)
 		{
 			if (!check_output(run, &m.file, w->dir, w->prefix, gr->expected_outputs, w->seen))
@@ -940,7 +964,8 @@ commit_groups(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOut
 
 /*
  * Commit the batch of groups first .. first + n - 1, all done: one
- * snapshot.  Their files are the commit's business from here on.
+ * snapshot of those that did not fail (GROUP_NONE: every one failed).
+ * Their files are the commit's business from here on.
  */
 static GroupOutcome
 commit_batch(MaintRun *run, IcebergCompactPlan *p, GroupWork *works, int first, int n)
@@ -948,6 +973,7 @@ commit_batch(MaintRun *run, IcebergCompactPlan *p, GroupWork *works, int first, 
 	IcebergCompactGroupOutput *gs = palloc0(sizeof(IcebergCompactGroupOutput) * n);
 	char	  **paths = NULL;
 	int			npaths = 0;
+	int			ngs = 0;
 	GroupOutcome outcome;
 
 	run->batch_dangling = 0;
@@ -955,18 +981,22 @@ commit_batch(MaintRun *run, IcebergCompactPlan *p, GroupWork *works, int first, 
 	{
 		GroupWork  *w = &works[first + k];
 
+		if (w->failed)
+			continue;
 		run->batch_dangling += w->dangling;
-		gs[k].group = first + k;
-		gs[k].outputs = w->out;
-		gs[k].noutputs = w->nout;
+		gs[ngs].group = first + k;
+		gs[ngs].outputs = w->out;
+		gs[ngs++].noutputs = w->nout;
 		paths = paths ? repalloc(paths, sizeof(char *) * (npaths + w->nout + 1)) :
 			palloc(sizeof(char *) * (w->nout + 1));
 		for (int i = 0; i < w->nout; i++)
 			paths[npaths++] = w->paths[i];
 		w->handled = true;
 	}
-	outcome = commit_groups(run, p, gs, n, paths, npaths);
-	for (int k = 0; k < n; k++)
+	if (ngs == 0)
+		return GROUP_NONE;
+	outcome = commit_groups(run, p, gs, ngs, paths, npaths);
+	for (int k = 0; k < ngs; k++)
 		for (int i = 0; i < gs[k].noutputs; i++)
 			iceberg_compact_output_free((IcebergCompactOutput *) &gs[k].outputs[i]);
 	return outcome;
@@ -999,12 +1029,15 @@ delete_unhandled(MaintRun *run, GroupWork *works, int nsent, int pid)
  * in batches of per groups as each batch's groups are all done (the
  * groups of later batches go on meanwhile).  A helper that fails is
  * stopped (*helper NULL) and what the groups not committed wrote is
- * deleted.  *given_up: groups whose commit was given up.
+ * deleted.  *given_up: groups whose commit was given up; *failed_groups:
+ * groups that failed alone in the helper (partial progress: left out of
+ * their commit; a batch of none but them is a failed commit).
  */
 static void
 rewrite_all(MaintRun *run, Compactor **helper, IcebergCompactPlan *p,
 			const IcebergCompactJobMetric *metrics, const IcebergSchema *schema,
-			TimestampTz deadline, int64 *peak_rss, int *at_once, int *given_up)
+			TimestampTz deadline, int64 *peak_rss, int *at_once, int *given_up,
+			int *failed_groups)
 {
 	GroupWork  *works = palloc0(sizeof(GroupWork) * (p->ngroups + 1));
 	int			per = groups_per_commit(run, p->ngroups);
@@ -1023,6 +1056,7 @@ rewrite_all(MaintRun *run, Compactor **helper, IcebergCompactPlan *p,
 	{
 		int			n = Min(per, p->ngroups - first);
 		int			ndone = 0;
+		GroupOutcome outcome;
 
 		for (int g = first; g < first + n; g++)
 			ndone += works[g].done ? 1 : 0;
@@ -1058,9 +1092,12 @@ rewrite_all(MaintRun *run, Compactor **helper, IcebergCompactPlan *p,
 		}
 		if (run->result != MAINT_OK)
 			break;
-		if (commit_batch(run, p, works, first, n) != GROUP_GIVEN_UP)
+		outcome = commit_batch(run, p, works, first, n);
+		for (int g = first; g < first + n; g++)
+			*failed_groups += works[g].failed ? 1 : 0;
+		if (outcome != GROUP_GIVEN_UP && outcome != GROUP_NONE)
 			continue;
-		*given_up += n;
+		*given_up += outcome == GROUP_GIVEN_UP ? n : 0;
 		failed_commits++;
 		if (!run->opt.partial_progress && posdel)
 			maint_fail(run, MAINT_TRANSIENT,
@@ -1100,6 +1137,7 @@ maint_run_compact(MaintRun *run)
 	IoStorageConfig cfg;
 	TimestampTz deadline;
 	int		   *given_up = palloc0(sizeof(int));
+	int		   *failed_groups = palloc0(sizeof(int));
 	int		   *at_once = palloc0(sizeof(int)); /* groups in the helper at
 												 * once, at most */
 	int64	   *peak_rss = palloc0(sizeof(int64));	/* the helper's, over the
@@ -1150,15 +1188,16 @@ maint_run_compact(MaintRun *run)
 									 Min(run->opt.max_concurrent_group_rewrites, plan->ngroups));
 			if (helper != NULL)
 				rewrite_all(run, (Compactor **) &helper, plan, metrics, schema, deadline,
-							peak_rss, at_once, given_up);
+							peak_rss, at_once, given_up, failed_groups);
 			if (run->result == MAINT_OK && posdel)
 				ereport(LOG,
-						(errmsg("maintenance job " INT64_FORMAT ": position-delete-rewrite of %d groups, %d given up (the table changed under them), " INT64_FORMAT " dangling position deletes dropped",
-								run->job_id, plan->ngroups, *given_up, run->dangling_dropped)));
+						(errmsg("maintenance job " INT64_FORMAT ": position-delete-rewrite of %d groups, %d given up (the table changed under them), %d failed, " INT64_FORMAT " dangling position deletes dropped",
+								run->job_id, plan->ngroups, *given_up, *failed_groups,
+								run->dangling_dropped)));
 			else if (run->result == MAINT_OK)
 				ereport(LOG,
-						(errmsg("maintenance job " INT64_FORMAT ": compaction of %d groups, %d given up (the table changed under them), up to %d rewritten at once; the helper's peak RSS was " INT64_FORMAT " MB, its memory limit %d MB",
-								run->job_id, plan->ngroups, *given_up, *at_once,
+						(errmsg("maintenance job " INT64_FORMAT ": compaction of %d groups, %d given up (the table changed under them), %d failed, up to %d rewritten at once; the helper's peak RSS was " INT64_FORMAT " MB, its memory limit %d MB",
+								run->job_id, plan->ngroups, *given_up, *failed_groups, *at_once,
 								*peak_rss / (1024 * 1024), tms_compaction_memory_limit_mb)));
 		}
 	}

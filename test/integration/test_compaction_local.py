@@ -40,7 +40,9 @@ catalog:
     last_error, the table is unchanged, no file it wrote is referenced;
   - max-concurrent-file-group-rewrites: four groups in the helper at once
     (its done messages say so), partial progress's batches still committed
-    in plan order; one at a time when asked;
+    in plan order; one at a time when asked; a group failing in the helper
+    fails alone with partial progress (the others committed), the run
+    without it;
   - a memory limit far below the data's size completes by spilling;
   - cancel_operation kills the helper;
   - tms.allowed_hosts in the server's configuration limits the workers
@@ -1055,7 +1057,7 @@ def groups_at_once(env, jid):
     """How many groups the helper said it rewrote at once in job jid (the
     worker's LOG line at the job's end)."""
     import re
-    m = re.search(r"maintenance job %d: compaction of \d+ groups, \d+ given up [^,]*, "
+    m = re.search(r"maintenance job %d: compaction of \d+ groups, \d+ given up [^,]*, \d+ failed, "
                   r"up to (\d+) rewritten at once" % jid, env["pg"].log_tail(5000))
     assert m, env["pg"].log_tail(40)
     return int(m.group(1))
@@ -1098,6 +1100,51 @@ def test_groups_rewritten_at_once(env):
     assert row["data_files_rewritten"] == 24 and row["data_files_added"] == 4, row
     assert rows(env, live(env, "cmp", "conc1")[0]) == want
     assert groups_at_once(env, jid) == 1
+
+
+def test_a_failed_group_fails_alone(env):
+    # one data file of partition c1 is not Parquet: its group fails in the
+    # helper.  With partial progress (a commit per group) the other groups
+    # are rewritten and committed and the run succeeds (one failed commit,
+    # within partial-progress.max-failed-commits); without it, nothing is
+    # committed and the run fails
+    def corrupt(name):
+        small_table(env, name, files=24, rows_per_file=10, seed=26)
+        _, meta, before = live(env, "cmp", name)
+        victim = sorted(p for p, f in before.items()
+                        if dict(f["partition"])["category"] == "c1")[0]
+        env["st"].write(victim, b"not a parquet file" * 20)
+        ow.give_to_server(env["file_root"])
+        return meta
+
+    def per_category(name):
+        out = {}
+        for f in live(env, "cmp", name)[2].values():
+            if f["content"] == 0:
+                c = dict(f["partition"])["category"]
+                out[c] = out.get(c, 0) + 1
+        return out
+
+    meta0 = corrupt("galone")
+    opts = {"partial-progress.enabled": True, "partial-progress.max-commits": 4,
+            "max-concurrent-file-group-rewrites": 2}
+    row = env["pg"].wait_job(run(env, "cmp", "galone", opts))
+    _, meta, _ = live(env, "cmp", "galone")
+    assert len(replace_chain(meta, meta0)) == 3
+    # the c1 group's files stay; each other partition is one file (or none,
+    # when the deletes took every row of it: seed 26's c0)
+    cats = per_category("galone")
+    assert cats["c1"] == 6 and all(n == 1 for c, n in cats.items() if c != "c1"), cats
+    assert row["data_files_rewritten"] == 18 and row["data_files_added"] == len(cats) - 1, row
+    assert "of the compaction failed and is left out of its commit" in env["pg"].log_tail(5000)
+
+    meta0 = corrupt("gall")
+    row = env["pg"].wait_job(run(env, "cmp", "gall", {"max-concurrent-file-group-rewrites": 2}),
+                             states=("failed",))
+    assert "the compaction helper failed" in (row["last_error"] or ""), row
+    _, meta, _ = live(env, "cmp", "gall")
+    assert meta["current-snapshot-id"] == meta0["current-snapshot-id"]
+    assert per_category("gall") == {"c0": 6, "c1": 6, "c2": 6, "c3": 6}
 
 
 _OPTS_TABLE = []

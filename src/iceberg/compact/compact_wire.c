@@ -1009,6 +1009,12 @@ iceberg_compact_done_json(int group, int files, int64_t rows_in, int64_t rows_de
 char *
 iceberg_compact_error_json(int group, const char *message)
 {
+	return iceberg_compact_group_error_json(group, message, false);
+}
+
+char *
+iceberg_compact_group_error_json(int group, const char *message, bool alone)
+{
 	TmsError	err;
 	size_t		n = strnlen(message, 2000);
 	json_t	   *m = json_stringn(message, n);
@@ -1027,8 +1033,9 @@ iceberg_compact_error_json(int group, const char *message)
 			io_free(copy);
 		}
 	}
-	return dump(json_pack("{s:s, s:i, s:o}", "type", "error", "group", group,
-						  "message", m ? m : json_string("(no message)")), &err);
+	return dump(json_pack("{s:s, s:i, s:o, s:b}", "type", "error", "group", group,
+						  "message", m ? m : json_string("(no message)"), "alone", alone),
+				&err);
 }
 
 /* ---------------------------------------------------------------------
@@ -1164,6 +1171,10 @@ iceberg_compact_message_parse(const char *line, size_t len, int64_t max_json,
 	{
 		m->type = ICEBERG_MSG_ERROR;
 		m->message = get_str(root, "message", true, 4096, &ok, err);
+		if (ok && json_object_get(root, "alone") != NULL &&
+			!json_is_boolean(json_object_get(root, "alone")))
+			ok = bad(err, "alone");
+		m->alone = json_is_true(json_object_get(root, "alone"));
 	}
 	else
 		ok = bad(err, "unknown type");

@@ -79,9 +79,12 @@
  *				 this one ran, itself included (1 when absent); the
  *				 messages of groups in flight interleave, each names its
  *				 group
- *	  error		{"type":"error","group":g,"message":"..."}: the group
- *				 failed; the helper exits after it (the groups in flight
- *				 with it are lost)
+ *	  error		{"type":"error","group":g,"message":"...","alone":b}:
+ *				 the group failed; with alone true (a failure of that
+ *				 group's rewrite: its inputs, its statements, its
+ *				 uploads) the helper removed what it had of it and goes
+ *				 on with the others, its slot free; else (or absent) the
+ *				 helper exits after it and the groups in flight are lost
  *
  * The worker treats what the helper sends as untrusted: a message is
  * parsed under a memory budget and every field is checked for type and
@@ -291,6 +294,7 @@ typedef struct IcebergCompactMessage
 	int			in_flight;		/* groups the helper ran at once, at most */
 	/* error */
 	char	   *message;
+	bool		alone;			/* only its group failed; the helper goes on */
 } IcebergCompactMessage;
 
 /* Parse one line (len bytes, no newline) under a budget of max_json bytes. */
@@ -309,6 +313,7 @@ extern char *iceberg_compact_done_json(int group, int files, int64_t rows_in,
 									   int64_t rows_deleted, int64_t rows_out,
 									   int64_t bytes_in, int64_t peak_rss, int in_flight);
 extern char *iceberg_compact_error_json(int group, const char *message);
+extern char *iceberg_compact_group_error_json(int group, const char *message, bool alone);
 
 /* ---- Iceberg values (https://iceberg.apache.org/spec/#binary-single-value-serialization) ---- */
 
