@@ -56,6 +56,13 @@ extern int	helper_in_flight(int group);
 extern bool helper_statement(Helper *h, const char *sql, duckdb_result *res);
 
 /*
+ * Ask for (keep) or give back DuckDB's preserve_insertion_order, a
+ * setting of the whole database: on while any group in flight asked for
+ * it (tms_compactor.c).  The caller holds the helper's lock.
+ */
+extern bool helper_insertion_order(Helper *h, bool keep, TmsError *err);
+
+/*
  * Rewrite one group (rewrite_group.c): every file message is sent as its file is
  * uploaded, then the done message.  False with err set on failure.
  */

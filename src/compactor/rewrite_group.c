@@ -950,7 +950,7 @@ group_split_sorted(GroupRun *g, const char *local_sorted, int64_t written)
 	TmsError	ignored;		/* not to overwrite the group's error */
 
 	/* one file read in order, written in order */
-	if (!helper_run(g->h, "SET preserve_insertion_order = true", NULL, g->err))
+	if (!helper_insertion_order(g->h, true, g->err))
 		return false;
 	for (o = 0; ok && o < job->files; o++)
 	{
@@ -987,7 +987,7 @@ group_split_sorted(GroupRun *g, const char *local_sorted, int64_t written)
 		ok = group_publish_output(g, o, local_out, n);
 	}
 	unlink(local_sorted);
-	if (!helper_run(g->h, "SET preserve_insertion_order = false", NULL, ok ? g->err : &ignored))
+	if (!helper_insertion_order(g->h, false, ok ? g->err : &ignored))
 		ok = false;
 	return ok;
 }

@@ -113,6 +113,43 @@ write_all(int fd, const char *buf, size_t len)
 	}
 }
 
+/* groups that asked for preserve_insertion_order; under big_lock */
+static int	order_holders;
+
+/*
+ * SET is global for this setting, not the connection's: it is set when the
+ * first group asks and reset when the last gives it back, with big_lock
+ * held (no statement of the group asking starts before it is on, and no
+ * other group changes it meanwhile).  Other groups' statements run with it
+ * on meanwhile, which costs them only some speed.
+ */
+bool
+helper_insertion_order(Helper *h, bool keep, TmsError *err)
+{
+	const char *sql = NULL;
+	duckdb_result r;
+	bool		ok = true;
+
+	if (keep && order_holders++ == 0)
+		sql = "SET preserve_insertion_order = true";
+	else if (!keep && --order_holders == 0)
+		sql = "SET preserve_insertion_order = false";
+	if (sql == NULL)
+		return true;
+	if (duckdb_query(h->con, sql, &r) != DuckDBSuccess)
+	{
+		const char *e = duckdb_result_error(&r);
+
+		tms_error_set(err, ICEBERG_ERR_IO, "DuckDB failed");
+		tms_error_detail(err, "%.1000s", e ? e : "unknown error");
+		if (keep)
+			order_holders--;
+		ok = false;
+	}
+	duckdb_destroy_result(&r);
+	return ok;
+}
+
 /* One line, no allocation (the heartbeat's). */
 static void
 send_text(const char *line)
