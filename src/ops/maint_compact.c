@@ -237,7 +237,9 @@ maint_compact_check_table(MaintRun *run)
 							 ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid option \"%s\" of operation \"compaction\"",
 							run->opt.sort_order ? "sort-order" : "strategy"),
-					 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail)));
+					 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail),
+					 err.code == ICEBERG_ERR_UNSUPPORTED ?
+					 errhint("Name a server of the tms_engine wrapper (Spark, Trino) as the engine for this table, or give a sort-order of top-level columns.") : 0));
 		}
 		iceberg_sort_order_free(so);
 	}

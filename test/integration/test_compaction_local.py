@@ -1030,6 +1030,27 @@ def test_bad_sort_orders_are_refused(env):
     assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
 
 
+def test_table_order_the_helper_cannot_apply_is_refused(env):
+    # the table's default sort order buckets id: refused before a job is
+    # recorded, 0A000, the detail naming the column and the transform, a
+    # hint to use an engine
+    small_table(env, "bucketsort", files=10, rows_per_file=5, seed=27)
+    _, meta = ow.load(env["catalog"], "cmp", "bucketsort")
+    ow.commit(env["catalog"], "cmp", "bucketsort", {
+        "requirements": [{"type": "assert-table-uuid", "uuid": meta["table-uuid"]}],
+        "updates": [{"action": "add-sort-order", "sort-order": {"order-id": 1, "fields": [
+            {"transform": "bucket[4]", "source-id": 1, "direction": "asc",
+             "null-order": "nulls-first"}]}},
+                    {"action": "set-default-sort-order", "sort-order-id": -1}]})
+    n = q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
+    e = env["pg"].query_error("SELECT tms.run_operation(%s, 'cmp', 'bucketsort', 'compaction',"
+                              " '{\"strategy\": \"sort\"}'::jsonb)", (env["server"],))
+    assert e.pgcode == "0A000", (e.pgcode, str(e))
+    assert "bucket[4](id)" in (e.diag.message_detail or ""), str(e)
+    assert "engine" in (e.diag.message_hint or ""), str(e)
+    assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+
+
 # ---------------------------------------------------------------------------
 # Iceberg's rewrite options, v1 inline manifests, the output spec
 # ---------------------------------------------------------------------------
