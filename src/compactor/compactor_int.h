@@ -31,7 +31,8 @@ typedef struct Helper
 {
 	IoStorage  *storage;
 	duckdb_database db;
-	duckdb_connection con;
+	duckdb_connection con;		/* the group's own (each thread copies the
+								 * Helper) */
 	char	   *temp_directory;
 	int64_t		memory_limit;
 	int			threads;
@@ -42,6 +43,24 @@ extern void helper_send(char *line);
 
 /* What the heartbeat reports: bytes of the group done so far. */
 extern void helper_progress(int group, int64_t done);
+
+/* The most groups running at once while group ran, itself included. */
+extern int	helper_in_flight(int group);
+
+/*
+ * Run one DuckDB statement on h's connection (duckdb_query into res),
+ * the helper's lock released meanwhile and at most `threads` statements
+ * at once (tms_compactor.c).  The caller holds that lock: every thread of
+ * a group does but inside this.
+ */
+extern bool helper_statement(Helper *h, const char *sql, duckdb_result *res);
+
+/*
+ * Ask for (keep) or give back DuckDB's preserve_insertion_order, a
+ * setting of the whole database: on while any group in flight asked for
+ * it (tms_compactor.c).  The caller holds the helper's lock.
+ */
+extern bool helper_insertion_order(Helper *h, bool keep, TmsError *err);
 
 /*
  * Rewrite one group (rewrite_group.c): every file message is sent as its file is

@@ -110,7 +110,7 @@ helper_run(Helper *h, const char *sql, duckdb_result *res, TmsError *err)
 	duckdb_result local;
 	duckdb_result *r = res ? res : &local;
 
-	if (duckdb_query(h->con, sql, r) != DuckDBSuccess)
+	if (!helper_statement(h, sql, r))
 	{
 		const char *e = duckdb_result_error(r);
 
@@ -950,7 +950,7 @@ group_split_sorted(GroupRun *g, const char *local_sorted, int64_t written)
 	TmsError	ignored;		/* not to overwrite the group's error */
 
 	/* one file read in order, written in order */
-	if (!helper_run(g->h, "SET preserve_insertion_order = true", NULL, g->err))
+	if (!helper_insertion_order(g->h, true, g->err))
 		return false;
 	for (o = 0; ok && o < job->files; o++)
 	{
@@ -987,7 +987,7 @@ group_split_sorted(GroupRun *g, const char *local_sorted, int64_t written)
 		ok = group_publish_output(g, o, local_out, n);
 	}
 	unlink(local_sorted);
-	if (!helper_run(g->h, "SET preserve_insertion_order = false", NULL, ok ? g->err : &ignored))
+	if (!helper_insertion_order(g->h, false, ok ? g->err : &ignored))
 		ok = false;
 	return ok;
 }
@@ -1253,7 +1253,7 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 			goto done;
 	helper_send(iceberg_compact_done_json(job->group, g.files_written, g.rows_in,
 										  g.rows_in - g.rows_out, g.rows_out, g.bytes_in,
-										  helper_peak_rss()));
+										  helper_peak_rss(), helper_in_flight(job->group)));
 	ok = true;
 done:
 	group_cleanup(&g);

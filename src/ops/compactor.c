@@ -74,6 +74,7 @@ struct Compactor
 	TimestampTz last_heard;
 	bool		exited;
 	int			status;
+	int			groups;			/* groups it takes in flight at once */
 };
 
 const char *
@@ -247,7 +248,7 @@ nonblock(int fd)
 }
 
 Compactor *
-compactor_start(MaintRun *run, const IoStorageConfig *storage)
+compactor_start(MaintRun *run, const IoStorageConfig *storage, int groups)
 {
 	const char *path = tms_compactor_path();
 	Compactor  *c;
@@ -321,7 +322,8 @@ compactor_start(MaintRun *run, const IoStorageConfig *storage)
 	}
 	c->last_heard = GetCurrentTimestamp();
 	hello = iceberg_compact_hello_json(storage, (int64) tms_compaction_memory_limit_mb * 1024 * 1024,
-									   tms_compaction_threads, c->dir, tms_allowed_hosts, &ierr);
+									   tms_compaction_threads, Max(groups, 1), c->dir,
+									   tms_allowed_hosts, &ierr);
 	if (hello == NULL)
 	{
 		maint_fail(run, MAINT_TRANSIENT, "cannot start the compaction helper: %s", ierr.message);
@@ -338,8 +340,9 @@ compactor_start(MaintRun *run, const IoStorageConfig *storage)
 		helper_failed(c, run, "it did not answer the hello as this version of tms expects");
 		goto fail;
 	}
-	elog(DEBUG1, "compaction helper %d ready (DuckDB %s)", (int) c->pid,
-		 m.version ? m.version : "?");
+	c->groups = Max(Min(m.groups, Max(groups, 1)), 1);
+	elog(DEBUG1, "compaction helper %d ready (DuckDB %s, %d groups at once)", (int) c->pid,
+		 m.version ? m.version : "?", c->groups);
 	iceberg_compact_message_free(&m);
 	return c;
 fail:
@@ -489,4 +492,10 @@ compactor_next(Compactor *c, MaintRun *run, TimestampTz deadline, IcebergCompact
 			return false;
 		}
 	}
+}
+
+int
+compactor_groups(const Compactor *c)
+{
+	return c != NULL ? c->groups : 0;
 }

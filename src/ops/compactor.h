@@ -29,9 +29,13 @@ extern const char *tms_compactor_path(void);
 
 /*
  * Start the helper for run (its temporary directory created, hello sent,
- * ready awaited).  NULL with run->result set on failure.
+ * ready awaited), asking for groups in flight at once.  NULL with
+ * run->result set on failure.
  */
-extern Compactor *compactor_start(MaintRun *run, const IoStorageConfig *storage);
+extern Compactor *compactor_start(MaintRun *run, const IoStorageConfig *storage, int groups);
+
+/* The groups it takes in flight at once (what it granted, at most what was asked). */
+extern int	compactor_groups(const Compactor *c);
 
 /* Send one line; false (run->result set, the helper killed) on failure. */
 extern bool compactor_send(Compactor *c, MaintRun *run, const char *line);

@@ -15,9 +15,14 @@
  * own snapshot; a commit that cannot go on the table (a group no longer
  * fits it) fails the run without partial progress, and with it counts
  * towards partial-progress.max-failed-commits (default max-commits), past
- * which the run fails, the commits before staying.  The helper rewrites
- * one group at a time (max-concurrent-file-group-rewrites is an upper
- * bound tms keeps).  A run then, batch after batch:
+ * which the run fails, the commits before staying.  Up to
+ * max-concurrent-file-group-rewrites groups are in the helper at once (as
+ * many as it grants: tms_compactor.c says how it shares its memory and
+ * threads among them); the groups are sent in plan order as others end,
+ * and a batch is committed once its groups are all done, while the
+ * groups after it go on (Iceberg commits as groups finish, too); a failed
+ * helper fails the run, and what the groups not committed wrote is
+ * deleted once it is stopped.  A run then, batch after batch:
  *	 write		the compaction helper (compactor.c: a process of its own
  *				running DuckDB, capped by tms.compaction_memory_limit and
  *				tms.compaction_threads, spilling to its temporary
@@ -232,7 +237,9 @@ maint_compact_check_table(MaintRun *run)
 							 ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid option \"%s\" of operation \"compaction\"",
 							run->opt.sort_order ? "sort-order" : "strategy"),
-					 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail)));
+					 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail),
+					 err.code == ICEBERG_ERR_UNSUPPORTED ?
+					 errhint("Name a server of the tms_engine wrapper (Spark, Trino) as the engine for this table, or give a sort-order of top-level columns.") : 0));
 		}
 		iceberg_sort_order_free(so);
 	}
@@ -542,7 +549,8 @@ typedef enum GroupOutcome
 {
 	GROUP_COMMITTED,
 	GROUP_GIVEN_UP,
-	GROUP_FAILED
+	GROUP_FAILED,
+	GROUP_NONE					/* every group of the batch failed alone */
 } GroupOutcome;
 
 /*
@@ -600,16 +608,36 @@ delete_property(MaintRun *run, const char *what)
 		iceberg_metadata_property(run->md, psprintf("write.parquet.compression-%s", what));
 }
 
+/* A group given to the helper: what it is to write and what it wrote. */
+typedef struct GroupWork
+{
+	bool		sent;
+	bool		done;			/* its done message read, its files checked;
+								 * or it failed */
+	bool		failed;			/* it failed alone (partial progress) */
+	bool		handled;		/* its batch's commit was tried: its files are
+								 * the commit's business */
+	char	   *dir;
+	char	   *prefix;
+	bool	   *seen;			/* the output numbers announced */
+	int64		records;		/* the rows of the files announced */
+	int64		dangling;		/* position deletes it dropped as dangling */
+	IcebergCompactOutput *out;	/* the files announced (nout) */
+	char	  **paths;
+	int			nout;
+	char	  **written;		/* every name it may write (nwritten) */
+	int			nwritten;
+} GroupWork;
+
 /*
- * Have the helper write group g; outputs into *out, their paths into
- * *paths (*nout of each).  false: the helper must be stopped, and then
- * what the attempt may have written, *nwritten names in *written, deleted.
+ * Send group g to the helper (its files named, its line built).  false
+ * with run->result set; w->written are the names it may have written
+ * once the line may have gone.
  */
 static bool
-write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
-			const IcebergCompactJobMetric *metrics, int nmetrics, const IcebergSchema *schema,
-			TimestampTz deadline, IcebergCompactOutput **out, int *nout, char ***paths,
-			char ***written, int *nwritten, int64 *peak_rss)
+send_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
+		   const IcebergCompactJobMetric *metrics, int nmetrics, const IcebergSchema *schema,
+		   GroupWork *w)
 {
 	const IcebergCompactGroup *gr = &p->groups[g];
 	TmsError	err;
@@ -617,11 +645,8 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 	char	   *upload_dir;
 	const char **input_uris;
 	const char **delete_uris;
-	char	   *prefix;
 	char	   *line;
 	char		uuid[40];
-	bool	   *seen = palloc0(sizeof(bool) * (gr->expected_outputs + 1));
-	int64		records = 0;
 	bool		posdel = p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
 	const char *codec = posdel ? delete_property(run, "codec") :
 	iceberg_metadata_property(run->md, "write.parquet.compression-codec");
@@ -629,30 +654,29 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 	iceberg_metadata_property(run->md, "write.parquet.compression-level");
 	bool		sent;
 
-	*out = palloc0(sizeof(IcebergCompactOutput) * (gr->expected_outputs + 1));
-	*paths = palloc0(sizeof(char *) * (gr->expected_outputs + 1));
-	*nout = 0;
-	*written = NULL;
-	*nwritten = 0;
+	w->seen = palloc0(sizeof(bool) * (gr->expected_outputs + 1));
+	w->out = palloc0(sizeof(IcebergCompactOutput) * (gr->expected_outputs + 1));
+	w->paths = palloc0(sizeof(char *) * (gr->expected_outputs + 1));
 	dir = iceberg_compact_output_dir(run->md, schema, p, g, &err);
 	if (dir == NULL)
 	{
 		maint_fail_iceberg(run, "cannot name the files of the compaction", &err);
 		return false;
 	}
+	w->dir = pstrdup(dir);
+	io_free(dir);
 
 	/*
 	 * the rule of every write of tms: below the table location and an allowed
 	 * location
 	 */
-	upload_dir = tms_location_canonical(run->conn->server, dir, NULL);
+	upload_dir = tms_location_canonical(run->conn->server, w->dir, NULL);
 	if (upload_dir == NULL || !io_location_under(upload_dir, run->location) ||
 		!tms_location_allowed(run->conn->server, upload_dir))
 	{
 		maint_fail(run, MAINT_TERMINAL,
 				   "the data location \"%s\" is not below the table location and an allowed location",
-				   dir);
-		io_free(dir);
+				   w->dir);
 		return false;
 	}
 
@@ -678,7 +702,6 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		if (c == NULL)
 		{
 			maint_fail(run, MAINT_TERMINAL, "the location of \"%s\" cannot be resolved", pth);
-			io_free(dir);
 			return false;
 		}
 		if (i < gr->nfiles)
@@ -688,83 +711,124 @@ write_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 	}
 	if (!iceberg_make_uuid(uuid, &err))
 	{
-		io_free(dir);
 		maint_fail(run, MAINT_TRANSIENT, "no random source to name the files of the compaction");
 		return false;
 	}
-	prefix = psprintf("%05d-%d-%s", g, run->attempts, uuid);
+	w->prefix = psprintf("%05d-%d-%s", g, run->attempts, uuid);
 	line = iceberg_compact_job_json(run->md, p, g, metrics, nmetrics, input_uris, delete_uris,
-									dir, upload_dir, prefix, codec ? codec : "zstd",
+									w->dir, upload_dir, w->prefix, codec ? codec : "zstd",
 									level ? atoi(level) : -1, &err);
 	if (line == NULL)
 	{
-		io_free(dir);
 		maint_fail_iceberg(run, "cannot describe the compaction group", &err);
 		return false;
 	}
 	/* from here on, the helper may write */
-	*written = attempt_names(dir, prefix, gr->expected_outputs);
-	*nwritten = gr->expected_outputs;
+	w->written = attempt_names(w->dir, w->prefix, gr->expected_outputs);
+	w->nwritten = gr->expected_outputs;
+	w->sent = true;
 	sent = compactor_send(helper, run, line);
 	io_free(line);
-	for (; sent;)
+	return sent;
+}
+
+/*
+ * Read the helper's messages until a group in flight is done: its files
+ * checked and kept in works[*g].  false with run->result set (the helper
+ * must be stopped).  *at_once: the most groups the helper said it ran at
+ * once.
+ */
+static bool
+next_done(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, GroupWork *works,
+		  int nsent, TimestampTz deadline, int64 *peak_rss, int *at_once, int *g)
+{
+	bool		posdel = p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
+
+	for (;;)
 	{
 		IcebergCompactMessage m;
+		GroupWork  *w;
+		const IcebergCompactGroup *gr;
 
 		if (!compactor_next(helper, run, deadline, &m))
-			break;
-		if (m.group != g && m.type != ICEBERG_MSG_ERROR)
-		{
-			iceberg_compact_message_free(&m);
-			maint_fail(run, MAINT_TRANSIENT, "the compaction helper answered for another group");
-			break;
-		}
-		if (m.type == ICEBERG_MSG_ERROR)
+			return false;
+		if (m.type == ICEBERG_MSG_ERROR &&
+			!(m.alone && run->opt.partial_progress && m.group >= 0 && m.group < nsent &&
+			  works[m.group].sent && !works[m.group].done))
 		{
 			maint_fail(run, MAINT_TRANSIENT, "the compaction helper failed: %s", m.message);
 			iceberg_compact_message_free(&m);
-			break;
+			return false;
+		}
+		if (m.group < 0 || m.group >= nsent || !works[m.group].sent || works[m.group].done)
+		{
+			iceberg_compact_message_free(&m);
+			maint_fail(run, MAINT_TRANSIENT,
+					   "the compaction helper answered for a group not in flight");
+			return false;
+		}
+		w = &works[m.group];
+		gr = &p->groups[m.group];
+		if (m.type == ICEBERG_MSG_ERROR)
+		{
+			/*
+			 * partial progress: the group fails alone (as Iceberg's rewrite
+			 * of a group that throws), left out of its batch's commit; what
+			 * it wrote goes now
+			 */
+			ereport(WARNING,
+					(errmsg("maintenance job " INT64_FORMAT ": group %d of the compaction failed and is left out of its commit: %s",
+							run->job_id, m.group, m.message)));
+			iceberg_compact_message_free(&m);
+			maint_delete_written(run, w->written, w->nwritten);
+			for (int i = 0; i < w->nout; i++)
+				iceberg_compact_output_free(&w->out[i]);
+			w->nout = 0;
+			w->done = w->failed = w->handled = true;
+			*g = m.group;
+			return true;
 		}
 		if (m.type == ICEBERG_MSG_FILE)
 		{
-			if (!check_output(run, &m.file, dir, prefix, gr->expected_outputs, seen))
+			if (!check_output(run, &m.file, w->dir, w->prefix, gr->expected_outputs, w->seen))
 			{
 				iceberg_compact_message_free(&m);
-				break;
+				return false;
 			}
-			records += m.file.records;
-			(*paths)[*nout] = pstrdup(m.file.path);
-			(*out)[(*nout)++] = m.file;
+			w->records += m.file.records;
+			w->paths[w->nout] = pstrdup(m.file.path);
+			w->out[w->nout++] = m.file;
 			memset(&m.file, 0, sizeof(m.file));
 			iceberg_compact_message_free(&m);
 			continue;
 		}
 		if (m.type == ICEBERG_MSG_DONE)
 		{
-			bool		consistent = m.files == *nout && m.rows_out == records &&
+			bool		consistent = m.files == w->nout && m.rows_out == w->records &&
 			m.rows_in == gr->records && m.rows_in - m.rows_deleted == m.rows_out;
 
 			*peak_rss = Max(*peak_rss, m.peak_rss);
+			*at_once = Max(*at_once, m.in_flight);
 			/* a rewrite of position deletes: the dangling ones it dropped */
 			if (posdel && consistent)
-				run->batch_dangling += m.rows_deleted;
-
+				w->dangling = m.rows_deleted;
 			iceberg_compact_message_free(&m);
 			/* no file at all only when the deletes took every row */
-			if (!consistent || (*nout == 0) != (records == 0))
+			if (!consistent || (w->nout == 0) != (w->records == 0))
+			{
 				maint_fail(run, MAINT_TRANSIENT,
-						   "the compaction helper's counts of group %d do not add up", g);
-			io_free(dir);
-			return run->result == MAINT_OK;
+						   "the compaction helper's counts of group %d do not add up",
+						   (int) (w - works));
+				return false;
+			}
+			w->done = true;
+			*g = (int) (w - works);
+			return true;
 		}
 		iceberg_compact_message_free(&m);
 		maint_fail(run, MAINT_TRANSIENT, "the compaction helper sent an unexpected message");
-		break;
+		return false;
 	}
-	io_free(dir);
-	if (run->result == MAINT_OK)
-		maint_fail(run, MAINT_TRANSIENT, "the compaction of group %d did not finish", g);
-	return false;
 }
 
 /*
@@ -901,71 +965,160 @@ commit_groups(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOut
 }
 
 /*
- * Rewrite the groups first .. first + n - 1 with the helper and commit
- * them as one snapshot.  A helper that fails is stopped (*helper NULL)
- * and what the batch wrote is deleted.  Returns the commit's outcome
- * (GROUP_FAILED with run->result set when it did not get that far).
+ * Commit the batch of groups first .. first + n - 1, all done: one
+ * snapshot of those that did not fail (GROUP_NONE: every one failed).
+ * Their files are the commit's business from here on.
  */
 static GroupOutcome
-rewrite_and_commit(MaintRun *run, Compactor **helper, IcebergCompactPlan *p, int first, int n,
-				   const IcebergCompactJobMetric *metrics, const IcebergSchema *schema,
-				   TimestampTz deadline, int64 *peak_rss)
+commit_batch(MaintRun *run, IcebergCompactPlan *p, GroupWork *works, int first, int n)
 {
 	IcebergCompactGroupOutput *gs = palloc0(sizeof(IcebergCompactGroupOutput) * n);
 	char	  **paths = NULL;
 	int			npaths = 0;
-	int			done = 0;
-	GroupOutcome outcome = GROUP_FAILED;
-	int			pid = compactor_pid(*helper);	/* known once it died, too */
-	bool		posdel = p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
+	int			ngs = 0;
+	GroupOutcome outcome;
 
 	run->batch_dangling = 0;
-
-	for (int k = 0; k < n && run->result == MAINT_OK; k++)
+	for (int k = 0; k < n; k++)
 	{
-		IcebergCompactOutput *outputs;
-		char	  **gpaths;
-		char	  **written;
-		int			nout;
-		int			nwritten;
+		GroupWork  *w = &works[first + k];
 
-		if (!maint_check_now(run))
-			break;
-		if (!write_group(run, *helper, p, first + k, posdel ? iceberg_posdel_metrics : metrics,
-						 posdel ? ICEBERG_POSDEL_NMETRICS : schema->nleaves, schema,
-						 deadline, &outputs, &nout, &gpaths, &written, &nwritten, peak_rss))
-		{
-			/*
-			 * what the helper may have written goes, once it is stopped: its
-			 * files, and the temporary files of local writes it was killed in
-			 */
-			compactor_stop(*helper);
-			*helper = NULL;
-			if (run->result != MAINT_LEASE_LOST)
-			{
-				maint_delete_written(run, written, nwritten);
-				delete_temporaries(run, written, nwritten, pid);
-			}
-			break;
-		}
-		gs[k].group = first + k;
-		gs[k].outputs = outputs;
-		gs[k].noutputs = nout;
-		paths = paths ? repalloc(paths, sizeof(char *) * (npaths + nout + 1)) :
-			palloc(sizeof(char *) * (nout + 1));
-		for (int i = 0; i < nout; i++)
-			paths[npaths++] = gpaths[i];
-		done++;
+		if (w->failed)
+			continue;
+		run->batch_dangling += w->dangling;
+		gs[ngs].group = first + k;
+		gs[ngs].outputs = w->out;
+		gs[ngs++].noutputs = w->nout;
+		paths = paths ? repalloc(paths, sizeof(char *) * (npaths + w->nout + 1)) :
+			palloc(sizeof(char *) * (w->nout + 1));
+		for (int i = 0; i < w->nout; i++)
+			paths[npaths++] = w->paths[i];
+		w->handled = true;
 	}
-	if (done == n && run->result == MAINT_OK)
-		outcome = commit_groups(run, p, gs, n, paths, npaths);
-	else if (run->result != MAINT_LEASE_LOST)
-		maint_delete_written(run, paths, npaths);	/* the batch's groups
-													 * before */
-	for (int k = 0; k < done; k++)
+	if (ngs == 0)
+		return GROUP_NONE;
+	outcome = commit_groups(run, p, gs, ngs, paths, npaths);
+	for (int k = 0; k < ngs; k++)
 		for (int i = 0; i < gs[k].noutputs; i++)
 			iceberg_compact_output_free((IcebergCompactOutput *) &gs[k].outputs[i]);
 	return outcome;
+}
+
+/*
+ * What the groups sent but not committed may have written, once the
+ * helper is stopped: their files, and the temporary files of local writes
+ * it was killed in (pid: the helper's).
+ */
+static void
+delete_unhandled(MaintRun *run, GroupWork *works, int nsent, int pid)
+{
+	if (run->result == MAINT_LEASE_LOST)
+		return;
+	for (int g = 0; g < nsent; g++)
+		if (works[g].sent && !works[g].handled)
+		{
+			maint_delete_written(run, works[g].written, works[g].nwritten);
+			delete_temporaries(run, works[g].written, works[g].nwritten, pid);
+			for (int i = 0; i < works[g].nout; i++)
+				iceberg_compact_output_free(&works[g].out[i]);
+			works[g].nout = 0;
+		}
+}
+
+/*
+ * Rewrite every group with the helper, up to compactor_groups() of them
+ * in flight at once (max-concurrent-file-group-rewrites), and commit them
+ * in batches of per groups as each batch's groups are all done (the
+ * groups of later batches go on meanwhile).  A helper that fails is
+ * stopped (*helper NULL) and what the groups not committed wrote is
+ * deleted.  *given_up: groups whose commit was given up; *failed_groups:
+ * groups that failed alone in the helper (partial progress: left out of
+ * their commit; a batch of none but them is a failed commit).
+ */
+static void
+rewrite_all(MaintRun *run, Compactor **helper, IcebergCompactPlan *p,
+			const IcebergCompactJobMetric *metrics, const IcebergSchema *schema,
+			TimestampTz deadline, int64 *peak_rss, int *at_once, int *given_up,
+			int *failed_groups)
+{
+	GroupWork  *works = palloc0(sizeof(GroupWork) * (p->ngroups + 1));
+	int			per = groups_per_commit(run, p->ngroups);
+	int			k = Max(Min(compactor_groups(*helper),
+							run->opt.max_concurrent_group_rewrites), 1);
+	int			pid = compactor_pid(*helper);	/* known once it died, too */
+	int			nsent = 0;
+	int			in_flight = 0;
+	int			failed_commits = 0;
+	int			max_failed = run->opt.partial_progress_max_failed_commits >= 0 ?
+	run->opt.partial_progress_max_failed_commits : run->opt.partial_progress_max_commits;
+	bool		posdel = p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
+	bool		helper_ok = true;
+
+	for (int first = 0; first < p->ngroups && run->result == MAINT_OK; first += per)
+	{
+		int			n = Min(per, p->ngroups - first);
+		int			ndone = 0;
+		GroupOutcome outcome;
+
+		for (int g = first; g < first + n; g++)
+			ndone += works[g].done ? 1 : 0;
+		while (ndone < n && run->result == MAINT_OK)
+		{
+			int			g;
+
+			/* keep k groups in flight */
+			while (nsent < p->ngroups && in_flight < k && run->result == MAINT_OK &&
+				   maint_check_now(run))
+			{
+				if (!send_group(run, *helper, p, nsent,
+								posdel ? iceberg_posdel_metrics : metrics,
+								posdel ? ICEBERG_POSDEL_NMETRICS : schema->nleaves, schema,
+								&works[nsent]))
+					helper_ok = false;
+				if (works[nsent].sent)
+				{
+					nsent++;
+					in_flight++;
+				}
+			}
+			if (run->result != MAINT_OK)
+				break;
+			if (!next_done(run, *helper, p, works, nsent, deadline, peak_rss, at_once, &g))
+			{
+				helper_ok = false;
+				break;
+			}
+			in_flight--;
+			if (g >= first && g < first + n)
+				ndone++;
+		}
+		if (run->result != MAINT_OK)
+			break;
+		outcome = commit_batch(run, p, works, first, n);
+		for (int g = first; g < first + n; g++)
+			*failed_groups += works[g].failed ? 1 : 0;
+		if (outcome != GROUP_GIVEN_UP && outcome != GROUP_NONE)
+			continue;
+		*given_up += outcome == GROUP_GIVEN_UP ? n : 0;
+		failed_commits++;
+		if (!run->opt.partial_progress && posdel)
+			maint_fail(run, MAINT_TRANSIENT,
+					   "the table changed under the position-delete-rewrite: a delete file it rewrote, or a data file they point at, is gone; nothing was committed");
+		else if (!run->opt.partial_progress)
+			maint_fail(run, MAINT_TRANSIENT,
+					   "the table changed under the compaction: a file it rewrote is gone, or a position delete came to its partitions; nothing was committed");
+		else if (failed_commits > max_failed)
+			maint_fail(run, MAINT_TRANSIENT,
+					   "%d commits of the compaction failed, more than partial-progress.max-failed-commits (%d); the commits before stay",
+					   failed_commits, max_failed);
+	}
+	if (run->result != MAINT_OK || !helper_ok)
+	{
+		/* groups may be in flight: stopped before their files are deleted */
+		compactor_stop(*helper);
+		*helper = NULL;
+		delete_unhandled(run, works, nsent, pid);
+	}
 }
 
 /* ----------------------------------------------------------------
@@ -985,11 +1138,10 @@ maint_run_compact(MaintRun *run)
 	TmsError	err;
 	IoStorageConfig cfg;
 	TimestampTz deadline;
-	volatile int given_up = 0;
-	volatile int failed_commits = 0;
-	int			per;
-	int			max_failed = run->opt.partial_progress_max_failed_commits >= 0 ?
-	run->opt.partial_progress_max_failed_commits : run->opt.partial_progress_max_commits;
+	int		   *given_up = palloc0(sizeof(int));
+	int		   *failed_groups = palloc0(sizeof(int));
+	int		   *at_once = palloc0(sizeof(int)); /* groups in the helper at
+												 * once, at most */
 	int64	   *peak_rss = palloc0(sizeof(int64));	/* the helper's, over the
 													 * groups */
 	bool		posdel = run->opt.op == MAINT_POSDELETE;
@@ -1034,40 +1186,21 @@ maint_run_compact(MaintRun *run)
 				TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											(int64) tms_engine_run_timeout_s * 1000) : 0;
 			io_storage_config_get(run->storage, &cfg);
-			helper = compactor_start(run, &cfg);
-			per = groups_per_commit(run, plan->ngroups);
-			for (int first = 0; helper != NULL && first < plan->ngroups && run->result == MAINT_OK;
-				 first += per)
-			{
-				int			n = Min(per, plan->ngroups - first);
-				GroupOutcome outcome = rewrite_and_commit(run, (Compactor **) &helper, plan,
-														  first, n, metrics, schema,
-														  deadline, peak_rss);
-
-				if (outcome != GROUP_GIVEN_UP)
-					continue;
-				given_up += n;
-				failed_commits++;
-				if (!run->opt.partial_progress && posdel)
-					maint_fail(run, MAINT_TRANSIENT,
-							   "the table changed under the position-delete-rewrite: a delete file it rewrote, or a data file they point at, is gone; nothing was committed");
-				else if (!run->opt.partial_progress)
-					maint_fail(run, MAINT_TRANSIENT,
-							   "the table changed under the compaction: a file it rewrote is gone, or a position delete came to its partitions; nothing was committed");
-				else if (failed_commits > max_failed)
-					maint_fail(run, MAINT_TRANSIENT,
-							   "%d commits of the compaction failed, more than partial-progress.max-failed-commits (%d); the commits before stay",
-							   failed_commits, max_failed);
-			}
+			helper = compactor_start(run, &cfg,
+									 Min(run->opt.max_concurrent_group_rewrites, plan->ngroups));
+			if (helper != NULL)
+				rewrite_all(run, (Compactor **) &helper, plan, metrics, schema, deadline,
+							peak_rss, at_once, given_up, failed_groups);
 			if (run->result == MAINT_OK && posdel)
 				ereport(LOG,
-						(errmsg("maintenance job " INT64_FORMAT ": position-delete-rewrite of %d groups, %d given up (the table changed under them), " INT64_FORMAT " dangling position deletes dropped",
-								run->job_id, plan->ngroups, given_up, run->dangling_dropped)));
+						(errmsg("maintenance job " INT64_FORMAT ": position-delete-rewrite of %d groups, %d given up (the table changed under them), %d failed, " INT64_FORMAT " dangling position deletes dropped",
+								run->job_id, plan->ngroups, *given_up, *failed_groups,
+								run->dangling_dropped)));
 			else if (run->result == MAINT_OK)
 				ereport(LOG,
-						(errmsg("maintenance job " INT64_FORMAT ": compaction of %d groups, %d given up (the table changed under them); the helper's peak RSS was " INT64_FORMAT " MB, its memory limit %d MB",
-								run->job_id, plan->ngroups, given_up, *peak_rss / (1024 * 1024),
-								tms_compaction_memory_limit_mb)));
+						(errmsg("maintenance job " INT64_FORMAT ": compaction of %d groups, %d given up (the table changed under them), %d failed, up to %d rewritten at once; the helper's peak RSS was " INT64_FORMAT " MB, its memory limit %d MB",
+								run->job_id, plan->ngroups, *given_up, *failed_groups, *at_once,
+								*peak_rss / (1024 * 1024), tms_compaction_memory_limit_mb)));
 		}
 	}
 	PG_FINALLY();

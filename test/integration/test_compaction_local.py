@@ -22,6 +22,8 @@ catalog:
     no new file) and bucket/identity partitions keep their rows;
   - a table whose partition spec evolved: each spec's files are rewritten
     in their own spec;
+  - files of two specs in one partition of the output spec: one group,
+    written in the output spec; another output partition its own group;
   - a table of 10,000 small files (one group per partition, one replace
     commit each; bench/compact_bench.py compacts such a table on every run
     too);
@@ -36,6 +38,11 @@ catalog:
     reloaded table;
   - the helper killed while it writes: the job fails with a clear
     last_error, the table is unchanged, no file it wrote is referenced;
+  - max-concurrent-file-group-rewrites: four groups in the helper at once
+    (its done messages say so), partial progress's batches still committed
+    in plan order; one at a time when asked; a group failing in the helper
+    fails alone with partial progress (the others committed), the run
+    without it;
   - a memory limit far below the data's size completes by spilling;
   - cancel_operation kills the helper;
   - tms.allowed_hosts in the server's configuration limits the workers
@@ -1015,6 +1022,27 @@ def test_bad_sort_orders_are_refused(env):
     assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
 
 
+def test_table_order_the_helper_cannot_apply_is_refused(env):
+    # the table's default sort order buckets id: refused before a job is
+    # recorded, 0A000, the detail naming the column and the transform, a
+    # hint to use an engine
+    small_table(env, "bucketsort", files=10, rows_per_file=5, seed=27)
+    _, meta = ow.load(env["catalog"], "cmp", "bucketsort")
+    ow.commit(env["catalog"], "cmp", "bucketsort", {
+        "requirements": [{"type": "assert-table-uuid", "uuid": meta["table-uuid"]}],
+        "updates": [{"action": "add-sort-order", "sort-order": {"order-id": 1, "fields": [
+            {"transform": "bucket[4]", "source-id": 1, "direction": "asc",
+             "null-order": "nulls-first"}]}},
+                    {"action": "set-default-sort-order", "sort-order-id": -1}]})
+    n = q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
+    e = env["pg"].query_error("SELECT tms.run_operation(%s, 'cmp', 'bucketsort', 'compaction',"
+                              " '{\"strategy\": \"sort\"}'::jsonb)", (env["server"],))
+    assert e.pgcode == "0A000", (e.pgcode, str(e))
+    assert "bucket[4](id)" in (e.diag.message_detail or ""), str(e)
+    assert "engine" in (e.diag.message_hint or ""), str(e)
+    assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+
+
 # ---------------------------------------------------------------------------
 # Iceberg's rewrite options, v1 inline manifests, the output spec
 # ---------------------------------------------------------------------------
@@ -1036,6 +1064,100 @@ def test_partial_progress_commits_in_batches(env):
                                    for s in chain), [s["summary"] for s in chain]
     assert row["data_files_rewritten"] == 24 and row["data_files_added"] == 4
     assert rows(env, mloc2) == want
+
+
+def groups_at_once(env, jid):
+    """How many groups the helper said it rewrote at once in job jid (the
+    worker's LOG line at the job's end)."""
+    import re
+    m = re.search(r"maintenance job %d: compaction of \d+ groups, \d+ given up [^,]*, \d+ failed, "
+                  r"up to (\d+) rewritten at once" % jid, env["pg"].log_tail(5000))
+    assert m, env["pg"].log_tail(40)
+    return int(m.group(1))
+
+
+def test_groups_rewritten_at_once(env):
+    # Iceberg's max-concurrent-file-group-rewrites: up to N groups in the
+    # helper at once.  Four groups, all four sent at once: the helper
+    # starts the second while the first runs (its done reports the most
+    # groups it ran at once); with partial progress the batches still
+    # commit in plan order, two groups each
+    small_table(env, "conc", files=24, rows_per_file=10, seed=23)
+    mloc, meta0, _ = live(env, "cmp", "conc")
+    want = rows(env, mloc)
+    opts = {"max-concurrent-file-group-rewrites": 4, "partial-progress.enabled": True,
+            "partial-progress.max-commits": 2}
+    planned = [g["detail"]["partition"] for g in group_rows(plan(env, "cmp", "conc", opts))]
+    assert len(planned) == 4
+    jid = run(env, "cmp", "conc", opts)
+    row = env["pg"].wait_job(jid)
+    mloc2, meta, after = live(env, "cmp", "conc")
+    chain = replace_chain(meta, meta0)
+    assert len(chain) == 2 and all(s["summary"]["operation"] == "replace" and
+                                   s["summary"]["changed-partition-count"] == "2"
+                                   for s in chain), [s["summary"] for s in chain]
+    # the first commit holds the plan's first two groups, whichever ended first
+    first = sorted([dict(f["partition"])["category"]] for f in after.values()
+                   if f["content"] == 0 and f["snapshot_id"] == chain[1]["snapshot-id"])
+    assert row["data_files_rewritten"] == 24 and row["data_files_added"] == 4, row
+    assert rows(env, mloc2) == want
+    assert 2 <= groups_at_once(env, jid) <= 4
+    assert first == sorted(planned[:2]), (first, planned)
+
+    # one at a time when asked
+    small_table(env, "conc1", files=24, rows_per_file=10, seed=24)
+    mloc, _, _ = live(env, "cmp", "conc1")
+    want = rows(env, mloc)
+    jid = run(env, "cmp", "conc1", {"max-concurrent-file-group-rewrites": 1})
+    row = env["pg"].wait_job(jid)
+    assert row["data_files_rewritten"] == 24 and row["data_files_added"] == 4, row
+    assert rows(env, live(env, "cmp", "conc1")[0]) == want
+    assert groups_at_once(env, jid) == 1
+
+
+def test_a_failed_group_fails_alone(env):
+    # one data file of partition c1 is not Parquet: its group fails in the
+    # helper.  With partial progress (a commit per group) the other groups
+    # are rewritten and committed and the run succeeds (one failed commit,
+    # within partial-progress.max-failed-commits); without it, nothing is
+    # committed and the run fails
+    def corrupt(name):
+        small_table(env, name, files=24, rows_per_file=10, seed=26)
+        _, meta, before = live(env, "cmp", name)
+        victim = sorted(p for p, f in before.items()
+                        if dict(f["partition"])["category"] == "c1")[0]
+        env["st"].write(victim, b"not a parquet file" * 20)
+        ow.give_to_server(env["file_root"])
+        return meta
+
+    def per_category(name):
+        out = {}
+        for f in live(env, "cmp", name)[2].values():
+            if f["content"] == 0:
+                c = dict(f["partition"])["category"]
+                out[c] = out.get(c, 0) + 1
+        return out
+
+    meta0 = corrupt("galone")
+    opts = {"partial-progress.enabled": True, "partial-progress.max-commits": 4,
+            "max-concurrent-file-group-rewrites": 2}
+    row = env["pg"].wait_job(run(env, "cmp", "galone", opts))
+    _, meta, _ = live(env, "cmp", "galone")
+    assert len(replace_chain(meta, meta0)) == 3
+    # the c1 group's files stay; each other partition is one file (or none,
+    # when the deletes took every row of it: seed 26's c0)
+    cats = per_category("galone")
+    assert cats["c1"] == 6 and all(n == 1 for c, n in cats.items() if c != "c1"), cats
+    assert row["data_files_rewritten"] == 18 and row["data_files_added"] == len(cats) - 1, row
+    assert "of the compaction failed and is left out of its commit" in env["pg"].log_tail(5000)
+
+    meta0 = corrupt("gall")
+    row = env["pg"].wait_job(run(env, "cmp", "gall", {"max-concurrent-file-group-rewrites": 2}),
+                             states=("failed",))
+    assert "the compaction helper failed" in (row["last_error"] or ""), row
+    _, meta, _ = live(env, "cmp", "gall")
+    assert meta["current-snapshot-id"] == meta0["current-snapshot-id"]
+    assert per_category("gall") == {"c0": 6, "c1": 6, "c2": 6, "c3": 6}
 
 
 _OPTS_TABLE = []
@@ -1260,6 +1382,51 @@ def test_output_spec_computes_every_transform(env):
                        "day_month": (d.year - 1970) * 12 + d.month - 1,
                        "ts_day": micros // 86400000000, "ts_hour": micros // 3600000000}
                 assert part == exp, (p, part, exp, r)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_two_specs_in_one_output_partition(env):
+    # spec 0: identity(category), categories c0..c3; spec 1, the current
+    # one: truncate[1](category), files of "c9" (partition "c") and "d1"
+    # (partition "d").  Every spec-0 file falls into output partition "c":
+    # one group holds them with the spec-1 files of "c", and the "d" files
+    # are a group of their own (a group never spans output partitions)
+    small_table(env, "twospec", files=8, rows_per_file=5, seed=25)
+    spec1 = {"spec-id": 1, "fields": [
+        {"name": "cat_trunc", "transform": "truncate[1]", "source-id": 2, "field-id": 1001}]}
+    set_spec(env, "cmp", "twospec", spec1)
+    files = []
+    for i, cat in enumerate(["c9", "c9", "d1", "d1"]):
+        query = ("SELECT x::BIGINT AS c_1, '%s' AS c_2, (x / 100.0)::DECIMAL(10,2) AS c_3,"
+                 " (x * 1.5)::DOUBLE AS c_4, DATE '2026-01-02' AS c_5,"
+                 " make_timestamptz(0::BIGINT) AS c_6, (x %% 3 = 0) AS c_7"
+                 " FROM (SELECT (%d + i)::BIGINT AS x FROM range(5) t(i)) r ORDER BY x"
+                 % (cat, 700000 + i * 5))
+        files.append(({"cat_trunc": cat[:1]}, query))
+    append_in_spec(env, "cmp", "twospec", spec1, [("cat_trunc", "string", 1001)], files)
+    mloc, meta0, before = live(env, "cmp", "twospec")
+    want = rows(env, mloc)
+    opts = {"rewrite-all": True, "max-concurrent-file-group-rewrites": 2}
+    pl = plan(env, "cmp", "twospec", opts)
+    assert summary_row(pl)["kept_in_own_spec"] == 0, summary_row(pl)
+    groups = sorted((g["detail"]["spec_id"], g["detail"]["partition"], g["detail"]["files"])
+                    for g in group_rows(pl))
+    assert groups == [(1, ["c"], 10), (1, ["d"], 2)], pl
+    env["pg"].wait_job(run(env, "cmp", "twospec", opts))
+    mloc2, meta, after = live(env, "cmp", "twospec")
+    assert rows(env, mloc2) == want
+    new = {p: f for p, f in after.items() if f["content"] == 0}
+    assert sorted(f["partition"] for f in new.values()) == \
+        [(("cat_trunc", "c"),), (("cat_trunc", "d"),)], new
+    tmp = tempfile.mkdtemp(prefix="tms-twospec-")
+    try:
+        for p, f in new.items():
+            got = [json.loads(r)["category"] for r in duck_rows(
+                [local_copy(env, p, tmp)], None, select="category")]
+            # every row of a file in its partition
+            assert got and {c[:1] for c in got} == {dict(f["partition"])["cat_trunc"]}, (p, got)
+            assert len(got) == (40 + 10 if dict(f["partition"])["cat_trunc"] == "c" else 10)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

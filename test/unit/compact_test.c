@@ -283,9 +283,10 @@ test_wire(void)
 		iceberg_compact_message_free(&m);
 		io_free(line);
 	}
-	line = iceberg_compact_done_json(3, 2, 100, 7, 93, 5000, 1 << 20);
+	line = iceberg_compact_done_json(3, 2, 100, 7, 93, 5000, 1 << 20, 2);
 	CHECK(iceberg_compact_message_parse(line, strlen(line), 0, &m, &err) &&
-		  m.type == ICEBERG_MSG_DONE && m.rows_deleted == 7 && m.rows_out == 93, "done");
+		  m.type == ICEBERG_MSG_DONE && m.rows_deleted == 7 && m.rows_out == 93 &&
+		  m.in_flight == 2, "done");
 	iceberg_compact_message_free(&m);
 	io_free(line);
 	line = iceberg_compact_error_json(1, "bad \xff bytes");
@@ -385,11 +386,11 @@ test_wire(void)
 		cfg.local_roots = roots;
 		cfg.nlocal_roots = 2;
 		cfg.http.request_timeout_ms = 5000;
-		line = iceberg_compact_hello_json(&cfg, 1 << 28, 2, "/tmp/x", "10.0.0.0/8, s3.example", &err);
+		line = iceberg_compact_hello_json(&cfg, 1 << 28, 2, 3, "/tmp/x", "10.0.0.0/8, s3.example", &err);
 		CHECK(line != NULL && iceberg_compact_hello_parse(line, strlen(line), &h, &err) &&
 			  strcmp(h.s3_secret_access_key, "SK") == 0 && h.nlocal_roots == 2 &&
 			  strcmp(h.local_roots[1], "/data/b") == 0 && h.memory_limit == 1 << 28 &&
-			  h.threads == 2 && h.request_timeout_ms == 5000 && h.s3_path_style == 1 &&
+			  h.threads == 2 && h.groups == 3 && h.request_timeout_ms == 5000 && h.s3_path_style == 1 &&
 			  h.s3_session_token == NULL &&
 			  strcmp(h.allowed_hosts, "10.0.0.0/8, s3.example") == 0, "hello round trip");
 		iceberg_compact_hello_free(&h);

@@ -467,12 +467,20 @@ iceberg_sort_order_of_table(const IcebergTableMetadata *md, const IcebergSchema 
 		{
 			if (err->code != ICEBERG_ERR_OUT_OF_MEMORY)
 			{
+				const IcebergColumn *nested;
+
 				tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
 							  "the table's sort order %d cannot be applied by compaction on engine local",
 							  (int) o->order_id);
-				tms_error_detail(err, "Its field %d is %s(%s) of %s; local compaction sorts on columns of primitive types with transforms identity, year, month, day, hour, truncate and void.",
-								 (int) i + 1, t ? t : "?", c ? c->name : "an unknown column",
-								 c ? c->type_text : "?");
+				nested = c == NULL && json_is_integer(sid) ?
+					iceberg_schema_field(schema, (int32_t) json_integer_value(sid), NULL) : NULL;
+				if (nested != NULL)
+					tms_error_detail(err, "Its field %d is %s(%s), a field nested in a struct, list or map (id %d); local compaction sorts on top-level columns of primitive types.",
+									 (int) i + 1, t ? t : "?", nested->name, (int) nested->id);
+				else
+					tms_error_detail(err, "Its field %d is %s(%s) of %s; local compaction sorts on columns of primitive types with transforms identity, year, month, day, hour, truncate and void.",
+									 (int) i + 1, t ? t : "?", c ? c->name : "an unknown column",
+									 c ? c->type_text : "?");
 			}
 			iceberg_sort_order_free(o);
 			json_decref(orders);

@@ -170,7 +170,7 @@ load(const char *text, size_t len, int64_t max_json, TmsError *err)
 
 char *
 iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit, int threads,
-						   const char *temp_directory, const char *allowed_hosts,
+						   int groups, const char *temp_directory, const char *allowed_hosts,
 						   TmsError *err)
 {
 	json_t	   *st = json_pack("{s:i, s:I, s:I, s:i}", "s3_path_style", cfg->s3_path_style,
@@ -235,9 +235,10 @@ iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit, int
 		oom(err);
 		return NULL;
 	}
-	doc = json_pack("{s:s, s:i, s:I, s:i, s:s, s:o}", "type", "hello",
+	doc = json_pack("{s:s, s:i, s:I, s:i, s:i, s:s, s:o}", "type", "hello",
 					"protocol", ICEBERG_COMPACT_PROTOCOL, "memory_limit", (json_int_t) memory_limit,
-					"threads", threads, "temp_directory", temp_directory, "storage", st);
+					"threads", threads, "groups", groups, "temp_directory", temp_directory,
+					"storage", st);
 	return dump(doc, err);
 }
 
@@ -293,6 +294,7 @@ iceberg_compact_hello_parse(const char *text, size_t len, IcebergCompactHello *h
 	}
 	h->memory_limit = get_int(root, "memory_limit", true, 1 << 20, INT64_MAX, 0, &ok, err);
 	h->threads = (int) get_int(root, "threads", true, 1, 1024, 1, &ok, err);
+	h->groups = (int) get_int(root, "groups", false, 1, ICEBERG_COMPACT_MAX_GROUPS, 1, &ok, err);
 	h->temp_directory = get_str(root, "temp_directory", true, MAX_PATH, &ok, err);
 	st = json_object_get(root, "storage");
 	if (ok && !json_is_object(st))
@@ -906,21 +908,25 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
  */
 
 char *
-iceberg_compact_ready_json(const char *version)
+iceberg_compact_ready_json(const char *version, int groups)
 {
 	TmsError	err;
 
-	return dump(json_pack("{s:s, s:i, s:s}", "type", "ready", "protocol",
-						  ICEBERG_COMPACT_PROTOCOL, "duckdb", version ? version : ""), &err);
+	return dump(json_pack("{s:s, s:i, s:s, s:i}", "type", "ready", "protocol",
+						  ICEBERG_COMPACT_PROTOCOL, "duckdb", version ? version : "",
+						  "groups", groups), &err);
 }
 
-char *
-iceberg_compact_progress_json(int group, int64_t done)
+/*
+ * Into buf, without jansson or io_malloc: the helper's heartbeat thread
+ * sends it while a group's thread may be inside them (their allocator
+ * hooks are process-wide, for one thread).
+ */
+void
+iceberg_compact_progress_line(char *buf, size_t len, int group, int64_t done)
 {
-	TmsError	err;
-
-	return dump(json_pack("{s:s, s:i, s:I}", "type", "progress", "group", group,
-						  "done", (json_int_t) done), &err);
+	snprintf(buf, len, "{\"type\":\"progress\",\"group\":%d,\"done\":%lld}", group,
+			 (long long) done);
 }
 
 static json_t *
@@ -989,19 +995,25 @@ iceberg_compact_file_json(int group, const IcebergCompactOutput *f)
 
 char *
 iceberg_compact_done_json(int group, int files, int64_t rows_in, int64_t rows_deleted,
-						  int64_t rows_out, int64_t bytes_in, int64_t peak_rss)
+						  int64_t rows_out, int64_t bytes_in, int64_t peak_rss, int in_flight)
 {
 	TmsError	err;
 
-	return dump(json_pack("{s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I}", "type", "done",
+	return dump(json_pack("{s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:i}", "type", "done",
 						  "group", group, "files", files, "rows_in", (json_int_t) rows_in,
 						  "rows_deleted", (json_int_t) rows_deleted,
 						  "rows_out", (json_int_t) rows_out, "bytes_in", (json_int_t) bytes_in,
-						  "peak_rss", (json_int_t) peak_rss), &err);
+						  "peak_rss", (json_int_t) peak_rss, "in_flight", in_flight), &err);
 }
 
 char *
 iceberg_compact_error_json(int group, const char *message)
+{
+	return iceberg_compact_group_error_json(group, message, false);
+}
+
+char *
+iceberg_compact_group_error_json(int group, const char *message, bool alone)
 {
 	TmsError	err;
 	size_t		n = strnlen(message, 2000);
@@ -1021,8 +1033,9 @@ iceberg_compact_error_json(int group, const char *message)
 			io_free(copy);
 		}
 	}
-	return dump(json_pack("{s:s, s:i, s:o}", "type", "error", "group", group,
-						  "message", m ? m : json_string("(no message)")), &err);
+	return dump(json_pack("{s:s, s:i, s:o, s:b}", "type", "error", "group", group,
+						  "message", m ? m : json_string("(no message)"), "alone", alone),
+				&err);
 }
 
 /* ---------------------------------------------------------------------
@@ -1128,6 +1141,7 @@ iceberg_compact_message_parse(const char *line, size_t len, int64_t max_json,
 		m->type = ICEBERG_MSG_READY;
 		m->protocol = (int) get_int(root, "protocol", true, 0, INT32_MAX, 0, &ok, err);
 		m->version = get_str(root, "duckdb", false, 64, &ok, err);
+		m->groups = (int) get_int(root, "groups", false, 1, ICEBERG_COMPACT_MAX_GROUPS, 1, &ok, err);
 	}
 	else if (strcmp(type, "progress") == 0)
 	{
@@ -1148,6 +1162,8 @@ iceberg_compact_message_parse(const char *line, size_t len, int64_t max_json,
 		m->rows_out = get_int(root, "rows_out", true, 0, INT64_MAX, 0, &ok, err);
 		m->bytes_in = get_int(root, "bytes_in", true, 0, INT64_MAX, 0, &ok, err);
 		m->peak_rss = get_int(root, "peak_rss", true, 0, INT64_MAX, 0, &ok, err);
+		m->in_flight = (int) get_int(root, "in_flight", false, 1, ICEBERG_COMPACT_MAX_GROUPS, 1,
+									 &ok, err);
 		if (ok && m->rows_deleted > m->rows_in)
 			ok = bad(err, "more rows deleted than read");
 	}
@@ -1155,6 +1171,10 @@ iceberg_compact_message_parse(const char *line, size_t len, int64_t max_json,
 	{
 		m->type = ICEBERG_MSG_ERROR;
 		m->message = get_str(root, "message", true, 4096, &ok, err);
+		if (ok && json_object_get(root, "alone") != NULL &&
+			!json_is_boolean(json_object_get(root, "alone")))
+			ok = bad(err, "alone");
+		m->alone = json_is_true(json_object_get(root, "alone"));
 	}
 	else
 		ok = bad(err, "unknown type");

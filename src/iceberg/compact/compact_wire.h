@@ -12,8 +12,10 @@
  *
  *	worker -> helper (the helper's stdin)
  *	  hello		{"type":"hello","protocol":1,"memory_limit":bytes,
- *				 "threads":n,"temp_directory":dir,"storage":{...}}:
- *				 once, first; the storage the table's files are read
+ *				 "threads":n,"groups":m,"temp_directory":dir,"storage":{...}}:
+ *				 once, first; m: the groups the worker would keep in
+ *				 flight at once (max-concurrent-file-group-rewrites; 1
+ *				 when absent); the storage the table's files are read
  *				 and written with (endpoint, region, path style, keys,
  *				 local roots, timeouts), as the worker has it
  *	  group		{"type":"group","group":g,"schema":{Iceberg schema},
@@ -53,10 +55,15 @@
  *				 as the table's metadata spells them (position deletes
  *				 name data files so), "uri" and "upload_dir" are where
  *				 storage reads and writes them (relative paths resolved)
- *	  (end of input: the helper exits)
+ *				 The worker sends a group line while fewer groups than
+ *				 the ready's "groups" are in flight (sent, their done not
+ *				 read yet); the helper rewrites them at once.
+ *	  (end of input: the helper finishes the groups in flight and exits)
  *
  *	helper -> worker (its stdout)
- *	  ready		{"type":"ready","protocol":1,"duckdb":"v1.5.6"}
+ *	  ready		{"type":"ready","protocol":1,"duckdb":"v1.5.6","groups":k}:
+ *				 k (at most the hello's m; 1 when absent) groups may be in
+ *				 flight at once
  *	  progress	{"type":"progress","group":g,"done":bytes}: at least
  *				 once a second while a group runs (the worker's sign of
  *				 life)
@@ -67,9 +74,17 @@
  *				 field at every depth; bounds are hex of Iceberg's
  *				 single-value serialization
  *	  done		{"type":"done","group":g,"files":k,"rows_in","rows_deleted",
- *				 "rows_out","bytes_in","peak_rss"}
- *	  error		{"type":"error","group":g,"message":"..."}: the group
- *				 failed; the helper exits after it
+ *				 "rows_out","bytes_in","peak_rss","in_flight"}: in_flight,
+ *				 the most groups the helper was rewriting at once while
+ *				 this one ran, itself included (1 when absent); the
+ *				 messages of groups in flight interleave, each names its
+ *				 group
+ *	  error		{"type":"error","group":g,"message":"...","alone":b}:
+ *				 the group failed; with alone true (a failure of that
+ *				 group's rewrite: its inputs, its statements, its
+ *				 uploads) the helper removed what it had of it and goes
+ *				 on with the others, its slot free; else (or absent) the
+ *				 helper exits after it and the groups in flight are lost
  *
  * The worker treats what the helper sends as untrusted: a message is
  * parsed under a memory budget and every field is checked for type and
@@ -89,6 +104,7 @@
 #define ICEBERG_COMPACT_PROTOCOL	1
 #define ICEBERG_COMPACT_MAX_LINE	(64 * 1024 * 1024)
 #define ICEBERG_COMPACT_MAX_BOUND	65536	/* bytes of one bound */
+#define ICEBERG_COMPACT_MAX_GROUPS	64	/* groups in flight at once, at most */
 
 /* ---- hello ---- */
 
@@ -96,6 +112,7 @@ typedef struct IcebergCompactHello
 {
 	int64_t		memory_limit;	/* bytes */
 	int			threads;
+	int			groups;			/* groups the worker would keep in flight */
 	char	   *temp_directory;
 	/* storage, owned */
 	char	   *s3_endpoint;
@@ -134,7 +151,7 @@ typedef struct IcebergCompactHello
  * and the hosts the helper may connect to (NULL or "": no limit).
  */
 extern char *iceberg_compact_hello_json(const IoStorageConfig *cfg, int64_t memory_limit,
-										int threads, const char *temp_directory,
+										int threads, int groups, const char *temp_directory,
 										const char *allowed_hosts, TmsError *err);
 extern bool iceberg_compact_hello_parse(const char *text, size_t len,
 										IcebergCompactHello *out, TmsError *err);
@@ -262,6 +279,7 @@ typedef struct IcebergCompactMessage
 	/* ready */
 	int			protocol;
 	char	   *version;
+	int			groups;			/* groups in flight at once, at most */
 	/* progress */
 	int64_t		done;
 	/* file */
@@ -273,8 +291,10 @@ typedef struct IcebergCompactMessage
 	int64_t		rows_out;
 	int64_t		bytes_in;
 	int64_t		peak_rss;
+	int			in_flight;		/* groups the helper ran at once, at most */
 	/* error */
 	char	   *message;
+	bool		alone;			/* only its group failed; the helper goes on */
 } IcebergCompactMessage;
 
 /* Parse one line (len bytes, no newline) under a budget of max_json bytes. */
@@ -283,13 +303,17 @@ extern bool iceberg_compact_message_parse(const char *line, size_t len, int64_t 
 extern void iceberg_compact_message_free(IcebergCompactMessage *m);
 
 /* The helper's lines (malloc'd, no newline). */
-extern char *iceberg_compact_ready_json(const char *version);
-extern char *iceberg_compact_progress_json(int group, int64_t done);
+extern char *iceberg_compact_ready_json(const char *version, int groups);
+
+/* buf: at least ICEBERG_COMPACT_PROGRESS_LEN bytes */
+#define ICEBERG_COMPACT_PROGRESS_LEN 96
+extern void iceberg_compact_progress_line(char *buf, size_t len, int group, int64_t done);
 extern char *iceberg_compact_file_json(int group, const IcebergCompactOutput *file);
 extern char *iceberg_compact_done_json(int group, int files, int64_t rows_in,
 									   int64_t rows_deleted, int64_t rows_out,
-									   int64_t bytes_in, int64_t peak_rss);
+									   int64_t bytes_in, int64_t peak_rss, int in_flight);
 extern char *iceberg_compact_error_json(int group, const char *message);
+extern char *iceberg_compact_group_error_json(int group, const char *message, bool alone);
 
 /* ---- Iceberg values (https://iceberg.apache.org/spec/#binary-single-value-serialization) ---- */
 
