@@ -283,9 +283,10 @@ test_wire(void)
 		iceberg_compact_message_free(&m);
 		io_free(line);
 	}
-	line = iceberg_compact_done_json(3, 2, 100, 7, 93, 5000, 1 << 20);
+	line = iceberg_compact_done_json(3, 2, 100, 7, 93, 5000, 1 << 20, 5);
 	CHECK(iceberg_compact_message_parse(line, strlen(line), 0, &m, &err) &&
-		  m.type == ICEBERG_MSG_DONE && m.rows_deleted == 7 && m.rows_out == 93, "done");
+		  m.type == ICEBERG_MSG_DONE && m.rows_deleted == 7 && m.rows_out == 93 &&
+		  m.rows_filtered == 5, "done");
 	iceberg_compact_message_free(&m);
 	io_free(line);
 	line = iceberg_compact_error_json(1, "bad \xff bytes");

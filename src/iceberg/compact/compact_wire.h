@@ -27,7 +27,9 @@
  *				 "metrics":[{"id","mode","length"}],
  *				 "sort":{"zorder":bool,"fields":[{"id","transform",
  *				 "desc","nulls_first"}]}},"keep":[{"path","seq"}],
- *				 "name_mapping":"[...]"}
+ *				 "name_mapping":"[...]",
+ *				 "remove_older":{"id","kind":"value"|"us"|"ns"|"days",
+ *				 "cutoff"}}
  *				 ("sort" only for strategies sort and zorder and the
  *				 rewrite of position deletes: the group's rows in that
  *				 order; "keep" only for the rewrite of position deletes,
@@ -39,7 +41,10 @@
  *				 without field ids is read through it;
  *				 "dv" only for a v3 deletion vector: the Puffin blob at
  *				 offset, length bytes, deleting records positions of the
- *				 data file "referenced"; "row_lineage" and "first_row_id"
+ *				 data file "referenced"; "remove_older" only for a
+ *				 retention's rewrite: a row whose column id, in the
+ *				 kind's units, is below cutoff is removed too (NULL
+ *				 stays); "row_lineage" and "first_row_id"
  *				 only for a v3 table, every input has one then: the
  *				 outputs keep each row's _row_id and
  *				 _last_updated_sequence_number, the values the file
@@ -67,7 +72,9 @@
  *				 field at every depth; bounds are hex of Iceberg's
  *				 single-value serialization
  *	  done		{"type":"done","group":g,"files":k,"rows_in","rows_deleted",
- *				 "rows_out","bytes_in","peak_rss"}
+ *				 "rows_out","bytes_in","peak_rss","rows_filtered"}
+ *				 (rows_deleted counts every row removed, rows_filtered
+ *				 those of them remove_older removed)
  *	  error		{"type":"error","group":g,"message":"..."}: the group
  *				 failed; the helper exits after it
  *
@@ -211,6 +218,8 @@ typedef struct IcebergCompactJob
 	IcebergPosdelKeep *keep;
 	/* the table's schema.name-mapping.default (a JSON array), or NULL */
 	char	   *name_mapping;
+	/* a retention's rewrite: the rows it removes (kind NONE: none) */
+	IcebergRowCutoff remove_older;
 } IcebergCompactJob;
 
 /*
@@ -273,6 +282,7 @@ typedef struct IcebergCompactMessage
 	int64_t		rows_out;
 	int64_t		bytes_in;
 	int64_t		peak_rss;
+	int64_t		rows_filtered;	/* of rows_deleted, removed by remove_older */
 	/* error */
 	char	   *message;
 } IcebergCompactMessage;
@@ -288,7 +298,8 @@ extern char *iceberg_compact_progress_json(int group, int64_t done);
 extern char *iceberg_compact_file_json(int group, const IcebergCompactOutput *file);
 extern char *iceberg_compact_done_json(int group, int files, int64_t rows_in,
 									   int64_t rows_deleted, int64_t rows_out,
-									   int64_t bytes_in, int64_t peak_rss);
+									   int64_t bytes_in, int64_t peak_rss,
+									   int64_t rows_filtered);
 extern char *iceberg_compact_error_json(int group, const char *message);
 
 /* ---- Iceberg values (https://iceberg.apache.org/spec/#binary-single-value-serialization) ---- */
