@@ -21,7 +21,9 @@ operations and summaries from the catalog's metadata:
     visible before the cutoff, the delete files that applied only to the
     rewritten file go with it;
   - "scan" without mode rewrite, and mode "delete-files", are refused
-    before a job is recorded.
+    before a job is recorded;
+  - a file without column metrics is kept and listed without "scan", and
+    read with it: its older rows are removed too, counted exactly.
 
 The module runs its own cluster, catalog, s3rver and file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_retention_rewrite.py
@@ -194,3 +196,53 @@ def test_rewrite_refusals(env):
                                     "mode": "delete-files"})))
     assert e.pgcode == "0A000", str(e)
     assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+
+
+def test_rewrite_scan_reads_file_without_bounds(env):
+    """A data file without column metrics (appended by another writer) is
+    kept and listed without scan; with "scan": true it is read and its
+    older rows removed (here all of them: it is a copy of a file wholly
+    before the cutoff), counted exactly."""
+    import uuid
+    cat, st = env["catalog"], env["st"]
+    smallfiles.make_table(cat, st, "rrw", "scanned", files=10, rows_per_file=10,
+                          partitioned=False, seed=13)
+    opts = {"column": "ts", "older-than": cutoff_text(65), "mode": "rewrite"}
+    p = plan(env, "rrw", "scanned", opts)
+    src = sorted(r["target"] for r in p if r["action"] == "drop-data-file")[0]
+    _, meta = ow.load(cat, "rrw", "scanned")
+    files = ow.live_files(st, meta)
+    src = [x for x in files if ow.canon(st, x) == ow.canon(st, src)][0]
+    dst = src.rsplit("/", 1)[0] + "/nometrics-%s.parquet" % uuid.uuid4().hex[:8]
+    data = st.read(src)
+    st.write(dst, data)
+    body, _ = ow.append_commit(st, meta, [{"path": dst, "records": files[src]["records"],
+                                           "size": len(data), "partition": {}}], seed=5)
+    cat.request("POST", "namespaces/rrw/tables/scanned", body)
+    ow.give_to_server(env["file_root"])
+    # without scan the copy is unknown and kept
+    p = plan(env, "rrw", "scanned", opts)
+    unknown = [r for r in p if r["action"] == "unknown-data-file"]
+    assert len(unknown) == 1 and unknown[0]["detail"]["kept"] is True, unknown
+    over = [r for r in p if r["action"] == "commit" and r["target"] == "overwrite"][0]
+    assert over["detail"]["rewritten-data-files"] == 1, over
+    # with scan it is read too
+    opts["scan"] = True
+    p = plan(env, "rrw", "scanned", opts)
+    unknown = [r for r in p if r["action"] == "unknown-data-file"]
+    assert unknown[0]["detail"]["rewritten"] is True, unknown
+    over = [r for r in p if r["action"] == "commit" and r["target"] == "overwrite"][0]
+    assert over["detail"]["rewritten-data-files"] == 2, over
+    row = env["pg"].wait_job(run(env, "rrw", "scanned", opts))
+    mloc, meta = ow.load(cat, "rrw", "scanned")
+    out = ow.icebird(mloc, s3_endpoint=env["s3"].endpoint, file_root=env["file_root"],
+                     dump_rows=True)
+    got = {int(r["id"]): r for r in out["row_values"]}
+    # the rows at or after the cutoff, each once; nothing older
+    assert len(out["row_values"]) == 35 and set(got) == set(range(65, 100))
+    snap = ow.snapshot(meta, meta["current-snapshot-id"])
+    assert snap["summary"]["operation"] == "overwrite"
+    assert snap["summary"]["deleted-data-files"] == "2", snap["summary"]
+    # 5 rows of the straddling file, 10 of the copy
+    assert "2 data files rewritten without their older rows, 15 rows removed from them" in \
+        row["message"], row
