@@ -372,6 +372,44 @@ test_wire(void)
 		}
 	}
 
+	/* a retention's group line: remove_older, and its checks */
+	{
+		static const char *const lines[] = {
+			/* 0: good */
+			"\"remove_older\": {\"id\": 1, \"kind\": \"us\", \"cutoff\": -5}",
+			/* refused: */
+			"\"remove_older\": {\"id\": 2, \"kind\": \"us\", \"cutoff\": 5}",
+			"\"remove_older\": {\"id\": 1, \"kind\": \"none\", \"cutoff\": 5}",
+			"\"remove_older\": {\"id\": 1, \"kind\": \"weeks\", \"cutoff\": 5}",
+			"\"remove_older\": {\"id\": 1, \"kind\": \"days\"}",
+			"\"remove_older\": {\"id\": 1, \"kind\": \"days\", \"cutoff\": 1.5}",
+			"\"remove_older\": [1, \"us\", 5]",
+		};
+
+		for (int i = 0; i < (int) (sizeof(lines) / sizeof(lines[0])); i++)
+		{
+			char		text[4096];
+			IcebergCompactJob *job = NULL;
+			bool		ok;
+
+			snprintf(text, sizeof(text),
+					 "{\"type\": \"group\", \"group\": 0, \"schema\": {\"type\": \"struct\","
+					 " \"fields\": [{\"id\": 1, \"name\": \"ts\", \"required\": false, \"type\": \"timestamptz\"}]},"
+					 " \"inputs\": [{\"path\": \"a\", \"uri\": \"a\", \"records\": 5, \"size\": 1, \"seq\": 1}],"
+					 " \"deletes\": [], %s, \"output\": {\"dir\": \"d/\", \"upload_dir\": \"d/\","
+					 " \"prefix\": \"p\", \"files\": 1, \"compression\": \"zstd\", \"metrics\": []}}",
+					 lines[i]);
+			ok = iceberg_compact_job_parse(text, strlen(text), &job, &err);
+			if (i == 0)
+				CHECK(ok && job->remove_older.kind == ICEBERG_CUTOFF_US &&
+					  job->remove_older.field_id == 1 && job->remove_older.cutoff == -5,
+					  "remove_older: %s %s", ok ? "" : err.message, ok ? "" : err.detail);
+			else
+				CHECK(!ok && err.code == ICEBERG_ERR_MALFORMED, "bad remove_older %d refused", i);
+			iceberg_compact_job_free(job);
+		}
+	}
+
 	/* the hello keeps the storage */
 	{
 		IoStorageConfig cfg;
