@@ -1012,6 +1012,8 @@ maint_compact_run_plan(MaintRun *run, IcebergCompactPlan *plan)
 	int64	   *peak_rss = palloc0(sizeof(int64));	/* the helper's, over the
 													 * groups */
 	bool		posdel = plan->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
+	const char *what = plan->remove_older.kind != ICEBERG_CUTOFF_NONE ?
+	"retention's rewrite" : "compaction";
 
 	PG_TRY();
 	{
@@ -1048,7 +1050,8 @@ maint_compact_run_plan(MaintRun *run, IcebergCompactPlan *plan)
 							   "the table changed under the position-delete-rewrite: a delete file it rewrote, or a data file they point at, is gone; nothing was committed");
 				else if (!run->opt.partial_progress)
 					maint_fail(run, MAINT_TRANSIENT,
-							   "the table changed under the rewrite: a file it rewrote is gone, or a position delete came to its partitions; nothing was committed");
+							   "the table changed under the %s: a file it rewrote is gone, or a position delete came to its partitions; nothing was committed",
+							   what);
 				else if (failed_commits > max_failed)
 					maint_fail(run, MAINT_TRANSIENT,
 							   "%d commits of the compaction failed, more than partial-progress.max-failed-commits (%d); the commits before stay",
@@ -1060,8 +1063,8 @@ maint_compact_run_plan(MaintRun *run, IcebergCompactPlan *plan)
 								run->job_id, plan->ngroups, given_up, run->dangling_dropped)));
 			else if (run->result == MAINT_OK)
 				ereport(LOG,
-						(errmsg("maintenance job " INT64_FORMAT ": rewrite of %d groups, %d given up (the table changed under them); the helper's peak RSS was " INT64_FORMAT " MB, its memory limit %d MB",
-								run->job_id, plan->ngroups, given_up, *peak_rss / (1024 * 1024),
+						(errmsg("maintenance job " INT64_FORMAT ": %s of %d groups, %d given up (the table changed under them); the helper's peak RSS was " INT64_FORMAT " MB, its memory limit %d MB",
+								run->job_id, what, plan->ngroups, given_up, *peak_rss / (1024 * 1024),
 								tms_compaction_memory_limit_mb)));
 		}
 	}
