@@ -46,6 +46,9 @@
  * or inherited (the file's first_row_id + position, its data sequence
  * number), are written as the reserved columns of field ids 2147483540
  * and 2147483539.
+ * A retention's rewrite (job->remove_older) also drops the rows whose
+ * column is below the cutoff (NULLs stay), and counts them first with a
+ * query of its own over the same rows (rows_filtered of "done").
  * A rewrite of position deletes (job->filter_live: its inputs are position
  * delete files, its schema file_path and pos, its order theirs) keeps a
  * row only when its file_path is in the table "keep" with a sequence
@@ -268,6 +271,7 @@ typedef struct GroupRun
 	bool		has_pos_files;	/* of them, Parquet position delete files */
 	int64_t		rows_in;
 	int64_t		rows_out;
+	int64_t		rows_filtered;	/* removed by job->remove_older */
 	int64_t		bytes_in;
 	int64_t		done_bytes;
 	int			files_written;
@@ -854,6 +858,35 @@ output_options(GroupRun *g, Sql *q)
 	sql_add(q, "})");
 }
 
+static void group_rows_sql(GroupRun *g, int o);
+
+/*
+ * The value of a retention's column in the units of its cutoff (d.c<id>:
+ * an integer as it is, a timestamp's microseconds or nanoseconds since
+ * 1970, a date's days since 1970).
+ */
+static void
+older_value_sql(Sql *q, const IcebergRowCutoff *c)
+{
+	int			id = (int) c->field_id;
+
+	switch (c->kind)
+	{
+		case ICEBERG_CUTOFF_US:
+			sql_add(q, "epoch_us(d.c%d)", id);
+			break;
+		case ICEBERG_CUTOFF_NS:
+			sql_add(q, "epoch_ns(d.c%d)", id);
+			break;
+		case ICEBERG_CUTOFF_DAYS:
+			sql_add(q, "date_diff('day', DATE '1970-01-01', d.c%d)", id);
+			break;
+		default:
+			sql_add(q, "CAST(d.c%d AS BIGINT)", id);
+			break;
+	}
+}
+
 /*
  * The COPY statement writing read o to local_out, built in g->q
  * (g->q.oom when out of memory): the slices' rows read by Iceberg field
@@ -868,8 +901,7 @@ group_copy_sql(GroupRun *g, int o, const char *local_out, bool sorted)
 	const IcebergCompactJob *job = g->job;
 	const IcebergSchema *s = job->schema;
 	Sql		   *q = &g->q;
-	int			i,
-				j;
+	int			i;
 
 	sql_reset(q);
 	sql_add(q, "COPY (SELECT ");
@@ -895,6 +927,35 @@ group_copy_sql(GroupRun *g, int o, const char *local_out, bool sorted)
 		sql_add(q, ", coalesce(d.__rid, sl.frid + d.file_row_number) AS __rid,"
 				" coalesce(d.__lus, sl.seq) AS __lus");
 	compactor_sort_keys(q, job);
+	group_rows_sql(g, o);
+	if (job->remove_older.kind != ICEBERG_CUTOFF_NONE)
+	{
+		/* a retention's rewrite keeps the rows not older (and NULLs) */
+		sql_add(q, " AND (d.c%d IS NULL OR ", (int) job->remove_older.field_id);
+		older_value_sql(q, &job->remove_older);
+		sql_add(q, " >= %" PRId64 ")", job->remove_older.cutoff);
+	}
+	sql_add(q, ") s");
+	(void) compactor_order_by(q, job);
+	sql_add(q, ") TO ");
+	sql_lit(q, local_out);
+	if (sorted)
+		sql_add(q, " (FORMAT parquet, COMPRESSION lz4)");
+	else
+		output_options(g, q);
+}
+
+/*
+ * The rows of read o, less the deleted ones: " FROM (...) d JOIN slices
+ * sl ... WHERE ..." appended to g->q (the caller may add " AND ...").
+ */
+static void
+group_rows_sql(GroupRun *g, int o)
+{
+	const IcebergCompactJob *job = g->job;
+	Sql		   *q = &g->q;
+	int			j;
+
 	sql_add(q, " FROM (");
 	group_read_sql(g, o);
 
@@ -923,14 +984,37 @@ group_copy_sql(GroupRun *g, int o, const char *local_out, bool sorted)
 		sql_add(q, " AND p.pos IS NULL");
 	for (j = 0; j < g->neq_sets; j++)
 		sql_add(q, " AND (e%d.maxseq IS NULL OR e%d.maxseq <= sl.seq)", j, j);
-	sql_add(q, ") s");
-	(void) compactor_order_by(q, job);
-	sql_add(q, ") TO ");
-	sql_lit(q, local_out);
-	if (sorted)
-		sql_add(q, " (FORMAT parquet, COMPRESSION lz4)");
-	else
-		output_options(g, q);
+}
+
+/*
+ * How many rows of read o a retention's rewrite removes (older than the
+ * cutoff, not deleted already) into g->rows_filtered; the rows' one
+ * column is read again, before the COPY.
+ */
+static bool
+group_count_older(GroupRun *g, int o)
+{
+	const IcebergRowCutoff *c = &g->job->remove_older;
+	duckdb_result r;
+
+	if (c->kind == ICEBERG_CUTOFF_NONE)
+		return true;
+	sql_reset(&g->q);
+	sql_add(&g->q, "SELECT count(*)");
+	group_rows_sql(g, o);
+	sql_add(&g->q, " AND ");
+	older_value_sql(&g->q, c);
+	sql_add(&g->q, " < %" PRId64, c->cutoff);
+	if (g->q.oom)
+	{
+		tms_error_set(g->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
+	if (!helper_run(g->h, g->q.data, &r, g->err))
+		return false;
+	g->rows_filtered += duckdb_value_int64(&r, 0, 0);
+	duckdb_destroy_result(&r);
+	return true;
 }
 
 static bool group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written);
@@ -1094,6 +1178,8 @@ group_write_output(GroupRun *g, int o)
 		snprintf(local_out, sizeof(local_out), "%s/sorted.parquet", g->dir);
 	else
 		snprintf(local_out, sizeof(local_out), "%s/out%d.parquet", g->dir, o);
+	if (!group_count_older(g, o))
+		return false;
 	group_copy_sql(g, o, local_out, split);
 	if (g->q.oom)
 	{
@@ -1253,7 +1339,8 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 			goto done;
 	helper_send(iceberg_compact_done_json(job->group, g.files_written, g.rows_in,
 										  g.rows_in - g.rows_out, g.rows_out, g.bytes_in,
-										  helper_peak_rss(), helper_in_flight(job->group)));
+										  helper_peak_rss(), helper_in_flight(job->group),
+										  g.rows_filtered));
 	ok = true;
 done:
 	group_cleanup(&g);

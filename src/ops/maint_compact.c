@@ -5,7 +5,9 @@
  *	  data files, run by tms itself; and the run of position-delete-rewrite
  *	  (its plan from posdel.h, its checks and plan rows in maint_posdel.c),
  *	  whose groups of delete files go through the same helper, batches,
- *	  commits, resume and cleanup.
+ *	  commits, resume and cleanup; retention's mode "rewrite" runs its plan
+ *	  of straddling files through maint_compact_run_plan too (the helper
+ *	  given the cutoff, the commit an "overwrite").
  *
  * The plan is src/iceberg/compact/compact.h's (the groups, their delete files,
  * the output file counts); tms.plan_operation shows it.  The groups are
@@ -74,6 +76,7 @@
 #include "iceberg/compact/compact.h"
 #include "iceberg/compact/compact_wire.h"
 #include "iceberg/compact/posdel.h"
+#include "iceberg/maint/retention.h"
 #include "ops/compactor.h"
 #include "ops/maint_int.h"
 #include "ops/ops.h"
@@ -475,10 +478,10 @@ res_bytes(const IcebergCompactPlan *p, const IcebergCompactCommit *res)
 
 static char *
 commit_state_json(const IcebergCompactPlan *p, int g, const IcebergCompactCommit *res,
-				  char **outputs, int noutputs, int64 dangling)
+				  char **outputs, int noutputs, int64 dangling, int64 filtered)
 {
-	const char *op = p->rewrite_content == ICEBERG_CONTENT_DATA ? "compaction" :
-	"position-delete-rewrite";
+	const char *op = p->remove_older.kind != ICEBERG_CUTOFF_NONE ? "retention" :
+	p->rewrite_content == ICEBERG_CONTENT_DATA ? "compaction" : "position-delete-rewrite";
 	StringInfoData b;
 	bool		first = true;
 
@@ -490,10 +493,11 @@ commit_state_json(const IcebergCompactPlan *p, int g, const IcebergCompactCommit
 					 ", \"bytes_rewritten\": " INT64_FORMAT
 					 ", \"delete_files_removed\": " INT64_FORMAT
 					 ", \"delete_files_added\": " INT64_FORMAT
-					 ", \"dangling_dropped\": " INT64_FORMAT ", \"written\": [",
+					 ", \"dangling_dropped\": " INT64_FORMAT
+					 ", \"rows_filtered\": " INT64_FORMAT ", \"written\": [",
 					 op, g, res->snapshot.snapshot_id, res->snapshot.parent_snapshot_id,
 					 res->data_files_rewritten, res->data_files_added, res_bytes(p, res),
-					 res->delete_files_removed, res->delete_files_added, dangling);
+					 res->delete_files_removed, res->delete_files_added, dangling, filtered);
 	for (int i = 0; i < noutputs; i++, first = false)
 	{
 		appendStringInfoString(&b, first ? "" : ", ");
@@ -622,6 +626,7 @@ typedef struct GroupWork
 	bool	   *seen;			/* the output numbers announced */
 	int64		records;		/* the rows of the files announced */
 	int64		dangling;		/* position deletes it dropped as dangling */
+	int64		filtered;		/* rows a retention's rewrite removed (remove_older) */
 	IcebergCompactOutput *out;	/* the files announced (nout) */
 	char	  **paths;
 	int			nout;
@@ -812,6 +817,11 @@ next_done(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, GroupWork *wo
 			/* a rewrite of position deletes: the dangling ones it dropped */
 			if (posdel && consistent)
 				w->dangling = m.rows_deleted;
+			/* a retention's rewrite: the older rows it removed */
+			if (p->remove_older.kind != ICEBERG_CUTOFF_NONE && consistent)
+				w->filtered = m.rows_filtered;
+			else if (m.rows_filtered != 0)
+				consistent = false;
 			iceberg_compact_message_free(&m);
 			/* no file at all only when the deletes took every row */
 			if (!consistent || (w->nout == 0) != (w->records == 0))
@@ -858,7 +868,9 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOu
 	PG_TRY();
 	{
 		run->in_callback = true;
-		written = iceberg_compact_commit_write(&run->fio, &w, run->md, p, gs, ngs, id, &res, &err);
+		/* a retention's rewrite commits an "overwrite" */
+		written = iceberg_retention_rewrite_commit_write(&run->fio, &w, run->md, p, gs, ngs, id,
+														 &res, &err);
 		run->in_callback = false;
 		CHECK_FOR_INTERRUPTS();
 		if (!written)
@@ -893,7 +905,8 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOu
 		else
 		{
 			outcome = maint_commit(run, body, commit_state_json(p, gs[0].group, &res, paths, npaths,
-																run->batch_dangling),
+																run->batch_dangling,
+																run->batch_filtered),
 								   res.written, res.nwritten, res.snapshot.parent_snapshot_id,
 								   maint_snapshot_landed, &id);
 			if (outcome == MAINT_COMMIT_LANDED)
@@ -904,9 +917,12 @@ commit_attempt(MaintRun *run, IcebergCompactPlan *p, const IcebergCompactGroupOu
 				if (!iceberg_compact_committed(p, groups, ngs, &res, &cerr))
 					maint_fail_iceberg(run, "cannot follow the compaction's commit", &cerr);
 				else
+				{
+					run->rows_filtered += run->batch_filtered;
 					(void) record_counts(run, res.data_files_rewritten, res.data_files_added,
 										 res_bytes(p, &res), res.delete_files_removed,
 										 res.delete_files_added, run->batch_dangling);
+				}
 			}
 		}
 	}
@@ -979,6 +995,7 @@ commit_batch(MaintRun *run, IcebergCompactPlan *p, GroupWork *works, int first, 
 	GroupOutcome outcome;
 
 	run->batch_dangling = 0;
+	run->batch_filtered = 0;
 	for (int k = 0; k < n; k++)
 	{
 		GroupWork  *w = &works[first + k];
@@ -986,6 +1003,7 @@ commit_batch(MaintRun *run, IcebergCompactPlan *p, GroupWork *works, int first, 
 		if (w->failed)
 			continue;
 		run->batch_dangling += w->dangling;
+		run->batch_filtered += w->filtered;
 		gs[ngs].group = first + k;
 		gs[ngs].outputs = w->out;
 		gs[ngs++].noutputs = w->nout;
@@ -1052,6 +1070,8 @@ rewrite_all(MaintRun *run, Compactor **helper, IcebergCompactPlan *p,
 	int			max_failed = run->opt.partial_progress_max_failed_commits >= 0 ?
 	run->opt.partial_progress_max_failed_commits : run->opt.partial_progress_max_commits;
 	bool		posdel = p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
+	const char *what = p->remove_older.kind != ICEBERG_CUTOFF_NONE ?
+	"retention's rewrite" : "compaction";
 	bool		helper_ok = true;
 
 	for (int first = 0; first < p->ngroups && run->result == MAINT_OK; first += per)
@@ -1106,7 +1126,8 @@ rewrite_all(MaintRun *run, Compactor **helper, IcebergCompactPlan *p,
 					   "the table changed under the position-delete-rewrite: a delete file it rewrote, or a data file they point at, is gone; nothing was committed");
 		else if (!run->opt.partial_progress)
 			maint_fail(run, MAINT_TRANSIENT,
-					   "the table changed under the compaction: a file it rewrote is gone, or a position delete came to its partitions; nothing was committed");
+					   "the table changed under the %s: a file it rewrote is gone, or a position delete came to its partitions; nothing was committed",
+					   what);
 		else if (failed_commits > max_failed)
 			maint_fail(run, MAINT_TRANSIENT,
 					   "%d commits of the compaction failed, more than partial-progress.max-failed-commits (%d); the commits before stay",
@@ -1126,15 +1147,18 @@ rewrite_all(MaintRun *run, Compactor **helper, IcebergCompactPlan *p,
  * ----------------------------------------------------------------
  */
 
+/*
+ * Rewrite and commit the groups of a plan already planned and shown (a
+ * compaction's, a position-delete-rewrite's, a retention's rewrite of
+ * straddling files): the helper, the batches, their commits.  run->result
+ * says how it went.
+ */
 void
-maint_run_compact(MaintRun *run)
+maint_compact_run_plan(MaintRun *run, IcebergCompactPlan *plan)
 {
-	IcebergCompactPlan *volatile plan = NULL;
-	IcebergPartitionFilter *volatile where = NULL;
 	IcebergSchema *volatile schema = NULL;
 	IcebergCompactJobMetric *volatile metrics = NULL;
 	Compactor  *volatile helper = NULL;
-	IcebergCompactOptions o;
 	TmsError	err;
 	IoStorageConfig cfg;
 	TimestampTz deadline;
@@ -1144,6 +1168,60 @@ maint_run_compact(MaintRun *run)
 												 * once, at most */
 	int64	   *peak_rss = palloc0(sizeof(int64));	/* the helper's, over the
 													 * groups */
+	bool		posdel = plan->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
+	const char *what = plan->remove_older.kind != ICEBERG_CUTOFF_NONE ?
+	"retention's rewrite" : "compaction";
+
+	PG_TRY();
+	{
+		/* the table's schema names the partition paths of the outputs */
+		if (!iceberg_schema_parse(run->md->current_schema_json, (IcebergSchema **) &schema, &err) ||
+			(!posdel &&
+			 !iceberg_compact_metrics_modes(run->md, schema, (IcebergCompactJobMetric **) &metrics, &err)))
+			maint_fail_iceberg(run, "cannot read the table's schema", &err);
+		else if (!sort_order(run, schema, &plan->sort, &err))
+			maint_fail(run, MAINT_TERMINAL, "invalid sort order: %s%s%s", err.message,
+					   err.detail[0] ? ": " : "", err.detail);
+		if (run->result == MAINT_OK)
+		{
+			deadline = tms_engine_run_timeout_s > 0 ?
+				TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											(int64) tms_engine_run_timeout_s * 1000) : 0;
+			io_storage_config_get(run->storage, &cfg);
+			helper = compactor_start(run, &cfg,
+									 Min(run->opt.max_concurrent_group_rewrites, plan->ngroups));
+			if (helper != NULL)
+				rewrite_all(run, (Compactor **) &helper, plan, metrics, schema, deadline,
+							peak_rss, at_once, given_up, failed_groups);
+			if (run->result == MAINT_OK && posdel)
+				ereport(LOG,
+						(errmsg("maintenance job " INT64_FORMAT ": position-delete-rewrite of %d groups, %d given up (the table changed under them), %d failed, " INT64_FORMAT " dangling position deletes dropped",
+								run->job_id, plan->ngroups, *given_up, *failed_groups,
+								run->dangling_dropped)));
+			else if (run->result == MAINT_OK)
+				ereport(LOG,
+						(errmsg("maintenance job " INT64_FORMAT ": %s of %d groups, %d given up (the table changed under them), %d failed, up to %d rewritten at once; the helper's peak RSS was " INT64_FORMAT " MB, its memory limit %d MB",
+								run->job_id, what, plan->ngroups, *given_up, *failed_groups,
+								*at_once, *peak_rss / (1024 * 1024),
+								tms_compaction_memory_limit_mb)));
+		}
+	}
+	PG_FINALLY();
+	{
+		compactor_stop(helper);
+		io_free(metrics);
+		iceberg_schema_free(schema);
+	}
+	PG_END_TRY();
+}
+
+void
+maint_run_compact(MaintRun *run)
+{
+	IcebergCompactPlan *volatile plan = NULL;
+	IcebergPartitionFilter *volatile where = NULL;
+	IcebergCompactOptions o;
+	TmsError	err;
 	bool		posdel = run->opt.op == MAINT_POSDELETE;
 
 	if (!bind_where(run, (IcebergPartitionFilter **) &where))
@@ -1170,44 +1248,10 @@ maint_run_compact(MaintRun *run)
 		else
 			emit_plan(run, plan);
 		if (run->result == MAINT_OK && !run->dry_run && plan->ngroups > 0)
-		{
-			/* the table's schema names the partition paths of the outputs */
-			if (!iceberg_schema_parse(run->md->current_schema_json, (IcebergSchema **) &schema, &err) ||
-				(!posdel &&
-				 !iceberg_compact_metrics_modes(run->md, schema, (IcebergCompactJobMetric **) &metrics, &err)))
-				maint_fail_iceberg(run, "cannot read the table's schema", &err);
-			else if (!sort_order(run, schema, &plan->sort, &err))
-				maint_fail(run, MAINT_TERMINAL, "invalid sort order: %s%s%s", err.message,
-						   err.detail[0] ? ": " : "", err.detail);
-		}
-		if (run->result == MAINT_OK && !run->dry_run && plan->ngroups > 0)
-		{
-			deadline = tms_engine_run_timeout_s > 0 ?
-				TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-											(int64) tms_engine_run_timeout_s * 1000) : 0;
-			io_storage_config_get(run->storage, &cfg);
-			helper = compactor_start(run, &cfg,
-									 Min(run->opt.max_concurrent_group_rewrites, plan->ngroups));
-			if (helper != NULL)
-				rewrite_all(run, (Compactor **) &helper, plan, metrics, schema, deadline,
-							peak_rss, at_once, given_up, failed_groups);
-			if (run->result == MAINT_OK && posdel)
-				ereport(LOG,
-						(errmsg("maintenance job " INT64_FORMAT ": position-delete-rewrite of %d groups, %d given up (the table changed under them), %d failed, " INT64_FORMAT " dangling position deletes dropped",
-								run->job_id, plan->ngroups, *given_up, *failed_groups,
-								run->dangling_dropped)));
-			else if (run->result == MAINT_OK)
-				ereport(LOG,
-						(errmsg("maintenance job " INT64_FORMAT ": compaction of %d groups, %d given up (the table changed under them), %d failed, up to %d rewritten at once; the helper's peak RSS was " INT64_FORMAT " MB, its memory limit %d MB",
-								run->job_id, plan->ngroups, *given_up, *failed_groups, *at_once,
-								*peak_rss / (1024 * 1024), tms_compaction_memory_limit_mb)));
-		}
+			maint_compact_run_plan(run, plan);
 	}
 	PG_FINALLY();
 	{
-		compactor_stop(helper);
-		io_free(metrics);
-		iceberg_schema_free(schema);
 		iceberg_compact_plan_free(plan);
 		iceberg_partition_filter_free(where);
 	}

@@ -112,6 +112,8 @@ typedef struct MaintOptions
 	/* retention (older_than: the cutoff) */
 	char	   *retention_column;
 	char	   *retention_unit; /* a long or int column's; NULL: none */
+	bool		retention_rewrite;	/* mode "rewrite": straddling files too */
+	bool		retention_scan; /* files without bounds read too */
 } MaintOptions;
 
 extern MaintOp maint_op_from_name(const char *operation);
@@ -201,6 +203,9 @@ typedef struct MaintRun
 	int64		dangling_dropped;	/* position-delete-rewrite: dangling
 									 * deletes its landed commits dropped */
 	int64		batch_dangling; /* of the batch being committed */
+	int64		rows_filtered;	/* retention's rewrite: older rows its landed
+								 * commits removed */
+	int64		batch_filtered; /* of the batch being committed */
 	int64		snapshots_expired;
 	int64		manifests_rewritten;
 	int64		manifests_added;
@@ -374,6 +379,8 @@ extern void maint_run_rewrite(MaintRun *run);
 extern void maint_run_compact(MaintRun *run);	/* maint_compact.c; also
 												 * position-delete-rewrite */
 extern void maint_run_retention(MaintRun *run); /* maint_retention.c */
+struct IcebergCompactPlan;
+extern void maint_compact_run_plan(MaintRun *run, struct IcebergCompactPlan *plan);
 
 /* checks of options against the loaded table (run_operation) */
 extern void maint_compact_check_table(MaintRun *run);

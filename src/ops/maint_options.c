@@ -69,8 +69,8 @@
  *					   (https://iceberg.apache.org/docs/latest/spark-procedures/#rewrite_position_delete_files)
  *	  retention		   column and older-than (both required), unit (a long
  *					   or int epoch column's: s, ms, us, ns), mode
- *					   (metadata; rewrite and delete-files are 0A000: not
- *					   done yet), scan (true is 0A000: not done yet); on
+ *					   (metadata, rewrite; delete-files is 0A000: not
+ *					   done yet), scan (true needs mode rewrite); on
  *					   any engine but local retention is 0A000; the column
  *					   and unit are checked when the table is loaded
  * An unknown key or a value of the wrong type is SQLSTATE 22023 with the
@@ -599,24 +599,19 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 		{
 			char	   *m = opt_string(operation, key, &v);
 
-			if (strcmp(m, "rewrite") == 0 || strcmp(m, "delete-files") == 0)
+			if (strcmp(m, "delete-files") == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("retention mode \"%s\" is not supported yet", m),
-						 errdetail("Retention drops only the data files whose rows are all older than the cutoff (mode \"metadata\"); files straddling the cutoff are kept and listed by tms.plan_operation."),
-						 errhint("Leave out \"mode\"; remove the older rows of the straddling files with DELETE FROM ... WHERE on Spark or Trino.")));
-			if (strcmp(m, "metadata") != 0)
+						 errdetail("Retention drops the data files whose rows are all older than the cutoff (mode \"metadata\") and rewrites the straddling ones without their older rows (mode \"rewrite\")."),
+						 errhint("Use \"mode\": \"rewrite\".")));
+			if (strcmp(m, "rewrite") == 0)
+				out->retention_rewrite = true;
+			else if (strcmp(m, "metadata") != 0)
 				bad_option(operation, key, "The value is \"%s\"; modes are metadata, rewrite and delete-files.", m);
 		}
 		else if (op == MAINT_RETENTION && strcmp(key, "scan") == 0)
-		{
-			if (opt_bool(operation, key, &v))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("retention option \"scan\" is not supported yet"),
-						 errdetail("Retention does not read data files; a file without bounds on the column is kept and listed by tms.plan_operation."),
-						 errhint("Leave out \"scan\"; remove the older rows of those files with DELETE FROM ... WHERE on Spark or Trino.")));
-		}
+			out->retention_scan = opt_bool(operation, key, &v);
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -695,6 +690,12 @@ check_retention(const MaintOptions *o)
 						   o->retention_column),
 				 errhint("For example {\"column\": \"%s\", \"older-than\": \"90 days\"}.",
 						 o->retention_column)));
+	if (o->retention_scan && !o->retention_rewrite)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("retention option \"scan\" needs mode \"rewrite\""),
+				 errdetail("The options give \"scan\": true and mode \"metadata\", which reads no data file."),
+				 errhint("Add \"mode\": \"rewrite\": the files without bounds on the column are then rewritten without their older rows.")));
 }
 
 void

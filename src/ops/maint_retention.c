@@ -8,12 +8,17 @@
  * The plan is src/iceberg/maint/retention.h's: each live data file is
  * dropped whole (its partition in its own spec, or its bounds, lie wholly
  * before the cutoff), straddling (some rows older), kept, or unknown (no
- * bounds on the column).  Only the files dropped whole are committed
- * here; straddling and unknown files are kept and listed in the plan and
- * the job's message (mode "metadata", the only mode for now: "rewrite"
- * and "delete-files" are refused with 0A000 when the options are checked,
- * as are "scan" and engine servers).  Delete files that applied only to
- * dropped files are removed in the same commit.
+ * bounds on the column).  The files dropped whole are committed first;
+ * delete files that applied only to them are removed in the same commit.
+ * Mode "metadata" (the default) keeps straddling and unknown files and
+ * lists them in the plan and the job's message.  Mode "rewrite" then, in
+ * the same job, plans the straddling files (with "scan", the unknown ones
+ * too) on the table reloaded and has the compaction helper rewrite them
+ * without their older rows (maint_compact_run_plan: compaction's groups,
+ * helper, checks and commit protocol, the helper given the cutoff), one
+ * "overwrite" snapshot; the helper counts the rows it removed and the job
+ * records them.  "delete-files" and engine servers are refused with
+ * 0A000 when the options are checked.
  *
  * Options: column (required), older-than (required: an age before the run,
  * "90 days", or a point in time, "2026-01-01 00:00Z"), unit (for a long or
@@ -56,6 +61,20 @@ cutoff_us(MaintRun *run)
 	return t + (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
 }
 
+/* Mode rewrite: can the compaction helper write every column of the table? */
+static bool
+rewritable(MaintRun *run, TmsError *err)
+{
+	IcebergSchema *schema;
+	bool		ok;
+
+	if (!iceberg_schema_parse(run->md->current_schema_json, &schema, err))
+		return false;
+	ok = iceberg_compact_check_schema(schema, err);
+	iceberg_schema_free(schema);
+	return ok;
+}
+
 /*
  * Bind the column and cutoff to run->md.  raise: 22023 / 0A000 errors (the
  * checks before a job is recorded); else the run fails terminally with
@@ -85,6 +104,19 @@ bind_run(MaintRun *run, bool raise)
 	}
 	if (run->opt.retention_unit != NULL)
 		(void) iceberg_epoch_unit_parse(run->opt.retention_unit, &unit);
+	if (run->opt.retention_rewrite && !rewritable(run, &err))
+	{
+		if (raise)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("engine \"local\" cannot rewrite the data files of table \"%s.%s\"",
+							run->ns, run->table),
+					 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail),
+					 errhint("Leave out \"mode\" (or use \"metadata\"): only the files wholly older are dropped.")));
+		maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED,
+						"cannot rewrite the data files: %s", tms_error_text(&err));
+		return NULL;
+	}
 	if (!iceberg_retention_bind(run->md, run->opt.retention_column, cutoff_us(run), unit, &r, &err))
 	{
 		if (raise)
@@ -145,7 +177,7 @@ json_quote_timestamptz(int64 us)
 }
 
 static char *
-file_json(const IcebergRetentionFile *f, bool straddling)
+file_json(const IcebergRetentionFile *f, bool straddling, bool rewritten)
 {
 	StringInfoData b;
 
@@ -154,8 +186,10 @@ file_json(const IcebergRetentionFile *f, bool straddling)
 					 ", \"records\": " INT64_FORMAT,
 					 f->spec_id, f->partition, f->size, f->records);
 	if (straddling)
-		appendStringInfo(&b, ", \"rows_older_estimated\": " INT64_FORMAT ", \"kept\": true",
-						 f->older);
+		appendStringInfo(&b, ", \"rows_older_estimated\": " INT64_FORMAT ", \"kept\": %s",
+						 f->older, rewritten ? "false, \"rewritten\": true" : "true");
+	else if (rewritten)
+		appendStringInfoString(&b, ", \"kept\": false, \"rewritten\": true, \"why\": \"no bounds on the column: read\"");
 	else
 		appendStringInfoString(&b, ", \"kept\": true, \"why\": \"no bounds on the column\"");
 	appendStringInfoChar(&b, '}');
@@ -181,21 +215,24 @@ emit_plan(MaintRun *run, const IcebergRetention *r, const IcebergRetentionPlan *
 							d->files[i].records));
 	for (int i = 0; i < p->nstraddling; i++)
 		maint_emit(run, "straddling-data-file", p->straddling[i].path,
-				   file_json(&p->straddling[i], true));
+				   file_json(&p->straddling[i], true, run->opt.retention_rewrite));
 	for (int i = 0; i < p->nunknown; i++)
-		maint_emit(run, "unknown-data-file", p->unknown[i].path, file_json(&p->unknown[i], false));
+		maint_emit(run, "unknown-data-file", p->unknown[i].path,
+				   file_json(&p->unknown[i], false, run->opt.retention_scan));
 	initStringInfo(&b);
 	appendStringInfoString(&b, "{\"column\": ");
 	escape_json(&b, r->column);
 	appendStringInfo(&b, ", \"cutoff\": %s, \"cutoff_in_column_units\": " INT64_FORMAT
-					 ", \"mode\": \"metadata\", \"data_files\": " INT64_FORMAT
+					 ", \"mode\": \"%s\", \"scan\": %s, \"data_files\": " INT64_FORMAT
 					 ", \"files_dropped\": " INT64_FORMAT ", \"files_dropped_by_partition\": " INT64_FORMAT
 					 ", \"bytes_dropped\": " INT64_FORMAT ", \"rows_removed\": " INT64_FORMAT
 					 ", \"straddling_files\": %d, \"straddling_rows\": " INT64_FORMAT
 					 ", \"straddling_rows_older_estimated\": " INT64_FORMAT
 					 ", \"unknown_files\": %d, \"unknown_rows\": " INT64_FORMAT
 					 ", \"files_kept\": " INT64_FORMAT ", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
-					 json_quote_timestamptz(r->cutoff_us), r->cutoff, d->data_files,
+					 json_quote_timestamptz(r->cutoff_us), r->cutoff,
+					 run->opt.retention_rewrite ? "rewrite" : "metadata",
+					 run->opt.retention_scan ? "true" : "false", d->data_files,
 					 p->dropped_files, p->dropped_by_partition, p->dropped_bytes, p->dropped_rows,
 					 p->nstraddling, p->straddling_rows, p->straddling_older, p->nunknown,
 					 p->unknown_rows, p->kept_files, d->base_snapshot_id);
@@ -389,10 +426,128 @@ retention_once(MaintRun *run)
 	return outcome;
 }
 
+/* ----------------------------------------------------------------
+ * Mode rewrite: the straddling files without their older rows
+ * ----------------------------------------------------------------
+ */
+
+typedef struct RewriteStep
+{
+	MaintRun   *run;
+	int64		files;
+	int64		rows;
+	bool		written;
+} RewriteStep;
+
+static void
+step_rewrite(void *arg)
+{
+	RewriteStep *s = arg;
+	MaintRun   *run = s->run;
+	Oid			types[5] = {INT8OID, TEXTOID, INT8OID, INT8OID, INT8OID};
+	Datum		args[5];
+	int			rc;
+
+	args[0] = Int64GetDatum(run->job_id);
+	args[1] = CStringGetTextDatum(run->task->instance);
+	args[2] = Int64GetDatum(run->task->version);
+	args[3] = Int64GetDatum(s->files);
+	args[4] = Int64GetDatum(s->rows);
+	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
+							   "   SET rows_removed = coalesce(rows_removed, 0) + $5,"
+							   "       message = coalesce(message || '; ', 'retention: ') ||"
+							   "         format('%s data files rewritten without their older rows, %s rows removed from them', $4, $5)"
+							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
+							   5, types, args, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the rewrite of a retention: %s", SPI_result_code_string(rc));
+	s->written = SPI_processed == 1;
+}
+
+/* The job's record of the rewrite: its files, and the rows it removed (exact: the helper's count). */
+static void
+record_rewrite(MaintRun *run, int64 files, int64 rows)
+{
+	RewriteStep s = {run, files, rows, false};
+
+	if (run->dry_run)
+		return;
+	sched_owner_step(step_rewrite, &s);
+	if (!s.written && sched_lease_lost())
+		run->result = MAINT_LEASE_LOST;
+}
+
+/* Plan the rewrite on run->md, show it, and run it unless a dry run (not inlined into PG_TRY). */
+static pg_noinline void
+rewrite_planned(MaintRun *run, IcebergRetention **r, IcebergCompactPlan **plan)
+{
+	TmsError	err;
+	int64		records = 0;
+
+	*r = bind_run(run, false);
+	if (*r == NULL)
+		return;					/* run->result says why */
+	if (!iceberg_retention_rewrite_plan(&run->fio, run->md, *r, run->opt.retention_scan, plan,
+										&err))
+	{
+		if (maint_moved_on(run, &err))
+			maint_fail(run, MAINT_TRANSIENT, "the table changed while the rewrite was planned: %s",
+					   tms_error_text(&err));
+		else
+			maint_fail_iceberg(run, "cannot plan the rewrite of the straddling files", &err);
+		return;
+	}
+	for (int g = 0; g < (*plan)->ngroups; g++)
+		records += (*plan)->groups[g].records;
+	maint_emit(run, "commit", "overwrite",
+			   psprintf("{\"rewritten-data-files\": %d, \"groups\": %d, \"records-read\": " INT64_FORMAT
+						", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
+						(*plan)->nfiles, (*plan)->ngroups, records, (*plan)->base_snapshot_id));
+	if (run->dry_run || (*plan)->ngroups == 0)
+		return;
+	run->rows_filtered = 0;
+	maint_compact_run_plan(run, *plan);
+	if (run->result == MAINT_OK)
+		record_rewrite(run, (*plan)->nfiles, run->rows_filtered);
+}
+
+/*
+ * After the metadata-only commit (or none): the straddling files (with
+ * scan, the unknown ones too) of the table as it is now, rewritten
+ * without their older rows by the compaction helper, one "overwrite".
+ */
+static void
+rewrite_straddling(MaintRun *run)
+{
+	IcebergRetention *volatile r = NULL;
+	IcebergCompactPlan *volatile plan = NULL;
+
+	if (!run->dry_run)
+	{
+		if (run->phase != NULL && strcmp(run->phase, "start") != 0 &&
+			!maint_record_phase(run, "start", NULL))
+			return;
+		if (!maint_load(run))
+			return;
+	}
+	PG_TRY();
+	{
+		rewrite_planned(run, (IcebergRetention **) &r, (IcebergCompactPlan **) &plan);
+	}
+	PG_FINALLY();
+	{
+		iceberg_compact_plan_free(plan);
+		iceberg_retention_free(r);
+	}
+	PG_END_TRY();
+}
+
 void
 maint_run_retention(MaintRun *run)
 {
 	maint_commit_attempts(run, retention_once);
+	if (run->result == MAINT_OK && run->opt.retention_rewrite)
+		rewrite_straddling(run);
 }
 
 /*
@@ -409,12 +564,23 @@ maint_resume_retention(MaintRun *run)
 	switch (maint_resume_written(run, &cs))
 	{
 		case MAINT_RESUMED_LANDED:
+			if (maint_json_int(cs, "group") >= 0)
+			{
+				/* the rewrite's commit (mode rewrite) landed */
+				record_rewrite(run, Max(maint_json_int(cs, "data_files_rewritten"), 0),
+							   Max(maint_json_int(cs, "rows_filtered"), 0));
+				(void) maint_record_phase(run, "cleanup", run->commit_state);
+				break;
+			}
 			record_effect(run, Max(maint_json_int(cs, "data_files_dropped"), 0),
 						  Max(maint_json_int(cs, "rows_removed"), 0),
 						  Max(maint_json_int(cs, "delete_files_removed"), 0),
 						  (int) Max(maint_json_int(cs, "straddling_files"), 0),
 						  (int) Max(maint_json_int(cs, "unknown_files"), 0));
 			(void) maint_record_phase(run, "cleanup", run->commit_state);
+			/* mode rewrite: the straddling files after the drop */
+			if (run->result == MAINT_OK && run->opt.retention_rewrite)
+				rewrite_straddling(run);
 			break;
 		case MAINT_RESUMED_AGAIN:
 			maint_run_retention(run);

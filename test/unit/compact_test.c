@@ -283,10 +283,10 @@ test_wire(void)
 		iceberg_compact_message_free(&m);
 		io_free(line);
 	}
-	line = iceberg_compact_done_json(3, 2, 100, 7, 93, 5000, 1 << 20, 2);
+	line = iceberg_compact_done_json(3, 2, 100, 7, 93, 5000, 1 << 20, 2, 5);
 	CHECK(iceberg_compact_message_parse(line, strlen(line), 0, &m, &err) &&
 		  m.type == ICEBERG_MSG_DONE && m.rows_deleted == 7 && m.rows_out == 93 &&
-		  m.in_flight == 2, "done");
+		  m.in_flight == 2 && m.rows_filtered == 5, "done");
 	iceberg_compact_message_free(&m);
 	io_free(line);
 	line = iceberg_compact_error_json(1, "bad \xff bytes");
@@ -368,6 +368,44 @@ test_wire(void)
 			}
 			else
 				CHECK(!ok && err.code == ICEBERG_ERR_MALFORMED, "bad v3 group line %d refused", i);
+			iceberg_compact_job_free(job);
+		}
+	}
+
+	/* a retention's group line: remove_older, and its checks */
+	{
+		static const char *const lines[] = {
+			/* 0: good */
+			"\"remove_older\": {\"id\": 1, \"kind\": \"us\", \"cutoff\": -5}",
+			/* refused: */
+			"\"remove_older\": {\"id\": 2, \"kind\": \"us\", \"cutoff\": 5}",
+			"\"remove_older\": {\"id\": 1, \"kind\": \"none\", \"cutoff\": 5}",
+			"\"remove_older\": {\"id\": 1, \"kind\": \"weeks\", \"cutoff\": 5}",
+			"\"remove_older\": {\"id\": 1, \"kind\": \"days\"}",
+			"\"remove_older\": {\"id\": 1, \"kind\": \"days\", \"cutoff\": 1.5}",
+			"\"remove_older\": [1, \"us\", 5]",
+		};
+
+		for (int i = 0; i < (int) (sizeof(lines) / sizeof(lines[0])); i++)
+		{
+			char		text[4096];
+			IcebergCompactJob *job = NULL;
+			bool		ok;
+
+			snprintf(text, sizeof(text),
+					 "{\"type\": \"group\", \"group\": 0, \"schema\": {\"type\": \"struct\","
+					 " \"fields\": [{\"id\": 1, \"name\": \"ts\", \"required\": false, \"type\": \"timestamptz\"}]},"
+					 " \"inputs\": [{\"path\": \"a\", \"uri\": \"a\", \"records\": 5, \"size\": 1, \"seq\": 1}],"
+					 " \"deletes\": [], %s, \"output\": {\"dir\": \"d/\", \"upload_dir\": \"d/\","
+					 " \"prefix\": \"p\", \"files\": 1, \"compression\": \"zstd\", \"metrics\": []}}",
+					 lines[i]);
+			ok = iceberg_compact_job_parse(text, strlen(text), &job, &err);
+			if (i == 0)
+				CHECK(ok && job->remove_older.kind == ICEBERG_CUTOFF_US &&
+					  job->remove_older.field_id == 1 && job->remove_older.cutoff == -5,
+					  "remove_older: %s %s", ok ? "" : err.message, ok ? "" : err.detail);
+			else
+				CHECK(!ok && err.code == ICEBERG_ERR_MALFORMED, "bad remove_older %d refused", i);
 			iceberg_compact_job_free(job);
 		}
 	}

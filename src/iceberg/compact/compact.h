@@ -421,6 +421,30 @@ typedef struct IcebergCompactGroup
 	int			ndangling;		/* of its files, those proven dangling */
 } IcebergCompactGroup;
 
+/*
+ * A rewrite that removes rows (retention.h's mode "rewrite"): a row goes
+ * when its value of the top-level column field_id, in the column's units
+ * (an integer as it is, a timestamp's microseconds or nanoseconds since
+ * 1970, a date's days since 1970), is below cutoff; a NULL stays.  The
+ * commit of such a plan is an "overwrite" snapshot (rows removed), not a
+ * "replace".
+ */
+typedef enum IcebergCutoffKind
+{
+	ICEBERG_CUTOFF_NONE,		/* no row removed: a compaction */
+	ICEBERG_CUTOFF_VALUE,		/* long, int */
+	ICEBERG_CUTOFF_US,			/* timestamp, timestamptz */
+	ICEBERG_CUTOFF_NS,			/* timestamp_ns */
+	ICEBERG_CUTOFF_DAYS			/* date */
+} IcebergCutoffKind;
+
+typedef struct IcebergRowCutoff
+{
+	IcebergCutoffKind kind;
+	int32_t		field_id;
+	int64_t		cutoff;
+} IcebergRowCutoff;
+
 typedef struct IcebergCompactPlan
 {
 	int64_t		base_snapshot_id;	/* -1: an empty table, nothing to do */
@@ -465,6 +489,9 @@ typedef struct IcebergCompactPlan
 	 * ICEBERG_CONTENT_POSITION_DELETES (posdel.h's rewrite of delete files)
 	 */
 	int32_t		rewrite_content;
+
+	/* set by the caller after planning: rows the rewrite removes */
+	IcebergRowCutoff remove_older;
 } IcebergCompactPlan;
 
 /*

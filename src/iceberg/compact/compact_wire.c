@@ -585,6 +585,9 @@ iceberg_compact_metrics_modes(const IcebergTableMetadata *md, const IcebergSchem
 	return true;
 }
 
+/* The kinds of a remove_older, as the group line names them. */
+static const char *const cutoff_kind_names[] = {"none", "value", "us", "ns", "days"};
+
 char *
 iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPlan *p, int g,
 						 const IcebergCompactJobMetric *metrics, int nmetrics,
@@ -673,6 +676,15 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 		json_decref(line);
 		line = NULL;
 	}
+	if (line != NULL && p->remove_older.kind != ICEBERG_CUTOFF_NONE &&
+		!set(line, "remove_older",
+			 json_pack("{s:i, s:s, s:I}", "id", (int) p->remove_older.field_id, "kind",
+					   cutoff_kind_names[p->remove_older.kind],
+					   "cutoff", (json_int_t) p->remove_older.cutoff)))
+	{
+		json_decref(line);
+		line = NULL;
+	}
 	/* data files without field ids are read through it, as Iceberg does */
 	if (line != NULL && !posdel &&
 		iceberg_metadata_property(md, ICEBERG_NAME_MAPPING_PROPERTY) != NULL &&
@@ -718,6 +730,27 @@ iceberg_compact_job_free(IcebergCompactJob *job)
 	io_free(job->keep);
 	io_free(job->name_mapping);
 	io_free(job);
+}
+
+/* A group line's remove_older: {"id","kind","cutoff"}, the column a top-level one. */
+static bool
+parse_remove_older(json_t *o, IcebergCompactJob *job, TmsError *err)
+{
+	const char *kind = json_string_value(json_object_get(o, "kind"));
+	IcebergRowCutoff *c = &job->remove_older;
+	bool		ok = json_is_object(o);
+
+	c->kind = ICEBERG_CUTOFF_NONE;
+	for (int i = 1; ok && kind != NULL && i < 5; i++)
+		if (strcmp(kind, cutoff_kind_names[i]) == 0)
+			c->kind = (IcebergCutoffKind) i;
+	if (!ok || c->kind == ICEBERG_CUTOFF_NONE)
+		return bad(err, "remove_older");
+	c->field_id = (int32_t) get_int(o, "id", true, 1, INT32_MAX, 1, &ok, err);
+	c->cutoff = get_int(o, "cutoff", true, INT64_MIN, INT64_MAX, 0, &ok, err);
+	if (ok && iceberg_schema_column(job->schema, c->field_id) == NULL)
+		ok = bad(err, "remove_older column");
+	return ok;
 }
 
 bool
@@ -878,6 +911,8 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 		job->filter_live = true;
 		ok = compact_posdel_keep_parse(json_object_get(root, "keep"), &job->keep, &job->nkeep, err);
 	}
+	if (ok && json_object_get(root, "remove_older") != NULL)
+		ok = parse_remove_older(json_object_get(root, "remove_older"), job, err);
 	/* the table's name mapping: a JSON array */
 	if (ok)
 		job->name_mapping = get_str(root, "name_mapping", false, MAX_NAME_MAPPING, &ok, err);
@@ -995,15 +1030,17 @@ iceberg_compact_file_json(int group, const IcebergCompactOutput *f)
 
 char *
 iceberg_compact_done_json(int group, int files, int64_t rows_in, int64_t rows_deleted,
-						  int64_t rows_out, int64_t bytes_in, int64_t peak_rss, int in_flight)
+						  int64_t rows_out, int64_t bytes_in, int64_t peak_rss, int in_flight,
+						  int64_t rows_filtered)
 {
 	TmsError	err;
 
-	return dump(json_pack("{s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:i}", "type", "done",
+	return dump(json_pack("{s:s, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:i, s:I}", "type", "done",
 						  "group", group, "files", files, "rows_in", (json_int_t) rows_in,
 						  "rows_deleted", (json_int_t) rows_deleted,
 						  "rows_out", (json_int_t) rows_out, "bytes_in", (json_int_t) bytes_in,
-						  "peak_rss", (json_int_t) peak_rss, "in_flight", in_flight), &err);
+						  "peak_rss", (json_int_t) peak_rss, "in_flight", in_flight,
+						  "rows_filtered", (json_int_t) rows_filtered), &err);
 }
 
 char *
@@ -1164,8 +1201,11 @@ iceberg_compact_message_parse(const char *line, size_t len, int64_t max_json,
 		m->peak_rss = get_int(root, "peak_rss", true, 0, INT64_MAX, 0, &ok, err);
 		m->in_flight = (int) get_int(root, "in_flight", false, 1, ICEBERG_COMPACT_MAX_GROUPS, 1,
 									 &ok, err);
+		m->rows_filtered = get_int(root, "rows_filtered", false, 0, INT64_MAX, 0, &ok, err);
 		if (ok && m->rows_deleted > m->rows_in)
 			ok = bad(err, "more rows deleted than read");
+		if (ok && m->rows_filtered > m->rows_deleted)
+			ok = bad(err, "more rows filtered than deleted");
 	}
 	else if (strcmp(type, "error") == 0)
 	{

@@ -29,7 +29,9 @@
  *				 "metrics":[{"id","mode","length"}],
  *				 "sort":{"zorder":bool,"fields":[{"id","transform",
  *				 "desc","nulls_first"}]}},"keep":[{"path","seq"}],
- *				 "name_mapping":"[...]"}
+ *				 "name_mapping":"[...]",
+ *				 "remove_older":{"id","kind":"value"|"us"|"ns"|"days",
+ *				 "cutoff"}}
  *				 ("sort" only for strategies sort and zorder and the
  *				 rewrite of position deletes: the group's rows in that
  *				 order; "keep" only for the rewrite of position deletes,
@@ -41,7 +43,10 @@
  *				 without field ids is read through it;
  *				 "dv" only for a v3 deletion vector: the Puffin blob at
  *				 offset, length bytes, deleting records positions of the
- *				 data file "referenced"; "row_lineage" and "first_row_id"
+ *				 data file "referenced"; "remove_older" only for a
+ *				 retention's rewrite: a row whose column id, in the
+ *				 kind's units, is below cutoff is removed too (NULL
+ *				 stays); "row_lineage" and "first_row_id"
  *				 only for a v3 table, every input has one then: the
  *				 outputs keep each row's _row_id and
  *				 _last_updated_sequence_number, the values the file
@@ -74,11 +79,13 @@
  *				 field at every depth; bounds are hex of Iceberg's
  *				 single-value serialization
  *	  done		{"type":"done","group":g,"files":k,"rows_in","rows_deleted",
- *				 "rows_out","bytes_in","peak_rss","in_flight"}: in_flight,
- *				 the most groups the helper was rewriting at once while
- *				 this one ran, itself included (1 when absent); the
- *				 messages of groups in flight interleave, each names its
- *				 group
+ *				 "rows_out","bytes_in","peak_rss","in_flight",
+ *				 "rows_filtered"}: in_flight, the most groups the helper
+ *				 was rewriting at once while this one ran, itself
+ *				 included (1 when absent); rows_deleted counts every row
+ *				 removed, rows_filtered those of them remove_older
+ *				 removed; the messages of groups in flight interleave,
+ *				 each names its group
  *	  error		{"type":"error","group":g,"message":"...","alone":b}:
  *				 the group failed; with alone true (a failure of that
  *				 group's rewrite: its inputs, its statements, its
@@ -228,6 +235,8 @@ typedef struct IcebergCompactJob
 	IcebergPosdelKeep *keep;
 	/* the table's schema.name-mapping.default (a JSON array), or NULL */
 	char	   *name_mapping;
+	/* a retention's rewrite: the rows it removes (kind NONE: none) */
+	IcebergRowCutoff remove_older;
 } IcebergCompactJob;
 
 /*
@@ -292,6 +301,7 @@ typedef struct IcebergCompactMessage
 	int64_t		bytes_in;
 	int64_t		peak_rss;
 	int			in_flight;		/* groups the helper ran at once, at most */
+	int64_t		rows_filtered;	/* of rows_deleted, removed by remove_older */
 	/* error */
 	char	   *message;
 	bool		alone;			/* only its group failed; the helper goes on */
@@ -311,7 +321,8 @@ extern void iceberg_compact_progress_line(char *buf, size_t len, int group, int6
 extern char *iceberg_compact_file_json(int group, const IcebergCompactOutput *file);
 extern char *iceberg_compact_done_json(int group, int files, int64_t rows_in,
 									   int64_t rows_deleted, int64_t rows_out,
-									   int64_t bytes_in, int64_t peak_rss, int in_flight);
+									   int64_t bytes_in, int64_t peak_rss, int in_flight,
+									   int64_t rows_filtered);
 extern char *iceberg_compact_error_json(int group, const char *message);
 extern char *iceberg_compact_group_error_json(int group, const char *message, bool alone);
 

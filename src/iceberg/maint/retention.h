@@ -171,4 +171,31 @@ extern bool iceberg_retention_commit_write(const IcebergFileIO *io, const Iceber
 										   IcebergRetentionPlan *p, int64_t new_snapshot_id,
 										   IcebergCompactCommit *res, TmsError *err);
 
+/*
+ * Mode "rewrite": the plan of the straddling files of md's current
+ * snapshot (with scan, the files without bounds too), compaction's
+ * groups by partition with every delete file applying to them, and its
+ * remove_older set from r: the helper rewrites each group without the
+ * rows older than the cutoff.  Planned on the table after the
+ * metadata-only commit.
+ */
+extern IcebergRowCutoff iceberg_retention_row_cutoff(const IcebergRetention *r);
+extern bool iceberg_retention_rewrite_plan(const IcebergFileIO *io,
+										   const IcebergTableMetadata *md,
+										   const IcebergRetention *r, bool scan,
+										   IcebergCompactPlan **out, TmsError *err);
+
+/*
+ * iceberg_compact_commit_write, its snapshot's operation "overwrite" when
+ * p->remove_older removes rows (Iceberg's overwrite: rows deleted and
+ * added; a compaction's "replace" says the data did not change).
+ */
+extern bool iceberg_retention_rewrite_commit_write(const IcebergFileIO *io,
+												   const IcebergWriter *w,
+												   const IcebergTableMetadata *md,
+												   IcebergCompactPlan *p,
+												   const IcebergCompactGroupOutput *groups,
+												   int ngroups, int64_t new_snapshot_id,
+												   IcebergCompactCommit *res, TmsError *err);
+
 #endif							/* TMS_ICEBERG_RETENTION_H */

@@ -601,3 +601,117 @@ iceberg_retention_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 	}
 	return ok;
 }
+
+/* ----------------------------------------------------------------
+ * The rewrite of straddling files (mode "rewrite")
+ * ----------------------------------------------------------------
+ */
+
+typedef struct RewriteSelector
+{
+	const IcebergRetention *r;
+	const IcebergTableMetadata *md;
+	bool		scan;
+} RewriteSelector;
+
+static int
+select_rewrite(void *arg, const IcebergManifestEntry *e, TmsError *err)
+{
+	RewriteSelector *s = arg;
+	int64_t		older;
+	bool		by_partition;
+
+	(void) err;
+	switch (iceberg_retention_classify(s->r, s->md, e, &older, &by_partition))
+	{
+		case ICEBERG_RETAIN_STRADDLE:
+			return 1;
+		case ICEBERG_RETAIN_UNKNOWN:
+			return s->scan ? 1 : 0;
+		case ICEBERG_RETAIN_DROP:
+		case ICEBERG_RETAIN_KEEP:
+			break;
+	}
+	return 0;
+}
+
+IcebergRowCutoff
+iceberg_retention_row_cutoff(const IcebergRetention *r)
+{
+	IcebergRowCutoff c;
+
+	c.field_id = r->field_id;
+	c.cutoff = r->cutoff;
+	switch (r->type)
+	{
+		case ICEBERG_TYPE_TIMESTAMP:
+		case ICEBERG_TYPE_TIMESTAMPTZ:
+			c.kind = ICEBERG_CUTOFF_US;
+			break;
+		case ICEBERG_TYPE_TIMESTAMP_NS:
+		case ICEBERG_TYPE_TIMESTAMPTZ_NS:
+			c.kind = ICEBERG_CUTOFF_NS;
+			break;
+		case ICEBERG_TYPE_DATE:
+			c.kind = ICEBERG_CUTOFF_DAYS;
+			break;
+		default:
+			c.kind = ICEBERG_CUTOFF_VALUE;
+			break;
+	}
+	return c;
+}
+
+bool
+iceberg_retention_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
+							   const IcebergRetention *r, bool scan, IcebergCompactPlan **out,
+							   TmsError *err)
+{
+	IcebergCompactOptions o;
+	RewriteSelector s;
+
+	tms_error_clear(err);
+	*out = NULL;
+	if (md->format_version >= 3)
+	{
+		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+					  "retention of a format v%d table is not supported", md->format_version);
+		return false;
+	}
+	memset(&o, 0, sizeof(o));
+	o.delete_file_threshold = -1;
+	o.min_file_size_bytes = -1;
+	o.max_file_size_bytes = -1;
+	o.output_spec_id = -1;
+	o.rewrite_all = true;
+	s.r = r;
+	s.md = md;
+	s.scan = scan;
+	o.select = select_rewrite;
+	o.select_arg = &s;
+	if (!iceberg_compact_plan(io, md, &o, out, err))
+		return false;
+	(*out)->remove_older = iceberg_retention_row_cutoff(r);
+	return true;
+}
+
+bool
+iceberg_retention_rewrite_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
+									   const IcebergTableMetadata *md, IcebergCompactPlan *p,
+									   const IcebergCompactGroupOutput *groups, int ngroups,
+									   int64_t new_snapshot_id, IcebergCompactCommit *res,
+									   TmsError *err)
+{
+	char	   *op;
+
+	if (!iceberg_compact_commit_write(io, w, md, p, groups, ngroups, new_snapshot_id, res, err))
+		return false;
+	if (p->remove_older.kind == ICEBERG_CUTOFF_NONE)
+		return true;
+	/* rows removed: the data changed */
+	if ((op = io_strdup("overwrite")) == NULL)
+		return retention_oom(err);
+	io_free(res->snapshot.operation);
+	res->snapshot.operation = op;
+	return true;
+}
