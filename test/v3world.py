@@ -218,17 +218,22 @@ def read_puffin_footer(data):
 # ---------------------------------------------------------------------------
 
 class _Table:
-    def __init__(self, st, location, tmp):
-        self.st, self.loc, self.tmp = st, location.rstrip("/"), tmp
+    """A table being written; fv 2 (for a bench's twin table) leaves row
+    lineage out: no next-row-id, first-row-id, added-rows, first_row_id."""
+
+    def __init__(self, st, location, tmp, fv=3):
+        self.st, self.loc, self.tmp, self.fv = st, location.rstrip("/"), tmp, fv
         self.meta = {
-            "format-version": 3, "table-uuid": str(uuid.uuid4()), "location": self.loc,
+            "format-version": fv, "table-uuid": str(uuid.uuid4()), "location": self.loc,
             "last-sequence-number": 0, "last-updated-ms": 0, "last-column-id": 3,
             "current-schema-id": 0, "schemas": [SCHEMA], "default-spec-id": 0,
             "partition-specs": [SPEC], "last-partition-id": 1000, "default-sort-order-id": 0,
             "sort-orders": [{"order-id": 0, "fields": []}],
             "properties": {"write.avro.compression-codec": "deflate"},
             "current-snapshot-id": -1, "snapshots": [], "snapshot-log": [], "metadata-log": [],
-            "refs": {}, "next-row-id": 0}
+            "refs": {}}
+        if fv >= 3:
+            self.meta["next-row-id"] = 0
         self.ts = int(time.time() * 1000) - 3600 * 1000
         self.manifests = []        # the current manifest list records
         self.nfile = 0
@@ -277,7 +282,7 @@ class _Table:
     # manifests
     def manifest(self, content, entries, snap):
         """entries: [(status, data_file dict, seq or None, file_seq or None)]."""
-        schema = schemas.manifest_entry_schema(3, PART_FIELDS)
+        schema = schemas.manifest_entry_schema(self.fv, PART_FIELDS)
         recs = []
         for status, df, seq, fseq in entries:
             recs.append({"status": status, "snapshot_id": df.pop("_snap", snap["snapshot-id"]),
@@ -286,7 +291,7 @@ class _Table:
         path = "%s/metadata/%s-m%d.avro" % (self.loc, uuid.uuid4(), self.nfile)
         data = avro_codec.write_container(schema, recs, "deflate", {
             "schema": json.dumps(SCHEMA), "schema-id": "0", "partition-spec": json.dumps(SPEC["fields"]),
-            "partition-spec-id": "0", "format-version": "3",
+            "partition-spec-id": "0", "format-version": str(self.fv),
             "content": "deletes" if content else "data"})
         self.st.write(path, data)
         cnt = {0: [0, 0], 1: [0, 0], 2: [0, 0]}
@@ -309,26 +314,31 @@ class _Table:
         sid = int(uuid.uuid4().int & ((1 << 62) - 1)) | 1
         self.ts += 60000
         snap = {"snapshot-id": sid, "sequence-number": seq, "timestamp-ms": self.ts,
-                "summary": {"operation": operation}, "schema-id": 0,
-                "first-row-id": m["next-row-id"]}
+                "summary": {"operation": operation}, "schema-id": 0}
+        if self.fv >= 3:
+            snap["first-row-id"] = m["next-row-id"]
         if m["current-snapshot-id"] >= 0:
             snap["parent-snapshot-id"] = m["current-snapshot-id"]
         recs = [r(snap) for r in new_records]
         # "Row lineage example": new data manifests get first_row_id,
         # advancing by their added and existing rows
-        nxt = m["next-row-id"]
+        nxt = m.get("next-row-id", 0)
         for r in recs:
-            if r["content"] == 0:
+            if r["content"] == 0 and self.fv >= 3:
                 r["first_row_id"] = nxt
                 nxt += r["added_rows_count"] + r["existing_rows_count"]
-        snap["added-rows"] = nxt - m["next-row-id"]
+            if self.fv < 3:
+                r.pop("first_row_id", None)
+        if self.fv >= 3:
+            snap["added-rows"] = nxt - m["next-row-id"]
         lst = recs + kept_records
         path = "%s/metadata/snap-%d-1-%s.avro" % (self.loc, sid, uuid.uuid4())
+        hdr = {"snapshot-id": str(sid), "parent-snapshot-id": str(snap.get("parent-snapshot-id", "null")),
+               "sequence-number": str(seq), "format-version": str(self.fv)}
+        if self.fv >= 3:
+            hdr["first-row-id"] = str(m["next-row-id"])
         self.st.write(path, avro_codec.write_container(
-            schemas.manifest_list_schema(3), lst, "deflate",
-            {"snapshot-id": str(sid), "parent-snapshot-id": str(snap.get("parent-snapshot-id", "null")),
-             "sequence-number": str(seq), "first-row-id": str(m["next-row-id"]),
-             "format-version": "3"}))
+            schemas.manifest_list_schema(self.fv), lst, "deflate", hdr))
         snap["manifest-list"] = path
         m["snapshots"].append(snap)
         m["snapshot-log"].append({"snapshot-id": sid, "timestamp-ms": self.ts})
@@ -336,7 +346,8 @@ class _Table:
         m["refs"] = {"main": {"snapshot-id": sid, "type": "branch"}}
         m["last-sequence-number"] = seq
         m["last-updated-ms"] = self.ts
-        m["next-row-id"] = nxt
+        if self.fv >= 3:
+            m["next-row-id"] = nxt
         self.manifests = lst
         return snap
 
