@@ -950,7 +950,8 @@ def test_refused_type(env, tmp_path):
 # ---------------------------------------------------------------------------
 
 def test_helper_timestamp_ns(tmp_path):
-    """timestamp_ns is a format v3 type, and tms skips v3 tables: the
+    """timestamp_ns, a format v3 type, through the helper alone (a job on
+    a v3 table: test_v3_timestamp_ns_and_defaults): the
     helper itself (the installed tms_compactor, speaking its protocol)
     rewrites a file of timestamp_ns values, nested ones too, keeping their
     nanoseconds, and bounds them in nanoseconds."""
