@@ -28,8 +28,9 @@ Data files are real Parquet with field ids, written by DuckDB
 (test/node/compact.mjs, mode "write").
 
 The reference reader (rows) reads the snapshot's Parquet by field id with
-DuckDB (compact.mjs mode "read"), applies the deletion vectors (and v2
-position deletes, should a table have any) by the sequence-number rule, and
+DuckDB (compact.mjs mode "read"), applies the deletion vectors and v2
+position delete files (Parquet, file_path and pos, as a table upgraded
+from v2 keeps them) by the sequence-number rule, and
 computes each row's _row_id (first_row_id + position when the column is
 null) and _last_updated_sequence_number (the data file's data sequence
 number when null).  row_lineage(st, meta) gives the inherited first_row_id
@@ -61,6 +62,8 @@ import compact as compact_mod  # noqa: E402
 ROW_ID = 2147483540
 LAST_SEQ = 2147483539
 ROW_POS = 2147483645
+POS_PATH = 2147483546
+POS_POS = 2147483545
 DV_MAGIC = b"\xd1\xd3\x39\x64"
 PUFFIN_MAGIC = b"PFA1"
 
@@ -218,17 +221,22 @@ def read_puffin_footer(data):
 # ---------------------------------------------------------------------------
 
 class _Table:
-    def __init__(self, st, location, tmp):
-        self.st, self.loc, self.tmp = st, location.rstrip("/"), tmp
+    """A table being written; fv 2 (for a bench's twin table) leaves row
+    lineage out: no next-row-id, first-row-id, added-rows, first_row_id."""
+
+    def __init__(self, st, location, tmp, fv=3):
+        self.st, self.loc, self.tmp, self.fv = st, location.rstrip("/"), tmp, fv
         self.meta = {
-            "format-version": 3, "table-uuid": str(uuid.uuid4()), "location": self.loc,
+            "format-version": fv, "table-uuid": str(uuid.uuid4()), "location": self.loc,
             "last-sequence-number": 0, "last-updated-ms": 0, "last-column-id": 3,
             "current-schema-id": 0, "schemas": [SCHEMA], "default-spec-id": 0,
             "partition-specs": [SPEC], "last-partition-id": 1000, "default-sort-order-id": 0,
             "sort-orders": [{"order-id": 0, "fields": []}],
             "properties": {"write.avro.compression-codec": "deflate"},
             "current-snapshot-id": -1, "snapshots": [], "snapshot-log": [], "metadata-log": [],
-            "refs": {}, "next-row-id": 0}
+            "refs": {}}
+        if fv >= 3:
+            self.meta["next-row-id"] = 0
         self.ts = int(time.time() * 1000) - 3600 * 1000
         self.manifests = []        # the current manifest list records
         self.nfile = 0
@@ -265,6 +273,28 @@ class _Table:
             self.st.write(uri, fh.read())
         return {"path": uri, "records": f["records"], "size": f["size"], "part": rows[0][2]}
 
+    def posdel(self, part, deletes):
+        """One v2 position delete file (Parquet, file_path and pos, sorted)
+        of partition part: deletes [(data file, position)]."""
+        fields = [{"id": POS_PATH, "name": "file_path", "type": "string", "required": True},
+                  {"id": POS_POS, "name": "pos", "type": "long", "required": True}]
+        sel = " UNION ALL ".join("SELECT '%s' AS c_%d, %d::BIGINT AS c_%d"
+                                 % (f["path"].replace("'", "''"), POS_PATH, p, POS_POS)
+                                 for f, p in sorted(deletes, key=lambda d: (d[0]["path"], d[1])))
+        self.nfile += 1
+        out = os.path.join(self.tmp, "w%d" % self.nfile)
+        res = compact_mod.run_node({"mode": "write", "schema": {"fields": fields},
+                                    "query": "SELECT * FROM (%s) ORDER BY 1, 2" % sel,
+                                    "output_files": 1, "output_dir": out,
+                                    "file_prefix": "deletes", "compression": "zstd",
+                                    "iceberg_schema": json.dumps({"type": "struct", "schema-id": 0,
+                                                                  "fields": fields})})
+        f = res["files"][0]
+        uri = "%s/data/part=%d/%05d-%s-deletes.parquet" % (self.loc, part, self.nfile, uuid.uuid4())
+        with open(f["path"], "rb") as fh:
+            self.st.write(uri, fh.read())
+        return {"path": uri, "records": f["records"], "size": f["size"], "part": part}
+
     def puffin(self, dvs):
         data, spans = puffin_file([(f["path"], pos) for f, pos in dvs])
         self.nfile += 1
@@ -277,7 +307,7 @@ class _Table:
     # manifests
     def manifest(self, content, entries, snap):
         """entries: [(status, data_file dict, seq or None, file_seq or None)]."""
-        schema = schemas.manifest_entry_schema(3, PART_FIELDS)
+        schema = schemas.manifest_entry_schema(self.fv, PART_FIELDS)
         recs = []
         for status, df, seq, fseq in entries:
             recs.append({"status": status, "snapshot_id": df.pop("_snap", snap["snapshot-id"]),
@@ -286,7 +316,7 @@ class _Table:
         path = "%s/metadata/%s-m%d.avro" % (self.loc, uuid.uuid4(), self.nfile)
         data = avro_codec.write_container(schema, recs, "deflate", {
             "schema": json.dumps(SCHEMA), "schema-id": "0", "partition-spec": json.dumps(SPEC["fields"]),
-            "partition-spec-id": "0", "format-version": "3",
+            "partition-spec-id": "0", "format-version": str(self.fv),
             "content": "deletes" if content else "data"})
         self.st.write(path, data)
         cnt = {0: [0, 0], 1: [0, 0], 2: [0, 0]}
@@ -309,26 +339,31 @@ class _Table:
         sid = int(uuid.uuid4().int & ((1 << 62) - 1)) | 1
         self.ts += 60000
         snap = {"snapshot-id": sid, "sequence-number": seq, "timestamp-ms": self.ts,
-                "summary": {"operation": operation}, "schema-id": 0,
-                "first-row-id": m["next-row-id"]}
+                "summary": {"operation": operation}, "schema-id": 0}
+        if self.fv >= 3:
+            snap["first-row-id"] = m["next-row-id"]
         if m["current-snapshot-id"] >= 0:
             snap["parent-snapshot-id"] = m["current-snapshot-id"]
         recs = [r(snap) for r in new_records]
         # "Row lineage example": new data manifests get first_row_id,
         # advancing by their added and existing rows
-        nxt = m["next-row-id"]
+        nxt = m.get("next-row-id", 0)
         for r in recs:
-            if r["content"] == 0:
+            if r["content"] == 0 and self.fv >= 3:
                 r["first_row_id"] = nxt
                 nxt += r["added_rows_count"] + r["existing_rows_count"]
-        snap["added-rows"] = nxt - m["next-row-id"]
+            if self.fv < 3:
+                r.pop("first_row_id", None)
+        if self.fv >= 3:
+            snap["added-rows"] = nxt - m["next-row-id"]
         lst = recs + kept_records
         path = "%s/metadata/snap-%d-1-%s.avro" % (self.loc, sid, uuid.uuid4())
+        hdr = {"snapshot-id": str(sid), "parent-snapshot-id": str(snap.get("parent-snapshot-id", "null")),
+               "sequence-number": str(seq), "format-version": str(self.fv)}
+        if self.fv >= 3:
+            hdr["first-row-id"] = str(m["next-row-id"])
         self.st.write(path, avro_codec.write_container(
-            schemas.manifest_list_schema(3), lst, "deflate",
-            {"snapshot-id": str(sid), "parent-snapshot-id": str(snap.get("parent-snapshot-id", "null")),
-             "sequence-number": str(seq), "first-row-id": str(m["next-row-id"]),
-             "format-version": "3"}))
+            schemas.manifest_list_schema(self.fv), lst, "deflate", hdr))
         snap["manifest-list"] = path
         m["snapshots"].append(snap)
         m["snapshot-log"].append({"snapshot-id": sid, "timestamp-ms": self.ts})
@@ -336,7 +371,8 @@ class _Table:
         m["refs"] = {"main": {"snapshot-id": sid, "type": "branch"}}
         m["last-sequence-number"] = seq
         m["last-updated-ms"] = self.ts
-        m["next-row-id"] = nxt
+        if self.fv >= 3:
+            m["next-row-id"] = nxt
         self.manifests = lst
         return snap
 
@@ -347,17 +383,19 @@ class _Table:
 
 
 def _df(f, content=0, first_row_id=None):
+    """A data_file record; a delete (content 1) is a deletion vector when
+    f has "ref", else a Parquet position delete file."""
     d = {"content": content, "file_path": f["path"],
-         "file_format": "PUFFIN" if content == 1 else "PARQUET",
+         "file_format": "PUFFIN" if content == 1 and "ref" in f else "PARQUET",
          "partition": {"part": f["part"]}, "record_count": f["records"],
          "file_size_in_bytes": f["size"], "first_row_id": first_row_id}
-    if content == 1:
+    if content == 1 and "ref" in f:
         d.update({"referenced_data_file": f["ref"], "content_offset": f["offset"],
                   "content_size_in_bytes": f["length"]})
     return d
 
 
-def write_table(st, location, extra_appends=0):
+def write_table(st, location, extra_appends=0, position_deletes=False):
     """Write the v3 table below location (file://); returns {metadata_location,
     meta, files}.  Snapshots (sequence numbers 1..6, +extra_appends):
       1 append A (part 0, 5 rows), B (part 1, 7 rows);
@@ -368,7 +406,13 @@ def write_table(st, location, extra_appends=0):
       5 delete: A's DV replaced by {1, 3, 4} (the old one DELETED);
       6 append F (part 1, 6000 rows) and its DV of every even position
         (a bitmap container) in the same snapshot: an overwrite;
-      then extra_appends appends of one small file each (more manifests)."""
+      then extra_appends appends of one small file each (more manifests);
+      with position_deletes, then a delete snapshot of v2 position delete
+      files (Parquet), as a table upgraded from v2 keeps them: in part 0
+      one deleting A 0 and C 2 (A's and C's DVs stay: two deletes of one
+      data file, which a position delete rewrite on v3 merges into one
+      DV), in part 1 one deleting F 1 and 3 (odd positions, F's DV holds
+      the even ones) and E 6."""
     tmp = tempfile.mkdtemp(prefix="tms-v3w-")
     t = _Table(st, location, tmp)
     A = t.parquet([(i, "a%d" % i, 0) for i in range(5)])
@@ -407,6 +451,13 @@ def write_table(st, location, extra_appends=0):
         t.commit("append", [lambda s, G=G: t.manifest(0, [(1, _df(G), None, None)], s)],
                  list(t.manifests))
         files["G%d" % k] = G
+    if position_deletes:
+        p0 = t.posdel(0, [(A, 0), (C, 2)])
+        p1 = t.posdel(1, [(F, 1), (F, 3), (E, 6)])
+        t.commit("delete", [lambda s: t.manifest(1, [(1, _df(p0, 1), None, None),
+                                                     (1, _df(p1, 1), None, None)], s)],
+                 list(t.manifests))
+        files.update({"P0": p0, "P1": p1})
     return {"metadata_location": t.write_metadata(), "meta": t.meta, "files": files}
 
 
@@ -482,21 +533,29 @@ def rows(st, meta, sid=None):
     data = [f for f in files if f["content"] == 0]
     dvs = [f for f in files if f["content"] == 1 and (f["format"] or "").lower() == "puffin"]
     posdel = [f for f in files if f["content"] == 1 and (f["format"] or "").lower() != "puffin"]
-    if posdel:
-        raise ValueError("v2 position delete files: not read by this reader")
     per_file = {}
     for d in dvs:
         if d["ref"] in per_file:
             raise ValueError("two deletion vectors for %s in one snapshot" % d["ref"])
         per_file[d["ref"]] = d
     res = compact_mod.run_node({"mode": "read", "files": [
-        {"path": st.local_path(f["path"]), "fields": READ_FIELDS} for f in data]}, timeout=300)
+        {"path": st.local_path(f["path"]), "fields": READ_FIELDS} for f in data] + [
+        {"path": st.local_path(f["path"]), "fields": [{"id": POS_PATH, "type": "string"},
+                                                      {"id": POS_POS, "type": "long"}]}
+        for f in posdel]}, timeout=300)
+    # v2 position deletes (https://iceberg.apache.org/spec/#scan-planning):
+    # (file_path, pos) with the delete file's sequence number
+    pos_rows = {}
+    for f, r in zip(posdel, res["files"][len(data):]):
+        for row in r["rows"]:
+            pos_rows.setdefault(row[1], []).append((int(row[2]), f["seq"]))
     out = []
     for f, r in zip(data, res["files"]):
         deleted = set()
         dv = per_file.get(f["path"])
         if dv is not None and dv["seq"] >= f["seq"]:
             deleted = dv_positions(st, dv)
+        deleted = set(deleted) | {p for p, seq in pos_rows.get(f["path"], ()) if seq >= f["seq"]}
         for row in r["rows"]:
             pos = int(row[0])
             if pos in deleted:

@@ -28,6 +28,9 @@ Avro writer and REST catalog; the schema evolves through the catalog
   - files without field ids (imported) are read through the table's name
     mapping (an alias, an unmapped column, lists and maps), and fail the
     job, leaving the table as it was, on a table without one;
+  - a format v3 table of timestamp_ns values and a column added with an
+    initial-default and a write-default keeps its rows, nanoseconds,
+    defaults and row lineage;
   - a table with a column the local engine cannot rewrite (timestamptz_ns
     inside a struct) is refused by run_operation with 0A000, a DETAIL
     naming the column and its type and a HINT, before a job is recorded.
@@ -168,7 +171,8 @@ def append_file(env, name, query, schema, tmp, seed, spec=None, partition=None, 
                 ids=True):
     """Write the rows of query (its columns named as schema names them) as
     one Parquet file with schema's field ids (none when not ids: a file
-    imported into Iceberg) and commit it as an append;
+    imported into Iceberg) and commit it as an append (on a v3 table with
+    its row lineage: first-row-id, added-rows, the manifest's first_row_id);
     in spec (default the unpartitioned spec 0) with partition {name: value}
     of pfields [(name, Avro type, field id)]."""
     cat, st = env["catalog"], env["st"]
@@ -183,10 +187,11 @@ def append_file(env, name, query, schema, tmp, seed, spec=None, partition=None, 
         data = fh.read()
     st.write(uri, data)
     rnd = random.Random(seed)
+    fv = meta["format-version"]
     snap = smallfiles._snapshot(meta, rnd, "append")
     df = {"content": 0, "file_path": uri, "file_format": "PARQUET", "partition": partition or {},
           "record_count": records, "file_size_in_bytes": len(data), "sort_order_id": 0}
-    mschema = iceberg_avro_schemas.manifest_entry_schema(2, list(pfields))
+    mschema = iceberg_avro_schemas.manifest_entry_schema(fv, list(pfields))
     spec = spec or {"spec-id": 0, "fields": []}
     recs = [ow._conform({"status": 1, "snapshot_id": snap["snapshot-id"],
                          "sequence_number": None, "file_sequence_number": None,
@@ -196,7 +201,7 @@ def append_file(env, name, query, schema, tmp, seed, spec=None, partition=None, 
     mdata = avro_codec.write_container(mschema, recs, "deflate", {
         "schema": json.dumps(cur), "schema-id": str(cur["schema-id"]),
         "partition-spec": json.dumps(spec["fields"]), "partition-spec-id": str(spec["spec-id"]),
-        "format-version": "2", "content": "data"})
+        "format-version": str(fv), "content": "data"})
     st.write(path, mdata)
     seq = snap["sequence-number"]
     rec = {"manifest_path": path, "manifest_length": len(mdata),
@@ -209,7 +214,20 @@ def append_file(env, name, query, schema, tmp, seed, spec=None, partition=None, 
     if meta.get("current-snapshot-id") not in (None, -1):
         old = ow._list_schema_and_meta(st, ow.snapshot(meta, meta["current-snapshot-id"]))[2]
     snap["summary"].update({"added-data-files": "1", "added-records": str(records)})
-    smallfiles._push(cat, [NS], name, st, meta, snap, [rec] + list(old))
+    if fv < 3:
+        smallfiles._push(cat, [NS], name, st, meta, snap, [rec] + list(old))
+    else:
+        # https://iceberg.apache.org/spec/#row-lineage: the snapshot's
+        # first-row-id is the table's next-row-id, the new manifest's
+        # first_row_id too; its rows are the snapshot's added-rows
+        first = meta.get("next-row-id", 0)
+        rec["first_row_id"] = first
+        snap.update({"first-row-id": first, "added-rows": records})
+        ow._write_list(st, meta, snap, json.loads(iceberg_avro_schemas.manifest_list_schema(3)),
+                       {"format-version": "3", "first-row-id": str(first)}, [rec] + list(old))
+        body = ow._commit_body(meta, snap)
+        body["requirements"].insert(0, {"type": "assert-table-uuid", "uuid": meta["table-uuid"]})
+        ow.commit(cat, NS, name, body)
     ow.give_to_server(env["file_root"])
 
 
@@ -833,6 +851,75 @@ def test_output_spec_bucket_truncate_of_decimal_uuid_binary(env, tmp_path):
 
 
 # ---------------------------------------------------------------------------
+# format v3: timestamp_ns, initial-default and write-default, row lineage
+# ---------------------------------------------------------------------------
+
+def test_v3_timestamp_ns_and_defaults(env, tmp_path):
+    """A v3 table (https://iceberg.apache.org/spec/#version-3) of
+    timestamp_ns values, at the top and in a struct, to which a column with
+    an initial-default and a write-default is added after its first file
+    ("Default values": a file written before reads the initial-default, a
+    writer fills the write-default in).  Compacted by the local engine:
+    the new file holds the same rows, nanoseconds kept, the
+    initial-default written out for the old file's rows, the second file's
+    explicit values (its write-default and a null) as they were, and each
+    row's _row_id and _last_updated_sequence_number as the old files gave
+    them (first_row_id + position, the file's data sequence number)."""
+    name = "v3ns"
+    s0 = schema_of(0, [F(1, "id", "long", True), F(2, "t", "timestamp_ns"),
+                       F(3, "s", S(F(4, "u", "timestamp_ns")))])
+    s1 = schema_of(1, s0["fields"] + [F(5, "dflt", "int", **{"initial-default": 42,
+                                                              "write-default": 7})])
+    ts = ["1969-12-31 23:59:59.999999999", "2024-01-01 00:00:00.000000001",
+          "2262-01-01 00:00:00.000000007", "1900-01-01 00:00:00.123456789"]
+    old = ("SELECT id::BIGINT AS id, t, {'u': u} AS s FROM (VALUES"
+           " (0, TIMESTAMP_NS '%s', TIMESTAMP_NS '%s'), (1, TIMESTAMP_NS '%s', NULL::TIMESTAMP_NS),"
+           " (2, NULL::TIMESTAMP_NS, TIMESTAMP_NS '%s')) v(id, t, u)" % (ts[0], ts[2], ts[1], ts[3]))
+    new = ("SELECT id::BIGINT AS id, t, {'u': u} AS s, dflt::INTEGER AS dflt FROM (VALUES"
+           " (10, TIMESTAMP_NS '%s', TIMESTAMP_NS '%s', 7), (11, TIMESTAMP_NS '%s', NULL, NULL))"
+           " v(id, t, u, dflt)" % (ts[1], ts[0], ts[3]))
+    create_table(env, name, s0, fv=3)
+    append_file(env, name, old, s0, str(tmp_path), 1)
+    evolve(env, name, s1)
+    append_file(env, name, new, s1, str(tmp_path), 2)
+    _, meta0 = ow.load(env["catalog"], NS, name)
+    assert meta0["format-version"] == 3 and meta0["next-row-id"] == 5
+    before = data_files(env, meta0)
+    compact(env, name)
+    _, meta = ow.load(env["catalog"], NS, name)
+    after = data_files(env, meta)
+    assert len(after) == 1 and not set(after) & set(before), (before, after)
+    path = next(iter(after))
+    local = env["st"].local_path(path)
+    sel = ("SELECT id, epoch_ns(t)::VARCHAR AS t, epoch_ns(s.u)::VARCHAR AS u, dflt,"
+           " _row_id, _last_updated_sequence_number AS lus FROM (%s) ORDER BY id")
+    want, got, ids = duck([
+        sel % ("SELECT *, 42 AS dflt, id AS _row_id, 1::BIGINT AS _last_updated_sequence_number"
+               " FROM (%s) UNION ALL SELECT *, (3 + id - 10)::BIGINT, 2::BIGINT FROM (%s)"
+               % (old, new)),
+        sel % ("SELECT * FROM read_parquet(%s)" % lit(local)),
+        "SELECT name, field_id FROM parquet_schema(%s) WHERE field_id IS NOT NULL"
+        " ORDER BY field_id" % lit(local)])
+    assert canon(got) == canon(want), (got, want)
+    assert [r["dflt"] for r in got] == [42, 42, 42, 7, None]
+    # 1969-12-31 23:59:59.999999999 is -1 ns
+    assert got[0]["t"] == "-1" and got[3]["u"] == "-1"
+    assert [(r["name"], int(r["field_id"])) for r in ids] == [
+        ("id", 1), ("t", 2), ("s", 3), ("u", 4), ("dflt", 5),
+        ("_last_updated_sequence_number", 2147483539), ("_row_id", 2147483540)]
+    # the nanosecond bounds, Iceberg's single-value serialization (8 bytes LE)
+    df = new_entry(env, meta, path)
+    lo = {b["key"]: b["value"] for b in df["lower_bounds"] or []}
+    hi = {b["key"]: b["value"] for b in df["upper_bounds"] or []}
+    ns = sorted(int(r["t"]) for r in want if r["t"] is not None)
+    assert lo[2] == struct.pack("<q", ns[0]) and hi[2] == struct.pack("<q", ns[-1])
+    assert lo[5] == struct.pack("<i", 7) and hi[5] == struct.pack("<i", 42)
+    # the new manifest's rows get ids past the old next-row-id ("Row
+    # lineage example"); the file stores the old ones, which win
+    assert meta["next-row-id"] == meta0["next-row-id"] + 5
+
+
+# ---------------------------------------------------------------------------
 # what the local engine still refuses
 # ---------------------------------------------------------------------------
 
@@ -855,7 +942,8 @@ def test_refused_type(env, tmp_path):
 # ---------------------------------------------------------------------------
 
 def test_helper_timestamp_ns(tmp_path):
-    """timestamp_ns is a format v3 type, and tms skips v3 tables: the
+    """timestamp_ns, a format v3 type, through the helper alone (a job on
+    a v3 table: test_v3_timestamp_ns_and_defaults): the
     helper itself (the installed tms_compactor, speaking its protocol)
     rewrites a file of timestamp_ns values, nested ones too, keeping their
     nanoseconds, and bounds them in nanoseconds."""

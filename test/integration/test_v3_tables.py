@@ -8,6 +8,7 @@ DuckDB and Puffin deletion vectors, and its reference reader).
     the writer's model (deletion vectors applied, _row_id inherited as
     first_row_id + position or kept from the file, the sequence number
     inherited or kept), and the table keeps the spec's row lineage rules;
+    v2 position delete files kept by a v3 table are applied too;
   - manifest rewrite on v3 (https://iceberg.apache.org/spec/#row-lineage):
     the rows with _row_id and _last_updated_sequence_number are identical
     afterwards; every data file keeps its first_row_id (an inherited one
@@ -124,6 +125,23 @@ def test_world_reader_matches_writer(env):
     # at most one deletion vector per data file; the replaced one is gone
     dvs = [e["ref"] for e in v3.live(env["st"], meta) if e["content"] == 1]
     assert len(dvs) == len(set(dvs)) == 3
+
+
+def test_world_reader_applies_position_delete_files(env):
+    # a v3 table that also keeps v2 position delete files (as one upgraded
+    # from v2 does): the reader applies both kinds; A, C and F then have a
+    # deletion vector and a position delete file each
+    name, res = new_table(env, position_deletes=True)
+    _, meta = ow.load(env["catalog"], "v3", name)
+    gone = {0, 202, 1001, 1003, 106}
+    assert v3.rows(env["st"], meta) == [r for r in expected_rows(res) if r[0] not in gone]
+    live = v3.live(env["st"], meta)
+    files = res["files"]
+    pos = [e for e in live if e["content"] == 1 and e["format"].lower() == "parquet"]
+    assert {e["path"] for e in pos} == {files["P0"]["path"], files["P1"]["path"]}
+    assert {e["ref"] for e in live if e["content"] == 1 and e["ref"]} == {
+        files[k]["path"] for k in ("A", "C", "F")}
+    assert v3.check_lineage(meta) == []
 
 
 def test_world_roaring_round_trip():

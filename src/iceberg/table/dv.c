@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * dv.c
- *	  Decoding Iceberg v3 deletion vectors (Puffin deletion-vector-v1 blobs,
- *	  portable 64-bit roaring bitmaps); dv.h states the format.
+ *	  Decoding and encoding Iceberg v3 deletion vectors (Puffin
+ *	  deletion-vector-v1 blobs, portable 64-bit roaring bitmaps), and the
+ *	  footer of a Puffin file of them; dv.h states the format.
  *
  * Rules: plain C, errors as TmsError values; the input is untrusted: every
  * read is bounds-checked, every count checked against the bytes left
@@ -12,6 +13,8 @@
  * cookies: 12346 (no run containers, a container count and offsets follow)
  * and 12347 in the low 16 bits (run containers; the count - 1 in the high
  * 16 bits, a bitset of run containers, offsets only from 4 containers on).
+ * The encoder writes cookie 12346 only; its input is the caller's own
+ * (checked ascending), its output one growing buffer freed on every error.
  *
  * src/iceberg/table/dv.c
  *
@@ -19,8 +22,12 @@
  */
 #include "iceberg/table/dv.h"
 #include "iceberg/iceberg_internal.h"
+#include "io/util/jsonmem.h"
+
+#include <jansson.h>
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -287,5 +294,252 @@ iceberg_dv_decode(const uint8_t *blob, size_t len, int64_t cardinality,
 	}
 	*positions = o.v;
 	*npositions = o.n;
+	return true;
+}
+
+/* ---------------------------------------------------------------------
+ * The writer: blobs and the Puffin footer
+ * ---------------------------------------------------------------------
+ */
+
+typedef struct Buf
+{
+	uint8_t    *b;
+	size_t		n;
+	size_t		cap;
+	bool		oom;
+} Buf;
+
+static uint8_t *
+room(Buf *b, size_t n)
+{
+	if (b->oom)
+		return NULL;
+	if (b->n + n > b->cap)
+	{
+		size_t		nc = b->cap ? b->cap : 256;
+		uint8_t    *nb;
+
+		while (nc < b->n + n)
+			nc *= 2;
+		nb = io_realloc(b->b, nc);
+		if (nb == NULL)
+		{
+			b->oom = true;
+			return NULL;
+		}
+		b->b = nb;
+		b->cap = nc;
+	}
+	b->n += n;
+	return b->b + b->n - n;
+}
+
+static void
+add32(Buf *b, uint32_t v, bool big)
+{
+	uint8_t    *p = room(b, 4);
+
+	if (p == NULL)
+		return;
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t) (v >> (big ? 24 - 8 * i : 8 * i));
+}
+
+static void
+add16(Buf *b, uint16_t v)
+{
+	uint8_t    *p = room(b, 2);
+
+	if (p != NULL)
+	{
+		p[0] = (uint8_t) v;
+		p[1] = (uint8_t) (v >> 8);
+	}
+}
+
+/*
+ * The portable 32-bit bitmap of the low halves of pos[0 .. n) (all with one
+ * high half): no run containers; arrays up to 4096 values, bitmaps above.
+ */
+static void
+encode32(Buf *b, const int64_t *pos, int64_t n)
+{
+	int64_t		i,
+				j;
+	uint32_t	ncont = 0;
+	size_t		offset;
+
+	for (i = 0; i < n; i = j)
+	{
+		for (j = i; j < n && (pos[j] >> 16) == (pos[i] >> 16); j++)
+			;
+		ncont++;
+	}
+	add32(b, COOKIE_NO_RUN, false);
+	add32(b, ncont, false);
+	for (i = 0; i < n; i = j)
+	{
+		for (j = i; j < n && (pos[j] >> 16) == (pos[i] >> 16); j++)
+			;
+		add16(b, (uint16_t) ((pos[i] >> 16) & 0xFFFF));
+		add16(b, (uint16_t) (j - i - 1));
+	}
+	offset = 8 + 8 * (size_t) ncont;
+	for (i = 0; i < n; i = j)
+	{
+		for (j = i; j < n && (pos[j] >> 16) == (pos[i] >> 16); j++)
+			;
+		add32(b, (uint32_t) offset, false);
+		offset += j - i <= ARRAY_MAX ? 2 * (size_t) (j - i) : BITMAP_BYTES;
+	}
+	for (i = 0; i < n; i = j)
+	{
+		for (j = i; j < n && (pos[j] >> 16) == (pos[i] >> 16); j++)
+			;
+		if (j - i <= ARRAY_MAX)
+			for (int64_t k = i; k < j; k++)
+				add16(b, (uint16_t) (pos[k] & 0xFFFF));
+		else
+		{
+			uint8_t    *bits = room(b, BITMAP_BYTES);
+
+			if (bits == NULL)
+				return;
+			memset(bits, 0, BITMAP_BYTES);
+			for (int64_t k = i; k < j; k++)
+				bits[(pos[k] & 0xFFFF) >> 3] |= (uint8_t) (1 << (pos[k] & 7));
+		}
+	}
+}
+
+/* See dv.h. */
+bool
+iceberg_dv_encode(const int64_t *positions, int64_t n, uint8_t **blob, size_t *len,
+				  TmsError *err)
+{
+	static const uint8_t magic[4] = {0xD1, 0xD3, 0x39, 0x64};
+	Buf			b = {0};
+	int64_t		i,
+				j;
+	uint64_t	nmaps = 0;
+	uint8_t    *p;
+
+	tms_error_clear(err);
+	*blob = NULL;
+	*len = 0;
+	for (i = 0; i < n; i++)
+		if (positions[i] < 0 || (i > 0 && positions[i] <= positions[i - 1]))
+		{
+			tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
+						  "deletion vector positions must be distinct, ascending and not negative");
+			tms_error_detail(err, "Position %" PRId64 " at index %" PRId64 ".", positions[i], i);
+			return false;
+		}
+	for (i = 0; i < n; i = j)
+	{
+		for (j = i; j < n && (positions[j] >> 32) == (positions[i] >> 32); j++)
+			;
+		nmaps++;
+	}
+	add32(&b, 0, true);			/* the length, set below */
+	if ((p = room(&b, 4)) != NULL)
+		memcpy(p, magic, 4);
+	add32(&b, (uint32_t) nmaps, false);
+	add32(&b, (uint32_t) (nmaps >> 32), false);
+	for (i = 0; i < n; i = j)
+	{
+		for (j = i; j < n && (positions[j] >> 32) == (positions[i] >> 32); j++)
+			;
+		add32(&b, (uint32_t) (positions[i] >> 32), false);
+		encode32(&b, positions + i, j - i);
+	}
+	if (!b.oom && b.n - 4 > UINT32_MAX)
+	{
+		io_free(b.b);
+		tms_error_set(err, ICEBERG_ERR_LIMIT, "deletion vector too large");
+		return false;
+	}
+	if (!b.oom)
+	{
+		uint32_t	vlen = (uint32_t) (b.n - 4);
+		uint32_t	crc = (uint32_t) crc32(0L, b.b + 4, (uInt) vlen);
+
+		for (int k = 0; k < 4; k++)
+			b.b[k] = (uint8_t) (vlen >> (24 - 8 * k));
+		add32(&b, crc, true);
+	}
+	if (b.oom)
+	{
+		io_free(b.b);
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
+	*blob = b.b;
+	*len = b.n;
+	return true;
+}
+
+/* See dv.h. */
+bool
+iceberg_puffin_footer(const IcebergDvBlobRef *blobs, int n, const char *created_by,
+					  uint8_t **footer, size_t *len, TmsError *err)
+{
+	json_t	   *arr = json_array();
+	json_t	   *root = NULL;
+	char	   *payload = NULL;
+	Buf			b = {0};
+	uint8_t    *p;
+	size_t		plen;
+	bool		ok = arr != NULL;
+
+	tms_error_clear(err);
+	*footer = NULL;
+	*len = 0;
+	for (int i = 0; ok && i < n; i++)
+	{
+		char		card[32];
+		json_t	   *o;
+
+		snprintf(card, sizeof(card), "%" PRId64, blobs[i].cardinality);
+		o = json_pack("{s:s, s:[i], s:i, s:i, s:I, s:I, s:{s:s, s:s}}",
+					  "type", "deletion-vector-v1", "fields", (int) ICEBERG_DV_ROW_POS_ID,
+					  "snapshot-id", -1, "sequence-number", -1,
+					  "offset", (json_int_t) blobs[i].offset,
+					  "length", (json_int_t) blobs[i].length, "properties",
+					  "referenced-data-file", blobs[i].referenced, "cardinality", card);
+		ok = o != NULL && json_array_append_new(arr, o) == 0;
+	}
+	if (ok)
+	{
+		root = json_pack("{s:o, s:{s:s}}", "blobs", arr, "properties", "created-by", created_by);
+		arr = NULL;
+		payload = root ? json_dumps(root, JSON_COMPACT) : NULL;
+		ok = payload != NULL;
+	}
+	json_decref(arr);
+	json_decref(root);
+	if (ok)
+	{
+		plen = strlen(payload);
+		if ((p = room(&b, 4)) != NULL)
+			memcpy(p, "PFA1", 4);
+		if ((p = room(&b, plen)) != NULL)
+			memcpy(p, payload, plen);
+		add32(&b, (uint32_t) plen, false);
+		add32(&b, 0, false);	/* flags: the payload is not compressed */
+		if ((p = room(&b, 4)) != NULL)
+			memcpy(p, "PFA1", 4);
+		ok = !b.oom;
+	}
+	io_json_free(payload);
+	if (!ok)
+	{
+		io_free(b.b);
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+		return false;
+	}
+	*footer = b.b;
+	*len = b.n;
 	return true;
 }

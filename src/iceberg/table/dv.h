@@ -2,7 +2,8 @@
  *
  * dv.h
  *	  Iceberg v3 deletion vectors: decoding a Puffin "deletion-vector-v1"
- *	  blob into the sorted row positions it deletes.
+ *	  blob into the sorted row positions it deletes, encoding positions
+ *	  into one, and the footer of a Puffin file of such blobs.
  *
  * The blob (https://iceberg.apache.org/puffin-spec/#deletion-vector-v1-blob-type):
  *	  4 bytes big-endian: the length of the magic and the vector;
@@ -39,5 +40,41 @@
 extern bool iceberg_dv_decode(const uint8_t *blob, size_t len, int64_t cardinality,
 							  int64_t max_positions, int64_t **positions,
 							  int64_t *npositions, TmsError *err);
+
+/* The reserved field id of a position, a deletion vector's "fields" */
+#define ICEBERG_DV_ROW_POS_ID	2147483645
+
+/*
+ * Encode positions[0 .. n) (distinct, ascending, not negative; else
+ * ICEBERG_ERR_INVALID_ARGUMENT) as a deletion-vector-v1 blob, in the form
+ * iceberg_dv_decode reads: the portable format without run containers
+ * (array containers up to 4096 values, bitmap containers above), as
+ * Iceberg's writer serializes before runOptimize.  *blob is malloc'd
+ * (io_free), *len its size.
+ */
+extern bool iceberg_dv_encode(const int64_t *positions, int64_t n, uint8_t **blob,
+							  size_t *len, TmsError *err);
+
+/* One blob of a Puffin file: the data file it deletes rows of, where. */
+typedef struct IcebergDvBlobRef
+{
+	const char *referenced;		/* as the table's metadata spells it */
+	int64_t		offset;			/* from the file's start */
+	int64_t		length;
+	int64_t		cardinality;
+} IcebergDvBlobRef;
+
+/*
+ * The footer of a Puffin file of blobs[0 .. n)
+ * (https://iceberg.apache.org/puffin-spec/#footer-structure): magic, the
+ * uncompressed JSON payload (each blob's type deletion-vector-v1, fields
+ * [2147483645], snapshot-id and sequence-number -1 as the spec says for
+ * deletion vectors, offset, length, properties referenced-data-file and
+ * cardinality; the file's created-by), its length 4 bytes little-endian,
+ * flags 0, magic.  The file is "PFA1", the blobs, this footer.  *footer is
+ * malloc'd (io_free).
+ */
+extern bool iceberg_puffin_footer(const IcebergDvBlobRef *blobs, int n, const char *created_by,
+								  uint8_t **footer, size_t *len, TmsError *err);
 
 #endif							/* TMS_ICEBERG_DV_H */
