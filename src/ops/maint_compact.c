@@ -626,7 +626,8 @@ typedef struct GroupWork
 	bool	   *seen;			/* the output numbers announced */
 	int64		records;		/* the rows of the files announced */
 	int64		dangling;		/* position deletes it dropped as dangling */
-	int64		filtered;		/* rows a retention's rewrite removed (remove_older) */
+	int64		filtered;		/* rows a retention's rewrite removed
+								 * (remove_older) */
 	IcebergCompactOutput *out;	/* the files announced (nout) */
 	char	  **paths;
 	int			nout;

@@ -19,6 +19,7 @@
 #include "iceberg/compact/compact_wire.h"
 #include "iceberg/compact/compact_int.h"
 #include "iceberg/iceberg_internal.h"
+#include "io/io.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -45,10 +46,8 @@ iceberg_compact_unhex(const char *s, uint8_t **out, size_t *n)
 		return false;
 	for (i = 0; i < len; i += 2)
 	{
-		int			h = isdigit((unsigned char) s[i]) ? s[i] - '0' :
-		(s[i] >= 'a' && s[i] <= 'f') ? s[i] - 'a' + 10 : -1;
-		int			l = isdigit((unsigned char) s[i + 1]) ? s[i + 1] - '0' :
-		(s[i + 1] >= 'a' && s[i + 1] <= 'f') ? s[i + 1] - 'a' + 10 : -1;
+		int			h = io_hex_value((unsigned char) s[i]);
+		int			l = io_hex_value((unsigned char) s[i + 1]);
 
 		if (h < 0 || l < 0)
 		{
