@@ -14,8 +14,9 @@
 #                                      test/regress.conf)
 #   2. integration tests              (pytest test/integration in
 #                                      $TMS_TEST_JOBS xdist worker processes,
-#                                      one test module each at a time
-#                                      (--dist loadfile); each worker starts
+#                                      one work unit (a test module, or a
+#                                      part of a long one) each at a time
+#                                      (--dist loadgroup); each worker starts
 #                                      its own throwaway PostgreSQL 15 in
 #                                      $root/pg-gwK with tms and pg_cron
 #                                      preloaded (test/conftest.py), modules
@@ -151,8 +152,10 @@ echo "== integration tests (pytest, ${TMS_TEST_JOBS:-4} xdist workers)"
 # in $root/pg-gwK (test/conftest.py): the tms workers of a cluster act on
 # its one database, so modules running at once never share one.  Modules
 # that crash or reconfigure a server start clusters of their own
-# (own_cluster, test/integration/conftest.py).  --dist loadfile: a module's
-# tests run in one worker, in order, as their module-scoped fixtures need.
+# (own_cluster, test/integration/conftest.py).  --dist loadgroup: a work
+# unit's tests run in one worker, in order, as their module-scoped fixtures
+# need; a unit is a module, or a part of a long module marked with an
+# xdist_group of its own (test/integration/conftest.py).
 export TMS_TEST_ROOT="$root"
 # Every test has 10 minutes at most (python3-pytest-timeout), so a hung
 # test fails with its stack instead of holding the run; the 25 slowest are
@@ -163,7 +166,7 @@ export TMS_TEST_ROOT="$root"
 # stage is fine (PYTEST_ARGS may select tests of one stage only), both
 # empty is not.
 /usr/bin/python3 -m pytest -p no:cacheprovider -ra --timeout=600 --durations=25 \
-  -n "${TMS_TEST_JOBS:-4}" --dist loadfile -m "not serial" test/integration ${PYTEST_ARGS:-}
+  -n "${TMS_TEST_JOBS:-4}" --dist loadgroup -m "not serial" test/integration ${PYTEST_ARGS:-}
 rc_par=$?
 wait "$check_fast_pid"
 rc_fast=$?

@@ -35,11 +35,11 @@ Modules marked own_cluster start a cluster of their own (through
 tms_world or new_cluster) because they need settings of their own, crash
 or restart a server, or count what the whole database holds; the others
 run on the session world only.  Session fixtures exist once per xdist
-worker (test/run-tests.sh runs -n 4 --dist loadfile; test/conftest.py), so
+worker (test/run-tests.sh runs -n 4 --dist loadgroup; test/conftest.py), so
 the modules a worker runs one after the other share them.
 
 pytest_collection_modifyitems hands the longest modules out first
-(LONG_FIRST).
+(LONG_FIRST), and a long module may split into units that run at once.
 
 Tests marked serial assert what depends on the machine's speed, not
 only on tms: test/run-tests.sh runs them alone,
@@ -62,35 +62,62 @@ import opsworld as ow  # noqa: E402
 from pgcluster import FAST_WORKERS, Cluster, wait_for  # noqa: E402
 
 
-# The modules that run longest, longest first (summed --durations=0 of a
-# parallel run): under xdist --dist loadfile the modules are handed
-# out in collection order, so these start first and the run does not end
-# waiting for one of them begun last.  Order only; a module missing here
-# runs after them, in its usual order.
+# Work units of the parallel run (test/run-tests.sh: --dist loadgroup): a
+# module's tests run in one worker, in order, as their module-scoped
+# fixtures need; each test gets its module's xdist_group unless it names
+# one of its own.  A long module splits by marking some of its tests
+# @pytest.mark.xdist_group("test_x.py:part"): that part runs in a worker of
+# its own beside the rest of the module, with its own instance of the
+# module's fixtures (one more world set up, a few seconds).
+#
+# The longest units first, longest first (summed --durations=0 of a
+# parallel run): the units are handed out in collection order, so these
+# start first and the run does not end waiting for one begun last.  Order
+# only; a unit missing here runs after them, in its usual order.
 LONG_FIRST = (
-    "test_operations.py",
+    "test_compaction_local.py:scale",
+    "test_operations.py:real",
     "test_compaction_local.py",
-    "test_engine_jobs.py",
-    "test_world_compact.py",
+    "test_operations.py",
     "test_soak.py",
-    "test_workers.py",
-    "test_policy_cycle.py",
-    "test_policy_memory.py",
-    "test_schedules.py",
+    "test_world_compact.py",
+    "test_engine_jobs.py",
     "test_dump_upgrade.py",
-    "test_monitoring.py",
-    "test_hostile_catalog.py",
-    "test_vended_credentials.py",
+    "test_posdel_local.py",
+    "test_compaction_types.py",
+    "test_workers.py",
+    "test_schedules.py",
+    "test_policy_memory.py",
     "test_purge_async.py",
     "test_storage_s3.py",
+    "test_hostile_catalog.py",
+    "test_storage_azure.py",
     "test_leases.py",
+    "test_policy_cycle.py",
+    "test_v3_tables.py",
+    "test_gcs_world.py",
+    "test_delete_pool.py",
+    "test_sched.py",
 )
 
 
+def work_unit(item):
+    """The xdist_group of item: its own mark's, else its module's name."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is not None:
+        return mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+    return item.path.name
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
+    # before xdist's own hook, which names each test's unit after its mark
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
     rank = {name: i for i, name in enumerate(LONG_FIRST)}
-    # a stable sort: a module's tests stay together and in their order
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+    # a stable sort: a unit's tests stay together and in their order
+    items.sort(key=lambda item: rank.get(work_unit(item), len(rank)))
 
 
 def pytest_configure(config):

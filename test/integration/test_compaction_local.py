@@ -85,6 +85,10 @@ TERMINAL = JOB_ENDS
 
 pytestmark = pytest.mark.own_cluster
 
+# the longest tests: a work unit of their own in the parallel run (conftest.py),
+# beside the rest of the module, on a world of their own
+SCALE = pytest.mark.xdist_group("test_compaction_local.py:scale")
+
 
 @pytest.fixture(scope="module")
 def env(tms_world):
@@ -423,7 +427,7 @@ def test_where_selects_partitions(env):
         per[c] = per.get(c, 0) + 1
     assert per == {"c0": 10, "c1": 1, "c2": 10, "c3": 1}, per
 
-
+@SCALE
 def test_ten_thousand_small_files(env):
     mloc = small_table(env, "tenk", files=10000, rows_per_file=5, seed=1)
     _, meta0, before = live(env, "cmp", "tenk")
@@ -599,7 +603,7 @@ def set_and_reload(env, name, value):
     env["pg"].psql("ALTER SYSTEM SET %s = %s" % (name, value))
     env["pg"].reload_conf()
 
-
+@SCALE
 def test_writer_and_expiry_during_the_rewrite(env):
     """Found by the data-safety campaign (a history whose writer appended
     while an expiry ran beside the compaction): the writer's commit made
@@ -641,7 +645,7 @@ def test_writer_and_expiry_during_the_rewrite(env):
     assert len(got) == len(base) + after[dst]["records"]
     assert set(base) <= set(got)
 
-
+@SCALE
 def test_helper_killed_mid_write_leaves_the_table_unchanged(env):
     mloc = small_table(env, "killed", files=400, rows_per_file=200, seed=14)
     mloc0, meta0, before = live(env, "cmp", "killed")
@@ -743,7 +747,7 @@ def duckdb_ids(paths):
     assert r.returncode == 0, r.stdout + r.stderr
     return [int(x) for x in json.loads(r.stdout.strip().splitlines()[-1])]
 
-
+@SCALE
 def test_memory_limit_far_below_the_data(env):
     # about 60 MB of Parquet, 240 MB as rows; DuckDB gets 64 MB
     files, per = 24, 150000
@@ -963,7 +967,7 @@ def test_sort_by_the_tables_order(env):
         assert rows_ == sorted(rows_, key=key)
     assert {df["sort_order_id"] for df in entries.values()} == {1}
 
-
+@SCALE
 def test_sort_by_an_explicit_order(env):
     # score DESC NULLS FIRST (score is null every 11th row), then id
     # ascending; no table order has these fields: sort_order_id 0

@@ -77,6 +77,11 @@ DAY = 86400
 
 pytestmark = pytest.mark.own_cluster
 
+# the tests on the real fixture tables and at 1,000 manifests or snapshots: a work
+# unit of their own in the parallel run (conftest.py), beside the rest of the
+# module, on a world of their own
+REAL_UNIT = pytest.mark.xdist_group("test_operations.py:real")
+
 
 @pytest.fixture(scope="module")
 def env(tms_world):
@@ -483,7 +488,7 @@ def test_expiry_missing_file_of_kept_snapshot_fails_before_deleting(env):
     assert "after the expiry commit landed" in row["last_error"], row["last_error"]
     assert job_note(env, jid)[0] == "cleanup"
 
-
+@REAL_UNIT
 def test_expiry_1000_snapshots(env):
     cat, st = env["catalog"], env["st"]
     loc, name, res = new_table(env, "file", "--snapshots", "1000", "--data-files", "100",
@@ -542,6 +547,7 @@ def test_expiry_refused_when_gc_disabled(env):
     assert ow.list_location(st, loc) == listing
 
 
+@REAL_UNIT
 @pytest.mark.parametrize("name", REAL)
 def test_expiry_real_fixture(env, name):
     cat, st = env["catalog"], env["st"]
@@ -683,6 +689,7 @@ def test_orphan_cleanup_location_option(env):
     assert row["files_deleted"] == 2
 
 
+@REAL_UNIT
 @pytest.mark.parametrize("name", REAL)
 def test_orphan_cleanup_real_fixture(env, name):
     """Everything of the fixture old, an old orphan planted: exactly the
@@ -720,6 +727,7 @@ def rewrite_world(env, where):
                      "--partitions", "4", "--codec", "null")
 
 
+@REAL_UNIT
 @pytest.mark.parametrize("where", ["file", "s3"])
 def test_rewrite_1000_small_manifests(env, where):
     cat, st = env["catalog"], env["st"]
@@ -885,6 +893,7 @@ def test_rewrite_commit_answer_lost_retried_with_same_idempotency_key(env):
         pg.psql("DROP SERVER %s CASCADE" % srv)
 
 
+@REAL_UNIT
 @pytest.mark.parametrize("name", REAL)
 def test_rewrite_real_fixture(env, name):
     cat, st = env["catalog"], env["st"]
