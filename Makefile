@@ -215,7 +215,9 @@ install: install-compactor
 install-compactor: $(COMPACTOR)
 ifdef COMPACTOR
 	$(MKDIR_P) '$(DESTDIR)$(pkglibdir)/tms'
-	$(INSTALL_SHLIB) $(DUCKDB_DIR)/libduckdb.so '$(DESTDIR)$(pkglibdir)/tms/libduckdb.so'
+	@# 70 MB, the same on most installs: written only when it changed
+	cmp -s $(DUCKDB_DIR)/libduckdb.so '$(DESTDIR)$(pkglibdir)/tms/libduckdb.so' || \
+	    $(INSTALL_SHLIB) $(DUCKDB_DIR)/libduckdb.so '$(DESTDIR)$(pkglibdir)/tms/libduckdb.so'
 	$(INSTALL_PROGRAM) $(COMPACTOR) '$(DESTDIR)$(pkglibdir)/tms/tms_compactor'
 else
 	@echo "tms: libduckdb.so not found in $(DUCKDB_DIR): tms_compactor is not built, compaction on engine local is refused" >&2
