@@ -23,6 +23,7 @@
 #include "iceberg/compact/compact_int.h"
 #include "iceberg/compact/compact_wire.h"
 #include "iceberg/iceberg.h"
+#include "iceberg/iceberg_internal.h"
 #include "io/io.h"
 #include "unit.h"
 
@@ -1432,6 +1433,47 @@ test_assign_row_ids(void)
 		  err.code == ICEBERG_ERR_MALFORMED, "row ids out of range");
 }
 
+/*
+ * The civil dates of the transforms and the retention cutoffs: known days,
+ * and a round trip over 800 years around 1970 and far from it.
+ */
+static void
+test_civil_dates(void)
+{
+	static const struct
+	{
+		int64_t		y;
+		int			m,
+					d;
+		int64_t		days;
+	}			known[] = {
+		{1970, 1, 1, 0}, {1969, 12, 31, -1}, {2000, 2, 29, 11016}, {2000, 3, 1, 11017},
+		{1900, 3, 1, -25508}, {2024, 1, 1, 19723}, {1, 1, 1, -719162}, {-1, 12, 31, -719529},
+	};
+	int64_t		y;
+	int			m,
+				d,
+				bad = 0;
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+	{
+		iceberg_civil_from_days(known[i].days, &y, &m, &d);
+		CHECK(iceberg_days_from_civil(known[i].y, known[i].m, known[i].d) == known[i].days &&
+			  y == known[i].y && m == known[i].m && d == known[i].d,
+			  "civil date of day %" PRId64, known[i].days);
+	}
+	for (int64_t base = -1000000000; base <= 1000000000; base += 1000000000)
+		for (int64_t n = base - 146097; n < base + 146097; n++)
+		{
+			iceberg_civil_from_days(n, &y, &m, &d);
+			if (iceberg_days_from_civil(y, m, d) != n || m < 1 || m > 12 || d < 1 || d > 31)
+				bad++;
+		}
+	CHECK(bad == 0, "%d days do not round-trip through their civil date", bad);
+	CHECK(iceberg_years_from_days(-1) == -1 && iceberg_months_from_days(-1) == -1 &&
+		  iceberg_months_from_days(31) == 1, "years and months of days");
+}
+
 int
 main(void)
 {
@@ -1439,6 +1481,7 @@ main(void)
 	fixtures = getenv("ICEBERG_FIXTURES");
 	if (fixtures == NULL)
 		fixtures = "test/fixtures/iceberg";
+	test_civil_dates();
 	test_filter();
 	test_values();
 	test_wire();

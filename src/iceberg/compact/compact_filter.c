@@ -675,22 +675,6 @@ field_type(const IcebergPartitionField *pf, const IcebergSchema *schema,
 	return true;
 }
 
-static int64_t
-days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t		era;
-	unsigned	yoe,
-				doy,
-				doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned) (y - era * 400);
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (int64_t) doe - 719468;
-}
-
 /* 'YYYY-MM-DD' at s; the rest in *rest. */
 static bool
 parse_date(const char *s, int64_t *days, const char **rest)
@@ -703,7 +687,7 @@ parse_date(const char *s, int64_t *days, const char **rest)
 	if (sscanf(s, "%4d-%2d-%2d%n", &y, &m, &d, &n) != 3 || n != 10 ||
 		m < 1 || m > 12 || d < 1 || d > 31)
 		return false;
-	*days = days_from_civil(y, (unsigned) m, (unsigned) d);
+	*days = iceberg_days_from_civil(y, m, d);
 	*rest = s + n;
 	return true;
 }

@@ -1321,26 +1321,6 @@ nomem:
  * ---------------------------------------------------------------------
  */
 
-static void
-civil_from_days(int64_t z, int *y, unsigned *m, unsigned *d)
-{
-	int64_t		era;
-	unsigned	doe,
-				yoe,
-				doy,
-				mp;
-
-	z += 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	doe = (unsigned) (z - era * 146097);
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*d = doy - (153 * mp + 2) / 5 + 1;
-	*m = mp < 10 ? mp + 3 : mp - 9;
-	*y = (int) ((int64_t) yoe + era * 400 + (*m <= 2));
-}
-
 /* Append s percent-encoded (unreserved characters kept). */
 static bool
 append_encoded(IcebergBuf *b, const char *s, size_t len)
@@ -1438,16 +1418,16 @@ iceberg_compact_output_dir(const IcebergTableMetadata *md, const IcebergSchema *
 		else
 		{
 			long long	n = strtoll(tok, NULL, 10);
-			int			y;
-			unsigned	m,
+			int64_t		y;
+			int			m,
 						d;
 
 			v = text;
 			if (strcmp(pf->transform, "day") == 0 ||
 				(strcmp(pf->transform, "identity") == 0 && src && src->type == ICEBERG_TYPE_DATE))
 			{
-				civil_from_days(n, &y, &m, &d);
-				vl = (size_t) snprintf(text, sizeof(text), "%04d-%02u-%02u", y, m, d);
+				iceberg_civil_from_days(n, &y, &m, &d);
+				vl = (size_t) snprintf(text, sizeof(text), "%04lld-%02d-%02d", (long long) y, m, d);
 			}
 			else if (strcmp(pf->transform, "month") == 0)
 				vl = (size_t) snprintf(text, sizeof(text), "%04lld-%02lld",
@@ -1459,9 +1439,9 @@ iceberg_compact_output_dir(const IcebergTableMetadata *md, const IcebergSchema *
 			{
 				long long	days = n >= 0 ? n / 24 : (n - 23) / 24;
 
-				civil_from_days(days, &y, &m, &d);
-				vl = (size_t) snprintf(text, sizeof(text), "%04d-%02u-%02u-%02lld", y, m, d,
-									   n - days * 24);
+				iceberg_civil_from_days(days, &y, &m, &d);
+				vl = (size_t) snprintf(text, sizeof(text), "%04lld-%02d-%02d-%02lld", (long long) y,
+									   m, d, n - days * 24);
 			}
 			else
 			{

@@ -218,33 +218,14 @@ floor_div(int64_t a, int64_t b)
 	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-/* Civil date of days since 1970-01-01 (Howard Hinnant's algorithm). */
-static void
-civil(int64_t z, int64_t *y, int *m)
-{
-	int64_t		era;
-	int64_t		doe,
-				yoe,
-				doy,
-				mp;
-
-	z += 719468;
-	era = floor_div(z, 146097);
-	doe = z - era * 146097;
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*m = (int) (mp < 10 ? mp + 3 : mp - 9);
-	*y = yoe + era * 400 + (*m <= 2);
-}
-
 int64_t
 iceberg_years_from_days(int64_t days)
 {
 	int64_t		y;
-	int			m;
+	int			m,
+				d;
 
-	civil(days, &y, &m);
+	iceberg_civil_from_days(days, &y, &m, &d);
 	return y - 1970;
 }
 
@@ -252,9 +233,10 @@ int64_t
 iceberg_months_from_days(int64_t days)
 {
 	int64_t		y;
-	int			m;
+	int			m,
+				d;
 
-	civil(days, &y, &m);
+	iceberg_civil_from_days(days, &y, &m, &d);
 	return (y - 1970) * 12 + (m - 1);
 }
 

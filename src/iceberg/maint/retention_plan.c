@@ -72,23 +72,6 @@ ceil_div(int64_t a, int64_t b)
 	return -floor_div(-a, b);
 }
 
-/* Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm). */
-static int64_t
-civil_days(int64_t y, unsigned m)
-{
-	int64_t		era;
-	unsigned	yoe,
-				doy,
-				doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned) (y - era * 400);
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (int64_t) doe - 719468;
-}
-
 static bool
 is_time_type(IcebergTypeId t)
 {
@@ -293,16 +276,16 @@ partition_range(const IcebergRetention *r, const char *t, int64_t v, int64_t *lo
 		return false;			/* beyond any instant a timestamp holds */
 	if (strcmp(t, "year") == 0)
 	{
-		lo_days = civil_days(1970 + v, 1);
-		hi_days = civil_days(1970 + v + 1, 1);
+		lo_days = iceberg_days_from_civil(1970 + v, 1, 1);
+		hi_days = iceberg_days_from_civil(1970 + v + 1, 1, 1);
 	}
 	else if (strcmp(t, "month") == 0)
 	{
 		int64_t		y = 1970 + floor_div(v, 12);
 		unsigned	m = (unsigned) (v - floor_div(v, 12) * 12) + 1;
 
-		lo_days = civil_days(y, m);
-		hi_days = m == 12 ? civil_days(y + 1, 1) : civil_days(y, m + 1);
+		lo_days = iceberg_days_from_civil(y, m, 1);
+		hi_days = m == 12 ? iceberg_days_from_civil(y + 1, 1, 1) : iceberg_days_from_civil(y, m + 1, 1);
 	}
 	else if (strcmp(t, "day") == 0)
 	{
