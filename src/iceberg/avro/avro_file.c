@@ -57,18 +57,18 @@ src_fill(IcebergAvroReader *r, size_t need, TmsError *err)
 		int64_t		n;
 		size_t		want;
 
-		if (r->pos > 0 && r->alloc - r->end < ICEBERG_READ_CHUNK)
+		if (r->pos > 0 && r->alloc - r->end < r->chunk)
 		{
 			memmove(r->buf, r->buf + r->pos, r->end - r->pos);
 			r->end -= r->pos;
 			r->pos = 0;
 		}
-		if (r->alloc - r->end < ICEBERG_READ_CHUNK || r->alloc < need)
+		if (r->alloc - r->end < r->chunk || r->alloc < need)
 		{
-			size_t		na = r->alloc ? r->alloc : ICEBERG_READ_CHUNK;
+			size_t		na = r->alloc ? r->alloc : r->chunk;
 			uint8_t    *nb;
 
-			while (na < r->end + ICEBERG_READ_CHUNK || na < need)
+			while (na < r->end + r->chunk || na < need)
 				na *= 2;
 			nb = io_realloc(r->buf, na);
 			if (nb == NULL)
@@ -80,8 +80,8 @@ src_fill(IcebergAvroReader *r, size_t need, TmsError *err)
 			r->alloc = na;
 		}
 		want = r->alloc - r->end;
-		if (want > ICEBERG_READ_CHUNK)
-			want = ICEBERG_READ_CHUNK;
+		if (want > r->chunk)
+			want = r->chunk;
 		tms_error_clear(&ioerr);
 		n = r->io->io.read(r->io->io.arg, r->handle, r->buf + r->end, want,
 						   &ioerr);
@@ -303,6 +303,14 @@ iceberg_avro_reader_open(const IcebergFileIO *io, const char *path,
 		io_free(r);
 		return false;
 	}
+	/*
+	 * Read in chunks of ICEBERG_READ_CHUNK, or of the whole file when it is
+	 * smaller: most manifests and manifest lists are a few kilobytes, and a
+	 * buffer of a megabyte for each is a mapping of its own (malloc's mmap
+	 * threshold) made and unmade for every file.  The size only sizes the
+	 * buffer; the end of the file is where a read returns nothing.
+	 */
+	r->chunk = size >= 0 && size < ICEBERG_READ_CHUNK ? (size_t) size + 1 : ICEBERG_READ_CHUNK;
 	for (;;)
 	{
 		size_t		used;

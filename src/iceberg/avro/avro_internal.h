@@ -143,6 +143,7 @@ struct IcebergAvroReader
 
 	/* source buffer: bytes read from io, [pos, end) not yet consumed */
 	uint8_t    *buf;
+	size_t		chunk;			/* bytes read at once, at most */
 	size_t		alloc;
 	size_t		pos;
 	size_t		end;
