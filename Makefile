@@ -258,6 +258,18 @@ test/unit/build/%_test: test/unit/%_test.c test/unit/unit.h $(PLAIN_TREE)
 	@mkdir -p $(dir $@)
 	$(CC_PLAIN) $(PLAIN_CFLAGS) -o $@ $< $(call layer_srcs,$(call unit_layer,$*)) $(LIBS_EXTERNAL) -lm
 
+# The integration tests' drivers of the io layer (test/integration/
+# io_driver.c, engine_driver.c), built once here rather than by each test
+# module that runs them: make test builds them with the extension
+# (test-drivers), and world.built_driver() makes them, under a lock, for a
+# module run alone.
+TEST_DRIVERS = test/integration/build/io_driver test/integration/build/engine_driver
+.PHONY: test-drivers
+test-drivers: $(TEST_DRIVERS)
+test/integration/build/%_driver: test/integration/%_driver.c $(PLAIN_TREE)
+	@mkdir -p $(dir $@)
+	$(CC_PLAIN) $(PLAIN_CFLAGS) -o $@ $< $(call layer_files,io) $(LIBS_EXTERNAL) -lm
+
 .PHONY: unit
 unit: $(UNIT_BINS)
 	@rc=0; for b in $(UNIT_BINS); do echo "== $$b"; \

@@ -114,7 +114,7 @@ if shared_near "$top"; then
 fi
 
 bash scripts/install-deps.sh || exit 1
-make -s -j"${MAKE_JOBS:-2}" WERROR=1 || exit 1
+make -s -j"${MAKE_JOBS:-2}" WERROR=1 all test-drivers || exit 1
 make -s WERROR=1 install >/dev/null || exit 1
 
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }

@@ -108,6 +108,21 @@ import urllib.request
 
 TEST_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(TEST_DIR)
+
+
+def built_driver(name):
+    """The path of test/integration/build/NAME (io_driver, engine_driver:
+    the io layer under a driver of the tests), made by make first: make
+    test built it already and make finds it up to date; a module run alone
+    builds it here, once, under a lock the xdist workers share."""
+    import fcntl
+    out = os.path.join(REPO, "test", "integration", "build")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, ".make-lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(["make", "-s", "-C", REPO, "test/integration/build/" + name],
+                       check=True, stdout=subprocess.DEVNULL)
+    return os.path.join(out, name)
 NODE_DIR = os.path.join(TEST_DIR, "node")
 CATALOG_DIR = os.path.join(TEST_DIR, "catalog")
 ENGINES_DIR = os.path.join(TEST_DIR, "engines")

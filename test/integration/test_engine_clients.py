@@ -20,20 +20,21 @@ Run: /usr/bin/python3 -m pytest test/integration/test_engine_clients.py
 """
 
 import base64
-import glob
 import http.server
 import json
 import os
 import re
 import subprocess
-import tempfile
+import sys
 import threading
 import urllib.parse
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+import world  # noqa: E402
 
 # Fast everywhere: every request times out after a second at most.
 FAST = ["-T", "1000", "-b", "10", "-i", "5"]
@@ -41,14 +42,7 @@ FAST = ["-T", "1000", "-b", "10", "-i", "5"]
 
 @pytest.fixture(scope="session")
 def driver():
-    out = os.path.join(tempfile.mkdtemp(prefix="tms-engine-driver-"), "engine_driver")
-    srcs = sorted(glob.glob(os.path.join(REPO, "src", "io", "*.c"))
-                  + glob.glob(os.path.join(REPO, "src", "io", "*", "*.c")))
-    subprocess.run(["gcc", "-std=gnu99", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
-                    "-I", os.path.join(REPO, "src"), "-o", out,
-                    os.path.join(HERE, "engine_driver.c")] + srcs +
-                   ["-lcurl", "-ljansson", "-lssl", "-lcrypto", "-lz", "-lm"], check=True)
-    return out
+    return world.built_driver("engine_driver")
 
 
 def run_driver(exe, *args):

@@ -39,12 +39,10 @@ Run: /usr/bin/python3 -m pytest -q test/integration/test_storage_azure.py
 """
 
 import datetime
-import glob
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import uuid
@@ -52,7 +50,6 @@ import uuid
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "engines"))
 
@@ -77,15 +74,7 @@ SETTINGS = dict(FAST_WORKERS, **{"tms.delete_concurrency": "4"})
 
 @pytest.fixture(scope="module")
 def driver():
-    out = os.path.join(tempfile.mkdtemp(prefix="tms-io-driver-"), "io_driver")
-    srcs = sorted(glob.glob(os.path.join(REPO, "src", "io", "*", "*.c")))
-    libs = ["-lcurl", "-ljansson", "-lssl", "-lcrypto", "-lz"]
-    if os.path.exists("/usr/include/libdeflate.h"):
-        libs = ["-DTMS_HAVE_LIBDEFLATE"] + libs + ["-ldeflate"]
-    subprocess.run(["gcc", "-std=gnu99", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
-                    "-I", os.path.join(REPO, "src"), "-o", out,
-                    os.path.join(HERE, "io_driver.c")] + srcs + libs, check=True)
-    return out
+    return world.built_driver("io_driver")
 
 
 @pytest.fixture(scope="module")

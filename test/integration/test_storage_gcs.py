@@ -22,18 +22,15 @@ test/gcs/goog4.py), every bearer token and every service account JWT
 Run: /usr/bin/python3 -m pytest -q test/integration/test_storage_gcs.py
 """
 
-import glob
 import json
 import os
 import subprocess
 import sys
-import tempfile
 import uuid
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
 import world  # noqa: E402
@@ -44,14 +41,7 @@ HMAC_SECRET = "bGoa+V7g/yqDXvKRqq+JTFn4uQZbPiQJo4pf9RzJ"
 
 @pytest.fixture(scope="module")
 def driver():
-    out = os.path.join(tempfile.mkdtemp(prefix="tms-io-driver-"), "io_driver")
-    srcs = sorted(glob.glob(os.path.join(REPO, "src", "io", "*.c"))
-                  + glob.glob(os.path.join(REPO, "src", "io", "*", "*.c")))
-    subprocess.run(["gcc", "-std=gnu99", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
-                    "-I", os.path.join(REPO, "src"), "-o", out,
-                    os.path.join(HERE, "io_driver.c")] + srcs +
-                   ["-lcurl", "-ljansson", "-lssl", "-lcrypto", "-lz"], check=True)
-    return out
+    return world.built_driver("io_driver")
 
 
 @pytest.fixture(scope="module")

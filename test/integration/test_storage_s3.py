@@ -13,7 +13,6 @@ Run: /usr/bin/python3 -m pytest test/integration/test_storage_s3.py
 """
 
 import base64
-import glob
 import hashlib
 import hmac
 import http.server
@@ -33,19 +32,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import world  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 
 
 @pytest.fixture(scope="session")
 def driver():
-    out = os.path.join(tempfile.mkdtemp(prefix="tms-io-driver-"), "io_driver")
-    srcs = sorted(glob.glob(os.path.join(REPO, "src", "io", "*.c"))
-                  + glob.glob(os.path.join(REPO, "src", "io", "*", "*.c")))
-    subprocess.run(["gcc", "-std=gnu99", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
-                    "-I", os.path.join(REPO, "src"), "-o", out,
-                    os.path.join(HERE, "io_driver.c")] + srcs +
-                   ["-lcurl", "-ljansson", "-lssl", "-lcrypto", "-lz"], check=True)
-    return out
+    return world.built_driver("io_driver")
 
 
 class Driver:
