@@ -303,6 +303,7 @@ iceberg_avro_reader_open(const IcebergFileIO *io, const char *path,
 		io_free(r);
 		return false;
 	}
+
 	/*
 	 * Read in chunks of ICEBERG_READ_CHUNK, or of the whole file when it is
 	 * smaller: most manifests and manifest lists are a few kilobytes, and a
