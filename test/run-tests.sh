@@ -25,11 +25,11 @@
 #   3. the integration tests marked serial, alone in one process, once 1
 #      and 2 have ended
 #
-# Stages 1 and 2 run at once: the integration tests mostly wait on servers
-# (the two cores were busy 56 % of a run that did them one after the
-# other), and check-fast is mostly compiling and running the sanitizer
-# builds.  check-fast does not install again (CHECK_FAST_INSTALLED=1): the
-# build installed here is the one both stages test.
+# Stages 1 and 2 run at once, so that check-fast (the sanitizer builds and
+# drivers, pg_regress) fills what the integration tests leave of the cores
+# while they wait on servers, instead of adding its minutes to theirs.
+# check-fast does not install again (CHECK_FAST_INSTALLED=1): the build
+# installed here is the one both stages test.
 #
 # Every server started here or by a test is stopped on exit, also on
 # failure; on failure the regression diffs and the server log tail are
