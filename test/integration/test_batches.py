@@ -18,7 +18,7 @@ is tms.evaluate_now, and the batches' tasks run through CALL tms.run_task
 (whether due or not), so nothing depends on timing; the second turns the
 pool on and awaits the jobs' ends.
 
-Run: /work/helpers/pytest.sh -q test/integration/test_batches.py
+Run: /usr/bin/python3 -m pytest -q test/integration/test_batches.py
 """
 
 import os
