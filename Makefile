@@ -233,9 +233,11 @@ UNIT_BINS = $(patsubst test/unit/%_test.c,test/unit/build/%_test,$(UNIT_DRIVERS)
 
 # The plain-C layers a layer's unit driver and fuzz targets link besides its
 # own files (layer_files; dependencies go one way: iceberg -> io, engine ->
-# io for the string buffer of io/util/strbuf.h).
+# io for the string buffer of io/util/strbuf.h, cron -> io for the civil
+# dates of io_base.c).
 LAYER_DEPS_iceberg = io
 LAYER_DEPS_engine = io
+LAYER_DEPS_cron = io
 layer_srcs = $(call layer_files,$(1)) $(foreach d,$(LAYER_DEPS_$(1)),$(call layer_files,$(d)))
 PLAIN_TREE = $(wildcard src/*/*.c src/*/*/*.c) $(HEADERS)
 

@@ -12,6 +12,7 @@
  *-------------------------------------------------------------------------
  */
 #include "cron/cron.h"
+#include "io/io.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -264,49 +265,22 @@ cron_parse(const char *text, CronExpr *out, CronError *err)
 	return true;
 }
 
-/* ---- calendar arithmetic (proleptic Gregorian, H. Hinnant's algorithms) ---- */
-
-static int64_t
-days_from_civil(int64_t y, int m, int d)
-{
-	int64_t		era;
-	int64_t		yoe,
-				doy,
-				doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
+/* ---- calendar arithmetic: io_days_from_civil and io_civil_from_days ---- */
 
 static void
-civil_from_days(int64_t z, int *y, int *m, int *d)
+civil_from_days(int64_t days, int *y, int *m, int *d)
 {
-	int64_t		era,
-				doe,
-				yoe,
-				doy,
-				mp;
+	int64_t		year;
 
-	z += 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	doe = z - era * 146097;
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*d = (int) (doy - (153 * mp + 2) / 5 + 1);
-	*m = (int) (mp < 10 ? mp + 3 : mp - 9);
-	*y = (int) (yoe + era * 400 + (*m <= 2));
+	io_civil_from_days(days, &year, m, d);
+	*y = (int) year;
 }
 
 /* Day of week, Sunday = 0. */
 int
 cron_weekday(int year, int month, int day)
 {
-	int64_t		z = days_from_civil(year, month, day);
+	int64_t		z = io_days_from_civil(year, month, day);
 
 	/* 1970-01-01 was a Thursday (4) */
 	return (int) (((z % 7) + 7 + 4) % 7);
@@ -341,7 +315,7 @@ cron_time_cmp(const CronTime *a, const CronTime *b)
 void
 cron_time_add_minutes(CronTime *t, int64_t minutes)
 {
-	int64_t		total = days_from_civil(t->year, t->month, t->day) * 1440 +
+	int64_t		total = io_days_from_civil(t->year, t->month, t->day) * 1440 +
 	t->hour * 60 + t->minute + minutes;
 	int64_t		days = total >= 0 ? total / 1440 : -((-total + 1439) / 1440);
 	int64_t		rem = total - days * 1440;
@@ -384,7 +358,7 @@ cron_matches(const CronExpr *expr, const CronTime *t)
 static bool
 scan_forward(const CronExpr *expr, CronTime from, CronTime *out)
 {
-	int64_t		day = days_from_civil(from.year, from.month, from.day);
+	int64_t		day = io_days_from_civil(from.year, from.month, from.day);
 	int64_t		last = day + (int64_t) CRON_SEARCH_YEARS * 366;
 	int			h0 = from.hour,
 				m0 = from.minute;
@@ -425,7 +399,7 @@ scan_forward(const CronExpr *expr, CronTime from, CronTime *out)
 static bool
 scan_backward(const CronExpr *expr, CronTime from, CronTime *out)
 {
-	int64_t		day = days_from_civil(from.year, from.month, from.day);
+	int64_t		day = io_days_from_civil(from.year, from.month, from.day);
 	int64_t		last = day - (int64_t) CRON_SEARCH_YEARS * 366;
 	int			h0 = from.hour,
 				m0 = from.minute;

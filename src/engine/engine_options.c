@@ -34,6 +34,7 @@
 #include <strings.h>
 
 #include "engine/statement_int.h"
+#include "io/io.h"
 
 #define I32MAX ((int64_t) 2147483647)
 
@@ -381,23 +382,6 @@ parse_with_unit(const char *s, const UnitSpec *units, int64_t *out)
 	return false;
 }
 
-/* Days from 1970-01-01 of a civil date (proleptic Gregorian). */
-static int64_t
-days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t		era;
-	unsigned	yoe,
-				doy,
-				doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = (unsigned) (y - era * 400);
-	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + (int64_t) doe - 719468;
-}
-
 static bool
 digits_at(const char *s, int n, int *out)
 {
@@ -459,7 +443,7 @@ parse_timestamp(const char *s, int64_t *out)
 		ms *= (n == 1) ? 100 : (n == 2) ? 10 : 1;
 		p += n;
 	}
-	v = ((days_from_civil(y, (unsigned) mo, (unsigned) d) * 24 + h) * 60 + mi) * 60 + se;
+	v = ((io_days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 + se;
 	v = v * 1000 + ms;
 	if (strcmp(p, "Z") == 0)
 		;

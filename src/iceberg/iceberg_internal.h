@@ -34,13 +34,6 @@
  */
 extern IcebergErrorCode iceberg_code_of_io(const TmsError *ioerr);
 
-/*
- * Civil dates (iceberg_base.c): the days since 1970-01-01 of year y, month
- * m (1-12), day d (1-31) of the proleptic Gregorian calendar, and back.
- */
-extern int64_t iceberg_days_from_civil(int64_t y, int m, int d);
-extern void iceberg_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
-
 /* The effective limits of an io (defaults when io or io->limits is NULL). */
 extern void iceberg_effective_limits(const IcebergLimits *in,
 									 IcebergLimits *out);

@@ -264,6 +264,13 @@ extern char *io_uri_encode(const char *s, size_t len, bool keep_slash);
 /* The value of one hex digit (either case), or -1 when c is not one. */
 extern int	io_hex_value(int c);
 
+/*
+ * Civil dates (io_base.c): the days since 1970-01-01 of year y, month m
+ * (1-12), day d (1-31) of the proleptic Gregorian calendar, and back.
+ */
+extern int64_t io_days_from_civil(int64_t y, int m, int d);
+extern void io_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
+
 /* ----------------------------------------------------------------
  * Locations: the one rule for paths (location.c)
  * ----------------------------------------------------------------

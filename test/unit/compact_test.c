@@ -1457,16 +1457,16 @@ test_civil_dates(void)
 
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 	{
-		iceberg_civil_from_days(known[i].days, &y, &m, &d);
-		CHECK(iceberg_days_from_civil(known[i].y, known[i].m, known[i].d) == known[i].days &&
+		io_civil_from_days(known[i].days, &y, &m, &d);
+		CHECK(io_days_from_civil(known[i].y, known[i].m, known[i].d) == known[i].days &&
 			  y == known[i].y && m == known[i].m && d == known[i].d,
 			  "civil date of day %" PRId64, known[i].days);
 	}
 	for (int64_t base = -1000000000; base <= 1000000000; base += 1000000000)
 		for (int64_t n = base - 146097; n < base + 146097; n++)
 		{
-			iceberg_civil_from_days(n, &y, &m, &d);
-			if (iceberg_days_from_civil(y, m, d) != n || m < 1 || m > 12 || d < 1 || d > 31)
+			io_civil_from_days(n, &y, &m, &d);
+			if (io_days_from_civil(y, m, d) != n || m < 1 || m > 12 || d < 1 || d > 31)
 				bad++;
 		}
 	CHECK(bad == 0, "%d days do not round-trip through their civil date", bad);

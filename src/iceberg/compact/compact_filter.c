@@ -18,6 +18,7 @@
  */
 #include "iceberg/compact/compact.h"
 #include "iceberg/iceberg_internal.h"
+#include "io/io.h"
 #include "iceberg/write/write_internal.h"
 
 #include <ctype.h>
@@ -687,7 +688,7 @@ parse_date(const char *s, int64_t *days, const char **rest)
 	if (sscanf(s, "%4d-%2d-%2d%n", &y, &m, &d, &n) != 3 || n != 10 ||
 		m < 1 || m > 12 || d < 1 || d > 31)
 		return false;
-	*days = iceberg_days_from_civil(y, m, d);
+	*days = io_days_from_civil(y, m, d);
 	*rest = s + n;
 	return true;
 }

@@ -23,6 +23,7 @@
 #include "iceberg/compact/compact.h"
 #include "iceberg/compact/compact_int.h"
 #include "iceberg/write/write_internal.h"
+#include "io/io.h"
 #include "io/util/jsonmem.h"
 
 #include <inttypes.h>
@@ -1426,7 +1427,7 @@ iceberg_compact_output_dir(const IcebergTableMetadata *md, const IcebergSchema *
 			if (strcmp(pf->transform, "day") == 0 ||
 				(strcmp(pf->transform, "identity") == 0 && src && src->type == ICEBERG_TYPE_DATE))
 			{
-				iceberg_civil_from_days(n, &y, &m, &d);
+				io_civil_from_days(n, &y, &m, &d);
 				vl = (size_t) snprintf(text, sizeof(text), "%04lld-%02d-%02d", (long long) y, m, d);
 			}
 			else if (strcmp(pf->transform, "month") == 0)
@@ -1439,7 +1440,7 @@ iceberg_compact_output_dir(const IcebergTableMetadata *md, const IcebergSchema *
 			{
 				long long	days = n >= 0 ? n / 24 : (n - 23) / 24;
 
-				iceberg_civil_from_days(days, &y, &m, &d);
+				io_civil_from_days(days, &y, &m, &d);
 				vl = (size_t) snprintf(text, sizeof(text), "%04lld-%02d-%02d-%02lld", (long long) y,
 									   m, d, n - days * 24);
 			}

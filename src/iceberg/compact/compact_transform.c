@@ -42,6 +42,7 @@
 #include "iceberg/compact/compact.h"
 #include "iceberg/compact/compact_int.h"
 #include "iceberg/write/write_internal.h"
+#include "io/io.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -225,7 +226,7 @@ iceberg_years_from_days(int64_t days)
 	int			m,
 				d;
 
-	iceberg_civil_from_days(days, &y, &m, &d);
+	io_civil_from_days(days, &y, &m, &d);
 	return y - 1970;
 }
 
@@ -236,7 +237,7 @@ iceberg_months_from_days(int64_t days)
 	int			m,
 				d;
 
-	iceberg_civil_from_days(days, &y, &m, &d);
+	io_civil_from_days(days, &y, &m, &d);
 	return (y - 1970) * 12 + (m - 1);
 }
 

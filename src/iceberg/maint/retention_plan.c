@@ -17,6 +17,7 @@
  */
 #include "iceberg/maint/retention.h"
 #include "iceberg/iceberg_internal.h"
+#include "io/io.h"
 #include "iceberg/write/write_internal.h"
 
 #include <stdio.h>
@@ -276,16 +277,16 @@ partition_range(const IcebergRetention *r, const char *t, int64_t v, int64_t *lo
 		return false;			/* beyond any instant a timestamp holds */
 	if (strcmp(t, "year") == 0)
 	{
-		lo_days = iceberg_days_from_civil(1970 + v, 1, 1);
-		hi_days = iceberg_days_from_civil(1970 + v + 1, 1, 1);
+		lo_days = io_days_from_civil(1970 + v, 1, 1);
+		hi_days = io_days_from_civil(1970 + v + 1, 1, 1);
 	}
 	else if (strcmp(t, "month") == 0)
 	{
 		int64_t		y = 1970 + floor_div(v, 12);
 		unsigned	m = (unsigned) (v - floor_div(v, 12) * 12) + 1;
 
-		lo_days = iceberg_days_from_civil(y, m, 1);
-		hi_days = m == 12 ? iceberg_days_from_civil(y + 1, 1, 1) : iceberg_days_from_civil(y, m + 1, 1);
+		lo_days = io_days_from_civil(y, m, 1);
+		hi_days = m == 12 ? io_days_from_civil(y + 1, 1, 1) : io_days_from_civil(y, m + 1, 1);
 	}
 	else if (strcmp(t, "day") == 0)
 	{

@@ -473,6 +473,48 @@ io_hex_value(int c)
 	return -1;
 }
 
+/* ---------------------------------------------------------------------
+ * Civil dates: days since 1970-01-01 (Iceberg's date and day transform,
+ * the engines' timestamps, crontab days) from year, month and day of the proleptic Gregorian
+ * calendar and back, by Howard Hinnant's algorithms
+ * (https://howardhinnant.github.io/date_algorithms.html), exact for every
+ * int64 day count a table can hold.
+ * ---------------------------------------------------------------------
+ */
+
+/* See io.h. */
+int64_t
+io_days_from_civil(int64_t y, int m, int d)
+{
+	int64_t		era;
+	int64_t		yoe,
+				doy,
+				doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/* See io.h. */
+void
+io_civil_from_days(int64_t days, int64_t *y, int *m, int *d)
+{
+	int64_t		z = days + 719468;
+	int64_t		era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t		doe = z - era * 146097;
+	int64_t		yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t		doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t		mp = (5 * doy + 2) / 153;
+
+	*d = (int) (doy - (153 * mp + 2) / 5 + 1);
+	*m = (int) (mp < 10 ? mp + 3 : mp - 9);
+	*y = yoe + era * 400 + (*m <= 2);
+}
+
 /*
  * Percent-encode per RFC 3986: A-Z a-z 0-9 - . _ ~ are kept, and '/' when
  * keep_slash; every other byte becomes %XX with uppercase hex.
