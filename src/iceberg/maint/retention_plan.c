@@ -514,6 +514,18 @@ iceberg_retention_plan_free(IcebergRetentionPlan *p)
 	io_free(p);
 }
 
+/* Retention's commits keep format v1 and v2 tables only. */
+static bool
+format_supported(const IcebergTableMetadata *md, TmsError *err)
+{
+	if (md->format_version < 3)
+		return true;
+	tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+				  "retention of a format v%d table is not supported", md->format_version);
+	tms_error_detail(err, "Format v3 adds deletion vectors and row lineage, which this commit does not maintain.");
+	return false;
+}
+
 bool
 iceberg_retention_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					   const IcebergRetention *r, IcebergRetentionPlan **out, TmsError *err)
@@ -524,13 +536,8 @@ iceberg_retention_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 
 	tms_error_clear(err);
 	*out = NULL;
-	if (md->format_version >= 3)
-	{
-		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
-					  "retention of a format v%d table is not supported", md->format_version);
-		tms_error_detail(err, "Format v3 adds deletion vectors and row lineage, which this commit does not maintain.");
+	if (!format_supported(md, err))
 		return false;
-	}
 	p = io_calloc(1, sizeof(IcebergRetentionPlan));
 	if (p == NULL)
 		return retention_oom(err);
@@ -656,12 +663,8 @@ iceberg_retention_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetada
 
 	tms_error_clear(err);
 	*out = NULL;
-	if (md->format_version >= 3)
-	{
-		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
-					  "retention of a format v%d table is not supported", md->format_version);
+	if (!format_supported(md, err))
 		return false;
-	}
 	memset(&o, 0, sizeof(o));
 	o.delete_file_threshold = -1;
 	o.min_file_size_bytes = -1;
