@@ -619,7 +619,9 @@ def small_table(env):
                 "--data-files", "2", "--single-metadata")
     give_to_server(fr)
     name = register(env, "mem", out["metadata_location"])
-    srv = make_server(env, allowed_locations="file://%s/" % fr)
+    # these tests bound memory, not time: the Python catalog can take more
+    # than the usual 5 s to send 100 MB on a loaded machine
+    srv = make_server(env, allowed_locations="file://%s/" % fr, request_timeout="120s")
     return srv, name
 
 
