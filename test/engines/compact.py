@@ -75,16 +75,19 @@ every loop is bounded by the table's files; nothing here talks to
 PostgreSQL.
 """
 
+import atexit
 import datetime
 import decimal
 import json
 import os
 import random
+import select
 import shutil
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -452,13 +455,82 @@ def _check_primitive(schema):
 # the Parquet work (test/node/compact.mjs)
 # ---------------------------------------------------------------------------
 
+class _NodeServer:
+    """One `node compact.mjs --serve`: a job a line in, an answer a line
+    out.  It ends when its stdin closes, so also when this process dies."""
+
+    def __init__(self):
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(["node", COMPACT_MJS, "--serve"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.err, cwd=NODE_DIR)
+
+    def run(self, job, timeout):
+        """The job's parsed answer; CompactError when it failed, when the
+        process died, or after timeout seconds (the process is then killed:
+        a server is never reused after a failure of its own)."""
+        self.proc.stdin.write(json.dumps(job).encode() + b"\n")
+        self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if ready else b""
+        if not line:
+            self.proc.kill()
+            self.stop()
+            self.err.seek(0)
+            raise CompactError("compact.mjs failed: %s" % (
+                "no answer in %d s" % timeout if not ready else
+                self.err.read()[-3000:].decode(errors="replace")))
+        answer = json.loads(line)
+        if "error" in answer:
+            raise CompactError("compact.mjs failed: %s" % answer["error"][-3000:])
+        return answer["ok"]
+
+    def stop(self):
+        """End it: an idle server ends when its stdin closes; one that is
+        not idle (it timed out) is killed."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        self.err.close()
+
+
+_node_idle = []            # servers of this process waiting for a job
+_node_lock = threading.Lock()
+_node_pid = None
+
+
+def _stop_node_servers():
+    with _node_lock:
+        while _node_idle:
+            _node_idle.pop().stop()
+
+
+atexit.register(_stop_node_servers)
+
+
 def run_node(job, timeout=300):
-    """Run compact.mjs on a job (dict); returns its parsed output."""
-    r = subprocess.run(["node", COMPACT_MJS], input=json.dumps(job), capture_output=True,
-                       text=True, timeout=timeout, cwd=NODE_DIR)
-    if r.returncode != 0:
-        raise CompactError("compact.mjs failed: %s" % r.stderr[-3000:])
-    return json.loads(r.stdout)
+    """Run compact.mjs on a job (dict); returns its parsed output.  Callers
+    in several threads each get a server of their own; an idle one is kept
+    for the next job (the readline loop answers one job at a time)."""
+    global _node_pid
+    with _node_lock:
+        if _node_pid != os.getpid():    # a forked child does not share them
+            _node_idle.clear()
+            _node_pid = os.getpid()
+        srv = _node_idle.pop() if _node_idle else None
+    srv = srv or _NodeServer()
+    try:
+        out = srv.run(job, timeout)
+    except CompactError:
+        if srv.proc.poll() is None:      # a failed job leaves the server usable
+            with _node_lock:
+                _node_idle.append(srv)
+        raise
+    with _node_lock:
+        _node_idle.append(srv)
+    return out
 
 
 class _Local:

@@ -6,6 +6,13 @@
 // is local, the Python side copies s3:// objects in and out).
 //
 //   node test/node/compact.mjs < job.json > result.json
+//   node test/node/compact.mjs --serve
+//
+// With --serve it reads one job a line on stdin and answers each with one
+// line, {"ok": output} or {"error": text}, until stdin closes: the test
+// world's callers (test/engines/compact.py run_node) keep one such process
+// instead of starting Node and loading DuckDB for every job.  Each job gets
+// a new in-memory database, as a process of its own would.
 //
 // The job (JSON on stdin):
 //   mode            "compact" (default) or "write"
@@ -71,9 +78,8 @@
 
 import { statSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, existsSync } from 'node:fs'
 import path from 'node:path'
+import { createInterface } from 'node:readline'
 import { DuckDBInstance } from '@duckdb/node-api'
-
-const batch = JSON.parse(readFileSync(0, 'utf8'))
 
 const PRIMITIVE = {
   boolean: 'BOOLEAN', int: 'INTEGER', long: 'BIGINT', float: 'FLOAT', double: 'DOUBLE',
@@ -133,15 +139,35 @@ function boundExpr(f, agg) {
   return `CAST(${v} AS VARCHAR)`
 }
 
-async function main() {
+// A job or a batch {jobs: [...]}, on a database of its own.
+async function runBatch(batch) {
   const db = await DuckDBInstance.create(':memory:', { threads: '1' })
-  if (!batch.jobs) {
-    process.stdout.write(JSON.stringify(await runJob(db, batch)) + '\n')
+  try {
+    if (!batch.jobs) return await runJob(db, batch)
+    const results = []
+    for (const job of batch.jobs) results.push(await runJob(db, job))
+    return { results }
+  } finally {
+    db.closeSync()
+  }
+}
+
+async function main() {
+  if (!process.argv.includes('--serve')) {
+    const out = await runBatch(JSON.parse(readFileSync(0, 'utf8')))
+    process.stdout.write(JSON.stringify(out) + '\n')
     return
   }
-  const results = []
-  for (const job of batch.jobs) results.push(await runJob(db, job))
-  process.stdout.write(JSON.stringify({ results }) + '\n')
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    if (line.trim() === '') continue
+    let answer
+    try {
+      answer = { ok: await runBatch(JSON.parse(line)) }
+    } catch (err) {
+      answer = { error: `compact.mjs: ${err.stack || err}` }
+    }
+    process.stdout.write(JSON.stringify(answer) + '\n')
+  }
 }
 
 // One job on its own connection (its temporary tables go with it).
