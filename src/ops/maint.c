@@ -66,7 +66,7 @@
  * A job nothing will finish, because its task is gone or because
  * tms.maintenance_handler's executor never called tms.finish_operation
  * within tms.handler_job_timeout, is ended "failed" by the kind's sweep
- * (maintenance_sweep, run with the prune of the run history), so that its
+ * (maintenance_sweep, run after the prune of the run history), so that its
  * table and rule are free again.
  *
  * The commit protocol (maint_commit, maint_commit.c) records phase
@@ -1300,7 +1300,7 @@ call_handler(const char *job, int64 job_id)
 }
 
 /*
- * The maintenance kind's sweep (sched_register_sweep), run with every prune
+ * The maintenance kind's sweep (sched_register_sweep), run after every prune
  * of the run history: end "failed" the jobs no task will finish, a job
  * whose task is gone and one handed to tms.maintenance_handler longer than
  * tms.handler_job_timeout ago (tms._reconcile_jobs).

@@ -140,8 +140,8 @@ sched_register_detached(const char *kind, SchedDetachedHandler handler, int *cap
 }
 
 /*
- * Give a registered built-in kind its sweep, run with every prune of the
- * run history (sched_prune_history).
+ * Give a registered built-in kind its sweep, run after every prune of the
+ * run history (sched_run_sweeps).
  */
 void
 sched_register_sweep(const char *kind, SchedSweep sweep)
@@ -537,9 +537,10 @@ sched_task_idle(SchedTask *task)
  * (tms._prune_task_history).  Once every tms.task_history_prune_interval
  * (a minute), or at every call while the last batch was full, so that a
  * busy scheduler's history is pruned as fast as it grows (up to a batch
- * per heartbeat interval).  The kinds' sweeps run with it: the one place
- * where what tasks left behind is reconciled (the maintenance kind's ends
- * the jobs no task will finish, src/ops/maint.c).
+ * per heartbeat interval).  The kinds' sweeps run after it, in a
+ * transaction of their own (sched_run_sweeps): the one place where what
+ * tasks left behind is reconciled (the maintenance kind's ends the jobs no
+ * task will finish, src/ops/maint.c).
  */
 #define HISTORY_PRUNE_BATCH 10000
 
@@ -554,7 +555,7 @@ sched_history_prune_due(void)
 								   tms_task_history_prune_interval_ms);
 }
 
-void
+bool
 sched_prune_history(void)
 {
 	Oid			types[2] = {INT4OID, INT4OID};
@@ -563,7 +564,7 @@ sched_prune_history(void)
 	int			rc;
 
 	if (!sched_history_prune_due())
-		return;
+		return false;
 	history_pruned_at = GetCurrentTimestamp();
 	history_behind = false;		/* a failed batch waits for the next interval */
 	args[0] = Int32GetDatum(tms_task_history_retention_s);
@@ -574,6 +575,12 @@ sched_prune_history(void)
 		elog(ERROR, "could not prune the task history: %s", SPI_result_code_string(rc));
 	history_behind = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 												 1, &isnull)) >= HISTORY_PRUNE_BATCH;
+	return true;
+}
+
+void
+sched_run_sweeps(void)
+{
 	for (int i = 0; i < nbuiltins; i++)
 		if (builtins[i].sweep)
 			builtins[i].sweep();

@@ -155,20 +155,25 @@ extern void sched_maintain(void);
 /*
  * Prune a batch of tms.task_history's rows older than
  * tms.task_history_retention, when one is due (at most once every
- * tms.task_history_prune_interval unless the last batch was full), and
- * run the kinds' sweeps (sched_register_sweep).  In a transaction of its
- * own: a batch deletes up to 10,000 rows, work no heartbeat should wait for.
+ * tms.task_history_prune_interval unless the last batch was full); true
+ * when a batch ran.  In a transaction of its own: a batch deletes up to
+ * 10,000 rows, work no heartbeat should wait for.  The caller commits it
+ * and then runs the sweeps (sched_run_sweeps) in the next one, so that a
+ * sweep's failure does not undo the prune nor the prune's a sweep.
  */
-extern void sched_prune_history(void);
+extern bool sched_prune_history(void);
 
 /*
  * A kind's sweep of the state its tasks leave behind (records of work whose
- * task is gone, say), run with every prune of the run history
- * (sched_prune_history), in its transaction, with SPI connected.  Called
- * from _PG_init; at most one per kind.
+ * task is gone, say), run after every prune of the run history
+ * (sched_run_sweeps), in a transaction with SPI connected.  Called from
+ * _PG_init; at most one per kind.
  */
 typedef void (*SchedSweep) (void);
 extern void sched_register_sweep(const char *kind, SchedSweep sweep);
+
+/* Run every kind's sweep, in the caller's transaction (SPI connected). */
+extern void sched_run_sweeps(void);
 
 /* Whether sched_prune_history has a batch to run (no transaction needed). */
 extern bool sched_history_prune_due(void);

@@ -436,7 +436,11 @@ tms_run_pending(PG_FUNCTION_ARGS)
 		sched_session_begin();
 		sched_maintain();
 		sched_session_commit();
-		sched_prune_history();
+		if (sched_prune_history())
+		{
+			sched_session_commit();
+			sched_run_sweeps();
+		}
 		sched_session_commit();
 
 		while (executed < max_tasks)

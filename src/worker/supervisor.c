@@ -59,7 +59,7 @@ typedef struct PoolMember
 
 static void supervisor_ensure_pool(PoolMember *pool, const char *dbname);
 static void supervisor_beat(void *arg);
-static void supervisor_prune(void *arg);
+static void supervisor_chore(void *arg);
 
 /*
  * Bound the current transaction: at most half a heartbeat interval
@@ -103,12 +103,22 @@ supervisor_beat(void *arg)
 }
 
 /*
- * Prune a batch of the run history if one is due (sched_prune_history),
- * after the beat, in a bounded transaction of its own.
+ * Housekeeping after the beat: a batch of the run history pruned if one is
+ * due (sched_prune_history), then the kinds' sweeps (sched_run_sweeps),
+ * each in a bounded transaction of its own, so that one failing does not
+ * undo the other.  arg: the SupervisorChore to run.
  */
-static void
-supervisor_prune(void *arg)
+typedef enum SupervisorChore
 {
+	CHORE_PRUNE,
+	CHORE_SWEEP
+} SupervisorChore;
+
+static void
+supervisor_chore(void *arg)
+{
+	SupervisorChore chore = *(SupervisorChore *) arg;
+
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	if (OidIsValid(get_extension_oid("tms", true)))
@@ -116,8 +126,16 @@ supervisor_prune(void *arg)
 		bound_transaction();
 		SPI_connect();
 		PushActiveSnapshot(GetTransactionSnapshot());
-		pgstat_report_activity(STATE_RUNNING, "tms: pruning the task history");
-		sched_prune_history();
+		if (chore == CHORE_PRUNE)
+		{
+			pgstat_report_activity(STATE_RUNNING, "tms: pruning the task history");
+			(void) sched_prune_history();
+		}
+		else
+		{
+			pgstat_report_activity(STATE_RUNNING, "tms: sweeping what tasks left behind");
+			sched_run_sweeps();
+		}
 		SPI_finish();
 		PopActiveSnapshot();
 	}
@@ -176,7 +194,13 @@ tms_supervisor_main(Datum main_arg)
 
 				(void) tms_run_guarded(supervisor_beat, &no_extension);
 				if (!no_extension && sched_history_prune_due())
-					(void) tms_run_guarded(supervisor_prune, NULL);
+				{
+					SupervisorChore prune = CHORE_PRUNE;
+					SupervisorChore sweep = CHORE_SWEEP;
+
+					(void) tms_run_guarded(supervisor_chore, &prune);
+					(void) tms_run_guarded(supervisor_chore, &sweep);
+				}
 				MemoryContextSwitchTo(old);
 				MemoryContextReset(beat_cxt);
 				next_beat = TimestampTzPlusMilliseconds(now, tms_heartbeat_interval_ms);

@@ -1,4 +1,4 @@
--- No maintenance job waits forever: the maintenance kind's sweep, run with
+-- No maintenance job waits forever: the maintenance kind's sweep, run after
 -- the prune of the run history (CALL tms.run_pending and the supervisors),
 -- ends "failed" a job whose task is gone and a job handed to
 -- tms.maintenance_handler that did not finish within
