@@ -349,7 +349,11 @@ maint_load(MaintRun *run)
  * snapshot old, and an expiry beside the run can then delete its manifest
  * list and manifests; the step must be planned again on the table as it
  * is (the caller reloads it), not failed.  A file missing from the table
- * the catalog still has is a real loss: false, and the caller fails.
+ * the catalog still has is a real loss: false, and the caller fails.  The
+ * look is a conditional load (the run's own load is in the connection's
+ * cache with its ETag): a table that has not moved costs a 304, and one
+ * that has is loaded in full once more by the caller's maint_load, after
+ * its back-off.
  */
 bool
 maint_moved_on(MaintRun *run, const TmsError *err)
@@ -362,7 +366,6 @@ maint_moved_on(MaintRun *run, const TmsError *err)
 		!(err->code == ICEBERG_ERR_IO && err->io_code == IO_ERR_NOT_FOUND))
 		return false;
 	memset(&t, 0, sizeof(t));
-	io_catalog_forget(run->conn->catalog, run->ns_io, run->table);
 	if (io_catalog_load_table(run->conn->catalog, run->ns_io, run->table, &t, &lerr) != 0)
 	{
 		CHECK_FOR_INTERRUPTS();
