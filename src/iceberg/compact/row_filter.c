@@ -450,6 +450,9 @@ decode_bound(IcebergTypeId t, const uint8_t *b, size_t n, int64_t *out)
 	return true;
 }
 
+static int	partition_string(const char *text, size_t len, int n, const uint8_t **s,
+							 size_t *slen);
+
 /* The facts of leaf n's column in file e; metrics: read its metrics too. */
 static void
 col_facts(const RNode *n, const IcebergTableMetadata *md, const IcebergManifestEntry *e,
@@ -465,7 +468,7 @@ col_facts(const RNode *n, const IcebergTableMetadata *md, const IcebergManifestE
 		cf->nulls_known = true;
 		cf->nulls = 0;
 	}
-	for (int k = 0; !str && spec != NULL && k < spec->nfields; k++)
+	for (int k = 0; spec != NULL && k < spec->nfields; k++)
 	{
 		const IcebergPartitionField *pf = &spec->fields[k];
 		int64_t		v = 0,
@@ -475,6 +478,23 @@ col_facts(const RNode *n, const IcebergTableMetadata *md, const IcebergManifestE
 
 		if (pf->source_id != n->field_id)
 			continue;
+		if (str)
+		{
+			/* identity of a string: the value itself (when unescaped) */
+			rc = strcmp(pf->transform, "identity") != 0 ? -1 :
+				partition_string(e->partition, e->partition_len, k, &cf->slo, &cf->llo);
+			cf->nulls_known |= rc >= 0;
+			cf->nulls = rc == 0 ? cf->records : rc == 1 ? 0 : cf->nulls;
+			if (rc == 1)
+			{
+				cf->shi = cf->slo;
+				cf->lhi = cf->llo;
+				cf->has_lo = cf->has_hi = true;
+				return;			/* exact: the metrics add nothing */
+			}
+			cf->slo = NULL;
+			continue;
+		}
 		rc = iceberg_partition_long(e->partition, e->partition_len, k, &v);
 		if (rc == 0 && (strcmp(pf->transform, "identity") == 0 || strcmp(pf->transform, "year") == 0 ||
 						strcmp(pf->transform, "month") == 0 || strcmp(pf->transform, "day") == 0 ||
@@ -538,6 +558,57 @@ col_facts(const RNode *n, const IcebergTableMetadata *md, const IcebergManifestE
 		cf->has_lo = cf->slo != NULL;
 		cf->has_hi = cf->shi != NULL;
 	}
+}
+
+/*
+ * The n-th value of a partition's canonical JSON array as a string
+ * without escapes (*s, *len borrowed): 1; 0 when null; -1 otherwise (a
+ * string with an escape proves nothing here).
+ */
+static int
+partition_string(const char *text, size_t len, int n, const uint8_t **s, size_t *slen)
+{
+	size_t		i = 1;
+	int			k = 0;
+
+	if (text == NULL || len == 0 || text[0] != '[')
+		return -1;
+	while (i < len)
+	{
+		size_t		start = i;
+		bool		escaped = false;
+
+		if (text[i] == '"')
+		{
+			for (i++; i < len && text[i] != '"'; i++)
+				if (text[i] == '\\')
+				{
+					escaped = true;
+					i++;
+				}
+			if (i >= len)
+				return -1;
+			i++;
+		}
+		else
+			while (i < len && text[i] != ',' && text[i] != ']')
+				i++;
+		if (k == n)
+		{
+			if (i - start == 4 && strncmp(text + start, "null", 4) == 0)
+				return 0;
+			if (text[start] != '"' || escaped)
+				return -1;
+			*s = (const uint8_t *) text + start + 1;
+			*slen = i - start - 2;
+			return 1;
+		}
+		if (i >= len || text[i] != ',')
+			return -1;
+		i++;
+		k++;
+	}
+	return -1;
 }
 
 static int
