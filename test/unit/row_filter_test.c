@@ -308,8 +308,8 @@ test_sql(void)
 							   " OR b = false OR tsn >= 7 OR s NOT IN ('''; DROP TABLE t; --')", &err);
 	char	   *sql = f ? iceberg_row_filter_sql(f, "d.c") : NULL;
 	const char *want = "(((((((d.c1 = CAST('5' AS BIGINT)) AND (d.c5 = 'it''s')) OR (NOT (epoch_us(d.c2) IS NULL)))"
-		" OR (date_diff('day', DATE '1970-01-01', d.c3) IN (CAST('20454' AS BIGINT), CAST('3' AS BIGINT))))"
-		" OR (d.c8 = false)) OR (epoch_ns(d.c6) >= CAST('7' AS BIGINT))) OR (d.c5 NOT IN ('''; DROP TABLE t; --')))";
+	" OR (date_diff('day', DATE '1970-01-01', d.c3) IN (CAST('20454' AS BIGINT), CAST('3' AS BIGINT))))"
+	" OR (d.c8 = false)) OR (epoch_ns(d.c6) >= CAST('7' AS BIGINT))) OR (d.c5 NOT IN ('''; DROP TABLE t; --')))";
 
 	CHECK(sql != NULL && strcmp(sql, want) == 0, "the predicate:\n got %s\nwant %s",
 		  sql ? sql : "(none)", want);
