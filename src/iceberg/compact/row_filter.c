@@ -281,6 +281,32 @@ iceberg_row_filter_bind(const char *text, const IcebergSchema *schema, IcebergRo
 	return true;
 }
 
+IcebergRowFilter *
+iceberg_row_filter_less_than(int32_t field_id, IcebergTypeId t, bool required, int64_t value)
+{
+	IcebergRowFilter *f = io_calloc(1, sizeof(IcebergRowFilter));
+	RNode	   *n = io_calloc(1, sizeof(RNode));
+	int64_t    *v = io_calloc(1, sizeof(int64_t));
+
+	if (f == NULL || n == NULL || v == NULL)
+	{
+		io_free(f);
+		io_free(n);
+		io_free(v);
+		return NULL;
+	}
+	n->kind = IF_CMP;
+	n->op = IF_LT;
+	n->field_id = field_id;
+	n->type = t;
+	n->required = required;
+	n->nvals = 1;
+	n->ints = v;
+	v[0] = value;
+	f->root = n;
+	return f;
+}
+
 /* ---------------------------------------------------------------------
  * Partition values (shared with retention)
  * ---------------------------------------------------------------------

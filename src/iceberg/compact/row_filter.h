@@ -74,6 +74,13 @@ extern bool iceberg_row_filter_bind(const char *text, const IcebergSchema *schem
 extern void iceberg_row_filter_free(IcebergRowFilter *f);
 
 /*
+ * The filter "column < value" on a column of type t (value in its units:
+ * retention's cutoff); NULL when out of memory.
+ */
+extern IcebergRowFilter *iceberg_row_filter_less_than(int32_t field_id, IcebergTypeId t,
+													  bool required, int64_t value);
+
+/*
  * The class of a live data file (read with ICEBERG_READ_PARTITION and
  * ICEBERG_READ_BOUNDS); *by_partition: its partition alone decided ALL
  * or NONE.

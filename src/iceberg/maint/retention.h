@@ -22,7 +22,9 @@
  *	  milliseconds, microseconds or nanoseconds since 1970-01-01 UTC); a
  *	  value v is older when v units after the epoch is before the cutoff.
  *
- * A data file is classified by (first that applies):
+ * A data file is classified by row_filter.h's judgement of the filter
+ * "column < cutoff" (iceberg_row_filter_less_than: one rule for
+ * retention and deletions), which amounts to (first that applies):
  *	1. its partition, in its own spec (so files of every spec of an
  *	   evolved table are judged by the spec they were written in): a field
  *	   on the column with transform identity, year, month, day or hour and
@@ -110,6 +112,7 @@ typedef struct IcebergRetention
 	int64_t		cutoff_us;		/* as given */
 	int64_t		cutoff;			/* in the column's units: older iff value <
 								 * cutoff */
+	IcebergRowFilter *older;	/* "column < cutoff" (in its units) */
 	char	   *where;			/* the where's text, or NULL */
 	IcebergRowFilter *filter;	/* it, bound */
 } IcebergRetention;

@@ -184,6 +184,12 @@ iceberg_retention_bind(const IcebergTableMetadata *md, const char *column, int64
 			r->cutoff = cutoff_us;
 			break;
 	}
+	r->older = iceberg_row_filter_less_than(r->field_id, r->type, r->required, r->cutoff);
+	if (r->older == NULL)
+	{
+		iceberg_retention_free(r);
+		return retention_oom(err);
+	}
 	*out = r;
 	return true;
 }
@@ -196,6 +202,7 @@ iceberg_retention_free(IcebergRetention *r)
 	io_free(r->column);
 	io_free(r->where);
 	iceberg_row_filter_free(r->filter);
+	iceberg_row_filter_free(r->older);
 	io_free(r);
 }
 
@@ -261,93 +268,55 @@ IcebergRetentionClass
 iceberg_retention_classify(const IcebergRetention *r, const IcebergTableMetadata *md,
 						   const IcebergManifestEntry *e, int64_t *older, bool *by_partition)
 {
-	const IcebergPartitionSpec *spec = iceberg_metadata_spec(md, e->spec_id);
 	int64_t		lower = 0,
 				upper = 0,
 				nulls = -1;
 	int			has_lower,
 				has_upper,
 				has_nulls;
+	int64_t		rows;
 
 	*older = 0;
-	*by_partition = false;
-	if (r->filter != NULL)
+	/* one rule: the where's, or "column < cutoff" in the column's units */
+	switch (iceberg_row_filter_classify(r->filter ? r->filter : r->older, md, e, by_partition))
 	{
-		/* a where: the rows it matches are removed */
-		switch (iceberg_row_filter_classify(r->filter, md, e, by_partition))
-		{
-			case ICEBERG_ROWS_ALL:
-				*older = e->record_count;
-				return ICEBERG_RETAIN_DROP;
-			case ICEBERG_ROWS_NONE:
-				return ICEBERG_RETAIN_KEEP;
-			case ICEBERG_ROWS_SOME:
-				break;
-		}
-		*by_partition = false;
-		return ICEBERG_RETAIN_STRADDLE;
-	}
-	for (int f = 0; spec != NULL && f < spec->nfields; f++)
-	{
-		const IcebergPartitionField *pf = &spec->fields[f];
-		int64_t		v = 0,
-					lo = 0,
-					hi = 0;
-
-		if (pf->source_id != r->field_id ||
-			iceberg_partition_long(e->partition, e->partition_len, f, &v) != 1 ||
-			!iceberg_transform_range(r->type, pf->transform, v, &lo, &hi))
-			continue;
-		*by_partition = true;
-		if (hi <= r->cutoff)
-		{
+		case ICEBERG_ROWS_ALL:
 			*older = e->record_count;
 			return ICEBERG_RETAIN_DROP;
-		}
-		if (lo >= r->cutoff)
+		case ICEBERG_ROWS_NONE:
 			return ICEBERG_RETAIN_KEEP;
-		*by_partition = false;
+		case ICEBERG_ROWS_SOME:
+			break;
 	}
+	*by_partition = false;
+	if (r->filter != NULL)
+		return ICEBERG_RETAIN_STRADDLE; /* a where: how many match is not
+										 * estimated */
+
+	/* some rows may be older: straddling when bounded below, else unknown */
 	has_nulls = iceberg_metric_count(e->null_value_counts, e->null_value_counts_len,
 									 r->field_id, &nulls);
 	has_lower = read_bound(r, e->lower_bounds, e->lower_bounds_len, &lower);
 	has_upper = read_bound(r, e->upper_bounds, e->upper_bounds_len, &upper);
-	if (r->required && has_nulls != -1)
+	if (has_lower != 1 || lower >= r->cutoff)
+		return ICEBERG_RETAIN_UNKNOWN;
+	rows = e->record_count - (!r->required && has_nulls == 1 && nulls > 0 ? nulls : 0);
+	/* older rows estimated linearly between the bounds */
+	if (has_upper == 1 && upper >= r->cutoff && upper > lower)
 	{
-		has_nulls = 1;			/* a required column holds no NULL */
-		nulls = 0;
-	}
-	if (has_lower == 1 && lower >= r->cutoff)
-		return ICEBERG_RETAIN_KEEP;
-	if (has_nulls == 1 && nulls >= 0 && nulls == e->record_count)
-		return ICEBERG_RETAIN_KEEP; /* only NULLs: none older */
-	if (has_upper == 1 && upper < r->cutoff && has_nulls == 1 && nulls == 0)
-	{
-		*older = e->record_count;
-		return ICEBERG_RETAIN_DROP;
-	}
-	if (has_lower == 1 && lower < r->cutoff)
-	{
-		int64_t		rows = e->record_count - (has_nulls == 1 && nulls > 0 ? nulls : 0);
+		double		frac = ((double) r->cutoff - (double) lower) /
+		((double) upper - (double) lower);
 
-		/* older rows estimated linearly between the bounds */
-		if (has_upper == 1 && upper >= r->cutoff && upper > lower)
-		{
-			double		frac = ((double) r->cutoff - (double) lower) /
-			((double) upper - (double) lower);
-
-			/* at least one row older, and the upper bound's row is not */
-			*older = (int64_t) (frac * (double) rows + 0.5);
-			if (*older >= rows)
-				*older = rows - 1;
-			if (*older < 1)
-				*older = 1;
-		}
-		else
-			*older = rows > 0 ? rows : 1;
-		return ICEBERG_RETAIN_STRADDLE;
+		/* at least one row older, and the upper bound's row is not */
+		*older = (int64_t) (frac * (double) rows + 0.5);
+		if (*older >= rows)
+			*older = rows - 1;
+		if (*older < 1)
+			*older = 1;
 	}
-	return ICEBERG_RETAIN_UNKNOWN;
+	else
+		*older = rows > 0 ? rows : 1;
+	return ICEBERG_RETAIN_STRADDLE;
 }
 
 /* ---------------------------------------------------------------------
