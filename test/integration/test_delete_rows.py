@@ -17,6 +17,7 @@ computed here in Python from the rows read before:
     a where mixing the partition column, an id and a boolean: the files of
     the partition dropped by their partition value, the others rewritten
     where they may match; exactly the matching rows gone;
+  - mode metadata: only the files whose rows all match go;
   - a where naming no column (42703), a literal of the wrong type (22023),
     a column of a type not filtered (0A000): refused with DETAIL and HINT
     when the table is loaded, no job recorded.
@@ -134,6 +135,7 @@ def test_unpartitioned(env):
     assert s["straddling_files"] == 2 and s["files_kept"] == 5, s
     # exact: 30 rows with the files, 7 by the rewrite
     assert row["rows_removed"] == 37, row
+    assert row["data_files_rewritten"] == 2 and row["data_files_added"] == 1, row  # one group
     assert "2 data files rewritten without their matching rows, 7 rows removed from them" \
         in row["message"], row
 
@@ -149,6 +151,25 @@ def test_partitioned_with_deletes(env):
     # the four files of c1 by their partition value alone
     assert s["files_dropped_by_partition"] == 4, s
     assert s["straddling_files"] >= 1, s
+
+
+def test_mode_metadata(env):
+    """Mode metadata: the files whose rows all match go, the file that may
+    hold some is listed and kept with its rows."""
+    smallfiles.make_table(env["catalog"], env["st"], "drw", "meta", files=5, rows_per_file=10,
+                          partitioned=False, seed=24)
+    ow.give_to_server(env["file_root"])
+    mloc0, meta0 = ow.load(env["catalog"], "drw", "meta")
+    got0 = rows(env, mloc0)
+    row = env["pg"].wait_job(delete_rows(env, "drw", "meta", "id < 25", {"mode": "metadata"}))
+    assert row["state"] == "succeeded", row
+    mloc, meta = ow.load(env["catalog"], "drw", "meta")
+    got = rows(env, mloc)
+    assert set(got) == {i for i in got0 if i >= 20}
+    assert row["data_files_removed"] == 2 and row["rows_removed"] == 20, row
+    assert "1 files may hold matching rows and were kept (mode metadata)" in row["message"], row
+    snap = ow.snapshot(meta, meta["current-snapshot-id"])
+    assert snap["summary"]["operation"] == "delete", snap["summary"]
 
 
 def test_refused_when_loaded(env):
