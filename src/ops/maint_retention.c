@@ -23,7 +23,12 @@
  * Options: column (required), older-than (required: an age before the run,
  * "90 days", or a point in time, "2026-01-01 00:00Z"), unit (for a long or
  * int epoch column: s, ms, us or ns).  The cutoff is resolved when the
- * table is loaded (again after a conflict).
+ * table is loaded (again after a conflict).  Or, instead of those, a
+ * where (tms.delete_rows, tms_delete_rows_submit below): the rows it
+ * matches are removed by the same plan, commits and rewrite; it is bound
+ * to the table when loaded (bind_where: 42703, 22023, 0A000), its files
+ * that may match are all straddling (none unknown), and the helper gets
+ * the where's text to parse and bind again, never SQL.
  *
  * The commit follows maint_rewrite.c: the new snapshot, assert-table-uuid
  * and assert-ref-snapshot-id (maint.c's protocol); commit_state records
