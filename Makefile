@@ -252,6 +252,7 @@ UNIT_LAYER_azure = io
 UNIT_LAYER_memory = iceberg
 UNIT_LAYER_gcs = io
 UNIT_LAYER_dv = iceberg
+UNIT_LAYER_row_filter = iceberg
 UNIT_LAYER_retention = iceberg
 UNIT_LAYER_health = dsl
 unit_layer = $(or $(UNIT_LAYER_$(1)),$(1))

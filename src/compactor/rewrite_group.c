@@ -47,8 +47,11 @@
  * number), are written as the reserved columns of field ids 2147483540
  * and 2147483539.
  * A retention's rewrite (job->remove_older) also drops the rows whose
- * column is below the cutoff (NULLs stay), and counts them first with a
- * query of its own over the same rows (rows_filtered of "done").
+ * column is below the cutoff (NULLs stay), a deletion's
+ * (job->remove_where) the rows its where is TRUE for (row_filter.c
+ * writes the predicate from the bound filter, never from the text), and
+ * each counts them first with a query of its own over the same rows
+ * (rows_filtered of "done").
  * A rewrite of position deletes (job->filter_live: its inputs are position
  * delete files, its schema file_path and pos, its order theirs) keeps a
  * row only when its file_path is in the table "keep" with a sequence
@@ -271,7 +274,8 @@ typedef struct GroupRun
 	bool		has_pos_files;	/* of them, Parquet position delete files */
 	int64_t		rows_in;
 	int64_t		rows_out;
-	int64_t		rows_filtered;	/* removed by job->remove_older */
+	int64_t		rows_filtered;	/* removed by job->remove_older or
+								 * remove_where */
 	int64_t		bytes_in;
 	int64_t		done_bytes;
 	int			files_written;
@@ -859,6 +863,7 @@ output_options(GroupRun *g, Sql *q)
 }
 
 static void group_rows_sql(GroupRun *g, int o);
+static void removed_rows_sql(Sql *q, const IcebergCompactJob *job, bool removed);
 
 /*
  * The value of a retention's column in the units of its cutoff (d.c<id>:
@@ -928,13 +933,7 @@ group_copy_sql(GroupRun *g, int o, const char *local_out, bool sorted)
 				" coalesce(d.__lus, sl.seq) AS __lus");
 	compactor_sort_keys(q, job);
 	group_rows_sql(g, o);
-	if (job->remove_older.kind != ICEBERG_CUTOFF_NONE)
-	{
-		/* a retention's rewrite keeps the rows not older (and NULLs) */
-		sql_add(q, " AND (d.c%d IS NULL OR ", (int) job->remove_older.field_id);
-		older_value_sql(q, &job->remove_older);
-		sql_add(q, " >= %" PRId64 ")", job->remove_older.cutoff);
-	}
+	removed_rows_sql(q, job, false);
 	sql_add(q, ") s");
 	(void) compactor_order_by(q, job);
 	sql_add(q, ") TO ");
@@ -987,6 +986,44 @@ group_rows_sql(GroupRun *g, int o)
 }
 
 /*
+ * " AND <the rows a retention or a deletion removes>" (removed) or " AND
+ * <the rows it keeps>" appended to q; nothing for a compaction.  A row
+ * whose where is NULL (a NULL compared) is kept, as DELETE keeps it.
+ */
+static void
+removed_rows_sql(Sql *q, const IcebergCompactJob *job, bool removed)
+{
+	if (job->remove_older.kind != ICEBERG_CUTOFF_NONE)
+	{
+		/* a retention's rewrite keeps the rows not older (and NULLs) */
+		if (removed)
+		{
+			sql_add(q, " AND ");
+			older_value_sql(q, &job->remove_older);
+			sql_add(q, " < %" PRId64, job->remove_older.cutoff);
+		}
+		else
+		{
+			sql_add(q, " AND (d.c%d IS NULL OR ", (int) job->remove_older.field_id);
+			older_value_sql(q, &job->remove_older);
+			sql_add(q, " >= %" PRId64 ")", job->remove_older.cutoff);
+		}
+	}
+	if (job->remove_where != NULL)
+	{
+		char	   *pred = iceberg_row_filter_sql(job->remove_where, "d.c");
+
+		if (pred == NULL)
+		{
+			q->oom = true;
+			return;
+		}
+		sql_add(q, removed ? " AND coalesce(%s, false)" : " AND NOT coalesce(%s, false)", pred);
+		io_free(pred);
+	}
+}
+
+/*
  * How many rows of read o a retention's rewrite removes (older than the
  * cutoff, not deleted already) into g->rows_filtered; the rows' one
  * column is read again, before the COPY.
@@ -994,17 +1031,14 @@ group_rows_sql(GroupRun *g, int o)
 static bool
 group_count_older(GroupRun *g, int o)
 {
-	const IcebergRowCutoff *c = &g->job->remove_older;
 	duckdb_result r;
 
-	if (c->kind == ICEBERG_CUTOFF_NONE)
+	if (g->job->remove_older.kind == ICEBERG_CUTOFF_NONE && g->job->remove_where == NULL)
 		return true;
 	sql_reset(&g->q);
 	sql_add(&g->q, "SELECT count(*)");
 	group_rows_sql(g, o);
-	sql_add(&g->q, " AND ");
-	older_value_sql(&g->q, c);
-	sql_add(&g->q, " < %" PRId64, c->cutoff);
+	removed_rows_sql(&g->q, g->job, true);
 	if (g->q.oom)
 	{
 		tms_error_set(g->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");

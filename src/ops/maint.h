@@ -32,6 +32,16 @@ extern int64 tms_operation_submit(const char *server, const char *ns,
 								  Jsonb *options, const char *engine);
 
 /*
+ * tms.delete_rows: a job of operation retention on engine local whose
+ * options are the where and the mode (default "rewrite"), submitted as
+ * tms.run_operation submits; where and options are checked first (22004,
+ * 22023), the where's columns and literals when the table is loaded
+ * (42703, 22023, 0A000).  Returns the job id.
+ */
+extern int64 tms_delete_rows_submit(const char *server, const char *ns, const char *table,
+									const char *where, Jsonb *options);
+
+/*
  * tms.plan_operation: plan as the acting role and put one row (action,
  * target, detail) per effect into ts; commits and deletes nothing.
  */

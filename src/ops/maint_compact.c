@@ -480,7 +480,7 @@ static char *
 commit_state_json(const IcebergCompactPlan *p, int g, const IcebergCompactCommit *res,
 				  char **outputs, int noutputs, int64 dangling, int64 filtered)
 {
-	const char *op = p->remove_older.kind != ICEBERG_CUTOFF_NONE ? "retention" :
+	const char *op = iceberg_compact_removes_rows(p) ? "retention" :
 	p->rewrite_content == ICEBERG_CONTENT_DATA ? "compaction" : "position-delete-rewrite";
 	StringInfoData b;
 	bool		first = true;
@@ -819,7 +819,7 @@ next_done(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, GroupWork *wo
 			if (posdel && consistent)
 				w->dangling = m.rows_deleted;
 			/* a retention's rewrite: the older rows it removed */
-			if (p->remove_older.kind != ICEBERG_CUTOFF_NONE && consistent)
+			if (iceberg_compact_removes_rows(p) && consistent)
 				w->filtered = m.rows_filtered;
 			else if (m.rows_filtered != 0)
 				consistent = false;
@@ -1071,7 +1071,7 @@ rewrite_all(MaintRun *run, Compactor **helper, IcebergCompactPlan *p,
 	int			max_failed = run->opt.partial_progress_max_failed_commits >= 0 ?
 	run->opt.partial_progress_max_failed_commits : run->opt.partial_progress_max_commits;
 	bool		posdel = p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
-	const char *what = p->remove_older.kind != ICEBERG_CUTOFF_NONE ?
+	const char *what = iceberg_compact_removes_rows(p) ?
 	"retention's rewrite" : "compaction";
 	bool		helper_ok = true;
 
@@ -1170,7 +1170,7 @@ maint_compact_run_plan(MaintRun *run, IcebergCompactPlan *plan)
 	int64	   *peak_rss = palloc0(sizeof(int64));	/* the helper's, over the
 													 * groups */
 	bool		posdel = plan->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
-	const char *what = plan->remove_older.kind != ICEBERG_CUTOFF_NONE ?
+	const char *what = iceberg_compact_removes_rows(plan) ?
 	"retention's rewrite" : "compaction";
 
 	PG_TRY();

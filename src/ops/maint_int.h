@@ -114,6 +114,8 @@ typedef struct MaintOptions
 	char	   *retention_unit; /* a long or int column's; NULL: none */
 	bool		retention_rewrite;	/* mode "rewrite": straddling files too */
 	bool		retention_scan; /* files without bounds read too */
+	char	   *retention_where;	/* a where instead of column and cutoff
+									 * (tms.delete_rows) */
 } MaintOptions;
 
 extern MaintOp maint_op_from_name(const char *operation);

@@ -68,7 +68,10 @@
  *					   the meanings of Iceberg's rewrite_position_delete_files
  *					   (https://iceberg.apache.org/docs/latest/spark-procedures/#rewrite_position_delete_files)
  *	  retention		   column and older-than (both required), unit (a long
- *					   or int epoch column's: s, ms, us, ns), mode
+ *					   or int epoch column's: s, ms, us, ns), or instead
+ *					   of those three a where (row_filter.h's grammar,
+ *					   parsed here, bound to the table when it is
+ *					   loaded: tms.delete_rows's jobs), mode
  *					   (metadata, rewrite; delete-files is 0A000: not
  *					   done yet), scan (true needs mode rewrite); on
  *					   any engine but local retention is 0A000; the column
@@ -612,6 +615,18 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 		}
 		else if (op == MAINT_RETENTION && strcmp(key, "scan") == 0)
 			out->retention_scan = opt_bool(operation, key, &v);
+		else if (op == MAINT_RETENTION && strcmp(key, "where") == 0)
+		{
+			IcebergPartitionFilter *f;
+			TmsError	err;
+
+			/* its syntax here; its columns and literals with the table */
+			out->retention_where = opt_string(operation, key, &v);
+			if (!iceberg_partition_filter_parse(out->retention_where, &f, &err))
+				bad_option(operation, key, "The filter is \"%s\"; %s (%s).",
+						   out->retention_where, err.message, err.detail);
+			iceberg_partition_filter_free(f);
+		}
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -624,7 +639,7 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 							 op == MAINT_POSDELETE ?
 							 "Options of position-delete-rewrite on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, partial-progress.enabled, partial-progress.max-commits, partial-progress.max-failed-commits, max-concurrent-file-group-rewrites and where." :
 							 op == MAINT_RETENTION ?
-							 "Options of retention on engine local are column, older-than, unit, mode and scan." :
+							 "Options of retention on engine local are column, older-than, unit, mode and scan, or where and mode." :
 							 op == MAINT_COMPACTION ?
 							 "Options of compaction on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, delete-file-threshold, delete-ratio-threshold, remove-dangling-deletes, output-spec-id, partial-progress.enabled, partial-progress.max-commits, partial-progress.max-failed-commits, max-concurrent-file-group-rewrites, where, strategy and sort-order." :
 							 "Options of manifest-rewrite are spec-id and target-size-bytes.")));
@@ -671,10 +686,25 @@ check_compaction_sizes(const MaintOptions *o)
 						   target, max)));
 }
 
-/* retention needs its column and its cutoff */
+/* retention needs its column and its cutoff, or a where alone */
 static void
 check_retention(const MaintOptions *o)
 {
+	if (o->retention_where != NULL)
+	{
+		if (o->retention_column != NULL || o->older_than.set || o->retention_unit != NULL ||
+			o->retention_scan)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("retention option \"where\" takes no %s",
+							o->retention_column != NULL ? "\"column\"" :
+							o->older_than.set ? "\"older-than\"" :
+							o->retention_unit != NULL ? "\"unit\"" : "\"scan\""),
+					 errdetail("The where is \"%s\"; it says alone which rows are removed.",
+							   o->retention_where),
+					 errhint("Give either a where or a column with older-than.")));
+		return;
+	}
 	if (o->retention_column == NULL || o->retention_column[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

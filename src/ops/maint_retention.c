@@ -23,7 +23,12 @@
  * Options: column (required), older-than (required: an age before the run,
  * "90 days", or a point in time, "2026-01-01 00:00Z"), unit (for a long or
  * int epoch column: s, ms, us or ns).  The cutoff is resolved when the
- * table is loaded (again after a conflict).
+ * table is loaded (again after a conflict).  Or, instead of those, a
+ * where (tms.delete_rows, tms_delete_rows_submit below): the rows it
+ * matches are removed by the same plan, commits and rewrite; it is bound
+ * to the table when loaded (bind_where: 42703, 22023, 0A000), its files
+ * that may match are all straddling (none unknown), and the helper gets
+ * the where's text to parse and bind again, never SQL.
  *
  * The commit follows maint_rewrite.c: the new snapshot, assert-table-uuid
  * and assert-ref-snapshot-id (maint.c's protocol); commit_state records
@@ -48,6 +53,7 @@
 #include "bridge/errors.h"
 #include "iceberg/maint/retention.h"
 #include "iceberg/write/commit_request.h"
+#include "ops/maint.h"
 #include "ops/maint_int.h"
 #include "sched/lease.h"
 
@@ -73,6 +79,36 @@ rewritable(MaintRun *run, TmsError *err)
 	ok = iceberg_compact_check_schema(schema, err);
 	iceberg_schema_free(schema);
 	return ok;
+}
+
+/*
+ * Bind a where (tms.delete_rows) to run->md: a name that is no column is
+ * 42703, a column of a type not filtered 0A000, a literal not of its
+ * column's type 22023, each with the DETAIL and HINT row_filter.c gives.
+ */
+static IcebergRetention *
+bind_where(MaintRun *run, bool raise)
+{
+	IcebergRetention *r;
+	TmsError	err;
+	int			code;
+
+	if (iceberg_retention_bind_where(run->md, run->opt.retention_where, &r, &err))
+		return r;
+	code = err.code == ICEBERG_ERR_NOT_FOUND ? ERRCODE_UNDEFINED_COLUMN :
+		err.code == ICEBERG_ERR_UNSUPPORTED ? ERRCODE_FEATURE_NOT_SUPPORTED :
+		err.code == ICEBERG_ERR_OUT_OF_MEMORY ? ERRCODE_OUT_OF_MEMORY :
+		ERRCODE_INVALID_PARAMETER_VALUE;
+	if (raise)
+		ereport(ERROR,
+				(errcode(code),
+				 errmsg("%s", err.message),
+				 errdetail("%s", err.detail[0] ? err.detail :
+						   psprintf("The where is \"%s\".", run->opt.retention_where)),
+				 err.hint[0] ? errhint("%s", err.hint) : 0));
+	maint_fail_code(run, MAINT_TERMINAL, code, "invalid where of the deletion: %s",
+					tms_error_text(&err));
+	return NULL;
 }
 
 /*
@@ -117,6 +153,8 @@ bind_run(MaintRun *run, bool raise)
 						"cannot rewrite the data files: %s", tms_error_text(&err));
 		return NULL;
 	}
+	if (run->opt.retention_where != NULL)
+		return bind_where(run, raise);
 	if (!iceberg_retention_bind(run->md, run->opt.retention_column, cutoff_us(run), unit, &r, &err))
 	{
 		if (raise)
@@ -220,17 +258,25 @@ emit_plan(MaintRun *run, const IcebergRetention *r, const IcebergRetentionPlan *
 		maint_emit(run, "unknown-data-file", p->unknown[i].path,
 				   file_json(&p->unknown[i], false, run->opt.retention_scan));
 	initStringInfo(&b);
-	appendStringInfoString(&b, "{\"column\": ");
-	escape_json(&b, r->column);
-	appendStringInfo(&b, ", \"cutoff\": %s, \"cutoff_in_column_units\": " INT64_FORMAT
-					 ", \"mode\": \"%s\", \"scan\": %s, \"data_files\": " INT64_FORMAT
+	if (r->where != NULL)
+	{
+		appendStringInfoString(&b, "{\"where\": ");
+		escape_json(&b, r->where);
+	}
+	else
+	{
+		appendStringInfoString(&b, "{\"column\": ");
+		escape_json(&b, r->column);
+		appendStringInfo(&b, ", \"cutoff\": %s, \"cutoff_in_column_units\": " INT64_FORMAT,
+						 json_quote_timestamptz(r->cutoff_us), r->cutoff);
+	}
+	appendStringInfo(&b, ", \"mode\": \"%s\", \"scan\": %s, \"data_files\": " INT64_FORMAT
 					 ", \"files_dropped\": " INT64_FORMAT ", \"files_dropped_by_partition\": " INT64_FORMAT
 					 ", \"bytes_dropped\": " INT64_FORMAT ", \"rows_removed\": " INT64_FORMAT
 					 ", \"straddling_files\": %d, \"straddling_rows\": " INT64_FORMAT
 					 ", \"straddling_rows_older_estimated\": " INT64_FORMAT
 					 ", \"unknown_files\": %d, \"unknown_rows\": " INT64_FORMAT
 					 ", \"files_kept\": " INT64_FORMAT ", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
-					 json_quote_timestamptz(r->cutoff_us), r->cutoff,
 					 run->opt.retention_rewrite ? "rewrite" : "metadata",
 					 run->opt.retention_scan ? "true" : "false", d->data_files,
 					 p->dropped_files, p->dropped_by_partition, p->dropped_bytes, p->dropped_rows,
@@ -296,9 +342,15 @@ record_effect(MaintRun *run, int64 files, int64 rows, int64 deletes, int straddl
 	run->delete_files_rewritten = deletes;
 	if (run->dry_run)
 		return;
-	s.message = psprintf("retention: " INT64_FORMAT " data files dropped whole, " INT64_FORMAT
-						 " rows removed, " INT64_FORMAT " delete files removed; %d files straddling the cutoff and %d files without bounds on the column were kept",
-						 files, rows, deletes, straddling, unknown);
+	if (run->opt.retention_where != NULL)
+		s.message = psprintf("delete rows: " INT64_FORMAT " data files dropped whole, " INT64_FORMAT
+							 " rows removed, " INT64_FORMAT " delete files removed; %d files may hold matching rows%s",
+							 files, rows, deletes, straddling,
+							 run->opt.retention_rewrite ? "" : " and were kept (mode metadata)");
+	else
+		s.message = psprintf("retention: " INT64_FORMAT " data files dropped whole, " INT64_FORMAT
+							 " rows removed, " INT64_FORMAT " delete files removed; %d files straddling the cutoff and %d files without bounds on the column were kept",
+							 files, rows, deletes, straddling, unknown);
 	sched_owner_step(step_message, &s);
 	if (!s.written && sched_lease_lost())
 		run->result = MAINT_LEASE_LOST;
@@ -456,7 +508,9 @@ step_rewrite(void *arg)
 	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
 							   "   SET rows_removed = coalesce(rows_removed, 0) + $5,"
 							   "       message = coalesce(message || '; ', 'retention: ') ||"
-							   "         format('%s data files rewritten without their older rows, %s rows removed from them', $4, $5)"
+							   "         format('%s data files rewritten without their ' ||"
+							   "                CASE WHEN options ? 'where' THEN 'matching' ELSE 'older' END ||"
+							   "                ' rows, %s rows removed from them', $4, $5)"
 							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
 							   5, types, args, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE)
@@ -588,4 +642,67 @@ maint_resume_retention(MaintRun *run)
 		case MAINT_RESUMED_STOP:
 			break;
 	}
+}
+
+/* ----------------------------------------------------------------
+ * tms.delete_rows: a job of retention with a where
+ * ----------------------------------------------------------------
+ */
+
+int64
+tms_delete_rows_submit(const char *server, const char *ns, const char *table,
+					   const char *where, Jsonb *options)
+{
+	const char *mode = "rewrite";
+	StringInfoData b;
+
+	if (where == NULL || strspn(where, " \t\r\n") == strlen(where))
+		ereport(ERROR,
+				(errcode(where == NULL ? ERRCODE_NULL_VALUE_NOT_ALLOWED : ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the where of tms.delete_rows must not be %s", where == NULL ? "null" : "empty"),
+				 errdetail("The where says which rows are deleted; without one every row would be."),
+				 errhint("Give a filter such as 'user_id = 42', or drop the table's rows with DELETE FROM on an engine.")));
+	if (options != NULL && (!JB_ROOT_IS_OBJECT(options) || JB_ROOT_IS_SCALAR(options)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid options of tms.delete_rows"),
+				 errdetail("Options must be a JSON object such as {\"mode\": \"metadata\"}.")));
+	if (options != NULL)
+	{
+		JsonbIterator *it = JsonbIteratorInit(&options->root);
+		JsonbValue	v;
+		JsonbIteratorToken tok;
+
+		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		{
+			char	   *key;
+
+			if (tok != WJB_KEY)
+				continue;
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+			if (strcmp(key, "mode") != 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("unknown option \"%s\" of tms.delete_rows", key),
+						 errdetail("The options give \"%s\"; the where argument alone says which rows are deleted.", key),
+						 errhint("The one option is mode: \"rewrite\" (the default: files that may hold matching rows are rewritten without them) or \"metadata\" (only files whose rows all match are dropped).")));
+			tok = JsonbIteratorNext(&it, &v, true);
+			if (tok != WJB_VALUE || v.type != jbvString)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid option \"mode\" of tms.delete_rows"),
+						 errdetail("The mode must be a string: \"rewrite\" or \"metadata\".")));
+			mode = pnstrdup(v.val.string.val, v.val.string.len);
+		}
+	}
+	/* retention's options: the where, and the mode (checked there) */
+	initStringInfo(&b);
+	appendStringInfoString(&b, "{\"mode\": ");
+	escape_json(&b, mode);
+	appendStringInfoString(&b, ", \"where\": ");
+	escape_json(&b, where);
+	appendStringInfoChar(&b, '}');
+	return tms_operation_submit(server, ns, table, "retention",
+								DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(b.data))),
+								"local");
 }

@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * maint_sql.c
- *	  tms.run_operation(), tms.plan_operation(), tms.engine_statement()
- *	  and tms._check_operation(): maintenance operations on demand
- *	  (src/ops/maint.c, src/ops/maint_on_engine.c).
+ *	  tms.run_operation(), tms.plan_operation(), tms.engine_statement(),
+ *	  tms.delete_rows() and tms._check_operation(): maintenance operations
+ *	  on demand (src/ops/maint.c, src/ops/maint_on_engine.c,
+ *	  src/ops/maint_retention.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +20,7 @@
 
 PG_FUNCTION_INFO_V1(tms_run_operation);
 PG_FUNCTION_INFO_V1(tms_plan_operation);
+PG_FUNCTION_INFO_V1(tms_delete_rows);
 PG_FUNCTION_INFO_V1(tms_check_operation);
 PG_FUNCTION_INFO_V1(tms_engine_statement_sql);
 
@@ -37,6 +39,21 @@ tms_run_operation(PG_FUNCTION_ARGS)
 	char	   *engine = tms_arg_text(fcinfo, 5, "engine");
 
 	PG_RETURN_INT64(tms_operation_submit(server, ns, table, operation, options, engine));
+}
+
+/*
+ * tms.delete_rows(server, namespace, table_name, where, options) -> job id
+ */
+Datum
+tms_delete_rows(PG_FUNCTION_ARGS)
+{
+	char	   *server = tms_arg_name(fcinfo, 0, "server name");
+	char	   *ns = tms_arg_text(fcinfo, 1, "namespace");
+	char	   *table = tms_arg_text(fcinfo, 2, "table name");
+	char	   *where = PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3));
+	Jsonb	   *options = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
+
+	PG_RETURN_INT64(tms_delete_rows_submit(server, ns, table, where, options));
 }
 
 /*

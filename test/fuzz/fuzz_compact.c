@@ -14,7 +14,10 @@
  *	3: a where filter, parsed, bound to a partitioned table and evaluated
  *	   on the partitions ["c1", 19000] and [null, null];
  *	4: a value as text, serialized as each type, lower and upper,
- *	   truncated to 3.
+ *	   truncated to 3;
+ *	5: a deletion's where (row_filter.h), bound to the table's schema,
+ *	   judged on data files of partitions ["c1", 19000], [null, null] and
+ *	   ["c\"1", 1] without metrics, and written as DuckDB SQL.
  * Each must end in a value (true, or false with its error set); ASan,
  * UBSan and the leak checker do the rest.
  *
@@ -31,6 +34,7 @@
 
 #include "iceberg/compact/compact.h"
 #include "iceberg/compact/compact_wire.h"
+#include "iceberg/compact/row_filter.h"
 #include "io/io.h"
 
 static const char *metadata_json =
@@ -71,7 +75,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data + 1, len);
 	text[len] = '\0';
-	switch (data[0] % 5)
+	switch (data[0] % 6)
 	{
 		case 0:
 			{
@@ -140,6 +144,39 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						io_free(out);
 				}
 			break;
+		case 5:
+			{
+				static const char *const parts[] = {"[\"c1\",19000]", "[null,null]",
+				"[\"c\\\"1\",1]"};
+				IcebergSchema *schema;
+				IcebergRowFilter *f;
+
+				if (!iceberg_schema_parse(md->current_schema_json, &schema, &err))
+					abort();
+				if (iceberg_row_filter_bind(text, schema, &f, &err))
+				{
+					IcebergManifestEntry e;
+					char	   *sql;
+					bool		by_part;
+
+					for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+					{
+						memset(&e, 0, sizeof(e));
+						e.spec_id = 0;
+						e.partition = parts[i];
+						e.partition_len = strlen(parts[i]);
+						e.record_count = 10;
+						(void) iceberg_row_filter_classify(f, md, &e, &by_part);
+					}
+					if ((sql = iceberg_row_filter_sql(f, "d.c")) != NULL)
+						io_free(sql);
+					iceberg_row_filter_free(f);
+				}
+				else if (err.code == ICEBERG_OK)
+					abort();
+				iceberg_schema_free(schema);
+				break;
+			}
 	}
 	io_free(text);
 	return 0;

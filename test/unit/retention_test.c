@@ -307,7 +307,7 @@ test_partitions(IcebergTableMetadata *md)
 	entry(&x, 1, part, 2, 8, false, 0, 0, -1);
 	CHECK(classify(r, md, &x, NULL) == ICEBERG_RETAIN_KEEP, "the cutoff's day: kept");
 	entry(&x, 1, "[null]", 2, 8, false, 0, 0, -1);
-	CHECK(classify(r, md, &x, NULL) == ICEBERG_RETAIN_UNKNOWN, "a null partition: NULL rows, not dropped");
+	CHECK(classify(r, md, &x, NULL) == ICEBERG_RETAIN_KEEP, "a null partition: every row NULL, none older, kept");
 	/* month (2025-12 = 671) behind an identity string with a comma */
 	entry(&x, 2, "[\"a,\\\"b\",671]", 2, 8, false, 0, 0, -1);
 	CHECK(classify(r, md, &x, NULL) == ICEBERG_RETAIN_DROP, "2025-12 ends at the cutoff: dropped");

@@ -72,6 +72,19 @@ AS 'MODULE_PATHNAME', 'tms_plan_operation';
 COMMENT ON FUNCTION tms.plan_operation(name, text, text, text, jsonb) IS
     'what an operation would commit and delete on one table, changing nothing';
 
+-- A deletion request: a job of operation retention whose options are the
+-- where and the mode (doc/operations.md, "Deleting rows"); its dry run is
+-- tms.plan_operation(..., 'retention', '{"where": ..., "mode": "rewrite"}').
+CREATE OR REPLACE FUNCTION tms.delete_rows(server name, namespace text, table_name text,
+                               "where" text, options jsonb DEFAULT '{}')
+RETURNS bigint
+LANGUAGE c VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'tms_delete_rows';
+
+COMMENT ON FUNCTION tms.delete_rows(name, text, text, text, jsonb) IS
+    'validate, then record a job deleting the rows a where matches from one table (files wholly matching dropped by metadata, the others that may match rewritten); returns the job id';
+
 -- Cancel a job: a pending one ends now; a running one stops at its next
 -- step (a commit in flight is resolved first; after a commit landed, the
 -- files it unreferenced are left to orphan cleanup).  The requester, the
@@ -135,6 +148,7 @@ COMMENT ON FUNCTION tms.cancel_operation(bigint) IS
 
 GRANT EXECUTE ON FUNCTION tms.run_operation(name, text, text, text, jsonb, text),
                           tms.plan_operation(name, text, text, text, jsonb),
+                          tms.delete_rows(name, text, text, text, jsonb),
                           tms.cancel_operation(bigint) TO PUBLIC;
 REVOKE ALL ON FUNCTION tms._submit_operation(regrole, name, text, text, text, text, jsonb, text, text, bigint),
                        tms._cancel_operation(regrole, bigint),

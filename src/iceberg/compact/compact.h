@@ -492,7 +492,13 @@ typedef struct IcebergCompactPlan
 
 	/* set by the caller after planning: rows the rewrite removes */
 	IcebergRowCutoff remove_older;
+	char	   *remove_where;	/* or the rows a where matches (row_filter.h;
+								 * owned), NULL: none */
 } IcebergCompactPlan;
+
+/* Does the plan's rewrite remove rows (a retention's or a deletion's)? */
+#define iceberg_compact_removes_rows(p) \
+	((p)->remove_older.kind != ICEBERG_CUTOFF_NONE || (p)->remove_where != NULL)
 
 /*
  * Plan on md's current snapshot.  A table without a current snapshot

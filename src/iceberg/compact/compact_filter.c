@@ -17,6 +17,7 @@
  *-------------------------------------------------------------------------
  */
 #include "iceberg/compact/compact.h"
+#include "iceberg/compact/filter_tree.h"
 #include "iceberg/iceberg_internal.h"
 #include "io/io.h"
 #include "iceberg/write/write_internal.h"
@@ -33,39 +34,7 @@
 #define MAX_NODES	256
 #define MAX_DEPTH	32
 
-typedef enum NodeKind
-{
-	N_AND,
-	N_OR,
-	N_NOT,
-	N_CMP,						/* name op lit[0] */
-	N_IN,						/* name IN lits */
-	N_NULL						/* name IS NULL */
-} NodeKind;
-
-typedef enum CmpOp
-{
-	OP_EQ,
-	OP_NE,
-	OP_LT,
-	OP_LE,
-	OP_GT,
-	OP_GE
-} CmpOp;
-
-typedef enum LitKind
-{
-	L_STRING,
-	L_NUMBER,
-	L_BOOL
-} LitKind;
-
-typedef struct Lit
-{
-	LitKind		kind;
-	char	   *text;			/* string contents or the number's text */
-	bool		b;
-} Lit;
+typedef IcebergFilterLit Lit;
 
 /* A literal converted to a partition field's value type. */
 typedef enum VKind
@@ -97,19 +66,7 @@ typedef struct SpecBinding
 	Value	   *values;
 } SpecBinding;
 
-typedef struct Node
-{
-	NodeKind	kind;
-	bool		negate;			/* NOT IN, IS NOT NULL */
-	CmpOp		op;
-	struct Node *a;
-	struct Node *b;
-	char	   *name;
-	int			nlits;
-	Lit		   *lits;
-	int			nbind;
-	SpecBinding *bind;
-} Node;
+typedef IcebergFilterNode Node;
 
 struct IcebergPartitionFilter
 {
@@ -320,7 +277,7 @@ free_node(Node *n)
 }
 
 static Node *
-new_node(Parser *p, NodeKind kind)
+new_node(Parser *p, IcebergFilterKind kind)
 {
 	Node	   *n;
 
@@ -359,12 +316,12 @@ parse_lit(Parser *p, Node *n)
 	memset(l, 0, sizeof(*l));
 	if (p->tok == T_NAME)
 	{
-		l->kind = L_BOOL;
+		l->kind = IF_BOOL;
 		l->b = is_kw(p, "true");
 	}
 	else
 	{
-		l->kind = p->tok == T_STRING ? L_STRING : L_NUMBER;
+		l->kind = p->tok == T_STRING ? IF_STRING : IF_NUMBER;
 		l->text = p->text;
 		p->text = NULL;
 	}
@@ -383,7 +340,7 @@ parse_factor(Parser *p)
 	}
 	if (is_kw(p, "not"))
 	{
-		if (!next(p) || (n = new_node(p, N_NOT)) == NULL)
+		if (!next(p) || (n = new_node(p, IF_NOT)) == NULL)
 			return NULL;
 		if ((n->a = parse_factor(p)) == NULL)
 		{
@@ -413,10 +370,10 @@ parse_factor(Parser *p)
 	}
 	if (p->tok != T_NAME || is_reserved(p))
 	{
-		syntax(p, "a partition column expected");
+		syntax(p, "a column expected");
 		return NULL;
 	}
-	if ((n = new_node(p, N_CMP)) == NULL)
+	if ((n = new_node(p, IF_CMP)) == NULL)
 		return NULL;
 	n->name = p->text;
 	p->text = NULL;
@@ -424,7 +381,7 @@ parse_factor(Parser *p)
 		goto fail;
 	if (is_kw(p, "is"))
 	{
-		n->kind = N_NULL;
+		n->kind = IF_NULL;
 		if (!next(p))
 			goto fail;
 		if (is_kw(p, "not"))
@@ -445,9 +402,9 @@ parse_factor(Parser *p)
 	{
 		const char *o = p->text;
 
-		n->op = strcmp(o, "=") == 0 ? OP_EQ : strcmp(o, "<") == 0 ? OP_LT :
-			strcmp(o, "<=") == 0 ? OP_LE : strcmp(o, ">") == 0 ? OP_GT :
-			strcmp(o, ">=") == 0 ? OP_GE : OP_NE;
+		n->op = strcmp(o, "=") == 0 ? IF_EQ : strcmp(o, "<") == 0 ? IF_LT :
+			strcmp(o, "<=") == 0 ? IF_LE : strcmp(o, ">") == 0 ? IF_GT :
+			strcmp(o, ">=") == 0 ? IF_GE : IF_NE;
 		if (!next(p) || !parse_lit(p, n))
 			goto fail;
 	}
@@ -463,7 +420,7 @@ parse_factor(Parser *p)
 		}
 		if (is_kw(p, "in"))
 		{
-			n->kind = N_IN;
+			n->kind = IF_IN;
 			n->negate = negate;
 			if (!next(p))
 				goto fail;
@@ -491,7 +448,7 @@ parse_factor(Parser *p)
 			Node	   *hi;
 			Node	   *both;
 
-			lo->op = OP_GE;
+			lo->op = IF_GE;
 			if (!next(p) || !parse_lit(p, lo))
 				goto fail;
 			if (!is_kw(p, "and"))
@@ -499,11 +456,11 @@ parse_factor(Parser *p)
 				syntax(p, "AND expected in BETWEEN");
 				goto fail;
 			}
-			if ((hi = new_node(p, N_CMP)) == NULL)
+			if ((hi = new_node(p, IF_CMP)) == NULL)
 				goto fail;
-			hi->op = OP_LE;
+			hi->op = IF_LE;
 			hi->name = io_strdup(lo->name);
-			both = new_node(p, N_AND);
+			both = new_node(p, IF_AND);
 			if (both == NULL || hi->name == NULL)
 			{
 				if (hi->name == NULL)
@@ -519,7 +476,7 @@ parse_factor(Parser *p)
 				goto fail;
 			if (negate)
 			{
-				Node	   *not = new_node(p, N_NOT);
+				Node	   *not = new_node(p, IF_NOT);
 
 				if (not == NULL)
 					goto fail;
@@ -547,7 +504,7 @@ parse_and(Parser *p)
 
 	while (n != NULL && is_kw(p, "and"))
 	{
-		Node	   *a = new_node(p, N_AND);
+		Node	   *a = new_node(p, IF_AND);
 
 		if (a == NULL || !next(p) || (a->b = parse_factor(p)) == NULL)
 		{
@@ -574,7 +531,7 @@ parse_or(Parser *p)
 	n = parse_and(p);
 	while (n != NULL && is_kw(p, "or"))
 	{
-		Node	   *o = new_node(p, N_OR);
+		Node	   *o = new_node(p, IF_OR);
 
 		if (o == NULL || !next(p) || (o->b = parse_and(p)) == NULL)
 		{
@@ -838,9 +795,9 @@ convert(const Lit *l, IcebergTypeId t, const char *transform, Value *v, bool *oo
 	{
 		case ICEBERG_TYPE_BOOLEAN:
 			v->kind = V_INT;
-			if (l->kind == L_BOOL)
+			if (l->kind == IF_BOOL)
 				v->i = l->b;
-			else if (l->kind == L_STRING && (strcasecmp(s, "true") == 0 || strcasecmp(s, "false") == 0))
+			else if (l->kind == IF_STRING && (strcasecmp(s, "true") == 0 || strcasecmp(s, "false") == 0))
 				v->i = strcasecmp(s, "true") == 0;
 			else
 				return false;
@@ -848,11 +805,11 @@ convert(const Lit *l, IcebergTypeId t, const char *transform, Value *v, bool *oo
 		case ICEBERG_TYPE_INT:
 		case ICEBERG_TYPE_LONG:
 			v->kind = V_INT;
-			if (l->kind == L_BOOL)
+			if (l->kind == IF_BOOL)
 				return false;
 			if (parse_int(s, &v->i))
 				return t == ICEBERG_TYPE_LONG || (v->i >= INT32_MIN && v->i <= INT32_MAX);
-			if (l->kind == L_STRING && strcmp(transform, "month") == 0)
+			if (l->kind == IF_STRING && strcmp(transform, "month") == 0)
 			{
 				int			y,
 							m,
@@ -864,7 +821,7 @@ convert(const Lit *l, IcebergTypeId t, const char *transform, Value *v, bool *oo
 					return true;
 				}
 			}
-			if (l->kind == L_STRING && strcmp(transform, "year") == 0)
+			if (l->kind == IF_STRING && strcmp(transform, "year") == 0)
 			{
 				int			y,
 							n = 0;
@@ -881,27 +838,27 @@ convert(const Lit *l, IcebergTypeId t, const char *transform, Value *v, bool *oo
 				const char *r;
 
 				v->kind = V_INT;
-				if (l->kind == L_NUMBER)
+				if (l->kind == IF_NUMBER)
 					return parse_int(s, &v->i);
-				return l->kind == L_STRING && parse_date(s, &v->i, &r) && *r == '\0';
+				return l->kind == IF_STRING && parse_date(s, &v->i, &r) && *r == '\0';
 			}
 		case ICEBERG_TYPE_TIME:
 			{
 				const char *r;
 
 				v->kind = V_INT;
-				if (l->kind == L_NUMBER)
+				if (l->kind == IF_NUMBER)
 					return parse_int(s, &v->i);
-				return l->kind == L_STRING && parse_time(s, &v->i, &r) && *r == '\0';
+				return l->kind == IF_STRING && parse_time(s, &v->i, &r) && *r == '\0';
 			}
 		case ICEBERG_TYPE_TIMESTAMP:
 		case ICEBERG_TYPE_TIMESTAMPTZ:
 		case ICEBERG_TYPE_TIMESTAMP_NS:
 		case ICEBERG_TYPE_TIMESTAMPTZ_NS:
 			v->kind = V_INT;
-			if (l->kind == L_NUMBER)
+			if (l->kind == IF_NUMBER)
 				return parse_int(s, &v->i);
-			if (l->kind != L_STRING ||
+			if (l->kind != IF_STRING ||
 				!parse_timestamp(s, t == ICEBERG_TYPE_TIMESTAMPTZ || t == ICEBERG_TYPE_TIMESTAMPTZ_NS,
 								 &v->i))
 				return false;
@@ -914,7 +871,7 @@ convert(const Lit *l, IcebergTypeId t, const char *transform, Value *v, bool *oo
 				char	   *end;
 
 				v->kind = V_DOUBLE;
-				if (l->kind != L_NUMBER)
+				if (l->kind != IF_NUMBER)
 					return false;
 				v->d = strtod(s, &end);
 				if (*end != '\0')
@@ -926,9 +883,9 @@ convert(const Lit *l, IcebergTypeId t, const char *transform, Value *v, bool *oo
 		case ICEBERG_TYPE_DECIMAL:
 			/* read at the column's scale by the caller */
 			v->kind = V_DECIMAL;
-			return l->kind == L_NUMBER;
+			return l->kind == IF_NUMBER;
 		case ICEBERG_TYPE_STRING:
-			if (l->kind != L_STRING)
+			if (l->kind != IF_STRING)
 				return false;
 			v->kind = V_BYTES;
 			v->len = strlen(s);
@@ -939,7 +896,7 @@ convert(const Lit *l, IcebergTypeId t, const char *transform, Value *v, bool *oo
 			{
 				int			k = 0;
 
-				if (l->kind != L_STRING || strlen(s) != 36)
+				if (l->kind != IF_STRING || strlen(s) != 36)
 					return false;
 				v->kind = V_BYTES;
 				v->bytes = io_malloc(16);
@@ -1063,10 +1020,10 @@ bind_leaf(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 					tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT,
 								  "invalid literal for \"%s\" in the where filter", n->name);
 					tms_error_detail(err, "%s%s%s is not a value of type %s.",
-									 n->lits[i].kind == L_STRING ? "'" : "",
-									 n->lits[i].kind == L_BOOL ? (n->lits[i].b ? "true" : "false")
+									 n->lits[i].kind == IF_STRING ? "'" : "",
+									 n->lits[i].kind == IF_BOOL ? (n->lits[i].b ? "true" : "false")
 									 : n->lits[i].text,
-									 n->lits[i].kind == L_STRING ? "'" : "",
+									 n->lits[i].kind == IF_STRING ? "'" : "",
 									 type_name(t, src));
 					return false;
 				}
@@ -1110,7 +1067,7 @@ bind_node(Node *n, const IcebergTableMetadata *md, const IcebergSchema *schema,
 
 	if (n == NULL)
 		return true;
-	if (n->kind == N_AND || n->kind == N_OR || n->kind == N_NOT)
+	if (n->kind == IF_AND || n->kind == IF_OR || n->kind == IF_NOT)
 		return bind_node(n->a, md, schema, err) && bind_node(n->b, md, schema, err);
 	for (i = 0; i < n->nbind; i++)
 		free_values(&n->bind[i]);
@@ -1246,19 +1203,19 @@ eval(const Node *n, int32_t spec_id, const char *text, size_t len, IcebergBuf *t
 
 	switch (n->kind)
 	{
-		case N_AND:
+		case IF_AND:
 			x = eval(n->a, spec_id, text, len, tmp);
 			if (x == 0)
 				return 0;
 			y = eval(n->b, spec_id, text, len, tmp);
 			return y == 0 ? 0 : (x == 1 && y == 1) ? 1 : -1;
-		case N_OR:
+		case IF_OR:
 			x = eval(n->a, spec_id, text, len, tmp);
 			if (x == 1)
 				return 1;
 			y = eval(n->b, spec_id, text, len, tmp);
 			return y == 1 ? 1 : (x == 0 && y == 0) ? 0 : -1;
-		case N_NOT:
+		case IF_NOT:
 			x = eval(n->a, spec_id, text, len, tmp);
 			return x < 0 ? -1 : !x;
 		default:
@@ -1269,7 +1226,7 @@ eval(const Node *n, int32_t spec_id, const char *text, size_t len, IcebergBuf *t
 			b = &n->bind[i];
 	if (b == NULL || b->field < 0)
 		return -1;
-	if (n->kind == N_NULL)
+	if (n->kind == IF_NULL)
 	{
 		const char *p = text;
 		const char *tok = NULL;
@@ -1282,7 +1239,7 @@ eval(const Node *n, int32_t spec_id, const char *text, size_t len, IcebergBuf *t
 	}
 	if (!partition_value(text, len, b->field, b->type, b->kind, &v, tmp, &bad))
 		return -1;
-	if (n->kind == N_IN)
+	if (n->kind == IF_IN)
 	{
 		for (i = 0; i < b->nvalues; i++)
 			if (compare(&v, &b->values[i]) == 0)
@@ -1292,17 +1249,17 @@ eval(const Node *n, int32_t spec_id, const char *text, size_t len, IcebergBuf *t
 	x = compare(&v, &b->values[0]);
 	switch (n->op)
 	{
-		case OP_EQ:
+		case IF_EQ:
 			return x == 0;
-		case OP_NE:
+		case IF_NE:
 			return x != 0;
-		case OP_LT:
+		case IF_LT:
 			return x < 0;
-		case OP_LE:
+		case IF_LE:
 			return x <= 0;
-		case OP_GT:
+		case IF_GT:
 			return x > 0;
-		case OP_GE:
+		case IF_GE:
 			return x >= 0;
 	}
 	return -1;
@@ -1322,4 +1279,23 @@ iceberg_partition_filter_match(const IcebergPartitionFilter *f, int32_t spec_id,
 	r = eval(f->root, spec_id, partition, len, &tmp);
 	iceberg_buf_free(&tmp);
 	return r == 1;
+}
+
+const IcebergFilterNode *
+iceberg_partition_filter_root(const IcebergPartitionFilter *f)
+{
+	return f == NULL ? NULL : f->root;
+}
+
+bool
+iceberg_filter_lit_int(const IcebergFilterLit *l, IcebergTypeId t, int64_t *out)
+{
+	Value		v;
+	bool		oom;
+	bool		ok = convert(l, t, "identity", &v, &oom) && v.kind == V_INT;
+
+	io_free(v.bytes);
+	if (ok)
+		*out = v.i;
+	return ok;
 }

@@ -286,6 +286,7 @@ iceberg_compact_plan_free(IcebergCompactPlan *p)
 	if (p == NULL)
 		return;
 	iceberg_sort_order_free(p->sort);
+	io_free(p->remove_where);
 	for (i = 0; i < p->ngroups; i++)
 	{
 		io_free(p->groups[i].partition);

@@ -685,6 +685,12 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 		json_decref(line);
 		line = NULL;
 	}
+	if (line != NULL && p->remove_where != NULL &&
+		!set(line, "remove_where", json_string(p->remove_where)))
+	{
+		json_decref(line);
+		line = NULL;
+	}
 	/* data files without field ids are read through it, as Iceberg does */
 	if (line != NULL && !posdel &&
 		iceberg_metadata_property(md, ICEBERG_NAME_MAPPING_PROPERTY) != NULL &&
@@ -729,6 +735,7 @@ iceberg_compact_job_free(IcebergCompactJob *job)
 		io_free(job->keep[i].path);
 	io_free(job->keep);
 	io_free(job->name_mapping);
+	iceberg_row_filter_free(job->remove_where);
 	io_free(job);
 }
 
@@ -913,6 +920,14 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 	}
 	if (ok && json_object_get(root, "remove_older") != NULL)
 		ok = parse_remove_older(json_object_get(root, "remove_older"), job, err);
+	if (ok && json_object_get(root, "remove_where") != NULL)
+	{
+		const char *w = json_string_value(json_object_get(root, "remove_where"));
+
+		/* bound to the line's schema by the one parser of where texts */
+		ok = w != NULL ? iceberg_row_filter_bind(w, job->schema, &job->remove_where, err) :
+			bad(err, "remove_where");
+	}
 	/* the table's name mapping: a JSON array */
 	if (ok)
 		job->name_mapping = get_str(root, "name_mapping", false, MAX_NAME_MAPPING, &ok, err);

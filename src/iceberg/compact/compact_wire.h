@@ -31,7 +31,7 @@
  *				 "desc","nulls_first"}]}},"keep":[{"path","seq"}],
  *				 "name_mapping":"[...]",
  *				 "remove_older":{"id","kind":"value"|"us"|"ns"|"days",
- *				 "cutoff"}}
+ *				 "cutoff"},"remove_where":"<where text>"}
  *				 ("sort" only for strategies sort and zorder and the
  *				 rewrite of position deletes: the group's rows in that
  *				 order; "keep" only for the rewrite of position deletes,
@@ -46,7 +46,10 @@
  *				 data file "referenced"; "remove_older" only for a
  *				 retention's rewrite: a row whose column id, in the
  *				 kind's units, is below cutoff is removed too (NULL
- *				 stays); "row_lineage" and "first_row_id"
+ *				 stays); "remove_where" only for a deletion's rewrite:
+ *				 the rows its where (row_filter.h, parsed and bound
+ *				 again by the helper to "schema") matches are removed
+ *				 too; "row_lineage" and "first_row_id"
  *				 only for a v3 table, every input has one then: the
  *				 outputs keep each row's _row_id and
  *				 _last_updated_sequence_number, the values the file
@@ -106,6 +109,7 @@
 #define TMS_ICEBERG_COMPACT_WIRE_H
 
 #include "iceberg/compact/compact.h"
+#include "iceberg/compact/row_filter.h"
 #include "io/io.h"
 
 #define ICEBERG_COMPACT_PROTOCOL	1
@@ -237,6 +241,8 @@ typedef struct IcebergCompactJob
 	char	   *name_mapping;
 	/* a retention's rewrite: the rows it removes (kind NONE: none) */
 	IcebergRowCutoff remove_older;
+	/* a deletion's rewrite: the rows its where matches (NULL: none) */
+	IcebergRowFilter *remove_where;
 } IcebergCompactJob;
 
 /*

@@ -22,7 +22,9 @@
  *	  milliseconds, microseconds or nanoseconds since 1970-01-01 UTC); a
  *	  value v is older when v units after the epoch is before the cutoff.
  *
- * A data file is classified by (first that applies):
+ * A data file is classified by row_filter.h's judgement of the filter
+ * "column < cutoff" (iceberg_row_filter_less_than: one rule for
+ * retention and deletions), which amounts to (first that applies):
  *	1. its partition, in its own spec (so files of every spec of an
  *	   evolved table are judged by the spec they were written in): a field
  *	   on the column with transform identity, year, month, day or hour and
@@ -92,7 +94,14 @@ typedef enum IcebergEpochUnit
 /* "s", "ms", "us", "ns" (and their long names); false when none. */
 extern bool iceberg_epoch_unit_parse(const char *text, IcebergEpochUnit *out);
 
-/* The column and the cutoff, bound to a table. */
+typedef struct IcebergRowFilter IcebergRowFilter;	/* row_filter.h */
+
+/*
+ * The rows removed, bound to a table: the column and the cutoff (rows
+ * older), or a where (rows it matches: tms.delete_rows; filter set,
+ * field_id -1, the class of a file is row_filter.h's, its SOME files
+ * STRADDLE, none UNKNOWN).
+ */
 typedef struct IcebergRetention
 {
 	int32_t		field_id;
@@ -103,6 +112,9 @@ typedef struct IcebergRetention
 	int64_t		cutoff_us;		/* as given */
 	int64_t		cutoff;			/* in the column's units: older iff value <
 								 * cutoff */
+	IcebergRowFilter *older;	/* "column < cutoff" (in its units) */
+	char	   *where;			/* the where's text, or NULL */
+	IcebergRowFilter *filter;	/* it, bound */
 } IcebergRetention;
 
 /*
@@ -114,6 +126,14 @@ typedef struct IcebergRetention
 extern bool iceberg_retention_bind(const IcebergTableMetadata *md, const char *column,
 								   int64_t cutoff_us, IcebergEpochUnit unit,
 								   IcebergRetention **out, TmsError *err);
+
+/*
+ * Bind a where (row_filter.h) to md's current schema: its errors (22023
+ * and 42703 kinds: ICEBERG_ERR_INVALID_ARGUMENT, ICEBERG_ERR_NOT_FOUND,
+ * ICEBERG_ERR_UNSUPPORTED) with detail and hint.
+ */
+extern bool iceberg_retention_bind_where(const IcebergTableMetadata *md, const char *where,
+										 IcebergRetention **out, TmsError *err);
 extern void iceberg_retention_free(IcebergRetention *r);
 
 /*

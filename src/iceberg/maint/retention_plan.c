@@ -16,6 +16,7 @@
  *-------------------------------------------------------------------------
  */
 #include "iceberg/maint/retention.h"
+#include "iceberg/compact/row_filter.h"
 #include "iceberg/iceberg_internal.h"
 #include "io/io.h"
 #include "iceberg/write/write_internal.h"
@@ -26,7 +27,6 @@
 #include <strings.h>
 
 #define US_PER_DAY	INT64_C(86400000000)
-#define US_PER_HOUR INT64_C(3600000000)
 
 static bool
 retention_oom(TmsError *err)
@@ -78,12 +78,6 @@ is_time_type(IcebergTypeId t)
 {
 	return t == ICEBERG_TYPE_TIMESTAMP || t == ICEBERG_TYPE_TIMESTAMPTZ ||
 		t == ICEBERG_TYPE_TIMESTAMP_NS || t == ICEBERG_TYPE_TIMESTAMPTZ_NS;
-}
-
-static bool
-is_nanos(IcebergTypeId t)
-{
-	return t == ICEBERG_TYPE_TIMESTAMP_NS || t == ICEBERG_TYPE_TIMESTAMPTZ_NS;
 }
 
 bool
@@ -190,6 +184,12 @@ iceberg_retention_bind(const IcebergTableMetadata *md, const char *column, int64
 			r->cutoff = cutoff_us;
 			break;
 	}
+	r->older = iceberg_row_filter_less_than(r->field_id, r->type, r->required, r->cutoff);
+	if (r->older == NULL)
+	{
+		iceberg_retention_free(r);
+		return retention_oom(err);
+	}
 	*out = r;
 	return true;
 }
@@ -200,116 +200,41 @@ iceberg_retention_free(IcebergRetention *r)
 	if (r == NULL)
 		return;
 	io_free(r->column);
+	io_free(r->where);
+	iceberg_row_filter_free(r->filter);
+	iceberg_row_filter_free(r->older);
 	io_free(r);
 }
 
-/*
- * The n-th value of a partition's canonical JSON array ("[3,19000]") as a
- * long: 1, 0 when null, -1 when not a long (or not there).
- */
-static int
-partition_long(const char *text, size_t len, int n, int64_t *out)
+bool
+iceberg_retention_bind_where(const IcebergTableMetadata *md, const char *where,
+							 IcebergRetention **out, TmsError *err)
 {
-	size_t		i = 0;
-	int			k = 0;
+	IcebergSchema *schema = NULL;
+	IcebergRetention *r;
+	bool		ok;
 
-	if (len == 0 || text[0] != '[')
-		return -1;
-	i = 1;
-	while (i < len)
-	{
-		size_t		start = i;
-
-		/* one value: a string (skipped with its escapes) or a bare token */
-		if (text[i] == '"')
-		{
-			for (i++; i < len && text[i] != '"'; i++)
-				if (text[i] == '\\')
-					i++;
-			i++;
-		}
-		else
-			while (i < len && text[i] != ',' && text[i] != ']')
-				i++;
-		if (k == n)
-		{
-			char		buf[32];
-			char	   *end;
-			size_t		tl = i - start;
-
-			if (tl == 4 && strncmp(text + start, "null", 4) == 0)
-				return 0;
-			if (tl == 0 || tl >= sizeof(buf))
-				return -1;
-			memcpy(buf, text + start, tl);
-			buf[tl] = '\0';
-			*out = strtoll(buf, &end, 10);
-			return *end == '\0' && (buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9')) ? 1 : -1;
-		}
-		if (i >= len || text[i] != ',')
-			return -1;
-		i++;
-		k++;
-	}
-	return -1;
-}
-
-/*
- * The range [lo, hi) of the column's values a partition value v of
- * transform t fixes, in the column's units; false when the transform does
- * not fix one or the arithmetic overflows.
- */
-static bool
-partition_range(const IcebergRetention *r, const char *t, int64_t v, int64_t *lo, int64_t *hi)
-{
-	int64_t		lo_days,
-				hi_days;
-	int64_t		scale;
-
-	if (strcmp(t, "identity") == 0)
-	{
-		*lo = v;
-		return !__builtin_add_overflow(v, 1, hi);
-	}
-	if (r->type != ICEBERG_TYPE_DATE && !is_time_type(r->type))
+	tms_error_clear(err);
+	*out = NULL;
+	if (!iceberg_schema_parse(md->current_schema_json, &schema, err))
 		return false;
-	if (v < -INT64_C(1000000000) || v > INT64_C(1000000000))
-		return false;			/* beyond any instant a timestamp holds */
-	if (strcmp(t, "year") == 0)
+	r = io_calloc(1, sizeof(IcebergRetention));
+	if (r == NULL || (r->where = io_strdup(where)) == NULL)
 	{
-		lo_days = io_days_from_civil(1970 + v, 1, 1);
-		hi_days = io_days_from_civil(1970 + v + 1, 1, 1);
+		io_free(r);
+		iceberg_schema_free(schema);
+		return retention_oom(err);
 	}
-	else if (strcmp(t, "month") == 0)
+	ok = iceberg_row_filter_bind(where, schema, &r->filter, err);
+	iceberg_schema_free(schema);
+	if (!ok)
 	{
-		int64_t		y = 1970 + floor_div(v, 12);
-		unsigned	m = (unsigned) (v - floor_div(v, 12) * 12) + 1;
-
-		lo_days = io_days_from_civil(y, m, 1);
-		hi_days = m == 12 ? io_days_from_civil(y + 1, 1, 1) : io_days_from_civil(y, m + 1, 1);
-	}
-	else if (strcmp(t, "day") == 0)
-	{
-		lo_days = v;
-		hi_days = v + 1;
-	}
-	else if (strcmp(t, "hour") == 0 && is_time_type(r->type))
-	{
-		scale = is_nanos(r->type) ? 1000 : 1;
-		return !__builtin_mul_overflow(v, US_PER_HOUR * scale, lo) &&
-			!__builtin_mul_overflow(v + 1, US_PER_HOUR * scale, hi);
-	}
-	else
+		iceberg_retention_free(r);
 		return false;
-	if (r->type == ICEBERG_TYPE_DATE)
-	{
-		*lo = lo_days;
-		*hi = hi_days;
-		return true;
 	}
-	scale = is_nanos(r->type) ? 1000 : 1;
-	return !__builtin_mul_overflow(lo_days, US_PER_DAY * scale, lo) &&
-		!__builtin_mul_overflow(hi_days, US_PER_DAY * scale, hi);
+	r->field_id = -1;
+	*out = r;
+	return true;
 }
 
 /* A bound of the column's type: 1, 0 absent, -1 unreadable. */
@@ -343,77 +268,55 @@ IcebergRetentionClass
 iceberg_retention_classify(const IcebergRetention *r, const IcebergTableMetadata *md,
 						   const IcebergManifestEntry *e, int64_t *older, bool *by_partition)
 {
-	const IcebergPartitionSpec *spec = iceberg_metadata_spec(md, e->spec_id);
 	int64_t		lower = 0,
 				upper = 0,
 				nulls = -1;
 	int			has_lower,
 				has_upper,
 				has_nulls;
+	int64_t		rows;
 
 	*older = 0;
-	*by_partition = false;
-	for (int f = 0; spec != NULL && f < spec->nfields; f++)
+	/* one rule: the where's, or "column < cutoff" in the column's units */
+	switch (iceberg_row_filter_classify(r->filter ? r->filter : r->older, md, e, by_partition))
 	{
-		const IcebergPartitionField *pf = &spec->fields[f];
-		int64_t		v = 0,
-					lo = 0,
-					hi = 0;
-
-		if (pf->source_id != r->field_id ||
-			partition_long(e->partition, e->partition_len, f, &v) != 1 ||
-			!partition_range(r, pf->transform, v, &lo, &hi))
-			continue;
-		*by_partition = true;
-		if (hi <= r->cutoff)
-		{
+		case ICEBERG_ROWS_ALL:
 			*older = e->record_count;
 			return ICEBERG_RETAIN_DROP;
-		}
-		if (lo >= r->cutoff)
+		case ICEBERG_ROWS_NONE:
 			return ICEBERG_RETAIN_KEEP;
-		*by_partition = false;
+		case ICEBERG_ROWS_SOME:
+			break;
 	}
+	*by_partition = false;
+	if (r->filter != NULL)
+		return ICEBERG_RETAIN_STRADDLE; /* a where: how many match is not
+										 * estimated */
+
+	/* some rows may be older: straddling when bounded below, else unknown */
 	has_nulls = iceberg_metric_count(e->null_value_counts, e->null_value_counts_len,
 									 r->field_id, &nulls);
 	has_lower = read_bound(r, e->lower_bounds, e->lower_bounds_len, &lower);
 	has_upper = read_bound(r, e->upper_bounds, e->upper_bounds_len, &upper);
-	if (r->required && has_nulls != -1)
+	if (has_lower != 1 || lower >= r->cutoff)
+		return ICEBERG_RETAIN_UNKNOWN;
+	rows = e->record_count - (!r->required && has_nulls == 1 && nulls > 0 ? nulls : 0);
+	/* older rows estimated linearly between the bounds */
+	if (has_upper == 1 && upper >= r->cutoff && upper > lower)
 	{
-		has_nulls = 1;			/* a required column holds no NULL */
-		nulls = 0;
-	}
-	if (has_lower == 1 && lower >= r->cutoff)
-		return ICEBERG_RETAIN_KEEP;
-	if (has_nulls == 1 && nulls >= 0 && nulls == e->record_count)
-		return ICEBERG_RETAIN_KEEP; /* only NULLs: none older */
-	if (has_upper == 1 && upper < r->cutoff && has_nulls == 1 && nulls == 0)
-	{
-		*older = e->record_count;
-		return ICEBERG_RETAIN_DROP;
-	}
-	if (has_lower == 1 && lower < r->cutoff)
-	{
-		int64_t		rows = e->record_count - (has_nulls == 1 && nulls > 0 ? nulls : 0);
+		double		frac = ((double) r->cutoff - (double) lower) /
+		((double) upper - (double) lower);
 
-		/* older rows estimated linearly between the bounds */
-		if (has_upper == 1 && upper >= r->cutoff && upper > lower)
-		{
-			double		frac = ((double) r->cutoff - (double) lower) /
-			((double) upper - (double) lower);
-
-			/* at least one row older, and the upper bound's row is not */
-			*older = (int64_t) (frac * (double) rows + 0.5);
-			if (*older >= rows)
-				*older = rows - 1;
-			if (*older < 1)
-				*older = 1;
-		}
-		else
-			*older = rows > 0 ? rows : 1;
-		return ICEBERG_RETAIN_STRADDLE;
+		/* at least one row older, and the upper bound's row is not */
+		*older = (int64_t) (frac * (double) rows + 0.5);
+		if (*older >= rows)
+			*older = rows - 1;
+		if (*older < 1)
+			*older = 1;
 	}
-	return ICEBERG_RETAIN_UNKNOWN;
+	else
+		*older = rows > 0 ? rows : 1;
+	return ICEBERG_RETAIN_STRADDLE;
 }
 
 /* ---------------------------------------------------------------------
@@ -678,7 +581,17 @@ iceberg_retention_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetada
 	o.select_arg = &s;
 	if (!iceberg_compact_plan(io, md, &o, out, err))
 		return false;
-	(*out)->remove_older = iceberg_retention_row_cutoff(r);
+	if (r->filter != NULL)
+	{
+		if (((*out)->remove_where = io_strdup(r->where)) == NULL)
+		{
+			iceberg_compact_plan_free(*out);
+			*out = NULL;
+			return retention_oom(err);
+		}
+	}
+	else
+		(*out)->remove_older = iceberg_retention_row_cutoff(r);
 	return true;
 }
 
@@ -693,7 +606,7 @@ iceberg_retention_rewrite_commit_write(const IcebergFileIO *io, const IcebergWri
 
 	if (!iceberg_compact_commit_write(io, w, md, p, groups, ngroups, new_snapshot_id, res, err))
 		return false;
-	if (p->remove_older.kind == ICEBERG_CUTOFF_NONE)
+	if (!iceberg_compact_removes_rows(p))
 		return true;
 	/* rows removed: the data changed */
 	if ((op = io_strdup("overwrite")) == NULL)
