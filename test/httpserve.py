@@ -175,6 +175,15 @@ class Handler(BaseHTTPRequestHandler):
             Handler._date = (now, text)
         return text
 
+    def version_string(self):
+        """The Server header's value, formatted once per handler class."""
+        cls = type(self)
+        text = cls.__dict__.get("_version_text")
+        if text is None:
+            text = BaseHTTPRequestHandler.version_string(self)
+            cls._version_text = text
+        return text
+
     def parse_request(self):
         """BaseHTTPRequestHandler.parse_request, with a short way for the
         usual request line ("METHOD PATH HTTP/1.1") when the handler reads
