@@ -588,6 +588,8 @@ class Faults:
         new metadata file is written, just before the compare-and-swap);
         conditional: whether the request carries If-None-Match (None: not
         known, matched by faults that do not ask)."""
+        if not self.items:
+            return None     # nothing armed (add and clear replace or extend the list)
         with self.lock:
             for f in self.items:
                 if f["count"] <= 0 or f["at"] != at:
@@ -612,7 +614,13 @@ class Faults:
 
 
 class RequestLog:
-    """Every non-admin request: method, path, query, status, fault."""
+    """Every non-admin request: method, path, query, status, fault.  An
+    entry is kept as a tuple (FIELDS) and made a dict when it is read:
+    a refresh logs 100,000 of them and reads none."""
+
+    FIELDS = ("seq", "time", "method", "path", "query", "status", "fault",
+              "if_none_match", "idempotency_key", "authorization",
+              "original_authorization", "sigv4")
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -620,23 +628,22 @@ class RequestLog:
         self.seq = 0
 
     def add(self, method, path, query, status, fault, headers, sigv4_result=None):
+        get = headers.get
+        entry = (method, path, query, status, fault, get("If-None-Match"),
+                 get("Idempotency-Key"), "present" if get("Authorization") else None,
+                 "present" if get("Original-Authorization") else None, sigv4_result)
         with self.lock:
             self.seq += 1
-            self.entries.append({
-                "seq": self.seq, "time": time.time(), "method": method,
-                "path": path, "query": query, "status": status, "fault": fault,
-                "if_none_match": headers.get("If-None-Match"),
-                "idempotency_key": headers.get("Idempotency-Key"),
-                "authorization": "present" if headers.get("Authorization") else None,
-                "original_authorization":
-                    "present" if headers.get("Original-Authorization") else None,
-                "sigv4": sigv4_result,
-            })
+            self.entries.append((self.seq, time.time()) + entry)
 
     def snapshot(self, path_regex=None):
+        fields = self.FIELDS
         with self.lock:
-            entries = [dict(e) for e in self.entries
-                       if not path_regex or re.search(path_regex, e["path"])]
+            entries = list(self.entries)
+        if path_regex:
+            rx = re.compile(path_regex)
+            entries = [e for e in entries if rx.search(e[3])]
+        entries = [dict(zip(fields, e)) for e in entries]
         counts = {}
         for e in entries:
             key = "%s %s" % (e["method"], e["path"])
@@ -832,7 +839,7 @@ class Catalog:
         # set through the admin endpoints: config a table is vended instead
         # of the default, extra /v1/config properties
         self.table_configs = {}
-        # snapshots=refs answers' metadata, encoded, by metadata file (refs_metadata)
+        # loads' metadata, encoded, by metadata file and mode (refs_metadata)
         self.refs_cache = {}
         self.refs_cache_lock = threading.Lock()
         self.extra_config = {"defaults": {}, "overrides": {}}
@@ -1019,33 +1026,52 @@ class Catalog:
     def clear_table_configs(self):
         self.table_configs = {}
 
-    @staticmethod
-    def etag(location, mode):
-        return '"%s"' % hashlib.sha256(("%s|%s" % (location, mode)).encode()).hexdigest()[:40]
+    _etags = {}
+
+    @classmethod
+    def etag(cls, location, mode):
+        """A load's ETag: a hash of the metadata location and the snapshots
+        mode, computed once per pair (a refresh asks for the same ones
+        again and again; at most 65,536 kept, then forgotten at once)."""
+        key = (location, mode)
+        tag = cls._etags.get(key)
+        if tag is None:
+            tag = '"%s"' % hashlib.sha256(("%s|%s" % key).encode()).hexdigest()[:40]
+            if len(cls._etags) >= 65536:
+                cls._etags = {}
+            cls._etags[key] = tag
+        return tag
 
     REFS_CACHE_ENTRIES = 32
+    # a snapshots=all answer's metadata is kept only up to this size (the
+    # refs answers are small whatever the history)
+    ALL_CACHE_BYTES = 1 << 20
 
-    def refs_metadata(self, location):
-        """The metadata of a snapshots=refs answer for the file at location,
-        JSON-encoded, and the table's location; None for a file that is not
-        local.  A local file's answer is kept by the file's identity (device,
-        inode, size, modification time: a file rewritten in place is read
-        again), at most REFS_CACHE_ENTRIES, as a catalog keeps a table's
-        current state instead of parsing its whole history at each load:
-        without it a load of a table of 5,000 snapshots costs this catalog
-        its 4 MB metadata file, read, parsed and answered (0.1-0.2 s)."""
+    def refs_metadata(self, location, mode="refs"):
+        """The metadata of a snapshots=refs (or, with mode "all", a full)
+        answer for the file at location, JSON-encoded, and the table's
+        location; None for a file that is not local.  A local file's answer
+        is kept by the file's identity (device, inode, size, modification
+        time: a file rewritten in place is read again), at most
+        REFS_CACHE_ENTRIES, as a catalog keeps a table's current state
+        instead of parsing its whole history at each load: without it a
+        load of a table of 5,000 snapshots costs this catalog its 4 MB
+        metadata file, read, parsed and answered (0.1-0.2 s), and a full
+        load of a small table the file read, parsed and encoded again."""
         try:
             st = os.stat(self.storage.local_path(location))
         except (storage_mod.StorageError, OSError, ValueError):
             return None
-        key = (location, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        key = (location, mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         with self.refs_cache_lock:
             hit = self.refs_cache.get(key)
         if hit is not None:
             return hit
         meta = self.read_meta(location)
-        body_meta = tablemeta.refs_view(meta)
+        body_meta = tablemeta.refs_view(meta) if mode == "refs" else meta
         hit = (json.dumps(body_meta).encode(), meta.get("location"))
+        if mode == "all" and len(hit[0]) > self.ALL_CACHE_BYTES:
+            return hit
         with self.refs_cache_lock:
             while len(self.refs_cache) >= self.REFS_CACHE_ENTRIES:
                 self.refs_cache.pop(next(iter(self.refs_cache)))
@@ -1270,7 +1296,7 @@ class Catalog:
             norm = [t[2:] if t.startswith("W/") else t for t in wanted]
             if "*" in norm or tag in norm or tag.strip('"') in norm:
                 return 304, None, {"ETag": tag}
-        cached = self.refs_metadata(mloc) if mode == "refs" else None
+        cached = self.refs_metadata(mloc, mode)
         if cached is not None:
             result, hdrs = self.load_result(mloc, {"location": cached[1]}, mode,
                                             (tuple(levels), name), meta_json=cached[0])
@@ -1388,6 +1414,35 @@ class Catalog:
 # HTTP
 # ---------------------------------------------------------------------------
 
+unquote = urllib.parse.unquote
+_queries = {}
+
+
+def split_target(target):
+    """The path and the query string of a request target: as urlsplit
+    gives them, without it for the usual origin form ("/path?query")."""
+    if target.startswith("/") and not target.startswith("//") and "#" not in target:
+        path, _, query = target.partition("?")
+        return path, query
+    parts = urllib.parse.urlsplit(target)
+    return parts.path, parts.query
+
+
+def parse_query(text):
+    """The query string's parameters (the last of each name wins), parsed
+    once per distinct string (a refresh sends "snapshots=all" 100,000
+    times; at most 1,024 kept, then forgotten at once); a new dict."""
+    if not text:
+        return {}
+    q = _queries.get(text)
+    if q is None:
+        q = dict(urllib.parse.parse_qsl(text, keep_blank_values=True))
+        if len(_queries) >= 1024:
+            _queries.clear()
+        _queries[text] = q
+    return dict(q)
+
+
 class Handler(httpserve.Handler):
     """Routes one request; the server object carries catalog, faults, log,
     tokens and the admin token."""
@@ -1464,9 +1519,8 @@ class Handler(httpserve.Handler):
         self._idem_key = None
         self._raw = None
         self._sigv4 = None
-        parts = urllib.parse.urlsplit(self.path)
-        path = parts.path
-        query = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
+        path, raw_query = split_target(self.path)
+        query = parse_query(raw_query)
         if path.startswith("/admin/"):
             return self._admin(path, query)
         check = self.server.sigv4
@@ -1480,11 +1534,11 @@ class Handler(httpserve.Handler):
                 del self._sigv4["canonical_request"]    # it holds the tokens
             except sigv4.SigV4Error as e:
                 self._sigv4 = {"error": e.type}
-                self._pending_log = (self.command, path, parts.query, None)
+                self._pending_log = (self.command, path, raw_query, None)
                 return self._sigv4_refusal(check, e)
         fault = self.server.faults.take(self.command, path,
                                         conditional=self.headers.get("If-None-Match") is not None)
-        self._pending_log = (self.command, path, parts.query,
+        self._pending_log = (self.command, path, raw_query,
                              fault["action"] if fault else None)
         self.server.catalog.current.method = self.command
         self.server.catalog.current.path = path
@@ -1514,9 +1568,10 @@ class Handler(httpserve.Handler):
         carries a key already answered: send that answer again (True).
         Otherwise, with a key, mark it so that this answer is remembered."""
         idem = self.server.idempotency
+        if idem.lifetime is None or self.command not in ("POST", "PUT", "DELETE"):
+            return False
         key = self.headers.get("Idempotency-Key")
-        if (idem.lifetime is None or not key or path == "/v1/oauth/tokens" or
-                not path.startswith("/v1/") or self.command not in ("POST", "PUT", "DELETE")):
+        if not key or path == "/v1/oauth/tokens" or not path.startswith("/v1/"):
             return False
         hit = idem.begin(key)
         if hit is None:
@@ -1670,7 +1725,7 @@ class Handler(httpserve.Handler):
             raise not_found("NotFoundException", "no such route: %s %s" % (m, path))
         if not self._auth_ok():
             return
-        segs = [urllib.parse.unquote(s) for s in path[4:].split("/")]
+        segs = [unquote(s) if "%" in s else s for s in path[4:].split("/")]
         if segs == ["config"]:
             if m != "GET":
                 raise CatalogError(405, "MethodNotAllowedException", "use GET")
