@@ -29,6 +29,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* the slots of a record are bits of smask and imask */
+_Static_assert(ICEBERG_AVRO_MAX_SLOTS <= 64, "a slot mask has 64 bits");
+
 static bool skip_node(const IcebergAvroPlanNode *n, IcebergAvroCursor *c,
 					  int64_t coll_cap);
 
@@ -71,7 +74,25 @@ skip_collection(const IcebergAvroPlanNode *n, IcebergAvroCursor *c,
 			const uint8_t *p = c->p;
 			const uint8_t *end = c->end;
 
-			for (i = 0; i < count; i++)
+			i = 0;
+
+			/*
+			 * While every item left fits before the end even at its largest
+			 * with a key and a length of one byte each (2 + 63 bytes), such
+			 * items need no bound check (rd_count bounds count by the bytes
+			 * left, so the product does not overflow)
+			 */
+			if (count * 65 <= end - p)
+				for (; i < count; i++)
+				{
+					unsigned	k = p[0],
+								l = p[1];
+
+					if ((k | l) & 0x81)
+						break;
+					p += 2 + (l >> 1);
+				}
+			for (; i < count; i++)
 			{
 				uint64_t	len = 0;
 				int			shift = 0;
@@ -473,6 +494,7 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
 						return false;
 					}
 					r->sofs[n->slot] = r->scratch.len;
+					r->smask |= UINT64_C(1) << n->slot;
 					memcpy(r->scratch.data + r->scratch.len, s, (size_t) v);
 					r->scratch.len += (size_t) v + 1;
 					r->scratch.data[r->scratch.len - 1] = '\0';
@@ -495,6 +517,7 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
 						return false;
 					}
 					r->sofs[n->slot] = start;
+					r->smask |= UINT64_C(1) << n->slot;
 					out->slen = r->scratch.len - 1 - start;
 					out->present = true;
 					return true;
@@ -511,7 +534,10 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
 						return false;
 					}
 					if (n->kind == ICEBERG_AVRO_SLOT_INT_ARRAY)
+					{
 						r->iofs[n->slot] = r->scratch.len;
+						r->imask |= UINT64_C(1) << n->slot;
+					}
 					for (;;)
 					{
 						int64_t		count,
@@ -662,8 +688,7 @@ iceberg_avro_reader_next(IcebergAvroReader *r, IcebergAvroValue *values,
 			return rc;
 	}
 	memset(values, 0, sizeof(IcebergAvroValue) * r->nslots);
-	for (i = 0; i < r->nslots; i++)
-		r->sofs[i] = r->iofs[i] = SIZE_MAX;
+	r->smask = r->imask = 0;
 	r->scratch.len = 0;
 	r->last_raw = r->cur.p;
 	if (!decode_node(r, r->root, &r->cur, values, &oom))
@@ -677,16 +702,22 @@ iceberg_avro_reader_next(IcebergAvroReader *r, IcebergAvroValue *values,
 	r->left--;
 	r->last_raw_len = (size_t) (r->cur.p - r->last_raw);
 	/* resolve scratch offsets now that the buffer no longer moves */
-	for (i = 0; i < r->nslots; i++)
+	if (r->scratch.data != NULL)
 	{
-		IcebergAvroValue *v = &values[i];
+		uint64_t	m;
 
-		if (!v->present)
-			continue;
-		if (r->sofs[i] != SIZE_MAX && r->scratch.data != NULL)
-			v->s = r->scratch.data + r->sofs[i];
-		if (r->iofs[i] != SIZE_MAX && v->nints > 0 && r->scratch.data != NULL)
-			v->ints = (const int32_t *) (r->scratch.data + r->iofs[i]);
+		for (m = r->smask; m != 0; m &= m - 1)
+		{
+			i = __builtin_ctzll(m);
+			if (values[i].present)
+				values[i].s = r->scratch.data + r->sofs[i];
+		}
+		for (m = r->imask; m != 0; m &= m - 1)
+		{
+			i = __builtin_ctzll(m);
+			if (values[i].present && values[i].nints > 0)
+				values[i].ints = (const int32_t *) (r->scratch.data + r->iofs[i]);
+		}
 	}
 	return 1;
 }
