@@ -450,6 +450,72 @@ skip_field(const IcebergAvroPlanNode *n, IcebergAvroCursor *c, int64_t coll_cap)
 }
 
 /*
+ * An array slot: its ints copied into the scratch buffer (INT_ARRAY), or
+ * only counted (COUNT_ARRAY).
+ */
+static bool
+decode_int_array(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
+				 IcebergAvroCursor *c, IcebergAvroValue *out, bool *oom)
+{
+	const IcebergAvroPlanNode *item = n->children[0];
+	int			total = 0;
+	int64_t		v;
+
+	if (!scratch_align(&r->scratch))
+	{
+		*oom = true;
+		return false;
+	}
+	if (n->kind == ICEBERG_AVRO_SLOT_INT_ARRAY)
+	{
+		r->iofs[n->slot] = r->scratch.len;
+		r->imask |= UINT64_C(1) << n->slot;
+	}
+	for (;;)
+	{
+		int64_t		count,
+					bsize,
+					k;
+
+		if (!rd_count(c, item->min_size, r->coll_cap, &count, &bsize))
+			return false;
+		if (count == 0)
+			break;
+		if (count > r->coll_cap - total)
+			return false;
+		if (n->kind == ICEBERG_AVRO_SLOT_COUNT_ARRAY)
+		{
+			total += (int) count;
+			if (bsize >= 0)
+				c->p += bsize;
+			else
+				for (k = 0; k < count; k++)
+					if (!skip_node(item, c, r->coll_cap))
+						return false;
+			continue;
+		}
+		for (k = 0; k < count; k++)
+		{
+			int32_t		iv;
+
+			if (!rd_long(c, &v) || v < INT32_MIN || v > INT32_MAX)
+				return false;
+			iv = (int32_t) v;
+			if (!iceberg_buf_append(&r->scratch, &iv, sizeof(iv)))
+			{
+				*oom = true;
+				return false;
+			}
+			total++;
+		}
+	}
+	out->nints = n->kind == ICEBERG_AVRO_SLOT_INT_ARRAY ? total : 0;
+	out->l = total;
+	out->present = true;
+	return true;
+}
+
+/*
  * Decode one value of n, storing wanted leaves into values (string
  * offsets into r->sofs / r->iofs, resolved after the record).  On a
  * malformed value returns false; *oom distinguishes allocation failure.
@@ -524,63 +590,7 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
 				}
 			case ICEBERG_AVRO_SLOT_INT_ARRAY:
 			case ICEBERG_AVRO_SLOT_COUNT_ARRAY:
-				{
-					const IcebergAvroPlanNode *item = n->children[0];
-					int			total = 0;
-
-					if (!scratch_align(&r->scratch))
-					{
-						*oom = true;
-						return false;
-					}
-					if (n->kind == ICEBERG_AVRO_SLOT_INT_ARRAY)
-					{
-						r->iofs[n->slot] = r->scratch.len;
-						r->imask |= UINT64_C(1) << n->slot;
-					}
-					for (;;)
-					{
-						int64_t		count,
-									bsize,
-									k;
-
-						if (!rd_count(c, item->min_size, r->coll_cap, &count, &bsize))
-							return false;
-						if (count == 0)
-							break;
-						if (count > r->coll_cap - total)
-							return false;
-						if (n->kind == ICEBERG_AVRO_SLOT_COUNT_ARRAY)
-						{
-							total += (int) count;
-							if (bsize >= 0)
-								c->p += bsize;
-							else
-								for (k = 0; k < count; k++)
-									if (!skip_node(item, c, r->coll_cap))
-										return false;
-							continue;
-						}
-						for (k = 0; k < count; k++)
-						{
-							int32_t		iv;
-
-							if (!rd_long(c, &v) || v < INT32_MIN || v > INT32_MAX)
-								return false;
-							iv = (int32_t) v;
-							if (!iceberg_buf_append(&r->scratch, &iv, sizeof(iv)))
-							{
-								*oom = true;
-								return false;
-							}
-							total++;
-						}
-					}
-					out->nints = n->kind == ICEBERG_AVRO_SLOT_INT_ARRAY ? total : 0;
-					out->l = total;
-					out->present = true;
-					return true;
-				}
+				return decode_int_array(r, n, c, out, oom);
 			case ICEBERG_AVRO_SLOT_RAW:
 				break;			/* raw spans use raw_slot */
 		}
