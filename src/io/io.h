@@ -457,6 +457,18 @@ extern void io_buffer_free(IoBuffer *buf);
 extern int	io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
 							uint64_t len, IoBuffer *out, TmsError *err);
 
+/*
+ * Read up to len bytes at offset straight into the caller's buf, where the
+ * storage can (local files: no buffer of its own, no copy).  Returns 1 with
+ * *got bytes read (fewer than len only at the end of the object) and, when
+ * size is not NULL, *size the object's size; 0 when this storage cannot
+ * (object stores: use io_storage_read); or -1 with *err as io_storage_read
+ * fails.  len 0 reads nothing: it checks that the object can be read.
+ */
+extern int	io_storage_read_into(IoStorage *st, const char *uri, uint64_t offset,
+								 void *buf, size_t len, size_t *got,
+								 uint64_t *size, TmsError *err);
+
 /* Size of an object (HEAD / stat).  Missing: IO_ERR_NOT_FOUND. */
 extern int	io_storage_size(IoStorage *st, const char *uri, uint64_t *size,
 							TmsError *err);

@@ -29,6 +29,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* the slots of a record are bits of smask and imask */
+_Static_assert(ICEBERG_AVRO_MAX_SLOTS <= 64, "a slot mask has 64 bits");
+
 static bool skip_node(const IcebergAvroPlanNode *n, IcebergAvroCursor *c,
 					  int64_t coll_cap);
 
@@ -71,7 +74,25 @@ skip_collection(const IcebergAvroPlanNode *n, IcebergAvroCursor *c,
 			const uint8_t *p = c->p;
 			const uint8_t *end = c->end;
 
-			for (i = 0; i < count; i++)
+			i = 0;
+
+			/*
+			 * While every item left fits before the end even at its largest
+			 * with a key and a length of one byte each (2 + 63 bytes), such
+			 * items need no bound check (rd_count bounds count by the bytes
+			 * left, so the product does not overflow)
+			 */
+			if (count * 65 <= end - p)
+				for (; i < count; i++)
+				{
+					unsigned	k = p[0],
+								l = p[1];
+
+					if ((k | l) & 0x81)
+						break;
+					p += 2 + (l >> 1);
+				}
+			for (; i < count; i++)
 			{
 				uint64_t	len = 0;
 				int			shift = 0;
@@ -429,6 +450,72 @@ skip_field(const IcebergAvroPlanNode *n, IcebergAvroCursor *c, int64_t coll_cap)
 }
 
 /*
+ * An array slot: its ints copied into the scratch buffer (INT_ARRAY), or
+ * only counted (COUNT_ARRAY).
+ */
+static bool
+decode_int_array(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
+				 IcebergAvroCursor *c, IcebergAvroValue *out, bool *oom)
+{
+	const IcebergAvroPlanNode *item = n->children[0];
+	int			total = 0;
+	int64_t		v;
+
+	if (!scratch_align(&r->scratch))
+	{
+		*oom = true;
+		return false;
+	}
+	if (n->kind == ICEBERG_AVRO_SLOT_INT_ARRAY)
+	{
+		r->iofs[n->slot] = r->scratch.len;
+		r->imask |= UINT64_C(1) << n->slot;
+	}
+	for (;;)
+	{
+		int64_t		count,
+					bsize,
+					k;
+
+		if (!rd_count(c, item->min_size, r->coll_cap, &count, &bsize))
+			return false;
+		if (count == 0)
+			break;
+		if (count > r->coll_cap - total)
+			return false;
+		if (n->kind == ICEBERG_AVRO_SLOT_COUNT_ARRAY)
+		{
+			total += (int) count;
+			if (bsize >= 0)
+				c->p += bsize;
+			else
+				for (k = 0; k < count; k++)
+					if (!skip_node(item, c, r->coll_cap))
+						return false;
+			continue;
+		}
+		for (k = 0; k < count; k++)
+		{
+			int32_t		iv;
+
+			if (!rd_long(c, &v) || v < INT32_MIN || v > INT32_MAX)
+				return false;
+			iv = (int32_t) v;
+			if (!iceberg_buf_append(&r->scratch, &iv, sizeof(iv)))
+			{
+				*oom = true;
+				return false;
+			}
+			total++;
+		}
+	}
+	out->nints = n->kind == ICEBERG_AVRO_SLOT_INT_ARRAY ? total : 0;
+	out->l = total;
+	out->present = true;
+	return true;
+}
+
+/*
  * Decode one value of n, storing wanted leaves into values (string
  * offsets into r->sofs / r->iofs, resolved after the record).  On a
  * malformed value returns false; *oom distinguishes allocation failure.
@@ -473,6 +560,7 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
 						return false;
 					}
 					r->sofs[n->slot] = r->scratch.len;
+					r->smask |= UINT64_C(1) << n->slot;
 					memcpy(r->scratch.data + r->scratch.len, s, (size_t) v);
 					r->scratch.len += (size_t) v + 1;
 					r->scratch.data[r->scratch.len - 1] = '\0';
@@ -495,66 +583,14 @@ decode_node(IcebergAvroReader *r, const IcebergAvroPlanNode *n,
 						return false;
 					}
 					r->sofs[n->slot] = start;
+					r->smask |= UINT64_C(1) << n->slot;
 					out->slen = r->scratch.len - 1 - start;
 					out->present = true;
 					return true;
 				}
 			case ICEBERG_AVRO_SLOT_INT_ARRAY:
 			case ICEBERG_AVRO_SLOT_COUNT_ARRAY:
-				{
-					const IcebergAvroPlanNode *item = n->children[0];
-					int			total = 0;
-
-					if (!scratch_align(&r->scratch))
-					{
-						*oom = true;
-						return false;
-					}
-					if (n->kind == ICEBERG_AVRO_SLOT_INT_ARRAY)
-						r->iofs[n->slot] = r->scratch.len;
-					for (;;)
-					{
-						int64_t		count,
-									bsize,
-									k;
-
-						if (!rd_count(c, item->min_size, r->coll_cap, &count, &bsize))
-							return false;
-						if (count == 0)
-							break;
-						if (count > r->coll_cap - total)
-							return false;
-						if (n->kind == ICEBERG_AVRO_SLOT_COUNT_ARRAY)
-						{
-							total += (int) count;
-							if (bsize >= 0)
-								c->p += bsize;
-							else
-								for (k = 0; k < count; k++)
-									if (!skip_node(item, c, r->coll_cap))
-										return false;
-							continue;
-						}
-						for (k = 0; k < count; k++)
-						{
-							int32_t		iv;
-
-							if (!rd_long(c, &v) || v < INT32_MIN || v > INT32_MAX)
-								return false;
-							iv = (int32_t) v;
-							if (!iceberg_buf_append(&r->scratch, &iv, sizeof(iv)))
-							{
-								*oom = true;
-								return false;
-							}
-							total++;
-						}
-					}
-					out->nints = n->kind == ICEBERG_AVRO_SLOT_INT_ARRAY ? total : 0;
-					out->l = total;
-					out->present = true;
-					return true;
-				}
+				return decode_int_array(r, n, c, out, oom);
 			case ICEBERG_AVRO_SLOT_RAW:
 				break;			/* raw spans use raw_slot */
 		}
@@ -662,8 +698,7 @@ iceberg_avro_reader_next(IcebergAvroReader *r, IcebergAvroValue *values,
 			return rc;
 	}
 	memset(values, 0, sizeof(IcebergAvroValue) * r->nslots);
-	for (i = 0; i < r->nslots; i++)
-		r->sofs[i] = r->iofs[i] = SIZE_MAX;
+	r->smask = r->imask = 0;
 	r->scratch.len = 0;
 	r->last_raw = r->cur.p;
 	if (!decode_node(r, r->root, &r->cur, values, &oom))
@@ -677,16 +712,22 @@ iceberg_avro_reader_next(IcebergAvroReader *r, IcebergAvroValue *values,
 	r->left--;
 	r->last_raw_len = (size_t) (r->cur.p - r->last_raw);
 	/* resolve scratch offsets now that the buffer no longer moves */
-	for (i = 0; i < r->nslots; i++)
+	if (r->scratch.data != NULL)
 	{
-		IcebergAvroValue *v = &values[i];
+		uint64_t	m;
 
-		if (!v->present)
-			continue;
-		if (r->sofs[i] != SIZE_MAX && r->scratch.data != NULL)
-			v->s = r->scratch.data + r->sofs[i];
-		if (r->iofs[i] != SIZE_MAX && v->nints > 0 && r->scratch.data != NULL)
-			v->ints = (const int32_t *) (r->scratch.data + r->iofs[i]);
+		for (m = r->smask; m != 0; m &= m - 1)
+		{
+			i = __builtin_ctzll(m);
+			if (values[i].present)
+				values[i].s = r->scratch.data + r->sofs[i];
+		}
+		for (m = r->imask; m != 0; m &= m - 1)
+		{
+			i = __builtin_ctzll(m);
+			if (values[i].present && values[i].nints > 0)
+				values[i].ints = (const int32_t *) (r->scratch.data + r->iofs[i]);
+		}
 	}
 	return 1;
 }

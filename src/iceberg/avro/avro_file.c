@@ -65,7 +65,12 @@ src_fill(IcebergAvroReader *r, size_t need, TmsError *err)
 		}
 		if (r->alloc - r->end < r->chunk || r->alloc < need)
 		{
-			size_t		na = r->alloc ? r->alloc : r->chunk;
+			/*
+			 * A file read in several chunks needs room for a chunk beside the
+			 * bytes kept: two from the start, not one grown (copied)
+			 */
+			size_t		na = r->alloc ? r->alloc
+			: r->chunk >= ICEBERG_READ_CHUNK ? 2 * r->chunk : r->chunk;
 			uint8_t    *nb;
 
 			while (na < r->end + r->chunk || na < need)

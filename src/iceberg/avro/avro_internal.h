@@ -163,10 +163,15 @@ struct IcebergAvroReader
 	size_t		last_raw_len;
 	int64_t		nblocks;
 
-	/* per record scratch and slot string offsets */
+	/*
+	 * per record scratch and slot string offsets: sofs[i] (iofs[i]) holds one
+	 * only when bit i of smask (imask) is set by this record
+	 */
 	IcebergBuf	scratch;
 	size_t		sofs[ICEBERG_AVRO_MAX_SLOTS];
 	size_t		iofs[ICEBERG_AVRO_MAX_SLOTS];
+	uint64_t	smask;
+	uint64_t	imask;
 	int64_t		string_cap;
 	int64_t		coll_cap;
 

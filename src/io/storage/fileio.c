@@ -5,9 +5,12 @@
  *		IoStorage.  Every path is canonicalised with the location rule
  *		(location.c) against the table's relative root, then read as
  *		sequential chunks of IO_FILEIO_CHUNK bytes served from ranged GETs
- *		(S3) or preads (local files, confined as storage_local.c confines them).
- *		A reader that needs only a file's head sets first_chunk: the chunks
- *		then start that small and double up to IO_FILEIO_CHUNK.
+ *		(object stores), or read straight into the reader's buffer (local
+ *		files, confined as storage_local.c confines them: a read of
+ *		IO_FILEIO_DIRECT_MIN bytes or more is one pread into it, no chunk
+ *		buffer and no copy; smaller reads go through a chunk).  A reader
+ *		that needs only a file's head sets first_chunk: the chunks (and the
+ *		direct reads) then start that small and double up to IO_FILEIO_CHUNK.
  *
  * A failed open or read hands the storage's TmsError to the reader, which
  * carries its code on (src/iceberg: TmsError.io_code) so a caller can
@@ -31,7 +34,11 @@ typedef struct FileIOHandle
 	size_t		off;			/* consumed bytes of buf */
 	uint64_t	chunk;			/* bytes asked for by the last fetch */
 	bool		eof;
+	bool		direct;			/* storage reads into the caller's buffer */
 } FileIOHandle;
+
+/* A local read at least this large goes straight into the reader's buffer. */
+#define IO_FILEIO_DIRECT_MIN ((size_t) 64 * 1024)
 
 /* The size of the fetch after one of "last" bytes (0: the first). */
 static uint64_t
@@ -44,12 +51,19 @@ fileio_next_chunk(const IoStorageFileIO *fio, uint64_t last)
 	return last >= IO_FILEIO_CHUNK / 2 ? IO_FILEIO_CHUNK : last * 2;
 }
 
-/* IoFileIO.open: fetch the first chunk so a missing object fails here. */
+/*
+ * IoFileIO.open: a local file is opened and sized (nothing read); from
+ * other storage the first chunk is fetched.  Either way a missing object
+ * fails here.
+ */
 static void *
 fileio_open(void *arg, const char *path, int64_t *size_out, TmsError *err)
 {
 	IoStorageFileIO *fio = arg;
 	FileIOHandle *h = io_calloc(1, sizeof(FileIOHandle));
+	uint64_t	size = 0;
+	size_t		got;
+	int			rc;
 
 	*size_out = -1;
 	if (h == NULL)
@@ -62,9 +76,16 @@ fileio_open(void *arg, const char *path, int64_t *size_out, TmsError *err)
 		io_free(h);
 		return NULL;
 	}
+	rc = io_storage_read_into(fio->storage, h->uri, 0, NULL, 0, &got, &size, err);
+	if (rc > 0)
+	{
+		h->direct = true;
+		*size_out = (int64_t) size;
+		return h;
+	}
 	h->chunk = fileio_next_chunk(fio, 0);
-	if (io_storage_read(fio->storage, h->uri, 0, h->chunk, &h->buf,
-						err) != 0)
+	if (rc < 0 ||
+		io_storage_read(fio->storage, h->uri, 0, h->chunk, &h->buf, err) != 0)
 	{
 		io_free(h->uri);
 		io_free(h);
@@ -79,7 +100,31 @@ fileio_open(void *arg, const char *path, int64_t *size_out, TmsError *err)
 	return h;
 }
 
-/* IoFileIO.read: serve from the current chunk, fetch the next when empty. */
+/* A direct read of up to len bytes at the handle's position. */
+static int64_t
+fileio_read_direct(IoStorageFileIO *fio, FileIOHandle *h, void *buf,
+				   size_t len, TmsError *err)
+{
+	uint64_t	chunk = fileio_next_chunk(fio, h->chunk);
+	size_t		got;
+
+	if (len > chunk)
+		len = (size_t) chunk;
+	h->chunk = len;
+	if (io_storage_read_into(fio->storage, h->uri, h->pos, buf, len, &got, NULL,
+							 err) < 0)
+		return -1;
+	h->pos += got;
+	fio->bytes_read += got;
+	if (got < len)
+		h->eof = true;
+	return (int64_t) got;
+}
+
+/*
+ * IoFileIO.read: serve from the current chunk; when it is empty, read a
+ * large request of a local file straight into buf, else fetch the next.
+ */
 static int64_t
 fileio_read(void *arg, void *handle, void *buf, size_t len, TmsError *err)
 {
@@ -94,6 +139,8 @@ fileio_read(void *arg, void *handle, void *buf, size_t len, TmsError *err)
 		h->pos += h->buf.len;
 		io_buffer_free(&h->buf);
 		h->off = 0;
+		if (h->direct && len >= IO_FILEIO_DIRECT_MIN)
+			return fileio_read_direct(fio, h, buf, len, err);
 		h->chunk = fileio_next_chunk(fio, h->chunk);
 		if (io_storage_read(fio->storage, h->uri, h->pos, h->chunk,
 							&h->buf, err) != 0)

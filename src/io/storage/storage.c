@@ -852,6 +852,23 @@ io_storage_read(IoStorage *st, const char *uri, uint64_t offset,
 }
 
 int
+io_storage_read_into(IoStorage *st, const char *uri, uint64_t offset,
+					 void *buf, size_t len, size_t *got, uint64_t *size,
+					 TmsError *err)
+{
+	IoParsedUri u;
+	int			rc = 0;
+
+	*got = 0;
+	if (io_uri_parse(uri, &u, err) != 0)
+		return -1;
+	if (u.scheme == IO_URI_FILE)
+		rc = io_local_read_into(st, uri, u.path, offset, buf, len, got, size, err) == 0 ? 1 : -1;
+	io_uri_free(&u);
+	return rc;
+}
+
+int
 io_storage_size(IoStorage *st, const char *uri, uint64_t *size, TmsError *err)
 {
 	IoParsedUri u;

@@ -235,6 +235,9 @@ extern int	io_gcs_batch_read(const char *content_type, const char *body, size_t 
 extern int	io_local_read(IoStorage *st, const char *uri, const char *path,
 						  uint64_t offset, uint64_t len, IoBuffer *out,
 						  size_t cap, TmsError *err);
+extern int	io_local_read_into(IoStorage *st, const char *uri, const char *path,
+							   uint64_t offset, void *buf, size_t len,
+							   size_t *got, uint64_t *size, TmsError *err);
 extern int	io_local_size(IoStorage *st, const char *uri, const char *path,
 						  uint64_t *size, TmsError *err);
 extern int	io_local_write(IoStorage *st, const char *uri, const char *path,

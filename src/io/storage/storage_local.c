@@ -244,6 +244,34 @@ local_open_file(const LocalWalk *w, const char *uri, struct stat *sb, TmsError *
 	return fd;
 }
 
+/*
+ * pread want bytes at offset into buf, stopping early only at the end of
+ * the file; *got receives what was read.  Closes nothing.
+ */
+static int
+local_pread(int fd, const char *uri, uint8_t *buf, size_t want,
+			uint64_t offset, size_t *got, TmsError *err)
+{
+	*got = 0;
+	while (*got < want)
+	{
+		ssize_t		r = pread(fd, buf + *got, want - *got, (off_t) (offset + *got));
+
+		if (r < 0)
+		{
+			int			e = errno;
+
+			if (e == EINTR)
+				continue;
+			return file_error(err, "read", uri, e);
+		}
+		if (r == 0)
+			break;
+		*got += (size_t) r;
+	}
+	return 0;
+}
+
 int
 io_local_read(IoStorage *st, const char *uri, const char *path, uint64_t offset,
 			  uint64_t len, IoBuffer *out, size_t cap, TmsError *err)
@@ -276,28 +304,41 @@ io_local_read(IoStorage *st, const char *uri, const char *path, uint64_t offset,
 		close(fd);
 		return tms_error_set(err, IO_ERR_OUT_OF_MEMORY, "out of memory");
 	}
-	while (got < want)
+	if (local_pread(fd, uri, (uint8_t *) out->data, (size_t) want, offset, &got,
+					err) != 0)
 	{
-		ssize_t		r = pread(fd, out->data + got, (size_t) want - got, (off_t) (offset + got));
-
-		if (r < 0)
-		{
-			int			e = errno;
-
-			if (e == EINTR)
-				continue;
-			close(fd);
-			io_buffer_free(out);
-			return file_error(err, "read", uri, e);
-		}
-		if (r == 0)
-			break;
-		got += (size_t) r;
+		close(fd);
+		io_buffer_free(out);
+		return -1;
 	}
 	close(fd);
 	out->data[got] = '\0';
 	out->len = got;
 	return 0;
+}
+
+int
+io_local_read_into(IoStorage *st, const char *uri, const char *path,
+				   uint64_t offset, void *buf, size_t len, size_t *got,
+				   uint64_t *size, TmsError *err)
+{
+	LocalWalk	w;
+	struct stat stbuf;
+	int			fd;
+	int			rc;
+
+	*got = 0;
+	if (local_walk(st, uri, path, false, false, &w, err) != 0)
+		return -1;
+	fd = local_open_file(&w, uri, &stbuf, err);
+	local_walk_end(&w);
+	if (fd < 0)
+		return -1;
+	if (size != NULL)
+		*size = (uint64_t) stbuf.st_size;
+	rc = len == 0 ? 0 : local_pread(fd, uri, buf, len, offset, got, err);
+	close(fd);
+	return rc;
 }
 
 int
