@@ -128,8 +128,8 @@ helper_run(Helper *h, const char *sql, duckdb_result *res, TmsError *err)
 }
 
 /* Copy an object from storage to a local file, in chunks. */
-static bool
-download(Helper *h, const char *uri, const char *local, TmsError *err)
+bool
+helper_download(Helper *h, const char *uri, const char *local, TmsError *err)
 {
 	int			fd = open(local, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	uint64_t	off = 0;
@@ -181,8 +181,8 @@ download(Helper *h, const char *uri, const char *local, TmsError *err)
 }
 
 /* Upload a local file through storage, mapped. */
-static bool
-upload(Helper *h, const char *local, const char *uri, int64_t *size, TmsError *err)
+bool
+helper_upload(Helper *h, const char *local, const char *uri, int64_t *size, TmsError *err)
 {
 	int			fd = open(local, O_RDONLY | O_CLOEXEC);
 	struct stat sb;
@@ -415,7 +415,7 @@ group_fetch_deletes(GroupRun *g)
 			continue;
 		}
 		snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
-		if (!download(g->h, d->uri, g->path, g->err))
+		if (!helper_download(g->h, d->uri, g->path, g->err))
 			return false;
 		if (d->content == ICEBERG_CONTENT_POSITION_DELETES)
 			g->has_pos = g->has_pos_files = true;
@@ -684,7 +684,7 @@ group_fetch_inputs(GroupRun *g, int o)
 		snprintf(g->path, sizeof(g->path), "%s/in%d.parquet", g->dir, i);
 		if (!g->have[i])
 		{
-			if (!download(g->h, job->inputs[i].uri, g->path, g->err))
+			if (!helper_download(g->h, job->inputs[i].uri, g->path, g->err))
 				return false;
 			g->have[i] = true;
 			g->bytes_in += job->inputs[i].size;
@@ -1128,8 +1128,8 @@ group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written)
 		iceberg_compact_output_free(&out);
 		return false;
 	}
-	/* upload() says why it failed; only strdup's failure is memory */
-	if (!upload(g->h, local_out, g->path, &out.size, g->err))
+	/* helper_upload() says why it failed; only strdup's failure is memory */
+	if (!helper_upload(g->h, local_out, g->path, &out.size, g->err))
 	{
 		iceberg_compact_output_free(&out);
 		return false;
@@ -1278,6 +1278,9 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 				o;
 	bool		ok = false;
 
+	/* v3: position deletes into deletion vectors (dv_rewrite.c) */
+	if (job->dv_output)
+		return helper_rewrite_dvs(h, job, err);
 	if (cc == NULL)
 	{
 		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,

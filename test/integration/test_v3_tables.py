@@ -367,3 +367,60 @@ def test_compaction_refuses_files_without_row_ids(env):
     state, reason, err, _, _ = wait_job(env, run(env, name, "compaction", {"rewrite-all": True}))
     assert state == "skipped" and "row ids" in (reason or "") + (err or ""), (state, reason, err)
     assert ow.load(env["catalog"], "v3", name)[1] == meta
+
+
+def posdel_rewrite(env, name, options=None):
+    """Run position-delete-rewrite on a v3 table; (meta before, meta after,
+    the new snapshot), the rows read back by the world's reader unchanged."""
+    cat, st = env["catalog"], env["st"]
+    _, meta = ow.load(cat, "v3", name)
+    before_rows = v3.rows(st, meta)
+    state, reason, err, _, _ = wait_job(env, run(env, name, "position-delete-rewrite", options))
+    assert state == "succeeded", (state, reason, err)
+    _, meta2 = ow.load(cat, "v3", name)
+    new = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    assert new["summary"]["operation"] == "replace"
+    assert new["parent-snapshot-id"] == meta["current-snapshot-id"]
+    assert v3.rows(st, meta2) == before_rows
+    # no row moved: no row ids taken (https://iceberg.apache.org/spec/#row-lineage)
+    assert new["first-row-id"] == meta["next-row-id"] and new["added-rows"] == 0
+    assert meta2["next-row-id"] == meta["next-row-id"]
+    assert v3.check_lineage(meta2) == []
+    return meta, meta2, new
+
+
+def test_position_delete_rewrite_converts_and_merges_into_deletion_vectors(env):
+    # A, C and F have a deletion vector and a position delete file each, E
+    # a position delete file: afterwards each has exactly one deletion
+    # vector holding both (https://iceberg.apache.org/spec/#deletion-vectors),
+    # one Puffin file per partition, no position delete file left
+    st = env["st"]
+    name, res = new_table(env, position_deletes=True)
+    files = res["files"]
+    acts = plan(env, name, "position-delete-rewrite")
+    groups = [json.loads(d) if isinstance(d, str) else d for a, _, d in acts if a == "rewrite-group"]
+    assert len(groups) == 2 and all(g["reasons"] == ["deletion-vectors"] for g in groups), acts
+    meta, meta2, new = posdel_rewrite(env, name)
+    before, after = v3.live(st, meta), v3.live(st, meta2)
+    dels = [e for e in after if e["content"] == 1]
+    assert all((e["format"] or "").lower() == "puffin" for e in dels), dels
+    refs = [e["ref"] for e in dels]
+    assert len(refs) == len(set(refs)) == 4
+    assert set(refs) == {files[k]["path"] for k in ("A", "C", "E", "F")}
+    want = {"A": {0, 1, 3, 4}, "C": {0, 2}, "E": {6}, "F": set(range(0, 6000, 2)) | {1, 3}}
+    for e in dels:
+        k = next(k for k in want if files[k]["path"] == e["ref"])
+        assert v3.dv_positions(st, e) == want[k], k
+        assert e["seq"] == new["sequence-number"] and e["snapshot_id"] == new["snapshot-id"]
+    assert len({e["path"] for e in dels}) == 2
+    # the old deletes go in the same snapshot: the files and each blob
+    old = {(e["path"], e["offset"]) for e in before if e["content"] == 1}
+    removed = {(e["path"], e["offset"]) for e in v3.entries(st, meta2)
+               if e["status"] == 2 and e["content"] == 1 and e["snapshot_id"] == new["snapshot-id"]}
+    assert removed == old
+    # data files untouched
+    assert sorted(e["path"] for e in after if e["content"] == 0) == \
+        sorted(e["path"] for e in before if e["content"] == 0)
+    # nothing left to do: the plan is empty
+    acts = plan(env, name, "position-delete-rewrite")
+    assert not [a for a, _, _ in acts if a == "rewrite-group"], acts

@@ -394,6 +394,12 @@ typedef struct IcebergCompactFile
 	int32_t		spec_id;		/* its own spec and partition (its group's are
 								 * the output spec's) */
 	char	   *partition;
+	/* a rewrite of position deletes on v3: a deletion vector (dv_length > 0) */
+	int64_t		dv_offset;		/* its blob's content_offset */
+	int64_t		dv_length;		/* its content_size_in_bytes; 0: not a DV */
+	char	   *referenced;		/* its referenced_data_file */
+	char	   *dv_key;			/* its key among the group files (path and
+								 * offset, compact_int.h) */
 } IcebergCompactFile;
 
 /* A live data file that a group's position deletes may point at. */
@@ -558,6 +564,15 @@ typedef struct IcebergColumnMetrics
 	uint8_t    *upper;
 } IcebergColumnMetrics;
 
+/* A deletion vector of a Puffin file the helper wrote (compact_dv.c). */
+typedef struct IcebergCompactDv
+{
+	char	   *referenced;		/* the data file, as the metadata spells it */
+	int64_t		offset;			/* content_offset */
+	int64_t		length;			/* content_size_in_bytes */
+	int64_t		records;		/* its cardinality */
+} IcebergCompactDv;
+
 /* A data file the helper wrote for a group. */
 typedef struct IcebergCompactOutput
 {
@@ -568,6 +583,9 @@ typedef struct IcebergCompactOutput
 	IcebergColumnMetrics *metrics;
 	int			nsplit_offsets;
 	int64_t    *split_offsets;
+	/* a Puffin file of deletion vectors (no metrics): one entry each */
+	int			ndvs;
+	IcebergCompactDv *dvs;
 } IcebergCompactOutput;
 
 extern void iceberg_compact_output_free(IcebergCompactOutput *o);

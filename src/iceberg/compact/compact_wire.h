@@ -185,6 +185,10 @@ typedef struct IcebergCompactJobInput
 	int64_t		size;
 	int64_t		seq;
 	int64_t		first_row_id;	/* row lineage: its first_row_id; else -1 */
+	/* a rewrite of position deletes into deletion vectors: a DV input */
+	int64_t		dv_offset;		/* -1: a Parquet position delete file */
+	int64_t		dv_length;
+	char	   *dv_referenced;
 } IcebergCompactJobInput;
 
 typedef struct IcebergCompactJobDelete
@@ -231,6 +235,8 @@ typedef struct IcebergCompactJob
 								 * _last_updated_sequence_number */
 	/* a rewrite of position deletes: rows kept only when they point at one */
 	bool		filter_live;
+	bool		dv_output;		/* v3: into one Puffin file of deletion
+								 * vectors, one per data file */
 	int			nkeep;
 	IcebergPosdelKeep *keep;
 	/* the table's schema.name-mapping.default (a JSON array), or NULL */

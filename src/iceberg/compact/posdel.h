@@ -71,6 +71,8 @@
 
 /* A group holds a delete file proven dangling (IcebergCompactGroup.reasons). */
 #define ICEBERG_COMPACT_DANGLING	0x40
+/* v3: a group holds position delete files or several DVs of a data file */
+#define ICEBERG_COMPACT_TO_DV		0x80
 
 /* Iceberg's write.delete.target-file-size-bytes default. */
 #define ICEBERG_POSDEL_DEFAULT_TARGET	(INT64_C(64) * 1024 * 1024)
