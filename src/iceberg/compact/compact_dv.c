@@ -4,7 +4,9 @@
  *	  Deletion vectors written by the rewrite of position deletes on format
  *	  v3 tables (posdel.h): the helper's report of the blobs of the Puffin
  *	  file it wrote, the fields of their manifest entries, the key of a
- *	  deletion vector among the files of a plan, and the free of an output.
+ *	  deletion vector among the files of a plan, the commit's check that
+ *	  no delete of their data files was added since the plan, and the
+ *	  free of an output.
  *
  * A deletion vector is a blob of a Puffin file, found by the file's path
  * and its content_offset: several deletion vectors share one Puffin file,
@@ -155,4 +157,111 @@ compact_dv_fields(IcebergAvroWField *df, const IcebergCompactDv *dv)
 	df[2].v.kind = AVW_LONG;
 	df[2].v.l = dv->length;
 	return 3;
+}
+
+/*
+ * The commit's check of a v3 rewrite: every deletion vector written is for
+ * a data file its group keeps (the helper is not trusted: else
+ * ICEBERG_ERR_MALFORMED); no delete naming a data file the
+ * outputs write a deletion vector for was added since the plan (a
+ * deletion vector or a position delete file with that
+ * referenced_data_file, not one of the groups' files).  The new deletion
+ * vector would be a second one for that data file, which the spec forbids
+ * (https://iceberg.apache.org/spec/#deletion-vectors), and would not hold
+ * the added deletes: ICEBERG_ERR_CONFLICT, as Iceberg's
+ * validateNoNewDeletesForDataFiles.
+ */
+bool
+compact_dv_check_added(const IcebergFileIO *io, const IcebergTableMetadata *md,
+					   const IcebergSnapshot *snap, const IcebergCompactPlan *p,
+					   const IcebergCompactGroupOutput *groups, int ngroups, TmsError *err)
+{
+	StrMap		refs = {0};
+	StrMap		mine = {0};
+	StrMap		kept = {0};
+	ListRec    *recs = NULL;
+	int			nrecs = 0,
+				i,
+				j,
+				k;
+	char		kb[COMPACT_DV_KEY_MAX];
+	bool		ok = false;
+
+	for (j = 0; j < ngroups; j++)
+	{
+		const IcebergCompactGroup *gr = &p->groups[groups[j].group];
+
+		iceberg_strmap_free(&kept);
+		for (i = 0; i < gr->nkeep; i++)
+			if (!compact_map_put(&kept, gr->keep[i].path, 1))
+				goto nomem;
+		for (i = gr->first; i < gr->first + gr->nfiles; i++)
+			if (!compact_map_put(&mine, p->files[i].dv_key ? p->files[i].dv_key : p->files[i].path, 1))
+				goto nomem;
+		for (i = 0; i < groups[j].noutputs; i++)
+			for (k = 0; k < groups[j].outputs[i].ndvs; k++)
+			{
+				const char *ref = groups[j].outputs[i].dvs[k].referenced;
+
+				if (compact_map_get(&kept, ref) < 0)
+				{
+					tms_error_set(err, ICEBERG_ERR_MALFORMED,
+								  "the helper wrote a deletion vector for a data file outside its group");
+					tms_error_detail(err, "\"%.1000s\"", ref);
+					goto done;
+				}
+				if (!compact_map_put(&refs, ref, 1))
+					goto nomem;
+			}
+	}
+	if (refs.count == 0)
+	{
+		ok = true;
+		goto done;
+	}
+	if (!compact_read_list(io, md, snap, &recs, &nrecs, err))
+		goto done;
+	for (i = 0; i < nrecs; i++)
+	{
+		IcebergManifestReader *r;
+		const IcebergManifestEntry *e;
+		int			rc = 0;
+		bool		added = false;
+
+		if (recs[i].mf.content != ICEBERG_MANIFEST_CONTENT_DELETES)
+			continue;
+		if (iceberg_check_interrupt(io, err) ||
+			!iceberg_manifest_open(io, &recs[i].mf, md->format_version, 0, &r, err))
+			goto done;
+		while (!added && (rc = iceberg_manifest_next(r, &e, err)) == 1)
+		{
+			const char *key = compact_dv_key(e->file_path, e->content_offset, kb, sizeof(kb));
+
+			added = e->status != ICEBERG_STATUS_DELETED &&
+				e->content == ICEBERG_CONTENT_POSITION_DELETES &&
+				e->referenced_data_file != NULL &&
+				compact_map_get(&refs, e->referenced_data_file) >= 0 &&
+				(key == NULL || compact_map_get(&mine, key) < 0);
+			if (added)
+			{
+				tms_error_set(err, ICEBERG_ERR_CONFLICT,
+							  "a delete of a data file the rewrite writes a deletion vector for was added since the plan");
+				tms_error_detail(err, "\"%s\" deletes rows of \"%s\".", e->file_path,
+								 e->referenced_data_file);
+			}
+		}
+		iceberg_manifest_close(r);
+		if (added || rc < 0)
+			goto done;
+	}
+	ok = true;
+	goto done;
+nomem:
+	compact_oom(err);
+done:
+	compact_free_recs(recs, nrecs);
+	iceberg_strmap_free(&refs);
+	iceberg_strmap_free(&mine);
+	iceberg_strmap_free(&kept);
+	return ok;
 }

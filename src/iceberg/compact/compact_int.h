@@ -131,6 +131,16 @@ extern const char *compact_dv_key(const char *path, int64_t offset, char *buf, s
 extern int	compact_dv_fields(struct IcebergAvroWField *df, const IcebergCompactDv *dv);
 
 /*
+ * The commit's check (posdel.h's iceberg_posdel_check_live on v3): a
+ * delete naming a data file groups' outputs write a deletion vector for,
+ * added since the plan, is ICEBERG_ERR_CONFLICT.
+ */
+extern bool compact_dv_check_added(const IcebergFileIO *io, const IcebergTableMetadata *md,
+								   const IcebergSnapshot *snap, const IcebergCompactPlan *p,
+								   const IcebergCompactGroupOutput *groups, int ngroups,
+								   TmsError *err);
+
+/*
  * Row lineage in the commit (compact_lineage.c,
  * https://iceberg.apache.org/spec/#row-lineage): a data manifest rewritten
  * on a v3 table gets a new first_row_id, so the entries it carries write

@@ -810,6 +810,10 @@ iceberg_posdel_check_live(const IcebergFileIO *io, const IcebergTableMetadata *m
 	int			nrecs = 0;
 	bool		ok = false;
 
+	/* v3: no second deletion vector for a data file (compact_dv.c) */
+	if (p->format_version >= 3 &&
+		!compact_dv_check_added(io, md, snap, p, groups, ngroups, err))
+		return false;
 	for (j = 0; j < ngroups; j++)
 	{
 		const IcebergCompactGroup *gr = &p->groups[groups[j].group];
