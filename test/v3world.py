@@ -395,7 +395,7 @@ def _df(f, content=0, first_row_id=None):
     return d
 
 
-def write_table(st, location, extra_appends=0, position_deletes=False):
+def write_table(st, location, extra_appends=0, position_deletes=False, drop_c=False):
     """Write the v3 table below location (file://); returns {metadata_location,
     meta, files}.  Snapshots (sequence numbers 1..6, +extra_appends):
       1 append A (part 0, 5 rows), B (part 1, 7 rows);
@@ -412,7 +412,9 @@ def write_table(st, location, extra_appends=0, position_deletes=False):
       one deleting A 0 and C 2 (A's and C's DVs stay: two deletes of one
       data file, which a position delete rewrite on v3 merges into one
       DV), in part 1 one deleting F 1 and 3 (odd positions, F's DV holds
-      the even ones) and E 6."""
+      the even ones) and E 6; with drop_c, then a delete snapshot that
+      removes the data file C (its rows gone) and leaves its deletion
+      vector and the position delete of it: dangling deletes."""
     tmp = tempfile.mkdtemp(prefix="tms-v3w-")
     t = _Table(st, location, tmp)
     A = t.parquet([(i, "a%d" % i, 0) for i in range(5)])
@@ -458,6 +460,11 @@ def write_table(st, location, extra_appends=0, position_deletes=False):
                                                      (1, _df(p1, 1), None, None)], s)],
                  list(t.manifests))
         files.update({"P0": p0, "P1": p1})
+    if drop_c:
+        # C was appended at sequence number 2, its first row id 12 (after
+        # A's 5 and B's 7 rows)
+        t.commit("delete", [lambda s: t.manifest(0, [(2, _df(C, first_row_id=12), 2, 2)], s)],
+                 [r for r in t.manifests if r is not m2])
     return {"metadata_location": t.write_metadata(), "meta": t.meta, "files": files}
 
 

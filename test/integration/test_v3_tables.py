@@ -424,3 +424,26 @@ def test_position_delete_rewrite_converts_and_merges_into_deletion_vectors(env):
     # nothing left to do: the plan is empty
     acts = plan(env, name, "position-delete-rewrite")
     assert not [a for a, _, _ in acts if a == "rewrite-group"], acts
+
+
+def test_position_delete_rewrite_drops_dangling_deletes(env):
+    # C was removed after its deletion vector and a position delete file
+    # pointing at it were written: both are dangling, as on v2 (the spec's
+    # scan planning: no live data file they apply to), and are dropped;
+    # A's deletes still become one deletion vector
+    st = env["st"]
+    name, res = new_table(env, position_deletes=True, drop_c=True)
+    files = res["files"]
+    meta, meta2, new = posdel_rewrite(env, name)
+    dels = [e for e in v3.live(st, meta2) if e["content"] == 1]
+    assert sorted(e["ref"] for e in dels) == sorted(files[k]["path"] for k in ("A", "E", "F"))
+    assert all((e["format"] or "").lower() == "puffin" for e in dels)
+    a = next(e for e in dels if e["ref"] == files["A"]["path"])
+    assert v3.dv_positions(st, a) == {0, 1, 3, 4}
+    # C's deletion vector is removed with the rest
+    removed = {(e["path"], e["ref"]) for e in v3.entries(st, meta2)
+               if e["status"] == 2 and e["content"] == 1 and e["snapshot_id"] == new["snapshot-id"]}
+    assert any(ref == files["C"]["path"] for _, ref in removed), removed
+    # C's one deleted position and the position delete file's (C, 2)
+    msg = q(env, "SELECT message FROM tms.maintenance_jobs ORDER BY id DESC LIMIT 1")[0][0]
+    assert msg == "2 dangling position deletes dropped", msg
