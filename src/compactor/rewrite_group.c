@@ -54,6 +54,8 @@
  * row only when its file_path is in the table "keep" with a sequence
  * number not above the row's delete file's (an equi-join): the others
  * point at no live data file (dangling) and count as deleted rows.
+ * On a v3 table (job->dv_output) that rewrite is dv_rewrite.c's instead:
+ * deletion vectors, one per data file, in one Puffin file.
  * Before the first output the inputs' row counts (their Parquet footers)
  * are compared with their manifests': a file that disagrees fails the
  * group.  DuckDB's memory limit applies to all of it; what does not fit

@@ -515,8 +515,9 @@ commit_state_json(const IcebergCompactPlan *p, int g, const IcebergCompactCommit
 
 /*
  * The files the helper announced for group g, checked: a name the worker
- * gave (dir + prefix + "-NNNNN.parquet", NNNNN below the group's output
- * count, each once), an object that exists with the size announced.
+ * gave (dir + prefix + "-NNNNN." + ext, NNNNN below the group's output
+ * count, each once; a Puffin file, and only it, lists deletion vectors),
+ * an object that exists with the size announced.
  */
 static bool
 check_output(MaintRun *run, const IcebergCompactOutput *o, const char *dir, const char *prefix,
@@ -562,7 +563,7 @@ typedef enum GroupOutcome
 
 /*
  * Every name the helper may have written for an attempt at a group (dir +
- * prefix + "-NNNNN.parquet", NNNNN below files), announced or not: an
+ * prefix + "-NNNNN." + ext, NNNNN below files), announced or not: an
  * upload can finish before its announce is read.  The prefix holds a new
  * UUID, so no other file has one of these names.
  */

@@ -86,14 +86,14 @@
  * has no type for, and v3's unknown, variant and geo types, at any
  * depth, and a nested field's initial-default other than null), a v3
  * data file without a first_row_id to keep (a table upgraded to v3
- * before a v3 writer assigned row ids), the rewrite of position delete
- * files of a v3 table, manifests of a v2 table written without sequence
+ * before a v3 writer assigned row ids), manifests of a v2 table written without sequence
  * numbers (only for a group whose files they hold).
  *
  * The rewrite of position delete files (posdel.h) reuses the plan's
  * structures, the group line and this commit with rewrite_content
  * ICEBERG_CONTENT_POSITION_DELETES: its groups' files are then position
- * delete files, rewritten into position delete files.
+ * delete files, rewritten into position delete files (on v3, with the
+ * deletion vectors, into deletion vectors: posdel.h).
  *
  * Memory: the plan holds one record per candidate data file and per live
  * delete file (with the groups each delete file's data files fall in);

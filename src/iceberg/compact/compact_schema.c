@@ -2,8 +2,9 @@
  *
  * compact_schema.c
  *	  Data file compaction, the plain-C half: the Avro schemas of what a
- *	  commit writes (Iceberg's manifest_entry of format v1 and v2 with a
- *	  spec's partition record, the v1 manifest list that replaces an inline
+ *	  commit writes (Iceberg's manifest_entry of format v1, v2 and v3, the
+ *	  last with a deletion vector's content_offset and
+ *	  content_size_in_bytes, with a spec's partition record, the v1 manifest list that replaces an inline
  *	  "manifests" array) and the size of a manifest a list record needs.
  *	  compact_commit.c writes with them.
  *
@@ -26,7 +27,7 @@
 
 /*
  * Iceberg's manifest_entry schema (https://iceberg.apache.org/spec/#manifests)
- * for format v1 or v2, its partition record taken from a manifest of the
+ * for format v1, v2 or v3 (entry_fields_v3 added), its partition record taken from a manifest of the
  * same spec.
  */
 static const char *const entry_schema_v2 =
