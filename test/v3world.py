@@ -468,6 +468,52 @@ def write_table(st, location, extra_appends=0, position_deletes=False, drop_c=Fa
     return {"metadata_location": t.write_metadata(), "meta": t.meta, "files": files}
 
 
+def dv_commit(st, meta, data_file, part, positions):
+    """A commit body (for a catalog's interposition) adding one deletion
+    vector of positions for data_file (partition part) in a new Puffin
+    file, as a concurrent v3 writer would: a "delete" snapshot whose list
+    is a new delete manifest plus the current ones; no row added."""
+    cur = _snapshot(meta)
+    _, hdr, recs = avro_codec.read_container(st.read(cur["manifest-list"]))
+    loc = meta["location"].rstrip("/")
+    tag = uuid.uuid4().hex
+    data, spans = puffin_file([(data_file, positions)])
+    puffin = "%s/data/%s-interposed-dv.puffin" % (loc, tag)
+    st.write(puffin, data)
+    seq = meta["last-sequence-number"] + 1
+    sid = int(uuid.uuid4().int & ((1 << 62) - 1)) | 1
+    df = {"content": 1, "file_path": puffin, "file_format": "PUFFIN", "partition": {"part": part},
+          "record_count": len(set(positions)), "file_size_in_bytes": len(data),
+          "first_row_id": None, "referenced_data_file": data_file,
+          "content_offset": spans[0][0], "content_size_in_bytes": spans[0][1]}
+    mpath = "%s/metadata/%s-interposed-m0.avro" % (loc, tag)
+    mdata = avro_codec.write_container(schemas.manifest_entry_schema(3, PART_FIELDS), [
+        {"status": 1, "snapshot_id": sid, "sequence_number": None, "file_sequence_number": None,
+         "data_file": df}], "deflate", {
+        "schema": json.dumps(SCHEMA), "schema-id": "0", "partition-spec": json.dumps(SPEC["fields"]),
+        "partition-spec-id": "0", "format-version": "3", "content": "deletes"})
+    st.write(mpath, mdata)
+    rec = {"manifest_path": mpath, "manifest_length": len(mdata), "partition_spec_id": 0,
+           "content": 1, "sequence_number": seq, "min_sequence_number": seq,
+           "added_snapshot_id": sid, "added_files_count": 1, "existing_files_count": 0,
+           "deleted_files_count": 0, "added_rows_count": df["record_count"],
+           "existing_rows_count": 0, "deleted_rows_count": 0, "partitions": None,
+           "key_metadata": None, "first_row_id": None}
+    lpath = "%s/metadata/snap-%d-1-%s.avro" % (loc, sid, tag)
+    st.write(lpath, avro_codec.write_container(schemas.manifest_list_schema(3), [rec] + recs, "deflate", {
+        "snapshot-id": str(sid), "parent-snapshot-id": str(cur["snapshot-id"]),
+        "sequence-number": str(seq), "format-version": "3", "first-row-id": str(meta["next-row-id"])}))
+    snap = {"snapshot-id": sid, "parent-snapshot-id": cur["snapshot-id"], "sequence-number": seq,
+            "timestamp-ms": max(int(time.time() * 1000), cur["timestamp-ms"] + 1),
+            "summary": {"operation": "delete"}, "schema-id": 0, "manifest-list": lpath,
+            "first-row-id": meta["next-row-id"], "added-rows": 0}
+    return {"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main",
+                              "snapshot-id": cur["snapshot-id"]}],
+            "updates": [{"action": "add-snapshot", "snapshot": snap},
+                        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
+                         "snapshot-id": sid}]}
+
+
 # ---------------------------------------------------------------------------
 # the reference reader
 # ---------------------------------------------------------------------------

@@ -447,3 +447,30 @@ def test_position_delete_rewrite_drops_dangling_deletes(env):
     # C's one deleted position and the position delete file's (C, 2)
     msg = q(env, "SELECT message FROM tms.maintenance_jobs ORDER BY id DESC LIMIT 1")[0][0]
     assert msg == "2 dangling position deletes dropped", msg
+
+
+def test_position_delete_rewrite_conflicts_with_a_deletion_vector_added(env):
+    # while the rewrite runs, a v3 writer adds a deletion vector for E (which
+    # the rewrite writes one for): committing would leave E two deletion
+    # vectors, so the attempt gives up and the retry plans on the table as
+    # it is then, merging the new one too
+    cat, st = env["catalog"], env["st"]
+    name, res = new_table(env, position_deletes=True)
+    files = res["files"]
+    _, meta = ow.load(cat, "v3", name)
+    body = v3.dv_commit(st, meta, files["E"]["path"], 1, [0, 6])
+    ow.give_to_server(env["file_root"])
+    cat.fault(r"/tables/%s$" % name, action="interpose", method="POST", commits=[body])
+    jid = run(env, name, "position-delete-rewrite")
+    state, reason, err, _, _ = wait_job(env, jid)
+    assert state == "succeeded", (state, reason, err)
+    assert q(env, "SELECT attempts FROM tms.maintenance_jobs WHERE id = %s", (jid,))[0][0] == 2
+    _, meta2 = ow.load(cat, "v3", name)
+    new = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    interposed = new["parent-snapshot-id"]
+    assert interposed == body["updates"][0]["snapshot"]["snapshot-id"]
+    assert v3.rows(st, meta2) == v3.rows(st, meta2, interposed)
+    dels = [e for e in v3.live(st, meta2) if e["content"] == 1]
+    assert len({e["ref"] for e in dels}) == len(dels) == 4
+    e = next(e for e in dels if e["ref"] == files["E"]["path"])
+    assert v3.dv_positions(st, e) == {0, 6}
