@@ -28,7 +28,16 @@ DuckDB and Puffin deletion vectors, and its reference reader).
     row ids from next-row-id on (added and existing rows each), the
     snapshot's first-row-id and added-rows and the table's next-row-id
     follow; a partition left out keeps its files and DV; a table whose
-    files have no row ids yet is skipped before anything is written.
+    files have no row ids yet is skipped before anything is written;
+  - position-delete rewrite on v3 (https://iceberg.apache.org/spec/#deletion-vectors):
+    v2 position delete files and the deletion vectors of a data file become
+    one deletion vector per data file (its positions the union, read back
+    from the Puffin file and checked against its footer), one Puffin file
+    per partition, the old deletes removed in the same snapshot (each blob
+    by its offset), the rows and row lineage unchanged, no row ids taken;
+    the deletes of a removed data file are dropped as dangling; a deletion
+    vector added meanwhile for a data file the rewrite writes one for is a
+    conflict, and the retry merges it.
 
 The module runs its own cluster and catalog over a file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_v3_tables.py
