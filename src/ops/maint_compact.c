@@ -29,7 +29,9 @@
  *				running DuckDB, capped by tms.compaction_memory_limit and
  *				tms.compaction_threads, spilling to its temporary
  *				directory) reads the group's data files, applies their
- *				deletes, writes the Parquet files and uploads them through
+ *				deletes, writes the Parquet files (a position delete
+ *				rewrite on v3: one Puffin file of deletion vectors,
+ *				posdel.h) and uploads them through
  *				tms's storage; the worker checks every file it announces
  *				(its name is one the worker gave, its object exists with
  *				the size announced, the rows add up);
