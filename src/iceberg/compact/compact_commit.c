@@ -530,7 +530,9 @@ typedef struct Commit
 				removed_eq_files,
 				removed_pos_records,
 				removed_eq_records,
-				removed_delete_bytes;
+				removed_delete_bytes,
+				removed_dvs,	/* of removed_pos_files, deletion vectors */
+				added_dvs;		/* of delete_files_added */
 } Commit;
 
 /*
@@ -705,6 +707,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 				if (e->content == ICEBERG_CONTENT_POSITION_DELETES)
 				{
 					c->removed_pos_files++;
+					c->removed_dvs += e->content_offset >= 0;
 					c->removed_pos_records += e->record_count;
 				}
 				else
@@ -915,6 +918,7 @@ write_added(Commit *c, int sx, IcebergNewManifest *n)
 			if (posdel)
 			{
 				c->res->delete_files_added += out->ndvs > 0 ? out->ndvs : 1;
+				c->added_dvs += out->ndvs;
 				c->res->delete_records_added += out->records;
 				continue;
 			}
@@ -1022,12 +1026,15 @@ fill_summary(Commit *c, const IcebergSnapshot *parent)
 		{"added-records", r->records_added, data},
 		{"deleted-records", r->records_rewritten, data},
 		{"added-delete-files", r->delete_files_added, false},
-		{"added-position-delete-files", r->delete_files_added, false},
+		/* deletion vectors are counted apart, as Iceberg's SnapshotSummary */
+		{"added-position-delete-files", r->delete_files_added - c->added_dvs, false},
+		{"added-dvs", c->added_dvs, false},
 		{"added-position-deletes", r->delete_records_added, false},
 		{"added-files-size", r->bytes_added, true},
 		{"removed-files-size", r->bytes_rewritten + c->removed_delete_bytes, true},
 		{"removed-delete-files", c->removed_pos_files + c->removed_eq_files, false},
-		{"removed-position-delete-files", c->removed_pos_files, false},
+		{"removed-position-delete-files", c->removed_pos_files - c->removed_dvs, false},
+		{"removed-dvs", c->removed_dvs, false},
 		{"removed-equality-delete-files", c->removed_eq_files, false},
 		{"removed-position-deletes", c->removed_pos_records, false},
 		{"removed-equality-deletes", c->removed_eq_records, false},
