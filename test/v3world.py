@@ -395,7 +395,7 @@ def _df(f, content=0, first_row_id=None):
     return d
 
 
-def write_table(st, location, extra_appends=0, position_deletes=False):
+def write_table(st, location, extra_appends=0, position_deletes=False, drop_c=False):
     """Write the v3 table below location (file://); returns {metadata_location,
     meta, files}.  Snapshots (sequence numbers 1..6, +extra_appends):
       1 append A (part 0, 5 rows), B (part 1, 7 rows);
@@ -412,7 +412,9 @@ def write_table(st, location, extra_appends=0, position_deletes=False):
       one deleting A 0 and C 2 (A's and C's DVs stay: two deletes of one
       data file, which a position delete rewrite on v3 merges into one
       DV), in part 1 one deleting F 1 and 3 (odd positions, F's DV holds
-      the even ones) and E 6."""
+      the even ones) and E 6; with drop_c, then a delete snapshot that
+      removes the data file C (its rows gone) and leaves its deletion
+      vector and the position delete of it: dangling deletes."""
     tmp = tempfile.mkdtemp(prefix="tms-v3w-")
     t = _Table(st, location, tmp)
     A = t.parquet([(i, "a%d" % i, 0) for i in range(5)])
@@ -458,7 +460,58 @@ def write_table(st, location, extra_appends=0, position_deletes=False):
                                                      (1, _df(p1, 1), None, None)], s)],
                  list(t.manifests))
         files.update({"P0": p0, "P1": p1})
+    if drop_c:
+        # C was appended at sequence number 2, its first row id 12 (after
+        # A's 5 and B's 7 rows)
+        t.commit("delete", [lambda s: t.manifest(0, [(2, _df(C, first_row_id=12), 2, 2)], s)],
+                 [r for r in t.manifests if r is not m2])
     return {"metadata_location": t.write_metadata(), "meta": t.meta, "files": files}
+
+
+def dv_commit(st, meta, data_file, part, positions):
+    """A commit body (for a catalog's interposition) adding one deletion
+    vector of positions for data_file (partition part) in a new Puffin
+    file, as a concurrent v3 writer would: a "delete" snapshot whose list
+    is a new delete manifest plus the current ones; no row added."""
+    cur = _snapshot(meta)
+    _, hdr, recs = avro_codec.read_container(st.read(cur["manifest-list"]))
+    loc = meta["location"].rstrip("/")
+    tag = uuid.uuid4().hex
+    data, spans = puffin_file([(data_file, positions)])
+    puffin = "%s/data/%s-interposed-dv.puffin" % (loc, tag)
+    st.write(puffin, data)
+    seq = meta["last-sequence-number"] + 1
+    sid = int(uuid.uuid4().int & ((1 << 62) - 1)) | 1
+    df = {"content": 1, "file_path": puffin, "file_format": "PUFFIN", "partition": {"part": part},
+          "record_count": len(set(positions)), "file_size_in_bytes": len(data),
+          "first_row_id": None, "referenced_data_file": data_file,
+          "content_offset": spans[0][0], "content_size_in_bytes": spans[0][1]}
+    mpath = "%s/metadata/%s-interposed-m0.avro" % (loc, tag)
+    mdata = avro_codec.write_container(schemas.manifest_entry_schema(3, PART_FIELDS), [
+        {"status": 1, "snapshot_id": sid, "sequence_number": None, "file_sequence_number": None,
+         "data_file": df}], "deflate", {
+        "schema": json.dumps(SCHEMA), "schema-id": "0", "partition-spec": json.dumps(SPEC["fields"]),
+        "partition-spec-id": "0", "format-version": "3", "content": "deletes"})
+    st.write(mpath, mdata)
+    rec = {"manifest_path": mpath, "manifest_length": len(mdata), "partition_spec_id": 0,
+           "content": 1, "sequence_number": seq, "min_sequence_number": seq,
+           "added_snapshot_id": sid, "added_files_count": 1, "existing_files_count": 0,
+           "deleted_files_count": 0, "added_rows_count": df["record_count"],
+           "existing_rows_count": 0, "deleted_rows_count": 0, "partitions": None,
+           "key_metadata": None, "first_row_id": None}
+    lpath = "%s/metadata/snap-%d-1-%s.avro" % (loc, sid, tag)
+    st.write(lpath, avro_codec.write_container(schemas.manifest_list_schema(3), [rec] + recs, "deflate", {
+        "snapshot-id": str(sid), "parent-snapshot-id": str(cur["snapshot-id"]),
+        "sequence-number": str(seq), "format-version": "3", "first-row-id": str(meta["next-row-id"])}))
+    snap = {"snapshot-id": sid, "parent-snapshot-id": cur["snapshot-id"], "sequence-number": seq,
+            "timestamp-ms": max(int(time.time() * 1000), cur["timestamp-ms"] + 1),
+            "summary": {"operation": "delete"}, "schema-id": 0, "manifest-list": lpath,
+            "first-row-id": meta["next-row-id"], "added-rows": 0}
+    return {"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main",
+                              "snapshot-id": cur["snapshot-id"]}],
+            "updates": [{"action": "add-snapshot", "snapshot": snap},
+                        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
+                         "snapshot-id": sid}]}
 
 
 # ---------------------------------------------------------------------------

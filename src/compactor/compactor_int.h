@@ -4,6 +4,7 @@
  *	  What the files of the compaction helper share: tms_compactor.c (the
  *	  process: the protocol loop, its output, the heartbeat),
  *	  rewrite_group.c (the rewrite of one group with DuckDB),
+ *	  dv_rewrite.c (position deletes into deletion vectors, v3),
  *	  field_sql.c (the SQL of a schema at every depth: types, reading by
  *	  field id, field ids written, the leaves' metrics), file_metrics.c
  *	  (the metrics of a file written) and compactor_sort.c (the ORDER BY
@@ -68,6 +69,18 @@ extern bool helper_insertion_order(Helper *h, bool keep, TmsError *err);
  */
 extern bool helper_rewrite_group(Helper *h, const IcebergCompactJob *job,
 								 TmsError *err);
+
+/*
+ * A rewrite of position deletes on v3 (job->dv_output, dv_rewrite.c): the
+ * group's position delete files and deletion vectors into one Puffin file
+ * of one deletion vector per data file; its file message, then done.
+ */
+extern bool helper_rewrite_dvs(Helper *h, const IcebergCompactJob *job, TmsError *err);
+
+/* Copy an object from storage to a local file; upload one (its *size). */
+extern bool helper_download(Helper *h, const char *uri, const char *local, TmsError *err);
+extern bool helper_upload(Helper *h, const char *local, const char *uri, int64_t *size,
+						  TmsError *err);
 
 /* Peak resident set size of this process, in bytes. */
 extern int64_t helper_peak_rss(void);

@@ -57,6 +57,8 @@
  * row only when its file_path is in the table "keep" with a sequence
  * number not above the row's delete file's (an equi-join): the others
  * point at no live data file (dangling) and count as deleted rows.
+ * On a v3 table (job->dv_output) that rewrite is dv_rewrite.c's instead:
+ * deletion vectors, one per data file, in one Puffin file.
  * Before the first output the inputs' row counts (their Parquet footers)
  * are compared with their manifests': a file that disagrees fails the
  * group.  DuckDB's memory limit applies to all of it; what does not fit
@@ -131,8 +133,8 @@ helper_run(Helper *h, const char *sql, duckdb_result *res, TmsError *err)
 }
 
 /* Copy an object from storage to a local file, in chunks. */
-static bool
-download(Helper *h, const char *uri, const char *local, TmsError *err)
+bool
+helper_download(Helper *h, const char *uri, const char *local, TmsError *err)
 {
 	int			fd = open(local, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	uint64_t	off = 0;
@@ -184,8 +186,8 @@ download(Helper *h, const char *uri, const char *local, TmsError *err)
 }
 
 /* Upload a local file through storage, mapped. */
-static bool
-upload(Helper *h, const char *local, const char *uri, int64_t *size, TmsError *err)
+bool
+helper_upload(Helper *h, const char *local, const char *uri, int64_t *size, TmsError *err)
 {
 	int			fd = open(local, O_RDONLY | O_CLOEXEC);
 	struct stat sb;
@@ -419,7 +421,7 @@ group_fetch_deletes(GroupRun *g)
 			continue;
 		}
 		snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
-		if (!download(g->h, d->uri, g->path, g->err))
+		if (!helper_download(g->h, d->uri, g->path, g->err))
 			return false;
 		if (d->content == ICEBERG_CONTENT_POSITION_DELETES)
 			g->has_pos = g->has_pos_files = true;
@@ -688,7 +690,7 @@ group_fetch_inputs(GroupRun *g, int o)
 		snprintf(g->path, sizeof(g->path), "%s/in%d.parquet", g->dir, i);
 		if (!g->have[i])
 		{
-			if (!download(g->h, job->inputs[i].uri, g->path, g->err))
+			if (!helper_download(g->h, job->inputs[i].uri, g->path, g->err))
 				return false;
 			g->have[i] = true;
 			g->bytes_in += job->inputs[i].size;
@@ -1162,8 +1164,8 @@ group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written)
 		iceberg_compact_output_free(&out);
 		return false;
 	}
-	/* upload() says why it failed; only strdup's failure is memory */
-	if (!upload(g->h, local_out, g->path, &out.size, g->err))
+	/* helper_upload() says why it failed; only strdup's failure is memory */
+	if (!helper_upload(g->h, local_out, g->path, &out.size, g->err))
 	{
 		iceberg_compact_output_free(&out);
 		return false;
@@ -1312,6 +1314,9 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 				o;
 	bool		ok = false;
 
+	/* v3: position deletes into deletion vectors (dv_rewrite.c) */
+	if (job->dv_output)
+		return helper_rewrite_dvs(h, job, err);
 	if (cc == NULL)
 	{
 		tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,

@@ -29,7 +29,9 @@
  *				running DuckDB, capped by tms.compaction_memory_limit and
  *				tms.compaction_threads, spilling to its temporary
  *				directory) reads the group's data files, applies their
- *				deletes, writes the Parquet files and uploads them through
+ *				deletes, writes the Parquet files (a position delete
+ *				rewrite on v3: one Puffin file of deletion vectors,
+ *				posdel.h) and uploads them through
  *				tms's storage; the worker checks every file it announces
  *				(its name is one the worker gave, its object exists with
  *				the size announced, the rows add up);
@@ -270,6 +272,7 @@ maint_compact_reasons_json(unsigned r)
 		{ICEBERG_COMPACT_DELETE_RATIO, "delete-ratio-threshold"},
 		{ICEBERG_COMPACT_REWRITE_ALL, "rewrite-all"},
 		{ICEBERG_COMPACT_DANGLING, "dangling"},
+		{ICEBERG_COMPACT_TO_DV, "deletion-vectors"},
 	};
 	bool		first = true;
 
@@ -514,12 +517,13 @@ commit_state_json(const IcebergCompactPlan *p, int g, const IcebergCompactCommit
 
 /*
  * The files the helper announced for group g, checked: a name the worker
- * gave (dir + prefix + "-NNNNN.parquet", NNNNN below the group's output
- * count, each once), an object that exists with the size announced.
+ * gave (dir + prefix + "-NNNNN." + ext, NNNNN below the group's output
+ * count, each once; a Puffin file, and only it, lists deletion vectors),
+ * an object that exists with the size announced.
  */
 static bool
 check_output(MaintRun *run, const IcebergCompactOutput *o, const char *dir, const char *prefix,
-			 int files, bool *seen)
+			 const char *ext, int files, bool *seen)
 {
 	size_t		dl = strlen(dir);
 	size_t		pl = strlen(prefix);
@@ -531,8 +535,10 @@ check_output(MaintRun *run, const IcebergCompactOutput *o, const char *dir, cons
 	TmsError	err;
 
 	if (strncmp(p, dir, dl) != 0 || strncmp(p + dl, prefix, pl) != 0 ||
-		sscanf(p + dl + pl, "-%5d.parquet%1s", &n, tail) != 1 || n < 0 || n >= files ||
-		strlen(p + dl + pl) != strlen("-00000.parquet") || seen[n])
+		sscanf(p + dl + pl, "-%5d.%*[a-z]%1s", &n, tail) != 1 || n < 0 || n >= files ||
+		strlen(p + dl + pl) != strlen("-00000.") + strlen(ext) ||
+		strcmp(p + dl + pl + strlen("-00000."), ext) != 0 || seen[n] ||
+		(o->ndvs > 0) != (strcmp(ext, "puffin") == 0))
 	{
 		maint_fail(run, MAINT_TRANSIENT,
 				   "the compaction helper announced a file it was not asked to write: \"%s\"", p);
@@ -559,18 +565,29 @@ typedef enum GroupOutcome
 
 /*
  * Every name the helper may have written for an attempt at a group (dir +
- * prefix + "-NNNNN.parquet", NNNNN below files), announced or not: an
+ * prefix + "-NNNNN." + ext, NNNNN below files), announced or not: an
  * upload can finish before its announce is read.  The prefix holds a new
  * UUID, so no other file has one of these names.
  */
 static char **
-attempt_names(const char *dir, const char *prefix, int files)
+attempt_names(const char *dir, const char *prefix, const char *ext, int files)
 {
 	char	  **names = palloc(sizeof(char *) * (files + 1));
 
 	for (int n = 0; n < files; n++)
-		names[n] = psprintf("%s%s-%05d.parquet", dir, prefix, n);
+		names[n] = psprintf("%s%s-%05d.%s", dir, prefix, n, ext);
 	return names;
+}
+
+/*
+ * What the helper writes: Parquet files, or on v3 the one Puffin file of a
+ * group's deletion vectors (posdel.h).
+ */
+static const char *
+output_ext(const IcebergCompactPlan *p)
+{
+	return p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES && p->format_version >= 3 ?
+		"puffin" : "parquet";
 }
 
 /*
@@ -730,7 +747,7 @@ send_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 		return false;
 	}
 	/* from here on, the helper may write */
-	w->written = attempt_names(w->dir, w->prefix, gr->expected_outputs);
+	w->written = attempt_names(w->dir, w->prefix, output_ext(p), gr->expected_outputs);
 	w->nwritten = gr->expected_outputs;
 	w->sent = true;
 	sent = compactor_send(helper, run, line);
@@ -796,7 +813,8 @@ next_done(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, GroupWork *wo
 		}
 		if (m.type == ICEBERG_MSG_FILE)
 		{
-			if (!check_output(run, &m.file, w->dir, w->prefix, gr->expected_outputs, w->seen))
+			if (!check_output(run, &m.file, w->dir, w->prefix, output_ext(p), gr->expected_outputs,
+							  w->seen))
 			{
 				iceberg_compact_message_free(&m);
 				return false;

@@ -12,11 +12,13 @@
  * cleanup).  This file holds what differs: the checks before a job is
  * recorded and the plan as rows of tms.plan_operation.
  *
+ * On format v3 the helper writes deletion vectors instead (posdel.h):
+ * position delete files are converted and a data file's deletion vectors
+ * merged, one per data file.
+ *
  * Refused before anything runs (tms.run_operation, tms.add_rule's
- * checks with the table loaded): format v3 tables (SQLSTATE 0A000: the
- * conversion of position delete files into deletion vectors and the merge
- * of a data file's deletion vectors are not done here; an engine does), invalid
- * sizes and a where filter that does not bind to the table (22023).
+ * checks with the table loaded): invalid sizes and a where filter that
+ * does not bind to the table (22023).
  *
  *-------------------------------------------------------------------------
  */
@@ -34,14 +36,6 @@ maint_posdel_check_table(MaintRun *run)
 	IcebergCompactOptions o;
 	TmsError	err;
 
-	if (run->md->format_version >= 3)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("engine \"local\" cannot run operation \"position-delete-rewrite\" on table \"%s.%s\"",
-						run->ns, run->table),
-				 errdetail("The table is format v%d: its position deletes are deletion vectors (https://iceberg.apache.org/spec/#deletion-vectors); engine \"local\" neither converts position delete files into them nor merges the deletion vectors of a data file.",
-						   run->md->format_version),
-				 errhint("Name a server of the tms_engine wrapper (Spark's rewrite_position_delete_files does both on v3) as the engine for this table.")));
 	maint_compact_options(run, &o, NULL);
 	if (!iceberg_posdel_check_options(run->md, &o, &err))
 		ereport(ERROR,

@@ -32,8 +32,9 @@ through DuckDB reading them by Iceberg field id (test/node/compact.mjs):
     attempt gives up, the retry plans on the new table;
   - a group the helper fails (a delete file that is no Parquet) fails the
     job; nothing is committed and what the helper wrote is deleted;
-  - format v3, unknown options, bad sizes and a bad filter are refused
-    before a job is recorded.
+  - a format v3 table is planned (its deletes become deletion vectors,
+    test_v3_tables.py); unknown options, bad sizes and a bad filter are
+    refused before a job is recorded.
 
 The module runs its own cluster, catalog, s3rver and file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_posdel_local.py
@@ -467,18 +468,23 @@ def test_concurrent_removal_of_a_data_file_pointed_at(env):
     assert live_data == {p for p, f in before.items() if f["content"] == 0} - gone
 
 
-def test_refused_before_a_job(env):
-    n = q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
+def test_format_v3_is_planned(env):
+    # format v3 is no longer refused: its position deletes become deletion
+    # vectors (test_v3_tables.py rewrites them); a v3 table without a
+    # snapshot plans nothing
     env["catalog"].create_namespace("pd")
     env["catalog"].request("POST", "namespaces/pd/tables", {
         "name": "v3", "schema": smallfiles.SCHEMA,
         "properties": {"format-version": "3"}})
-    for fn in ("run_operation", "plan_operation"):
-        e = env["pg"].query_error("SELECT * FROM tms.%s(%%s, 'pd', 'v3', %%s, '{}')" % fn,
-                                  (env["server"], OP))
-        assert e.pgcode == "0A000", str(e)
-        assert "format v3" in (e.diag.message_detail or "")
-        assert "tms_engine" in (e.diag.message_hint or "")
+    rows = q(env, "SELECT action, detail FROM tms.plan_operation(%s, 'pd', 'v3', %s, '{}')",
+             (env["server"], OP))
+    assert [a for a, _ in rows] == ["summary"], rows
+    detail = rows[0][1] if isinstance(rows[0][1], dict) else json.loads(rows[0][1])
+    assert detail["groups"] == 0
+
+
+def test_refused_before_a_job(env):
+    n = q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0]
     make_table(env, "bad", seed=25)
     for opts, code, says in [
             ({"strategy": "sort"}, "22023", "position-delete-rewrite"),

@@ -28,7 +28,16 @@ DuckDB and Puffin deletion vectors, and its reference reader).
     row ids from next-row-id on (added and existing rows each), the
     snapshot's first-row-id and added-rows and the table's next-row-id
     follow; a partition left out keeps its files and DV; a table whose
-    files have no row ids yet is skipped before anything is written.
+    files have no row ids yet is skipped before anything is written;
+  - position-delete rewrite on v3 (https://iceberg.apache.org/spec/#deletion-vectors):
+    v2 position delete files and the deletion vectors of a data file become
+    one deletion vector per data file (its positions the union, read back
+    from the Puffin file and checked against its footer), one Puffin file
+    per partition, the old deletes removed in the same snapshot (each blob
+    by its offset), the rows and row lineage unchanged, no row ids taken;
+    the deletes of a removed data file are dropped as dangling; a deletion
+    vector added meanwhile for a data file the rewrite writes one for is a
+    conflict, and the retry merges it.
 
 The module runs its own cluster and catalog over a file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_v3_tables.py
@@ -304,7 +313,9 @@ def test_compaction_keeps_rows_and_row_lineage(env):
     # the rows' ids are the values the new files store: their own first_row_id
     # (inherited from a manifest given ids past the old next-row-id) would differ
     assert all(e["first_row_id"] >= meta["next-row-id"] for e in after if e["content"] == 0)
-    assert int(new["summary"]["removed-position-delete-files"]) == 3
+    # deletion vectors counted apart, as Iceberg's SnapshotSummary does
+    assert int(new["summary"]["removed-dvs"]) == 3
+    assert "removed-position-delete-files" not in new["summary"]
     assert int(new["summary"]["added-records"]) == len(expected_rows(res))
 
 
@@ -367,3 +378,116 @@ def test_compaction_refuses_files_without_row_ids(env):
     state, reason, err, _, _ = wait_job(env, run(env, name, "compaction", {"rewrite-all": True}))
     assert state == "skipped" and "row ids" in (reason or "") + (err or ""), (state, reason, err)
     assert ow.load(env["catalog"], "v3", name)[1] == meta
+
+
+def posdel_rewrite(env, name, options=None):
+    """Run position-delete-rewrite on a v3 table; (meta before, meta after,
+    the new snapshot), the rows read back by the world's reader unchanged."""
+    cat, st = env["catalog"], env["st"]
+    _, meta = ow.load(cat, "v3", name)
+    before_rows = v3.rows(st, meta)
+    state, reason, err, _, _ = wait_job(env, run(env, name, "position-delete-rewrite", options))
+    assert state == "succeeded", (state, reason, err)
+    _, meta2 = ow.load(cat, "v3", name)
+    new = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    assert new["summary"]["operation"] == "replace"
+    assert new["parent-snapshot-id"] == meta["current-snapshot-id"]
+    assert v3.rows(st, meta2) == before_rows
+    # no row moved: no row ids taken (https://iceberg.apache.org/spec/#row-lineage)
+    assert new["first-row-id"] == meta["next-row-id"] and new["added-rows"] == 0
+    assert meta2["next-row-id"] == meta["next-row-id"]
+    assert v3.check_lineage(meta2) == []
+    return meta, meta2, new
+
+
+def test_position_delete_rewrite_converts_and_merges_into_deletion_vectors(env):
+    # A, C and F have a deletion vector and a position delete file each, E
+    # a position delete file: afterwards each has exactly one deletion
+    # vector holding both (https://iceberg.apache.org/spec/#deletion-vectors),
+    # one Puffin file per partition, no position delete file left
+    st = env["st"]
+    name, res = new_table(env, position_deletes=True)
+    files = res["files"]
+    acts = plan(env, name, "position-delete-rewrite")
+    groups = [json.loads(d) if isinstance(d, str) else d for a, _, d in acts if a == "rewrite-group"]
+    assert len(groups) == 2 and all(g["reasons"] == ["deletion-vectors"] for g in groups), acts
+    meta, meta2, new = posdel_rewrite(env, name)
+    before, after = v3.live(st, meta), v3.live(st, meta2)
+    dels = [e for e in after if e["content"] == 1]
+    assert all((e["format"] or "").lower() == "puffin" for e in dels), dels
+    refs = [e["ref"] for e in dels]
+    assert len(refs) == len(set(refs)) == 4
+    assert set(refs) == {files[k]["path"] for k in ("A", "C", "E", "F")}
+    want = {"A": {0, 1, 3, 4}, "C": {0, 2}, "E": {6}, "F": set(range(0, 6000, 2)) | {1, 3}}
+    for e in dels:
+        k = next(k for k in want if files[k]["path"] == e["ref"])
+        assert v3.dv_positions(st, e) == want[k], k
+        assert e["seq"] == new["sequence-number"] and e["snapshot_id"] == new["snapshot-id"]
+    assert len({e["path"] for e in dels}) == 2
+    # the old deletes go in the same snapshot: the files and each blob
+    old = {(e["path"], e["offset"]) for e in before if e["content"] == 1}
+    removed = {(e["path"], e["offset"]) for e in v3.entries(st, meta2)
+               if e["status"] == 2 and e["content"] == 1 and e["snapshot_id"] == new["snapshot-id"]}
+    assert removed == old
+    # the summary counts deletion vectors apart, as Iceberg's SnapshotSummary
+    sm = new["summary"]
+    assert (sm["added-dvs"], sm["added-delete-files"], sm["removed-dvs"],
+            sm["removed-position-delete-files"], sm["removed-delete-files"]) == \
+        ("4", "4", "3", "2", "5"), sm
+    assert "added-position-delete-files" not in sm
+    # data files untouched
+    assert sorted(e["path"] for e in after if e["content"] == 0) == \
+        sorted(e["path"] for e in before if e["content"] == 0)
+    # nothing left to do: the plan is empty
+    acts = plan(env, name, "position-delete-rewrite")
+    assert not [a for a, _, _ in acts if a == "rewrite-group"], acts
+
+
+def test_position_delete_rewrite_drops_dangling_deletes(env):
+    # C was removed after its deletion vector and a position delete file
+    # pointing at it were written: both are dangling, as on v2 (the spec's
+    # scan planning: no live data file they apply to), and are dropped;
+    # A's deletes still become one deletion vector
+    st = env["st"]
+    name, res = new_table(env, position_deletes=True, drop_c=True)
+    files = res["files"]
+    meta, meta2, new = posdel_rewrite(env, name)
+    dels = [e for e in v3.live(st, meta2) if e["content"] == 1]
+    assert sorted(e["ref"] for e in dels) == sorted(files[k]["path"] for k in ("A", "E", "F"))
+    assert all((e["format"] or "").lower() == "puffin" for e in dels)
+    a = next(e for e in dels if e["ref"] == files["A"]["path"])
+    assert v3.dv_positions(st, a) == {0, 1, 3, 4}
+    # C's deletion vector is removed with the rest
+    removed = {(e["path"], e["ref"]) for e in v3.entries(st, meta2)
+               if e["status"] == 2 and e["content"] == 1 and e["snapshot_id"] == new["snapshot-id"]}
+    assert any(ref == files["C"]["path"] for _, ref in removed), removed
+    # C's one deleted position and the position delete file's (C, 2)
+    msg = q(env, "SELECT message FROM tms.maintenance_jobs ORDER BY id DESC LIMIT 1")[0][0]
+    assert msg == "2 dangling position deletes dropped", msg
+
+
+def test_position_delete_rewrite_conflicts_with_a_deletion_vector_added(env):
+    # while the rewrite runs, a v3 writer adds a deletion vector for E (which
+    # the rewrite writes one for): committing would leave E two deletion
+    # vectors, so the attempt gives up and the retry plans on the table as
+    # it is then, merging the new one too
+    cat, st = env["catalog"], env["st"]
+    name, res = new_table(env, position_deletes=True)
+    files = res["files"]
+    _, meta = ow.load(cat, "v3", name)
+    body = v3.dv_commit(st, meta, files["E"]["path"], 1, [0, 6])
+    ow.give_to_server(env["file_root"])
+    cat.fault(r"/tables/%s$" % name, action="interpose", method="POST", commits=[body])
+    jid = run(env, name, "position-delete-rewrite")
+    state, reason, err, _, _ = wait_job(env, jid)
+    assert state == "succeeded", (state, reason, err)
+    assert q(env, "SELECT attempts FROM tms.maintenance_jobs WHERE id = %s", (jid,))[0][0] == 2
+    _, meta2 = ow.load(cat, "v3", name)
+    new = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    interposed = new["parent-snapshot-id"]
+    assert interposed == body["updates"][0]["snapshot"]["snapshot-id"]
+    assert v3.rows(st, meta2) == v3.rows(st, meta2, interposed)
+    dels = [e for e in v3.live(st, meta2) if e["content"] == 1]
+    assert len({e["ref"] for e in dels}) == len(dels) == 4
+    e = next(e for e in dels if e["ref"] == files["E"]["path"])
+    assert v3.dv_positions(st, e) == {0, 6}

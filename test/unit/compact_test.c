@@ -284,6 +284,26 @@ test_wire(void)
 		iceberg_compact_message_free(&m);
 		io_free(line);
 	}
+	/* a Puffin file of deletion vectors: its blobs round trip */
+	{
+		IcebergCompactDv dvs[2] = {{(char *) "s3://b/t/a.parquet", 4, 40, 3},
+		{(char *) "s3://b/t/c.parquet", 44, 30, 1}};
+		IcebergCompactOutput p;
+
+		memset(&p, 0, sizeof(p));
+		p.path = (char *) "s3://b/t/x-00000.puffin";
+		p.size = 200;
+		p.records = 4;
+		p.dvs = dvs;
+		p.ndvs = 2;
+		line = iceberg_compact_file_json(5, &p);
+		CHECK(line != NULL && iceberg_compact_message_parse(line, strlen(line), 0, &m, &err) &&
+			  m.file.ndvs == 2 && strcmp(m.file.dvs[1].referenced, "s3://b/t/c.parquet") == 0 &&
+			  m.file.dvs[1].offset == 44 && m.file.dvs[1].length == 30 &&
+			  m.file.dvs[0].records == 3, "dvs round trip: %s", line ? err.message : "no line");
+		iceberg_compact_message_free(&m);
+		io_free(line);
+	}
 	line = iceberg_compact_done_json(3, 2, 100, 7, 93, 5000, 1 << 20, 2, 5);
 	CHECK(iceberg_compact_message_parse(line, strlen(line), 0, &m, &err) &&
 		  m.type == ICEBERG_MSG_DONE && m.rows_deleted == 7 && m.rows_out == 93 &&
@@ -316,6 +336,17 @@ test_wire(void)
 	CHECK(!parses("{\"type\":\"done\",\"group\":1,\"files\":1,\"rows_in\":1,\"rows_deleted\":2,"
 				  "\"rows_out\":0,\"bytes_in\":1,\"peak_rss\":1}"), "more deleted than read");
 	CHECK(!parses("{\"type\":\"progress\",\"group\":1,\"done\":1.5}"), "a float");
+	CHECK(!parses("{\"type\":\"file\",\"group\":1,\"path\":\"x\",\"size\":100,\"records\":1,"
+				  "\"metrics\":[],\"dvs\":[{\"referenced\":\"a\",\"offset\":90,\"length\":20,\"records\":1}]}"),
+		  "a blob past the file");
+	CHECK(!parses("{\"type\":\"file\",\"group\":1,\"path\":\"x\",\"size\":100,\"records\":1,"
+				  "\"metrics\":[],\"dvs\":[{\"offset\":4,\"length\":20,\"records\":1}]}"),
+		  "a blob without its data file");
+	CHECK(!parses("{\"type\":\"file\",\"group\":1,\"path\":\"x\",\"size\":100,\"records\":1,"
+				  "\"metrics\":[],\"dvs\":[]}"), "no blob");
+	CHECK(parses("{\"type\":\"file\",\"group\":1,\"path\":\"x\",\"size\":100,\"records\":1,"
+				 "\"metrics\":[],\"dvs\":[{\"referenced\":\"a\",\"offset\":4,\"length\":20,\"records\":1}]}"),
+		  "a blob");
 	CHECK(!parses("{\"type\":\"whatever\"}"), "unknown type");
 	CHECK(!parses("{\"type\":\"error\",\"group\":1,\"message\":\"a\\u0000b\"}"), "NUL in a string");
 	CHECK(parses("{\"type\":\"progress\",\"group\":1,\"done\":5}"), "progress");
@@ -342,9 +373,17 @@ test_wire(void)
 			" \"dv\": {\"offset\": 4, \"length\": 40, \"records\": 2}}]",
 			"\"inputs\": [%s}], \"deletes\": [{\"uri\": \"d\", \"content\": 1, \"seq\": 2,"
 			" \"dv\": [4, 40]}]",
+			"\"dv_output\": 1, \"inputs\": [%s}], \"deletes\": []",
+			"\"inputs\": [%s, \"dv\": {\"offset\": 4, \"length\": 0, \"referenced\": \"a\"}}],"
+			" \"deletes\": []",
+			"\"inputs\": [%s, \"dv\": {\"offset\": 4, \"length\": 9}}], \"deletes\": []",
+			/* last: good, a rewrite of position deletes into deletion vectors */
+			"\"dv_output\": true, \"inputs\": [%s, \"dv\": {\"offset\": 4, \"length\": 9,"
+			" \"referenced\": \"s3://b/a.parquet\"}}], \"deletes\": []",
 		};
+		const int	nlines = (int) (sizeof(lines) / sizeof(lines[0]));
 
-		for (int i = 0; i < (int) (sizeof(lines) / sizeof(lines[0])); i++)
+		for (int i = 0; i < nlines; i++)
 		{
 			char		part[1024];
 			char		text[4096];
@@ -367,6 +406,11 @@ test_wire(void)
 					  strcmp(job->deletes[0].dv_referenced, "a") == 0,
 					  "v3 group line: %s %s", ok ? "" : err.message, ok ? "" : err.detail);
 			}
+			else if (i == nlines - 1)
+				CHECK(ok && job->dv_output && job->inputs[0].dv_offset == 4 &&
+					  job->inputs[0].dv_length == 9 &&
+					  strcmp(job->inputs[0].dv_referenced, "s3://b/a.parquet") == 0,
+					  "v3 position delete line: %s %s", ok ? "" : err.message, ok ? "" : err.detail);
 			else
 				CHECK(!ok && err.code == ICEBERG_ERR_MALFORMED, "bad v3 group line %d refused", i);
 			iceberg_compact_job_free(job);

@@ -86,14 +86,14 @@
  * has no type for, and v3's unknown, variant and geo types, at any
  * depth, and a nested field's initial-default other than null), a v3
  * data file without a first_row_id to keep (a table upgraded to v3
- * before a v3 writer assigned row ids), the rewrite of position delete
- * files of a v3 table, manifests of a v2 table written without sequence
+ * before a v3 writer assigned row ids), manifests of a v2 table written without sequence
  * numbers (only for a group whose files they hold).
  *
  * The rewrite of position delete files (posdel.h) reuses the plan's
  * structures, the group line and this commit with rewrite_content
  * ICEBERG_CONTENT_POSITION_DELETES: its groups' files are then position
- * delete files, rewritten into position delete files.
+ * delete files, rewritten into position delete files (on v3, with the
+ * deletion vectors, into deletion vectors: posdel.h).
  *
  * Memory: the plan holds one record per candidate data file and per live
  * delete file (with the groups each delete file's data files fall in);
@@ -394,6 +394,12 @@ typedef struct IcebergCompactFile
 	int32_t		spec_id;		/* its own spec and partition (its group's are
 								 * the output spec's) */
 	char	   *partition;
+	/* a rewrite of position deletes on v3: a deletion vector (dv_length > 0) */
+	int64_t		dv_offset;		/* its blob's content_offset */
+	int64_t		dv_length;		/* its content_size_in_bytes; 0: not a DV */
+	char	   *referenced;		/* its referenced_data_file */
+	char	   *dv_key;			/* its key among the group files (path and
+								 * offset, compact_int.h) */
 } IcebergCompactFile;
 
 /* A live data file that a group's position deletes may point at. */
@@ -564,6 +570,15 @@ typedef struct IcebergColumnMetrics
 	uint8_t    *upper;
 } IcebergColumnMetrics;
 
+/* A deletion vector of a Puffin file the helper wrote (compact_dv.c). */
+typedef struct IcebergCompactDv
+{
+	char	   *referenced;		/* the data file, as the metadata spells it */
+	int64_t		offset;			/* content_offset */
+	int64_t		length;			/* content_size_in_bytes */
+	int64_t		records;		/* its cardinality */
+} IcebergCompactDv;
+
 /* A data file the helper wrote for a group. */
 typedef struct IcebergCompactOutput
 {
@@ -574,6 +589,9 @@ typedef struct IcebergCompactOutput
 	IcebergColumnMetrics *metrics;
 	int			nsplit_offsets;
 	int64_t    *split_offsets;
+	/* a Puffin file of deletion vectors (no metrics): one entry each */
+	int			ndvs;
+	IcebergCompactDv *dvs;
 } IcebergCompactOutput;
 
 extern void iceberg_compact_output_free(IcebergCompactOutput *o);

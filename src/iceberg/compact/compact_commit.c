@@ -43,24 +43,6 @@
  */
 
 void
-iceberg_compact_output_free(IcebergCompactOutput *o)
-{
-	int			i;
-
-	if (o == NULL)
-		return;
-	io_free(o->path);
-	for (i = 0; i < o->nmetrics; i++)
-	{
-		io_free(o->metrics[i].lower);
-		io_free(o->metrics[i].upper);
-	}
-	io_free(o->metrics);
-	io_free(o->split_offsets);
-	memset(o, 0, sizeof(*o));
-}
-
-void
 iceberg_compact_commit_free(IcebergCompactCommit *res)
 {
 	int			i;
@@ -347,9 +329,10 @@ partition_values(const IcebergPartitionSpec *spec, const IcebergPartType *types,
 
 /* Write the ADDED entry of one output into o. */
 static bool
-add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata *md,
-		   const IcebergPartitionSpec *spec, const char *partition, int64_t snapshot_id,
-		   int64_t data_seq, const IcebergSortOrder *sort, int32_t content, TmsError *err)
+add_output(MOut *o, const IcebergCompactOutput *out, const IcebergCompactDv *dv,
+		   const IcebergTableMetadata *md, const IcebergPartitionSpec *spec,
+		   const char *partition, int64_t snapshot_id, int64_t data_seq,
+		   const IcebergSortOrder *sort, int32_t content, TmsError *err)
 {
 	IcebergAvroWField entry[5];
 	IcebergAvroWField df[20];
@@ -398,8 +381,8 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 	df[nd].field_id = 101;
 	df[nd].name = "file_format";
 	df[nd].v.kind = AVW_STRING;
-	df[nd].v.p = "PARQUET";
-	df[nd].v.len = 7;
+	df[nd].v.p = dv ? "PUFFIN" : "PARQUET";
+	df[nd].v.len = strlen(df[nd].v.p);
 	nd++;
 	df[nd].field_id = 102;
 	df[nd].name = "partition";
@@ -407,7 +390,7 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 	df[nd].v.fields = pf;
 	df[nd].v.nfields = spec->nfields;
 	nd++;
-	DF(103, "record_count", AVW_LONG, out->records);
+	DF(103, "record_count", AVW_LONG, dv ? dv->records : out->records);
 	DF(104, "file_size_in_bytes", AVW_LONG, out->size);
 	if (md->format_version == 1)
 		DF(105, "block_size_in_bytes", AVW_LONG, 64 * MIB);
@@ -448,6 +431,8 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 	/* sorted or z-ordered files: the id Iceberg stamps (compact_sort.c) */
 	if (sort != NULL)
 		DF(140, "sort_order_id", AVW_LONG, sort->order_id);
+	if (dv != NULL)
+		nd += compact_dv_fields(&df[nd], dv);
 #undef DF
 
 	{
@@ -461,7 +446,8 @@ add_output(MOut *o, const IcebergCompactOutput *out, const IcebergTableMetadata 
 										   md->format_version >= 2 ? 1 : 0, data_seq, 0, &dfv);
 	}
 	if (!iceberg_avro_writer_add(o->w, entry, ne, err) ||
-		!mout_note(o, ICEBERG_STATUS_ADDED, partition, strlen(partition), out->records,
+		!mout_note(o, ICEBERG_STATUS_ADDED, partition, strlen(partition),
+				   dv ? dv->records : out->records,
 				   md->format_version >= 2 ? data_seq : 0, err))
 		goto done;
 	ok = true;
@@ -544,7 +530,9 @@ typedef struct Commit
 				removed_eq_files,
 				removed_pos_records,
 				removed_eq_records,
-				removed_delete_bytes;
+				removed_delete_bytes,
+				removed_dvs,	/* of removed_pos_files, deletion vectors */
+				added_dvs;		/* of delete_files_added */
 } Commit;
 
 /*
@@ -642,6 +630,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 	int			rc;
 	bool		ok = false;
 	CompactLineage lin;
+	char		kb[COMPACT_DV_KEY_MAX];
 
 	memset(&o, 0, sizeof(o));
 	memset(&orig, 0, sizeof(orig));
@@ -703,8 +692,9 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 		else
 		{
 			int			k = compact_map_get(&c->removable, e->file_path);
-			int			gk = e->content == c->p->rewrite_content ?
-			compact_map_get(&c->group_files, e->file_path) : -1;
+			const char *key = compact_dv_key(e->file_path, e->content_offset, kb, sizeof(kb));
+			int			gk = e->content == c->p->rewrite_content && key != NULL ?
+			compact_map_get(&c->group_files, key) : -1;
 
 			if (gk >= 0)
 				c->found[gk] = true;	/* a position delete file rewritten */
@@ -717,6 +707,7 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 				if (e->content == ICEBERG_CONTENT_POSITION_DELETES)
 				{
 					c->removed_pos_files++;
+					c->removed_dvs += e->content_offset >= 0;
 					c->removed_pos_records += e->record_count;
 				}
 				else
@@ -862,7 +853,8 @@ write_added(Commit *c, int sx, IcebergNewManifest *n)
 	MOut		o;
 	char		num[32];
 	int			i,
-				j;
+				j,
+				k;
 	bool		ok = false;
 
 	memset(&o, 0, sizeof(o));
@@ -916,14 +908,17 @@ write_added(Commit *c, int sx, IcebergNewManifest *n)
 			 * rewritten position deletes take the new snapshot's sequence
 			 * number, as Iceberg's RewriteFiles gives them (posdel.h)
 			 */
-			if (!add_output(&o, out, c->md, spec, gr->partition, c->t.snapshot_id,
-							posdel ? c->t.seq : c->p->base_sequence_number,
-							posdel ? NULL : c->p->sort, c->p->rewrite_content, c->err))
-				goto done;
+			for (k = 0; k < (out->ndvs > 0 ? out->ndvs : 1); k++)
+				if (!add_output(&o, out, out->ndvs > 0 ? &out->dvs[k] : NULL, c->md, spec,
+								gr->partition, c->t.snapshot_id,
+								posdel ? c->t.seq : c->p->base_sequence_number,
+								posdel ? NULL : c->p->sort, c->p->rewrite_content, c->err))
+					goto done;
 			c->res->bytes_added += out->size;
 			if (posdel)
 			{
-				c->res->delete_files_added++;
+				c->res->delete_files_added += out->ndvs > 0 ? out->ndvs : 1;
+				c->added_dvs += out->ndvs;
 				c->res->delete_records_added += out->records;
 				continue;
 			}
@@ -1031,12 +1026,15 @@ fill_summary(Commit *c, const IcebergSnapshot *parent)
 		{"added-records", r->records_added, data},
 		{"deleted-records", r->records_rewritten, data},
 		{"added-delete-files", r->delete_files_added, false},
-		{"added-position-delete-files", r->delete_files_added, false},
+		/* deletion vectors are counted apart, as Iceberg's SnapshotSummary */
+		{"added-position-delete-files", r->delete_files_added - c->added_dvs, false},
+		{"added-dvs", c->added_dvs, false},
 		{"added-position-deletes", r->delete_records_added, false},
 		{"added-files-size", r->bytes_added, true},
 		{"removed-files-size", r->bytes_rewritten + c->removed_delete_bytes, true},
 		{"removed-delete-files", c->removed_pos_files + c->removed_eq_files, false},
-		{"removed-position-delete-files", c->removed_pos_files, false},
+		{"removed-position-delete-files", c->removed_pos_files - c->removed_dvs, false},
+		{"removed-dvs", c->removed_dvs, false},
 		{"removed-equality-delete-files", c->removed_eq_files, false},
 		{"removed-position-deletes", c->removed_pos_records, false},
 		{"removed-equality-deletes", c->removed_eq_records, false},
@@ -1154,7 +1152,7 @@ commit_prepare(Commit *c, StrMap *wanted, int **rm, int *nrm)
 				if (!compact_map_put(&c->group_parts, key, c->nparts++))
 					goto nomem;
 			}
-			c->files[c->nfiles] = f->path;
+			c->files[c->nfiles] = f->dv_key ? f->dv_key : f->path;
 			if (!compact_map_put(&c->group_files, c->files[c->nfiles], c->nfiles) ||
 				(p->rewrite_content == ICEBERG_CONTENT_DATA &&
 				 !compact_map_put(wanted, p->manifests[f->manifest], 1)))
@@ -1299,7 +1297,7 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 						  "invalid group or output files");
 			return false;
 		}
-	if (!compact_check_table(md, p->rewrite_content == ICEBERG_CONTENT_DATA, &snap, err))
+	if (!compact_check_table(md, &snap, err))
 		return false;
 	if (snap == NULL)
 	{

@@ -49,10 +49,9 @@ extern bool compact_map_put(StrMap *m, const char *key, int value);
 extern int	compact_map_get(const StrMap *m, const char *key);
 
 /*
- * The table checks of the plan and the commit (iceberg_write_check_table):
- * v3 false refuses format v3 (the rewrite of position delete files).
+ * The table checks of the plan and the commit (iceberg_write_check_table).
  */
-extern bool compact_check_table(const IcebergTableMetadata *md, bool v3,
+extern bool compact_check_table(const IcebergTableMetadata *md,
 								const IcebergSnapshot **snap, TmsError *err);
 extern void compact_free_recs(ListRec *r, int n);
 extern char *compact_part_key(int32_t spec_id, const char *partition, size_t len);
@@ -116,6 +115,30 @@ extern const IcebergSortOrder compact_posdel_order;
 extern struct json_t *compact_posdel_keep_json(const IcebergCompactGroup *gr);
 extern bool compact_posdel_keep_parse(struct json_t *a, IcebergPosdelKeep **keep,
 									  int *nkeep, TmsError *err);
+
+/*
+ * Deletion vectors written by a rewrite of position deletes on v3
+ * (compact_dv.c): an output's blobs as the helper reports them ("dvs" of
+ * its file line) and read back (checked against the file's size); the key
+ * of a plan's file among the group files (path, or path and
+ * content_offset for a deletion vector: NULL when buf is too small); the
+ * manifest entry's fields 143, 144 and 145 of one (df: 3 fields).
+ */
+#define COMPACT_DV_KEY_MAX 8192
+extern struct json_t *compact_dvs_json(const IcebergCompactOutput *f);
+extern bool compact_dvs_parse(struct json_t *a, IcebergCompactOutput *f, TmsError *err);
+extern const char *compact_dv_key(const char *path, int64_t offset, char *buf, size_t n);
+extern int	compact_dv_fields(struct IcebergAvroWField *df, const IcebergCompactDv *dv);
+
+/*
+ * The commit's check (posdel.h's iceberg_posdel_check_live on v3): a
+ * delete naming a data file groups' outputs write a deletion vector for,
+ * added since the plan, is ICEBERG_ERR_CONFLICT.
+ */
+extern bool compact_dv_check_added(const IcebergFileIO *io, const IcebergTableMetadata *md,
+								   const IcebergSnapshot *snap, const IcebergCompactPlan *p,
+								   const IcebergCompactGroupOutput *groups, int ngroups,
+								   TmsError *err);
 
 /*
  * Row lineage in the commit (compact_lineage.c,

@@ -99,12 +99,10 @@ int_push(int **arr, int *n, int *alloc, int v)
  */
 
 bool
-compact_check_table(const IcebergTableMetadata *md, bool v3, const IcebergSnapshot **snap,
+compact_check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap,
 					TmsError *err)
 {
-	if (iceberg_write_check_table(md, "compaction",
-								  v3 ? NULL : "Format v3 adds deletion vectors, which this rewrite of position delete files does not read.",
-								  "", snap, err))
+	if (iceberg_write_check_table(md, "compaction", NULL, "", snap, err))
 		return true;
 
 	/*
@@ -301,6 +299,8 @@ iceberg_compact_plan_free(IcebergCompactPlan *p)
 		io_free(p->files[i].path);
 		io_free(p->files[i].partition);
 		io_free(p->files[i].deletes);
+		io_free(p->files[i].referenced);
+		io_free(p->files[i].dv_key);
 	}
 	io_free(p->files);
 	for (i = 0; i < p->ndeletes; i++)
@@ -1093,7 +1093,7 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no file io given");
 		return false;
 	}
-	if (!compact_check_table(md, true, &snap, err))
+	if (!compact_check_table(md, &snap, err))
 		return false;
 	p = io_calloc(1, sizeof(IcebergCompactPlan));
 	if (p == NULL)

@@ -2,8 +2,9 @@
  *
  * compact_schema.c
  *	  Data file compaction, the plain-C half: the Avro schemas of what a
- *	  commit writes (Iceberg's manifest_entry of format v1 and v2 with a
- *	  spec's partition record, the v1 manifest list that replaces an inline
+ *	  commit writes (Iceberg's manifest_entry of format v1, v2 and v3, the
+ *	  last with a deletion vector's content_offset and
+ *	  content_size_in_bytes, with a spec's partition record, the v1 manifest list that replaces an inline
  *	  "manifests" array) and the size of a manifest a list record needs.
  *	  compact_commit.c writes with them.
  *
@@ -26,7 +27,7 @@
 
 /*
  * Iceberg's manifest_entry schema (https://iceberg.apache.org/spec/#manifests)
- * for format v1 or v2, its partition record taken from a manifest of the
+ * for format v1, v2 or v3 (entry_fields_v3 added), its partition record taken from a manifest of the
  * same spec.
  */
 static const char *const entry_schema_v2 =
@@ -54,7 +55,15 @@ static const char *const entry_schema_v2 =
 "{\"name\":\"equality_ids\",\"type\":[\"null\",{\"type\":\"array\",\"items\":\"int\",\"element-id\":136}],\"default\":null,\"field-id\":135},"
 "{\"name\":\"sort_order_id\",\"type\":[\"null\",\"int\"],\"default\":null,\"field-id\":140},"
 "{\"name\":\"referenced_data_file\",\"type\":[\"null\",\"string\"],\"default\":null,\"field-id\":143}"
-"]}}]}";
+"%s]}}]}";
+
+/*
+ * v3's fields of a deletion vector (https://iceberg.apache.org/spec/#manifests:
+ * content_offset, content_size_in_bytes), null for any other file.
+ */
+static const char *const entry_fields_v3 =
+",{\"name\":\"content_offset\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":144},"
+"{\"name\":\"content_size_in_bytes\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":145}";
 
 /* The schema text for format_version with the partition record of schema_text. */
 char *
@@ -69,14 +78,15 @@ compact_entry_schema(int format_version, const char *source_schema, const char *
 	char	   *out = NULL;
 	size_t		i;
 
-	tmpl = io_malloc(strlen(entry_schema_v2) + 128);
+	tmpl = io_malloc(strlen(entry_schema_v2) + strlen(entry_fields_v3) + 128);
 	if (tmpl == NULL)
 	{
 		compact_oom(err);
 		return NULL;
 	}
 	sprintf(tmpl, entry_schema_v2,
-			format_version == 1 ? "{\"name\":\"block_size_in_bytes\",\"type\":\"long\",\"field-id\":105}," : "");
+			format_version == 1 ? "{\"name\":\"block_size_in_bytes\",\"type\":\"long\",\"field-id\":105}," : "",
+			format_version >= 3 ? entry_fields_v3 : "");
 	if (part_record != NULL)
 	{
 		/* a spec no manifest has yet: its record built from the spec */

@@ -615,10 +615,14 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 		const IcebergCompactFile *f = &p->files[gr->first + i];
 
 		/* (a missing first_row_id fails the helper's parse of the line) */
-		ok = append(inputs, json_pack("{s:s, s:s, s:I, s:I, s:I, s:o*}", "path", f->path,
+		ok = append(inputs, json_pack("{s:s, s:s, s:I, s:I, s:I, s:o*, s:o*}", "path", f->path,
 									  "uri", input_uris[i], "records", (json_int_t) f->records,
 									  "size", (json_int_t) f->size, "seq", (json_int_t) f->seq,
-									  "first_row_id", lineage ? json_integer(f->first_row_id) : NULL));
+									  "first_row_id", lineage ? json_integer(f->first_row_id) : NULL,
+									  "dv", f->dv_length <= 0 ? NULL :
+									  json_pack("{s:I, s:I, s:s}", "offset", (json_int_t) f->dv_offset,
+												"length", (json_int_t) f->dv_length,
+												"referenced", f->referenced ? f->referenced : "")));
 	}
 	for (i = 0; ok && i < gr->ndeletes; i++)
 	{
@@ -671,6 +675,12 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 	line = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o*}", "type", "group", "group", g,
 					 "schema", schema, "inputs", inputs, "deletes", deletes, "output", output,
 					 "row_lineage", lineage ? json_true() : NULL);
+	/* v3: the position deletes become deletion vectors (posdel.h) */
+	if (line != NULL && posdel && p->format_version >= 3 && !set(line, "dv_output", json_true()))
+	{
+		json_decref(line);
+		line = NULL;
+	}
 	if (line != NULL && posdel && !set(line, "keep", compact_posdel_keep_json(gr)))
 	{
 		json_decref(line);
@@ -716,6 +726,7 @@ iceberg_compact_job_free(IcebergCompactJob *job)
 	{
 		io_free(job->inputs[i].path);
 		io_free(job->inputs[i].uri);
+		io_free(job->inputs[i].dv_referenced);
 	}
 	io_free(job->inputs);
 	for (i = 0; i < job->ndeletes; i++)
@@ -823,6 +834,17 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 								   &ok, err);
 		if (ok && job->row_lineage && in->records > INT64_MAX - in->first_row_id)
 			ok = bad(err, "first_row_id");
+		in->dv_offset = in->dv_length = -1;
+		if (ok && json_object_get(o, "dv") != NULL)
+		{
+			json_t	   *dv = json_object_get(o, "dv");
+
+			if (!json_is_object(dv))
+				ok = bad(err, "dv");
+			in->dv_offset = get_int(dv, "offset", true, 0, INT64_MAX, 0, &ok, err);
+			in->dv_length = get_int(dv, "length", true, 1, ICEBERG_DV_MAX_BYTES, 1, &ok, err);
+			in->dv_referenced = get_str(dv, "referenced", true, MAX_PATH, &ok, err);
+		}
 	}
 	a = json_object_get(root, "deletes");
 	if (ok && (!json_is_array(a) || json_array_size(a) > MAX_ITEMS))
@@ -913,6 +935,10 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 			ok = compact_sort_from_json(json_object_get(o, "sort"), job->schema, &job->sort, err);
 	}
 	/* a rewrite of position deletes: the data files its rows may point at */
+	o = json_object_get(root, "dv_output");
+	if (ok && o != NULL && !json_is_boolean(o))
+		ok = bad(err, "dv_output");
+	job->dv_output = json_is_true(o);
 	if (ok && json_object_get(root, "keep") != NULL)
 	{
 		job->filter_live = true;
@@ -1006,6 +1032,7 @@ iceberg_compact_file_json(int group, const IcebergCompactOutput *f)
 	TmsError	err;
 	json_t	   *mets = json_array();
 	json_t	   *splits = json_array();
+	json_t	   *dvs;
 	bool		ok = mets != NULL && splits != NULL;
 	int			i;
 
@@ -1031,16 +1058,18 @@ iceberg_compact_file_json(int group, const IcebergCompactOutput *f)
 	}
 	for (i = 0; ok && i < f->nsplit_offsets; i++)
 		ok = append(splits, json_integer((json_int_t) f->split_offsets[i]));
-	if (!ok)
+	dvs = f->ndvs > 0 ? compact_dvs_json(f) : NULL;
+	if (!ok || (f->ndvs > 0 && dvs == NULL))
 	{
 		json_decref(mets);
 		json_decref(splits);
+		json_decref(dvs);
 		return NULL;
 	}
-	return dump(json_pack("{s:s, s:i, s:s, s:I, s:I, s:o, s:o}", "type", "file", "group", group,
+	return dump(json_pack("{s:s, s:i, s:s, s:I, s:I, s:o, s:o, s:o*}", "type", "file", "group", group,
 						  "path", f->path, "size", (json_int_t) f->size,
 						  "records", (json_int_t) f->records, "metrics", mets,
-						  "split_offsets", splits), &err);
+						  "split_offsets", splits, "dvs", dvs), &err);
 }
 
 char *
@@ -1164,6 +1193,9 @@ parse_file(json_t *root, IcebergCompactOutput *f, TmsError *err)
 			f->split_offsets[f->nsplit_offsets++] = (int64_t) json_integer_value(v);
 		}
 	}
+	/* a Puffin file of deletion vectors: its blobs (compact_dv.c) */
+	if (ok && json_object_get(root, "dvs") != NULL)
+		ok = compact_dvs_parse(json_object_get(root, "dvs"), f, err);
 	return ok;
 }
 

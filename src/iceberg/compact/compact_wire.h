@@ -20,7 +20,7 @@
  *				 local roots, timeouts), as the worker has it
  *	  group		{"type":"group","group":g,"schema":{Iceberg schema},
  *				 "inputs":[{"path","uri","records","size","seq",
- *				 "first_row_id"}],
+ *				 "first_row_id","dv":{"offset","length","referenced"}}],
  *				 "deletes":[{"uri","content":1|2,"seq","equality_ids",
  *				 "dv":{"offset","length","records","referenced"}}],
  *				 "row_lineage":true,
@@ -29,7 +29,7 @@
  *				 "metrics":[{"id","mode","length"}],
  *				 "sort":{"zorder":bool,"fields":[{"id","transform",
  *				 "desc","nulls_first"}]}},"keep":[{"path","seq"}],
- *				 "name_mapping":"[...]",
+ *				 "name_mapping":"[...]","dv_output":true,
  *				 "remove_older":{"id","kind":"value"|"us"|"ns"|"days",
  *				 "cutoff"},"remove_where":"<where text>"}
  *				 ("sort" only for strategies sort and zorder and the
@@ -38,6 +38,13 @@
  *				 whose inputs are delete files: a row is kept only when
  *				 its file_path is a kept data file whose sequence number
  *				 is not above its delete file's, the others are dangling;
+ *				 "dv_output" only for the rewrite of position deletes
+ *				 of a v3 table: its inputs are position delete files
+ *				 and deletion vectors (an input's "dv": its blob at
+ *				 offset, length bytes, of the Puffin file, deleting
+ *				 "records" positions of the data file "referenced"),
+ *				 its output one Puffin file <dir><prefix>-00000.puffin
+ *				 of one deletion vector per data file (files is 1);
  *				 "name_mapping" only when the table has
  *				 schema.name-mapping.default, its text: a data file
  *				 without field ids is read through it;
@@ -77,10 +84,13 @@
  *				 life)
  *	  file		{"type":"file","group":g,"path","size","records",
  *				 "metrics":[{"id","column_size","value_count","null_count",
- *				 "nan_count","lower","upper"}],"split_offsets":[...]}:
+ *				 "nan_count","lower","upper"}],"split_offsets":[...],
+ *				 "dvs":[{"referenced","offset","length","records"}]}:
  *				 one written and uploaded file, metrics per primitive
  *				 field at every depth; bounds are hex of Iceberg's
- *				 single-value serialization
+ *				 single-value serialization; "dvs" only for a Puffin
+ *				 file of deletion vectors (dv_output): each blob, its
+ *				 data file and cardinality
  *	  done		{"type":"done","group":g,"files":k,"rows_in","rows_deleted",
  *				 "rows_out","bytes_in","peak_rss","in_flight",
  *				 "rows_filtered"}: in_flight, the most groups the helper
@@ -189,6 +199,10 @@ typedef struct IcebergCompactJobInput
 	int64_t		size;
 	int64_t		seq;
 	int64_t		first_row_id;	/* row lineage: its first_row_id; else -1 */
+	/* a rewrite of position deletes into deletion vectors: a DV input */
+	int64_t		dv_offset;		/* -1: a Parquet position delete file */
+	int64_t		dv_length;
+	char	   *dv_referenced;
 } IcebergCompactJobInput;
 
 typedef struct IcebergCompactJobDelete
@@ -235,6 +249,8 @@ typedef struct IcebergCompactJob
 								 * _last_updated_sequence_number */
 	/* a rewrite of position deletes: rows kept only when they point at one */
 	bool		filter_live;
+	bool		dv_output;		/* v3: into one Puffin file of deletion
+								 * vectors, one per data file */
 	int			nkeep;
 	IcebergPosdelKeep *keep;
 	/* the table's schema.name-mapping.default (a JSON array), or NULL */

@@ -50,8 +50,23 @@
  * (iceberg_posdel_check_live): a concurrent commit that removed one
  * (a compaction, a delete) is a conflict, not overwritten.
  *
- * Format v2 only: v1 has no delete files (an empty plan); v3 is refused
- * (its deletion vectors are not rewritten here).
+ * Format v1 has no delete files (an empty plan).  Format v3
+ * (https://iceberg.apache.org/spec/#deletion-vectors: at most one deletion
+ * vector per data file in a snapshot; a writer adding one merges the data
+ * file's position deletes into it) writes deletion vectors instead, as
+ * Iceberg's rewrite_position_delete_files does on v3: a partition holding
+ * a position delete file, two deletion vectors of one data file or a
+ * dangling delete is one group of all its delete files and deletion
+ * vectors (a data file's deletes meet in one group; the size options and
+ * group bounds do not choose), reason ICEBERG_COMPACT_TO_DV; a deletion
+ * vector is a group file keyed by its Puffin file and offset
+ * (IcebergCompactFile.dv_key, compact_int.h).  The helper
+ * (src/compactor/dv_rewrite.c) keeps the rows as above and writes one
+ * deletion vector per data file, all in one Puffin file; the commit adds
+ * one entry each (PUFFIN, referenced_data_file, content_offset,
+ * content_size_in_bytes, the new snapshot's sequence number) and removes
+ * the group files; a delete of one of those data files added since the
+ * plan is a conflict (compact_dv.c).
  *
  * Memory: one record per live position delete file of the selected
  * partitions and one per live data file of a partition that has one.
@@ -71,6 +86,8 @@
 
 /* A group holds a delete file proven dangling (IcebergCompactGroup.reasons). */
 #define ICEBERG_COMPACT_DANGLING	0x40
+/* v3: a group holds position delete files or several DVs of a data file */
+#define ICEBERG_COMPACT_TO_DV		0x80
 
 /* Iceberg's write.delete.target-file-size-bytes default. */
 #define ICEBERG_POSDEL_DEFAULT_TARGET	(INT64_C(64) * 1024 * 1024)
@@ -79,8 +96,8 @@
  * Plan on md's current snapshot with compaction's options (the sizes,
  * min-input-files, max-file-group-size-bytes, max_group_files,
  * rewrite-all, where; the delete thresholds and output-spec-id are not
- * used).  Format v3 is
- * ICEBERG_ERR_UNSUPPORTED; invalid sizes ICEBERG_ERR_INVALID_ARGUMENT.
+ * used; on v3 neither do the sizes and group bounds, above).  Invalid sizes
+ * are ICEBERG_ERR_INVALID_ARGUMENT.
  * plan->candidates counts the candidate files, plan->filtered_out the
  * delete files the filter left out, plan->dangling those proven dangling,
  * plan->data_files and data_bytes the live data files (counted only when
@@ -101,8 +118,9 @@ extern const IcebergCompactJobMetric iceberg_posdel_metrics[ICEBERG_POSDEL_NMETR
 
 /*
  * For the commit of groups[0 .. ngroups) on md's snapshot snap: the data
- * files their outputs may point at are still live.  ICEBERG_ERR_CONFLICT
- * naming the first that is not.
+ * files their outputs may point at are still live (and on v3 no delete of
+ * them was added since the plan).  ICEBERG_ERR_CONFLICT naming the first
+ * that is not.
  */
 extern bool iceberg_posdel_check_live(const IcebergFileIO *io, const IcebergTableMetadata *md,
 									  const IcebergSnapshot *snap, const IcebergCompactPlan *p,

@@ -144,6 +144,8 @@ typedef struct PDel
 	int64_t		records;
 	int64_t		seq;
 	char	   *referenced;
+	int64_t		dv_offset;		/* v3: a deletion vector's blob; -1: a file */
+	int64_t		dv_length;
 	int			part;
 	bool		dangling;
 } PDel;
@@ -288,6 +290,8 @@ add_del(PosPlanner *pl, const IcebergManifestEntry *e)
 	d->size = e->file_size_in_bytes;
 	d->records = e->record_count;
 	d->seq = e->sequence_number;
+	d->dv_offset = e->content_offset >= 0 && e->content_size_in_bytes > 0 ? e->content_offset : -1;
+	d->dv_length = d->dv_offset >= 0 ? e->content_size_in_bytes : -1;
 	d->part = ix;
 	pt->dels[pt->ndels++] = pl->ndels++;
 	return true;
@@ -453,6 +457,27 @@ group_keep(PosPlanner *pl, const PPart *pt, IcebergCompactGroup *gr, const int *
 	return true;
 }
 
+/* Plan file f is deletion vector d: its blob, data file and key. */
+static bool
+add_dv_file(PosPlanner *pl, const PDel *d, IcebergCompactFile *f)
+{
+	char		kb[COMPACT_DV_KEY_MAX];
+	const char *key = compact_dv_key(d->path, d->dv_offset, kb, sizeof(kb));
+
+	if (key == NULL || d->referenced == NULL)
+	{
+		tms_error_set(pl->err, ICEBERG_ERR_MALFORMED,
+					  "a deletion vector without its data file or with too long a path");
+		tms_error_detail(pl->err, "%.1000s", d->path);
+		return false;
+	}
+	f->dv_offset = d->dv_offset;
+	f->dv_length = d->dv_length;
+	f->referenced = io_strdup(d->referenced);
+	f->dv_key = io_strdup(key);
+	return (f->referenced != NULL && f->dv_key != NULL) || compact_oom(pl->err);
+}
+
 /* Add the group of cands[0 .. n) (bytes, records, reasons) of partition pt. */
 static bool
 add_group(PosPlanner *pl, const PPart *pt, const int *cands, int n, int64_t bytes,
@@ -477,7 +502,8 @@ add_group(PosPlanner *pl, const PPart *pt, const int *cands, int n, int64_t byte
 	g->bytes = bytes;
 	g->records = records;
 	g->reasons = reasons;
-	g->expected_outputs = compact_expected_outputs(p, bytes);
+	/* v3: one Puffin file of the group's deletion vectors */
+	g->expected_outputs = p->format_version >= 3 ? 1 : compact_expected_outputs(p, bytes);
 	for (i = 0; i < n; i++)
 	{
 		const PDel *d = &pl->dels[cands[i]];
@@ -502,6 +528,8 @@ add_group(PosPlanner *pl, const PPart *pt, const int *cands, int n, int64_t byte
 		f->seq = d->seq;
 		f->manifest = -1;
 		f->spec_id = pt->spec_id;
+		if (d->dv_offset >= 0 && !add_dv_file(pl, d, f))
+			return false;
 		g->ndangling += d->dangling;
 		if (d->seq > max_seq)
 			max_seq = d->seq;
@@ -590,6 +618,47 @@ iceberg_posdel_check_options(const IcebergTableMetadata *md, const IcebergCompac
 	return iceberg_compact_check_options(md, &o, err);
 }
 
+/*
+ * Format v3 (https://iceberg.apache.org/spec/#deletion-vectors: at most one
+ * deletion vector per data file in a snapshot, position delete files
+ * merged into it): a partition whose delete files are all deletion vectors,
+ * one per data file, none dangling, is left alone; any other is one group
+ * of all its delete files (a data file's deletes meet in one group), whose
+ * rows become one deletion vector per data file, all in one Puffin file.
+ * The sizes, min-input-files and the group bounds do not apply.
+ */
+static bool
+plan_v3_part(PosPlanner *pl, const PPart *pt, const int *cands, int n)
+{
+	StrMap		seen = {0};
+	int64_t		bytes = 0,
+				records = 0;
+	unsigned	reasons = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		const PDel *d = &pl->dels[cands[i]];
+
+		bytes += d->size;
+		records += d->records;
+		if (d->dangling)
+			reasons |= ICEBERG_COMPACT_DANGLING;
+		if (d->dv_offset < 0 || d->referenced == NULL ||
+			compact_map_get(&seen, d->referenced) >= 0)
+			reasons |= ICEBERG_COMPACT_TO_DV;
+		else if (!compact_map_put(&seen, d->referenced, i))
+		{
+			iceberg_strmap_free(&seen);
+			return compact_oom(pl->err);
+		}
+	}
+	iceberg_strmap_free(&seen);
+	if (n == 0 || reasons == 0)
+		return true;
+	return add_group(pl, pt, cands, n, bytes, records, reasons);
+}
+
 /* The groups, partition by partition; the proven dangling files counted. */
 static bool
 plan_groups(PosPlanner *pl, const IcebergCompactOptions *opt)
@@ -625,11 +694,12 @@ plan_groups(PosPlanner *pl, const IcebergCompactOptions *opt)
 			d->dangling = proven_dangling(pl, d);
 			p->dangling += d->dangling;
 			if (p->rewrite_all || d->size < p->min_file_size_bytes ||
-				d->size > p->max_file_size_bytes || d->dangling)
+				d->size > p->max_file_size_bytes || d->dangling || p->format_version >= 3)
 				cands[n++] = pt->dels[j];
 		}
 		p->candidates += n;
-		if (!pack_part(pl, opt, pt, cands, n))
+		if (p->format_version >= 3 ? !plan_v3_part(pl, pt, cands, n) :
+			!pack_part(pl, opt, pt, cands, n))
 		{
 			io_free(cands);
 			return false;
@@ -658,7 +728,7 @@ iceberg_posdel_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		tms_error_set(err, ICEBERG_ERR_INVALID_ARGUMENT, "no file io or table metadata given");
 		return false;
 	}
-	if (!compact_check_table(md, false, &snap, err))
+	if (!compact_check_table(md, &snap, err))
 		return false;
 	p = io_calloc(1, sizeof(IcebergCompactPlan));
 	if (p == NULL)
@@ -740,6 +810,10 @@ iceberg_posdel_check_live(const IcebergFileIO *io, const IcebergTableMetadata *m
 	int			nrecs = 0;
 	bool		ok = false;
 
+	/* v3: no second deletion vector for a data file (compact_dv.c) */
+	if (p->format_version >= 3 &&
+		!compact_dv_check_added(io, md, snap, p, groups, ngroups, err))
+		return false;
 	for (j = 0; j < ngroups; j++)
 	{
 		const IcebergCompactGroup *gr = &p->groups[groups[j].group];
