@@ -771,6 +771,52 @@ parse_remove_older(json_t *o, IcebergCompactJob *job, TmsError *err)
 	return ok;
 }
 
+/* The "output" object of a group line: where and how the files are written. */
+static bool
+parse_output(json_t *o, IcebergCompactJob *job, TmsError *err)
+{
+	json_t	   *a;
+	bool		ok = true;
+
+	if (!json_is_object(o))
+		return bad(err, "output");
+	job->output_dir = get_str(o, "dir", true, MAX_PATH, &ok, err);
+	job->upload_dir = get_str(o, "upload_dir", true, MAX_PATH, &ok, err);
+	job->prefix = get_str(o, "prefix", true, 256, &ok, err);
+	job->files = (int) get_int(o, "files", true, 1, 1000000, 1, &ok, err);
+	job->compression = get_str(o, "compression", true, 64, &ok, err);
+	job->compression_level = (int) get_int(o, "compression_level", false, -1, 22, -1, &ok, err);
+	a = json_object_get(o, "metrics");
+	if (ok && (!json_is_array(a) || json_array_size(a) > MAX_METRICS))
+		ok = bad(err, "metrics");
+	if (ok && (job->metrics = io_calloc(json_array_size(a) + 1, sizeof(IcebergCompactJobMetric))) == NULL)
+		ok = oom(err);
+	for (size_t i = 0; ok && i < json_array_size(a); i++)
+	{
+		IcebergCompactJobMetric *m = &job->metrics[i];
+		json_t	   *mo = json_array_get(a, i);
+		const char *mode = json_string_value(json_object_get(mo, "mode"));
+
+		job->nmetrics++;
+		m->id = (int32_t) get_int(mo, "id", true, 1, INT32_MAX, 1, &ok, err);
+		m->length = (int) get_int(mo, "length", false, 0, 1 << 20, 16, &ok, err);
+		if (ok && mode == NULL)
+			ok = bad(err, "metrics mode");
+		else if (ok)
+		{
+			m->mode = strcmp(mode, "none") == 0 ? ICEBERG_METRICS_NONE :
+				strcmp(mode, "counts") == 0 ? ICEBERG_METRICS_COUNTS :
+				strcmp(mode, "full") == 0 ? ICEBERG_METRICS_FULL : ICEBERG_METRICS_TRUNCATE;
+			if (m->mode == ICEBERG_METRICS_TRUNCATE && m->length <= 0)
+				ok = bad(err, "metrics length");
+		}
+	}
+	/* strategy sort or zorder: how to order the group's rows */
+	if (ok && json_object_get(o, "sort") != NULL)
+		ok = compact_sort_from_json(json_object_get(o, "sort"), job->schema, &job->sort, err);
+	return ok;
+}
+
 bool
 iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 						  TmsError *err)
@@ -895,45 +941,8 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 		}
 	}
 	o = json_object_get(root, "output");
-	if (ok && !json_is_object(o))
-		ok = bad(err, "output");
 	if (ok)
-	{
-		job->output_dir = get_str(o, "dir", true, MAX_PATH, &ok, err);
-		job->upload_dir = get_str(o, "upload_dir", true, MAX_PATH, &ok, err);
-		job->prefix = get_str(o, "prefix", true, 256, &ok, err);
-		job->files = (int) get_int(o, "files", true, 1, 1000000, 1, &ok, err);
-		job->compression = get_str(o, "compression", true, 64, &ok, err);
-		job->compression_level = (int) get_int(o, "compression_level", false, -1, 22, -1, &ok, err);
-		a = json_object_get(o, "metrics");
-		if (ok && (!json_is_array(a) || json_array_size(a) > MAX_METRICS))
-			ok = bad(err, "metrics");
-		if (ok && (job->metrics = io_calloc(json_array_size(a) + 1, sizeof(IcebergCompactJobMetric))) == NULL)
-			ok = oom(err);
-		for (i = 0; ok && i < json_array_size(a); i++)
-		{
-			IcebergCompactJobMetric *m = &job->metrics[i];
-			json_t	   *mo = json_array_get(a, i);
-			const char *mode = json_string_value(json_object_get(mo, "mode"));
-
-			job->nmetrics++;
-			m->id = (int32_t) get_int(mo, "id", true, 1, INT32_MAX, 1, &ok, err);
-			m->length = (int) get_int(mo, "length", false, 0, 1 << 20, 16, &ok, err);
-			if (ok && mode == NULL)
-				ok = bad(err, "metrics mode");
-			else if (ok)
-			{
-				m->mode = strcmp(mode, "none") == 0 ? ICEBERG_METRICS_NONE :
-					strcmp(mode, "counts") == 0 ? ICEBERG_METRICS_COUNTS :
-					strcmp(mode, "full") == 0 ? ICEBERG_METRICS_FULL : ICEBERG_METRICS_TRUNCATE;
-				if (m->mode == ICEBERG_METRICS_TRUNCATE && m->length <= 0)
-					ok = bad(err, "metrics length");
-			}
-		}
-		/* strategy sort or zorder: how to order the group's rows */
-		if (ok && json_object_get(o, "sort") != NULL)
-			ok = compact_sort_from_json(json_object_get(o, "sort"), job->schema, &job->sort, err);
-	}
+		ok = parse_output(o, job, err);
 	/* a rewrite of position deletes: the data files its rows may point at */
 	o = json_object_get(root, "dv_output");
 	if (ok && o != NULL && !json_is_boolean(o))
