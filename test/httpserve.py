@@ -266,7 +266,7 @@ class Handler(BaseHTTPRequestHandler):
                         self.close_connection = True
                     elif v.lower() == "keep-alive":
                         self.close_connection = False
-            head.append("Content-Length: %d\r\n\r\n"
+            head.append("Content-Length: %s\r\n\r\n"
                         % (len(data) if content_length is None else content_length))
             out = "".join(head).encode("latin-1", "strict")
             if not data or self.command == "HEAD":
