@@ -468,17 +468,22 @@ class _NodeServer:
         """The job's parsed answer; CompactError when it failed, when the
         process died, or after timeout seconds (the process is then killed:
         a server is never reused after a failure of its own)."""
-        self.proc.stdin.write(json.dumps(job).encode() + b"\n")
-        self.proc.stdin.flush()
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        line = self.proc.stdout.readline() if ready else b""
+        ready = True
+        try:
+            self.proc.stdin.write(json.dumps(job).encode() + b"\n")
+            self.proc.stdin.flush()
+            ready = bool(select.select([self.proc.stdout], [], [], timeout)[0])
+            line = self.proc.stdout.readline() if ready else b""
+        except OSError:            # it is gone (a broken pipe)
+            line = b""
         if not line:
             self.proc.kill()
-            self.stop()
             self.err.seek(0)
-            raise CompactError("compact.mjs failed: %s" % (
-                "no answer in %d s" % timeout if not ready else
-                self.err.read()[-3000:].decode(errors="replace")))
+            why = "no answer in %d s" % timeout if not ready else \
+                self.err.read()[-3000:].decode(errors="replace")
+            self.stop()
+            why = why or "it ended with status %s" % self.proc.returncode
+            raise CompactError("compact.mjs failed: %s" % why)
         answer = json.loads(line)
         if "error" in answer:
             raise CompactError("compact.mjs failed: %s" % answer["error"][-3000:])
