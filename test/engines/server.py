@@ -1650,24 +1650,25 @@ def make_handler(engine, personality, auth, args):
                 out = personality.handle(route[1], route[0], req)
                 status, payload = out[0], out[1]
                 extra = out[2] if len(out) > 2 else None
-                self.send(status, payload, extra)
             except HttpError as e:
-                status = e.status
-                self.send(e.status, e.body, e.headers)
+                status, payload, extra = e.status, e.body, e.headers
             except Exception as e:
                 traceback.print_exc()
-                status = 500
-                self.send(500, personality.error(500, "%s: %s" % (type(e).__name__, e)).body)
+                status, extra = 500, None
+                payload = personality.error(500, "%s: %s" % (type(e).__name__, e)).body
+            # counted before the answer leaves: a client that reads the
+            # counts once it has its answer finds it there
             engine.counters.add(self.command, template, status)
+            self.send(status, payload, extra)
 
         def oauth(self, body):
             form = dict(urllib.parse.parse_qsl(body.decode("utf-8", "replace")))
             try:
-                self.send(200, auth.issue(form, self.headers.get("Authorization")))
-                engine.counters.add("POST", "/oauth/tokens", 200)
+                status, payload = 200, auth.issue(form, self.headers.get("Authorization"))
             except HttpError as e:
-                self.send(e.status, e.body)
-                engine.counters.add("POST", "/oauth/tokens", e.status)
+                status, payload = e.status, e.body
+            engine.counters.add("POST", "/oauth/tokens", status)
+            self.send(status, payload)
 
         def admin(self, path, query, body):
             if args.admin_token and not secrets.compare_digest(

@@ -429,7 +429,7 @@ def test_policy_tasks_window_and_kill(new_cluster, catalog, file_root, world1000
                   " GROUP BY 1, 2 HAVING count(*) > 1", (nss["sales"],))
     assert dup == []
     # at most max_active_operations run; the handler saw started jobs only
-    wait_for(lambda: q(conn, "SELECT count(*) FROM public.maint_runs")[0][0] == 3, timeout=60,
+    wait_for(lambda: q(conn, "SELECT count(*) FROM public.maint_runs")[0][0] == 3, timeout=180,
              what="three jobs started")
     # the others were offered and deferred (rescheduled), not started
     t1 = q(conn, "SELECT now()")[0][0]
