@@ -257,10 +257,12 @@ class _Table:
                 return "NULL::%s" % t
             return ("'%s'" % v.replace("'", "''")) if isinstance(v, str) else "%d::%s" % (v, t)
         types = ["BIGINT", "VARCHAR", "INTEGER", "BIGINT", "BIGINT"]
-        sel = " UNION ALL ".join(
-            "SELECT %s" % ", ".join("%s AS c_%d" % (lit(v, types[k]), fields[k]["id"])
-                                    for k, v in enumerate(r[:len(fields)]))
-            for r in rows)
+        # one VALUES list (a UNION ALL of 6,000 SELECTs took DuckDB seconds
+        # to plan), rows in order
+        sel = "SELECT * FROM (VALUES %s) AS v(%s)" % (
+            ", ".join("(%s)" % ", ".join(lit(v, types[k]) for k, v in enumerate(r[:len(fields)]))
+                      for r in rows),
+            ", ".join("c_%d" % f["id"] for f in fields))
         self.nfile += 1
         out = os.path.join(self.tmp, "w%d" % self.nfile)
         res = compact_mod.run_node({"mode": "write", "schema": {"fields": fields}, "query": sel,
@@ -278,9 +280,10 @@ class _Table:
         of partition part: deletes [(data file, position)]."""
         fields = [{"id": POS_PATH, "name": "file_path", "type": "string", "required": True},
                   {"id": POS_POS, "name": "pos", "type": "long", "required": True}]
-        sel = " UNION ALL ".join("SELECT '%s' AS c_%d, %d::BIGINT AS c_%d"
-                                 % (f["path"].replace("'", "''"), POS_PATH, p, POS_POS)
-                                 for f, p in sorted(deletes, key=lambda d: (d[0]["path"], d[1])))
+        sel = "SELECT * FROM (VALUES %s) AS v(c_%d, c_%d)" % (
+            ", ".join("('%s', %d::BIGINT)" % (f["path"].replace("'", "''"), p)
+                      for f, p in sorted(deletes, key=lambda d: (d[0]["path"], d[1]))),
+            POS_PATH, POS_POS)
         self.nfile += 1
         out = os.path.join(self.tmp, "w%d" % self.nfile)
         res = compact_mod.run_node({"mode": "write", "schema": {"fields": fields},
