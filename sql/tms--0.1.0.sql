@@ -356,7 +356,7 @@ COMMENT ON FUNCTION tms.table_metrics(name, text, text, text) IS
     'the policy DSL''s table variables, computed up to level (metadata, manifest_list, manifests, deletes; auto = all)';
 
 -- sql/install/50_purge.sql
--- Async purge of dropped Iceberg tables (seed 003; doc/purge.md).
+-- Async purge of dropped Iceberg tables (doc/purge.md).
 --
 -- tms.purge_table() drops a table from its catalog without purge and
 -- records a job here; the job's task (kind "purge", instance = job id) is

@@ -50,7 +50,7 @@ ALTER TABLE tms.table_maintenance_job ADD CONSTRAINT table_maintenance_job_state
     CHECK (state IN ('pending', 'running', 'succeeded', 'failed', 'skipped', 'cancelled'));
 UPDATE tms.table_maintenance_job SET phase = 'done' WHERE finished_at IS NOT NULL;
 
--- A table's metrics at the snapshot before and after every job (seed 000's
+-- A table's metrics at the snapshot before and after every job (the design's
 -- table_snapshot_metrics), so a user sees the effect of maintenance.
 -- Self-contained like the evaluation log; pruned after
 -- tms.snapshot_metrics_retention.
@@ -83,7 +83,7 @@ SELECT pg_catalog.pg_extension_config_dump('tms.table_snapshot_metrics_id_seq', 
 -- ---------------------------------------------------------------------
 
 DROP FUNCTION tms._run_maintenance_task(text, jsonb);
--- The place of an operation in seed 000's chain of one table's
+-- The place of an operation in the design's chain of one table's
 -- operations: data files first, then delete files, manifests, snapshots,
 -- and orphans last.
 CREATE FUNCTION tms._chain_rank(operation text)
@@ -164,7 +164,7 @@ BEGIN
         END IF;
     END IF;
     IF state IS NULL AND j.policy_id IS NOT NULL AND j.phase = 'start' THEN
-        -- seed 000's chain: a policy's operations on one table run one
+        -- the design's chain: a policy's operations on one table run one
         -- after the other, compaction first, snapshot expiry last
         SELECT o.id, o.operation INTO other, reason FROM tms.table_maintenance_job o
          WHERE o.table_id = j.table_id AND o.policy_id = j.policy_id AND o.id <> jid

@@ -800,7 +800,7 @@ CREATE INDEX table_maintenance_job_inflight_idx ON tms.table_maintenance_job (st
     WHERE finished_at IS NULL;
 CREATE INDEX table_maintenance_job_table_idx ON tms.table_maintenance_job (table_id, rule_id);
 
--- A table's metrics at the snapshot before and after every job (seed 000's
+-- A table's metrics at the snapshot before and after every job (the design's
 -- table_snapshot_metrics), so a user sees the effect of maintenance.
 -- Self-contained like the evaluation log; pruned after
 -- tms.snapshot_metrics_retention.
@@ -1872,7 +1872,7 @@ BEGIN
 END
 $$;
 
--- The place of an operation in seed 000's chain of one table's
+-- The place of an operation in the design's chain of one table's
 -- operations: data files first, then delete files, manifests, snapshots,
 -- and orphans last.
 CREATE FUNCTION tms._chain_rank(operation text)
@@ -1967,7 +1967,7 @@ BEGIN
         END IF;
     END IF;
     IF state IS NULL AND j.policy_id IS NOT NULL AND j.phase = 'start' THEN
-        -- seed 000's chain: a policy's operations on one table run one
+        -- the design's chain: a policy's operations on one table run one
         -- after the other, compaction first, snapshot expiry last
         SELECT o.id, o.operation INTO other, reason FROM tms.table_maintenance_job o
          WHERE o.table_id = j.table_id AND o.policy_id = j.policy_id AND o.id <> jid

@@ -485,7 +485,7 @@ BEGIN
         END IF;
     END IF;
     IF state IS NULL AND j.policy_id IS NOT NULL AND j.phase = 'start' THEN
-        -- seed 000's chain: a policy's operations on one table run one
+        -- the design's chain: a policy's operations on one table run one
         -- after the other, compaction first, snapshot expiry last
         SELECT o.id, o.operation INTO other, reason FROM tms.table_maintenance_job o
          WHERE o.table_id = j.table_id AND o.policy_id = j.policy_id AND o.id <> jid
@@ -548,7 +548,7 @@ $$;
 -- After a job ended (any outcome; every end of a job comes here): it is
 -- counted in tms.stat_maintenance; its (table, rule) baseline is reset, so
 -- the counters measure activity since this run and the pair is evaluated
--- again, though not before the rule's min_interval (seed 000's
+-- again, though not before the rule's min_interval (the design's
 -- minIntervalMs) has passed; old snapshot metrics are pruned.
 CREATE OR REPLACE FUNCTION tms._job_ended(jid bigint)
 RETURNS void
