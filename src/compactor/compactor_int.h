@@ -79,6 +79,16 @@ extern bool helper_rewrite_dvs(Helper *h, const IcebergCompactJob *job, TmsError
 
 /* Copy an object from storage to a local file; upload one (its *size). */
 extern bool helper_download(Helper *h, const char *uri, const char *local, TmsError *err);
+
+/*
+ * A deletion vector (its Puffin file uri, the blob's offset and length, the
+ * data file it references, its record count) read, decoded with at most
+ * cap positions, and written to the local text file path, one position a
+ * line (rewrite_group.c).  false with err set on any failure.
+ */
+extern bool helper_dv_to_csv(Helper *h, const char *uri, int64_t offset, int64_t length,
+							 const char *referenced, int64_t records, int64_t cap,
+							 const char *path, TmsError *err);
 extern bool helper_upload(Helper *h, const char *local, const char *uri, int64_t *size,
 						  TmsError *err);
 

@@ -158,46 +158,13 @@ static bool
 dv_read_vector(DvRun *r, int i)
 {
 	const IcebergCompactJobInput *in = &r->job->inputs[i];
-	IoBuffer	b = {0};
-	TmsError	ioerr;
-	int64_t    *pos = NULL;
-	int64_t		npos = 0,
-				k;
 	duckdb_result res;
-	FILE	   *f;
 	bool		ok;
 
-	if (io_storage_read(r->h->storage, in->uri, (uint64_t) in->dv_offset,
-						(uint64_t) in->dv_length, &b, &ioerr) != 0)
-		return no(tms_error_wrap(r->err, ICEBERG_ERR_IO, &ioerr, "cannot read \"%.400s\"", in->uri));
-	if ((int64_t) b.len != in->dv_length)
-	{
-		io_buffer_free(&b);
-		tms_error_set(r->err, ICEBERG_ERR_MALFORMED,
-					  "deletion vector of \"%.400s\" ends beyond its Puffin file", in->dv_referenced);
-		tms_error_detail(r->err, "%.1000s", in->uri);
-		return false;
-	}
-	ok = iceberg_dv_decode((const uint8_t *) b.data, b.len, in->records, in->records, &pos,
-						   &npos, r->err);
-	io_buffer_free(&b);
-	if (!ok)
-	{
-		tms_error_detail(r->err, "The deletion vector of \"%.400s\" in \"%.400s\".",
-						 in->dv_referenced, in->uri);
-		return false;
-	}
 	snprintf(r->path, sizeof(r->path), "%s/dv%d.csv", r->dir, i);
-	f = fopen(r->path, "we");
-	ok = f != NULL;
-	for (k = 0; ok && k < npos; k++)
-		ok = fprintf(f, "%" PRId64 "\n", pos[k]) > 0;
-	if (f != NULL && fclose(f) != 0)
-		ok = false;
-	io_free(pos);
-	if (!ok)
-		return no(tms_error_set(r->err, ICEBERG_ERR_IO, "cannot write \"%.300s\": %s", r->path,
-								strerror(errno)));
+	if (!helper_dv_to_csv(r->h, in->uri, in->dv_offset, in->dv_length, in->dv_referenced,
+						  in->records, in->records, r->path, r->err))
+		return false;
 	sql_reset(&r->q);
 	sql_add(&r->q, "INSERT INTO dvpos SELECT ");
 	sql_lit(&r->q, in->dv_referenced);

@@ -333,25 +333,68 @@ group_inputs_table(GroupRun *g)
 }
 
 /*
- * Deletion vector i (https://iceberg.apache.org/spec/#deletion-vectors):
- * its blob read from the Puffin file, decoded (dv.c: checked, at most the
- * referenced input's row count of positions) and written as the local
- * text file del<i>.csv, one position a line, for group_pos_tables.
+ * See compactor_int.h: a deletion vector's blob
+ * (https://iceberg.apache.org/spec/#deletion-vectors) read from its Puffin
+ * file, decoded (dv.c: checked, at most cap positions) and written as the
+ * local text file path, one position a line.
+ */
+bool
+helper_dv_to_csv(Helper *h, const char *uri, int64_t offset, int64_t length,
+				 const char *referenced, int64_t records, int64_t cap,
+				 const char *path, TmsError *err)
+{
+	IoBuffer	b = {0};
+	TmsError	ioerr;
+	int64_t    *pos = NULL;
+	int64_t		npos = 0;
+	FILE	   *f;
+	bool		ok;
+
+	if (io_storage_read(h->storage, uri, (uint64_t) offset, (uint64_t) length, &b, &ioerr) != 0)
+	{
+		tms_error_wrap(err, ICEBERG_ERR_IO, &ioerr, "cannot read \"%.400s\"", uri);
+		return false;
+	}
+	if ((int64_t) b.len != length)
+	{
+		io_buffer_free(&b);
+		tms_error_set(err, ICEBERG_ERR_MALFORMED,
+					  "deletion vector of \"%.400s\" ends beyond its Puffin file", referenced);
+		tms_error_detail(err, "%.1000s", uri);
+		return false;
+	}
+	ok = iceberg_dv_decode((const uint8_t *) b.data, b.len, records, cap, &pos, &npos, err);
+	io_buffer_free(&b);
+	if (!ok)
+	{
+		tms_error_detail(err, "The deletion vector of \"%.400s\" in \"%.400s\".",
+						 referenced, uri);
+		return false;
+	}
+	f = fopen(path, "we");
+	ok = f != NULL;
+	for (int64_t k = 0; ok && k < npos; k++)
+		ok = fprintf(f, "%" PRId64 "\n", pos[k]) > 0;
+	if (f != NULL && fclose(f) != 0)
+		ok = false;
+	io_free(pos);
+	if (!ok)
+		tms_error_set(err, ICEBERG_ERR_IO, "cannot write \"%.300s\": %s", path,
+					  strerror(errno));
+	return ok;
+}
+
+/*
+ * Deletion vector i: its positions as the local text file del<i>.csv, for
+ * group_pos_tables; at most the referenced input's row count of them.
  */
 static bool
 group_fetch_dv(GroupRun *g, int i)
 {
 	const IcebergCompactJobDelete *d = &g->job->deletes[i];
-	IoBuffer	b = {0};
-	TmsError	ioerr;
-	int64_t    *pos = NULL;
-	int64_t		npos = 0,
-				cap = -1,
-				k;
-	FILE	   *f;
-	bool		ok;
+	int64_t		cap = -1;
 
-	for (k = 0; k < g->job->ninputs; k++)
+	for (int k = 0; k < g->job->ninputs; k++)
 		if (strcmp(g->job->inputs[k].path, d->dv_referenced) == 0)
 			cap = g->job->inputs[k].records;
 	if (cap < 0)
@@ -361,41 +404,9 @@ group_fetch_dv(GroupRun *g, int i)
 		tms_error_detail(g->err, "%.1000s", d->dv_referenced);
 		return false;
 	}
-	if (io_storage_read(g->h->storage, d->uri, (uint64_t) d->dv_offset, (uint64_t) d->dv_length,
-						&b, &ioerr) != 0)
-	{
-		tms_error_wrap(g->err, ICEBERG_ERR_IO, &ioerr, "cannot read \"%.400s\"", d->uri);
-		return false;
-	}
-	if ((int64_t) b.len != d->dv_length)
-	{
-		io_buffer_free(&b);
-		tms_error_set(g->err, ICEBERG_ERR_MALFORMED,
-					  "deletion vector of \"%.400s\" ends beyond its Puffin file", d->dv_referenced);
-		tms_error_detail(g->err, "%.1000s", d->uri);
-		return false;
-	}
-	ok = iceberg_dv_decode((const uint8_t *) b.data, b.len, d->dv_records, cap, &pos, &npos,
-						   g->err);
-	io_buffer_free(&b);
-	if (!ok)
-	{
-		tms_error_detail(g->err, "The deletion vector of \"%.400s\" in \"%.400s\".",
-						 d->dv_referenced, d->uri);
-		return false;
-	}
 	snprintf(g->path, sizeof(g->path), "%s/del%d.csv", g->dir, i);
-	f = fopen(g->path, "we");
-	ok = f != NULL;
-	for (k = 0; ok && k < npos; k++)
-		ok = fprintf(f, "%" PRId64 "\n", pos[k]) > 0;
-	if (f != NULL && fclose(f) != 0)
-		ok = false;
-	io_free(pos);
-	if (!ok)
-		tms_error_set(g->err, ICEBERG_ERR_IO, "cannot write \"%.300s\": %s", g->path,
-					  strerror(errno));
-	return ok;
+	return helper_dv_to_csv(g->h, d->uri, d->dv_offset, d->dv_length, d->dv_referenced,
+							d->dv_records, cap, g->path, g->err);
 }
 
 /*
