@@ -214,8 +214,13 @@ json_quote_timestamptz(int64 us)
 	return b.data;
 }
 
+/*
+ * A straddling or unknown file of the plan; a straddling file's estimate
+ * of its rows removed is "rows_older_estimated" for a cutoff and
+ * "rows_matching_estimated" for a where.
+ */
 static char *
-file_json(const IcebergRetentionFile *f, bool straddling, bool rewritten)
+file_json(const IcebergRetentionFile *f, bool straddling, bool rewritten, bool where)
 {
 	StringInfoData b;
 
@@ -224,7 +229,8 @@ file_json(const IcebergRetentionFile *f, bool straddling, bool rewritten)
 					 ", \"records\": " INT64_FORMAT,
 					 f->spec_id, f->partition, f->size, f->records);
 	if (straddling)
-		appendStringInfo(&b, ", \"rows_older_estimated\": " INT64_FORMAT ", \"kept\": %s",
+		appendStringInfo(&b, ", \"%s\": " INT64_FORMAT ", \"kept\": %s",
+						 where ? "rows_matching_estimated" : "rows_older_estimated",
 						 f->older, rewritten ? "false, \"rewritten\": true" : "true");
 	else if (rewritten)
 		appendStringInfoString(&b, ", \"kept\": false, \"rewritten\": true, \"why\": \"no bounds on the column: read\"");
@@ -236,8 +242,9 @@ file_json(const IcebergRetentionFile *f, bool straddling, bool rewritten)
 
 /*
  * The plan as rows: each file dropped whole, each straddling and unknown
- * file (kept), and a summary with the cutoff and the estimate of rows
- * removed.
+ * file (kept), and a summary with the cutoff or the where and the
+ * estimate of rows removed: those of the files dropped, and with a
+ * rewrite the estimate of what it removes from the straddling files.
  */
 static void
 emit_plan(MaintRun *run, const IcebergRetention *r, const IcebergRetentionPlan *p)
@@ -253,10 +260,11 @@ emit_plan(MaintRun *run, const IcebergRetention *r, const IcebergRetentionPlan *
 							d->files[i].records));
 	for (int i = 0; i < p->nstraddling; i++)
 		maint_emit(run, "straddling-data-file", p->straddling[i].path,
-				   file_json(&p->straddling[i], true, run->opt.retention_rewrite));
+				   file_json(&p->straddling[i], true, run->opt.retention_rewrite,
+							 r->where != NULL));
 	for (int i = 0; i < p->nunknown; i++)
 		maint_emit(run, "unknown-data-file", p->unknown[i].path,
-				   file_json(&p->unknown[i], false, run->opt.retention_scan));
+				   file_json(&p->unknown[i], false, run->opt.retention_scan, false));
 	initStringInfo(&b);
 	if (r->where != NULL)
 	{
@@ -274,14 +282,17 @@ emit_plan(MaintRun *run, const IcebergRetention *r, const IcebergRetentionPlan *
 					 ", \"files_dropped\": " INT64_FORMAT ", \"files_dropped_by_partition\": " INT64_FORMAT
 					 ", \"bytes_dropped\": " INT64_FORMAT ", \"rows_removed\": " INT64_FORMAT
 					 ", \"straddling_files\": %d, \"straddling_rows\": " INT64_FORMAT
-					 ", \"straddling_rows_older_estimated\": " INT64_FORMAT
+					 ", \"straddling_rows_%s_estimated\": " INT64_FORMAT
 					 ", \"unknown_files\": %d, \"unknown_rows\": " INT64_FORMAT
-					 ", \"files_kept\": " INT64_FORMAT ", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
+					 ", \"files_kept\": " INT64_FORMAT ", \"rows_removed_estimated\": " INT64_FORMAT
+					 ", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
 					 run->opt.retention_rewrite ? "rewrite" : "metadata",
 					 run->opt.retention_scan ? "true" : "false", d->data_files,
 					 p->dropped_files, p->dropped_by_partition, p->dropped_bytes, p->dropped_rows,
-					 p->nstraddling, p->straddling_rows, p->straddling_older, p->nunknown,
-					 p->unknown_rows, p->kept_files, d->base_snapshot_id);
+					 p->nstraddling, p->straddling_rows, r->where != NULL ? "matching" : "older",
+					 p->straddling_older, p->nunknown, p->unknown_rows, p->kept_files,
+					 p->dropped_rows + (run->opt.retention_rewrite ? p->straddling_older : 0),
+					 d->base_snapshot_id);
 	maint_emit(run, "summary", "retention", b.data);
 }
 

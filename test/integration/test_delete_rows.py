@@ -95,7 +95,8 @@ def flag_of(row):
 def delete_and_check(env, ns, name, where, matches, want_dropped):
     """Plan, then run tms.delete_rows(where); matches(id, row) says which
     rows the where matches.  Checks the plan changed nothing, the rows read
-    back, the snapshots; returns (plan summary, job row, rows before)."""
+    back, the snapshots; returns (plan summary, job row, rows before,
+    the plan's straddling files)."""
     mloc0, meta0 = ow.load(env["catalog"], ns, name)
     got0 = rows(env, mloc0)
     gone = {i for i, r in got0.items() if matches(i, r)}
@@ -120,7 +121,7 @@ def delete_and_check(env, ns, name, where, matches, want_dropped):
     delete_snap = ow.snapshot(meta, snap["parent-snapshot-id"])
     assert delete_snap["summary"]["operation"] == "delete", delete_snap["summary"]
     assert delete_snap["parent-snapshot-id"] == meta0["current-snapshot-id"]
-    return s, row, got0
+    return s, row, got0, [r["detail"] for r in p if r["action"] == "straddling-data-file"]
 
 
 def test_unpartitioned(env):
@@ -128,11 +129,15 @@ def test_unpartitioned(env):
                           partitioned=False, seed=21)
     ow.give_to_server(env["file_root"])
     where = "id < 30 OR id IN (45, 47) OR id BETWEEN 80 AND 84 OR category = 'it''s'"
-    s, row, got0 = delete_and_check(
+    s, row, got0, strad = delete_and_check(
         env, "drw", "flat", where,
         lambda i, r: i < 30 or i in (45, 47) or 80 <= i <= 84, 3)
     # files 4 and 8 may match, the others cannot
     assert s["straddling_files"] == 2 and s["files_kept"] == 5, s
+    # the plan's estimate from the metrics (even spread within each file's
+    # ids): the 30 rows of the files dropped and about 2 + 5 of the others
+    assert abs(s["rows_removed_estimated"] - 37) <= 2, s
+    assert all(0 < d["rows_matching_estimated"] <= 10 for d in strad), strad
     # exact: 30 rows with the files, 7 by the rewrite
     assert row["rows_removed"] == 37, row
     assert row["data_files_rewritten"] == 2 and row["data_files_added"] == 1, row  # one group
@@ -145,7 +150,7 @@ def test_partitioned_with_deletes(env):
                           partitioned=True, with_deletes=True, seed=22)
     ow.give_to_server(env["file_root"])
     where = "category = 'c1' OR id = 5 OR (flag = true AND id >= 150)"
-    s, row, got0 = delete_and_check(
+    s, row, got0, _ = delete_and_check(
         env, "drw", "bycat", where,
         lambda i, r: r["category"] == "c1" or i == 5 or (flag_of(r) is True and i >= 150), 4)
     # the four files of c1 by their partition value alone

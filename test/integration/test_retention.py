@@ -183,6 +183,8 @@ def test_partitioned_straddling_file_kept(env):
     assert set(got0) - set(got) == older_ids(got0, 60)
     assert older_ids(got, 65) == {60, 61, 62, 63, 64}
     assert s["straddling_rows_older_estimated"] == strad[0]["detail"]["rows_older_estimated"]
+    # mode metadata keeps the straddling file: the estimate is the files dropped
+    assert s["rows_removed_estimated"] == s["rows_removed"] == 60, s
 
 
 def evolve_to_day(env, ns, name, files, rows_per_file, first_id):

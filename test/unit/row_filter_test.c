@@ -270,6 +270,85 @@ test_bounds(IcebergTableMetadata *md)
 		  "AND with NULL");
 }
 
+/* The rows of x (100) under where that the estimate gives (-1: did not bind). */
+static int64_t
+est(IcebergTableMetadata *md, const char *where, Entry *x)
+{
+	TmsError	err;
+	IcebergRowFilter *f = bind(where, &err);
+	int64_t		n;
+
+	if (f == NULL)
+	{
+		CHECK(false, "%s: %s (%s)", where, err.message, err.detail);
+		return -1;
+	}
+	n = iceberg_row_filter_estimate(f, md, &x->e);
+	iceberg_row_filter_free(f);
+	return n;
+}
+
+/*
+ * The plan's estimate of the rows a where matches: even spread between
+ * the bounds, the null count, independence, three-valued NOT.
+ */
+static void
+test_estimate(IcebergTableMetadata *md)
+{
+	Entry		x;
+
+	/* id: required long, 100 rows in [10, 19]: ten values, ten rows each */
+	entry(&x, 0, "[]", 1, 8, true, 10, 19, -1);
+	CHECK(est(md, "id < 15", &x) == 50, "id < 15: half (%lld)", (long long) est(md, "id < 15", &x));
+	CHECK(est(md, "id <= 10", &x) == 10, "id <= 10: one value of ten");
+	CHECK(est(md, "id > 17", &x) == 20, "id > 17: two values");
+	CHECK(est(md, "id = 12", &x) == 10, "= one value of ten");
+	CHECK(est(md, "id IN (11, 12, 40)", &x) == 20, "IN: two values inside");
+	CHECK(est(md, "id <> 12", &x) == 90, "<>: the others");
+	CHECK(est(md, "id < 15 AND id >= 15", &x) == 25, "AND: independent (not correlated)");
+	CHECK(est(md, "id < 15 OR id > 17", &x) == 60, "OR: 1 - (1 - .5)(1 - .2)");
+	CHECK(est(md, "NOT id < 15", &x) == 50, "NOT");
+	CHECK(est(md, "id < 20", &x) == 100 && est(md, "id < 10", &x) == 0, "proven: all, none");
+
+	/* ts: nullable, one day, 40 nulls of 100 */
+	entry(&x, 0, "[]", 2, 8, true, D20260101 * DAY_US, (D20260101 + 1) * DAY_US - 1, 40);
+	CHECK(est(md, "ts < '2026-01-01 06:00:00Z'", &x) == 15,
+		  "a quarter of the 60 non-null rows (%lld)",
+		  (long long) est(md, "ts < '2026-01-01 06:00:00Z'", &x));
+	CHECK(est(md, "NOT ts < '2026-01-01 06:00:00Z'", &x) == 45, "NOT keeps the NULLs out");
+	CHECK(est(md, "ts IS NULL", &x) == 40 && est(md, "ts IS NOT NULL", &x) == 60, "IS NULL");
+	CHECK(est(md, "ts IS NULL OR ts < '2026-01-01 06:00:00Z'", &x) == 49,
+		  "OR's sides independent, as PostgreSQL takes them (.4 + .15 - .4 x .15)");
+
+	/* no bounds: PostgreSQL's defaults, a third for a range, 1/200 for = */
+	entry(&x, 0, "[]", 4, 8, true, 10, 19, -1);
+	CHECK(est(md, "id < 15", &x) == 33, "no bounds: a third");
+	CHECK(est(md, "id = 15", &x) == 1, "no bounds: 1/200 (0.5 rounds up)");
+
+	/* strings: the bytes after the bounds' common prefix as a number */
+	entry(&x, 0, "[]", 5, 0, false, 0, 0, 0);
+	x.e.lower_bounds = x.lo;
+	x.e.upper_bounds = x.up;
+	{
+		size_t		n = 0;
+
+		put_long(x.lo, &n, 1);
+		put_long(x.lo, &n, 1);
+		put_long(x.lo, &n, 5);
+		put_long(x.lo, &n, 4);
+		memcpy(x.lo + n, "ab\x00\x00", 4);
+		n += 4;
+		put_long(x.lo, &n, 0);
+		x.e.lower_bounds_len = n;
+		memcpy(x.up, x.lo, n);
+		x.up[n - 3] = (uint8_t) 0x80;	/* "ab\x80\x00" */
+		x.e.upper_bounds_len = n;
+	}
+	CHECK(est(md, "s < 'ab@'", &x) == 50, "string half way (%lld)",
+		  (long long) est(md, "s < 'ab@'", &x));
+	CHECK(est(md, "s < 'aa'", &x) == 0 && est(md, "s >= 'aa'", &x) == 100, "string outside");
+}
+
 static void
 test_partitions(IcebergTableMetadata *md)
 {
@@ -336,6 +415,7 @@ main(void)
 		test_bind_errors();
 		test_bounds(md);
 		test_partitions(md);
+		test_estimate(md);
 		test_sql();
 		iceberg_schema_free(schema);
 	}

@@ -811,6 +811,203 @@ iceberg_row_filter_classify(const IcebergRowFilter *f, const IcebergTableMetadat
 }
 
 /* ---------------------------------------------------------------------
+ * The estimate of the rows matched
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Of a file's rows, the fractions for which a node is TRUE and NULL (the
+ * rest are FALSE), the columns taken as independent and their values as
+ * spread evenly between their bounds, as PostgreSQL's clause selectivity
+ * does with a histogram (src/backend/optimizer/path/clausesel.c); without
+ * bounds its defaults: 1/3 for a range, 1/200 for an equality.
+ */
+typedef struct Frac
+{
+	double		t;
+	double		n;
+} Frac;
+
+#define EST_DEFAULT_INEQ (1.0 / 3.0)
+#define EST_DEFAULT_EQ 0.005
+
+static double
+clamp01(double x)
+{
+	return x < 0 ? 0 : x > 1 ? 1 : x;
+}
+
+/*
+ * A string as a number in [0, 1): its bytes after the common prefix of
+ * the bounds lo and hi, base 256 (PostgreSQL's convert_string_to_scalar,
+ * on bytes).
+ */
+static double
+string_scalar(const uint8_t *s, size_t len, size_t skip)
+{
+	double		v = 0,
+				scale = 1.0 / 256;
+
+	for (size_t i = skip; i < len && i < skip + 8; i++, scale /= 256)
+		v += s[i] * scale;
+	return v;
+}
+
+/* The fraction of the non-null values of a column below literal i (or at it: le). */
+static double
+frac_below(const RNode *n, const ColFacts *cf, int i, bool le)
+{
+	if (!cf->has_lo || !cf->has_hi)
+		return EST_DEFAULT_INEQ;
+	if (n->type == ICEBERG_TYPE_STRING)
+	{
+		const uint8_t *v = (const uint8_t *) n->strs[i];
+		size_t		lv = strlen(n->strs[i]),
+					skip = 0;
+		double		lo,
+					hi,
+					x;
+
+		while (skip < cf->llo && skip < cf->lhi && cf->slo[skip] == cf->shi[skip])
+			skip++;
+		if (bytes_cmp(v, lv, cf->slo, cf->llo) < 0 || (!le && bytes_cmp(v, lv, cf->slo, cf->llo) == 0))
+			return 0;
+		if (bytes_cmp(v, lv, cf->shi, cf->lhi) > 0 || (le && bytes_cmp(v, lv, cf->shi, cf->lhi) == 0))
+			return 1;
+		lo = string_scalar(cf->slo, cf->llo, skip);
+		hi = string_scalar(cf->shi, cf->lhi, skip);
+		x = string_scalar(v, lv, skip);
+		return hi > lo ? clamp01((x - lo) / (hi - lo)) : 0.5;
+	}
+	{
+		/* the values lo .. hi, each as likely: those below v (v + 1: le) */
+		double		span = (double) cf->hi - (double) cf->lo + 1;
+		double		below = (double) n->ints[i] - (double) cf->lo + (le ? 1 : 0);
+
+		return span > 0 ? clamp01(below / span) : EST_DEFAULT_INEQ;
+	}
+}
+
+/* The fraction of the non-null values equal to literal i. */
+static double
+frac_equal(const RNode *n, const ColFacts *cf, int i)
+{
+	bool		t,
+				f;
+
+	may_eq(n, cf, i, &t, &f);
+	if (!t)
+		return 0;
+	if (!f)
+		return 1;
+	if (!cf->has_lo || !cf->has_hi)
+		return EST_DEFAULT_EQ;
+	if (n->type == ICEBERG_TYPE_STRING)
+		return EST_DEFAULT_EQ;
+	return clamp01(1.0 / ((double) cf->hi - (double) cf->lo + 1));
+}
+
+static Frac
+estimate_leaf(const RNode *n, const ColFacts *cf)
+{
+	Frac		r = {0, 0};
+	double		nf,
+				v = 0;
+
+	if (cf->records <= 0)
+		return r;
+	nf = cf->nulls_known ? clamp01((double) cf->nulls / (double) cf->records) : 0;
+	if (n->kind == IF_NULL)
+	{
+		r.t = n->negate ? 1 - nf : nf;
+		return r;
+	}
+	if (n->kind == IF_IN)
+	{
+		for (int i = 0; i < n->nvals; i++)
+			v += frac_equal(n, cf, i);
+		v = clamp01(v);
+		if (n->negate)
+			v = 1 - v;
+	}
+	else
+		switch (n->op)
+		{
+			case IF_EQ:
+				v = frac_equal(n, cf, 0);
+				break;
+			case IF_NE:
+				v = 1 - frac_equal(n, cf, 0);
+				break;
+			case IF_LT:
+				v = frac_below(n, cf, 0, false);
+				break;
+			case IF_LE:
+				v = frac_below(n, cf, 0, true);
+				break;
+			case IF_GT:
+				v = 1 - frac_below(n, cf, 0, true);
+				break;
+			case IF_GE:
+				v = 1 - frac_below(n, cf, 0, false);
+				break;
+		}
+	r.t = v * (1 - nf);
+	r.n = nf;
+	return r;
+}
+
+static Frac
+estimate(const RNode *n, const IcebergTableMetadata *md, const IcebergManifestEntry *e)
+{
+	Frac		a,
+				b,
+				r;
+
+	switch (n->kind)
+	{
+		case IF_AND:
+			a = estimate(n->a, md, e);
+			b = estimate(n->b, md, e);
+			r.t = a.t * b.t;
+			/* not FALSE on either side, not TRUE on both */
+			r.n = clamp01((a.t + a.n) * (b.t + b.n) - r.t);
+			return r;
+		case IF_OR:
+			a = estimate(n->a, md, e);
+			b = estimate(n->b, md, e);
+			r.t = 1 - (1 - a.t) * (1 - b.t);
+			/* not TRUE on either side, not FALSE on both */
+			r.n = clamp01(1 - r.t - (1 - a.t - a.n) * (1 - b.t - b.n));
+			return r;
+		case IF_NOT:
+			a = estimate(n->a, md, e);
+			r.t = clamp01(1 - a.t - a.n);
+			r.n = a.n;
+			return r;
+		default:
+			{
+				ColFacts	cf;
+
+				col_facts(n, md, e, true, &cf);
+				return estimate_leaf(n, &cf);
+			}
+	}
+}
+
+int64_t
+iceberg_row_filter_estimate(const IcebergRowFilter *f, const IcebergTableMetadata *md,
+							const IcebergManifestEntry *e)
+{
+	double		rows;
+
+	if (e->record_count <= 0)
+		return 0;
+	rows = estimate(f->root, md, e).t * (double) e->record_count + 0.5;
+	return rows >= (double) e->record_count ? e->record_count : (int64_t) rows;
+}
+
+/* ---------------------------------------------------------------------
  * The DuckDB predicate
  * ---------------------------------------------------------------------
  */

@@ -91,6 +91,17 @@ extern IcebergRowMatch iceberg_row_filter_classify(const IcebergRowFilter *f,
 												   bool *by_partition);
 
 /*
+ * How many rows of a live data file (read as for classify) the filter is
+ * estimated to match: per column, its null count and its values spread
+ * evenly between its bounds (partition ranges narrowing them), columns
+ * independent, three-valued through AND, OR and NOT.  An estimate for
+ * plans, never a proof: classify decides what is dropped or read.
+ */
+extern int64_t iceberg_row_filter_estimate(const IcebergRowFilter *f,
+										   const IcebergTableMetadata *md,
+										   const IcebergManifestEntry *e);
+
+/*
  * The predicate as DuckDB SQL (io_malloc'd; NULL when out of memory):
  * TRUE exactly for the rows the filter matches; the column of field id N
  * is <prefix>N ("d.c" gives d.c3).

@@ -139,8 +139,9 @@ extern void iceberg_retention_free(IcebergRetention *r);
 /*
  * The class of a live data file (read with ICEBERG_READ_PARTITION and
  * ICEBERG_READ_BOUNDS); for STRADDLE, *older estimates its older rows
- * from the bounds (linearly between lower and upper), for DROP it is its
- * record count, else 0.  *by_partition: the partition decided.
+ * from the bounds (linearly between lower and upper), or the rows a
+ * where matches (iceberg_row_filter_estimate), for DROP it is its record
+ * count, else 0.  *by_partition: the partition decided.
  */
 extern IcebergRetentionClass iceberg_retention_classify(const IcebergRetention *r,
 														const IcebergTableMetadata *md,

@@ -290,8 +290,11 @@ iceberg_retention_classify(const IcebergRetention *r, const IcebergTableMetadata
 	}
 	*by_partition = false;
 	if (r->filter != NULL)
-		return ICEBERG_RETAIN_STRADDLE; /* a where: how many match is not
-										 * estimated */
+	{
+		/* a where: its rows matched estimated from the metrics */
+		*older = iceberg_row_filter_estimate(r->filter, md, e);
+		return ICEBERG_RETAIN_STRADDLE;
+	}
 
 	/* some rows may be older: straddling when bounded below, else unknown */
 	has_nulls = iceberg_metric_count(e->null_value_counts, e->null_value_counts_len,
