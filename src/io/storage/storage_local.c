@@ -272,20 +272,33 @@ local_pread(int fd, const char *uri, uint8_t *buf, size_t want,
 	return 0;
 }
 
-int
-io_local_read(IoStorage *st, const char *uri, const char *path, uint64_t offset,
-			  uint64_t len, IoBuffer *out, size_t cap, TmsError *err)
+/*
+ * Open a file of the root for reading: the walk to it (no link, no "..")
+ * and its open, as io_local_read and io_local_read_into both do.
+ */
+static int
+local_open_for_read(IoStorage *st, const char *uri, const char *path, struct stat *sb,
+					TmsError *err)
 {
 	LocalWalk	w;
-	struct stat stbuf;
-	uint64_t	want;
-	size_t		got = 0;
 	int			fd;
 
 	if (local_walk(st, uri, path, false, false, &w, err) != 0)
 		return -1;
-	fd = local_open_file(&w, uri, &stbuf, err);
+	fd = local_open_file(&w, uri, sb, err);
 	local_walk_end(&w);
+	return fd;
+}
+
+int
+io_local_read(IoStorage *st, const char *uri, const char *path, uint64_t offset,
+			  uint64_t len, IoBuffer *out, size_t cap, TmsError *err)
+{
+	struct stat stbuf;
+	uint64_t	want;
+	size_t		got = 0;
+	int			fd = local_open_for_read(st, uri, path, &stbuf, err);
+
 	if (fd < 0)
 		return -1;
 	want = (offset >= (uint64_t) stbuf.st_size) ? 0 : (uint64_t) stbuf.st_size - offset;
@@ -322,16 +335,12 @@ io_local_read_into(IoStorage *st, const char *uri, const char *path,
 				   uint64_t offset, void *buf, size_t len, size_t *got,
 				   uint64_t *size, TmsError *err)
 {
-	LocalWalk	w;
 	struct stat stbuf;
 	int			fd;
 	int			rc;
 
 	*got = 0;
-	if (local_walk(st, uri, path, false, false, &w, err) != 0)
-		return -1;
-	fd = local_open_file(&w, uri, &stbuf, err);
-	local_walk_end(&w);
+	fd = local_open_for_read(st, uri, path, &stbuf, err);
 	if (fd < 0)
 		return -1;
 	if (size != NULL)
