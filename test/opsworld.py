@@ -75,7 +75,6 @@ import json
 import os
 import pwd
 import random
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -86,6 +85,7 @@ for _d in (os.path.join(TEST_DIR, "catalog"), os.path.join(TEST_DIR, "fixtures")
         sys.path.insert(0, _d)
 
 import avro_codec  # noqa: E402
+import nodeserve  # noqa: E402
 import storage as storage_mod  # noqa: E402
 import tablemeta  # noqa: E402
 
@@ -711,7 +711,7 @@ def icebird(metadata_location, s3_endpoint=None, file_root=None, list_files=Fals
     record total, with list_files every live entry, with read_rows the rows
     icebergRead returns (real Parquet only), with dump_rows the rows
     themselves ("row_values", plain JSON values)."""
-    argv = ["node", ICEBIRD, "--metadata", metadata_location]
+    argv = ["--metadata", metadata_location]
     if s3_endpoint:
         argv += ["--s3-endpoint", s3_endpoint]
     if file_root:
@@ -722,7 +722,7 @@ def icebird(metadata_location, s3_endpoint=None, file_root=None, list_files=Fals
         argv.append("--read-rows")
     if dump_rows:
         argv.append("--dump-rows")
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=NODE_DIR)
-    if r.returncode != 0:
-        raise RuntimeError("icebird failed on %s: %s" % (metadata_location, r.stderr[-2000:]))
-    return json.loads(r.stdout)
+    try:
+        return nodeserve.run(ICEBIRD, {"argv": argv}, timeout)
+    except RuntimeError as e:
+        raise RuntimeError("icebird failed on %s: %s" % (metadata_location, e))

@@ -75,19 +75,15 @@ every loop is bounded by the table's files; nothing here talks to
 PostgreSQL.
 """
 
-import atexit
 import datetime
 import decimal
 import json
 import os
 import random
-import select
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -99,6 +95,7 @@ for _d in (os.path.join(TEST_DIR, "catalog"), os.path.join(TEST_DIR, "fixtures")
         sys.path.insert(0, _d)
 
 import avro_codec  # noqa: E402
+import nodeserve  # noqa: E402
 import opsworld  # noqa: E402
 import storage as storage_mod  # noqa: E402
 
@@ -455,87 +452,11 @@ def _check_primitive(schema):
 # the Parquet work (test/node/compact.mjs)
 # ---------------------------------------------------------------------------
 
-class _NodeServer:
-    """One `node compact.mjs --serve`: a job a line in, an answer a line
-    out.  It ends when its stdin closes, so also when this process dies."""
-
-    def __init__(self):
-        self.err = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(["node", COMPACT_MJS, "--serve"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.err, cwd=NODE_DIR)
-
-    def run(self, job, timeout):
-        """The job's parsed answer; CompactError when it failed, when the
-        process died, or after timeout seconds (the process is then killed:
-        a server is never reused after a failure of its own)."""
-        ready = True
-        try:
-            self.proc.stdin.write(json.dumps(job).encode() + b"\n")
-            self.proc.stdin.flush()
-            ready = bool(select.select([self.proc.stdout], [], [], timeout)[0])
-            line = self.proc.stdout.readline() if ready else b""
-        except OSError:            # it is gone (a broken pipe)
-            line = b""
-        if not line:
-            self.proc.kill()
-            self.err.seek(0)
-            why = "no answer in %d s" % timeout if not ready else \
-                self.err.read()[-3000:].decode(errors="replace")
-            self.stop()
-            why = why or "it ended with status %s" % self.proc.returncode
-            raise CompactError("compact.mjs failed: %s" % why)
-        answer = json.loads(line)
-        if "error" in answer:
-            raise CompactError("compact.mjs failed: %s" % answer["error"][-3000:])
-        return answer["ok"]
-
-    def stop(self):
-        """End it: an idle server ends when its stdin closes; one that is
-        not idle (it timed out) is killed."""
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
-        self.err.close()
-
-
-_node_idle = []            # servers of this process waiting for a job
-_node_lock = threading.Lock()
-_node_pid = None
-
-
-def _stop_node_servers():
-    with _node_lock:
-        while _node_idle:
-            _node_idle.pop().stop()
-
-
-atexit.register(_stop_node_servers)
-
-
 def run_node(job, timeout=300):
-    """Run compact.mjs on a job (dict); returns its parsed output.  Callers
-    in several threads each get a server of their own; an idle one is kept
-    for the next job (the readline loop answers one job at a time)."""
-    global _node_pid
-    with _node_lock:
-        if _node_pid != os.getpid():    # a forked child does not share them
-            _node_idle.clear()
-            _node_pid = os.getpid()
-        srv = _node_idle.pop() if _node_idle else None
-    srv = srv or _NodeServer()
-    try:
-        out = srv.run(job, timeout)
-    except CompactError:
-        if srv.proc.poll() is None:      # a failed job leaves the server usable
-            with _node_lock:
-                _node_idle.append(srv)
-        raise
-    with _node_lock:
-        _node_idle.append(srv)
-    return out
+    """Run compact.mjs on a job (dict); returns its parsed output, through
+    the test world's pool of long-lived Node servers (test/nodeserve.py):
+    a failed job raises CompactError and leaves its server usable."""
+    return nodeserve.run(COMPACT_MJS, job, timeout, CompactError)
 
 
 class _Local:

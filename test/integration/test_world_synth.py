@@ -19,12 +19,12 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import world  # noqa: E402
+import opsworld  # noqa: E402
 import avro_codec  # noqa: E402
 import iceberg_avro_schemas  # noqa: E402
 import synth  # noqa: E402
 
 SYNTH = os.path.join(world.FIXTURES_DIR, "synth.py")
-ICEBIRD = os.path.join(world.NODE_DIR, "icebird_count.mjs")
 
 MANIFEST_IDS_V2 = {0, 1, 2, 3, 4, 100, 101, 102, 103, 104, 108, 109, 110, 117, 118, 119, 120,
                    121, 122, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135, 136, 137,
@@ -42,16 +42,8 @@ def run_synth(*args):
 
 def icebird(metadata, s3=None, file_root=None, read_rows=False):
     world.node_modules()
-    argv = ["node", ICEBIRD, "--metadata", metadata]
-    if s3:
-        argv += ["--s3-endpoint", s3.endpoint]
-    if file_root:
-        argv += ["--file-root", file_root]
-    if read_rows:
-        argv.append("--read-rows")
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=world.NODE_DIR)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    return opsworld.icebird(metadata, s3_endpoint=s3.endpoint if s3 else None,
+                            file_root=file_root, read_rows=read_rows, timeout=300)
 
 
 def ids_in(schema, acc=None):

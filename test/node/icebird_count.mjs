@@ -3,6 +3,13 @@
 //
 //   node test/node/icebird_count.mjs --metadata URI [--s3-endpoint URL]
 //        [--file-root DIR] [--read-rows] [--list-files] [--dump-rows]
+//   node test/node/icebird_count.mjs --serve
+//
+// With --serve it reads one job a line on stdin, {"argv": [the arguments
+// above]}, and answers each with one line, {"ok": output} or {"error":
+// text}, until stdin closes (test/nodeserve.py keeps one such process per
+// calling thread instead of starting Node and loading icebird for every
+// read).
 //
 // URI is the table's metadata JSON (file:///..., /abs, s3://, s3a://).
 // icebird fetches everything with fetch(); this script installs a fetch that
@@ -26,11 +33,13 @@
 import { readFileSync, statSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
 import path from 'node:path'
+import { createInterface } from 'node:readline'
 import { icebergManifests, icebergRead } from 'icebird'
 
+// The arguments (without node and the script's name).
 function parseArgs(argv) {
   const out = { readRows: false, listFiles: false, dumpRows: false }
-  for (let i = 2; i < argv.length; i++) {
+  for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     if (a === '--metadata') out.metadata = argv[++i]
     else if (a === '--s3-endpoint') out.s3 = argv[++i].replace(/\/$/, '')
@@ -45,7 +54,8 @@ function parseArgs(argv) {
   return out
 }
 
-const args = parseArgs(process.argv)
+// the read under way (one at a time, also when serving)
+let args = null
 const realFetch = globalThis.fetch
 
 // Map a non-S3 URI to a local path (same rules as test/catalog/storage.py).
@@ -119,7 +129,9 @@ function plainRow(row) {
   return plainValue(row)
 }
 
-async function main() {
+// Read the table args name; the output object.
+async function count(argv) {
+  args = parseArgs(argv)
   const res = await globalThis.fetch(args.metadata)
   if (!res.ok) throw new Error(`cannot read ${args.metadata}: ${res.status}`)
   let bytes = Buffer.from(await res.arrayBuffer())
@@ -157,7 +169,25 @@ async function main() {
     out.rows = rows.length
     if (args.dumpRows) out.row_values = rows.map(plainRow)
   }
-  process.stdout.write(JSON.stringify(out) + '\n')
+  return out
+}
+
+async function main() {
+  const argv = process.argv.slice(2)
+  if (!argv.includes('--serve')) {
+    process.stdout.write(JSON.stringify(await count(argv)) + '\n')
+    return
+  }
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    if (line.trim() === '') continue
+    let answer
+    try {
+      answer = { ok: await count(JSON.parse(line).argv) }
+    } catch (err) {
+      answer = { error: `icebird_count: ${err.stack || err}` }
+    }
+    process.stdout.write(JSON.stringify(answer) + '\n')
+  }
 }
 
 main().catch(err => {
