@@ -563,6 +563,40 @@ def test_nested_types(env, tmp_path):
     assert {7, 16} <= {b["key"] for b in df["nan_value_counts"]}
 
 
+def test_equality_delete_on_a_nested_field_is_refused(env, tmp_path):
+    """An equality delete by a field inside a struct (s.a, as Flink's
+    upserts on a nested key write them): the local engine matches equality
+    deletes on top-level columns only, so the job is skipped with the file
+    and the field before the helper starts, the table unchanged."""
+    create_table(env, "nestedeq", NESTED)
+    for k in range(2):
+        append_file(env, "nestedeq", nested_rows(k * 1000, 5), NESTED, str(tmp_path), k)
+    cat, st = env["catalog"], env["st"]
+    _, meta = ow.load(cat, NS, "nestedeq")
+    local = os.path.join(str(tmp_path), "eq-%s.parquet" % uuid.uuid4())
+    duck(["COPY (SELECT {'a': 1}::STRUCT(a INTEGER) AS s) TO %s (FORMAT parquet,"
+          " FIELD_IDS {s: {__duckdb_field_id: 2, a: 3}})" % lit(local)])
+    uri = "%s/%s" % (compact_mod.data_location(meta), os.path.basename(local))
+    with open(local, "rb") as fh:
+        data = fh.read()
+    st.write(uri, data)
+    df = {"content": 2, "file_path": uri, "file_format": "PARQUET", "partition": {},
+          "record_count": 1, "file_size_in_bytes": len(data), "key_metadata": None,
+          "split_offsets": None, "equality_ids": [3], "sort_order_id": 0,
+          "referenced_data_file": None}
+    snap = smallfiles._snapshot(meta, random.Random(7), "delete")
+    rec = smallfiles._manifest(st, meta, snap, False, [df], 2, table_schema=NESTED)
+    old = ow.manifest_records(st, ow.snapshot(meta, meta["current-snapshot-id"]))
+    smallfiles._push(cat, [NS], "nestedeq", st, meta, snap, [rec] + old)
+    mloc = ow.load(cat, NS, "nestedeq")[0]
+    jid = q(env, "SELECT tms.run_operation(%s, %s, %s, 'compaction', %s::jsonb)",
+            (env["server"], NS, "nestedeq", json.dumps({"rewrite-all": True})))[0][0]
+    row = env["pg"].wait_job(jid, ("skipped",), timeout=300)
+    assert 'cannot apply equality delete file "%s"' % uri in row["reason"], row
+    assert 'field "a" (id 3) inside "s"' in row["reason"], row
+    assert ow.load(cat, NS, "nestedeq")[0] == mloc
+
+
 PRIMS = schema_of(0, [
     {"id": 1, "name": "id", "required": True, "type": "int"},
     {"id": 2, "name": "fx", "required": False, "type": "fixed[20]"},

@@ -516,6 +516,18 @@ extern bool iceberg_compact_plan(const IcebergFileIO *io,
 								 const IcebergTableMetadata *md,
 								 const IcebergCompactOptions *opt,
 								 IcebergCompactPlan **out, TmsError *err);
+
+/*
+ * Can the helper apply every equality delete file that applies to a file of
+ * p's groups?  It matches rows on top-level primitive columns of the
+ * current schema; a delete file naming a field nested in a struct, or a
+ * field the schema no longer has, is ICEBERG_ERR_UNSUPPORTED with the
+ * file, the field and a hint (an engine's rewrite_data_files); true when
+ * none.  iceberg_compact_plan checks it for compaction; a caller that
+ * selects its own files and rewrites rows checks it on its plan.
+ */
+extern bool iceberg_compact_check_deletes(const IcebergCompactPlan *p, const IcebergSchema *s,
+										  TmsError *err);
 extern void iceberg_compact_plan_free(IcebergCompactPlan *p);
 
 /*

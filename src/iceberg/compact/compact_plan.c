@@ -1248,6 +1248,9 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 		goto fail;
 	for (i = 0; i < p->ndeletes; i++)
 		p->dangling += p->deletes[i].applies == 0;
+	/* compaction: the helper applies the groups' deletes */
+	if ((opt == NULL || opt->select == NULL) && !iceberg_compact_check_deletes(p, schema, err))
+		goto fail;
 done:
 	compact_free_recs(recs, nrecs);
 	io_free(known);
@@ -1264,6 +1267,39 @@ fail:
 	planner_free(&pl);
 	iceberg_compact_plan_free(p);
 	return false;
+}
+
+bool
+iceberg_compact_check_deletes(const IcebergCompactPlan *p, const IcebergSchema *s,
+							  TmsError *err)
+{
+	for (int i = 0; i < p->ndeletes; i++)
+	{
+		const IcebergCompactDelete *d = &p->deletes[i];
+
+		if (d->content != ICEBERG_CONTENT_EQUALITY_DELETES || d->ngroups == 0)
+			continue;
+		for (int k = 0; k < d->nequality_ids; k++)
+		{
+			const IcebergColumn *parent = NULL;
+			const IcebergColumn *c = iceberg_schema_field(s, d->equality_ids[k], &parent);
+
+			if (c != NULL && parent == NULL && !ICEBERG_TYPE_IS_NESTED(c->type))
+				continue;
+			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+						  "compaction on engine \"local\" cannot apply equality delete file \"%.400s\"",
+						  d->path);
+			if (c == NULL)
+				tms_error_detail(err, "It deletes rows by field id %d, which the table's current schema does not have.",
+								 (int) d->equality_ids[k]);
+			else
+				tms_error_detail(err, "It deletes rows by field \"%s\" (id %d) inside \"%s\"; the local engine matches equality deletes on top-level columns only.",
+								 c->name, (int) c->id, parent ? parent->name : c->name);
+			tms_error_hint(err, "Compact the table with an engine (Spark's rewrite_data_files), or rewrite its equality deletes there first.");
+			return false;
+		}
+	}
+	return true;
 }
 
 bool

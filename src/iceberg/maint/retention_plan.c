@@ -584,6 +584,20 @@ iceberg_retention_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetada
 	o.select_arg = &s;
 	if (!iceberg_compact_plan(io, md, &o, out, err))
 		return false;
+	{
+		/* the helper applies the groups' deletes as compaction's does */
+		IcebergSchema *schema;
+		bool		ok = iceberg_schema_parse(md->current_schema_json, &schema, err) &&
+		iceberg_compact_check_deletes(*out, schema, err);
+
+		iceberg_schema_free(schema);
+		if (!ok)
+		{
+			iceberg_compact_plan_free(*out);
+			*out = NULL;
+			return false;
+		}
+	}
 	if (r->filter != NULL)
 	{
 		if (((*out)->remove_where = io_strdup(r->where)) == NULL)
