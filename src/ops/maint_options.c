@@ -652,7 +652,7 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 							 op == MAINT_POSDELETE ?
 							 "Options of position-delete-rewrite on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, partial-progress.enabled, partial-progress.max-commits, partial-progress.max-failed-commits, max-concurrent-file-group-rewrites and where." :
 							 op == MAINT_RETENTION ?
-							 "Options of retention on engine local are column, older-than, unit, mode and scan, or where and mode." :
+							 "Options of retention are column, older-than, unit, mode and scan, or where and mode; mode and scan on engine local only." :
 							 op == MAINT_COMPACTION ?
 							 "Options of compaction on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, delete-file-threshold, delete-ratio-threshold, remove-dangling-deletes, output-spec-id, partial-progress.enabled, partial-progress.max-commits, partial-progress.max-failed-commits, max-concurrent-file-group-rewrites, where, strategy and sort-order." :
 							 "Options of manifest-rewrite are spec-id and target-size-bytes.")));
