@@ -13,6 +13,8 @@ through the test catalog):
     removed (Trino: its update count; Spark: the new snapshot's summary);
   - retention by a timestamptz column with a point in time, and by a long
     epoch column with a unit: the cutoff written as the engine's literal;
+  - a policy's rule schedules retention on Trino like any engine
+    operation: its job runs the DELETE and records it with the rule;
   - refused before a job is recorded: retention on Gravitino (0A000), the
     local-only options mode and scan (0A000), a where naming no column
     (42703); a hostile table name reaches the engine quoted.
@@ -24,6 +26,7 @@ Run: /work/helpers/pytest.sh -q test/integration/test_engine_retention.py
 import json
 import os
 import sys
+import uuid
 
 import pytest
 
@@ -51,7 +54,8 @@ HOSTILE = "it's \"x\" `y` \\ ;--"
 
 @pytest.fixture(scope="module")
 def env(tms_world):
-    w = tms_world("engret", settings=dict(FAST_WORKERS), s3=None, catalog={})
+    w = tms_world("engret", settings=dict(FAST_WORKERS, **{"tms.evaluation_cycle_interval": "1s"}),
+                  s3=None, catalog={})
     c, cat, file_root = w["pg"], w["catalog"], w["file_root"]
     engines = {}
     for kind in KINDS:
@@ -192,6 +196,30 @@ def test_retention_epoch_unit_on_trino(env):
                                    "older-than": "1970-01-01 00:00:15Z"})))[0][0]
     want = 'DELETE FROM "lake"."ep_trino"."t" WHERE ("id" < 15)'
     check_run(env, "trino", jid, want, list(range(15, 40)), ns, name, 15)
+
+
+def test_policy_schedules_retention_on_trino(env):
+    ns, name = "pol_trino", "t"
+    table(env, ns, name)
+    tag = uuid.uuid4().hex[:6]
+    q(env, "SELECT tms.create_object_group(%s, server => 'cat', namespace_pattern => %s,"
+           " table_pattern => %s)", ("g-" + tag, ns, name))
+    q(env, "SELECT tms.create_policy(%s, %s)", ("p-" + tag, "g-" + tag))
+    rule = q(env, "SELECT tms.add_rule(%s, 'retention', 'trino', %s::jsonb, 'true', 'catch-up',"
+                  " %s::jsonb)", ("p-" + tag, json.dumps({"commits-added": 1}),
+                                  json.dumps({"column": "ts",
+                                              "older-than": "2024-01-01 00:10:00Z"})))[0][0]
+    try:
+        wait_for(lambda: q(env, "SELECT count(*) FROM tms.maintenance_jobs WHERE rule_id = %s"
+                                "   AND state IN ('succeeded', 'failed')", (rule,))[0][0] > 0,
+                 timeout=120, what="the policy's retention job")
+        jid = q(env, "SELECT min(id) FROM tms.maintenance_jobs WHERE rule_id = %s", (rule,))[0][0]
+    finally:
+        q(env, "SELECT tms.drop_policy(%s)", ("p-" + tag,))
+    want = ('DELETE FROM "lake"."pol_trino"."t" WHERE ("ts" < '
+            "TIMESTAMP '2024-01-01 00:10:00.000000 UTC')")
+    # ts of id x is 60 x + 31 s after midnight: ids 0..9 are before 00:10
+    check_run(env, "trino", jid, want, list(range(10, 40)), ns, name, 10)
 
 
 @pytest.mark.parametrize("kind", ("livy", "trino"))
