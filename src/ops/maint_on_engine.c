@@ -61,6 +61,13 @@
  * What a run did to the table is also what tms sees afterwards: maint.c
  * loads the table again and records the after-snapshot and its metrics.
  *
+ * Retention (and tms.delete_rows) is no procedure: its statement is a
+ * DELETE FROM ... WHERE whose predicate maint_retention.c prints from the
+ * filter bound to the table as loaded for this run (build_delete); a
+ * resumed job follows the statement it recorded and never prints a new
+ * one (the cutoff of an age would have moved).  Trino's update count is
+ * kept for maint_retention_engine_done, which records the rows removed.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -17,8 +17,16 @@
  * without their older rows (maint_compact_run_plan: compaction's groups,
  * helper, checks and commit protocol, the helper given the cutoff), one
  * "overwrite" snapshot; the helper counts the rows it removed and the job
- * records them.  "delete-files" and engine servers are refused with
- * 0A000 when the options are checked.
+ * records them.  "delete-files" is refused with 0A000 when the options
+ * are checked.
+ *
+ * On a livy or trino server (maint_on_engine.c runs it) retention is one
+ * DELETE FROM ... WHERE: maint_retention_engine_predicate binds the
+ * where, or the column and the cutoff (resolved as here), to the table
+ * and prints the predicate from the bound filter in the engine's dialect
+ * (row_filter.h's printer, engine/statement.h's columns and literals);
+ * maint_retention_engine_done records the rows removed: Trino's update
+ * count, else what the summaries of the run's snapshots say (Spark).
  *
  * Options: column (required), older-than (required: an age before the run,
  * "90 days", or a point in time, "2026-01-01 00:00Z"), unit (for a long or
@@ -134,7 +142,7 @@ bind_run(MaintRun *run, bool raise)
 							run->ns, run->table),
 					 errdetail("The table is format v%d; deletion vectors and row lineage are not maintained by this commit.",
 							   run->md->format_version),
-					 errhint("Remove the older rows of this table with DELETE FROM ... WHERE on Spark or Trino.")));
+					 errhint("Run retention on a tms_engine server of type livy or trino, whose DELETE FROM ... WHERE handles format v3.")));
 		maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED,
 						"engine \"local\" cannot run retention on a format v%d table",
 						run->md->format_version);
