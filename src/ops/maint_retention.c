@@ -497,7 +497,8 @@ record_effect(MaintRun *run, int64 files, int64 rows, int64 deletes, int straddl
  * A retention on a livy or trino server ended and the table was loaded
  * again: the job's rows_removed is Trino's update count; Spark's DELETE
  * answers none, so it is read from the summaries of the snapshots of
- * main committed since before_snapshot_id whose operation removes rows
+ * main committed since the submit's snapshot (else before_snapshot_id,
+ * the snapshot at the job's start) whose operation removes rows
  * (delete, overwrite): deleted-records - added-records (copy-on-write)
  * + added-position-deletes (merge-on-read).  With equality deletes, or
  * no such summary, the count is unknown and the message says so.
@@ -507,13 +508,14 @@ maint_retention_engine_done(MaintRun *run, int64 before_snapshot_id)
 {
 	const IcebergRef *main_ref = iceberg_metadata_ref(run->md, "main");
 	int64		id = main_ref ? main_ref->snapshot_id : run->md->current_snapshot_id;
+	int64		base = run->submit_snapshot_id >= 0 ? run->submit_snapshot_id :
+	before_snapshot_id;
 	int64		rows = 0;
 	bool		known = true;
 	int			seen = 0;
 	MessageStep s = {run, NULL, 0, 0, 0, false};
 
-	for (int steps = 0; id >= 0 && id != before_snapshot_id &&
-		 steps <= run->md->nsnapshots; steps++)
+	for (int steps = 0; id >= 0 && id != base && steps <= run->md->nsnapshots; steps++)
 	{
 		const IcebergSnapshot *snap = iceberg_metadata_snapshot(run->md, id);
 		int64		v[4] = {0, 0, 0, 0};
@@ -544,8 +546,8 @@ maint_retention_engine_done(MaintRun *run, int64 before_snapshot_id)
 	else if (seen == 0)
 		s.message = psprintf("delete rows on engine \"%s\": no snapshot removed rows", run->engine_name);
 	else
-		s.message = psprintf("delete rows on engine \"%s\": the rows removed are not known (its snapshots add equality deletes)",
-							 run->engine_name);
+		s.message = psprintf("delete rows on engine \"%s\": the rows removed are not known from the summaries of its %d snapshots%s",
+							 run->engine_name, seen, known ? "" : " (they add equality deletes)");
 	s.rows = run->has_update_count ? run->update_count : known && rows > 0 ? rows : 0;
 	sched_owner_step(step_message, &s);
 	if (!s.written && sched_lease_lost())
