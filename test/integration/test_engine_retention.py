@@ -11,8 +11,9 @@ through the test catalog):
     string literal escaped its way; the rows left, read by icebird, are
     exactly those the where does not match; the job records the rows
     removed (Trino: its update count; Spark: the new snapshot's summary);
-  - retention by a timestamptz column with a point in time, and by a long
-    epoch column with a unit: the cutoff written as the engine's literal;
+  - retention by a timestamptz column with a point in time, by a date
+    column (the cutoff's day) and by a long epoch column with a unit: the
+    cutoff written as the engine's literal;
   - a policy's rule schedules retention on Trino like any engine
     operation: its job runs the DELETE and records it with the rule;
   - refused before a job is recorded: retention on Gravitino (0A000), the
@@ -186,6 +187,18 @@ def test_retention_on_engine(env, kind):
     _, meta = ow.load(env["catalog"], ns, name)
     snap = ow.snapshot(meta, meta["current-snapshot-id"])
     assert snap["summary"]["operation"] == "delete", snap["summary"]
+
+
+def test_retention_date_column_on_livy(env):
+    ns, name = "dt_livy", "t"
+    table(env, ns, name)
+    # day of id x is 2024-01-01 + (x + 1) % 30 days; a date column goes by
+    # the cutoff's day: days before 2024-01-05 (ids 0, 1, 2, 29..32)
+    jid = q(env, "SELECT tms.run_operation('cat', %s, %s, 'retention', %s::jsonb, 'livy')",
+            (ns, name, json.dumps({"column": "day", "older-than": "2024-01-05 12:00:00Z"})))[0][0]
+    want = "DELETE FROM `lake`.`dt_livy`.`t` WHERE (`day` < DATE '2024-01-05')"
+    gone = {0, 1, 2, 29, 30, 31, 32}
+    check_run(env, "livy", jid, want, [i for i in range(40) if i not in gone], ns, name, 7)
 
 
 def test_retention_epoch_unit_on_trino(env):
