@@ -101,8 +101,8 @@ check_name(const char *what, const char *name, TmsError *err)
 	return 0;
 }
 
-static int
-check_target(EngineType type, const EngineTarget *t, TmsError *err)
+int
+eng_check_target(EngineType type, const EngineTarget *t, TmsError *err)
 {
 	size_t		i;
 
@@ -609,7 +609,7 @@ engine_statement_build(EngineType type, const char *operation, const EngineTarge
 		return -1;
 	}
 	io_sb_init(&b);
-	if (check_target(type, target, err) != 0)
+	if (eng_check_target(type, target, err) != 0)
 		goto done;
 	switch (type)
 	{

@@ -15,6 +15,9 @@
  *
  * Operations: compaction, position-delete-rewrite, manifest-rewrite,
  * snapshot-expiry, orphan-cleanup (the names of tms.run_operation).
+ * Retention and tms.delete_rows are not procedures but a DELETE FROM
+ * ... WHERE whose predicate the caller prints from a filter bound to the
+ * table (engine_delete_build, engine_delete.c): livy and trino only.
  *
  * Livy and Gravitino runs also take "engine-resources" (driverMemory,
  * driverCores, executorMemory, executorCores, numExecutors, conf: the
@@ -57,6 +60,7 @@
 #include <stdint.h>
 
 #include "io/io_error.h"
+#include "io/util/strbuf.h"
 
 typedef enum EngineType
 {
@@ -183,5 +187,49 @@ extern int	engine_counts_read(EngineType type, EngineOperation op,
 							   const char *const *columns, size_t ncolumns,
 							   const char *const *const *rows, size_t nrows,
 							   EngineCounts *out, TmsError *err);
+
+/* ---- DELETE FROM ... WHERE (engine_delete.c) ---- */
+
+/* The kind of a literal in a predicate, by the Iceberg type it compares to. */
+typedef enum EngineValueKind
+{
+	ENGINE_VALUE_BOOL,			/* v: 0 or 1 */
+	ENGINE_VALUE_INT,			/* int or long: v */
+	ENGINE_VALUE_DATE,			/* v: days since 1970-01-01 */
+	ENGINE_VALUE_TIMESTAMP,		/* v: microseconds, no zone */
+	ENGINE_VALUE_TIMESTAMPTZ,	/* v: microseconds since 1970-01-01 UTC */
+	ENGINE_VALUE_TIMESTAMP_NS,	/* v: nanoseconds, no zone */
+	ENGINE_VALUE_TIMESTAMPTZ_NS,	/* v: nanoseconds since 1970-01-01 UTC */
+	ENGINE_VALUE_STRING			/* s (UTF-8) */
+} EngineValueKind;
+
+/*
+ * Append a column reference, or a literal written from its value, in the
+ * engine's SQL (livy: Spark SQL; trino: Trino SQL).  0, or -1 with *err:
+ * another engine type (UNSUPPORTED), a name or string that is not valid
+ * UTF-8, a date or timestamp outside the years 1..9999 (INVALID_VALUE), a
+ * nanosecond value Spark cannot hold (UNSUPPORTED).
+ */
+extern int	engine_sql_column(EngineType type, IoStrBuf *b, const char *name, TmsError *err);
+extern int	engine_sql_value(EngineType type, IoStrBuf *b, EngineValueKind kind, int64_t v,
+							 const char *s, TmsError *err);
+
+/*
+ * DELETE FROM <catalog>.<ns>.<table> WHERE <predicate>: predicate is text
+ * printed with the two functions above (appended as is).  Returns 0 and
+ * fills *out (op ENGINE_OP_UNKNOWN; free with engine_statement_free), or
+ * -1 with *err.
+ */
+extern int	engine_delete_build(EngineType type, const EngineTarget *target,
+								const char *predicate, EngineStatement *out, TmsError *err);
+
+/*
+ * Trino's answer to a DELETE: one row of one column "rows", the rows
+ * deleted.  *out -1 when the result has no such column (Spark's DELETE
+ * returns nothing); -1 with *err when it is not a count.
+ */
+extern int	engine_update_count_read(const char *const *columns, size_t ncolumns,
+									 const char *const *const *rows, size_t nrows,
+									 int64_t *out, TmsError *err);
 
 #endif							/* TMS_ENGINE_STATEMENT_H */

@@ -98,6 +98,14 @@ extern int	eng_parse_int64(const char *s, size_t len, int64_t *out);
  */
 extern bool eng_parse_whole(const char *s, int64_t *out);
 
+/* ---- targets (statement.c) ---- */
+
+/*
+ * The table's names: non-empty, valid UTF-8, not too long; Trino's
+ * namespace one level.  0, or -1 with *err (INVALID_NAME).
+ */
+extern int	eng_check_target(EngineType type, const EngineTarget *t, TmsError *err);
+
 /* ---- quoting (quote.c) ---- */
 
 extern bool eng_utf8_valid(const char *s, size_t len);

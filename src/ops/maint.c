@@ -1180,6 +1180,8 @@ run_engine(MaintRun *run)
 		if (run->after_snapshot_id < 0)
 			run->after_snapshot_id = run->before_snapshot_id;
 		run->before_snapshot_id = before;
+		if (run->opt.op == MAINT_RETENTION)
+			maint_retention_engine_done(run, before);
 	}
 	else
 	{

@@ -208,6 +208,8 @@ typedef struct MaintRun
 	int64		rows_filtered;	/* retention's rewrite: older rows its landed
 								 * commits removed */
 	int64		batch_filtered; /* of the batch being committed */
+	bool		has_update_count;	/* retention on trino: its DELETE's count */
+	int64		update_count;
 	int64		snapshots_expired;
 	int64		manifests_rewritten;
 	int64		manifests_added;
@@ -393,6 +395,10 @@ extern void maint_compact_options(MaintRun *run, struct IcebergCompactOptions *o
 								  const struct IcebergPartitionFilter *where);
 extern void maint_orphan_check_table(MaintRun *run);	/* maint_orphan.c */
 extern void maint_retention_check_table(MaintRun *run); /* maint_retention.c */
+
+/* retention on a livy or trino server: its DELETE's predicate (maint_retention.c) */
+extern char *maint_retention_engine_predicate(MaintRun *run, EngineType type, bool raise);
+extern void maint_retention_engine_done(MaintRun *run, int64 before_snapshot_id);
 
 /* position-delete-rewrite on engine local (maint_posdel.c) */
 struct IcebergCompactPlan;

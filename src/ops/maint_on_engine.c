@@ -61,6 +61,13 @@
  * What a run did to the table is also what tms sees afterwards: maint.c
  * loads the table again and records the after-snapshot and its metrics.
  *
+ * Retention (and tms.delete_rows) is no procedure: its statement is a
+ * DELETE FROM ... WHERE whose predicate maint_retention.c prints from the
+ * filter bound to the table as loaded for this run (build_delete); a
+ * resumed job follows the statement it recorded and never prints a new
+ * one (the cutoff of an age would have moved).  Trino's update count is
+ * kept for maint_retention_engine_done, which records the rows removed.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -443,6 +450,24 @@ read_counts(MaintRun *run, TmsEngine *eng, const IoEngineRun *r)
 
 	if (r->rows_lost || r->ncolumns == 0)
 		return;
+	if (run->opt.op == MAINT_RETENTION)
+	{
+		/* a DELETE: Trino's update count (Spark's answers nothing) */
+		int64_t		n;
+
+		if (engine_update_count_read((const char *const *) r->columns, r->ncolumns,
+									 (const char *const *const *) r->rows, r->nrows, &n,
+									 &err) != 0)
+			ereport(WARNING,
+					(errmsg("maintenance job " INT64_FORMAT ": %s", run->job_id, err.message),
+					 err.detail[0] ? errdetail("%s", err.detail) : 0));
+		else if (n >= 0)
+		{
+			run->has_update_count = true;
+			run->update_count = n;
+		}
+		return;
+	}
 	if (engine_counts_read(eng->type, engine_op_from_name(maint_op_name(run->opt.op)),
 						   (const char *const *) r->columns, r->ncolumns,
 						   (const char *const *const *) r->rows, r->nrows, &c, &err) != 0)
@@ -750,6 +775,43 @@ engine_outcome(MaintRun *run, TmsEngine *eng, IoEngineRun *r, const char *tag,
 	return true;
 }
 
+/*
+ * Retention's statement: DELETE FROM ... WHERE with the predicate printed
+ * from the filter bound to the table as loaded (the cutoff resolved now);
+ * a resumed job follows the statement it recorded, never a new one.
+ * false when the job ends here (run->result says why).
+ */
+static bool
+build_delete(MaintRun *run, TmsEngine *eng, const EngineTarget *target, bool resumed,
+			 EngineStatement *st)
+{
+	TmsError	err;
+	char	   *predicate;
+
+	if (resumed && run->statement != NULL)
+	{
+		memset(st, 0, sizeof(*st));
+		st->type = eng->type;
+		st->op = ENGINE_OP_UNKNOWN;
+		st->text = io_strdup(run->statement);
+		if (st->text == NULL)
+			ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+		return true;
+	}
+	if (run->md == NULL && !maint_load(run))
+		return false;
+	predicate = maint_retention_engine_predicate(run, eng->type, false);
+	if (predicate == NULL)
+		return false;
+	if (engine_delete_build(eng->type, target, predicate, st, &err) != 0)
+	{
+		maint_fail(run, MAINT_TERMINAL, "%s%s%s", err.message, err.detail[0] ? ": " : "",
+				   err.detail);
+		return false;
+	}
+	return true;
+}
+
 void
 maint_run_engine(MaintRun *run)
 {
@@ -794,10 +856,15 @@ maint_run_engine(MaintRun *run)
 		target.catalog = eng->catalog;
 		target.ns = namespace_levels(run->ns_io, &target.nns);
 		target.table = run->table;
-		if (engine_statement_build(eng->type, maint_op_name(run->opt.op), &target,
-								   run->opt.options_json, tag,
-								   maint_timestamp_to_ms(GetCurrentTimestamp()),
-								   &st, &eerr) != 0)
+		if (run->opt.op == MAINT_RETENTION)
+		{
+			if (!build_delete(run, eng, &target, resumed, &st))
+				goto done;
+		}
+		else if (engine_statement_build(eng->type, maint_op_name(run->opt.op), &target,
+										run->opt.options_json, tag,
+										maint_timestamp_to_ms(GetCurrentTimestamp()),
+										&st, &eerr) != 0)
 		{
 			maint_fail(run, MAINT_TERMINAL, "%s%s%s", eerr.message,
 					   eerr.detail[0] ? ": " : "", eerr.detail);
@@ -863,6 +930,12 @@ tms_engine_statement(const char *engine, const char *ns, const char *table,
 	tms_check_namespace(ns);
 	tms_check_table_name("table name", table);
 	maint_options_parse(operation, engine, options, &opt);
+	if (opt.op == MAINT_RETENTION)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("the statement of operation \"retention\" is written when its job runs"),
+				 errdetail("Its DELETE FROM ... WHERE is printed from the filter bound to the table's schema, with the cutoff of that moment."),
+				 errhint("tms.maintenance_jobs shows the statement a job submitted (column statement).")));
 	if (opt.engine_type == ENGINE_TYPE_UNKNOWN)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

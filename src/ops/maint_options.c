@@ -73,9 +73,12 @@
  *					   parsed here, bound to the table when it is
  *					   loaded: tms.delete_rows's jobs), mode
  *					   (metadata, rewrite; delete-files is 0A000: not
- *					   done yet), scan (true needs mode rewrite); on
- *					   any engine but local retention is 0A000; the column
- *					   and unit are checked when the table is loaded
+ *					   done yet), scan (true needs mode rewrite); the
+ *					   column and unit are checked when the table is
+ *					   loaded.  On a livy or trino server retention is
+ *					   one DELETE FROM ... WHERE (maint_on_engine.c):
+ *					   the same options but mode and scan (0A000);
+ *					   on gravitino and the handler engines 0A000
  * An unknown key or a value of the wrong type is SQLSTATE 22023 with the
  * key in DETAIL; nothing runs and no job is recorded.  On a gravitino
  * engine the check with options (tms.run_operation, tms.add_rule) also
@@ -183,14 +186,24 @@ check_names(const char *operation, const char *engine, EngineType *type)
 					 errhint("Create it with CREATE SERVER %s FOREIGN DATA WRAPPER tms_engine OPTIONS (type ..., uri ..., catalog ...).",
 							 quote_identifier(engine))));
 	}
-	if (op == MAINT_RETENTION)
+	if (op == MAINT_RETENTION && *type == ENGINE_TYPE_UNKNOWN)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("engine \"%s\" cannot run operation \"retention\"", engine),
-				 errdetail("tms does not hand retention to engines yet (Spark's and Trino's DELETE FROM ... WHERE)."),
-				 errhint("Use engine \"local\", which drops the data files wholly older than the cutoff.")));
+				 errdetail("\"%s\" is a handler engine of 0.2.0; tms hands retention only to tms_engine servers of type livy or trino (DELETE FROM ... WHERE).",
+						   engine),
+				 errhint("Use engine \"local\", or a tms_engine server of type livy or trino.")));
+	if (op == MAINT_RETENTION && *type == ENGINE_TYPE_GRAVITINO)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("engine \"%s\" cannot run operation \"retention\"", engine),
+				 errdetail("\"%s\" is a gravitino engine: Gravitino has no job template for DELETE FROM ... WHERE.",
+						   engine),
+				 errhint("Use a tms_engine server of type livy or trino, or engine \"local\".")));
 	if (*type == ENGINE_TYPE_UNKNOWN)
 		return op;				/* a handler engine of 0.2.0 */
+	if (op == MAINT_RETENTION)
+		return op;				/* livy, trino: DELETE FROM ... WHERE */
 	if (!engine_supports(*type, engine_op_from_name(operation)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -639,7 +652,7 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 							 op == MAINT_POSDELETE ?
 							 "Options of position-delete-rewrite on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, partial-progress.enabled, partial-progress.max-commits, partial-progress.max-failed-commits, max-concurrent-file-group-rewrites and where." :
 							 op == MAINT_RETENTION ?
-							 "Options of retention on engine local are column, older-than, unit, mode and scan, or where and mode." :
+							 "Options of retention are column, older-than, unit, mode and scan, or where and mode; mode and scan on engine local only." :
 							 op == MAINT_COMPACTION ?
 							 "Options of compaction on engine local are target-file-size-bytes, min-file-size-bytes, max-file-size-bytes, min-input-files, max-file-group-size-bytes, rewrite-all, delete-file-threshold, delete-ratio-threshold, remove-dangling-deletes, output-spec-id, partial-progress.enabled, partial-progress.max-commits, partial-progress.max-failed-commits, max-concurrent-file-group-rewrites, where, strategy and sort-order." :
 							 "Options of manifest-rewrite are spec-id and target-size-bytes.")));
@@ -728,6 +741,28 @@ check_retention(const MaintOptions *o)
 				 errhint("Add \"mode\": \"rewrite\": the files without bounds on the column are then rewritten without their older rows.")));
 }
 
+/*
+ * Retention on a livy or trino server is one DELETE FROM ... WHERE: the
+ * options that say how tms itself removes rows (mode, scan) have no
+ * meaning there and are refused before anything runs.
+ */
+static void
+check_retention_on_engine(const char *engine, Jsonb *options)
+{
+	static const char *const local_only[] = {"mode", "scan"};
+
+	for (int i = 0; i < (int) lengthof(local_only); i++)
+		if (getKeyJsonValueFromContainer(&options->root, local_only[i],
+										 strlen(local_only[i]), NULL) != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("retention option \"%s\" is supported only on engine local",
+							local_only[i]),
+					 errdetail("The engine is \"%s\", which runs retention as one DELETE FROM ... WHERE; the engine decides how the rows go.",
+							   engine),
+					 errhint("Leave out \"%s\", or use engine \"local\".", local_only[i])));
+}
+
 void
 maint_options_parse(const char *operation, const char *engine, Jsonb *options,
 					MaintOptions *out)
@@ -759,6 +794,15 @@ maint_options_parse(const char *operation, const char *engine, Jsonb *options,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid options of operation \"%s\"", operation),
 				 errdetail("Options must be a JSON object such as {\"retain-last\": 5}.")));
+	if (out->op == MAINT_RETENTION && !out->local)
+	{
+		/* tms's options, checked as locally; the DELETE is built at the run */
+		check_retention_on_engine(engine, options);
+		parse_local(out->op, options, out);
+		check_retention(out);
+		out->options_json = JsonbToCString(NULL, &options->root, VARSIZE(options));
+		return;
+	}
 	if (out->local)
 	{
 		parse_local(out->op, options, out);

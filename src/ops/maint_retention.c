@@ -17,8 +17,16 @@
  * without their older rows (maint_compact_run_plan: compaction's groups,
  * helper, checks and commit protocol, the helper given the cutoff), one
  * "overwrite" snapshot; the helper counts the rows it removed and the job
- * records them.  "delete-files" and engine servers are refused with
- * 0A000 when the options are checked.
+ * records them.  "delete-files" is refused with 0A000 when the options
+ * are checked.
+ *
+ * On a livy or trino server (maint_on_engine.c runs it) retention is one
+ * DELETE FROM ... WHERE: maint_retention_engine_predicate binds the
+ * where, or the column and the cutoff (resolved as here), to the table
+ * and prints the predicate from the bound filter in the engine's dialect
+ * (row_filter.h's printer, engine/statement.h's columns and literals);
+ * maint_retention_engine_done records the rows removed: Trino's update
+ * count, else what the summaries of the run's snapshots say (Spark).
  *
  * Options: column (required), older-than (required: an age before the run,
  * "90 days", or a point in time, "2026-01-01 00:00Z"), unit (for a long or
@@ -51,6 +59,8 @@
 #include "utils/timestamp.h"
 
 #include "bridge/errors.h"
+#include "engine/statement.h"
+#include "iceberg/compact/row_filter.h"
 #include "iceberg/maint/retention.h"
 #include "iceberg/write/commit_request.h"
 #include "ops/maint.h"
@@ -123,7 +133,7 @@ bind_run(MaintRun *run, bool raise)
 	IcebergEpochUnit unit = ICEBERG_EPOCH_NONE;
 	TmsError	err;
 
-	if (run->md->format_version >= 3)
+	if (run->md->format_version >= 3 && run->opt.local)
 	{
 		if (raise)
 			ereport(ERROR,
@@ -132,7 +142,7 @@ bind_run(MaintRun *run, bool raise)
 							run->ns, run->table),
 					 errdetail("The table is format v%d; deletion vectors and row lineage are not maintained by this commit.",
 							   run->md->format_version),
-					 errhint("Remove the older rows of this table with DELETE FROM ... WHERE on Spark or Trino.")));
+					 errhint("Run retention on a tms_engine server of type livy or trino, whose DELETE FROM ... WHERE handles format v3.")));
 		maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED,
 						"engine \"local\" cannot run retention on a format v%d table",
 						run->md->format_version);
@@ -173,7 +183,134 @@ bind_run(MaintRun *run, bool raise)
 void
 maint_retention_check_table(MaintRun *run)
 {
-	iceberg_retention_free(bind_run(run, true));
+	if (run->opt.local)
+		iceberg_retention_free(bind_run(run, true));
+	else
+		(void) maint_retention_engine_predicate(run, run->opt.engine_type, true);
+}
+
+/* ----------------------------------------------------------------
+ * On a livy or trino server: the predicate of its DELETE FROM ... WHERE
+ * ----------------------------------------------------------------
+ */
+
+typedef struct EnginePrinter
+{
+	EngineType	type;
+	IcebergSchema *schema;
+	TmsError	err;
+	bool		failed;
+} EnginePrinter;
+
+static bool
+print_column(void *arg, IoStrBuf *b, int32_t field_id, IcebergTypeId t)
+{
+	EnginePrinter *p = arg;
+
+	for (int i = 0; i < p->schema->ncolumns; i++)
+		if (p->schema->columns[i].id == field_id)
+		{
+			p->failed = engine_sql_column(p->type, b, p->schema->columns[i].name, &p->err) != 0;
+			return !p->failed;
+		}
+	tms_error_set(&p->err, ENGINE_ERR_INVALID_NAME, "no column of field id %d", (int) field_id);
+	p->failed = true;
+	return false;
+}
+
+static bool
+print_value(void *arg, IoStrBuf *b, IcebergTypeId t, int64_t v, const char *str)
+{
+	EnginePrinter *p = arg;
+	EngineValueKind kind;
+
+	switch (t)
+	{
+		case ICEBERG_TYPE_BOOLEAN:
+			kind = ENGINE_VALUE_BOOL;
+			break;
+		case ICEBERG_TYPE_DATE:
+			kind = ENGINE_VALUE_DATE;
+			break;
+		case ICEBERG_TYPE_TIMESTAMP:
+			kind = ENGINE_VALUE_TIMESTAMP;
+			break;
+		case ICEBERG_TYPE_TIMESTAMPTZ:
+			kind = ENGINE_VALUE_TIMESTAMPTZ;
+			break;
+		case ICEBERG_TYPE_TIMESTAMP_NS:
+			kind = ENGINE_VALUE_TIMESTAMP_NS;
+			break;
+		case ICEBERG_TYPE_TIMESTAMPTZ_NS:
+			kind = ENGINE_VALUE_TIMESTAMPTZ_NS;
+			break;
+		case ICEBERG_TYPE_STRING:
+			kind = ENGINE_VALUE_STRING;
+			break;
+		default:
+			kind = ENGINE_VALUE_INT;	/* int, long: row_filter.c binds no
+										 * other */
+			break;
+	}
+	p->failed = engine_sql_value(p->type, b, kind, v, str, &p->err) != 0;
+	return !p->failed;
+}
+
+/*
+ * The predicate of the DELETE an engine of type type runs for this job,
+ * printed from the filter bound to run->md (the where, or "column <
+ * cutoff" with the cutoff resolved now, as locally): never the user's
+ * text.  raise: errors are raised (the checks before a job is recorded);
+ * else the run fails terminally and NULL is returned.
+ */
+char *
+maint_retention_engine_predicate(MaintRun *run, EngineType type, bool raise)
+{
+	IcebergRetention *r = bind_run(run, raise);
+	EnginePrinter p;
+	IcebergRowFilterPrinter printer = {print_column, print_value, &p};
+	IoStrBuf	b;
+	TmsError	err;
+	bool		ok;
+	char	   *text = NULL;
+
+	if (r == NULL)
+		return NULL;			/* run->result says why */
+	memset(&p, 0, sizeof(p));
+	p.type = type;
+	if (!iceberg_schema_parse(run->md->current_schema_json, &p.schema, &err))
+	{
+		iceberg_retention_free(r);
+		if (raise)
+			tms_error_ereport(&err);
+		maint_fail_iceberg(run, "cannot read the table's schema", &err);
+		return NULL;
+	}
+	io_sb_init(&b);
+	ok = iceberg_row_filter_print(r->filter ? r->filter : r->older, &printer, &b);
+	if (ok)
+		text = pstrdup(b.data);
+	io_sb_free(&b);
+	iceberg_schema_free(p.schema);
+	iceberg_retention_free(r);
+	if (ok)
+		return text;
+	if (!p.failed)
+		tms_error_set(&p.err, ENGINE_ERR_OUT_OF_MEMORY, "out of memory");
+	if (raise)
+		ereport(ERROR,
+				(errcode(p.err.code == ENGINE_ERR_UNSUPPORTED ? ERRCODE_FEATURE_NOT_SUPPORTED :
+						 ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("engine \"%s\" cannot run this retention on table \"%s.%s\": %s",
+						run->engine_name ? run->engine_name : engine_type_name(type),
+						run->ns, run->table, p.err.message),
+				 p.err.detail[0] ? errdetail("%s", p.err.detail) : 0,
+				 p.err.hint[0] ? errhint("%s", p.err.hint) : 0));
+	maint_fail_code(run, MAINT_TERMINAL, p.err.code == ENGINE_ERR_UNSUPPORTED ?
+					ERRCODE_FEATURE_NOT_SUPPORTED : ERRCODE_INVALID_PARAMETER_VALUE,
+					"cannot write the DELETE for engine \"%s\": %s",
+					run->engine_name ? run->engine_name : "", tms_error_text(&p.err));
+	return NULL;
 }
 
 static char *
@@ -362,6 +499,67 @@ record_effect(MaintRun *run, int64 files, int64 rows, int64 deletes, int straddl
 		s.message = psprintf("retention: " INT64_FORMAT " data files dropped whole, " INT64_FORMAT
 							 " rows removed, " INT64_FORMAT " delete files removed; %d files straddling the cutoff and %d files without bounds on the column were kept",
 							 files, rows, deletes, straddling, unknown);
+	sched_owner_step(step_message, &s);
+	if (!s.written && sched_lease_lost())
+		run->result = MAINT_LEASE_LOST;
+}
+
+/*
+ * A retention on a livy or trino server ended and the table was loaded
+ * again: the job's rows_removed is Trino's update count; Spark's DELETE
+ * answers none, so it is read from the summaries of the snapshots of
+ * main committed since the submit's snapshot (else before_snapshot_id,
+ * the snapshot at the job's start) whose operation removes rows
+ * (delete, overwrite): deleted-records - added-records (copy-on-write)
+ * + added-position-deletes (merge-on-read).  With equality deletes, or
+ * no such summary, the count is unknown and the message says so.
+ */
+void
+maint_retention_engine_done(MaintRun *run, int64 before_snapshot_id)
+{
+	const IcebergRef *main_ref = iceberg_metadata_ref(run->md, "main");
+	int64		id = main_ref ? main_ref->snapshot_id : run->md->current_snapshot_id;
+	int64		base = run->submit_snapshot_id >= 0 ? run->submit_snapshot_id :
+	before_snapshot_id;
+	int64		rows = 0;
+	bool		known = true;
+	int			seen = 0;
+	MessageStep s = {run, NULL, 0, 0, 0, false};
+
+	for (int steps = 0; id >= 0 && id != base && steps <= run->md->nsnapshots; steps++)
+	{
+		const IcebergSnapshot *snap = iceberg_metadata_snapshot(run->md, id);
+		int64		v[4] = {0, 0, 0, 0};
+		static const char *const keys[4] = {"deleted-records", "added-records",
+		"added-position-deletes", "added-equality-deletes"};
+
+		if (snap == NULL)
+			break;
+		id = snap->parent_snapshot_id;
+		if (snap->operation == NULL || (strcmp(snap->operation, "delete") != 0 &&
+										strcmp(snap->operation, "overwrite") != 0))
+			continue;
+		seen++;
+		for (int k = 0; k < snap->nsummary; k++)
+			for (int i = 0; i < 4; i++)
+				if (strcmp(snap->summary[k].key, keys[i]) == 0 && snap->summary[k].value)
+					v[i] = strtoi64(snap->summary[k].value, NULL, 10);
+		if (v[3] > 0)
+			known = false;
+		rows += v[0] - v[1] + v[2];
+	}
+	if (run->has_update_count)
+		s.message = psprintf("delete rows on engine \"%s\": " INT64_FORMAT " rows removed (the engine's update count)",
+							 run->engine_name, run->update_count);
+	else if (seen > 0 && known && rows >= 0)
+		s.message = psprintf("delete rows on engine \"%s\": " INT64_FORMAT " rows removed (from the summaries of its %d snapshots: deleted-records - added-records + added-position-deletes)",
+							 run->engine_name, rows, seen);
+	else if (seen == 0)
+		s.message = psprintf("delete rows on engine \"%s\": no snapshot removed rows", run->engine_name);
+	else
+		s.message = psprintf("delete rows on engine \"%s\": the rows removed are not known from the summaries of its %d snapshots%s",
+							 run->engine_name, seen, known ? "" : " (they add equality deletes)");
+	s.rows = run->has_update_count ? run->update_count : known && rows > 0 ? rows : 0;
 	sched_owner_step(step_message, &s);
 	if (!s.written && sched_lease_lost())
 		run->result = MAINT_LEASE_LOST;
@@ -665,6 +863,8 @@ tms_delete_rows_submit(const char *server, const char *ns, const char *table,
 					   const char *where, Jsonb *options)
 {
 	const char *mode = "rewrite";
+	const char *engine = "local";
+	bool		mode_given = false;
 	StringInfoData b;
 
 	if (where == NULL || strspn(where, " \t\r\n") == strlen(where))
@@ -691,29 +891,41 @@ tms_delete_rows_submit(const char *server, const char *ns, const char *table,
 			if (tok != WJB_KEY)
 				continue;
 			key = pnstrdup(v.val.string.val, v.val.string.len);
-			if (strcmp(key, "mode") != 0)
+			if (strcmp(key, "mode") != 0 && strcmp(key, "engine") != 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown option \"%s\" of tms.delete_rows", key),
 						 errdetail("The options give \"%s\"; the where argument alone says which rows are deleted.", key),
-						 errhint("The one option is mode: \"rewrite\" (the default: files that may hold matching rows are rewritten without them) or \"metadata\" (only files whose rows all match are dropped).")));
+						 errhint("The options are mode: \"rewrite\" (the default: files that may hold matching rows are rewritten without them) or \"metadata\" (only files whose rows all match are dropped), and engine: \"local\" (the default) or a tms_engine server of type livy or trino, which runs DELETE FROM ... WHERE.")));
 			tok = JsonbIteratorNext(&it, &v, true);
 			if (tok != WJB_VALUE || v.type != jbvString)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg("invalid option \"mode\" of tms.delete_rows"),
-						 errdetail("The mode must be a string: \"rewrite\" or \"metadata\".")));
-			mode = pnstrdup(v.val.string.val, v.val.string.len);
+						 errmsg("invalid option \"%s\" of tms.delete_rows", key),
+						 errdetail("%s", strcmp(key, "mode") == 0 ?
+								   "The mode must be a string: \"rewrite\" or \"metadata\"." :
+								   "The engine must be a string: \"local\" or the name of a tms_engine server.")));
+			if (strcmp(key, "mode") == 0)
+			{
+				mode = pnstrdup(v.val.string.val, v.val.string.len);
+				mode_given = true;
+			}
+			else
+				engine = pnstrdup(v.val.string.val, v.val.string.len);
 		}
 	}
 	/* retention's options: the where, and the mode (checked there) */
 	initStringInfo(&b);
-	appendStringInfoString(&b, "{\"mode\": ");
-	escape_json(&b, mode);
-	appendStringInfoString(&b, ", \"where\": ");
+	appendStringInfoString(&b, "{\"where\": ");
 	escape_json(&b, where);
+	/* on an engine, a mode given is refused by retention's check */
+	if (strcmp(engine, "local") == 0 || mode_given)
+	{
+		appendStringInfoString(&b, ", \"mode\": ");
+		escape_json(&b, mode);
+	}
 	appendStringInfoChar(&b, '}');
 	return tms_operation_submit(server, ns, table, "retention",
 								DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(b.data))),
-								"local");
+								engine);
 }

@@ -175,7 +175,7 @@ tms_operation_submit(const char *server, const char *ns, const char *table,
 			maint_posdel_check_table(run);
 		if (run->opt.local && run->opt.op == MAINT_ORPHAN)
 			maint_orphan_check_table(run);
-		if (run->opt.local && run->opt.op == MAINT_RETENTION)
+		if (run->opt.op == MAINT_RETENTION)
 			maint_retention_check_table(run);
 		args[7] = run->md->table_uuid ? CStringGetTextDatum(run->md->table_uuid) : (Datum) 0;
 		nulls[7] = run->md->table_uuid ? ' ' : 'n';

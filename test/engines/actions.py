@@ -27,6 +27,10 @@ test/opsworld.py (the tests compare tms with those same oracles):
                        sequence number; one "replace" snapshot
   rewrite_data_files   test/engines/compact.py (imported lazily; a run
                        fails with "compaction is not available" without it)
+  delete_rows          DELETE FROM ... WHERE: compact.py's delete_rows,
+                       copy-on-write (files wholly matching dropped, others
+                       with a match rewritten without it); one "delete" or
+                       "overwrite" snapshot
 
 A commit the catalog refuses with 409 is re-planned from a fresh load, up
 to COMMIT_ATTEMPTS times (Iceberg's commit.retry.num-retries default 4);
@@ -386,6 +390,19 @@ def rewrite_data_files(cat, st, ns, name, strategy="binpack", sort_order=None, p
                                sort_order=sort_order, predicate=predicate,
                                options=dict(options or {}),
                                file_size_threshold=file_size_threshold)
+
+
+def delete_rows(cat, st, ns, name, predicate, fold_case=False):
+    """DELETE FROM ... WHERE: compact.delete_rows(...) (copy-on-write; its
+    rows deleted, snapshot_id)."""
+    cat.load(ns, name)
+    try:
+        import compact as compact_mod
+    except ImportError as e:
+        raise EngineError("java.lang.UnsupportedOperationException",
+                          "row-level deletes are not available in this test engine (%s)" % e)
+    return compact_mod.delete_rows(cat.uri, cat.token, st, list(ns), name, predicate,
+                                   fold_case=fold_case)
 
 
 def added_rows(cat, st, ns, name):

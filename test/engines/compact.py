@@ -556,6 +556,7 @@ def write_group(st, meta, group, local, sort, tmp, n):
     for f in group["files"]:
         pos, eq = group["deletes"][f["path"]]
         inputs.append({"path": local.path(f["path"]), "uri": f["path"],
+                       "positions": sorted(group.get("positions", {}).get(f["path"], ())),
                        "position_delete_files": [local.path(x["path"]) for x in pos],
                        "equality_deletes": [{"path": local.path(x["path"]),
                                              "field_ids": x["equality_ids"]} for x in eq]})
@@ -755,6 +756,20 @@ def _still_valid(meta, old_scan, new_scan, rewritten, removed):
     return True
 
 
+def _removable_deletes(meta, scan, rset, dangling_too=False):
+    """The delete files every live data file they apply to is in rset (or,
+    dangling_too, that apply to none)."""
+    data = [e for e in scan if e["content"] == 0]
+    removed = []
+    for x in scan:
+        if x["content"] == 0:
+            continue
+        hits = [d for d in data if _deletes_for(meta, d, [x]) != ([], [])]
+        if (hits and all(d["path"] in rset for d in hits)) or (not hits and dangling_too):
+            removed.append(x["path"])
+    return removed
+
+
 def compact(catalog_uri, catalog_token, st, namespace, table, *, strategy="binpack",
             sort_order=None, predicate=None, options={}, file_size_threshold=None):
     """Rewrite the selected data files of a table (see the module comment)."""
@@ -771,15 +786,8 @@ def compact(catalog_uri, catalog_token, st, namespace, table, *, strategy="binpa
     groups = plan(meta, scan, options, predicate, file_size_threshold)
     dangling_too = str(options.get("remove-dangling-deletes", "false")).lower() == "true"
     rewritten = [f["path"] for g in groups for f in g["files"]]
+    removed = _removable_deletes(meta, scan, set(rewritten), dangling_too)
     rset = set(rewritten)
-    data = [e for e in scan if e["content"] == 0]
-    removed = []
-    for x in scan:
-        if x["content"] == 0:
-            continue
-        hits = [d for d in data if _deletes_for(meta, d, [x]) != ([], [])]
-        if (hits and all(d["path"] in rset for d in hits)) or (not hits and dangling_too):
-            removed.append(x["path"])
     if not groups and not removed:
         return result
     _check_primitive(schema)
@@ -984,6 +992,129 @@ def rewrite_position_deletes(catalog_uri, catalog_token, st, namespace, table, *
             if not set(removed) <= {e["path"] for e in base_scan}:
                 raise CompactError("a concurrent commit removed delete files being rewritten")
         raise CompactError("unreachable")
+    finally:
+        for uri in written:
+            try:
+                st.delete(uri)
+            except storage_mod.StorageError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# DELETE FROM ... WHERE (Spark's and Trino's row-level delete, copy-on-write)
+# ---------------------------------------------------------------------------
+
+def _row_value(type_, v):
+    """A value as compact.mjs's read mode gives it, in the predicate's terms
+    (test/engines/grammar.py): dates as days, timestamps as microseconds."""
+    if v is None:
+        return None
+    if type_ in ("int", "long"):
+        return int(v)
+    if type_ == "date":
+        return (datetime.date.fromisoformat(str(v)[:10]) - EPOCH).days
+    if type_ in ("timestamp", "timestamptz"):
+        text = str(v)
+        if len(text) >= 3 and text[-3] in "+-" and text[-2:].isdigit():
+            text += ":00"               # DuckDB's "+00" zone
+        t = datetime.datetime.fromisoformat(text)
+        if t.tzinfo is None:
+            t = t.replace(tzinfo=datetime.timezone.utc)
+        epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+        return (t - epoch) // datetime.timedelta(microseconds=1)
+    if type_ == "boolean":
+        return bool(v)
+    return v
+
+
+def delete_rows(catalog_uri, catalog_token, st, namespace, table, predicate, fold_case=False):
+    """DELETE FROM table WHERE predicate: predicate is a callable taking a row
+    {column name (lower case with fold_case, as Trino resolves names):
+    value} -> bool (grammar.Predicate: TRUE deletes, FALSE and NULL keep).
+    Every live data file is read (compact.mjs "read"); the rows of it that
+    match and that no position delete file already deleted go: a file
+    whose live rows all match leaves the table by metadata, another with a
+    match is rewritten without them (with its delete files applied,
+    write_group); delete files applying only to those files go too.  One
+    snapshot on main (operation "delete" when only files were dropped, else
+    "overwrite"; assert-ref-snapshot-id), no retry: a 409 is CompactError.
+    Returns {"rows": rows deleted, "snapshot_id", "dropped", "rewritten"}.
+    Rows an equality delete already removed are counted again (this test
+    engine does not evaluate equality deletes here)."""
+    namespace = [namespace] if isinstance(namespace, str) else list(namespace)
+    cat = _Catalog(catalog_uri, catalog_token)
+    _, meta = cat.load(namespace, table)
+    scan, records = _scan(st, meta)
+    schema = _schema(meta)
+    result = {"rows": 0, "snapshot_id": None, "dropped": 0, "rewritten": 0}
+    data = [e for e in scan if e["content"] == 0]
+    deletes = [e for e in scan if e["content"] != 0]
+    if not data:
+        return result
+    fields = [{"id": f["id"], "type": f["type"]} for f in schema["fields"]]
+    names = [f["name"].lower() if fold_case else f["name"] for f in schema["fields"]]
+    tmp = tempfile.mkdtemp(prefix="tms-delete-")
+    written = []
+    try:
+        local = _Local(st, tmp)
+        read = run_node({"mode": "read", "files": [{"path": local.path(d["path"]),
+                                                     "fields": fields} for d in data]})
+        pos_rows = {}                   # position delete file -> [(data file, pos)]
+        pos_files = sorted({x["path"] for d in data for x in _deletes_for(meta, d, deletes)[0]})
+        if pos_files:
+            pf = [{"id": POS_PATH_ID, "type": "string"}, {"id": 2147483545, "type": "long"}]
+            got = run_node({"mode": "read", "files": [{"path": local.path(p), "fields": pf}
+                                                      for p in pos_files]})["files"]
+            for p, f in zip(pos_files, got):
+                pos_rows[p] = [(path, int(pos)) for _, path, pos in f["rows"]]
+        dropped, groups = [], []
+        for d, f in zip(data, read["files"]):
+            pos_dels, eq_dels = _deletes_for(meta, d, deletes)
+            gone = {pos for x in pos_dels for path, pos in pos_rows[x["path"]]
+                    if path == d["path"]}
+            live = [r for r in f["rows"] if r[0] not in gone]
+            hit = [r[0] for r in live if predicate(
+                {n: _row_value(fd["type"], v) for n, fd, v in zip(names, fields, r[1:])})]
+            if not hit:
+                continue
+            result["rows"] += len(hit)
+            if len(hit) == len(live) and not eq_dels:
+                dropped.append(d["path"])
+                continue
+            groups.append({"files": [d], "deletes": {d["path"]: (pos_dels, eq_dels)},
+                           "positions": {d["path"]: hit}, "output_files": 1,
+                           "spec_id": d["spec_id"], "partition": d["partition"]})
+        if not dropped and not groups:
+            return result
+        _check_primitive(schema)
+        new_files = []
+        for n, g in enumerate(groups):
+            files, _ = write_group(st, meta, g, local, [], tmp, n)
+            for nf in files:
+                nf["spec_id"], nf["partition"] = g["spec_id"], g["partition"]
+            written += [nf["path"] for nf in files]
+            new_files += files
+        rewritten = dropped + [g["files"][0]["path"] for g in groups]
+        removed = _removable_deletes(meta, scan, set(rewritten))
+        body, w, snap = build_commit(st, meta, scan, records, rewritten, removed, new_files,
+                                     None, random.Random(), {})
+        written += w
+        snap["summary"]["operation"] = "overwrite" if new_files else "delete"
+        try:
+            status, answer = cat.commit(namespace, table, body)
+        except OSError as e:
+            status, answer = None, str(e)
+        if status is None or status >= 500:
+            written = []
+            raise CompactError("commit state unknown (%s %s): the files written are kept"
+                               % (status, answer))
+        if status != 200:
+            raise CompactError("commit of the delete failed: HTTP %d %s" % (status, answer))
+        written = []
+        result.update({"snapshot_id": snap["snapshot-id"], "dropped": len(dropped),
+                       "rewritten": len(groups)})
+        return result
     finally:
         for uri in written:
             try:

@@ -1,7 +1,9 @@
 """
 grammar.py -- the statement parsers of the test engines (test/engines/server.py):
 Spark SQL CALL of the Iceberg procedures (what Livy runs), Trino's ALTER TABLE
-... EXECUTE, and the partition predicate both of them take.
+... EXECUTE, the partition predicate both of them take, and DELETE FROM name
+WHERE predicate in both dialects (the predicate then judges rows; Spark's
+TIMESTAMP_NTZ '...' literal besides DATE and TIMESTAMP).
 
 Strict by design: exactly the procedures and named arguments the engines
 document, failing the way they fail.  Sources (read, not copied):
@@ -488,9 +490,16 @@ def _pred_atom(p):
         return ("lit", _number(p.next().value, p))
     if t.kind == "string":
         return ("lit", _strings(p))
-    if t.kind == "ident" and t.value.upper() in ("DATE", "TIMESTAMP") and \
+    if t.kind == "ident" and (t.value.upper() in ("DATE", "TIMESTAMP") or (
+            p.dialect == "spark" and t.value.upper() == "TIMESTAMP_NTZ")) and \
             p.toks[p.i + 1].kind == "string":
         word = p.next().value.upper()
+        if word == "TIMESTAMP_NTZ":
+            s = _strings(p)
+            ts = parse_timestamp(s)
+            if ts is None or TS_RE.match(s).group(8):
+                _bad_literal(p, t, word, s)     # NTZ: a zone is no part of it
+            return ("lit", ts)
         s = _strings(p)
         if word == "DATE":
             d = parse_date(s)
@@ -547,6 +556,53 @@ def parse_predicate(text, dialect="spark"):
     if p.tok.kind != "eof":
         p.fail("<EOF>")
     return Predicate(tree, text)
+
+
+# ---------------------------------------------------------------------------
+# DELETE FROM name WHERE predicate (Spark SQL and Trino)
+# ---------------------------------------------------------------------------
+
+class DeleteFrom:
+    """A parsed DELETE: .name [parts] (Spark: any number, the catalog
+    first when given; Trino: 1 to 3), .where (Predicate on rows: {column:
+    value}, dates as days, timestamps as microseconds)."""
+
+    def __init__(self, name, where):
+        self.name = name
+        self.where = where
+
+
+def is_delete(text):
+    return re.match(r"\s*DELETE\b", text, re.IGNORECASE) is not None
+
+
+def parse_delete(text, dialect):
+    """DELETE FROM name WHERE predicate; the WHERE is required here (tms
+    never deletes every row)."""
+    p = Parser(text, dialect)
+    p.kw("DELETE")
+    p.kw("FROM")
+    name = [p.ident()]
+    while p.is_op("."):
+        p.next()
+        name.append(p.ident())
+    if dialect == "trino" and len(name) > 3:
+        raise EngineError("SYNTAX_ERROR", "line 1:13: Too many dots in table name: %s"
+                          % ".".join(name), 1)
+    p.kw("WHERE")
+    start = p.tok.pos
+    tree = _pred_or(p)
+    p.end()
+    if dialect == "trino":
+        tree = _fold_columns(tree)      # Trino's names are case-insensitive, quoted too
+    return DeleteFrom(name, Predicate(tree, text[start:].strip()))
+
+
+def _fold_columns(node):
+    if node[0] == "col":
+        return ("col", node[1].lower())
+    return tuple(_fold_columns(c) if isinstance(c, tuple) else
+                 [_fold_columns(x) for x in c] if isinstance(c, list) else c for c in node)
 
 
 # ---------------------------------------------------------------------------

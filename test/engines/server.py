@@ -21,7 +21,11 @@ It listens on 127.0.0.1 only, prints "engine listening on http://127.0.0.1:PORT"
 once it accepts connections (--port 0 picks a port), exits cleanly on
 SIGTERM/SIGINT (the HTTP scaffolding is test/httpserve.py).  Statements are
 parsed by test/engines/grammar.py and run by test/engines/actions.py in a
-background thread per run.
+background thread per run.  Besides the procedures, Livy (Spark SQL) and
+Trino run DELETE FROM <catalog>.<ns>.<table> WHERE <predicate>, the
+statement tms sends for retention (copy-on-write, compact.delete_rows;
+Spark answers no rows, Trino its update count: column "rows", and
+updateType DELETE with updateCount).
 
 Served, livy (https://livy.apache.org/docs/latest/rest-api.html):
   POST/GET /sessions (?from=&size=)      GET/DELETE /sessions/{id}
@@ -431,8 +435,45 @@ class Engine:
             raise EngineError("NOT_SUPPORTED", "Unexpected FilterNode found in plan; probably "
                               "connector was not able to handle provided WHERE expression", 13)
 
+    def check_row_columns(self, pred, ns, name, dialect):
+        """Every column a DELETE's WHERE names is one of the table's (Trino:
+        names fold to lower case)."""
+        _, meta = self.rest().load(ns, name)
+        schema = next(s for s in meta["schemas"] if s.get("schema-id") ==
+                      meta.get("current-schema-id", 0))
+        cols = {f["name"].lower() if dialect == "trino" else f["name"]
+                for f in schema["fields"]}
+        for c in pred.columns:
+            if c in cols:
+                continue
+            if dialect == "spark":
+                raise EngineError(grammar.SPARK_ANALYSIS, "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A "
+                                  "column or function parameter with name `%s` cannot be "
+                                  "resolved." % c)
+            raise EngineError("COLUMN_NOT_FOUND", "line 1:1: Column '%s' cannot be resolved"
+                              % c, 47)
+
+    def run_spark_delete(self, run, text):
+        """DELETE FROM cat.ns.t WHERE ...: Spark answers no rows."""
+        d = grammar.parse_delete(text, "spark")
+        if len(d.name) < 3 or d.name[0] != self.catalog_name:
+            raise EngineError(grammar.SPARK_ANALYSIS, "[TABLE_OR_VIEW_NOT_FOUND] The table or "
+                              "view %s cannot be found." % ".".join(
+                                  grammar.spark_ident(x) for x in d.name))
+        ns, name = d.name[1:-1], d.name[-1]
+        try:
+            self.check_row_columns(d.where, ns, name, "spark")
+            self.checkpoint(run)
+            res = actions.delete_rows(self.rest(), self.st, ns, name, d.where)
+        except actions.NoSuchTable:
+            raise EngineError(grammar.SPARK_ANALYSIS, "[TABLE_OR_VIEW_NOT_FOUND] The table or "
+                              "view %s cannot be found." % ".".join(d.name))
+        return [], [], res
+
     def run_spark(self, run, text):
-        """Parse and execute a Spark SQL CALL; returns (columns, rows, result)."""
+        """Parse and execute a Spark SQL CALL (or DELETE); returns (columns, rows, result)."""
+        if grammar.is_delete(text):
+            return self.run_spark_delete(run, text)
         call = grammar.parse_spark(text)
         if call.catalog is None or call.catalog != self.catalog_name:
             raise EngineError(grammar.SPARK_ANALYSIS, "[CATALOG_NOT_FOUND] The catalog `%s` not "
@@ -505,7 +546,9 @@ class Engine:
     # -- Trino ----------------------------------------------------------------
 
     def run_trino(self, run, text, catalog, schema, session):
-        ex = grammar.parse_trino(text)
+        delete = grammar.parse_delete(text, "trino") if grammar.is_delete(text) else None
+        ex = delete or grammar.parse_trino(text)
+        run.update_type = "DELETE" if delete else "ALTER TABLE EXECUTE"
         name = list(ex.name)
         if len(name) == 1:
             if not schema:
@@ -525,6 +568,12 @@ class Engine:
         check = lambda: self.checkpoint(run)  # noqa: E731
         props = {k[len(cname) + 1:]: v for k, v in session.items() if k.startswith(cname + ".")}
         try:
+            if delete:
+                # Trino answers a DELETE with its update count, column "rows"
+                self.check_row_columns(delete.where, ns, tname, "trino")
+                check()
+                res = actions.delete_rows(cat, self.st, ns, tname, delete.where, fold_case=True)
+                return [("rows", "bigint")], [[res["rows"]]], res
             if ex.procedure in ("expire_snapshots", "remove_orphan_files"):
                 threshold = ex.args.get("retention_threshold", 7 * DAY)
                 key = ex.procedure + "_min_retention"
@@ -1131,7 +1180,9 @@ class Trino:
             q.done_at = q.done_at or time.time()
             return page
         if q.run.state == "succeeded":
-            page["updateType"] = "ALTER TABLE EXECUTE"
+            page["updateType"] = getattr(q.run, "update_type", "ALTER TABLE EXECUTE")
+            if page["updateType"] == "DELETE" and q.run.rows:
+                page["updateCount"] = q.run.rows[0][0]
             if q.run.columns and not q.data_sent:
                 page["columns"] = [{"name": c, "type": t, "typeSignature": {
                     "rawType": t, "arguments": []}} for c, t in q.run.columns]

@@ -20,7 +20,12 @@
  *	- engine_options_check fails whenever the build fails for the same
  *	  options on a valid target with a code other than INVALID_NAME;
  *	- engine_counts_read on lines of the input as cells never returns a
- *	  count below -1.
+ *	  count below -1;
+ *	- a DELETE FROM ... WHERE (engine_delete.c) whose column and literals
+ *	  come from the input keeps the structure above (livy: outside
+ *	  literals and identifiers no ';', comment or newline, parentheses
+ *	  closed at the end; trino: the tokeniser passes it), or a piece is
+ *	  refused with a known code.
  * Any violation aborts; ASan/UBSan and the leak checker do the rest.
  *
  * Build: make fuzz-engine (this file with every .c file of src/engine).
@@ -40,13 +45,13 @@ int			LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The livy text's structure, outside literals and identifiers. */
 static void
-check_spark(const char *s)
+check_spark(const char *s, const char *prefix)
 {
 	int			depth = 0;
 	bool		closed = false;
 	const char *p;
 
-	if (strncmp(s, "CALL `lake`.system.", 19) != 0)
+	if (strncmp(s, prefix, strlen(prefix)) != 0)
 		abort();
 	for (p = s; *p; p++)
 	{
@@ -132,6 +137,62 @@ check_gravitino(const char *s)
 	eng_json_free(doc);
 }
 
+/*
+ * A DELETE (engine_delete.c) whose predicate names column parts[1] and
+ * compares it with the string parts[2] and a number or timestamp of its
+ * bytes: its structure is fixed whatever they hold (as check_spark, and
+ * Trino's tokeniser), or the pieces are refused with a known code.
+ */
+static void
+check_delete(EngineType type, const char *const *parts, uint8_t flags)
+{
+	static const char *const ns[1] = {"sa`l\"es"};
+	EngineTarget t = {"lake", ns, 1, parts[2]};
+	EngineStatement st;
+	TmsError	err;
+	IoStrBuf	b;
+	uint64_t	v = 0;
+	char	   *pred;
+	int			rc = 0;
+
+	for (const char *p = parts[2]; *p; p++)
+		v = v * 131 + (unsigned char) *p;
+	io_sb_init(&b);
+	io_sb_puts(&b, "((");
+	rc |= engine_sql_column(type, &b, parts[1], &err);
+	io_sb_puts(&b, " = ");
+	rc |= engine_sql_value(type, &b, ENGINE_VALUE_STRING, 0, parts[2], &err);
+	io_sb_puts(&b, ") OR (");
+	rc |= engine_sql_column(type, &b, parts[1], &err);
+	io_sb_puts(&b, " < ");
+	rc |= engine_sql_value(type, &b, (EngineValueKind) (flags % 8), (int64_t) v, parts[2], &err);
+	io_sb_puts(&b, "))");
+	pred = io_sb_steal(&b);
+	if (rc != 0)
+	{
+		if (err.code <= ENGINE_OK || err.code > ENGINE_ERR_OUT_OF_MEMORY || err.message[0] == '\0')
+			abort();
+		io_free(pred);
+		return;
+	}
+	if (pred == NULL)
+		return;
+	if (engine_delete_build(type, &t, pred, &st, &err) != 0)
+	{
+		if (st.text != NULL || err.code != ENGINE_ERR_INVALID_NAME)
+			abort();
+		io_free(pred);
+		return;
+	}
+	if (type == ENGINE_TYPE_LIVY)
+		check_spark(st.text, "DELETE FROM `lake`.`sa``l\"es`.");
+	else if (strncmp(st.text, "DELETE FROM \"lake\".\"sa`l\"\"es\".", 30) != 0 ||
+			 eng_trino_where_check(st.text, &err) != 0)
+		abort();
+	engine_statement_free(&st);
+	io_free(pred);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -210,6 +271,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 
+	if (mode == 1 && (data[1] & 0x40) && type != ENGINE_TYPE_GRAVITINO)
+	{
+		check_delete(type, parts, data[1]);
+		io_free(buf);
+		return 0;
+	}
 	ns[0] = mode == 1 ? parts[2] : "sales";
 	t.catalog = "lake";
 	t.ns = ns;
@@ -238,7 +305,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	switch (type)
 	{
 		case ENGINE_TYPE_LIVY:
-			check_spark(st.text);
+			check_spark(st.text, "CALL `lake`.system.");
 			break;
 		case ENGINE_TYPE_TRINO:
 			if (strncmp(st.text, "ALTER TABLE \"lake\".", 19) != 0 ||

@@ -14,7 +14,8 @@ REST catalog):
     deleted (new ones kept), manifests merged with identical live entries;
   - parser rejections: unknown argument, bad quoting, wrong type, a ';'
     inside a quoted name is part of the name, a second statement is a
-    parse error;
+    parse error; DELETE FROM ... WHERE in both dialects (its effect on
+    tables: test_engine_retention.py);
   - Spark resources typed as the APIs define them: a Livy session request
     with a malformed one is 400, a Gravitino run with one fails;
   - faults: a status for N requests, fail-run, stuck-run with cancel and
@@ -622,6 +623,29 @@ def test_grammar_predicate_and_quoting():
     with pytest.raises(g.EngineError) as ei:
         g.parse_spark("CALL lake.system.expire_snapshots(retain_last => 1)")
     assert ei.value.message == "Missing required parameters: [table]"
+
+
+def test_grammar_delete():
+    """DELETE FROM ... WHERE as tms sends it: names quoted each engine's way,
+    the row predicate three-valued (NULL keeps a row), Spark's
+    TIMESTAMP_NTZ, Trino's zoned TIMESTAMP and case-folded names; no WHERE
+    or a second statement is a parse error."""
+    sys.path.insert(0, os.path.join(HERE, "..", "engines"))
+    import grammar as g
+    d = g.parse_delete("DELETE FROM `lake`.`a``b`.`t` WHERE ((`x` < TIMESTAMP_NTZ "
+                       "'1970-01-01 00:00:01.000000') OR (`s` = 'it\\'s'))", "spark")
+    assert d.name == ["lake", "a`b", "t"] and d.where.columns == ["s", "x"]
+    assert d.where({"x": 999999, "s": None}) and d.where({"x": None, "s": "it's"})
+    assert not d.where({"x": None, "s": None}) and not d.where({"x": 1000000, "s": "its"})
+    d = g.parse_delete('DELETE FROM "lake"."S"."t" WHERE ("X" >= TIMESTAMP '
+                       "'1970-01-01 00:00:01.000000 UTC') AND (\"b\" IN (true))", "trino")
+    assert d.name == ["lake", "S", "t"] and d.where.columns == ["b", "x"]
+    assert d.where({"x": 1000000, "b": True}) and not d.where({"x": 999999, "b": True})
+    for bad, dialect in (("DELETE FROM t", "spark"), ("DELETE FROM t WHERE a = 1; DROP t", "trino"),
+                         ("DELETE FROM `t` WHERE (a = TIMESTAMP_NTZ '1970-01-01 00:00:00Z')",
+                          "spark")):
+        with pytest.raises(g.EngineError):
+            g.parse_delete(bad, dialect)
 
 
 def test_admin_token(cat):

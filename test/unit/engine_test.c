@@ -918,6 +918,124 @@ test_engine_resources(void)
 		  strstr(err.detail, "hunter2") == NULL);
 }
 
+/* One literal or column as an engine writes it. */
+static void
+value_is(int line, EngineType type, EngineValueKind kind, int64_t v, const char *str,
+		 const char *want)
+{
+	IoStrBuf	b;
+	TmsError	err;
+
+	io_sb_init(&b);
+	if (engine_sql_value(type, &b, kind, v, str, &err) != 0)
+		FAIL("line %d: unexpected error: %s (%s)", line, err.message, err.detail);
+	else if (b.data == NULL || strcmp(b.data, want) != 0)
+		FAIL("line %d:\n  got:  %s\n  want: %s", line, b.data ? b.data : "(null)", want);
+	io_sb_free(&b);
+}
+#define VALUE_IS(type, kind, v, s, want) value_is(__LINE__, type, kind, v, s, want)
+
+/* DELETE FROM ... WHERE (engine_delete.c): statement, columns, literals. */
+static void
+test_delete(void)
+{
+	static const char *const hostile_ns[] = {"sa`l\"es"};
+	const EngineTarget H = {"la`ke", hostile_ns, 1, "or'd\"ers"};
+	static const char *const deep[] = {"a", "b"};
+	const EngineTarget D = {"lake", deep, 2, "t"};
+	EngineStatement st;
+	TmsError	err;
+	IoStrBuf	b;
+	char	   *pred;
+
+	/* a predicate printed from the pieces, hostile column and string */
+	io_sb_init(&b);
+	CHECK(engine_sql_column(LIVY, &b, "ev`ent", &err) == 0);
+	io_sb_puts(&b, " = ");
+	CHECK(engine_sql_value(LIVY, &b, ENGINE_VALUE_STRING, 0, "it's a \\ `x`", &err) == 0);
+	pred = io_sb_steal(&b);
+	CHECK(engine_delete_build(LIVY, &H, pred, &st, &err) == 0 && st.text != NULL &&
+		  strcmp(st.text, "DELETE FROM `la``ke`.`sa``l\"es`.`or'd\"ers` WHERE "
+				 "`ev``ent` = 'it\\'s a \\\\ `x`'") == 0,
+		  "got %s", st.text ? st.text : "(null)");
+	engine_statement_free(&st);
+	io_free(pred);
+
+	io_sb_init(&b);
+	CHECK(engine_sql_column(TRINO, &b, "ev\"ent", &err) == 0);
+	io_sb_puts(&b, " = ");
+	CHECK(engine_sql_value(TRINO, &b, ENGINE_VALUE_STRING, 0, "it's \\", &err) == 0);
+	pred = io_sb_steal(&b);
+	CHECK(engine_delete_build(TRINO, &H, pred, &st, &err) == 0 && st.text != NULL &&
+		  strcmp(st.text, "DELETE FROM \"la`ke\".\"sa`l\"\"es\".\"or'd\"\"ers\" WHERE "
+				 "\"ev\"\"ent\" = 'it''s \\'") == 0,
+		  "got %s", st.text ? st.text : "(null)");
+	engine_statement_free(&st);
+	io_free(pred);
+
+	/* a namespace of two levels: Spark names each, Trino refuses it */
+	CHECK(engine_delete_build(LIVY, &D, "(x = 1)", &st, &err) == 0 &&
+		  strcmp(st.text, "DELETE FROM `lake`.`a`.`b`.`t` WHERE (x = 1)") == 0);
+	engine_statement_free(&st);
+	CHECK(engine_delete_build(TRINO, &D, "(x = 1)", &st, &err) != 0 &&
+		  err.code == ENGINE_ERR_INVALID_NAME);
+	/* no predicate, another engine */
+	CHECK(engine_delete_build(LIVY, &T, "", &st, &err) != 0 &&
+		  err.code == ENGINE_ERR_INVALID_VALUE);
+	CHECK(engine_delete_build(GRAV, &T, "(x = 1)", &st, &err) != 0 &&
+		  err.code == ENGINE_ERR_UNSUPPORTED);
+
+	/* literals, from their values */
+	VALUE_IS(LIVY, ENGINE_VALUE_INT, -42, NULL, "-42");
+	VALUE_IS(TRINO, ENGINE_VALUE_INT, INT64_MIN, NULL, "(-9223372036854775807 - 1)");
+	VALUE_IS(TRINO, ENGINE_VALUE_INT, INT64_MAX, NULL, "9223372036854775807");
+	VALUE_IS(LIVY, ENGINE_VALUE_BOOL, 1, NULL, "true");
+	VALUE_IS(TRINO, ENGINE_VALUE_BOOL, 0, NULL, "false");
+	VALUE_IS(LIVY, ENGINE_VALUE_DATE, 20454, NULL, "DATE '2026-01-01'");
+	VALUE_IS(TRINO, ENGINE_VALUE_DATE, -1, NULL, "DATE '1969-12-31'");
+	/* 2026-01-01 00:00:00.000001 UTC */
+	VALUE_IS(LIVY, ENGINE_VALUE_TIMESTAMP, INT64_C(1767225600000001), NULL,
+			 "TIMESTAMP_NTZ '2026-01-01 00:00:00.000001'");
+	VALUE_IS(LIVY, ENGINE_VALUE_TIMESTAMPTZ, INT64_C(1767225600000001), NULL,
+			 "TIMESTAMP '2026-01-01 00:00:00.000001+00:00'");
+	VALUE_IS(TRINO, ENGINE_VALUE_TIMESTAMP, INT64_C(1767225600000001), NULL,
+			 "TIMESTAMP '2026-01-01 00:00:00.000001'");
+	VALUE_IS(TRINO, ENGINE_VALUE_TIMESTAMPTZ, INT64_C(1767225600000001), NULL,
+			 "TIMESTAMP '2026-01-01 00:00:00.000001 UTC'");
+	/* before 1970: the fraction counts forward from the second before */
+	VALUE_IS(TRINO, ENGINE_VALUE_TIMESTAMP, -1, NULL, "TIMESTAMP '1969-12-31 23:59:59.999999'");
+	VALUE_IS(TRINO, ENGINE_VALUE_TIMESTAMPTZ_NS, INT64_C(1767225600000000001), NULL,
+			 "TIMESTAMP '2026-01-01 00:00:00.000000001 UTC'");
+	VALUE_IS(LIVY, ENGINE_VALUE_TIMESTAMP_NS, INT64_C(1767225600000001000), NULL,
+			 "TIMESTAMP_NTZ '2026-01-01 00:00:00.000001'");
+	io_sb_init(&b);
+	CHECK(engine_sql_value(LIVY, &b, ENGINE_VALUE_TIMESTAMP_NS, INT64_C(1767225600000000001),
+						   NULL, &err) != 0 && err.code == ENGINE_ERR_UNSUPPORTED);
+	CHECK(engine_sql_value(TRINO, &b, ENGINE_VALUE_DATE, INT64_C(3000000), NULL, &err) != 0 &&
+		  err.code == ENGINE_ERR_INVALID_VALUE);
+	CHECK(engine_sql_value(TRINO, &b, ENGINE_VALUE_STRING, 0, "\xff", &err) != 0);
+	CHECK(engine_sql_column(TRINO, &b, "", &err) != 0);
+	CHECK(engine_sql_column(GRAV, &b, "x", &err) != 0 && err.code == ENGINE_ERR_UNSUPPORTED);
+	io_sb_free(&b);
+	/* control bytes in a Spark string stay escapes */
+	VALUE_IS(LIVY, ENGINE_VALUE_STRING, 0, "a\nb", "'a\\nb'");
+
+	/* Trino's update count */
+	{
+		const char *const cols[] = {"rows"};
+		const char *const row0[] = {"17"};
+		const char *const *rows[] = {row0};
+		const char *const bad0[] = {"-1"};
+		const char *const *bad[] = {bad0};
+		int64_t		n;
+
+		CHECK(engine_update_count_read(cols, 1, rows, 1, &n, &err) == 0 && n == 17);
+		CHECK(engine_update_count_read(NULL, 0, NULL, 0, &n, &err) == 0 && n == -1);
+		CHECK(engine_update_count_read(cols, 1, bad, 1, &n, &err) != 0 &&
+			  err.code == ENGINE_ERR_INVALID_RESULT);
+	}
+}
+
 int
 main(void)
 {
@@ -932,5 +1050,6 @@ main(void)
 	test_placeholders_and_big();
 	test_counts();
 	test_renderings();
+	test_delete();
 	return unit_done();
 }

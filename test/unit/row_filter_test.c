@@ -396,6 +396,63 @@ test_sql(void)
 	iceberg_row_filter_free(f);
 }
 
+/* A printer of another engine's SQL (row_filter.h): c<id>:<type> and v<type>:<value>. */
+static bool
+tp_column(void *arg, IoStrBuf *b, int32_t field_id, IcebergTypeId t)
+{
+	(void) arg;
+	io_sb_printf(b, "c%d:%d", (int) field_id, (int) t);
+	return field_id != 99;
+}
+
+static bool
+tp_value(void *arg, IoStrBuf *b, IcebergTypeId t, int64_t v, const char *s)
+{
+	(void) arg;
+	(void) t;
+	if (s)
+		io_sb_printf(b, "<%s>", s);
+	else
+		io_sb_printf(b, "%lld", (long long) v);
+	return !(s && strcmp(s, "stop") == 0);
+}
+
+static void
+test_print(void)
+{
+	TmsError	err;
+	IcebergRowFilterPrinter p = {tp_column, tp_value, NULL};
+	IcebergRowFilter *f = bind("id = 5 AND s = 'it''s' OR NOT (ts IS NOT NULL) OR d NOT IN ('2026-01-01', 3)"
+							   " OR b BETWEEN false AND true", &err);
+	IoStrBuf	b;
+	char		want[512];
+
+	snprintf(want, sizeof(want),
+			 "(((((c1:%d = 5) AND (c5:%d = <it's>)) OR (NOT (c2:%d IS NOT NULL)))"
+			 " OR (c3:%d NOT IN (20454, 3))) OR ((c8:%d >= 0) AND (c8:%d <= 1)))",
+			 ICEBERG_TYPE_LONG, ICEBERG_TYPE_STRING, ICEBERG_TYPE_TIMESTAMPTZ, ICEBERG_TYPE_DATE,
+			 ICEBERG_TYPE_BOOLEAN, ICEBERG_TYPE_BOOLEAN);
+	io_sb_init(&b);
+	CHECK(f != NULL && iceberg_row_filter_print(f, &p, &b) && strcmp(b.data, want) == 0,
+		  "printed:\n got %s\nwant %s", b.data ? b.data : "(none)", want);
+	io_sb_free(&b);
+	iceberg_row_filter_free(f);
+	/* a callback's refusal stops the print */
+	f = bind("id = 1 OR s = 'stop'", &err);
+	io_sb_init(&b);
+	CHECK(f != NULL && !iceberg_row_filter_print(f, &p, &b), "a refusal is false");
+	io_sb_free(&b);
+	iceberg_row_filter_free(f);
+	/* retention's "column < cutoff" */
+	f = iceberg_row_filter_less_than(4, ICEBERG_TYPE_LONG, true, INT64_C(1767225600000));
+	io_sb_init(&b);
+	snprintf(want, sizeof(want), "(c4:%d < 1767225600000)", ICEBERG_TYPE_LONG);
+	CHECK(f != NULL && iceberg_row_filter_print(f, &p, &b) && strcmp(b.data, want) == 0,
+		  "less than: %s", b.data ? b.data : "(none)");
+	io_sb_free(&b);
+	iceberg_row_filter_free(f);
+}
+
 int
 main(void)
 {
@@ -417,6 +474,7 @@ main(void)
 		test_partitions(md);
 		test_estimate(md);
 		test_sql();
+		test_print();
 		iceberg_schema_free(schema);
 	}
 	iceberg_metadata_free(md);

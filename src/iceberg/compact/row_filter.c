@@ -1106,3 +1106,65 @@ iceberg_row_filter_sql(const IcebergRowFilter *f, const char *prefix)
 	}
 	return b.data;
 }
+
+/* ---------------------------------------------------------------------
+ * The predicate in another engine's SQL (row_filter.h)
+ * ---------------------------------------------------------------------
+ */
+
+static bool
+print_value(const IcebergRowFilterPrinter *p, IoStrBuf *b, const RNode *n, int i)
+{
+	return p->value(p->arg, b, n->type, n->ints ? n->ints[i] : 0, n->strs ? n->strs[i] : NULL);
+}
+
+static bool
+print_node(const IcebergRowFilterPrinter *p, IoStrBuf *b, const RNode *n)
+{
+	static const char *const ops[] = {"=", "<>", "<", "<=", ">", ">="};
+	bool		ok = true;
+
+	io_sb_putc(b, '(');
+	switch (n->kind)
+	{
+		case IF_AND:
+		case IF_OR:
+			ok = print_node(p, b, n->a);
+			io_sb_puts(b, n->kind == IF_AND ? " AND " : " OR ");
+			ok = ok && print_node(p, b, n->b);
+			break;
+		case IF_NOT:
+			io_sb_puts(b, "NOT ");
+			ok = print_node(p, b, n->a);
+			break;
+		case IF_NULL:
+			ok = p->column(p->arg, b, n->field_id, n->type);
+			io_sb_puts(b, n->negate ? " IS NOT NULL" : " IS NULL");
+			break;
+		case IF_IN:
+			ok = p->column(p->arg, b, n->field_id, n->type);
+			io_sb_puts(b, n->negate ? " NOT IN (" : " IN (");
+			for (int i = 0; ok && i < n->nvals; i++)
+			{
+				if (i)
+					io_sb_puts(b, ", ");
+				ok = print_value(p, b, n, i);
+			}
+			io_sb_putc(b, ')');
+			break;
+		case IF_CMP:
+			ok = p->column(p->arg, b, n->field_id, n->type);
+			io_sb_printf(b, " %s ", ops[n->op]);
+			ok = ok && print_value(p, b, n, 0);
+			break;
+	}
+	io_sb_putc(b, ')');
+	return ok && !b->oom;
+}
+
+bool
+iceberg_row_filter_print(const IcebergRowFilter *f, const IcebergRowFilterPrinter *p,
+						 IoStrBuf *b)
+{
+	return f != NULL && f->root != NULL && print_node(p, b, f->root);
+}

@@ -53,6 +53,7 @@
 #define TMS_ICEBERG_ROW_FILTER_H
 
 #include "iceberg/compact/compact.h"
+#include "io/util/strbuf.h"
 
 typedef struct IcebergRowFilter IcebergRowFilter;
 
@@ -107,6 +108,25 @@ extern int64_t iceberg_row_filter_estimate(const IcebergRowFilter *f,
  * is <prefix>N ("d.c" gives d.c3).
  */
 extern char *iceberg_row_filter_sql(const IcebergRowFilter *f, const char *prefix);
+
+/*
+ * The predicate in another engine's SQL (an engine's DELETE FROM ...
+ * WHERE): the tree's shape as standard SQL (parentheses, AND, OR, NOT,
+ * IN, NOT IN, IS [NOT] NULL, =, <>, <, <=, >, >=), each column and each
+ * literal written by the printer's callbacks from the bound leaf (its
+ * field id and type; a literal's value in the type's units, or a
+ * string).  A callback returns false to stop (its caller keeps the
+ * reason); false also when out of memory.
+ */
+typedef struct IcebergRowFilterPrinter
+{
+	bool		(*column) (void *arg, IoStrBuf *b, int32_t field_id, IcebergTypeId t);
+	bool		(*value) (void *arg, IoStrBuf *b, IcebergTypeId t, int64_t v, const char *s);
+	void	   *arg;
+} IcebergRowFilterPrinter;
+
+extern bool iceberg_row_filter_print(const IcebergRowFilter *f,
+									 const IcebergRowFilterPrinter *p, IoStrBuf *b);
 
 /*
  * Partition values, shared with retention (retention.h): the n-th value

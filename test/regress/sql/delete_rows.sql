@@ -40,6 +40,27 @@ SELECT tms.delete_rows('del_srv', 'ns', 't', 'id = 1', '{"mode": "vacuum"}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms.delete_rows('del_srv', 'ns', 't', 'id = 1', '[1]');
 \echo :LAST_ERROR_SQLSTATE
+-- option engine: a string naming local or a tms_engine server; mode is
+-- refused on a server (0A000), and so is a server that cannot DELETE
+SELECT tms.delete_rows('del_srv', 'ns', 't', 'id = 1', '{"engine": 3}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.delete_rows('del_srv', 'ns', 't', 'id = 1', '{"engine": "nosuch"}');
+\echo :LAST_ERROR_SQLSTATE
+CREATE SERVER del_trino FOREIGN DATA WRAPPER tms_engine
+    OPTIONS (type 'trino', uri 'http://127.0.0.1:9', catalog 'c');
+CREATE SERVER del_grav FOREIGN DATA WRAPPER tms_engine
+    OPTIONS (type 'gravitino', uri 'http://127.0.0.1:9', metalake 'm', catalog 'c');
+CREATE USER MAPPING FOR CURRENT_USER SERVER del_trino OPTIONS (user 'svc', token 't');
+CREATE USER MAPPING FOR CURRENT_USER SERVER del_grav OPTIONS (credential 'a:b');
+SELECT tms.delete_rows('del_srv', 'ns', 't', 'id = 1', '{"engine": "del_trino", "mode": "rewrite"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.delete_rows('del_srv', 'ns', 't', 'id = 1', '{"engine": "del_grav"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms.delete_rows('del_srv', 'ns', 't', 'id = ', '{"engine": "del_trino"}');
+\echo :LAST_ERROR_SQLSTATE
+DROP USER MAPPING FOR CURRENT_USER SERVER del_trino;
+DROP USER MAPPING FOR CURRENT_USER SERVER del_grav;
+DROP SERVER del_trino, del_grav;
 
 -- retention's option "where": alone, or with mode
 SELECT tms._check_operation('retention', 'local', '{"where": "id IN (1, 2) OR name IS NULL", "mode": "rewrite"}');

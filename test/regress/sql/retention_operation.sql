@@ -46,19 +46,42 @@ SELECT tms._check_operation('retention', 'local', '{"column": "ts", "older-than"
 SELECT tms._check_operation('retention', 'local', '{"column": "ts", "older-than": "90 days", "scan": true}');
 \echo :LAST_ERROR_SQLSTATE
 
--- not done by engines yet (their DELETE FROM ... WHERE): neither engine
--- servers nor the handler engines of 0.2.0 run it
+-- on a livy or trino server retention is a DELETE FROM ... WHERE: the same
+-- options but the local-only mode and scan (0A000); gravitino has no
+-- template for it and the handler engines of 0.2.0 are not handed it
+-- (0A000)
 CREATE SERVER ret_livy FOREIGN DATA WRAPPER tms_engine
     OPTIONS (type 'livy', uri 'http://127.0.0.1:9', catalog 'c');
 CREATE SERVER ret_trino FOREIGN DATA WRAPPER tms_engine
     OPTIONS (type 'trino', uri 'http://127.0.0.1:9', catalog 'c');
+CREATE SERVER ret_grav FOREIGN DATA WRAPPER tms_engine
+    OPTIONS (type 'gravitino', uri 'http://127.0.0.1:9', metalake 'm', catalog 'c');
+CREATE USER MAPPING FOR CURRENT_USER SERVER ret_livy OPTIONS (user 'svc', password 'pw');
+CREATE USER MAPPING FOR CURRENT_USER SERVER ret_trino OPTIONS (user 'svc', token 't');
+CREATE USER MAPPING FOR CURRENT_USER SERVER ret_grav OPTIONS (credential 'a:b');
 SELECT tms._check_operation('retention', 'ret_livy', '{"column": "ts", "older-than": "90 days"}');
+SELECT tms._check_operation('retention', 'ret_trino', '{"column": "ms", "unit": "ms", "older-than": "2026-01-01 00:00Z"}');
+SELECT tms._check_operation('retention', 'ret_trino', '{"where": "id = 1 OR name = ''x''"}');
+SELECT tms._check_operation('retention', 'ret_livy', '{"column": "ts", "older-than": "90 days", "mode": "rewrite"}');
 \echo :LAST_ERROR_SQLSTATE
-SELECT tms._check_operation('retention', 'ret_trino', '{"column": "ts", "older-than": "90 days"}');
+SELECT tms._check_operation('retention', 'ret_trino', '{"where": "id = 1", "mode": "metadata"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('retention', 'ret_livy', '{"column": "ts", "older-than": "90 days", "scan": true}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('retention', 'ret_livy', '{"column": "ts"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('retention', 'ret_livy', '{"column": "ts", "older-than": "90 days", "engine-resources": {}}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('retention', 'ret_grav', '{"column": "ts", "older-than": "90 days"}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms._check_operation('retention', 'spark', '{"column": "ts", "older-than": "90 days"}');
 \echo :LAST_ERROR_SQLSTATE
-DROP SERVER ret_livy, ret_trino;
+SELECT tms.engine_statement('ret_trino', 'ns', 't', 'retention', '{"column": "ts", "older-than": "90 days"}');
+\echo :LAST_ERROR_SQLSTATE
+DROP USER MAPPING FOR CURRENT_USER SERVER ret_livy;
+DROP USER MAPPING FOR CURRENT_USER SERVER ret_trino;
+DROP USER MAPPING FOR CURRENT_USER SERVER ret_grav;
+DROP SERVER ret_livy, ret_trino, ret_grav;
 
 -- run_operation and plan_operation refuse the same before loading the table
 SELECT tms.run_operation('ret_srv', 'ns', 't', 'retention', '{"column": "ts"}');
