@@ -6,6 +6,10 @@
  *	  update of the plan once it landed (compact.h states the semantics,
  *	  the refusals and the memory bounds; compact_plan.c holds the plan).
  *
+ * A row delta (compact.h's row_delta): the group files must be live but
+ * stay as they are, the outputs are added as a plan of position deletes
+ * adds them, no delete file is removed.
+ *
  * A plan of position deletes (rewrite_content, posdel.h): the group files
  * are delete files, removed from the delete manifests; the outputs are
  * added in a delete manifest as position delete files with the new
@@ -673,8 +677,10 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 			int			k = compact_map_get(&c->group_files, e->file_path);
 
 			if (k >= 0)
-			{
 				c->found[k] = true;
+			/* a row delta's data files stay: the new deletes apply to them */
+			if (k >= 0 && !c->p->row_delta)
+			{
 				status = ICEBERG_STATUS_DELETED;
 				snap = c->t.snapshot_id;
 				c->res->data_files_rewritten++;
@@ -841,7 +847,8 @@ write_added(Commit *c, int sx, IcebergNewManifest *n)
 {
 	int32_t		spec_id = c->spec_ids[sx];
 	const IcebergPartitionSpec *spec = iceberg_metadata_spec(c->md, spec_id);
-	bool		posdel = c->p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
+	bool		posdel = c->p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES ||
+		c->p->row_delta;
 	char	   *schema = NULL;
 	MOut		o;
 	char		num[32];
@@ -899,13 +906,16 @@ write_added(Commit *c, int sx, IcebergNewManifest *n)
 
 			/*
 			 * rewritten position deletes take the new snapshot's sequence
-			 * number, as Iceberg's RewriteFiles gives them (posdel.h)
+			 * number, as Iceberg's RewriteFiles gives them (posdel.h), and a
+			 * row delta's new ones, as its RowDelta does: they apply to the
+			 * data files of the base
 			 */
 			for (k = 0; k < (out->ndvs > 0 ? out->ndvs : 1); k++)
 				if (!add_output(&o, out, out->ndvs > 0 ? &out->dvs[k] : NULL, c->md, spec,
 								gr->partition, c->t.snapshot_id,
 								posdel ? c->t.seq : c->p->base_sequence_number,
-								posdel ? NULL : c->p->sort, c->p->rewrite_content, c->err))
+								posdel ? NULL : c->p->sort,
+								posdel ? ICEBERG_CONTENT_POSITION_DELETES : ICEBERG_CONTENT_DATA, c->err))
 					goto done;
 			c->res->bytes_added += out->size;
 			if (posdel)
@@ -1091,7 +1101,10 @@ commit_prepare(Commit *c, StrMap *wanted, int **rm, int *nrm)
 	for (i = 0; i < p->ndeletes; i++)
 		if (!compact_map_put(&c->known_deletes, p->deletes[i].path, i))
 			goto nomem;
-	if (!iceberg_compact_removable(p, gix, c->ngs, rm, nrm, c->err))
+	/* a row delta removes no data file, so no delete file either */
+	if (p->row_delta)
+		*nrm = 0;
+	else if (!iceberg_compact_removable(p, gix, c->ngs, rm, nrm, c->err))
 	{
 		io_free(gix);
 		return false;
@@ -1369,7 +1382,7 @@ iceberg_compact_committed(IcebergCompactPlan *p, const int *groups, int ngroups,
 				j,
 				k;
 
-	for (j = 0; j < ngroups; j++)
+	for (j = 0; j < ngroups && !p->row_delta; j++)
 	{
 		const IcebergCompactGroup *gr = &p->groups[groups[j]];
 
