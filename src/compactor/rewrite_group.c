@@ -1439,7 +1439,9 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 	for (o = 0; o < g.nparts; o++)
 		if (!group_write_output(&g, o))
 			goto done;
+	/* a row delta deletes the rows it writes the positions of */
 	helper_send(iceberg_compact_done_json(job->group, g.files_written, g.rows_in,
+										  job->positions_output ? g.rows_out :
 										  g.rows_in - g.rows_out, g.rows_out, g.bytes_in,
 										  helper_peak_rss(), helper_in_flight(job->group),
 										  g.rows_filtered));

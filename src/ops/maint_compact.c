@@ -834,7 +834,9 @@ next_done(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, GroupWork *wo
 		if (m.type == ICEBERG_MSG_DONE)
 		{
 			bool		consistent = m.files == w->nout && m.rows_out == w->records &&
-			m.rows_in == gr->records && m.rows_in - m.rows_deleted == m.rows_out;
+			m.rows_in == gr->records &&
+			(p->row_delta ? m.rows_deleted == m.rows_out :
+			 m.rows_in - m.rows_deleted == m.rows_out);
 
 			*peak_rss = Max(*peak_rss, m.peak_rss);
 			*at_once = Max(*at_once, m.in_flight);

@@ -748,13 +748,13 @@ tms_delete_rows_submit(const char *server, const char *ns, const char *table,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown option \"%s\" of tms.delete_rows", key),
 						 errdetail("The options give \"%s\"; the where argument alone says which rows are deleted.", key),
-						 errhint("The one option is mode: \"rewrite\" (the default: files that may hold matching rows are rewritten without them) or \"metadata\" (only files whose rows all match are dropped).")));
+						 errhint("The one option is mode: \"rewrite\" (the default: files that may hold matching rows are rewritten without them), \"delete-files\" (their matching rows are deleted by position delete files) or \"metadata\" (only files whose rows all match are dropped).")));
 			tok = JsonbIteratorNext(&it, &v, true);
 			if (tok != WJB_VALUE || v.type != jbvString)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("invalid option \"mode\" of tms.delete_rows"),
-						 errdetail("The mode must be a string: \"rewrite\" or \"metadata\".")));
+						 errdetail("The mode must be a string: \"rewrite\", \"delete-files\" or \"metadata\".")));
 			mode = pnstrdup(v.val.string.val, v.val.string.len);
 		}
 	}

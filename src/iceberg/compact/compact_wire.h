@@ -62,8 +62,8 @@
  *				 remove_where): the outputs are position delete files
  *				 (file_path, pos, sorted, the metrics those of "output")
  *				 of the rows removed that no delete of the group
- *				 deletes already, and rows_out, files and rows_filtered
- *				 of "done" count those positions; "row_lineage" and "first_row_id"
+ *				 deletes already, and rows_out, rows_deleted and
+ *				 rows_filtered of "done" count those positions; "row_lineage" and "first_row_id"
  *				 only for a v3 table, every input has one then: the
  *				 outputs keep each row's _row_id and
  *				 _last_updated_sequence_number, the values the file
