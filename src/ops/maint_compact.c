@@ -674,6 +674,7 @@ send_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 	const char **delete_uris;
 	char	   *line;
 	char		uuid[40];
+
 	/* position delete files are written: a rewrite of them, a row delta */
 	bool		posdel = p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES || p->row_delta;
 	const char *codec = posdel ? delete_property(run, "codec") :

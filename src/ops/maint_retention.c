@@ -17,8 +17,14 @@
  * without their older rows (maint_compact_run_plan: compaction's groups,
  * helper, checks and commit protocol, the helper given the cutoff), one
  * "overwrite" snapshot; the helper counts the rows it removed and the job
- * records them.  "delete-files" and engine servers are refused with
- * 0A000 when the options are checked.
+ * records them.  Mode "delete-files" plans the same files as a row delta
+ * (retention.h, iceberg_retention_row_delta): the helper writes the
+ * positions of the rows removed as one position delete file a group, the
+ * commit is a "delete" that adds them and keeps the data files; a data
+ * file it points at that went since its plan gives the commit up and the
+ * job plans again (rewrite_straddling, bounded by the commit retries).
+ * Engine servers and format v3 tables are refused with 0A000 when the
+ * options are checked.
  *
  * Options: column (required), older-than (required: an age before the run,
  * "90 days", or a point in time, "2026-01-01 00:00Z"), unit (for a long or
@@ -222,9 +228,9 @@ static char *
 file_json(MaintRun *run, const IcebergRetentionFile *f, bool straddling)
 {
 	bool		rewritten = straddling ? run->opt.retention_rewrite :
-		run->opt.retention_scan && run->opt.retention_rewrite;
+	run->opt.retention_scan && run->opt.retention_rewrite;
 	bool		deletes = run->opt.retention_delete_files &&
-		(straddling || run->opt.retention_scan);
+	(straddling || run->opt.retention_scan);
 	StringInfoData b;
 
 	initStringInfo(&b);
@@ -694,7 +700,11 @@ maint_resume_retention(MaintRun *run)
 						  (int) Max(maint_json_int(cs, "straddling_files"), 0),
 						  (int) Max(maint_json_int(cs, "unknown_files"), 0));
 			(void) maint_record_phase(run, "cleanup", run->commit_state);
-			/* mode rewrite or delete-files: the straddling files after the drop */
+
+			/*
+			 * mode rewrite or delete-files: the straddling files after the
+			 * drop
+			 */
 			if (run->result == MAINT_OK &&
 				(run->opt.retention_rewrite || run->opt.retention_delete_files))
 				rewrite_straddling(run);

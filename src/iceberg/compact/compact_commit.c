@@ -848,7 +848,7 @@ write_added(Commit *c, int sx, IcebergNewManifest *n)
 	int32_t		spec_id = c->spec_ids[sx];
 	const IcebergPartitionSpec *spec = iceberg_metadata_spec(c->md, spec_id);
 	bool		posdel = c->p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES ||
-		c->p->row_delta;
+	c->p->row_delta;
 	char	   *schema = NULL;
 	MOut		o;
 	char		num[32];

@@ -4,8 +4,8 @@
  *	  Data retention by a time column, the plain-C half: which live data
  *	  files of the current snapshot hold only rows older than a cutoff
  *	  (and leave the table by a metadata-only "delete" snapshot), which
- *	  straddle it (some rows older, some not: a rewrite or position
- *	  deletes remove those rows), which are kept, and which cannot be
+ *	  straddle it (some rows older, some not: a rewrite, or the position
+ *	  deletes of a row delta, remove those rows), which are kept, and which cannot be
  *	  told without reading them (no metrics on the column).
  *
  * A row is older than the cutoff when its value of the column is
