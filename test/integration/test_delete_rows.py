@@ -308,6 +308,9 @@ def test_delete_files_conflict_planned_again(env):
     assert set(got) == set(got0) - gone
     assert all(got[i] == got0[i] for i in got)
     assert row["rows_removed"] == len(gone), row
+    # planned again within the job's one attempt, not failed and retried
+    assert row["attempts"] == 1, row
+    assert "of the retention no longer fit the table" in env["pg"].log_tail(300)
     # the row delta landed on the compaction, which stays
     posts = [(r["status"], r["fault"]) for r in
              env["catalog"].requests(r"/tables/dconf$")["requests"] if r["method"] == "POST"]
