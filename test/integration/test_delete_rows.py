@@ -24,8 +24,9 @@ computed here in Python from the rows read before:
     drop; its summary's added-position-deletes the visible matching rows,
     none a delete there deleted already); a "compaction" rewriting every
     data file between the plan and the commit of the row delta: the
-    commit gets 409, is not built on the new files, the job plans again
-    and the rows are still deleted, from the new files;
+    commit gets 409, is not built on the new files, what it wrote is
+    deleted, the job plans again and the rows are still deleted, from the
+    new files;
   - a where naming no column (42703), a literal of the wrong type (22023),
     a column of a type not filtered (0A000): refused with DETAIL and HINT
     when the table is loaded, no job recorded.
@@ -322,3 +323,14 @@ def test_delete_files_conflict_planned_again(env):
     after = ow.live_files(env["st"], meta)
     assert not {p for p, f in before.items() if f["content"] == 0} & set(after)
     assert len(written) > 1
+    # what the given-up commit wrote is gone: the only Parquet files below
+    # data/ are the old data files (reachable from the first snapshot), the
+    # copies and the live delete file
+    st = env["st"]
+    known = {ow.canon(st, p) for p in list(before) + list(after)}
+    listed = {ow.canon(st, u) for u in
+              ow.list_location(st, meta["location"].rstrip("/") + "/data")}
+    deletes = [ow.canon(st, p) for p, f in after.items() if f["content"] == 1]
+    assert len(deletes) == 1 and deletes[0] in listed, (deletes, sorted(listed))
+    stray = [u for u in listed if u.endswith(".parquet") and u not in known]
+    assert not stray, stray
