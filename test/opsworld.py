@@ -619,12 +619,14 @@ def append_commit(st, meta, files, seed=None, codec="deflate"):
     return _commit_body(meta, snap), [mpath, snap["manifest-list"]] + [f["path"] for f in files]
 
 
-def delete_manifests_commit(st, meta, manifest_paths, seed=None, codec="deflate"):
+def delete_manifests_commit(st, meta, manifest_paths, seed=None, codec="deflate", copy=False):
     """Prepare a snapshot deleting every live file of the given manifests of
     the current snapshot: each is replaced in the new manifest list by a
     manifest of the same entries with status DELETED (sequence numbers made
-    explicit, as Iceberg writes them).  Writes them; returns (commit body,
-    [written uris])."""
+    explicit, as Iceberg writes them).  With copy, a "replace" as a
+    compaction's: each data file deleted is copied under a new name, added
+    (its rows the same, its data sequence number the new snapshot's) in the
+    same manifest.  Writes them; returns (commit body, [written uris])."""
     rnd = random.Random(seed)
     fv = meta["format-version"]
     cur = snapshot(meta, current_id(meta))
@@ -636,7 +638,8 @@ def delete_manifests_commit(st, meta, manifest_paths, seed=None, codec="deflate"
     missing = wanted - {r["manifest_path"] for r in records}
     if missing:
         raise ValueError("not manifests of the current snapshot: %s" % sorted(missing))
-    snap = _new_snapshot(meta, rnd, "%s/metadata/snap-deleting-%s.avro" % (loc, tag), "delete", {})
+    snap = _new_snapshot(meta, rnd, "%s/metadata/snap-deleting-%s.avro" % (loc, tag),
+                         "replace" if copy else "delete", {})
     added, existing, deleted = _counts_keys(list_schema)
     new_records, written, nfiles, nrows = [], [], 0, 0
     for i, rec in enumerate(records):
@@ -660,9 +663,20 @@ def delete_manifests_commit(st, meta, manifest_paths, seed=None, codec="deflate"
             e["status"] = 2
             e["snapshot_id"] = snap["snapshot-id"]
             out.append(e)
+        copies = []
+        for e in out if copy else []:
+            df = dict(e["data_file"])
+            df["file_path"] = "%s-copy-%s.parquet" % (df["file_path"].rsplit(".", 1)[0], tag[:8])
+            st.write(df["file_path"], st.read(e["data_file"]["file_path"]))
+            written.append(df["file_path"])
+            c = dict(e, status=1, data_file=df)
+            if fv >= 2:
+                c["sequence_number"] = None
+                c["file_sequence_number"] = None
+            copies.append(c)
         mh = {k: v.decode() for k, v in hdr.items() if not k.startswith("avro.")}
         mpath = "%s/metadata/deleting-%s-m%d.avro" % (loc, tag, i)
-        mdata = avro_codec.write_container(json.dumps(m_schema), out, codec, mh)
+        mdata = avro_codec.write_container(json.dumps(m_schema), out + copies, codec, mh)
         st.write(mpath, mdata)
         written.append(mpath)
         rows = sum(e["data_file"]["record_count"] for e in out)
@@ -670,9 +684,9 @@ def delete_manifests_commit(st, meta, manifest_paths, seed=None, codec="deflate"
         nrows += rows
         r2 = dict(rec)
         r2.update({"manifest_path": mpath, "manifest_length": len(mdata),
-                   "added_snapshot_id": snap["snapshot-id"], added: 0, existing: 0,
-                   deleted: len(out), "added_rows_count": 0, "existing_rows_count": 0,
-                   "deleted_rows_count": rows})
+                   "added_snapshot_id": snap["snapshot-id"], added: len(copies), existing: 0,
+                   deleted: len(out), "added_rows_count": rows if copy else 0,
+                   "existing_rows_count": 0, "deleted_rows_count": rows})
         if fv >= 2:
             r2["sequence_number"] = snap["sequence-number"]
             r2["min_sequence_number"] = rec.get("min_sequence_number", rec.get("sequence_number"))

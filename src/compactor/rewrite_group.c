@@ -52,6 +52,12 @@
  * writes the predicate from the bound filter, never from the text), and
  * each counts them first with a query of its own over the same rows
  * (rows_filtered of "done").
+ * A row delta (job->positions_output, retention's "delete-files") writes
+ * no rows: each output is a position delete file (file_path as the
+ * metadata spells the data file, pos its file_row_number; sorted; the
+ * position delete schema and metrics) of the rows the same predicate
+ * removes among those no delete of the group deletes already, so each
+ * position is counted once (rows_filtered and rows_out of "done").
  * A rewrite of position deletes (job->filter_live: its inputs are position
  * delete files, its schema file_path and pos, its order theirs) keeps a
  * row only when its file_path is in the table "keep" with a sequence
@@ -69,6 +75,7 @@
  *-------------------------------------------------------------------------
  */
 #include "compactor/compactor_int.h"
+#include "iceberg/compact/posdel.h"
 #include "iceberg/table/dv.h"
 
 #include <errno.h>
@@ -257,6 +264,9 @@ typedef struct GroupRun
 {
 	Helper	   *h;
 	const IcebergCompactJob *job;
+	const IcebergCompactJob *out;	/* the outputs' schema and metrics: job,
+									 * or for positions_output its copy with
+									 * the position delete schema */
 	const char *cc;				/* DuckDB's name of the output codec */
 	char		dir[4300];		/* the group's temporary directory */
 	char		path[4400];		/* scratch: a local file's path */
@@ -754,7 +764,7 @@ group_slices_table(GroupRun *g, int o, int *nslices)
 				n = 0;
 
 	*nslices = 0;
-	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT, frid BIGINT)",
+	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT, frid BIGINT, path VARCHAR)",
 					NULL, g->err))
 		return false;
 	sql_reset(&g->q);
@@ -776,7 +786,9 @@ group_slices_table(GroupRun *g, int o, int *nslices)
 		else
 			sql_add(&g->q, ", %" PRId64 ", %" PRId64 ", %" PRId64, from, to,
 					job->inputs[i].seq);
-		sql_add(&g->q, ", %" PRId64 ")", job->inputs[i].first_row_id);
+		sql_add(&g->q, ", %" PRId64 ", ", job->inputs[i].first_row_id);
+		sql_lit(&g->q, job->inputs[i].path);
+		sql_add(&g->q, ")");
 	}
 	*nslices = n;
 	if (n == 0)
@@ -849,7 +861,7 @@ select_renamed(Sql *q, const IcebergSchema *s, const char *from)
 static void
 output_options(GroupRun *g, Sql *q)
 {
-	const IcebergCompactJob *job = g->job;
+	const IcebergCompactJob *job = g->out;
 
 	sql_add(q, " (FORMAT parquet, COMPRESSION %s", g->cc);
 	if (job->compression_level >= 0 && strcmp(g->cc, "zstd") == 0)
@@ -1067,6 +1079,26 @@ group_count_older(GroupRun *g, int o)
 static bool group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written);
 
 /*
+ * A row delta (job->positions_output): the COPY of read o's rows removed
+ * that no delete of the group deletes already, as (file_path, pos) of
+ * their data file (as the metadata spells it), sorted as the spec wants
+ * position delete files (https://iceberg.apache.org/spec/#position-delete-files).
+ */
+static void
+group_positions_sql(GroupRun *g, int o, const char *local_out)
+{
+	Sql		   *q = &g->q;
+
+	sql_reset(q);
+	sql_add(q, "COPY (SELECT sl.path AS file_path, d.file_row_number AS pos");
+	group_rows_sql(g, o);
+	removed_rows_sql(q, g->job, true);
+	sql_add(q, " ORDER BY 1, 2) TO ");
+	sql_lit(q, local_out);
+	output_options(g, q);
+}
+
+/*
  * A sort into several files: the sorted rows (written) of local_sorted
  * split into job->files outputs of consecutive rows, in order, each
  * published as it is written.
@@ -1153,7 +1185,7 @@ group_publish_output(GroupRun *g, int o, const char *local_out, int64_t written)
 	char		path2[4400];
 
 	memset(&out, 0, sizeof(out));
-	if (!file_metrics(g->h, job, local_out, &out, g->err))
+	if (!file_metrics(g->h, g->out, local_out, &out, g->err))
 	{
 		iceberg_compact_output_free(&out);
 		return false;
@@ -1225,9 +1257,12 @@ group_write_output(GroupRun *g, int o)
 		snprintf(local_out, sizeof(local_out), "%s/sorted.parquet", g->dir);
 	else
 		snprintf(local_out, sizeof(local_out), "%s/out%d.parquet", g->dir, o);
-	if (!group_count_older(g, o))
+	if (g->job->positions_output)
+		group_positions_sql(g, o, local_out);
+	else if (!group_count_older(g, o))
 		return false;
-	group_copy_sql(g, o, local_out, split);
+	else
+		group_copy_sql(g, o, local_out, split);
 	if (g->q.oom)
 	{
 		tms_error_set(g->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -1237,6 +1272,9 @@ group_write_output(GroupRun *g, int o)
 		return false;
 	written = duckdb_value_int64(&r, 0, 0);
 	duckdb_destroy_result(&r);
+	/* a row delta's positions are the rows it removes */
+	if (g->job->positions_output)
+		g->rows_filtered += written;
 
 	/* inputs no later output reads */
 	group_release_inputs(g, o);
@@ -1320,6 +1358,8 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 {
 	const IcebergSchema *s = job->schema;
 	GroupRun	g;
+	IcebergCompactJob pos_job;	/* a row delta's outputs */
+	IcebergSchema *pos_schema = NULL;
 	const char *cc = codec(job->compression);
 	int			i,
 				o;
@@ -1351,8 +1391,20 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 	memset(&g, 0, sizeof(g));
 	g.h = h;
 	g.job = job;
+	g.out = job;
 	g.cc = cc;
 	g.err = err;
+	if (job->positions_output)
+	{
+		/* the rows are read in the table's schema, written as positions */
+		if (!iceberg_schema_parse(compact_posdel_schema_json, &pos_schema, err))
+			return false;
+		pos_job = *job;
+		pos_job.schema = pos_schema;
+		pos_job.schema_json = (char *) compact_posdel_schema_json;
+		pos_job.row_lineage = false;
+		g.out = &pos_job;
+	}
 	snprintf(g.dir, sizeof(g.dir), "%s/g%d", h->temp_directory, job->group);
 	if (mkdir(g.dir, 0700) != 0 && errno != EEXIST)
 	{
@@ -1387,12 +1439,15 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 	for (o = 0; o < g.nparts; o++)
 		if (!group_write_output(&g, o))
 			goto done;
+	/* a row delta deletes the rows it writes the positions of */
 	helper_send(iceberg_compact_done_json(job->group, g.files_written, g.rows_in,
+										  job->positions_output ? g.rows_out :
 										  g.rows_in - g.rows_out, g.rows_out, g.bytes_in,
 										  helper_peak_rss(), helper_in_flight(job->group),
 										  g.rows_filtered));
 	ok = true;
 done:
 	group_cleanup(&g);
+	iceberg_schema_free(pos_schema);
 	return ok;
 }

@@ -7,7 +7,11 @@
  *	  whose groups of delete files go through the same helper, batches,
  *	  commits, resume and cleanup; retention's mode "rewrite" runs its plan
  *	  of straddling files through maint_compact_run_plan too (the helper
- *	  given the cutoff, the commit an "overwrite").
+ *	  given the cutoff, the commit an "overwrite"), and its mode
+ *	  "delete-files" a row delta (compact.h: the helper writes position
+ *	  delete files, with the delete codec and their metrics, the commit a
+ *	  "delete"; a batch that no longer fits the table is counted in
+ *	  run->groups_given_up, not failed: retention plans again).
  *
  * The plan is src/iceberg/compact/compact.h's (the groups, their delete files,
  * the output file counts); tms.plan_operation shows it.  The groups are
@@ -670,7 +674,9 @@ send_group(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, int g,
 	const char **delete_uris;
 	char	   *line;
 	char		uuid[40];
-	bool		posdel = p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
+
+	/* position delete files are written: a rewrite of them, a row delta */
+	bool		posdel = p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES || p->row_delta;
 	const char *codec = posdel ? delete_property(run, "codec") :
 	iceberg_metadata_property(run->md, "write.parquet.compression-codec");
 	const char *level = posdel ? delete_property(run, "level") :
@@ -829,7 +835,9 @@ next_done(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, GroupWork *wo
 		if (m.type == ICEBERG_MSG_DONE)
 		{
 			bool		consistent = m.files == w->nout && m.rows_out == w->records &&
-			m.rows_in == gr->records && m.rows_in - m.rows_deleted == m.rows_out;
+			m.rows_in == gr->records &&
+			(p->row_delta ? m.rows_deleted == m.rows_out :
+			 m.rows_in - m.rows_deleted == m.rows_out);
 
 			*peak_rss = Max(*peak_rss, m.peak_rss);
 			*at_once = Max(*at_once, m.in_flight);
@@ -840,6 +848,9 @@ next_done(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, GroupWork *wo
 			if (iceberg_compact_removes_rows(p) && consistent)
 				w->filtered = m.rows_filtered;
 			else if (m.rows_filtered != 0)
+				consistent = false;
+			/* a row delta's rows out are the positions it deletes */
+			if (p->row_delta && m.rows_filtered != m.rows_out)
 				consistent = false;
 			iceberg_compact_message_free(&m);
 			/* no file at all only when the deletes took every row */
@@ -1110,8 +1121,9 @@ rewrite_all(MaintRun *run, Compactor **helper, IcebergCompactPlan *p,
 				   maint_check_now(run))
 			{
 				if (!send_group(run, *helper, p, nsent,
-								posdel ? iceberg_posdel_metrics : metrics,
-								posdel ? ICEBERG_POSDEL_NMETRICS : schema->nleaves, schema,
+								posdel || p->row_delta ? iceberg_posdel_metrics : metrics,
+								posdel || p->row_delta ? ICEBERG_POSDEL_NMETRICS : schema->nleaves,
+								schema,
 								&works[nsent]))
 					helper_ok = false;
 				if (works[nsent].sent)
@@ -1140,7 +1152,10 @@ rewrite_all(MaintRun *run, Compactor **helper, IcebergCompactPlan *p,
 			continue;
 		*given_up += outcome == GROUP_GIVEN_UP ? n : 0;
 		failed_commits++;
-		if (!run->opt.partial_progress && posdel)
+		/* a row delta that no longer fits: its caller plans again */
+		if (p->row_delta && outcome == GROUP_GIVEN_UP)
+			run->groups_given_up += n;
+		else if (!run->opt.partial_progress && posdel)
 			maint_fail(run, MAINT_TRANSIENT,
 					   "the table changed under the position-delete-rewrite: a delete file it rewrote, or a data file they point at, is gone; nothing was committed");
 		else if (!run->opt.partial_progress)

@@ -113,6 +113,8 @@ typedef struct MaintOptions
 	char	   *retention_column;
 	char	   *retention_unit; /* a long or int column's; NULL: none */
 	bool		retention_rewrite;	/* mode "rewrite": straddling files too */
+	bool		retention_delete_files; /* mode "delete-files": position
+										 * deletes of the straddling rows */
 	bool		retention_scan; /* files without bounds read too */
 	char	   *retention_where;	/* a where instead of column and cutoff
 									 * (tms.delete_rows) */
@@ -210,6 +212,8 @@ typedef struct MaintRun
 	int64		batch_filtered; /* of the batch being committed */
 	bool		has_update_count;	/* retention on trino: its DELETE's count */
 	int64		update_count;
+	int			groups_given_up;	/* retention's delete-files: groups whose
+									 * commit no longer fit the table */
 	int64		snapshots_expired;
 	int64		manifests_rewritten;
 	int64		manifests_added;

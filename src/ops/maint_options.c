@@ -72,8 +72,9 @@
  *					   of those three a where (row_filter.h's grammar,
  *					   parsed here, bound to the table when it is
  *					   loaded: tms.delete_rows's jobs), mode
- *					   (metadata, rewrite; delete-files is 0A000: not
- *					   done yet), scan (true needs mode rewrite); the
+ *					   (metadata, rewrite, delete-files: position
+ *					   deletes; on a v3 table 0A000 with retention), scan
+ *					   (true needs mode rewrite or delete-files); the
  *					   column and unit are checked when the table is
  *					   loaded.  On a livy or trino server retention is
  *					   one DELETE FROM ... WHERE (maint_on_engine.c):
@@ -615,14 +616,10 @@ parse_local(MaintOp op, Jsonb *options, MaintOptions *out)
 		{
 			char	   *m = opt_string(operation, key, &v);
 
-			if (strcmp(m, "delete-files") == 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("retention mode \"%s\" is not supported yet", m),
-						 errdetail("Retention drops the data files whose rows are all older than the cutoff (mode \"metadata\") and rewrites the straddling ones without their older rows (mode \"rewrite\")."),
-						 errhint("Use \"mode\": \"rewrite\".")));
 			if (strcmp(m, "rewrite") == 0)
 				out->retention_rewrite = true;
+			else if (strcmp(m, "delete-files") == 0)
+				out->retention_delete_files = true;
 			else if (strcmp(m, "metadata") != 0)
 				bad_option(operation, key, "The value is \"%s\"; modes are metadata, rewrite and delete-files.", m);
 		}
@@ -733,12 +730,12 @@ check_retention(const MaintOptions *o)
 						   o->retention_column),
 				 errhint("For example {\"column\": \"%s\", \"older-than\": \"90 days\"}.",
 						 o->retention_column)));
-	if (o->retention_scan && !o->retention_rewrite)
+	if (o->retention_scan && !o->retention_rewrite && !o->retention_delete_files)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("retention option \"scan\" needs mode \"rewrite\""),
+				 errmsg("retention option \"scan\" needs mode \"rewrite\" or \"delete-files\""),
 				 errdetail("The options give \"scan\": true and mode \"metadata\", which reads no data file."),
-				 errhint("Add \"mode\": \"rewrite\": the files without bounds on the column are then rewritten without their older rows.")));
+				 errhint("Add \"mode\": \"rewrite\" (or \"delete-files\"): the files without bounds on the column are then read and their older rows removed.")));
 }
 
 /*

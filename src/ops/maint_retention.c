@@ -17,8 +17,13 @@
  * without their older rows (maint_compact_run_plan: compaction's groups,
  * helper, checks and commit protocol, the helper given the cutoff), one
  * "overwrite" snapshot; the helper counts the rows it removed and the job
- * records them.  "delete-files" is refused with 0A000 when the options
- * are checked.
+ * records them.  Mode "delete-files" plans the same files as a row delta
+ * (retention.h, iceberg_retention_row_delta): the helper writes the
+ * positions of the rows removed as one position delete file a group, the
+ * commit is a "delete" that adds them and keeps the data files; a data
+ * file it points at that went since its plan gives the commit up and the
+ * job plans again (rewrite_straddling, bounded by the commit retries).
+ * Format v3 tables are refused with 0A000 when the options are checked.
  *
  * On a livy or trino server (maint_on_engine.c runs it) retention is one
  * DELETE FROM ... WHERE: maint_retention_engine_predicate binds the
@@ -150,17 +155,17 @@ bind_run(MaintRun *run, bool raise)
 	}
 	if (run->opt.retention_unit != NULL)
 		(void) iceberg_epoch_unit_parse(run->opt.retention_unit, &unit);
-	if (run->opt.retention_rewrite && !rewritable(run, &err))
+	if ((run->opt.retention_rewrite || run->opt.retention_delete_files) && !rewritable(run, &err))
 	{
 		if (raise)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("engine \"local\" cannot rewrite the data files of table \"%s.%s\"",
+					 errmsg("engine \"local\" cannot read the data files of table \"%s.%s\"",
 							run->ns, run->table),
 					 errdetail("%s%s%s", err.message, err.detail[0] ? ": " : "", err.detail),
 					 errhint("Leave out \"mode\" (or use \"metadata\"): only the files wholly older are dropped.")));
 		maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED,
-						"cannot rewrite the data files: %s", tms_error_text(&err));
+						"cannot read the data files: %s", tms_error_text(&err));
 		return NULL;
 	}
 	if (run->opt.retention_where != NULL)
@@ -352,19 +357,31 @@ json_quote_timestamptz(int64 us)
 }
 
 /*
- * A straddling or unknown file of the plan; a straddling file's estimate
- * of its rows removed is "rows_older_estimated" for a cutoff and
- * "rows_matching_estimated" for a where.
+ * A straddling or unknown file's plan row: kept, rewritten (mode
+ * rewrite, or scan) or given position deletes (mode delete-files); a
+ * straddling file's estimate of its rows removed is "rows_older_estimated"
+ * for a cutoff and "rows_matching_estimated" for a where.
  */
 static char *
-file_json(const IcebergRetentionFile *f, bool straddling, bool rewritten, bool where)
+file_json(MaintRun *run, const IcebergRetentionFile *f, bool straddling, bool where)
 {
+	bool		rewritten = straddling ? run->opt.retention_rewrite :
+	run->opt.retention_scan && run->opt.retention_rewrite;
+	bool		deletes = run->opt.retention_delete_files &&
+	(straddling || run->opt.retention_scan);
 	StringInfoData b;
 
 	initStringInfo(&b);
 	appendStringInfo(&b, "{\"spec_id\": %d, \"partition\": %s, \"size\": " INT64_FORMAT
 					 ", \"records\": " INT64_FORMAT,
 					 f->spec_id, f->partition, f->size, f->records);
+	if (deletes)
+		appendStringInfo(&b, ", \"%s\": " INT64_FORMAT
+						 ", \"kept\": true, \"position_deletes\": true%s}",
+						 where ? "rows_matching_estimated" : "rows_older_estimated",
+						 f->older, straddling ? "" : ", \"why\": \"no bounds on the column: read\"");
+	if (deletes)
+		return b.data;
 	if (straddling)
 		appendStringInfo(&b, ", \"%s\": " INT64_FORMAT ", \"kept\": %s",
 						 where ? "rows_matching_estimated" : "rows_older_estimated",
@@ -381,7 +398,8 @@ file_json(const IcebergRetentionFile *f, bool straddling, bool rewritten, bool w
  * The plan as rows: each file dropped whole, each straddling and unknown
  * file (kept), and a summary with the cutoff or the where and the
  * estimate of rows removed: those of the files dropped, and with a
- * rewrite the estimate of what it removes from the straddling files.
+ * rewrite or position deletes the estimate of what they remove from the
+ * straddling files.
  */
 static void
 emit_plan(MaintRun *run, const IcebergRetention *r, const IcebergRetentionPlan *p)
@@ -397,11 +415,10 @@ emit_plan(MaintRun *run, const IcebergRetention *r, const IcebergRetentionPlan *
 							d->files[i].records));
 	for (int i = 0; i < p->nstraddling; i++)
 		maint_emit(run, "straddling-data-file", p->straddling[i].path,
-				   file_json(&p->straddling[i], true, run->opt.retention_rewrite,
-							 r->where != NULL));
+				   file_json(run, &p->straddling[i], true, r->where != NULL));
 	for (int i = 0; i < p->nunknown; i++)
 		maint_emit(run, "unknown-data-file", p->unknown[i].path,
-				   file_json(&p->unknown[i], false, run->opt.retention_scan, false));
+				   file_json(run, &p->unknown[i], false, r->where != NULL));
 	initStringInfo(&b);
 	if (r->where != NULL)
 	{
@@ -423,12 +440,14 @@ emit_plan(MaintRun *run, const IcebergRetention *r, const IcebergRetentionPlan *
 					 ", \"unknown_files\": %d, \"unknown_rows\": " INT64_FORMAT
 					 ", \"files_kept\": " INT64_FORMAT ", \"rows_removed_estimated\": " INT64_FORMAT
 					 ", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
-					 run->opt.retention_rewrite ? "rewrite" : "metadata",
+					 run->opt.retention_rewrite ? "rewrite" :
+					 run->opt.retention_delete_files ? "delete-files" : "metadata",
 					 run->opt.retention_scan ? "true" : "false", d->data_files,
 					 p->dropped_files, p->dropped_by_partition, p->dropped_bytes, p->dropped_rows,
 					 p->nstraddling, p->straddling_rows, r->where != NULL ? "matching" : "older",
 					 p->straddling_older, p->nunknown, p->unknown_rows, p->kept_files,
-					 p->dropped_rows + (run->opt.retention_rewrite ? p->straddling_older : 0),
+					 p->dropped_rows + (run->opt.retention_rewrite || run->opt.retention_delete_files ?
+										p->straddling_older : 0),
 					 d->base_snapshot_id);
 	maint_emit(run, "summary", "retention", b.data);
 }
@@ -494,7 +513,8 @@ record_effect(MaintRun *run, int64 files, int64 rows, int64 deletes, int straddl
 		s.message = psprintf("delete rows: " INT64_FORMAT " data files dropped whole, " INT64_FORMAT
 							 " rows removed, " INT64_FORMAT " delete files removed; %d files may hold matching rows%s",
 							 files, rows, deletes, straddling,
-							 run->opt.retention_rewrite ? "" : " and were kept (mode metadata)");
+							 run->opt.retention_rewrite || run->opt.retention_delete_files ? "" :
+							 " and were kept (mode metadata)");
 	else
 		s.message = psprintf("retention: " INT64_FORMAT " data files dropped whole, " INT64_FORMAT
 							 " rows removed, " INT64_FORMAT " delete files removed; %d files straddling the cutoff and %d files without bounds on the column were kept",
@@ -714,14 +734,25 @@ step_rewrite(void *arg)
 	args[2] = Int64GetDatum(run->task->version);
 	args[3] = Int64GetDatum(s->files);
 	args[4] = Int64GetDatum(s->rows);
-	rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
-							   "   SET rows_removed = coalesce(rows_removed, 0) + $5,"
-							   "       message = coalesce(message || '; ', 'retention: ') ||"
-							   "         format('%s data files rewritten without their ' ||"
-							   "                CASE WHEN options ? 'where' THEN 'matching' ELSE 'older' END ||"
-							   "                ' rows, %s rows removed from them', $4, $5)"
-							   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
-							   5, types, args, NULL, false, 0);
+	if (run->opt.retention_delete_files)
+		rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
+								   "   SET rows_removed = coalesce(rows_removed, 0) + $5,"
+								   "       message = coalesce(message || '; ', 'retention: ') ||"
+								   "         format('%s data files read for ' ||"
+								   "                CASE WHEN options ? 'where' THEN 'matching' ELSE 'older' END ||"
+								   "                ' rows, %s rows removed from them by %s position delete files', $4, $5,"
+								   "                delete_files_added)"
+								   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
+								   5, types, args, NULL, false, 0);
+	else
+		rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
+								   "   SET rows_removed = coalesce(rows_removed, 0) + $5,"
+								   "       message = coalesce(message || '; ', 'retention: ') ||"
+								   "         format('%s data files rewritten without their ' ||"
+								   "                CASE WHEN options ? 'where' THEN 'matching' ELSE 'older' END ||"
+								   "                ' rows, %s rows removed from them', $4, $5)"
+								   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
+								   5, types, args, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the rewrite of a retention: %s", SPI_result_code_string(rc));
 	s->written = SPI_processed == 1;
@@ -746,14 +777,19 @@ rewrite_planned(MaintRun *run, IcebergRetention **r, IcebergCompactPlan **plan)
 {
 	TmsError	err;
 	int64		records = 0;
+	bool		deletes = run->opt.retention_delete_files;
 
 	*r = bind_run(run, false);
 	if (*r == NULL)
 		return;					/* run->result says why */
 	if (!iceberg_retention_rewrite_plan(&run->fio, run->md, *r, run->opt.retention_scan, plan,
-										&err))
+										&err) ||
+		(deletes && !iceberg_retention_row_delta(*plan, &err)))
 	{
-		if (maint_moved_on(run, &err))
+		if (err.code == ICEBERG_ERR_UNSUPPORTED)
+			maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED, "%s: %s%s%s",
+							err.message, err.detail, err.hint[0] ? " " : "", err.hint);
+		else if (maint_moved_on(run, &err))
 			maint_fail(run, MAINT_TRANSIENT, "the table changed while the rewrite was planned: %s",
 					   tms_error_text(&err));
 		else
@@ -762,25 +798,38 @@ rewrite_planned(MaintRun *run, IcebergRetention **r, IcebergCompactPlan **plan)
 	}
 	for (int g = 0; g < (*plan)->ngroups; g++)
 		records += (*plan)->groups[g].records;
-	maint_emit(run, "commit", "overwrite",
-			   psprintf("{\"rewritten-data-files\": %d, \"groups\": %d, \"records-read\": " INT64_FORMAT
-						", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
-						(*plan)->nfiles, (*plan)->ngroups, records, (*plan)->base_snapshot_id));
+	if (deletes)
+		maint_emit(run, "commit", "delete",
+				   psprintf("{\"data-files-read\": %d, \"position-delete-files\": %d, \"records-read\": " INT64_FORMAT
+							", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
+							(*plan)->nfiles, (*plan)->ngroups, records, (*plan)->base_snapshot_id));
+	else
+		maint_emit(run, "commit", "overwrite",
+				   psprintf("{\"rewritten-data-files\": %d, \"groups\": %d, \"records-read\": " INT64_FORMAT
+							", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
+							(*plan)->nfiles, (*plan)->ngroups, records, (*plan)->base_snapshot_id));
 	if (run->dry_run || (*plan)->ngroups == 0)
 		return;
 	run->rows_filtered = 0;
+	run->groups_given_up = 0;
 	maint_compact_run_plan(run, *plan);
-	if (run->result == MAINT_OK)
+	if (run->result == MAINT_OK && run->groups_given_up == 0)
 		record_rewrite(run, (*plan)->nfiles, run->rows_filtered);
 }
 
 /*
  * After the metadata-only commit (or none): the straddling files (with
  * scan, the unknown ones too) of the table as it is now, rewritten
- * without their older rows by the compaction helper, one "overwrite".
+ * without their older rows by the compaction helper, one "overwrite";
+ * or in mode delete-files given position deletes of those rows, one
+ * "delete".  A row delta whose data file was removed or rewritten since
+ * its plan must not commit (its deletes would miss the rows): its files
+ * are deleted (maint_compact_run_plan) and it is planned again on the
+ * reloaded table, as many times as a conflicting commit is retried.
  */
+/* One plan and run of the straddling files on the table as it is now. */
 static void
-rewrite_straddling(MaintRun *run)
+rewrite_once(MaintRun *run)
 {
 	IcebergRetention *volatile r = NULL;
 	IcebergCompactPlan *volatile plan = NULL;
@@ -805,11 +854,28 @@ rewrite_straddling(MaintRun *run)
 	PG_END_TRY();
 }
 
+static void
+rewrite_straddling(MaintRun *run)
+{
+	for (int retry = 1;; retry++)
+	{
+		run->groups_given_up = 0;
+		rewrite_once(run);
+		if (run->result != MAINT_OK || run->groups_given_up == 0)
+			return;
+		ereport(LOG,
+				(errmsg("maintenance job " INT64_FORMAT ": the position deletes of the retention no longer fit the table (a data file they point at was removed or rewritten); planned again",
+						run->job_id)));
+		if (!maint_commit_retry_allowed(run, retry))
+			return;
+	}
+}
+
 void
 maint_run_retention(MaintRun *run)
 {
 	maint_commit_attempts(run, retention_once);
-	if (run->result == MAINT_OK && run->opt.retention_rewrite)
+	if (run->result == MAINT_OK && (run->opt.retention_rewrite || run->opt.retention_delete_files))
 		rewrite_straddling(run);
 }
 
@@ -841,8 +907,13 @@ maint_resume_retention(MaintRun *run)
 						  (int) Max(maint_json_int(cs, "straddling_files"), 0),
 						  (int) Max(maint_json_int(cs, "unknown_files"), 0));
 			(void) maint_record_phase(run, "cleanup", run->commit_state);
-			/* mode rewrite: the straddling files after the drop */
-			if (run->result == MAINT_OK && run->opt.retention_rewrite)
+
+			/*
+			 * mode rewrite or delete-files: the straddling files after the
+			 * drop
+			 */
+			if (run->result == MAINT_OK &&
+				(run->opt.retention_rewrite || run->opt.retention_delete_files))
 				rewrite_straddling(run);
 			break;
 		case MAINT_RESUMED_AGAIN:
@@ -896,14 +967,14 @@ tms_delete_rows_submit(const char *server, const char *ns, const char *table,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown option \"%s\" of tms.delete_rows", key),
 						 errdetail("The options give \"%s\"; the where argument alone says which rows are deleted.", key),
-						 errhint("The options are mode: \"rewrite\" (the default: files that may hold matching rows are rewritten without them) or \"metadata\" (only files whose rows all match are dropped), and engine: \"local\" (the default) or a tms_engine server of type livy or trino, which runs DELETE FROM ... WHERE.")));
+						 errhint("The options are mode: \"rewrite\" (the default: files that may hold matching rows are rewritten without them), \"delete-files\" (their matching rows are deleted by position delete files) or \"metadata\" (only files whose rows all match are dropped), and engine: \"local\" (the default) or a tms_engine server of type livy or trino, which runs DELETE FROM ... WHERE.")));
 			tok = JsonbIteratorNext(&it, &v, true);
 			if (tok != WJB_VALUE || v.type != jbvString)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("invalid option \"%s\" of tms.delete_rows", key),
 						 errdetail("%s", strcmp(key, "mode") == 0 ?
-								   "The mode must be a string: \"rewrite\" or \"metadata\"." :
+								   "The mode must be a string: \"rewrite\", \"delete-files\" or \"metadata\"." :
 								   "The engine must be a string: \"local\" or the name of a tms_engine server.")));
 			if (strcmp(key, "mode") == 0)
 			{

@@ -20,10 +20,14 @@ operations and summaries from the catalog's metadata:
     deleted are not counted again, the rows removed are exactly those
     visible before the cutoff, the delete files that applied only to the
     rewritten file go with it;
-  - "scan" without mode rewrite, and mode "delete-files", are refused
-    before a job is recorded;
+  - "scan" without mode rewrite or delete-files is refused before a job
+    is recorded;
   - a file without column metrics is kept and listed without "scan", and
-    read with it: its older rows are removed too, counted exactly.
+    read with it: its older rows are removed too, counted exactly;
+  - mode delete-files with scan: the straddling file and the file without
+    metrics stay as they are, their older rows deleted by one position
+    delete file (the row delta's sequence number), a "delete" snapshot;
+    exactly the rows at or after the cutoff are read back.
 
 The module runs its own cluster, catalog, s3rver and file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_retention_rewrite.py
@@ -190,27 +194,21 @@ def test_rewrite_refusals(env):
         "SELECT tms.run_operation(%s, 'rrw', 'flat', 'retention', %s)",
         (env["server"], json.dumps({"column": "ts", "older-than": "1 day", "scan": True})))
     assert e.pgcode == "22023" and "mode" in (e.diag.message_hint or ""), str(e)
-    e = env["pg"].query_error(
-        "SELECT tms.run_operation(%s, 'rrw', 'flat', 'retention', %s)",
-        (env["server"], json.dumps({"column": "ts", "older-than": "1 day",
-                                    "mode": "delete-files"})))
-    assert e.pgcode == "0A000", str(e)
     assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
 
 
-def test_rewrite_scan_reads_file_without_bounds(env):
-    """A data file without column metrics (appended by another writer) is
-    kept and listed without scan; with "scan": true it is read and its
-    older rows removed (here all of them: it is a copy of a file wholly
-    before the cutoff), counted exactly."""
+def table_with_file_without_bounds(env, name, seed):
+    """Ten files of ten rows, and a copy of the first, which lies wholly
+    before minute 65, appended without column metrics (as another writer
+    may): its rows cannot be told from the manifests."""
     import uuid
     cat, st = env["catalog"], env["st"]
-    smallfiles.make_table(cat, st, "rrw", "scanned", files=10, rows_per_file=10,
-                          partitioned=False, seed=13)
+    smallfiles.make_table(cat, st, "rrw", name, files=10, rows_per_file=10,
+                          partitioned=False, seed=seed)
     opts = {"column": "ts", "older-than": cutoff_text(65), "mode": "rewrite"}
-    p = plan(env, "rrw", "scanned", opts)
+    p = plan(env, "rrw", name, opts)
     src = sorted(r["target"] for r in p if r["action"] == "drop-data-file")[0]
-    _, meta = ow.load(cat, "rrw", "scanned")
+    _, meta = ow.load(cat, "rrw", name)
     files = ow.live_files(st, meta)
     src = [x for x in files if ow.canon(st, x) == ow.canon(st, src)][0]
     dst = src.rsplit("/", 1)[0] + "/nometrics-%s.parquet" % uuid.uuid4().hex[:8]
@@ -218,8 +216,18 @@ def test_rewrite_scan_reads_file_without_bounds(env):
     st.write(dst, data)
     body, _ = ow.append_commit(st, meta, [{"path": dst, "records": files[src]["records"],
                                            "size": len(data), "partition": {}}], seed=5)
-    cat.request("POST", "namespaces/rrw/tables/scanned", body)
+    cat.request("POST", "namespaces/rrw/tables/%s" % name, body)
     ow.give_to_server(env["file_root"])
+
+
+def test_rewrite_scan_reads_file_without_bounds(env):
+    """A data file without column metrics (appended by another writer) is
+    kept and listed without scan; with "scan": true it is read and its
+    older rows removed (here all of them: it is a copy of a file wholly
+    before the cutoff), counted exactly."""
+    cat = env["catalog"]
+    table_with_file_without_bounds(env, "scanned", 13)
+    opts = {"column": "ts", "older-than": cutoff_text(65), "mode": "rewrite"}
     # without scan the copy is unknown and kept
     p = plan(env, "rrw", "scanned", opts)
     unknown = [r for r in p if r["action"] == "unknown-data-file"]
@@ -246,3 +254,44 @@ def test_rewrite_scan_reads_file_without_bounds(env):
     # 5 rows of the straddling file, 10 of the copy
     assert "2 data files rewritten without their older rows, 15 rows removed from them" in \
         row["message"], row
+
+
+def test_delete_files_with_scan(env):
+    """Mode delete-files with scan: the files wholly older dropped, the
+    straddling file and the file without bounds kept as they are, their
+    older rows deleted by one position delete file in a "delete" row delta
+    (its sequence number the new snapshot's: it applies to them); exactly
+    the rows at or after the cutoff are read back, the positions counted
+    exactly."""
+    cat, st = env["catalog"], env["st"]
+    table_with_file_without_bounds(env, "dfiles", 14)
+    opts = {"column": "ts", "older-than": cutoff_text(65), "mode": "delete-files", "scan": True}
+    p = plan(env, "rrw", "dfiles", opts)
+    s = [r for r in p if r["action"] == "summary"][0]["detail"]
+    assert s["mode"] == "delete-files" and s["files_dropped"] == 6, s
+    kept = [r for r in p if r["action"] in ("straddling-data-file", "unknown-data-file")]
+    assert len(kept) == 2 and all(r["detail"]["position_deletes"] for r in kept), kept
+    rd = [r for r in p if r["action"] == "commit" and r["target"] == "delete" and
+          "data-files-read" in r["detail"]]
+    assert len(rd) == 1 and rd[0]["detail"]["data-files-read"] == 2, p
+    dropped = {r["target"] for r in p if r["action"] == "drop-data-file"}
+    _, meta0 = ow.load(cat, "rrw", "dfiles")
+    before = data_files(ow.live_files(st, meta0))
+    row = env["pg"].wait_job(run(env, "rrw", "dfiles", opts))
+    assert row["state"] == "succeeded", row
+    mloc, meta = ow.load(cat, "rrw", "dfiles")
+    out = ow.icebird(mloc, s3_endpoint=env["s3"].endpoint, file_root=env["file_root"],
+                     dump_rows=True)
+    got = {int(r["id"]): r for r in out["row_values"]}
+    assert len(out["row_values"]) == 35 and set(got) == set(range(65, 100))
+    after = ow.live_files(st, meta)
+    assert set(data_files(after)) == set(before) - dropped
+    snap = ow.snapshot(meta, meta["current-snapshot-id"])
+    assert snap["summary"]["operation"] == "delete", snap["summary"]
+    assert snap["summary"]["added-position-deletes"] == "15", snap["summary"]
+    new = [f for pth, f in after.items() if f["content"] == 1]
+    assert len(new) == 1 and new[0]["seq"] == snap["sequence-number"], new
+    assert row["rows_removed"] == 60 + 15 and row["delete_files_added"] == 1, row
+    assert "2 data files read for older rows, 15 rows removed from them by 1 position delete files" \
+        in row["message"], row
+

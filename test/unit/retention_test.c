@@ -8,7 +8,10 @@
  *	  spec of an evolved table) and by its bounds and null count, with the
  *	  edges exactly at the cutoff (strict "<"), and the plan on the real
  *	  fixtures (day-partitioned timestamptz, identity date, unpartitioned
- *	  with equality deletes).  Built by "make unit" with the iceberg layer
+ *	  with equality deletes); mode delete-files' row delta (one position
+ *	  delete file a group, a file of another spec than its group's
+ *	  refused, the group line's positions_output read back by the
+ *	  helper's parser).  Built by "make unit" with the iceberg layer
  *	  (UNIT_LAYER_retention).  Prints "N passed, M failed" last.
  *
  * test/unit/retention_test.c
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iceberg/compact/compact_wire.h"
 #include "iceberg/iceberg.h"
 #include "iceberg/maint/retention.h"
 #include "io/io.h"
@@ -589,6 +593,73 @@ commit_fixture(const char *dir, const char *prefix, const char *meta, const char
 	(void) system(cmd);
 }
 
+/*
+ * Mode delete-files: iceberg_retention_row_delta on a plan of two groups
+ * (one file of its own spec and partition; one of an older spec joined to
+ * the current one), and the group line it makes.
+ */
+static void
+test_row_delta(const IcebergTableMetadata *md)
+{
+	IcebergCompactFile files[2];
+	IcebergCompactGroup groups[2];
+	IcebergCompactPlan p;
+	IcebergCompactJob *job = NULL;
+	TmsError	err;
+	const char *uris[1] = {"file:///t/data/a.parquet"};
+	char	   *line;
+
+	memset(files, 0, sizeof(files));
+	memset(groups, 0, sizeof(groups));
+	memset(&p, 0, sizeof(p));
+	files[0].path = (char *) "s3://b/t/data/ts_day=2026-01-01/a.parquet";
+	files[0].spec_id = 1;
+	files[0].partition = (char *) "{\"ts_day\": 20454}";
+	files[0].records = 10;
+	files[0].size = 100;
+	files[0].first_row_id = -1;
+	files[1] = files[0];
+	files[1].spec_id = 3;
+	files[1].partition = (char *) "{\"ts_hour\": 490896}";
+	for (int g = 0; g < 2; g++)
+	{
+		groups[g].spec_id = 1;
+		groups[g].partition = files[0].partition;
+		groups[g].first = g;
+		groups[g].nfiles = 1;
+		groups[g].expected_outputs = 3;
+	}
+	p.groups = groups;
+	p.files = files;
+	p.ngroups = 1;
+	p.nfiles = 1;
+	p.format_version = 2;
+	p.base_snapshot_id = 1;
+	p.remove_where = (char *) "id = 1";
+	CHECK(iceberg_retention_row_delta(&p, &err) && p.row_delta &&
+		  groups[0].expected_outputs == 1,
+		  "row delta: one position delete file a group (%s)", err.message);
+	line = iceberg_compact_job_json(md, &p, 0, NULL, 0, uris, NULL, "s3://b/t/data/",
+									"file:///t/data/", "x", "zstd", -1, &err);
+	CHECK(line != NULL && strstr(line, "\"positions_output\":true") != NULL,
+		  "the group line asks for positions: %s", line ? line : err.message);
+	if (line != NULL)
+	{
+		CHECK(iceberg_compact_job_parse(line, strlen(line), &job, &err) &&
+			  job->positions_output && job->remove_where != NULL,
+			  "the helper reads positions_output back: %s", err.message);
+		iceberg_compact_job_free(job);
+	}
+	io_free(line);
+	/* a file of spec 3 in a group of spec 1: its deletes would not apply */
+	p.row_delta = false;
+	p.ngroups = 2;
+	p.nfiles = 2;
+	CHECK(!iceberg_retention_row_delta(&p, &err) && err.code == ICEBERG_ERR_UNSUPPORTED &&
+		  strstr(err.detail, "partition spec 3") != NULL && !p.row_delta,
+		  "a file of an older spec: %d %s %s", (int) err.code, err.message, err.detail);
+}
+
 int
 main(void)
 {
@@ -605,6 +676,7 @@ main(void)
 		test_bind(md);
 		test_bounds(md);
 		test_partitions(md);
+		test_row_delta(md);
 		iceberg_metadata_free(md);
 	}
 	else

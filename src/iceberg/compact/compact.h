@@ -89,6 +89,11 @@
  * before a v3 writer assigned row ids), manifests of a v2 table written without sequence
  * numbers (only for a group whose files they hold).
  *
+ * A row delta (IcebergCompactPlan.row_delta, retention's "delete-files")
+ * reuses the plan, the group line and this commit too: its groups' data
+ * files stay, the helper's outputs are position delete files of the rows
+ * removed.
+ *
  * The rewrite of position delete files (posdel.h) reuses the plan's
  * structures, the group line and this commit with rewrite_content
  * ICEBERG_CONTENT_POSITION_DELETES: its groups' files are then position
@@ -193,7 +198,7 @@ extern const IcebergColumn *iceberg_schema_field(const IcebergSchema *s, int32_t
 
 /*
  * The first field (depth first) of a type the local engine cannot rewrite
- * (see compact_plan.c): ICEBERG_ERR_UNSUPPORTED, the message and the
+ * (see compact_refusals.c): ICEBERG_ERR_UNSUPPORTED, the message and the
  * detail naming its full name ("a.b.element") and type, the detail also
  * saying why; true when none.
  */
@@ -500,6 +505,17 @@ typedef struct IcebergCompactPlan
 	IcebergRowCutoff remove_older;
 	char	   *remove_where;	/* or the rows a where matches (row_filter.h;
 								 * owned), NULL: none */
+
+	/*
+	 * set by the caller after planning (retention's mode "delete-files",
+	 * retention.h): the rows removed are not rewritten away but deleted by
+	 * merge-on-read, Iceberg's RowDelta: the helper writes the positions of
+	 * the groups' rows it removes as position delete files, the commit adds
+	 * them (the new snapshot's sequence number) and keeps the group files,
+	 * which must still be live (else ICEBERG_ERR_CONFLICT); it removes no
+	 * delete file
+	 */
+	bool		row_delta;
 } IcebergCompactPlan;
 
 /* Does the plan's rewrite remove rows (a retention's or a deletion's)? */

@@ -6,6 +6,10 @@
  *	  update of the plan once it landed (compact.h states the semantics,
  *	  the refusals and the memory bounds; compact_plan.c holds the plan).
  *
+ * A row delta (compact.h's row_delta): the group files must be live but
+ * stay as they are, the outputs are added as a plan of position deletes
+ * adds them, no delete file is removed.
+ *
  * A plan of position deletes (rewrite_content, posdel.h): the group files
  * are delete files, removed from the delete manifests; the outputs are
  * added in a delete manifest as position delete files with the new
@@ -525,14 +529,7 @@ typedef struct Commit
 	int		   *nsource_meta;
 	char	   *part_record;	/* a spec's partition record, built */
 	IcebergBuf	patch;			/* v3: a data_file with first_row_id written */
-	/* the summary */
-	int64_t		removed_pos_files,
-				removed_eq_files,
-				removed_pos_records,
-				removed_eq_records,
-				removed_delete_bytes,
-				removed_dvs,	/* of removed_pos_files, deletion vectors */
-				added_dvs;		/* of delete_files_added */
+	CompactSummaryCounts sum;	/* the summary's counts */
 } Commit;
 
 /*
@@ -680,8 +677,10 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 			int			k = compact_map_get(&c->group_files, e->file_path);
 
 			if (k >= 0)
-			{
 				c->found[k] = true;
+			/* a row delta's data files stay: the new deletes apply to them */
+			if (k >= 0 && !c->p->row_delta)
+			{
 				status = ICEBERG_STATUS_DELETED;
 				snap = c->t.snapshot_id;
 				c->res->data_files_rewritten++;
@@ -706,16 +705,16 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 				snap = c->t.snapshot_id;
 				if (e->content == ICEBERG_CONTENT_POSITION_DELETES)
 				{
-					c->removed_pos_files++;
-					c->removed_dvs += e->content_offset >= 0;
-					c->removed_pos_records += e->record_count;
+					c->sum.removed_pos_files++;
+					c->sum.removed_dvs += e->content_offset >= 0;
+					c->sum.removed_pos_records += e->record_count;
 				}
 				else
 				{
-					c->removed_eq_files++;
-					c->removed_eq_records += e->record_count;
+					c->sum.removed_eq_files++;
+					c->sum.removed_eq_records += e->record_count;
 				}
-				c->removed_delete_bytes += e->file_size_in_bytes;
+				c->sum.removed_delete_bytes += e->file_size_in_bytes;
 			}
 			else if (compact_map_get(&c->known_deletes, e->file_path) < 0 &&
 					 c->p->rewrite_content == ICEBERG_CONTENT_DATA &&
@@ -848,7 +847,8 @@ write_added(Commit *c, int sx, IcebergNewManifest *n)
 {
 	int32_t		spec_id = c->spec_ids[sx];
 	const IcebergPartitionSpec *spec = iceberg_metadata_spec(c->md, spec_id);
-	bool		posdel = c->p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES;
+	bool		posdel = c->p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES ||
+	c->p->row_delta;
 	char	   *schema = NULL;
 	MOut		o;
 	char		num[32];
@@ -906,19 +906,22 @@ write_added(Commit *c, int sx, IcebergNewManifest *n)
 
 			/*
 			 * rewritten position deletes take the new snapshot's sequence
-			 * number, as Iceberg's RewriteFiles gives them (posdel.h)
+			 * number, as Iceberg's RewriteFiles gives them (posdel.h), and a
+			 * row delta's new ones, as its RowDelta does: they apply to the
+			 * data files of the base
 			 */
 			for (k = 0; k < (out->ndvs > 0 ? out->ndvs : 1); k++)
 				if (!add_output(&o, out, out->ndvs > 0 ? &out->dvs[k] : NULL, c->md, spec,
 								gr->partition, c->t.snapshot_id,
 								posdel ? c->t.seq : c->p->base_sequence_number,
-								posdel ? NULL : c->p->sort, c->p->rewrite_content, c->err))
+								posdel ? NULL : c->p->sort,
+								posdel ? ICEBERG_CONTENT_POSITION_DELETES : ICEBERG_CONTENT_DATA, c->err))
 					goto done;
 			c->res->bytes_added += out->size;
 			if (posdel)
 			{
 				c->res->delete_files_added += out->ndvs > 0 ? out->ndvs : 1;
-				c->added_dvs += out->ndvs;
+				c->sum.added_dvs += out->ndvs;
 				c->res->delete_records_added += out->records;
 				continue;
 			}
@@ -1004,88 +1007,6 @@ done:
 	iceberg_avro_writer_free(lw);
 	iceberg_manifest_list_close(lr);
 	return ok;
-}
-
-/* The snapshot summary: Iceberg's names, totals carried from the parent. */
-static bool
-fill_summary(Commit *c, const IcebergSnapshot *parent)
-{
-	IcebergNewSnapshot *s = &c->res->snapshot;
-	IcebergCompactCommit *r = c->res;
-	bool		data = c->p->rewrite_content == ICEBERG_CONTENT_DATA;
-	char		num[32];
-	int			i;
-	struct
-	{
-		const char *key;
-		int64_t		v;
-		bool		always;
-	}			k[] = {
-		{"added-data-files", r->data_files_added, data},
-		{"deleted-data-files", r->data_files_rewritten, data},
-		{"added-records", r->records_added, data},
-		{"deleted-records", r->records_rewritten, data},
-		{"added-delete-files", r->delete_files_added, false},
-		/* deletion vectors are counted apart, as Iceberg's SnapshotSummary */
-		{"added-position-delete-files", r->delete_files_added - c->added_dvs, false},
-		{"added-dvs", c->added_dvs, false},
-		{"added-position-deletes", r->delete_records_added, false},
-		{"added-files-size", r->bytes_added, true},
-		{"removed-files-size", r->bytes_rewritten + c->removed_delete_bytes, true},
-		{"removed-delete-files", c->removed_pos_files + c->removed_eq_files, false},
-		{"removed-position-delete-files", c->removed_pos_files - c->removed_dvs, false},
-		{"removed-dvs", c->removed_dvs, false},
-		{"removed-equality-delete-files", c->removed_eq_files, false},
-		{"removed-position-deletes", c->removed_pos_records, false},
-		{"removed-equality-deletes", c->removed_eq_records, false},
-		{"changed-partition-count", c->nparts + c->new_parts, true},
-	};
-	struct
-	{
-		const char *key;
-		int64_t		delta;
-	}			t[] = {
-		{"total-data-files", r->data_files_added - r->data_files_rewritten},
-		{"total-records", r->records_added - r->records_rewritten},
-		{"total-files-size", r->bytes_added - r->bytes_rewritten - c->removed_delete_bytes},
-		{"total-delete-files", r->delete_files_added - (c->removed_pos_files + c->removed_eq_files)},
-		{"total-position-deletes", r->delete_records_added - c->removed_pos_records},
-		{"total-equality-deletes", -c->removed_eq_records},
-	};
-	int			nk = (int) (sizeof(k) / sizeof(k[0]));
-	int			nt = (int) (sizeof(t) / sizeof(t[0]));
-
-	s->summary = io_calloc((size_t) (nk + nt + 1), sizeof(IcebergKeyValue));
-	if (s->summary == NULL)
-		return compact_oom(c->err);
-	for (i = 0; i < nk; i++)
-	{
-		if (!k[i].always && k[i].v == 0)
-			continue;
-		snprintf(num, sizeof(num), "%" PRId64, k[i].v);
-		if (!iceberg_kv_set(s->summary, &s->nsummary, k[i].key, num, true, c->err))
-			return false;
-	}
-	for (i = 0; i < nt; i++)
-	{
-		int			j;
-
-		for (j = 0; j < parent->nsummary; j++)
-		{
-			char	   *end;
-			long long	v;
-
-			if (strcmp(parent->summary[j].key, t[i].key) != 0 || parent->summary[j].value == NULL)
-				continue;
-			v = strtoll(parent->summary[j].value, &end, 10);
-			if (*end != '\0' || end == parent->summary[j].value)
-				continue;
-			snprintf(num, sizeof(num), "%lld", v + (long long) t[i].delta);
-			if (!iceberg_kv_set(s->summary, &s->nsummary, t[i].key, num, true, c->err))
-				return false;
-		}
-	}
-	return true;
 }
 
 /*
@@ -1180,7 +1101,10 @@ commit_prepare(Commit *c, StrMap *wanted, int **rm, int *nrm)
 	for (i = 0; i < p->ndeletes; i++)
 		if (!compact_map_put(&c->known_deletes, p->deletes[i].path, i))
 			goto nomem;
-	if (!iceberg_compact_removable(p, gix, c->ngs, rm, nrm, c->err))
+	/* a row delta removes no data file, so no delete file either */
+	if (p->row_delta)
+		*nrm = 0;
+	else if (!iceberg_compact_removable(p, gix, c->ngs, rm, nrm, c->err))
 	{
 		io_free(gix);
 		return false;
@@ -1410,7 +1334,9 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 		goto done;
 	if (!iceberg_new_snapshot_replace(&res->snapshot, &c.t, snap->snapshot_id, iceberg_now_ms(),
 									  md->current_schema_id, &list_path, err) ||
-		!fill_summary(&c, snap))
+		!compact_fill_summary(&res->snapshot, res, &c.sum,
+							  p->rewrite_content == ICEBERG_CONTENT_DATA && !p->row_delta,
+							  c.nparts + c.new_parts, snap, err))
 		goto done;
 	/* the manifests replaced, and the delete files removed */
 	if (!note_replaced(&c, recs, nrecs))
@@ -1422,8 +1348,8 @@ iceberg_compact_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 		if (c.removed_found[i])
 			res->removed[res->nremoved++] = rm[i];
 	res->delete_files_removed = p->rewrite_content == ICEBERG_CONTENT_DATA ? res->nremoved :
-		c.removed_pos_files;
-	res->delete_bytes_removed = c.removed_delete_bytes;
+		c.sum.removed_pos_files;
+	res->delete_bytes_removed = c.sum.removed_delete_bytes;
 	ok = true;
 	goto done;
 nomem:
@@ -1456,7 +1382,7 @@ iceberg_compact_committed(IcebergCompactPlan *p, const int *groups, int ngroups,
 				j,
 				k;
 
-	for (j = 0; j < ngroups; j++)
+	for (j = 0; j < ngroups && !p->row_delta; j++)
 	{
 		const IcebergCompactGroup *gr = &p->groups[groups[j]];
 

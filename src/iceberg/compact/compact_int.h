@@ -106,11 +106,35 @@ extern bool compact_pack(const IcebergCompactPlan *p, const IcebergCompactOption
 						 int n, CompactPackItemFn item, CompactPackGroupFn group, void *arg);
 
 /*
- * A group line's parts for a rewrite of position deletes (posdel_plan.c,
- * for compact_wire.c): the schema of position delete files, their order,
- * the data files kept as JSON, and read back into a job.
+ * What a commit removed beside its groups' files and the deletion vectors
+ * it added, for its summary (compact_summary.c).
  */
-extern const char *const compact_posdel_schema_json;
+typedef struct CompactSummaryCounts
+{
+	int64_t		removed_pos_files,
+				removed_eq_files,
+				removed_pos_records,
+				removed_eq_records,
+				removed_delete_bytes,
+				removed_dvs,	/* of removed_pos_files, deletion vectors */
+				added_dvs;		/* of delete_files_added */
+} CompactSummaryCounts;
+
+/*
+ * s->summary from the commit's counts r and c: data, a commit that
+ * rewrites data files (its data file counts are given); the totals are
+ * the parent's plus the changes.
+ */
+extern bool compact_fill_summary(IcebergNewSnapshot *s, const IcebergCompactCommit *r,
+								 const CompactSummaryCounts *c, bool data,
+								 int64_t changed_partitions, const IcebergSnapshot *parent,
+								 TmsError *err);
+
+/*
+ * A group line's parts for a rewrite of position deletes (posdel_plan.c,
+ * for compact_wire.c): the order of position delete files (their schema:
+ * posdel.h), the data files kept as JSON, and read back into a job.
+ */
 extern const IcebergSortOrder compact_posdel_order;
 extern struct json_t *compact_posdel_keep_json(const IcebergCompactGroup *gr);
 extern bool compact_posdel_keep_parse(struct json_t *a, IcebergPosdelKeep **keep,

@@ -118,60 +118,6 @@ compact_check_table(const IcebergTableMetadata *md, const IcebergSnapshot **snap
 	return false;
 }
 
-/*
- * The first field under c[0..n) (full names below prefix) of a type the
- * helper does not write: timestamptz_ns (DuckDB has no UTC-adjusted
- * nanosecond type: its values would lose their nanoseconds), a struct
- * without fields (DuckDB has no empty struct), and types this code does
- * not know (v3's unknown, variant, geometry, geography).
- */
-static bool
-check_fields(const IcebergColumn *c, int n, const char *prefix, TmsError *err)
-{
-	int			i;
-
-	for (i = 0; i < n; i++)
-	{
-		char		name[512];
-		const char *why = NULL;
-
-		snprintf(name, sizeof(name), "%s%s%s", prefix, prefix[0] ? "." : "", c[i].name);
-		if (c[i].type == ICEBERG_TYPE_TIMESTAMPTZ_NS)
-			why = "DuckDB, which the local engine rewrites with, has no type for timestamps with time zone in nanoseconds.";
-		else if (c[i].type == ICEBERG_TYPE_STRUCT && c[i].nchildren == 0)
-			why = "DuckDB, which the local engine rewrites with, has no struct without fields.";
-		else if (c[i].type == ICEBERG_TYPE_OTHER)
-			why = "The local engine rewrites the types of the Iceberg spec's formats v1 and v2, nested ones included, and timestamp_ns.";
-		if (why == NULL && ICEBERG_TYPE_IS_NESTED(c[i].type) && c[i].initial_default != NULL &&
-			strcmp(c[i].initial_default, "null") != 0)
-		{
-			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
-						  "compaction on engine \"local\" does not support the initial-default of column \"%s\"",
-						  name);
-			tms_error_detail(err, "Column \"%s\" of type %s has initial-default %.200s; the local engine fills a field a data file lacks with a primitive's default or null only.",
-							 name, c[i].type_text, c[i].initial_default);
-			return false;
-		}
-		if (why != NULL)
-		{
-			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
-						  "compaction on engine \"local\" does not support column \"%s\" of type %s",
-						  name, c[i].type_text);
-			tms_error_detail(err, "Column \"%s\" is of type %s. %s", name, c[i].type_text, why);
-			return false;
-		}
-		if (!check_fields(c[i].children, c[i].nchildren, name, err))
-			return false;
-	}
-	return true;
-}
-
-bool
-iceberg_compact_check_schema(const IcebergSchema *s, TmsError *err)
-{
-	return check_fields(s->columns, s->ncolumns, "", err);
-}
-
 /* Is the spec unpartitioned (no fields, or only void transforms)? */
 static bool
 spec_unpartitioned(const IcebergTableMetadata *md, int32_t spec_id)
@@ -1267,39 +1213,6 @@ fail:
 	planner_free(&pl);
 	iceberg_compact_plan_free(p);
 	return false;
-}
-
-bool
-iceberg_compact_check_deletes(const IcebergCompactPlan *p, const IcebergSchema *s,
-							  TmsError *err)
-{
-	for (int i = 0; i < p->ndeletes; i++)
-	{
-		const IcebergCompactDelete *d = &p->deletes[i];
-
-		if (d->content != ICEBERG_CONTENT_EQUALITY_DELETES || d->ngroups == 0)
-			continue;
-		for (int k = 0; k < d->nequality_ids; k++)
-		{
-			const IcebergColumn *parent = NULL;
-			const IcebergColumn *c = iceberg_schema_field(s, d->equality_ids[k], &parent);
-
-			if (c != NULL && parent == NULL && !ICEBERG_TYPE_IS_NESTED(c->type))
-				continue;
-			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
-						  "compaction on engine \"local\" cannot apply equality delete file \"%.400s\"",
-						  d->path);
-			if (c == NULL)
-				tms_error_detail(err, "It deletes rows by field id %d, which the table's current schema does not have.",
-								 (int) d->equality_ids[k]);
-			else
-				tms_error_detail(err, "It deletes rows by field \"%s\" (id %d) inside \"%s\"; the local engine matches equality deletes on top-level columns only.",
-								 c->name, (int) c->id, parent ? parent->name : c->name);
-			tms_error_hint(err, "Compact the table with an engine (Spark's rewrite_data_files), or rewrite its equality deletes there first.");
-			return false;
-		}
-	}
-	return true;
 }
 
 bool

@@ -18,6 +18,7 @@
  */
 #include "iceberg/compact/compact_wire.h"
 #include "iceberg/compact/compact_int.h"
+#include "iceberg/compact/posdel.h"
 #include "iceberg/iceberg_internal.h"
 #include "io/util/jsonmem.h"
 
@@ -701,6 +702,12 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 		json_decref(line);
 		line = NULL;
 	}
+	/* a row delta: the removed rows' positions are the output (compact.h) */
+	if (line != NULL && p->row_delta && !set(line, "positions_output", json_true()))
+	{
+		json_decref(line);
+		line = NULL;
+	}
 	/* data files without field ids are read through it, as Iceberg does */
 	if (line != NULL && !posdel &&
 		iceberg_metadata_property(md, ICEBERG_NAME_MAPPING_PROPERTY) != NULL &&
@@ -953,6 +960,10 @@ iceberg_compact_job_parse(const char *text, size_t len, IcebergCompactJob **out,
 		job->filter_live = true;
 		ok = compact_posdel_keep_parse(json_object_get(root, "keep"), &job->keep, &job->nkeep, err);
 	}
+	o = json_object_get(root, "positions_output");
+	if (ok && o != NULL && !json_is_boolean(o))
+		ok = bad(err, "positions_output");
+	job->positions_output = json_is_true(o);
 	if (ok && json_object_get(root, "remove_older") != NULL)
 		ok = parse_remove_older(json_object_get(root, "remove_older"), job, err);
 	if (ok && json_object_get(root, "remove_where") != NULL)

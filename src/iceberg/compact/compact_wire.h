@@ -31,7 +31,8 @@
  *				 "desc","nulls_first"}]}},"keep":[{"path","seq"}],
  *				 "name_mapping":"[...]","dv_output":true,
  *				 "remove_older":{"id","kind":"value"|"us"|"ns"|"days",
- *				 "cutoff"},"remove_where":"<where text>"}
+ *				 "cutoff"},"remove_where":"<where text>",
+ *				 "positions_output":true}
  *				 ("sort" only for strategies sort and zorder and the
  *				 rewrite of position deletes: the group's rows in that
  *				 order; "keep" only for the rewrite of position deletes,
@@ -56,7 +57,13 @@
  *				 stays); "remove_where" only for a deletion's rewrite:
  *				 the rows its where (row_filter.h, parsed and bound
  *				 again by the helper to "schema") matches are removed
- *				 too; "row_lineage" and "first_row_id"
+ *				 too; "positions_output" only for a row delta (compact.h:
+ *				 retention's delete-files, with remove_older or
+ *				 remove_where): the outputs are position delete files
+ *				 (file_path, pos, sorted, the metrics those of "output")
+ *				 of the rows removed that no delete of the group
+ *				 deletes already, and rows_out, rows_deleted and
+ *				 rows_filtered of "done" count those positions; "row_lineage" and "first_row_id"
  *				 only for a v3 table, every input has one then: the
  *				 outputs keep each row's _row_id and
  *				 _last_updated_sequence_number, the values the file
@@ -259,6 +266,8 @@ typedef struct IcebergCompactJob
 	IcebergRowCutoff remove_older;
 	/* a deletion's rewrite: the rows its where matches (NULL: none) */
 	IcebergRowFilter *remove_where;
+	/* a row delta: position delete files of the rows removed are the output */
+	bool		positions_output;
 } IcebergCompactJob;
 
 /*

@@ -112,6 +112,12 @@ extern bool iceberg_posdel_plan(const IcebergFileIO *io, const IcebergTableMetad
 extern bool iceberg_posdel_check_options(const IcebergTableMetadata *md,
 										 const IcebergCompactOptions *opt, TmsError *err);
 
+/*
+ * Iceberg's schema of position delete files (file_path, pos), as JSON: the
+ * helper's output schema for them (posdel_plan.c).
+ */
+extern const char *const compact_posdel_schema_json;
+
 /* The metrics modes of the helper's output: full for file_path and pos. */
 #define ICEBERG_POSDEL_NMETRICS 2
 extern const IcebergCompactJobMetric iceberg_posdel_metrics[ICEBERG_POSDEL_NMETRICS];

@@ -4,8 +4,8 @@
  *	  Data retention by a time column, the plain-C half: which live data
  *	  files of the current snapshot hold only rows older than a cutoff
  *	  (and leave the table by a metadata-only "delete" snapshot), which
- *	  straddle it (some rows older, some not: a rewrite or position
- *	  deletes remove those rows), which are kept, and which cannot be
+ *	  straddle it (some rows older, some not: a rewrite, or the position
+ *	  deletes of a row delta, remove those rows), which are kept, and which cannot be
  *	  told without reading them (no metrics on the column).
  *
  * A row is older than the cutoff when its value of the column is
@@ -207,9 +207,23 @@ extern bool iceberg_retention_rewrite_plan(const IcebergFileIO *io,
 										   IcebergCompactPlan **out, TmsError *err);
 
 /*
+ * Mode "delete-files": the rewrite plan made a row delta (compact.h's
+ * row_delta): the helper writes one position delete file per group of the
+ * positions of its rows removed, the commit adds them with the new
+ * snapshot's sequence number and keeps the data files, which must still
+ * be live (a file removed or rewritten since the plan is
+ * ICEBERG_ERR_CONFLICT: the caller plans again).  A file whose spec and
+ * partition are not its group's (a file of an older spec grouped into the
+ * current one) is ICEBERG_ERR_UNSUPPORTED: a position delete applies only
+ * in its own spec and partition.
+ */
+extern bool iceberg_retention_row_delta(IcebergCompactPlan *p, TmsError *err);
+
+/*
  * iceberg_compact_commit_write, its snapshot's operation "overwrite" when
  * p->remove_older removes rows (Iceberg's overwrite: rows deleted and
- * added; a compaction's "replace" says the data did not change).
+ * added; a compaction's "replace" says the data did not change), "delete"
+ * for a row delta (deletes added, no data file).
  */
 extern bool iceberg_retention_rewrite_commit_write(const IcebergFileIO *io,
 												   const IcebergWriter *w,

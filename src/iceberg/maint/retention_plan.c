@@ -613,6 +613,35 @@ iceberg_retention_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetada
 }
 
 bool
+iceberg_retention_row_delta(IcebergCompactPlan *p, TmsError *err)
+{
+	tms_error_clear(err);
+	for (int g = 0; g < p->ngroups; g++)
+	{
+		const IcebergCompactGroup *gr = &p->groups[g];
+
+		for (int i = 0; i < gr->nfiles; i++)
+		{
+			const IcebergCompactFile *f = &p->files[gr->first + i];
+
+			if (f->spec_id != gr->spec_id || strcmp(f->partition, gr->partition) != 0)
+			{
+				tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
+							  "position deletes of data files of an older partition spec are not written");
+				tms_error_detail(err, "\"%s\" was written in partition spec %d, the table's is %d.",
+								 f->path, (int) f->spec_id, (int) gr->spec_id);
+				tms_error_hint(err, "Use \"mode\": \"rewrite\", or rewrite the table's data files into its current spec first.");
+				return false;
+			}
+		}
+		/* one position delete file of the group's partition */
+		p->groups[g].expected_outputs = 1;
+	}
+	p->row_delta = true;
+	return true;
+}
+
+bool
 iceberg_retention_rewrite_commit_write(const IcebergFileIO *io, const IcebergWriter *w,
 									   const IcebergTableMetadata *md, IcebergCompactPlan *p,
 									   const IcebergCompactGroupOutput *groups, int ngroups,
@@ -625,8 +654,12 @@ iceberg_retention_rewrite_commit_write(const IcebergFileIO *io, const IcebergWri
 		return false;
 	if (!iceberg_compact_removes_rows(p))
 		return true;
-	/* rows removed: the data changed */
-	if ((op = io_strdup("overwrite")) == NULL)
+
+	/*
+	 * rows removed: the data changed; a row delta of deletes alone is a
+	 * "delete", as Iceberg's BaseRowDelta says when it adds no data file
+	 */
+	if ((op = io_strdup(p->row_delta ? "delete" : "overwrite")) == NULL)
 		return retention_oom(err);
 	io_free(res->snapshot.operation);
 	res->snapshot.operation = op;

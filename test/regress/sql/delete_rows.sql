@@ -69,6 +69,9 @@ SELECT tms._check_operation('retention', 'local', '{"where": "id = 1", "older-th
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms._check_operation('retention', 'local', '{"where": "id = 1", "mode": "rewrite", "scan": true}');
 \echo :LAST_ERROR_SQLSTATE
+SELECT tms._check_operation('retention', 'local', '{"where": "id = 1", "mode": "delete-files"}');
+SELECT tms._check_operation('retention', 'local', '{"where": "id = 1", "mode": "delete-files", "scan": true}');
+\echo :LAST_ERROR_SQLSTATE
 SELECT tms._check_operation('retention', 'local', '{"where": 7}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT * FROM tms.plan_operation('del_srv', 'ns', 't', 'retention', '{"where": "id >"}');

@@ -38,10 +38,12 @@ SELECT tms._check_operation('retention', 'local', '{"column": "ts", "older-than"
 SELECT tms._check_operation('retention', 'local', '{"column": "ts", "older-than": "90 days", "where": "a = 1"}');
 \echo :LAST_ERROR_SQLSTATE
 
--- mode rewrite (with scan) is accepted; scan needs it; delete-files is not done yet
+-- modes rewrite and delete-files (with scan) are accepted; scan needs one
 SELECT tms._check_operation('retention', 'local', '{"column": "ts", "older-than": "90 days", "mode": "rewrite"}');
 SELECT tms._check_operation('retention', 'local', '{"column": "ts", "older-than": "90 days", "mode": "rewrite", "scan": true}');
 SELECT tms._check_operation('retention', 'local', '{"column": "ts", "older-than": "90 days", "mode": "delete-files"}');
+SELECT tms._check_operation('retention', 'local', '{"column": "ts", "older-than": "90 days", "mode": "delete-files", "scan": true}');
+SELECT tms._check_operation('retention', 'local', '{"column": "ts", "older-than": "90 days", "mode": "Delete-Files"}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT tms._check_operation('retention', 'local', '{"column": "ts", "older-than": "90 days", "scan": true}');
 \echo :LAST_ERROR_SQLSTATE
