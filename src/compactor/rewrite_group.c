@@ -316,8 +316,8 @@ group_inputs_table(GroupRun *g)
 	const IcebergCompactJob *job = g->job;
 	int			i;
 
-	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE inputs (local VARCHAR, uri VARCHAR, seq BIGINT)",
-					NULL, g->err))
+	if (!helper_run_light(g->h, "CREATE OR REPLACE TEMP TABLE inputs (local VARCHAR, uri VARCHAR, seq BIGINT)",
+						  NULL, g->err))
 		return false;
 	sql_add(&g->q, "INSERT INTO inputs VALUES ");
 	for (i = 0; i < job->ninputs; i++)
@@ -329,7 +329,7 @@ group_inputs_table(GroupRun *g)
 		sql_lit(&g->q, job->inputs[i].path);
 		sql_add(&g->q, ", %" PRId64 ")", job->inputs[i].seq);
 	}
-	if (g->q.oom || !helper_run(g->h, g->q.data, NULL, g->err))
+	if (g->q.oom || !helper_run_light(g->h, g->q.data, NULL, g->err))
 		return false;
 	return true;
 }
@@ -716,7 +716,7 @@ group_fetch_inputs(GroupRun *g, int o)
 	sql_add(&g->q, "])");
 	if (n == 0)
 		return true;
-	if (g->q.oom || !helper_run(g->h, g->q.data, &r, g->err))
+	if (g->q.oom || !helper_run_light(g->h, g->q.data, &r, g->err))
 		return false;
 	for (idx_t row = 0; row < duckdb_row_count(&r); row++)
 	{
@@ -756,8 +756,8 @@ group_slices_table(GroupRun *g, int o, int *nslices)
 				n = 0;
 
 	*nslices = 0;
-	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT, frid BIGINT)",
-					NULL, g->err))
+	if (!helper_run_light(g->h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT, frid BIGINT)",
+						  NULL, g->err))
 		return false;
 	sql_reset(&g->q);
 	sql_add(&g->q, "INSERT INTO slices VALUES ");
@@ -783,7 +783,7 @@ group_slices_table(GroupRun *g, int o, int *nslices)
 	*nslices = n;
 	if (n == 0)
 		return true;
-	if (g->q.oom || !helper_run(g->h, g->q.data, NULL, g->err))
+	if (g->q.oom || !helper_run_light(g->h, g->q.data, NULL, g->err))
 		return false;
 	return true;
 }
