@@ -99,6 +99,14 @@ extern int64_t helper_peak_rss(void);
 extern bool helper_run(Helper *h, const char *sql, duckdb_result *res, TmsError *err);
 
 /*
+ * The same for a light statement (a file's footer or schema, a table of a
+ * few rows: milliseconds of work), run without waiting for a turn among
+ * the `threads` statements at once (tms_compactor.c).
+ */
+extern bool helper_run_light(Helper *h, const char *sql, duckdb_result *res,
+							 TmsError *err);
+
+/*
  * The metrics of a file written (file_metrics.c) into out: records,
  * metrics per primitive field, split offsets.
  */

@@ -341,7 +341,7 @@ file_schema_read(Helper *h, const char *local, FileNode *root, char **sig, TmsEr
 			" logical_type, type FROM parquet_schema(");
 	sql_lit(&q, local);
 	sql_add(&q, ")");
-	if (q.oom || !helper_run(h, q.data, &r, err))
+	if (q.oom || !helper_run_light(h, q.data, &r, err))
 	{
 		if (q.oom)
 			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");

@@ -272,7 +272,8 @@ values_query(Helper *h, const IcebergCompactJob *job, const Leaf *l, int nl, con
 		footer_sql(&q, job, l, nl, local);
 	else
 		metrics_sql(&q, job, l, nl, skip, local);
-	if (q.oom || !helper_run(h, q.data, &r, err))
+	/* the footer is light, the pass over the file is not */
+	if (q.oom || !(footer ? helper_run_light : helper_run) (h, q.data, &r, err))
 	{
 		if (q.oom)
 			tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
@@ -391,7 +392,7 @@ metrics_footer(Helper *h, const IcebergCompactJob *job, const Leaf *l, int nl,
 			" FROM parquet_metadata(");
 	sql_lit(&q, local);
 	sql_add(&q, ") GROUP BY column_id");
-	if (q.oom || !helper_run(h, q.data, &r, err))
+	if (q.oom || !helper_run_light(h, q.data, &r, err))
 		goto done;
 	for (row = 0; row < duckdb_row_count(&r); row++)
 	{
@@ -446,7 +447,7 @@ split_offsets(Helper *h, const char *local, IcebergCompactOutput *out, TmsError 
 			" FROM parquet_metadata(");
 	sql_lit(&q, local);
 	sql_add(&q, ") GROUP BY row_group_id ORDER BY row_group_id");
-	if (q.oom || !helper_run(h, q.data, &r, err))
+	if (q.oom || !helper_run_light(h, q.data, &r, err))
 	{
 		io_sb_free(&q);
 		return false;

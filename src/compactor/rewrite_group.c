@@ -21,7 +21,9 @@
  *	   delete sequence number > the data file's) by equi-joins against
  *	   small tables built once per group (the deleted positions by local
  *	   file; each equality key with its newest delete's sequence number),
- *	   so that the rows stream, and writes Parquet with
+ *	   so that the rows stream (a read of whole files that needs no row's
+ *	   file or position, as a sort's without deletes, joins nothing: the
+ *	   join costs a sort about a fifth more CPU), and writes Parquet with
  *	   the schema's field ids at every depth, Avro-compatible names (as
  *	   Iceberg's writers name them), the table's codec and the
  *	   iceberg.schema key-value metadata;
@@ -324,8 +326,8 @@ group_inputs_table(GroupRun *g)
 	const IcebergCompactJob *job = g->job;
 	int			i;
 
-	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE inputs (local VARCHAR, uri VARCHAR, seq BIGINT)",
-					NULL, g->err))
+	if (!helper_run_light(g->h, "CREATE OR REPLACE TEMP TABLE inputs (local VARCHAR, uri VARCHAR, seq BIGINT)",
+						  NULL, g->err))
 		return false;
 	sql_add(&g->q, "INSERT INTO inputs VALUES ");
 	for (i = 0; i < job->ninputs; i++)
@@ -337,7 +339,7 @@ group_inputs_table(GroupRun *g)
 		sql_lit(&g->q, job->inputs[i].path);
 		sql_add(&g->q, ", %" PRId64 ")", job->inputs[i].seq);
 	}
-	if (g->q.oom || !helper_run(g->h, g->q.data, NULL, g->err))
+	if (g->q.oom || !helper_run_light(g->h, g->q.data, NULL, g->err))
 		return false;
 	return true;
 }
@@ -724,7 +726,7 @@ group_fetch_inputs(GroupRun *g, int o)
 	sql_add(&g->q, "])");
 	if (n == 0)
 		return true;
-	if (g->q.oom || !helper_run(g->h, g->q.data, &r, g->err))
+	if (g->q.oom || !helper_run_light(g->h, g->q.data, &r, g->err))
 		return false;
 	for (idx_t row = 0; row < duckdb_row_count(&r); row++)
 	{
@@ -764,8 +766,8 @@ group_slices_table(GroupRun *g, int o, int *nslices)
 				n = 0;
 
 	*nslices = 0;
-	if (!helper_run(g->h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT, frid BIGINT, path VARCHAR)",
-					NULL, g->err))
+	if (!helper_run_light(g->h, "CREATE OR REPLACE TEMP TABLE slices (local VARCHAR, lo BIGINT, hi BIGINT, seq BIGINT, frid BIGINT, path VARCHAR)",
+						  NULL, g->err))
 		return false;
 	sql_reset(&g->q);
 	sql_add(&g->q, "INSERT INTO slices VALUES ");
@@ -793,21 +795,45 @@ group_slices_table(GroupRun *g, int o, int *nslices)
 	*nslices = n;
 	if (n == 0)
 		return true;
-	if (g->q.oom || !helper_run(g->h, g->q.data, NULL, g->err))
+	if (g->q.oom || !helper_run_light(g->h, g->q.data, NULL, g->err))
 		return false;
 	return true;
 }
 
 /*
+ * Does read o take whole files and nothing but their columns?  Every
+ * input it reads falls in it alone (no slice of a file), and nothing asks
+ * for a row's file or position: no position or equality deletes, no row
+ * lineage, no rewrite of position deletes, no row delta's positions.  Then the rows need no join
+ * with "slices" (a sort reads the group in one: every file whole).
+ */
+static bool
+group_whole_read(GroupRun *g, int o)
+{
+	const IcebergCompactJob *job = g->job;
+	int			i;
+
+	if (g->has_pos || g->neq_sets > 0 || job->row_lineage || job->filter_live ||
+		job->positions_output)
+		return false;
+	for (i = 0; i < job->ninputs; i++)
+		if (g->first_out[i] <= o && g->last_out[i] >= o &&
+			(g->first_out[i] != o || g->last_out[i] != o))
+			return false;
+	return true;
+}
+
+/*
  * The rows of the inputs output o reads, by field id (c<id>, filename,
- * file_row_number), into g->q: one read_parquet for the inputs of one
- * Parquet schema, UNION ALL of those.
+ * file_row_number; only c<id> for a whole read), into g->q: one
+ * read_parquet for the inputs of one Parquet schema, UNION ALL of those.
  */
 static void
 group_read_sql(GroupRun *g, int o)
 {
 	const IcebergCompactJob *job = g->job;
 	Sql		   *q = &g->q;
+	bool		whole = group_whole_read(g, o);
 	int			i,
 				k,
 				n,
@@ -823,8 +849,8 @@ group_read_sql(GroupRun *g, int o)
 				break;
 		if (k < i)
 			continue;
-		sql_add(q, "%sSELECT %s, __tms_filename AS filename, file_row_number FROM read_parquet([",
-				parts++ ? " UNION ALL " : "", g->proj[i]);
+		sql_add(q, "%sSELECT %s%s FROM read_parquet([", parts++ ? " UNION ALL " : "",
+				g->proj[i], whole ? "" : ", __tms_filename AS filename, file_row_number");
 		for (k = i, n = 0; k < job->ninputs; k++)
 			if (g->first_out[k] <= o && g->last_out[k] >= o && strcmp(g->sig[k], g->sig[i]) == 0)
 			{
@@ -833,7 +859,7 @@ group_read_sql(GroupRun *g, int o)
 				sql_lit(q, g->path);
 			}
 		/* a table may have a column "filename" */
-		sql_add(q, "], filename = '__tms_filename', file_row_number = true)");
+		sql_add(q, whole ? "])" : "], filename = '__tms_filename', file_row_number = true)");
 	}
 }
 
@@ -971,7 +997,8 @@ group_copy_sql(GroupRun *g, int o, const char *local_out, bool sorted)
 
 /*
  * The rows of read o, less the deleted ones: " FROM (...) d JOIN slices
- * sl ... WHERE ..." appended to g->q (the caller may add " AND ...").
+ * sl ... WHERE ..." appended to g->q (the caller may add " AND ..."); for
+ * a whole read (group_whole_read) " FROM (...) d WHERE true".
  */
 static void
 group_rows_sql(GroupRun *g, int o)
@@ -982,6 +1009,11 @@ group_rows_sql(GroupRun *g, int o)
 
 	sql_add(q, " FROM (");
 	group_read_sql(g, o);
+	if (group_whole_read(g, o))
+	{
+		sql_add(q, ") d WHERE true");	/* whole files: no slice to keep */
+		return;
+	}
 
 	/*
 	 * Equi-joins only, each against a small table built above: DuckDB streams

@@ -37,7 +37,13 @@
  * statements (storage, which is single-threaded by design; jansson, whose
  * allocator hooks are process-wide) runs under one lock, released only
  * while a statement runs (helper_run): the groups overlap their DuckDB
- * work with each other and with one group's transfers.  A group whose
+ * work with each other and with one group's transfers.  A light
+ * statement (helper_run_light: a file's footer or schema, a table of a
+ * few rows; milliseconds) waits for no turn: a group readies its next
+ * rewrite, or measures the file it wrote, while others' rewrites hold
+ * every turn, and starts its rewrite as soon as a turn is free (waiting,
+ * those statements held up the group's rewrite by the length of another
+ * group's).")  A group whose
  * rewrite fails (helper_rewrite_group removes its files and tables) is
  * an error line of that group "alone", and the others go on: the worker
  * decides (with partial progress the group is left out of its commit;
@@ -214,6 +220,31 @@ helper_statement(Helper *h, const char *sql, duckdb_result *res)
 	sem_post(&statements);
 	pthread_mutex_lock(&big_lock);
 	return ok;
+}
+
+bool
+helper_run_light(Helper *h, const char *sql, duckdb_result *res, TmsError *err)
+{
+	duckdb_result local;
+	duckdb_result *r = res ? res : &local;
+	bool		ok;
+
+	/* no turn to wait for: milliseconds of work beside the statements */
+	pthread_mutex_unlock(&big_lock);
+	ok = duckdb_query(h->con, sql, r) == DuckDBSuccess;
+	pthread_mutex_lock(&big_lock);
+	if (!ok)
+	{
+		const char *e = duckdb_result_error(r);
+
+		tms_error_set(err, ICEBERG_ERR_IO, "DuckDB failed");
+		tms_error_detail(err, "%.1000s", e ? e : "unknown error");
+		duckdb_destroy_result(r);
+		return false;
+	}
+	if (res == NULL)
+		duckdb_destroy_result(r);
+	return true;
 }
 
 int64_t
