@@ -804,8 +804,9 @@ group_slices_table(GroupRun *g, int o, int *nslices)
  * Does read o take whole files and nothing but their columns?  Every
  * input it reads falls in it alone (no slice of a file), and nothing asks
  * for a row's file or position: no position or equality deletes, no row
- * lineage, no rewrite of position deletes, no row delta's positions.  Then the rows need no join
- * with "slices" (a sort reads the group in one: every file whole).
+ * lineage, no rewrite of position deletes, no row delta's positions.
+ * Then the rows need no join with "slices" (a sort reads the group in
+ * one: every file whole).
  */
 static bool
 group_whole_read(GroupRun *g, int o)
