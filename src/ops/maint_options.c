@@ -73,7 +73,7 @@
  *					   parsed here, bound to the table when it is
  *					   loaded: tms.delete_rows's jobs), mode
  *					   (metadata, rewrite, delete-files: position
- *					   deletes; on a v3 table 0A000 with retention), scan
+ *					   deletes; on a v3 table 0A000 when bound), scan
  *					   (true needs mode rewrite or delete-files); the
  *					   column and unit are checked when the table is
  *					   loaded.  On a livy or trino server retention is

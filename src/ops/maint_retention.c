@@ -23,7 +23,10 @@
  * commit is a "delete" that adds them and keeps the data files; a data
  * file it points at that went since its plan gives the commit up and the
  * job plans again (rewrite_straddling, bounded by the commit retries).
- * Format v3 tables are refused with 0A000 when the options are checked.
+ * On a format v3 table the drops and the rewrite keep the deletion
+ * vectors and row lineage as compaction does (its commit and helper);
+ * mode "delete-files" there is refused with 0A000 when the options are
+ * checked (it writes position delete files, not deletion vectors).
  *
  * On a livy or trino server (maint_on_engine.c runs it) retention is one
  * DELETE FROM ... WHERE: maint_retention_engine_predicate binds the
@@ -138,18 +141,17 @@ bind_run(MaintRun *run, bool raise)
 	IcebergEpochUnit unit = ICEBERG_EPOCH_NONE;
 	TmsError	err;
 
-	if (run->md->format_version >= 3 && run->opt.local)
+	if (run->md->format_version >= 3 && run->opt.local && run->opt.retention_delete_files)
 	{
 		if (raise)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("engine \"local\" cannot run operation \"retention\" on table \"%s.%s\"",
-							run->ns, run->table),
-					 errdetail("The table is format v%d; deletion vectors and row lineage are not maintained by this commit.",
-							   run->md->format_version),
-					 errhint("Run retention on a tms_engine server of type livy or trino, whose DELETE FROM ... WHERE handles format v3.")));
+					 errmsg("retention mode \"delete-files\" is not supported on format v%d table \"%s.%s\"",
+							run->md->format_version, run->ns, run->table),
+					 errdetail("Format v3 deletes rows by deletion vectors, which this mode does not write yet; it writes position delete files."),
+					 errhint("Use \"mode\": \"rewrite\", or a tms_engine server of type livy or trino, whose DELETE FROM ... WHERE handles format v3.")));
 		maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED,
-						"engine \"local\" cannot run retention on a format v%d table",
+						"retention mode \"delete-files\" is not supported on a format v%d table",
 						run->md->format_version);
 		return NULL;
 	}

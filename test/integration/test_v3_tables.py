@@ -37,7 +37,11 @@ DuckDB and Puffin deletion vectors, and its reference reader).
     by its offset), the rows and row lineage unchanged, no row ids taken;
     the deletes of a removed data file are dropped as dangling; a deletion
     vector added meanwhile for a data file the rewrite writes one for is a
-    conflict, and the retry merges it.
+    conflict, and the retry merges it;
+  - tms.delete_rows on v3: the files whose rows all match leave whole with
+    their deletion vectors, a file with some is rewritten without them,
+    every row left keeps its _row_id and _last_updated_sequence_number;
+    mode delete-files (position delete files) is refused (0A000).
 
 The module runs its own cluster and catalog over a file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_v3_tables.py
@@ -491,3 +495,52 @@ def test_position_delete_rewrite_conflicts_with_a_deletion_vector_added(env):
     assert len({e["ref"] for e in dels}) == len(dels) == 4
     e = next(e for e in dels if e["ref"] == files["E"]["path"])
     assert v3.dv_positions(st, e) == {0, 6}
+
+
+# ---------------------------------------------------------------------------
+# retention and deletions on v3
+# ---------------------------------------------------------------------------
+
+def test_delete_rows_drops_and_rewrites_keeping_row_lineage(env):
+    """tms.delete_rows on v3 (https://iceberg.apache.org/spec/#row-lineage):
+    the files of partition 0 leave whole with their deletion vectors, the
+    file F that holds some matching rows is rewritten without them; every
+    row left keeps its _row_id and _last_updated_sequence_number (it was
+    not modified), as the world's reader sees them."""
+    cat, st = env["catalog"], env["st"]
+    name, res = new_table(env, extra_appends=2)
+    _, meta = ow.load(cat, "v3", name)
+    where = "part = 0 OR (id >= 1001 AND id < 1011)"
+    gone = lambda r: r[2] == 0 or 1001 <= r[0] < 1011  # noqa: E731
+    want = [r for r in expected_rows(res) if not gone(r)]
+    assert len(want) < len(expected_rows(res)) - 5
+    jid = q(env, "SELECT tms.delete_rows(%s, 'v3', %s, %s, '{}')", (env["server"], name, where))[0][0]
+    state, reason, err, _, _ = wait_job(env, jid)
+    assert state == "succeeded", (state, reason, err)
+    _, meta2 = ow.load(cat, "v3", name)
+    assert v3.rows(st, meta2) == want
+    assert v3.check_lineage(meta2) == []
+    # a delete (partition 0 by its partition values), then an overwrite on it
+    over = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    drop = ow.snapshot(meta2, over["parent-snapshot-id"])
+    assert (drop["summary"]["operation"], over["summary"]["operation"]) == ("delete", "overwrite")
+    assert drop["parent-snapshot-id"] == meta["current-snapshot-id"]
+    # no deletion vector is left for a data file that is gone
+    live = v3.live(st, meta2)
+    data = {e["path"] for e in live if e["content"] == 0}
+    assert all(e["ref"] in data for e in live if e["content"] == 1), live
+    # rows_removed: the record counts of the files dropped (their rows a
+    # deletion vector deleted already included, as the manifests count
+    # them) and the five rows of F the rewrite removed (1001 .. 1009)
+    dropped = sum(e["records"] for e in v3.live(st, meta)
+                  if e["content"] == 0 and json.loads(e["partition"]).get("part") == 0)
+    row = q(env, "SELECT rows_removed FROM tms.maintenance_jobs WHERE id = %s", (jid,))[0][0]
+    assert row == dropped + 5, (row, dropped)
+
+
+def test_delete_files_mode_refused_on_v3(env):
+    name, _ = new_table(env)
+    e = env["pg"].query_error("SELECT tms.delete_rows(%s, 'v3', %s, 'id = 1', "
+                              "'{\"mode\": \"delete-files\"}')", (env["server"], name))
+    assert e.pgcode == "0A000", (e.pgcode, str(e))
+    assert "deletion vectors" in e.diag.message_detail, e.diag.message_detail

@@ -420,15 +420,18 @@ iceberg_retention_plan_free(IcebergRetentionPlan *p)
 	io_free(p);
 }
 
-/* Retention's commits keep format v1 and v2 tables only. */
+/*
+ * Retention's commits are compaction's, which keep format v1, v2 and v3
+ * (deletion vectors leave with their data files, row lineage is kept).
+ */
 static bool
 format_supported(const IcebergTableMetadata *md, TmsError *err)
 {
-	if (md->format_version < 3)
+	if (md->format_version <= 3)
 		return true;
 	tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
 				  "retention of a format v%d table is not supported", md->format_version);
-	tms_error_detail(err, "Format v3 adds deletion vectors and row lineage, which this commit does not maintain.");
+	tms_error_detail(err, "tms knows the Iceberg table formats v1, v2 and v3.");
 	return false;
 }
 
