@@ -107,6 +107,13 @@ extern bool helper_run_light(Helper *h, const char *sql, duckdb_result *res,
 							 TmsError *err);
 
 /*
+ * A statement's end, for both: ok, or false with err set from r's error
+ * (r destroyed); r is destroyed too when the caller wants no result (res
+ * NULL).
+ */
+extern bool helper_result(bool ok, duckdb_result *r, duckdb_result *res, TmsError *err);
+
+/*
  * The metrics of a file written (file_metrics.c) into out: records,
  * metrics per primitive field, split offsets.
  */

@@ -122,12 +122,9 @@ schema_map(Sql *q, const IcebergSchema *s, const int32_t *ids, int n)
 }
 
 bool
-helper_run(Helper *h, const char *sql, duckdb_result *res, TmsError *err)
+helper_result(bool ok, duckdb_result *r, duckdb_result *res, TmsError *err)
 {
-	duckdb_result local;
-	duckdb_result *r = res ? res : &local;
-
-	if (!helper_statement(h, sql, r))
+	if (!ok)
 	{
 		const char *e = duckdb_result_error(r);
 
@@ -139,6 +136,15 @@ helper_run(Helper *h, const char *sql, duckdb_result *res, TmsError *err)
 	if (res == NULL)
 		duckdb_destroy_result(r);
 	return true;
+}
+
+bool
+helper_run(Helper *h, const char *sql, duckdb_result *res, TmsError *err)
+{
+	duckdb_result local;
+	duckdb_result *r = res ? res : &local;
+
+	return helper_result(helper_statement(h, sql, r), r, res, err);
 }
 
 /* Copy an object from storage to a local file, in chunks. */

@@ -233,18 +233,7 @@ helper_run_light(Helper *h, const char *sql, duckdb_result *res, TmsError *err)
 	pthread_mutex_unlock(&big_lock);
 	ok = duckdb_query(h->con, sql, r) == DuckDBSuccess;
 	pthread_mutex_lock(&big_lock);
-	if (!ok)
-	{
-		const char *e = duckdb_result_error(r);
-
-		tms_error_set(err, ICEBERG_ERR_IO, "DuckDB failed");
-		tms_error_detail(err, "%.1000s", e ? e : "unknown error");
-		duckdb_destroy_result(r);
-		return false;
-	}
-	if (res == NULL)
-		duckdb_destroy_result(r);
-	return true;
+	return helper_result(ok, r, res, err);
 }
 
 int64_t

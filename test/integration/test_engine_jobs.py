@@ -95,31 +95,41 @@ WANT_RESOURCES = {
 }
 
 
-@pytest.fixture(scope="module")
-def env(tms_world):
-    # the catalog's pointers in a cluster of their own: the SIGKILL test's
-    # crash restart of tms's cluster must not cut the catalog off
-    w = tms_world("eng", settings=SETTINGS, s3=None, catalog={}, pointers="own")
+def engine_world(w):
+    """A module world w with the catalog server "cat" and one look-alike
+    engine server of each kind (named by its kind, with its user mapping);
+    yields w with "engines", and stops the engines after the module (a
+    generator for a module fixture; test_engine_retention.py uses it too)."""
     c, cat, file_root = w["pg"], w["catalog"], w["file_root"]
     engines = {}
     for kind in KINDS:
         engines[kind] = world.EngineServer(kind, cat, file_root=file_root, metalake="ml",
                                            **USERS[kind])
-    c.psql("""CREATE SERVER cat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
-                allowed_locations 'file://%s/');
-              CREATE USER MAPPING FOR PUBLIC SERVER cat;""" % (cat.uri, file_root, file_root))
-    for kind, e in engines.items():
-        c.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_engine OPTIONS (
-                    type '%s', uri '%s', catalog 'lake', metalake 'ml',
-                    poll_interval '50ms', request_timeout '3s', retries '1'%s);
-                  CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (%s);"""
-               % (kind, kind, e.uri,
-                  ", oauth2_server_uri '%s/oauth/tokens'" % e.uri if kind == "gravitino" else "",
-                  kind, MAPPINGS[kind]))
-    yield dict(w, engines=engines)
-    for e in engines.values():
-        e.stop()
+    try:
+        c.psql("""CREATE SERVER cat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
+                    uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
+                    allowed_locations 'file://%s/');
+                  CREATE USER MAPPING FOR PUBLIC SERVER cat;""" % (cat.uri, file_root, file_root))
+        for kind, e in engines.items():
+            c.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_engine OPTIONS (
+                        type '%s', uri '%s', catalog 'lake', metalake 'ml',
+                        poll_interval '50ms', request_timeout '3s', retries '1'%s);
+                      CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (%s);"""
+                   % (kind, kind, e.uri,
+                      ", oauth2_server_uri '%s/oauth/tokens'" % e.uri if kind == "gravitino" else "",
+                      kind, MAPPINGS[kind]))
+        yield dict(w, engines=engines)
+    finally:
+        for e in engines.values():
+            e.stop()
+
+
+@pytest.fixture(scope="module")
+def env(tms_world):
+    # the catalog's pointers in a cluster of their own: the SIGKILL test's
+    # crash restart of tms's cluster must not cut the catalog off
+    w = tms_world("eng", settings=SETTINGS, s3=None, catalog={}, pointers="own")
+    yield from engine_world(w)
 
 
 def q(env, sql, args=None):

@@ -35,20 +35,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "engines"))
 
-import world  # noqa: E402
 import opsworld as ow  # noqa: E402
 import smallfiles  # noqa: E402
 from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
+from test_engine_jobs import engine_world  # noqa: E402
 
 pytestmark = pytest.mark.own_cluster
 
-KINDS = ("livy", "trino", "gravitino")
-USERS = {"livy": dict(user="svc", password="pw-livy"),
-         "trino": dict(user="svc", token="tok-trino"),
-         "gravitino": dict(credential="client:s3cr3t")}
-MAPPINGS = {"livy": "user 'svc', password 'pw-livy'",
-            "trino": "user 'svc', token 'tok-trino'",
-            "gravitino": "credential 'client:s3cr3t'"}
 TERMINAL = ("succeeded", "failed", "skipped", "cancelled")
 HOSTILE = "it's \"x\" `y` \\ ;--"
 
@@ -57,26 +50,7 @@ HOSTILE = "it's \"x\" `y` \\ ;--"
 def env(tms_world):
     w = tms_world("engret", settings=dict(FAST_WORKERS, **{"tms.evaluation_cycle_interval": "1s"}),
                   s3=None, catalog={})
-    c, cat, file_root = w["pg"], w["catalog"], w["file_root"]
-    engines = {}
-    for kind in KINDS:
-        engines[kind] = world.EngineServer(kind, cat, file_root=file_root, metalake="ml",
-                                           **USERS[kind])
-    c.psql("""CREATE SERVER cat FOREIGN DATA WRAPPER tms_iceberg OPTIONS (
-                uri '%s', relative_path_root '%s', request_timeout '5s', retries '0',
-                allowed_locations 'file://%s/');
-              CREATE USER MAPPING FOR PUBLIC SERVER cat;""" % (cat.uri, file_root, file_root))
-    for kind, e in engines.items():
-        c.psql("""CREATE SERVER %s FOREIGN DATA WRAPPER tms_engine OPTIONS (
-                    type '%s', uri '%s', catalog 'lake', metalake 'ml',
-                    poll_interval '50ms', request_timeout '3s', retries '1'%s);
-                  CREATE USER MAPPING FOR PUBLIC SERVER %s OPTIONS (%s);"""
-               % (kind, kind, e.uri,
-                  ", oauth2_server_uri '%s/oauth/tokens'" % e.uri if kind == "gravitino" else "",
-                  kind, MAPPINGS[kind]))
-    yield dict(w, engines=engines)
-    for e in engines.values():
-        e.stop()
+    yield from engine_world(w)
 
 
 def q(env, sql, args=None):
