@@ -21,7 +21,7 @@ through the test catalog):
     (42703); a hostile table name reaches the engine quoted.
 
 The module runs its own cluster.
-Run: /work/helpers/pytest.sh -q test/integration/test_engine_retention.py
+Run: /usr/bin/python3 -m pytest -q test/integration/test_engine_retention.py
 """
 
 import json
