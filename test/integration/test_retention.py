@@ -289,17 +289,22 @@ def test_nothing_older_and_bad_column(env):
         with pytest.raises(Exception) as ei:
             run(env, "ret", "young", opts)
         assert says in str(ei.value) and "22023" in repr(ei.value) or says in str(ei.value), ei.value
-    # a format v3 table: refused before a job, with a hint that works
+    # a format v3 table: mode delete-files (position delete files, not
+    # deletion vectors) refused before a job, with a hint that works
     env["catalog"].request("POST", "namespaces/ret/tables", {
         "name": "v3", "schema": smallfiles.SCHEMA, "properties": {"format-version": "3"}})
     for fn in ("run_operation", "plan_operation"):
         e = env["pg"].query_error("SELECT * FROM tms.%s(%%s, 'ret', 'v3', 'retention', %%s)" % fn,
-                                  (env["server"], json.dumps({"column": "ts",
-                                                              "older-than": "1 day"})))
+                                  (env["server"], json.dumps({"column": "ts", "older-than": "1 day",
+                                                              "mode": "delete-files"})))
         assert e.pgcode == "0A000", str(e)
-        assert "format v3" in (e.diag.message_detail or ""), e.diag.message_detail
+        assert "deletion vectors" in (e.diag.message_detail or ""), e.diag.message_detail
         assert "DELETE FROM" in (e.diag.message_hint or ""), e.diag.message_hint
     assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+    # its other modes are planned (an empty table: nothing to drop)
+    rows = q(env, "SELECT action FROM tms.plan_operation(%s, 'ret', 'v3', 'retention', %s)",
+             (env["server"], json.dumps({"column": "ts", "older-than": "1 day"})))
+    assert ("summary",) in rows, rows
 
 
 def test_concurrent_append_kept(env):
