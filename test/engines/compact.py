@@ -594,6 +594,33 @@ def _manifest_header(st, manifest_path):
                                             if not k.startswith("avro.")}
 
 
+def _send_commit(cat, namespace, table, body, written):
+    """POST the commit; (status, answer) of a 2xx or 4xx.  A commit whose
+    outcome is unknown (no answer, a 5xx) may have landed: every file
+    written is then kept (written emptied, as Iceberg does on
+    CommitStateUnknownException) and CompactError raised."""
+    try:
+        status, answer = cat.commit(namespace, table, body)
+    except OSError as e:
+        status, answer = None, str(e)
+    if status is None or status >= 500:
+        del written[:]
+        raise CompactError("commit state unknown (%s %s): the files written are kept"
+                           % (status, answer))
+    return status, answer
+
+
+def _delete_written(st, written, tmp):
+    """After a rewrite: the files of an attempt that did not land leave
+    storage, the local scratch directory goes."""
+    for uri in written:
+        try:
+            st.delete(uri)
+        except storage_mod.StorageError:
+            pass
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def build_commit(st, meta, scan, records, rewritten, removed, new_files, sort_order_id,
                  rnd, summary_extra):
     """(commit body, written uris): the replace snapshot on base meta."""
@@ -813,16 +840,7 @@ def compact(catalog_uri, catalog_token, st, namespace, table, *, strategy="binpa
             body, w, snap = build_commit(st, base_meta, base_scan, base_records, rewritten,
                                          removed, new_files, sort_order_id, rnd, extra)
             written += w
-            try:
-                status, answer = cat.commit(namespace, table, body)
-            except OSError as e:
-                status, answer = None, str(e)
-            if status is None or status >= 500:
-                # the commit may have landed: keep every file (as Iceberg
-                # does on CommitStateUnknownException)
-                written = []
-                raise CompactError("commit state unknown (%s %s): the files written are kept"
-                                   % (status, answer))
+            status, answer = _send_commit(cat, namespace, table, body, written)
             if status == 200:
                 result.update({
                     "rewritten_data_files_count": len(rewritten),
@@ -842,12 +860,7 @@ def compact(catalog_uri, catalog_token, st, namespace, table, *, strategy="binpa
                 raise CompactError("a concurrent commit changed the files being rewritten")
         raise CompactError("unreachable")
     finally:
-        for uri in written:
-            try:
-                st.delete(uri)
-            except storage_mod.StorageError:
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
+        _delete_written(st, written, tmp)
 
 
 # ---------------------------------------------------------------------------
@@ -964,14 +977,7 @@ def rewrite_position_deletes(catalog_uri, catalog_token, st, namespace, table, *
             body, w, snap = build_commit(st, base_meta, base_scan, base_records, [], removed,
                                          new_files, None, rnd, {})
             written += w
-            try:
-                status, answer = cat.commit(namespace, table, body)
-            except OSError as e:
-                status, answer = None, str(e)
-            if status is None or status >= 500:
-                written = []
-                raise CompactError("commit state unknown (%s %s): the files written are kept"
-                                   % (status, answer))
+            status, answer = _send_commit(cat, namespace, table, body, written)
             if status == 200:
                 sizes = {e["path"]: e["size"] for e in scan}
                 result.update({
@@ -993,12 +999,7 @@ def rewrite_position_deletes(catalog_uri, catalog_token, st, namespace, table, *
                 raise CompactError("a concurrent commit removed delete files being rewritten")
         raise CompactError("unreachable")
     finally:
-        for uri in written:
-            try:
-                st.delete(uri)
-            except storage_mod.StorageError:
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
+        _delete_written(st, written, tmp)
 
 
 # ---------------------------------------------------------------------------
@@ -1101,14 +1102,7 @@ def delete_rows(catalog_uri, catalog_token, st, namespace, table, predicate, fol
                                      None, random.Random(), {})
         written += w
         snap["summary"]["operation"] = "overwrite" if new_files else "delete"
-        try:
-            status, answer = cat.commit(namespace, table, body)
-        except OSError as e:
-            status, answer = None, str(e)
-        if status is None or status >= 500:
-            written = []
-            raise CompactError("commit state unknown (%s %s): the files written are kept"
-                               % (status, answer))
+        status, answer = _send_commit(cat, namespace, table, body, written)
         if status != 200:
             raise CompactError("commit of the delete failed: HTTP %d %s" % (status, answer))
         written = []
@@ -1116,9 +1110,4 @@ def delete_rows(catalog_uri, catalog_token, st, namespace, table, predicate, fol
                        "rewritten": len(groups)})
         return result
     finally:
-        for uri in written:
-            try:
-                st.delete(uri)
-            except storage_mod.StorageError:
-                pass
-        shutil.rmtree(tmp, ignore_errors=True)
+        _delete_written(st, written, tmp)

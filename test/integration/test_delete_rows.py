@@ -135,14 +135,24 @@ def delete_and_check(env, ns, name, where, matches, want_dropped, mode="rewrite"
     return s, row, got0, p
 
 
-def test_unpartitioned(env):
-    smallfiles.make_table(env["catalog"], env["st"], "drw", "flat", files=10, rows_per_file=10,
+# The unpartitioned table of ten files of ids 0..99 and a where whose rows
+# fill files 0..2 and part of files 4 and 8 (its string literal quoted).
+FLAT_WHERE = "id < 30 OR id IN (45, 47) OR id BETWEEN 80 AND 84 OR category = 'it''s'"
+
+
+def flat_matches(i, row):
+    return i < 30 or i in (45, 47) or 80 <= i <= 84
+
+
+def flat_table(env, name):
+    smallfiles.make_table(env["catalog"], env["st"], "drw", name, files=10, rows_per_file=10,
                           partitioned=False, seed=21)
     ow.give_to_server(env["file_root"])
-    where = "id < 30 OR id IN (45, 47) OR id BETWEEN 80 AND 84 OR category = 'it''s'"
-    s, row, got0, p = delete_and_check(
-        env, "drw", "flat", where,
-        lambda i, r: i < 30 or i in (45, 47) or 80 <= i <= 84, 3)
+
+
+def test_unpartitioned(env):
+    flat_table(env, "flat")
+    s, row, got0, p = delete_and_check(env, "drw", "flat", FLAT_WHERE, flat_matches, 3)
     strad = [r["detail"] for r in p if r["action"] == "straddling-data-file"]
     # files 4 and 8 may match, the others cannot
     assert s["straddling_files"] == 2 and s["files_kept"] == 5, s
@@ -256,13 +266,8 @@ def delete_files_check(env, ns, name, where, matches, want_dropped):
 
 
 def test_delete_files_unpartitioned(env):
-    smallfiles.make_table(env["catalog"], env["st"], "drw", "dflat", files=10, rows_per_file=10,
-                          partitioned=False, seed=21)
-    ow.give_to_server(env["file_root"])
-    where = "id < 30 OR id IN (45, 47) OR id BETWEEN 80 AND 84 OR category = 'it''s'"
-    s, row, _, _ = delete_files_check(
-        env, "drw", "dflat", where,
-        lambda i, r: i < 30 or i in (45, 47) or 80 <= i <= 84, 3)
+    flat_table(env, "dflat")
+    s, row, _, _ = delete_files_check(env, "drw", "dflat", FLAT_WHERE, flat_matches, 3)
     assert s["straddling_files"] == 2, s
     # exact: 30 rows with the files, 7 by position deletes (one file: one group)
     assert row["rows_removed"] == 37 and row["delete_files_added"] == 1, row
