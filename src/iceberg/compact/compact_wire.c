@@ -676,8 +676,13 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 	line = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o*}", "type", "group", "group", g,
 					 "schema", schema, "inputs", inputs, "deletes", deletes, "output", output,
 					 "row_lineage", lineage ? json_true() : NULL);
-	/* v3: the position deletes become deletion vectors (posdel.h) */
-	if (line != NULL && posdel && p->format_version >= 3 && !set(line, "dv_output", json_true()))
+
+	/*
+	 * v3: the position deletes become deletion vectors (posdel.h), and a row
+	 * delta writes deletion vectors (compact.h)
+	 */
+	if (line != NULL && (posdel || p->row_delta) && p->format_version >= 3 &&
+		!set(line, "dv_output", json_true()))
 	{
 		json_decref(line);
 		line = NULL;

@@ -209,7 +209,8 @@ extern bool iceberg_retention_rewrite_plan(const IcebergFileIO *io,
 /*
  * Mode "delete-files": the rewrite plan made a row delta (compact.h's
  * row_delta): the helper writes one position delete file per group of the
- * positions of its rows removed, the commit adds them with the new
+ * positions of its rows removed (on v3 one Puffin file of deletion
+ * vectors, one per data file, merged with its earlier deletes), the commit adds them with the new
  * snapshot's sequence number and keeps the data files, which must still
  * be live (a file removed or rewritten since the plan is
  * ICEBERG_ERR_CONFLICT: the caller plans again).  A file whose spec and
