@@ -990,7 +990,7 @@ tms_delete_rows_submit(const char *server, const char *ns, const char *table,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown option \"%s\" of tms.delete_rows", key),
 						 errdetail("The options give \"%s\"; the where argument alone says which rows are deleted.", key),
-						 errhint("The options are mode: \"rewrite\" (the default: files that may hold matching rows are rewritten without them), \"delete-files\" (their matching rows are deleted by position delete files) or \"metadata\" (only files whose rows all match are dropped), and engine: \"local\" (the default) or a tms_engine server of type livy or trino, which runs DELETE FROM ... WHERE.")));
+						 errhint("The options are mode: \"rewrite\" (the default: files that may hold matching rows are rewritten without them), \"delete-files\" (their matching rows are deleted by position delete files, on format v3 by deletion vectors) or \"metadata\" (only files whose rows all match are dropped), and engine: \"local\" (the default) or a tms_engine server of type livy or trino, which runs DELETE FROM ... WHERE.")));
 			tok = JsonbIteratorNext(&it, &v, true);
 			if (tok != WJB_VALUE || v.type != jbvString)
 				ereport(ERROR,
