@@ -802,8 +802,8 @@ rewrite_planned(MaintRun *run, IcebergRetention **r, IcebergCompactPlan **plan)
 	*r = bind_run(run, false);
 	if (*r == NULL)
 		return;					/* run->result says why */
-	if (!iceberg_retention_rewrite_plan(&run->fio, run->md, *r, run->opt.retention_scan, plan,
-										&err) ||
+	if (!iceberg_retention_rewrite_plan(&run->fio, run->md, *r, run->opt.retention_scan, deletes,
+										plan, &err) ||
 		(deletes && !iceberg_retention_row_delta(*plan, &err)))
 	{
 		if (err.code == ICEBERG_ERR_UNSUPPORTED)

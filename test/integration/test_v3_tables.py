@@ -48,7 +48,8 @@ DuckDB and Puffin deletion vectors, and its reference reader).
     (by Puffin file and offset); rows, _row_id and next-row-id unchanged;
     summary added-dvs / removed-dvs; a deletion vector added meanwhile for
     such a file is a conflict: the attempt's Puffin file is deleted and
-    the job plans again, merging it.
+    the job plans again, merging it; a table upgraded to v3 whose files
+    have no row ids yet gets its deletion vectors too (no row id assigned).
 
 The module runs its own cluster and catalog over a file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_v3_tables.py
@@ -708,3 +709,34 @@ def test_retention_delete_files_writes_deletion_vectors(env):
     row = q(env, "SELECT rows_removed, data_files_removed FROM tms.maintenance_jobs"
                  " ORDER BY id DESC LIMIT 1")[0]
     assert tuple(row) == (1, 0), row
+
+
+def test_delete_files_on_a_table_without_row_ids(env):
+    """A v3 table upgraded from v2 whose files have no row ids yet: a row
+    delta writes no row, so mode delete-files runs (where a rewrite, which
+    keeps each row's _row_id, is refused): E gets a deletion vector, A's
+    is merged and replaced; no row id is assigned (the table's next-row-id
+    stays 0)."""
+    cat, st = env["catalog"], env["st"]
+    name = upgraded(env)
+    _, meta = ow.load(cat, "v3", name)
+    files = {e["ref"] for e in v3.live(st, meta) if e["content"] == 1}
+    a = next(e["ref"] for e in v3.live(st, meta) if e["content"] == 1 and e["ref"] and
+             v3.dv_positions(st, e) == {1, 3, 4})
+    e_file = next(e["path"] for e in v3.live(st, meta) if e["content"] == 0 and
+                  e["path"] not in files and json.loads(e["partition"]).get("part") == 1 and
+                  e["records"] == 7)
+    want = [r for r in v3.rows(st, meta) if r[0] not in (2, 105)]
+    jid = q(env, "SELECT tms.delete_rows(%s, 'v3', %s, 'id IN (2, 105)', "
+                 "'{\"mode\": \"delete-files\"}')", (env["server"], name))[0][0]
+    state, reason, err, _, _ = wait_job(env, jid)
+    assert state == "succeeded", (state, reason, err)
+    _, meta2 = ow.load(cat, "v3", name)
+    new = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    assert new["summary"]["operation"] == "delete"
+    assert v3.rows(st, meta2) == want
+    assert meta2["next-row-id"] == 0 and new["added-rows"] == 0
+    dvs = dv_entries(st, meta2)
+    assert v3.dv_positions(st, dvs[a]) == {1, 2, 3, 4}
+    assert v3.dv_positions(st, dvs[e_file]) == {5}
+    assert (new["summary"]["added-dvs"], new["summary"]["removed-dvs"]) == ("2", "1"), new["summary"]

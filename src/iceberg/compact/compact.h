@@ -347,6 +347,13 @@ typedef struct IcebergCompactOptions
 	 */
 	int			(*select) (void *arg, const IcebergManifestEntry *e, TmsError *err);
 	void	   *select_arg;
+
+	/*
+	 * the caller writes no data file (a row delta): a v3 file without a
+	 * first_row_id (a table upgraded to v3, no v3 commit since) is planned,
+	 * not refused, and the helper is not asked for row lineage
+	 */
+	bool		no_row_ids;
 } IcebergCompactOptions;
 
 /* Why a group is rewritten (bits of IcebergCompactGroup.reasons). */

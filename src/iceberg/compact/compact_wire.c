@@ -607,7 +607,9 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 	json_t	   *output;
 	json_t	   *line;
 	bool		ok = schema != NULL && inputs != NULL && deletes != NULL && mets != NULL;
-	bool		lineage = !posdel && p->format_version >= 3;
+
+	/* a row delta writes no row: no lineage (its files may have no row ids) */
+	bool		lineage = !posdel && !p->row_delta && p->format_version >= 3;
 	int			i,
 				k;
 
