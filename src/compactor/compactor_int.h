@@ -77,6 +77,20 @@ extern bool helper_rewrite_group(Helper *h, const IcebergCompactJob *job,
  */
 extern bool helper_rewrite_dvs(Helper *h, const IcebergCompactJob *job, TmsError *err);
 
+/*
+ * A row delta on v3 (rewrite_group.c, after its reads): the positions of
+ * the table "dvnew" (file_path as the metadata spells the data file, pos)
+ * with those the group's deletes already delete in those files (the table
+ * "posl", when has_pos) as one deletion vector per data file in one Puffin
+ * file <output dir><prefix>-00000.puffin (none when "dvnew" is empty),
+ * announced by its file message, then the done message: rows_deleted and
+ * rows_filtered the new positions, rows_out every position written
+ * (dv_rewrite.c).
+ */
+extern bool helper_row_delta_dvs(Helper *h, const IcebergCompactJob *job, bool has_pos,
+								 int64_t rows_in, int64_t rows_filtered, int64_t bytes_in,
+								 TmsError *err);
+
 /* Copy an object from storage to a local file; upload one (its *size). */
 extern bool helper_download(Helper *h, const char *uri, const char *local, TmsError *err);
 
@@ -84,7 +98,7 @@ extern bool helper_download(Helper *h, const char *uri, const char *local, TmsEr
  * A deletion vector (its Puffin file uri, the blob's offset and length, the
  * data file it references, its record count) read, decoded with at most
  * cap positions, and written to the local text file path, one position a
- * line (rewrite_group.c).  false with err set on any failure.
+ * line (dv_rewrite.c).  false with err set on any failure.
  */
 extern bool helper_dv_to_csv(Helper *h, const char *uri, int64_t offset, int64_t length,
 							 const char *referenced, int64_t records, int64_t cap,

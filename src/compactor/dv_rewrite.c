@@ -4,7 +4,8 @@
  *	  The rewrite of position deletes on a format v3 table by the
  *	  compaction helper (job->dv_output): a group's position delete files
  *	  and deletion vectors become one deletion vector per data file, all in
- *	  one Puffin file, as Iceberg's rewrite_position_delete_files does on v3.
+ *	  one Puffin file, as Iceberg's rewrite_position_delete_files does on v3;
+ *	  and the reading of one deletion vector's blob (helper_dv_to_csv).
  *
  * The spec (https://iceberg.apache.org/spec/#deletion-vectors): at most one
  * deletion vector per data file in a snapshot, and a writer that adds one
@@ -31,6 +32,12 @@
  * The done message counts rows as the other rewrites do: rows_in the
  * inputs' rows, rows_out the positions written, rows_deleted the
  * difference (dangling rows and rows deleted twice).
+ *
+ * A row delta on v3 (retention's and tms.delete_rows' "delete-files",
+ * rewrite_group.c) writes its deletion vectors with the same encoder and
+ * Puffin writer (helper_row_delta_dvs): its query gives each data file's new
+ * positions with the positions the group's deletes already delete in it,
+ * so the one deletion vector of that data file holds them all.
  *
  * Memory: the Puffin file is built in memory (deletion vectors are
  * compressed bitmaps) with one data file's positions at a time; the rows
@@ -218,9 +225,12 @@ dv_flush(DvRun *r, const char *ref)
 	return true;
 }
 
-/* The kept rows, by data file and position, into the Puffin file's blobs. */
+/*
+ * The rows of select (file_path, pos: distinct, ordered by both), one
+ * data file at a time, into the Puffin file's blobs.
+ */
 static bool
-dv_encode_all(DvRun *r)
+dv_encode_all(DvRun *r, const char *select)
 {
 	duckdb_result res;
 	idx_t		n,
@@ -228,8 +238,7 @@ dv_encode_all(DvRun *r)
 	char	   *cur = NULL;
 	bool		ok = true;
 
-	if (!helper_run(r->h, "SELECT DISTINCT d.file_path, d.pos FROM dvpos d JOIN keep k"
-					" ON k.path = d.file_path AND k.seq <= d.seq ORDER BY 1, 2", &res, r->err))
+	if (!helper_run(r->h, select, &res, r->err))
 		return false;
 	n = duckdb_row_count(&res);
 	for (i = 0; ok && i < n; i++)
@@ -325,6 +334,17 @@ dv_publish(DvRun *r)
 	return ok || no(tms_error_set(r->err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory"));
 }
 
+static void
+dv_free(DvRun *r)
+{
+	for (int i = 0; i < r->nblobs; i++)
+		io_free((char *) r->blobs[i].referenced);
+	io_free(r->blobs);
+	io_free(r->pos);
+	io_sb_free(&r->file);
+	io_sb_free(&r->q);
+}
+
 bool
 helper_rewrite_dvs(Helper *h, const IcebergCompactJob *job, TmsError *err)
 {
@@ -359,7 +379,9 @@ helper_rewrite_dvs(Helper *h, const IcebergCompactJob *job, TmsError *err)
 		r.bytes_in += job->inputs[i].size;
 		helper_progress(job->group, r.bytes_in);
 	}
-	if (!dv_encode_all(&r) || !dv_publish(&r))
+	if (!dv_encode_all(&r, "SELECT DISTINCT d.file_path, d.pos FROM dvpos d JOIN keep k"
+					   " ON k.path = d.file_path AND k.seq <= d.seq ORDER BY 1, 2") ||
+		!dv_publish(&r))
 		goto done;
 	helper_send(iceberg_compact_done_json(job->group, r.nblobs > 0 ? 1 : 0, r.rows_in,
 										  r.rows_in - r.rows_out, r.rows_out, r.bytes_in,
@@ -376,11 +398,92 @@ done:
 		unlink(r.path);
 	}
 	rmdir(r.dir);
-	for (i = 0; i < r.nblobs; i++)
-		io_free((char *) r.blobs[i].referenced);
-	io_free(r.blobs);
-	io_free(r.pos);
-	io_sb_free(&r.file);
-	io_sb_free(&r.q);
+	dv_free(&r);
+	return ok;
+}
+
+/*
+ * See compactor_int.h: the deletion vectors of a row delta on v3, for each
+ * data file with rows in "dvnew" one holding those and every position the
+ * group's position deletes and deletion vectors already delete in it
+ * ("posl", the sequence number rule applied), as the spec wants a writer
+ * to merge them (https://iceberg.apache.org/spec/#deletion-vectors).
+ */
+bool
+helper_row_delta_dvs(Helper *h, const IcebergCompactJob *job, bool has_pos, int64_t rows_in,
+					 int64_t rows_filtered, int64_t bytes_in, TmsError *err)
+{
+	DvRun		r;
+	bool		ok;
+
+	memset(&r, 0, sizeof(r));
+	r.h = h;
+	r.job = job;
+	r.err = err;
+	io_sb_append(&r.file, "PFA1", 4);
+	ok = dv_encode_all(&r, has_pos ?
+					   "SELECT file_path, pos FROM dvnew UNION SELECT i.uri, p.pos FROM posl p"
+					   " JOIN inputs i ON i.local = p.local"
+					   " WHERE i.uri IN (SELECT file_path FROM dvnew) ORDER BY 1, 2" :
+					   "SELECT DISTINCT file_path, pos FROM dvnew ORDER BY 1, 2") &&
+		dv_publish(&r);
+	if (ok)
+		helper_send(iceberg_compact_done_json(job->group, r.nblobs > 0 ? 1 : 0, rows_in,
+											  rows_filtered, r.rows_out, bytes_in,
+											  helper_peak_rss(), helper_in_flight(job->group),
+											  rows_filtered));
+	dv_free(&r);
+	return ok;
+}
+
+/*
+ * See compactor_int.h: a deletion vector's blob
+ * (https://iceberg.apache.org/spec/#deletion-vectors) read from its Puffin
+ * file, decoded (dv.c: checked, at most cap positions) and written as the
+ * local text file path, one position a line.
+ */
+bool
+helper_dv_to_csv(Helper *h, const char *uri, int64_t offset, int64_t length,
+				 const char *referenced, int64_t records, int64_t cap,
+				 const char *path, TmsError *err)
+{
+	IoBuffer	b = {0};
+	TmsError	ioerr;
+	int64_t    *pos = NULL;
+	int64_t		npos = 0;
+	FILE	   *f;
+	bool		ok;
+
+	if (io_storage_read(h->storage, uri, (uint64_t) offset, (uint64_t) length, &b, &ioerr) != 0)
+	{
+		tms_error_wrap(err, ICEBERG_ERR_IO, &ioerr, "cannot read \"%.400s\"", uri);
+		return false;
+	}
+	if ((int64_t) b.len != length)
+	{
+		io_buffer_free(&b);
+		tms_error_set(err, ICEBERG_ERR_MALFORMED,
+					  "deletion vector of \"%.400s\" ends beyond its Puffin file", referenced);
+		tms_error_detail(err, "%.1000s", uri);
+		return false;
+	}
+	ok = iceberg_dv_decode((const uint8_t *) b.data, b.len, records, cap, &pos, &npos, err);
+	io_buffer_free(&b);
+	if (!ok)
+	{
+		tms_error_detail(err, "The deletion vector of \"%.400s\" in \"%.400s\".",
+						 referenced, uri);
+		return false;
+	}
+	f = fopen(path, "we");
+	ok = f != NULL;
+	for (int64_t k = 0; ok && k < npos; k++)
+		ok = fprintf(f, "%" PRId64 "\n", pos[k]) > 0;
+	if (f != NULL && fclose(f) != 0)
+		ok = false;
+	io_free(pos);
+	if (!ok)
+		tms_error_set(err, ICEBERG_ERR_IO, "cannot write \"%.300s\": %s", path,
+					  strerror(errno));
 	return ok;
 }

@@ -66,7 +66,13 @@
  * number not above the row's delete file's (an equi-join): the others
  * point at no live data file (dangling) and count as deleted rows.
  * On a v3 table (job->dv_output) that rewrite is dv_rewrite.c's instead:
- * deletion vectors, one per data file, in one Puffin file.
+ * deletion vectors, one per data file, in one Puffin file.  A row delta
+ * on v3 (job->positions_output and job->dv_output) writes no position
+ * delete file: the positions go into a table, and once every read is
+ * done each data file with new positions gets one deletion vector of
+ * them and of the positions the group's deletes already delete in it
+ * (v3 allows one per data file; the commit removes the old one), all in
+ * one Puffin file written by dv_rewrite.c's encoder.
  * Before the first output the inputs' row counts (their Parquet footers)
  * are compared with their manifests': a file that disagrees fails the
  * group.  DuckDB's memory limit applies to all of it; what does not fit
@@ -348,58 +354,6 @@ group_inputs_table(GroupRun *g)
 	if (g->q.oom || !helper_run_light(g->h, g->q.data, NULL, g->err))
 		return false;
 	return true;
-}
-
-/*
- * See compactor_int.h: a deletion vector's blob
- * (https://iceberg.apache.org/spec/#deletion-vectors) read from its Puffin
- * file, decoded (dv.c: checked, at most cap positions) and written as the
- * local text file path, one position a line.
- */
-bool
-helper_dv_to_csv(Helper *h, const char *uri, int64_t offset, int64_t length,
-				 const char *referenced, int64_t records, int64_t cap,
-				 const char *path, TmsError *err)
-{
-	IoBuffer	b = {0};
-	TmsError	ioerr;
-	int64_t    *pos = NULL;
-	int64_t		npos = 0;
-	FILE	   *f;
-	bool		ok;
-
-	if (io_storage_read(h->storage, uri, (uint64_t) offset, (uint64_t) length, &b, &ioerr) != 0)
-	{
-		tms_error_wrap(err, ICEBERG_ERR_IO, &ioerr, "cannot read \"%.400s\"", uri);
-		return false;
-	}
-	if ((int64_t) b.len != length)
-	{
-		io_buffer_free(&b);
-		tms_error_set(err, ICEBERG_ERR_MALFORMED,
-					  "deletion vector of \"%.400s\" ends beyond its Puffin file", referenced);
-		tms_error_detail(err, "%.1000s", uri);
-		return false;
-	}
-	ok = iceberg_dv_decode((const uint8_t *) b.data, b.len, records, cap, &pos, &npos, err);
-	io_buffer_free(&b);
-	if (!ok)
-	{
-		tms_error_detail(err, "The deletion vector of \"%.400s\" in \"%.400s\".",
-						 referenced, uri);
-		return false;
-	}
-	f = fopen(path, "we");
-	ok = f != NULL;
-	for (int64_t k = 0; ok && k < npos; k++)
-		ok = fprintf(f, "%" PRId64 "\n", pos[k]) > 0;
-	if (f != NULL && fclose(f) != 0)
-		ok = false;
-	io_free(pos);
-	if (!ok)
-		tms_error_set(err, ICEBERG_ERR_IO, "cannot write \"%.300s\": %s", path,
-					  strerror(errno));
-	return ok;
 }
 
 /*
@@ -1138,6 +1092,22 @@ group_positions_sql(GroupRun *g, int o, const char *local_out)
 }
 
 /*
+ * A row delta on v3 (job->dv_output too): read o's rows removed that no
+ * delete of the group deletes already, into the table "dvnew" (the
+ * deletion vectors are written once every read is done).
+ */
+static void
+group_dv_positions_sql(GroupRun *g, int o)
+{
+	Sql		   *q = &g->q;
+
+	sql_reset(q);
+	sql_add(q, "INSERT INTO dvnew SELECT sl.path, d.file_row_number");
+	group_rows_sql(g, o);
+	removed_rows_sql(q, g->job, true);
+}
+
+/*
  * A sort into several files: the sorted rows (written) of local_sorted
  * split into job->files outputs of consecutive rows, in order, each
  * published as it is written.
@@ -1296,7 +1266,9 @@ group_write_output(GroupRun *g, int o)
 		snprintf(local_out, sizeof(local_out), "%s/sorted.parquet", g->dir);
 	else
 		snprintf(local_out, sizeof(local_out), "%s/out%d.parquet", g->dir, o);
-	if (g->job->positions_output)
+	if (g->job->positions_output && g->job->dv_output)
+		group_dv_positions_sql(g, o);
+	else if (g->job->positions_output)
 		group_positions_sql(g, o, local_out);
 	else if (!group_count_older(g, o))
 		return false;
@@ -1317,6 +1289,8 @@ group_write_output(GroupRun *g, int o)
 
 	/* inputs no later output reads */
 	group_release_inputs(g, o);
+	if (g->job->positions_output && g->job->dv_output)
+		return true;			/* deletion vectors: written after the reads */
 
 	if (written == 0)
 	{
@@ -1344,6 +1318,7 @@ group_cleanup(GroupRun *g)
 	(void) helper_run(g->h, "DROP TABLE IF EXISTS pos", NULL, &ignored);
 	(void) helper_run(g->h, "DROP TABLE IF EXISTS posl", NULL, &ignored);
 	(void) helper_run(g->h, "DROP TABLE IF EXISTS keep", NULL, &ignored);
+	(void) helper_run(g->h, "DROP TABLE IF EXISTS dvnew", NULL, &ignored);
 	for (j = 0; j < g->neq_sets; j++)
 	{
 		char		drop[64];
@@ -1405,7 +1380,7 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 	bool		ok = false;
 
 	/* v3: position deletes into deletion vectors (dv_rewrite.c) */
-	if (job->dv_output)
+	if (job->dv_output && !job->positions_output)
 		return helper_rewrite_dvs(h, job, err);
 	if (cc == NULL)
 	{
@@ -1474,10 +1449,21 @@ helper_rewrite_group(Helper *h, const IcebergCompactJob *job, TmsError *err)
 	if (!group_delete_tables(&g))
 		goto done;
 
+	/* a row delta on v3: the positions gathered, then its deletion vectors */
+	if (job->positions_output && job->dv_output &&
+		!helper_run(h, "CREATE OR REPLACE TEMP TABLE dvnew (file_path VARCHAR, pos BIGINT)",
+					NULL, err))
+		goto done;
+
 	/* the outputs (a sort reads the group once) */
 	for (o = 0; o < g.nparts; o++)
 		if (!group_write_output(&g, o))
 			goto done;
+	if (job->positions_output && job->dv_output)
+	{
+		ok = helper_row_delta_dvs(h, job, g.has_pos, g.rows_in, g.rows_filtered, g.bytes_in, err);
+		goto done;
+	}
 	/* a row delta deletes the rows it writes the positions of */
 	helper_send(iceberg_compact_done_json(job->group, g.files_written, g.rows_in,
 										  job->positions_output ? g.rows_out :

@@ -590,8 +590,8 @@ attempt_names(const char *dir, const char *prefix, const char *ext, int files)
 static const char *
 output_ext(const IcebergCompactPlan *p)
 {
-	return p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES && p->format_version >= 3 ?
-		"puffin" : "parquet";
+	return (p->rewrite_content == ICEBERG_CONTENT_POSITION_DELETES || p->row_delta) &&
+		p->format_version >= 3 ? "puffin" : "parquet";
 }
 
 /*
@@ -834,9 +834,15 @@ next_done(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, GroupWork *wo
 		}
 		if (m.type == ICEBERG_MSG_DONE)
 		{
+			/*
+			 * a row delta on v3: its deletion vectors also hold the positions
+			 * deleted before (rows_out), beside the new ones
+			 */
+			bool		dvs = p->row_delta && p->format_version >= 3;
 			bool		consistent = m.files == w->nout && m.rows_out == w->records &&
 			m.rows_in == gr->records &&
-			(p->row_delta ? m.rows_deleted == m.rows_out :
+			(dvs ? m.rows_deleted == m.rows_filtered && m.rows_filtered <= m.rows_out :
+			 p->row_delta ? m.rows_deleted == m.rows_out :
 			 m.rows_in - m.rows_deleted == m.rows_out);
 
 			*peak_rss = Max(*peak_rss, m.peak_rss);
@@ -850,7 +856,7 @@ next_done(MaintRun *run, Compactor *helper, IcebergCompactPlan *p, GroupWork *wo
 			else if (m.rows_filtered != 0)
 				consistent = false;
 			/* a row delta's rows out are the positions it deletes */
-			if (p->row_delta && m.rows_filtered != m.rows_out)
+			if (p->row_delta && !dvs && m.rows_filtered != m.rows_out)
 				consistent = false;
 			iceberg_compact_message_free(&m);
 			/* no file at all only when the deletes took every row */

@@ -25,8 +25,17 @@
  * job plans again (rewrite_straddling, bounded by the commit retries).
  * On a format v3 table the drops and the rewrite keep the deletion
  * vectors and row lineage as compaction does (its commit and helper);
- * mode "delete-files" there is refused with 0A000 when the options are
- * checked (it writes position delete files, not deletion vectors).
+ * mode "delete-files" there writes deletion vectors, not position delete
+ * files: one Puffin file a group, one deletion vector per data file with
+ * rows removed, holding those rows' positions and the positions the data
+ * file's deletes already held (the helper merges them), and the commit
+ * removes the data file's old deletion vector (by its Puffin file and
+ * content_offset) in the same "delete" snapshot (v3 allows one per data
+ * file); no row moves, so row lineage is untouched.  A deletion vector
+ * added since the plan for such a data file is a conflict: the attempt's
+ * Puffin file is deleted and the job plans again, as for a data file
+ * gone.  Mode "delete-files" on a format v1 table (no delete files) is
+ * refused with 0A000 when the options are checked.
  *
  * On a livy or trino server (maint_on_engine.c runs it) retention is one
  * DELETE FROM ... WHERE: maint_retention_engine_predicate binds the
@@ -141,15 +150,20 @@ bind_run(MaintRun *run, bool raise)
 	IcebergEpochUnit unit = ICEBERG_EPOCH_NONE;
 	TmsError	err;
 
-	if (run->md->format_version >= 3 && run->opt.local && run->opt.retention_delete_files)
+	/*
+	 * format v1 has no delete files
+	 * (https://iceberg.apache.org/spec/#version-2)
+	 */
+	if (run->md->format_version < 2 && run->opt.local && run->opt.retention_delete_files)
 	{
 		if (raise)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("retention mode \"delete-files\" is not supported on format v%d table \"%s.%s\"",
 							run->md->format_version, run->ns, run->table),
-					 errdetail("Format v3 deletes rows by deletion vectors, which this mode does not write yet; it writes position delete files."),
-					 errhint("Use \"mode\": \"rewrite\", or a tms_engine server of type livy or trino, whose DELETE FROM ... WHERE handles format v3.")));
+					 errdetail("The table's format-version is %d; delete files and deletion vectors came with format v2 and v3.",
+							   run->md->format_version),
+					 errhint("Use \"mode\": \"rewrite\", or upgrade the table to format v2 or v3.")));
 		maint_fail_code(run, MAINT_TERMINAL, ERRCODE_FEATURE_NOT_SUPPORTED,
 						"retention mode \"delete-files\" is not supported on a format v%d table",
 						run->md->format_version);
@@ -377,11 +391,13 @@ file_json(MaintRun *run, const IcebergRetentionFile *f, bool straddling, bool wh
 	appendStringInfo(&b, "{\"spec_id\": %d, \"partition\": %s, \"size\": " INT64_FORMAT
 					 ", \"records\": " INT64_FORMAT,
 					 f->spec_id, f->partition, f->size, f->records);
+	/* on v3 the positions go into the data file's one deletion vector */
 	if (deletes)
 		appendStringInfo(&b, ", \"%s\": " INT64_FORMAT
-						 ", \"kept\": true, \"position_deletes\": true%s}",
+						 ", \"kept\": true, \"%s\": true%s}",
 						 where ? "rows_matching_estimated" : "rows_older_estimated",
-						 f->older, straddling ? "" : ", \"why\": \"no bounds on the column: read\"");
+						 f->older, run->md->format_version >= 3 ? "deletion_vector" : "position_deletes",
+						 straddling ? "" : ", \"why\": \"no bounds on the column: read\"");
 	if (deletes)
 		return b.data;
 	if (straddling)
@@ -737,14 +753,16 @@ step_rewrite(void *arg)
 	args[3] = Int64GetDatum(s->files);
 	args[4] = Int64GetDatum(s->rows);
 	if (run->opt.retention_delete_files)
-		rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
-								   "   SET rows_removed = coalesce(rows_removed, 0) + $5,"
-								   "       message = coalesce(message || '; ', 'retention: ') ||"
-								   "         format('%s data files read for ' ||"
-								   "                CASE WHEN options ? 'where' THEN 'matching' ELSE 'older' END ||"
-								   "                ' rows, %s rows removed from them by %s position delete files', $4, $5,"
-								   "                delete_files_added)"
-								   " WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
+		rc = SPI_execute_with_args(psprintf("UPDATE tms.table_maintenance_job"
+											"   SET rows_removed = coalesce(rows_removed, 0) + $5,"
+											"       message = coalesce(message || '; ', 'retention: ') ||"
+											"         format('%%s data files read for ' ||"
+											"                CASE WHEN options ? 'where' THEN 'matching' ELSE 'older' END ||"
+											"                ' rows, %%s rows removed from them by %%s %s', $4, $5,"
+											"                delete_files_added)"
+											" WHERE id = $1 AND state = 'running' AND" LEASE_HELD,
+											run->md != NULL && run->md->format_version >= 3 ?
+											"deletion vectors" : "position delete files"),
 								   5, types, args, NULL, false, 0);
 	else
 		rc = SPI_execute_with_args("UPDATE tms.table_maintenance_job"
@@ -784,8 +802,8 @@ rewrite_planned(MaintRun *run, IcebergRetention **r, IcebergCompactPlan **plan)
 	*r = bind_run(run, false);
 	if (*r == NULL)
 		return;					/* run->result says why */
-	if (!iceberg_retention_rewrite_plan(&run->fio, run->md, *r, run->opt.retention_scan, plan,
-										&err) ||
+	if (!iceberg_retention_rewrite_plan(&run->fio, run->md, *r, run->opt.retention_scan, deletes,
+										plan, &err) ||
 		(deletes && !iceberg_retention_row_delta(*plan, &err)))
 	{
 		if (err.code == ICEBERG_ERR_UNSUPPORTED)
@@ -800,11 +818,14 @@ rewrite_planned(MaintRun *run, IcebergRetention **r, IcebergCompactPlan **plan)
 	}
 	for (int g = 0; g < (*plan)->ngroups; g++)
 		records += (*plan)->groups[g].records;
+	/* v3: one Puffin file a group, of one deletion vector per data file */
 	if (deletes)
 		maint_emit(run, "commit", "delete",
-				   psprintf("{\"data-files-read\": %d, \"position-delete-files\": %d, \"records-read\": " INT64_FORMAT
+				   psprintf("{\"data-files-read\": %d, \"%s\": %d, \"records-read\": " INT64_FORMAT
 							", \"assert-ref-snapshot-id\": " INT64_FORMAT "}",
-							(*plan)->nfiles, (*plan)->ngroups, records, (*plan)->base_snapshot_id));
+							(*plan)->nfiles,
+							run->md->format_version >= 3 ? "deletion-vector-files" : "position-delete-files",
+							(*plan)->ngroups, records, (*plan)->base_snapshot_id));
 	else
 		maint_emit(run, "commit", "overwrite",
 				   psprintf("{\"rewritten-data-files\": %d, \"groups\": %d, \"records-read\": " INT64_FORMAT
@@ -969,7 +990,7 @@ tms_delete_rows_submit(const char *server, const char *ns, const char *table,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("unknown option \"%s\" of tms.delete_rows", key),
 						 errdetail("The options give \"%s\"; the where argument alone says which rows are deleted.", key),
-						 errhint("The options are mode: \"rewrite\" (the default: files that may hold matching rows are rewritten without them), \"delete-files\" (their matching rows are deleted by position delete files) or \"metadata\" (only files whose rows all match are dropped), and engine: \"local\" (the default) or a tms_engine server of type livy or trino, which runs DELETE FROM ... WHERE.")));
+						 errhint("The options are mode: \"rewrite\" (the default: files that may hold matching rows are rewritten without them), \"delete-files\" (their matching rows are deleted by position delete files, on format v3 by deletion vectors) or \"metadata\" (only files whose rows all match are dropped), and engine: \"local\" (the default) or a tms_engine server of type livy or trino, which runs DELETE FROM ... WHERE.")));
 			tok = JsonbIteratorNext(&it, &v, true);
 			if (tok != WJB_VALUE || v.type != jbvString)
 				ereport(ERROR,

@@ -22,7 +22,8 @@ operation and summary from the catalog's metadata:
     their bounds; exactly the rows before the cutoff (a midnight) are
     gone;
   - a cutoff before every row changes nothing and commits nothing; an
-    unknown column is refused (22023) before a job is recorded;
+    unknown column is refused (22023) before a job is recorded, and so is
+    mode delete-files on a format v1 table (0A000), which v3 plans;
   - a writer's append interposed before the commit: refused, reloaded,
     re-planned, landed on top of it (the append kept);
   - a policy's rule schedules retention like every operation.
@@ -289,18 +290,25 @@ def test_nothing_older_and_bad_column(env):
         with pytest.raises(Exception) as ei:
             run(env, "ret", "young", opts)
         assert says in str(ei.value) and "22023" in repr(ei.value) or says in str(ei.value), ei.value
-    # a format v3 table: mode delete-files (position delete files, not
-    # deletion vectors) refused before a job, with a hint that works
+    # a format v1 table: mode delete-files (v1 has no delete files) refused
+    # before a job, with a hint that works; v3 writes deletion vectors
+    # (test_v3_tables.py)
     env["catalog"].request("POST", "namespaces/ret/tables", {
-        "name": "v3", "schema": smallfiles.SCHEMA, "properties": {"format-version": "3"}})
+        "name": "v1", "schema": smallfiles.SCHEMA, "properties": {"format-version": "1"}})
     for fn in ("run_operation", "plan_operation"):
-        e = env["pg"].query_error("SELECT * FROM tms.%s(%%s, 'ret', 'v3', 'retention', %%s)" % fn,
+        e = env["pg"].query_error("SELECT * FROM tms.%s(%%s, 'ret', 'v1', 'retention', %%s)" % fn,
                                   (env["server"], json.dumps({"column": "ts", "older-than": "1 day",
                                                               "mode": "delete-files"})))
         assert e.pgcode == "0A000", str(e)
-        assert "deletion vectors" in (e.diag.message_detail or ""), e.diag.message_detail
-        assert "DELETE FROM" in (e.diag.message_hint or ""), e.diag.message_hint
+        assert "format-version is 1" in (e.diag.message_detail or ""), e.diag.message_detail
+        assert "mode" in (e.diag.message_hint or ""), e.diag.message_hint
     assert q(env, "SELECT count(*) FROM tms.maintenance_jobs")[0][0] == n
+    env["catalog"].request("POST", "namespaces/ret/tables", {
+        "name": "v3", "schema": smallfiles.SCHEMA, "properties": {"format-version": "3"}})
+    rows = q(env, "SELECT action FROM tms.plan_operation(%s, 'ret', 'v3', 'retention', %s)",
+             (env["server"], json.dumps({"column": "ts", "older-than": "1 day",
+                                         "mode": "delete-files"})))
+    assert ("summary",) in rows, rows
     # its other modes are planned (an empty table: nothing to drop)
     rows = q(env, "SELECT action FROM tms.plan_operation(%s, 'ret', 'v3', 'retention', %s)",
              (env["server"], json.dumps({"column": "ts", "older-than": "1 day"})))

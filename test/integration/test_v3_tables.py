@@ -41,7 +41,15 @@ DuckDB and Puffin deletion vectors, and its reference reader).
   - tms.delete_rows on v3: the files whose rows all match leave whole with
     their deletion vectors, a file with some is rewritten without them,
     every row left keeps its _row_id and _last_updated_sequence_number;
-    mode delete-files (position delete files) is refused (0A000).
+  - mode delete-files on v3 (tms.delete_rows and retention): each data file
+    with matching rows gets one deletion vector holding its new positions
+    and those its deletion vector and v2 position delete files deleted
+    before, the old deletion vector removed in the same "delete" snapshot
+    (by Puffin file and offset); rows, _row_id and next-row-id unchanged;
+    summary added-dvs / removed-dvs; a deletion vector added meanwhile for
+    such a file is a conflict: the attempt's Puffin file is deleted and
+    the job plans again, merging it; a table upgraded to v3 whose files
+    have no row ids yet gets its deletion vectors too (no row id assigned).
 
 The module runs its own cluster and catalog over a file root.
 Run: /usr/bin/python3 -m pytest -q test/integration/test_v3_tables.py
@@ -538,9 +546,197 @@ def test_delete_rows_drops_and_rewrites_keeping_row_lineage(env):
     assert row == dropped + 5, (row, dropped)
 
 
-def test_delete_files_mode_refused_on_v3(env):
-    name, _ = new_table(env)
-    e = env["pg"].query_error("SELECT tms.delete_rows(%s, 'v3', %s, 'id = 1', "
-                              "'{\"mode\": \"delete-files\"}')", (env["server"], name))
-    assert e.pgcode == "0A000", (e.pgcode, str(e))
-    assert "deletion vectors" in e.diag.message_detail, e.diag.message_detail
+def dv_entries(st, meta):
+    """The live deletion vectors of a table: {data file: entry}."""
+    dvs = [e for e in v3.live(st, meta) if e["content"] == 1 and
+           (e["format"] or "").lower() == "puffin"]
+    assert len({e["ref"] for e in dvs}) == len(dvs), dvs
+    return {e["ref"]: e for e in dvs}
+
+
+def delete_files_check(env, name, meta, want_rows, new_positions):
+    """After a row delta on a v3 table (mode delete-files): one "delete"
+    snapshot on meta's, the rows the world's reader sees are want_rows
+    (their _row_id and _last_updated_sequence_number unchanged), no row id
+    taken; each data file of new_positions ({data file: positions}) has
+    exactly one deletion vector, new, holding exactly those positions; the
+    old deletion vectors of those files are DELETED entries of that
+    snapshot (by Puffin file and offset), every other delete file stays.
+    Returns (meta after, the new snapshot)."""
+    cat, st = env["catalog"], env["st"]
+    _, meta2 = ow.load(cat, "v3", name)
+    new = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    assert new["summary"]["operation"] == "delete", new["summary"]
+    assert v3.rows(st, meta2) == want_rows
+    # no row moved (https://iceberg.apache.org/spec/#row-lineage)
+    assert new["first-row-id"] == meta["next-row-id"] and new["added-rows"] == 0
+    assert meta2["next-row-id"] == meta["next-row-id"]
+    assert v3.check_lineage(meta2) == []
+    before, after = v3.live(st, meta), v3.live(st, meta2)
+    # the data files stay as they were
+    assert sorted((e["path"], e["first_row_id"]) for e in after if e["content"] == 0) == \
+        sorted((e["path"], e["first_row_id"]) for e in before if e["content"] == 0)
+    old = dv_entries(st, meta)
+    dvs = dv_entries(st, meta2)
+    for ref, want in new_positions.items():
+        e = dvs[ref]
+        assert (e["format"] or "").upper() == "PUFFIN"
+        assert e["snapshot_id"] == new["snapshot-id"] and e["seq"] == new["sequence-number"]
+        assert v3.dv_positions(st, e) == want, ref
+        assert e["records"] == len(want)
+    # the old deletion vectors of those files removed in the same snapshot
+    replaced = {(e["path"], e["offset"]) for r, e in old.items() if r in new_positions}
+    removed = {(e["path"], e["offset"]) for e in v3.entries(st, meta2)
+               if e["status"] == 2 and e["content"] == 1 and e["snapshot_id"] == new["snapshot-id"]}
+    assert removed == replaced, (removed, replaced)
+    # every other delete stays: the others' deletion vectors, position delete files
+    kept = {(e["path"], e["offset"]) for e in before if e["content"] == 1} - replaced
+    assert kept == {(e["path"], e["offset"]) for e in after if e["content"] == 1 and
+                    e["snapshot_id"] != new["snapshot-id"]}
+    sm = new["summary"]
+    assert (sm["added-dvs"], sm["added-delete-files"]) == \
+        (str(len(new_positions)), str(len(new_positions))), sm
+    assert sm.get("removed-dvs", "0") == str(len(replaced)), sm
+    assert "added-position-delete-files" not in sm and "added-records" not in sm, sm
+    assert int(sm["added-position-deletes"]) == sum(len(p) for p in new_positions.values()), sm
+    return meta2, new
+
+
+def test_delete_rows_delete_files_writes_deletion_vectors(env):
+    """tms.delete_rows mode delete-files on v3
+    (https://iceberg.apache.org/spec/#deletion-vectors): the matching rows
+    of A, C, E and F are deleted by one deletion vector each, holding the
+    union of the new positions and those deleted before (A's and F's
+    deletion vectors, the v2 position delete files kept from before an
+    upgrade); the old deletion vectors are removed in the same snapshot
+    (C's is one blob of a Puffin file shared with a removed one of A),
+    the position delete files, which delete rows of other files too, stay."""
+    cat, st = env["catalog"], env["st"]
+    name, res = new_table(env, position_deletes=True)
+    files = {k: f["path"] for k, f in res["files"].items()}
+    _, meta = ow.load(cat, "v3", name)
+    rows0 = v3.rows(st, meta)
+    # 202 and 1001, 1003 the position delete files deleted already
+    where = "id IN (2, 202, 203, 105) OR (id >= 1001 AND id < 1011)"
+    gone = lambda r: r[0] in (2, 202, 203, 105) or 1001 <= r[0] < 1011  # noqa: E731
+    want = [r for r in rows0 if not gone(r)]
+    opts = {"where": where, "mode": "delete-files"}
+    acts = q(env, "SELECT action, target, detail FROM tms.plan_operation(%s, 'v3', %s, 'retention', %s)",
+             (env["server"], name, json.dumps(opts)))
+    strad = {t: d for a, t, d in acts if a == "straddling-data-file"}
+    assert set(strad) == {files[k] for k in ("A", "C", "E", "F")}, acts
+    assert all(d["deletion_vector"] is True and "position_deletes" not in d
+               for d in strad.values()), strad
+    commit = [d for a, t, d in acts if a == "commit" and t == "delete"]
+    assert commit and commit[-1]["deletion-vector-files"] == 2, acts   # one per partition
+    assert ow.load(cat, "v3", name)[1]["current-snapshot-id"] == meta["current-snapshot-id"]
+
+    jid = q(env, "SELECT tms.delete_rows(%s, 'v3', %s, %s, '{\"mode\": \"delete-files\"}')",
+            (env["server"], name, where))[0][0]
+    state, reason, err, _, _ = wait_job(env, jid)
+    assert state == "succeeded", (state, reason, err)
+    meta2, new = delete_files_check(env, name, meta, want, {
+        files["A"]: {0, 1, 2, 3, 4},            # DV {1, 3, 4}, v2 delete 0, new 2
+        files["C"]: {0, 2, 3},                  # DV {0}, v2 delete 2, new 3
+        files["E"]: {5, 6},                     # v2 delete 6, new 5
+        files["F"]: set(range(0, 6000, 2)) | {1, 3, 5, 7, 9}})
+    assert new["parent-snapshot-id"] == meta["current-snapshot-id"]
+    assert len({e["path"] for e in dv_entries(st, meta2).values()}) == 2
+    assert new["summary"]["removed-dvs"] == "3"
+    assert "removed-position-delete-files" not in new["summary"]
+    # the rows removed: the new positions (A 2, C 203, E 105, F 1005, 1007, 1009)
+    row = q(env, "SELECT rows_removed, message FROM tms.maintenance_jobs WHERE id = %s", (jid,))[0]
+    assert row[0] == 6 and "deletion vectors" in row[1], row
+
+
+def test_delete_files_conflict_with_a_deletion_vector_added(env):
+    """A v3 writer adds a deletion vector for E between the plan and the
+    commit of the row delta, which writes one for E too: committing would
+    leave E two deletion vectors, so the attempt gives up, its Puffin file
+    is deleted, and the job plans again on the table as it is then: E's
+    one deletion vector holds both."""
+    cat, st = env["catalog"], env["st"]
+    name, res = new_table(env)
+    files = {k: f["path"] for k, f in res["files"].items()}
+    _, meta = ow.load(cat, "v3", name)
+    body = v3.dv_commit(st, meta, files["E"], 1, [0, 6])
+    ow.give_to_server(env["file_root"])
+    cat.reset_requests()
+    cat.fault(r"/tables/%s$" % name, action="interpose", method="POST", commits=[body])
+    where = "id = 105 OR id = 201"
+    jid = q(env, "SELECT tms.delete_rows(%s, 'v3', %s, %s, '{\"mode\": \"delete-files\"}')",
+            (env["server"], name, where))[0][0]
+    state, reason, err, _, _ = wait_job(env, jid)
+    assert state == "succeeded", (state, reason, err)
+    posts = [(r["status"], r["fault"]) for r in
+             cat.requests(r"/tables/%s$" % name)["requests"] if r["method"] == "POST"]
+    assert posts[0] == (200, "interposed") and posts[1][0] == 409 and posts[-1][0] == 200, posts
+    assert "of the retention no longer fit the table" in env["pg"].log_tail(300)
+    _, mid = ow.load(cat, "v3", name)
+    interposed = body["updates"][0]["snapshot"]["snapshot-id"]
+    assert ow.snapshot(mid, mid["current-snapshot-id"])["parent-snapshot-id"] == interposed
+    # checked against the table after the interposed commit
+    base = dict(mid, **{"current-snapshot-id": interposed})
+    want = [r for r in v3.rows(st, mid, interposed) if r[0] not in (105, 201)]
+    meta2, new = delete_files_check(env, name, base, want, {
+        files["E"]: {0, 5, 6},                  # the interposed DV {0, 6}, new 5
+        files["C"]: {0, 1}})                    # DV {0}, new 1
+    # the first attempt's Puffin file is gone: every Puffin file below the
+    # table is one a snapshot references
+    known = {ow.canon(st, e["path"]) for s in meta2["snapshots"]
+             for e in v3.entries(st, meta2, s["snapshot-id"])}
+    listed = {ow.canon(st, u) for u in ow.list_location(st, meta2["location"].rstrip("/"))}
+    stray = [u for u in listed if u.endswith(".puffin") and u not in known]
+    assert not stray, stray
+    assert q(env, "SELECT rows_removed FROM tms.maintenance_jobs WHERE id = %s", (jid,))[0][0] == 2
+
+
+def test_retention_delete_files_writes_deletion_vectors(env):
+    """Retention (column and cutoff) in mode delete-files on v3, its files
+    read (the world writes no column bounds: "scan"): the older rows of A
+    (ids below 2) are deleted by its one deletion vector, merged with the
+    one it had; the other files hold no older row and get none."""
+    cat, st = env["catalog"], env["st"]
+    name, res = new_table(env)
+    files = {k: f["path"] for k, f in res["files"].items()}
+    _, meta = ow.load(cat, "v3", name)
+    want = [r for r in v3.rows(st, meta) if r[0] >= 2]
+    opts = {"column": "id", "unit": "s", "older-than": "1970-01-01 00:00:02Z",
+            "mode": "delete-files", "scan": True}
+    state, reason, err, _, _ = wait_job(env, run(env, name, "retention", opts))
+    assert state == "succeeded", (state, reason, err)
+    delete_files_check(env, name, meta, want, {files["A"]: {0, 1, 3, 4}})   # DV {1, 3, 4}, new 0
+    row = q(env, "SELECT rows_removed, data_files_removed FROM tms.maintenance_jobs"
+                 " ORDER BY id DESC LIMIT 1")[0]
+    assert tuple(row) == (1, 0), row
+
+
+def test_delete_files_on_a_table_without_row_ids(env):
+    """A v3 table upgraded from v2 whose files have no row ids yet: a row
+    delta writes no row, so mode delete-files runs (where a rewrite, which
+    keeps each row's _row_id, is refused): E gets a deletion vector, A's
+    is merged and replaced; no row id is assigned (the table's next-row-id
+    stays 0)."""
+    cat, st = env["catalog"], env["st"]
+    name = upgraded(env)
+    _, meta = ow.load(cat, "v3", name)
+    files = {e["ref"] for e in v3.live(st, meta) if e["content"] == 1}
+    a = next(e["ref"] for e in v3.live(st, meta) if e["content"] == 1 and e["ref"] and
+             v3.dv_positions(st, e) == {1, 3, 4})
+    e_file = next(e["path"] for e in v3.live(st, meta) if e["content"] == 0 and
+                  e["path"] not in files and json.loads(e["partition"]).get("part") == 1 and
+                  e["records"] == 7)
+    want = [r for r in v3.rows(st, meta) if r[0] not in (2, 105)]
+    jid = q(env, "SELECT tms.delete_rows(%s, 'v3', %s, 'id IN (2, 105)', "
+                 "'{\"mode\": \"delete-files\"}')", (env["server"], name))[0][0]
+    state, reason, err, _, _ = wait_job(env, jid)
+    assert state == "succeeded", (state, reason, err)
+    _, meta2 = ow.load(cat, "v3", name)
+    new = ow.snapshot(meta2, meta2["current-snapshot-id"])
+    assert new["summary"]["operation"] == "delete"
+    assert v3.rows(st, meta2) == want
+    assert meta2["next-row-id"] == 0 and new["added-rows"] == 0
+    dvs = dv_entries(st, meta2)
+    assert v3.dv_positions(st, dvs[a]) == {1, 2, 3, 4}
+    assert v3.dv_positions(st, dvs[e_file]) == {5}
+    assert (new["summary"]["added-dvs"], new["summary"]["removed-dvs"]) == ("2", "1"), new["summary"]

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iceberg/compact/compact_int.h"
 #include "iceberg/compact/compact_wire.h"
 #include "iceberg/iceberg.h"
 #include "iceberg/maint/retention.h"
@@ -651,6 +652,25 @@ test_row_delta(const IcebergTableMetadata *md)
 		iceberg_compact_job_free(job);
 	}
 	io_free(line);
+	/* on v3 the helper writes deletion vectors (the files have row ids) */
+	p.format_version = 3;
+	files[0].first_row_id = 0;
+	line = iceberg_compact_job_json(md, &p, 0, NULL, 0, uris, NULL, "s3://b/t/data/",
+									"file:///t/data/", "x", "zstd", -1, &err);
+	CHECK(line != NULL && strstr(line, "\"positions_output\":true") != NULL &&
+		  strstr(line, "\"dv_output\":true") != NULL,
+		  "v3: the group line asks for deletion vectors: %s", line ? line : err.message);
+	if (line != NULL)
+	{
+		job = NULL;
+		CHECK(iceberg_compact_job_parse(line, strlen(line), &job, &err) &&
+			  job->positions_output && job->dv_output && !job->filter_live,
+			  "the helper reads dv_output back: %s", err.message);
+		iceberg_compact_job_free(job);
+	}
+	io_free(line);
+	p.format_version = 2;
+	files[0].first_row_id = -1;
 	/* a file of spec 3 in a group of spec 1: its deletes would not apply */
 	p.row_delta = false;
 	p.ngroups = 2;
@@ -658,6 +678,78 @@ test_row_delta(const IcebergTableMetadata *md)
 	CHECK(!iceberg_retention_row_delta(&p, &err) && err.code == ICEBERG_ERR_UNSUPPORTED &&
 		  strstr(err.detail, "partition spec 3") != NULL && !p.row_delta,
 		  "a file of an older spec: %d %s %s", (int) err.code, err.message, err.detail);
+}
+
+/*
+ * A row delta on v3: the deletes its deletion vectors replace are the
+ * data file's old deletion vector and a position delete file of it alone,
+ * not a position delete file of the partition nor another file's deletion
+ * vector in the same Puffin file; a deletion vector of a data file outside
+ * its group is refused.
+ */
+static void
+test_dv_replaced(void)
+{
+	IcebergCompactFile files[2];
+	IcebergCompactGroup group;
+	IcebergCompactDelete dels[4];
+	IcebergCompactPlan p;
+	IcebergCompactDv dv = {(char *) "s3://b/t/data/a.parquet", 4, 40, 3};
+	IcebergCompactOutput out;
+	IcebergCompactGroupOutput go = {0, &out, 1};
+	int			a_deletes[3] = {0, 1, 2};
+	int			b_deletes[2] = {2, 3};
+	int		   *rm = NULL;
+	int			nrm = -1;
+	TmsError	err;
+
+	memset(files, 0, sizeof(files));
+	memset(&group, 0, sizeof(group));
+	memset(dels, 0, sizeof(dels));
+	memset(&p, 0, sizeof(p));
+	memset(&out, 0, sizeof(out));
+	files[0].path = (char *) "s3://b/t/data/a.parquet";
+	files[0].deletes = a_deletes;
+	files[0].ndeletes = 3;
+	files[1].path = (char *) "s3://b/t/data/b.parquet";
+	files[1].deletes = b_deletes;
+	files[1].ndeletes = 2;
+	for (int i = 0; i < 4; i++)
+	{
+		dels[i].content = ICEBERG_CONTENT_POSITION_DELETES;
+		dels[i].dv_offset = -1;
+	}
+	/* a's deletion vector, a's own position delete file, the partition's */
+	dels[0].path = (char *) "s3://b/t/data/old.puffin";
+	dels[0].referenced = files[0].path;
+	dels[0].dv_offset = 4;
+	dels[1].path = (char *) "s3://b/t/data/a-deletes.parquet";
+	dels[1].referenced = files[0].path;
+	dels[2].path = (char *) "s3://b/t/data/part-deletes.parquet";
+	/* b's deletion vector, in the same Puffin file */
+	dels[3].path = dels[0].path;
+	dels[3].referenced = files[1].path;
+	dels[3].dv_offset = 60;
+	group.nfiles = 2;
+	p.groups = &group;
+	p.ngroups = 1;
+	p.files = files;
+	p.nfiles = 2;
+	p.deletes = dels;
+	p.ndeletes = 4;
+	p.format_version = 3;
+	p.row_delta = true;
+	out.ndvs = 1;
+	out.dvs = &dv;
+	CHECK(compact_dv_replaced(&p, &go, 1, &rm, &nrm, &err) && nrm == 2 &&
+		  rm[0] == 0 && rm[1] == 1,
+		  "a's deletion vector and own delete file replaced, nothing else: %d %s", nrm, err.message);
+	io_free(rm);
+	rm = NULL;
+	dv.referenced = (char *) "s3://b/t/data/elsewhere.parquet";
+	CHECK(!compact_dv_replaced(&p, &go, 1, &rm, &nrm, &err) && err.code == ICEBERG_ERR_MALFORMED &&
+		  rm == NULL && nrm == 0,
+		  "a deletion vector outside the group: %d %s", (int) err.code, err.message);
 }
 
 int
@@ -671,6 +763,7 @@ main(void)
 	if (fixtures == NULL)
 		fixtures = "test/fixtures/iceberg";
 	test_metric_maps();
+	test_dv_replaced();
 	if (iceberg_metadata_parse(metadata_json, strlen(metadata_json), NULL, &md, &err))
 	{
 		test_bind(md);

@@ -92,7 +92,9 @@
  * A row delta (IcebergCompactPlan.row_delta, retention's "delete-files")
  * reuses the plan, the group line and this commit too: its groups' data
  * files stay, the helper's outputs are position delete files of the rows
- * removed.
+ * removed; on v3 one Puffin file a group of deletion vectors, one per data
+ * file with rows removed, each merging that file's earlier deletes, whose
+ * old deletion vector the commit removes (by file and content_offset).
  *
  * The rewrite of position delete files (posdel.h) reuses the plan's
  * structures, the group line and this commit with rewrite_content
@@ -345,6 +347,13 @@ typedef struct IcebergCompactOptions
 	 */
 	int			(*select) (void *arg, const IcebergManifestEntry *e, TmsError *err);
 	void	   *select_arg;
+
+	/*
+	 * the caller writes no data file (a row delta): a v3 file without a
+	 * first_row_id (a table upgraded to v3, no v3 commit since) is planned,
+	 * not refused, and the helper is not asked for row lineage
+	 */
+	bool		no_row_ids;
 } IcebergCompactOptions;
 
 /* Why a group is rewritten (bits of IcebergCompactGroup.reasons). */
@@ -513,7 +522,9 @@ typedef struct IcebergCompactPlan
 	 * the groups' rows it removes as position delete files, the commit adds
 	 * them (the new snapshot's sequence number) and keeps the group files,
 	 * which must still be live (else ICEBERG_ERR_CONFLICT); it removes no
-	 * delete file
+	 * delete file, except on v3, where the helper writes deletion vectors
+	 * (one per data file, merging its earlier deletes) and the commit removes
+	 * the ones they replace
 	 */
 	bool		row_delta;
 } IcebergCompactPlan;

@@ -8,7 +8,10 @@
  *
  * A row delta (compact.h's row_delta): the group files must be live but
  * stay as they are, the outputs are added as a plan of position deletes
- * adds them, no delete file is removed.
+ * adds them, no delete file is removed; on v3 the outputs are deletion
+ * vectors and each replaces the deletes of its data file it merged
+ * (compact_dv_replaced): the old deletion vector, matched by its Puffin
+ * file and content_offset, becomes a DELETED entry in the same commit.
  *
  * A plan of position deletes (rewrite_content, posdel.h): the group files
  * are delete files, removed from the delete manifests; the outputs are
@@ -513,7 +516,8 @@ typedef struct Commit
 	char	  **part_keys;		/* owned keys of group_parts */
 	int			nparts;
 	int			new_parts;		/* output partitions not among them */
-	StrMap		removable;		/* delete path -> plan index */
+	StrMap		removable;		/* delete key (compact_dv_key, owned) -> plan
+								 * index */
 	bool	   *removed_found;
 	StrMap		known_deletes;	/* every plan delete path */
 	/* the rewritten manifests' list records (by index into recs) */
@@ -690,8 +694,10 @@ filter_manifest(Commit *c, const ListRec *rec, IcebergNewManifest *news)
 		}
 		else
 		{
-			int			k = compact_map_get(&c->removable, e->file_path);
 			const char *key = compact_dv_key(e->file_path, e->content_offset, kb, sizeof(kb));
+
+			/* a deletion vector by its file and offset: one of its Puffin's */
+			int			k = key != NULL ? compact_map_get(&c->removable, key) : -1;
 			int			gk = e->content == c->p->rewrite_content && key != NULL ?
 			compact_map_get(&c->group_files, key) : -1;
 
@@ -1101,8 +1107,20 @@ commit_prepare(Commit *c, StrMap *wanted, int **rm, int *nrm)
 	for (i = 0; i < p->ndeletes; i++)
 		if (!compact_map_put(&c->known_deletes, p->deletes[i].path, i))
 			goto nomem;
-	/* a row delta removes no data file, so no delete file either */
-	if (p->row_delta)
+
+	/*
+	 * a row delta removes no data file, so no delete file either; on v3 its
+	 * deletion vectors replace the deletes they merged
+	 */
+	if (p->row_delta && p->format_version >= 3)
+	{
+		if (!compact_dv_replaced(p, c->gs, c->ngs, rm, nrm, c->err))
+		{
+			io_free(gix);
+			return false;
+		}
+	}
+	else if (p->row_delta)
 		*nrm = 0;
 	else if (!iceberg_compact_removable(p, gix, c->ngs, rm, nrm, c->err))
 	{
@@ -1115,8 +1133,15 @@ commit_prepare(Commit *c, StrMap *wanted, int **rm, int *nrm)
 	if (c->removed_found == NULL)
 		goto nomem;
 	for (i = 0; i < *nrm; i++)
-		if (!compact_map_put(&c->removable, p->deletes[(*rm)[i]].path, i))
+	{
+		const IcebergCompactDelete *d = &p->deletes[(*rm)[i]];
+		char		kb[COMPACT_DV_KEY_MAX];
+		const char *key = compact_dv_key(d->path, d->dv_offset, kb, sizeof(kb));
+		int64_t    *v = key != NULL ? iceberg_strmap_put(&c->removable, key, i, NULL) : NULL;
+
+		if (v == NULL)
 			goto nomem;
+	}
 	return true;
 nomem:
 	io_free(gix);

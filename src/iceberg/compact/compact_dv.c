@@ -5,8 +5,9 @@
  *	  v3 tables (posdel.h): the helper's report of the blobs of the Puffin
  *	  file it wrote, the fields of their manifest entries, the key of a
  *	  deletion vector among the files of a plan, the commit's check that
- *	  no delete of their data files was added since the plan, and the
- *	  free of an output.
+ *	  no delete of their data files was added since the plan, the
+ *	  deletes a row delta's deletion vectors replace, and the free of an
+ *	  output.
  *
  * A deletion vector is a blob of a Puffin file, found by the file's path
  * and its content_offset: several deletion vectors share one Puffin file,
@@ -263,5 +264,94 @@ done:
 	iceberg_strmap_free(&refs);
 	iceberg_strmap_free(&mine);
 	iceberg_strmap_free(&kept);
+	return ok;
+}
+
+/*
+ * A row delta on v3 (compact_commit.c): the deletes its deletion vectors
+ * replace, into (*rm, *nrm) as indexes into plan->deletes.  Each deletion vector written must
+ * be for a data file of its group (the helper is not trusted: else
+ * ICEBERG_ERR_MALFORMED); it holds every position the deletes of that
+ * data file delete, so the data file's old deletion vector, and a
+ * position delete file of that data file alone (its referenced_data_file,
+ * left from before an upgrade to v3), are removed in the same commit, as
+ * Iceberg's RowDelta removes the deletes a deletion vector merged (one
+ * per data file: https://iceberg.apache.org/spec/#deletion-vectors).  A
+ * position delete file of the whole partition stays (it deletes rows of
+ * other files too); readers ignore it for a data file with a deletion
+ * vector.
+ */
+bool
+compact_dv_replaced(const IcebergCompactPlan *p, const IcebergCompactGroupOutput *gs, int ngs,
+					int **rm, int *nrm, TmsError *err)
+{
+	StrMap		files = {0};
+	bool	   *taken = io_calloc((size_t) p->ndeletes + 1, sizeof(bool));
+	int			alloc = 0;
+	bool		ok = false;
+
+	*rm = NULL;
+	*nrm = 0;
+	if (taken == NULL)
+		return compact_oom(err);
+	for (int j = 0; j < ngs; j++)
+	{
+		const IcebergCompactGroup *gr = &p->groups[gs[j].group];
+
+		iceberg_strmap_free(&files);
+		for (int i = gr->first; i < gr->first + gr->nfiles; i++)
+			if (!compact_map_put(&files, p->files[i].path, i))
+				goto nomem;
+		for (int o = 0; o < gs[j].noutputs; o++)
+			for (int k = 0; k < gs[j].outputs[o].ndvs; k++)
+			{
+				const char *ref = gs[j].outputs[o].dvs[k].referenced;
+				int			fi = compact_map_get(&files, ref);
+				const IcebergCompactFile *f;
+
+				if (fi < 0)
+				{
+					tms_error_set(err, ICEBERG_ERR_MALFORMED,
+								  "the helper wrote a deletion vector for a data file outside its group");
+					tms_error_detail(err, "\"%.1000s\"", ref);
+					goto done;
+				}
+				f = &p->files[fi];
+				for (int x = 0; x < f->ndeletes; x++)
+				{
+					int			di = f->deletes[x];
+					const IcebergCompactDelete *d = &p->deletes[di];
+
+					if (taken[di] || d->content != ICEBERG_CONTENT_POSITION_DELETES ||
+						d->referenced == NULL || strcmp(d->referenced, f->path) != 0)
+						continue;
+					if (*nrm == alloc)
+					{
+						int			na = alloc ? alloc * 2 : 16;
+						int		   *nr = io_realloc(*rm, sizeof(int) * (size_t) na);
+
+						if (nr == NULL)
+							goto nomem;
+						*rm = nr;
+						alloc = na;
+					}
+					(*rm)[(*nrm)++] = di;
+					taken[di] = true;
+				}
+			}
+	}
+	ok = true;
+	goto done;
+nomem:
+	compact_oom(err);
+done:
+	if (!ok)
+	{
+		io_free(*rm);
+		*rm = NULL;
+		*nrm = 0;
+	}
+	io_free(taken);
+	iceberg_strmap_free(&files);
 	return ok;
 }

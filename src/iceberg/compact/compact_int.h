@@ -165,6 +165,16 @@ extern bool compact_dv_check_added(const IcebergFileIO *io, const IcebergTableMe
 								   TmsError *err);
 
 /*
+ * A row delta on v3: the deletes its deletion vectors replace (each data
+ * file's old deletion vector and position delete files of it alone), as
+ * indexes into p->deletes; ICEBERG_ERR_MALFORMED for a deletion vector of
+ * a data file outside its group (compact_dv.c).
+ */
+extern bool compact_dv_replaced(const IcebergCompactPlan *p,
+								const IcebergCompactGroupOutput *gs, int ngs,
+								int **rm, int *nrm, TmsError *err);
+
+/*
  * Row lineage in the commit (compact_lineage.c,
  * https://iceberg.apache.org/spec/#row-lineage): a data manifest rewritten
  * on a v3 table gets a new first_row_id, so the entries it carries write

@@ -1146,7 +1146,7 @@ iceberg_compact_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
 					if (cand == 0)
 						continue;
 				}
-				if (md->format_version >= 3 && frid < 0)
+				if (md->format_version >= 3 && frid < 0 && (opt == NULL || !opt->no_row_ids))
 				{
 					tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
 								  "compaction does not assign row ids to a format v3 table's files");

@@ -607,7 +607,9 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 	json_t	   *output;
 	json_t	   *line;
 	bool		ok = schema != NULL && inputs != NULL && deletes != NULL && mets != NULL;
-	bool		lineage = !posdel && p->format_version >= 3;
+
+	/* a row delta writes no row: no lineage (its files may have no row ids) */
+	bool		lineage = !posdel && !p->row_delta && p->format_version >= 3;
 	int			i,
 				k;
 
@@ -676,8 +678,13 @@ iceberg_compact_job_json(const IcebergTableMetadata *md, const IcebergCompactPla
 	line = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o*}", "type", "group", "group", g,
 					 "schema", schema, "inputs", inputs, "deletes", deletes, "output", output,
 					 "row_lineage", lineage ? json_true() : NULL);
-	/* v3: the position deletes become deletion vectors (posdel.h) */
-	if (line != NULL && posdel && p->format_version >= 3 && !set(line, "dv_output", json_true()))
+
+	/*
+	 * v3: the position deletes become deletion vectors (posdel.h), and a row
+	 * delta writes deletion vectors (compact.h)
+	 */
+	if (line != NULL && (posdel || p->row_delta) && p->format_version >= 3 &&
+		!set(line, "dv_output", json_true()))
 	{
 		json_decref(line);
 		line = NULL;

@@ -63,7 +63,13 @@
  *				 (file_path, pos, sorted, the metrics those of "output")
  *				 of the rows removed that no delete of the group
  *				 deletes already, and rows_out, rows_deleted and
- *				 rows_filtered of "done" count those positions; "row_lineage" and "first_row_id"
+ *				 rows_filtered of "done" count those positions; with
+ *				 "dv_output" too (a v3 table) the output is one Puffin
+ *				 file <dir><prefix>-00000.puffin of one deletion vector
+ *				 per data file with rows removed, holding those and the
+ *				 positions the group's deletes already delete in it,
+ *				 rows_deleted and rows_filtered count the new positions,
+ *				 rows_out every position written; "row_lineage" and "first_row_id"
  *				 only for a v3 table, every input has one then: the
  *				 outputs keep each row's _row_id and
  *				 _last_updated_sequence_number, the values the file

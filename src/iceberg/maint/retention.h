@@ -198,18 +198,23 @@ extern bool iceberg_retention_commit_write(const IcebergFileIO *io, const Iceber
  * groups by partition with every delete file applying to them, and its
  * remove_older set from r: the helper rewrites each group without the
  * rows older than the cutoff.  Planned on the table after the
- * metadata-only commit.
+ * metadata-only commit.  row_delta (mode "delete-files", which writes no
+ * row): a v3 file without row ids is planned too (compact.h's
+ * no_row_ids), where a rewrite, which keeps each row's _row_id, refuses
+ * it.
  */
 extern IcebergRowCutoff iceberg_retention_row_cutoff(const IcebergRetention *r);
 extern bool iceberg_retention_rewrite_plan(const IcebergFileIO *io,
 										   const IcebergTableMetadata *md,
 										   const IcebergRetention *r, bool scan,
+										   bool row_delta,
 										   IcebergCompactPlan **out, TmsError *err);
 
 /*
  * Mode "delete-files": the rewrite plan made a row delta (compact.h's
  * row_delta): the helper writes one position delete file per group of the
- * positions of its rows removed, the commit adds them with the new
+ * positions of its rows removed (on v3 one Puffin file of deletion
+ * vectors, one per data file, merged with its earlier deletes), the commit adds them with the new
  * snapshot's sequence number and keeps the data files, which must still
  * be live (a file removed or rewritten since the plan is
  * ICEBERG_ERR_CONFLICT: the caller plans again).  A file whose spec and

@@ -564,8 +564,8 @@ iceberg_retention_row_cutoff(const IcebergRetention *r)
 
 bool
 iceberg_retention_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetadata *md,
-							   const IcebergRetention *r, bool scan, IcebergCompactPlan **out,
-							   TmsError *err)
+							   const IcebergRetention *r, bool scan, bool row_delta,
+							   IcebergCompactPlan **out, TmsError *err)
 {
 	IcebergCompactOptions o;
 	RewriteSelector s;
@@ -580,6 +580,7 @@ iceberg_retention_rewrite_plan(const IcebergFileIO *io, const IcebergTableMetada
 	o.max_file_size_bytes = -1;
 	o.output_spec_id = -1;
 	o.rewrite_all = true;
+	o.no_row_ids = row_delta;
 	s.r = r;
 	s.md = md;
 	s.scan = scan;
