@@ -241,23 +241,35 @@ def test_failing_handler_is_retried_with_backoff(cluster):
 
 def test_second_executor_is_refused_while_a_worker_runs_the_task(cluster):
     c = cluster
+    # the task runs until the test lets it go: it waits for an advisory
+    # lock the test holds (a nap of fixed length could end, under load,
+    # before the second executor is tried; the supervisor renews the
+    # lease meanwhile)
+    holder = c.connect()
+    holder.autocommit = True
+    with holder.cursor() as cur:
+        cur.execute("SELECT pg_advisory_lock(424242)")
     c.psql("""
         CREATE PROCEDURE nap(i text, d jsonb) LANGUAGE plpgsql AS $$
         BEGIN
-            PERFORM pg_sleep(1.5);
+            PERFORM pg_advisory_lock(424242);
+            PERFORM pg_advisory_unlock(424242);
             INSERT INTO execs (instance, note) VALUES (i, 'worker');
         END $$;
         SELECT tms.register_task_kind('nap', 'nap(text,jsonb)', 4);
         SELECT tms.schedule_task('nap', 'p1');
     """)
-    wait_for(lambda: c.psql("SELECT state FROM tms.tasks WHERE instance = 'p1'") == "running",
-             what="the worker to start the task")
-    conn = c.connect()
-    with conn.cursor() as cur:
-        with pytest.raises(psycopg2.Error) as e:
-            cur.execute("CALL tms.run_task('nap', 'p1')")
-    assert e.value.pgcode == "55006"
-    assert "is being executed by tms worker" in e.value.diag.message_primary
+    try:
+        wait_for(lambda: c.psql("SELECT state FROM tms.tasks WHERE instance = 'p1'") == "running",
+                 what="the worker to start the task")
+        conn = c.connect()
+        with conn.cursor() as cur:
+            with pytest.raises(psycopg2.Error) as e:
+                cur.execute("CALL tms.run_task('nap', 'p1')")
+        assert e.value.pgcode == "55006", (e.value.pgcode, str(e.value))
+        assert "is being executed by tms worker" in e.value.diag.message_primary
+    finally:
+        holder.close()
     wait_for(lambda: count(c, "SELECT count(*) FROM tms.scheduled_tasks") == 0,
              what="the worker to finish")
     assert c.psql("SELECT string_agg(note, ',') FROM execs") == "worker"
