@@ -176,23 +176,33 @@ def test_sigkill_mid_task_reclaims_after_lease_expiry(cluster):
 
 def test_worker_whose_lease_is_stolen_writes_nothing(cluster):
     c = cluster
+    # the task waits for an advisory lock the test holds until the lease
+    # is taken over (a nap of fixed length could end first under load)
+    holder = c.connect()
+    holder.autocommit = True
+    with holder.cursor() as cur:
+        cur.execute("SELECT pg_advisory_lock(424243)")
     c.psql("""
         CREATE PROCEDURE nap(i text, d jsonb) LANGUAGE plpgsql AS $$
         BEGIN
             INSERT INTO execs (instance, note) VALUES (i, 'written by the old owner');
-            PERFORM pg_sleep(2);
+            PERFORM pg_advisory_lock(424243);
+            PERFORM pg_advisory_unlock(424243);
         END $$;
         SELECT tms.register_task_kind('nap', 'nap(text,jsonb)', 4);
         SELECT tms.schedule_task('nap', 's1');
     """)
-    wait_for(lambda: c.psql("SELECT state FROM tms.tasks WHERE instance = 's1'") == "running",
-             what="the task to start")
-    # an operator (or a second scheduler) takes the lease over
-    c.psql("""
-        UPDATE tms.scheduled_tasks
-           SET version = version + 1, picked_by = 'thief',
-               last_heartbeat = now() + interval '1 hour'
-         WHERE task_instance = 's1'""")
+    try:
+        wait_for(lambda: c.psql("SELECT state FROM tms.tasks WHERE instance = 's1'") == "running",
+                 what="the task to start")
+        # an operator (or a second scheduler) takes the lease over
+        c.psql("""
+            UPDATE tms.scheduled_tasks
+               SET version = version + 1, picked_by = 'thief',
+                   last_heartbeat = now() + interval '1 hour'
+             WHERE task_instance = 's1'""")
+    finally:
+        holder.close()
     wait_for(lambda: 'lost the lease on task "nap" instance "s1"' in c.log_tail(200),
              timeout=30, what="the old owner to give up")
     assert count(c, "SELECT count(*) FROM execs") == 0
