@@ -428,27 +428,27 @@ def test_where_selects_partitions(env):
     assert per == {"c0": 10, "c1": 1, "c2": 10, "c3": 1}, per
 
 @SCALE
-def test_five_thousand_small_files(env):
-    """Thousands of small files in four partitions: four groups of 1,250,
+def test_two_thousand_small_files(env):
+    """Thousands of small files in four partitions: four groups of 500,
     one replace commit of them all (bench/README.md has the compaction of
-    10,000 files and more)."""
-    mloc = small_table(env, "fivek", files=5000, rows_per_file=5, seed=1)
-    _, meta0, before = live(env, "cmp", "fivek")
-    assert len(before) == 5000
+    10,000 files and more, timed)."""
+    mloc = small_table(env, "twok", files=2000, rows_per_file=5, seed=1)
+    _, meta0, before = live(env, "cmp", "twok")
+    assert len(before) == 2000
     want = rows(env, mloc)
-    assert len(want) == 25000
-    groups = group_rows(plan(env, "cmp", "fivek"))
-    assert [g["detail"]["files"] for g in groups] == [1250] * 4
-    row = env["pg"].wait_job(run(env, "cmp", "fivek"), timeout=600)
-    mloc2, meta, after = live(env, "cmp", "fivek")
-    assert len(after) == 4 and row["data_files_rewritten"] == 5000
+    assert len(want) == 10000
+    groups = group_rows(plan(env, "cmp", "twok"))
+    assert [g["detail"]["files"] for g in groups] == [500] * 4
+    row = env["pg"].wait_job(run(env, "cmp", "twok"), timeout=600)
+    mloc2, meta, after = live(env, "cmp", "twok")
+    assert len(after) == 4 and row["data_files_rewritten"] == 2000
     assert row["data_files_added"] == 4, row
     # one replace commit of the four groups on the table's last append
     chain = replace_chain(meta, meta0)
     assert len(chain) == 1 and chain[0]["summary"]["operation"] == "replace"
-    assert iceberg_js_load(env, "cmp", "fivek") == mloc2
+    assert iceberg_js_load(env, "cmp", "twok") == mloc2
     assert rows(env, mloc2) == want
-    assert ow.icebird(mloc2, file_root=env["file_root"])["records"] == 25000
+    assert ow.icebird(mloc2, file_root=env["file_root"])["records"] == 10000
 
 
 # ---------------------------------------------------------------------------
