@@ -17,7 +17,22 @@ iceberg_namespace_properties), metadata files go to file:// or s3:// storage.
          [--gcs-endpoint URL --gcs-token TOKEN] [--file-root DIR]
         [--sigv4-region REGION [--sigv4-service NAME]
          --sigv4-key ID:SECRET[:SESSION_TOKEN] ...]
-        [--idempotency-key-lifetime DURATION]
+        [--idempotency-key-lifetime DURATION] [--processes N]
+
+--processes N (default 1) serves from N pre-forked processes
+(httpserve.serve_processes), each with its own PostgreSQL connections, as
+a catalog serving on many threads does.  What they share lives in
+PostgreSQL: pointers and namespaces, read for every request (a commit
+answered by one process is seen by the next load any other serves).  What
+lives in a process's memory is kept correct or refused: the request log is
+each process's own, and GET/DELETE /admin/requests gathers/resets all of
+them (through each process's private port); every other admin endpoint
+that changes state (faults, vending, table-config, config, sigv4,
+idempotency, expire-tokens) answers 409, and --token-credential and
+--idempotency-key-lifetime are refused at start (issued tokens and
+remembered keys would be one process's); --static-token and --sigv4-* are
+stateless and served.  Caches (ETags, encoded metadata by file identity)
+are per process and keyed by what they describe.
 
 Idempotency keys (REST spec, ConfigResponse.idempotency-key-lifetime):
 with --idempotency-key-lifetime (an ISO-8601 duration such as PT30M) or
@@ -614,13 +629,14 @@ class Faults:
 
 
 class RequestLog:
-    """Every non-admin request: method, path, query, status, fault.  An
+    """Every non-admin request: method, path, query, status, fault, the
+    serving process (its pid: --processes).  An
     entry is kept as a tuple (FIELDS) and made a dict when it is read:
     a refresh logs 100,000 of them and reads none."""
 
     FIELDS = ("seq", "time", "method", "path", "query", "status", "fault",
               "if_none_match", "idempotency_key", "authorization",
-              "original_authorization", "sigv4")
+              "original_authorization", "sigv4", "process")
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -631,7 +647,8 @@ class RequestLog:
         get = headers.get
         entry = (method, path, query, status, fault, get("If-None-Match"),
                  get("Idempotency-Key"), "present" if get("Authorization") else None,
-                 "present" if get("Original-Authorization") else None, sigv4_result)
+                 "present" if get("Original-Authorization") else None, sigv4_result,
+                 os.getpid())
         with self.lock:
             self.seq += 1
             self.entries.append((self.seq, time.time()) + entry)
@@ -643,7 +660,20 @@ class RequestLog:
         if path_regex:
             rx = re.compile(path_regex)
             entries = [e for e in entries if rx.search(e[3])]
-        entries = [dict(zip(fields, e)) for e in entries]
+        return self.summary([dict(zip(fields, e)) for e in entries])
+
+    @staticmethod
+    def merged(logs):
+        """The snapshots of several processes' logs as one: entries in the
+        order of their times, numbered again."""
+        entries = sorted((e for log in logs for e in log["requests"]),
+                         key=lambda e: (e["time"], e["seq"]))
+        for i, e in enumerate(entries):
+            e["seq"] = i + 1
+        return RequestLog.summary(entries)
+
+    @staticmethod
+    def summary(entries):
         counts = {}
         for e in entries:
             key = "%s %s" % (e["method"], e["path"])
@@ -1793,6 +1823,12 @@ class Handler(httpserve.Handler):
             return self._error(403, "ForbiddenException", "admin token required")
         raw = self._body() if self.command in ("POST", "PUT") else b""
         try:
+            if self.server.processes > 1 and self.command != "GET" and \
+                    path != "/admin/requests":
+                raise CatalogError(409, "UnsupportedOperationException",
+                                   "%s %s changes state kept in one process's memory: not"
+                                   " with --processes %d (start the catalog with one)"
+                                   % (self.command, path, self.server.processes))
             if path == "/admin/faults":
                 if self.command == "POST":
                     fid = self.server.faults.add(self._json_body(raw))
@@ -1804,9 +1840,13 @@ class Handler(httpserve.Handler):
                     return self._send(200, {"faults": self.server.faults.list()})
             if path == "/admin/requests":
                 if self.command == "GET":
-                    return self._send(200, self.server.log.snapshot(query.get("path_regex")))
+                    snap = self.server.log.snapshot(query.get("path_regex"))
+                    if self.server.siblings:
+                        snap = RequestLog.merged([snap] + self._siblings("GET"))
+                    return self._send(200, snap)
                 if self.command == "DELETE":
                     self.server.log.reset()
+                    self._siblings("DELETE")
                     return self._send(204)
             if path == "/admin/expire-tokens" and self.command == "POST":
                 self.server.tokens.expire_all()
@@ -1886,6 +1926,20 @@ class Handler(httpserve.Handler):
         except re.error as e:
             self._error(400, "BadRequestException", "bad path_regex: %s" % e)
 
+    def _siblings(self, method):
+        """This admin request (its path and query) sent to every other
+        serving process's private port: their decoded answers."""
+        out = []
+        for port in self.server.siblings or ():
+            req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, self.path),
+                                         method=method)
+            if self.server.admin_token:
+                req.add_header("X-Admin-Token", self.server.admin_token)
+            with urllib.request.urlopen(req, timeout=60) as r:
+                data = r.read()
+            out.append(json.loads(data) if data else None)
+        return out
+
     def do_GET(self):
         self._handle()
 
@@ -1933,8 +1987,19 @@ def parse_args(argv):
     p.add_argument("--idempotency-key-lifetime", metavar="DURATION",
                    help="advertise this idempotency-key-lifetime (ISO-8601, e.g. PT30M) "
                         "and honour Idempotency-Key")
+    p.add_argument("--processes", type=int, default=1,
+                   help="serve from this many pre-forked processes (see the module comment)")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.processes < 1:
+        p.error("--processes must be at least 1")
+    if args.processes > 1:
+        for opt, val in (("--token-credential", args.token_credential),
+                         ("--idempotency-key-lifetime", args.idempotency_key_lifetime)):
+            if val:
+                p.error("%s keeps its state in one process: not with --processes %d"
+                        % (opt, args.processes))
+    return args
 
 
 def main(argv=None):
@@ -1954,6 +2019,10 @@ def main(argv=None):
     except CatalogError as e:
         raise SystemExit("--idempotency-key-lifetime: %s" % e.message)
     server.catalog.idempotency = server.idempotency
+    if args.processes > 1:
+        # each child opens its own PostgreSQL connections
+        return httpserve.serve_processes(server, "catalog", args.processes,
+                                         before_fork=server.catalog.db._drop_pools)
     httpserve.serve(server, "catalog")
     return 0
 
