@@ -40,6 +40,7 @@ import http.client
 import json
 import mmap
 import os
+import re
 import signal
 import sys
 import threading
@@ -47,6 +48,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HOST = "127.0.0.1"
+
+# a header field's line: its name up to the first colon, its value
+_FIELD = re.compile(r"^([^:\n]*):(.*)$", re.M)
 
 
 class Headers:
@@ -73,43 +77,52 @@ class Headers:
         """The fields up to the empty line, from a binary file; raises
         http.client.LineTooLong and HTTPException ("got more than 100
         headers") as http.client.parse_headers does."""
-        fields = []
-        first = {}
-        folded = False
         readline = fp.readline
         maxline = http.client._MAXLINE
         maxheaders = http.client._MAXHEADERS
+        lines = []
         while True:
             line = readline(maxline + 1)
             if len(line) > maxline:
                 raise http.client.LineTooLong("header line")
             if line in (b"\r\n", b"\n", b""):
                 break
+            lines.append(line)
+            if len(lines) > maxheaders:
+                raise http.client.HTTPException("got more than %d headers" % maxheaders)
+        block = b"".join(lines).decode("iso-8859-1")
+        h = cls.__new__(cls)
+        if block[:1] in (" ", "\t") or "\n " in block or "\n\t" in block:
+            h._fields = cls._folded(lines)
+        else:
+            # every "name: value" line at once (a line without a colon is
+            # not a field); the usual request has no folded line
+            h._fields = [(n.strip(), v.strip()) for n, v in _FIELD.findall(block)]
+        h._first = {k.lower(): v for k, v in reversed(h._fields)}
+        return h
+
+    @staticmethod
+    def _folded(lines):
+        """The fields of lines where some continue the one before
+        (obsolete line folding: joined to it with one space)."""
+        fields = []
+        for line in lines:
             if line[0] in (32, 9) and fields:
-                # obsolete line folding: joined to the field before
                 name, value = fields[-1]
                 fields[-1] = (name, (value + " " + line.decode("iso-8859-1").strip()).strip())
-                folded = True
-            else:
-                name, sep, value = line.partition(b":")
-                if sep:
-                    name = name.decode("iso-8859-1").strip()
-                    value = value.decode("iso-8859-1").strip()
-                    fields.append((name, value))
-                    first.setdefault(name.lower(), value)
-            if len(fields) > maxheaders:
-                raise http.client.HTTPException("got more than %d headers" % maxheaders)
-        h = cls.__new__(cls)
-        h._fields = fields
-        if folded:
-            first = {}
-            for k, v in reversed(fields):
-                first[k.lower()] = v
-        h._first = first
-        return h
+                continue
+            name, sep, value = line.partition(b":")
+            if sep:
+                fields.append((name.decode("iso-8859-1").strip(),
+                               value.decode("iso-8859-1").strip()))
+        return fields
 
     def get(self, name, failobj=None):
         return self._first.get(name.lower(), failobj)
+
+    def lowered(self):
+        """{lower-case name: its first value}, to be read, not changed."""
+        return self._first
 
     def get_all(self, name, failobj=None):
         name = name.lower()

@@ -255,6 +255,8 @@ class Database:
         self.catalog = catalog_name
         self.pool = []
         self.read_pool = []
+        # (connection, cursor) pairs of location(): a cursor kept open
+        self.location_pool = []
         self.lock = threading.Lock()
         self.ensure_schema()
 
@@ -273,7 +275,15 @@ class Database:
                             "   FROM iceberg_tables WHERE catalog_name = $1"
                             "    AND table_namespace = $2 AND table_name = $3"
                             "    AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)")
+                cur.execute(self.PREPARE_LOCATION)
         return conn, False
+
+    # what a load compares with its If-None-Match: the location alone, by
+    # the primary key's index, planned once per connection
+    PREPARE_LOCATION = ("PREPARE location (text, text, text) AS"
+                        " SELECT metadata_location FROM iceberg_tables"
+                        " WHERE catalog_name = $1 AND table_namespace = $2 AND table_name = $3"
+                        "   AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)")
 
     def _put(self, pool, conn):
         if conn.closed:
@@ -289,6 +299,8 @@ class Database:
         server restarted, or terminated its backends), the others are too."""
         with self.lock:
             conns, self.pool[:], self.read_pool[:] = self.pool + self.read_pool, [], []
+            conns += [c for c, _ in self.location_pool]
+            self.location_pool[:] = []
         for c in conns:
             c.close()
 
@@ -464,6 +476,44 @@ class Database:
             cur.execute("EXECUTE pointer (%s, %s, %s)", (self.catalog, ns_str, name))
             return cur.fetchone()
         return self.read(q)
+
+    def location(self, ns_str, name):
+        """(metadata_location,) of the table, or None: the one statement of
+        a load, on a pooled connection in autocommit with its cursor kept
+        (what read() does, without its per-call cursor and closure: a
+        refresh asks this 100,000 times).  A pooled connection found dead
+        drops the pools and the statement runs once more on a new one."""
+        args = (self.catalog, ns_str, name)
+        for attempt in (1, 2):
+            with self.lock:
+                pair = self.location_pool.pop() if self.location_pool else None
+            pooled = pair is not None
+            if pair is None:
+                conn, _ = self._get([], True)
+                pair = (conn, conn.cursor())
+            try:
+                pair[1].execute("EXECUTE location (%s, %s, %s)", args)
+                row = pair[1].fetchone()
+            except psycopg2.OperationalError:
+                pair[0].close()
+                if pooled and attempt == 1:
+                    self._drop_pools()
+                    continue
+                raise
+            except Exception:
+                self._put_location(pair)
+                raise
+            self._put_location(pair)
+            return row
+
+    def _put_location(self, pair):
+        if pair[0].closed:
+            return
+        with self.lock:
+            if len(self.location_pool) < 8:
+                self.location_pool.append(pair)
+                return
+        pair[0].close()
 
     def insert_table(self, ns_str, name, location):
         """Insert a pointer (JdbcCatalog's create commit).  A unique violation
@@ -644,11 +694,18 @@ class RequestLog:
         self.seq = 0
 
     def add(self, method, path, query, status, fault, headers, sigv4_result=None):
-        get = headers.get
-        entry = (method, path, query, status, fault, get("If-None-Match"),
-                 get("Idempotency-Key"), "present" if get("Authorization") else None,
-                 "present" if get("Original-Authorization") else None, sigv4_result,
-                 os.getpid())
+        if isinstance(headers, httpserve.Headers):
+            get = headers.lowered().get     # a dict look-up each, names in lower case
+            entry = (method, path, query, status, fault, get("if-none-match"),
+                     get("idempotency-key"), "present" if get("authorization") else None,
+                     "present" if get("original-authorization") else None, sigv4_result,
+                     os.getpid())
+        else:
+            get = headers.get
+            entry = (method, path, query, status, fault, get("If-None-Match"),
+                     get("Idempotency-Key"), "present" if get("Authorization") else None,
+                     "present" if get("Original-Authorization") else None, sigv4_result,
+                     os.getpid())
         with self.lock:
             self.seq += 1
             self.entries.append((self.seq, time.time()) + entry)
@@ -1152,7 +1209,7 @@ class Catalog:
                                "cannot write %s: %s" % (location, e))
 
     def table_pointer(self, levels, name):
-        row = self.db.get_table(self.ns_str(levels), name)
+        row = self.db.location(self.ns_str(levels), name)
         if row is None:
             raise no_such_table(levels, name)
         return row[0]
