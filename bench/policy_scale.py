@@ -7,6 +7,7 @@ group of 100,000 tables against the physical limit of the test world.
     /usr/bin/python3 bench/policy_scale.py events [--tables 1000000] [--cycles 5]
     /usr/bin/python3 bench/policy_scale.py polled [--tables 100000] [--rounds 2]
                                                   [--changed-pct 1] [--page-size 1000]
+                                                  [--catalog-processes 4]
 
 Both start their own PostgreSQL cluster (tms preloaded) and REST catalog
 test server (test/catalog/server.py), on a Unix socket and 127.0.0.1; the
@@ -46,7 +47,11 @@ flight as tms.evaluation_pool_size, kept-alive connections, nothing else
 done: what the catalog server can answer), then tms's refresh of the
 unchanged group (the run's DEBUG1 figures), with the CPU time of the
 backend, of the catalog server and of the catalog's PostgreSQL
-connections.  Then --changed-pct of the tables move to a version with one
+connections.  The catalog serves from --catalog-processes pre-forked
+processes (server.py --processes; default 4, one per connection of a
+pool of 4: no two handler threads share a GIL; 1: one process, as before
+2026-12-08), as real catalogs serve on many threads; its CPU is the sum
+of its processes'.  Then --changed-pct of the tables move to a version with one
 more commit and one more refresh is measured (none with --changed-pct 0).
 
 Prints JSON and a short table; see bench/README.md, "Scale".  Every wait
@@ -89,13 +94,23 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def tree_pids(pid):
+    """pid and its children (a pre-forked catalog's serving processes)."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [pid] + [int(x) for x in f.read().split()]
+    except (FileNotFoundError, ProcessLookupError):
+        return [pid]
+
+
 def name_sql(width):
     return "'t' || lpad(g::text, %d, '0')" % width
 
 
 class World:
-    def __init__(self, root, settings):
+    def __init__(self, root, settings, catalog_processes=1):
         self.root = root
+        self.catalog_processes = catalog_processes
         self.files = os.path.join(root, "files")
         self.cluster = Cluster(os.path.join(root, "pg", "data"), settings=settings)
         self.catalog = None
@@ -110,7 +125,8 @@ class World:
         conn = self.connect()
         q(conn, "CREATE EXTENSION tms")
         self.catalog = world.CatalogServer(c.dsn(), "file://%s/wh" % self.files,
-                                           catalog_name=CATALOG, file_root=self.files)
+                                           catalog_name=CATALOG, file_root=self.files,
+                                           processes=self.catalog_processes)
         cat = self.catalog
         res = synth.generate(synth.build_parser().parse_args(
             ["--out", "file://%s/base" % self.files, "--data-files", "5", "--snapshots", "1",
@@ -315,8 +331,9 @@ def polled(args):
                 "tms.enabled": "off"}
     if args.pool_size:
         settings["tms.evaluation_pool_size"] = str(args.pool_size)
-    w = World(root, settings)
-    out = {"mode": "polled", "tables": args.tables, "page_size": args.page_size, "rounds": []}
+    w = World(root, settings, args.catalog_processes)
+    out = {"mode": "polled", "tables": args.tables, "page_size": args.page_size,
+           "catalog_processes": args.catalog_processes, "rounds": []}
     try:
         conn = w.start(args.page_size)
         out["fill_s"] = fill(conn, w, args.tables, 6)
@@ -325,13 +342,13 @@ def polled(args):
             " avgDataFileSize < 128MB', 'going-forward'"])
         pool = int(q(conn, "SHOW tms.evaluation_pool_size")[0][0])
         out["pool_size"] = pool
-        server_pid = w.catalog.child.proc.pid
+        server_pids = tree_pids(w.catalog.child.proc.pid)
         prefix = "http://127.0.0.1:%d/v1/%s/namespaces/%s/tables/t" % (w.catalog.port, CATALOG, NS)
         bpid = q(conn, "SELECT pg_backend_pid()")[0][0]
 
         def measured(fn):
             others = catalog_backends(conn)
-            pids = [bpid, server_pid] + others
+            pids = [bpid] + server_pids + others
             c0 = {p: cpu_seconds(p) for p in pids}
             la0 = os.getloadavg()[0]
             t0 = time.monotonic()
@@ -340,7 +357,7 @@ def polled(args):
             c1 = {p: cpu_seconds(p) for p in pids}
             d = {p: round(c1[p] - c0[p], 2) for p in pids if c0[p] is not None and c1[p] is not None}
             return res, {"wall_s": round(wall, 2), "tms_backend_cpu_s": d.get(bpid),
-                         "catalog_server_cpu_s": d.get(server_pid),
+                         "catalog_server_cpu_s": round(sum(d.get(p, 0) for p in server_pids), 2),
                          "catalog_db_cpu_s": round(sum(d.get(p, 0) for p in others), 2),
                          "load_average": [la0, os.getloadavg()[0]]}
 
@@ -389,7 +406,8 @@ def polled(args):
 
 def print_polled(args, pool, out):
     """The short table of a polled run."""
-    print("\n%d polled tables, page_size %d, %d in flight:" % (args.tables, args.page_size, pool))
+    print("\n%d polled tables, page_size %d, %d in flight, catalog in %d processes:"
+          % (args.tables, args.page_size, pool, args.catalog_processes))
     for i, r in enumerate(out["rounds"]):
         print("  round %d: limit (client, %d x 304) %.1f s (%d/s); tms refresh %.1f s"
               " (%d requests, 200/304 %s), CPU: backend %.1f s, catalog server %.1f s,"
@@ -420,6 +438,7 @@ def main():
     p.add_argument("--changed-pct", type=float, default=1.0)
     p.add_argument("--page-size", type=int, default=1000)
     p.add_argument("--pool-size", type=int, default=None)
+    p.add_argument("--catalog-processes", type=int, default=4)
     p.add_argument("--timeout", type=float, default=1800)
     args = ap.parse_args()
     if args.mode == "events":

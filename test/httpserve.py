@@ -13,6 +13,7 @@ REST catalog (test/catalog/server.py), the engine look-alikes
     server = httpserve.Server(port, Handler, verbose=args.verbose)   # port 0: any
     server.thing = ...                      # what the handlers read
     httpserve.serve(server, "catalog", on_stop=None)
+    httpserve.serve_processes(server, "catalog", n, before_fork=None)
 
 serve() prints "<name> listening on http://127.0.0.1:PORT" (world.py waits
 for that line) once the server accepts connections, serves until SIGTERM or
@@ -37,6 +38,9 @@ too (parse_request; anything else by BaseHTTPRequestHandler's).
 import email.utils
 import http.client
 import json
+import mmap
+import os
+import re
 import signal
 import sys
 import threading
@@ -44,6 +48,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HOST = "127.0.0.1"
+
+# a header field's line: its name up to the first colon, its value
+_FIELD = re.compile(r"^([^:\n]*):(.*)$", re.M)
 
 
 class Headers:
@@ -70,43 +77,52 @@ class Headers:
         """The fields up to the empty line, from a binary file; raises
         http.client.LineTooLong and HTTPException ("got more than 100
         headers") as http.client.parse_headers does."""
-        fields = []
-        first = {}
-        folded = False
         readline = fp.readline
         maxline = http.client._MAXLINE
         maxheaders = http.client._MAXHEADERS
+        lines = []
         while True:
             line = readline(maxline + 1)
             if len(line) > maxline:
                 raise http.client.LineTooLong("header line")
             if line in (b"\r\n", b"\n", b""):
                 break
+            lines.append(line)
+            if len(lines) > maxheaders:
+                raise http.client.HTTPException("got more than %d headers" % maxheaders)
+        block = b"".join(lines).decode("iso-8859-1")
+        h = cls.__new__(cls)
+        if block[:1] in (" ", "\t") or "\n " in block or "\n\t" in block:
+            h._fields = cls._folded(lines)
+        else:
+            # every "name: value" line at once (a line without a colon is
+            # not a field); the usual request has no folded line
+            h._fields = [(n.strip(), v.strip()) for n, v in _FIELD.findall(block)]
+        h._first = {k.lower(): v for k, v in reversed(h._fields)}
+        return h
+
+    @staticmethod
+    def _folded(lines):
+        """The fields of lines where some continue the one before
+        (obsolete line folding: joined to it with one space)."""
+        fields = []
+        for line in lines:
             if line[0] in (32, 9) and fields:
-                # obsolete line folding: joined to the field before
                 name, value = fields[-1]
                 fields[-1] = (name, (value + " " + line.decode("iso-8859-1").strip()).strip())
-                folded = True
-            else:
-                name, sep, value = line.partition(b":")
-                if sep:
-                    name = name.decode("iso-8859-1").strip()
-                    value = value.decode("iso-8859-1").strip()
-                    fields.append((name, value))
-                    first.setdefault(name.lower(), value)
-            if len(fields) > maxheaders:
-                raise http.client.HTTPException("got more than %d headers" % maxheaders)
-        h = cls.__new__(cls)
-        h._fields = fields
-        if folded:
-            first = {}
-            for k, v in reversed(fields):
-                first[k.lower()] = v
-        h._first = first
-        return h
+                continue
+            name, sep, value = line.partition(b":")
+            if sep:
+                fields.append((name.decode("iso-8859-1").strip(),
+                               value.decode("iso-8859-1").strip()))
+        return fields
 
     def get(self, name, failobj=None):
         return self._first.get(name.lower(), failobj)
+
+    def lowered(self):
+        """{lower-case name: its first value}, to be read, not changed."""
+        return self._first
 
     def get_all(self, name, failobj=None):
         name = name.lower()
@@ -321,14 +337,56 @@ class Server(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    # pre-forked (serve_processes): how many processes serve the port, the
+    # other children's private ports (None: this is a private port, or
+    # one process), and (shared counts, this child's index)
+    processes = 1
+    siblings = None
+    balance = None
+    # polls a busier child lets a new connection wait for a less busy one
+    MAX_DEFERRALS = 20
 
     def __init__(self, port, handler, verbose=False):
         super().__init__((HOST, port), handler)
         self.verbose = verbose
+        self._deferred = 0
+        self._open_lock = threading.Lock()
 
     @property
     def port(self):
         return self.server_address[1]
+
+    def _handle_request_noblock(self):
+        b = self.balance
+        if b is not None:
+            counts, me = b
+            if counts[me] > min(counts) and self._deferred < self.MAX_DEFERRALS:
+                # a less busy child is woken by the same connection
+                self._deferred += 1
+                time.sleep(0.001)
+                return
+            self._deferred = 0
+        super()._handle_request_noblock()
+
+    def _count_open(self, delta):
+        b = self.balance
+        if b is not None:
+            with self._open_lock:
+                b[0][b[1]] += delta
+
+    def process_request(self, request, client_address):
+        self._count_open(1)
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self._count_open(-1)
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._count_open(-1)
 
 
 def serve(server, name, on_stop=None):
@@ -346,3 +404,92 @@ def serve(server, name, on_stop=None):
         server.serve_forever(poll_interval=0.2)
     finally:
         server.server_close()
+
+
+def serve_processes(server, name, n, before_fork=None):
+    """Serve server's socket from n pre-forked processes (see the module
+    comment); before_fork() runs in the parent first (close connections
+    a child must not share).  Returns the exit status: 0 after
+    SIGTERM/SIGINT, 1 when a child died on its own."""
+    cls = type(server)
+    privates = [cls(0, server.RequestHandlerClass, verbose=server.verbose) for _ in range(n)]
+    counts = memoryview(mmap.mmap(-1, 8 * n)).cast("q")
+    if before_fork is not None:
+        before_fork()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pids = []
+    for i in range(n):
+        pid = os.fork()
+        if pid == 0:
+            _child(server, privates, i, counts)     # never returns
+        pids.append(pid)
+    for p in privates:
+        p.server_close()
+    server.server_close()
+    stopping = []
+
+    def stop(signum, frame):
+        stopping.append(signum)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print("%s listening on http://%s:%d (%d processes)" % (name, HOST, server.port, n),
+          flush=True)
+    status = 0
+    live = set(pids)
+    while live:
+        try:
+            pid, _ = os.wait()
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        live.discard(pid)
+        if not stopping:
+            sys.stderr.write("%s: serving process %d exited; stopping\n" % (name, pid))
+            status = 1
+            stop(None, None)
+    return status
+
+
+def _child(server, privates, i, counts):
+    """A pre-forked child: serve the shared socket and privates[i]."""
+    try:
+        private = privates[i]
+        for j, p in enumerate(privates):
+            if j != i:
+                p.server_close()
+        for k, v in server.__dict__.items():
+            private.__dict__.setdefault(k, v)
+        server.processes = private.processes = len(privates)
+        server.siblings = [p.port for j, p in enumerate(privates) if j != i]
+        private.siblings = None
+        server.socket.setblocking(False)    # a sibling may take the connection first
+        server.balance = (counts, i)
+
+        def stop(signum, frame):
+            for s in (server, private):
+                threading.Thread(target=s.shutdown, daemon=True).start()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        t = threading.Thread(target=private.serve_forever, kwargs={"poll_interval": 0.2},
+                             daemon=True)
+        t.start()
+        server.serve_forever(poll_interval=0.2)
+        t.join(5)
+        code = 0
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)

@@ -100,7 +100,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import types
 import urllib.error
 import urllib.parse
@@ -719,12 +718,14 @@ class CatalogServer:
     token; file_root is where relative paths resolve; sigv4 = {"region",
     "service", "keys": {ID: {"secret", "session_token"}}} makes it verify
     AWS SigV4 from the start (set_sigv4 does it later).  While it verifies,
-    raw() and request() sign /v1 requests with the first key."""
+    raw() and request() sign /v1 requests with the first key.  processes
+    N > 1 serves from N pre-forked processes (server.py --processes: the
+    request log gathered from all; admin changes refused)."""
 
     def __init__(self, dsn, warehouse, port=None, credential=None, token_ttl=None,
                  static_token=None, catalog_name="tms_test", s3=None, file_root=None,
                  admin_token=None, verbose=False, timeout=30, sigv4=None, azure=None,
-                 gcs=None):
+                 gcs=None, processes=None):
         self.port = port or free_port()
         self.catalog_name = catalog_name
         self.prefix = catalog_name
@@ -759,6 +760,9 @@ class CatalogServer:
             argv += ["--file-root", file_root]
         if verbose:
             argv.append("--verbose")
+        if processes:
+            argv += ["--processes", str(processes)]
+        self.processes = processes or 1
         self._signer = None
         if sigv4:
             argv += ["--sigv4-region", sigv4["region"],

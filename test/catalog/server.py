@@ -17,7 +17,22 @@ iceberg_namespace_properties), metadata files go to file:// or s3:// storage.
          [--gcs-endpoint URL --gcs-token TOKEN] [--file-root DIR]
         [--sigv4-region REGION [--sigv4-service NAME]
          --sigv4-key ID:SECRET[:SESSION_TOKEN] ...]
-        [--idempotency-key-lifetime DURATION]
+        [--idempotency-key-lifetime DURATION] [--processes N]
+
+--processes N (default 1) serves from N pre-forked processes
+(httpserve.serve_processes), each with its own PostgreSQL connections, as
+a catalog serving on many threads does.  What they share lives in
+PostgreSQL: pointers and namespaces, read for every request (a commit
+answered by one process is seen by the next load any other serves).  What
+lives in a process's memory is kept correct or refused: the request log is
+each process's own, and GET/DELETE /admin/requests gathers/resets all of
+them (through each process's private port); every other admin endpoint
+that changes state (faults, vending, table-config, config, sigv4,
+idempotency, expire-tokens) answers 409, and --token-credential and
+--idempotency-key-lifetime are refused at start (issued tokens and
+remembered keys would be one process's); --static-token and --sigv4-* are
+stateless and served.  Caches (ETags, encoded metadata by file identity)
+are per process and keyed by what they describe.
 
 Idempotency keys (REST spec, ConfigResponse.idempotency-key-lifetime):
 with --idempotency-key-lifetime (an ISO-8601 duration such as PT30M) or
@@ -240,6 +255,8 @@ class Database:
         self.catalog = catalog_name
         self.pool = []
         self.read_pool = []
+        # (connection, cursor) pairs of location(): a cursor kept open
+        self.location_pool = []
         self.lock = threading.Lock()
         self.ensure_schema()
 
@@ -258,7 +275,15 @@ class Database:
                             "   FROM iceberg_tables WHERE catalog_name = $1"
                             "    AND table_namespace = $2 AND table_name = $3"
                             "    AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)")
+                cur.execute(self.PREPARE_LOCATION)
         return conn, False
+
+    # what a load compares with its If-None-Match: the location alone, by
+    # the primary key's index, planned once per connection
+    PREPARE_LOCATION = ("PREPARE location (text, text, text) AS"
+                        " SELECT metadata_location FROM iceberg_tables"
+                        " WHERE catalog_name = $1 AND table_namespace = $2 AND table_name = $3"
+                        "   AND (iceberg_type = 'TABLE' OR iceberg_type IS NULL)")
 
     def _put(self, pool, conn):
         if conn.closed:
@@ -274,6 +299,8 @@ class Database:
         server restarted, or terminated its backends), the others are too."""
         with self.lock:
             conns, self.pool[:], self.read_pool[:] = self.pool + self.read_pool, [], []
+            conns += [c for c, _ in self.location_pool]
+            self.location_pool[:] = []
         for c in conns:
             c.close()
 
@@ -450,6 +477,44 @@ class Database:
             return cur.fetchone()
         return self.read(q)
 
+    def location(self, ns_str, name):
+        """(metadata_location,) of the table, or None: the one statement of
+        a load, on a pooled connection in autocommit with its cursor kept
+        (what read() does, without its per-call cursor and closure: a
+        refresh asks this 100,000 times).  A pooled connection found dead
+        drops the pools and the statement runs once more on a new one."""
+        args = (self.catalog, ns_str, name)
+        for attempt in (1, 2):
+            with self.lock:
+                pair = self.location_pool.pop() if self.location_pool else None
+            pooled = pair is not None
+            if pair is None:
+                conn, _ = self._get([], True)
+                pair = (conn, conn.cursor())
+            try:
+                pair[1].execute("EXECUTE location (%s, %s, %s)", args)
+                row = pair[1].fetchone()
+            except psycopg2.OperationalError:
+                pair[0].close()
+                if pooled and attempt == 1:
+                    self._drop_pools()
+                    continue
+                raise
+            except Exception:
+                self._put_location(pair)
+                raise
+            self._put_location(pair)
+            return row
+
+    def _put_location(self, pair):
+        if pair[0].closed:
+            return
+        with self.lock:
+            if len(self.location_pool) < 8:
+                self.location_pool.append(pair)
+                return
+        pair[0].close()
+
     def insert_table(self, ns_str, name, location):
         """Insert a pointer (JdbcCatalog's create commit).  A unique violation
         becomes 409 AlreadyExistsException; any other database error (a
@@ -614,13 +679,14 @@ class Faults:
 
 
 class RequestLog:
-    """Every non-admin request: method, path, query, status, fault.  An
+    """Every non-admin request: method, path, query, status, fault, the
+    serving process (its pid: --processes).  An
     entry is kept as a tuple (FIELDS) and made a dict when it is read:
     a refresh logs 100,000 of them and reads none."""
 
     FIELDS = ("seq", "time", "method", "path", "query", "status", "fault",
               "if_none_match", "idempotency_key", "authorization",
-              "original_authorization", "sigv4")
+              "original_authorization", "sigv4", "process")
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -628,10 +694,18 @@ class RequestLog:
         self.seq = 0
 
     def add(self, method, path, query, status, fault, headers, sigv4_result=None):
-        get = headers.get
-        entry = (method, path, query, status, fault, get("If-None-Match"),
-                 get("Idempotency-Key"), "present" if get("Authorization") else None,
-                 "present" if get("Original-Authorization") else None, sigv4_result)
+        if isinstance(headers, httpserve.Headers):
+            get = headers.lowered().get     # a dict look-up each, names in lower case
+            entry = (method, path, query, status, fault, get("if-none-match"),
+                     get("idempotency-key"), "present" if get("authorization") else None,
+                     "present" if get("original-authorization") else None, sigv4_result,
+                     os.getpid())
+        else:
+            get = headers.get
+            entry = (method, path, query, status, fault, get("If-None-Match"),
+                     get("Idempotency-Key"), "present" if get("Authorization") else None,
+                     "present" if get("Original-Authorization") else None, sigv4_result,
+                     os.getpid())
         with self.lock:
             self.seq += 1
             self.entries.append((self.seq, time.time()) + entry)
@@ -643,7 +717,20 @@ class RequestLog:
         if path_regex:
             rx = re.compile(path_regex)
             entries = [e for e in entries if rx.search(e[3])]
-        entries = [dict(zip(fields, e)) for e in entries]
+        return self.summary([dict(zip(fields, e)) for e in entries])
+
+    @staticmethod
+    def merged(logs):
+        """The snapshots of several processes' logs as one: entries in the
+        order of their times, numbered again."""
+        entries = sorted((e for log in logs for e in log["requests"]),
+                         key=lambda e: (e["time"], e["seq"]))
+        for i, e in enumerate(entries):
+            e["seq"] = i + 1
+        return RequestLog.summary(entries)
+
+    @staticmethod
+    def summary(entries):
         counts = {}
         for e in entries:
             key = "%s %s" % (e["method"], e["path"])
@@ -1122,7 +1209,7 @@ class Catalog:
                                "cannot write %s: %s" % (location, e))
 
     def table_pointer(self, levels, name):
-        row = self.db.get_table(self.ns_str(levels), name)
+        row = self.db.location(self.ns_str(levels), name)
         if row is None:
             raise no_such_table(levels, name)
         return row[0]
@@ -1793,6 +1880,12 @@ class Handler(httpserve.Handler):
             return self._error(403, "ForbiddenException", "admin token required")
         raw = self._body() if self.command in ("POST", "PUT") else b""
         try:
+            if self.server.processes > 1 and self.command != "GET" and \
+                    path != "/admin/requests":
+                raise CatalogError(409, "UnsupportedOperationException",
+                                   "%s %s changes state kept in one process's memory: not"
+                                   " with --processes %d (start the catalog with one)"
+                                   % (self.command, path, self.server.processes))
             if path == "/admin/faults":
                 if self.command == "POST":
                     fid = self.server.faults.add(self._json_body(raw))
@@ -1804,9 +1897,13 @@ class Handler(httpserve.Handler):
                     return self._send(200, {"faults": self.server.faults.list()})
             if path == "/admin/requests":
                 if self.command == "GET":
-                    return self._send(200, self.server.log.snapshot(query.get("path_regex")))
+                    snap = self.server.log.snapshot(query.get("path_regex"))
+                    if self.server.siblings:
+                        snap = RequestLog.merged([snap] + self._siblings("GET"))
+                    return self._send(200, snap)
                 if self.command == "DELETE":
                     self.server.log.reset()
+                    self._siblings("DELETE")
                     return self._send(204)
             if path == "/admin/expire-tokens" and self.command == "POST":
                 self.server.tokens.expire_all()
@@ -1886,6 +1983,20 @@ class Handler(httpserve.Handler):
         except re.error as e:
             self._error(400, "BadRequestException", "bad path_regex: %s" % e)
 
+    def _siblings(self, method):
+        """This admin request (its path and query) sent to every other
+        serving process's private port: their decoded answers."""
+        out = []
+        for port in self.server.siblings or ():
+            req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, self.path),
+                                         method=method)
+            if self.server.admin_token:
+                req.add_header("X-Admin-Token", self.server.admin_token)
+            with urllib.request.urlopen(req, timeout=60) as r:
+                data = r.read()
+            out.append(json.loads(data) if data else None)
+        return out
+
     def do_GET(self):
         self._handle()
 
@@ -1933,8 +2044,19 @@ def parse_args(argv):
     p.add_argument("--idempotency-key-lifetime", metavar="DURATION",
                    help="advertise this idempotency-key-lifetime (ISO-8601, e.g. PT30M) "
                         "and honour Idempotency-Key")
+    p.add_argument("--processes", type=int, default=1,
+                   help="serve from this many pre-forked processes (see the module comment)")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.processes < 1:
+        p.error("--processes must be at least 1")
+    if args.processes > 1:
+        for opt, val in (("--token-credential", args.token_credential),
+                         ("--idempotency-key-lifetime", args.idempotency_key_lifetime)):
+            if val:
+                p.error("%s keeps its state in one process: not with --processes %d"
+                        % (opt, args.processes))
+    return args
 
 
 def main(argv=None):
@@ -1954,6 +2076,10 @@ def main(argv=None):
     except CatalogError as e:
         raise SystemExit("--idempotency-key-lifetime: %s" % e.message)
     server.catalog.idempotency = server.idempotency
+    if args.processes > 1:
+        # each child opens its own PostgreSQL connections
+        return httpserve.serve_processes(server, "catalog", args.processes,
+                                         before_fork=server.catalog.db._drop_pools)
     httpserve.serve(server, "catalog")
     return 0
 
