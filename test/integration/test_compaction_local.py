@@ -650,7 +650,7 @@ def test_writer_and_expiry_during_the_rewrite(env):
 
 @SCALE
 def test_helper_killed_mid_write_leaves_the_table_unchanged(env):
-    mloc = small_table(env, "killed", files=400, rows_per_file=200, seed=14)
+    small_table(env, "killed", files=400, rows_per_file=200, seed=14)
     mloc0, meta0, before = live(env, "cmp", "killed")
     data_dir = os.path.join(env["file_root"], "wh", "cmp", "killed", "data")
     started = time.time()
