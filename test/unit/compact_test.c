@@ -539,6 +539,43 @@ test_nested_schema(void)
 		  strcmp(c->initial_default, "\"00ff\"") == 0 && up->id == 2, "fixed with its initial-default");
 	CHECK(iceberg_schema_column(s, 3) == NULL, "a nested field is no top-level column");
 	CHECK(iceberg_compact_check_schema(s, &err), "nested, fixed and timestamp_ns are rewritten");
+	{
+		const IcebergColumn *path[8];
+
+		CHECK(iceberg_schema_field_path(s, 6, path, 8) == 4 && path[0]->id == 2 &&
+			  path[1]->id == 4 && path[2]->id == 5 && path[3]->id == 6, "the path to a map key");
+		CHECK(iceberg_schema_field_path(s, 6, path, 3) == 0, "a path deeper than cap");
+		CHECK(iceberg_schema_field_path(s, 99, path, 8) == 0, "no path to a missing field");
+	}
+
+	/*
+	 * equality deletes: a field of a struct is applied; in a list, a map or
+	 * gone, refused
+	 */
+	{
+		int32_t		ids[1];
+		IcebergCompactDelete d = {.path = "s3://b/t/eq.parquet",
+			.content = ICEBERG_CONTENT_EQUALITY_DELETES,.nequality_ids = 1,
+		.equality_ids = ids,.ngroups = 1};
+		IcebergCompactPlan p = {.ndeletes = 1,.deletes = &d};
+
+		ids[0] = 3;
+		CHECK(iceberg_compact_check_deletes(&p, s, &err), "s.a is applied");
+		ids[0] = 1;
+		CHECK(iceberg_compact_check_deletes(&p, s, &err), "a top-level column is applied");
+		ids[0] = 6;
+		CHECK(!iceberg_compact_check_deletes(&p, s, &err) && err.code == ICEBERG_ERR_UNSUPPORTED &&
+			  strstr(err.message, "\"s3://b/t/eq.parquet\"") != NULL &&
+			  strstr(err.detail, "field \"key\" (id 6) inside list \"l\"") != NULL,
+			  "a map key inside a list refused: %s", err.detail);
+		ids[0] = 4;
+		CHECK(!iceberg_compact_check_deletes(&p, s, &err) &&
+			  strstr(err.detail, "field \"l\" (id 4) of type list") != NULL,
+			  "a list field refused: %s", err.detail);
+		ids[0] = 99;
+		CHECK(!iceberg_compact_check_deletes(&p, s, &err) &&
+			  strstr(err.detail, "field id 99") != NULL, "a field gone refused: %s", err.detail);
+	}
 	iceberg_schema_free(s);
 
 	/* a partition field whose source is inside a struct: typed by it */
