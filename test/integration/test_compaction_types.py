@@ -34,6 +34,8 @@ Avro writer and REST catalog; the schema evolves through the catalog
   - equality deletes by fields inside structs (one and two deep) are
     applied, nulls equal and by sequence number; one by a field inside a
     list skips the job with the file and the field;
+  - the sort strategy orders by fields of structs, the table's sort order
+    and a sort-order text (s.b.x);
   - a table with a column the local engine cannot rewrite (timestamptz_ns
     inside a struct) is refused by run_operation with 0A000, a DETAIL
     naming the column and its type and a HINT, before a job is recorded.
@@ -242,9 +244,9 @@ def q(env, sql, args=None):
     return env["pg"].query(sql, args)
 
 
-def compact(env, name):
+def compact(env, name, opts=None):
     jid = q(env, "SELECT tms.run_operation(%s, %s, %s, 'compaction', %s::jsonb)",
-            (env["server"], NS, name, json.dumps({"rewrite-all": True})))[0][0]
+            (env["server"], NS, name, json.dumps(dict(opts or {}, **{"rewrite-all": True}))))[0][0]
     state = lambda: q(env, "SELECT state, last_error FROM tms.maintenance_jobs WHERE id = %s",  # noqa: E731
                       (jid,))[0]
     wait_for(lambda: state()[0] in TERMINAL, timeout=300, what="job %s" % jid)
@@ -642,6 +644,48 @@ def test_equality_delete_inside_a_list_is_refused(env, tmp_path):
     assert 'cannot apply equality delete file "%s"' % uri in row["reason"], row
     assert 'field "p" (id 10) inside list "l"' in row["reason"], row
     assert ow.load(cat, NS, "listeq")[0] == mloc
+
+
+def test_sort_on_fields_of_structs(env, tmp_path):
+    """The table's sort order on a field of a struct (s.a, DESC NULLS LAST)
+    and a sort-order text naming one two deep (s.b.x): the compacted file,
+    read with DuckDB in its row order, is sorted by the field, with every
+    row kept; the table's order id is stamped, the text's (no table order
+    has it) 0."""
+    create_table(env, "nestedsort", NESTED)
+    for k in range(3):
+        append_file(env, "nestedsort", nested_rows(k * 1000, 20), NESTED, str(tmp_path), k)
+    _, meta = ow.load(env["catalog"], NS, "nestedsort")
+    ow.commit(env["catalog"], NS, "nestedsort", {
+        "requirements": [{"type": "assert-table-uuid", "uuid": meta["table-uuid"]}],
+        "updates": [{"action": "add-sort-order", "sort-order": {"order-id": 1, "fields": [
+            {"transform": "identity", "source-id": 3, "direction": "desc",
+             "null-order": "nulls-last"}]}},
+            {"action": "set-default-sort-order", "sort-order-id": -1}]})
+    ids = sorted(k * 1000 + i for k in range(3) for i in range(20))
+
+    def file_order(key_sql):
+        _, meta = ow.load(env["catalog"], NS, "nestedsort")
+        after = data_files(env, meta)
+        assert len(after) == 1, after
+        path = next(iter(after))
+        got = duck(["SELECT %s AS k, id FROM read_parquet(%s, file_row_number = true)"
+                    " ORDER BY file_row_number" % (key_sql, lit(env["st"].local_path(path)))])[0]
+        assert sorted(int(r["id"]) for r in got) == ids
+        return [r["k"] for r in got], new_entry(env, meta, path)["sort_order_id"]
+
+    compact(env, "nestedsort", {"strategy": "sort"})
+    keys, order_id = file_order("s.a")
+    nn = [k for k in keys if k is not None]
+    assert nn == sorted(nn, reverse=True) and keys == nn + [None] * (len(keys) - len(nn)), keys
+    assert len(nn) > 10 and len(nn) < len(keys)
+    assert order_id == 1
+    compact(env, "nestedsort", {"strategy": "sort", "sort-order": "s.b.x ASC NULLS FIRST"})
+    keys, order_id = file_order("s.b.x")
+    nn = [k for k in keys if k is not None]
+    assert keys == [None] * (len(keys) - len(nn)) + sorted(nn), keys
+    assert len(nn) > 10 and len(nn) < len(keys)
+    assert order_id == 0
 
 
 PRIMS = schema_of(0, [

@@ -872,6 +872,53 @@ sort_refused(IcebergSchema *schema, const char *text, const char *says)
 	return true;
 }
 
+/* Sort orders on fields of structs: s.f in the text, a nested source-id. */
+static void
+test_sort_nested(void)
+{
+	IcebergSchema *schema;
+	IcebergTableMetadata *md;
+	IcebergSortOrder *o = NULL;
+	TmsError	err;
+	static const char *md_json =
+	"{\"format-version\": 2, \"table-uuid\": \"9c12d441-03fe-4693-9a96-a0705ddf69c1\","
+	" \"location\": \"s3://b/t\", \"last-sequence-number\": 0, \"last-updated-ms\": 1,"
+	" \"last-column-id\": 7, \"current-schema-id\": 0, \"schemas\": [{\"type\": \"struct\","
+	"  \"schema-id\": 0, \"fields\": [{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"
+	"  {\"id\": 2, \"name\": \"s\", \"required\": false, \"type\": {\"type\": \"struct\", \"fields\": ["
+	"   {\"id\": 3, \"name\": \"f\", \"required\": false, \"type\": \"int\"},"
+	"   {\"id\": 4, \"name\": \"T\", \"required\": false, \"type\": {\"type\": \"struct\", \"fields\": ["
+	"    {\"id\": 5, \"name\": \"d\", \"required\": false, \"type\": \"date\"}]}}]}},"
+	"  {\"id\": 6, \"name\": \"l\", \"required\": false, \"type\": {\"type\": \"list\","
+	"   \"element-id\": 7, \"element-required\": false, \"element\": \"int\"}}]}],"
+	" \"default-spec-id\": 0, \"last-partition-id\": 999, \"partition-specs\": [{\"spec-id\": 0, \"fields\": []}],"
+	" \"properties\": {}, \"current-snapshot-id\": -1, \"snapshots\": [], \"snapshot-log\": [],"
+	" \"metadata-log\": [], \"sort-orders\": [{\"order-id\": 0, \"fields\": []}, {\"order-id\": 1,"
+	"  \"fields\": [{\"transform\": \"month\", \"source-id\": 5, \"direction\": \"desc\","
+	"  \"null-order\": \"nulls-last\"}, {\"transform\": \"identity\", \"source-id\": 3,"
+	"  \"direction\": \"asc\", \"null-order\": \"nulls-first\"}]}], \"default-sort-order-id\": 1}";
+
+	if (!iceberg_metadata_parse(md_json, strlen(md_json), NULL, &md, &err) ||
+		!iceberg_schema_parse(md->current_schema_json, &schema, &err))
+	{
+		CHECK(false, "nested sort metadata: %s", err.message);
+		return;
+	}
+	CHECK(sort_is(schema, "s.f DESC, `s`.t.`d`", "3:desc:last,5:asc:first"),
+		  "fields of structs, quoted and case-insensitive parts");
+	CHECK(sort_is(schema, "zorder(s.t.d, id)", "z5:asc:first,1:asc:first"), "zorder of a field of structs");
+	CHECK(sort_refused(schema, "s.nosuch", "nosuch"), "an unknown field of a struct");
+	CHECK(sort_refused(schema, "id.x", "only a struct's fields"), "a field of a long");
+	CHECK(sort_refused(schema, "l.element", "only a struct's fields"), "a list's element");
+	CHECK(sort_refused(schema, "s.t", "cannot be sorted"), "a struct");
+	CHECK(iceberg_sort_order_of_table(md, schema, &o, &err) && o->nfields == 2 &&
+		  o->fields[0].source_id == 5 && strcmp(o->fields[0].transform, "month") == 0 &&
+		  o->fields[1].source_id == 3, "the table's order on fields of structs: %s", err.message);
+	iceberg_sort_order_free(o);
+	iceberg_schema_free(schema);
+	iceberg_metadata_free(md);
+}
+
 static void
 test_sort_orders(void)
 {
@@ -1572,6 +1619,7 @@ main(void)
 	test_plan_fixture();
 	test_plan_rewrite_all();
 	test_sort_orders();
+	test_sort_nested();
 	test_removable();
 	test_check_options();
 	test_v1_inline();
