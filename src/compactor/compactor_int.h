@@ -196,6 +196,27 @@ extern bool read_projection(Sql *q, const IcebergSchema *s, const FileNode *root
 							TmsError *err);
 
 /*
+ * The read_parquet schema map (MAP {id: {name: 'c<id>', type, ...}}) of
+ * the top-level primitive columns ids[0..n) of s (NULL: all); false when
+ * one is not such a column.
+ */
+extern bool schema_map_sql(Sql *q, const IcebergSchema *s, const int32_t *ids, int n);
+
+/*
+ * Equality deletes by fields inside structs: "SELECT <field> AS c<id>, ...,
+ * '<local>' AS filename FROM read_parquet('<local>')" of the delete file
+ * local, each of ids[0..n) (a top-level column or a primitive of structs
+ * at any depth) found by field id at every level through the file's
+ * Parquet schema, as the schema's type (eq_file_select; false with err
+ * when the file lacks one); and the SQL of its value in a row read by
+ * read_projection under alias (field_row_sql: alias.c<id>, struct_extract
+ * below; false when the schema has no such field).
+ */
+extern bool eq_file_select(Sql *q, Helper *h, const IcebergSchema *s, const char *local,
+						   const int32_t *ids, int n, TmsError *err);
+extern bool field_row_sql(Sql *q, const IcebergSchema *s, const char *alias, int32_t id);
+
+/*
  * Row lineage: ", <stored _row_id or null> AS __rid, <stored
  * _last_updated_sequence_number or null> AS __lus" of a file of schema root.
  */

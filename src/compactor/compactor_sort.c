@@ -6,7 +6,8 @@
  *	  it, within DuckDB's memory limit, spilling to the temporary
  *	  directory).
  *
- * Sort: each field's transform applied to its column c<id> (identity,
+ * Sort: each field's transform applied to its column c<id>, or for a
+ * field of structs struct_extract of its top-level column (identity,
  * date_trunc for year, month, day and hour, which order as Iceberg's
  * transforms do; truncate[W] as Iceberg truncates), then ASC or DESC and
  * NULLS FIRST or LAST.
@@ -39,41 +40,50 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The 8-byte key of z-order column c<id> of type t, as SQL. */
-static void
-zkey(IoStrBuf *q, const IcebergColumn *c)
+/*
+ * The SQL of sort field id in the rows of alias: alias.c<id>, or for a
+ * field of structs struct_extract of its top-level column (field_sql.c).
+ */
+static bool
+sort_col(IoStrBuf *col, const IcebergCompactJob *job, const char *alias, int32_t id)
 {
-	int			id = (int) c->id;
+	sql_reset(col);
+	return field_row_sql(col, job->schema, alias, id) && !col->oom;
+}
 
+/* The 8-byte key of z-order column x (its SQL) of type c's, as SQL. */
+static void
+zkey(IoStrBuf *q, const IcebergColumn *c, const char *x)
+{
 	switch (c->type)
 	{
 		case ICEBERG_TYPE_INT:
 		case ICEBERG_TYPE_LONG:
-			io_sb_printf(q, "coalesce((d.c%d::HUGEINT + 9223372036854775808)::UBIGINT, 0::UBIGINT)", id);
+			io_sb_printf(q, "coalesce((%s::HUGEINT + 9223372036854775808)::UBIGINT, 0::UBIGINT)", x);
 			break;
 		case ICEBERG_TYPE_DATE:
-			io_sb_printf(q, "coalesce(((d.c%d - DATE '1970-01-01')::HUGEINT + 9223372036854775808)::UBIGINT, 0::UBIGINT)", id);
+			io_sb_printf(q, "coalesce(((%s - DATE '1970-01-01')::HUGEINT + 9223372036854775808)::UBIGINT, 0::UBIGINT)", x);
 			break;
 		case ICEBERG_TYPE_TIMESTAMP:
 		case ICEBERG_TYPE_TIMESTAMPTZ:
-			io_sb_printf(q, "coalesce(((epoch_us(d.c%d) - (epoch_us(d.c%d) %% 1000000 + 1000000) %% 1000000) // 1000000"
-						 " + 9223372036854775808::HUGEINT)::UBIGINT, 0::UBIGINT)", id, id);
+			io_sb_printf(q, "coalesce(((epoch_us(%s) - (epoch_us(%s) %% 1000000 + 1000000) %% 1000000) // 1000000"
+						 " + 9223372036854775808::HUGEINT)::UBIGINT, 0::UBIGINT)", x, x);
 			break;
 		case ICEBERG_TYPE_FLOAT:
 		case ICEBERG_TYPE_DOUBLE:
-			io_sb_printf(q, "CASE WHEN d.c%d IS NULL THEN 0::UBIGINT"
-						 " WHEN d.c%d::DOUBLE::BIT::BIGINT < 0 THEN (-1 - d.c%d::DOUBLE::BIT::BIGINT)::UBIGINT"
-						 " ELSE (d.c%d::DOUBLE::BIT::BIGINT::HUGEINT + 9223372036854775808)::UBIGINT END",
-						 id, id, id, id);
+			io_sb_printf(q, "CASE WHEN %s IS NULL THEN 0::UBIGINT"
+						 " WHEN %s::DOUBLE::BIT::BIGINT < 0 THEN (-1 - %s::DOUBLE::BIT::BIGINT)::UBIGINT"
+						 " ELSE (%s::DOUBLE::BIT::BIGINT::HUGEINT + 9223372036854775808)::UBIGINT END",
+						 x, x, x, x);
 			break;
 		case ICEBERG_TYPE_STRING:
-			io_sb_printf(q, "coalesce(('0x' || rpad(left(hex(left(d.c%d, 8)), 16), 16, '0'))::UBIGINT, 0::UBIGINT)", id);
+			io_sb_printf(q, "coalesce(('0x' || rpad(left(hex(left(%s, 8)), 16), 16, '0'))::UBIGINT, 0::UBIGINT)", x);
 			break;
 		case ICEBERG_TYPE_BINARY:
-			io_sb_printf(q, "coalesce(('0x' || rpad(left(hex(d.c%d), 16), 16, '0'))::UBIGINT, 0::UBIGINT)", id);
+			io_sb_printf(q, "coalesce(('0x' || rpad(left(hex(%s), 16), 16, '0'))::UBIGINT, 0::UBIGINT)", x);
 			break;
 		case ICEBERG_TYPE_BOOLEAN:
-			io_sb_printf(q, "CASE WHEN d.c%d THEN 9295429630892703744::UBIGINT ELSE 0::UBIGINT END", id);
+			io_sb_printf(q, "CASE WHEN %s THEN 9295429630892703744::UBIGINT ELSE 0::UBIGINT END", x);
 			break;
 		default:
 			/* compact_sort.c refuses other types before a job is made */
@@ -84,43 +94,46 @@ zkey(IoStrBuf *q, const IcebergColumn *c)
 void
 compactor_sort_keys(IoStrBuf *q, const IcebergCompactJob *job)
 {
+	IoStrBuf	x = {0};
 	int			j;
 
 	if (job->sort == NULL || !job->sort->zorder)
 		return;
 	for (j = 0; j < job->sort->nfields; j++)
 	{
-		const IcebergColumn *c = iceberg_schema_column(job->schema, job->sort->fields[j].source_id);
+		int32_t		id = job->sort->fields[j].source_id;
+		const IcebergColumn *c = iceberg_schema_field(job->schema, id, NULL);
 
 		io_sb_printf(q, ", ");
-		if (c == NULL)
+		if (c == NULL || !sort_col(&x, job, "d", id))
 			io_sb_printf(q, "0::UBIGINT");
 		else
-			zkey(q, c);
+			zkey(q, c, x.data);
 		io_sb_printf(q, " AS tms_z%d", j);
 	}
+	q->oom |= x.oom;
+	io_sb_free(&x);
 }
 
-/* One sort field's expression over s.c<id>; false: none (void). */
+/* One sort field's expression over x (its column's SQL); false: none (void). */
 static bool
-sort_expr(IoStrBuf *q, const IcebergSortField *f, const IcebergColumn *c)
+sort_expr(IoStrBuf *q, const IcebergSortField *f, const IcebergColumn *c, const char *x)
 {
 	const char *t = f->transform;
-	int			id = (int) f->source_id;
 	int			w;
 
 	if (strcmp(t, "void") == 0)
 		return false;
 	if (strcmp(t, "year") == 0 || strcmp(t, "month") == 0 || strcmp(t, "day") == 0 ||
 		strcmp(t, "hour") == 0)
-		io_sb_printf(q, "date_trunc('%s', s.c%d)", t, id);
+		io_sb_printf(q, "date_trunc('%s', %s)", t, x);
 	else if (sscanf(t, "truncate[%d]", &w) == 1 && w > 0 && c != NULL &&
 			 c->type == ICEBERG_TYPE_STRING)
-		io_sb_printf(q, "left(s.c%d, %d)", id, w);
+		io_sb_printf(q, "left(%s, %d)", x, w);
 	else if (sscanf(t, "truncate[%d]", &w) == 1 && w > 0)
-		io_sb_printf(q, "(s.c%d::HUGEINT - ((s.c%d::HUGEINT %% %d) + %d) %% %d)", id, id, w, w, w);
+		io_sb_printf(q, "(%s::HUGEINT - ((%s::HUGEINT %% %d) + %d) %% %d)", x, x, w, w, w);
 	else
-		io_sb_printf(q, "s.c%d", id);
+		io_sb_printf(q, "%s", x);
 	return true;
 }
 
@@ -128,6 +141,7 @@ bool
 compactor_order_by(IoStrBuf *q, const IcebergCompactJob *job)
 {
 	const IcebergSortOrder *o = job->sort;
+	IoStrBuf	x = {0};
 	int			n = 0;
 	int			j;
 
@@ -163,7 +177,8 @@ compactor_order_by(IoStrBuf *q, const IcebergCompactJob *job)
 		size_t		mark = q->len;
 
 		io_sb_printf(q, "%s", n ? ", " : " ORDER BY ");
-		if (!sort_expr(q, f, iceberg_schema_column(job->schema, f->source_id)))
+		if (!sort_col(&x, job, "s", f->source_id) ||
+			!sort_expr(q, f, iceberg_schema_field(job->schema, f->source_id, NULL), x.data))
 		{
 			q->len = mark;		/* a void field orders nothing */
 			if (q->data)
@@ -174,5 +189,6 @@ compactor_order_by(IoStrBuf *q, const IcebergCompactJob *job)
 					 f->nulls_first ? "FIRST" : "LAST");
 		n++;
 	}
+	io_sb_free(&x);
 	return n > 0;
 }

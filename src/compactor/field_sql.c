@@ -32,6 +32,12 @@
  * group of several fields, else its only child is; a MAP group's
  * repeated child holds the key and the value.
  *
+ * Equality deletes: schema_map_sql maps top-level columns of delete files
+ * by field id for read_parquet; a field inside structs is read from each
+ * delete file through its Parquet schema by id at every level
+ * (eq_file_select), and field_row_sql is its value in a row read by
+ * read_projection.
+ *
  * A v3 table's rows keep their row lineage: lineage_projection reads the
  * reserved columns _row_id and _last_updated_sequence_number by field id.
  *
@@ -640,6 +646,29 @@ read_expr(Sql *q, const IcebergColumn *c, const FileNode *n, const char *src, in
 	}
 }
 
+/* The read_parquet schema map of the columns ids[0..n) (NULL: all). */
+bool
+schema_map_sql(Sql *q, const IcebergSchema *s, const int32_t *ids, int n)
+{
+	char		tb[64];
+	int			i;
+	int			count = ids ? n : s->ncolumns;
+
+	sql_add(q, "MAP {");
+	for (i = 0; i < count; i++)
+	{
+		const IcebergColumn *c = ids ? iceberg_schema_column(s, ids[i]) : &s->columns[i];
+		const char *t;
+
+		if (c == NULL || (t = duck_primitive(c, tb, sizeof(tb))) == NULL)
+			return false;
+		sql_add(q, "%s%d: {name: 'c%d', type: '%s', default_value: NULL}", i ? ", " : "",
+				(int) c->id, (int) c->id, t);
+	}
+	sql_add(q, "}");
+	return true;
+}
+
 bool
 read_projection(Sql *q, const IcebergSchema *s, const FileNode *root, TmsError *err)
 {
@@ -674,6 +703,117 @@ read_projection(Sql *q, const IcebergSchema *s, const FileNode *root, TmsError *
 		}
 		io_sb_free(&src);
 		sql_add(q, " AS c%d", (int) c->id);
+	}
+	return true;
+}
+
+/*
+ * Equality deletes by a field at any depth of structs
+ * (https://iceberg.apache.org/spec/#equality-delete-files): the path of
+ * field id in the schema, its struct ancestors only; 0 when the schema
+ * has no such primitive field there.
+ */
+static int
+struct_path(const IcebergSchema *s, int32_t id, const IcebergColumn **path)
+{
+	int			n = iceberg_schema_field_path(s, id, path, MAX_FILE_DEPTH);
+
+	if (n == 0 || ICEBERG_TYPE_IS_NESTED(path[n - 1]->type))
+		return 0;
+	for (int i = 0; i + 1 < n; i++)
+		if (path[i]->type != ICEBERG_TYPE_STRUCT)
+			return 0;
+	return n;
+}
+
+static bool
+field_file_sql(Sql *q, const IcebergSchema *s, const FileNode *root, int32_t id, TmsError *err)
+{
+	const IcebergColumn *path[MAX_FILE_DEPTH];
+	const FileNode *fpath[MAX_FILE_DEPTH] = {0};
+	int			n = struct_path(s, id, path);
+	const FileNode *f = root;
+	Sql			src = {0};
+	bool		ok;
+	int			i;
+
+	for (i = 0; i < n && f != NULL; i++)
+		if ((i > 0 && f->kind != 'S') || (f = fpath[i] = file_child(f, path[i]->id)) == NULL)
+			f = NULL;
+	if (n == 0 || f == NULL)
+	{
+		tms_error_set(err, ICEBERG_ERR_MALFORMED,
+					  "an equality delete file has no field %d of the schema's, inside structs only",
+					  (int) id);
+		return false;
+	}
+	for (i = 1; i < n; i++)
+		sql_add(&src, "struct_extract(");
+	sql_ident(&src, fpath[0]->name);
+	for (i = 1; i < n; i++)
+	{
+		sql_add(&src, ", ");
+		sql_lit(&src, fpath[i]->name);
+		sql_add(&src, ")");
+	}
+	tms_error_clear(err);
+	ok = !src.oom && read_expr(q, path[n - 1], f, src.data, n, err);
+	io_sb_free(&src);
+	if (!ok && err->code == 0)
+		tms_error_set(err, ICEBERG_ERR_OUT_OF_MEMORY, "out of memory");
+	return ok;
+}
+
+bool
+eq_file_select(Sql *q, Helper *h, const IcebergSchema *s, const char *local, const int32_t *ids,
+			   int n, TmsError *err)
+{
+	FileNode	root;
+	char	   *sig;
+	bool		ok = true;
+
+	if (!file_schema_read(h, local, &root, &sig, err))
+		return false;
+	io_free(sig);
+	sql_add(q, "SELECT ");
+	for (int k = 0; ok && k < n; k++)
+	{
+		ok = field_file_sql(q, s, &root, ids[k], err);
+		sql_add(q, " AS c%d, ", (int) ids[k]);
+	}
+	file_schema_free(&root);
+	if (!ok)
+		return false;
+	sql_lit(q, local);
+	sql_add(q, " AS filename FROM read_parquet(");
+	sql_lit(q, local);
+	sql_add(q, ")");
+	return true;
+}
+
+bool
+field_row_sql(Sql *q, const IcebergSchema *s, const char *alias, int32_t id)
+{
+	const IcebergColumn *path[MAX_FILE_DEPTH];
+	int			n = struct_path(s, id, path);
+
+	if (n == 0)
+		return false;
+	for (int i = 1; i < n; i++)
+		sql_add(q, "struct_extract(");
+	sql_add(q, "%s.c%d", alias, (int) path[0]->id);
+	for (int i = 1; i < n; i++)
+	{
+		Sql			nm = {0};
+
+		avro_name(&nm, path[i]->name);
+		sql_add(q, ", ");
+		if (nm.oom)
+			q->oom = true;
+		else
+			sql_lit(q, nm.data);
+		io_sb_free(&nm);
+		sql_add(q, ")");
 	}
 	return true;
 }

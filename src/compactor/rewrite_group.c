@@ -18,6 +18,7 @@
  *	   the rows deleted by the group's delete files (position deletes:
  *	   same file path and position, delete sequence number >= the data
  *	   file's; equality deletes: equal on their columns with nulls equal,
+ *	   a column a top-level one or a field of structs at any depth,
  *	   delete sequence number > the data file's) by equi-joins against
  *	   small tables built once per group (the deleted positions by local
  *	   file; each equality key with its newest delete's sequence number),
@@ -103,29 +104,6 @@
 #define ROW_ID_ID		2147483540
 #define LAST_SEQ_ID		2147483539
 #define DOWNLOAD_CHUNK	((uint64_t) 8 * 1024 * 1024)
-
-/* The read_parquet schema map of the columns ids[0..n) (NULL: all). */
-static bool
-schema_map(Sql *q, const IcebergSchema *s, const int32_t *ids, int n)
-{
-	char		tb[64];
-	int			i;
-	int			count = ids ? n : s->ncolumns;
-
-	sql_add(q, "MAP {");
-	for (i = 0; i < count; i++)
-	{
-		const IcebergColumn *c = ids ? iceberg_schema_column(s, ids[i]) : &s->columns[i];
-		const char *t;
-
-		if (c == NULL || (t = duck_primitive(c, tb, sizeof(tb))) == NULL)
-			return false;
-		sql_add(q, "%s%d: {name: 'c%d', type: '%s', default_value: NULL}", i ? ", " : "",
-				(int) c->id, (int) c->id, t);
-	}
-	sql_add(q, "}");
-	return true;
-}
 
 bool
 helper_result(bool ok, duckdb_result *r, duckdb_result *res, TmsError *err)
@@ -489,6 +467,54 @@ group_pos_tables(GroupRun *g)
 }
 
 /*
+ * The rows of the delete files of equality column set j, "c<id>" each and
+ * filename, appended to g->q.  Top-level columns only: one read_parquet
+ * mapping them by field id.  A field inside structs: each file through
+ * its Parquet schema, the field found by id at every level (field_sql.c).
+ */
+static bool
+eq_files_sql(GroupRun *g, int j)
+{
+	const IcebergCompactJob *job = g->job;
+	bool		top = true;
+	int			i,
+				k,
+				n = 0;
+
+	for (k = 0; k < g->eq_nids[j]; k++)
+		top &= iceberg_schema_column(job->schema, g->eq_sets[j][k]) != NULL;
+	sql_add(&g->q, top ? "read_parquet([" : "(");
+	for (i = 0; i < job->ndeletes; i++)
+		if (job->deletes[i].content == ICEBERG_CONTENT_EQUALITY_DELETES &&
+			job->deletes[i].nequality_ids == g->eq_nids[j] &&
+			memcmp(job->deletes[i].equality_ids, g->eq_sets[j], sizeof(int32_t) * (size_t) g->eq_nids[j]) == 0)
+		{
+			snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
+			sql_add(&g->q, "%s", n++ ? (top ? ", " : " UNION ALL ") : "");
+			if (top)
+				sql_lit(&g->q, g->path);
+			else if (!eq_file_select(&g->q, g->h, job->schema, g->path, g->eq_sets[j],
+									 g->eq_nids[j], g->err))
+			{
+				tms_error_detail(g->err, "The delete file is \"%.400s\".", job->deletes[i].uri);
+				return false;
+			}
+		}
+	if (top)
+	{
+		sql_add(&g->q, "], filename = true, schema = ");
+		if (!schema_map_sql(&g->q, job->schema, g->eq_sets[j], g->eq_nids[j]))
+		{
+			tms_error_set(g->err, ICEBERG_ERR_MALFORMED,
+						  "an equality delete file names a column that is not in the schema");
+			return false;
+		}
+	}
+	sql_add(&g->q, ")");
+	return true;
+}
+
+/*
  * The tables of equality column set j: "eqJ", the rows of its delete files
  * with their sequence numbers, and "eqmJ", one row per key (nulls equal)
  * with the newest delete of it.
@@ -505,24 +531,10 @@ group_eq_tables(GroupRun *g, int j)
 	sql_add(&g->q, "CREATE OR REPLACE TEMP TABLE eq%d AS SELECT ", j);
 	for (k = 0; k < g->eq_nids[j]; k++)
 		sql_add(&g->q, "e.c%d, ", (int) g->eq_sets[j][k]);
-	sql_add(&g->q, "v.seq FROM read_parquet([");
-	for (i = 0; i < job->ndeletes; i++)
-		if (job->deletes[i].content == ICEBERG_CONTENT_EQUALITY_DELETES &&
-			job->deletes[i].nequality_ids == g->eq_nids[j] &&
-			memcmp(job->deletes[i].equality_ids, g->eq_sets[j], sizeof(int32_t) * (size_t) g->eq_nids[j]) == 0)
-		{
-			snprintf(g->path, sizeof(g->path), "%s/del%d.parquet", g->dir, i);
-			sql_add(&g->q, "%s", n++ ? ", " : "");
-			sql_lit(&g->q, g->path);
-		}
-	sql_add(&g->q, "], filename = true, schema = ");
-	if (!schema_map(&g->q, job->schema, g->eq_sets[j], g->eq_nids[j]))
-	{
-		tms_error_set(g->err, ICEBERG_ERR_MALFORMED,
-					  "an equality delete file names a column that is not in the schema");
+	sql_add(&g->q, "v.seq FROM ");
+	if (!eq_files_sql(g, j))
 		return false;
-	}
-	sql_add(&g->q, ") e JOIN (VALUES ");
+	sql_add(&g->q, " e JOIN (VALUES ");
 	for (i = 0, n = 0; i < job->ndeletes; i++)
 		if (job->deletes[i].content == ICEBERG_CONTENT_EQUALITY_DELETES)
 		{
@@ -993,8 +1005,12 @@ group_rows_sql(GroupRun *g, int o)
 
 		sql_add(q, " LEFT JOIN eqm%d e%d ON", j, j);
 		for (k = 0; k < g->eq_nids[j]; k++)
-			sql_add(q, "%s e%d.c%d IS NOT DISTINCT FROM d.c%d", k ? " AND" : "", j,
-					(int) g->eq_sets[j][k], (int) g->eq_sets[j][k]);
+		{
+			sql_add(q, "%s e%d.c%d IS NOT DISTINCT FROM ", k ? " AND" : "", j,
+					(int) g->eq_sets[j][k]);
+			/* false: not reached (a column the read could not map) */
+			q->oom |= !field_row_sql(q, job->schema, "d", g->eq_sets[j][k]);
+		}
 	}
 	sql_add(q, " WHERE d.file_row_number >= sl.lo AND (sl.hi IS NULL OR d.file_row_number < sl.hi)");
 	if (g->has_pos)

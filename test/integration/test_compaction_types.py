@@ -31,6 +31,11 @@ Avro writer and REST catalog; the schema evolves through the catalog
   - a format v3 table of timestamp_ns values and a column added with an
     initial-default and a write-default keeps its rows, nanoseconds,
     defaults and row lineage;
+  - equality deletes by fields inside structs (one and two deep) are
+    applied, nulls equal and by sequence number; one by a field inside a
+    list skips the job with the file and the field;
+  - the sort strategy orders by fields of structs, the table's sort order
+    and a sort-order text (s.b.x);
   - a table with a column the local engine cannot rewrite (timestamptz_ns
     inside a struct) is refused by run_operation with 0A000, a DETAIL
     naming the column and its type and a HINT, before a job is recorded.
@@ -239,9 +244,9 @@ def q(env, sql, args=None):
     return env["pg"].query(sql, args)
 
 
-def compact(env, name):
+def compact(env, name, opts=None):
     jid = q(env, "SELECT tms.run_operation(%s, %s, %s, 'compaction', %s::jsonb)",
-            (env["server"], NS, name, json.dumps({"rewrite-all": True})))[0][0]
+            (env["server"], NS, name, json.dumps(dict(opts or {}, **{"rewrite-all": True}))))[0][0]
     state = lambda: q(env, "SELECT state, last_error FROM tms.maintenance_jobs WHERE id = %s",  # noqa: E731
                       (jid,))[0]
     wait_for(lambda: state()[0] in TERMINAL, timeout=300, what="job %s" % jid)
@@ -563,38 +568,124 @@ def test_nested_types(env, tmp_path):
     assert {7, 16} <= {b["key"] for b in df["nan_value_counts"]}
 
 
-def test_equality_delete_on_a_nested_field_is_refused(env, tmp_path):
-    """An equality delete by a field inside a struct (s.a, as Flink's
-    upserts on a nested key write them): the local engine matches equality
-    deletes on top-level columns only, so the job is skipped with the file
-    and the field before the helper starts, the table unchanged."""
-    create_table(env, "nestedeq", NESTED)
-    for k in range(2):
-        append_file(env, "nestedeq", nested_rows(k * 1000, 5), NESTED, str(tmp_path), k)
+def add_eq_delete(env, name, tmp, select, fids, eq_ids, seed):
+    """Commit one equality delete file of eq_ids: select's rows written
+    with the field ids fids (a DuckDB FIELD_IDS value, the struct path with
+    ids at every level, as Iceberg's writers write it); its uri."""
     cat, st = env["catalog"], env["st"]
-    _, meta = ow.load(cat, NS, "nestedeq")
-    local = os.path.join(str(tmp_path), "eq-%s.parquet" % uuid.uuid4())
-    duck(["COPY (SELECT {'a': 1}::STRUCT(a INTEGER) AS s) TO %s (FORMAT parquet,"
-          " FIELD_IDS {s: {__duckdb_field_id: 2, a: 3}})" % lit(local)])
+    _, meta = ow.load(cat, NS, name)
+    local = os.path.join(tmp, "eq-%s.parquet" % uuid.uuid4())
+    res = duck(["COPY (%s) TO %s (FORMAT parquet, FIELD_IDS %s)" % (select, lit(local), fids),
+                "SELECT count(*)::BIGINT AS n FROM read_parquet(%s)" % lit(local)])
     uri = "%s/%s" % (compact_mod.data_location(meta), os.path.basename(local))
     with open(local, "rb") as fh:
         data = fh.read()
     st.write(uri, data)
     df = {"content": 2, "file_path": uri, "file_format": "PARQUET", "partition": {},
-          "record_count": 1, "file_size_in_bytes": len(data), "key_metadata": None,
-          "split_offsets": None, "equality_ids": [3], "sort_order_id": 0,
-          "referenced_data_file": None}
-    snap = smallfiles._snapshot(meta, random.Random(7), "delete")
+          "record_count": int(res[1][0]["n"]), "file_size_in_bytes": len(data),
+          "key_metadata": None, "split_offsets": None, "equality_ids": eq_ids,
+          "sort_order_id": 0, "referenced_data_file": None}
+    snap = smallfiles._snapshot(meta, random.Random(seed), "delete")
     rec = smallfiles._manifest(st, meta, snap, False, [df], 2, table_schema=NESTED)
     old = ow.manifest_records(st, ow.snapshot(meta, meta["current-snapshot-id"]))
-    smallfiles._push(cat, [NS], "nestedeq", st, meta, snap, [rec] + old)
-    mloc = ow.load(cat, NS, "nestedeq")[0]
+    smallfiles._push(cat, [NS], name, st, meta, snap, [rec] + old)
+    return uri
+
+
+def test_equality_delete_on_a_nested_field_applies(env, tmp_path):
+    """Equality deletes by fields inside structs (s.a, and s.b.x two deep,
+    as Flink's upserts on a nested key write them), the delete files
+    written with the struct path and field ids at every level (a struct
+    named otherwise than the table's: matched by id).  The compacted file,
+    read with DuckDB, holds exactly the rows not deleted: a null field
+    (the struct above it null included) equals a null in the delete, and
+    a delete applies only to the data files older than it (the file
+    appended after keeps its row of s.a = 1)."""
+    tmp = str(tmp_path)
+    create_table(env, "nestedeq", NESTED)
+    for k in range(2):
+        # ids k*1000 + i, i < 5: s.a null for i = 0, 3; s null for i = 4
+        append_file(env, "nestedeq", nested_rows(k * 1000, 5), NESTED, tmp, k)
+    add_eq_delete(env, "nestedeq", tmp, "SELECT {'a': 1}::STRUCT(a INTEGER) AS olds",
+                  "{olds: {__duckdb_field_id: 2, a: 3}}", [3], 11)
+    add_eq_delete(env, "nestedeq", tmp,
+                  "SELECT * FROM (VALUES ({'b': {'x': 'x-1002'}}::STRUCT(b STRUCT(x VARCHAR))),"
+                  " ({'b': {'x': NULL}}::STRUCT(b STRUCT(x VARCHAR)))) t(s)",
+                  "{s: {__duckdb_field_id: 2, b: {__duckdb_field_id: 4, x: 5}}}", [5], 12)
+    append_file(env, "nestedeq", nested_rows(2000, 2), NESTED, tmp, 13)
+    compact(env, "nestedeq")
+    _, meta = ow.load(env["catalog"], NS, "nestedeq")
+    after = data_files(env, meta)
+    assert len(after) == 1, after
+    local = env["st"].local_path(next(iter(after)))
+    got, want = duck([
+        "SELECT * FROM read_parquet(%s)" % lit(local),
+        "SELECT * FROM (%s) WHERE id IN (0, 2, 3, 1000, 1003, 2000, 2001)"
+        % " UNION ALL ".join(nested_rows(f, n) for f, n in ((0, 5), (1000, 5), (2000, 2))),
+    ])
+    assert sorted(int(r["id"]) for r in got) == [0, 2, 3, 1000, 1003, 2000, 2001], got
+    assert canon(got) == canon(want)
+
+
+def test_equality_delete_inside_a_list_is_refused(env, tmp_path):
+    """An equality delete by a field inside a list (l.element.p) matches no
+    one value of a row: the job is skipped with the file and the field
+    before the helper starts, the table unchanged."""
+    tmp = str(tmp_path)
+    create_table(env, "listeq", NESTED)
+    for k in range(2):
+        append_file(env, "listeq", nested_rows(k * 1000, 5), NESTED, tmp, k)
+    uri = add_eq_delete(env, "listeq", tmp, "SELECT 1::INTEGER AS p", "{p: 10}", [10], 7)
+    cat = env["catalog"]
+    mloc = ow.load(cat, NS, "listeq")[0]
     jid = q(env, "SELECT tms.run_operation(%s, %s, %s, 'compaction', %s::jsonb)",
-            (env["server"], NS, "nestedeq", json.dumps({"rewrite-all": True})))[0][0]
+            (env["server"], NS, "listeq", json.dumps({"rewrite-all": True})))[0][0]
     row = env["pg"].wait_job(jid, ("skipped",), timeout=300)
     assert 'cannot apply equality delete file "%s"' % uri in row["reason"], row
-    assert 'field "a" (id 3) inside "s"' in row["reason"], row
-    assert ow.load(cat, NS, "nestedeq")[0] == mloc
+    assert 'field "p" (id 10) inside list "l"' in row["reason"], row
+    assert ow.load(cat, NS, "listeq")[0] == mloc
+
+
+def test_sort_on_fields_of_structs(env, tmp_path):
+    """The table's sort order on a field of a struct (s.a, DESC NULLS LAST)
+    and a sort-order text naming one two deep (s.b.x): the compacted file,
+    read with DuckDB in its row order, is sorted by the field, with every
+    row kept; the table's order id is stamped, the text's (no table order
+    has it) 0."""
+    create_table(env, "nestedsort", NESTED)
+    for k in range(3):
+        append_file(env, "nestedsort", nested_rows(k * 1000, 20), NESTED, str(tmp_path), k)
+    _, meta = ow.load(env["catalog"], NS, "nestedsort")
+    ow.commit(env["catalog"], NS, "nestedsort", {
+        "requirements": [{"type": "assert-table-uuid", "uuid": meta["table-uuid"]}],
+        "updates": [{"action": "add-sort-order", "sort-order": {"order-id": 1, "fields": [
+            {"transform": "identity", "source-id": 3, "direction": "desc",
+             "null-order": "nulls-last"}]}},
+            {"action": "set-default-sort-order", "sort-order-id": -1}]})
+    ids = sorted(k * 1000 + i for k in range(3) for i in range(20))
+
+    def file_order(key_sql):
+        _, meta = ow.load(env["catalog"], NS, "nestedsort")
+        after = data_files(env, meta)
+        assert len(after) == 1, after
+        path = next(iter(after))
+        got = duck(["SELECT %s AS k, id FROM read_parquet(%s, file_row_number = true)"
+                    " ORDER BY file_row_number" % (key_sql, lit(env["st"].local_path(path)))])[0]
+        assert sorted(int(r["id"]) for r in got) == ids
+        return [r["k"] for r in got], new_entry(env, meta, path)["sort_order_id"]
+
+    compact(env, "nestedsort", {"strategy": "sort"})
+    keys, order_id = file_order("s.a")
+    nn = [k for k in keys if k is not None]
+    assert nn == sorted(nn, reverse=True) and keys == nn + [None] * (len(keys) - len(nn)), keys
+    assert len(nn) > 10 and len(nn) < len(keys)
+    assert order_id == 1
+    compact(env, "nestedsort", {"strategy": "sort", "sort-order": "s.b.x ASC NULLS FIRST"})
+    keys, order_id = file_order("s.b.x")
+    nn = [k for k in keys if k is not None]
+    assert keys == [None] * (len(keys) - len(nn)) + sorted(nn), keys
+    assert len(nn) > 10 and len(nn) < len(keys)
+    assert order_id == 0
 
 
 PRIMS = schema_of(0, [

@@ -539,6 +539,43 @@ test_nested_schema(void)
 		  strcmp(c->initial_default, "\"00ff\"") == 0 && up->id == 2, "fixed with its initial-default");
 	CHECK(iceberg_schema_column(s, 3) == NULL, "a nested field is no top-level column");
 	CHECK(iceberg_compact_check_schema(s, &err), "nested, fixed and timestamp_ns are rewritten");
+	{
+		const IcebergColumn *path[8];
+
+		CHECK(iceberg_schema_field_path(s, 6, path, 8) == 4 && path[0]->id == 2 &&
+			  path[1]->id == 4 && path[2]->id == 5 && path[3]->id == 6, "the path to a map key");
+		CHECK(iceberg_schema_field_path(s, 6, path, 3) == 0, "a path deeper than cap");
+		CHECK(iceberg_schema_field_path(s, 99, path, 8) == 0, "no path to a missing field");
+	}
+
+	/*
+	 * equality deletes: a field of a struct is applied; in a list, a map or
+	 * gone, refused
+	 */
+	{
+		int32_t		ids[1];
+		IcebergCompactDelete d = {.path = "s3://b/t/eq.parquet",
+			.content = ICEBERG_CONTENT_EQUALITY_DELETES,.nequality_ids = 1,
+		.equality_ids = ids,.ngroups = 1};
+		IcebergCompactPlan p = {.ndeletes = 1,.deletes = &d};
+
+		ids[0] = 3;
+		CHECK(iceberg_compact_check_deletes(&p, s, &err), "s.a is applied");
+		ids[0] = 1;
+		CHECK(iceberg_compact_check_deletes(&p, s, &err), "a top-level column is applied");
+		ids[0] = 6;
+		CHECK(!iceberg_compact_check_deletes(&p, s, &err) && err.code == ICEBERG_ERR_UNSUPPORTED &&
+			  strstr(err.message, "\"s3://b/t/eq.parquet\"") != NULL &&
+			  strstr(err.detail, "field \"key\" (id 6) inside list \"l\"") != NULL,
+			  "a map key inside a list refused: %s", err.detail);
+		ids[0] = 4;
+		CHECK(!iceberg_compact_check_deletes(&p, s, &err) &&
+			  strstr(err.detail, "field \"l\" (id 4) of type list") != NULL,
+			  "a list field refused: %s", err.detail);
+		ids[0] = 99;
+		CHECK(!iceberg_compact_check_deletes(&p, s, &err) &&
+			  strstr(err.detail, "field id 99") != NULL, "a field gone refused: %s", err.detail);
+	}
 	iceberg_schema_free(s);
 
 	/* a partition field whose source is inside a struct: typed by it */
@@ -833,6 +870,53 @@ sort_refused(IcebergSchema *schema, const char *text, const char *says)
 		return false;
 	}
 	return true;
+}
+
+/* Sort orders on fields of structs: s.f in the text, a nested source-id. */
+static void
+test_sort_nested(void)
+{
+	IcebergSchema *schema;
+	IcebergTableMetadata *md;
+	IcebergSortOrder *o = NULL;
+	TmsError	err;
+	static const char *md_json =
+	"{\"format-version\": 2, \"table-uuid\": \"9c12d441-03fe-4693-9a96-a0705ddf69c1\","
+	" \"location\": \"s3://b/t\", \"last-sequence-number\": 0, \"last-updated-ms\": 1,"
+	" \"last-column-id\": 7, \"current-schema-id\": 0, \"schemas\": [{\"type\": \"struct\","
+	"  \"schema-id\": 0, \"fields\": [{\"id\": 1, \"name\": \"id\", \"required\": true, \"type\": \"long\"},"
+	"  {\"id\": 2, \"name\": \"s\", \"required\": false, \"type\": {\"type\": \"struct\", \"fields\": ["
+	"   {\"id\": 3, \"name\": \"f\", \"required\": false, \"type\": \"int\"},"
+	"   {\"id\": 4, \"name\": \"T\", \"required\": false, \"type\": {\"type\": \"struct\", \"fields\": ["
+	"    {\"id\": 5, \"name\": \"d\", \"required\": false, \"type\": \"date\"}]}}]}},"
+	"  {\"id\": 6, \"name\": \"l\", \"required\": false, \"type\": {\"type\": \"list\","
+	"   \"element-id\": 7, \"element-required\": false, \"element\": \"int\"}}]}],"
+	" \"default-spec-id\": 0, \"last-partition-id\": 999, \"partition-specs\": [{\"spec-id\": 0, \"fields\": []}],"
+	" \"properties\": {}, \"current-snapshot-id\": -1, \"snapshots\": [], \"snapshot-log\": [],"
+	" \"metadata-log\": [], \"sort-orders\": [{\"order-id\": 0, \"fields\": []}, {\"order-id\": 1,"
+	"  \"fields\": [{\"transform\": \"month\", \"source-id\": 5, \"direction\": \"desc\","
+	"  \"null-order\": \"nulls-last\"}, {\"transform\": \"identity\", \"source-id\": 3,"
+	"  \"direction\": \"asc\", \"null-order\": \"nulls-first\"}]}], \"default-sort-order-id\": 1}";
+
+	if (!iceberg_metadata_parse(md_json, strlen(md_json), NULL, &md, &err) ||
+		!iceberg_schema_parse(md->current_schema_json, &schema, &err))
+	{
+		CHECK(false, "nested sort metadata: %s", err.message);
+		return;
+	}
+	CHECK(sort_is(schema, "s.f DESC, `s`.t.`d`", "3:desc:last,5:asc:first"),
+		  "fields of structs, quoted and case-insensitive parts");
+	CHECK(sort_is(schema, "zorder(s.t.d, id)", "z5:asc:first,1:asc:first"), "zorder of a field of structs");
+	CHECK(sort_refused(schema, "s.nosuch", "nosuch"), "an unknown field of a struct");
+	CHECK(sort_refused(schema, "id.x", "only a struct's fields"), "a field of a long");
+	CHECK(sort_refused(schema, "l.element", "only a struct's fields"), "a list's element");
+	CHECK(sort_refused(schema, "s.t", "cannot be sorted"), "a struct");
+	CHECK(iceberg_sort_order_of_table(md, schema, &o, &err) && o->nfields == 2 &&
+		  o->fields[0].source_id == 5 && strcmp(o->fields[0].transform, "month") == 0 &&
+		  o->fields[1].source_id == 3, "the table's order on fields of structs: %s", err.message);
+	iceberg_sort_order_free(o);
+	iceberg_schema_free(schema);
+	iceberg_metadata_free(md);
 }
 
 static void
@@ -1535,6 +1619,7 @@ main(void)
 	test_plan_fixture();
 	test_plan_rewrite_all();
 	test_sort_orders();
+	test_sort_nested();
 	test_removable();
 	test_check_options();
 	test_v1_inline();

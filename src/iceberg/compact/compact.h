@@ -191,6 +191,14 @@ extern bool iceberg_schema_parse(const char *json, IcebergSchema **out,
 								 TmsError *err);
 extern void iceberg_schema_free(IcebergSchema *s);
 
+/*
+ * The path to the field id at any depth: path[0] its top-level column,
+ * path[n - 1] the field itself; n returned (at most cap), 0 when the schema
+ * has no such field (or not within cap levels).
+ */
+extern int	iceberg_schema_field_path(const IcebergSchema *s, int32_t id,
+									  const IcebergColumn **path, int cap);
+
 /* A top-level column by id. */
 extern const IcebergColumn *iceberg_schema_column(const IcebergSchema *s, int32_t id);
 

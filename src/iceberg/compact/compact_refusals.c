@@ -4,7 +4,9 @@
  *	  What the local engine's compaction helper cannot rewrite, found
  *	  before anything runs: the types of a table's schema
  *	  (iceberg_compact_check_schema) and the equality deletes of a plan's
- *	  groups (iceberg_compact_check_deletes).  Each is ICEBERG_ERR_UNSUPPORTED
+ *	  groups (iceberg_compact_check_deletes: a field the current schema
+ *	  lacks, one inside a list or a map, or one not primitive; a
+ *	  top-level column or a field of structs at any depth is applied).  Each is ICEBERG_ERR_UNSUPPORTED
  *	  (0A000 above) naming the field or the file and why, so that the user
  *	  is sent to an engine server rather than to a failed group.
  *
@@ -20,6 +22,8 @@
 
 #include <stdio.h>
 #include <string.h>
+
+#define MAX_EQ_DEPTH	64		/* as deep as iceberg_schema_parse reads */
 
 /*
  * The first field under c[0..n) (full names below prefix) of a type the
@@ -87,20 +91,28 @@ iceberg_compact_check_deletes(const IcebergCompactPlan *p, const IcebergSchema *
 			continue;
 		for (int k = 0; k < d->nequality_ids; k++)
 		{
-			const IcebergColumn *parent = NULL;
-			const IcebergColumn *c = iceberg_schema_field(s, d->equality_ids[k], &parent);
+			const IcebergColumn *path[MAX_EQ_DEPTH];
+			int			n = iceberg_schema_field_path(s, d->equality_ids[k], path, MAX_EQ_DEPTH);
+			const IcebergColumn *under = NULL;	/* a list or a map above it */
 
-			if (c != NULL && parent == NULL && !ICEBERG_TYPE_IS_NESTED(c->type))
+			for (int a = 0; a + 1 < n; a++)
+				if (under == NULL && path[a]->type != ICEBERG_TYPE_STRUCT)
+					under = path[a];
+			if (n > 0 && under == NULL && !ICEBERG_TYPE_IS_NESTED(path[n - 1]->type))
 				continue;
 			tms_error_set(err, ICEBERG_ERR_UNSUPPORTED,
 						  "compaction on engine \"local\" cannot apply equality delete file \"%.400s\"",
 						  d->path);
-			if (c == NULL)
+			if (n == 0)
 				tms_error_detail(err, "It deletes rows by field id %d, which the table's current schema does not have.",
 								 (int) d->equality_ids[k]);
+			else if (under != NULL)
+				tms_error_detail(err, "It deletes rows by field \"%s\" (id %d) inside %s \"%s\"; the local engine matches equality deletes on top-level columns and fields of structs only.",
+								 path[n - 1]->name, (int) path[n - 1]->id, under->type_text,
+								 under->name);
 			else
-				tms_error_detail(err, "It deletes rows by field \"%s\" (id %d) inside \"%s\"; the local engine matches equality deletes on top-level columns only.",
-								 c->name, (int) c->id, parent ? parent->name : c->name);
+				tms_error_detail(err, "It deletes rows by field \"%s\" (id %d) of type %s; equality deletes match primitive fields only.",
+								 path[n - 1]->name, (int) path[n - 1]->id, path[n - 1]->type_text);
 			tms_error_hint(err, "Compact the table with an engine (Spark's rewrite_data_files), or rewrite its equality deletes there first.");
 			return false;
 		}

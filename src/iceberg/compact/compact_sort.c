@@ -9,12 +9,15 @@
  * Text (https://iceberg.apache.org/docs/latest/spark-procedures/#rewrite_data_files):
  *	  order  := field { ',' field } | ZORDER '(' name { ',' name } ')'
  *	  field  := name [ASC | DESC] [NULLS FIRST | NULLS LAST]
- *	  name   := identifier | `quoted` (`` inside)
+ *	  name   := part { '.' part }	(a field of structs: s.f)
+ *	  part   := identifier | `quoted` (`` inside)
  * as Iceberg's SortOrder builder: ASC defaults to NULLS FIRST, DESC to
- * NULLS LAST.  Only plain columns are taken in the text (a transform such
- * as bucket(16, id) is refused); a table's own sort order may also use
- * year, month, day, hour, truncate[W] and void (bucket needs Iceberg's
- * hash in the helper, and is refused).
+ * NULLS LAST.  A name is a top-level column or a field of structs at any
+ * depth (not inside a list or a map), in the text as in a table's sort
+ * order (its source-id).  Only plain columns are taken in the text (a
+ * transform such as bucket(16, id) is refused); a table's own sort order
+ * may also use year, month, day, hour, truncate[W] and void (bucket needs
+ * Iceberg's hash in the helper, and is refused).
  *
  * Z-order (Iceberg's SparkZOrderUDF) takes int, long, float, double,
  * string, binary, boolean, date and timestamp columns; sort takes every
@@ -39,6 +42,7 @@
 
 #define MAX_FIELDS	64
 #define MAX_TEXT	4096
+#define MAX_DEPTH	64			/* as deep as iceberg_schema_parse reads */
 
 void
 iceberg_sort_order_free(IcebergSortOrder *o)
@@ -110,6 +114,22 @@ type_ok(const IcebergColumn *c, bool zorder)
 		default:
 			return false;
 	}
+}
+
+/*
+ * The field id at any depth of structs (a top-level column, or a field of
+ * structs only: none inside a list or a map), or NULL.
+ */
+static const IcebergColumn *
+struct_field(const IcebergSchema *s, int32_t id)
+{
+	const IcebergColumn *path[MAX_DEPTH];
+	int			n = iceberg_schema_field_path(s, id, path, MAX_DEPTH);
+
+	for (int i = 0; i + 1 < n; i++)
+		if (path[i]->type != ICEBERG_TYPE_STRUCT)
+			return NULL;
+	return n > 0 ? path[n - 1] : NULL;
 }
 
 /* Add a field to o (transform copied). */
@@ -227,29 +247,32 @@ lex_char(SortLex *l, char c)
 	return true;
 }
 
-/* The column named name (exactly, else the one case-insensitive match). */
+/* The field of c[0..n) named name (exactly, else the one case-insensitive match). */
 static const IcebergColumn *
-find_column(const IcebergSchema *s, const char *name, bool *ambiguous)
+find_column(const IcebergColumn *c, int nc, const char *name, bool *ambiguous)
 {
 	const IcebergColumn *found = NULL;
 	int			i,
 				n = 0;
 
 	*ambiguous = false;
-	for (i = 0; i < s->ncolumns; i++)
-		if (strcmp(s->columns[i].name, name) == 0)
-			return &s->columns[i];
-	for (i = 0; i < s->ncolumns; i++)
-		if (strcasecmp(s->columns[i].name, name) == 0)
+	for (i = 0; i < nc; i++)
+		if (strcmp(c[i].name, name) == 0)
+			return &c[i];
+	for (i = 0; i < nc; i++)
+		if (strcasecmp(c[i].name, name) == 0)
 		{
-			found = &s->columns[i];
+			found = &c[i];
 			n++;
 		}
 	*ambiguous = n > 1;
 	return n == 1 ? found : NULL;
 }
 
-/* Bind l->word to a column of schema (NULL: id 0); false with the error. */
+/*
+ * Bind l->word, and the ".name" parts after it, to a top-level column or a
+ * field of structs of schema (NULL: id 0); false with the error.
+ */
 static bool
 bind_name(SortLex *l, const IcebergSchema *schema, bool zorder, int32_t *id)
 {
@@ -257,15 +280,24 @@ bind_name(SortLex *l, const IcebergSchema *schema, bool zorder, int32_t *id)
 	bool		ambiguous;
 
 	*id = 0;
+	c = schema ? find_column(schema->columns, schema->ncolumns, l->word, &ambiguous) : NULL;
+	while (*l->p == '.')
+	{
+		l->p++;
+		if (!lex_word(l))
+			return false;
+		if (c != NULL && c->type != ICEBERG_TYPE_STRUCT)
+			return lex_bad(l, "only a struct's fields can be named after a \".\"");
+		c = c ? find_column(c->children, c->nchildren, l->word, &ambiguous) : NULL;
+	}
 	if (schema == NULL)
 		return true;
-	c = find_column(schema, l->word, &ambiguous);
 	if (c == NULL)
 	{
 		tms_error_set(l->err, ICEBERG_ERR_INVALID_ARGUMENT,
 					  "invalid sort order: %s column \"%.200s\"",
 					  ambiguous ? "ambiguous" : "no", l->word);
-		tms_error_detail(l->err, "The sort order is \"%.1000s\"; sort columns are top-level columns of the table.",
+		tms_error_detail(l->err, "The sort order is \"%.1000s\"; sort columns are top-level columns of the table or fields of structs (s.f).",
 						 l->text);
 		return false;
 	}
@@ -459,7 +491,7 @@ iceberg_sort_order_of_table(const IcebergTableMetadata *md, const IcebergSchema 
 		const char *no = json_string_value(json_object_get(f, "null-order"));
 		json_t	   *sid = json_object_get(f, "source-id");
 		const IcebergColumn *c = json_is_integer(sid) ?
-		iceberg_schema_column(schema, (int32_t) json_integer_value(sid)) : NULL;
+		struct_field(schema, (int32_t) json_integer_value(sid)) : NULL;
 
 		if (t == NULL || dir == NULL || no == NULL || c == NULL || !type_ok(c, false) ||
 			!transform_ok(t, c) ||
@@ -475,7 +507,7 @@ iceberg_sort_order_of_table(const IcebergTableMetadata *md, const IcebergSchema 
 				nested = c == NULL && json_is_integer(sid) ?
 					iceberg_schema_field(schema, (int32_t) json_integer_value(sid), NULL) : NULL;
 				if (nested != NULL)
-					tms_error_detail(err, "Its field %d is %s(%s), a field nested in a struct, list or map (id %d); local compaction sorts on top-level columns of primitive types.",
+					tms_error_detail(err, "Its field %d is %s(%s), a field inside a list or a map (id %d); local compaction sorts on top-level columns and fields of structs of primitive types.",
 									 (int) i + 1, t ? t : "?", nested->name, (int) nested->id);
 				else
 					tms_error_detail(err, "Its field %d is %s(%s) of %s; local compaction sorts on columns of primitive types with transforms identity, year, month, day, hour, truncate and void.",
@@ -593,7 +625,7 @@ compact_sort_from_json(json_t *j, const IcebergSchema *schema, IcebergSortOrder 
 		json_t	   *desc = json_object_get(f, "desc");
 		json_t	   *nf = json_object_get(f, "nulls_first");
 		const IcebergColumn *c = json_is_integer(id) ?
-		iceberg_schema_column(schema, (int32_t) json_integer_value(id)) : NULL;
+		struct_field(schema, (int32_t) json_integer_value(id)) : NULL;
 
 		if (c == NULL || t == NULL || !json_is_boolean(desc) || !json_is_boolean(nf) ||
 			!type_ok(c, o->zorder) || !transform_ok(t, c) || (o->zorder && strcmp(t, "identity") != 0))

@@ -332,6 +332,37 @@ iceberg_schema_field(const IcebergSchema *s, int32_t id, const IcebergColumn **p
 	return field_in(s->columns, s->ncolumns, id, NULL, parent ? parent : &dummy);
 }
 
+/* The path to the field id in c's subtree: its depth below c, or -1. */
+static int
+path_in(const IcebergColumn *c, int n, int32_t id, const IcebergColumn **path, int cap,
+		int depth)
+{
+	int			i;
+
+	if (depth >= cap)
+		return -1;
+	for (i = 0; i < n; i++)
+	{
+		int			d;
+
+		path[depth] = &c[i];
+		if (c[i].id == id)
+			return depth;
+		if ((d = path_in(c[i].children, c[i].nchildren, id, path, cap, depth + 1)) >= 0)
+			return d;
+	}
+	return -1;
+}
+
+int
+iceberg_schema_field_path(const IcebergSchema *s, int32_t id, const IcebergColumn **path,
+						  int cap)
+{
+	if (s == NULL)
+		return 0;
+	return path_in(s->columns, s->ncolumns, id, path, cap, 0) + 1;
+}
+
 const IcebergColumn *
 iceberg_schema_column(const IcebergSchema *s, int32_t id)
 {
