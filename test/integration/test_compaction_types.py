@@ -651,7 +651,8 @@ def test_sort_on_fields_of_structs(env, tmp_path):
     and a sort-order text naming one two deep (s.b.x): the compacted file,
     read with DuckDB in its row order, is sorted by the field, with every
     row kept; the table's order id is stamped, the text's (no table order
-    has it) 0."""
+    has it) 0.  Then a z-order of s.a and id, checked by the rows'
+    interleaved bits."""
     create_table(env, "nestedsort", NESTED)
     for k in range(3):
         append_file(env, "nestedsort", nested_rows(k * 1000, 20), NESTED, str(tmp_path), k)
@@ -685,6 +686,26 @@ def test_sort_on_fields_of_structs(env, tmp_path):
     nn = [k for k in keys if k is not None]
     assert keys == [None] * (len(keys) - len(nn)) + sorted(nn), keys
     assert len(nn) > 10 and len(nn) < len(keys)
+    assert order_id == 0
+    # z-order on the struct's int field and a top-level long: the file's
+    # rows in ascending interleaved bits of their ordered 8-byte keys
+    # (Iceberg's ZOrderByteUtils: an int as a long with its sign bit
+    # flipped, a null as zeros)
+    compact(env, "nestedsort", {"strategy": "sort", "sort-order": "zorder(s.a, id)"})
+    keys, order_id = file_order("[s.a, id]")
+
+    def zkey(v):
+        return 0 if v is None else (int(v) + (1 << 63)) & ((1 << 64) - 1)
+
+    def zvalue(ks):
+        z = 0
+        for i in range(64):
+            for k in ks:
+                z = (z << 1) | ((k >> (63 - i)) & 1)
+        return z
+
+    zs = [zvalue([zkey(a), zkey(b)]) for a, b in keys]
+    assert zs == sorted(zs) and len(set(zs)) == len(zs), keys
     assert order_id == 0
 
 
