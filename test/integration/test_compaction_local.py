@@ -78,7 +78,7 @@ import world  # noqa: E402
 import opsworld as ow  # noqa: E402
 import smallfiles  # noqa: E402
 from pgcluster import FAST_WORKERS, JOB_ENDS, wait_for  # noqa: E402
-from iceberg_transforms import bucket as iceberg_bucket  # noqa: E402
+from iceberg_transforms import bucket as iceberg_bucket, zkey_double, zkey_long, zvalue  # noqa: E402
 
 TERMINAL = JOB_ENDS
 
@@ -895,30 +895,6 @@ def sort_key(fields):
                 return (-1 if x < y else 1) * (-1 if desc else 1)
         return 0
     return functools.cmp_to_key(cmp)
-
-
-MASK64 = (1 << 64) - 1
-
-
-def zvalue(keys):
-    """Iceberg's ZOrderByteUtils.interleaveBits of 8-byte column keys."""
-    z = 0
-    for i in range(64):
-        for k in keys:
-            z = (z << 1) | ((k >> (63 - i)) & 1)
-    return z
-
-
-def zkey_long(v):
-    return 0 if v is None else (int(v) + (1 << 63)) & MASK64
-
-
-def zkey_double(v):
-    import struct
-    if v is None:
-        return 0
-    bits = struct.unpack(">q", struct.pack(">d", float(v)))[0]
-    return (~bits) & MASK64 if bits < 0 else (bits ^ (1 << 63)) & MASK64
 
 
 def sorted_run(env, name, opts, files=40, rows_per_file=200, seed=21, order=None):

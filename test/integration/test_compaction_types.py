@@ -68,7 +68,7 @@ import smallfiles  # noqa: E402
 import avro_codec  # noqa: E402
 import iceberg_avro_schemas  # noqa: E402
 import compact as compact_mod  # noqa: E402
-from iceberg_transforms import murmur3_32, unscaled_bytes  # noqa: E402
+from iceberg_transforms import murmur3_32, unscaled_bytes, zkey_long, zvalue  # noqa: E402
 from pgcluster import FAST_WORKERS, wait_for  # noqa: E402
 
 pytestmark = pytest.mark.own_cluster
@@ -693,18 +693,7 @@ def test_sort_on_fields_of_structs(env, tmp_path):
     # flipped, a null as zeros)
     compact(env, "nestedsort", {"strategy": "sort", "sort-order": "zorder(s.a, id)"})
     keys, order_id = file_order("[s.a, id]")
-
-    def zkey(v):
-        return 0 if v is None else (int(v) + (1 << 63)) & ((1 << 64) - 1)
-
-    def zvalue(ks):
-        z = 0
-        for i in range(64):
-            for k in ks:
-                z = (z << 1) | ((k >> (63 - i)) & 1)
-        return z
-
-    zs = [zvalue([zkey(a), zkey(b)]) for a, b in keys]
+    zs = [zvalue([zkey_long(a), zkey_long(b)]) for a, b in keys]
     assert zs == sorted(zs) and len(set(zs)) == len(zs), keys
     assert order_id == 0
 
